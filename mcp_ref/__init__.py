@@ -1,0 +1,1 @@
+"""mcp_ref: a synchronous reference implementation of the Model Context Protocol."""
