@@ -1,1 +1,74 @@
-"""mcp_ref: a synchronous reference implementation of the Model Context Protocol."""
+"""mcp_ref: a synchronous, thread-based reference implementation of the Model Context Protocol.
+
+The public names are loaded on first use, so ``import mcp_ref`` stays cheap::
+
+    from mcp_ref import Client, Server
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+#: The protocol revisions mcp_ref speaks, newest first (also ``mcp_ref.lifecycle.SUPPORTED_VERSIONS``).
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_VERSION = SUPPORTED_VERSIONS[0]
+
+_EXPORTS = {
+    "Client": "client",
+    "ToolCall": "client",
+    "Server": "server",
+    "Context": "server",
+    "ToolError": "server",
+    "Session": "session",
+    "RequestContext": "session",
+    "PendingRequest": "session",
+    "McpError": "errors",
+    "ParseError": "errors",
+    "InvalidRequest": "errors",
+    "MethodNotFound": "errors",
+    "InvalidParams": "errors",
+    "InternalError": "errors",
+    "ResourceNotFound": "errors",
+    "ConnectionClosed": "errors",
+    "RequestTimeout": "errors",
+    "RequestCancelled": "errors",
+    "CapabilityError": "errors",
+    "UnsupportedProtocolVersion": "errors",
+    "TextContent": "types",
+    "ImageContent": "types",
+    "AudioContent": "types",
+    "ResourceLink": "types",
+    "EmbeddedResource": "types",
+    "TextResourceContents": "types",
+    "BlobResourceContents": "types",
+    "CallToolResult": "types",
+    "CreateMessageParams": "types",
+    "CreateMessageResult": "types",
+    "ElicitParams": "types",
+    "ElicitResult": "types",
+    "GetPromptResult": "types",
+    "PromptMessage": "types",
+    "Root": "types",
+    "Tool": "types",
+    "Resource": "types",
+    "ResourceTemplate": "types",
+    "Prompt": "types",
+    "LogMessage": "types",
+}
+
+__all__ = ["__version__", "SUPPORTED_VERSIONS", "LATEST_VERSION", *_EXPORTS]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_ref' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

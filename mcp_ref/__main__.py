@@ -1,0 +1,7 @@
+"""``python -m mcp_ref``: the same as the ``mcp-ref`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

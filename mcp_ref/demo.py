@@ -1,0 +1,238 @@
+"""The bundled demo server: one of everything MCP offers.
+
+``mcp-ref serve-demo`` runs it on stdio for any client; ``mcp-ref demo``
+starts it as a subprocess and walks through every feature (see
+:mod:`mcp_ref.walkthrough`).  Reading this file top to bottom is a tour of
+the server API.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import threading
+from dataclasses import dataclass
+from typing import Literal
+
+from .server import Context, Server, ToolError
+from .types import EmbeddedResource, ImageContent, TextResourceContents
+
+# A 1x1 transparent PNG, small enough to read in a trace.
+PIXEL_PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+    )
+).decode("ascii")
+
+
+class Unit(enum.Enum):
+    """Temperature units."""
+
+    CELSIUS = "celsius"
+    FAHRENHEIT = "fahrenheit"
+
+
+@dataclass
+class Weather:
+    """A (made-up) weather report."""
+
+    city: str
+    temperature: float
+    unit: str
+    conditions: str
+
+
+def build_server() -> Server:
+    """A fresh demo server (each call returns a new, independent one)."""
+    server = Server(
+        "mcp-ref-demo",
+        version="1.0.0",
+        title="mcp_ref demo server",
+        instructions="A demo of every MCP feature. Start with the echo tool.",
+        page_size=5,  # small pages, so listings show pagination
+    )
+    counter = {"value": 0}
+    counter_lock = threading.Lock()
+
+    # -- tools ---------------------------------------------------------------------
+
+    @server.tool(annotations={"readOnlyHint": True})
+    def echo(text: str) -> str:
+        """Return the text unchanged.
+
+        Args:
+            text: What to echo back.
+        """
+        return text
+
+    @server.tool()
+    def add(a: float, b: float) -> float:
+        """Add two numbers."""
+        return a + b
+
+    @server.tool()
+    def weather(city: str, unit: Unit = Unit.CELSIUS) -> Weather:
+        """Report the weather for a city, as structured output.
+
+        Args:
+            city: The city to report on.
+            unit: Celsius or Fahrenheit.
+        """
+        celsius = 21.5
+        temperature = celsius if unit is Unit.CELSIUS else celsius * 9 / 5 + 32
+        return Weather(city=city, temperature=temperature, unit=unit.value, conditions="sunny")
+
+    @server.tool()
+    def pixel() -> ImageContent:
+        """Return a tiny PNG image."""
+        return ImageContent(data=PIXEL_PNG, mime_type="image/png")
+
+    @server.tool()
+    def divide(a: float, b: float) -> float:
+        """Divide a by b (fails, as a tool error, when b is 0)."""
+        if b == 0:
+            raise ToolError("Cannot divide by zero")
+        return a / b
+
+    @server.tool()
+    def count_slowly(steps: int, ctx: Context, delay: float = 0.05) -> str:
+        """Count to `steps`, reporting progress at each step.
+
+        Args:
+            steps: How many steps.
+            delay: Seconds per step.
+        """
+        for step in range(1, steps + 1):
+            ctx.check_cancelled()
+            ctx.request.cancelled.wait(delay)
+            ctx.report_progress(step, steps, f"step {step} of {steps}")
+        return f"counted to {steps}"
+
+    @server.tool()
+    def wait_for_cancel(ctx: Context, seconds: float = 30.0) -> str:
+        """Wait until the client cancels this call (or `seconds` pass)."""
+        if ctx.request.cancelled.wait(seconds):
+            ctx.check_cancelled()
+        return "not cancelled"
+
+    @server.tool()
+    def log_levels(ctx: Context) -> str:
+        """Send one log message at each level; the client's logging/setLevel filters them."""
+        sent = [level for level in ("debug", "info", "warning", "error") if ctx.log(level, f"a {level} message", "demo")]
+        return "sent: " + ", ".join(sent)
+
+    @server.tool()
+    def ask_llm(question: str, ctx: Context) -> str:
+        """Ask the client's language model (sampling) and return its answer."""
+        reply = ctx.sample(question, max_tokens=100, system_prompt="Answer briefly.")
+        text = getattr(reply.content, "text", None) or str(reply.content)
+        return f"{reply.model} says: {text}"
+
+    @server.tool()
+    def ask_user(ctx: Context) -> str:
+        """Ask the user for their name and favourite colour (elicitation)."""
+        answer = ctx.elicit(
+            "Who are you?",
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "title": "Name"},
+                    "colour": {"type": "string", "enum": ["red", "green", "blue"], "default": "blue"},
+                },
+                "required": ["name"],
+            },
+        )
+        if answer.action != "accept":
+            return f"the user chose to {answer.action}"
+        return f"hello {answer.content['name']}, who likes {answer.content['colour']}"
+
+    @server.tool()
+    def show_roots(ctx: Context) -> str:
+        """List the client's roots."""
+        roots = ctx.list_roots()
+        return "\n".join(f"{r.name or '(unnamed)'}: {r.uri}" for r in roots) or "no roots"
+
+    @server.tool()
+    def bump_counter() -> int:
+        """Add one to demo://counter; subscribers are told it changed."""
+        with counter_lock:
+            counter["value"] += 1
+            value = counter["value"]
+        server.notify_resource_updated("demo://counter")
+        return value
+
+    @server.tool()
+    def add_tool(name: str) -> str:
+        """Register a new tool called `name` (clients get tools/list_changed)."""
+
+        def extra() -> str:
+            return f"I am {name}"
+
+        server.add_tool(extra, name=name, description=f"A tool added at run time: {name}")
+        return f"added {name}"
+
+    # -- resources ----------------------------------------------------------------------
+
+    @server.resource("demo://readme", mime_type="text/markdown", description="What this server is.")
+    def readme() -> str:
+        return "# mcp_ref demo\n\nEvery MCP feature, one small example each.\n"
+
+    @server.resource("demo://pixel.png", mime_type="image/png", description="A 1x1 PNG, as a blob.")
+    def pixel_png() -> bytes:
+        return base64.b64decode(PIXEL_PNG)
+
+    @server.resource("demo://counter", mime_type="text/plain", description="A number bump_counter increments.")
+    def counter_value() -> str:
+        return str(counter["value"])
+
+    @server.resource("demo://greeting/{name}", mime_type="text/plain", description="A greeting for anyone.")
+    def greeting(name: str) -> str:
+        return f"Hello, {name}!"
+
+    # -- prompts ------------------------------------------------------------------------
+
+    @server.prompt(title="Greet someone")
+    def greet(name: str, style: Literal["formal", "casual"] = "casual") -> str:
+        """A greeting in a chosen style.
+
+        Args:
+            name: Who to greet.
+            style: formal or casual.
+        """
+        return f"Good day, {name}." if style == "formal" else f"Hey {name}!"
+
+    @server.prompt()
+    def review(code: str) -> list:
+        """Ask for a code review, with the readme attached."""
+        return [
+            {"role": "user", "content": f"Please review this code:\n{code}"},
+            {"role": "user", "content": EmbeddedResource(resource=TextResourceContents(
+                uri="demo://readme", text=readme(), mime_type="text/markdown"))},
+            {"role": "assistant", "content": "Happy to. Looking at it now."},
+        ]
+
+    # -- completion ----------------------------------------------------------------------
+
+    names = ["Ada", "Alan", "Alonzo", "Barbara", "Grace", "Margaret"]
+
+    @server.completion(prompt="greet")
+    def complete_greet(argument: str, value: str, context: dict) -> list[str]:
+        if argument == "style":
+            return [s for s in ("formal", "casual") if s.startswith(value)]
+        return [n for n in names if n.lower().startswith(value.lower())]
+
+    @server.completion(resource="demo://greeting/{name}")
+    def complete_greeting(argument: str, value: str, context: dict) -> list[str]:
+        return [n for n in names if n.lower().startswith(value.lower())]
+
+    return server
+
+
+def main() -> None:
+    """Serve the demo on stdio (``mcp-ref serve-demo``)."""
+    build_server().run_stdio()
+
+
+if __name__ == "__main__":
+    main()

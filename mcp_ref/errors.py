@@ -1,0 +1,127 @@
+"""The exception tree, and the JSON-RPC / MCP error codes.
+
+Two kinds of failure reach a caller:
+
+* ``McpError`` — the peer answered with a JSON-RPC error object (or we answer
+  one).  It carries ``code``, ``message`` and ``data`` exactly as on the wire,
+  and there is one subclass per code so callers can catch what they care about.
+* Local failures that never had an answer: the connection closed, the request
+  timed out or was cancelled, the peer did not declare a capability.  These
+  mix in the matching builtin (``ConnectionError``, ``TimeoutError``) the way
+  ``requests`` does, so ``except TimeoutError`` works too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# JSON-RPC 2.0 §5.1 "Error object": the pre-defined codes.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+# MCP (every revision, server/resources §Error Handling): "Resource not found: -32002".
+RESOURCE_NOT_FOUND = -32002
+
+
+class McpError(Exception):
+    """A JSON-RPC error: ``code``, ``message`` and optional ``data``.
+
+    Raise it (or a subclass) in a handler to answer the peer with that error;
+    catch it around a client call to see what the peer answered.
+    """
+
+    code: int = INTERNAL_ERROR
+
+    def __init__(self, message: str, code: int | None = None, data: Any = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.data = data
+
+    def to_error(self) -> dict:
+        """The JSON-RPC ``error`` object for this exception."""
+        error = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    @classmethod
+    def from_error(cls, error: dict) -> "McpError":
+        """Build the most specific subclass for a received ``error`` object."""
+        code = error.get("code", INTERNAL_ERROR)
+        message = error.get("message", "")
+        if not isinstance(message, str):
+            message = str(message)
+        subclass = _BY_CODE.get(code, McpError)
+        return subclass(message, code=code, data=error.get("data"))
+
+    def __str__(self) -> str:
+        return f"{self.message} (code {self.code})"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r})"
+
+
+class ParseError(McpError):
+    """-32700: the message was not valid JSON (or not valid UTF-8)."""
+
+    code = PARSE_ERROR
+
+
+class InvalidRequest(McpError):
+    """-32600: the JSON was not a valid JSON-RPC message."""
+
+    code = INVALID_REQUEST
+
+
+class MethodNotFound(McpError):
+    """-32601: unknown method, or a feature the receiver did not declare."""
+
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(McpError):
+    """-32602: the params were wrong (unknown tool, missing argument, bad cursor...)."""
+
+    code = INVALID_PARAMS
+
+
+class InternalError(McpError):
+    """-32603: the receiver failed while handling the request."""
+
+    code = INTERNAL_ERROR
+
+
+class ResourceNotFound(McpError):
+    """-32002: ``resources/read`` (or subscribe) named a URI the server does not have."""
+
+    code = RESOURCE_NOT_FOUND
+
+
+_BY_CODE = {
+    cls.code: cls
+    for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound)
+}
+
+
+class ConnectionClosed(ConnectionError):
+    """The connection ended before an answer arrived (or was already closed)."""
+
+
+class RequestTimeout(TimeoutError):
+    """No answer within the request's timeout; the peer was sent ``notifications/cancelled``."""
+
+
+class RequestCancelled(Exception):
+    """The request was cancelled (by this side's caller, or the handler's request was cancelled by the peer)."""
+
+
+class CapabilityError(Exception):
+    """The peer did not declare the capability this request needs, so it was not sent."""
+
+
+class UnsupportedProtocolVersion(Exception):
+    """The peer chose a protocol revision this implementation does not speak."""

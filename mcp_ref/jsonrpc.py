@@ -1,0 +1,187 @@
+"""JSON-RPC 2.0 messages: four plain dataclasses, a parser and a serialiser.
+
+No I/O happens here: ``parse`` takes the bytes of one transport message and
+returns a message (or a list of them for a batch); ``serialize`` does the
+reverse.  Messages are classified by which keys are present, as JSON-RPC 2.0
+§4-§5 define them:
+
+=========================  =====================================
+keys present               message
+=========================  =====================================
+``method`` and ``id``      :class:`Request`
+``method``, no ``id``      :class:`Notification`
+``id`` and ``result``      :class:`Response`
+``id`` and ``error``       :class:`ErrorResponse`
+=========================  =====================================
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Union
+
+from .errors import InvalidRequest, ParseError
+
+RequestId = Union[str, int]
+
+
+@dataclass(slots=True)
+class Request:
+    """A call that expects exactly one answer carrying the same ``id``."""
+
+    id: RequestId
+    method: str
+    params: dict | None = None
+
+    def to_dict(self) -> dict:
+        """The wire form."""
+        message = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
+        if self.params is not None:
+            message["params"] = self.params
+        return message
+
+
+@dataclass(slots=True)
+class Notification:
+    """A one-way message: it is never answered."""
+
+    method: str
+    params: dict | None = None
+
+    def to_dict(self) -> dict:
+        """The wire form."""
+        message = {"jsonrpc": "2.0", "method": self.method}
+        if self.params is not None:
+            message["params"] = self.params
+        return message
+
+
+@dataclass(slots=True)
+class Response:
+    """A successful answer to the request with the same ``id``."""
+
+    id: RequestId
+    result: dict
+
+    def to_dict(self) -> dict:
+        """The wire form."""
+        return {"jsonrpc": "2.0", "id": self.id, "result": self.result}
+
+
+@dataclass(slots=True)
+class ErrorResponse:
+    """A failed answer.  ``id`` is None only when the request's id could not be read."""
+
+    id: RequestId | None
+    error: dict
+
+    def to_dict(self) -> dict:
+        """The wire form."""
+        return {"jsonrpc": "2.0", "id": self.id, "error": self.error}
+
+
+Message = Union[Request, Notification, Response, ErrorResponse]
+
+
+def valid_id(value: Any) -> bool:
+    """True for an id MCP allows: a string or an integer, never null (MCP basic §Requests).
+
+    ``bool`` is excluded even though it subclasses ``int`` in Python.
+    """
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse(data: bytes | str) -> Message | list:
+    """Parse one transport message.
+
+    Returns a message, or a ``list`` for a batch, whose items are messages or
+    :class:`~mcp_ref.errors.InvalidRequest` instances (one per bad item, so
+    the good items of a batch are still served).
+
+    Raises :class:`~mcp_ref.errors.ParseError` for bytes that are not UTF-8
+    JSON, and :class:`~mcp_ref.errors.InvalidRequest` (with ``.request_id``
+    set when an id could be read) for JSON that is not a JSON-RPC message.
+    """
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ParseError("Parse error: message is not valid UTF-8") from None
+    try:
+        obj = json.loads(data)
+    except ValueError as exc:
+        raise ParseError(f"Parse error: {exc.args[0] if exc.args else 'invalid JSON'}") from None
+    if isinstance(obj, list):
+        # JSON-RPC 2.0 §6: "If the batch rpc call itself fails to be recognized as
+        # an valid JSON or as an Array with at least one value, the response from
+        # the Server MUST be a single Response object."
+        if not obj:
+            raise _invalid("Invalid Request: empty batch")
+        items: list = []
+        for item in obj:
+            try:
+                items.append(from_dict(item))
+            except InvalidRequest as exc:
+                items.append(exc)
+        return items
+    return from_dict(obj)
+
+
+def from_dict(obj: Any) -> Message:
+    """Classify one decoded JSON value as a message (raises InvalidRequest)."""
+    if not isinstance(obj, dict):
+        raise _invalid("Invalid Request: a message must be a JSON object")
+    raw_id = obj.get("id")
+    usable_id = raw_id if valid_id(raw_id) else None
+    if obj.get("jsonrpc") != "2.0":
+        raise _invalid('Invalid Request: "jsonrpc" must be "2.0"', usable_id)
+    if "method" in obj:
+        method = obj["method"]
+        if not isinstance(method, str):
+            raise _invalid('Invalid Request: "method" must be a string', usable_id)
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            raise _invalid('Invalid Request: "params" must be an object', usable_id)
+        if "id" not in obj:
+            return Notification(method, params)
+        if usable_id is None:
+            # MCP basic §Requests: "Unlike base JSON-RPC, the ID MUST NOT be null."
+            raise _invalid('Invalid Request: "id" must be a string or an integer (not null)')
+        return Request(usable_id, method, params)
+    has_result, has_error = "result" in obj, "error" in obj
+    if has_result == has_error:
+        raise _invalid("Invalid Request: a message needs a method, a result or an error", usable_id)
+    if has_result:
+        if usable_id is None:
+            raise _invalid('Invalid Request: a response needs a string or integer "id"')
+        result = obj["result"]
+        if not isinstance(result, dict):
+            raise _invalid('Invalid Request: "result" must be an object', usable_id)
+        return Response(usable_id, result)
+    error = obj["error"]
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int):
+        raise _invalid('Invalid Request: "error" must be an object with an integer "code"', usable_id)
+    if raw_id is not None and usable_id is None:
+        raise _invalid('Invalid Request: bad "id" in error response')
+    return ErrorResponse(usable_id, error)
+
+
+def _invalid(message: str, request_id: RequestId | None = None) -> InvalidRequest:
+    exc = InvalidRequest(message)
+    exc.request_id = request_id
+    return exc
+
+
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def serialize(message: Message | list) -> bytes:
+    """The bytes of one message (or a batch list of messages), as compact JSON.
+
+    The output is ASCII with every control character escaped, so it never
+    contains a newline: safe for newline-delimited transports (stdio).
+    """
+    if isinstance(message, list):
+        return _encode([m.to_dict() for m in message]).encode("ascii")
+    return _encode(message.to_dict()).encode("ascii")

@@ -1,0 +1,91 @@
+"""Opaque, tamper-evident cursors for MCP list methods.
+
+A cursor is ``base64url(b"<offset>:<kind>" + HMAC-SHA256(secret, ...)[:16])``
+without padding. The MAC stops clients from forging offsets, and the kind
+(``"tools"``, ``"prompts"``, ...) stops a cursor from one list being replayed
+against another.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import secrets
+from collections.abc import Sequence
+from typing import TypeVar
+
+__all__ = ["InvalidCursor", "Paginator"]
+
+_T = TypeVar("_T")
+_TAG_BYTES = 16
+
+
+class InvalidCursor(ValueError):
+    """A cursor that was not issued by this paginator for this list, or is stale."""
+
+
+class Paginator:
+    """Split lists into pages of ``page_size`` items addressed by signed cursors.
+
+    ``secret`` keys the HMAC; a random 32-byte secret is generated when None,
+    so cursors are only valid for this Paginator instance.
+    """
+
+    __slots__ = ("page_size", "_secret")
+
+    def __init__(self, page_size: int = 100, secret: bytes | None = None) -> None:
+        """Validate ``page_size`` (an int >= 1) and store the signing secret."""
+        if isinstance(page_size, bool) or not isinstance(page_size, int):
+            raise TypeError(f"page_size must be an int, not {type(page_size).__name__}")
+        if page_size < 1:
+            raise ValueError(f"page_size must be >= 1, got {page_size}")
+        if secret is None:
+            secret = secrets.token_bytes(32)
+        elif not isinstance(secret, (bytes, bytearray)) or not secret:
+            raise ValueError("secret must be non-empty bytes")
+        self.page_size = page_size
+        self._secret = bytes(secret)
+
+    def _tag(self, payload: bytes) -> bytes:
+        return hmac.new(self._secret, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+
+    def make_cursor(self, offset: int, *, kind: str) -> str:
+        """Return the signed cursor for ``offset`` in the list named ``kind``."""
+        if offset < 0:
+            raise ValueError("offset must be >= 0")
+        payload = b"%d:%s" % (offset, kind.encode("utf-8"))
+        return base64.urlsafe_b64encode(payload + self._tag(payload)).rstrip(b"=").decode("ascii")
+
+    def read_cursor(self, cursor: str, *, kind: str) -> int:
+        """Return the offset in ``cursor``; raise InvalidCursor unless it is
+        well-formed, correctly signed and issued for ``kind``."""
+        if not isinstance(cursor, str) or not cursor:
+            raise InvalidCursor("cursor must be a non-empty string")
+        try:
+            raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidCursor("cursor is not valid base64url") from None
+        payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
+        if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(payload)):
+            raise InvalidCursor("cursor signature does not verify")
+        offset, _, cursor_kind = payload.partition(b":")
+        if cursor_kind != kind.encode("utf-8"):
+            raise InvalidCursor(f"cursor was issued for another list, not {kind!r}")
+        if not offset.isdigit():
+            raise InvalidCursor("cursor offset is malformed")
+        return int(offset)
+
+    def page(self, items: Sequence[_T], cursor: str | None, *, kind: str) -> tuple[list[_T], str | None]:
+        """Return ``(page, next_cursor)`` for ``items`` starting at ``cursor``.
+
+        ``cursor`` None means the first page; ``next_cursor`` is None on the
+        last page. Raises InvalidCursor for bad cursors or ones past the end.
+        """
+        start = 0 if cursor is None else self.read_cursor(cursor, kind=kind)
+        if start > len(items):
+            raise InvalidCursor("cursor points beyond the end of the list")
+        end = start + self.page_size
+        page = list(items[start:end])
+        return page, (self.make_cursor(end, kind=kind) if end < len(items) else None)

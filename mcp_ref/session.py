@@ -1,0 +1,590 @@
+"""One JSON-RPC endpoint over one connection: the engine under Client and Server.
+
+Threads, and what each one does:
+
+* the **reader** (one daemon thread per connection) reads transport messages,
+  parses them and routes them; it never runs user code that might block;
+* the **handler pool** runs incoming requests, so a handler may itself send a
+  request to the peer (a tool asking the client for sampling) and wait for the
+  answer, which the reader delivers;
+* the **callback thread** (one, started when first needed) runs user
+  callbacks for notifications (progress, log messages, list changes) in the
+  order they arrived, so a slow or re-entrant callback cannot stall the reader;
+* any number of **caller** threads send requests and wait on their futures.
+
+Outgoing requests live in ``_pending``, a dict of ``Future``s keyed by request
+id under ``_lock``; a request is registered *before* it is written, so an
+answer can never arrive for an id we do not know.  ``close()`` (or end of
+input) fails every pending future with :class:`ConnectionClosed`.
+
+The session knows JSON-RPC, timeouts, cancellation and progress; what a method
+*means* is the business of a *dispatcher* (the server or client role), which
+provides ``handle_request(context, method, params)``,
+``handle_notification(method, params)`` and ``batches_allowed()``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Callable, Protocol
+
+from . import jsonrpc
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ConnectionClosed,
+    InvalidRequest,
+    McpError,
+    ParseError,
+    RequestCancelled,
+    RequestTimeout,
+)
+from .jsonrpc import ErrorResponse, Notification, Request, Response
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 60.0
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+
+
+class MessageTooLarge(Exception):
+    """Raised by a transport's ``read()`` for a message over its size limit (already discarded)."""
+
+
+class Transport(Protocol):
+    """What a session needs from a connection: whole messages in, whole messages out."""
+
+    def read(self) -> bytes | None:
+        """Block until one message arrives; None at end of input."""
+
+    def write(self, data: bytes) -> None:
+        """Send one message (thread-safe callers: the session holds a lock)."""
+
+    def close(self) -> None:
+        """Close the connection (and, for a subprocess, end it)."""
+
+
+class Dispatcher(Protocol):
+    """The role (server or client) that gives methods their meaning."""
+
+    def handle_request(self, context: "RequestContext", method: str, params: dict) -> dict: ...
+
+    def handle_notification(self, method: str, params: dict) -> None: ...
+
+    def batches_allowed(self) -> bool: ...
+
+
+class RequestContext:
+    """What a handler knows about the request it serves, and what it may do.
+
+    ``cancelled`` is an Event set when the peer cancels the request; a handler
+    that runs long should check ``is_cancelled`` (or call
+    ``check_cancelled()``) and stop.  ``report_progress`` sends progress only
+    when the requester asked for it.
+    """
+
+    __slots__ = ("session", "request_id", "method", "params", "progress_token", "cancelled", "_last_progress")
+
+    def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
+        self.session = session
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        meta = params.get("_meta")
+        self.progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
+        self.cancelled = threading.Event()
+        self._last_progress: float | None = None
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once the peer has sent ``notifications/cancelled`` for this request."""
+        return self.cancelled.is_set()
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`RequestCancelled` if the peer cancelled this request."""
+        if self.cancelled.is_set():
+            raise RequestCancelled(f"request {self.request_id!r} was cancelled by the peer")
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` for this request; False when no progress was asked for.
+
+        2025-11-25 basic/utilities/progress: "The progress value MUST increase
+        with each notification, even if the total is unknown."
+        """
+        if self.progress_token is None:
+            return False
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None and self.session.protocol_version_at_least("2025-03-26"):
+            params["message"] = message
+        self.session.notify("notifications/progress", params)
+        return True
+
+
+class PendingRequest:
+    """An outgoing request in flight: wait for it with ``result()``, or ``cancel()`` it."""
+
+    __slots__ = (
+        "id", "method", "future", "timeout", "deadline", "hard_deadline",
+        "on_progress", "reset_on_progress", "_session",
+    )
+
+    def __init__(self, session, request_id, method, timeout, on_progress, reset_on_progress, max_total_timeout):
+        now = time.monotonic()
+        self._session = session
+        self.id = request_id
+        self.method = method
+        self.future: Future = Future()
+        self.timeout = timeout
+        self.deadline = None if timeout is None else now + timeout
+        self.hard_deadline = None if max_total_timeout is None else now + max_total_timeout
+        self.on_progress = on_progress
+        self.reset_on_progress = reset_on_progress
+
+    def result(self) -> dict:
+        """Wait for the answer: the ``result`` dict, or raise.
+
+        Raises :class:`McpError` for an error answer, :class:`RequestTimeout`
+        when the timeout (possibly reset by progress) or the total cap
+        expires — the peer is then sent ``notifications/cancelled`` — and
+        :class:`ConnectionClosed` / :class:`RequestCancelled`.
+        """
+        while True:
+            wait = None
+            now = time.monotonic()
+            if self.deadline is not None:
+                wait = self.deadline - now
+            if self.hard_deadline is not None:
+                left = self.hard_deadline - now
+                wait = left if wait is None else min(wait, left)
+            try:
+                return self.future.result(None if wait is None else max(wait, 0.0))
+            except FutureTimeout:
+                now = time.monotonic()
+                hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
+                if not hard_expired and self.deadline is not None and now < self.deadline:
+                    continue  # progress moved the deadline while we waited
+                if self._session._forget(self.id) is None:
+                    return self.future.result(0)  # the answer won the race
+                self._session._send_cancel(self.id, "timeout")
+                limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
+                exc = RequestTimeout(f"{self.method}: no answer within the {limit}")
+                self.future.set_exception(exc)
+                raise exc from None
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
+
+        Returns False if the answer had already arrived.
+        2025-11-25 basic/utilities/cancellation: "The initialize request MUST NOT be cancelled by clients".
+        """
+        if self.method == "initialize":
+            raise ValueError("the initialize request must not be cancelled")
+        if self._session._forget(self.id) is None:
+            return False
+        self._session._send_cancel(self.id, reason)
+        self.future.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
+        return True
+
+    def done(self) -> bool:
+        """True once an answer, an error, a timeout or a cancellation has settled the request."""
+        return self.future.done()
+
+
+class _Batch:
+    """Collects the answers to one incoming batch and sends them as one array."""
+
+    def __init__(self, session: "Session"):
+        self.session = session
+        self.replies: list = []
+        self.outstanding = 1  # the "seal" reference: nothing is sent before all items are dispatched
+        self.lock = threading.Lock()
+
+    def expect(self) -> None:
+        with self.lock:
+            self.outstanding += 1
+
+    def add(self, reply) -> None:
+        with self.lock:
+            if reply is not None:
+                self.replies.append(reply)
+            self.outstanding -= 1
+            finished = self.outstanding == 0
+        if finished and self.replies:
+            # JSON-RPC 2.0 §6: an all-notification batch gets no answer at all.
+            self.session._write(self.replies)
+
+    def seal(self) -> None:
+        self.add(None)
+
+
+class Session:
+    """A JSON-RPC endpoint over one transport (see the module docstring).
+
+    ``default_timeout`` applies to every outgoing request that does not pass
+    its own; ``max_workers`` bounds concurrently running incoming handlers.
+    ``trace``, when set, is called as ``trace("-->", data)`` for every message
+    written and ``trace("<--", data)`` for every message read.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        dispatcher: Dispatcher,
+        *,
+        default_timeout: float | None = DEFAULT_TIMEOUT,
+        max_workers: int = 32,
+        name: str = "mcp",
+        trace: Callable[[str, bytes], None] | None = None,
+    ):
+        self.transport = transport
+        self.dispatcher = dispatcher
+        self.default_timeout = default_timeout
+        self.name = name
+        self.trace = trace
+        #: The negotiated revision; set by the role once ``initialize`` completes.
+        self.protocol_version: str | None = None
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._pending: dict[Any, PendingRequest] = {}
+        self._progress: dict[Any, PendingRequest] = {}
+        self._incoming: dict[Any, RequestContext] = {}
+        self._write_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
+        self._callbacks: ThreadPoolExecutor | None = None
+        self._reader: threading.Thread | None = None
+        self._closing = False  # close() called, or the connection is fully finished
+        self._input_ended = False  # the peer can no longer answer requests
+        #: Set when the connection has ended and every handler has finished.
+        self.closed = threading.Event()
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread (once)."""
+        if self._reader is None:
+            self._reader = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
+            self._reader.start()
+
+    def close(self) -> None:
+        """Close the connection; every pending request fails with ConnectionClosed. Idempotent."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+        self._fail_pending("connection closed")
+        try:
+            self.transport.close()
+        except Exception:  # noqa: BLE001 - closing must not raise
+            log.debug("error while closing transport", exc_info=True)
+        for context in list(self._incoming.values()):
+            context.cancelled.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._callbacks is not None:
+            self._callbacks.shutdown(wait=False)
+        if self._reader is None or self._reader is threading.current_thread() or not self._reader.is_alive():
+            self.closed.set()
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """Block until the connection has ended; False on timeout."""
+        return self.closed.wait(timeout)
+
+    @property
+    def is_closed(self) -> bool:
+        """True once ``close()`` was called or the input ended."""
+        return self._closing or self._input_ended
+
+    def protocol_version_at_least(self, revision: str) -> bool:
+        """True when the negotiated revision is ``revision`` or newer (or none is negotiated yet)."""
+        return self.protocol_version is None or self.protocol_version >= revision
+
+    # -- sending ----------------------------------------------------------------
+
+    def send_request(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        timeout: float | None | type(...) = ...,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+    ) -> PendingRequest:
+        """Send a request without waiting; returns its :class:`PendingRequest`.
+
+        ``timeout=...`` means the session's default; ``None`` waits forever.
+        With ``on_progress``, the request carries ``_meta.progressToken`` and
+        each ``notifications/progress`` for it calls
+        ``on_progress(progress, total, message)`` on the callback thread.
+        """
+        if timeout is ...:
+            timeout = self.default_timeout
+        with self._lock:
+            if self._closing or self._input_ended:
+                raise ConnectionClosed(f"{method}: the connection is closed")
+            request_id = next(self._ids)
+            pending = PendingRequest(
+                self, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout
+            )
+            self._pending[request_id] = pending
+            if on_progress is not None:
+                params = dict(params or {})
+                meta = dict(params.get("_meta") or {})
+                meta["progressToken"] = request_id
+                params["_meta"] = meta
+                self._progress[request_id] = pending
+        try:
+            self._write(Request(request_id, method, params))
+        except Exception:
+            self._forget(request_id)
+            raise
+        return pending
+
+    def request(self, method: str, params: dict | None = None, **options) -> dict:
+        """Send a request and wait for its result (see :meth:`send_request` for the options)."""
+        return self.send_request(method, params, **options).result()
+
+    def notify(self, method: str, params: dict | None = None) -> None:
+        """Send a notification."""
+        self._write(Notification(method, params))
+
+    def _write(self, message) -> None:
+        data = jsonrpc.serialize(message)
+        with self._write_lock:
+            if self._closing and not isinstance(message, (Response, ErrorResponse, list)):
+                raise ConnectionClosed("the connection is closed")
+            if self.trace is not None:
+                self.trace("-->", data)
+            try:
+                self.transport.write(data)
+            except (OSError, ValueError) as exc:
+                raise ConnectionClosed(f"cannot write to the connection: {exc}") from None
+
+    def _reply(self, reply) -> None:
+        try:
+            self._write(reply)
+        except ConnectionClosed:
+            log.debug("%s: dropped a reply, the connection is closed", self.name)
+
+    def _forget(self, request_id) -> PendingRequest | None:
+        with self._lock:
+            self._progress.pop(request_id, None)
+            return self._pending.pop(request_id, None)
+
+    def _send_cancel(self, request_id, reason: str | None) -> None:
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        try:
+            self.notify("notifications/cancelled", params)
+        except ConnectionClosed:
+            pass
+
+    def _fail_pending(self, why: str) -> None:
+        with self._lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._progress.clear()
+        for request in pending:
+            if not request.future.done():
+                request.future.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
+
+    def call_soon(self, callback: Callable, *args) -> None:
+        """Run a user callback on the callback thread, in arrival order; errors are logged."""
+        if self._callbacks is None:
+            with self._lock:
+                if self._callbacks is None:
+                    self._callbacks = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.name}-callbacks")
+        try:
+            self._callbacks.submit(_run_logged, callback, args)
+        except RuntimeError:
+            log.debug("%s: dropped a callback after close", self.name)
+
+    # -- receiving --------------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    data = self.transport.read()
+                except MessageTooLarge as exc:
+                    log.warning("%s: %s", self.name, exc)
+                    self._reply(ErrorResponse(None, {"code": INVALID_REQUEST, "message": str(exc)}))
+                    continue
+                if data is None:
+                    break
+                self.receive(data)
+        except Exception as exc:  # noqa: BLE001 - a broken transport ends the connection
+            if not self._closing:
+                log.warning("%s: connection failed: %s", self.name, exc)
+        finally:
+            self._end_of_input()
+
+    def _end_of_input(self) -> None:
+        # The peer can no longer answer: fail what waits on it, then let the
+        # handlers already running finish and send their replies.
+        with self._lock:
+            self._input_ended = True
+        self._fail_pending("the connection ended")
+        self._pool.shutdown(wait=True)
+        if self._callbacks is not None:
+            self._callbacks.shutdown(wait=True)
+        try:
+            self.transport.close()
+        except Exception:  # noqa: BLE001
+            log.debug("error while closing transport", exc_info=True)
+        with self._lock:
+            self._closing = True
+        self.closed.set()
+
+    def receive(self, data: bytes) -> None:
+        """Handle one transport message (a message or a batch).  Called by the reader thread."""
+        if self.trace is not None:
+            self.trace("<--", data)
+        try:
+            message = jsonrpc.parse(data)
+        except (ParseError, InvalidRequest) as exc:
+            log.warning("%s: %s", self.name, exc.message)
+            self._reply(ErrorResponse(getattr(exc, "request_id", None), exc.to_error()))
+            return
+        if isinstance(message, list):
+            self._receive_batch(message)
+        else:
+            self._route(message, None)
+
+    def _receive_batch(self, items: list) -> None:
+        if not self.dispatcher.batches_allowed():
+            # 2025-06-18 changelog: "Remove support for JSON-RPC batching".
+            self._reply(ErrorResponse(None, {"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
+            return
+        batch = _Batch(self)
+        for item in items:
+            if isinstance(item, InvalidRequest):
+                batch.expect()
+                batch.add(ErrorResponse(item.request_id, item.to_error()))
+            elif isinstance(item, Request) and item.method == "initialize":
+                # 2025-03-26 basic/lifecycle: "The initialize request MUST NOT be part of a JSON-RPC batch".
+                batch.expect()
+                batch.add(ErrorResponse(item.id, {"code": INVALID_REQUEST, "message": "Invalid Request: initialize must not be part of a batch"}))
+            else:
+                if isinstance(item, Request):
+                    batch.expect()
+                self._route(item, batch)
+        batch.seal()
+
+    def _route(self, message, batch: _Batch | None) -> None:
+        if isinstance(message, Request):
+            self._start_handler(message, batch)
+        elif isinstance(message, Notification):
+            self._receive_notification(message)
+        else:
+            self._receive_answer(message)
+
+    def _start_handler(self, request: Request, batch: _Batch | None) -> None:
+        params = request.params or {}
+        context = RequestContext(self, request.id, request.method, params)
+        with self._lock:
+            duplicate = request.id in self._incoming
+            if not duplicate:
+                self._incoming[request.id] = context
+        if duplicate:
+            # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
+            reply = ErrorResponse(request.id, {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"})
+            batch.add(reply) if batch else self._reply(reply)
+            return
+        try:
+            self._pool.submit(self._run_handler, request, context, batch)
+        except RuntimeError:  # the pool is shut down: the connection is closing
+            with self._lock:
+                self._incoming.pop(request.id, None)
+            if batch:
+                batch.add(None)
+
+    def _run_handler(self, request: Request, context: RequestContext, batch: _Batch | None) -> None:
+        try:
+            result = self.dispatcher.handle_request(context, request.method, context.params)
+            reply = Response(request.id, result)
+        except McpError as exc:
+            reply = ErrorResponse(request.id, exc.to_error())
+        except RequestCancelled:
+            reply = None
+        except Exception:  # noqa: BLE001 - never leak internals to the peer
+            log.exception("%s: handler for %s failed", self.name, request.method)
+            reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
+        with self._lock:
+            self._incoming.pop(request.id, None)
+        if context.cancelled.is_set():
+            # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
+            reply = None
+        if batch is not None:
+            batch.add(reply)
+        elif reply is not None:
+            self._reply(reply)
+
+    def _receive_notification(self, note: Notification) -> None:
+        params = note.params or {}
+        method = note.method
+        if method == "notifications/cancelled":
+            with self._lock:
+                context = self._incoming.get(params.get("requestId"))
+            if context is not None and context.method != "initialize":
+                context.cancelled.set()
+            return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
+        if method == "notifications/progress":
+            with self._lock:
+                pending = self._progress.get(params.get("progressToken"))
+            if pending is not None:
+                if pending.reset_on_progress and pending.timeout is not None:
+                    pending.deadline = time.monotonic() + pending.timeout
+                self.call_soon(pending.on_progress, params.get("progress"), params.get("total"), params.get("message"))
+            else:
+                log.debug("%s: progress for an unknown token dropped", self.name)
+            return
+        try:
+            self.dispatcher.handle_notification(method, params)
+        except Exception:  # noqa: BLE001 - a bad notification must not end the connection
+            log.exception("%s: handling %s failed", self.name, method)
+
+    def _receive_answer(self, answer) -> None:
+        pending = self._forget(answer.id) if answer.id is not None else None
+        if pending is None:
+            if isinstance(answer, ErrorResponse) and answer.id is None:
+                log.warning("%s: the peer reported an error: %s", self.name, answer.error.get("message"))
+            else:
+                log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
+            return
+        if isinstance(answer, Response):
+            settle, value = pending.future.set_result, answer.result
+        else:
+            settle, value = pending.future.set_exception, McpError.from_error(answer.error)
+        if pending.on_progress is not None:
+            # Settle after the progress callbacks already queued, so a caller
+            # sees every progress report before its result.
+            self.call_soon(_settle, pending.future, settle, value)
+        else:
+            _settle(pending.future, settle, value)
+
+
+def _settle(future: Future, settle, value) -> None:
+    if not future.done():
+        try:
+            settle(value)
+        except Exception:  # noqa: BLE001 - InvalidStateError if a timeout won the race
+            pass
+
+
+def _run_logged(callback, args) -> None:
+    try:
+        callback(*args)
+    except Exception:  # noqa: BLE001
+        log.exception("callback %r failed", callback)

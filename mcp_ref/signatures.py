@@ -1,0 +1,661 @@
+"""Describe plain Python functions as MCP tools and prompts.
+
+:func:`compile_arguments` reads a function's signature, type hints and
+docstring once and produces an :class:`ArgumentPlan`: a JSON Schema for the
+arguments (valid under both draft-07 and draft 2020-12), a description, and a
+fast ``convert`` step that turns validated JSON arguments into Python keyword
+arguments (Enum members, dataclass instances, tuples, sets).
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import dataclasses
+import enum
+import inspect
+import math
+import re
+import types
+import typing
+from typing import Any, Callable, Literal, Union, get_args, get_origin
+
+__all__ = [
+    "ArgumentPlan",
+    "compile_arguments",
+    "output_schema_for",
+    "parse_docstring",
+    "to_jsonable",
+    "type_schema",
+]
+
+_NONE = type(None)
+_EMPTY = inspect.Parameter.empty
+_SIMPLE = {int: "integer", float: "number", str: "string", bool: "boolean", _NONE: "null"}
+_SET_ORIGINS = (set, frozenset, cabc.Set, cabc.MutableSet)
+_ARRAY_ORIGINS = (list, cabc.Sequence, cabc.MutableSequence) + _SET_ORIGINS
+_MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
+_TD_WRAPPERS = tuple(
+    w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
+)
+_UNION_ORIGINS = (Union, getattr(types, "UnionType", Union))
+_TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
+_SCALARS = frozenset({str, int, float, bool, _NONE})
+
+_Converter = Callable[[Any], Any]
+
+
+# ---------------------------------------------------------------------------
+# JSON helpers
+
+
+def to_jsonable(value: Any) -> Any:
+    """Return ``value`` in a JSON-friendly shape.
+
+    Dataclass instances become dicts (recursively), Enum members their value,
+    tuples and sets lists; dicts and lists are converted element-wise and
+    anything else is returned unchanged.
+    """
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {
+            (k.value if isinstance(k, enum.Enum) else k): to_jsonable(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def _is_json(value: Any) -> bool:
+    """True when ``value`` is made only of JSON types (finite floats only)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_is_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    return False
+
+
+def _add_default(schema: dict, default: Any) -> None:
+    value = to_jsonable(default)
+    if _is_json(value):
+        schema["default"] = value
+
+
+_JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, (list, tuple)),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _accepts(schema: dict, value: Any) -> bool:
+    """Cheap structural test used to pick a Union member when converting."""
+    if "enum" in schema:
+        return any(value == e and type(value) is type(e) for e in schema["enum"])
+    if "anyOf" in schema:
+        return any(_accepts(s, value) for s in schema["anyOf"])
+    t = schema.get("type")
+    if t is None:
+        return True
+    if isinstance(t, list):
+        return any(_JSON_TYPE_CHECKS[x](value) for x in t)
+    if not _JSON_TYPE_CHECKS[t](value):
+        return False
+    if t == "object" and "properties" in schema:
+        props = schema["properties"]
+        return all(k in props for k in value) and all(k in value for k in schema.get("required", ()))
+    return True
+
+
+def _json_type(value: Any) -> str | None:
+    for name in ("null", "boolean", "integer", "number", "string"):
+        if _JSON_TYPE_CHECKS[name](value):
+            return name
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Type analysis: one pass yields the schema and the (optional) converter.
+
+
+def _hints(obj: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except Exception as exc:  # NameError for unresolved forward references, etc.
+        name = getattr(obj, "__qualname__", repr(obj))
+        raise TypeError(f"cannot resolve type hints of {name}: {exc}") from exc
+
+
+def _object(props: dict, required: list) -> dict:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _enum_schema(values: list) -> dict:
+    for v in values:
+        if not _is_json(v) or isinstance(v, (list, dict)):
+            raise TypeError(f"enum/Literal value {v!r} is not a JSON scalar")
+    kinds = {_json_type(v) for v in values}
+    if kinds == {"integer", "number"}:
+        kinds = {"number"}
+    schema: dict[str, Any] = {}
+    if len(kinds) == 1:
+        schema["type"] = kinds.pop()
+    schema["enum"] = values
+    return schema
+
+
+def _union(args: tuple, seen: tuple) -> tuple[dict, _Converter | None]:
+    members = [a for a in args if a is not _NONE]
+    nullable = len(members) < len(args)
+    analysed = [_analyse(m, seen) for m in members]
+    schemas: list[dict] = []
+    for s, _ in analysed:
+        if s not in schemas:
+            schemas.append(s)
+    if {} in schemas:
+        schema: dict = {}
+    elif len(schemas) == 1 and not nullable:
+        schema = schemas[0]
+    elif len(schemas) == 1 and set(schemas[0]) == {"type"} and isinstance(schemas[0]["type"], str):
+        schema = {"type": [schemas[0]["type"], "null"]}
+    else:
+        schema = {"anyOf": schemas + ([{"type": "null"}] if nullable else [])}
+
+    if not any(c for _, c in analysed):
+        return schema, None
+    if len(analysed) == 1:
+        only = analysed[0][1]
+        return schema, lambda v: None if v is None else only(v)
+    choices = [(s, c) for s, c in analysed]
+
+    def convert_union(v: Any) -> Any:
+        if v is None:
+            return None
+        for s, c in choices:
+            if _accepts(s, v):
+                return c(v) if c else v
+        return v
+
+    return schema, convert_union
+
+
+def _literal(args: tuple) -> tuple[dict, _Converter | None]:
+    schema = _enum_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
+    members = {a.value: a for a in args if isinstance(a, enum.Enum)}
+    if not members:
+        return schema, None
+    return schema, lambda v: members.get(v, v)
+
+
+def _dataclass(tp: type, seen: tuple) -> tuple[dict, _Converter | None]:
+    hints = _hints(tp)
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    convs: list[tuple[str, _Converter]] = []
+    for f in dataclasses.fields(tp):
+        if not f.init:
+            continue
+        schema, conv = _analyse(hints.get(f.name, Any), seen)
+        schema = dict(schema)
+        if f.default is not dataclasses.MISSING:
+            _add_default(schema, f.default)
+        elif f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+        props[f.name] = schema
+        if conv:
+            convs.append((f.name, conv))
+
+    def convert_dataclass(v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        kwargs = dict(v)
+        for name, c in convs:
+            if name in kwargs:
+                kwargs[name] = c(kwargs[name])
+        return tp(**kwargs)
+
+    return _object(props, required), convert_dataclass
+
+
+def _td_wrapper_name(hint: Any) -> str | None:
+    """'Required'/'NotRequired' when ``hint`` is wrapped in one (under Annotated)."""
+    while True:
+        origin = get_origin(hint)
+        if origin is typing.Annotated or (origin is not None and origin in _TD_WRAPPERS):
+            name = getattr(origin, "_name", None)
+            if name in ("Required", "NotRequired"):
+                return name
+            hint = get_args(hint)[0]
+        else:
+            return None
+
+
+def _typeddict(tp: type, seen: tuple) -> tuple[dict, _Converter | None]:
+    hints = _hints(tp)
+    # __required_keys__ misses Required/NotRequired written as strings (PEP 563),
+    # so an explicit wrapper on the resolved hint takes precedence.
+    required_keys = getattr(tp, "__required_keys__", frozenset(hints))
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    convs: list[tuple[str, _Converter]] = []
+    for name, hint in hints.items():
+        wrapper = _td_wrapper_name(hint)
+        if wrapper == "Required" or (wrapper != "NotRequired" and name in required_keys):
+            required.append(name)
+        props[name], conv = _analyse(hint, seen)
+        if conv:
+            convs.append((name, conv))
+    schema = _object(props, required)
+    if not convs:
+        return schema, None
+
+    def convert_typeddict(v: Any) -> Any:
+        out = dict(v)
+        for name, c in convs:
+            if name in out:
+                out[name] = c(out[name])
+        return out
+
+    return schema, convert_typeddict
+
+
+def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
+    """Return ``(schema, converter)`` for annotation ``tp``.
+
+    ``converter`` is None when validated JSON already has the right Python
+    shape. ``seen`` holds the structured types being expanded (recursion guard).
+    """
+    if tp is Any or tp is _EMPTY:
+        return {}, None
+    try:
+        simple = _SIMPLE.get(tp)
+    except TypeError:  # unhashable annotation object
+        simple = None
+    if tp is None:
+        simple = "null"
+    if simple:
+        return {"type": simple}, None
+
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is typing.Annotated:
+        schema, conv = _analyse(args[0], seen)
+        text = next((m for m in args[1:] if isinstance(m, str)), None)
+        if text is not None:
+            schema = {**schema, "description": " ".join(text.split())}
+        return schema, conv
+    if origin is not None and origin in _TD_WRAPPERS:
+        return _analyse(args[0], seen)
+    if origin in _UNION_ORIGINS:
+        return _union(args, seen)
+    if origin is Literal:
+        return _literal(args)
+    if isinstance(tp, type) and origin is None:
+        if issubclass(tp, enum.Enum):
+            return _enum_schema([m.value for m in tp]), tp
+        if dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
+            if tp in seen:
+                raise TypeError(f"recursive type {tp.__qualname__} is not supported")
+            if dataclasses.is_dataclass(tp):
+                return _dataclass(tp, seen + (tp,))
+            return _typeddict(tp, seen + (tp,))
+        origin = tp  # a bare container class such as ``list`` or ``dict``
+
+    if origin in _ARRAY_ORIGINS:
+        schema = {"type": "array"}
+        item_conv = None
+        if args:
+            items, item_conv = _analyse(args[0], seen)
+            if items:
+                schema["items"] = items
+        if origin in _SET_ORIGINS:
+            schema["uniqueItems"] = True
+            make = frozenset if origin is frozenset else set
+            if item_conv:
+                return schema, lambda v: make(map(item_conv, v))
+            return schema, make
+        if item_conv:
+            return schema, lambda v: [item_conv(x) for x in v]
+        return schema, None
+
+    if origin is tuple:
+        schema = {"type": "array"}
+        if not args:
+            return schema, tuple
+        if len(args) == 2 and args[1] is Ellipsis:
+            items, item_conv = _analyse(args[0], seen)
+            if items:
+                schema["items"] = items
+            if item_conv:
+                return schema, lambda v: tuple(map(item_conv, v))
+            return schema, tuple
+        analysed = [_analyse(a, seen) for a in args]
+        distinct: list[dict] = []
+        for s, _ in analysed:
+            if s not in distinct:
+                distinct.append(s)
+        if {} not in distinct:
+            schema["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+        schema["minItems"] = schema["maxItems"] = len(args)
+        convs = [c for _, c in analysed]
+        if not any(convs):
+            return schema, tuple
+        return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v))
+
+    if origin in _MAP_ORIGINS:
+        schema = {"type": "object"}
+        if not args:
+            return schema, None
+        key, value = args
+        if key is not str and key is not Any:
+            raise TypeError(f"mapping keys must be str, not {key!r}")
+        value_schema, value_conv = _analyse(value, seen)
+        if value_schema:
+            schema["additionalProperties"] = value_schema
+        if value_conv:
+            return schema, lambda v: {k: value_conv(x) for k, x in v.items()}
+        return schema, None
+
+    if isinstance(tp, typing.NewType):
+        return _analyse(tp.__supertype__, seen)
+    if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
+        return _analyse(tp.__value__, seen)
+    raise TypeError(f"unsupported type annotation {tp!r}")
+
+
+def type_schema(tp: Any) -> dict:
+    """Return the JSON Schema (draft-07 and 2020-12 compatible) for annotation ``tp``.
+
+    Raises TypeError for annotations that have no JSON representation.
+    """
+    return _analyse(tp, ())[0]
+
+
+# ---------------------------------------------------------------------------
+# Docstrings
+
+_PARAM_SECTIONS = {
+    "args", "arguments", "parameters", "params", "keyword args",
+    "keyword arguments", "kwargs", "other parameters",
+}
+_ALL_SECTIONS = _PARAM_SECTIONS | {
+    "returns", "return", "yields", "yield", "raises", "examples", "example",
+    "notes", "note", "attributes", "see also", "references", "warnings",
+    "warning", "todo", "methods",
+}
+_GOOGLE_HEADER = re.compile(r"^([A-Za-z ]+?)\s*:\s*$")
+_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
+_REST_FIELD = re.compile(
+    r"^\s*:(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?"
+    r"|except|exception|yields?|ytype|var|ivar|cvar|meta)\b"
+)
+_REST_PARAM = re.compile(
+    r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**([A-Za-z_]\w*)\s*:(.*)$"
+)
+_GOOGLE_ENTRY = re.compile(r"^\**([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)$")
+_NUMPY_ENTRY = re.compile(r"^(\**[A-Za-z_]\w*(?:\s*,\s*\**[A-Za-z_]\w*)*)\s*(?::.*)?$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """Split a docstring into ``(summary, {parameter: description})``.
+
+    The summary is the text before the first section (Google ``Args:``,
+    NumPy ``Parameters`` + dashes, reST ``:param``), whitespace-normalised,
+    or None when empty. Parameter descriptions are read from Google, reST and
+    NumPy style sections.
+    """
+    if not doc:
+        return None, {}
+    lines = inspect.cleandoc(doc).splitlines()
+    parts: dict[str, list[str]] = {}
+    summary_end: int | None = None
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        stripped = line.strip()
+        indent = _indent(line)
+        if stripped and i + 1 < n and _NUMPY_RULE.match(lines[i + 1]) and not _NUMPY_RULE.match(line):
+            summary_end = i if summary_end is None else summary_end
+            i += 2
+            if stripped.lower() not in _PARAM_SECTIONS:
+                continue
+            current: list[str] | None = None
+            while i < n:  # NumPy entries: "name : type" then indented text
+                entry = lines[i]
+                text = entry.strip()
+                if text and i + 1 < n and _NUMPY_RULE.match(lines[i + 1]):
+                    break
+                if text and _indent(entry) <= indent:
+                    m = _NUMPY_ENTRY.match(text)
+                    current = [] if m else None
+                    if m:
+                        for name in m.group(1).split(","):
+                            parts[name.strip().lstrip("*")] = current
+                elif text and current is not None:
+                    current.append(text)
+                i += 1
+            continue
+        header = _GOOGLE_HEADER.match(stripped)
+        if header and header.group(1).lower() in _ALL_SECTIONS:
+            summary_end = i if summary_end is None else summary_end
+            if i == 0:  # cleandoc loses the first line's indent: accept any entry indent
+                indent = -1
+            i += 1
+            if header.group(1).lower() not in _PARAM_SECTIONS:
+                continue
+            entry_indent: int | None = None
+            current = None
+            while i < n:  # Google entries: "name (type): text" + continuation
+                entry = lines[i]
+                text = entry.strip()
+                if text:
+                    ind = _indent(entry)
+                    if ind <= indent:
+                        break
+                    if entry_indent is None:
+                        entry_indent = ind
+                    if ind <= entry_indent:
+                        m = _GOOGLE_ENTRY.match(text)
+                        current = [m.group(2)] if m else None
+                        if m:
+                            parts[m.group(1)] = current
+                    elif current is not None:
+                        current.append(text)
+                i += 1
+            continue
+        if _REST_FIELD.match(line):
+            summary_end = i if summary_end is None else summary_end
+            m = _REST_PARAM.match(stripped)
+            i += 1
+            if m:
+                current = [m.group(2)]
+                parts[m.group(1)] = current
+                while i < n and (not lines[i].strip() or _indent(lines[i]) > indent):
+                    if _REST_FIELD.match(lines[i]):
+                        break
+                    current.append(lines[i].strip())
+                    i += 1
+            continue
+        i += 1
+
+    summary = " ".join(" ".join(lines[:summary_end]).split()) or None
+    params = {k: " ".join(" ".join(v).split()) for k, v in parts.items()}
+    return summary, {k: v for k, v in params.items() if v}
+
+
+# ---------------------------------------------------------------------------
+# Functions
+
+
+class ArgumentPlan:
+    """The compiled description of a function's arguments.
+
+    Attributes:
+        name: the function's name.
+        description: the docstring summary, or None.
+        schema: JSON Schema object for the JSON arguments.
+        context_param: name of the parameter that receives a context object
+            (annotated with one of ``skip_types``), or None.
+    """
+
+    __slots__ = ("name", "description", "schema", "context_param", "_converters")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str | None,
+        schema: dict,
+        context_param: str | None = None,
+        converters: typing.Iterable[tuple[str, _Converter]] = (),
+    ) -> None:
+        """Store the compiled parts; normally built by :func:`compile_arguments`."""
+        self.name = name
+        self.description = description
+        self.schema = schema
+        self.context_param = context_param
+        self._converters = tuple(converters)
+
+    def convert(self, arguments: typing.Mapping[str, Any]) -> dict[str, Any]:
+        """Turn validated JSON ``arguments`` into keyword arguments for the function.
+
+        Returns a new dict; only parameters whose type needs it (Enum,
+        dataclass, tuple, set, and containers of those) are converted.
+        """
+        converters = self._converters
+        if not converters:
+            return dict(arguments)
+        out = dict(arguments)
+        for name, conv in converters:
+            if name in out:
+                out[name] = conv(out[name])
+        return out
+
+    def __repr__(self) -> str:
+        """Short debugging representation."""
+        return f"ArgumentPlan(name={self.name!r}, params={list(self.schema['properties'])!r})"
+
+
+def _function_hints(func: Callable) -> dict[str, Any]:
+    target = func
+    if not (inspect.isroutine(func) or isinstance(func, type)) and callable(func):
+        target = getattr(type(func), "__call__", func)
+    return _hints(target)
+
+
+def _strip(tp: Any) -> Any:
+    """Remove Annotated and Optional wrappers around a single type."""
+    while True:
+        origin = get_origin(tp)
+        if origin is typing.Annotated:
+            tp = get_args(tp)[0]
+        elif origin in _UNION_ORIGINS:
+            rest = [a for a in get_args(tp) if a is not _NONE]
+            if len(rest) != 1:
+                return tp
+            tp = rest[0]
+        else:
+            return tp
+
+
+def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
+    tp = _strip(tp)
+    base = get_origin(tp) or tp
+    return isinstance(base, type) and issubclass(base, skip_types)
+
+
+def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> ArgumentPlan:
+    """Compile ``func``'s signature, type hints and docstring into an :class:`ArgumentPlan`.
+
+    Parameters annotated with (a subclass of) one of ``skip_types`` are left out
+    of the schema; their name becomes ``plan.context_param`` (at most one).
+    Raises TypeError for ``*args``/``**kwargs``, positional-only parameters and
+    annotations that cannot be described as JSON Schema.
+    """
+    name = getattr(func, "__name__", type(func).__name__)
+    sig = inspect.signature(func)
+    hints = _function_hints(func)
+    summary, docs = parse_docstring(inspect.getdoc(func))
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    converters: list[tuple[str, _Converter]] = []
+    context_param: str | None = None
+    for p in sig.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
+        if p.kind is p.POSITIONAL_ONLY:
+            raise TypeError(f"{name}: positional-only parameter {p.name!r} is not supported")
+        hint = hints.get(p.name, Any)
+        if skip_types and _is_context(hint, tuple(skip_types)):
+            if context_param is not None:
+                raise TypeError(
+                    f"{name}: more than one context parameter ({context_param!r}, {p.name!r})"
+                )
+            context_param = p.name
+            continue
+        try:
+            schema, conv = _analyse(hint, ())
+        except TypeError as exc:
+            raise TypeError(f"{name}: parameter {p.name!r}: {exc}") from exc
+        schema = dict(schema)
+        if "description" not in schema and p.name in docs:
+            schema["description"] = docs[p.name]
+        if p.default is p.empty:
+            required.append(p.name)
+        else:
+            _add_default(schema, p.default)
+        props[p.name] = schema
+        if conv is not None:
+            converters.append((p.name, conv))
+    return ArgumentPlan(
+        name=name,
+        description=summary,
+        schema=_object(props, required),
+        context_param=context_param,
+        converters=converters,
+    )
+
+
+def output_schema_for(func: Callable) -> dict | None:
+    """Return the object schema of ``func``'s return annotation, or None.
+
+    Only dataclasses, TypedDicts and ``dict``/``Mapping`` with ``str`` keys
+    yield a schema, because MCP structured output must be a JSON object.
+    """
+    ret = _function_hints(func).get("return")
+    if ret is None:
+        return None
+    base = _strip_annotated(ret)
+    origin = get_origin(base) or base
+    if isinstance(base, type) and (dataclasses.is_dataclass(base) or typing.is_typeddict(base)):
+        return type_schema(ret)
+    if origin in _MAP_ORIGINS:
+        args = get_args(base)
+        if args and args[0] is not str:
+            return None
+        return type_schema(ret)
+    return None
+
+
+def _strip_annotated(tp: Any) -> Any:
+    while get_origin(tp) is typing.Annotated:
+        tp = get_args(tp)[0]
+    return tp

@@ -1,0 +1,1 @@
+"""Transports: how messages move between client and server."""

@@ -1,0 +1,222 @@
+"""The stdio transport: newline-delimited JSON over a pair of byte streams.
+
+2025-11-25 basic/transports §stdio: "Messages are delimited by newlines, and
+MUST NOT contain embedded newlines."  "The server MUST NOT write anything to
+its stdout that is not a valid MCP message."  The serialiser never emits a
+newline inside a message (it escapes every control character), so writing is
+``data + b"\\n"``.
+
+:class:`StreamTransport` wraps any two binary streams (a server's own stdin
+and stdout); :class:`SubprocessTransport` starts a server process in its own
+process group and, on close, shuts it down in the order the spec gives —
+close its stdin, wait, SIGTERM, wait, SIGKILL — to the whole group, so the
+children of launchers like ``npx`` or ``uvx`` are not left behind.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Callable, Sequence
+
+from ..session import MessageTooLarge
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+
+
+class StreamTransport:
+    """Newline-delimited messages over a readable and a writable binary stream.
+
+    A line longer than ``max_message_size`` bytes is read to its end and
+    discarded, and ``read()`` raises :class:`MessageTooLarge` so the session
+    can answer with an error and go on to the next line.
+    """
+
+    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+        self.reader = reader
+        self.writer = writer
+        self.max_message_size = max_message_size
+
+    def read(self) -> bytes | None:
+        """The next non-empty line without its line ending; None at end of input."""
+        limit = self.max_message_size
+        while True:
+            line = self.reader.readline(limit + 1)
+            if not line:
+                return None
+            if len(line) > limit and not line.endswith(b"\n"):
+                self._discard_rest_of_line()
+                raise MessageTooLarge(f"Invalid Request: message larger than the limit of {limit} bytes")
+            line = line.rstrip(b"\r\n")
+            if line.strip():
+                return line
+
+    def _discard_rest_of_line(self) -> None:
+        while True:
+            chunk = self.reader.readline(65536)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    def write(self, data: bytes) -> None:
+        """Write one message and its newline, and flush."""
+        self.writer.write(data + b"\n")
+        self.writer.flush()
+
+    def close(self) -> None:
+        """Close the writing side (the peer sees end of input)."""
+        try:
+            self.writer.close()
+        except (OSError, ValueError):
+            pass
+
+
+class SubprocessTransport(StreamTransport):
+    """Start ``command`` and talk to it over its stdin/stdout.
+
+    ``stderr``: ``"inherit"`` (the default: the server's stderr goes to ours),
+    ``"capture"`` (lines are kept in ``stderr_lines``, the last 1,000, and
+    logged at DEBUG), ``"discard"``, or a callable taking each decoded line.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: dict | None = None,
+        cwd: str | None = None,
+        stderr: str | Callable[[str], None] = "inherit",
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        shutdown_timeout: float = 2.0,
+    ):
+        if isinstance(command, str):
+            raise TypeError("command must be a list of arguments, e.g. ['python', 'server.py']")
+        self.command = list(command)
+        self.shutdown_timeout = shutdown_timeout
+        self.stderr_lines: collections.deque[str] = collections.deque(maxlen=1000)
+        stderr_target = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE) if isinstance(stderr, str) else subprocess.PIPE
+        if isinstance(stderr, str) and stderr not in ("inherit", "discard", "capture"):
+            raise ValueError(f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}")
+        full_env = None
+        if env is not None:
+            full_env = dict(os.environ)
+            full_env.update(env)
+        options: dict = {}
+        if os.name == "posix":
+            options["start_new_session"] = True  # its own session and process group
+        else:
+            options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        self.process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr_target,
+            env=full_env,
+            cwd=cwd,
+            **options,
+        )
+        super().__init__(self.process.stdout, self.process.stdin, max_message_size=max_message_size)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        if stderr_target is subprocess.PIPE:
+            sink = stderr if callable(stderr) else self._keep_stderr_line
+            threading.Thread(target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True).start()
+
+    def _keep_stderr_line(self, line: str) -> None:
+        self.stderr_lines.append(line)
+        log.debug("server stderr: %s", line)
+
+    def _pump_stderr(self, sink: Callable[[str], None]) -> None:
+        for raw in iter(self.process.stderr.readline, b""):
+            try:
+                sink(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            except Exception:  # noqa: BLE001
+                log.exception("stderr callback failed")
+
+    def close(self) -> None:
+        """Shut the server down (2025-11-25 basic/lifecycle §Shutdown, stdio).
+
+        "the client SHOULD initiate shutdown by: First, closing the input
+        stream to the child process (the server); Waiting for the server to
+        exit, or sending SIGTERM if the server does not exit within a
+        reasonable time; Sending SIGKILL if the server does not exit within a
+        reasonable time after SIGTERM".  Signals go to the whole process group.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        exited = _wait(self.process, self.shutdown_timeout)
+        if os.name != "posix":
+            if not exited:
+                self.process.terminate()
+                if not _wait(self.process, self.shutdown_timeout):
+                    self.process.kill()
+                    self.process.wait()
+            return
+        group = self.process.pid
+        if not exited:
+            _signal_group(group, signal.SIGTERM)
+            exited = _wait(self.process, self.shutdown_timeout)
+            if not exited:
+                _signal_group(group, signal.SIGKILL)
+                self.process.wait()
+        # The leader is gone; its children (npx -> node, uvx -> python) may not be.
+        if _group_alive(group):
+            _signal_group(group, signal.SIGTERM)
+            deadline = time.monotonic() + self.shutdown_timeout
+            while _group_alive(group) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if _group_alive(group):
+                _signal_group(group, signal.SIGKILL)
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status, once it has exited."""
+        return self.process.poll()
+
+
+def _wait(process: subprocess.Popen, timeout: float) -> bool:
+    try:
+        process.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _signal_group(group: int, sig: int) -> None:
+    try:
+        os.killpg(group, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def server_streams() -> tuple[IO[bytes], IO[bytes]]:
+    """The real stdin/stdout of this process, with ``sys.stdout`` pointed at stderr.
+
+    A stdio server must write nothing but protocol messages to stdout, so a
+    stray ``print()`` in a tool goes to stderr instead of corrupting the stream.
+    """
+    reader = sys.stdin.buffer
+    writer = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    return reader, writer

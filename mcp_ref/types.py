@@ -1,0 +1,486 @@
+"""MCP payloads as plain dataclasses.
+
+Every class here maps to one type of the MCP schema (``schema.ts``).  Field
+names are the snake_case of the wire's camelCase (``mime_type`` <->
+``mimeType``, ``meta`` <-> ``_meta``); ``None`` fields are left off the wire.
+Objects built from received JSON keep that JSON in ``.raw``, so a field this
+library does not model yet (or a newer revision's extension) is never lost.
+
+``from_wire(dict)`` builds an object; ``to_wire()`` gives the dict back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+
+def _camel(name: str) -> str:
+    if name == "meta":
+        return "_meta"
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class WireModel:
+    """Base of every payload class: the camelCase mapping and ``raw``.
+
+    Subclasses are dataclasses; ``_nested`` maps a field to the function that
+    builds it (applied to each item when the wire value is a list).
+    """
+
+    _nested: ClassVar[dict[str, Callable[[Any], Any]]] = {}
+    _constant: ClassVar[dict[str, Any]] = {}  # wire keys with a fixed value, e.g. {"type": "text"}
+    _fields_cache: ClassVar[dict[type, list[tuple[str, str]]]] = {}
+
+    @classmethod
+    def _wire_fields(cls) -> list[tuple[str, str]]:
+        cached = WireModel._fields_cache.get(cls)
+        if cached is None:
+            cached = [(f.name, _camel(f.name)) for f in dataclasses.fields(cls) if f.name != "raw"]
+            WireModel._fields_cache[cls] = cached
+        return cached
+
+    @classmethod
+    def from_wire(cls, data: dict):
+        """Build an instance from a received JSON object (unknown keys stay in ``.raw``)."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise TypeError(f"{cls.__name__} expects a JSON object, got {type(data).__name__}")
+        kwargs = {}
+        nested = cls._nested
+        for name, wire in cls._wire_fields():
+            if wire in data:
+                value = data[wire]
+                build = nested.get(name)
+                if build is not None and value is not None:
+                    value = [build(v) for v in value] if isinstance(value, list) else build(value)
+                kwargs[name] = value
+        obj = cls(**kwargs)
+        obj.raw = data
+        return obj
+
+    def to_wire(self) -> dict:
+        """The JSON object for the wire (``None`` fields omitted; extra keys of ``.raw`` kept)."""
+        raw = getattr(self, "raw", None)
+        out = dict(raw) if raw else {}
+        out.update(self._constant)
+        for name, wire in self._wire_fields():
+            value = getattr(self, name)
+            if value is None:
+                out.pop(wire, None)
+                continue
+            out[wire] = _wire_value(value)
+        return out
+
+
+def _wire_value(value: Any) -> Any:
+    if isinstance(value, WireModel):
+        return value.to_wire()
+    if isinstance(value, list):
+        return [_wire_value(v) for v in value]
+    return value
+
+
+def _raw_field():
+    return field(default=None, repr=False, compare=False)
+
+
+# -- Basics -------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Implementation(WireModel):
+    """``clientInfo`` / ``serverInfo``: who is on the other end."""
+
+    name: str
+    version: str
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+    icons: list | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class TextResourceContents(WireModel):
+    """The text of a resource (``resources/read`` or an embedded resource)."""
+
+    uri: str
+    text: str
+    mime_type: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class BlobResourceContents(WireModel):
+    """Binary resource contents, base64-encoded in ``blob``."""
+
+    uri: str
+    blob: str
+    mime_type: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+def resource_contents_from_wire(data: dict) -> TextResourceContents | BlobResourceContents:
+    """Text or blob contents, told apart by which key is present."""
+    if "blob" in data:
+        return BlobResourceContents.from_wire(data)
+    return TextResourceContents.from_wire(data)
+
+
+# -- Content blocks -----------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class TextContent(WireModel):
+    """``{"type": "text"}`` content."""
+
+    text: str
+    annotations: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _constant = {"type": "text"}
+    type: ClassVar[str] = "text"
+
+
+@dataclass(kw_only=True)
+class ImageContent(WireModel):
+    """``{"type": "image"}`` content: base64 ``data`` and its ``mime_type``."""
+
+    data: str
+    mime_type: str
+    annotations: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _constant = {"type": "image"}
+    type: ClassVar[str] = "image"
+
+
+@dataclass(kw_only=True)
+class AudioContent(WireModel):
+    """``{"type": "audio"}`` content (2025-03-26 and later)."""
+
+    data: str
+    mime_type: str
+    annotations: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _constant = {"type": "audio"}
+    type: ClassVar[str] = "audio"
+
+
+@dataclass(kw_only=True)
+class ResourceLink(WireModel):
+    """``{"type": "resource_link"}``: a pointer to a resource (2025-06-18 and later)."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict | None = None
+    icons: list | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _constant = {"type": "resource_link"}
+    type: ClassVar[str] = "resource_link"
+
+
+@dataclass(kw_only=True)
+class EmbeddedResource(WireModel):
+    """``{"type": "resource"}``: resource contents carried inline."""
+
+    resource: TextResourceContents | BlobResourceContents
+    annotations: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _constant = {"type": "resource"}
+    _nested = {"resource": resource_contents_from_wire}
+    type: ClassVar[str] = "resource"
+
+
+@dataclass(kw_only=True)
+class UnknownContent(WireModel):
+    """A content block of a type this library does not model; see ``.raw``."""
+
+    type: str | None = None
+    raw: dict | None = _raw_field()
+
+
+_CONTENT_TYPES = {
+    "text": TextContent,
+    "image": ImageContent,
+    "audio": AudioContent,
+    "resource_link": ResourceLink,
+    "resource": EmbeddedResource,
+}
+
+Content = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
+
+
+def content_from_wire(data: dict) -> Content:
+    """Build the content block class named by ``data["type"]``."""
+    cls = _CONTENT_TYPES.get(data.get("type")) if isinstance(data, dict) else None
+    if cls is None:
+        return UnknownContent.from_wire(data) if isinstance(data, dict) else UnknownContent(raw={"value": data})
+    return cls.from_wire(data)
+
+
+# -- Tools --------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Tool(WireModel):
+    """A tool as ``tools/list`` describes it."""
+
+    name: str
+    input_schema: dict
+    description: str | None = None
+    title: str | None = None
+    output_schema: dict | None = None
+    annotations: dict | None = None
+    icons: list | None = None
+    execution: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class CallToolResult(WireModel):
+    """The result of ``tools/call``.  ``is_error`` True means the tool itself failed."""
+
+    content: list = field(default_factory=list)
+    is_error: bool | None = None
+    structured_content: Any = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"content": content_from_wire}
+
+    @property
+    def text(self) -> str:
+        """All text blocks of ``content`` joined by newlines (a convenience)."""
+        return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
+
+
+# -- Resources ----------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Resource(WireModel):
+    """A concrete resource as ``resources/list`` describes it."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict | None = None
+    icons: list | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class ResourceTemplate(WireModel):
+    """A parameterised resource (an RFC 6570 URI template)."""
+
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: dict | None = None
+    icons: list | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class ReadResourceResult(WireModel):
+    """The result of ``resources/read``: one or more contents."""
+
+    contents: list = field(default_factory=list)
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"contents": resource_contents_from_wire}
+
+
+# -- Prompts ------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class PromptArgument(WireModel):
+    """One argument a prompt takes."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    required: bool | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class Prompt(WireModel):
+    """A prompt template as ``prompts/list`` describes it."""
+
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list | None = None
+    icons: list | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"arguments": PromptArgument.from_wire}
+
+
+@dataclass(kw_only=True)
+class PromptMessage(WireModel):
+    """One message of a prompt: a ``role`` and one content block."""
+
+    role: str
+    content: Content
+    raw: dict | None = _raw_field()
+    _nested = {"content": content_from_wire}
+
+
+@dataclass(kw_only=True)
+class GetPromptResult(WireModel):
+    """The result of ``prompts/get``."""
+
+    messages: list = field(default_factory=list)
+    description: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"messages": PromptMessage.from_wire}
+
+
+# -- Client features ----------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Root(WireModel):
+    """A filesystem root the client exposes (``file://`` URI)."""
+
+    uri: str
+    name: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class SamplingMessage(WireModel):
+    """One message of a sampling conversation."""
+
+    role: str
+    content: Any
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"content": content_from_wire}
+
+
+@dataclass(kw_only=True)
+class CreateMessageParams(WireModel):
+    """The params of ``sampling/createMessage``, as a sampling handler receives them."""
+
+    messages: list
+    max_tokens: int
+    system_prompt: str | None = None
+    include_context: str | None = None
+    temperature: float | None = None
+    stop_sequences: list | None = None
+    model_preferences: dict | None = None
+    metadata: dict | None = None
+    tools: list | None = None
+    tool_choice: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"messages": SamplingMessage.from_wire}
+
+
+@dataclass(kw_only=True)
+class CreateMessageResult(WireModel):
+    """What a sampling handler returns: the model's message."""
+
+    role: str
+    content: Any
+    model: str
+    stop_reason: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"content": content_from_wire}
+
+
+@dataclass(kw_only=True)
+class ElicitParams(WireModel):
+    """The params of ``elicitation/create``, as an elicitation handler receives them."""
+
+    message: str
+    requested_schema: dict | None = None
+    mode: str | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class ElicitResult(WireModel):
+    """The user's answer: ``action`` is "accept", "decline" or "cancel"."""
+
+    action: str
+    content: dict | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+# -- Lifecycle, logging, completion, pages ------------------------------------
+
+
+@dataclass(kw_only=True)
+class InitializeResult(WireModel):
+    """The server's answer to ``initialize``."""
+
+    protocol_version: str
+    capabilities: dict
+    server_info: Implementation
+    instructions: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+    _nested = {"server_info": Implementation.from_wire}
+
+
+@dataclass(kw_only=True)
+class LogMessage(WireModel):
+    """A ``notifications/message`` log entry from the server."""
+
+    level: str
+    data: Any
+    logger: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class Completion(WireModel):
+    """The ``completion`` of a ``completion/complete`` result."""
+
+    values: list
+    total: int | None = None
+    has_more: bool | None = None
+    raw: dict | None = _raw_field()
+
+
+@dataclass(kw_only=True)
+class Page:
+    """One page of a paginated listing: ``items`` and the ``next_cursor`` (None on the last)."""
+
+    items: list
+    next_cursor: str | None = None
+    raw: dict | None = field(default=None, repr=False, compare=False)

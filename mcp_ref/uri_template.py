@@ -1,0 +1,178 @@
+"""RFC 6570 URI templates: level 1 ``{var}`` and level 2 reserved ``{+var}``.
+
+Used for MCP resource templates: :meth:`UriTemplate.expand` builds a URI from
+values and :meth:`UriTemplate.match` recovers the values from a URI.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import quote, unquote
+
+__all__ = ["UriTemplate", "is_template"]
+
+# RFC 3986 reserved characters (gen-delims + sub-delims); unreserved ones are
+# always left alone by urllib.parse.quote.
+_RESERVED = ":/?#[]@!$&'()*+,;="
+_PCT_TRIPLET = re.compile(r"(%[0-9A-Fa-f]{2})")
+_VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+(?:\.(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+)*")
+_LEVEL3_OPERATORS = "#./;?&"
+_RESERVED_OPERATORS = "=,!@|"
+
+
+def _encode_reserved(text: str) -> str:
+    """Percent-encode ``text`` keeping reserved, unreserved and existing %XX triplets."""
+    pieces = _PCT_TRIPLET.split(text)
+    return "".join(p if i % 2 else quote(p, safe=_RESERVED) for i, p in enumerate(pieces))
+
+
+def _encode_simple(text: str) -> str:
+    """Percent-encode every character outside the unreserved set (UTF-8)."""
+    return quote(text, safe="")
+
+
+def _parse(template: str) -> list[tuple[str, str] | str]:
+    """Split ``template`` into literal strings and ``(operator, name)`` expressions."""
+    parts: list[tuple[str, str] | str] = []
+    pos = 0
+    while pos < len(template):
+        start = template.find("{", pos)
+        close = template.find("}", pos)
+        if close != -1 and (start == -1 or close < start):
+            raise ValueError(f"unmatched '}}' at position {close} in URI template {template!r}")
+        if start == -1:
+            parts.append(template[pos:])
+            break
+        if start > pos:
+            parts.append(template[pos:start])
+        end = template.find("}", start)
+        if end == -1:
+            raise ValueError(f"unclosed '{{' at position {start} in URI template {template!r}")
+        body = template[start + 1 : end]
+        if "{" in body:
+            raise ValueError(f"nested '{{' at position {start} in URI template {template!r}")
+        operator = ""
+        if body[:1] == "+":
+            operator, body = "+", body[1:]
+        elif body[:1] and body[0] in _LEVEL3_OPERATORS + _RESERVED_OPERATORS:
+            raise ValueError(
+                f"operator {body[0]!r} in {template[start:end + 1]!r} is not supported "
+                "(only level 1 '{var}' and level 2 '{+var}')"
+            )
+        if not body:
+            raise ValueError(f"empty variable name at position {start} in URI template {template!r}")
+        if "," in body or body.endswith("*") or ":" in body:
+            raise ValueError(
+                f"{template[start:end + 1]!r} uses level 3/4 syntax (lists, prefixes or explode), "
+                "which is not supported"
+            )
+        if not _VARNAME.fullmatch(body):
+            raise ValueError(f"invalid variable name {body!r} in URI template {template!r}")
+        parts.append((operator, body))
+        pos = end + 1
+    return parts
+
+
+class UriTemplate:
+    """A parsed RFC 6570 level 1-2 URI template (``{var}`` and ``{+var}``).
+
+    Raises ValueError for malformed templates or unsupported (level 3+) syntax.
+    """
+
+    __slots__ = ("template", "variables", "_parts", "_regex", "_groups")
+
+    def __init__(self, template: str) -> None:
+        """Parse ``template`` and compile its matching regex."""
+        if not isinstance(template, str):
+            raise TypeError(f"URI template must be a str, not {type(template).__name__}")
+        self.template = template
+        parts = _parse(template)
+        self._parts: list[tuple[str, str] | str] = []
+        names: list[str] = []
+        pattern: list[str] = []
+        groups: list[str] = []
+        for part in parts:
+            if isinstance(part, str):
+                literal = _encode_reserved(part)
+                self._parts.append(literal)
+                pattern.append(re.escape(literal))
+            else:
+                operator, name = part
+                self._parts.append(part)
+                if name not in names:
+                    names.append(name)
+                groups.append(name)
+                pattern.append("(.+)" if operator == "+" else "([^/?#]+)")
+        self.variables: tuple[str, ...] = tuple(names)
+        self._groups = tuple(groups)
+        self._regex = re.compile("".join(pattern), re.DOTALL)
+
+    @classmethod
+    def is_template(cls, s: str) -> bool:
+        """True when ``s`` uses template syntax (contains ``{`` or ``}``).
+
+        Such a string cannot be a concrete URI (braces are not allowed in
+        URIs); it does not check well-formedness: construct a UriTemplate for
+        that (it raises ValueError).
+        """
+        return "{" in s or "}" in s
+
+    def expand(self, **values: Any) -> str:
+        """Expand the template; undefined (missing or None) variables expand to ''.
+
+        Values are converted with ``str``; lists and dicts (level 4) raise TypeError.
+        """
+        out: list[str] = []
+        for part in self._parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            operator, name = part
+            value = values.get(name)
+            if value is None:
+                continue
+            if isinstance(value, (list, tuple, dict, set)):
+                raise TypeError(f"variable {name!r}: composite values are not supported")
+            text = str(value)
+            out.append(_encode_reserved(text) if operator == "+" else _encode_simple(text))
+        return "".join(out)
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        """Return the percent-decoded variable values if ``uri`` matches, else None.
+
+        ``{var}`` matches a non-empty run without ``/ ? #``; ``{+var}`` matches
+        any non-empty run. The whole URI must match.
+        """
+        m = self._regex.fullmatch(uri)
+        if m is None:
+            return None
+        result: dict[str, str] = {}
+        for name, raw in zip(self._groups, m.groups()):
+            value = unquote(raw)
+            if result.setdefault(name, value) != value:
+                return None  # a repeated variable captured different values
+        return result
+
+    def __str__(self) -> str:
+        """The template string."""
+        return self.template
+
+    def __repr__(self) -> str:
+        """Debugging representation."""
+        return f"UriTemplate({self.template!r})"
+
+    def __eq__(self, other: object) -> bool:
+        """Templates are equal when their template strings are equal."""
+        if isinstance(other, UriTemplate):
+            return self.template == other.template
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        """Hash of the template string."""
+        return hash(self.template)
+
+
+def is_template(s: str) -> bool:
+    """True when ``s`` uses URI template syntax; see :meth:`UriTemplate.is_template`."""
+    return UriTemplate.is_template(s)

@@ -1,0 +1,253 @@
+"""``mcp-ref demo``: walk through every MCP feature against the demo server.
+
+It starts :mod:`mcp_ref.demo` as a subprocess over stdio, plays the client's
+part (including the sampling, elicitation and roots handlers a host would
+provide) and prints what happens at each step.  With ``--trace`` every
+JSON-RPC message is shown on stderr as well.  Exits 0 only if every step
+behaved as the protocol says it should.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Callable
+
+from .client import Client
+from .errors import InvalidParams, RequestCancelled, RequestTimeout, ResourceNotFound
+from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, LogMessage, TextContent
+
+
+class _Inbox:
+    """Notifications received, with an Event per kind so steps can wait without sleeping."""
+
+    def __init__(self):
+        self.items: dict[str, list] = {}
+        self.lock = threading.Condition()
+
+    def put(self, kind: str, value) -> None:
+        with self.lock:
+            self.items.setdefault(kind, []).append(value)
+            self.lock.notify_all()
+
+    def wait(self, kind: str, count: int = 1, timeout: float = 5.0) -> list:
+        with self.lock:
+            self.lock.wait_for(lambda: len(self.items.get(kind, [])) >= count, timeout)
+            return list(self.items.get(kind, []))
+
+
+class _Steps:
+    def __init__(self):
+        self.failures: list[str] = []
+        self.number = 0
+
+    def section(self, title: str) -> None:
+        self.number += 1
+        print(f"\n{self.number}. {title}")
+
+    def say(self, text: str) -> None:
+        print(f"   {text}")
+
+    def check(self, ok: bool, text: str) -> None:
+        print(f"   {'ok  ' if ok else 'FAIL'} {text}")
+        if not ok:
+            self.failures.append(text)
+
+
+def _sampling_handler(params: CreateMessageParams) -> CreateMessageResult:
+    """A stand-in for the host's language model: it answers by echoing the question in capitals."""
+    question = params.messages[-1].content.text
+    return CreateMessageResult(role="assistant", content=TextContent(text=question.upper()), model="shouty-1", stop_reason="endTurn")
+
+
+def _elicitation_handler(params: ElicitParams) -> ElicitResult:
+    """A stand-in for the host's form: the 'user' types a name and leaves colour at its default."""
+    return ElicitResult(action="accept", content={"name": "Ada"})
+
+
+def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0) -> int:
+    """Run the walkthrough; returns the exit code (0 when every step behaved)."""
+    inbox = _Inbox()
+    steps = _Steps()
+    started = time.perf_counter()
+    print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
+    with Client.stdio(
+        [sys.executable, "-m", "mcp_ref", "serve-demo"],
+        timeout=timeout,
+        trace=trace,
+        sampling_handler=_sampling_handler,
+        elicitation_handler=_elicitation_handler,
+        roots=[{"uri": "file:///home/demo/project", "name": "project"}],
+        on_log=lambda m: inbox.put("log", m),
+        on_resource_updated=lambda uri: inbox.put("updated", uri),
+        on_list_changed=lambda kind: inbox.put("list_changed", kind),
+    ) as client:
+        _lifecycle(client, steps)
+        _tools(client, steps, inbox)
+        _progress_and_cancellation(client, steps)
+        _logging(client, steps, inbox)
+        _client_features(client, steps, inbox)
+        _resources(client, steps, inbox)
+        _prompts_and_completion(client, steps)
+        _concurrency(client, steps)
+        steps.section("Shutdown")
+        steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
+    code = client.session.transport.returncode
+    steps.check(code == 0, f"the server exited by itself with status {code}")
+    elapsed = time.perf_counter() - started
+    if steps.failures:
+        print(f"\n{len(steps.failures)} step(s) did not behave: " + "; ".join(steps.failures))
+        return 1
+    print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.")
+    return 0
+
+
+def _lifecycle(client: Client, steps: _Steps) -> None:
+    steps.section("Initialization")
+    info = client.server_info
+    steps.say(f"server {info.name} {info.version}, protocol {client.protocol_version}")
+    steps.say(f"server capabilities: {', '.join(sorted(client.server_capabilities))}")
+    steps.say(f"client capabilities: {', '.join(sorted(client.capabilities()))}")
+    steps.say(f"instructions: {client.instructions}")
+    client.ping()
+    steps.check(True, "ping answered")
+
+
+def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+    steps.section("Tools")
+    first = client.list_tools_page()
+    tools = client.list_tools()
+    steps.check(len(tools) > len(first.items) and first.next_cursor is not None,
+                f"{len(tools)} tools, listed {len(first.items)} per page with an opaque cursor")
+    steps.say("tools: " + ", ".join(t.name for t in tools))
+    result = client.call_tool("echo", {"text": "hello, MCP"})
+    steps.check(result.content[0].text == "hello, MCP", f"echo -> {result.content[0].text!r}")
+    result = client.call_tool("add", {"a": 2, "b": 40})
+    steps.check(result.content[0].text == "42", f"add(2, 40) -> {result.content[0].text}")
+    result = client.call_tool("weather", {"city": "Lisbon"})
+    steps.check(result.structured_content == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
+                f"weather -> structuredContent {result.structured_content}")
+    result = client.call_tool("pixel")
+    steps.check(result.content[0].type == "image", f"pixel -> an {result.content[0].mime_type} image")
+    result = client.call_tool("divide", {"a": 1, "b": 0})
+    steps.check(bool(result.is_error), f"divide(1, 0) -> isError: {result.text!r}")
+    result = client.call_tool("add", {"a": "two", "b": 1})
+    steps.check(bool(result.is_error), f"add('two', 1) -> rejected by the input schema: {result.text!r}")
+    try:
+        client.call_tool("no_such_tool")
+        steps.check(False, "an unknown tool should be a protocol error")
+    except InvalidParams as exc:
+        steps.check(exc.code == -32602, f"unknown tool -> JSON-RPC error {exc.code}: {exc.message}")
+    client.call_tool("add_tool", {"name": "late_arrival"})
+    kinds = inbox.wait("list_changed")
+    steps.check("tools" in kinds, "add_tool -> notifications/tools/list_changed")
+    steps.check(client.call_tool("late_arrival").text == "I am late_arrival", "the new tool answers")
+
+
+def _progress_and_cancellation(client: Client, steps: _Steps) -> None:
+    steps.section("Progress, cancellation, timeouts")
+    seen: list = []
+    result = client.call_tool("count_slowly", {"steps": 4, "delay": 0.01},
+                              on_progress=lambda p, total, message: seen.append((p, total, message)))
+    steps.check(len(seen) == 4 and seen[-1][0] == 4, f"count_slowly(4) reported progress {[s[0] for s in seen]} then {result.text!r}")
+    call = client.start_tool_call("wait_for_cancel")
+    call.cancel("the user changed their mind")
+    try:
+        call.result()
+        steps.check(False, "a cancelled call should not return")
+    except RequestCancelled:
+        steps.check(True, "wait_for_cancel cancelled -> notifications/cancelled sent, no response expected")
+    began = time.monotonic()
+    try:
+        client.call_tool("wait_for_cancel", timeout=0.2)
+        steps.check(False, "the call should have timed out")
+    except RequestTimeout as exc:
+        steps.check(True, f"timeout after {time.monotonic() - began:.2f} s -> {exc}; the server was told to stop")
+
+
+def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+    steps.section("Logging")
+    client.set_logging_level("warning")
+    result = client.call_tool("log_levels")
+    messages: list[LogMessage] = inbox.wait("log", 2)
+    levels = [m.level for m in messages]
+    steps.check(levels == ["warning", "error"], f"level set to warning; received {levels} ({result.text})")
+
+
+def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+    steps.section("Sampling, elicitation, roots (the server asks the client)")
+    result = client.call_tool("ask_llm", {"question": "what is mcp?"})
+    steps.check(result.text == "shouty-1 says: WHAT IS MCP?", f"ask_llm -> {result.text!r}")
+    result = client.call_tool("ask_user")
+    steps.check(result.text == "hello Ada, who likes blue", f"ask_user -> {result.text!r} (colour filled from the schema default)")
+    result = client.call_tool("show_roots")
+    steps.check("file:///home/demo/project" in result.text, f"show_roots -> {result.text!r}")
+    client.set_roots([{"uri": "file:///home/demo/other", "name": "other"}])
+    result = client.call_tool("show_roots")
+    steps.check("other" in result.text, f"after set_roots (notifications/roots/list_changed): {result.text!r}")
+
+
+def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+    steps.section("Resources")
+    resources = client.list_resources()
+    templates = client.list_resource_templates()
+    steps.say("resources: " + ", ".join(r.uri for r in resources))
+    steps.say("templates: " + ", ".join(t.uri_template for t in templates))
+    text = client.read_resource("demo://readme").contents[0]
+    steps.check(text.text.startswith("# mcp_ref demo"), f"read demo://readme -> {text.mime_type}, {len(text.text)} chars")
+    blob = client.read_resource("demo://pixel.png").contents[0]
+    steps.check(hasattr(blob, "blob"), f"read demo://pixel.png -> base64 blob, {blob.mime_type}")
+    greeting = client.read_resource("demo://greeting/Grace").contents[0]
+    steps.check(greeting.text == "Hello, Grace!", f"read demo://greeting/Grace (template) -> {greeting.text!r}")
+    try:
+        client.read_resource("demo://nowhere")
+        steps.check(False, "an unknown resource should be an error")
+    except ResourceNotFound as exc:
+        steps.check(exc.code == -32002, f"read demo://nowhere -> error {exc.code}")
+    client.subscribe("demo://counter")
+    client.call_tool("bump_counter")
+    updates = inbox.wait("updated")
+    steps.check(updates == ["demo://counter"], "subscribed to demo://counter; bump_counter -> notifications/resources/updated")
+    steps.say(f"demo://counter now reads {client.read_resource('demo://counter').contents[0].text}")
+    client.unsubscribe("demo://counter")
+
+
+def _prompts_and_completion(client: Client, steps: _Steps) -> None:
+    steps.section("Prompts and completion")
+    prompts = client.list_prompts()
+    steps.say("prompts: " + ", ".join(p.name for p in prompts))
+    result = client.get_prompt("greet", {"name": "Grace", "style": "formal"})
+    steps.check(result.messages[0].content.text == "Good day, Grace.", f"greet -> {result.messages[0].content.text!r}")
+    result = client.get_prompt("review", {"code": "print('hi')"})
+    steps.check([m.content.type for m in result.messages] == ["text", "resource", "text"],
+                "review -> a text message, an embedded resource, an assistant reply")
+    try:
+        client.get_prompt("greet")
+        steps.check(False, "a missing required argument should be an error")
+    except InvalidParams as exc:
+        steps.check(True, f"greet without name -> error {exc.code}")
+    completion = client.complete(prompt="greet", argument="name", value="Al")
+    steps.check(completion.values == ["Alan", "Alonzo"], f"complete greet.name 'Al' -> {completion.values}")
+    completion = client.complete(resource="demo://greeting/{name}", argument="name", value="g")
+    steps.check(completion.values == ["Grace"], f"complete demo://greeting/{{name}} 'g' -> {completion.values}")
+
+
+def _concurrency(client: Client, steps: _Steps) -> None:
+    steps.section("Many threads, one session")
+    errors: list = []
+
+    def worker(n: int) -> None:
+        for i in range(25):
+            text = f"{n}-{i}"
+            if client.call_tool("echo", {"text": text}).text != text:
+                errors.append(text)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    elapsed = time.perf_counter() - began
+    steps.check(not errors, f"8 threads x 25 calls, every answer matched its request ({200 / elapsed:,.0f} calls/s)")

@@ -1,0 +1,200 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from mcp_ref.files import FileRoot, PathOutsideRoot, is_text
+
+
+def _symlink(target, link, *, is_dir=False):
+    try:
+        os.symlink(target, link, target_is_directory=is_dir)
+    except (OSError, NotImplementedError, AttributeError) as exc:
+        pytest.skip(f"symlinks unavailable: {exc}")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "root"
+    (root / "docs" / "deep").mkdir(parents=True)
+    (root / ".hidden").mkdir()
+    (root / "readme.md").write_text("# Hi\n", encoding="utf-8")
+    (root / "docs" / "a.txt").write_text("alpha", encoding="utf-8")
+    (root / "docs" / "deep" / "b.json").write_text('{"b": 1}', encoding="utf-8")
+    (root / "docs" / "image.bin").write_bytes(b"\x00\x01\x02")
+    (root / ".secret").write_text("no", encoding="utf-8")
+    (root / ".hidden" / "c.txt").write_text("no", encoding="utf-8")
+    (tmp_path / "outside.txt").write_text("outside", encoding="utf-8")
+    return root
+
+
+def test_root_is_resolved(tree):
+    fr = FileRoot(str(tree / "docs" / ".."))
+    assert fr.root == tree.resolve()
+    assert fr.root.is_absolute()
+
+
+def test_root_must_be_existing_directory(tmp_path):
+    with pytest.raises(ValueError):
+        FileRoot(tmp_path / "missing")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError):
+        FileRoot(tmp_path / "f")
+
+
+def test_read_and_mime(tree):
+    fr = FileRoot(tree)
+    assert fr.read("readme.md") == (b"# Hi\n", "text/markdown")
+    assert fr.read("docs/a.txt") == (b"alpha", "text/plain")
+    assert fr.read("docs/deep/b.json") == (b'{"b": 1}', "application/json")
+    assert fr.read("docs/image.bin") == (b"\x00\x01\x02", "application/octet-stream")
+    assert fr.read("./docs//a.txt")[0] == b"alpha"
+
+
+@pytest.mark.parametrize("name, mime", [("x.py", "text/x-python"), ("x.csv", "text/csv"), ("x.html", "text/html")])
+def test_text_mime_types(tmp_path, name, mime):
+    (tmp_path / name).write_text("data")
+    assert FileRoot(tmp_path).read(name)[1] == mime
+
+
+def test_resolve_returns_real_path(tree):
+    fr = FileRoot(tree)
+    assert fr.resolve("docs/a.txt") == (tree / "docs" / "a.txt").resolve()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "/etc/passwd",
+        "../outside.txt",
+        "docs/../../outside.txt",
+        "docs/../readme.md",  # '..' is refused even when it stays inside
+        "..",
+        "docs\\a.txt",
+        "..\\outside.txt",
+        "C:/Windows/win.ini",
+        "c:foo",
+        "docs/a.txt\x00.png",
+    ],
+)
+def test_unsafe_paths_rejected(tree, bad):
+    with pytest.raises(PathOutsideRoot):
+        FileRoot(tree).resolve(bad)
+    with pytest.raises(PathOutsideRoot):
+        FileRoot(tree).read(bad)
+
+
+def test_path_outside_root_is_permission_error():
+    assert issubclass(PathOutsideRoot, PermissionError)
+
+
+def test_missing_and_directory(tree):
+    fr = FileRoot(tree)
+    with pytest.raises(FileNotFoundError):
+        fr.resolve("docs/nope.txt")
+    with pytest.raises(FileNotFoundError):
+        fr.read("nope/nope.txt")
+    with pytest.raises(IsADirectoryError):
+        fr.resolve("docs")
+    with pytest.raises(IsADirectoryError):
+        fr.read("docs/deep/")
+    with pytest.raises(IsADirectoryError):
+        fr.resolve("")
+
+
+def test_non_str_path_rejected(tree):
+    with pytest.raises(TypeError):
+        FileRoot(tree).resolve(Path("readme.md"))  # type: ignore[arg-type]
+
+
+def test_list(tree):
+    assert FileRoot(tree).list() == [
+        "docs/a.txt",
+        "docs/deep/b.json",
+        "docs/image.bin",
+        "readme.md",
+    ]
+
+
+def test_list_empty(tmp_path):
+    assert FileRoot(tmp_path).list() == []
+
+
+def test_symlink_file_escape(tree, tmp_path):
+    _symlink(tmp_path / "outside.txt", tree / "leak.txt")
+    fr = FileRoot(tree)
+    with pytest.raises(PathOutsideRoot):
+        fr.resolve("leak.txt")
+    with pytest.raises(PathOutsideRoot):
+        fr.read("leak.txt")
+    assert "leak.txt" not in fr.list()
+
+
+def test_symlink_dir_escape(tree, tmp_path):
+    _symlink(tmp_path, tree / "up", is_dir=True)
+    fr = FileRoot(tree)
+    with pytest.raises(PathOutsideRoot):
+        fr.read("up/outside.txt")
+    assert not any(p.startswith("up/") for p in fr.list())
+
+
+def test_dangling_symlink_outside_reports_outside(tree, tmp_path):
+    _symlink(tmp_path / "does-not-exist", tree / "dangling")
+    with pytest.raises(PathOutsideRoot):
+        FileRoot(tree).resolve("dangling")
+    assert "dangling" not in FileRoot(tree).list()
+
+
+def test_symlink_inside_root_allowed(tree):
+    _symlink(tree / "docs" / "a.txt", tree / "alias.txt")
+    fr = FileRoot(tree)
+    assert fr.read("alias.txt") == (b"alpha", "text/plain")
+    assert fr.resolve("alias.txt") == (tree / "docs" / "a.txt").resolve()
+    assert "alias.txt" in fr.list()
+
+
+def test_root_given_through_symlink(tree, tmp_path):
+    _symlink(tree, tmp_path / "link-to-root", is_dir=True)
+    fr = FileRoot(tmp_path / "link-to-root")
+    assert fr.root == tree.resolve()
+    assert fr.read("docs/a.txt")[0] == b"alpha"
+    with pytest.raises(PathOutsideRoot):
+        fr.resolve("../outside.txt")
+
+
+def test_prefix_sibling_is_outside(tmp_path):
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root2").mkdir()
+    (tmp_path / "root2" / "x.txt").write_text("x")
+    _symlink(tmp_path / "root2" / "x.txt", tmp_path / "root" / "x.txt")
+    with pytest.raises(PathOutsideRoot):
+        FileRoot(tmp_path / "root").resolve("x.txt")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_fifo_not_read(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    fr = FileRoot(tmp_path)
+    with pytest.raises(PermissionError):
+        fr.read("pipe")
+    assert fr.list() == []
+
+
+@pytest.mark.parametrize(
+    "data, mime, expected",
+    [
+        (b"hello", "text/plain", True),
+        (b"\x00\x01", "text/plain", True),
+        (b"{}", "application/json", True),
+        (b"<a/>", "application/xml", True),
+        (b"{}", "application/ld+json", True),
+        (b"<svg/>", "image/svg+xml", True),
+        (b"{}", "Application/JSON; charset=utf-8", True),
+        (b"plain utf-8 \xc3\xa9", "application/octet-stream", True),
+        (b"nul\x00inside", "application/octet-stream", False),
+        (b"\xff\xfe\xfd", "application/octet-stream", False),
+        (b"\x89PNG\r\n\x1a\n", "image/png", False),
+    ],
+)
+def test_is_text(data, mime, expected):
+    assert is_text(data, mime) is expected

@@ -1,0 +1,117 @@
+import base64
+import re
+
+import pytest
+
+from mcp_ref.pagination import InvalidCursor, Paginator
+
+
+def collect(p: Paginator, items, kind="tools"):
+    pages, cursor = [], None
+    while True:
+        page, cursor = p.page(items, cursor, kind=kind)
+        pages.append(page)
+        if cursor is None:
+            return pages
+
+
+def test_pages_cover_everything_in_order():
+    items = list(range(25))
+    pages = collect(Paginator(page_size=10), items)
+    assert pages == [list(range(10)), list(range(10, 20)), list(range(20, 25))]
+
+
+def test_exact_multiple_has_no_empty_trailing_page():
+    pages = collect(Paginator(page_size=5), list(range(10)))
+    assert pages == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+
+
+def test_single_page_and_empty_list():
+    p = Paginator()
+    assert p.page(["a", "b"], None, kind="tools") == (["a", "b"], None)
+    assert p.page([], None, kind="tools") == ([], None)
+
+
+def test_page_returns_list_for_tuple_input():
+    page, cursor = Paginator(page_size=2).page(("a", "b", "c"), None, kind="k")
+    assert page == ["a", "b"] and isinstance(page, list) and cursor is not None
+
+
+def test_cursor_is_base64url_without_padding():
+    _, cursor = Paginator(page_size=1).page([1, 2], None, kind="tools")
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", cursor)
+
+
+def test_cursor_refused_by_other_kind():
+    p = Paginator(page_size=1)
+    _, cursor = p.page([1, 2, 3], None, kind="tools")
+    assert p.page([1, 2, 3], cursor, kind="tools") == ([2], p.make_cursor(2, kind="tools"))
+    with pytest.raises(InvalidCursor, match="another list"):
+        p.page([1, 2, 3], cursor, kind="prompts")
+
+
+def test_cursor_refused_by_other_secret():
+    _, cursor = Paginator(page_size=1, secret=b"one").page([1, 2], None, kind="tools")
+    with pytest.raises(InvalidCursor):
+        Paginator(page_size=1, secret=b"two").page([1, 2], cursor, kind="tools")
+    # the same secret accepts it
+    assert Paginator(page_size=1, secret=b"one").page([1, 2], cursor, kind="tools") == ([2], None)
+
+
+def test_random_secret_per_instance():
+    _, cursor = Paginator(page_size=1).page([1, 2], None, kind="tools")
+    with pytest.raises(InvalidCursor):
+        Paginator(page_size=1).page([1, 2], cursor, kind="tools")
+
+
+def test_tampered_cursor_rejected():
+    p = Paginator(page_size=1, secret=b"k")
+    cursor = p.make_cursor(1, kind="tools")
+    raw = bytearray(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    assert raw.startswith(b"1:tools")
+    raw[0:1] = b"2"  # change the offset but keep the old tag
+    forged = base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+    with pytest.raises(InvalidCursor, match="signature"):
+        p.page([1, 2, 3], forged, kind="tools")
+
+
+@pytest.mark.parametrize("bad", ["", "!!!!", "abc", "a", "AAAA", "====", "x" * 200])
+def test_garbage_cursors_rejected(bad):
+    with pytest.raises(InvalidCursor):
+        Paginator().page([1, 2, 3], bad, kind="tools")
+
+
+def test_non_string_cursor_rejected():
+    with pytest.raises(InvalidCursor):
+        Paginator().page([1], 5, kind="tools")  # type: ignore[arg-type]
+
+
+def test_cursor_beyond_end_rejected():
+    p = Paginator(page_size=2)
+    _, cursor = p.page(list(range(10)), None, kind="tools")
+    with pytest.raises(InvalidCursor, match="beyond"):
+        p.page([1], cursor, kind="tools")
+    # a list that shrank to exactly the offset gives an empty last page
+    assert p.page([1, 2], cursor, kind="tools") == ([], None)
+
+
+def test_invalid_cursor_is_value_error():
+    assert issubclass(InvalidCursor, ValueError)
+
+
+def test_make_and_read_cursor_roundtrip():
+    p = Paginator(secret=b"s")
+    for offset in (0, 1, 99, 10**12):
+        for kind in ("tools", "resources/templates", "a:b", "ünï"):
+            assert p.read_cursor(p.make_cursor(offset, kind=kind), kind=kind) == offset
+
+
+@pytest.mark.parametrize("size, exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_page_size_validation(size, exc):
+    with pytest.raises(exc):
+        Paginator(page_size=size)
+
+
+def test_empty_secret_rejected():
+    with pytest.raises(ValueError):
+        Paginator(secret=b"")

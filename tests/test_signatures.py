@@ -1,0 +1,553 @@
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Union
+
+import pytest
+
+from mcp_ref.signatures import (
+    ArgumentPlan,
+    compile_arguments,
+    output_schema_for,
+    parse_docstring,
+    to_jsonable,
+    type_schema,
+)
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Mixed(enum.Enum):
+    A = 1
+    B = "b"
+
+
+@dataclass
+class Point:
+    x: int
+    y: int = 0
+
+
+@dataclass
+class Shape:
+    name: str
+    points: list[Point]
+    color: Color = Color.RED
+    tags: list[str] = field(default_factory=list)
+    anchor: Optional[Point] = None
+
+
+class Movie(TypedDict):
+    title: str
+    year: NotRequired[int]
+
+
+class Options(TypedDict, total=False):
+    verbose: bool
+    colors: list[Color]
+
+
+class Context:
+    pass
+
+
+class SubContext(Context):
+    pass
+
+
+# --------------------------------------------------------------------------- type mapping
+
+
+@pytest.mark.parametrize(
+    "tp, expected",
+    [
+        (int, {"type": "integer"}),
+        (float, {"type": "number"}),
+        (str, {"type": "string"}),
+        (bool, {"type": "boolean"}),
+        (None, {"type": "null"}),
+        (type(None), {"type": "null"}),
+        (Any, {}),
+        (list, {"type": "array"}),
+        (list[int], {"type": "array", "items": {"type": "integer"}}),
+        (Sequence[str], {"type": "array", "items": {"type": "string"}}),
+        (set[str], {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
+        (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
+        (
+            tuple[int, str],
+            {
+                "type": "array",
+                "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ),
+        (dict, {"type": "object"}),
+        (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
+        (Mapping[str, Any], {"type": "object"}),
+        (Optional[int], {"type": ["integer", "null"]}),
+        (int | None, {"type": ["integer", "null"]}),
+        (
+            Optional[list[int]],
+            {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]},
+        ),
+        (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+        (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
+        (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
+        (Literal[1, 2.5], {"type": "number", "enum": [1, 2.5]}),
+        (Literal["a", 1], {"enum": ["a", 1]}),
+        (Color, {"type": "string", "enum": ["red", "green"]}),
+        (Level, {"type": "integer", "enum": [1, 2]}),
+        (Mixed, {"enum": [1, "b"]}),
+        (Annotated[int, "How many"], {"type": "integer", "description": "How many"}),
+    ],
+)
+def test_type_schema(tp, expected):
+    assert type_schema(tp) == expected
+
+
+def test_dataclass_schema_nested_inline():
+    schema = type_schema(Shape)
+    point = {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
+        "required": ["x"],
+    }
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "points": {"type": "array", "items": point},
+            "color": {"type": "string", "enum": ["red", "green"], "default": "red"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "anchor": {"anyOf": [point, {"type": "null"}], "default": None},
+        },
+        "required": ["name", "points"],
+    }
+    assert "$defs" not in json.dumps(schema) and "$ref" not in json.dumps(schema)
+
+
+def test_typeddict_schema():
+    assert type_schema(Movie) == {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+        "required": ["title"],
+    }
+
+
+def test_total_false_typeddict_schema_and_convert():
+    assert type_schema(Options) == {
+        "type": "object",
+        "properties": {
+            "verbose": {"type": "boolean"},
+            "colors": {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}},
+        },
+    }
+
+    def f(opts: Options):
+        pass
+
+    out = compile_arguments(f).convert({"opts": {"colors": ["green"]}})
+    assert out == {"opts": {"colors": [Color.GREEN]}}
+
+
+def test_recursive_dataclass_rejected():
+    @dataclass
+    class Node:
+        children: list[Node]
+
+    with pytest.raises(TypeError, match="recursive"):
+        type_schema(Node)
+
+
+@pytest.mark.parametrize("tp", [bytes, complex, dict[int, str], object])
+def test_unsupported_types(tp):
+    with pytest.raises(TypeError):
+        type_schema(tp)
+
+
+def test_unsupported_parameter_named_in_error():
+    def f(ok: int, blob: bytes) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="blob"):
+        compile_arguments(f)
+
+
+# --------------------------------------------------------------------------- compile_arguments
+
+
+def test_compile_basic_google_docstring():
+    def search(query: str, limit: int = 10, exact: bool = False, mode: Color = Color.GREEN) -> list[str]:
+        """Search the index
+        for documents.
+
+        Args:
+            query: The text to look
+                for, across lines.
+            limit (int): Maximum results.
+            mode: Colour mode.
+
+        Returns:
+            Matching ids.
+        """
+        return []
+
+    plan = compile_arguments(search)
+    assert isinstance(plan, ArgumentPlan)
+    assert plan.name == "search"
+    assert plan.description == "Search the index for documents."
+    assert plan.context_param is None
+    assert plan.schema == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "The text to look for, across lines."},
+            "limit": {"type": "integer", "default": 10, "description": "Maximum results."},
+            "exact": {"type": "boolean", "default": False},
+            "mode": {
+                "type": "string",
+                "enum": ["red", "green"],
+                "default": "green",
+                "description": "Colour mode.",
+            },
+        },
+        "required": ["query"],
+    }
+
+
+def test_required_omitted_when_empty_and_no_docstring():
+    def f(a: int = 1):
+        pass
+
+    plan = compile_arguments(f)
+    assert plan.description is None
+    assert "required" not in plan.schema
+    assert plan.schema["properties"] == {"a": {"type": "integer", "default": 1}}
+
+
+def test_missing_annotation_is_any_and_non_json_default_dropped():
+    sentinel = object()
+
+    def f(a, b=sentinel, c: float = float("nan")):
+        pass
+
+    plan = compile_arguments(f)
+    assert plan.schema["properties"] == {"a": {}, "b": {}, "c": {"type": "number"}}
+    assert plan.schema["required"] == ["a"]
+
+
+def test_annotated_description_wins_over_docstring():
+    def f(n: Annotated[int, "from annotation"]):
+        """Do it.
+
+        :param n: from docstring
+        """
+
+    assert compile_arguments(f).schema["properties"]["n"]["description"] == "from annotation"
+
+
+def test_rest_docstring():
+    def f(a: int, b: str):
+        """Summary line.
+
+        More detail here.
+
+        :param a: first
+            value
+        :param str b: second
+        :returns: nothing
+        """
+
+    plan = compile_arguments(f)
+    assert plan.description == "Summary line. More detail here."
+    assert plan.schema["properties"]["a"]["description"] == "first value"
+    assert plan.schema["properties"]["b"]["description"] == "second"
+
+
+def test_numpy_docstring():
+    def f(a: int, b: str, c: float):
+        """Compute things.
+
+        Parameters
+        ----------
+        a : int
+            The first
+            number.
+        b, c : str
+            Shared text.
+
+        Returns
+        -------
+        int
+            Not a parameter.
+        """
+
+    plan = compile_arguments(f)
+    assert plan.description == "Compute things."
+    props = plan.schema["properties"]
+    assert props["a"]["description"] == "The first number."
+    assert props["b"]["description"] == "Shared text."
+    assert props["c"]["description"] == "Shared text."
+
+
+def test_parse_docstring_edge_cases():
+    assert parse_docstring(None) == (None, {})
+    assert parse_docstring("Args:\n    x: only args") == (None, {"x": "only args"})
+    summary, params = parse_docstring("Plain text\n\n   with spaces.  ")
+    assert summary == "Plain text with spaces." and params == {}
+
+
+def test_context_param_skipped_including_subclass_and_optional():
+    def f(x: int, ctx: SubContext) -> None:
+        pass
+
+    plan = compile_arguments(f, skip_types=(Context,))
+    assert plan.context_param == "ctx"
+    assert list(plan.schema["properties"]) == ["x"]
+    assert plan.schema["required"] == ["x"]
+
+    def g(ctx: Optional[Context] = None) -> None:
+        pass
+
+    plan = compile_arguments(g, skip_types=(Context,))
+    assert plan.context_param == "ctx"
+    assert plan.schema == {"type": "object", "properties": {}}
+
+
+def test_two_context_params_rejected():
+    def f(a: Context, b: Context):
+        pass
+
+    with pytest.raises(TypeError, match="context"):
+        compile_arguments(f, skip_types=(Context,))
+
+
+def test_context_type_without_skip_is_unsupported():
+    def f(a: Context):
+        pass
+
+    with pytest.raises(TypeError, match="'a'"):
+        compile_arguments(f)
+
+
+@pytest.mark.parametrize("src", ["def f(*args: int): pass", "def f(**kw: int): pass", "def f(a: int, /): pass"])
+def test_variadic_and_positional_only_rejected(src):
+    ns: dict = {}
+    exec(src, ns)
+    with pytest.raises(TypeError):
+        compile_arguments(ns["f"])
+
+
+def test_bound_method_excludes_self():
+    class Tools:
+        def add(self, a: int, b: int) -> int:
+            """Add numbers."""
+            return a + b
+
+    plan = compile_arguments(Tools().add)
+    assert list(plan.schema["properties"]) == ["a", "b"]
+    assert plan.description == "Add numbers."
+
+
+def test_callable_object():
+    class Adder:
+        def __call__(self, a: int, b: Color) -> int:
+            return a
+
+    plan = compile_arguments(Adder())
+    assert plan.schema["properties"]["b"]["enum"] == ["red", "green"]
+    assert plan.convert({"a": 1, "b": "red"}) == {"a": 1, "b": Color.RED}
+
+
+def test_unresolvable_forward_reference():
+    def f(a: DoesNotExist):  # noqa: F821
+        pass
+
+    with pytest.raises(TypeError, match="DoesNotExist"):
+        compile_arguments(f)
+
+
+# --------------------------------------------------------------------------- convert
+
+
+def test_convert_plain_params_returns_copy():
+    def f(a: int, b: list[str], c: dict[str, Any], d: Optional[str] = None):
+        pass
+
+    plan = compile_arguments(f)
+    assert plan._converters == ()  # nothing to convert: fast path
+    args = {"a": 1, "b": ["x"], "c": {"k": 1}}
+    out = plan.convert(args)
+    assert out == args and out is not args
+
+
+def test_convert_rich_types():
+    def f(
+        shape: Shape,
+        colors: list[Color],
+        pair: tuple[int, int],
+        maybe: Optional[Point] = None,
+        tags: set[str] = frozenset(),
+        by_name: dict[str, Point] | None = None,
+        level: Level = Level.LOW,
+        plain: int = 0,
+    ):
+        pass
+
+    plan = compile_arguments(f)
+    out = plan.convert(
+        {
+            "shape": {"name": "tri", "points": [{"x": 1}, {"x": 2, "y": 3}], "color": "green"},
+            "colors": ["red", "green"],
+            "pair": [1, 2],
+            "maybe": {"x": 5},
+            "tags": ["a", "b", "a"],
+            "by_name": {"o": {"x": 0, "y": 0}},
+            "level": 2,
+            "plain": 7,
+        }
+    )
+    assert out["shape"] == Shape(name="tri", points=[Point(1), Point(2, 3)], color=Color.GREEN)
+    assert out["colors"] == [Color.RED, Color.GREEN]
+    assert out["pair"] == (1, 2) and isinstance(out["pair"], tuple)
+    assert out["maybe"] == Point(5)
+    assert out["tags"] == {"a", "b"}
+    assert out["by_name"] == {"o": Point(0, 0)}
+    assert out["level"] is Level.HIGH
+    assert out["plain"] == 7
+    assert plan.schema["properties"]["tags"]["default"] == []
+    assert plan.schema["properties"]["level"]["default"] == 1
+
+    assert plan.convert({"shape": {"name": "s", "points": []}, "colors": [], "pair": [0, 0], "maybe": None})[
+        "maybe"
+    ] is None
+
+
+@dataclass
+class Circle:
+    radius: float
+
+
+def test_convert_union_picks_matching_member():
+    def f(x: Union[Point, Circle, Color, int]):
+        pass
+
+    plan = compile_arguments(f)
+    assert plan.convert({"x": {"x": 1, "y": 2}})["x"] == Point(1, 2)
+    assert plan.convert({"x": {"radius": 2.0}})["x"] == Circle(2.0)
+    assert plan.convert({"x": "red"})["x"] is Color.RED
+    assert plan.convert({"x": 3})["x"] == 3
+
+
+def test_convert_literal_of_enum_member():
+    def f(c: Literal[Color.RED]):
+        pass
+
+    plan = compile_arguments(f)
+    assert plan.schema["properties"]["c"] == {"type": "string", "enum": ["red"]}
+    assert plan.convert({"c": "red"})["c"] is Color.RED
+
+
+def test_convert_missing_optional_params_untouched():
+    def f(p: Point | None = None):
+        pass
+
+    assert compile_arguments(f).convert({}) == {}
+
+
+# --------------------------------------------------------------------------- output schema / jsonable
+
+
+def test_output_schema_for():
+    def a() -> Point: ...
+    def b() -> Movie: ...
+    def c() -> dict[str, int]: ...
+    def d() -> int: ...
+    def e(): ...
+    def g() -> list[Point]: ...
+    def h() -> dict[int, str]: ...
+
+    assert output_schema_for(a) == type_schema(Point)
+    assert output_schema_for(b) == type_schema(Movie)
+    assert output_schema_for(c) == {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert output_schema_for(d) is None
+    assert output_schema_for(e) is None
+    assert output_schema_for(g) is None
+    assert output_schema_for(h) is None
+
+
+def test_to_jsonable():
+    value = {
+        "shape": Shape("s", [Point(1, 2)], tags=["t"]),
+        "t": (1, Color.GREEN),
+        "s": {3},
+        Color.RED: [Level.HIGH, None, 1.5],
+    }
+    assert to_jsonable(value) == {
+        "shape": {
+            "name": "s",
+            "points": [{"x": 1, "y": 2}],
+            "color": "red",
+            "tags": ["t"],
+            "anchor": None,
+        },
+        "t": [1, "green"],
+        "s": [3],
+        "red": [2, None, 1.5],
+    }
+    json.dumps(to_jsonable(value))
+    marker = object()
+    assert to_jsonable(marker) is marker
+    assert to_jsonable(Point) is Point  # a class is not an instance
+
+
+# --------------------------------------------------------------------------- schema validity
+
+
+def test_schemas_valid_under_draft7_and_2020_12():
+    jsonschema = pytest.importorskip("jsonschema")
+
+    def f(
+        shape: Shape,
+        movie: Movie,
+        pair: tuple[int, str],
+        opt: Optional[list[Color]] = None,
+        lit: Literal["a", 1] = "a",
+        nums: dict[str, float] | None = None,
+        anything: Any = None,
+    ):
+        pass
+
+    schema = compile_arguments(f).schema
+    good = {
+        "shape": {"name": "s", "points": [{"x": 1}], "color": "red"},
+        "movie": {"title": "t"},
+        "pair": [1, "x"],
+        "opt": ["green"],
+        "nums": {"a": 1.5},
+        "anything": [1, {"z": None}],
+    }
+    bad = [
+        {**good, "shape": {"name": "s"}},
+        {**good, "pair": [1, "x", 3]},
+        {**good, "opt": ["blue"]},
+        {**good, "lit": "b"},
+        {**good, "nums": {"a": "x"}},
+    ]
+    for cls in (jsonschema.Draft7Validator, jsonschema.Draft202012Validator):
+        cls.check_schema(schema)
+        validator = cls(schema)
+        assert validator.is_valid(good)
+        for instance in bad:
+            assert not validator.is_valid(instance)
