@@ -94,6 +94,7 @@ class Client:
         protocol_version: str = lifecycle.LATEST_VERSION,
         timeout: float | None = DEFAULT_TIMEOUT,
         sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
         elicitation_modes: Sequence[str] = ("form",),
         roots: Iterable[Root | dict | str] | None = None,
@@ -107,6 +108,7 @@ class Client:
         self.client_info = {"name": name, "version": version}
         self.requested_version = protocol_version
         self.sampling_handler = sampling_handler
+        self.sampling_tools = sampling_tools
         self.elicitation_handler = elicitation_handler
         self.elicitation_modes = tuple(elicitation_modes)
         self._roots = None if roots is None else [_root(r) for r in roots]
@@ -156,6 +158,8 @@ class Client:
             caps["roots"] = {"listChanged": True}
         if self.sampling_handler is not None:
             caps["sampling"] = {}
+            if self.sampling_tools and lifecycle.at_least(self.requested_version, lifecycle.SAMPLING_TOOLS):
+                caps["sampling"]["tools"] = {}
         if self.elicitation_handler is not None and lifecycle.at_least(self.requested_version, lifecycle.ELICITATION):
             if lifecycle.at_least(self.requested_version, lifecycle.ELICITATION_URL_MODE):
                 caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
@@ -391,6 +395,9 @@ class Client:
                 request = CreateMessageParams.from_wire(params)
             except (TypeError, KeyError) as exc:
                 raise InvalidParams(f"Invalid params: {exc}") from None
+            if (request.tools is not None or request.tool_choice is not None) and "tools" not in self.capabilities().get("sampling", {}):
+                # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
+                raise InvalidParams("Invalid params: this client did not declare sampling.tools")
             return _wire(self.sampling_handler(request))
         if method == "elicitation/create":
             if self.elicitation_handler is None or not lifecycle.at_least(self.session.protocol_version, lifecycle.ELICITATION):
@@ -420,6 +427,8 @@ class Client:
         elif method == "notifications/resources/updated":
             if self.on_resource_updated is not None:
                 self.session.call_soon(self.on_resource_updated, params.get("uri"))
+        elif method == "notifications/elicitation/complete":
+            log.info("URL-mode elicitation %s completed", params.get("elicitationId"))
         elif method.endswith("/list_changed"):
             if self.on_list_changed is not None:
                 kind = method[len("notifications/"):-len("/list_changed")]

@@ -215,14 +215,21 @@ class Context:
         model_preferences: dict | None = None,
         include_context: str | None = None,
         metadata: dict | None = None,
+        tools: list | None = None,
+        tool_choice: dict | None = None,
         timeout: float | None | type(...) = ...,
     ) -> CreateMessageResult:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
 
         ``messages`` is a string (one user message) or a list of
-        ``{"role", "content"}`` dicts / SamplingMessage objects.
+        ``{"role", "content"}`` dicts / SamplingMessage objects.  ``tools`` and
+        ``tool_choice`` (2025-11-25) need the client's ``sampling.tools``.
         """
-        self.connection.require_client_capability("sampling", "sampling/createMessage")
+        sampling = self.connection.require_client_capability("sampling", "sampling/createMessage")
+        if tools is not None or tool_choice is not None:
+            # 2025-11-25 client/sampling: servers MUST NOT send tools unless the client declared sampling.tools.
+            if not lifecycle.at_least(self.connection.protocol_version, lifecycle.SAMPLING_TOOLS) or "tools" not in sampling:
+                raise CapabilityError("sampling/createMessage: the client did not declare sampling.tools")
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         params: dict[str, Any] = {
@@ -232,6 +239,8 @@ class Context:
         for key, value in (
             ("systemPrompt", system_prompt), ("temperature", temperature), ("stopSequences", stop_sequences),
             ("modelPreferences", model_preferences), ("includeContext", include_context), ("metadata", metadata),
+            ("tools", [t.to_wire() if isinstance(t, WireModel) else t for t in tools] if tools is not None else None),
+            ("toolChoice", tool_choice),
         ):
             if value is not None:
                 params[key] = value

@@ -1,0 +1,23 @@
+"""The demo walkthrough's traffic is valid against the official schema, at every revision."""
+
+import pytest
+
+from mcp_ref import SUPPORTED_VERSIONS
+
+from conftest import schema_available
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_basic_traffic_is_schema_valid(connect, wire, version):
+    if not schema_available(version):
+        pytest.skip(f"../shared/spec/schema/{version}.json is not present")
+    client = connect(protocol_version=version)
+    assert client.protocol_version == version
+    assert [t.name for t in client.list_tools()][:2] == ["echo", "add"]
+    assert client.call_tool("echo", {"text": "hi"}).content[0].text == "hi"
+    assert client.call_tool("weather", {"city": "Oslo"}).is_error is None
+    client.read_resource("demo://readme")
+    client.list_resource_templates()
+    client.get_prompt("greet", {"name": "x"})
+    client.list_prompts()
+    assert len(wire.messages) > 10
