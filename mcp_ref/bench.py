@@ -91,35 +91,45 @@ def _module_available(name):
 # import time
 
 
-def _importtime_us(stderr_text, module):
-    """Cumulative microseconds of ``module``'s own top-level line in ``-X importtime`` output."""
+def _importtime_us(stderr_text):
+    """Microseconds that ``-X importtime`` charges to the ``-c`` statement.
+
+    Sum of the cumulative figures of the top-level imports after interpreter
+    start-up (which ends with ``site``).
+    """
+    total = 0
+    started = False
     for line in stderr_text.splitlines():
         if not line.startswith("import time:"):
             continue
-        parts = line[len("import time:"):].split("|")
-        if len(parts) != 3 or parts[2].strip() != module:
+        parts = line[len("import time:") :].split("|")
+        if len(parts) != 3 or parts[2][:2] == "  ":  # header or nested line
             continue
-        try:
-            return int(parts[1])
-        except ValueError:
+        name = parts[2].strip()
+        if name == "site":
+            started = True
+            total = 0
             continue
-    return None
+        if started:
+            try:
+                total += int(parts[1])
+            except ValueError:
+                continue
+    return total if started else None
 
 
-def measure_import_ms(module, reps):
-    """Import cost of ``module`` in fresh interpreters, medians over ``reps``, in ms.
+def measure_import_ms(statement, reps):
+    """Import cost of ``statement`` in fresh interpreters, medians over ``reps``, in ms.
 
-    ``wall``: time of ``python -c "import module"`` minus time of
-    ``python -c "pass"``, the two run back to back in each repetition so that
-    slow drifts of the machine cancel out of the paired difference (it counts
-    the extra interpreter teardown too; for a tiny package it is within noise
-    and can come out negative).
-    ``importtime``: the cumulative figure that ``python -X importtime`` gives
-    for the module's top-level import, which is steadier.
+    ``wall``: time of ``python -c statement`` minus time of ``python -c pass``,
+    the two run back to back in each repetition so that slow drifts of the
+    machine cancel out of the paired difference (it counts the extra
+    interpreter teardown too; for a tiny package it is within noise and can
+    come out negative).
+    ``importtime``: what ``python -X importtime`` charges to the statement's
+    imports, which is steadier.
     """
-    import subprocess
     import tempfile
-    import time
 
     # Measure a warm import, bytecode cached as for an installed package: with
     # PYTHONDONTWRITEBYTECODE set and no __pycache__ in a source tree, every
@@ -130,18 +140,18 @@ def measure_import_ms(module, reps):
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = cache_dir.name
     try:
-        return _measure_import(module, reps, env)
+        return _measure_import(statement, reps, env)
     finally:
         cache_dir.cleanup()
 
 
-def _measure_import(module, reps, env):
+def _measure_import(statement, reps, env):
     import subprocess
     import time
 
     cmd_base = [sys.executable, "-c", "pass"]
-    cmd_mod = [sys.executable, "-c", "import " + module]
-    cmd_itime = [sys.executable, "-X", "importtime", "-c", "import " + module]
+    cmd_mod = [sys.executable, "-c", statement]
+    cmd_itime = [sys.executable, "-X", "importtime", "-c", statement]
 
     def run(cmd):
         t0 = time.perf_counter()
@@ -160,7 +170,7 @@ def _measure_import(module, reps, env):
         proc = subprocess.run(
             cmd_itime, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
-        us = _importtime_us(proc.stderr, module)
+        us = _importtime_us(proc.stderr)
         if us is not None:
             itimes.append(us / 1000.0)
     return {
@@ -325,6 +335,12 @@ def _fmt(value, unit):
     return "{:,.0f}/s".format(value)
 
 
+def _fmt_ratio(ratio):
+    if ratio is None:
+        return "n/a"
+    return ("%.3fx" if abs(ratio) < 0.1 else "%.2fx") % ratio
+
+
 def _ratio(a, b):
     if a is None or b is None or b == 0:
         return None
@@ -333,8 +349,10 @@ def _ratio(a, b):
 
 def print_table(figures, out=sys.stdout):
     rows = [
-        ("import time, wall (-c diff)", "import", "ms", "lower is better"),
-        ("import time, -X importtime", "import_importtime", "ms", "lower is better"),
+        ("import package, wall (-c diff)", "import", "ms", "lower is better"),
+        ("import package, -X importtime", "import_importtime", "ms", "lower is better"),
+        ("import client, wall (-c diff)", "import_client", "ms", "lower is better"),
+        ("import client, -X importtime", "import_client_importtime", "ms", "lower is better"),
         ("echo calls, sequential", "sequential", "calls/s", "higher is better"),
         ("echo calls, %d concurrent" % CONCURRENCY, "concurrent", "calls/s", "higher is better"),
     ]
@@ -344,7 +362,7 @@ def print_table(figures, out=sys.stdout):
         ref = figures["mcp_ref"].get(key)
         sdk = figures["sdk"].get(key)
         ratio = figures["ratios"].get(key)
-        lines.append((label, _fmt(ref, unit), _fmt(sdk, unit), "n/a" if ratio is None else "%.2fx" % ratio, sense))
+        lines.append((label, _fmt(ref, unit), _fmt(sdk, unit), _fmt_ratio(ratio), sense))
     widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
 
     def fmt_row(r):
@@ -454,38 +472,37 @@ def main(argv=None):
         except Exception:
             pass
 
-    # import time
+    # import time: the bare package, then what a client needs
+    import_cases = []
     if not ns.skip_mcp_ref:
-        try:
-            r = measure_import_ms("mcp_ref", ns.import_reps)
-            figures["mcp_ref"]["import"] = r["median_ms"]
-            figures["mcp_ref"]["import_samples_ms"] = r["samples_ms"]
-            figures["mcp_ref"]["import_importtime"] = r["importtime_median_ms"]
-            figures["mcp_ref"]["import_importtime_samples_ms"] = r["importtime_samples_ms"]
-            note(
-                "import mcp_ref: %s wall, %s by -X importtime"
-                % (_fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms"))
-            )
-        except Exception as exc:
-            msg = "import mcp_ref failed: %s" % (exc,)
-            figures["notes"].append(msg)
-            failed = True
-            note("note: " + msg)
+        import_cases += [
+            ("mcp_ref", "import", "import mcp_ref"),
+            ("mcp_ref", "import_client", "from mcp_ref import Client"),
+        ]
     if sdk_ok:
+        import_cases += [
+            ("sdk", "import", "import mcp"),
+            ("sdk", "import_client", "from mcp import ClientSession; from mcp.client.stdio import stdio_client"),
+        ]
+    for side, key, statement in import_cases:
         try:
-            r = measure_import_ms("mcp", ns.import_reps)
-            figures["sdk"]["import"] = r["median_ms"]
-            figures["sdk"]["import_samples_ms"] = r["samples_ms"]
-            figures["sdk"]["import_importtime"] = r["importtime_median_ms"]
-            figures["sdk"]["import_importtime_samples_ms"] = r["importtime_samples_ms"]
-            note(
-                "import mcp: %s wall, %s by -X importtime"
-                % (_fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms"))
-            )
+            r = measure_import_ms(statement, ns.import_reps)
         except Exception as exc:
-            msg = "import mcp failed: %s" % (exc,)
+            msg = "%r failed: %s" % (statement, exc)
             figures["notes"].append(msg)
             note("note: " + msg)
+            if side == "mcp_ref":
+                failed = True
+            continue
+        figures[side][key] = r["median_ms"]
+        figures[side][key + "_samples_ms"] = r["samples_ms"]
+        figures[side][key + "_importtime"] = r["importtime_median_ms"]
+        figures[side][key + "_importtime_samples_ms"] = r["importtime_samples_ms"]
+        figures[side][key + "_statement"] = statement
+        note(
+            "%s: %s wall, %s by -X importtime"
+            % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms"))
+        )
 
     # round trips
     if not ns.skip_mcp_ref:
@@ -518,7 +535,9 @@ def main(argv=None):
             figures["notes"].append(msg)
             note("note: " + msg)
 
-    for key in ("import", "import_importtime", "sequential", "concurrent"):
+    for key in ("import", "import_importtime", "import_client", "import_client_importtime"):
+        figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
+    for key in ("sequential", "concurrent"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
 
     faulthandler.cancel_dump_traceback_later()
@@ -526,6 +545,14 @@ def main(argv=None):
     print()
     print_table(figures)
     print()
+    print(
+        "import package: `import mcp_ref` / `import mcp`; import client: `from mcp_ref import Client` /"
+        " `from mcp import ClientSession` + stdio_client (warm, bytecode cached; median of %d)." % ns.import_reps
+    )
+    print(
+        "echo calls: tools/call over stdio to a server of the same implementation; mcp_ref with %d threads"
+        " on one Client, the SDK with %d asyncio tasks on one ClientSession." % (CONCURRENCY, CONCURRENCY)
+    )
     print(
         "Medians of %d rounds on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
         "so compare figures from the same run only." % (ns.rounds, figures["cpus"])

@@ -95,8 +95,14 @@ def parse_pairs(pairs: Sequence[str], *, coerce: bool = True) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    _configure_logging()
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # KEY=VALUE pairs may also come after options (``call T tool --args '{...}' b=2``).
+        if getattr(args, "pairs", None) is None or any(item.startswith("-") or "=" not in item for item in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.pairs.extend(extra)
+    _configure_logging(verbose=args.trace)
     if args.verb == "serve-demo":
         from .demo import main as serve
 
@@ -116,10 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-def _configure_logging() -> None:
+def _configure_logging(verbose: bool) -> None:
     import logging
 
-    logging.basicConfig(level=logging.WARNING, format="mcp-ref: %(levelname)s: %(message)s", stream=sys.stderr)
+    # Errors reach the user as one line from main(); library warnings only with --trace.
+    level = logging.WARNING if verbose else logging.ERROR
+    logging.basicConfig(level=level, format="mcp-ref: %(levelname)s: %(message)s", stream=sys.stderr)
 
 
 def _trace_to_stderr(direction: str, data: bytes) -> None:

@@ -14,7 +14,9 @@ shuts the connection and, for stdio, the server process down.  Any number of
 threads may call it at once.
 
 The server may call back: pass ``sampling_handler``, ``elicitation_handler``
-and ``roots`` to declare those capabilities; ``on_log``,
+and ``roots`` to declare those capabilities (a handler is called as
+``handler(params)``, or ``handler(params, context)`` if it takes two
+arguments: ``context.is_cancelled`` then tells it the server gave up); ``on_log``,
 ``on_resource_updated`` and ``on_list_changed`` receive notifications.
 """
 
@@ -398,7 +400,7 @@ class Client:
             if (request.tools is not None or request.tool_choice is not None) and "tools" not in self.capabilities().get("sampling", {}):
                 # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
                 raise InvalidParams("Invalid params: this client did not declare sampling.tools")
-            return _wire(self.sampling_handler(request))
+            return _wire(_call_handler(self.sampling_handler, request, context))
         if method == "elicitation/create":
             if self.elicitation_handler is None or not lifecycle.at_least(self.session.protocol_version, lifecycle.ELICITATION):
                 raise MethodNotFound("Method not found: this client does not offer elicitation")
@@ -409,7 +411,7 @@ class Client:
             mode = request.mode or "form"
             if mode not in self.elicitation_modes:
                 raise InvalidParams(f"Invalid params: this client does not support {mode}-mode elicitation")
-            result = _wire(self.elicitation_handler(request))
+            result = _wire(_call_handler(self.elicitation_handler, request, context))
             if mode == "form" and result.get("action") == "accept":
                 result["content"] = _apply_defaults(request.requested_schema, result.get("content"))
             return result
@@ -435,6 +437,28 @@ class Client:
                 self.session.call_soon(self.on_list_changed, kind)
         else:
             log.debug("ignored notification %s", method)
+
+
+def _call_handler(handler: Callable, params, context: RequestContext):
+    """Call ``handler(params)``, or ``handler(params, context)`` when it takes two arguments.
+
+    The context tells a long-running handler that the server cancelled its
+    request (``context.is_cancelled``).
+    """
+    if _takes_context(handler):
+        return handler(params, context)
+    return handler(params)
+
+
+def _takes_context(handler: Callable) -> bool:
+    import inspect
+
+    try:
+        parameters = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 def _root(value: Root | dict | str) -> Root:

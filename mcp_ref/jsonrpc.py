@@ -71,13 +71,21 @@ class Response:
 
 @dataclass(slots=True)
 class ErrorResponse:
-    """A failed answer.  ``id`` is None only when the request's id could not be read."""
+    """A failed answer.  ``id`` is None only when the request's id could not be read.
+
+    Such an answer has no ``id`` key (2025-11-25 basic §Error Responses: ``id?``,
+    "except in error cases where the ID could not be read"), or ``"id": null``
+    when ``null_id`` is set — JSON-RPC 2.0 §5's form, for peers on older revisions.
+    """
 
     id: RequestId | None
     error: dict
+    null_id: bool = False
 
     def to_dict(self) -> dict:
         """The wire form."""
+        if self.id is None and not self.null_id:
+            return {"jsonrpc": "2.0", "error": self.error}
         return {"jsonrpc": "2.0", "id": self.id, "error": self.error}
 
 
@@ -164,6 +172,7 @@ def from_dict(obj: Any) -> Message:
         raise _invalid('Invalid Request: "error" must be an object with an integer "code"', usable_id)
     if raw_id is not None and usable_id is None:
         raise _invalid('Invalid Request: bad "id" in error response')
+    # An error without an id (or with id null) answers a message whose id could not be read.
     return ErrorResponse(usable_id, error)
 
 

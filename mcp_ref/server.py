@@ -111,6 +111,12 @@ class _Prompt:
     plan: ArgumentPlan
     listing: dict
     required: tuple
+    _validator: Any = None
+
+    def validator(self):
+        if self._validator is None:
+            self._validator = _validator_for(self.plan.schema)
+        return self._validator
 
 
 def _validator_for(schema: dict):
@@ -121,7 +127,12 @@ def _validator_for(schema: dict):
     """
     import jsonschema  # heavy: loaded on first validation
 
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if dialect is not None and jsonschema.validators.validator_for({"$schema": dialect}, default=None) is None:
+        # "MUST handle unsupported dialects gracefully by returning an appropriate error".
+        raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
     return cls(schema)
 
 
@@ -375,8 +386,12 @@ class Server:
             "icons": icons,
             "_meta": meta,
         })
+        tool = _Tool(name, func, plan, listing, output_schema)
+        tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
+        if output_schema is not None:
+            tool.output_validator()
         with self._registry_lock:
-            self._tools[name] = _Tool(name, func, plan, listing, output_schema)
+            self._tools[name] = tool
         self._announce("tools")
 
     def remove_tool(self, name: str) -> None:
@@ -952,7 +967,11 @@ class ServerConnection:
         unknown = [arg for arg in arguments if arg not in known]
         if unknown:
             raise InvalidParams(f"Invalid params: unknown argument(s) for prompt {name}: {', '.join(unknown)}")
-        kwargs = self._context(prompt.plan, prompt.plan.convert(_coerce_prompt_arguments(prompt, arguments)), context)
+        arguments = _coerce_prompt_arguments(prompt, arguments)
+        problem = _first_error(prompt.validator(), arguments)
+        if problem is not None:
+            raise InvalidParams(f"Invalid params: arguments for prompt {name}: {problem}")
+        kwargs = self._context(prompt.plan, prompt.plan.convert(arguments), context)
         value = prompt.func(**kwargs)
         if isinstance(value, GetPromptResult):
             return value.to_wire()
@@ -966,7 +985,7 @@ class ServerConnection:
 
     def _set_level(self, context, params) -> dict:
         level = params.get("level")
-        if level not in _LEVEL_RANK:
+        if not isinstance(level, str) or level not in _LEVEL_RANK:
             raise InvalidParams(f"Invalid params: unknown log level {level!r}")
         self.log_level = level
         return {}
@@ -979,14 +998,19 @@ class ServerConnection:
         ref_type = ref.get("type")
         if ref_type == "ref/prompt":
             key = ref.get("name")
-            if key not in self.server._prompts:
+            if not isinstance(key, str) or key not in self.server._prompts:
                 raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
         elif ref_type == "ref/resource":
             key = ref.get("uri")
-            if not any(t.listing["uriTemplate"] == key for t in self.server._templates) and key not in self.server._resources:
+            if not isinstance(key, str) or (
+                    not any(t.listing["uriTemplate"] == key for t in self.server._templates) and key not in self.server._resources):
                 raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
         else:
             raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
+        completion_context = params.get("context")
+        if completion_context is not None and (
+                not isinstance(completion_context, dict) or not isinstance(completion_context.get("arguments") or {}, dict)):
+            raise InvalidParams("Invalid params: completion/complete context must be {arguments: {...}}")
         handler = self.server._completions.get((ref_type, key))
         values: list = []
         if handler is not None:

@@ -97,7 +97,9 @@ class RequestContext:
         self.method = method
         self.params = params
         meta = params.get("_meta")
-        self.progress_token = meta.get("progressToken") if isinstance(meta, dict) else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
+        self.progress_token = token if jsonrpc.valid_id(token) else None
         self.cancelled = threading.Event()
         self._last_progress: float | None = None
 
@@ -282,6 +284,11 @@ class Session:
             if self._closing:
                 return
             self._closing = True
+            pending_ids = [] if self._input_ended else [p.id for p in self._pending.values() if p.method != "initialize"]
+        # Tell the peer to stop work on what we will no longer wait for, so it can
+        # finish promptly (a stdio server answers what it received before exiting).
+        for request_id in pending_ids:
+            self._send_cancel(request_id, "the connection is closing", while_closing=True)
         self._fail_pending("connection closed")
         try:
             self.transport.close()
@@ -358,10 +365,10 @@ class Session:
         """Send a notification."""
         self._write(Notification(method, params))
 
-    def _write(self, message) -> None:
+    def _write(self, message, *, while_closing: bool = False) -> None:
         data = jsonrpc.serialize(message)
         with self._write_lock:
-            if self._closing and not isinstance(message, (Response, ErrorResponse, list)):
+            if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
                 raise ConnectionClosed("the connection is closed")
             if self.trace is not None:
                 self.trace("-->", data)
@@ -369,6 +376,11 @@ class Session:
                 self.transport.write(data)
             except (OSError, ValueError) as exc:
                 raise ConnectionClosed(f"cannot write to the connection: {exc}") from None
+
+    def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
+        """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
+        legacy = self.protocol_version is not None and self.protocol_version < "2025-11-25"
+        return ErrorResponse(request_id, error, null_id=legacy)
 
     def _reply(self, reply) -> None:
         try:
@@ -381,12 +393,12 @@ class Session:
             self._progress.pop(request_id, None)
             return self._pending.pop(request_id, None)
 
-    def _send_cancel(self, request_id, reason: str | None) -> None:
+    def _send_cancel(self, request_id, reason: str | None, *, while_closing: bool = False) -> None:
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
         try:
-            self.notify("notifications/cancelled", params)
+            self._write(Notification("notifications/cancelled", params), while_closing=while_closing)
         except ConnectionClosed:
             pass
 
@@ -419,7 +431,7 @@ class Session:
                     data = self.transport.read()
                 except MessageTooLarge as exc:
                     log.warning("%s: %s", self.name, exc)
-                    self._reply(ErrorResponse(None, {"code": INVALID_REQUEST, "message": str(exc)}))
+                    self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": str(exc)}))
                     continue
                 if data is None:
                     break
@@ -455,7 +467,7 @@ class Session:
             message = jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
             log.warning("%s: %s", self.name, exc.message)
-            self._reply(ErrorResponse(getattr(exc, "request_id", None), exc.to_error()))
+            self._reply(self._unreadable_id_error(exc.to_error(), getattr(exc, "request_id", None)))
             return
         if isinstance(message, list):
             self._receive_batch(message)
@@ -465,13 +477,13 @@ class Session:
     def _receive_batch(self, items: list) -> None:
         if not self.dispatcher.batches_allowed():
             # 2025-06-18 changelog: "Remove support for JSON-RPC batching".
-            self._reply(ErrorResponse(None, {"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
+            self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
             return
         batch = _Batch(self)
         for item in items:
             if isinstance(item, InvalidRequest):
                 batch.expect()
-                batch.add(ErrorResponse(item.request_id, item.to_error()))
+                batch.add(self._unreadable_id_error(item.to_error(), item.request_id))
             elif isinstance(item, Request) and item.method == "initialize":
                 # 2025-03-26 basic/lifecycle: "The initialize request MUST NOT be part of a JSON-RPC batch".
                 batch.expect()

@@ -256,11 +256,18 @@ class CallToolResult(WireModel):
     """The result of ``tools/call``.  ``is_error`` True means the tool itself failed."""
 
     content: list = field(default_factory=list)
-    is_error: bool | None = None
+    is_error: bool = False  # absent on the wire means false (schema: "isError ... default: false")
     structured_content: Any = None
     meta: dict | None = None
     raw: dict | None = _raw_field()
     _nested = {"content": content_from_wire}
+
+    def to_wire(self) -> dict:
+        """The JSON object; ``isError`` is left out when false and it was not in the received JSON."""
+        out = super().to_wire()
+        if out.get("isError") is False and "isError" not in (self.raw or {}):
+            del out["isError"]
+        return out
 
     @property
     def text(self) -> str:
@@ -465,6 +472,12 @@ class LogMessage(WireModel):
     logger: str | None = None
     meta: dict | None = None
     raw: dict | None = _raw_field()
+
+    def to_wire(self) -> dict:
+        """The JSON object; ``data`` is required and may be any JSON value, so None is sent as null."""
+        out = super().to_wire()
+        out.setdefault("data", None)
+        return out
 
 
 @dataclass(kw_only=True)

@@ -125,9 +125,11 @@ class SubprocessTransport(StreamTransport):
         super().__init__(self.process.stdout, self.process.stdin, max_message_size=max_message_size)
         self._closed = False
         self._close_lock = threading.Lock()
+        self._stderr_thread: threading.Thread | None = None
         if stderr_target is subprocess.PIPE:
             sink = stderr if callable(stderr) else self._keep_stderr_line
-            threading.Thread(target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True).start()
+            self._stderr_thread = threading.Thread(target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True)
+            self._stderr_thread.start()
 
     def _keep_stderr_line(self, line: str) -> None:
         self.stderr_lines.append(line)
@@ -180,6 +182,14 @@ class SubprocessTransport(StreamTransport):
                 time.sleep(0.02)
             if _group_alive(group):
                 _signal_group(group, signal.SIGKILL)
+        self._finish_stderr()
+
+    def _finish_stderr(self) -> None:
+        # Let the pump read what the server wrote before it exited, so that after close()
+        # ``stderr_lines`` (or the callback) has seen every line.  Bounded: a process
+        # outside the group may still hold the pipe open.
+        if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
+            self._stderr_thread.join(self.shutdown_timeout)
 
     @property
     def returncode(self) -> int | None:
@@ -203,11 +213,29 @@ def _signal_group(group: int, sig: int) -> None:
 
 
 def _group_alive(group: int) -> bool:
+    """True while a process of ``group`` is still running.
+
+    ``killpg(group, 0)`` also succeeds for zombies, which an init that does not
+    reap orphans (some containers) keeps forever; on Linux, /proc tells them apart.
+    """
     try:
         os.killpg(group, 0)
-        return True
     except (ProcessLookupError, PermissionError):
         return False
+    if not os.path.isdir("/proc/self"):
+        return True
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] != b"Z":
+            return True
+    return False
 
 
 def server_streams() -> tuple[IO[bytes], IO[bytes]]:

@@ -1,0 +1,72 @@
+"""Test server for tests/test_session.py (mcp_ref's own Server on stdio).
+
+* ``gated(n)`` returns ``n`` only once the gate is open; the client opens it
+  by sending ``notifications/roots/list_changed`` (``Client.set_roots``), so a
+  test can hold hundreds of calls in flight at once.
+* ``block(key)`` waits until the client cancels it (or ``seconds`` pass) and
+  records what its handler saw under ``key``; ``recorded(key)`` waits for
+  that record and returns it.
+* ``ping_client`` and ``sample_briefly`` call back into the client.
+"""
+
+import logging
+import sys
+import threading
+
+from mcp_ref import Context, RequestTimeout, Server, ToolError
+
+logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="session-server: %(levelname)s: %(message)s")
+
+server = Server("session-test", version="1.0")
+gate = threading.Event()
+server.on_roots_list_changed = lambda connection: gate.set()
+records: dict[str, str] = {}
+records_changed = threading.Condition()
+
+
+@server.tool()
+def gated(n: int) -> int:
+    """Return n once the gate is open."""
+    if not gate.wait(30):
+        raise ToolError("the gate never opened")
+    return n
+
+
+@server.tool()
+def block(key: str, ctx: Context, seconds: float = 30.0) -> str:
+    """Wait for cancellation; record whether the handler saw it."""
+    ctx.request.cancelled.wait(seconds)
+    with records_changed:
+        records[key] = "cancelled" if ctx.is_cancelled else "not cancelled"
+        records_changed.notify_all()
+    ctx.check_cancelled()
+    return "finished"
+
+
+@server.tool()
+def recorded(key: str, seconds: float = 10.0) -> str:
+    """What block(key) recorded (waits up to `seconds` for it)."""
+    with records_changed:
+        records_changed.wait_for(lambda: key in records, seconds)
+        return records.get(key, "nothing recorded")
+
+
+@server.tool()
+def ping_client(ctx: Context) -> str:
+    """Ping the client and report its answer."""
+    result = ctx.connection.session.request("ping", timeout=10)
+    return f"pong {result}"
+
+
+@server.tool()
+def sample_briefly(ctx: Context, timeout: float) -> str:
+    """Ask the client for sampling, giving up after `timeout` seconds."""
+    try:
+        reply = ctx.sample("hello?", max_tokens=5, timeout=timeout)
+    except RequestTimeout:
+        return "timed out"
+    return f"answered by {reply.model}"
+
+
+if __name__ == "__main__":
+    server.run_stdio()

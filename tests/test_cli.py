@@ -1,0 +1,301 @@
+"""The ``mcp-ref`` command, run for real (``python -m mcp_ref ...``) against the demo server.
+
+Exit codes (mcp_ref/cli.py): 0 ok, 1 usage, 4 cannot launch or reach the
+server, 5 the tool returned ``isError`` or the server answered with a JSON-RPC
+error.  Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mcp_ref import Client, __version__
+from conftest import DEMO, WAIT, WireChecker
+
+TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
+RUN_TIMEOUT = 60  # seconds for one whole CLI run
+
+
+def cli(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
+    """Run ``python -m mcp_ref ARGS``; whatever happens, no traceback on stderr."""
+    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def one_error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("mcp-ref: ")
+    return lines[0]
+
+
+def traced(stderr: str) -> WireChecker:
+    """Feed the ``--> {json}`` / ``<-- {json}`` lines of a --trace run to a WireChecker."""
+    checker = WireChecker()
+    for line in stderr.splitlines():
+        if line.startswith(("--> ", "<-- ")):
+            checker(line[:3], line[4:].encode())
+    return checker
+
+
+@pytest.fixture(scope="module")
+def direct():
+    """A Client on its own demo server, for the raw results the CLI's --json must match."""
+    with Client.stdio(DEMO, stderr="capture", timeout=WAIT) as client:
+        yield client
+
+
+# -- verbs ---------------------------------------------------------------------------------------
+
+
+def test_info():
+    proc = cli("info", TARGET)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "server:       mcp-ref-demo 1.0.0 (mcp_ref demo server)" in out
+    assert "protocol:     2025-11-25" in out
+    assert "capabilities: completions, logging, prompts, resources, tools" in out
+    assert '  resources: {"subscribe": true, "listChanged": true}' in out
+    assert "instructions: A demo of every MCP feature. Start with the echo tool." in out
+
+
+def test_tools_lists_every_page(direct):
+    proc = cli("tools", TARGET)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    # The demo pages its tools 5 at a time: the CLI followed the cursor to the end.
+    assert [line.split("(")[0] for line in lines] == [t.name for t in direct.list_tools()]
+    assert len(lines) > 5
+    assert lines[0] == "echo(text)  Return the text unchanged."
+    assert "add(a, b)  Add two numbers." in lines
+
+
+def test_resources_templates_prompts():
+    proc = cli("resources", TARGET)
+    assert proc.returncode == 0
+    assert "demo://readme  readme (text/markdown)" in proc.stdout.splitlines()
+    assert "demo://pixel.png  pixel_png (image/png)" in proc.stdout.splitlines()
+    proc = cli("templates", TARGET)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines() == ["demo://greeting/{name}  greeting"]
+    proc = cli("prompts", TARGET)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines() == [
+        "greet(name, style?)  A greeting in a chosen style.",
+        "review(code)  Ask for a code review, with the readme attached.",
+    ]
+
+
+def test_call_echo():
+    proc = cli("call", TARGET, "echo", "text=hello")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "hello\n", "")
+
+
+def test_call_coerces_values_that_are_json():
+    proc = cli("call", TARGET, "add", "a=1", "b=2")
+    assert (proc.returncode, proc.stdout) == (0, "3\n")
+    proc = cli("call", TARGET, "add", "a=1.5", "b=-2")
+    assert (proc.returncode, proc.stdout) == (0, "-0.5\n")
+
+
+def test_call_keeps_values_that_are_not_json_as_strings():
+    proc = cli("call", TARGET, "echo", "text=[1,", )
+    assert (proc.returncode, proc.stdout) == (0, "[1,\n")
+    proc = cli("call", TARGET, "echo", "text=hello world=yes")  # only the first "=" splits
+    assert (proc.returncode, proc.stdout) == (0, "hello world=yes\n")
+    proc = cli("--json", "call", TARGET, "echo", 'text="42"')  # a JSON string stays a string
+    assert json.loads(proc.stdout)["content"][0]["text"] == "42"
+
+
+def test_call_with_args_json():
+    proc = cli("call", TARGET, "add", "--args", '{"a": 1, "b": 2}')
+    assert (proc.returncode, proc.stdout) == (0, "3\n")
+    proc = cli("call", TARGET, "add", "b=40", "--args", '{"a": 1, "b": 2}')  # pairs override --args
+    assert (proc.returncode, proc.stdout) == (0, "41\n")
+
+
+def test_call_structured_output_and_image():
+    proc = cli("--json", "call", TARGET, "weather", "city=Lisbon")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["structuredContent"] == {
+        "city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
+    proc = cli("call", TARGET, "pixel")
+    assert proc.returncode == 0 and proc.stdout.startswith("[image image/png, ")
+
+
+def test_read():
+    proc = cli("read", TARGET, "demo://readme")
+    assert proc.returncode == 0
+    assert proc.stdout == "# mcp_ref demo\n\nEvery MCP feature, one small example each.\n"
+    proc = cli("read", TARGET, "demo://greeting/Ada")
+    assert (proc.returncode, proc.stdout) == (0, "Hello, Ada!\n")
+    proc = cli("read", TARGET, "demo://pixel.png")
+    assert proc.returncode == 0 and proc.stdout.startswith("[blob image/png, ")
+
+
+def test_prompt():
+    proc = cli("prompt", TARGET, "greet", "name=Ada")
+    assert (proc.returncode, proc.stdout) == (0, "[user] Hey Ada!\n")
+    proc = cli("prompt", TARGET, "greet", "name=Ada", "style=formal")
+    assert (proc.returncode, proc.stdout) == (0, "[user] Good day, Ada.\n")
+    proc = cli("prompt", TARGET, "greet", "name=123")  # prompt arguments are strings, never coerced
+    assert (proc.returncode, proc.stdout) == (0, "[user] Hey 123!\n")
+
+
+# -- --json --------------------------------------------------------------------------------------
+
+
+def _all_pages(client: Client, method: str, key: str) -> list:
+    items, cursor = [], None
+    while True:
+        raw = client.request(method, {"cursor": cursor} if cursor else None)
+        items += raw[key]
+        cursor = raw.get("nextCursor")
+        if not cursor:
+            return items
+
+
+def test_json_outputs_equal_the_raw_results(direct):
+    def as_json(*args):
+        proc = cli("--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    assert as_json("info", TARGET) == direct.initialize_result.raw
+    assert as_json("call", TARGET, "add", "a=1", "b=2") == direct.call_tool("add", {"a": 1, "b": 2}).raw
+    assert as_json("read", TARGET, "demo://readme") == direct.read_resource("demo://readme").raw
+    assert as_json("read", TARGET, "demo://pixel.png") == direct.read_resource("demo://pixel.png").raw
+    assert as_json("prompt", TARGET, "greet", "name=Ada") == direct.get_prompt("greet", {"name": "Ada"}).raw
+    assert as_json("tools", TARGET) == {"tools": _all_pages(direct, "tools/list", "tools")}
+    assert as_json("resources", TARGET) == {"resources": _all_pages(direct, "resources/list", "resources")}
+    assert as_json("templates", TARGET) == {
+        "resourceTemplates": _all_pages(direct, "resources/templates/list", "resourceTemplates")}
+    assert as_json("prompts", TARGET) == {"prompts": _all_pages(direct, "prompts/list", "prompts")}
+
+
+def test_json_of_a_tool_error_is_the_raw_result_and_exits_5():
+    proc = cli("--json", "call", TARGET, "divide", "a=1", "b=0")
+    assert proc.returncode == 5
+    assert json.loads(proc.stdout) == {"content": [{"type": "text", "text": "Cannot divide by zero"}], "isError": True}
+
+
+# -- --trace -------------------------------------------------------------------------------------
+
+
+def test_trace_shows_every_message_and_each_is_schema_valid():
+    proc = cli("--trace", "call", TARGET, "echo", "text=traced")
+    assert proc.returncode == 0
+    assert proc.stdout == "traced\n"  # the trace goes to stderr only
+    lines = proc.stderr.splitlines()
+    assert lines and all(line.startswith(("--> {", "<-- {")) for line in lines), proc.stderr
+    checker = traced(proc.stderr)
+    assert checker.version == "2025-11-25"
+    assert [m["method"] for m in checker.sent() if "method" in m] == ["initialize", "notifications/initialized", "tools/call"]
+    assert checker.received()[-1]["result"]["content"] == [{"type": "text", "text": "traced"}]
+    checker.assert_valid()
+
+
+def test_trace_demo_is_schema_valid_end_to_end():
+    """The acceptance criterion: ``mcp-ref --trace demo`` exits 0 and every traced message is valid."""
+    proc = cli("--trace", "demo", timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Every step behaved" in proc.stdout
+    assert "FAIL" not in proc.stdout
+    checker = traced(proc.stderr)
+    assert checker.version == "2025-11-25"
+    methods = {m.get("method") for _, m in checker.messages if isinstance(m, dict)}
+    for method in ("initialize", "tools/call", "notifications/progress", "notifications/cancelled",
+                   "sampling/createMessage", "elicitation/create", "roots/list", "resources/subscribe",
+                   "notifications/resources/updated", "completion/complete", "notifications/message"):
+        assert method in methods, method
+    assert len(checker.messages) > 200
+    checker.assert_valid()
+
+
+def test_version():
+    proc = cli("--version")
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"mcp-ref {__version__}")
+
+
+# -- exit codes and errors -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ["frobnicate"],                      # unknown verb
+    [],                                  # no verb
+    ["info"],                            # missing TARGET
+    ["call", TARGET],                    # missing TOOL
+    ["--timeout", "soon", "info", TARGET],
+])
+def test_usage_errors_exit_1(args):
+    proc = cli(*args)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines()[-1].startswith("mcp-ref: error: ")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["call", TARGET, "echo", "textonly"], "mcp-ref: expected KEY=VALUE, got 'textonly'"),
+    (["call", TARGET, "echo", "=x"], "mcp-ref: expected KEY=VALUE, got '=x'"),
+    (["call", TARGET, "echo", "--args", "[1]"], "mcp-ref: --args must be a JSON object"),
+    (["prompt", TARGET, "greet", "name"], "mcp-ref: expected KEY=VALUE, got 'name'"),
+    (["info", ""], "mcp-ref: TARGET is empty"),
+])
+def test_bad_arguments_exit_1_with_one_line(args, message):
+    proc = cli(*args)
+    assert proc.returncode == 1
+    assert one_error_line(proc) == message
+
+
+def test_command_that_does_not_exist_exits_4():
+    proc = cli("call", "no-such-command-for-mcp-ref-tests", "echo", "text=x")
+    assert proc.returncode == 4
+    assert "command not found" in one_error_line(proc)
+
+
+@pytest.mark.parametrize("code", ["pass", "import sys; sys.exit(3)"])
+def test_server_that_exits_immediately_exits_4(code):
+    proc = cli("info", f'"{sys.executable}" -c "{code}"')
+    assert proc.returncode == 4
+    assert "cannot reach the server" in one_error_line(proc)
+
+
+def test_server_that_writes_garbage_and_exits_exits_4():
+    proc = cli("info", f'"{sys.executable}" -c "print(\'not json at all\')"')
+    assert proc.returncode == 4
+    # A warning about the unparsable line may come first; the error is the last line.
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("mcp-ref: cannot reach the server")
+    assert all(line.startswith("mcp-ref: ") for line in lines)
+
+
+def test_tool_error_exits_5():
+    proc = cli("call", TARGET, "divide", "a=1", "b=0")
+    assert proc.returncode == 5
+    assert proc.stdout == "Cannot divide by zero\n"
+    assert one_error_line(proc) == "mcp-ref: tool divide returned an error"
+
+
+@pytest.mark.parametrize("args, text", [
+    (["call", TARGET, "no_such_tool"], "(code -32602)"),
+    (["read", TARGET, "demo://nowhere"], "(code -32002)"),
+    (["prompt", TARGET, "no_such_prompt"], "(code -32602)"),
+    (["prompt", TARGET, "greet"], "missing required argument"),
+])
+def test_json_rpc_errors_exit_5(args, text):
+    proc = cli(*args)
+    assert proc.returncode == 5
+    assert proc.stdout == ""
+    line = one_error_line(proc)
+    assert line.startswith("mcp-ref: the server answered with an error: ") and text in line
+
+
+def test_request_timeout_exits_4():
+    proc = cli("--timeout", "0.5", "call", TARGET, "wait_for_cancel")
+    assert proc.returncode == 4
+    one_error_line(proc)

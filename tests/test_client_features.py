@@ -1,0 +1,211 @@
+"""Client features over real stdio: sampling, roots, elicitation, notification callbacks,
+and the result dataclasses.  Each test starts its own server (the client options are the
+subject); every message is validated against the negotiated revision's official schema.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import pytest
+
+from conftest import SERVERS
+from servers.feature_client import ELICIT_SCHEMA
+from servers.feature_kit import Inbox
+
+from mcp_ref import SUPPORTED_VERSIONS, CapabilityError
+from mcp_ref.types import (
+    CallToolResult,
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
+    GetPromptResult,
+    LogMessage,
+    ReadResourceResult,
+    Root,
+    SamplingMessage,
+    TextContent,
+    Tool,
+)
+
+CLIENT = [sys.executable, str(SERVERS / "feature_client.py")]
+ELICITING = [v for v in SUPPORTED_VERSIONS if v >= "2025-06-18"]
+PRE_ELICITATION = [v for v in SUPPORTED_VERSIONS if v < "2025-06-18"]
+
+
+def sent_capabilities(wire) -> dict:
+    return wire.sent("initialize")[0]["params"]["capabilities"]
+
+
+def reply_to(wire, method: str) -> dict:
+    """The result this client sent for the (last) request ``method`` the server made."""
+    request = wire.received(method)[-1]
+    return next(m for m in wire.sent() if "result" in m and m.get("id") == request["id"])["result"]
+
+
+# -- sampling ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("as_dict", [False, True], ids=["object", "dict"])
+def test_sampling_handler_gets_params_and_its_result_reaches_the_tool(connect, wire, version, as_dict):
+    seen: list = []
+
+    def handler(params):
+        seen.append(params)
+        result = CreateMessageResult(role="assistant", content=TextContent(text="forty-two"), model="test-model", stop_reason="endTurn")
+        return result.to_wire() if as_dict else result
+
+    client = connect(CLIENT, protocol_version=version, sampling_handler=handler)
+    assert sent_capabilities(wire)["sampling"] == {}
+    result = client.call_tool("sample", {"question": "The meaning?"})
+    assert json.loads(result.content[0].text) == {
+        "type": "CreateMessageResult", "role": "assistant", "model": "test-model", "stop_reason": "endTurn",
+        "content_type": "TextContent", "text": "forty-two",
+    }
+    (params,) = seen
+    assert isinstance(params, CreateMessageParams)
+    assert isinstance(params.messages[0], SamplingMessage) and params.messages[0].role == "user"
+    assert isinstance(params.messages[0].content, TextContent) and params.messages[0].content.text == "The meaning?"
+    assert (params.max_tokens, params.system_prompt, params.temperature, params.stop_sequences) == (64, "Be brief.", 0.25, ["STOP"])
+    assert params.model_preferences == {"hints": [{"name": "small"}], "speedPriority": 0.75}
+    assert (params.include_context, params.metadata) == ("none", {"trace": "t-1"})
+    assert params.raw == wire.received("sampling/createMessage")[0]["params"]
+
+
+def test_sampling_without_a_handler_is_a_capability_error_in_the_server(connect, wire):
+    client = connect(CLIENT)
+    assert "sampling" not in sent_capabilities(wire)
+    assert client.call_tool("sample", {"question": "?"}).content[0].text.startswith("CapabilityError")
+    assert wire.received("sampling/createMessage") == []
+
+
+# -- roots -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_roots_are_listed_and_changes_reach_the_server(connect, wire, version):
+    client = connect(CLIENT, protocol_version=version, roots=[Root(uri="file:///work/a", name="A"), "file:///work/b"])
+    assert sent_capabilities(wire)["roots"] == {"listChanged": True}
+    assert json.loads(client.call_tool("roots").content[0].text) == [
+        {"uri": "file:///work/a", "name": "A"}, {"uri": "file:///work/b", "name": None}]
+
+    client.set_roots([{"uri": "file:///work/c", "name": "C"}])
+    assert len(wire.sent("notifications/roots/list_changed")) == 1
+    # The tool waits (bounded) in the server for Server.on_roots_list_changed to have run.
+    changes = json.loads(client.call_tool("roots_changed", {"at_least": 1}).content[0].text)
+    assert changes == {"count": 1, "roots": [{"uri": "file:///work/c", "name": "C"}]}
+
+    client.set_roots(["file:///work/d"])
+    changes = json.loads(client.call_tool("roots_changed", {"at_least": 2}).content[0].text)
+    assert changes == {"count": 2, "roots": [{"uri": "file:///work/d"}]}
+    assert json.loads(client.call_tool("roots").content[0].text) == [{"uri": "file:///work/d", "name": None}]
+    assert client.roots == [Root(uri="file:///work/d")]
+
+
+def test_without_roots_there_is_no_capability(connect, wire):
+    client = connect(CLIENT)
+    assert "roots" not in sent_capabilities(wire)
+    with pytest.raises(CapabilityError):
+        client.set_roots(["file:///x"])
+    assert wire.sent("notifications/roots/list_changed") == []
+    assert client.call_tool("roots").is_error is True  # the server may not ask for them
+    assert wire.received("roots/list") == []
+
+
+# -- elicitation --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ELICITING)
+@pytest.mark.parametrize("answer, expected", [
+    ({"action": "accept", "content": {"name": "Ada"}},
+     {"action": "accept", "content": {"name": "Ada", "age": 30, "colour": "blue", "subscribed": True}}),
+    (ElicitResult(action="accept", content={"name": "Bo", "colour": "red", "subscribed": False}),
+     {"action": "accept", "content": {"name": "Bo", "age": 30, "colour": "red", "subscribed": False}}),
+    ({"action": "decline"}, {"action": "decline", "content": None}),
+    (ElicitResult(action="cancel"), {"action": "cancel", "content": None}),
+], ids=["defaults-filled", "user-values-kept", "decline", "cancel"])
+def test_form_elicitation(connect, wire, version, answer, expected):
+    seen: list = []
+
+    def handler(params):
+        seen.append(params)
+        return answer
+
+    client = connect(CLIENT, protocol_version=version, elicitation_handler=handler)
+    assert sent_capabilities(wire)["elicitation"] == ({"form": {}} if version >= "2025-11-25" else {})
+    assert json.loads(client.call_tool("ask").content[0].text) == expected
+    (params,) = seen
+    assert isinstance(params, ElicitParams)
+    assert (params.message, params.requested_schema) == ("Who are you?", ELICIT_SCHEMA)
+    assert params.mode == ("form" if version >= "2025-11-25" else None)
+    # The defaults were applied by the client, on the wire (SEP-1034).
+    assert reply_to(wire, "elicitation/create") == {k: v for k, v in expected.items() if v is not None}
+
+
+@pytest.mark.parametrize("version", PRE_ELICITATION)
+def test_eliciting_before_2025_06_18_is_a_capability_error(connect, wire, version):
+    seen: list = []
+    client = connect(CLIENT, protocol_version=version, elicitation_handler=lambda p: seen.append(p) or {"action": "cancel"})
+    assert "elicitation" not in sent_capabilities(wire)  # it does not exist at this revision
+    text = client.call_tool("ask").content[0].text
+    assert text.startswith("CapabilityError") and version in text
+    assert seen == [] and wire.received("elicitation/create") == []
+
+
+# -- notification callbacks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_callbacks_for_log_progress_updates_and_list_changed(connect, wire, version):
+    logs, updates, changes, progress = Inbox(), Inbox(), Inbox(), Inbox()
+    client = connect(CLIENT, protocol_version=version, on_log=logs, on_resource_updated=updates, on_list_changed=changes)
+    client.subscribe("feature://watched")
+    result = client.call_tool("notify_all", on_progress=progress)
+    assert result.content[0].text == "notified"
+    # Progress is delivered before the result it belongs to.
+    message = (lambda step: f"step {step}") if version >= "2025-03-26" else (lambda step: None)
+    assert progress.items == [(step, 3, message(step)) for step in (1, 2, 3)]
+
+    (log,) = logs.wait_for(lambda items: len(items) >= 1)
+    assert isinstance(log, LogMessage)
+    assert (log.level, log.data, log.logger) == ("info", {"hello": "log"}, "feature-client")
+    assert updates.wait_for(lambda uris: len(uris) >= 1) == ["feature://watched"]
+    assert changes.wait_for(lambda kinds: len(kinds) >= 3) == ["tools", "resources", "prompts"]
+    assert "late_tool" in [t.name for t in client.list_tools()]
+
+
+# -- results are dataclasses --------------------------------------------------------------------------
+
+
+def test_results_are_dataclasses_with_raw(connect):
+    client = connect(CLIENT)
+    result = client.call_tool("structured", {"city": "Oslo"})
+    assert isinstance(result, CallToolResult) and dataclasses.is_dataclass(result)
+    assert isinstance(result.content[0], TextContent)
+    assert json.loads(result.content[0].text) == {"city": "Oslo", "sky": "clear"}
+    assert not result.is_error
+    assert result.structured_content == {"city": "Oslo", "sky": "clear"}
+    assert result.raw["structuredContent"] == {"city": "Oslo", "sky": "clear"}
+
+    assert client.call_tool("text_blocks").text == "one\ntwo"
+
+    tools = client.list_tools()
+    assert all(isinstance(t, Tool) and t.raw["name"] == t.name for t in tools)
+    assert isinstance(client.read_resource("feature://watched"), ReadResourceResult)
+    assert isinstance(client.get_prompt("hello"), GetPromptResult)
+
+
+def test_raw_keeps_unknown_keys(connect, wire):
+    client = connect(CLIENT)
+    result = client.call_tool("extra_keys")
+    assert result.raw == wire.received()[-1]["result"]
+    assert result.raw["x-vendor"] == {"kept": True}
+    assert result.content[0].text == "with extras"
+    assert result.content[0].raw["x-block"] == 1
+    assert result.is_error is False and result.raw["isError"] is False
+    wire_form = result.to_wire()
+    assert wire_form["x-vendor"] == {"kept": True} and wire_form["content"][0]["x-block"] == 1

@@ -1,0 +1,279 @@
+"""Initialization, version negotiation, capability enforcement and what changed between revisions."""
+
+import sys
+
+import pytest
+
+from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersion
+from mcp_ref.errors import INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_ref.transports.stdio import SubprocessTransport
+
+from conftest import SERVERS, WAIT, schema_available, schema_errors
+
+LIFECYCLE_SERVER = [sys.executable, str(SERVERS / "lifecycle_server.py")]
+BAD_VERSION_SERVER = [sys.executable, str(SERVERS / "lifecycle_bad_version.py")]
+LATEST = SUPPORTED_VERSIONS[0]
+DEMO_INSTRUCTIONS = "A demo of every MCP feature. Start with the echo tool."
+OLD = [v for v in SUPPORTED_VERSIONS if v < "2025-06-18"]
+NEW = [v for v in SUPPORTED_VERSIONS if v >= "2025-06-18"]
+
+
+def request(peer, request_id, method, params=None):
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    peer.send_json(message)
+    reply = peer.recv()
+    assert reply is not None and reply["id"] == request_id, reply
+    return reply
+
+
+def check_error(version, reply, code):
+    assert reply["error"]["code"] == code, reply
+    if schema_available(version) and (reply["id"] is not None or version >= "2025-11-25"):
+        name = "JSONRPCErrorResponse" if version >= "2025-11-25" else "JSONRPCError"
+        assert schema_errors(version, name, reply) == []
+
+
+def initialize_params(version):
+    return {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+
+
+# -- version negotiation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_client_gets_the_version_it_asks_for(connect, wire, version):
+    client = connect(protocol_version=version)
+    assert client.protocol_version == version
+    assert client.session.protocol_version == version
+    assert wire.sent("initialize")[0]["params"]["protocolVersion"] == version
+    init_id = wire.sent("initialize")[0]["id"]
+    answer = [m for m in wire.received() if m.get("id") == init_id][0]
+    assert answer["result"]["protocolVersion"] == version
+    assert answer["result"]["serverInfo"]["name"] == "mcp-ref-demo"
+    # notifications/initialized follows the initialize result, before anything else.
+    assert [m.get("method") for m in wire.sent()][:2] == ["initialize", "notifications/initialized"]
+    client.ping()
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_raw_initialize_at_each_version(raw_peer, version):
+    peer = raw_peer()
+    reply = request(peer, 1, "initialize", initialize_params(version))
+    assert reply["result"]["protocolVersion"] == version
+    if schema_available(version):
+        assert schema_errors(version, "InitializeResult", reply["result"]) == []
+
+
+@pytest.mark.parametrize("asked", ["1999-01-01", "2099-12-31", "latest", ""])
+def test_unknown_version_gets_the_servers_latest(raw_peer, asked):
+    peer = raw_peer()
+    reply = request(peer, "init", "initialize", initialize_params(asked))
+    assert reply["result"]["protocolVersion"] == LATEST
+    assert schema_errors(LATEST, "InitializeResult", reply["result"]) == []
+    peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert "tools" in request(peer, 2, "tools/list")["result"]  # the connection works at that version
+
+
+def test_initialize_without_a_string_version_is_invalid_params(raw_peer):
+    peer = raw_peer()
+    reply = request(peer, 1, "initialize", {"protocolVersion": 20250618, "capabilities": {},
+                                            "clientInfo": {"name": "raw", "version": "0"}})
+    check_error(LATEST, reply, -32602)
+    # It did not count as the initialize: a proper one still works.
+    assert request(peer, 2, "initialize", initialize_params(LATEST))["result"]["protocolVersion"] == LATEST
+
+
+def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
+    transport = SubprocessTransport(BAD_VERSION_SERVER, stderr="capture", shutdown_timeout=WAIT)
+    with pytest.raises(UnsupportedProtocolVersion, match="1999-01-01"):
+        Client(transport, trace=wire, timeout=WAIT)
+    # The client closed the server's stdin and waited: the script exits with 3 only on end of input.
+    assert transport.returncode == 3
+    assert [m.get("method") for m in wire.sent()] == ["initialize"]  # no notifications/initialized
+
+
+# -- before and after initialize -----------------------------------------------------------------
+
+
+def test_requests_before_initialize_are_refused_but_ping_is_answered(raw_peer):
+    peer = raw_peer()
+    check_error(LATEST, request(peer, 1, "tools/list"), INVALID_REQUEST)
+    check_error(LATEST, request(peer, 2, "tools/call", {"name": "echo", "arguments": {"text": "x"}}), INVALID_REQUEST)
+    assert request(peer, 3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    assert request(peer, 4, "initialize", initialize_params(LATEST))["result"]["protocolVersion"] == LATEST
+    peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert request(peer, 5, "tools/list")["result"]["tools"]
+
+
+def test_a_second_initialize_is_refused(raw_peer):
+    peer = raw_peer()
+    assert peer.initialize("2025-03-26")["result"]["protocolVersion"] == "2025-03-26"
+    reply = request(peer, 2, "initialize", initialize_params(LATEST))
+    check_error("2025-03-26", reply, INVALID_REQUEST)
+    # The first negotiation stands: batches (2025-03-26 only) are still accepted.
+    peer.send_json([{"jsonrpc": "2.0", "id": 3, "method": "ping"}])
+    assert peer.recv() == [{"jsonrpc": "2.0", "id": 3, "result": {}}]
+
+
+def test_instructions_are_passed_through(connect, wire):
+    client = connect()
+    assert client.instructions == DEMO_INSTRUCTIONS
+    assert wire.received()[0]["result"]["instructions"] == DEMO_INSTRUCTIONS
+
+
+def test_no_instructions_when_the_server_has_none(connect, wire):
+    client = connect(LIFECYCLE_SERVER)
+    assert client.instructions is None
+    assert "instructions" not in wire.received()[0]["result"]
+
+
+# -- capabilities -----------------------------------------------------------------------------------
+
+
+def test_server_capabilities_follow_what_is_registered(connect):
+    client = connect(LIFECYCLE_SERVER)
+    assert set(client.server_capabilities) == {"tools", "logging"}
+    demo = connect()
+    assert {"tools", "resources", "prompts", "logging", "completions"} <= set(demo.server_capabilities)
+
+
+def test_server_without_prompts_answers_prompts_methods_with_method_not_found(raw_peer):
+    peer = raw_peer(LIFECYCLE_SERVER)
+    peer.initialize()
+    check_error(LATEST, request(peer, 1, "prompts/list"), METHOD_NOT_FOUND)
+    check_error(LATEST, request(peer, 2, "prompts/get", {"name": "x"}), METHOD_NOT_FOUND)
+    check_error(LATEST, request(peer, 3, "resources/list"), METHOD_NOT_FOUND)
+    check_error(LATEST, request(peer, 4, "resources/read", {"uri": "x://y"}), METHOD_NOT_FOUND)
+    assert [t["name"] for t in request(peer, 5, "tools/list")["result"]["tools"]] == [
+        "titled", "try_sampling", "raw_sampling"]
+
+
+def test_client_does_not_send_what_the_server_did_not_declare(connect, wire):
+    client = connect(LIFECYCLE_SERVER)
+    written = len(wire.sent())
+    with pytest.raises(CapabilityError):
+        client.get_prompt("anything")
+    with pytest.raises(CapabilityError):
+        client.list_prompts()
+    with pytest.raises(CapabilityError):
+        client.read_resource("x://y")
+    with pytest.raises(CapabilityError):
+        client.subscribe("x://y")
+    with pytest.raises(CapabilityError):
+        client.complete(prompt="p", argument="a", value="v")
+    assert len(wire.sent()) == written  # nothing was written
+    assert wire.sent("prompts/get") == []
+    client.ping()
+
+
+def test_server_refuses_to_sample_from_a_client_without_sampling(connect, wire):
+    client = connect(LIFECYCLE_SERVER)
+    assert "sampling" not in wire.sent("initialize")[0]["params"]["capabilities"]
+    text = client.call_tool("try_sampling").content[0].text
+    assert text.startswith("CapabilityError:") and "sampling" in text
+    assert wire.received("sampling/createMessage") == []  # the server sent nothing
+
+
+def test_client_without_sampling_answers_sampling_with_method_not_found(connect, wire):
+    client = connect(LIFECYCLE_SERVER)
+    assert client.call_tool("raw_sampling").content[0].text == f"error {METHOD_NOT_FOUND}"
+    asked = wire.received("sampling/createMessage")
+    assert len(asked) == 1
+    answer = [m for m in wire.sent() if m.get("id") == asked[0]["id"] and "method" not in m]
+    assert len(answer) == 1 and answer[0]["error"]["code"] == METHOD_NOT_FOUND
+
+
+def test_client_with_sampling_declares_it_and_is_asked(connect, wire):
+    client = connect(LIFECYCLE_SERVER, sampling_handler=lambda params: {
+        "role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
+    assert wire.sent("initialize")[0]["params"]["capabilities"] == {"sampling": {}}
+    assert client.call_tool("try_sampling").content[0].text == "sampling worked"
+    assert client.call_tool("raw_sampling").content[0].text == "answered"
+
+
+# -- behaviour that changed between revisions ------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_structured_content_only_from_2025_06_18(connect, wire, version):
+    client = connect(protocol_version=version)
+    result = client.call_tool("weather", {"city": "Oslo"})
+    raw = [m for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"]][0]["result"]
+    expected = {"city": "Oslo", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
+    if version >= "2025-06-18":
+        assert raw["structuredContent"] == expected
+        assert result.structured_content == expected
+    else:
+        assert "structuredContent" not in raw
+        assert result.structured_content is None
+    assert result.content[0].text  # the text form is there at every revision
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_titles_and_output_schemas_only_from_2025_06_18(connect, wire, version):
+    client = connect(LIFECYCLE_SERVER, protocol_version=version)
+    client.list_tools()
+    titled = wire.received()[-1]["result"]["tools"][0]
+    assert titled["name"] == "titled"
+    assert ("title" in titled) == (version >= "2025-06-18")
+    assert ("outputSchema" in titled) == (version >= "2025-06-18")
+    server_info = wire.received()[0]["result"]["serverInfo"]
+    assert ("title" in server_info) == (version >= "2025-06-18")
+    result = client.call_tool("titled")
+    assert (result.structured_content == {"value": 7}) == (version >= "2025-06-18")
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_prompt_titles_only_from_2025_06_18(connect, wire, version):
+    client = connect(protocol_version=version)
+    prompts = client.list_prompts()
+    greet = [p for p in prompts if p.name == "greet"][0]
+    listed = [p for m in wire.received() if "result" in m and "prompts" in m["result"] for p in m["result"]["prompts"]]
+    listed_greet = [p for p in listed if p["name"] == "greet"][0]
+    if version >= "2025-06-18":
+        assert listed_greet["title"] == "Greet someone"
+        assert greet.title == "Greet someone"
+    else:
+        assert "title" not in listed_greet
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_tool_annotations_only_from_2025_03_26(connect, wire, version):
+    connect(protocol_version=version).list_tools_page()
+    echo = wire.received()[-1]["result"]["tools"][0]
+    assert echo["name"] == "echo"
+    assert ("annotations" in echo) == (version >= "2025-03-26")
+
+
+@pytest.mark.parametrize("version, declared", [
+    ("2024-11-05", None), ("2025-03-26", None), ("2025-06-18", {}), ("2025-11-25", {"form": {}}),
+])
+def test_elicitation_declared_only_from_2025_06_18(connect, wire, version, declared):
+    connect(protocol_version=version, elicitation_handler=lambda params: {"action": "decline"})
+    capabilities = wire.sent("initialize")[0]["params"]["capabilities"]
+    assert capabilities.get("elicitation") == declared
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_progress_message_only_from_2025_03_26(connect, wire, version):
+    client = connect(protocol_version=version)
+    messages = []
+    client.call_tool("count_slowly", {"steps": 2, "delay": 0.001},
+                     on_progress=lambda progress, total, message: messages.append(message))
+    notes = wire.received("notifications/progress")
+    assert len(notes) == 2
+    if version >= "2025-03-26":
+        assert messages == ["step 1 of 2", "step 2 of 2"]
+    else:
+        assert messages == [None, None]
+        assert all("message" not in n["params"] for n in notes)
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_completions_capability_only_from_2025_03_26(connect, version):
+    client = connect(protocol_version=version)
+    assert ("completions" in client.server_capabilities) == (version >= "2025-03-26")
+    # completion/complete itself works at every revision (2024-11-05 had it without a capability).
+    assert client.complete(prompt="greet", argument="name", value="A").values == ["Ada", "Alan", "Alonzo"]

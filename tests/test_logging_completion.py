@@ -1,0 +1,153 @@
+"""Logging (logging/setLevel filtering notifications/message) and completion/complete,
+over real stdio.  Every message is validated against the negotiated revision's official schema.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import SERVERS, WireChecker
+from servers.feature_kit import ClientPool
+from servers.feature_logging import NUMBERS
+
+from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, InvalidParams
+from mcp_ref.server import LOG_LEVELS
+from mcp_ref.types import Completion, LogMessage
+
+SCRIPT = SERVERS / "feature_logging.py"
+CITIES = "feature://cities/{country}/{city}"
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = ClientPool([sys.executable, str(SCRIPT)])
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def bare_pool():
+    pool = ClientPool([sys.executable, str(SCRIPT), "no-completions"])
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(autouse=True)
+def _schema_valid(pool, bare_pool):
+    before = pool.snapshot(), bare_pool.snapshot()
+    yield
+    pool.assert_valid_since(before[0])
+    bare_pool.assert_valid_since(before[1])
+
+
+# -- logging ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]])
+@pytest.mark.parametrize("level", ["debug", "info", "warning", "critical", "emergency"])
+def test_set_level_filters_log_messages(pool, version, level):
+    peer = pool.peer(version)
+    peer.client.set_logging_level(level)
+    mark = peer.logs.mark()
+    sent = json.loads(peer.client.call_tool("emit").content[0].text)
+    expected = list(LOG_LEVELS[LOG_LEVELS.index(level):])
+    assert sent == expected
+    # Messages arrive in order and "emergency" always passes: once it is here, every other one is too.
+    logs = peer.logs.wait_for(lambda items: any(m.level == "emergency" for m in items), since=mark)
+    assert all(isinstance(m, LogMessage) for m in logs)
+    assert [m.level for m in logs] == expected
+    assert [(m.logger, m.data) for m in logs] == [("feature", {"seq": LOG_LEVELS.index(l), "level": l}) for l in expected]
+
+
+@pytest.mark.parametrize("version", [SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]])
+@pytest.mark.parametrize("level", ["verbose", "WARNING", "", None, 3])
+def test_invalid_level_is_invalid_params(raw_peer, version, level):
+    # Sent raw: the client would not send a level the schema forbids.
+    checker = WireChecker(version)
+    peer = raw_peer([sys.executable, str(SCRIPT)])
+    assert peer.initialize(version)["result"]["protocolVersion"] == version
+    request = {"jsonrpc": "2.0", "id": 7, "method": "logging/setLevel", "params": {"level": level}}
+    peer.send_json(request)
+    reply = peer.recv()
+    assert reply["id"] == 7 and reply["error"]["code"] == -32602
+    checker("<--", json.dumps(reply).encode())
+    checker.assert_valid()
+    # The connection is still fine, and a valid level is accepted.
+    peer.send_json({"jsonrpc": "2.0", "id": 8, "method": "logging/setLevel", "params": {"level": "error"}})
+    assert peer.recv() == {"jsonrpc": "2.0", "id": 8, "result": {}}
+
+
+# -- completion -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_complete_prompt_argument(pool, version):
+    completion = pool.client(version).complete(prompt="pick", argument="letter", value="c")
+    assert isinstance(completion, Completion)
+    assert completion.values == ["c"]
+    assert not completion.has_more and completion.total is None
+
+
+@pytest.mark.parametrize("value, count, total", [("", 100, 250), ("1", 100, 111), ("24", 11, None), ("249", 1, None)])
+def test_complete_returns_at_most_100_values(pool, value, count, total):
+    peer = pool.peer()
+    completion = peer.client.complete(prompt="pick", argument="number", value=value)
+    matching = [n for n in NUMBERS if n.startswith(value)]
+    assert completion.values == matching[:100] and len(completion.values) == count
+    assert completion.total == total
+    if total is None:
+        assert not completion.has_more
+        assert "hasMore" not in completion.raw or completion.raw["hasMore"] is False
+    else:
+        assert completion.has_more is True
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_complete_template_variables(pool, version):
+    client = pool.client(version)
+    assert client.complete(resource=CITIES, argument="country", value="f").values == ["fr"]
+    assert client.complete(resource=CITIES, argument="city", value="b").values == ["Berlin", "Bonn"]
+
+
+def test_complete_template_variable_with_context(pool):
+    client = pool.client("2025-06-18")  # context.arguments came in 2025-06-18
+    assert client.complete(resource=CITIES, argument="city", value="l", context={"country": "fr"}).values == ["Lyon", "Lille"]
+    assert client.complete(resource=CITIES, argument="city", value="b", context={"country": "fr"}).values == []
+    assert client.complete(resource=CITIES, argument="city", value="b", context={"country": "de"}).values == ["Berlin", "Bonn"]
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("ref", [{"prompt": "no_such_prompt"}, {"resource": "feature://no/{such}"}], ids=["prompt", "template"])
+def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
+    with pytest.raises(InvalidParams) as caught:
+        pool.client(version).complete(argument="x", value="", **ref)
+    assert caught.value.code == -32602
+
+
+@pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])
+def test_server_without_completions_raises_capability_error(bare_pool, version):
+    peer = bare_pool.peer(version)
+    assert "completions" not in peer.client.server_capabilities
+    assert "prompts" in peer.client.server_capabilities  # the prompt is there, its completion is not
+    with pytest.raises(CapabilityError):
+        peer.client.complete(prompt="pick", argument="number", value="1")
+    with pytest.raises(CapabilityError):
+        peer.client.complete(resource=CITIES, argument="city", value="b")
+    assert peer.wire.sent("completion/complete") == []  # refused before anything was sent
+
+
+def test_completions_capability_is_declared_from_2025_03_26(pool):
+    for version in SUPPORTED_VERSIONS:
+        caps = pool.client(version).server_capabilities
+        assert ("completions" in caps) == (version >= "2025-03-26"), version
+
+
+def test_no_completion_handler_at_2024_11_05_gives_no_values(bare_pool):
+    # 2024-11-05 had completion/complete but no capability to announce it: the request is sent and answered empty.
+    peer = bare_pool.peer("2024-11-05")
+    assert peer.client.complete(prompt="pick", argument="number", value="1").values == []
+    assert len(peer.wire.sent("completion/complete")) == 1
+

@@ -1,0 +1,128 @@
+"""Prompts over real stdio: listing with argument descriptions from docstrings,
+rendering with arguments, argument checks, and every kind of message content.
+
+Every message is validated against the negotiated revision's official schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+
+import pytest
+
+from conftest import SERVERS
+from servers.feature_kit import ClientPool
+from servers.feature_prompts import AUDIO, BLOB, IMAGE
+
+from mcp_ref import SUPPORTED_VERSIONS, InvalidParams
+from mcp_ref.types import (
+    AudioContent,
+    BlobResourceContents,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    TextContent,
+    TextResourceContents,
+)
+
+PROMPTS = [sys.executable, str(SERVERS / "feature_prompts.py")]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = ClientPool(PROMPTS)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(autouse=True)
+def _schema_valid(pool):
+    before = pool.snapshot()
+    yield
+    pool.assert_valid_since(before)
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_list_prompts_with_argument_descriptions(pool, version):
+    prompts = {p.name: p for p in pool.client(version).list_prompts()}
+    assert list(prompts) == ["summarize", "conversation", "media", "plain"]
+    summarize = prompts["summarize"]
+    assert isinstance(summarize, Prompt)
+    assert summarize.description == "Summarise a text in a given style."
+    assert all(isinstance(a, PromptArgument) for a in summarize.arguments)
+    assert [(a.name, a.description, a.required) for a in summarize.arguments] == [
+        ("text", "The text to summarise.", True),
+        ("style", "How long the summary should be.", False),
+        ("max_words", "An upper bound on the summary's length.", False),
+    ]
+    if version >= "2025-06-18":
+        assert summarize.title == "Summarise a text"
+    else:  # titles came in 2025-06-18
+        assert summarize.title is None and "title" not in summarize.raw
+    assert prompts["plain"].description == "Explicitly described."
+    assert not prompts["plain"].arguments
+
+
+def test_get_prompt_with_arguments(pool):
+    peer = pool.peer()
+    result = peer.client.get_prompt("summarize", {"text": "A long story.", "style": "long", "max_words": 30})
+    assert isinstance(result, GetPromptResult)
+    assert result.description == "Summarise a text in a given style."
+    assert len(result.messages) == 1
+    message = result.messages[0]
+    assert isinstance(message, PromptMessage) and message.role == "user"
+    assert isinstance(message.content, TextContent)
+    # max_words went over the wire as the string "30" and reached the function as an int.
+    assert message.content.text == "Summarise in a long style, at most 30 words (int):\nA long story."
+    sent = peer.wire.sent("prompts/get")[-1]["params"]
+    assert sent == {"name": "summarize", "arguments": {"text": "A long story.", "style": "long", "max_words": "30"}}
+
+
+def test_get_prompt_applies_defaults(pool):
+    result = pool.client().get_prompt("summarize", {"text": "Short."})
+    assert result.messages[0].content.text == "Summarise in a short style, at most 50 words (int):\nShort."
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("name, arguments", [
+    ("summarize", {}),
+    ("summarize", {"style": "long"}),
+    ("summarize", {"text": "x", "colour": "red"}),
+    ("summarize", {"text": "x", "max_words": "many"}),
+    ("no_such_prompt", {}),
+], ids=["no-arguments", "missing-required", "unknown-argument", "not-an-integer", "unknown-prompt"])
+def test_bad_prompt_requests_are_invalid_params(pool, version, name, arguments):
+    with pytest.raises(InvalidParams) as caught:
+        pool.client(version).get_prompt(name, arguments)
+    assert caught.value.code == -32602
+
+
+def test_messages_of_several_roles(pool):
+    result = pool.client().get_prompt("conversation", {"topic": "tides"})
+    assert [(m.role, m.content.text) for m in result.messages] == [
+        ("user", "Tell me about tides."),
+        ("assistant", "What would you like to know about tides?"),
+        ("user", "Everything."),
+    ]
+
+
+@pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])  # audio came in 2025-03-26
+def test_messages_with_text_image_audio_and_embedded_resources(pool, version):
+    messages = pool.client(version).get_prompt("media").messages
+    assert [type(m.content) for m in messages] == [TextContent, ImageContent, AudioContent, EmbeddedResource, EmbeddedResource]
+    text, image, audio, embedded_text, embedded_blob = (m.content for m in messages)
+    assert text.text == "Look at these."
+    assert (image.data, image.mime_type) == (IMAGE, "image/png")
+    assert base64.b64decode(image.data).startswith(b"\x89PNG")
+    assert (audio.data, audio.mime_type) == (AUDIO, "audio/wav")
+    assert isinstance(embedded_text.resource, TextResourceContents)
+    assert (embedded_text.resource.uri, embedded_text.resource.text, embedded_text.resource.mime_type) == (
+        "feature://notes.md", "# Notes\n", "text/markdown")
+    assert isinstance(embedded_blob.resource, BlobResourceContents)
+    assert base64.b64decode(embedded_blob.resource.blob) == base64.b64decode(BLOB) == bytes(range(64))
+    assert [m.role for m in messages] == ["user"] * 4 + ["assistant"]
+    assert messages[1].content.raw == {"type": "image", "data": IMAGE, "mimeType": "image/png"}

@@ -1,0 +1,257 @@
+"""Resources over real stdio: paginated listing, text and blob reads, templates,
+not-found errors, subscriptions, list_changed, and the confined file root.
+
+Every message is validated against the negotiated revision's official schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import SERVERS
+from servers.feature_kit import ClientPool
+
+from servers.feature_resources import BLOB, TEXT  # the server's own constants
+
+from mcp_ref import BlobResourceContents, ResourceNotFound, TextResourceContents
+from mcp_ref.types import ReadResourceResult
+
+SCRIPT = SERVERS / "feature_resources.py"
+
+SECRET = "TOP-SECRET-42"
+DATA_BIN = b"\x89binary\x00\xff\xfe" + bytes(range(256))
+STATIC = ["feature://text", "feature://blob", "feature://watched/a", "feature://watched/b"]
+FILES = ["a.txt", "data.bin", "link_in.txt", "sub/b.md"]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A served directory ``root`` next to an ``outside`` one it must never reveal."""
+    base = tmp_path_factory.mktemp("files")
+    root, outside = base / "root", base / "outside"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET + "\n")
+    (root / "a.txt").write_text("alpha\n")
+    (root / "sub" / "b.md").write_text("# bee\n")
+    (root / "data.bin").write_bytes(DATA_BIN)
+    (root / ".hidden").write_text("hidden\n")
+    (root / ".cache").mkdir()
+    (root / ".cache" / "state.txt").write_text("hidden too\n")
+    os.symlink(outside / "secret.txt", root / "link_out.txt")
+    os.symlink(outside, root / "dir_out", target_is_directory=True)
+    os.symlink(root / "a.txt", root / "link_in.txt")
+    return root
+
+
+@pytest.fixture(scope="module")
+def pool(tree):
+    pool = ClientPool([sys.executable, str(SCRIPT), str(tree)])
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(autouse=True)
+def _schema_valid(pool):
+    before = pool.snapshot()
+    yield
+    pool.assert_valid_since(before)
+
+
+@pytest.fixture
+def prefix(pool, tree):
+    """The URI prefix of the file root, as the template listing announces it."""
+    templates = [t.uri_template for t in pool.client().list_resource_templates() if t.uri_template.endswith("{+path}")]
+    assert templates == [tree.resolve().as_uri() + "/{+path}"]
+    return templates[0][: -len("{+path}")]
+
+
+def read_one(client, uri: str):
+    result = client.read_resource(uri)
+    assert isinstance(result, ReadResourceResult)
+    assert len(result.contents) == 1
+    return result.contents[0]
+
+
+def not_found(client, uri: str) -> ResourceNotFound:
+    with pytest.raises(ResourceNotFound) as caught:
+        client.read_resource(uri)
+    assert caught.value.code == -32002
+    return caught.value
+
+
+# -- listing ------------------------------------------------------------------------------
+
+
+def test_list_resources_follows_every_page(pool, prefix):
+    peer = pool.peer()
+    before = len(peer.wire.sent("resources/list"))
+    resources = peer.client.list_resources()
+    assert [r.uri for r in resources] == STATIC + [prefix + f for f in FILES]
+    assert len(peer.wire.sent("resources/list")) - before == 3  # 8 resources, pages of 3
+    by_uri = {r.uri: r for r in resources}
+    assert by_uri["feature://text"].mime_type == "text/plain"
+    assert by_uri["feature://text"].description == "Some unicode text."
+    assert by_uri["feature://blob"].size == len(BLOB)
+    assert by_uri["feature://blob"].description == "Every byte value."  # from the docstring
+    assert by_uri[prefix + "sub/b.md"].name == "sub/b.md"
+
+
+def test_list_resources_page(pool):
+    client = pool.client()
+    first = client.list_resources_page()
+    assert [r.uri for r in first.items] == STATIC[:3]
+    assert first.next_cursor
+    second = client.list_resources_page(first.next_cursor)
+    assert second.items[0].uri == STATIC[3]
+
+
+def test_template_listing(pool, prefix):
+    templates = {t.uri_template: t for t in pool.client().list_resource_templates()}
+    assert set(templates) == {"feature://items/{id}", "feature://users/{user}/posts/{post}", prefix + "{+path}"}
+    item = templates["feature://items/{id}"]
+    assert (item.name, item.description, item.mime_type) == ("item", "One item.", "text/plain")
+    assert templates[prefix + "{+path}"].name == "project files"
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def test_read_text(pool):
+    contents = read_one(pool.client(), "feature://text")
+    assert isinstance(contents, TextResourceContents)
+    assert (contents.uri, contents.mime_type, contents.text) == ("feature://text", "text/plain", TEXT)
+
+
+def test_read_blob_round_trips_every_byte(pool):
+    peer = pool.peer()
+    contents = read_one(peer.client, "feature://blob")
+    assert isinstance(contents, BlobResourceContents)
+    assert contents.mime_type == "application/octet-stream"
+    assert base64.b64decode(contents.blob, validate=True) == BLOB
+    assert "text" not in contents.raw
+
+
+@pytest.mark.parametrize("uri, text", [
+    ("feature://items/42", "item [42]"),
+    ("feature://items/a%20b", "item [a b]"),
+    ("feature://items/x%2Fy%3Fz", "item [x/y?z]"),
+    ("feature://items/%C3%A9t%C3%A9", "item [été]"),
+    ("feature://users/ada/posts/7", "post [7] by [ada]"),
+    ("feature://users/J%C3%BCrgen%20K/posts/%23hash", "post [#hash] by [Jürgen K]"),
+])
+def test_template_match_percent_decodes(pool, uri, text):
+    contents = read_one(pool.client(), uri)
+    assert (contents.uri, contents.text) == (uri, text)
+
+
+@pytest.mark.parametrize("uri", [
+    "feature://nope",
+    "feature://items/",  # a {var} matches a non-empty run
+    "feature://items/a/b",  # ... with no "/"
+    "feature://users/ada/posts",
+    "feature://users/ada/posts/7/extra",
+    "other://text",
+    "feature://TEXT",
+])
+def test_unknown_uri_is_resource_not_found(pool, uri):
+    error = not_found(pool.client(), uri)
+    assert error.data == {"uri": uri}
+
+
+# -- subscriptions and list_changed ----------------------------------------------------------
+
+
+def test_updates_arrive_while_subscribed_and_stop_after_unsubscribe(pool):
+    peer = pool.peer()
+    client = peer.client
+    a, b = "feature://watched/a", "feature://watched/b"
+    client.subscribe(a)
+    client.subscribe(b)
+    mark = peer.updates.mark()
+    client.call_tool("touch", {"uri": a})
+    peer.updates.wait_for(lambda uris: uris == [a], since=mark)
+
+    client.unsubscribe(a)
+    client.call_tool("touch", {"uri": a})  # must not arrive ...
+    client.call_tool("touch", {"uri": b})  # ... while this later one does
+    assert peer.updates.wait_for(lambda uris: b in uris, since=mark) == [a, b]
+    client.unsubscribe(b)
+    updated = [m["params"] for m in peer.wire.received("notifications/resources/updated")]
+    assert updated[-2:] == [{"uri": a}, {"uri": b}]
+
+
+def test_subscribing_to_an_unknown_uri_is_not_found(pool):
+    with pytest.raises(ResourceNotFound) as caught:
+        pool.client().subscribe("feature://nope")
+    assert caught.value.code == -32002
+
+
+def test_list_changed_when_a_resource_is_added(pool):
+    peer = pool.peer(label="mutating")  # its own server process: the listing changes
+    client = peer.client
+    assert "feature://new/one" not in [r.uri for r in client.list_resources()]
+    mark = peer.changes.mark()
+    client.call_tool("publish", {"uri": "feature://new/one", "text": "fresh"})
+    peer.changes.wait_for(lambda kinds: kinds == ["resources"], since=mark)
+    assert peer.wire.received("notifications/resources/list_changed")
+    assert "feature://new/one" in [r.uri for r in client.list_resources()]
+    assert read_one(client, "feature://new/one").text == "fresh"
+
+
+# -- the file root ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relative, mime_type, text", [
+    ("a.txt", "text/plain", "alpha\n"),
+    ("sub/b.md", "text/markdown", "# bee\n"),
+    ("link_in.txt", "text/plain", "alpha\n"),  # a symlink that stays inside the root
+])
+def test_file_root_reads_text(pool, prefix, relative, mime_type, text):
+    contents = read_one(pool.client(), prefix + relative)
+    assert isinstance(contents, TextResourceContents)
+    assert (contents.uri, contents.mime_type, contents.text) == (prefix + relative, mime_type, text)
+
+
+def test_file_root_reads_binary_as_blob(pool, prefix):
+    contents = read_one(pool.client(), prefix + "data.bin")
+    assert isinstance(contents, BlobResourceContents)
+    assert base64.b64decode(contents.blob) == DATA_BIN
+
+
+def test_file_root_listing_hides_what_it_must(pool, prefix):
+    listed = [r.uri[len(prefix):] for r in pool.client().list_resources() if r.uri.startswith(prefix)]
+    assert listed == FILES  # no dot files or directories, no symlink (or symlinked directory) leading outside
+
+
+ESCAPES = [
+    "../outside/secret.txt",
+    "sub/../../outside/secret.txt",
+    "./../outside/secret.txt",
+    "{absolute}",  # the prefix plus "/tmp/..."
+    "{absolute-encoded}",  # the same with %2F for every "/"
+    "..%2Foutside%2Fsecret.txt",
+    "%2E%2E/outside/secret.txt",
+    "sub%2F..%2F..%2Foutside%2Fsecret.txt",
+    "..%5Coutside%5Csecret.txt",  # backslashes
+    "link_out.txt",  # a symlink pointing outside
+    "dir_out/secret.txt",  # through a symlinked directory
+    "a.txt%00.md",
+    "sub",  # a directory is not a file
+    "missing.txt",
+]
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_file_root_refuses_every_escape_as_not_found(pool, prefix, tree, escape):
+    secret = str((tree.parent / "outside" / "secret.txt").resolve())
+    relative = {"{absolute}": secret, "{absolute-encoded}": secret.replace("/", "%2F")}.get(escape, escape)
+    peer = pool.peer()
+    mark = len(peer.wire.messages)
+    not_found(peer.client, prefix + relative)
+    assert SECRET not in json.dumps(peer.wire.messages[mark:])

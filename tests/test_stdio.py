@@ -1,0 +1,304 @@
+"""The stdio transport over real subprocesses and pipes.
+
+Shutdown follows 2025-11-25 basic/lifecycle §Shutdown (stdio): close the
+server's stdin, wait, SIGTERM, wait, SIGKILL — sent to the server's whole
+process group, so the children of launchers (npx, uvx) are not orphaned.
+Framing follows basic/transports §stdio: one JSON-RPC message per line, no
+embedded newlines, nothing but messages on the server's stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from mcp_ref import Client
+from conftest import DEMO, SERVERS, WAIT
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
+
+STUBBORN = [sys.executable, str(SERVERS / "stdio_stubborn.py")]
+LAUNCHER = [sys.executable, str(SERVERS / "stdio_launcher.py")]
+CHATTY = [sys.executable, str(SERVERS / "stdio_chatty.py")]
+PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
+SHUTDOWN = 0.5  # seconds per shutdown step in these tests
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` is a running (not zombie) process."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else (a reused pid)
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return True
+    # An orphan that was killed stays a zombie until its new parent (init, or
+    # whatever this container runs as pid 1) reaps it; it is dead all the same.
+    return state != "Z"
+
+
+def _wait_gone(pid: int, limit: float = 3.0) -> bool:
+    """Wait (bounded) for a process that is not our child to disappear.
+
+    It is not our child, so there is nothing to ``wait()`` on and no event
+    tells us when it dies: a signal sent with killpg is delivered
+    asynchronously, so a short bounded poll is the only way to observe it.
+    """
+    deadline = time.monotonic() + limit
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _live_group_members(pgid: int) -> list[int]:
+    """The pids in process group ``pgid`` that are still running (zombies excluded)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc to list a process group")
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members
+
+
+def _read(path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+# -- shutdown order --------------------------------------------------------------------------------
+
+
+def test_well_behaved_server_exits_on_stdin_eof_with_status_0(connect):
+    client = connect(DEMO, shutdown_timeout=5.0)
+    transport = client.session.transport
+    assert client.call_tool("echo", {"text": "x"}).text == "x"
+    began = time.monotonic()
+    client.close()
+    elapsed = time.monotonic() - began
+    # 0, not -SIGTERM/-SIGKILL: it ended by itself once stdin closed, well before the 5 s grace.
+    assert transport.returncode == 0
+    assert elapsed < 5.0
+
+
+def test_server_that_ignores_stdin_eof_gets_sigterm(tmp_path):
+    marker = tmp_path / "marker"
+    client = Client.stdio([*STUBBORN, "linger", "--marker", str(marker)], stderr="capture",
+                          shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    transport = client.session.transport
+    assert client.call_tool("whoami").text == str(transport.process.pid)
+    began = time.monotonic()
+    client.close()
+    elapsed = time.monotonic() - began
+    # stdin was closed first (the server saw EOF), then, after the grace period, SIGTERM.
+    assert _read(marker).split() == ["eof", "SIGTERM"]
+    assert elapsed >= SHUTDOWN
+    assert transport.returncode == 0  # its SIGTERM handler exited 0: SIGKILL was not needed
+    assert "stubborn: stdin ended, staying alive" in transport.stderr_lines
+
+
+def test_server_that_ignores_sigterm_gets_sigkill(tmp_path):
+    marker = tmp_path / "marker"
+    client = Client.stdio([*STUBBORN, "ignore-term", "--marker", str(marker)], stderr="capture",
+                          shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    transport = client.session.transport
+    began = time.monotonic()
+    client.close()
+    elapsed = time.monotonic() - began
+    assert transport.returncode == -9
+    assert _read(marker).split() == ["eof", "SIGTERM"]  # it was asked nicely first
+    assert elapsed >= 2 * SHUTDOWN
+
+
+def test_server_runs_in_its_own_process_group(connect):
+    client = connect(DEMO)
+    pid = client.session.transport.process.pid
+    assert os.getpgid(pid) == pid  # the leader of a new group
+    assert os.getpgid(pid) != os.getpgid(0)
+
+
+@pytest.mark.parametrize("mode", ["linger", "ignore-term"])
+def test_no_orphans_behind_a_launcher(tmp_path, mode):
+    """npx-style: the launcher dies on SIGTERM without passing it on; the real server must still go."""
+    pidfile = tmp_path / "pid"
+    marker = tmp_path / "marker"
+    client = Client.stdio([*LAUNCHER, *STUBBORN, mode, "--pidfile", str(pidfile), "--marker", str(marker)],
+                          stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    launcher = client.session.transport.process
+    # The handshake was answered by the grandchild, which wrote its pid before serving.
+    grandchild = int(pidfile.read_text())
+    assert grandchild != launcher.pid
+    assert client.call_tool("whoami").text == str(grandchild)
+    assert os.getpgid(grandchild) == launcher.pid != os.getpgid(0)
+    try:
+        client.close()
+        assert launcher.returncode == -15  # the launcher died of the group's SIGTERM
+        assert _wait_gone(grandchild), f"the real server (pid {grandchild}) outlived client.close()"
+        assert _read(marker).split()[:2] == ["eof", "SIGTERM"]
+        assert _live_group_members(launcher.pid) == []  # nothing left running in the group
+    finally:
+        if _alive(grandchild):  # do not leave it behind when the test fails
+            os.kill(grandchild, signal.SIGKILL)
+
+
+# -- stderr --------------------------------------------------------------------------------------
+
+
+def test_stderr_capture_keeps_the_servers_lines():
+    client = Client.stdio(CHATTY, stderr="capture", timeout=WAIT)
+    assert client.call_tool("shout", {"text": "hey"}).text == "HEY"
+    client.close()  # waits for the server to exit and for its stderr to be read to the end
+    lines = list(client.session.transport.stderr_lines)
+    assert lines[0] == "chatty: starting"
+    assert "chatty: shout hey" in lines
+    assert "hey" in lines  # the print() in the tool
+
+
+def test_stderr_inherit_goes_to_our_stderr(capfd):
+    client = Client.stdio(CHATTY, stderr="inherit", timeout=WAIT)
+    assert client.session.transport.process.stderr is None
+    client.call_tool("shout", {"text": "inherited"})
+    client.close()  # the server has exited, so all it wrote to the shared fd 2 is there
+    err = capfd.readouterr().err
+    assert "chatty: starting" in err
+    assert "chatty: shout inherited" in err
+    assert not client.session.transport.stderr_lines
+
+
+def test_stderr_discard(capfd):
+    client = Client.stdio(CHATTY, stderr="discard", timeout=WAIT)
+    assert client.call_tool("shout", {"text": "gone"}).text == "GONE"  # writing to stderr did not fail
+    client.close()
+    err = capfd.readouterr().err
+    assert "chatty" not in err and "gone" not in err
+    assert not client.session.transport.stderr_lines
+
+
+def test_stderr_callable_gets_each_line():
+    lines: list[str] = []
+    shouted = threading.Event()
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if line == "chatty: shout cb":
+            shouted.set()
+
+    with Client.stdio(CHATTY, stderr=on_line, timeout=WAIT) as client:
+        client.call_tool("shout", {"text": "cb"})
+        assert shouted.wait(WAIT)
+    assert lines[0] == "chatty: starting"
+    assert "cb" in lines
+    assert not client.session.transport.stderr_lines  # a callable replaces the buffer
+
+
+def test_bad_stderr_mode_is_rejected():
+    with pytest.raises(ValueError):
+        Client.stdio(DEMO, stderr="syslog")
+    with pytest.raises(TypeError):
+        Client.stdio("python server.py")  # a string is not a command list
+
+
+# -- framing -------------------------------------------------------------------------------------
+
+
+def test_print_in_a_tool_does_not_corrupt_stdout(raw_peer):
+    peer = raw_peer(CHATTY)
+    assert peer.initialize()["result"]["serverInfo"]["name"] == "chatty"
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "noise"}}})
+    peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    replies = {}
+    while len(replies) < 2:
+        line = peer.lines.get(timeout=WAIT)
+        assert line is not None, "stdout ended early"
+        message = json.loads(line)  # every line on stdout is a JSON-RPC message; "noise" is not
+        replies[message["id"]] = message
+    assert replies[1]["result"]["content"] == [{"type": "text", "text": "NOISE"}]
+    assert replies[2]["result"] == {}
+    assert peer.close() == 0
+    assert b"noise\n" in b"".join(peer.stderr)
+
+
+def test_server_answers_what_it_received_before_stdin_eof(raw_peer):
+    peer = raw_peer(DEMO)
+    peer.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                    "params": {"name": "count_slowly", "arguments": {"steps": 3}}})
+    peer.proc.stdin.close()  # at once: the tool has barely started
+    seen = []
+    while True:
+        message = peer.recv()
+        if message is None:
+            break
+        seen.append(message)
+    ids = [m.get("id") for m in seen]
+    assert ids == [0, 1], seen
+    assert seen[1]["result"]["content"] == [{"type": "text", "text": "counted to 3"}]
+    assert peer.proc.wait(WAIT) == 0
+
+
+def test_embedded_newlines_are_escaped_and_round_trip(wire):
+    raw: list[bytes] = []
+
+    def trace(direction, data):
+        raw.append(data)
+        wire(direction, data)
+
+    text = "line one\nline two\r\n\ttabbed \u2028 \"quoted\" \\ end\n"
+    with Client.stdio(DEMO, stderr="capture", trace=trace, timeout=WAIT) as client:
+        assert client.call_tool("echo", {"text": text}).text == text
+    assert raw and all(b"\n" not in data and b"\r" not in data for data in raw)
+    assert any(b"line one\\nline two\\r\\n" in data for data in raw)
+
+
+def test_raw_response_to_multiline_text_is_one_line(raw_peer):
+    peer = raw_peer(DEMO)
+    peer.initialize()
+    peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "a\nb\n"}}})
+    line = peer.lines.get(timeout=WAIT)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert json.loads(line)["result"]["content"][0]["text"] == "a\nb\n"
+
+
+def test_server_accepts_crlf_line_endings(raw_peer):
+    peer = raw_peer(DEMO)
+    init = {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crlf", "version": "0"}}}
+    peer.send(json.dumps(init).encode() + b"\r\n")
+    assert peer.recv()["result"]["protocolVersion"] == "2025-11-25"
+    peer.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\r\n')
+    peer.send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "crlf"}}}\r\n')
+    reply = peer.recv()
+    assert reply["id"] == 2 and reply["result"]["content"][0]["text"] == "crlf"
+    assert peer.close() == 0
+
+
+def test_client_accepts_crlf_line_endings(connect, tmp_path):
+    # The proxy turns every LF the demo server writes into CRLF.
+    client = connect([*PROXY, "--crlf", "--", *DEMO])
+    assert client.server_info.name == "mcp-ref-demo"
+    assert client.call_tool("echo", {"text": "over crlf"}).text == "over crlf"
+    assert len(client.list_tools()) > 5
+    client.close()
+    assert client.session.transport.returncode == 0

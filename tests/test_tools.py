@@ -1,0 +1,310 @@
+"""Tools over real stdio: listing and pagination, schemas from hints, validation, errors,
+structured output, annotations and list_changed — at every protocol revision where they differ.
+
+Every message is validated against the negotiated revision's official schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+
+import pytest
+
+from conftest import SERVERS
+from servers.feature_kit import ClientPool
+
+from mcp_ref import SUPPORTED_VERSIONS, CallToolResult, InvalidParams, TextContent, Tool
+
+TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
+PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]
+DRAFT7 = "http://json-schema.org/draft-07/schema#"
+LATEST, OLDEST = SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = ClientPool(TOOLS)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def paged_pool():
+    pool = ClientPool(PAGED)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(autouse=True)
+def _schema_valid(pool, paged_pool):
+    before = pool.snapshot(), paged_pool.snapshot()
+    yield
+    pool.assert_valid_since(before[0])
+    paged_pool.assert_valid_since(before[1])
+
+
+def tool_named(client, name: str) -> Tool:
+    return next(t for t in client.list_tools() if t.name == name)
+
+
+def rejected(client, name: str, arguments: dict) -> bool:
+    """True when the server refused ``arguments`` before running the tool.
+
+    2025-11-25 (SEP-1303) reports that as an isError result; older revisions as -32602.
+    """
+    try:
+        result = client.call_tool(name, arguments)
+    except InvalidParams as exc:
+        assert client.protocol_version < "2025-11-25", "2025-11-25 must report bad arguments as a tool error"
+        assert exc.code == -32602
+        return True
+    if result.is_error:
+        assert client.protocol_version >= "2025-11-25", "before 2025-11-25 bad arguments are a -32602 error"
+        return True
+    return False
+
+
+# -- listing and pagination ---------------------------------------------------------------
+
+
+def test_list_tools_follows_every_page(paged_pool):
+    peer = paged_pool.peer()
+    before = len(peer.wire.sent("tools/list"))
+    tools = peer.client.list_tools()
+    assert [t.name for t in tools] == ["t1", "t2", "t3", "t4", "t5"]
+    assert all(isinstance(t, Tool) and t.description == f"Tool number {t.name[1]}" for t in tools)
+    assert len(peer.wire.sent("tools/list")) - before == 3  # pages of 2, 2 and 1
+
+
+def test_list_tools_page_gives_two_and_a_cursor(paged_pool):
+    client = paged_pool.client()
+    first = client.list_tools_page()
+    assert [t.name for t in first.items] == ["t1", "t2"]
+    assert isinstance(first.next_cursor, str) and first.next_cursor
+    second = client.list_tools_page(first.next_cursor)
+    assert [t.name for t in second.items] == ["t3", "t4"]
+    last = client.list_tools_page(second.next_cursor)
+    assert [t.name for t in last.items] == ["t5"]
+    assert last.next_cursor is None and "nextCursor" not in last.raw
+
+
+def _tampered(cursor: str) -> str:
+    """The same cursor with its offset changed but its signature kept."""
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    assert raw.startswith(b"2:"), raw
+    return base64.urlsafe_b64encode(b"0" + raw[1:]).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("forge", [
+    lambda good: "not-a-cursor",
+    lambda good: "",
+    _tampered,
+    lambda good: good[:-3],
+    lambda good: base64.urlsafe_b64encode(b"2:tools").decode(),
+], ids=["garbage", "empty", "tampered-offset", "truncated", "unsigned"])
+def test_forged_cursor_is_invalid_params(paged_pool, forge):
+    client = paged_pool.client()
+    good = client.list_tools_page().next_cursor
+    with pytest.raises(InvalidParams) as caught:
+        client.list_tools_page(forge(good))
+    assert caught.value.code == -32602
+
+
+def test_tools_cursor_is_refused_by_prompts_list(paged_pool):
+    client = paged_pool.client()
+    cursor = client.list_tools_page().next_cursor
+    assert [p.name for p in client.list_prompts()] == ["p1", "p2", "p3", "p4", "p5"]
+    assert [p.name for p in client.list_prompts_page(client.list_prompts_page().next_cursor).items] == ["p3", "p4"]
+    with pytest.raises(InvalidParams) as caught:
+        client.list_prompts_page(cursor)
+    assert caught.value.code == -32602
+
+
+# -- input schemas ------------------------------------------------------------------------
+
+
+def test_input_schema_is_derived_from_hints_and_docstring(pool):
+    tool = tool_named(pool.client(), "hints")
+    assert tool.description == "Report the Python types the arguments arrived as."
+    assert tool.input_schema == {
+        "type": "object",
+        "properties": {
+            "i": {"type": "integer", "description": "An integer."},
+            "f": {"type": "number", "description": "A float."},
+            "s": {"type": "string", "description": "A string."},
+            "b": {"type": "boolean", "description": "A boolean."},
+            "items": {"type": "array", "items": {"type": "integer"}, "description": "Some integers."},
+            "mapping": {"type": "object", "additionalProperties": {"type": "number"}, "description": "Names to numbers."},
+            "color": {"type": "string", "enum": ["red", "green"], "description": "A colour."},
+            "point": {
+                "type": "object",
+                "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
+                "required": ["x"],
+                "description": "A point.",
+            },
+            "mode": {"type": "string", "enum": ["fast", "slow"], "description": "How fast.", "default": "fast"},
+            "maybe": {"type": ["string", "null"], "description": "Perhaps a string.", "default": None},
+        },
+        "required": ["i", "f", "s", "b", "items", "mapping", "color", "point"],
+    }
+
+
+def test_explicit_schema_and_description_are_listed_and_enforced(pool):
+    client = pool.client()
+    tool = tool_named(client, "explicit")
+    assert tool.description == "A tool with a hand-written schema."
+    assert tool.input_schema == {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10}}, "required": ["n"]}
+    assert client.call_tool("explicit", {"n": 12}).content[0].text == "n=12"
+    assert rejected(client, "explicit", {"n": 9})  # the explicit "minimum", which no hint gave
+
+
+def test_enum_and_dataclass_arguments_arrive_as_python_objects(pool):
+    client = pool.client()
+    result = client.call_tool("hints", {
+        "i": 3, "f": 2.5, "s": "x", "b": True, "items": [1, 2], "mapping": {"k": 1.5},
+        "color": "green", "point": {"x": 3},
+    })
+    assert not result.is_error
+    assert json.loads(result.content[0].text) == {
+        "i": "int", "f": "float", "s": "str", "b": "bool", "items": ["int", "int"], "mapping": "dict",
+        "color": "Color.GREEN", "point": "Point(3,0)", "mode": "fast", "maybe": None,
+    }
+
+
+# -- validation and errors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("arguments", [{"n": "seven"}, {}, {"n": 1, "label": 5}], ids=["wrong-type", "missing", "wrong-optional"])
+def test_invalid_arguments_never_reach_the_handler(pool, version, arguments):
+    client = pool.client(version)
+    count = int(client.call_tool("recorded").content[0].text)
+    if version >= "2025-11-25":
+        result = client.call_tool("record", arguments)
+        assert result.is_error is True
+        assert "record" in result.content[0].text  # the model is told which call was wrong
+    else:
+        with pytest.raises(InvalidParams) as caught:
+            client.call_tool("record", arguments)
+        assert caught.value.code == -32602
+    assert int(client.call_tool("recorded").content[0].text) == count
+    assert client.call_tool("record", {"n": 1}).content[0].text == "recorded"
+    assert int(client.call_tool("recorded").content[0].text) == count + 1
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_unknown_tool_is_invalid_params(pool, version):
+    with pytest.raises(InvalidParams) as caught:
+        pool.client(version).call_tool("no_such_tool", {})
+    assert caught.value.code == -32602
+
+
+def test_internal_exception_becomes_an_opaque_tool_error(pool):
+    peer = pool.peer()
+    mark = peer.stderr.mark()
+    result = peer.client.call_tool("crash")
+    assert result.is_error is True
+    wire_text = json.dumps(peer.wire.received()[-1])
+    for leak in ("secret-detail-7f3a", "/srv/private", "Traceback", "RuntimeError", "feature_tools.py", 'File "'):
+        assert leak not in result.text and leak not in wire_text
+    # The details went to the server's log (its stderr) instead.
+    peer.stderr.wait_for(lambda lines: any("secret-detail-7f3a" in line for line in lines), since=mark)
+
+
+def test_tool_error_message_is_shown(pool):
+    result = pool.client().call_tool("refuse")
+    assert result.is_error is True
+    assert [c.text for c in result.content] == ["The moon is not available today"]
+
+
+# -- structured output ----------------------------------------------------------------------
+
+REPORT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "temperature": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["city", "temperature", "tags"],
+}
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_output_schema_and_structured_content(pool, version):
+    client = pool.client(version)
+    tool = tool_named(client, "report")
+    result = client.call_tool("report", {"city": "Oslo"})
+    expected = {"city": "Oslo", "temperature": 21.5, "tags": ["sunny", "calm"]}
+    assert not result.is_error
+    assert json.loads(result.content[0].text) == expected  # unstructured text, for older clients
+    if version >= "2025-06-18":
+        assert tool.output_schema == REPORT_SCHEMA
+        assert result.structured_content == expected
+    else:
+        assert tool.output_schema is None and "outputSchema" not in tool.raw
+        assert result.structured_content is None and "structuredContent" not in result.raw
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_output_breaking_its_schema_is_a_tool_error(pool, version):
+    result = pool.client(version).call_tool("broken_output")
+    assert result.is_error is True
+    assert result.structured_content is None
+    assert "many" not in json.dumps(result.raw)
+
+
+# -- annotations, list_changed, dialects ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_annotations_are_listed_from_2025_03_26(pool, version):
+    tool = tool_named(pool.client(version), "annotated")
+    if version >= "2025-03-26":
+        assert tool.annotations == {"title": "Careful", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+    else:
+        assert tool.annotations is None and "annotations" not in tool.raw
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_list_changed_after_add_and_remove(pool, version):
+    peer = pool.peer(version)
+    client = peer.client
+    name = "gadget_" + version.replace("-", "_")
+    mark = peer.changes.mark()
+    notes = len(peer.wire.received("notifications/tools/list_changed"))
+
+    assert not client.call_tool("mutate", {"action": "add", "name": name}).is_error
+    peer.changes.wait_for(lambda kinds: kinds == ["tools"], since=mark)
+    assert name in [t.name for t in client.list_tools()]
+    assert client.call_tool(name).content[0].text == f"I am {name}"
+
+    assert not client.call_tool("mutate", {"action": "remove", "name": name}).is_error
+    peer.changes.wait_for(lambda kinds: kinds == ["tools", "tools"], since=mark)
+    assert name not in [t.name for t in client.list_tools()]
+    with pytest.raises(InvalidParams):
+        client.call_tool(name)
+    assert len(peer.wire.received("notifications/tools/list_changed")) - notes == 2
+
+
+@pytest.mark.parametrize("version", [LATEST, "2025-06-18"])
+def test_declared_draft07_schema_is_validated_as_draft07(pool, version):
+    client = pool.client(version)
+    assert tool_named(client, "draft7").input_schema["$schema"] == DRAFT7
+    # draft-07's "dependencies" applies; 2020-12's "dependentRequired" does not.
+    assert rejected(client, "draft7", {"a": 1})
+    assert not rejected(client, "draft7", {"a": 1, "b": 2})
+    assert not rejected(client, "draft7", {"c": 1})
+    # Without $schema the same keywords are read as 2020-12: the other way round.
+    assert not rejected(client, "default_dialect", {"a": 1})
+    assert rejected(client, "default_dialect", {"c": 1})
+    assert not rejected(client, "default_dialect", {"c": 1, "d": 2})
+
+
+def test_results_are_dataclasses(pool):
+    result = pool.client().call_tool("refuse")
+    assert isinstance(result, CallToolResult)
+    assert isinstance(result.content[0], TextContent)
+    assert result.raw["isError"] is True and result.raw["content"][0]["type"] == "text"
