@@ -117,6 +117,10 @@ def test_call_with_args_json():
     assert (proc.returncode, proc.stdout) == (0, "3\n")
     proc = cli("call", TARGET, "add", "b=40", "--args", '{"a": 1, "b": 2}')  # pairs override --args
     assert (proc.returncode, proc.stdout) == (0, "41\n")
+    proc = cli("call", TARGET, "add", "--args", '{"a": 1, "b": 2}', "b=40")  # also when they come after it
+    assert (proc.returncode, proc.stdout) == (0, "41\n")
+    proc = cli("call", TARGET, "add", "--args", '{"a": 1}', "--bogus")
+    assert proc.returncode == 1 and "unrecognized arguments: --bogus" in proc.stderr
 
 
 def test_call_structured_output_and_image():

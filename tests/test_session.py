@@ -14,14 +14,6 @@ from conftest import SERVERS, WAIT
 SESSION_SERVER = [sys.executable, str(SERVERS / "session_server.py")]
 
 
-def incoming_context(session, method):
-    """The RequestContext of the one request ``method`` the session is handling now."""
-    with session._lock:
-        found = [c for c in session._incoming.values() if c.method == method]
-    assert len(found) == 1, found
-    return found[0]
-
-
 def closed_completely(client):
     """Close the client and wait for its reader to see the server's end of output.
 
@@ -197,20 +189,18 @@ def test_initialize_cannot_be_cancelled(connect, wire):
 
 
 def test_server_cancels_its_request_to_the_client(connect, wire):
-    holder = {}
     saw_cancel = threading.Event()
     handler_done = threading.Event()
 
-    def sampling(params):
+    def sampling(params, context):  # a two-argument handler is given its RequestContext
         try:
-            context = incoming_context(holder["client"].session, "sampling/createMessage")
             if context.cancelled.wait(WAIT):
                 saw_cancel.set()
             return {"role": "assistant", "content": {"type": "text", "text": "too late"}, "model": "slow"}
         finally:
             handler_done.set()
 
-    client = holder["client"] = connect(SESSION_SERVER, sampling_handler=sampling)
+    client = connect(SESSION_SERVER, sampling_handler=sampling)
     result = client.call_tool("sample_briefly", {"timeout": 0.3})
     assert result.content[0].text == "timed out"
     asked = wire.received("sampling/createMessage")
@@ -294,6 +284,22 @@ def test_close_fails_every_pending_request_with_connection_closed(connect, wire)
     assert not closer.is_alive()
     assert client.session.is_closed
     assert client.session.transport.returncode is not None  # the server process is gone
+
+
+def test_close_cancels_pending_calls_so_the_server_exits_by_itself(connect, wire):
+    # A long shutdown_timeout: if the server did not stop its handlers on the
+    # cancellations, close() would wait for it and then need SIGTERM.
+    client = connect(SESSION_SERVER, shutdown_timeout=WAIT)
+    calls = [client.start_tool_call("block", {"key": f"c{i}"}) for i in range(3)]
+    start = time.monotonic()
+    client.close()
+    assert time.monotonic() - start < WAIT / 2
+    assert client.session.transport.returncode == 0  # exited on stdin EOF, no signal
+    cancelled = sorted(m["params"]["requestId"] for m in wire.sent("notifications/cancelled"))
+    assert cancelled == sorted(call.request_id for call in calls)
+    for call in calls:
+        with pytest.raises(ConnectionClosed):
+            call.result()
 
 
 def test_requests_after_close_raise_connection_closed(connect, wire):
