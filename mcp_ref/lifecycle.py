@@ -11,7 +11,7 @@ from . import LATEST_VERSION, SUPPORTED_VERSIONS
 from .errors import UnsupportedProtocolVersion
 
 __all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "at_least", "batches_allowed", "server_choose_version",
-           "client_accept_version", "strip_newer_fields"]
+           "client_accept_version", "strip_newer_fields", "content_for_revision"]
 
 # The revision in which each feature first appeared (see spec_notes/revisions.md).
 AUDIO_CONTENT = "2025-03-26"
@@ -91,3 +91,21 @@ def strip_newer_fields(obj: dict, version: str | None, *, keep_annotations: bool
             continue
         out[key] = value
     return out
+
+
+def content_for_revision(block: dict, version: str | None) -> dict:
+    """A content block the negotiated revision can carry.
+
+    Audio content exists from 2025-03-26 and resource links from 2025-06-18;
+    for an older peer they become a text block that says what was there, so
+    the message stays valid for that revision's schema and nothing is lost
+    silently.
+    """
+    kind = block.get("type")
+    if kind == "audio" and not at_least(version, AUDIO_CONTENT):
+        return {"type": "text", "text": f"[audio content ({block.get('mimeType', 'unknown type')}) "
+                                        f"cannot be sent with protocol version {version}]"}
+    if kind == "resource_link" and not at_least(version, RESOURCE_LINKS):
+        name = block.get("name") or block.get("uri")
+        return {"type": "text", "text": f"Resource {name}: {block.get('uri')}"}
+    return block

@@ -26,12 +26,11 @@ import json
 import logging
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from . import lifecycle
 from .errors import (
-    INVALID_PARAMS,
     CapabilityError,
     InvalidParams,
     InvalidRequest,
@@ -51,7 +50,6 @@ from .types import (
     GetPromptResult,
     PromptMessage,
     Root,
-    TextContent,
     TextResourceContents,
     WireModel,
 )
@@ -861,8 +859,11 @@ class ServerConnection:
                 # 2025-11-25 server/tools §Output Schema: "Servers MUST provide structured results that conform to this schema."
                 log.error("tool %s returned output that does not match its outputSchema: %s", tool.name, problem)
                 return {"content": [_text_block(f"Tool {tool.name} produced invalid output")], "isError": True}
-        if structured is not None and not lifecycle.at_least(self.protocol_version, lifecycle.STRUCTURED_OUTPUT):
+        version = self.protocol_version
+        if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
             del result["structuredContent"]
+        if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
+            result["content"] = [lifecycle.content_for_revision(block, version) for block in result.get("content", [])]
         return result
 
     # -- resources ------------------------------------------------------------------------
@@ -976,7 +977,11 @@ class ServerConnection:
         if isinstance(value, GetPromptResult):
             return value.to_wire()
         messages = value if isinstance(value, (list, tuple)) else [value]
+        version = self.protocol_version
         result: dict[str, Any] = {"messages": [_prompt_message(m) for m in messages]}
+        if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
+            for message in result["messages"]:
+                message["content"] = lifecycle.content_for_revision(message["content"], version)
         if prompt.listing.get("description"):
             result["description"] = prompt.listing["description"]
         return result

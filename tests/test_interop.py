@@ -25,7 +25,7 @@ import pytest
 
 from mcp_ref import CapabilityError, Client, McpError
 from mcp_ref.errors import ConnectionClosed, RequestTimeout
-from conftest import DEMO, SERVERS, WAIT, WireChecker
+from conftest import DEMO, SERVERS, WireChecker
 
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
 SDK_SERVER = [sys.executable, str(SERVERS / "interop_sdk_server.py")]

@@ -93,8 +93,9 @@ def test_get_prompt_applies_defaults(pool):
     ("summarize", {"style": "long"}),
     ("summarize", {"text": "x", "colour": "red"}),
     ("summarize", {"text": "x", "max_words": "many"}),
+    ("summarize", {"text": "x", "style": "medium"}),
     ("no_such_prompt", {}),
-], ids=["no-arguments", "missing-required", "unknown-argument", "not-an-integer", "unknown-prompt"])
+], ids=["no-arguments", "missing-required", "unknown-argument", "not-an-integer", "not-a-literal", "unknown-prompt"])
 def test_bad_prompt_requests_are_invalid_params(pool, version, name, arguments):
     with pytest.raises(InvalidParams) as caught:
         pool.client(version).get_prompt(name, arguments)
@@ -126,3 +127,10 @@ def test_messages_with_text_image_audio_and_embedded_resources(pool, version):
     assert base64.b64decode(embedded_blob.resource.blob) == base64.b64decode(BLOB) == bytes(range(64))
     assert [m.role for m in messages] == ["user"] * 4 + ["assistant"]
     assert messages[1].content.raw == {"type": "image", "data": IMAGE, "mimeType": "image/png"}
+
+
+def test_audio_becomes_a_text_note_for_a_2024_11_05_peer(pool):
+    # AudioContent does not exist before 2025-03-26: the message must stay valid for that schema.
+    messages = pool.client("2024-11-05").get_prompt("media").messages
+    assert [type(m.content) for m in messages] == [TextContent, ImageContent, TextContent, EmbeddedResource, EmbeddedResource]
+    assert messages[2].content.text == "[audio content (audio/wav) cannot be sent with protocol version 2024-11-05]"

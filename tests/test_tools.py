@@ -303,6 +303,28 @@ def test_declared_draft07_schema_is_validated_as_draft07(pool, version):
     assert not rejected(client, "default_dialect", {"c": 1, "d": 2})
 
 
+@pytest.mark.parametrize("schema", [
+    {"$schema": "https://example.com/my-own-dialect", "type": "object"},
+    {"type": "object", "properties": {"a": {"type": "no-such-type"}}},
+], ids=["unsupported-dialect", "invalid-schema"])
+def test_a_schema_that_cannot_be_validated_is_refused_at_registration(schema):
+    # 2025-11-25 basic §JSON Schema Usage: unsupported dialects MUST be handled "by returning an
+    # appropriate error" — here, before the tool is ever listed.
+    import jsonschema
+
+    from mcp_ref import Server
+
+    def tool() -> str:
+        return "x"
+
+    server = Server("dialects")
+    with pytest.raises((ValueError, jsonschema.SchemaError)) as caught:
+        server.add_tool(tool, input_schema=schema)
+    if "$schema" in schema:
+        assert "unsupported JSON Schema dialect" in str(caught.value)
+    assert server.capabilities().get("tools") is None
+
+
 def test_results_are_dataclasses(pool):
     result = pool.client().call_tool("refuse")
     assert isinstance(result, CallToolResult)
