@@ -251,6 +251,31 @@ def test_cli_against_sdk_server():
     checker.assert_valid()
 
 
+def test_cli_against_a_server_from_pypi():
+    # mcp-server-time: a published server this project did not write (installed by the test extra).
+    pytest.importorskip("mcp_server_time", reason="mcp-server-time is not installed")
+    target = f'"{sys.executable}" -m mcp_server_time --local-timezone UTC'
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=60)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc
+
+    proc = cli("tools", target)
+    assert proc.returncode == 0
+    assert [line.split("(")[0] for line in proc.stdout.splitlines()] == ["get_current_time", "convert_time"]
+    proc = cli("--json", "--trace", "call", target, "get_current_time", "timezone=UTC")
+    assert proc.returncode == 0
+    assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["timezone"] == "UTC"
+    checker = WireChecker()
+    for line in proc.stderr.splitlines():
+        if line.startswith(("--> ", "<-- ")):
+            checker(line[:3], line[4:].encode())
+    checker.assert_valid()
+    proc = cli("call", target, "get_current_time", "timezone=Nowhere/Bad")
+    assert proc.returncode == 5  # the tool's isError result
+
+
 # -- (c) the reference "everything" server -------------------------------------------------------------
 
 
