@@ -267,3 +267,36 @@ def raw_peer():
     yield factory
     for peer in peers:
         peer.close()
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ``python -m mcp_ref ARGS``; whatever happens, no traceback on stderr."""
+    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def check_trace(stderr: str) -> WireChecker:
+    """A WireChecker fed every ``--> {json}`` / ``<-- {json}`` line of a ``--trace`` run's stderr."""
+    checker = WireChecker()
+    for line in stderr.splitlines():
+        if line.startswith(("--> ", "<-- ")):
+            checker(line[:3], line[4:].encode())
+    return checker
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """The pids in process group ``pgid`` still running (zombies are dead, merely unreaped)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs /proc to list a process group")
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from mcp_ref import Client, __version__
-from conftest import DEMO, WAIT, WireChecker
+from conftest import DEMO, WAIT, check_trace, run_cli
 
 TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
 RUN_TIMEOUT = 60  # seconds for one whole CLI run
@@ -22,9 +22,7 @@ RUN_TIMEOUT = 60  # seconds for one whole CLI run
 
 def cli(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
     """Run ``python -m mcp_ref ARGS``; whatever happens, no traceback on stderr."""
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=timeout)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    return run_cli(*args, timeout=timeout)
 
 
 def one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -32,15 +30,6 @@ def one_error_line(proc: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("mcp-ref: ")
     return lines[0]
-
-
-def traced(stderr: str) -> WireChecker:
-    """Feed the ``--> {json}`` / ``<-- {json}`` lines of a --trace run to a WireChecker."""
-    checker = WireChecker()
-    for line in stderr.splitlines():
-        if line.startswith(("--> ", "<-- ")):
-            checker(line[:3], line[4:].encode())
-    return checker
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +186,7 @@ def test_trace_shows_every_message_and_each_is_schema_valid():
     assert proc.stdout == "traced\n"  # the trace goes to stderr only
     lines = proc.stderr.splitlines()
     assert lines and all(line.startswith(("--> {", "<-- {")) for line in lines), proc.stderr
-    checker = traced(proc.stderr)
+    checker = check_trace(proc.stderr)
     assert checker.version == "2025-11-25"
     assert [m["method"] for m in checker.sent() if "method" in m] == ["initialize", "notifications/initialized", "tools/call"]
     assert checker.received()[-1]["result"]["content"] == [{"type": "text", "text": "traced"}]
@@ -210,7 +199,7 @@ def test_trace_demo_is_schema_valid_end_to_end():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Every step behaved" in proc.stdout
     assert "FAIL" not in proc.stdout
-    checker = traced(proc.stderr)
+    checker = check_trace(proc.stderr)
     assert checker.version == "2025-11-25"
     methods = {m.get("method") for _, m in checker.messages if isinstance(m, dict)}
     for method in ("initialize", "tools/call", "notifications/progress", "notifications/cancelled",

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -25,7 +24,7 @@ import pytest
 
 from mcp_ref import CapabilityError, Client, McpError
 from mcp_ref.errors import ConnectionClosed, RequestTimeout
-from conftest import DEMO, SERVERS, WireChecker
+from conftest import DEMO, SERVERS, WireChecker, check_trace, live_group_members, run_cli
 
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
 SDK_SERVER = [sys.executable, str(SERVERS / "interop_sdk_server.py")]
@@ -208,11 +207,7 @@ def test_mcp_ref_client_against_sdk_server(connect, wire):
 
 @needs_sdk
 def test_cli_against_sdk_server():
-    def cli(*args):
-        proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=60)
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return proc
-
+    cli = run_cli
     proc = cli("info", SDK_TARGET)
     assert proc.returncode == 0
     assert "server:       interop-sdk-server" in proc.stdout
@@ -243,10 +238,7 @@ def test_cli_against_sdk_server():
 
     proc = cli("--trace", "call", SDK_TARGET, "count", "steps=2")
     assert (proc.returncode, proc.stdout) == (0, "counted to 2\n")
-    checker = WireChecker()
-    for line in proc.stderr.splitlines():
-        if line.startswith(("--> ", "<-- ")):
-            checker(line[:3], line[4:].encode())
+    checker = check_trace(proc.stderr)
     assert len(checker.received("notifications/message")) == 2
     checker.assert_valid()
 
@@ -256,21 +248,14 @@ def test_cli_against_a_server_from_pypi():
     pytest.importorskip("mcp_server_time", reason="mcp-server-time is not installed")
     target = f'"{sys.executable}" -m mcp_server_time --local-timezone UTC'
 
-    def cli(*args):
-        proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=60)
-        assert "Traceback" not in proc.stderr, proc.stderr
-        return proc
-
+    cli = run_cli
     proc = cli("tools", target)
     assert proc.returncode == 0
     assert [line.split("(")[0] for line in proc.stdout.splitlines()] == ["get_current_time", "convert_time"]
     proc = cli("--json", "--trace", "call", target, "get_current_time", "timezone=UTC")
     assert proc.returncode == 0
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["timezone"] == "UTC"
-    checker = WireChecker()
-    for line in proc.stderr.splitlines():
-        if line.startswith(("--> ", "<-- ")):
-            checker(line[:3], line[4:].encode())
+    checker = check_trace(proc.stderr)
     checker.assert_valid()
     proc = cli("call", target, "get_current_time", "timezone=Nowhere/Bad")
     assert proc.returncode == 5  # the tool's isError result
@@ -338,22 +323,8 @@ def test_everything_server_shuts_down_without_orphans(everything):
     assert leader.returncode is not None
     deadline = time.monotonic() + 5.0
     # Not our children, so nothing to wait() on: a bounded poll of the group's members.
-    while _live_members(leader.pid) and time.monotonic() < deadline:
+    while live_group_members(leader.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _live_members(leader.pid) == []
+    assert live_group_members(leader.pid) == []
 
 
-def _live_members(pgid: int) -> list[int]:
-    if not os.path.isdir("/proc/self"):
-        pytest.skip("needs /proc to list a process group")
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":  # zombies are dead, merely unreaped
-                members.append(int(entry))
-    return members

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from mcp_ref import Client
-from conftest import DEMO, SERVERS, WAIT
+from conftest import DEMO, SERVERS, WAIT, live_group_members
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
 
@@ -63,23 +63,6 @@ def _wait_gone(pid: int, limit: float = 3.0) -> bool:
             return False
         time.sleep(0.02)
     return True
-
-
-def _live_group_members(pgid: int) -> list[int]:
-    """The pids in process group ``pgid`` that are still running (zombies excluded)."""
-    if not os.path.isdir("/proc/self"):
-        pytest.skip("needs /proc to list a process group")
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                members.append(int(entry))
-    return members
 
 
 def _read(path) -> str:
@@ -155,7 +138,7 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
         assert launcher.returncode == -15  # the launcher died of the group's SIGTERM
         assert _wait_gone(grandchild), f"the real server (pid {grandchild}) outlived client.close()"
         assert _read(marker).split()[:2] == ["eof", "SIGTERM"]
-        assert _live_group_members(launcher.pid) == []  # nothing left running in the group
+        assert live_group_members(launcher.pid) == []  # nothing left running in the group
     finally:
         if _alive(grandchild):  # do not leave it behind when the test fails
             os.kill(grandchild, signal.SIGKILL)
