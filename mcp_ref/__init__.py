@@ -31,6 +31,7 @@ _EXPORTS = {
     "InvalidParams": "errors",
     "InternalError": "errors",
     "ResourceNotFound": "errors",
+    "UrlElicitationRequired": "errors",
     "ConnectionClosed": "errors",
     "RequestTimeout": "errors",
     "RequestCancelled": "errors",

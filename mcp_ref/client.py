@@ -103,6 +103,7 @@ class Client:
         on_log: Callable[[LogMessage], None] | None = None,
         on_resource_updated: Callable[[str], None] | None = None,
         on_list_changed: Callable[[str], None] | None = None,
+        on_elicitation_complete: Callable[[str], None] | None = None,
         trace: Callable[[str, bytes], None] | None = None,
     ):
         if protocol_version not in lifecycle.SUPPORTED_VERSIONS:
@@ -117,6 +118,7 @@ class Client:
         self.on_log = on_log
         self.on_resource_updated = on_resource_updated
         self.on_list_changed = on_list_changed
+        self.on_elicitation_complete = on_elicitation_complete
         self.session = Session(transport, self, default_timeout=timeout, name="mcp-client", trace=trace)
         self.initialize_result: InitializeResult | None = None
         self.session.start()
@@ -357,8 +359,8 @@ class Client:
             self._require("completions", "completion/complete")
         ref = {"type": "ref/prompt", "name": prompt} if prompt is not None else {"type": "ref/resource", "uri": resource}
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
-        if context:
-            params["context"] = {"arguments": context}
+        if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
+            params["context"] = {"arguments": context}  # CompleteRequest.context: 2025-06-18 and later
         result = self.session.request("completion/complete", params)
         return Completion.from_wire(result.get("completion", {}))
 
@@ -430,7 +432,9 @@ class Client:
             if self.on_resource_updated is not None:
                 self.session.call_soon(self.on_resource_updated, params.get("uri"))
         elif method == "notifications/elicitation/complete":
-            log.info("URL-mode elicitation %s completed", params.get("elicitationId"))
+            # client/elicitation: clients MUST ignore ids they do not know; the callback decides.
+            if self.on_elicitation_complete is not None:
+                self.session.call_soon(self.on_elicitation_complete, params.get("elicitationId"))
         elif method.endswith("/list_changed"):
             if self.on_list_changed is not None:
                 kind = method[len("notifications/"):-len("/list_changed")]
@@ -463,10 +467,15 @@ def _takes_context(handler: Callable) -> bool:
 
 def _root(value: Root | dict | str) -> Root:
     if isinstance(value, Root):
-        return value
-    if isinstance(value, str):
-        return Root(uri=value)
-    return Root.from_wire(value)
+        root = value
+    elif isinstance(value, str):
+        root = Root(uri=value)
+    else:
+        root = Root.from_wire(value)
+    if not root.uri.startswith("file://"):
+        # client/roots §Root: "uri: Unique identifier for the root. This MUST be a file:// URI".
+        raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
+    return root
 
 
 def _wire(value: Any) -> dict:

@@ -23,6 +23,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # MCP (every revision, server/resources §Error Handling): "Resource not found: -32002".
 RESOURCE_NOT_FOUND = -32002
+# MCP 2025-11-25 client/elicitation §URL Elicitation Required Error.
+URL_ELICITATION_REQUIRED = -32042
 
 
 class McpError(Exception):
@@ -101,9 +103,24 @@ class ResourceNotFound(McpError):
     code = RESOURCE_NOT_FOUND
 
 
+class UrlElicitationRequired(McpError):
+    """-32042 (2025-11-25): the request needs the user to complete URL-mode elicitations first.
+
+    ``data`` is ``{"elicitations": [{"mode": "url", "message", "url", "elicitationId"}, ...]}``.
+    """
+
+    code = URL_ELICITATION_REQUIRED
+
+    @property
+    def elicitations(self) -> list:
+        """The URL-mode elicitations the server asks for."""
+        return list((self.data or {}).get("elicitations", []))
+
+
 _BY_CODE = {
     cls.code: cls
-    for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound)
+    for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound,
+                UrlElicitationRequired)
 }
 
 

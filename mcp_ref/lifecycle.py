@@ -20,14 +20,17 @@ COMPLETIONS_CAPABILITY = "2025-03-26"
 PROGRESS_MESSAGE = "2025-03-26"
 STRUCTURED_OUTPUT = "2025-06-18"  # Tool.outputSchema, CallToolResult.structuredContent
 TITLES = "2025-06-18"  # BaseMetadata.title
+COMPLETION_CONTEXT = "2025-06-18"  # CompleteRequest.params.context
 ELICITATION = "2025-06-18"
 RESOURCE_LINKS = "2025-06-18"
 ICONS = "2025-11-25"
+OPTIONAL_ERROR_ID = "2025-11-25"  # JSONRPCErrorResponse.id may be omitted (and must not be null)
 INPUT_ERRORS_AS_TOOL_ERRORS = "2025-11-25"  # SEP-1303
 ELICITATION_URL_MODE = "2025-11-25"
 SAMPLING_TOOLS = "2025-11-25"
 
-#: 2025-03-26 basic §Batching added JSON-RPC batches; 2025-06-18 removed them.
+#: JSON-RPC batches: 2025-03-26 basic §Batching made them explicit ("MUST support receiving");
+#: 2024-11-05 requires plain JSON-RPC 2.0, of which §6 batches are part; 2025-06-18 removed them.
 BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
 
 

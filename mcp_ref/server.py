@@ -24,7 +24,9 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -291,6 +293,12 @@ class Context:
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
         return ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout))
 
+    def complete_url_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client a URL-mode elicitation finished (``notifications/elicitation/complete``, 2025-11-25)."""
+        if not lifecycle.at_least(self.connection.protocol_version, lifecycle.ELICITATION_URL_MODE):
+            raise CapabilityError(f"URL-mode elicitation does not exist in protocol version {self.connection.protocol_version}")
+        self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
     def list_roots(self, *, timeout: float | None | type(...) = ...) -> list[Root]:
         """The client's roots (``roots/list``)."""
         self.connection.require_client_capability("roots", "roots/list")
@@ -372,6 +380,11 @@ class Server:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         plan = compile_arguments(func, skip_types=(Context,))
         name = name or func.__name__
+        _check_tool_name(name)
+        for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+            if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
+                # server/tools §Tool: inputSchema and outputSchema are JSON Schemas of type "object".
+                raise ValueError(f"tool {name}: {label} must be a JSON Schema object with \"type\": \"object\"")
         if output_schema is None:
             output_schema = output_schema_for(func)
         listing = _drop_none({
@@ -624,6 +637,18 @@ class Server:
             raise InvalidParams(f"Invalid params: invalid cursor ({exc})") from None
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def _check_tool_name(name: str) -> None:
+    """2025-11-25 server/tools §Tool Names: names SHOULD be 1-128 characters of A-Z a-z 0-9 _ - . only."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("a tool needs a non-empty string name")
+    if not _TOOL_NAME.fullmatch(name):
+        warnings.warn(f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
+                      f"A-Z, a-z, 0-9, '_', '-' and '.'", stacklevel=4)
+
+
 def _drop_none(d: dict) -> dict:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -758,7 +783,7 @@ class ServerConnection:
 
     def request(self, method: str, params: dict | None, *, timeout=...) -> dict:
         """Send a request to the client and wait for its result."""
-        if not self.client_ready.is_set():
+        if not self.client_ready.is_set() and method != "ping":
             # 2025-11-25 basic/lifecycle: "The server SHOULD NOT send requests other than pings
             # and logging before receiving the initialized notification."
             raise CapabilityError(f"{method}: the client has not sent notifications/initialized yet")
@@ -975,15 +1000,16 @@ class ServerConnection:
         kwargs = self._context(prompt.plan, prompt.plan.convert(arguments), context)
         value = prompt.func(**kwargs)
         if isinstance(value, GetPromptResult):
-            return value.to_wire()
-        messages = value if isinstance(value, (list, tuple)) else [value]
+            result = value.to_wire()
+        else:
+            messages = value if isinstance(value, (list, tuple)) else [value]
+            result = {"messages": [_prompt_message(m) for m in messages]}
+            if prompt.listing.get("description"):
+                result["description"] = prompt.listing["description"]
         version = self.protocol_version
-        result: dict[str, Any] = {"messages": [_prompt_message(m) for m in messages]}
         if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
             for message in result["messages"]:
                 message["content"] = lifecycle.content_for_revision(message["content"], version)
-        if prompt.listing.get("description"):
-            result["description"] = prompt.listing["description"]
         return result
 
     # -- logging and completion ------------------------------------------------------------

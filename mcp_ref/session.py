@@ -45,10 +45,13 @@ from .errors import (
     RequestTimeout,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
+from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
+#: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
+DEFAULT_MAX_TOTAL_FACTOR = 10
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
@@ -127,7 +130,7 @@ class RequestContext:
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None and self.session.protocol_version_at_least("2025-03-26"):
+        if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
             params["message"] = message
         self.session.notify("notifications/progress", params)
         return True
@@ -178,7 +181,9 @@ class PendingRequest:
                     continue  # progress moved the deadline while we waited
                 if self._session._forget(self.id) is None:
                     return self.future.result(0)  # the answer won the race
-                self._session._send_cancel(self.id, "timeout")
+                if self.method != "initialize":
+                    # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by clients".
+                    self._session._send_cancel(self.id, "timeout")
                 limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
                 exc = RequestTimeout(f"{self.method}: no answer within the {limit}")
                 self.future.set_exception(exc)
@@ -333,9 +338,16 @@ class Session:
         With ``on_progress``, the request carries ``_meta.progressToken`` and
         each ``notifications/progress`` for it calls
         ``on_progress(progress, total, message)`` on the callback thread.
+        ``reset_timeout_on_progress`` restarts the timeout at each progress
+        report; ``max_total_timeout`` caps the total (by default, with reset,
+        ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).
         """
         if timeout is ...:
             timeout = self.default_timeout
+        if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
+            # 2025-11-25 basic/lifecycle §Timeouts: implementations "SHOULD always enforce a maximum
+            # timeout, regardless of progress notifications".
+            max_total_timeout = timeout * DEFAULT_MAX_TOTAL_FACTOR
         with self._lock:
             if self._closing or self._input_ended:
                 raise ConnectionClosed(f"{method}: the connection is closed")
@@ -379,7 +391,7 @@ class Session:
 
     def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
         """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
-        legacy = self.protocol_version is not None and self.protocol_version < "2025-11-25"
+        legacy = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
         return ErrorResponse(request_id, error, null_id=legacy)
 
     def _reply(self, reply) -> None:
@@ -503,6 +515,12 @@ class Session:
             self._receive_answer(message)
 
     def _start_handler(self, request: Request, batch: _Batch | None) -> None:
+        if request.method == "ping":
+            # basic/utilities/ping: "The receiver MUST respond promptly with an empty response" —
+            # answered here on the reader thread, never queued behind busy handlers.
+            reply = Response(request.id, {})
+            batch.add(reply) if batch else self._reply(reply)
+            return
         params = request.params or {}
         context = RequestContext(self, request.id, request.method, params)
         with self._lock:
