@@ -197,7 +197,7 @@ class Context:
 
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send a ``notifications/message`` if ``level`` passes the client's ``logging/setLevel``."""
-        return self.connection.log(level, data, logger)
+        return self.connection.log(level, data, logger, related_request_id=self.request_id)
 
     def debug(self, data: Any, logger: str | None = None) -> bool:
         """``log("debug", ...)``."""
@@ -255,7 +255,7 @@ class Context:
         ):
             if value is not None:
                 params[key] = value
-        result = self.connection.request("sampling/createMessage", params, timeout=timeout)
+        result = self.connection.request("sampling/createMessage", params, timeout=timeout, related_request_id=self.request_id)
         return CreateMessageResult.from_wire(result)
 
     def elicit(self, message: str, schema: dict, *, timeout: float | None | type(...) = ...) -> ElicitResult:
@@ -275,7 +275,8 @@ class Context:
         params: dict[str, Any] = {"message": message, "requestedSchema": schema}
         if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
             params["mode"] = "form"
-        result = ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout))
+        result = ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout,
+                                                                related_request_id=self.request_id))
         if result.action == "accept" and result.content is not None:
             problem = _first_error(_validator_for(schema), result.content)
             if problem:
@@ -291,7 +292,8 @@ class Context:
         if "url" not in (caps or {}):
             raise CapabilityError("the client did not declare URL-mode elicitation")
         params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout))
+        return ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout,
+                                                              related_request_id=self.request_id))
 
     def complete_url_elicitation(self, elicitation_id: str) -> None:
         """Tell the client a URL-mode elicitation finished (``notifications/elicitation/complete``, 2025-11-25)."""
@@ -302,7 +304,7 @@ class Context:
     def list_roots(self, *, timeout: float | None | type(...) = ...) -> list[Root]:
         """The client's roots (``roots/list``)."""
         self.connection.require_client_capability("roots", "roots/list")
-        result = self.connection.request("roots/list", None, timeout=timeout)
+        result = self.connection.request("roots/list", None, timeout=timeout, related_request_id=self.request_id)
         return [Root.from_wire(r) for r in result.get("roots", [])]
 
 
@@ -620,6 +622,41 @@ class Server:
         while not connection.session.wait_closed(1.0):
             pass
 
+    def wsgi_app(self, **options):
+        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
+
+        Options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s:
+        ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
+        ``allowed_origins``, ``event_store``, ``max_body_size``, ...  Mount it
+        anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
+        :meth:`run_http`.
+        """
+        from .transports.http_server import McpWsgiApp
+
+        return McpWsgiApp(self, **options)
+
+    def http_server(self, host: str = "127.0.0.1", port: int = 8000, **options):
+        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
+
+        Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
+        ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
+        """
+        from .transports.wsgi_server import WsgiServer
+
+        return WsgiServer((host, port), self.wsgi_app(**options))
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
+        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default)."""
+        httpd = self.http_server(host, port, **options)
+        log.warning("serving %s at %s%s", self.name, httpd.url, options.get("path", "/mcp"))
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+            httpd.app.close()
+
     def _announce(self, kind: str) -> None:
         for connection in list(self._connections):
             connection.list_changed(kind)
@@ -776,23 +813,34 @@ class ServerConnection:
             result["instructions"] = self.server.instructions
         return result
 
+    def assume_initialized(self, version: str) -> None:
+        """Serve without an ``initialize`` on this connection (HTTP's stateless mode).
+
+        Each request arrives on a fresh connection, so the lifecycle state comes
+        from the ``MCP-Protocol-Version`` header instead.  The client's
+        capabilities are unknown: requests to the client are refused.
+        """
+        self.protocol_version = self.session.protocol_version = version
+        self.capabilities = self.server.capabilities(version)
+        self.initialized = True
+
     def _ping(self, context, params) -> dict:
         return {}
 
     # -- sending to the client ----------------------------------------------------------------
 
-    def request(self, method: str, params: dict | None, *, timeout=...) -> dict:
+    def request(self, method: str, params: dict | None, *, timeout=..., related_request_id=None) -> dict:
         """Send a request to the client and wait for its result."""
         if not self.client_ready.is_set() and method != "ping":
             # 2025-11-25 basic/lifecycle: "The server SHOULD NOT send requests other than pings
             # and logging before receiving the initialized notification."
             raise CapabilityError(f"{method}: the client has not sent notifications/initialized yet")
-        return self.session.request(method, params, timeout=timeout)
+        return self.session.request(method, params, timeout=timeout, related_request_id=related_request_id)
 
-    def notify(self, method: str, params: dict | None = None) -> None:
+    def notify(self, method: str, params: dict | None = None, *, related_request_id=None) -> None:
         """Send a notification to the client (dropped quietly if the connection has closed)."""
         try:
-            self.session.notify(method, params)
+            self.session.notify(method, params, related_request_id=related_request_id)
         except ConnectionError:
             log.debug("notification %s dropped: connection closed", method)
 
@@ -803,7 +851,7 @@ class ServerConnection:
             raise CapabilityError(f"{method}: the client did not declare the {name} capability")
         return caps
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id=None) -> bool:
         """Send ``notifications/message`` if ``level`` is at or above the client's chosen level."""
         rank = _LEVEL_RANK.get(level)
         if rank is None:
@@ -813,7 +861,7 @@ class ServerConnection:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self.notify("notifications/message", params)
+        self.notify("notifications/message", params, related_request_id=related_request_id)
         return True
 
     def list_changed(self, kind: str) -> None:

@@ -66,8 +66,16 @@ class Transport(Protocol):
     def read(self) -> bytes | None:
         """Block until one message arrives; None at end of input."""
 
-    def write(self, data: bytes) -> None:
-        """Send one message (thread-safe callers: the session holds a lock)."""
+    def write(self, data: bytes, message=None, related: "jsonrpc.RequestId | None" = None) -> None:
+        """Send one message: ``data`` is its bytes, ``message`` the object they encode.
+
+        ``related`` is the id of the incoming request this message belongs to
+        (a response's own id, or the request whose handler sent it); None for
+        messages that belong to no request.  Stream transports ignore both;
+        HTTP uses them to choose the request or stream a message travels on.
+        Writes are serialised by the session unless the transport sets
+        ``concurrent_writes = True``.
+        """
 
     def close(self) -> None:
         """Close the connection (and, for a subprocess, end it)."""
@@ -132,7 +140,7 @@ class RequestContext:
             params["total"] = total
         if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
             params["message"] = message
-        self.session.notify("notifications/progress", params)
+        self.session.notify("notifications/progress", params, related_request_id=self.request_id)
         return True
 
 
@@ -241,7 +249,8 @@ class Session:
     ``default_timeout`` applies to every outgoing request that does not pass
     its own; ``max_workers`` bounds concurrently running incoming handlers.
     ``trace``, when set, is called as ``trace("-->", data)`` for every message
-    written and ``trace("<--", data)`` for every message read.
+    written and ``trace("<--", data)`` for every message read.  ``executor``
+    runs the handlers instead of a pool of the session's own.
     """
 
     def __init__(
@@ -253,6 +262,7 @@ class Session:
         max_workers: int = 32,
         name: str = "mcp",
         trace: Callable[[str, bytes], None] | None = None,
+        executor: ThreadPoolExecutor | None = None,
     ):
         self.transport = transport
         self.dispatcher = dispatcher
@@ -267,7 +277,10 @@ class Session:
         self._progress: dict[Any, PendingRequest] = {}
         self._incoming: dict[Any, RequestContext] = {}
         self._write_lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
+        self._concurrent_writes = getattr(transport, "concurrent_writes", False)
+        # A shared executor (HTTP's stateless mode: one connection per request) is not ours to shut down.
+        self._owns_pool = executor is None
+        self._pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
         self._callbacks: ThreadPoolExecutor | None = None
         self._reader: threading.Thread | None = None
         self._closing = False  # close() called, or the connection is fully finished
@@ -301,7 +314,8 @@ class Session:
             log.debug("error while closing transport", exc_info=True)
         for context in list(self._incoming.values()):
             context.cancelled.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._owns_pool:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         if self._callbacks is not None:
             self._callbacks.shutdown(wait=False)
         if self._reader is None or self._reader is threading.current_thread() or not self._reader.is_alive():
@@ -331,6 +345,7 @@ class Session:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        related_request_id: jsonrpc.RequestId | None = None,
     ) -> PendingRequest:
         """Send a request without waiting; returns its :class:`PendingRequest`.
 
@@ -340,7 +355,9 @@ class Session:
         ``on_progress(progress, total, message)`` on the callback thread.
         ``reset_timeout_on_progress`` restarts the timeout at each progress
         report; ``max_total_timeout`` caps the total (by default, with reset,
-        ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).
+        ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id``
+        names the incoming request on whose behalf this one is sent (see
+        :meth:`Transport.write`).
         """
         if timeout is ...:
             timeout = self.default_timeout
@@ -363,7 +380,7 @@ class Session:
                 params["_meta"] = meta
                 self._progress[request_id] = pending
         try:
-            self._write(Request(request_id, method, params))
+            self._write(Request(request_id, method, params), related=related_request_id)
         except Exception:
             self._forget(request_id)
             raise
@@ -373,21 +390,31 @@ class Session:
         """Send a request and wait for its result (see :meth:`send_request` for the options)."""
         return self.send_request(method, params, **options).result()
 
-    def notify(self, method: str, params: dict | None = None) -> None:
-        """Send a notification."""
-        self._write(Notification(method, params))
+    def notify(self, method: str, params: dict | None = None, *, related_request_id=None) -> None:
+        """Send a notification (``related_request_id``: see :meth:`send_request`)."""
+        self._write(Notification(method, params), related=related_request_id)
 
-    def _write(self, message, *, while_closing: bool = False) -> None:
+    def _write(self, message, *, while_closing: bool = False, related=None) -> None:
         data = jsonrpc.serialize(message)
-        with self._write_lock:
-            if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
-                raise ConnectionClosed("the connection is closed")
-            if self.trace is not None:
-                self.trace("-->", data)
-            try:
-                self.transport.write(data)
-            except (OSError, ValueError) as exc:
-                raise ConnectionClosed(f"cannot write to the connection: {exc}") from None
+        if isinstance(message, (Response, ErrorResponse)):
+            related = message.id
+        elif isinstance(message, list):
+            related = message[0].id  # a batch's answers travel together
+        if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
+            raise ConnectionClosed("the connection is closed")
+        if self._concurrent_writes:
+            self._send(data, message, related)
+        else:
+            with self._write_lock:
+                self._send(data, message, related)
+
+    def _send(self, data: bytes, message, related) -> None:
+        if self.trace is not None:
+            self.trace("-->", data)
+        try:
+            self.transport.write(data, message, related)
+        except (OSError, ValueError) as exc:
+            raise ConnectionClosed(f"cannot write to the connection: {exc}") from None
 
     def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
         """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
@@ -460,7 +487,8 @@ class Session:
         with self._lock:
             self._input_ended = True
         self._fail_pending("the connection ended")
-        self._pool.shutdown(wait=True)
+        if self._owns_pool:
+            self._pool.shutdown(wait=True)
         if self._callbacks is not None:
             self._callbacks.shutdown(wait=True)
         try:
@@ -481,6 +509,14 @@ class Session:
             log.warning("%s: %s", self.name, exc.message)
             self._reply(self._unreadable_id_error(exc.to_error(), getattr(exc, "request_id", None)))
             return
+        self.dispatch(message)
+
+    def dispatch(self, message) -> None:
+        """Handle one already-parsed message, or a batch list (see :func:`jsonrpc.parse`).
+
+        Transports that parse for themselves (HTTP validates the body before
+        routing it) call this instead of :meth:`receive`; it is thread-safe.
+        """
         if isinstance(message, list):
             self._receive_batch(message)
         else:
@@ -560,6 +596,10 @@ class Session:
             batch.add(reply)
         elif reply is not None:
             self._reply(reply)
+        else:
+            finished = getattr(self.transport, "request_finished", None)
+            if finished is not None:  # e.g. HTTP: end the stream that waited for this answer
+                finished(request.id)
 
     def _receive_notification(self, note: Notification) -> None:
         params = note.params or {}

@@ -327,3 +327,107 @@ def test_server_exit_fails_pending_requests(connect, wire):
     assert client.session.wait_closed(WAIT)
     with pytest.raises(ConnectionClosed):
         client.ping()
+
+
+# -- behaviour spec_notes listed as untested ------------------------------------------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
+
+
+def test_a_timed_out_initialize_is_not_cancelled(tmp_path, wire):
+    import json
+
+    from mcp_ref import Client
+
+    record = tmp_path / "received"
+    start = time.monotonic()
+    with pytest.raises(RequestTimeout, match="initialize"):
+        Client.stdio([*RAW_SERVER, "silent-init", str(record)], timeout=0.3, stderr="capture", trace=wire,
+                     shutdown_timeout=WAIT)
+    assert time.monotonic() - start < WAIT / 2
+    # The failed client closed the server's stdin and waited for it to exit: the record is complete.
+    lines = record.read_text().splitlines()
+    assert lines[-1] == "EOF"
+    # cancellation: "The initialize request MUST NOT be cancelled by clients" — not even on timeout.
+    assert [json.loads(line).get("method") for line in lines[:-1]] == ["initialize"]
+    assert wire.sent("notifications/cancelled") == []
+
+
+def test_ping_is_answered_while_every_handler_is_busy(connect, wire):
+    client = connect(SESSION_SERVER, roots=[])
+    # More calls than the server's 32 handler threads: 32 block at the gate, 8 wait in the queue.
+    calls = [client.start_tool_call("gated", {"n": n}) for n in range(40)]
+    client.ping(timeout=2)  # read after all 40 calls; a ping queued behind them would time out
+    assert not any(call.done() for call in calls)
+    client.set_roots([])  # opens the gate
+    assert [call.result().content[0].text for call in calls] == [str(n) for n in range(40)]
+
+
+def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
+    from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
+
+    assert DEFAULT_MAX_TOTAL_FACTOR == 10
+    client = connect(UNTESTED)
+    progress = []
+    start = time.monotonic()
+    call = client.start_tool_call("progress_forever", {"key": "capped"}, timeout=0.2, reset_timeout_on_progress=True,
+                                  on_progress=lambda value, total, message: progress.append(value))
+    with pytest.raises(RequestTimeout, match="total time limit"):
+        call.result()
+    elapsed = time.monotonic() - start
+    assert 1.5 <= elapsed <= 6, elapsed  # 10 x 0.2 s, though progress kept resetting the 0.2 s timeout
+    assert len(progress) >= 10
+    assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [call.request_id]
+    assert client.call_tool("recorded", {"key": "capped"}).content[0].text == "cancelled"
+
+
+def test_non_increasing_progress_is_refused_in_the_tool(connect, wire):
+    import json
+
+    client = connect(UNTESTED)
+    seen = []
+    result = client.call_tool("bad_progress", on_progress=lambda value, total, message: seen.append(value))
+    first, again, lower, last = json.loads(result.content[0].text)
+    assert first is True and last is True
+    assert again.startswith("ValueError") and lower.startswith("ValueError")
+    assert seen == [1, 2]
+    assert [n["params"]["progress"] for n in wire.received("notifications/progress")] == [1, 2]
+
+
+def test_client_handler_reports_progress_on_a_server_request(connect, wire):
+    # Context.sample has no progress option; the session's send_request(on_progress=...) is used by the tool.
+    import json
+
+    def sampling(params, context):
+        context.report_progress(1, 3, "thinking")
+        context.report_progress(2, 3)
+        return {"role": "assistant", "content": {"type": "text", "text": "done"}, "model": "progressive"}
+
+    client = connect(UNTESTED, sampling_handler=sampling)
+    answer = json.loads(client.call_tool("sample_with_progress").content[0].text)
+    # Every report reached the server before the result did.
+    assert answer == {"model": "progressive", "progress": [[1, 3, "thinking"], [2, 3, None]]}
+    token = wire.received("sampling/createMessage")[0]["params"]["_meta"]["progressToken"]
+    assert [n["params"] for n in wire.sent("notifications/progress")] == [
+        {"progressToken": token, "progress": 1, "total": 3, "message": "thinking"},
+        {"progressToken": token, "progress": 2, "total": 3},
+    ]
+
+
+@pytest.mark.parametrize("params", [{"reason": "no id"}, {}], ids=["reason-only", "empty"])
+def test_a_cancel_without_request_id_is_ignored(raw_peer, params):
+    from conftest import schema_errors
+
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+    assert schema_errors("2025-11-25", "CancelledNotification", cancel) == []  # requestId is optional there
+    peer = raw_peer()
+    peer.initialize("2025-11-25")
+    peer.send_json({"jsonrpc": "2.0", "id": "w", "method": "tools/call",
+                    "params": {"name": "wait_for_cancel", "arguments": {"seconds": 0.5}}})
+    peer.send_json(cancel)
+    peer.send_json({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    assert peer.recv() == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    # The call in flight was not taken for the cancelled one: it ran to its end and was answered.
+    reply = peer.recv()
+    assert reply["id"] == "w" and reply["result"]["content"] == [{"type": "text", "text": "not cancelled"}]

@@ -65,8 +65,8 @@ class StreamTransport:
             if not chunk or chunk.endswith(b"\n"):
                 return
 
-    def write(self, data: bytes) -> None:
-        """Write one message and its newline, and flush."""
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Write one message and its newline, and flush (``message`` and ``related`` do not matter here)."""
         self.writer.write(data + b"\n")
         self.writer.flush()
 

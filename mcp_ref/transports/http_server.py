@@ -1,0 +1,693 @@
+"""MCP over HTTP, server side: one WSGI application (PEP 3333).
+
+It serves two transports at once:
+
+* **Streamable HTTP** (2025-03-26 and later) at ``path`` (default ``/mcp``):
+  POST carries one JSON-RPC message (or, where the revision allows, a batch);
+  GET opens the standalone SSE stream for server-to-client messages; DELETE
+  ends the session.
+* **HTTP+SSE** (2024-11-05) at ``sse_path`` / ``messages_path`` (default
+  ``/sse`` and ``/messages``): GET opens the stream, whose first event names
+  the URL to POST messages to.
+
+Each MCP session is a :class:`HttpSession`: the transport of one
+:class:`~mcp_ref.server.ServerConnection`.  Outgoing messages are routed by
+the request they relate to (see :meth:`~mcp_ref.session.Transport.write`):
+answers, and what a handler sends while serving a request, go to that
+request's POST stream; everything else to the standalone GET stream.  A
+:class:`Stream` lives apart from any HTTP connection, so a client whose
+connection dropped can resume it with ``Last-Event-ID`` from the event store.
+
+The same application object runs on the standard library
+(:func:`mcp_ref.server.Server.run_http`), under gunicorn, or mounted inside
+Flask or Django.  ``stateless=True`` gives every request a fresh connection
+and no session, so any worker process can answer any request.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import logging
+import secrets
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Iterable, Protocol
+from urllib.parse import parse_qs, urlsplit
+
+from .. import SUPPORTED_VERSIONS, jsonrpc, lifecycle
+from ..errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest, ParseError
+from ..jsonrpc import ErrorResponse, Request, Response
+from .sse import KEEPALIVE, sse_event
+
+if TYPE_CHECKING:
+    from ..server import Server, ServerConnection
+
+log = logging.getLogger(__name__)
+
+#: 2025-06-18 basic/transports §Protocol Version Header: "If the server does not receive an
+#: MCP-Protocol-Version header, and has no other way to identify the version ... the server
+#: SHOULD assume protocol version 2025-03-26."
+ASSUMED_VERSION = "2025-03-26"
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+_END = object()
+
+
+class HttpError(Exception):
+    """An HTTP error answer with a JSON-RPC error body (id omitted: there is no request to answer)."""
+
+    def __init__(self, status: str, message: str, code: int = INVALID_REQUEST, headers: Iterable = ()):
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, list(headers)
+
+
+# -- event store ----------------------------------------------------------------------------
+
+
+class EventStore(Protocol):
+    """Where SSE events are kept so a dropped stream can be resumed (pluggable)."""
+
+    def store(self, session_id: str, stream_id: str, data: bytes) -> str:
+        """Keep one event of a stream; return its id (unique in the session, naming the stream)."""
+
+    def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+        """The stream ``event_id`` belongs to and its events after it; None if unknown."""
+
+    def forget(self, session_id: str) -> None:
+        """Drop everything kept for a session."""
+
+
+class MemoryEventStore:
+    """The default event store: the last ``max_events`` events of each session, in memory."""
+
+    def __init__(self, max_events: int = 1000):
+        self.max_events = max_events
+        self._events: dict[str, collections.OrderedDict] = {}
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def store(self, session_id: str, stream_id: str, data: bytes) -> str:
+        event_id = f"{stream_id}.{next(self._counter)}"
+        with self._lock:
+            events = self._events.setdefault(session_id, collections.OrderedDict())
+            events[event_id] = (stream_id, data)
+            while len(events) > self.max_events:
+                events.popitem(last=False)
+        return event_id
+
+    def replay_after(self, session_id: str, event_id: str):
+        stream_id = event_id.rpartition(".")[0]
+        with self._lock:
+            events = self._events.get(session_id)
+            if not stream_id or events is None or event_id not in events:
+                return None
+            after, seen = [], False
+            for eid, (sid, data) in events.items():
+                if seen and sid == stream_id:
+                    after.append((eid, data))
+                elif eid == event_id:
+                    seen = True
+        return stream_id, after
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._events.pop(session_id, None)
+
+
+# -- streams and sessions --------------------------------------------------------------------
+
+
+class Stream:
+    """The messages of one SSE stream (a POST's, or the standalone one), apart from any connection.
+
+    At most one HTTP response consumes it at a time: a newer one (a client
+    resuming after a drop) takes over, so no message is sent on two streams.
+    """
+
+    def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
+        self.id = stream_id
+        self.answers = set(answers) if answers is not None else None  # request ids that end it
+        self.items: collections.deque = collections.deque(maxlen=limit)
+        self.cond = threading.Condition()
+        self.ended = False
+        self.consumer: object | None = None
+
+    def put(self, data: bytes, *, end: bool = False) -> None:
+        with self.cond:
+            self.items.append(data)
+            if end:
+                self.items.append(_END)
+                self.ended = True
+            self.cond.notify_all()
+
+    def end(self) -> None:
+        with self.cond:
+            if not self.ended:
+                self.ended = True
+                self.items.append(_END)
+                self.cond.notify_all()
+
+    def attach(self) -> object:
+        token = object()
+        with self.cond:
+            self.consumer = token
+            self.cond.notify_all()
+        return token
+
+    def detach(self, token: object) -> None:
+        with self.cond:
+            if self.consumer is token:
+                self.consumer = None
+
+    def take(self, token: object, timeout: float | None):
+        """The next item for consumer ``token``: bytes, ``_END``, None on timeout, or ``_END`` if superseded."""
+        with self.cond:
+            while True:
+                if self.consumer is not token:
+                    return _END
+                if self.items:
+                    return self.items.popleft()
+                if not self.cond.wait(timeout):
+                    return None
+
+    def drained_after_end(self) -> bool:
+        with self.cond:
+            return self.ended and len(self.items) == 1 and self.items[0] is _END
+
+
+class HttpSession:
+    """One MCP session over HTTP, and the transport of its ServerConnection."""
+
+    concurrent_writes = True  # every POST writes on its own; no session-wide write lock needed
+
+    def __init__(self, app: "McpWsgiApp", session_id: str | None, *, kind: str = "streamable"):
+        self.app = app
+        self.id = session_id
+        self.kind = kind  # "streamable", "stateless" or "legacy"
+        self.lock = threading.Lock()
+        self.by_request: dict = {}
+        self.by_id: dict[str, Stream] = {}
+        self.standalone = Stream("s", limit=app.standalone_backlog)
+        self.by_id["s"] = self.standalone
+        self._numbers = itertools.count(1)
+        self.last_seen = time.monotonic()
+        self.closed = False
+        self.connection: ServerConnection | None = None
+
+    # the Transport protocol
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Route one outgoing message to the stream of the request it relates to."""
+        answers = None
+        if isinstance(message, (Response, ErrorResponse)):
+            answers = [message.id]
+        elif isinstance(message, list):
+            answers = [m.id for m in message]
+        with self.lock:
+            stream = self.by_request.get(related) if related is not None else None
+            end = False
+            if stream is not None and answers is not None:
+                for request_id in answers:
+                    stream.answers.discard(request_id)
+                    self.by_request.pop(request_id, None)
+                end = not stream.answers
+            elif stream is not None and stream.answers is not None and self.app.json_response:
+                stream = None  # JSON-only replies: what is not the answer goes to the standalone stream
+        if stream is None:
+            if self.kind == "stateless":
+                log.debug("stateless mode: dropped a message that belongs to no request")
+                return
+            stream = self.standalone
+        stream.put(data, end=end)
+
+    def request_finished(self, request_id) -> None:
+        """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
+        with self.lock:
+            stream = self.by_request.pop(request_id, None)
+            if stream is None:
+                return
+            stream.answers.discard(request_id)
+            done = not stream.answers
+        if done:
+            stream.end()
+
+    def read(self) -> bytes | None:
+        raise RuntimeError("HTTP sessions are fed by the WSGI application, not read")
+
+    def close(self) -> None:
+        """End every stream; the session is gone."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            streams = list(self.by_id.values())
+        for stream in streams:
+            stream.end()
+        if self.id is not None:
+            self.app.event_store.forget(self.id)
+
+    # streams
+
+    def open_stream(self, request_ids: list) -> Stream:
+        """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
+        stream = Stream(f"p{next(self._numbers)}", answers=request_ids)
+        with self.lock:
+            for request_id in request_ids:
+                self.by_request[request_id] = stream
+            self.by_id[stream.id] = stream
+        return stream
+
+    def forget_stream(self, stream: Stream) -> None:
+        with self.lock:
+            if stream is not self.standalone:
+                self.by_id.pop(stream.id, None)
+
+    @property
+    def version(self) -> str | None:
+        return self.connection.protocol_version if self.connection is not None else None
+
+
+# -- the application ----------------------------------------------------------------------------
+
+
+class McpWsgiApp:
+    """The WSGI application serving one :class:`~mcp_ref.server.Server` over HTTP.
+
+    Options: ``path`` (the Streamable HTTP endpoint), ``sse_path`` and
+    ``messages_path`` (the 2024-11-05 transport; ``legacy_sse=False`` turns it
+    off), ``stateless``, ``json_response`` (None: JSON unless the handler
+    streams; True: always JSON; False: always SSE), ``event_store``,
+    ``allowed_hosts`` / ``allowed_origins`` (DNS-rebinding protection; ``["*"]``
+    allows any), ``max_body_size``, ``session_idle_timeout`` (seconds),
+    ``max_sessions``, ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
+    (seconds between comment lines on idle streams).
+    """
+
+    def __init__(
+        self,
+        server: "Server",
+        *,
+        path: str = "/mcp",
+        sse_path: str = "/sse",
+        messages_path: str = "/messages",
+        legacy_sse: bool = True,
+        stateless: bool = False,
+        json_response: bool | None = None,
+        event_store: EventStore | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        max_body_size: int = 4 * 1024 * 1024,
+        session_idle_timeout: float = 30 * 60,
+        max_sessions: int = 1000,
+        retry_ms: int = 1000,
+        keepalive: float = 15.0,
+        standalone_backlog: int = 1000,
+    ):
+        self.server = server
+        self.path = path
+        self.sse_path = sse_path
+        self.messages_path = messages_path
+        self.legacy_sse = legacy_sse
+        self.stateless = stateless
+        self.json_response = json_response
+        self.event_store = event_store or MemoryEventStore()
+        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self.allowed_origins = None if allowed_origins is None else list(allowed_origins)
+        self.max_body_size = max_body_size
+        self.session_idle_timeout = session_idle_timeout
+        self.max_sessions = max_sessions
+        self.retry_ms = retry_ms
+        self.keepalive = keepalive
+        self.standalone_backlog = standalone_backlog
+        self.sessions: dict[str, HttpSession] = {}
+        self._sessions_lock = threading.Lock()
+        self._last_sweep = time.monotonic()
+        self._stateless_pool: ThreadPoolExecutor | None = None
+
+    # -- WSGI entry point ----------------------------------------------------------------
+
+    def __call__(self, environ: dict, start_response):
+        try:
+            self._check_host_and_origin(environ)
+            path = environ.get("PATH_INFO") or "/"
+            method = environ["REQUEST_METHOD"]
+            if path == self.path:
+                handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
+                if handler is None:
+                    raise HttpError("405 Method Not Allowed", f"Method not allowed: {method}",
+                                    headers=[("Allow", "GET, POST, DELETE")])
+                return handler(environ, start_response)
+            if self.legacy_sse and path == self.sse_path and method == "GET":
+                return self._legacy_stream(environ, start_response)
+            if self.legacy_sse and path == self.messages_path and method == "POST":
+                return self._legacy_post(environ, start_response)
+            raise HttpError("404 Not Found", f"Not found: {path}")
+        except HttpError as exc:
+            return _error(start_response, exc)
+
+    # -- security ------------------------------------------------------------------------
+
+    def _check_host_and_origin(self, environ: dict) -> None:
+        """2025-11-25 basic/transports §Security Warning: servers "MUST validate the Origin
+        header on all incoming connections to prevent DNS rebinding attacks"."""
+        host = environ.get("HTTP_HOST", "")
+        if not _host_allowed(host, self.allowed_hosts):
+            raise HttpError("403 Forbidden", f"Forbidden: host {host!r} is not allowed")
+        origin = environ.get("HTTP_ORIGIN")
+        if origin and not _origin_allowed(origin, self.allowed_origins):
+            raise HttpError("403 Forbidden", f"Forbidden: origin {origin!r} is not allowed")
+
+    # -- Streamable HTTP -------------------------------------------------------------------
+
+    def _read_message(self, environ: dict):
+        content_type = environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise HttpError("415 Unsupported Media Type", "Unsupported Media Type: the body must be application/json")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            raise HttpError("400 Bad Request", "Bad Request: invalid Content-Length") from None
+        if length > self.max_body_size:
+            raise HttpError("413 Payload Too Large", f"Payload Too Large: the limit is {self.max_body_size} bytes")
+        body = environ["wsgi.input"].read(length) if length else environ["wsgi.input"].read(self.max_body_size + 1)
+        if len(body) > self.max_body_size:
+            raise HttpError("413 Payload Too Large", f"Payload Too Large: the limit is {self.max_body_size} bytes")
+        try:
+            return jsonrpc.parse(body)
+        except ParseError as exc:
+            raise HttpError("400 Bad Request", exc.message, PARSE_ERROR) from None
+        except InvalidRequest as exc:
+            raise HttpError("400 Bad Request", exc.message, INVALID_REQUEST) from None
+
+    def _post(self, environ: dict, start_response):
+        # basic/transports §Sending Messages: "The client MUST include an Accept header,
+        # listing both application/json and text/event-stream as supported content types."
+        accept = environ.get("HTTP_ACCEPT", "")
+        if not (_accepts(accept, "application/json") and _accepts(accept, "text/event-stream")):
+            raise HttpError("406 Not Acceptable", "Not Acceptable: Accept must list application/json and text/event-stream")
+        message = self._read_message(environ)
+        items = message if isinstance(message, list) else [message]
+        if any(isinstance(m, Request) and m.method == "initialize" for m in items):
+            if isinstance(message, list):
+                raise HttpError("400 Bad Request", "Invalid Request: initialize must not be part of a batch")
+            return self._initialize(environ, start_response, message)
+        request_ids = [m.id for m in items if isinstance(m, Request)]
+        if self.stateless and not request_ids:
+            # Notifications and answers have no connection to reach in stateless mode.
+            start_response("202 Accepted", [("Content-Length", "0")])
+            return [b""]
+        session = self._transient_session(environ) if self.stateless else self._session_for(environ)
+        if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
+            self._finish_transient(session)
+            raise HttpError("400 Bad Request", "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+        if not request_ids:
+            # basic/transports §Sending Messages: "If the input is a JSON-RPC response or notification
+            # ... the server MUST return HTTP status code 202 Accepted with no body."
+            session.connection.session.dispatch(message)
+            start_response("202 Accepted", [("Content-Length", "0")])
+            return [b""]
+        stream = session.open_stream(request_ids)
+        session.connection.session.dispatch(message)
+        return self._answer(session, stream, start_response)
+
+    def _initialize(self, environ: dict, start_response, request: Request):
+        from ..server import ServerConnection
+
+        if self.stateless:
+            session = HttpSession(self, None, kind="stateless")
+            connection = ServerConnection(self.server, session, executor=self._pool_for_stateless(), name="http-stateless")
+        else:
+            self._sweep()
+            with self._sessions_lock:
+                if len(self.sessions) >= self.max_sessions:
+                    raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
+            # basic/transports §Session Management: the session ID "SHOULD be globally unique and
+            # cryptographically secure" and "MUST only contain visible ASCII characters".
+            session = HttpSession(self, secrets.token_urlsafe(24))
+            connection = ServerConnection(self.server, session, name=f"http-{session.id[:8]}")
+        session.connection = connection
+        stream = session.open_stream([request.id])
+        connection.session.dispatch(request)
+        token = stream.attach()
+        answer = stream.take(token, None)
+        stream.detach(token)
+        session.forget_stream(stream)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
+        if session.kind == "stateless":
+            self._finish_transient(session)
+        elif b'"result"' in answer and connection.initialized:
+            with self._sessions_lock:
+                self.sessions[session.id] = session
+            self.server._connections.add(connection)
+            headers.append(("Mcp-Session-Id", session.id))
+        else:
+            connection.session.close()
+        start_response("200 OK", headers)
+        return [answer]
+
+    def _answer(self, session: HttpSession, stream: Stream, start_response):
+        """The HTTP response for a POSTed request: JSON if the answer comes first and alone, else SSE."""
+        token = stream.attach()
+        first = stream.take(token, None)
+        if first is _END or (self.json_response is not False and stream.drained_after_end()):
+            stream.detach(token)
+            session.forget_stream(stream)
+            self._finish_transient(session)
+            if first is _END:  # cancelled: no answer will come
+                start_response("202 Accepted", [("Content-Length", "0")])
+                return [b""]
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(first)))])
+            return [first]
+        start_response("200 OK", _SSE_HEADERS)
+        return self._events(session, stream, token, first)
+
+    def _events(self, session: HttpSession, stream: Stream, token, first: bytes | None, replay=()):
+        """The SSE body of a stream: a priming event (2025-11-25), then every message until its end."""
+        store, sid = self.event_store, session.id
+        try:
+            if session.kind != "stateless" and lifecycle.at_least(session.version, lifecycle.ICONS) and not replay:
+                # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event
+                # consisting of an event ID and an empty data field in order to prime the client to reconnect".
+                yield sse_event(event_id=store.store(sid, stream.id, b""), retry=self.retry_ms)
+            for event_id, data in replay:
+                if data:
+                    yield sse_event(data, event_id=event_id)
+            item = first
+            while True:
+                if item is _END:
+                    return
+                if item is None:
+                    yield KEEPALIVE
+                elif session.kind == "stateless":
+                    yield sse_event(item)
+                else:
+                    yield sse_event(item, event_id=store.store(sid, stream.id, item))
+                item = stream.take(token, self.keepalive)
+        finally:
+            stream.detach(token)
+            if stream.ended and not stream.items:
+                session.forget_stream(stream)
+            self._finish_transient(session)
+
+    def _get(self, environ: dict, start_response):
+        if self.stateless:
+            raise HttpError("405 Method Not Allowed", "Method not allowed: stateless mode has no standalone stream",
+                            headers=[("Allow", "POST")])
+        if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
+            raise HttpError("406 Not Acceptable", "Not Acceptable: Accept must list text/event-stream")
+        session = self._session_for(environ)
+        stream, replay = session.standalone, ()
+        last_event_id = environ.get("HTTP_LAST_EVENT_ID")
+        if last_event_id:
+            # basic/transports §Resumability: "the server MAY use this header to replay messages
+            # that would have been sent after the last event ID, on the stream that was disconnected".
+            found = self.event_store.replay_after(session.id, last_event_id)
+            if found is not None:
+                with session.lock:
+                    resumed = session.by_id.get(found[0])
+                if resumed is not None:
+                    stream, replay = resumed, found[1]
+                elif found[1]:
+                    stream, replay = None, found[1]  # the stream ended; send what it missed
+        start_response("200 OK", _SSE_HEADERS)
+        if stream is None:
+            return [sse_event(data, event_id=eid) for eid, data in replay if data]
+        return self._events(session, stream, stream.attach(), None, replay)
+
+    def _delete(self, environ: dict, start_response):
+        if self.stateless:
+            raise HttpError("405 Method Not Allowed", "Method not allowed: stateless mode has no sessions",
+                            headers=[("Allow", "POST")])
+        session = self._session_for(environ)
+        self._end_session(session)
+        start_response("200 OK", [("Content-Length", "0")])
+        return [b""]
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def _session_for(self, environ: dict) -> HttpSession:
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            # basic/transports §Session Management: servers "SHOULD respond to requests without
+            # an Mcp-Session-Id header (other than initialization) with HTTP 400 Bad Request".
+            raise HttpError("400 Bad Request", "Bad Request: missing Mcp-Session-Id header")
+        with self._sessions_lock:
+            session = self.sessions.get(session_id)
+        if session is None or session.closed or self._expired(session):
+            if session is not None:
+                self._end_session(session)
+            # "The server MAY terminate the session at any time, after which it MUST respond to
+            # requests containing that session ID with HTTP 404 Not Found."
+            raise HttpError("404 Not Found", "Session not found: start a new session with initialize")
+        self._check_version(environ)
+        session.last_seen = time.monotonic()
+        return session
+
+    def _check_version(self, environ: dict) -> str:
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is None:
+            return ASSUMED_VERSION
+        if version not in SUPPORTED_VERSIONS:
+            # "If the server receives a request with an invalid or unsupported
+            # MCP-Protocol-Version, it MUST respond with 400 Bad Request."
+            raise HttpError("400 Bad Request", f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        return version
+
+    def _transient_session(self, environ: dict) -> HttpSession:
+        from ..server import ServerConnection
+
+        version = self._check_version(environ)
+        session = HttpSession(self, None, kind="stateless")
+        session.connection = ServerConnection(self.server, session, executor=self._pool_for_stateless(), name="http-stateless")
+        session.connection.assume_initialized(version)
+        return session
+
+    def _finish_transient(self, session: HttpSession) -> None:
+        """A stateless request's connection ends with its response."""
+        if session.kind == "stateless":
+            session.connection.session.close()
+
+    def _pool_for_stateless(self) -> ThreadPoolExecutor:
+        if self._stateless_pool is None:
+            with self._sessions_lock:
+                if self._stateless_pool is None:
+                    self._stateless_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="mcp-http-handler")
+        return self._stateless_pool
+
+    def _expired(self, session: HttpSession) -> bool:
+        idle = time.monotonic() - session.last_seen
+        return idle > self.session_idle_timeout and session.standalone.consumer is None
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        if now - self._last_sweep < 1.0:
+            return
+        self._last_sweep = now
+        with self._sessions_lock:
+            expired = [s for s in self.sessions.values() if self._expired(s)]
+        for session in expired:
+            self._end_session(session)
+
+    def _end_session(self, session: HttpSession) -> None:
+        with self._sessions_lock:
+            if session.id is not None:
+                self.sessions.pop(session.id, None)
+        if session.connection is not None:
+            session.connection.session.close()
+        session.close()
+
+    def close(self) -> None:
+        """End every session (for a clean shutdown)."""
+        with self._sessions_lock:
+            sessions = list(self.sessions.values())
+        for session in sessions:
+            self._end_session(session)
+        if self._stateless_pool is not None:
+            self._stateless_pool.shutdown(wait=False)
+
+    # -- HTTP+SSE, 2024-11-05 ------------------------------------------------------------------
+
+    def _legacy_stream(self, environ: dict, start_response):
+        """2024-11-05 basic/transports §HTTP with SSE: "When a client connects, the server MUST send
+        an endpoint event containing a URI for the client to use for sending messages."""
+        from ..server import ServerConnection
+
+        self._sweep()
+        session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
+        session.connection = ServerConnection(self.server, session, name=f"sse-{session.id[:8]}")
+        with self._sessions_lock:
+            if len(self.sessions) >= self.max_sessions:
+                raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions")
+            self.sessions[session.id] = session
+        self.server._connections.add(session.connection)
+        endpoint = f"{environ.get('SCRIPT_NAME', '')}{self.messages_path}?session_id={session.id}"
+        start_response("200 OK", _SSE_HEADERS)
+        return self._legacy_events(session, endpoint)
+
+    def _legacy_events(self, session: HttpSession, endpoint: str):
+        stream = session.standalone
+        token = stream.attach()
+        try:
+            yield sse_event(endpoint.encode(), event="endpoint")
+            while True:
+                item = stream.take(token, self.keepalive)
+                if item is _END:
+                    return
+                yield KEEPALIVE if item is None else sse_event(item, event="message")
+        finally:
+            # The stream is the session: when it closes, the session ends.
+            stream.detach(token)
+            self._end_session(session)
+
+    def _legacy_post(self, environ: dict, start_response):
+        session_id = parse_qs(environ.get("QUERY_STRING", "")).get("session_id", [None])[0]
+        if not session_id:
+            raise HttpError("400 Bad Request", "Bad Request: missing session_id")
+        with self._sessions_lock:
+            session = self.sessions.get(session_id)
+        if session is None or session.kind != "legacy" or session.closed:
+            raise HttpError("404 Not Found", "Session not found")
+        message = self._read_message(environ)
+        session.last_seen = time.monotonic()
+        session.connection.session.dispatch(message)
+        start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
+        return [b"Accepted"]
+
+
+_SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),
+                ("X-Accel-Buffering", "no")]
+
+
+def _error(start_response, exc: HttpError):
+    body = json.dumps({"jsonrpc": "2.0", "error": {"code": exc.code, "message": exc.message}}).encode()
+    start_response(exc.status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *exc.headers])
+    return [body]
+
+
+def _accepts(accept: str, media_type: str) -> bool:
+    kind = media_type.split("/")[0]
+    for part in accept.split(","):
+        value = part.split(";")[0].strip().lower()
+        if value in (media_type, f"{kind}/*", "*/*"):
+            return True
+    return False
+
+
+def _host_allowed(host: str, allowed: list | None) -> bool:
+    if allowed is not None and "*" in allowed:
+        return True
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
+    if name.startswith("[") and "]" in name:
+        name = name[: name.index("]") + 1]
+    names = LOCAL_HOSTS if allowed is None else allowed
+    return name.lower() in names or host.lower() in names
+
+
+def _origin_allowed(origin: str, allowed: list | None) -> bool:
+    if allowed is not None:
+        return "*" in allowed or origin in allowed
+    host = urlsplit(origin).hostname or ""
+    return host in ("localhost", "127.0.0.1", "::1")

@@ -1,0 +1,205 @@
+"""A small threading WSGI server on the standard library, with HTTP/1.1 keep-alive.
+
+``wsgiref.simple_server`` speaks HTTP/1.0 and closes every connection, and it
+writes headers and body in separate system calls; on a connection without
+``TCP_NODELAY`` that costs a 40 ms delayed-ACK stall per response.  This
+server keeps connections open (HTTP/1.1), sets ``TCP_NODELAY`` on every
+accepted socket, writes headers and a sized body with one flush, and sends
+bodies of unknown length (SSE streams) with chunked transfer encoding,
+flushing each chunk.
+
+It is what ``Server.run_http`` uses; the same WSGI application also runs under
+gunicorn (``-k gthread``) or inside Flask/Django.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import socket
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+#: A request body left unread by the application up to this size is drained to keep the
+#: connection; a larger one closes it instead.
+DRAIN_LIMIT = 1024 * 1024
+
+
+class _Body(io.RawIOBase):
+    """``wsgi.input``: the request body, never reading past Content-Length."""
+
+    def __init__(self, stream, length: int):
+        self.stream = stream
+        self.left = length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self.left <= 0:
+            return 0
+        data = self.stream.read(min(len(buffer), self.left))
+        self.left -= len(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0 or size > self.left:
+            size = self.left
+        if size <= 0:
+            return b""
+        data = self.stream.read(size)
+        self.left -= len(data)
+        return data
+
+
+class WsgiRequestHandler(BaseHTTPRequestHandler):
+    """Runs the server's WSGI application for every request method."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "mcp_ref"
+    wbufsize = 64 * 1024  # buffered: a response's head and body go out in one send
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        self._run()
+
+    do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = do_GET
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def _environ(self, body: _Body) -> dict:
+        path, _, query = self.path.partition("?")
+        from urllib.parse import unquote
+
+        host, port = self.server.server_address[:2]
+        environ = {
+            "REQUEST_METHOD": self.command,
+            "SCRIPT_NAME": "",
+            "PATH_INFO": unquote(path, "latin-1"),
+            "QUERY_STRING": query,
+            "SERVER_NAME": str(host),
+            "SERVER_PORT": str(port),
+            "SERVER_PROTOCOL": self.request_version,
+            "REMOTE_ADDR": self.client_address[0],
+            "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+            "CONTENT_LENGTH": self.headers.get("Content-Length", ""),
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": body,
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": False,
+            "wsgi.run_once": False,
+        }
+        for name, value in self.headers.items():
+            key = "HTTP_" + name.upper().replace("-", "_")
+            if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
+                continue
+            environ[key] = f"{environ[key]},{value}" if key in environ else value
+        return environ
+
+    def _run(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.send_error(400, "Bad Content-Length")
+            return
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self.send_error(411, "Length Required")  # MCP clients send Content-Length
+            return
+        body = _Body(self.rfile, length)
+        state: dict = {}
+
+        def start_response(status: str, headers: list, exc_info=None):
+            if exc_info and state.get("sent"):
+                raise exc_info[1].with_traceback(exc_info[2])
+            state["status"], state["headers"] = status, headers
+            return self._write_legacy
+
+        result = self.server.app(self._environ(body), start_response)
+        try:
+            self._respond(state, result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        if body.left:
+            if body.left > DRAIN_LIMIT:
+                self.close_connection = True
+            else:
+                body.read()
+
+    def _write_legacy(self, data: bytes) -> None:
+        raise NotImplementedError("use the returned iterable, not write()")
+
+    def _respond(self, state: dict, result) -> None:
+        chunks = result if isinstance(result, list) else None
+        status, headers = state["status"], state["headers"]
+        sized = any(name.lower() == "content-length" for name, _ in headers)
+        if chunks is not None and not sized:
+            headers = headers + [("Content-Length", str(sum(len(c) for c in chunks)))]
+            sized = True
+        head = [f"{self.protocol_version} {status}\r\n"]
+        for name, value in headers:
+            head.append(f"{name}: {value}\r\n")
+            if name.lower() == "connection" and value.lower() == "close":
+                self.close_connection = True
+        if not sized:
+            head.append("Transfer-Encoding: chunked\r\n")
+        head.append("\r\n")
+        out = self.wfile
+        out.write("".join(head).encode("latin-1"))
+        state["sent"] = True
+        if sized:
+            for chunk in result:
+                out.write(chunk)
+            out.flush()  # headers and body leave together
+            return
+        for chunk in result:
+            if chunk:
+                out.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                out.flush()
+        out.write(b"0\r\n\r\n")
+        out.flush()
+
+
+class WsgiServer(ThreadingHTTPServer):
+    """A threading HTTP/1.1 server for one WSGI application."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], app: Callable, handler=WsgiRequestHandler):
+        self.app = app
+        super().__init__(address, handler)
+
+    def get_request(self):
+        connection, address = super().get_request()
+        # No Nagle: a response must not wait for the peer's delayed ACK.
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection, address
+
+    def handle_error(self, request, client_address) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            log.debug("connection from %s ended: %s", client_address, exc)
+            return
+        log.exception("error while serving %s", client_address)
+
+    @property
+    def port(self) -> int:
+        """The port actually bound (useful with port 0)."""
+        return self.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of this server."""
+        host = self.server_address[0]
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"

@@ -1,0 +1,132 @@
+"""The conformance client: what the official MCP conformance suite's client scenarios expect a client to do.
+
+The suite runs ``python tests/conformance/client.py URL`` with the scenario's name in
+``MCP_CONFORMANCE_SCENARIO`` (and the revision in ``MCP_CONFORMANCE_PROTOCOL_VERSION``, data in
+``MCP_CONFORMANCE_CONTEXT`` for some scenarios).  Written with mcp_ref's ``Client.http`` from the
+scenario descriptions of @modelcontextprotocol/conformance 0.2.0-alpha.12.
+
+Exit status: 0 when the scenario's steps ran, 1 when a step failed, 2 for a scenario this client
+does not implement (the auth scenarios: they need OAuth support mcp_ref does not have yet).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
+
+from mcp_ref import Client, ElicitResult, McpError  # noqa: E402
+from mcp_ref import lifecycle  # noqa: E402
+
+SCENARIOS: dict[str, Callable[[str], None]] = {}
+
+
+def scenario(name: str):
+    def register(func):
+        SCENARIOS[name] = func
+        return func
+    return register
+
+
+def connect(url: str, **options) -> Client:
+    """An initialized client at the revision the suite asks for (when mcp_ref speaks it)."""
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+    if version in lifecycle.SUPPORTED_VERSIONS:
+        options.setdefault("protocol_version", version)
+    options.setdefault("name", "mcp-ref-conformance-client")
+    options.setdefault("timeout", 20)
+    return Client.http(url, **options)
+
+
+def find_tool(client: Client, name: str):
+    for tool in client.list_tools():
+        if tool.name == name:
+            return tool
+    raise SystemExit(f"the server lists no tool named {name!r}")
+
+
+@scenario("initialize")
+def initialize(url: str) -> None:
+    """Initialize (initialize, then notifications/initialized), list the tools, and close."""
+    with connect(url) as client:
+        client.list_tools()
+
+
+@scenario("tools_call")
+def tools_call(url: str) -> None:
+    """List the tools and call add_numbers with two numbers."""
+    with connect(url) as client:
+        find_tool(client, "add_numbers")
+        result = client.call_tool("add_numbers", {"a": 5, "b": 3})
+        if result.is_error:
+            raise SystemExit(f"add_numbers failed: {result.text}")
+
+
+@scenario("elicitation-sep1034-client-defaults")
+def elicitation_defaults(url: str) -> None:
+    """Accept the server's elicitation leaving every field empty: the client fills in the schema's defaults (SEP-1034)."""
+    def accept_with_defaults(params):
+        return ElicitResult(action="accept", content={})
+
+    with connect(url, elicitation_handler=accept_with_defaults) as client:
+        find_tool(client, "test_client_elicitation_defaults")
+        client.call_tool("test_client_elicitation_defaults", {})
+
+
+@scenario("sse-retry")
+def sse_retry(url: str) -> None:
+    """Call test_reconnection: the server closes the SSE stream mid-call; the client must reconnect (GET,
+    Last-Event-ID) after the announced retry delay and get the result there (SEP-1699)."""
+    with connect(url) as client:
+        find_tool(client, "test_reconnection")
+        result = client.call_tool("test_reconnection", {})
+        if result.is_error:
+            raise SystemExit(f"test_reconnection failed: {result.text}")
+
+
+@scenario("json-schema-2020-12-preservation")
+def json_schema_preservation(url: str) -> None:
+    """Echo json_schema_2020_12_tool's inputSchema, exactly as received, through json_schema_echo (SEP-1613, SEP-2106)."""
+    with connect(url) as client:
+        tool = find_tool(client, "json_schema_2020_12_tool")
+        schema = tool.input_schema
+        find_tool(client, "json_schema_echo")
+        client.call_tool("json_schema_echo", {"schema": schema})
+
+
+def main(argv: list[str]) -> int:
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if len(argv) != 2:
+        print("usage: client.py URL (with MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
+        return 1
+    url = argv[1]
+    if name.startswith("auth/"):
+        print(f"client.py: scenario {name!r} needs OAuth authorization, which mcp_ref's client does not do yet",
+              file=sys.stderr)
+        return 2
+    run = SCENARIOS.get(name)
+    if run is None:
+        print(f"client.py: unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
+        return 2
+    context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    if context:
+        print(f"client.py: context {context}", file=sys.stderr)
+    try:
+        run(url)
+    except (McpError, OSError, TimeoutError) as exc:  # protocol errors, refused connections, timeouts
+        print(f"client.py: {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    except Exception:  # noqa: BLE001 - anything else is a bug worth its traceback (the suite keeps stderr)
+        traceback.print_exc()
+        return 1
+    print(f"client.py: {name}: done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

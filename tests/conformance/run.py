@@ -1,0 +1,321 @@
+"""Run the official MCP conformance suite against mcp_ref's conformance server and client.
+
+    python tests/conformance/run.py                     # every suite below
+    python tests/conformance/run.py server-2025-11-25   # one or more of them by name
+    python tests/conformance/run.py --list
+
+Suites: the server suite at 2025-11-25 and at 2025-06-18 against tests/conformance/server.py (started
+here on a free port, stopped afterwards), and the client suite at 2025-11-25 with
+tests/conformance/client.py.  Each run uses the baseline tests/conformance/expected-failures.yml
+(``--expected-failures``) and writes its checks.json files under ``-o``.  A suite fails on a check
+that fails and is not in the baseline, and on a baseline entry that now passes (stale); the tool
+itself exits non-zero on both, and this runner checks the checks.json files the same way so a
+tool that exits 0 for the wrong reason is caught too.
+
+Needs Node 22+ (``npx`` on PATH); .ci/conformance.sh installs it.  Prints one line per suite,
+``server 2025-11-25: 84 passed, 0 failed``, and a total line last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+PACKAGE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
+BASELINE = HERE / "expected-failures.yml"
+SERVER_READY_TIMEOUT = 30.0  # seconds to wait for server.py to accept connections
+SUITE_TIMEOUT = 900  # seconds for one run of the tool
+
+
+@dataclass
+class Suite:
+    name: str  # e.g. "server-2025-11-25"
+    side: str  # "server" or "client"
+    spec_version: str
+
+
+SUITES = [
+    Suite("server-2025-11-25", "server", "2025-11-25"),
+    Suite("server-2025-06-18", "server", "2025-06-18"),
+    Suite("client-2025-11-25", "client", "2025-11-25"),
+]
+
+
+@dataclass
+class Outcome:
+    suite: Suite
+    tool_exit: int | None = None
+    passed: int = 0
+    failed: int = 0  # FAILURE checks
+    warnings: int = 0
+    scenarios: dict = field(default_factory=dict)  # scenario -> list of checks
+    unexpected: list = field(default_factory=list)
+    stale: list = field(default_factory=list)
+    expected: list = field(default_factory=list)
+    problems: list = field(default_factory=list)  # the runner's own troubles (server did not start ...)
+
+    @property
+    def ok(self) -> bool:
+        return self.tool_exit == 0 and not self.unexpected and not self.stale and not self.problems
+
+
+# -- the baseline ------------------------------------------------------------------------------
+
+
+def load_baseline(path: Path) -> dict[str, list[str]]:
+    """The expected-failures file: ``server:`` and ``client:`` lists of ``scenario`` or ``scenario:check-id``.
+
+    A tiny reader for that one shape (keys, ``- item`` lines, ``#`` comments), so the runner needs no YAML library.
+    """
+    out: dict[str, list[str]] = {}
+    if not path.exists():
+        return out
+    key = None
+    for number, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
+        if not line.strip():
+            continue
+        if not line.startswith((" ", "-")):
+            name, sep, rest = line.partition(":")
+            if not sep or rest.strip() not in ("", "[]"):
+                raise SystemExit(f"{path}:{number}: expected 'server:' or 'client:', got {raw!r}")
+            key = name.strip()
+            out[key] = []
+            continue
+        item = line.strip()
+        if not item.startswith("- ") or key is None:
+            raise SystemExit(f"{path}:{number}: expected '- scenario' or '- scenario:check-id', got {raw!r}")
+        out[key].append(item[2:].strip().strip("'\""))
+    return out
+
+
+def compare(scenarios: dict[str, list[dict]], entries: list[str]) -> tuple[list, list, list]:
+    """(unexpected failures, stale entries, expected failures), as the tool decides them.
+
+    A check fails when its status is FAILURE or WARNING.  A whole-scenario entry is stale when no
+    check of that scenario fails; a ``scenario:check`` entry is stale when that check succeeded.
+    """
+    whole = {e for e in entries if ":" not in e}
+    per_check: dict[str, set] = {}
+    for entry in entries:
+        if ":" in entry:
+            scenario, check = entry.split(":", 1)
+            per_check.setdefault(scenario, set()).add(check)
+    unexpected, stale, expected = [], [], []
+    for scenario, checks in sorted(scenarios.items()):
+        failing = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
+        if scenario in whole:
+            (expected if failing else stale).append(scenario)
+            continue
+        listed = per_check.get(scenario, set())
+        for check in failing:
+            (expected if check.get("id") in listed else unexpected).append(f"{scenario}:{check.get('id')}")
+        for check_id in sorted(listed):
+            statuses = {c.get("status") for c in checks if c.get("id") == check_id}
+            if statuses and statuses <= {"SUCCESS", "INFO"} and "SUCCESS" in statuses:
+                stale.append(f"{scenario}:{check_id}")
+    return unexpected, stale, expected
+
+
+# -- checks.json -------------------------------------------------------------------------------
+
+_STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
+
+
+def read_checks(out_dir: Path, side: str) -> dict[str, list[dict]]:
+    """scenario -> checks, from the ``-o`` directory (``[server-]SCENARIO-TIMESTAMP/checks.json``)."""
+    scenarios: dict[str, list[dict]] = {}
+    for path in sorted(out_dir.rglob("checks.json")):
+        name = _STAMP.sub("", path.parent.relative_to(out_dir).as_posix())
+        if side == "server" and name.startswith("server-"):
+            name = name[len("server-"):]
+        try:
+            checks = json.loads(path.read_text())
+        except ValueError as exc:
+            checks = [{"id": name, "status": "FAILURE", "errorMessage": f"unreadable checks.json: {exc}"}]
+        scenarios.setdefault(name, []).extend(checks)
+    return scenarios
+
+
+# -- processes -----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout: float) -> str | None:
+    """None once 127.0.0.1:port accepts a connection; otherwise why not."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return f"server.py exited with status {process.returncode} before accepting connections"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return None
+        except OSError:
+            time.sleep(0.1)
+    return f"server.py did not accept connections on port {port} within {timeout:.0f} s"
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def tool_command(npx: str) -> list[str]:
+    return [npx, "-y", PACKAGE]
+
+
+def run_tool(args: list[str], log_path: Path) -> int:
+    """Run the conformance tool, its output to the console and to ``log_path``."""
+    print("$", " ".join(args), flush=True)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   errors="replace", stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + SUITE_TIMEOUT
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            if not line.startswith("npm warn"):
+                sys.stdout.write(line)
+            if time.monotonic() > deadline:
+                process.kill()
+                print(f"run.py: the tool ran longer than {SUITE_TIMEOUT} s; stopped", flush=True)
+                break
+        return process.wait()
+
+
+def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool) -> Outcome:
+    outcome = Outcome(suite)
+    out_dir = work / suite.name
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    common = ["--spec-version", suite.spec_version, "-o", str(out_dir)]
+    if baseline.exists():
+        common += ["--expected-failures", str(baseline)]
+    if verbose:
+        common.append("--verbose")
+    print(f"\n===== {suite.side} {suite.spec_version} =====", flush=True)
+    if suite.side == "server":
+        port = free_port()
+        server_log = work / f"{suite.name}.server.log"
+        with open(server_log, "w") as log:
+            server = subprocess.Popen([sys.executable, str(HERE / "server.py"), "--port", str(port)], cwd=ROOT,
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            problem = wait_for_port(port, server, SERVER_READY_TIMEOUT)
+            if problem:
+                outcome.problems.append(problem)
+            else:
+                outcome.tool_exit = run_tool(
+                    tool_command(npx) + ["server", "--url", f"http://127.0.0.1:{port}/mcp"] + common,
+                    work / f"{suite.name}.log")
+                if server.poll() is not None:
+                    outcome.problems.append(f"server.py died during the suite (status {server.returncode})")
+        finally:
+            stop(server)
+        if outcome.problems or verbose:
+            print(f"--- server.py output ({server_log}) ---\n{server_log.read_text()[-5000:]}")
+    else:
+        # The tool splits --command on spaces and appends the scenario server's URL.
+        command = f"{sys.executable} {(HERE / 'client.py').relative_to(ROOT).as_posix()}"
+        if " " in sys.executable:
+            outcome.problems.append(f"the tool cannot run a Python whose path has a space: {sys.executable}")
+        else:
+            outcome.tool_exit = run_tool(
+                tool_command(npx) + ["client", "--command", command, "--suite", "all"] + common,
+                work / f"{suite.name}.log")
+    outcome.scenarios = read_checks(out_dir, suite.side)
+    for checks in outcome.scenarios.values():
+        for check in checks:
+            status = check.get("status")
+            outcome.passed += status == "SUCCESS"
+            outcome.failed += status == "FAILURE"
+            outcome.warnings += status == "WARNING"
+    if not outcome.scenarios and not outcome.problems:
+        outcome.problems.append(f"no checks.json under {out_dir}")
+    entries = load_baseline(baseline).get(suite.side, [])
+    outcome.unexpected, outcome.stale, outcome.expected = compare(outcome.scenarios, entries)
+    return outcome
+
+
+def find_npx() -> str:
+    npx = os.environ.get("CONFORMANCE_NPX") or shutil.which("npx")
+    if not npx:
+        raise SystemExit("run.py: npx not found; install Node 22 or newer (.ci/conformance.sh does)")
+    node = shutil.which("node")  # npx runs its packages with the first node on PATH
+    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip() if node else ""
+    match = re.match(r"v(\d+)", version)
+    if not match or int(match.group(1)) < 22:
+        raise SystemExit(f"run.py: the conformance suite needs Node 22 or newer; found {version or 'no node'}")
+    return npx
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="*", help="suite names (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the suites and exit")
+    parser.add_argument("--baseline", type=Path, default=BASELINE, help="the expected-failures file")
+    parser.add_argument("--output", type=Path, help="where results go (default: a temporary directory, kept)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    if args.list:
+        for suite in SUITES:
+            print(suite.name)
+        return 0
+    by_name = {s.name: s for s in SUITES}
+    unknown = [name for name in args.suites if name not in by_name]
+    if unknown:
+        parser.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(by_name)}")
+    chosen = [by_name[name] for name in args.suites] or SUITES
+    npx = find_npx()
+    work = args.output or Path(tempfile.mkdtemp(prefix="mcp-ref-conformance-"))
+    work.mkdir(parents=True, exist_ok=True)
+    outcomes = [run_suite(suite, npx, work, args.baseline, args.verbose) for suite in chosen]
+
+    print("\n===== conformance summary =====")
+    for o in outcomes:
+        name = f"{o.suite.side} {o.suite.spec_version}"
+        for label, items in (("expected failure (baseline)", o.expected), ("UNEXPECTED FAILURE", o.unexpected),
+                             ("STALE baseline entry (now passes)", o.stale), ("PROBLEM", o.problems)):
+            for item in items:
+                print(f"  {name}: {label}: {item}")
+        if o.tool_exit not in (0, None) and not (o.unexpected or o.stale or o.problems):
+            print(f"  {name}: the tool exited with status {o.tool_exit}")
+    for o in outcomes:
+        extra = f", {o.warnings} warnings" if o.warnings else ""
+        verdict = "ok" if o.ok else "FAILED"
+        print(f"{o.suite.side} {o.suite.spec_version}: {o.passed} passed, {o.failed} failed{extra} "
+              f"({len(o.expected)} expected by baseline) [{verdict}]")
+    print(f"results: {work}")
+    total_passed = sum(o.passed for o in outcomes)
+    total_failed = sum(len(o.unexpected) + len(o.stale) + len(o.problems) for o in outcomes)
+    ok = all(o.ok for o in outcomes)
+    if not ok and total_failed == 0:
+        total_failed = sum(1 for o in outcomes if not o.ok)
+    print(f"conformance: {total_passed} passed, {total_failed} failed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,362 @@
+"""The conformance "everything server": what the official MCP conformance suite's server scenarios call.
+
+Written with mcp_ref's Server API from the scenario descriptions of
+@modelcontextprotocol/conformance 0.2.0-alpha.12 (see README.md beside this file).
+
+    python tests/conformance/server.py --port 8000      # Streamable HTTP at http://127.0.0.1:8000/mcp
+    python tests/conformance/server.py --stdio          # the same server over stdio
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import struct
+import sys
+import time
+import wave
+import zlib
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
+
+from mcp_ref import (  # noqa: E402
+    AudioContent,
+    BlobResourceContents,
+    Context,
+    EmbeddedResource,
+    ImageContent,
+    PromptMessage,
+    Server,
+    TextContent,
+    TextResourceContents,
+    ToolError,
+)
+
+# -- media made here: a 1x1 red PNG and a short silent WAV -----------------------------------
+
+
+def _png_1x1_red() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte 0, then one red pixel
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+def _wav_silence(seconds: float = 0.05, rate: int = 8000) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(b"\x00\x00" * int(seconds * rate))
+    return buffer.getvalue()
+
+
+PNG = _png_1x1_red()
+PNG_B64 = base64.b64encode(PNG).decode("ascii")
+WAV_B64 = base64.b64encode(_wav_silence()).decode("ascii")
+
+server = Server(
+    "mcp-ref-conformance-server",
+    version="1.0.0",
+    instructions="The mcp_ref server for the MCP conformance suite.",
+)
+
+# -- tools -------------------------------------------------------------------------------------
+
+
+@server.tool()
+def test_simple_text() -> str:
+    """Return one text block."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+def test_image_content():
+    """Return one image block (a 1x1 red PNG)."""
+    return ImageContent(data=PNG_B64, mime_type="image/png")
+
+
+@server.tool()
+def test_audio_content():
+    """Return one audio block (a short silent WAV)."""
+    return AudioContent(data=WAV_B64, mime_type="audio/wav")
+
+
+@server.tool()
+def test_embedded_resource():
+    """Return one embedded text resource."""
+    return EmbeddedResource(resource=TextResourceContents(
+        uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."))
+
+
+@server.tool()
+def test_multiple_content_types() -> list:
+    """Return a text, an image and an embedded resource block."""
+    return [
+        TextContent(text="Multiple content types test:"),
+        ImageContent(data=PNG_B64, mime_type="image/png"),
+        EmbeddedResource(resource=TextResourceContents(
+            uri="test://mixed-content-resource", mime_type="application/json",
+            text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")))),
+    ]
+
+
+@server.tool()
+def test_tool_with_logging(ctx: Context) -> str:
+    """Send three info log messages while running, about 50 ms apart."""
+    ctx.info("Tool execution started")
+    time.sleep(0.05)
+    ctx.info("Tool processing data")
+    time.sleep(0.05)
+    ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+def test_error_handling() -> str:
+    """Always fail with a tool error (isError: true)."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@server.tool()
+def test_tool_with_progress(ctx: Context) -> str:
+    """Report progress 0, 50 and 100 of 100, about 50 ms apart (when the caller sent a progress token)."""
+    ctx.report_progress(0, 100)
+    time.sleep(0.05)
+    ctx.report_progress(50, 100)
+    time.sleep(0.05)
+    ctx.report_progress(100, 100)
+    return "Tool with progress executed successfully"
+
+
+@server.tool()
+def test_sampling(prompt: str, ctx: Context) -> str:
+    """Ask the client's LLM to answer a prompt (sampling/createMessage).
+
+    Args:
+        prompt: The prompt to send to the LLM.
+    """
+    answer = ctx.sample(prompt, max_tokens=100)
+    content = answer.content
+    text = getattr(content, "text", None)
+    return f"LLM response: {text if text is not None else json.dumps(answer.to_wire().get('content'))}"
+
+
+@server.tool()
+def test_elicitation(message: str, ctx: Context) -> str:
+    """Ask the user for a username and an email address (elicitation/create).
+
+    Args:
+        message: The message to show the user.
+    """
+    result = ctx.elicit(message, {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    })
+    return f"User response: action={result.action}, content={json.dumps(result.content)}"
+
+
+@server.tool()
+def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicit with a default value for every primitive type (SEP-1034)."""
+    result = ctx.elicit("Please review and update the form fields with defaults", {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {"type": "string", "description": "User status",
+                       "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "description": "Verification status", "default": True},
+        },
+        "required": [],
+    })
+    return f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
+
+
+@server.tool()
+def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicit with the five enum schema variants (SEP-1330)."""
+    result = ctx.elicit("Please choose from the enum fields", {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "description": "Untitled single-select",
+                               "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "description": "Titled single-select", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ]},
+            "legacyEnum": {"type": "string", "description": "Legacy titled enum (enumNames, deprecated)",
+                           "enum": ["opt1", "opt2", "opt3"],
+                           "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "description": "Untitled multi-select",
+                              "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "description": "Titled multi-select", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"},
+            ]}},
+        },
+        "required": [],
+    })
+    return f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
+
+
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        },
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@server.tool(name="json_schema_2020_12_tool", description="Tool with JSON Schema 2020-12 features",
+             input_schema=JSON_SCHEMA_2020_12)
+def json_schema_2020_12_tool(name: str | None = None, address: dict | None = None, contactMethod: str | None = None,
+                             phone: str | None = None, email: str | None = None) -> str:
+    return "Received: " + json.dumps({k: v for k, v in {
+        "name": name, "address": address, "contactMethod": contactMethod, "phone": phone, "email": email,
+    }.items() if v is not None})
+
+
+@server.tool()
+def test_reconnection() -> str:
+    """Take a moment, then answer (the server-sse-polling scenario calls it over a POST SSE stream)."""
+    time.sleep(0.1)
+    return "Reconnection test completed successfully"
+
+
+# -- resources ---------------------------------------------------------------------------------
+
+
+@server.resource("test://static-text", name="static-text", description="A static text resource",
+                 mime_type="text/plain")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", name="static-binary", description="A static binary resource (a PNG)",
+                 mime_type="image/png")
+def static_binary() -> bytes:
+    return PNG
+
+
+@server.resource("test://template/{id}/data", name="template-data", description="Data for an id",
+                 mime_type="application/json")
+def template_data(id: str) -> TextResourceContents:
+    return TextResourceContents(
+        uri=f"test://template/{id}/data", mime_type="application/json",
+        text=json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")))
+
+
+@server.resource("test://watched-resource", name="watched-resource",
+                 description="A resource that can be subscribed to", mime_type="text/plain")
+def watched_resource() -> str:
+    return "Watched resource content"
+
+
+# -- prompts -----------------------------------------------------------------------------------
+
+
+@server.prompt()
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt()
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with two required arguments.
+
+    Args:
+        arg1: First test argument
+        arg2: Second test argument
+    """
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt()
+def test_prompt_with_embedded_resource(resourceUri: str) -> list:
+    """A prompt that embeds a resource.
+
+    Args:
+        resourceUri: URI of the resource to embed
+    """
+    return [
+        PromptMessage(role="user", content=EmbeddedResource(resource=TextResourceContents(
+            uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."))),
+        PromptMessage(role="user", content=TextContent(text="Please process the embedded resource above.")),
+    ]
+
+
+@server.prompt()
+def test_prompt_with_image() -> list:
+    """A prompt with an image."""
+    return [
+        PromptMessage(role="user", content=ImageContent(data=PNG_B64, mime_type="image/png")),
+        PromptMessage(role="user", content=TextContent(text="Please analyze the image above.")),
+    ]
+
+
+# -- completion --------------------------------------------------------------------------------
+
+_CANDIDATES = ["paris", "park", "party", "test", "testing", "tested"]
+
+
+@server.completion(prompt="test_prompt_with_arguments")
+def complete_prompt_arguments(argument: str, value: str, context: dict) -> list:
+    return [c for c in _CANDIDATES if c.startswith(value)]
+
+
+@server.completion(resource="test://template/{id}/data")
+def complete_template_id(argument: str, value: str, context: dict) -> list:
+    return [i for i in ("1", "2", "3", "123") if i.startswith(value)]
+
+
+# -- main ----------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--path", default="/mcp")
+    parser.add_argument("--stateless", action="store_true", help="serve without sessions")
+    parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    args = parser.parse_args(argv)
+    if args.stdio:
+        server.run_stdio()
+    else:
+        server.run_http(host=args.host, port=args.port, path=args.path, stateless=args.stateless)
+
+
+if __name__ == "__main__":
+    main()

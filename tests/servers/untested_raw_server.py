@@ -1,0 +1,91 @@
+"""A raw (hand-written JSON lines) stdio server that misbehaves on purpose.
+
+    python untested_raw_server.py silent-init FILE
+        Never answers anything.  Appends every line it receives to FILE, and ``EOF``
+        when its stdin ends (then exits 0), so a test can read afterwards exactly what
+        the client sent.
+    python untested_raw_server.py repeat-cursor
+        Answers initialize (tools only) and ping; every tools/list result carries the
+        same nextCursor, forever.
+    python untested_raw_server.py batch-ping
+        Answers initialize (tools only) at the version asked for.  On
+        notifications/initialized it sends the client a JSON-RPC batch of two pings
+        (ids "s1" and "s2").  A tools/call is answered — once the client's reply to the
+        batch has arrived — with that reply, as JSON text.
+"""
+
+import json
+import sys
+
+
+def send(message) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def initialize_result(message) -> dict:
+    return {"jsonrpc": "2.0", "id": message["id"], "result": {
+        "protocolVersion": message["params"]["protocolVersion"],
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "untested-raw", "version": "0"},
+    }}
+
+
+def silent_init(path: str) -> None:
+    with open(path, "a") as record:
+        for line in sys.stdin:
+            if line.strip():
+                record.write(line.strip() + "\n")
+                record.flush()
+        record.write("EOF\n")
+
+
+def repeat_cursor() -> None:
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method = message.get("method") if isinstance(message, dict) else None
+        if method == "initialize":
+            send(initialize_result(message))
+        elif method == "ping":
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "tools": [{"name": "again", "inputSchema": {"type": "object"}}], "nextCursor": "same-cursor"}})
+
+
+def batch_ping() -> None:
+    answer = None
+    waiting: list = []  # ids of tools/call requests that arrived before the answer to the batch
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if isinstance(message, dict) and message.get("method") == "initialize":
+            send(initialize_result(message))
+        elif isinstance(message, dict) and message.get("method") == "notifications/initialized":
+            send([{"jsonrpc": "2.0", "id": "s1", "method": "ping"}, {"jsonrpc": "2.0", "id": "s2", "method": "ping"}])
+        elif isinstance(message, dict) and message.get("method") == "tools/call":
+            waiting.append(message["id"])
+        elif isinstance(message, dict) and "method" in message:
+            continue
+        elif answer is None:
+            answer = message  # a list (the batch's answers) or one error object
+        if answer is not None:
+            for request_id in waiting:
+                send({"jsonrpc": "2.0", "id": request_id, "result": {
+                    "content": [{"type": "text", "text": json.dumps(answer)}]}})
+            waiting = []
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "silent-init":
+        silent_init(sys.argv[2])
+    elif mode == "repeat-cursor":
+        repeat_cursor()
+    elif mode == "batch-ping":
+        batch_ping()
+    else:
+        sys.exit(f"unknown mode {mode!r}")
