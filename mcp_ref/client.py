@@ -121,6 +121,8 @@ class Client:
         self.on_elicitation_complete = on_elicitation_complete
         self.session = Session(transport, self, default_timeout=timeout, name="mcp-client", trace=trace)
         self.initialize_result: InitializeResult | None = None
+        if hasattr(transport, "reinitialize"):
+            transport.reinitialize = self._initialize  # HTTP: a new session after the server forgot ours
         self.session.start()
         try:
             self._initialize()
@@ -151,7 +153,42 @@ class Client:
             command, env=env, cwd=cwd, stderr=stderr,
             max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE, shutdown_timeout=shutdown_timeout,
         )
-        return cls(transport, **options)
+        try:
+            return cls(transport, **options)
+        except BaseException:
+            # Client() may fail before it owns the transport (a bad protocol_version or root):
+            # do not leave the server process running.  (close() is idempotent.)
+            transport.close()
+            raise
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: dict | None = None,
+        auth=None,
+        transport: str = "auto",
+        connect_timeout: float = 10.0,
+        verify=True,
+        **options,
+    ) -> "Client":
+        """Connect to an MCP server over HTTP.
+
+        ``transport``: ``"auto"`` (Streamable HTTP, falling back to the
+        2024-11-05 HTTP+SSE transport when the server answers the initialize
+        POST with 400, 404 or 405), ``"streamable"`` or ``"sse"`` (``url`` is
+        then the SSE endpoint).  ``headers`` go on every HTTP request;
+        ``auth`` is a requests auth hook (a bearer token ...).  Other keywords
+        are :class:`Client`'s.
+        """
+        from .transports.http_client import HttpClientTransport
+
+        http = HttpClientTransport(url, headers=headers, auth=auth, mode=transport,
+                                   connect_timeout=connect_timeout, verify=verify)
+        if transport == "sse":
+            http._start_legacy()
+        return cls(http, **options)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -181,6 +218,9 @@ class Client:
         version = lifecycle.client_accept_version(result.protocol_version)
         self.session.protocol_version = version
         self.initialize_result = result
+        announce = getattr(self.session.transport, "initialized", None)
+        if announce is not None:
+            announce(version)  # HTTP: the version header from now on, and the standalone stream
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.session.notify("notifications/initialized")

@@ -395,3 +395,39 @@ def test_batches_are_refused_from_2025_06_18(raw_peer, version):
     # A batch of notifications is refused the same way.
     peer.send_json([{"jsonrpc": "2.0", "method": "notifications/who_knows"}])
     assert peer.recv()["error"]["code"] == INVALID_REQUEST
+
+
+# -- unreadable ids before 2025-11-25, and batches the client receives ---------------------------------
+
+BATCH_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py"), "batch-ping"]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+@pytest.mark.parametrize("data, code", [(b"this is not json\n", PARSE_ERROR), (b"42\n", INVALID_REQUEST)],
+                         ids=["invalid-json", "not-an-object"])
+def test_an_unreadable_id_is_answered_with_id_null_before_2025_11_25(raw_peer, version, data, code):
+    peer = batch_peer(raw_peer, version)
+    peer.send(data)
+    reply = peer.recv()
+    assert "id" in reply and reply["id"] is None, reply  # JSON-RPC 2.0 §5: "id ... MUST be Null"
+    assert reply["error"]["code"] == code
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+@pytest.mark.parametrize("version", BATCH_VERSIONS + NO_BATCH_VERSIONS)
+def test_a_batch_received_by_the_client(connect, wire, version):
+    client = connect(BATCH_SERVER, protocol_version=version)
+    # The server sent a batch of two pings; it answers this call with the client's reply to them.
+    reply = json.loads(client.call_tool("what_did_you_get").content[0].text)
+    (batch,) = [m for m in wire.received() if isinstance(m, list)]
+    assert [m["id"] for m in batch] == ["s1", "s2"]
+    if version in BATCH_VERSIONS:
+        assert reply == [{"jsonrpc": "2.0", "id": "s1", "result": {}}, {"jsonrpc": "2.0", "id": "s2", "result": {}}]
+        if version == "2025-03-26":
+            assert schema_errors(version, "JSONRPCBatchResponse", reply) == []
+    else:
+        assert isinstance(reply, dict) and reply["error"]["code"] == INVALID_REQUEST, reply
+        assert_error_id(reply, None, version)
+    answers = [m for m in wire.sent() if isinstance(m, list) or "method" not in m]
+    assert answers == [reply]  # one reply for the whole batch

@@ -209,3 +209,136 @@ def test_raw_keeps_unknown_keys(connect, wire):
     assert result.is_error is False and result.raw["isError"] is False
     wire_form = result.to_wire()
     assert wire_form["x-vendor"] == {"kept": True} and wire_form["content"][0]["x-block"] == 1
+
+
+# -- behaviour spec_notes listed as untested ------------------------------------------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
+
+
+def sent_anyway(client, method: str, params: dict | None = None) -> dict:
+    """Have the server send ``method`` to this client, past every capability check; its answer."""
+    arguments = {"method": method} if params is None else {"method": method, "params": params}
+    return json.loads(client.call_tool("raw_request", arguments).content[0].text)
+
+
+def test_sampling_with_tools(connect, wire):
+    from servers.untested_server import WEATHER_TOOL
+
+    seen: list = []
+
+    def handler(params):
+        seen.append(params)
+        return {"role": "assistant", "content": {"type": "text", "text": "sunny"}, "model": "tool-model"}
+
+    client = connect(UNTESTED, sampling_handler=handler, sampling_tools=True)
+    assert sent_capabilities(wire)["sampling"] == {"tools": {}}
+    assert client.call_tool("sample_with_tools").content[0].text == "tool-model: sunny"
+    (params,) = seen
+    assert params.tools == [WEATHER_TOOL] and params.tool_choice == {"mode": "auto"}
+    assert wire.received("sampling/createMessage")[0]["params"]["tools"] == [WEATHER_TOOL]
+
+
+def test_sampling_tools_is_declared_only_from_2025_11_25(connect, wire):
+    connect(UNTESTED, protocol_version="2025-06-18", sampling_tools=True, sampling_handler=lambda params: None)
+    assert sent_capabilities(wire)["sampling"] == {}
+
+
+def test_sampling_with_tools_needs_the_clients_sampling_tools(connect, wire):
+    from servers.untested_server import WEATHER_TOOL
+
+    seen: list = []
+    client = connect(UNTESTED, sampling_handler=lambda params: seen.append(params) or {
+        "role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"})
+    assert sent_capabilities(wire)["sampling"] == {}
+    # The server refuses to send it ...
+    text = client.call_tool("sample_with_tools").content[0].text
+    assert text.startswith("CapabilityError") and "sampling.tools" in text
+    assert wire.received("sampling/createMessage") == []
+    # ... and sent anyway, the client answers -32602 without calling its handler.
+    message = {"role": "user", "content": {"type": "text", "text": "Weather?"}}
+    assert sent_anyway(client, "sampling/createMessage", {
+        "messages": [message], "maxTokens": 5, "tools": [WEATHER_TOOL]})["error"] == -32602
+    assert sent_anyway(client, "sampling/createMessage", {
+        "messages": [message], "maxTokens": 5, "toolChoice": {"mode": "none"}})["error"] == -32602
+    assert seen == []
+    assert "result" in sent_anyway(client, "sampling/createMessage", {"messages": [message], "maxTokens": 5})
+    assert len(seen) == 1
+
+
+def test_url_elicitation_end_to_end(connect, wire):
+    seen: list = []
+    completed = Inbox()
+
+    def handler(params):
+        seen.append(params)
+        return {"action": "accept"}
+
+    client = connect(UNTESTED, elicitation_handler=handler, elicitation_modes=("form", "url"),
+                     on_elicitation_complete=completed)
+    assert sent_capabilities(wire)["elicitation"] == {"form": {}, "url": {}}
+    arguments = {"url": "https://example.com/login", "elicitation_id": "el-1"}
+    assert client.call_tool("elicit_url", arguments).content[0].text == "accept"
+    (params,) = seen
+    assert isinstance(params, ElicitParams)
+    assert (params.mode, params.message, params.url, params.elicitation_id) == (
+        "url", "Please sign in", "https://example.com/login", "el-1")
+    assert params.requested_schema is None
+    # notifications/elicitation/complete reaches the callback (on the callback thread).
+    assert completed.wait_for(lambda ids: len(ids) >= 1) == ["el-1"]
+    assert [n["params"] for n in wire.received("notifications/elicitation/complete")] == [{"elicitationId": "el-1"}]
+
+
+def test_a_form_only_client_refuses_url_elicitation(connect, wire):
+    seen: list = []
+    client = connect(UNTESTED, elicitation_handler=lambda params: seen.append(params) or {"action": "accept"})
+    assert sent_capabilities(wire)["elicitation"] == {"form": {}}
+    text = client.call_tool("elicit_url", {"url": "https://example.com", "elicitation_id": "e"}).content[0].text
+    assert text.startswith("CapabilityError") and "URL-mode" in text
+    assert wire.received("elicitation/create") == []
+    # Sent anyway: -32602, and the user is not asked.
+    params = {"mode": "url", "message": "m", "url": "https://example.com", "elicitationId": "e"}
+    assert sent_anyway(client, "elicitation/create", params)["error"] == -32602
+    assert seen == []
+
+
+def test_a_url_only_client_is_not_sent_a_form(connect, wire):
+    client = connect(UNTESTED, elicitation_handler=lambda params: {"action": "decline"}, elicitation_modes=("url",))
+    assert sent_capabilities(wire)["elicitation"] == {"url": {}}
+    text = client.call_tool("elicit_form").content[0].text
+    assert text.startswith("CapabilityError") and "form" in text
+    assert wire.received("elicitation/create") == []
+
+
+def test_a_client_without_an_elicitation_handler_answers_method_not_found(connect, wire):
+    from servers.untested_server import NAME_SCHEMA
+
+    client = connect(UNTESTED)
+    assert "elicitation" not in sent_capabilities(wire)
+    params = {"mode": "form", "message": "Your name?", "requestedSchema": NAME_SCHEMA}
+    assert sent_anyway(client, "elicitation/create", params)["error"] == -32601
+
+
+def test_server_rejects_accepted_content_that_breaks_the_schema(connect, wire):
+    answers = [{"action": "accept", "content": {"name": 42}}, {"action": "accept", "content": {"name": "Ada"}}]
+    client = connect(UNTESTED, elicitation_handler=lambda params: answers.pop(0))
+    text = client.call_tool("elicit_form").content[0].text
+    assert text.startswith("InvalidParams") and "does not match the requested schema" in text
+    assert json.loads(client.call_tool("elicit_form").content[0].text) == {"action": "accept", "content": {"name": "Ada"}}
+
+
+def test_a_client_without_roots_answers_roots_list_with_method_not_found(connect, wire):
+    client = connect(UNTESTED)
+    assert "roots" not in sent_capabilities(wire)
+    assert sent_anyway(client, "roots/list")["error"] == -32601
+
+
+def test_roots_must_be_file_uris(tmp_path):
+    from mcp_ref import Client
+
+    record = tmp_path / "received"
+    with pytest.raises(ValueError, match="file://"):
+        Client.stdio([*RAW_SERVER, "silent-init", str(record)], roots=["http://x"], stderr="capture", shutdown_timeout=5)
+    # Refused before anything was sent; the server that had been started was shut down.
+    assert record.read_text().splitlines() == ["EOF"]

@@ -277,3 +277,76 @@ def test_completions_capability_only_from_2025_03_26(connect, version):
     assert ("completions" in client.server_capabilities) == (version >= "2025-03-26")
     # completion/complete itself works at every revision (2024-11-05 had it without a capability).
     assert client.complete(prompt="greet", argument="name", value="A").values == ["Ada", "Alan", "Alonzo"]
+
+
+# -- behaviour spec_notes listed as untested ------------------------------------------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
+
+
+@pytest.mark.parametrize("params", [
+    {"protocolVersion": LATEST, "clientInfo": {"name": "raw", "version": "0"}},
+    {"protocolVersion": LATEST, "capabilities": {}},
+    {"protocolVersion": LATEST, "capabilities": [], "clientInfo": {"name": "raw", "version": "0"}},
+    {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": "raw"},
+], ids=["no-capabilities", "no-client-info", "capabilities-not-object", "client-info-not-object"])
+def test_initialize_without_capabilities_or_client_info_is_invalid_params(raw_peer, params):
+    peer = raw_peer()
+    check_error(LATEST, request(peer, 1, "initialize", params), -32602)
+    # It did not count as the initialize: a proper one still works.
+    assert request(peer, 2, "initialize", initialize_params(LATEST))["result"]["protocolVersion"] == LATEST
+
+
+def test_client_refuses_an_unsupported_protocol_version_before_sending_anything(tmp_path):
+    record = tmp_path / "received"
+    with pytest.raises(ValueError, match="1999-01-01"):
+        Client.stdio([*RAW_SERVER, "silent-init", str(record)], protocol_version="1999-01-01", stderr="capture",
+                     timeout=WAIT, shutdown_timeout=WAIT)
+    # Nothing was written, and the server process that had been started was shut down (stdin closed).
+    assert record.read_text().splitlines() == ["EOF"]
+
+
+def test_a_cancel_for_initialize_is_ignored(raw_peer):
+    import json
+
+    peer = raw_peer([*UNTESTED, "slow-init"])
+    # The server holds its initialize result until roots/list_changed arrives, so the
+    # cancel is certainly read while initialize is in flight.
+    init = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": initialize_params(LATEST)}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "init", "reason": "x"}}
+    release = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+    peer.send(b"".join(json.dumps(m).encode() + b"\n" for m in (init, cancel, release)))
+    reply = peer.recv()
+    assert reply["id"] == "init" and reply["result"]["protocolVersion"] == LATEST
+    peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert "tools" in request(peer, 2, "tools/list")["result"]
+
+
+def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
+    import json
+
+    peer = raw_peer(UNTESTED)
+    params = {"protocolVersion": LATEST, "capabilities": {"roots": {"listChanged": True}},
+              "clientInfo": {"name": "raw", "version": "0"}}
+    assert request(peer, "init", "initialize", params)["result"]["protocolVersion"] == LATEST
+    # No notifications/initialized yet. basic/lifecycle: the server "SHOULD NOT send requests
+    # other than pings and logging before receiving the initialized notification".
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ping_client"}})
+    ping = peer.recv()
+    assert ping["method"] == "ping" and "id" in ping, ping
+    assert schema_errors(LATEST, "PingRequest", ping) == []
+    peer.send_json({"jsonrpc": "2.0", "id": ping["id"], "result": {}})
+    reply = peer.recv()
+    assert reply["id"] == 1 and reply["result"]["content"] == [{"type": "text", "text": "pong {}"}]
+    # request() checks that the next line is the answer: no roots/list was sent.
+    text = request(peer, 2, "tools/call", {"name": "roots"})["result"]["content"][0]["text"]
+    assert text.startswith("CapabilityError") and "notifications/initialized" in text
+    # Once the client is ready, the same tool does ask.
+    peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    peer.send_json({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "roots"}})
+    ask = peer.recv()
+    assert ask["method"] == "roots/list", ask
+    peer.send_json({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///work"}]}})
+    reply = peer.recv()
+    assert reply["id"] == 3 and json.loads(reply["result"]["content"][0]["text"]) == ["file:///work"]

@@ -151,3 +151,36 @@ def test_no_completion_handler_at_2024_11_05_gives_no_values(bare_pool):
     assert peer.client.complete(prompt="pick", argument="number", value="1").values == []
     assert len(peer.wire.sent("completion/complete")) == 1
 
+
+
+# -- behaviour spec_notes listed as untested ------------------------------------------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+
+
+@pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])
+def test_server_without_completions_answers_method_not_found(raw_peer, version):
+    # Sent raw: the client refuses to send it (test_server_without_completions_raises_capability_error).
+    checker = WireChecker(version)
+    peer = raw_peer(UNTESTED)
+    reply = peer.initialize(version)
+    assert "completions" not in reply["result"]["capabilities"]
+    peer.send_json({"jsonrpc": "2.0", "id": 5, "method": "completion/complete", "params": {
+        "ref": {"type": "ref/resource", "uri": "untested://x/{y}"}, "argument": {"name": "y", "value": ""}}})
+    answer = peer.recv()
+    assert answer["id"] == 5 and answer["error"]["code"] == -32601, answer
+    checker("<--", json.dumps(answer).encode())
+    checker.assert_valid()
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_completion_context_is_sent_only_from_2025_06_18(pool, version):
+    peer = pool.peer(version)
+    values = peer.client.complete(resource=CITIES, argument="city", value="b", context={"country": "fr"}).values
+    sent = peer.wire.sent("completion/complete")[-1]["params"]
+    if version >= "2025-06-18":
+        assert sent["context"] == {"arguments": {"country": "fr"}}
+        assert values == []  # no French city starts with b
+    else:
+        assert "context" not in sent  # CompleteRequest has no context at this revision
+        assert values == ["Berlin", "Bonn"]

@@ -1,7 +1,10 @@
 import base64
 import re
+import sys
 
 import pytest
+
+from conftest import SERVERS
 
 from mcp_ref.pagination import InvalidCursor, Paginator
 
@@ -115,3 +118,32 @@ def test_page_size_validation(size, exc):
 def test_empty_secret_rejected():
     with pytest.raises(ValueError):
         Paginator(secret=b"")
+
+
+# -- the client following pages, over real stdio ---------------------------------------------------
+UNTESTED_TEMPLATES = [sys.executable, str(SERVERS / "untested_server.py"), "templates"]
+REPEAT_CURSOR = [sys.executable, str(SERVERS / "untested_raw_server.py"), "repeat-cursor"]
+
+
+def test_client_refuses_a_repeated_cursor_instead_of_looping(connect, wire):
+    from mcp_ref import McpError
+
+    client = connect(REPEAT_CURSOR)
+    with pytest.raises(McpError, match="repeated a pagination cursor"):
+        client.list_tools()
+    assert [m.get("params") for m in wire.sent("tools/list")] == [None, {"cursor": "same-cursor"}]
+    client.ping()  # the connection is fine
+
+
+def test_resource_templates_over_several_pages(connect, wire):
+    client = connect(UNTESTED_TEMPLATES)
+    templates = client.list_resource_templates()
+    assert [(t.name, t.uri_template) for t in templates] == [(f"t{i}", f"untested://t{i}/{{x}}") for i in range(1, 6)]
+    assert len(wire.sent("resources/templates/list")) == 3  # pages of 2, 2 and 1
+    first = client.list_resource_templates_page()
+    assert [t.name for t in first.items] == ["t1", "t2"] and first.next_cursor
+    second = client.list_resource_templates_page(first.next_cursor)
+    assert [t.name for t in second.items] == ["t3", "t4"] and second.next_cursor
+    last = client.list_resource_templates_page(second.next_cursor)
+    assert [t.name for t in last.items] == ["t5"] and last.next_cursor is None
+    assert client.read_resource("untested://t4/abc").contents[0].text == "template 4: abc"

@@ -355,7 +355,7 @@ def test_a_timed_out_initialize_is_not_cancelled(tmp_path, wire):
 
 
 def test_ping_is_answered_while_every_handler_is_busy(connect, wire):
-    client = connect(SESSION_SERVER, roots=[])
+    client = connect(UNTESTED, roots=[])
     # More calls than the server's 32 handler threads: 32 block at the gate, 8 wait in the queue.
     calls = [client.start_tool_call("gated", {"n": n}) for n in range(40)]
     client.ping(timeout=2)  # read after all 40 calls; a ping queued behind them would time out

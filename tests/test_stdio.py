@@ -285,3 +285,26 @@ def test_client_accepts_crlf_line_endings(connect, tmp_path):
     assert len(client.list_tools()) > 5
     client.close()
     assert client.session.transport.returncode == 0
+
+
+# -- env and cwd ---------------------------------------------------------------------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+
+
+def test_env_reaches_the_server_on_top_of_ours(connect, monkeypatch):
+    monkeypatch.setenv("MCP_REF_TEST_SHADOWED", "ours")
+    monkeypatch.setenv("MCP_REF_TEST_INHERITED", "inherited")
+    client = connect(UNTESTED, env={"MCP_REF_TEST_ADDED": "added", "MCP_REF_TEST_SHADOWED": "theirs"})
+    assert client.call_tool("env", {"name": "MCP_REF_TEST_ADDED"}).text == "added"
+    assert client.call_tool("env", {"name": "MCP_REF_TEST_SHADOWED"}).text == "theirs"
+    assert client.call_tool("env", {"name": "MCP_REF_TEST_INHERITED"}).text == "inherited"  # merged, not replaced
+    plain = connect(UNTESTED)
+    assert plain.call_tool("env", {"name": "MCP_REF_TEST_ADDED"}).text == "<unset>"
+    assert plain.call_tool("env", {"name": "MCP_REF_TEST_SHADOWED"}).text == "ours"
+
+
+def test_cwd_sets_the_servers_working_directory(connect, tmp_path):
+    client = connect(UNTESTED, cwd=str(tmp_path))
+    assert client.call_tool("cwd").text == os.path.realpath(tmp_path)
+    assert connect(UNTESTED).call_tool("cwd").text == os.getcwd()  # by default, ours

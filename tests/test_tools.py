@@ -330,3 +330,55 @@ def test_results_are_dataclasses(pool):
     assert isinstance(result, CallToolResult)
     assert isinstance(result.content[0], TextContent)
     assert result.raw["isError"] is True and result.raw["content"][0]["type"] == "text"
+
+
+# -- behaviour spec_notes listed as untested ------------------------------------------------------
+
+UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, version):
+    # The wire fixture checks every result against this revision's schema: an audio block at
+    # 2024-11-05, or a resource_link before 2025-06-18, would fail it.
+    from mcp_ref import AudioContent, ResourceLink
+    from servers.untested_server import AUDIO_DATA
+
+    client = connect(UNTESTED, protocol_version=version)
+    (audio,) = client.call_tool("audio").content
+    (link,) = client.call_tool("link").content
+    if version >= "2025-03-26":
+        assert isinstance(audio, AudioContent) and (audio.data, audio.mime_type) == (AUDIO_DATA, "audio/wav")
+    else:
+        assert isinstance(audio, TextContent)
+        assert audio.text == f"[audio content (audio/wav) cannot be sent with protocol version {version}]"
+    if version >= "2025-06-18":
+        assert isinstance(link, ResourceLink)
+        assert (link.uri, link.name, link.mime_type) == ("file:///srv/notes.txt", "notes", "text/plain")
+    else:
+        assert isinstance(link, TextContent) and link.text == "Resource notes: file:///srv/notes.txt"
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
+    from servers.untested_server import ICONS
+
+    tool = tool_named(connect(UNTESTED, protocol_version=version), "iconic")
+    if version >= "2025-11-25":
+        assert tool.icons == ICONS
+    else:
+        assert tool.icons is None and "icons" not in tool.raw
+        assert tool.description == "A tool with icons."  # the rest of the listing is there
+
+
+def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
+    from mcp_ref import McpError
+
+    client = connect(UNTESTED)
+    with pytest.raises(McpError) as caught:
+        client.call_tool("fail_custom")
+    assert (caught.value.code, caught.value.message, caught.value.data) == (-32001, "custom failure", {"why": "testing"})
+    call_id = wire.sent("tools/call")[-1]["id"]
+    (answer,) = [m for m in wire.received() if m.get("id") == call_id]
+    assert answer == {"jsonrpc": "2.0", "id": call_id,
+                      "error": {"code": -32001, "message": "custom failure", "data": {"why": "testing"}}}

@@ -248,8 +248,14 @@ def json_schema_2020_12_tool(name: str | None = None, address: dict | None = Non
 
 
 @server.tool()
-def test_reconnection() -> str:
-    """Take a moment, then answer (the server-sse-polling scenario calls it over a POST SSE stream)."""
+def test_reconnection(ctx: Context) -> str:
+    """Log a message, take a moment, then answer (server-sse-polling calls it, expecting an SSE stream).
+
+    The log message makes the POST's answer an SSE stream (priming event, retry).  The scenario would
+    also like the tool to close that stream before answering, to test resumption with Last-Event-ID;
+    mcp_ref's Server API gives a tool no way to do that, so that check reports INFO.
+    """
+    ctx.info("Reconnection test started")
     time.sleep(0.1)
     return "Reconnection test completed successfully"
 
