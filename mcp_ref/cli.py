@@ -10,9 +10,12 @@
     mcp-ref read TARGET URI
     mcp-ref prompt TARGET NAME [KEY=VALUE ...]
     mcp-ref demo                               walk through every MCP feature against the demo server
-    mcp-ref serve-demo                         run the demo server on stdio
+    mcp-ref serve-demo [--http HOST:PORT [--stateless]]
+                                               run the demo server on stdio, or over HTTP
 
-TARGET is a server command line in one string, e.g. ``"python server.py"``.
+TARGET is a server command line in one string, e.g. ``"python server.py"``, or
+the URL of an HTTP server (``http://127.0.0.1:8000/mcp``; Streamable HTTP,
+falling back to the 2024-11-05 HTTP+SSE transport).
 Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server, 5 the tool
 returned ``isError`` or the server answered with a JSON-RPC error.
 """
@@ -52,11 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the raw result as JSON")
     parser.add_argument("--trace", action="store_true", help="print every JSON-RPC message on stderr (--> sent, <-- received)")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-request timeout (default 60)")
+    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                        help="an HTTP header for URL targets (repeatable)")
+    parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default="auto",
+                        help="for URL targets: Streamable HTTP with fallback (auto), or one of them")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     verbs.required = True
 
     def target(sub):
-        sub.add_argument("target", metavar="TARGET", help='server command line, e.g. "python server.py"')
+        sub.add_argument("target", metavar="TARGET", help='server command line ("python server.py") or URL')
         return sub
 
     target(verbs.add_parser("info", help="server info, negotiated version, capabilities, instructions"))
@@ -72,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("name", metavar="NAME")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE")
     verbs.add_parser("demo", help="walk through every MCP feature against the bundled demo server")
-    verbs.add_parser("serve-demo", help="run the demo server on stdio")
+    serve = verbs.add_parser("serve-demo", help="run the demo server on stdio (or --http)")
+    serve.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead")
+    serve.add_argument("--stateless", action="store_true", help="with --http: no sessions (any worker answers any request)")
     return parser
 
 
@@ -104,10 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pairs.extend(extra)
     _configure_logging(verbose=args.trace)
     if args.verb == "serve-demo":
-        from .demo import main as serve
-
-        serve()
-        return EXIT_OK
+        return _serve_demo(args)
     trace = _trace_to_stderr if args.trace else None
     try:
         if args.verb == "demo":
@@ -139,6 +145,19 @@ def _connect(args, trace):
     from .client import Client
     from .errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedProtocolVersion
 
+    if args.target.startswith(("http://", "https://")):
+        headers = {}
+        for header in args.header:
+            name, sep, value = header.partition(":")
+            if not sep or not name.strip():
+                raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
+            headers[name.strip()] = value.strip()
+        try:
+            return Client.http(args.target, headers=headers, transport=args.transport, timeout=args.timeout, trace=trace)
+        except (ConnectionClosed, RequestTimeout, OSError) as exc:
+            raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
+        except (McpError, UnsupportedProtocolVersion) as exc:
+            raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE) from None
     command = shlex.split(args.target)
     if not command:
         raise CliError("TARGET is empty", EXIT_USAGE)
@@ -169,6 +188,32 @@ def _run_verb(args, trace) -> int:
         raise CliError(str(exc), EXIT_UNREACHABLE) from None
     except ConnectionClosed as exc:
         raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
+
+
+def _serve_demo(args) -> int:
+    from .demo import build_server
+
+    if args.http is None:
+        if args.stateless:
+            raise CliError("--stateless goes with --http", EXIT_USAGE)
+        build_server().run_stdio()
+        return EXIT_OK
+    host, sep, port = args.http.rpartition(":")
+    if not sep or not port.isdigit():
+        raise CliError(f"--http takes HOST:PORT, not {args.http!r}", EXIT_USAGE)
+    server = build_server()
+    httpd = server.http_server(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless)
+    mode = "stateless " if args.stateless else ""
+    print(f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
+          file=sys.stderr, flush=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+        httpd.app.close()
+    return EXIT_OK
 
 
 def _print_json(value: Any) -> None:

@@ -234,5 +234,16 @@ def main() -> None:
     build_server().run_stdio()
 
 
+def __getattr__(name: str):
+    # ``mcp_ref.demo:wsgi_app`` — the demo as a stateless WSGI app, for several worker processes:
+    #     gunicorn -k gthread -w 2 --threads 8 mcp_ref.demo:wsgi_app
+    # Built on first access, so importing this module stays cheap.
+    if name == "wsgi_app":
+        app = build_server().wsgi_app(stateless=True)
+        globals()["wsgi_app"] = app
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 if __name__ == "__main__":
     main()
