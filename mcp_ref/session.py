@@ -554,7 +554,10 @@ class Session:
         if request.method == "ping":
             # basic/utilities/ping: "The receiver MUST respond promptly with an empty response" —
             # answered here on the reader thread, never queued behind busy handlers.
-            reply = Response(request.id, {})
+            with self._lock:
+                duplicate = request.id in self._incoming
+            reply = ErrorResponse(request.id, {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}) \
+                if duplicate else Response(request.id, {})
             batch.add(reply) if batch else self._reply(reply)
             return
         params = request.params or {}

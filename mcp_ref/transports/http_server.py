@@ -255,6 +255,10 @@ class HttpSession:
         """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
         stream = Stream(f"p{next(self._numbers)}", answers=request_ids)
         with self.lock:
+            if any(request_id in self.by_request for request_id in request_ids):
+                # basic §Requests: an id "MUST NOT have been previously used by the requestor
+                # within the same session" — and its answer must not be routed to another POST.
+                raise HttpError("400 Bad Request", "Invalid Request: a request with this id is already in progress")
             for request_id in request_ids:
                 self.by_request[request_id] = stream
             self.by_id[stream.id] = stream
