@@ -399,7 +399,8 @@ class Session:
         if isinstance(message, (Response, ErrorResponse)):
             related = message.id
         elif isinstance(message, list):
-            related = message[0].id  # a batch's answers travel together
+            # a batch's answers travel together, with the first request whose id was readable
+            related = next((m.id for m in message if m.id is not None), None)
         if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
             raise ConnectionClosed("the connection is closed")
         if self._concurrent_writes:

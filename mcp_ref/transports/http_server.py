@@ -217,6 +217,11 @@ class HttpSession:
             elif stream is not None and stream.answers is not None and self.app.json_response:
                 stream = None  # JSON-only replies: what is not the answer goes to the standalone stream
         if stream is None:
+            if answers is not None and self.kind != "legacy":
+                # basic/transports §Listening: the server "MUST NOT send a JSON-RPC response on the
+                # [GET] stream unless resuming a stream associated with a previous client request".
+                log.warning("dropped an answer whose request has no open stream (ids %s)", answers)
+                return
             if self.kind == "stateless":
                 log.debug("stateless mode: dropped a message that belongs to no request")
                 return
