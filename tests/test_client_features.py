@@ -14,8 +14,9 @@ import pytest
 from conftest import SERVERS
 from servers.feature_client import ELICIT_SCHEMA
 from servers.feature_kit import Inbox
+from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
-from mcp_ref import SUPPORTED_VERSIONS, CapabilityError
+from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client
 from mcp_ref.types import (
     CallToolResult,
     CreateMessageParams,
@@ -224,8 +225,6 @@ def sent_anyway(client, method: str, params: dict | None = None) -> dict:
 
 
 def test_sampling_with_tools(connect, wire):
-    from servers.untested_server import WEATHER_TOOL
-
     seen: list = []
 
     def handler(params):
@@ -246,8 +245,6 @@ def test_sampling_tools_is_declared_only_from_2025_11_25(connect, wire):
 
 
 def test_sampling_with_tools_needs_the_clients_sampling_tools(connect, wire):
-    from servers.untested_server import WEATHER_TOOL
-
     seen: list = []
     client = connect(UNTESTED, sampling_handler=lambda params: seen.append(params) or {
         "role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"})
@@ -312,8 +309,6 @@ def test_a_url_only_client_is_not_sent_a_form(connect, wire):
 
 
 def test_a_client_without_an_elicitation_handler_answers_method_not_found(connect, wire):
-    from servers.untested_server import NAME_SCHEMA
-
     client = connect(UNTESTED)
     assert "elicitation" not in sent_capabilities(wire)
     params = {"mode": "form", "message": "Your name?", "requestedSchema": NAME_SCHEMA}
@@ -335,8 +330,6 @@ def test_a_client_without_roots_answers_roots_list_with_method_not_found(connect
 
 
 def test_roots_must_be_file_uris(tmp_path):
-    from mcp_ref import Client
-
     record = tmp_path / "received"
     with pytest.raises(ValueError, match="file://"):
         Client.stdio([*RAW_SERVER, "silent-init", str(record)], roots=["http://x"], stderr="capture", shutdown_timeout=5)

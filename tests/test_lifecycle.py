@@ -1,5 +1,6 @@
 """Initialization, version negotiation, capability enforcement and what changed between revisions."""
 
+import json
 import sys
 
 import pytest
@@ -308,8 +309,6 @@ def test_client_refuses_an_unsupported_protocol_version_before_sending_anything(
 
 
 def test_a_cancel_for_initialize_is_ignored(raw_peer):
-    import json
-
     peer = raw_peer([*UNTESTED, "slow-init"])
     # The server holds its initialize result until roots/list_changed arrives, so the
     # cancel is certainly read while initialize is in flight.
@@ -324,8 +323,6 @@ def test_a_cancel_for_initialize_is_ignored(raw_peer):
 
 
 def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
-    import json
-
     peer = raw_peer(UNTESTED)
     params = {"protocolVersion": LATEST, "capabilities": {"roots": {"listChanged": True}},
               "clientInfo": {"name": "raw", "version": "0"}}

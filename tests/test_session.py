@@ -1,15 +1,17 @@
 """The session engine over real subprocesses, mcp_ref on both sides: concurrency,
 timeouts, progress, cancellation both ways, ping both ways, closing."""
 
+import json
 import sys
 import threading
 import time
 
 import pytest
 
-from mcp_ref import ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
+from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
+from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
 
-from conftest import SERVERS, WAIT
+from conftest import SERVERS, WAIT, schema_errors
 
 SESSION_SERVER = [sys.executable, str(SERVERS / "session_server.py")]
 
@@ -336,10 +338,6 @@ RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
 
 
 def test_a_timed_out_initialize_is_not_cancelled(tmp_path, wire):
-    import json
-
-    from mcp_ref import Client
-
     record = tmp_path / "received"
     start = time.monotonic()
     with pytest.raises(RequestTimeout, match="initialize"):
@@ -365,8 +363,6 @@ def test_ping_is_answered_while_every_handler_is_busy(connect, wire):
 
 
 def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
-    from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
-
     assert DEFAULT_MAX_TOTAL_FACTOR == 10
     client = connect(UNTESTED)
     progress = []
@@ -383,8 +379,6 @@ def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
 
 
 def test_non_increasing_progress_is_refused_in_the_tool(connect, wire):
-    import json
-
     client = connect(UNTESTED)
     seen = []
     result = client.call_tool("bad_progress", on_progress=lambda value, total, message: seen.append(value))
@@ -397,8 +391,6 @@ def test_non_increasing_progress_is_refused_in_the_tool(connect, wire):
 
 def test_client_handler_reports_progress_on_a_server_request(connect, wire):
     # Context.sample has no progress option; the session's send_request(on_progress=...) is used by the tool.
-    import json
-
     def sampling(params, context):
         context.report_progress(1, 3, "thinking")
         context.report_progress(2, 3)
@@ -417,8 +409,6 @@ def test_client_handler_reports_progress_on_a_server_request(connect, wire):
 
 @pytest.mark.parametrize("params", [{"reason": "no id"}, {}], ids=["reason-only", "empty"])
 def test_a_cancel_without_request_id_is_ignored(raw_peer, params):
-    from conftest import schema_errors
-
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
     assert schema_errors("2025-11-25", "CancelledNotification", cancel) == []  # requestId is optional there
     peer = raw_peer()

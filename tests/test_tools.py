@@ -14,8 +14,11 @@ import pytest
 
 from conftest import SERVERS
 from servers.feature_kit import ClientPool
+from servers.untested_server import AUDIO_DATA, ICONS
 
-from mcp_ref import SUPPORTED_VERSIONS, CallToolResult, InvalidParams, TextContent, Tool
+from mcp_ref import (
+    SUPPORTED_VERSIONS, AudioContent, CallToolResult, InvalidParams, McpError, ResourceLink, TextContent, Tool,
+)
 
 TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
 PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]
@@ -341,9 +344,6 @@ UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, version):
     # The wire fixture checks every result against this revision's schema: an audio block at
     # 2024-11-05, or a resource_link before 2025-06-18, would fail it.
-    from mcp_ref import AudioContent, ResourceLink
-    from servers.untested_server import AUDIO_DATA
-
     client = connect(UNTESTED, protocol_version=version)
     (audio,) = client.call_tool("audio").content
     (link,) = client.call_tool("link").content
@@ -361,8 +361,6 @@ def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
-    from servers.untested_server import ICONS
-
     tool = tool_named(connect(UNTESTED, protocol_version=version), "iconic")
     if version >= "2025-11-25":
         assert tool.icons == ICONS
@@ -372,8 +370,6 @@ def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
 
 
 def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
-    from mcp_ref import McpError
-
     client = connect(UNTESTED)
     with pytest.raises(McpError) as caught:
         client.call_tool("fail_custom")
