@@ -232,7 +232,7 @@ class RawSession:
         if version and self.version:
             headers["MCP-Protocol-Version"] = self.version
         headers.update(extra)
-        return {k: v for k, v in headers.items() if v is not None}
+        return headers  # a None value removes that header (requests' merge rule)
 
     def post(self, message, *, headers=None, stream=False, check=True, **header_options):
         data = message if isinstance(message, bytes) else json.dumps(message).encode()
@@ -240,14 +240,13 @@ class RawSession:
             self.checker("-->", data)
         h = self.headers(**header_options)
         h.update(headers or {})
-        h = {k: v for k, v in h.items() if v is not None}
         return self.http.post(self.url, data=data, headers=h, stream=stream, timeout=TIMEOUT)
 
     def get(self, *, headers=None, stream=True, accept="text/event-stream", **header_options):
         h = self.headers(accept=accept, **header_options)
         h.pop("Content-Type", None)
         h.update(headers or {})
-        return self.http.get(self.url, headers={k: v for k, v in h.items() if v is not None}, stream=stream, timeout=TIMEOUT)
+        return self.http.get(self.url, headers=h, stream=stream, timeout=TIMEOUT)
 
     def delete(self, **header_options):
         h = self.headers(**header_options)

@@ -16,9 +16,7 @@ from conftest import SERVERS
 from servers.feature_kit import ClientPool
 from servers.untested_server import AUDIO_DATA, ICONS
 
-from mcp_ref import (
-    SUPPORTED_VERSIONS, AudioContent, CallToolResult, InvalidParams, McpError, ResourceLink, TextContent, Tool,
-)
+from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, InvalidParams, McpError, ResourceLink, TextContent, Tool
 
 TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
 PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]

@@ -6,7 +6,8 @@
         the client sent.
     python untested_raw_server.py repeat-cursor
         Answers initialize (tools only) and ping; every tools/list result carries the
-        same nextCursor, forever.
+        same nextCursor.  After five tools/list it stops answering them, so a client that
+        keeps following the cursor times out instead of looping forever.
     python untested_raw_server.py batch-ping
         Answers initialize (tools only) at the version asked for.  On
         notifications/initialized it sends the client a JSON-RPC batch of two pings
@@ -41,6 +42,7 @@ def silent_init(path: str) -> None:
 
 
 def repeat_cursor() -> None:
+    pages = 0
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -50,7 +52,8 @@ def repeat_cursor() -> None:
             send(initialize_result(message))
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
-        elif method == "tools/list":
+        elif method == "tools/list" and pages < 5:
+            pages += 1
             send({"jsonrpc": "2.0", "id": message["id"], "result": {
                 "tools": [{"name": "again", "inputSchema": {"type": "object"}}], "nextCursor": "same-cursor"}})
 
