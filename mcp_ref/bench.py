@@ -11,9 +11,24 @@ What is measured:
 * ``tools/call`` round trips of an ``echo`` tool over stdio, client and server
   both from the same implementation: one caller doing sequential calls, then
   8 concurrent callers sharing one client (threads for mcp_ref, asyncio tasks
-  over one ``ClientSession`` for the SDK); calls/s, median over the rounds.
+  over one ``ClientSession`` for the SDK); calls/s, median over the rounds;
+* the same over Streamable HTTP (JSON replies, keep-alive connections), each
+  server in its own subprocess (its own GIL) and in stateless mode:
+  ``Server.run_http(stateless=True, json_response=True)`` for mcp_ref, an
+  ``MCPServer`` app (``json_response=True, stateless_http=True``) under uvicorn
+  for the SDK; ``Client.http`` with threads against the first,
+  ``streamable_http_client`` + ``ClientSession`` with asyncio tasks against the
+  second;
+* server capacity: bare ``tools/call`` POSTs (no initialize: stateless mode)
+  from ``wrk -t2 -c8`` when it is on PATH, else from a Python load generator
+  (8 threads, one keep-alive ``http.client`` connection each); requests/s,
+  median over the runs, the runs of the servers interleaved.  A bare standard
+  library ``ThreadingHTTPServer`` answering canned JSON is measured the same
+  way, as the ceiling of a stdlib server on this machine.
 
-Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``; see ``--help``.
+Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``, ``--skip-http``;
+see ``--help``.  Every server process is stopped in a ``finally`` block, and
+watches its parent: it exits by itself if the benchmark dies.
 All heavy imports stay inside functions so that importing this module is cheap.
 """
 
@@ -47,6 +62,121 @@ async def echo(text: str) -> str:
 if __name__ == "__main__":
     server.run()
 '''
+
+# Prepended to every HTTP server run for the benchmark: the server exits by
+# itself when the benchmark process is gone (killed, or aborted by --timeout),
+# so no server outlives a run.
+_PARENT_WATCH_SOURCE = """\
+import os as _os, threading as _threading, time as _time
+
+def _watch_parent(parent=_os.getppid()):
+    while _os.getppid() == parent:
+        _time.sleep(0.5)
+    _os._exit(0)
+
+_threading.Thread(target=_watch_parent, daemon=True).start()
+"""
+
+# argv: PORT STATELESS(0|1)
+MCP_REF_HTTP_SERVER_SOURCE = (
+    _PARENT_WATCH_SOURCE
+    + """\
+import sys
+from mcp_ref.demo import build_server
+
+build_server().run_http("127.0.0.1", int(sys.argv[1]), stateless=sys.argv[2] == "1", json_response=True)
+"""
+)
+
+# argv: PORT STATELESS(0|1). Logging at WARNING: the SDK logs every stateless
+# request at INFO ("Terminating session: None"); mcp_ref logs nothing per request.
+SDK_HTTP_SERVER_SOURCE = (
+    _PARENT_WATCH_SOURCE
+    + """\
+import sys
+
+try:  # mcp >= 2
+    from mcp.server.mcpserver import MCPServer as _Server
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as _Server
+
+server = _Server("bench-echo", log_level="WARNING")
+
+
+@server.tool()
+async def echo(text: str) -> str:
+    '''Return the text unchanged.'''
+    return text
+
+
+stateless = sys.argv[2] == "1"
+try:  # mcp >= 2: transport options are arguments of the app
+    app = server.streamable_http_app(json_response=True, stateless_http=stateless)
+except TypeError:  # mcp 1.x: they are settings
+    server.settings.json_response = True
+    server.settings.stateless_http = stateless
+    app = server.streamable_http_app()
+
+import uvicorn
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
+"""
+)
+
+# argv: PORT. A reference point: a bare ThreadingHTTPServer (HTTP/1.1
+# keep-alive) answering one canned JSON-RPC result the usual way
+# (send_response, send_header, end_headers, write). TCP_NODELAY as in mcp_ref's
+# server: without it the body, written after the headers, waits for the
+# client's delayed ACK and the server manages ~200 req/s.
+BASELINE_HTTP_SERVER_SOURCE = (
+    _PARENT_WATCH_SOURCE
+    + """\
+import socket
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BODY = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}'
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def get_request(self):
+        conn, addr = super().get_request()
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return conn, addr
+
+
+Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+)
+
+HTTP_PATH = "/mcp"
+HTTP_PROTOCOL_VERSION = "2025-11-25"
+# One tools/call, POSTed as is (no session: the servers under load are stateless).
+TOOLS_CALL_BODY = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}' % ECHO_TEXT
+HTTP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": HTTP_PROTOCOL_VERSION,
+}
 
 
 # --------------------------------------------------------------------------
@@ -167,9 +297,7 @@ def _measure_import(statement, reps, env):
         base = run(cmd_base)
         mod = run(cmd_mod)
         diffs.append((mod - base) * 1000.0)
-        proc = subprocess.run(
-            cmd_itime, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
+        proc = subprocess.run(cmd_itime, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         us = _importtime_us(proc.stderr)
         if us is not None:
             itimes.append(us / 1000.0)
@@ -189,60 +317,65 @@ def _mcp_ref_server_cmd():
     return [sys.executable, "-m", "mcp_ref", "serve-demo"]
 
 
-def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and threaded echo round trips through one mcp_ref client."""
+def _mcp_ref_echo_check(result):
+    if result.is_error or result.content[0].text != ECHO_TEXT:
+        raise AssertionError("unexpected echo result: %r" % (result,))
+
+
+def _threaded_rounds(call, check, calls, rounds, warmup, concurrency):
+    """Sequential, then ``concurrency``-thread rounds of ``calls`` echo calls; calls/s per round."""
     import threading
     import time
-
-    from mcp_ref import Client
-
-    def check(result):
-        if result.is_error or result.content[0].text != ECHO_TEXT:
-            raise AssertionError("unexpected echo result: %r" % (result,))
 
     args = {"text": ECHO_TEXT}
     seq_rates = []
     par_rates = []
-    with Client.stdio(_mcp_ref_server_cmd()) as client:
-        call = client.call_tool
-        for _ in range(warmup):
+    for _ in range(warmup):
+        check(call("echo", args))
+
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
             check(call("echo", args))
+        seq_rates.append(calls / (time.perf_counter() - t0))
 
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                check(call("echo", args))
-            seq_rates.append(calls / (time.perf_counter() - t0))
+    shares = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
+    for _ in range(rounds):
+        start = threading.Barrier(concurrency + 1)
+        errors = []
 
-        shares = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
-        for _ in range(rounds):
-            start = threading.Barrier(concurrency + 1)
-            errors = []
+        def worker(n):
+            try:
+                start.wait()
+                for _ in range(n):
+                    check(call("echo", args))
+            except BaseException as exc:  # reported after the join
+                errors.append(exc)
 
-            def worker(n):
-                try:
-                    start.wait()
-                    for _ in range(n):
-                        check(call("echo", args))
-                except BaseException as exc:  # reported after the join
-                    errors.append(exc)
-
-            threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in shares]
-            for t in threads:
-                t.start()
-            start.wait()
-            t0 = time.perf_counter()
-            for t in threads:
-                t.join()
-            elapsed = time.perf_counter() - t0
-            if errors:
-                raise errors[0]
-            par_rates.append(calls / elapsed)
+        threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in shares]
+        for t in threads:
+            t.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for t in threads:
+            t.join()
+        elapsed = time.perf_counter() - t0
+        if errors:
+            raise errors[0]
+        par_rates.append(calls / elapsed)
 
     return {
         "sequential": {"median": _median(seq_rates), "rounds": seq_rates},
         "concurrent": {"median": _median(par_rates), "rounds": par_rates},
     }
+
+
+def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY):
+    """Sequential and threaded echo round trips through one mcp_ref client."""
+    from mcp_ref import Client
+
+    with Client.stdio(_mcp_ref_server_cmd()) as client:
+        return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
 
 
 # --------------------------------------------------------------------------
@@ -256,47 +389,53 @@ def _sdk_echo_check(result):
         raise AssertionError("unexpected SDK echo result: %r" % (result,))
 
 
-async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency):
+async def _sdk_rounds(session, calls, rounds, warmup, concurrency):
+    """Sequential, then ``concurrency``-task rounds of echo calls on one initialized ClientSession."""
     import asyncio
-    import os
     import time
 
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
-    params = StdioServerParameters(command=sys.executable, args=[server_script])
     args = {"text": ECHO_TEXT}
     seq_rates = []
     par_rates = []
-    with open(os.devnull, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                call = session.call_tool
-                for _ in range(warmup):
-                    _sdk_echo_check(await call("echo", args))
+    call = session.call_tool
+    for _ in range(warmup):
+        _sdk_echo_check(await call("echo", args))
 
-                for _ in range(rounds):
-                    t0 = time.perf_counter()
-                    for _ in range(calls):
-                        _sdk_echo_check(await call("echo", args))
-                    seq_rates.append(calls / (time.perf_counter() - t0))
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            _sdk_echo_check(await call("echo", args))
+        seq_rates.append(calls / (time.perf_counter() - t0))
 
-                shares = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
+    shares = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
 
-                async def worker(n):
-                    for _ in range(n):
-                        _sdk_echo_check(await call("echo", args))
+    async def worker(n):
+        for _ in range(n):
+            _sdk_echo_check(await call("echo", args))
 
-                for _ in range(rounds):
-                    t0 = time.perf_counter()
-                    await asyncio.gather(*(worker(n) for n in shares))
-                    par_rates.append(calls / (time.perf_counter() - t0))
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(n) for n in shares))
+        par_rates.append(calls / (time.perf_counter() - t0))
 
     return {
         "sequential": {"median": _median(seq_rates), "rounds": seq_rates},
         "concurrent": {"median": _median(par_rates), "rounds": par_rates},
     }
+
+
+async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency):
+    import os
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=[server_script])
+    with open(os.devnull, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await _sdk_rounds(session, calls, rounds, warmup, concurrency)
 
 
 def bench_sdk(calls, rounds, warmup, concurrency=CONCURRENCY):
@@ -321,6 +460,330 @@ def run_sdk_server():
     """Body of ``--sdk-server``: the SDK echo server on stdio."""
     namespace = {"__name__": "__main__"}
     exec(compile(SDK_SERVER_SOURCE, "<mcp_ref.bench sdk server>", "exec"), namespace)
+
+
+# --------------------------------------------------------------------------
+# HTTP servers in subprocesses
+
+
+def _free_port():
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class HttpServerProcess:
+    """One benchmark HTTP server in its own interpreter, on a free port of 127.0.0.1.
+
+    ``source`` is run with ``python -c`` and gets the port as ``sys.argv[1]``,
+    then ``args``.  Use it as a context manager: the process is terminated
+    (killed if it lingers) on exit, whatever happened.
+    """
+
+    def __init__(self, name, source, args=(), start_timeout=30.0):
+        self.name = name
+        self.source = source
+        self.args = [str(a) for a in args]
+        self.start_timeout = start_timeout
+        self.proc = None
+        self.port = None
+        self._stderr = None
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d%s" % (self.port, HTTP_PATH)
+
+    def __enter__(self):
+        last_error = None
+        for _ in range(3):  # another process may take the free port between our probe and the server's bind
+            try:
+                self._start()
+                return self
+            except _PortLost as exc:
+                last_error = exc
+                self.stop()
+        raise RuntimeError("%s: could not start: %s" % (self.name, last_error))
+
+    def __exit__(self, *exc_info):
+        self.stop()
+        return False
+
+    def _start(self):
+        import socket
+        import subprocess
+        import tempfile
+        import time
+
+        self.port = _free_port()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.source, str(self.port)] + self.args,
+            env=_child_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+        )
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            if self.proc.poll() is not None:
+                tail = self.stderr_tail()
+                if "address already in use" in tail.lower():
+                    raise _PortLost(tail)
+                raise RuntimeError("%s exited with status %s: %s" % (self.name, self.proc.returncode, tail))
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        "%s did not accept connections within %.0f s: %s" % (self.name, self.start_timeout, self.stderr_tail())
+                    ) from None
+                time.sleep(0.05)
+
+    def stderr_tail(self, limit=600):
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0)
+            text = self._stderr.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+        return text[-limit:] if text else "(no stderr)"
+
+    def check_alive(self):
+        if self.proc is None or self.proc.poll() is not None:
+            raise RuntimeError("%s is not running: %s" % (self.name, self.stderr_tail()))
+
+    def stop(self):
+        import subprocess
+
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+class _PortLost(RuntimeError):
+    pass
+
+
+def http_post_tools_call(url, timeout=10.0):
+    """One bare POST of ``TOOLS_CALL_BODY`` (no session); returns (status, body)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        conn.request("POST", parts.path, body=TOOLS_CALL_BODY.encode(), headers=HTTP_HEADERS)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def check_bare_tools_call(server):
+    """Fail unless ``server`` answers a bare tools/call POST with a JSON echo result."""
+    import json
+
+    server.check_alive()
+    status, body = http_post_tools_call(server.url)
+    try:
+        message = json.loads(body)
+        text = message["result"]["content"][0]["text"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        text = None
+    if status != 200 or text != ECHO_TEXT:
+        raise RuntimeError("%s: a bare tools/call POST got HTTP %s %r, not the echo result" % (server.name, status, body[:300]))
+    server.check_alive()  # the answer came from our server, not from whoever else holds the port
+
+
+# --------------------------------------------------------------------------
+# client-driven HTTP round trips
+
+
+def bench_mcp_ref_http(url, calls, rounds, warmup, concurrency=CONCURRENCY):
+    """Sequential and threaded echo round trips through one ``Client.http``."""
+    from mcp_ref import Client
+
+    with Client.http(url) as client:
+        return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
+
+
+async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency):
+    from mcp import ClientSession
+
+    try:  # mcp >= 2
+        from mcp.client.streamable_http import streamable_http_client as connect
+    except ImportError:  # mcp 1.x (yields a third item, the session id getter)
+        from mcp.client.streamable_http import streamablehttp_client as connect
+
+    async with connect(url) as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return await _sdk_rounds(session, calls, rounds, warmup, concurrency)
+
+
+def bench_sdk_http(url, calls, rounds, warmup, concurrency=CONCURRENCY):
+    """Sequential and concurrent echo round trips through the SDK's Streamable HTTP client."""
+    import asyncio
+
+    return asyncio.run(_bench_sdk_http_async(url, calls, rounds, warmup, concurrency))
+
+
+# --------------------------------------------------------------------------
+# server capacity: a load generator firing bare tools/call POSTs
+
+WRK_THREADS = 2
+WRK_SCRIPT = """\
+wrk.method = "POST"
+wrk.body = '%s'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["MCP-Protocol-Version"] = "%s"
+""" % (TOOLS_CALL_BODY, HTTP_PROTOCOL_VERSION)
+
+
+def _wrk_path():
+    import shutil
+
+    return shutil.which("wrk")
+
+
+def run_wrk(url, duration, script_path, connections=CONCURRENCY, threads=WRK_THREADS):
+    """One ``wrk`` run; requests/s and the error counts it printed."""
+    import re
+    import subprocess
+
+    cmd = [
+        _wrk_path(),
+        "-t%d" % threads,
+        "-c%d" % connections,
+        "-d%ds" % duration,
+        "--timeout",
+        "10s",
+        "-s",
+        script_path,
+        url,
+    ]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=duration + 60, check=False)
+    out = proc.stdout
+    match = re.search(r"Requests/sec:\s*([0-9.]+)", out)
+    if proc.returncode != 0 or not match:
+        raise RuntimeError("wrk failed (status %s): %s" % (proc.returncode, out.strip()[-500:]))
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", out)
+    sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    total = re.search(r"(\d+) requests in", out)
+    return {
+        "rps": float(match.group(1)),
+        "requests": int(total.group(1)) if total else None,
+        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
+        "socket_errors": sum(int(g) for g in sock.groups()) if sock else 0,
+    }
+
+
+def run_python_load(url, duration, connections=CONCURRENCY):
+    """The fallback load generator: ``connections`` threads, one keep-alive connection each.
+
+    It shares one GIL in this process, so it saturates sooner than wrk:
+    its figures are a floor of the servers' capacity.
+    """
+    import http.client
+    import threading
+    import time
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    body = TOOLS_CALL_BODY.encode()
+    counts = [[0, 0] for _ in range(connections)]  # [ok, failed] per thread
+    start = threading.Barrier(connections + 1)
+    stop_at = [0.0]
+
+    def worker(slot):
+        conn = None
+        start.wait()
+        deadline = stop_at[0]
+        while time.perf_counter() < deadline:
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+                conn.request("POST", parts.path, body=body, headers=HTTP_HEADERS)
+                response = conn.getresponse()
+                response.read()
+                counts[slot][0 if response.status == 200 else 1] += 1
+                if response.will_close:
+                    conn.close()
+                    conn = None
+            except (OSError, http.client.HTTPException):
+                counts[slot][1] += 1
+                if conn is not None:
+                    conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(connections)]
+    for t in threads:
+        t.start()
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + duration
+    start.wait()
+    for t in threads:
+        t.join(duration + 30)
+    elapsed = time.perf_counter() - t0
+    ok = sum(c[0] for c in counts)
+    failed = sum(c[1] for c in counts)
+    return {"rps": ok / elapsed, "requests": ok + failed, "non_2xx": failed, "socket_errors": 0}
+
+
+def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
+    """Requests/s of each server in ``targets`` (``{key: url}``) under the load generator.
+
+    ``generator``: ``"wrk"`` or ``"python"``.  One untimed warm-up run each,
+    then ``runs`` timed runs, the servers taking turns so that slow drifts of
+    the machine spread over all of them.
+    """
+    import os
+    import tempfile
+
+    script_path = None
+    if generator == "wrk":
+        fd, script_path = tempfile.mkstemp(prefix="mcp_ref_bench_wrk_", suffix=".lua")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(WRK_SCRIPT)
+
+    def one(url, seconds):
+        if generator == "wrk":
+            return run_wrk(url, seconds, script_path)
+        return run_python_load(url, seconds)
+
+    results = {key: {"runs": [], "non_2xx": 0, "socket_errors": 0} for key in targets}
+    try:
+        if warmup_duration:
+            for url in targets.values():
+                one(url, warmup_duration)
+        for _ in range(runs):
+            for key, url in targets.items():
+                r = one(url, duration)
+                results[key]["runs"].append(r["rps"])
+                results[key]["non_2xx"] += r["non_2xx"]
+                results[key]["socket_errors"] += r["socket_errors"]
+    finally:
+        if script_path is not None:
+            os.unlink(script_path)
+    for r in results.values():
+        r["median"] = _median(r["runs"])
+    return results
 
 
 # --------------------------------------------------------------------------
@@ -355,7 +818,17 @@ def print_table(figures, out=sys.stdout):
         ("import client, -X importtime", "import_client_importtime", "ms", "lower is better"),
         ("echo calls, sequential", "sequential", "calls/s", "higher is better"),
         ("echo calls, %d concurrent" % CONCURRENCY, "concurrent", "calls/s", "higher is better"),
+        ("HTTP echo calls, sequential", "http_sequential", "calls/s", "higher is better"),
+        ("HTTP echo calls, %d concurrent" % CONCURRENCY, "http_concurrent", "calls/s", "higher is better"),
+        (
+            "HTTP server capacity (%s)" % figures.get("settings", {}).get("load_generator_label", "load"),
+            "http_capacity",
+            "req/s",
+            "higher is better",
+        ),
     ]
+    if all(figures[side].get(key) is None for side in ("mcp_ref", "sdk") for key in ("http_sequential", "http_capacity")):
+        rows = [r for r in rows if not r[1].startswith("http_")]
     head = ("figure", "mcp_ref", "SDK (mcp)", "mcp_ref/SDK", "")
     lines = []
     for label, key, unit, sense in rows:
@@ -375,12 +848,181 @@ def print_table(figures, out=sys.stdout):
         print(fmt_row(r), file=out)
 
 
+def run_http_benchmarks(ns, figures, sdk_ok, note):
+    """The Streamable HTTP figures; False if an mcp_ref measurement failed."""
+    import contextlib
+
+    ok = True
+    settings = figures["settings"]
+    generator = ns.load_generator
+    if generator == "auto":
+        generator = "wrk" if _wrk_path() else "python"
+    if generator == "wrk":
+        label = "wrk -t%d -c%d" % (WRK_THREADS, CONCURRENCY)
+    else:
+        label = "python load, %d conns" % CONCURRENCY
+        if ns.load_generator == "auto":
+            msg = "wrk not on PATH: server capacity measured with the Python load generator (a floor, GIL-bound)"
+            figures["notes"].append(msg)
+            note("note: " + msg)
+    settings.update(
+        http_calls=ns.http_calls,
+        http_rounds=ns.http_rounds,
+        http_stateful_clients=ns.http_stateful,
+        load_generator=generator,
+        load_generator_label=label,
+        load_duration_s=ns.load_duration,
+        load_runs=ns.load_runs,
+    )
+
+    def fail(side, what, exc):
+        nonlocal ok
+        msg = "%s %s failed: %s: %s" % ("mcp_ref" if side == "mcp_ref" else "SDK", what, type(exc).__name__, exc)
+        figures["notes"].append(msg)
+        note("note: " + msg)
+        if side == "mcp_ref":
+            ok = False
+
+    sides = []
+    if not ns.skip_mcp_ref:
+        sides.append(("mcp_ref", MCP_REF_HTTP_SERVER_SOURCE, "mcp_ref Server.run_http", bench_mcp_ref_http))
+    if sdk_ok:
+        sides.append(("sdk", SDK_HTTP_SERVER_SOURCE, "SDK MCPServer under uvicorn", bench_sdk_http))
+
+    with contextlib.ExitStack() as stack:
+        # stateless servers: for the capacity runs, and for the clients unless --http-stateful
+        stateless = {}
+        for side, source, name, _ in sides:
+            try:
+                server = stack.enter_context(HttpServerProcess(name + " (stateless)", source, ["1"]))
+                check_bare_tools_call(server)
+                stateless[side] = server
+            except Exception as exc:
+                fail(side, "HTTP server (stateless)", exc)
+
+        # client-driven round trips
+        for side, source, name, bench in sides:
+            try:
+                if ns.http_stateful:
+                    server = stack.enter_context(HttpServerProcess(name + " (sessions)", source, ["0"]))
+                elif side in stateless:
+                    server = stateless[side]
+                else:
+                    continue
+                r = bench(server.url, ns.http_calls, ns.http_rounds, ns.warmup)
+                server.check_alive()
+            except Exception as exc:
+                fail(side, "HTTP round trips", exc)
+                continue
+            for key in ("sequential", "concurrent"):
+                figures[side]["http_" + key] = r[key]["median"]
+                figures[side]["http_" + key + "_rounds"] = r[key]["rounds"]
+            note(
+                "%s HTTP echo: %s sequential, %s with %d %s"
+                % (
+                    "mcp_ref" if side == "mcp_ref" else "SDK",
+                    _fmt(r["sequential"]["median"], "/s"),
+                    _fmt(r["concurrent"]["median"], "/s"),
+                    CONCURRENCY,
+                    "threads" if side == "mcp_ref" else "asyncio tasks",
+                )
+            )
+
+        # server capacity
+        targets = {side: server.url for side, server in stateless.items()}
+        if targets:
+            try:
+                baseline = stack.enter_context(
+                    HttpServerProcess("stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER_SOURCE)
+                )
+                check_bare_tools_call(baseline)
+                targets["baseline"] = baseline.url
+            except Exception as exc:
+                msg = "stdlib baseline server failed: %s: %s" % (type(exc).__name__, exc)
+                figures["notes"].append(msg)
+                note("note: " + msg)
+            note(
+                "server capacity: %s, %d s x %d runs per server (+1 s warm-up), servers taking turns ..."
+                % (label, ns.load_duration, ns.load_runs)
+            )
+            try:
+                results = bench_capacity(targets, ns.load_runs, ns.load_duration, generator)
+            except Exception as exc:
+                fail("mcp_ref" if "mcp_ref" in targets else "sdk", "server capacity run", exc)
+                results = {}
+            for key, r in results.items():
+                side = key
+                figures.setdefault(side, {})
+                figures[side]["http_capacity"] = r["median"]
+                figures[side]["http_capacity_runs"] = r["runs"]
+                figures[side]["http_capacity_errors"] = r["non_2xx"] + r["socket_errors"]
+                if r["non_2xx"] or r["socket_errors"]:
+                    msg = "%s under load: %d non-2xx answers, %d socket errors (figure suspect)" % (
+                        key,
+                        r["non_2xx"],
+                        r["socket_errors"],
+                    )
+                    figures["notes"].append(msg)
+                    note("note: " + msg)
+                note("  %s: %s (runs: %s)" % (key, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"])))
+            for side in stateless.values():
+                try:
+                    side.check_alive()
+                except RuntimeError as exc:
+                    msg = "after the load: %s" % exc
+                    figures["notes"].append(msg)
+                    note("note: " + msg)
+    return ok
+
+
+def print_http_notes(figures, ns, out=sys.stdout):
+    settings = figures["settings"]
+    print(
+        "HTTP echo calls: tools/call over Streamable HTTP (JSON replies, keep-alive), each server in its own"
+        " process, %s; mcp_ref Client.http with %d threads, the SDK's streamable_http_client + ClientSession with"
+        " %d asyncio tasks; median of %d rounds of %d calls."
+        % (
+            "with sessions" if ns.http_stateful else "stateless",
+            CONCURRENCY,
+            CONCURRENCY,
+            ns.http_rounds,
+            ns.http_calls,
+        ),
+        file=out,
+    )
+    if settings.get("load_generator") == "wrk":
+        how = "wrk -t%d -c%d -d%ds" % (WRK_THREADS, CONCURRENCY, ns.load_duration)
+    else:
+        how = "the Python load generator (%d threads, keep-alive http.client; wrk not used)" % CONCURRENCY
+    print(
+        "HTTP server capacity: bare tools/call POSTs (no session; stateless servers, JSON replies) from %s,"
+        " median of %d runs." % (how, ns.load_runs),
+        file=out,
+    )
+    base = figures.get("baseline", {}).get("http_capacity")
+    ref = figures["mcp_ref"].get("http_capacity")
+    if base:
+        print(
+            "  stdlib ThreadingHTTPServer answering canned JSON, same load: %s; mcp_ref reaches %s of it."
+            % (_fmt(base, "/s"), "%.0f%%" % (100.0 * ref / base) if ref else "n/a"),
+            file=out,
+        )
+    ratio = figures["ratios"].get("http_capacity")
+    if ratio is not None:
+        print(
+            "  target (issue 3 section 6): mcp_ref capacity >= 3x the SDK's: %s (%s)."
+            % ("met" if ratio >= 3 else "NOT met", _fmt_ratio(ratio)),
+            file=out,
+        )
+
+
 def _parse_args(argv):
     import argparse
 
     p = argparse.ArgumentParser(
         prog="python -m mcp_ref.bench",
-        description="Print import-time and stdio tools/call throughput figures for mcp_ref and the official SDK.",
+        description="Print import-time figures, and tools/call throughput over stdio and Streamable HTTP,"
+        " for mcp_ref and the official SDK.",
     )
     p.add_argument("--quick", action="store_true", help="few calls and rounds: a smoke test, not a measurement")
     p.add_argument("--calls", type=int, default=None, help="calls per round (default 2000; 200 with --quick)")
@@ -392,6 +1034,22 @@ def _parse_args(argv):
     p.add_argument("--json", action="store_true", help="also print all figures as one JSON object")
     p.add_argument("--skip-mcp-ref", action="store_true", help="do not measure mcp_ref")
     p.add_argument("--skip-sdk", action="store_true", help="do not measure the official SDK")
+    p.add_argument("--skip-http", action="store_true", help="do not measure anything over HTTP")
+    p.add_argument("--http-calls", type=int, default=None, help="calls per round over HTTP (default 1000; 100 with --quick)")
+    p.add_argument("--http-rounds", type=int, default=None, help="timed rounds per HTTP figure (default: --rounds)")
+    p.add_argument(
+        "--http-stateful",
+        action="store_true",
+        help="client-driven HTTP figures against servers with sessions (default: stateless servers, as for capacity)",
+    )
+    p.add_argument(
+        "--load-generator",
+        choices=("auto", "wrk", "python"),
+        default="auto",
+        help="server capacity load: wrk (auto: when on PATH) or the Python fallback",
+    )
+    p.add_argument("--load-duration", type=int, default=None, help="seconds per capacity run (default 5; 1 with --quick)")
+    p.add_argument("--load-runs", type=int, default=None, help="capacity runs per server (default 3; 1 with --quick)")
     p.add_argument(
         "--timeout",
         type=float,
@@ -409,7 +1067,17 @@ def _parse_args(argv):
         ns.warmup = 20 if quick else 200
     if ns.import_reps is None:
         ns.import_reps = 3 if quick else 15
-    for name in ("calls", "rounds", "import_reps"):
+    if ns.http_calls is None:
+        ns.http_calls = 100 if quick else 1000
+    if ns.http_rounds is None:
+        ns.http_rounds = ns.rounds
+    if ns.load_duration is None:
+        ns.load_duration = 1 if quick else 5
+    if ns.load_runs is None:
+        ns.load_runs = 1 if quick else 3
+    if ns.load_generator == "wrk" and _wrk_path() is None:
+        p.error("--load-generator wrk: wrk is not on PATH")
+    for name in ("calls", "rounds", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs"):
         if getattr(ns, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
     if ns.warmup < 0:
@@ -446,6 +1114,7 @@ def main(argv=None):
             "import_reps": ns.import_reps,
             "concurrency": CONCURRENCY,
             "quick": ns.quick,
+            "http": not ns.skip_http,
         },
         "mcp_ref": {},
         "sdk": {},
@@ -499,10 +1168,7 @@ def main(argv=None):
         figures[side][key + "_importtime"] = r["importtime_median_ms"]
         figures[side][key + "_importtime_samples_ms"] = r["importtime_samples_ms"]
         figures[side][key + "_statement"] = statement
-        note(
-            "%s: %s wall, %s by -X importtime"
-            % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms"))
-        )
+        note("%s: %s wall, %s by -X importtime" % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms")))
 
     # round trips
     if not ns.skip_mcp_ref:
@@ -535,9 +1201,12 @@ def main(argv=None):
             figures["notes"].append(msg)
             note("note: " + msg)
 
+    if not ns.skip_http and not run_http_benchmarks(ns, figures, sdk_ok, note):
+        failed = True
+
     for key in ("import", "import_importtime", "import_client", "import_client_importtime"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
-    for key in ("sequential", "concurrent"):
+    for key in ("sequential", "concurrent", "http_sequential", "http_concurrent", "http_capacity"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
 
     faulthandler.cancel_dump_traceback_later()
@@ -554,9 +1223,11 @@ def main(argv=None):
         " on one Client, the SDK with %d asyncio tasks on one ClientSession." % (CONCURRENCY, CONCURRENCY)
     )
     print(
-        "Medians of %d rounds on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
+        "Medians of %d rounds (stdio) on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
         "so compare figures from the same run only." % (ns.rounds, figures["cpus"])
     )
+    if not ns.skip_http:
+        print_http_notes(figures, ns)
     if ns.quick:
         print("--quick: smoke-test sizes; these figures are not a measurement.")
     if ns.json:
