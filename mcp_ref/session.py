@@ -512,16 +512,19 @@ class Session:
             return
         self.dispatch(message)
 
-    def dispatch(self, message) -> None:
+    def dispatch(self, message, *, inline: bool = False) -> None:
         """Handle one already-parsed message, or a batch list (see :func:`jsonrpc.parse`).
 
         Transports that parse for themselves (HTTP validates the body before
         routing it) call this instead of :meth:`receive`; it is thread-safe.
+        ``inline=True`` runs a request's handler in the calling thread and
+        returns when it has answered — for a transport that has a thread per
+        request anyway (an HTTP POST) and must never be the reader thread.
         """
         if isinstance(message, list):
             self._receive_batch(message)
         else:
-            self._route(message, None)
+            self._route(message, None, inline)
 
     def _receive_batch(self, items: list) -> None:
         if not self.dispatcher.batches_allowed():
@@ -543,22 +546,21 @@ class Session:
                 self._route(item, batch)
         batch.seal()
 
-    def _route(self, message, batch: _Batch | None) -> None:
+    def _route(self, message, batch: _Batch | None, inline: bool = False) -> None:
         if isinstance(message, Request):
-            self._start_handler(message, batch)
+            self._start_handler(message, batch, inline)
         elif isinstance(message, Notification):
             self._receive_notification(message)
         else:
             self._receive_answer(message)
 
-    def _start_handler(self, request: Request, batch: _Batch | None) -> None:
+    def _start_handler(self, request: Request, batch: _Batch | None, inline: bool = False) -> None:
         if request.method == "ping":
             # basic/utilities/ping: "The receiver MUST respond promptly with an empty response" —
             # answered here on the reader thread, never queued behind busy handlers.
             with self._lock:
                 duplicate = request.id in self._incoming
-            reply = ErrorResponse(request.id, {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}) \
-                if duplicate else Response(request.id, {})
+            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, {})
             batch.add(reply) if batch else self._reply(reply)
             return
         params = request.params or {}
@@ -569,8 +571,11 @@ class Session:
                 self._incoming[request.id] = context
         if duplicate:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
-            reply = ErrorResponse(request.id, {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"})
+            reply = ErrorResponse(request.id, _ID_IN_USE)
             batch.add(reply) if batch else self._reply(reply)
+            return
+        if inline:
+            self._run_handler(request, context, batch)
             return
         try:
             self._pool.submit(self._run_handler, request, context, batch)
@@ -647,6 +652,9 @@ class Session:
             self.call_soon(_settle, pending.future, settle, value)
         else:
             _settle(pending.future, settle, value)
+
+
+_ID_IN_USE = {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}
 
 
 def _settle(future: Future, settle, value) -> None:

@@ -89,6 +89,8 @@ class HttpClientTransport:
         self._closed = threading.Event()
         self._renew_lock = threading.Lock()
         self._generation = 0
+        self._session_ready = threading.Event()  # cleared while a new session is being started
+        self._session_ready.set()
         self._listener: threading.Thread | None = None
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
@@ -159,7 +161,9 @@ class HttpClientTransport:
         import requests
 
         try:
-            generation = self._generation
+            if request.method != "initialize" and not self._session_ready.wait(self.connect_timeout * 3):
+                raise HttpTransportError("timed out waiting for a new session")
+            generation, sent_with = self._generation, self.session_id
             response = self._post(data, stream=True)
             if request.method == "initialize":
                 if response.status_code in (400, 404, 405) and self.mode == "auto":
@@ -173,7 +177,7 @@ class HttpClientTransport:
                     self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
                     if self.mode == "auto":
                         self.mode = "streamable"
-            elif response.status_code == 404 and self.session_id and self.reinitialize is not None:
+            elif response.status_code == 404 and sent_with and self.reinitialize is not None:
                 response.close()
                 self._renew_session(generation)
                 response = self._post(data, stream=True)
@@ -221,11 +225,16 @@ class HttpClientTransport:
         """
         with self._renew_lock:
             if generation != self._generation:
+                self._session_ready.wait(self.connect_timeout * 3)
                 return  # another request already renewed it
             self._generation += 1
+            self._session_ready.clear()  # requests wait for the new session instead of failing
             self.session_id = None
-            log.info("the server forgot our session; starting a new one")
-            self.reinitialize()
+            try:
+                log.info("the server forgot our session; starting a new one")
+                self.reinitialize()
+            finally:
+                self._session_ready.set()
 
     # -- SSE streams -----------------------------------------------------------------------
 

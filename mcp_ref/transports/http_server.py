@@ -134,6 +134,7 @@ class Stream:
         self.cond = threading.Condition()
         self.ended = False
         self.consumer: object | None = None
+        self.direct = None  # while a POST runs its handler inline: writes straight to that response
 
     def put(self, data: bytes, *, end: bool = False) -> None:
         with self.cond:
@@ -226,6 +227,9 @@ class HttpSession:
                 log.debug("stateless mode: dropped a message that belongs to no request")
                 return
             stream = self.standalone
+        direct = stream.direct
+        if direct is not None and direct(data, end):
+            return
         stream.put(data, end=end)
 
     def request_finished(self, request_id) -> None:
@@ -419,8 +423,25 @@ class McpWsgiApp:
             start_response("202 Accepted", [("Content-Length", "0")])
             return [b""]
         stream = session.open_stream(request_ids)
-        session.connection.session.dispatch(message)
+        if isinstance(message, Request):
+            return self._answer_inline(session, stream, message, start_response)
+        session.connection.session.dispatch(message)  # a batch: its handlers run on the pool
         return self._answer(session, stream, start_response)
+
+    def _answer_inline(self, session: HttpSession, stream: Stream, request: Request, start_response):
+        """Serve a POSTed request on this thread: JSON if the handler sends only its answer,
+        otherwise an SSE stream written as the handler goes (WSGI ``write``), so progress,
+        logs and requests to the client reach it at once.  No hand-off to another thread."""
+        reply = _DirectReply(self, session, stream, start_response)
+        stream.direct = reply.send
+        try:
+            session.connection.session.dispatch(request, inline=True)
+        finally:
+            stream.direct = None
+            if not reply.broken:
+                session.forget_stream(stream)  # a broken one stays, for a resuming GET
+            self._finish_transient(session)
+        return reply.finish()
 
     def _initialize(self, environ: dict, start_response, request: Request):
         from ..server import ServerConnection
@@ -475,12 +496,11 @@ class McpWsgiApp:
 
     def _events(self, session: HttpSession, stream: Stream, token, first: bytes | None, replay=()):
         """The SSE body of a stream: a priming event (2025-11-25), then every message until its end."""
-        store, sid = self.event_store, session.id
         try:
-            if session.kind != "stateless" and lifecycle.at_least(session.version, lifecycle.ICONS) and not replay:
-                # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event
-                # consisting of an event ID and an empty data field in order to prime the client to reconnect".
-                yield sse_event(event_id=store.store(sid, stream.id, b""), retry=self.retry_ms)
+            if not replay:
+                priming = self._priming(session, stream)
+                if priming:
+                    yield priming
             for event_id, data in replay:
                 if data:
                     yield sse_event(data, event_id=event_id)
@@ -488,18 +508,26 @@ class McpWsgiApp:
             while True:
                 if item is _END:
                     return
-                if item is None:
-                    yield KEEPALIVE
-                elif session.kind == "stateless":
-                    yield sse_event(item)
-                else:
-                    yield sse_event(item, event_id=store.store(sid, stream.id, item))
+                yield KEEPALIVE if item is None else self._event(session, stream, item)
                 item = stream.take(token, self.keepalive)
         finally:
             stream.detach(token)
             if stream.ended and not stream.items:
                 session.forget_stream(stream)
             self._finish_transient(session)
+
+    def _priming(self, session: HttpSession, stream: Stream) -> bytes:
+        """2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
+        of an event ID and an empty data field in order to prime the client to reconnect"."""
+        if session.kind == "stateless" or not lifecycle.at_least(session.version, lifecycle.ICONS):
+            return b""
+        return sse_event(event_id=self.event_store.store(session.id, stream.id, b""), retry=self.retry_ms)
+
+    def _event(self, session: HttpSession, stream: Stream, data: bytes) -> bytes:
+        """One message as an SSE event, kept in the event store (stateless streams cannot be resumed)."""
+        if session.kind == "stateless":
+            return sse_event(data)
+        return sse_event(data, event_id=self.event_store.store(session.id, stream.id, data))
 
     def _get(self, environ: dict, start_response):
         if self.stateless:
@@ -664,6 +692,49 @@ class McpWsgiApp:
         session.connection.session.dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]
+
+
+class _DirectReply:
+    """The response of a POST whose handler runs inline (see ``McpWsgiApp._answer_inline``)."""
+
+    def __init__(self, app: McpWsgiApp, session: HttpSession, stream: Stream, start_response):
+        self.app, self.session, self.stream, self.start_response = app, session, stream, start_response
+        self.lock = threading.Lock()
+        self.answer: bytes | None = None
+        self.write = None
+        self.broken = False
+
+    def send(self, data: bytes, end: bool) -> bool:
+        """Deliver one message of the stream; False once the client has gone (queue it instead)."""
+        with self.lock:
+            if self.broken:
+                return False
+            if self.write is None:
+                if end and self.app.json_response is not False:
+                    self.answer = data  # the answer alone: a JSON reply, sent by finish()
+                    return True
+                self.write = self.start_response("200 OK", _SSE_HEADERS)
+                chunk = self.app._priming(self.session, self.stream) + self.app._event(self.session, self.stream, data)
+            else:
+                chunk = self.app._event(self.session, self.stream, data)
+            try:
+                self.write(chunk)
+            except Exception as exc:  # noqa: BLE001 - the client went away; the event is in the store
+                # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
+                log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
+                self.broken = True
+            return True
+
+    def finish(self) -> list:
+        """The WSGI body once the handler has returned."""
+        with self.lock:
+            if self.write is not None:
+                return []
+            if self.answer is not None:
+                self.start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(self.answer)))])
+                return [self.answer]
+            self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
+            return [b""]
 
 
 _SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),

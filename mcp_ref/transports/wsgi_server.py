@@ -112,17 +112,26 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             self.send_error(411, "Length Required")  # MCP clients send Content-Length
             return
         body = _Body(self.rfile, length)
-        state: dict = {}
+        state: dict = {"sent": False, "chunked": False}
 
         def start_response(status: str, headers: list, exc_info=None):
-            if exc_info and state.get("sent"):
+            if exc_info and state["sent"]:
                 raise exc_info[1].with_traceback(exc_info[2])
             state["status"], state["headers"] = status, headers
-            return self._write_legacy
+            return lambda data: self._write(state, data)
 
         result = self.server.app(self._environ(body), start_response)
         try:
-            self._respond(state, result)
+            if not state["sent"] and isinstance(result, list):
+                self._send_sized(state, result)
+            else:
+                for chunk in result:
+                    self._write(state, chunk)
+                if not state["sent"]:
+                    self._send_head(state)
+                if state["chunked"]:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
         finally:
             close = getattr(result, "close", None)
             if close is not None:
@@ -133,38 +142,40 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             else:
                 body.read()
 
-    def _write_legacy(self, data: bytes) -> None:
-        raise NotImplementedError("use the returned iterable, not write()")
-
-    def _respond(self, state: dict, result) -> None:
-        chunks = result if isinstance(result, list) else None
-        status, headers = state["status"], state["headers"]
+    def _send_head(self, state: dict, extra: list = ()) -> None:
+        headers = list(state["headers"]) + list(extra)
         sized = any(name.lower() == "content-length" for name, _ in headers)
-        if chunks is not None and not sized:
-            headers = headers + [("Content-Length", str(sum(len(c) for c in chunks)))]
-            sized = True
-        head = [f"{self.protocol_version} {status}\r\n"]
+        head = [f"{self.protocol_version} {state['status']}\r\n"]
         for name, value in headers:
             head.append(f"{name}: {value}\r\n")
             if name.lower() == "connection" and value.lower() == "close":
                 self.close_connection = True
         if not sized:
+            state["chunked"] = True
             head.append("Transfer-Encoding: chunked\r\n")
         head.append("\r\n")
-        out = self.wfile
-        out.write("".join(head).encode("latin-1"))
+        self.wfile.write("".join(head).encode("latin-1"))
         state["sent"] = True
-        if sized:
-            for chunk in result:
-                out.write(chunk)
-            out.flush()  # headers and body leave together
+
+    def _send_sized(self, state: dict, chunks: list) -> None:
+        """A complete body: headers and body leave in one flush."""
+        sized = any(name.lower() == "content-length" for name, _ in state["headers"])
+        self._send_head(state, () if sized else [("Content-Length", str(sum(len(c) for c in chunks)))])
+        for chunk in chunks:
+            self.wfile.write(chunk)
+        self.wfile.flush()
+
+    def _write(self, state: dict, data: bytes) -> None:
+        """Send part of a body of unknown length (the WSGI ``write`` callable, and streamed iterables)."""
+        if not state["sent"]:
+            self._send_head(state)
+        if not data:
             return
-        for chunk in result:
-            if chunk:
-                out.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                out.flush()
-        out.write(b"0\r\n\r\n")
-        out.flush()
+        if state["chunked"]:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        else:
+            self.wfile.write(data)
+        self.wfile.flush()
 
 
 class WsgiServer(ThreadingHTTPServer):
