@@ -14,7 +14,6 @@ from contextlib import contextmanager
 
 import pytest
 import requests
-
 from conftest import WAIT, WireChecker, schema_errors
 
 LATEST = "2025-11-25"
@@ -40,7 +39,7 @@ class Served:
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                        name=f"test-httpd-{httpd.port}", daemon=True)
 
-    def start(self) -> "Served":
+    def start(self) -> Served:
         self.thread.start()
         return self
 
@@ -149,7 +148,7 @@ class SseReader:
                 if line.startswith(b":"):
                     continue
                 name, _, value = line.decode().partition(":")
-                value = value[1:] if value.startswith(" ") else value
+                value = value.removeprefix(" ")
                 if name == "data":
                     data.append(value)
                 elif name in ("id", "event", "retry"):

@@ -19,7 +19,6 @@ import time
 
 import pytest
 import requests
-
 from conftest import WAIT, WireChecker, check_trace, run_cli
 from http_fixtures import (
     ACCEPT_BOTH,
@@ -33,6 +32,7 @@ from http_fixtures import (
     serve,  # noqa: F401 - fixture
     start,
 )
+
 from mcp_ref import Client
 
 
@@ -249,7 +249,7 @@ def test_cli_info_tools_call_over_streamable_http(recorded):
 
     proc, _ = traced("tools", recorded.mcp)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^echo\(text\)", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^echo\(text\)", proc.stdout, re.MULTILINE), proc.stdout
 
     proc, checker = traced("call", recorded.mcp, "echo", "text=hi")
     assert proc.returncode == 0 and proc.stdout == "hi\n", (proc.stdout, proc.stderr)
@@ -263,6 +263,7 @@ def test_cli_info_tools_call_over_streamable_http(recorded):
 def test_cli_transport_sse(recorded):
     proc, checker = traced("--transport", "sse", "call", recorded.sse, "echo", "text=over sse")
     assert proc.returncode == 0 and proc.stdout == "over sse\n", (proc.stdout, proc.stderr)
+    assert checker.received() and checker.sent("tools/call")
     assert {path for _, path, _ in recorded.recorder.requests} == {"/sse", "/messages"}
     # auto, with the SSE URL: the fallback.
     proc, _ = traced("call", recorded.sse, "echo", "text=fallback")

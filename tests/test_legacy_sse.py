@@ -11,7 +11,6 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 import requests
-
 from conftest import WAIT, WireChecker
 from http_fixtures import (
     ACCEPT_BOTH,
@@ -159,12 +158,12 @@ def test_legacy_sse_off_is_404(serve):
     assert response.status_code == 404 and not error_body_errors(response.json())
     response = requests.post(srv.url + "/messages?session_id=x", json=request("ping"), timeout=TIMEOUT)
     assert response.status_code == 404
-    with pytest.raises(Exception) as info:  # noqa: PT011
+    with pytest.raises(Exception) as info:
         Client_http(srv.sse, transport="sse")
     assert "404" in str(info.value)
 
 
-def Client_http(url, **options):  # noqa: N802 - a Client.http that never outlives the test
+def Client_http(url, **options):
     from mcp_ref import Client
 
     client = Client.http(url, trace=WireChecker(), timeout=WAIT, **options)

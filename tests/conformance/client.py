@@ -11,19 +11,25 @@ does not implement (the auth scenarios: they need OAuth support mcp_ref does not
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import sys
+import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
-from mcp_ref import Client, ElicitResult, McpError  # noqa: E402
-from mcp_ref import lifecycle  # noqa: E402
+from mcp_ref import (
+    Client,
+    ElicitResult,
+    McpError,
+    lifecycle,
+)
 
 SCENARIOS: dict[str, Callable[[str], None]] = {}
+CLOSE_TIMEOUT = 10.0
 
 
 def scenario(name: str):
@@ -46,6 +52,31 @@ def connect(url: str, **options) -> Client:
     return Client.http(url, **options)
 
 
+class CloseHung(Exception):
+    """Client.close() did not return in time."""
+
+
+@contextlib.contextmanager
+def session(url: str, **options):
+    """``connect()`` for a ``with`` block whose close is bounded: a close() that hangs is reported as a failure."""
+    client = connect(url, **options)
+    try:
+        yield client
+    except BaseException:
+        if not close_within(client, CLOSE_TIMEOUT):  # keep the first failure; mention this one
+            print(f"client.py: Client.close() did not return within {CLOSE_TIMEOUT:.0f} s either", file=sys.stderr)
+        raise
+    if not close_within(client, CLOSE_TIMEOUT):
+        raise CloseHung(f"Client.close() did not return within {CLOSE_TIMEOUT:.0f} s")
+
+
+def close_within(client: Client, timeout: float) -> bool:
+    closer = threading.Thread(target=client.close, name="close", daemon=True)
+    closer.start()
+    closer.join(timeout)
+    return not closer.is_alive()
+
+
 def find_tool(client: Client, name: str):
     for tool in client.list_tools():
         if tool.name == name:
@@ -56,14 +87,14 @@ def find_tool(client: Client, name: str):
 @scenario("initialize")
 def initialize(url: str) -> None:
     """Initialize (initialize, then notifications/initialized) and close: the server declares no capabilities."""
-    with connect(url) as client:
+    with session(url) as client:
         client.ping()
 
 
 @scenario("tools_call")
 def tools_call(url: str) -> None:
     """List the tools and call add_numbers with two numbers."""
-    with connect(url) as client:
+    with session(url) as client:
         find_tool(client, "add_numbers")
         result = client.call_tool("add_numbers", {"a": 5, "b": 3})
         if result.is_error:
@@ -76,7 +107,7 @@ def elicitation_defaults(url: str) -> None:
     def accept_with_defaults(params):
         return ElicitResult(action="accept", content={})
 
-    with connect(url, elicitation_handler=accept_with_defaults) as client:
+    with session(url, elicitation_handler=accept_with_defaults) as client:
         find_tool(client, "test_client_elicitation_defaults")
         client.call_tool("test_client_elicitation_defaults", {})
 
@@ -85,7 +116,7 @@ def elicitation_defaults(url: str) -> None:
 def sse_retry(url: str) -> None:
     """Call test_reconnection: the server closes the SSE stream mid-call; the client must reconnect (GET,
     Last-Event-ID) after the announced retry delay and get the result there (SEP-1699)."""
-    with connect(url) as client:
+    with session(url) as client:
         find_tool(client, "test_reconnection")
         result = client.call_tool("test_reconnection", {})
         if result.is_error:
@@ -95,7 +126,7 @@ def sse_retry(url: str) -> None:
 @scenario("json-schema-2020-12-preservation")
 def json_schema_preservation(url: str) -> None:
     """Echo json_schema_2020_12_tool's inputSchema, exactly as received, through json_schema_echo (SEP-1613, SEP-2106)."""
-    with connect(url) as client:
+    with session(url) as client:
         tool = find_tool(client, "json_schema_2020_12_tool")
         schema = tool.input_schema
         find_tool(client, "json_schema_echo")
@@ -109,27 +140,43 @@ def main(argv: list[str]) -> int:
         return 1
     url = argv[1]
     if name.startswith("auth/"):
-        print(f"client.py: scenario {name!r} needs OAuth authorization, which mcp_ref's client does not do yet",
-              file=sys.stderr)
-        return 2
+        return not_implemented(name, "it needs OAuth authorization, which mcp_ref's client does not do yet")
     run = SCENARIOS.get(name)
     if run is None:
-        print(f"client.py: unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
-        return 2
+        return not_implemented(name, f"unknown scenario; known: {', '.join(sorted(SCENARIOS))}")
     context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
     if context:
         print(f"client.py: context {context}", file=sys.stderr)
     try:
         run(url)
-    except (McpError, OSError, TimeoutError) as exc:  # protocol errors, refused connections, timeouts
-        print(f"client.py: {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    except Exception:  # noqa: BLE001 - anything else is a bug worth its traceback (the suite keeps stderr)
+    except (McpError, OSError, TimeoutError, CloseHung) as exc:  # protocol errors, refused connections, timeouts
+        return failed(name, f"{type(exc).__name__}: {exc}")
+    except SystemExit as exc:
+        return failed(name, str(exc.code))
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug worth its traceback (the suite keeps stderr)
         traceback.print_exc()
-        return 1
-    print(f"client.py: {name}: done")
+        return failed(name, f"{type(exc).__name__}: {exc}")
+    # run.py reads this line from the scenario's stdout.txt: the tool does not record the client's exit status.
+    print(f"client.py: RESULT ok: {name}", flush=True)
     return 0
 
 
+def failed(name: str, why: str) -> int:
+    print(f"client.py: {name}: {why}", file=sys.stderr, flush=True)
+    print(f"client.py: RESULT failed: {name}: {why}", flush=True)
+    return 1
+
+
+def not_implemented(name: str, why: str) -> int:
+    print(f"client.py: scenario {name!r} is not implemented: {why}", file=sys.stderr, flush=True)
+    print(f"client.py: RESULT not implemented: {name}: {why}", flush=True)
+    return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    status = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Exit even if a transport thread is still blocked (it was reported above when close() hung);
+    # the suite waits for this process, and a hung client would hang the whole run.
+    os._exit(status)

@@ -10,7 +10,9 @@ tests/conformance/client.py.  Each run uses the baseline tests/conformance/expec
 (``--expected-failures``) and writes its checks.json files under ``-o``.  A suite fails on a check
 that fails and is not in the baseline, and on a baseline entry that now passes (stale); the tool
 itself exits non-zero on both, and this runner checks the checks.json files the same way so a
-tool that exits 0 for the wrong reason is caught too.
+tool that exits 0 for the wrong reason is caught too.  For the client suite it also reads
+client.py's own verdict per scenario (the pseudo-check ``SCENARIO:client-result``), which the tool
+does not record.
 
 Needs Node 22+ (``npx`` on PATH); .ci/conformance.sh installs it.  Prints one line per suite,
 ``server 2025-11-25: 84 passed, 0 failed``, and a total line last.
@@ -38,6 +40,7 @@ ROOT = HERE.parents[1]
 PACKAGE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 BASELINE = HERE / "expected-failures.yml"
 SERVER_READY_TIMEOUT = 30.0  # seconds to wait for server.py to accept connections
+CLIENT_RESULT = "client-result"  # pseudo check id: client.py's own RESULT line for a scenario
 SUITE_TIMEOUT = 300  # seconds for one run of the tool (a whole run takes well under a minute)
 
 
@@ -134,6 +137,16 @@ def compare(scenarios: dict[str, list[dict]], entries: list[str]) -> tuple[list,
 # -- checks.json -------------------------------------------------------------------------------
 
 _STAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$")
+
+
+def client_results(out_dir: Path) -> dict[str, str]:
+    """scenario -> the client's own RESULT line (client.py prints it; the tool does not record exit statuses)."""
+    results: dict[str, str] = {}
+    for path in sorted(out_dir.rglob("stdout.txt")):
+        name = _STAMP.sub("", path.parent.relative_to(out_dir).as_posix())
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.startswith("client.py: RESULT ")]
+        results[name] = lines[-1][len("client.py: RESULT "):] if lines else "no RESULT line (the client crashed or was killed)"
+    return results
 
 
 def read_checks(out_dir: Path, side: str) -> dict[str, list[dict]]:
@@ -286,6 +299,20 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
         # (initialize does), which the tool counts as a pass.
         if not checks and scenario not in entries:
             outcome.problems.append(f"{scenario}: recorded no checks (did the {suite.side} side run at all?)")
+    if suite.side == "client":
+        # The client's own verdict, as the pseudo-check SCENARIO:client-result (the tool ignores an entry
+        # naming a check it never emits; this runner treats it like any other baseline entry).
+        for scenario, result in sorted(client_results(out_dir).items()):
+            if scenario in entries:
+                continue
+            entry = f"{scenario}:{CLIENT_RESULT}"
+            if result.startswith("ok"):
+                if entry in entries:
+                    outcome.stale.append(entry)
+            elif entry in entries:
+                outcome.expected.append(entry)
+            else:
+                outcome.unexpected.append(f"{entry} ({result})")
     return outcome
 
 
@@ -294,7 +321,7 @@ def find_npx() -> str:
     if not npx:
         raise SystemExit("run.py: npx not found; install Node 22 or newer (.ci/conformance.sh does)")
     node = shutil.which("node")  # npx runs its packages with the first node on PATH
-    version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip() if node else ""
+    version = subprocess.run([node, "--version"], check=False, capture_output=True, text=True).stdout.strip() if node else ""
     match = re.match(r"v(\d+)", version)
     if not match or int(match.group(1)) < 22:
         raise SystemExit(f"run.py: the conformance suite needs Node 22 or newer; found {version or 'no node'}")

@@ -22,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
-from mcp_ref import (  # noqa: E402
+from mcp_ref import (
     AudioContent,
-    BlobResourceContents,
     Context,
     EmbeddedResource,
     ImageContent,
