@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-NODE_DIR="${MCP_REF_NODE_DIR:-$HOME/.cache/mcp-ref-node22}"
+NODE_DIR="${MCP_REF_NODE_DIR:-${HOME:-/tmp}/.cache/mcp-ref-node22}"
 
 node_major() { "$1" --version 2>/dev/null | sed -n 's/^v\([0-9]*\).*/\1/p'; }
 

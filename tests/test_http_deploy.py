@@ -289,11 +289,6 @@ def test_cli_unreachable_url_exits_4():
     assert time.monotonic() - started < WAIT
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: when the initialize POST gets 404 and the fallback GET gets 404 too, _start_legacy raises "
-    "HttpTransportError inside HttpClientTransport._send_request, whose catch-all 'except Exception' "
-    "logs it with log.exception: the CLI prints a Traceback (ERROR level), and the user's one-line "
-    "message says 'the connection ended before an answer arrived' instead of the HTTP 404"))
 def test_cli_url_that_is_not_mcp_exits_4(serve):
     srv = serve()
     proc = run_cli("--timeout", "5", "info", srv.url + "/nowhere", timeout=WAIT * 2)  # asserts: no Traceback

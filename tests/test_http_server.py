@@ -598,13 +598,6 @@ def test_a_second_get_takes_the_standalone_stream_over(serve, raw_session):
 # -- resumption -----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: since handlers run inline (9c90d32), _DirectReply.send keeps writing to the POST's own response "
-    "until a write fails; a resuming GET (Last-Event-ID) that attaches to the stream before that gets "
-    "neither the events written into the dead socket after it attached (they are stored, but replay ran "
-    "before they existed) nor them from the queue: progress 3 and 4 of 8 are lost. Fix: in "
-    "_DirectReply.send, 'if self.broken or self.stream.consumer is not None: return False' (queue once "
-    "a resuming consumer is attached) - verified to make this test pass"))
 def test_post_stream_resumes_after_a_dropped_connection(serve, raw_session):
     """Read part of a slow call's SSE stream, drop the connection, and GET with Last-Event-ID:
     the rest of the events, then the answer, exactly once, with ids strictly after the given one."""

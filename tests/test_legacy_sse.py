@@ -231,11 +231,6 @@ def test_auto_against_streamable_does_not_fall_back(serve, http_client):
     assert client.session.transport.legacy_endpoint is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: HttpClientTransport.close() (http_client.py, 'for response in responses: response.close()') "
-    "blocks while the mcp-sse-listen thread is inside a read of that same response (the buffered "
-    "reader's lock); in sse mode nothing ends the server's stream, so close() waits for the server's "
-    "next keep-alive (15 s by default). Shutting the socket down instead would wake the reader."))
 def test_closing_an_sse_client_is_prompt(serve):
     import time
 

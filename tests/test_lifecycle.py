@@ -347,3 +347,23 @@ def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
     peer.send_json({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///work"}]}})
     reply = peer.recv()
     assert reply["id"] == 3 and json.loads(reply["result"]["content"][0]["text"]) == ["file:///work"]
+
+
+# -- spec_notes items ------------------------------------------------------------------------------
+
+NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_server_info_website_url_only_from_2025_11_25(connect, wire, version):
+    from servers.notes_server import WEBSITE
+
+    client = connect(NOTES_SERVER, protocol_version=version)
+    server_info = wire.received()[0]["result"]["serverInfo"]
+    expected = {"name": "notes", "version": "1.0"}
+    if version >= "2025-06-18":
+        expected["title"] = "Notes server"
+    if version >= "2025-11-25":
+        expected["websiteUrl"] = WEBSITE
+    assert server_info == expected
+    assert client.server_info.website_url == expected.get("websiteUrl")

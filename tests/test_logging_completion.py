@@ -184,3 +184,30 @@ def test_completion_context_is_sent_only_from_2025_06_18(pool, version):
     else:
         assert "context" not in sent  # CompleteRequest has no context at this revision
         assert values == ["Berlin", "Bonn"]
+
+
+# -- spec_notes items ------------------------------------------------------------------------------
+
+NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_log_messages_are_sent_before_notifications_initialized(raw_peer, version):
+    # basic/lifecycle: before notifications/initialized the server "SHOULD NOT send requests other
+    # than pings and logging".  mcp_ref logs from handlers, so a raw client calls a tool that logs
+    # after the initialize answer but without ever sending notifications/initialized.
+    checker = WireChecker(version)
+    peer = raw_peer(NOTES_SERVER)
+    peer.send_json({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    assert peer.recv()["result"]["protocolVersion"] == version
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "log_one"}}
+    peer.send_json(call)
+    log, answer = peer.recv(), peer.recv()
+    assert log == {"jsonrpc": "2.0", "method": "notifications/message",
+                   "params": {"level": "info", "data": {"note": "hello"}, "logger": "notes"}}
+    assert answer["id"] == 1 and answer["result"]["content"] == [{"type": "text", "text": "logged"}]
+    checker("-->", json.dumps(call).encode())
+    for message in (log, answer):
+        checker("<--", json.dumps(message).encode())
+    checker.assert_valid()

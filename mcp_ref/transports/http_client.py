@@ -134,7 +134,7 @@ class HttpClientTransport:
         with self._responses_lock:
             responses = list(self._open_responses)
         for response in responses:
-            response.close()
+            _abort(response)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.put(None)
@@ -184,6 +184,8 @@ class HttpClientTransport:
             self._deliver(response, request)
         except requests.RequestException as exc:
             self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+        except HttpTransportError as exc:
+            self._fail(request.id, str(exc))
         except Exception as exc:  # noqa: BLE001 - a worker must never die silently
             log.exception("HTTP request failed")
             self._fail(request.id, f"HTTP request failed: {exc}")
@@ -356,7 +358,7 @@ class HttpClientTransport:
                 failure.append(str(exc))
             finally:
                 ready.set()
-                if not self._closed.is_set():
+                if self.legacy_endpoint is not None and not self._closed.is_set():
                     self._incoming.put(None)  # the stream is the connection: it ended
 
         self.mode = "sse"
@@ -399,6 +401,24 @@ class HttpClientTransport:
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
         self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+
+
+def _abort(response) -> None:
+    """Close a streaming response even while another thread is blocked reading it.
+
+    ``response.close()`` waits for that reader; shutting the socket down first
+    wakes it at once (the reader then sees the end of the stream).
+    """
+    import socket
+
+    connection = getattr(response.raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    response.close()
 
 
 def _note_answers(data: str, awaiting: set) -> None:

@@ -536,23 +536,26 @@ class McpWsgiApp:
         if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
             raise HttpError("406 Not Acceptable", "Not Acceptable: Accept must list text/event-stream")
         session = self._session_for(environ)
-        stream, replay = session.standalone, ()
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
-        if last_event_id:
-            # basic/transports §Resumability: "the server MAY use this header to replay messages
-            # that would have been sent after the last event ID, on the stream that was disconnected".
+        if not last_event_id or self.event_store.replay_after(session.id, last_event_id) is None:
+            # No resumption (or an id this session never issued): the standalone stream.
+            start_response("200 OK", _SSE_HEADERS)
+            return self._events(session, session.standalone, session.standalone.attach(), None)
+        # basic/transports §Resumability: "the server MAY use this header to replay messages
+        # that would have been sent after the last event ID, on the stream that was disconnected".
+        with session.lock:
+            stream = session.by_id.get(last_event_id.rpartition(".")[0])
+        if stream is None:  # that stream has ended and been delivered, or never was: replay what is kept
             found = self.event_store.replay_after(session.id, last_event_id)
-            if found is not None:
-                with session.lock:
-                    resumed = session.by_id.get(found[0])
-                if resumed is not None:
-                    stream, replay = resumed, found[1]
-                elif found[1]:
-                    stream, replay = None, found[1]  # the stream ended; send what it missed
+            start_response("200 OK", _SSE_HEADERS)
+            return [sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data]
+        # Take the stream over and read what it missed in one step: an event is either already
+        # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
+        with stream.cond:
+            token = stream.attach()
+            found = self.event_store.replay_after(session.id, last_event_id)
         start_response("200 OK", _SSE_HEADERS)
-        if stream is None:
-            return [sse_event(data, event_id=eid) for eid, data in replay if data]
-        return self._events(session, stream, stream.attach(), None, replay)
+        return self._events(session, stream, token, None, found[1] if found else ())
 
     def _delete(self, environ: dict, start_response):
         if self.stateless:
@@ -705,18 +708,21 @@ class _DirectReply:
         self.broken = False
 
     def send(self, data: bytes, end: bool) -> bool:
-        """Deliver one message of the stream; False once the client has gone (queue it instead)."""
+        """Deliver one message of the stream; False once the client has gone or resumed
+        elsewhere (the message is then queued for the resuming GET instead)."""
         with self.lock:
-            if self.broken:
-                return False
-            if self.write is None:
-                if end and self.app.json_response is not False:
-                    self.answer = data  # the answer alone: a JSON reply, sent by finish()
-                    return True
-                self.write = self.start_response("200 OK", _SSE_HEADERS)
-                chunk = self.app._priming(self.session, self.stream) + self.app._event(self.session, self.stream, data)
-            else:
-                chunk = self.app._event(self.session, self.stream, data)
+            with self.stream.cond:  # atomic with a resuming GET's take-over (see McpWsgiApp._get)
+                if self.broken or self.stream.consumer is not None:
+                    self.broken = True
+                    return False
+                if self.write is None:
+                    if end and self.app.json_response is not False:
+                        self.answer = data  # the answer alone: a JSON reply, sent by finish()
+                        return True
+                    self.write = self.start_response("200 OK", _SSE_HEADERS)
+                    chunk = self.app._priming(self.session, self.stream) + self.app._event(self.session, self.stream, data)
+                else:
+                    chunk = self.app._event(self.session, self.stream, data)
             try:
                 self.write(chunk)
             except Exception as exc:  # noqa: BLE001 - the client went away; the event is in the store
