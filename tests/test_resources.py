@@ -255,3 +255,30 @@ def test_file_root_refuses_every_escape_as_not_found(pool, prefix, tree, escape)
     mark = len(peer.wire.messages)
     not_found(peer.client, prefix + relative)
     assert SECRET not in json.dumps(peer.wire.messages[mark:])
+
+
+# -- spec_notes items ------------------------------------------------------------------------------
+
+NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_resource_and_template_listings_follow_the_revision(connect, wire, version):
+    from servers.notes_server import ANNOTATIONS, ICONS
+
+    client = connect(NOTES_SERVER, protocol_version=version)
+    (resource,) = client.list_resources()
+    (template,) = client.list_resource_templates()
+    expected = {"name": "full", "description": "Every optional field.", "mimeType": "text/plain",
+                "annotations": ANNOTATIONS}  # annotations exist at every revision
+    if version >= "2025-06-18":
+        expected["title"] = "A full resource"
+    if version >= "2025-11-25":
+        expected["icons"] = ICONS
+    assert resource.raw == {"uri": "notes://full", "size": 5, **expected}
+    expected.update(name="full_template", description="Every optional field, as a template.")
+    if "title" in expected:
+        expected["title"] = "A full template"
+    assert template.raw == {"uriTemplate": "notes://full/{x}", **expected}
+    assert (resource.title, template.icons) == (expected.get("title") and "A full resource", expected.get("icons"))
+    assert client.read_resource("notes://full/y").contents[0].text == "full y"
