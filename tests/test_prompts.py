@@ -134,3 +134,32 @@ def test_audio_becomes_a_text_note_for_a_2024_11_05_peer(pool):
     messages = pool.client("2024-11-05").get_prompt("media").messages
     assert [type(m.content) for m in messages] == [TextContent, ImageContent, TextContent, EmbeddedResource, EmbeddedResource]
     assert messages[2].content.text == "[audio content (audio/wav) cannot be sent with protocol version 2024-11-05]"
+
+
+# -- spec_notes items ------------------------------------------------------------------------------
+
+NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, version):
+    from mcp_ref.types import ResourceLink
+    from servers.notes_server import ICONS, LINK
+
+    client = connect(NOTES_SERVER, protocol_version=version)
+    iconic = [p for p in client.list_prompts() if p.name == "iconic"][0]
+    expected = {"name": "iconic", "description": "A prompt with icons.", "arguments": []}
+    if version >= "2025-06-18":
+        expected["title"] = "An iconic prompt"
+    if version >= "2025-11-25":
+        expected["icons"] = ICONS
+    assert iconic.raw == expected
+    # A resource_link message, built by the server or returned ready-made as a GetPromptResult.
+    for name, role in (("link", "user"), ("link_result", "assistant")):
+        (message,) = client.get_prompt(name).messages
+        assert message.role == role
+        if version >= "2025-06-18":
+            assert isinstance(message.content, ResourceLink) and message.content.raw == LINK
+        else:
+            assert isinstance(message.content, TextContent)
+            assert message.content.text == "Resource notes: file:///srv/notes.txt"

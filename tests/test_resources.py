@@ -18,7 +18,7 @@ from servers.feature_kit import ClientPool
 
 from servers.feature_resources import BLOB, TEXT  # the server's own constants
 
-from mcp_ref import BlobResourceContents, ResourceNotFound, TextResourceContents
+from mcp_ref import SUPPORTED_VERSIONS, BlobResourceContents, ResourceNotFound, TextResourceContents
 from mcp_ref.types import ReadResourceResult
 
 SCRIPT = SERVERS / "feature_resources.py"
@@ -262,7 +262,7 @@ def test_file_root_refuses_every_escape_as_not_found(pool, prefix, tree, escape)
 NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 
-@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_resource_and_template_listings_follow_the_revision(connect, wire, version):
     from servers.notes_server import ANNOTATIONS, ICONS
 
@@ -280,5 +280,5 @@ def test_resource_and_template_listings_follow_the_revision(connect, wire, versi
     if "title" in expected:
         expected["title"] = "A full template"
     assert template.raw == {"uriTemplate": "notes://full/{x}", **expected}
-    assert (resource.title, template.icons) == (expected.get("title") and "A full resource", expected.get("icons"))
+    assert resource.icons == template.icons == expected.get("icons")
     assert client.read_resource("notes://full/y").contents[0].text == "full y"

@@ -376,3 +376,28 @@ def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
     (answer,) = [m for m in wire.received() if m.get("id") == call_id]
     assert answer == {"jsonrpc": "2.0", "id": call_id,
                       "error": {"code": -32001, "message": "custom failure", "data": {"why": "testing"}}}
+
+
+# -- tasks (2025-11-25) are not implemented: what a peer that uses them gets --------------------------
+
+
+def test_a_task_param_in_tools_call_is_ignored(connect, wire):
+    # basic/utilities/tasks §Task Support and Handling: a receiver that did not declare task support
+    # "MUST process the request normally, ignoring the task field".
+    client = connect(protocol_version="2025-11-25")
+    assert "tasks" not in client.server_capabilities
+    params = {"name": "echo", "arguments": {"text": "hi"}, "task": {"ttl": 1000}}
+    assert client.request("tools/call", params) == {"content": [{"type": "text", "text": "hi"}]}  # no CreateTaskResult
+    assert wire.sent("tools/call")[0]["params"]["task"] == {"ttl": 1000}
+
+
+@pytest.mark.parametrize("method, params", [
+    ("tasks/get", {"taskId": "t-1"}), ("tasks/result", {"taskId": "t-1"}),
+    ("tasks/list", {}), ("tasks/cancel", {"taskId": "t-1"}),
+])
+def test_tasks_methods_are_method_not_found_by_the_server(connect, wire, method, params):
+    client = connect(protocol_version="2025-11-25")
+    with pytest.raises(McpError) as caught:
+        client.request(method, params)
+    assert caught.value.code == -32601
+    client.ping()  # the connection goes on
