@@ -335,3 +335,59 @@ def test_roots_must_be_file_uris(tmp_path):
         Client.stdio([*RAW_SERVER, "silent-init", str(record)], roots=["http://x"], stderr="capture", shutdown_timeout=5)
     # Refused before anything was sent; the server that had been started was shut down.
     assert record.read_text().splitlines() == ["EOF"]
+
+
+# -- spec_notes items ------------------------------------------------------------------------------
+
+USER_MESSAGE = {"role": "user", "content": {"type": "text", "text": "Hello?"}}
+
+
+def answer_sampling(params):
+    return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+
+@pytest.mark.parametrize("params", [
+    {"messages": [USER_MESSAGE]},  # no maxTokens
+    {"maxTokens": 5},  # no messages
+    {"messages": "Hello?", "maxTokens": 5},  # messages not an array
+    {"messages": USER_MESSAGE, "maxTokens": 5},  # messages an object, not an array
+    {"messages": [42], "maxTokens": 5},  # a message that is not an object
+    {"messages": [{"role": "user"}], "maxTokens": 5},  # a message without content
+    {"messages": [{"role": "user", "content": {"type": "text"}}], "maxTokens": 5},  # a text block without text
+    {"messages": [USER_MESSAGE], "maxTokens": "five"},  # maxTokens not an integer
+], ids=["no-max-tokens", "no-messages", "messages-string", "messages-object", "message-not-object",
+        "message-without-content", "text-without-text", "max-tokens-string"])
+def test_malformed_sampling_params_are_invalid_params(connect, params):
+    seen: list = []
+    client = connect(UNTESTED, sampling_handler=lambda p: seen.append(p) or answer_sampling(p))
+    assert sent_anyway(client, "sampling/createMessage", params)["error"] == -32602
+    assert seen == []  # the handler never ran
+    assert "result" in sent_anyway(client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5})
+
+
+def test_a_sampling_handler_that_raises_mcp_error_answers_with_its_code(connect, wire):
+    from mcp_ref import McpError
+
+    def handler(params):
+        raise McpError("User rejected sampling request", code=-1)
+
+    client = connect(UNTESTED, sampling_handler=handler)
+    answer = sent_anyway(client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5})
+    assert answer == {"error": -1, "message": "User rejected sampling request"}
+    (sent,) = [m for m in wire.sent() if "error" in m]
+    assert sent["error"] == {"code": -1, "message": "User rejected sampling request"}
+
+
+def test_tasks_are_ignored_or_method_not_found_by_the_client(connect, wire):
+    seen: list = []
+    client = connect(UNTESTED, sampling_handler=lambda p: seen.append(p) or answer_sampling(p))
+    assert "tasks" not in sent_capabilities(wire)
+    for method, params in (("tasks/get", {"taskId": "t"}), ("tasks/result", {"taskId": "t"}),
+                           ("tasks/list", {}), ("tasks/cancel", {"taskId": "t"})):
+        assert sent_anyway(client, method, params)["error"] == -32601, method
+    # A task-augmented sampling request is processed normally: the plain result, not a CreateTaskResult.
+    answer = sent_anyway(client, "sampling/createMessage", {
+        "messages": [USER_MESSAGE], "maxTokens": 5, "task": {"ttl": 1000}})
+    assert answer == {"result": answer_sampling(None)}
+    (params,) = seen
+    assert params.raw["task"] == {"ttl": 1000}
