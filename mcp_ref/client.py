@@ -435,6 +435,10 @@ class Client:
         if method == "sampling/createMessage":
             if self.sampling_handler is None:
                 raise MethodNotFound("Method not found: this client does not offer sampling")
+            max_tokens = params.get("maxTokens")
+            if not isinstance(params.get("messages"), list) or not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+                # schema CreateMessageRequest: messages is an array, maxTokens an integer.
+                raise InvalidParams("Invalid params: sampling/createMessage needs a messages array and an integer maxTokens")
             try:
                 request = CreateMessageParams.from_wire(params)
             except (TypeError, KeyError) as exc:

@@ -195,6 +195,17 @@ class Context:
         """Send progress for this request (only if the client asked for it by sending a progress token)."""
         return self.request.report_progress(progress, total, message)
 
+    def close_sse_stream(self) -> bool:
+        """Over Streamable HTTP, close the connection carrying this request's SSE stream (SSE polling).
+
+        The stream goes on: later messages and the answer wait in the event
+        store, and the client resumes with GET + ``Last-Event-ID`` after the
+        ``retry`` interval.  False when there is no such stream (stdio, JSON
+        replies, the legacy transport).  See ``McpWsgiApp(inline_handlers=...)``.
+        """
+        close = getattr(self.connection.session.transport, "close_stream", None)
+        return bool(close and close(self.request_id))
+
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send a ``notifications/message`` if ``level`` passes the client's ``logging/setLevel``."""
         return self.connection.log(level, data, logger, related_request_id=self.request_id)

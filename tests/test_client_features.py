@@ -357,12 +357,15 @@ def answer_sampling(params):
     {"messages": [USER_MESSAGE], "maxTokens": "five"},  # maxTokens not an integer
 ], ids=["no-max-tokens", "no-messages", "messages-string", "messages-object", "message-not-object",
         "message-without-content", "text-without-text", "max-tokens-string"])
-def test_malformed_sampling_params_are_invalid_params(connect, params):
+def test_malformed_sampling_params_are_invalid_params(connect, wire, params):
     seen: list = []
     client = connect(UNTESTED, sampling_handler=lambda p: seen.append(p) or answer_sampling(p))
     assert sent_anyway(client, "sampling/createMessage", params)["error"] == -32602
     assert seen == []  # the handler never ran
     assert "result" in sent_anyway(client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5})
+    # The request the server sent on purpose breaks the schema; everything else must not.
+    assert wire.errors and all(e.startswith("CreateMessageRequest:") for e in wire.errors)
+    wire.errors.clear()
 
 
 def test_a_sampling_handler_that_raises_mcp_error_answers_with_its_code(connect, wire):

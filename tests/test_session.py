@@ -421,3 +421,31 @@ def test_a_cancel_without_request_id_is_ignored(raw_peer, params):
     # The call in flight was not taken for the cancelled one: it ran to its end and was answered.
     reply = peer.recv()
     assert reply["id"] == "w" and reply["result"]["content"] == [{"type": "text", "text": "not cancelled"}]
+
+
+# -- spec_notes items ------------------------------------------------------------------------------
+
+LATE_ANSWER_SERVER = [sys.executable, str(SERVERS / "notes_raw_server.py")]
+
+
+def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
+    # cancellation §Behavior Requirements 5: "The sender of the cancellation notification SHOULD
+    # ignore any response to the request that arrives afterward."  The server holds the call
+    # until it reads the cancel, then answers it anyway.
+    client = connect(LATE_ANSWER_SERVER)
+    call = client.start_tool_call("stubborn")
+    with caplog.at_level("WARNING", logger="mcp_ref.session"):
+        assert call.cancel("changed my mind") is True
+        with pytest.raises(RequestCancelled):
+            call.result()
+        # The server reads the cancel, sends the late answer, then reads and answers this call.
+        assert client.call_tool("echo", {"text": "next"}).content[0].text == "next"
+    assert wire.sent("notifications/cancelled")[0]["params"] == {"requestId": call.request_id, "reason": "changed my mind"}
+    late = [m for m in wire.received() if m.get("id") == call.request_id]
+    assert late == [{"jsonrpc": "2.0", "id": call.request_id,
+                     "result": {"content": [{"type": "text", "text": "late answer"}]}}]
+    assert any("dropped an answer to unknown request id" in r.getMessage() for r in caplog.records)
+    with pytest.raises(RequestCancelled):  # the late answer did not settle the cancelled call
+        call.result()
+    client.ping()
+    assert client.call_tool("echo", {"text": "still fine"}).content[0].text == "still fine"

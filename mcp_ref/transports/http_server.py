@@ -54,6 +54,7 @@ ASSUMED_VERSION = "2025-03-26"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 _END = object()
+_CLOSE = object()  # ends the current connection of a stream, not the stream (SSE polling)
 
 
 class HttpError(Exception):
@@ -142,6 +143,12 @@ class Stream:
             if end:
                 self.items.append(_END)
                 self.ended = True
+            self.cond.notify_all()
+
+    def close_connection(self) -> None:
+        """End the HTTP response now serving this stream; later messages wait for a resuming GET."""
+        with self.cond:
+            self.items.append(_CLOSE)
             self.cond.notify_all()
 
     def end(self) -> None:
@@ -243,6 +250,24 @@ class HttpSession:
         if done:
             stream.end()
 
+    def close_stream(self, request_id) -> bool:
+        """Close the connection carrying ``request_id``'s stream, keeping the stream (SSE polling).
+
+        2025-11-25 basic/transports §Sending Messages: "the server MAY close the connection
+        (without terminating the SSE stream) at any time"; the client resumes with GET and
+        Last-Event-ID after ``retry``.  Returns False if the request has no open stream.
+        """
+        with self.lock:
+            stream = self.by_request.get(request_id)
+        if stream is None or self.kind != "streamable":
+            return False
+        direct = stream.direct
+        if direct is not None:
+            direct.__self__.close_connection()
+        else:
+            stream.close_connection()
+        return True
+
     def read(self) -> bytes | None:
         raise RuntimeError("HTTP sessions are fed by the WSGI application, not read")
 
@@ -296,7 +321,10 @@ class McpWsgiApp:
     ``allowed_hosts`` / ``allowed_origins`` (DNS-rebinding protection; ``["*"]``
     allows any), ``max_body_size``, ``session_idle_timeout`` (seconds),
     ``max_sessions``, ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
-    (seconds between comment lines on idle streams).
+    (seconds between comment lines on idle streams), ``inline_handlers`` (True:
+    a POSTed request's handler runs on the POST's own thread, the fastest path;
+    False: on the session's pool, with the POST thread relaying its stream —
+    then ``Context.close_sse_stream()`` ends the HTTP response at once).
     """
 
     def __init__(
@@ -318,6 +346,7 @@ class McpWsgiApp:
         retry_ms: int = 1000,
         keepalive: float = 15.0,
         standalone_backlog: int = 1000,
+        inline_handlers: bool = True,
     ):
         self.server = server
         self.path = path
@@ -335,6 +364,7 @@ class McpWsgiApp:
         self.retry_ms = retry_ms
         self.keepalive = keepalive
         self.standalone_backlog = standalone_backlog
+        self.inline_handlers = inline_handlers
         self.sessions: dict[str, HttpSession] = {}
         self._sessions_lock = threading.Lock()
         self._last_sweep = time.monotonic()
@@ -423,7 +453,7 @@ class McpWsgiApp:
             start_response("202 Accepted", [("Content-Length", "0")])
             return [b""]
         stream = session.open_stream(request_ids)
-        if isinstance(message, Request):
+        if isinstance(message, Request) and self.inline_handlers:
             return self._answer_inline(session, stream, message, start_response)
         session.connection.session.dispatch(message)  # a batch: its handlers run on the pool
         return self._answer(session, stream, start_response)
@@ -507,6 +537,10 @@ class McpWsgiApp:
             item = first
             while True:
                 if item is _END:
+                    return
+                if item is _CLOSE:
+                    # "it SHOULD send an SSE event with a standard retry field before closing the connection"
+                    yield sse_event(event_id=self.event_store.store(session.id, stream.id, b""), retry=self.retry_ms)
                     return
                 yield KEEPALIVE if item is None else self._event(session, stream, item)
                 item = stream.take(token, self.keepalive)
@@ -730,6 +764,24 @@ class _DirectReply:
                 log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
                 self.broken = True
             return True
+
+    def close_connection(self) -> None:
+        """SSE polling while the handler runs inline: send an event with ``retry``, then stop
+        using this response; what follows is queued for the client's resuming GET.  (The
+        response itself ends when the handler returns: a running WSGI call cannot end it.)"""
+        with self.lock:
+            with self.stream.cond:
+                if self.broken:
+                    return
+                self.broken = True
+                if self.write is None:
+                    self.write = self.start_response("200 OK", _SSE_HEADERS)
+                chunk = sse_event(event_id=self.app.event_store.store(self.session.id, self.stream.id, b""),
+                                  retry=self.app.retry_ms)
+            try:
+                self.write(chunk)
+            except Exception:  # noqa: BLE001 - already gone: the client resumes all the same
+                pass
 
     def finish(self) -> list:
         """The WSGI body once the handler has returned."""

@@ -248,14 +248,14 @@ def json_schema_2020_12_tool(name: str | None = None, address: dict | None = Non
 
 @server.tool()
 def test_reconnection(ctx: Context) -> str:
-    """Log a message, take a moment, then answer (server-sse-polling calls it, expecting an SSE stream).
+    """Close this call's SSE connection mid-call, then answer (server-sse-polling).
 
-    The log message makes the POST's answer an SSE stream (priming event, retry).  The scenario would
-    also like the tool to close that stream before answering, to test resumption with Last-Event-ID;
-    mcp_ref's Server API gives a tool no way to do that, so that check reports INFO.
+    ``ctx.close_sse_stream()`` sends an event with ``retry`` and ends the connection without
+    ending the stream; the client resumes with GET + Last-Event-ID and gets the answer there.
     """
     ctx.info("Reconnection test started")
-    time.sleep(0.1)
+    ctx.close_sse_stream()
+    ctx.request.cancelled.wait(0.2)  # long enough that the answer comes after the client reconnected
     return "Reconnection test completed successfully"
 
 
