@@ -394,3 +394,19 @@ def test_tasks_are_ignored_or_method_not_found_by_the_client(connect, wire):
     assert answer == {"result": answer_sampling(None)}
     (params,) = seen
     assert params.raw["task"] == {"ttl": 1000}
+
+
+NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+
+
+def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect, wire):
+    from mcp_ref.errors import UrlElicitationRequired
+    from servers.notes_server import SIGN_IN
+
+    client = connect(NOTES_SERVER)
+    with pytest.raises(UrlElicitationRequired) as caught:
+        client.call_tool("needs_sign_in")
+    assert caught.value.code == -32042 and caught.value.elicitations == [SIGN_IN]
+    (answer,) = [m for m in wire.received() if "error" in m]
+    assert answer["error"] == {"code": -32042, "message": "This request requires sign-in",
+                               "data": {"elicitations": [SIGN_IN]}}

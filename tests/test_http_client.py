@@ -19,7 +19,7 @@ from http_fixtures import (
     serve,  # noqa: F401 - fixture
 )
 
-from mcp_ref import Client
+from mcp_ref import Client, Context, Server
 
 
 class Waiter:
@@ -465,3 +465,28 @@ def test_unreachable_url_fails_fast():
             Client.http(f"http://127.0.0.1:{port}/mcp", trace=WireChecker(), timeout=WAIT)
         assert time.monotonic() - start < WAIT / 2
     assert f"127.0.0.1:{port}" in str(info.value) or str(port) in str(info.value)
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "pooled"])
+def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, http_client, inline):
+    # SSE polling (2025-11-25 basic/transports §Sending Messages 6): the server ends the connection
+    # without ending the stream; the client waits `retry` and resumes with GET + Last-Event-ID.
+    server = Server("polling")
+
+    @server.tool()
+    def polled(ctx: Context) -> str:
+        ctx.report_progress(1, 3)
+        closed = ctx.close_sse_stream()
+        ctx.report_progress(2, 3)
+        ctx.report_progress(3, 3)
+        return f"closed={closed}"
+
+    box = []
+    srv = serve(server, retry_ms=30, inline_handlers=inline, wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
+    client = http_client(srv.mcp)
+    progress = Waiter()
+    assert text(client.call_tool("polled", on_progress=progress)) == "closed=True"
+    assert [p[0] for p in progress.wait(3)] == [1, 2, 3]  # nothing lost
+    assert len(client.wire.received("notifications/progress")) == 3  # nothing duplicated
+    resumed = [h for h in box[0].seen("GET") if h.get("last-event-id")]
+    assert len(resumed) == 1, box[0].requests

@@ -401,3 +401,39 @@ def test_tasks_methods_are_method_not_found_by_the_server(connect, wire, method,
         client.request(method, params)
     assert caught.value.code == -32601
     client.ping()  # the connection goes on
+
+
+# -- checks at registration --------------------------------------------------------------------------
+
+
+def test_tool_names_outside_the_2025_11_25_guidance_are_warned_about():
+    import warnings
+
+    from mcp_ref import Server
+
+    def tool() -> str:
+        return "x"
+
+    server = Server("names")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for name in ("ok", "a.b-c_1", "x" * 128):
+            server.add_tool(tool, name=name)
+    for name in ("bad name, with spaces", "x" * 129, "naïve"):
+        with pytest.warns(UserWarning, match="guidance"):
+            server.add_tool(tool, name=name)
+    assert name in server._tools  # a warning, not a refusal
+
+
+@pytest.mark.parametrize("option", ["input_schema", "output_schema"])
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"properties": {}}, "object"])
+def test_an_explicit_schema_must_be_an_object_schema(option, schema):
+    from mcp_ref import Server
+
+    def tool() -> dict:
+        return {}
+
+    server = Server("schemas")
+    with pytest.raises(ValueError, match="must be a JSON Schema object"):
+        server.add_tool(tool, **{option: schema})
+    assert server.capabilities().get("tools") is None

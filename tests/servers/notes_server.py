@@ -7,7 +7,8 @@ Server: ``title`` and ``website_url`` set (serverInfo ``title`` from 2025-06-18,
   ``annotations`` (and a ``size`` on the resource);
 * prompt ``iconic`` (``title`` and ``icons``); prompts ``link`` (a resource_link
   message) and ``link_result`` (the same, returned as a ready-made GetPromptResult);
-* tool ``log_one`` sends one info log message and returns "logged".
+* tool ``log_one`` sends one info log message and returns "logged";
+* tool ``needs_sign_in`` fails with URLElicitationRequiredError (-32042) listing ``SIGN_IN``.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, Server
+from mcp_ref.errors import UrlElicitationRequired
 from mcp_ref.types import GetPromptResult, PromptMessage, ResourceLink
 
 ICONS = [{"src": "https://example.com/notes.png", "mimeType": "image/png", "sizes": ["48x48"]}]
 ANNOTATIONS = {"audience": ["user"], "priority": 0.5}
 WEBSITE = "https://example.com/notes-server"
+SIGN_IN = {"mode": "url", "message": "Sign in to continue", "url": "https://example.com/sign-in",
+           "elicitationId": "sign-in-1"}
 LINK = {"type": "resource_link", "uri": "file:///srv/notes.txt", "name": "notes", "mimeType": "text/plain"}
 
 
@@ -64,6 +68,11 @@ def build() -> Server:
         """Send one info log message."""
         ctx.info({"note": "hello"}, logger="notes")
         return "logged"
+
+    @server.tool()
+    def needs_sign_in() -> str:
+        """Cannot proceed until the user signs in (URL-mode elicitation)."""
+        raise UrlElicitationRequired("This request requires sign-in", data={"elicitations": [SIGN_IN]})
 
     return server
 
