@@ -159,6 +159,7 @@ class Client:
             # Client() may fail before it owns the transport (a bad protocol_version or root):
             # do not leave the server process running.  (close() is idempotent.)
             transport.close()
+            transport.release()  # nobody may have read its output yet
             raise
 
     @classmethod

@@ -252,6 +252,11 @@ class RawPeer:
             if self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait()
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                try:
+                    pipe.close()  # the pump threads have seen end of file once the process is gone
+                except (OSError, ValueError):
+                    pass
 
 
 @pytest.fixture

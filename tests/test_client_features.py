@@ -410,3 +410,11 @@ def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect,
     (answer,) = [m for m in wire.received() if "error" in m]
     assert answer["error"] == {"code": -32042, "message": "This request requires sign-in",
                                "data": {"elicitations": [SIGN_IN]}}
+
+
+def test_set_roots_refuses_a_non_file_uri_and_keeps_the_old_roots(connect, wire):
+    client = connect(UNTESTED, roots=["file:///work"])
+    with pytest.raises(ValueError, match="file://"):
+        client.set_roots(["file:///ok", "https://example.com/not-a-root"])
+    assert wire.sent("notifications/roots/list_changed") == []
+    assert json.loads(client.call_tool("roots").content[0].text) == ["file:///work"]

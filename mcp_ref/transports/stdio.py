@@ -124,6 +124,7 @@ class SubprocessTransport(StreamTransport):
         )
         super().__init__(self.process.stdout, self.process.stdin, max_message_size=max_message_size)
         self._closed = False
+        self._reading = False
         self._close_lock = threading.Lock()
         self._stderr_thread: threading.Thread | None = None
         if stderr_target is subprocess.PIPE:
@@ -141,6 +142,22 @@ class SubprocessTransport(StreamTransport):
                 sink(raw.decode("utf-8", "replace").rstrip("\r\n"))
             except Exception:  # noqa: BLE001
                 log.exception("stderr callback failed")
+        self.process.stderr.close()  # at end of file, by the only thread that reads it
+
+    def release(self) -> None:
+        """Close the output pipes when no reader thread ever took them (the server has exited)."""
+        if not self._reading and self.process.poll() is not None:
+            self.process.stdout.close()
+        if self._stderr_thread is None and self.process.stderr is not None:
+            self.process.stderr.close()
+
+    def read(self) -> bytes | None:
+        """The next message from the server's stdout; at its end the pipe is closed (None)."""
+        self._reading = True
+        message = super().read()
+        if message is None:
+            self.process.stdout.close()  # the reader thread is the only one that reads it
+        return message
 
     def close(self) -> None:
         """Shut the server down (2025-11-25 basic/lifecycle §Shutdown, stdio).
