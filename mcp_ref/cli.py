@@ -201,18 +201,13 @@ def _serve_demo(args) -> int:
     host, sep, port = args.http.rpartition(":")
     if not sep or not port.isdigit():
         raise CliError(f"--http takes HOST:PORT, not {args.http!r}", EXIT_USAGE)
-    server = build_server()
-    httpd = server.http_server(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless)
     mode = "stateless " if args.stateless else ""
-    print(f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
-          file=sys.stderr, flush=True)
-    try:
-        httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        httpd.server_close()
-        httpd.app.close()
+
+    def announce(httpd) -> None:
+        print(f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
+              file=sys.stderr, flush=True)
+
+    build_server().run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
     return EXIT_OK
 
 

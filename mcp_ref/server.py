@@ -25,6 +25,7 @@ import base64
 import json
 import logging
 import re
+import sys
 import threading
 import warnings
 import weakref
@@ -656,10 +657,17 @@ class Server:
 
         return WsgiServer((host, port), self.wsgi_app(**options))
 
-    def run_http(self, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
-        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default)."""
+    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None, **options) -> None:
+        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).
+
+        ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
+        the address, useful with port 0); by default a line on stderr says it.
+        """
         httpd = self.http_server(host, port, **options)
-        log.warning("serving %s at %s%s", self.name, httpd.url, options.get("path", "/mcp"))
+        if on_ready is None:
+            print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
+        else:
+            on_ready(httpd)
         try:
             httpd.serve_forever()
         except KeyboardInterrupt:

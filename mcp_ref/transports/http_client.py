@@ -256,39 +256,45 @@ class HttpClientTransport:
                 self._open_responses.discard(response)
             response.close()
 
+    def _relay(self, response, cursor: "_Cursor"):
+        """Put every message of an SSE response on the incoming queue (and yield it), keeping
+        the stream's last event id and ``retry`` in ``cursor`` for resuming it."""
+        for event in self._events(response):
+            if event.id:
+                cursor.last_id = event.id
+            if event.retry:
+                cursor.retry_ms = int(event.retry)
+            if event.data and event.event in ("message", None, ""):
+                self._incoming.put(event.data.encode("utf-8"))
+                yield event.data
+
     def _read_stream(self, response, awaiting: set) -> None:
         """Read a POST's SSE stream until every answer in ``awaiting`` arrived, resuming it if it ends early."""
         import requests
 
-        last_id, retry_ms, resumes = None, DEFAULT_RETRY_MS, 0
+        cursor, resumes = _Cursor(), 0
         while True:
             try:
-                for event in self._events(response):
-                    if event.id:
-                        last_id = event.id
-                    if event.retry:
-                        retry_ms = int(event.retry)
-                    if event.data and event.event in ("message", None, ""):
-                        self._incoming.put(event.data.encode("utf-8"))
-                        _note_answers(event.data, awaiting)
-                        if not awaiting:
-                            return
+                for data in self._relay(response, cursor):
+                    _note_answers(data, awaiting)
+                    if not awaiting:
+                        return
             except requests.RequestException as exc:
                 log.debug("SSE stream dropped: %s", exc)
             if not awaiting or self._closed.is_set():
                 return
             # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
             # Last-Event-ID, after waiting the server's retry interval.
-            if last_id is None or resumes >= MAX_RESUMES:
+            if cursor.last_id is None or resumes >= MAX_RESUMES:
                 for request_id in awaiting:
                     self._fail(request_id, "the server closed the stream before answering")
                 return
             resumes += 1
-            if self._closed.wait(retry_ms / 1000):
+            if self._closed.wait(cursor.retry_ms / 1000):
                 return
             try:
                 headers = self._headers("text/event-stream")
-                headers["Last-Event-ID"] = last_id
+                headers["Last-Event-ID"] = cursor.last_id
                 response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
@@ -303,12 +309,12 @@ class HttpClientTransport:
         """The standalone GET stream: server-to-client messages outside any request."""
         import requests
 
-        last_id, retry_ms = None, DEFAULT_RETRY_MS
+        cursor = _Cursor()
         while not self._closed.is_set():
             try:
                 headers = self._headers("text/event-stream")
-                if last_id:
-                    headers["Last-Event-ID"] = last_id
+                if cursor.last_id:
+                    headers["Last-Event-ID"] = cursor.last_id
                 response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
                 if response.status_code == 405:
                     response.close()
@@ -318,18 +324,13 @@ class HttpClientTransport:
                     if response.status_code == 404:
                         return  # the session is gone; a new one opens its own stream
                 else:
-                    for event in self._events(response):
-                        if event.id:
-                            last_id = event.id
-                        if event.retry:
-                            retry_ms = int(event.retry)
-                        if event.data and event.event in ("message", None, ""):
-                            self._incoming.put(event.data.encode("utf-8"))
+                    for _ in self._relay(response, cursor):
+                        pass
             except requests.RequestException as exc:
                 log.debug("standalone stream dropped: %s", exc)
             except Exception:  # noqa: BLE001
                 log.exception("standalone stream failed")
-            self._closed.wait(retry_ms / 1000)
+            self._closed.wait(cursor.retry_ms / 1000)
 
     # -- HTTP+SSE (2024-11-05) ---------------------------------------------------------------
 
@@ -401,6 +402,16 @@ class HttpClientTransport:
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
         self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+
+
+class _Cursor:
+    """Where an SSE stream stands: the last event id seen, and the server's ``retry`` (ms)."""
+
+    __slots__ = ("last_id", "retry_ms")
+
+    def __init__(self):
+        self.last_id: str | None = None
+        self.retry_ms = DEFAULT_RETRY_MS
 
 
 def _abort(response) -> None:
