@@ -75,6 +75,11 @@ class HttpClientTransport:
         self.url = url
         self.mode = mode
         self.http = requests.Session()
+        # One keep-alive connection per worker (and the GET stream): urllib3's default pool of 10
+        # would drop connections as soon as more requests than that are in flight.
+        adapter = requests.adapters.HTTPAdapter(pool_connections=2, pool_maxsize=max_workers + 2)
+        self.http.mount("http://", adapter)
+        self.http.mount("https://", adapter)
         self.http.headers.update(headers or {})
         self.http.auth = auth
         self.http.verify = verify
