@@ -740,12 +740,15 @@ class _DirectReply:
         self.answer: bytes | None = None
         self.write = None
         self.broken = False
+        self.done = False  # finish() was called: the response belongs to the WSGI server now
 
     def send(self, data: bytes, end: bool) -> bool:
         """Deliver one message of the stream; False once the client has gone or resumed
         elsewhere (the message is then queued for the resuming GET instead)."""
         with self.lock:
             with self.stream.cond:  # atomic with a resuming GET's take-over (see McpWsgiApp._get)
+                if self.done:
+                    return False  # late: a thread the handler started; never write into a finished response
                 if self.broken or self.stream.consumer is not None:
                     self.broken = True
                     return False
@@ -786,6 +789,7 @@ class _DirectReply:
     def finish(self) -> list:
         """The WSGI body once the handler has returned."""
         with self.lock:
+            self.done = True
             if self.write is not None:
                 return []
             if self.answer is not None:
