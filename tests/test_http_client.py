@@ -490,3 +490,22 @@ def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, http_clie
     assert len(client.wire.received("notifications/progress")) == 3  # nothing duplicated
     resumed = [h for h in box[0].seen("GET") if h.get("last-event-id")]
     assert len(resumed) == 1, box[0].requests
+
+
+def test_custom_headers_and_a_requests_auth_hook_reach_the_server(serve, http_client):
+    # Issue 4 builds bearer-token auth on this: a requests auth hook applied to every HTTP request.
+    import requests as _requests
+
+    class Bearer(_requests.auth.AuthBase):
+        def __call__(self, request):
+            request.headers["Authorization"] = "Bearer t0ken"
+            return request
+
+    box = []
+    srv = serve(wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
+    client = http_client(srv.mcp, headers={"X-Team": "blue"}, auth=Bearer())
+    assert text(client.call_tool("echo", {"text": "authorised"})) == "authorised"
+    client.close()
+    seen = box[0].seen()
+    assert seen and all(h.get("authorization") == "Bearer t0ken" and h.get("x-team") == "blue" for h in seen), seen
+    assert {"POST", "DELETE"} <= {m for m, _, _ in box[0].requests}
