@@ -74,9 +74,11 @@ class ParseError(McpError):
 
 
 class InvalidRequest(McpError):
-    """-32600: the JSON was not a valid JSON-RPC message."""
+    """-32600: the JSON was not a valid JSON-RPC message (or not one the receiver accepts now)."""
 
     code = INVALID_REQUEST
+    #: The id of the offending message when it could be read (set by the parser), else None.
+    request_id: Any = None
 
 
 class MethodNotFound(McpError):
@@ -142,3 +144,11 @@ class CapabilityError(Exception):
 
 class UnsupportedProtocolVersion(Exception):
     """The peer chose a protocol revision this implementation does not speak."""
+
+
+class MessageTooLarge(Exception):
+    """Raised by a transport's ``read()`` for a message over its size limit (already discarded).
+
+    The session answers it with an Invalid Request error and reads on: one
+    oversized message never ends the connection.
+    """

@@ -1,17 +1,32 @@
-"""Protocol revisions: which ones we speak, how one is chosen, what each allows.
+"""The lifecycle, as data: revisions, negotiation, and what each role may do in each phase.
 
-Behaviour that changed between revisions is decided here, as data, so the
-rest of the code asks ``at_least(version, STRUCTURED_OUTPUT)`` instead of
-comparing dates.  Revisions are ISO dates, so string order is time order.
+Two kinds of rule live here, both as tables the rest of the code consults:
+
+* **What each revision allows.**  Behaviour that changed between revisions is
+  named by the revision that introduced it, so the code asks
+  ``at_least(version, STRUCTURED_OUTPUT)`` instead of comparing dates
+  (revisions are ISO dates, so string order is time order).
+* **What each role may do in each phase of a connection** (:data:`RULES`,
+  :data:`TRANSITIONS`): which requests it answers or refuses, which requests
+  and notifications it may send, and the spec sentence behind each row.  A
+  connection keeps one :class:`Lifecycle`; only a transition in the table moves
+  its phase.  h11's ``_state.py`` is the model: an illegal event is a missing
+  key.  The stateless 2026-07-28 era will add a second table beside this one.
 """
 
 from __future__ import annotations
 
+import enum
+import threading
+from dataclasses import dataclass
+from typing import Callable, Collection
+
 from . import LATEST_VERSION, SUPPORTED_VERSIONS
-from .errors import UnsupportedProtocolVersion
+from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersion
 
 __all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "at_least", "batches_allowed", "server_choose_version",
-           "client_accept_version", "strip_newer_fields", "content_for_revision"]
+           "client_accept_version", "strip_newer_fields", "content_for_revision",
+           "SERVER", "CLIENT", "Phase", "Every", "Rules", "RULES", "TRANSITIONS", "Lifecycle"]
 
 # The revision in which each feature first appeared (see spec_notes/revisions.md).
 AUDIO_CONTENT = "2025-03-26"
@@ -112,3 +127,180 @@ def content_for_revision(block: dict, version: str | None) -> dict:
         name = block.get("name") or block.get("uri")
         return {"type": "text", "text": f"Resource {name}: {block.get('uri')}"}
     return block
+
+
+# -- phases: what each role may do, and when ----------------------------------------------------
+
+SERVER = "server"
+CLIENT = "client"
+
+
+class Phase(enum.Enum):
+    """Where one connection stands in the handshake era's lifecycle (2025-11-25 basic/lifecycle)."""
+
+    #: Nothing negotiated yet.  Server: no ``initialize`` answered.  Client: ``initialize`` not answered.
+    AWAITING_INITIALIZE = "awaiting initialize"
+    #: Server only: ``initialize`` answered, ``notifications/initialized`` not received yet.
+    AWAITING_INITIALIZED = "awaiting initialized"
+    #: Normal operation, with the negotiated version and capabilities.
+    OPERATING = "operating"
+
+
+class Every:
+    """The set of every method name except those given: ``"tools/call" in Every("initialize")``."""
+
+    __slots__ = ("excluded",)
+
+    def __init__(self, *excluded: str):
+        self.excluded = frozenset(excluded)
+
+    def __contains__(self, method: object) -> bool:
+        return method not in self.excluded
+
+    def __repr__(self) -> str:
+        return f"Every(except {sorted(self.excluded)})" if self.excluded else "Every()"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What one role may do in one phase, and what happens otherwise.
+
+    ``receive``: the requests it answers; any other gets ``refusal`` as an
+    Invalid Request error (-32600).  ``send``: the requests it may send; any
+    other raises :class:`~mcp_ref.errors.CapabilityError` with ``unsent`` and is
+    not sent.  ``notify``: the notifications it may send; any other is dropped
+    (logged at debug level).  ``spec``: the sentence this row enforces.
+    Messages are ``str.format`` templates with ``{method}``.
+    """
+
+    receive: Collection[str]
+    send: Collection[str]
+    notify: Collection[str]
+    refusal: str
+    unsent: str
+    spec: str
+
+
+_AFTER_INITIALIZE = "Invalid Request: initialize was already received on this connection"
+
+#: (role, phase) -> Rules.  Ping is answered in every phase, by the session itself, on the reader
+#: thread (basic/utilities/ping: "The receiver MUST respond promptly").
+RULES: dict[tuple[str, Phase], Rules] = {
+    (SERVER, Phase.AWAITING_INITIALIZE): Rules(
+        receive={"initialize", "ping"},
+        send={"ping"},
+        notify={"notifications/message"},
+        refusal="Invalid Request: {method} before initialize",
+        unsent="{method}: the client has not initialized this connection yet",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"The client SHOULD NOT send requests other than "
+             "pings before the server has responded to the initialize request.\"",
+    ),
+    (SERVER, Phase.AWAITING_INITIALIZED): Rules(
+        receive=Every("initialize"),
+        send={"ping"},
+        notify=Every(),
+        refusal=_AFTER_INITIALIZE,
+        unsent="{method}: the client has not sent notifications/initialized yet",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"The server SHOULD NOT send requests other than "
+             "pings and logging before receiving the initialized notification.\"",
+    ),
+    (SERVER, Phase.OPERATING): Rules(
+        receive=Every("initialize"),
+        send=Every(),
+        notify=Every(),
+        refusal=_AFTER_INITIALIZE,
+        unsent="",
+        spec="2025-11-25 basic/lifecycle §Operation: both parties \"Respect the negotiated protocol version\" "
+             "and \"Only use capabilities that were successfully negotiated\" (checked per feature).",
+    ),
+    (CLIENT, Phase.AWAITING_INITIALIZE): Rules(
+        receive=Every(),  # liberal in what it accepts: the duty above is the server's
+        send={"initialize", "ping"},
+        notify={"notifications/cancelled"},
+        refusal="",
+        unsent="{method}: the server has not answered initialize yet",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"The client SHOULD NOT send requests other than "
+             "pings before the server has responded to the initialize request.\"",
+    ),
+    (CLIENT, Phase.OPERATING): Rules(
+        receive=Every(),
+        send=Every(),  # including initialize again: a new session (see TRANSITIONS)
+        notify=Every(),
+        refusal="",
+        unsent="",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"After successful initialization, the client MUST "
+             "send an initialized notification to indicate it is ready to begin normal operations.\"",
+    ),
+}
+
+# The events that move a phase.
+INITIALIZE_ANSWERED = "initialize answered"  # server: it answers initialize; client: it accepts the answer
+INITIALIZED_RECEIVED = "notifications/initialized received"
+STATELESS = "stateless request"  # a request served with no handshake on its connection
+
+#: (role, phase, event) -> the next phase.  An event with no row changes nothing.
+TRANSITIONS: dict[tuple[str, Phase, str], Phase] = {
+    # basic/lifecycle §Initialization: the server answers initialize with its version and capabilities.
+    (SERVER, Phase.AWAITING_INITIALIZE, INITIALIZE_ANSWERED): Phase.AWAITING_INITIALIZED,
+    # "After successful initialization, the client MUST send an initialized notification".
+    (SERVER, Phase.AWAITING_INITIALIZED, INITIALIZED_RECEIVED): Phase.OPERATING,
+    # Streamable HTTP in stateless mode: every request comes on a fresh connection, with no session; the
+    # MCP-Protocol-Version header gives the version (2025-11-25 basic/transports §Protocol Version Header).
+    (SERVER, Phase.AWAITING_INITIALIZE, STATELESS): Phase.OPERATING,
+    # The client sends notifications/initialized as the first act of this phase.
+    (CLIENT, Phase.AWAITING_INITIALIZE, INITIALIZE_ANSWERED): Phase.OPERATING,
+    # 2025-11-25 basic/transports §Session Management: on HTTP 404 for its session the client "MUST start a
+    # new session by sending a new InitializeRequest"; it stays operating meanwhile (the transport holds
+    # requests until the new session is ready).
+    (CLIENT, Phase.OPERATING, INITIALIZE_ANSWERED): Phase.OPERATING,
+}
+
+
+class Lifecycle:
+    """One connection's place in the lifecycle: its phase, moved only by :data:`TRANSITIONS`.
+
+    Thread-safe: handlers run on a pool, so a transition is made under a lock.
+    """
+
+    __slots__ = ("role", "phase", "_lock")
+
+    def __init__(self, role: str):
+        self.role = role
+        self.phase = Phase.AWAITING_INITIALIZE
+        self._lock = threading.Lock()
+
+    @property
+    def rules(self) -> Rules:
+        """The :class:`Rules` row for this role in the current phase."""
+        return RULES[(self.role, self.phase)]
+
+    def check_receive(self, method: str) -> None:
+        """Raise InvalidRequest (the row's refusal) if this role does not answer ``method`` now."""
+        rules = RULES[(self.role, self.phase)]
+        if method not in rules.receive:
+            raise InvalidRequest(rules.refusal.format(method=method))
+
+    def check_send(self, method: str) -> None:
+        """Raise CapabilityError (the request is not sent) if this role may not send ``method`` now."""
+        rules = RULES[(self.role, self.phase)]
+        if method not in rules.send:
+            raise CapabilityError(rules.unsent.format(method=method))
+
+    def may_notify(self, method: str) -> bool:
+        """True when this role may send the notification ``method`` now."""
+        return method in RULES[(self.role, self.phase)].notify
+
+    def advance(self, event: str, apply: Callable[[], None] | None = None) -> bool:
+        """Take the transition for ``event``; False (and nothing changes) when the table has none.
+
+        ``apply()`` runs under the lock just before the phase moves: it records
+        what was negotiated, so no thread sees the new phase without it.
+        """
+        with self._lock:
+            following = TRANSITIONS.get((self.role, self.phase, event))
+            if following is None:
+                return False
+            if apply is not None:
+                apply()
+            self.phase = following
+            return True

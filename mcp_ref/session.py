@@ -20,7 +20,8 @@ input) fails every pending future with :class:`ConnectionClosed`.
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method
 *means* is the business of a *dispatcher* (the server or client role), which
 provides ``handle_request(context, method, params)``,
-``handle_notification(method, params)`` and ``batches_allowed()``.
+``handle_notification(method, params)`` and ``batches_allowed()``.  What it
+asks of the connection is :class:`mcp_ref.transports.base.Transport`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from . import jsonrpc
 from .errors import (
@@ -40,12 +41,16 @@ from .errors import (
     ConnectionClosed,
     InvalidRequest,
     McpError,
+    MessageTooLarge,
     ParseError,
     RequestCancelled,
     RequestTimeout,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
 from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
+
+if TYPE_CHECKING:
+    from .transports.base import Transport
 
 log = logging.getLogger(__name__)
 
@@ -54,31 +59,6 @@ DEFAULT_TIMEOUT = 60.0
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
-
-
-class MessageTooLarge(Exception):
-    """Raised by a transport's ``read()`` for a message over its size limit (already discarded)."""
-
-
-class Transport(Protocol):
-    """What a session needs from a connection: whole messages in, whole messages out."""
-
-    def read(self) -> bytes | None:
-        """Block until one message arrives; None at end of input."""
-
-    def write(self, data: bytes, message=None, related: "jsonrpc.RequestId | None" = None) -> None:
-        """Send one message: ``data`` is its bytes, ``message`` the object they encode.
-
-        ``related`` is the id of the incoming request this message belongs to
-        (a response's own id, or the request whose handler sent it); None for
-        messages that belong to no request.  Stream transports ignore both;
-        HTTP uses them to choose the request or stream a message travels on.
-        Writes are serialised by the session unless the transport sets
-        ``concurrent_writes = True``.
-        """
-
-    def close(self) -> None:
-        """Close the connection (and, for a subprocess, end it)."""
 
 
 class Dispatcher(Protocol):
@@ -255,7 +235,7 @@ class Session:
 
     def __init__(
         self,
-        transport: Transport,
+        transport: "Transport",
         dispatcher: Dispatcher,
         *,
         default_timeout: float | None = DEFAULT_TIMEOUT,
@@ -277,7 +257,7 @@ class Session:
         self._progress: dict[Any, PendingRequest] = {}
         self._incoming: dict[Any, RequestContext] = {}
         self._write_lock = threading.Lock()
-        self._concurrent_writes = getattr(transport, "concurrent_writes", False)
+        self._concurrent_writes = transport.concurrent_writes
         # A shared executor (HTTP's stateless mode: one connection per request) is not ours to shut down.
         self._owns_pool = executor is None
         self._pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
@@ -357,7 +337,7 @@ class Session:
         report; ``max_total_timeout`` caps the total (by default, with reset,
         ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id``
         names the incoming request on whose behalf this one is sent (see
-        :meth:`Transport.write`).
+        :meth:`mcp_ref.transports.base.Transport.write`).
         """
         if timeout is ...:
             timeout = self.default_timeout
@@ -508,7 +488,7 @@ class Session:
             message = jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
             log.warning("%s: %s", self.name, exc.message)
-            self._reply(self._unreadable_id_error(exc.to_error(), getattr(exc, "request_id", None)))
+            self._reply(self._unreadable_id_error(exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None))
             return
         self.dispatch(message)
 
@@ -606,9 +586,7 @@ class Session:
         elif reply is not None:
             self._reply(reply)
         else:
-            finished = getattr(self.transport, "request_finished", None)
-            if finished is not None:  # e.g. HTTP: end the stream that waited for this answer
-                finished(request.id)
+            self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
 
     def _receive_notification(self, note: Notification) -> None:
         params = note.params or {}

@@ -34,6 +34,7 @@ from typing import Callable
 from urllib.parse import urljoin
 
 from ..jsonrpc import Request
+from .base import Transport
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class HttpTransportError(ConnectionError):
     """The HTTP exchange itself failed (the server is unreachable, or answered with an HTTP error)."""
 
 
-class HttpClientTransport:
+class HttpClientTransport(Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -86,8 +87,7 @@ class HttpClientTransport:
         self.connect_timeout = connect_timeout
         self.session_id: str | None = None
         self.protocol_version: str | None = None
-        #: Set by the Client: starts a new session (initialize + initialized) after a 404.
-        self.reinitialize: Callable[[], None] | None = None
+        self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
         self.legacy_endpoint: str | None = None
         self._incoming: queue.SimpleQueue = queue.SimpleQueue()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-http-client")
@@ -116,6 +116,10 @@ class HttpClientTransport:
             self._pool.submit(self._send_request, data, message)
         else:
             self._send_other(data)
+
+    def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
+        """The client role's handshake, run again to start a new session after a 404 (``_renew_session``)."""
+        self._reinitialize = reinitialize
 
     def initialized(self, protocol_version: str) -> None:
         """Called by the Client after initialize: remember the version and open the GET stream."""
@@ -175,14 +179,14 @@ class HttpClientTransport:
                     # basic/transports §Backwards Compatibility: on such an answer the client
                     # "should assume this is a server supporting the old HTTP+SSE transport".
                     response.close()
-                    self._start_legacy()
+                    self.start_legacy()
                     self._legacy_post(data)
                     return
                 if response.ok:
                     self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
                     if self.mode == "auto":
                         self.mode = "streamable"
-            elif response.status_code == 404 and sent_with and self.reinitialize is not None:
+            elif response.status_code == 404 and sent_with and self._reinitialize is not None:
                 response.close()
                 self._renew_session(generation)
                 response = self._post(data, stream=True)
@@ -239,7 +243,7 @@ class HttpClientTransport:
             self.session_id = None
             try:
                 log.info("the server forgot our session; starting a new one")
-                self.reinitialize()
+                self._reinitialize()
             finally:
                 self._session_ready.set()
 
@@ -339,8 +343,10 @@ class HttpClientTransport:
 
     # -- HTTP+SSE (2024-11-05) ---------------------------------------------------------------
 
-    def _start_legacy(self, timeout: float = 10.0) -> None:
-        """GET the SSE stream and wait for its ``endpoint`` event (the URL to POST to)."""
+    def start_legacy(self, timeout: float = 10.0) -> None:
+        """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait for
+        its ``endpoint`` event (the URL to POST to).  Done by itself in ``"auto"`` mode on fallback;
+        call it before the first message in ``"sse"`` mode."""
         ready = threading.Event()
         failure: list = []
 

@@ -40,6 +40,7 @@ from urllib.parse import parse_qs, urlsplit
 from .. import SUPPORTED_VERSIONS, jsonrpc, lifecycle
 from ..errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest, ParseError
 from ..jsonrpc import ErrorResponse, Request, Response
+from .base import Transport
 from .sse import KEEPALIVE, sse_event
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ class Stream:
         self.cond = threading.Condition()
         self.ended = False
         self.consumer: object | None = None
-        self.direct = None  # while a POST runs its handler inline: writes straight to that response
+        self.direct: _DirectReply | None = None  # while a POST runs its handler inline: writes go straight to it
 
     def put(self, data: bytes, *, end: bool = False) -> None:
         with self.cond:
@@ -186,7 +187,7 @@ class Stream:
             return self.ended and len(self.items) == 1 and self.items[0] is _END
 
 
-class HttpSession:
+class HttpSession(Transport):
     """One MCP session over HTTP, and the transport of its ServerConnection."""
 
     concurrent_writes = True  # every POST writes on its own; no session-wide write lock needed
@@ -235,7 +236,7 @@ class HttpSession:
                 return
             stream = self.standalone
         direct = stream.direct
-        if direct is not None and direct(data, end):
+        if direct is not None and direct.send(data, end):
             return
         stream.put(data, end=end)
 
@@ -263,7 +264,7 @@ class HttpSession:
             return False
         direct = stream.direct
         if direct is not None:
-            direct.__self__.close_connection()
+            direct.close_connection()
         else:
             stream.close_connection()
         return True
@@ -463,7 +464,7 @@ class McpWsgiApp:
         otherwise an SSE stream written as the handler goes (WSGI ``write``), so progress,
         logs and requests to the client reach it at once.  No hand-off to another thread."""
         reply = _DirectReply(self, session, stream, start_response)
-        stream.direct = reply.send
+        stream.direct = reply
         try:
             session.connection.session.dispatch(request, inline=True)
         finally:
@@ -474,11 +475,9 @@ class McpWsgiApp:
         return reply.finish()
 
     def _initialize(self, environ: dict, start_response, request: Request):
-        from ..server import ServerConnection
-
         if self.stateless:
             session = HttpSession(self, None, kind="stateless")
-            connection = ServerConnection(self.server, session, executor=self._pool_for_stateless(), name="http-stateless")
+            connection = self.server.new_connection(session, executor=self._pool_for_stateless(), name="http-stateless")
         else:
             self._sweep()
             with self._sessions_lock:
@@ -487,7 +486,7 @@ class McpWsgiApp:
             # basic/transports §Session Management: the session ID "SHOULD be globally unique and
             # cryptographically secure" and "MUST only contain visible ASCII characters".
             session = HttpSession(self, secrets.token_urlsafe(24))
-            connection = ServerConnection(self.server, session, name=f"http-{session.id[:8]}")
+            connection = self.server.new_connection(session, name=f"http-{session.id[:8]}")
         session.connection = connection
         stream = session.open_stream([request.id])
         connection.session.dispatch(request)
@@ -501,7 +500,7 @@ class McpWsgiApp:
         elif b'"result"' in answer and connection.initialized:
             with self._sessions_lock:
                 self.sessions[session.id] = session
-            self.server._connections.add(connection)
+            self.server.add_connection(connection)
             headers.append(("Mcp-Session-Id", session.id))
         else:
             connection.session.close()
@@ -631,11 +630,9 @@ class McpWsgiApp:
         return version
 
     def _transient_session(self, environ: dict) -> HttpSession:
-        from ..server import ServerConnection
-
         version = self._check_version(environ)
         session = HttpSession(self, None, kind="stateless")
-        session.connection = ServerConnection(self.server, session, executor=self._pool_for_stateless(), name="http-stateless")
+        session.connection = self.server.new_connection(session, executor=self._pool_for_stateless(), name="http-stateless")
         session.connection.assume_initialized(version)
         return session
 
@@ -673,6 +670,18 @@ class McpWsgiApp:
             session.connection.session.close()
         session.close()
 
+    def end_session(self, session_id: str) -> bool:
+        """End session ``session_id`` now, as if it had expired: the client's next request gets 404.
+
+        Returns False if there is no such session.
+        """
+        with self._sessions_lock:
+            session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        self._end_session(session)
+        return True
+
     def close(self) -> None:
         """End every session (for a clean shutdown)."""
         with self._sessions_lock:
@@ -687,16 +696,14 @@ class McpWsgiApp:
     def _legacy_stream(self, environ: dict, start_response):
         """2024-11-05 basic/transports §HTTP with SSE: "When a client connects, the server MUST send
         an endpoint event containing a URI for the client to use for sending messages."""
-        from ..server import ServerConnection
-
         self._sweep()
         session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
-        session.connection = ServerConnection(self.server, session, name=f"sse-{session.id[:8]}")
+        session.connection = self.server.new_connection(session, name=f"sse-{session.id[:8]}")
         with self._sessions_lock:
             if len(self.sessions) >= self.max_sessions:
                 raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions")
             self.sessions[session.id] = session
-        self.server._connections.add(session.connection)
+        self.server.add_connection(session.connection)
         endpoint = f"{environ.get('SCRIPT_NAME', '')}{self.messages_path}?session_id={session.id}"
         start_response("200 OK", _SSE_HEADERS)
         return self._legacy_events(session, endpoint)

@@ -25,14 +25,15 @@ import threading
 import time
 from typing import IO, Callable, Sequence
 
-from ..session import MessageTooLarge
+from ..errors import MessageTooLarge
+from .base import Transport
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 
 
-class StreamTransport:
+class StreamTransport(Transport):
     """Newline-delimited messages over a readable and a writable binary stream.
 
     A line longer than ``max_message_size`` bytes is read to its end and

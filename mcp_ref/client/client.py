@@ -1,12 +1,4 @@
-"""The client role: a blocking, thread-safe MCP client.
-
-::
-
-    with Client.stdio(["python", "server.py"]) as client:
-        for tool in client.list_tools():
-            print(tool.name)
-        result = client.call_tool("add", {"a": 1, "b": 2})
-        print(result.content[0].text)
+"""The public API of the client role: :class:`Client` and :class:`ToolCall`.
 
 A :class:`Client` is connected and initialized when it is constructed (so it
 works with or without ``with``); ``close()`` — or leaving the ``with`` block —
@@ -17,18 +9,19 @@ The server may call back: pass ``sampling_handler``, ``elicitation_handler``
 and ``roots`` to declare those capabilities (a handler is called as
 ``handler(params)``, or ``handler(params, context)`` if it takes two
 arguments: ``context.is_cancelled`` then tells it the server gave up); ``on_log``,
-``on_resource_updated`` and ``on_list_changed`` receive notifications.
+``on_resource_updated`` and ``on_list_changed`` receive notifications.  What
+the server sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 from typing import Any, Callable, Iterable, Sequence
 
-from . import __version__, lifecycle
-from .errors import CapabilityError, InvalidParams, McpError, MethodNotFound
-from .session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback, RequestContext, Session
-from .types import (
+from .. import __version__, lifecycle
+from ..errors import CapabilityError, McpError
+from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
+from ..types import (
     CallToolResult,
     Completion,
     CreateMessageParams,
@@ -46,10 +39,9 @@ from .types import (
     ResourceTemplate,
     Root,
     Tool,
-    WireModel,
 )
-
-log = logging.getLogger(__name__)
+from .connection import ClientConnection
+from .roots import as_root
 
 SamplingHandler = Callable[[CreateMessageParams], "CreateMessageResult | dict"]
 ElicitationHandler = Callable[[ElicitParams], "ElicitResult | dict"]
@@ -114,18 +106,18 @@ class Client:
         self.sampling_tools = sampling_tools
         self.elicitation_handler = elicitation_handler
         self.elicitation_modes = tuple(elicitation_modes)
-        self._roots = None if roots is None else [_root(r) for r in roots]
+        self._roots = None if roots is None else [as_root(r) for r in roots]
         self.on_log = on_log
         self.on_resource_updated = on_resource_updated
         self.on_list_changed = on_list_changed
         self.on_elicitation_complete = on_elicitation_complete
-        self.session = Session(transport, self, default_timeout=timeout, name="mcp-client", trace=trace)
-        self.initialize_result: InitializeResult | None = None
-        if hasattr(transport, "reinitialize"):
-            transport.reinitialize = self._initialize  # HTTP: a new session after the server forgot ours
+        #: The dispatcher: the handshake, the lifecycle, what the server sends.
+        self.connection = ClientConnection(self, transport, default_timeout=timeout, name="mcp-client", trace=trace)
+        #: The JSON-RPC session under it (the reader thread, pending requests, timeouts).
+        self.session = self.connection.session
         self.session.start()
         try:
-            self._initialize()
+            self.connection.initialize()
         except BaseException:
             self.close()
             raise
@@ -147,7 +139,7 @@ class Client:
         ``stderr`` is ``"inherit"``, ``"capture"``, ``"discard"`` or a callable
         per line; other keywords are :class:`Client`'s.
         """
-        from .transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, SubprocessTransport
+        from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, SubprocessTransport
 
         transport = SubprocessTransport(
             command, env=env, cwd=cwd, stderr=stderr,
@@ -183,13 +175,33 @@ class Client:
         ``auth`` is a requests auth hook (a bearer token ...).  Other keywords
         are :class:`Client`'s.
         """
-        from .transports.http_client import HttpClientTransport
+        from ..transports.http_client import HttpClientTransport
 
         http = HttpClientTransport(url, headers=headers, auth=auth, mode=transport,
                                    connect_timeout=connect_timeout, verify=verify)
         if transport == "sse":
-            http._start_legacy()
+            http.start_legacy()
         return cls(http, **options)
+
+    @classmethod
+    def in_memory(cls, server, **options) -> "Client":
+        """Run ``server`` (a :class:`~mcp_ref.server.Server`) in this process and connect to it.
+
+        The two ends talk through an in-process transport
+        (:func:`mcp_ref.transports.memory.memory_pair`): the same JSON bytes as
+        stdio, with no subprocess — for tests and for embedding.  The server's
+        side of the connection ends when the client closes.  Keywords are
+        :class:`Client`'s.
+        """
+        from ..transports.memory import memory_pair
+
+        client_end, server_end = memory_pair()
+        server.connect(server_end, name=f"{server.name}-memory")
+        try:
+            return cls(client_end, **options)
+        except BaseException:
+            client_end.close()  # the server's side sees end of input
+            raise
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -209,22 +221,10 @@ class Client:
                 caps["elicitation"] = {}
         return caps
 
-    def _initialize(self) -> None:
-        params = {
-            "protocolVersion": self.requested_version,
-            "capabilities": self.capabilities(),
-            "clientInfo": self.client_info,
-        }
-        result = InitializeResult.from_wire(self.session.request("initialize", params))
-        version = lifecycle.client_accept_version(result.protocol_version)
-        self.session.protocol_version = version
-        self.initialize_result = result
-        announce = getattr(self.session.transport, "initialized", None)
-        if announce is not None:
-            announce(version)  # HTTP: the version header from now on, and the standalone stream
-        # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
-        # an initialized notification to indicate it is ready to begin normal operations."
-        self.session.notify("notifications/initialized")
+    @property
+    def initialize_result(self) -> InitializeResult | None:
+        """The server's answer to ``initialize``."""
+        return self.connection.initialize_result
 
     @property
     def protocol_version(self) -> str:
@@ -266,15 +266,15 @@ class Client:
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""
-        return self.session.request(method, params, **options)
+        return self.connection.request(method, params, **options)
 
     def ping(self, *, timeout: float | None | type(...) = ...) -> None:
         """``ping``: raises if the server does not answer."""
-        self.session.request("ping", None, timeout=timeout)
+        self.connection.request("ping", None, timeout=timeout)
 
     def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
         self._require(capability, method)
-        result = self.session.request(method, {"cursor": cursor} if cursor is not None else None)
+        result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
         return Page(items=[build(item) for item in result.get(key, [])], next_cursor=result.get("nextCursor"), raw=result)
 
     def _all(self, method: str, key: str, build, capability: str) -> list:
@@ -316,7 +316,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return ToolCall(self.session.send_request(
+        return ToolCall(self.connection.send_request(
             "tools/call", params, timeout=timeout, on_progress=on_progress,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         ))
@@ -352,19 +352,19 @@ class Client:
     def read_resource(self, uri: str, *, timeout: float | None | type(...) = ...) -> ReadResourceResult:
         """Read a resource's contents (raises ResourceNotFound for an unknown URI)."""
         self._require("resources", "resources/read")
-        return ReadResourceResult.from_wire(self.session.request("resources/read", {"uri": uri}, timeout=timeout))
+        return ReadResourceResult.from_wire(self.connection.request("resources/read", {"uri": uri}, timeout=timeout))
 
     def subscribe(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``)."""
         self._require("resources", "resources/subscribe")
         if not self.server_capabilities["resources"].get("subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
-        self.session.request("resources/subscribe", {"uri": uri})
+        self.connection.request("resources/subscribe", {"uri": uri})
 
     def unsubscribe(self, uri: str) -> None:
         """Stop updates about ``uri``."""
         self._require("resources", "resources/unsubscribe")
-        self.session.request("resources/unsubscribe", {"uri": uri})
+        self.connection.request("resources/unsubscribe", {"uri": uri})
 
     # prompts
 
@@ -382,14 +382,14 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {k: v if isinstance(v, str) else _json_text(v) for k, v in arguments.items()}
-        return GetPromptResult.from_wire(self.session.request("prompts/get", params))
+        return GetPromptResult.from_wire(self.connection.request("prompts/get", params))
 
     # logging and completion
 
     def set_logging_level(self, level: str) -> None:
         """``logging/setLevel``: the server sends log messages at ``level`` and above."""
         self._require("logging", "logging/setLevel")
-        self.session.request("logging/setLevel", {"level": level})
+        self.connection.request("logging/setLevel", {"level": level})
 
     def complete(self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None,
                  context: dict | None = None) -> Completion:
@@ -402,7 +402,7 @@ class Client:
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
             params["context"] = {"arguments": context}  # CompleteRequest.context: 2025-06-18 and later
-        result = self.session.request("completion/complete", params)
+        result = self.connection.request("completion/complete", params)
         return Completion.from_wire(result.get("completion", {}))
 
     # roots
@@ -420,131 +420,9 @@ class Client:
         """
         if self._roots is None:
             raise CapabilityError("this client did not declare the roots capability (pass roots= when creating it)")
-        self._roots = [_root(r) for r in roots]
-        self.session.notify("notifications/roots/list_changed")
-
-    # -- Dispatcher protocol: what the server sends ------------------------------------------------
-
-    def batches_allowed(self) -> bool:
-        """Batches are part of 2024-11-05 and 2025-03-26 only."""
-        return lifecycle.batches_allowed(self.session.protocol_version)
-
-    def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Answer the server's requests: ping, sampling, elicitation, roots."""
-        if method == "ping":
-            return {}
-        if method == "sampling/createMessage":
-            if self.sampling_handler is None:
-                raise MethodNotFound("Method not found: this client does not offer sampling")
-            max_tokens = params.get("maxTokens")
-            if not isinstance(params.get("messages"), list) or not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
-                # schema CreateMessageRequest: messages is an array, maxTokens an integer.
-                raise InvalidParams("Invalid params: sampling/createMessage needs a messages array and an integer maxTokens")
-            try:
-                request = CreateMessageParams.from_wire(params)
-            except (TypeError, KeyError) as exc:
-                raise InvalidParams(f"Invalid params: {exc}") from None
-            if (request.tools is not None or request.tool_choice is not None) and "tools" not in self.capabilities().get("sampling", {}):
-                # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
-                raise InvalidParams("Invalid params: this client did not declare sampling.tools")
-            return _wire(_call_handler(self.sampling_handler, request, context))
-        if method == "elicitation/create":
-            if self.elicitation_handler is None or not lifecycle.at_least(self.session.protocol_version, lifecycle.ELICITATION):
-                raise MethodNotFound("Method not found: this client does not offer elicitation")
-            try:
-                request = ElicitParams.from_wire(params)
-            except (TypeError, KeyError) as exc:
-                raise InvalidParams(f"Invalid params: {exc}") from None
-            mode = request.mode or "form"
-            if mode not in self.elicitation_modes:
-                raise InvalidParams(f"Invalid params: this client does not support {mode}-mode elicitation")
-            result = _wire(_call_handler(self.elicitation_handler, request, context))
-            if mode == "form" and result.get("action") == "accept":
-                result["content"] = _apply_defaults(request.requested_schema, result.get("content"))
-            return result
-        if method == "roots/list":
-            if self._roots is None:
-                raise MethodNotFound("Method not found: this client does not offer roots")
-            return {"roots": [r.to_wire() for r in self._roots]}
-        raise MethodNotFound(f"Method not found: {method}")
-
-    def handle_notification(self, method: str, params: dict) -> None:
-        """Route the server's notifications to the callbacks (on the callback thread)."""
-        if method == "notifications/message":
-            if self.on_log is not None:
-                self.session.call_soon(self.on_log, LogMessage.from_wire(params))
-        elif method == "notifications/resources/updated":
-            if self.on_resource_updated is not None:
-                self.session.call_soon(self.on_resource_updated, params.get("uri"))
-        elif method == "notifications/elicitation/complete":
-            # client/elicitation: clients MUST ignore ids they do not know; the callback decides.
-            if self.on_elicitation_complete is not None:
-                self.session.call_soon(self.on_elicitation_complete, params.get("elicitationId"))
-        elif method.endswith("/list_changed"):
-            if self.on_list_changed is not None:
-                kind = method[len("notifications/"):-len("/list_changed")]
-                self.session.call_soon(self.on_list_changed, kind)
-        else:
-            log.debug("ignored notification %s", method)
-
-
-def _call_handler(handler: Callable, params, context: RequestContext):
-    """Call ``handler(params)``, or ``handler(params, context)`` when it takes two arguments.
-
-    The context tells a long-running handler that the server cancelled its
-    request (``context.is_cancelled``).
-    """
-    if _takes_context(handler):
-        return handler(params, context)
-    return handler(params)
-
-
-def _takes_context(handler: Callable) -> bool:
-    import inspect
-
-    try:
-        parameters = inspect.signature(handler).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
-
-
-def _root(value: Root | dict | str) -> Root:
-    if isinstance(value, Root):
-        root = value
-    elif isinstance(value, str):
-        root = Root(uri=value)
-    else:
-        root = Root.from_wire(value)
-    if not root.uri.startswith("file://"):
-        # client/roots §Root: "uri: Unique identifier for the root. This MUST be a file:// URI".
-        raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
-    return root
-
-
-def _wire(value: Any) -> dict:
-    if isinstance(value, WireModel):
-        return value.to_wire()
-    if isinstance(value, dict):
-        return dict(value)
-    raise TypeError(f"a handler must return a result object or dict, not {type(value).__name__}")
+        self._roots = [as_root(r) for r in roots]
+        self.connection.notify("notifications/roots/list_changed")
 
 
 def _json_text(value: Any) -> str:
-    import json
-
     return json.dumps(value)
-
-
-def _apply_defaults(schema: dict | None, content: dict | None) -> dict:
-    """Fill fields the user left out with the schema's ``default`` values.
-
-    2025-11-25 client/elicitation (SEP-1034): primitive schemas may carry a
-    ``default``; a client that accepts should send it for fields left unset.
-    """
-    content = dict(content or {})
-    for key, spec in ((schema or {}).get("properties") or {}).items():
-        if key not in content and isinstance(spec, dict) and "default" in spec:
-            content[key] = spec["default"]
-    return content

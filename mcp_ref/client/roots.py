@@ -1,0 +1,39 @@
+"""Roots (client/roots): what a root may be, and answering the server's ``roots/list``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import MethodNotFound
+from ..session import RequestContext
+from ..types import Root
+
+if TYPE_CHECKING:
+    from .connection import ClientConnection
+
+
+def as_root(value: Root | dict | str) -> Root:
+    """``value`` (a Root, its wire dict, or a URI string) as a :class:`~mcp_ref.types.Root`.
+
+    client/roots §Root: "uri: Unique identifier for the root. This MUST be a file:// URI".
+    """
+    if isinstance(value, Root):
+        root = value
+    elif isinstance(value, str):
+        root = Root(uri=value)
+    else:
+        root = Root.from_wire(value)
+    if not root.uri.startswith("file://"):
+        raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
+    return root
+
+
+def list_roots(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
+    """``roots/list``: the client's roots."""
+    roots = connection.client.roots
+    if roots is None:
+        raise MethodNotFound("Method not found: this client does not offer roots")
+    return {"roots": [r.to_wire() for r in roots]}
+
+
+HANDLERS = {"roots/list": list_roots}

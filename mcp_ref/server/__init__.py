@@ -1,0 +1,41 @@
+"""The server role: register plain functions as tools, resources and prompts.
+
+::
+
+    server = Server("demo", version="1.0")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        \"\"\"Add two numbers.\"\"\"
+        return a + b
+
+    server.run_stdio()
+
+The package is laid out by spec area, so each module lines up with a note in
+``spec_notes/`` and a test file:
+
+================  ==========================================================
+module            one idea
+================  ==========================================================
+``registry``      :class:`Server`: what is registered, and how to serve it
+``connection``    :class:`ServerConnection`: one connection's dispatcher —
+                  the method table, the lifecycle and capability gates
+``context``       :class:`Context`: what a handler sees of its request
+``listing``       one page of any listing (pagination, written once)
+``tools``         tools: registration, ``tools/list``, ``tools/call``
+``resources``     resources, templates, file roots, subscriptions
+``prompts``       prompts: registration, ``prompts/list``, ``prompts/get``
+``completion``    ``completion/complete``
+``logging``       ``logging/setLevel`` and which log messages are sent
+================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from .connection import ServerConnection
+from .context import Context
+from .logging import LOG_LEVELS
+from .registry import Server
+from .tools import ToolError
+
+__all__ = ["Server", "ServerConnection", "Context", "ToolError", "LOG_LEVELS"]

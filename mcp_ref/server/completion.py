@@ -1,0 +1,52 @@
+"""Completion (2025-11-25 server/utilities/completion): ``completion/complete`` for prompt
+arguments and resource-template variables."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidParams
+from ..session import RequestContext
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+#: server/utilities/completion §CompleteResult: "values ... Must not exceed 100 items".
+MAX_VALUES = 100
+
+
+def complete(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
+    ref = params.get("ref")
+    argument = params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+        raise InvalidParams("Invalid params: completion/complete needs ref and argument {name, value}")
+    server = connection.server
+    ref_type = ref.get("type")
+    if ref_type == "ref/prompt":
+        key = ref.get("name")
+        if not isinstance(key, str) or server.get_prompt(key) is None:
+            raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
+    elif ref_type == "ref/resource":
+        key = ref.get("uri")
+        if not isinstance(key, str) or not server.has_resource_uri(key):
+            raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
+    else:
+        raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
+    completion_context = params.get("context")
+    if completion_context is not None and (
+            not isinstance(completion_context, dict) or not isinstance(completion_context.get("arguments") or {}, dict)):
+        raise InvalidParams("Invalid params: completion/complete context must be {arguments: {...}}")
+    handler = server.get_completion(ref_type, key)
+    values: list = []
+    if handler is not None:
+        context_args = (completion_context or {}).get("arguments") or {}
+        values = list(handler(argument["name"], str(argument.get("value", "")), context_args) or [])
+    completion: dict[str, Any] = {"values": [str(v) for v in values[:MAX_VALUES]]}
+    if len(values) > MAX_VALUES:
+        completion["total"] = len(values)
+        completion["hasMore"] = True
+    return {"completion": completion}
+
+
+HANDLERS = {"completion/complete": complete}

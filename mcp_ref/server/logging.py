@@ -1,0 +1,49 @@
+"""Logging (2025-11-25 server/utilities/logging): ``logging/setLevel``, and which log messages
+reach the client.
+
+(This module is ``mcp_ref.server.logging``; ``import logging`` elsewhere is still the standard
+library's, imports being absolute.)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidParams
+from ..session import RequestContext
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+#: RFC 5424 severities, in increasing order (2025-11-25 server/utilities/logging §Log Levels).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+_RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
+
+
+def set_level(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``logging/setLevel``: from now on, send this connection messages at ``level`` and above."""
+    level = params.get("level")
+    if not isinstance(level, str) or level not in _RANK:
+        raise InvalidParams(f"Invalid params: unknown log level {level!r}")
+    connection.log_level = level
+    return {}
+
+
+HANDLERS = {"logging/setLevel": set_level}
+
+
+def log_message(level: str, data: Any, logger: str | None, threshold: str | None) -> dict | None:
+    """The ``notifications/message`` params for one message, or None when ``level`` is below ``threshold``.
+
+    server/utilities/logging §Setting Log Level: ``logging/setLevel`` configures
+    "the minimum log level"; before any (``threshold`` None), every level is sent.
+    """
+    rank = _RANK.get(level)
+    if rank is None:
+        raise ValueError(f"unknown log level {level!r}; one of {', '.join(LOG_LEVELS)}")
+    if threshold is not None and rank < _RANK[threshold]:
+        return None
+    params: dict[str, Any] = {"level": level, "data": data}
+    if logger is not None:
+        params["logger"] = logger
+    return params

@@ -1,0 +1,141 @@
+"""Prompts (2025-11-25 server/prompts): registered prompts, and ``prompts/list`` / ``prompts/get``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .. import lifecycle
+from ..errors import InvalidParams
+from ..session import RequestContext
+from ..signatures import ArgumentPlan, compile_arguments
+from ..types import GetPromptResult, PromptMessage, WireModel, drop_none, text_block
+from ..validation import first_error, validator_for
+from .context import Context, with_context
+from .listing import list_page
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+
+@dataclass
+class RegisteredPrompt:
+    """A prompt as the server keeps it: the function, its ``Prompt`` listing, its required arguments."""
+
+    name: str
+    func: Callable
+    plan: ArgumentPlan
+    listing: dict
+    required: tuple
+    _validator: Any = None
+
+    def validator(self) -> Any:
+        """The validator of the arguments' schema (built on first use)."""
+        if self._validator is None:
+            self._validator = validator_for(self.plan.schema)
+        return self._validator
+
+
+def build_prompt(func: Callable, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, icons: list | None = None) -> RegisteredPrompt:
+    """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
+    plan = compile_arguments(func, skip_types=(Context,))
+    name = name or func.__name__
+    properties = plan.schema.get("properties", {})
+    required = tuple(plan.schema.get("required", ()))
+    arguments = [
+        drop_none({"name": arg, "description": spec.get("description"), "required": arg in required})
+        for arg, spec in properties.items()
+    ]
+    listing = drop_none({
+        "name": name,
+        "title": title,
+        "description": description if description is not None else plan.description,
+        "arguments": arguments,
+        "icons": icons,
+    })
+    return RegisteredPrompt(name, func, plan, listing, required)
+
+
+# -- the handlers ---------------------------------------------------------------------------------
+
+
+def list_prompts(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``prompts/list``: one page of prompts."""
+    return list_page(connection, params, "prompts")
+
+
+def get_prompt(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``prompts/get``: check the arguments, render the prompt's messages."""
+    name = params.get("name")
+    prompt = connection.server.get_prompt(name) if isinstance(name, str) else None
+    if prompt is None:
+        # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
+        raise InvalidParams(f"Invalid params: unknown prompt {name!r}")
+    arguments = params.get("arguments") or {}
+    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+        raise InvalidParams("Invalid params: prompt arguments must be an object of strings")
+    missing = [arg for arg in prompt.required if arg not in arguments]
+    if missing:
+        # "Missing required arguments: -32602".
+        raise InvalidParams(f"Invalid params: missing required argument(s) for prompt {name}: {', '.join(missing)}")
+    known = prompt.plan.schema.get("properties", {})
+    unknown = [arg for arg in arguments if arg not in known]
+    if unknown:
+        raise InvalidParams(f"Invalid params: unknown argument(s) for prompt {name}: {', '.join(unknown)}")
+    arguments = _coerce_arguments(prompt, arguments)
+    problem = first_error(prompt.validator(), arguments)
+    if problem is not None:
+        raise InvalidParams(f"Invalid params: arguments for prompt {name}: {problem}")
+    kwargs = with_context(prompt.plan, prompt.plan.convert(arguments), connection, context)
+    value = prompt.func(**kwargs)
+    if isinstance(value, GetPromptResult):
+        result = value.to_wire()
+    else:
+        messages = value if isinstance(value, (list, tuple)) else [value]
+        result = {"messages": [prompt_message(m) for m in messages]}
+        if prompt.listing.get("description"):
+            result["description"] = prompt.listing["description"]
+    version = connection.protocol_version
+    if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
+        for message in result["messages"]:
+            message["content"] = lifecycle.content_for_revision(message["content"], version)
+    return result
+
+
+HANDLERS = {"prompts/list": list_prompts, "prompts/get": get_prompt}
+
+
+def _coerce_arguments(prompt: RegisteredPrompt, arguments: dict) -> dict:
+    """Prompt arguments arrive as strings; turn them into the declared JSON types where that is unambiguous."""
+    properties = prompt.plan.schema.get("properties", {})
+    out = {}
+    for key, value in arguments.items():
+        kind = properties.get(key, {}).get("type")
+        if kind in ("integer", "number", "boolean"):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                raise InvalidParams(f"Invalid params: argument {key} must be a {kind}") from None
+            value = parsed
+        out[key] = value
+    return out
+
+
+def prompt_message(message: Any) -> dict:
+    """One item a prompt function returned, as a ``PromptMessage`` dict (a bare string is a user message)."""
+    if isinstance(message, PromptMessage):
+        return message.to_wire()
+    if isinstance(message, str):
+        return {"role": "user", "content": text_block(message)}
+    if isinstance(message, dict) and "role" in message:
+        content = message.get("content")
+        if isinstance(content, str):
+            content = text_block(content)
+        elif isinstance(content, WireModel):
+            content = content.to_wire()
+        return {"role": message["role"], "content": content}
+    if isinstance(message, WireModel):
+        return {"role": "user", "content": message.to_wire()}
+    raise TypeError(f"a prompt must return strings, PromptMessage or role/content dicts, not {type(message).__name__}")

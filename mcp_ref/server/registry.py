@@ -1,0 +1,382 @@
+"""The registry: :class:`Server`, what it offers and how to serve it.
+
+A ``Server`` holds what is registered (tools, resources, templates, prompts,
+completions) and the connections it serves.  It answers nothing itself: each
+connection (:class:`~mcp_ref.server.connection.ServerConnection`) dispatches to
+the feature modules, which ask the registry through the public lookups below
+(:meth:`Server.get_tool`, :meth:`Server.listings`, :meth:`Server.find_resource` ...).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any, Callable, Iterable
+
+from .. import lifecycle
+from ..pagination import Paginator
+from .connection import ServerConnection
+from .prompts import RegisteredPrompt, build_prompt
+from .resources import RegisteredResource, build_resource, file_root
+from .tools import RegisteredTool, build_tool
+
+
+class Server:
+    """An MCP server: what it offers, and how to serve it.
+
+    ``instructions`` is sent to clients in the initialize result.
+    ``page_size`` is the number of items per page of every listing.
+    ``on_roots_list_changed(connection)`` is called (on the callback thread)
+    when a client says its roots changed.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        page_size: int = 100,
+        website_url: str | None = None,
+    ):
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.website_url = website_url
+        self.paginator = Paginator(page_size=page_size)
+        self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
+        self._tools: dict[str, RegisteredTool] = {}
+        self._resources: dict[str, RegisteredResource] = {}
+        self._templates: list[RegisteredResource] = []
+        self._resource_lists: list[Callable[[], Iterable[dict]]] = []
+        self._prompts: dict[str, RegisteredPrompt] = {}
+        self._completions: dict[tuple[str, str], Callable] = {}
+        self._connections: "weakref.WeakSet[ServerConnection]" = weakref.WeakSet()
+        self._registry_lock = threading.Lock()
+
+    # -- tools ----------------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict | None = None,
+        output_schema: dict | None = None,
+        annotations: dict | None = None,
+        icons: list | None = None,
+        meta: dict | None = None,
+    ) -> Callable[[Callable], Callable]:
+        """Decorator: register a function as a tool.
+
+        The input schema comes from the type hints (or ``input_schema``), the
+        description from the docstring (or ``description``).  A return
+        annotation that is a dataclass or TypedDict gives an ``outputSchema``
+        and the result is also sent as ``structuredContent``.
+        """
+
+        def register(func: Callable) -> Callable:
+            self.add_tool(
+                func, name=name, title=title, description=description, input_schema=input_schema,
+                output_schema=output_schema, annotations=annotations, icons=icons, meta=meta,
+            )
+            return func
+
+        return register
+
+    def add_tool(self, func: Callable, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, input_schema: dict | None = None,
+                 output_schema: dict | None = None, annotations: dict | None = None,
+                 icons: list | None = None, meta: dict | None = None) -> None:
+        """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
+        tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
+                          output_schema=output_schema, annotations=annotations, icons=icons, meta=meta)
+        with self._registry_lock:
+            self._tools[tool.name] = tool
+        self._announce("tools")
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; announces ``tools/list_changed``."""
+        with self._registry_lock:
+            del self._tools[name]
+        self._announce("tools")
+
+    def get_tool(self, name: str) -> RegisteredTool | None:
+        """The registered tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    # -- resources -------------------------------------------------------------------
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict | None = None,
+        icons: list | None = None,
+    ) -> Callable[[Callable], Callable]:
+        """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
+
+        The function returns ``str`` (text), ``bytes`` (sent base64 as a blob),
+        a dict/list (sent as JSON text), or contents objects.  For a template
+        the URI's variables are passed as keyword arguments.
+        """
+
+        def register(func: Callable) -> Callable:
+            self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
+                              size=size, annotations=annotations, icons=icons)
+            return func
+
+        return register
+
+    def add_resource(self, func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
+                     description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                     annotations: dict | None = None, icons: list | None = None) -> None:
+        """Register a resource or resource template (see :meth:`resource`)."""
+        entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
+                               size=size, annotations=annotations, icons=icons)
+        with self._registry_lock:
+            if entry.template is not None:
+                self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
+                self._templates.append(entry)
+            else:
+                self._resources[uri] = entry
+        self._announce("resources")
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource or template; announces ``resources/list_changed``."""
+        with self._registry_lock:
+            if self._resources.pop(uri, None) is None:
+                self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
+        self._announce("resources")
+
+    def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None) -> str:
+        """Serve every file under directory ``root`` as a resource, confined to that directory.
+
+        URIs are ``uri_prefix + relative/path`` (default: the directory's
+        ``file://`` URI plus ``/``).  Paths that leave the root — ``..``,
+        absolute paths, symlinks pointing outside — are refused as not found.
+        Returns the URI template registered.
+        """
+        template, read_file, list_files, files = file_root(root, uri_prefix)
+        self.add_resource(read_file, template, name=name or f"files under {files.root.name}",
+                          description=f"Files under {files.root}")
+        with self._registry_lock:
+            self._resource_lists.append(list_files)
+        return template
+
+    def find_resource(self, uri: str) -> tuple[RegisteredResource, dict] | None:
+        """The resource answering ``uri`` and the template variables it matched, or None."""
+        entry = self._resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in list(self._templates):
+            variables = template.template.match(uri)
+            if variables is not None:
+                return template, variables
+        return None
+
+    def has_resource_uri(self, uri: str) -> bool:
+        """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
+        return uri in self._resources or any(t.listing["uriTemplate"] == uri for t in list(self._templates))
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to every client subscribed to ``uri``."""
+        for connection in self.connections():
+            if uri in connection.subscriptions:
+                connection.notify("notifications/resources/updated", {"uri": uri})
+
+    # -- prompts -----------------------------------------------------------------------
+
+    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+               icons: list | None = None) -> Callable[[Callable], Callable]:
+        """Decorator: register a prompt.  Its parameters are the prompt's arguments.
+
+        The function returns a string (one user message), a PromptMessage or
+        ``{"role", "content"}`` dict, a list of those, or a GetPromptResult.
+        """
+
+        def register(func: Callable) -> Callable:
+            self.add_prompt(func, name=name, title=title, description=description, icons=icons)
+            return func
+
+        return register
+
+    def add_prompt(self, func: Callable, *, name: str | None = None, title: str | None = None,
+                   description: str | None = None, icons: list | None = None) -> None:
+        """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
+        prompt = build_prompt(func, name=name, title=title, description=description, icons=icons)
+        with self._registry_lock:
+            self._prompts[prompt.name] = prompt
+        self._announce("prompts")
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt; announces ``prompts/list_changed``."""
+        with self._registry_lock:
+            del self._prompts[name]
+        self._announce("prompts")
+
+    def get_prompt(self, name: str) -> RegisteredPrompt | None:
+        """The registered prompt called ``name``, or None."""
+        return self._prompts.get(name)
+
+    # -- completion ------------------------------------------------------------------------
+
+    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[Callable], Callable]:
+        """Decorator: complete the arguments of a prompt or the variables of a resource template.
+
+        The function is called as ``func(argument_name, value, context_arguments)``
+        and returns a list of candidate strings (at most 100 are sent).
+        """
+        if (prompt is None) == (resource is None):
+            raise TypeError("completion() takes exactly one of prompt= or resource=")
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource)
+
+        def register(func: Callable) -> Callable:
+            self._completions[key] = func
+            return func
+
+        return register
+
+    def get_completion(self, ref_type: str, name: str) -> Callable | None:
+        """The completion function for ``(ref_type, prompt name or template URI)``, or None."""
+        return self._completions.get((ref_type, name))
+
+    # -- what the features read ----------------------------------------------------------------
+
+    def listings(self, kind: str) -> list[dict]:
+        """The listed form of every item of ``kind``: ``tools``, ``resources``, ``templates`` or ``prompts``.
+
+        Resources are the registered ones, then the files of every file root.
+        """
+        if kind == "tools":
+            return [t.listing for t in list(self._tools.values())]
+        if kind == "resources":
+            items = [r.listing for r in list(self._resources.values())]
+            for provider in list(self._resource_lists):
+                items.extend(provider())
+            return items
+        if kind == "templates":
+            return [t.listing for t in list(self._templates)]
+        if kind == "prompts":
+            return [p.listing for p in list(self._prompts.values())]
+        raise ValueError(f"unknown listing {kind!r}")
+
+    def capabilities(self, version: str | None = None) -> dict:
+        """The capabilities this server declares at ``version``, derived from what is registered."""
+        caps: dict[str, Any] = {"logging": {}}
+        if self._tools:
+            caps["tools"] = {"listChanged": True}
+        if self._resources or self._templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self._prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self._completions and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
+            caps["completions"] = {}
+        return caps
+
+    def server_info(self, version: str | None = None) -> dict:
+        """The ``serverInfo`` object for ``version``."""
+        info = {"name": self.name, "version": self.version}
+        if lifecycle.at_least(version, lifecycle.TITLES):
+            if self.title:
+                info["title"] = self.title
+        if lifecycle.at_least(version, lifecycle.ICONS) and self.website_url:
+            info["websiteUrl"] = self.website_url
+        return info
+
+    # -- connections ------------------------------------------------------------------------------
+
+    def new_connection(self, transport, **session_options) -> ServerConnection:
+        """A connection serving this server on ``transport``: not started, and not yet told of changes.
+
+        For transports that feed the session themselves (HTTP); see :meth:`connect`
+        for the usual path.  ``session_options`` are :class:`~mcp_ref.session.Session`'s.
+        """
+        return ServerConnection(self, transport, **session_options)
+
+    def add_connection(self, connection: ServerConnection) -> None:
+        """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly)."""
+        self._connections.add(connection)
+
+    def connections(self) -> list[ServerConnection]:
+        """The connections that receive list-changed and resource-updated notifications."""
+        return list(self._connections)
+
+    def connect(self, transport, **session_options) -> ServerConnection:
+        """Serve one connection on ``transport``; returns it (its reader thread is running)."""
+        connection = self.new_connection(transport, **session_options)
+        self.add_connection(connection)
+        connection.session.start()
+        return connection
+
+    def _announce(self, kind: str) -> None:
+        for connection in self.connections():
+            connection.list_changed(kind)
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    def run_stdio(self, *, max_message_size: int | None = None) -> None:
+        """Serve one client on this process's stdin/stdout until stdin ends.
+
+        Logs go to stderr; ``print()`` in a handler is redirected to stderr so
+        stdout carries only protocol messages.  On end of input, the requests
+        already received are answered before this returns.
+        """
+        from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
+
+        reader, writer = server_streams()
+        transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
+        connection = self.connect(transport, name=f"{self.name}-stdio")
+        while not connection.session.wait_closed(1.0):
+            pass
+
+    def wsgi_app(self, **options):
+        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
+
+        Options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s:
+        ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
+        ``allowed_origins``, ``event_store``, ``max_body_size``, ...  Mount it
+        anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
+        :meth:`run_http`.
+        """
+        from ..transports.http_server import McpWsgiApp
+
+        return McpWsgiApp(self, **options)
+
+    def http_server(self, host: str = "127.0.0.1", port: int = 8000, **options):
+        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
+
+        Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
+        ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
+        """
+        from ..transports.wsgi_server import WsgiServer
+
+        return WsgiServer((host, port), self.wsgi_app(**options))
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None, **options) -> None:
+        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).
+
+        ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
+        the address, useful with port 0); by default a line on stderr says it.
+        """
+        httpd = self.http_server(host, port, **options)
+        if on_ready is None:
+            print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
+        else:
+            on_ready(httpd)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+            httpd.app.close()

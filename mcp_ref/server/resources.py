@@ -1,0 +1,157 @@
+"""Resources (2025-11-25 server/resources): registered resources and templates, files under a
+root, and ``resources/list``, ``resources/templates/list``, ``resources/read``,
+``resources/subscribe`` and ``resources/unsubscribe``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from ..errors import InvalidParams, ResourceNotFound
+from ..session import RequestContext
+from ..signatures import ArgumentPlan, compile_arguments, to_jsonable
+from ..types import BlobResourceContents, TextResourceContents, drop_none
+from ..uri_template import UriTemplate
+from .context import Context, with_context
+from .listing import list_page
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+
+@dataclass
+class RegisteredResource:
+    """A resource (or, with ``template``, a resource template) as the server keeps it."""
+
+    listing: dict
+    func: Callable
+    plan: ArgumentPlan
+    template: UriTemplate | None = None
+
+
+def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
+                   description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                   annotations: dict | None = None, icons: list | None = None) -> RegisteredResource:
+    """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
+    plan = compile_arguments(func, skip_types=(Context,))
+    is_template = UriTemplate.is_template(uri)
+    listing = drop_none({
+        "uriTemplate" if is_template else "uri": uri,
+        "name": name or func.__name__,
+        "title": title,
+        "description": description if description is not None else plan.description,
+        "mimeType": mime_type,
+        "size": None if is_template else size,
+        "annotations": annotations,
+        "icons": icons,
+    })
+    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None)
+
+
+def file_root(root: str, uri_prefix: str | None = None) -> tuple[str, Callable, Callable[[], Iterator[dict]], Any]:
+    """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
+
+    Returns ``(template, read_file, list_files, files)``: the URI template
+    ``prefix{+path}``, the function that reads one file (paths that leave the
+    root answer Resource not found), the generator of listed files, and the
+    :class:`~mcp_ref.files.FileRoot`.
+    """
+    from ..files import FileRoot, PathOutsideRoot, is_text
+
+    files = FileRoot(root)
+    prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
+
+    def read_file(path: str):
+        try:
+            data, mime_type = files.read(path)
+        except (PathOutsideRoot, FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise ResourceNotFound(f"Resource not found: {prefix}{path}", data={"uri": prefix + path}) from None
+        uri = prefix + path
+        if is_text(data, mime_type):
+            return TextResourceContents(uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type)
+        return BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+
+    def list_files():
+        for relative in files.list():
+            yield {"uri": prefix + relative, "name": relative}
+
+    return prefix + "{+path}", read_file, list_files, files
+
+
+# -- the handlers ---------------------------------------------------------------------------------
+
+
+def list_resources(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``resources/list``: one page of resources (registered ones, then listed files)."""
+    return list_page(connection, params, "resources")
+
+
+def list_templates(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``resources/templates/list``: one page of resource templates."""
+    return list_page(connection, params, "templates")
+
+
+def read_resource(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``resources/read``: the contents of one resource, or Resource not found (-32002)."""
+    uri = _uri(params, "resources/read")
+    found = connection.server.find_resource(uri)
+    if found is None:
+        # server/resources §Error Handling: "Resource not found: -32002".
+        raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
+    entry, variables = found
+    kwargs = with_context(entry.plan, entry.plan.convert(variables), connection, context)
+    return {"contents": contents(uri, entry, entry.func(**kwargs))}
+
+
+def subscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``."""
+    uri = _uri(params, "resources/subscribe")
+    if connection.server.find_resource(uri) is None:
+        raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
+    connection.subscriptions.add(uri)
+    return {}
+
+
+def unsubscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``resources/unsubscribe``."""
+    connection.subscriptions.discard(_uri(params, "resources/unsubscribe"))
+    return {}
+
+
+HANDLERS = {
+    "resources/list": list_resources,
+    "resources/templates/list": list_templates,
+    "resources/read": read_resource,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": unsubscribe,
+}
+
+
+def _uri(params: dict, method: str) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams(f"Invalid params: {method} needs a uri")
+    return uri
+
+
+def contents(uri: str, entry: RegisteredResource, value: Any) -> list:
+    """A resource function's return value as a list of ``ResourceContents`` dicts.
+
+    ``str`` is text, ``bytes`` a base64 blob, contents objects pass through,
+    anything else is sent as JSON text.
+    """
+    mime_type = entry.listing.get("mimeType")
+    if isinstance(value, (TextResourceContents, BlobResourceContents)):
+        return [value.to_wire()]
+    if isinstance(value, list) and all(isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value):
+        return [v.to_wire() for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return [{"uri": uri, "mimeType": mime_type or "application/octet-stream",
+                 "blob": base64.b64encode(value).decode("ascii")}]
+    if isinstance(value, str):
+        return [{"uri": uri, "mimeType": mime_type or "text/plain", "text": value}]
+    return [{"uri": uri, "mimeType": mime_type or "application/json",
+             "text": json.dumps(to_jsonable(value), ensure_ascii=False)}]

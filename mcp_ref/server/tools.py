@@ -1,0 +1,193 @@
+"""Tools (2025-11-25 server/tools): what a registered tool is, and ``tools/list`` / ``tools/call``.
+
+A tool is a plain function.  :func:`build_tool` turns it into a
+:class:`RegisteredTool` (its listing, with the input schema from its type
+hints); the handlers below serve it.  How a return value becomes a
+``CallToolResult`` is :func:`tool_result`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .. import lifecycle
+from ..errors import InvalidParams, McpError, RequestCancelled
+from ..session import RequestContext
+from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, to_jsonable
+from ..types import CallToolResult, WireModel, drop_none, text_block
+from ..validation import first_error, validator_for
+from .context import Context, with_context
+from .listing import list_page
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+log = logging.getLogger(__name__)
+
+
+class ToolError(Exception):
+    """Raise in a tool to report a failure the model should see: an ``isError`` result with this message.
+
+    Any other exception becomes an ``isError`` result with a generic message
+    (the details go to the server's log, never to the client).
+    """
+
+
+@dataclass
+class RegisteredTool:
+    """A tool as the server keeps it: the function, how to call it, and its ``Tool`` listing."""
+
+    name: str
+    func: Callable
+    plan: ArgumentPlan
+    listing: dict
+    output_schema: dict | None
+    _input_validator: Any = None
+    _output_validator: Any = None
+
+    def input_validator(self) -> Any:
+        """The validator of ``inputSchema`` (built on first use)."""
+        if self._input_validator is None:
+            self._input_validator = validator_for(self.listing["inputSchema"])
+        return self._input_validator
+
+    def output_validator(self) -> Any:
+        """The validator of ``outputSchema`` (built on first use)."""
+        if self._output_validator is None:
+            self._output_validator = validator_for(self.output_schema)
+        return self._output_validator
+
+
+def build_tool(func: Callable, *, name: str | None = None, title: str | None = None,
+               description: str | None = None, input_schema: dict | None = None,
+               output_schema: dict | None = None, annotations: dict | None = None,
+               icons: list | None = None, meta: dict | None = None) -> RegisteredTool:
+    """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
+    plan = compile_arguments(func, skip_types=(Context,))
+    name = name or func.__name__
+    check_tool_name(name)
+    for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+        if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
+            # server/tools §Tool: inputSchema and outputSchema are JSON Schemas of type "object".
+            raise ValueError(f"tool {name}: {label} must be a JSON Schema object with \"type\": \"object\"")
+    if output_schema is None:
+        output_schema = output_schema_for(func)
+    listing = drop_none({
+        "name": name,
+        "title": title,
+        "description": description if description is not None else plan.description,
+        "inputSchema": input_schema if input_schema is not None else plan.schema,
+        "outputSchema": output_schema,
+        "annotations": annotations,
+        "icons": icons,
+        "_meta": meta,
+    })
+    tool = RegisteredTool(name, func, plan, listing, output_schema)
+    tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
+    if output_schema is not None:
+        tool.output_validator()
+    return tool
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def check_tool_name(name: str) -> None:
+    """2025-11-25 server/tools §Tool Names: names SHOULD be 1-128 characters of A-Z a-z 0-9 _ - . only."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("a tool needs a non-empty string name")
+    if not _TOOL_NAME.fullmatch(name):
+        warnings.warn(f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
+                      f"A-Z, a-z, 0-9, '_', '-' and '.'", stacklevel=5)
+
+
+# -- the handlers ---------------------------------------------------------------------------------
+
+
+def list_tools(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``tools/list``: one page of tools."""
+    return list_page(connection, params, "tools")
+
+
+def call_tool(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``tools/call``: validate the arguments, run the tool, shape its result."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams("Invalid params: tools/call needs a tool name")
+    tool = connection.server.get_tool(name)
+    if tool is None:
+        # 2025-11-25 server/tools §Error Handling: unknown tools are a protocol error.
+        raise InvalidParams(f"Unknown tool: {name}")
+    arguments = params.get("arguments")
+    if arguments is None:
+        arguments = {}
+    elif not isinstance(arguments, dict):
+        raise InvalidParams("Invalid params: arguments must be an object")
+    problem = first_error(tool.input_validator(), arguments)
+    if problem is not None:
+        message = f"Invalid arguments for tool {name}: {problem}"
+        if lifecycle.at_least(connection.protocol_version, lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
+            # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
+            return {"content": [text_block(message)], "isError": True}
+        raise InvalidParams(message)
+    kwargs = with_context(tool.plan, tool.plan.convert(arguments), connection, context)
+    try:
+        value = tool.func(**kwargs)
+    except (McpError, RequestCancelled):
+        raise
+    except ToolError as exc:
+        return {"content": [text_block(str(exc))], "isError": True}
+    except Exception:  # noqa: BLE001 - the client sees a generic error, stderr the traceback
+        log.exception("tool %s failed", name)
+        return {"content": [text_block(f"Tool {name} failed with an internal error")], "isError": True}
+    return tool_result(tool, value, connection.protocol_version)
+
+
+HANDLERS = {"tools/list": list_tools, "tools/call": call_tool}
+
+
+# -- results ----------------------------------------------------------------------------------------
+
+
+def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
+    """A tool's return value as a ``CallToolResult`` that ``version`` can carry."""
+    if isinstance(value, CallToolResult):
+        result = value.to_wire()
+    elif isinstance(value, dict) and "content" in value and tool.output_schema is None and isinstance(value["content"], list):
+        result = dict(value)  # an already-shaped CallToolResult dict
+    else:
+        result = {"content": as_content(value)}
+        if tool.output_schema is not None:
+            result["structuredContent"] = to_jsonable(value)
+    structured = result.get("structuredContent")
+    if tool.output_schema is not None and not result.get("isError"):
+        problem = None if structured is None else first_error(tool.output_validator(), structured)
+        if structured is None or problem:
+            # 2025-11-25 server/tools §Output Schema: "Servers MUST provide structured results that conform to this schema."
+            log.error("tool %s returned output that does not match its outputSchema: %s", tool.name, problem)
+            return {"content": [text_block(f"Tool {tool.name} produced invalid output")], "isError": True}
+    if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
+        del result["structuredContent"]
+    if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
+        result["content"] = [lifecycle.content_for_revision(block, version) for block in result.get("content", [])]
+    return result
+
+
+def as_content(value: Any) -> list:
+    """A tool's return value as a list of content block dicts."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [text_block(value)]
+    if isinstance(value, WireModel):
+        return [value.to_wire()]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, WireModel) for v in value):
+        return [v.to_wire() for v in value]
+    if isinstance(value, bytes):
+        return [text_block(value.decode("utf-8", "replace"))]
+    return [text_block(json.dumps(to_jsonable(value), ensure_ascii=False))]
