@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite against mcp_ref (tests/conformance/README.md).
 # Installs Node 22 from the npm registry into a cache outside the repo (reused when present),
-# then runs tests/conformance/run.py: the server suite at 2025-11-25 and 2025-06-18, the client suite
-# at 2025-11-25, each against the expected-failures baseline.  Exits non-zero on an unexpected failure
+# then runs tests/conformance/run.py: the 2025-11-25 requirement set for server and client, every
+# scenario at 2025-11-25, and the server suite at 2025-06-18, each against the expected-failures baseline.  Exits non-zero on an unexpected failure
 # or a stale baseline entry.  Arguments are passed to run.py (e.g. a suite name).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -122,11 +122,18 @@ class HttpClientTransport(Transport):
         self._reinitialize = reinitialize
 
     def initialized(self, protocol_version: str) -> None:
-        """Called by the Client after initialize: remember the version and open the GET stream."""
+        """Called by the Client after initialize: remember the version and open the GET stream.
+
+        Waits (at most ``connect_timeout``) until the server has answered the GET,
+        so the client is listening before its first request: a message the
+        server sends on that stream right away is not raced by the caller.
+        """
         self.protocol_version = protocol_version
         if self.mode != "sse" and (self._listener is None or not self._listener.is_alive()):
-            self._listener = threading.Thread(target=self._listen, name="mcp-http-listen", daemon=True)
+            answered = threading.Event()
+            self._listener = threading.Thread(target=self._listen, args=(answered,), name="mcp-http-listen", daemon=True)
             self._listener.start()
+            answered.wait(self.connect_timeout)
 
     def close(self) -> None:
         """DELETE the session (Streamable HTTP), stop every stream, and end ``read()``."""
@@ -314,8 +321,11 @@ class HttpClientTransport(Transport):
                     self._fail(request_id, f"resuming the stream failed: HTTP {response.status_code}")
                 return
 
-    def _listen(self) -> None:
-        """The standalone GET stream: server-to-client messages outside any request."""
+    def _listen(self, answered: threading.Event) -> None:
+        """The standalone GET stream: server-to-client messages outside any request.
+
+        ``answered`` is set once the first GET has an answer (whatever it is) or failed.
+        """
         import requests
 
         cursor = _Cursor()
@@ -324,7 +334,10 @@ class HttpClientTransport(Transport):
                 headers = self._headers("text/event-stream")
                 if cursor.last_id:
                     headers["Last-Event-ID"] = cursor.last_id
-                response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
+                try:
+                    response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
+                finally:
+                    answered.set()
                 if response.status_code == 405:
                     response.close()
                     return  # "the server does not offer an SSE stream at this endpoint"

@@ -4,9 +4,10 @@
     python tests/conformance/run.py server-2025-11-25   # one or more of them by name
     python tests/conformance/run.py --list
 
-Suites: the server suite at 2025-11-25 and at 2025-06-18 against tests/conformance/server.py (started
-here on a free port, stopped afterwards), and the client suite at 2025-11-25 with
-tests/conformance/client.py.  Each run uses the baseline tests/conformance/expected-failures.yml
+Suites: the 2025-11-25 requirement set (``--requirements 2025-11-25``, what conformance to that revision
+means) for the server and the client; every scenario that applies at 2025-11-25 (``--suite all``, pending
+ones too) for both; and the server suite at 2025-06-18.  The server is tests/conformance/server.py (started
+here on a free port, stopped afterwards), the client tests/conformance/client.py.  Each run uses the baseline tests/conformance/expected-failures.yml
 (``--expected-failures``) and writes its checks.json files under ``-o``.  A suite fails on a check
 that fails and is not in the baseline, and on a baseline entry that now passes (stale); the tool
 itself exits non-zero on both, and this runner checks the checks.json files the same way so a
@@ -49,11 +50,27 @@ class Suite:
     name: str  # e.g. "server-2025-11-25"
     side: str  # "server" or "client"
     spec_version: str
+    #: True: ``--requirements REVISION``, exactly the scenarios that revision requires (what conformance
+    #: means); False: ``--suite all --spec-version REVISION``, every scenario that applies, pending ones too.
+    requirements: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.side} {'requirements ' if self.requirements else ''}{self.spec_version}"
+
+    def selection(self) -> list[str]:
+        if self.requirements:
+            return ["--requirements", self.spec_version]
+        # "all", not the default "active": active leaves out the scenarios the tool calls pending
+        # (json-schema-2020-12, server-sse-polling at these revisions).
+        return ["--suite", "all", "--spec-version", self.spec_version]
 
 
 SUITES = [
+    Suite("server-requirements-2025-11-25", "server", "2025-11-25", requirements=True),
     Suite("server-2025-11-25", "server", "2025-11-25"),
     Suite("server-2025-06-18", "server", "2025-06-18"),
+    Suite("client-requirements-2025-11-25", "client", "2025-11-25", requirements=True),
     Suite("client-2025-11-25", "client", "2025-11-25"),
 ]
 
@@ -246,12 +263,12 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
     out_dir = work / suite.name
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
-    common = ["--spec-version", suite.spec_version, "-o", str(out_dir)]
+    common = suite.selection() + ["-o", str(out_dir)]
     if baseline.exists():
         common += ["--expected-failures", str(baseline)]
     if verbose:
         common.append("--verbose")
-    print(f"\n===== {suite.side} {suite.spec_version} =====", flush=True)
+    print(f"\n===== {suite.label} =====", flush=True)
     if suite.side == "server":
         port = free_port()
         server_log = work / f"{suite.name}.server.log"
@@ -264,9 +281,7 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
                 outcome.problems.append(problem)
             else:
                 outcome.tool_exit = run_tool(
-                    # "all", not the default "active": active leaves out the scenarios the tool calls pending
-                    # (json-schema-2020-12, server-sse-polling at these revisions).
-                    tool_command(npx) + ["server", "--url", f"http://127.0.0.1:{port}/mcp", "--suite", "all"] + common,
+                    tool_command(npx) + ["server", "--url", f"http://127.0.0.1:{port}/mcp"] + common,
                     work / f"{suite.name}.log")
                 if server.poll() is not None:
                     outcome.problems.append(f"server.py died during the suite (status {server.returncode})")
@@ -281,7 +296,7 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
             outcome.problems.append(f"the tool cannot run a Python whose path has a space: {sys.executable}")
         else:
             outcome.tool_exit = run_tool(
-                tool_command(npx) + ["client", "--command", command, "--suite", "all"] + common,
+                tool_command(npx) + ["client", "--command", command] + common,
                 work / f"{suite.name}.log")
     outcome.scenarios = read_checks(out_dir, suite.side)
     for checks in outcome.scenarios.values():
@@ -352,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n===== conformance summary =====")
     for o in outcomes:
-        name = f"{o.suite.side} {o.suite.spec_version}"
+        name = o.suite.label
         for label, items in (("expected failure (baseline)", o.expected), ("UNEXPECTED FAILURE", o.unexpected),
                              ("STALE baseline entry (now passes)", o.stale), ("PROBLEM", o.problems)):
             for item in items:
@@ -362,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     for o in outcomes:
         extra = f", {o.warnings} warnings" if o.warnings else ""
         verdict = "ok" if o.ok else "FAILED"
-        print(f"{o.suite.side} {o.suite.spec_version}: {o.passed} passed, {o.failed} failed{extra} "
+        print(f"{o.suite.label}: {o.passed} passed, {o.failed} failed{extra} "
               f"({len(o.expected)} expected by baseline) [{verdict}]")
     print(f"results: {work}")
     total_passed = sum(o.passed for o in outcomes)
