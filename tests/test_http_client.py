@@ -186,8 +186,9 @@ def test_a_404_starts_a_new_session_once_transparently(serve, http_client, how):
         response = requests.delete(srv.mcp, headers={"Mcp-Session-Id": old, "MCP-Protocol-Version": LATEST}, timeout=TIMEOUT)
         assert response.status_code == 200
     else:
-        srv.app._end_session(srv.app.sessions[old])
+        assert srv.app.end_session(old)
     assert old not in srv.app.sessions
+    assert not srv.app.end_session(old)  # already gone
     assert text(client.call_tool("echo", {"text": "after"})) == "after"
     new = client.session.transport.session_id
     assert new and new != old and new in srv.app.sessions
@@ -240,7 +241,7 @@ def test_requests_during_a_session_renewal_succeed(serve, http_client):
     srv = serve(wrap=lambda app: box.append(RenewalGate(app, b'"in-flight"')) or box[0])
     gate = box[0]
     client = http_client(srv.mcp)
-    srv.app._end_session(srv.app.sessions[client.session.transport.session_id])
+    assert srv.app.end_session(client.session.transport.session_id)
     results: dict[str, object] = {}
 
     def call(label: str) -> None:
