@@ -1,6 +1,10 @@
 """Throughput and import-time figures for mcp_ref, next to the official MCP Python SDK.
 
-Run it as ``python -m mcp_ref.bench``; it prints figures, it is not a test.
+Run it from anywhere as ``python benchmarks/bench.py`` (``--quick`` for a
+smoke run); it prints figures, it is not a test, and it is not part of the
+installed package.  It measures the mcp_ref of the checkout it sits in (the
+folder above ``benchmarks/``), through mcp_ref's public API only; the server
+programs it starts are the files in ``benchmarks/servers/``.
 
 What is measured:
 
@@ -28,145 +32,26 @@ What is measured:
 
 Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``, ``--skip-http``;
 see ``--help``.  Every server process is stopped in a ``finally`` block, and
-watches its parent: it exits by itself if the benchmark dies.
-All heavy imports stay inside functions so that importing this module is cheap.
+watches its parent (``servers/_watch.py``): it exits by itself if the
+benchmark dies.  All heavy imports stay inside functions so that importing
+this module is cheap.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 CONCURRENCY = 8
 ECHO_TEXT = "hi"
 
-# Official SDK server used for the comparison. Written to a temporary file at
-# run time (so it needs only the SDK, not mcp_ref, on the child's path), and
-# also runnable as ``python -m mcp_ref.bench --sdk-server``.
-# The tool is ``async def``: the SDK runs plain ``def`` tools in a worker
-# thread, so the coroutine form is its fast path.
-SDK_SERVER_SOURCE = '''\
-try:  # mcp >= 2
-    from mcp.server.mcpserver import MCPServer as _Server
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP as _Server
-
-server = _Server("bench-echo")
-
-
-@server.tool()
-async def echo(text: str) -> str:
-    """Return the text unchanged."""
-    return text
-
-
-if __name__ == "__main__":
-    server.run()
-'''
-
-# Prepended to every HTTP server run for the benchmark: the server exits by
-# itself when the benchmark process is gone (killed, or aborted by --timeout),
-# so no server outlives a run.
-_PARENT_WATCH_SOURCE = """\
-import os as _os, threading as _threading, time as _time
-
-def _watch_parent(parent=_os.getppid()):
-    while _os.getppid() == parent:
-        _time.sleep(0.5)
-    _os._exit(0)
-
-_threading.Thread(target=_watch_parent, daemon=True).start()
-"""
-
-# argv: PORT STATELESS(0|1)
-MCP_REF_HTTP_SERVER_SOURCE = (
-    _PARENT_WATCH_SOURCE
-    + """\
-import sys
-from mcp_ref.demo import build_server
-
-build_server().run_http("127.0.0.1", int(sys.argv[1]), stateless=sys.argv[2] == "1", json_response=True)
-"""
-)
-
-# argv: PORT STATELESS(0|1). Logging at WARNING: the SDK logs every stateless
-# request at INFO ("Terminating session: None"); mcp_ref logs nothing per request.
-SDK_HTTP_SERVER_SOURCE = (
-    _PARENT_WATCH_SOURCE
-    + """\
-import sys
-
-try:  # mcp >= 2
-    from mcp.server.mcpserver import MCPServer as _Server
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP as _Server
-
-server = _Server("bench-echo", log_level="WARNING")
-
-
-@server.tool()
-async def echo(text: str) -> str:
-    '''Return the text unchanged.'''
-    return text
-
-
-stateless = sys.argv[2] == "1"
-try:  # mcp >= 2: transport options are arguments of the app
-    app = server.streamable_http_app(json_response=True, stateless_http=stateless)
-except TypeError:  # mcp 1.x: they are settings
-    server.settings.json_response = True
-    server.settings.stateless_http = stateless
-    app = server.streamable_http_app()
-
-import uvicorn
-
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", access_log=False)
-"""
-)
-
-# argv: PORT. A reference point: a bare ThreadingHTTPServer (HTTP/1.1
-# keep-alive) answering one canned JSON-RPC result the usual way
-# (send_response, send_header, end_headers, write). TCP_NODELAY as in mcp_ref's
-# server: without it the body, written after the headers, waits for the
-# client's delayed ACK and the server manages ~200 req/s.
-BASELINE_HTTP_SERVER_SOURCE = (
-    _PARENT_WATCH_SOURCE
-    + """\
-import socket
-import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-BODY = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}'
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(BODY)))
-        self.end_headers()
-        self.wfile.write(BODY)
-
-    def log_message(self, *args):
-        pass
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def get_request(self):
-        conn, addr = super().get_request()
-        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return conn, addr
-
-
-Server(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
-"""
-)
+# The server programs, one file each (see their docstrings); each watches its
+# parent (servers/_watch.py), so that none outlives the benchmark.
+SERVERS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers")
+SDK_STDIO_SERVER = os.path.join(SERVERS_DIR, "sdk_stdio_echo.py")
+SDK_HTTP_SERVER = os.path.join(SERVERS_DIR, "sdk_http_echo.py")
+MCP_REF_HTTP_SERVER = os.path.join(SERVERS_DIR, "mcp_ref_http_echo.py")
+BASELINE_HTTP_SERVER = os.path.join(SERVERS_DIR, "baseline_http.py")
 
 HTTP_PATH = "/mcp"
 HTTP_PROTOCOL_VERSION = "2025-11-25"
@@ -189,18 +74,15 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
-def _package_root():
-    import os
-
+def _repo_root():
+    """The checkout this benchmark belongs to: the folder above ``benchmarks/``."""
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _child_env():
-    """Environment for child interpreters: mcp_ref importable, no stray flags."""
-    import os
-
+    """Environment for child interpreters: this checkout's mcp_ref importable, no stray flags."""
     env = dict(os.environ)
-    root = _package_root()
+    root = _repo_root()
     old = env.get("PYTHONPATH")
     env["PYTHONPATH"] = root if not old else root + os.pathsep + old
     for var in ("PYTHONPROFILEIMPORTTIME", "PYTHONDEVMODE", "PYTHONTRACEMALLOC"):
@@ -314,6 +196,7 @@ def _measure_import(statement, reps, env):
 
 
 def _mcp_ref_server_cmd():
+    """mcp_ref's stdio server: the demo server of this checkout (its ``echo`` tool)."""
     return [sys.executable, "-m", "mcp_ref", "serve-demo"]
 
 
@@ -374,7 +257,7 @@ def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY):
     """Sequential and threaded echo round trips through one mcp_ref client."""
     from mcp_ref import Client
 
-    with Client.stdio(_mcp_ref_server_cmd()) as client:
+    with Client.stdio(_mcp_ref_server_cmd(), env=_child_env()) as client:
         return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
 
 
@@ -425,8 +308,6 @@ async def _sdk_rounds(session, calls, rounds, warmup, concurrency):
 
 
 async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency):
-    import os
-
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -439,27 +320,14 @@ async def _bench_sdk_async(server_script, calls, rounds, warmup, concurrency):
 
 
 def bench_sdk(calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and concurrent echo round trips through one SDK ClientSession."""
+    """Sequential and concurrent echo round trips through one SDK ClientSession.
+
+    The server is ``servers/sdk_stdio_echo.py``, started (and stopped, in a
+    ``finally``) by the SDK's ``stdio_client``.
+    """
     import asyncio
-    import os
-    import tempfile
 
-    fd, path = tempfile.mkstemp(prefix="mcp_ref_bench_sdk_server_", suffix=".py")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(SDK_SERVER_SOURCE)
-        return asyncio.run(_bench_sdk_async(path, calls, rounds, warmup, concurrency))
-    finally:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
-def run_sdk_server():
-    """Body of ``--sdk-server``: the SDK echo server on stdio."""
-    namespace = {"__name__": "__main__"}
-    exec(compile(SDK_SERVER_SOURCE, "<mcp_ref.bench sdk server>", "exec"), namespace)
+    return asyncio.run(_bench_sdk_async(SDK_STDIO_SERVER, calls, rounds, warmup, concurrency))
 
 
 # --------------------------------------------------------------------------
@@ -477,14 +345,14 @@ def _free_port():
 class HttpServerProcess:
     """One benchmark HTTP server in its own interpreter, on a free port of 127.0.0.1.
 
-    ``source`` is run with ``python -c`` and gets the port as ``sys.argv[1]``,
-    then ``args``.  Use it as a context manager: the process is terminated
-    (killed if it lingers) on exit, whatever happened.
+    ``script`` (a file of ``servers/``) is run as ``python script PORT *args``.
+    Use it as a context manager: the process is terminated (killed if it
+    lingers) on exit, whatever happened.
     """
 
-    def __init__(self, name, source, args=(), start_timeout=30.0):
+    def __init__(self, name, script, args=(), start_timeout=30.0):
         self.name = name
-        self.source = source
+        self.script = script
         self.args = [str(a) for a in args]
         self.start_timeout = start_timeout
         self.proc = None
@@ -493,6 +361,7 @@ class HttpServerProcess:
 
     @property
     def url(self):
+        """The server's Streamable HTTP endpoint."""
         return "http://127.0.0.1:%d%s" % (self.port, HTTP_PATH)
 
     def __enter__(self):
@@ -519,7 +388,7 @@ class HttpServerProcess:
         self.port = _free_port()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", self.source, str(self.port)] + self.args,
+            [sys.executable, self.script, str(self.port)] + self.args,
             env=_child_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -543,6 +412,7 @@ class HttpServerProcess:
                 time.sleep(0.05)
 
     def stderr_tail(self, limit=600):
+        """The last ``limit`` characters the server wrote on stderr."""
         if self._stderr is None:
             return ""
         try:
@@ -553,10 +423,12 @@ class HttpServerProcess:
         return text[-limit:] if text else "(no stderr)"
 
     def check_alive(self):
+        """Raise RuntimeError (with the server's stderr) unless the process is still running."""
         if self.proc is None or self.proc.poll() is not None:
             raise RuntimeError("%s is not running: %s" % (self.name, self.stderr_tail()))
 
     def stop(self):
+        """Terminate the process (kill it if it lingers) and drop its stderr; safe to call twice."""
         import subprocess
 
         proc, self.proc = self.proc, None
@@ -573,7 +445,7 @@ class HttpServerProcess:
 
 
 class _PortLost(RuntimeError):
-    pass
+    """The server could not bind the port picked for it (someone else took it first)."""
 
 
 def http_post_tools_call(url, timeout=10.0):
@@ -753,7 +625,6 @@ def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
     then ``runs`` timed runs, the servers taking turns so that slow drifts of
     the machine spread over all of them.
     """
-    import os
     import tempfile
 
     script_path = None
@@ -811,6 +682,7 @@ def _ratio(a, b):
 
 
 def print_table(figures, out=sys.stdout):
+    """Print the figures as one table: a row per figure, mcp_ref, the SDK, and their ratio."""
     rows = [
         ("import package, wall (-c diff)", "import", "ms", "lower is better"),
         ("import package, -X importtime", "import_importtime", "ms", "lower is better"),
@@ -885,26 +757,26 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
 
     sides = []
     if not ns.skip_mcp_ref:
-        sides.append(("mcp_ref", MCP_REF_HTTP_SERVER_SOURCE, "mcp_ref Server.run_http", bench_mcp_ref_http))
+        sides.append(("mcp_ref", MCP_REF_HTTP_SERVER, "mcp_ref Server.run_http", bench_mcp_ref_http))
     if sdk_ok:
-        sides.append(("sdk", SDK_HTTP_SERVER_SOURCE, "SDK MCPServer under uvicorn", bench_sdk_http))
+        sides.append(("sdk", SDK_HTTP_SERVER, "SDK MCPServer under uvicorn", bench_sdk_http))
 
     with contextlib.ExitStack() as stack:
         # stateless servers: for the capacity runs, and for the clients unless --http-stateful
         stateless = {}
-        for side, source, name, _ in sides:
+        for side, script, name, _ in sides:
             try:
-                server = stack.enter_context(HttpServerProcess(name + " (stateless)", source, ["1"]))
+                server = stack.enter_context(HttpServerProcess(name + " (stateless)", script, ["1"]))
                 check_bare_tools_call(server)
                 stateless[side] = server
             except Exception as exc:
                 fail(side, "HTTP server (stateless)", exc)
 
         # client-driven round trips
-        for side, source, name, bench in sides:
+        for side, script, name, bench in sides:
             try:
                 if ns.http_stateful:
-                    server = stack.enter_context(HttpServerProcess(name + " (sessions)", source, ["0"]))
+                    server = stack.enter_context(HttpServerProcess(name + " (sessions)", script, ["0"]))
                 elif side in stateless:
                     server = stateless[side]
                 else:
@@ -933,7 +805,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
         if targets:
             try:
                 baseline = stack.enter_context(
-                    HttpServerProcess("stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER_SOURCE)
+                    HttpServerProcess("stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER)
                 )
                 check_bare_tools_call(baseline)
                 targets["baseline"] = baseline.url
@@ -976,6 +848,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
 
 
 def print_http_notes(figures, ns, out=sys.stdout):
+    """Print how the HTTP rows were measured, and the stdlib baseline next to mcp_ref's capacity."""
     settings = figures["settings"]
     print(
         "HTTP echo calls: tools/call over Streamable HTTP (JSON replies, keep-alive), each server in its own"
@@ -1020,7 +893,7 @@ def _parse_args(argv):
     import argparse
 
     p = argparse.ArgumentParser(
-        prog="python -m mcp_ref.bench",
+        prog="python benchmarks/bench.py",
         description="Print import-time figures, and tools/call throughput over stdio and Streamable HTTP,"
         " for mcp_ref and the official SDK.",
     )
@@ -1056,7 +929,6 @@ def _parse_args(argv):
         default=1800.0,
         help="abort the whole run (with tracebacks) after this many seconds (default 1800)",
     )
-    p.add_argument("--sdk-server", action="store_true", help=argparse.SUPPRESS)
     ns = p.parse_args(argv)
     quick = ns.quick
     if ns.calls is None:
@@ -1086,15 +958,17 @@ def _parse_args(argv):
 
 
 def main(argv=None):
+    """Run the benchmark with the command line ``argv``; print the figures; return the exit status."""
     ns = _parse_args(sys.argv[1:] if argv is None else argv)
-    if ns.sdk_server:
-        run_sdk_server()
-        return 0
 
     import faulthandler
     import json
-    import os
     import platform
+
+    # Measure this checkout's mcp_ref in this process too, as in the child processes.
+    root = _repo_root()
+    if os.path.isfile(os.path.join(root, "mcp_ref", "__init__.py")) and root not in sys.path:
+        sys.path.insert(0, root)
 
     if ns.timeout and ns.timeout > 0:
         faulthandler.dump_traceback_later(ns.timeout, exit=True)
@@ -1123,7 +997,7 @@ def main(argv=None):
     }
 
     note(
-        "mcp_ref.bench: Python %s on %s, %s CPUs; %d calls x %d rounds (+%d warm-up), %d import pairs"
+        "benchmarks/bench.py: Python %s on %s, %s CPUs; %d calls x %d rounds (+%d warm-up), %d import pairs"
         % (figures["python"], figures["platform"], figures["cpus"], ns.calls, ns.rounds, ns.warmup, ns.import_reps)
     )
 

@@ -1,0 +1,74 @@
+"""The benchmark (``benchmarks/``, not installed) starts from any directory and uses mcp_ref's public API only."""
+
+import ast
+import json
+import subprocess
+import sys
+
+import mcp_ref
+from conftest import ROOT, WAIT
+
+BENCH = ROOT / "benchmarks" / "bench.py"
+SERVERS = sorted((ROOT / "benchmarks" / "servers").glob("*.py"))
+
+
+def _run(args, cwd, timeout=WAIT * 3):
+    return subprocess.run([sys.executable, str(BENCH), *args], cwd=str(cwd), capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_benchmark_is_not_in_the_package():
+    assert not (ROOT / "mcp_ref" / "bench.py").exists()
+    assert BENCH.is_file()
+
+
+def test_help_from_another_directory(tmp_path):
+    done = _run(["--help"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python benchmarks/bench.py")
+    for option in ("--quick", "--calls", "--rounds", "--json", "--skip-http", "--skip-sdk", "--load-generator"):
+        assert option in done.stdout
+
+
+def test_importing_the_runner_is_cheap():
+    code = (
+        "import sys; sys.path.insert(0, %r); import bench; "
+        "print(sorted(m for m in ('mcp_ref', 'mcp', 'asyncio', 'http.client') if m in sys.modules))" % str(BENCH.parent)
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_servers_are_documented_and_watch_their_parent():
+    names = {path.name for path in SERVERS}
+    assert {"_watch.py", "sdk_stdio_echo.py", "sdk_http_echo.py", "mcp_ref_http_echo.py", "baseline_http.py"} <= names
+    for path in SERVERS:
+        source = path.read_text()
+        tree = ast.parse(source, str(path))
+        assert ast.get_docstring(tree), path.name
+        if path.name != "_watch.py":
+            assert "_watch.watch_parent()" in source, path.name
+            assert "python benchmarks/servers/%s" % path.name in ast.get_docstring(tree), path.name
+
+
+def test_only_public_names_of_mcp_ref():
+    for path in [BENCH, *SERVERS]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                assert not any(alias.name.startswith("mcp_ref.") for alias in node.names), path.name
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "mcp_ref":
+                assert node.module == "mcp_ref", (path.name, node.module)
+                assert all(alias.name in mcp_ref.__all__ for alias in node.names), path.name
+
+
+def test_a_tiny_stdio_run_prints_the_table(tmp_path):
+    args = ["--skip-sdk", "--skip-http", "--import-reps", "1", "--calls", "16", "--rounds", "1", "--warmup", "0", "--json"]
+    done = _run(args, tmp_path, timeout=WAIT * 6)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("benchmarks/bench.py: Python ")
+    for row in ("import package, wall (-c diff)", "echo calls, sequential", "echo calls, 8 concurrent"):
+        assert any(line.startswith(row) for line in lines), row
+    figures = json.loads(lines[-1])
+    assert figures["mcp_ref"]["sequential"] > 0 and figures["mcp_ref"]["concurrent"] > 0
+    assert figures["notes"] == []
