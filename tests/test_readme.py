@@ -55,3 +55,11 @@ def test_server_example_serves(tmp_path, connect):
     assert client.get_prompt("greet", {"name": "Ada", "style": "formal"}).messages[0].content.text == "Good day, Ada."
     docs = [r.uri for r in client.list_resources() if r.uri.endswith("hello.txt")]
     assert len(docs) == 1 and client.read_resource(docs[0]).contents[0].text == "hello from docs\n"
+
+
+def test_in_memory_example_runs(tmp_path):
+    example = next(b for b in _python_blocks() if "Client.in_memory(server)" in b)
+    script = tmp_path / "in_memory.py"
+    script.write_text(example)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    assert done.returncode == 0, done.stderr
