@@ -14,7 +14,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import lifecycle
-from ..errors import InvalidParams, InvalidRequest, MethodNotFound, CapabilityError
+from ..errors import CapabilityError, InvalidParams, InvalidRequest, MethodNotFound
 from ..lifecycle import Lifecycle, Phase
 from ..session import RequestContext, Session
 from . import completion, prompts, resources, tools
