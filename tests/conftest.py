@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from mcp_ref import schemas
+
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA_DIR = ROOT.parent / "shared" / "spec" / "schema"
 SERVERS = Path(__file__).resolve().parent / "servers"
 DEMO = [sys.executable, "-m", "mcp_ref", "serve-demo"]
 WAIT = 10.0  # seconds: the bound of every blocking wait in the tests
@@ -51,45 +52,13 @@ NOTIFICATION_TYPES = {
     "notifications/roots/list_changed": "RootsListChangedNotification",
 }
 
-_schemas: dict[str, dict] = {}
-_validators: dict[tuple[str, str], object] = {}
-
-
-def schema_available(version: str) -> bool:
-    """True when ../shared/spec/schema/<version>.json exists."""
-    return (SCHEMA_DIR / f"{version}.json").exists()
-
-
-def require_schema(version: str) -> None:
-    """Skip the calling test, with the reason, when the official schema of ``version`` is absent."""
-    if not schema_available(version):
-        pytest.skip(f"the official schema {SCHEMA_DIR / (version + '.json')} is not present (../shared/spec is absent)")
-
-
-def validator(version: str, type_name: str):
-    """A jsonschema validator for one type of the official schema of ``version`` (skips if it is absent)."""
-    key = (version, type_name)
-    if key not in _validators:
-        require_schema(version)
-        import jsonschema
-
-        if version not in _schemas:
-            _schemas[version] = json.loads((SCHEMA_DIR / f"{version}.json").read_text())
-        root = _schemas[version]
-        defs = "$defs" if "$defs" in root else "definitions"
-        if type_name not in root[defs]:
-            raise KeyError(f"{type_name} is not in the {version} schema")
-        schema = dict(root)
-        schema["$ref"] = f"#/{defs}/{type_name}"
-        cls = jsonschema.validators.validator_for(root)
-        _validators[key] = cls(schema)
-    return _validators[key]
-
-
 def schema_errors(version: str, type_name: str, instance) -> list[str]:
-    """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid)."""
-    return [f"{type_name}: {e.message} at /{'/'.join(map(str, e.absolute_path))}"
-            for e in validator(version, type_name).iter_errors(instance)]
+    """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid).
+
+    The official schemas ship with mcp_ref (``mcp_ref.schemas``): an unknown
+    version or type raises, it never passes silently.
+    """
+    return schemas.errors(version, type_name, instance)
 
 
 class WireChecker:
@@ -99,14 +68,21 @@ class WireChecker:
     the method they answer, notifications as their notification type, errors as
     JSON-RPC errors.  The version is learnt from the initialize result.
     Messages seen before it (initialize itself) are checked once it is known.
+
+    The schemas come from ``mcp_ref.schemas``, so there is always one to check
+    against, except when a peer announces a revision that has none: then the
+    revision the initialize request asked for is used, and if that has none
+    either, the checker records an error (it never passes unchecked).
     """
 
     def __init__(self, version: str | None = None):
         self.version = version
+        self.asked: str | None = None  # the protocolVersion of the initialize request
         self.messages: list[tuple[str, dict]] = []
         self.errors: list[str] = []
         self.methods: dict[tuple[str, object], str] = {}
         self._backlog: list[tuple[str, dict]] = []
+        self._unchecked = False
         self.lock = threading.Lock()
 
     def __call__(self, direction: str, data: bytes) -> None:
@@ -116,6 +92,8 @@ class WireChecker:
             items = message if isinstance(message, list) else [message]
             for item in items:
                 if self.version is None:
+                    if isinstance(item, dict) and item.get("method") == "initialize" and isinstance(item.get("params"), dict):
+                        self.asked = item["params"].get("protocolVersion")
                     if isinstance(item, dict) and isinstance(item.get("result"), dict) and "protocolVersion" in item["result"]:
                         self.version = item["result"]["protocolVersion"]
                         backlog, self._backlog = self._backlog, []
@@ -126,8 +104,20 @@ class WireChecker:
                         continue
                 self._check(direction, item)
 
+    @property
+    def schema_version(self) -> str | None:
+        """The revision whose schema the messages are checked against (None: none applies)."""
+        for version in (self.version, self.asked):
+            if version in schemas.VERSIONS:
+                return version
+        return None
+
     def _check(self, direction: str, msg) -> None:
-        if not schema_available(self.version):
+        version = self.schema_version
+        if version is None:
+            if not self._unchecked:  # said once, and the test fails: nothing passes unchecked
+                self.errors.append(f"protocol version {self.version!r} has no official schema: its messages cannot be checked")
+            self._unchecked = True
             return
         if not isinstance(msg, dict):
             return
@@ -135,21 +125,21 @@ class WireChecker:
             self.methods[(direction, msg["id"])] = msg["method"]
             types = REQUEST_TYPES.get(msg["method"])
             if types:
-                self.errors += schema_errors(self.version, types[0], msg)
+                self.errors += schema_errors(version, types[0], msg)
         elif "method" in msg:
             name = NOTIFICATION_TYPES.get(msg["method"])
             if name:
-                self.errors += schema_errors(self.version, name, msg)
+                self.errors += schema_errors(version, name, msg)
         elif "result" in msg:
             other = "<--" if direction == "-->" else "-->"
             method = self.methods.get((other, msg.get("id")))
             types = REQUEST_TYPES.get(method)
             if types:
-                self.errors += schema_errors(self.version, types[1], msg["result"])
+                self.errors += schema_errors(version, types[1], msg["result"])
         elif "error" in msg:
-            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in _defs(self.version) else "JSONRPCError"
-            if msg.get("id") is not None or self.version >= "2025-11-25":
-                self.errors += schema_errors(self.version, name, msg)
+            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in schemas.type_names(version) else "JSONRPCError"
+            if msg.get("id") is not None or version >= "2025-11-25":
+                self.errors += schema_errors(version, name, msg)
 
     def sent(self, method: str | None = None) -> list[dict]:
         """Messages this side wrote (optionally only those with ``method``)."""
@@ -162,12 +152,6 @@ class WireChecker:
     def assert_valid(self) -> None:
         """Fail the test if any message broke the schema."""
         assert not self.errors, "messages not valid against the official schema:\n" + "\n".join(self.errors[:20])
-
-
-def _defs(version: str) -> dict:
-    validator(version, "JSONRPCRequest")
-    root = _schemas[version]
-    return root.get("$defs") or root.get("definitions")
 
 
 @pytest.fixture
