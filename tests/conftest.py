@@ -1,15 +1,25 @@
 """Shared test helpers: a wire checker that validates every message against the
 official schema of the negotiated revision, a raw stdio peer for sending bad
-bytes, and client factories over real subprocesses."""
+bytes, and client factories over real subprocesses.
+
+Waiting and threads: ``Collector`` (a callback that records its calls; tests
+wait on it), ``run_threads`` / ``Workers`` (threads whose failures fail the
+test, all of them listed), ``client_pool`` (module-scoped stdio clients, one per
+revision).  Every blocking wait is bounded by ``WAIT``.
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -289,3 +299,247 @@ def live_group_members(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 members.append(int(entry))
     return members
+
+
+# -- waiting on callbacks -------------------------------------------------------------------------
+
+
+class Collector:
+    """A callback that records every call, for tests to wait on (bounded) instead of sleeping.
+
+    Each call becomes one item: its argument, or the tuple of its arguments
+    when there are several.  A Collector reads like a list of its items (``len``,
+    indexing, ``in``, iteration; ``items`` is a copy), so it can stand in for
+    ``list.append`` as ``on_log=``, ``on_progress=``, ``stderr=`` and the like.
+    """
+
+    def __init__(self):
+        self._items: list = []
+        self._cond = threading.Condition()
+
+    def __call__(self, *args) -> None:
+        with self._cond:
+            self._items.append(args[0] if len(args) == 1 else args)
+            self._cond.notify_all()
+
+    @property
+    def items(self) -> list:
+        """A copy of every item so far."""
+        with self._cond:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def __getitem__(self, index):
+        with self._cond:
+            return self._items[index]
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __contains__(self, item) -> bool:
+        return item in self.items
+
+    def __repr__(self) -> str:
+        return f"Collector({self.items!r})"
+
+    def mark(self) -> int:
+        """The number of items so far: pass it as ``since`` to look only at later ones."""
+        return len(self)
+
+    def since(self, mark: int) -> list:
+        """The items after the first ``mark``."""
+        with self._cond:
+            return list(self._items[mark:])
+
+    def wait_until(self, predicate: Callable[[list], bool], *, since: int = 0, timeout: float = WAIT) -> list:
+        """Wait until ``predicate(items[since:])`` holds and return those items; fail after ``timeout`` s."""
+        with self._cond:
+            ok = self._cond.wait_for(lambda: predicate(self._items[since:]), timeout)
+            got = list(self._items[since:])
+        assert ok, f"condition not met within {timeout} s; received {got!r}"
+        return got
+
+    def wait_for(self, n: int = 1, *, since: int = 0, timeout: float = WAIT) -> list:
+        """Wait until at least ``n`` items arrived (after ``since``) and return them all; fail after ``timeout`` s."""
+        return self.wait_until(lambda items: len(items) >= n, since=since, timeout=timeout)
+
+
+# -- threads --------------------------------------------------------------------------------------
+
+
+class Workers:
+    """``n`` daemon threads each running ``target(i)`` (i = 0..n-1), whose failures fail the test.
+
+    ``start()`` them, do what the test needs while they run, then ``join()``:
+    it returns their results in order, or fails listing every exception and
+    every thread still running once ``timeout`` has passed (the first exception
+    chained, for its traceback).  ``run_threads`` does both at once.
+    """
+
+    def __init__(self, target: Callable[[int], object], n: int):
+        self.target = target
+        self.results: list = [None] * n
+        self.failures: list[tuple[int, BaseException]] = []
+        self._lock = threading.Lock()
+        name = getattr(target, "__name__", "worker")
+        self.threads = [threading.Thread(target=self._run, args=(i,), name=f"{name}-{i}", daemon=True) for i in range(n)]
+
+    def _run(self, i: int) -> None:
+        try:
+            self.results[i] = self.target(i)
+        except BaseException as exc:  # noqa: BLE001 - reported by join(), in the test's thread
+            with self._lock:
+                self.failures.append((i, exc))
+
+    def start(self) -> Workers:
+        """Start every thread; returns self."""
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def join(self, timeout: float = WAIT) -> list:
+        """Wait (``timeout`` s in all) for every thread; their results, or an AssertionError naming each problem."""
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [i for i, thread in enumerate(self.threads) if thread.is_alive()]
+        with self._lock:
+            failures = sorted(self.failures, key=lambda pair: pair[0])
+        if not failures and not stuck:
+            return list(self.results)
+        problems = [f"thread {i} failed{_where(exc)}: {_one_line(exc)}" for i, exc in failures]
+        problems += [f"thread {i} still running after {timeout} s" for i in stuck]
+        summary = f"{len(failures)} of {len(self.threads)} threads failed, {len(stuck)} did not finish:\n"
+        raise AssertionError(summary + "\n".join(problems)) from (failures[0][1] if failures else None)
+
+
+def run_threads(target: Callable[[int], object], n: int, *, timeout: float = WAIT) -> list:
+    """Run ``target(i)`` in ``n`` threads at once and return the results in order.
+
+    Fails the test, listing every exception and every thread still running
+    after ``timeout`` seconds (see :class:`Workers`).
+    """
+    return Workers(target, n).start().join(timeout)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text.replace("\n", "\n    ")
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+
+
+# -- client pools ---------------------------------------------------------------------------------
+
+
+class PoolPeer:
+    """One client connection of a pool: ``client``, its ``wire`` checker and a Collector per callback.
+
+    ``logs`` (on_log), ``updates`` (on_resource_updated), ``changes``
+    (on_list_changed) and ``stderr`` (the server's stderr lines).
+    """
+
+    def __init__(self, command, version: str, **options):
+        from mcp_ref import Client
+
+        self.wire = WireChecker()
+        self.logs = Collector()
+        self.updates = Collector()
+        self.changes = Collector()
+        self.stderr = Collector()
+        options.setdefault("timeout", WAIT)
+        self.client = Client.stdio(
+            command, protocol_version=version, trace=self.wire, stderr=self.stderr,
+            on_log=self.logs, on_resource_updated=self.updates, on_list_changed=self.changes, **options,
+        )
+
+
+class ClientPool:
+    """Stdio clients of one server command shared by a test module, one per (revision, label).
+
+    Made by the fixtures of :func:`client_pool`.  Every message is checked
+    against the official schema of its revision; each test's messages must be
+    valid when it ends (an autouse fixture checks every live pool).
+    """
+
+    def __init__(self, command):
+        self.command = command
+        self.peers: dict[tuple, PoolPeer] = {}
+        self._lock = threading.Lock()
+
+    def peer(self, version: str | None = None, label: str = "", **options) -> PoolPeer:
+        """The pool's connection for ``version`` (the latest by default; started on first use; ``label`` keeps variants apart)."""
+        from mcp_ref import LATEST_VERSION
+
+        key = (version or LATEST_VERSION, label)
+        with self._lock:
+            if key not in self.peers:
+                self.peers[key] = PoolPeer(self.command, key[0], **options)
+            return self.peers[key]
+
+    def client(self, version: str | None = None, **options):
+        """The Client of :meth:`peer`."""
+        return self.peer(version, **options).client
+
+    def snapshot(self) -> dict:
+        """How many schema errors each connection has seen so far."""
+        with self._lock:
+            return {key: len(p.wire.errors) for key, p in self.peers.items()}
+
+    def assert_valid_since(self, snapshot: dict) -> None:
+        """Fail if any message since ``snapshot`` broke the official schema."""
+        with self._lock:
+            new = [e for key, p in self.peers.items() for e in p.wire.errors[snapshot.get(key, 0):]]
+        assert not new, "messages not valid against the official schema:\n" + "\n".join(new[:20])
+
+    def close(self) -> None:
+        """Close every client, then fail if any message of any of them broke the schema."""
+        for p in self.peers.values():
+            p.client.close()
+        for p in self.peers.values():
+            p.wire.assert_valid()
+
+
+_live_pools: list[ClientPool] = []
+
+
+def client_pool(command: Sequence[str] | Callable[..., Sequence[str]], *, scope: str = "module"):
+    """Make a fixture giving a :class:`ClientPool` of the server ``command``, closed at the end of ``scope``.
+
+    Assign it in a test module under the fixture's name::
+
+        pool = client_pool([sys.executable, str(SERVERS / "feature_tools.py")])
+
+    ``command`` may be a function of other fixtures, named by its parameters:
+    ``client_pool(lambda tree: [sys.executable, str(SCRIPT), str(tree)])``.
+    """
+    needs = list(inspect.signature(command).parameters) if callable(command) else []
+
+    def pool_fixture(request):
+        argv = command(*(request.getfixturevalue(name) for name in needs)) if callable(command) else command
+        pool = ClientPool(argv)
+        _live_pools.append(pool)
+        try:
+            yield pool
+        finally:
+            _live_pools.remove(pool)
+            pool.close()
+
+    what = "a server made from the fixtures " + ", ".join(needs) if callable(command) else " ".join(map(str, command))
+    pool_fixture.__doc__ = f"A ClientPool of {what}, shared by the tests of one {scope}."
+    return pytest.fixture(scope=scope)(pool_fixture)
+
+
+@pytest.fixture(autouse=True)
+def _pools_stay_schema_valid():
+    """Every message a live client pool carried during a test must be valid when the test ends."""
+    before = {id(pool): pool.snapshot() for pool in _live_pools}
+    yield
+    for pool in list(_live_pools):
+        pool.assert_valid_since(before.get(id(pool), {}))
