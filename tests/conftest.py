@@ -6,6 +6,10 @@ Waiting and threads: ``Collector`` (a callback that records its calls; tests
 wait on it), ``run_threads`` / ``Workers`` (threads whose failures fail the
 test, all of them listed), ``client_pool`` (module-scoped stdio clients, one per
 revision).  Every blocking wait is bounded by ``WAIT``.
+
+Server stderr: a test that fails shows the stderr of every server it started
+(``watch_stderr``, fed by ``connect``, ``raw_peer``, ``client_pool`` and the
+subprocess servers of the test modules) as a "server stderr (...)" section.
 """
 
 from __future__ import annotations
@@ -177,16 +181,23 @@ def connect(wire):
     """Factory: ``connect(command=DEMO, **client_options)`` -> an initialized stdio Client.
 
     Every message is validated against the negotiated revision's schema (via
-    the ``wire`` fixture); clients are closed after the test.
+    the ``wire`` fixture); clients are closed after the test.  The server's
+    stderr is collected (unless ``stderr=`` is given) and shown if the test fails.
     """
     from mcp_ref import Client
 
     clients = []
 
     def factory(command=None, **options):
+        command = command or DEMO
         options.setdefault("timeout", WAIT)
-        options.setdefault("stderr", "capture")
-        client = Client.stdio(command or DEMO, trace=wire, **options)
+        if "stderr" not in options:
+            # Collected from the start, so that a server which dies while starting is shown too.
+            options["stderr"] = lines = Collector()
+            watch_stderr(command_label(command), lambda: lines.items)
+        client = Client.stdio(command, trace=wire, **options)
+        if options["stderr"] == "capture":
+            watch_stderr(command_label(command), lambda: list(client.session.transport.stderr_lines))
         clients.append(client)
         return client
 
@@ -199,7 +210,8 @@ class RawPeer:
     """A server subprocess driven with raw bytes, for malformed-input tests.
 
     ``send(bytes)`` writes exactly those bytes; ``recv()`` returns the next
-    decoded line (waiting at most WAIT seconds).
+    decoded line (waiting at most WAIT seconds).  ``stderr`` collects the
+    server's stderr lines (bytes); ``stderr_done`` is set when it has ended.
     """
 
     def __init__(self, command=None, env=None):
@@ -209,13 +221,19 @@ class RawPeer:
         )
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
+        self.stderr_done = threading.Event()  # set once stderr has ended and every line is in ``stderr``
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, b"")), daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
 
     def _pump(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):
             self.lines.put(line)
         self.lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        for line in iter(self.proc.stderr.readline, b""):
+            self.stderr.append(line)
+        self.stderr_done.set()
 
     def send(self, data: bytes) -> None:
         self.proc.stdin.write(data)
@@ -255,12 +273,13 @@ class RawPeer:
 
 @pytest.fixture
 def raw_peer():
-    """Factory for RawPeer; every peer is shut down after the test."""
+    """Factory for RawPeer; every peer is shut down after the test, and its stderr shown if the test fails."""
     peers = []
 
     def factory(command=None, env=None):
         peer = RawPeer(command, env)
         peers.append(peer)
+        watch_stderr(command_label(command or DEMO), lambda: list(peer.stderr))
         return peer
 
     yield factory
@@ -453,11 +472,16 @@ class PoolPeer:
         self.updates = Collector()
         self.changes = Collector()
         self.stderr = Collector()
+        self.unwatch = watch_stderr(f"{command_label(command)}, {version}", lambda: self.stderr.items, keep=True)
         options.setdefault("timeout", WAIT)
-        self.client = Client.stdio(
-            command, protocol_version=version, trace=self.wire, stderr=self.stderr,
-            on_log=self.logs, on_resource_updated=self.updates, on_list_changed=self.changes, **options,
-        )
+        try:
+            self.client = Client.stdio(
+                command, protocol_version=version, trace=self.wire, stderr=self.stderr,
+                on_log=self.logs, on_resource_updated=self.updates, on_list_changed=self.changes, **options,
+            )
+        except BaseException:
+            self.unwatch()  # shown for this test only: the pool never holds this peer
+            raise
 
 
 class ClientPool:
@@ -502,6 +526,7 @@ class ClientPool:
         """Close every client, then fail if any message of any of them broke the schema."""
         for p in self.peers.values():
             p.client.close()
+            p.unwatch()
         for p in self.peers.values():
             p.wire.assert_valid()
 
@@ -531,7 +556,7 @@ def client_pool(command: Sequence[str] | Callable[..., Sequence[str]], *, scope:
             _live_pools.remove(pool)
             pool.close()
 
-    what = "a server made from the fixtures " + ", ".join(needs) if callable(command) else " ".join(map(str, command))
+    what = "a server made from the fixtures " + ", ".join(needs) if callable(command) else command_label(command)
     pool_fixture.__doc__ = f"A ClientPool of {what}, shared by the tests of one {scope}."
     return pytest.fixture(scope=scope)(pool_fixture)
 
@@ -543,3 +568,89 @@ def _pools_stay_schema_valid():
     yield
     for pool in list(_live_pools):
         pool.assert_valid_since(before.get(id(pool), {}))
+
+
+# -- server stderr in the report of a failing test ------------------------------------------------
+
+
+def command_label(command) -> str:
+    """A short form of a server command: ``python`` for this interpreter, paths relative to the project."""
+    words = []
+    for arg in command if not isinstance(command, (str, bytes)) else [command]:
+        word = str(arg)
+        if word == sys.executable:
+            word = "python"
+        else:
+            try:
+                word = str(Path(word).relative_to(ROOT))
+            except ValueError:
+                pass
+        words.append(word)
+    return " ".join(words)
+
+
+class _Watched:
+    def __init__(self, label: str, read: Callable[[], object], keep: bool):
+        self.label, self.read, self.keep = label, read, keep
+        self.start = 0  # lines written before the running test began
+
+    def lines(self) -> list[str]:
+        got = self.read()
+        if isinstance(got, (str, bytes)):
+            got = got.splitlines()
+        return [(line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)).rstrip("\r\n") for line in got]
+
+
+_watched: list[_Watched] = []
+_SHOWN = pytest.StashKey[bool]()
+
+
+def watch_stderr(label: str, read: Callable[[], object], *, keep: bool = False) -> Callable[[], None]:
+    """Show a server's stderr in the report of a test that fails, as a section "server stderr (<label>)".
+
+    ``read()`` returns what the server wrote so far: a str, bytes, or a list of
+    lines (str or bytes).  Watched from a test or a function-scoped fixture,
+    the server is shown for that test.  With ``keep=True`` (a module-scoped
+    server) it is watched for every later test too, each report showing only
+    the lines written since that test began, until the returned function is
+    called.
+    """
+    watched = _Watched(label, read, keep)
+    _watched.append(watched)
+
+    def unwatch() -> None:
+        watched.keep = False  # still shown if the running test fails; dropped before the next one
+
+    return unwatch
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before a test's fixtures run: forget the last test's servers, note where the kept ones stand."""
+    _watched[:] = [w for w in _watched if w.keep]
+    for watched in _watched:
+        try:
+            watched.start = len(watched.lines())
+        except Exception:  # noqa: BLE001 - a server that cannot be read is shown as such on failure
+            watched.start = 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The first failing report of a test (setup, call or teardown) gets a section per watched server."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or item.stash.get(_SHOWN, False):
+        return
+    item.stash[_SHOWN] = True
+    seen: dict[str, int] = {}
+    for watched in list(_watched):
+        try:
+            text = "\n".join(watched.lines()[watched.start:])
+        except Exception as exc:  # noqa: BLE001
+            text = f"(could not read it: {exc!r})"
+        if not text:
+            continue
+        seen[watched.label] = seen.get(watched.label, 0) + 1
+        suffix = f" #{seen[watched.label]}" if seen[watched.label] > 1 else ""
+        report.sections.append((f"server stderr ({watched.label}){suffix}", text))

@@ -1,13 +1,21 @@
-"""The shared test helpers of conftest.py: Collector and run_threads / Workers."""
+"""The shared test helpers of conftest.py: Collector, run_threads / Workers, client_pool, and the
+server stderr shown in the report of a failing test (proved on generated tests run by a child pytest).
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
-from conftest import WAIT, Collector, Workers, run_threads
+from conftest import ROOT, SERVERS, WAIT, Collector, Workers, command_label, run_threads
+
+TESTS = Path(__file__).resolve().parent
 
 
 # -- Collector ------------------------------------------------------------------------------------
@@ -82,3 +90,103 @@ def test_run_threads_fails_on_a_thread_still_running():
             run_threads(lambda i: i == 1 and release.wait(WAIT), 3, timeout=0.2)
     finally:
         release.set()
+
+
+def test_command_labels_are_short():
+    assert command_label([sys.executable, str(SERVERS / "x.py"), "arg"]) == "python tests/servers/x.py arg"
+    assert command_label(["npx", "-y", "pkg"]) == "npx -y pkg"
+    assert command_label([sys.executable, "-m", "mcp_ref", "serve-demo"]) == "python -m mcp_ref serve-demo"
+
+
+# -- a failing test shows its servers' stderr -----------------------------------------------------
+
+
+GENERATED = '''
+import sys
+
+from conftest import SERVERS, client_pool
+
+CHATTY = [sys.executable, str(SERVERS / "stdio_chatty.py")]
+pool = client_pool(CHATTY)
+
+
+def test_connect_fails(connect):
+    client = connect(CHATTY)
+    client.call_tool("shout", {"text": "connect-7c1e"})
+    client.close()  # the server has exited and every line of its stderr has been read
+    assert False, "deliberate"
+
+
+def test_raw_peer_fails(raw_peer):
+    peer = raw_peer([sys.executable, "-c", "import sys; sys.stderr.write('raw-peer-b52\\\\n')"])
+    assert peer.stderr_done.wait(10)  # it has exited, and all it wrote has been read
+    assert False, "deliberate"
+
+
+def test_dies(connect):
+    connect([sys.executable, "-c", "import sys; sys.stderr.write('dying-words-9d0\\\\n'); sys.exit(1)"])
+
+
+def test_pool_first(pool):
+    peer = pool.peer()
+    peer.client.call_tool("shout", {"text": "pool-one-4a"})
+    peer.stderr.wait_until(lambda lines: "chatty: shout pool-one-4a" in lines)
+    assert False, "deliberate"
+
+
+def test_pool_second(pool):
+    peer = pool.peer()
+    peer.client.call_tool("shout", {"text": "pool-two-4b"})
+    peer.stderr.wait_until(lambda lines: "chatty: shout pool-two-4b" in lines)
+    assert False, "deliberate"
+
+
+def test_pool_passes(pool):
+    peer = pool.peer()
+    peer.client.call_tool("shout", {"text": "pool-quiet-4c"})
+    peer.stderr.wait_until(lambda lines: "chatty: shout pool-quiet-4c" in lines)
+
+
+def test_pool_schema_check(pool):
+    pool.peer().wire.errors.append("Tool: a planted error")
+'''
+
+
+def failure_sections(output: str) -> dict[str, str]:
+    """The FAILURES / ERRORS part of a pytest run's output, split by test name ("ERROR at ..." included)."""
+    parts = re.split(r"^_{3,} (.+?) _{3,}$", output, flags=re.MULTILINE)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def test_a_failing_test_shows_the_stderr_of_the_servers_it_started(tmp_path):
+    (tmp_path / "test_generated.py").write_text(GENERATED)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q", "test_generated.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    sections = failure_sections(proc.stdout)
+    chatty = f"server stderr ({command_label([sys.executable, str(SERVERS / 'stdio_chatty.py')])}"
+    assert chatty.startswith("server stderr (python tests/servers/stdio_chatty.py")
+
+    connect = sections["test_connect_fails"]
+    assert chatty + ")" in connect and "chatty: shout connect-7c1e" in connect, output
+
+    raw = sections["test_raw_peer_fails"]
+    assert "server stderr (python -c " in raw and "raw-peer-b52" in raw, output
+
+    assert "dying-words-9d0" in sections["test_dies"], output
+
+    # A module-scoped pool: each failing test shows what its server wrote during that test only.
+    first, second = sections["test_pool_first"], sections["test_pool_second"]
+    assert chatty + ", 2025-11-25)" in first and "chatty: shout pool-one-4a" in first, output
+    assert "chatty: starting" in first
+    assert "chatty: shout pool-two-4b" in second and "pool-one-4a" not in second and "chatty: starting" not in second, output
+    assert "test_pool_passes" not in sections and "pool-quiet-4c" not in output
+
+    # The pool's per-test schema check fails the test that carried a bad message.
+    assert "Tool: a planted error" in sections["ERROR at teardown of test_pool_schema_check"], output
+    assert re.search(r"5 failed, 2 passed, 1 error", output), output
+    assert str(ROOT.parent / "shared") not in output

@@ -19,7 +19,7 @@ import time
 
 import pytest
 import requests
-from conftest import WAIT, WireChecker, check_trace, run_cli, run_threads
+from conftest import WAIT, WireChecker, check_trace, command_label, run_cli, run_threads, watch_stderr
 from http_fixtures import (
     ACCEPT_BOTH,
     LATEST,
@@ -100,6 +100,7 @@ def test_demo_under_gunicorn_two_workers_stateless():
                "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/mcp"
@@ -309,6 +310,7 @@ def test_serve_demo_http(stateless):
     command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", "127.0.0.1:0"] + (["--stateless"] if stateless else [])
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         found = errors.wait_for(r"serving the demo at (http://127\.0\.0\.1:\d+)/mcp \((stateless )?Streamable HTTP\)")
         base = found.group(1)
