@@ -1,21 +1,36 @@
 """Shared test helpers: a wire checker that validates every message against the
 official schema of the negotiated revision, a raw stdio peer for sending bad
-bytes, and client factories over real subprocesses."""
+bytes, and client factories over real subprocesses.
+
+Waiting and threads: ``Collector`` (a callback that records its calls; tests
+wait on it), ``run_threads`` / ``Workers`` (threads whose failures fail the
+test, all of them listed), ``client_pool`` (module-scoped stdio clients, one per
+revision).  Every blocking wait is bounded by ``WAIT``.
+
+Server stderr: a test that fails shows the stderr of every server it started
+(``watch_stderr``, fed by ``connect``, ``raw_peer``, ``client_pool`` and the
+subprocess servers of the test modules) as a "server stderr (...)" section.
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import queue
 import subprocess
 import sys
 import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
+from mcp_ref import schemas
+
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA_DIR = ROOT.parent / "shared" / "spec" / "schema"
 SERVERS = Path(__file__).resolve().parent / "servers"
 DEMO = [sys.executable, "-m", "mcp_ref", "serve-demo"]
 WAIT = 10.0  # seconds: the bound of every blocking wait in the tests
@@ -51,45 +66,13 @@ NOTIFICATION_TYPES = {
     "notifications/roots/list_changed": "RootsListChangedNotification",
 }
 
-_schemas: dict[str, dict] = {}
-_validators: dict[tuple[str, str], object] = {}
-
-
-def schema_available(version: str) -> bool:
-    """True when ../shared/spec/schema/<version>.json exists."""
-    return (SCHEMA_DIR / f"{version}.json").exists()
-
-
-def require_schema(version: str) -> None:
-    """Skip the calling test, with the reason, when the official schema of ``version`` is absent."""
-    if not schema_available(version):
-        pytest.skip(f"the official schema {SCHEMA_DIR / (version + '.json')} is not present (../shared/spec is absent)")
-
-
-def validator(version: str, type_name: str):
-    """A jsonschema validator for one type of the official schema of ``version`` (skips if it is absent)."""
-    key = (version, type_name)
-    if key not in _validators:
-        require_schema(version)
-        import jsonschema
-
-        if version not in _schemas:
-            _schemas[version] = json.loads((SCHEMA_DIR / f"{version}.json").read_text())
-        root = _schemas[version]
-        defs = "$defs" if "$defs" in root else "definitions"
-        if type_name not in root[defs]:
-            raise KeyError(f"{type_name} is not in the {version} schema")
-        schema = dict(root)
-        schema["$ref"] = f"#/{defs}/{type_name}"
-        cls = jsonschema.validators.validator_for(root)
-        _validators[key] = cls(schema)
-    return _validators[key]
-
-
 def schema_errors(version: str, type_name: str, instance) -> list[str]:
-    """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid)."""
-    return [f"{type_name}: {e.message} at /{'/'.join(map(str, e.absolute_path))}"
-            for e in validator(version, type_name).iter_errors(instance)]
+    """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid).
+
+    The official schemas ship with mcp_ref (``mcp_ref.schemas``): an unknown
+    version or type raises, it never passes silently.
+    """
+    return schemas.errors(version, type_name, instance)
 
 
 class WireChecker:
@@ -99,14 +82,21 @@ class WireChecker:
     the method they answer, notifications as their notification type, errors as
     JSON-RPC errors.  The version is learnt from the initialize result.
     Messages seen before it (initialize itself) are checked once it is known.
+
+    The schemas come from ``mcp_ref.schemas``, so there is always one to check
+    against, except when a peer announces a revision that has none: then the
+    revision the initialize request asked for is used, and if that has none
+    either, the checker records an error (it never passes unchecked).
     """
 
     def __init__(self, version: str | None = None):
         self.version = version
+        self.asked: str | None = None  # the protocolVersion of the initialize request
         self.messages: list[tuple[str, dict]] = []
         self.errors: list[str] = []
         self.methods: dict[tuple[str, object], str] = {}
         self._backlog: list[tuple[str, dict]] = []
+        self._unchecked = False
         self.lock = threading.Lock()
 
     def __call__(self, direction: str, data: bytes) -> None:
@@ -116,6 +106,8 @@ class WireChecker:
             items = message if isinstance(message, list) else [message]
             for item in items:
                 if self.version is None:
+                    if isinstance(item, dict) and item.get("method") == "initialize" and isinstance(item.get("params"), dict):
+                        self.asked = item["params"].get("protocolVersion")
                     if isinstance(item, dict) and isinstance(item.get("result"), dict) and "protocolVersion" in item["result"]:
                         self.version = item["result"]["protocolVersion"]
                         backlog, self._backlog = self._backlog, []
@@ -126,8 +118,20 @@ class WireChecker:
                         continue
                 self._check(direction, item)
 
+    @property
+    def schema_version(self) -> str | None:
+        """The revision whose schema the messages are checked against (None: none applies)."""
+        for version in (self.version, self.asked):
+            if version in schemas.VERSIONS:
+                return version
+        return None
+
     def _check(self, direction: str, msg) -> None:
-        if not schema_available(self.version):
+        version = self.schema_version
+        if version is None:
+            if not self._unchecked:  # said once, and the test fails: nothing passes unchecked
+                self.errors.append(f"protocol version {self.version!r} has no official schema: its messages cannot be checked")
+            self._unchecked = True
             return
         if not isinstance(msg, dict):
             return
@@ -135,21 +139,21 @@ class WireChecker:
             self.methods[(direction, msg["id"])] = msg["method"]
             types = REQUEST_TYPES.get(msg["method"])
             if types:
-                self.errors += schema_errors(self.version, types[0], msg)
+                self.errors += schema_errors(version, types[0], msg)
         elif "method" in msg:
             name = NOTIFICATION_TYPES.get(msg["method"])
             if name:
-                self.errors += schema_errors(self.version, name, msg)
+                self.errors += schema_errors(version, name, msg)
         elif "result" in msg:
             other = "<--" if direction == "-->" else "-->"
             method = self.methods.get((other, msg.get("id")))
             types = REQUEST_TYPES.get(method)
             if types:
-                self.errors += schema_errors(self.version, types[1], msg["result"])
+                self.errors += schema_errors(version, types[1], msg["result"])
         elif "error" in msg:
-            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in _defs(self.version) else "JSONRPCError"
-            if msg.get("id") is not None or self.version >= "2025-11-25":
-                self.errors += schema_errors(self.version, name, msg)
+            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in schemas.type_names(version) else "JSONRPCError"
+            if msg.get("id") is not None or version >= "2025-11-25":
+                self.errors += schema_errors(version, name, msg)
 
     def sent(self, method: str | None = None) -> list[dict]:
         """Messages this side wrote (optionally only those with ``method``)."""
@@ -162,12 +166,6 @@ class WireChecker:
     def assert_valid(self) -> None:
         """Fail the test if any message broke the schema."""
         assert not self.errors, "messages not valid against the official schema:\n" + "\n".join(self.errors[:20])
-
-
-def _defs(version: str) -> dict:
-    validator(version, "JSONRPCRequest")
-    root = _schemas[version]
-    return root.get("$defs") or root.get("definitions")
 
 
 @pytest.fixture
@@ -183,16 +181,23 @@ def connect(wire):
     """Factory: ``connect(command=DEMO, **client_options)`` -> an initialized stdio Client.
 
     Every message is validated against the negotiated revision's schema (via
-    the ``wire`` fixture); clients are closed after the test.
+    the ``wire`` fixture); clients are closed after the test.  The server's
+    stderr is collected (unless ``stderr=`` is given) and shown if the test fails.
     """
     from mcp_ref import Client
 
     clients = []
 
     def factory(command=None, **options):
+        command = command or DEMO
         options.setdefault("timeout", WAIT)
-        options.setdefault("stderr", "capture")
-        client = Client.stdio(command or DEMO, trace=wire, **options)
+        if "stderr" not in options:
+            # Collected from the start, so that a server which dies while starting is shown too.
+            options["stderr"] = lines = Collector()
+            watch_stderr(command_label(command), lambda: lines.items)
+        client = Client.stdio(command, trace=wire, **options)
+        if options["stderr"] == "capture":
+            watch_stderr(command_label(command), lambda: list(client.session.transport.stderr_lines))
         clients.append(client)
         return client
 
@@ -205,7 +210,8 @@ class RawPeer:
     """A server subprocess driven with raw bytes, for malformed-input tests.
 
     ``send(bytes)`` writes exactly those bytes; ``recv()`` returns the next
-    decoded line (waiting at most WAIT seconds).
+    decoded line (waiting at most WAIT seconds).  ``stderr`` collects the
+    server's stderr lines (bytes); ``stderr_done`` is set when it has ended.
     """
 
     def __init__(self, command=None, env=None):
@@ -215,13 +221,19 @@ class RawPeer:
         )
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
+        self.stderr_done = threading.Event()  # set once stderr has ended and every line is in ``stderr``
         threading.Thread(target=self._pump, daemon=True).start()
-        threading.Thread(target=lambda: self.stderr.extend(iter(self.proc.stderr.readline, b"")), daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
 
     def _pump(self) -> None:
         for line in iter(self.proc.stdout.readline, b""):
             self.lines.put(line)
         self.lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        for line in iter(self.proc.stderr.readline, b""):
+            self.stderr.append(line)
+        self.stderr_done.set()
 
     def send(self, data: bytes) -> None:
         self.proc.stdin.write(data)
@@ -261,12 +273,13 @@ class RawPeer:
 
 @pytest.fixture
 def raw_peer():
-    """Factory for RawPeer; every peer is shut down after the test."""
+    """Factory for RawPeer; every peer is shut down after the test, and its stderr shown if the test fails."""
     peers = []
 
     def factory(command=None, env=None):
         peer = RawPeer(command, env)
         peers.append(peer)
+        watch_stderr(command_label(command or DEMO), lambda: list(peer.stderr))
         return peer
 
     yield factory
@@ -305,3 +318,339 @@ def live_group_members(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 members.append(int(entry))
     return members
+
+
+# -- waiting on callbacks -------------------------------------------------------------------------
+
+
+class Collector:
+    """A callback that records every call, for tests to wait on (bounded) instead of sleeping.
+
+    Each call becomes one item: its argument, or the tuple of its arguments
+    when there are several.  A Collector reads like a list of its items (``len``,
+    indexing, ``in``, iteration; ``items`` is a copy), so it can stand in for
+    ``list.append`` as ``on_log=``, ``on_progress=``, ``stderr=`` and the like.
+    """
+
+    def __init__(self):
+        self._items: list = []
+        self._cond = threading.Condition()
+
+    def __call__(self, *args) -> None:
+        with self._cond:
+            self._items.append(args[0] if len(args) == 1 else args)
+            self._cond.notify_all()
+
+    @property
+    def items(self) -> list:
+        """A copy of every item so far."""
+        with self._cond:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def __getitem__(self, index):
+        with self._cond:
+            return self._items[index]
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __contains__(self, item) -> bool:
+        return item in self.items
+
+    def __repr__(self) -> str:
+        return f"Collector({self.items!r})"
+
+    def mark(self) -> int:
+        """The number of items so far: pass it as ``since`` to look only at later ones."""
+        return len(self)
+
+    def since(self, mark: int) -> list:
+        """The items after the first ``mark``."""
+        with self._cond:
+            return list(self._items[mark:])
+
+    def wait_until(self, predicate: Callable[[list], bool], *, since: int = 0, timeout: float = WAIT) -> list:
+        """Wait until ``predicate(items[since:])`` holds and return those items; fail after ``timeout`` s."""
+        with self._cond:
+            ok = self._cond.wait_for(lambda: predicate(self._items[since:]), timeout)
+            got = list(self._items[since:])
+        assert ok, f"condition not met within {timeout} s; received {got!r}"
+        return got
+
+    def wait_for(self, n: int = 1, *, since: int = 0, timeout: float = WAIT) -> list:
+        """Wait until at least ``n`` items arrived (after ``since``) and return them all; fail after ``timeout`` s."""
+        return self.wait_until(lambda items: len(items) >= n, since=since, timeout=timeout)
+
+
+# -- threads --------------------------------------------------------------------------------------
+
+
+class Workers:
+    """``n`` daemon threads each running ``target(i)`` (i = 0..n-1), whose failures fail the test.
+
+    ``start()`` them, do what the test needs while they run, then ``join()``:
+    it returns their results in order, or fails listing every exception and
+    every thread still running once ``timeout`` has passed (the first exception
+    chained, for its traceback).  ``run_threads`` does both at once.
+    """
+
+    def __init__(self, target: Callable[[int], object], n: int):
+        self.target = target
+        self.results: list = [None] * n
+        self.failures: list[tuple[int, BaseException]] = []
+        self._lock = threading.Lock()
+        name = getattr(target, "__name__", "worker")
+        self.threads = [threading.Thread(target=self._run, args=(i,), name=f"{name}-{i}", daemon=True) for i in range(n)]
+
+    def _run(self, i: int) -> None:
+        try:
+            self.results[i] = self.target(i)
+        except BaseException as exc:  # noqa: BLE001 - reported by join(), in the test's thread
+            with self._lock:
+                self.failures.append((i, exc))
+
+    def start(self) -> Workers:
+        """Start every thread; returns self."""
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def join(self, timeout: float = WAIT) -> list:
+        """Wait (``timeout`` s in all) for every thread; their results, or an AssertionError naming each problem."""
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [i for i, thread in enumerate(self.threads) if thread.is_alive()]
+        with self._lock:
+            failures = sorted(self.failures, key=lambda pair: pair[0])
+        if not failures and not stuck:
+            return list(self.results)
+        problems = [f"thread {i} failed{_where(exc)}: {_one_line(exc)}" for i, exc in failures]
+        problems += [f"thread {i} still running after {timeout} s" for i in stuck]
+        summary = f"{len(failures)} of {len(self.threads)} threads failed, {len(stuck)} did not finish:\n"
+        raise AssertionError(summary + "\n".join(problems)) from (failures[0][1] if failures else None)
+
+
+def run_threads(target: Callable[[int], object], n: int, *, timeout: float = WAIT) -> list:
+    """Run ``target(i)`` in ``n`` threads at once and return the results in order.
+
+    Fails the test, listing every exception and every thread still running
+    after ``timeout`` seconds (see :class:`Workers`).
+    """
+    return Workers(target, n).start().join(timeout)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return text.replace("\n", "\n    ")
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+
+
+# -- client pools ---------------------------------------------------------------------------------
+
+
+class PoolPeer:
+    """One client connection of a pool: ``client``, its ``wire`` checker and a Collector per callback.
+
+    ``logs`` (on_log), ``updates`` (on_resource_updated), ``changes``
+    (on_list_changed) and ``stderr`` (the server's stderr lines).
+    """
+
+    def __init__(self, command, version: str, **options):
+        from mcp_ref import Client
+
+        self.wire = WireChecker()
+        self.logs = Collector()
+        self.updates = Collector()
+        self.changes = Collector()
+        self.stderr = Collector()
+        self.unwatch = watch_stderr(f"{command_label(command)}, {version}", lambda: self.stderr.items, keep=True)
+        options.setdefault("timeout", WAIT)
+        try:
+            self.client = Client.stdio(
+                command, protocol_version=version, trace=self.wire, stderr=self.stderr,
+                on_log=self.logs, on_resource_updated=self.updates, on_list_changed=self.changes, **options,
+            )
+        except BaseException:
+            self.unwatch()  # shown for this test only: the pool never holds this peer
+            raise
+
+
+class ClientPool:
+    """Stdio clients of one server command shared by a test module, one per (revision, label).
+
+    Made by the fixtures of :func:`client_pool`.  Every message is checked
+    against the official schema of its revision; each test's messages must be
+    valid when it ends (an autouse fixture checks every live pool).
+    """
+
+    def __init__(self, command):
+        self.command = command
+        self.peers: dict[tuple, PoolPeer] = {}
+        self._lock = threading.Lock()
+
+    def peer(self, version: str | None = None, label: str = "", **options) -> PoolPeer:
+        """The pool's connection for ``version`` (the latest by default; started on first use; ``label`` keeps variants apart)."""
+        from mcp_ref import LATEST_VERSION
+
+        key = (version or LATEST_VERSION, label)
+        with self._lock:
+            if key not in self.peers:
+                self.peers[key] = PoolPeer(self.command, key[0], **options)
+            return self.peers[key]
+
+    def client(self, version: str | None = None, **options):
+        """The Client of :meth:`peer`."""
+        return self.peer(version, **options).client
+
+    def snapshot(self) -> dict:
+        """How many schema errors each connection has seen so far."""
+        with self._lock:
+            return {key: len(p.wire.errors) for key, p in self.peers.items()}
+
+    def assert_valid_since(self, snapshot: dict) -> None:
+        """Fail if any message since ``snapshot`` broke the official schema."""
+        with self._lock:
+            new = [e for key, p in self.peers.items() for e in p.wire.errors[snapshot.get(key, 0):]]
+        assert not new, "messages not valid against the official schema:\n" + "\n".join(new[:20])
+
+    def close(self) -> None:
+        """Close every client, then fail if any message of any of them broke the schema."""
+        for p in self.peers.values():
+            p.client.close()
+            p.unwatch()
+        for p in self.peers.values():
+            p.wire.assert_valid()
+
+
+_live_pools: list[ClientPool] = []
+
+
+def client_pool(command: Sequence[str] | Callable[..., Sequence[str]], *, scope: str = "module"):
+    """Make a fixture giving a :class:`ClientPool` of the server ``command``, closed at the end of ``scope``.
+
+    Assign it in a test module under the fixture's name::
+
+        pool = client_pool([sys.executable, str(SERVERS / "feature_tools.py")])
+
+    ``command`` may be a function of other fixtures, named by its parameters:
+    ``client_pool(lambda tree: [sys.executable, str(SCRIPT), str(tree)])``.
+    """
+    needs = list(inspect.signature(command).parameters) if callable(command) else []
+
+    def pool_fixture(request):
+        argv = command(*(request.getfixturevalue(name) for name in needs)) if callable(command) else command
+        pool = ClientPool(argv)
+        _live_pools.append(pool)
+        try:
+            yield pool
+        finally:
+            _live_pools.remove(pool)
+            pool.close()
+
+    what = "a server made from the fixtures " + ", ".join(needs) if callable(command) else command_label(command)
+    pool_fixture.__doc__ = f"A ClientPool of {what}, shared by the tests of one {scope}."
+    return pytest.fixture(scope=scope)(pool_fixture)
+
+
+@pytest.fixture(autouse=True)
+def _pools_stay_schema_valid():
+    """Every message a live client pool carried during a test must be valid when the test ends."""
+    before = {id(pool): pool.snapshot() for pool in _live_pools}
+    yield
+    for pool in list(_live_pools):
+        pool.assert_valid_since(before.get(id(pool), {}))
+
+
+# -- server stderr in the report of a failing test ------------------------------------------------
+
+
+def command_label(command) -> str:
+    """A short form of a server command: ``python`` for this interpreter, paths relative to the project."""
+    words = []
+    for arg in command if not isinstance(command, (str, bytes)) else [command]:
+        word = str(arg)
+        if word == sys.executable:
+            word = "python"
+        else:
+            try:
+                word = str(Path(word).relative_to(ROOT))
+            except ValueError:
+                pass
+        words.append(word)
+    return " ".join(words)
+
+
+class _Watched:
+    def __init__(self, label: str, read: Callable[[], object], keep: bool):
+        self.label, self.read, self.keep = label, read, keep
+        self.start = 0  # lines written before the running test began
+
+    def lines(self) -> list[str]:
+        got = self.read()
+        if isinstance(got, (str, bytes)):
+            got = got.splitlines()
+        return [(line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)).rstrip("\r\n") for line in got]
+
+
+_watched: list[_Watched] = []
+_SHOWN = pytest.StashKey[bool]()
+
+
+def watch_stderr(label: str, read: Callable[[], object], *, keep: bool = False) -> Callable[[], None]:
+    """Show a server's stderr in the report of a test that fails, as a section "server stderr (<label>)".
+
+    ``read()`` returns what the server wrote so far: a str, bytes, or a list of
+    lines (str or bytes).  Watched from a test or a function-scoped fixture,
+    the server is shown for that test.  With ``keep=True`` (a module-scoped
+    server) it is watched for every later test too, each report showing only
+    the lines written since that test began, until the returned function is
+    called.
+    """
+    watched = _Watched(label, read, keep)
+    _watched.append(watched)
+
+    def unwatch() -> None:
+        watched.keep = False  # still shown if the running test fails; dropped before the next one
+
+    return unwatch
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before a test's fixtures run: forget the last test's servers, note where the kept ones stand."""
+    _watched[:] = [w for w in _watched if w.keep]
+    for watched in _watched:
+        try:
+            watched.start = len(watched.lines())
+        except Exception:  # noqa: BLE001 - a server that cannot be read is shown as such on failure
+            watched.start = 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """The first failing report of a test (setup, call or teardown) gets a section per watched server."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or item.stash.get(_SHOWN, False):
+        return
+    item.stash[_SHOWN] = True
+    seen: dict[str, int] = {}
+    for watched in list(_watched):
+        try:
+            text = "\n".join(watched.lines()[watched.start:])
+        except Exception as exc:  # noqa: BLE001
+            text = f"(could not read it: {exc!r})"
+        if not text:
+            continue
+        seen[watched.label] = seen.get(watched.label, 0) + 1
+        suffix = f" #{seen[watched.label]}" if seen[watched.label] > 1 else ""
+        report.sections.append((f"server stderr ({watched.label}){suffix}", text))

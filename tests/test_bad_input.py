@@ -18,7 +18,7 @@ import pytest
 
 from mcp_ref.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
-from conftest import DEMO, SERVERS, WAIT, RawPeer, schema_available, schema_errors
+from conftest import DEMO, SERVERS, WAIT, RawPeer, command_label, schema_errors, watch_stderr
 
 FAILING_DEMO = [sys.executable, str(SERVERS / "session_demo_failing.py")]
 SECRET = "secret-detail-in-/srv/private/boom.py"
@@ -35,6 +35,7 @@ class Peer(RawPeer):
         self.lines: queue.Queue = queue.Queue()
         self.stderr_lines: queue.Queue = queue.Queue()
         self.stderr: list[str] = []
+        self.all_stderr: list[str] = []  # every line, read or not (shown if a test fails)
         self.replies: list = []
         self.ids = itertools.count(1)
         self.cancelled: set = set()
@@ -43,7 +44,9 @@ class Peer(RawPeer):
 
     def _pump_stderr(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):
-            self.stderr_lines.put(line.decode("utf-8", "replace"))
+            text = line.decode("utf-8", "replace")
+            self.all_stderr.append(text)
+            self.stderr_lines.put(text)
 
     def recv(self, timeout: float = WAIT):
         reply = super().recv(timeout)
@@ -80,6 +83,7 @@ class Peer(RawPeer):
 @pytest.fixture(scope="module")
 def peer():
     peer = Peer(FAILING_DEMO)
+    unwatch = watch_stderr(command_label(FAILING_DEMO), lambda: list(peer.all_stderr), keep=True)
     reply = peer.initialize(VERSION)
     assert reply["result"]["protocolVersion"] == VERSION
     yield peer
@@ -93,6 +97,7 @@ def peer():
         if peer.proc.poll() is None:
             peer.proc.kill()
             peer.proc.wait()
+        unwatch()
 
 
 def expect_error(reply, code, request_id):
@@ -387,7 +392,7 @@ def test_batches_are_refused_from_2025_06_18(raw_peer, version):
     assert isinstance(reply, dict), "a batch must get a single error object, not an array"
     assert_error_id(reply, None, version)
     assert reply["error"]["code"] == INVALID_REQUEST
-    if version >= "2025-11-25" and schema_available(version):
+    if version >= "2025-11-25":
         assert schema_errors(version, "JSONRPCErrorResponse", reply) == []
     # Neither ping inside the batch was served: the next line is this ping's answer.
     peer.send_json({"jsonrpc": "2.0", "id": 3, "method": "ping"})

@@ -11,9 +11,8 @@ import sys
 
 import pytest
 
-from conftest import SERVERS
+from conftest import SERVERS, Collector
 from servers.feature_client import ELICIT_SCHEMA
-from servers.feature_kit import Inbox
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client
@@ -162,7 +161,7 @@ def test_eliciting_before_2025_06_18_is_a_capability_error(connect, wire, versio
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_callbacks_for_log_progress_updates_and_list_changed(connect, wire, version):
-    logs, updates, changes, progress = Inbox(), Inbox(), Inbox(), Inbox()
+    logs, updates, changes, progress = Collector(), Collector(), Collector(), Collector()
     client = connect(CLIENT, protocol_version=version, on_log=logs, on_resource_updated=updates, on_list_changed=changes)
     client.subscribe("feature://watched")
     result = client.call_tool("notify_all", on_progress=progress)
@@ -171,11 +170,11 @@ def test_callbacks_for_log_progress_updates_and_list_changed(connect, wire, vers
     message = (lambda step: f"step {step}") if version >= "2025-03-26" else (lambda step: None)
     assert progress.items == [(step, 3, message(step)) for step in (1, 2, 3)]
 
-    (log,) = logs.wait_for(lambda items: len(items) >= 1)
+    (log,) = logs.wait_for(1)
     assert isinstance(log, LogMessage)
     assert (log.level, log.data, log.logger) == ("info", {"hello": "log"}, "feature-client")
-    assert updates.wait_for(lambda uris: len(uris) >= 1) == ["feature://watched"]
-    assert changes.wait_for(lambda kinds: len(kinds) >= 3) == ["tools", "resources", "prompts"]
+    assert updates.wait_for(1) == ["feature://watched"]
+    assert changes.wait_for(3) == ["tools", "resources", "prompts"]
     assert "late_tool" in [t.name for t in client.list_tools()]
 
 
@@ -266,7 +265,7 @@ def test_sampling_with_tools_needs_the_clients_sampling_tools(connect, wire):
 
 def test_url_elicitation_end_to_end(connect, wire):
     seen: list = []
-    completed = Inbox()
+    completed = Collector()
 
     def handler(params):
         seen.append(params)
@@ -283,7 +282,7 @@ def test_url_elicitation_end_to_end(connect, wire):
         "url", "Please sign in", "https://example.com/login", "el-1")
     assert params.requested_schema is None
     # notifications/elicitation/complete reaches the callback (on the callback thread).
-    assert completed.wait_for(lambda ids: len(ids) >= 1) == ["el-1"]
+    assert completed.wait_for(1) == ["el-1"]
     assert [n["params"] for n in wire.received("notifications/elicitation/complete")] == [{"elicitationId": "el-1"}]
 
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 import requests
-from conftest import WAIT
+from conftest import WAIT, Collector, run_threads
 from http_fixtures import (
     LATEST,
     TIMEOUT,
@@ -20,24 +20,6 @@ from http_fixtures import (
 )
 
 from mcp_ref import Client, Context, Server
-
-
-class Waiter:
-    """Collects callback values; ``wait(n)`` blocks (bounded) until ``n`` have arrived."""
-
-    def __init__(self):
-        self.values: list = []
-        self.cond = threading.Condition()
-
-    def __call__(self, *values):
-        with self.cond:
-            self.values.append(values[0] if len(values) == 1 else values)
-            self.cond.notify_all()
-
-    def wait(self, count: int, timeout: float = WAIT) -> list:
-        with self.cond:
-            assert self.cond.wait_for(lambda: len(self.values) >= count, timeout), self.values
-            return list(self.values)
 
 
 def text(result) -> str:
@@ -50,7 +32,7 @@ def text(result) -> str:
 
 def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
     srv = serve()
-    logs, updated, changed, progress = Waiter(), Waiter(), Waiter(), Waiter()
+    logs, updated, changed, progress = Collector(), Collector(), Collector(), Collector()
     samples, elicits = [], []
 
     def sampling(params):
@@ -74,7 +56,7 @@ def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
     # Progress over the POST's SSE stream.
     result = client.call_tool("count_slowly", {"steps": 4, "delay": 0.01}, on_progress=progress)
     assert text(result) == "counted to 4"
-    assert [p[0] for p in progress.wait(4)] == [1, 2, 3, 4]
+    assert [p[0] for p in progress.wait_for(4)] == [1, 2, 3, 4]
 
     # Server-to-client requests travel on the POST's stream; the answers are POSTed back.
     assert text(client.call_tool("ask_llm", {"question": "meaning of life?"})) == "stub-llm says: forty-two"
@@ -86,14 +68,14 @@ def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
     # Logging, filtered by logging/setLevel.
     client.set_logging_level("warning")
     assert text(client.call_tool("log_levels")) == "sent: warning, error"
-    assert [m.level for m in logs.wait(2)] == ["warning", "error"]
+    assert [m.level for m in logs.wait_for(2)] == ["warning", "error"]
 
     # Subscriptions and list_changed on the standalone GET stream.
     client.subscribe("demo://counter")
     assert text(client.call_tool("bump_counter")) == "1"
-    assert updated.wait(1) == ["demo://counter"]
+    assert updated.wait_for(1) == ["demo://counter"]
     assert text(client.call_tool("add_tool", {"name": "late_tool"})) == "added late_tool"
-    assert changed.wait(1) == ["tools"]
+    assert changed.wait_for(1) == ["tools"]
     assert text(client.call_tool("late_tool")) == "I am late_tool"
 
     # Resources, prompts, completion.
@@ -115,12 +97,12 @@ def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
 def test_older_revisions_over_streamable_http(serve, http_client, version):
     srv = serve()
-    progress = Waiter()
+    progress = Collector()
     client = http_client(srv.mcp, protocol_version=version,
                          sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
     assert client.protocol_version == version
     assert text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress)) == "counted to 2"
-    assert len(progress.wait(2)) == 2
+    assert len(progress.wait_for(2)) == 2
     assert text(client.call_tool("ask_llm", {"question": "q"})) == "m says: ok"
 
 
@@ -143,11 +125,11 @@ def test_headers_session_id_protocol_version_and_delete_on_close(serve, http_cli
     srv = serve(wrap=wrap)
     recorder = recorder_box[0]
     client = http_client(srv.mcp, headers={"X-Test": "1"}, auth=BearerAuth())
-    updated = Waiter()
+    updated = Collector()
     client.on_resource_updated = updated
     client.subscribe("demo://counter")
     client.call_tool("bump_counter")
-    updated.wait(1)  # the GET stream is open by now
+    updated.wait_for(1)  # the GET stream is open by now
     session_id = client.session.transport.session_id
     assert session_id in srv.app.sessions
     client.close()
@@ -341,11 +323,11 @@ def test_client_resumes_a_post_stream(serve, http_client, abrupt):
     box = []
     srv = serve(retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "POST", 2, abrupt)) or box[0])
     client = http_client(srv.mcp)
-    progress = Waiter()
+    progress = Collector()
     result = client.call_tool("count_slowly", {"steps": 6, "delay": 0.03}, on_progress=progress)
     assert text(result) == "counted to 6"
     assert box[0].cuts == 1
-    assert [p[0] for p in progress.wait(6)] == [1, 2, 3, 4, 5, 6]  # nothing lost
+    assert [p[0] for p in progress.wait_for(6)] == [1, 2, 3, 4, 5, 6]  # nothing lost
     assert len(client.wire.received("notifications/progress")) == 6  # nothing duplicated
     answers = [m for m in client.wire.received() if m.get("id") == client.wire.sent("tools/call")[0]["id"]]
     assert len(answers) == 1
@@ -355,17 +337,17 @@ def test_client_resumes_the_standalone_stream(serve, http_client):
     box = []
     srv = serve(retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "GET", 1, False, times=3)) or box[0])
     client = http_client(srv.mcp)
-    updated, changed = Waiter(), Waiter()
+    updated, changed = Collector(), Collector()
     client.on_resource_updated, client.on_list_changed = updated, changed
     client.subscribe("demo://counter")
     for _ in range(5):
         client.call_tool("bump_counter")
-    assert updated.wait(5) == ["demo://counter"] * 5
+    assert updated.wait_for(5) == ["demo://counter"] * 5
     client.call_tool("add_tool", {"name": "marker"})
-    changed.wait(1)
+    changed.wait_for(1)
     assert box[0].cuts >= 1
     assert len(client.wire.received("notifications/resources/updated")) == 5  # none twice
-    assert len(updated.values) == 5
+    assert len(updated) == 5
 
 
 # -- concurrency -----------------------------------------------------------------------------------
@@ -375,26 +357,15 @@ def test_many_concurrent_sessions(serve):
     srv = serve()
     from conftest import WireChecker
 
-    failures, checkers = [], []
-
-    def run(n: int) -> None:
+    def run(n: int) -> WireChecker:
         checker = WireChecker()
-        checkers.append(checker)
-        try:
-            with Client.http(srv.mcp, trace=checker, timeout=WAIT) as client:
-                for i in range(3):
-                    assert text(client.call_tool("echo", {"text": f"{n}/{i}"})) == f"{n}/{i}"
-                assert text(client.call_tool("add", {"a": n, "b": 1})) in (str(n + 1), f"{n + 1}.0")
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            failures.append((n, repr(exc)))
+        with Client.http(srv.mcp, trace=checker, timeout=WAIT) as client:
+            for i in range(3):
+                assert text(client.call_tool("echo", {"text": f"{n}/{i}"})) == f"{n}/{i}"
+            assert text(client.call_tool("add", {"a": n, "b": 1})) in (str(n + 1), f"{n + 1}.0")
+        return checker
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(20)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT * 3)
-    assert not any(t.is_alive() for t in threads)
-    assert not failures, failures
+    checkers = run_threads(run, 20, timeout=WAIT * 3)  # fails with every thread's failure listed
     for checker in checkers:
         checker.assert_valid()
     assert srv.app.sessions == {}  # every client DELETEd its session
@@ -403,25 +374,15 @@ def test_many_concurrent_sessions(serve):
 def test_eight_threads_on_one_client(serve, http_client):
     srv = serve()
     client = http_client(srv.mcp)
-    failures = []
 
     def run(n: int) -> None:
-        try:
-            for i in range(8):
-                assert text(client.call_tool("echo", {"text": f"{n}:{i}"})) == f"{n}:{i}"
-            progress = Waiter()
-            assert text(client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress)) == "counted to 3"
-            assert [p[0] for p in progress.wait(3)] == [1, 2, 3]
-        except BaseException as exc:  # noqa: BLE001
-            failures.append((n, repr(exc)))
+        for i in range(8):
+            assert text(client.call_tool("echo", {"text": f"{n}:{i}"})) == f"{n}:{i}"
+        progress = Collector()
+        assert text(client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress)) == "counted to 3"
+        assert [p[0] for p in progress.wait_for(3)] == [1, 2, 3]
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT * 3)
-    assert not any(t.is_alive() for t in threads)
-    assert not failures, failures
+    run_threads(run, 8, timeout=WAIT * 3)  # fails with every thread's failure listed
     assert len(client.wire.sent("initialize")) == 1
     assert len(srv.app.sessions) == 1
 
@@ -434,9 +395,9 @@ def test_client_against_a_stateless_server(serve, http_client):
     client = http_client(srv.mcp)
     assert client.session.transport.session_id is None
     assert text(client.call_tool("echo", {"text": "x"})) == "x"
-    progress = Waiter()
+    progress = Collector()
     assert text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress)) == "counted to 2"
-    assert len(progress.wait(2)) == 2
+    assert len(progress.wait_for(2)) == 2
     assert srv.app.sessions == {}
 
 
@@ -485,9 +446,9 @@ def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, http_clie
     box = []
     srv = serve(server, retry_ms=30, inline_handlers=inline, wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
     client = http_client(srv.mcp)
-    progress = Waiter()
+    progress = Collector()
     assert text(client.call_tool("polled", on_progress=progress)) == "closed=True"
-    assert [p[0] for p in progress.wait(3)] == [1, 2, 3]  # nothing lost
+    assert [p[0] for p in progress.wait_for(3)] == [1, 2, 3]  # nothing lost
     assert len(client.wire.received("notifications/progress")) == 3  # nothing duplicated
     resumed = [h for h in box[0].seen("GET") if h.get("last-event-id")]
     assert len(resumed) == 1, box[0].requests

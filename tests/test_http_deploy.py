@@ -19,7 +19,7 @@ import time
 
 import pytest
 import requests
-from conftest import WAIT, WireChecker, check_trace, run_cli
+from conftest import WAIT, WireChecker, check_trace, command_label, run_cli, run_threads, watch_stderr
 from http_fixtures import (
     ACCEPT_BOTH,
     LATEST,
@@ -96,44 +96,31 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = WAIT) -> N
 @pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
 def test_demo_under_gunicorn_two_workers_stateless():
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "8", "-b", f"127.0.0.1:{port}",
-         "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(),
-    )
+    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "8", "-b", f"127.0.0.1:{port}",
+               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/mcp"
         workers = {int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)) for _ in range(2)}
-        failures, checkers, lock = [], [], threading.Lock()
         calls_per_thread = 25
 
-        def run(n: int) -> None:
+        def run(n: int) -> WireChecker:
             checker = WireChecker()
-            with lock:
-                checkers.append(checker)
-            try:
-                with Client.http(url, trace=checker, timeout=WAIT, headers={"Connection": "close"}) as client:
-                    assert client.session.transport.session_id is None  # stateless
-                    for i in range(calls_per_thread):
-                        if i % 5 == 0:
-                            result = client.call_tool("add", {"a": n, "b": i})
-                            assert float(result.content[0].text) == n + i
-                        else:
-                            result = client.call_tool("echo", {"text": f"{n}.{i}"})
-                            assert result.content[0].text == f"{n}.{i}", result.raw
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                with lock:
-                    failures.append((n, repr(exc)))
+            with Client.http(url, trace=checker, timeout=WAIT, headers={"Connection": "close"}) as client:
+                assert client.session.transport.session_id is None  # stateless
+                for i in range(calls_per_thread):
+                    if i % 5 == 0:
+                        result = client.call_tool("add", {"a": n, "b": i})
+                        assert float(result.content[0].text) == n + i
+                    else:
+                        result = client.call_tool("echo", {"text": f"{n}.{i}"})
+                        assert result.content[0].text == f"{n}.{i}", result.raw
+            return checker
 
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(WAIT * 3)
-        assert not any(t.is_alive() for t in threads)
-        assert not failures, failures
+        checkers = run_threads(run, 8, timeout=WAIT * 3)  # fails with every thread's failure listed
         for checker in checkers:
             checker.assert_valid()
         tool_calls = sum(len(c.sent("tools/call")) for c in checkers)
@@ -323,6 +310,7 @@ def test_serve_demo_http(stateless):
     command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", "127.0.0.1:0"] + (["--stateless"] if stateless else [])
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         found = errors.wait_for(r"serving the demo at (http://127\.0\.0\.1:\d+)/mcp \((stateless )?Streamable HTTP\)")
         base = found.group(1)

@@ -10,12 +10,11 @@ import http.client
 import json
 import math
 import statistics
-import threading
 import time
 
 import pytest
 import requests
-from conftest import WAIT, WireChecker, schema_errors
+from conftest import WAIT, WireChecker, run_threads, schema_errors
 from http_fixtures import (
     ACCEPT_BOTH,
     JSON_CT,
@@ -734,32 +733,19 @@ def test_keep_alive_and_no_nagle_stall(serve, raw_session):
 
 def test_concurrent_raw_sessions(serve):
     srv = serve()
-    failures: list = []
-    checker_lock = threading.Lock()
-    checkers = []
 
-    def run(n: int) -> None:
-        try:
-            session = RawSession(srv.mcp)
-            with checker_lock:
-                checkers.append(session.checker)
-            session.initialize()
-            for i in range(5):
-                request_id, response = session.call("tools/call", tool("echo", {"text": f"{n}-{i}"}))
-                answer, _ = session.result(response, request_id)
-                assert answer["result"]["content"][0]["text"] == f"{n}-{i}"
-            assert session.delete().status_code == 200
-            session.close()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            failures.append((n, repr(exc)))
+    def run(n: int):
+        session = RawSession(srv.mcp)
+        session.initialize()
+        for i in range(5):
+            request_id, response = session.call("tools/call", tool("echo", {"text": f"{n}-{i}"}))
+            answer, _ = session.result(response, request_id)
+            assert answer["result"]["content"][0]["text"] == f"{n}-{i}"
+        assert session.delete().status_code == 200
+        session.close()
+        return session.checker
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(WAIT * 2)
-    assert not any(t.is_alive() for t in threads)
-    assert not failures, failures
+    checkers = run_threads(run, 16, timeout=WAIT * 2)  # fails with every thread's failure listed
     for checker in checkers:
         checker.assert_valid()
     assert srv.app.sessions == {}

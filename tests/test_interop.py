@@ -24,7 +24,7 @@ import pytest
 
 from mcp_ref import CapabilityError, Client, McpError
 from mcp_ref.errors import ConnectionClosed, RequestTimeout
-from conftest import DEMO, SERVERS, WireChecker, check_trace, live_group_members, run_cli
+from conftest import DEMO, SERVERS, WireChecker, check_trace, command_label, live_group_members, run_cli, watch_stderr
 
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
 SDK_SERVER = [sys.executable, str(SERVERS / "interop_sdk_server.py")]
@@ -81,9 +81,12 @@ def test_sdk_client_against_mcp_ref_demo_server(tmp_path):
     async def on_progress(value, total, message):
         progress.append((value, total, message))
 
+    errors = tmp_path / "stderr"
+    watch_stderr(command_label([*PROXY, "--", *DEMO]), lambda: errors.read_bytes() if errors.exists() else b"")
+
     async def scenario():
         params = StdioServerParameters(command=PROXY[0], args=[*PROXY[1:], "--log", str(log), "--", *DEMO])
-        with open(tmp_path / "stderr", "w") as errlog:
+        with open(errors, "w") as errlog:
             with anyio.fail_after(60):
                 async with stdio_client(params, errlog=errlog) as (read, write):
                     async with ClientSession(read, write, sampling_callback=sampling_callback) as session:
@@ -278,8 +281,10 @@ def everything():
         pytest.skip(f"could not start {' '.join(EVERYTHING)} within {EVERYTHING_START:.0f} s "
                     f"({time.monotonic() - began:.1f} s): {type(exc).__name__}: {exc}")
     client.session.default_timeout = 30.0
+    unwatch = watch_stderr(command_label(EVERYTHING), lambda: list(client.session.transport.stderr_lines), keep=True)
     yield client, wire
     client.close()
+    unwatch()
 
 
 @pytest.mark.timeout(300)

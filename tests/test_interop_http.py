@@ -24,7 +24,7 @@ from contextlib import AsyncExitStack
 
 import pytest
 import requests
-from conftest import DEMO, ROOT, SERVERS, WAIT, WireChecker, check_trace, run_cli
+from conftest import DEMO, ROOT, SERVERS, WAIT, WireChecker, check_trace, command_label, run_cli, watch_stderr
 from http_fixtures import free_port, http_client  # noqa: F401  (http_client is a fixture)
 
 try:
@@ -63,6 +63,8 @@ class ServerProcess:
         self._errfile = open(log, "wb")  # noqa: SIM115 - the subprocess writes to it until stop()
         self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._errfile, cwd=ROOT)
+        # Module-scoped: shown (what it wrote meanwhile) in the report of any test that fails.
+        self.unwatch = watch_stderr(command_label(command), lambda: self.log.read_bytes(), keep=True)
         try:
             self._wait_for_port()
         except BaseException:
@@ -97,6 +99,7 @@ class ServerProcess:
                 self.proc.kill()
                 self.proc.wait(WAIT)
         self._errfile.close()
+        self.unwatch()
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,11 @@ validated against the negotiated revision's schema."""
 from __future__ import annotations
 
 import json
-import threading
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 import requests
-from conftest import WAIT, WireChecker
+from conftest import WAIT, Collector, WireChecker
 from http_fixtures import (
     ACCEPT_BOTH,
     TIMEOUT,
@@ -174,39 +173,24 @@ def Client_http(url, **options):
 # -- Client.http ---------------------------------------------------------------------------------
 
 
-class Waiter:
-    def __init__(self):
-        self.values, self.cond = [], threading.Condition()
-
-    def __call__(self, *values):
-        with self.cond:
-            self.values.append(values)
-            self.cond.notify_all()
-
-    def wait(self, count: int) -> list:
-        with self.cond:
-            assert self.cond.wait_for(lambda: len(self.values) >= count, WAIT), self.values
-            return list(self.values)
-
-
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-11-25"])
 def test_client_with_transport_sse(serve, http_client, version):
     box = []
     # keepalive=0.2: closing an SSE-mode client waits for the server's next write (see
     # test_closing_an_sse_client_is_prompt), so keep the server chatty.
     srv = serve(keepalive=0.2, wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
-    progress, updated = Waiter(), Waiter()
+    progress, updated = Collector(), Collector()
     client = http_client(srv.sse, transport="sse", protocol_version=version, on_resource_updated=updated,
                          sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})
     assert client.protocol_version == version
     assert client.session.transport.mode == "sse"
     assert client.call_tool("echo", {"text": "legacy"}).content[0].text == "legacy"
     assert client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress).content[0].text == "counted to 3"
-    assert [v[0] for v in progress.wait(3)] == [1, 2, 3]
+    assert [v[0] for v in progress.wait_for(3)] == [1, 2, 3]
     assert client.call_tool("ask_llm", {"question": "q"}).content[0].text == "m says: hi"
     client.subscribe("demo://counter")
     client.call_tool("bump_counter")
-    assert updated.wait(1) == [("demo://counter",)]
+    assert updated.wait_for(1) == ["demo://counter"]
     paths = {path for method, path, _ in box[0].requests}
     assert paths == {"/sse", "/messages"}, paths  # never /mcp
     assert all(method == "POST" for method, path, _ in box[0].requests if path == "/messages")

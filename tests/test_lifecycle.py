@@ -9,7 +9,7 @@ from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProt
 from mcp_ref.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
 
-from conftest import SERVERS, WAIT, schema_available, schema_errors
+from conftest import SERVERS, WAIT, schema_errors
 
 LIFECYCLE_SERVER = [sys.executable, str(SERVERS / "lifecycle_server.py")]
 BAD_VERSION_SERVER = [sys.executable, str(SERVERS / "lifecycle_bad_version.py")]
@@ -31,7 +31,7 @@ def request(peer, request_id, method, params=None):
 
 def check_error(version, reply, code):
     assert reply["error"]["code"] == code, reply
-    if schema_available(version) and (reply["id"] is not None or version >= "2025-11-25"):
+    if reply["id"] is not None or version >= "2025-11-25":
         name = "JSONRPCErrorResponse" if version >= "2025-11-25" else "JSONRPCError"
         assert schema_errors(version, name, reply) == []
 
@@ -63,8 +63,7 @@ def test_raw_initialize_at_each_version(raw_peer, version):
     peer = raw_peer()
     reply = request(peer, 1, "initialize", initialize_params(version))
     assert reply["result"]["protocolVersion"] == version
-    if schema_available(version):
-        assert schema_errors(version, "InitializeResult", reply["result"]) == []
+    assert schema_errors(version, "InitializeResult", reply["result"]) == []
 
 
 @pytest.mark.parametrize("asked", ["1999-01-01", "2099-12-31", "latest", ""])

@@ -9,8 +9,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS, WireChecker
-from servers.feature_kit import ClientPool
+from conftest import SERVERS, WireChecker, client_pool
 from servers.feature_logging import NUMBERS
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, InvalidParams
@@ -21,26 +20,8 @@ SCRIPT = SERVERS / "feature_logging.py"
 CITIES = "feature://cities/{country}/{city}"
 
 
-@pytest.fixture(scope="module")
-def pool():
-    pool = ClientPool([sys.executable, str(SCRIPT)])
-    yield pool
-    pool.close()
-
-
-@pytest.fixture(scope="module")
-def bare_pool():
-    pool = ClientPool([sys.executable, str(SCRIPT), "no-completions"])
-    yield pool
-    pool.close()
-
-
-@pytest.fixture(autouse=True)
-def _schema_valid(pool, bare_pool):
-    before = pool.snapshot(), bare_pool.snapshot()
-    yield
-    pool.assert_valid_since(before[0])
-    bare_pool.assert_valid_since(before[1])
+pool = client_pool([sys.executable, str(SCRIPT)])  # module-scoped fixtures; each test's messages must be schema-valid
+bare_pool = client_pool([sys.executable, str(SCRIPT), "no-completions"])
 
 
 # -- logging ------------------------------------------------------------------------------
@@ -56,7 +37,7 @@ def test_set_level_filters_log_messages(pool, version, level):
     expected = list(LOG_LEVELS[LOG_LEVELS.index(level):])
     assert sent == expected
     # Messages arrive in order and "emergency" always passes: once it is here, every other one is too.
-    logs = peer.logs.wait_for(lambda items: any(m.level == "emergency" for m in items), since=mark)
+    logs = peer.logs.wait_until(lambda items: any(m.level == "emergency" for m in items), since=mark)
     assert all(isinstance(m, LogMessage) for m in logs)
     assert [m.level for m in logs] == expected
     assert [(m.logger, m.data) for m in logs] == [("feature", {"seq": LOG_LEVELS.index(l), "level": l}) for l in expected]

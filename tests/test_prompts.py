@@ -11,8 +11,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS
-from servers.feature_kit import ClientPool
+from conftest import SERVERS, client_pool
 from servers.feature_prompts import AUDIO, BLOB, IMAGE
 
 from mcp_ref import SUPPORTED_VERSIONS, InvalidParams
@@ -32,18 +31,7 @@ from mcp_ref.types import (
 PROMPTS = [sys.executable, str(SERVERS / "feature_prompts.py")]
 
 
-@pytest.fixture(scope="module")
-def pool():
-    pool = ClientPool(PROMPTS)
-    yield pool
-    pool.close()
-
-
-@pytest.fixture(autouse=True)
-def _schema_valid(pool):
-    before = pool.snapshot()
-    yield
-    pool.assert_valid_since(before)
+pool = client_pool(PROMPTS)  # a module-scoped fixture; each test's messages must be schema-valid
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)

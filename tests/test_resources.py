@@ -13,8 +13,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS
-from servers.feature_kit import ClientPool
+from conftest import SERVERS, client_pool
 
 from servers.feature_resources import BLOB, TEXT  # the server's own constants
 
@@ -49,18 +48,8 @@ def tree(tmp_path_factory):
     return root
 
 
-@pytest.fixture(scope="module")
-def pool(tree):
-    pool = ClientPool([sys.executable, str(SCRIPT), str(tree)])
-    yield pool
-    pool.close()
-
-
-@pytest.fixture(autouse=True)
-def _schema_valid(pool):
-    before = pool.snapshot()
-    yield
-    pool.assert_valid_since(before)
+# A module-scoped fixture serving ``tree``; each test's messages must be schema-valid.
+pool = client_pool(lambda tree: [sys.executable, str(SCRIPT), str(tree)])
 
 
 @pytest.fixture
@@ -175,12 +164,12 @@ def test_updates_arrive_while_subscribed_and_stop_after_unsubscribe(pool):
     client.subscribe(b)
     mark = peer.updates.mark()
     client.call_tool("touch", {"uri": a})
-    peer.updates.wait_for(lambda uris: uris == [a], since=mark)
+    peer.updates.wait_until(lambda uris: uris == [a], since=mark)
 
     client.unsubscribe(a)
     client.call_tool("touch", {"uri": a})  # must not arrive ...
     client.call_tool("touch", {"uri": b})  # ... while this later one does
-    assert peer.updates.wait_for(lambda uris: b in uris, since=mark) == [a, b]
+    assert peer.updates.wait_until(lambda uris: b in uris, since=mark) == [a, b]
     client.unsubscribe(b)
     updated = [m["params"] for m in peer.wire.received("notifications/resources/updated")]
     assert updated[-2:] == [{"uri": a}, {"uri": b}]
@@ -198,7 +187,7 @@ def test_list_changed_when_a_resource_is_added(pool):
     assert "feature://new/one" not in [r.uri for r in client.list_resources()]
     mark = peer.changes.mark()
     client.call_tool("publish", {"uri": "feature://new/one", "text": "fresh"})
-    peer.changes.wait_for(lambda kinds: kinds == ["resources"], since=mark)
+    peer.changes.wait_until(lambda kinds: kinds == ["resources"], since=mark)
     assert peer.wire.received("notifications/resources/list_changed")
     assert "feature://new/one" in [r.uri for r in client.list_resources()]
     assert read_one(client, "feature://new/one").text == "fresh"

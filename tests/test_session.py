@@ -11,7 +11,7 @@ import pytest
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
 from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
 
-from conftest import SERVERS, WAIT, schema_errors
+from conftest import SERVERS, WAIT, Workers, run_threads, schema_errors
 
 SESSION_SERVER = [sys.executable, str(SERVERS / "session_server.py")]
 
@@ -35,7 +35,6 @@ def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
     started = threading.Barrier(threads_count + 1, timeout=WAIT)
     gate_open = threading.Event()
     calls: dict[int, list] = {}
-    failures: list = []
 
     def worker(t: int) -> None:
         try:
@@ -48,13 +47,11 @@ def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
                 assert not result.is_error, result
                 assert result.content[0].text == str(n)
                 assert result.structured_content in (None, {"result": n})
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
-            failures.append(exc)
-            started.abort()
+        except BaseException:
+            started.abort()  # the main thread stops waiting; workers.join() reports the failure
+            raise
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(threads_count)]
-    for thread in threads:
-        thread.start()
+    workers = Workers(worker, threads_count).start()
     started.wait()
     in_flight = [call for mine in calls.values() for _, call in mine]
     assert len(in_flight) == threads_count * per_thread
@@ -63,10 +60,7 @@ def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
     assert len({call.request_id for call in in_flight}) == len(in_flight)
     client.set_roots([])  # notifications/roots/list_changed opens the gate
     gate_open.set()
-    for thread in threads:
-        thread.join(WAIT)
-        assert not thread.is_alive()
-    assert not failures, failures[0]
+    workers.join(WAIT * 2)  # fails with every thread's failure listed
     # Every request got exactly one answer, carrying its own id.
     init_id = wire.sent("initialize")[0]["id"]
     answers = [m["id"] for m in wire.received() if ("result" in m or "error" in m) and m["id"] != init_id]
@@ -248,24 +242,14 @@ def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, 
         return {"role": "assistant", "content": {"type": "text", "text": echoed}, "model": "nested"}
 
     client = holder["client"] = connect(sampling_handler=sampling)
-    failures = []
 
     def worker(t):
-        try:
-            for i in range(5):
-                reply = client.call_tool("ask_llm", {"question": f"q{t}.{i}"})
-                assert reply.content[0].text == f"nested says: answer to q{t}.{i}"
-                assert client.call_tool("add", {"a": t, "b": i}).content[0].text in (f"{t + i}", f"{float(t + i)}")
-        except BaseException as exc:  # noqa: BLE001
-            failures.append(exc)
+        for i in range(5):
+            reply = client.call_tool("ask_llm", {"question": f"q{t}.{i}"})
+            assert reply.content[0].text == f"nested says: answer to q{t}.{i}"
+            assert client.call_tool("add", {"a": t, "b": i}).content[0].text in (f"{t + i}", f"{float(t + i)}")
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(WAIT)
-        assert not thread.is_alive(), "deadlock: a worker never finished"
-    assert not failures, failures[0]
+    run_threads(worker, 8, timeout=WAIT * 2)  # a deadlocked worker shows as "still running"
     assert len(wire.received("sampling/createMessage")) == 40
 
 

@@ -13,13 +13,12 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 
 import pytest
 
 from mcp_ref import Client
-from conftest import DEMO, SERVERS, WAIT, live_group_members
+from conftest import DEMO, SERVERS, WAIT, Collector, live_group_members
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
 
@@ -178,17 +177,11 @@ def test_stderr_discard(capfd):
 
 
 def test_stderr_callable_gets_each_line():
-    lines: list[str] = []
-    shouted = threading.Event()
+    lines = Collector()  # called with each line
 
-    def on_line(line: str) -> None:
-        lines.append(line)
-        if line == "chatty: shout cb":
-            shouted.set()
-
-    with Client.stdio(CHATTY, stderr=on_line, timeout=WAIT) as client:
+    with Client.stdio(CHATTY, stderr=lines, timeout=WAIT) as client:
         client.call_tool("shout", {"text": "cb"})
-        assert shouted.wait(WAIT)
+        lines.wait_until(lambda got: "chatty: shout cb" in got)
     assert lines[0] == "chatty: starting"
     assert "cb" in lines
     assert not client.session.transport.stderr_lines  # a callable replaces the buffer

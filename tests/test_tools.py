@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS
-from servers.feature_kit import ClientPool
+from conftest import SERVERS, client_pool
 from servers.untested_server import AUDIO_DATA, ICONS
 
 from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, InvalidParams, McpError, ResourceLink, TextContent, Tool
@@ -24,26 +23,8 @@ DRAFT7 = "http://json-schema.org/draft-07/schema#"
 LATEST, OLDEST = SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]
 
 
-@pytest.fixture(scope="module")
-def pool():
-    pool = ClientPool(TOOLS)
-    yield pool
-    pool.close()
-
-
-@pytest.fixture(scope="module")
-def paged_pool():
-    pool = ClientPool(PAGED)
-    yield pool
-    pool.close()
-
-
-@pytest.fixture(autouse=True)
-def _schema_valid(pool, paged_pool):
-    before = pool.snapshot(), paged_pool.snapshot()
-    yield
-    pool.assert_valid_since(before[0])
-    paged_pool.assert_valid_since(before[1])
+pool = client_pool(TOOLS)  # module-scoped fixtures; each test's messages must be schema-valid
+paged_pool = client_pool(PAGED)
 
 
 def tool_named(client, name: str) -> Tool:
@@ -211,7 +192,7 @@ def test_internal_exception_becomes_an_opaque_tool_error(pool):
     for leak in ("secret-detail-7f3a", "/srv/private", "Traceback", "RuntimeError", "feature_tools.py", 'File "'):
         assert leak not in result.text and leak not in wire_text
     # The details went to the server's log (its stderr) instead.
-    peer.stderr.wait_for(lambda lines: any("secret-detail-7f3a" in line for line in lines), since=mark)
+    peer.stderr.wait_until(lambda lines: any("secret-detail-7f3a" in line for line in lines), since=mark)
 
 
 def test_tool_error_message_is_shown(pool):
@@ -278,12 +259,12 @@ def test_list_changed_after_add_and_remove(pool, version):
     notes = len(peer.wire.received("notifications/tools/list_changed"))
 
     assert not client.call_tool("mutate", {"action": "add", "name": name}).is_error
-    peer.changes.wait_for(lambda kinds: kinds == ["tools"], since=mark)
+    peer.changes.wait_until(lambda kinds: kinds == ["tools"], since=mark)
     assert name in [t.name for t in client.list_tools()]
     assert client.call_tool(name).content[0].text == f"I am {name}"
 
     assert not client.call_tool("mutate", {"action": "remove", "name": name}).is_error
-    peer.changes.wait_for(lambda kinds: kinds == ["tools", "tools"], since=mark)
+    peer.changes.wait_until(lambda kinds: kinds == ["tools", "tools"], since=mark)
     assert name not in [t.name for t in client.list_tools()]
     with pytest.raises(InvalidParams):
         client.call_tool(name)

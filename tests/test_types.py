@@ -1,8 +1,8 @@
 """from_wire / to_wire round trips for every payload type of mcp_ref.types.
 
-The spec's own example instances (../shared/spec/examples/2026-07-28/<Type>/*.json)
+The spec's own example instances (copied into tests/spec_examples/2026-07-28/<Type>/*.json)
 are the test vectors where a matching type folder exists; hand-made instances
-cover every type as well, so the suite means something without ../shared.
+cover every type as well, including those no example shows.
 For each instance: ``to_wire(from_wire(x)) == x``, ``x`` is left untouched, and
 the modelled fields alone (without ``.raw``) give back every modelled key.
 """
@@ -12,10 +12,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
-
-from conftest import ROOT
 
 from mcp_ref import types
 from mcp_ref.types import (
@@ -51,7 +50,7 @@ from mcp_ref.types import (
     resource_contents_from_wire,
 )
 
-EXAMPLES = ROOT.parent / "shared" / "spec" / "examples" / "2026-07-28"
+EXAMPLES = Path(__file__).resolve().parent / "spec_examples" / "2026-07-28"
 
 MODELS = sorted(
     (obj for obj in vars(types).values() if isinstance(obj, type) and issubclass(obj, WireModel) and obj is not WireModel),
@@ -89,8 +88,7 @@ SOURCES: dict[type, list[tuple[str, object]]] = {
 
 
 def example_cases() -> list:
-    if not EXAMPLES.is_dir():
-        return [pytest.param(None, None, None, marks=pytest.mark.skip(reason=f"{EXAMPLES} is absent"), id="no-examples")]
+    assert EXAMPLES.is_dir(), f"{EXAMPLES} is missing: the spec's examples are part of the test suite"
     cases = []
     for cls in MODELS:
         for folder, extract in [(cls.__name__, None)] + SOURCES.get(cls, []):

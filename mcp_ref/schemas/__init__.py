@@ -1,0 +1,144 @@
+"""The official MCP JSON Schemas, one per protocol revision, shipped with mcp_ref.
+
+``<version>.json`` in this package is an unchanged copy of the specification's
+``schema/<version>/schema.json``.  2024-11-05, 2025-03-26 and 2025-06-18 are
+JSON Schema draft-07 (types under ``definitions``); 2025-11-25 and 2026-07-28
+are 2020-12 (types under ``$defs``).
+
+    >>> from mcp_ref import schemas
+    >>> schemas.errors("2025-11-25", "Tool", {"name": "t"})
+    ["Tool: 'inputSchema' is a required property at /"]
+
+Nothing is read until it is asked for: a file is parsed on the first ``load``
+of its revision, and jsonschema is imported on the first ``validator``.  Both
+are cached.  An unknown revision or type raises :class:`UnknownVersion` or
+:class:`UnknownType`, and a packaged file that is missing raises
+:class:`SchemaFileMissing`: nothing here passes silently for want of a schema.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import threading
+from importlib import resources
+
+__all__ = [
+    "VERSIONS",
+    "SchemaLookupError",
+    "UnknownVersion",
+    "UnknownType",
+    "SchemaFileMissing",
+    "load",
+    "dialect",
+    "type_names",
+    "validator",
+    "errors",
+]
+
+#: The revisions whose schema is packaged here, newest first (like ``mcp_ref.SUPPORTED_VERSIONS``,
+#: which is a subset: 2026-07-28 is shipped for checking, not spoken).
+VERSIONS: tuple[str, ...] = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+
+class SchemaLookupError(LookupError):
+    """A schema, or a type in one, that is not available: the base of this module's errors."""
+
+
+class UnknownVersion(SchemaLookupError):
+    """The revision has no packaged schema (it is not in :data:`VERSIONS`)."""
+
+
+class UnknownType(SchemaLookupError):
+    """The revision's schema defines no type of that name."""
+
+
+class SchemaFileMissing(SchemaLookupError):
+    """The revision is known but its packaged file is absent: the installation is incomplete."""
+
+
+_lock = threading.RLock()
+
+
+def _check_version(version: str) -> None:
+    if version not in VERSIONS:
+        raise UnknownVersion(f"no MCP schema for protocol version {version!r}; packaged: {', '.join(VERSIONS)}")
+
+
+@functools.lru_cache(maxsize=None)
+def _load(version: str) -> dict:
+    name = f"{version}.json"
+    try:
+        data = resources.files(__name__).joinpath(name).read_bytes()
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise SchemaFileMissing(
+            f"the packaged MCP schema {name} is missing from {__name__} (an incomplete install of mcp_ref?)"
+        ) from exc
+    return json.loads(data)
+
+
+def load(version: str) -> dict:
+    """The parsed schema document of ``version`` (e.g. ``"2025-11-25"``), read once and cached.
+
+    The dict is shared by every caller and by the validators: treat it as read-only
+    (``copy.deepcopy`` it to change it).  Raises :class:`UnknownVersion` for a revision
+    not in :data:`VERSIONS` and :class:`SchemaFileMissing` if its file is not installed.
+    """
+    _check_version(version)
+    with _lock:  # one parse per revision, even when threads ask at once
+        return _load(version)
+
+
+def _defs_key(root: dict) -> str:
+    return "$defs" if "$defs" in root else "definitions"
+
+
+def dialect(version: str) -> str:
+    """The JSON Schema dialect (the ``$schema`` URI) that ``version``'s schema is written in."""
+    return load(version)["$schema"]
+
+
+def type_names(version: str) -> frozenset[str]:
+    """The names of every type ``version``'s schema defines (its ``$defs`` or ``definitions``)."""
+    root = load(version)
+    return frozenset(root[_defs_key(root)])
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(version: str, type_name: str):
+    import jsonschema  # here, not at import time: ``import mcp_ref`` stays cheap
+
+    root = load(version)
+    key = _defs_key(root)
+    if type_name not in root[key]:
+        close = difflib.get_close_matches(type_name, root[key], n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise UnknownType(f"{type_name!r} is not a type of the {version} MCP schema{hint}")
+    # The whole document rides along so that every "#/$defs/..." reference resolves.
+    schema = {"$schema": root["$schema"], key: root[key], "$ref": f"#/{key}/{type_name}"}
+    cls = jsonschema.validators.validator_for(root)
+    return cls(schema)
+
+
+def validator(version: str, type_name: str):
+    """A jsonschema validator for one type of ``version``'s schema, e.g. ``validator("2025-06-18", "Tool")``.
+
+    The validator class follows the file's ``$schema`` (Draft7Validator or
+    Draft202012Validator) and is cached per (version, type).  Raises
+    :class:`UnknownVersion` or :class:`UnknownType` when there is no such schema or type.
+    """
+    _check_version(version)
+    if not isinstance(type_name, str):
+        raise UnknownType(f"a type name is a string, not {type_name!r}")
+    with _lock:
+        return _validator(version, type_name)
+
+
+def errors(version: str, type_name: str, instance) -> list[str]:
+    """Every way ``instance`` breaks ``type_name`` of ``version``'s schema, one line each; empty when valid.
+
+    Each line reads ``"<type_name>: <what is wrong> at /<JSON pointer>"``.
+    """
+    return [f"{type_name}: {e.message} at /{'/'.join(map(str, e.absolute_path))}"
+            for e in validator(version, type_name).iter_errors(instance)]
