@@ -120,7 +120,8 @@ class ClientConnection:
         callback: Callable | None
         argument: Any
         if method == "notifications/message":
-            callback, argument = client.on_log, LogMessage.from_wire(params) if client.on_log else None
+            callback = client.on_log
+            argument = LogMessage.from_wire(params) if callback is not None else None
         elif method == "notifications/resources/updated":
             callback, argument = client.on_resource_updated, params.get("uri")
         elif method == "notifications/elicitation/complete":
