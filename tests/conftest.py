@@ -1,6 +1,7 @@
 """Shared test helpers: a wire checker that validates every message against the
 official schema of the negotiated revision, a raw stdio peer for sending bad
-bytes, and client factories over real subprocesses.
+bytes, and client factories over real subprocesses or in the same process
+(``InMemory``: for tests that need no subprocess, through ``Client.in_memory``).
 
 Waiting and threads: ``Collector`` (a callback that records its calls; tests
 wait on it), ``run_threads`` / ``Workers`` (threads whose failures fail the
@@ -34,6 +35,46 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "servers"
 DEMO = [sys.executable, "-m", "mcp_ref", "serve-demo"]
 WAIT = 10.0  # seconds: the bound of every blocking wait in the tests
+
+
+class InMemory:
+    """A test server to run in the test's own process: ``connect(InMemory("feature_client"))``.
+
+    ``script`` names a file in tests/servers/ (or, dotted, an importable module:
+    ``InMemory("mcp_ref.demo", "build_server")``); ``factory`` the function there
+    that builds the Server (called with ``args``), a fresh one for every
+    connection, as a subprocess would be.  The client reaches it through
+    ``Client.in_memory``.
+    """
+
+    _modules: dict = {}
+    _lock = threading.Lock()
+
+    def __init__(self, script: str, factory: str = "build", *args):
+        self.script, self.factory, self.args = script, factory, args
+
+    def build(self):
+        """A new Server from the script."""
+        import importlib
+        import importlib.util
+
+        if "." in self.script:
+            return getattr(importlib.import_module(self.script), self.factory)(*self.args)
+        with self._lock:
+            module = self._modules.get(self.script)
+            if module is None:
+                spec = importlib.util.spec_from_file_location(f"test_server_{self.script}", SERVERS / f"{self.script}.py")
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                self._modules[self.script] = module
+        return getattr(module, self.factory)(*self.args)
+
+    def __repr__(self) -> str:
+        return f"InMemory({self.script}.{self.factory}{self.args!r})"
+
+
+#: The demo server in the test's own process (the same server ``DEMO`` runs as a subprocess).
+DEMO_IN_PROCESS = InMemory("mcp_ref.demo", "build_server")
 
 # method -> (request type, result type) in the official schema.
 REQUEST_TYPES = {
@@ -178,11 +219,13 @@ def wire():
 
 @pytest.fixture
 def connect(wire):
-    """Factory: ``connect(command=DEMO, **client_options)`` -> an initialized stdio Client.
+    """Factory: ``connect(command=DEMO, **client_options)`` -> an initialized Client.
 
-    Every message is validated against the negotiated revision's schema (via
-    the ``wire`` fixture); clients are closed after the test.  The server's
-    stderr is collected (unless ``stderr=`` is given) and shown if the test fails.
+    ``command`` is a stdio server's command line, or an :class:`InMemory` server
+    (run in this process).  Every message is validated against the negotiated
+    revision's schema (via the ``wire`` fixture); clients are closed after the
+    test.  A stdio server's stderr is collected (unless ``stderr=`` is given)
+    and shown if the test fails.
     """
     from mcp_ref import Client
 
@@ -191,6 +234,10 @@ def connect(wire):
     def factory(command=None, **options):
         command = command or DEMO
         options.setdefault("timeout", WAIT)
+        if isinstance(command, InMemory):
+            client = Client.in_memory(command.build(), trace=wire, **options)
+            clients.append(client)
+            return client
         if "stderr" not in options:
             # Collected from the start, so that a server which dies while starting is shown too.
             options["stderr"] = lines = Collector()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS, Collector
+from conftest import SERVERS, Collector, InMemory
 from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
@@ -31,7 +31,7 @@ from mcp_ref.types import (
     Tool,
 )
 
-CLIENT = [sys.executable, str(SERVERS / "feature_client.py")]
+CLIENT = InMemory("feature_client")  # no subprocess needed: the server runs in the test process
 ELICITING = [v for v in SUPPORTED_VERSIONS if v >= "2025-06-18"]
 PRE_ELICITATION = [v for v in SUPPORTED_VERSIONS if v < "2025-06-18"]
 
@@ -213,7 +213,7 @@ def test_raw_keeps_unknown_keys(connect, wire):
 
 # -- behaviour spec_notes listed as untested ------------------------------------------------------
 
-UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+UNTESTED = InMemory("untested_server", "full")
 RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
 
 
@@ -395,7 +395,7 @@ def test_tasks_are_ignored_or_method_not_found_by_the_client(connect, wire):
     assert params.raw["task"] == {"ttl": 1000}
 
 
-NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+NOTES_SERVER = InMemory("notes_server")
 
 
 def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect, wire):

@@ -9,7 +9,7 @@ from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProt
 from mcp_ref.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
 
-from conftest import SERVERS, WAIT, schema_errors
+from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, schema_errors
 
 LIFECYCLE_SERVER = [sys.executable, str(SERVERS / "lifecycle_server.py")]
 BAD_VERSION_SERVER = [sys.executable, str(SERVERS / "lifecycle_bad_version.py")]
@@ -45,7 +45,7 @@ def initialize_params(version):
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_client_gets_the_version_it_asks_for(connect, wire, version):
-    client = connect(protocol_version=version)
+    client = connect(DEMO_IN_PROCESS, protocol_version=version)
     assert client.protocol_version == version
     assert client.session.protocol_version == version
     assert wire.sent("initialize")[0]["params"]["protocolVersion"] == version
@@ -118,7 +118,7 @@ def test_a_second_initialize_is_refused(raw_peer):
 
 
 def test_instructions_are_passed_through(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     assert client.instructions == DEMO_INSTRUCTIONS
     assert wire.received()[0]["result"]["instructions"] == DEMO_INSTRUCTIONS
 
@@ -135,7 +135,7 @@ def test_no_instructions_when_the_server_has_none(connect, wire):
 def test_server_capabilities_follow_what_is_registered(connect):
     client = connect(LIFECYCLE_SERVER)
     assert set(client.server_capabilities) == {"tools", "logging"}
-    demo = connect()
+    demo = connect(DEMO_IN_PROCESS)
     assert {"tools", "resources", "prompts", "logging", "completions"} <= set(demo.server_capabilities)
 
 
@@ -198,7 +198,7 @@ def test_client_with_sampling_declares_it_and_is_asked(connect, wire):
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_structured_content_only_from_2025_06_18(connect, wire, version):
-    client = connect(protocol_version=version)
+    client = connect(DEMO_IN_PROCESS, protocol_version=version)
     result = client.call_tool("weather", {"city": "Oslo"})
     raw = [m for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"]][0]["result"]
     expected = {"city": "Oslo", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
@@ -227,7 +227,7 @@ def test_titles_and_output_schemas_only_from_2025_06_18(connect, wire, version):
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_prompt_titles_only_from_2025_06_18(connect, wire, version):
-    client = connect(protocol_version=version)
+    client = connect(DEMO_IN_PROCESS, protocol_version=version)
     prompts = client.list_prompts()
     greet = [p for p in prompts if p.name == "greet"][0]
     listed = [p for m in wire.received() if "result" in m and "prompts" in m["result"] for p in m["result"]["prompts"]]
@@ -241,7 +241,7 @@ def test_prompt_titles_only_from_2025_06_18(connect, wire, version):
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_tool_annotations_only_from_2025_03_26(connect, wire, version):
-    connect(protocol_version=version).list_tools_page()
+    connect(DEMO_IN_PROCESS, protocol_version=version).list_tools_page()
     echo = wire.received()[-1]["result"]["tools"][0]
     assert echo["name"] == "echo"
     assert ("annotations" in echo) == (version >= "2025-03-26")
@@ -251,14 +251,14 @@ def test_tool_annotations_only_from_2025_03_26(connect, wire, version):
     ("2024-11-05", None), ("2025-03-26", None), ("2025-06-18", {}), ("2025-11-25", {"form": {}}),
 ])
 def test_elicitation_declared_only_from_2025_06_18(connect, wire, version, declared):
-    connect(protocol_version=version, elicitation_handler=lambda params: {"action": "decline"})
+    connect(DEMO_IN_PROCESS, protocol_version=version, elicitation_handler=lambda params: {"action": "decline"})
     capabilities = wire.sent("initialize")[0]["params"]["capabilities"]
     assert capabilities.get("elicitation") == declared
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_progress_message_only_from_2025_03_26(connect, wire, version):
-    client = connect(protocol_version=version)
+    client = connect(DEMO_IN_PROCESS, protocol_version=version)
     messages = []
     client.call_tool("count_slowly", {"steps": 2, "delay": 0.001},
                      on_progress=lambda progress, total, message: messages.append(message))
@@ -273,7 +273,7 @@ def test_progress_message_only_from_2025_03_26(connect, wire, version):
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_completions_capability_only_from_2025_03_26(connect, version):
-    client = connect(protocol_version=version)
+    client = connect(DEMO_IN_PROCESS, protocol_version=version)
     assert ("completions" in client.server_capabilities) == (version >= "2025-03-26")
     # completion/complete itself works at every revision (2024-11-05 had it without a capability).
     assert client.complete(prompt="greet", argument="name", value="A").values == ["Ada", "Alan", "Alonzo"]
@@ -350,7 +350,7 @@ def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
 
 # -- spec_notes items ------------------------------------------------------------------------------
 
-NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
+NOTES_SERVER = InMemory("notes_server")
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)

@@ -11,7 +11,7 @@ import pytest
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
 from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
 
-from conftest import SERVERS, WAIT, Workers, run_threads, schema_errors
+from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, Workers, run_threads, schema_errors
 
 SESSION_SERVER = [sys.executable, str(SERVERS / "session_server.py")]
 
@@ -87,7 +87,7 @@ def test_timeout_raises_and_the_server_is_told_to_cancel(connect, wire):
 
 
 def test_progress_callbacks_arrive_in_order_before_the_result(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     seen = []
     caller = threading.current_thread()
     threads = set()
@@ -105,20 +105,20 @@ def test_progress_callbacks_arrive_in_order_before_the_result(connect, wire):
 
 
 def test_without_on_progress_no_token_is_sent_and_no_progress_arrives(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     client.call_tool("count_slowly", {"steps": 3, "delay": 0.001})
     assert "_meta" not in wire.sent("tools/call")[0]["params"]
     assert wire.received("notifications/progress") == []
 
 
 def test_slow_call_without_progress_reset_times_out(connect):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     with pytest.raises(RequestTimeout):
         client.call_tool("count_slowly", {"steps": 10, "delay": 0.1}, timeout=0.5, on_progress=lambda *a: None)
 
 
 def test_progress_resets_the_timeout_of_a_slow_call(connect):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     steps = []
     start = time.monotonic()
     result = client.call_tool(
@@ -131,7 +131,7 @@ def test_progress_resets_the_timeout_of_a_slow_call(connect):
 
 
 def test_max_total_timeout_caps_a_call_kept_alive_by_progress(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     steps = []
     call = client.start_tool_call(
         "count_slowly", {"steps": 20, "delay": 0.05}, timeout=0.5, reset_timeout_on_progress=True,
@@ -174,7 +174,7 @@ def test_cancelling_one_call_leaves_the_others_alone(connect, wire):
 
 
 def test_initialize_cannot_be_cancelled(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     pending = client.session.send_request("initialize", {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
     with pytest.raises(ValueError):
@@ -214,7 +214,7 @@ def test_server_cancels_its_request_to_the_client(connect, wire):
 
 
 def test_client_pings_server(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     assert client.ping() is None
     ping = wire.sent("ping")
     assert len(ping) == 1 and "params" not in ping[0]
@@ -241,7 +241,7 @@ def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, 
         echoed = holder["client"].call_tool("echo", {"text": f"answer to {question}"}).content[0].text
         return {"role": "assistant", "content": {"type": "text", "text": echoed}, "model": "nested"}
 
-    client = holder["client"] = connect(sampling_handler=sampling)
+    client = holder["client"] = connect(DEMO_IN_PROCESS, sampling_handler=sampling)
 
     def worker(t):
         for i in range(5):
@@ -289,7 +289,7 @@ def test_close_cancels_pending_calls_so_the_server_exits_by_itself(connect, wire
 
 
 def test_requests_after_close_raise_connection_closed(connect, wire):
-    client = connect()
+    client = connect(DEMO_IN_PROCESS)
     client.close()
     written = len(wire.sent())
     with pytest.raises(ConnectionClosed):
@@ -317,7 +317,7 @@ def test_server_exit_fails_pending_requests(connect, wire):
 
 # -- behaviour spec_notes listed as untested ------------------------------------------------------
 
-UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
+UNTESTED = InMemory("untested_server", "full")
 RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
 
 
