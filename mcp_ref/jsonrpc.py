@@ -18,12 +18,22 @@ keys present               message
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Union
 
 from .errors import InvalidRequest, ParseError
 
 RequestId = Union[str, int]
+
+#: The deepest nesting of arrays and objects a message may have.  Real MCP messages stay far below
+#: it; deeper JSON is a parse error, so nothing downstream (schema validation, encoding) recurses
+#: without bound on what a peer sent.
+MAX_NESTING = 64
+#: The most messages one batch may hold (JSON-RPC 2.0 §6 sets none).  A larger batch is one
+#: Invalid Request, answered before any of its items is looked at.
+MAX_BATCH = 1000
 
 
 @dataclass(slots=True)
@@ -108,8 +118,10 @@ def parse(data: bytes | str) -> Message | list:
     the good items of a batch are still served).
 
     Raises :class:`~mcp_ref.errors.ParseError` for bytes that are not UTF-8
-    JSON, and :class:`~mcp_ref.errors.InvalidRequest` (with ``.request_id``
-    set when an id could be read) for JSON that is not a JSON-RPC message.
+    JSON (RFC 8259: ``NaN`` and ``Infinity`` are not JSON), or that nest deeper
+    than :data:`MAX_NESTING`, and :class:`~mcp_ref.errors.InvalidRequest` (with
+    ``.request_id`` set when an id could be read) for JSON that is not a
+    JSON-RPC message, or a batch of more than :data:`MAX_BATCH` items.
     """
     if isinstance(data, (bytes, bytearray)):
         try:
@@ -117,15 +129,21 @@ def parse(data: bytes | str) -> Message | list:
         except UnicodeDecodeError:
             raise ParseError("Parse error: message is not valid UTF-8") from None
     try:
-        obj = json.loads(data)
+        obj = _decode(data)
+    except RecursionError:  # the decoder's own guard, far below what a stack can take
+        raise ParseError(f"Parse error: JSON nested deeper than the limit of {MAX_NESTING}") from None
     except ValueError as exc:
         raise ParseError(f"Parse error: {exc.args[0] if exc.args else 'invalid JSON'}") from None
+    if data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING:
+        raise ParseError(f"Parse error: JSON nested deeper than the limit of {MAX_NESTING}")
     if isinstance(obj, list):
         # JSON-RPC 2.0 §6: "If the batch rpc call itself fails to be recognized as
         # an valid JSON or as an Array with at least one value, the response from
         # the Server MUST be a single Response object."
         if not obj:
             raise _invalid("Invalid Request: empty batch")
+        if len(obj) > MAX_BATCH:
+            raise _invalid(f"Invalid Request: a batch of {len(obj)} messages; the limit is {MAX_BATCH}")
         items: list = []
         for item in obj:
             try:
@@ -134,6 +152,37 @@ def parse(data: bytes | str) -> Message | list:
                 items.append(exc)
         return items
     return from_dict(obj)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_decode = json.JSONDecoder(parse_constant=_refuse_constant).decode
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def nesting(text: str) -> int:
+    """How deeply the arrays and objects of ``text`` (valid JSON) nest: ``[[1], {}]`` is 2.
+
+    Linear in the size of ``text``, at C speed: strings are blanked out, then the
+    brackets that remain are counted up and down.
+    """
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
+
+
+def starts_batch(data: bytes) -> bool:
+    """True when a transport message is a JSON array (a batch), judged by its first non-blank byte.
+
+    Lets a receiver refuse a batch its revision does not allow before parsing it.
+    """
+    return _BATCH_START.match(data) is not None
+
+
+_BATCH_START = re.compile(rb"[ \t\r\n]*\[")
 
 
 def from_dict(obj: Any) -> Message:
@@ -182,15 +231,22 @@ def _invalid(message: str, request_id: RequestId | None = None) -> InvalidReques
     return exc
 
 
-_encode = json.JSONEncoder(separators=(",", ":")).encode
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 def serialize(message: Message | list) -> bytes:
     """The bytes of one message (or a batch list of messages), as compact JSON.
 
     The output is ASCII with every control character escaped, so it never
-    contains a newline: safe for newline-delimited transports (stdio).
+    contains a newline: safe for newline-delimited transports (stdio).  A value
+    JSON cannot carry (``NaN``, an infinity, an object that is not JSON) raises
+    ValueError or TypeError: nothing invalid is ever sent.
     """
     if isinstance(message, list):
-        return _encode([m.to_dict() for m in message]).encode("ascii")
+        return serialize_items(message)
     return _encode(message.to_dict()).encode("ascii")
+
+
+def serialize_items(messages: list) -> bytes:
+    """The bytes of a batch of messages (see :func:`serialize`)."""
+    return _encode([m.to_dict() for m in messages]).encode("ascii")

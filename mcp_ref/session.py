@@ -375,7 +375,7 @@ class Session:
         self._write(Notification(method, params), related=related_request_id)
 
     def _write(self, message, *, while_closing: bool = False, related=None) -> None:
-        data = jsonrpc.serialize(message)
+        data = self._encode(message)
         if isinstance(message, (Response, ErrorResponse)):
             related = message.id
         elif isinstance(message, list):
@@ -388,6 +388,29 @@ class Session:
         else:
             with self._write_lock:
                 self._send(data, message, related)
+
+    def _encode(self, message) -> bytes:
+        """The bytes of ``message``; a result JSON cannot carry becomes an Internal error answer.
+
+        A request or notification that cannot be encoded raises ValueError to its
+        sender; nothing invalid is ever written.
+        """
+        try:
+            return jsonrpc.serialize(message)
+        except (ValueError, TypeError, RecursionError) as exc:
+            if isinstance(message, list):
+                return jsonrpc.serialize_items([self._encodable(m) for m in message])
+            if not isinstance(message, Response):
+                raise ValueError(f"{getattr(message, 'method', 'message')}: cannot be sent as JSON: {exc}") from None
+            return jsonrpc.serialize(self._encodable(message))
+
+    def _encodable(self, message):
+        try:
+            jsonrpc.serialize(message)
+            return message
+        except (ValueError, TypeError, RecursionError) as exc:
+            log.error("%s: the answer to request %r is not JSON (%s); answering Internal error", self.name, message.id, exc)
+            return ErrorResponse(message.id, {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"})
 
     def _send(self, data: bytes, message, related) -> None:
         if self.trace is not None:
@@ -455,8 +478,11 @@ class Session:
                     continue
                 if data is None:
                     break
-                self.receive(data)
-        except Exception as exc:  # noqa: BLE001 - a broken transport ends the connection
+                try:
+                    self.receive(data)
+                except Exception:  # noqa: BLE001 - nothing a peer sends may end the reader
+                    log.exception("%s: a message could not be handled and was dropped", self.name)
+        except Exception as exc:  # noqa: BLE001 - the transport itself failed: the connection ends
             if not self._closing:
                 log.warning("%s: connection failed: %s", self.name, exc)
         finally:
@@ -484,6 +510,10 @@ class Session:
         """Handle one transport message (a message or a batch).  Called by the reader thread."""
         if self.trace is not None:
             self.trace("<--", data)
+        if jsonrpc.starts_batch(data) and not self.dispatcher.batches_allowed():
+            # Refused before it is parsed: a batch costs nothing where the revision has none.
+            self._refuse_batch()
+            return
         try:
             message = jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
@@ -506,10 +536,13 @@ class Session:
         else:
             self._route(message, None, inline)
 
+    def _refuse_batch(self) -> None:
+        # 2025-06-18 changelog: "Remove support for JSON-RPC batching".
+        self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
+
     def _receive_batch(self, items: list) -> None:
         if not self.dispatcher.batches_allowed():
-            # 2025-06-18 changelog: "Remove support for JSON-RPC batching".
-            self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
+            self._refuse_batch()
             return
         batch = _Batch(self)
         for item in items:
@@ -592,14 +625,22 @@ class Session:
         params = note.params or {}
         method = note.method
         if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if not jsonrpc.valid_id(request_id):
+                log.debug("%s: dropped a cancellation whose requestId is not a string or integer", self.name)
+                return
             with self._lock:
-                context = self._incoming.get(params.get("requestId"))
+                context = self._incoming.get(request_id)
             if context is not None and context.method != "initialize":
                 context.cancelled.set()
             return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
         if method == "notifications/progress":
+            token = params.get("progressToken")
+            if not jsonrpc.valid_id(token):  # schema ProgressToken: a string or an integer
+                log.debug("%s: dropped progress whose progressToken is not a string or integer", self.name)
+                return
             with self._lock:
-                pending = self._progress.get(params.get("progressToken"))
+                pending = self._progress.get(token)
             if pending is not None:
                 if pending.reset_on_progress and pending.timeout is not None:
                     pending.deadline = time.monotonic() + pending.timeout

@@ -129,6 +129,12 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
     problem = first_error(tool.input_validator(), arguments)
+    if problem is None:
+        # An argument the tool does not declare is the caller's mistake, not an internal error.
+        declared = tool.listing["inputSchema"].get("properties", {})
+        unknown = sorted(key for key in arguments if key not in declared)
+        if unknown:
+            problem = f"unexpected argument(s): {', '.join(unknown)}"
     if problem is not None:
         message = f"Invalid arguments for tool {name}: {problem}"
         if lifecycle.at_least(connection.protocol_version, lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):

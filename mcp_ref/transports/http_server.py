@@ -439,25 +439,40 @@ class McpWsgiApp:
                 raise HttpError("400 Bad Request", "Invalid Request: initialize must not be part of a batch")
             return self._initialize(environ, start_response, message)
         request_ids = [m.id for m in items if isinstance(m, Request)]
-        if self.stateless and not request_ids:
-            # Notifications and answers have no connection to reach in stateless mode.
-            start_response("202 Accepted", [("Content-Length", "0")])
-            return [b""]
+        if not request_ids:
+            return self._accept_without_requests(environ, start_response, message, items)
         session = self._transient_session(environ) if self.stateless else self._session_for(environ)
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             self._finish_transient(session)
             raise HttpError("400 Bad Request", "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
-        if not request_ids:
-            # basic/transports §Sending Messages: "If the input is a JSON-RPC response or notification
-            # ... the server MUST return HTTP status code 202 Accepted with no body."
-            session.connection.session.dispatch(message)
-            start_response("202 Accepted", [("Content-Length", "0")])
-            return [b""]
         stream = session.open_stream(request_ids)
         if isinstance(message, Request) and self.inline_handlers:
             return self._answer_inline(session, stream, message, start_response)
         session.connection.session.dispatch(message)  # a batch: its handlers run on the pool
         return self._answer(session, stream, start_response)
+
+    def _accept_without_requests(self, environ: dict, start_response, message, items: list):
+        """A POST of notifications, answers or invalid batch items: nothing to stream back.
+
+        basic/transports §Sending Messages: "If the input is a JSON-RPC response or notification
+        ... the server MUST return HTTP status code 202 Accepted with no body."  Invalid batch
+        items are answered all the same, as JSON-RPC 2.0 §6 asks: an array of their errors.
+        """
+        session = None if self.stateless else self._session_for(environ)
+        version = self._check_version(environ) if session is None else session.version
+        if isinstance(message, list) and not lifecycle.batches_allowed(version):
+            raise HttpError("400 Bad Request", "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+        valid = [m for m in items if not isinstance(m, InvalidRequest)]
+        if session is not None and valid:  # stateless mode: notifications and answers reach no connection
+            session.connection.session.dispatch(valid if isinstance(message, list) else valid[0])
+        invalid = [m for m in items if isinstance(m, InvalidRequest)]
+        if invalid:
+            # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
+            body = jsonrpc.serialize_items([ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid])
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        start_response("202 Accepted", [("Content-Length", "0")])
+        return [b""]
 
     def _answer_inline(self, session: HttpSession, stream: Stream, request: Request, start_response):
         """Serve a POSTed request on this thread: JSON if the handler sends only its answer,

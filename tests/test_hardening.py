@@ -1,0 +1,190 @@
+"""Hardening: nothing a peer sends ends a reader, and the work done for a message is bounded.
+
+Each test sends the bad input to a real peer (a stdio subprocess, or the HTTP app on a real
+socket), checks the answer (an error, or a logged drop), and then checks that the connection
+still serves.  See spec_notes/security.md for every limit and what a peer sees past it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import pytest
+from conftest import SERVERS, WAIT
+from http_fixtures import notification, raw_session, request, serve  # noqa: F401 - fixtures
+
+from mcp_ref import Client, InternalError, McpError, Server, jsonrpc
+from mcp_ref.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+
+HOSTILE = [sys.executable, str(SERVERS / "hostile_raw_server.py")]
+DEEP_ARRAY = b"[" * 100_000 + b"]" * 100_000
+DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+
+
+def ping_answered(peer, request_id="after") -> None:
+    peer.send_json({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+    assert peer.recv() == {"jsonrpc": "2.0", "id": request_id, "result": {}}
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+# -- class 1: one line never ends the stdio server -------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05"])
+def test_unhashable_ids_and_tokens_in_notifications_are_dropped(raw_peer, version):
+    peer = raw_peer()
+    peer.initialize(version)
+    for params in ({"requestId": [1, 2]}, {"requestId": {"a": 1}}, {"requestId": None},
+                   {"progressToken": {"a": 1}, "progress": 1}, {"progressToken": [1], "progress": 2}):
+        method = "notifications/cancelled" if "requestId" in params else "notifications/progress"
+        peer.send_json({"jsonrpc": "2.0", "method": method, "params": params})
+    ping_answered(peer)  # nothing was answered for the notifications, and the server still serves
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05"])
+@pytest.mark.parametrize("line", [DEEP_ARRAY, DEEP_OBJECT, b'{"a":' * 65 + b"1" + b"}" * 65],
+                         ids=["array-100000-deep", "object-100000-deep", "object-65-deep"])
+def test_json_nested_too_deep_is_an_error_and_the_server_goes_on(raw_peer, version, line):
+    peer = raw_peer()
+    peer.initialize(version)
+    peer.send(line + b"\n")
+    error = peer.recv()["error"]
+    # At 2025-11-25 an array is refused as a batch before it is parsed; otherwise it is too deep.
+    assert error["code"] in (PARSE_ERROR, INVALID_REQUEST)
+    if error["code"] == PARSE_ERROR:
+        assert "nested deeper than the limit" in error["message"]
+    ping_answered(peer)
+
+
+def test_nesting_up_to_the_limit_is_served(raw_peer):
+    peer = raw_peer()
+    peer.initialize()
+    deep = {"text": "x"}
+    for _ in range(jsonrpc.MAX_NESTING - 6):  # the envelope adds its own levels
+        deep = {"n": deep}
+    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"deep": deep}}})
+    assert peer.recv()["result"]["content"][0]["text"] == "hi"
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
+def test_non_json_literals_are_parse_errors(raw_peer, literal):
+    peer = raw_peer()
+    peer.initialize()
+    peer.send(b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":' + literal + b"}}}\n")
+    error = peer.recv()["error"]
+    assert error["code"] == PARSE_ERROR and "not a JSON value" in error["message"]
+    ping_answered(peer)
+
+
+def test_a_hostile_server_cannot_end_the_clients_connection():
+    with Client.stdio(HOSTILE, timeout=WAIT, stderr="capture") as client:
+        client.ping()  # preceded by every kind of garbage
+        client.ping()  # and the connection is still there
+        assert not client.session.is_closed
+
+
+# -- class 2: the work for a message is bounded by its size ----------------------------------------
+
+
+def test_a_huge_batch_is_refused_before_its_items_are_built(raw_peer):
+    peer = raw_peer()
+    peer.initialize("2024-11-05")  # a revision with batches
+    before = rss_kib(peer.proc.pid)
+    started = time.monotonic()
+    peer.send(b"[0" + b",0" * 1_500_000 + b"]\n")  # 3 MB: one and a half million items
+    error = peer.recv()["error"]
+    assert error["code"] == INVALID_REQUEST and f"the limit is {jsonrpc.MAX_BATCH}" in error["message"]
+    assert time.monotonic() - started < WAIT / 2
+    assert rss_kib(peer.proc.pid) - before < 150_000  # KiB: a small multiple of the 3 MB sent, not 1.4 GB
+    ping_answered(peer)
+
+
+def test_a_batch_where_the_revision_has_none_is_refused_unparsed(raw_peer):
+    peer = raw_peer()
+    peer.initialize("2025-11-25")
+    started = time.monotonic()
+    peer.send(b"[0" + b",0" * 1_500_000 + b"]\n")
+    assert "batches are not supported" in peer.recv()["error"]["message"]
+    assert time.monotonic() - started < WAIT / 2
+    ping_answered(peer)
+
+
+def test_a_batch_at_the_limit_is_served(raw_peer):
+    peer = raw_peer()
+    peer.initialize("2025-03-26")
+    peer.send_json([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(jsonrpc.MAX_BATCH)])
+    answers = peer.recv()
+    assert len(answers) == jsonrpc.MAX_BATCH and all(a["result"] == {} for a in answers)
+
+
+# -- class 8: smaller holes ---------------------------------------------------------------------
+
+
+def nan_server() -> Server:
+    server = Server("nan")
+
+    @server.tool()
+    def ratio() -> dict[str, float]:
+        """A structured result JSON cannot carry."""
+        return {"ratio": math.nan}
+
+    @server.tool()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"hello {name}"
+
+    return server
+
+
+def test_a_result_json_cannot_carry_is_an_internal_error_and_the_connection_goes_on():
+    with Client.in_memory(nan_server(), timeout=WAIT) as client:
+        with pytest.raises(InternalError, match="not valid JSON"):
+            client.call_tool("ratio")
+        assert client.call_tool("greet", {"name": "Ada"}).content[0].text == "hello Ada"
+
+
+def test_a_value_json_cannot_carry_is_never_sent():
+    with pytest.raises(ValueError):
+        jsonrpc.serialize(jsonrpc.Notification("notifications/progress", {"progressToken": 1, "progress": math.inf}))
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_an_unknown_tool_argument_is_an_input_error_not_an_internal_one(version):
+    with Client.in_memory(nan_server(), timeout=WAIT, protocol_version=version) as client:
+        if version >= "2025-11-25":
+            result = client.call_tool("greet", {"name": "Ada", "mood": "happy"})
+            assert result.is_error and "unexpected argument(s): mood" in result.content[0].text
+        else:
+            with pytest.raises(McpError, match="unexpected argument") as caught:
+                client.call_tool("greet", {"name": "Ada", "mood": "happy"})
+            assert caught.value.code == INVALID_PARAMS
+        assert client.call_tool("greet", {"name": "Ada"}).content[0].text == "hello Ada"
+
+
+def test_an_http_batch_of_only_invalid_items_gets_their_errors(serve, raw_session):
+    srv = serve()
+    session = raw_session(srv.mcp)
+    session.initialize("2025-03-26")
+    response = session.post([1, 2, 3], check=False)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [(m["id"], m["error"]["code"]) for m in body] == [(None, INVALID_REQUEST)] * 3
+    # Notifications with an invalid item: the notification is taken, the item answered.
+    response = session.post([notification("notifications/roots/list_changed"), "x"], check=False)
+    assert response.status_code == 200 and [m["error"]["code"] for m in response.json()] == [INVALID_REQUEST]
+    assert session.result(session.post(request("ping", None, 99)), 99)[0]["result"] == {}
+
+
+def test_unit_nesting_and_batch_detection():
+    assert jsonrpc.nesting('[[1], {"a": "[[[[\\"]]"}]') == 2
+    assert jsonrpc.nesting("1") == 0
+    assert jsonrpc.starts_batch(b" \r\n\t[1]") and not jsonrpc.starts_batch(b'{"a": []}')
+    with pytest.raises(jsonrpc.InvalidRequest, match="limit"):
+        jsonrpc.parse(json.dumps([{"jsonrpc": "2.0", "method": "x"}] * (jsonrpc.MAX_BATCH + 1)))
