@@ -236,7 +236,8 @@ def main() -> None:
 
 def __getattr__(name: str):
     # ``mcp_ref.demo:wsgi_app`` — the demo as a stateless WSGI app, for several worker processes:
-    #     gunicorn -k gthread -w 2 --threads 8 mcp_ref.demo:wsgi_app
+    #     MCP_REF_SECRET=... gunicorn -k gthread -w 2 --threads 8 mcp_ref.demo:wsgi_app
+    # (every worker must share MCP_REF_SECRET, which signs pagination cursors: see Server(secret=)).
     # Built on first access, so importing this module stays cheap.
     if name == "wsgi_app":
         app = build_server().wsgi_app(stateless=True)

@@ -4,6 +4,12 @@ A cursor is ``base64url(b"<offset>:<kind>" + HMAC-SHA256(secret, ...)[:16])``
 without padding. The MAC stops clients from forging offsets, and the kind
 (``"tools"``, ``"prompts"``, ...) stops a cursor from one list being replayed
 against another.
+
+Every process that serves the same clients must share the secret — the workers
+of a stateless deployment hand cursors to each other's clients.  Configure it
+with ``Server(secret=...)`` or the environment variable ``MCP_REF_SECRET``; a
+comma-separated list rotates keys: the first signs, every one is accepted.
+Without one, each Paginator draws its own random secret.
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ import secrets
 from collections.abc import Sequence
 from typing import TypeVar
 
-__all__ = ["InvalidCursor", "Paginator"]
+__all__ = ["InvalidCursor", "Paginator", "SECRET_ENV"]
+
+#: The environment variable holding the deployment's secret (``new,old`` during a rotation).
+SECRET_ENV = "MCP_REF_SECRET"
 
 _T = TypeVar("_T")
 _TAG_BYTES = 16
@@ -29,27 +38,28 @@ class InvalidCursor(ValueError):
 class Paginator:
     """Split lists into pages of ``page_size`` items addressed by signed cursors.
 
-    ``secret`` keys the HMAC; a random 32-byte secret is generated when None,
-    so cursors are only valid for this Paginator instance.
+    ``secret`` keys the HMAC: bytes, a string, or a sequence of them (a string
+    may be ``"new,old"``); the first key signs and every key is accepted, so a
+    deployment can rotate without refusing cursors already handed out.  None
+    draws a random 32-byte secret: cursors are then valid for this instance
+    only (``configured`` tells which).
     """
 
-    __slots__ = ("page_size", "_secret")
+    __slots__ = ("page_size", "configured", "_keys")
 
-    def __init__(self, page_size: int = 100, secret: bytes | None = None) -> None:
-        """Validate ``page_size`` (an int >= 1) and store the signing secret."""
+    def __init__(self, page_size: int = 100, secret: bytes | str | Sequence[bytes | str] | None = None) -> None:
+        """Validate ``page_size`` (an int >= 1) and store the signing keys."""
         if isinstance(page_size, bool) or not isinstance(page_size, int):
             raise TypeError(f"page_size must be an int, not {type(page_size).__name__}")
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
-        if secret is None:
-            secret = secrets.token_bytes(32)
-        elif not isinstance(secret, (bytes, bytearray)) or not secret:
-            raise ValueError("secret must be non-empty bytes")
         self.page_size = page_size
-        self._secret = bytes(secret)
+        #: True when the secret was given (shared by a deployment), False when drawn at random.
+        self.configured = secret is not None
+        self._keys = _keys(secret) if secret is not None else (secrets.token_bytes(32),)
 
-    def _tag(self, payload: bytes) -> bytes:
-        return hmac.new(self._secret, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+    def _tag(self, payload: bytes, key: bytes | None = None) -> bytes:
+        return hmac.new(self._keys[0] if key is None else key, payload, hashlib.sha256).digest()[:_TAG_BYTES]
 
     def make_cursor(self, offset: int, *, kind: str) -> str:
         """Return the signed cursor for ``offset`` in the list named ``kind``."""
@@ -68,7 +78,7 @@ class Paginator:
         except (binascii.Error, ValueError):
             raise InvalidCursor("cursor is not valid base64url") from None
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
-        if len(raw) <= _TAG_BYTES or not hmac.compare_digest(tag, self._tag(payload)):
+        if len(raw) <= _TAG_BYTES or not any(hmac.compare_digest(tag, self._tag(payload, key)) for key in self._keys):
             raise InvalidCursor("cursor signature does not verify")
         offset, _, cursor_kind = payload.partition(b":")
         if cursor_kind != kind.encode("utf-8"):
@@ -89,3 +99,17 @@ class Paginator:
         end = start + self.page_size
         page = list(items[start:end])
         return page, (self.make_cursor(end, kind=kind) if end < len(items) else None)
+
+
+def _keys(secret: bytes | str | Sequence[bytes | str]) -> tuple[bytes, ...]:
+    """The signing keys of ``secret``: the first signs, all verify."""
+    if isinstance(secret, str):
+        parts: list = [part.strip() for part in secret.split(",")]
+    elif isinstance(secret, (bytes, bytearray)):
+        parts = [bytes(secret)]
+    else:
+        parts = list(secret)
+    keys = tuple(part.encode("utf-8") if isinstance(part, str) else bytes(part) for part in parts)
+    if not keys or not all(keys):
+        raise ValueError("a secret must be non-empty (bytes, a string, or a list of them)")
+    return keys

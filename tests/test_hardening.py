@@ -188,3 +188,55 @@ def test_unit_nesting_and_batch_detection():
     assert jsonrpc.starts_batch(b" \r\n\t[1]") and not jsonrpc.starts_batch(b'{"a": []}')
     with pytest.raises(jsonrpc.InvalidRequest, match="limit"):
         jsonrpc.parse(json.dumps([{"jsonrpc": "2.0", "method": "x"}] * (jsonrpc.MAX_BATCH + 1)))
+
+
+# -- class 9: every worker of a deployment accepts every worker's cursors --------------------------
+
+
+def test_a_rotated_secret_accepts_cursors_of_the_old_one():
+    from mcp_ref.pagination import InvalidCursor, Paginator
+
+    old, rotated = Paginator(5, secret="old"), Paginator(5, secret="new,old")
+    assert rotated.read_cursor(old.make_cursor(5, kind="tools"), kind="tools") == 5
+    with pytest.raises(InvalidCursor):
+        old.read_cursor(rotated.make_cursor(5, kind="tools"), kind="tools")  # signed with the new key
+    assert Paginator(5, secret=[b"k1", "k2"]).configured and not Paginator(5).configured
+    with pytest.raises(ValueError):
+        Paginator(5, secret="")
+
+
+def page_two_at(first_url: str, second_url: str):
+    import requests
+
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    first = requests.post(first_url, json=request("tools/list", None, 1), headers=headers, timeout=WAIT).json()
+    return requests.post(second_url, json=request("tools/list", {"cursor": first["result"]["nextCursor"]}, 2),
+                         headers=headers, timeout=WAIT).json()
+
+
+def test_a_cursor_from_one_instance_is_accepted_by_another_with_the_same_secret(monkeypatch):
+    from http_fixtures import serving
+
+    monkeypatch.setenv("MCP_REF_SECRET", "one-secret-for-every-worker")
+    with serving(stateless=True) as first, serving(stateless=True) as second:
+        page = page_two_at(first.mcp, second.mcp)
+    assert page["result"]["tools"], page
+
+
+def test_without_a_shared_secret_another_instance_refuses_the_cursor_and_a_warning_says_why(monkeypatch, caplog):
+    from http_fixtures import serving
+
+    monkeypatch.delenv("MCP_REF_SECRET", raising=False)
+    with caplog.at_level("WARNING"):
+        with serving(stateless=True) as first, serving(stateless=True) as second:
+            page = page_two_at(first.mcp, second.mcp)
+    assert page["error"]["code"] == INVALID_PARAMS and "cursor" in page["error"]["message"]
+    assert "no configured secret" in caplog.text
+
+
+def test_no_warning_with_a_secret_or_with_sessions(monkeypatch, caplog):
+    monkeypatch.delenv("MCP_REF_SECRET", raising=False)
+    with caplog.at_level("WARNING"):
+        Server("with-secret", secret="s").wsgi_app(stateless=True)
+        Server("with-sessions").wsgi_app()
+    assert "no configured secret" not in caplog.text

@@ -154,6 +154,49 @@ def test_demo_under_gunicorn_two_workers_stateless():
         assert "Traceback" not in "".join(errors.all), "".join(errors.all)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
+def test_pagination_across_three_gunicorn_workers_with_a_shared_secret():
+    """Issue 7 class 9: a cursor minted by one worker is accepted by every other (MCP_REF_SECRET)."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "3", "--threads", "4", "-b", f"127.0.0.1:{port}",
+               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"]
+    env = {**os.environ, "MCP_REF_SECRET": "new-shared-secret,old-shared-secret"}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
+    access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
+    try:
+        wait_for_port(port, proc)
+        workers = {int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)) for _ in range(3)}
+        url = f"http://127.0.0.1:{port}/mcp"
+        headers = {"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": LATEST, "Connection": "close"}
+
+        def tools_list(cursor, request_id):
+            params = {"cursor": cursor} if cursor else None
+            response = requests.post(url, json=request("tools/list", params, request_id), headers=headers, timeout=TIMEOUT)
+            assert response.status_code == 200, response.text
+            return response.json()
+
+        first = tools_list(None, 1)["result"]
+        assert first.get("nextCursor"), first  # the demo lists five tools a page
+        for n in range(20):  # each follow-up on a new connection: workers take turns as the kernel pleases
+            page = tools_list(first["nextCursor"], 100 + n)
+            assert "result" in page and page["result"]["tools"], page
+        answered: dict[int, int] = {}
+        while sum(answered.values()) < 21:  # the first page and 20 follow-ups, from the access log
+            line = access.lines.get(timeout=WAIT)
+            assert line is not None
+            pid = int(line.split()[0].strip("<>"))
+            answered[pid] = answered.get(pid, 0) + 1
+        assert set(answered) <= workers
+        # How the kernel spreads connections is not ours to decide; the cross-instance proof is
+        # test_hardening.py::test_a_cursor_from_one_instance_is_accepted_by_another_with_the_same_secret.
+        print("pages answered per worker:", answered)
+        assert not any("no configured secret" in line for line in errors.all)
+    finally:
+        stop(proc)
+        assert "Traceback" not in "".join(errors.all), "".join(errors.all)
+
+
 def test_stateless_requests_need_no_state_from_another_instance():
     # Two separate servers, as two workers or machines behind a load balancer would be: the
     # session starts at one, and every later request goes to the other.

@@ -9,13 +9,14 @@ the feature modules, which ask the registry through the public lookups below
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .. import lifecycle
-from ..pagination import Paginator
+from ..pagination import SECRET_ENV, Paginator
 from .connection import ServerConnection
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
@@ -27,6 +28,11 @@ class Server:
 
     ``instructions`` is sent to clients in the initialize result.
     ``page_size`` is the number of items per page of every listing.
+    ``secret`` signs what the server hands a client to give back (pagination
+    cursors): every process serving the same clients needs the same one — the
+    workers of a stateless deployment.  It defaults to the environment variable
+    ``MCP_REF_SECRET``; ``"new,old"`` rotates (the first signs, both verify).
+    Without either, each process draws a random one.
     ``on_roots_list_changed(connection)`` is called (on the callback thread)
     when a client says its roots changed.
     """
@@ -40,13 +46,16 @@ class Server:
         instructions: str | None = None,
         page_size: int = 100,
         website_url: str | None = None,
+        secret: bytes | str | Sequence[bytes | str] | None = None,
     ):
         self.name = name
         self.version = version
         self.title = title
         self.instructions = instructions
         self.website_url = website_url
-        self.paginator = Paginator(page_size=page_size)
+        if secret is None:
+            secret = os.environ.get(SECRET_ENV) or None
+        self.paginator = Paginator(page_size=page_size, secret=secret)
         self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
         self._tools: dict[str, RegisteredTool] = {}
         self._resources: dict[str, RegisteredResource] = {}

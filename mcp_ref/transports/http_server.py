@@ -368,6 +368,11 @@ class McpWsgiApp:
         self.inline_handlers = inline_handlers
         self.sessions: dict[str, HttpSession] = {}
         self._sessions_lock = threading.Lock()
+        if stateless and not server.paginator.configured:
+            # Stateless mode is for several workers, each of which must accept the others' cursors.
+            log.warning("%s: serving statelessly with no configured secret: a pagination cursor made by one "
+                        "worker is refused by the others; set MCP_REF_SECRET (or Server(secret=...)) to the same "
+                        "value for every worker", server.name)
         self._last_sweep = time.monotonic()
         self._stateless_pool: ThreadPoolExecutor | None = None
 
