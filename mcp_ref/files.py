@@ -13,7 +13,10 @@ import re
 import stat
 from pathlib import Path
 
-__all__ = ["FileRoot", "PathOutsideRoot", "is_text"]
+__all__ = ["FileRoot", "PathOutsideRoot", "FileTooLarge", "is_text", "DEFAULT_MAX_FILE_SIZE"]
+
+#: The largest file a FileRoot reads (``max_file_size``): a resource is sent whole, in one message.
+DEFAULT_MAX_FILE_SIZE = 8 * 1024 * 1024
 
 # Fixed answers for common text formats so results do not depend on the
 # host's mime.types file; everything else goes through mimetypes.
@@ -40,7 +43,15 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 class PathOutsideRoot(PermissionError):
-    """A requested path is malformed or would resolve outside the root."""
+    """A requested path is malformed, hidden, or would resolve outside the root."""
+
+
+class FileTooLarge(ValueError):
+    """The file is larger than the root's ``max_file_size`` (``limit``): it is not read."""
+
+    def __init__(self, relative: str, limit: int):
+        super().__init__(f"{relative!r} is larger than the limit of {limit} bytes")
+        self.limit = limit
 
 
 def _guess_mime(path: str) -> str:
@@ -74,16 +85,24 @@ class FileRoot:
     """A directory whose regular files are readable by relative POSIX path.
 
     ``root`` must be an existing directory (else ValueError); it is stored
-    resolved in ``.root``.
+    resolved in ``.root``.  Files over ``max_file_size`` bytes are refused
+    (:class:`FileTooLarge`), and hidden paths (a component starting with ``.``:
+    ``.env``, ``.git/config``) are refused as outside the root unless
+    ``allow_hidden``.
     """
 
-    __slots__ = ("root", "_real", "_prefix")
+    __slots__ = ("root", "max_file_size", "allow_hidden", "_real", "_prefix")
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike, *, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+                 allow_hidden: bool = False) -> None:
         """Resolve and check ``root``."""
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"file root {str(root)!r} is not an existing directory")
+        if max_file_size < 0:
+            raise ValueError("max_file_size must be >= 0")
+        self.max_file_size = max_file_size
+        self.allow_hidden = allow_hidden
         self.root = path.resolve(strict=True)
         self._real = os.path.realpath(self.root)
         self._prefix = self._real if self._real.endswith(os.sep) else self._real + os.sep
@@ -91,8 +110,7 @@ class FileRoot:
     def _inside(self, real: str) -> bool:
         return real == self._real or real.startswith(self._prefix)
 
-    @staticmethod
-    def _check_relative(relative: str) -> list[str]:
+    def _check_relative(self, relative: str) -> list[str]:
         """Return the path's components, or raise PathOutsideRoot if unsafe."""
         if not isinstance(relative, str):
             raise TypeError(f"path must be a str, not {type(relative).__name__}")
@@ -107,6 +125,8 @@ class FileRoot:
         parts = [p for p in relative.split("/") if p not in ("", ".")]
         if ".." in parts:
             raise PathOutsideRoot(f"path {relative!r} contains '..'")
+        if not self.allow_hidden and any(p.startswith(".") for p in parts):
+            raise PathOutsideRoot(f"path {relative!r} is hidden")
         return parts
 
     def resolve(self, relative: str) -> Path:
@@ -132,28 +152,41 @@ class FileRoot:
         return Path(real)
 
     def read(self, relative: str) -> tuple[bytes, str]:
-        """Return ``(content, mime_type)`` of file ``relative`` (see :meth:`resolve`)."""
+        """Return ``(content, mime_type)`` of file ``relative`` (see :meth:`resolve`).
+
+        The file is opened without following a symlink and without blocking,
+        and the opened descriptor must be a regular file: a path swapped for a
+        FIFO or a link after :meth:`resolve` is refused, never waited on.  At
+        most ``max_file_size`` bytes are read (:class:`FileTooLarge` beyond).
+        """
         path = self.resolve(relative)
-        with open(path, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
                 raise PermissionError(f"{relative!r} is not a regular file")
-            data = fh.read()
+            if info.st_size > self.max_file_size:
+                raise FileTooLarge(relative, self.max_file_size)
+            data = fh.read(self.max_file_size + 1)
+        if len(data) > self.max_file_size:  # it grew since fstat
+            raise FileTooLarge(relative, self.max_file_size)
         return data, _guess_mime(relative)
 
     def list(self) -> list[str]:
         """Return the sorted relative POSIX paths of all regular files under the root.
 
-        Hidden (dot) files and directories are skipped, symlinked directories
+        Hidden (dot) files and directories are skipped (unless ``allow_hidden``), symlinked directories
         are not descended into, and symlinks are listed only when they resolve
         to a regular file inside the root.
         """
         found: list[str] = []
         for dirpath, dirnames, filenames in os.walk(self._real):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            dirnames[:] = [d for d in dirnames if self.allow_hidden or not d.startswith(".")]
             rel_dir = os.path.relpath(dirpath, self._real)
             prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
             for name in filenames:
-                if name.startswith("."):
+                if name.startswith(".") and not self.allow_hidden:
                     continue
                 relative = prefix + name
                 try:

@@ -240,3 +240,103 @@ def test_no_warning_with_a_secret_or_with_sessions(monkeypatch, caplog):
         Server("with-secret", secret="s").wsgi_app(stateless=True)
         Server("with-sessions").wsgi_app()
     assert "no configured secret" not in caplog.text
+
+
+# -- class 7: add_file_root -------------------------------------------------------------------------
+
+
+def file_root_server(root, **options) -> Server:
+    server = Server("files")
+    server.add_file_root(str(root), uri_prefix="files://", **options)
+    return server
+
+
+def test_a_file_over_the_size_cap_is_refused_without_being_read(tmp_path):
+    import resource
+
+    with open(tmp_path / "big.bin", "wb") as big:
+        big.truncate(256 * 1024 * 1024)  # sparse: 256 MB that cost no disk
+    (tmp_path / "small.txt").write_text("small")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with Client.in_memory(file_root_server(tmp_path), timeout=WAIT) as client:
+        with pytest.raises(McpError, match="Resource too large: files://big.bin") as caught:
+            client.read_resource("files://big.bin")
+        assert caught.value.code == INVALID_PARAMS and str(tmp_path) not in caught.value.message
+        assert client.read_resource("files://small.txt").contents[0].text == "small"
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: never read whole
+
+
+def test_the_size_cap_is_a_setting(tmp_path):
+    (tmp_path / "five.txt").write_text("12345")
+    with Client.in_memory(file_root_server(tmp_path, max_file_size=4), timeout=WAIT) as client:
+        with pytest.raises(McpError, match="limit of 4 bytes"):
+            client.read_resource("files://five.txt")
+
+
+def test_hidden_files_are_neither_listed_nor_readable_unless_allowed(tmp_path):
+    (tmp_path / ".env").write_text("SECRET=1")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]")
+    (tmp_path / "visible.txt").write_text("ok")
+    with Client.in_memory(file_root_server(tmp_path), timeout=WAIT) as client:
+        assert [r.uri for r in client.list_resources() if r.uri.startswith("files://")] == ["files://visible.txt"]
+        for uri in ("files://.env", "files://.git/config", "files://./.env", "files://sub/../.env"):
+            with pytest.raises(McpError) as caught:
+                client.read_resource(uri)
+            assert caught.value.code == -32002, uri  # not found: existence does not leak
+    with Client.in_memory(file_root_server(tmp_path, allow_hidden=True), timeout=WAIT) as client:
+        assert client.read_resource("files://.env").contents[0].text == "SECRET=1"
+
+
+def test_unreadable_and_impossible_paths_are_not_found_not_internal_errors(tmp_path):
+    import os
+
+    secret = tmp_path / "locked.txt"
+    secret.write_text("x")
+    secret.chmod(0)
+    names = ["files://" + "a" * 5000, "files://" + "/".join(["d"] * 3000), "files://locked.txt"]
+    with Client.in_memory(file_root_server(tmp_path), timeout=WAIT) as client:
+        for uri in names:
+            if uri.endswith("locked.txt") and os.geteuid() == 0:
+                continue  # root reads any file: nothing to refuse
+            with pytest.raises(McpError) as caught:
+                client.read_resource(uri)
+            assert caught.value.code == -32002, (uri[:40], caught.value)
+
+
+def test_a_fifo_in_the_root_never_blocks_a_handler(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    with Client.in_memory(file_root_server(tmp_path), timeout=WAIT) as client:
+        with pytest.raises(McpError) as caught:
+            client.read_resource("files://pipe")
+        assert caught.value.code == -32002
+        assert "files://pipe" not in [r.uri for r in client.list_resources()]
+
+
+def test_a_file_swapped_for_a_fifo_after_resolving_is_refused_unread(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    from mcp_ref.files import FileRoot
+
+    root = FileRoot(tmp_path)
+    (tmp_path / "swap").write_text("regular")
+    resolved = root.resolve("swap")  # checked: a regular file ...
+    os.unlink(resolved)
+    os.mkfifo(resolved)  # ... then swapped for a FIFO before it is opened
+    monkeypatch.setattr(FileRoot, "resolve", lambda self, relative: resolved)  # the check already passed
+    outcome = []
+    thread = threading.Thread(target=lambda: outcome.append(_read_or_error(root, "swap")), daemon=True)
+    thread.start()
+    thread.join(WAIT)
+    assert not thread.is_alive() and outcome == ["PermissionError"]
+
+
+def _read_or_error(root, relative):
+    try:
+        root.read(relative)
+        return "read"
+    except Exception as exc:  # noqa: BLE001 - the test names what was raised
+        return type(exc).__name__

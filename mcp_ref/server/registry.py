@@ -167,15 +167,20 @@ class Server:
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
         self._announce("resources")
 
-    def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None) -> str:
+    def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
+                      max_file_size: int | None = None, allow_hidden: bool = False) -> str:
         """Serve every file under directory ``root`` as a resource, confined to that directory.
 
         URIs are ``uri_prefix + relative/path`` (default: the directory's
         ``file://`` URI plus ``/``).  Paths that leave the root — ``..``,
-        absolute paths, symlinks pointing outside — are refused as not found.
-        Returns the URI template registered.
+        absolute paths, symlinks pointing outside — and hidden paths (``.env``,
+        ``.git/...``, unless ``allow_hidden``) are refused as not found.  A file
+        over ``max_file_size`` bytes (default
+        :data:`~mcp_ref.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
+        -32602.  Returns the URI template registered.
         """
-        template, read_file, list_files, files = file_root(root, uri_prefix)
+        template, read_file, list_files, files = file_root(root, uri_prefix, max_file_size=max_file_size,
+                                                           allow_hidden=allow_hidden)
         self.add_resource(read_file, template, name=name or f"files under {files.root.name}",
                           description=f"Files under {files.root}")
         with self._registry_lock:

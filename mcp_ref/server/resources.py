@@ -51,25 +51,32 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
     return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None)
 
 
-def file_root(root: str, uri_prefix: str | None = None) -> tuple[str, Callable, Callable[[], Iterator[dict]], Any]:
+def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,
+              allow_hidden: bool = False) -> tuple[str, Callable, Callable[[], Iterator[dict]], Any]:
     """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
 
     Returns ``(template, read_file, list_files, files)``: the URI template
-    ``prefix{+path}``, the function that reads one file (paths that leave the
-    root answer Resource not found), the generator of listed files, and the
-    :class:`~mcp_ref.files.FileRoot`.
+    ``prefix{+path}``, the function that reads one file, the generator of
+    listed files, and the :class:`~mcp_ref.files.FileRoot`.  A path that
+    leaves the root, is hidden, missing, unreadable or too long to open
+    answers Resource not found (-32002), naming only the URI; a file over
+    ``max_file_size`` answers -32602 with its size and the limit.
     """
-    from ..files import FileRoot, PathOutsideRoot, is_text
+    from ..files import DEFAULT_MAX_FILE_SIZE, FileRoot, FileTooLarge, is_text
 
-    files = FileRoot(root)
+    files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
+                     allow_hidden=allow_hidden)
     prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
 
     def read_file(path: str):
+        uri = prefix + path
         try:
             data, mime_type = files.read(path)
-        except (PathOutsideRoot, FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise ResourceNotFound(f"Resource not found: {prefix}{path}", data={"uri": prefix + path}) from None
-        uri = prefix + path
+        except FileTooLarge as exc:
+            raise InvalidParams(f"Resource too large: {uri} is over this server's limit of {exc.limit} bytes",
+                                data={"uri": uri}) from None
+        except OSError:  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
+            raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
         if is_text(data, mime_type):
             return TextResourceContents(uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type)
         return BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
