@@ -340,3 +340,42 @@ def _read_or_error(root, relative):
         return "read"
     except Exception as exc:  # noqa: BLE001 - the test names what was raised
         return type(exc).__name__
+
+
+# -- class 8: headers ---------------------------------------------------------------------------------
+
+
+def raw_http(port: int, head: bytes) -> bytes:
+    """Send ``head`` (a whole request, CRLF line ends) on a fresh socket; the status line that comes back."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT) as sock:
+        sock.sendall(head)
+        return sock.makefile("rb").readline()
+
+
+def ping_request(host_lines: bytes, extra: bytes = b"") -> bytes:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    return (b"POST /mcp HTTP/1.1\r\n" + host_lines + extra + b"Content-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+@pytest.mark.parametrize("host_lines", [
+    b"Host: 127.0.0.1:1,evil.com\r\n",
+    b"Host: 127.0.0.1\r\nHost: evil.com\r\n",
+    b"Host: evil.com@127.0.0.1\r\n",
+    b"Host: 127.0.0.1 evil.com\r\n",
+    b"Host: \r\n",
+], ids=["list", "duplicated", "userinfo", "space", "empty"])
+def test_a_malformed_host_is_refused_by_the_rebinding_guard(serve, host_lines):
+    srv = serve(stateless=True)
+    assert raw_http(srv.port, ping_request(host_lines)).split()[1] == b"403"
+    assert raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n")).split()[1] == b"200"  # a good one still passes
+
+
+def test_a_bare_cr_in_a_header_value_is_refused(serve):
+    srv = serve(stateless=True)
+    status = raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n", b"X-Note: a\rb\r\n"))
+    assert status.split()[1] == b"400"
+    assert raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n")).split()[1] == b"200"

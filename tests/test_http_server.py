@@ -194,7 +194,7 @@ def test_sampling_round_trip_raw(serve, raw_session):
 # -- protocol version header ------------------------------------------------------------------
 
 
-def test_protocol_version_header_unsupported_is_400_absent_is_accepted(serve, raw_session):
+def test_protocol_version_header_unsupported_or_not_negotiated_is_400_absent_is_accepted(serve, raw_session):
     srv = serve()
     session = raw_session(srv.mcp)
     session.initialize()
@@ -204,9 +204,15 @@ def test_protocol_version_header_unsupported_is_400_absent_is_accepted(serve, ra
     request_id, response = session.call("tools/list", version=False)  # absent: 2025-03-26 is assumed
     answer, _ = session.result(response, request_id)
     assert answer["result"]["tools"]
-    for version in ("2025-03-26", "2025-06-18", LATEST):
-        request_id, response = session.call("ping", headers={"MCP-Protocol-Version": version})
-        assert session.result(response, request_id)[0]["result"] == {}
+    request_id, response = session.call("ping", headers={"MCP-Protocol-Version": LATEST})
+    assert session.result(response, request_id)[0]["result"] == {}
+    # A supported version that is not the session's: refused, naming both (issue 7, class 8).
+    for version in ("2025-03-26", "2025-06-18"):
+        response = session.call("ping", headers={"MCP-Protocol-Version": version})[1]
+        body = assert_http_error(response, 400)
+        assert version in body["error"]["message"] and LATEST in body["error"]["message"]
+    request_id, response = session.call("ping")  # and the session goes on
+    assert session.result(response, request_id)[0]["result"] == {}
 
 
 # -- content negotiation, media types, limits, malformed input --------------------------------

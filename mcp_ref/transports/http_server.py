@@ -30,6 +30,7 @@ import collections
 import itertools
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -635,7 +636,13 @@ class McpWsgiApp:
             # "The server MAY terminate the session at any time, after which it MUST respond to
             # requests containing that session ID with HTTP 404 Not Found."
             raise HttpError("404 Not Found", "Session not found: start a new session with initialize")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self._check_version(environ)
+        if version is not None and session.version is not None and version != session.version:
+            # 2025-11-25 basic/transports §Protocol Version Header: the client sends "the protocol
+            # version negotiated during initialization"; a different one is invalid for this session.
+            raise HttpError("400 Bad Request", f"Bad Request: MCP-Protocol-Version {version!r} is not the "
+                                               f"version negotiated for this session ({session.version})")
         session.last_seen = time.monotonic()
         return session
 
@@ -845,7 +852,14 @@ def _accepts(accept: str, media_type: str) -> bool:
     return False
 
 
+#: RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host is one name or address, with an optional port.  A
+#: list (``a,b``: duplicated headers joined) or anything else is refused before it is compared.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-.]+)(:[0-9]{1,5})?")
+
+
 def _host_allowed(host: str, allowed: list | None) -> bool:
+    if not _HOST.fullmatch(host):
+        return False
     if allowed is not None and "*" in allowed:
         return True
     name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host

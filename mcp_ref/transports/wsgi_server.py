@@ -56,6 +56,21 @@ class _Body(io.RawIOBase):
         return data
 
 
+class _LineRecorder:
+    """A read-only stream that keeps a copy of each line read through ``readline`` (the request's head)."""
+
+    def __init__(self, stream, lines: list):
+        self.stream, self.lines = stream, lines
+
+    def readline(self, limit: int = -1) -> bytes:
+        line = self.stream.readline(limit)
+        self.lines.append(line)
+        return line
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 class WsgiRequestHandler(BaseHTTPRequestHandler):
     """Runs the server's WSGI application for every request method."""
 
@@ -101,6 +116,25 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
                 continue
             environ[key] = f"{environ[key]},{value}" if key in environ else value
         return environ
+
+    def parse_request(self) -> bool:
+        """The standard parsing, refusing a header line with a bare CR.
+
+        RFC 9112 §2.2: a bare CR in a field "MUST" be rejected or replaced; the
+        standard library's parser would split the line there instead, so two
+        readers of the same bytes could disagree on the headers (smuggling).
+        """
+        lines: list[bytes] = []
+        rfile = self.rfile
+        self.rfile = _LineRecorder(rfile, lines)
+        try:
+            parsed = super().parse_request()
+        finally:
+            self.rfile = rfile
+        if parsed and any(b"\r" in line.rstrip(b"\r\n") for line in lines):
+            self.send_error(400, "Bad header line: a bare CR")
+            return False
+        return parsed
 
     def _run(self) -> None:
         try:
