@@ -37,6 +37,7 @@ _EXPORTS = {
     "RequestCancelled": "errors",
     "CapabilityError": "errors",
     "UnsupportedProtocolVersion": "errors",
+    "ServerBusy": "errors",
     "TextContent": "types",
     "ImageContent": "types",
     "AudioContent": "types",

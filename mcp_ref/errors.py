@@ -25,6 +25,9 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 # MCP 2025-11-25 client/elicitation §URL Elicitation Required Error.
 URL_ELICITATION_REQUIRED = -32042
+# JSON-RPC 2.0 §5.1: -32000 to -32099 are "Reserved for implementation-defined server-errors".
+# mcp_ref's: the connection already holds as many requests as it takes (Session.max_incoming).
+SERVER_BUSY = -32000
 
 
 class McpError(Exception):
@@ -119,10 +122,16 @@ class UrlElicitationRequired(McpError):
         return list((self.data or {}).get("elicitations", []))
 
 
+class ServerBusy(McpError):
+    """-32000 (mcp_ref's): the peer holds as many requests as it takes on this connection; retry later."""
+
+    code = SERVER_BUSY
+
+
 _BY_CODE = {
     cls.code: cls
     for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound,
-                UrlElicitationRequired)
+                UrlElicitationRequired, ServerBusy)
 }
 
 

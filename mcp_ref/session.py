@@ -38,6 +38,7 @@ from . import jsonrpc
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    SERVER_BUSY,
     ConnectionClosed,
     InvalidRequest,
     McpError,
@@ -55,6 +56,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
+#: Incoming requests one connection holds at once (running or waiting for a handler thread).
+#: Past it a request is answered at once with -32000 (:class:`~mcp_ref.errors.ServerBusy`),
+#: never queued without bound.
+DEFAULT_MAX_INCOMING = 1024
+
 #: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
@@ -227,7 +233,9 @@ class Session:
     """A JSON-RPC endpoint over one transport (see the module docstring).
 
     ``default_timeout`` applies to every outgoing request that does not pass
-    its own; ``max_workers`` bounds concurrently running incoming handlers.
+    its own; ``max_workers`` bounds concurrently running incoming handlers, and
+    ``max_incoming`` the incoming requests held at once (running or queued for a
+    handler): past it a request is refused with -32000 (``ServerBusy``).
     ``trace``, when set, is called as ``trace("-->", data)`` for every message
     written and ``trace("<--", data)`` for every message read.  ``executor``
     runs the handlers instead of a pool of the session's own.
@@ -240,6 +248,7 @@ class Session:
         *,
         default_timeout: float | None = DEFAULT_TIMEOUT,
         max_workers: int = 32,
+        max_incoming: int = DEFAULT_MAX_INCOMING,
         name: str = "mcp",
         trace: Callable[[str, bytes], None] | None = None,
         executor: ThreadPoolExecutor | None = None,
@@ -247,6 +256,7 @@ class Session:
         self.transport = transport
         self.dispatcher = dispatcher
         self.default_timeout = default_timeout
+        self.max_incoming = max_incoming
         self.name = name
         self.trace = trace
         #: The negotiated revision; set by the role once ``initialize`` completes.
@@ -275,6 +285,12 @@ class Session:
         if self._reader is None:
             self._reader = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
             self._reader.start()
+
+    @property
+    def _busy(self) -> dict:
+        return {"code": SERVER_BUSY, "message": f"Server busy: {self.max_incoming} requests are already in progress "
+                                                "on this connection; retry when some have finished",
+                "data": {"maxIncoming": self.max_incoming}}
 
     def close(self) -> None:
         """Close the connection; every pending request fails with ConnectionClosed. Idempotent."""
@@ -580,11 +596,14 @@ class Session:
         context = RequestContext(self, request.id, request.method, params)
         with self._lock:
             duplicate = request.id in self._incoming
-            if not duplicate:
+            busy = not duplicate and len(self._incoming) >= self.max_incoming
+            if not duplicate and not busy:
                 self._incoming[request.id] = context
-        if duplicate:
+        if duplicate or busy:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
-            reply = ErrorResponse(request.id, _ID_IN_USE)
+            reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
+            if busy:
+                log.warning("%s: %d requests in progress; refused %s", self.name, self.max_incoming, request.method)
             batch.add(reply) if batch else self._reply(reply)
             return
         if inline:

@@ -379,3 +379,77 @@ def test_a_bare_cr_in_a_header_value_is_refused(serve):
     status = raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n", b"X-Note: a\rb\r\n"))
     assert status.split()[1] == b"400"
     assert raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n")).split()[1] == b"200"
+
+
+# -- class 4: bounded queues ----------------------------------------------------------------------
+
+
+def thread_count(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
+
+
+def test_a_flood_of_requests_is_refused_past_the_limit_not_queued_without_bound(raw_peer):
+    from mcp_ref.errors import SERVER_BUSY
+    from mcp_ref.session import DEFAULT_MAX_INCOMING
+
+    peer = raw_peer()
+    peer.initialize()
+    before = rss_kib(peer.proc.pid)
+    flood = DEFAULT_MAX_INCOMING + 500
+    call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_for_cancel","arguments":{"seconds":30}}}'
+    peer.send(("\n".join(call % i for i in range(flood)) + "\n").encode())
+    refused = [peer.recv() for _ in range(flood - DEFAULT_MAX_INCOMING)]  # only the refusals come back now
+    assert all(m["error"]["code"] == SERVER_BUSY and "Server busy" in m["error"]["message"] for m in refused)
+    assert sorted(m["id"] for m in refused) == list(range(DEFAULT_MAX_INCOMING, flood))
+    ping_answered(peer)  # answered on the reader, whatever the handlers are doing
+    assert thread_count(peer.proc.pid) < 32 + 10  # the handler pool's bound, not one thread a request
+    assert rss_kib(peer.proc.pid) - before < 100_000
+    for i in range(DEFAULT_MAX_INCOMING):  # let them go: the held requests end, and there is room again
+        peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}})
+    peer.send_json({"jsonrpc": "2.0", "id": "echo", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "room"}}})
+    while True:
+        message = peer.recv()
+        if message.get("id") == "echo":
+            assert message["result"]["content"][0]["text"] == "room"
+            break
+
+
+def test_a_client_sees_server_busy_as_its_own_class():
+    from mcp_ref import ServerBusy
+
+    import threading
+
+    from mcp_ref.transports.memory import memory_pair
+
+    server = Server("small")
+    release = threading.Event()
+
+    @server.tool()
+    def hold() -> str:
+        """Hold a slot until released."""
+        release.wait(WAIT)
+        return "released"
+
+    client_end, server_end = memory_pair()
+    server.connect(server_end, max_incoming=2)
+    with Client(client_end, timeout=WAIT) as client:
+        held = [client.start_tool_call("hold") for _ in range(2)]
+        with pytest.raises(ServerBusy, match="Server busy"):
+            client.call_tool("hold")
+        release.set()
+        assert [call.result().content[0].text for call in held] == ["released", "released"]
+        assert client.call_tool("hold").content[0].text == "released"
+
+
+def test_http_sessions_share_one_handler_pool(serve, raw_session):
+    srv = serve(inline_handlers=False)
+    sessions = [raw_session(srv.mcp) for _ in range(20)]
+    for session in sessions:
+        session.initialize()
+        request_id, response = session.call("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        assert session.result(response, request_id)[0]["result"]["content"][0]["text"] == "x"
+    import threading
+
+    handler_threads = [t for t in threading.enumerate() if t.name.startswith(("mcp-http-handler", "http-"))]
+    assert len(handler_threads) <= srv.app.handler_threads  # not a pool of its own per session

@@ -326,7 +326,9 @@ class McpWsgiApp:
     (seconds between comment lines on idle streams), ``inline_handlers`` (True:
     a POSTed request's handler runs on the POST's own thread, the fastest path;
     False: on the session's pool, with the POST thread relaying its stream —
-    then ``Context.close_sse_stream()`` ends the HTTP response at once).
+    then ``Context.close_sse_stream()`` ends the HTTP response at once),
+    ``handler_threads`` (the one pool, shared by every session, for handlers not
+    run inline: batches, the legacy transport, ``inline_handlers=False``).
     """
 
     def __init__(
@@ -349,6 +351,7 @@ class McpWsgiApp:
         keepalive: float = 15.0,
         standalone_backlog: int = 1000,
         inline_handlers: bool = True,
+        handler_threads: int = 64,
     ):
         self.server = server
         self.path = path
@@ -367,6 +370,7 @@ class McpWsgiApp:
         self.keepalive = keepalive
         self.standalone_backlog = standalone_backlog
         self.inline_handlers = inline_handlers
+        self.handler_threads = handler_threads
         self.sessions: dict[str, HttpSession] = {}
         self._sessions_lock = threading.Lock()
         if stateless and not server.paginator.configured:
@@ -375,7 +379,7 @@ class McpWsgiApp:
                         "worker is refused by the others; set MCP_REF_SECRET (or Server(secret=...)) to the same "
                         "value for every worker", server.name)
         self._last_sweep = time.monotonic()
-        self._stateless_pool: ThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- WSGI entry point ----------------------------------------------------------------
 
@@ -498,7 +502,7 @@ class McpWsgiApp:
     def _initialize(self, environ: dict, start_response, request: Request):
         if self.stateless:
             session = HttpSession(self, None, kind="stateless")
-            connection = self.server.new_connection(session, executor=self._pool_for_stateless(), name="http-stateless")
+            connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-stateless")
         else:
             self._sweep()
             with self._sessions_lock:
@@ -507,7 +511,7 @@ class McpWsgiApp:
             # basic/transports §Session Management: the session ID "SHOULD be globally unique and
             # cryptographically secure" and "MUST only contain visible ASCII characters".
             session = HttpSession(self, secrets.token_urlsafe(24))
-            connection = self.server.new_connection(session, name=f"http-{session.id[:8]}")
+            connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"http-{session.id[:8]}")
         session.connection = connection
         stream = session.open_stream([request.id])
         connection.session.dispatch(request)
@@ -659,7 +663,7 @@ class McpWsgiApp:
     def _transient_session(self, environ: dict) -> HttpSession:
         version = self._check_version(environ)
         session = HttpSession(self, None, kind="stateless")
-        session.connection = self.server.new_connection(session, executor=self._pool_for_stateless(), name="http-stateless")
+        session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-stateless")
         session.connection.assume_initialized(version)
         return session
 
@@ -668,12 +672,17 @@ class McpWsgiApp:
         if session.kind == "stateless":
             session.connection.session.close()
 
-    def _pool_for_stateless(self) -> ThreadPoolExecutor:
-        if self._stateless_pool is None:
+    def _handler_pool(self) -> ThreadPoolExecutor:
+        """The one pool that runs the handlers of every session not run inline (``handler_threads``).
+
+        Shared, so sessions do not each keep idle threads for their whole life; its
+        queue is bounded per session by ``Session.max_incoming``.
+        """
+        if self._pool is None:
             with self._sessions_lock:
-                if self._stateless_pool is None:
-                    self._stateless_pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="mcp-http-handler")
-        return self._stateless_pool
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.handler_threads, thread_name_prefix="mcp-http-handler")
+        return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
         idle = time.monotonic() - session.last_seen
@@ -715,8 +724,8 @@ class McpWsgiApp:
             sessions = list(self.sessions.values())
         for session in sessions:
             self._end_session(session)
-        if self._stateless_pool is not None:
-            self._stateless_pool.shutdown(wait=False)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
 
     # -- HTTP+SSE, 2024-11-05 ------------------------------------------------------------------
 
@@ -725,7 +734,7 @@ class McpWsgiApp:
         an endpoint event containing a URI for the client to use for sending messages."""
         self._sweep()
         session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
-        session.connection = self.server.new_connection(session, name=f"sse-{session.id[:8]}")
+        session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session.id[:8]}")
         with self._sessions_lock:
             if len(self.sessions) >= self.max_sessions:
                 raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions")
