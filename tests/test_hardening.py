@@ -453,3 +453,46 @@ def test_http_sessions_share_one_handler_pool(serve, raw_session):
 
     handler_threads = [t for t in threading.enumerate() if t.name.startswith(("mcp-http-handler", "http-"))]
     assert len(handler_threads) <= srv.app.handler_threads  # not a pool of its own per session
+
+
+# -- class 6: one client cannot lock the others out ---------------------------------------------------
+
+
+def test_a_flood_of_bare_initializes_cannot_lock_out_a_real_client(serve, raw_session):
+    import requests
+    from http_fixtures import init_params
+
+    srv = serve(max_sessions=10)
+    established = raw_session(srv.mcp)
+    established.initialize()  # comes back after initialize: it keeps its place
+    headers = {"Accept": "application/json, text/event-stream"}
+    for n in range(200):  # 20 times the table, never coming back
+        response = requests.post(srv.mcp, json=request("initialize", init_params(), n), headers=headers, timeout=WAIT)
+        assert response.status_code == 200, response.text
+    assert len(srv.app.sessions) <= 10
+    with Client.http(srv.mcp, timeout=WAIT) as client:  # a real client still gets in
+        assert client.call_tool("echo", {"text": "in"}).content[0].text == "in"
+    request_id, response = established.call("ping")
+    assert established.result(response, request_id)[0]["result"] == {}
+
+
+def test_when_every_session_is_established_a_newcomer_gets_503(serve, raw_session):
+    srv = serve(max_sessions=2)
+    for session in (raw_session(srv.mcp), raw_session(srv.mcp)):
+        session.initialize()
+    response = raw_session(srv.mcp).post(request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                                 "clientInfo": {"name": "late", "version": "1"}}), version=False)
+    assert response.status_code == 503 and response.headers.get("Retry-After")
+
+
+def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serve, raw_session):
+    import requests
+    from http_fixtures import init_params
+
+    srv = serve(handshake_timeout=0.2)
+    response = requests.post(srv.mcp, json=request("initialize", init_params(), 1),
+                             headers={"Accept": "application/json, text/event-stream"}, timeout=WAIT)
+    stale = response.headers["Mcp-Session-Id"]
+    time.sleep(1.1)  # time must pass: past the handshake timeout, and the sweep's once-a-second pace
+    raw_session(srv.mcp).initialize()  # an initialize sweeps; this session comes back at once, so it stays
+    assert stale not in srv.app.sessions and len(srv.app.sessions) == 1

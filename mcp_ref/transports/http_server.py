@@ -203,7 +203,10 @@ class HttpSession(Transport):
         self.standalone = Stream("s", limit=app.standalone_backlog)
         self.by_id["s"] = self.standalone
         self._numbers = itertools.count(1)
-        self.last_seen = time.monotonic()
+        self.last_seen = self.created = time.monotonic()
+        #: True once the client came back after initialize (any request naming the session): until
+        #: then the session is the first to go when the table is full, or after ``handshake_timeout``.
+        self.established = False
         self.closed = False
         self.connection: ServerConnection | None = None
 
@@ -322,7 +325,10 @@ class McpWsgiApp:
     streams; True: always JSON; False: always SSE), ``event_store``,
     ``allowed_hosts`` / ``allowed_origins`` (DNS-rebinding protection; ``["*"]``
     allows any), ``max_body_size``, ``session_idle_timeout`` (seconds),
-    ``max_sessions``, ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
+    ``max_sessions`` (when full, the oldest session that never came back after
+    ``initialize`` makes room; if every session did, 503), ``handshake_timeout``
+    (seconds a session that never came back after ``initialize`` is kept),
+    ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
     (seconds between comment lines on idle streams), ``inline_handlers`` (True:
     a POSTed request's handler runs on the POST's own thread, the fastest path;
     False: on the session's pool, with the POST thread relaying its stream —
@@ -347,6 +353,7 @@ class McpWsgiApp:
         max_body_size: int = 4 * 1024 * 1024,
         session_idle_timeout: float = 30 * 60,
         max_sessions: int = 1000,
+        handshake_timeout: float = 30.0,
         retry_ms: int = 1000,
         keepalive: float = 15.0,
         standalone_backlog: int = 1000,
@@ -366,6 +373,7 @@ class McpWsgiApp:
         self.max_body_size = max_body_size
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
+        self.handshake_timeout = handshake_timeout
         self.retry_ms = retry_ms
         self.keepalive = keepalive
         self.standalone_backlog = standalone_backlog
@@ -505,9 +513,8 @@ class McpWsgiApp:
             connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-stateless")
         else:
             self._sweep()
-            with self._sessions_lock:
-                if len(self.sessions) >= self.max_sessions:
-                    raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
+            if not self._make_room():
+                raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
             # basic/transports §Session Management: the session ID "SHOULD be globally unique and
             # cryptographically secure" and "MUST only contain visible ASCII characters".
             session = HttpSession(self, secrets.token_urlsafe(24))
@@ -642,6 +649,7 @@ class McpWsgiApp:
             raise HttpError("404 Not Found", "Session not found: start a new session with initialize")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self._check_version(environ)
+        session.established = True
         if version is not None and session.version is not None and version != session.version:
             # 2025-11-25 basic/transports §Protocol Version Header: the client sends "the protocol
             # version negotiated during initialization"; a different one is invalid for this session.
@@ -685,8 +693,25 @@ class McpWsgiApp:
         return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
+        if session.standalone.consumer is not None:
+            return False  # a client is listening on its stream
         idle = time.monotonic() - session.last_seen
-        return idle > self.session_idle_timeout and session.standalone.consumer is None
+        return idle > self.session_idle_timeout or (not session.established and idle > self.handshake_timeout)
+
+    def _make_room(self) -> bool:
+        """True when one more session fits; when the table is full, the oldest session that never
+        came back after ``initialize`` is ended to make room (a flood of bare initializes cannot
+        lock real clients out).  False when every session is established: the caller answers 503."""
+        with self._sessions_lock:
+            if len(self.sessions) < self.max_sessions:
+                return True
+            unproven = [s for s in self.sessions.values() if not s.established]
+            if not unproven:
+                return False
+            victim = min(unproven, key=lambda s: s.created)
+        log.info("session table full (%d): ended a session that never came back after initialize", self.max_sessions)
+        self._end_session(victim)
+        return True
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -733,11 +758,11 @@ class McpWsgiApp:
         """2024-11-05 basic/transports §HTTP with SSE: "When a client connects, the server MUST send
         an endpoint event containing a URI for the client to use for sending messages."""
         self._sweep()
+        if not self._make_room():
+            raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
         session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
         session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session.id[:8]}")
         with self._sessions_lock:
-            if len(self.sessions) >= self.max_sessions:
-                raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions")
             self.sessions[session.id] = session
         self.server.add_connection(session.connection)
         endpoint = f"{environ.get('SCRIPT_NAME', '')}{self.messages_path}?session_id={session.id}"
@@ -769,6 +794,7 @@ class McpWsgiApp:
             raise HttpError("404 Not Found", "Session not found")
         message = self._read_message(environ)
         session.last_seen = time.monotonic()
+        session.established = True
         session.connection.session.dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]
