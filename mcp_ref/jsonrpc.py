@@ -179,7 +179,10 @@ def starts_batch(data: bytes) -> bool:
 
     Lets a receiver refuse a batch its revision does not allow before parsing it.
     """
-    return _BATCH_START.match(data) is not None
+    first = data[:1]
+    if first == b"{":  # the usual case, decided without a regular expression
+        return False
+    return first == b"[" or _BATCH_START.match(data) is not None
 
 
 _BATCH_START = re.compile(rb"[ \t\r\n]*\[")

@@ -50,6 +50,14 @@ class RegisteredTool:
     _input_validator: Any = None
     _output_validator: Any = None
 
+    @property
+    def declared(self) -> frozenset:
+        """The argument names ``inputSchema`` declares (computed once)."""
+        declared = self.__dict__.get("_declared")
+        if declared is None:
+            declared = self.__dict__["_declared"] = frozenset(self.listing["inputSchema"].get("properties", {}))
+        return declared
+
     def input_validator(self) -> Any:
         """The validator of ``inputSchema`` (built on first use)."""
         if self._input_validator is None:
@@ -129,12 +137,9 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
     problem = first_error(tool.input_validator(), arguments)
-    if problem is None:
+    if problem is None and arguments.keys() - tool.declared:
         # An argument the tool does not declare is the caller's mistake, not an internal error.
-        declared = tool.listing["inputSchema"].get("properties", {})
-        unknown = sorted(key for key in arguments if key not in declared)
-        if unknown:
-            problem = f"unexpected argument(s): {', '.join(unknown)}"
+        problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     if problem is not None:
         message = f"Invalid arguments for tool {name}: {problem}"
         if lifecycle.at_least(connection.protocol_version, lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):

@@ -131,7 +131,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             parsed = super().parse_request()
         finally:
             self.rfile = rfile
-        if parsed and any(b"\r" in line.rstrip(b"\r\n") for line in lines):
+        if parsed and b"\r" in b"".join(lines).replace(b"\r\n", b""):
             self.send_error(400, "Bad header line: a bare CR")
             return False
         return parsed
