@@ -238,3 +238,74 @@ def test_closing_an_sse_client_is_prompt(serve):
     elapsed = time.monotonic() - start
     checker.assert_valid()
     assert elapsed < 1.0, f"close() took {elapsed:.1f} s"
+
+
+def test_a_slow_reader_never_loses_an_answer_in_silence(serve, legacy_raw, caplog):
+    """Issue 7 class 5: with a client that stops reading, the server refuses new POSTs (503) once
+    the stream is full, and if an answer already on its way has no room, it ends the session with
+    a logged reason; every POST it accepted (202) is answered, or the stream ends."""
+    srv = serve(standalone_backlog=20)
+    session = legacy_raw(srv.url)
+    session.initialize("2024-11-05")
+    big = "x" * 100_000  # 100 KB answers: the socket buffers fill soon, then the stream's backlog
+    statuses: dict[int, int] = {}
+    with caplog.at_level("WARNING"):
+        for n in range(150):
+            response = session.post(request("tools/call", {"name": "echo", "arguments": {"text": big}}, n))
+            statuses[n] = response.status_code
+            assert response.status_code in (202, 503), response.text
+            if response.status_code == 503:
+                assert response.headers.get("Retry-After") and "event stream is full" in response.json()["error"]["message"]
+        accepted = {n for n, status in statuses.items() if status == 202}
+        assert len(accepted) < 150  # the backpressure did engage
+        answered = set()
+        while answered < accepted:
+            event = session.reader.next()  # the client reads again
+            if event is None:  # the stream ended: the session was ended, and said why
+                assert "rather than lose an answer" in caplog.text
+                break
+            if event["data"]:
+                message = json.loads(event["data"])
+                if message.get("id") in accepted:
+                    assert message["result"]["content"][0]["text"] == big
+                    answered.add(message["id"])
+
+
+def test_an_answer_that_finds_the_stream_full_ends_the_session_with_the_reason_logged(caplog):
+    """The other half of the policy, on the app's own objects (no socket can hold a stream full on
+    cue): an answer already under way when the stream is full is not dropped in silence; the
+    session ends, and the log says why."""
+    from mcp_ref.demo import build_server
+    from mcp_ref.jsonrpc import Response, serialize
+    from mcp_ref.transports.http_server import HttpSession
+
+    app = build_server().wsgi_app(standalone_backlog=2)
+    session = HttpSession(app, "legacy-unit", kind="legacy")
+    session.connection = app.server.new_connection(session)
+    app.sessions[session.id] = session
+    assert session.standalone.put(b"1") and session.standalone.put(b"2")
+    assert session.standalone.full() and not session.standalone.put(b"3")
+    with caplog.at_level("WARNING"):
+        answer = Response(7, {})
+        session.write(serialize(answer), answer)
+    assert "rather than lose an answer" in caplog.text
+    assert session.id not in app.sessions and session.closed
+    app.close()
+
+
+def test_a_full_standalone_stream_of_streamable_http_drops_a_notification_with_a_log_line(caplog):
+    from mcp_ref.demo import build_server
+    from mcp_ref.jsonrpc import Notification, serialize
+    from mcp_ref.transports.http_server import HttpSession
+
+    app = build_server().wsgi_app(standalone_backlog=1)
+    session = HttpSession(app, "streamable-unit")
+    session.connection = app.server.new_connection(session)
+    app.sessions[session.id] = session
+    assert session.standalone.put(b"1") and session.standalone.full()
+    with caplog.at_level("WARNING"):
+        note = Notification("notifications/tools/list_changed")
+        session.write(serialize(note), note)
+    assert "a message was dropped" in caplog.text
+    assert session.id in app.sessions and not session.closed  # it carries no answers: the session goes on
+    app.close()

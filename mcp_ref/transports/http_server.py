@@ -133,19 +133,29 @@ class Stream:
     def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
         self.id = stream_id
         self.answers = set(answers) if answers is not None else None  # request ids that end it
-        self.items: collections.deque = collections.deque(maxlen=limit)
+        self.limit = limit  # undelivered messages it holds at most (None: no bound of its own)
+        self.items: collections.deque = collections.deque()
         self.cond = threading.Condition()
         self.ended = False
         self.consumer: object | None = None
         self.direct: _DirectReply | None = None  # while a POST runs its handler inline: writes go straight to it
 
-    def put(self, data: bytes, *, end: bool = False) -> None:
+    def put(self, data: bytes, *, end: bool = False) -> bool:
+        """Queue one message for the consumer; False (nothing queued) when the stream is full."""
         with self.cond:
+            if self.limit is not None and len(self.items) >= self.limit:
+                return False
             self.items.append(data)
             if end:
                 self.items.append(_END)
                 self.ended = True
             self.cond.notify_all()
+            return True
+
+    def full(self) -> bool:
+        """True while the stream holds as many undelivered messages as it may."""
+        with self.cond:
+            return self.limit is not None and len(self.items) >= self.limit
 
     def close_connection(self) -> None:
         """End the HTTP response now serving this stream; later messages wait for a resuming GET."""
@@ -242,7 +252,24 @@ class HttpSession(Transport):
         direct = stream.direct
         if direct is not None and direct.send(data, end):
             return
-        stream.put(data, end=end)
+        if not stream.put(data, end=end):
+            self._overflow(stream, answers)
+
+    def _overflow(self, stream: Stream, answers) -> None:
+        """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
+
+        On the legacy transport the stream is the whole connection and carries the answers: the
+        session is ended, with the reason logged (its client reconnects and starts again).  On
+        Streamable HTTP the standalone stream carries only notifications and requests outside any
+        POST: the message is dropped with a log line.
+        """
+        if self.kind == "legacy":
+            log.warning("legacy session %s: its event stream holds %d undelivered messages (the client reads "
+                        "too slowly); the session is ended rather than lose an answer", (self.id or "")[:8], stream.limit)
+            self.app.end_session(self.id)
+        else:
+            log.warning("session %s: stream %s is full (%d undelivered messages); a message was dropped",
+                        (self.id or "")[:8], stream.id, stream.limit)
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
@@ -792,6 +819,11 @@ class McpWsgiApp:
             session = self.sessions.get(session_id)
         if session is None or session.kind != "legacy" or session.closed:
             raise HttpError("404 Not Found", "Session not found")
+        if session.standalone.full():
+            # Backpressure: the stream that carries the answers is full; refuse new work until the
+            # client has read it, rather than accept a request whose answer would have no room.
+            raise HttpError("503 Service Unavailable", "Service Unavailable: the event stream is full; retry once "
+                            "the client has read it", headers=[("Retry-After", "1")])
         message = self._read_message(environ)
         session.last_seen = time.monotonic()
         session.established = True
