@@ -640,6 +640,20 @@ class Session:
         else:
             self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
 
+    def cancel_incoming(self, request_id) -> bool:
+        """Cancel a request the peer sent, as its ``notifications/cancelled`` would (False: none in progress).
+
+        The handler's context reports ``is_cancelled``, and no answer is sent.  Transports use it
+        when no one can receive the answer any more (an HTTP client gone with nothing to resume).
+        2025-11-25 basic/utilities/cancellation: "The initialize request MUST NOT be cancelled".
+        """
+        with self._lock:
+            context = self._incoming.get(request_id)
+        if context is None or context.method == "initialize":
+            return False
+        context.cancelled.set()
+        return True
+
     def _receive_notification(self, note: Notification) -> None:
         params = note.params or {}
         method = note.method
@@ -648,10 +662,7 @@ class Session:
             if not jsonrpc.valid_id(request_id):
                 log.debug("%s: dropped a cancellation whose requestId is not a string or integer", self.name)
                 return
-            with self._lock:
-                context = self._incoming.get(request_id)
-            if context is not None and context.method != "initialize":
-                context.cancelled.set()
+            self.cancel_incoming(request_id)
             return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
         if method == "notifications/progress":
             token = params.get("progressToken")

@@ -52,20 +52,23 @@ class Served:
         self.thread.join(WAIT)
 
 
-def start(server=None, *, wrap=None, app=None, **options) -> Served:
-    """Serve ``server`` (the demo by default) or a ready WSGI ``app``; ``wrap(app)`` adds middleware."""
+def start(server=None, *, wrap=None, app=None, limits=None, **options) -> Served:
+    """Serve ``server`` (the demo by default) or a ready WSGI ``app``; ``wrap(app)`` adds middleware.
+
+    ``limits`` is the WsgiServer's :class:`~mcp_ref.transports.wsgi_server.ConnectionLimits`.
+    """
     from mcp_ref.demo import build_server
     from mcp_ref.transports.wsgi_server import WsgiServer
 
     if app is None:
         app = (server or build_server()).wsgi_app(**options)
-    httpd = WsgiServer(("127.0.0.1", 0), wrap(app) if wrap else app)
+    httpd = WsgiServer(("127.0.0.1", 0), wrap(app) if wrap else app, limits=limits)
     return Served(httpd, app).start()
 
 
 @pytest.fixture
 def serve():
-    """Factory: ``serve(server=None, wrap=None, **wsgi_options)`` -> a running :class:`Served`; stopped after."""
+    """Factory: ``serve(server=None, wrap=None, limits=None, **wsgi_options)`` -> a running :class:`Served`; stopped after."""
     servers: list[Served] = []
 
     def factory(server=None, **options) -> Served:

@@ -366,15 +366,18 @@ class Server:
 
         return McpWsgiApp(self, **options)
 
-    def http_server(self, host: str = "127.0.0.1", port: int = 8000, **options):
+    def http_server(self, host: str = "127.0.0.1", port: int = 8000, *, connection_limits=None, **options):
         """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
 
         Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
         ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
+        ``connection_limits`` (a :class:`~mcp_ref.transports.wsgi_server.ConnectionLimits`)
+        bounds connections, their deadlines and their writes; the other options are
+        :meth:`wsgi_app`'s.
         """
         from ..transports.wsgi_server import WsgiServer
 
-        return WsgiServer((host, port), self.wsgi_app(**options))
+        return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
 
     def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None, **options) -> None:
         """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).

@@ -138,13 +138,27 @@ class Stream:
         self.cond = threading.Condition()
         self.ended = False
         self.consumer: object | None = None
+        self.dropped = 0  # messages refused since it became full (logged when it starts and when it ends)
+        #: True once a response carried it and left with no other taking over (see HttpSession.settle)
+        self.orphaned = False
         self.direct: _DirectReply | None = None  # while a POST runs its handler inline: writes go straight to it
 
     def put(self, data: bytes, *, end: bool = False) -> bool:
-        """Queue one message for the consumer; False (nothing queued) when the stream is full."""
+        """Queue one message for the consumer; False (nothing queued) when the stream is full.
+
+        The message that ends the stream (a POST's answer) is always queued, full or not: an
+        answer is never dropped.  A stream already ended takes nothing more (dropped, logged).
+        """
         with self.cond:
-            if self.limit is not None and len(self.items) >= self.limit:
+            if self.ended:
+                log.debug("stream %s has ended: a late message was dropped", self.id)
+                return True
+            if self.limit is not None and len(self.items) >= self.limit and not end:
+                self.dropped += 1
                 return False
+            if self.dropped:
+                log.warning("stream %s has room again; %d messages were dropped while it was full", self.id, self.dropped)
+                self.dropped = 0
             self.items.append(data)
             if end:
                 self.items.append(_END)
@@ -174,6 +188,7 @@ class Stream:
         token = object()
         with self.cond:
             self.consumer = token
+            self.orphaned = False
             self.cond.notify_all()
         return token
 
@@ -181,6 +196,13 @@ class Stream:
         with self.cond:
             if self.consumer is token:
                 self.consumer = None
+                self.orphaned = True
+
+    def orphan(self) -> None:
+        """The response that carried the stream has gone (or closed for SSE polling) without a successor."""
+        with self.cond:
+            if self.consumer is None:
+                self.orphaned = True
 
     def take(self, token: object, timeout: float | None):
         """The next item for consumer ``token``: bytes, ``_END``, None on timeout, or ``_END`` if superseded."""
@@ -254,6 +276,8 @@ class HttpSession(Transport):
             return
         if not stream.put(data, end=end):
             self._overflow(stream, answers)
+        elif end and stream.orphaned:
+            self.settle(stream)  # the answer of a POST whose client has gone: keep it where a GET finds it
 
     def _overflow(self, stream: Stream, answers) -> None:
         """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
@@ -268,8 +292,10 @@ class HttpSession(Transport):
                         "too slowly); the session is ended rather than lose an answer", (self.id or "")[:8], stream.limit)
             self.app.end_session(self.id)
         else:
-            log.warning("session %s: stream %s is full (%d undelivered messages); a message was dropped",
-                        (self.id or "")[:8], stream.id, stream.limit)
+            if stream.dropped == 1:  # once a spell: a client that stopped reading must not flood the log
+                log.warning("session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
+                            "or has gone); its messages other than the answer are dropped until there is room",
+                            (self.id or "")[:8], stream.id, stream.limit)
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
@@ -281,6 +307,7 @@ class HttpSession(Transport):
             done = not stream.answers
         if done:
             stream.end()
+            self.settle(stream)
 
     def close_stream(self, request_id) -> bool:
         """Close the connection carrying ``request_id``'s stream, keeping the stream (SSE polling).
@@ -319,7 +346,7 @@ class HttpSession(Transport):
 
     def open_stream(self, request_ids: list) -> Stream:
         """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
-        stream = Stream(f"p{next(self._numbers)}", answers=request_ids)
+        stream = Stream(f"p{next(self._numbers)}", answers=request_ids, limit=self.app.stream_backlog)
         with self.lock:
             if any(request_id in self.by_request for request_id in request_ids):
                 # basic §Requests: an id "MUST NOT have been previously used by the requestor
@@ -329,6 +356,42 @@ class HttpSession(Transport):
                 self.by_request[request_id] = stream
             self.by_id[stream.id] = stream
         return stream
+
+    def settle(self, stream: Stream) -> None:
+        """A POST's stream with no one reading it: keep only what someone can still receive.
+
+        Called when its consumer leaves and when it ends.  Stateless, nothing can resume it, so
+        no one can receive its answer: the handlers of its requests are cancelled (``stream.answers``)
+        and it is forgotten.  Otherwise a client may resume it with GET and ``Last-Event-ID``
+        (2025-11-25 basic/transports §Resumability): while its requests run it stays, its
+        backlog bounded by ``stream_backlog``; once ended, what it still holds moves to the
+        event store (bounded per session) and the stream is forgotten, so dead streams do not
+        pile up in a session.
+        """
+        if stream is self.standalone:
+            return
+        if self.kind == "stateless":
+            with stream.cond:
+                if not stream.orphaned:
+                    return
+                pending = list(stream.answers or ()) if not stream.ended else []
+                stream.ended = True
+                stream.items.clear()
+                stream.items.append(_END)
+            for request_id in pending:
+                if self.connection is not None and self.connection.session.cancel_incoming(request_id):
+                    log.debug("stateless request %r cancelled: its client has gone and nothing can resume it", request_id)
+            self.forget_stream(stream)
+            return
+        with stream.cond:
+            if not stream.orphaned or not stream.ended:
+                return
+            undelivered = [item for item in stream.items if isinstance(item, bytes)]
+            stream.items.clear()
+            stream.items.append(_END)  # a GET that took the stream just before still sees its end
+            for data in undelivered:
+                self.app.event_store.store(self.id, stream.id, data)
+        self.forget_stream(stream)
 
     def forget_stream(self, stream: Stream) -> None:
         with self.lock:
@@ -356,7 +419,9 @@ class McpWsgiApp:
     ``initialize`` makes room; if every session did, 503), ``handshake_timeout``
     (seconds a session that never came back after ``initialize`` is kept),
     ``retry_ms`` (the SSE ``retry`` hint), ``keepalive``
-    (seconds between comment lines on idle streams), ``inline_handlers`` (True:
+    (seconds between comment lines on idle streams), ``standalone_backlog`` and
+    ``stream_backlog`` (undelivered messages a GET's or a POST's stream holds; see
+    ``spec_notes/security.md`` for what happens past them), ``inline_handlers`` (True:
     a POSTed request's handler runs on the POST's own thread, the fastest path;
     False: on the session's pool, with the POST thread relaying its stream —
     then ``Context.close_sse_stream()`` ends the HTTP response at once),
@@ -384,6 +449,7 @@ class McpWsgiApp:
         retry_ms: int = 1000,
         keepalive: float = 15.0,
         standalone_backlog: int = 1000,
+        stream_backlog: int = 1000,
         inline_handlers: bool = True,
         handler_threads: int = 64,
     ):
@@ -404,6 +470,7 @@ class McpWsgiApp:
         self.retry_ms = retry_ms
         self.keepalive = keepalive
         self.standalone_backlog = standalone_backlog
+        self.stream_backlog = stream_backlog
         self.inline_handlers = inline_handlers
         self.handler_threads = handler_threads
         self.sessions: dict[str, HttpSession] = {}
@@ -529,8 +596,10 @@ class McpWsgiApp:
             session.connection.session.dispatch(request, inline=True)
         finally:
             stream.direct = None
-            if not reply.broken:
-                session.forget_stream(stream)  # a broken one stays, for a resuming GET
+            if reply.broken:
+                session.settle(stream)  # its answer waits for a resuming GET, in the event store
+            else:
+                session.forget_stream(stream)
             self._finish_transient(session)
         return reply.finish()
 
@@ -604,8 +673,7 @@ class McpWsgiApp:
                 item = stream.take(token, self.keepalive)
         finally:
             stream.detach(token)
-            if stream.ended and not stream.items:
-                session.forget_stream(stream)
+            session.settle(stream)
             self._finish_transient(session)
 
     def _priming(self, session: HttpSession, stream: Stream) -> bytes:
@@ -867,6 +935,9 @@ class _DirectReply:
                 # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
                 log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
                 self.broken = True
+                self.stream.orphan()
+                if self.session.kind == "stateless":
+                    self.session.settle(self.stream)  # nothing can resume it: the handler is cancelled
             return True
 
     def close_connection(self) -> None:
@@ -878,6 +949,7 @@ class _DirectReply:
                 if self.broken:
                     return
                 self.broken = True
+                self.stream.orphaned = True  # under its lock: queued from here on, for the resuming GET
                 if self.write is None:
                     self.write = self.start_response("200 OK", _SSE_HEADERS)
                 chunk = sse_event(event_id=self.app.event_store.store(self.session.id, self.stream.id, b""),

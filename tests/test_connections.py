@@ -1,0 +1,357 @@
+"""Issue 7, classes 3 and 4: the standard-library HTTP server under slow, idle and flooding clients,
+and the streams of POSTs whose clients have gone.  Real sockets on 127.0.0.1; every wait is bounded.
+
+The server's limits (``ConnectionLimits``) are made small here so that the tests are quick; the
+defaults are in ``spec_notes/security.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+from conftest import SERVERS, WAIT, watch_stderr
+from http_fixtures import ACCEPT_BOTH, SseReader, init_params, request, serve  # noqa: F401 - fixtures
+from http_fixtures import raw_session  # noqa: F401 - fixture
+
+from mcp_ref import Client, Context, Server
+from mcp_ref.transports.wsgi_server import MAX_LINGERING, ConnectionLimits
+
+PING = json.dumps(request("ping", None, 1)).encode()
+
+
+def head(path: str = "/mcp", length: int = len(PING), extra: bytes = b"") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Accept: {ACCEPT_BOTH}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {length}\r\n").encode() + extra + b"\r\n"
+
+
+def connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+
+
+def closed_by_server(sock: socket.socket, timeout: float = WAIT) -> bool:
+    """Wait (bounded) until the server ends ``sock``: its end of input, or a reset."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([sock], [], [], deadline - time.monotonic())
+        if readable:
+            try:
+                if not sock.recv(65536):
+                    return True
+            except OSError:
+                return True
+    return False
+
+
+def status_of(sock: socket.socket) -> bytes:
+    return sock.makefile("rb").readline()
+
+
+def connection_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if "process_request_thread" in t.name]
+
+
+class LogEvent(logging.Handler):
+    """An Event set when a record of ``logger`` holds ``text``."""
+
+    def __init__(self, logger: str, text: str):
+        super().__init__(logging.DEBUG)
+        self.text = text
+        self.event = threading.Event()
+        self.logger = logging.getLogger(logger)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
+
+    def __enter__(self) -> threading.Event:
+        self.level = self.logger.level
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+        return self.event
+
+    def __exit__(self, *exc) -> None:
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.level)
+
+
+# -- class 3: deadlines --------------------------------------------------------------------------
+
+
+def test_a_head_trickled_a_byte_at_a_time_ends_at_the_header_deadline(serve):
+    """A deadline for the whole head, not for each read: a byte every 0.1 s never beats it."""
+    srv = serve(stateless=True, limits=ConnectionLimits(header_timeout=0.6))
+    socks = [connect(srv.port) for _ in range(8)]
+    started = time.monotonic()
+    ended: dict[socket.socket, float] = {}
+    while len(ended) < len(socks) and time.monotonic() - started < WAIT:
+        for sock in socks:  # the adversary's pace: one byte each, every 0.1 s
+            if sock not in ended:
+                try:
+                    sock.send(b"X")
+                except OSError:
+                    ended[sock] = time.monotonic() - started
+        readable, _, _ = select.select([s for s in socks if s not in ended], [], [], 0.1)
+        for sock in readable:
+            try:
+                data = sock.recv(4096)
+            except OSError:
+                data = b""
+            if not data:
+                ended[sock] = time.monotonic() - started
+    assert len(ended) == len(socks)
+    assert all(0.5 <= seconds < 3.0 for seconds in ended.values()), ended
+    with connect(srv.port) as sock:  # the server goes on
+        sock.sendall(head() + PING)
+        assert status_of(sock).split()[1] == b"200"
+
+
+def test_a_body_trickled_slowly_ends_at_the_body_deadline(serve):
+    srv = serve(stateless=True, limits=ConnectionLimits(body_timeout=0.5))
+    with connect(srv.port) as sock:
+        sock.sendall(head(length=1000))
+        started = time.monotonic()
+        sent = 0
+        while sent < 1000:
+            try:
+                sock.send(b" ")
+            except OSError:
+                break
+            sent += 1
+            if select.select([sock], [], [], 0.1)[0]:
+                break
+        assert closed_by_server(sock)
+        assert time.monotonic() - started < 3.0 and sent < 100
+
+
+def test_idle_connections_end_and_a_kept_alive_one_waits_its_own_limit(serve):
+    srv = serve(stateless=True, limits=ConnectionLimits(header_timeout=0.4, keepalive_timeout=1.2))
+    with connect(srv.port) as idle, connect(srv.port) as kept:
+        kept.sendall(head() + PING)
+        reader = kept.makefile("rb")
+        assert reader.readline().split()[1] == b"200"
+        served = time.monotonic()
+        assert closed_by_server(idle)  # never sent a byte: the header deadline, from the accept
+        assert time.monotonic() - served < 1.0
+        assert closed_by_server(kept)  # kept alive after its answer: the keep-alive limit
+        assert time.monotonic() - served >= 1.0
+
+
+# -- class 3: the cap -------------------------------------------------------------------------------
+
+
+def test_floods_of_idle_and_trickling_connections_never_lock_out_a_client(serve):
+    cap = 20
+    srv = serve(limits=ConnectionLimits(max_connections=cap, header_timeout=60, keepalive_timeout=60))
+    before = len(connection_threads())
+    flood = []
+    for n in range(300):
+        sock = connect(srv.port)
+        if n % 2:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head begun, never finished
+        flood.append(sock)
+    assert len(connection_threads()) - before <= cap + MAX_LINGERING  # not a thread a socket
+    with Client.http(srv.mcp, timeout=WAIT) as client:  # the longest waiters make room for it
+        assert client.call_tool("echo", {"text": "in"}).content[0].text == "in"
+    closed = sum(closed_by_server(sock, timeout=WAIT / 4) for sock in flood[:250])
+    assert closed == 250  # the oldest were closed to make room; at most `cap` held at once
+    for sock in flood:
+        sock.close()
+
+
+def test_when_every_connection_is_at_work_a_newcomer_gets_a_503_it_can_read(serve):
+    srv = serve(keepalive=0.1, limits=ConnectionLimits(max_connections=3))
+    streams = [requests.get(srv.sse, stream=True, timeout=(WAIT, WAIT)) for _ in range(3)]
+    readers = [SseReader(response) for response in streams]
+    assert all(reader.next()["event"] == "endpoint" for reader in readers)  # all three at work
+    for _ in range(20):  # each one refused, and each refusal read whole (never a reset)
+        response = requests.post(srv.mcp, data=json.dumps(request("initialize", init_params())),
+                                 headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}, timeout=(WAIT, WAIT))
+        assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+        assert response.json()["error"]["message"].startswith("Server busy")
+    released = threading.Event()
+    release = srv.httpd.connections.release
+    srv.httpd.connections.release = lambda sock: (release(sock), released.set())
+    readers[0].close()  # one stream ends (the server learns it at its next keep-alive line)
+    assert released.wait(WAIT)
+    response = requests.post(srv.mcp, data=json.dumps(request("initialize", init_params())),
+                             headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}, timeout=(WAIT, WAIT))
+    assert response.status_code == 200  # room again
+    for reader in readers[1:]:
+        reader.close()
+
+
+def test_a_quiet_sse_stream_outlives_every_timeout(serve):
+    srv = serve(keepalive=60, limits=ConnectionLimits(header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3))
+    stream = SseReader(requests.get(srv.sse, stream=True, timeout=(WAIT, WAIT)))
+    endpoint = stream.next()["data"]
+    with connect(srv.port) as idle:  # opened after the stream: when the server ends it, the
+        assert closed_by_server(idle)  # stream has been quiet for longer than every timeout
+    posted = requests.post(srv.url + endpoint, data=json.dumps(request("initialize", init_params("2024-11-05"), 7)),
+                           headers={"Content-Type": "application/json"}, timeout=(WAIT, WAIT))
+    assert posted.status_code == 202
+    answer = json.loads(stream.next()["data"])  # the stream still carries the answer
+    assert answer["id"] == 7 and answer["result"]["protocolVersion"] == "2024-11-05"
+    stream.close()
+
+
+def flooding_server(**events) -> Server:
+    """A tool that sends ``count`` progress notifications of ``size`` bytes each, stopping when cancelled."""
+    server = Server("flooding")
+
+    @server.tool()
+    def chatter(count: int, ctx: Context, size: int = 100) -> str:
+        """Progress, a lot of it."""
+        text = "x" * size
+        for n in range(count):
+            if ctx.is_cancelled:
+                events["cancelled"].set()
+                return "cancelled"
+            ctx.report_progress(n + 1, count, text)
+        events["finished"].set()
+        return "done"
+
+    return server
+
+
+def chatter_call(count: int, size: int = 100, request_id: int = 2) -> dict:
+    return request("tools/call", {"name": "chatter", "arguments": {"count": count, "size": size},
+                                  "_meta": {"progressToken": "p"}}, request_id)
+
+
+def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_session):
+    finished = threading.Event()
+    srv = serve(flooding_server(finished=finished, cancelled=threading.Event()), stateless=True,
+                limits=ConnectionLimits(write_timeout=0.5))
+    body = json.dumps(chatter_call(400, size=64 * 1024)).encode()  # 25 MB of events, more than socket buffers hold
+    with LogEvent("mcp_ref.transports.wsgi_server", "timed out") as timed_out, connect(srv.port) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.sendall(head(length=len(body)) + body)  # and never read
+        assert timed_out.wait(WAIT)  # the write that blocked for 0.5 s ended the connection
+        received = 0
+        while True:
+            data = sock.recv(1 << 20)
+            if not data:
+                break
+            received += len(data)
+        assert received < 400 * 64 * 1024  # cut, not delivered
+    with Client.http(srv.mcp, timeout=WAIT) as client:
+        assert client.call_tool("chatter", {"count": 1}).content[0].text == "done"
+
+
+# -- class 4: the stream of a POST whose client has gone --------------------------------------------
+
+
+def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resuming_get(serve, raw_session, caplog):
+    finished = threading.Event()
+    srv = serve(flooding_server(finished=finished, cancelled=threading.Event()), stream_backlog=50)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    response = session.post(chatter_call(20_000), stream=True)
+    reader = SseReader(response)
+    seen = reader.next()["id"]  # the priming event: the stream is resumable from here
+    reader.close()  # the client goes, without cancelling ("Disconnection SHOULD NOT be interpreted as ... cancelling")
+    with caplog.at_level(logging.WARNING, "mcp_ref.transports.http_server"):
+        assert finished.wait(WAIT)  # the handler ran to its end
+    http_session = srv.app.sessions[session.session_id]
+    assert list(http_session.by_id) == ["s"]  # the ended stream is not kept in the session
+    assert sum("is full" in r.getMessage() for r in caplog.records) == 1  # one line, not 20,000
+    resumed = session.get(headers={"Last-Event-ID": seen})
+    messages = [m for _, m in SseReader(resumed).messages(2)]
+    assert messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"] == "done"  # the answer is never lost
+    assert len(messages) <= 50 + 100  # the backlog, and what was written before the drop was noticed
+
+
+def test_a_stateless_request_whose_client_has_gone_is_cancelled(serve):
+    cancelled = threading.Event()
+    srv = serve(flooding_server(finished=threading.Event(), cancelled=cancelled), stateless=True)
+    response = requests.post(srv.mcp, data=json.dumps(chatter_call(10**9)), stream=True, timeout=(WAIT, WAIT),
+                             headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json",
+                                      "MCP-Protocol-Version": "2025-11-25"})
+    reader = SseReader(response)
+    assert json.loads(reader.next()["data"])["method"] == "notifications/progress"
+    reader.close()  # nothing can resume a stateless stream: no one can receive the answer
+    assert cancelled.wait(WAIT)
+    with Client.http(srv.mcp, timeout=WAIT) as client:
+        assert client.call_tool("chatter", {"count": 3}).content[0].text == "done"
+
+
+# -- class 3: file descriptors ------------------------------------------------------------------------
+
+
+def start_fd_server(limit: int, *args: str):
+    import resource
+
+    def low_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    proc = subprocess.Popen([sys.executable, str(SERVERS / "fd_starved_http.py"), *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=low_limit)
+    lines: queue.Queue = queue.Queue()
+    seen: list[str] = []
+
+    def pump(stream, tag):
+        for line in stream:
+            seen.append(line)
+            lines.put((tag, line.strip()))
+
+    for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
+        threading.Thread(target=pump, args=(stream, tag), daemon=True).start()
+    watch_stderr("fd_starved_http", lambda: seen)
+    return proc, lines
+
+
+def next_line(lines: queue.Queue, tag: str, starts: str) -> str:
+    deadline = time.monotonic() + WAIT
+    while True:
+        kind, line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        if kind == tag and starts in line:
+            return line
+
+
+def test_the_cap_is_fitted_to_the_open_file_limit():
+    from mcp_ref.transports.wsgi_server import FD_RESERVE
+
+    proc, lines = start_fd_server(300, "--no-starve")
+    try:
+        assert next_line(lines, "out", "cap") == f"cap {300 - FD_RESERVE}"
+    finally:
+        proc.kill()
+        proc.wait(WAIT)
+
+
+def cpu_seconds(pid: int) -> float:
+    import os
+
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_out_of_file_descriptors_the_accept_loop_pauses_and_serves_when_they_return():
+    proc, lines = start_fd_server(256)
+    try:
+        url = next_line(lines, "out", "ready").split()[1]
+        port = int(url.rpartition(":")[2])
+        with connect(port) as sock:  # completed by the kernel, waiting in the backlog
+            sock.sendall(head() + PING)
+            next_line(lines, "err", "cannot accept a connection")
+            spent = cpu_seconds(proc.pid)
+            next_line(lines, "err", "pausing 0.32 s")  # six tries in 0.63 s, not a spin
+            assert cpu_seconds(proc.pid) - spent < 0.3
+            proc.stdin.write("free\n")
+            proc.stdin.flush()
+            assert status_of(sock).split()[1] == b"200"  # served once descriptors are back
+    finally:
+        proc.kill()
+        proc.wait(WAIT)
