@@ -21,6 +21,7 @@ _EXPORTS = {
     "Server": "server",
     "Context": "server",
     "ToolError": "server",
+    "ConnectionLimits": "transports.connection_limits",
     "Session": "session",
     "RequestContext": "session",
     "PendingRequest": "session",

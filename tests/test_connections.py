@@ -23,8 +23,8 @@ from conftest import SERVERS, WAIT, watch_stderr
 from http_fixtures import ACCEPT_BOTH, SseReader, init_params, request, serve  # noqa: F401 - fixtures
 from http_fixtures import raw_session  # noqa: F401 - fixture
 
-from mcp_ref import Client, Context, Server
-from mcp_ref.transports.wsgi_server import MAX_LINGERING, ConnectionLimits
+from mcp_ref import Client, ConnectionLimits, Context, Server
+from mcp_ref.transports.connection_limits import MAX_LINGERING
 
 PING = json.dumps(request("ping", None, 1)).encode()
 
@@ -82,6 +82,18 @@ class LogEvent(logging.Handler):
     def __exit__(self, *exc) -> None:
         self.logger.removeHandler(self)
         self.logger.setLevel(self.level)
+
+
+def test_run_http_takes_the_limits():
+    from mcp_ref.demo import build_server
+
+    limits = ConnectionLimits(max_connections=40, header_timeout=2.0)
+    httpd = build_server().http_server("127.0.0.1", 0, connection_limits=limits, stateless=True)
+    try:
+        assert httpd.limits is limits and httpd.connections.cap == 40 and httpd.app.stateless
+        assert ConnectionLimits().max_connections == 512 and httpd.watchdog.tick == 0.4
+    finally:
+        httpd.server_close()
 
 
 # -- class 3: deadlines --------------------------------------------------------------------------
@@ -178,6 +190,9 @@ def test_when_every_connection_is_at_work_a_newcomer_gets_a_503_it_can_read(serv
                                  headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}, timeout=(WAIT, WAIT))
         assert response.status_code == 503 and response.headers["Retry-After"] == "1"
         assert response.json()["error"]["message"].startswith("Server busy")
+    with connect(srv.port) as sock:  # still sending when refused: what it sends is read and dropped,
+        sock.sendall(head(length=8_000_000) + b" " * 8_000_000)  # so its send completes (no broken pipe)
+        assert status_of(sock).split()[1] == b"503"
     released = threading.Event()
     release = srv.httpd.connections.release
     srv.httpd.connections.release = lambda sock: (release(sock), released.set())
@@ -213,6 +228,8 @@ def flooding_server(**events) -> Server:
         """Progress, a lot of it."""
         text = "x" * size
         for n in range(count):
+            if n == 1 and "go" in events:  # the first event is out: wait until the test says go
+                events["go"].wait(WAIT)
             if ctx.is_cancelled:
                 events["cancelled"].set()
                 return "cancelled"
@@ -252,23 +269,29 @@ def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_sess
 
 
 def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resuming_get(serve, raw_session, caplog):
-    finished = threading.Event()
-    srv = serve(flooding_server(finished=finished, cancelled=threading.Event()), stream_backlog=50)
+    from mcp_ref.transports.http_server import MemoryEventStore
+
+    finished, go = threading.Event(), threading.Event()
+    srv = serve(flooding_server(finished=finished, cancelled=threading.Event(), go=go), stream_backlog=50,
+                event_store=MemoryEventStore(max_events=100_000))  # the store must not be what bounds it
     session = raw_session(srv.mcp)
     session.initialize()
     response = session.post(chatter_call(20_000), stream=True)
     reader = SseReader(response)
     seen = reader.next()["id"]  # the priming event: the stream is resumable from here
+    assert json.loads(reader.next()["data"])["params"]["progress"] == 1
     reader.close()  # the client goes, without cancelling ("Disconnection SHOULD NOT be interpreted as ... cancelling")
     with caplog.at_level(logging.WARNING, "mcp_ref.transports.http_server"):
+        go.set()
         assert finished.wait(WAIT)  # the handler ran to its end
-    http_session = srv.app.sessions[session.session_id]
-    assert list(http_session.by_id) == ["s"]  # the ended stream is not kept in the session
     assert sum("is full" in r.getMessage() for r in caplog.records) == 1  # one line, not 20,000
-    resumed = session.get(headers={"Last-Event-ID": seen})
-    messages = [m for _, m in SseReader(resumed).messages(2)]
+    resumed = SseReader(session.get(headers={"Last-Event-ID": seen}))
+    messages = [m for _, m in resumed.messages(2)]
     assert messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"] == "done"  # the answer is never lost
-    assert len(messages) <= 50 + 100  # the backlog, and what was written before the drop was noticed
+    assert resumed.next() is None  # the response has ended, and with it the stream
+    assert list(srv.app.sessions[session.session_id].by_id) == ["s"]  # an ended stream is not kept in the session
+    # The first event, the few written before the server noticed the drop, the backlog, the answer:
+    assert len(messages) <= 1 + 10 + 50 + 1, len(messages)
 
 
 def test_a_stateless_request_whose_client_has_gone_is_cancelled(serve):
@@ -319,7 +342,7 @@ def next_line(lines: queue.Queue, tag: str, starts: str) -> str:
 
 
 def test_the_cap_is_fitted_to_the_open_file_limit():
-    from mcp_ref.transports.wsgi_server import FD_RESERVE
+    from mcp_ref.transports.connection_limits import FD_RESERVE
 
     proc, lines = start_fd_server(300, "--no-starve")
     try:
@@ -346,9 +369,11 @@ def test_out_of_file_descriptors_the_accept_loop_pauses_and_serves_when_they_ret
         with connect(port) as sock:  # completed by the kernel, waiting in the backlog
             sock.sendall(head() + PING)
             next_line(lines, "err", "cannot accept a connection")
-            spent = cpu_seconds(proc.pid)
-            next_line(lines, "err", "pausing 0.32 s")  # six tries in 0.63 s, not a spin
-            assert cpu_seconds(proc.pid) - spent < 0.3
+            spent, began = cpu_seconds(proc.pid), time.monotonic()
+            for _ in range(3):  # pauses of 0.02, 0.04 ... 0.32, then 0.5 s each: eight tries in ~1.6 s
+                next_line(lines, "err", "pausing 0.50 s")
+            assert time.monotonic() - began > 1.0  # it paused ...
+            assert cpu_seconds(proc.pid) - spent < 0.3  # ... rather than spin
             proc.stdin.write("free\n")
             proc.stdin.flush()
             assert status_of(sock).split()[1] == b"200"  # served once descriptors are back

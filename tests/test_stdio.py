@@ -143,6 +143,25 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
             os.kill(grandchild, signal.SIGKILL)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="descendants are found through /proc (Linux)")
+def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
+    """The launcher's child calls setsid: signals to the group miss it, so close() finds it by parent links."""
+    pidfile = tmp_path / "pid"
+    marker = tmp_path / "marker"
+    client = Client.stdio([*LAUNCHER, "--setsid", *STUBBORN, "linger", "--pidfile", str(pidfile), "--marker", str(marker)],
+                          stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    launcher = client.session.transport.process
+    grandchild = int(pidfile.read_text())
+    assert os.getsid(grandchild) == grandchild != os.getsid(launcher.pid)  # out of the launcher's session and group
+    try:
+        client.close()
+        assert _wait_gone(grandchild), f"the server in its own session (pid {grandchild}) outlived client.close()"
+        assert _read(marker).split()[:2] == ["eof", "SIGTERM"]  # asked nicely first
+    finally:
+        if _alive(grandchild):
+            os.kill(grandchild, signal.SIGKILL)
+
+
 # -- stderr --------------------------------------------------------------------------------------
 
 

@@ -384,6 +384,8 @@ class Server:
 
         ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
         the address, useful with port 0); by default a line on stderr says it.
+        ``connection_limits`` (:class:`~mcp_ref.ConnectionLimits`) bounds the connections;
+        the other options are :meth:`wsgi_app`'s.
         """
         httpd = self.http_server(host, port, **options)
         if on_ready is None:

@@ -173,6 +173,9 @@ class SubprocessTransport(StreamTransport):
             if self._closed:
                 return
             self._closed = True
+        # Before the server can exit and orphan them: its descendants that left its process
+        # group (setsid), which the group's signals below would not reach.
+        strays = _descendants_outside_group(self.process.pid) if os.name == "posix" else []
         try:
             self.process.stdin.close()
         except OSError:
@@ -200,6 +203,8 @@ class SubprocessTransport(StreamTransport):
                 time.sleep(0.02)
             if _group_alive(group):
                 _signal_group(group, signal.SIGKILL)
+        if strays:
+            _end_strays(strays, self.shutdown_timeout)
         self._finish_stderr()
 
     def _finish_stderr(self) -> None:
@@ -242,18 +247,74 @@ def _group_alive(group: int) -> bool:
         return False
     if not os.path.isdir("/proc/self"):
         return True
+    return any(pgrp == group and state != b"Z" for _, pgrp, state, _ in _proc_table().values())
+
+
+def _proc_table() -> dict[int, tuple[int, int, bytes, bytes]]:
+    """Linux: every process as pid -> (parent pid, process group, state, start time)."""
+    table = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0], fields[19])
+        except (OSError, IndexError, ValueError):
             continue
-        # After the command name: state, ppid, pgrp, ...
-        if len(fields) > 2 and int(fields[2]) == group and fields[0] != b"Z":
-            return True
-    return False
+    return table
+
+
+def _descendants_outside_group(root: int) -> list[tuple[int, bytes]]:
+    """The live descendants of ``root`` that are not in its process group, as (pid, start time).
+
+    A server's child that calls ``setsid`` (or ``setpgid``) leaves the group, and signals to
+    the group miss it; while its parent lives it is still found here, by parent links.  One
+    whose parent has already exited (a double-forked daemon) has been adopted by init and
+    cannot be found: only a cgroup (``systemd-run --scope``) contains that.  Linux only
+    (/proc); elsewhere, none.
+    """
+    if not os.path.isdir("/proc/self"):
+        return []
+    table = _proc_table()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(children.get(root, ()))
+    while todo and len(found) < 10_000:
+        pid = todo.pop()
+        todo.extend(children.get(pid, ()))
+        _, group, state, started = table[pid]
+        if group != root and state != b"Z":
+            found.append((pid, started))
+    return found
+
+
+def _end_strays(strays: list[tuple[int, bytes]], timeout: float) -> None:
+    """SIGTERM, then SIGKILL past ``timeout``, to each stray still running (the same process:
+    its start time is checked, so a reused pid is never signalled)."""
+
+    def running() -> list[int]:
+        table = _proc_table()
+        return [pid for pid, started in strays if pid in table and table[pid][3] == started and table[pid][2] != b"Z"]
+
+    def signal_all(pids: list[int], sig: int) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    left = running()
+    if not left:
+        return
+    log.debug("ending %d descendant(s) of the server that left its process group", len(left))
+    signal_all(left, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        left = running()
+    signal_all(left, signal.SIGKILL)
 
 
 def server_streams() -> tuple[IO[bytes], IO[bytes]]:
