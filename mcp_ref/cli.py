@@ -112,20 +112,35 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.pairs.extend(extra)
     _configure_logging(verbose=args.trace)
-    if args.verb == "serve-demo":
-        return _serve_demo(args)
     trace = _trace_to_stderr if args.trace else None
     try:
+        if args.verb == "serve-demo":
+            return _serve_demo(args)
         if args.verb == "demo":
-            from .walkthrough import run
-
-            return run(trace=trace, timeout=args.timeout)
+            return _demo(args, trace)
         return _run_verb(args, trace)
     except CliError as exc:
         print(f"mcp-ref: {exc}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of our output has gone (``| head -1``): what it wanted it has; stop quietly.
+        # stdout is pointed at /dev/null so that the interpreter's final flush does not fail again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _demo(args, trace) -> int:
+    from .errors import ConnectionClosed, McpError, RequestTimeout
+    from .walkthrough import run
+
+    try:
+        return run(trace=trace, timeout=args.timeout)
+    except (ConnectionClosed, RequestTimeout, McpError, OSError) as exc:
+        raise CliError(f"the demo could not run its server: {exc}", EXIT_UNREACHABLE) from None
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -143,7 +158,7 @@ def _trace_to_stderr(direction: str, data: bytes) -> None:
 
 def _connect(args, trace):
     from .client import Client
-    from .errors import ConnectionClosed, McpError, RequestTimeout, UnsupportedProtocolVersion
+    from .errors import ConnectionClosed, McpError, RequestTimeout, ServerUnreachable, UnsupportedProtocolVersion
 
     if args.target.startswith(("http://", "https://")):
         headers = {}
@@ -154,6 +169,8 @@ def _connect(args, trace):
             headers[name.strip()] = value.strip()
         try:
             return Client.http(args.target, headers=headers, transport=args.transport, timeout=args.timeout, trace=trace)
+        except ServerUnreachable as exc:
+            raise CliError(str(exc), EXIT_UNREACHABLE) from None
         except (ConnectionClosed, RequestTimeout, OSError) as exc:
             raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
         except (McpError, UnsupportedProtocolVersion) as exc:
@@ -199,15 +216,18 @@ def _serve_demo(args) -> int:
         build_server().run_stdio()
         return EXIT_OK
     host, sep, port = args.http.rpartition(":")
-    if not sep or not port.isdigit():
-        raise CliError(f"--http takes HOST:PORT, not {args.http!r}", EXIT_USAGE)
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise CliError(f"--http takes HOST:PORT with a port from 0 to 65535, not {args.http!r}", EXIT_USAGE)
     mode = "stateless " if args.stateless else ""
 
     def announce(httpd) -> None:
         print(f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
               file=sys.stderr, flush=True)
 
-    build_server().run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
+    try:
+        build_server().run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
+    except OSError as exc:  # the port is taken, the address is not ours, ...
+        raise CliError(f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
     return EXIT_OK
 
 

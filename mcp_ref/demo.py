@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Literal
@@ -232,6 +233,20 @@ def build_server() -> Server:
 def main() -> None:
     """Serve the demo on stdio (``mcp-ref serve-demo``)."""
     build_server().run_stdio()
+
+
+def server_command() -> list[str]:
+    """The command that serves the demo on stdio with this very ``mcp_ref``, wherever it is run from.
+
+    ``python -m mcp_ref`` would import whatever ``mcp_ref`` the working directory holds first
+    (a clone's folder, say, run from its parent); this puts the folder of the package now
+    imported in front instead.
+    """
+    import os
+
+    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.demo import main; main()"
+    return [sys.executable, "-c", code]
 
 
 def __getattr__(name: str):

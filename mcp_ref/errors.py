@@ -139,6 +139,14 @@ class ConnectionClosed(ConnectionError):
     """The connection ended before an answer arrived (or was already closed)."""
 
 
+class ServerUnreachable(ConnectionClosed):
+    """The server could not be reached at all (refused, unknown host, TLS failure, no answer to connect).
+
+    A ``ConnectionError``, as ``except ConnectionError`` expects; the message names the URL and
+    the reason, e.g. ``cannot reach http://127.0.0.1:8000/mcp: connection refused``.
+    """
+
+
 class RequestTimeout(TimeoutError):
     """No answer within the request's timeout; the peer was sent ``notifications/cancelled``."""
 

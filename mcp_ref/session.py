@@ -49,6 +49,7 @@ from .errors import (
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
 from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
+from .transports.base import RequestFailed
 
 if TYPE_CHECKING:
     from .transports.base import Transport
@@ -461,6 +462,12 @@ class Session:
         except ConnectionClosed:
             pass
 
+    def _fail_request(self, request_id, error: Exception) -> None:
+        """One request of ours failed before reaching the peer (the transport says so)."""
+        request = self._forget(request_id)
+        if request is not None and not request.future.done():
+            request.future.set_exception(error)
+
     def _fail_pending(self, why: str) -> None:
         with self._lock:
             pending = list(self._pending.values())
@@ -494,6 +501,9 @@ class Session:
                     continue
                 if data is None:
                     break
+                if isinstance(data, RequestFailed):
+                    self._fail_request(data.request_id, data.error)
+                    continue
                 try:
                     self.receive(data)
                 except Exception:  # noqa: BLE001 - nothing a peer sends may end the reader

@@ -582,6 +582,28 @@ def _is_context(tp: Any, skip_types: tuple[type, ...]) -> bool:
     return isinstance(base, type) and issubclass(base, skip_types)
 
 
+def runs_in_thread(func: Callable) -> Callable:
+    """``func`` as a plain function: an ``async def`` is run to completion on the calling thread.
+
+    mcp_ref has no event loop: tools, prompts and resources run on handler threads.  So an
+    ``async def`` (written for the official SDK, or calling an async library) gets a loop of
+    its own for each call (``asyncio.run``), on the handler thread that serves the request.
+    Anything else is returned as it is.
+    """
+    if not inspect.iscoroutinefunction(func):
+        return func
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        import asyncio
+
+        return asyncio.run(func(*args, **kwargs))
+
+    run.__wrapped__ = func  # signature and type hints: the async function's
+    for attribute in ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__"):
+        setattr(run, attribute, getattr(func, attribute, None))
+    return run
+
+
 def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> ArgumentPlan:
     """Compile ``func``'s signature, type hints and docstring into an :class:`ArgumentPlan`.
 
@@ -634,25 +656,47 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     )
 
 
-def output_schema_for(func: Callable) -> dict | None:
-    """Return the object schema of ``func``'s return annotation, or None.
+def output_schema_for(func: Callable) -> tuple[dict | None, bool]:
+    """The ``outputSchema`` of ``func``'s return annotation, and whether results are wrapped.
 
-    Only dataclasses, TypedDicts and ``dict``/``Mapping`` with ``str`` keys
-    yield a schema, because MCP structured output must be a JSON object.
+    MCP structured output is a JSON object (2025-11-25 server/tools §Structured Content).  A
+    dataclass, a TypedDict or a ``dict``/``Mapping`` with ``str`` keys is one: its schema is
+    the output schema, ``(schema, False)``.  Other JSON values (``int``, ``float``, ``bool``,
+    ``list[...]``, ``tuple``, an Enum, a Literal, unions of those) are wrapped, as the official
+    SDK does: ``{"result": value}``, ``(schema, True)``.  No structured output, ``(None, False)``,
+    for ``str`` (its text content says it all), ``bytes``, ``None``, ``Any``, no annotation, a
+    bare ``list`` or ``tuple`` (it may mix text and images), content blocks (``ImageContent``
+    ...), ``CallToolResult``, and types without a JSON schema.
     """
     ret = _function_hints(func).get("return")
-    if ret is None:
-        return None
+    if ret is None or ret is Any:
+        return None, False
     base = _strip_annotated(ret)
+    if base in (str, bytes, type(None), None, list, tuple, cabc.Sequence) or _holds_content(base):
+        return None, False  # a bare list or tuple may hold content blocks: no schema is promised
     origin = get_origin(base) or base
+    try:
+        schema = type_schema(ret)
+    except (TypeError, ValueError):
+        return None, False
     if isinstance(base, type) and (dataclasses.is_dataclass(base) or typing.is_typeddict(base)):
-        return type_schema(ret)
+        return schema, False
     if origin in _MAP_ORIGINS:
         args = get_args(base)
-        if args and args[0] is not str:
-            return None
-        return type_schema(ret)
-    return None
+        if not args or args[0] is str:
+            return schema, False
+    if not schema or schema.get("type") == "string":
+        return None, False
+    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
+
+
+def _holds_content(tp: Any) -> bool:
+    """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult)."""
+    from .types import WireModel
+
+    if isinstance(tp, type) and issubclass(tp, WireModel):
+        return True
+    return any(_holds_content(_strip_annotated(arg)) for arg in get_args(tp))
 
 
 def _strip_annotated(tp: Any) -> Any:

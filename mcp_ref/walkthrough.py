@@ -15,6 +15,7 @@ import time
 from typing import Callable
 
 from .client import Client
+from .demo import server_command
 from .errors import InvalidParams, RequestCancelled, RequestTimeout, ResourceNotFound
 from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, LogMessage, TextContent
 
@@ -73,7 +74,7 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
     started = time.perf_counter()
     print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
     with Client.stdio(
-        [sys.executable, "-m", "mcp_ref", "serve-demo"],
+        server_command(),
         timeout=timeout,
         trace=trace,
         sampling_handler=_sampling_handler,

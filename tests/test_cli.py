@@ -292,3 +292,60 @@ def test_request_timeout_exits_4():
     proc = cli("--timeout", "0.5", "call", TARGET, "wait_for_cancel")
     assert proc.returncode == 4
     one_error_line(proc)
+
+
+# -- issue 8: one line, never a traceback ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [
+    ("serve-demo", "--stateless"),
+    ("serve-demo", "--http", "foo"),
+    ("serve-demo", "--http", "127.0.0.1:99999"),
+], ids=["stateless-without-http", "not-host-port", "port-out-of-range"])
+def test_serve_demo_usage_errors_are_one_line(args):
+    proc = cli(*args)
+    assert proc.returncode == 1
+    assert "--" in one_error_line(proc)
+
+
+def test_serve_demo_on_a_port_in_use_is_one_line():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        proc = cli("serve-demo", "--http", f"127.0.0.1:{taken.getsockname()[1]}")
+    assert proc.returncode == 4
+    assert "cannot listen on" in one_error_line(proc)
+
+
+def test_output_cut_short_by_head_is_not_an_error():
+    """``mcp-ref tools TARGET | head -1``: the reader leaves early; no BrokenPipeError, exit 0."""
+    proc = subprocess.run(f"{sys.executable} -m mcp_ref tools '{TARGET}' | head -1; exit ${{PIPESTATUS[0]}}",
+                          shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert proc.stdout.startswith("echo(text)") and len(proc.stdout.splitlines()) == 1
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0
+
+
+def test_a_server_that_cannot_be_reached_is_said_so(tmp_path):
+    from http_fixtures import free_port
+
+    proc = cli("info", f"http://127.0.0.1:{free_port()}/mcp")
+    assert proc.returncode == 4
+    line = one_error_line(proc)
+    assert "cannot reach" in line and "connection refused" in line and "initialize" not in line
+
+
+def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
+    """Run from the folder that contains a clone named mcp_ref: the demo's server must not import the clone folder."""
+    (tmp_path / "mcp_ref").mkdir()  # what a clone looks like from its parent: a folder, no __init__.py
+    script = "import sys; sys.argv = ['mcp-ref', 'demo']; from mcp_ref.cli import main; sys.exit(main())"
+    import mcp_ref
+    from pathlib import Path
+
+    home = str(Path(mcp_ref.__file__).resolve().parent.parent)
+    proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {home!r}); {script}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Every step behaved" in proc.stdout

@@ -32,17 +32,25 @@ def test_client_tour_runs(tmp_path):
     assert "Hey Ada!" in lines
 
 
+def _block(marker: str) -> str:
+    return next(b for b in _python_blocks() if marker in b)
+
+
+def _write_server_example(folder) -> None:
+    """The README's server.py, with the docs/ folder it serves beside it."""
+    (folder / "docs").mkdir()
+    (folder / "docs" / "hello.txt").write_text("hello from docs\n")
+    (folder / "server.py").write_text(_block('Server("example"'))
+
+
 def test_server_example_serves(tmp_path, connect):
     from mcp_ref import CreateMessageResult, TextContent
 
-    example = next(b for b in _python_blocks() if 'Server("example"' in b)
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "hello.txt").write_text("hello from docs\n")
+    _write_server_example(tmp_path)
     script = tmp_path / "server.py"
-    script.write_text(example)
     client = connect(
         [sys.executable, str(script)],
-        cwd=str(tmp_path),
+        cwd=str(ROOT),  # docs/ is found beside the script, whatever the working directory
         sampling_handler=lambda params: CreateMessageResult(role="assistant", content=TextContent(text="hello"), model="m"),
     )
     assert client.instructions == "Try the add tool."
@@ -63,3 +71,49 @@ def test_in_memory_example_runs(tmp_path):
     script.write_text(example)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
+
+
+def test_callbacks_example_runs(tmp_path):
+    import os
+
+    _write_server_example(tmp_path)
+    script = tmp_path / "callbacks.py"
+    script.write_text(_block("sampling_handler=lambda params") +
+                      '\nprint(client.call_tool("slow", {"steps": 1}).content[0].text)\nclient.close()\n')
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=WAIT * 3)
+    assert done.returncode == 0, done.stderr
+    assert "42" in done.stdout.splitlines()  # slow() asked the client's model, and the handler answered
+
+
+def _serve_over_http(tmp_path, marker: str):
+    """Run a README HTTP server block (its port made free); returns (process, port) once it listens."""
+    import queue
+    import threading
+
+    from http_fixtures import free_port
+
+    port = free_port()
+    script = tmp_path / marker.lstrip("# ")
+    script.write_text(_block(marker).replace("port=8000", f"port={port}"))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
+    assert f":{port}/mcp" in lines.get(timeout=WAIT), "the server did not announce its address"
+    return proc, port
+
+
+def test_http_examples_run(tmp_path):
+    _write_server_example(tmp_path)
+    for marker in ("# http_server.py", "# http_server_limits.py"):
+        proc, port = _serve_over_http(tmp_path, marker)
+        try:
+            client = tmp_path / "http_client.py"
+            client.write_text(_block('Client.http("http://127.0.0.1:8000/mcp"').replace(":8000", f":{port}"))
+            done = subprocess.run([sys.executable, str(client)], capture_output=True, text=True, timeout=WAIT * 3)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.split() == ["5"]
+        finally:
+            proc.terminate()
+            proc.wait(WAIT)

@@ -16,6 +16,7 @@ from mcp_ref.signatures import (
     to_jsonable,
     type_schema,
 )
+from mcp_ref.types import CallToolResult, Image, ImageContent, TextContent
 
 
 class Color(enum.Enum):
@@ -478,13 +479,30 @@ def test_output_schema_for():
     def g() -> list[Point]: ...
     def h() -> dict[int, str]: ...
 
-    assert output_schema_for(a) == type_schema(Point)
-    assert output_schema_for(b) == type_schema(Movie)
-    assert output_schema_for(c) == {"type": "object", "additionalProperties": {"type": "integer"}}
-    assert output_schema_for(d) is None
-    assert output_schema_for(e) is None
-    assert output_schema_for(g) is None
-    assert output_schema_for(h) is None
+    def wrapped(schema: dict) -> tuple[dict, bool]:
+        return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
+
+    assert output_schema_for(a) == (type_schema(Point), False)
+    assert output_schema_for(b) == (type_schema(Movie), False)
+    assert output_schema_for(c) == ({"type": "object", "additionalProperties": {"type": "integer"}}, False)
+    assert output_schema_for(d) == wrapped({"type": "integer"})  # not an object: {"result": ...}, as the SDK does
+    assert output_schema_for(e) == (None, False)
+    assert output_schema_for(g) == wrapped(type_schema(list[Point]))
+    assert output_schema_for(h) == (None, False)  # JSON keys are strings: no schema for int keys
+
+
+def test_no_output_schema_for_text_bytes_content_or_a_bare_list():
+    def text() -> str: ...
+    def raw() -> bytes: ...
+    def image() -> ImageContent: ...
+    def helper() -> Image: ...
+    def blocks() -> list[TextContent | ImageContent]: ...
+    def whole() -> CallToolResult: ...
+    def mixed() -> list: ...
+    def nothing() -> None: ...
+
+    for func in (text, raw, image, helper, blocks, whole, mixed, nothing):
+        assert output_schema_for(func) == (None, False), func.__name__
 
 
 def test_to_jsonable():

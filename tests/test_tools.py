@@ -15,7 +15,8 @@ import pytest
 from conftest import SERVERS, client_pool
 from servers.untested_server import AUDIO_DATA, ICONS
 
-from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, InvalidParams, McpError, ResourceLink, TextContent, Tool
+from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, Client, InvalidParams, McpError, ResourceLink, TextContent, Tool
+from mcp_ref import Audio, Image, ImageContent, Server
 
 TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
 PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]
@@ -418,3 +419,117 @@ def test_an_explicit_schema_must_be_an_object_schema(option, schema):
     with pytest.raises(ValueError, match="must be a JSON Schema object"):
         server.add_tool(tool, **{option: schema})
     assert server.capabilities().get("tools") is None
+
+
+# -- issue 8: what a user of FastMCP expects ---------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(16)
+
+
+def habits_server():
+    server = Server("habits")
+
+    @server.tool
+    def bare(x: int) -> str:
+        """Registered without parentheses."""
+        return f"bare {x}"
+
+    @server.tool
+    async def later(x: int) -> int:
+        """An async def: run to completion on the handler thread."""
+        import asyncio
+
+        await asyncio.sleep(0)
+        return x * 2
+
+    @server.tool
+    def numbers() -> list[int]:
+        """A list of numbers: structured as {"result": [...]}."""
+        return [1, 2, 3]
+
+    @server.tool
+    def picture() -> ImageContent:
+        """An image: content, never a structured result."""
+        return Image(data=PNG)
+
+    @server.tool
+    def sound() -> Audio:
+        """Audio from bytes, its format told by its first bytes."""
+        return Audio(data=WAV)
+
+    @server.tool
+    def raw_png() -> bytes:
+        """bytes that are a PNG: an image block."""
+        return PNG
+
+    @server.tool
+    def raw_other() -> bytes:
+        """bytes of no known format: an embedded blob, never text full of U+FFFD."""
+        return b"\x00\xff\xfe"
+
+    @server.tool
+    def mixed() -> list:
+        """A string and an image: two blocks."""
+        return ["look:", Image(data=PNG, format="png")]
+
+    @server.prompt
+    def bare_prompt(topic: str) -> str:
+        """A prompt registered without parentheses."""
+        return f"talk about {topic}"
+
+    return server
+
+
+@pytest.fixture
+def habits():
+    from conftest import WireChecker
+
+    checker = WireChecker()
+    with Client.in_memory(habits_server(), trace=checker) as client:
+        yield client
+    assert not checker.errors, checker.errors
+
+
+def test_decorators_work_without_parentheses(habits):
+    assert habits.call_tool("bare", {"x": 1}).content[0].text == "bare 1"
+    assert habits.get_prompt("bare_prompt", {"topic": "tea"}).messages[0].content.text == "talk about tea"
+
+
+def test_an_async_tool_runs_to_completion(habits):
+    result = habits.call_tool("later", {"x": 21})
+    assert result.structured_content == {"result": 42} and result.content[0].text == "42"
+
+
+def test_non_object_returns_are_wrapped_as_the_sdk_does(habits):
+    tools = {t.name: t for t in habits.list_tools()}
+    assert tools["numbers"].output_schema == {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+                                              "required": ["result"]}
+    assert habits.call_tool("numbers").structured_content == {"result": [1, 2, 3]}
+    assert tools["bare"].output_schema is None  # str: text content says it all
+
+
+def test_media_returns_are_content_not_structured_output(habits):
+    tools = {t.name: t for t in habits.list_tools()}
+    for name in ("picture", "sound", "raw_png", "raw_other", "mixed"):
+        assert tools[name].output_schema is None, name
+    picture = habits.call_tool("picture")
+    assert picture.structured_content is None
+    assert picture.content[0].mime_type == "image/png" and base64.b64decode(picture.content[0].data) == PNG
+    assert habits.call_tool("sound").content[0].mime_type == "audio/wav"
+    assert habits.call_tool("raw_png").content[0].mime_type == "image/png"
+    blob = habits.call_tool("raw_other").content[0]
+    assert blob.type == "resource" and base64.b64decode(blob.resource.blob) == b"\x00\xff\xfe"
+    mixed = habits.call_tool("mixed").content
+    assert [block.type for block in mixed] == ["text", "image"] and mixed[0].text == "look:"
+
+
+def test_media_helpers_read_files_and_refuse_what_they_cannot_tell(tmp_path):
+    (tmp_path / "chart.png").write_bytes(PNG)
+    assert Image(tmp_path / "chart.png").mime_type == "image/png"
+    with pytest.raises(ValueError, match="format"):
+        Image(data=b"\x00\x01")
+    with pytest.raises(ValueError, match="not an image"):
+        Image(data=WAV)
+    with pytest.raises(ValueError, match="path or data"):
+        Image()

@@ -53,7 +53,9 @@ from mcp_ref.types import (
 EXAMPLES = Path(__file__).resolve().parent / "spec_examples" / "2026-07-28"
 
 MODELS = sorted(
-    (obj for obj in vars(types).values() if isinstance(obj, type) and issubclass(obj, WireModel) and obj is not WireModel),
+    # Image and Audio are constructors of ImageContent and AudioContent (a path or bytes), not wire types.
+    (obj for obj in vars(types).values() if isinstance(obj, type) and issubclass(obj, WireModel)
+     and obj not in (WireModel, types.Image, types.Audio)),
     key=lambda cls: cls.__name__,
 )
 

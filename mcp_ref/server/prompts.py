@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import lifecycle
 from ..errors import InvalidParams
 from ..session import RequestContext
-from ..signatures import ArgumentPlan, compile_arguments
+from ..signatures import ArgumentPlan, compile_arguments, runs_in_thread
 from ..types import GetPromptResult, PromptMessage, WireModel, drop_none, text_block
 from ..validation import first_error, validator_for
 from .context import Context, with_context
@@ -40,6 +40,7 @@ class RegisteredPrompt:
 def build_prompt(func: Callable, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, icons: list | None = None) -> RegisteredPrompt:
     """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
+    func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     name = name or func.__name__
     properties = plan.schema.get("properties", {})

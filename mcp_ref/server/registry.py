@@ -70,7 +70,7 @@ class Server:
 
     def tool(
         self,
-        name: str | None = None,
+        name: str | Callable | None = None,
         *,
         title: str | None = None,
         description: str | None = None,
@@ -85,8 +85,13 @@ class Server:
         The input schema comes from the type hints (or ``input_schema``), the
         description from the docstring (or ``description``).  A return
         annotation that is a dataclass or TypedDict gives an ``outputSchema``
-        and the result is also sent as ``structuredContent``.
+        and the result is also sent as ``structuredContent``.  Both ``@server.tool``
+        and ``@server.tool(...)`` work; an ``async def`` runs to completion on the
+        handler thread (``signatures.runs_in_thread``).
         """
+        if callable(name):  # @server.tool, without parentheses
+            self.add_tool(name)
+            return name
 
         def register(func: Callable) -> Callable:
             self.add_tool(
@@ -210,13 +215,17 @@ class Server:
 
     # -- prompts -----------------------------------------------------------------------
 
-    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+    def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
                icons: list | None = None) -> Callable[[Callable], Callable]:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or
         ``{"role", "content"}`` dict, a list of those, or a GetPromptResult.
+        ``@server.prompt`` and ``@server.prompt(...)`` both work, as for :meth:`tool`.
         """
+        if callable(name):  # @server.prompt, without parentheses
+            self.add_prompt(name)
+            return name
 
         def register(func: Callable) -> Callable:
             self.add_prompt(func, name=name, title=title, description=description, icons=icons)
@@ -337,6 +346,26 @@ class Server:
             connection.list_changed(kind)
 
     # -- serving ----------------------------------------------------------------------------------
+
+    def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
+        """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
+
+        As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
+        :meth:`run_http`, which serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE
+        transport at ``/sse`` from one server; the name only chooses which address is announced.
+        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.
+        """
+        if transport == "stdio":
+            self.run_stdio(**options)
+        elif transport in ("http", "streamable-http", "sse"):
+            path = options.get("sse_path", "/sse") if transport == "sse" else options.get("path", "/mcp")
+            kind = "HTTP+SSE" if transport == "sse" else "Streamable HTTP"
+            if "on_ready" not in options:
+                options["on_ready"] = lambda httpd: print(f"serving {self.name} at {httpd.url}{path} ({kind})",
+                                                          file=sys.stderr, flush=True)
+            self.run_http(host, port, **options)
+        else:
+            raise ValueError(f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}")
 
     def run_stdio(self, *, max_message_size: int | None = None) -> None:
         """Serve one client on this process's stdin/stdout until stdin ends.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import InvalidParams, ResourceNotFound
 from ..session import RequestContext
-from ..signatures import ArgumentPlan, compile_arguments, to_jsonable
+from ..signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
 from ..types import BlobResourceContents, TextResourceContents, drop_none
 from ..uri_template import UriTemplate
 from .context import Context, with_context
@@ -36,6 +36,7 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
                    description: str | None = None, mime_type: str | None = None, size: int | None = None,
                    annotations: dict | None = None, icons: list | None = None) -> RegisteredResource:
     """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
+    func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     is_template = UriTemplate.is_template(uri)
     listing = drop_none({

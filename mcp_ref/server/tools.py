@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import lifecycle
 from ..errors import InvalidParams, McpError, RequestCancelled
 from ..session import RequestContext
-from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, to_jsonable
-from ..types import CallToolResult, WireModel, drop_none, text_block
+from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
+from ..types import CallToolResult, WireModel, drop_none, media_block, text_block
 from ..validation import first_error, validator_for
 from .context import Context, with_context
 from .listing import list_page
@@ -47,6 +47,8 @@ class RegisteredTool:
     plan: ArgumentPlan
     listing: dict
     output_schema: dict | None
+    #: True when structured results are ``{"result": value}`` (a return type that is not an object)
+    wrapped: bool = False
     _input_validator: Any = None
     _output_validator: Any = None
 
@@ -76,6 +78,7 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
                output_schema: dict | None = None, annotations: dict | None = None,
                icons: list | None = None, meta: dict | None = None) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
+    func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     name = name or func.__name__
     check_tool_name(name)
@@ -83,8 +86,9 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
         if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
             # server/tools §Tool: inputSchema and outputSchema are JSON Schemas of type "object".
             raise ValueError(f"tool {name}: {label} must be a JSON Schema object with \"type\": \"object\"")
+    wrapped = False
     if output_schema is None:
-        output_schema = output_schema_for(func)
+        output_schema, wrapped = output_schema_for(func)
     listing = drop_none({
         "name": name,
         "title": title,
@@ -95,7 +99,7 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
         "icons": icons,
         "_meta": meta,
     })
-    tool = RegisteredTool(name, func, plan, listing, output_schema)
+    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped)
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
@@ -174,7 +178,8 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     else:
         result = {"content": as_content(value)}
         if tool.output_schema is not None:
-            result["structuredContent"] = to_jsonable(value)
+            structured = to_jsonable(value)
+            result["structuredContent"] = {"result": structured} if tool.wrapped else structured
     structured = result.get("structuredContent")
     if tool.output_schema is not None and not result.get("isError"):
         problem = None if structured is None else first_error(tool.output_validator(), structured)
@@ -190,15 +195,22 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
 
 
 def as_content(value: Any) -> list:
-    """A tool's return value as a list of content block dicts."""
+    """A tool's return value as a list of content block dicts.
+
+    ``str``: one text block.  A content object (``TextContent``, ``ImageContent``, ``Image`` ...):
+    itself.  ``bytes``: an image or audio block when its first bytes name the format, otherwise
+    an embedded blob (``application/octet-stream``).  A list or tuple holding any content
+    object or bytes: one block per item, each item by these rules.  Anything else: its JSON
+    as one text block.
+    """
     if value is None:
         return []
     if isinstance(value, str):
         return [text_block(value)]
     if isinstance(value, WireModel):
         return [value.to_wire()]
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, WireModel) for v in value):
-        return [v.to_wire() for v in value]
-    if isinstance(value, bytes):
-        return [text_block(value.decode("utf-8", "replace"))]
+    if isinstance(value, (bytes, bytearray)):
+        return [media_block(bytes(value))]
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (WireModel, bytes, bytearray)) for v in value):
+        return [block for item in value for block in as_content(item)]
     return [text_block(json.dumps(to_jsonable(value), ensure_ascii=False))]

@@ -31,6 +31,22 @@ from typing import Any, Callable
 RequestId = Any  # a str or an int (mcp_ref.jsonrpc.RequestId); kept loose to import nothing here
 
 
+class RequestFailed:
+    """What a transport's :meth:`Transport.read` may return instead of bytes: one request failed here.
+
+    A transport that sends each request on its own (HTTP) learns of some failures itself:
+    the server could not be reached, or refused the request at the HTTP level.  ``error``
+    is the exception the request's caller gets (e.g. :class:`~mcp_ref.errors.ServerUnreachable`,
+    a ``ConnectionError``); nothing was received, so nothing is traced as received.
+    """
+
+    __slots__ = ("request_id", "error")
+
+    def __init__(self, request_id: RequestId, error: Exception):
+        self.request_id = request_id
+        self.error = error
+
+
 class Transport:
     """The base class of every transport; see the module docstring for who calls what."""
 
@@ -38,9 +54,10 @@ class Transport:
     #: default): the session serialises writes with a lock, as a byte stream needs.
     concurrent_writes: bool = False
 
-    def read(self) -> bytes | None:
+    def read(self) -> bytes | RequestFailed | None:
         """Block until one whole message arrives and return its bytes; None at end of input.
 
+        A :class:`RequestFailed` instead fails one request of ours locally.
         May raise :class:`~mcp_ref.errors.MessageTooLarge` for a message over the
         transport's limit (already discarded); any other exception ends the connection.
         """

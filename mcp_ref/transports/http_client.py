@@ -33,8 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 from urllib.parse import urljoin
 
+from ..errors import ServerUnreachable
 from ..jsonrpc import Request
-from .base import Transport
+from .base import RequestFailed, Transport
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +199,8 @@ class HttpClientTransport(Transport):
                 self._renew_session(generation)
                 response = self._post(data, stream=True)
             self._deliver(response, request)
+        except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
+            self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         except requests.RequestException as exc:
             self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
@@ -426,6 +429,19 @@ class HttpClientTransport(Transport):
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
         self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+
+
+def unreachable(url: str, exc: Exception) -> ServerUnreachable:
+    """A :class:`ServerUnreachable` naming ``url`` and the reason in a few words, not urllib3's nest."""
+    import re
+
+    text = str(exc)
+    reason = re.findall(r"\[Errno -?\d+\] ([^'\"\)\]]+)", text)
+    if reason:
+        text = reason[-1].strip().lower()
+    elif "timed out" in text.lower():
+        text = "timed out while connecting"
+    return ServerUnreachable(f"cannot reach {url}: {text}")
 
 
 class _Cursor:
