@@ -1,8 +1,26 @@
 """mcp_ref: a synchronous, thread-based reference implementation of the Model Context Protocol.
 
-The public names are loaded on first use, so ``import mcp_ref`` stays cheap::
+Start here::
 
     from mcp_ref import Client, Server
+
+A map of the package:
+
+    Client            Client.stdio(command), Client.http(url), Client.in_memory(server); then
+                      call_tool, list_tools, read_resource, get_prompt, complete, ping ...
+    Server            Server(name); @server.tool, @server.resource(uri), @server.prompt;
+                      server.run() (stdio), server.run(transport="http"), server.wsgi_app()
+    Context           a tool's view of its request: progress, logs, sampling, elicitation
+    content           TextContent, ImageContent, Image(path=...), Audio(...), EmbeddedResource ...
+    errors            McpError (with its JSON-RPC code), ToolError, ConnectionClosed,
+                      ServerUnreachable, RequestTimeout, CapabilityError
+    ConnectionLimits  the bounds of the standard-library HTTP server
+    modules           client/ and server/ (the two roles, a module per spec area), session
+                      (JSON-RPC over any transport), transports/ (stdio, HTTP, in-memory),
+                      lifecycle, types, schemas (the official JSON Schemas)
+    command           mcp-ref --help; ``mcp-ref demo`` walks through every feature
+
+Public names are loaded on first use, so ``import mcp_ref`` stays cheap.
 """
 
 from __future__ import annotations

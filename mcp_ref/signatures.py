@@ -23,6 +23,7 @@ __all__ = [
     "ArgumentPlan",
     "compile_arguments",
     "output_schema_for",
+    "schema_and_converter",
     "parse_docstring",
     "to_jsonable",
     "type_schema",
@@ -383,6 +384,17 @@ def type_schema(tp: Any) -> dict:
     Raises TypeError for annotations that have no JSON representation.
     """
     return _analyse(tp, ())[0]
+
+
+def schema_and_converter(tp: Any) -> tuple[dict, Callable[[Any], Any]]:
+    """The JSON Schema of annotation ``tp``, and the function that turns a valid JSON value into it.
+
+    A dataclass becomes an instance (its fields converted too), an Enum a member, and so on;
+    for types whose JSON value is already the Python value, the converter returns it as it is.
+    Raises TypeError for annotations that have no JSON representation.
+    """
+    schema, converter = _analyse(tp, ())
+    return schema, converter or (lambda value: value)
 
 
 # ---------------------------------------------------------------------------

@@ -38,7 +38,8 @@ class WireModel:
     def _wire_fields(cls) -> list[tuple[str, str]]:
         cached = WireModel._fields_cache.get(cls)
         if cached is None:
-            cached = [(f.name, _camel(f.name)) for f in dataclasses.fields(cls) if f.name != "raw"]
+            cached = [(f.name, _camel(f.name)) for f in dataclasses.fields(cls)
+                      if f.name != "raw" and not f.metadata.get("local")]
             WireModel._fields_cache[cls] = cached
         return cached
 
@@ -526,12 +527,17 @@ class ElicitParams(WireModel):
 
 @dataclass(kw_only=True)
 class ElicitResult(WireModel):
-    """The user's answer: ``action`` is "accept", "decline" or "cancel"."""
+    """The user's answer: ``action`` is "accept", "decline" or "cancel".
+
+    ``data`` (never sent) is the accepted ``content`` as an instance of the dataclass given to
+    ``Context.elicit(schema=SomeDataclass)``; None otherwise.
+    """
 
     action: str
     content: dict | None = None
     meta: dict | None = None
     raw: dict | None = _raw_field()
+    data: Any = field(default=None, compare=False, metadata={"local": True})
 
 
 # -- Lifecycle, logging, completion, pages ------------------------------------

@@ -205,7 +205,7 @@ def test_the_schemas_are_package_data():
     """A wheel (or any non-editable install) carries the JSON files: setup.cfg declares them."""
     config = configparser.ConfigParser()
     config.read(ROOT / "setup.cfg")
-    assert config.get("options.package_data", "mcp_ref.schemas").split() == ["*.json"]
+    assert config.get("options.package_data", "mcp_ref.schemas").split() == ["*.json,", "NOTICE"]
     assert sorted(p.name for p in resources.files("mcp_ref.schemas").iterdir() if p.name.endswith(".json")) == \
         sorted(f"{v}.json" for v in schemas.VERSIONS)
 

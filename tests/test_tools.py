@@ -7,6 +7,8 @@ Every message is validated against the negotiated revision's official schema.
 from __future__ import annotations
 
 import base64
+import dataclasses
+import enum
 import json
 import sys
 
@@ -16,7 +18,7 @@ from conftest import SERVERS, client_pool
 from servers.untested_server import AUDIO_DATA, ICONS
 
 from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, Client, InvalidParams, McpError, ResourceLink, TextContent, Tool
-from mcp_ref import Audio, Image, ImageContent, Server
+from mcp_ref import Audio, Context, ElicitResult, Image, ImageContent, Server
 
 TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
 PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]
@@ -533,3 +535,40 @@ def test_media_helpers_read_files_and_refuse_what_they_cannot_tell(tmp_path):
         Image(data=WAV)
     with pytest.raises(ValueError, match="path or data"):
         Image()
+
+
+class Mood(enum.Enum):
+    HAPPY = "happy"
+    TIRED = "tired"
+
+
+@dataclasses.dataclass
+class Person:
+    name: str
+    mood: Mood = Mood.HAPPY
+
+
+def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_own():
+    server = Server("context-habits")
+
+    @server.resource("notes://today")
+    def today() -> str:
+        return "rain"
+
+    @server.tool
+    def ask(ctx: Context) -> str:
+        """Ask who is there, and look at today's note."""
+        answer = ctx.elicit("Who are you?", schema=Person)
+        note = ctx.read_resource("notes://today")[0].text
+        return f"{type(answer.data).__name__} {answer.data.name} {answer.data.mood.name} {note}"
+
+    asked = []
+
+    def handler(params):
+        asked.append(params.requested_schema)
+        return ElicitResult(action="accept", content={"name": "Ada", "mood": "tired"})
+
+    with Client.in_memory(server, elicitation_handler=handler) as client:
+        assert client.call_tool("ask").content[0].text == "Person Ada TIRED rain"
+    assert asked[0]["properties"]["mood"] == {"type": "string", "enum": ["happy", "tired"], "default": "happy"}
+    assert "data" not in ElicitResult(action="accept", content={}, data=1).to_wire()  # never sent

@@ -141,13 +141,19 @@ class Context:
         result = self.connection.request("sampling/createMessage", params, timeout=timeout, related_request_id=self.request_id)
         return CreateMessageResult.from_wire(result)
 
-    def elicit(self, message: str, schema: dict, *, timeout: float | None | type(...) = ...) -> ElicitResult:
+    def elicit(self, message: str, schema: dict | type, *, timeout: float | None | type(...) = ...) -> ElicitResult:
         """Ask the user for structured input (form-mode ``elicitation/create``, 2025-06-18 and later).
 
-        ``schema`` is a flat object schema of primitive properties.  Accepted
-        content is validated against it; a reply that does not match raises
-        InvalidParams.
+        ``schema`` is a flat object schema of primitive properties, or a dataclass (or
+        TypedDict) of such fields, whose schema is sent: an accepted answer is then also
+        in ``result.data`` as an instance of it.  Accepted content is validated against
+        the schema; a reply that does not match raises InvalidParams.
         """
+        convert = None
+        if isinstance(schema, type):
+            from ..signatures import schema_and_converter
+
+            schema, convert = schema_and_converter(schema)
         version = self.connection.protocol_version
         if not lifecycle.at_least(version, lifecycle.ELICITATION):
             raise CapabilityError(f"elicitation does not exist in protocol version {version}")
@@ -164,7 +170,19 @@ class Context:
             problem = first_error(validator_for(schema), result.content)
             if problem:
                 raise InvalidParams(f"elicitation reply does not match the requested schema: {problem}")
+            if convert is not None:
+                result.data = convert(result.content)
         return result
+
+    def read_resource(self, uri: str) -> list:
+        """This server's own resource ``uri``, read as a client would (``resources/read``): its contents.
+
+        Returns ``TextResourceContents`` / ``BlobResourceContents``; raises ResourceNotFound.
+        """
+        from ..types import resource_contents_from_wire
+
+        answer = self.connection.handle_request(self.request, "resources/read", {"uri": uri})
+        return [resource_contents_from_wire(item) for item in answer["contents"]]
 
     def elicit_url(self, message: str, url: str, elicitation_id: str, *, timeout: float | None | type(...) = ...) -> ElicitResult:
         """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later)."""
