@@ -43,6 +43,12 @@ import os
 import sys
 
 CONCURRENCY = 8
+#: The SDK's client and server classes: ``MCPServer`` from mcp 2 on (``FastMCP`` before).
+SDK_CLIENT_AND_SERVER = (
+    "from mcp import ClientSession\n"
+    "try:\n    from mcp.server.mcpserver import MCPServer\n"
+    "except ImportError:\n    from mcp.server.fastmcp import FastMCP"
+)
 ECHO_TEXT = "hi"
 
 # The server programs, one file each (see their docstrings); each watches its
@@ -688,6 +694,7 @@ def print_table(figures, out=sys.stdout):
         ("import package, -X importtime", "import_importtime", "ms", "lower is better"),
         ("import client, wall (-c diff)", "import_client", "ms", "lower is better"),
         ("import client, -X importtime", "import_client_importtime", "ms", "lower is better"),
+        ("import client + server, wall (-c diff)", "import_both", "ms", "lower is better"),
         ("echo calls, sequential", "sequential", "calls/s", "higher is better"),
         ("echo calls, %d concurrent" % CONCURRENCY, "concurrent", "calls/s", "higher is better"),
         ("HTTP echo calls, sequential", "http_sequential", "calls/s", "higher is better"),
@@ -1021,11 +1028,13 @@ def main(argv=None):
         import_cases += [
             ("mcp_ref", "import", "import mcp_ref"),
             ("mcp_ref", "import_client", "from mcp_ref import Client"),
+            ("mcp_ref", "import_both", "from mcp_ref import Client, Server"),
         ]
     if sdk_ok:
         import_cases += [
             ("sdk", "import", "import mcp"),
             ("sdk", "import_client", "from mcp import ClientSession; from mcp.client.stdio import stdio_client"),
+            ("sdk", "import_both", SDK_CLIENT_AND_SERVER),
         ]
     for side, key, statement in import_cases:
         try:
@@ -1078,7 +1087,7 @@ def main(argv=None):
     if not ns.skip_http and not run_http_benchmarks(ns, figures, sdk_ok, note):
         failed = True
 
-    for key in ("import", "import_importtime", "import_client", "import_client_importtime"):
+    for key in ("import", "import_importtime", "import_client", "import_client_importtime", "import_both"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
     for key in ("sequential", "concurrent", "http_sequential", "http_concurrent", "http_capacity"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
@@ -1090,7 +1099,8 @@ def main(argv=None):
     print()
     print(
         "import package: `import mcp_ref` / `import mcp`; import client: `from mcp_ref import Client` /"
-        " `from mcp import ClientSession` + stdio_client (warm, bytecode cached; median of %d)." % ns.import_reps
+        " `from mcp import ClientSession` + stdio_client; import client + server: `from mcp_ref import Client, Server` /"
+        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached; median of %d)." % ns.import_reps
     )
     print(
         "echo calls: tools/call over stdio to a server of the same implementation; mcp_ref with %d threads"
