@@ -2,7 +2,7 @@
 
 ::
 
-    mcp-ref [--json] [--trace] [--timeout SECONDS] VERB ...
+    mcp-ref [--json] [--trace] [--timeout SECONDS] [--connect-timeout SECONDS] [--quiet] [--quiet-server] VERB ...
 
     mcp-ref info TARGET                        serverInfo, protocol version, capabilities, instructions
     mcp-ref tools|resources|templates|prompts TARGET
@@ -16,8 +16,10 @@
 TARGET is a server command line in one string, e.g. ``"python server.py"``, or
 the URL of an HTTP server (``http://127.0.0.1:8000/mcp``; Streamable HTTP,
 falling back to the 2024-11-05 HTTP+SSE transport).
-Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server, 5 the tool
-returned ``isError`` or the server answered with a JSON-RPC error.
+The options work before or after the verb.
+Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server (or no handshake),
+5 the tool returned ``isError`` or the server answered with a JSON-RPC error,
+6 a request timed out.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import shlex
 import sys
 from typing import Any, Sequence
 
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR = 0, 1, 4, 5
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT = 0, 1, 4, 5, 6
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,11 +41,49 @@ class _Parser(argparse.ArgumentParser):
 
 
 class CliError(Exception):
-    """A failure to report as one line on stderr with an exit code."""
+    """A failure to report as one line on stderr with an exit code (and, with --json, on stdout as JSON).
 
-    def __init__(self, message: str, code: int):
+    ``error`` is the JSON-RPC error object when the server answered with one.
+    """
+
+    def __init__(self, message: str, code: int, error: dict | None = None):
         super().__init__(message)
         self.code = code
+        self.error = error
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """The options every verb takes, before or after it (after it, they override)."""
+
+    def default(value):
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument("--json", action="store_true", default=default(False),
+                        help="print the raw result as JSON (errors too, as {\"error\": ...})")
+    parser.add_argument("--trace", action="store_true", default=default(False),
+                        help="print every JSON-RPC message on stderr (--> sent, <-- received)")
+    parser.add_argument("--timeout", type=_seconds, default=default(60.0), metavar="SECONDS",
+                        help="the longest each request may take (default 60); past it, exit 6")
+    parser.add_argument("--connect-timeout", type=_seconds, default=default(30.0), metavar="SECONDS",
+                        help="the longest launching or reaching the server and the handshake may take (default 30)")
+    parser.add_argument("--quiet", action="store_true", default=default(False), help="no progress display")
+    parser.add_argument("--quiet-server", action="store_true", default=default(False),
+                        help="hide a launched server's stderr (shown again, its last lines, if it fails)")
+    parser.add_argument("--header", action="append", default=default([]), metavar="'NAME: VALUE'",
+                        help="an HTTP header for URL targets (repeatable)")
+    parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default=default("auto"),
+                        help="for URL targets: Streamable HTTP with fallback (auto), or one of them")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,54 +92,103 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="mcp-ref", description="A synchronous MCP client, and a demo of the whole protocol.")
     parser.add_argument("--version", action="version", version=f"mcp-ref {__version__}")
-    parser.add_argument("--json", action="store_true", help="print the raw result as JSON")
-    parser.add_argument("--trace", action="store_true", help="print every JSON-RPC message on stderr (--> sent, <-- received)")
-    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="per-request timeout (default 60)")
-    parser.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
-                        help="an HTTP header for URL targets (repeatable)")
-    parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default="auto",
-                        help="for URL targets: Streamable HTTP with fallback (auto), or one of them")
+    _global_options(parser, defaults=True)
+    after_verb = _Parser(add_help=False)
+    _global_options(after_verb, defaults=False)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     verbs.required = True
 
-    def target(sub):
-        sub.add_argument("target", metavar="TARGET", help='server command line ("python server.py") or URL')
+    def verb(name: str, help: str, *, needs_target: bool = True):  # noqa: A002 - argparse's word
+        sub = verbs.add_parser(name, help=help, parents=[after_verb])
+        if needs_target:
+            sub.add_argument("target", metavar="TARGET", help='server command line ("python server.py") or URL')
         return sub
 
-    target(verbs.add_parser("info", help="server info, negotiated version, capabilities, instructions"))
+    verb("info", "server info, negotiated version, capabilities, instructions")
     for listing in ("tools", "resources", "templates", "prompts"):
-        target(verbs.add_parser(listing, help=f"list {listing}"))
-    call = target(verbs.add_parser("call", help="call a tool"))
+        verb(listing, f"list {listing}")
+    call = verb("call", "call a tool")
     call.add_argument("tool", metavar="TOOL")
-    call.add_argument("pairs", nargs="*", metavar="KEY=VALUE", help="arguments; values are JSON if they parse (count=1 is a number)")
+    call.add_argument("pairs", nargs="*", metavar="KEY=VALUE",
+                      help="arguments, read as the tool's inputSchema says (text=123 stays a string for a string parameter)")
     call.add_argument("--args", metavar="JSON", help="arguments as one JSON object (KEY=VALUE pairs override)")
-    read = target(verbs.add_parser("read", help="read a resource"))
+    read = verb("read", "read a resource")
     read.add_argument("uri", metavar="URI")
-    prompt = target(verbs.add_parser("prompt", help="get a prompt"))
+    prompt = verb("prompt", "get a prompt")
     prompt.add_argument("name", metavar="NAME")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE")
-    verbs.add_parser("demo", help="walk through every MCP feature against the bundled demo server")
-    serve = verbs.add_parser("serve-demo", help="run the demo server on stdio (or --http)")
+    verb("demo", "walk through every MCP feature against the bundled demo server", needs_target=False)
+    serve = verb("serve-demo", "run the demo server on stdio (or --http)", needs_target=False)
     serve.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead")
     serve.add_argument("--stateless", action="store_true", help="with --http: no sessions (any worker answers any request)")
     return parser
 
 
-def parse_pairs(pairs: Sequence[str], *, coerce: bool = True) -> dict[str, Any]:
-    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}``: values that parse as JSON are JSON."""
+def parse_pairs(pairs: Sequence[str], *, coerce: bool = True, schema: dict | None = None) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}``.
+
+    With ``schema`` (a tool's ``inputSchema`` properties), each value is read as its property
+    says: a string parameter keeps ``123`` as the string "123"; other parameters (and names
+    the schema does not list) take the value as JSON when it parses, else as a string.
+    Without it, values are JSON when they parse (``coerce``) or strings.
+    """
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise CliError(f"expected KEY=VALUE, got {pair!r}", EXIT_USAGE)
-        if coerce:
-            try:
-                out[key] = json.loads(value)
-            except ValueError:
-                out[key] = value
-        else:
-            out[key] = value
+        try:
+            parsed = json.loads(value) if coerce else value
+        except ValueError:
+            parsed = value
+        if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
+            parsed = value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+        out[key] = parsed
     return out
+
+
+def _ambiguous(value: str) -> bool:
+    """True when a value reads as JSON other than a string (a number, true, null, [...]): it may be meant as text."""
+    try:
+        return not isinstance(json.loads(value), str)
+    except ValueError:
+        return False
+
+
+def _wants_string(prop: Any) -> bool:
+    """True when a property's schema takes a string and nothing a JSON literal could be (number, bool, ...)."""
+    if not isinstance(prop, dict):
+        return False
+    kinds = prop.get("type")
+    if kinds is None and "enum" in prop:
+        return all(isinstance(v, str) for v in prop["enum"])
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    return "string" in kinds and not set(kinds) & {"number", "integer", "boolean", "array", "object"}
+
+
+class _Progress:
+    """``on_progress`` for ``call``: a bar redrawn in place on a terminal, one line a report otherwise."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.drawn = False
+
+    def __call__(self, progress, total=None, message=None) -> None:
+        if self.tty and total:
+            filled = int(20 * min(max(progress / total, 0), 1))
+            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {progress:g}/{total:g}" + (f" {message}" if message else "")
+            self.stream.write(text + "\x1b[K")
+            self.drawn = True
+        else:
+            of = f"/{total:g}" if total else ""
+            self.stream.write(f"mcp-ref: progress {progress:g}{of}" + (f" {message}" if message else "") + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,6 +210,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_verb(args, trace)
     except CliError as exc:
         print(f"mcp-ref: {exc}", file=sys.stderr)
+        if getattr(args, "json", False) and exc.code != EXIT_USAGE:
+            # Scripts parse failures too: the JSON-RPC error as the server sent it, or ours.
+            error = exc.error or {"message": str(exc)}
+            _print_json({"error": error, "exitCode": exc.code})
         return exc.code
     except KeyboardInterrupt:
         return 130
@@ -168,9 +261,15 @@ def _connect(args, trace):
                 raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
             headers[name.strip()] = value.strip()
         try:
-            return Client.http(args.target, headers=headers, transport=args.transport, timeout=args.timeout, trace=trace)
+            return Client.http(args.target, headers=headers, transport=args.transport, timeout=args.timeout, trace=trace,
+                               connect_timeout=args.connect_timeout, initialize_timeout=args.connect_timeout)
         except ServerUnreachable as exc:
             raise CliError(str(exc), EXIT_UNREACHABLE) from None
+        except McpError as exc:
+            if "HTTP 404" in str(exc) and not args.target.rstrip("/").endswith(("/mcp", "/sse")):
+                raise CliError(f"{args.target} answered 404 Not Found: MCP servers usually listen at a path such as "
+                               f"{args.target.rstrip('/')}/mcp (Streamable HTTP) or /sse", EXIT_UNREACHABLE) from None
+            raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE, exc.to_error()) from None
         except (ConnectionClosed, RequestTimeout, OSError) as exc:
             raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
         except (McpError, UnsupportedProtocolVersion) as exc:
@@ -178,16 +277,42 @@ def _connect(args, trace):
     command = shlex.split(args.target)
     if not command:
         raise CliError("TARGET is empty", EXIT_USAGE)
+    stderr = _ServerStderr(args.quiet_server)
     try:
-        return Client.stdio(command, timeout=args.timeout, trace=trace)
+        return Client.stdio(command, timeout=args.timeout, initialize_timeout=args.connect_timeout, trace=trace,
+                            stderr=stderr)
     except FileNotFoundError:
         raise CliError(f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE) from None
     except PermissionError:
         raise CliError(f"cannot launch {command[0]!r}: permission denied", EXIT_UNREACHABLE) from None
     except (ConnectionClosed, RequestTimeout, OSError) as exc:
-        raise CliError(f"cannot reach the server {args.target!r}: {exc}", EXIT_UNREACHABLE) from None
+        raise CliError(f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
+                       EXIT_UNREACHABLE) from None
     except (McpError, UnsupportedProtocolVersion) as exc:
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
+
+
+class _ServerStderr:
+    """A launched server's stderr: passed through (unless ``--quiet-server``), its last lines kept
+    to explain a server that exits before answering."""
+
+    def __init__(self, quiet: bool):
+        import collections
+
+        self.quiet = quiet
+        self.lines: collections.deque[str] = collections.deque(maxlen=10)
+        self.transport = None
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+        if not self.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    def last_words(self) -> str:
+        """`` (its last stderr lines: ...)`` for an error message, or nothing."""
+        if not self.lines:
+            return ""
+        return "; its last stderr lines:\n  " + "\n  ".join(self.lines)
 
 
 def _run_verb(args, trace) -> int:
@@ -198,13 +323,15 @@ def _run_verb(args, trace) -> int:
         with client:
             return _VERBS[args.verb](client, args)
     except McpError as exc:
-        raise CliError(f"the server answered with an error: {exc}", EXIT_ERROR) from None
+        raise CliError(f"the server answered with an error: {exc}", EXIT_ERROR, exc.to_error()) from None
     except CapabilityError as exc:
         raise CliError(str(exc), EXIT_ERROR) from None
     except RequestTimeout as exc:
-        raise CliError(str(exc), EXIT_UNREACHABLE) from None
+        raise CliError(f"{exc} (--timeout {args.timeout:g})", EXIT_TIMEOUT) from None
     except ConnectionClosed as exc:
-        raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
+        status = getattr(client.session.transport, "returncode", None)
+        why = f" (it exited with status {status})" if status is not None else ""
+        raise CliError(f"the server went away{why}: {exc}", EXIT_UNREACHABLE) from None
 
 
 def _serve_demo(args) -> int:
@@ -267,7 +394,8 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _describe_tool(tool) -> str:
-    params = ", ".join(tool.input_schema.get("properties", {}))
+    required = set(tool.input_schema.get("required", ()))
+    params = ", ".join(name + ("" if name in required else "?") for name in tool.input_schema.get("properties", {}))
     line = f"{tool.name}({params})"
     return f"{line}  {tool.description.splitlines()[0]}" if tool.description else line
 
@@ -307,8 +435,18 @@ def _call(client, args) -> int:
             raise CliError(f"--args is not valid JSON: {exc}", EXIT_USAGE) from None
         if not isinstance(arguments, dict):
             raise CliError("--args must be a JSON object", EXIT_USAGE)
-    arguments.update(parse_pairs(args.pairs))
-    result = client.call_tool(args.tool, arguments)
+    if args.pairs:
+        properties = None
+        if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
+            # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
+            properties = next((t.input_schema.get("properties", {}) for t in client.list_tools() if t.name == args.tool), {})
+        arguments.update(parse_pairs(args.pairs, schema=properties))
+    progress = None if args.quiet else _Progress(sys.stderr)
+    try:
+        result = client.call_tool(args.tool, arguments, on_progress=progress)
+    finally:
+        if progress is not None:
+            progress.done()
     if args.json:
         _print_json(result.raw)
     else:

@@ -15,6 +15,7 @@ import pytest
 
 from mcp_ref import Client, __version__
 from conftest import DEMO, WAIT, check_trace, run_cli
+from http_fixtures import serve  # noqa: F401 - fixture
 
 TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
 RUN_TIMEOUT = 60  # seconds for one whole CLI run
@@ -255,7 +256,8 @@ def test_command_that_does_not_exist_exits_4():
 def test_server_that_exits_immediately_exits_4(code):
     proc = cli("info", f'"{sys.executable}" -c "{code}"')
     assert proc.returncode == 4
-    assert "cannot reach the server" in one_error_line(proc)
+    line = one_error_line(proc)
+    assert "did not complete the handshake" in line and "exited with status" in line
 
 
 def test_server_that_writes_garbage_and_exits_exits_4():
@@ -263,7 +265,7 @@ def test_server_that_writes_garbage_and_exits_exits_4():
     assert proc.returncode == 4
     # A warning about the unparsable line may come first; the error is the last line.
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1].startswith("mcp-ref: cannot reach the server")
+    assert lines[-1].startswith("mcp-ref: the server") and "did not complete the handshake" in lines[-1]
     assert all(line.startswith("mcp-ref: ") for line in lines)
 
 
@@ -288,9 +290,9 @@ def test_json_rpc_errors_exit_5(args, text):
     assert line.startswith("mcp-ref: the server answered with an error: ") and text in line
 
 
-def test_request_timeout_exits_4():
+def test_request_timeout_exits_6():
     proc = cli("--timeout", "0.5", "call", TARGET, "wait_for_cancel")
-    assert proc.returncode == 4
+    assert proc.returncode == 6
     one_error_line(proc)
 
 
@@ -349,3 +351,66 @@ def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Every step behaved" in proc.stdout
+
+
+# -- issue 8: a CLI for scripting -----------------------------------------------------------------------
+
+
+def test_global_options_also_work_after_the_verb():
+    proc = cli("call", TARGET, "echo", "text=hi", "--json", "--timeout", "30")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"][0]["text"] == "hi"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
+def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(value):
+    proc = cli("--timeout", value, "tools", TARGET)
+    assert proc.returncode == 1 and "--timeout" in proc.stderr
+
+
+def test_a_request_that_times_out_has_its_own_exit_code():
+    proc = cli("call", TARGET, "wait_for_cancel", "--timeout", "0.5")
+    assert proc.returncode == 6
+    assert "no answer within" in one_error_line(proc)
+
+
+def test_json_errors_are_json_too():
+    proc = cli("--json", "call", TARGET, "no_such_tool")
+    assert proc.returncode == 5
+    assert json.loads(proc.stdout) == {"error": {"code": -32602, "message": "Unknown tool: no_such_tool"}, "exitCode": 5}
+    proc = cli("--json", "call", TARGET, "divide", "a=1", "b=0")  # an isError result: the result itself, isError true
+    assert proc.returncode == 5 and json.loads(proc.stdout)["isError"] is True
+
+
+def test_key_value_pairs_follow_the_input_schema():
+    proc = cli("--json", "call", TARGET, "echo", "text=123")
+    assert json.loads(proc.stdout)["content"][0]["text"] == "123"  # a string parameter: the string "123"
+    proc = cli("--json", "call", TARGET, "add", "a=2", "b=0.5")
+    assert json.loads(proc.stdout)["structuredContent"] == {"result": 2.5}  # numbers stay numbers
+
+
+def test_tools_marks_optional_parameters():
+    assert "weather(city, unit?)" in cli("tools", TARGET).stdout
+
+
+def test_long_calls_report_progress_unless_quiet():
+    proc = cli("call", TARGET, "count_slowly", "steps=3", "delay=0.01")
+    assert [line for line in proc.stderr.splitlines() if "progress" in line] == [
+        "mcp-ref: progress 1/3 step 1 of 3", "mcp-ref: progress 2/3 step 2 of 3", "mcp-ref: progress 3/3 step 3 of 3"]
+    assert proc.stdout.strip() == "counted to 3"
+    assert "progress" not in cli("call", TARGET, "count_slowly", "steps=3", "delay=0.01", "--quiet").stderr
+
+
+def test_a_server_that_exits_before_answering_is_explained():
+    server = f'"{sys.executable}" -c "import sys; print(\'boom: no config\', file=sys.stderr); sys.exit(3)"'
+    proc = cli("tools", server, "--quiet-server")
+    assert proc.returncode == 4
+    assert "exited with status 3" in proc.stderr and "boom: no config" in proc.stderr
+    assert proc.stderr.count("boom: no config") == 1  # hidden while it ran, shown once to explain
+
+
+def test_a_url_that_answers_404_gets_a_hint(serve):
+    srv = serve(stateless=True)
+    proc = cli("tools", srv.url + "/")
+    assert proc.returncode == 4
+    assert "/mcp" in one_error_line(proc) and "404" in proc.stderr

@@ -19,7 +19,7 @@ import json
 from typing import Any, Callable, Iterable, Sequence
 
 from .. import __version__, lifecycle
-from ..errors import CapabilityError, McpError
+from ..errors import CapabilityError, ConnectionClosed, McpError
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
 from ..types import (
     CallToolResult,
@@ -75,7 +75,8 @@ class Client:
     """An MCP client over one transport; see the module docstring.
 
     ``timeout`` is the default per-request timeout in seconds (None: wait
-    forever).  ``protocol_version`` is the revision to ask for (the latest by
+    forever); ``initialize_timeout`` bounds the handshake alone (default: ``timeout``),
+    e.g. to give a slow-starting server longer than each request.  ``protocol_version`` is the revision to ask for (the latest by
     default).  ``trace(direction, data)`` sees every message.
     """
 
@@ -87,6 +88,7 @@ class Client:
         version: str = __version__,
         protocol_version: str = lifecycle.LATEST_VERSION,
         timeout: float | None = DEFAULT_TIMEOUT,
+        initialize_timeout: float | None | type(...) = ...,
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
@@ -117,7 +119,7 @@ class Client:
         self.session = self.connection.session
         self.session.start()
         try:
-            self.connection.initialize()
+            self.connection.initialize(initialize_timeout)
         except BaseException:
             self.close()
             raise
@@ -147,11 +149,14 @@ class Client:
         )
         try:
             return cls(transport, **options)
-        except BaseException:
+        except BaseException as exc:
             # Client() may fail before it owns the transport (a bad protocol_version or root):
             # do not leave the server process running.  (close() is idempotent.)
             transport.close()
             transport.release()  # nobody may have read its output yet
+            if isinstance(exc, ConnectionClosed) and transport.returncode is not None:
+                # The server exited before answering: its status is the first clue.
+                raise ConnectionClosed(f"{exc} (the server exited with status {transport.returncode})") from exc
             raise
 
     @classmethod

@@ -57,8 +57,10 @@ class ClientConnection:
         """The negotiated revision (None before the handshake)."""
         return self.session.protocol_version
 
-    def initialize(self) -> None:
+    def initialize(self, timeout: float | None | type(...) = ...) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
+
+        ``timeout`` bounds the ``initialize`` request (default: the connection's request timeout).
 
         Run once when the client is created, and again by a transport whose
         server forgot the session (Streamable HTTP's 404).
@@ -69,7 +71,7 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        result = InitializeResult.from_wire(self.request("initialize", params))
+        result = InitializeResult.from_wire(self.request("initialize", params, **({} if timeout is ... else {"timeout": timeout})))
         # "If the client does not support the version in the server's response, it SHOULD disconnect."
         version = lifecycle.client_accept_version(result.protocol_version)
 
