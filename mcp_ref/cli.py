@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import threading
 import sys
 from typing import Any, Sequence
 
@@ -201,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.pairs.extend(extra)
     _configure_logging(verbose=args.trace)
-    trace = _trace_to_stderr if args.trace else None
+    trace = _Trace() if args.trace else None
     try:
         if args.verb == "serve-demo":
             return _serve_demo(args)
@@ -224,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        if trace is not None:
+            trace.close()
 
 
 def _demo(args, trace) -> int:
@@ -244,9 +248,68 @@ def _configure_logging(verbose: bool) -> None:
     logging.basicConfig(level=level, format="mcp-ref: %(levelname)s: %(message)s", stream=sys.stderr)
 
 
-def _trace_to_stderr(direction: str, data: bytes) -> None:
-    sys.stderr.write(f"{direction} {data.decode('utf-8', 'replace')}\n")
-    sys.stderr.flush()
+class _Trace:
+    """``--trace``: every JSON-RPC message on stderr, with runs of look-alikes summarised.
+
+    A message of the same shape as one of the last few printed (the same method, tool and
+    content types, only ids and values differing: the demo's 200 concurrent echo calls,
+    a stream of progress) is counted, not printed; the count is printed, as one line,
+    before the next message that is new, and at the end.  Bounded: only the last
+    ``RECENT`` shapes are remembered.
+    """
+
+    RECENT = 4
+
+    def __init__(self, stream=None):
+        import collections
+
+        self.stream = stream or sys.stderr
+        self.recent: collections.deque[str] = collections.deque(maxlen=self.RECENT)
+        self.hidden = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, direction: str, data: bytes) -> None:
+        text = data.decode("utf-8", "replace")
+        shape = direction + _shape(text)
+        with self.lock:
+            if shape in self.recent:
+                self.hidden += 1
+                return
+            self._flush()
+            self.recent.append(shape)
+            self.stream.write(f"{direction} {text}\n")
+            self.stream.flush()
+
+    def _flush(self) -> None:
+        if self.hidden:
+            self.stream.write(f"... {self.hidden} more message(s) shaped like those above (only ids and values differ)\n")
+            self.hidden = 0
+
+    def close(self) -> None:
+        """Print the count still pending."""
+        with self.lock:
+            self._flush()
+            self.stream.flush()
+
+
+#: Keys whose values are part of a message's shape for ``--trace``; other values are not.
+_SHAPE_KEYS = frozenset({"jsonrpc", "method", "name", "type", "level", "protocolVersion", "code"})
+
+
+def _shape(text: str) -> str:
+    """A message's structure for ``--trace``: its keys, and the values of ``_SHAPE_KEYS``."""
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items() if k != "id"}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value if key in _SHAPE_KEYS else type(value).__name__
+
+    try:
+        return json.dumps(walk(json.loads(text)), sort_keys=True)
+    except ValueError:
+        return text
 
 
 def _connect(args, trace):
