@@ -81,6 +81,11 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--quiet", action="store_true", default=default(False), help="no progress display")
     parser.add_argument("--quiet-server", action="store_true", default=default(False),
                         help="hide a launched server's stderr (shown again, its last lines, if it fails)")
+    parser.add_argument("--root", action="append", default=default([]), metavar="PATH",
+                        help="declare the roots capability with this directory as a root (repeatable)")
+    parser.add_argument("--sampling-command", metavar="CMD", default=default(None),
+                        help="answer the server's sampling requests by running CMD: the conversation on its "
+                             "stdin, its stdout the model's reply")
     parser.add_argument("--header", action="append", default=default([]), metavar="'NAME: VALUE'",
                         help="an HTTP header for URL targets (repeatable)")
     parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default=default("auto"),
@@ -312,6 +317,109 @@ def _shape(text: str) -> str:
         return text
 
 
+def _client_options(args, trace) -> dict:
+    """What the CLI declares and answers as a client: roots, sampling, elicitation (see the README)."""
+    from pathlib import Path
+
+    options: dict[str, Any] = {"timeout": args.timeout, "initialize_timeout": args.connect_timeout, "trace": trace}
+    if args.root:
+        options["roots"] = [Path(path).resolve().as_uri() for path in args.root]
+    if args.sampling_command:
+        options["sampling_handler"] = _SamplingCommand(args.sampling_command, args.timeout)
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        options["elicitation_handler"] = _ask_the_user
+    return options
+
+
+class _SamplingCommand:
+    """``--sampling-command CMD``: each ``sampling/createMessage`` runs CMD, the conversation on its
+    stdin (``[system]``, ``[user]``, ``[assistant]`` lines), its stdout the reply."""
+
+    def __init__(self, command: str, timeout: float):
+        self.command = shlex.split(command)
+        self.timeout = timeout
+
+    def __call__(self, params):
+        import subprocess
+
+        from .errors import InternalError
+        from .types import CreateMessageResult, TextContent
+
+        lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
+        for message in params.messages:
+            lines.append(f"[{message.role}] {describe_content(message.content)}")
+        try:
+            done = subprocess.run(self.command, input="\n".join(lines) + "\n", capture_output=True, text=True,
+                                  timeout=self.timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InternalError(f"the sampling command could not answer: {exc}") from None
+        if done.returncode != 0:
+            raise InternalError(f"the sampling command exited with status {done.returncode}")
+        return CreateMessageResult(role="assistant", content=TextContent(text=done.stdout.strip()),
+                                   model=self.command[0], stop_reason="endTurn")
+
+
+def _ask_the_user(params):
+    """Form-mode elicitation on a terminal: each requested field asked for and checked (Ctrl-D: cancel)."""
+    from .types import ElicitResult
+
+    schema = params.requested_schema or {}
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    print(f"mcp-ref: the server asks: {params.message}", file=sys.stderr)
+    answers: dict[str, Any] = {}
+    for name, prop in properties.items():
+        while True:
+            value = _ask_field(name, prop, name in required)
+            if value is _EOF:
+                return ElicitResult(action="cancel")
+            if value is _DECLINE:
+                return ElicitResult(action="decline")
+            if value is not _INVALID:
+                break
+        if value is not None:
+            answers[name] = value
+    return ElicitResult(action="accept", content=answers)
+
+
+_EOF, _DECLINE, _INVALID = object(), object(), object()
+
+
+def _ask_field(name: str, prop: dict, required: bool):
+    """One field, read from the terminal and checked against its schema: the value, None (left out), or a marker."""
+    kind = prop.get("type", "string")
+    choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)] or None
+    hint = "/".join(map(str, choices)) if choices else kind
+    default = prop.get("default")
+    suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")
+    sys.stderr.write(f"  {prop.get('title') or name} ({hint}){suffix}, or !decline: ")
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        return _EOF
+    text = line.strip()
+    if text == "!decline":
+        return _DECLINE
+    if not text:
+        if default is not None:
+            return default
+        if not required:
+            return None
+        print("    a value is required", file=sys.stderr)
+        return _INVALID
+    try:
+        value = {"integer": int, "number": float, "boolean": lambda t: {"y": True, "yes": True, "true": True,
+                                                                          "n": False, "no": False, "false": False}[t.lower()]
+                 }.get(kind, str)(text)
+    except (ValueError, KeyError):
+        print(f"    not a {kind}: {json.dumps(text)}", file=sys.stderr)
+        return _INVALID
+    if choices and value not in choices:
+        print(f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr)
+        return _INVALID
+    return value
+
+
 def _connect(args, trace):
     from .client import Client
     from .errors import ConnectionClosed, McpError, RequestTimeout, ServerUnreachable, UnsupportedProtocolVersion
@@ -324,8 +432,8 @@ def _connect(args, trace):
                 raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
             headers[name.strip()] = value.strip()
         try:
-            return Client.http(args.target, headers=headers, transport=args.transport, timeout=args.timeout, trace=trace,
-                               connect_timeout=args.connect_timeout, initialize_timeout=args.connect_timeout)
+            return Client.http(args.target, headers=headers, transport=args.transport, connect_timeout=args.connect_timeout,
+                               **_client_options(args, trace))
         except ServerUnreachable as exc:
             raise CliError(str(exc), EXIT_UNREACHABLE) from None
         except McpError as exc:
@@ -342,8 +450,7 @@ def _connect(args, trace):
         raise CliError("TARGET is empty", EXIT_USAGE)
     stderr = _ServerStderr(args.quiet_server)
     try:
-        return Client.stdio(command, timeout=args.timeout, initialize_timeout=args.connect_timeout, trace=trace,
-                            stderr=stderr)
+        return Client.stdio(command, stderr=stderr, **_client_options(args, trace))
     except FileNotFoundError:
         raise CliError(f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE) from None
     except PermissionError:

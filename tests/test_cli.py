@@ -417,3 +417,72 @@ def test_a_url_that_answers_404_gets_a_hint(serve):
     proc = cli("tools", srv.url + "/")
     assert proc.returncode == 4
     assert "/mcp" in one_error_line(proc) and "404" in proc.stderr
+
+
+# -- issue 8: the CLI as a full client ----------------------------------------------------------------
+
+
+def test_roots_and_a_sampling_command_make_the_cli_a_full_client(tmp_path):
+    proc = cli("call", TARGET, "show_roots", "--root", str(tmp_path))
+    assert proc.returncode == 0 and tmp_path.resolve().as_uri() in proc.stdout
+    upper = f'"{sys.executable}" -c "import sys; print(sys.stdin.read().upper())"'
+    proc = cli("call", TARGET, "ask_llm", "question=hi", "--sampling-command", upper)
+    assert proc.returncode == 0, proc.stderr
+    assert "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout  # the conversation went through the command
+
+
+def test_a_tool_needing_an_undeclared_capability_is_explained_in_one_line():
+    proc = cli("call", TARGET, "ask_llm", "question=hi")
+    assert proc.returncode == 5
+    assert proc.stdout.strip() == ("Tool ask_llm cannot run for this client: sampling/createMessage: "
+                                   "the client did not declare the sampling capability")
+    assert "Traceback" not in proc.stderr
+
+
+def _terminal_session(args: list[str], answers: list[tuple[str, str]]) -> str:
+    """Run the CLI on a pseudo-terminal; for each (prompt, reply), wait for prompt and type reply."""
+    import os
+    import pty
+    import select
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_ref", *args], stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    seen = b""
+    mark = 0  # where to look for the next prompt: after the last one answered
+    deadline = time.monotonic() + RUN_TIMEOUT
+    pending = list(answers)
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], deadline - time.monotonic())
+            if not ready:
+                break
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the other end closed: the program has ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+            if pending and pending[0][0].encode() in seen[mark:]:
+                mark = len(seen)
+                os.write(master, pending.pop(0)[1].encode() + b"\n")
+        proc.wait(WAIT)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return seen.decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_elicitation_is_answered_at_the_terminal_and_checked():
+    out = _terminal_session(["call", TARGET, "ask_user"], [
+        ("Name (string), or !decline: ", "Ada"),
+        ('colour (red/green/blue) ["blue"], or !decline: ', "purple"),  # not one of the choices: asked again
+        ('colour (red/green/blue) ["blue"], or !decline: ', "green"),
+    ])
+    assert "the server asks: Who are you?" in out
+    assert "must be one of" in out
+    assert "hello Ada, who likes green" in out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import lifecycle
-from ..errors import InvalidParams, McpError, RequestCancelled
+from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
 from ..session import RequestContext
 from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
 from ..types import CallToolResult, WireModel, drop_none, media_block, text_block
@@ -157,6 +157,11 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
         raise
     except ToolError as exc:
         return {"content": [text_block(str(exc))], "isError": True}
+    except CapabilityError as exc:
+        # The tool needs something this client did not declare (sampling, roots, elicitation):
+        # the client's situation, not an internal error; say which, with no traceback.
+        log.info("tool %s cannot run for this client: %s", name, exc)
+        return {"content": [text_block(f"Tool {name} cannot run for this client: {exc}")], "isError": True}
     except Exception:  # noqa: BLE001 - the client sees a generic error, stderr the traceback
         log.exception("tool %s failed", name)
         return {"content": [text_block(f"Tool {name} failed with an internal error")], "isError": True}
