@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import json
 import sys
+from typing import Literal
 
 import pytest
 
@@ -572,3 +573,24 @@ def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_o
         assert client.call_tool("ask").content[0].text == "Person Ada TIRED rain"
     assert asked[0]["properties"]["mood"] == {"type": "string", "enum": ["happy", "tired"], "default": "happy"}
     assert "data" not in ElicitResult(action="accept", content={}, data=1).to_wire()  # never sent
+
+
+def test_validation_messages_speak_json_not_python():
+    server = Server("strict")
+
+    @server.tool
+    def add(a: float, b: float = 0, mode: Literal["fast", "exact"] = "fast") -> float:
+        """Add."""
+        return a + b
+
+    with Client.in_memory(server) as client:
+        def message(arguments):
+            result = client.call_tool("add", arguments)
+            assert result.is_error
+            return result.content[0].text
+
+        assert message({"a": "x"}).endswith('a: "x" is not of type "number"')
+        assert message({"a": True}).endswith("a: true is not of type \"number\"")
+        assert message({"a": None}).endswith("a: null is not of type \"number\"")
+        assert message({"b": 1}).endswith('"a" is a required property')
+        assert message({"a": 1, "mode": "slow"}).endswith('mode: "slow" is not one of ["fast", "exact"]')
