@@ -499,9 +499,7 @@ def _run_verb(args, trace) -> int:
     except RequestTimeout as exc:
         raise CliError(f"{exc} (--timeout {args.timeout:g})", EXIT_TIMEOUT) from None
     except ConnectionClosed as exc:
-        status = getattr(client.session.transport, "returncode", None)
-        why = f" (it exited with status {status})" if status is not None else ""
-        raise CliError(f"the server went away{why}: {exc}", EXIT_UNREACHABLE) from None
+        raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
 
 
 def _serve_demo(args) -> int:
