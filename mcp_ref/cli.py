@@ -256,20 +256,21 @@ def _configure_logging(verbose: bool) -> None:
 class _Trace:
     """``--trace``: every JSON-RPC message on stderr, with runs of look-alikes summarised.
 
-    A message of the same shape as one of the last few printed (the same method, tool and
-    content types, only ids and values differing: the demo's 200 concurrent echo calls,
-    a stream of progress) is counted, not printed; the count is printed, as one line,
-    before the next message that is new, and at the end.  Bounded: only the last
-    ``RECENT`` shapes are remembered.
+    Once ``SHOWN`` messages of one shape (the same method, tool and content types, only ids
+    and values differing) have been printed among the last ``RECENT`` shapes seen, more
+    of it (the demo's 200 concurrent echo calls, a long stream of progress) are counted,
+    not printed; the count is printed, as one line, before the next message printed and
+    at the end.  Bounded: only the last ``RECENT`` shapes are remembered.
     """
 
     RECENT = 4
+    SHOWN = 3
 
     def __init__(self, stream=None):
         import collections
 
         self.stream = stream or sys.stderr
-        self.recent: collections.deque[str] = collections.deque(maxlen=self.RECENT)
+        self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.hidden = 0
         self.lock = threading.Lock()
 
@@ -277,11 +278,14 @@ class _Trace:
         text = data.decode("utf-8", "replace")
         shape = direction + _shape(text)
         with self.lock:
-            if shape in self.recent:
+            shown = self.recent.pop(shape, 0)
+            self.recent[shape] = shown + 1
+            if len(self.recent) > self.RECENT:
+                self.recent.popitem(last=False)
+            if shown >= self.SHOWN:
                 self.hidden += 1
                 return
             self._flush()
-            self.recent.append(shape)
             self.stream.write(f"{direction} {text}\n")
             self.stream.flush()
 
