@@ -81,6 +81,8 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--quiet", action="store_true", default=default(False), help="no progress display")
     parser.add_argument("--quiet-server", action="store_true", default=default(False),
                         help="hide a launched server's stderr (shown again, its last lines, if it fails)")
+    parser.add_argument("--diagram", metavar="FILE.md", default=default(None),
+                        help="write the conversation as a Mermaid sequence diagram to FILE.md")
     parser.add_argument("--root", action="append", default=default([]), metavar="PATH",
                         help="declare the roots capability with this directory as a root (repeatable)")
     parser.add_argument("--sampling-command", metavar="CMD", default=default(None),
@@ -207,7 +209,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.pairs.extend(extra)
     _configure_logging(verbose=args.trace)
-    trace = _Trace() if args.trace else None
+    tracer = _Trace() if args.trace else None
+    recorder = None
+    if getattr(args, "diagram", None):
+        from .diagram import Recorder
+
+        recorder = Recorder()
+    trace = _hooks(tracer, recorder)
     try:
         if args.verb == "serve-demo":
             return _serve_demo(args)
@@ -231,8 +239,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     finally:
-        if trace is not None:
-            trace.close()
+        if tracer is not None:
+            tracer.close()
+        if recorder is not None:
+            try:
+                recorder.write(args.diagram, f"mcp-ref {' '.join(_shown_argv(argv))}")
+            except OSError as exc:
+                print(f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}", file=sys.stderr)
+
+
+def _shown_argv(argv) -> list[str]:
+    """The command's arguments for a diagram's title: the verb and what follows, no options' values."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word in ("--diagram", "--timeout", "--connect-timeout", "--header", "--sampling-command", "--root"):
+            skip = True
+            continue
+        if not word.startswith("--"):
+            out.append(word if len(word) <= 60 else word[:59] + "…")
+    return out
 
 
 def _demo(args, trace) -> int:
@@ -256,43 +285,38 @@ def _configure_logging(verbose: bool) -> None:
 class _Trace:
     """``--trace``: every JSON-RPC message on stderr, with runs of look-alikes summarised.
 
-    Once ``SHOWN`` messages of one shape (the same method, tool and content types, only ids
-    and values differing) have been printed among the last ``RECENT`` shapes seen, more
-    of it (the demo's 200 concurrent echo calls, a long stream of progress) are counted,
-    not printed; the count is printed, as one line, before the next message printed and
-    at the end.  Bounded: only the last ``RECENT`` shapes are remembered.
+    Once three messages of one shape (the same method, tool and content types, only ids and
+    values differing) have been printed, more of it (the demo's 200 concurrent echo calls, a
+    long stream of progress) are counted, not printed (``diagram.LookAlikes``); the count is
+    printed, as one line, before the next message printed and at the end.
     """
 
-    RECENT = 4
-    SHOWN = 3
-
     def __init__(self, stream=None):
-        import collections
+        from .diagram import LookAlikes
 
         self.stream = stream or sys.stderr
-        self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
-        self.hidden = 0
+        self.look_alikes = LookAlikes()
         self.lock = threading.Lock()
 
     def __call__(self, direction: str, data: bytes) -> None:
+        from .diagram import shape
+
         text = data.decode("utf-8", "replace")
-        shape = direction + _shape(text)
+        try:
+            key = direction + shape(json.loads(text))
+        except ValueError:
+            key = direction + text
         with self.lock:
-            shown = self.recent.pop(shape, 0)
-            self.recent[shape] = shown + 1
-            if len(self.recent) > self.RECENT:
-                self.recent.popitem(last=False)
-            if shown >= self.SHOWN:
-                self.hidden += 1
+            if not self.look_alikes.admit(key):
                 return
             self._flush()
             self.stream.write(f"{direction} {text}\n")
             self.stream.flush()
 
     def _flush(self) -> None:
-        if self.hidden:
-            self.stream.write(f"... {self.hidden} more message(s) shaped like those above (only ids and values differ)\n")
-            self.hidden = 0
+        hidden = self.look_alikes.take_hidden()
+        if hidden:
+            self.stream.write(f"... {hidden} more message(s) shaped like those above (only ids and values differ)\n")
 
     def close(self) -> None:
         """Print the count still pending."""
@@ -301,24 +325,14 @@ class _Trace:
             self.stream.flush()
 
 
-#: Keys whose values are part of a message's shape for ``--trace``; other values are not.
-_SHAPE_KEYS = frozenset({"jsonrpc", "method", "name", "type", "level", "protocolVersion", "code"})
-
-
-def _shape(text: str) -> str:
-    """A message's structure for ``--trace``: its keys, and the values of ``_SHAPE_KEYS``."""
-
-    def walk(value, key=None):
-        if isinstance(value, dict):
-            return {k: walk(v, k) for k, v in value.items() if k != "id"}
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        return value if key in _SHAPE_KEYS else type(value).__name__
-
-    try:
-        return json.dumps(walk(json.loads(text)), sort_keys=True)
-    except ValueError:
-        return text
+def _hooks(*hooks):
+    """One ``trace`` hook calling each of ``hooks`` that is set (None when none is)."""
+    hooks = [hook for hook in hooks if hook is not None]
+    if not hooks:
+        return None
+    if len(hooks) == 1:
+        return hooks[0]
+    return lambda direction, data: [hook(direction, data) for hook in hooks] and None
 
 
 def _client_options(args, trace) -> dict:

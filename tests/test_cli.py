@@ -486,3 +486,39 @@ def test_elicitation_is_answered_at_the_terminal_and_checked():
     assert "the server asks: Who are you?" in out
     assert "must be one of" in out
     assert "hello Ada, who likes green" in out
+
+
+# -- issue 8: a picture of the conversation -------------------------------------------------------------
+
+
+def test_diagram_draws_the_conversation_as_mermaid(tmp_path):
+    out = tmp_path / "call.md"
+    proc = cli("call", TARGET, "count_slowly", "steps=5", "delay=0.01", "--diagram", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert text.startswith("# mcp-ref call ") and "```mermaid\nsequenceDiagram\n" in text
+    arrows = [line.strip() for line in text.splitlines() if line.startswith("    ") and "participant" not in line]
+    assert arrows[:3] == ["C->>S: initialize #1", "S-->>C: #1 initialize result", "C--)S: notifications/initialized"]
+    call = next(i for i, a in enumerate(arrows) if a.startswith("C->>S: tools/call count_slowly #"))
+    assert arrows[call + 1: call + 4] == ["S--)C: notifications/progress"] * 3  # notifications: dashed, open
+    assert arrows[call + 4] == "Note over C,S: ... 2 more message(s) like those above"
+    assert arrows[call + 5].startswith("S-->>C: #") and arrows[call + 5].endswith("tools/call result")
+    assert "step 1 of 5" not in text  # payloads are elided
+
+
+def test_diagram_is_bounded():
+    from mcp_ref.diagram import MAX_ARROWS, Recorder
+
+    recorder = Recorder()
+    for n in range(MAX_ARROWS + 50):  # every one of a shape of its own: none is a look-alike
+        recorder("-->", json.dumps({"jsonrpc": "2.0", "method": f"m{n}"}).encode())
+    text = recorder.mermaid("bounded")
+    assert text.count("--)") == MAX_ARROWS and "and 50 more message(s), not drawn" in text
+
+
+def test_the_demo_diagram_is_committed_and_linked():
+    from conftest import ROOT
+
+    diagram = (ROOT / "docs" / "demo-diagram.md").read_text()
+    assert "```mermaid\nsequenceDiagram" in diagram and "tools/call echo" in diagram and "sampling/createMessage" in diagram
+    assert "docs/demo-diagram.md" in (ROOT / "README.md").read_text()

@@ -1,0 +1,158 @@
+"""A picture of the conversation: the JSON-RPC exchange as a Mermaid sequence diagram.
+
+``mcp-ref --diagram FILE.md VERB ...`` (and ``mcp-ref demo --diagram FILE.md``) records every
+message through the client's ``trace`` hook and writes a Markdown file holding one
+``sequenceDiagram``, the form the specification uses for its own examples:
+
+- a request is a solid arrow labelled with its method and id (``tools/call #3 echo``);
+- its answer a dashed arrow back (``#3 result`` or ``#3 error -32602``);
+- a notification a dashed open arrow (``notifications/progress``);
+- long values are elided: labels name methods, tools, URIs and error codes, never payloads;
+- runs of look-alike messages (the demo's 200 concurrent echo calls) are summarised by
+  :class:`LookAlikes`, the same rule ``--trace`` follows.
+
+Everything is bounded: at most ``MAX_ARROWS`` arrows are drawn, the rest counted.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+from typing import Any
+
+#: Arrows drawn at most; past it, a note says how many more messages there were.
+MAX_ARROWS = 400
+#: Keys whose values are part of a message's shape; other values are not.
+SHAPE_KEYS = frozenset({"jsonrpc", "method", "name", "type", "level", "protocolVersion", "code"})
+
+
+def shape(message: Any) -> str:
+    """A message's structure: its keys, and the values of :data:`SHAPE_KEYS` (ids and other values left out)."""
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items() if k != "id"}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value if key in SHAPE_KEYS else type(value).__name__
+
+    return json.dumps(walk(message), sort_keys=True)
+
+
+class LookAlikes:
+    """Decides which messages to show: up to ``shown`` of one shape among the last ``recent`` shapes.
+
+    ``admit(key)`` is True for a message to show, False for one to count instead;
+    ``take_hidden()`` returns (and resets) how many were counted since the last call.
+    """
+
+    def __init__(self, shown: int = 3, recent: int = 4):
+        self.shown, self.size = shown, recent
+        self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
+        self.hidden = 0
+
+    def admit(self, key: str) -> bool:
+        seen = self.recent.pop(key, 0)
+        self.recent[key] = seen + 1
+        if len(self.recent) > self.size:
+            self.recent.popitem(last=False)
+        if seen >= self.shown:
+            self.hidden += 1
+            return False
+        return True
+
+    def take_hidden(self) -> int:
+        hidden, self.hidden = self.hidden, 0
+        return hidden
+
+
+class Recorder:
+    """A client ``trace`` hook that keeps the conversation (bounded) and writes it as Mermaid."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.lines: list[str] = []
+        self.look_alikes = LookAlikes()
+        self.methods: dict[tuple[str, Any], str] = {}  # (direction, id) -> method, to label answers
+        self.server = "Server"
+        self.arrows = 0
+        self.unshown = 0
+
+    def __call__(self, direction: str, data: bytes) -> None:
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        with self.lock:
+            for item in message if isinstance(message, list) else [message]:
+                self._record(direction, item)
+
+    def _record(self, direction: str, message: Any) -> None:
+        if isinstance(message, dict) and "method" in message and "id" in message:
+            if len(self.methods) < 10_000:
+                self.methods[(direction, message["id"])] = message["method"]
+        if isinstance(message, dict) and message.get("method") is None and "result" in message:
+            info = message["result"].get("serverInfo") if isinstance(message["result"], dict) else None
+            if isinstance(info, dict) and isinstance(info.get("name"), str):
+                self.server = info["name"]
+        if not self.look_alikes.admit(direction + shape(message)):
+            return
+        if self.arrows >= MAX_ARROWS:
+            self.unshown += 1
+            return
+        self._note_hidden()
+        self.lines.append(self._arrow(direction, message))
+        self.arrows += 1
+
+    def _note_hidden(self) -> None:
+        hidden = self.look_alikes.take_hidden()
+        if hidden:
+            self.lines.append(f"    Note over C,S: ... {hidden} more message(s) like those above")
+
+    def _arrow(self, direction: str, message: Any) -> str:
+        sender, receiver = ("C", "S") if direction == "-->" else ("S", "C")
+        if not isinstance(message, dict):
+            return f"    {sender}-x{receiver}: (not a JSON-RPC message)"
+        method = message.get("method")
+        if method is not None and "id" in message:
+            return f"    {sender}->>{receiver}: {_label(method, message)} #{_short(message['id'])}"
+        if method is not None:
+            return f"    {sender}--){receiver}: {_label(method, message)}"
+        answered = self.methods.get(("<--" if direction == "-->" else "-->", message.get("id")), "")
+        if "error" in message:
+            error = message["error"] if isinstance(message["error"], dict) else {}
+            return f"    {sender}-->>{receiver}: #{_short(message.get('id'))} error {_short(error.get('code'))}"
+        return f"    {sender}-->>{receiver}: #{_short(message.get('id'))} {answered + ' ' if answered else ''}result"
+
+    def mermaid(self, title: str) -> str:
+        """The Markdown text: a heading and the ``sequenceDiagram``."""
+        with self.lock:
+            self._note_hidden()
+            lines = list(self.lines)
+            if self.unshown:
+                lines.append(f"    Note over C,S: ... and {self.unshown} more message(s), not drawn")
+        head = ["sequenceDiagram", "    participant C as Client (mcp-ref)", f"    participant S as {_short(self.server, 40)}"]
+        return f"# {title}\n\n```mermaid\n" + "\n".join(head + lines) + "\n```\n"
+
+    def write(self, path: str, title: str) -> None:
+        """Write the diagram to ``path`` (a Markdown file)."""
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(self.mermaid(title))
+
+
+def _label(method: str, message: dict) -> str:
+    """The method, and what names the request's subject (a tool or prompt, a URI, a log level)."""
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return method
+    subject = params.get("name") or params.get("uri") or params.get("level")
+    return f"{method} {_short(subject)}" if isinstance(subject, str) else method
+
+
+def _short(value: Any, limit: int = 32) -> str:
+    """A value for a label: short, and free of what Mermaid reads as syntax (``;``, ``#``, line breaks)."""
+    text = str(value)
+    for bad, good in ((";", ","), ("#", ""), ("\n", " ")):
+        text = text.replace(bad, good)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
