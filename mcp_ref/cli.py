@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     prompt = verb("prompt", "get a prompt")
     prompt.add_argument("name", metavar="NAME")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE")
+    check = verb("check", "check a server against the official schema and the spec's rules (exit 5 if anything fails)")
+    check.add_argument("--call-tools", action="store_true",
+                       help="also call every tool once with arguments built from its inputSchema (tools may have side effects)")
     verb("demo", "walk through every MCP feature against the bundled demo server", needs_target=False)
     serve = verb("serve-demo", "run the demo server on stdio (or --http)", needs_target=False)
     serve.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead")
@@ -506,6 +509,11 @@ class _ServerStderr:
 def _run_verb(args, trace) -> int:
     from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
 
+    if args.verb == "check":
+        from .wire_check import WireValidator
+
+        args.validator = WireValidator()
+        trace = _hooks(trace, args.validator)
     client = _connect(args, trace)
     try:
         with client:
@@ -669,7 +677,20 @@ def _prompt(client, args) -> int:
     return EXIT_OK
 
 
+def _check(client, args) -> int:
+    from .check import Checker, report, table
+
+    findings = Checker(client, args.validator, call_tools=args.call_tools).run()
+    outcome = report(findings)
+    if args.json:
+        _print_json(outcome)
+    else:
+        print(table(findings))
+    return EXIT_OK if outcome["ok"] else EXIT_ERROR
+
+
 _VERBS = {
+    "check": _check,
     "info": _info,
     "tools": _listing("list_tools", "tools", _describe_tool),
     "resources": _listing("list_resources", "resources", lambda r: f"{r.uri}  {r.name}" + (f" ({r.mime_type})" if r.mime_type else "")),

@@ -82,6 +82,9 @@ class InvalidRequest(McpError):
     code = INVALID_REQUEST
     #: The id of the offending message when it could be read (set by the parser), else None.
     request_id: Any = None
+    #: True when the offending message is an answer (it has "result" or "error"): it is not
+    #: answered back; the request it answers fails with this error instead.
+    answer: bool = False
 
 
 class MethodNotFound(McpError):

@@ -217,20 +217,21 @@ def from_dict(obj: Any) -> Message:
             raise _invalid('Invalid Request: a response needs a string or integer "id"')
         result = obj["result"]
         if not isinstance(result, dict):
-            raise _invalid('Invalid Request: "result" must be an object', usable_id)
+            raise _invalid('Invalid Request: "result" must be an object', usable_id, answer=True)
         return Response(usable_id, result)
     error = obj["error"]
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-        raise _invalid('Invalid Request: "error" must be an object with an integer "code"', usable_id)
+        raise _invalid('Invalid Request: "error" must be an object with an integer "code"', usable_id, answer=True)
     if raw_id is not None and usable_id is None:
         raise _invalid('Invalid Request: bad "id" in error response')
     # An error without an id (or with id null) answers a message whose id could not be read.
     return ErrorResponse(usable_id, error)
 
 
-def _invalid(message: str, request_id: RequestId | None = None) -> InvalidRequest:
+def _invalid(message: str, request_id: RequestId | None = None, *, answer: bool = False) -> InvalidRequest:
     exc = InvalidRequest(message)
     exc.request_id = request_id
+    exc.answer = answer
     return exc
 
 

@@ -544,6 +544,11 @@ class Session:
             message = jsonrpc.parse(data)
         except (ParseError, InvalidRequest) as exc:
             log.warning("%s: %s", self.name, exc.message)
+            if isinstance(exc, InvalidRequest) and exc.answer:
+                # A malformed answer is never answered back (JSON-RPC §5); the request it
+                # answers fails with the reason at once, rather than waiting for its timeout.
+                self._fail_request(exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}"))
+                return
             self._reply(self._unreadable_id_error(exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None))
             return
         self.dispatch(message)

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from mcp_ref import schemas
+from mcp_ref.wire_check import WireValidator
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "servers"
@@ -76,37 +77,6 @@ class InMemory:
 #: The demo server in the test's own process (the same server ``DEMO`` runs as a subprocess).
 DEMO_IN_PROCESS = InMemory("mcp_ref.demo", "build_server")
 
-# method -> (request type, result type) in the official schema.
-REQUEST_TYPES = {
-    "initialize": ("InitializeRequest", "InitializeResult"),
-    "ping": ("PingRequest", "EmptyResult"),
-    "tools/list": ("ListToolsRequest", "ListToolsResult"),
-    "tools/call": ("CallToolRequest", "CallToolResult"),
-    "resources/list": ("ListResourcesRequest", "ListResourcesResult"),
-    "resources/templates/list": ("ListResourceTemplatesRequest", "ListResourceTemplatesResult"),
-    "resources/read": ("ReadResourceRequest", "ReadResourceResult"),
-    "resources/subscribe": ("SubscribeRequest", "EmptyResult"),
-    "resources/unsubscribe": ("UnsubscribeRequest", "EmptyResult"),
-    "prompts/list": ("ListPromptsRequest", "ListPromptsResult"),
-    "prompts/get": ("GetPromptRequest", "GetPromptResult"),
-    "logging/setLevel": ("SetLevelRequest", "EmptyResult"),
-    "completion/complete": ("CompleteRequest", "CompleteResult"),
-    "sampling/createMessage": ("CreateMessageRequest", "CreateMessageResult"),
-    "roots/list": ("ListRootsRequest", "ListRootsResult"),
-    "elicitation/create": ("ElicitRequest", "ElicitResult"),
-}
-NOTIFICATION_TYPES = {
-    "notifications/initialized": "InitializedNotification",
-    "notifications/cancelled": "CancelledNotification",
-    "notifications/progress": "ProgressNotification",
-    "notifications/message": "LoggingMessageNotification",
-    "notifications/resources/updated": "ResourceUpdatedNotification",
-    "notifications/resources/list_changed": "ResourceListChangedNotification",
-    "notifications/tools/list_changed": "ToolListChangedNotification",
-    "notifications/prompts/list_changed": "PromptListChangedNotification",
-    "notifications/roots/list_changed": "RootsListChangedNotification",
-}
-
 def schema_errors(version: str, type_name: str, instance) -> list[str]:
     """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid).
 
@@ -116,85 +86,8 @@ def schema_errors(version: str, type_name: str, instance) -> list[str]:
     return schemas.errors(version, type_name, instance)
 
 
-class WireChecker:
-    """A ``trace`` hook that validates every message against the negotiated revision's schema.
-
-    Requests are checked as their request type, results as the result type of
-    the method they answer, notifications as their notification type, errors as
-    JSON-RPC errors.  The version is learnt from the initialize result.
-    Messages seen before it (initialize itself) are checked once it is known.
-
-    The schemas come from ``mcp_ref.schemas``, so there is always one to check
-    against, except when a peer announces a revision that has none: then the
-    revision the initialize request asked for is used, and if that has none
-    either, the checker records an error (it never passes unchecked).
-    """
-
-    def __init__(self, version: str | None = None):
-        self.version = version
-        self.asked: str | None = None  # the protocolVersion of the initialize request
-        self.messages: list[tuple[str, dict]] = []
-        self.errors: list[str] = []
-        self.methods: dict[tuple[str, object], str] = {}
-        self._backlog: list[tuple[str, dict]] = []
-        self._unchecked = False
-        self.lock = threading.Lock()
-
-    def __call__(self, direction: str, data: bytes) -> None:
-        message = json.loads(data)
-        with self.lock:
-            self.messages.append((direction, message))
-            items = message if isinstance(message, list) else [message]
-            for item in items:
-                if self.version is None:
-                    if isinstance(item, dict) and item.get("method") == "initialize" and isinstance(item.get("params"), dict):
-                        self.asked = item["params"].get("protocolVersion")
-                    if isinstance(item, dict) and isinstance(item.get("result"), dict) and "protocolVersion" in item["result"]:
-                        self.version = item["result"]["protocolVersion"]
-                        backlog, self._backlog = self._backlog, []
-                        for d, m in backlog:
-                            self._check(d, m)
-                    else:
-                        self._backlog.append((direction, item))
-                        continue
-                self._check(direction, item)
-
-    @property
-    def schema_version(self) -> str | None:
-        """The revision whose schema the messages are checked against (None: none applies)."""
-        for version in (self.version, self.asked):
-            if version in schemas.VERSIONS:
-                return version
-        return None
-
-    def _check(self, direction: str, msg) -> None:
-        version = self.schema_version
-        if version is None:
-            if not self._unchecked:  # said once, and the test fails: nothing passes unchecked
-                self.errors.append(f"protocol version {self.version!r} has no official schema: its messages cannot be checked")
-            self._unchecked = True
-            return
-        if not isinstance(msg, dict):
-            return
-        if "method" in msg and "id" in msg:
-            self.methods[(direction, msg["id"])] = msg["method"]
-            types = REQUEST_TYPES.get(msg["method"])
-            if types:
-                self.errors += schema_errors(version, types[0], msg)
-        elif "method" in msg:
-            name = NOTIFICATION_TYPES.get(msg["method"])
-            if name:
-                self.errors += schema_errors(version, name, msg)
-        elif "result" in msg:
-            other = "<--" if direction == "-->" else "-->"
-            method = self.methods.get((other, msg.get("id")))
-            types = REQUEST_TYPES.get(method)
-            if types:
-                self.errors += schema_errors(version, types[1], msg["result"])
-        elif "error" in msg:
-            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in schemas.type_names(version) else "JSONRPCError"
-            if msg.get("id") is not None or version >= "2025-11-25":
-                self.errors += schema_errors(version, name, msg)
+class WireChecker(WireValidator):
+    """mcp_ref's :class:`~mcp_ref.wire_check.WireValidator`, with what tests ask of a conversation."""
 
     def sent(self, method: str | None = None) -> list[dict]:
         """Messages this side wrote (optionally only those with ``method``)."""

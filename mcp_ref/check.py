@@ -1,0 +1,244 @@
+"""``mcp-ref check TARGET``: the official schema as a linter for server authors.
+
+It connects (any transport), negotiates, then exercises the server without side effects:
+ping; every page of tools, resources, templates and prompts; a bounded number of resource
+reads and of prompts that need no arguments; an unknown method (-32601 expected), invalid
+params (-32602), an invalid cursor (-32602 recommended).  With ``call_tools`` it also
+calls each tool once with arguments built from its ``inputSchema``.  Every message both
+ways goes through :class:`~mcp_ref.wire_check.WireValidator`, against the official schema
+of the negotiated revision.  Each finding has a status (pass, warn, fail) and the spec
+section it rests on; the command prints them as a table (``--json``: a report object) and
+exits 5 when anything failed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Callable
+
+from .errors import ConnectionClosed, McpError, RequestTimeout
+
+#: Resources read and prompts got at most (the rest are listed, not fetched).
+MAX_READS = 20
+#: Tools called at most with ``call_tools``.
+MAX_CALLS = 50
+#: Schema errors quoted in the report at most (all are counted).
+MAX_QUOTED = 10
+
+PASS, WARN, FAIL = "pass", "warn", "fail"
+
+
+@dataclass
+class Finding:
+    """One check's outcome: what was checked, pass / warn / fail, the spec section, and why."""
+
+    check: str
+    status: str
+    section: str
+    detail: str = ""
+
+
+class Checker:
+    """Runs the checks against a connected :class:`~mcp_ref.client.Client` and keeps the findings."""
+
+    def __init__(self, client, validator, *, call_tools: bool = False):
+        self.client = client
+        self.validator = validator
+        self.call_tools = call_tools
+        self.findings: list[Finding] = []
+        self.version = client.protocol_version
+
+    def add(self, check: str, status: str, section: str, detail: str = "") -> None:
+        self.findings.append(Finding(check, status, f"{self.version} {section}", detail))
+
+    def attempt(self, check: str, section: str, action: Callable[[], str | None]) -> Any:
+        """Run ``action``; it returns a detail (pass) or raises (fail, with the error as detail)."""
+        try:
+            detail = action()
+        except (McpError, RequestTimeout, ConnectionClosed, ValueError, TypeError, KeyError) as exc:
+            self.add(check, FAIL, section, f"{type(exc).__name__}: {exc}")
+            return False
+        self.add(check, PASS, section, detail or "")
+        return True
+
+    def run(self) -> list[Finding]:
+        """Every check, in order; the schema verdict last (it covers every message exchanged)."""
+        caps = self.client.server_capabilities
+        self.add("initialize: a protocol version both sides speak", PASS, "basic/lifecycle §Version Negotiation",
+                 f"negotiated {self.version}; server {self.client.server_info.name} {self.client.server_info.version}")
+        self.attempt("ping answers an empty result", "basic/utilities/ping", self._ping)
+        if "tools" in caps:
+            self._tools()
+        if "resources" in caps:
+            self._resources()
+        if "prompts" in caps:
+            self._prompts()
+        self._expect_error("an unknown method is -32601", "basic §JSON-RPC (Method not found)",
+                           "mcp-ref/check-no-such-method", {}, -32601)
+        self._invalid_params(caps)
+        self._schema()
+        return self.findings
+
+    # -- the checks ------------------------------------------------------------------------
+
+    def _ping(self) -> str | None:
+        result = self.client.request("ping", None)
+        if result != {}:
+            raise ValueError(f"ping answered {result!r}, not an empty result")
+        return None
+
+    def _tools(self) -> None:
+        tools: list = []
+
+        def listing():
+            tools.extend(self.client.list_tools())
+            return f"{len(tools)} tool(s), every page"
+
+        if not self.attempt("tools/list (following every cursor)", "server/tools §Listing Tools", listing):
+            return
+        odd = [t.name for t in tools if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", t.name or "")]
+        if odd:
+            self.add("tool names follow the naming guidance", WARN, "server/tools §Tool Names",
+                     "names SHOULD be 1-128 of A-Z a-z 0-9 _ - .: " + ", ".join(map(repr, odd[:5])))
+        self._expect_error("an invalid cursor is -32602", "server/utilities/pagination §Error Handling",
+                           "tools/list", {"cursor": "mcp-ref-check: not a cursor"}, -32602, should=True)
+        if self.call_tools:
+            for tool in tools[:MAX_CALLS]:
+                self._call(tool)
+
+    def _call(self, tool) -> None:
+        arguments = example_arguments(tool.input_schema)
+        check = f"tools/call {tool.name} with example arguments"
+        try:
+            result = self.client.call_tool(tool.name, arguments)
+        except (McpError, RequestTimeout, ConnectionClosed) as exc:
+            self.add(check, FAIL, "server/tools §Calling Tools", f"{type(exc).__name__}: {exc}")
+            return
+        if result.is_error:
+            text = " ".join(getattr(b, "text", "") for b in result.content)[:200]
+            self.add(check, WARN, "server/tools §Error Handling", f"isError with {arguments}: {text}")
+        elif tool.output_schema is not None and result.structured_content is None:
+            self.add(check, FAIL, "server/tools §Output Schema",
+                     "the tool declares an outputSchema but sent no structuredContent (servers MUST)")
+        else:
+            self.add(check, PASS, "server/tools §Calling Tools", f"arguments {arguments}")
+
+    def _resources(self) -> None:
+        resources: list = []
+
+        def listing():
+            resources.extend(self.client.list_resources())
+            return f"{len(resources)} resource(s), every page"
+
+        self.attempt("resources/list (following every cursor)", "server/resources §Listing Resources", listing)
+        self.attempt("resources/templates/list (following every cursor)", "server/resources §Resource Templates",
+                     lambda: f"{len(self.client.list_resource_templates())} template(s)")
+        for resource in resources[:MAX_READS]:
+            self.attempt(f"resources/read {resource.uri}", "server/resources §Reading Resources",
+                         lambda uri=resource.uri: self._read(uri))
+
+    def _read(self, uri: str) -> str:
+        contents = self.client.read_resource(uri).contents
+        if not contents:
+            raise ValueError("no contents")
+        return f"{len(contents)} item(s)"
+
+    def _prompts(self) -> None:
+        prompts: list = []
+
+        def listing():
+            prompts.extend(self.client.list_prompts())
+            return f"{len(prompts)} prompt(s), every page"
+
+        self.attempt("prompts/list (following every cursor)", "server/prompts §Listing Prompts", listing)
+        simple = [p for p in prompts if not any(a.required for a in p.arguments or [])]
+        for prompt in simple[:MAX_READS]:
+            self.attempt(f"prompts/get {prompt.name}", "server/prompts §Getting a Prompt",
+                         lambda name=prompt.name: f"{len(self.client.get_prompt(name).messages)} message(s)")
+
+    def _invalid_params(self, caps: dict) -> None:
+        for capability, method in (("tools", "tools/call"), ("resources", "resources/read"), ("prompts", "prompts/get")):
+            if capability in caps:
+                self._expect_error(f"{method} without its required params is -32602", "basic §JSON-RPC (Invalid params)",
+                                   method, {}, -32602)
+                return
+
+    def _expect_error(self, check: str, section: str, method: str, params: dict, code: int, should: bool = False) -> None:
+        try:
+            self.client.request(method, params)
+        except McpError as exc:
+            if exc.code == code:
+                self.add(check, PASS, section, f"{exc.code} {exc}")
+            else:
+                self.add(check, WARN if should else FAIL, section, f"answered {exc.code} {exc}, not {code}")
+            return
+        except (RequestTimeout, ConnectionClosed) as exc:
+            self.add(check, FAIL, section, f"{type(exc).__name__}: {exc}")
+            return
+        self.add(check, WARN if should else FAIL, section, f"answered with a result, not error {code}")
+
+    def _schema(self) -> None:
+        # The server's messages: this command's own probes are invalid on purpose.
+        errors = list(self.validator.received_errors)
+        section = "schema.json (the official JSON Schema)"
+        count = len(self.validator.messages)
+        if errors:
+            quoted = "; ".join(errors[:MAX_QUOTED]) + (f"; ... {len(errors) - MAX_QUOTED} more" if len(errors) > MAX_QUOTED else "")
+            self.add(f"every message from the server matches the {self.version} schema", FAIL, section, quoted)
+        else:
+            self.add(f"every message from the server matches the {self.version} schema", PASS, section,
+                     f"{count} message(s) checked")
+
+
+def example_arguments(schema: dict) -> dict:
+    """Arguments that satisfy ``schema`` (an ``inputSchema``): each required property, simply filled."""
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    return {name: example_value(properties.get(name, {})) for name in schema.get("required", []) if name in properties}
+
+
+def example_value(prop: Any, depth: int = 0) -> Any:
+    """A value for one property schema: its default, its first enum or const value, else a plain one of its type."""
+    if not isinstance(prop, dict) or depth > 5:
+        return "example"
+    for key in ("default", "const"):
+        if key in prop:
+            return prop[key]
+    if prop.get("enum"):
+        return prop["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if prop.get(key):
+            return example_value(prop[key][0], depth + 1)
+    kind = prop.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        return example_arguments(prop) if prop.get("properties") else {}
+    if kind == "array":
+        items = prop.get("items")
+        return [example_value(items, depth + 1)] * prop.get("minItems", 0) if isinstance(items, dict) else []
+    if kind in ("integer", "number"):
+        low = prop.get("minimum", prop["exclusiveMinimum"] + 1 if "exclusiveMinimum" in prop else 1)
+        return int(low) if kind == "integer" else float(low)
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    return "x" * max(prop.get("minLength", 1), 1)
+
+
+def report(findings: list[Finding]) -> dict:
+    """The machine-readable report: counts, and every finding."""
+    counts = {status: sum(f.status == status for f in findings) for status in (PASS, WARN, FAIL)}
+    return {"ok": counts[FAIL] == 0, "counts": counts, "findings": [asdict(f) for f in findings]}
+
+
+def table(findings: list[Finding]) -> str:
+    """The findings as a plain-text table: status, check, section, detail."""
+    rows = [(f.status.upper(), f.check, f.section, f.detail.replace("\n", " ")) for f in findings]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    lines = [f"{status:<{widths[0]}}  {check:<{widths[1]}}  {section}" + (f"\n{'':<{widths[0]}}  {'':<{widths[1]}}  {detail}"
+             if detail else "") for status, check, section, detail in rows]
+    counts = report(findings)["counts"]
+    lines.append(f"\n{counts[PASS]} passed, {counts[WARN]} warning(s), {counts[FAIL]} failed")
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""Issue 8 §4: ``mcp-ref check TARGET``, the official schema as a linter, run as the real command."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+from conftest import SERVERS, run_cli
+
+DEMO = f'"{sys.executable}" -m mcp_ref serve-demo'
+BROKEN = f'"{sys.executable}" "{SERVERS / "schema_breaking_server.py"}"'
+SDK = f'"{sys.executable}" "{SERVERS / "interop_sdk_server.py"}"'
+
+
+def check(*args: str) -> tuple[int, dict]:
+    proc = run_cli("check", *args, "--json", "--quiet-server", timeout=120)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def by_status(report: dict, status: str) -> dict[str, str]:
+    return {f["check"]: f["detail"] for f in report["findings"] if f["status"] == status}
+
+
+def test_the_demo_passes_every_check():
+    code, report = check(DEMO)
+    assert code == 0 and report["ok"], report
+    assert report["counts"]["fail"] == 0 and report["counts"]["warn"] == 0
+    checks = {f["check"] for f in report["findings"]}
+    for expected in ("ping answers an empty result", "tools/list (following every cursor)", "an invalid cursor is -32602",
+                     "resources/read demo://readme", "an unknown method is -32601",
+                     "tools/call without its required params is -32602",
+                     "every message from the server matches the 2025-11-25 schema"):
+        assert expected in checks
+    assert all(f["section"].startswith("2025-11-25 ") for f in report["findings"])  # each names its spec section
+
+
+def test_call_tools_calls_each_tool_with_schema_valid_arguments():
+    code, report = check(DEMO, "--call-tools")
+    assert code == 0, report
+    passed = by_status(report, "pass")
+    assert "tools/call echo with example arguments" in passed and "tools/call divide with example arguments" in passed
+    # A tool that needs what this client did not declare is a warning, with the reason.
+    assert "did not declare the sampling capability" in by_status(report, "warn")["tools/call ask_llm with example arguments"]
+
+
+def test_a_server_that_breaks_the_spec_is_caught_precisely():
+    code, report = check(BROKEN)
+    assert code == 5 and not report["ok"]
+    failed, warned = by_status(report, "fail"), by_status(report, "warn")
+    assert '"result" must be an object' in failed["ping answers an empty result"]
+    assert "answered -32603" in failed["an unknown method is -32601"]
+    assert "answered with a result" in failed["tools/call without its required params is -32602"]
+    assert "no contents" in failed["resources/read 5"]
+    schema = failed["every message from the server matches the 2025-11-25 schema"]
+    for fault in ("/tools/0/inputSchema/type", "5 is not of type 'string' at /resources/0/uri", "'robot' is not one of"):
+        assert fault in schema
+    assert "'bad tool!'" in warned["tool names follow the naming guidance"]
+    assert "answered with a result" in warned["an invalid cursor is -32602"]  # a SHOULD: a warning
+
+
+def test_the_table_reads_as_a_table():
+    proc = run_cli("check", BROKEN, "--quiet-server", timeout=120)
+    assert proc.returncode == 5
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("PASS  initialize")
+    assert any(line.startswith("FAIL  an unknown method is -32601") for line in lines)
+    assert lines[-1] == "6 passed, 2 warning(s), 5 failed"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the official MCP Python SDK is not installed")
+def test_the_official_sdks_server_passes_with_what_it_really_gets_wrong():
+    code, report = check(SDK, "--call-tools")
+    assert code == 0, report
+    assert report["counts"]["fail"] == 0
+    # It accepts an invalid cursor (the spec: SHOULD answer -32602): reported as a warning, precisely.
+    assert by_status(report, "warn")["an invalid cursor is -32602"] == "answered with a result, not error -32602"
