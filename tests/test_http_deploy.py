@@ -374,3 +374,35 @@ def test_serve_demo_http(stateless):
         code = stop(proc, signal.SIGINT)
     assert code == 0, "".join(errors.all)
     assert "Traceback" not in "".join(errors.all)
+
+
+# -- ASGI: FastAPI / Starlette under uvicorn, through a2wsgi ----------------------------------------------
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("a2wsgi", "uvicorn", "starlette")),
+                    reason="the ASGI recipe needs a2wsgi, uvicorn and starlette (in the test extra)")
+def test_the_asgi_recipe_serves_and_streams():
+    from conftest import SERVERS
+
+    port = free_port()
+    command = [sys.executable, "-m", "uvicorn", "asgi_mount:app", "--app-dir", str(SERVERS), "--port", str(port),
+               "--log-level", "warning"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    errors = LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
+    try:
+        wait_for_port(port, proc)
+        assert requests.get(f"http://127.0.0.1:{port}/health", timeout=WAIT).text == "ok"  # Starlette's own route
+        changed = threading.Event()
+        with Client.http(f"http://127.0.0.1:{port}/mcp", timeout=WAIT, on_list_changed=lambda kind: changed.set()) as client:
+            assert client.call_tool("echo", {"text": "through asgi"}).content[0].text == "through asgi"
+            # Streamed, not buffered: each progress event arrives while the tool still runs.
+            seen: list[float] = []
+            client.call_tool("count_slowly", {"steps": 3, "delay": 0.4}, on_progress=lambda *a: seen.append(time.monotonic()))
+            done = time.monotonic()
+            assert len(seen) == 3 and done - seen[0] > 0.5, (seen, done)
+            # The standalone GET stream works through the adapter too.
+            client.call_tool("add_tool", {"name": "extra_asgi"})
+            assert changed.wait(WAIT)
+    finally:
+        stop(proc)

@@ -1,0 +1,23 @@
+"""The recipe of spec_notes/deployment.md §ASGI: mcp_ref's WSGI app inside a Starlette (or
+FastAPI) application, under uvicorn, through a2wsgi's WSGI-to-ASGI adapter.
+
+    uvicorn asgi_mount:app --app-dir tests/servers --port 8000
+
+Starlette routes its own endpoints (``/health``) and hands everything else to the MCP app, whose
+Streamable HTTP endpoint is then ``/mcp`` and its HTTP+SSE one ``/sse``.
+"""
+
+from a2wsgi import WSGIMiddleware
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route
+
+from mcp_ref.demo import build_server
+
+
+async def health(request):
+    return PlainTextResponse("ok")
+
+
+mcp_app = WSGIMiddleware(build_server().wsgi_app(), workers=32)  # SSE streams hold a worker each
+app = Starlette(routes=[Route("/health", health), Mount("/", app=mcp_app)])
