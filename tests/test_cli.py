@@ -522,3 +522,11 @@ def test_the_demo_diagram_is_committed_and_linked():
     diagram = (ROOT / "docs" / "demo-diagram.md").read_text()
     assert "```mermaid\nsequenceDiagram" in diagram and "tools/call echo" in diagram and "sampling/createMessage" in diagram
     assert "docs/demo-diagram.md" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
+    out = _terminal_session(["call", TARGET, "count_slowly", "steps=4", "delay=0.01"], [])
+    assert "\r[#####---------------] 1/4 step 1 of 4" in out and "\r[####################] 4/4 step 4 of 4" in out
+    assert "mcp-ref: progress" not in out  # the line form is for pipes and files
+    assert "counted to 4" in out
