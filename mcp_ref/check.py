@@ -23,6 +23,8 @@ from .errors import ConnectionClosed, McpError, RequestTimeout
 MAX_READS = 20
 #: Tools called at most with ``call_tools``.
 MAX_CALLS = 50
+#: Seconds one example tool call may take (then it is cancelled, and a warning says so).
+CALL_TIMEOUT = 5.0
 #: Schema errors quoted in the report at most (all are counted).
 MAX_QUOTED = 10
 
@@ -111,8 +113,12 @@ class Checker:
         arguments = example_arguments(tool.input_schema)
         check = f"tools/call {tool.name} with example arguments"
         try:
-            result = self.client.call_tool(tool.name, arguments)
-        except (McpError, RequestTimeout, ConnectionClosed) as exc:
+            result = self.client.call_tool(tool.name, arguments, timeout=CALL_TIMEOUT)
+        except RequestTimeout:
+            self.add(check, WARN, "server/tools §Calling Tools",
+                     f"no answer within {CALL_TIMEOUT:g} s with {arguments}; cancelled (basic/utilities/cancellation)")
+            return
+        except (McpError, ConnectionClosed) as exc:
             self.add(check, FAIL, "server/tools §Calling Tools", f"{type(exc).__name__}: {exc}")
             return
         if result.is_error:

@@ -42,7 +42,10 @@ def test_call_tools_calls_each_tool_with_schema_valid_arguments():
     passed = by_status(report, "pass")
     assert "tools/call echo with example arguments" in passed and "tools/call divide with example arguments" in passed
     # A tool that needs what this client did not declare is a warning, with the reason.
-    assert "did not declare the sampling capability" in by_status(report, "warn")["tools/call ask_llm with example arguments"]
+    warned = by_status(report, "warn")
+    assert "did not declare the sampling capability" in warned["tools/call ask_llm with example arguments"]
+    # One that runs on (it waits to be cancelled) is bounded, cancelled, and said so.
+    assert "no answer within 5 s" in warned["tools/call wait_for_cancel with example arguments"]
 
 
 def test_a_server_that_breaks_the_spec_is_caught_precisely():
