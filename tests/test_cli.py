@@ -530,3 +530,14 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
     assert "\r[#####---------------] 1/4 step 1 of 4" in out and "\r[####################] 4/4 step 4 of 4" in out
     assert "mcp-ref: progress" not in out  # the line form is for pipes and files
     assert "counted to 4" in out
+
+
+def test_a_demo_whose_server_cannot_start_is_one_line(monkeypatch, capsys):
+    """The walkthrough's server exits at once (here: a command that fails): one line, exit 4."""
+    from mcp_ref import walkthrough
+    from mcp_ref.cli import main
+
+    monkeypatch.setattr(walkthrough, "server_command", lambda: [sys.executable, "-c", "raise SystemExit(3)"])
+    assert main(["demo", "--timeout", "10"]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("mcp-ref: the demo could not run its server:") and "exited with status 3" in err[-1]
