@@ -1,0 +1,399 @@
+"""A small OAuth 2.1 authorization server, as a WSGI application: for teaching and tests, never production.
+
+It shows the whole dance an MCP client performs, on the wire, with nothing hidden:
+
+- ``GET /.well-known/oauth-authorization-server`` (and the OpenID variant): RFC 8414 metadata;
+- ``POST /register``: Dynamic Client Registration (RFC 7591);
+- ``GET /authorize``: approves at once (no login page: the demo has one user, ``demo-user``) and
+  redirects with ``code``, ``state`` and ``iss`` (RFC 9207);
+- ``POST /token``: the authorization-code grant with PKCE S256 only (RFC 7636), and refresh tokens,
+  rotated on every use;
+- ``POST /introspect``: token introspection (RFC 7662), for a resource server that authenticates.
+
+Codes are single use, live ``code_lifetime`` seconds, and are bound to the client, the redirect
+URI, the PKCE challenge and the resource (RFC 8707).  Access tokens are opaque, bound to the
+resource (their audience) and the scopes granted.  Redirect URIs match exactly, except that a
+loopback ``http`` URI matches on any port (RFC 8252 §7.3).  A public client ``mcp-ref-demo`` is
+pre-registered with ``http://127.0.0.1/callback`` and ``http://localhost/callback``.
+
+Every table is bounded (``max_clients``, ``max_grants``): when full, the oldest entry goes.
+Errors are JSON ``{"error", "error_description"}`` (RFC 6749 §5.2) and never repeat a code,
+token or secret.  An authorization request whose client or redirect URI is not known is
+answered 400 here and never redirected (no open redirect).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import json
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from . import pkce
+
+#: The pre-registered public client.
+DEMO_CLIENT_ID = "mcp-ref-demo"
+DEMO_REDIRECT_URIS = ("http://127.0.0.1/callback", "http://localhost/callback")
+#: A request body larger than this is refused before it is parsed (registration, token, introspection).
+MAX_BODY = 64 * 1024
+#: The scopes the demo knows.
+DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
+AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+
+
+@dataclass
+class RegisteredClient:
+    """A client the server knows: its id, its secret (None for a public client), its redirect URIs."""
+
+    client_id: str
+    redirect_uris: tuple[str, ...]
+    token_endpoint_auth_method: str = "none"
+    client_secret: str | None = None
+    client_name: str | None = None
+    grant_types: tuple[str, ...] = ("authorization_code", "refresh_token")
+    issued_at: int = field(default_factory=lambda: int(time.time()))
+    preregistered: bool = False
+
+
+@dataclass
+class Grant:
+    """What a code, an access token or a refresh token stands for."""
+
+    client_id: str
+    scope: str
+    resource: str | None
+    expires: float
+    subject: str = "demo-user"
+    redirect_uri: str | None = None
+    challenge: str | None = None
+
+
+class OAuthError(Exception):
+    """An error answered as RFC 6749 §5.2 JSON with an HTTP status."""
+
+    def __init__(self, error: str, description: str, status: str = "400 Bad Request", headers: Iterable = ()):
+        super().__init__(description)
+        self.error, self.description, self.status, self.headers = error, description, status, list(headers)
+
+
+class _Table:
+    """A bounded, thread-safe map that forgets its oldest entry when full."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.items: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def put(self, key, value, *, keep: Callable[[object], bool] = lambda value: False) -> None:
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.limit:
+                oldest = next((k for k, v in self.items.items() if not keep(v)), None)
+                if oldest is None:
+                    break
+                del self.items[oldest]
+
+    def get(self, key):
+        with self.lock:
+            return self.items.get(key)
+
+    def pop(self, key):
+        with self.lock:
+            return self.items.pop(key, None)
+
+
+class DemoAuthorizationServer:
+    """The WSGI application of the demo authorization server (see the module docstring).
+
+    ``issuer`` is its URL (``http://127.0.0.1:8000``); None takes it from each request's
+    ``Host``, which suits a server bound to port 0.  ``scopes`` are the scopes it grants.
+    """
+
+    def __init__(self, issuer: str | None = None, *, scopes: Iterable[str] = DEFAULT_SCOPES,
+                 code_lifetime: float = 60.0, token_lifetime: float = 3600.0,
+                 max_clients: int = 1000, max_grants: int = 10_000):
+        self.issuer = issuer.rstrip("/") if issuer else None
+        self.scopes = tuple(scopes)
+        self.code_lifetime = code_lifetime
+        self.token_lifetime = token_lifetime
+        self.clients = _Table(max_clients)
+        self.codes = _Table(max_grants)
+        self.access_tokens = _Table(max_grants)
+        self.refresh_tokens = _Table(max_grants)
+        self.clients.put(DEMO_CLIENT_ID, RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
+                                                          preregistered=True))
+
+    # -- WSGI -----------------------------------------------------------------------------------
+
+    def __call__(self, environ: dict, start_response):
+        issuer = self.issuer or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
+        route = (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO") or "/")
+        try:
+            if route in (("GET", "/.well-known/oauth-authorization-server"), ("GET", "/.well-known/openid-configuration")):
+                return _json(start_response, "200 OK", self.metadata(issuer))
+            if route == ("POST", "/register"):
+                return _json(start_response, "201 Created", self.register(_json_body(environ)))
+            if route == ("GET", "/authorize"):
+                location = self.authorize(_query(environ), issuer)
+                start_response("302 Found", [("Location", location), ("Content-Length", "0"), ("Cache-Control", "no-store")])
+                return [b""]
+            if route == ("POST", "/token"):
+                return _json(start_response, "200 OK", self.token(_form_body(environ), environ.get("HTTP_AUTHORIZATION")),
+                             no_store=True)
+            if route == ("POST", "/introspect"):
+                return _json(start_response, "200 OK", self.introspect(_form_body(environ), environ.get("HTTP_AUTHORIZATION"),
+                                                                       issuer), no_store=True)
+            raise OAuthError("not_found", "no such endpoint", "404 Not Found")
+        except OAuthError as exc:
+            body = {"error": exc.error, "error_description": exc.description}
+            return _json(start_response, exc.status, body, headers=exc.headers, no_store=True)
+
+    # -- the endpoints --------------------------------------------------------------------------
+
+    def metadata(self, issuer: str) -> dict:
+        """RFC 8414 authorization server metadata."""
+        return {
+            "issuer": issuer,
+            "authorization_endpoint": f"{issuer}/authorize",
+            "token_endpoint": f"{issuer}/token",
+            "registration_endpoint": f"{issuer}/register",
+            "introspection_endpoint": f"{issuer}/introspect",
+            "scopes_supported": list(self.scopes),
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "authorization_response_iss_parameter_supported": True,
+        }
+
+    def register(self, body: dict) -> dict:
+        """RFC 7591 §3: register a client from its metadata; 400 ``invalid_redirect_uri`` / ``invalid_client_metadata``."""
+        uris = body.get("redirect_uris")
+        if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris) or len(uris) > 20:
+            raise OAuthError("invalid_redirect_uri", "redirect_uris must be a list of 1 to 20 URIs")
+        for uri in uris:
+            _check_redirect_uri(uri)
+        method = body.get("token_endpoint_auth_method", "client_secret_basic")  # RFC 7591 §2: the default
+        if method not in AUTH_METHODS:
+            raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
+        grants = body.get("grant_types", ["authorization_code"])
+        if not isinstance(grants, list) or not set(grants) <= {"authorization_code", "refresh_token"}:
+            raise OAuthError("invalid_client_metadata", "grant_types may list authorization_code and refresh_token only")
+        name = body.get("client_name")
+        if name is not None and (not isinstance(name, str) or len(name) > 200):
+            raise OAuthError("invalid_client_metadata", "client_name must be a string of at most 200 characters")
+        client = RegisteredClient(
+            client_id=secrets.token_urlsafe(16), redirect_uris=tuple(uris), token_endpoint_auth_method=method,
+            client_secret=None if method == "none" else secrets.token_urlsafe(32), client_name=name,
+            grant_types=tuple(grants))
+        self.clients.put(client.client_id, client, keep=lambda c: c.preregistered)
+        answer = {"client_id": client.client_id, "client_id_issued_at": client.issued_at, "redirect_uris": list(uris),
+                  "token_endpoint_auth_method": method, "grant_types": list(grants), "response_types": ["code"]}
+        if name is not None:
+            answer["client_name"] = name
+        if client.client_secret is not None:
+            answer.update(client_secret=client.client_secret, client_secret_expires_at=0)
+        return answer
+
+    def authorize(self, query: dict, issuer: str) -> str:
+        """The redirect for an authorization request (approved at once); see the module docstring."""
+        client = self.clients.get(query.get("client_id", ""))
+        if client is None:
+            raise OAuthError("invalid_client", "unknown client_id")
+        redirect_uri = query.get("redirect_uri")
+        if redirect_uri is None and len(client.redirect_uris) == 1:
+            redirect_uri = client.redirect_uris[0]
+        if redirect_uri is None or not any(_redirect_matches(redirect_uri, known) for known in client.redirect_uris):
+            # Never redirect to a URI the client did not register: that would be an open redirect.
+            raise OAuthError("invalid_request", "redirect_uri is not one this client registered")
+        state = query.get("state")
+
+        def refuse(error: str, description: str) -> str:
+            return _with_query(redirect_uri, error=error, error_description=description, state=state, iss=issuer)
+
+        if query.get("response_type") != "code":
+            return refuse("unsupported_response_type", "only response_type=code is supported")
+        if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
+            return refuse("invalid_request", "PKCE with code_challenge_method=S256 is required")
+        scope = query.get("scope", "")
+        unknown = set(scope.split()) - set(self.scopes)
+        if unknown:
+            return refuse("invalid_scope", f"unknown scope(s): {' '.join(sorted(unknown))}")
+        resource = query.get("resource")
+        if resource is not None and not _absolute(resource):
+            return refuse("invalid_target", "resource must be an absolute URI without a fragment (RFC 8707)")
+        code = secrets.token_urlsafe(32)
+        self.codes.put(code, Grant(client.client_id, scope, resource, time.monotonic() + self.code_lifetime,
+                                   redirect_uri=redirect_uri, challenge=query["code_challenge"]))
+        return _with_query(redirect_uri, code=code, state=state, iss=issuer)
+
+    def token(self, form: dict, authorization: str | None) -> dict:
+        """The token endpoint: ``authorization_code`` (with PKCE) and ``refresh_token`` (rotated)."""
+        client = self._authenticate(form, authorization)
+        grant_type = form.get("grant_type")
+        if grant_type == "authorization_code":
+            grant = self.codes.pop(form.get("code", ""))  # single use: gone whatever happens next
+            if grant is None or grant.client_id != client.client_id or grant.expires < time.monotonic():
+                raise OAuthError("invalid_grant", "the code is unknown, used, expired or not this client's")
+            if form.get("redirect_uri", grant.redirect_uri) != grant.redirect_uri:
+                raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
+            if not pkce.verifies(form.get("code_verifier"), grant.challenge):
+                raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
+        elif grant_type == "refresh_token":
+            grant = self.refresh_tokens.pop(form.get("refresh_token", ""))  # rotation: each is used once
+            if grant is None or grant.client_id != client.client_id:
+                raise OAuthError("invalid_grant", "the refresh token is unknown, used or not this client's")
+            wanted = form.get("scope")
+            if wanted is not None:
+                if not set(wanted.split()) <= set(grant.scope.split()):
+                    raise OAuthError("invalid_scope", "a refresh may narrow the scope, never widen it")
+                grant = Grant(grant.client_id, wanted, grant.resource, grant.expires, grant.subject)
+        else:
+            raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+        resource = form.get("resource")
+        if resource is not None and grant.resource is not None and resource != grant.resource:
+            raise OAuthError("invalid_target", "resource differs from the one authorized (RFC 8707)")
+        return self._issue(client, grant.scope, grant.resource or resource, grant.subject)
+
+    def introspect(self, form: dict, authorization: str | None, issuer: str) -> dict:
+        """RFC 7662: what a token stands for, to a client that authenticates with a secret."""
+        caller = self._authenticate(form, authorization)
+        if caller.client_secret is None:
+            raise OAuthError("invalid_client", "introspection needs a confidential client", "401 Unauthorized")
+        info = self.verify(form.get("token", ""))
+        if info is None:
+            return {"active": False}
+        answer = {"active": True, "client_id": info.client_id, "scope": info.scope, "sub": info.subject,
+                  "exp": int(time.time() + info.expires - time.monotonic()), "iss": issuer, "token_type": "Bearer"}
+        if info.resource:
+            answer["aud"] = info.resource
+        return answer
+
+    def verify(self, token: str) -> Grant | None:
+        """What an access token stands for, in this process (no HTTP); None if unknown or expired."""
+        grant = self.access_tokens.get(token)
+        if grant is None or grant.expires < time.monotonic():
+            return None
+        return grant
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _issue(self, client: RegisteredClient, scope: str, resource: str | None, subject: str) -> dict:
+        access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        expires = time.monotonic() + self.token_lifetime
+        self.access_tokens.put(access, Grant(client.client_id, scope, resource, expires, subject))
+        answer = {"access_token": access, "token_type": "Bearer", "expires_in": int(self.token_lifetime)}
+        if "refresh_token" in client.grant_types:
+            self.refresh_tokens.put(refresh, Grant(client.client_id, scope, resource, float("inf"), subject))
+            answer["refresh_token"] = refresh
+        if scope:
+            answer["scope"] = scope
+        return answer
+
+    def _authenticate(self, form: dict, authorization: str | None) -> RegisteredClient:
+        """RFC 6749 §2.3: HTTP Basic, or client_id (+ client_secret) in the body, as the client registered."""
+        basic = authorization is not None and authorization[:6].lower() == "basic "
+        if basic:
+            try:
+                client_id, _, secret = base64.b64decode(authorization[6:].strip(), validate=True).decode().partition(":")
+                client_id, secret = unquote(client_id), unquote(secret)
+            except (ValueError, UnicodeDecodeError):
+                raise OAuthError("invalid_client", "malformed Basic credentials", "401 Unauthorized",
+                                 [("WWW-Authenticate", 'Basic realm="demo"')]) from None
+            method = "client_secret_basic"
+        else:
+            client_id, secret = form.get("client_id", ""), form.get("client_secret")
+            method = "client_secret_post" if secret is not None else "none"
+        client = self.clients.get(client_id)
+        good = client is not None and client.token_endpoint_auth_method == method and (
+            method == "none" or (client.client_secret is not None and secrets.compare_digest(secret, client.client_secret)))
+        if not good:
+            raise OAuthError("invalid_client", "client authentication failed", "401 Unauthorized",
+                             [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [])
+        return client
+
+
+# -- small pieces ---------------------------------------------------------------------------------
+
+
+def _json(start_response, status: str, body: dict, *, headers: Iterable = (), no_store: bool = False) -> list:
+    data = json.dumps(body).encode()
+    out = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+    if no_store:  # RFC 6749 §5.1: token responses are never cached
+        out += [("Cache-Control", "no-store"), ("Pragma", "no-cache")]
+    start_response(status, out + list(headers))
+    return [data]
+
+
+def _read_body(environ: dict) -> bytes:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise OAuthError("invalid_request", "bad Content-Length") from None
+    if length > MAX_BODY:
+        raise OAuthError("invalid_request", f"the body is over {MAX_BODY} bytes", "413 Payload Too Large")
+    return environ["wsgi.input"].read(length) if length > 0 else b""
+
+
+def _json_body(environ: dict) -> dict:
+    try:
+        body = json.loads(_read_body(environ) or b"null")
+    except ValueError:
+        raise OAuthError("invalid_client_metadata", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise OAuthError("invalid_client_metadata", "the body must be a JSON object")
+    return body
+
+
+def _form_body(environ: dict) -> dict:
+    if not (environ.get("CONTENT_TYPE") or "").startswith("application/x-www-form-urlencoded"):
+        raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
+    return _single_values(parse_qs(_read_body(environ).decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def _query(environ: dict) -> dict:
+    return _single_values(parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True))
+
+
+def _single_values(parsed: dict) -> dict:
+    """RFC 6749 §3.1: "Request and response parameters MUST NOT be included more than once"."""
+    repeated = [name for name, values in parsed.items() if len(values) > 1]
+    if repeated:
+        raise OAuthError("invalid_request", f"parameter repeated: {repeated[0]}")
+    return {name: values[0] for name, values in parsed.items()}
+
+
+def _absolute(uri: str) -> bool:
+    parts = urlsplit(uri)
+    return bool(parts.scheme and parts.netloc) and not parts.fragment
+
+
+def _check_redirect_uri(uri: str) -> None:
+    """OAuth 2.1 §2.3.1 and RFC 8252: https, or http on a loopback host; absolute, no fragment."""
+    parts = urlsplit(uri)
+    if not _absolute(uri):
+        raise OAuthError("invalid_redirect_uri", "a redirect URI must be absolute and carry no fragment")
+    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK + ("::1",)):
+        return
+    raise OAuthError("invalid_redirect_uri", "a redirect URI must use https, or http on a loopback address")
+
+
+def _redirect_matches(given: str, registered: str) -> bool:
+    """Exact match, except that a loopback http URI matches on any port (RFC 8252 §7.3)."""
+    if given == registered:
+        return True
+    a, b = urlsplit(given), urlsplit(registered)
+    return (a.scheme == b.scheme == "http" and a.hostname == b.hostname and a.hostname in _LOOPBACK
+            and a.path == b.path and a.query == b.query and not a.fragment)
+
+
+def _with_query(uri: str, **params) -> str:
+    extra = urlencode({k: v for k, v in params.items() if v is not None})
+    return f"{uri}{'&' if urlsplit(uri).query else '?'}{extra}"
