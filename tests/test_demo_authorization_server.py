@@ -177,3 +177,70 @@ def test_the_tables_are_bounded():
     for n in range(50):
         app.register({"redirect_uris": ["https://c.example/cb"], "token_endpoint_auth_method": "none"})
     assert len(app.clients.items) == 5 and app.clients.get(DEMO_CLIENT_ID) is not None  # the pre-registered one stays
+
+
+# -- Client ID Metadata Documents ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def documents():
+    """A loopback web server for client metadata documents: ``documents.serve(path, body, headers)``; its URL base."""
+    from mcp_ref.transports.wsgi_server import WsgiServer
+
+    served: dict[str, tuple[bytes, list]] = {}
+
+    def app(environ, start_response):
+        body, headers = served.get(environ["PATH_INFO"], (b"", []))
+        start_response("200 OK" if body else "404 Not Found", [("Content-Length", str(len(body)))] + headers)
+        return [body]
+
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    httpd.serve = lambda path, body, headers=(): served.__setitem__(path, (body, list(headers)))
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(WAIT)
+
+
+def document(client_id: str, **fields) -> bytes:
+    import json
+
+    return json.dumps({"client_id": client_id, "client_name": "doc client",
+                       "redirect_uris": ["http://127.0.0.1/callback"], **fields}).encode()
+
+
+def test_a_client_metadata_document_is_a_client(auth_server, documents):
+    client_id = documents.url + "/oauth/client.json"
+    documents.serve("/oauth/client.json", document(client_id))
+    assert requests.get(auth_server.url + "/.well-known/oauth-authorization-server",
+                        timeout=WAIT).json()["client_id_metadata_document_supported"] is True
+    verifier = pkce.new_verifier()
+    query = authorize(auth_server.url, client_id=client_id, redirect_uri="http://127.0.0.1:7777/callback", verifier=verifier)
+    answer = token(auth_server.url, grant_type="authorization_code", code=query["code"], client_id=client_id,
+                   redirect_uri="http://127.0.0.1:7777/callback", code_verifier=verifier)
+    assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize("problem", ["wrong client_id", "no redirect_uris", "too big", "not json", "missing"])
+def test_a_bad_client_metadata_document_is_refused_without_a_redirect(auth_server, documents, problem):
+    client_id = documents.url + "/client.json"
+    body = {"wrong client_id": document(client_id + "x"), "no redirect_uris": document(client_id, redirect_uris=[]),
+            "too big": document(client_id, padding="x" * 20_000), "not json": b"<html>", "missing": b""}[problem]
+    documents.serve("/client.json", body)
+    answer = requests.get(auth_server.url + "/authorize", allow_redirects=False, timeout=WAIT, params={
+        "response_type": "code", "client_id": client_id, "redirect_uri": "http://127.0.0.1/callback",
+        "code_challenge": pkce.challenge(pkce.new_verifier()), "code_challenge_method": "S256"})
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    assert answer.json()["error"] == "invalid_client"
+
+
+@pytest.mark.parametrize("client_id", ["https://10.0.0.1/client.json", "https://169.254.169.254/latest/meta-data",
+                                       "http://example.com/client.json", "https://[fd00::1]/c.json"])
+def test_private_network_and_plain_http_documents_are_never_fetched(client_id):
+    from mcp_ref.auth.demo_server import OAuthError, fetch_client_metadata
+
+    with pytest.raises(OAuthError) as refused:
+        fetch_client_metadata(client_id)
+    assert refused.value.error == "invalid_client"

@@ -8,7 +8,11 @@ It shows the whole dance an MCP client performs, on the wire, with nothing hidde
   redirects with ``code``, ``state`` and ``iss`` (RFC 9207);
 - ``POST /token``: the authorization-code grant with PKCE S256 only (RFC 7636), and refresh tokens,
   rotated on every use;
-- ``POST /introspect``: token introspection (RFC 7662), for a resource server that authenticates.
+- ``POST /introspect``: token introspection (RFC 7662), for a resource server that authenticates;
+- Client ID Metadata Documents: a ``client_id`` that is an https URL is fetched (bounded: size,
+  time, no redirects; https only, except http on loopback; never a private-network address), and
+  its ``client_id`` must be that URL exactly (2025-11-25 basic/authorization §Client ID Metadata
+  Documents).
 
 Codes are single use, live ``code_lifetime`` seconds, and are bound to the client, the redirect
 URI, the PKCE challenge and the resource (RFC 8707).  Access tokens are opaque, bound to the
@@ -41,6 +45,12 @@ DEMO_CLIENT_ID = "mcp-ref-demo"
 DEMO_REDIRECT_URIS = ("http://127.0.0.1/callback", "http://localhost/callback")
 #: A request body larger than this is refused before it is parsed (registration, token, introspection).
 MAX_BODY = 64 * 1024
+#: A client metadata document larger than this is refused (and not read further).
+MAX_DOCUMENT = 16 * 1024
+#: Seconds a client metadata document is kept (less if its Cache-Control max-age says so).
+DOCUMENT_TTL = 300.0
+#: Seconds to fetch one client metadata document, in all.
+DOCUMENT_TIMEOUT = 5.0
 #: The scopes the demo knows.
 DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
@@ -126,6 +136,7 @@ class DemoAuthorizationServer:
         self.codes = _Table(max_grants)
         self.access_tokens = _Table(max_grants)
         self.refresh_tokens = _Table(max_grants)
+        self.documents = _Table(max_clients)  # client metadata documents: URL -> (client, expires)
         self.clients.put(DEMO_CLIENT_ID, RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
                                                           preregistered=True))
 
@@ -171,6 +182,7 @@ class DemoAuthorizationServer:
             "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
             "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "authorization_response_iss_parameter_supported": True,
+            "client_id_metadata_document_supported": True,
         }
 
     def register(self, body: dict) -> dict:
@@ -204,7 +216,7 @@ class DemoAuthorizationServer:
 
     def authorize(self, query: dict, issuer: str) -> str:
         """The redirect for an authorization request (approved at once); see the module docstring."""
-        client = self.clients.get(query.get("client_id", ""))
+        client = self.client(query.get("client_id", ""))
         if client is None:
             raise OAuthError("invalid_client", "unknown client_id")
         redirect_uri = query.get("redirect_uri")
@@ -276,6 +288,18 @@ class DemoAuthorizationServer:
             answer["aud"] = info.resource
         return answer
 
+    def client(self, client_id: str) -> RegisteredClient | None:
+        """The client ``client_id`` names: registered, or described by its metadata document (an https URL)."""
+        client = self.clients.get(client_id)
+        if client is not None or not client_id.startswith(("https://", "http://")):
+            return client
+        cached = self.documents.get(client_id)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        client, ttl = fetch_client_metadata(client_id)
+        self.documents.put(client_id, (client, time.monotonic() + ttl))
+        return client
+
     def verify(self, token: str) -> Grant | None:
         """What an access token stands for, in this process (no HTTP); None if unknown or expired."""
         grant = self.access_tokens.get(token)
@@ -311,13 +335,107 @@ class DemoAuthorizationServer:
         else:
             client_id, secret = form.get("client_id", ""), form.get("client_secret")
             method = "client_secret_post" if secret is not None else "none"
-        client = self.clients.get(client_id)
+        client = self.client(client_id)
         good = client is not None and client.token_endpoint_auth_method == method and (
             method == "none" or (client.client_secret is not None and secrets.compare_digest(secret, client.client_secret)))
         if not good:
             raise OAuthError("invalid_client", "client authentication failed", "401 Unauthorized",
                              [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [])
         return client
+
+
+# -- client metadata documents ---------------------------------------------------------------------
+
+
+def fetch_client_metadata(url: str) -> tuple[RegisteredClient, float]:
+    """Fetch and check the Client ID Metadata Document at ``url``: (the client it describes, seconds to keep it).
+
+    Bounded and careful (draft-ietf-oauth-client-id-metadata-document §6): https only, except
+    http on a loopback address; a host that resolves to a private, link-local or reserved
+    address is refused before any request; no redirects; at most ``MAX_DOCUMENT`` bytes within
+    ``DOCUMENT_TIMEOUT`` seconds.  The document must be a JSON object whose ``client_id`` is
+    ``url`` exactly, with ``client_name`` and ``redirect_uris``.  Raises OAuthError
+    (``invalid_client``) for anything else; the reason names no internal detail.
+    """
+    import requests
+
+    parts = urlsplit(url)
+    loopback = _resolves_to_loopback(parts.hostname)
+    if not parts.path or parts.path == "/" or (parts.scheme != "https" and not (parts.scheme == "http" and loopback)):
+        raise OAuthError("invalid_client", "a client_id URL must be https (http only on loopback) with a path")
+    if not loopback:
+        _refuse_private_network(parts.hostname)
+    try:
+        with requests.get(url, timeout=DOCUMENT_TIMEOUT, allow_redirects=False, stream=True,
+                          headers={"Accept": "application/json"}) as answer:
+            if answer.status_code != 200:
+                raise OAuthError("invalid_client", f"the client metadata document answered HTTP {answer.status_code}")
+            data = b""
+            deadline = time.monotonic() + DOCUMENT_TIMEOUT
+            for chunk in answer.iter_content(4096):
+                data += chunk
+                if len(data) > MAX_DOCUMENT:
+                    raise OAuthError("invalid_client", f"the client metadata document is over {MAX_DOCUMENT} bytes")
+                if time.monotonic() > deadline:
+                    raise OAuthError("invalid_client", "the client metadata document took too long")
+            cache_control = answer.headers.get("Cache-Control", "")
+    except requests.RequestException:
+        raise OAuthError("invalid_client", "the client metadata document could not be fetched") from None
+    try:
+        document = json.loads(data)
+    except ValueError:
+        raise OAuthError("invalid_client", "the client metadata document is not JSON") from None
+    if not isinstance(document, dict) or document.get("client_id") != url:
+        raise OAuthError("invalid_client", "the client metadata document's client_id is not its URL")
+    uris = document.get("redirect_uris")
+    if not isinstance(document.get("client_name"), str) or not isinstance(uris, list) or not uris:
+        raise OAuthError("invalid_client", "the client metadata document needs client_name and redirect_uris")
+    for uri in uris:
+        if not isinstance(uri, str):
+            raise OAuthError("invalid_client", "redirect_uris must be strings")
+        _check_redirect_uri(uri)
+    method = document.get("token_endpoint_auth_method", "none")
+    if method != "none":
+        raise OAuthError("invalid_client", "the demo accepts metadata-document clients with token_endpoint_auth_method none")
+    client = RegisteredClient(url, tuple(uris), "none", None, document["client_name"])
+    return client, _max_age(cache_control)
+
+
+def _max_age(cache_control: str) -> float:
+    """How long to keep a document: its ``max-age`` (``no-store``: 0), at most ``DOCUMENT_TTL``."""
+    for directive in cache_control.lower().split(","):
+        name, _, value = directive.strip().partition("=")
+        if name in ("no-store", "no-cache"):
+            return 0.0
+        if name == "max-age" and value.isdigit():
+            return min(float(value), DOCUMENT_TTL)
+    return DOCUMENT_TTL
+
+
+def _resolves_to_loopback(host: str | None) -> bool:
+    import ipaddress
+
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse_private_network(host: str | None) -> None:
+    """Refuse a host any of whose addresses is private, link-local, reserved or unspecified."""
+    import ipaddress
+    import socket
+
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, 443, proto=socket.IPPROTO_TCP)}
+    except (OSError, UnicodeError):
+        raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved") from None
+    for address in addresses:
+        ip = ipaddress.ip_address(address.split("%")[0])
+        if ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_unspecified or ip.is_multicast or ip.is_loopback:
+            raise OAuthError("invalid_client", "the client_id URL points into a private network")
 
 
 # -- small pieces ---------------------------------------------------------------------------------
