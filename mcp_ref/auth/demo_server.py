@@ -307,6 +307,11 @@ class DemoAuthorizationServer:
             return None
         return grant
 
+    def token_verifier(self) -> "LocalVerifier":
+        """A ``TokenVerifier`` for a protected resource in this same process (no introspection round trip)."""
+        return LocalVerifier(self)
+
+
     # -- helpers --------------------------------------------------------------------------------
 
     def _issue(self, client: RegisteredClient, scope: str, resource: str | None, subject: str) -> dict:
@@ -342,6 +347,23 @@ class DemoAuthorizationServer:
             raise OAuthError("invalid_client", "client authentication failed", "401 Unauthorized",
                              [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [])
         return client
+
+
+class LocalVerifier:
+    """The demo authorization server's tokens, verified in process, as ``mcp_ref.auth.resource.AccessInfo``."""
+
+    def __init__(self, server: DemoAuthorizationServer):
+        self.server = server
+
+    def verify(self, token: str):
+        from .resource import AccessInfo
+
+        grant = self.server.verify(token)
+        if grant is None:
+            return None
+        return AccessInfo(client_id=grant.client_id, subject=grant.subject, scopes=tuple(grant.scope.split()),
+                          expires_at=time.time() + grant.expires - time.monotonic(),
+                          audience=(grant.resource,) if grant.resource else ())
 
 
 # -- client metadata documents ---------------------------------------------------------------------

@@ -104,6 +104,9 @@ class ServerConnection:
         self.capabilities: dict = {}
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
+        #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the transport authenticates
+        #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
+        self.auth = None
 
     @property
     def protocol_version(self) -> str | None:

@@ -56,6 +56,12 @@ class Context:
         return self.connection.client_info
 
     @property
+    def auth(self):
+        """Who is calling (``AccessInfo``: client id, subject, scopes), when the server is an OAuth
+        protected resource (``wsgi_app(auth=...)``); None when unauthenticated (stdio, no ``auth``)."""
+        return self.connection.auth
+
+    @property
     def is_cancelled(self) -> bool:
         """True once the client cancelled this request."""
         return self.request.is_cancelled

@@ -241,6 +241,8 @@ class HttpSession(Transport):
         self.established = False
         self.closed = False
         self.connection: ServerConnection | None = None
+        #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
+        self.principal = None
 
     # the Transport protocol
 
@@ -426,7 +428,9 @@ class McpWsgiApp:
     False: on the session's pool, with the POST thread relaying its stream —
     then ``Context.close_sse_stream()`` ends the HTTP response at once),
     ``handler_threads`` (the one pool, shared by every session, for handlers not
-    run inline: batches, the legacy transport, ``inline_handlers=False``).
+    run inline: batches, the legacy transport, ``inline_handlers=False``), ``auth``
+    (a :class:`~mcp_ref.auth.resource.ProtectedResource`: the server becomes an OAuth
+    protected resource; see ``spec_notes/authorization.md``).
     """
 
     def __init__(
@@ -452,6 +456,7 @@ class McpWsgiApp:
         stream_backlog: int = 1000,
         inline_handlers: bool = True,
         handler_threads: int = 64,
+        auth=None,
     ):
         self.server = server
         self.path = path
@@ -473,6 +478,8 @@ class McpWsgiApp:
         self.stream_backlog = stream_backlog
         self.inline_handlers = inline_handlers
         self.handler_threads = handler_threads
+        #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
+        self.auth = auth
         self.sessions: dict[str, HttpSession] = {}
         self._sessions_lock = threading.Lock()
         if stateless and not server.paginator.configured:
@@ -490,6 +497,10 @@ class McpWsgiApp:
             self._check_host_and_origin(environ)
             path = environ.get("PATH_INFO") or "/"
             method = environ["REQUEST_METHOD"]
+            if self.auth is not None:
+                answer = self._authorize(environ, start_response, path, method)
+                if answer is not None:
+                    return answer
             if path == self.path:
                 handler = {"POST": self._post, "GET": self._get, "DELETE": self._delete}.get(method)
                 if handler is None:
@@ -505,6 +516,43 @@ class McpWsgiApp:
             return _error(start_response, exc)
 
     # -- security ------------------------------------------------------------------------
+
+    def _authorize(self, environ: dict, start_response, path: str, method: str):
+        """The OAuth protected resource (``auth``): its metadata, and the bearer token of every MCP request.
+
+        Returns a finished answer (the metadata), or None to go on, with the caller's
+        ``AccessInfo`` in ``environ["mcp_ref.auth"]``; raises HttpError for 401 / 403.
+        """
+        from ..auth.resource import METADATA_PREFIX, Challenge
+
+        if method == "GET" and path in (METADATA_PREFIX, METADATA_PREFIX + self.path, METADATA_PREFIX + self.sse_path):
+            # RFC 9728 §3.1: the metadata of the resource at PATH is at the well-known prefix + PATH.
+            resource_path = path[len(METADATA_PREFIX):] or self.path
+            body = json.dumps(self.auth.metadata(environ, resource_path)).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        if path not in (self.path, self.sse_path, self.messages_path):
+            return None
+        resource_path = self.sse_path if path == self.messages_path else path
+        try:
+            environ["mcp_ref.auth"] = self.auth.authenticate(environ, resource_path)
+        except Challenge as challenge:
+            raise HttpError(challenge.status, challenge.message, headers=[("WWW-Authenticate", challenge.www_authenticate)]) from None
+        return None
+
+    def _bind(self, session: "HttpSession", environ: dict) -> None:
+        """A new session belongs to the principal that created it (its client and user)."""
+        session.principal = environ.get("mcp_ref.auth")
+        session.connection.auth = session.principal
+
+    def _check_principal(self, session: "HttpSession", environ: dict) -> None:
+        """The same principal only: another's token on this session id gets 404, as if it did not exist."""
+        caller = environ.get("mcp_ref.auth")
+        if session.principal is None and caller is None:
+            return
+        if session.principal is None or caller is None or caller.principal != session.principal.principal:
+            raise HttpError("404 Not Found", "Session not found: start a new session with initialize")
+        session.connection.auth = caller  # the latest token's scopes (after a step-up)
 
     def _check_host_and_origin(self, environ: dict) -> None:
         """2025-11-25 basic/transports §Security Warning: servers "MUST validate the Origin
@@ -616,6 +664,7 @@ class McpWsgiApp:
             session = HttpSession(self, secrets.token_urlsafe(24))
             connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"http-{session.id[:8]}")
         session.connection = connection
+        self._bind(session, environ)
         stream = session.open_stream([request.id])
         connection.session.dispatch(request)
         token = stream.attach()
@@ -744,6 +793,7 @@ class McpWsgiApp:
             raise HttpError("404 Not Found", "Session not found: start a new session with initialize")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self._check_version(environ)
+        self._check_principal(session, environ)
         session.established = True
         if version is not None and session.version is not None and version != session.version:
             # 2025-11-25 basic/transports §Protocol Version Header: the client sends "the protocol
@@ -768,6 +818,7 @@ class McpWsgiApp:
         session = HttpSession(self, None, kind="stateless")
         session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-stateless")
         session.connection.assume_initialized(version)
+        self._bind(session, environ)
         return session
 
     def _finish_transient(self, session: HttpSession) -> None:
@@ -857,6 +908,7 @@ class McpWsgiApp:
             raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
         session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
         session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session.id[:8]}")
+        self._bind(session, environ)
         with self._sessions_lock:
             self.sessions[session.id] = session
         self.server.add_connection(session.connection)
@@ -887,6 +939,7 @@ class McpWsgiApp:
             session = self.sessions.get(session_id)
         if session is None or session.kind != "legacy" or session.closed:
             raise HttpError("404 Not Found", "Session not found")
+        self._check_principal(session, environ)
         if session.standalone.full():
             # Backpressure: the stream that carries the answers is full; refuse new work until the
             # client has read it, rather than accept a request whose answer would have no room.

@@ -1,0 +1,177 @@
+"""An MCP server as an OAuth 2.1 protected resource (2025-11-25 basic/authorization, RFC 9728, RFC 6750).
+
+:class:`ProtectedResource` is what ``server.wsgi_app(auth=...)`` takes.  It holds a
+:class:`TokenVerifier` (a token in, an :class:`AccessInfo` or None out), the authorization
+servers to name, and the scopes.  For every request to the MCP endpoints the app asks it to
+:meth:`~ProtectedResource.authenticate` the ``Authorization`` header:
+
+- no token: 401 with ``WWW-Authenticate: Bearer resource_metadata="...", scope="..."``
+  (§Protected Resource Metadata Discovery Requirements: servers "MUST use the HTTP header
+  WWW-Authenticate when returning a 401 Unauthorized");
+- a token the verifier does not know, an expired one, or one issued for another resource:
+  401 with ``error="invalid_token"`` (§Token Handling: servers "MUST validate that access tokens
+  were issued specifically for them as the intended audience");
+- a token without the scopes the server requires of every request: 403 ``insufficient_scope``.
+
+It also serves the protected resource metadata (RFC 9728) at
+``/.well-known/oauth-protected-resource`` + the endpoint's path, and at the root.
+The client's token is never forwarded anywhere (the verifier sees it, nothing else), and it never
+appears in logs or errors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+from urllib.parse import urlsplit
+
+METADATA_PREFIX = "/.well-known/oauth-protected-resource"
+
+
+@dataclass(frozen=True)
+class AccessInfo:
+    """Who is calling, as the verifier vouches: ``ctx.auth`` in a handler.
+
+    ``audience`` lists the resources the token was issued for (RFC 8707); ``expires_at`` is a
+    ``time.time()`` value or None.
+    """
+
+    client_id: str
+    subject: str | None = None
+    scopes: tuple[str, ...] = ()
+    expires_at: float | None = None
+    audience: tuple[str, ...] = ()
+
+    @property
+    def principal(self) -> tuple[str, str | None]:
+        """What a session is bound to: the client and the user it acts for."""
+        return self.client_id, self.subject
+
+
+class TokenVerifier(Protocol):
+    """Turns a bearer token into :class:`AccessInfo`, or None when the token is not valid."""
+
+    def verify(self, token: str) -> AccessInfo | None:
+        ...
+
+
+class IntrospectionVerifier:
+    """A :class:`TokenVerifier` that asks the authorization server (RFC 7662 token introspection).
+
+    ``client_id`` / ``client_secret`` authenticate this resource server to the introspection
+    endpoint (HTTP Basic).  Each verification is one request, bounded by ``timeout``.
+    """
+
+    def __init__(self, introspection_endpoint: str, client_id: str, client_secret: str, *, timeout: float = 10.0):
+        self.endpoint = introspection_endpoint
+        self.credentials = (client_id, client_secret)
+        self.timeout = timeout
+
+    def verify(self, token: str) -> AccessInfo | None:
+        import requests
+
+        try:
+            answer = requests.post(self.endpoint, data={"token": token}, auth=self.credentials, timeout=self.timeout)
+            body = answer.json() if answer.ok else {}
+        except (requests.RequestException, ValueError):
+            return None
+        if not isinstance(body, dict) or body.get("active") is not True or not isinstance(body.get("client_id"), str):
+            return None
+        audience = body.get("aud", ())
+        return AccessInfo(
+            client_id=body["client_id"], subject=body.get("sub"),
+            scopes=tuple(str(body.get("scope", "")).split()),
+            expires_at=body.get("exp") if isinstance(body.get("exp"), (int, float)) else None,
+            audience=(audience,) if isinstance(audience, str) else tuple(a for a in audience if isinstance(a, str)))
+
+
+class Challenge(Exception):
+    """An authentication failure: the HTTP status and the ``WWW-Authenticate`` value to answer with."""
+
+    def __init__(self, status: str, message: str, www_authenticate: str):
+        super().__init__(message)
+        self.status, self.message, self.www_authenticate = status, message, www_authenticate
+
+
+class ProtectedResource:
+    """The protected-resource side of an MCP server over HTTP (see the module docstring).
+
+    ``authorization_servers`` are the issuers clients may use.  ``resource`` is the canonical
+    URL of the MCP endpoint (``https://mcp.example.com/mcp``); None takes it from each request
+    (scheme, ``Host`` and path), which suits a server bound to port 0.  ``required_scopes`` are
+    needed for every request; ``scopes_supported`` are advertised.
+    """
+
+    def __init__(self, verifier: TokenVerifier, authorization_servers: Iterable[str], *, resource: str | None = None,
+                 scopes_supported: Iterable[str] = (), required_scopes: Iterable[str] = ()):
+        self.verifier = verifier
+        self.authorization_servers = list(authorization_servers)
+        self.resource = canonical(resource) if resource else None
+        self.scopes_supported = list(scopes_supported)
+        self.required_scopes = tuple(required_scopes)
+
+    def resource_url(self, environ: dict, path: str) -> str:
+        """The canonical URL of this resource (RFC 8707 §2): configured, or from the request."""
+        if self.resource:
+            return self.resource
+        return canonical(f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}{path}")
+
+    def metadata_url(self, environ: dict, path: str) -> str:
+        """Where this resource's metadata is served (RFC 9728 §3.1: the well-known prefix, then the path)."""
+        parts = urlsplit(self.resource_url(environ, path))
+        return f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
+
+    def metadata(self, environ: dict, path: str) -> dict:
+        """RFC 9728 protected resource metadata."""
+        body = {"resource": self.resource_url(environ, path), "authorization_servers": self.authorization_servers,
+                "bearer_methods_supported": ["header"]}
+        if self.scopes_supported:
+            body["scopes_supported"] = self.scopes_supported
+        return body
+
+    def authenticate(self, environ: dict, path: str) -> AccessInfo:
+        """The caller's :class:`AccessInfo`, or raise :class:`Challenge` (401 or 403)."""
+        header = environ.get("HTTP_AUTHORIZATION") or ""
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise Challenge("401 Unauthorized", "Unauthorized: a bearer token is required", self._challenge(environ, path))
+        info = self.verifier.verify(token)
+        resource = self.resource_url(environ, path)
+        if info is None or (info.expires_at is not None and info.expires_at < time.time()):
+            raise Challenge("401 Unauthorized", "Unauthorized: the token is not valid or has expired",
+                            self._challenge(environ, path, error="invalid_token"))
+        if resource not in {canonical(a) for a in info.audience}:
+            # The token was issued for another resource: accepting it would let one server replay
+            # its clients' tokens to another (§Token Audience Binding and Validation).
+            raise Challenge("401 Unauthorized", "Unauthorized: the token was not issued for this resource",
+                            self._challenge(environ, path, error="invalid_token"))
+        missing = [scope for scope in self.required_scopes if scope not in info.scopes]
+        if missing:
+            raise self.insufficient_scope(environ, path, missing)
+        return info
+
+    def insufficient_scope(self, environ: dict, path: str, scopes: Iterable[str]) -> Challenge:
+        """A 403 naming the scopes needed (2025-11-25 §Scope Challenge Handling; RFC 6750 §3.1)."""
+        needed = " ".join(sorted(set(self.required_scopes) | set(scopes)))
+        return Challenge("403 Forbidden", f"Forbidden: this needs the scope(s) {needed}",
+                         self._challenge(environ, path, error="insufficient_scope", scope=needed))
+
+    def _challenge(self, environ: dict, path: str, *, error: str | None = None, scope: str | None = None) -> str:
+        parts = [f'resource_metadata="{self.metadata_url(environ, path)}"']
+        scope = scope if scope is not None else " ".join(self.required_scopes or self.scopes_supported)
+        if scope:
+            parts.append(f'scope="{scope}"')
+        if error:
+            parts.append(f'error="{error}"')
+        return "Bearer " + ", ".join(parts)
+
+
+def canonical(uri: str) -> str:
+    """RFC 8707 / 2025-11-25 §Canonical Server URI: lowercase scheme and host, no fragment, no trailing slash."""
+    parts = urlsplit(uri.strip())
+    netloc = parts.netloc.lower()
+    path = parts.path.rstrip("/") if parts.path not in ("", "/") else ""
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{parts.scheme.lower()}://{netloc}{path}{query}"

@@ -1,0 +1,128 @@
+"""Issue 9 §2: an mcp_ref server as an OAuth protected resource, over real HTTP, with real tokens from the
+demo authorization server and forged ones."""
+
+from __future__ import annotations
+
+import threading
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from conftest import WAIT
+
+from mcp_ref import Client, Context, Server
+from mcp_ref.auth import pkce
+from mcp_ref.auth.demo_server import DEMO_CLIENT_ID, DemoAuthorizationServer
+from mcp_ref.auth.resource import ProtectedResource
+from mcp_ref.transports.wsgi_server import WsgiServer
+
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+
+
+def serve(app):
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return httpd
+
+
+@pytest.fixture
+def deployment():
+    """An authorization server, and a protected MCP server that trusts it: (as_url, mcp_url, authorization server)."""
+    authorization = DemoAuthorizationServer()
+    as_httpd = serve(authorization)
+    server = Server("protected")
+
+    @server.tool
+    def whoami(ctx: Context) -> str:
+        """Who is calling, as the token says."""
+        return f"{ctx.auth.client_id} {ctx.auth.subject} {' '.join(ctx.auth.scopes)}"
+
+    resource = ProtectedResource(authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools", "mcp:admin"])
+    mcp_httpd = serve(server.wsgi_app(auth=resource))
+    yield as_httpd.url, mcp_httpd.url + "/mcp", authorization, resource
+    for httpd in (as_httpd, mcp_httpd):
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def get_token(as_url: str, resource: str, *, client_id: str = DEMO_CLIENT_ID, scope: str = "mcp:tools") -> str:
+    """The authorization-code flow with PKCE, as a client would run it: an access token for ``resource``."""
+    verifier = pkce.new_verifier()
+    redirect = "http://127.0.0.1:5555/callback"
+    answer = requests.get(as_url + "/authorize", allow_redirects=False, timeout=WAIT, params={
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect, "code_challenge": pkce.challenge(verifier),
+        "code_challenge_method": "S256", "resource": resource, "scope": scope, "state": "x"})
+    code = parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
+    tokens = requests.post(as_url + "/token", timeout=WAIT, data={
+        "grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": redirect,
+        "code_verifier": verifier, "resource": resource}).json()
+    return tokens["access_token"]
+
+
+def bearer(token: str):
+    def add(request):
+        request.headers["Authorization"] = f"Bearer {token}"
+        return request
+
+    return add
+
+
+def test_the_protected_resource_metadata_names_the_authorization_server(deployment):
+    as_url, mcp_url, _, _ = deployment
+    origin = mcp_url.rsplit("/", 1)[0]
+    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+        meta = requests.get(origin + path, timeout=WAIT).json()
+        assert meta["resource"] == mcp_url and meta["authorization_servers"] == [as_url]
+
+
+def test_no_token_is_401_with_where_to_look(deployment):
+    _, mcp_url, _, _ = deployment
+    answer = requests.post(mcp_url, json=INIT, headers=ACCEPT, timeout=WAIT)
+    assert answer.status_code == 401
+    challenge = answer.headers["WWW-Authenticate"]
+    origin = mcp_url.rsplit("/", 1)[0]
+    assert challenge.startswith("Bearer ") and f'resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert requests.get(origin + "/sse", timeout=WAIT, stream=True).status_code == 401  # both transports
+
+
+@pytest.mark.parametrize("kind", ["forged", "another resource"])
+def test_a_forged_token_or_one_for_another_resource_is_invalid(deployment, kind):
+    as_url, mcp_url, _, _ = deployment
+    token = "forged-token" if kind == "forged" else get_token(as_url, "http://127.0.0.1:1/other/mcp")
+    answer = requests.post(mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}, timeout=WAIT)
+    assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
+    assert token not in answer.text and token not in answer.headers["WWW-Authenticate"]
+
+
+def test_a_real_token_opens_the_server_and_handlers_see_who_calls(deployment):
+    as_url, mcp_url, _, _ = deployment
+    token = get_token(as_url, mcp_url)
+    with Client.http(mcp_url, auth=bearer(token), timeout=WAIT) as client:
+        assert client.call_tool("whoami").content[0].text == f"{DEMO_CLIENT_ID} demo-user mcp:tools"
+
+
+def test_a_required_scope_missing_is_403_insufficient_scope(deployment):
+    as_url, mcp_url, _, resource = deployment
+    resource.required_scopes = ("mcp:admin",)
+    token = get_token(as_url, mcp_url, scope="mcp:tools")
+    answer = requests.post(mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}, timeout=WAIT)
+    assert answer.status_code == 403
+    challenge = answer.headers["WWW-Authenticate"]
+    assert 'error="insufficient_scope"' in challenge and 'scope="mcp:admin"' in challenge
+
+
+def test_a_session_belongs_to_the_principal_that_created_it(deployment):
+    as_url, mcp_url, authorization, _ = deployment
+    mine = get_token(as_url, mcp_url)
+    other_client = authorization.register({"redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none"})
+    theirs = get_token(as_url, mcp_url, client_id=other_client["client_id"])
+    created = requests.post(mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {mine}"}, timeout=WAIT)
+    session = created.headers["Mcp-Session-Id"]
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    headers = {**ACCEPT, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    stolen = requests.post(mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {theirs}"}, timeout=WAIT)
+    assert stolen.status_code == 404  # as if it did not exist
+    again = requests.post(mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {mine}"}, timeout=WAIT)
+    assert again.status_code == 200
