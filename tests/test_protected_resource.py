@@ -126,3 +126,52 @@ def test_a_session_belongs_to_the_principal_that_created_it(deployment):
     assert stolen.status_code == 404  # as if it did not exist
     again = requests.post(mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {mine}"}, timeout=WAIT)
     assert again.status_code == 200
+
+
+def test_scoped_tools_resources_and_prompts_ask_for_a_step_up(deployment):
+    as_url, mcp_url, authorization, resource = deployment
+    server = Server("scoped")
+
+    @server.tool(scopes=["mcp:admin"])
+    def reset() -> str:
+        """Needs admin."""
+        return "reset"
+
+    @server.tool
+    def hello() -> str:
+        """Anyone."""
+        return "hello"
+
+    @server.resource("secret://plan", scopes=["mcp:admin"])
+    def plan() -> str:
+        return "the plan"
+
+    @server.prompt(scopes=["mcp:admin"])
+    def confess() -> str:
+        return "tell all"
+
+    scoped = serve(server.wsgi_app(auth=ProtectedResource(authorization.token_verifier(), [as_url])))
+    url = scoped.url + "/mcp"
+    try:
+        basic = get_token(as_url, url, scope="mcp:tools")
+        with Client.http(url, auth=bearer(basic), timeout=WAIT) as client:
+            assert client.call_tool("hello").content[0].text == "hello"  # no scope needed
+            for attempt in (lambda: client.call_tool("reset"), lambda: client.read_resource("secret://plan"),
+                            lambda: client.get_prompt("confess")):
+                with pytest.raises(Exception) as refused:
+                    attempt()
+                assert "403" in str(refused.value) and "mcp:admin" in str(refused.value)
+        headers = {**ACCEPT, "Authorization": f"Bearer {basic}"}
+        session = requests.post(url, json=INIT, headers=headers, timeout=WAIT).headers["Mcp-Session-Id"]
+        raw = requests.post(url, timeout=WAIT, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "reset"}},
+                            headers={**headers, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        assert raw.status_code == 403  # refused before the tool runs: the client can step up and retry
+        challenge = raw.headers["WWW-Authenticate"]
+        assert 'error="insufficient_scope"' in challenge and 'scope="mcp:admin"' in challenge
+        admin = get_token(as_url, url, scope="mcp:tools mcp:admin")
+        with Client.http(url, auth=bearer(admin), timeout=WAIT) as client:
+            assert client.call_tool("reset").content[0].text == "reset"
+            assert client.read_resource("secret://plan").contents[0].text == "the plan"
+    finally:
+        scoped.shutdown()
+        scoped.server_close()

@@ -28,6 +28,8 @@ class RegisteredPrompt:
     plan: ArgumentPlan
     listing: dict
     required: tuple
+    #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
+    scopes: tuple = ()
     _validator: Any = None
 
     def validator(self) -> Any:
@@ -38,7 +40,7 @@ class RegisteredPrompt:
 
 
 def build_prompt(func: Callable, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, icons: list | None = None) -> RegisteredPrompt:
+                 description: str | None = None, icons: list | None = None, scopes=()) -> RegisteredPrompt:
     """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -56,7 +58,7 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
         "arguments": arguments,
         "icons": icons,
     })
-    return RegisteredPrompt(name, func, plan, listing, required)
+    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes))
 
 
 # -- the handlers ---------------------------------------------------------------------------------

@@ -79,6 +79,7 @@ class Server:
         annotations: dict | None = None,
         icons: list | None = None,
         meta: dict | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a function as a tool.
 
@@ -87,7 +88,8 @@ class Server:
         annotation that is a dataclass or TypedDict gives an ``outputSchema``
         and the result is also sent as ``structuredContent``.  Both ``@server.tool``
         and ``@server.tool(...)`` work; an ``async def`` runs to completion on the
-        handler thread (``signatures.runs_in_thread``).
+        handler thread (``signatures.runs_in_thread``).  ``scopes``: the OAuth scopes a
+        caller needs when the server is a protected resource (``wsgi_app(auth=...)``).
         """
         if callable(name):  # @server.tool, without parentheses
             self.add_tool(name)
@@ -96,7 +98,7 @@ class Server:
         def register(func: Callable) -> Callable:
             self.add_tool(
                 func, name=name, title=title, description=description, input_schema=input_schema,
-                output_schema=output_schema, annotations=annotations, icons=icons, meta=meta,
+                output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
             )
             return func
 
@@ -105,10 +107,10 @@ class Server:
     def add_tool(self, func: Callable, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, input_schema: dict | None = None,
                  output_schema: dict | None = None, annotations: dict | None = None,
-                 icons: list | None = None, meta: dict | None = None) -> None:
+                 icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = ()) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
-                          output_schema=output_schema, annotations=annotations, icons=icons, meta=meta)
+                          output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes)
         with self._registry_lock:
             self._tools[tool.name] = tool
         self._announce("tools")
@@ -136,6 +138,7 @@ class Server:
         size: int | None = None,
         annotations: dict | None = None,
         icons: list | None = None,
+        scopes: Iterable[str] = (),
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
@@ -146,17 +149,17 @@ class Server:
 
         def register(func: Callable) -> Callable:
             self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
-                              size=size, annotations=annotations, icons=icons)
+                              size=size, annotations=annotations, icons=icons, scopes=scopes)
             return func
 
         return register
 
     def add_resource(self, func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                      description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                     annotations: dict | None = None, icons: list | None = None) -> None:
+                     annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = ()) -> None:
         """Register a resource or resource template (see :meth:`resource`)."""
         entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
-                               size=size, annotations=annotations, icons=icons)
+                               size=size, annotations=annotations, icons=icons, scopes=scopes)
         with self._registry_lock:
             if entry.template is not None:
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
@@ -203,6 +206,20 @@ class Server:
                 return template, variables
         return None
 
+    def required_scopes(self, method: str, params: Any) -> tuple[str, ...]:
+        """The OAuth scopes a request needs: those of the tool, resource or prompt it names (else none)."""
+        params = params if isinstance(params, dict) else {}
+        name, uri = params.get("name"), params.get("uri")
+        entry = None
+        if method == "tools/call" and isinstance(name, str):
+            entry = self.get_tool(name)
+        elif method == "prompts/get" and isinstance(name, str):
+            entry = self.get_prompt(name)
+        elif method == "resources/read" and isinstance(uri, str):
+            found = self.find_resource(uri)
+            entry = found[0] if found is not None else None
+        return entry.scopes if entry is not None else ()
+
     def has_resource_uri(self, uri: str) -> bool:
         """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
         return uri in self._resources or any(t.listing["uriTemplate"] == uri for t in list(self._templates))
@@ -216,7 +233,7 @@ class Server:
     # -- prompts -----------------------------------------------------------------------
 
     def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
-               icons: list | None = None) -> Callable[[Callable], Callable]:
+               icons: list | None = None, scopes: Iterable[str] = ()) -> Callable[[Callable], Callable]:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or
@@ -228,15 +245,15 @@ class Server:
             return name
 
         def register(func: Callable) -> Callable:
-            self.add_prompt(func, name=name, title=title, description=description, icons=icons)
+            self.add_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes)
             return func
 
         return register
 
     def add_prompt(self, func: Callable, *, name: str | None = None, title: str | None = None,
-                   description: str | None = None, icons: list | None = None) -> None:
+                   description: str | None = None, icons: list | None = None, scopes: Iterable[str] = ()) -> None:
         """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
-        prompt = build_prompt(func, name=name, title=title, description=description, icons=icons)
+        prompt = build_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes)
         with self._registry_lock:
             self._prompts[prompt.name] = prompt
         self._announce("prompts")

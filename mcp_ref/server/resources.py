@@ -30,11 +30,13 @@ class RegisteredResource:
     func: Callable
     plan: ArgumentPlan
     template: UriTemplate | None = None
+    #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
+    scopes: tuple = ()
 
 
 def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                   annotations: dict | None = None, icons: list | None = None) -> RegisteredResource:
+                   annotations: dict | None = None, icons: list | None = None, scopes=()) -> RegisteredResource:
     """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -49,7 +51,7 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
         "annotations": annotations,
         "icons": icons,
     })
-    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None)
+    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes))
 
 
 def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,

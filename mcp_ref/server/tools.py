@@ -49,6 +49,8 @@ class RegisteredTool:
     output_schema: dict | None
     #: True when structured results are ``{"result": value}`` (a return type that is not an object)
     wrapped: bool = False
+    #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
+    scopes: tuple = ()
     _input_validator: Any = None
     _output_validator: Any = None
 
@@ -76,7 +78,7 @@ class RegisteredTool:
 def build_tool(func: Callable, *, name: str | None = None, title: str | None = None,
                description: str | None = None, input_schema: dict | None = None,
                output_schema: dict | None = None, annotations: dict | None = None,
-               icons: list | None = None, meta: dict | None = None) -> RegisteredTool:
+               icons: list | None = None, meta: dict | None = None, scopes=()) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -99,7 +101,7 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
         "icons": icons,
         "_meta": meta,
     })
-    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped)
+    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes))
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()

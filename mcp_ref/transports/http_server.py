@@ -540,6 +540,21 @@ class McpWsgiApp:
             raise HttpError(challenge.status, challenge.message, headers=[("WWW-Authenticate", challenge.www_authenticate)]) from None
         return None
 
+    def _check_scopes(self, environ: dict, items: list, path: str) -> None:
+        """2025-11-25 §Scope Challenge Handling: a request for a tool, resource or prompt that needs
+        scopes the token lacks gets 403 ``insufficient_scope`` naming them, before it runs, so the
+        client can step up (``Server.tool(scopes=...)``)."""
+        caller = environ.get("mcp_ref.auth")
+        if self.auth is None or caller is None:
+            return
+        missing: set[str] = set()
+        for item in items:
+            if isinstance(item, Request):
+                missing.update(s for s in self.server.required_scopes(item.method, item.params) if s not in caller.scopes)
+        if missing:
+            challenge = self.auth.insufficient_scope(environ, path, missing)
+            raise HttpError(challenge.status, challenge.message, headers=[("WWW-Authenticate", challenge.www_authenticate)])
+
     def _bind(self, session: "HttpSession", environ: dict) -> None:
         """A new session belongs to the principal that created it (its client and user)."""
         session.principal = environ.get("mcp_ref.auth")
@@ -601,6 +616,7 @@ class McpWsgiApp:
         request_ids = [m.id for m in items if isinstance(m, Request)]
         if not request_ids:
             return self._accept_without_requests(environ, start_response, message, items)
+        self._check_scopes(environ, items, self.path)
         session = self._transient_session(environ) if self.stateless else self._session_for(environ)
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             self._finish_transient(session)
@@ -946,6 +962,7 @@ class McpWsgiApp:
             raise HttpError("503 Service Unavailable", "Service Unavailable: the event stream is full; retry once "
                             "the client has read it", headers=[("Retry-After", "1")])
         message = self._read_message(environ)
+        self._check_scopes(environ, message if isinstance(message, list) else [message], self.sse_path)
         session.last_seen = time.monotonic()
         session.established = True
         session.connection.session.dispatch(message)
