@@ -132,6 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = verb("serve-demo", "run the demo server on stdio (or --http)", needs_target=False)
     serve.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead")
     serve.add_argument("--stateless", action="store_true", help="with --http: no sessions (any worker answers any request)")
+    serve.add_argument("--auth", action="store_true",
+                       help="with --http: an OAuth protected resource, with the demo authorization server on the same port")
     return parser
 
 
@@ -532,8 +534,8 @@ def _serve_demo(args) -> int:
     from .demo import build_server
 
     if args.http is None:
-        if args.stateless:
-            raise CliError("--stateless goes with --http", EXIT_USAGE)
+        if args.stateless or args.auth:
+            raise CliError(f"{'--stateless' if args.stateless else '--auth'} goes with --http", EXIT_USAGE)
         build_server().run_stdio()
         return EXIT_OK
     host, sep, port = args.http.rpartition(":")
@@ -546,10 +548,31 @@ def _serve_demo(args) -> int:
               file=sys.stderr, flush=True)
 
     try:
-        build_server().run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
+        if args.auth:
+            _serve_protected_demo(host.strip("[]") or "127.0.0.1", int(port), args.stateless)
+        else:
+            build_server().run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
     except OSError as exc:  # the port is taken, the address is not ours, ...
         raise CliError(f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
     return EXIT_OK
+
+
+def _serve_protected_demo(host: str, port: int, stateless: bool) -> None:
+    """``serve-demo --http HOST:PORT --auth``: the demo as a protected resource, and the demo
+    authorization server on the same port (for teaching and tests, never production)."""
+    from .auth.demo_server import DEMO_CLIENT_ID, protected_app
+    from .demo import build_server
+    from .transports.wsgi_server import WsgiServer
+
+    httpd = WsgiServer((host, port), protected_app(build_server(), stateless=stateless))
+    print(f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
+          f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})", file=sys.stderr, flush=True)
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
 
 
 def _print_json(value: Any) -> None:

@@ -304,9 +304,10 @@ def test_request_timeout_exits_6():
 
 @pytest.mark.parametrize("args", [
     ("serve-demo", "--stateless"),
+    ("serve-demo", "--auth"),
     ("serve-demo", "--http", "foo"),
     ("serve-demo", "--http", "127.0.0.1:99999"),
-], ids=["stateless-without-http", "not-host-port", "port-out-of-range"])
+], ids=["stateless-without-http", "auth-without-http", "not-host-port", "port-out-of-range"])
 def test_serve_demo_usage_errors_are_one_line(args):
     proc = cli(*args)
     assert proc.returncode == 1

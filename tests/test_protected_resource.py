@@ -175,3 +175,30 @@ def test_scoped_tools_resources_and_prompts_ask_for_a_step_up(deployment):
     finally:
         scoped.shutdown()
         scoped.server_close()
+
+
+def test_serve_demo_auth_serves_a_protected_demo_and_its_authorization_server_on_one_port():
+    import queue
+    import subprocess
+    import sys
+
+    from http_fixtures import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"],
+                            stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
+    try:
+        assert "as an OAuth protected resource" in lines.get(timeout=WAIT)
+        origin = f"http://127.0.0.1:{port}"
+        meta = requests.get(origin + "/.well-known/oauth-protected-resource/mcp", timeout=WAIT).json()
+        assert meta["authorization_servers"] == [origin] and meta["resource"] == origin + "/mcp"
+        assert requests.get(origin + "/.well-known/oauth-authorization-server", timeout=WAIT).json()["issuer"] == origin
+        assert requests.post(origin + "/mcp", json=INIT, headers=ACCEPT, timeout=WAIT).status_code == 401
+        token = get_token(origin, origin + "/mcp")
+        with Client.http(origin + "/mcp", auth=bearer(token), timeout=WAIT) as client:
+            assert client.call_tool("echo", {"text": "authorized"}).content[0].text == "authorized"
+    finally:
+        proc.terminate()
+        proc.wait(WAIT)

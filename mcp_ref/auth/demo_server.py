@@ -366,6 +366,37 @@ class LocalVerifier:
                           audience=(grant.resource,) if grant.resource else ())
 
 
+def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, **wsgi_options) -> Callable:
+    """``server`` as a protected resource and this demo authorization server, on one origin (one WSGI app).
+
+    The authorization server's endpoints (its metadata, ``/authorize``, ``/token``, ``/register``,
+    ``/introspect``) go to a :class:`DemoAuthorizationServer`; everything else to
+    ``server.wsgi_app(auth=...)``, whose protected resource metadata names the same origin as its
+    authorization server.  What ``mcp-ref serve-demo --http HOST:PORT --auth`` serves.
+    """
+    from .resource import ProtectedResource
+
+    authorization = DemoAuthorizationServer(scopes=scopes_supported)
+
+    def same_origin(environ: dict) -> list[str]:
+        # The issuer is the origin of the request: the port may be 0 until the server is bound.
+        return [f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"]
+
+    resource = ProtectedResource(authorization.token_verifier(), same_origin, scopes_supported=scopes_supported)
+    mcp = server.wsgi_app(auth=resource, **wsgi_options)
+    endpoints = {"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/authorize", "/token",
+                 "/register", "/introspect"}
+
+    def app(environ, start_response):
+        if (environ.get("PATH_INFO") or "/") in endpoints:
+            return authorization(environ, start_response)
+        return mcp(environ, start_response)
+
+    app.authorization_server = authorization
+    app.mcp_app = mcp
+    return app
+
+
 # -- client metadata documents ---------------------------------------------------------------------
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 from urllib.parse import urlsplit
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
@@ -103,10 +103,11 @@ class ProtectedResource:
     needed for every request; ``scopes_supported`` are advertised.
     """
 
-    def __init__(self, verifier: TokenVerifier, authorization_servers: Iterable[str], *, resource: str | None = None,
-                 scopes_supported: Iterable[str] = (), required_scopes: Iterable[str] = ()):
+    def __init__(self, verifier: TokenVerifier, authorization_servers: Iterable[str] | Callable[[dict], list],
+                 *, resource: str | None = None, scopes_supported: Iterable[str] = (), required_scopes: Iterable[str] = ()):
         self.verifier = verifier
-        self.authorization_servers = list(authorization_servers)
+        #: The issuers to name; or a function of the request's environ that returns them.
+        self.authorization_servers = authorization_servers if callable(authorization_servers) else list(authorization_servers)
         self.resource = canonical(resource) if resource else None
         self.scopes_supported = list(scopes_supported)
         self.required_scopes = tuple(required_scopes)
@@ -124,7 +125,9 @@ class ProtectedResource:
 
     def metadata(self, environ: dict, path: str) -> dict:
         """RFC 9728 protected resource metadata."""
-        body = {"resource": self.resource_url(environ, path), "authorization_servers": self.authorization_servers,
+        servers = self.authorization_servers
+        body = {"resource": self.resource_url(environ, path),
+                "authorization_servers": servers(environ) if callable(servers) else servers,
                 "bearer_methods_supported": ["header"]}
         if self.scopes_supported:
             body["scopes_supported"] = self.scopes_supported
