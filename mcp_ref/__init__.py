@@ -15,6 +15,7 @@ A map of the package:
     errors            McpError (with its JSON-RPC code), ToolError, ConnectionClosed,
                       ServerUnreachable, RequestTimeout, CapabilityError
     ConnectionLimits  the bounds of the standard-library HTTP server
+    OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.auth)
     modules           client/ and server/ (the two roles, a module per spec area), session
                       (JSON-RPC over any transport), transports/ (stdio, HTTP, in-memory),
                       lifecycle, types, schemas (the official JSON Schemas)
@@ -40,6 +41,8 @@ _EXPORTS = {
     "Context": "server",
     "ToolError": "server",
     "ConnectionLimits": "transports.connection_limits",
+    "OAuth": "auth.oauth",
+    "AuthorizationError": "errors",
     "Session": "session",
     "RequestContext": "session",
     "PendingRequest": "session",

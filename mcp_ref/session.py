@@ -49,7 +49,7 @@ from .errors import (
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
 from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
-from .transports.base import RequestFailed
+from .transports.base import RequestFailed, RequestHeld
 
 if TYPE_CHECKING:
     from .transports.base import Transport
@@ -468,6 +468,13 @@ class Session:
         if request is not None and not request.future.done():
             request.future.set_exception(error)
 
+    def _hold_request(self, request_id, seconds: float) -> None:
+        """One request of ours waits on this side (the transport says so): its deadline moves on by ``seconds``."""
+        with self._lock:
+            request = self._pending.get(request_id)
+            if request is not None and request.deadline is not None:
+                request.deadline = max(request.deadline, time.monotonic() + seconds + (request.timeout or 0))
+
     def _fail_pending(self, why: str) -> None:
         with self._lock:
             pending = list(self._pending.values())
@@ -503,6 +510,9 @@ class Session:
                     break
                 if isinstance(data, RequestFailed):
                     self._fail_request(data.request_id, data.error)
+                    continue
+                if isinstance(data, RequestHeld):
+                    self._hold_request(data.request_id, data.seconds)
                     continue
                 try:
                     self.receive(data)

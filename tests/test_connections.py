@@ -380,3 +380,53 @@ def test_out_of_file_descriptors_the_accept_loop_pauses_and_serves_when_they_ret
     finally:
         proc.kill()
         proc.wait(WAIT)
+
+
+def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thread(monkeypatch, caplog):
+    """The accept loop interrupted (KeyboardInterrupt) just after starting a connection's thread:
+    socketserver then "shuts down" the request from the accept loop.  The socket must not be
+    closed under the running thread (its next write would fail with EBADF and a traceback); the
+    thread ends as with a lost client and closes the socket itself."""
+    import socketserver
+
+    from mcp_ref.transports.wsgi_server import WsgiServer
+
+    began, release = threading.Event(), threading.Event()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+
+        def body():
+            began.set()
+            release.wait(WAIT)
+            yield b"late"
+        return body()
+
+    handlers: list[threading.Thread] = []
+    real_process_request = socketserver.ThreadingMixIn.process_request
+
+    def interrupted(self, request, client_address):
+        before = set(threading.enumerate())
+        real_process_request(self, request, client_address)
+        handlers.extend(t for t in set(threading.enumerate()) - before if t.name != "mcp-ref-watchdog")
+        assert began.wait(WAIT)
+        raise KeyboardInterrupt  # as Ctrl-C would, between the thread's start and the loop's next turn
+
+    monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", interrupted)
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    httpd.timeout = WAIT
+    try:
+        with connect(httpd.port) as sock, caplog.at_level(logging.DEBUG, "mcp_ref"):
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            with pytest.raises(KeyboardInterrupt):
+                httpd.handle_request()
+            assert sock.recv(1024) == b""  # shut down: the client sees the end at once
+            release.set()
+            for thread in handlers:
+                thread.join(WAIT)
+                assert not thread.is_alive()
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        assert "Bad file descriptor" not in caplog.text
+        assert httpd.connections.count == 0  # released by its own thread
+    finally:
+        httpd.server_close()

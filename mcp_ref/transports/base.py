@@ -47,6 +47,19 @@ class RequestFailed:
         self.error = error
 
 
+class RequestHeld:
+    """What a transport's :meth:`Transport.read` may return: one request is held up on this side
+    for up to ``seconds`` (the HTTP client waits for the user to authorize in a browser).  The
+    request's timeout is extended by that much: the wait for a person is not the server's delay.
+    """
+
+    __slots__ = ("request_id", "seconds")
+
+    def __init__(self, request_id: RequestId, seconds: float):
+        self.request_id = request_id
+        self.seconds = seconds
+
+
 class Transport:
     """The base class of every transport; see the module docstring for who calls what."""
 

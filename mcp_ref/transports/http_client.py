@@ -33,11 +33,22 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 from urllib.parse import urljoin
 
-from ..errors import ServerUnreachable
+from ..errors import AuthorizationError, ServerUnreachable
 from ..jsonrpc import Request
-from .base import RequestFailed, Transport
+from .base import RequestFailed, RequestHeld, Transport
 
 log = logging.getLogger(__name__)
+
+#: The request a worker thread is sending (so that an auth hook can say it waits for the user).
+_sending = threading.local()
+
+
+def hold_current_request(seconds: float) -> None:
+    """Extend the timeout of the request this thread is sending by ``seconds`` (see
+    :class:`~mcp_ref.transports.base.RequestHeld`); nothing when this is not a transport's worker."""
+    transport, request_id = getattr(_sending, "request", (None, None))
+    if transport is not None:
+        transport._incoming.put(RequestHeld(request_id, seconds))
 
 DEFAULT_RETRY_MS = 1000
 MAX_RESUMES = 10  # attempts to resume one stream before giving up on it
@@ -177,6 +188,7 @@ class HttpClientTransport(Transport):
     def _send_request(self, data: bytes, request: Request) -> None:
         import requests
 
+        _sending.request = (self, request.id)
         try:
             if request.method != "initialize" and not self._session_ready.wait(self.connect_timeout * 3):
                 raise HttpTransportError("timed out waiting for a new session")
@@ -205,9 +217,13 @@ class HttpClientTransport(Transport):
             self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
             self._fail(request.id, str(exc))
+        except AuthorizationError as exc:  # the auth hook (mcp_ref.auth.OAuth) could not authorize
+            self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # noqa: BLE001 - a worker must never die silently
             log.exception("HTTP request failed")
             self._fail(request.id, f"HTTP request failed: {exc}")
+        finally:
+            _sending.request = (None, None)
 
     def _deliver(self, response, request: Request) -> None:
         if response.status_code == 202:
@@ -230,7 +246,7 @@ class HttpClientTransport(Transport):
 
         try:
             response = self._post(data, stream=False)
-        except requests.RequestException as exc:
+        except (requests.RequestException, AuthorizationError) as exc:
             raise OSError(f"HTTP request to {self.url} failed: {exc}") from None
         if response.status_code == 404 and self.session_id:
             log.debug("notification for an expired session dropped")
@@ -353,6 +369,9 @@ class HttpClientTransport(Transport):
                         pass
             except requests.RequestException as exc:
                 log.debug("standalone stream dropped: %s", exc)
+            except AuthorizationError as exc:
+                log.warning("the standalone stream could not be authorized: %s", exc)
+                return
             except Exception:  # noqa: BLE001
                 log.exception("standalone stream failed")
             self._closed.wait(cursor.retry_ms / 1000)
@@ -384,6 +403,8 @@ class HttpClientTransport(Transport):
                         self._incoming.put(event.data.encode("utf-8"))
             except requests.RequestException as exc:
                 failure.append(str(exc))
+            except AuthorizationError as exc:
+                failure.append(exc)
             finally:
                 ready.set()
                 if self.legacy_endpoint is not None and not self._closed.is_set():
@@ -391,7 +412,10 @@ class HttpClientTransport(Transport):
 
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
-        if not ready.wait(timeout) or self.legacy_endpoint is None:
+        ready.wait(timeout)
+        if failure and isinstance(failure[0], AuthorizationError):
+            raise failure[0]
+        if not ready.is_set() or self.legacy_endpoint is None:
             raise HttpTransportError(f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}")
 
     def _legacy_post(self, data: bytes) -> None:
@@ -400,7 +424,7 @@ class HttpClientTransport(Transport):
         try:
             response = self.http.post(self.legacy_endpoint, data=data, headers={"Content-Type": "application/json"},
                                       timeout=(self.connect_timeout, 60))
-        except requests.RequestException as exc:
+        except (requests.RequestException, AuthorizationError) as exc:
             raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
         if not response.ok:
             raise OSError(f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}")

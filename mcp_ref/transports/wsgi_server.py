@@ -24,6 +24,7 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -271,6 +272,10 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+#: The connection a handler thread serves (its own to close; see ``WsgiServer.shutdown_request``).
+_handler = threading.local()
+
+
 class WsgiServer(ThreadingHTTPServer):
     """A threading HTTP/1.1 server for one WSGI application, within :class:`ConnectionLimits`."""
 
@@ -322,10 +327,29 @@ class WsgiServer(ThreadingHTTPServer):
             self.lingerer.refuse(request)
 
     def process_request_thread(self, request, client_address) -> None:
+        _handler.request = request
         try:
-            super().process_request_thread(request, client_address)
+            super().process_request_thread(request, client_address)  # closes the socket at the end
         finally:
+            _handler.request = None
             self.connections.release(request)
+
+    def shutdown_request(self, request) -> None:
+        """Close a connection's socket, from its own thread only.
+
+        socketserver also calls this from the accept loop when ``process_request`` is
+        interrupted (Ctrl-C while a thread starts): that thread may already be running with
+        the socket, and closing it there would pull the descriptor from under a write (EBADF).
+        Shut down instead, the handler's reads and writes end as a lost client's do, and the
+        socket is closed by its own thread (or, if the thread never ran, when it is collected).
+        """
+        if getattr(_handler, "request", None) is request:
+            super().shutdown_request(request)
+            return
+        try:
+            request.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def server_close(self) -> None:
         super().server_close()

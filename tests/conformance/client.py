@@ -5,13 +5,18 @@ The suite runs ``python tests/conformance/client.py URL`` with the scenario's na
 ``MCP_CONFORMANCE_CONTEXT`` for some scenarios).  Written with mcp_ref's ``Client.http`` from the
 scenario descriptions of @modelcontextprotocol/conformance 0.2.0-alpha.12.
 
+The ``auth/*`` scenarios run mcp_ref's OAuth client (``mcp_ref.OAuth``): the suite's authorization
+servers approve at once, so ``follow_redirect`` plays the browser; the credentials and keys of the
+extension scenarios come in ``MCP_CONFORMANCE_CONTEXT``.
+
 Exit status: 0 when the scenario's steps ran, 1 when a step failed, 2 for a scenario this client
-does not implement (the auth scenarios: they need OAuth support mcp_ref does not have yet).
+does not implement.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -22,11 +27,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
 from mcp_ref import (
+    AuthorizationError,
     Client,
     ElicitResult,
     McpError,
+    OAuth,
     lifecycle,
 )
+from mcp_ref.errors import InsufficientScope
 
 SCENARIOS: dict[str, Callable[[str], None]] = {}
 CLOSE_TIMEOUT = 10.0
@@ -133,15 +141,56 @@ def json_schema_preservation(url: str) -> None:
         client.call_tool("json_schema_echo", {"schema": schema})
 
 
+#: auth/basic-cimd: the suite expects this Client ID Metadata Document URL as the client id.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def oauth_for(name: str, context: dict) -> OAuth:
+    """The OAuth configuration a scenario calls for (its credentials and keys from the context)."""
+    from mcp_ref.auth.assertions import IdJagExchange
+    from mcp_ref.auth.browser import follow_redirect
+
+    if name.startswith("auth/client-credentials-"):
+        return OAuth(context["client_id"], context.get("client_secret"), grant="client_credentials",
+                     private_key=context.get("private_key_pem"), signing_algorithm=context.get("signing_algorithm", "ES256"))
+    if name == "auth/enterprise-managed-authorization":
+        exchange = IdJagExchange(context["idp_token_endpoint"], context["idp_id_token"], client_id=context.get("idp_client_id"))
+        return OAuth(context["client_id"], context["client_secret"], assertion=exchange)
+    if name == "auth/wif-jwt-bearer":
+        return OAuth(context.get("client_id"), assertion=context["valid_jwt"])
+    return OAuth(context.get("client_id"), context.get("client_secret"), issuer=context.get("issuer"),
+                 client_metadata_url=CIMD_URL, authorize=follow_redirect, dpop=name.startswith("auth/dpop"),
+                 client_name="mcp-ref-conformance-client")
+
+
+def authorized(name: str, url: str) -> None:
+    """Every auth scenario: connect with OAuth, list the tools, call test-tool (a step-up may come there).
+
+    auth/scope-retry-limit: the server never accepts any scope; the client must give up after a few
+    authorizations, so InsufficientScope is this scenario's success."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    auth = oauth_for(name, context)
+    try:
+        with session(url, auth=auth) as client:
+            tools = client.list_tools()
+            if any(tool.name == "test-tool" for tool in tools):
+                client.call_tool("test-tool", {})
+    except InsufficientScope as exc:
+        if name != "auth/scope-retry-limit":
+            raise
+        print(f"client.py: gave up as expected: {exc}", file=sys.stderr)
+        return
+    if name == "auth/scope-retry-limit":
+        raise SystemExit("the server never grants the scope, yet the calls succeeded")
+
+
 def main(argv: list[str]) -> int:
     name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     if len(argv) != 2:
         print("usage: client.py URL (with MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
         return 1
     url = argv[1]
-    if name.startswith("auth/"):
-        return not_implemented(name, "it needs OAuth authorization, which mcp_ref's client does not do yet")
-    run = SCENARIOS.get(name)
+    run = (lambda url: authorized(name, url)) if name.startswith("auth/") else SCENARIOS.get(name)
     if run is None:
         return not_implemented(name, f"unknown scenario; known: {', '.join(sorted(SCENARIOS))}")
     context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
@@ -149,7 +198,7 @@ def main(argv: list[str]) -> int:
         print(f"client.py: context {context}", file=sys.stderr)
     try:
         run(url)
-    except (McpError, OSError, TimeoutError, CloseHung) as exc:  # protocol errors, refused connections, timeouts
+    except (McpError, OSError, TimeoutError, CloseHung, AuthorizationError) as exc:  # protocol errors, refused connections, timeouts
         return failed(name, f"{type(exc).__name__}: {exc}")
     except SystemExit as exc:
         return failed(name, str(exc.code))

@@ -6,7 +6,9 @@
 
 Suites: the 2025-11-25 requirement set (``--requirements 2025-11-25``, what conformance to that revision
 means) for the server and the client; every scenario that applies at 2025-11-25 (``--suite all``, pending
-ones too) for both; and the server suite at 2025-06-18.  The server is tests/conformance/server.py (started
+ones too) for both; the server suite at 2025-06-18; the client's 2025-03-26 authorization scenarios
+(``--suite backcompat``); and ``conformance authorization`` against the demo authorization server
+(``mcp-ref serve-demo --http --auth``).  The server is tests/conformance/server.py (started
 here on a free port, stopped afterwards), the client tests/conformance/client.py.  Each run uses the baseline tests/conformance/expected-failures.yml
 (``--expected-failures``) and writes its checks.json files under ``-o``.  A suite fails on a check
 that fails and is not in the baseline, and on a baseline entry that now passes (stale); the tool
@@ -51,19 +53,24 @@ class Suite:
     side: str  # "server" or "client"
     spec_version: str
     #: True: ``--requirements REVISION``, exactly the scenarios that revision requires (what conformance
-    #: means); False: ``--suite all --spec-version REVISION``, every scenario that applies, pending ones too.
+    #: means); False: ``--suite SUITE --spec-version REVISION``, every scenario of SUITE that applies.
     requirements: bool = False
+    #: "all" (pending scenarios too); "backcompat": the scenarios of revisions before 2025-06-18.
+    suite: str = "all"
 
     @property
     def label(self) -> str:
-        return f"{self.side} {'requirements ' if self.requirements else ''}{self.spec_version}"
+        kind = "requirements " if self.requirements else "" if self.suite == "all" else f"{self.suite} "
+        return f"{self.side} {kind}{self.spec_version}"
 
     def selection(self) -> list[str]:
         if self.requirements:
             return ["--requirements", self.spec_version]
         # "all", not the default "active": active leaves out the scenarios the tool calls pending
         # (json-schema-2020-12, server-sse-polling at these revisions).
-        return ["--suite", "all", "--spec-version", self.spec_version]
+        if self.side == "authorization":
+            return ["--spec-version", self.spec_version]
+        return ["--suite", self.suite, "--spec-version", self.spec_version]
 
 
 SUITES = [
@@ -72,6 +79,11 @@ SUITES = [
     Suite("server-2025-06-18", "server", "2025-06-18"),
     Suite("client-requirements-2025-11-25", "client", "2025-11-25", requirements=True),
     Suite("client-2025-11-25", "client", "2025-11-25"),
+    # The 2025-03-26 authorization of a server without protected resource metadata (issue 9).
+    Suite("client-backcompat-2025-03-26", "client", "2025-03-26", suite="backcompat"),
+    # The demo authorization server (mcp-ref serve-demo --http --auth): metadata, and a code grant
+    # whose authorization URL this runner visits, playing the browser (the demo approves at once).
+    Suite("authorization-2025-11-25", "authorization", "2025-11-25"),
 ]
 
 
@@ -171,8 +183,10 @@ def read_checks(out_dir: Path, side: str) -> dict[str, list[dict]]:
     scenarios: dict[str, list[dict]] = {}
     for path in sorted(out_dir.rglob("checks.json")):
         name = _STAMP.sub("", path.parent.relative_to(out_dir).as_posix())
-        if side == "server" and name.startswith("server-"):
-            name = name[len("server-"):]
+        for prefix in ("server-", "authorization-server-"):
+            if side in ("server", "authorization") and name.startswith(prefix):
+                name = name[len(prefix):]
+                break
         try:
             checks = json.loads(path.read_text())
         except ValueError as exc:
@@ -218,7 +232,7 @@ def tool_command(npx: str) -> list[str]:
     return [npx, "-y", PACKAGE]
 
 
-def run_tool(args: list[str], log_path: Path) -> int:
+def run_tool(args: list[str], log_path: Path, on_line=None) -> int:
     """Run the conformance tool, its output to the console and to ``log_path``.
 
     It runs in its own process group, which is killed whole after SUITE_TIMEOUT: the tool runs a
@@ -243,6 +257,8 @@ def run_tool(args: list[str], log_path: Path) -> int:
             assert process.stdout is not None
             for line in process.stdout:
                 log.write(line)
+                if on_line is not None:
+                    on_line(line)
                 if not line.startswith("npm warn"):
                     sys.stdout.write(line)
             status = process.wait()
@@ -264,7 +280,7 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
     common = suite.selection() + ["-o", str(out_dir)]
-    if baseline.exists():
+    if baseline.exists() and suite.side != "authorization":  # the authorization command takes no baseline
         common += ["--expected-failures", str(baseline)]
     if verbose:
         common.append("--verbose")
@@ -289,6 +305,8 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
             stop(server)
         if outcome.problems or verbose:
             print(f"--- server.py output ({server_log}) ---\n{server_log.read_text()[-5000:]}")
+    elif suite.side == "authorization":
+        run_authorization(outcome, npx, work, common)
     else:
         # The tool splits --command on spaces and appends the scenario server's URL.
         command = f"{sys.executable} {(HERE / 'client.py').relative_to(ROOT).as_posix()}"
@@ -329,6 +347,40 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
             else:
                 outcome.unexpected.append(f"{entry} ({result})")
     return outcome
+
+
+def run_authorization(outcome: Outcome, npx: str, work: Path, common: list[str]) -> None:
+    """``conformance authorization`` against ``mcp-ref serve-demo --http --auth``, with the pre-registered
+    public client; the code grant's authorization URL is visited once the tool's callback listens."""
+    import requests
+
+    port, callback_port = free_port(), free_port()
+    server_log = work / f"{outcome.suite.name}.server.log"
+    with open(server_log, "w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"],
+                                  cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    pending: list[str] = []
+
+    def browse(line: str) -> None:
+        line = line.strip()
+        if "/authorize?" in line and line.startswith("http"):
+            pending.append(line)
+        elif line.startswith("Callback server started") and pending:
+            url = pending.pop()
+            threading.Thread(target=lambda: requests.get(url, timeout=30), daemon=True).start()
+
+    try:
+        problem = wait_for_port(port, server, SERVER_READY_TIMEOUT)
+        if problem:
+            outcome.problems.append(problem.replace("server.py", "serve-demo --auth"))
+            return
+        base = f"http://127.0.0.1:{port}"
+        outcome.tool_exit = run_tool(
+            tool_command(npx) + ["authorization", "--url", base, "--client-id", "mcp-ref-demo", "--resource", f"{base}/mcp",
+                                 "-p", str(callback_port)] + common,
+            work / f"{outcome.suite.name}.log", on_line=browse)
+    finally:
+        stop(server)
 
 
 def find_npx() -> str:

@@ -1,0 +1,272 @@
+"""How an MCP client finds out where and how to authorize (the client side of discovery).
+
+1. The server's 401 carries a ``WWW-Authenticate`` challenge (RFC 6750 §3, RFC 9728 §5.1):
+   :func:`parse_challenges` reads it.
+2. Its ``resource_metadata`` URL, else the well-known URIs (path-based, then root), give the
+   protected resource metadata (RFC 9728): :func:`discover_resource`.
+   2025-11-25 basic/authorization §Protected Resource Metadata Discovery Requirements: clients
+   "MUST ... use the resource metadata URL from the parsed WWW-Authenticate headers when present;
+   otherwise, they MUST fall back to constructing and requesting the well-known URIs in the order
+   listed above".
+3. Its first authorization server's metadata (RFC 8414; OpenID Connect Discovery), tried at the
+   well-known URIs in the order of §Authorization Server Metadata Discovery:
+   :func:`discover_authorization_server`.
+4. A server of the 2025-03-26 era publishes no resource metadata: the authorization server is the
+   MCP server's origin, and without metadata the default endpoints ``/authorize``, ``/token`` and
+   ``/register`` apply (2025-03-26 basic/authorization §2.3.3 Fallbacks): :func:`legacy_authorization_server`.
+
+Every fetch is bounded: :data:`MAX_METADATA_BYTES` and the caller's timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from ..errors import MetadataError, PkceUnsupported
+from .resource import canonical
+
+log = logging.getLogger(__name__)
+
+#: A metadata document larger than this is refused (real ones are a few KiB).
+MAX_METADATA_BYTES = 256 * 1024
+
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_PARAM = re.compile(rf'\s*({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|{_TOKEN}=*)\s*(?:,|$)')
+_SCHEME = re.compile(rf"\s*,?\s*({_TOKEN})(?:\s+|$)")
+
+
+@dataclass
+class Challenge:
+    """One ``WWW-Authenticate`` challenge: its scheme (lowercase) and parameters (names lowercase)."""
+
+    scheme: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def scope(self) -> list[str] | None:
+        """The scopes the server asks for (RFC 6750 §3), or None when it names none."""
+        scope = self.params.get("scope")
+        return scope.split() if scope else None
+
+    @property
+    def error(self) -> str | None:
+        """``invalid_token``, ``insufficient_scope``, ``use_dpop_nonce`` ... or None."""
+        return self.params.get("error")
+
+    @property
+    def resource_metadata(self) -> str | None:
+        """RFC 9728 §5.1: where the protected resource metadata is."""
+        return self.params.get("resource_metadata")
+
+
+def parse_challenges(header: str | None) -> list[Challenge]:
+    """Every challenge in a ``WWW-Authenticate`` value (RFC 9110 §11.6.1), leniently: a malformed
+    part ends the parse, and what was read so far is kept."""
+    challenges: list[Challenge] = []
+    text = header or ""
+    position = 0
+    while position < len(text):
+        scheme = _SCHEME.match(text, position)
+        if not scheme:
+            break
+        challenge = Challenge(scheme.group(1).lower())
+        challenges.append(challenge)
+        position = scheme.end()
+        while position < len(text):
+            param = _PARAM.match(text, position)
+            if not param:
+                break
+            value = param.group(2)
+            if value.startswith('"'):
+                value = re.sub(r"\\(.)", r"\1", value[1:-1])
+            challenge.params.setdefault(param.group(1).lower(), value)
+            position = param.end()
+    return challenges
+
+
+def bearer_challenge(header: str | None) -> Challenge:
+    """The Bearer (or DPoP) challenge of a ``WWW-Authenticate`` value; an empty one if there is none."""
+    challenges = parse_challenges(header)
+    for scheme in ("bearer", "dpop"):
+        for challenge in challenges:
+            if challenge.scheme == scheme:
+                return challenge
+    return Challenge("bearer")
+
+
+@dataclass
+class ResourceMetadata:
+    """RFC 9728 protected resource metadata: ``resource``, its ``authorization_servers``, ``scopes_supported``."""
+
+    resource: str
+    authorization_servers: list[str]
+    scopes_supported: list[str] | None = None
+    url: str = ""  # where it was found
+    raw: dict = field(default_factory=dict)
+
+
+@dataclass
+class ServerMetadata:
+    """RFC 8414 authorization server metadata (or OpenID provider metadata), as found at ``url``.
+
+    ``legacy`` marks the 2025-03-26 defaults used when a server publishes none.
+    """
+
+    issuer: str
+    authorization_endpoint: str | None
+    token_endpoint: str
+    registration_endpoint: str | None = None
+    raw: dict = field(default_factory=dict)
+    url: str = ""
+    legacy: bool = False
+
+    def supports(self, name: str, value: str, default: tuple = ()) -> bool:
+        """True when the list ``name`` of the metadata holds ``value`` (``default`` when it is absent)."""
+        values = self.raw.get(name)
+        return value in (values if isinstance(values, list) else default)
+
+    def require_pkce(self) -> None:
+        """2025-11-25 §Authorization Code Protection: "If code_challenge_methods_supported is absent,
+        the authorization server does not support PKCE and MCP clients MUST refuse to proceed"."""
+        if self.legacy:
+            return  # 2025-03-26: no metadata, so nothing to check; PKCE is used all the same
+        if not self.supports("code_challenge_methods_supported", "S256"):
+            raise PkceUnsupported(f"the authorization server {self.issuer} does not advertise PKCE with S256 "
+                                  "(code_challenge_methods_supported); refusing to authorize with it")
+
+
+def fetch_json(http, url: str, *, timeout: float, headers: dict | None = None) -> tuple[int, object]:
+    """GET ``url``: (status, the JSON body or None).  Bounded by ``timeout`` and :data:`MAX_METADATA_BYTES`."""
+    import requests
+
+    try:
+        response = http.get(url, headers={"Accept": "application/json", **(headers or {})}, timeout=timeout,
+                            stream=True, allow_redirects=False)
+    except requests.RequestException as exc:
+        raise MetadataError(f"cannot fetch {url}: {type(exc).__name__}") from None
+    with response:
+        if not response.ok:
+            return response.status_code, None
+        body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+    if len(body) > MAX_METADATA_BYTES:
+        raise MetadataError(f"{url} answered more than {MAX_METADATA_BYTES} bytes of metadata")
+    try:
+        return response.status_code, json.loads(body)
+    except ValueError:
+        raise MetadataError(f"{url} did not answer JSON metadata "
+                            f"(Content-Type {response.headers.get('Content-Type', 'none')!r})") from None
+
+
+def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
+    """Where to look for the protected resource metadata, in the order the spec gives."""
+    parts = urlsplit(server_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    urls = [challenge.resource_metadata] if challenge.resource_metadata else []
+    path = parts.path.rstrip("/")
+    if path:
+        urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
+    urls.append(f"{origin}/.well-known/oauth-protected-resource")
+    return list(dict.fromkeys(urls))
+
+
+def discover_resource(http, server_url: str, challenge: Challenge, *, timeout: float) -> ResourceMetadata | None:
+    """The protected resource metadata of ``server_url``; None when none is published (a 2025-03-26 server).
+
+    RFC 9728 §3.3: the ``resource`` in it must be the resource the client asked about, else the
+    client "MUST NOT use the metadata"; a resource that is the server URL or one of its parents
+    (same origin, a leading path) is accepted, anything else refused.
+    """
+    for url in resource_metadata_urls(server_url, challenge):
+        status, body = fetch_json(http, url, timeout=timeout)
+        if body is None:
+            log.debug("no protected resource metadata at %s (HTTP %s)", url, status)
+            continue
+        if not isinstance(body, dict) or not isinstance(body.get("resource"), str):
+            raise MetadataError(f"the protected resource metadata at {url} has no 'resource'")
+        servers = body.get("authorization_servers")
+        if not isinstance(servers, list) or not servers or not all(isinstance(s, str) and s for s in servers):
+            raise MetadataError(f"the protected resource metadata at {url} names no authorization_servers")
+        if not covers(body["resource"], server_url):
+            raise MetadataError(f"the protected resource metadata at {url} is for {body['resource']}, "
+                                f"not {server_url}; refusing it (RFC 9728 §3.3)")
+        scopes = body.get("scopes_supported")
+        scopes = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else None
+        return ResourceMetadata(body["resource"], servers, scopes, url, body)
+    return None
+
+
+def covers(resource: str, server_url: str) -> bool:
+    """True when ``resource`` identifies ``server_url``: the same, or a parent on the same origin."""
+    mine, theirs = urlsplit(canonical(server_url)), urlsplit(canonical(resource))
+    if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
+        return False
+    parent = theirs.path.rstrip("/")
+    return mine.path == parent or mine.path.startswith(parent + "/")
+
+
+def authorization_server_metadata_urls(issuer: str) -> list[str]:
+    """2025-11-25 §Authorization Server Metadata Discovery, in its priority order."""
+    parts = urlsplit(issuer)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    if not path:
+        return [f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration"]
+    return [f"{origin}/.well-known/oauth-authorization-server{path}",
+            f"{origin}/.well-known/openid-configuration{path}",
+            f"{origin}{path}/.well-known/openid-configuration"]
+
+
+def discover_authorization_server(http, issuer: str, *, timeout: float) -> ServerMetadata:
+    """The metadata of the authorization server ``issuer``; raises :class:`MetadataError` if none is found."""
+    for url in authorization_server_metadata_urls(issuer):
+        status, body = fetch_json(http, url, timeout=timeout)
+        if body is None:
+            log.debug("no authorization server metadata at %s (HTTP %s)", url, status)
+            continue
+        return server_metadata(body, url, issuer)
+    raise MetadataError(f"no authorization server metadata for {issuer} at any of its well-known URLs")
+
+
+def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
+    """Validate a metadata document found at ``url`` for ``issuer``.
+
+    2026-07-28 basic/authorization/authorization-server-discovery: "the issuer value in the
+    document MUST be identical to the issuer identifier used to construct the well-known URL.
+    If they differ, the client MUST NOT use the metadata" (RFC 8414 §3.3).
+    """
+    if not isinstance(body, dict):
+        raise MetadataError(f"the authorization server metadata at {url} is not a JSON object")
+    if body.get("issuer") not in (issuer, issuer.rstrip("/"), issuer.rstrip("/") + "/"):
+        raise MetadataError(f"the authorization server metadata at {url} is for issuer {body.get('issuer')!r}, "
+                            f"not {issuer!r}; refusing it")
+    for name in ("token_endpoint",):
+        if not isinstance(body.get(name), str) or not body[name]:
+            raise MetadataError(f"the authorization server metadata at {url} lacks {name}")
+    for name in ("authorization_endpoint", "registration_endpoint"):
+        if name in body and not isinstance(body[name], str):
+            raise MetadataError(f"the authorization server metadata at {url} has a {name} that is not a URL")
+    return ServerMetadata(body["issuer"], body.get("authorization_endpoint"), body["token_endpoint"],
+                          body.get("registration_endpoint"), body, url)
+
+
+def legacy_authorization_server(http, server_url: str, *, timeout: float, protocol_version: str = "2025-03-26") -> ServerMetadata:
+    """2025-03-26 basic/authorization §2.3: the authorization base URL is the MCP server's origin;
+    clients "MUST follow the OAuth 2.0 Authorization Server Metadata protocol" there, and "MUST
+    include the header MCP-Protocol-Version"; without metadata (§2.3.3) "clients MUST use the
+    following default endpoint paths relative to the authorization base URL": /authorize,
+    /token, /register."""
+    parts = urlsplit(server_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    url = f"{origin}/.well-known/oauth-authorization-server"
+    status, body = fetch_json(http, url, timeout=timeout, headers={"MCP-Protocol-Version": protocol_version})
+    if body is not None:
+        return server_metadata(body, url, origin)
+    if status != 404:
+        raise MetadataError(f"{url} answered HTTP {status}; cannot discover the authorization server")
+    log.debug("no metadata at %s: the 2025-03-26 default endpoints", url)
+    return ServerMetadata(origin, f"{origin}/authorize", f"{origin}/token", f"{origin}/register",
+                          {"issuer": origin}, url, legacy=True)

@@ -1,0 +1,134 @@
+"""Where an OAuth client keeps its registrations and tokens: the :class:`TokenStore` protocol.
+
+Two kinds of record, each a JSON object under a string key:
+
+- ``client <issuer>``: the client's registration with that authorization server (client id,
+  secret, method, redirect URIs).  2026-07-28 basic/authorization/client-registration
+  §Authorization Server Binding: clients "MUST associate those credentials with the specific
+  authorization server that issued them, keyed by the authorization server's issuer identifier".
+- ``tokens <resource>``: the tokens for one MCP server (the issuer that minted them is inside;
+  tokens from another issuer are never sent).
+
+:class:`MemoryStore` keeps them for the life of the process; :class:`FileStore` in one JSON file,
+created with mode 0600 (its directory 0700) and replaced atomically, so a crash never leaves half
+a file and no other user can read a token.  Both are bounded: past :data:`MAX_RECORDS` the oldest
+record is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Protocol
+
+#: Records a store keeps; the oldest is dropped past it.
+MAX_RECORDS = 1024
+
+
+class TokenStore(Protocol):
+    """A key-value store of JSON objects (see the module docstring for the keys)."""
+
+    def load(self, key: str) -> dict | None:
+        ...
+
+    def save(self, key: str, value: dict) -> None:
+        ...
+
+    def delete(self, key: str) -> None:
+        ...
+
+
+def client_key(issuer: str) -> str:
+    """The key of the client registration with ``issuer``."""
+    return f"client {issuer}"
+
+
+def tokens_key(resource: str) -> str:
+    """The key of the tokens for the MCP server ``resource``."""
+    return f"tokens {resource}"
+
+
+class MemoryStore:
+    """A :class:`TokenStore` in memory (the default): nothing outlives the process."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._records: dict[str, dict] = {}
+
+    def load(self, key: str) -> dict | None:
+        with self._lock:
+            value = self._records.get(key)
+            return dict(value) if value is not None else None
+
+    def save(self, key: str, value: dict) -> None:
+        with self._lock:
+            self._records.pop(key, None)
+            self._records[key] = dict(value)
+            while len(self._records) > MAX_RECORDS:
+                del self._records[next(iter(self._records))]
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._records.pop(key, None)
+
+    def keys(self) -> list[str]:
+        """Every key held."""
+        with self._lock:
+            return list(self._records)
+
+
+class FileStore(MemoryStore):
+    """A :class:`TokenStore` in a JSON file (mode 0600), re-read on every load so that several
+    processes see each other's logins; written atomically (a temporary file, then a rename)."""
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__()
+        self.path = Path(path)
+
+    def _read(self) -> dict:
+        try:
+            with open(self.path, encoding="utf-8") as file:
+                records = json.load(file)
+        except (OSError, ValueError):
+            return {}
+        return {k: v for k, v in records.items() if isinstance(v, dict)} if isinstance(records, dict) else {}
+
+    def _write(self) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=".tokens-", dir=self.path.parent)  # mode 0600
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                json.dump(self._records, file, indent=1, sort_keys=True)
+            os.chmod(temporary, 0o600)
+            os.replace(temporary, self.path)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+
+    def load(self, key: str) -> dict | None:
+        with self._lock:
+            self._records = self._read()
+            return super().load(key)
+
+    def save(self, key: str, value: dict) -> None:
+        with self._lock:
+            self._records = self._read()
+            super().save(key, value)
+            self._write()
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._records = self._read()
+            if self._records.pop(key, None) is not None:
+                self._write()
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            self._records = self._read()
+            return super().keys()

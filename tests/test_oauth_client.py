@@ -1,0 +1,197 @@
+"""Issue 9 §1: mcp_ref's OAuth client (``mcp_ref.OAuth``) against the demo authorization server and a
+protected mcp_ref server, over real HTTP: discovery, registration, PKCE, tokens, refresh, step-up,
+stores.  The failure cases are in tests/test_oauth_errors.py."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from conftest import WAIT
+
+from mcp_ref import Client, Context, OAuth, Server
+from mcp_ref.auth.browser import follow_redirect
+from mcp_ref.auth.demo_server import DEMO_CLIENT_ID, DemoAuthorizationServer
+from mcp_ref.auth.resource import ProtectedResource
+from mcp_ref.auth.store import FileStore, MemoryStore
+from mcp_ref.transports.wsgi_server import WsgiServer
+
+
+def serve(app):
+    httpd = WsgiServer(("127.0.0.1", 0), app)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return httpd
+
+
+class Watched:
+    """A WSGI app wrapper that records each request's method, path and query."""
+
+    def __init__(self, app):
+        self.app, self.seen = app, []
+
+    def __call__(self, environ, start_response):
+        self.seen.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], parse_qs(environ.get("QUERY_STRING", ""))))
+        return self.app(environ, start_response)
+
+    def hits(self, path: str) -> int:
+        return sum(1 for _, p, _ in self.seen if p == path)
+
+
+@pytest.fixture
+def deployment():
+    """The demo authorization server and a protected server trusting it: (mcp_url, watched AS, demo AS)."""
+    authorization = DemoAuthorizationServer(token_lifetime=3600)
+    watched = Watched(authorization)
+    as_httpd = serve(watched)
+    server = Server("protected")
+
+    @server.tool
+    def whoami(ctx: Context) -> str:
+        """Who is calling, as the token says."""
+        return f"{ctx.auth.client_id} {' '.join(ctx.auth.scopes)}"
+
+    @server.tool(scopes=["mcp:admin"])
+    def reboot() -> str:
+        """Needs mcp:admin."""
+        return "rebooted"
+
+    resource = ProtectedResource(authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools"])
+    mcp_httpd = serve(server.wsgi_app(auth=resource))
+    yield mcp_httpd.url + "/mcp", watched, authorization
+    for httpd in (as_httpd, mcp_httpd):
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_first_call_registers_authorizes_and_retries(deployment):
+    """§Authorization Flow Steps: 401 → resource metadata → server metadata → registration → authorize
+    (PKCE S256, state, resource) → token → the request again, with the token."""
+    mcp_url, watched, _ = deployment
+    with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect), timeout=WAIT) as client:
+        assert client.call_tool("whoami", {}).content[0].text.endswith("mcp:tools")
+    assert watched.hits("/register") == 1 and watched.hits("/authorize") == 1 and watched.hits("/token") == 1
+    query = next(q for _, p, q in watched.seen if p == "/authorize")
+    assert query["code_challenge_method"] == ["S256"] and query["resource"] == [mcp_url] and query["scope"] == ["mcp:tools"]
+    assert query["state"][0] and "code_verifier" not in query
+
+
+def test_a_pre_registered_client_skips_registration(deployment):
+    """§Client Registration Approaches: pre-registered credentials come first."""
+    mcp_url, watched, _ = deployment
+    with Client.http(mcp_url, auth=OAuth(DEMO_CLIENT_ID, authorize=follow_redirect), timeout=WAIT) as client:
+        assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
+    assert watched.hits("/register") == 0
+
+
+def test_tokens_in_a_store_need_no_second_authorization(deployment):
+    """The store keeps the registration (by issuer) and the tokens (by server): a second client reuses them."""
+    mcp_url, watched, _ = deployment
+    store = MemoryStore()
+    for _ in range(2):
+        with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect, store=store), timeout=WAIT) as client:
+            client.list_tools()
+    assert watched.hits("/authorize") == 1 and watched.hits("/register") == 1
+    assert sorted(key.split()[0] for key in store.keys()) == ["client", "tokens"]
+
+
+def test_an_expired_token_is_refreshed_without_the_user(deployment):
+    """OAuth 2.1 §4.3: an access token about to expire is refreshed (rotation: the new refresh token is kept)."""
+    mcp_url, watched, authorization = deployment
+    authorization.token_lifetime = 1  # within the refresh margin from the start
+    auth = OAuth(authorize=follow_redirect)
+    with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+        first = auth._tokens["refresh_token"]
+        client.list_tools()
+        client.call_tool("whoami", {})
+    assert watched.hits("/authorize") == 1
+    grants = [q for m, p, q in watched.seen if p == "/token"]
+    assert len(grants) >= 2 and auth._tokens["refresh_token"] != first
+
+
+def test_a_revoked_token_gets_the_flow_again(deployment):
+    """A 401 for a token the server no longer accepts: refresh, else authorize again, then retry once."""
+    mcp_url, watched, authorization = deployment
+    auth = OAuth(DEMO_CLIENT_ID, authorize=follow_redirect)
+    with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+        authorization.access_tokens.items.clear()  # every access token forgotten
+        assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
+        authorization.access_tokens.items.clear()
+        authorization.refresh_tokens.items.clear()
+        assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
+    assert watched.hits("/authorize") == 2
+
+
+def test_step_up_for_a_scope_protected_tool(deployment):
+    """§Scope Challenge Handling: 403 insufficient_scope names the scope; the client authorizes again for
+    it (keeping what it had) and retries the call."""
+    mcp_url, watched, _ = deployment
+    auth = OAuth(DEMO_CLIENT_ID, authorize=follow_redirect)
+    with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+        assert auth._tokens["scope"] == "mcp:tools"
+        assert client.call_tool("reboot", {}).content[0].text == "rebooted"
+        assert client.call_tool("whoami", {}).content[0].text.endswith("mcp:admin mcp:tools")
+    scopes = [q["scope"][0] for _, p, q in watched.seen if p == "/authorize"]
+    assert scopes == ["mcp:tools", "mcp:admin mcp:tools"]
+
+
+def test_the_file_store_is_private_and_outlives_the_object(deployment, tmp_path):
+    """§Token Theft: "MUST implement secure token storage": mode 0600 in a 0700 directory; no token in a log."""
+    mcp_url, watched, _ = deployment
+    path = tmp_path / "cache" / "tokens.json"
+    with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect, store=FileStore(path)), timeout=WAIT) as client:
+        client.list_tools()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect, store=FileStore(path)), timeout=WAIT) as client:
+        client.list_tools()
+    assert watched.hits("/authorize") == 1
+    assert not list(path.parent.glob(".tokens-*"))  # no temporary file left behind
+
+
+def test_the_token_goes_to_the_mcp_server_only(deployment):
+    """§Token Handling: "MCP clients MUST NOT send tokens to the MCP server other than ones issued by
+    the MCP server's authorization server", and the authorization server never sees the access token."""
+    mcp_url, watched, _ = deployment
+    auth = OAuth(authorize=follow_redirect)
+    with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
+        client.list_tools()
+    session = requests.Session()
+    session.auth = auth
+    seen = {}
+
+    def elsewhere(environ, start_response):
+        seen["authorization"] = environ.get("HTTP_AUTHORIZATION")
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok"]
+
+    other = serve(elsewhere)
+    try:
+        assert session.get(other.url + "/", timeout=WAIT).text == "ok"
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert seen == {"authorization": None}
+    assert not any("HTTP_AUTHORIZATION" in str(q) for _, _, q in watched.seen)
+
+
+def test_the_loopback_browser_receives_the_redirect(deployment):
+    """The default handler: a listener on 127.0.0.1 (RFC 8252 §7.3) gets the redirect; here a thread
+    plays the browser, visiting the announced URL."""
+    from mcp_ref.auth.browser import LoopbackBrowser
+
+    mcp_url, watched, _ = deployment
+    announced = []
+
+    def browse(url: str) -> None:
+        announced.append(url)
+        threading.Thread(target=requests.get, args=(url,), kwargs={"timeout": WAIT}, daemon=True).start()
+
+    handler = LoopbackBrowser(open_browser=False, announce=browse)
+    with Client.http(mcp_url, auth=OAuth(handler=handler), timeout=WAIT) as client:
+        client.list_tools()
+    redirect = parse_qs(urlsplit(announced[0]).query)["redirect_uri"][0]
+    assert urlsplit(redirect).hostname == "127.0.0.1" and urlsplit(redirect).port
