@@ -31,7 +31,7 @@ import threading
 import sys
 from typing import Any, Sequence
 
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT = 0, 1, 4, 5, 6
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,6 +90,8 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
                              "stdin, its stdout the model's reply")
     parser.add_argument("--header", action="append", default=default([]), metavar="'NAME: VALUE'",
                         help="an HTTP header for URL targets (repeatable)")
+    parser.add_argument("--no-browser", action="store_true", default=default(False),
+                        help="for a protected server: print the authorization URL, do not open a browser")
     parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default=default("auto"),
                         help="for URL targets: Streamable HTTP with fallback (auto), or one of them")
 
@@ -128,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = verb("check", "check a server against the official schema and the spec's rules (exit 5 if anything fails)")
     check.add_argument("--call-tools", action="store_true",
                        help="also call every tool once with arguments built from its inputSchema (tools may have side effects)")
+    logout = verb("logout", "forget the cached authorization (tokens, registration) for a server URL", needs_target=False)
+    logout.add_argument("target", metavar="URL")
     verb("demo", "walk through every MCP feature against the bundled demo server", needs_target=False)
     serve = verb("serve-demo", "run the demo server on stdio (or --http)", needs_target=False)
     serve.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead")
@@ -226,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve_demo(args)
         if args.verb == "demo":
             return _demo(args, trace)
+        if args.verb == "logout":
+            return _logout(args)
         return _run_verb(args, trace)
     except CliError as exc:
         print(f"mcp-ref: {exc}", file=sys.stderr)
@@ -445,7 +451,14 @@ def _ask_field(name: str, prop: dict, required: bool):
 
 def _connect(args, trace):
     from .client import Client
-    from .errors import ConnectionClosed, McpError, RequestTimeout, ServerUnreachable, UnsupportedProtocolVersion
+    from .errors import (
+        AuthorizationError,
+        ConnectionClosed,
+        McpError,
+        RequestTimeout,
+        ServerUnreachable,
+        UnsupportedProtocolVersion,
+    )
 
     if args.target.startswith(("http://", "https://")):
         headers = {}
@@ -454,9 +467,17 @@ def _connect(args, trace):
             if not sep or not name.strip():
                 raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
             headers[name.strip()] = value.strip()
+        auth = None
+        if not any(name.lower() == "authorization" for name in headers):  # an explicit token is the user's choice
+            from .auth.login import command_oauth
+
+            auth = command_oauth(open_browser=not args.no_browser, trace=sys.stderr if args.trace else None,
+                                 timeout=args.connect_timeout)
         try:
-            return Client.http(args.target, headers=headers, transport=args.transport, connect_timeout=args.connect_timeout,
-                               **_client_options(args, trace))
+            return Client.http(args.target, headers=headers, auth=auth, transport=args.transport,
+                               connect_timeout=args.connect_timeout, **_client_options(args, trace))
+        except AuthorizationError as exc:
+            raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
         except ServerUnreachable as exc:
             raise CliError(str(exc), EXIT_UNREACHABLE) from None
         except McpError as exc:
@@ -509,7 +530,7 @@ class _ServerStderr:
 
 
 def _run_verb(args, trace) -> int:
-    from .errors import CapabilityError, ConnectionClosed, McpError, RequestTimeout
+    from .errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestTimeout
 
     if args.verb == "check":
         from .wire_check import WireValidator
@@ -524,10 +545,25 @@ def _run_verb(args, trace) -> int:
         raise CliError(f"the server answered with an error: {exc}", EXIT_ERROR, exc.to_error()) from None
     except CapabilityError as exc:
         raise CliError(str(exc), EXIT_ERROR) from None
+    except AuthorizationError as exc:
+        raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
     except RequestTimeout as exc:
         raise CliError(f"{exc} (--timeout {args.timeout:g})", EXIT_TIMEOUT) from None
     except ConnectionClosed as exc:
         raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
+
+
+def _logout(args) -> int:
+    """``mcp-ref logout URL``: forget the cached tokens for the server and its registration."""
+    from .auth.login import cache_path, logout
+
+    if not args.target.startswith(("http://", "https://")):
+        raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
+    if logout(args.target):
+        print(f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})", file=sys.stderr)
+    else:
+        print(f"mcp-ref: no cached authorization for {args.target}", file=sys.stderr)
+    return EXIT_OK
 
 
 def _serve_demo(args) -> int:
@@ -561,10 +597,10 @@ def _serve_protected_demo(host: str, port: int, stateless: bool) -> None:
     """``serve-demo --http HOST:PORT --auth``: the demo as a protected resource, and the demo
     authorization server on the same port (for teaching and tests, never production)."""
     from .auth.demo_server import DEMO_CLIENT_ID, protected_app
-    from .demo import build_server
+    from .demo import build_protected_server
     from .transports.wsgi_server import WsgiServer
 
-    httpd = WsgiServer((host, port), protected_app(build_server(), stateless=stateless))
+    httpd = WsgiServer((host, port), protected_app(build_protected_server(), stateless=stateless))
     print(f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
           f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})", file=sys.stderr, flush=True)
     try:

@@ -44,6 +44,19 @@ class Weather:
     conditions: str
 
 
+def build_protected_server() -> Server:
+    """The demo for ``serve-demo --http --auth``: :func:`build_server`'s, and ``whoami``, which needs
+    the ``mcp:admin`` scope (a client holding only ``mcp:tools`` gets 403 and steps up)."""
+    server = build_server()
+
+    @server.tool(scopes=["mcp:admin"])
+    def whoami(ctx: Context) -> str:
+        """Who is calling, as the access token says (needs the mcp:admin scope)."""
+        return f"client {ctx.auth.client_id}, scopes {' '.join(ctx.auth.scopes)}"
+
+    return server
+
+
 def build_server() -> Server:
     """A fresh demo server (each call returns a new, independent one)."""
     server = Server(
@@ -235,8 +248,9 @@ def main() -> None:
     build_server().run_stdio()
 
 
-def server_command() -> list[str]:
-    """The command that serves the demo on stdio with this very ``mcp_ref``, wherever it is run from.
+def server_command(*cli_args: str) -> list[str]:
+    """The command that serves the demo on stdio with this very ``mcp_ref``, wherever it is run from
+    (with ``cli_args``: ``mcp-ref CLI_ARGS`` instead, e.g. ``serve-demo --http 127.0.0.1:0 --auth``).
 
     ``python -m mcp_ref`` would import whatever ``mcp_ref`` the working directory holds first
     (a clone's folder, say, run from its parent); this puts the folder of the package now
@@ -245,7 +259,10 @@ def server_command() -> list[str]:
     import os
 
     home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.demo import main; main()"
+    if cli_args:
+        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.cli import main; sys.exit(main({list(cli_args)!r}))"
+    else:
+        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.demo import main; main()"
     return [sys.executable, "-c", code]
 
 

@@ -170,6 +170,10 @@ class PendingRequest:
             try:
                 return self.future.result(None if wait is None else max(wait, 0.0))
             except FutureTimeout:
+                if self.future.done():
+                    # The answer is an exception that is itself a TimeoutError (since Python 3.11
+                    # concurrent.futures.TimeoutError is the builtin): the request's outcome, not our wait.
+                    return self.future.result(0)
                 now = time.monotonic()
                 hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
                 if not hard_expired and self.deadline is not None and now < self.deadline:

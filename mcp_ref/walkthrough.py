@@ -96,6 +96,7 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
         steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
     code = client.session.transport.returncode
     steps.check(code == 0, f"the server exited by itself with status {code}")
+    _authorization(steps, trace, timeout)
     elapsed = time.perf_counter() - started
     if steps.failures:
         print(f"\n{len(steps.failures)} step(s) did not behave: " + "; ".join(steps.failures))
@@ -252,3 +253,62 @@ def _concurrency(client: Client, steps: _Steps) -> None:
         t.join(30)
     elapsed = time.perf_counter() - began
     steps.check(not errors, f"8 threads x 25 calls, every answer matched its request ({200 / elapsed:,.0f} calls/s)")
+
+
+def _authorization(steps: _Steps, trace, timeout: float) -> None:
+    """The demo again, over HTTP as an OAuth protected resource (``serve-demo --http --auth``): the
+    401, the discovery, the registration, the authorization (this walkthrough plays the browser, as
+    the demo authorization server approves at once), the token, the retried request, and a step-up."""
+    import re
+    import subprocess
+
+    import requests
+
+    from .auth.browser import follow_redirect
+    from .auth.login import redact_url, traced_http
+    from .auth.oauth import OAuth
+
+    steps.section("Authorization (OAuth 2.1, over HTTP)")
+    command = server_command("serve-demo", "--http", "127.0.0.1:0", "--auth")
+    server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        found = None
+        for _ in range(20):  # its first lines; the one that says where it listens
+            line = server.stderr.readline()
+            found = re.search(r"serving the demo at (http://\S+/mcp)", line)
+            if found or not line:
+                break
+        if not found:
+            steps.check(False, "serve-demo --http --auth started")
+            return
+        url = found.group(1)
+        steps.say(f"started `mcp-ref serve-demo --http --auth`: {url}")
+        probe = requests.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=timeout,
+                              headers={"Accept": "application/json, text/event-stream"})
+        steps.check(probe.status_code == 401, f"a request without a token: {probe.status_code}, "
+                                              f"WWW-Authenticate: {probe.headers.get('WWW-Authenticate')}")
+        http = traced_http(sys.stderr) if trace is not None else requests.Session()
+
+        def narrate(response, **kwargs):
+            steps.say(f"{response.request.method} {redact_url(response.request.url)} -> {response.status_code}")
+
+        http.hooks["response"].append(narrate)
+
+        def browser(authorization_url: str) -> str:
+            steps.say("the user approves in a browser (played here: the demo approves at once)")
+            return follow_redirect(authorization_url, timeout=timeout)
+
+        auth = OAuth(authorize=browser, http=http, client_name="mcp-ref demo walkthrough")
+        with Client.http(url, auth=auth, timeout=timeout, trace=trace) as client:
+            steps.check(client.call_tool("echo", {"text": "signed in"}).text == "signed in",
+                        "the request, sent again with the token, is answered (scope mcp:tools)")
+            answer = client.call_tool("whoami", {}).text
+            steps.check("mcp:admin" in answer, f"whoami needs mcp:admin: 403 insufficient_scope, a step-up, then: {answer}")
+        steps.say("no token, code or secret is printed: `mcp-ref --trace demo` shows every exchange, redacted")
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)

@@ -1,6 +1,14 @@
-"""Authorization for MCP over HTTP (OAuth 2.1): what the client, the protected server and the demo
-authorization server share.
+"""Authorization for MCP over HTTP (OAuth 2.1): the client, the protected server, and a demo
+authorization server.
 
+- :mod:`mcp_ref.auth.oauth`: :class:`~mcp_ref.auth.oauth.OAuth`, the client (``Client.http(url, auth=OAuth())``).
+- :mod:`mcp_ref.auth.discovery`: challenges, protected resource and authorization server metadata.
+- :mod:`mcp_ref.auth.browser`: the user's part (a browser and a loopback listener, or your function).
+- :mod:`mcp_ref.auth.store`: where registrations and tokens are kept (memory, a 0600 file).
+- :mod:`mcp_ref.auth.assertions`, :mod:`mcp_ref.auth.dpop`: the OAuth extensions (the ``auth`` extra).
+- :mod:`mcp_ref.auth.login`: the ``mcp-ref`` command's login, cache and redacted trace.
+- :mod:`mcp_ref.auth.resource`: an MCP server as a protected resource (``wsgi_app(auth=...)``).
+- :mod:`mcp_ref.auth.jwt_verifier`: JWT access tokens checked against a JWKS (the ``auth`` extra).
 - :mod:`mcp_ref.auth.pkce`: Proof Key for Code Exchange (RFC 7636), S256 only.
 - :mod:`mcp_ref.auth.demo_server`: a small authorization server for teaching and tests, never
   production (issue 9 §3).

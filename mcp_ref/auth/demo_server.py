@@ -382,7 +382,10 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
         # The issuer is the origin of the request: the port may be 0 until the server is bound.
         return [f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"]
 
-    resource = ProtectedResource(authorization.token_verifier(), same_origin, scopes_supported=scopes_supported)
+    # Every request needs the first scope (mcp:tools): a 401 names only it, and a tool that needs
+    # more (the protected demo's whoami, mcp:admin) is reached by a step-up.
+    resource = ProtectedResource(authorization.token_verifier(), same_origin, scopes_supported=scopes_supported,
+                                 required_scopes=tuple(scopes_supported)[:1])
     mcp = server.wsgi_app(auth=resource, **wsgi_options)
     endpoints = {"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/authorize", "/token",
                  "/register", "/introspect"}

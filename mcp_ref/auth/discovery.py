@@ -151,7 +151,7 @@ def fetch_json(http, url: str, *, timeout: float, headers: dict | None = None) -
     with response:
         if not response.ok:
             return response.status_code, None
-        body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+        body = bounded_body(response, MAX_METADATA_BYTES)
     if len(body) > MAX_METADATA_BYTES:
         raise MetadataError(f"{url} answered more than {MAX_METADATA_BYTES} bytes of metadata")
     try:
@@ -159,6 +159,15 @@ def fetch_json(http, url: str, *, timeout: float, headers: dict | None = None) -
     except ValueError:
         raise MetadataError(f"{url} did not answer JSON metadata "
                             f"(Content-Type {response.headers.get('Content-Type', 'none')!r})") from None
+
+
+def bounded_body(response, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes of a streamed response's body (more tells the caller it is too
+    large); kept as the response's content, so a hook that reads it again (``--trace``) gets the same."""
+    if response._content is False:  # not read yet (requests' marker)
+        response._content = response.raw.read(limit + 1, decode_content=True) or b""
+        response._content_consumed = True
+    return response._content[:limit + 1]
 
 
 def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
@@ -240,7 +249,7 @@ def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
     """
     if not isinstance(body, dict):
         raise MetadataError(f"the authorization server metadata at {url} is not a JSON object")
-    if body.get("issuer") not in (issuer, issuer.rstrip("/"), issuer.rstrip("/") + "/"):
+    if body.get("issuer") != issuer:
         raise MetadataError(f"the authorization server metadata at {url} is for issuer {body.get('issuer')!r}, "
                             f"not {issuer!r}; refusing it")
     for name in ("token_endpoint",):

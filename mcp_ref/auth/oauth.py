@@ -45,6 +45,7 @@ from .discovery import (
     ResourceMetadata,
     ServerMetadata,
     bearer_challenge,
+    bounded_body,
     discover_authorization_server,
     discover_resource,
     legacy_authorization_server,
@@ -167,6 +168,12 @@ class OAuth(_AuthBase):
         challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
         if response.status_code == 403 and challenge.error != "insufficient_scope":
             return response  # forbidden for another reason: not ours to fix
+        log.info("%s answered %s (WWW-Authenticate: %s): authorizing", _origin(response.url), response.status_code,
+                 response.headers.get("WWW-Authenticate", "none"))
+        if response.status_code == 403 and self.max_step_ups < 1:
+            _discard(response)
+            raise InsufficientScope(f"{_origin(response.url)} requires scope {challenge.params.get('scope', '')!r}; "
+                                    "step-ups are off (max_step_ups=0)")
         sent = response.request.headers.get("Authorization")
         step_ups = nonce_retries = 0
         while True:
@@ -418,8 +425,7 @@ class OAuth(_AuthBase):
             _hold_request(self.login_timeout + self.timeout)
             callback = handler.authorize(url, self.login_timeout)
         finally:
-            if self.handler is None:
-                handler.close()
+            handler.close()  # the listener stops with the flow (redirect_uri() starts it again next time)
         code = _check_callback(callback, state, server)
         return self._token_request(server, client, {"grant_type": "authorization_code", "code": code,
                                                     "redirect_uri": redirect_uri, "code_verifier": verifier,
@@ -470,7 +476,7 @@ class OAuth(_AuthBase):
             except requests.RequestException as exc:
                 raise error(f"cannot reach the {what} endpoint {url}: {type(exc).__name__}") from None
             with response:
-                body = response.raw.read(MAX_TOKEN_RESPONSE_BYTES + 1, decode_content=True)
+                body = bounded_body(response, MAX_TOKEN_RESPONSE_BYTES)
             try:
                 answer = json.loads(body) if len(body) <= MAX_TOKEN_RESPONSE_BYTES else None
             except ValueError:
@@ -519,7 +525,7 @@ def _check_callback(callback: str | dict, state: str, server: ServerMetadata) ->
                                 "discarded (RFC 9207)")
     elif server.raw.get("authorization_response_iss_parameter_supported") is True:
         raise CallbackError(f"the authorization response lacks the iss that {server.issuer} promises; discarded (RFC 9207)")
-    if not secrets.compare_digest(params.get("state", ""), state):
+    if not secrets.compare_digest(params.get("state", "").encode(), state.encode()):
         raise CallbackError("the authorization response's state does not match the request's; discarded")
     if "error" in params:
         description = params.get("error_description")

@@ -1,0 +1,122 @@
+"""The command's login: ``mcp-ref`` against a protected server (issue 9 §4).
+
+- :func:`command_oauth`: the :class:`~mcp_ref.auth.oauth.OAuth` every URL verb uses.  On the first
+  401 it prints the authorization URL on stderr, opens it in a browser (unless ``--no-browser``)
+  and waits on a loopback listener; the registration and the tokens go to :func:`cache_path`
+  (``$XDG_CACHE_HOME/mcp-ref/tokens.json``, mode 0600), so the next call needs no browser.
+- :func:`logout`: ``mcp-ref logout URL`` forgets the tokens for that server and the registration
+  with its authorization server.
+- :func:`traced_http`: with ``--trace``, every HTTP exchange of the flow on stderr (method, URL,
+  status, the JSON or form bodies) with every token, code, verifier, secret and assertion
+  replaced by ``[redacted]``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+#: Names whose values never reach a trace: tokens, codes, verifiers, secrets, assertions.
+SECRET_NAMES = frozenset({
+    "access_token", "refresh_token", "id_token", "code", "code_verifier", "client_secret", "assertion",
+    "client_assertion", "subject_token", "actor_token", "password", "registration_access_token",
+})
+REDACTED = "[redacted]"
+
+
+def cache_path() -> Path:
+    """``$XDG_CACHE_HOME/mcp-ref/tokens.json`` (``~/.cache/mcp-ref/tokens.json`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mcp-ref" / "tokens.json"
+
+
+def command_oauth(*, open_browser: bool = True, trace=None, timeout: float = 30.0):
+    """The OAuth of the command: a file store at :func:`cache_path`, the loopback browser handler."""
+    from .browser import LoopbackBrowser
+    from .oauth import OAuth
+    from .store import FileStore
+
+    return OAuth(client_name="mcp-ref", store=FileStore(cache_path()), handler=LoopbackBrowser(open_browser=open_browser),
+                 http=traced_http(trace) if trace is not None else None, timeout=timeout)
+
+
+def logout(url: str) -> bool:
+    """Forget the tokens for ``url`` and the registration with the issuer that minted them; False if none."""
+    from .resource import canonical
+    from .store import FileStore, client_key, tokens_key
+
+    store = FileStore(cache_path())
+    key = tokens_key(canonical(url.split("?", 1)[0]))
+    tokens = store.load(key)
+    if tokens is None:
+        return False
+    store.delete(key)
+    if tokens.get("issuer"):
+        store.delete(client_key(tokens["issuer"]))
+    return True
+
+
+def redact(value):
+    """``value`` (JSON-like) with the values of :data:`SECRET_NAMES` replaced by ``[redacted]``."""
+    if isinstance(value, dict):
+        return {k: REDACTED if k in SECRET_NAMES else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def redact_url(url: str) -> str:
+    """``url`` with secret query parameters (the ``code`` of a redirect ...) redacted."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    query = urlencode([(k, REDACTED if k in SECRET_NAMES else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)])
+    return urlunsplit(parts._replace(query=query))
+
+
+def _body(data, content_type: str) -> str:
+    if not data:
+        return ""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+    if "json" in content_type:
+        try:
+            return json.dumps(redact(json.loads(text)))
+        except ValueError:
+            return "(not JSON)"
+    if "x-www-form-urlencoded" in content_type:
+        return urlencode([(k, REDACTED if k in SECRET_NAMES else v) for k, v in parse_qsl(text, keep_blank_values=True)])
+    return f"({len(text)} bytes of {content_type or 'unknown type'})"
+
+
+def describe(response) -> str:
+    """One exchange, redacted: ``POST URL {body}`` then ``<- STATUS {body}``."""
+    request = response.request
+    sent = _body(request.body, request.headers.get("Content-Type", ""))
+    from .discovery import MAX_METADATA_BYTES, bounded_body
+
+    try:
+        received = _body(bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", ""))
+    except Exception:  # noqa: BLE001 - a stream already consumed: say nothing of its body
+        received = ""
+    location = response.headers.get("Location")
+    return (f"http> {request.method} {redact_url(request.url)}{' ' + sent if sent else ''}\n"
+            f"http< {response.status_code}{' Location: ' + redact_url(location) if location else ''}"
+            f"{' ' + received if received else ''}")
+
+
+def traced_http(stream=None):
+    """A ``requests.Session`` that prints each exchange, redacted (:func:`describe`), on ``stream``."""
+    import requests
+
+    session = requests.Session()
+    out = stream or sys.stderr
+
+    def show(response, **kwargs):
+        print(describe(response), file=out, flush=True)
+        return response
+
+    session.hooks["response"].append(show)
+    return session

@@ -1,0 +1,593 @@
+"""The OAuth 2.1 client (``mcp_ref.auth.OAuth``) against a misbehaving deployment: every way an
+authorization can go wrong ends in one precise ``AuthorizationError`` subclass, with a one-line
+message that never holds a token, a code, a code verifier or a client secret.
+
+``Mischief`` plays both the protected MCP server and its authorization server on one origin, over
+real sockets.  In its default configuration everything is correct (the first test proves it), and
+each knob breaks exactly one thing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections import Counter, defaultdict
+from http import HTTPStatus
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import requests
+from conftest import WAIT
+
+from mcp_ref import Client, Server
+from mcp_ref.auth import pkce
+from mcp_ref.auth.browser import LoopbackBrowser, follow_redirect
+from mcp_ref.auth.oauth import OAuth
+from mcp_ref.errors import (
+    AuthorizationDenied,
+    AuthorizationError,
+    AuthorizationTimeout,
+    CallbackError,
+    InsufficientScope,
+    MetadataError,
+    PkceUnsupported,
+    RegistrationError,
+    TokenError,
+    Unauthorized,
+)
+from mcp_ref.transports.wsgi_server import WsgiServer
+
+PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
+AS_PATH = "/.well-known/oauth-authorization-server"
+ABSENT = object()  # a knob value: leave the parameter out
+
+
+def _answer(start_response, status: int, body=b"", content_type="application/json", headers=()):
+    if not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+    start_response(f"{status} {HTTPStatus(status).phrase}",
+                   [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers])
+    return [body]
+
+
+def _merge(document: dict, changes: dict) -> dict:
+    """``document`` with ``changes`` applied (a value of None removes the field)."""
+    return {k: v for k, v in {**document, **changes}.items() if v is not None}
+
+
+class Mischief:
+    """A protected MCP server at ``/mcp`` (forwarding to ``mcp_app`` when the bearer token is one it
+    issued) and its authorization server, on one origin.  The knobs, each breaking one thing:
+
+    - ``prm``: False serves no protected resource metadata (404) and a bare challenge (a 2025-03-26 server);
+    - ``prm_fields`` / ``as_fields``: merged into the PRM / the AS metadata (None removes a field);
+    - ``as_metadata``: False answers 404 at the AS metadata URL;
+    - ``paths``: where /authorize, /token and /register are served;
+    - ``answers``: ``{path: (status, content type, body)}`` replaces that endpoint's answer;
+    - ``state`` (None: the request's), ``iss`` ("correct", "wrong", ABSENT), ``auth_error``: the redirect;
+    - ``granted_scope``: the scope the token endpoint grants (None: the scope asked for);
+    - ``refuse_tokens``: 401 even with a token it issued;
+    - ``step_up_tool``: calls of this tool always get 403 ``insufficient_scope`` (scope ``needs:more``).
+
+    It records ``hits`` (path -> count), ``seen`` (what reached "authorize", "token", "register",
+    "metadata") and ``secrets`` (every code, token, secret and verifier issued or received).
+    """
+
+    def __init__(self, mcp_app):
+        self.mcp_app, self.origin = mcp_app, ""
+        self.prm, self.prm_fields, self.as_metadata, self.as_fields = True, {}, True, {}
+        self.paths = {"authorize": "/oauth/authorize", "token": "/oauth/token", "register": "/oauth/register"}
+        self.answers: dict = {}
+        self.state, self.iss, self.auth_error = None, "correct", None
+        self.granted_scope, self.refuse_tokens, self.step_up_tool = None, False, None
+        self.hits: Counter = Counter()
+        self.seen: dict = defaultdict(list)
+        self.secrets: set = set()
+        self.tokens: set = set()
+        self.codes: dict = {}
+        self.clients: dict = {}
+        self.lock = threading.Lock()
+
+    def prm_document(self) -> dict:
+        return _merge({"resource": self.origin + "/mcp", "authorization_servers": [self.origin],
+                       "scopes_supported": ["mcp:tools"]}, self.prm_fields)
+
+    def as_document(self) -> dict:
+        return _merge({"issuer": self.origin, "authorization_endpoint": self.origin + self.paths["authorize"],
+                       "token_endpoint": self.origin + self.paths["token"],
+                       "registration_endpoint": self.origin + self.paths["register"],
+                       "response_types_supported": ["code"], "grant_types_supported": ["authorization_code", "refresh_token"],
+                       "code_challenge_methods_supported": ["S256"],
+                       "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+                       "authorization_response_iss_parameter_supported": True}, self.as_fields)
+
+    def __call__(self, environ, start_response):
+        path = environ["PATH_INFO"]
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        with self.lock:
+            self.hits[path] += 1
+            if path == self.paths["token"]:
+                form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+                self.seen["token"].append(form)
+                self.secrets.update(v for k, v in form.items() if k in ("code", "code_verifier", "client_secret", "refresh_token"))
+            if path == AS_PATH:
+                self.seen["metadata"].append(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
+        if path in self.answers:
+            status, content_type, payload = self.answers[path]
+            return _answer(start_response, status, payload, content_type)
+        if path.startswith("/.well-known/oauth-protected-resource") and self.prm:
+            return _answer(start_response, 200, self.prm_document())
+        if path == AS_PATH and self.as_metadata:
+            return _answer(start_response, 200, self.as_document())
+        if path == self.paths["authorize"]:
+            return self.authorize(environ, start_response)
+        if path == self.paths["token"]:
+            return self.token(start_response)
+        if path == self.paths["register"]:
+            return self.register(body, start_response)
+        if path == "/mcp":
+            return self.mcp(environ, body, start_response)
+        return _answer(start_response, 404, {"error": "not found"})
+
+    def authorize(self, environ, start_response):
+        query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+        self.seen["authorize"].append(query)
+        if (query.get("response_type") != "code" or query.get("code_challenge_method") != "S256"
+                or not query.get("code_challenge") or query.get("client_id") not in self.clients):
+            return _answer(start_response, 400, {"error": "invalid_request"})
+        params = {}
+        if self.auth_error:
+            params.update(error=self.auth_error, error_description="the user said no")
+        else:
+            code = secrets.token_urlsafe(16)
+            with self.lock:
+                self.codes[code] = query
+                self.secrets.add(code)
+            params["code"] = code
+        state = query.get("state") if self.state is None else self.state
+        if state is not ABSENT:
+            params["state"] = state
+        if self.iss is not ABSENT:
+            params["iss"] = self.origin if self.iss == "correct" else "https://evil.example"
+        return _answer(start_response, 302, b"", "text/plain", [("Location", query["redirect_uri"] + "?" + urlencode(params))])
+
+    def token(self, start_response):
+        form = self.seen["token"][-1]
+        request = self.codes.pop(form.get("code"), None) if form.get("grant_type") == "authorization_code" else None
+        if (request is None or not pkce.verifies(form.get("code_verifier"), request["code_challenge"])
+                or form.get("redirect_uri") != request["redirect_uri"] or form.get("resource") != request.get("resource")):
+            return _answer(start_response, 400, {"error": "invalid_grant"})
+        client = self.clients.get(form.get("client_id"))
+        if client is None or client["client_secret"] != form.get("client_secret"):
+            return _answer(start_response, 401, {"error": "invalid_client"})
+        access, refresh = "at-" + secrets.token_urlsafe(24), "rt-" + secrets.token_urlsafe(24)
+        with self.lock:
+            self.tokens.add(access)
+            self.secrets.update((access, refresh))
+        return _answer(start_response, 200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600,
+                                             "refresh_token": refresh,
+                                             "scope": request.get("scope", "") if self.granted_scope is None else self.granted_scope},
+                       headers=[("Cache-Control", "no-store")])
+
+    def register(self, body: bytes, start_response):
+        metadata = json.loads(body)
+        self.seen["register"].append(metadata)
+        client_id, secret = "client-" + secrets.token_hex(4), "cs-" + secrets.token_urlsafe(24)
+        with self.lock:
+            self.clients[client_id] = {"client_secret": secret}
+            self.secrets.add(secret)
+        return _answer(start_response, 201, {**metadata, "client_id": client_id, "client_secret": secret,
+                                             "token_endpoint_auth_method": "client_secret_post"})
+
+    def mcp(self, environ, body: bytes, start_response):
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        token = header[len("Bearer "):] if header.startswith("Bearer ") else None
+        where = f', resource_metadata="{self.origin}{PRM_PATH}"' if self.prm else ""
+        if token not in self.tokens or self.refuse_tokens:
+            invalid = ' error="invalid_token",' if token else ""
+            return _answer(start_response, 401, {"error": "unauthorized"},
+                           headers=[("WWW-Authenticate", f'Bearer{invalid} realm="mcp"{where}')])
+        try:
+            message = json.loads(body) if body else {}
+        except ValueError:
+            message = {}
+        if (self.step_up_tool and isinstance(message, dict) and message.get("method") == "tools/call"
+                and message.get("params", {}).get("name") == self.step_up_tool):
+            challenge = f'Bearer error="insufficient_scope", scope="needs:more"{where}'
+            return _answer(start_response, 403, {"error": "insufficient_scope"}, headers=[("WWW-Authenticate", challenge)])
+        return self.mcp_app({**environ, "wsgi.input": io.BytesIO(body)}, start_response)
+
+
+@pytest.fixture
+def app():
+    """A running Mischief (correct until a test turns a knob), in front of a real mcp_ref Server."""
+    server = Server("t")
+
+    @server.tool
+    def hello() -> str:
+        """Needs no extra scope."""
+        return "hello"
+
+    @server.tool
+    def admin() -> str:
+        """Behind the step-up knob."""
+        return "admin"
+
+    mischief = Mischief(server.wsgi_app())
+    httpd = WsgiServer(("127.0.0.1", 0), mischief)
+    mischief.origin = httpd.url
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield mischief
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def debug_logs(caplog):
+    """Every test looks for secrets in the mcp_ref log at its most verbose."""
+    caplog.set_level(logging.DEBUG, logger="mcp_ref")
+
+
+def connect(app: Mischief, **options) -> Client:
+    if "handler" not in options:
+        options.setdefault("authorize", follow_redirect)
+    return Client.http(app.origin + "/mcp", auth=OAuth(timeout=WAIT, **options), timeout=WAIT)
+
+
+def assert_clean(app: Mischief, caplog, exc: Exception | None = None) -> None:
+    """The message is one line, and no code, token, verifier or secret is in it or in the logs."""
+    if exc is not None:
+        message = str(exc)
+        assert message.strip() and "\n" not in message and "\r" not in message, repr(message)
+        assert not [s for s in app.secrets if s in message], message
+    assert app.secrets or exc is not None  # after a flow that got through, there is something to look for
+    assert not [s for s in app.secrets if s in caplog.text], "a secret reached the mcp_ref log"
+
+
+def refused(app: Mischief, caplog, kind: type, **options) -> AuthorizationError:
+    """Connect and call a tool: the exception, asserted to be exactly ``kind`` and clean."""
+    with pytest.raises(AuthorizationError) as caught, connect(app, **options) as client:
+        client.call_tool("hello")
+    exc = caught.value
+    assert type(exc) is kind, f"{type(exc).__name__}: {exc}"
+    assert_clean(app, caplog, exc)
+    return exc
+
+
+def works(app: Mischief, **options) -> None:
+    with connect(app, **options) as client:
+        assert client.call_tool("hello").content[0].text == "hello"
+
+
+# -- the reference: everything correct ------------------------------------------------------------
+
+
+def test_the_default_mischief_is_a_correct_deployment(app, caplog):
+    """2025-11-25 basic/authorization §Authorization Code Protection, §Resource Parameter
+    Implementation, §Dynamic Client Registration: the authorization request carries ``resource``,
+    an S256 ``code_challenge`` and ``state``; the token request ``resource`` and the
+    ``code_verifier``; a loopback client registers with ``application_type: "native"`` (2026-07-28
+    client-registration §Application Type).  No knob turned: the client gets through."""
+    works(app)
+    mcp_url = app.origin + "/mcp"
+    [registration], [request], [token] = app.seen["register"], app.seen["authorize"], app.seen["token"]
+    assert registration["application_type"] == "native"
+    assert request["resource"] == mcp_url and request["code_challenge_method"] == "S256" and request["state"]
+    assert token["resource"] == mcp_url and pkce.challenge(token["code_verifier"]) == request["code_challenge"]
+    assert token["client_secret"] and len(app.tokens) == 1  # the registered secret was used, one token issued
+    assert_clean(app, caplog)
+
+
+# -- discovery -------------------------------------------------------------------------------------
+
+
+def test_protected_resource_metadata_that_is_not_json_is_refused(app, caplog):
+    """RFC 9728 §3.2: the metadata is a JSON object; an HTML page at the resource_metadata URL is no
+    metadata (2025-11-25 basic/authorization §Protected Resource Metadata Discovery Requirements)."""
+    app.answers[PRM_PATH] = (200, "text/html", b"<!doctype html><title>Login</title><p>Welcome")
+    refused(app, caplog, MetadataError)
+    assert app.hits[AS_PATH] == 0
+
+
+def test_protected_resource_metadata_for_another_server_is_refused(app, caplog):
+    """RFC 9728 §3.3: a ``resource`` that is not the resource asked about: the client "MUST NOT use
+    the metadata"."""
+    app.prm_fields = {"resource": "https://elsewhere.example/mcp"}
+    exc = refused(app, caplog, MetadataError)
+    assert "elsewhere.example" in str(exc) and app.hits[AS_PATH] == 0
+
+
+@pytest.mark.parametrize("servers", [None, []], ids=["absent", "empty"])
+def test_protected_resource_metadata_without_authorization_servers_is_refused(app, caplog, servers):
+    """2025-11-25 basic/authorization §Authorization Server Location: the metadata "MUST include the
+    authorization_servers field containing at least one authorization server"."""
+    app.prm_fields = {"authorization_servers": servers}
+    refused(app, caplog, MetadataError)
+    assert app.hits[AS_PATH] == 0
+
+
+@pytest.mark.parametrize("issuer", [
+    "https://elsewhere.example",
+    "{origin}/tenant",
+    "{origin}/",
+], ids=["other-origin", "other-path", "trailing-slash"])
+def test_authorization_server_metadata_for_another_issuer_is_refused(app, caplog, issuer):
+    """RFC 8414 §3.3: the ``issuer`` in the metadata "MUST be identical" to the issuer the well-known
+    URL was built from (the one named in the PRM); otherwise it "MUST NOT be used"."""
+    app.as_fields = {"issuer": issuer.format(origin=app.origin)}
+    refused(app, caplog, MetadataError)
+    assert app.hits[app.paths["authorize"]] == 0 and app.hits[app.paths["register"]] == 0
+
+
+@pytest.mark.parametrize("methods", [None, ["plain"]], ids=["absent", "plain-only"])
+def test_an_authorization_server_without_s256_is_refused_before_the_user_sees_it(app, caplog, methods):
+    """2025-11-25 basic/authorization §Authorization Code Protection: "If
+    code_challenge_methods_supported is absent, the authorization server does not support PKCE and
+    MCP clients MUST refuse to proceed"; S256 is the method MCP clients MUST use."""
+    app.as_fields = {"code_challenge_methods_supported": methods}
+    refused(app, caplog, PkceUnsupported)
+    assert app.hits[app.paths["authorize"]] == 0 and app.hits[app.paths["register"]] == 0
+
+
+@pytest.mark.parametrize("where", ["resource", "authorization server"])
+def test_metadata_larger_than_256_kib_is_refused(app, caplog, where):
+    """Discovery reads at most MAX_METADATA_BYTES (256 KiB) of a metadata document: a larger one is
+    refused, not buffered (2025-11-25 basic/authorization §Security Considerations)."""
+    path, document = (PRM_PATH, app.prm_document()) if where == "resource" else (AS_PATH, app.as_document())
+    document["padding"] = "x" * (256 * 1024)
+    app.answers[path] = (200, "application/json", json.dumps(document).encode())
+    refused(app, caplog, MetadataError)
+    assert app.hits[app.paths["authorize"]] == 0
+
+
+# -- 2025-03-26: no protected resource metadata ------------------------------------------------------
+
+
+def test_a_2025_03_26_server_with_metadata_at_its_origin(app, caplog):
+    """2025-03-26 basic/authorization §2.3: without protected resource metadata, the authorization
+    base URL is the MCP server's origin, whose RFC 8414 metadata the client "MUST" use, sending the
+    ``MCP-Protocol-Version`` header."""
+    app.prm = False
+    works(app)
+    assert app.hits[PRM_PATH] >= 1 and app.hits["/.well-known/oauth-protected-resource"] >= 1  # looked, found none
+    assert app.seen["metadata"] and set(app.seen["metadata"]) == {"2025-03-26"}
+    assert app.hits["/oauth/authorize"] == app.hits["/oauth/token"] == 1  # as the metadata says
+    assert_clean(app, caplog)
+
+
+def test_a_2025_03_26_server_without_metadata_gets_the_default_endpoints(app, caplog):
+    """2025-03-26 basic/authorization §2.3.3 Fallbacks: without metadata "clients MUST use the
+    following default endpoint paths relative to the authorization base URL": /authorize, /token,
+    /register."""
+    app.prm, app.as_metadata = False, False
+    app.paths = {"authorize": "/authorize", "token": "/token", "register": "/register"}
+    works(app)
+    assert app.seen["metadata"] and set(app.seen["metadata"]) == {"2025-03-26"}
+    assert app.hits["/register"] == app.hits["/authorize"] == app.hits["/token"] == 1
+    assert app.seen["token"][0]["resource"] == app.origin + "/mcp"
+    assert_clean(app, caplog)
+
+
+# -- client registration ---------------------------------------------------------------------------
+
+
+def test_a_registration_endpoint_that_refuses_is_a_registration_error(app, caplog):
+    """RFC 7591 §3.2.2: an error response (here ``invalid_redirect_uri``) means no client id; the
+    flow stops (2025-11-25 basic/authorization §Dynamic Client Registration)."""
+    app.answers[app.paths["register"]] = (400, "application/json", json.dumps(
+        {"error": "invalid_redirect_uri", "error_description": "loopback is not allowed"}).encode())
+    exc = refused(app, caplog, RegistrationError)
+    assert "invalid_redirect_uri" in str(exc) and app.hits[app.paths["authorize"]] == 0
+
+
+def test_no_way_to_get_a_client_id_is_a_registration_error(app, caplog):
+    """2025-11-25 basic/authorization §Client Registration Approaches: pre-registered, Client ID
+    Metadata Document, or Dynamic Client Registration; with none available the client cannot proceed."""
+    app.as_fields = {"registration_endpoint": None}  # and no client_id_metadata_document_supported
+    refused(app, caplog, RegistrationError)
+    assert app.hits[app.paths["authorize"]] == 0
+
+
+def test_pre_registered_credentials_are_not_used_with_another_issuer(app, caplog):
+    """2026-07-28 basic/authorization/client-registration §Authorization Server Binding: credentials
+    are bound to the authorization server that issued them; another issuer never sees them."""
+    refused(app, caplog, RegistrationError, client_id="x", client_secret="pre-registered-secret",
+            issuer="https://other.example")
+    assert not [p for p in app.paths.values() if app.hits[p]]
+
+
+# -- the authorization response --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", [
+    "not-the-state",
+    "",
+    ABSENT,
+    "\u00e9t\u00e9",
+], ids=["other", "empty", "absent", "non-ascii"])
+def test_a_redirect_with_the_wrong_state_is_discarded_and_its_code_never_sent(app, caplog, state):
+    """2025-11-25 basic/authorization §Open Redirection: clients "SHOULD use and verify state
+    parameters ... and discard any results that do not include or have a mismatch with the
+    original state".  The code goes nowhere: the token endpoint is never called."""
+    app.state = state
+    with pytest.raises(Exception) as caught:
+        connect(app).close()
+    assert type(caught.value) is CallbackError, f"{type(caught.value).__name__}: {caught.value}"
+    assert_clean(app, caplog, caught.value)
+    assert app.hits[app.paths["authorize"]] == 1 and app.hits[app.paths["token"]] == 0
+
+
+@pytest.mark.parametrize("iss, advertised", [("wrong", True), ("wrong", False), (ABSENT, True)],
+                         ids=["wrong", "wrong-unadvertised", "absent-but-promised"])
+def test_a_redirect_with_a_wrong_or_missing_iss_is_discarded(app, caplog, iss, advertised):
+    """2026-07-28 basic/authorization §Authorization Response Validation and RFC 9207 §2.4: an ``iss``
+    that differs from the recorded issuer, or none from a server that advertises
+    ``authorization_response_iss_parameter_supported``, and the response is rejected; the code is
+    never exchanged."""
+    app.iss = iss
+    if not advertised:
+        app.as_fields = {"authorization_response_iss_parameter_supported": None}
+    refused(app, caplog, CallbackError)
+    assert app.hits[app.paths["authorize"]] == 1 and app.hits[app.paths["token"]] == 0
+
+
+def test_a_redirect_without_iss_from_a_server_that_does_not_promise_it_is_accepted(app, caplog):
+    """RFC 9207 §2.4: without ``authorization_response_iss_parameter_supported`` a response without
+    ``iss`` is acceptable (2026-07-28 basic/authorization §Authorization Response Validation)."""
+    app.iss = ABSENT
+    app.as_fields = {"authorization_response_iss_parameter_supported": None}
+    works(app)
+    assert app.hits[app.paths["token"]] == 1
+    assert_clean(app, caplog)
+
+
+def test_an_error_redirect_is_authorization_denied(app, caplog):
+    """RFC 6749 §4.1.2.1 (OAuth 2.1 §4.1.2.1): the authorization server answers an authorization
+    request it refuses with ``error`` in the redirect; the client reports it, and exchanges nothing."""
+    app.auth_error = "access_denied"
+    exc = refused(app, caplog, AuthorizationDenied)
+    assert exc.error == "access_denied" and exc.description == "the user said no"
+    assert app.hits[app.paths["token"]] == 0
+
+
+def test_an_error_redirect_with_a_wrong_iss_is_not_acted_on(app, caplog):
+    """2026-07-28 basic/authorization §Authorization Response Validation (RFC 9207 §2.4): on an
+    ``iss`` mismatch the client "MUST NOT act on or display error" of the response."""
+    app.auth_error, app.iss = "access_denied", "wrong"
+    exc = refused(app, caplog, CallbackError)
+    assert "access_denied" not in str(exc) and "said no" not in str(exc)
+
+
+def test_nobody_visiting_the_authorization_url_is_a_timeout(app, caplog):
+    """2025-11-25 basic/authorization §Authorization Code Protection: the authorization URL the user
+    is sent to carries ``code_challenge_method=S256``, ``state`` and ``resource``, never the verifier;
+    if the redirect does not come within ``login_timeout`` the flow ends with AuthorizationTimeout
+    (a TimeoutError), not a hang."""
+    announced: list[str] = []
+    handler = LoopbackBrowser(open_browser=False, announce=announced.append)
+    try:
+        exc = refused(app, caplog, AuthorizationTimeout, handler=handler, login_timeout=0.5)
+    finally:
+        handler.close()
+    assert isinstance(exc, TimeoutError)
+    [url] = announced
+    query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
+    assert query["code_challenge_method"] == "S256" and query["code_challenge"] and query["state"]
+    assert query["resource"] == app.origin + "/mcp" and "code_verifier" not in url
+    assert urlsplit(query["redirect_uri"]).hostname == "127.0.0.1"
+    assert app.hits[app.paths["authorize"]] == 0 and app.hits[app.paths["token"]] == 0
+
+
+def test_the_timeout_arrives_when_login_timeout_expires(app, caplog):
+    """2025-11-25 basic/authorization §Authorization Flow Steps: the client waits for the user only
+    as long as it said (``login_timeout``); the failure reaches the caller then, not when the
+    request's own deadline (extended for the user) expires."""
+    handler = LoopbackBrowser(open_browser=False, announce=None)
+    started = time.monotonic()
+    try:
+        refused(app, caplog, AuthorizationTimeout, handler=handler, login_timeout=0.5)
+    finally:
+        handler.close()
+    assert time.monotonic() - started < WAIT
+
+
+def test_the_loopback_listener_is_closed_when_the_flow_ends(app, caplog):
+    """RFC 8252 §7.3 / §8.3: the client opens its loopback port to receive the redirect; once the
+    redirect came and the flow ended, nothing listens there any more."""
+    redirects: list[str] = []
+
+    def browser(url: str) -> None:  # the user approves: their browser follows the redirect to the listener
+        def visit() -> None:
+            location = follow_redirect(url, timeout=WAIT)
+            redirects.append(location)
+            requests.get(location, timeout=WAIT).close()
+        threading.Thread(target=visit, daemon=True).start()
+
+    handler = LoopbackBrowser(open_browser=False, announce=browser)
+    try:
+        works(app, handler=handler, login_timeout=WAIT)
+        port = urlsplit(redirects[0]).port
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=WAIT).close()
+    finally:
+        handler.close()
+    assert_clean(app, caplog)
+
+
+# -- the token endpoint ----------------------------------------------------------------------------
+
+
+def test_a_token_endpoint_answering_html_is_a_token_error(app, caplog):
+    """OAuth 2.1 §3.2.3 (RFC 6749 §5.1): the token response is a JSON object; anything else is no
+    token (2025-11-25 basic/authorization §Access Token Usage)."""
+    app.answers[app.paths["token"]] = (200, "text/html", b"<!doctype html><p>Signed in!")
+    exc = refused(app, caplog, TokenError)
+    assert exc.error == "" and exc.status == 200
+    assert app.seen["token"] and app.seen["token"][0]["code_verifier"] in app.secrets  # it was sent, and is checked
+
+
+def test_a_token_endpoint_error_is_a_token_error_with_its_code(app, caplog):
+    """OAuth 2.1 §3.2.4 (RFC 6749 §5.2): an error response carries ``error`` (``invalid_grant`` ...),
+    which the client reports as such."""
+    app.answers[app.paths["token"]] = (400, "application/json", json.dumps(
+        {"error": "invalid_grant", "error_description": "the code has expired"}).encode())
+    exc = refused(app, caplog, TokenError)
+    assert exc.error == "invalid_grant" and exc.status == 400 and "invalid_grant" in str(exc)
+
+
+# -- the resource server after authorization ---------------------------------------------------------
+
+
+def test_a_server_that_refuses_the_new_token_is_unauthorized(app, caplog):
+    """2025-11-25 basic/authorization §Authorization Flow Steps: the client retries with the new
+    token; a server that answers 401 again is a failure reported once, not a loop of authorizations."""
+    app.refuse_tokens = True
+    refused(app, caplog, Unauthorized)
+    assert app.hits[app.paths["authorize"]] == app.hits[app.paths["token"]] == 1 and len(app.tokens) == 1
+
+
+@pytest.mark.parametrize("max_step_ups", [1, 2, 3])
+def test_step_up_stops_when_the_new_token_already_has_the_scope(app, caplog, max_step_ups):
+    """2025-11-25 basic/authorization §Step-Up Authorization Flow: on 403 ``insufficient_scope`` the
+    client re-authorizes for the scopes named and retries "no more than a few times", then treats it
+    "as a permanent authorization failure".  When the new token already holds every scope the server
+    names, authorizing again cannot help: one re-authorization, then InsufficientScope; other calls
+    on the connection are unaffected."""
+    app.step_up_tool = "admin"
+    with connect(app, max_step_ups=max_step_ups) as client:
+        assert client.call_tool("hello").content[0].text == "hello"
+        before = app.hits[app.paths["authorize"]]
+        with pytest.raises(AuthorizationError) as caught:
+            client.call_tool("admin")
+        assert type(caught.value) is InsufficientScope, f"{type(caught.value).__name__}: {caught.value}"
+        [step_up] = app.seen["authorize"][before:]
+        assert set(step_up["scope"].split()) == {"needs:more", "mcp:tools"}  # the new scope, and the old kept
+        assert client.call_tool("hello").content[0].text == "hello"
+    assert_clean(app, caplog, caught.value)
+
+
+@pytest.mark.parametrize("max_step_ups", [
+    0,
+    1, 2, 3])
+def test_step_up_gives_up_after_max_step_ups_and_the_connection_keeps_working(app, caplog, max_step_ups):
+    """2025-11-25 basic/authorization §Step-Up Authorization Flow: retry "no more than a few times".
+    An authorization server that never grants the scope asked for (``needs:more``) and a server that
+    keeps asking for it: ``OAuth._on_response`` re-authorizes exactly ``max_step_ups`` times (one
+    retry after each), then raises InsufficientScope; other calls on the connection are unaffected."""
+    app.step_up_tool, app.granted_scope = "admin", "mcp:tools"
+    with connect(app, max_step_ups=max_step_ups) as client:
+        assert client.call_tool("hello").content[0].text == "hello"
+        before = app.hits[app.paths["authorize"]]
+        with pytest.raises(AuthorizationError) as caught:
+            client.call_tool("admin")
+        step_ups = app.seen["authorize"][before:]
+        assert type(caught.value) is InsufficientScope, f"{type(caught.value).__name__}: {caught.value}"
+        assert len(step_ups) == max_step_ups and app.hits[app.paths["token"]] == 1 + max_step_ups
+        assert all("needs:more" in request["scope"].split() for request in step_ups)
+        assert client.call_tool("hello").content[0].text == "hello"
+    assert_clean(app, caplog, caught.value)
