@@ -33,6 +33,9 @@ __version__ = "0.1.0"
 #: The protocol revisions mcp_ref speaks, newest first (also ``mcp_ref.lifecycle.SUPPORTED_VERSIONS``).
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION = SUPPORTED_VERSIONS[0]
+#: The modern revisions (no ``initialize``: each request carries its version in ``_meta``), newest
+#: first.  A server answers them beside SUPPORTED_VERSIONS (see ``mcp_ref.envelope``).
+MODERN_VERSIONS = ("2026-07-28",)
 
 _EXPORTS = {
     "Client": "client",
@@ -40,6 +43,10 @@ _EXPORTS = {
     "Server": "server",
     "Context": "server",
     "ToolError": "server",
+    "Elicit": "server",
+    "ElicitUrl": "server",
+    "Sample": "server",
+    "ListRoots": "server",
     "ConnectionLimits": "transports.connection_limits",
     "OAuth": "auth.oauth",
     "AuthorizationError": "errors",
@@ -54,6 +61,9 @@ _EXPORTS = {
     "InternalError": "errors",
     "ResourceNotFound": "errors",
     "UrlElicitationRequired": "errors",
+    "HeaderMismatchError": "errors",
+    "MissingRequiredClientCapabilityError": "errors",
+    "UnsupportedProtocolVersionError": "errors",
     "ConnectionClosed": "errors",
     "ServerUnreachable": "errors",
     "RequestTimeout": "errors",
@@ -85,7 +95,7 @@ _EXPORTS = {
     "LogMessage": "types",
 }
 
-__all__ = ["__version__", "SUPPORTED_VERSIONS", "LATEST_VERSION", *_EXPORTS]
+__all__ = ["__version__", "SUPPORTED_VERSIONS", "LATEST_VERSION", "MODERN_VERSIONS", *_EXPORTS]
 
 
 def __getattr__(name: str):

@@ -28,6 +28,10 @@ URL_ELICITATION_REQUIRED = -32042
 # JSON-RPC 2.0 §5.1: -32000 to -32099 are "Reserved for implementation-defined server-errors".
 # mcp_ref's: the connection already holds as many requests as it takes (Session.max_incoming).
 SERVER_BUSY = -32000
+# MCP 2026-07-28 basic/index §Error Codes: -32020 to -32099 are reserved for the MCP specification.
+HEADER_MISMATCH = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
 class McpError(Exception):
@@ -131,10 +135,59 @@ class ServerBusy(McpError):
     code = SERVER_BUSY
 
 
+class HeaderMismatchError(McpError):
+    """-32020 (2026-07-28): an HTTP header (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``,
+    ``Mcp-Param-*``) is missing, malformed, or disagrees with the request body.  HTTP status 400."""
+
+    code = HEADER_MISMATCH
+
+
+class MissingRequiredClientCapabilityError(McpError):
+    """-32021 (2026-07-28): the request needs a client capability its ``_meta`` did not declare.
+
+    ``data`` is ``{"requiredCapabilities": {...}}`` (a ClientCapabilities object).  HTTP status 400.
+    """
+
+    code = MISSING_REQUIRED_CLIENT_CAPABILITY
+
+    @classmethod
+    def needing(cls, capabilities: dict, why: str) -> "MissingRequiredClientCapabilityError":
+        """The error for a request that needs ``capabilities`` (e.g. ``{"elicitation": {}}``)."""
+        return cls(f"Missing required client capability: {why}", data={"requiredCapabilities": capabilities})
+
+    @property
+    def required_capabilities(self) -> dict:
+        """The capabilities the server said it needs."""
+        return dict((self.data or {}).get("requiredCapabilities") or {})
+
+
+class UnsupportedProtocolVersionError(McpError):
+    """-32022 (2026-07-28): the server does not implement the version a request named.
+
+    ``data`` is ``{"supported": [...], "requested": "..."}``; a client retries with one of
+    ``supported``.  HTTP status 400.
+    """
+
+    code = UNSUPPORTED_PROTOCOL_VERSION
+
+    @classmethod
+    def naming(cls, requested, supported) -> "UnsupportedProtocolVersionError":
+        """The error for a request that asked for ``requested``, listing ``supported``."""
+        return cls(f"Unsupported protocol version: {requested!r}",
+                   data={"supported": list(supported), "requested": requested})
+
+    @property
+    def supported(self) -> list:
+        """The versions the server supports (from ``data``)."""
+        value = (self.data or {}).get("supported") if isinstance(self.data, dict) else None
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 _BY_CODE = {
     cls.code: cls
     for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound,
-                UrlElicitationRequired, ServerBusy)
+                UrlElicitationRequired, ServerBusy, HeaderMismatchError, MissingRequiredClientCapabilityError,
+                UnsupportedProtocolVersionError)
 }
 
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
-import secrets
 from collections.abc import Sequence
 from typing import TypeVar
+
+from .signing import Keyring
 
 __all__ = ["InvalidCursor", "Paginator", "SECRET_ENV"]
 
@@ -45,28 +44,29 @@ class Paginator:
     only (``configured`` tells which).
     """
 
-    __slots__ = ("page_size", "configured", "_keys")
+    __slots__ = ("page_size", "keyring")
 
-    def __init__(self, page_size: int = 100, secret: bytes | str | Sequence[bytes | str] | None = None) -> None:
+    def __init__(self, page_size: int = 100, secret: bytes | str | Sequence[bytes | str] | Keyring | None = None) -> None:
         """Validate ``page_size`` (an int >= 1) and store the signing keys."""
         if isinstance(page_size, bool) or not isinstance(page_size, int):
             raise TypeError(f"page_size must be an int, not {type(page_size).__name__}")
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
         self.page_size = page_size
-        #: True when the secret was given (shared by a deployment), False when drawn at random.
-        self.configured = secret is not None
-        self._keys = _keys(secret) if secret is not None else (secrets.token_bytes(32),)
+        #: The keys that sign cursors (``mcp_ref.signing.Keyring``), shared with the server's other tokens.
+        self.keyring = secret if isinstance(secret, Keyring) else Keyring(secret)
 
-    def _tag(self, payload: bytes, key: bytes | None = None) -> bytes:
-        return hmac.new(self._keys[0] if key is None else key, payload, hashlib.sha256).digest()[:_TAG_BYTES]
+    @property
+    def configured(self) -> bool:
+        """True when the secret was given (shared by a deployment), False when drawn at random."""
+        return self.keyring.configured
 
     def make_cursor(self, offset: int, *, kind: str) -> str:
         """Return the signed cursor for ``offset`` in the list named ``kind``."""
         if offset < 0:
             raise ValueError("offset must be >= 0")
         payload = b"%d:%s" % (offset, kind.encode("utf-8"))
-        return base64.urlsafe_b64encode(payload + self._tag(payload)).rstrip(b"=").decode("ascii")
+        return base64.urlsafe_b64encode(payload + self.keyring.tag(payload, _TAG_BYTES)).rstrip(b"=").decode("ascii")
 
     def read_cursor(self, cursor: str, *, kind: str) -> int:
         """Return the offset in ``cursor``; raise InvalidCursor unless it is
@@ -78,7 +78,7 @@ class Paginator:
         except (binascii.Error, ValueError):
             raise InvalidCursor("cursor is not valid base64url") from None
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]
-        if len(raw) <= _TAG_BYTES or not any(hmac.compare_digest(tag, self._tag(payload, key)) for key in self._keys):
+        if len(raw) <= _TAG_BYTES or not self.keyring.verify(payload, tag):
             raise InvalidCursor("cursor signature does not verify")
         offset, _, cursor_kind = payload.partition(b":")
         if cursor_kind != kind.encode("utf-8"):
@@ -100,16 +100,3 @@ class Paginator:
         page = list(items[start:end])
         return page, (self.make_cursor(end, kind=kind) if end < len(items) else None)
 
-
-def _keys(secret: bytes | str | Sequence[bytes | str]) -> tuple[bytes, ...]:
-    """The signing keys of ``secret``: the first signs, all verify."""
-    if isinstance(secret, str):
-        parts: list = [part.strip() for part in secret.split(",")]
-    elif isinstance(secret, (bytes, bytearray)):
-        parts = [bytes(secret)]
-    else:
-        parts = list(secret)
-    keys = tuple(part.encode("utf-8") if isinstance(part, str) else bytes(part) for part in parts)
-    if not keys or not all(keys):
-        raise ValueError("a secret must be non-empty (bytes, a string, or a list of them)")
-    return keys

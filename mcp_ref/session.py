@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from . import jsonrpc
+from . import envelope, jsonrpc
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -87,7 +87,8 @@ class RequestContext:
     when the requester asked for it.
     """
 
-    __slots__ = ("session", "request_id", "method", "params", "progress_token", "cancelled", "_last_progress")
+    __slots__ = ("session", "request_id", "method", "params", "progress_token", "cancelled", "_last_progress",
+                 "envelope", "inputs")
 
     def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
@@ -100,6 +101,12 @@ class RequestContext:
         self.progress_token = token if jsonrpc.valid_id(token) else None
         self.cancelled = threading.Event()
         self._last_progress: float | None = None
+        #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
+        #: dispatcher; None in the handshake era.
+        self.envelope = None
+        #: The answers a 2026-07-28 request brings for its handler's asks (``mcp_ref.server.
+        #: input_required.Inputs``); None where the request cannot carry any.
+        self.inputs = None
 
     @property
     def is_cancelled(self) -> bool:
@@ -613,8 +620,8 @@ class Session:
             self._receive_answer(message)
 
     def _start_handler(self, request: Request, batch: _Batch | None, inline: bool = False) -> None:
-        if request.method == "ping":
-            # basic/utilities/ping: "The receiver MUST respond promptly with an empty response" —
+        if request.method == "ping" and not envelope.is_modern(request.params):
+            # basic/utilities/ping (2026-07-28 removed it: a modern ping goes to the dispatcher, -32601): "The receiver MUST respond promptly with an empty response" —
             # answered here on the reader thread, never queued behind busy handlers.
             with self._lock:
                 duplicate = request.id in self._incoming

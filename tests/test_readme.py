@@ -167,3 +167,36 @@ print(seen["status"], seen["headers"].get("WWW-Authenticate"))
     metadata, challenge = done.stdout.splitlines()
     assert json.loads(metadata)["authorization_servers"] == ["https://auth.example.com"]
     assert challenge.startswith("401") and 'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' in challenge
+
+
+def test_two_eras_example_asks_in_one_round_and_completes_on_the_retry(tmp_path):
+    """The 2026-07-28 example: the first call answers input_required with both asks; the retry completes."""
+    import importlib.util
+
+    source = tmp_path / "ask_server.py"
+    source.write_text(_block("# ask_server.py"))
+    spec = importlib.util.spec_from_file_location("ask_server", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import requests
+    from http_fixtures import TIMEOUT, serving
+
+    from mcp_ref.transports.http_headers import request_headers
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}}
+    params = {"name": "plan", "arguments": {"city": "Lyon"}, "_meta": meta}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+               **request_headers("tools/call", params)}
+
+    def post(request_id, body_params):
+        body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": body_params}
+        return requests.post(served.mcp, json=body, headers=headers, timeout=TIMEOUT).json()["result"]
+
+    with serving(module.server) as served:
+        first = post(1, params)
+        assert first["resultType"] == "input_required" and set(first["inputRequests"]) == {"who", "idea"}
+        done = post(2, {**params, "requestState": first["requestState"], "inputResponses": {
+            "who": {"action": "accept", "content": {"name": "Ada"}},
+            "idea": {"role": "assistant", "content": {"type": "text", "text": "the old town"}, "model": "m"}}})
+    assert done["content"][0]["text"] == "Ada goes to Lyon: the old town"

@@ -27,6 +27,8 @@ module            one idea
 ``prompts``       prompts: registration, ``prompts/list``, ``prompts/get``
 ``completion``    ``completion/complete``
 ``logging``       ``logging/setLevel`` and which log messages are sent
+``input_required`` 2026-07-28 MRTR: asks answered by the client's retry
+``caching``       2026-07-28 ``ttlMs`` / ``cacheScope`` on cacheable results
 ================  ==========================================================
 """
 
@@ -34,8 +36,10 @@ from __future__ import annotations
 
 from .connection import ServerConnection
 from .context import Context
+from .input_required import Elicit, ElicitUrl, InputRequired, ListRoots, Sample
 from .logging import LOG_LEVELS
 from .registry import Server
 from .tools import ToolError
 
-__all__ = ["Server", "ServerConnection", "Context", "ToolError", "LOG_LEVELS"]
+__all__ = ["Server", "ServerConnection", "Context", "ToolError", "LOG_LEVELS",
+           "Elicit", "ElicitUrl", "Sample", "ListRoots", "InputRequired"]

@@ -1,11 +1,16 @@
 """The server side of one connection: the session's dispatcher, and what was negotiated.
 
-Every request goes through :meth:`ServerConnection.handle_request`, which
-applies, in order: the method table (:data:`METHODS`; an unknown method is
--32601), the lifecycle table (:data:`mcp_ref.lifecycle.RULES`; out of phase is
--32600), and the declared capabilities (a feature the server did not declare is
--32601).  Then the feature's handler runs: each is a plain function
-``handler(connection, context, params) -> result`` in the feature's module.
+Every request goes through :meth:`ServerConnection.handle_request`.  A request
+whose ``_meta`` names its protocol version is a 2026-07-28 (modern) request,
+served on its own (:meth:`ServerConnection.handle_modern`); any other belongs
+to the handshake era.  Each era applies, in order, its method table (an
+unknown method is -32601), its gate (handshake: the lifecycle table
+:data:`mcp_ref.lifecycle.RULES`, out of phase is -32600; modern: the request's
+envelope, :func:`mcp_ref.envelope.read_envelope`), and the declared
+capabilities (a feature the server did not declare is -32601).  Then the
+feature's handler runs: each is a plain function
+``handler(connection, context, params) -> result`` in the feature's module,
+the same for both eras.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable
 
+from .. import envelope as envelopes
 from .. import lifecycle
-from ..errors import CapabilityError, InvalidParams, InvalidRequest, MethodNotFound
+from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..lifecycle import Lifecycle, Phase
 from ..session import RequestContext, Session
-from . import completion, prompts, resources, tools
+from . import caching, completion, input_required, prompts, resources, tools
 from . import logging as logging_feature
 
 if TYPE_CHECKING:
@@ -69,6 +75,31 @@ METHODS: dict[str, Handler] = {
     **resources.HANDLERS,
     **prompts.HANDLERS,
     **logging_feature.HANDLERS,
+    **completion.HANDLERS,
+}
+
+def discover(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+    """``server/discover`` (2026-07-28 server/discover): versions, capabilities and instructions.
+
+    "Servers MUST implement it."  The server's identity rides in ``_meta``, as on every modern result.
+    """
+    server = connection.server
+    result = {"supportedVersions": envelopes.supported_versions(),
+              "capabilities": server.capabilities(connection.version_for(context))}
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+#: Every request method a modern (2026-07-28) request may name.  Gone from the handshake era's
+#: table: ``initialize``, ``ping``, ``logging/setLevel``, ``resources/subscribe`` and
+#: ``resources/unsubscribe`` (changelog, "Remove ping, logging/setLevel ..."; "Replace ...
+#: resources/subscribe/resources/unsubscribe with subscriptions/listen").
+MODERN_METHODS: dict[str, Handler] = {
+    "server/discover": discover,
+    **tools.HANDLERS,
+    **{m: h for m, h in resources.HANDLERS.items() if m not in ("resources/subscribe", "resources/unsubscribe")},
+    **prompts.HANDLERS,
     **completion.HANDLERS,
 }
 
@@ -138,8 +169,15 @@ class ServerConnection:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
         return lifecycle.batches_allowed(self.session.protocol_version)
 
+    def version_for(self, context: RequestContext) -> str | None:
+        """The revision a request speaks: its own (2026-07-28), else the one this connection negotiated."""
+        return self.protocol_version if context.envelope is None else context.envelope.version
+
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Route one request to its handler: method table, then lifecycle, then capabilities."""
+        modern = envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
+        if modern is not None:
+            return self.handle_modern(context, method, params, modern)
         handler = METHODS.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
@@ -148,6 +186,48 @@ class ServerConnection:
         if capability is not None:
             self._require_capability(capability, method)
         return handler(self, context, params)
+
+    def handle_modern(self, context: RequestContext, method: str, params: dict, modern: envelopes.Envelope) -> dict:
+        """Serve one 2026-07-28 request on its own: no handshake, no state from earlier requests.
+
+        basic/index §Statelessness: "Servers MUST NOT rely on prior requests over the same
+        connection to establish context".  The result carries ``resultType`` and the server's
+        identity, plus caching hints where the method is cacheable; a handler that needs the
+        client ends in an ``InputRequiredResult`` (:mod:`mcp_ref.server.input_required`).
+        """
+        handler = MODERN_METHODS.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        context.envelope = modern
+        server = self.server
+        capability = CAPABILITY_OF.get(method)
+        if capability is not None and capability not in server.capabilities(modern.version):
+            raise MethodNotFound(f"Method not found: this server does not offer {capability} ({method})")
+        principal = self.auth.principal if self.auth is not None else None
+        if method in input_required.SUPPORTED_METHODS:
+            context.inputs = input_required.read_inputs(params, method, server.keyring, principal)
+        try:
+            result = handler(self, context, params)
+        except input_required.InputRequired as asked:
+            if context.inputs is None:  # a handler of another method asked: a bug in the handler
+                log.error("%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
+                          "for %s", server.name, method, ", ".join(sorted(input_required.SUPPORTED_METHODS)))
+                raise InternalError("Internal error") from None
+            state = input_required.seal_state(context.inputs, method, params, server.keyring, principal)
+            # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
+            return envelopes.complete({"inputRequests": asked.requests, "requestState": state},
+                                      server.server_info(modern.version), envelopes.INPUT_REQUIRED)
+        except ResourceNotFound as exc:
+            # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
+            raise InvalidParams(exc.message, data=exc.data) from None
+        result = dict(result)
+        caching.add_hints(server, method, params, result)
+        return envelopes.complete(result, server.server_info(modern.version))
+
+    def read_own_resource(self, context: RequestContext, uri: str) -> dict:
+        """This server's ``resources/read`` of ``uri`` for a handler already serving ``context``
+        (no gates: the request being served already passed them)."""
+        return resources.read_resource(self, context, {"uri": uri})
 
     def _require_capability(self, capability: str, method: str) -> None:
         if capability == "completions" and not lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
@@ -193,12 +273,28 @@ class ServerConnection:
             raise CapabilityError(f"{method}: the client did not declare the {name} capability")
         return caps
 
-    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id=None) -> bool:
-        """Send ``notifications/message`` if ``level`` is at or above the client's chosen level."""
-        params = logging_feature.log_message(level, data, logger, self.log_level)
+    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id=None,
+            envelope: envelopes.Envelope | None = None) -> bool:
+        """Send ``notifications/message`` if ``level`` is at or above the client's chosen level.
+
+        For a 2026-07-28 request (``envelope``) that level is the request's own: "If absent, the
+        server MUST NOT send any notifications/message notifications for this request".
+        """
+        if envelope is None:
+            params = logging_feature.log_message(level, data, logger, self.log_level)
+            if params is None:
+                return False
+            self.notify("notifications/message", params, related_request_id=related_request_id)
+            return True
+        if envelope.log_level is None:
+            return False
+        params = logging_feature.log_message(level, data, logger, envelope.log_level)
         if params is None:
             return False
-        self.notify("notifications/message", params, related_request_id=related_request_id)
+        try:  # no lifecycle to consult: the request itself opted in
+            self.session.notify("notifications/message", params, related_request_id=related_request_id)
+        except ConnectionError:
+            log.debug("notifications/message dropped: connection closed")
         return True
 
     def list_changed(self, kind: str) -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
-from ..errors import CapabilityError, InvalidParams
+from ..errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
 from ..session import RequestContext
 from ..signatures import ArgumentPlan
 from ..types import CreateMessageResult, ElicitResult, Root, WireModel
 from ..validation import first_error, validator_for
+from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample, answer_all
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -34,6 +35,7 @@ class Context:
     def __init__(self, connection: "ServerConnection", request: RequestContext):
         self.connection = connection
         self.request = request
+        self._asks = 0  # asks made so far in this run of the handler: the default keys count them
 
     @property
     def request_id(self):
@@ -42,18 +44,25 @@ class Context:
 
     @property
     def protocol_version(self) -> str | None:
-        """The negotiated protocol revision."""
-        return self.connection.protocol_version
+        """The protocol revision of this request: the request's own (2026-07-28), else the negotiated one."""
+        return self.connection.version_for(self.request)
+
+    @property
+    def era(self) -> str:
+        """``"modern"`` for a request that carries its own envelope (2026-07-28), else ``"handshake"``."""
+        return "handshake" if self.request.envelope is None else "modern"
 
     @property
     def client_capabilities(self) -> dict:
-        """The capabilities the client declared in ``initialize``."""
-        return self.connection.client_capabilities
+        """The client's capabilities: the request's own (2026-07-28), else those declared in ``initialize``."""
+        envelope = self.request.envelope
+        return self.connection.client_capabilities if envelope is None else envelope.client_capabilities
 
     @property
     def client_info(self) -> dict:
-        """The client's ``clientInfo`` (name, version ...)."""
-        return self.connection.client_info
+        """The client's ``clientInfo`` (name, version ...): the request's own (2026-07-28), else ``initialize``'s."""
+        envelope = self.request.envelope
+        return self.connection.client_info if envelope is None else envelope.client_info
 
     @property
     def auth(self):
@@ -85,8 +94,10 @@ class Context:
         return self.connection.session.transport.close_stream(self.request_id)
 
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
-        """Send a ``notifications/message`` if ``level`` passes the client's ``logging/setLevel``."""
-        return self.connection.log(level, data, logger, related_request_id=self.request_id)
+        """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its
+        ``logging/setLevel`` (handshake era) or this request's ``io.modelcontextprotocol/logLevel``
+        (2026-07-28, where a request without one gets no log messages at all)."""
+        return self.connection.log(level, data, logger, related_request_id=self.request_id, envelope=self.request.envelope)
 
     def debug(self, data: Any, logger: str | None = None) -> bool:
         """``log("debug", ...)``."""
@@ -117,37 +128,20 @@ class Context:
         metadata: dict | None = None,
         tools: list | None = None,
         tool_choice: dict | None = None,
+        key: str | None = None,
         timeout: float | None | type(...) = ...,
     ) -> CreateMessageResult:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
 
-        ``messages`` is a string (one user message) or a list of
-        ``{"role", "content"}`` dicts / SamplingMessage objects.  ``tools`` and
-        ``tool_choice`` (2025-11-25) need the client's ``sampling.tools``.
+        ``messages`` is a string (one user message) or a list of ``{"role", "content"}`` dicts /
+        SamplingMessage objects.  ``tools`` and ``tool_choice`` (2025-11-25) need the client's
+        ``sampling.tools``.  ``key`` names the ask in a 2026-07-28 ``inputRequests`` (see :meth:`gather`).
         """
-        sampling = self.connection.require_client_capability("sampling", "sampling/createMessage")
-        if tools is not None or tool_choice is not None:
-            # 2025-11-25 client/sampling: servers MUST NOT send tools unless the client declared sampling.tools.
-            if not lifecycle.at_least(self.connection.protocol_version, lifecycle.SAMPLING_TOOLS) or "tools" not in sampling:
-                raise CapabilityError("sampling/createMessage: the client did not declare sampling.tools")
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        params: dict[str, Any] = {
-            "messages": [m.to_wire() if isinstance(m, WireModel) else m for m in messages],
-            "maxTokens": max_tokens,
-        }
-        for key, value in (
-            ("systemPrompt", system_prompt), ("temperature", temperature), ("stopSequences", stop_sequences),
-            ("modelPreferences", model_preferences), ("includeContext", include_context), ("metadata", metadata),
-            ("tools", [t.to_wire() if isinstance(t, WireModel) else t for t in tools] if tools is not None else None),
-            ("toolChoice", tool_choice),
-        ):
-            if value is not None:
-                params[key] = value
-        result = self.connection.request("sampling/createMessage", params, timeout=timeout, related_request_id=self.request_id)
-        return CreateMessageResult.from_wire(result)
+        return self.gather(Sample(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
+                                  include_context, metadata, tools, tool_choice, key=key), timeout=timeout)[0]
 
-    def elicit(self, message: str, schema: dict | type, *, timeout: float | None | type(...) = ...) -> ElicitResult:
+    def elicit(self, message: str, schema: dict | type, *, key: str | None = None,
+               timeout: float | None | type(...) = ...) -> ElicitResult:
         """Ask the user for structured input (form-mode ``elicitation/create``, 2025-06-18 and later).
 
         ``schema`` is a flat object schema of primitive properties, or a dataclass (or
@@ -155,30 +149,132 @@ class Context:
         in ``result.data`` as an instance of it.  Accepted content is validated against
         the schema; a reply that does not match raises InvalidParams.
         """
-        convert = None
+        return self.gather(Elicit(message, schema, key=key), timeout=timeout)[0]
+
+    def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None,
+                   timeout: float | None | type(...) = ...) -> ElicitResult:
+        """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later; ``elicitation_id``
+        is the handshake era's, required there and gone in 2026-07-28)."""
+        return self.gather(ElicitUrl(message, url, elicitation_id, key=key), timeout=timeout)[0]
+
+    def list_roots(self, *, key: str | None = None, timeout: float | None | type(...) = ...) -> list[Root]:
+        """The client's roots (``roots/list``)."""
+        return self.gather(ListRoots(key=key), timeout=timeout)[0]
+
+    def gather(self, *asks, timeout: float | None | type(...) = ...) -> list:
+        """Ask the client for several things at once: ``Elicit``, ``ElicitUrl``, ``Sample``, ``ListRoots``.
+
+        Returns their answers in order (``ElicitResult``, ``CreateMessageResult``, a list of
+        ``Root``).  Handshake era: one request to the client after another.  2026-07-28: the
+        answers the retried request carries; any missing ends this run of the handler with an
+        ``InputRequiredResult`` asking for all of them at once, and the client's retry runs the
+        handler again from the top (``mcp_ref.server.input_required``).
+        """
+        prepared = [self._prepare(ask) for ask in asks]
+        inputs = self.request.inputs
+        if self.request.envelope is None:
+            return [ask.read(self.connection.request(ask.method, ask.params, timeout=timeout,
+                                                     related_request_id=self.request_id)) for ask in prepared]
+        if inputs is None:
+            # basic/patterns/mrtr §Supported Requests: only tools/call, prompts/get and resources/read.
+            raise CapabilityError(f"{self.request.method} cannot ask the client for input (2026-07-28 MRTR)")
+        inputs.used.update(ask.key for ask in prepared)
+        return answer_all(prepared, inputs.answers)
+
+    def _prepare(self, ask) -> Ask:
+        """An ``Elicit`` / ``ElicitUrl`` / ``Sample`` / ``ListRoots`` as a request this client can take."""
+        self._asks += 1
+        version = self.protocol_version
+        if isinstance(ask, Elicit):
+            return self._prepare_elicit(ask, version)
+        if isinstance(ask, ElicitUrl):
+            if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
+                raise CapabilityError(f"URL-mode elicitation does not exist in protocol version {version}")
+            caps = self._client_capability("elicitation", "elicitation/create", {"elicitation": {"url": {}}})
+            if "url" not in (caps or {}):
+                raise self._missing({"elicitation": {"url": {}}}, "the client did not declare URL-mode elicitation")
+            params = {"mode": "url", "message": ask.message, "url": ask.url}
+            if self.request.envelope is None:
+                if not ask.elicitation_id:
+                    raise ValueError("URL-mode elicitation needs an elicitation_id before 2026-07-28")
+                params["elicitationId"] = ask.elicitation_id
+            return Ask(ask.key or f"elicitation-{self._asks}", "elicitation/create", params, ElicitResult.from_wire)
+        if isinstance(ask, Sample):
+            return self._prepare_sample(ask, version)
+        if isinstance(ask, ListRoots):
+            self._client_capability("roots", "roots/list", {"roots": {}})
+            return Ask(ask.key or f"roots-{self._asks}", "roots/list", None if self.request.envelope is None else {},
+                       lambda result: [Root.from_wire(r) for r in result.get("roots", [])])
+        raise TypeError(f"gather() takes Elicit, ElicitUrl, Sample or ListRoots, not {type(ask).__name__}")
+
+    def _prepare_elicit(self, ask: Elicit, version: str | None) -> Ask:
+        schema, convert = ask.schema, None
         if isinstance(schema, type):
             from ..signatures import schema_and_converter
 
             schema, convert = schema_and_converter(schema)
-        version = self.connection.protocol_version
         if not lifecycle.at_least(version, lifecycle.ELICITATION):
             raise CapabilityError(f"elicitation does not exist in protocol version {version}")
-        caps = self.connection.require_client_capability("elicitation", "elicitation/create")
+        caps = self._client_capability("elicitation", "elicitation/create", {"elicitation": {}})
         if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) and caps and "form" not in caps:
             # 2025-11-25 client/elicitation: an empty object means form mode only; otherwise "form" must be listed.
-            raise CapabilityError("the client did not declare form-mode elicitation")
-        params: dict[str, Any] = {"message": message, "requestedSchema": schema}
+            raise self._missing({"elicitation": {"form": {}}}, "the client did not declare form-mode elicitation")
+        params: dict[str, Any] = {"message": ask.message, "requestedSchema": schema}
         if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
             params["mode"] = "form"
-        result = ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout,
-                                                                related_request_id=self.request_id))
-        if result.action == "accept" and result.content is not None:
-            problem = first_error(validator_for(schema), result.content)
-            if problem:
-                raise InvalidParams(f"elicitation reply does not match the requested schema: {problem}")
-            if convert is not None:
-                result.data = convert(result.content)
-        return result
+
+        def read(answer: dict) -> ElicitResult:
+            result = ElicitResult.from_wire(answer)
+            if result.action == "accept" and result.content is not None:
+                problem = first_error(validator_for(schema), result.content)
+                if problem:
+                    raise InvalidParams(f"elicitation reply does not match the requested schema: {problem}")
+                if convert is not None:
+                    result.data = convert(result.content)
+            return result
+
+        return Ask(ask.key or f"elicitation-{self._asks}", "elicitation/create", params, read)
+
+    def _prepare_sample(self, ask: Sample, version: str | None) -> Ask:
+        sampling = self._client_capability("sampling", "sampling/createMessage", {"sampling": {}})
+        if ask.tools is not None or ask.tool_choice is not None:
+            # 2025-11-25 client/sampling: servers MUST NOT send tools unless the client declared sampling.tools.
+            if not lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS) or "tools" not in sampling:
+                raise self._missing({"sampling": {"tools": {}}}, "the client did not declare sampling.tools")
+        messages = ask.messages
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: dict[str, Any] = {
+            "messages": [m.to_wire() if isinstance(m, WireModel) else m for m in messages],
+            "maxTokens": ask.max_tokens,
+        }
+        for name, value in (
+            ("systemPrompt", ask.system_prompt), ("temperature", ask.temperature), ("stopSequences", ask.stop_sequences),
+            ("modelPreferences", ask.model_preferences), ("includeContext", ask.include_context),
+            ("metadata", ask.metadata),
+            ("tools", [t.to_wire() if isinstance(t, WireModel) else t for t in ask.tools] if ask.tools is not None else None),
+            ("toolChoice", ask.tool_choice),
+        ):
+            if value is not None:
+                params[name] = value
+        return Ask(ask.key or f"sampling-{self._asks}", "sampling/createMessage", params, CreateMessageResult.from_wire)
+
+    def _client_capability(self, name: str, method: str, needs: dict) -> dict:
+        """The client's capability ``name`` for this request, or the era's error when it lacks it.
+
+        Handshake era: CapabilityError (nothing is sent).  2026-07-28 basic/index §_meta: "If
+        processing a request requires a capability the client did not include ... the server MUST
+        return a MissingRequiredClientCapabilityError (-32021)".
+        """
+        caps = self.client_capabilities.get(name)
+        if caps is None:
+            raise self._missing(needs, f"{method}: the client did not declare the {name} capability")
+        return caps
+
+    def _missing(self, needs: dict, why: str) -> Exception:
+        if self.request.envelope is not None:
+            return MissingRequiredClientCapabilityError.needing(needs, why)
+        return CapabilityError(why)
 
     def read_resource(self, uri: str) -> list:
         """This server's own resource ``uri``, read as a client would (``resources/read``): its contents.
@@ -187,32 +283,18 @@ class Context:
         """
         from ..types import resource_contents_from_wire
 
-        answer = self.connection.handle_request(self.request, "resources/read", {"uri": uri})
+        answer = self.connection.read_own_resource(self.request, uri)
         return [resource_contents_from_wire(item) for item in answer["contents"]]
 
-    def elicit_url(self, message: str, url: str, elicitation_id: str, *, timeout: float | None | type(...) = ...) -> ElicitResult:
-        """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later)."""
-        version = self.connection.protocol_version
-        if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
-            raise CapabilityError(f"URL-mode elicitation does not exist in protocol version {version}")
-        caps = self.connection.require_client_capability("elicitation", "elicitation/create")
-        if "url" not in (caps or {}):
-            raise CapabilityError("the client did not declare URL-mode elicitation")
-        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        return ElicitResult.from_wire(self.connection.request("elicitation/create", params, timeout=timeout,
-                                                              related_request_id=self.request_id))
-
     def complete_url_elicitation(self, elicitation_id: str) -> None:
-        """Tell the client a URL-mode elicitation finished (``notifications/elicitation/complete``, 2025-11-25)."""
-        if not lifecycle.at_least(self.connection.protocol_version, lifecycle.ELICITATION_URL_MODE):
-            raise CapabilityError(f"URL-mode elicitation does not exist in protocol version {self.connection.protocol_version}")
-        self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+        """Tell the client a URL-mode elicitation finished (``notifications/elicitation/complete``, 2025-11-25).
 
-    def list_roots(self, *, timeout: float | None | type(...) = ...) -> list[Root]:
-        """The client's roots (``roots/list``)."""
-        self.connection.require_client_capability("roots", "roots/list")
-        result = self.connection.request("roots/list", None, timeout=timeout, related_request_id=self.request_id)
-        return [Root.from_wire(r) for r in result.get("roots", [])]
+        2026-07-28 removed it: the client learns the outcome by retrying (CapabilityError there).
+        """
+        version = self.protocol_version
+        if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) or self.request.envelope is not None:
+            raise CapabilityError(f"notifications/elicitation/complete does not exist in protocol version {version}")
+        self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
 
 def with_context(plan: ArgumentPlan, kwargs: dict, connection: "ServerConnection", request: RequestContext) -> dict:

@@ -12,6 +12,7 @@ from ..errors import InvalidParams
 from ..pagination import InvalidCursor
 
 if TYPE_CHECKING:
+    from ..session import RequestContext
     from .connection import ServerConnection
 
 #: kind -> (the result's key, whether listed items keep ``annotations`` at every revision).
@@ -24,8 +25,8 @@ KINDS = {
 }
 
 
-def list_page(connection: "ServerConnection", params: dict, kind: str) -> dict:
-    """One page of the server's ``kind`` listing for this connection's revision."""
+def list_page(connection: "ServerConnection", context: "RequestContext", params: dict, kind: str) -> dict:
+    """One page of the server's ``kind`` listing for the request's revision."""
     key, keep_annotations = KINDS[kind]
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
@@ -36,7 +37,7 @@ def list_page(connection: "ServerConnection", params: dict, kind: str) -> dict:
     except InvalidCursor as exc:
         # 2025-11-25 server/utilities/pagination §Error Handling: "Invalid cursors SHOULD result in an error with code -32602".
         raise InvalidParams(f"Invalid params: invalid cursor ({exc})") from None
-    version = connection.protocol_version
+    version = connection.version_for(context)
     result: dict[str, Any] = {key: [lifecycle.strip_newer_fields(item, version, keep_annotations=keep_annotations)
                                     for item in page]}
     if next_cursor:

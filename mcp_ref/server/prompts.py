@@ -66,7 +66,7 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
 
 def list_prompts(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``prompts/list``: one page of prompts."""
-    return list_page(connection, params, "prompts")
+    return list_page(connection, context, params, "prompts")
 
 
 def get_prompt(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
@@ -100,7 +100,7 @@ def get_prompt(connection: "ServerConnection", context: RequestContext, params: 
         result = {"messages": [prompt_message(m) for m in messages]}
         if prompt.listing.get("description"):
             result["description"] = prompt.listing["description"]
-    version = connection.protocol_version
+    version = connection.version_for(context)
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
         for message in result["messages"]:
             message["content"] = lifecycle.content_for_revision(message["content"], version)

@@ -15,8 +15,9 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
-from .. import lifecycle
+from .. import MODERN_VERSIONS, lifecycle
 from ..pagination import SECRET_ENV, Paginator
+from .caching import check_hints
 from .connection import ServerConnection
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
@@ -35,6 +36,11 @@ class Server:
     Without either, each process draws a random one.
     ``on_roots_list_changed(connection)`` is called (on the callback thread)
     when a client says its roots changed.
+    ``ttl_ms`` and ``cache_scope`` are the 2026-07-28 caching hints of every
+    listing, ``server/discover`` and ``resources/read`` (a resource may override
+    them): how long a client may keep a result (0: re-fetch each time), and
+    whether shared caches may keep it (``"public"``) or only the caller's
+    (``"private"``, the default: safe when answers differ per user).
     """
 
     def __init__(
@@ -47,6 +53,8 @@ class Server:
         page_size: int = 100,
         website_url: str | None = None,
         secret: bytes | str | Sequence[bytes | str] | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
     ):
         self.name = name
         self.version = version
@@ -56,6 +64,9 @@ class Server:
         if secret is None:
             secret = os.environ.get(SECRET_ENV) or None
         self.paginator = Paginator(page_size=page_size, secret=secret)
+        #: The keys that sign what clients hand back: cursors and 2026-07-28 ``requestState``.
+        self.keyring = self.paginator.keyring
+        self.cache_hints = check_hints(ttl_ms, cache_scope)
         self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
         self._tools: dict[str, RegisteredTool] = {}
         self._resources: dict[str, RegisteredResource] = {}
@@ -80,6 +91,7 @@ class Server:
         icons: list | None = None,
         meta: dict | None = None,
         scopes: Iterable[str] = (),
+        headers: dict[str, str] | None = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a function as a tool.
 
@@ -90,6 +102,8 @@ class Server:
         and ``@server.tool(...)`` work; an ``async def`` runs to completion on the
         handler thread (``signatures.runs_in_thread``).  ``scopes``: the OAuth scopes a
         caller needs when the server is a protected resource (``wsgi_app(auth=...)``).
+        ``headers`` maps parameters to header names (``{"region": "Region"}``): at 2026-07-28 over
+        Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
         """
         if callable(name):  # @server.tool, without parentheses
             self.add_tool(name)
@@ -99,6 +113,7 @@ class Server:
             self.add_tool(
                 func, name=name, title=title, description=description, input_schema=input_schema,
                 output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
+                headers=headers,
             )
             return func
 
@@ -107,10 +122,12 @@ class Server:
     def add_tool(self, func: Callable, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, input_schema: dict | None = None,
                  output_schema: dict | None = None, annotations: dict | None = None,
-                 icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = ()) -> None:
+                 icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
+                 headers: dict[str, str] | None = None) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
-                          output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes)
+                          output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
+                          headers=headers)
         with self._registry_lock:
             self._tools[tool.name] = tool
         self._announce("tools")
@@ -139,27 +156,33 @@ class Server:
         annotations: dict | None = None,
         icons: list | None = None,
         scopes: Iterable[str] = (),
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
         The function returns ``str`` (text), ``bytes`` (sent base64 as a blob),
         a dict/list (sent as JSON text), or contents objects.  For a template
-        the URI's variables are passed as keyword arguments.
+        the URI's variables are passed as keyword arguments.  ``ttl_ms`` and
+        ``cache_scope`` override the server's caching hints for reading it (2026-07-28).
         """
 
         def register(func: Callable) -> Callable:
             self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
-                              size=size, annotations=annotations, icons=icons, scopes=scopes)
+                              size=size, annotations=annotations, icons=icons, scopes=scopes,
+                              ttl_ms=ttl_ms, cache_scope=cache_scope)
             return func
 
         return register
 
     def add_resource(self, func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                      description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                     annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = ()) -> None:
+                     annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = (),
+                     ttl_ms: int | None = None, cache_scope: str | None = None) -> None:
         """Register a resource or resource template (see :meth:`resource`)."""
         entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
-                               size=size, annotations=annotations, icons=icons, scopes=scopes)
+                               size=size, annotations=annotations, icons=icons, scopes=scopes,
+                               ttl_ms=ttl_ms, cache_scope=cache_scope)
         with self._registry_lock:
             if entry.template is not None:
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
@@ -321,6 +344,12 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self._completions and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
             caps["completions"] = {}
+        if version in MODERN_VERSIONS:
+            # 2026-07-28: change notifications come only on a subscriptions/listen stream, which this
+            # server does not offer yet; so it promises none (no listChanged, no subscribe).
+            for kind in ("tools", "resources", "prompts"):
+                if kind in caps:
+                    caps[kind] = {}
         return caps
 
     def server_info(self, version: str | None = None) -> dict:

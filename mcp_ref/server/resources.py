@@ -32,11 +32,14 @@ class RegisteredResource:
     template: UriTemplate | None = None
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple = ()
+    #: 2026-07-28 caching hints for ``resources/read`` of it: ``(ttl_ms, cache_scope)``, None for the server's
+    cache: tuple | None = None
 
 
 def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                   annotations: dict | None = None, icons: list | None = None, scopes=()) -> RegisteredResource:
+                   annotations: dict | None = None, icons: list | None = None, scopes=(),
+                   ttl_ms: int | None = None, cache_scope: str | None = None) -> RegisteredResource:
     """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -51,7 +54,12 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
         "annotations": annotations,
         "icons": icons,
     })
-    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes))
+    cache = None
+    if ttl_ms is not None or cache_scope is not None:
+        from .caching import check_hints
+
+        cache = check_hints(ttl_ms, cache_scope)
+    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes), cache)
 
 
 def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,
@@ -96,12 +104,12 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
 
 def list_resources(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``resources/list``: one page of resources (registered ones, then listed files)."""
-    return list_page(connection, params, "resources")
+    return list_page(connection, context, params, "resources")
 
 
 def list_templates(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``resources/templates/list``: one page of resource templates."""
-    return list_page(connection, params, "templates")
+    return list_page(connection, context, params, "templates")
 
 
 def read_resource(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:

@@ -78,7 +78,8 @@ class RegisteredTool:
 def build_tool(func: Callable, *, name: str | None = None, title: str | None = None,
                description: str | None = None, input_schema: dict | None = None,
                output_schema: dict | None = None, annotations: dict | None = None,
-               icons: list | None = None, meta: dict | None = None, scopes=()) -> RegisteredTool:
+               icons: list | None = None, meta: dict | None = None, scopes=(),
+               headers: dict[str, str] | None = None) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -101,11 +102,32 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
         "icons": icons,
         "_meta": meta,
     })
+    if headers:
+        listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
     tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes))
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
     return tool
+
+
+def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict:
+    """``schema`` with ``x-mcp-header`` on the named parameters (2026-07-28 server/tools §x-mcp-header):
+    over Streamable HTTP their values are mirrored into ``Mcp-Param-{name}`` headers, so a gateway
+    can route on them.  Refused here when the declaration breaks the spec's rules."""
+    from ..transports.http_headers import InvalidHeaderDeclaration, header_params
+
+    schema = json.loads(json.dumps(schema))  # a copy: the caller's dict stays as given
+    properties = schema.get("properties", {})
+    for param, header in headers.items():
+        if param not in properties:
+            raise ValueError(f"tool {tool}: headers names {param!r}, which is not one of its parameters")
+        properties[param]["x-mcp-header"] = header
+    try:
+        header_params(schema)
+    except InvalidHeaderDeclaration as exc:
+        raise ValueError(f"tool {tool}: {exc}") from None
+    return schema
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
@@ -125,7 +147,7 @@ def check_tool_name(name: str) -> None:
 
 def list_tools(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``tools/list``: one page of tools."""
-    return list_page(connection, params, "tools")
+    return list_page(connection, context, params, "tools")
 
 
 def call_tool(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
@@ -148,7 +170,7 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     if problem is not None:
         message = f"Invalid arguments for tool {name}: {problem}"
-        if lifecycle.at_least(connection.protocol_version, lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
+        if lifecycle.at_least(connection.version_for(context), lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
             # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
             return {"content": [text_block(message)], "isError": True}
         raise InvalidParams(message)
@@ -167,7 +189,7 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
     except Exception:  # noqa: BLE001 - the client sees a generic error, stderr the traceback
         log.exception("tool %s failed", name)
         return {"content": [text_block(f"Tool {name} failed with an internal error")], "isError": True}
-    return tool_result(tool, value, connection.protocol_version)
+    return tool_result(tool, value, connection.version_for(context))
 
 
 HANDLERS = {"tools/list": list_tools, "tools/call": call_tool}

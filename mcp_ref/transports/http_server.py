@@ -38,10 +38,24 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterable, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from .. import SUPPORTED_VERSIONS, jsonrpc, lifecycle
-from ..errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest, ParseError
+from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, jsonrpc, lifecycle
+from ..errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    HeaderMismatchError,
+    InvalidParams,
+    InvalidRequest,
+    McpError,
+    ParseError,
+)
 from ..jsonrpc import ErrorResponse, Request, Response
 from .base import Transport
+from .http_headers import check_request_headers
 from .sse import KEEPALIVE, sse_event
 
 if TYPE_CHECKING:
@@ -60,11 +74,32 @@ _CLOSE = object()  # ends the current connection of a stream, not the stream (SS
 
 
 class HttpError(Exception):
-    """An HTTP error answer with a JSON-RPC error body (id omitted: there is no request to answer)."""
+    """An HTTP error answer with a JSON-RPC error body (its ``id`` omitted unless a request was read)."""
 
-    def __init__(self, status: str, message: str, code: int = INVALID_REQUEST, headers: Iterable = ()):
+    def __init__(self, status: str, message: str, code: int = INVALID_REQUEST, headers: Iterable = (),
+                 request_id=None, data=None):
         super().__init__(message)
         self.status, self.message, self.code, self.headers = status, message, code, list(headers)
+        self.request_id, self.data = request_id, data
+
+    @classmethod
+    def modern(cls, exc: McpError, request_id) -> "HttpError":
+        """A 2026-07-28 error raised before the request reached its handler, with its HTTP status."""
+        return cls(modern_status(exc.code, before_dispatch=True), exc.message, exc.code,
+                   request_id=request_id, data=exc.data)
+
+
+def modern_status(code: int, *, before_dispatch: bool = False) -> str:
+    """The HTTP status of a 2026-07-28 JSON-RPC error (streamable-http §Protocol Version Header, §Server
+    Validation; basic/index §_meta): 404 for an unknown method; 400 for a header mismatch, a missing
+    client capability, an unsupported version, and a malformed envelope (checked before dispatch)."""
+    if code == METHOD_NOT_FOUND:
+        return "404 Not Found"
+    if code in (HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION):
+        return "400 Bad Request"
+    if code == INVALID_PARAMS and before_dispatch:
+        return "400 Bad Request"
+    return "200 OK"
 
 
 # -- event store ----------------------------------------------------------------------------
@@ -243,6 +278,8 @@ class HttpSession(Transport):
         self.connection: ServerConnection | None = None
         #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
         self.principal = None
+        #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
+        self.modern = False
 
     # the Transport protocol
 
@@ -274,6 +311,8 @@ class HttpSession(Transport):
                 return
             stream = self.standalone
         direct = stream.direct
+        if direct is not None and self.modern and isinstance(message, ErrorResponse):
+            direct.status = modern_status(message.error.get("code"))
         if direct is not None and direct.send(data, end):
             return
         if not stream.put(data, end=end):
@@ -608,6 +647,8 @@ class McpWsgiApp:
         if not (_accepts(accept, "application/json") and _accepts(accept, "text/event-stream")):
             raise HttpError("406 Not Acceptable", "Not Acceptable: Accept must list application/json and text/event-stream")
         message = self._read_message(environ)
+        if self._is_modern(environ, message):
+            return self._modern_post(environ, start_response, message)
         items = message if isinstance(message, list) else [message]
         if any(isinstance(m, Request) and m.method == "initialize" for m in items):
             if isinstance(message, list):
@@ -626,6 +667,67 @@ class McpWsgiApp:
             return self._answer_inline(session, stream, message, start_response)
         session.connection.session.dispatch(message)  # a batch: its handlers run on the pool
         return self._answer(session, stream, start_response)
+
+    # -- the 2026-07-28 era: every request on its own ------------------------------------------
+
+    @staticmethod
+    def _is_modern(environ: dict, message) -> bool:
+        """A 2026-07-28 POST: its header names a modern version, or its request's ``_meta`` names any.
+
+        basic/versioning §Backward Compatibility: "A request carrying modern per-request _meta is
+        served statelessly according to this revision."  A batch is never modern.
+        """
+        if isinstance(message, list):
+            return False
+        if environ.get("HTTP_MCP_PROTOCOL_VERSION", "").strip() in MODERN_VERSIONS:
+            return True
+        return isinstance(message, Request) and envelope.is_modern(message.params)
+
+    def _modern_post(self, environ: dict, start_response, message):
+        """Serve one 2026-07-28 POST: check its headers against its body, then answer it on this thread.
+
+        No session is made or named (streamable-http: "An Mcp-Session-Id header on a request:
+        ignore it, and do not mint or echo session IDs"); the connection lives as long as the POST.
+        """
+        if not isinstance(message, Request):
+            # "This revision of the core protocol defines no client-to-server notifications over
+            # Streamable HTTP": accepted, and there is nothing to do with them.
+            start_response("202 Accepted", [("Content-Length", "0")])
+            return [b""]
+        try:
+            self._check_modern_headers(environ, message)
+        except McpError as exc:
+            raise HttpError.modern(exc, message.id) from None
+        self._check_scopes(environ, [message], self.path)
+        session = HttpSession(self, None, kind="stateless")
+        session.modern = True
+        session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
+        self._bind(session, environ)
+        stream = session.open_stream([message.id])
+        return self._answer_inline(session, stream, message, start_response)
+
+    def _check_modern_headers(self, environ: dict, request: Request) -> None:
+        """The order the spec implies: the envelope's required fields (-32602), the version header
+        against it (-32020), the version itself (-32022), then ``Mcp-Method`` / ``Mcp-Name`` /
+        ``Mcp-Param-*`` against the body (-32020)."""
+        meta = envelope.meta_of(request.params)
+        if meta is None or envelope.PROTOCOL_VERSION not in meta or envelope.CLIENT_CAPABILITIES not in meta:
+            raise InvalidParams(f"Invalid params: a {MODERN_VERSIONS[0]} request's _meta must carry "
+                                f"{envelope.PROTOCOL_VERSION} and {envelope.CLIENT_CAPABILITIES}")
+        header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if header is None:
+            raise HeaderMismatchError("Header mismatch: the MCP-Protocol-Version header is missing")
+        if header.strip(" \t") != meta[envelope.PROTOCOL_VERSION]:
+            raise HeaderMismatchError(f"Header mismatch: MCP-Protocol-Version {header.strip()!r} does not match "
+                                      f"_meta {envelope.PROTOCOL_VERSION} {meta[envelope.PROTOCOL_VERSION]!r}")
+        envelope.read_envelope(request.params)  # -32022 for a version this server does not speak
+        params = request.params if isinstance(request.params, dict) else {}
+        schema = None
+        if request.method == "tools/call" and isinstance(params.get("name"), str):
+            tool = self.server.get_tool(params["name"])
+            schema = tool.listing.get("inputSchema") if tool is not None else None
+        check_request_headers(lambda name: environ.get("HTTP_" + name.upper().replace("-", "_")),
+                              request.method, params, schema)
 
     def _accept_without_requests(self, environ: dict, start_response, message, items: list):
         """A POST of notifications, answers or invalid batch items: nothing to stream back.
@@ -980,6 +1082,7 @@ class _DirectReply:
         self.write = None
         self.broken = False
         self.done = False  # finish() was called: the response belongs to the WSGI server now
+        self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
 
     def send(self, data: bytes, end: bool) -> bool:
         """Deliver one message of the stream; False once the client has gone or resumed
@@ -1036,7 +1139,7 @@ class _DirectReply:
             if self.write is not None:
                 return []
             if self.answer is not None:
-                self.start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(self.answer)))])
+                self.start_response(self.status, [("Content-Type", "application/json"), ("Content-Length", str(len(self.answer)))])
                 return [self.answer]
             self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
             return [b""]
@@ -1047,7 +1150,13 @@ _SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cac
 
 
 def _error(start_response, exc: HttpError):
-    body = json.dumps({"jsonrpc": "2.0", "error": {"code": exc.code, "message": exc.message}}).encode()
+    error = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    answer = {"jsonrpc": "2.0", "error": error}
+    if exc.request_id is not None:
+        answer["id"] = exc.request_id
+    body = json.dumps(answer).encode()
     start_response(exc.status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *exc.headers])
     return [body]
 

@@ -5,7 +5,8 @@
     python tests/conformance/run.py --list
 
 Suites: the 2025-11-25 requirement set (``--requirements 2025-11-25``, what conformance to that revision
-means) for the server and the client; every scenario that applies at 2025-11-25 (``--suite all``, pending
+means) for the server and the client; the 2026-07-28 requirement set for the server (the stateless era,
+served by the same endpoint); every scenario that applies at 2025-11-25 (``--suite all``, pending
 ones too) for both; the server suite at 2025-06-18; the client's 2025-03-26 authorization scenarios
 (``--suite backcompat``); and ``conformance authorization`` against the demo authorization server
 (``mcp-ref serve-demo --http --auth``).  The server is tests/conformance/server.py (started
@@ -75,6 +76,9 @@ class Suite:
 
 SUITES = [
     Suite("server-requirements-2025-11-25", "server", "2025-11-25", requirements=True),
+    # The stateless era, at the same endpoint (issue 10): every scored scenario, the pending header
+    # scenarios, and the tasks extension (in the baseline until it is built).
+    Suite("server-requirements-2026-07-28", "server", "2026-07-28", requirements=True),
     Suite("server-2025-11-25", "server", "2025-11-25"),
     Suite("server-2025-06-18", "server", "2025-06-18"),
     Suite("client-requirements-2025-11-25", "client", "2025-11-25", requirements=True),

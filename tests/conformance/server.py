@@ -25,8 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a check
 from mcp_ref import (
     AudioContent,
     Context,
+    Elicit,
     EmbeddedResource,
     ImageContent,
+    ListRoots,
+    Sample,
     PromptMessage,
     Server,
     TextContent,
@@ -257,6 +260,123 @@ def test_reconnection(ctx: Context) -> str:
     ctx.close_sse_stream()
     ctx.request.cancelled.wait(0.2)  # long enough that the answer comes after the client reconnected
     return "Reconnection test completed successfully"
+
+
+# -- 2026-07-28: the stateless era (server-stateless, input-required-result-*) ------------------
+# The same handlers serve both eras: ctx.elicit / ctx.sample / ctx.list_roots send a request in the
+# handshake era and, at 2026-07-28, end in an InputRequiredResult answered by the client's retry.
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling: a client that did not declare it gets -32021 naming it (2026-07-28)."""
+    answer = ctx.sample("Say anything.", max_tokens=10)
+    return f"The client said: {answer.content.text if hasattr(answer.content, 'text') else '...'}"
+
+
+@server.tool()
+def test_streaming_elicitation(ctx: Context) -> str:
+    """Ask for a name; never a request of its own on the response stream (MRTR instead)."""
+    answer = ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool()
+def test_logging_tool(ctx: Context) -> str:
+    """Log one message: sent only to a request that set io.modelcontextprotocol/logLevel (2026-07-28)."""
+    ctx.info("test_logging_tool ran")
+    return "Logged, if asked to."
+
+
+@server.tool()
+def test_input_required_result_elicitation(ctx: Context) -> str:
+    """MRTR: ask the user's name (key user_name), then greet them."""
+    answer = ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool()
+def test_input_required_result_sampling(ctx: Context) -> str:
+    """MRTR: ask the client's LLM a question (key capital_question)."""
+    answer = ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"The model answered: {getattr(answer.content, 'text', '')}"
+
+
+@server.tool()
+def test_input_required_result_list_roots(ctx: Context) -> str:
+    """MRTR: ask for the client's roots (key client_roots)."""
+    roots = ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(root.uri for root in roots)
+
+
+@server.tool()
+def test_input_required_result_request_state(ctx: Context) -> str:
+    """MRTR with requestState: ask for confirmation (key confirm); the state carries the round."""
+    answer = ctx.elicit("Confirm?", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+                        key="confirm")
+    return "state-ok" if (answer.content or {}).get("ok") else "state-not-confirmed"
+
+
+@server.tool()
+def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """MRTR: three asks in one round (elicitation, sampling, roots)."""
+    name, greeting, roots = ctx.gather(
+        Elicit("What is your name?", NAME_SCHEMA, key="user_name"),
+        Sample("Generate a greeting", max_tokens=50, key="greeting"),
+        ListRoots(key="client_roots"),
+    )
+    return (f"name={(name.content or {}).get('name')} greeting={getattr(greeting.content, 'text', '')} "
+            f"roots={len(roots)}")
+
+
+@server.tool()
+def test_input_required_result_multi_round(ctx: Context) -> str:
+    """MRTR over two rounds: a name (step1), then a colour (step2)."""
+    name = ctx.elicit("What is your name?", NAME_SCHEMA, key="step1")
+    color = ctx.elicit("What is your favourite colour?",
+                       {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+                       key="step2")
+    return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
+
+
+@server.tool()
+def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """MRTR whose requestState is checked: a changed state is refused (-32602)."""
+    answer = ctx.elicit("Confirm?", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+                        key="confirm")
+    return "confirmed" if (answer.content or {}).get("ok") else "not confirmed"
+
+
+@server.tool()
+def test_input_required_result_capabilities(ctx: Context) -> str:
+    """MRTR that asks only for what the client declared (never an undeclared kind of input)."""
+    declared = ctx.client_capabilities
+    if "sampling" in declared:
+        answer = ctx.sample("Say hello.", max_tokens=20, key="hello")
+        return f"sampled: {getattr(answer.content, 'text', '')}"
+    if "elicitation" in declared:
+        answer = ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+        return f"elicited: {(answer.content or {}).get('name')}"
+    if "roots" in declared:
+        return f"roots: {len(ctx.list_roots(key='client_roots'))}"
+    return "the client declared no way to ask it anything"
+
+
+@server.tool(headers={"region": "Region", "priority": "Priority"})
+def test_header_params(region: str, query: str = "", priority: int = 0) -> str:
+    """Mirror region and priority into Mcp-Param-Region / Mcp-Param-Priority (2026-07-28 x-mcp-header)."""
+    return f"region={region} priority={priority} query={query}"
+
+
+@server.prompt()
+def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks the user for context first (MRTR on prompts/get)."""
+    answer = ctx.elicit("What context should the prompt use?",
+                        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+                        key="user_context")
+    return f"Use this context: {(answer.content or {}).get('context')}"
 
 
 # -- resources ---------------------------------------------------------------------------------

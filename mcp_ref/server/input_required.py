@@ -1,0 +1,256 @@
+"""Multi Round-Trip Requests (2026-07-28 basic/patterns/mrtr): asking the client without a request of our own.
+
+In the handshake era a handler that needs the client (elicitation, sampling,
+roots) sends it a request and waits.  In the modern era a server "MUST send
+server-to-client requests ... using the MRTR pattern": it answers the
+client's request with an ``InputRequiredResult`` naming what it needs, and the
+client *retries* the original request with ``inputResponses``.
+
+mcp_ref keeps one handler for both eras by **re-running the handler on each
+retry**.  A handler asks with ``ctx.elicit(...)``, ``ctx.sample(...)``,
+``ctx.list_roots()`` or, for several at once, ``ctx.gather(Elicit(...),
+Sample(...), ListRoots())``.  In the modern era each ask looks for its answer
+(by key) among the answers the request carries; the first ask without one
+raises :class:`InputRequired`, which the dispatcher turns into the
+``InputRequiredResult``.  On the retry the handler runs again from the top
+and, this time, finds its answers.  Code before an ask therefore runs once per
+round: keep side effects after the asks (spec_notes/mrtr.md explains the choice).
+
+Answers gathered in earlier rounds travel in ``requestState``, sealed with the
+server's keyring (HMAC-SHA256, the key of pagination cursors) together with the
+method, a digest of the request's parameters, the caller and an expiry:
+basic/patterns/mrtr §Server Requirements, "servers MUST treat requestState as
+an attacker-controlled input ... MUST protect its integrity ... SHOULD include
+... the authenticated principal ... a short expiry ... an identifier for the
+originating request".
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import InvalidParams
+from ..signing import Keyring
+
+#: basic/patterns/mrtr §Supported Requests: "Servers MUST NOT send InputRequiredResult responses
+#: on any other client requests."
+SUPPORTED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+#: The largest ``requestState`` accepted or sent (bytes); the answers it carries count against it.
+MAX_STATE_BYTES = 256 * 1024
+#: How long a ``requestState`` is honoured (seconds): long enough for a person to fill in a form.
+STATE_TTL = 15 * 60
+_TAG_BYTES = 16
+
+
+class InputRequired(BaseException):
+    """Raised by an ask whose answer the request does not carry (modern era only).
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that a handler's own
+    ``except Exception`` cannot swallow it: it is control flow, not an error.
+    ``requests`` maps each key to its ``{"method", "params"}`` InputRequest.
+    """
+
+    def __init__(self, requests: dict[str, dict]):
+        super().__init__(", ".join(requests))
+        self.requests = requests
+
+
+# -- what a handler asks for ---------------------------------------------------------------------
+
+
+@dataclass
+class Elicit:
+    """Ask the user to fill a form (``elicitation/create``, form mode).
+
+    ``schema``: a flat object schema of primitive properties, or a dataclass / TypedDict of
+    such fields (the accepted answer is then also ``result.data``, an instance of it).
+    ``key`` names the ask in ``inputRequests`` (default: ``elicitation-N``, by order of asking).
+    """
+
+    message: str
+    schema: dict | type
+    key: str | None = None
+
+
+@dataclass
+class ElicitUrl:
+    """Send the user to a URL (``elicitation/create``, URL mode; 2025-11-25 and later)."""
+
+    message: str
+    url: str
+    elicitation_id: str | None = None  # the handshake era's correlation id (gone in 2026-07-28)
+    key: str | None = None
+
+
+@dataclass
+class Sample:
+    """Ask the client's LLM for a completion (``sampling/createMessage``).
+
+    ``messages`` is a string (one user message) or a list of ``{"role", "content"}`` dicts or
+    SamplingMessage objects; the other fields are those of ``CreateMessageRequest``.
+    """
+
+    messages: str | list
+    max_tokens: int
+    system_prompt: str | None = None
+    temperature: float | None = None
+    stop_sequences: list | None = None
+    model_preferences: dict | None = None
+    include_context: str | None = None
+    metadata: dict | None = None
+    tools: list | None = None
+    tool_choice: dict | None = None
+    key: str | None = None
+
+
+@dataclass
+class ListRoots:
+    """Ask for the client's roots (``roots/list``)."""
+
+    key: str | None = None
+
+
+@dataclass
+class Ask:
+    """One prepared ask: its key, the request to send, and how to read its answer."""
+
+    key: str
+    method: str
+    params: dict | None
+    read: Callable[[dict], Any]
+    #: The client capability this ask needs, as a ClientCapabilities fragment (for -32021).
+    needs: dict = field(default_factory=dict)
+
+    def input_request(self) -> dict:
+        """The InputRequest object of ``inputRequests`` (no ``jsonrpc``, no ``id``)."""
+        request: dict = {"method": self.method}
+        if self.params is not None:
+            request["params"] = self.params
+        return request
+
+
+def answer_all(asks: list[Ask], answers: dict) -> list:
+    """The answers to ``asks`` from the request's ``answers``; InputRequired for those it lacks.
+
+    basic/patterns/mrtr §Error Handling: "If the client fails to send all the information
+    requested ... the server SHOULD respond with a new InputRequiredResult requesting the
+    missing information again, rather than returning an error."
+    """
+    missing = {ask.key: ask.input_request() for ask in asks if ask.key not in answers}
+    if missing:
+        raise InputRequired(missing)
+    results = []
+    for ask in asks:
+        value = answers[ask.key]
+        if not isinstance(value, dict):
+            # §Error Handling: "Servers SHOULD validate that the data provided by the client is a valid InputResponses object".
+            raise InvalidParams(f"Invalid params: inputResponses[{ask.key!r}] must be a {ask.method} result object")
+        try:
+            results.append(ask.read(value))
+        except InvalidParams:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InvalidParams(f"Invalid params: inputResponses[{ask.key!r}] is not a valid {ask.method} result ({exc})") from None
+    return results
+
+
+# -- the request's answers, and the sealed state -------------------------------------------------
+
+
+@dataclass
+class Inputs:
+    """What one modern request brings for its asks: answers from ``requestState`` and ``inputResponses``.
+
+    ``used`` records the keys the handler asked for, so only those ride on in the next state.
+    """
+
+    answers: dict = field(default_factory=dict)
+    used: set = field(default_factory=set)
+
+
+def digest(method: str, params: dict) -> str:
+    """An identifier for the originating request: the method and its salient parameters (those
+    that are not the envelope or the MRTR fields), so state is refused on any other request."""
+    salient = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
+    raw = json.dumps([method, salient], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(hashlib.sha256(raw).digest()[:16]).rstrip(b"=").decode("ascii")
+
+
+def read_inputs(params: dict, method: str, keyring: Keyring, principal: str | None) -> Inputs:
+    """The answers a request carries, after checking ``requestState`` and ``inputResponses``.
+
+    A state that is not ours, was changed, has expired, belongs to another caller or another
+    request is -32602 (§Server Requirements: "MUST reject state that fails verification").
+    Keys of ``inputResponses`` that nothing asks for are ignored (§Error Handling: "the server
+    SHOULD ignore any information it does not recognize or need").
+    """
+    answers: dict = {}
+    if "requestState" in params:
+        answers.update(open_state(params["requestState"], method, digest(method, params), keyring, principal))
+    if "inputResponses" in params:
+        responses = params["inputResponses"]
+        if not isinstance(responses, dict):
+            raise InvalidParams("Invalid params: inputResponses must be an object mapping keys to results")
+        answers.update(responses)
+    return Inputs(answers)
+
+
+def seal_state(inputs: Inputs, method: str, params: dict, keyring: Keyring, principal: str | None,
+               ttl: float = STATE_TTL) -> str:
+    """The ``requestState`` for the next round: the answers used so far, bound to this request,
+    this caller and an expiry, with an HMAC tag."""
+    payload = {
+        "m": method,
+        "d": digest(method, params),
+        "p": principal,
+        "x": int(time.time() + ttl),
+        "a": {key: inputs.answers[key] for key in sorted(inputs.used) if key in inputs.answers},
+    }
+    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    token = _b64(raw) + "." + _b64(keyring.tag(raw, _TAG_BYTES))
+    if len(token) > MAX_STATE_BYTES:
+        raise InvalidParams(f"Invalid params: the answers gathered for this request exceed {MAX_STATE_BYTES} bytes")
+    return token
+
+
+def open_state(token: object, method: str, request_digest: str, keyring: Keyring, principal: str | None) -> dict:
+    """The answers sealed in ``token``, or -32602 when it does not verify for this request."""
+    if not isinstance(token, str) or not token:
+        raise InvalidParams("Invalid params: requestState must be a non-empty string")
+    if len(token) > MAX_STATE_BYTES:
+        raise InvalidParams(f"Invalid params: requestState is over {MAX_STATE_BYTES} bytes")
+    body, _, tag = token.partition(".")
+    try:
+        raw, raw_tag = _unb64(body), _unb64(tag)
+    except (binascii.Error, ValueError):
+        raise InvalidParams("Invalid params: requestState was not issued by this server") from None
+    if len(raw_tag) != _TAG_BYTES or not keyring.verify(raw, raw_tag):
+        raise InvalidParams("Invalid params: requestState was not issued by this server or was changed")
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        raise InvalidParams("Invalid params: requestState is malformed") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("a"), dict):
+        raise InvalidParams("Invalid params: requestState is malformed")
+    if payload.get("m") != method or payload.get("d") != request_digest:
+        raise InvalidParams("Invalid params: requestState belongs to another request")
+    if payload.get("p") != principal:
+        raise InvalidParams("Invalid params: requestState belongs to another caller")
+    if not isinstance(payload.get("x"), int) or payload["x"] < time.time():
+        raise InvalidParams("Invalid params: requestState has expired; send the request again without it")
+    return payload["a"]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
