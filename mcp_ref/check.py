@@ -1,7 +1,7 @@
 """``mcp-ref check TARGET``: the official schema as a linter for server authors.
 
-It connects (any transport), negotiates, then exercises the server without side effects:
-ping; every page of tools, resources, templates and prompts; a bounded number of resource
+It connects (any transport), negotiates (``initialize``, or ``server/discover`` in the 2026-07-28
+era), then exercises the server without side effects: ping (handshake era only); every page of tools, resources, templates and prompts; a bounded number of resource
 reads and of prompts that need no arguments; an unknown method (-32601 expected), invalid
 params (-32602), an invalid cursor (-32602 recommended).  With ``call_tools`` it also
 calls each tool once with arguments built from its ``inputSchema``.  Every message both
@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
-from .errors import ConnectionClosed, McpError, RequestTimeout
+from .errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
 
 #: Resources read and prompts got at most (the rest are listed, not fetched).
 MAX_READS = 20
@@ -67,9 +67,18 @@ class Checker:
     def run(self) -> list[Finding]:
         """Every check, in order; the schema verdict last (it covers every message exchanged)."""
         caps = self.client.server_capabilities
-        self.add("initialize: a protocol version both sides speak", PASS, "basic/lifecycle §Version Negotiation",
-                 f"negotiated {self.version}; server {self.client.server_info.name} {self.client.server_info.version}")
-        self.attempt("ping answers an empty result", "basic/utilities/ping", self._ping)
+        info = self.client.server_info
+        server = f"server {info.name} {info.version}" if info is not None else "the server did not name itself"
+        if self.client.era == "modern":  # 2026-07-28: no handshake, no ping
+            self.add("server/discover: a protocol version both sides speak", PASS,
+                     "basic/versioning §Protocol Version Negotiation", f"chose {self.version}; {server}")
+            if info is None:
+                self.add("results name the server", WARN, "basic/index §_meta",
+                         "servers SHOULD include io.modelcontextprotocol/serverInfo in every result's _meta")
+        else:
+            self.add("initialize: a protocol version both sides speak", PASS, "basic/lifecycle §Version Negotiation",
+                     f"negotiated {self.version}; {server}")
+            self.attempt("ping answers an empty result", "basic/utilities/ping", self._ping)
         if "tools" in caps:
             self._tools()
         if "resources" in caps:
@@ -117,6 +126,10 @@ class Checker:
         except RequestTimeout:
             self.add(check, WARN, "server/tools §Calling Tools",
                      f"no answer within {CALL_TIMEOUT:g} s with {arguments}; cancelled (basic/utilities/cancellation)")
+            return
+        except MissingRequiredClientCapabilityError as exc:  # 2026-07-28: the right answer to this client
+            self.add(check, WARN, "basic/index §Error Codes (-32021)",
+                     f"needs client capabilities this check does not declare: {exc.required_capabilities}")
             return
         except (McpError, ConnectionClosed) as exc:
             self.add(check, FAIL, "server/tools §Calling Tools", f"{type(exc).__name__}: {exc}")

@@ -94,6 +94,9 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
                         help="for a protected server: print the authorization URL, do not open a browser")
     parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default=default("auto"),
                         help="for URL targets: Streamable HTTP with fallback (auto), or one of them")
+    parser.add_argument("--era", choices=("auto", "modern", "handshake"), default=default("auto"),
+                        help="the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
+                             "handshake (auto); or only one of them")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -280,7 +283,7 @@ def _demo(args, trace) -> int:
     from .walkthrough import run
 
     try:
-        return run(trace=trace, timeout=args.timeout)
+        return run(trace=trace, timeout=args.timeout, era=args.era)
     except (ConnectionClosed, RequestTimeout, McpError, OSError) as exc:
         raise CliError(f"the demo could not run its server: {exc}", EXIT_UNREACHABLE) from None
 
@@ -350,7 +353,8 @@ def _client_options(args, trace) -> dict:
     """What the CLI declares and answers as a client: roots, sampling, elicitation (see the README)."""
     from pathlib import Path
 
-    options: dict[str, Any] = {"timeout": args.timeout, "initialize_timeout": args.connect_timeout, "trace": trace}
+    options: dict[str, Any] = {"timeout": args.timeout, "initialize_timeout": args.connect_timeout, "trace": trace,
+                               "era": args.era}
     if args.root:
         options["roots"] = [Path(path).resolve().as_uri() for path in args.root]
     if args.sampling_command:
@@ -616,12 +620,18 @@ def _print_json(value: Any) -> None:
 
 
 def _info(client, args) -> int:
-    if args.json:
-        _print_json(client.initialize_result.raw)
+    if args.json:  # the server's own answer: to server/discover (2026-07-28) or to initialize
+        _print_json((client.discover_result or client.initialize_result).raw)
         return EXIT_OK
     info = client.server_info
-    print(f"server:       {info.name} {info.version}" + (f" ({info.title})" if info.title else ""))
+    if info is not None:
+        print(f"server:       {info.name} {info.version}" + (f" ({info.title})" if info.title else ""))
     print(f"protocol:     {client.protocol_version}")
+    if client.era == "modern":
+        print(f"era:          modern (no session; server/discover lists "
+              f"{', '.join(client.discover_result.supported_versions)})")
+    else:
+        print("era:          handshake (initialize)")
     print(f"capabilities: {', '.join(sorted(client.server_capabilities)) or '(none)'}")
     for name, value in sorted(client.server_capabilities.items()):
         if value:

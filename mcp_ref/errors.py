@@ -203,6 +203,15 @@ class ServerUnreachable(ConnectionClosed):
     """
 
 
+class ResponseStreamLost(ConnectionError):
+    """The HTTP response stream of one request broke before its answer arrived.
+
+    2026-07-28 changelog (SEP-2575): "A broken response stream loses the in-flight request;
+    clients MUST re-issue it as a new request with a new request ID."  The client does so
+    (a bounded number of times) before raising this.
+    """
+
+
 class RequestTimeout(TimeoutError):
     """No answer within the request's timeout; the peer was sent ``notifications/cancelled``."""
 

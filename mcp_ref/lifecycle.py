@@ -11,7 +11,9 @@ Two kinds of rule live here, both as tables the rest of the code consults:
   and notifications it may send, and the spec sentence behind each row.  A
   connection keeps one :class:`Lifecycle`; only a transition in the table moves
   its phase.  h11's ``_state.py`` is the model: an illegal event is a missing
-  key.  The stateless 2026-07-28 era will add a second table beside this one.
+  key.  In the stateless 2026-07-28 era a connection has no handshake: a
+  server serves each modern request as it comes (``STATELESS``), and a client
+  moves to operating once ``server/discover`` is answered.
 """
 
 from __future__ import annotations
@@ -215,7 +217,9 @@ RULES: dict[tuple[str, Phase], Rules] = {
     ),
     (CLIENT, Phase.AWAITING_INITIALIZE): Rules(
         receive=Every(),  # liberal in what it accepts: the duty above is the server's
-        send={"initialize", "ping"},
+        # server/discover: the 2026-07-28 era probe (basic/transports/stdio §Backward Compatibility:
+        # a dual-era client "SHOULD probe with server/discover before sending any other request").
+        send={"initialize", "ping", "server/discover"},
         notify={"notifications/cancelled"},
         refusal="",
         unsent="{method}: the server has not answered initialize yet",
@@ -249,6 +253,9 @@ TRANSITIONS: dict[tuple[str, Phase, str], Phase] = {
     (SERVER, Phase.AWAITING_INITIALIZE, STATELESS): Phase.OPERATING,
     # The client sends notifications/initialized as the first act of this phase.
     (CLIENT, Phase.AWAITING_INITIALIZE, INITIALIZE_ANSWERED): Phase.OPERATING,
+    # 2026-07-28: server/discover answered as a modern server answers it; every request from now on
+    # carries its own version and capabilities (basic/versioning §Protocol Version Negotiation).
+    (CLIENT, Phase.AWAITING_INITIALIZE, STATELESS): Phase.OPERATING,
     # 2025-11-25 basic/transports §Session Management: on HTTP 404 for its session the client "MUST start a
     # new session by sending a new InitializeRequest"; it stays operating meanwhile (the transport holds
     # requests until the new session is ready).

@@ -187,8 +187,10 @@ class PendingRequest:
                     continue  # progress moved the deadline while we waited
                 if self._session._forget(self.id) is None:
                     return self.future.result(0)  # the answer won the race
-                if self.method != "initialize":
-                    # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by clients".
+                if self.method not in ("initialize", "server/discover"):
+                    # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
+                    # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
+                    # for a handshake-era server, which never began any work for it.
                     self._session._send_cancel(self.id, "timeout")
                 limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
                 exc = RequestTimeout(f"{self.method}: no answer within the {limit}")

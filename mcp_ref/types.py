@@ -557,6 +557,30 @@ class InitializeResult(WireModel):
 
 
 @dataclass(kw_only=True)
+class DiscoverResult(WireModel):
+    """The server's answer to ``server/discover`` (2026-07-28 server/discover): the versions it
+    speaks, its capabilities and, from the result's ``_meta``, its identity."""
+
+    supported_versions: list
+    capabilities: dict
+    instructions: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    meta: dict | None = None
+    raw: dict | None = _raw_field()
+
+    @property
+    def server_info(self) -> Implementation | None:
+        """``io.modelcontextprotocol/serverInfo`` from ``_meta`` (or a top-level ``serverInfo``,
+        as some servers send), None when the server did not say."""
+        info = (self.meta or {}).get("io.modelcontextprotocol/serverInfo") or (self.raw or {}).get("serverInfo")
+        try:
+            return Implementation.from_wire(info) if isinstance(info, dict) else None
+        except TypeError:  # name or version missing: not an Implementation
+            return None
+
+
+@dataclass(kw_only=True)
 class LogMessage(WireModel):
     """A ``notifications/message`` log entry from the server."""
 

@@ -67,14 +67,35 @@ def _elicitation_handler(params: ElicitParams) -> ElicitResult:
     return ElicitResult(action="accept", content={"name": "Ada"})
 
 
-def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0) -> int:
-    """Run the walkthrough; returns the exit code (0 when every step behaved)."""
-    inbox = _Inbox()
+def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0, era: str = "auto") -> int:
+    """Run the walkthrough; returns the exit code (0 when every step behaved).
+
+    ``era``: ``"auto"`` (both eras: the handshake tour, then the 2026-07-28 chapter),
+    ``"handshake"`` or ``"modern"`` (that part alone).
+    """
     steps = _Steps()
     started = time.perf_counter()
     print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
+    if era in ("auto", "handshake"):
+        _handshake_tour(steps, trace, timeout)
+    if era in ("auto", "modern"):
+        _modern_era(steps, trace, timeout)
+    if era in ("auto", "handshake"):
+        _authorization(steps, trace, timeout)
+    elapsed = time.perf_counter() - started
+    if steps.failures:
+        print(f"\n{len(steps.failures)} step(s) did not behave: " + "; ".join(steps.failures))
+        return 1
+    print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.")
+    return 0
+
+
+def _handshake_tour(steps: "_Steps", trace, timeout: float) -> None:
+    """Every feature, in the handshake era (initialize, one session, requests both ways)."""
+    inbox = _Inbox()
     with Client.stdio(
         server_command(),
+        era="handshake",
         timeout=timeout,
         trace=trace,
         sampling_handler=_sampling_handler,
@@ -96,13 +117,43 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
         steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
     code = client.session.transport.returncode
     steps.check(code == 0, f"the server exited by itself with status {code}")
-    _authorization(steps, trace, timeout)
-    elapsed = time.perf_counter() - started
-    if steps.failures:
-        print(f"\n{len(steps.failures)} step(s) did not behave: " + "; ".join(steps.failures))
-        return 1
-    print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.")
-    return 0
+
+
+def _modern_era(steps: "_Steps", trace, timeout: float) -> None:
+    """The same server in the stateless 2026-07-28 era: discover, the envelope, input_required rounds."""
+    inbox = _Inbox()
+    steps.section("The 2026-07-28 era: no handshake, every request self-describing")
+    with Client.stdio(
+        server_command(),
+        era="modern",
+        timeout=timeout,
+        trace=trace,
+        sampling_handler=_sampling_handler,
+        elicitation_handler=_elicitation_handler,
+        roots=[{"uri": "file:///home/demo/project", "name": "project"}],
+        on_log=lambda m: inbox.put("log", m),
+    ) as client:
+        discovered = client.discover_result
+        steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}; "
+                  f"capabilities {', '.join(sorted(discovered.capabilities))}")
+        steps.check(client.protocol_version == "2026-07-28",
+                    "no initialize: each request carries its protocolVersion and clientCapabilities in _meta")
+        result = client.call_tool("add", {"a": 2, "b": 40})
+        steps.check(result.text == "42", f"add(2, 40) -> {result.text} (resultType complete)")
+        result = client.call_tool("ask_user")
+        steps.check(result.text == "hello Ada, who likes blue",
+                    f"ask_user -> input_required; the elicitation handler answered; the retry -> {result.text!r}")
+        result = client.call_tool("ask_llm", {"question": "what is mcp?"})
+        steps.check(result.text == "shouty-1 says: WHAT IS MCP?", f"ask_llm -> the same round trip, with a sample")
+        client.set_logging_level("warning")  # no logging/setLevel: each request's _meta carries logLevel
+        client.call_tool("log_levels")
+        levels = [m.level for m in inbox.wait("log", 2)]
+        steps.check(levels == ["warning", "error"], f"logLevel warning in _meta -> received {levels}")
+        try:
+            client.read_resource("demo://nowhere")
+            steps.check(False, "an unknown resource should be an error")
+        except ResourceNotFound as exc:
+            steps.check(exc.code == -32602, f"read demo://nowhere -> error {exc.code} (it was -32002 before)")
 
 
 def _lifecycle(client: Client, steps: _Steps) -> None:

@@ -3,7 +3,10 @@
 :class:`WireValidator` is a ``trace`` hook (``Client(trace=...)``): it learns the negotiated
 revision from the ``initialize`` result and checks each message as its type, a request as its
 request type, a result as the result type of the method it answers, a notification as its
-notification type, an error as a JSON-RPC error.  ``mcp-ref check`` reports what it finds;
+notification type, an error as a JSON-RPC error.  A 2026-07-28 request names its revision in its
+own ``_meta``: it, and the answer to it, are checked at that revision (an ``input_required``
+result as ``InputRequiredResult``), and so are the notifications of a conversation that never
+had a handshake.  ``mcp-ref check`` reports what it finds;
 the test suite uses it on every conversation it has.
 """
 
@@ -17,6 +20,7 @@ from . import schemas
 #: method -> (request type, result type) in the official schema.
 REQUEST_TYPES = {
     "initialize": ("InitializeRequest", "InitializeResult"),
+    "server/discover": ("DiscoverRequest", "DiscoverResult"),
     "ping": ("PingRequest", "EmptyResult"),
     "tools/list": ("ListToolsRequest", "ListToolsResult"),
     "tools/call": ("CallToolRequest", "CallToolResult"),
@@ -66,7 +70,9 @@ class WireValidator:
         self.errors: list[str] = []
         #: The errors of the messages received (the peer's own faults; ``errors`` has both ways).
         self.received_errors: list[str] = []
-        self.methods: dict[tuple[str, object], str] = {}
+        self.methods: dict[tuple[str, object], tuple[str, str | None]] = {}  # (method, its modern version)
+        #: The revision of the last 2026-07-28-era request seen (None: none yet).
+        self.modern_version: str | None = None
         self._backlog: list[tuple[str, dict]] = []
         self._unchecked = False
         self.lock = threading.Lock()
@@ -77,6 +83,18 @@ class WireValidator:
             self.messages.append((direction, message))
             items = message if isinstance(message, list) else [message]
             for item in items:
+                modern = _modern_version(item)
+                if modern is not None:
+                    self.modern_version = modern
+                    self._check(direction, item, modern)
+                    continue
+                if isinstance(item, dict) and "method" not in item and self._asked_modern(direction, item):
+                    self._check(direction, item, None)
+                    continue
+                if self.version is None and self.modern_version is not None and isinstance(item, dict) \
+                        and "id" not in item:  # a notification in a conversation with no handshake
+                    self._check(direction, item, self.modern_version)
+                    continue
                 if self.version is None:
                     if isinstance(item, dict) and item.get("method") == "initialize" and isinstance(item.get("params"), dict):
                         self.asked = item["params"].get("protocolVersion")
@@ -98,8 +116,16 @@ class WireValidator:
                 return version
         return None
 
-    def _check(self, direction: str, msg) -> None:
-        version = self.schema_version
+    def _asked_modern(self, direction: str, msg: dict) -> bool:
+        other = "<--" if direction == "-->" else "-->"
+        return self.methods.get((other, msg.get("id")), (None, None))[1] is not None
+
+    def _check(self, direction: str, msg, version: str | None = ...) -> None:
+        if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
+            other = "<--" if direction == "-->" else "-->"
+            version = self.methods.get((other, msg.get("id")), (None, None))[1] or version
+        if version is None or version is ...:
+            version = self.schema_version
         if version is None:
             if not self._unchecked:  # said once, and the test fails: nothing passes unchecked
                 self._found(direction, [f"protocol version {self.version!r} has no official schema: its messages cannot be checked"])
@@ -107,21 +133,26 @@ class WireValidator:
             return
         if not isinstance(msg, dict):
             return
+        known = schemas.type_names(version)
         if "method" in msg and "id" in msg:
-            self.methods[(direction, msg["id"])] = msg["method"]
+            self.methods[(direction, msg["id"])] = (msg["method"], _modern_version(msg))
             types = REQUEST_TYPES.get(msg["method"])
-            if types:
+            if types and types[0] in known:
                 self._found(direction, schemas.errors(version, types[0], msg))
         elif "method" in msg:
             name = NOTIFICATION_TYPES.get(msg["method"])
-            if name:
+            if name and name in known:
                 self._found(direction, schemas.errors(version, name, msg))
         elif "result" in msg:
             other = "<--" if direction == "-->" else "-->"
-            method = self.methods.get((other, msg.get("id")))
+            method = self.methods.get((other, msg.get("id")), (None, None))[0]
             types = REQUEST_TYPES.get(method)
-            if types:
-                self._found(direction, schemas.errors(version, types[1], msg["result"]))
+            result = msg["result"]
+            if isinstance(result, dict) and result.get("resultType") == "input_required" \
+                    and "InputRequiredResult" in known:
+                self._found(direction, schemas.errors(version, "InputRequiredResult", result))
+            elif types and types[1] in known:
+                self._found(direction, schemas.errors(version, types[1], result))
         elif "error" in msg:
             name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in schemas.type_names(version) else "JSONRPCError"
             if msg.get("id") is not None or version >= "2025-11-25":
@@ -131,3 +162,13 @@ class WireValidator:
         self.errors += errors
         if direction == "<--":
             self.received_errors += errors
+
+
+def _modern_version(msg) -> str | None:
+    """The revision a 2026-07-28-era request names in its ``_meta`` (None: not such a request)."""
+    if not isinstance(msg, dict) or "method" not in msg or "id" not in msg:
+        return None
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) and version in schemas.VERSIONS else None

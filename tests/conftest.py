@@ -146,6 +146,19 @@ def connect(wire):
         client.close()
 
 
+def handshake_era(factory):
+    """``connect`` pinned to the handshake era (unless the test pins a revision itself): for a
+    module that tests what only the handshake era has (server-to-client requests, ping, the
+    session's lifecycle).  The 2026-07-28 era has its own tests (test_modern_client.py)."""
+
+    def connect(command=None, **options):
+        if "protocol_version" not in options:
+            options.setdefault("era", "handshake")
+        return factory(command, **options)
+
+    return connect
+
+
 class RawPeer:
     """A server subprocess driven with raw bytes, for malformed-input tests.
 

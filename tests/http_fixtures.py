@@ -314,10 +314,7 @@ def raw_session():
 # -- Client.http ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def http_client():
-    """Factory: ``http_client(url, **Client options)`` -> Client.http with a WireChecker as trace
-    (``client.wire``) and timeout WAIT; closed after the test, every message schema-valid."""
+def _http_clients(**defaults):
     from mcp_ref import Client
 
     made = []
@@ -325,13 +322,37 @@ def http_client():
     def factory(url: str, **options):
         checker = options.pop("trace", None) or WireChecker()
         options.setdefault("timeout", WAIT)
+        for key, value in defaults.items():
+            if key != "era" or "protocol_version" not in options:
+                options.setdefault(key, value)
         client = Client.http(url, trace=checker, **options)
         client.wire = checker
         made.append(client)
         return client
 
-    yield factory
+    return factory, made
+
+
+def _close_all(made) -> None:
     for client in made:
         client.close()
     for client in made:
         client.wire.assert_valid()
+
+
+@pytest.fixture
+def http_client():
+    """Factory: ``http_client(url, **Client options)`` -> Client.http with a WireChecker as trace
+    (``client.wire``) and timeout WAIT; closed after the test, every message schema-valid."""
+    factory, made = _http_clients()
+    yield factory
+    _close_all(made)
+
+
+@pytest.fixture
+def handshake_http_client():
+    """``http_client`` in the handshake era (unless a test pins a revision): sessions, the GET
+    stream, resumption, 404 renewal, HTTP+SSE.  The 2026-07-28 era: test_modern_client.py."""
+    factory, made = _http_clients(era="handshake")
+    yield factory
+    _close_all(made)

@@ -48,9 +48,14 @@ def test_info():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "server:       mcp-ref-demo 1.0.0 (mcp_ref demo server)" in out
-    assert "protocol:     2025-11-25" in out
+    assert "protocol:     2026-07-28" in out
+    assert "era:          modern (no session; server/discover lists 2026-07-28, 2025-11-25" in out
     assert "capabilities: completions, logging, prompts, resources, tools" in out
-    assert '  resources: {"subscribe": true, "listChanged": true}' in out
+    assert "  resources:" not in out  # 2026-07-28 has no subscribe or listChanged (no listen stream yet)
+    handshake = cli("info", "--era", "handshake", TARGET)
+    assert handshake.returncode == 0, handshake.stderr
+    assert "protocol:     2025-11-25" in handshake.stdout and "era:          handshake (initialize)" in handshake.stdout
+    assert '  resources: {"subscribe": true, "listChanged": true}' in handshake.stdout
     assert "instructions: A demo of every MCP feature. Start with the echo tool." in out
 
 
@@ -160,7 +165,7 @@ def test_json_outputs_equal_the_raw_results(direct):
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
-    assert as_json("info", TARGET) == direct.initialize_result.raw
+    assert as_json("info", TARGET) == direct.discover_result.raw  # the 2026-07-28 era: no initialize
     assert as_json("call", TARGET, "add", "a=1", "b=2") == direct.call_tool("add", {"a": 1, "b": 2}).raw
     assert as_json("read", TARGET, "demo://readme") == direct.read_resource("demo://readme").raw
     assert as_json("read", TARGET, "demo://pixel.png") == direct.read_resource("demo://pixel.png").raw
@@ -175,7 +180,9 @@ def test_json_outputs_equal_the_raw_results(direct):
 def test_json_of_a_tool_error_is_the_raw_result_and_exits_5():
     proc = cli("--json", "call", TARGET, "divide", "a=1", "b=0")
     assert proc.returncode == 5
-    assert json.loads(proc.stdout) == {"content": [{"type": "text", "text": "Cannot divide by zero"}], "isError": True}
+    result = json.loads(proc.stdout)  # as received: in the 2026-07-28 era with resultType and the server's _meta
+    assert {k: result[k] for k in ("content", "isError", "resultType")} == {
+        "content": [{"type": "text", "text": "Cannot divide by zero"}], "isError": True, "resultType": "complete"}
 
 
 # -- --trace -------------------------------------------------------------------------------------
@@ -188,8 +195,8 @@ def test_trace_shows_every_message_and_each_is_schema_valid():
     lines = proc.stderr.splitlines()
     assert lines and all(line.startswith(("--> {", "<-- {")) for line in lines), proc.stderr
     checker = check_trace(proc.stderr)
-    assert checker.version == "2025-11-25"
-    assert [m["method"] for m in checker.sent() if "method" in m] == ["initialize", "notifications/initialized", "tools/call"]
+    assert checker.modern_version == "2026-07-28"
+    assert [m["method"] for m in checker.sent() if "method" in m] == ["server/discover", "tools/call"]
     assert checker.received()[-1]["result"]["content"] == [{"type": "text", "text": "traced"}]
     checker.assert_valid()
 
@@ -281,7 +288,7 @@ def test_tool_error_exits_5():
 
 @pytest.mark.parametrize("args, text", [
     (["call", TARGET, "no_such_tool"], "(code -32602)"),
-    (["read", TARGET, "demo://nowhere"], "(code -32002)"),
+    (["read", TARGET, "demo://nowhere"], "(code -32602)"),  # 2026-07-28: -32602 with data.uri
     (["prompt", TARGET, "no_such_prompt"], "(code -32602)"),
     (["prompt", TARGET, "greet"], "missing required argument"),
 ])
@@ -433,7 +440,14 @@ def test_roots_and_a_sampling_command_make_the_cli_a_full_client(tmp_path):
 
 
 def test_a_tool_needing_an_undeclared_capability_is_explained_in_one_line():
+    # 2026-07-28: the server refuses the request with -32021 MissingRequiredClientCapability.
     proc = cli("call", TARGET, "ask_llm", "question=hi")
+    assert proc.returncode == 5
+    assert one_error_line(proc) == ("mcp-ref: the server answered with an error: Missing required client capability: "
+                                    "sampling/createMessage: the client did not declare the sampling capability "
+                                    "(code -32021)")
+    # The handshake era: the tool itself fails, and says why.
+    proc = cli("call", "--era", "handshake", TARGET, "ask_llm", "question=hi")
     assert proc.returncode == 5
     assert proc.stdout.strip() == ("Tool ask_llm cannot run for this client: sampling/createMessage: "
                                    "the client did not declare the sampling capability")
@@ -499,7 +513,7 @@ def test_diagram_draws_the_conversation_as_mermaid(tmp_path):
     text = out.read_text()
     assert text.startswith("# mcp-ref call ") and "```mermaid\nsequenceDiagram\n" in text
     arrows = [line.strip() for line in text.splitlines() if line.startswith("    ") and "participant" not in line]
-    assert arrows[:3] == ["C->>S: initialize #1", "S-->>C: #1 initialize result", "C--)S: notifications/initialized"]
+    assert arrows[:2] == ["C->>S: server/discover #1", "S-->>C: #1 server/discover result"]  # no handshake
     call = next(i for i, a in enumerate(arrows) if a.startswith("C->>S: tools/call count_slowly #"))
     assert arrows[call + 1: call + 4] == ["S--)C: notifications/progress"] * 3  # notifications: dashed, open
     assert arrows[call + 4] == "Note over C,S: ... 2 more message(s) like those above"

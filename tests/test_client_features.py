@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import SERVERS, Collector, InMemory
+from conftest import Collector, InMemory, SERVERS, handshake_era
 from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
@@ -30,6 +30,14 @@ from mcp_ref.types import (
     TextContent,
     Tool,
 )
+
+
+@pytest.fixture
+def connect(connect):
+    """This module tests the handshake era's server-to-client requests on the wire; the 2026-07-28
+    era answers the same asks as input_required rounds (test_modern_client.py)."""
+    return handshake_era(connect)
+
 
 CLIENT = InMemory("feature_client")  # no subprocess needed: the server runs in the test process
 ELICITING = [v for v in SUPPORTED_VERSIONS if v >= "2025-06-18"]

@@ -2,7 +2,8 @@
 HTTP (progress, sampling, elicitation and roots over the SSE streams, logging, subscriptions on
 the GET stream), the headers it sends (seen by a recording WSGI middleware), DELETE on close,
 transparent session renewal after a 404, resumption of streams the server ends or drops, and
-concurrency.  Every message is validated against the negotiated revision's schema (WireChecker)."""
+concurrency.  Every message is validated against the negotiated revision's schema (WireChecker).
+All of it is the handshake era's (the 2026-07-28 era over HTTP: test_modern_client.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from http_fixtures import (
     LATEST,
     TIMEOUT,
     HeaderRecorder,
-    http_client,  # noqa: F401 - fixture
+    handshake_http_client,  # noqa: F401 - fixture
     serve,  # noqa: F401 - fixture
 )
 
@@ -30,7 +31,7 @@ def text(result) -> str:
 # -- every feature ---------------------------------------------------------------------------------
 
 
-def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
+def test_every_feature_over_streamable_http(serve, handshake_http_client, tmp_path):
     srv = serve()
     logs, updated, changed, progress = Collector(), Collector(), Collector(), Collector()
     samples, elicits = [], []
@@ -43,7 +44,7 @@ def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
         elicits.append(params)
         return {"action": "accept", "content": {"name": "Ada", "colour": "green"}}
 
-    client = http_client(srv.mcp, sampling_handler=sampling, elicitation_handler=elicitation,
+    client = handshake_http_client(srv.mcp, sampling_handler=sampling, elicitation_handler=elicitation,
                          roots=[tmp_path.as_uri()], on_log=logs, on_resource_updated=updated,
                          on_list_changed=changed)
     assert client.protocol_version == LATEST
@@ -95,10 +96,10 @@ def test_every_feature_over_streamable_http(serve, http_client, tmp_path):
 
 
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
-def test_older_revisions_over_streamable_http(serve, http_client, version):
+def test_older_revisions_over_streamable_http(serve, handshake_http_client, version):
     srv = serve()
     progress = Collector()
-    client = http_client(srv.mcp, protocol_version=version,
+    client = handshake_http_client(srv.mcp, protocol_version=version,
                          sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
     assert client.protocol_version == version
     assert text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress)) == "counted to 2"
@@ -115,7 +116,7 @@ class BearerAuth(requests.auth.AuthBase):
         return r
 
 
-def test_headers_session_id_protocol_version_and_delete_on_close(serve, http_client):
+def test_headers_session_id_protocol_version_and_delete_on_close(serve, handshake_http_client):
     recorder_box = []
 
     def wrap(app):
@@ -124,7 +125,7 @@ def test_headers_session_id_protocol_version_and_delete_on_close(serve, http_cli
 
     srv = serve(wrap=wrap)
     recorder = recorder_box[0]
-    client = http_client(srv.mcp, headers={"X-Test": "1"}, auth=BearerAuth())
+    client = handshake_http_client(srv.mcp, headers={"X-Test": "1"}, auth=BearerAuth())
     updated = Collector()
     client.on_resource_updated = updated
     client.subscribe("demo://counter")
@@ -159,9 +160,9 @@ def test_headers_session_id_protocol_version_and_delete_on_close(serve, http_cli
 
 
 @pytest.mark.parametrize("how", ["raw DELETE", "server forgets"])
-def test_a_404_starts_a_new_session_once_transparently(serve, http_client, how):
+def test_a_404_starts_a_new_session_once_transparently(serve, handshake_http_client, how):
     srv = serve()
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     old = client.session.transport.session_id
     assert text(client.call_tool("echo", {"text": "before"})) == "before"
     if how == "raw DELETE":
@@ -216,13 +217,13 @@ class RenewalGate:
         return self.app(environ, spy)
 
 
-def test_requests_during_a_session_renewal_succeed(serve, http_client):
+def test_requests_during_a_session_renewal_succeed(serve, handshake_http_client):
     """While one request renews the session after a 404, another that met the same 404, and a third
     sent during the renewal, both wait for the new session and succeed."""
     box = []
     srv = serve(wrap=lambda app: box.append(RenewalGate(app, b'"in-flight"')) or box[0])
     gate = box[0]
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     assert srv.app.end_session(client.session.transport.session_id)
     results: dict[str, object] = {}
 
@@ -319,10 +320,10 @@ class CutStreams:
 
 
 @pytest.mark.parametrize("abrupt", [False, True], ids=["closed-early", "dropped"])
-def test_client_resumes_a_post_stream(serve, http_client, abrupt):
+def test_client_resumes_a_post_stream(serve, handshake_http_client, abrupt):
     box = []
     srv = serve(retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "POST", 2, abrupt)) or box[0])
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     progress = Collector()
     result = client.call_tool("count_slowly", {"steps": 6, "delay": 0.03}, on_progress=progress)
     assert text(result) == "counted to 6"
@@ -333,10 +334,10 @@ def test_client_resumes_a_post_stream(serve, http_client, abrupt):
     assert len(answers) == 1
 
 
-def test_client_resumes_the_standalone_stream(serve, http_client):
+def test_client_resumes_the_standalone_stream(serve, handshake_http_client):
     box = []
     srv = serve(retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "GET", 1, False, times=3)) or box[0])
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     updated, changed = Collector(), Collector()
     client.on_resource_updated, client.on_list_changed = updated, changed
     client.subscribe("demo://counter")
@@ -371,9 +372,9 @@ def test_many_concurrent_sessions(serve):
     assert srv.app.sessions == {}  # every client DELETEd its session
 
 
-def test_eight_threads_on_one_client(serve, http_client):
+def test_eight_threads_on_one_client(serve, handshake_http_client):
     srv = serve()
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
 
     def run(n: int) -> None:
         for i in range(8):
@@ -390,9 +391,9 @@ def test_eight_threads_on_one_client(serve, http_client):
 # -- stateless servers and failures ----------------------------------------------------------------
 
 
-def test_client_against_a_stateless_server(serve, http_client):
+def test_client_against_a_stateless_server(serve, handshake_http_client):
     srv = serve(stateless=True)
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     assert client.session.transport.session_id is None
     assert text(client.call_tool("echo", {"text": "x"})) == "x"
     progress = Collector()
@@ -401,9 +402,9 @@ def test_client_against_a_stateless_server(serve, http_client):
     assert srv.app.sessions == {}
 
 
-def test_http_error_reaches_the_caller_as_an_error(serve, http_client):
+def test_http_error_reaches_the_caller_as_an_error(serve, handshake_http_client):
     srv = serve(max_body_size=3000)
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     from mcp_ref.errors import McpError
 
     with pytest.raises(McpError) as info:
@@ -430,7 +431,7 @@ def test_unreachable_url_fails_fast():
 
 
 @pytest.mark.parametrize("inline", [True, False], ids=["inline", "pooled"])
-def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, http_client, inline):
+def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, handshake_http_client, inline):
     # SSE polling (2025-11-25 basic/transports §Sending Messages 6): the server ends the connection
     # without ending the stream; the client waits `retry` and resumes with GET + Last-Event-ID.
     server = Server("polling")
@@ -445,7 +446,7 @@ def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, http_clie
 
     box = []
     srv = serve(server, retry_ms=30, inline_handlers=inline, wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
-    client = http_client(srv.mcp)
+    client = handshake_http_client(srv.mcp)
     progress = Collector()
     assert text(client.call_tool("polled", on_progress=progress)) == "closed=True"
     assert [p[0] for p in progress.wait_for(3)] == [1, 2, 3]  # nothing lost
@@ -454,7 +455,7 @@ def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, http_clie
     assert len(resumed) == 1, box[0].requests
 
 
-def test_custom_headers_and_a_requests_auth_hook_reach_the_server(serve, http_client):
+def test_custom_headers_and_a_requests_auth_hook_reach_the_server(serve, handshake_http_client):
     # Issue 4 builds bearer-token auth on this: a requests auth hook applied to every HTTP request.
     import requests as _requests
 
@@ -465,7 +466,7 @@ def test_custom_headers_and_a_requests_auth_hook_reach_the_server(serve, http_cl
 
     box = []
     srv = serve(wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
-    client = http_client(srv.mcp, headers={"X-Team": "blue"}, auth=Bearer())
+    client = handshake_http_client(srv.mcp, headers={"X-Team": "blue"}, auth=Bearer())
     assert text(client.call_tool("echo", {"text": "authorised"})) == "authorised"
     client.close()
     seen = box[0].seen()

@@ -94,7 +94,10 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = WAIT) -> N
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
-def test_demo_under_gunicorn_two_workers_stateless():
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_demo_under_gunicorn_two_workers_stateless(era):
+    """Several workers, no sticky sessions: the 2026-07-28 era is stateless by design, and the
+    handshake era is served statelessly by mcp_ref (each worker answers any request)."""
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "8", "-b", f"127.0.0.1:{port}",
                "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"]
@@ -109,8 +112,9 @@ def test_demo_under_gunicorn_two_workers_stateless():
 
         def run(n: int) -> WireChecker:
             checker = WireChecker()
-            with Client.http(url, trace=checker, timeout=WAIT, headers={"Connection": "close"}) as client:
+            with Client.http(url, trace=checker, timeout=WAIT, headers={"Connection": "close"}, era=era) as client:
                 assert client.session.transport.session_id is None  # stateless
+                assert client.era == era
                 for i in range(calls_per_thread):
                     if i % 5 == 0:
                         result = client.call_tool("add", {"a": n, "b": i})
@@ -134,7 +138,8 @@ def test_demo_under_gunicorn_two_workers_stateless():
         assert "Mcp-Session-Id" not in response.headers
 
         # Which worker answered each POST, from the access log (pid, method, path, status).
-        posts = 8 * (calls_per_thread + 2) + 1  # + initialize and initialized per client, + the raw one
+        # + server/discover per client (modern) or initialize and initialized (handshake), + the raw one
+        posts = 8 * (calls_per_thread + (1 if era == "modern" else 2)) + 1
         answered: dict[int, int] = {}
         while sum(answered.values()) < posts:
             line = access.lines.get(timeout=WAIT)
@@ -240,7 +245,7 @@ def test_mounted_under_a_prefix_next_to_flask():
     try:
         base = served.url
         checker = WireChecker()
-        with Client.http(base + "/tools/mcp", trace=checker, timeout=WAIT) as client:
+        with Client.http(base + "/tools/mcp", trace=checker, timeout=WAIT, era="handshake") as client:
             assert client.session.transport.mode == "streamable"
             assert client.call_tool("echo", {"text": "mounted"}).content[0].text == "mounted"
             progress = []
@@ -294,16 +299,17 @@ def traced(*args: str) -> tuple[subprocess.CompletedProcess, WireChecker]:
 
 
 def test_cli_info_tools_call_over_streamable_http(recorded):
-    proc, checker = traced("info", recorded.mcp)
+    """The handshake era: a session per command, DELETEd at the end."""
+    proc, checker = traced("--era", "handshake", "info", recorded.mcp)
     assert proc.returncode == 0, proc.stderr
     assert "mcp-ref-demo" in proc.stdout and LATEST in proc.stdout
     assert checker.version == LATEST and checker.sent("initialize")
 
-    proc, _ = traced("tools", recorded.mcp)
+    proc, _ = traced("--era", "handshake", "tools", recorded.mcp)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^echo\(text\)", proc.stdout, re.MULTILINE), proc.stdout
 
-    proc, checker = traced("call", recorded.mcp, "echo", "text=hi")
+    proc, checker = traced("--era", "handshake", "call", recorded.mcp, "echo", "text=hi")
     assert proc.returncode == 0 and proc.stdout == "hi\n", (proc.stdout, proc.stderr)
     assert checker.received() and recorded.app.sessions == {}  # the CLI DELETEd its session
     assert [m for m, _, _ in recorded.recorder.requests].count("DELETE") == 3
@@ -394,7 +400,9 @@ def test_the_asgi_recipe_serves_and_streams():
         wait_for_port(port, proc)
         assert requests.get(f"http://127.0.0.1:{port}/health", timeout=WAIT).text == "ok"  # Starlette's own route
         changed = threading.Event()
-        with Client.http(f"http://127.0.0.1:{port}/mcp", timeout=WAIT, on_list_changed=lambda kind: changed.set()) as client:
+        # The handshake era: list changes come on its GET stream.
+        with Client.http(f"http://127.0.0.1:{port}/mcp", timeout=WAIT, on_list_changed=lambda kind: changed.set(),
+                         era="handshake") as client:
             assert client.call_tool("echo", {"text": "through asgi"}).content[0].text == "through asgi"
             # Streamed, not buffered: each progress event arrives while the tool still runs.
             seen: list[float] = []

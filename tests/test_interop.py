@@ -154,11 +154,13 @@ def test_sdk_client_against_mcp_ref_demo_server(tmp_path):
 
 
 @needs_sdk
-def test_mcp_ref_client_against_sdk_server(connect, wire):
+@pytest.mark.parametrize("era, version", [("auto", "2026-07-28"), ("handshake", "2025-11-25")])
+def test_mcp_ref_client_against_sdk_server(connect, wire, era, version):
+    """The SDK speaks both eras: mcp_ref settles on 2026-07-28 by itself, and on 2025-11-25 when asked."""
     logs: list = []
-    client = connect(SDK_SERVER, on_log=logs.append)
+    client = connect(SDK_SERVER, on_log=logs.append, era=era)
     assert client.server_info.name == "interop-sdk-server"
-    assert client.protocol_version == "2025-11-25"
+    assert client.protocol_version == version
     assert client.instructions == "An official-SDK server for interop tests."
     client.ping()
 
@@ -204,7 +206,10 @@ def test_mcp_ref_client_against_sdk_server(connect, wire):
         with pytest.raises(CapabilityError):
             client.set_logging_level("debug")
     client.close()
-    assert [(m.level, m.data) for m in logs] == [("info", f"step {n} of 3") for n in (1, 2, 3)]
+    if era == "handshake":
+        assert [(m.level, m.data) for m in logs] == [("info", f"step {n} of 3") for n in (1, 2, 3)]
+    else:  # 2026-07-28 basic/index: without a logLevel in _meta the server "MUST NOT send" log messages
+        assert logs == []
     assert client.session.transport.returncode == 0
 
 
@@ -214,7 +219,7 @@ def test_cli_against_sdk_server():
     proc = cli("info", SDK_TARGET)
     assert proc.returncode == 0
     assert "server:       interop-sdk-server" in proc.stdout
-    assert "protocol:     2025-11-25" in proc.stdout
+    assert "protocol:     2026-07-28" in proc.stdout and "era:          modern" in proc.stdout
     assert "instructions: An official-SDK server for interop tests." in proc.stdout
 
     proc = cli("tools", SDK_TARGET)
@@ -239,7 +244,8 @@ def test_cli_against_sdk_server():
     proc = cli("prompt", SDK_TARGET, "greet", "name=Ada")
     assert (proc.returncode, proc.stdout) == (0, "[user] Hello, Ada!\n")
 
-    proc = cli("--trace", "call", SDK_TARGET, "count", "steps=2")
+    # The handshake era: the SDK sends its log messages unasked (2026-07-28: only with a logLevel).
+    proc = cli("--trace", "--era", "handshake", "call", SDK_TARGET, "count", "steps=2")
     assert (proc.returncode, proc.stdout) == (0, "counted to 2\n")
     checker = check_trace(proc.stderr)
     assert len(checker.received("notifications/message")) == 2

@@ -358,10 +358,10 @@ def test_sdk_client_legacy_sse_against_demo(demo_http):
 # -- (b) our client and CLI, the SDK's server ---------------------------------------------------------
 
 
-def _exercise_sdk_server(client, *, progress_expected: bool = True) -> None:
+def _exercise_sdk_server(client, *, progress_expected: bool = True, version: str = "2025-11-25") -> None:
     """What the SDK server offers, through mcp_ref's Client (any transport)."""
     assert client.server_info.name == "interop-sdk-server"
-    assert client.protocol_version == "2025-11-25"
+    assert client.protocol_version == version
     assert client.instructions == "An official-SDK server for interop tests."
     client.ping()
 
@@ -392,8 +392,18 @@ def _exercise_sdk_server(client, *, progress_expected: bool = True) -> None:
 
 
 @needs_sdk_server
-def test_client_http_against_sdk_streamable_server(sdk_streamable, http_client):
+def test_client_http_settles_on_2026_with_the_sdk_streamable_server(sdk_streamable, http_client):
     client = http_client(sdk_streamable.url + "/mcp")
+    transport = client.session.transport
+    assert client.era == "modern" and transport.session_id is None  # no session in 2026-07-28
+    _exercise_sdk_server(client, version="2026-07-28")
+    assert client.wire.modern_version == "2026-07-28"
+    client.wire.assert_valid()
+
+
+@needs_sdk_server
+def test_client_http_against_sdk_streamable_server(sdk_streamable, http_client):
+    client = http_client(sdk_streamable.url + "/mcp", era="handshake")
     transport = client.session.transport
     assert transport.mode == "streamable" and transport.session_id  # the SDK's Mcp-Session-Id
     _exercise_sdk_server(client)
@@ -407,7 +417,7 @@ def test_client_http_against_sdk_streamable_server(sdk_streamable, http_client):
 
 @needs_sdk_server
 def test_client_http_against_sdk_stateless_json_server(sdk_stateless, http_client):
-    client = http_client(sdk_stateless.url + "/mcp")
+    client = http_client(sdk_stateless.url + "/mcp", era="handshake")
     assert client.session.transport.mode == "streamable"
     assert client.session.transport.session_id is None  # stateless: the SDK sends no Mcp-Session-Id
     _exercise_sdk_server(client, progress_expected=False)
@@ -417,7 +427,7 @@ def test_client_http_against_sdk_stateless_json_server(sdk_stateless, http_clien
 @needs_sdk_server
 def test_cli_against_sdk_streamable_server(sdk_streamable):
     url = sdk_streamable.url + "/mcp"
-    proc = run_cli("info", url, timeout=3 * WAIT)
+    proc = run_cli("info", "--era", "handshake", url, timeout=3 * WAIT)
     assert proc.returncode == 0, proc.stderr
     assert "server:       interop-sdk-server" in proc.stdout
     assert "protocol:     2025-11-25" in proc.stdout
@@ -431,7 +441,7 @@ def test_cli_against_sdk_streamable_server(sdk_streamable):
     proc = run_cli("call", url, "echo", "text=hello", timeout=3 * WAIT)
     assert (proc.returncode, proc.stdout) == (0, "hello\n"), proc.stderr
 
-    proc = run_cli("--json", "--trace", "call", url, "count", "steps=2", timeout=3 * WAIT)
+    proc = run_cli("--json", "--trace", "--era", "handshake", "call", url, "count", "steps=2", timeout=3 * WAIT)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"][0]["text"] == "counted to 2"
     checker = check_trace(proc.stderr)
@@ -480,6 +490,8 @@ def test_cli_sse_against_sdk_sse_server(sdk_sse):
     assert json.loads(proc.stdout)["structuredContent"] == {"a": 1, "b": 2, "total": 3}
     checker = check_trace(proc.stderr)
     # a=1 could be a number or a string: the CLI reads the tool's inputSchema first (tools/list).
-    assert [m["method"] for m in checker.sent() if "method" in m] == ["initialize", "notifications/initialized",
-                                                                     "tools/list", "tools/call"]
+    # First the 2026-07-28 probe (refused: a handshake-era server), then initialize, through the fallback.
+    assert [m["method"] for m in checker.sent() if "method" in m] == ["server/discover", "initialize",
+                                                                     "notifications/initialized", "tools/list",
+                                                                     "tools/call"]
     checker.assert_valid()

@@ -9,7 +9,14 @@ from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProt
 from mcp_ref.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
 
-from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, schema_errors
+from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, handshake_era, schema_errors
+
+
+@pytest.fixture
+def connect(connect):
+    """The handshake lifecycle (initialize, version negotiation, capabilities per connection)."""
+    return handshake_era(connect)
+
 
 LIFECYCLE_SERVER = [sys.executable, str(SERVERS / "lifecycle_server.py")]
 BAD_VERSION_SERVER = [sys.executable, str(SERVERS / "lifecycle_bad_version.py")]
@@ -88,7 +95,7 @@ def test_initialize_without_a_string_version_is_invalid_params(raw_peer):
 def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
     transport = SubprocessTransport(BAD_VERSION_SERVER, stderr="capture", shutdown_timeout=WAIT)
     with pytest.raises(UnsupportedProtocolVersion, match="1999-01-01"):
-        Client(transport, trace=wire, timeout=WAIT)
+        Client(transport, trace=wire, timeout=WAIT, era="handshake")
     # The client closed the server's stdin and waited: the script exits with 3 only on end of input.
     assert transport.returncode == 3
     assert [m.get("method") for m in wire.sent()] == ["initialize"]  # no notifications/initialized

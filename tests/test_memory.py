@@ -58,13 +58,14 @@ def wire():
     checker.assert_valid()
 
 
-def test_a_client_in_memory_speaks_the_whole_protocol(wire):
+@pytest.mark.parametrize("era, version", [("auto", "2026-07-28"), ("handshake", "2025-11-25")])
+def test_a_client_in_memory_speaks_the_whole_protocol(wire, era, version):
     server, _ = build_server()
     progress = []
     sampling = lambda params: CreateMessageResult(role="assistant", content=TextContent(text="hi!"), model="m")  # noqa: E731
-    with Client.in_memory(server, trace=wire, timeout=WAIT, sampling_handler=sampling) as client:
+    with Client.in_memory(server, trace=wire, timeout=WAIT, sampling_handler=sampling, era=era) as client:
         assert client.server_info.name == "memory-test"
-        assert client.protocol_version == "2025-11-25"
+        assert client.protocol_version == version
         assert [t.name for t in client.list_tools()] == ["add", "count", "ask", "wait"]
         assert client.call_tool("add", {"a": 2, "b": 3}).content[0].text == "5"
         assert client.call_tool("count", {"steps": 3}, on_progress=lambda *p: progress.append(p)).content[0].text == "counted"
@@ -72,7 +73,12 @@ def test_a_client_in_memory_speaks_the_whole_protocol(wire):
         assert client.call_tool("ask").content[0].text == "hi!"  # the server called back into the client
         assert client.read_resource("memo://note").contents[0].text == "a note"
         client.ping()
-    assert wire.sent("tools/call") and wire.received("sampling/createMessage")
+    assert wire.sent("tools/call")
+    if era == "handshake":  # the server sent a request ...
+        assert wire.received("sampling/createMessage")
+    else:  # ... or answered input_required, and the client retried with the sample
+        assert [m for m in wire.received() if m.get("result", {}).get("resultType") == "input_required"]
+        assert [m for m in wire.sent("tools/call") if "inputResponses" in m["params"]]
 
 
 def test_cancel_reaches_the_in_memory_server(wire):

@@ -27,7 +27,7 @@ def test_client_tour_runs(tmp_path):
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "mcp-ref-demo 2025-11-25"
+    assert lines[0] == "mcp-ref-demo 2026-07-28"
     assert "hi False" in lines
     assert "Hey Ada!" in lines
 

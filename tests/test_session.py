@@ -11,7 +11,14 @@ import pytest
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
 from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
 
-from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, Workers, run_threads, schema_errors
+from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, Workers, handshake_era, run_threads, schema_errors
+
+
+@pytest.fixture
+def connect(connect):
+    """The session's own machinery (ping, cancellation both ways, initialize): the handshake era."""
+    return handshake_era(connect)
+
 
 SESSION_SERVER = [sys.executable, str(SERVERS / "session_server.py")]
 
@@ -325,7 +332,7 @@ def test_a_timed_out_initialize_is_not_cancelled(tmp_path, wire):
     record = tmp_path / "received"
     start = time.monotonic()
     with pytest.raises(RequestTimeout, match="initialize"):
-        Client.stdio([*RAW_SERVER, "silent-init", str(record)], timeout=0.3, stderr="capture", trace=wire,
+        Client.stdio([*RAW_SERVER, "silent-init", str(record)], timeout=0.3, stderr="capture", trace=wire, era="handshake",
                      shutdown_timeout=WAIT)
     assert time.monotonic() - start < WAIT / 2
     # The failed client closed the server's stdin and waited for it to exit: the record is complete.

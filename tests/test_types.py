@@ -24,6 +24,7 @@ from mcp_ref.types import (
     Completion,
     CreateMessageParams,
     CreateMessageResult,
+    DiscoverResult,
     ElicitParams,
     ElicitResult,
     EmbeddedResource,
@@ -149,6 +150,13 @@ HANDMADE: dict[type, list[dict]] = {
     ElicitParams: [{"message": "m", "requestedSchema": {"type": "object", "properties": {}}},
                    {"mode": "url", "message": "m", "url": "https://x.test", "elicitationId": "e1"}],
     ElicitResult: [{"action": "accept", "content": {"a": 1}}, {"action": "decline"}],
+    DiscoverResult: [
+        {"supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": "complete", "ttlMs": 0,
+         "cacheScope": "private"},
+        {"supportedVersions": ["2026-07-28", "2025-11-25"], "capabilities": {"tools": {}}, "instructions": "use it",
+         "ttlMs": 60000, "cacheScope": "public", "resultType": "complete",
+         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}},
+    ],
     InitializeResult: [
         {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
         {"protocolVersion": "2024-11-05", "capabilities": {"tools": {"listChanged": True}},

@@ -1,9 +1,15 @@
 """The public API of the client role: :class:`Client` and :class:`ToolCall`.
 
-A :class:`Client` is connected and initialized when it is constructed (so it
-works with or without ``with``); ``close()`` — or leaving the ``with`` block —
-shuts the connection and, for stdio, the server process down.  Any number of
-threads may call it at once.
+A :class:`Client` is connected when it is constructed (so it works with or
+without ``with``); ``close()`` — or leaving the ``with`` block — shuts the
+connection and, for stdio, the server process down.  Any number of threads may
+call it at once.
+
+It speaks both eras of the protocol with the same API: the stateless
+2026-07-28 revision when the server does (found with ``server/discover``), and
+otherwise the ``initialize`` handshake of 2024-11-05 to 2025-11-25.
+``client.era`` and ``client.protocol_version`` say which; ``era=`` and
+``protocol_version=`` pin one.
 
 The server may call back: pass ``sampling_handler``, ``elicitation_handler``
 and ``roots`` to declare those capabilities (a handler is called as
@@ -18,14 +24,15 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Sequence
 
-from .. import __version__, lifecycle
-from ..errors import CapabilityError, ConnectionClosed, McpError
+from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
+from ..errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
 from ..types import (
     CallToolResult,
     Completion,
     CreateMessageParams,
     CreateMessageResult,
+    DiscoverResult,
     ElicitParams,
     ElicitResult,
     GetPromptResult,
@@ -40,6 +47,7 @@ from ..types import (
     Root,
     Tool,
 )
+from . import modern
 from .connection import ClientConnection
 from .roots import as_root
 
@@ -48,36 +56,49 @@ ElicitationHandler = Callable[[ElicitParams], "ElicitResult | dict"]
 
 
 class ToolCall:
-    """A ``tools/call`` in flight (from :meth:`Client.start_tool_call`): ``result()`` or ``cancel()``."""
+    """A ``tools/call`` in flight (from :meth:`Client.start_tool_call`): ``result()`` or ``cancel()``.
 
-    def __init__(self, pending: PendingRequest):
-        self.pending = pending
+    In the 2026-07-28 era one call may take several requests on the wire (the server asking
+    for input, a retry with another version): ``request_id`` is the current one's.
+    """
+
+    def __init__(self, call: modern.Call):
+        self.call = call
+
+    @property
+    def pending(self) -> PendingRequest:
+        """The JSON-RPC request on the wire now."""
+        return self.call.pending
 
     @property
     def request_id(self):
-        """The JSON-RPC id of the call."""
-        return self.pending.id
+        """The JSON-RPC id of the call (of its current round, in the 2026-07-28 era)."""
+        return self.call.id
 
     def result(self) -> CallToolResult:
         """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
-        return CallToolResult.from_wire(self.pending.result())
+        return CallToolResult.from_wire(self.call.result())
 
     def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the call (the server is sent ``notifications/cancelled``); False if it had finished."""
-        return self.pending.cancel(reason)
+        """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over 2026-07-28
+        HTTP the request's response stream is closed); False if it had finished."""
+        return self.call.cancel(reason)
 
     def done(self) -> bool:
         """True once the call has settled."""
-        return self.pending.done()
+        return self.call.done()
 
 
 class Client:
     """An MCP client over one transport; see the module docstring.
 
     ``timeout`` is the default per-request timeout in seconds (None: wait
-    forever); ``initialize_timeout`` bounds the handshake alone (default: ``timeout``),
-    e.g. to give a slow-starting server longer than each request.  ``protocol_version`` is the revision to ask for (the latest by
-    default).  ``trace(direction, data)`` sees every message.
+    forever); ``initialize_timeout`` bounds connecting alone (``server/discover``
+    or ``initialize``; default: ``timeout``), e.g. to give a slow-starting
+    server longer than each request.  ``era``: ``"auto"`` (2026-07-28 when the
+    server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
+    ``protocol_version`` pins one revision (and so its era; default: the newest
+    the server speaks).  ``trace(direction, data)`` sees every message.
     """
 
     def __init__(
@@ -86,7 +107,8 @@ class Client:
         *,
         name: str = "mcp-ref",
         version: str = __version__,
-        protocol_version: str = lifecycle.LATEST_VERSION,
+        protocol_version: str | None = None,
+        era: str = modern.AUTO,
         timeout: float | None = DEFAULT_TIMEOUT,
         initialize_timeout: float | None | type(...) = ...,
         sampling_handler: SamplingHandler | None = None,
@@ -100,10 +122,12 @@ class Client:
         on_elicitation_complete: Callable[[str], None] | None = None,
         trace: Callable[[str, bytes], None] | None = None,
     ):
-        if protocol_version not in lifecycle.SUPPORTED_VERSIONS:
-            raise ValueError(f"unsupported protocol version {protocol_version!r}")
+        era, pinned = modern.resolve_era(era, protocol_version)
         self.client_info = {"name": name, "version": version}
-        self.requested_version = protocol_version
+        #: The revision pinned by the caller (None: the newest the server speaks).
+        self.pinned_version = pinned
+        #: The handshake-era revision ``initialize`` asks for.
+        self.requested_version = pinned if era == modern.HANDSHAKE and pinned else lifecycle.LATEST_VERSION
         self.sampling_handler = sampling_handler
         self.sampling_tools = sampling_tools
         self.elicitation_handler = elicitation_handler
@@ -119,7 +143,7 @@ class Client:
         self.session = self.connection.session
         self.session.start()
         try:
-            self.connection.initialize(initialize_timeout)
+            self.connection.connect(era, pinned, initialize_timeout)
         except BaseException:
             self.close()
             raise
@@ -176,12 +200,17 @@ class Client:
         ``transport``: ``"auto"`` (Streamable HTTP, falling back to the
         2024-11-05 HTTP+SSE transport when the server answers the initialize
         POST with 400, 404 or 405), ``"streamable"`` or ``"sse"`` (``url`` is
-        then the SSE endpoint).  ``headers`` go on every HTTP request;
+        then the SSE endpoint, and the era the handshake's).  In the 2026-07-28
+        era the first request is ``server/discover``; a 4xx answer without a
+        modern JSON-RPC error means a handshake-era server, and the client goes
+        on with ``initialize`` (and from there, if need be, to HTTP+SSE).  ``headers`` go on every HTTP request;
         ``auth`` is a requests auth hook (a bearer token ...).  Other keywords
         are :class:`Client`'s.
         """
         from ..transports.http_client import HttpClientTransport
 
+        if transport == "sse" and options.get("era", modern.AUTO) == modern.AUTO:
+            options["era"] = modern.HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
         http = HttpClientTransport(url, headers=headers, auth=auth, mode=transport,
                                    connect_timeout=connect_timeout, verify=verify)
         if transport == "sse":
@@ -210,45 +239,65 @@ class Client:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def capabilities(self) -> dict:
-        """The capabilities this client declares, from the handlers it was given."""
+    def capabilities(self, version: str | None = None) -> dict:
+        """The capabilities this client declares at ``version`` (default: the handshake revision it
+        asks for), from the handlers it was given."""
+        version = version or self.requested_version
+        modern_era = version in MODERN_VERSIONS
         caps: dict[str, Any] = {}
         if self._roots is not None:
-            caps["roots"] = {"listChanged": True}
+            # 2026-07-28 has no roots list_changed (the server asks for the roots when it needs them).
+            caps["roots"] = {} if modern_era else {"listChanged": True}
         if self.sampling_handler is not None:
             caps["sampling"] = {}
-            if self.sampling_tools and lifecycle.at_least(self.requested_version, lifecycle.SAMPLING_TOOLS):
+            if self.sampling_tools and lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS):
                 caps["sampling"]["tools"] = {}
-        if self.elicitation_handler is not None and lifecycle.at_least(self.requested_version, lifecycle.ELICITATION):
-            if lifecycle.at_least(self.requested_version, lifecycle.ELICITATION_URL_MODE):
+        if self.elicitation_handler is not None and lifecycle.at_least(version, lifecycle.ELICITATION):
+            if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
                 caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
             else:
                 caps["elicitation"] = {}
         return caps
 
     @property
+    def era(self) -> str:
+        """``"modern"`` (2026-07-28: no session, every request self-describing) or ``"handshake"``."""
+        return modern.MODERN if self.connection.modern else modern.HANDSHAKE
+
+    @property
     def initialize_result(self) -> InitializeResult | None:
-        """The server's answer to ``initialize``."""
+        """The server's answer to ``initialize`` (None in the modern era: see ``discover_result``)."""
         return self.connection.initialize_result
 
     @property
-    def protocol_version(self) -> str:
-        """The negotiated protocol revision."""
-        return self.initialize_result.protocol_version
+    def discover_result(self) -> DiscoverResult | None:
+        """The server's answer to ``server/discover`` (None in the handshake era)."""
+        return self.connection.discover_result
 
     @property
-    def server_info(self) -> Implementation:
-        """The server's ``serverInfo`` (name, version ...)."""
+    def protocol_version(self) -> str:
+        """The protocol revision in use: negotiated by ``initialize``, or chosen from ``server/discover``."""
+        return self.connection.protocol_version
+
+    @property
+    def server_info(self) -> Implementation | None:
+        """The server's ``serverInfo`` (name, version ...); None if a modern server did not say."""
+        if self.connection.modern:
+            return self.discover_result.server_info
         return self.initialize_result.server_info
 
     @property
     def server_capabilities(self) -> dict:
         """The capabilities the server declared."""
+        if self.connection.modern:
+            return self.discover_result.capabilities
         return self.initialize_result.capabilities
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if it sent any."""
+        if self.connection.modern:
+            return self.discover_result.instructions
         return self.initialize_result.instructions
 
     def close(self) -> None:
@@ -274,13 +323,24 @@ class Client:
         return self.connection.request(method, params, **options)
 
     def ping(self, *, timeout: float | None | type(...) = ...) -> None:
-        """``ping``: raises if the server does not answer."""
+        """``ping``: raises if the server does not answer.
+
+        2026-07-28 has no ``ping``; there the client asks ``server/discover`` instead (and
+        keeps its fresh answer in ``discover_result``).
+        """
+        if self.connection.modern:
+            raw = self.connection.request("server/discover", None, timeout=timeout)
+            self.connection.discover_result = DiscoverResult.from_wire(raw)
+            return
         self.connection.request("ping", None, timeout=timeout)
 
     def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
         self._require(capability, method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
-        return Page(items=[build(item) for item in result.get(key, [])], next_cursor=result.get("nextCursor"), raw=result)
+        items = [build(item) for item in result.get(key, [])]
+        if method == "tools/list":
+            items = self.connection.usable_tools(items)
+        return Page(items=items, next_cursor=result.get("nextCursor"), raw=result)
 
     def _all(self, method: str, key: str, build, capability: str) -> list:
         items: list = []
@@ -321,7 +381,7 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return ToolCall(self.connection.send_request(
+        return ToolCall(self.connection.start(
             "tools/call", params, timeout=timeout, on_progress=on_progress,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
         ))
@@ -355,12 +415,25 @@ class Client:
         return self._page("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, cursor, "resources")
 
     def read_resource(self, uri: str, *, timeout: float | None | type(...) = ...) -> ReadResourceResult:
-        """Read a resource's contents (raises ResourceNotFound for an unknown URI)."""
+        """Read a resource's contents (raises ResourceNotFound for an unknown URI, in either era).
+
+        2026-07-28 server/resources §Error Handling: a resource that is not found is -32602 with
+        the URI in ``data`` (it was -32002 before); the exception keeps the code it came with.
+        """
         self._require("resources", "resources/read")
-        return ReadResourceResult.from_wire(self.connection.request("resources/read", {"uri": uri}, timeout=timeout))
+        try:
+            raw = self.connection.request("resources/read", {"uri": uri}, timeout=timeout)
+        except InvalidParams as exc:
+            if self.connection.modern and isinstance(exc.data, dict) and exc.data.get("uri") == uri:
+                raise ResourceNotFound(exc.message, code=exc.code, data=exc.data) from None
+            raise
+        return ReadResourceResult.from_wire(raw)
 
     def subscribe(self, uri: str) -> None:
         """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``)."""
+        if self.connection.modern:
+            raise CapabilityError("resources/subscribe is not part of 2026-07-28 (its subscriptions/listen "
+                                  "is not built yet): pass era='handshake' to subscribe")
         self._require("resources", "resources/subscribe")
         if not self.server_capabilities["resources"].get("subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
@@ -391,9 +464,20 @@ class Client:
 
     # logging and completion
 
-    def set_logging_level(self, level: str) -> None:
-        """``logging/setLevel``: the server sends log messages at ``level`` and above."""
+    def set_logging_level(self, level: str | None) -> None:
+        """Ask for the server's log messages at ``level`` and above (to ``on_log``).
+
+        Handshake era: ``logging/setLevel``.  2026-07-28 has no such request: every request
+        carries ``io.modelcontextprotocol/logLevel`` in its ``_meta`` instead, and ``None``
+        turns log messages off again (basic/index: "If absent, the server MUST NOT send any
+        notifications/message notifications for this request").
+        """
         self._require("logging", "logging/setLevel")
+        if self.connection.modern:
+            if level is not None and level not in envelope.LOG_LEVELS:
+                raise ValueError(f"level must be one of {', '.join(envelope.LOG_LEVELS)}, not {level!r}")
+            self.connection.log_level = level
+            return
         self.connection.request("logging/setLevel", {"level": level})
 
     def complete(self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None,
@@ -426,7 +510,8 @@ class Client:
         if self._roots is None:
             raise CapabilityError("this client did not declare the roots capability (pass roots= when creating it)")
         self._roots = [as_root(r) for r in roots]
-        self.connection.notify("notifications/roots/list_changed")
+        if not self.connection.modern:  # 2026-07-28: the server asks for roots each time (input_required)
+            self.connection.notify("notifications/roots/list_changed")
 
 
 def _json_text(value: Any) -> str:

@@ -1,25 +1,29 @@
-"""The client side of one connection: the handshake, the lifecycle, and what the server sends.
+"""The client side of one connection: its era, the lifecycle, and what the server sends.
 
 :class:`ClientConnection` is the session's dispatcher, as
 :class:`~mcp_ref.server.connection.ServerConnection` is on the other side.  It
-runs the handshake (:meth:`ClientConnection.initialize`), keeps what was
-negotiated, gates what the client sends by the lifecycle table
-(:data:`mcp_ref.lifecycle.RULES`), answers the server's requests through the
-feature modules (:data:`METHODS`), and hands notifications to the client's
+chooses the era when it connects (:meth:`ClientConnection.connect`: the
+2026-07-28 probe, else the handshake), keeps what was negotiated or discovered,
+gates what the client sends by the lifecycle table
+(:data:`mcp_ref.lifecycle.RULES`), puts the per-request envelope on every
+modern request, answers the server's requests through the feature modules
+(:data:`METHODS`) — in the modern era the same handlers answer ``input_required``
+rounds (:mod:`mcp_ref.client.modern`) — and hands notifications to the client's
 callbacks on the callback thread.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from .. import lifecycle
-from ..errors import CapabilityError, MethodNotFound
+from .. import envelope, lifecycle
+from ..errors import CapabilityError, McpError, MethodNotFound
 from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
-from ..types import InitializeResult, LogMessage
-from . import elicitation, roots, sampling
+from ..types import DiscoverResult, InitializeResult, LogMessage
+from . import elicitation, modern, roots, sampling
 
 if TYPE_CHECKING:
     from .client import Client
@@ -40,22 +44,142 @@ class ClientConnection:
     """The client side of one connection: the session's dispatcher and the negotiated state.
 
     ``initialize_result`` is the server's answer to ``initialize`` (None before
-    it); ``lifecycle`` is where the connection stands.  The handlers and
-    callbacks are the :class:`~mcp_ref.client.Client`'s attributes, read when
-    a message arrives.
+    it, and in the modern era); ``discover_result`` its answer to
+    ``server/discover`` (modern era only); ``modern`` says which era this
+    connection speaks; ``lifecycle`` is where the connection stands.  The
+    handlers and callbacks are the :class:`~mcp_ref.client.Client`'s
+    attributes, read when a message arrives.
     """
+
+    #: Tool input schemas remembered for their ``x-mcp-header`` parameters; past this many the
+    #: oldest is forgotten (a call to a forgotten tool lists the tools again if the server asks).
+    MAX_KNOWN_TOOLS = 4096
 
     def __init__(self, client: "Client", transport, **session_options):
         self.client = client
         self.session = Session(transport, self, **session_options)
         self.lifecycle = Lifecycle(lifecycle.CLIENT)
         self.initialize_result: InitializeResult | None = None
+        self.discover_result: DiscoverResult | None = None
+        #: True once the connection speaks a modern (2026-07-28) revision.
+        self.modern = False
+        #: The ``io.modelcontextprotocol/logLevel`` every modern request carries (None: no log messages).
+        self.log_level: str | None = None
+        self._input_schemas: dict[str, dict] = {}
+        self._schemas_lock = threading.Lock()
         transport.set_reinitialize(self.initialize)
 
     @property
     def protocol_version(self) -> str | None:
-        """The negotiated revision (None before the handshake)."""
+        """The revision in use (None before the handshake or the probe)."""
         return self.session.protocol_version
+
+    # -- choosing the era ----------------------------------------------------------------------
+
+    def connect(self, era: str, pinned: str | None, timeout: float | None | type(...) = ...) -> None:
+        """Speak the modern era if the server does (``era`` ``"auto"`` or ``"modern"``), else the handshake.
+
+        2026-07-28 basic/versioning §Backward Compatibility: a client for both eras "detects
+        the server's era with transport-specific mechanics": :func:`mcp_ref.client.modern.probe`.
+        ``pinned`` is a revision the caller insists on (None: the newest).
+        """
+        wait = self.session.default_timeout if timeout is ... else timeout
+        if era != modern.HANDSHAKE:
+            try:
+                version, result = modern.probe(self, pinned, wait, bounded=not self.session.transport.mirrors_headers)
+            except modern.LegacyServer as legacy:
+                if era == modern.MODERN:
+                    raise McpError(f"the server does not speak {pinned or 'a modern revision'}: it did not answer "
+                                   f"server/discover as a 2026-07-28 server does (a handshake-era server?)") from None
+                if legacy.args[0] is not None:
+                    self.client.requested_version = legacy.args[0]
+                log.debug("server/discover was not answered as a modern server would: falling back to initialize")
+            else:
+                self._become_modern(version, result)
+                return
+        self.initialize(timeout)
+
+    def _become_modern(self, version: str, result: DiscoverResult) -> None:
+        def discovered() -> None:
+            self.session.protocol_version = version
+            self.discover_result = result
+            self.modern = True
+
+        self.lifecycle.advance(lifecycle.STATELESS, discovered)
+        self.session.transport.stateless(self.input_schema)
+
+    def adopt_version(self, error) -> None:
+        """After -32022 for a request: speak a version from the error's ``supported`` list, or re-raise it."""
+        choice = modern.pick_version(error.supported, self.client.pinned_version)
+        if choice is None:
+            raise error
+        self.session.protocol_version = choice
+
+    def envelope_meta(self, version: str | None = None) -> dict:
+        """The ``_meta`` of a modern request: version, capabilities, client info, log level.
+
+        2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
+        ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.
+        """
+        version = version or self.session.protocol_version
+        return envelope.request_meta(version, self.client.capabilities(version), self.client.client_info,
+                                     self.log_level)
+
+    # -- tools and their x-mcp-header parameters ------------------------------------------------
+
+    def usable_tools(self, tools: list) -> list:
+        """The listed tools a caller may use: in the modern era over HTTP, those whose ``x-mcp-header``
+        declarations are valid, and their schemas are remembered for the headers of calls.
+
+        2026-07-28 streamable-http §Schema Extension: "Clients using the Streamable HTTP transport
+        MUST reject tool definitions" with invalid declarations, and "MUST exclude the invalid
+        tool from the result of tools/list".
+        """
+        if not self.modern or not self.session.transport.mirrors_headers:
+            return tools
+        from ..transports.http_headers import InvalidHeaderDeclaration, header_params
+
+        usable = []
+        for tool in tools:
+            try:
+                header_params(tool.input_schema)
+            except InvalidHeaderDeclaration as exc:
+                log.warning("tool %r left out: %s", tool.name, exc)
+                continue
+            usable.append(tool)
+            self._remember_schema(tool.name, tool.input_schema)
+        return usable
+
+    def _remember_schema(self, name: str, schema: dict) -> None:
+        with self._schemas_lock:
+            self._input_schemas.pop(name, None)
+            self._input_schemas[name] = schema
+            while len(self._input_schemas) > self.MAX_KNOWN_TOOLS:
+                del self._input_schemas[next(iter(self._input_schemas))]
+
+    def input_schema(self, tool: str) -> dict | None:
+        """The remembered ``inputSchema`` of ``tool`` (for its ``Mcp-Param-*`` headers), or None."""
+        with self._schemas_lock:
+            return self._input_schemas.get(tool)
+
+    def learn_tool_headers(self, method: str, params: dict | None) -> bool:
+        """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
+        call now has header parameters to send (so a retry can succeed)."""
+        from ..transports.http_headers import header_params
+        from ..types import Tool
+
+        name = (params or {}).get("name")
+        if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:
+            return False
+        cursor, pages = None, 0
+        while pages < 100:  # bounded, as Client.list_tools is by its cursor check
+            result = self.request("tools/list", {"cursor": cursor} if cursor else None)
+            self.usable_tools([Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)])
+            cursor, pages = result.get("nextCursor"), pages + 1
+            if not isinstance(cursor, str) or not cursor:
+                break
+        schema = self.input_schema(name)
+        return schema is not None and bool(header_params(schema))
 
     def initialize(self, timeout: float | None | type(...) = ...) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
@@ -88,13 +212,21 @@ class ClientConnection:
     # -- sending -----------------------------------------------------------------------------
 
     def send_request(self, method: str, params: dict | None = None, **options) -> PendingRequest:
-        """Send a request without waiting (CapabilityError, unsent, when the lifecycle forbids it now)."""
+        """Send one JSON-RPC request without waiting (CapabilityError, unsent, when the lifecycle
+        forbids it now); in the modern era it carries the envelope."""
         self.lifecycle.check_send(method)
+        if self.modern:
+            params = modern.with_envelope(params, self.envelope_meta())
         return self.session.send_request(method, params, **options)
 
+    def start(self, method: str, params: dict | None = None, **options) -> modern.Call:
+        """Start a request of the caller's: a :class:`~mcp_ref.client.modern.Call`, which in the
+        modern era may take several rounds (options as :meth:`Session.send_request`)."""
+        return modern.Call(self, method, params, options)
+
     def request(self, method: str, params: dict | None = None, **options) -> dict:
-        """Send a request and wait for its result (options as :meth:`Session.send_request`)."""
-        return self.send_request(method, params, **options).result()
+        """Send a request and wait for its final result (options as :meth:`Session.send_request`)."""
+        return self.start(method, params, **options).result()
 
     def notify(self, method: str, params: dict | None = None) -> None:
         """Send a notification (CapabilityError, unsent, when the lifecycle forbids it now)."""
@@ -107,6 +239,12 @@ class ClientConnection:
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
         return lifecycle.batches_allowed(self.session.protocol_version)
+
+    @staticmethod
+    def answers(method: str) -> bool:
+        """True for a request a client answers (sampling, elicitation, roots): what an
+        ``input_required`` round may ask for (2026-07-28 mrtr §InputRequests)."""
+        return method in METHODS
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer the server's requests: sampling, elicitation, roots."""

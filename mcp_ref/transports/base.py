@@ -21,6 +21,8 @@ member                 called by                    overridden by
 ``close_stream``       the server's ``Context``     HTTP server (SSE polling)
 ``initialized``        the client role              HTTP client (version header, GET stream)
 ``set_reinitialize``   the client role              HTTP client (a new session after 404)
+``stateless``          the client role              HTTP client (2026-07-28: no session)
+``mirrors_headers``    the client role              HTTP (2026-07-28 ``Mcp-Param-*`` headers)
 =====================  ===========================  ====================================
 """
 
@@ -66,6 +68,11 @@ class Transport:
     #: True when :meth:`write` may be called from several threads at once.  False (the
     #: default): the session serialises writes with a lock, as a byte stream needs.
     concurrent_writes: bool = False
+    #: True when each request travels with HTTP headers mirrored from its body (2026-07-28
+    #: Streamable HTTP: ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``).  The client role then
+    #: leaves out tools whose ``x-mcp-header`` declarations are invalid; and, as every request
+    #: gets an HTTP status, its era probe needs no timeout of its own.
+    mirrors_headers: bool = False
 
     def read(self) -> bytes | RequestFailed | None:
         """Block until one whole message arrives and return its bytes; None at end of input.
@@ -119,4 +126,12 @@ class Transport:
 
         A transport that can lose its session (Streamable HTTP answering 404 for
         it) calls ``reinitialize()`` to start a new one.  Default: ignored.
+        """
+
+    def stateless(self, input_schema: Callable[[str], "dict | None"]) -> None:
+        """Called by the client role once it speaks a modern (2026-07-28) revision.
+
+        There is no session to keep from then on.  ``input_schema(tool)`` gives a
+        listed tool's ``inputSchema``, from which HTTP takes the ``Mcp-Param-*``
+        headers of a ``tools/call``.  Default: nothing.
         """

@@ -21,6 +21,17 @@ What the spec asks of a client, and where it happens here:
 * DELETE of the session on close;
 * the backwards-compatible fallback: an initialize POST answered 400, 404 or
   405 means an HTTP+SSE server, reached through GET and its ``endpoint`` event.
+
+A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern)
+request, and travels as that revision's transport says (``_send_modern``): no
+session and no GET stream; the ``MCP-Protocol-Version`` header from its
+``_meta``, ``Mcp-Method`` and ``Mcp-Name`` from its body, and ``Mcp-Param-*``
+from the arguments its tool's ``x-mcp-header`` declarations name
+(:mod:`mcp_ref.transports.http_headers`); a broken response stream is not
+resumed but reported (:class:`~mcp_ref.errors.ResponseStreamLost`: the client
+re-issues the request); cancelling closes the request's response stream
+instead of sending ``notifications/cancelled``, and no other notification is
+sent.
 """
 
 from __future__ import annotations
@@ -33,8 +44,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 from urllib.parse import urljoin
 
-from ..errors import AuthorizationError, ServerUnreachable
-from ..jsonrpc import Request
+from .. import envelope
+from ..errors import AuthorizationError, ResponseStreamLost, ServerUnreachable
+from ..jsonrpc import Notification, Request
 from .base import RequestFailed, RequestHeld, Transport
 
 log = logging.getLogger(__name__)
@@ -69,6 +81,7 @@ class HttpClientTransport(Transport):
     """
 
     concurrent_writes = True
+    mirrors_headers = True
 
     def __init__(
         self,
@@ -111,6 +124,10 @@ class HttpClientTransport(Transport):
         self._listener: threading.Thread | None = None
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
+        #: 2026-07-28: no session; each request's open response, by id (closing it cancels the request).
+        self._stateless = False
+        self._input_schema: Callable[[str], dict | None] | None = None
+        self._modern_responses: dict = {}
 
     # -- the Transport protocol ----------------------------------------------------------
 
@@ -125,9 +142,22 @@ class HttpClientTransport(Transport):
         if self.mode == "sse" and self.legacy_endpoint is not None:
             self._legacy_post(data)
         elif isinstance(message, Request):
-            self._pool.submit(self._send_request, data, message)
+            if envelope.is_modern(message.params):
+                self._pool.submit(self._send_modern, data, message)
+            else:
+                self._pool.submit(self._send_request, data, message)
+        elif self._stateless:
+            self._modern_notification(message)
         else:
             self._send_other(data)
+
+    def stateless(self, input_schema: Callable[[str], "dict | None"]) -> None:
+        """The client speaks 2026-07-28: no session, no GET stream; ``input_schema`` gives the
+        ``x-mcp-header`` declarations of a tool's parameters."""
+        self._stateless = True
+        self._input_schema = input_schema
+        if self.mode == "auto":
+            self.mode = "streamable"  # no fallback to HTTP+SSE from here on
 
     def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
         """The client role's handshake, run again to start a new session after a 404 (``_renew_session``)."""
@@ -225,7 +255,7 @@ class HttpClientTransport(Transport):
         finally:
             _sending.request = (None, None)
 
-    def _deliver(self, response, request: Request) -> None:
+    def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:
             response.close()  # accepted; no answer on this response (e.g. a cancelled request)
             return
@@ -236,7 +266,7 @@ class HttpClientTransport(Transport):
         if content_type == "application/json":
             self._incoming.put(response.content)
         elif content_type == "text/event-stream":
-            self._read_stream(response, {request.id})
+            self._read_stream(response, {request.id}, resumable=resumable)
         else:
             response.close()
             self._fail(request.id, f"unexpected Content-Type {content_type!r} in the answer to {request.method}")
@@ -273,6 +303,69 @@ class HttpClientTransport(Transport):
             finally:
                 self._session_ready.set()
 
+    # -- 2026-07-28 -------------------------------------------------------------------------
+
+    def _modern_headers(self, request: Request) -> dict:
+        """The headers of a modern request (2026-07-28 streamable-http §Request Metadata)."""
+        from .http_headers import InvalidHeaderDeclaration, request_headers
+
+        params = request.params if isinstance(request.params, dict) else {}
+        # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                   "MCP-Protocol-Version": str(envelope.meta_of(params)[envelope.PROTOCOL_VERSION])}
+        schema = None
+        if request.method == "tools/call" and self._input_schema is not None and isinstance(params.get("name"), str):
+            schema = self._input_schema(params["name"])
+        try:
+            headers.update(request_headers(request.method, params, schema))
+        except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
+            headers.update(request_headers(request.method, params))
+        return headers
+
+    def _send_modern(self, data: bytes, request: Request) -> None:
+        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end)."""
+        import requests
+
+        _sending.request = (self, request.id)
+        try:
+            response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
+                                      timeout=(self.connect_timeout, None))
+            with self._responses_lock:
+                self._modern_responses[request.id] = response
+            try:
+                self._deliver(response, request, resumable=False)
+            finally:
+                with self._responses_lock:
+                    self._modern_responses.pop(request.id, None)
+        except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
+            self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
+        except requests.RequestException as exc:
+            self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+        except AuthorizationError as exc:
+            self._incoming.put(RequestFailed(request.id, exc))
+        except Exception as exc:  # noqa: BLE001 - a worker must never die silently
+            log.exception("HTTP request failed")
+            self._fail(request.id, f"HTTP request failed: {exc}")
+        finally:
+            _sending.request = (None, None)
+
+    def _modern_notification(self, message) -> None:
+        """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
+
+        2026-07-28 streamable-http §Cancellation: "Closing the SSE response stream MUST be treated
+        by the server as cancellation of that request"; the Note under §Sending Messages: "This
+        revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
+        """
+        if isinstance(message, Notification) and message.method == "notifications/cancelled":
+            request_id = (message.params or {}).get("requestId")
+            with self._responses_lock:
+                response = self._modern_responses.pop(request_id, None)
+            if response is not None:
+                _abort(response)
+        else:
+            log.debug("notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                      getattr(message, "method", "?"))
+
     # -- SSE streams -----------------------------------------------------------------------
 
     def _events(self, response):
@@ -303,8 +396,9 @@ class HttpClientTransport(Transport):
                 self._incoming.put(event.data.encode("utf-8"))
                 yield event.data
 
-    def _read_stream(self, response, awaiting: set) -> None:
-        """Read a POST's SSE stream until every answer in ``awaiting`` arrived, resuming it if it ends early."""
+    def _read_stream(self, response, awaiting: set, *, resumable: bool = True) -> None:
+        """Read a POST's SSE stream until every answer in ``awaiting`` arrived, resuming it if it ends
+        early (``resumable``; 2026-07-28 has no resumption: the request is reported lost instead)."""
         import requests
 
         cursor, resumes = _Cursor(), 0
@@ -317,6 +411,11 @@ class HttpClientTransport(Transport):
             except requests.RequestException as exc:
                 log.debug("SSE stream dropped: %s", exc)
             if not awaiting or self._closed.is_set():
+                return
+            if not resumable:
+                for request_id in awaiting:
+                    self._incoming.put(RequestFailed(request_id, ResponseStreamLost(
+                        f"the response stream from {self.url} broke before the answer")))
                 return
             # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
             # Last-Event-ID, after waiting the server's retry interval.

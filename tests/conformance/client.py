@@ -27,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
 
 from mcp_ref import (
+    MODERN_VERSIONS,
     AuthorizationError,
     Client,
     ElicitResult,
@@ -34,7 +35,7 @@ from mcp_ref import (
     OAuth,
     lifecycle,
 )
-from mcp_ref.errors import InsufficientScope
+from mcp_ref.errors import CallbackError, InsufficientScope, MetadataError
 
 SCENARIOS: dict[str, Callable[[str], None]] = {}
 CLOSE_TIMEOUT = 10.0
@@ -50,8 +51,8 @@ def scenario(name: str):
 def connect(url: str, **options) -> Client:
     """An initialized client at the revision the suite asks for (when mcp_ref speaks it)."""
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
-    if version in lifecycle.SUPPORTED_VERSIONS:
-        options.setdefault("protocol_version", version)
+    if version in lifecycle.SUPPORTED_VERSIONS or version in MODERN_VERSIONS:
+        options.setdefault("protocol_version", version)  # a 2026-07-28 revision pins the modern era
     options.setdefault("name", "mcp-ref-conformance-client")
     options.setdefault("timeout", 20)
     if os.environ.get("MCP_CONFORMANCE_TRACE"):  # every JSON-RPC message on stderr (the suite keeps it)
@@ -141,6 +142,66 @@ def json_schema_preservation(url: str) -> None:
         client.call_tool("json_schema_echo", {"schema": schema})
 
 
+@scenario("request-metadata")
+def request_metadata(url: str) -> None:
+    """The server refuses the first request with -32022 whatever it names: retry with a version from its
+    ``supported`` list, every request carrying the envelope and the version header (SEP-2575)."""
+    with session(url) as client:
+        client.ping()  # server/discover again, at the version chosen
+
+
+@scenario("sep-2322-client-request-state")
+def request_state(url: str) -> None:
+    """Call the four MRTR tools: answer input_required with the elicitation handler, retry with a new id,
+    echo requestState exactly and only when one came, and never mix rounds across calls (SEP-2322)."""
+    def confirm(params):
+        return ElicitResult(action="accept", content={"confirmed": True})
+
+    with session(url, elicitation_handler=confirm) as client:
+        for tool in client.list_tools():
+            result = client.call_tool(tool.name, {})
+            if result.is_error:
+                raise SystemExit(f"{tool.name} failed: {result.text}")
+
+
+@scenario("http-standard-headers")
+def standard_headers(url: str) -> None:
+    """A call, a read and a prompt: each POST carries Mcp-Method, and Mcp-Name for those three (SEP-2243)."""
+    with session(url) as client:
+        tools = client.list_tools()
+        client.call_tool(tools[0].name, {})
+        resources = client.list_resources()
+        client.read_resource(resources[0].uri)
+        prompts = client.list_prompts()
+        client.get_prompt(prompts[0].name)
+
+
+@scenario("http-custom-headers")
+def custom_headers(url: str) -> None:
+    """Call the context's tools with its arguments: the x-mcp-header parameters travel as Mcp-Param-* headers."""
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    with session(url) as client:
+        client.list_tools()
+        for call in context.get("toolCalls", []):
+            client.call_tool(call["name"], call.get("arguments") or {})
+
+
+@scenario("http-invalid-tool-headers")
+def invalid_tool_headers(url: str) -> None:
+    """Call every tool the client keeps: those with invalid x-mcp-header declarations are left out of the list."""
+    with session(url) as client:
+        for tool in client.list_tools():
+            properties = (tool.input_schema or {}).get("properties") or {}
+            client.call_tool(tool.name, {"region": "us-west1"} if "region" in properties else {})
+
+
+@scenario("json-schema-ref-no-deref")
+def ref_no_deref(url: str) -> None:
+    """List the tools (an SSE answer): a $ref to a URL in a schema is kept, never fetched (SEP-2106)."""
+    with session(url) as client:
+        client.list_tools()
+
+
 #: auth/basic-cimd: the suite expects this Client ID Metadata Document URL as the client id.
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
@@ -170,18 +231,31 @@ def authorized(name: str, url: str) -> None:
     authorizations, so InsufficientScope is this scenario's success."""
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     auth = oauth_for(name, context)
+    refusal = MUST_REFUSE.get(name)
     try:
         with session(url, auth=auth) as client:
             tools = client.list_tools()
             if any(tool.name == "test-tool" for tool in tools):
                 client.call_tool("test-tool", {})
-    except InsufficientScope as exc:
-        if name != "auth/scope-retry-limit":
+    except AuthorizationError as exc:
+        if refusal is None or not isinstance(exc, refusal):
             raise
-        print(f"client.py: gave up as expected: {exc}", file=sys.stderr)
+        print(f"client.py: refused as the scenario requires: {exc}", file=sys.stderr)
         return
-    if name == "auth/scope-retry-limit":
-        raise SystemExit("the server never grants the scope, yet the calls succeeded")
+    if refusal is not None:
+        raise SystemExit(f"the scenario requires a refusal ({refusal.__name__}), yet the calls succeeded")
+
+
+#: The auth scenarios whose server misbehaves on purpose: the client must stop with this error.
+MUST_REFUSE = {
+    "auth/scope-retry-limit": InsufficientScope,  # no scope is ever enough: give up after a few tries
+    "auth/iss-normalized": CallbackError,  # RFC 9207: iss compared exactly, not normalized
+    "auth/iss-supported-missing": CallbackError,  # iss promised by the metadata, absent
+    "auth/iss-unexpected": CallbackError,  # iss not promised, present and wrong
+    "auth/iss-wrong-issuer": CallbackError,
+    "auth/metadata-issuer-mismatch": MetadataError,  # RFC 8414 §3.3: issuer must equal the one asked
+    "auth/resource-mismatch": MetadataError,  # RFC 9728 §3.3: resource must equal the server's
+}
 
 
 def main(argv: list[str]) -> int:

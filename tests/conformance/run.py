@@ -82,6 +82,8 @@ SUITES = [
     Suite("server-2025-11-25", "server", "2025-11-25"),
     Suite("server-2025-06-18", "server", "2025-06-18"),
     Suite("client-requirements-2025-11-25", "client", "2025-11-25", requirements=True),
+    # The client at the stateless wire (issue 10): every scored scenario and the auth extensions.
+    Suite("client-requirements-2026-07-28", "client", "2026-07-28", requirements=True),
     Suite("client-2025-11-25", "client", "2025-11-25"),
     # The 2025-03-26 authorization of a server without protected resource metadata (issue 9).
     Suite("client-backcompat-2025-03-26", "client", "2025-03-26", suite="backcompat"),

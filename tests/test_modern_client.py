@@ -1,0 +1,235 @@
+"""The 2026-07-28 (modern) era on the client: choosing the era, the envelope, MRTR, HTTP headers.
+
+Servers are real: mcp_ref's own (tests/servers/modern_server.py) over stdio, in memory and HTTP on
+127.0.0.1, and hand-written raw stdio peers (tests/servers/scripted_server.py) for the legacy and
+odd servers a dual-era client meets.  Every message is checked against the official schema of
+its revision (WireChecker).  See spec_notes/modern.md.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pytest
+from conftest import SERVERS, WAIT, InMemory, WireChecker
+from http_fixtures import HeaderRecorder, http_client, serve  # noqa: F401 - fixtures
+
+from mcp_ref import (
+    Client,
+    Context,
+    McpError,
+    RequestCancelled,
+    ResourceNotFound,
+    Server,
+    UnsupportedProtocolVersion,
+)
+from mcp_ref.client import modern
+
+MODERN = InMemory("modern_server")
+SCRIPTED = [sys.executable, str(SERVERS / "scripted_server.py")]
+
+
+def name_answer(params):
+    return {"action": "accept", "content": {"name": "Ada", "color": "blue", "context": "tests"}}
+
+
+def envelopes(wire: WireChecker) -> list[dict]:
+    return [m["params"]["_meta"] for m in wire.sent() if "id" in m and "method" in m]
+
+
+# -- choosing the era -------------------------------------------------------------------------------
+
+
+def test_a_dual_era_server_is_spoken_to_in_2026_over_stdio(connect, wire):
+    client = connect([sys.executable, str(SERVERS / "modern_server.py")], elicitation_handler=name_answer)
+    assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+    assert client.initialize_result is None and client.discover_result.supported_versions[0] == "2026-07-28"
+    assert client.server_info.name == "modern" and client.instructions == "Tests the 2026-07-28 era."
+    assert client.call_tool("echo", {"text": "hi"}).text == "hi"
+    assert client.call_tool("greet").text == "Hello, Ada!"
+    methods = [m["method"] for m in wire.sent() if "method" in m]
+    assert methods[0] == "server/discover" and "initialize" not in methods
+    for meta in envelopes(wire):  # basic/index §_meta: on every request
+        assert meta["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+        assert meta["io.modelcontextprotocol/clientInfo"]["name"] == "mcp-ref"
+        assert meta["io.modelcontextprotocol/clientCapabilities"] == {"elicitation": {"form": {}}}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "silent"])
+def test_a_handshake_only_server_gets_initialize_after_the_probe(mode, wire, monkeypatch):
+    monkeypatch.setattr(modern, "PROBE_TIMEOUT", 0.5)  # "silent" never answers the probe
+    with Client.stdio([*SCRIPTED, mode], trace=wire, timeout=WAIT, stderr="capture") as client:
+        assert (client.era, client.protocol_version) == ("handshake", "2025-06-18")
+        assert client.call_tool("echo", {"text": "still works"}).text == "still works"
+    methods = [m["method"] for m in wire.sent() if "method" in m]
+    assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
+    assert "notifications/cancelled" not in methods  # the probe is not cancelled: nothing began
+
+
+def test_pinning_the_modern_era_against_a_legacy_server_is_a_clear_error():
+    with pytest.raises(McpError, match="does not speak 2026-07-28"):
+        Client.stdio([*SCRIPTED, "legacy"], protocol_version="2026-07-28", timeout=WAIT, stderr="capture")
+
+
+def test_unsupported_version_is_retried_with_one_from_the_servers_list(wire):
+    with Client.stdio([*SCRIPTED, "reject-first"], trace=wire, timeout=WAIT, stderr="capture") as client:
+        assert client.era == "modern"
+        assert client.call_tool("anything", {}).text == "ok"
+    discovers = wire.sent("server/discover")
+    assert len(discovers) == 2 and discovers[0]["id"] != discovers[1]["id"]
+
+
+def test_a_modern_server_with_no_common_version_is_refused():
+    with pytest.raises(UnsupportedProtocolVersion, match="2099-01-01"):
+        Client.stdio([*SCRIPTED, "modern-only"], timeout=WAIT, stderr="capture")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"era": "modern", "protocol_version": "2025-11-25"}, "handshake-era revision"),
+    ({"era": "handshake", "protocol_version": "2026-07-28"}, "modern revision"),
+    ({"era": "sometimes"}, "era must be one of"),
+    ({"protocol_version": "1999-01-01"}, "unsupported protocol version"),
+])
+def test_contradictory_choices_are_refused_before_connecting(options, message):
+    with pytest.raises(ValueError, match=message):
+        Client.in_memory(MODERN.build(), **options)
+
+
+# -- MRTR -------------------------------------------------------------------------------------------
+
+
+def test_input_required_is_answered_by_the_handlers_and_retried(connect, wire):
+    seen = []
+    client = connect(MODERN, elicitation_handler=lambda p: seen.append(p.message) or name_answer(p),
+                     sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "hi"},
+                                                 "model": "m"},
+                     roots=["file:///work"])
+    assert client.call_tool("two_rounds").text == "Ada likes blue"
+    assert seen == ["What is your name?", "What is your favourite colour?"]
+    calls = wire.sent("tools/call")
+    assert len({c["id"] for c in calls}) == len(calls) == 3  # mrtr: "The JSON-RPC id MUST be different"
+    answers = [m["result"] for m in wire.received() if m.get("result", {}).get("resultType") == "input_required"]
+    for call, answer in zip(calls[1:], answers):
+        assert call["params"]["requestState"] == answer["requestState"]  # echoed exactly
+        assert set(call["params"]["inputResponses"]) == set(answer["inputRequests"])
+    assert client.call_tool("everything").text == "Ada|hi|file:///work"
+    assert client.get_prompt("with_context").messages[0].content.text == "Use: tests"
+    # Unrelated calls carry neither field (mrtr: they "MUST NOT be used for any other request").
+    client.call_tool("echo", {"text": "x"})
+    last = wire.sent("tools/call")[-1]["params"]
+    assert "inputResponses" not in last and "requestState" not in last
+
+
+def test_a_missing_capability_is_the_servers_error(connect):
+    client = connect(MODERN)
+    with pytest.raises(McpError) as caught:
+        client.call_tool("needs_sampling")
+    assert caught.value.code == -32021 and caught.value.required_capabilities == {"sampling": {}}
+
+
+def test_a_server_that_asks_forever_is_bounded():
+    server = Server("forever")
+    count = iter(range(1000))
+
+    @server.tool()
+    def ask(ctx: Context) -> str:
+        """Asks again on every run."""
+        return ctx.elicit("again?", {"type": "object", "properties": {}}, key=f"k{next(count)}").action
+
+    with Client.in_memory(server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}) as client:
+        with pytest.raises(McpError, match=f"after {modern.MAX_INPUT_ROUNDS} rounds"):
+            client.call_tool("ask")
+        assert client.call_tool  # the client still works
+    assert next(count) == modern.MAX_INPUT_ROUNDS + 1
+
+
+def test_progress_across_rounds_only_increases(connect):
+    server = Server("progress")
+
+    @server.tool()
+    def steps(ctx: Context) -> str:
+        """Reports two steps, then asks; re-run on the retry."""
+        ctx.report_progress(1, 2)
+        ctx.report_progress(2, 2)
+        return ctx.elicit("ok?", {"type": "object", "properties": {}}).action
+
+    seen = []
+    with Client.in_memory(server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}) as client:
+        assert client.call_tool("steps", on_progress=lambda p, t, m: seen.append(p)).text == "accept"
+    assert seen == [1, 2]
+
+
+def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connect, wire):
+    logs = []
+    client = connect(MODERN, on_log=logs.append)
+    client.call_tool("chatty")
+    client.set_logging_level("info")
+    client.call_tool("chatty")
+    client.close()
+    assert [m.data for m in logs] == ["an info line"]  # none before the level was set; none below info
+    assert envelopes(wire)[-1]["io.modelcontextprotocol/logLevel"] == "info"
+    with Client.in_memory(MODERN.build(), timeout=WAIT) as other:
+        with pytest.raises(ResourceNotFound) as caught:
+            other.read_resource("test://missing")
+        assert caught.value.code == -32602  # 2026-07-28: -32602 with data.uri
+        other.ping()  # no ping in 2026: server/discover instead
+        with pytest.raises(ValueError):
+            other.set_logging_level("loud")
+
+
+# -- Streamable HTTP ---------------------------------------------------------------------------------
+
+
+def test_http_requests_carry_the_headers_and_no_session(serve, http_client):
+    recorder_box = {}
+
+    def wrap(app):
+        recorder_box["r"] = HeaderRecorder(app)
+        return recorder_box["r"]
+
+    srv = serve(MODERN.build(), wrap=wrap)
+    client = http_client(srv.mcp, elicitation_handler=name_answer)
+    assert client.era == "modern" and client.session.transport.session_id is None
+    # A tool with x-mcp-header parameters, called before listing: the server says -32020, the client
+    # learns the tool's schema and retries with the headers.
+    assert client.call_tool("routed", {"region": "eu west", "count": 3, "dry_run": True}).text == "eu west:3:True:"
+    assert client.call_tool("greet").text == "Hello, Ada!"
+    assert client.read_resource("test://stable").contents[0].text == "always"
+    requests_seen = [(m, headers) for m, path, headers in recorder_box["r"].requests if m == "POST"]
+    assert all("mcp-session-id" not in h and h["mcp-protocol-version"] == "2026-07-28" for _, h in requests_seen)
+    assert all(m != "GET" for m, _, _ in recorder_box["r"].requests)  # no standalone stream
+    routed = [h for _, h in requests_seen if h.get("mcp-name") == "routed"]
+    assert routed[-1]["mcp-param-region"] == "eu west" and routed[-1]["mcp-param-count"] == "3"
+    assert routed[-1]["mcp-param-dry-run"] == "true" and routed[-1]["mcp-method"] == "tools/call"
+    read = [h for _, h in requests_seen if h.get("mcp-method") == "resources/read"]
+    assert read[-1]["mcp-name"] == "test://stable"
+
+
+def test_http_cancel_closes_the_requests_stream(serve, http_client):
+    started, stopped = threading.Event(), threading.Event()
+    server = Server("slow")
+
+    @server.tool()
+    def wait(ctx: Context) -> str:
+        """Waits to be cancelled."""
+        started.set()
+        for step in range(1, int(WAIT / 0.05)):  # progress keeps the SSE answer streaming
+            ctx.report_progress(step)
+            if ctx.request.cancelled.wait(0.05):
+                stopped.set()
+                break
+        return "cancelled"
+
+    recorders = []
+    client = http_client(serve(server, wrap=lambda app: recorders.append(HeaderRecorder(app)) or recorders[0]).mcp)
+    assert client.era == "modern"
+    progressed = threading.Event()
+    call = client.start_tool_call("wait", on_progress=lambda *a: progressed.set())
+    assert started.wait(WAIT) and progressed.wait(WAIT)
+    assert call.cancel("enough")
+    assert stopped.wait(WAIT)  # streamable-http §Cancellation: the closed stream is the signal
+    with pytest.raises(RequestCancelled):
+        call.result()
+    # The session's cancellation became the closed stream: no notification was POSTed.
+    assert [h.get("mcp-method") for h in recorders[0].seen("POST")] == ["server/discover", "tools/call"]
