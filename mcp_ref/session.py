@@ -88,7 +88,7 @@ class RequestContext:
     """
 
     __slots__ = ("session", "request_id", "method", "params", "progress_token", "cancelled", "_last_progress",
-                 "envelope", "inputs")
+                 "envelope", "inputs", "deferred", "_on_end")
 
     def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
@@ -107,6 +107,22 @@ class RequestContext:
         #: The answers a 2026-07-28 request brings for its handler's asks (``mcp_ref.server.
         #: input_required.Inputs``); None where the request cannot carry any.
         self.inputs = None
+        #: True once the handler kept the request open past its return (:meth:`defer`).
+        self.deferred = False
+        self._on_end: Callable[[], None] | None = None
+
+    def defer(self, on_end: Callable[[], None]) -> None:
+        """Keep the request open after the handler returns: its answer comes later, from
+        :meth:`Session.answer_deferred`, or never.
+
+        For a request whose work is waiting, not computing (a 2026-07-28 ``subscriptions/listen``
+        stream): no handler thread is held while it stays open.  It still counts against the
+        connection's ``max_incoming``.  ``on_end`` is called once if the request ends without
+        that answer: the peer cancelled it, or the connection ended.  What the handler returns
+        is then ignored.
+        """
+        self._on_end = on_end
+        self.deferred = True
 
     @property
     def is_cancelled(self) -> bool:
@@ -322,6 +338,7 @@ class Session:
             self.transport.close()
         except Exception:  # noqa: BLE001 - closing must not raise
             log.debug("error while closing transport", exc_info=True)
+        self._end_all_deferred()
         for context in list(self._incoming.values()):
             context.cancelled.set()
         if self._owns_pool:
@@ -356,6 +373,7 @@ class Session:
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
         related_request_id: jsonrpc.RequestId | None = None,
+        before_write: Callable[[jsonrpc.RequestId], None] | None = None,
     ) -> PendingRequest:
         """Send a request without waiting; returns its :class:`PendingRequest`.
 
@@ -367,7 +385,9 @@ class Session:
         report; ``max_total_timeout`` caps the total (by default, with reset,
         ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id``
         names the incoming request on whose behalf this one is sent (see
-        :meth:`mcp_ref.transports.base.Transport.write`).
+        :meth:`mcp_ref.transports.base.Transport.write`).  ``before_write(request_id)``
+        runs once the id is chosen and before the request is written, so a caller can
+        route what the peer sends about it (a listen stream's notifications) from the start.
         """
         if timeout is ...:
             timeout = self.default_timeout
@@ -390,6 +410,8 @@ class Session:
                 params["_meta"] = meta
                 self._progress[request_id] = pending
         try:
+            if before_write is not None:
+                before_write(request_id)
             self._write(Request(request_id, method, params), related=related_request_id)
         except Exception:
             self._forget(request_id)
@@ -543,6 +565,7 @@ class Session:
         with self._lock:
             self._input_ended = True
         self._fail_pending("the connection ended")
+        self._end_all_deferred()
         if self._owns_pool:
             self._pool.shutdown(wait=True)
         if self._callbacks is not None:
@@ -658,6 +681,8 @@ class Session:
     def _run_handler(self, request: Request, context: RequestContext, batch: _Batch | None) -> None:
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
+            if context.deferred:
+                return  # the answer comes later (answer_deferred), or the request ends unanswered
             reply = Response(request.id, result)
         except McpError as exc:
             reply = ErrorResponse(request.id, exc.to_error())
@@ -687,10 +712,44 @@ class Session:
         """
         with self._lock:
             context = self._incoming.get(request_id)
-        if context is None or context.method == "initialize":
-            return False
+            if context is None or context.method == "initialize":
+                return False
+            if context.deferred:  # no handler is running to take it out of the table
+                del self._incoming[request_id]
         context.cancelled.set()
+        if context.deferred:
+            self._end_deferred(context)
         return True
+
+    def answer_deferred(self, request_id, result: dict) -> bool:
+        """Send the answer of a request whose handler deferred it (:meth:`RequestContext.defer`);
+        False if it is no longer open (cancelled, or the connection ended)."""
+        with self._lock:
+            context = self._incoming.get(request_id)
+            if context is None or not context.deferred:
+                return False
+            del self._incoming[request_id]
+        self._reply(Response(request_id, result))
+        return True
+
+    def _end_deferred(self, context: RequestContext) -> None:
+        """A deferred request ended with no answer: tell its owner, and the transport."""
+        on_end, context._on_end = context._on_end, None
+        if on_end is not None:
+            _run_logged(on_end, ())
+        try:
+            self.transport.request_finished(context.request_id)
+        except Exception:  # noqa: BLE001 - a closing transport may refuse; nothing is left to end
+            log.debug("%s: request_finished failed", self.name, exc_info=True)
+
+    def _end_all_deferred(self) -> None:
+        with self._lock:
+            deferred = [c for c in self._incoming.values() if c.deferred]
+            for context in deferred:
+                del self._incoming[context.request_id]
+        for context in deferred:
+            context.cancelled.set()
+            self._end_deferred(context)
 
     def _receive_notification(self, note: Notification) -> None:
         params = note.params or {}
@@ -700,7 +759,11 @@ class Session:
             if not jsonrpc.valid_id(request_id):
                 log.debug("%s: dropped a cancellation whose requestId is not a string or integer", self.name)
                 return
-            self.cancel_incoming(request_id)
+            if not self.cancel_incoming(request_id):
+                # Not one of the peer's requests to us.  2026-07-28 cancellation: a server "MUST send
+                # notifications/cancelled referencing a subscriptions/listen request ID when it tears
+                # down that subscription stream": the role decides what it means.
+                self._handle_notification(method, params)
             return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
         if method == "notifications/progress":
             token = params.get("progressToken")
@@ -716,6 +779,9 @@ class Session:
             else:
                 log.debug("%s: progress for an unknown token dropped", self.name)
             return
+        self._handle_notification(method, params)
+
+    def _handle_notification(self, method: str, params: dict) -> None:
         try:
             self.dispatcher.handle_notification(method, params)
         except Exception:  # noqa: BLE001 - a bad notification must not end the connection

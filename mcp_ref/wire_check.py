@@ -36,6 +36,7 @@ REQUEST_TYPES = {
     "sampling/createMessage": ("CreateMessageRequest", "CreateMessageResult"),
     "roots/list": ("ListRootsRequest", "ListRootsResult"),
     "elicitation/create": ("ElicitRequest", "ElicitResult"),
+    "subscriptions/listen": ("SubscriptionsListenRequest", "SubscriptionsListenResult"),
 }
 NOTIFICATION_TYPES = {
     "notifications/initialized": "InitializedNotification",
@@ -47,6 +48,7 @@ NOTIFICATION_TYPES = {
     "notifications/tools/list_changed": "ToolListChangedNotification",
     "notifications/prompts/list_changed": "PromptListChangedNotification",
     "notifications/roots/list_changed": "RootsListChangedNotification",
+    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
 }
 
 class WireValidator:

@@ -51,7 +51,7 @@ def test_info():
     assert "protocol:     2026-07-28" in out
     assert "era:          modern (no session; server/discover lists 2026-07-28, 2025-11-25" in out
     assert "capabilities: completions, logging, prompts, resources, tools" in out
-    assert "  resources:" not in out  # 2026-07-28 has no subscribe or listChanged (no listen stream yet)
+    assert '  resources: {"subscribe": true, "listChanged": true}' in out  # delivered on subscriptions/listen
     handshake = cli("info", "--era", "handshake", TARGET)
     assert handshake.returncode == 0, handshake.stderr
     assert "protocol:     2025-11-25" in handshake.stdout and "era:          handshake (initialize)" in handshake.stdout

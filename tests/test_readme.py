@@ -32,6 +32,17 @@ def test_client_tour_runs(tmp_path):
     assert "Hey Ada!" in lines
 
 
+def test_listen_example_runs_in_both_eras(tmp_path):
+    script = tmp_path / "listen.py"
+    script.write_text(_block("# listen.py"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    assert done.returncode == 0, done.stderr
+    ack = "{'toolsListChanged': True, 'resourceSubscriptions': ['demo://counter']}"
+    assert done.stdout.splitlines() == [
+        f"2026-07-28 {ack}", "notifications/resources/updated", "notifications/tools/list_changed",
+        f"2025-11-25 {ack}", "notifications/resources/updated", "notifications/tools/list_changed"]
+
+
 def _block(marker: str) -> str:
     return next(b for b in _python_blocks() if marker in b)
 

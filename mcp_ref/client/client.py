@@ -22,6 +22,7 @@ the server sends is handled by :class:`~mcp_ref.client.connection.ClientConnecti
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Callable, Iterable, Sequence
 
 from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
@@ -47,9 +48,12 @@ from ..types import (
     Root,
     Tool,
 )
-from . import modern
+from . import listening, modern
+from .listening import Subscription
 from .connection import ClientConnection
 from .roots import as_root
+
+log = logging.getLogger(__name__)
 
 SamplingHandler = Callable[[CreateMessageParams], "CreateMessageResult | dict"]
 ElicitationHandler = Callable[[ElicitParams], "ElicitResult | dict"]
@@ -144,9 +148,21 @@ class Client:
         self.session.start()
         try:
             self.connection.connect(era, pinned, initialize_timeout)
+            if self.connection.modern and self.connection.feed.wanted():
+                self._open_feed(initialize_timeout if initialize_timeout is not ... else timeout)
         except BaseException:
             self.close()
             raise
+
+    def _open_feed(self, timeout: float | None) -> None:
+        """2026-07-28: change notifications come only on a stream the client opens; open the
+        one the callbacks need.  A server that declares list changes but refuses the stream
+        still serves everything else: the refusal is logged, not raised."""
+        try:
+            self.connection.feed.update(timeout)
+        except McpError as exc:
+            log.warning("the server declares change notifications but refused subscriptions/listen (%s): "
+                        "on_list_changed and on_resource_updated will not be called", exc)
 
     @classmethod
     def stdio(
@@ -302,6 +318,7 @@ class Client:
 
     def close(self) -> None:
         """End the connection (for stdio: stop the server process). Idempotent."""
+        self.connection.feed.stop()
         self.session.close()
         self.session.wait_closed(5.0)
 
@@ -430,19 +447,64 @@ class Client:
         return ReadResourceResult.from_wire(raw)
 
     def subscribe(self, uri: str) -> None:
-        """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``)."""
-        if self.connection.modern:
-            raise CapabilityError("resources/subscribe is not part of 2026-07-28 (its subscriptions/listen "
-                                  "is not built yet): pass era='handshake' to subscribe")
+        """Ask for ``notifications/resources/updated`` about ``uri`` (to ``on_resource_updated``).
+
+        Handshake era: ``resources/subscribe``.  2026-07-28, which has no such method: the
+        callbacks' ``subscriptions/listen`` stream is re-opened with ``uri`` in its filter
+        (acknowledged before this returns).
+        """
         self._require("resources", "resources/subscribe")
         if not self.server_capabilities["resources"].get("subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
-        self.connection.request("resources/subscribe", {"uri": uri})
+        feed = self.connection.feed
+        if uri in feed.uris:
+            return
+        feed.uris.add(uri)
+        try:
+            if self.connection.modern:
+                feed.update(self.session.default_timeout)
+            else:
+                self.connection.request("resources/subscribe", {"uri": uri})
+        except BaseException:
+            feed.uris.discard(uri)
+            raise
 
     def unsubscribe(self, uri: str) -> None:
-        """Stop updates about ``uri``."""
+        """Stop updates about ``uri`` (2026-07-28: the callbacks' stream is re-opened without it)."""
         self._require("resources", "resources/unsubscribe")
-        self.connection.request("resources/unsubscribe", {"uri": uri})
+        feed = self.connection.feed
+        feed.uris.discard(uri)
+        if self.connection.modern:
+            feed.update(self.session.default_timeout)
+        else:
+            self.connection.request("resources/unsubscribe", {"uri": uri})
+
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Iterable[str] = (),
+        on_notification: Callable[[str, dict], None] | None = None,
+        timeout: float | None | type(...) = ...,
+    ) -> Subscription:
+        """Open a stream of change notifications; returns it once the server acknowledged it.
+
+        ``tools`` / ``prompts`` / ``resources``: their ``list_changed`` notifications;
+        ``resource_uris``: ``notifications/resources/updated`` for those resources.
+        ``on_notification(method, params)`` receives each on the callback thread.  The returned
+        :class:`~mcp_ref.client.listening.Subscription` says what the server agreed to
+        (``acknowledged``); ``close()`` it, or use it as a context manager.
+
+        2026-07-28: one ``subscriptions/listen`` request (basic/patterns/subscriptions).  Handshake
+        era: the same object, filtering what the server sends the session (resource URIs are
+        subscribed with ``resources/subscribe``), so the code is the same for both.
+        """
+        wanted = listening.build_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
+        stream = self.connection.listen(wanted, on_notification)
+        stream.wait_acknowledged(self.session.default_timeout if timeout is ... else timeout)
+        return stream
 
     # prompts
 

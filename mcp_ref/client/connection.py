@@ -23,7 +23,7 @@ from ..errors import CapabilityError, McpError, MethodNotFound
 from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult, LogMessage
-from . import elicitation, modern, roots, sampling
+from . import elicitation, listening, modern, roots, sampling
 
 if TYPE_CHECKING:
     from .client import Client
@@ -67,6 +67,12 @@ class ClientConnection:
         self.log_level: str | None = None
         self._input_schemas: dict[str, dict] = {}
         self._schemas_lock = threading.Lock()
+        #: Open listen streams: by request id (modern era), or filtering locally (handshake era).
+        self._listens: dict[Any, listening.Subscription] = {}
+        self._local_listens: list[listening.Subscription] = []
+        self._listens_lock = threading.Lock()
+        #: The stream behind the change callbacks and ``Client.subscribe`` (its ``uris``, both eras).
+        self.feed = listening.CallbackFeed(self)
         transport.set_reinitialize(self.initialize)
 
     @property
@@ -234,6 +240,76 @@ class ClientConnection:
             raise CapabilityError(self.lifecycle.rules.unsent.format(method=method))
         self.session.notify(method, params)
 
+    # -- change notifications ----------------------------------------------------------------
+
+    def listen(self, wanted: dict, on_notification: listening.NotificationCallback | None,
+               on_end: Callable | None = None) -> listening.Subscription:
+        """Open a stream of the change notifications in filter ``wanted``; not yet acknowledged.
+
+        Modern era: a ``subscriptions/listen`` request, open until either side ends it.  Handshake
+        era: the server sends list changes unasked, so the stream is a filter over what arrives,
+        and its resource URIs are subscribed with ``resources/subscribe``.
+        """
+        stream = listening.Subscription(self, wanted, on_notification, on_end)
+        if self.modern:
+            def register(request_id) -> None:
+                stream.id = request_id
+                with self._listens_lock:
+                    self._listens[request_id] = stream
+
+            params = modern.with_envelope({"notifications": wanted}, self.envelope_meta())
+            self.lifecycle.check_send("subscriptions/listen")
+            stream.attach(self.session.send_request("subscriptions/listen", params, timeout=None,
+                                                    before_write=register))
+            return stream
+        agreed = listening.honoured(wanted, self.client.server_capabilities)
+        with self._listens_lock:
+            subscribed = self._subscribed_uris()
+            self._local_listens.append(stream)
+        for uri in agreed.get("resourceSubscriptions", ()):
+            if uri not in subscribed:
+                self.request("resources/subscribe", {"uri": uri})
+        stream.deliver(listening.ACKNOWLEDGED, {"notifications": agreed})
+        return stream
+
+    def _subscribed_uris(self) -> set:
+        """The URIs subscribed on a handshake-era server: the client's own and its open streams'."""
+        uris = set(self.feed.uris)
+        for stream in self._local_listens:
+            uris.update((stream.acknowledged or {}).get("resourceSubscriptions", ()))
+        return uris
+
+    def forget_listen(self, request_id) -> None:
+        """A modern listen stream ended: route no more to it."""
+        with self._listens_lock:
+            self._listens.pop(request_id, None)
+
+    def forget_local_listen(self, stream: listening.Subscription) -> None:
+        """A handshake-era stream was closed: unsubscribe the URIs nothing else wants."""
+        with self._listens_lock:
+            if stream not in self._local_listens:
+                return
+            self._local_listens.remove(stream)
+            still = self._subscribed_uris()
+        for uri in (stream.acknowledged or {}).get("resourceSubscriptions", ()):
+            if uri not in still and not self.session.is_closed:
+                try:
+                    self.request("resources/unsubscribe", {"uri": uri})
+                except (McpError, ConnectionError) as exc:
+                    log.debug("resources/unsubscribe %s failed: %s", uri, exc)
+
+    def notify_callbacks(self, method: str, params: dict) -> None:
+        """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread)."""
+        client = self.client
+        if method == "notifications/resources/updated":
+            callback, argument = client.on_resource_updated, params.get("uri")
+        elif method.startswith("notifications/") and method.endswith("/list_changed"):
+            callback, argument = client.on_list_changed, method[len("notifications/"):-len("/list_changed")]
+        else:
+            return
+        if callback is not None:
+            self.session.call_soon(callback, argument)
+
     # -- the Dispatcher protocol: what the server sends ---------------------------------------
 
     def batches_allowed(self) -> bool:
@@ -255,22 +331,32 @@ class ClientConnection:
         return handler(self, context, params)
 
     def handle_notification(self, method: str, params: dict) -> None:
-        """Route the server's notifications to the client's callbacks (on the callback thread)."""
+        """Route the server's notifications: a listen stream's to that stream (by its
+        ``subscriptionId``), the rest to the client's callbacks (on the callback thread)."""
         client = self.client
-        callback: Callable | None
-        argument: Any
+        subscription = listening.subscription_id(params)
+        if subscription is not None:
+            # subscriptions §Receiving Notifications: "clients MUST use this field to correlate
+            # notifications with their originating subscription".
+            with self._listens_lock:
+                stream = self._listens.get(subscription)
+            if stream is None:
+                log.debug("dropped %s for unknown subscription %r", method, subscription)
+            else:
+                stream.deliver(method, params)
+            return
         if method == "notifications/message":
-            callback = client.on_log
-            argument = LogMessage.from_wire(params) if callback is not None else None
-        elif method == "notifications/resources/updated":
-            callback, argument = client.on_resource_updated, params.get("uri")
+            if client.on_log is not None:
+                self.session.call_soon(client.on_log, LogMessage.from_wire(params))
         elif method == "notifications/elicitation/complete":
             # client/elicitation: clients MUST ignore ids they do not know; the callback decides.
-            callback, argument = client.on_elicitation_complete, params.get("elicitationId")
-        elif method.startswith("notifications/") and method.endswith("/list_changed"):
-            callback, argument = client.on_list_changed, method[len("notifications/"):-len("/list_changed")]
+            if client.on_elicitation_complete is not None:
+                self.session.call_soon(client.on_elicitation_complete, params.get("elicitationId"))
+        elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
+            self.notify_callbacks(method, params)
+            with self._listens_lock:
+                local = [s for s in self._local_listens if listening.wants(s.acknowledged or {}, method, params)]
+            for stream in local:
+                stream.deliver(method, params)
         else:
             log.debug("ignored notification %s", method)
-            return
-        if callback is not None:
-            self.session.call_soon(callback, argument)

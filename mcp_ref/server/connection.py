@@ -23,7 +23,7 @@ from .. import lifecycle
 from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..lifecycle import Lifecycle, Phase
 from ..session import RequestContext, Session
-from . import caching, completion, input_required, prompts, resources, tools
+from . import caching, completion, input_required, prompts, resources, subscriptions, tools
 from . import logging as logging_feature
 
 if TYPE_CHECKING:
@@ -101,6 +101,7 @@ MODERN_METHODS: dict[str, Handler] = {
     **{m: h for m, h in resources.HANDLERS.items() if m not in ("resources/subscribe", "resources/unsubscribe")},
     **prompts.HANDLERS,
     **completion.HANDLERS,
+    "subscriptions/listen": subscriptions.listen,
 }
 
 #: The capability a method needs: 2025-11-25 basic/lifecycle §Operation, "Only use capabilities
@@ -208,6 +209,8 @@ class ServerConnection:
             context.inputs = input_required.read_inputs(params, method, server.keyring, principal)
         try:
             result = handler(self, context, params)
+            if context.deferred:
+                return result  # a subscriptions/listen stream: its answer, if any, comes later
         except input_required.InputRequired as asked:
             if context.inputs is None:  # a handler of another method asked: a bug in the handler
                 log.error("%s: the handler of %s asked the client for input, which 2026-07-28 allows only "

@@ -15,12 +15,13 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
-from .. import MODERN_VERSIONS, lifecycle
+from .. import lifecycle
 from ..pagination import SECRET_ENV, Paginator
 from .caching import check_hints
 from .connection import ServerConnection
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
+from .subscriptions import DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions
 from .tools import RegisteredTool, build_tool
 
 
@@ -41,6 +42,8 @@ class Server:
     them): how long a client may keep a result (0: re-fetch each time), and
     whether shared caches may keep it (``"public"``) or only the caller's
     (``"private"``, the default: safe when answers differ per user).
+    ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
+    (past it a listen is refused with -32000, "Server busy").
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class Server:
         secret: bytes | str | Sequence[bytes | str] | None = None,
         ttl_ms: int = 0,
         cache_scope: str = "private",
+        max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
     ):
         self.name = name
         self.version = version
@@ -75,6 +79,8 @@ class Server:
         self._prompts: dict[str, RegisteredPrompt] = {}
         self._completions: dict[tuple[str, str], Callable] = {}
         self._connections: "weakref.WeakSet[ServerConnection]" = weakref.WeakSet()
+        #: The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``).
+        self.subscriptions = Subscriptions(max_subscriptions)
         self._registry_lock = threading.Lock()
 
     # -- tools ----------------------------------------------------------------------
@@ -248,10 +254,12 @@ class Server:
         return uri in self._resources or any(t.listing["uriTemplate"] == uri for t in list(self._templates))
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Send ``notifications/resources/updated`` to every client subscribed to ``uri``."""
+        """Send ``notifications/resources/updated`` to every client subscribed to ``uri``: handshake-era
+        sessions that called ``resources/subscribe``, and 2026-07-28 listen streams naming it."""
         for connection in self.connections():
             if uri in connection.subscriptions:
                 connection.notify("notifications/resources/updated", {"uri": uri})
+        self.subscriptions.publish("notifications/resources/updated", {"uri": uri})
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -344,12 +352,8 @@ class Server:
             caps["prompts"] = {"listChanged": True}
         if self._completions and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
             caps["completions"] = {}
-        if version in MODERN_VERSIONS:
-            # 2026-07-28: change notifications come only on a subscriptions/listen stream, which this
-            # server does not offer yet; so it promises none (no listChanged, no subscribe).
-            for kind in ("tools", "resources", "prompts"):
-                if kind in caps:
-                    caps[kind] = {}
+        # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise
+        # travel on subscriptions/listen streams (mcp_ref.server.subscriptions).
         return caps
 
     def server_info(self, version: str | None = None) -> dict:
@@ -390,6 +394,13 @@ class Server:
     def _announce(self, kind: str) -> None:
         for connection in self.connections():
             connection.list_changed(kind)
+        self.subscriptions.publish(f"notifications/{kind}/list_changed")
+
+    def close_subscriptions(self) -> int:
+        """End every open 2026-07-28 ``subscriptions/listen`` stream gracefully (their requests are
+        answered, so clients know the end was not a failure); how many there were.  Serving goes on:
+        a client may listen again.  The HTTP server calls it when it shuts down."""
+        return self.subscriptions.close_all()
 
     # -- serving ----------------------------------------------------------------------------------
 

@@ -177,6 +177,7 @@ class Stream:
         #: True once a response carried it and left with no other taking over (see HttpSession.settle)
         self.orphaned = False
         self.direct: _DirectReply | None = None  # while a POST runs its handler inline: writes go straight to it
+        self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
 
     def put(self, data: bytes, *, end: bool = False) -> bool:
         """Queue one message for the consumer; False (nothing queued) when the stream is full.
@@ -311,8 +312,10 @@ class HttpSession(Transport):
                 return
             stream = self.standalone
         direct = stream.direct
-        if direct is not None and self.modern and isinstance(message, ErrorResponse):
-            direct.status = modern_status(message.error.get("code"))
+        if self.modern and isinstance(message, ErrorResponse):
+            stream.status = modern_status(message.error.get("code"))
+            if direct is not None:
+                direct.status = stream.status
         if direct is not None and direct.send(data, end):
             return
         if not stream.put(data, end=end):
@@ -704,6 +707,12 @@ class McpWsgiApp:
         session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
         self._bind(session, environ)
         stream = session.open_stream([message.id])
+        if message.method == "subscriptions/listen":
+            # A long-lived stream (2026-07-28 streamable-http §Receiving Messages): its handler
+            # acknowledges and defers, so no thread but this one waits; the stream carries the
+            # change notifications, with keep-alive comments, until either side ends it.
+            session.connection.session.dispatch(message)
+            return self._answer(session, stream, start_response)
         return self._answer_inline(session, stream, message, start_response)
 
     def _check_modern_headers(self, environ: dict, request: Request) -> None:
@@ -813,7 +822,7 @@ class McpWsgiApp:
             if first is _END:  # cancelled: no answer will come
                 start_response("202 Accepted", [("Content-Length", "0")])
                 return [b""]
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(first)))])
+            start_response(stream.status, [("Content-Type", "application/json"), ("Content-Length", str(len(first)))])
             return [first]
         start_response("200 OK", _SSE_HEADERS)
         return self._events(session, stream, token, first)
@@ -1008,7 +1017,17 @@ class McpWsgiApp:
         return True
 
     def close(self) -> None:
-        """End every session (for a clean shutdown)."""
+        """End every session and every 2026-07-28 listen stream (for a clean shutdown).
+
+        The listen streams end gracefully: subscriptions §Graceful Closure, the server "SHOULD
+        respond to the original subscriptions/listen request with a completion result before
+        closing the stream".
+        """
+        def mine(subscription) -> bool:
+            transport = subscription.connection.session.transport
+            return isinstance(transport, HttpSession) and transport.app is self
+
+        self.server.subscriptions.close_all(mine)
         with self._sessions_lock:
             sessions = list(self.sessions.values())
         for session in sessions:

@@ -370,6 +370,26 @@ def test_header_params(region: str, query: str = "", priority: int = 0) -> str:
     return f"region={region} priority={priority} query={query}"
 
 
+@server.tool()
+def test_trigger_tool_change() -> str:
+    """Change the tool list (a tool appears, or goes again): tools/list_changed for listen streams."""
+    if server.get_tool("test_transient_tool") is None:
+        server.add_tool(lambda: "here for now", name="test_transient_tool", description="Comes and goes")
+    else:
+        server.remove_tool("test_transient_tool")
+    return "tools changed"
+
+
+@server.tool()
+def test_trigger_prompt_change() -> str:
+    """Change the prompt list: prompts/list_changed for listen streams."""
+    if server.get_prompt("test_transient_prompt") is None:
+        server.add_prompt(lambda: "here for now", name="test_transient_prompt", description="Comes and goes")
+    else:
+        server.remove_prompt("test_transient_prompt")
+    return "prompts changed"
+
+
 @server.prompt()
 def test_input_required_result_prompt(ctx: Context) -> str:
     """A prompt that asks the user for context first (MRTR on prompts/get)."""

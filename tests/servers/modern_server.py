@@ -1,5 +1,6 @@
 """A server for the 2026-07-28 tests (tests/test_modern_server.py): MRTR asks in every shape,
-per-request logging, caching hints with a per-resource override, and x-mcp-header parameters.
+per-request logging, caching hints with a per-resource override, x-mcp-header parameters, and
+tools that change the listings or a resource (for subscriptions/listen).
 
     python tests/servers/modern_server.py        # over stdio
 """
@@ -79,6 +80,35 @@ def build(secret: str | None = "modern-test-secret") -> Server:
         answer = ctx.elicit("Context?", {"type": "object", "properties": {"context": {"type": "string"}},
                                          "required": ["context"]}, key="ctx")
         return f"Use: {answer.content['context']}"
+
+    @server.tool()
+    def change_tools() -> str:
+        """Add a tool, or remove it if present: tools/list_changed for listeners."""
+        if server.get_tool("extra") is None:
+            server.add_tool(lambda: "extra", name="extra", description="Added by change_tools")
+        else:
+            server.remove_tool("extra")
+        return "changed"
+
+    @server.tool()
+    def change_prompts() -> str:
+        """Add a prompt, or remove it if present: prompts/list_changed for listeners."""
+        if server.get_prompt("extra") is None:
+            server.add_prompt(lambda: "extra", name="extra", description="Added by change_prompts")
+        else:
+            server.remove_prompt("extra")
+        return "changed"
+
+    @server.tool()
+    def touch(uri: str) -> str:
+        """Announce that the resource ``uri`` changed: resources/updated for its listeners."""
+        server.notify_resource_updated(uri)
+        return "touched"
+
+    @server.tool()
+    def end_streams() -> str:
+        """End every listen stream gracefully, as a server shutting down does."""
+        return str(server.close_subscriptions())
 
     return server
 

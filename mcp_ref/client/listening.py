@@ -1,0 +1,275 @@
+"""Change notifications, client side: ``subscriptions/listen`` streams and what feeds the callbacks.
+
+At 2026-07-28 a server sends change notifications (list changes, resource
+updates) only on a ``subscriptions/listen`` stream the client opened, and only
+the kinds the client asked for (basic/patterns/subscriptions).  Two ways in:
+
+* :meth:`mcp_ref.client.Client.listen` opens one stream and returns a
+  :class:`Subscription`: the acknowledged filter, a callback per notification,
+  ``close()``.  It works in both eras: against a handshake-era server, where
+  list changes arrive unasked and resource updates follow
+  ``resources/subscribe``, it filters what arrives and subscribes for you, so the
+  same code runs against either.
+* The ``Client(on_list_changed=, on_resource_updated=)`` callbacks and
+  ``client.subscribe(uri)``, as in the handshake era: in the 2026-07-28 era a
+  :class:`CallbackFeed` keeps one stream open for them, re-opened with the new
+  filter when ``subscribe`` / ``unsubscribe`` change it, and after an abrupt end
+  (the spec lets a client "treat [it] as a trigger to reconnect").
+
+Every notification of a stream carries its id in
+``_meta["io.modelcontextprotocol/subscriptionId"]`` (the JSON-RPC id of the
+listen request); :meth:`mcp_ref.client.connection.ClientConnection.handle_notification`
+routes by it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+from .. import envelope
+from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
+
+if TYPE_CHECKING:
+    from .connection import ClientConnection
+
+log = logging.getLogger(__name__)
+
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+#: The filter's list-changed fields, and the listing each names (subscriptions §Notification Filter).
+LIST_FIELDS = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+#: Consecutive failed attempts to re-open the callbacks' stream before giving up (logged).
+MAX_REOPENS = 5
+#: Seconds before the first re-open; each further attempt waits twice as long.
+REOPEN_DELAY = 0.5
+
+NotificationCallback = Callable[[str, dict], None]
+
+
+def build_filter(*, tools: bool = False, prompts: bool = False, resources: bool = False,
+                 resource_uris=()) -> dict:
+    """A SubscriptionFilter object: the list changes and resource URIs a stream should carry."""
+    wanted: dict[str, Any] = {LIST_FIELDS[k]: True for k, on in
+                              (("tools", tools), ("prompts", prompts), ("resources", resources)) if on}
+    uris = sorted(set(resource_uris))
+    if not all(isinstance(uri, str) and uri for uri in uris):
+        raise ValueError("resource_uris must be non-empty strings")
+    if uris:
+        wanted["resourceSubscriptions"] = uris
+    return wanted
+
+
+def honoured(wanted: dict, capabilities: dict) -> dict:
+    """The part of filter ``wanted`` a server declaring ``capabilities`` can honour."""
+    agreed = {field: True for kind, field in LIST_FIELDS.items()
+              if wanted.get(field) and capabilities.get(kind, {}).get("listChanged")}
+    if wanted.get("resourceSubscriptions") and capabilities.get("resources", {}).get("subscribe"):
+        agreed["resourceSubscriptions"] = list(wanted["resourceSubscriptions"])
+    return agreed
+
+
+def wants(agreed: dict, method: str, params: dict) -> bool:
+    """True when a notification belongs to a stream that agreed to filter ``agreed``."""
+    if method == "notifications/resources/updated":
+        return params.get("uri") in agreed.get("resourceSubscriptions", ())
+    for kind, field in LIST_FIELDS.items():
+        if method == f"notifications/{kind}/list_changed":
+            return bool(agreed.get(field))
+    return False
+
+
+class Subscription:
+    """One listen stream (from :meth:`mcp_ref.client.Client.listen`).
+
+    ``requested`` is the filter asked for, ``acknowledged`` the part the server
+    agreed to (subscriptions §Acknowledgment: the client "SHOULD check the
+    acknowledged filter against what it requested"); ``id`` the listen
+    request's id (None in the handshake era, which has no stream).
+    ``on_notification(method, params)`` runs on the client's callback thread for
+    each notification, in arrival order.  ``close()`` ends it; ``ended_gracefully``
+    says whether the server ended it with a result rather than dropping it.
+    """
+
+    def __init__(self, connection: "ClientConnection", requested: dict,
+                 on_notification: NotificationCallback | None, on_end: Callable[["Subscription"], None] | None = None):
+        self.connection = connection
+        self.requested = requested
+        self.acknowledged: dict | None = None
+        self.id = None
+        self.on_notification = on_notification
+        self.ended_gracefully = False
+        #: The error that ended the stream (None while open, after close(), or a graceful end).
+        self.error: Exception | None = None
+        self._on_end = on_end
+        self._pending = None
+        self._closing = False
+        self._settled = threading.Event()  # acknowledged, or ended before that
+        self._ended = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        """True once the stream has ended, for whatever reason."""
+        return self._ended.is_set()
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """Block until the stream has ended; False on timeout."""
+        return self._ended.wait(timeout)
+
+    def close(self) -> None:
+        """End the stream: cancel the listen request (stdio: ``notifications/cancelled``; HTTP:
+        the response stream is closed).  Idempotent."""
+        self._closing = True
+        if self._pending is not None:
+            self._pending.cancel("the client closed the subscription")
+        else:
+            self._end(None)
+            self.connection.forget_local_listen(self)
+
+    def __enter__(self) -> "Subscription":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- fed by the connection ----------------------------------------------------------------
+
+    def attach(self, pending) -> None:
+        """The listen request on the wire (modern era): its end is the stream's end."""
+        self._pending = pending
+        pending.future.add_done_callback(self._finished)
+
+    def deliver(self, method: str, params: dict) -> None:
+        """One notification of this stream (on the reader thread: quick, no user code)."""
+        if method == "notifications/cancelled":
+            # The server tore the stream down (2026-07-28 cancellation); its result, if it sends
+            # one, may follow: the stream has ended either way.
+            self.ended_gracefully = True
+            self.connection.forget_listen(self.id)
+            self._end(None)
+            return
+        if method == ACKNOWLEDGED:
+            notifications = params.get("notifications")
+            self.acknowledged = notifications if isinstance(notifications, dict) else {}
+            self._settled.set()
+            return
+        if self.acknowledged is None:
+            log.debug("%s arrived on listen stream %r before its acknowledgment: dropped", method, self.id)
+            return
+        if self.on_notification is not None:
+            self.connection.session.call_soon(self.on_notification, method, params)
+
+    def _finished(self, future) -> None:
+        """The listen request settled: a result is a graceful end; anything else an abrupt one."""
+        error = future.exception()
+        self.connection.forget_listen(self.id)
+        if self._ended.is_set():
+            return  # the server's notifications/cancelled ended it already
+        if error is None:
+            self.ended_gracefully = True
+        elif not (self._closing and isinstance(error, RequestCancelled)):
+            self.error = error
+        self._end(error)
+
+    def _end(self, error) -> None:
+        if self._ended.is_set():
+            return
+        self._ended.set()
+        self._settled.set()
+        if self._on_end is not None:
+            self.connection.session.call_soon(self._on_end, self)
+
+    def wait_acknowledged(self, timeout: float | None) -> None:
+        """Wait for the acknowledgment; raise what ended the stream first, or RequestTimeout."""
+        if not self._settled.wait(timeout):
+            self.close()
+            raise RequestTimeout(f"subscriptions/listen was not acknowledged within {timeout} s")
+        if self.acknowledged is None:
+            if isinstance(self.error, McpError):
+                raise self.error
+            raise McpError(f"the listen stream ended before it was acknowledged: {self.error or 'closed'}")
+
+
+class CallbackFeed:
+    """The 2026-07-28 listen stream behind ``on_list_changed``, ``on_resource_updated`` and
+    ``subscribe``: opened with what they need, re-opened when that changes or when the
+    stream drops (at most :data:`MAX_REOPENS` attempts in a row)."""
+
+    def __init__(self, connection: "ClientConnection"):
+        self.connection = connection
+        self.uris: set[str] = set()
+        self.stream: Subscription | None = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._failures = 0
+
+    def wanted(self) -> dict:
+        """The filter the callbacks need now, limited to what the server declares."""
+        client = self.connection.client
+        caps = client.server_capabilities
+        lists = {kind: client.on_list_changed is not None and bool(caps.get(kind, {}).get("listChanged"))
+                 for kind in LIST_FIELDS}
+        return honoured(build_filter(**lists, resource_uris=self.uris), caps)
+
+    def update(self, timeout: float | None) -> None:
+        """Open a stream with the current filter, then close the one it replaces (none left
+        open when nothing is wanted).  The new stream is acknowledged before the old one ends,
+        so no change falls between them."""
+        with self._lock:
+            old = self.stream
+            wanted = self.wanted()
+            if self._stopped.is_set():
+                return
+            self.stream = None
+            if wanted:
+                stream = self.connection.listen(wanted, self._deliver, on_end=self._ended)
+                try:
+                    stream.wait_acknowledged(timeout)
+                except BaseException:
+                    self.stream = old
+                    raise
+                self.stream = stream
+                self._failures = 0
+        if old is not None:
+            old.close()
+
+    def stop(self) -> None:
+        """Close the stream for good (the client is closing)."""
+        self._stopped.set()
+        with self._lock:
+            stream, self.stream = self.stream, None
+        if stream is not None:
+            stream.close()
+
+    def _deliver(self, method: str, params: dict) -> None:
+        self.connection.notify_callbacks(method, params)
+
+    def _ended(self, stream: Subscription) -> None:
+        """A stream ended (on the callback thread): if it is the current one and the client did
+        not close it, open it again after a pause."""
+        if stream is not self.stream or stream._closing or self._stopped.is_set():
+            return
+        log.info("the listen stream behind the change callbacks ended (%s); opening it again",
+                 "the server closed it" if stream.ended_gracefully else stream.error)
+        threading.Thread(target=self._reopen, name="mcp-client-relisten", daemon=True).start()
+
+    def _reopen(self) -> None:
+        while not self._stopped.is_set():
+            self._failures += 1
+            if self._failures > MAX_REOPENS:
+                log.warning("gave up re-opening the listen stream after %d attempts: change callbacks "
+                            "are no longer fed", MAX_REOPENS)
+                return
+            if self._stopped.wait(REOPEN_DELAY * 2 ** (self._failures - 1)):
+                return
+            try:
+                self.update(self.connection.session.default_timeout)
+                return
+            except (McpError, ConnectionError, CapabilityError) as exc:
+                log.debug("re-opening the listen stream failed: %s", exc)
+
+
+def subscription_id(params: dict):
+    """The ``io.modelcontextprotocol/subscriptionId`` of a notification's ``_meta`` (None: none)."""
+    meta = params.get("_meta")
+    return meta.get(envelope.SUBSCRIPTION_ID) if isinstance(meta, dict) else None

@@ -1,0 +1,229 @@
+"""``subscriptions/listen``: the 2026-07-28 change-notification streams, server side.
+
+In the handshake era a server announces list changes to every session, and
+resource updates to sessions that called ``resources/subscribe``.  At
+2026-07-28 there are no sessions: a client that wants change notifications
+opens a long-lived ``subscriptions/listen`` request naming what it wants
+(basic/patterns/subscriptions), and the server sends exactly that, each
+notification tagged with the request's id as
+``_meta["io.modelcontextprotocol/subscriptionId"]``.
+
+The pieces:
+
+* :class:`Filter` — what a listen asks for, read from the wire; the server
+  agrees to the part it supports (the acknowledgment says which).
+* :class:`Subscriptions` — one per :class:`~mcp_ref.server.Server`: the open
+  streams, bounded (``max_subscriptions``; past it a listen is refused with
+  -32000 ``ServerBusy``).  :meth:`Subscriptions.publish` is how the server's
+  change announcements reach them.
+* :func:`listen` — the request handler.  It acknowledges, registers the
+  stream, and *defers* the request (:meth:`mcp_ref.session.RequestContext.defer`):
+  no handler thread waits while the stream is open.  The stream ends when the
+  client cancels it (``notifications/cancelled`` on stdio, closing the HTTP
+  response), when the connection ends, or when the server closes it
+  gracefully (:meth:`Subscriptions.close_all`: the listen request is answered
+  with an empty ``complete`` result).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from .. import envelope
+from ..errors import InvalidParams, ServerBusy
+from ..session import RequestContext
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+log = logging.getLogger(__name__)
+
+#: The list-changed filter fields, and the listing each names (subscriptions §Notification Filter).
+LIST_FIELDS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
+#: Resource URIs one listen may name; past it the listen is refused (-32602): the work a
+#: request causes stays bounded by its size, and a client wanting more opens more streams.
+MAX_RESOURCE_URIS = 1024
+#: The longest resource URI a listen may name, in characters.
+MAX_URI_LENGTH = 8192
+#: Open listen streams one server holds by default (every connection and transport together).
+DEFAULT_MAX_SUBSCRIPTIONS = 1024
+
+
+@dataclass(frozen=True)
+class Filter:
+    """What a ``subscriptions/listen`` stream carries: list changes of ``lists`` (a subset of
+    ``tools``, ``prompts``, ``resources``) and ``resources/updated`` for the URIs ``uris``."""
+
+    lists: frozenset = frozenset()
+    uris: frozenset = frozenset()
+
+    @classmethod
+    def from_wire(cls, notifications: object) -> "Filter":
+        """The filter a request asks for, or -32602 for one that is not a SubscriptionFilter.
+
+        Fields this revision does not define are left out, not refused: the acknowledgment
+        "reflects the subset the server agreed to honor. Notification types the server does
+        not support are omitted" (subscriptions §Acknowledgment).
+        """
+        if not isinstance(notifications, dict):
+            raise InvalidParams("Invalid params: subscriptions/listen needs a notifications object")
+        lists = set()
+        for name, kind in LIST_FIELDS.items():
+            value = notifications.get(name, False)
+            if not isinstance(value, bool):
+                raise InvalidParams(f"Invalid params: notifications.{name} must be a boolean")
+            if value:
+                lists.add(kind)
+        uris = notifications.get("resourceSubscriptions", [])
+        if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
+            raise InvalidParams("Invalid params: notifications.resourceSubscriptions must be an array of strings")
+        if len(uris) > MAX_RESOURCE_URIS:
+            raise InvalidParams(f"Invalid params: one subscriptions/listen may name at most {MAX_RESOURCE_URIS} "
+                                "resources; open another stream for more")
+        if any(len(uri) > MAX_URI_LENGTH or not uri for uri in uris):
+            raise InvalidParams(f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters")
+        return cls(frozenset(lists), frozenset(uris))
+
+    def agreed(self, capabilities: dict) -> "Filter":
+        """The part of this filter a server declaring ``capabilities`` honours: list changes of
+        what it declares ``listChanged`` for, and resource updates if it declares ``subscribe``."""
+        lists = frozenset(kind for kind in self.lists if capabilities.get(kind, {}).get("listChanged"))
+        uris = self.uris if capabilities.get("resources", {}).get("subscribe") else frozenset()
+        return Filter(lists, uris)
+
+    def to_wire(self) -> dict:
+        """The SubscriptionFilter object (only what is asked for)."""
+        wire: dict = {name: True for name, kind in LIST_FIELDS.items() if kind in self.lists}
+        if self.uris:
+            wire["resourceSubscriptions"] = sorted(self.uris)
+        return wire
+
+    def wants(self, method: str, params: dict) -> bool:
+        """True when a notification ``method`` with ``params`` belongs on this stream."""
+        if method == "notifications/resources/updated":
+            return params.get("uri") in self.uris
+        kind = method[len("notifications/"):-len("/list_changed")] if method.endswith("/list_changed") else None
+        return kind in self.lists
+
+
+class Subscription:
+    """One open ``subscriptions/listen`` stream: the connection it is on, its id, its filter."""
+
+    def __init__(self, connection: "ServerConnection", request_id, agreed: Filter, version: str):
+        self.connection = connection
+        self.id = request_id
+        self.filter = agreed
+        self.version = version
+
+    def send(self, method: str, params: dict) -> None:
+        """Send one notification on the stream, tagged with its id (subscriptions §Receiving
+        Notifications: every notification "carry ``io.modelcontextprotocol/subscriptionId`` in
+        ``_meta``")."""
+        tagged = dict(params)
+        tagged["_meta"] = {**params.get("_meta", {}), envelope.SUBSCRIPTION_ID: self.id}
+        try:
+            self.connection.session.notify(method, tagged, related_request_id=self.id)
+        except ConnectionError:
+            log.debug("%s dropped: the listen stream's connection has closed", method)
+
+    def close(self) -> bool:
+        """End the stream from the server's side (False: it had already ended).
+
+        The spec says two things here, and both are done, in an order every transport carries:
+        basic/patterns/cancellation, a server "MUST send ``notifications/cancelled`` referencing a
+        ``subscriptions/listen`` request ID when it tears down that subscription stream"; then
+        subscriptions §Graceful Closure, it "SHOULD respond to the original subscriptions/listen
+        request with a completion result before closing the stream" (the answer ends an HTTP
+        stream, so the notification goes first).
+        """
+        self.send("notifications/cancelled", {"requestId": self.id, "reason": "the server ended the subscription"})
+        result = {"_meta": {envelope.SUBSCRIPTION_ID: self.id}}
+        result = envelope.complete(result, self.connection.server.server_info(self.version))
+        return self.connection.session.answer_deferred(self.id, result)
+
+
+class Subscriptions:
+    """The open ``subscriptions/listen`` streams of one server (at most ``max_subscriptions``)."""
+
+    def __init__(self, max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS):
+        self.max_subscriptions = max_subscriptions
+        self._lock = threading.Condition()
+        self._open: dict[tuple[int, object], Subscription] = {}
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def open(self, subscription: Subscription) -> bool:
+        """Register a stream; False when ``max_subscriptions`` are already open."""
+        with self._lock:
+            if len(self._open) >= self.max_subscriptions:
+                return False
+            self._open[(id(subscription.connection), subscription.id)] = subscription
+            return True
+
+    def end(self, subscription: Subscription) -> None:
+        """Forget a stream (it was cancelled, or its connection ended)."""
+        with self._lock:
+            self._open.pop((id(subscription.connection), subscription.id), None)
+            self._lock.notify_all()
+
+    def wait_at_most(self, count: int, timeout: float | None = None) -> bool:
+        """Block until at most ``count`` streams are open (False on timeout): for a shutdown that
+        lets listeners leave, and for tests."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._open) <= count, timeout)
+
+    def publish(self, method: str, params: dict | None = None) -> int:
+        """Send a change notification on every stream whose filter asks for it; how many did."""
+        params = params or {}
+        with self._lock:
+            streams = [s for s in self._open.values() if s.filter.wants(method, params)]
+        for subscription in streams:
+            subscription.send(method, params)
+        return len(streams)
+
+    def close_all(self, which: Callable[[Subscription], bool] | None = None) -> int:
+        """End every stream gracefully (e.g. at shutdown), or those ``which`` picks; how many.
+
+        subscriptions §Graceful Closure: the server "SHOULD respond to the original
+        ``subscriptions/listen`` request with a completion result before closing the stream",
+        carrying the subscription's id in ``_meta``.
+        """
+        with self._lock:
+            streams = [s for s in self._open.values() if which is None or which(s)]
+            for subscription in streams:
+                del self._open[(id(subscription.connection), subscription.id)]
+            self._lock.notify_all()
+        for subscription in streams:
+            subscription.close()
+        return len(streams)
+
+
+def listen(connection: "ServerConnection", context: RequestContext, params: dict) -> object:
+    """``subscriptions/listen``: acknowledge, then keep the request open as the stream.
+
+    subscriptions §Acknowledgment: the server "MUST send ``notifications/subscriptions/acknowledged``
+    as the first message carrying the subscription's ID ... and MUST NOT send any notification
+    on the subscription before it"; so the stream is registered only once the acknowledgment
+    is written.  The server "MUST NOT send notification types the client has not explicitly
+    requested": :meth:`Filter.wants`.
+    """
+    asked = Filter.from_wire(params.get("notifications"))
+    server = connection.server
+    version = connection.version_for(context)
+    subscription = Subscription(connection, context.request_id, asked.agreed(server.capabilities(version)), version)
+    hub = server.subscriptions
+    if len(hub) >= hub.max_subscriptions:
+        raise ServerBusy(f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "
+                         "retry when some have closed", data={"maxSubscriptions": hub.max_subscriptions})
+    context.defer(lambda: hub.end(subscription))
+    subscription.send("notifications/subscriptions/acknowledged", {"notifications": subscription.filter.to_wire()})
+    if not hub.open(subscription):  # filled up since the check above: end the stream at once
+        subscription.close()
+        return None
+    if context.cancelled.is_set():  # cancelled between the acknowledgment and now
+        hub.end(subscription)
+    return None

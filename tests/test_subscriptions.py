@@ -1,0 +1,421 @@
+"""``subscriptions/listen`` (2026-07-28 basic/patterns/subscriptions), both sides.
+
+The server side is driven with raw messages: over stdio a real subprocess
+(tests/servers/modern_server.py), over HTTP raw POSTs to a real socket, the
+listen stream read as it arrives.  The client side runs mcp_ref's Client against
+the same server in both eras.  Every message is checked against the official
+2026-07-28 schema.  See spec_notes/subscriptions.md.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+
+import pytest
+import requests
+from conftest import WAIT, InMemory, WireChecker, schema_errors
+from http_fixtures import serve  # noqa: F401 - a fixture
+from test_modern_server import SERVER, VERSION, meta
+
+from mcp_ref import Client, Server
+
+MODERN = InMemory("modern_server")
+ACK = "notifications/subscriptions/acknowledged"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+TYPES = {ACK: "SubscriptionsAcknowledgedNotification",
+         "notifications/tools/list_changed": "ToolListChangedNotification",
+         "notifications/prompts/list_changed": "PromptListChangedNotification",
+         "notifications/resources/updated": "ResourceUpdatedNotification",
+         "notifications/cancelled": "CancelledNotification"}
+
+
+def checked(message: dict) -> dict:
+    """A message of a listen stream, after checking it against the 2026-07-28 schema."""
+    if "method" in message:
+        assert schema_errors(VERSION, TYPES[message["method"]], message) == []
+    elif "result" in message:
+        assert schema_errors(VERSION, "SubscriptionsListenResultResponse", message) == []
+    else:
+        assert schema_errors(VERSION, "JSONRPCErrorResponse", message) == []
+    return message
+
+
+def listen_params(**notifications) -> dict:
+    return {"_meta": meta(), "notifications": notifications}
+
+
+# -- the two transports, one interface ----------------------------------------------------------
+
+
+class StdioServer:
+    """The test server as a subprocess: every message it writes lands in one queue."""
+
+    def __init__(self, raw_peer):
+        self.peer = raw_peer(SERVER)
+        self.next_id = 0
+
+    def listen(self, **notifications) -> "StdioStream":
+        self.next_id += 1
+        stream = StdioStream(self, self.next_id)
+        self.peer.send_json({"jsonrpc": "2.0", "id": stream.id, "method": "subscriptions/listen",
+                             "params": listen_params(**notifications)})
+        return stream
+
+    def call(self, tool: str, **arguments) -> dict:
+        """Call a tool and wait for its answer; what else arrives meanwhile is kept for the streams."""
+        self.next_id += 1
+        self.peer.send_json({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                             "params": {"name": tool, "arguments": arguments, "_meta": meta()}})
+        return self.wait_for(lambda m: m.get("id") == self.next_id and "method" not in m)
+
+    backlog: list
+
+    def wait_for(self, match) -> dict:
+        if not hasattr(self, "backlog"):
+            self.backlog = []
+        for message in self.backlog:
+            if match(message):
+                self.backlog.remove(message)
+                return message
+        while True:
+            message = self.peer.recv()
+            assert message is not None, "the server ended its output"
+            if match(message):
+                return message
+            self.backlog.append(message)
+
+
+class StdioStream:
+    """One listen stream over stdio: the messages tagged with its id, or answering it."""
+
+    def __init__(self, server: StdioServer, request_id):
+        self.server, self.id = server, request_id
+
+    def next(self) -> dict:
+        def mine(message):
+            if message.get("id") == self.id and "method" not in message:
+                return True
+            return message.get("params", {}).get("_meta", {}).get(SUBSCRIPTION_ID) == self.id
+
+        return checked(self.server.wait_for(mine))
+
+    def cancel(self) -> None:
+        self.server.peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": self.id, "reason": "done"}})
+
+
+class HttpServer:
+    """The test server over Streamable HTTP: each listen is a POST whose SSE body is read as it comes."""
+
+    def __init__(self, served):
+        self.served = served
+        self.next_id = 0
+
+    def post(self, method: str, params: dict, **options):
+        from mcp_ref.transports.http_headers import request_headers
+
+        self.next_id += 1
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": VERSION, **request_headers(method, params)}
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        return requests.post(self.served.mcp, json=body, headers=headers, timeout=WAIT, **options)
+
+    def listen(self, **notifications) -> "HttpStream":
+        reply = self.post("subscriptions/listen", listen_params(**notifications), stream=True)
+        return HttpStream(reply, self.next_id)
+
+    def call(self, tool: str, **arguments) -> dict:
+        reply = self.post("tools/call", {"name": tool, "arguments": arguments, "_meta": meta()})
+        assert reply.status_code == 200
+        return reply.json()
+
+
+class HttpStream:
+    """One listen POST: its SSE messages, read on a thread into a queue (None once it ends)."""
+
+    def __init__(self, reply, request_id):
+        self.reply, self.id = reply, request_id
+        self.status = reply.status_code
+        self.content_type = reply.headers.get("Content-Type", "")
+        self.messages: queue.Queue = queue.Queue()
+        if self.content_type.startswith("application/json"):
+            self.messages.put(reply.json())
+            self.messages.put(None)
+        else:
+            threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        try:
+            for line in self.reply.iter_lines():
+                if line.startswith(b"data:"):
+                    self.messages.put(json.loads(line[5:]))
+        except Exception:  # noqa: BLE001 - cancel() closed the response under this reader
+            pass
+        self.messages.put(None)
+
+    def next(self) -> dict:
+        message = self.messages.get(timeout=WAIT)
+        assert message is not None, "the stream ended"
+        return checked(message)
+
+    def cancel(self) -> None:
+        self.reply.close()
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request, raw_peer, serve):  # noqa: F811
+    if request.param == "stdio":
+        return StdioServer(raw_peer)
+    return HttpServer(serve(MODERN.build(), keepalive=0.2))
+
+
+def is_ack_of(message: dict, stream) -> bool:
+    return message["method"] == ACK and message["params"]["_meta"][SUBSCRIPTION_ID] == stream.id
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def test_the_acknowledgment_comes_first_and_every_notification_is_tagged(server):
+    stream = server.listen(toolsListChanged=True, resourceSubscriptions=["test://stable"])
+    ack = stream.next()
+    assert is_ack_of(ack, stream)
+    assert ack["params"]["notifications"] == {"toolsListChanged": True, "resourceSubscriptions": ["test://stable"]}
+    assert server.call("change_tools")["result"]["content"][0]["text"] == "changed"
+    changed = stream.next()
+    assert changed["method"] == "notifications/tools/list_changed"
+    assert changed["params"]["_meta"][SUBSCRIPTION_ID] == stream.id
+    server.call("touch", uri="test://other")  # not asked for: nothing on the stream
+    server.call("touch", uri="test://stable")
+    updated = stream.next()
+    assert updated["method"] == "notifications/resources/updated"
+    assert updated["params"]["uri"] == "test://stable"
+    assert updated["params"]["_meta"][SUBSCRIPTION_ID] == stream.id
+    if isinstance(stream, HttpStream):
+        assert stream.content_type.startswith("text/event-stream")
+        assert stream.reply.headers.get("X-Accel-Buffering") == "no"
+        assert "Mcp-Session-Id" not in stream.reply.headers
+
+
+def test_only_what_was_asked_for_is_sent(server):
+    stream = server.listen(promptsListChanged=True)
+    assert is_ack_of(stream.next(), stream)
+    server.call("change_tools")  # tools were not asked for
+    server.call("change_prompts")
+    assert stream.next()["method"] == "notifications/prompts/list_changed"
+
+
+def test_several_streams_each_get_their_own(server):
+    tools = server.listen(toolsListChanged=True)
+    assert is_ack_of(tools.next(), tools)
+    prompts = server.listen(promptsListChanged=True)
+    assert is_ack_of(prompts.next(), prompts)
+    server.call("change_prompts")
+    server.call("change_tools")
+    assert prompts.next()["method"] == "notifications/prompts/list_changed"
+    assert tools.next()["method"] == "notifications/tools/list_changed"
+
+
+def test_types_the_revision_does_not_define_are_left_out_of_the_acknowledgment(server):
+    stream = server.listen(toolsListChanged=True, somethingNew=True, promptsListChanged=False)
+    assert stream.next()["params"]["notifications"] == {"toolsListChanged": True}
+
+
+@pytest.mark.parametrize("notifications", [
+    None, [], {"toolsListChanged": "yes"}, {"resourceSubscriptions": "test://stable"},
+    {"resourceSubscriptions": [1]}, {"resourceSubscriptions": [""]},
+    {"resourceSubscriptions": [f"test://{i}" for i in range(1025)]},
+], ids=["missing", "array", "not-boolean", "uris-not-array", "uri-not-string", "empty-uri", "too-many-uris"])
+def test_a_malformed_filter_is_invalid_params_and_the_server_goes_on(server, notifications):
+    params = {"_meta": meta()} if notifications is None else {"_meta": meta(), "notifications": notifications}
+    if isinstance(server, StdioServer):
+        server.next_id += 1
+        server.peer.send_json({"jsonrpc": "2.0", "id": server.next_id, "method": "subscriptions/listen", "params": params})
+        answer = checked(server.wait_for(lambda m: m.get("id") == server.next_id))
+    else:
+        reply = server.post("subscriptions/listen", params)
+        assert reply.headers["Content-Type"].startswith("application/json")
+        answer = checked(reply.json())
+    assert answer["error"]["code"] == -32602
+    assert server.call("echo", text="still here")["result"]["content"][0]["text"] == "still here"
+
+
+def test_a_cancelled_stream_gets_nothing_more(server):
+    first = server.listen(toolsListChanged=True)
+    assert is_ack_of(first.next(), first)
+    first.cancel()
+    if isinstance(server, HttpServer):
+        # 2026-07-28 streamable-http §Cancellation: closing the stream cancels the request.
+        assert server.served.app.server.subscriptions.wait_at_most(0, WAIT)
+    second = server.listen(toolsListChanged=True)
+    assert is_ack_of(second.next(), second)
+    server.call("change_tools")
+    assert second.next()["method"] == "notifications/tools/list_changed"
+    if isinstance(server, StdioServer):
+        # The cancelled stream was not answered (cancellation: "SHOULD NOT send a response"),
+        # and the change went to the open one only.
+        assert all(m.get("id") != first.id and m.get("params", {}).get("_meta", {}).get(SUBSCRIPTION_ID) != first.id
+                   for m in server.backlog)
+
+
+def test_the_server_ends_its_streams_with_a_result(server):
+    stream = server.listen(toolsListChanged=True)
+    assert is_ack_of(stream.next(), stream)
+    assert server.call("end_streams")["result"]["content"][0]["text"] == "1"
+    # basic/patterns/cancellation: the server "MUST send notifications/cancelled referencing" it...
+    cancelled = stream.next()
+    assert cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == stream.id
+    # ...and subscriptions §Graceful Closure: it "SHOULD respond ... with a completion result".
+    end = stream.next()
+    assert end["id"] == stream.id
+    assert end["result"]["resultType"] == "complete"
+    assert end["result"]["_meta"][SUBSCRIPTION_ID] == stream.id
+    assert end["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "modern"
+    if isinstance(stream, HttpStream):
+        assert stream.messages.get(timeout=WAIT) is None  # and the SSE response ends
+
+
+def test_an_http_server_shutting_down_ends_its_streams_gracefully(serve):  # noqa: F811
+    served = serve(MODERN.build(), keepalive=0.2)
+    stream = HttpServer(served).listen(toolsListChanged=True)
+    assert is_ack_of(stream.next(), stream)
+    served.app.close()
+    assert stream.next()["method"] == "notifications/cancelled"
+    assert stream.next()["result"]["_meta"][SUBSCRIPTION_ID] == stream.id
+    assert stream.messages.get(timeout=WAIT) is None
+
+
+def test_listen_streams_are_bounded_per_server(serve):  # noqa: F811
+    built = MODERN.build()
+    built.subscriptions.max_subscriptions = 1
+    server = HttpServer(serve(built, keepalive=0.2))
+    first = server.listen(toolsListChanged=True)
+    assert is_ack_of(first.next(), first)
+    refused = server.listen(toolsListChanged=True)
+    answer = refused.next()
+    assert answer["error"]["code"] == -32000 and answer["error"]["data"] == {"maxSubscriptions": 1}
+    first.cancel()
+    assert built.subscriptions.wait_at_most(0, WAIT)
+    again = server.listen(toolsListChanged=True)
+    assert is_ack_of(again.next(), again)
+
+
+def test_a_server_without_the_feature_agrees_to_nothing():
+    bare = Server("bare")  # no tools, prompts or resources: no listChanged, no subscribe
+    with Client.in_memory(bare, era="modern", timeout=WAIT) as client:
+        with client.listen(tools=True, resource_uris=["test://x"]) as stream:
+            assert stream.requested == {"toolsListChanged": True, "resourceSubscriptions": ["test://x"]}
+            assert stream.acknowledged == {}
+
+
+# -- the client ---------------------------------------------------------------------------------
+
+
+class Watch:
+    """A trace hook: checks every message (WireChecker) and counts acknowledgments as events."""
+
+    def __init__(self):
+        self.wire = WireChecker()
+        self.acks = threading.Semaphore(0)
+
+    def __call__(self, direction: str, data: bytes) -> None:
+        self.wire(direction, data)
+        if direction == "<--" and ACK.encode() in data:
+            self.acks.release()
+
+
+class Events:
+    """What a callback received, and an event per arrival."""
+
+    def __init__(self):
+        self.items: queue.Queue = queue.Queue()
+
+    def __call__(self, *args) -> None:
+        self.items.put(args[0] if len(args) == 1 else args)
+
+    def next(self):
+        return self.items.get(timeout=WAIT)
+
+
+def modern_clients(kind: str, serve, **options):  # noqa: F811
+    watch = Watch()
+    if kind == "stdio":
+        client = Client.stdio(SERVER, trace=watch, timeout=WAIT, stderr="discard", **options)
+    elif kind == "http":
+        client = Client.http(serve(MODERN.build(), keepalive=0.2).mcp, trace=watch, timeout=WAIT, **options)
+    else:
+        client = Client.in_memory(MODERN.build(), trace=watch, timeout=WAIT, **options)
+    return client, watch
+
+
+@pytest.fixture(params=["stdio", "http", "memory"])
+def transport(request):
+    return request.param
+
+
+def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, serve):  # noqa: F811
+    changed, updated = Events(), Events()
+    client, watch = modern_clients(transport, serve, on_list_changed=changed, on_resource_updated=updated)
+    with client:
+        assert client.protocol_version == VERSION
+        assert watch.acks.acquire(timeout=WAIT)  # the stream was open before the constructor returned
+        (listen,) = watch.wire.sent("subscriptions/listen")
+        assert listen["params"]["notifications"] == {"toolsListChanged": True, "promptsListChanged": True,
+                                                     "resourcesListChanged": True}
+        client.call_tool("change_tools")
+        assert changed.next() == "tools"
+        client.call_tool("change_prompts")
+        assert changed.next() == "prompts"
+        client.subscribe("test://stable")  # the stream is re-opened with the URI in its filter
+        client.call_tool("touch", {"uri": "test://stable"})
+        assert updated.next() == "test://stable"
+        client.unsubscribe("test://stable")
+        assert watch.wire.sent("subscriptions/listen")[-1]["params"]["notifications"].get("resourceSubscriptions") is None
+    watch.wire.assert_valid()
+
+
+def test_the_callbacks_stream_is_opened_again_when_the_server_ends_it(transport, serve):  # noqa: F811
+    changed = Events()
+    client, watch = modern_clients(transport, serve, on_list_changed=changed)
+    with client:
+        assert watch.acks.acquire(timeout=WAIT)
+        client.call_tool("end_streams")
+        assert watch.acks.acquire(timeout=WAIT)  # a new stream, acknowledged
+        client.call_tool("change_tools")
+        assert changed.next() == "tools"
+    watch.wire.assert_valid()
+
+
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_listen_is_the_same_code_in_both_eras(era, transport, serve):  # noqa: F811
+    client, watch = modern_clients(transport, serve, era=era)
+    got = Events()
+    with client:
+        with client.listen(prompts=True, resource_uris=["test://stable"], on_notification=got) as stream:
+            assert stream.acknowledged == {"promptsListChanged": True, "resourceSubscriptions": ["test://stable"]}
+            client.call_tool("change_tools")  # not asked for
+            client.call_tool("change_prompts")
+            method, params = got.next()
+            assert method == "notifications/prompts/list_changed"
+            client.call_tool("touch", {"uri": "test://stable"})
+            method, params = got.next()
+            assert (method, params["uri"]) == ("notifications/resources/updated", "test://stable")
+        assert stream.closed and not stream.ended_gracefully and stream.error is None
+        if era == "handshake":
+            assert watch.wire.sent("resources/unsubscribe")[-1]["params"] == {"uri": "test://stable"}
+        client.call_tool("change_prompts")
+        assert client.call_tool("echo", {"text": "after"}).content[0].text == "after"
+        assert got.items.empty()
+    watch.wire.assert_valid()
+
+
+def test_a_stream_the_server_ends_says_so(transport, serve):  # noqa: F811
+    client, watch = modern_clients(transport, serve)
+    with client:
+        stream = client.listen(tools=True)
+        client.call_tool("end_streams")
+        assert stream.wait_closed(WAIT)
+        assert stream.ended_gracefully and stream.error is None
+    watch.wire.assert_valid()
