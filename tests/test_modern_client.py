@@ -233,3 +233,70 @@ def test_http_cancel_closes_the_requests_stream(serve, http_client):
         call.result()
     # The session's cancellation became the closed stream: no notification was POSTed.
     assert [h.get("mcp-method") for h in recorders[0].seen("POST")] == ["server/discover", "tools/call"]
+
+
+# -- the cache (2026-07-28 server/utilities/caching) -------------------------------------------------
+
+
+def test_fresh_results_come_from_the_cache_until_a_change_invalidates_them(connect, wire):
+    changed = threading.Event()
+    updated = threading.Event()
+    client = connect(MODERN, on_list_changed=lambda kind: changed.set(),
+                     on_resource_updated=lambda uri: updated.set())
+    first = [t.name for t in client.list_tools()]  # the server says ttlMs 60000
+    assert [t.name for t in client.list_tools()] == first
+    assert len(wire.sent("tools/list")) == 1 and client.cache.hits == 1
+    client.call_tool("change_tools")
+    assert changed.wait(WAIT)  # caching §Interaction with Notifications: invalidated at once
+    assert "extra" in [t.name for t in client.list_tools()]
+    assert len(wire.sent("tools/list")) == 2
+    # One key per URI; a resource may say ttlMs 0 (test://fresh): never kept.
+    for _ in range(2):
+        assert client.read_resource("test://stable").contents[0].text == "always"
+        assert client.read_resource("test://fresh").contents[0].text == "now"
+    reads = [m["params"]["uri"] for m in wire.sent("resources/read")]
+    assert reads == ["test://stable", "test://fresh", "test://fresh"]
+    client.subscribe("test://stable")
+    client.call_tool("touch", {"uri": "test://stable"})
+    assert updated.wait(WAIT)
+    client.read_resource("test://stable")
+    assert [m["params"]["uri"] for m in wire.sent("resources/read")][-1] == "test://stable"
+
+
+def test_a_result_reached_through_input_required_is_not_cached(connect, wire):
+    client = connect(MODERN, elicitation_handler=name_answer)
+    for _ in range(2):  # the server says ttlMs 60000, but the result came through a retry
+        assert client.read_resource("test://asks").contents[0].text == "read by Ada"
+    assert len(wire.sent("resources/read")) == 4  # 2 rounds, twice
+    assert len(client.cache) == 0
+    cache = client.cache
+    key = cache.key("resources/read", {"uri": "x", "inputResponses": {}, "requestState": "s"})
+    assert key is None  # caching §Cache Key: a retry's result "MUST NOT be cached"
+    cache.put(cache.key("tools/list", {}), {"tools": [], "ttlMs": 60_000})
+    cached = cache.get(cache.key("tools/list", {"_meta": {"other": 1}}))  # _meta is not part of the key
+    assert cached == {"tools": [], "ttlMs": 60_000}
+    cached["tools"].append("mine")  # a caller's copy: the cache keeps its own
+    assert cache.get(cache.key("tools/list", None))["tools"] == []
+
+
+def test_the_cache_is_bounded_and_expires_by_the_clock():
+    from mcp_ref.client.cache import ResultCache
+
+    now = [0.0]
+    cache = ResultCache(max_entries=2, clock=lambda: now[0])
+    for uri in ("a", "b", "c"):
+        cache.put(cache.key("resources/read", {"uri": uri}), {"contents": [], "ttlMs": 1000})
+    assert len(cache) == 2 and cache.get(cache.key("resources/read", {"uri": "a"})) is None  # oldest dropped
+    assert cache.get(cache.key("resources/read", {"uri": "c"})) is not None
+    for ttl in (0, -5, None, "60", True):  # caching §Time-to-Live: not fresh at all
+        cache.put(cache.key("tools/list", {}), {"tools": [], "ttlMs": ttl})
+        assert cache.get(cache.key("tools/list", {})) is None
+    now[0] = 1.0  # now >= t_received + ttlMs: stale
+    assert cache.get(cache.key("resources/read", {"uri": "c"})) is None
+
+
+def test_no_cache_when_asked_for_none(connect, wire):
+    client = connect(MODERN, cache_size=0)
+    client.list_tools()
+    client.list_tools()
+    assert len(wire.sent("tools/list")) == 2

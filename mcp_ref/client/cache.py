@@ -25,6 +25,7 @@ fresh, so ``client.list_tools()`` twice in a row asks the server once.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -63,7 +64,7 @@ class ResultCache:
     def key(method: str, params: dict | None) -> tuple | None:
         """The cache key of a request, or None when its result may not be kept."""
         shaping = CACHEABLE.get(method)
-        if shaping is None or self_extra(params, shaping):
+        if shaping is None or _carries_more(params, shaping):
             return None
         params = params or {}
         return (method, json.dumps([params.get(name) for name in shaping], sort_keys=True))
@@ -81,7 +82,8 @@ class ResultCache:
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
-            return entry[1]
+            result = entry[1]
+        return copy.deepcopy(result)  # each caller its own: a caller changing its result changes no other's
 
     def put(self, key: tuple | None, result: dict) -> None:
         """Keep ``result`` for as long as its ``ttlMs`` says (not at all for 0, absent or negative)."""
@@ -115,7 +117,7 @@ class ResultCache:
         return len(self._entries)
 
 
-def self_extra(params: dict | None, shaping: tuple) -> bool:
+def _carries_more(params: dict | None, shaping: tuple) -> bool:
     """True when a request carries parameters beyond those that shape its result (an MRTR retry's
     ``inputResponses`` / ``requestState``, or anything unknown): its result is not kept."""
     return any(name not in shaping and name != "_meta" for name in (params or {}))

@@ -49,6 +49,7 @@ from ..types import (
     Tool,
 )
 from . import listening, modern
+from .cache import DEFAULT_MAX_ENTRIES, ResultCache
 from .listening import Subscription
 from .connection import ClientConnection
 from .roots import as_root
@@ -103,6 +104,8 @@ class Client:
     server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
     ``protocol_version`` pins one revision (and so its era; default: the newest
     the server speaks).  ``trace(direction, data)`` sees every message.
+    ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their
+    ``ttlMs`` says they are fresh, at most this many (0: no cache); see :attr:`cache`.
     """
 
     def __init__(
@@ -125,6 +128,7 @@ class Client:
         on_list_changed: Callable[[str], None] | None = None,
         on_elicitation_complete: Callable[[str], None] | None = None,
         trace: Callable[[str, bytes], None] | None = None,
+        cache_size: int = DEFAULT_MAX_ENTRIES,
     ):
         era, pinned = modern.resolve_era(era, protocol_version)
         self.client_info = {"name": name, "version": version}
@@ -141,6 +145,7 @@ class Client:
         self.on_resource_updated = on_resource_updated
         self.on_list_changed = on_list_changed
         self.on_elicitation_complete = on_elicitation_complete
+        self.cache_size = cache_size
         #: The dispatcher: the handshake, the lifecycle, what the server sends.
         self.connection = ClientConnection(self, transport, default_timeout=timeout, name="mcp-client", trace=trace)
         #: The JSON-RPC session under it (the reader thread, pending requests, timeouts).
@@ -274,6 +279,11 @@ class Client:
             else:
                 caps["elicitation"] = {}
         return caps
+
+    @property
+    def cache(self) -> ResultCache:
+        """The 2026-07-28 results kept by their caching hints (``clear()`` it to re-fetch everything)."""
+        return self.connection.cache
 
     @property
     def era(self) -> str:

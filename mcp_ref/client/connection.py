@@ -24,6 +24,7 @@ from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult, LogMessage
 from . import elicitation, listening, modern, roots, sampling
+from .cache import ResultCache
 
 if TYPE_CHECKING:
     from .client import Client
@@ -73,6 +74,8 @@ class ClientConnection:
         self._listens_lock = threading.Lock()
         #: The stream behind the change callbacks and ``Client.subscribe`` (its ``uris``, both eras).
         self.feed = listening.CallbackFeed(self)
+        #: 2026-07-28 results kept by their ``ttlMs`` (:mod:`mcp_ref.client.cache`).
+        self.cache = ResultCache(client.cache_size)
         transport.set_reinitialize(self.initialize)
 
     @property
@@ -231,8 +234,20 @@ class ClientConnection:
         return modern.Call(self, method, params, options)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
-        """Send a request and wait for its final result (options as :meth:`Session.send_request`)."""
-        return self.start(method, params, **options).result()
+        """Send a request and wait for its final result (options as :meth:`Session.send_request`).
+
+        In the modern era a cacheable result still fresh by its ``ttlMs`` comes from
+        :attr:`cache` instead of the server (2026-07-28 server/utilities/caching).
+        """
+        key = self.cache.key(method, params) if self.modern else None
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        call = self.start(method, params, **options)
+        result = call.result()
+        if call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
+            self.cache.put(key, result)
+        return result
 
     def notify(self, method: str, params: dict | None = None) -> None:
         """Send a notification (CapabilityError, unsent, when the lifecycle forbids it now)."""
@@ -334,6 +349,8 @@ class ClientConnection:
         """Route the server's notifications: a listen stream's to that stream (by its
         ``subscriptionId``), the rest to the client's callbacks (on the callback thread)."""
         client = self.client
+        # caching §Interaction with Notifications: a change notification "invalidates the cached response".
+        self.cache.invalidate(method, params)
         subscription = listening.subscription_id(params)
         if subscription is not None:
             # subscriptions §Receiving Notifications: "clients MUST use this field to correlate

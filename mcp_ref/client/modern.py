@@ -192,6 +192,8 @@ class Call:
         self._lock = threading.Lock()
         self._cancelled: str | None = None
         self._contexts: list[RequestContext] = []  # of the input handlers running now
+        #: ``input_required`` rounds answered so far (a result reached through any is not cached).
+        self.rounds = 0
         self.pending: PendingRequest = connection.send_request(method, params, **options)
 
     @property
@@ -248,6 +250,7 @@ class Call:
                 raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
                                f"client did not ask for")
             rounds += 1
+            self.rounds = rounds
             if rounds > MAX_INPUT_ROUNDS:
                 raise McpError(f"{self.method}: the server still needed input after {MAX_INPUT_ROUNDS} rounds")
             params = dict(self._params or {})

@@ -74,6 +74,11 @@ def build(secret: str | None = "modern-test-secret") -> Server:
     def stable() -> str:
         return "always"
 
+    @server.resource("test://asks", description="Asks the reader's name first (MRTR on resources/read)")
+    def asks(ctx: Context) -> str:
+        answer = ctx.elicit("Who is reading?", NAME, key="reader")
+        return f"read by {answer.content['name']}"
+
     @server.prompt()
     def with_context(ctx: Context) -> str:
         """A prompt that asks for context first."""
