@@ -22,16 +22,25 @@ What is measured:
   ``MCPServer`` app (``json_response=True, stateless_http=True``) under uvicorn
   for the SDK; ``Client.http`` with threads against the first,
   ``streamable_http_client`` + ``ClientSession`` with asyncio tasks against the
-  second;
-* server capacity: bare ``tools/call`` POSTs (no initialize: stateless mode)
-  from ``wrk -t2 -c8`` when it is on PATH, else from a Python load generator
-  (8 threads, one keep-alive ``http.client`` connection each); requests/s,
-  median over the runs, the runs of the servers interleaved.  A bare standard
-  library ``ThreadingHTTPServer`` answering canned JSON is measured the same
-  way, as the ceiling of a stdlib server on this machine.
+  second; in both eras, against the same server: the handshake
+  (``Client.http(era="handshake")``; the SDK's ``initialize()``), then the
+  stateless 2026-07-28 revision (``era="modern"``; the SDK's ``discover()``),
+  where every request carries its envelope in ``_meta`` and needs no session;
+* server capacity: bare ``tools/call`` POSTs from ``wrk -t2 -c8`` when it is
+  on PATH, else from a Python load generator (8 threads, one keep-alive
+  ``http.client`` connection each); requests/s, median over the runs, the runs
+  of the servers interleaved.  Two POSTs, to the same stateless servers: the
+  handshake era's (``MCP-Protocol-Version: 2025-11-25``, no initialize:
+  stateless mode) and 2026-07-28's (the ``_meta`` envelope, and the
+  ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` headers).  A bare
+  standard library ``ThreadingHTTPServer`` answering canned JSON is measured
+  the same way, as the ceiling of a stdlib server on this machine.
 
-Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``, ``--skip-http``;
-see ``--help``.  Every server process is stopped in a ``finally`` block, and
+The two eras' HTTP figures are printed side by side, with their ratio
+(2026-07-28 / handshake) per implementation.
+
+Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``, ``--skip-http``,
+``--http-only``; see ``--help``.  Every server process is stopped in a ``finally`` block, and
 watches its parent (``servers/_watch.py``): it exits by itself if the
 benchmark dies.  All heavy imports stay inside functions so that importing
 this module is cheap.
@@ -68,6 +77,26 @@ HTTP_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "MCP-Protocol-Version": HTTP_PROTOCOL_VERSION,
 }
+# The same tools/call in the stateless 2026-07-28 revision: the per-request envelope in _meta,
+# the version, method and tool name mirrored in headers (mcp_ref's
+# transports.http_headers.request_headers writes the same; tests/test_bench.py checks it).
+MODERN_PROTOCOL_VERSION = "2026-07-28"
+MODERN_TOOLS_CALL_BODY = (
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"},'
+    '"_meta":{"io.modelcontextprotocol/protocolVersion":"%s","io.modelcontextprotocol/clientCapabilities":{},'
+    '"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}' % (ECHO_TEXT, MODERN_PROTOCOL_VERSION)
+)
+MODERN_HTTP_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": MODERN_PROTOCOL_VERSION,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "echo",
+}
+#: The eras measured over HTTP (mcp_ref's ``Client(era=...)`` names), and each one's bare POST.
+HTTP_ERAS = ("handshake", "modern")
+BARE_POSTS = {"handshake": (TOOLS_CALL_BODY, HTTP_HEADERS), "modern": (MODERN_TOOLS_CALL_BODY, MODERN_HTTP_HEADERS)}
+ERA_LABELS = {"handshake": "handshake", "modern": MODERN_PROTOCOL_VERSION}
 
 
 # --------------------------------------------------------------------------
@@ -454,34 +483,43 @@ class _PortLost(RuntimeError):
     """The server could not bind the port picked for it (someone else took it first)."""
 
 
-def http_post_tools_call(url, timeout=10.0):
-    """One bare POST of ``TOOLS_CALL_BODY`` (no session); returns (status, body)."""
+def http_post_tools_call(url, timeout=10.0, era="handshake"):
+    """One bare tools/call POST of ``era`` (``BARE_POSTS``; no session); returns (status, body)."""
     import http.client
     from urllib.parse import urlsplit
 
+    body, headers = BARE_POSTS[era]
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     try:
-        conn.request("POST", parts.path, body=TOOLS_CALL_BODY.encode(), headers=HTTP_HEADERS)
+        conn.request("POST", parts.path, body=body.encode(), headers=headers)
         response = conn.getresponse()
         return response.status, response.read()
     finally:
         conn.close()
 
 
-def check_bare_tools_call(server):
-    """Fail unless ``server`` answers a bare tools/call POST with a JSON echo result."""
+def check_bare_tools_call(server, era="handshake"):
+    """Fail unless ``server`` answers a bare tools/call POST of ``era`` with a JSON echo result.
+
+    A 2026-07-28 answer must carry ``resultType`` (every modern result does): the server
+    served the POST in that era, not as a handshake-era request.
+    """
     import json
 
     server.check_alive()
-    status, body = http_post_tools_call(server.url)
+    status, body = http_post_tools_call(server.url, era=era)
     try:
         message = json.loads(body)
         text = message["result"]["content"][0]["text"]
-    except (ValueError, KeyError, IndexError, TypeError):
+        if era == "modern" and message["result"].get("resultType") != "complete":
+            text = None
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         text = None
     if status != 200 or text != ECHO_TEXT:
-        raise RuntimeError("%s: a bare tools/call POST got HTTP %s %r, not the echo result" % (server.name, status, body[:300]))
+        raise RuntimeError(
+            "%s: a bare %s tools/call POST got HTTP %s %r, not the echo result" % (server.name, ERA_LABELS[era], status, body[:300])
+        )
     server.check_alive()  # the answer came from our server, not from whoever else holds the port
 
 
@@ -489,15 +527,17 @@ def check_bare_tools_call(server):
 # client-driven HTTP round trips
 
 
-def bench_mcp_ref_http(url, calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and threaded echo round trips through one ``Client.http``."""
+def bench_mcp_ref_http(url, calls, rounds, warmup, concurrency=CONCURRENCY, era="handshake"):
+    """Sequential and threaded echo round trips through one ``Client.http(url, era=era)``."""
     from mcp_ref import Client
 
-    with Client.http(url) as client:
+    with Client.http(url, era=era) as client:
+        if client.era != era:
+            raise RuntimeError("Client.http(era=%r) settled on the %r era" % (era, client.era))
         return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
 
 
-async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency):
+async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency, era):
     from mcp import ClientSession
 
     try:  # mcp >= 2
@@ -508,28 +548,36 @@ async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency):
     async with connect(url) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            if era == "modern":
+                if not hasattr(session, "discover"):
+                    raise RuntimeError("this SDK's ClientSession has no discover(): no %s client" % MODERN_PROTOCOL_VERSION)
+                await session.discover()  # the 2026-07-28 probe: no handshake, an envelope on every request
+                if getattr(session, "protocol_version", MODERN_PROTOCOL_VERSION) != MODERN_PROTOCOL_VERSION:
+                    raise RuntimeError("the SDK client settled on %r" % (session.protocol_version,))
+            else:
+                await session.initialize()
             return await _sdk_rounds(session, calls, rounds, warmup, concurrency)
 
 
-def bench_sdk_http(url, calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and concurrent echo round trips through the SDK's Streamable HTTP client."""
+def bench_sdk_http(url, calls, rounds, warmup, concurrency=CONCURRENCY, era="handshake"):
+    """Sequential and concurrent echo round trips through the SDK's Streamable HTTP client, in ``era``."""
     import asyncio
 
-    return asyncio.run(_bench_sdk_http_async(url, calls, rounds, warmup, concurrency))
+    return asyncio.run(_bench_sdk_http_async(url, calls, rounds, warmup, concurrency, era))
 
 
 # --------------------------------------------------------------------------
 # server capacity: a load generator firing bare tools/call POSTs
 
 WRK_THREADS = 2
-WRK_SCRIPT = """\
-wrk.method = "POST"
-wrk.body = '%s'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "%s"
-""" % (TOOLS_CALL_BODY, HTTP_PROTOCOL_VERSION)
+
+
+def wrk_script(era="handshake"):
+    """The Lua script that makes ``wrk`` POST the bare tools/call of ``era``."""
+    body, headers = BARE_POSTS[era]
+    lines = ['wrk.method = "POST"', "wrk.body = '%s'" % body]
+    lines += ['wrk.headers["%s"] = "%s"' % item for item in headers.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _wrk_path():
@@ -570,11 +618,12 @@ def run_wrk(url, duration, script_path, connections=CONCURRENCY, threads=WRK_THR
     }
 
 
-def run_python_load(url, duration, connections=CONCURRENCY):
+def run_python_load(url, duration, connections=CONCURRENCY, era="handshake"):
     """The fallback load generator: ``connections`` threads, one keep-alive connection each.
 
-    It shares one GIL in this process, so it saturates sooner than wrk:
-    its figures are a floor of the servers' capacity.
+    Each POSTs the bare tools/call of ``era`` (``BARE_POSTS``).  It shares one
+    GIL in this process, so it saturates sooner than wrk: its figures are a
+    floor of the servers' capacity.
     """
     import http.client
     import threading
@@ -582,7 +631,8 @@ def run_python_load(url, duration, connections=CONCURRENCY):
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
-    body = TOOLS_CALL_BODY.encode()
+    body, headers = BARE_POSTS[era]
+    body = body.encode()
     counts = [[0, 0] for _ in range(connections)]  # [ok, failed] per thread
     start = threading.Barrier(connections + 1)
     stop_at = [0.0]
@@ -595,7 +645,7 @@ def run_python_load(url, duration, connections=CONCURRENCY):
             try:
                 if conn is None:
                     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-                conn.request("POST", parts.path, body=body, headers=HTTP_HEADERS)
+                conn.request("POST", parts.path, body=body, headers=headers)
                 response = conn.getresponse()
                 response.read()
                 counts[slot][0 if response.status == 200 else 1] += 1
@@ -625,39 +675,40 @@ def run_python_load(url, duration, connections=CONCURRENCY):
 
 
 def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
-    """Requests/s of each server in ``targets`` (``{key: url}``) under the load generator.
+    """Requests/s of each target in ``targets`` (``{key: (url, era)}``) under the load generator.
 
-    ``generator``: ``"wrk"`` or ``"python"``.  One untimed warm-up run each,
-    then ``runs`` timed runs, the servers taking turns so that slow drifts of
-    the machine spread over all of them.
+    ``era`` picks the bare POST (``BARE_POSTS``).  ``generator``: ``"wrk"`` or
+    ``"python"``.  One untimed warm-up run each, then ``runs`` timed runs, the
+    targets taking turns so that slow drifts of the machine spread over all of
+    them.
     """
     import tempfile
 
-    script_path = None
-    if generator == "wrk":
-        fd, script_path = tempfile.mkstemp(prefix="mcp_ref_bench_wrk_", suffix=".lua")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(WRK_SCRIPT)
+    scripts = {}  # era -> the wrk script's path
 
-    def one(url, seconds):
+    def one(url, era, seconds):
         if generator == "wrk":
-            return run_wrk(url, seconds, script_path)
-        return run_python_load(url, seconds)
+            if era not in scripts:
+                fd, scripts[era] = tempfile.mkstemp(prefix="mcp_ref_bench_wrk_%s_" % era, suffix=".lua")
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(wrk_script(era))
+            return run_wrk(url, seconds, scripts[era])
+        return run_python_load(url, seconds, era=era)
 
     results = {key: {"runs": [], "non_2xx": 0, "socket_errors": 0} for key in targets}
     try:
         if warmup_duration:
-            for url in targets.values():
-                one(url, warmup_duration)
+            for url, era in targets.values():
+                one(url, era, warmup_duration)
         for _ in range(runs):
-            for key, url in targets.items():
-                r = one(url, duration)
+            for key, (url, era) in targets.items():
+                r = one(url, era, duration)
                 results[key]["runs"].append(r["rps"])
                 results[key]["non_2xx"] += r["non_2xx"]
                 results[key]["socket_errors"] += r["socket_errors"]
     finally:
-        if script_path is not None:
-            os.unlink(script_path)
+        for path in scripts.values():
+            os.unlink(path)
     for r in results.values():
         r["median"] = _median(r["runs"])
     return results
@@ -687,8 +738,32 @@ def _ratio(a, b):
     return a / b
 
 
+def _http_key(era, name):
+    """The figure key of an HTTP figure ``name`` (``sequential``, ``concurrent``, ``capacity``) in ``era``."""
+    return ("http_" if era == "handshake" else "http_%s_" % era) + name
+
+
+def _print_rows(head, lines, out):
+    """Print ``head`` and ``lines`` (tuples of strings) aligned: the first column left, the last free."""
+    widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
+    last = len(head) - 1
+
+    def fmt_row(r):
+        cells = [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, last)] + [r[last]]
+        return "  ".join(cells).rstrip()
+
+    print(fmt_row(head), file=out)
+    print("  ".join("-" * w for w in widths[:last]), file=out)
+    for r in lines:
+        print(fmt_row(r), file=out)
+
+
 def print_table(figures, out=sys.stdout):
-    """Print the figures as one table: a row per figure, mcp_ref, the SDK, and their ratio."""
+    """Print the figures as one table: a row per figure, mcp_ref, the SDK, and their ratio.
+
+    Rows with no figure on either side (not measured in this run) are left out.
+    """
+    load = figures.get("settings", {}).get("load_generator_label", "load")
     rows = [
         ("import package, wall (-c diff)", "import", "ms", "lower is better"),
         ("import package, -X importtime", "import_importtime", "ms", "lower is better"),
@@ -697,17 +772,22 @@ def print_table(figures, out=sys.stdout):
         ("import client + server, wall (-c diff)", "import_both", "ms", "lower is better"),
         ("echo calls, sequential", "sequential", "calls/s", "higher is better"),
         ("echo calls, %d concurrent" % CONCURRENCY, "concurrent", "calls/s", "higher is better"),
-        ("HTTP echo calls, sequential", "http_sequential", "calls/s", "higher is better"),
-        ("HTTP echo calls, %d concurrent" % CONCURRENCY, "http_concurrent", "calls/s", "higher is better"),
-        (
-            "HTTP server capacity (%s)" % figures.get("settings", {}).get("load_generator_label", "load"),
-            "http_capacity",
-            "req/s",
-            "higher is better",
-        ),
     ]
-    if all(figures[side].get(key) is None for side in ("mcp_ref", "sdk") for key in ("http_sequential", "http_capacity")):
-        rows = [r for r in rows if not r[1].startswith("http_")]
+    for era in HTTP_ERAS:
+        rows += [
+            ("HTTP echo calls, %s, sequential" % ERA_LABELS[era], _http_key(era, "sequential"), "calls/s", "higher is better"),
+            (
+                "HTTP echo calls, %s, %d concurrent" % (ERA_LABELS[era], CONCURRENCY),
+                _http_key(era, "concurrent"),
+                "calls/s",
+                "higher is better",
+            ),
+        ]
+    for era in HTTP_ERAS:
+        rows.append(
+            ("HTTP server capacity, %s (%s)" % (ERA_LABELS[era], load), _http_key(era, "capacity"), "req/s", "higher is better")
+        )
+    rows = [r for r in rows if any(figures[side].get(r[1]) is not None for side in ("mcp_ref", "sdk"))]
     head = ("figure", "mcp_ref", "SDK (mcp)", "mcp_ref/SDK", "")
     lines = []
     for label, key, unit, sense in rows:
@@ -715,16 +795,42 @@ def print_table(figures, out=sys.stdout):
         sdk = figures["sdk"].get(key)
         ratio = figures["ratios"].get(key)
         lines.append((label, _fmt(ref, unit), _fmt(sdk, unit), _fmt_ratio(ratio), sense))
-    widths = [max(len(r[i]) for r in [head] + lines) for i in range(len(head))]
+    _print_rows(head, lines, out)
 
-    def fmt_row(r):
-        cells = [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in (1, 2, 3)] + [r[4]]
-        return "  ".join(cells).rstrip()
 
-    print(fmt_row(head), file=out)
-    print("  ".join("-" * w for w in widths[:4]), file=out)
-    for r in lines:
-        print(fmt_row(r), file=out)
+def era_ratios(figures):
+    """``{side: {figure: 2026-07-28 / handshake}}`` for the HTTP figures measured in both eras."""
+    ratios = {}
+    for side in ("mcp_ref", "sdk"):
+        ratios[side] = {
+            _http_key("handshake", name): _ratio(figures[side].get(_http_key("modern", name)), figures[side].get(_http_key("handshake", name)))
+            for name in ("sequential", "concurrent", "capacity")
+        }
+    return ratios
+
+
+def print_era_table(figures, out=sys.stdout):
+    """Print the HTTP figures of the two eras side by side: 2026-07-28 / handshake, per implementation.
+
+    Above 1: the stateless 2026-07-28 revision is served faster than the handshake era's
+    stateless mode.  Nothing is printed when no HTTP figure was measured in both eras.
+    """
+    load = figures.get("settings", {}).get("load_generator_label", "load")
+    rows = [
+        ("HTTP echo calls, sequential", "http_sequential"),
+        ("HTTP echo calls, %d concurrent" % CONCURRENCY, "http_concurrent"),
+        ("HTTP server capacity (%s)" % load, "http_capacity"),
+    ]
+    ratios = figures.get("era_ratios", {})
+    lines = []
+    for label, key in rows:
+        ref = ratios.get("mcp_ref", {}).get(key)
+        sdk = ratios.get("sdk", {}).get(key)
+        if ref is None and sdk is None:
+            continue
+        lines.append((label, _fmt_ratio(ref), _fmt_ratio(sdk), "higher: 2026-07-28 faster"))
+    if lines:
+        _print_rows(("2026-07-28 / handshake", "mcp_ref", "SDK (mcp)", ""), lines, out)
 
 
 def run_http_benchmarks(ns, figures, sdk_ok, note):
@@ -779,7 +885,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
             except Exception as exc:
                 fail(side, "HTTP server (stateless)", exc)
 
-        # client-driven round trips
+        # client-driven round trips: the handshake era, then 2026-07-28, against the same server
         for side, script, name, bench in sides:
             try:
                 if ns.http_stateful:
@@ -788,34 +894,48 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                     server = stateless[side]
                 else:
                     continue
-                r = bench(server.url, ns.http_calls, ns.http_rounds, ns.warmup)
-                server.check_alive()
             except Exception as exc:
-                fail(side, "HTTP round trips", exc)
+                fail(side, "HTTP server (sessions)", exc)
                 continue
-            for key in ("sequential", "concurrent"):
-                figures[side]["http_" + key] = r[key]["median"]
-                figures[side]["http_" + key + "_rounds"] = r[key]["rounds"]
-            note(
-                "%s HTTP echo: %s sequential, %s with %d %s"
-                % (
-                    "mcp_ref" if side == "mcp_ref" else "SDK",
-                    _fmt(r["sequential"]["median"], "/s"),
-                    _fmt(r["concurrent"]["median"], "/s"),
-                    CONCURRENCY,
-                    "threads" if side == "mcp_ref" else "asyncio tasks",
+            for era in HTTP_ERAS:
+                try:
+                    r = bench(server.url, ns.http_calls, ns.http_rounds, ns.warmup, era=era)
+                    server.check_alive()
+                except Exception as exc:
+                    fail(side, "HTTP round trips (%s)" % ERA_LABELS[era], exc)
+                    continue
+                for key in ("sequential", "concurrent"):
+                    figures[side][_http_key(era, key)] = r[key]["median"]
+                    figures[side][_http_key(era, key) + "_rounds"] = r[key]["rounds"]
+                note(
+                    "%s HTTP echo, %s: %s sequential, %s with %d %s"
+                    % (
+                        "mcp_ref" if side == "mcp_ref" else "SDK",
+                        ERA_LABELS[era],
+                        _fmt(r["sequential"]["median"], "/s"),
+                        _fmt(r["concurrent"]["median"], "/s"),
+                        CONCURRENCY,
+                        "threads" if side == "mcp_ref" else "asyncio tasks",
+                    )
                 )
-            )
 
-        # server capacity
-        targets = {side: server.url for side, server in stateless.items()}
+        # server capacity: each stateless server under the bare POSTs of both eras
+        targets = {}
+        for side, server in stateless.items():
+            for era in HTTP_ERAS:
+                try:
+                    if era != "handshake":  # the handshake POST was checked when the server started
+                        check_bare_tools_call(server, era)
+                    targets[(side, era)] = (server.url, era)
+                except Exception as exc:
+                    fail(side, "bare %s tools/call POST" % ERA_LABELS[era], exc)
         if targets:
             try:
                 baseline = stack.enter_context(
                     HttpServerProcess("stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER)
                 )
                 check_bare_tools_call(baseline)
-                targets["baseline"] = baseline.url
+                targets[("baseline", "handshake")] = (baseline.url, "handshake")
             except Exception as exc:
                 msg = "stdlib baseline server failed: %s: %s" % (type(exc).__name__, exc)
                 figures["notes"].append(msg)
@@ -827,23 +947,24 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
             try:
                 results = bench_capacity(targets, ns.load_runs, ns.load_duration, generator)
             except Exception as exc:
-                fail("mcp_ref" if "mcp_ref" in targets else "sdk", "server capacity run", exc)
+                fail("mcp_ref" if any(side == "mcp_ref" for side, _ in targets) else "sdk", "server capacity run", exc)
                 results = {}
-            for key, r in results.items():
-                side = key
+            for (side, era), r in results.items():
+                key = _http_key(era, "capacity")
+                what = side if side == "baseline" else "%s, %s" % (side, ERA_LABELS[era])
                 figures.setdefault(side, {})
-                figures[side]["http_capacity"] = r["median"]
-                figures[side]["http_capacity_runs"] = r["runs"]
-                figures[side]["http_capacity_errors"] = r["non_2xx"] + r["socket_errors"]
+                figures[side][key] = r["median"]
+                figures[side][key + "_runs"] = r["runs"]
+                figures[side][key + "_errors"] = r["non_2xx"] + r["socket_errors"]
                 if r["non_2xx"] or r["socket_errors"]:
                     msg = "%s under load: %d non-2xx answers, %d socket errors (figure suspect)" % (
-                        key,
+                        what,
                         r["non_2xx"],
                         r["socket_errors"],
                     )
                     figures["notes"].append(msg)
                     note("note: " + msg)
-                note("  %s: %s (runs: %s)" % (key, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"])))
+                note("  %s: %s (runs: %s)" % (what, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"])))
             for side in stateless.values():
                 try:
                     side.check_alive()
@@ -860,7 +981,9 @@ def print_http_notes(figures, ns, out=sys.stdout):
     print(
         "HTTP echo calls: tools/call over Streamable HTTP (JSON replies, keep-alive), each server in its own"
         " process, %s; mcp_ref Client.http with %d threads, the SDK's streamable_http_client + ClientSession with"
-        " %d asyncio tasks; median of %d rounds of %d calls."
+        " %d asyncio tasks; median of %d rounds of %d calls.  Handshake: Client.http(era=\"handshake\") / the SDK's"
+        " initialize(), then each call a POST at 2025-11-25; 2026-07-28: Client.http(era=\"modern\") / the SDK's"
+        " discover(), then each call a POST with its _meta envelope and Mcp-Method/Mcp-Name headers, same server."
         % (
             "with sessions" if ns.http_stateful else "stateless",
             CONCURRENCY,
@@ -876,15 +999,21 @@ def print_http_notes(figures, ns, out=sys.stdout):
         how = "the Python load generator (%d threads, keep-alive http.client; wrk not used)" % CONCURRENCY
     print(
         "HTTP server capacity: bare tools/call POSTs (no session; stateless servers, JSON replies) from %s,"
-        " median of %d runs." % (how, ns.load_runs),
+        " median of %d runs; the handshake era's POST (MCP-Protocol-Version: %s) and 2026-07-28's (its _meta"
+        " envelope; MCP-Protocol-Version, Mcp-Method, Mcp-Name headers) to the same server, the runs interleaved."
+        % (how, ns.load_runs, HTTP_PROTOCOL_VERSION),
         file=out,
     )
     base = figures.get("baseline", {}).get("http_capacity")
-    ref = figures["mcp_ref"].get("http_capacity")
     if base:
+        reached = []
+        for era in HTTP_ERAS:
+            ref = figures["mcp_ref"].get(_http_key(era, "capacity"))
+            if ref:
+                reached.append("%.0f%% (%s)" % (100.0 * ref / base, ERA_LABELS[era]))
         print(
             "  stdlib ThreadingHTTPServer answering canned JSON, same load: %s; mcp_ref reaches %s of it."
-            % (_fmt(base, "/s"), "%.0f%%" % (100.0 * ref / base) if ref else "n/a"),
+            % (_fmt(base, "/s"), ", ".join(reached) or "n/a"),
             file=out,
         )
     ratio = figures["ratios"].get("http_capacity")
@@ -892,6 +1021,14 @@ def print_http_notes(figures, ns, out=sys.stdout):
         print(
             "  target (issue 3 section 6): mcp_ref capacity >= 3x the SDK's: %s (%s)."
             % ("met" if ratio >= 3 else "NOT met", _fmt_ratio(ratio)),
+            file=out,
+        )
+    ratio = figures.get("era_ratios", {}).get("mcp_ref", {}).get("http_capacity")
+    if ratio is not None:
+        print(
+            "  target (issue 10): mcp_ref's stateless 2026-07-28 serving at least as fast as its handshake-era"
+            " stateless mode (server capacity, 2026-07-28 / handshake >= 1): %s (%s)."
+            % ("met" if ratio >= 1 else "NOT met", _fmt_ratio(ratio)),
             file=out,
         )
 
@@ -915,6 +1052,9 @@ def _parse_args(argv):
     p.add_argument("--skip-mcp-ref", action="store_true", help="do not measure mcp_ref")
     p.add_argument("--skip-sdk", action="store_true", help="do not measure the official SDK")
     p.add_argument("--skip-http", action="store_true", help="do not measure anything over HTTP")
+    p.add_argument(
+        "--http-only", action="store_true", help="measure only the HTTP figures (no import time, no stdio round trips)"
+    )
     p.add_argument("--http-calls", type=int, default=None, help="calls per round over HTTP (default 1000; 100 with --quick)")
     p.add_argument("--http-rounds", type=int, default=None, help="timed rounds per HTTP figure (default: --rounds)")
     p.add_argument(
@@ -954,6 +1094,8 @@ def _parse_args(argv):
         ns.load_duration = 1 if quick else 5
     if ns.load_runs is None:
         ns.load_runs = 1 if quick else 3
+    if ns.http_only and ns.skip_http:
+        p.error("--http-only and --skip-http exclude each other")
     if ns.load_generator == "wrk" and _wrk_path() is None:
         p.error("--load-generator wrk: wrk is not on PATH")
     for name in ("calls", "rounds", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs"):
@@ -996,6 +1138,7 @@ def main(argv=None):
             "concurrency": CONCURRENCY,
             "quick": ns.quick,
             "http": not ns.skip_http,
+            "http_only": ns.http_only,
         },
         "mcp_ref": {},
         "sdk": {},
@@ -1024,13 +1167,13 @@ def main(argv=None):
 
     # import time: the bare package, then what a client needs
     import_cases = []
-    if not ns.skip_mcp_ref:
+    if not ns.skip_mcp_ref and not ns.http_only:
         import_cases += [
             ("mcp_ref", "import", "import mcp_ref"),
             ("mcp_ref", "import_client", "from mcp_ref import Client"),
             ("mcp_ref", "import_both", "from mcp_ref import Client, Server"),
         ]
-    if sdk_ok:
+    if sdk_ok and not ns.http_only:
         import_cases += [
             ("sdk", "import", "import mcp"),
             ("sdk", "import_client", "from mcp import ClientSession; from mcp.client.stdio import stdio_client"),
@@ -1054,7 +1197,7 @@ def main(argv=None):
         note("%s: %s wall, %s by -X importtime" % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms")))
 
     # round trips
-    if not ns.skip_mcp_ref:
+    if not ns.skip_mcp_ref and not ns.http_only:
         try:
             r = bench_mcp_ref(ns.calls, ns.rounds, ns.warmup)
             for key in ("sequential", "concurrent"):
@@ -1069,7 +1212,7 @@ def main(argv=None):
             figures["notes"].append(msg)
             failed = True
             note("note: " + msg)
-    if sdk_ok:
+    if sdk_ok and not ns.http_only:
         try:
             r = bench_sdk(ns.calls, ns.rounds, ns.warmup)
             for key in ("sequential", "concurrent"):
@@ -1089,27 +1232,27 @@ def main(argv=None):
 
     for key in ("import", "import_importtime", "import_client", "import_client_importtime", "import_both"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
-    for key in ("sequential", "concurrent", "http_sequential", "http_concurrent", "http_capacity"):
+    for key in ("sequential", "concurrent") + tuple(
+        _http_key(era, name) for era in HTTP_ERAS for name in ("sequential", "concurrent", "capacity")
+    ):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
+    figures["era_ratios"] = era_ratios(figures)
 
     faulthandler.cancel_dump_traceback_later()
 
     print()
     print_table(figures)
+    if not ns.skip_http and any(v is not None for side in figures["era_ratios"].values() for v in side.values()):
+        print()
+        print_era_table(figures)
     print()
-    print(
-        "import package: `import mcp_ref` / `import mcp`; import client: `from mcp_ref import Client` /"
-        " `from mcp import ClientSession` + stdio_client; import client + server: `from mcp_ref import Client, Server` /"
-        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached; median of %d)." % ns.import_reps
-    )
-    print(
-        "echo calls: tools/call over stdio to a server of the same implementation; mcp_ref with %d threads"
-        " on one Client, the SDK with %d asyncio tasks on one ClientSession." % (CONCURRENCY, CONCURRENCY)
-    )
-    print(
-        "Medians of %d rounds (stdio) on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
-        "so compare figures from the same run only." % (ns.rounds, figures["cpus"])
-    )
+    if not ns.http_only:
+        print_stdio_notes(figures, ns)
+    else:
+        print(
+            "On a %s-CPU machine; expect run-to-run noise of 10%% or more, so compare figures from the same run only."
+            % figures["cpus"]
+        )
     if not ns.skip_http:
         print_http_notes(figures, ns)
     if ns.quick:
@@ -1117,6 +1260,26 @@ def main(argv=None):
     if ns.json:
         print(json.dumps(figures, sort_keys=True))
     return 1 if failed else 0
+
+
+def print_stdio_notes(figures, ns, out=sys.stdout):
+    """Print how the import-time and stdio rows were measured."""
+    print(
+        "import package: `import mcp_ref` / `import mcp`; import client: `from mcp_ref import Client` /"
+        " `from mcp import ClientSession` + stdio_client; import client + server: `from mcp_ref import Client, Server` /"
+        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached; median of %d)." % ns.import_reps,
+        file=out,
+    )
+    print(
+        "echo calls: tools/call over stdio to a server of the same implementation; mcp_ref with %d threads"
+        " on one Client, the SDK with %d asyncio tasks on one ClientSession." % (CONCURRENCY, CONCURRENCY),
+        file=out,
+    )
+    print(
+        "Medians of %d rounds (stdio) on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
+        "so compare figures from the same run only." % (ns.rounds, figures["cpus"]),
+        file=out,
+    )
 
 
 if __name__ == "__main__":

@@ -159,7 +159,8 @@ def build_server() -> Server:
         )
         if answer.action != "accept":
             return f"the user chose to {answer.action}"
-        return f"hello {answer.content['name']}, who likes {answer.content['colour']}"
+        # A client may leave out what has a default (mcp_ref's fills defaults in; others may not).
+        return f"hello {answer.content['name']}, who likes {answer.content.get('colour', 'blue')}"
 
     @server.tool()
     def show_roots(ctx: Context) -> str:
@@ -186,9 +187,19 @@ def build_server() -> Server:
         server.add_tool(extra, name=name, description=f"A tool added at run time: {name}")
         return f"added {name}"
 
+    @server.tool(task="optional")
+    def build_report(topic: str, ctx: Context) -> str:
+        """Write a report on `topic`: a task (2026-07-28 tasks extension) for clients that take tasks."""
+        ctx.start_task()  # from here on a task, for a client that declared the extension
+        ctx.report_progress(1, 2, f"researching {topic}")
+        ctx.sleep(0.05)
+        return f"A short report on {topic}: it works."
+
     # -- resources ----------------------------------------------------------------------
 
-    @server.resource("demo://readme", mime_type="text/markdown", description="What this server is.")
+    # A page that never changes: 2026-07-28 clients may keep it an hour, and share it (caching hints).
+    @server.resource("demo://readme", mime_type="text/markdown", description="What this server is.",
+                     ttl_ms=3_600_000, cache_scope="public")
     def readme() -> str:
         return "# mcp_ref demo\n\nEvery MCP feature, one small example each.\n"
 

@@ -88,7 +88,7 @@ class RequestContext:
     """
 
     __slots__ = ("session", "request_id", "method", "params", "progress_token", "cancelled", "_last_progress",
-                 "envelope", "inputs", "deferred", "_on_end")
+                 "envelope", "inputs", "deferred", "_on_end", "task")
 
     def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
@@ -109,6 +109,9 @@ class RequestContext:
         self.inputs = None
         #: True once the handler kept the request open past its return (:meth:`defer`).
         self.deferred = False
+        #: The tasks extension: whether this call may become a task, or the task it runs as
+        #: (``mcp_ref.server.tasks``); None for every other request.
+        self.task = None
         self._on_end: Callable[[], None] | None = None
 
     def defer(self, on_end: Callable[[], None]) -> None:
@@ -682,6 +685,10 @@ class Session:
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
+                if context.cancelled.is_set():  # cancelled before it was deferred: it ends here
+                    with self._lock:
+                        self._incoming.pop(request.id, None)
+                    self._end_deferred(context)
                 return  # the answer comes later (answer_deferred), or the request ends unanswered
             reply = Response(request.id, result)
         except McpError as exc:

@@ -70,17 +70,18 @@ def _elicitation_handler(params: ElicitParams) -> ElicitResult:
 def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0, era: str = "auto") -> int:
     """Run the walkthrough; returns the exit code (0 when every step behaved).
 
-    ``era``: ``"auto"`` (both eras: the handshake tour, then the 2026-07-28 chapter),
-    ``"handshake"`` or ``"modern"`` (that part alone).
+    ``era``: ``"auto"`` (the tour in the 2026-07-28 era, then once more in the handshake era,
+    then authorization), ``"modern"`` or ``"handshake"`` (that tour alone).
     """
     steps = _Steps()
     started = time.perf_counter()
     print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
-    if era in ("auto", "handshake"):
-        _handshake_tour(steps, trace, timeout)
     if era in ("auto", "modern"):
-        _modern_era(steps, trace, timeout)
+        print("\n== The 2026-07-28 era: no handshake; every request names its version and capabilities ==")
+        _tour(steps, trace, timeout, "modern")
     if era in ("auto", "handshake"):
+        print("\n== The same tour in the handshake era (2024-11-05 to 2025-11-25): initialize, one session ==")
+        _tour(steps, trace, timeout, "handshake")
         _authorization(steps, trace, timeout)
     elapsed = time.perf_counter() - started
     if steps.failures:
@@ -90,12 +91,12 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
     return 0
 
 
-def _handshake_tour(steps: "_Steps", trace, timeout: float) -> None:
-    """Every feature, in the handshake era (initialize, one session, requests both ways)."""
+def _tour(steps: "_Steps", trace, timeout: float, era: str) -> None:
+    """Every feature, in one era: the same client code, and what differs on the wire said as it goes."""
     inbox = _Inbox()
     with Client.stdio(
         server_command(),
-        era="handshake",
+        era=era,
         timeout=timeout,
         trace=trace,
         sampling_handler=_sampling_handler,
@@ -105,6 +106,7 @@ def _handshake_tour(steps: "_Steps", trace, timeout: float) -> None:
         on_resource_updated=lambda uri: inbox.put("updated", uri),
         on_list_changed=lambda kind: inbox.put("list_changed", kind),
     ) as client:
+        modern = client.era == "modern"
         _lifecycle(client, steps)
         _tools(client, steps, inbox)
         _progress_and_cancellation(client, steps)
@@ -112,59 +114,36 @@ def _handshake_tour(steps: "_Steps", trace, timeout: float) -> None:
         _client_features(client, steps, inbox)
         _resources(client, steps, inbox)
         _prompts_and_completion(client, steps)
+        _tasks(client, steps)
         _concurrency(client, steps)
         steps.section("Shutdown")
+        if modern:
+            steps.say("the listen stream is cancelled (notifications/cancelled), then stdin is closed")
         steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
     code = client.session.transport.returncode
     steps.check(code == 0, f"the server exited by itself with status {code}")
 
 
-def _modern_era(steps: "_Steps", trace, timeout: float) -> None:
-    """The same server in the stateless 2026-07-28 era: discover, the envelope, input_required rounds."""
-    inbox = _Inbox()
-    steps.section("The 2026-07-28 era: no handshake, every request self-describing")
-    with Client.stdio(
-        server_command(),
-        era="modern",
-        timeout=timeout,
-        trace=trace,
-        sampling_handler=_sampling_handler,
-        elicitation_handler=_elicitation_handler,
-        roots=[{"uri": "file:///home/demo/project", "name": "project"}],
-        on_log=lambda m: inbox.put("log", m),
-    ) as client:
-        discovered = client.discover_result
-        steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}; "
-                  f"capabilities {', '.join(sorted(discovered.capabilities))}")
-        steps.check(client.protocol_version == "2026-07-28",
-                    "no initialize: each request carries its protocolVersion and clientCapabilities in _meta")
-        result = client.call_tool("add", {"a": 2, "b": 40})
-        steps.check(result.text == "42", f"add(2, 40) -> {result.text} (resultType complete)")
-        result = client.call_tool("ask_user")
-        steps.check(result.text == "hello Ada, who likes blue",
-                    f"ask_user -> input_required; the elicitation handler answered; the retry -> {result.text!r}")
-        result = client.call_tool("ask_llm", {"question": "what is mcp?"})
-        steps.check(result.text == "shouty-1 says: WHAT IS MCP?", f"ask_llm -> the same round trip, with a sample")
-        client.set_logging_level("warning")  # no logging/setLevel: each request's _meta carries logLevel
-        client.call_tool("log_levels")
-        levels = [m.level for m in inbox.wait("log", 2)]
-        steps.check(levels == ["warning", "error"], f"logLevel warning in _meta -> received {levels}")
-        try:
-            client.read_resource("demo://nowhere")
-            steps.check(False, "an unknown resource should be an error")
-        except ResourceNotFound as exc:
-            steps.check(exc.code == -32602, f"read demo://nowhere -> error {exc.code} (it was -32002 before)")
-
-
 def _lifecycle(client: Client, steps: _Steps) -> None:
-    steps.section("Initialization")
+    if client.era == "modern":
+        steps.section("Discovery (server/discover replaces initialize)")
+        discovered = client.discover_result
+        steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}")
+        steps.check(client.protocol_version == "2026-07-28" and client.initialize_result is None,
+                    "no initialize: each request carries protocolVersion and clientCapabilities in _meta")
+    else:
+        steps.section("Initialization")
     info = client.server_info
     steps.say(f"server {info.name} {info.version}, protocol {client.protocol_version}")
     steps.say(f"server capabilities: {', '.join(sorted(client.server_capabilities))}")
-    steps.say(f"client capabilities: {', '.join(sorted(client.capabilities()))}")
+    steps.say(f"client capabilities: {', '.join(sorted(client.capabilities(client.protocol_version)))}")
     steps.say(f"instructions: {client.instructions}")
     client.ping()
-    steps.check(True, "ping answered")
+    steps.check(True, "ping answered" if client.era == "handshake" else
+                "ping() asked server/discover again (2026-07-28 has no ping)")
+    if client.era == "modern":
+        steps.check(bool(client.connection.feed.stream and client.connection.feed.stream.acknowledged),
+                    "a subscriptions/listen stream is open for the change callbacks, and acknowledged")
 
 
 def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
@@ -194,7 +173,8 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         steps.check(exc.code == -32602, f"unknown tool -> JSON-RPC error {exc.code}: {exc.message}")
     client.call_tool("add_tool", {"name": "late_arrival"})
     kinds = inbox.wait("list_changed")
-    steps.check("tools" in kinds, "add_tool -> notifications/tools/list_changed")
+    where = " on the subscriptions/listen stream" if client.era == "modern" else ""
+    steps.check("tools" in kinds, f"add_tool -> notifications/tools/list_changed{where}")
     steps.check(client.call_tool("late_arrival").text == "I am late_arrival", "the new tool answers")
 
 
@@ -222,14 +202,18 @@ def _progress_and_cancellation(client: Client, steps: _Steps) -> None:
 def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.section("Logging")
     client.set_logging_level("warning")
+    how = "each request's _meta carries logLevel warning" if client.era == "modern" else "logging/setLevel warning"
     result = client.call_tool("log_levels")
     messages: list[LogMessage] = inbox.wait("log", 2)
     levels = [m.level for m in messages]
-    steps.check(levels == ["warning", "error"], f"level set to warning; received {levels} ({result.text})")
+    steps.check(levels == ["warning", "error"], f"{how}; received {levels} ({result.text})")
 
 
 def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.section("Sampling, elicitation, roots (the server asks the client)")
+    if client.era == "modern":
+        steps.say("2026-07-28: the server answers input_required with its asks; the client's handlers answer;")
+        steps.say("the client retries with inputResponses and the signed requestState")
     result = client.call_tool("ask_llm", {"question": "what is mcp?"})
     steps.check(result.text == "shouty-1 says: WHAT IS MCP?", f"ask_llm -> {result.text!r}")
     result = client.call_tool("ask_user")
@@ -238,7 +222,8 @@ def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.check("file:///home/demo/project" in result.text, f"show_roots -> {result.text!r}")
     client.set_roots([{"uri": "file:///home/demo/other", "name": "other"}])
     result = client.call_tool("show_roots")
-    steps.check("other" in result.text, f"after set_roots (notifications/roots/list_changed): {result.text!r}")
+    how = "asked again with the next request" if client.era == "modern" else "notifications/roots/list_changed"
+    steps.check("other" in result.text, f"after set_roots ({how}): {result.text!r}")
 
 
 def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
@@ -247,8 +232,15 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     templates = client.list_resource_templates()
     steps.say("resources: " + ", ".join(r.uri for r in resources))
     steps.say("templates: " + ", ".join(t.uri_template for t in templates))
-    text = client.read_resource("demo://readme").contents[0]
+    read = client.read_resource("demo://readme")
+    text = read.contents[0]
     steps.check(text.text.startswith("# mcp_ref demo"), f"read demo://readme -> {text.mime_type}, {len(text.text)} chars")
+    if client.era == "modern":
+        hits = client.cache.hits
+        client.read_resource("demo://readme")
+        steps.check(client.cache.hits == hits + 1,
+                    f"caching hints ttlMs {read.raw.get('ttlMs')}, cacheScope {read.raw.get('cacheScope')}: "
+                    "read again from the client's cache, no request")
     blob = client.read_resource("demo://pixel.png").contents[0]
     steps.check(hasattr(blob, "blob"), f"read demo://pixel.png -> base64 blob, {blob.mime_type}")
     greeting = client.read_resource("demo://greeting/Grace").contents[0]
@@ -257,11 +249,14 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         client.read_resource("demo://nowhere")
         steps.check(False, "an unknown resource should be an error")
     except ResourceNotFound as exc:
-        steps.check(exc.code == -32002, f"read demo://nowhere -> error {exc.code}")
+        expected = -32602 if client.era == "modern" else -32002
+        steps.check(exc.code == expected, f"read demo://nowhere -> error {exc.code}")
     client.subscribe("demo://counter")
     client.call_tool("bump_counter")
     updates = inbox.wait("updated")
-    steps.check(updates == ["demo://counter"], "subscribed to demo://counter; bump_counter -> notifications/resources/updated")
+    how = ("the listen stream re-opened with demo://counter in its filter" if client.era == "modern"
+           else "resources/subscribe demo://counter")
+    steps.check(updates == ["demo://counter"], f"{how}; bump_counter -> notifications/resources/updated")
     steps.say(f"demo://counter now reads {client.read_resource('demo://counter').contents[0].text}")
     client.unsubscribe("demo://counter")
 
@@ -284,6 +279,18 @@ def _prompts_and_completion(client: Client, steps: _Steps) -> None:
     steps.check(completion.values == ["Alan", "Alonzo"], f"complete greet.name 'Al' -> {completion.values}")
     completion = client.complete(resource="demo://greeting/{name}", argument="name", value="g")
     steps.check(completion.values == ["Grace"], f"complete demo://greeting/{{name}} 'g' -> {completion.values}")
+
+
+def _tasks(client: Client, steps: _Steps) -> None:
+    steps.section("Tasks (the 2026-07-28 tasks extension)")
+    call = client.start_tool_call("build_report", {"topic": "MCP"}, task=True)
+    result = call.result()
+    if client.era == "modern":
+        steps.check(call.task_id is not None and result.text == "A short report on MCP: it works.",
+                    f"build_report -> a task ({call.task_id[:8]}...), polled with tasks/get -> {result.text!r}")
+    else:
+        steps.check(call.task_id is None and result.text == "A short report on MCP: it works.",
+                    f"build_report -> no tasks before 2026-07-28: the plain result {result.text!r}")
 
 
 def _concurrency(client: Client, steps: _Steps) -> None:

@@ -90,7 +90,11 @@ class WireValidator:
                     self.modern_version = modern
                     self._check(direction, item, modern)
                     continue
-                if isinstance(item, dict) and "method" not in item and self._asked_modern(direction, item):
+                if isinstance(item, dict) and "method" in item and "id" in item:
+                    # a handshake-era request: its answer is not a modern one, even when an earlier
+                    # conversation in the same trace used the same id for a modern request
+                    self.methods[(direction, item["id"])] = (item["method"], None)
+                elif isinstance(item, dict) and "method" not in item and self._asked_modern(direction, item):
                     self._check(direction, item, None)
                     continue
                 if self.version is None and self.modern_version is not None and isinstance(item, dict) \
@@ -150,7 +154,10 @@ class WireValidator:
             method = self.methods.get((other, msg.get("id")), (None, None))[0]
             types = REQUEST_TYPES.get(method)
             result = msg["result"]
-            if isinstance(result, dict) and result.get("resultType") == "input_required" \
+            if isinstance(result, dict) and result.get("resultType") == "task":
+                # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
+                self._found(direction, task_errors(result))
+            elif isinstance(result, dict) and result.get("resultType") == "input_required" \
                     and "InputRequiredResult" in known:
                 self._found(direction, schemas.errors(version, "InputRequiredResult", result))
             elif types and types[1] in known:
@@ -174,3 +181,18 @@ def _modern_version(msg) -> str | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
     return version if isinstance(version, str) and version in schemas.VERSIONS else None
+
+
+def task_errors(result: dict) -> list[str]:
+    """What a CreateTaskResult (the tasks extension, SEP-2663 §Tasks) lacks: ``taskId``, ``status``,
+    ``createdAt``, ``lastUpdatedAt`` and ``ttlMs`` (an integer or null); no ``result``, ``error``
+    or ``inputRequests`` of its own."""
+    errors = []
+    for name in ("taskId", "status", "createdAt", "lastUpdatedAt"):
+        if not isinstance(result.get(name), str):
+            errors.append(f"CreateTaskResult: {name} must be a string")
+    ttl = result.get("ttlMs", "absent")
+    if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool)):
+        errors.append("CreateTaskResult: ttlMs must be an integer or null")
+    errors += [f"CreateTaskResult: unexpected {name}" for name in ("result", "error", "inputRequests") if name in result]
+    return errors

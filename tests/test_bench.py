@@ -25,7 +25,7 @@ def test_help_from_another_directory(tmp_path):
     done = _run(["--help"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python benchmarks/bench.py")
-    for option in ("--quick", "--calls", "--rounds", "--json", "--skip-http", "--skip-sdk", "--load-generator"):
+    for option in ("--quick", "--calls", "--rounds", "--json", "--skip-http", "--skip-sdk", "--load-generator", "--http-only"):
         assert option in done.stdout
 
 
@@ -72,3 +72,61 @@ def test_a_tiny_stdio_run_prints_the_table(tmp_path):
     figures = json.loads(lines[-1])
     assert figures["mcp_ref"]["sequential"] > 0 and figures["mcp_ref"]["concurrent"] > 0
     assert figures["notes"] == []
+
+
+def _bench_module():
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    return bench
+
+
+def test_the_2026_post_is_what_an_mcp_ref_client_sends():
+    from mcp_ref import envelope
+    from mcp_ref.transports.http_headers import request_headers
+
+    bench = _bench_module()
+    body = json.loads(bench.MODERN_TOOLS_CALL_BODY)
+    assert body["method"] == "tools/call" and body["params"]["name"] == "echo"
+    meta = body["params"]["_meta"]
+    assert meta[envelope.PROTOCOL_VERSION] == bench.MODERN_PROTOCOL_VERSION
+    assert meta[envelope.CLIENT_CAPABILITIES] == {} and "name" in meta[envelope.CLIENT_INFO]
+    assert envelope.is_modern(body["params"])
+    headers = bench.MODERN_HTTP_HEADERS
+    assert headers["MCP-Protocol-Version"] == bench.MODERN_PROTOCOL_VERSION
+    for name, value in request_headers("tools/call", body["params"]).items():
+        assert headers[name] == value
+    handshake = json.loads(bench.TOOLS_CALL_BODY)
+    assert handshake["params"] == {key: value for key, value in body["params"].items() if key != "_meta"}
+
+
+def test_a_tiny_http_run_prints_both_eras(tmp_path):
+    args = [
+        "--http-only", "--skip-sdk", "--http-calls", "16", "--http-rounds", "1", "--warmup", "2",
+        "--load-generator", "python", "--load-duration", "1", "--load-runs", "1", "--json",
+    ]
+    done = _run(args, tmp_path, timeout=WAIT * 9)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert not any(line.startswith("echo calls, sequential") for line in lines)  # --http-only: no stdio rows
+    for row in (
+        "HTTP echo calls, handshake, sequential",
+        "HTTP echo calls, handshake, 8 concurrent",
+        "HTTP echo calls, 2026-07-28, sequential",
+        "HTTP echo calls, 2026-07-28, 8 concurrent",
+        "HTTP server capacity, handshake (",
+        "HTTP server capacity, 2026-07-28 (",
+        "2026-07-28 / handshake",
+        "  target (issue 10): ",
+    ):
+        assert any(line.startswith(row) for line in lines), row
+    figures = json.loads(lines[-1])
+    assert figures["notes"] == []
+    ref = figures["mcp_ref"]
+    for key in ("http_sequential", "http_concurrent", "http_capacity",
+                "http_modern_sequential", "http_modern_concurrent", "http_modern_capacity"):
+        assert ref[key] > 0, key
+    assert set(figures["era_ratios"]["mcp_ref"]) == {"http_sequential", "http_concurrent", "http_capacity"}
+    assert all(value > 0 for value in figures["era_ratios"]["mcp_ref"].values())

@@ -212,13 +212,21 @@ def test_trace_demo_is_schema_valid_end_to_end():
     methods = {m.get("method") for _, m in checker.messages if isinstance(m, dict)}
     for method in ("initialize", "tools/call", "notifications/progress", "notifications/cancelled",
                    "sampling/createMessage", "elicitation/create", "roots/list", "resources/subscribe",
-                   "notifications/resources/updated", "completion/complete", "notifications/message"):
+                   "notifications/resources/updated", "completion/complete", "notifications/message",
+                   # the 2026-07-28 tour, first
+                   "server/discover", "subscriptions/listen", "notifications/subscriptions/acknowledged",
+                   "tasks/get"):
         assert method in methods, method
+    assert checker.modern_version == "2026-07-28"
+    results = [m["result"] for _, m in checker.messages if isinstance(m, dict) and isinstance(m.get("result"), dict)]
+    kinds = {r.get("resultType") for r in results}
+    assert {"input_required", "task", "complete"} <= kinds  # an MRTR round trip and a task
+    assert any(r.get("ttlMs") == 3_600_000 for r in results)  # the cache hints
     checker.assert_valid()
     # Readable: the 200 echo calls of eight threads are summarised, not printed one by one.
     summaries = [line for line in proc.stderr.splitlines() if line.startswith("... ")]
     assert summaries and sum(int(line.split()[1]) for line in summaries) >= 300
-    assert len(checker.messages) < 200
+    assert len(checker.messages) < 400
 
 
 def test_version():

@@ -42,6 +42,10 @@ def check_answer(answer: dict, method: str) -> dict:
     result = answer["result"]
     if result.get("resultType") == "input_required":
         assert schema_errors(VERSION, "InputRequiredResult", result) == []
+    elif result.get("resultType") == "task":  # the tasks extension: not in the core schema
+        from mcp_ref.wire_check import task_errors
+
+        assert task_errors(result) == []
     else:
         kind = {"server/discover": "DiscoverResult", "tools/list": "ListToolsResult", "tools/call": "CallToolResult",
                 "prompts/get": "GetPromptResult", "resources/read": "ReadResourceResult",

@@ -43,6 +43,14 @@ def test_listen_example_runs_in_both_eras(tmp_path):
         f"2025-11-25 {ack}", "notifications/resources/updated", "notifications/tools/list_changed"]
 
 
+def test_tasks_example_runs(tmp_path):
+    script = tmp_path / "tasks.py"
+    script.write_text(_block("# tasks.py"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["built docs True"]
+
+
 def _block(marker: str) -> str:
     return next(b for b in _python_blocks() if marker in b)
 

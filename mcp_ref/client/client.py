@@ -80,13 +80,19 @@ class ToolCall:
         """The JSON-RPC id of the call (of its current round, in the 2026-07-28 era)."""
         return self.call.id
 
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task the server made of the call (``task=True``), once it made one."""
+        return self.call.task_id
+
     def result(self) -> CallToolResult:
         """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
         return CallToolResult.from_wire(self.call.result())
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over 2026-07-28
-        HTTP the request's response stream is closed); False if it had finished."""
+        HTTP the request's response stream is closed; a task gets ``tasks/cancel``); False if it
+        had finished."""
         return self.call.cancel(reason)
 
     def done(self) -> bool:
@@ -402,6 +408,7 @@ class Client:
         timeout: float | None | type(...) = ...,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
+        task: bool = False,
     ) -> ToolCall:
         """Start a ``tools/call`` without waiting: returns a :class:`ToolCall` to wait on or cancel."""
         self._require("tools", "tools/call")
@@ -411,17 +418,31 @@ class Client:
         return ToolCall(self.connection.start(
             "tools/call", params, timeout=timeout, on_progress=on_progress,
             reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
+            task=task and self.connection.modern,
         ))
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
 
         Options: ``on_progress(progress, total, message)``, ``timeout``
-        (seconds), ``reset_timeout_on_progress``, ``max_total_timeout``.  A
+        (seconds), ``reset_timeout_on_progress``, ``max_total_timeout``, and ``task``.  A
         tool that fails returns a result with ``is_error`` True; a protocol
         failure (unknown tool ...) raises McpError.
+
+        ``task=True`` (2026-07-28, the tasks extension): the request declares that it takes a
+        task, and if the server answers with one, the call polls it to its end, answering its
+        ``input_required`` asks with the client's handlers (:mod:`mcp_ref.client.tasks`); the
+        result is the same.  In the handshake era it changes nothing.
         """
         return self.start_tool_call(name, arguments, **options).result()
+
+    def get_task(self, task_id: str) -> dict:
+        """``tasks/get``: a task's state as the server reports it (the tasks extension)."""
+        return self.connection.request("tasks/get", {"taskId": task_id}, task=True)
+
+    def cancel_task(self, task_id: str) -> None:
+        """``tasks/cancel``: ask the server to stop a task (cooperative; it may still finish)."""
+        self.connection.request("tasks/cancel", {"taskId": task_id}, task=True)
 
     # resources
 

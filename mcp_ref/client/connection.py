@@ -24,6 +24,7 @@ from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult, LogMessage
 from . import elicitation, listening, modern, roots, sampling
+from . import tasks as client_tasks
 from .cache import ResultCache
 
 if TYPE_CHECKING:
@@ -124,15 +125,18 @@ class ClientConnection:
             raise error
         self.session.protocol_version = choice
 
-    def envelope_meta(self, version: str | None = None) -> dict:
+    def envelope_meta(self, version: str | None = None, *, task: bool = False) -> dict:
         """The ``_meta`` of a modern request: version, capabilities, client info, log level.
 
         2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
-        ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.
+        ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``task``: the
+        capabilities declare the tasks extension (SEP-2663: "in its per-request capabilities").
         """
         version = version or self.session.protocol_version
-        return envelope.request_meta(version, self.client.capabilities(version), self.client.client_info,
-                                     self.log_level)
+        capabilities = self.client.capabilities(version)
+        if task:
+            capabilities = client_tasks.with_extension(capabilities)
+        return envelope.request_meta(version, capabilities, self.client.client_info, self.log_level)
 
     # -- tools and their x-mcp-header parameters ------------------------------------------------
 
@@ -220,18 +224,21 @@ class ClientConnection:
 
     # -- sending -----------------------------------------------------------------------------
 
-    def send_request(self, method: str, params: dict | None = None, **options) -> PendingRequest:
+    def send_request(self, method: str, params: dict | None = None, *, task: bool = False,
+                     **options) -> PendingRequest:
         """Send one JSON-RPC request without waiting (CapabilityError, unsent, when the lifecycle
-        forbids it now); in the modern era it carries the envelope."""
+        forbids it now); in the modern era it carries the envelope, declaring the tasks extension
+        when ``task``."""
         self.lifecycle.check_send(method)
         if self.modern:
-            params = modern.with_envelope(params, self.envelope_meta())
+            params = modern.with_envelope(params, self.envelope_meta(task=task))
         return self.session.send_request(method, params, **options)
 
-    def start(self, method: str, params: dict | None = None, **options) -> modern.Call:
+    def start(self, method: str, params: dict | None = None, *, task: bool = False, **options) -> modern.Call:
         """Start a request of the caller's: a :class:`~mcp_ref.client.modern.Call`, which in the
-        modern era may take several rounds (options as :meth:`Session.send_request`)."""
-        return modern.Call(self, method, params, options)
+        modern era may take several rounds, or become a task when ``task`` (options as
+        :meth:`Session.send_request`)."""
+        return modern.Call(self, method, params, options, task=task)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
@@ -239,7 +246,7 @@ class ClientConnection:
         In the modern era a cacheable result still fresh by its ``ttlMs`` comes from
         :attr:`cache` instead of the server (2026-07-28 server/utilities/caching).
         """
-        key = self.cache.key(method, params) if self.modern else None
+        key = self.cache.key(method, params) if self.modern and not options.get("task") else None
         cached = self.cache.get(key)
         if cached is not None:
             return cached

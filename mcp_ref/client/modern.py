@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..session import PendingRequest, RequestContext
 from ..types import DiscoverResult
+from . import tasks
 
 if TYPE_CHECKING:
     from .connection import ClientConnection
@@ -181,10 +182,17 @@ class Call:
     """One request of the caller's, across the rounds the modern era may need (see the module
     docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
 
-    def __init__(self, connection: "ClientConnection", method: str, params: dict | None, options: dict):
+    def __init__(self, connection: "ClientConnection", method: str, params: dict | None, options: dict,
+                 task: bool = False):
         self._connection = connection
         self.method = method
         self._params = params
+        #: True when the request declares the tasks extension: the server may answer with a task,
+        #: which :func:`mcp_ref.client.tasks.follow` drives to its end.  ``task_id`` is then its id.
+        self.task = task
+        self.task_id: str | None = None
+        self._stop = threading.Event()
+        self._finished = False
         on_progress = options.get("on_progress")
         if on_progress is not None:
             options = dict(options, on_progress=_Forward(on_progress))
@@ -194,7 +202,7 @@ class Call:
         self._contexts: list[RequestContext] = []  # of the input handlers running now
         #: ``input_required`` rounds answered so far (a result reached through any is not cached).
         self.rounds = 0
-        self.pending: PendingRequest = connection.send_request(method, params, **options)
+        self.pending: PendingRequest = connection.send_request(method, params, task=task, **options)
 
     @property
     def id(self):
@@ -202,8 +210,8 @@ class Call:
         return self.pending.id
 
     def done(self) -> bool:
-        """True once the current round has settled."""
-        return self.pending.done()
+        """True once the call has settled (a call that may become a task: once ``result()`` returned)."""
+        return self._finished or (self.pending.done() and not self.task)
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request (the server is told, as the transport requires); False if it had finished."""
@@ -211,10 +219,17 @@ class Call:
             self._cancelled = reason or "cancelled"
             for context in self._contexts:
                 context.cancelled.set()
-            return self.pending.cancel(reason)
+            self._stop.set()  # a task being followed: tasks/cancel
+            return self.pending.cancel(reason) or (self.task and not self._finished)
 
     def result(self) -> dict:
         """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
+        try:
+            return self._result()
+        finally:
+            self._finished = True
+
+    def _result(self) -> dict:
         connection = self._connection
         if not connection.modern:
             return self.pending.result()
@@ -246,6 +261,8 @@ class Call:
             kind = result.get("resultType", envelope.COMPLETE)  # absent: "MUST treat ... as complete"
             if kind == envelope.COMPLETE:
                 return result
+            if kind == tasks.TASK and self.task:
+                return tasks.follow(self, result, self._stop, self._options.get("max_total_timeout"))
             if kind != envelope.INPUT_REQUIRED:
                 raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
                                f"client did not ask for")
@@ -267,7 +284,21 @@ class Call:
             if self._cancelled is not None:
                 raise RequestCancelled(f"{self.method}: cancelled ({self._cancelled})")
             # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
-            self.pending = self._connection.send_request(self.method, params, **self._options)
+            self.pending = self._connection.send_request(self.method, params, task=self.task, **self._options)
+
+    @property
+    def connection(self) -> "ClientConnection":
+        """The connection the call travels on."""
+        return self._connection
+
+    def request_options(self) -> dict:
+        """The call's options that apply to each request it sends (its timeout)."""
+        return {"timeout": self._options["timeout"]} if "timeout" in self._options else {}
+
+    def answer(self, requests: Any) -> dict:
+        """The ``inputResponses`` for an ``inputRequests`` map (of an ``input_required`` result, or of
+        a task), from the client's handlers."""
+        return self._answer(requests)
 
     def _answer(self, requests: Any) -> dict:
         """The ``inputResponses`` for an ``inputRequests`` map, from the client's handlers."""

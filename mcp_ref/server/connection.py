@@ -23,7 +23,7 @@ from .. import lifecycle
 from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..lifecycle import Lifecycle, Phase
 from ..session import RequestContext, Session
-from . import caching, completion, input_required, prompts, resources, subscriptions, tools
+from . import caching, completion, input_required, prompts, resources, subscriptions, tasks, tools
 from . import logging as logging_feature
 
 if TYPE_CHECKING:
@@ -102,6 +102,8 @@ MODERN_METHODS: dict[str, Handler] = {
     **prompts.HANDLERS,
     **completion.HANDLERS,
     "subscriptions/listen": subscriptions.listen,
+    # The tasks extension (SEP-2663); tasks/result and tasks/list are gone from it: -32601.
+    **tasks.HANDLERS,
 }
 
 #: The capability a method needs: 2025-11-25 basic/lifecycle §Operation, "Only use capabilities

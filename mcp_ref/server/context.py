@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
-from ..errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
+from ..errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError, RequestCancelled
 from ..session import RequestContext
 from ..signatures import ArgumentPlan
 from ..types import CreateMessageResult, ElicitResult, Root, WireModel
 from ..validation import first_error, validator_for
 from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample, answer_all
+from .tasks import MAY_START, StartTask, TaskRun
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -80,8 +81,41 @@ class Context:
         self.request.check_cancelled()
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Send progress for this request (only if the client asked for it by sending a progress token)."""
+        """Send progress for this request (only if the client asked for it by sending a progress token).
+
+        Inside a task (the tasks extension has no progress notifications) it sets the task's
+        ``statusMessage`` instead: ``message``, or ``"progress/total"``.
+        """
+        if isinstance(self.request.task, TaskRun):
+            self.request.task.task.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
+            return True
         return self.request.report_progress(progress, total, message)
+
+    def start_task(self) -> bool:
+        """Here the work of a task-capable tool (``@server.tool(task="optional")``) becomes a task.
+
+        For a 2026-07-28 client that declared the tasks extension, the client is answered now with
+        a task handle and the handler runs again as that task, where this returns True (asks made
+        before this point are answered from their ``input_required`` rounds, as in any retry; so
+        put side effects after it).  For any other client it returns False: the call goes on
+        as a plain call.  See :mod:`mcp_ref.server.tasks`.
+        """
+        task = self.request.task
+        if isinstance(task, TaskRun):
+            return True
+        if task == MAY_START:
+            raise StartTask()
+        return False
+
+    @property
+    def in_task(self) -> bool:
+        """True while the handler runs as a task (the tasks extension)."""
+        return isinstance(self.request.task, TaskRun)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or raise RequestCancelled as soon as the call (or task) is cancelled."""
+        if self.request.cancelled.wait(seconds):
+            raise RequestCancelled(f"request {self.request_id!r} was cancelled")
 
     def close_sse_stream(self) -> bool:
         """Over Streamable HTTP, close the connection carrying this request's SSE stream (SSE polling).
@@ -172,6 +206,8 @@ class Context:
         """
         prepared = [self._prepare(ask) for ask in asks]
         inputs = self.request.inputs
+        if isinstance(self.request.task, TaskRun):  # the tasks extension: the task waits for tasks/update
+            return self.request.task.ask(prepared)
         if self.request.envelope is None:
             return [ask.read(self.connection.request(ask.method, ask.params, timeout=timeout,
                                                      related_request_id=self.request_id)) for ask in prepared]

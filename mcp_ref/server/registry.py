@@ -15,13 +15,15 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
-from .. import lifecycle
+from .. import MODERN_VERSIONS, lifecycle
 from ..pagination import SECRET_ENV, Paginator
 from .caching import check_hints
 from .connection import ServerConnection
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
 from .subscriptions import DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions
+from .tasks import EXTENSION as TASKS_EXTENSION
+from .tasks import TaskStore
 from .tools import RegisteredTool, build_tool
 
 
@@ -81,6 +83,9 @@ class Server:
         self._connections: "weakref.WeakSet[ServerConnection]" = weakref.WeakSet()
         #: The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``).
         self.subscriptions = Subscriptions(max_subscriptions)
+        #: The tasks of task-capable tools (the tasks extension); replace it to change its bounds:
+        #: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...)``.
+        self.tasks = TaskStore()
         self._registry_lock = threading.Lock()
 
     # -- tools ----------------------------------------------------------------------
@@ -98,6 +103,7 @@ class Server:
         meta: dict | None = None,
         scopes: Iterable[str] = (),
         headers: dict[str, str] | None = None,
+        task: str | None = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a function as a tool.
 
@@ -110,6 +116,8 @@ class Server:
         caller needs when the server is a protected resource (``wsgi_app(auth=...)``).
         ``headers`` maps parameters to header names (``{"region": "Region"}``): at 2026-07-28 over
         Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
+        ``task``: ``"optional"`` or ``"required"`` makes the tool task-capable (the 2026-07-28 tasks
+        extension): it becomes a task where it calls ``ctx.start_task()`` (see :mod:`mcp_ref.server.tasks`).
         """
         if callable(name):  # @server.tool, without parentheses
             self.add_tool(name)
@@ -119,7 +127,7 @@ class Server:
             self.add_tool(
                 func, name=name, title=title, description=description, input_schema=input_schema,
                 output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                headers=headers,
+                headers=headers, task=task,
             )
             return func
 
@@ -129,11 +137,11 @@ class Server:
                  description: str | None = None, input_schema: dict | None = None,
                  output_schema: dict | None = None, annotations: dict | None = None,
                  icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
-                 headers: dict[str, str] | None = None) -> None:
+                 headers: dict[str, str] | None = None, task: str | None = None) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
                           output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                          headers=headers)
+                          headers=headers, task=task)
         with self._registry_lock:
             self._tools[tool.name] = tool
         self._announce("tools")
@@ -354,6 +362,10 @@ class Server:
             caps["completions"] = {}
         # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise
         # travel on subscriptions/listen streams (mcp_ref.server.subscriptions).
+        if version in MODERN_VERSIONS and any(tool.task for tool in list(self._tools.values())):
+            # SEP-2663 §Capability Negotiation: the server "advertises the same extension in its own
+            # server/discover capabilities" (an empty object: no settings are defined).
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def server_info(self, version: str | None = None) -> dict:

@@ -21,6 +21,7 @@ from ..session import RequestContext
 from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
 from ..types import CallToolResult, WireModel, drop_none, media_block, text_block
 from ..validation import first_error, validator_for
+from . import tasks
 from .context import Context, with_context
 from .listing import list_page
 
@@ -51,6 +52,8 @@ class RegisteredTool:
     wrapped: bool = False
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple = ()
+    #: The tasks extension: None (never a task), ``"optional"`` or ``"required"`` (mcp_ref.server.tasks)
+    task: str | None = None
     _input_validator: Any = None
     _output_validator: Any = None
 
@@ -79,8 +82,10 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
                description: str | None = None, input_schema: dict | None = None,
                output_schema: dict | None = None, annotations: dict | None = None,
                icons: list | None = None, meta: dict | None = None, scopes=(),
-               headers: dict[str, str] | None = None) -> RegisteredTool:
+               headers: dict[str, str] | None = None, task: str | None = None) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
+    if task not in (None, tasks.OPTIONAL, tasks.REQUIRED):
+        raise ValueError(f"task must be None, {tasks.OPTIONAL!r} or {tasks.REQUIRED!r}, not {task!r}")
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     name = name or func.__name__
@@ -104,7 +109,7 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
     })
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
-    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes))
+    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes), task=task)
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
@@ -174,6 +179,22 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
             # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
             return {"content": [text_block(message)], "isError": True}
         raise InvalidParams(message)
+    if tool.task is not None and context.envelope is not None:
+        if tasks.declared(context):
+            context.task = tasks.MAY_START  # ctx.start_task() turns the call into a task
+        elif tool.task == tasks.REQUIRED:
+            # SEP-2663: a server "unable to service a request ... without returning CreateTaskResult
+            # MUST return an error with the code -32021", naming the extension.
+            raise tasks.missing(f"tool {name} runs only as a task")
+    try:
+        return run_tool(connection, tool, arguments, context)
+    except tasks.StartTask:
+        return tasks.begin(connection, context, lambda task_context: run_tool(connection, tool, arguments, task_context))
+
+
+def run_tool(connection: "ServerConnection", tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
+    """Call the tool's function with valid ``arguments`` and shape what it returns (or raised)."""
+    name = tool.name
     kwargs = with_context(tool.plan, tool.plan.convert(arguments), connection, context)
     try:
         value = tool.func(**kwargs)

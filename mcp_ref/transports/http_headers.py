@@ -22,7 +22,10 @@ from typing import Callable
 from ..errors import HeaderMismatchError
 
 #: §Standard Request Headers: the body field ``Mcp-Name`` mirrors, by method.
-NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+               # the tasks extension (SEP-2663 §Streamable HTTP: Routing Headers): "the client MUST set the
+               # Mcp-Name header ... to the value of params.taskId".
+               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 PARAM_PREFIX = "Mcp-Param-"
 #: RFC 9110 §5.6.2 ``tchar``: what a header name (and so an ``x-mcp-header`` value) may hold.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")

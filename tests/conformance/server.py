@@ -370,6 +370,71 @@ def test_header_params(region: str, query: str = "", priority: int = 0) -> str:
     return f"region={region} priority={priority} query={query}"
 
 
+# -- the tasks extension (io.modelcontextprotocol/tasks, SEP-2663), the tasks-* scenarios ----------
+
+CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """Greet someone (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+def slow_compute(ctx: Context, seconds: float = 1, label: str = "") -> str:
+    """Compute for a while: a task for a client that takes tasks (immediately done for 0 seconds)."""
+    if seconds > 0:
+        ctx.start_task()
+        ctx.sleep(seconds)  # cancelled at once by tasks/cancel
+    return f"computed {label} in {seconds:g} s"
+
+
+@server.tool(task="required")
+def failing_job(ctx: Context) -> str:
+    """Always runs as a task, which completes with a tool error (isError)."""
+    ctx.start_task()
+    raise ToolError("the job failed")
+
+
+@server.tool(task="required")
+def protocol_error_job(ctx: Context) -> str:
+    """A task that fails with a JSON-RPC error."""
+    from mcp_ref import McpError
+
+    ctx.start_task()
+    raise McpError("the job hit a protocol error", code=-32603)
+
+
+@server.tool(task="required")
+def confirm_delete(filename: str, ctx: Context) -> str:
+    """A task that asks the user to confirm (input_required inside the task)."""
+    ctx.start_task()
+    answer = ctx.elicit(f"Delete {filename}?", CONFIRM, key="confirm")
+    confirmed = answer.action == "accept" and answer.content.get("confirm")
+    return f"deleted {filename}" if confirmed else f"kept {filename}"
+
+
+@server.tool(task="required")
+def multi_input(ctx: Context) -> str:
+    """A task that asks two things at once."""
+    ctx.start_task()
+    first, second = ctx.gather(
+        Elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name"),
+        Elicit("Sure?", CONFIRM, key="sure"),
+    )
+    return f"{first.content.get('name')} / {second.content.get('name')}"
+
+
+@server.tool(task="optional")
+def test_tool_with_task(ctx: Context) -> str:
+    """Ask the user's name first (input_required, before the task), then greet them as a task."""
+    answer = ctx.elicit("What is your name?", {"type": "object", "properties": {"name": {"type": "string"}},
+                                               "required": ["name"]}, key="user_name")
+    ctx.start_task()
+    return f"Hello, {answer.content['name']}!"
+
+
 @server.tool()
 def test_trigger_tool_change() -> str:
     """Change the tool list (a tool appears, or goes again): tools/list_changed for listen streams."""

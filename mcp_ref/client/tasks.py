@@ -1,0 +1,109 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663), client side.
+
+``client.call_tool(name, args, task=True)`` declares the extension on that
+request (per-request capabilities, 2026-07-28).  The server then decides: it
+answers with the tool's result, or with a task handle (``resultType: "task"``).
+For a handle :func:`follow` drives the task to its end and returns what the
+call would have returned (SEP-2663 §Polymorphic Results: clients "can
+transparently drive the polling flow internally and surface only the final,
+completed result"):
+
+* ``tasks/get`` every ``pollIntervalMs`` (kept between :data:`MIN_POLL` and
+  :data:`MAX_POLL` seconds), the wait cut short by ``cancel()``;
+* ``input_required``: the ``inputRequests`` are answered by the client's
+  sampling, elicitation and roots handlers, as any server request is, and sent
+  with ``tasks/update``; a key is answered once, however many polls show it
+  (§Task Update Requests: clients "SHOULD deduplicate inputRequests keys");
+* ``completed`` → the result (``isError`` results included); ``failed`` → the
+  JSON-RPC error raised; ``cancelled`` → RequestCancelled;
+* ``ToolCall.cancel()`` sends ``tasks/cancel`` (never ``notifications/cancelled``,
+  which "MUST NOT be used for task cancellation");
+* bounded: the task's ``ttlMs`` (when not null) and ``max_total_timeout`` end
+  the wait with RequestTimeout; every request it sends has the call's timeout.
+
+``client.get_task(task_id)`` and ``client.cancel_task(task_id)`` reach a task
+directly, e.g. one whose id was kept across a restart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..errors import McpError, RequestCancelled, RequestTimeout
+
+if TYPE_CHECKING:
+    from .modern import Call
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+TASK = "task"
+MIN_POLL = 0.05
+MAX_POLL = 30.0
+DEFAULT_POLL = 0.5
+
+
+def with_extension(capabilities: dict) -> dict:
+    """``capabilities`` declaring the tasks extension too."""
+    extensions = dict(capabilities.get("extensions") or {})
+    extensions[EXTENSION] = {}
+    return {**capabilities, "extensions": extensions}
+
+
+def _interval(task: dict) -> float:
+    poll = task.get("pollIntervalMs")
+    if not isinstance(poll, (int, float)) or isinstance(poll, bool) or poll <= 0:
+        return DEFAULT_POLL
+    return min(max(poll / 1000, MIN_POLL), MAX_POLL)
+
+
+def follow(call: "Call", created: dict, stop: threading.Event, max_total: float | None) -> dict:
+    """Drive the task ``created`` (a CreateTaskResult) to its end; the call's final result."""
+    connection = call.connection
+    task_id = created.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise McpError(f"{call.method}: the server's task handle has no taskId")
+    call.task_id = task_id
+    ttl = created.get("ttlMs")
+    limits = [time.monotonic() + ttl / 1000] if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else []
+    if max_total is not None:
+        limits.append(time.monotonic() + max_total)
+    deadline = min(limits) if limits else None
+    options = call.request_options()
+    answered: set[str] = set()
+    state = created
+    while True:
+        status = state.get("status")
+        if status == "completed":
+            result = state.get("result")
+            if not isinstance(result, dict):
+                raise McpError(f"{call.method}: task {task_id} completed without a result object")
+            return result
+        if status == "failed":
+            error = state.get("error")
+            raise McpError.from_error(error if isinstance(error, dict) else {"code": -32603, "message": "task failed"})
+        if status == "cancelled":
+            raise RequestCancelled(f"{call.method}: task {task_id} was cancelled")
+        if status == "input_required":
+            requests = state.get("inputRequests")
+            fresh = {k: v for k, v in requests.items() if k not in answered} if isinstance(requests, dict) else {}
+            if fresh:
+                responses = call.answer(fresh)
+                answered.update(responses)
+                connection.request("tasks/update", {"taskId": task_id, "inputResponses": responses},
+                                   task=True, **options)
+                state = connection.request("tasks/get", {"taskId": task_id}, task=True, **options)
+                continue
+        wait = _interval(state)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RequestTimeout(f"{call.method}: task {task_id} did not finish in time (status {status})")
+            wait = min(wait, left)
+        if stop.wait(wait):
+            try:
+                connection.request("tasks/cancel", {"taskId": task_id}, task=True, **options)
+            except McpError:
+                pass  # the task may be gone already; the caller asked to stop either way
+            raise RequestCancelled(f"{call.method}: cancelled (task {task_id})")
+        state = connection.request("tasks/get", {"taskId": task_id}, task=True, **options)

@@ -1,0 +1,329 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663), both sides.
+
+The server is tests/servers/tasks_server.py: over stdio a real subprocess driven with raw JSON
+lines, over HTTP raw POSTs to a real socket (the same two peers as test_modern_server.py); the
+client is mcp_ref's, against the same server in memory, over stdio and over HTTP, with every
+message checked against the official schema (CreateTaskResult, outside the core schema, by
+``wire_check.task_errors``).  See spec_notes/tasks.md.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+
+import pytest
+from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer  # noqa: F401 - a fixture
+from http_fixtures import serve  # noqa: F401 - a fixture
+from test_modern_server import HttpPeer, StdioPeer, meta
+
+from mcp_ref import Client, McpError, RequestCancelled, RequestTimeout
+from mcp_ref.server.tasks import TaskStore
+
+TASKS = InMemory("tasks_server")
+SERVER = [sys.executable, str(SERVERS / "tasks_server.py")]
+EXTENSION = "io.modelcontextprotocol/tasks"
+WITH_TASKS = {"elicitation": {}, "extensions": {EXTENSION: {}}}
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+
+
+class Raw:
+    """A peer (stdio or HTTP) speaking 2026-07-28 with or without the extension."""
+
+    def __init__(self, peer):
+        self.peer = peer
+
+    def ask(self, method: str, params: dict, capabilities=None, **headers) -> dict:
+        params = {**params, "_meta": meta(WITH_TASKS if capabilities is None else capabilities)}
+        if method.startswith("tasks/"):
+            return self._raw(method, params, **headers)
+        return self.peer.ask(method, params, **headers)
+
+    def _raw(self, method: str, params: dict, **headers) -> dict:
+        # tasks/* results are not in the core schema: the peers' schema check is for core methods only.
+        peer = self.peer
+        if isinstance(peer, StdioPeer):
+            peer.next_id += 1
+            peer.peer.send_json({"jsonrpc": "2.0", "id": peer.next_id, "method": method, "params": params})
+            while True:
+                message = peer.peer.recv()
+                assert message is not None
+                if message.get("id") == peer.next_id:
+                    return message
+        import requests
+
+        from mcp_ref.transports.http_headers import request_headers
+
+        peer.next_id += 1
+        sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28", **request_headers(method, params), **headers}
+        reply = requests.post(peer.url, json={"jsonrpc": "2.0", "id": peer.next_id, "method": method, "params": params},
+                              headers=sent, timeout=WAIT)
+        return reply.json()
+
+    def call(self, name: str, arguments=None, capabilities=None, **headers) -> dict:
+        return self.ask("tools/call", {"name": name, "arguments": arguments or {}}, capabilities, **headers)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def raw(request, raw_peer, serve):  # noqa: F811
+    if request.param == "stdio":
+        peer = StdioPeer.__new__(StdioPeer)  # StdioPeer, on this module's server
+        peer.peer, peer.next_id = raw_peer(SERVER), 0
+        return Raw(peer)
+    return Raw(HttpPeer(serve(TASKS.build())))
+
+
+def created(answer: dict) -> dict:
+    """A CreateTaskResult, checked as SEP-2663 §Task Creation shapes it."""
+    result = answer["result"]
+    assert result["resultType"] == "task"
+    assert isinstance(result["taskId"], str) and result["status"] == "working"
+    assert ISO.match(result["createdAt"]) and ISO.match(result["lastUpdatedAt"])
+    assert isinstance(result["ttlMs"], int) and result["ttlMs"] > 0 and result["pollIntervalMs"] > 0
+    assert not {"task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval"} & result.keys()
+    return result
+
+
+def poll(raw: "Raw", task_id: str, done) -> dict:
+    """``tasks/get`` until ``done(state)``, at the pace the task asks for (``pollIntervalMs``, as
+    SEP-2663 says clients SHOULD), for at most WAIT seconds: polling is how the extension reports."""
+    import time
+
+    deadline = time.monotonic() + WAIT
+    pause = threading.Event()
+    while True:
+        state = raw.ask("tasks/get", {"taskId": task_id})["result"]
+        if done(state):
+            return state
+        assert time.monotonic() < deadline, f"task {task_id} stayed {state['status']}"
+        pause.wait(state["pollIntervalMs"] / 1000)
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def test_discover_advertises_the_extension(raw):
+    caps = raw.ask("server/discover", {})["result"]["capabilities"]
+    assert caps["extensions"] == {EXTENSION: {}} and "tasks" not in caps
+
+
+def test_a_declaring_client_gets_a_task_it_can_poll_and_an_undeclaring_one_the_result(raw):
+    task = created(raw.call("compute", {"n": 3}))
+    got = raw.ask("tasks/get", {"taskId": task["taskId"]})
+    # "MUST NOT return CreateTaskResult until the task is durably created": found at once.
+    assert got["result"]["taskId"] == task["taskId"] and got["result"]["resultType"] == "complete"
+    assert got["result"]["status"] == "working" and "requestState" not in got["result"]
+    assert raw.call("release")["result"]["content"][0]["text"] == "released"
+    sync = raw.call("compute", {"n": 4}, capabilities={})  # SEP-2663: never a task to a non-declaring client
+    assert sync["result"]["resultType"] == "complete" and sync["result"]["content"][0]["text"] == "4 squared is 16"
+    plain = raw.call("plain", {"text": "hi"})
+    assert plain["result"]["resultType"] == "complete" and "taskId" not in plain["result"]
+
+
+def test_a_required_task_without_the_extension_is_missing_capability(raw):
+    error = raw.call("forever", capabilities={})["error"]
+    assert error["code"] == -32021
+    assert error["data"]["requiredCapabilities"] == {"extensions": {EXTENSION: {}}}
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_task_methods_need_the_extension_then_a_known_id(raw, method):
+    params = {"taskId": "no-such-task", "inputResponses": {}}
+    assert raw.ask(method, params, capabilities={})["error"]["code"] == -32021  # checked before the id
+    assert raw.ask(method, params)["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("method", ["tasks/result", "tasks/list"])
+def test_methods_the_extension_removed_are_not_found(raw, method):
+    assert raw.ask(method, {"taskId": "x"})["error"]["code"] == -32601
+
+
+def test_input_inside_a_task_goes_through_tasks_update(raw):
+    task_id = created(raw.call("confirm", {"filename": "a.txt"}))["taskId"]
+    state = poll(raw, task_id, lambda t: t["status"] != "working")  # it reaches its ask on its own thread
+    assert state["status"] == "input_required" and list(state["inputRequests"]) == ["confirm"]
+    assert state["inputRequests"]["confirm"]["method"] == "elicitation/create"
+    # Keys not outstanding are ignored (SEP-2663), even malformed: the acknowledgement is empty.
+    ack = raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {"unknown": {"ignored": True}}})["result"]
+    assert ack == {"resultType": "complete", "_meta": ack["_meta"]}
+    bad = raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {"confirm": "yes"}})
+    assert bad["error"]["code"] == -32602  # an outstanding ask's answer that is not a result object
+    raw.ask("tasks/update", {"taskId": task_id,
+                             "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}}})
+    state = poll(raw, task_id, lambda t: t["status"] == "input_required" and "name" in t["inputRequests"])
+    # Keys are unique over the task's life: the second "confirm" ask has a key of its own.
+    second = sorted(state["inputRequests"])
+    assert second[0] != "confirm" and second[0].startswith("confirm") and second[1] == "name"
+    raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {
+        "name": {"action": "accept", "content": {"name": "Ada"}}}})  # a part: the other stays
+    state = raw.ask("tasks/get", {"taskId": task_id})["result"]
+    assert state["status"] == "input_required" and list(state["inputRequests"]) == [second[0]]
+    raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {
+        second[0]: {"action": "accept", "content": {"confirm": False}}}})
+    state = poll(raw, task_id, lambda t: t["status"] == "completed")
+    assert state["result"]["content"][0]["text"] == "Ada deleted a.txt (False)"
+    assert "_meta" not in state["result"] or "io.modelcontextprotocol/related-task" not in state["result"]["_meta"]
+
+
+def test_a_cancelled_task_ends_cancelled_and_cancel_is_acknowledged_even_when_finished(raw):
+    task_id = created(raw.call("forever"))["taskId"]
+    ack = raw.ask("tasks/cancel", {"taskId": task_id})["result"]
+    assert ack["resultType"] == "complete" and not {"taskId", "status", "result", "error"} & ack.keys()
+    state = poll(raw, task_id, lambda t: t["status"] in ("cancelled", "completed", "failed"))
+    assert state["status"] == "cancelled"
+    assert raw.ask("tasks/cancel", {"taskId": task_id})["result"]["resultType"] == "complete"
+
+
+def test_failures_are_failed_and_tool_errors_completed(raw):
+    failing = created(raw.call("protocol_error"))["taskId"]
+    erring = created(raw.call("tool_error"))["taskId"]
+    for task_id in (failing, erring):
+        state = poll(raw, task_id, lambda t: t["status"] != "working")
+        if task_id == failing:
+            assert state["status"] == "failed" and state["error"]["code"] == -32603 and "result" not in state
+        else:
+            assert state["status"] == "completed" and state["result"]["isError"] is True
+
+
+def test_asks_before_the_task_are_input_required_rounds(raw):
+    first = raw.call("ask_then_task")["result"]
+    assert first["resultType"] == "input_required" and "taskId" not in first
+    (key,) = first["inputRequests"]
+    answer = raw.peer.ask("tools/call", {
+        "name": "ask_then_task", "arguments": {}, "_meta": meta(WITH_TASKS),
+        "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
+        "requestState": first["requestState"]})
+    task = created(answer)
+    state = poll(raw, task["taskId"], lambda t: t["status"] != "working")
+    assert state["result"]["content"][0]["text"] == "Hello, Alice!"
+
+
+def test_task_notifications_on_a_listen_stream_need_the_extension(raw):
+    listen = {"notifications": {"taskIds": ["t1"], "toolsListChanged": True}}
+    params = {**listen, "_meta": meta({})}
+    answer = raw._raw("subscriptions/listen", params)  # refused before any stream opens
+    assert answer["error"]["code"] == -32021
+    assert answer["error"]["data"]["requiredCapabilities"] == {"extensions": {EXTENSION: {}}}
+
+
+def test_the_http_routing_header_must_name_the_task(serve):  # noqa: F811
+    raw = Raw(HttpPeer(serve(TASKS.build())))
+    task_id = created(raw.call("forever"))["taskId"]
+    assert raw.ask("tasks/get", {"taskId": task_id}, **{"Mcp-Name": task_id})["result"]["taskId"] == task_id
+    wrong = raw.ask("tasks/get", {"taskId": task_id}, **{"Mcp-Name": "another-task"})
+    assert wrong["error"]["code"] == -32020
+    raw.ask("tasks/cancel", {"taskId": task_id})
+
+
+def test_the_store_is_bounded_and_tasks_belong_to_their_creator():
+    store = TaskStore(max_tasks=1)
+    task = store.create("alice")
+    assert store.find(task.id, "alice") is task
+    with pytest.raises(McpError) as other:
+        store.find(task.id, "bob")
+    assert other.value.code == -32602
+    with pytest.raises(McpError) as busy:
+        store.create("alice")  # the only task has not finished
+    assert busy.value.code == -32000 and busy.value.data == {"maxTasks": 1}
+    task.finish("completed", result={"content": []})
+    assert store.create("alice").id != task.id  # a finished task makes room
+    with pytest.raises(ValueError):
+        TaskStore(ttl_ms=0)  # ttlMs is null or positive
+
+
+# -- the client ---------------------------------------------------------------------------------
+
+
+def answers(params):
+    schema = params.requested_schema["properties"]
+    return {"action": "accept", "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"}}
+
+
+def clients(kind: str, serve, **options):  # noqa: F811
+    wire = WireChecker()
+    options.setdefault("elicitation_handler", answers)
+    if kind == "stdio":
+        client = Client.stdio(SERVER, trace=wire, timeout=WAIT, stderr="discard", **options)
+    elif kind == "http":
+        client = Client.http(serve(TASKS.build()).mcp, trace=wire, timeout=WAIT, **options)
+    else:
+        client = Client.in_memory(TASKS.build(), trace=wire, timeout=WAIT, **options)
+    return client, wire
+
+
+@pytest.fixture(params=["memory", "stdio", "http"])
+def kind(request):
+    return request.param
+
+
+def test_call_tool_with_task_polls_to_the_same_result(kind, serve):  # noqa: F811
+    client, wire = clients(kind, serve)
+    with client:
+        assert client.call_tool("confirm", {"filename": "b.txt"}, task=True).text == "Ada deleted b.txt (True)"
+        assert client.call_tool("ask_then_task", task=True).text == "Hello, Ada!"
+        assert client.call_tool("tool_error", task=True).is_error
+        with pytest.raises(McpError) as failed:
+            client.call_tool("protocol_error", task=True)
+        assert failed.value.code == -32603 and "refused" in failed.value.message
+        # the extension travels on the requests that asked for it, and only on them
+        calls = wire.sent("tools/call")
+        assert all(EXTENSION in m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+                   for m in calls)
+        assert {m["method"] for m in wire.sent() if m.get("method", "").startswith("tasks/")} == {"tasks/get", "tasks/update"}
+        assert client.call_tool("plain", {"text": "x"}).text == "x"
+        assert "extensions" not in wire.sent("tools/call")[-1]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    wire.assert_valid()
+
+
+def test_cancelling_a_task_sends_tasks_cancel(kind, serve):  # noqa: F811
+    made = threading.Event()
+
+    def trace(direction, data):
+        wire(direction, data)
+        if direction == "<--" and b'"resultType":"task"' in data.replace(b" ", b""):
+            made.set()
+
+    wire = WireChecker()
+    if kind == "memory":
+        client = Client.in_memory(TASKS.build(), trace=trace, timeout=WAIT)
+    elif kind == "stdio":
+        client = Client.stdio(SERVER, trace=trace, timeout=WAIT, stderr="discard")
+    else:
+        client = Client.http(serve(TASKS.build()).mcp, trace=trace, timeout=WAIT)
+    with client:
+        call = client.start_tool_call("forever", task=True)
+        outcome = []
+        waiter = threading.Thread(target=lambda: outcome.append(_outcome(call)))
+        waiter.start()
+        assert made.wait(WAIT)
+        assert call.cancel("enough") is True
+        waiter.join(WAIT)
+        assert outcome and isinstance(outcome[0], RequestCancelled)
+        assert call.task_id and wire.sent("tasks/cancel")[-1]["params"]["taskId"] == call.task_id
+        assert not wire.sent("notifications/cancelled")  # SEP-2663: "MUST NOT be used for task cancellation"
+        state = client.get_task(call.task_id)
+        assert state["taskId"] == call.task_id
+    wire.assert_valid()
+
+
+def _outcome(call):
+    try:
+        return call.result()
+    except Exception as exc:  # noqa: BLE001 - the test looks at it
+        return exc
+
+
+def test_a_task_that_outlives_the_callers_bound_is_a_timeout():
+    with Client.in_memory(TASKS.build(), timeout=WAIT) as client:
+        with pytest.raises(RequestTimeout):
+            client.call_tool("forever", task=True, max_total_timeout=0.3)
+
+
+def test_in_the_handshake_era_task_changes_nothing(serve):  # noqa: F811
+    with Client.in_memory(TASKS.build(), era="handshake", timeout=WAIT) as client:
+        assert client.call_tool("plain", {"text": "x"}, task=True).text == "x"
+        call = client.start_tool_call("compute", {"n": 5}, task=True)
+        client.call_tool("release")
+        assert call.result().text == "5 squared is 25" and call.task_id is None
