@@ -491,7 +491,7 @@ def _connect(args, trace):
             raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE, exc.to_error()) from None
         except (ConnectionClosed, RequestTimeout, OSError) as exc:
             raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
-        except (McpError, UnsupportedProtocolVersion) as exc:
+        except UnsupportedProtocolVersion as exc:
             raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE) from None
     command = shlex.split(args.target)
     if not command:

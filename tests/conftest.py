@@ -146,6 +146,21 @@ def connect(wire):
         client.close()
 
 
+def client_over(kind: str, server: "InMemory", serve, *, trace, **options):
+    """A Client of the test server ``server`` (tests/servers/<script>.py) over ``kind``: ``"stdio"``
+    (its script as a subprocess), ``"http"`` (served on 127.0.0.1 by the ``serve`` fixture, with a
+    short SSE keep-alive) or ``"memory"``.  The caller closes it."""
+    from mcp_ref import Client
+
+    options.setdefault("timeout", WAIT)
+    if kind == "stdio":
+        return Client.stdio([sys.executable, str(SERVERS / f"{server.script}.py")], trace=trace, stderr="discard",
+                            **options)
+    if kind == "http":
+        return Client.http(serve(server.build(), keepalive=0.2).mcp, trace=trace, **options)
+    return Client.in_memory(server.build(), trace=trace, **options)
+
+
 def handshake_era(factory):
     """``connect`` pinned to the handshake era (unless the test pins a revision itself): for a
     module that tests what only the handshake era has (server-to-client requests, ping, the

@@ -50,7 +50,8 @@ def test_info():
     assert "server:       mcp-ref-demo 1.0.0 (mcp_ref demo server)" in out
     assert "protocol:     2026-07-28" in out
     assert "era:          modern (no session; server/discover lists 2026-07-28, 2025-11-25" in out
-    assert "capabilities: completions, logging, prompts, resources, tools" in out
+    assert "capabilities: completions, extensions, logging, prompts, resources, tools" in out
+    assert '  extensions: {"io.modelcontextprotocol/tasks": {}}' in out
     assert '  resources: {"subscribe": true, "listChanged": true}' in out  # delivered on subscriptions/listen
     handshake = cli("info", "--era", "handshake", TARGET)
     assert handshake.returncode == 0, handshake.stderr

@@ -300,3 +300,38 @@ def test_no_cache_when_asked_for_none(connect, wire):
     client.list_tools()
     client.list_tools()
     assert len(wire.sent("tools/list")) == 2
+
+
+def test_a_broken_http_response_stream_is_re_issued_as_a_new_request(serve, http_client):
+    """2026-07-28 has no resumability (changelog, SEP-2575): a client whose response stream breaks
+    "MUST re-issue it as a new request with a new request ID"."""
+    broken = []
+
+    def break_first_stream(app):
+        def middleware(environ, start_response):
+            first = not broken and environ.get("HTTP_MCP_NAME") == "chatty"
+            if not first:
+                return app(environ, start_response)
+            broken.append(True)
+            events = []
+
+            def cut(status, headers, exc_info=None):
+                write = start_response(status, headers, exc_info)
+
+                def first_event_only(data):  # the stream ends after its first event, with no answer
+                    if not events:
+                        events.append(data)
+                        write(data)
+                return first_event_only
+
+            body = app(environ, cut)
+            return [b"".join(body)] if not events else []
+        return middleware
+
+    client = http_client(serve(MODERN.build(), wrap=break_first_stream).mcp)
+    client.set_logging_level("info")  # so the answer is a stream: a log message, then the result
+    assert client.call_tool("chatty").text == "logged"
+    assert broken == [True]
+    calls = client.wire.sent("tools/call")
+    assert len(calls) == 2 and calls[0]["id"] != calls[1]["id"] and calls[0]["params"] == calls[1]["params"]
+    client.wire.assert_valid()

@@ -15,7 +15,7 @@ import threading
 
 import pytest
 import requests
-from conftest import WAIT, InMemory, WireChecker, schema_errors
+from conftest import WAIT, InMemory, WireChecker, client_over, schema_errors
 from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import SERVER, VERSION, meta
 
@@ -341,13 +341,7 @@ class Events:
 
 def modern_clients(kind: str, serve, **options):  # noqa: F811
     watch = Watch()
-    if kind == "stdio":
-        client = Client.stdio(SERVER, trace=watch, timeout=WAIT, stderr="discard", **options)
-    elif kind == "http":
-        client = Client.http(serve(MODERN.build(), keepalive=0.2).mcp, trace=watch, timeout=WAIT, **options)
-    else:
-        client = Client.in_memory(MODERN.build(), trace=watch, timeout=WAIT, **options)
-    return client, watch
+    return client_over(kind, MODERN, serve, trace=watch, **options), watch
 
 
 @pytest.fixture(params=["stdio", "http", "memory"])

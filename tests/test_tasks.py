@@ -14,7 +14,7 @@ import sys
 import threading
 
 import pytest
-from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer  # noqa: F401 - a fixture
+from conftest import SERVERS, WAIT, InMemory, WireChecker, client_over, raw_peer  # noqa: F401 - a fixture
 from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import HttpPeer, StdioPeer, meta
 
@@ -244,13 +244,7 @@ def answers(params):
 def clients(kind: str, serve, **options):  # noqa: F811
     wire = WireChecker()
     options.setdefault("elicitation_handler", answers)
-    if kind == "stdio":
-        client = Client.stdio(SERVER, trace=wire, timeout=WAIT, stderr="discard", **options)
-    elif kind == "http":
-        client = Client.http(serve(TASKS.build()).mcp, trace=wire, timeout=WAIT, **options)
-    else:
-        client = Client.in_memory(TASKS.build(), trace=wire, timeout=WAIT, **options)
-    return client, wire
+    return client_over(kind, TASKS, serve, trace=wire, **options), wire
 
 
 @pytest.fixture(params=["memory", "stdio", "http"])
@@ -286,13 +280,7 @@ def test_cancelling_a_task_sends_tasks_cancel(kind, serve):  # noqa: F811
             made.set()
 
     wire = WireChecker()
-    if kind == "memory":
-        client = Client.in_memory(TASKS.build(), trace=trace, timeout=WAIT)
-    elif kind == "stdio":
-        client = Client.stdio(SERVER, trace=trace, timeout=WAIT, stderr="discard")
-    else:
-        client = Client.http(serve(TASKS.build()).mcp, trace=trace, timeout=WAIT)
-    with client:
+    with client_over(kind, TASKS, serve, trace=trace) as client:
         call = client.start_tool_call("forever", task=True)
         outcome = []
         waiter = threading.Thread(target=lambda: outcome.append(_outcome(call)))

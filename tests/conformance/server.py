@@ -435,24 +435,27 @@ def test_tool_with_task(ctx: Context) -> str:
     return f"Hello, {answer.content['name']}!"
 
 
+def _come_or_go(kind: str, name: str) -> str:
+    """Register ``name`` (a tool or a prompt), or unregister it if present: a list change."""
+    find, add, remove = ((server.get_tool, server.add_tool, server.remove_tool) if kind == "tools"
+                         else (server.get_prompt, server.add_prompt, server.remove_prompt))
+    if find(name) is None:
+        add(lambda: "here for now", name=name, description="Comes and goes")
+    else:
+        remove(name)
+    return f"{kind} changed"
+
+
 @server.tool()
 def test_trigger_tool_change() -> str:
     """Change the tool list (a tool appears, or goes again): tools/list_changed for listen streams."""
-    if server.get_tool("test_transient_tool") is None:
-        server.add_tool(lambda: "here for now", name="test_transient_tool", description="Comes and goes")
-    else:
-        server.remove_tool("test_transient_tool")
-    return "tools changed"
+    return _come_or_go("tools", "test_transient_tool")
 
 
 @server.tool()
 def test_trigger_prompt_change() -> str:
     """Change the prompt list: prompts/list_changed for listen streams."""
-    if server.get_prompt("test_transient_prompt") is None:
-        server.add_prompt(lambda: "here for now", name="test_transient_prompt", description="Comes and goes")
-    else:
-        server.remove_prompt("test_transient_prompt")
-    return "prompts changed"
+    return _come_or_go("prompts", "test_transient_prompt")
 
 
 @server.prompt()

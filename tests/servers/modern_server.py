@@ -86,23 +86,24 @@ def build(secret: str | None = "modern-test-secret") -> Server:
                                          "required": ["context"]}, key="ctx")
         return f"Use: {answer.content['context']}"
 
+    def come_or_go(kind: str) -> str:
+        find, add, remove = ((server.get_tool, server.add_tool, server.remove_tool) if kind == "tools"
+                             else (server.get_prompt, server.add_prompt, server.remove_prompt))
+        if find("extra") is None:
+            add(lambda: "extra", name="extra", description=f"Added by change_{kind}")
+        else:
+            remove("extra")
+        return "changed"
+
     @server.tool()
     def change_tools() -> str:
         """Add a tool, or remove it if present: tools/list_changed for listeners."""
-        if server.get_tool("extra") is None:
-            server.add_tool(lambda: "extra", name="extra", description="Added by change_tools")
-        else:
-            server.remove_tool("extra")
-        return "changed"
+        return come_or_go("tools")
 
     @server.tool()
     def change_prompts() -> str:
         """Add a prompt, or remove it if present: prompts/list_changed for listeners."""
-        if server.get_prompt("extra") is None:
-            server.add_prompt(lambda: "extra", name="extra", description="Added by change_prompts")
-        else:
-            server.remove_prompt("extra")
-        return "changed"
+        return come_or_go("prompts")
 
     @server.tool()
     def touch(uri: str) -> str:
