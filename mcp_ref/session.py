@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
+#: Guards the Events made on first use (a request's ``cancelled``, a session's ``closed``).
+_EVENTS_LOCK = threading.Lock()
 #: Incoming requests one connection holds at once (running or waiting for a handler thread).
 #: Past it a request is answered at once with -32000 (:class:`~mcp_ref.errors.ServerBusy`),
 #: never queued without bound.
@@ -87,7 +89,7 @@ class RequestContext:
     when the requester asked for it.
     """
 
-    __slots__ = ("session", "request_id", "method", "params", "progress_token", "cancelled", "_last_progress",
+    __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
                  "envelope", "inputs", "deferred", "_on_end", "task")
 
     def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
@@ -99,7 +101,7 @@ class RequestContext:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
         self.progress_token = token if jsonrpc.valid_id(token) else None
-        self.cancelled = threading.Event()
+        self._cancelled: threading.Event | None = None  # made when first needed: most requests never are
         self._last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
         #: dispatcher; None in the handshake era.
@@ -128,13 +130,29 @@ class RequestContext:
         self.deferred = True
 
     @property
+    def cancelled(self) -> threading.Event:
+        """The Event set when the request is cancelled (wait on it, or set it to cancel)."""
+        event = self._cancelled
+        if event is None:
+            with _EVENTS_LOCK:
+                if self._cancelled is None:
+                    self._cancelled = threading.Event()
+                event = self._cancelled
+        return event
+
+    @cancelled.setter
+    def cancelled(self, event: threading.Event) -> None:
+        self._cancelled = event
+
+    @property
     def is_cancelled(self) -> bool:
         """True once the peer has sent ``notifications/cancelled`` for this request."""
-        return self.cancelled.is_set()
+        event = self._cancelled
+        return event is not None and event.is_set()
 
     def check_cancelled(self) -> None:
         """Raise :class:`RequestCancelled` if the peer cancelled this request."""
-        if self.cancelled.is_set():
+        if self.is_cancelled:
             raise RequestCancelled(f"request {self.request_id!r} was cancelled by the peer")
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
@@ -308,8 +326,8 @@ class Session:
         self._reader: threading.Thread | None = None
         self._closing = False  # close() called, or the connection is fully finished
         self._input_ended = False  # the peer can no longer answer requests
-        #: Set when the connection has ended and every handler has finished.
-        self.closed = threading.Event()
+        self._closed_event: threading.Event | None = None  # made when someone waits for the end
+        self._ended = False
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -349,11 +367,28 @@ class Session:
         if self._callbacks is not None:
             self._callbacks.shutdown(wait=False)
         if self._reader is None or self._reader is threading.current_thread() or not self._reader.is_alive():
-            self.closed.set()
+            self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
         """Block until the connection has ended; False on timeout."""
         return self.closed.wait(timeout)
+
+    @property
+    def closed(self) -> threading.Event:
+        """Set when the connection has ended and every handler has finished."""
+        with _EVENTS_LOCK:
+            if self._closed_event is None:
+                self._closed_event = threading.Event()
+                if self._ended:
+                    self._closed_event.set()
+            return self._closed_event
+
+    def _set_closed(self) -> None:
+        with _EVENTS_LOCK:
+            self._ended = True
+            event = self._closed_event
+        if event is not None:
+            event.set()
 
     @property
     def is_closed(self) -> bool:
@@ -579,7 +614,7 @@ class Session:
             log.debug("error while closing transport", exc_info=True)
         with self._lock:
             self._closing = True
-        self.closed.set()
+        self._set_closed()
 
     def receive(self, data: bytes) -> None:
         """Handle one transport message (a message or a batch).  Called by the reader thread."""
@@ -685,7 +720,7 @@ class Session:
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
-                if context.cancelled.is_set():  # cancelled before it was deferred: it ends here
+                if context.is_cancelled:  # cancelled before it was deferred: it ends here
                     with self._lock:
                         self._incoming.pop(request.id, None)
                     self._end_deferred(context)
@@ -700,7 +735,7 @@ class Session:
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
         with self._lock:
             self._incoming.pop(request.id, None)
-        if context.cancelled.is_set():
+        if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
             reply = None
         if batch is not None:

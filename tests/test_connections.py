@@ -430,3 +430,57 @@ def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thre
         assert httpd.connections.count == 0  # released by its own thread
     finally:
         httpd.server_close()
+
+
+# -- the request head, parsed by WsgiRequestHandler.parse_request (RFC 9112) ----------------------------
+
+
+@pytest.mark.parametrize("extra, status", [
+    (b"X-Folded: one\r\n two\r\n", b"400"),                  # obsolete line folding (§5.2)
+    (b"X-Space : before the colon\r\n", b"400"),             # whitespace before the colon (§5.1)
+    (b"X-Bare: a\rb\r\n", b"400"),                           # a bare CR (§2.2)
+    (b"Bad Name: x\r\n", b"400"),                            # a field name that is not a token
+    (b"NoColon\r\n", b"400"),
+    (b"Content-Length: 999\r\n", b"400"),                    # a second Content-Length that disagrees (§6.3)
+    (b"Transfer-Encoding: chunked\r\n", b"411"),             # only Content-Length frames a body here
+    (b"".join(b"X-%d: v\r\n" % n for n in range(100)), b"431"),  # too many fields
+    (b"X-Long: " + b"v" * 70_000 + b"\r\n", b"431"),         # a field line too long
+], ids=["folding", "space-before-colon", "bare-cr", "bad-name", "no-colon", "two-lengths", "chunked",
+        "too-many", "too-long"])
+def test_a_malformed_request_head_is_refused_and_the_server_goes_on(serve, extra, status):
+    served = serve()
+    with connect(served.httpd.port) as sock:
+        sock.sendall(head(extra=extra) + PING)
+        assert status_of(sock).split()[1] == status
+    assert requests.get(served.url + "/.well-known/oauth-protected-resource", timeout=WAIT).status_code in (200, 404)
+
+
+@pytest.mark.parametrize("line, status", [
+    (b"POST /mcp HTTP/2.0", b"505"), (b"POST /mcp HTTP/1.x", b"400"), (b"POST /mcp", b"400"),
+    (b"POST  /mcp HTTP/1.1", b"400"),
+])
+def test_a_bad_request_line_is_refused(serve, line, status):
+    served = serve()
+    with connect(served.httpd.port) as sock:
+        sock.sendall(line + b"\r\n" + head()[head().index(b"\r\n") + 2:] + PING)
+        assert status_of(sock).split()[1] == status
+
+
+def test_keep_alive_follows_the_version_and_connection_and_expect_continue_is_answered(serve):
+    served = serve()
+    port = served.httpd.port
+    with connect(port) as sock:  # HTTP/1.0: closed after the answer unless asked to keep it
+        sock.sendall(head().replace(b"HTTP/1.1", b"HTTP/1.0") + PING)
+        assert status_of(sock).split()[1] in (b"200", b"400")
+        assert closed_by_server(sock)
+    with connect(port) as sock:  # HTTP/1.1, Connection: close
+        sock.sendall(head(extra=b"Connection: close\r\n") + PING)
+        assert closed_by_server(sock)
+    with connect(port) as sock:  # Expect: 100-continue gets its interim answer before the body is sent
+        sock.sendall(head(extra=b"Expect: 100-continue\r\n"))
+        reader = sock.makefile("rb")
+        assert reader.readline().startswith(b"HTTP/1.1 100")
+        sock.sendall(PING)
+        while reader.readline() not in (b"\r\n", b""):
+            pass
+        assert reader.readline().split()[:2] in ([b"HTTP/1.1", b"200"], [b"HTTP/1.1", b"400"])

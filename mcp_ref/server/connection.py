@@ -138,6 +138,9 @@ class ServerConnection:
         self.capabilities: dict = {}
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
+        #: ``(request id, Envelope)`` when the transport already read that request's envelope
+        #: (2026-07-28 HTTP checks it against the headers first): not read twice.
+        self.envelope_read: tuple | None = None
         #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the transport authenticates
         #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
         self.auth = None
@@ -178,7 +181,11 @@ class ServerConnection:
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Route one request to its handler: method table, then lifecycle, then capabilities."""
-        modern = envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
+        read = self.envelope_read
+        if read is not None and read[0] == context.request_id:
+            modern = read[1]
+        else:
+            modern = envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
         handler = METHODS.get(method)
@@ -204,7 +211,7 @@ class ServerConnection:
         context.envelope = modern
         server = self.server
         capability = CAPABILITY_OF.get(method)
-        if capability is not None and capability not in server.capabilities(modern.version):
+        if capability is not None and not server.offers(capability, modern.version):
             raise MethodNotFound(f"Method not found: this server does not offer {capability} ({method})")
         principal = self.auth.principal if self.auth is not None else None
         if method in input_required.SUPPORTED_METHODS:

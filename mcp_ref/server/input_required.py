@@ -191,6 +191,8 @@ def read_inputs(params: dict, method: str, keyring: Keyring, principal: str | No
     Keys of ``inputResponses`` that nothing asks for are ignored (§Error Handling: "the server
     SHOULD ignore any information it does not recognize or need").
     """
+    if "requestState" not in params and "inputResponses" not in params:
+        return Inputs()  # a first request: nothing to check
     answers: dict = {}
     if "requestState" in params:
         answers.update(open_state(params["requestState"], method, digest(method, params), keyring, principal))

@@ -87,6 +87,7 @@ class Server:
         #: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...)``.
         self.tasks = TaskStore()
         self._registry_lock = threading.Lock()
+        self._server_info: tuple | None = None
 
     # -- tools ----------------------------------------------------------------------
 
@@ -368,8 +369,28 @@ class Server:
             caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
+    def offers(self, capability: str, version: str | None = None) -> bool:
+        """True when :meth:`capabilities` at ``version`` declares ``capability`` (without building them)."""
+        if capability == "tools":
+            return bool(self._tools)
+        if capability == "resources":
+            return bool(self._resources or self._templates)
+        if capability == "prompts":
+            return bool(self._prompts)
+        return capability in self.capabilities(version)
+
     def server_info(self, version: str | None = None) -> dict:
-        """The ``serverInfo`` object for ``version``."""
+        """The ``serverInfo`` object for ``version`` (the same object while nothing it holds changes:
+        a 2026-07-28 server puts it in every result)."""
+        key = (version, self.name, self.version, self.title, self.website_url)
+        cached = self._server_info
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        info = self._build_server_info(version)
+        self._server_info = (key, info)
+        return info
+
+    def _build_server_info(self, version: str | None) -> dict:
         info = {"name": self.name, "version": self.version}
         if lifecycle.at_least(version, lifecycle.TITLES):
             if self.title:

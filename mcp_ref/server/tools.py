@@ -58,6 +58,17 @@ class RegisteredTool:
     _output_validator: Any = None
 
     @property
+    def header_declarations(self) -> list:
+        """The ``(property path, header name)`` of its ``x-mcp-header`` parameters (computed once;
+        a tool whose declarations break the rules is refused at registration)."""
+        found = self.__dict__.get("_headers")
+        if found is None:
+            from ..transports.http_headers import header_params
+
+            found = self.__dict__["_headers"] = header_params(self.listing["inputSchema"])
+        return found
+
+    @property
     def declared(self) -> frozenset:
         """The argument names ``inputSchema`` declares (computed once)."""
         declared = self.__dict__.get("_declared")

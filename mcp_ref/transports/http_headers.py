@@ -157,13 +157,15 @@ def request_headers(method: str, params: dict | None, input_schema: dict | None 
 
 
 def check_request_headers(header: Callable[[str], str | None], method: str, params: dict,
-                          input_schema: dict | None = None) -> None:
+                          input_schema: dict | None = None, *, declared: list | None = None) -> None:
     """Raise HeaderMismatchError unless the request's headers match its body (server side).
 
     ``header(name)`` returns a request header or None.  §Server Validation: "A required
     standard header (MCP-Protocol-Version, Mcp-Method, Mcp-Name) is missing", "A header value
     does not match the corresponding request body value", "A header value contains invalid
     characters".  Names compare case-insensitively (the caller's lookup), values exactly.
+    ``declared``: the tool's :func:`header_params`, when the caller keeps them (else they are
+    read from ``input_schema``).
     """
     sent = header("Mcp-Method")
     if sent is None:
@@ -173,11 +175,12 @@ def check_request_headers(header: Callable[[str], str | None], method: str, para
     source = NAME_SOURCE.get(method)
     if source is not None:
         _check_one(header("Mcp-Name"), params.get(source), "Mcp-Name")
-    if method == "tools/call" and input_schema is not None:
+    if method == "tools/call" and declared is None and input_schema is not None:
         try:
             declared = header_params(input_schema)
         except InvalidHeaderDeclaration:
             return  # the server's own tool: its clients leave it out; nothing to check against
+    if method == "tools/call" and declared:
         for path, name in declared:
             value = _value_at(params.get("arguments"), path)
             _check_one(header(PARAM_PREFIX + name), value, PARAM_PREFIX + name)
@@ -190,6 +193,9 @@ def _check_one(sent: str | None, value: object, label: str) -> None:
         return
     if sent is None:
         raise HeaderMismatchError(f"Header mismatch: the {label} header is missing")
+    if sent == value and sent.isascii() and sent.isprintable() and not sent.startswith((" ", _SENTINEL_PREFIX)) \
+            and not sent.endswith(" "):
+        return  # the common case: a plain value, sent as it is in the body
     try:
         decoded = decode_value(sent)
     except ValueError as exc:

@@ -27,6 +27,7 @@ and no session, so any worker process can answer any request.
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import json
 import logging
@@ -268,8 +269,10 @@ class HttpSession(Transport):
         self.lock = threading.Lock()
         self.by_request: dict = {}
         self.by_id: dict[str, Stream] = {}
-        self.standalone = Stream("s", limit=app.standalone_backlog)
-        self.by_id["s"] = self.standalone
+        #: The GET stream (Streamable HTTP and the legacy transport; a stateless request has none).
+        self.standalone = None if kind == "stateless" else Stream("s", limit=app.standalone_backlog)
+        if self.standalone is not None:
+            self.by_id["s"] = self.standalone
         self._numbers = itertools.count(1)
         self.last_seen = self.created = time.monotonic()
         #: True once the client came back after initialize (any request naming the session): until
@@ -698,27 +701,37 @@ class McpWsgiApp:
             start_response("202 Accepted", [("Content-Length", "0")])
             return [b""]
         try:
-            self._check_modern_headers(environ, message)
+            modern = self._check_modern_headers(environ, message)
         except McpError as exc:
             raise HttpError.modern(exc, message.id) from None
         self._check_scopes(environ, [message], self.path)
-        session = HttpSession(self, None, kind="stateless")
-        session.modern = True
-        session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
-        self._bind(session, environ)
-        stream = session.open_stream([message.id])
         if message.method == "subscriptions/listen":
             # A long-lived stream (2026-07-28 streamable-http §Receiving Messages): its handler
             # acknowledges and defers, so no thread but this one waits; the stream carries the
             # change notifications, with keep-alive comments, until either side ends it.
+            session = HttpSession(self, None, kind="stateless")
+            session.modern = True
+            session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
+            session.connection.envelope_read = (message.id, modern)
+            self._bind(session, environ)
+            stream = session.open_stream([message.id])
             session.connection.session.dispatch(message)
             return self._answer(session, stream, start_response)
-        return self._answer_inline(session, stream, message, start_response)
+        exchange = ModernExchange(self, message.id, start_response)
+        connection = self.server.new_connection(exchange, executor=self._handler_pool(), name="http-modern")
+        connection.envelope_read = (message.id, modern)  # read once, here; not again by the connection
+        connection.auth = environ.get("mcp_ref.auth")
+        exchange.connection = connection
+        try:
+            connection.session.dispatch(message, inline=True)
+        finally:
+            connection.session.close()
+        return exchange.finish()
 
-    def _check_modern_headers(self, environ: dict, request: Request) -> None:
+    def _check_modern_headers(self, environ: dict, request: Request) -> envelope.Envelope:
         """The order the spec implies: the envelope's required fields (-32602), the version header
         against it (-32020), the version itself (-32022), then ``Mcp-Method`` / ``Mcp-Name`` /
-        ``Mcp-Param-*`` against the body (-32020)."""
+        ``Mcp-Param-*`` against the body (-32020).  Returns the request's envelope."""
         meta = envelope.meta_of(request.params)
         if meta is None or envelope.PROTOCOL_VERSION not in meta or envelope.CLIENT_CAPABILITIES not in meta:
             raise InvalidParams(f"Invalid params: a {MODERN_VERSIONS[0]} request's _meta must carry "
@@ -729,14 +742,14 @@ class McpWsgiApp:
         if header.strip(" \t") != meta[envelope.PROTOCOL_VERSION]:
             raise HeaderMismatchError(f"Header mismatch: MCP-Protocol-Version {header.strip()!r} does not match "
                                       f"_meta {envelope.PROTOCOL_VERSION} {meta[envelope.PROTOCOL_VERSION]!r}")
-        envelope.read_envelope(request.params)  # -32022 for a version this server does not speak
+        modern = envelope.read_envelope(request.params)  # -32022 for a version this server does not speak
         params = request.params if isinstance(request.params, dict) else {}
-        schema = None
+        declared = None
         if request.method == "tools/call" and isinstance(params.get("name"), str):
             tool = self.server.get_tool(params["name"])
-            schema = tool.listing.get("inputSchema") if tool is not None else None
-        check_request_headers(lambda name: environ.get("HTTP_" + name.upper().replace("-", "_")),
-                              request.method, params, schema)
+            declared = tool.header_declarations if tool is not None else None
+        check_request_headers(lambda name: environ.get(_cgi_name(name)), request.method, params, declared=declared)
+        return modern
 
     def _accept_without_requests(self, environ: dict, start_response, message, items: list):
         """A POST of notifications, answers or invalid batch items: nothing to stream back.
@@ -1091,6 +1104,80 @@ class McpWsgiApp:
         return [b"Accepted"]
 
 
+class ModernExchange(Transport):
+    """The transport of one 2026-07-28 POST: its answer, and the notifications about it, written
+    straight into the HTTP response.
+
+    A 2026-07-28 request has no session, no GET stream and no resumption (streamable-http), so
+    none of :class:`HttpSession`'s tables are needed: the handler runs on the POST's thread, a
+    notification before the answer turns the response into an SSE stream, the answer alone is a
+    JSON reply (with the status :func:`modern_status` gives an error).  What arrives after the
+    answer (a thread the handler left behind) is dropped.  A client that closes the stream
+    cancels the request (§Cancellation: closing the stream "MUST be treated by the server as
+    cancellation").
+    """
+
+    concurrent_writes = True
+
+    def __init__(self, app: "McpWsgiApp", request_id, start_response):
+        self.app, self.request_id, self.start_response = app, request_id, start_response
+        self.connection: ServerConnection | None = None
+        self.lock = threading.Lock()
+        self.answer: bytes | None = None
+        self.status = "200 OK"
+        self.write_sse = None
+        self.done = self.broken = self.answered = False
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Deliver one message of this request's; anything else (no other request shares the
+        exchange) is dropped."""
+        is_answer = isinstance(message, (Response, ErrorResponse))
+        if (message.id if is_answer else related) != self.request_id:
+            log.debug("2026-07-28 POST: dropped a message that is not about its request")
+            return
+        with self.lock:
+            if self.done or self.broken or self.answered:
+                return  # late (the answer ends the exchange), or the client has gone
+            if is_answer:
+                self.answered = True
+                if isinstance(message, ErrorResponse):
+                    self.status = modern_status(message.error.get("code"))
+                if self.write_sse is None:
+                    self.answer = data  # the answer alone: a JSON reply, sent by finish()
+                    return
+            elif self.write_sse is None:
+                if self.app.json_response:
+                    return  # JSON replies only: what is not the answer has nowhere to go
+                self.write_sse = self.start_response("200 OK", _SSE_HEADERS)
+            write = self.write_sse
+        try:
+            write(sse_event(data))
+        except Exception as exc:  # noqa: BLE001 - the client went away: that cancels the request
+            log.debug("2026-07-28 POST %r lost its connection: %s", self.request_id, exc)
+            self.broken = True
+            if self.connection is not None:
+                self.connection.session.cancel_incoming(self.request_id)
+
+    def finish(self) -> list:
+        """The WSGI body once the handler has returned."""
+        with self.lock:
+            self.done = True
+            if self.write_sse is not None:
+                return []  # streamed, answer included
+            if self.answer is not None:
+                self.start_response(self.status, [("Content-Type", "application/json"),
+                                                  ("Content-Length", str(len(self.answer)))])
+                return [self.answer]
+        self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
+        return [b""]
+
+    def read(self) -> bytes | None:
+        raise RuntimeError("a 2026-07-28 POST is fed by the WSGI application, not read")
+
+    def close(self) -> None:
+        """Nothing to release: the response ends with :meth:`finish`."""
+
+
 class _DirectReply:
     """The response of a POST whose handler runs inline (see ``McpWsgiApp._answer_inline``)."""
 
@@ -1166,6 +1253,13 @@ class _DirectReply:
 
 _SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),
                 ("X-Accel-Buffering", "no")]
+
+
+@functools.lru_cache(maxsize=256)
+def _cgi_name(header: str) -> str:
+    """The WSGI environ key of an HTTP header (``Mcp-Name`` -> ``HTTP_MCP_NAME``); the few names a
+    server looks up are kept (256 at most: header names come from the server's own tools)."""
+    return "HTTP_" + header.upper().replace("-", "_")
 
 
 def _error(start_response, exc: HttpError):
