@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
 from typing import Callable
 
 from .connection_limits import (
@@ -83,11 +84,14 @@ class _Body(io.RawIOBase):
             self.socket_io.expect(None)
 
 
-#: RFC 9110 §5.6.2 ``token``: what a field name may hold.
-_FIELD_NAME = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+#: One header field line (RFC 9112 §5): a token name, a colon with no whitespace before it, a value
+#: with no CR or LF of its own (its surrounding spaces and tabs trimmed), then CRLF (or LF).
+_FIELD_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\r\n]*?)[ \t]*\r?\n")
 #: The longest header line, and the most header lines, a request may have (431 past either).
 MAX_HEADER_LINE = 64 * 1024
 MAX_HEADERS = 100
+#: Header names already turned into their WSGI environ keys (``Mcp-Name`` -> ``HTTP_MCP_NAME``).
+_CGI_KEYS: dict[str, str] = {}
 
 
 class Headers:
@@ -165,8 +169,6 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
 
     def _environ(self, body: _Body) -> dict:
         path, _, query = self.path.partition("?")
-        from urllib.parse import unquote
-
         host, port = self.server.server_address[:2]
         environ = {
             "REQUEST_METHOD": self.command,
@@ -188,7 +190,11 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "wsgi.run_once": False,
         }
         for name, value in self.headers.items():
-            key = "HTTP_" + name.upper().replace("-", "_")
+            key = _CGI_KEYS.get(name)
+            if key is None:
+                key = "HTTP_" + name.upper().replace("-", "_")
+                if len(_CGI_KEYS) < 512:  # the names clients send are few; a flood of new ones is not kept
+                    _CGI_KEYS[name] = key
             if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
                 continue
             environ[key] = f"{environ[key]},{value}" if key in environ else value
@@ -237,18 +243,18 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             if count >= MAX_HEADERS:
                 self.send_error(431, "Too many request header fields")
                 return False
-            field = line[:-2] if line.endswith(b"\r\n") else line.rstrip(b"\n")
-            if b"\r" in field:
-                self.send_error(400, "Bad header line: a bare CR")
+            field = _FIELD_LINE.fullmatch(line)
+            if field is None:
+                if line[:1] in (b" ", b"\t"):
+                    why = "obsolete line folding"
+                elif b"\r" in line.rstrip(b"\r\n") or line.endswith(b"\r"):
+                    why = "a bare CR"
+                else:
+                    why = "not a field name, a colon and a value"
+                self.send_error(400, f"Bad header line: {why}")
                 return False
-            if field[:1] in (b" ", b"\t"):
-                self.send_error(400, "Bad header line: obsolete line folding")
-                return False
-            name, colon, value = field.partition(b":")
-            if not colon or not _FIELD_NAME.match(name):
-                self.send_error(400, "Bad header line")
-                return False
-            headers.add(name.decode("ascii"), value.strip(b" \t").decode("iso-8859-1"))
+            name, value = field.groups()
+            headers.add(name.decode("ascii"), value.decode("iso-8859-1"))
         self.headers = headers
         if len(set(headers.get_all("Content-Length"))) > 1:
             self.send_error(400, "Conflicting Content-Length fields")
