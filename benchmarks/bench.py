@@ -674,13 +674,27 @@ def run_python_load(url, duration, connections=CONCURRENCY, era="handshake"):
     return {"rps": ok / elapsed, "requests": ok + failed, "non_2xx": failed, "socket_errors": 0}
 
 
+def process_cpu_seconds(pid):
+    """The CPU time (user + system, seconds) process ``pid`` has used so far; None where
+    ``/proc`` cannot tell (not Linux, or the process is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
-    """Requests/s of each target in ``targets`` (``{key: (url, era)}``) under the load generator.
+    """Requests/s of each target in ``targets`` (``{key: (url, era, pid)}``) under the load generator.
 
     ``era`` picks the bare POST (``BARE_POSTS``).  ``generator``: ``"wrk"`` or
     ``"python"``.  One untimed warm-up run each, then ``runs`` timed runs, the
     targets taking turns so that slow drifts of the machine spread over all of
-    them.
+    them.  With the server's ``pid`` (None: not measured), each run also gives
+    the CPU time the server process spent per request served (``cpu_us``): the
+    cost of serving one request, apart from the load generator, which shares
+    the machine's CPUs and so weighs on capacity too.
     """
     import tempfile
 
@@ -695,15 +709,19 @@ def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
             return run_wrk(url, seconds, scripts[era])
         return run_python_load(url, seconds, era=era)
 
-    results = {key: {"runs": [], "non_2xx": 0, "socket_errors": 0} for key in targets}
+    results = {key: {"runs": [], "cpu_us_runs": [], "non_2xx": 0, "socket_errors": 0} for key in targets}
     try:
         if warmup_duration:
-            for url, era in targets.values():
+            for url, era, _ in targets.values():
                 one(url, era, warmup_duration)
         for _ in range(runs):
-            for key, (url, era) in targets.items():
+            for key, (url, era, pid) in targets.items():
+                before = None if pid is None else process_cpu_seconds(pid)
                 r = one(url, era, duration)
+                after = None if pid is None else process_cpu_seconds(pid)
                 results[key]["runs"].append(r["rps"])
+                if before is not None and after is not None and r.get("requests"):
+                    results[key]["cpu_us_runs"].append((after - before) / r["requests"] * 1e6)
                 results[key]["non_2xx"] += r["non_2xx"]
                 results[key]["socket_errors"] += r["socket_errors"]
     finally:
@@ -711,6 +729,7 @@ def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
             os.unlink(path)
     for r in results.values():
         r["median"] = _median(r["runs"])
+        r["cpu_us"] = _median(r["cpu_us_runs"]) if len(r["cpu_us_runs"]) == runs else None
     return results
 
 
@@ -816,6 +835,14 @@ def era_ratios(figures):
         if modern_runs and len(modern_runs) == len(handshake_runs) and all(handshake_runs):
             ratios[side][_http_key("handshake", "capacity")] = _median(
                 [m / h for m, h in zip(modern_runs, handshake_runs)])
+        # Serving speed, from the server's CPU time per request: handshake / 2026-07-28, so that
+        # above 1 still means 2026-07-28 is faster.  Paired as capacity is.
+        modern_cpu = figures[side].get(_http_key("modern", "cpu_us") + "_runs") or []
+        handshake_cpu = figures[side].get(_http_key("handshake", "cpu_us") + "_runs") or []
+        ratios[side]["http_cpu_us"] = (
+            _median([h / m for m, h in zip(modern_cpu, handshake_cpu)])
+            if modern_cpu and len(modern_cpu) == len(handshake_cpu) and all(modern_cpu) else None
+        )
     return ratios
 
 
@@ -830,6 +857,7 @@ def print_era_table(figures, out=sys.stdout):
         ("HTTP echo calls, sequential", "http_sequential"),
         ("HTTP echo calls, %d concurrent" % CONCURRENCY, "http_concurrent"),
         ("HTTP server capacity (%s, paired runs)" % load, "http_capacity"),
+        ("HTTP serving speed (1 / server CPU per request, paired runs)", "http_cpu_us"),
     ]
     ratios = figures.get("era_ratios", {})
     lines = []
@@ -936,7 +964,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                 try:
                     if era != "handshake":  # the handshake POST was checked when the server started
                         check_bare_tools_call(server, era)
-                    targets[(side, era)] = (server.url, era)
+                    targets[(side, era)] = (server.url, era, server.proc.pid)
                 except Exception as exc:
                     fail(side, "bare %s tools/call POST" % ERA_LABELS[era], exc)
         if targets:
@@ -945,7 +973,7 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                     HttpServerProcess("stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER)
                 )
                 check_bare_tools_call(baseline)
-                targets[("baseline", "handshake")] = (baseline.url, "handshake")
+                targets[("baseline", "handshake")] = (baseline.url, "handshake", baseline.proc.pid)
             except Exception as exc:
                 msg = "stdlib baseline server failed: %s: %s" % (type(exc).__name__, exc)
                 figures["notes"].append(msg)
@@ -966,6 +994,8 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                 figures[side][key] = r["median"]
                 figures[side][key + "_runs"] = r["runs"]
                 figures[side][key + "_errors"] = r["non_2xx"] + r["socket_errors"]
+                figures[side][_http_key(era, "cpu_us")] = r["cpu_us"]
+                figures[side][_http_key(era, "cpu_us") + "_runs"] = r["cpu_us_runs"]
                 if r["non_2xx"] or r["socket_errors"]:
                     msg = "%s under load: %d non-2xx answers, %d socket errors (figure suspect)" % (
                         what,
@@ -974,7 +1004,9 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                     )
                     figures["notes"].append(msg)
                     note("note: " + msg)
-                note("  %s: %s (runs: %s)" % (what, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"])))
+                cpu = "" if r["cpu_us"] is None else "; server CPU %.0f us/request (runs: %s)" % (
+                    r["cpu_us"], ", ".join("%.0f" % x for x in r["cpu_us_runs"]))
+                note("  %s: %s (runs: %s)%s" % (what, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"]), cpu))
             for side in stateless.values():
                 try:
                     side.check_alive()
@@ -1033,7 +1065,15 @@ def print_http_notes(figures, ns, out=sys.stdout):
             % ("met" if ratio >= 3 else "NOT met", _fmt_ratio(ratio)),
             file=out,
         )
-    ratio = figures.get("era_ratios", {}).get("mcp_ref", {}).get("http_capacity")
+    cpu = {era: figures["mcp_ref"].get(_http_key(era, "cpu_us")) for era in HTTP_ERAS}
+    if all(cpu.values()):
+        print(
+            "  mcp_ref server CPU time per request served (user + system, the server process): %s."
+            % ", ".join("%.0f us (%s)" % (cpu[era], ERA_LABELS[era]) for era in HTTP_ERAS),
+            file=out,
+        )
+    ratios = figures.get("era_ratios", {}).get("mcp_ref", {})
+    ratio = ratios.get("http_capacity")
     if ratio is not None:
         print(
             "  target (issue 10): mcp_ref's stateless 2026-07-28 serving at least as fast as its handshake-era"

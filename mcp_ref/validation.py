@@ -3,13 +3,19 @@ elicitation replies.
 
 jsonschema is heavy, so it is imported on the first validation, never at ``import mcp_ref``.
 (The official MCP schemas, used to check whole messages, are :mod:`mcp_ref.schemas`.)
+
+Most tool schemas are plain: an object of named properties, each of one JSON type, some of them
+required.  For those, :func:`quick_check` compiles a direct test that accepts what is certainly
+valid in about a microsecond; anything it does not accept (and every other schema) goes to
+jsonschema, which decides, and words the error.  So the quick test can only save time: it never
+accepts what jsonschema would refuse (``tests/test_validation.py`` checks the two agree).
 """
 
 from __future__ import annotations
 
 import json
 
-from typing import Any
+from typing import Any, Callable
 
 
 def validator_for(schema: dict) -> Any:
@@ -27,7 +33,110 @@ def validator_for(schema: dict) -> Any:
         raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema)
+    return Validator(cls(schema), quick_check(schema))
+
+
+class Validator:
+    """A schema's validator: ``quick`` (from :func:`quick_check`, or None) first, jsonschema's
+    ``checker`` for whatever ``quick`` does not accept, and for the errors."""
+
+    __slots__ = ("checker", "quick")
+
+    def __init__(self, checker: Any, quick: Callable[[Any], bool] | None = None):
+        self.checker = checker
+        self.quick = quick
+
+    @property
+    def schema(self) -> Any:
+        """The schema validated against."""
+        return self.checker.schema
+
+    def is_valid(self, instance: Any) -> bool:
+        """True when ``instance`` satisfies the schema."""
+        quick = self.quick
+        if quick is not None and quick(instance):
+            return True
+        return self.checker.is_valid(instance)
+
+    def iter_errors(self, instance: Any):
+        """jsonschema's errors for ``instance`` (none when it is valid)."""
+        return self.checker.iter_errors(instance)
+
+
+#: The JSON types as a parsed JSON document holds them (``json.loads`` makes exactly these
+#: classes: a subclass, or a float that is a whole number for "integer", goes to jsonschema).
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: type(v) is str,
+    "integer": lambda v: type(v) is int,
+    "number": lambda v: type(v) is int or type(v) is float,
+    "boolean": lambda v: type(v) is bool,
+    "null": lambda v: v is None,
+    "array": lambda v: type(v) is list,
+    "object": lambda v: type(v) is dict,
+}
+#: Keywords that never make an instance invalid (annotations; ``format`` too, which jsonschema
+#: does not assert without a format checker, and none is given here).
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly",
+                          "writeOnly", "$comment", "format"})
+_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
+#: The dialects in which ``type``, ``properties``, ``required`` and ``additionalProperties`` mean
+#: the same (draft 3's ``required`` does not).
+_QUICK_DIALECTS = frozenset({
+    "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema",
+    "http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-06/schema",
+})
+
+
+def quick_check(schema: Any) -> Callable[[Any], bool] | None:
+    """A test that is True only for instances ``schema`` certainly accepts; None when ``schema``
+    is not of the plain shape it knows.
+
+    The shape: ``"type": "object"``, ``properties`` whose every schema is at most a ``type`` (one
+    name or a list) plus annotations, ``required`` names, and ``additionalProperties`` true or
+    false.  Anything else (``$ref``, ``enum``, bounds, nested objects ...) is jsonschema's alone.
+    """
+    if not isinstance(schema, dict) or schema.get("type") != "object" or not schema.keys() <= _OBJECT_KEYWORDS:
+        return None
+    if "$schema" in schema and schema["$schema"] not in _QUICK_DIALECTS:
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    additional = schema.get("additionalProperties", True)
+    if not isinstance(properties, dict) or not isinstance(required, list) or not isinstance(additional, bool):
+        return None
+    if not all(isinstance(name, str) for name in required):
+        return None
+    tests: dict[str, tuple] = {}
+    for name, sub in properties.items():
+        if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
+            return None
+        kinds = sub.get("type")
+        if kinds is None:
+            tests[name] = ()  # any value
+            continue
+        kinds = kinds if isinstance(kinds, list) else [kinds]
+        if not kinds or not all(isinstance(k, str) and k in _TYPE_TESTS for k in kinds):
+            return None
+        tests[name] = tuple(_TYPE_TESTS[k] for k in kinds)
+    required = tuple(required)
+
+    def check(instance: Any) -> bool:
+        if type(instance) is not dict:
+            return False
+        for name in required:
+            if name not in instance:
+                return False
+        for name, value in instance.items():
+            kinds = tests.get(name)
+            if kinds is None:
+                if not additional:
+                    return False
+            elif kinds and not any(test(value) for test in kinds):
+                return False
+        return True
+
+    return check
 
 
 def first_error(validator: Any, instance: Any) -> str | None:

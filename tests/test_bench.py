@@ -119,6 +119,8 @@ def test_a_tiny_http_run_prints_both_eras(tmp_path):
         "HTTP server capacity, handshake (",
         "HTTP server capacity, 2026-07-28 (",
         "2026-07-28 / handshake",
+        "HTTP serving speed (1 / server CPU per request, paired runs)",
+        "  mcp_ref server CPU time per request served",
         "  target (issue 10): ",
     ):
         assert any(line.startswith(row) for line in lines), row
@@ -126,7 +128,8 @@ def test_a_tiny_http_run_prints_both_eras(tmp_path):
     assert figures["notes"] == []
     ref = figures["mcp_ref"]
     for key in ("http_sequential", "http_concurrent", "http_capacity",
-                "http_modern_sequential", "http_modern_concurrent", "http_modern_capacity"):
+                "http_modern_sequential", "http_modern_concurrent", "http_modern_capacity",
+                "http_cpu_us", "http_modern_cpu_us"):
         assert ref[key] > 0, key
-    assert set(figures["era_ratios"]["mcp_ref"]) == {"http_sequential", "http_concurrent", "http_capacity"}
+    assert set(figures["era_ratios"]["mcp_ref"]) == {"http_sequential", "http_concurrent", "http_capacity", "http_cpu_us"}
     assert all(value > 0 for value in figures["era_ratios"]["mcp_ref"].values())

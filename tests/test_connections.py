@@ -484,3 +484,38 @@ def test_keep_alive_follows_the_version_and_connection_and_expect_continue_is_an
         while reader.readline() not in (b"\r\n", b""):
             pass
         assert reader.readline().split()[:2] in ([b"HTTP/1.1", b"200"], [b"HTTP/1.1", b"400"])
+
+
+def echo_headers_app(environ, start_response):
+    """A WSGI app answering with the values of the X-Pad and X-Spaces headers it was given."""
+    body = json.dumps([environ.get("HTTP_X_PAD"), environ.get("HTTP_X_SPACES")]).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+@pytest.mark.parametrize("ending", [b"\r\n", b"\n"], ids=["crlf-whole-head", "lf-line-by-line"])
+def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
+    """RFC 9112 §5: a field value's surrounding spaces and tabs are not part of it.  Trimming
+    costs time linear in the line: a 60,000-space run inside a value is answered well within the
+    wait (a pattern that trims lazily took tens of seconds here).  CRLF heads are parsed whole,
+    LF-only ones line by line: both paths."""
+    from mcp_ref.transports.wsgi_server import WsgiServer
+
+    httpd = WsgiServer(("127.0.0.1", 0), echo_headers_app)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    spaces = b"a" + b" " * 60_000 + b"b"
+    try:
+        with connect(httpd.port) as sock:
+            lines = [b"GET / HTTP/1.1", b"Host: 127.0.0.1", b"X-Pad: \t a b \t ", b"X-Spaces: " + spaces + b"  ",
+                     b"Connection: close", b"", b""]
+            sock.sendall(ending.join(lines))
+            reader = sock.makefile("rb")
+            assert reader.readline().split()[1] == b"200"
+            while reader.readline() not in (b"\r\n", b""):
+                pass
+            assert json.loads(reader.read()) == ["a b", spaces.decode()]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)

@@ -512,6 +512,7 @@ class McpWsgiApp:
         self.json_response = json_response
         self.event_store = event_store or MemoryEventStore()
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self._hosts_seen: dict[str, bool] = {}  # Host value -> allowed (bounded: _VERDICTS_KEPT)
         self.allowed_origins = None if allowed_origins is None else list(allowed_origins)
         self.max_body_size = max_body_size
         self.session_idle_timeout = session_idle_timeout
@@ -618,7 +619,12 @@ class McpWsgiApp:
         """2025-11-25 basic/transports §Security Warning: servers "MUST validate the Origin
         header on all incoming connections to prevent DNS rebinding attacks"."""
         host = environ.get("HTTP_HOST", "")
-        if not _host_allowed(host, self.allowed_hosts):
+        allowed = self._hosts_seen.get(host)
+        if allowed is None:
+            allowed = _host_allowed(host, self.allowed_hosts)
+            if len(self._hosts_seen) < _VERDICTS_KEPT:  # a client sends one Host: a flood of others is judged each time
+                self._hosts_seen[host] = allowed
+        if not allowed:
             raise HttpError("403 Forbidden", f"Forbidden: host {host!r} is not allowed")
         origin = environ.get("HTTP_ORIGIN")
         if origin and not _origin_allowed(origin, self.allowed_origins):
@@ -649,8 +655,7 @@ class McpWsgiApp:
     def _post(self, environ: dict, start_response):
         # basic/transports §Sending Messages: "The client MUST include an Accept header,
         # listing both application/json and text/event-stream as supported content types."
-        accept = environ.get("HTTP_ACCEPT", "")
-        if not (_accepts(accept, "application/json") and _accepts(accept, "text/event-stream")):
+        if not _accepts_json_and_sse(environ.get("HTTP_ACCEPT", "")):
             raise HttpError("406 Not Acceptable", "Not Acceptable: Accept must list application/json and text/event-stream")
         message = self._read_message(environ)
         if self._is_modern(environ, message):
@@ -1272,6 +1277,22 @@ def _error(start_response, exc: HttpError):
     body = json.dumps(answer).encode()
     start_response(exc.status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *exc.headers])
     return [body]
+
+
+#: How many Accept (and, per application, Host) values are remembered with their verdicts:
+#: clients send the same ones on every request; past the bound, new ones are judged each time.
+_VERDICTS_KEPT = 256
+_ACCEPT_VERDICTS: dict[str, bool] = {}
+
+
+def _accepts_json_and_sse(accept: str) -> bool:
+    """The Accept header of a POST lists both application/json and text/event-stream."""
+    verdict = _ACCEPT_VERDICTS.get(accept)
+    if verdict is None:
+        verdict = _accepts(accept, "application/json") and _accepts(accept, "text/event-stream")
+        if len(_ACCEPT_VERDICTS) < _VERDICTS_KEPT:
+            _ACCEPT_VERDICTS[accept] = verdict
+    return verdict
 
 
 def _accepts(accept: str, media_type: str) -> bool:

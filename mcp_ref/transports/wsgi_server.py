@@ -85,8 +85,17 @@ class _Body(io.RawIOBase):
 
 
 #: One header field line (RFC 9112 §5): a token name, a colon with no whitespace before it, a value
-#: with no CR or LF of its own (its surrounding spaces and tabs trimmed), then CRLF (or LF).
-_FIELD_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\r\n]*?)[ \t]*\r?\n")
+#: with no CR or LF of its own, then CRLF (or LF).  The value's surrounding spaces and tabs are
+#: trimmed afterwards, by ``strip``: trimming inside the pattern (a lazy value before ``[ \t]*``)
+#: costs time quadratic in a run of spaces, seconds for one 64 KiB line.
+_TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_FIELD_LINE = re.compile(rb"(" + _TOKEN + rb"):([^\r\n]*)\r?\n")
+#: A whole head of CRLF-ended field lines and the empty line after them, when it is already
+#: buffered: matched in one pass, then split into fields in another (both linear).  Anything
+#: else (a head still arriving, bare LF endings, a malformed line) goes line by line.
+_HEAD_BLOCK = re.compile(rb"(?:" + _TOKEN + rb":[^\r\n]*\r\n)*\r\n")
+_FIELDS = re.compile("(" + _TOKEN.decode() + r"):([^\r\n]*)\r\n")
+_TRIM = " \t"
 #: The longest header line, and the most header lines, a request may have (431 past either).
 MAX_HEADER_LINE = 64 * 1024
 MAX_HEADERS = 100
@@ -97,9 +106,11 @@ _CGI_KEYS: dict[str, str] = {}
 class Headers:
     """A request's header fields: in order, looked up without regard to case (RFC 9110 §5.1)."""
 
-    def __init__(self):
-        self._fields: list[tuple[str, str]] = []
+    def __init__(self, fields: list[tuple[str, str]] = ()):
+        self._fields: list[tuple[str, str]] = list(fields)
         self._first: dict[str, str] = {}
+        for name, value in reversed(self._fields):
+            self._first[name.lower()] = value
 
     def add(self, name: str, value: str) -> None:
         self._fields.append((name, value))
@@ -232,6 +243,40 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         if path.startswith("//"):
             path = "/" + path.lstrip("/")  # not a network-path reference to some other host
         self.command, self.path, self.request_version = command, path, version
+        headers = self._buffered_head()
+        if headers is None:
+            headers = self._head_by_lines()
+            if headers is None:
+                return False
+        self.headers = headers
+        if len(set(headers.get_all("Content-Length"))) > 1:
+            self.send_error(400, "Conflicting Content-Length fields")
+            return False
+        options = {token.strip().lower() for token in headers.get("Connection", "").split(",")}
+        self.close_connection = "close" in options or (version == "HTTP/1.0" and "keep-alive" not in options)
+        if headers.get("Expect", "").lower() == "100-continue" and version == "HTTP/1.1":
+            if not self.handle_expect_100():
+                return False
+        if not self.server.connections.working(self.connection):
+            self.close_connection = True  # closed to make room while its head arrived
+            return False
+        return True
+
+    def _buffered_head(self) -> Headers | None:
+        """The header fields, when the whole head is already in the read buffer as it usually is
+        (one pass over it; see ``_HEAD_BLOCK``); None to read it line by line instead."""
+        buffered = self.rfile.peek(1)
+        block = _HEAD_BLOCK.match(buffered)
+        if block is None:
+            return None
+        fields = _FIELDS.findall(block.group().decode("iso-8859-1"))
+        if len(fields) > MAX_HEADERS:
+            return None  # refused, by the line reader
+        self.rfile.read(block.end())
+        return Headers([(name, value.strip(_TRIM)) for name, value in fields])
+
+    def _head_by_lines(self) -> Headers | None:
+        """The header fields, read one line at a time; None once an error is answered."""
         headers = Headers()
         for count in range(MAX_HEADERS + 2):
             line = self.rfile.readline(MAX_HEADER_LINE + 1)
@@ -252,22 +297,10 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
                 else:
                     why = "not a field name, a colon and a value"
                 self.send_error(400, f"Bad header line: {why}")
-                return False
+                return None
             name, value = field.groups()
-            headers.add(name.decode("ascii"), value.decode("iso-8859-1"))
-        self.headers = headers
-        if len(set(headers.get_all("Content-Length"))) > 1:
-            self.send_error(400, "Conflicting Content-Length fields")
-            return False
-        options = {token.strip().lower() for token in headers.get("Connection", "").split(",")}
-        self.close_connection = "close" in options or (version == "HTTP/1.0" and "keep-alive" not in options)
-        if headers.get("Expect", "").lower() == "100-continue" and version == "HTTP/1.1":
-            if not self.handle_expect_100():
-                return False
-        if not self.server.connections.working(self.connection):
-            self.close_connection = True  # closed to make room while its head arrived
-            return False
-        return True
+            headers.add(name.decode("ascii"), value.decode("iso-8859-1").strip(_TRIM))
+        return headers
 
     def handle_expect_100(self) -> bool:
         """RFC 9110 §10.1.1: answer ``Expect: 100-continue`` with an interim 100 now, before the
