@@ -14,6 +14,8 @@ A map of the package:
     content           TextContent, ImageContent, Image(path=...), Audio(...), EmbeddedResource ...
     errors            McpError (with its JSON-RPC code), ToolError, ConnectionClosed,
                       ServerUnreachable, RequestTimeout, CapabilityError
+    Principal         ctx.principal: who calls (id, scopes, claims); Server(authorize=..., rate_limit=...)
+    ServerRequest     what Client(approve=hook) is shown before it answers a server's request
     ConnectionLimits  the bounds of the standard-library HTTP server
     OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.auth)
     modules           client/ and server/ (the two roles, a module per spec area), session
@@ -71,6 +73,11 @@ _EXPORTS = {
     "CapabilityError": "errors",
     "UnsupportedProtocolVersion": "errors",
     "ServerBusy": "errors",
+    "LimitExceeded": "errors",
+    "RequestRefused": "errors",
+    "RateLimit": "ratelimit",
+    "Principal": "server.policy",
+    "ServerRequest": "client.approval",
     "TextContent": "types",
     "ImageContent": "types",
     "AudioContent": "types",

@@ -2,7 +2,8 @@
 
 ::
 
-    mcp-ref [--json] [--trace] [--timeout SECONDS] [--connect-timeout SECONDS] [--quiet] [--quiet-server] VERB ...
+    mcp-ref [--json] [--trace] [--timeout SECONDS] [--connect-timeout SECONDS] [--quiet] [--quiet-server]
+            [--root PATH] [--sampling-command CMD] [--yes] VERB ...
 
     mcp-ref info TARGET                        serverInfo, protocol version, capabilities, instructions
     mcp-ref tools|resources|templates|prompts TARGET
@@ -17,6 +18,10 @@ TARGET is a server command line in one string, e.g. ``"python server.py"``, or
 the URL of an HTTP server (``http://127.0.0.1:8000/mcp``; Streamable HTTP,
 falling back to the 2024-11-05 HTTP+SSE transport).
 The options work before or after the verb.
+A server's sampling and elicitation requests (sampling with ``--sampling-command``) are shown
+and asked about (``Allow? [y/N]``) when stdin and stderr are a terminal; without one they are
+refused (sampling: error -1, elicitation: declined) with a note on stderr, unless ``--yes``
+answers them without asking.
 Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server (or no handshake),
 5 the tool returned ``isError`` or the server answered with a JSON-RPC error,
 6 a request timed out.
@@ -88,6 +93,9 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--sampling-command", metavar="CMD", default=default(None),
                         help="answer the server's sampling requests by running CMD: the conversation on its "
                              "stdin, its stdout the model's reply")
+    parser.add_argument("--yes", action="store_true", default=default(False),
+                        help="answer the server's sampling and elicitation requests without asking (otherwise "
+                             "each is shown and asked about on a terminal, and refused without one)")
     parser.add_argument("--header", action="append", default=default([]), metavar="'NAME: VALUE'",
                         help="an HTTP header for URL targets (repeatable)")
     parser.add_argument("--no-browser", action="store_true", default=default(False),
@@ -359,9 +367,141 @@ def _client_options(args, trace) -> dict:
         options["roots"] = [Path(path).resolve().as_uri() for path in args.root]
     if args.sampling_command:
         options["sampling_handler"] = _SamplingCommand(args.sampling_command, args.timeout)
-    if sys.stdin.isatty() and sys.stderr.isatty():
-        options["elicitation_handler"] = _ask_the_user
+    # Elicitation is always declared: on a terminal the user is asked; without one it is declined
+    # (unless --yes, which reads the answers from stdin).  _Approval decides, before either handler runs.
+    options["elicitation_handler"] = _ask_the_user
+    options["approve"] = _Approval(args.yes, args.target)
     return options
+
+
+#: Held while the command talks with the user on the terminal (one question at a time).
+_TERMINAL = threading.RLock()
+
+
+def _no_terminal() -> str | None:
+    """Why the user cannot be asked here (stdin or stderr is not a terminal), or None when they can."""
+    if not sys.stdin.isatty():
+        return "stdin is not a terminal"
+    if not sys.stderr.isatty():
+        return "stderr is not a terminal"
+    return None
+
+
+class _Approval:
+    """``Client(approve=...)`` for the command: before a sampling or elicitation request is answered,
+    show it and ask ``Allow? [y/N]`` on the terminal; without a terminal refuse it (saying why on
+    stderr), unless ``--yes``.  Roots are the ``--root`` directories: given on the command line, they
+    are shared without asking.
+
+    2025-11-25 client/sampling §User Interaction Model: "there **SHOULD** always be a human in the
+    loop with the ability to deny sampling requests"; client/elicitation §Security Considerations:
+    "Clients **SHOULD** implement user approval controls" and MUST "Provide UI that makes it clear
+    which server is requesting information" (§User Interaction Model).
+    """
+
+    def __init__(self, yes: bool, server: str):
+        self.yes = yes
+        #: Who asks, as the prompt names it: the target, then (once connected) the server's own name.
+        self.server = server
+
+    def __call__(self, request) -> bool:
+        if request.method == "roots/list" or self.yes:
+            return True
+        what = "sampling" if request.method == "sampling/createMessage" else "elicitation"
+        why = _no_terminal()
+        if why is not None:
+            print(f"mcp-ref: refused the server's {what} request: {why} to ask you on "
+                  f"(--yes answers such requests without asking)", file=sys.stderr, flush=True)
+            return False
+        with _TERMINAL:
+            sys.stderr.write(describe_request(request, self.server))
+            sys.stderr.write("Allow? [y/N] ")
+            sys.stderr.flush()
+            answer = sys.stdin.readline().strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        print(f"mcp-ref: refused the server's {what} request", file=sys.stderr, flush=True)
+        return False
+
+
+def describe_request(request, server: str | None = None) -> str:
+    """What a server's sampling or elicitation request asks for, as lines for the terminal
+    (``server``: its name, shown as who asks).
+
+    Sampling: the messages' text, the system prompt, maxTokens (and the tools offered).
+    Elicitation: the message and the requested fields, or the full URL and its host (2025-11-25
+    client/elicitation §Safe URL Handling: clients "MUST show the full URL to the user for
+    examination before consent").  The server's text is shown with control characters escaped.
+    """
+    params = request.params if isinstance(request.params, dict) else {}
+    who = f'the server "{_shown(server)}"' if server else "the server"
+    if request.method == "sampling/createMessage":
+        lines = [f"mcp-ref: {who} asks to sample your model (--sampling-command):"]
+        if params.get("systemPrompt"):
+            lines.append(f"  [system] {_shown(params['systemPrompt'])}")
+        for message in params.get("messages") or []:
+            if isinstance(message, dict):
+                lines.append(f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}")
+        lines.append(f"  maxTokens: {_shown(params.get('maxTokens'))}")
+        tools = [t.get("name") for t in params.get("tools") or [] if isinstance(t, dict)]
+        if tools:
+            lines.append(f"  tools the model may use: {', '.join(_shown(name) for name in tools)}")
+        return "\n".join(lines) + "\n"
+    message = _shown(params.get("message"))
+    if params.get("mode") == "url":
+        from urllib.parse import urlsplit
+
+        url = str(params.get("url"))
+        host = urlsplit(url).hostname or "?"
+        return (f"mcp-ref: {who} asks you to open a URL: {message}\n"
+                f"  url:  {_shown(url)}\n  host: {_shown(host)}\n")
+    schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
+    required = set(schema.get("required") or ())
+    fields = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)]
+        notes = ["/".join(map(str, choices)) if choices else str(prop.get("type", "string"))]
+        if name in required:
+            notes.append("required")
+        if "default" in prop:
+            notes.append(f"default {json.dumps(prop['default'])}")
+        fields.append(f"{_shown(name)} ({_shown(', '.join(notes))})")
+    return (f"mcp-ref: {who} asks for your input: {message}\n"
+            f"  fields: {', '.join(fields) or '(none)'}\n")
+
+
+def _content_text(content) -> str:
+    """A sampling message's content (a block or a list of blocks, as on the wire) as one line of text."""
+    blocks = content if isinstance(content, list) else [content]
+    parts = []
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            parts.append(_shown(block.get("text")))
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {_shown(block.get('mimeType'))}]")
+        elif kind == "tool_use":
+            parts.append(f"[tool_use {_shown(block.get('name'))} {_shown(json.dumps(block.get('input')))}]")
+        else:
+            parts.append(f"[{_shown(kind)}]")
+    return " ".join(parts)
+
+
+def _shown(value) -> str:
+    """``value`` as text safe to print on a terminal: control characters (escape sequences that could
+    redraw the prompt, carriage returns ...) shown escaped, line breaks indented."""
+    import unicodedata
+
+    out = []
+    for char in str(value):
+        if char == "\n":
+            out.append("\n    ")
+        elif unicodedata.category(char)[0] == "C":
+            out.append(char.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 class _SamplingCommand:
@@ -393,25 +533,29 @@ class _SamplingCommand:
 
 
 def _ask_the_user(params):
-    """Form-mode elicitation on a terminal: each requested field asked for and checked (Ctrl-D: cancel)."""
+    """Form-mode elicitation: each requested field asked for and checked (end of input: cancel).
+
+    On a terminal once the user allowed the request; with ``--yes`` and no terminal the answers are
+    read from stdin, one line a field (an empty line: the default, or left out)."""
     from .types import ElicitResult
 
     schema = params.requested_schema or {}
     properties = schema.get("properties", {})
     required = set(schema.get("required", ()))
-    print(f"mcp-ref: the server asks: {params.message}", file=sys.stderr)
-    answers: dict[str, Any] = {}
-    for name, prop in properties.items():
-        while True:
-            value = _ask_field(name, prop, name in required)
-            if value is _EOF:
-                return ElicitResult(action="cancel")
-            if value is _DECLINE:
-                return ElicitResult(action="decline")
-            if value is not _INVALID:
-                break
-        if value is not None:
-            answers[name] = value
+    with _TERMINAL:
+        print(f"mcp-ref: the server asks: {_shown(params.message)}", file=sys.stderr)
+        answers: dict[str, Any] = {}
+        for name, prop in properties.items():
+            while True:
+                value = _ask_field(name, prop, name in required)
+                if value is _EOF:
+                    return ElicitResult(action="cancel")
+                if value is _DECLINE:
+                    return ElicitResult(action="decline")
+                if value is not _INVALID:
+                    break
+            if value is not None:
+                answers[name] = value
     return ElicitResult(action="accept", content=answers)
 
 
@@ -534,7 +678,8 @@ class _ServerStderr:
 
 
 def _run_verb(args, trace) -> int:
-    from .errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestTimeout
+    from .errors import (AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused,
+                         RequestTimeout)
 
     if args.verb == "check":
         from .wire_check import WireValidator
@@ -542,10 +687,16 @@ def _run_verb(args, trace) -> int:
         args.validator = WireValidator()
         trace = _hooks(trace, args.validator)
     client = _connect(args, trace)
+    if isinstance(client.approve, _Approval) and client.server_info is not None and client.server_info.name:
+        client.approve.server = client.server_info.name  # who asks, in the words the server chose
     try:
         with client:
             return _VERBS[args.verb](client, args)
     except McpError as exc:
+        if isinstance(exc, RequestRefused) and client.era == "modern":
+            # 2026-07-28: refused here (no terminal, or the user said no); nothing was sent.  (In the
+            # handshake era a -1 comes from the server: its tool failed on our refusal.)
+            raise CliError(exc.message, EXIT_ERROR, exc.to_error()) from None
         raise CliError(f"the server answered with an error: {exc}", EXIT_ERROR, exc.to_error()) from None
     except CapabilityError as exc:
         raise CliError(str(exc), EXIT_ERROR) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import random
 import sys
 import threading
 from dataclasses import dataclass
@@ -57,6 +58,15 @@ def build_protected_server() -> Server:
     return server
 
 
+def demo_policy(principal, action: str, name: str) -> bool:
+    """The demo's access control (``Server(authorize=...)``): tools named ``admin_*`` are for
+    callers holding the ``mcp:admin`` scope; everyone else is not shown them, and calling one
+    answers as for a tool that does not exist."""
+    if name.startswith("admin_"):
+        return "mcp:admin" in principal.scopes
+    return True
+
+
 def build_server() -> Server:
     """A fresh demo server (each call returns a new, independent one)."""
     server = Server(
@@ -65,6 +75,7 @@ def build_server() -> Server:
         title="mcp_ref demo server",
         instructions="A demo of every MCP feature. Start with the echo tool.",
         page_size=5,  # small pages, so listings show pagination
+        authorize=demo_policy,  # who may see and call what (mcp_ref.server.policy)
     )
     counter = {"value": 0}
     counter_lock = threading.Lock()
@@ -186,6 +197,16 @@ def build_server() -> Server:
 
         server.add_tool(extra, name=name, description=f"A tool added at run time: {name}")
         return f"added {name}"
+
+    @server.tool(rate_limit="3/minute")
+    def roll_dice(sides: int = 6) -> int:
+        """Roll a die: at most 3 times a minute per caller (the fourth is refused, -32005 with retryAfter)."""
+        return random.randint(1, max(1, sides))
+
+    @server.tool()
+    def admin_report(ctx: Context) -> str:
+        """Who is calling: only for callers holding the mcp:admin scope (hidden from everyone else)."""
+        return f"admin report for {ctx.principal.id}"
 
     @server.tool(task="optional")
     def build_report(topic: str, ctx: Context) -> str:

@@ -13,6 +13,7 @@ Two kinds of failure reach a caller:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 # JSON-RPC 2.0 §5.1 "Error object": the pre-defined codes.
@@ -23,11 +24,17 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 # MCP (every revision, server/resources §Error Handling): "Resource not found: -32002".
 RESOURCE_NOT_FOUND = -32002
+# MCP 2025-11-25 client/sampling §Error Handling: "User rejected sampling request: -1".
+REQUEST_REFUSED = -1
 # MCP 2025-11-25 client/elicitation §URL Elicitation Required Error.
 URL_ELICITATION_REQUIRED = -32042
 # JSON-RPC 2.0 §5.1: -32000 to -32099 are "Reserved for implementation-defined server-errors".
 # mcp_ref's: the connection already holds as many requests as it takes (Session.max_incoming).
 SERVER_BUSY = -32000
+# mcp_ref's: a limit refused the request (a rate limit, or a cap such as subscriptions per caller);
+# ``data.retryAfter`` says in how many seconds a rate-limited request may be sent again.  (-32005 is
+# "Limit exceeded" in other JSON-RPC APIs too, e.g. Ethereum's EIP-1474.)
+LIMIT_EXCEEDED = -32005
 # MCP 2026-07-28 basic/index §Error Codes: -32020 to -32099 are reserved for the MCP specification.
 HEADER_MISMATCH = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
@@ -135,6 +142,41 @@ class ServerBusy(McpError):
     code = SERVER_BUSY
 
 
+class LimitExceeded(McpError):
+    """-32005 (mcp_ref's): a limit refused the request.
+
+    ``data`` is ``{"limit": "100/60s", "retryAfter": 0.6}`` for a rate limit (retry after that many
+    seconds; over HTTP the status is 429 with a ``Retry-After`` header), or ``{"limit": 50}`` for a cap
+    that no waiting lifts (e.g. subscriptions per caller).
+    """
+
+    code = LIMIT_EXCEEDED
+
+    @classmethod
+    def rate(cls, what: str, limit, retry_after: float) -> "LimitExceeded":
+        """The error for a request over the rate limit ``limit`` (a RateLimit) on ``what``."""
+        wait = max(0.001, math.ceil(retry_after * 1000 - 1e-6) / 1000)  # whole ms, rounded up
+        return cls(f"Rate limit exceeded: {what} allows {limit.count} per {limit.seconds:g} s; retry in {wait:g} s",
+                   data={"limit": str(limit), "retryAfter": wait})
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds until a retry may be admitted (``data.retryAfter``), or None."""
+        value = self.data.get("retryAfter") if isinstance(self.data, dict) else None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+class RequestRefused(McpError):
+    """-1: the client (its user, or its ``approve`` hook) refused the server's request.
+
+    Sent to the server for a refused ``sampling/createMessage`` or ``roots/list`` (2025-11-25
+    client/sampling §Error Handling: "User rejected sampling request: ``-1``"); in the 2026-07-28
+    era the caller's request fails with it, as no retry is sent.
+    """
+
+    code = REQUEST_REFUSED
+
+
 class HeaderMismatchError(McpError):
     """-32020 (2026-07-28): an HTTP header (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``,
     ``Mcp-Param-*``) is missing, malformed, or disagrees with the request body.  HTTP status 400."""
@@ -186,7 +228,7 @@ class UnsupportedProtocolVersionError(McpError):
 _BY_CODE = {
     cls.code: cls
     for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound,
-                UrlElicitationRequired, ServerBusy, HeaderMismatchError, MissingRequiredClientCapabilityError,
+                UrlElicitationRequired, ServerBusy, LimitExceeded, RequestRefused, HeaderMismatchError, MissingRequiredClientCapabilityError,
                 UnsupportedProtocolVersionError)
 }
 

@@ -16,7 +16,7 @@ from typing import Callable
 
 from .client import Client
 from .demo import server_command
-from .errors import InvalidParams, RequestCancelled, RequestTimeout, ResourceNotFound
+from .errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
 from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, LogMessage, TextContent
 
 
@@ -114,6 +114,7 @@ def _tour(steps: "_Steps", trace, timeout: float, era: str) -> None:
         _client_features(client, steps, inbox)
         _resources(client, steps, inbox)
         _prompts_and_completion(client, steps)
+        _policy(client, steps)
         _tasks(client, steps)
         _concurrency(client, steps)
         steps.section("Shutdown")
@@ -281,6 +282,29 @@ def _prompts_and_completion(client: Client, steps: _Steps) -> None:
     steps.check(completion.values == ["Grace"], f"complete demo://greeting/{{name}} 'g' -> {completion.values}")
 
 
+def _policy(client: Client, steps: _Steps) -> None:
+    """Who may call what, and how often (``Server(authorize=..., rate_limit=...)``)."""
+    steps.section("Policy: who may see and call what, and how often")
+    listed = {tool.name for tool in client.list_tools()}
+    steps.check("admin_report" not in listed and "roll_dice" in listed,
+                "admin_report (for the mcp:admin scope) is left out of tools/list: this caller has no token")
+    try:
+        client.call_tool("admin_report")
+        steps.check(False, "calling admin_report anyway is refused")
+    except InvalidParams as exc:
+        steps.check("Unknown tool" in exc.message,
+                    f"calling it anyway answers as for a tool that does not exist: {exc.code} {exc.message}")
+    rolls = [client.call_tool("roll_dice", {"sides": 6}).structured_content["result"] for _ in range(3)]
+    steps.check(all(1 <= roll <= 6 for roll in rolls), f"roll_dice allows 3 calls a minute per caller: {rolls}")
+    try:
+        client.call_tool("roll_dice", {"sides": 6})
+        steps.check(False, "a fourth roll within the minute is refused")
+    except LimitExceeded as exc:
+        steps.check(exc.retry_after is not None and exc.retry_after > 0,
+                    f"the fourth is refused: {exc.code} {exc.message} (data.retryAfter {exc.retry_after} s; "
+                    "over HTTP the status is 429 with Retry-After)")
+
+
 def _tasks(client: Client, steps: _Steps) -> None:
     steps.section("Tasks (the 2026-07-28 tasks extension)")
     call = client.start_tool_call("build_report", {"topic": "MCP"}, task=True)
@@ -362,6 +386,10 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
                         "the request, sent again with the token, is answered (scope mcp:tools)")
             answer = client.call_tool("whoami", {}).text
             steps.check("mcp:admin" in answer, f"whoami needs mcp:admin: 403 insufficient_scope, a step-up, then: {answer}")
+            listed = {tool.name for tool in client.list_tools()}
+            report = client.call_tool("admin_report", {}).text
+            steps.check("admin_report" in listed and report.startswith("admin report for oauth:"),
+                        f"with mcp:admin, admin_report is listed and answers: {report}")
         steps.say("no token, code or secret is printed: `mcp-ref --trace demo` shows every exchange, redacted")
     finally:
         server.terminate()

@@ -443,7 +443,7 @@ def test_roots_and_a_sampling_command_make_the_cli_a_full_client(tmp_path):
     proc = cli("call", TARGET, "show_roots", "--root", str(tmp_path))
     assert proc.returncode == 0 and tmp_path.resolve().as_uri() in proc.stdout
     upper = f'"{sys.executable}" -c "import sys; print(sys.stdin.read().upper())"'
-    proc = cli("call", TARGET, "ask_llm", "question=hi", "--sampling-command", upper)
+    proc = cli("call", TARGET, "ask_llm", "question=hi", "--sampling-command", upper, "--yes")  # no terminal to ask on
     assert proc.returncode == 0, proc.stderr
     assert "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout  # the conversation went through the command
 
@@ -503,6 +503,7 @@ def _terminal_session(args: list[str], answers: list[tuple[str, str]]) -> str:
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_elicitation_is_answered_at_the_terminal_and_checked():
     out = _terminal_session(["call", TARGET, "ask_user"], [
+        ("Allow? [y/N] ", "y"),  # the request is shown and approved first (tests/test_cli_approval.py)
         ("Name (string), or !decline: ", "Ada"),
         ('colour (red/green/blue) ["blue"], or !decline: ', "purple"),  # not one of the choices: asked again
         ('colour (red/green/blue) ["blue"], or !decline: ', "green"),

@@ -219,3 +219,23 @@ def test_two_eras_example_asks_in_one_round_and_completes_on_the_retry(tmp_path)
             "who": {"action": "accept", "content": {"name": "Ada"}},
             "idea": {"role": "assistant", "content": {"type": "text", "text": "the old town"}, "model": "m"}}})
     assert done["content"][0]["text"] == "Ada goes to Lyon: the old town"
+
+
+def test_policy_examples_build_what_they_say():
+    server_block = next(b for b in _python_blocks() if "rate_limit=\"100/minute\"" in b)
+    client_block = next(b for b in _python_blocks() if "server_request_limit=" in b)
+    scope = {}
+    exec(compile(server_block, "README policy example", "exec"), scope)  # noqa: S102 - our own README
+    server = scope["server"]
+    assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").rate_limit.count == 5
+    principal = __import__("mcp_ref").Principal
+    assert scope["authorize"](principal("p"), "tools/call", "admin_reset") is False
+    assert scope["authorize"](principal("p", frozenset({"admin"})), "tools/call", "admin_reset") is True
+    compile(client_block, "README approve example", "exec")
+    approve_source = client_block.split("client = ")[0]
+    exec(compile(approve_source, "README approve hook", "exec"), scope)  # noqa: S102
+    from mcp_ref import ServerRequest
+
+    edited = scope["approve"](ServerRequest("sampling/createMessage", {"messages": [], "maxTokens": 999}))
+    assert edited.params["maxTokens"] == 200
+    assert scope["approve"](ServerRequest("roots/list", {})) is False

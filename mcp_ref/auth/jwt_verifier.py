@@ -281,7 +281,7 @@ class JwtVerifier:
         if subject is not None and not isinstance(subject, str):
             raise _Refused("sub is not a string")
         return AccessInfo(client_id=client_id, subject=subject, scopes=self._scopes(claims), expires_at=float(exp),
-                          audience=tuple(a for a in audience if _canonical_or_none(a) is not None))
+                          audience=tuple(a for a in audience if _canonical_or_none(a) is not None), claims=claims)
 
     def _scopes(self, claims: dict) -> tuple[str, ...]:
         """``scope``: space-separated (RFC 9068 §2.2.3); ``scp``: a list of strings, or a string."""

@@ -22,8 +22,8 @@ appears in logs or errors.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Protocol
 from urllib.parse import urlsplit
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
@@ -34,7 +34,8 @@ class AccessInfo:
     """Who is calling, as the verifier vouches: ``ctx.auth`` in a handler.
 
     ``audience`` lists the resources the token was issued for (RFC 8707); ``expires_at`` is a
-    ``time.time()`` value or None.
+    ``time.time()`` value or None; ``claims`` are the token's claims as the verifier read them (a
+    JWT's payload, an introspection answer), for policies that need more (``ctx.principal.claims``).
     """
 
     client_id: str
@@ -42,6 +43,7 @@ class AccessInfo:
     scopes: tuple[str, ...] = ()
     expires_at: float | None = None
     audience: tuple[str, ...] = ()
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def principal(self) -> tuple[str, str | None]:
@@ -83,7 +85,8 @@ class IntrospectionVerifier:
             client_id=body["client_id"], subject=body.get("sub"),
             scopes=tuple(str(body.get("scope", "")).split()),
             expires_at=body.get("exp") if isinstance(body.get("exp"), (int, float)) else None,
-            audience=(audience,) if isinstance(audience, str) else tuple(a for a in audience if isinstance(a, str)))
+            audience=(audience,) if isinstance(audience, str) else tuple(a for a in audience if isinstance(a, str)),
+            claims=body)
 
 
 class Challenge(Exception):

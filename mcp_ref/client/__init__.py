@@ -19,12 +19,15 @@ module            one idea
 ``sampling``      answering ``sampling/createMessage``
 ``elicitation``   answering ``elicitation/create``
 ``roots``         answering ``roots/list``; what a root may be
+``approval``      ``approve=`` and ``server_request_limit=``: what passes
+                  before any of those three is answered
 ================  ==========================================================
 """
 
 from __future__ import annotations
 
+from .approval import RequestRefused, ServerRequest
 from .client import Client, ToolCall
 from .connection import ClientConnection
 
-__all__ = ["Client", "ToolCall", "ClientConnection"]
+__all__ = ["Client", "ToolCall", "ClientConnection", "ServerRequest", "RequestRefused"]

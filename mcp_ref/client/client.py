@@ -17,6 +17,10 @@ and ``roots`` to declare those capabilities (a handler is called as
 arguments: ``context.is_cancelled`` then tells it the server gave up); ``on_log``,
 ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What
 the server sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
+
+Before a handler answers, ``approve(request)`` (a :class:`~mcp_ref.client.approval.ServerRequest`)
+may refuse the request or edit it, and ``server_request_limit`` (``"10/minute"``) bounds how many
+the server may send; see :mod:`mcp_ref.client.approval`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
+from ..ratelimit import RateLimit, RateLimiter
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
 from ..types import (
     CallToolResult,
@@ -49,6 +54,7 @@ from ..types import (
     Tool,
 )
 from . import listening, modern
+from .approval import ServerRequest
 from .cache import DEFAULT_MAX_ENTRIES, ResultCache
 from .listening import Subscription
 from .connection import ClientConnection
@@ -58,6 +64,8 @@ log = logging.getLogger(__name__)
 
 SamplingHandler = Callable[[CreateMessageParams], "CreateMessageResult | dict"]
 ElicitationHandler = Callable[[ElicitParams], "ElicitResult | dict"]
+#: ``approve(request)`` (or ``approve(request, context)``): True, False, or the edited request to answer.
+ApproveHook = Callable[[ServerRequest], "bool | ServerRequest | dict"]
 
 
 class ToolCall:
@@ -112,6 +120,16 @@ class Client:
     the server speaks).  ``trace(direction, data)`` sees every message.
     ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their
     ``ttlMs`` says they are fresh, at most this many (0: no cache); see :attr:`cache`.
+
+    ``approve(request)`` is called before the client answers each sampling, elicitation or roots
+    request of the server (in 2026-07-28: each of an ``input_required`` result's or a task's
+    ``inputRequests``) with a :class:`~mcp_ref.client.approval.ServerRequest`; it returns True to
+    answer, False to refuse (an elicitation is declined, sampling and roots get error -1), or an
+    edited request (or a dict of params) to answer instead.  A hook that raises refuses (the
+    exception is logged).  ``server_request_limit`` (``"10/minute"``, a
+    :class:`~mcp_ref.ratelimit.RateLimit` or ``(count, seconds)``) refuses those requests beyond it
+    with :class:`~mcp_ref.errors.LimitExceeded`, and logs it; :attr:`server_request_limiter` keeps
+    the count (its ``clock`` is replaceable).  See :mod:`mcp_ref.client.approval`.
     """
 
     def __init__(
@@ -135,8 +153,18 @@ class Client:
         on_elicitation_complete: Callable[[str], None] | None = None,
         trace: Callable[[str, bytes], None] | None = None,
         cache_size: int = DEFAULT_MAX_ENTRIES,
+        approve: ApproveHook | None = None,
+        server_request_limit: str | RateLimit | tuple | None = None,
     ):
         era, pinned = modern.resolve_era(era, protocol_version)
+        if approve is not None and not callable(approve):
+            raise TypeError(f"approve must be a callable, not {type(approve).__name__}")
+        #: The hook shown each sampling, elicitation and roots request before it is answered (None: none).
+        self.approve = approve
+        #: At most this many sampling, elicitation and roots requests from the server (None: no limit).
+        self.server_request_limit = RateLimit.of(server_request_limit)
+        #: The token bucket behind ``server_request_limit`` (tests may replace its ``clock``).
+        self.server_request_limiter = RateLimiter(max_keys=1)
         self.client_info = {"name": name, "version": version}
         #: The revision pinned by the caller (None: the newest the server speaks).
         self.pinned_version = pinned

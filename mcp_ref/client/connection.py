@@ -23,7 +23,7 @@ from ..errors import CapabilityError, McpError, MethodNotFound
 from ..lifecycle import Lifecycle
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult, LogMessage
-from . import elicitation, listening, modern, roots, sampling
+from . import approval, elicitation, listening, modern, roots, sampling
 from . import tasks as client_tasks
 from .cache import ResultCache
 
@@ -39,6 +39,12 @@ METHODS: dict[str, Handler] = {
     **sampling.HANDLERS,
     **elicitation.HANDLERS,
     **roots.HANDLERS,
+}
+#: For each of them, the check that the client answers it at all (a handler, a declared capability).
+OFFERED: dict[str, Callable[["ClientConnection"], None]] = {
+    **sampling.OFFERED,
+    **elicitation.OFFERED,
+    **roots.OFFERED,
 }
 
 
@@ -345,11 +351,23 @@ class ClientConnection:
         return method in METHODS
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Answer the server's requests: sampling, elicitation, roots."""
+        """Answer the server's requests: sampling, elicitation, roots — in both eras (a 2026-07-28
+        ``inputRequests`` entry comes here too, from :class:`~mcp_ref.client.modern.Call`).
+
+        A request the client answers first passes the client's ``server_request_limit`` and its
+        ``approve`` hook (:func:`mcp_ref.client.approval.approve`); a refused one is answered as
+        the spec says (:func:`mcp_ref.client.approval.refuse`): declined, or error -1.
+        """
         handler = METHODS.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)
+        OFFERED[method](self)  # what the client does not offer is not shown to the hook, nor counted
+        if method in approval.GATED:
+            approved = approval.approve(self, context, method, params)
+            if approved is None:
+                return approval.refuse(method)
+            params = approved
         return handler(self, context, params)
 
     def handle_notification(self, method: str, params: dict) -> None:

@@ -14,11 +14,18 @@ if TYPE_CHECKING:
     from .connection import ClientConnection
 
 
+def offered(connection: "ClientConnection") -> None:
+    """Raise MethodNotFound unless this client answers ``elicitation/create`` (a handler, and a
+    revision that has elicitation)."""
+    if connection.client.elicitation_handler is None or \
+            not lifecycle.at_least(connection.protocol_version, lifecycle.ELICITATION):
+        raise MethodNotFound("Method not found: this client does not offer elicitation")
+
+
 def create(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
     """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
     client = connection.client
-    if client.elicitation_handler is None or not lifecycle.at_least(connection.protocol_version, lifecycle.ELICITATION):
-        raise MethodNotFound("Method not found: this client does not offer elicitation")
+    offered(connection)
     try:
         request = ElicitParams.from_wire(params)
     except (TypeError, KeyError) as exc:
@@ -33,6 +40,8 @@ def create(connection: "ClientConnection", context: RequestContext, params: dict
 
 
 HANDLERS = {"elicitation/create": create}
+#: Whether the client answers each method at all (checked before the request is shown to ``approve``).
+OFFERED = {"elicitation/create": offered}
 
 
 def apply_defaults(schema: dict | None, content: dict | None) -> dict:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope
 from ..errors import (
     HEADER_MISMATCH,
+    LIMIT_EXCEEDED,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatchError,
@@ -141,8 +142,8 @@ def probe(connection: "ClientConnection", pinned: str | None, timeout: float | N
             version, retried = choice, True
             continue
         except McpError as exc:
-            if exc.code in MODERN_ERROR_CODES:
-                raise
+            if exc.code in MODERN_ERROR_CODES or exc.code == LIMIT_EXCEEDED:
+                raise  # a modern refusal; and a rate-limited probe says nothing of the era: try later
             raise LegacyServer(None) from exc
         except RequestTimeout:
             if bounded:

@@ -28,12 +28,18 @@ def as_root(value: Root | dict | str) -> Root:
     return root
 
 
+def offered(connection: "ClientConnection") -> None:
+    """Raise MethodNotFound unless this client answers ``roots/list`` (it was given roots)."""
+    if connection.client.roots is None:
+        raise MethodNotFound("Method not found: this client does not offer roots")
+
+
 def list_roots(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
     """``roots/list``: the client's roots."""
-    roots = connection.client.roots
-    if roots is None:
-        raise MethodNotFound("Method not found: this client does not offer roots")
-    return {"roots": [r.to_wire() for r in roots]}
+    offered(connection)
+    return {"roots": [r.to_wire() for r in connection.client.roots]}
 
 
 HANDLERS = {"roots/list": list_roots}
+#: Whether the client answers each method at all (checked before the request is shown to ``approve``).
+OFFERED = {"roots/list": offered}

@@ -13,11 +13,16 @@ if TYPE_CHECKING:
     from .connection import ClientConnection
 
 
+def offered(connection: "ClientConnection") -> None:
+    """Raise MethodNotFound unless this client answers ``sampling/createMessage`` (it has a handler)."""
+    if connection.client.sampling_handler is None:
+        raise MethodNotFound("Method not found: this client does not offer sampling")
+
+
 def create_message(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
     """``sampling/createMessage``: check the params, then ask the client's ``sampling_handler``."""
     client = connection.client
-    if client.sampling_handler is None:
-        raise MethodNotFound("Method not found: this client does not offer sampling")
+    offered(connection)
     max_tokens = params.get("maxTokens")
     if not isinstance(params.get("messages"), list) or not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
         # schema CreateMessageRequest: messages is an array, maxTokens an integer.
@@ -33,3 +38,5 @@ def create_message(connection: "ClientConnection", context: RequestContext, para
 
 
 HANDLERS = {"sampling/createMessage": create_message}
+#: Whether the client answers each method at all (checked before the request is shown to ``approve``).
+OFFERED = {"sampling/createMessage": offered}

@@ -22,14 +22,19 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
     if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise InvalidParams("Invalid params: completion/complete needs ref and argument {name, value}")
     server = connection.server
+    policy, principal = server.policy, connection.principal
     ref_type = ref.get("type")
+    # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.server.policy).
     if ref_type == "ref/prompt":
         key = ref.get("name")
-        if not isinstance(key, str) or server.get_prompt(key) is None:
+        if not isinstance(key, str) or policy.visible(principal, "prompts/get", key, server.get_prompt(key)) is None \
+                or not policy.allows(principal, "completion/complete", key):
             raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
     elif ref_type == "ref/resource":
         key = ref.get("uri")
-        if not isinstance(key, str) or not server.has_resource_uri(key):
+        if not isinstance(key, str) or not server.has_resource_uri(key) \
+                or policy.visible(principal, "resources/read", key, True) is None \
+                or not policy.allows(principal, "completion/complete", key):
             raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
     else:
         raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")

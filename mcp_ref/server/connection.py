@@ -15,7 +15,9 @@ the same for both eras.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import envelope as envelopes
@@ -23,6 +25,7 @@ from .. import lifecycle
 from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..lifecycle import Lifecycle, Phase
 from ..session import RequestContext, Session
+from .policy import Principal
 from . import caching, completion, input_required, prompts, resources, subscriptions, tasks, tools
 from . import logging as logging_feature
 
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
     from .registry import Server
 
 log = logging.getLogger(__name__)
+
+_SERIALS = itertools.count(1)  # names connections without a better caller id (ServerConnection.peer)
+_ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
 Handler = Callable[["ServerConnection", RequestContext, dict], dict]
 
@@ -144,6 +150,24 @@ class ServerConnection:
         #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the transport authenticates
         #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
         self.auth = None
+        #: The caller as the transport knows it, without a token (``stdio``, ``http-session:...``,
+        #: ``http-client:<address>``); None: ``connection-<n>``.  See :attr:`principal`.
+        self.peer: str | None = None
+        #: Ids of requests the transport already counted against the rate limits (HTTP does,
+        #: before dispatch, to answer 429): not counted twice.  See :meth:`mark_admitted`.
+        self.admitted: dict = {}
+        self._principal: Principal | None = None
+
+    @property
+    def principal(self) -> Principal:
+        """Who is calling (:class:`~mcp_ref.server.policy.Principal`): the token's client and
+        subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
+        principal = self._principal
+        if principal is None or principal.auth is not self.auth:
+            if self.peer is None:
+                self.peer = f"connection-{next(_SERIALS)}"
+            principal = self._principal = Principal.of(self.auth, self.peer)
+        return principal
 
     @property
     def protocol_version(self) -> str | None:
@@ -180,7 +204,10 @@ class ServerConnection:
         return self.protocol_version if context.envelope is None else context.envelope.version
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Route one request to its handler: method table, then lifecycle, then capabilities."""
+        """Route one request to its handler: the rate limits, then method table, lifecycle, capabilities."""
+        policy = self.server.policy
+        if policy.limits_requests:
+            self._admit(policy, context.request_id, method, params)
         read = self.envelope_read
         if read is not None and read[0] == context.request_id:
             modern = read[1]
@@ -235,6 +262,26 @@ class ServerConnection:
         result = dict(result)
         caching.add_hints(server, method, params, result)
         return envelopes.complete(result, server.server_info(modern.version))
+
+    def mark_admitted(self, request_id) -> None:
+        """The transport counted this request already: :meth:`handle_request` will not count it again.
+
+        An id normally leaves the table at once, when its request reaches the dispatcher; one the
+        session refused first (a duplicate id, a full connection) stays behind.  So the table keeps
+        at most the session's ``max_incoming`` ids, dropping the oldest past it (which would only
+        be counted once more, should a request with that id ever reach the dispatcher).
+        """
+        admitted = self.admitted
+        with _ADMITTED_LOCK:  # concurrent POSTs of one session; the pop in _admit is atomic on its own
+            admitted[request_id] = None
+            while len(admitted) > self.session.max_incoming:
+                admitted.pop(next(iter(admitted)), None)
+
+    def _admit(self, policy, request_id, method: str, params: dict) -> None:
+        """Count the request against the caller's rate limits, unless the transport already did."""
+        if self.admitted and self.admitted.pop(request_id, False) is None:
+            return
+        policy.admit(self.principal, method, params, self.server)
 
     def read_own_resource(self, context: RequestContext, uri: str) -> dict:
         """This server's ``resources/read`` of ``uri`` for a handler already serving ``context``

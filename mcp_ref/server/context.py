@@ -72,6 +72,12 @@ class Context:
         return self.connection.auth
 
     @property
+    def principal(self):
+        """Who is calling (:class:`~mcp_ref.server.policy.Principal`): a stable ``id``, the token's
+        ``scopes`` and ``claims`` when there is one.  The same object ``Server(authorize=...)`` sees."""
+        return self.connection.principal
+
+    @property
     def is_cancelled(self) -> bool:
         """True once the client cancelled this request."""
         return self.request.is_cancelled

@@ -33,7 +33,10 @@ def list_page(connection: "ServerConnection", context: "RequestContext", params:
         raise InvalidParams("Invalid params: cursor must be a string")
     server = connection.server
     try:
-        page, next_cursor = server.paginator.page(server.listings(kind), cursor, kind=kind)
+        # Items the caller may not use are left out before paging (mcp_ref.server.policy), so every
+        # page and cursor is of the caller's own listing.
+        items = server.policy.filter_listing(connection.principal, kind, server.listings(kind))
+        page, next_cursor = server.paginator.page(items, cursor, kind=kind)
     except InvalidCursor as exc:
         # 2025-11-25 server/utilities/pagination §Error Handling: "Invalid cursors SHOULD result in an error with code -32602".
         raise InvalidParams(f"Invalid params: invalid cursor ({exc})") from None

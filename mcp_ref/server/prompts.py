@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import lifecycle
 from ..errors import InvalidParams
+from ..ratelimit import RateLimit
 from ..session import RequestContext
 from ..signatures import ArgumentPlan, compile_arguments, runs_in_thread
 from ..types import GetPromptResult, PromptMessage, WireModel, drop_none, text_block
@@ -30,6 +31,8 @@ class RegisteredPrompt:
     required: tuple
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple = ()
+    #: At most this many gets per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
+    rate_limit: Any = None
     _validator: Any = None
 
     def validator(self) -> Any:
@@ -40,7 +43,8 @@ class RegisteredPrompt:
 
 
 def build_prompt(func: Callable, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, icons: list | None = None, scopes=()) -> RegisteredPrompt:
+                 description: str | None = None, icons: list | None = None, scopes=(),
+                 rate_limit=None) -> RegisteredPrompt:
     """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -58,7 +62,7 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
         "arguments": arguments,
         "icons": icons,
     })
-    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes))
+    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes), RateLimit.of(rate_limit))
 
 
 # -- the handlers ---------------------------------------------------------------------------------
@@ -72,7 +76,9 @@ def list_prompts(connection: "ServerConnection", context: RequestContext, params
 def get_prompt(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``prompts/get``: check the arguments, render the prompt's messages."""
     name = params.get("name")
-    prompt = connection.server.get_prompt(name) if isinstance(name, str) else None
+    server = connection.server
+    prompt = server.get_prompt(name) if isinstance(name, str) else None
+    prompt = server.policy.visible(connection.principal, "prompts/get", name, prompt)  # hidden: unknown
     if prompt is None:
         # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
         raise InvalidParams(f"Invalid params: unknown prompt {name!r}")

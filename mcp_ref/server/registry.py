@@ -17,8 +17,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .. import MODERN_VERSIONS, lifecycle
 from ..pagination import SECRET_ENV, Paginator
+from ..ratelimit import RateLimit
 from .caching import check_hints
 from .connection import ServerConnection
+from .policy import Authorize, Policy, Principal, UpdateCoalescer, item_of
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
 from .subscriptions import DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions
@@ -46,6 +48,15 @@ class Server:
     (``"private"``, the default: safe when answers differ per user).
     ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
     (past it a listen is refused with -32000, "Server busy").
+
+    Policy (:mod:`mcp_ref.server.policy`; the same in both eras and on every transport):
+    ``authorize(principal, action, name) -> bool`` decides who may use which tool, resource or
+    prompt: what a principal may not use is left out of its listings and answers "not found".
+    ``rate_limit`` (``"100/minute"``) bounds each principal's requests; a tool, resource or prompt
+    can have its own (``@server.tool(rate_limit="5/minute")``).  Over a limit the answer is -32005
+    with ``data.retryAfter`` (HTTP: 429 with ``Retry-After``).  ``max_subscribed_resources`` caps
+    the resources one principal is subscribed to; ``resource_update_interval`` (seconds) coalesces
+    ``notifications/resources/updated`` of a resource that changes faster (the last one wins).
     """
 
     def __init__(
@@ -61,6 +72,10 @@ class Server:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
+        authorize: Authorize | None = None,
+        rate_limit: str | RateLimit | None = None,
+        max_subscribed_resources: int | None = None,
+        resource_update_interval: float | None = None,
     ):
         self.name = name
         self.version = version
@@ -88,6 +103,11 @@ class Server:
         self.tasks = TaskStore()
         self._registry_lock = threading.Lock()
         self._server_info: tuple | None = None
+        #: Who may see and call what, and how often (:class:`~mcp_ref.server.policy.Policy`).
+        self.policy = Policy(authorize=authorize, rate_limit=rate_limit,
+                             max_subscribed_resources=max_subscribed_resources,
+                             resource_update_interval=resource_update_interval)
+        self._updates: UpdateCoalescer | None = None
 
     # -- tools ----------------------------------------------------------------------
 
@@ -105,6 +125,7 @@ class Server:
         scopes: Iterable[str] = (),
         headers: dict[str, str] | None = None,
         task: str | None = None,
+        rate_limit: str | RateLimit | None = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a function as a tool.
 
@@ -119,6 +140,7 @@ class Server:
         Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
         ``task``: ``"optional"`` or ``"required"`` makes the tool task-capable (the 2026-07-28 tasks
         extension): it becomes a task where it calls ``ctx.start_task()`` (see :mod:`mcp_ref.server.tasks`).
+        ``rate_limit``: at most this many calls per principal (``"5/minute"``), beside the server's own.
         """
         if callable(name):  # @server.tool, without parentheses
             self.add_tool(name)
@@ -128,7 +150,7 @@ class Server:
             self.add_tool(
                 func, name=name, title=title, description=description, input_schema=input_schema,
                 output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                headers=headers, task=task,
+                headers=headers, task=task, rate_limit=rate_limit,
             )
             return func
 
@@ -138,11 +160,13 @@ class Server:
                  description: str | None = None, input_schema: dict | None = None,
                  output_schema: dict | None = None, annotations: dict | None = None,
                  icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
-                 headers: dict[str, str] | None = None, task: str | None = None) -> None:
+                 headers: dict[str, str] | None = None, task: str | None = None,
+                 rate_limit: str | RateLimit | None = None) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
                           output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                          headers=headers, task=task)
+                          headers=headers, task=task, rate_limit=rate_limit)
+        self._note_limit(tool)
         with self._registry_lock:
             self._tools[tool.name] = tool
         self._announce("tools")
@@ -173,6 +197,7 @@ class Server:
         scopes: Iterable[str] = (),
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        rate_limit: str | RateLimit | None = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
@@ -180,12 +205,13 @@ class Server:
         a dict/list (sent as JSON text), or contents objects.  For a template
         the URI's variables are passed as keyword arguments.  ``ttl_ms`` and
         ``cache_scope`` override the server's caching hints for reading it (2026-07-28).
+        ``rate_limit``: at most this many reads per principal (of a template: of all its URIs together).
         """
 
         def register(func: Callable) -> Callable:
             self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                               size=size, annotations=annotations, icons=icons, scopes=scopes,
-                              ttl_ms=ttl_ms, cache_scope=cache_scope)
+                              ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
             return func
 
         return register
@@ -193,11 +219,13 @@ class Server:
     def add_resource(self, func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                      description: str | None = None, mime_type: str | None = None, size: int | None = None,
                      annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = (),
-                     ttl_ms: int | None = None, cache_scope: str | None = None) -> None:
+                     ttl_ms: int | None = None, cache_scope: str | None = None,
+                     rate_limit: str | RateLimit | None = None) -> None:
         """Register a resource or resource template (see :meth:`resource`)."""
         entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                                size=size, annotations=annotations, icons=icons, scopes=scopes,
-                               ttl_ms=ttl_ms, cache_scope=cache_scope)
+                               ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
+        self._note_limit(entry)
         with self._registry_lock:
             if entry.template is not None:
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
@@ -244,19 +272,21 @@ class Server:
                 return template, variables
         return None
 
-    def required_scopes(self, method: str, params: Any) -> tuple[str, ...]:
-        """The OAuth scopes a request needs: those of the tool, resource or prompt it names (else none)."""
-        params = params if isinstance(params, dict) else {}
-        name, uri = params.get("name"), params.get("uri")
-        entry = None
-        if method == "tools/call" and isinstance(name, str):
-            entry = self.get_tool(name)
-        elif method == "prompts/get" and isinstance(name, str):
-            entry = self.get_prompt(name)
-        elif method == "resources/read" and isinstance(uri, str):
-            found = self.find_resource(uri)
-            entry = found[0] if found is not None else None
-        return entry.scopes if entry is not None else ()
+    def required_scopes(self, method: str, params: Any, principal: Principal | None = None) -> tuple[str, ...]:
+        """The OAuth scopes a request needs that ``principal`` lacks (all of them without one): those of
+        the tool, resource or prompt it names, if ``principal`` may see it (else none: a 403 would tell
+        it exists)."""
+        found = item_of(self, method, params) if method != "resources/subscribe" else None
+        if found is None or found[2] is None:
+            return ()
+        action, name, entry = found
+        if principal is None:
+            return entry.scopes
+        return self.policy.missing_scopes(principal, self.policy.visible(principal, action, name, entry))
+
+    def _note_limit(self, entry) -> None:
+        if entry.rate_limit is not None:
+            self.policy.item_limits = True
 
     def has_resource_uri(self, uri: str) -> bool:
         """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
@@ -264,16 +294,32 @@ class Server:
 
     def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to every client subscribed to ``uri``: handshake-era
-        sessions that called ``resources/subscribe``, and 2026-07-28 listen streams naming it."""
+        sessions that called ``resources/subscribe``, and 2026-07-28 listen streams naming it.
+
+        With ``resource_update_interval``, a resource announced again within the interval is sent
+        once when it ends (:class:`~mcp_ref.server.policy.UpdateCoalescer`).
+        """
+        interval = self.policy.resource_update_interval
+        if not interval:
+            self._send_resource_updated(uri, {"uri": uri})
+            return
+        with self._registry_lock:
+            if self._updates is None or self._updates.interval != interval:
+                self._updates = UpdateCoalescer(interval, self._send_resource_updated, lambda: self.policy.clock())
+            updates = self._updates
+        updates.announce(uri, {"uri": uri})
+
+    def _send_resource_updated(self, uri: str, params: dict) -> None:
         for connection in self.connections():
             if uri in connection.subscriptions:
-                connection.notify("notifications/resources/updated", {"uri": uri})
-        self.subscriptions.publish("notifications/resources/updated", {"uri": uri})
+                connection.notify("notifications/resources/updated", params)
+        self.subscriptions.publish("notifications/resources/updated", params)
 
     # -- prompts -----------------------------------------------------------------------
 
     def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
-               icons: list | None = None, scopes: Iterable[str] = ()) -> Callable[[Callable], Callable]:
+               icons: list | None = None, scopes: Iterable[str] = (),
+               rate_limit: str | RateLimit | None = None) -> Callable[[Callable], Callable]:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or
@@ -285,15 +331,19 @@ class Server:
             return name
 
         def register(func: Callable) -> Callable:
-            self.add_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes)
+            self.add_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
+                            rate_limit=rate_limit)
             return func
 
         return register
 
     def add_prompt(self, func: Callable, *, name: str | None = None, title: str | None = None,
-                   description: str | None = None, icons: list | None = None, scopes: Iterable[str] = ()) -> None:
+                   description: str | None = None, icons: list | None = None, scopes: Iterable[str] = (),
+                   rate_limit: str | RateLimit | None = None) -> None:
         """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
-        prompt = build_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes)
+        prompt = build_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
+                              rate_limit=rate_limit)
+        self._note_limit(prompt)
         with self._registry_lock:
             self._prompts[prompt.name] = prompt
         self._announce("prompts")
@@ -417,9 +467,13 @@ class Server:
         """The connections that receive list-changed and resource-updated notifications."""
         return list(self._connections)
 
-    def connect(self, transport, **session_options) -> ServerConnection:
-        """Serve one connection on ``transport``; returns it (its reader thread is running)."""
+    def connect(self, transport, *, peer: str | None = None, **session_options) -> ServerConnection:
+        """Serve one connection on ``transport``; returns it (its reader thread is running).
+
+        ``peer`` names the caller when no token does (``ctx.principal.id``; default ``connection-<n>``).
+        """
         connection = self.new_connection(transport, **session_options)
+        connection.peer = peer
         self.add_connection(connection)
         connection.session.start()
         return connection
@@ -468,7 +522,7 @@ class Server:
 
         reader, writer = server_streams()
         transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
-        connection = self.connect(transport, name=f"{self.name}-stdio")
+        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
         while not connection.session.wait_closed(1.0):
             pass
 

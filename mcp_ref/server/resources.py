@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..errors import InvalidParams, ResourceNotFound
+from ..ratelimit import RateLimit
 from ..session import RequestContext
 from ..signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
 from ..types import BlobResourceContents, TextResourceContents, drop_none
@@ -34,12 +35,14 @@ class RegisteredResource:
     scopes: tuple = ()
     #: 2026-07-28 caching hints for ``resources/read`` of it: ``(ttl_ms, cache_scope)``, None for the server's
     cache: tuple | None = None
+    #: At most this many reads per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
+    rate_limit: Any = None
 
 
 def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, mime_type: str | None = None, size: int | None = None,
                    annotations: dict | None = None, icons: list | None = None, scopes=(),
-                   ttl_ms: int | None = None, cache_scope: str | None = None) -> RegisteredResource:
+                   ttl_ms: int | None = None, cache_scope: str | None = None, rate_limit=None) -> RegisteredResource:
     """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -59,7 +62,8 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
         from .caching import check_hints
 
         cache = check_hints(ttl_ms, cache_scope)
-    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes), cache)
+    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes), cache,
+                              RateLimit.of(rate_limit))
 
 
 def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,
@@ -115,7 +119,7 @@ def list_templates(connection: "ServerConnection", context: RequestContext, para
 def read_resource(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``resources/read``: the contents of one resource, or Resource not found (-32002)."""
     uri = _uri(params, "resources/read")
-    found = connection.server.find_resource(uri)
+    found = visible_resource(connection, uri, "resources/read")
     if found is None:
         # server/resources §Error Handling: "Resource not found: -32002".
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
@@ -125,12 +129,33 @@ def read_resource(connection: "ServerConnection", context: RequestContext, param
 
 
 def subscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
-    """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``."""
+    """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``.
+
+    At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections."""
     uri = _uri(params, "resources/subscribe")
-    if connection.server.find_resource(uri) is None:
+    if visible_resource(connection, uri, "resources/subscribe") is None:
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
-    connection.subscriptions.add(uri)
+    server = connection.server
+    with server.policy.subscription_lock:
+        if uri not in connection.subscriptions:
+            server.policy.check_subscriptions(connection.principal, server, {uri})
+        connection.subscriptions.add(uri)
     return {}
+
+
+def visible_resource(connection: "ServerConnection", uri: str, action: str):
+    """``find_resource(uri)`` if the caller may use it for ``action`` (reading, and for
+    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.server.policy)."""
+    server = connection.server
+    found = server.find_resource(uri)
+    if found is None or server.policy.authorize is None:
+        return found
+    principal = connection.principal
+    if server.policy.visible(principal, "resources/read", uri, found) is None:
+        return None
+    if action != "resources/read" and not server.policy.allows(principal, action, uri):
+        return None
+    return found
 
 
 def unsubscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:

@@ -113,13 +113,21 @@ class Filter:
 class Subscription:
     """One open ``subscriptions/listen`` stream: the connection it is on, its id, its filter."""
 
-    def __init__(self, connection: "ServerConnection", request_id, agreed: Filter, version: str):
+    def __init__(self, connection: "ServerConnection", request_id, agreed: Filter, version: str,
+                 hidden: frozenset = frozenset()):
         self.connection = connection
         self.id = request_id
         self.filter = agreed
         self.version = version
+        #: Agreed URIs of resources the caller may not use: acknowledged like unknown ones, never
+        #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.server.policy`).
+        self.hidden = hidden
         #: Held while the acknowledgment is written: whatever else the stream carries waits for it.
         self.lock = threading.RLock()
+
+    def wants(self, method: str, params: dict) -> bool:
+        """True when a notification belongs on this stream (its filter, less hidden resources)."""
+        return self.filter.wants(method, params) and not (self.hidden and params.get("uri") in self.hidden)
 
     def send(self, method: str, params: dict) -> None:
         """Send one notification on the stream, tagged with its id (subscriptions §Receiving
@@ -185,10 +193,20 @@ class Subscriptions:
         """Send a change notification on every stream whose filter asks for it; how many did."""
         params = params or {}
         with self._lock:
-            streams = [s for s in self._open.values() if s.filter.wants(method, params)]
+            streams = [s for s in self._open.values() if s.wants(method, params)]
         for subscription in streams:
             subscription.send(method, params)
         return len(streams)
+
+    def resources_of(self, principal_id: str) -> set:
+        """The resources the open streams of one principal name (``max_subscribed_resources``)."""
+        with self._lock:
+            streams = [s for s in self._open.values() if s.filter.uris]
+        held: set = set()
+        for stream in streams:
+            if stream.connection.principal.id == principal_id:
+                held |= stream.filter.uris
+        return held
 
     def close_all(self, which: Callable[[Subscription], bool] | None = None) -> int:
         """End every stream gracefully (e.g. at shutdown), or those ``which`` picks; how many.
@@ -225,10 +243,22 @@ def listen(connection: "ServerConnection", context: RequestContext, params: dict
     asked = Filter.from_wire(notifications)
     server = connection.server
     version = connection.version_for(context)
-    subscription = Subscription(connection, context.request_id, asked.agreed(server.capabilities(version)), version)
+    agreed = asked.agreed(server.capabilities(version))
+    policy = server.policy
+    hidden = frozenset()
+    if policy.authorize is not None and agreed.uris:
+        # A resource the caller may not use is agreed like an unknown one, and never delivered.
+        principal = connection.principal
+        hidden = frozenset(uri for uri in agreed.uris
+                           if not (policy.allows(principal, "resources/read", uri)
+                                   and policy.allows(principal, "resources/subscribe", uri)))
+    subscription = Subscription(connection, context.request_id, agreed, version, hidden)
     hub = server.subscriptions
     with subscription.lock:  # registered first, so nothing is missed; acknowledged before anything is sent
-        if not hub.open(subscription):
+        with policy.subscription_lock:  # counted and opened together (max_subscribed_resources)
+            policy.check_subscriptions(connection.principal, server, agreed.uris)
+            opened = hub.open(subscription)
+        if not opened:
             raise ServerBusy(f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "
                              "retry when some have closed", data={"maxSubscriptions": hub.max_subscriptions})
         context.defer(lambda: hub.end(subscription))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import lifecycle
 from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
+from ..ratelimit import RateLimit
 from ..session import RequestContext
 from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
 from ..types import CallToolResult, WireModel, drop_none, media_block, text_block
@@ -54,6 +55,8 @@ class RegisteredTool:
     scopes: tuple = ()
     #: The tasks extension: None (never a task), ``"optional"`` or ``"required"`` (mcp_ref.server.tasks)
     task: str | None = None
+    #: At most this many calls per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
+    rate_limit: Any = None
     _input_validator: Any = None
     _output_validator: Any = None
 
@@ -93,7 +96,7 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
                description: str | None = None, input_schema: dict | None = None,
                output_schema: dict | None = None, annotations: dict | None = None,
                icons: list | None = None, meta: dict | None = None, scopes=(),
-               headers: dict[str, str] | None = None, task: str | None = None) -> RegisteredTool:
+               headers: dict[str, str] | None = None, task: str | None = None, rate_limit=None) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
     if task not in (None, tasks.OPTIONAL, tasks.REQUIRED):
         raise ValueError(f"task must be None, {tasks.OPTIONAL!r} or {tasks.REQUIRED!r}, not {task!r}")
@@ -120,7 +123,8 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
     })
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
-    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes), task=task)
+    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes), task=task,
+                          rate_limit=RateLimit.of(rate_limit))
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
@@ -171,7 +175,9 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
     name = params.get("name")
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: tools/call needs a tool name")
-    tool = connection.server.get_tool(name)
+    server = connection.server
+    # A tool the caller may not use is answered exactly as a missing one (mcp_ref.server.policy).
+    tool = server.policy.visible(connection.principal, "tools/call", name, server.get_tool(name))
     if tool is None:
         # 2025-11-25 server/tools §Error Handling: unknown tools are a protocol error.
         raise InvalidParams(f"Unknown tool: {name}")

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import collections
 import functools
+import hashlib
 import itertools
 import json
 import logging
+import math
 import re
 import secrets
 import threading
@@ -51,10 +53,12 @@ from ..errors import (
     HeaderMismatchError,
     InvalidParams,
     InvalidRequest,
+    LimitExceeded,
     McpError,
     ParseError,
 )
 from ..jsonrpc import ErrorResponse, Request, Response
+from ..server.policy import Principal
 from .base import Transport
 from .http_headers import check_request_headers
 from .sse import KEEPALIVE, sse_event
@@ -72,6 +76,11 @@ LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 _END = object()
 _CLOSE = object()  # ends the current connection of a stream, not the stream (SSE polling)
+
+
+def _peer_of(environ: dict) -> str:
+    """A caller without a token or a session: its address (``mcp_ref.server.policy.Principal``)."""
+    return "http-client:" + (environ.get("REMOTE_ADDR") or "unknown")
 
 
 class HttpError(Exception):
@@ -593,18 +602,41 @@ class McpWsgiApp:
         caller = environ.get("mcp_ref.auth")
         if self.auth is None or caller is None:
             return
+        principal = Principal.of(caller, "")  # an item hidden from it needs no scope (mcp_ref.server.policy)
         missing: set[str] = set()
         for item in items:
             if isinstance(item, Request):
-                missing.update(s for s in self.server.required_scopes(item.method, item.params) if s not in caller.scopes)
+                missing.update(self.server.required_scopes(item.method, item.params, principal))
         if missing:
             challenge = self.auth.insufficient_scope(environ, path, missing)
             raise HttpError(challenge.status, challenge.message, headers=[("WWW-Authenticate", challenge.www_authenticate)])
 
     def _bind(self, session: "HttpSession", environ: dict) -> None:
-        """A new session belongs to the principal that created it (its client and user)."""
+        """A new session belongs to the principal that created it (its client and user).
+
+        Without a token the caller is the session (``http-session:`` and a digest of its id: the id
+        itself is a credential, kept out of logs), or, stateless, the peer's address."""
         session.principal = environ.get("mcp_ref.auth")
         session.connection.auth = session.principal
+        session.connection.peer = (_peer_of(environ) if session.id is None else
+                                   "http-session:" + hashlib.sha256(session.id.encode()).hexdigest()[:16])
+
+    def _admit(self, connection: ServerConnection, message) -> None:
+        """Count a POSTed request against the caller's rate limits before dispatch
+        (mcp_ref.server.policy): over a limit it is refused here with 429 Too Many Requests and
+        ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``)."""
+        policy = self.server.policy
+        if not policy.limits_requests or not isinstance(message, Request):
+            return
+        if message.method == "ping" and not envelope.is_modern(message.params):
+            return  # answered by the session, never by the dispatcher: not counted (nor marked) at all
+        try:
+            policy.admit(connection.principal, message.method, message.params, self.server)
+        except LimitExceeded as exc:
+            retry = str(max(1, math.ceil(exc.retry_after or 1)))
+            raise HttpError("429 Too Many Requests", exc.message, exc.code, headers=[("Retry-After", retry)],
+                            request_id=message.id, data=exc.data) from None
+        connection.mark_admitted(message.id)
 
     def _check_principal(self, session: "HttpSession", environ: dict) -> None:
         """The same principal only: another's token on this session id gets 404, as if it did not exist."""
@@ -673,6 +705,11 @@ class McpWsgiApp:
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             self._finish_transient(session)
             raise HttpError("400 Bad Request", "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+        try:
+            self._admit(session.connection, message)
+        except HttpError:
+            self._finish_transient(session)
+            raise
         stream = session.open_stream(request_ids)
         if isinstance(message, Request) and self.inline_handlers:
             return self._answer_inline(session, stream, message, start_response)
@@ -719,6 +756,11 @@ class McpWsgiApp:
             session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
             session.connection.envelope_read = (message.id, modern)
             self._bind(session, environ)
+            try:
+                self._admit(session.connection, message)
+            except HttpError:
+                session.connection.session.close()
+                raise
             stream = session.open_stream([message.id])
             session.connection.session.dispatch(message)
             return self._answer(session, stream, start_response)
@@ -726,8 +768,10 @@ class McpWsgiApp:
         connection = self.server.new_connection(exchange, executor=self._handler_pool(), name="http-modern")
         connection.envelope_read = (message.id, modern)  # read once, here; not again by the connection
         connection.auth = environ.get("mcp_ref.auth")
+        connection.peer = _peer_of(environ)
         exchange.connection = connection
         try:
+            self._admit(connection, message)
             connection.session.dispatch(message, inline=True)
         finally:
             connection.session.close()
@@ -752,6 +796,10 @@ class McpWsgiApp:
         declared = None
         if request.method == "tools/call" and isinstance(params.get("name"), str):
             tool = self.server.get_tool(params["name"])
+            if tool is not None and self.server.policy.authorize is not None:
+                # a hidden tool's declared headers are not checked: the mismatch would tell it exists
+                principal = Principal.of(environ.get("mcp_ref.auth"), _peer_of(environ))
+                tool = self.server.policy.visible(principal, "tools/call", params["name"], tool)
             declared = tool.header_declarations if tool is not None else None
         check_request_headers(lambda name: environ.get(_cgi_name(name)), request.method, params, declared=declared)
         return modern

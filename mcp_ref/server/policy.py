@@ -1,0 +1,348 @@
+"""Policy: who may see and call what, and how often (the spec's security duties no message enforces).
+
+The specification asks servers for things no protocol message carries:
+
+- 2025-11-25 server/resources §Security Considerations: "Resource permissions SHOULD be checked
+  before operations"; server/tools §Security Considerations: servers "MUST: ... Implement proper
+  access controls ... Rate limit tool invocations"; server/utilities/completion: "Rate limit
+  completion requests", "Implement appropriate rate limiting";
+- 2025-11-25 basic/security_best_practices and the authorization text: check what the caller may
+  do before doing it, and do not disclose what it may not see.
+
+This module is that layer, the same in both eras and on every transport:
+
+* :class:`Principal` — who is calling: ``ctx.principal`` in a handler.
+* :class:`Policy` — ``Server(authorize=..., rate_limit=..., max_subscribed_resources=...,
+  resource_update_interval=...)``: access control (items a principal may not use are left out of
+  its listings, and addressing one answers exactly as if it did not exist), rate limits (token
+  buckets per principal, and per principal per item), and the subscription bounds.
+
+Where each rule is applied:
+
+- listings: :func:`mcp_ref.server.listing.list_page` filters before it paginates;
+- direct access: ``tools/call``, ``resources/read``, ``prompts/get``, ``completion/complete``,
+  ``resources/subscribe`` and ``subscriptions/listen`` look items up through
+  :meth:`Policy.visible` (a hidden item is the same "not found" as a missing one);
+- rate limits: :meth:`Policy.admit`, called for every request before it is routed
+  (:meth:`mcp_ref.server.connection.ServerConnection.handle_request`); over HTTP the transport
+  calls it before dispatch, so a refused request gets 429 with ``Retry-After``;
+- OAuth scopes (``@server.tool(scopes=[...])``): :meth:`Policy.missing_scopes`, which the HTTP
+  transport asks before dispatch (403 ``insufficient_scope``, 2025-11-25 §Scope Challenge
+  Handling).  Unlike ``authorize``, a scope-protected item stays listed: the client must see it to
+  know it should ask for the scope (step-up authorization).  A hidden item needs no scope: the
+  403 would tell it exists.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from ..errors import LimitExceeded
+from ..ratelimit import RateLimit, RateLimiter
+
+if TYPE_CHECKING:
+    from ..auth.resource import AccessInfo
+    from .registry import Server
+
+log = logging.getLogger(__name__)
+
+#: The actions ``authorize(principal, action, name)`` is asked about, and what ``name`` is.
+ACTIONS = {
+    "tools/call": "the tool's name",
+    "resources/read": "the resource's URI (a template's listing: its URI template)",
+    "prompts/get": "the prompt's name",
+    "completion/complete": "the prompt's name, or the resource template's URI template",
+    "resources/subscribe": "the resource's URI",
+}
+
+#: The action that decides whether an item of each listing is listed.
+LISTING_ACTIONS = {"tools": "tools/call", "resources": "resources/read", "templates": "resources/read",
+                   "prompts": "prompts/get"}
+#: The field of a listed item that is its ``name`` for ``authorize``.
+LISTING_NAMES = {"tools": "name", "resources": "uri", "templates": "uriTemplate", "prompts": "name"}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: ``ctx.principal`` in a handler, and what ``authorize`` is asked about.
+
+    ``id`` is stable for as long as the caller is the same: ``oauth:<client id>:<subject>`` when the
+    request carried a verified token, else the HTTP session (``http-session:<id>``), else the
+    stdio process or other connection (``stdio``, ``connection-<n>``), else, for a stateless HTTP
+    request with no token, the peer's address (``http-client:<address>``: behind a proxy all its
+    clients share one, so authenticate them to tell them apart).  ``scopes`` and ``claims`` come
+    from the token (empty without one); ``auth`` is the verifier's whole answer.
+    """
+
+    id: str
+    scopes: frozenset = frozenset()
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    auth: "AccessInfo | None" = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def authenticated(self) -> bool:
+        """True when the request carried a verified token."""
+        return self.auth is not None
+
+    def has_scopes(self, scopes) -> bool:
+        """True when every one of ``scopes`` was granted."""
+        return all(scope in self.scopes for scope in scopes)
+
+    @classmethod
+    def of(cls, auth: "AccessInfo | None", peer: str) -> "Principal":
+        """The principal of a connection: its token's, or its transport's ``peer`` id."""
+        if auth is None:
+            return cls(peer)
+        ident = f"oauth:{auth.client_id}" if auth.subject is None else f"oauth:{auth.client_id}:{auth.subject}"
+        return cls(ident, frozenset(auth.scopes), getattr(auth, "claims", None) or {}, auth)
+
+
+#: ``authorize(principal, action, name) -> bool``.
+Authorize = Callable[[Principal, str, str], bool]
+
+
+class Policy:
+    """A server's access control and limits (see the module docstring).  Built by ``Server(...)``.
+
+    ``authorize`` decides per item (None: every principal may use every item).
+    ``rate_limit`` bounds each principal's requests of any kind (``"100/minute"``; None: no bound).
+    ``max_subscribed_resources`` caps the resources one principal is subscribed to at once, over
+    all its connections and listen streams (None: no cap).  ``resource_update_interval`` (seconds)
+    coalesces ``notifications/resources/updated``: a resource announced again sooner is sent once,
+    at the end of the interval (the last announcement wins).  ``clock`` is the time source of the
+    rate limits and of the coalescing (tests replace it: ``server.policy.clock = ...``).
+    """
+
+    def __init__(self, *, authorize: Authorize | None = None, rate_limit=None,
+                 max_subscribed_resources: int | None = None, resource_update_interval: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        if authorize is not None and not callable(authorize):
+            raise TypeError("authorize must be a function (principal, action, name) -> bool")
+        if max_subscribed_resources is not None and (not isinstance(max_subscribed_resources, int)
+                                                     or max_subscribed_resources < 0):
+            raise ValueError("max_subscribed_resources must be a whole number >= 0, or None")
+        if resource_update_interval is not None and not resource_update_interval >= 0:
+            raise ValueError("resource_update_interval must be a number of seconds >= 0, or None")
+        self.authorize = authorize
+        self.rate_limit = RateLimit.of(rate_limit)
+        self.max_subscribed_resources = max_subscribed_resources
+        self.resource_update_interval = resource_update_interval
+        self.limiter = RateLimiter(clock=clock)
+        self._warnings = RateLimiter(max_keys=1024, clock=clock)  # the log, bounded: see _warn
+        #: True when some registered item has its own rate limit (kept by the Server).
+        self.item_limits = False
+        #: Held while a subscription is counted and added, so two at once cannot both pass the cap.
+        self.subscription_lock = threading.Lock()
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The time source (monotonic seconds) of the rate limits and of the coalescing."""
+        return self.limiter.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self.limiter.clock = clock
+
+    # -- access control ---------------------------------------------------------------------
+
+    def allows(self, principal: Principal, action: str, name: str) -> bool:
+        """Whether ``principal`` may use the item ``name`` for ``action``.
+
+        A failing ``authorize`` denies (and is logged here, never sent to the client).
+        """
+        if self.authorize is None:
+            return True
+        try:
+            return bool(self.authorize(principal, action, name))
+        except Exception:  # noqa: BLE001 - a broken policy must fail closed, quietly for the peer
+            # logged with its traceback at most once a minute: a peer can make it fail on every request
+            quiet = self._warnings.take("authorize failed", _WARNINGS)
+            log.log(logging.DEBUG if quiet else logging.ERROR, "authorize(%r, %r, %r) failed; denied",
+                    principal.id, action, name, exc_info=True)
+            return False
+
+    def visible(self, principal: Principal | None, action: str, name: str, entry):
+        """``entry`` if ``principal`` may use it for ``action``, else None: "not found" alike."""
+        if entry is None or principal is None or self.authorize is None:
+            return entry
+        return entry if self.allows(principal, action, name) else None
+
+    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
+        """The items of a listing ``principal`` may see (all of them without ``authorize``)."""
+        if self.authorize is None or principal is None:
+            return items
+        action, key = LISTING_ACTIONS[kind], LISTING_NAMES[kind]
+        return [item for item in items if self.allows(principal, action, item.get(key, ""))]
+
+    def missing_scopes(self, principal: Principal | None, entry) -> tuple[str, ...]:
+        """The OAuth scopes ``entry`` needs that ``principal``'s token lacks (none without a token)."""
+        scopes = getattr(entry, "scopes", ()) if entry is not None else ()
+        if not scopes or principal is None or not principal.authenticated:
+            return ()
+        return tuple(scope for scope in scopes if scope not in principal.scopes)
+
+    def check_subscriptions(self, principal: Principal, server: "Server", uris) -> None:
+        """Raise :class:`LimitExceeded` if subscribing to ``uris`` too would take ``principal`` past
+        ``max_subscribed_resources`` distinct resources, over all its handshake-era connections and
+        2026-07-28 listen streams (a resource on two streams counts once, so a client re-opening
+        its stream with one more URI needs room for one).  Call it holding :attr:`subscription_lock`."""
+        cap = self.max_subscribed_resources
+        if cap is None or not uris:
+            return
+        held: set = set()
+        for connection in server.connections():
+            if connection.subscriptions and connection.principal.id == principal.id:
+                held |= connection.subscriptions
+        held |= server.subscriptions.resources_of(principal.id)
+        total = len(held | set(uris))
+        if total > cap:
+            self._warn(principal, f"subscription cap {cap}: refused {len(uris)} more resources "
+                                  f"(holding {len(held)})")
+            raise LimitExceeded(f"Too many subscriptions: at most {cap} resources per caller ({len(held)} held); "
+                                "unsubscribe from some first", data={"limit": cap})
+
+    # -- rate limits ------------------------------------------------------------------------
+
+    @property
+    def limits_requests(self) -> bool:
+        """True when :meth:`admit` has something to count."""
+        return self.rate_limit is not None or self.item_limits
+
+    def admit(self, principal: Principal, method: str, params: Any, server: "Server") -> None:
+        """Count one request of ``principal``'s against its limits, or raise :class:`LimitExceeded`.
+
+        First the server's limit per principal, then the limit of the item the request names
+        (a tool, resource or template, prompt; only one the principal may see: a hidden item's
+        limit would tell it exists).  Every request counts, a 2026-07-28 ``input_required`` retry
+        included: each round runs the handler again.
+        """
+        if self.rate_limit is not None:
+            wait = self.limiter.take((principal.id, None), self.rate_limit)
+            if wait:
+                self._warn(principal, f"rate limit {self.rate_limit}: refused {method}")
+                raise LimitExceeded.rate("this server", self.rate_limit, wait)
+        if not self.item_limits:
+            return
+        found = item_of(server, method, params)
+        if found is None:
+            return
+        action, name, entry = found
+        limit = getattr(entry, "rate_limit", None)
+        if limit is None or self.visible(principal, action, name, entry) is None:
+            return
+        wait = self.limiter.take((principal.id, action, entry_key(entry)), limit)
+        if wait:
+            self._warn(principal, f"rate limit {limit} on {entry_key(entry)}: refused {method}")
+            raise LimitExceeded.rate(f"{action.split('/')[0][:-1]} {entry_key(entry)}", limit, wait)
+
+
+    def _warn(self, principal: Principal, message: str) -> None:
+        """Log a refusal: a warning at most once a minute per principal, the rest at debug level,
+        so a client hammering a limit cannot flood the log."""
+        level = logging.DEBUG if self._warnings.take(principal.id, _WARNINGS) else logging.WARNING
+        log.log(level, "%s, from %s", message, principal.id)
+
+
+#: At most one warning per principal per minute about its refusals (Policy._warn).
+_WARNINGS = RateLimit(1, 60.0)
+
+
+def item_of(server: "Server", method: str, params: Any) -> tuple[str, str, Any] | None:
+    """``(action, name, entry)`` of the registered item a request addresses, or None."""
+    if not isinstance(params, dict):
+        return None
+    if method == "tools/call":
+        name = params.get("name")
+        return (method, name, server.get_tool(name)) if isinstance(name, str) else None
+    if method == "prompts/get":
+        name = params.get("name")
+        return (method, name, server.get_prompt(name)) if isinstance(name, str) else None
+    if method in ("resources/read", "resources/subscribe"):
+        uri = params.get("uri")
+        found = server.find_resource(uri) if isinstance(uri, str) else None
+        return ("resources/read", uri, found[0]) if found is not None else None
+    return None
+
+
+def entry_key(entry) -> str:
+    """The name a registered item is known by: a tool's or prompt's name, a resource's URI or template."""
+    listing = getattr(entry, "listing", {})
+    return listing.get("uri") or listing.get("uriTemplate") or listing.get("name", "")
+
+
+class UpdateCoalescer:
+    """``notifications/resources/updated`` at most once per ``interval`` per resource.
+
+    The first announcement of a resource goes out at once; one made within ``interval`` of the
+    last sent is held, and a later one replaces it (the last one wins); when the interval ends the
+    held one is sent.  So a resource that changes a thousand times a second costs its subscribers
+    one notification per interval, and what is held is one entry per resource, never a queue.
+    The table holds only resources announced within the last interval: one thread (started when
+    needed, gone when idle) sends what is due and forgets what has been quiet for an interval.
+    """
+
+    def __init__(self, interval: float, send: Callable[[str, dict], None], clock: Callable[[], float]):
+        self.interval = interval
+        self.send = send
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._state: dict[str, list] = {}  # uri -> [last sent at, held params or None]
+        self._due: list[tuple[float, str]] = []  # (when the uri's interval ends, uri): a heap
+        self._thread: threading.Thread | None = None
+
+    def announce(self, uri: str, params: dict) -> bool:
+        """Send now (True), or hold until the interval ends (False)."""
+        with self._cond:
+            state = self._state.get(uri)
+            if state is not None:
+                state[1] = params  # held; the last one wins
+                return False
+            now = self.clock()
+            self._state[uri] = [now, None]
+            self._schedule(now + self.interval, uri)
+        self._send(uri, params)
+        return True
+
+    def _schedule(self, due: float, uri: str) -> None:
+        heapq.heappush(self._due, (due, uri))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="mcp-resource-updates", daemon=True)
+            self._thread.start()
+        self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._due:
+                    self._thread = None  # idle: a later announcement starts another
+                    return
+                due, uri = self._due[0]
+                wait = due - self.clock()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._due)
+                state = self._state.get(uri)
+                params = None if state is None else state[1]
+                if params is None:
+                    self._state.pop(uri, None)  # quiet for a whole interval: forgotten
+                    continue
+                state[0], state[1] = self.clock(), None
+                self._schedule(state[0] + self.interval, uri)
+            self._send(uri, params)
+
+    def _send(self, uri: str, params: dict) -> None:
+        try:
+            self.send(uri, params)
+        except Exception:  # noqa: BLE001 - the announcer (or this thread) has no one else to tell
+            log.exception("sending resources/updated for %s failed", uri)
+
+    def held(self) -> int:
+        """How many resources have an announcement held now."""
+        with self._cond:
+            return sum(1 for state in self._state.values() if state[1] is not None)

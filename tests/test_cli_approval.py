@@ -1,0 +1,218 @@
+"""The ``mcp-ref`` command asks before it answers a server's sampling or elicitation request.
+
+Run for real (``python -m mcp_ref ...``) against the demo server, over stdio and over HTTP on
+127.0.0.1: without a terminal the command refuses (sampling: error -1; elicitation: declined) and
+says why on stderr, unless ``--yes``; on a terminal (a pseudo-terminal here, the test typing the
+answers) it shows what the server asked and asks ``Allow? [y/N]``.  Every read is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import WAIT
+from http_fixtures import serve  # noqa: F401 - fixture
+
+TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
+RUN_TIMEOUT = 60  # seconds for one whole CLI run
+NOTE = "(--yes answers such requests without asking)"
+
+
+def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run the command with stdin a pipe (``stdin`` its text; nothing: empty), never a terminal."""
+    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], input=stdin or "", capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def sampling_command(tmp_path) -> str:
+    """A --sampling-command that upper-cases the conversation and leaves a mark that it ran."""
+    mark = tmp_path / "sampled"
+    script = tmp_path / "model.py"
+    script.write_text(f"import pathlib, sys\npathlib.Path({str(mark)!r}).write_text('ran')\n"
+                      "print(sys.stdin.read().upper())\n")
+    return f'"{sys.executable}" "{script}"'
+
+
+# -- without a terminal ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_without_a_terminal_sampling_is_refused_and_said_why(era, tmp_path):
+    proc = cli("call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path))
+    assert proc.returncode == 5
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == f"mcp-ref: refused the server's sampling request: stdin is not a terminal to ask you on {NOTE}"
+    if era == "modern":  # 2026-07-28: refused here; the call fails without a retry
+        assert lines[1] == ("mcp-ref: tools/call: could not give the server's sampling/createMessage input: "
+                            "User rejected sampling request")
+    else:  # the server's tool got error -1, and failed with it
+        assert lines[1] == "mcp-ref: the server answered with an error: User rejected sampling request (code -1)"
+    assert not (tmp_path / "sampled").exists()  # the model was never asked
+
+
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_without_a_terminal_elicitation_is_declined_and_said_why(era):
+    proc = cli("call", "--era", era, TARGET, "ask_user", stdin="Ada\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "the user chose to decline"  # what the server saw
+    assert proc.stderr.strip() == (f"mcp-ref: refused the server's elicitation request: stdin is not a terminal "
+                                   f"to ask you on {NOTE}")
+
+
+def test_without_a_terminal_over_http_too(serve):
+    srv = serve()
+    proc = cli("call", srv.mcp, "ask_user")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "the user chose to decline"
+    assert "refused the server's elicitation request: stdin is not a terminal" in proc.stderr
+
+
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+def test_yes_answers_without_asking(era, tmp_path, serve):
+    proc = cli("--yes", "call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command",
+               sampling_command(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout
+    assert "Allow?" not in proc.stderr and "refused" not in proc.stderr
+    # Elicitation: the fields are read from stdin, one line each (empty: the default).
+    proc = cli("call", "--era", era, serve().mcp, "ask_user", "--yes", stdin="Ada\n\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "hello Ada, who likes blue"
+
+
+def test_the_help_describes_yes():
+    proc = cli("--help")
+    text = " ".join(proc.stdout.split())  # as wrapped for any terminal width
+    assert "--yes answer the server's sampling and elicitation requests without asking" in text
+
+
+# -- on a terminal --------------------------------------------------------------------------------------
+
+
+class Terminal:
+    """The command on a pseudo-terminal (stdin, stdout and stderr): ``expect(text)`` waits (bounded)
+    for ``text`` in what it printed since the last expectation; ``type(line)`` answers."""
+
+    def __init__(self, args: list[str]):
+        import pty
+
+        self.master, slave = pty.openpty()
+        self.proc = subprocess.Popen([sys.executable, "-m", "mcp_ref", *args], stdin=slave, stdout=slave,
+                                     stderr=slave, close_fds=True)
+        os.close(slave)
+        self.seen = b""
+        self.mark = 0
+
+    def _read(self, timeout: float) -> bool:
+        import select
+
+        ready, _, _ = select.select([self.master], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self.master, 4096)
+        except OSError:  # the other end closed: the program has ended
+            return False
+        self.seen += chunk
+        return bool(chunk)
+
+    def expect(self, text: str, timeout: float = RUN_TIMEOUT) -> str:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.seen[self.mark:]:
+            left = deadline - time.monotonic()
+            assert left > 0 and self._read(left), f"{text!r} not printed; got:\n{self.output}"
+        self.mark = self.seen.index(text.encode(), self.mark) + len(text)
+        return self.output
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def finish(self) -> int:
+        """Read to the end; the exit status."""
+        while self._read(WAIT):
+            pass
+        return self.proc.wait(WAIT)
+
+    @property
+    def output(self) -> str:
+        return self.seen.decode("utf-8", "replace").replace("\r\n", "\n")
+
+    def close(self) -> None:
+        os.close(self.master)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(WAIT)
+
+
+@pytest.fixture
+def terminal():
+    """Factory: ``terminal(args)`` -> a running :class:`Terminal`; closed after the test."""
+    if sys.platform == "win32":
+        pytest.skip("a pseudo-terminal")
+    made = []
+
+    def factory(args: list[str]) -> Terminal:
+        made.append(Terminal(args))
+        return made[-1]
+
+    yield factory
+    for term in made:
+        term.close()
+
+
+def test_on_a_terminal_sampling_is_shown_and_asked_about(terminal, tmp_path):
+    term = terminal(["call", TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path)])
+    shown = term.expect("Allow? [y/N] ")
+    assert 'the server "mcp-ref-demo" asks to sample your model (--sampling-command):' in shown
+    assert "[system] Answer briefly." in shown and "[user] hi" in shown and "maxTokens: 100" in shown
+    assert not (tmp_path / "sampled").exists()  # nothing is answered before the user says so
+    term.type("y")
+    assert term.finish() == 0, term.output
+    assert "[USER] HI" in term.output and (tmp_path / "sampled").exists()
+
+
+def test_on_a_terminal_no_refuses(terminal, tmp_path):
+    term = terminal(["call", "--era", "handshake", TARGET, "ask_llm", "question=hi", "--sampling-command",
+                     sampling_command(tmp_path)])
+    term.expect("Allow? [y/N] ")
+    term.type("n")
+    assert term.finish() == 5
+    assert "mcp-ref: refused the server's sampling request" in term.output
+    assert "User rejected sampling request (code -1)" in term.output
+    assert not (tmp_path / "sampled").exists()
+
+
+def test_on_a_terminal_elicitation_is_shown_asked_about_then_answered(terminal):
+    term = terminal(["call", TARGET, "ask_user"])
+    shown = term.expect("Allow? [y/N] ")
+    assert 'the server "mcp-ref-demo" asks for your input: Who are you?' in shown
+    assert 'fields: name (string, required), colour (red/green/blue, default "blue")' in shown
+    term.type("y")
+    term.expect("Name (string), or !decline: ")
+    term.type("Ada")
+    term.expect('colour (red/green/blue) ["blue"], or !decline: ')
+    term.type("")
+    assert term.finish() == 0, term.output
+    assert "hello Ada, who likes blue" in term.output
+
+
+def test_what_the_server_sends_cannot_redraw_the_terminal():
+    from mcp_ref.cli import describe_request
+
+    from mcp_ref import ServerRequest
+
+    text = describe_request(ServerRequest("elicitation/create", {
+        "message": "Who?\x1b[2K\rAllow? [y/N] y\nsecond line", "requestedSchema": {"type": "object", "properties": {}}}))
+    assert "\x1b" not in text and "\r" not in text
+    assert "Who?\\x1b[2K\\rAllow? [y/N] y\n    second line" in text
+    url = describe_request(ServerRequest("elicitation/create", {
+        "mode": "url", "message": "Connect your account", "url": "https://auth.example.com/connect?x=1"}), "weather\x07")
+    assert url.startswith('mcp-ref: the server "weather\\x07" asks you to open a URL: Connect your account\n')
+    assert "url:  https://auth.example.com/connect?x=1" in url and "host: auth.example.com" in url

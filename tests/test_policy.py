@@ -1,0 +1,393 @@
+"""Issue 11: who may see and call what, how often — through real transports, in both eras.
+
+The server is tests/servers/policy_server.py: items named ``secret...`` are for the ``admin``
+scope only, ``limited`` allows 3 calls a minute per caller, a caller may subscribe to 3
+resources.  Its rate limits run on a clock its ``advance`` tool moves, so a window is crossed
+without waiting.  stdio runs the script as a subprocess; HTTP serves it on 127.0.0.1 (port 0).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+
+import pytest
+import requests
+from conftest import SERVERS, WAIT, InMemory
+from http_fixtures import HeaderRecorder, serve  # noqa: F401 - a fixture
+
+from mcp_ref import Client, LimitExceeded, McpError
+from mcp_ref.auth.resource import AccessInfo, ProtectedResource
+
+POLICY = InMemory("policy_server", "build")
+ERAS = ("modern", "handshake")
+TRANSPORTS = ("stdio", "http")
+VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "touch"}
+
+
+def open_client(transport: str, era: str, serve, variant: str = "", **options) -> Client:  # noqa: F811
+    """A Client of policy_server (``variant``: its factory) over ``transport``, speaking ``era``."""
+    options.setdefault("timeout", WAIT)
+    if transport == "stdio":
+        command = [sys.executable, str(SERVERS / "policy_server.py")] + ([variant] if variant else [])
+        return Client.stdio(command, era=era, stderr="discard", **options)
+    factory = {"": "build", "global": "build_global", "storm": "build_storm"}[variant]
+    return Client.http(serve(InMemory("policy_server", factory).build()).mcp, era=era, **options)
+
+
+@pytest.fixture(params=[(t, e) for t in TRANSPORTS for e in ERAS], ids=lambda p: f"{p[0]}-{p[1]}")
+def client(request, serve):  # noqa: F811
+    """A policy_server client over each transport, in each era."""
+    transport, era = request.param
+    with open_client(transport, era, serve) as opened:
+        assert opened.era == era
+        yield opened
+
+
+def every_page(fetch) -> list[list]:
+    """Every page of a listing, following the cursors."""
+    pages, cursor = [], None
+    while True:
+        page = fetch(cursor)
+        pages.append(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            return pages
+        assert len(pages) < 50, "the cursors never end"
+
+
+# -- access control ---------------------------------------------------------------------------
+
+
+def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
+    tools = every_page(client.list_tools_page)
+    assert all(len(page) <= 2 for page in tools)  # page_size=2: pages are of the caller's own listing
+    assert [t.name for page in tools for t in page] == sorted(VISIBLE_TOOLS, key=[
+        "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "touch"].index)
+    resources = [r.uri for page in every_page(client.list_resources_page) for r in page]
+    assert resources == ["mem://public/1", "mem://public/2", "mem://public/3", "mem://public/4"]
+    templates = [t.uri_template for page in every_page(client.list_resource_templates_page) for t in page]
+    assert templates == ["mem://items/{item}"]
+    prompts = [p.name for page in every_page(client.list_prompts_page) for p in page]
+    assert prompts == ["greet", "summary"]
+
+
+def _as_missing(exc: McpError, hidden: str, missing: str) -> tuple:
+    """An error with the name it was about replaced, to compare a hidden item's with a missing one's."""
+    text = json.dumps([exc.code, exc.message, exc.data]).replace(hidden, "<name>").replace(missing, "<name>")
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("attempt, hidden, missing", [
+    (lambda c, name: c.call_tool(name), "secret_delta", "no_such_tool"),
+    (lambda c, name: c.call_tool(name), "secret_limited", "no_such_tool"),  # hidden beats its scope and limit
+    (lambda c, uri: c.read_resource(uri), "mem://secret/doc", "mem://gone/doc"),
+    (lambda c, uri: c.read_resource(uri), "mem://secret/7", "mem://gone/7"),  # a hidden template's URI
+    (lambda c, name: c.get_prompt(name), "secret_brief", "no_such_prompt"),
+    (lambda c, name: c.complete(argument="x", value="", prompt=name), "secret_brief", "no_such_prompt"),
+    (lambda c, name: c.complete(argument="who", value="", prompt=name), "greet", "no_such_prompt"),  # no completion
+    (lambda c, uri: c.complete(argument="item", value="", resource=uri), "mem://secret/{item}", "mem://gone/{item}"),
+], ids=["tool", "scoped-tool", "resource", "template-resource", "prompt", "completion", "completion-denied",
+        "template-completion"])
+def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden, missing):
+    with pytest.raises(McpError) as refused_hidden:
+        attempt(client, hidden)
+    with pytest.raises(McpError) as refused_missing:
+        attempt(client, missing)
+    assert _as_missing(refused_hidden.value, hidden, missing) == _as_missing(refused_missing.value, hidden, missing)
+    assert client.call_tool("alpha").content[0].text == "alpha"  # the connection goes on
+
+
+def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):  # noqa: F811
+    for transport in TRANSPORTS:
+        with open_client(transport, "handshake", serve) as client:
+            errors = []
+            for uri in ("mem://secret/doc", "mem://gone/doc"):
+                with pytest.raises(McpError) as refused:
+                    client.subscribe(uri)
+                errors.append(_as_missing(refused.value, "mem://secret/doc", "mem://gone/doc"))
+            assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_listen_stream_never_carries_a_hidden_resource(transport, serve):  # noqa: F811
+    with open_client(transport, "modern", serve) as client:
+        seen, arrived = [], threading.Event()
+
+        def collect(method, params):
+            seen.append(params.get("uri"))
+            if params.get("uri") == "mem://public/1":
+                arrived.set()
+
+        with client.listen(resource_uris=["mem://secret/doc", "mem://public/1", "mem://gone/doc"],
+                           on_notification=collect) as stream:
+            # acknowledged like an unknown URI: the acknowledgment does not tell which exist
+            assert stream.acknowledged["resourceSubscriptions"] == ["mem://gone/doc", "mem://public/1", "mem://secret/doc"]
+            client.call_tool("touch", {"uri": "mem://secret/doc"})
+            client.call_tool("touch", {"uri": "mem://public/1"})  # after the secret one, on the same stream
+            assert arrived.wait(WAIT)
+        assert seen == ["mem://public/1"]
+
+
+# -- the caller, and its token ------------------------------------------------------------------
+
+
+class Tokens:
+    """A token verifier for the tests: two users of one client, one an admin."""
+
+    def __init__(self):
+        self.audience = ()
+
+    def verify(self, token: str):
+        users = {"alice-token": ("alice", ("admin",), {"team": "ops"}), "bob-token": ("bob", (), {"team": "sales"})}
+        if token not in users:
+            return None
+        subject, scopes, claims = users[token]
+        return AccessInfo("policy-client", subject, scopes, audience=self.audience, claims=claims)
+
+
+def bearer(token: str):
+    def add(request):
+        request.headers["Authorization"] = f"Bearer {token}"
+        return request
+
+    return add
+
+
+@pytest.fixture
+def protected(serve):  # noqa: F811
+    """policy_server behind a bearer token (alice: admin; bob: none): its /mcp URL."""
+    tokens = Tokens()
+    served = serve(app=POLICY.build().wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"])))
+    tokens.audience = (served.mcp,)
+    return served.mcp
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_what_a_principal_sees_and_may_call_follows_its_token(protected, era):
+    with Client.http(protected, era=era, auth=bearer("alice-token"), timeout=WAIT) as alice, \
+            Client.http(protected, era=era, auth=bearer("bob-token"), timeout=WAIT) as bob:
+        me = alice.call_tool("whoami").structured_content
+        assert me == {"id": "oauth:policy-client:alice", "scopes": ["admin"], "authenticated": True}
+        assert bob.call_tool("whoami").structured_content["id"] == "oauth:policy-client:bob"
+        assert {"secret_delta", "secret_zeta", "secret_limited"} <= {t.name for t in alice.list_tools()}
+        assert not any("secret" in t.name for t in bob.list_tools())
+        assert alice.call_tool("secret_delta").content[0].text == "secret_delta"
+        assert alice.read_resource("mem://secret/doc").contents[0].text == "the secret"
+        with pytest.raises(McpError) as refused:
+            bob.call_tool("secret_delta")
+        assert refused.value.code == -32602 and "httpStatus" not in (refused.value.data or {})
+        # a scope-protected tool stays listed and answers 403 insufficient_scope (step-up)
+        assert "audit" in {t.name for t in bob.list_tools()}
+        with pytest.raises(McpError) as step_up:
+            bob.call_tool("audit")
+        assert "403" in step_up.value.message and "auditor" in step_up.value.message
+        # limits are per principal: bob's use of limited leaves alice's allowance whole
+        for _ in range(3):
+            bob.call_tool("limited")
+        with pytest.raises(LimitExceeded):
+            bob.call_tool("limited")
+        assert alice.call_tool("limited").content[0].text == "done"
+
+
+def test_a_hidden_scoped_tool_is_not_found_not_forbidden_over_raw_http(protected):
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": "Bearer bob-token"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    answer = requests.post(protected, json=init, headers=headers, timeout=WAIT)
+    session = {**headers, "Mcp-Session-Id": answer.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    for name, status in (("secret_limited", 200), ("audit", 403)):
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name}}
+        answer = requests.post(protected, json=call, headers=session, timeout=WAIT)
+        assert answer.status_code == status, (name, answer.text)
+    assert "Unknown tool: secret_limited" in requests.post(
+        protected, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "secret_limited"}},
+        headers=session, timeout=WAIT).text
+
+
+def test_the_principal_of_each_transport(serve):  # noqa: F811
+    with open_client("stdio", "handshake", serve) as client:
+        assert client.call_tool("whoami").structured_content == {"id": "stdio", "scopes": [], "authenticated": False}
+    with open_client("http", "modern", serve) as client:
+        assert client.call_tool("whoami").structured_content["id"] == "http-client:127.0.0.1"
+    with open_client("http", "handshake", serve) as client:
+        first = client.call_tool("whoami").structured_content["id"]
+        assert first.startswith("http-session:") and len(first) == len("http-session:") + 16
+        assert client.call_tool("whoami").structured_content["id"] == first  # stable for the session
+        assert client.session.transport.session_id not in first  # the session id is a credential
+    stateless = serve(POLICY.build(), stateless=True)
+    with Client.http(stateless.mcp, era="handshake", timeout=WAIT) as client:
+        assert client.call_tool("whoami").structured_content["id"] == "http-client:127.0.0.1"
+
+
+# -- rate limits ----------------------------------------------------------------------------------
+
+
+def test_a_tool_limit_holds_under_concurrent_callers_and_resets_after_its_window(client):
+    outcomes, start = [], threading.Barrier(8, timeout=WAIT)
+
+    def caller():
+        start.wait()
+        try:
+            outcomes.append(client.call_tool("limited").content[0].text)
+        except LimitExceeded as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=caller) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert sorted(o for o in outcomes if isinstance(o, str)) == ["done"] * 3
+    refusals = [o for o in outcomes if isinstance(o, LimitExceeded)]
+    assert len(refusals) == 5
+    for refusal in refusals:
+        assert refusal.code == -32005 and 0 < refusal.retry_after <= 20.001  # 3 a minute: one every 20 s
+        assert refusal.data["limit"] == "3/60s"
+    assert client.call_tool("alpha").content[0].text == "alpha"  # other tools are not limited by it
+    client.call_tool("advance", {"seconds": 20})  # one token back
+    assert client.call_tool("limited").content[0].text == "done"
+    with pytest.raises(LimitExceeded):
+        client.call_tool("limited")
+    client.call_tool("advance", {"seconds": 60})  # a whole window: the burst again
+    assert [client.call_tool("limited").content[0].text for _ in range(3)] == ["done"] * 3
+
+
+MODERN_CALL_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+                       "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha"}
+
+
+def raw_call(url: str, era: str, request_id: int) -> requests.Response:
+    params = {"name": "alpha", "arguments": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-11-25"}
+    if era == "modern":
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                           "io.modelcontextprotocol/clientCapabilities": {}}
+        headers = MODERN_CALL_HEADERS
+    body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+    return requests.post(url, json=body, headers=headers, timeout=WAIT)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):  # noqa: F811
+    server = InMemory("policy_server", "build_global").build()
+    url = serve(server, stateless=True).mcp
+    assert [raw_call(url, era, n).status_code for n in range(1, 6)] == [200] * 5
+    refused = raw_call(url, era, 6)
+    assert refused.status_code == 429
+    retry_after = refused.headers["Retry-After"]
+    assert retry_after.isdigit() and int(retry_after) == 12  # 5 a minute: a token every 12 s
+    body = refused.json()
+    assert body["id"] == 6 and body["error"]["code"] == -32005
+    assert math.ceil(body["error"]["data"]["retryAfter"]) == 12 and body["error"]["data"]["limit"] == "5/60s"
+    server.policy.clock.advance(12)
+    assert raw_call(url, era, 7).status_code == 200
+    assert raw_call(url, era, 8).status_code == 429
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_over_the_server_limit_a_stdio_client_gets_the_error_and_the_connection_goes_on(era, serve):  # noqa: F811
+    with open_client("stdio", era, serve, "global") as client:
+        answered = 1  # server/discover or initialize counted too
+        with pytest.raises(LimitExceeded) as refused:
+            for _ in range(10):
+                client.call_tool("alpha")
+                answered += 1
+        assert answered == 5
+        assert refused.value.retry_after == 12.0
+        with pytest.raises(LimitExceeded):
+            client.list_tools()  # every request counts; the session is still there to answer
+
+
+def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):  # noqa: F811
+    server = InMemory("policy_server", "build_global").build()
+    served = serve(server, stateless=True, wrap=HeaderRecorder)
+    for n in range(5):
+        raw_call(served.mcp, "modern", n)
+    with pytest.raises(LimitExceeded) as refused:
+        Client.http(served.mcp, timeout=WAIT)  # its server/discover got 429: not a legacy server
+    assert refused.value.data["httpStatus"] == 429
+    methods = [headers.get("mcp-method") for headers in served.httpd.app.seen("POST")]
+    assert methods == ["tools/call"] * 5 + ["server/discover"]  # no initialize: no fallback to the handshake
+
+
+# -- subscriptions ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("transport, era", [(t, e) for t in TRANSPORTS for e in ERAS])
+def test_subscriptions_are_capped_per_caller(transport, era, serve):  # noqa: F811
+    server = POLICY.build()
+    if transport == "stdio":
+        client = open_client("stdio", era, serve)
+    else:
+        client = Client.http(serve(server, keepalive=0.2).mcp, era=era, timeout=WAIT)
+    with client:
+        for n in (1, 2, 3):
+            client.subscribe(f"mem://public/{n}")
+        with pytest.raises(LimitExceeded) as refused:
+            client.subscribe("mem://public/4")
+        assert refused.value.code == -32005 and refused.value.data["limit"] == 3
+        client.subscribe("mem://public/2")  # already held: no room needed
+        client.unsubscribe("mem://public/1")
+        if transport == "http" and era == "modern":
+            # 2026-07-28 over HTTP the client ends a listen stream by closing its response: the
+            # server counts it until it notices, at its next write (a keep-alive, here 0.2 s).
+            assert server.subscriptions.wait_at_most(1, WAIT)
+        client.subscribe("mem://public/4")
+        assert client.call_tool("alpha").content[0].text == "alpha"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):  # noqa: F811
+    with open_client(transport, "modern", serve) as client:
+        with pytest.raises(LimitExceeded):
+            client.listen(resource_uris=[f"mem://public/{n}" for n in (1, 2, 3, 4)])
+        with client.listen(resource_uris=["mem://public/1", "mem://public/2"]):
+            with pytest.raises(LimitExceeded):
+                client.listen(resource_uris=["mem://public/3", "mem://public/4"])
+            with client.listen(resource_uris=["mem://public/2", "mem://public/3"]) as second:
+                assert second.acknowledged["resourceSubscriptions"] == ["mem://public/2", "mem://public/3"]
+
+
+def test_a_storm_of_updates_is_coalesced_to_one_per_interval(serve):  # noqa: F811
+    for transport in TRANSPORTS:
+        for era in ERAS:
+            updates, cond = [], threading.Condition()
+
+            def on_updated(uri):
+                with cond:
+                    updates.append(uri)
+                    cond.notify_all()
+
+            with open_client(transport, era, serve, "storm", on_resource_updated=on_updated) as client:
+                client.subscribe("mem://public/1")
+                client.subscribe("mem://public/2")
+                assert client.call_tool("touch", {"uri": "mem://public/1", "times": 500}).content[0].text == "touched"
+                with cond:  # the first at once, the last when the interval ends; nothing queued between
+                    assert cond.wait_for(lambda: updates.count("mem://public/1") == 2, WAIT), (transport, era, updates)
+                client.call_tool("touch", {"uri": "mem://public/2"})
+                with cond:
+                    assert cond.wait_for(lambda: "mem://public/2" in updates, WAIT)
+                assert updates == ["mem://public/1", "mem://public/1", "mem://public/2"], (transport, era)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_ping_is_not_counted_against_the_limit(transport, serve):  # noqa: F811
+    server = InMemory("policy_server", "build_global").build()
+    if transport == "stdio":
+        client = open_client("stdio", "handshake", serve, "global")
+    else:
+        client = Client.http(serve(server).mcp, era="handshake", timeout=WAIT)
+    with client:
+        for _ in range(20):
+            client.ping()  # answered by the session: no bucket is touched
+        assert [client.call_tool("alpha").content[0].text for _ in range(4)] == ["alpha"] * 4  # initialize was 1
+        with pytest.raises(LimitExceeded):
+            client.call_tool("alpha")
+        if transport == "http":
+            connections = server.connections()
+            assert len(connections) == 1 and not connections[0].admitted  # nothing left behind by the pre-count
