@@ -13,12 +13,15 @@ for one whole window is full again ("resets after its window").
 
 Memory is bounded.  A bucket that has refilled is indistinguishable from a new one, so it is
 dropped; the table is kept in least-recently-used order and swept from its old end.  Past
-``max_keys`` live buckets, the one idle longest is dropped (its owner's next request starts from
-a full bucket): the documented policy when the table is full.
+``max_keys`` live buckets, one is dropped: the fullest of the :data:`EVICTION_SAMPLE` idlest (its
+owner's next request starts from a full bucket, which costs it the least).  Not simply the idlest:
+a caller who has emptied a long-window bucket ("5/day") and then goes quiet would be the idlest,
+and filling the table with new keys would hand it its burst back.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 import time
@@ -34,6 +37,8 @@ _LIMIT = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*")
 
 #: How many buckets a :class:`RateLimiter` keeps at most (see the module docstring).
 DEFAULT_MAX_KEYS = 65536
+#: How many of the idlest buckets are looked at to choose the one to drop when the table is full.
+EVICTION_SAMPLE = 16
 
 
 @dataclass(frozen=True)
@@ -117,14 +122,24 @@ class RateLimiter:
             return wait
 
     def _sweep(self, now: float) -> None:
-        """Drop refilled buckets from the idle end, then the idlest ones past ``max_keys``."""
+        """Drop refilled buckets from the idle end; past ``max_keys``, the fullest of the idlest."""
         buckets = self._buckets
         while buckets:
             key, (tokens, counted, limit) = next(iter(buckets.items()))
-            if tokens + (now - counted) * limit.rate < limit.count and len(buckets) <= self.max_keys:
+            if tokens + (now - counted) * limit.rate < limit.count:
                 break
+            del buckets[key]
+        while len(buckets) > self.max_keys:
+            idlest = itertools.islice(buckets.items(), EVICTION_SAMPLE)
+            key = max(idlest, key=lambda item: _fill(item[1], now))[0]
             del buckets[key]
 
     def __len__(self) -> int:
         """The buckets held now (full ones not yet swept included)."""
         return len(self._buckets)
+
+
+def _fill(bucket: list, now: float) -> float:
+    """How full a bucket is now, 0 to 1."""
+    tokens, counted, limit = bucket
+    return min(1.0, (tokens + (now - counted) * limit.rate) / limit.count)

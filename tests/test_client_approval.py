@@ -325,3 +325,13 @@ def test_bad_options_are_refused_before_connecting():
         Client.stdio(command, server_request_limit="ten a minute", stderr="discard", timeout=WAIT)
     with pytest.raises(TypeError, match="approve must be a callable"):
         Client.stdio(command, approve=True, stderr="discard", timeout=WAIT)
+
+
+def test_a_task_whose_input_is_refused_is_cancelled_not_left_waiting(client, handlers):
+    hook = Recorder(lambda request: True)
+    c = client("stdio", "modern", server=TASKS, approve=hook, server_request_limit="1/minute")
+    call = c.start_tool_call("confirm", {"filename": "c.txt"}, task=True)
+    with pytest.raises(LimitExceeded):
+        call.result()  # the first ask is answered; the second round's two are over the limit
+    assert call.task_id is not None
+    assert c.get_task(call.task_id)["status"] == "cancelled"  # not parked in input_required until its ttl

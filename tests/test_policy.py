@@ -67,9 +67,9 @@ def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
     assert [t.name for page in tools for t in page] == sorted(VISIBLE_TOOLS, key=[
         "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "touch"].index)
     resources = [r.uri for page in every_page(client.list_resources_page) for r in page]
-    assert resources == ["mem://public/1", "mem://public/2", "mem://public/3", "mem://public/4"]
+    assert resources == ["mem://public/1", "mem://public/2", "mem://public/3", "mem://public/4", "files://public.txt"]
     templates = [t.uri_template for page in every_page(client.list_resource_templates_page) for t in page]
-    assert templates == ["mem://items/{item}"]
+    assert templates == ["mem://items/{item}", "files://{+path}"]
     prompts = [p.name for page in every_page(client.list_prompts_page) for p in page]
     assert prompts == ["greet", "summary"]
 
@@ -85,12 +85,16 @@ def _as_missing(exc: McpError, hidden: str, missing: str) -> tuple:
     (lambda c, name: c.call_tool(name), "secret_limited", "no_such_tool"),  # hidden beats its scope and limit
     (lambda c, uri: c.read_resource(uri), "mem://secret/doc", "mem://gone/doc"),
     (lambda c, uri: c.read_resource(uri), "mem://secret/7", "mem://gone/7"),  # a hidden template's URI
+    (lambda c, uri: c.read_resource(uri), "mem://vault/7", "mem://gone/7"),  # the template is hidden, not the URI
+    (lambda c, uri: c.read_resource(uri), "files://secret.txt", "files://gone.txt"),  # a hidden file
+    (lambda c, uri: c.read_resource(uri), "files://secre%74.txt", "files://gone.txt"),  # ... spelled otherwise
+    (lambda c, uri: c.read_resource(uri), "mem://items/secre%74", "mem://gone/7"),  # a hidden name, encoded
     (lambda c, name: c.get_prompt(name), "secret_brief", "no_such_prompt"),
     (lambda c, name: c.complete(argument="x", value="", prompt=name), "secret_brief", "no_such_prompt"),
     (lambda c, name: c.complete(argument="who", value="", prompt=name), "greet", "no_such_prompt"),  # no completion
     (lambda c, uri: c.complete(argument="item", value="", resource=uri), "mem://secret/{item}", "mem://gone/{item}"),
-], ids=["tool", "scoped-tool", "resource", "template-resource", "prompt", "completion", "completion-denied",
-        "template-completion"])
+], ids=["tool", "scoped-tool", "resource", "template-resource", "hidden-template", "file", "file-encoded",
+        "encoded-name", "prompt", "completion", "completion-denied", "template-completion"])
 def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden, missing):
     with pytest.raises(McpError) as refused_hidden:
         attempt(client, hidden)

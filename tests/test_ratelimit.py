@@ -127,3 +127,17 @@ def test_coalescing_sends_the_first_at_once_and_the_last_when_the_interval_ends(
     thread.join(WAIT)  # quiet for an interval: forgotten, and the thread ends
     assert not thread.is_alive() and updates._state == {}
     assert updates.announce("a", {"n": 1000}) is True
+
+
+def test_filling_the_table_does_not_give_an_emptied_bucket_its_burst_back():
+    clock = Clock()
+    limiter = RateLimiter(clock=clock, max_keys=100)
+    daily = RateLimit(5, 86400)
+    for _ in range(5):
+        limiter.take("victim", daily)
+    assert limiter.take("victim", daily) > 0  # used up for the day
+    for n in range(1000):  # a crowd of new callers, each a little used
+        clock.now += 1
+        limiter.take(("crowd", n), daily)
+    assert len(limiter) == 100
+    assert limiter.take("victim", daily) > 0  # still used up: the fuller buckets were dropped

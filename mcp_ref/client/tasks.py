@@ -27,6 +27,7 @@ directly, e.g. one whose id was kept across a restart.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -35,6 +36,8 @@ from ..errors import McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
     from .modern import Call
+
+log = logging.getLogger(__name__)
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TASK = "task"
@@ -88,7 +91,13 @@ def follow(call: "Call", created: dict, stop: threading.Event, max_total: float 
             requests = state.get("inputRequests")
             fresh = {k: v for k, v in requests.items() if k not in answered} if isinstance(requests, dict) else {}
             if fresh:
-                responses = call.answer(fresh)
+                try:
+                    responses = call.answer(fresh)
+                except (McpError, RequestCancelled):
+                    # refused (approve, server_request_limit) or unanswerable: the task could only wait
+                    # in input_required until its ttl, holding a worker of the server's; end it now
+                    _cancel(connection, task_id, options)
+                    raise
                 answered.update(responses)
                 connection.request("tasks/update", {"taskId": task_id, "inputResponses": responses},
                                    task=True, **options)
@@ -101,9 +110,14 @@ def follow(call: "Call", created: dict, stop: threading.Event, max_total: float 
                 raise RequestTimeout(f"{call.method}: task {task_id} did not finish in time (status {status})")
             wait = min(wait, left)
         if stop.wait(wait):
-            try:
-                connection.request("tasks/cancel", {"taskId": task_id}, task=True, **options)
-            except McpError:
-                pass  # the task may be gone already; the caller asked to stop either way
+            _cancel(connection, task_id, options)
             raise RequestCancelled(f"{call.method}: cancelled (task {task_id})")
         state = connection.request("tasks/get", {"taskId": task_id}, task=True, **options)
+
+
+def _cancel(connection, task_id: str, options: dict) -> None:
+    """``tasks/cancel``, best effort: the task may be gone already, and the caller stops either way."""
+    try:
+        connection.request("tasks/cancel", {"taskId": task_id}, task=True, **options)
+    except (McpError, ConnectionError, TimeoutError):
+        log.debug("tasks/cancel of %s failed", task_id, exc_info=True)

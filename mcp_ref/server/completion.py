@@ -22,7 +22,8 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
     if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise InvalidParams("Invalid params: completion/complete needs ref and argument {name, value}")
     server = connection.server
-    policy, principal = server.policy, connection.principal
+    policy = server.policy
+    principal = connection.principal if policy.authorize is not None else None
     ref_type = ref.get("type")
     # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.server.policy).
     if ref_type == "ref/prompt":

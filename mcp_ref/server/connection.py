@@ -153,6 +153,7 @@ class ServerConnection:
         #: The caller as the transport knows it, without a token (``stdio``, ``http-session:...``,
         #: ``http-client:<address>``); None: ``connection-<n>``.  See :attr:`principal`.
         self.peer: str | None = None
+        self._serial = next(_SERIALS)  # numbered now: two first looks at `principal` agree
         #: Ids of requests the transport already counted against the rate limits (HTTP does,
         #: before dispatch, to answer 429): not counted twice.  See :meth:`mark_admitted`.
         self.admitted: dict = {}
@@ -164,9 +165,7 @@ class ServerConnection:
         subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
         principal = self._principal
         if principal is None or principal.auth is not self.auth:
-            if self.peer is None:
-                self.peer = f"connection-{next(_SERIALS)}"
-            principal = self._principal = Principal.of(self.auth, self.peer)
+            principal = self._principal = Principal.of(self.auth, self.peer or f"connection-{self._serial}")
         return principal
 
     @property

@@ -35,7 +35,9 @@ def list_page(connection: "ServerConnection", context: "RequestContext", params:
     try:
         # Items the caller may not use are left out before paging (mcp_ref.server.policy), so every
         # page and cursor is of the caller's own listing.
-        items = server.policy.filter_listing(connection.principal, kind, server.listings(kind))
+        items = server.listings(kind)
+        if server.policy.authorize is not None:
+            items = server.policy.filter_listing(connection.principal, kind, items)
         page, next_cursor = server.paginator.page(items, cursor, kind=kind)
     except InvalidCursor as exc:
         # 2025-11-25 server/utilities/pagination §Error Handling: "Invalid cursors SHOULD result in an error with code -32602".

@@ -41,6 +41,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
+from urllib.parse import quote
 
 from ..errors import LimitExceeded
 from ..ratelimit import RateLimit, RateLimiter
@@ -98,7 +99,9 @@ class Principal:
         """The principal of a connection: its token's, or its transport's ``peer`` id."""
         if auth is None:
             return cls(peer)
-        ident = f"oauth:{auth.client_id}" if auth.subject is None else f"oauth:{auth.client_id}:{auth.subject}"
+        # each part percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one
+        client = quote(auth.client_id, safe="")
+        ident = f"oauth:{client}" if auth.subject is None else f"oauth:{client}:{quote(auth.subject, safe='@')}"
         return cls(ident, frozenset(auth.scopes), getattr(auth, "claims", None) or {}, auth)
 
 
@@ -162,8 +165,8 @@ class Policy:
         except Exception:  # noqa: BLE001 - a broken policy must fail closed, quietly for the peer
             # logged with its traceback at most once a minute: a peer can make it fail on every request
             quiet = self._warnings.take("authorize failed", _WARNINGS)
-            log.log(logging.DEBUG if quiet else logging.ERROR, "authorize(%r, %r, %r) failed; denied",
-                    principal.id, action, name, exc_info=True)
+            log.log(logging.DEBUG if quiet else logging.ERROR, "authorize failed for %s on %s; denied",
+                    principal.id, action, exc_info=True)  # not the name: it may carry the caller's values
             return False
 
     def visible(self, principal: Principal | None, action: str, name: str, entry):
@@ -172,12 +175,43 @@ class Policy:
             return entry
         return entry if self.allows(principal, action, name) else None
 
+    def visible_resource(self, principal: Principal | None, uri: str, found, action: str = "resources/read"):
+        """``found`` (``Server.find_resource(uri)``) if ``principal`` may use that resource for
+        ``action``, else None: "not found" alike.
+
+        A resource served by a template must be allowed under both names: the URI and the template
+        (a hidden template hides every URI it serves).  And only the URI's canonical spelling, the
+        one the template expands its values to, is found: ``secre%74.txt`` decodes to the same file
+        as ``secret.txt`` but would be judged by ``authorize`` as another name.
+        """
+        if found is None or principal is None or self.authorize is None:
+            return found
+        entry, variables = found
+        template = entry.template
+        if template is not None:
+            if template.expand(**variables) != uri:
+                return None
+            if not self.allows(principal, "resources/read", entry.listing["uriTemplate"]):
+                return None
+        if not self.allows(principal, "resources/read", uri):
+            return None
+        if action != "resources/read" and not self.allows(principal, action, uri):
+            return None
+        return found
+
     def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
         """The items of a listing ``principal`` may see (all of them without ``authorize``)."""
         if self.authorize is None or principal is None:
             return items
         action, key = LISTING_ACTIONS[kind], LISTING_NAMES[kind]
         return [item for item in items if self.allows(principal, action, item.get(key, ""))]
+
+    def visible_item(self, principal: Principal | None, item: tuple):
+        """The entry of an :func:`item_of` answer if ``principal`` may use it, else None."""
+        action, name, entry, found = item
+        if found is not None:
+            return entry if self.visible_resource(principal, name, found) is not None else None
+        return self.visible(principal, action, name, entry)
 
     def missing_scopes(self, principal: Principal | None, entry) -> tuple[str, ...]:
         """The OAuth scopes ``entry`` needs that ``principal``'s token lacks (none without a token)."""
@@ -228,12 +262,12 @@ class Policy:
                 raise LimitExceeded.rate("this server", self.rate_limit, wait)
         if not self.item_limits:
             return
-        found = item_of(server, method, params)
-        if found is None:
+        item = item_of(server, method, params)
+        if item is None:
             return
-        action, name, entry = found
+        action, name, entry, found = item
         limit = getattr(entry, "rate_limit", None)
-        if limit is None or self.visible(principal, action, name, entry) is None:
+        if limit is None or self.visible_item(principal, item) is None:
             return
         wait = self.limiter.take((principal.id, action, entry_key(entry)), limit)
         if wait:
@@ -252,20 +286,21 @@ class Policy:
 _WARNINGS = RateLimit(1, 60.0)
 
 
-def item_of(server: "Server", method: str, params: Any) -> tuple[str, str, Any] | None:
-    """``(action, name, entry)`` of the registered item a request addresses, or None."""
+def item_of(server: "Server", method: str, params: Any) -> tuple[str, str, Any, Any] | None:
+    """``(action, name, entry, found)`` of the registered item a request addresses, or None
+    (``found``: ``find_resource``'s answer for a resource, else None)."""
     if not isinstance(params, dict):
         return None
     if method == "tools/call":
         name = params.get("name")
-        return (method, name, server.get_tool(name)) if isinstance(name, str) else None
+        return (method, name, server.get_tool(name), None) if isinstance(name, str) else None
     if method == "prompts/get":
         name = params.get("name")
-        return (method, name, server.get_prompt(name)) if isinstance(name, str) else None
+        return (method, name, server.get_prompt(name), None) if isinstance(name, str) else None
     if method in ("resources/read", "resources/subscribe"):
         uri = params.get("uri")
         found = server.find_resource(uri) if isinstance(uri, str) else None
-        return ("resources/read", uri, found[0]) if found is not None else None
+        return ("resources/read", uri, found[0], found) if found is not None else None
     return None
 
 

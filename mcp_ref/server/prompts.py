@@ -78,7 +78,8 @@ def get_prompt(connection: "ServerConnection", context: RequestContext, params: 
     name = params.get("name")
     server = connection.server
     prompt = server.get_prompt(name) if isinstance(name, str) else None
-    prompt = server.policy.visible(connection.principal, "prompts/get", name, prompt)  # hidden: unknown
+    if server.policy.authorize is not None:  # hidden: unknown
+        prompt = server.policy.visible(connection.principal, "prompts/get", name, prompt)
     if prompt is None:
         # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
         raise InvalidParams(f"Invalid params: unknown prompt {name!r}")

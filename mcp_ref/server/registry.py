@@ -276,13 +276,12 @@ class Server:
         """The OAuth scopes a request needs that ``principal`` lacks (all of them without one): those of
         the tool, resource or prompt it names, if ``principal`` may see it (else none: a 403 would tell
         it exists)."""
-        found = item_of(self, method, params) if method != "resources/subscribe" else None
-        if found is None or found[2] is None:
+        item = item_of(self, method, params) if method != "resources/subscribe" else None
+        if item is None or item[2] is None:
             return ()
-        action, name, entry = found
         if principal is None:
-            return entry.scopes
-        return self.policy.missing_scopes(principal, self.policy.visible(principal, action, name, entry))
+            return item[2].scopes
+        return self.policy.missing_scopes(principal, self.policy.visible_item(principal, item))
 
     def _note_limit(self, entry) -> None:
         if entry.rate_limit is not None:

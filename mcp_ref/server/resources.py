@@ -150,12 +150,7 @@ def visible_resource(connection: "ServerConnection", uri: str, action: str):
     found = server.find_resource(uri)
     if found is None or server.policy.authorize is None:
         return found
-    principal = connection.principal
-    if server.policy.visible(principal, "resources/read", uri, found) is None:
-        return None
-    if action != "resources/read" and not server.policy.allows(principal, action, uri):
-        return None
-    return found
+    return server.policy.visible_resource(connection.principal, uri, found, action)
 
 
 def unsubscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:

@@ -249,9 +249,15 @@ def listen(connection: "ServerConnection", context: RequestContext, params: dict
     if policy.authorize is not None and agreed.uris:
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
         principal = connection.principal
-        hidden = frozenset(uri for uri in agreed.uris
-                           if not (policy.allows(principal, "resources/read", uri)
-                                   and policy.allows(principal, "resources/subscribe", uri)))
+
+        def hidden_from_caller(uri: str) -> bool:
+            found = server.find_resource(uri)
+            if found is None:  # not registered (yet): judged by its name alone
+                return not (policy.allows(principal, "resources/read", uri)
+                            and policy.allows(principal, "resources/subscribe", uri))
+            return policy.visible_resource(principal, uri, found, "resources/subscribe") is None
+
+        hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
     subscription = Subscription(connection, context.request_id, agreed, version, hidden)
     hub = server.subscriptions
     with subscription.lock:  # registered first, so nothing is missed; acknowledged before anything is sent

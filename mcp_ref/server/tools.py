@@ -177,7 +177,9 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
         raise InvalidParams("Invalid params: tools/call needs a tool name")
     server = connection.server
     # A tool the caller may not use is answered exactly as a missing one (mcp_ref.server.policy).
-    tool = server.policy.visible(connection.principal, "tools/call", name, server.get_tool(name))
+    tool = server.get_tool(name)
+    if server.policy.authorize is not None:
+        tool = server.policy.visible(connection.principal, "tools/call", name, tool)
     if tool is None:
         # 2025-11-25 server/tools §Error Handling: unknown tools are a protocol error.
         raise InvalidParams(f"Unknown tool: {name}")

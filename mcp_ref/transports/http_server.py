@@ -710,7 +710,11 @@ class McpWsgiApp:
         except HttpError:
             self._finish_transient(session)
             raise
-        stream = session.open_stream(request_ids)
+        try:
+            stream = session.open_stream(request_ids)
+        except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
+            session.connection.admitted.pop(request_ids[0], None)
+            raise
         if isinstance(message, Request) and self.inline_handlers:
             return self._answer_inline(session, stream, message, start_response)
         session.connection.session.dispatch(message)  # a batch: its handlers run on the pool

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 
 from mcp_ref import Context, Server
+
+
+FILES = Path(__file__).parent / "policy_files"
 
 
 class TestClock:
@@ -35,8 +39,8 @@ class TestClock:
 
 
 def authorize(principal, action, name) -> bool:
-    """Secret items for admins only; ``greet`` cannot be completed."""
-    if "secret" in name:
+    """Secret items (and the vault template) for admins only; ``greet`` cannot be completed."""
+    if "secret" in name or name == "mem://vault/{key}":
         return "admin" in principal.scopes
     if action == "completion/complete" and name == "greet":
         return False
@@ -96,6 +100,8 @@ def _common(server: Server) -> Server:
     server.add_resource(lambda: "the secret", "mem://secret/doc", name="secretdoc")
     server.add_resource(lambda item: f"item {item}", "mem://items/{item}", name="items")
     server.add_resource(lambda item: f"secret {item}", "mem://secret/{item}", name="secrets")
+    server.add_resource(lambda key: f"vault {key}", "mem://vault/{key}", name="vault")  # hidden as a template
+    server.add_file_root(str(FILES), uri_prefix="files://")  # secret.txt is hidden, public.txt is not
 
     server.add_prompt(lambda who: f"hello {who}", name="greet")
     server.add_prompt(lambda topic: f"about {topic}", name="summary")
