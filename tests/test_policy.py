@@ -395,3 +395,18 @@ def test_ping_is_not_counted_against_the_limit(transport, serve):  # noqa: F811
         if transport == "http":
             connections = server.connections()
             assert len(connections) == 1 and not connections[0].admitted  # nothing left behind by the pre-count
+
+
+def test_the_legacy_http_sse_transport_applies_the_same_policy(serve):  # noqa: F811
+    served = serve(POLICY.build())
+    with Client.http(served.sse, transport="sse", timeout=WAIT) as client:
+        assert client.session.transport.legacy_endpoint  # HTTP+SSE: POSTs to the endpoint the stream named
+        assert {t.name for t in client.list_tools()} == VISIBLE_TOOLS
+        with pytest.raises(McpError) as refused:
+            client.call_tool("secret_delta")
+        assert refused.value.message == "Unknown tool: secret_delta"
+        assert client.call_tool("whoami").structured_content["id"].startswith("http-session:")
+        assert [client.call_tool("limited").content[0].text for _ in range(3)] == ["done"] * 3
+        with pytest.raises(LimitExceeded) as limited:  # counted at dispatch: the error comes on the SSE stream
+            client.call_tool("limited")
+        assert limited.value.retry_after == 20.0
