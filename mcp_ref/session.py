@@ -90,7 +90,7 @@ class RequestContext:
     """
 
     __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
-                 "envelope", "inputs", "deferred", "_on_end", "task")
+                 "envelope", "inputs", "deferred", "_on_end", "task", "started")
 
     def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
@@ -115,6 +115,8 @@ class RequestContext:
         #: (``mcp_ref.server.tasks``); None for every other request.
         self.task = None
         self._on_end: Callable[[], None] | None = None
+        #: True once a handler thread took the request (it may wait in the pool's queue before).
+        self.started = False
 
     def defer(self, on_end: Callable[[], None]) -> None:
         """Keep the request open after the handler returns: its answer comes later, from
@@ -711,18 +713,25 @@ class Session:
         try:
             self._pool.submit(self._run_handler, request, context, batch)
         except RuntimeError:  # the pool is shut down: the connection is closing
-            with self._lock:
-                self._incoming.pop(request.id, None)
+            self._leave(request.id, context)
             if batch:
                 batch.add(None)
 
     def _run_handler(self, request: Request, context: RequestContext, batch: _Batch | None) -> None:
+        with self._lock:
+            withdrawn = self._incoming.get(request.id) is not context
+            context.started = True
+        if withdrawn:  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
+            if batch is not None:
+                batch.add(None)
+            else:
+                self.transport.request_finished(request.id)
+            return
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
                 if context.is_cancelled:  # cancelled before it was deferred: it ends here
-                    with self._lock:
-                        self._incoming.pop(request.id, None)
+                    self._leave(request.id, context)
                     self._end_deferred(context)
                 return  # the answer comes later (answer_deferred), or the request ends unanswered
             reply = Response(request.id, result)
@@ -733,8 +742,7 @@ class Session:
         except Exception:  # noqa: BLE001 - never leak internals to the peer
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
-        with self._lock:
-            self._incoming.pop(request.id, None)
+        self._leave(request.id, context)
         if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
             reply = None
@@ -744,6 +752,12 @@ class Session:
             self._reply(reply)
         else:
             self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
+
+    def _leave(self, request_id, context: RequestContext) -> None:
+        """Take a request out of the table of incoming ones, if it is still there (and is this one)."""
+        with self._lock:
+            if self._incoming.get(request_id) is context:
+                del self._incoming[request_id]
 
     def cancel_incoming(self, request_id) -> bool:
         """Cancel a request the peer sent, as its ``notifications/cancelled`` would (False: none in progress).
@@ -756,7 +770,10 @@ class Session:
             context = self._incoming.get(request_id)
             if context is None or context.method == "initialize":
                 return False
-            if context.deferred:  # no handler is running to take it out of the table
+            if context.deferred or not context.started:
+                # No handler is running to take it out of the table: a deferred request, or one still
+                # waiting for a thread (its handler will not run), leaves it now.  So cancelling a
+                # flood of queued requests makes room at once, before the next message is read.
                 del self._incoming[request_id]
         context.cancelled.set()
         if context.deferred:
