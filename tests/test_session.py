@@ -153,9 +153,17 @@ def test_max_total_timeout_caps_a_call_kept_alive_by_progress(connect, wire):
 # -- cancellation ---------------------------------------------------------------------------------
 
 
+def started_block(client, key: str, **arguments):
+    """A ``block`` call, once its handler runs on the server (its first progress says so)."""
+    running = threading.Event()
+    call = client.start_tool_call("block", {"key": key, **arguments}, on_progress=lambda *_: running.set())
+    assert running.wait(WAIT)
+    return call
+
+
 def test_client_cancels_a_call(connect, wire):
     client = connect(SESSION_SERVER)
-    call = client.start_tool_call("block", {"key": "c1"})
+    call = started_block(client, "c1")
     assert call.cancel("user pressed stop") is True
     with pytest.raises(RequestCancelled):
         call.result()
@@ -173,7 +181,7 @@ def test_client_cancels_a_call(connect, wire):
 def test_cancelling_one_call_leaves_the_others_alone(connect, wire):
     client = connect(SESSION_SERVER)
     keep = client.start_tool_call("block", {"key": "keep", "seconds": 0.2})
-    drop = client.start_tool_call("block", {"key": "drop"})
+    drop = started_block(client, "drop")
     drop.cancel()
     assert keep.result().content[0].text == "finished"
     assert client.call_tool("recorded", {"key": "keep"}).content[0].text == "not cancelled"

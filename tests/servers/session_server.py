@@ -34,7 +34,9 @@ def gated(n: int) -> int:
 
 @server.tool()
 def block(key: str, ctx: Context, seconds: float = 30.0) -> str:
-    """Wait for cancellation; record whether the handler saw it."""
+    """Wait for cancellation; record whether the handler saw it.  It reports progress 0 once it
+    runs (a request cancelled while it still waits for a thread never runs at all)."""
+    ctx.report_progress(0, message="waiting")
     ctx.request.cancelled.wait(seconds)
     with records_changed:
         records[key] = "cancelled" if ctx.is_cancelled else "not cancelled"
