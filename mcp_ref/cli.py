@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import shlex
 import threading
 import sys
@@ -378,6 +379,51 @@ def _client_options(args, trace) -> dict:
 _TERMINAL = threading.RLock()
 
 
+class _StdinLines:
+    """stdin, a line at a time, for questions the server may withdraw while the user thinks.
+
+    One daemon thread reads (started at the first question) and hands each line over; a question
+    waits for the next line or for its request's cancellation (the server cancelled it, or gave up
+    waiting), whichever comes first.  So a withdrawn question never holds the command: it ends when
+    its work is done, not when the user next presses Enter.  (A line typed after a question was
+    withdrawn answers the next one.)
+    """
+
+    #: How often a waiting question looks at its request's cancellation, in seconds.
+    CHECK = 0.1
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lines: queue.Queue = queue.Queue(maxsize=64)  # bounded: the reader waits for questions
+        self._reader: threading.Thread | None = None
+
+    def read(self, context=None) -> str | None:
+        """The next line ("" at the end of input), or None if ``context``'s request was cancelled first."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = threading.Thread(target=self._read, name="mcp-ref-stdin", daemon=True)
+                self._reader.start()
+        while True:
+            try:
+                return self._lines.get(timeout=self.CHECK)
+            except queue.Empty:
+                if context is not None and context.is_cancelled:
+                    return None
+
+    def _read(self) -> None:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except (OSError, ValueError):
+                line = ""
+            self._lines.put(line)
+            if not line:
+                return
+
+
+_STDIN = _StdinLines()
+
+
 def _no_terminal() -> str | None:
     """Why the user cannot be asked here (stdin or stderr is not a terminal), or None when they can."""
     if not sys.stdin.isatty():
@@ -404,7 +450,7 @@ class _Approval:
         #: Who asks, as the prompt names it: the target, then (once connected) the server's own name.
         self.server = server
 
-    def __call__(self, request) -> bool:
+    def __call__(self, request, context=None) -> bool:
         if request.method == "roots/list" or self.yes:
             return True
         what = "sampling" if request.method == "sampling/createMessage" else "elicitation"
@@ -417,7 +463,11 @@ class _Approval:
             sys.stderr.write(describe_request(request, self.server))
             sys.stderr.write("Allow? [y/N] ")
             sys.stderr.flush()
-            answer = sys.stdin.readline().strip().lower()
+            answer = _STDIN.read(context)
+            if answer is None:
+                sys.stderr.write("\nmcp-ref: the server withdrew its request\n")
+                return False
+            answer = answer.strip().lower()
         if answer in ("y", "yes"):
             return True
         print(f"mcp-ref: refused the server's {what} request", file=sys.stderr, flush=True)
@@ -532,7 +582,7 @@ class _SamplingCommand:
                                    model=self.command[0], stop_reason="endTurn")
 
 
-def _ask_the_user(params):
+def _ask_the_user(params, context=None):
     """Form-mode elicitation: each requested field asked for and checked (end of input: cancel).
 
     On a terminal once the user allowed the request; with ``--yes`` and no terminal the answers are
@@ -547,7 +597,10 @@ def _ask_the_user(params):
         answers: dict[str, Any] = {}
         for name, prop in properties.items():
             while True:
-                value = _ask_field(name, prop, name in required)
+                value = _ask_field(name, prop, name in required, context)
+                if value is _WITHDRAWN:
+                    print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
+                    return ElicitResult(action="cancel")
                 if value is _EOF:
                     return ElicitResult(action="cancel")
                 if value is _DECLINE:
@@ -559,10 +612,10 @@ def _ask_the_user(params):
     return ElicitResult(action="accept", content=answers)
 
 
-_EOF, _DECLINE, _INVALID = object(), object(), object()
+_EOF, _DECLINE, _INVALID, _WITHDRAWN = object(), object(), object(), object()
 
 
-def _ask_field(name: str, prop: dict, required: bool):
+def _ask_field(name: str, prop: dict, required: bool, context=None):
     """One field, read from the terminal and checked against its schema: the value, None (left out), or a marker."""
     kind = prop.get("type", "string")
     choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)] or None
@@ -571,7 +624,9 @@ def _ask_field(name: str, prop: dict, required: bool):
     suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")
     sys.stderr.write(f"  {prop.get('title') or name} ({hint}){suffix}, or !decline: ")
     sys.stderr.flush()
-    line = sys.stdin.readline()
+    line = _STDIN.read(context)
+    if line is None:
+        return _WITHDRAWN
     if not line:
         return _EOF
     text = line.strip()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import WAIT
@@ -216,3 +217,15 @@ def test_what_the_server_sends_cannot_redraw_the_terminal():
         "mode": "url", "message": "Connect your account", "url": "https://auth.example.com/connect?x=1"}), "weather\x07")
     assert url.startswith('mcp-ref: the server "weather\\x07" asks you to open a URL: Connect your account\n')
     assert "url:  https://auth.example.com/connect?x=1" in url and "host: auth.example.com" in url
+
+
+def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp_path):
+    session_server = f'"{sys.executable}" "{Path(__file__).parent / "servers" / "session_server.py"}"'
+    term = terminal(["call", "--era", "handshake", session_server, "sample_briefly", "timeout=0.5",
+                     "--sampling-command", sampling_command(tmp_path)])
+    term.expect("Allow? [y/N] ")
+    # Nobody answers: the server gives up after 0.5 s and cancels its request; the question is
+    # withdrawn, the tool's answer printed, and the command ends without waiting for Enter.
+    term.expect("the server withdrew its request")
+    assert term.finish() == 0, term.output
+    assert "timed out" in term.output and not (tmp_path / "sampled").exists()
