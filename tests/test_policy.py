@@ -104,6 +104,10 @@ def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden,
     assert client.call_tool("alpha").content[0].text == "alpha"  # the connection goes on
 
 
+def test_completion_functions_can_offer_each_caller_only_its_own(client):
+    assert client.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport"]
+
+
 def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):  # noqa: F811
     for transport in TRANSPORTS:
         with open_client(transport, "handshake", serve) as client:
@@ -180,6 +184,8 @@ def test_what_a_principal_sees_and_may_call_follows_its_token(protected, era):
         assert not any("secret" in t.name for t in bob.list_tools())
         assert alice.call_tool("secret_delta").content[0].text == "secret_delta"
         assert alice.read_resource("mem://secret/doc").contents[0].text == "the secret"
+        assert alice.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport", "secrets"]
+        assert bob.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport"]
         with pytest.raises(McpError) as refused:
             bob.call_tool("secret_delta")
         assert refused.value.code == -32602 and "httpStatus" not in (refused.value.data or {})

@@ -3,7 +3,9 @@ arguments and resource-template variables."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidParams
 from ..session import RequestContext
@@ -47,7 +49,13 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
     values: list = []
     if handler is not None:
         context_args = (completion_context or {}).get("arguments") or {}
-        values = list(handler(argument["name"], str(argument.get("value", "")), context_args) or [])
+        extra = {}
+        name = context_parameter(handler)
+        if name is not None:  # the function wants to know who asks (e.g. to offer only what they may see)
+            from .context import Context
+
+            extra[name] = Context(connection, context)
+        values = list(handler(argument["name"], str(argument.get("value", "")), context_args, **extra) or [])
     completion: dict[str, Any] = {"values": [str(v) for v in values[:MAX_VALUES]]}
     if len(values) > MAX_VALUES:
         completion["total"] = len(values)
@@ -56,3 +64,17 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
 
 
 HANDLERS = {"completion/complete": complete}
+
+
+@functools.lru_cache(maxsize=1024)
+def context_parameter(func: Callable) -> str | None:
+    """The name of ``func``'s parameter annotated ``Context``, if it has one (read once per function)."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    for parameter in parameters:
+        annotation = parameter.annotation
+        if annotation == "Context" or getattr(annotation, "__name__", None) == "Context":
+            return parameter.name
+    return None

@@ -363,7 +363,10 @@ class Server:
         """Decorator: complete the arguments of a prompt or the variables of a resource template.
 
         The function is called as ``func(argument_name, value, context_arguments)``
-        and returns a list of candidate strings (at most 100 are sent).
+        and returns a list of candidate strings (at most 100 are sent).  A parameter annotated
+        ``Context`` is given the request's, so the suggestions can depend on who asks
+        (``ctx.principal``): 2025-11-25 server/utilities/completion §Security, "Control access to
+        sensitive suggestions".
         """
         if (prompt is None) == (resource is None):
             raise TypeError("completion() takes exactly one of prompt= or resource=")

@@ -108,8 +108,9 @@ def _common(server: Server) -> Server:
     server.add_prompt(lambda: "classified", name="secret_brief")
 
     @server.completion(prompt="summary")
-    def topics(argument, value, context):
-        return [t for t in ("science", "sport", "secrets") if t.startswith(value)]
+    def topics(argument, value, context, ctx: Context):
+        """Suggestions that depend on who asks: "secrets" for admins only."""
+        return [t for t in ("science", "sport", "secrets") if t.startswith(value) and authorize(ctx.principal, "", t)]
 
     @server.completion(prompt="secret_brief")
     def briefs(argument, value, context):
