@@ -24,7 +24,7 @@ from mcp_ref.auth.resource import AccessInfo, ProtectedResource
 POLICY = InMemory("policy_server", "build")
 ERAS = ("modern", "handshake")
 TRANSPORTS = ("stdio", "http")
-VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "touch"}
+VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item", "touch"}
 
 
 def open_client(transport: str, era: str, serve, variant: str = "", **options) -> Client:  # noqa: F811
@@ -65,7 +65,7 @@ def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
     tools = every_page(client.list_tools_page)
     assert all(len(page) <= 2 for page in tools)  # page_size=2: pages are of the caller's own listing
     assert [t.name for page in tools for t in page] == sorted(VISIBLE_TOOLS, key=[
-        "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "touch"].index)
+        "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item", "touch"].index)
     resources = [r.uri for page in every_page(client.list_resources_page) for r in page]
     assert resources == ["mem://public/1", "mem://public/2", "mem://public/3", "mem://public/4", "files://public.txt"]
     templates = [t.uri_template for page in every_page(client.list_resource_templates_page) for t in page]
@@ -102,6 +102,26 @@ def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden,
         attempt(client, missing)
     assert _as_missing(refused_hidden.value, hidden, missing) == _as_missing(refused_missing.value, hidden, missing)
     assert client.call_tool("alpha").content[0].text == "alpha"  # the connection goes on
+
+
+@pytest.mark.parametrize("transport, era", [(t, e) for t in TRANSPORTS for e in ERAS])
+def test_a_hidden_item_changing_is_not_announced_to_those_who_cannot_see_it(transport, era, serve):  # noqa: F811
+    heard, cond = [], threading.Condition()
+
+    def hear(what):
+        with cond:
+            heard.append(what)
+            cond.notify_all()
+
+    with open_client(transport, era, serve, on_list_changed=hear, on_resource_updated=hear) as client:
+        client.subscribe("mem://public/1")
+        client.call_tool("add_item", {"name": "secret_new"})  # hidden from this caller: not announced to it
+        client.call_tool("add_item", {"name": "public_new"})
+        client.call_tool("touch", {"uri": "mem://public/1"})  # a marker: it comes after both, on the same stream
+        with cond:
+            assert cond.wait_for(lambda: "mem://public/1" in heard, WAIT)
+        assert heard == ["tools", "mem://public/1"]  # the change it can see, and not the hidden one
+        assert "public_new" in {t.name for t in client.list_tools()}
 
 
 def test_completion_functions_can_offer_each_caller_only_its_own(client):

@@ -20,7 +20,7 @@ from ..pagination import SECRET_ENV, Paginator
 from ..ratelimit import RateLimit
 from .caching import check_hints
 from .connection import ServerConnection
-from .policy import Authorize, Policy, Principal, UpdateCoalescer, item_of
+from .policy import LISTING_ACTIONS, Authorize, Policy, Principal, UpdateCoalescer, item_of
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
 from .subscriptions import DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions
@@ -169,13 +169,13 @@ class Server:
         self._note_limit(tool)
         with self._registry_lock:
             self._tools[tool.name] = tool
-        self._announce("tools")
+        self._announce("tools", tool.name)
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; announces ``tools/list_changed``."""
         with self._registry_lock:
             del self._tools[name]
-        self._announce("tools")
+        self._announce("tools", name)
 
     def get_tool(self, name: str) -> RegisteredTool | None:
         """The registered tool called ``name``, or None."""
@@ -232,14 +232,14 @@ class Server:
                 self._templates.append(entry)
             else:
                 self._resources[uri] = entry
-        self._announce("resources")
+        self._announce("resources", uri)
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template; announces ``resources/list_changed``."""
         with self._registry_lock:
             if self._resources.pop(uri, None) is None:
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
-        self._announce("resources")
+        self._announce("resources", uri)
 
     def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
                       max_file_size: int | None = None, allow_hidden: bool = False) -> str:
@@ -345,13 +345,13 @@ class Server:
         self._note_limit(prompt)
         with self._registry_lock:
             self._prompts[prompt.name] = prompt
-        self._announce("prompts")
+        self._announce("prompts", prompt.name)
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; announces ``prompts/list_changed``."""
         with self._registry_lock:
             del self._prompts[name]
-        self._announce("prompts")
+        self._announce("prompts", name)
 
     def get_prompt(self, name: str) -> RegisteredPrompt | None:
         """The registered prompt called ``name``, or None."""
@@ -480,10 +480,26 @@ class Server:
         connection.session.start()
         return connection
 
-    def _announce(self, kind: str) -> None:
+    def _announce(self, kind: str, name: str) -> None:
+        """``notifications/{kind}/list_changed`` after item ``name`` was added, replaced or removed.
+
+        With ``authorize``, only to callers who may see that item: a caller whose own listing did
+        not change is not told that something changed (it would learn that a hidden item exists).
+        """
+        policy = self.policy
+        if policy.authorize is None:
+            concerned = None
+        else:
+            action = LISTING_ACTIONS[kind]
+
+            def concerned(principal) -> bool:
+                return policy.allows(principal, action, name)
+
         for connection in self.connections():
-            connection.list_changed(kind)
-        self.subscriptions.publish(f"notifications/{kind}/list_changed")
+            if concerned is None or concerned(connection.principal):
+                connection.list_changed(kind)
+        self.subscriptions.publish(f"notifications/{kind}/list_changed", which=None if concerned is None else
+                                   lambda stream: concerned(stream.connection.principal))
 
     def close_subscriptions(self) -> int:
         """End every open 2026-07-28 ``subscriptions/listen`` stream gracefully (their requests are

@@ -189,11 +189,15 @@ class Subscriptions:
         with self._lock:
             return self._lock.wait_for(lambda: len(self._open) <= count, timeout)
 
-    def publish(self, method: str, params: dict | None = None) -> int:
-        """Send a change notification on every stream whose filter asks for it; how many did."""
+    def publish(self, method: str, params: dict | None = None, *,
+                which: Callable[[Subscription], bool] | None = None) -> int:
+        """Send a change notification on every stream whose filter asks for it (and ``which``
+        picks, when given); how many did."""
         params = params or {}
         with self._lock:
             streams = [s for s in self._open.values() if s.wants(method, params)]
+        if which is not None:
+            streams = [s for s in streams if which(s)]
         for subscription in streams:
             subscription.send(method, params)
         return len(streams)

@@ -89,6 +89,12 @@ def _common(server: Server) -> Server:
         return {"id": principal.id, "scopes": sorted(principal.scopes), "authenticated": principal.authenticated}
 
     @server.tool()
+    def add_item(name: str) -> str:
+        """Register a tool called ``name`` (clients that may see it get tools/list_changed)."""
+        server.add_tool(_named(name), name=name)
+        return f"added {name}"
+
+    @server.tool()
     def touch(uri: str, times: int = 1) -> str:
         """Announce that ``uri`` changed, ``times`` times in a row."""
         for _ in range(times):
