@@ -35,6 +35,7 @@ import queue
 import shlex
 import threading
 import sys
+import time
 from typing import Any, Sequence
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
@@ -385,8 +386,9 @@ class _StdinLines:
     One daemon thread reads (started at the first question) and hands each line over; a question
     waits for the next line or for its request's cancellation (the server cancelled it, or gave up
     waiting), whichever comes first.  So a withdrawn question never holds the command: it ends when
-    its work is done, not when the user next presses Enter.  (A line typed after a question was
-    withdrawn answers the next one.)
+    its work is done, not when the user next presses Enter.  On a terminal a question takes only a
+    line typed after it was asked: a late answer to a withdrawn question must not approve the next
+    request.  After the end of input every question reads "" (end of input) at once.
     """
 
     #: How often a waiting question looks at its request's cancellation, in seconds.
@@ -394,21 +396,31 @@ class _StdinLines:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._lines: queue.Queue = queue.Queue(maxsize=64)  # bounded: the reader waits for questions
+        # (when it was read, the line); bounded: the reader waits for questions
+        self._lines: queue.Queue = queue.Queue(maxsize=64)
         self._reader: threading.Thread | None = None
+        self._ended = False  # the end of input was read: every later question gets "" at once
 
-    def read(self, context=None) -> str | None:
-        """The next line ("" at the end of input), or None if ``context``'s request was cancelled first."""
+    def read(self, context=None, *, fresh: bool = False) -> str | None:
+        """The next line ("" at the end of input), or None if ``context``'s request was cancelled
+        first.  ``fresh``: skip lines that were typed before this call (a terminal's late answers)."""
+        asked = time.monotonic()
         with self._lock:
             if self._reader is None:
                 self._reader = threading.Thread(target=self._read, name="mcp-ref-stdin", daemon=True)
                 self._reader.start()
         while True:
             try:
-                return self._lines.get(timeout=self.CHECK)
+                when, line = self._lines.get(timeout=self.CHECK)
             except queue.Empty:
+                if self._ended and self._lines.empty():
+                    return ""
                 if context is not None and context.is_cancelled:
                     return None
+                continue
+            if line and fresh and when < asked:
+                continue  # typed before the question was asked
+            return line
 
     def _read(self) -> None:
         while True:
@@ -416,7 +428,9 @@ class _StdinLines:
                 line = sys.stdin.readline()
             except (OSError, ValueError):
                 line = ""
-            self._lines.put(line)
+            if not line:
+                self._ended = True
+            self._lines.put((time.monotonic(), line))
             if not line:
                 return
 
@@ -463,7 +477,7 @@ class _Approval:
             sys.stderr.write(describe_request(request, self.server))
             sys.stderr.write("Allow? [y/N] ")
             sys.stderr.flush()
-            answer = _STDIN.read(context)
+            answer = _STDIN.read(context, fresh=True)
             if answer is None:
                 sys.stderr.write("\nmcp-ref: the server withdrew its request\n")
                 return False
@@ -624,7 +638,7 @@ def _ask_field(name: str, prop: dict, required: bool, context=None):
     suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")
     sys.stderr.write(f"  {prop.get('title') or name} ({hint}){suffix}, or !decline: ")
     sys.stderr.flush()
-    line = _STDIN.read(context)
+    line = _STDIN.read(context, fresh=not _no_terminal())
     if line is None:
         return _WITHDRAWN
     if not line:

@@ -288,7 +288,8 @@ class Session:
     ``default_timeout`` applies to every outgoing request that does not pass
     its own; ``max_workers`` bounds concurrently running incoming handlers, and
     ``max_incoming`` the incoming requests held at once (running or queued for a
-    handler): past it a request is refused with -32000 (``ServerBusy``).
+    handler), and separately the queued ones cancelled before a thread took them: past
+    either a request is refused with -32000 (``ServerBusy``).
     ``trace``, when set, is called as ``trace("-->", data)`` for every message
     written and ``trace("<--", data)`` for every message read.  ``executor``
     runs the handlers instead of a pool of the session's own.
@@ -319,6 +320,9 @@ class Session:
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
         self._incoming: dict[Any, RequestContext] = {}
+        # Requests cancelled while they waited for a thread: out of _incoming, their pool jobs still
+        # queued (each ends at once when a thread takes it).  Bounded by max_incoming too.
+        self._withdrawn = 0
         self._write_lock = threading.Lock()
         self._concurrent_writes = transport.concurrent_writes
         # A shared executor (HTTP's stateless mode: one connection per request) is not ours to shut down.
@@ -697,7 +701,7 @@ class Session:
         context = RequestContext(self, request.id, request.method, params)
         with self._lock:
             duplicate = request.id in self._incoming
-            busy = not duplicate and len(self._incoming) >= self.max_incoming
+            busy = not duplicate and (len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming)
             if not duplicate and not busy:
                 self._incoming[request.id] = context
         if duplicate or busy:
@@ -721,11 +725,12 @@ class Session:
         with self._lock:
             withdrawn = self._incoming.get(request.id) is not context
             context.started = True
+            if withdrawn:
+                self._withdrawn -= 1
         if withdrawn:  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
             if batch is not None:
                 batch.add(None)
-            else:
-                self.transport.request_finished(request.id)
+            self.transport.request_finished(request.id)
             return
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
@@ -750,7 +755,7 @@ class Session:
             batch.add(reply)
         elif reply is not None:
             self._reply(reply)
-        else:
+        if reply is None:
             self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
 
     def _leave(self, request_id, context: RequestContext) -> None:
@@ -773,8 +778,11 @@ class Session:
             if context.deferred or not context.started:
                 # No handler is running to take it out of the table: a deferred request, or one still
                 # waiting for a thread (its handler will not run), leaves it now.  So cancelling a
-                # flood of queued requests makes room at once, before the next message is read.
+                # flood of queued requests makes room at once, before the next message is read; the
+                # queued jobs left behind are counted (_withdrawn), and bounded like the table.
                 del self._incoming[request_id]
+                if not context.deferred:
+                    self._withdrawn += 1
         context.cancelled.set()
         if context.deferred:
             self._end_deferred(context)

@@ -229,3 +229,25 @@ def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp
     term.expect("the server withdrew its request")
     assert term.finish() == 0, term.output
     assert "timed out" in term.output and not (tmp_path / "sampled").exists()
+
+
+def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch):
+    import io
+
+    from mcp_ref import cli as command
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Ada\n"))
+    lines = command._StdinLines()
+    assert [lines.read() for _ in range(4)] == ["Ada\n", "", "", ""]  # a second form is cancelled, not waited on
+
+
+def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
+    import time
+
+    from mcp_ref import cli as command
+
+    lines = command._StdinLines()
+    lines._reader = object()  # no reader thread: the lines are handed over below, as it would
+    lines._lines.put((time.monotonic() - 1, "y\n"))  # typed for a question that was withdrawn meanwhile
+    lines._lines.put((time.monotonic() + 60, "n\n"))  # typed once the next question is asked
+    assert lines.read(fresh=True) == "n\n"  # the next question takes only what is typed after it is asked

@@ -493,3 +493,28 @@ def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serv
     time.sleep(1.1)  # time must pass: past the handshake timeout, and the sweep's once-a-second pace
     raw_session(srv.mcp).initialize()  # an initialize sweeps; this session comes back at once, so it stays
     assert stale not in srv.app.sessions and len(srv.app.sessions) == 1
+
+
+def test_requests_cancelled_while_queued_are_bounded_too(raw_peer):
+    """A request cancelled before a thread took it leaves the table at once, but its queued job stays
+    until a thread is free: those are bounded by max_incoming as well, not queued without end."""
+    from mcp_ref.errors import SERVER_BUSY
+    from mcp_ref.session import DEFAULT_MAX_INCOMING
+
+    peer = raw_peer()
+    peer.initialize()
+    held = '{"jsonrpc":"2.0","id":"held-%d","method":"tools/call","params":{"name":"wait_for_cancel","arguments":{"seconds":30}}}'
+    call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_for_cancel","arguments":{"seconds":30}}}'
+    cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}'
+    pairs = DEFAULT_MAX_INCOMING + 300
+    lines = [held % n for n in range(32)]  # every handler thread busy: what follows waits in the queue
+    for n in range(pairs):
+        lines += [call % n, cancel % n]
+    peer.send(("\n".join(lines) + "\n").encode())
+    refused = [peer.recv() for _ in range(pairs - DEFAULT_MAX_INCOMING)]
+    assert all(m["error"]["code"] == SERVER_BUSY for m in refused)
+    assert sorted(m["id"] for m in refused) == list(range(DEFAULT_MAX_INCOMING, pairs))
+    ping_answered(peer)
+    assert thread_count(peer.proc.pid) < 32 + 10
+    for n in range(32):  # let the held ones go: the server can then end when its input does
+        peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": f"held-{n}"}})

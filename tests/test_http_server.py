@@ -755,3 +755,20 @@ def test_concurrent_raw_sessions(serve):
     for checker in checkers:
         checker.assert_valid()
     assert srv.app.sessions == {}
+
+
+def test_a_cancelled_batch_item_ends_its_post(serve, raw_session):  # noqa: F811
+    """A batch item cancelled while it runs gets no answer; its POST's stream must end all the same
+    (2025-03-26 has batches; cancellation §Behavior Requirements: no response for the cancelled request)."""
+    raw = raw_session(serve().mcp)
+    raw.initialize("2025-03-26")
+    item = request("tools/call", {"name": "count_slowly", "arguments": {"steps": 1000, "delay": 0.05},
+                                  "_meta": {"progressToken": "p"}}, 7)
+    response = raw.post([item], stream=True)
+    events = SseReader(response)
+    assert events.next()["data"]  # its first progress: the item runs
+    assert raw.post(notification("notifications/cancelled", {"requestId": 7})).status_code == 202
+    rest = []
+    while (event := events.next()) is not None:  # the stream ends (bounded by the read timeout)
+        rest.append(json.loads(event["data"]))
+    assert not [m for m in rest if m.get("id") == 7]  # and carries no answer to the cancelled item

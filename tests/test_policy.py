@@ -24,7 +24,8 @@ from mcp_ref.auth.resource import AccessInfo, ProtectedResource
 POLICY = InMemory("policy_server", "build")
 ERAS = ("modern", "handshake")
 TRANSPORTS = ("stdio", "http")
-VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item", "touch"}
+VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item",
+                 "remove_item", "touch"}
 
 
 def open_client(transport: str, era: str, serve, variant: str = "", **options) -> Client:  # noqa: F811
@@ -65,7 +66,8 @@ def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
     tools = every_page(client.list_tools_page)
     assert all(len(page) <= 2 for page in tools)  # page_size=2: pages are of the caller's own listing
     assert [t.name for page in tools for t in page] == sorted(VISIBLE_TOOLS, key=[
-        "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item", "touch"].index)
+        "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item", "remove_item",
+        "touch"].index)
     resources = [r.uri for page in every_page(client.list_resources_page) for r in page]
     assert resources == ["mem://public/1", "mem://public/2", "mem://public/3", "mem://public/4", "files://public.txt"]
     templates = [t.uri_template for page in every_page(client.list_resource_templates_page) for t in page]
@@ -117,11 +119,26 @@ def test_a_hidden_item_changing_is_not_announced_to_those_who_cannot_see_it(tran
         client.subscribe("mem://public/1")
         client.call_tool("add_item", {"name": "secret_new"})  # hidden from this caller: not announced to it
         client.call_tool("add_item", {"name": "public_new"})
-        client.call_tool("touch", {"uri": "mem://public/1"})  # a marker: it comes after both, on the same stream
+        client.call_tool("remove_item", {"name": "secret_new"})
+        assert "public_new" in {t.name for t in client.list_tools()}
+        client.call_tool("remove_item", {"name": "public_new"})
+        client.call_tool("touch", {"uri": "mem://public/1"})  # a marker: it comes after them all, on the same stream
         with cond:
             assert cond.wait_for(lambda: "mem://public/1" in heard, WAIT)
-        assert heard == ["tools", "mem://public/1"]  # the change it can see, and not the hidden one
-        assert "public_new" in {t.name for t in client.list_tools()}
+        assert heard == ["tools", "tools", "mem://public/1"]  # the changes it can see, not the hidden ones
+
+
+def test_a_removal_is_announced_to_those_authorize_let_see_it_while_it_existed():
+    from mcp_ref import Server
+
+    # an authorize that reads the item from the registry: it must be asked before the item is gone
+    server = Server("lookup", authorize=lambda who, action, name: server.get_tool(name).listing["description"] == "open")
+    server.add_tool(lambda: "x", name="visible", description="open")
+    changed = threading.Event()
+    with Client.in_memory(server, era="handshake", timeout=WAIT, on_list_changed=lambda kind: changed.set()) as client:
+        assert [t.name for t in client.list_tools()] == ["visible"]
+        server.remove_tool("visible")
+        assert changed.wait(WAIT)
 
 
 def test_completion_functions_can_offer_each_caller_only_its_own(client):

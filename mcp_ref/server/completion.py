@@ -3,12 +3,11 @@ arguments and resource-template variables."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import InvalidParams
 from ..session import RequestContext
+from ..signatures import compile_arguments
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -50,7 +49,7 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
     if handler is not None:
         context_args = (completion_context or {}).get("arguments") or {}
         extra = {}
-        name = context_parameter(handler)
+        name = server.completion_context(ref_type, key)
         if name is not None:  # the function wants to know who asks (e.g. to offer only what they may see)
             from .context import Context
 
@@ -66,15 +65,12 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
 HANDLERS = {"completion/complete": complete}
 
 
-@functools.lru_cache(maxsize=1024)
 def context_parameter(func: Callable) -> str | None:
-    """The name of ``func``'s parameter annotated ``Context``, if it has one (read once per function)."""
+    """The name of ``func``'s parameter annotated ``Context`` (``Optional[Context]`` too), if it has
+    one: read when the function is registered, as for tools."""
+    from .context import Context
+
     try:
-        parameters = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
+        return compile_arguments(func, skip_types=(Context,)).context_param
+    except (TypeError, ValueError, NameError):  # hints it cannot read: called without a Context, as before
         return None
-    for parameter in parameters:
-        annotation = parameter.annotation
-        if annotation == "Context" or getattr(annotation, "__name__", None) == "Context":
-            return parameter.name
-    return None

@@ -19,6 +19,7 @@ from .. import MODERN_VERSIONS, lifecycle
 from ..pagination import SECRET_ENV, Paginator
 from ..ratelimit import RateLimit
 from .caching import check_hints
+from .completion import context_parameter
 from .connection import ServerConnection
 from .policy import LISTING_ACTIONS, Authorize, Policy, Principal, UpdateCoalescer, item_of
 from .prompts import RegisteredPrompt, build_prompt
@@ -94,7 +95,7 @@ class Server:
         self._templates: list[RegisteredResource] = []
         self._resource_lists: list[Callable[[], Iterable[dict]]] = []
         self._prompts: dict[str, RegisteredPrompt] = {}
-        self._completions: dict[tuple[str, str], Callable] = {}
+        self._completions: dict[tuple[str, str], tuple[Callable, str | None]] = {}  # (function, its Context parameter)
         self._connections: "weakref.WeakSet[ServerConnection]" = weakref.WeakSet()
         #: The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``).
         self.subscriptions = Subscriptions(max_subscriptions)
@@ -169,13 +170,14 @@ class Server:
         self._note_limit(tool)
         with self._registry_lock:
             self._tools[tool.name] = tool
-        self._announce("tools", tool.name)
+        self._announce("tools", self._listeners("tools", tool.name))
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; announces ``tools/list_changed``."""
+        listeners = self._listeners("tools", name)  # asked while it still exists
         with self._registry_lock:
             del self._tools[name]
-        self._announce("tools", name)
+        self._announce("tools", listeners)
 
     def get_tool(self, name: str) -> RegisteredTool | None:
         """The registered tool called ``name``, or None."""
@@ -232,14 +234,15 @@ class Server:
                 self._templates.append(entry)
             else:
                 self._resources[uri] = entry
-        self._announce("resources", uri)
+        self._announce("resources", self._listeners("resources", uri))
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template; announces ``resources/list_changed``."""
+        listeners = self._listeners("resources", uri)  # asked while it still exists
         with self._registry_lock:
             if self._resources.pop(uri, None) is None:
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
-        self._announce("resources", uri)
+        self._announce("resources", listeners)
 
     def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
                       max_file_size: int | None = None, allow_hidden: bool = False) -> str:
@@ -255,10 +258,10 @@ class Server:
         """
         template, read_file, list_files, files = file_root(root, uri_prefix, max_file_size=max_file_size,
                                                            allow_hidden=allow_hidden)
+        with self._registry_lock:  # listed before it is announced: a client listing at once sees the files
+            self._resource_lists.append(list_files)
         self.add_resource(read_file, template, name=name or f"files under {files.root.name}",
                           description=f"Files under {files.root}")
-        with self._registry_lock:
-            self._resource_lists.append(list_files)
         return template
 
     def find_resource(self, uri: str) -> tuple[RegisteredResource, dict] | None:
@@ -345,13 +348,14 @@ class Server:
         self._note_limit(prompt)
         with self._registry_lock:
             self._prompts[prompt.name] = prompt
-        self._announce("prompts", prompt.name)
+        self._announce("prompts", self._listeners("prompts", prompt.name))
 
     def remove_prompt(self, name: str) -> None:
         """Unregister a prompt; announces ``prompts/list_changed``."""
+        listeners = self._listeners("prompts", name)  # asked while it still exists
         with self._registry_lock:
             del self._prompts[name]
-        self._announce("prompts", name)
+        self._announce("prompts", listeners)
 
     def get_prompt(self, name: str) -> RegisteredPrompt | None:
         """The registered prompt called ``name``, or None."""
@@ -373,14 +377,20 @@ class Server:
         key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource)
 
         def register(func: Callable) -> Callable:
-            self._completions[key] = func
+            self._completions[key] = (func, context_parameter(func))
             return func
 
         return register
 
     def get_completion(self, ref_type: str, name: str) -> Callable | None:
         """The completion function for ``(ref_type, prompt name or template URI)``, or None."""
-        return self._completions.get((ref_type, name))
+        entry = self._completions.get((ref_type, name))
+        return entry[0] if entry is not None else None
+
+    def completion_context(self, ref_type: str, name: str) -> str | None:
+        """The parameter of that completion function annotated ``Context``, or None."""
+        entry = self._completions.get((ref_type, name))
+        return entry[1] if entry is not None else None
 
     # -- what the features read ----------------------------------------------------------------
 
@@ -480,26 +490,33 @@ class Server:
         connection.session.start()
         return connection
 
-    def _announce(self, kind: str, name: str) -> None:
-        """``notifications/{kind}/list_changed`` after item ``name`` was added, replaced or removed.
+    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
+        """Who is told that item ``name`` of ``kind`` changed: ``(connections, which streams)``.
 
-        With ``authorize``, only to callers who may see that item: a caller whose own listing did
-        not change is not told that something changed (it would learn that a hidden item exists).
+        With ``authorize``, only callers who may see that item (asked now: for a removal, while it
+        still exists): a caller whose own listing did not change is not told that something changed,
+        which would tell it a hidden item exists.  Without it, everyone (``which`` None).
         """
         policy = self.policy
         if policy.authorize is None:
-            concerned = None
-        else:
-            action = LISTING_ACTIONS[kind]
+            return self.connections(), None
+        action = LISTING_ACTIONS[kind]
+        verdicts: dict[str, bool] = {}
 
-            def concerned(principal) -> bool:
-                return policy.allows(principal, action, name)
+        def concerned(principal) -> bool:
+            if principal.id not in verdicts:
+                verdicts[principal.id] = policy.allows(principal, action, name)
+            return verdicts[principal.id]
 
-        for connection in self.connections():
-            if concerned is None or concerned(connection.principal):
-                connection.list_changed(kind)
-        self.subscriptions.publish(f"notifications/{kind}/list_changed", which=None if concerned is None else
-                                   lambda stream: concerned(stream.connection.principal))
+        streams = set(self.subscriptions.streams(lambda stream: concerned(stream.connection.principal)))
+        return [c for c in self.connections() if concerned(c.principal)], streams.__contains__
+
+    def _announce(self, kind: str, listeners: tuple[list, Callable | None]) -> None:
+        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`)."""
+        connections, which = listeners
+        for connection in connections:
+            connection.list_changed(kind)
+        self.subscriptions.publish(f"notifications/{kind}/list_changed", which=which)
 
     def close_subscriptions(self) -> int:
         """End every open 2026-07-28 ``subscriptions/listen`` stream gracefully (their requests are

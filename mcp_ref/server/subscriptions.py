@@ -202,6 +202,12 @@ class Subscriptions:
             subscription.send(method, params)
         return len(streams)
 
+    def streams(self, which: Callable[[Subscription], bool] | None = None) -> list[Subscription]:
+        """The open streams (those ``which`` picks, called outside the lock)."""
+        with self._lock:
+            streams = list(self._open.values())
+        return streams if which is None else [s for s in streams if which(s)]
+
     def resources_of(self, principal_id: str) -> set:
         """The resources the open streams of one principal name (``max_subscribed_resources``)."""
         with self._lock:

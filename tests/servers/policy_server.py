@@ -95,6 +95,12 @@ def _common(server: Server) -> Server:
         return f"added {name}"
 
     @server.tool()
+    def remove_item(name: str) -> str:
+        """Unregister the tool called ``name`` (clients that could see it get tools/list_changed)."""
+        server.remove_tool(name)
+        return f"removed {name}"
+
+    @server.tool()
     def touch(uri: str, times: int = 1) -> str:
         """Announce that ``uri`` changed, ``times`` times in a row."""
         for _ in range(times):
