@@ -35,6 +35,8 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 COMPLETE = "complete"
 INPUT_REQUIRED = "input_required"
 
+#: RFC 5424 severities, in increasing order (2025-11-25 server/utilities/logging §Log Levels): the
+#: values of ``logging/setLevel`` in the handshake era and of ``_meta`` logLevel at 2026-07-28.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
 from ..errors import InvalidParams
 from ..session import RequestContext
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-#: RFC 5424 severities, in increasing order (2025-11-25 server/utilities/logging §Log Levels).
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
