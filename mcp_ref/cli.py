@@ -3,7 +3,7 @@
 ::
 
     mcp-ref [--json] [--trace] [--timeout SECONDS] [--connect-timeout SECONDS] [--quiet] [--quiet-server]
-            [--root PATH] [--sampling-command CMD] [--yes] VERB ...
+            [--root PATH] [--sampling-command CMD] [--yes] [--answer-timeout SECONDS] VERB ...
 
     mcp-ref info TARGET                        serverInfo, protocol version, capabilities, instructions
     mcp-ref tools|resources|templates|prompts TARGET
@@ -21,7 +21,8 @@ The options work before or after the verb.
 A server's sampling and elicitation requests (sampling with ``--sampling-command``) are shown
 and asked about (``Allow? [y/N]``) when stdin and stderr are a terminal; without one they are
 refused (sampling: error -1, elicitation: declined) with a note on stderr, unless ``--yes``
-answers them without asking.
+answers them without asking; a question unanswered for ``--answer-timeout`` seconds (default
+300) is refused (elicitation: cancelled).
 Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server (or no handshake),
 5 the tool returned ``isError`` or the server answered with a JSON-RPC error,
 6 a request timed out.
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import queue
 import shlex
 import threading
@@ -38,7 +40,11 @@ import sys
 import time
 from typing import Any, Sequence
 
+from .terminal import safe, safe_json
+
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
+#: Seconds a question on the terminal waits for an answer (``--answer-timeout``).
+ANSWER_TIMEOUT = 300.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -98,6 +104,9 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--yes", action="store_true", default=default(False),
                         help="answer the server's sampling and elicitation requests without asking (otherwise "
                              "each is shown and asked about on a terminal, and refused without one)")
+    parser.add_argument("--answer-timeout", type=_seconds, default=default(ANSWER_TIMEOUT), metavar="SECONDS",
+                        help="the longest a question on the terminal waits for your answer (default "
+                             f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled")
     parser.add_argument("--header", action="append", default=default([]), metavar="'NAME: VALUE'",
                         help="an HTTP header for URL targets (repeatable)")
     parser.add_argument("--no-browser", action="store_true", default=default(False),
@@ -205,14 +214,21 @@ class _Progress:
         self.drawn = False
 
     def __call__(self, progress, total=None, message=None) -> None:
-        if self.tty and total:
-            filled = int(20 * min(max(progress / total, 0), 1))
-            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {progress:g}/{total:g}" + (f" {message}" if message else "")
+        # Every value is the server's: numbers shown only as numbers, the message escaped.
+        message = _one_line(message) if message else None
+        shown, of = _number(progress), _number(total) if total else None
+        fraction = None
+        if of is not None and shown != "?" and of != "?" and float(total) > 0:
+            ratio = float(progress) / float(total)
+            fraction = None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)  # json reads "NaN": no bar
+        if self.tty and fraction is not None:
+            filled = int(20 * fraction)
+            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}" + (f" {message}" if message else "")
             self.stream.write(text + "\x1b[K")
             self.drawn = True
         else:
-            of = f"/{total:g}" if total else ""
-            self.stream.write(f"mcp-ref: progress {progress:g}{of}" + (f" {message}" if message else "") + "\n")
+            self.stream.write(f"mcp-ref: progress {shown}" + (f"/{of}" if of else "") + (f" {message}" if message else "")
+                              + "\n")
         self.stream.flush()
 
     def done(self) -> None:
@@ -247,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _logout(args)
         return _run_verb(args, trace)
     except CliError as exc:
-        print(f"mcp-ref: {exc}", file=sys.stderr)
+        print(f"mcp-ref: {safe(exc)}", file=sys.stderr)  # it may quote the server's words
         if getattr(args, "json", False) and exc.code != EXIT_USAGE:
             # Scripts parse failures too: the JSON-RPC error as the server sent it, or ours.
             error = exc.error or {"message": str(exc)}
@@ -303,7 +319,16 @@ def _configure_logging(verbose: bool) -> None:
 
     # Errors reach the user as one line from main(); library warnings only with --trace.
     level = logging.WARNING if verbose else logging.ERROR
-    logging.basicConfig(level=level, format="mcp-ref: %(levelname)s: %(message)s", stream=sys.stderr)
+
+    class SafeFormatter(logging.Formatter):
+        # A library's log line may quote the server (a rejected tool's name, a log message): no
+        # escape sequence of its reaches the terminal.
+        def format(self, record: logging.LogRecord) -> str:
+            return safe(super().format(record))
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SafeFormatter("mcp-ref: %(levelname)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 class _Trace:
@@ -334,7 +359,7 @@ class _Trace:
             if not self.look_alikes.admit(key):
                 return
             self._flush()
-            self.stream.write(f"{direction} {text}\n")
+            self.stream.write(f"{direction} {safe(text)}\n")
             self.stream.flush()
 
     def _flush(self) -> None:
@@ -372,6 +397,7 @@ def _client_options(args, trace) -> dict:
     # Elicitation is always declared: on a terminal the user is asked; without one it is declined
     # (unless --yes, which reads the answers from stdin).  _Approval decides, before either handler runs.
     options["elicitation_handler"] = _ask_the_user
+    _STDIN.timeout = args.answer_timeout  # every question of this command, at the terminal or from stdin
     options["approve"] = _Approval(args.yes, args.target)
     return options
 
@@ -380,47 +406,70 @@ def _client_options(args, trace) -> dict:
 _TERMINAL = threading.RLock()
 
 
+class AnswerTimeout(Exception):
+    """No answer was typed within ``--answer-timeout`` seconds."""
+
+
 class _StdinLines:
     """stdin, a line at a time, for questions the server may withdraw while the user thinks.
 
-    One daemon thread reads (started at the first question) and hands each line over; a question
-    waits for the next line or for its request's cancellation (the server cancelled it, or gave up
-    waiting), whichever comes first.  So a withdrawn question never holds the command: it ends when
-    its work is done, not when the user next presses Enter.  On a terminal a question takes only a
-    line typed after it was asked: a late answer to a withdrawn question must not approve the next
-    request.  After the end of input every question reads "" (end of input) at once.
+    One daemon thread reads (started at the first question) and hands each line over, numbered
+    in the order read; a question waits for the next line, for its request's cancellation (the
+    server cancelled it, or gave up waiting), or for ``timeout`` seconds (then
+    :class:`AnswerTimeout`), whichever comes first.  So a withdrawn or unanswered question never
+    holds the command.  On a terminal a question takes only a line read after it was asked: a
+    late answer to a withdrawn question must not approve the next request.  "Asked" is
+    :meth:`mark`, called *before* the prompt is written, so an answer typed the instant the
+    prompt appears is never mistaken for an old one.  After the end of input every question
+    reads "" (end of input) at once.
     """
 
     #: How often a waiting question looks at its request's cancellation, in seconds.
     CHECK = 0.1
 
-    def __init__(self):
+    def __init__(self, timeout: float | None = ANSWER_TIMEOUT):
         self._lock = threading.Lock()
-        # (when it was read, the line); bounded: the reader waits for questions
+        # (its number, the line); bounded: the reader waits for questions
         self._lines: queue.Queue = queue.Queue(maxsize=64)
+        self._read_so_far = 0  # lines the reader has taken from stdin: the next one's number
         self._reader: threading.Thread | None = None
         self._ended = False  # the end of input was read: every later question gets "" at once
+        #: Seconds a question waits for its line (None: as long as it takes).
+        self.timeout = timeout
 
-    def read(self, context=None, *, fresh: bool = False) -> str | None:
-        """The next line ("" at the end of input), or None if ``context``'s request was cancelled
-        first.  ``fresh``: skip lines that were typed before this call (a terminal's late answers)."""
-        asked = time.monotonic()
+    def mark(self) -> int:
+        """Call just before asking (before the prompt is written): the number of the first line
+        that answers the question; give it to :meth:`read` as ``since``."""
         with self._lock:
-            if self._reader is None:
-                self._reader = threading.Thread(target=self._read, name="mcp-ref-stdin", daemon=True)
-                self._reader.start()
+            self._start()
+            return self._read_so_far
+
+    def read(self, context=None, *, since: int | None = None) -> str | None:
+        """The next line ("" at the end of input), or None if ``context``'s request was cancelled
+        first.  ``since`` (from :meth:`mark`): skip lines read before the question was asked (a
+        terminal's late answers).  Raises :class:`AnswerTimeout` past ``timeout`` seconds."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        with self._lock:
+            self._start()
         while True:
             try:
-                when, line = self._lines.get(timeout=self.CHECK)
+                number, line = self._lines.get(timeout=self.CHECK)
             except queue.Empty:
                 if self._ended and self._lines.empty():
                     return ""
                 if context is not None and context.is_cancelled:
                     return None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise AnswerTimeout(f"no answer within {self.timeout:g} s (--answer-timeout)") from None
                 continue
-            if line and fresh and when < asked:
+            if line and since is not None and number < since:
                 continue  # typed before the question was asked
             return line
+
+    def _start(self) -> None:
+        if self._reader is None:
+            self._reader = threading.Thread(target=self._read, name="mcp-ref-stdin", daemon=True)
+            self._reader.start()
 
     def _read(self) -> None:
         while True:
@@ -430,7 +479,10 @@ class _StdinLines:
                 line = ""
             if not line:
                 self._ended = True
-            self._lines.put((time.monotonic(), line))
+            with self._lock:
+                number = self._read_so_far
+                self._read_so_far += 1
+            self._lines.put((number, line))
             if not line:
                 return
 
@@ -474,10 +526,15 @@ class _Approval:
                   f"(--yes answers such requests without asking)", file=sys.stderr, flush=True)
             return False
         with _TERMINAL:
+            since = _STDIN.mark()  # asked from here: before the prompt shows, not after
             sys.stderr.write(describe_request(request, self.server))
             sys.stderr.write("Allow? [y/N] ")
             sys.stderr.flush()
-            answer = _STDIN.read(context, fresh=True)
+            try:
+                answer = _STDIN.read(context, since=since)
+            except AnswerTimeout as exc:
+                sys.stderr.write(f"\nmcp-ref: {exc}: refused the server's {what} request\n")
+                return False
             if answer is None:
                 sys.stderr.write("\nmcp-ref: the server withdrew its request\n")
                 return False
@@ -516,10 +573,14 @@ def describe_request(request, server: str | None = None) -> str:
         from urllib.parse import urlsplit
 
         url = str(params.get("url"))
-        host = urlsplit(url).hostname or "?"
+        try:
+            host = urlsplit(url).hostname or "?"
+        except ValueError:  # e.g. an unclosed "[": shown as it is, the host unknown
+            host = "?"
         return (f"mcp-ref: {who} asks you to open a URL: {message}\n"
                 f"  url:  {_shown(url)}\n  host: {_shown(host)}\n")
-    schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else {}
+    requested = params.get("requestedSchema")
+    schema: dict = requested if isinstance(requested, dict) else {}
     required = set(schema.get("required") or ())
     fields = []
     for name, prop in (schema.get("properties") or {}).items():
@@ -553,19 +614,9 @@ def _content_text(content) -> str:
 
 
 def _shown(value) -> str:
-    """``value`` as text safe to print on a terminal: control characters (escape sequences that could
-    redraw the prompt, carriage returns ...) shown escaped, line breaks indented."""
-    import unicodedata
-
-    out = []
-    for char in str(value):
-        if char == "\n":
-            out.append("\n    ")
-        elif unicodedata.category(char)[0] == "C":
-            out.append(char.encode("unicode_escape").decode("ascii"))
-        else:
-            out.append(char)
-    return "".join(out)
+    """``value`` as text safe to print on a terminal (:func:`mcp_ref.terminal.safe`: escape sequences
+    that could redraw the prompt, carriage returns ... shown escaped), line breaks indented."""
+    return safe(value, newline="\n    ")
 
 
 class _SamplingCommand:
@@ -615,6 +666,10 @@ def _ask_the_user(params, context=None):
                 if value is _WITHDRAWN:
                     print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
                     return ElicitResult(action="cancel")
+                if isinstance(value, AnswerTimeout):
+                    # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
+                    print(f"\nmcp-ref: {value}: the request is cancelled", file=sys.stderr)
+                    return ElicitResult(action="cancel")
                 if value is _EOF:
                     return ElicitResult(action="cancel")
                 if value is _DECLINE:
@@ -630,15 +685,21 @@ _EOF, _DECLINE, _INVALID, _WITHDRAWN = object(), object(), object(), object()
 
 
 def _ask_field(name: str, prop: dict, required: bool, context=None):
-    """One field, read from the terminal and checked against its schema: the value, None (left out), or a marker."""
+    """One field, read from the terminal and checked against its schema: the value, None (left out), a
+    marker, or the :class:`AnswerTimeout` that ended the wait."""
     kind = prop.get("type", "string")
     choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)] or None
     hint = "/".join(map(str, choices)) if choices else kind
     default = prop.get("default")
     suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")
-    sys.stderr.write(f"  {prop.get('title') or name} ({hint}){suffix}, or !decline: ")
+    # the title, the name, the choices and the type are the server's words: shown escaped
+    since = None if _no_terminal() else _STDIN.mark()  # asked from here: before the prompt shows
+    sys.stderr.write(f"  {_one_line(prop.get('title') or name)} ({_one_line(hint)}){suffix}, or !decline: ")
     sys.stderr.flush()
-    line = _STDIN.read(context, fresh=not _no_terminal())
+    try:
+        line = _STDIN.read(context, since=since)
+    except AnswerTimeout as exc:
+        return exc
     if line is None:
         return _WITHDRAWN
     if not line:
@@ -653,12 +714,12 @@ def _ask_field(name: str, prop: dict, required: bool, context=None):
             return None
         print("    a value is required", file=sys.stderr)
         return _INVALID
+    booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
+    readers: dict[str, Any] = {"integer": int, "number": float, "boolean": lambda t: booleans[t.lower()]}
     try:
-        value = {"integer": int, "number": float, "boolean": lambda t: {"y": True, "yes": True, "true": True,
-                                                                          "n": False, "no": False, "false": False}[t.lower()]
-                 }.get(kind, str)(text)
+        value = readers.get(kind, str)(text)
     except (ValueError, KeyError):
-        print(f"    not a {kind}: {json.dumps(text)}", file=sys.stderr)
+        print(f"    not a {_one_line(kind)}: {json.dumps(text)}", file=sys.stderr)
         return _INVALID
     if choices and value not in choices:
         print(f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr)
@@ -735,6 +796,7 @@ class _ServerStderr:
         self.transport = None
 
     def __call__(self, line: str) -> None:
+        line = safe(line, newline="\\n")  # the server's own output: no escape sequence reaches the terminal
         self.lines.append(line)
         if not self.quiet:
             print(line, file=sys.stderr, flush=True)
@@ -836,28 +898,48 @@ def _serve_protected_demo(host: str, port: int, stateless: bool) -> None:
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    # Non-ASCII text stays readable; DEL, C1 controls, lone surrogates and bidi overrides (which
+    # json.dumps leaves raw) become \\uXXXX escapes: the same JSON, safe on a terminal.
+    print(safe_json(json.dumps(value, indent=2, ensure_ascii=False)))
+
+
+def _number(value: Any) -> str:
+    """A number from the server for the terminal (``12``, ``0.5``), or ``?`` for anything else
+    (a string, a bool, an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "?"
+    try:
+        return f"{float(value):g}"
+    except OverflowError:
+        return "?"
+
+
+def _one_line(value: Any) -> str:
+    """A server's string for one line of output: :func:`mcp_ref.terminal.safe`, line breaks shown as ``\\n``."""
+    return safe(value, newline="\\n")
 
 
 def _info(client, args) -> int:
     if args.json:  # the server's own answer: to server/discover (2026-07-28) or to initialize
         _print_json((client.discover_result or client.initialize_result).raw)
         return EXIT_OK
+    # Every string below is the server's: each is shown through mcp_ref.terminal.safe.
     info = client.server_info
     if info is not None:
-        print(f"server:       {info.name} {info.version}" + (f" ({info.title})" if info.title else ""))
-    print(f"protocol:     {client.protocol_version}")
+        print(f"server:       {_one_line(info.name)} {_one_line(info.version)}"
+              + (f" ({_one_line(info.title)})" if info.title else ""))
+    print(f"protocol:     {_one_line(client.protocol_version)}")
     if client.era == "modern":
         print(f"era:          modern (no session; server/discover lists "
-              f"{', '.join(client.discover_result.supported_versions)})")
+              f"{_one_line(', '.join(map(str, client.discover_result.supported_versions)))})")
     else:
         print("era:          handshake (initialize)")
-    print(f"capabilities: {', '.join(sorted(client.server_capabilities)) or '(none)'}")
+    print(f"capabilities: {_one_line(', '.join(sorted(client.server_capabilities))) or '(none)'}")
     for name, value in sorted(client.server_capabilities.items()):
         if value:
-            print(f"  {name}: {json.dumps(value)}")
+            print(f"  {_one_line(name)}: {json.dumps(value)}")
     if client.instructions:
-        print(f"instructions: {client.instructions}")
+        print(f"instructions: {safe(client.instructions)}")
     return EXIT_OK
 
 
@@ -868,7 +950,7 @@ def _listing(method_all: str, key: str, describe):
             _print_json({key: [item.to_wire() for item in items]})
             return EXIT_OK
         for item in items:
-            print(describe(item))
+            print(_one_line(describe(item)))  # names, descriptions, URIs: the server's words
         if not items:
             print(f"(no {key})")
         return EXIT_OK
@@ -891,7 +973,7 @@ def _describe_prompt(prompt) -> str:
 
 def _print_content(blocks: list) -> None:
     for block in blocks:
-        print(describe_content(block))
+        print(safe(describe_content(block)))  # the server's text: line breaks kept, escape sequences shown
 
 
 def describe_content(block) -> str:
@@ -919,7 +1001,7 @@ def _call(client, args) -> int:
         if not isinstance(arguments, dict):
             raise CliError("--args must be a JSON object", EXIT_USAGE)
     if args.pairs:
-        properties = None
+        properties: dict | None = None
         if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
             # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
             properties = next((t.input_schema.get("properties", {}) for t in client.list_tools() if t.name == args.tool), {})
@@ -950,9 +1032,11 @@ def _read(client, args) -> int:
         return EXIT_OK
     for contents in result.contents:
         if hasattr(contents, "text"):
-            sys.stdout.write(contents.text if contents.text.endswith("\n") else contents.text + "\n")
+            text = safe(contents.text)
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
         else:
-            print(f"[blob {contents.mime_type or 'application/octet-stream'}, {len(contents.blob) * 3 // 4} bytes: use --json for the data]")
+            print(f"[blob {_one_line(contents.mime_type or 'application/octet-stream')}, {len(contents.blob) * 3 // 4} "
+                  f"bytes: use --json for the data]")
     return EXIT_OK
 
 
@@ -962,7 +1046,7 @@ def _prompt(client, args) -> int:
         _print_json(result.raw)
         return EXIT_OK
     for message in result.messages:
-        print(f"[{message.role}] {describe_content(message.content)}")
+        print(f"[{_one_line(message.role)}] {safe(describe_content(message.content))}")
     return EXIT_OK
 
 
@@ -974,7 +1058,7 @@ def _check(client, args) -> int:
     if args.json:
         _print_json(outcome)
     else:
-        print(table(findings))
+        print(safe(table(findings)))  # findings quote the server
     return EXIT_OK if outcome["ok"] else EXIT_ERROR
 
 

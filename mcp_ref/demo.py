@@ -9,8 +9,10 @@ the server API.
 from __future__ import annotations
 
 import base64
+import collections
 import enum
 import random
+import re
 import sys
 import threading
 from dataclasses import dataclass
@@ -58,6 +60,16 @@ def build_protected_server() -> Server:
     return server
 
 
+#: ``add_tool``: the most tools one caller may add (past it, a clear tool error: nothing is replaced).
+MAX_ADDED_PER_CALLER = 5
+#: ``add_tool``: the most added tools the server holds for all callers together; past it the
+#: oldest added tool (whoever added it) is removed to make room.  Built-in tools are never removed.
+MAX_ADDED_TOOLS = 100
+#: ``add_tool``: a name an added tool may take (2025-11-25 server/tools §Tool Names: 1 to 128 of
+#: A-Z, a-z, 0-9, ``_``, ``-`` and ``.``; the demo keeps them to 64).
+ADDED_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+
+
 def demo_policy(principal, action: str, name: str) -> bool:
     """The demo's access control (``Server(authorize=...)``): tools named ``admin_*`` are for
     callers holding the ``mcp:admin`` scope; everyone else is not shown them, and calling one
@@ -69,13 +81,24 @@ def demo_policy(principal, action: str, name: str) -> bool:
 
 def build_server() -> Server:
     """A fresh demo server (each call returns a new, independent one)."""
+    # add_tool's tools: name -> the principal that added it, oldest first (bounded: MAX_ADDED_TOOLS).
+    added: collections.OrderedDict[str, str] = collections.OrderedDict()
+    added_lock = threading.Lock()
+
+    def policy(principal, action: str, name: str) -> bool:
+        # A tool added at run time is its caller's own: listed for and callable by it alone.
+        owner = added.get(name) if action == "tools/call" else None
+        if owner is not None:
+            return owner == principal.id
+        return demo_policy(principal, action, name)
+
     server = Server(
         "mcp-ref-demo",
         version="1.0.0",
         title="mcp_ref demo server",
         instructions="A demo of every MCP feature. Start with the echo tool.",
         page_size=5,  # small pages, so listings show pagination
-        authorize=demo_policy,  # who may see and call what (mcp_ref.server.policy)
+        authorize=policy,  # who may see and call what (mcp_ref.server.policy): demo_policy, and add_tool's rule
     )
     counter = {"value": 0}
     counter_lock = threading.Lock()
@@ -171,7 +194,8 @@ def build_server() -> Server:
         if answer.action != "accept":
             return f"the user chose to {answer.action}"
         # A client may leave out what has a default (mcp_ref's fills defaults in; others may not).
-        return f"hello {answer.content['name']}, who likes {answer.content.get('colour', 'blue')}"
+        content = answer.content or {}
+        return f"hello {content.get('name')}, who likes {content.get('colour', 'blue')}"
 
     @server.tool()
     def show_roots(ctx: Context) -> str:
@@ -189,13 +213,34 @@ def build_server() -> Server:
         return value
 
     @server.tool()
-    def add_tool(name: str) -> str:
-        """Register a new tool called `name` (clients get tools/list_changed)."""
+    def add_tool(name: str, ctx: Context) -> str:
+        """Register a new tool called `name`, for you alone (clients get tools/list_changed).
 
-        def extra() -> str:
-            return f"I am {name}"
+        Args:
+            name: 1 to 64 letters, digits, `_`, `-` or `.`; not a tool that exists.
+        """
+        # A server that lets callers add tools must scope and bound them: a caller adds its own
+        # tools (no one else sees them), never replaces another's or a built-in one, and holds at
+        # most MAX_ADDED_PER_CALLER; all callers together hold at most MAX_ADDED_TOOLS.
+        if not ADDED_TOOL_NAME.match(name):
+            raise ToolError("name must be 1 to 64 letters, digits, '_', '-' or '.'")
+        caller = ctx.principal.id
+        with added_lock:
+            owner = added.get(name)
+            if owner not in (None, caller) or (owner is None and server.get_tool(name) is not None):
+                raise ToolError(f"the name {name} is taken: choose another")
+            if owner is None and sum(1 for who in added.values() if who == caller) >= MAX_ADDED_PER_CALLER:
+                raise ToolError(f"you have added {MAX_ADDED_PER_CALLER} tools, the most one caller may")
+            if owner is None and len(added) >= MAX_ADDED_TOOLS:
+                oldest = next(iter(added))  # makes room; removed while still its owner's (only it is told)
+                server.remove_tool(oldest)
+                del added[oldest]
+            added[name] = caller  # owned before it exists: no one else ever sees it
 
-        server.add_tool(extra, name=name, description=f"A tool added at run time: {name}")
+            def extra() -> str:
+                return f"I am {name}"
+
+            server.add_tool(extra, name=name, description=f"A tool added at run time: {name}")
         return f"added {name}"
 
     @server.tool(rate_limit="3/minute")

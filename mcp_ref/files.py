@@ -2,7 +2,8 @@
 
 :class:`FileRoot` maps client-supplied relative POSIX paths to files under a
 root directory and refuses anything that could escape it (``..``, absolute
-paths, drive letters, backslashes, NUL bytes, symlinks pointing outside).
+paths, drive letters, backslashes, NUL bytes, symlinks pointing outside), and
+any second spelling of a file (``./a``, ``a//b``, ``a/``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import mimetypes
 import os
 import re
 import stat
+import sys
 from pathlib import Path
 
 __all__ = ["FileRoot", "PathOutsideRoot", "FileTooLarge", "is_text", "DEFAULT_MAX_FILE_SIZE"]
@@ -40,6 +42,9 @@ _MIME_OVERRIDES = {
 }
 _DEFAULT_MIME = "application/octet-stream"
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: Platforms whose usual file systems fold case (and, on macOS, Unicode normalisation): there a
+#: FileRoot checks each name as stored, so one file has one spelling (FileRoot._check_names).
+_FOLDING_FILE_SYSTEMS = sys.platform in ("darwin", "win32", "cygwin")
 
 
 class PathOutsideRoot(PermissionError):
@@ -88,10 +93,13 @@ class FileRoot:
     resolved in ``.root``.  Files over ``max_file_size`` bytes are refused
     (:class:`FileTooLarge`), and hidden paths (a component starting with ``.``:
     ``.env``, ``.git/config``) are refused as outside the root unless
-    ``allow_hidden``.
+    ``allow_hidden``.  A path has one spelling: ``./a.txt``, ``docs//a.txt`` and
+    ``a.txt/`` are refused (:class:`PathOutsideRoot`), never read as ``a.txt``, and
+    where the file system folds case or Unicode normalisation each component must
+    be spelled as stored.
     """
 
-    __slots__ = ("root", "max_file_size", "allow_hidden", "_real", "_prefix")
+    __slots__ = ("root", "max_file_size", "allow_hidden", "_real", "_prefix", "_exact_names")
 
     def __init__(self, root: str | os.PathLike, *, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
                  allow_hidden: bool = False) -> None:
@@ -106,6 +114,22 @@ class FileRoot:
         self.root = path.resolve(strict=True)
         self._real = os.path.realpath(self.root)
         self._prefix = self._real if self._real.endswith(os.sep) else self._real + os.sep
+        #: Check each component against its directory's own listing (see :meth:`_check_names`).
+        self._exact_names = _FOLDING_FILE_SYSTEMS
+
+    def _check_names(self, relative: str, parts: list[str]) -> None:
+        """On a file system that folds case or Unicode normalisation (macOS, Windows), every
+        component must be spelled exactly as the directory stores it: ``Secret.txt`` or a
+        decomposed ``é`` would open ``secret.txt`` or a composed ``é`` under another name."""
+        parent = self._real
+        for part in parts:
+            try:
+                names = os.listdir(parent)
+            except OSError:
+                raise FileNotFoundError(f"no such file: {relative!r}") from None
+            if part not in names:
+                raise FileNotFoundError(f"no such file: {relative!r}")
+            parent = os.path.join(parent, part)
 
     def _inside(self, real: str) -> bool:
         return real == self._real or real.startswith(self._prefix)
@@ -122,12 +146,27 @@ class FileRoot:
             raise PathOutsideRoot(f"path {relative!r} is absolute")
         if _DRIVE.match(relative):
             raise PathOutsideRoot(f"path {relative!r} starts with a drive letter")
-        parts = [p for p in relative.split("/") if p not in ("", ".")]
+        parts = relative.split("/")
         if ".." in parts:
             raise PathOutsideRoot(f"path {relative!r} contains '..'")
+        if "" in parts or "." in parts:
+            # One spelling per file: "./a", "a//b" and "a/" are refused, never read as "a" or "a/b".
+            # Whoever judged the path before it got here (an ``authorize`` policy, a rate limit,
+            # a subscription) judged that exact string, so the file read must be the one it names.
+            raise PathOutsideRoot(f"path {relative!r} is not canonical (an empty or '.' segment)")
         if not self.allow_hidden and any(p.startswith(".") for p in parts):
             raise PathOutsideRoot(f"path {relative!r} is hidden")
         return parts
+
+    def is_canonical(self, relative: str) -> bool:
+        """True when ``relative`` is a path this root would look up: the one spelling of a file
+        (no empty, ``.`` or ``..`` segment, no backslash, NUL or leading ``/``, not hidden unless
+        ``allow_hidden``).  It reads nothing from the disk."""
+        try:
+            self._check_relative(relative)
+        except (PathOutsideRoot, TypeError):
+            return False
+        return True
 
     def resolve(self, relative: str) -> Path:
         """Return the real path of regular file ``relative`` under the root.
@@ -137,7 +176,12 @@ class FileRoot:
         IsADirectoryError for directories and PermissionError for other
         non-regular files (FIFOs, devices).
         """
+        return self._resolve(relative, self._exact_names)
+
+    def _resolve(self, relative: str, exact_names: bool) -> Path:
         parts = self._check_relative(relative)
+        if exact_names:
+            self._check_names(relative, parts)
         real = os.path.realpath(os.path.join(self._real, *parts))
         if not self._inside(real):
             raise PathOutsideRoot(f"path {relative!r} resolves outside the root")
@@ -190,7 +234,7 @@ class FileRoot:
                     continue
                 relative = prefix + name
                 try:
-                    self.resolve(relative)
+                    self._resolve(relative, False)  # names as os.walk read them: stored as they are
                 except (OSError, TypeError):
                     continue
                 found.append(relative)

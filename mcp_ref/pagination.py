@@ -10,24 +10,32 @@ of a stateless deployment hand cursors to each other's clients.  Configure it
 with ``Server(secret=...)`` or the environment variable ``MCP_REF_SECRET``; a
 comma-separated list rotates keys: the first signs, every one is accepted.
 Without one, each Paginator draws its own random secret.
+
+The client's side is :func:`follow_cursors`: it follows ``nextCursor`` from page to
+page, at most ``max_pages`` of them (``Client(max_pages=)``), and stops at a cursor
+the server already gave.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+from .errors import LimitExceeded, McpError
 from .signing import Keyring
 
-__all__ = ["InvalidCursor", "Paginator", "SECRET_ENV"]
+__all__ = ["DEFAULT_MAX_PAGES", "InvalidCursor", "Paginator", "SECRET_ENV", "follow_cursors"]
 
 #: The environment variable holding the deployment's secret (``new,old`` during a rotation).
 SECRET_ENV = "MCP_REF_SECRET"
 
 _T = TypeVar("_T")
 _TAG_BYTES = 16
+#: Pages a client follows for one listing before it gives up (``Client(max_pages=)``).
+DEFAULT_MAX_PAGES = 1000
 
 
 class InvalidCursor(ValueError):
@@ -100,3 +108,38 @@ class Paginator:
         page = list(items[start:end])
         return page, (self.make_cursor(end, kind=kind) if end < len(items) else None)
 
+
+
+def follow_cursors(fetch: Callable[[str | None], dict], method: str,
+                   max_pages: int = DEFAULT_MAX_PAGES) -> Iterator[dict]:
+    """The client's side: the results of ``fetch(cursor)`` page after page, starting with None and
+    following each page's ``nextCursor`` until a page has none.
+
+    A server decides its cursors (2025-11-25 utilities/pagination: clients "MUST treat cursors
+    as opaque tokens"), so a broken or hostile one could hand out new ones forever: past
+    ``max_pages`` pages this raises :class:`~mcp_ref.errors.LimitExceeded` (``data.limit``);
+    a cursor the server already gave (a loop), or a ``nextCursor`` that is not a string, is
+    :class:`~mcp_ref.errors.McpError`.  Memory stays small: a digest of each cursor is kept,
+    not the cursor.
+    """
+    if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:
+        raise ValueError(f"max_pages must be a positive int, not {max_pages!r}")
+    seen: set[bytes] = set()
+    cursor: str | None = None
+    pages = 0
+    while True:
+        result = fetch(cursor)
+        pages += 1
+        yield result
+        cursor = result.get("nextCursor")
+        if cursor is None or cursor == "":
+            return
+        if not isinstance(cursor, str):
+            raise McpError(f"{method}: the server's nextCursor is not a string")
+        digest = hashlib.sha256(cursor.encode("utf-8", "surrogatepass")).digest()
+        if digest in seen:
+            raise McpError(f"{method}: the server repeated a pagination cursor")
+        seen.add(digest)
+        if pages >= max_pages:
+            raise LimitExceeded(f"{method}: the server still had more after {max_pages} pages; this client "
+                                f"follows at most {max_pages} (max_pages)", data={"limit": max_pages})

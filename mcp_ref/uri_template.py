@@ -154,6 +154,27 @@ class UriTemplate:
                 return None  # a repeated variable captured different values
         return result
 
+    def match_canonical(self, uri: str) -> dict[str, str] | None:
+        """:meth:`match`, but only for the one spelling of the values this template writes.
+
+        ``uri`` must be exactly what :meth:`expand` makes of the values it matched: so no
+        percent-escape of a character the expansion writes as itself (``%74`` for ``t``,
+        ``%2F`` for the ``/`` a ``{+var}`` keeps), none in lower case (``%c3``: RFC 3986 §6.2.2.1
+        "should use uppercase"), and no raw character it would escape.  And no value may hold a
+        ``.`` or ``..`` segment: RFC 3986 §5.2.4 removes dot-segments, so ``a/./b`` and ``a/b``
+        would be one resource under two names.  Every other spelling gives None, so that whoever
+        judges the URI (an ``authorize`` policy) and whoever serves it judge the same string.
+        """
+        values = self.match(uri)
+        if values is None:
+            return None
+        for value in values.values():
+            if "." in value and any(segment in (".", "..") for segment in value.split("/")):
+                return None
+        if self.expand(**values) != uri:
+            return None
+        return values
+
     def __str__(self) -> str:
         """The template string."""
         return self.template

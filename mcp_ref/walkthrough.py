@@ -17,6 +17,7 @@ from typing import Callable
 from .client import Client
 from .demo import server_command
 from .errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
+from .terminal import safe
 from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, LogMessage, TextContent
 
 
@@ -47,11 +48,12 @@ class _Steps:
         self.number += 1
         print(f"\n{self.number}. {title}")
 
+    # Each line quotes what the server said: shown through mcp_ref.terminal.safe, as the CLI does.
     def say(self, text: str) -> None:
-        print(f"   {text}")
+        print(f"   {safe(text)}")
 
     def check(self, ok: bool, text: str) -> None:
-        print(f"   {'ok  ' if ok else 'FAIL'} {text}")
+        print(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}")
         if not ok:
             self.failures.append(text)
 
@@ -85,7 +87,7 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
         _authorization(steps, trace, timeout)
     elapsed = time.perf_counter() - started
     if steps.failures:
-        print(f"\n{len(steps.failures)} step(s) did not behave: " + "; ".join(steps.failures))
+        print(f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)))
         return 1
     print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.")
     return 0

@@ -513,6 +513,20 @@ def test_elicitation_is_answered_at_the_terminal_and_checked():
     assert "hello Ada, who likes green" in out
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
+def test_an_unanswered_terminal_question_times_out_with_a_clear_message():
+    # Issue 20 (9a): a question on the terminal waits --answer-timeout seconds, not for ever.
+    out = _terminal_session(["call", "--answer-timeout", "0.5", TARGET, "ask_user"], [
+        ("Allow? [y/N] ", "y"),
+        ("Name (string), or !decline: ", "Ada"),  # then nobody answers the colour
+    ])
+    assert "no answer within 0.5 s (--answer-timeout): the request is cancelled" in out
+    assert "the user chose to cancel" in out
+    out = _terminal_session(["call", "--answer-timeout", "0.5", TARGET, "ask_user"], [])  # nobody approves
+    assert "no answer within 0.5 s (--answer-timeout): refused the server's elicitation request" in out
+    assert "the user chose to decline" in out
+
+
 # -- issue 8: a picture of the conversation -------------------------------------------------------------
 
 

@@ -242,12 +242,12 @@ def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch
 
 
 def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
-    import time
-
     from mcp_ref import cli as command
 
     lines = command._StdinLines()
     lines._reader = object()  # no reader thread: the lines are handed over below, as it would
-    lines._lines.put((time.monotonic() - 1, "y\n"))  # typed for a question that was withdrawn meanwhile
-    lines._lines.put((time.monotonic() + 60, "n\n"))  # typed once the next question is asked
-    assert lines.read(fresh=True) == "n\n"  # the next question takes only what is typed after it is asked
+    lines._lines.put((0, "y\n"))  # typed for a question that was withdrawn meanwhile
+    lines._read_so_far = 1
+    since = lines.mark()  # the next question is asked (before its prompt is written)
+    lines._lines.put((1, "n\n"))  # typed once the next question is asked
+    assert lines.read(since=since) == "n\n"  # the next question takes only what is typed after it is asked

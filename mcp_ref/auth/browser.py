@@ -82,6 +82,11 @@ class LoopbackBrowser:
         return f"http://{self.host}:{self._server.server_address[1]}{self.path}"
 
     def authorize(self, url: str, timeout: float) -> str:
+        """Announce ``url`` and open it in a browser (after :func:`~mcp_ref.auth.discovery.check_url`:
+        never a ``javascript:``, ``file:`` or plain-http remote URL); wait for the redirect."""
+        from .discovery import check_url
+
+        check_url(url, "the authorization URL")
         if self._server is None:
             raise RuntimeError("redirect_uri() starts the listener before authorize()")
         if self.announce is not None:
@@ -170,6 +175,9 @@ def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
     user's consent on a real server."""
     import requests
 
+    from .discovery import check_url
+
+    check_url(url, "the authorization URL")
     try:
         response = (http or requests).get(url, allow_redirects=False, timeout=timeout)
     except requests.RequestException as exc:

@@ -10,9 +10,14 @@ It shows the whole dance an MCP client performs, on the wire, with nothing hidde
   rotated on every use;
 - ``POST /introspect``: token introspection (RFC 7662), for a resource server that authenticates;
 - Client ID Metadata Documents: a ``client_id`` that is an https URL is fetched (bounded: size,
-  time, no redirects; https only, except http on loopback; never a private-network address), and
-  its ``client_id`` must be that URL exactly (2025-11-25 basic/authorization §Client ID Metadata
-  Documents).
+  time, no redirects; https only, except http on loopback; only from a globally routable address,
+  the one checked), and its ``client_id`` must be that URL exactly (2025-11-25
+  basic/authorization §Client ID Metadata Documents).
+
+Every route checks the request's ``Host`` (and ``Origin``) as the MCP endpoint does
+(``allowed_hosts`` / ``allowed_origins``; by default loopback names only): a DNS-rebinding page
+gets 403, and the issuer is never taken from a ``Host`` that is not allowed.  Any bad input gets
+an RFC 6749 §5.2 error; nothing raises out of the application.
 
 Codes are single use, live ``code_lifetime`` seconds, and are bound to the client, the redirect
 URI, the PKCE challenge and the resource (RFC 8707).  Access tokens are opaque, bound to the
@@ -30,15 +35,19 @@ from __future__ import annotations
 
 import base64
 import collections
+import hmac
 import json
+import logging
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from . import pkce
+
+log = logging.getLogger(__name__)
 
 #: The pre-registered public client.
 DEMO_CLIENT_ID = "mcp-ref-demo"
@@ -51,6 +60,8 @@ MAX_DOCUMENT = 16 * 1024
 DOCUMENT_TTL = 300.0
 #: Seconds to fetch one client metadata document, in all.
 DOCUMENT_TIMEOUT = 5.0
+#: The longest ``client_id`` URL fetched as a metadata document (and kept as a cache key).
+MAX_CLIENT_ID_URL = 2048
 #: The scopes the demo knows.
 DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
@@ -100,7 +111,7 @@ class _Table:
         self.items: collections.OrderedDict = collections.OrderedDict()
         self.lock = threading.Lock()
 
-    def put(self, key, value, *, keep: Callable[[object], bool] = lambda value: False) -> None:
+    def put(self, key, value, *, keep: Callable[[Any], bool] = lambda value: False) -> None:
         with self.lock:
             self.items[key] = value
             while len(self.items) > self.limit:
@@ -122,13 +133,19 @@ class DemoAuthorizationServer:
     """The WSGI application of the demo authorization server (see the module docstring).
 
     ``issuer`` is its URL (``http://127.0.0.1:8000``); None takes it from each request's
-    ``Host``, which suits a server bound to port 0.  ``scopes`` are the scopes it grants.
+    ``Host`` once that is allowed, which suits a server bound to port 0.  ``scopes`` are the
+    scopes it grants.  ``allowed_hosts`` / ``allowed_origins``: the DNS-rebinding guard of the
+    MCP endpoint (:class:`~mcp_ref.transports.http_server.McpWsgiApp`'s options, the same
+    rules): None allows loopback names only, ``["*"]`` any.
     """
 
     def __init__(self, issuer: str | None = None, *, scopes: Iterable[str] = DEFAULT_SCOPES,
                  code_lifetime: float = 60.0, token_lifetime: float = 3600.0,
-                 max_clients: int = 1000, max_grants: int = 10_000):
+                 max_clients: int = 1000, max_grants: int = 10_000,
+                 allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None):
         self.issuer = issuer.rstrip("/") if issuer else None
+        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self.allowed_origins = None if allowed_origins is None else list(allowed_origins)
         self.scopes = tuple(scopes)
         self.code_lifetime = code_lifetime
         self.token_lifetime = token_lifetime
@@ -137,15 +154,19 @@ class DemoAuthorizationServer:
         self.access_tokens = _Table(max_grants)
         self.refresh_tokens = _Table(max_grants)
         self.documents = _Table(max_clients)  # client metadata documents: URL -> (client, expires)
+        #: The address of the caller of the request this thread serves (see :meth:`client`).
+        self._caller = threading.local()
         self.clients.put(DEMO_CLIENT_ID, RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
                                                           preregistered=True))
 
     # -- WSGI -----------------------------------------------------------------------------------
 
     def __call__(self, environ: dict, start_response):
-        issuer = self.issuer or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
-        route = (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO") or "/")
+        self._caller.address = environ.get("REMOTE_ADDR") or ""
         try:
+            self._check_host_and_origin(environ)
+            issuer = self.issuer or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
+            route = (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO") or "/")
             if route in (("GET", "/.well-known/oauth-authorization-server"), ("GET", "/.well-known/openid-configuration")):
                 return _json(start_response, "200 OK", self.metadata(issuer))
             if route == ("POST", "/register"):
@@ -164,6 +185,24 @@ class DemoAuthorizationServer:
         except OAuthError as exc:
             body = {"error": exc.error, "error_description": exc.description}
             return _json(start_response, exc.status, body, headers=exc.headers, no_store=True)
+        except Exception:  # noqa: BLE001 - a bug, not the client's doing: logged here, never sent
+            log.exception("the demo authorization server failed on %s %s", environ.get("REQUEST_METHOD"),
+                          (environ.get("PATH_INFO") or "/")[:200])
+            body = {"error": "server_error", "error_description": "the authorization server failed; see its log"}
+            return _json(start_response, "500 Internal Server Error", body, no_store=True)
+
+    def _check_host_and_origin(self, environ: dict) -> None:
+        """The MCP endpoint's DNS-rebinding guard, on every route (2025-11-25 basic/transports
+        §Security Warning: servers "MUST validate the Origin header on all incoming connections to
+        prevent DNS rebinding attacks"): a page on ``evil.example`` that resolves to 127.0.0.1 must
+        neither use this server nor make it name ``evil.example`` as its issuer."""
+        from ..transports.origins import host_allowed, origin_allowed
+
+        if not host_allowed(environ.get("HTTP_HOST", ""), self.allowed_hosts):
+            raise OAuthError("invalid_request", "this Host is not allowed", "403 Forbidden")
+        origin = environ.get("HTTP_ORIGIN")
+        if origin and not origin_allowed(origin, self.allowed_origins):
+            raise OAuthError("invalid_request", "this Origin is not allowed", "403 Forbidden")
 
     # -- the endpoints --------------------------------------------------------------------------
 
@@ -196,7 +235,7 @@ class DemoAuthorizationServer:
         if method not in AUTH_METHODS:
             raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
         grants = body.get("grant_types", ["authorization_code"])
-        if not isinstance(grants, list) or not set(grants) <= {"authorization_code", "refresh_token"}:
+        if not isinstance(grants, list) or not all(g in ("authorization_code", "refresh_token") for g in grants):
             raise OAuthError("invalid_client_metadata", "grant_types may list authorization_code and refresh_token only")
         name = body.get("client_name")
         if name is not None and (not isinstance(name, str) or len(name) > 200):
@@ -296,7 +335,15 @@ class DemoAuthorizationServer:
         cached = self.documents.get(client_id)
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
-        client, ttl = fetch_client_metadata(client_id)
+        if len(client_id) > MAX_CLIENT_ID_URL:
+            raise OAuthError("invalid_client", f"a client_id URL is at most {MAX_CLIENT_ID_URL} characters")
+        # A document on this machine (http://localhost/...) only for a caller on this machine: a
+        # remote one must not make this server a probe of its own loopback services (SSRF;
+        # draft-ietf-oauth-client-id-metadata-document §6).
+        from ..transports.origins import is_loopback
+
+        local = is_loopback(getattr(self._caller, "address", ""))
+        client, ttl = fetch_client_metadata(client_id, loopback_documents=local)
         self.documents.put(client_id, (client, time.monotonic() + ttl))
         return client
 
@@ -329,21 +376,23 @@ class DemoAuthorizationServer:
     def _authenticate(self, form: dict, authorization: str | None) -> RegisteredClient:
         """RFC 6749 §2.3: HTTP Basic, or client_id (+ client_secret) in the body, as the client registered."""
         basic = authorization is not None and authorization[:6].lower() == "basic "
-        if basic:
+        secret: str | None
+        if authorization is not None and basic:
             try:
-                client_id, _, secret = base64.b64decode(authorization[6:].strip(), validate=True).decode().partition(":")
-                client_id, secret = unquote(client_id), unquote(secret)
-            except (ValueError, UnicodeDecodeError):
+                # RFC 6749 §2.3.1: the id and secret are form-urlencoded (UTF-8), then Base64 (RFC 7617).
+                decoded = base64.b64decode(authorization[6:].strip(" \t").encode("ascii"), validate=True).decode("utf-8")
+                client_id, _, secret = decoded.partition(":")
+                client_id, secret = unquote(client_id, errors="strict"), unquote(secret, errors="strict")
+            except (ValueError, UnicodeError):  # non-ASCII, not Base64, not UTF-8
                 raise OAuthError("invalid_client", "malformed Basic credentials", "401 Unauthorized",
                                  [("WWW-Authenticate", 'Basic realm="demo"')]) from None
             method = "client_secret_basic"
         else:
-            client_id, secret = form.get("client_id", ""), form.get("client_secret")
+            client_id, secret = str(form.get("client_id", "")), form.get("client_secret")
             method = "client_secret_post" if secret is not None else "none"
         client = self.client(client_id)
-        good = client is not None and client.token_endpoint_auth_method == method and (
-            method == "none" or (client.client_secret is not None and secrets.compare_digest(secret, client.client_secret)))
-        if not good:
+        if client is None or client.token_endpoint_auth_method != method or (method != "none" and (
+                client.client_secret is None or not _same_secret(secret, client.client_secret))):
             raise OAuthError("invalid_client", "client authentication failed", "401 Unauthorized",
                              [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [])
         return client
@@ -376,10 +425,12 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
     """
     from .resource import ProtectedResource
 
-    authorization = DemoAuthorizationServer(scopes=scopes_supported)
+    authorization = DemoAuthorizationServer(scopes=scopes_supported, allowed_hosts=wsgi_options.get("allowed_hosts"),
+                                            allowed_origins=wsgi_options.get("allowed_origins"))
 
     def same_origin(environ: dict) -> list[str]:
         # The issuer is the origin of the request: the port may be 0 until the server is bound.
+        # Only asked once the MCP app has found the request's Host allowed (its rebinding guard).
         return [f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"]
 
     # Every request needs the first scope (mcp:tools): a 401 names only it, and a tool that needs
@@ -395,51 +446,54 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
             return authorization(environ, start_response)
         return mcp(environ, start_response)
 
-    app.authorization_server = authorization
-    app.mcp_app = mcp
+    app.authorization_server = authorization  # type: ignore[attr-defined]
+    app.mcp_app = mcp  # type: ignore[attr-defined]
     return app
 
 
 # -- client metadata documents ---------------------------------------------------------------------
 
 
-def fetch_client_metadata(url: str) -> tuple[RegisteredClient, float]:
+def fetch_client_metadata(url: str, *, loopback_documents: bool = True) -> tuple[RegisteredClient, float]:
     """Fetch and check the Client ID Metadata Document at ``url``: (the client it describes, seconds to keep it).
 
-    Bounded and careful (draft-ietf-oauth-client-id-metadata-document §6): https only, except
-    http on a loopback address; a host that resolves to a private, link-local or reserved
-    address is refused before any request; no redirects; at most ``MAX_DOCUMENT`` bytes within
-    ``DOCUMENT_TIMEOUT`` seconds.  The document must be a JSON object whose ``client_id`` is
-    ``url`` exactly, with ``client_name`` and ``redirect_uris``.  Raises OAuthError
-    (``invalid_client``) for anything else; the reason names no internal detail.
+    Bounded and careful (draft-ietf-oauth-client-id-metadata-document §6, "Server-Side Request
+    Forgery"): https only, except http on a loopback address; the host is resolved once and every
+    address it resolves to must be globally routable (``ip.is_global``: no private, shared
+    (100.64.0.0/10), link-local, loopback, reserved or documentation range, nor an IPv6 address
+    that embeds one), unless the URL names a loopback host (``localhost``, ``127.0.0.1``,
+    ``[::1]``), whose every address must then be loopback; the request goes to the address
+    checked (the certificate is still checked against the name), so a second DNS answer cannot
+    point it elsewhere; no redirects; at most ``MAX_DOCUMENT`` bytes within ``DOCUMENT_TIMEOUT``
+    seconds.  ``loopback_documents`` False: a URL naming loopback is refused like any other non-global
+    address (the caller of the authorization server is not on this machine).  The document must be a JSON object whose ``client_id`` is ``url`` exactly, with
+    ``client_name`` and ``redirect_uris``.  Raises OAuthError (``invalid_client``) for anything
+    else; the reason names no internal detail.
     """
-    import requests
-
-    parts = urlsplit(url)
-    loopback = _resolves_to_loopback(parts.hostname)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise OAuthError("invalid_client", "the client_id URL is malformed") from None
+    host = parts.hostname or ""
+    loopback = loopback_documents and _names_loopback(host)
     if not parts.path or parts.path == "/" or (parts.scheme != "https" and not (parts.scheme == "http" and loopback)):
         raise OAuthError("invalid_client", "a client_id URL must be https (http only on loopback) with a path")
-    if not loopback:
-        _refuse_private_network(parts.hostname)
-    try:
-        with requests.get(url, timeout=DOCUMENT_TIMEOUT, allow_redirects=False, stream=True,
-                          headers={"Accept": "application/json"}) as answer:
-            if answer.status_code != 200:
-                raise OAuthError("invalid_client", f"the client metadata document answered HTTP {answer.status_code}")
-            data = b""
-            deadline = time.monotonic() + DOCUMENT_TIMEOUT
-            for chunk in answer.iter_content(4096):
-                data += chunk
-                if len(data) > MAX_DOCUMENT:
-                    raise OAuthError("invalid_client", f"the client metadata document is over {MAX_DOCUMENT} bytes")
-                if time.monotonic() > deadline:
-                    raise OAuthError("invalid_client", "the client metadata document took too long")
-            cache_control = answer.headers.get("Cache-Control", "")
-    except requests.RequestException:
-        raise OAuthError("invalid_client", "the client metadata document could not be fetched") from None
+    if parts.username is not None or parts.password is not None:
+        raise OAuthError("invalid_client", "a client_id URL carries no user name or password")
+    port = port or (443 if parts.scheme == "https" else 80)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    deadline = time.monotonic() + DOCUMENT_TIMEOUT
+    for address in _checked_addresses(host, port, loopback):  # each checked; the first that connects
+        fetched = _get_document(parts.scheme, host, address, port, parts.netloc, target, deadline)
+        if fetched is not None:
+            data, cache_control = fetched
+            break
+    else:
+        raise OAuthError("invalid_client", "the client metadata document could not be fetched")
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise OAuthError("invalid_client", "the client metadata document is not JSON") from None
     if not isinstance(document, dict) or document.get("client_id") != url:
         raise OAuthError("invalid_client", "the client metadata document's client_id is not its URL")
@@ -468,33 +522,113 @@ def _max_age(cache_control: str) -> float:
     return DOCUMENT_TTL
 
 
-def _resolves_to_loopback(host: str | None) -> bool:
+def _get_document(scheme: str, host: str, address: str, port: int, netloc: str, target: str,
+                  deadline: float) -> tuple[bytes, str] | None:
+    """GET ``target`` from ``address`` (already checked), as ``host``: (the body, its Cache-Control);
+    None when the address does not take the connection (the caller tries the next).
+
+    TLS goes to the address with the name as SNI and the certificate checked against the name.
+    Bounded: no retries, no redirects, all before ``deadline``, ``MAX_DOCUMENT`` bytes.
+    """
+    import urllib3
+
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise OAuthError("invalid_client", "the client metadata document took too long")
+    timeout = urllib3.Timeout(connect=left, read=left)
+    pool: urllib3.HTTPConnectionPool
+    if scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(address, port, timeout=timeout, retries=False, maxsize=1,
+                                           server_hostname=host, assert_hostname=host, cert_reqs="CERT_REQUIRED")
+    else:
+        pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False, maxsize=1)
+    try:
+        answer = pool.urlopen("GET", target, headers={"Host": netloc, "Accept": "application/json",
+                                                      "Accept-Encoding": "identity"},
+                              redirect=False, retries=False, preload_content=False, decode_content=False)
+        try:
+            if answer.status != 200:
+                raise OAuthError("invalid_client", f"the client metadata document answered HTTP {answer.status}")
+            data = b""
+            for chunk in answer.stream(4096, decode_content=False):
+                data += chunk
+                if len(data) > MAX_DOCUMENT:
+                    raise OAuthError("invalid_client", f"the client metadata document is over {MAX_DOCUMENT} bytes")
+                if time.monotonic() > deadline:
+                    raise OAuthError("invalid_client", "the client metadata document took too long")
+            return data, answer.headers.get("Cache-Control", "")
+        finally:
+            answer.release_conn()
+    except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError):
+        return None
+    except (urllib3.exceptions.HTTPError, OSError):
+        raise OAuthError("invalid_client", "the client metadata document could not be fetched") from None
+    finally:
+        pool.close()
+
+
+def _names_loopback(host: str) -> bool:
+    """Whether a URL's host names this machine: ``localhost`` or a loopback address (the tests' documents)."""
     import ipaddress
 
-    if host in ("localhost",):
+    if host.lower() == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host or "").is_loopback
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
 
 
-def _refuse_private_network(host: str | None) -> None:
-    """Refuse a host any of whose addresses is private, link-local, reserved or unspecified."""
+def _checked_addresses(host: str, port: int, loopback: bool) -> list[str]:
+    """The addresses to fetch a document from: ``host`` resolved once, every address checked.
+
+    Each address must be globally routable (``is_global``), the IPv4 address an IPv6 one embeds
+    (mapped, 6to4, NAT64, Teredo) too; for a host that names loopback, each must be loopback.
+    One address that is not refuses the host: a name with one public and one private address
+    could otherwise be pointed at either.
+    """
     import ipaddress
     import socket
 
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, 443, proto=socket.IPPROTO_TCP)}
-    except (OSError, UnicodeError):
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
         raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved") from None
+    addresses = [str(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
+    if not addresses:
+        raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved")
     for address in addresses:
         ip = ipaddress.ip_address(address.split("%")[0])
-        if ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_unspecified or ip.is_multicast or ip.is_loopback:
+        allowed = ip.is_loopback if loopback else _routable(ip)
+        if not allowed:
             raise OAuthError("invalid_client", "the client_id URL points into a private network")
+    return list(dict.fromkeys(address.split("%")[0] for address in addresses))
+
+
+def _routable(ip) -> bool:
+    """``ip.is_global``, and so is any IPv4 address it embeds (``::ffff:10.0.0.1``, ``2002:a00:1::``,
+    ``64:ff9b::10.0.0.1``, Teredo's): those reach the address they embed."""
+    import ipaddress
+
+    if not ip.is_global:
+        return False
+    if ip.version == 6:
+        embedded = [ip.ipv4_mapped, ip.sixtofour, ip.teredo[1] if ip.teredo else None]
+        if ip in ipaddress.ip_network("64:ff9b::/96"):
+            embedded.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+        return all(inner is None or inner.is_global for inner in embedded)
+    return True
 
 
 # -- small pieces ---------------------------------------------------------------------------------
+
+
+def _same_secret(given: object, expected: str) -> bool:
+    """Whether a presented client secret is the registered one, in constant time (as UTF-8 bytes:
+    ``compare_digest`` refuses non-ASCII text, and a secret may be any string)."""
+    if not isinstance(given, str):
+        return False
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))
 
 
 def _json(start_response, status: str, body: dict, *, headers: Iterable = (), no_store: bool = False) -> list:
@@ -519,7 +653,7 @@ def _read_body(environ: dict) -> bytes:
 def _json_body(environ: dict) -> dict:
     try:
         body = json.loads(_read_body(environ) or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, too deep, a number too long
         raise OAuthError("invalid_client_metadata", "the body is not JSON") from None
     if not isinstance(body, dict):
         raise OAuthError("invalid_client_metadata", "the body must be a JSON object")
@@ -545,15 +679,18 @@ def _single_values(parsed: dict) -> dict:
 
 
 def _absolute(uri: str) -> bool:
-    parts = urlsplit(uri)
+    try:
+        parts = urlsplit(uri)
+    except ValueError:  # e.g. an unclosed "[" in the host
+        return False
     return bool(parts.scheme and parts.netloc) and not parts.fragment
 
 
 def _check_redirect_uri(uri: str) -> None:
     """OAuth 2.1 §2.3.1 and RFC 8252: https, or http on a loopback host; absolute, no fragment."""
-    parts = urlsplit(uri)
     if not _absolute(uri):
         raise OAuthError("invalid_redirect_uri", "a redirect URI must be absolute and carry no fragment")
+    parts = urlsplit(uri)
     if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK + ("::1",)):
         return
     raise OAuthError("invalid_redirect_uri", "a redirect URI must use https, or http on a loopback address")
@@ -563,7 +700,10 @@ def _redirect_matches(given: str, registered: str) -> bool:
     """Exact match, except that a loopback http URI matches on any port (RFC 8252 §7.3)."""
     if given == registered:
         return True
-    a, b = urlsplit(given), urlsplit(registered)
+    try:
+        a, b = urlsplit(given), urlsplit(registered)
+    except ValueError:
+        return False
     return (a.scheme == b.scheme == "http" and a.hostname == b.hostname and a.hostname in _LOOPBACK
             and a.path == b.path and a.query == b.query and not a.fragment)
 

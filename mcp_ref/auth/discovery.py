@@ -16,6 +16,14 @@
    ``/register`` apply (2025-03-26 basic/authorization §2.3.3 Fallbacks): :func:`legacy_authorization_server`.
 
 Every fetch is bounded: :data:`MAX_METADATA_BYTES` and the caller's timeout.
+
+Every URL read from a peer (the challenge's ``resource_metadata``, the metadata's ``resource``,
+``authorization_servers`` and endpoints) is checked by :func:`check_url` before it is fetched,
+posted to or handed to a browser: ``https``, or ``http`` on a loopback host only (2025-11-25
+basic/authorization §Communication Security: "All authorization server endpoints MUST be served
+over HTTPS"); no user credentials, no fragment; a loopback target only when the party naming it
+is itself on loopback.  A ``javascript:``, ``file:`` or ``data:`` endpoint (the class of
+CVE-2025-6514) is refused with a :class:`~mcp_ref.errors.MetadataError` before any connection.
 """
 
 from __future__ import annotations
@@ -33,6 +41,11 @@ log = logging.getLogger(__name__)
 
 #: A metadata document larger than this is refused (real ones are a few KiB).
 MAX_METADATA_BYTES = 256 * 1024
+#: A URL from metadata longer than this is refused.
+MAX_URL_LENGTH = 8192
+#: Characters no URL from metadata may hold: whitespace, controls, and the backslash (which browsers
+#: read as "/" but urllib does not, so the two would disagree about the host).
+_BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _PARAM = re.compile(rf'\s*({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|{_TOKEN}=*)\s*(?:,|$)')
@@ -170,11 +183,80 @@ def bounded_body(response, limit: int) -> bytes:
     return response._content[:limit + 1]
 
 
+def _shown(url: object) -> str:
+    """A URL from a peer, fit for a one-line message (quoted, at most 120 characters)."""
+    text = repr(url)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_url(url: object, what: str, *, referrer: str | None = None, query: bool = True) -> str:
+    """``url`` (taken from a peer: ``what`` says which field of which document), if it is safe to
+    fetch, post to or open in a browser; else raise :class:`MetadataError`, before any connection.
+
+    - the scheme is ``https``, or ``http`` with a loopback host (``localhost``, 127.0.0.0/8,
+      ``::1``): 2025-11-25 basic/authorization §Communication Security, "All authorization server
+      endpoints MUST be served over HTTPS" (2026-07-28 security-considerations, the same);
+    - a host; no user credentials; no fragment (RFC 6749 §3.1, §3.2: "The endpoint URI MUST NOT
+      include a fragment component"; RFC 9728 §2 and RFC 8707 §2 for a resource); no query when
+      ``query`` is False (RFC 8414 §2: an issuer "has no query or fragment components");
+    - no whitespace, control character or backslash, at most :data:`MAX_URL_LENGTH` characters;
+    - ``referrer`` is the URL of the party that named it (the MCP server, the issuer): a URL on
+      its origin passes the scheme rule (that origin was named by the user, or checked already),
+      and a loopback host is accepted only when the referrer is on loopback too (a remote server
+      must not point this client, or the user's browser, at services on this machine).
+    """
+    from ..transports.origins import is_loopback, same_origin
+
+    if not isinstance(url, str) or not url:
+        raise MetadataError(f"{what} is not a URL: {_shown(url)}")
+    if len(url) > MAX_URL_LENGTH or _BAD_URL_CHARS.search(url):
+        raise MetadataError(f"{what} is not a well-formed URL: {_shown(url)}")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http") or not parts.hostname:
+        raise MetadataError(f"{what} is not an https URL: {_shown(url)}; refused")
+    try:
+        _ = parts.port  # raises for a port that is not a number in range
+    except ValueError:
+        raise MetadataError(f"{what} has an invalid port: {_shown(url)}") from None
+    if "@" in parts.netloc:
+        raise MetadataError(f"{what} has user credentials in it: {_shown(url)}; refused")
+    if "#" in url:
+        raise MetadataError(f"{what} has a fragment: {_shown(url)}; refused")
+    if not query and parts.query:
+        raise MetadataError(f"{what} has a query: {_shown(url)}; refused (RFC 8414 §2)")
+    if referrer is not None and same_origin(url, referrer):
+        return url
+    loopback = is_loopback(parts.hostname)
+    if loopback and referrer is not None and not is_loopback(urlsplit(referrer).hostname):
+        raise MetadataError(f"{what} points at this machine ({_shown(url)}) although {_origin_of(referrer)} "
+                            "is not on it; refused")
+    if scheme == "http" and not loopback:
+        raise MetadataError(f"{what} is plain http on a host that is not loopback: {_shown(url)}; authorization "
+                            "server endpoints MUST be served over HTTPS (2025-11-25 §Communication Security)")
+    return url
+
+
+def _origin_of(url: str) -> str:
+    from ..transports.origins import origin_text
+
+    return origin_text(url)
+
+
+def check_issuer(issuer: object, what: str, *, referrer: str | None = None) -> str:
+    """An authorization server's issuer identifier, checked as :func:`check_url` does, without a query."""
+    return check_url(issuer, what, referrer=referrer, query=False)
+
+
 def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
-    """Where to look for the protected resource metadata, in the order the spec gives."""
+    """Where to look for the protected resource metadata, in the order the spec gives (the
+    challenge's ``resource_metadata`` checked by :func:`check_url` first)."""
     parts = urlsplit(server_url)
     origin = f"{parts.scheme}://{parts.netloc}"
-    urls = [challenge.resource_metadata] if challenge.resource_metadata else []
+    urls = []
+    if challenge.resource_metadata:
+        urls.append(check_url(challenge.resource_metadata, "the resource_metadata URL of the WWW-Authenticate "
+                              f"challenge from {_origin_of(server_url)}", referrer=server_url))
     path = parts.path.rstrip("/")
     if path:
         urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
@@ -199,6 +281,10 @@ def discover_resource(http, server_url: str, challenge: Challenge, *, timeout: f
         servers = body.get("authorization_servers")
         if not isinstance(servers, list) or not servers or not all(isinstance(s, str) and s for s in servers):
             raise MetadataError(f"the protected resource metadata at {url} names no authorization_servers")
+        check_url(body["resource"], f"the resource of the protected resource metadata at {url}", referrer=server_url)
+        for server in servers:
+            check_issuer(server, f"an authorization server named by the protected resource metadata at {url}",
+                         referrer=server_url)
         if not covers(body["resource"], server_url):
             raise MetadataError(f"the protected resource metadata at {url} is for {body['resource']}, "
                                 f"not {server_url}; refusing it (RFC 9728 §3.3)")
@@ -230,7 +316,9 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
 
 
 def discover_authorization_server(http, issuer: str, *, timeout: float) -> ServerMetadata:
-    """The metadata of the authorization server ``issuer``; raises :class:`MetadataError` if none is found."""
+    """The metadata of the authorization server ``issuer``; raises :class:`MetadataError` if none is found
+    (or ``issuer`` is not an https URL, :func:`check_issuer`)."""
+    check_issuer(issuer, "the authorization server")
     for url in authorization_server_metadata_urls(issuer):
         status, body = fetch_json(http, url, timeout=timeout)
         if body is None:
@@ -258,6 +346,11 @@ def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
     for name in ("authorization_endpoint", "registration_endpoint"):
         if name in body and not isinstance(body[name], str):
             raise MetadataError(f"the authorization server metadata at {url} has a {name} that is not a URL")
+    check_issuer(issuer, f"the issuer of the authorization server metadata at {url}")
+    for name, value in body.items():
+        # Every endpoint (RFC 8414 §2 and its registry: *_endpoint, jwks_uri), used here or not.
+        if isinstance(value, str) and (name.endswith("_endpoint") or name == "jwks_uri"):
+            check_url(value, f"the {name} of the authorization server metadata at {url}", referrer=issuer)
     return ServerMetadata(body["issuer"], body.get("authorization_endpoint"), body["token_endpoint"],
                           body.get("registration_endpoint"), body, url)
 
@@ -270,6 +363,7 @@ def legacy_authorization_server(http, server_url: str, *, timeout: float, protoc
     /token, /register."""
     parts = urlsplit(server_url)
     origin = f"{parts.scheme}://{parts.netloc}"
+    check_issuer(origin, "the authorization server (the MCP server's origin, 2025-03-26 §2.3)")
     url = f"{origin}/.well-known/oauth-authorization-server"
     status, body = fetch_json(http, url, timeout=timeout, headers={"MCP-Protocol-Version": protocol_version})
     if body is not None:

@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ..terminal import safe
+
 #: Names whose values never reach a trace: tokens, codes, verifiers, secrets, assertions.
 SECRET_NAMES = frozenset({
     "access_token", "refresh_token", "id_token", "code", "code_verifier", "client_secret", "assertion",
@@ -115,7 +117,9 @@ def traced_http(stream=None):
     out = stream or sys.stderr
 
     def show(response, **kwargs):
-        print(describe(response), file=out, flush=True)
+        # The peer's words (a Content-Type, a Location) reach the terminal: escape sequences shown,
+        # never obeyed (mcp_ref.terminal); each exchange stays on its two lines.
+        print("\n".join(safe(line, newline="\\n") for line in describe(response).split("\n", 1)), file=out, flush=True)
         return response
 
     session.hooks["response"].append(show)

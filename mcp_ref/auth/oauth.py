@@ -14,7 +14,11 @@ sends the access token on every request to the server, and when the server answe
 4. tokens kept in a :class:`~mcp_ref.auth.store.TokenStore`, refreshed before they expire.
 
 Spec references are 2025-11-25 basic/authorization unless said otherwise.  Tokens, codes,
-verifiers and secrets never reach a log line or an exception message.
+verifiers and secrets never reach a log line or an exception message.  A token goes only to the
+origin of the MCP server it was obtained for (§Token Handling, RFC 8707): a redirect from that
+server to another origin raises :class:`~mcp_ref.transports.origins.CrossOriginRefused`, and a
+response from another origin is never answered with a token.  Every URL taken from metadata is
+checked before use (:func:`~mcp_ref.auth.discovery.check_url`).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from .discovery import (
     ServerMetadata,
     bearer_challenge,
     bounded_body,
+    check_url,
     discover_authorization_server,
     discover_resource,
     legacy_authorization_server,
@@ -163,6 +168,11 @@ class OAuth(_AuthBase):
         return request
 
     def _on_response(self, response, **kwargs):
+        # requests copies this hook onto a redirected request: a response from another origin is
+        # never authorized (no token goes there), and a redirect to another origin is refused.
+        if not self._for_this_server(response.request.url):
+            return response
+        self._refuse_redirect_elsewhere(response)
         if response.status_code not in (401, 403) or getattr(response.request, _RETRIED, False):
             return response
         challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
@@ -195,6 +205,7 @@ class OAuth(_AuthBase):
                 _discard(response)
                 raise Unauthorized(f"{_origin(retry.url)} refused the request with a newly obtained token (HTTP 401)")
             if response.status_code != 403 or challenge.error != "insufficient_scope":
+                self._refuse_redirect_elsewhere(response)
                 return response
             # §Step-Up Authorization Flow: "Retry the original request with the new authorization no
             # more than a few times and treat this as a permanent authorization failure".
@@ -228,13 +239,32 @@ class OAuth(_AuthBase):
         log.info("the server needs more scope (%s): authorizing again", " ".join(challenge.scope or []))
         return self._obtain(response.request.url, challenge, scopes=wanted)
 
+    def _refuse_redirect_elsewhere(self, response) -> None:
+        """Raise :class:`~mcp_ref.transports.origins.CrossOriginRefused` for a redirect from the MCP
+        server to another origin: requests would follow it with the request's headers (the DPoP
+        proof, the caller's own) and body, and this hook rides along.  Same-origin redirects go on."""
+        if not response.is_redirect:
+            return
+        from urllib.parse import urljoin
+
+        from ..transports.origins import CrossOriginRefused, same_origin
+
+        target = urljoin(response.url, response.headers.get("Location", ""))
+        if not same_origin(target, response.url):
+            _discard(response)
+            raise CrossOriginRefused("a redirect", response.url, target)
+
     # -- tokens --------------------------------------------------------------------------------
 
     def _for_this_server(self, url: str) -> bool:
+        """True when ``url`` is on the origin of the MCP server this object authorizes for (the first
+        URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only."""
+        from ..transports.origins import same_origin
+
         with self._lock:
             if self._server_url is None:
                 self._server_url = canonical(url.split("?", 1)[0])
-            return _origin(url) == _origin(self._server_url)
+            return same_origin(url, self._server_url)
 
     def _usable_tokens(self) -> dict | None:
         """The current tokens (refreshed first when about to expire), or None."""
@@ -267,7 +297,15 @@ class OAuth(_AuthBase):
 
     def _apply(self, request, tokens: dict) -> None:
         """2025-11-25 §Token Requirements: "MUST use the Authorization request header field ...
-        authorization MUST be included in every HTTP request from client to server"."""
+        authorization MUST be included in every HTTP request from client to server".
+
+        Never to a URL off the origin of the resource the tokens were issued for (RFC 8707 §2: the
+        ``resource`` of the token request), whatever asked for them."""
+        from ..transports.origins import CrossOriginRefused, same_origin
+
+        resource = tokens.get("resource") or self._server_url or ""
+        if not same_origin(request.url, resource):
+            raise CrossOriginRefused("to send a token", resource, request.url)
         request.headers["Authorization"] = self._authorization_value(tokens)
         if self.dpop is not None and tokens.get("token_type", "").lower() == "dpop":
             request.headers["DPoP"] = self.dpop.proof(request.method, request.url, access_token=tokens["access_token"])
@@ -413,6 +451,8 @@ class OAuth(_AuthBase):
         server.require_pkce()
         if not server.authorization_endpoint:
             raise MetadataError(f"the authorization server {server.issuer} has no authorization_endpoint")
+        # Checked again here, whoever built ``server``: this URL goes to the user's browser.
+        check_url(server.authorization_endpoint, f"the authorization_endpoint of {server.issuer}", referrer=server.issuer)
         handler = self.handler or LoopbackBrowser()
         try:
             client, redirect_uri = self._client_for(server, handler)
@@ -466,6 +506,7 @@ class OAuth(_AuthBase):
         """POST to an authorization server endpoint: the JSON object it answered, or raise ``error``."""
         import requests
 
+        check_url(url, f"the {what} endpoint")  # a stored token_endpoint too (refresh)
         headers = {"Accept": "application/json", **(headers or {})}
         for attempt in (1, 2):
             if self.dpop is not None and what == "token":

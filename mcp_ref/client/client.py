@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
+from ..pagination import DEFAULT_MAX_PAGES, follow_cursors
 from ..ratelimit import RateLimit, RateLimiter
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
 from ..types import (
@@ -130,6 +131,14 @@ class Client:
     :class:`~mcp_ref.ratelimit.RateLimit` or ``(count, seconds)``) refuses those requests beyond it
     with :class:`~mcp_ref.errors.LimitExceeded`, and logs it; :attr:`server_request_limiter` keeps
     the count (its ``clock`` is replaceable).  See :mod:`mcp_ref.client.approval`.
+
+    What a server may make the client do is bounded, each past its bound raising
+    :class:`~mcp_ref.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
+    (default 1,000) pages followed by ``list_tools()`` and the other listings (a repeated cursor
+    is an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for
+    one request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``).
+    The size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and
+    :meth:`http` (4 MiB).
     """
 
     def __init__(
@@ -155,8 +164,18 @@ class Client:
         cache_size: int = DEFAULT_MAX_ENTRIES,
         approve: ApproveHook | None = None,
         server_request_limit: str | RateLimit | tuple | None = None,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        max_input_rounds: int = modern.MAX_INPUT_ROUNDS,
     ):
         era, pinned = modern.resolve_era(era, protocol_version)
+        for setting, value in (("max_pages", max_pages), ("max_input_rounds", max_input_rounds)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{setting} must be a positive int, not {value!r}")
+        #: Pages ``list_tools()`` and the other listings follow before raising LimitExceeded.
+        self.max_pages = max_pages
+        #: Rounds of the server's input requests answered for one request (2026-07-28 ``input_required``)
+        #: or one task, before the request fails with LimitExceeded (and the task is cancelled).
+        self.max_input_rounds = max_input_rounds
         if approve is not None and not callable(approve):
             raise TypeError(f"approve must be a callable, not {type(approve).__name__}")
         #: The hook shown each sampling, elicitation and roots request before it is answered (None: none).
@@ -248,6 +267,9 @@ class Client:
         transport: str = "auto",
         connect_timeout: float = 10.0,
         verify=True,
+        max_message_size: int | None = None,
+        min_retry_delay: float | None = None,
+        max_retry_delay: float | None = None,
         **options,
     ) -> "Client":
         """Connect to an MCP server over HTTP.
@@ -259,15 +281,22 @@ class Client:
         era the first request is ``server/discover``; a 4xx answer without a
         modern JSON-RPC error means a handshake-era server, and the client goes
         on with ``initialize`` (and from there, if need be, to HTTP+SSE).  ``headers`` go on every HTTP request;
-        ``auth`` is a requests auth hook (a bearer token ...).  Other keywords
-        are :class:`Client`'s.
+        ``auth`` is a requests auth hook (a bearer token ...).  ``max_message_size`` bounds a
+        JSON answer and each SSE event (bytes; default 4 MiB, as stdio's): past it the request
+        fails with LimitExceeded.  ``min_retry_delay`` / ``max_retry_delay`` (seconds; default
+        0.1 and 30) clamp the server's SSE ``retry`` before a stream is re-opened (see
+        :class:`~mcp_ref.transports.http_client.HttpClientTransport`).  Other keywords are
+        :class:`Client`'s.
         """
-        from ..transports.http_client import HttpClientTransport
+        from ..transports import http_client
 
         if transport == "sse" and options.get("era", modern.AUTO) == modern.AUTO:
             options["era"] = modern.HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
-        http = HttpClientTransport(url, headers=headers, auth=auth, mode=transport,
-                                   connect_timeout=connect_timeout, verify=verify)
+        http = http_client.HttpClientTransport(
+            url, headers=headers, auth=auth, mode=transport, connect_timeout=connect_timeout, verify=verify,
+            max_message_size=max_message_size or http_client.DEFAULT_MAX_MESSAGE_SIZE,
+            min_retry_delay=http_client.MIN_RETRY_DELAY if min_retry_delay is None else min_retry_delay,
+            max_retry_delay=http_client.MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay)
         if transport == "sse":
             http.start_legacy()
         return cls(http, **options)
@@ -404,18 +433,18 @@ class Client:
         return Page(items=items, next_cursor=result.get("nextCursor"), raw=result)
 
     def _all(self, method: str, key: str, build, capability: str) -> list:
+        """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
+        cursor is an error: :func:`mcp_ref.pagination.follow_cursors`)."""
         items: list = []
-        cursor = None
-        seen: set[str] = set()
-        while True:
+
+        def fetch(cursor: str | None) -> dict:
             page = self._page(method, key, build, cursor, capability)
             items.extend(page.items)
-            cursor = page.next_cursor
-            if not cursor:
-                return items
-            if cursor in seen:
-                raise McpError(f"{method}: the server repeated a pagination cursor")
-            seen.add(cursor)
+            return page.raw or {}
+
+        for _ in follow_cursors(fetch, method, self.max_pages):
+            pass
+        return items
 
     # tools
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import envelope, lifecycle
 from ..errors import CapabilityError, McpError, MethodNotFound
 from ..lifecycle import Lifecycle
+from ..pagination import follow_cursors
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult, LogMessage
 from . import approval, elicitation, listening, modern, roots, sampling
@@ -190,13 +191,13 @@ class ClientConnection:
         name = (params or {}).get("name")
         if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:
             return False
-        cursor, pages = None, 0
-        while pages < 100:  # bounded, as Client.list_tools is by its cursor check
+        def fetch(cursor: str | None) -> dict:
             result = self.request("tools/list", {"cursor": cursor} if cursor else None)
             self.usable_tools([Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)])
-            cursor, pages = result.get("nextCursor"), pages + 1
-            if not isinstance(cursor, str) or not cursor:
-                break
+            return result
+
+        for _ in follow_cursors(fetch, "tools/list", self.client.max_pages):  # bounded as Client.list_tools
+            pass
         schema = self.input_schema(name)
         return schema is not None and bool(header_params(schema))
 

@@ -18,8 +18,9 @@ each with a new id; :class:`Call` is that request across its rounds:
 * ``HeaderMismatch`` (-32020) for a tool whose ``x-mcp-header`` parameters the
   client had not seen: list the tools, then retry once with the headers.
 
-Every one of these is bounded (:data:`MAX_INPUT_ROUNDS`, one version retry,
-:data:`MAX_REISSUES`, one header retry).  In the handshake era a :class:`Call`
+Every one of these is bounded (``Client(max_input_rounds=)``, default
+:data:`MAX_INPUT_ROUNDS`, shared with a task's input requests in
+:mod:`mcp_ref.client.tasks`; one version retry, :data:`MAX_REISSUES`, one header retry).  In the handshake era a :class:`Call`
 is a single request.
 """
 
@@ -36,6 +37,7 @@ from ..errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
     HeaderMismatchError,
+    LimitExceeded,
     McpError,
     RequestCancelled,
     RequestTimeout,
@@ -58,6 +60,7 @@ ERAS = (AUTO, MODERN, HANDSHAKE)
 
 #: ``input_required`` rounds one request may take before the client gives up (a server that asks
 #: forever must not hold the caller forever; 2026-07-28 mrtr lets a server ask again and again).
+#: The default of ``Client(max_input_rounds=)``, which bounds a task's input rounds too.
 MAX_INPUT_ROUNDS = 16
 #: Input requests one ``input_required`` result may carry.
 MAX_INPUT_REQUESTS = 64
@@ -269,8 +272,8 @@ class Call:
                                f"client did not ask for")
             rounds += 1
             self.rounds = rounds
-            if rounds > MAX_INPUT_ROUNDS:
-                raise McpError(f"{self.method}: the server still needed input after {MAX_INPUT_ROUNDS} rounds")
+            if rounds > self.max_input_rounds:
+                raise self.too_many_rounds()
             params = dict(self._params or {})
             requests = result.get("inputRequests")
             if requests is not None:
@@ -291,6 +294,17 @@ class Call:
     def connection(self) -> "ClientConnection":
         """The connection the call travels on."""
         return self._connection
+
+    @property
+    def max_input_rounds(self) -> int:
+        """Rounds of input requests the client answers for this call (``Client(max_input_rounds=)``)."""
+        return self._connection.client.max_input_rounds
+
+    def too_many_rounds(self) -> LimitExceeded:
+        """The error of a call whose server still asks for input after :attr:`max_input_rounds` rounds."""
+        limit = self.max_input_rounds
+        return LimitExceeded(f"{self.method}: the server still needed input after {limit} rounds; this client "
+                             f"answers at most {limit} (max_input_rounds)", data={"limit": limit})
 
     def request_options(self) -> dict:
         """The call's options that apply to each request it sends (its timeout)."""

@@ -14,6 +14,9 @@ completed result"):
   sampling, elicitation and roots handlers, as any server request is, and sent
   with ``tasks/update``; a key is answered once, however many polls show it
   (§Task Update Requests: clients "SHOULD deduplicate inputRequests keys");
+  at most ``Client(max_input_rounds=)`` rounds of them (the bound on
+  ``input_required`` rounds, 16 by default): a task still asking after that is
+  cancelled (``tasks/cancel``) and the call raises LimitExceeded;
 * ``completed`` → the result (``isError`` results included); ``failed`` → the
   JSON-RPC error raised; ``cancelled`` → RequestCancelled;
 * ``ToolCall.cancel()`` sends ``tasks/cancel`` (never ``notifications/cancelled``,
@@ -74,6 +77,7 @@ def follow(call: "Call", created: dict, stop: threading.Event, max_total: float 
     deadline = min(limits) if limits else None
     options = call.request_options()
     answered: set[str] = set()
+    rounds = 0
     state = created
     while True:
         status = state.get("status")
@@ -91,6 +95,12 @@ def follow(call: "Call", created: dict, stop: threading.Event, max_total: float 
             requests = state.get("inputRequests")
             fresh = {k: v for k, v in requests.items() if k not in answered} if isinstance(requests, dict) else {}
             if fresh:
+                rounds += 1
+                if rounds > call.max_input_rounds:
+                    # A server that asks again and again must not hold the caller (nor run its
+                    # handlers) forever: the same bound as input_required rounds; the task ends.
+                    _cancel(connection, task_id, options)
+                    raise call.too_many_rounds()
                 try:
                     responses = call.answer(fresh)
                 except (McpError, RequestCancelled):

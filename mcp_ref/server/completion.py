@@ -27,16 +27,17 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
     principal = connection.principal if policy.authorize is not None else None
     ref_type = ref.get("type")
     # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.server.policy).
+    # authorize is asked first, the same questions whether or not the name exists: a hidden item
+    # and a missing one cost the same.  A template is named by its exact string (its one spelling).
     if ref_type == "ref/prompt":
         key = ref.get("name")
-        if not isinstance(key, str) or policy.visible(principal, "prompts/get", key, server.get_prompt(key)) is None \
-                or not policy.allows(principal, "completion/complete", key):
+        if not isinstance(key, str) or not _may_complete(policy, principal, "prompts/get", key, params) \
+                or server.get_prompt(key) is None:
             raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
     elif ref_type == "ref/resource":
         key = ref.get("uri")
-        if not isinstance(key, str) or not server.has_resource_uri(key) \
-                or policy.visible(principal, "resources/read", key, True) is None \
-                or not policy.allows(principal, "completion/complete", key):
+        if not isinstance(key, str) or not _may_complete(policy, principal, "resources/read", key, params) \
+                or not server.has_resource_uri(key):
             raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
     else:
         raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
@@ -63,6 +64,15 @@ def complete(connection: "ServerConnection", context: RequestContext, params: di
 
 
 HANDLERS = {"completion/complete": complete}
+
+
+def _may_complete(policy, principal, action: str, key: str, request: dict) -> bool:
+    """Whether ``principal`` may use the item ``key`` (``action``) and complete it; True without ``authorize``."""
+    if principal is None:
+        return True
+    # both asked, even after a denial: a hidden item costs what a missing one does
+    verdicts = [policy.allows(principal, asked, key, request) for asked in (action, "completion/complete")]
+    return all(verdicts)
 
 
 def context_parameter(func: Callable) -> str | None:

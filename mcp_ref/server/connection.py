@@ -169,6 +169,14 @@ class ServerConnection:
         return principal
 
     @property
+    def owner(self) -> str | None:
+        """The caller that what this server hands out is bound to (an MRTR ``requestState``, a task):
+        the :attr:`principal`'s ``id`` when the request carried a verified token, else None (whoever
+        holds the handle).  A string, so that it compares equal after a JSON round trip (a sealed
+        tuple came back as a list and matched no one: issue 20)."""
+        return self.principal.id if self.auth is not None else None
+
+    @property
     def protocol_version(self) -> str | None:
         """The negotiated revision (None before ``initialize``)."""
         return self.session.protocol_version
@@ -239,9 +247,10 @@ class ServerConnection:
         capability = CAPABILITY_OF.get(method)
         if capability is not None and not server.offers(capability, modern.version):
             raise MethodNotFound(f"Method not found: this server does not offer {capability} ({method})")
-        principal = self.auth.principal if self.auth is not None else None
+        # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the authenticated principal".
+        owner = self.owner
         if method in input_required.SUPPORTED_METHODS:
-            context.inputs = input_required.read_inputs(params, method, server.keyring, principal)
+            context.inputs = input_required.read_inputs(params, method, server.keyring, owner)
         try:
             result = handler(self, context, params)
             if context.deferred:
@@ -251,7 +260,7 @@ class ServerConnection:
                 log.error("%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
                           "for %s", server.name, method, ", ".join(sorted(input_required.SUPPORTED_METHODS)))
                 raise InternalError("Internal error") from None
-            state = input_required.seal_state(context.inputs, method, params, server.keyring, principal)
+            state = input_required.seal_state(context.inputs, method, params, server.keyring, owner)
             # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
             return envelopes.complete({"inputRequests": asked.requests, "requestState": state},
                                       server.server_info(modern.version), envelopes.INPUT_REQUIRED)

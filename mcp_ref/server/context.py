@@ -9,6 +9,7 @@ never on the connection's reader thread.
 
 from __future__ import annotations
 
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
@@ -169,7 +170,7 @@ class Context:
         tools: list | None = None,
         tool_choice: dict | None = None,
         key: str | None = None,
-        timeout: float | None | type(...) = ...,
+        timeout: float | None | EllipsisType = ...,
     ) -> CreateMessageResult:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
 
@@ -181,7 +182,7 @@ class Context:
                                   include_context, metadata, tools, tool_choice, key=key), timeout=timeout)[0]
 
     def elicit(self, message: str, schema: dict | type, *, key: str | None = None,
-               timeout: float | None | type(...) = ...) -> ElicitResult:
+               timeout: float | None | EllipsisType = ...) -> ElicitResult:
         """Ask the user for structured input (form-mode ``elicitation/create``, 2025-06-18 and later).
 
         ``schema`` is a flat object schema of primitive properties, or a dataclass (or
@@ -192,16 +193,16 @@ class Context:
         return self.gather(Elicit(message, schema, key=key), timeout=timeout)[0]
 
     def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None,
-                   timeout: float | None | type(...) = ...) -> ElicitResult:
+                   timeout: float | None | EllipsisType = ...) -> ElicitResult:
         """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later; ``elicitation_id``
         is the handshake era's, required there and gone in 2026-07-28)."""
         return self.gather(ElicitUrl(message, url, elicitation_id, key=key), timeout=timeout)[0]
 
-    def list_roots(self, *, key: str | None = None, timeout: float | None | type(...) = ...) -> list[Root]:
+    def list_roots(self, *, key: str | None = None, timeout: float | None | EllipsisType = ...) -> list[Root]:
         """The client's roots (``roots/list``)."""
         return self.gather(ListRoots(key=key), timeout=timeout)[0]
 
-    def gather(self, *asks, timeout: float | None | type(...) = ...) -> list:
+    def gather(self, *asks, timeout: float | None | EllipsisType = ...) -> list:
         """Ask the client for several things at once: ``Elicit``, ``ElicitUrl``, ``Sample``, ``ListRoots``.
 
         Returns their answers in order (``ElicitResult``, ``CreateMessageResult``, a list of

@@ -207,7 +207,14 @@ def read_inputs(params: dict, method: str, keyring: Keyring, principal: str | No
 def seal_state(inputs: Inputs, method: str, params: dict, keyring: Keyring, principal: str | None,
                ttl: float = STATE_TTL) -> str:
     """The ``requestState`` for the next round: the answers used so far, bound to this request,
-    this caller and an expiry, with an HMAC tag."""
+    this caller and an expiry, with an HMAC tag.
+
+    ``principal`` is the caller's ``Principal.id`` (None: no verified caller).  Only a string is
+    sealed: what is sealed is compared after a JSON round trip, where a tuple would come back as a
+    list and match no one.
+    """
+    if principal is not None and not isinstance(principal, str):
+        raise TypeError(f"the caller sealed in requestState must be a string id, not {type(principal).__name__}")
     payload = {
         "m": method,
         "d": digest(method, params),
@@ -243,7 +250,10 @@ def open_state(token: object, method: str, request_digest: str, keyring: Keyring
         raise InvalidParams("Invalid params: requestState is malformed")
     if payload.get("m") != method or payload.get("d") != request_digest:
         raise InvalidParams("Invalid params: requestState belongs to another request")
-    if payload.get("p") != principal:
+    sealed = payload.get("p")
+    # §Server Requirements: state bound to "the authenticated principal" opens for that principal only.
+    # Strings are compared: a state of the old form (a list) or of no caller never opens for a caller.
+    if not (sealed is None or isinstance(sealed, str)) or sealed != principal:
         raise InvalidParams("Invalid params: requestState belongs to another caller")
     if not isinstance(payload.get("x"), int) or payload["x"] < time.time():
         raise InvalidParams("Invalid params: requestState has expired; send the request again without it")

@@ -141,6 +141,8 @@ class Policy:
         self.item_limits = False
         #: Held while a subscription is counted and added, so two at once cannot both pass the cap.
         self.subscription_lock = threading.Lock()
+        #: The verdicts of the request each thread serves (``request``, ``verdicts``): see :meth:`allows`.
+        self._asked = threading.local()
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -153,13 +155,32 @@ class Policy:
 
     # -- access control ---------------------------------------------------------------------
 
-    def allows(self, principal: Principal, action: str, name: str) -> bool:
+    def allows(self, principal: Principal, action: str, name: str, request: dict | None = None) -> bool:
         """Whether ``principal`` may use the item ``name`` for ``action``.
 
-        A failing ``authorize`` denies (and is logged here, never sent to the client).
+        ``request`` is the params of the request being served: ``authorize`` is asked each
+        question once per request, whoever asks it (the HTTP transport's checks before dispatch,
+        the rate limits, the handler), so an item costs one question however many layers look at
+        it.  The verdicts are kept on the asking thread for as long as it serves that request (the
+        same params object); a transport that checks on one thread and dispatches on another
+        asks again there.  A failing ``authorize`` denies (and is logged here, never sent to the
+        client).
         """
         if self.authorize is None:
             return True
+        if request is None:
+            return self._ask(principal, action, name)
+        asked = self._asked
+        if getattr(asked, "request", None) is not request:
+            asked.request, asked.verdicts = request, {}
+        key = (principal.id, principal.scopes, action, name)
+        verdict = asked.verdicts.get(key)
+        if verdict is None:
+            verdict = asked.verdicts[key] = self._ask(principal, action, name)
+        return verdict
+
+    def _ask(self, principal: Principal, action: str, name: str) -> bool:
+        assert self.authorize is not None
         try:
             return bool(self.authorize(principal, action, name))
         except Exception:  # noqa: BLE001 - a broken policy must fail closed, quietly for the peer
@@ -169,35 +190,51 @@ class Policy:
                     principal.id, action, exc_info=True)  # not the name: it may carry the caller's values
             return False
 
-    def visible(self, principal: Principal | None, action: str, name: str, entry):
-        """``entry`` if ``principal`` may use it for ``action``, else None: "not found" alike."""
-        if entry is None or principal is None or self.authorize is None:
-            return entry
-        return entry if self.allows(principal, action, name) else None
+    def visible(self, principal: Principal | None, action: str, name: str, entry, request: dict | None = None):
+        """``entry`` if ``principal`` may use it for ``action``, else None: "not found" alike.
 
-    def visible_resource(self, principal: Principal | None, uri: str, found, action: str = "resources/read"):
-        """``found`` (``Server.find_resource(uri)``) if ``principal`` may use that resource for
-        ``action``, else None: "not found" alike.
-
-        A resource served by a template must be allowed under both names: the URI and the template
-        (a hidden template hides every URI it serves).  And only the URI's canonical spelling, the
-        one the template expands its values to, is found: ``secre%74.txt`` decodes to the same file
-        as ``secret.txt`` but would be judged by ``authorize`` as another name.
+        ``authorize`` is asked about ``name`` whether or not ``entry`` exists (None: missing), so
+        a hidden item and a missing one cost the same (one question: see :meth:`allows` for
+        ``request``) and answer the same.
         """
-        if found is None or principal is None or self.authorize is None:
+        if principal is None or self.authorize is None:
+            return entry
+        allowed = self.allows(principal, action, name, request)
+        return entry if allowed else None
+
+    def visible_resource(self, principal: Principal | None, uri: str, found, action: str = "resources/read",
+                         request: dict | None = None):
+        """``found`` (``Server.find_resource(uri)``) if ``principal`` may use that resource for
+        ``action``, else None: "not found" alike.  See :meth:`resource_allowed`."""
+        if principal is None or self.authorize is None:
             return found
-        entry, variables = found
-        template = entry.template
-        if template is not None:
-            if template.expand(**variables) != uri:
-                return None
-            if not self.allows(principal, "resources/read", entry.listing["uriTemplate"]):
-                return None
-        if not self.allows(principal, "resources/read", uri):
-            return None
-        if action != "resources/read" and not self.allows(principal, action, uri):
-            return None
-        return found
+        return found if self.resource_allowed(principal, uri, found, action, request) else None
+
+    def resource_allowed(self, principal: Principal, uri: str, found, action: str = "resources/read",
+                         request: dict | None = None) -> bool:
+        """Whether ``principal`` may use the resource ``uri`` (``found``: ``Server.find_resource(uri)``,
+        None when nothing serves it) for ``action``.
+
+        A resource served by a template must be allowed under both names: the template first (a
+        hidden template hides every URI it serves), then the URI.  Each name is asked every
+        question of the action, even after a denial (reading, and for ``resources/subscribe``
+        subscribing too), and a URI nothing serves is asked the same: so a hidden resource, a URI
+        of a hidden template and a URI nothing serves all cost the same questions.  ``uri`` is
+        already the one canonical spelling: :meth:`Server.find_resource` finds nothing under any
+        other (``secre%74.txt``, ``./secret.txt``), so ``authorize`` and the resource always judge
+        the same string.
+        """
+        if self.authorize is None:
+            return True
+        names = [uri]
+        if found is not None and found[0].template is not None:
+            names.insert(0, found[0].listing["uriTemplate"])
+        actions = ("resources/read",) if action == "resources/read" else ("resources/read", action)
+        for name in names:
+            verdicts = [self.allows(principal, asked, name, request) for asked in actions]  # all of them
+            if not all(verdicts):
+                return False
+        return True
 
     def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
         """The items of a listing ``principal`` may see (all of them without ``authorize``)."""
@@ -206,12 +243,13 @@ class Policy:
         action, key = LISTING_ACTIONS[kind], LISTING_NAMES[kind]
         return [item for item in items if self.allows(principal, action, item.get(key, ""))]
 
-    def visible_item(self, principal: Principal | None, item: tuple):
-        """The entry of an :func:`item_of` answer if ``principal`` may use it, else None."""
+    def visible_item(self, principal: Principal | None, item: tuple, request: dict | None = None):
+        """The entry of an :func:`item_of` answer if ``principal`` may use it, else None (asked
+        whether or not the item exists: see :meth:`visible`)."""
         action, name, entry, found = item
-        if found is not None:
-            return entry if self.visible_resource(principal, name, found) is not None else None
-        return self.visible(principal, action, name, entry)
+        if action == "resources/read":
+            return entry if self.visible_resource(principal, name, found, request=request) is not None else None
+        return self.visible(principal, action, name, entry, request)
 
     def missing_scopes(self, principal: Principal | None, entry) -> tuple[str, ...]:
         """The OAuth scopes ``entry`` needs that ``principal``'s token lacks (none without a token)."""
@@ -265,10 +303,13 @@ class Policy:
         item = item_of(server, method, params)
         if item is None:
             return
-        action, name, entry, found = item
+        # asked first, whether the item exists or has a limit: hidden and missing cost the same
+        # (the handler reuses the verdict: Policy.allows, ``request``)
+        entry = self.visible_item(principal, item, params)
         limit = getattr(entry, "rate_limit", None)
-        if limit is None or self.visible_item(principal, item) is None:
+        if limit is None:
             return
+        action = item[0]
         wait = self.limiter.take((principal.id, action, entry_key(entry)), limit)
         if wait:
             self._warn(principal, f"rate limit {limit} on {entry_key(entry)}: refused {method}")
@@ -287,8 +328,9 @@ _WARNINGS = RateLimit(1, 60.0)
 
 
 def item_of(server: "Server", method: str, params: Any) -> tuple[str, str, Any, Any] | None:
-    """``(action, name, entry, found)`` of the registered item a request addresses, or None
-    (``found``: ``find_resource``'s answer for a resource, else None)."""
+    """``(action, name, entry, found)`` of the item a request addresses, or None when it names none
+    (``entry`` None: nothing by that name; ``found``: ``find_resource``'s answer for a resource,
+    else None)."""
     if not isinstance(params, dict):
         return None
     if method == "tools/call":
@@ -299,8 +341,10 @@ def item_of(server: "Server", method: str, params: Any) -> tuple[str, str, Any, 
         return (method, name, server.get_prompt(name), None) if isinstance(name, str) else None
     if method in ("resources/read", "resources/subscribe"):
         uri = params.get("uri")
-        found = server.find_resource(uri) if isinstance(uri, str) else None
-        return ("resources/read", uri, found[0], found) if found is not None else None
+        if not isinstance(uri, str):
+            return None
+        found = server.find_resource(uri)
+        return ("resources/read", uri, found[0] if found is not None else None, found)
     return None
 
 
@@ -364,7 +408,7 @@ class UpdateCoalescer:
                 heapq.heappop(self._due)
                 state = self._state.get(uri)
                 params = None if state is None else state[1]
-                if params is None:
+                if state is None or params is None:
                     self._state.pop(uri, None)  # quiet for a whole interval: forgotten
                     continue
                 state[0], state[1] = self.clock(), None

@@ -78,8 +78,9 @@ def get_prompt(connection: "ServerConnection", context: RequestContext, params: 
     name = params.get("name")
     server = connection.server
     prompt = server.get_prompt(name) if isinstance(name, str) else None
-    if server.policy.authorize is not None:  # hidden: unknown
-        prompt = server.policy.visible(connection.principal, "prompts/get", name, prompt)
+    if server.policy.authorize is not None and isinstance(name, str):
+        # hidden: unknown, at the same cost (asked about a missing name too, once per request)
+        prompt = server.policy.visible(connection.principal, "prompts/get", name, prompt, params)
     if prompt is None:
         # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
         raise InvalidParams(f"Invalid params: unknown prompt {name!r}")

@@ -100,7 +100,8 @@ class Server:
         #: The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``).
         self.subscriptions = Subscriptions(max_subscriptions)
         #: The tasks of task-capable tools (the tasks extension); replace it to change its bounds:
-        #: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...)``.
+        #: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...,
+        #: max_waiting=..., input_timeout=..., max_tasks_per_principal=...)``.
         self.tasks = TaskStore()
         self._registry_lock = threading.Lock()
         self._server_info: tuple | None = None
@@ -227,6 +228,10 @@ class Server:
         entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                                size=size, annotations=annotations, icons=icons, scopes=scopes,
                                ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
+        self._add_resource_entry(entry)
+
+    def _add_resource_entry(self, entry: RegisteredResource) -> None:
+        uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
         self._note_limit(entry)
         with self._registry_lock:
             if entry.template is not None:
@@ -260,18 +265,32 @@ class Server:
                                                            allow_hidden=allow_hidden)
         with self._registry_lock:  # listed before it is announced: a client listing at once sees the files
             self._resource_lists.append(list_files)
-        self.add_resource(read_file, template, name=name or f"files under {files.root.name}",
-                          description=f"Files under {files.root}")
+        entry = build_resource(read_file, template, name=name or f"files under {files.root.name}",
+                               description=f"Files under {files.root}")
+        # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
+        # for resources/subscribe and the listen streams too, not only when read
+        entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
+        self._add_resource_entry(entry)
         return template
 
     def find_resource(self, uri: str) -> tuple[RegisteredResource, dict] | None:
-        """The resource answering ``uri`` and the template variables it matched, or None."""
+        """The resource answering ``uri`` and the template variables it matched, or None.
+
+        One spelling per resource: a template serves a URI only in the canonical form it expands
+        its values to (:meth:`~mcp_ref.uri_template.UriTemplate.match_canonical`: no needless or
+        lower-case percent-escape, no ``%2F`` for a ``/`` it would write, no ``.`` or ``..``
+        segment).  Any other spelling of the same resource (``secre%74.txt``, ``./secret.txt``,
+        ``a%2Fb``) is not found, with or without ``authorize``: so ``authorize``, the rate limits,
+        the subscriptions and the resource's own function all judge the one string.  A file root
+        also finds no path it would refuse to read (``a//b``, ``a/``: :meth:`FileRoot.is_canonical`).
+        """
         entry = self._resources.get(uri)
         if entry is not None:
             return entry, {}
         for template in list(self._templates):
-            variables = template.template.match(uri)
-            if variables is not None:
+            pattern = template.template
+            variables = pattern.match_canonical(uri) if pattern is not None else None
+            if variables is not None and (template.accepts is None or template.accepts(variables)):
                 return template, variables
         return None
 
@@ -280,11 +299,13 @@ class Server:
         the tool, resource or prompt it names, if ``principal`` may see it (else none: a 403 would tell
         it exists)."""
         item = item_of(self, method, params) if method != "resources/subscribe" else None
-        if item is None or item[2] is None:
+        if item is None:
             return ()
         if principal is None:
-            return item[2].scopes
-        return self.policy.missing_scopes(principal, self.policy.visible_item(principal, item))
+            return item[2].scopes if item[2] is not None else ()
+        # asked whether or not the item exists (hidden and missing cost the same); the handler
+        # reuses the verdict (Policy.allows, ``request``)
+        return self.policy.missing_scopes(principal, self.policy.visible_item(principal, item, params))
 
     def _note_limit(self, entry) -> None:
         if entry.rate_limit is not None:
@@ -374,7 +395,7 @@ class Server:
         """
         if (prompt is None) == (resource is None):
             raise TypeError("completion() takes exactly one of prompt= or resource=")
-        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource)
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
 
         def register(func: Callable) -> Callable:
             self._completions[key] = (func, context_parameter(func))

@@ -37,6 +37,9 @@ class RegisteredResource:
     cache: tuple | None = None
     #: At most this many reads per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
     rate_limit: Any = None
+    #: For a template: whether the values it matched (in their canonical spelling) name something
+    #: it serves at all; False is "not found" (a file root: a path it would refuse). None: all do.
+    accepts: Callable[[dict], bool] | None = None
 
 
 def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
@@ -74,17 +77,23 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
     ``prefix{+path}``, the function that reads one file, the generator of
     listed files, and the :class:`~mcp_ref.files.FileRoot`.  A path that
     leaves the root, is hidden, missing, unreadable or too long to open
-    answers Resource not found (-32002), naming only the URI; a file over
-    ``max_file_size`` answers -32602 with its size and the limit.
+    answers Resource not found (-32002), naming only the URI; so does any
+    spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
+    ``docs//a.txt``, ``%61.txt``); a file over ``max_file_size`` answers
+    -32602 with its size and the limit.  Files are listed under their
+    canonical URI (``a%20b.txt`` for ``a b.txt``).
     """
     from ..files import DEFAULT_MAX_FILE_SIZE, FileRoot, FileTooLarge, is_text
 
     files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
                      allow_hidden=allow_hidden)
     prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
+    template = UriTemplate(prefix + "{+path}")
 
     def read_file(path: str):
-        uri = prefix + path
+        # Reached only with the canonical spelling (Server.find_resource), and FileRoot refuses any
+        # other path ("./a", "a//b", "a/"): the file read is the one authorize judged by this URI.
+        uri = template.expand(path=path)
         try:
             data, mime_type = files.read(path)
         except FileTooLarge as exc:
@@ -98,9 +107,12 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
 
     def list_files():
         for relative in files.list():
-            yield {"uri": prefix + relative, "name": relative}
+            # listed under the spelling a read must use (a space as %20): the one authorize judges
+            uri = template.expand(path=relative)
+            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it ("%41" in a name)
+                yield {"uri": uri, "name": relative}
 
-    return prefix + "{+path}", read_file, list_files, files
+    return template.template, read_file, list_files, files
 
 
 # -- the handlers ---------------------------------------------------------------------------------
@@ -119,7 +131,7 @@ def list_templates(connection: "ServerConnection", context: RequestContext, para
 def read_resource(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
     """``resources/read``: the contents of one resource, or Resource not found (-32002)."""
     uri = _uri(params, "resources/read")
-    found = visible_resource(connection, uri, "resources/read")
+    found = visible_resource(connection, uri, "resources/read", params)
     if found is None:
         # server/resources §Error Handling: "Resource not found: -32002".
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
@@ -133,7 +145,7 @@ def subscribe(connection: "ServerConnection", context: RequestContext, params: d
 
     At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections."""
     uri = _uri(params, "resources/subscribe")
-    if visible_resource(connection, uri, "resources/subscribe") is None:
+    if visible_resource(connection, uri, "resources/subscribe", params) is None:
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
     server = connection.server
     with server.policy.subscription_lock:
@@ -143,14 +155,18 @@ def subscribe(connection: "ServerConnection", context: RequestContext, params: d
     return {}
 
 
-def visible_resource(connection: "ServerConnection", uri: str, action: str):
+def visible_resource(connection: "ServerConnection", uri: str, action: str, request: dict | None = None):
     """``find_resource(uri)`` if the caller may use it for ``action`` (reading, and for
-    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.server.policy)."""
+    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.server.policy).
+
+    ``uri`` is found only under its one canonical spelling (``Server.find_resource``), and
+    ``authorize`` is asked about it whether or not it exists, once per ``request`` (its params):
+    a hidden resource and a missing one cost the same and answer the same."""
     server = connection.server
     found = server.find_resource(uri)
-    if found is None or server.policy.authorize is None:
+    if server.policy.authorize is None:
         return found
-    return server.policy.visible_resource(connection.principal, uri, found, action)
+    return server.policy.visible_resource(connection.principal, uri, found, action, request)
 
 
 def unsubscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:

@@ -261,11 +261,8 @@ def listen(connection: "ServerConnection", context: RequestContext, params: dict
         principal = connection.principal
 
         def hidden_from_caller(uri: str) -> bool:
-            found = server.find_resource(uri)
-            if found is None:  # not registered (yet): judged by its name alone
-                return not (policy.allows(principal, "resources/read", uri)
-                            and policy.allows(principal, "resources/subscribe", uri))
-            return policy.visible_resource(principal, uri, found, "resources/subscribe") is None
+            # one rule for all: not registered (yet) is judged by its name alone, at the same cost
+            return not policy.resource_allowed(principal, uri, server.find_resource(uri), "resources/subscribe")
 
         hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
     subscription = Subscription(connection, context.request_id, agreed, version, hidden)

@@ -26,31 +26,52 @@ How a tool becomes a task (the server decides, per request):
 Inside the task an ask (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``)
 parks the task in ``input_required`` with the ask in ``inputRequests``; the
 handler's thread waits until ``tasks/update`` brings every answer, the task is
-cancelled, or its time to live runs out.  ``ctx.report_progress`` sets the
-task's ``statusMessage``; log messages are not sent (SEP-2663: progress and log
+cancelled, its ``input_timeout`` passes (the task fails, -32005, saying so) or
+its time to live runs out.  ``ctx.report_progress`` sets the task's
+``statusMessage``; log messages are not sent (SEP-2663: progress and log
 notifications "are not supported on tasks").
 
-:class:`TaskStore` (``server.tasks``) holds the tasks and runs them: at most
-``max_tasks`` (past it the oldest finished one is forgotten; if none has
-finished, a new task is refused with -32000), each kept ``ttl_ms`` after its
-creation, run by at most ``workers`` threads (daemon threads: a parked task
-never keeps the process alive).  A task belongs to whoever created it: over
-HTTP with authorization, another principal's ``taskId`` is "not found".
+:class:`TaskStore` (``server.tasks``) holds the tasks and runs them:
+
+* at most ``max_tasks`` (past it the oldest finished one is forgotten; if none
+  has finished, a new task is refused with -32000), and at most
+  ``max_tasks_per_principal`` unfinished ones per caller (past it, -32005), each
+  kept ``ttl_ms`` after its creation;
+* at most ``workers`` tasks *run* at once.  A task waiting for input gives its
+  run slot up while it waits (another task runs meanwhile) and keeps only its
+  thread; at most ``max_waiting`` tasks wait so (one more that asks for input
+  fails at once with -32000), and each waits at most ``input_timeout`` seconds.
+  So the store never has more than ``workers + max_waiting`` threads (daemon
+  threads: a parked task never keeps the process alive; an idle one ends after
+  a minute).  A task whose answers came waits for a free run slot before it
+  goes on, ahead of tasks not yet started.
+
+A task belongs to whoever created it: over HTTP with authorization, another
+principal's ``taskId`` is "not found".
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import queue
 import secrets
 import threading
 import time
+from collections import deque
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..errors import INTERNAL_ERROR, InvalidParams, McpError, MissingRequiredClientCapabilityError, RequestCancelled, ServerBusy
+from ..errors import (
+    INTERNAL_ERROR,
+    InvalidParams,
+    LimitExceeded,
+    McpError,
+    MissingRequiredClientCapabilityError,
+    RequestCancelled,
+    ServerBusy,
+)
 from ..session import RequestContext
 from .input_required import Ask, Inputs, answer_all
 
@@ -71,6 +92,13 @@ DEFAULT_MAX_TASKS = 1024
 DEFAULT_TTL_MS = 60 * 60 * 1000
 DEFAULT_POLL_INTERVAL_MS = 250
 DEFAULT_WORKERS = 16
+#: Tasks that may wait for input at once (each keeps its thread, not its run slot), and for how long (seconds).
+DEFAULT_MAX_WAITING = 64
+DEFAULT_INPUT_TIMEOUT = 5 * 60.0
+#: Unfinished tasks one caller (``Principal.id``) may have at once.
+DEFAULT_MAX_TASKS_PER_PRINCIPAL = 16
+#: Seconds an idle task thread waits for work before it ends.
+IDLE_SECONDS = 60.0
 #: Input requests one task may have outstanding at once, and keys it may hand out over its life.
 MAX_OUTSTANDING = 64
 MAX_KEYS = 4096
@@ -104,9 +132,13 @@ class StartTask(BaseException):
 class Task:
     """One task: its state as ``tasks/get`` shows it, and what its handler waits for."""
 
-    def __init__(self, task_id: str, principal: str | None, ttl_ms: int | None, poll_interval_ms: int):
+    def __init__(self, task_id: str, owner: str | None, ttl_ms: int | None, poll_interval_ms: int,
+                 caller: str | None = None):
         self.id = task_id
-        self.principal = principal
+        #: Who may see and answer it (``Principal.id`` of a verified caller; None: whoever has the id).
+        self.owner = owner
+        #: Whose count of unfinished tasks it is in (``Principal.id``, token or not).
+        self.caller = caller if caller is not None else owner
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.created_at = self.updated_at = _now()
@@ -121,6 +153,8 @@ class Task:
         self._keys = 0
         self.lock = threading.Condition()
         self.cancelled = threading.Event()
+        #: True once its handler got a run slot and started (see :meth:`begin_run`).
+        self.started = False
 
     @property
     def terminal(self) -> bool:
@@ -172,12 +206,16 @@ class Task:
                 self.status_message = message
                 self.updated_at = _now()
 
-    def ask(self, asks: list[Ask], deadline: float | None) -> list:
+    def ask(self, asks: list[Ask], deadline: float | None, input_timeout: float | None = None) -> list:
         """Park in ``input_required`` until ``tasks/update`` answered every ask; their answers, read.
+
+        ``deadline`` (monotonic) is the task's time to live; ``input_timeout`` (seconds) bounds this
+        wait: past it the asks are withdrawn and LimitExceeded (-32005) says so.
 
         SEP-2663 §Task Update Requests: "Each request key in inputRequests MUST be unique over the
         lifetime of a single task": a key already used gets a number.
         """
+        waited_until = None if input_timeout is None else time.monotonic() + input_timeout
         with self.lock:
             if len(asks) + len(self.outstanding) > MAX_OUTSTANDING or self._keys + len(asks) > MAX_KEYS:
                 raise McpError(f"task {self.id}: too many input requests", code=INTERNAL_ERROR)
@@ -192,15 +230,28 @@ class Task:
             while any(ask.key in self.outstanding for ask in keyed):
                 if self.cancelled.is_set():
                     raise RequestCancelled(f"task {self.id} was cancelled")
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    self._withdraw(keyed)
                     raise McpError(f"task {self.id}: its time to live ran out while it waited for input",
                                    code=INTERNAL_ERROR)
-                self.lock.wait(left)
+                if waited_until is not None and now >= waited_until:
+                    self._withdraw(keyed)
+                    raise LimitExceeded(f"no input came within {input_timeout:g} s (tasks/update); "
+                                        "the task stopped waiting", data={"limit": input_timeout})
+                ends = [end for end in (deadline, waited_until) if end is not None]
+                self.lock.wait(min(ends) - now if ends else None)
             if not self.outstanding:
                 self._set(WORKING)
             answers = {ask.key: self.answers[ask.key] for ask in keyed}
         return answer_all(keyed, answers)
+
+    def _withdraw(self, asks: list[Ask]) -> None:
+        """(Under the lock) take back asks no answer will come for: no longer outstanding."""
+        for ask in asks:
+            self.outstanding.pop(ask.key, None)
+        if not self.outstanding and self.status == INPUT_REQUIRED:
+            self._set(WORKING)
 
     def update(self, responses: dict) -> None:
         """``tasks/update``: take the answers to outstanding asks; others are ignored.
@@ -225,57 +276,116 @@ class Task:
                 self.lock.notify_all()
 
     def cancel(self) -> None:
-        """``tasks/cancel``: ask the handler to stop (cooperative: it may still finish otherwise)."""
+        """``tasks/cancel``: ask the handler to stop (cooperative: it may still finish otherwise).
+
+        A task still waiting for a run slot is cancelled at once: its handler will never run (no
+        side effect after the caller said stop), and it no longer counts against its caller's
+        ``max_tasks_per_principal``.  SEP-2663 §Task Cancellation: the server "decides whether and
+        when to honor it"; one that has not started can always be honoured.
+        """
         self.cancelled.set()
         with self.lock:
+            if not self.started:
+                self._set(CANCELLED)
             self.lock.notify_all()
+
+    def begin_run(self) -> bool:
+        """A run slot came: True if the handler may start now, False if the task was cancelled (or
+        ended) while it waited for one; then it never runs."""
+        with self.lock:
+            if self.cancelled.is_set() or self.terminal:
+                self._set(CANCELLED)
+                return False
+            self.started = True
+            return True
 
 
 class TaskStore:
-    """The tasks of one server, and the threads that run them (see the module docstring)."""
+    """The tasks of one server, and the threads that run them (see the module docstring).
+
+    ``workers``: tasks running at once; ``max_waiting``: tasks waiting for input at once (each
+    keeps a thread, so the threads are at most ``workers + max_waiting``); ``input_timeout``:
+    seconds a task waits for one round of input (None: until its TTL); ``max_tasks_per_principal``:
+    unfinished tasks per caller (None: no cap but ``max_tasks``).
+    """
 
     def __init__(self, *, max_tasks: int = DEFAULT_MAX_TASKS, ttl_ms: int | None = DEFAULT_TTL_MS,
-                 poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS, workers: int = DEFAULT_WORKERS):
+                 poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS, workers: int = DEFAULT_WORKERS,
+                 max_waiting: int = DEFAULT_MAX_WAITING, input_timeout: float | None = DEFAULT_INPUT_TIMEOUT,
+                 max_tasks_per_principal: int | None = DEFAULT_MAX_TASKS_PER_PRINCIPAL):
         if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms <= 0):
             # tasks-wire-field-renames: ttlMs is null (unlimited) or a positive integer.
             raise ValueError("ttl_ms must be a positive number of milliseconds, or None for unlimited")
+        _whole("workers", workers, 1)
+        _whole("max_waiting", max_waiting, 0)
+        if max_tasks_per_principal is not None:
+            _whole("max_tasks_per_principal", max_tasks_per_principal, 1)
+        if input_timeout is not None and (isinstance(input_timeout, bool) or not isinstance(input_timeout, (int, float))
+                                          or not input_timeout > 0):
+            raise ValueError("input_timeout must be a positive number of seconds, or None (until the task's TTL)")
         self.max_tasks = max_tasks
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.workers = workers
+        self.max_waiting = max_waiting
+        self.input_timeout = input_timeout
+        self.max_tasks_per_principal = max_tasks_per_principal
         self._tasks: dict[str, Task] = {}
         self._lock = threading.Lock()
-        self._queue: queue.Queue = queue.Queue()
-        self._threads: list[threading.Thread] = []
         self._numbers = itertools.count(1)
+        # The pool: work not yet started, and how many threads exist, wait for work (idle), hold a
+        # run slot (running), wait for input (waiting) or wait for a slot after their input (resuming).
+        self._cond = threading.Condition()
+        self._pending: deque[Callable[[], None]] = deque()
+        self._threads = self._idle = self._running = self._waiting = self._resuming = 0
+        self._local = threading.local()  # .slot: this thread holds a run slot of this store
 
     def __len__(self) -> int:
         return len(self._tasks)
 
-    def create(self, principal: str | None) -> Task:
-        """A new task, findable at once (SEP-2663: the server "MUST NOT return CreateTaskResult until
-        the task is durably created"); ServerBusy when ``max_tasks`` unfinished tasks exist."""
+    @property
+    def threads(self) -> int:
+        """The store's threads now (at most ``workers + max_waiting``)."""
+        return self._threads
+
+    @property
+    def waiting(self) -> int:
+        """Tasks waiting for input now (at most ``max_waiting``)."""
+        return self._waiting
+
+    def create(self, owner: str | None, caller: str | None = None) -> Task:
+        """A new task of ``owner`` (who may find it), counted against ``caller`` (default: ``owner``).
+
+        Findable at once (SEP-2663: the server "MUST NOT return CreateTaskResult until the task is
+        durably created").  LimitExceeded (-32005) when ``caller`` has ``max_tasks_per_principal``
+        unfinished tasks; ServerBusy (-32000) when ``max_tasks`` unfinished tasks exist."""
+        key = caller if caller is not None else owner
         with self._lock:
             self._forget_expired()
+            cap = self.max_tasks_per_principal
+            if cap is not None and sum(1 for t in self._tasks.values() if t.caller == key and not t.terminal) >= cap:
+                raise LimitExceeded(f"Too many tasks: at most {cap} unfinished tasks per caller; wait for one to "
+                                    "finish, or cancel one (tasks/cancel)", data={"limit": cap})
             if len(self._tasks) >= self.max_tasks:
                 finished = [t for t in self._tasks.values() if t.terminal]
                 if not finished:
                     raise ServerBusy(f"Server busy: {self.max_tasks} tasks are in progress; retry later",
                                      data={"maxTasks": self.max_tasks})
                 del self._tasks[min(finished, key=lambda t: t.created).id]
-            task = Task(secrets.token_urlsafe(16), principal, self.ttl_ms, self.poll_interval_ms)
+            task = Task(secrets.token_urlsafe(16), owner, self.ttl_ms, self.poll_interval_ms, key)
             self._tasks[task.id] = task
             return task
 
-    def find(self, task_id: object, principal: str | None) -> Task:
-        """The task ``task_id`` of ``principal``, or -32602 (SEP-2663 §Protocol Errors: "Invalid or
-        nonexistent taskId: -32602")."""
+    def find(self, task_id: object, owner: str | None) -> Task:
+        """The task ``task_id`` of ``owner``, or -32602 (SEP-2663 §Protocol Errors: "Invalid or
+        nonexistent taskId: -32602"; §Security Implications: servers "MUST perform authentication
+        and authorization checks on each task-related request")."""
         if not isinstance(task_id, str):
             raise InvalidParams("Invalid params: taskId must be a string")
         with self._lock:
             self._forget_expired()
             task = self._tasks.get(task_id)
-        if task is None or task.principal != principal:
+        if task is None or task.owner != owner:
             raise InvalidParams(f"Invalid params: no task {task_id!r} (it does not exist, or has expired)")
         return task
 
@@ -285,22 +395,87 @@ class TaskStore:
             task.cancel()  # SEP-2663: after its TTL a server "MAY ... delete it at any time"
             del self._tasks[task.id]
 
+    # -- the pool ---------------------------------------------------------------------------------
+
     def run(self, work: Callable[[], None]) -> None:
-        """Run ``work`` on a task worker (started when first needed, at most ``workers``)."""
-        with self._lock:
-            if len(self._threads) < self.workers:
-                thread = threading.Thread(target=self._work, name=f"mcp-task-{next(self._numbers)}", daemon=True)
-                self._threads.append(thread)
-                thread.start()
-        self._queue.put(work)
+        """Run ``work`` on a task thread, once a run slot is free (the queue is bounded by ``max_tasks``:
+        each work is a task's)."""
+        with self._cond:
+            self._pending.append(work)
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        """(Holding ``_cond``) wake or start a thread if pending work may take a free run slot now."""
+        if not self._pending or self._running >= self.workers or self._resuming:
+            return
+        if self._idle:
+            self._cond.notify_all()
+        elif self._threads < self.workers + self.max_waiting:
+            self._threads += 1
+            threading.Thread(target=self._work, name=f"mcp-task-{next(self._numbers)}", daemon=True).start()
 
     def _work(self) -> None:
         while True:
-            work = self._queue.get()
+            with self._cond:
+                while not self._pending or self._running >= self.workers or self._resuming:
+                    if not self._pending and self._threads > self.workers:
+                        self._threads -= 1  # past the workers' count, an idle thread ends at once
+                        return
+                    self._idle += 1
+                    try:
+                        woken = self._cond.wait(IDLE_SECONDS)
+                    finally:
+                        self._idle -= 1
+                    if not woken and not self._pending:
+                        self._threads -= 1
+                        return
+                work = self._pending.popleft()
+                self._running += 1
+                self._dispatch()
+            self._local.slot = True
             try:
                 work()
             except BaseException:  # noqa: BLE001 - a worker never dies
                 log.exception("a task's work failed")
+            finally:
+                self._local.slot = False
+                with self._cond:
+                    self._running -= 1
+                    if self._resuming:
+                        self._cond.notify_all()  # a task whose input came goes first
+
+    @contextmanager
+    def waiting_for_input(self) -> Iterator[None]:
+        """Around a task's wait for input (on its own thread): its run slot is given to another task
+        while it waits, and taken back after (once one is free).  ServerBusy (-32000) when
+        ``max_waiting`` tasks wait already: the task does not wait (nor hold a slot while it waits)."""
+        if not getattr(self._local, "slot", False):
+            yield  # not on this store's worker (no slot to give up)
+            return
+        with self._cond:
+            if self._waiting >= self.max_waiting:
+                raise ServerBusy(f"Server busy: {self.max_waiting} tasks are waiting for input already; "
+                                 "this one cannot wait too (try again later)", data={"maxWaiting": self.max_waiting})
+            self._waiting += 1
+            self._running -= 1
+            self._local.slot = False
+            self._dispatch()
+            if self._resuming:
+                self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._waiting -= 1
+                self._resuming += 1
+                try:
+                    while self._running >= self.workers:
+                        self._cond.wait()
+                finally:
+                    self._resuming -= 1
+                self._running += 1
+                self._local.slot = True
+                self._dispatch()
 
     def cancel_all(self) -> None:
         """Cancel every unfinished task (at shutdown)."""
@@ -310,22 +485,34 @@ class TaskStore:
             task.cancel()
 
 
+def _whole(name: str, value: object, least: int) -> None:
+    """ValueError unless ``value`` is a whole number >= ``least``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"{name} must be a whole number >= {least}")
+
+
 class TaskRun:
     """What a handler running as a task has: its :class:`Task`, and the answers of the
     ``input_required`` rounds that came before the task (replayed as they were)."""
 
-    def __init__(self, task: Task, before: dict):
+    def __init__(self, task: Task, before: dict, store: TaskStore | None = None):
         self.task = task
         self.before = before
+        self.store = store
 
     def ask(self, asks: list[Ask]) -> list:
         """The answers to ``asks``: from the rounds before the task if it had them all, else from
-        ``tasks/update`` (the task parks in ``input_required`` meanwhile)."""
+        ``tasks/update`` (the task parks in ``input_required`` meanwhile, without its run slot, for
+        at most the store's ``input_timeout``)."""
         if all(ask.key in self.before for ask in asks):
             return answer_all(asks, self.before)
         task = self.task
         deadline = None if task.ttl_ms is None else task.created + task.ttl_ms / 1000
-        return task.ask(asks, deadline)
+        store = self.store
+        if store is None:
+            return task.ask(asks, deadline)
+        with store.waiting_for_input():
+            return task.ask(asks, deadline, store.input_timeout)
 
 
 #: Marks a request whose tool may become a task (``RequestContext.task``): ``ctx.start_task()`` starts it.
@@ -336,18 +523,22 @@ def begin(connection: "ServerConnection", context: RequestContext, run: Callable
     """``ctx.start_task()`` was reached: create the task, run the handler again on a task worker
     (``run(task_context)`` gives its result), and return the CreateTaskResult."""
     server = connection.server
-    principal = connection.auth.principal if connection.auth is not None else None
-    task = server.tasks.create(principal)
+    store = server.tasks
+    # SEP-2663 §Security Implications ("Auth binding"): the task is its verified caller's; and every
+    # caller, token or not, is counted against max_tasks_per_principal.
+    task = store.create(connection.owner, connection.principal.id)
     before = dict(context.inputs.answers) if context.inputs is not None else {}
     quiet = replace(context.envelope, log_level=None)  # no log messages from a task
     task_context = RequestContext(context.session, f"task:{task.id}", context.method, context.params)
     task_context.progress_token = None
     task_context.envelope = quiet
     task_context.inputs = Inputs(dict(before))
-    task_context.task = TaskRun(task, before)
+    task_context.task = TaskRun(task, before, store)
     task_context.cancelled = task.cancelled
 
     def work() -> None:
+        if not task.begin_run():
+            return  # cancelled while it waited for a run slot: the handler never runs
         try:
             result = run(task_context)
         except RequestCancelled:
@@ -363,7 +554,7 @@ def begin(connection: "ServerConnection", context: RequestContext, run: Callable
             # SEP-2663: a result, "even if isError: true", is completed; cancellation is cooperative.
             task.finish(COMPLETED, result=result)
 
-    server.tasks.run(work)
+    store.run(work)
     created = task.to_wire(detailed=False)
     created["resultType"] = TASK
     return created
@@ -378,8 +569,7 @@ def _task_of(connection: "ServerConnection", context: RequestContext, params: di
     before the id)."""
     if not declared(context):
         raise missing(f"{method} needs the {EXTENSION} extension")
-    principal = connection.auth.principal if connection.auth is not None else None
-    return connection.server.tasks.find(params.get("taskId"), principal)
+    return connection.server.tasks.find(params.get("taskId"), connection.owner)
 
 
 def get_task(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:

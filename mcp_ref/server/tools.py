@@ -88,7 +88,7 @@ class RegisteredTool:
     def output_validator(self) -> Any:
         """The validator of ``outputSchema`` (built on first use)."""
         if self._output_validator is None:
-            self._output_validator = validator_for(self.output_schema)
+            self._output_validator = validator_for(self.output_schema or {})  # called only when it has one
         return self._output_validator
 
 
@@ -176,10 +176,11 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: tools/call needs a tool name")
     server = connection.server
-    # A tool the caller may not use is answered exactly as a missing one (mcp_ref.server.policy).
+    # A tool the caller may not use is answered exactly as a missing one (mcp_ref.server.policy),
+    # and costs the same: authorize is asked about a missing name too, once per request.
     tool = server.get_tool(name)
     if server.policy.authorize is not None:
-        tool = server.policy.visible(connection.principal, "tools/call", name, tool)
+        tool = server.policy.visible(connection.principal, "tools/call", name, tool, params)
     if tool is None:
         # 2025-11-25 server/tools §Error Handling: unknown tools are a protocol error.
         raise InvalidParams(f"Unknown tool: {name}")

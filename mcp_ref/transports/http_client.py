@@ -32,6 +32,13 @@ resumed but reported (:class:`~mcp_ref.errors.ResponseStreamLost`: the client
 re-issues the request); cancelling closes the request's response stream
 instead of sending ``notifications/cancelled``, and no other notification is
 sent.
+
+What the server sends is bounded, as stdio bounds a line: a JSON answer and each
+SSE event by ``max_message_size`` (the Content-Length is checked first, then the
+body is read in pieces and abandoned past the bound; the request fails with
+:class:`~mcp_ref.errors.LimitExceeded`, the connection serves the others); SSE
+is parsed in linear time (:class:`~mcp_ref.transports.sse.SseParser`); and
+the server's ``retry`` is kept between ``min_retry_delay`` and ``max_retry_delay``.
 """
 
 from __future__ import annotations
@@ -42,12 +49,15 @@ import queue
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from .. import envelope
-from ..errors import AuthorizationError, ResponseStreamLost, ServerUnreachable
+from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost, ServerUnreachable
 from ..jsonrpc import Notification, Request
 from .base import RequestFailed, RequestHeld, Transport
+from .origins import CrossOriginRefused, same_origin
+from .sse import SseParser
+from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +74,15 @@ def hold_current_request(seconds: float) -> None:
 
 DEFAULT_RETRY_MS = 1000
 MAX_RESUMES = 10  # attempts to resume one stream before giving up on it
+#: The default bounds (seconds) on the wait before re-opening a stream, whatever ``retry`` says.
+MIN_RETRY_DELAY = 0.1
+MAX_RETRY_DELAY = 30.0
+#: How much of an HTTP error's body is read for its JSON-RPC error (a longer one is ignored).
+MAX_ERROR_BODY = 64 * 1024
+#: Bytes asked of the socket at a time while reading a body.
+READ_SIZE = 64 * 1024
+#: Last-Event-ID values longer than this (or not printable ASCII) are not kept for resuming.
+MAX_EVENT_ID = 1024
 
 
 class HttpTransportError(ConnectionError):
@@ -78,6 +97,18 @@ class HttpClientTransport(Transport):
     ``auth`` is a requests auth hook (e.g. a bearer token).  ``connect_timeout``
     bounds connecting; waiting for answers is governed by the session's
     request timeouts.
+
+    ``headers``, ``auth`` and every message go to the origin of ``url`` only: a redirect is
+    followed within that origin, and one to another origin (or a 2024-11-05 ``endpoint`` event
+    naming another origin) fails with :class:`~mcp_ref.transports.origins.CrossOriginRefused`,
+    nothing sent there.
+
+    ``max_message_size`` (bytes; stdio's default, 4 MiB) bounds a JSON answer and the data of
+    each SSE event (and each SSE line).  An answer past it fails its request with
+    :class:`~mcp_ref.errors.LimitExceeded` naming the limit, as does an event past it on a
+    request's stream (whose rest is then abandoned); one on the standalone GET stream (or the
+    2024-11-05 stream) is dropped with a warning.  ``min_retry_delay`` / ``max_retry_delay``
+    (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.
     """
 
     concurrent_writes = True
@@ -93,11 +124,23 @@ class HttpClientTransport(Transport):
         connect_timeout: float = 10.0,
         max_workers: int = 64,
         verify=True,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        min_retry_delay: float = MIN_RETRY_DELAY,
+        max_retry_delay: float = MAX_RETRY_DELAY,
     ):
         import requests  # heavy: loaded only for HTTP
 
         if mode not in ("auto", "streamable", "sse"):
             raise ValueError(f"mode must be 'auto', 'streamable' or 'sse', not {mode!r}")
+        if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or max_message_size < 1:
+            raise ValueError(f"max_message_size must be a positive int, not {max_message_size!r}")
+        if not 0 <= min_retry_delay <= max_retry_delay:
+            raise ValueError("min_retry_delay and max_retry_delay must satisfy 0 <= min <= max")
+        #: The largest JSON answer or SSE event's data taken from the server (bytes).
+        self.max_message_size = max_message_size
+        #: The bounds (seconds) of the wait before a stream is re-opened, whatever the server's ``retry``.
+        self.min_retry_delay = min_retry_delay
+        self.max_retry_delay = max_retry_delay
         self.url = url
         self.mode = mode
         self.http = requests.Session()
@@ -108,6 +151,9 @@ class HttpClientTransport(Transport):
         self.http.mount("https://", adapter)
         self.http.headers.update(headers or {})
         self.http.auth = auth
+        # Credentials and the caller's headers go only to the origin of ``url``: a redirect elsewhere
+        # is refused before it is followed (see _refuse_redirect_elsewhere).
+        self.http.hooks["response"].append(self._refuse_redirect_elsewhere)
         self.http.verify = verify
         self.connect_timeout = connect_timeout
         self.session_id: str | None = None
@@ -186,7 +232,8 @@ class HttpClientTransport(Transport):
             # basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
             # MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session".
             try:
-                self.http.delete(self.url, headers=self._headers(), timeout=(self.connect_timeout, 5))
+                discard_body(self.http.delete(self.url, headers=self._headers(), stream=True,
+                                              timeout=(self.connect_timeout, 5)))
             except Exception:  # noqa: BLE001 - closing must not raise
                 log.debug("DELETE of the session failed", exc_info=True)
         with self._responses_lock:
@@ -209,11 +256,12 @@ class HttpClientTransport(Transport):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _post(self, data: bytes, *, stream: bool):
+    def _post(self, data: bytes, *, read_timeout: float | None = None):
+        """POST ``data``; the body is left unread (``stream``): read it with :func:`read_body`."""
         headers = self._headers()
         headers["Content-Type"] = "application/json"
-        return self.http.post(self.url, data=data, headers=headers, stream=stream,
-                              timeout=(self.connect_timeout, None if stream else 60))
+        return self.http.post(self.url, data=data, headers=headers, stream=True,
+                              timeout=(self.connect_timeout, read_timeout))
 
     def _send_request(self, data: bytes, request: Request) -> None:
         import requests
@@ -223,7 +271,7 @@ class HttpClientTransport(Transport):
             if request.method != "initialize" and not self._session_ready.wait(self.connect_timeout * 3):
                 raise HttpTransportError("timed out waiting for a new session")
             generation, sent_with = self._generation, self.session_id
-            response = self._post(data, stream=True)
+            response = self._post(data)
             if request.method == "initialize":
                 if response.status_code in (400, 404, 405) and self.mode == "auto":
                     # basic/transports §Backwards Compatibility: on such an answer the client
@@ -239,7 +287,7 @@ class HttpClientTransport(Transport):
             elif response.status_code == 404 and sent_with and self._reinitialize is not None:
                 response.close()
                 self._renew_session(generation)
-                response = self._post(data, stream=True)
+                response = self._post(data)
             self._deliver(response, request)
         except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
@@ -248,6 +296,8 @@ class HttpClientTransport(Transport):
         except HttpTransportError as exc:
             self._fail(request.id, str(exc))
         except AuthorizationError as exc:  # the auth hook (mcp_ref.auth.OAuth) could not authorize
+            self._incoming.put(RequestFailed(request.id, exc))
+        except CrossOriginRefused as exc:  # a redirect to another origin, not followed
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # noqa: BLE001 - a worker must never die silently
             log.exception("HTTP request failed")
@@ -264,18 +314,32 @@ class HttpClientTransport(Transport):
             return
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if content_type == "application/json":
-            self._incoming.put(response.content)
+            body = read_body(response, self.max_message_size)
+            if body is None:
+                self._incoming.put(self._too_large(request, "answer"))
+            else:
+                self._incoming.put(body)
         elif content_type == "text/event-stream":
-            self._read_stream(response, {request.id}, resumable=resumable)
+            self._read_stream(response, request, resumable=resumable)
         else:
             response.close()
             self._fail(request.id, f"unexpected Content-Type {content_type!r} in the answer to {request.method}")
+
+    def _too_large(self, request: Request, what: str) -> RequestFailed:
+        """The failure of ``request`` whose ``what`` (answer, SSE event) went past ``max_message_size``."""
+        limit = self.max_message_size
+        log.warning("%s: the server's %s is larger than the limit of %d bytes; the request fails",
+                    request.method, what, limit)
+        return RequestFailed(request.id, LimitExceeded(
+            f"{request.method}: the server's {what} is larger than this client's limit of {limit} bytes "
+            f"(max_message_size)", data={"limit": limit}))
 
     def _send_other(self, data: bytes) -> None:
         import requests
 
         try:
-            response = self._post(data, stream=False)
+            response = self._post(data, read_timeout=60)
+            discard_body(response)  # a 202 has none; whatever a server sends is never kept
         except (requests.RequestException, AuthorizationError) as exc:
             raise OSError(f"HTTP request to {self.url} failed: {exc}") from None
         if response.status_code == 404 and self.session_id:
@@ -341,7 +405,7 @@ class HttpClientTransport(Transport):
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         except requests.RequestException as exc:
             self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
-        except AuthorizationError as exc:
+        except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # noqa: BLE001 - a worker must never die silently
             log.exception("HTTP request failed")
@@ -368,13 +432,29 @@ class HttpClientTransport(Transport):
 
     # -- SSE streams -----------------------------------------------------------------------
 
-    def _events(self, response):
-        import sseclient
-
+    def _events(self, response, cursor: _Cursor | None = None, *, strict: bool = False):
+        """The events of an SSE response, parsed as they arrive (:class:`~mcp_ref.transports.sse.SseParser`,
+        each event's data bounded by ``max_message_size``); ``cursor`` keeps the stream's last event
+        id and ``retry``.  An event past the bound raises :class:`_EventTooLarge` when ``strict`` (a
+        request's stream), else it is dropped with a warning."""
+        parser = SseParser(self.max_message_size)
         with self._responses_lock:
             self._open_responses.add(response)
         try:
-            yield from sseclient.SSEClient(response.iter_content(chunk_size=None)).events()
+            for chunk in stream_chunks(response):
+                events = parser.feed(chunk)
+                if cursor is not None:
+                    cursor.note(parser, len(events))
+                for event in events:
+                    if event.too_large:
+                        if strict:
+                            raise _EventTooLarge
+                        log.warning("dropped an SSE event from %s larger than the limit of %d bytes "
+                                    "(max_message_size)", self.url, self.max_message_size)
+                        continue
+                    yield event
+        except _EventTooLarge:
+            raise
         except Exception:
             if not self._closed.is_set():
                 raise
@@ -384,32 +464,40 @@ class HttpClientTransport(Transport):
                 self._open_responses.discard(response)
             response.close()
 
-    def _relay(self, response, cursor: "_Cursor"):
+    def _relay(self, response, cursor: _Cursor, *, strict: bool = False):
         """Put every message of an SSE response on the incoming queue (and yield it), keeping
         the stream's last event id and ``retry`` in ``cursor`` for resuming it."""
-        for event in self._events(response):
-            if event.id:
-                cursor.last_id = event.id
-            if event.retry:
-                cursor.retry_ms = int(event.retry)
+        for event in self._events(response, cursor, strict=strict):
             if event.data and event.event in ("message", None, ""):
                 self._incoming.put(event.data.encode("utf-8"))
                 yield event.data
 
-    def _read_stream(self, response, awaiting: set, *, resumable: bool = True) -> None:
-        """Read a POST's SSE stream until every answer in ``awaiting`` arrived, resuming it if it ends
-        early (``resumable``; 2026-07-28 has no resumption: the request is reported lost instead)."""
+    def _retry_delay(self, cursor: _Cursor, fruitless: int = 0) -> float:
+        """Seconds to wait before re-opening a stream: the server's ``retry`` kept between
+        ``min_retry_delay`` and ``max_retry_delay``, doubled for each attempt in a row that
+        brought no event (``fruitless``), up to ``max_retry_delay``."""
+        delay = min(max(cursor.retry_ms / 1000, self.min_retry_delay), self.max_retry_delay)
+        return min(delay * 2 ** min(fruitless, 16), self.max_retry_delay)
+
+    def _read_stream(self, response, request: Request, *, resumable: bool = True) -> None:
+        """Read a POST's SSE stream until the answer to ``request`` arrived, resuming it if it ends
+        early (``resumable``; 2026-07-28 has no resumption: the request is reported lost instead).
+        An event past ``max_message_size`` fails the request and abandons the stream."""
         import requests
 
+        awaiting = {request.id}
         cursor, resumes = _Cursor(), 0
         while True:
             try:
-                for data in self._relay(response, cursor):
+                for data in self._relay(response, cursor, strict=True):
                     _note_answers(data, awaiting)
                     if not awaiting:
                         return
             except requests.RequestException as exc:
                 log.debug("SSE stream dropped: %s", exc)
+            except _EventTooLarge:
+                self._incoming.put(self._too_large(request, "SSE event"))
+                return
             if not awaiting or self._closed.is_set():
                 return
             if not resumable:
@@ -424,7 +512,7 @@ class HttpClientTransport(Transport):
                     self._fail(request_id, "the server closed the stream before answering")
                 return
             resumes += 1
-            if self._closed.wait(cursor.retry_ms / 1000):
+            if self._closed.wait(self._retry_delay(cursor)):
                 return
             try:
                 headers = self._headers("text/event-stream")
@@ -446,8 +534,9 @@ class HttpClientTransport(Transport):
         """
         import requests
 
-        cursor = _Cursor()
+        cursor, fruitless = _Cursor(), 0
         while not self._closed.is_set():
+            seen = cursor.events
             try:
                 headers = self._headers("text/event-stream")
                 if cursor.last_id:
@@ -471,9 +560,14 @@ class HttpClientTransport(Transport):
             except AuthorizationError as exc:
                 log.warning("the standalone stream could not be authorized: %s", exc)
                 return
+            except CrossOriginRefused as exc:
+                log.warning("the standalone stream is not opened: %s", exc)
+                return
             except Exception:  # noqa: BLE001
                 log.exception("standalone stream failed")
-            self._closed.wait(cursor.retry_ms / 1000)
+            # A stream that ends at once, again and again, is re-opened less and less often.
+            fruitless = 0 if cursor.events > seen else fruitless + 1
+            self._closed.wait(self._retry_delay(cursor, fruitless))
 
     # -- HTTP+SSE (2024-11-05) ---------------------------------------------------------------
 
@@ -487,6 +581,7 @@ class HttpClientTransport(Transport):
         def run() -> None:
             import requests
 
+            response = None
             try:
                 response = self.http.get(self.url, headers={"Accept": "text/event-stream"}, stream=True,
                                          timeout=(self.connect_timeout, None))
@@ -496,14 +591,18 @@ class HttpClientTransport(Transport):
                     return
                 for event in self._events(response):
                     if event.event == "endpoint":
-                        self.legacy_endpoint = urljoin(self.url, event.data.strip())
+                        self.legacy_endpoint = self._checked_endpoint(event.data)
                         ready.set()
                     elif event.event in ("message", None, "") and event.data:
                         self._incoming.put(event.data.encode("utf-8"))
             except requests.RequestException as exc:
                 failure.append(str(exc))
-            except AuthorizationError as exc:
-                failure.append(exc)
+            except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
+                if self.legacy_endpoint is not None:
+                    log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
+                if response is not None:
+                    _abort(response)  # the stream ends now, not when the exception's frames are collected
+                failure.append(exc.with_traceback(None))
             finally:
                 ready.set()
                 if self.legacy_endpoint is not None and not self._closed.is_set():
@@ -512,17 +611,44 @@ class HttpClientTransport(Transport):
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
         ready.wait(timeout)
-        if failure and isinstance(failure[0], AuthorizationError):
+        if failure and isinstance(failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)):
             raise failure[0]
         if not ready.is_set() or self.legacy_endpoint is None:
             raise HttpTransportError(f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}")
+
+    def _checked_endpoint(self, data: str) -> str:
+        """The URL an ``endpoint`` event names, resolved against ``url``; refused unless it is on the
+        origin of ``url`` and carries no credentials of its own.
+
+        Every message and the caller's headers (an ``Authorization`` among them) go to this URL, so
+        a server must not be able to send them elsewhere; the official SDKs refuse it too.
+        """
+        endpoint = urljoin(self.url, data.strip())
+        if not same_origin(endpoint, self.url):
+            raise CrossOriginRefused("the HTTP+SSE endpoint event", self.url, endpoint)
+        if "@" in urlsplit(endpoint).netloc:
+            raise HttpTransportError(f"the HTTP+SSE endpoint event from {self.url} names a URL with user "
+                                     "credentials in it; refused")
+        return endpoint
+
+    def _refuse_redirect_elsewhere(self, response, **kwargs):
+        """A response hook: a redirect to another origin than ``url``'s raises :class:`CrossOriginRefused`
+        before requests follows it (requests would carry the caller's headers, the DPoP proof, the
+        body and, across a port change on one host, its cookies there).  Same-origin redirects go on."""
+        if response.is_redirect:
+            target = urljoin(response.url, self.http.get_redirect_target(response) or "")
+            if not same_origin(target, self.url):
+                response.close()
+                raise CrossOriginRefused("a redirect", self.url, target)
+        return response
 
     def _legacy_post(self, data: bytes) -> None:
         import requests
 
         try:
             response = self.http.post(self.legacy_endpoint, data=data, headers={"Content-Type": "application/json"},
-                                      timeout=(self.connect_timeout, 60))
+                                      stream=True, timeout=(self.connect_timeout, 60))
+            discard_body(response)  # "Accepted"; the answer comes on the SSE stream
         except (requests.RequestException, AuthorizationError) as exc:
             raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
         if not response.ok:
@@ -536,13 +662,12 @@ class HttpClientTransport(Transport):
         self._incoming.put(json.dumps(error).encode())
 
     def _fail_http(self, request_id, response) -> None:
+        body = read_body(response, MAX_ERROR_BODY)  # None: too long to be an error's; not read
         try:
-            body = response.json()
-            error = body.get("error") if isinstance(body, dict) else None
-        except ValueError:
+            parsed = json.loads(body) if body else None
+            error = parsed.get("error") if isinstance(parsed, dict) else None
+        except (ValueError, RecursionError):
             error = None
-        finally:
-            response.close()
         status = f"HTTP {response.status_code} {response.reason}"
         if isinstance(error, dict) and isinstance(error.get("code"), int):
             error = dict(error, message=f"{status}: {error.get('message', '')}")
@@ -568,13 +693,92 @@ def unreachable(url: str, exc: Exception) -> ServerUnreachable:
 
 
 class _Cursor:
-    """Where an SSE stream stands: the last event id seen, and the server's ``retry`` (ms)."""
+    """Where an SSE stream stands: the last event id seen, the server's ``retry`` (ms; clamped
+    where it is used, :meth:`HttpClientTransport._retry_delay`), and the events seen."""
 
-    __slots__ = ("last_id", "retry_ms")
+    __slots__ = ("events", "last_id", "retry_ms")
 
     def __init__(self):
         self.last_id: str | None = None
         self.retry_ms = DEFAULT_RETRY_MS
+        self.events = 0
+
+    def note(self, parser: SseParser, events: int) -> None:
+        """Keep what ``parser`` has read so far (``events``: how many it just dispatched).
+
+        The last event ID goes back to the server in a ``Last-Event-ID`` header: one that could
+        not travel there (not printable ASCII, or longer than :data:`MAX_EVENT_ID`) is not kept.
+        """
+        self.events += events
+        last_id = parser.last_id
+        if last_id and last_id != self.last_id:
+            if len(last_id) <= MAX_EVENT_ID and last_id.isascii() and last_id.isprintable():
+                self.last_id = last_id
+            else:
+                log.debug("an SSE event id that cannot be sent back in Last-Event-ID was ignored")
+        if parser.retry is not None:
+            self.retry_ms = parser.retry
+
+
+class _EventTooLarge(Exception):
+    """An SSE event on a request's stream went past ``max_message_size`` (internal)."""
+
+
+def stream_chunks(response, size: int = READ_SIZE):
+    """The body of a streamed ``requests`` response as it arrives, at most ``size`` bytes at a time.
+
+    ``iter_content(chunk_size=None)`` would hand over a whole HTTP chunk (or, without chunked
+    encoding, the whole body) at once, however large; this takes what the socket has, up to
+    ``size``, and so never holds more than that of a body nobody asked to keep.  urllib3's
+    errors become ``requests``' as they do in ``iter_content``.
+    """
+    import requests
+    from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
+
+    read1 = getattr(response.raw, "read1", None)
+    if read1 is None:  # urllib3 before 2.3: read ``size`` at a time (bounded, maybe later)
+        yield from response.iter_content(chunk_size=size)
+        return
+    try:
+        while True:
+            data = read1(size)
+            if not data:
+                return
+            yield data
+    except ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from None
+    except ReadTimeoutError as exc:
+        raise requests.exceptions.ConnectionError(exc) from None
+    except SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from None
+
+
+def read_body(response, limit: int) -> bytes | None:
+    """The whole body of a streamed response, or None (the connection closed, the body unread)
+    when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the
+    body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed."""
+    try:
+        length = response.headers.get("Content-Length", "")
+        if length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > limit):
+            _abort(response)
+            return None
+        body = bytearray()
+        for chunk in response.iter_content(chunk_size=READ_SIZE):
+            body += chunk
+            if len(body) > limit:
+                _abort(response)
+                return None
+        return bytes(body)
+    finally:
+        response.close()
+
+
+def discard_body(response) -> None:
+    """Read and drop a body nobody needs (a 202's, normally empty, so the connection is reused),
+    or close the connection if it is longer than :data:`MAX_ERROR_BODY`."""
+    read_body(response, MAX_ERROR_BODY)
 
 
 def _abort(response) -> None:

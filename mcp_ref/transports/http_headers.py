@@ -203,11 +203,40 @@ def _check_one(sent: str | None, value: object, label: str) -> None:
     if isinstance(value, bool):
         matches = decoded == ("true" if value else "false")
     elif isinstance(value, (int, float)):
-        try:  # §Server Validation: "compare the header value and the body value numerically"
-            matches = float(decoded) == float(value)
-        except ValueError:
-            matches = False
+        matches = _same_integer(decoded, value, label)
     else:
         matches = decoded == value
     if not matches:
         raise HeaderMismatchError(f"Header mismatch: {label} does not match the body's value")
+
+
+#: A header's integer: optional minus, digits, and a fraction of zeros only (``42.0`` is 42).  No
+#: exponent, no ``+``: the client writes integers in decimal (§Value Encoding).
+_INTEGER_TEXT = re.compile(r"(-?[0-9]+)(?:\.0*)?\Z")
+#: The longest header text read as an integer: the safe range needs 17 characters; past this many
+#: the value cannot be one that matches (and no digit string is ever long enough to be costly).
+_MAX_INTEGER_TEXT = 64
+
+
+def _same_integer(decoded: str, value: float, label: str) -> bool:
+    """Whether the header's text is the body's integer, compared exactly (never through float).
+
+    2026-07-28 basic/transports/streamable-http §Server Validation: servers "SHOULD compare the
+    header value and the body value numerically rather than as strings (e.g., ``42.0`` and ``42``
+    are considered equal)"; so ``1``, ``1.0`` and ``1.00`` all match a body ``1`` (or ``1.0``), and
+    ``9007199254740992`` never matches ``9007199254740993``.  §Schema Extension: integer values
+    "MUST be within the safe range for JavaScript (-2^53+1 to 2^53-1)": a body value outside it
+    (``10**400``, ``1e400``, a fraction) is refused with HeaderMismatch, whatever the header says.
+    """
+    if isinstance(value, float):
+        if not (value.is_integer() and abs(value) <= MAX_SAFE_INTEGER):  # NaN and infinities are not integers
+            raise HeaderMismatchError(f"Header mismatch: {label}: the body's value is not an integer "
+                                      f"within the safe range (-(2**53-1) to 2**53-1)")
+        value = int(value)
+    elif abs(value) > MAX_SAFE_INTEGER:
+        raise HeaderMismatchError(f"Header mismatch: {label}: the body's integer is outside the safe range "
+                                  f"(-(2**53-1) to 2**53-1)")
+    if len(decoded) > _MAX_INTEGER_TEXT:
+        return False
+    number = _INTEGER_TEXT.match(decoded)
+    return number is not None and int(number.group(1)) == value

@@ -33,19 +33,20 @@ import itertools
 import json
 import logging
 import math
-import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterable, Protocol
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, jsonrpc, lifecycle
 from ..errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    LIMIT_EXCEEDED,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
@@ -61,6 +62,7 @@ from ..jsonrpc import ErrorResponse, Request, Response
 from ..server.policy import Principal
 from .base import Transport
 from .http_headers import check_request_headers
+from .origins import host_allowed, origin_allowed
 from .sse import KEEPALIVE, sse_event
 
 if TYPE_CHECKING:
@@ -72,7 +74,6 @@ log = logging.getLogger(__name__)
 #: MCP-Protocol-Version header, and has no other way to identify the version ... the server
 #: SHOULD assume protocol version 2025-03-26."
 ASSUMED_VERSION = "2025-03-26"
-LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
 
 _END = object()
 _CLOSE = object()  # ends the current connection of a stream, not the stream (SSE polling)
@@ -187,6 +188,7 @@ class Stream:
         #: True once a response carried it and left with no other taking over (see HttpSession.settle)
         self.orphaned = False
         self.direct: _DirectReply | None = None  # while a POST runs its handler inline: writes go straight to it
+        self.closing: object | None = None  # the consumer ended by ``leave(close=True)``
         self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
 
     def put(self, data: bytes, *, end: bool = False) -> bool:
@@ -244,6 +246,18 @@ class Stream:
                 self.consumer = None
                 self.orphaned = True
 
+    def leave(self, token: object, *, close: bool = False) -> None:
+        """End consumer ``token``'s response now, from any thread (its client has gone, or room is
+        needed): its ``take`` returns ``_END`` at once, or ``_CLOSE`` with ``close`` (a ``retry``
+        event first: SSE polling).  The stream itself goes on, for a resuming GET."""
+        with self.cond:
+            if self.consumer is token:
+                if close:
+                    self.closing = token
+                self.consumer = None
+                self.orphaned = True
+                self.cond.notify_all()
+
     def orphan(self) -> None:
         """The response that carried the stream has gone (or closed for SSE polling) without a successor."""
         with self.cond:
@@ -255,7 +269,7 @@ class Stream:
         with self.cond:
             while True:
                 if self.consumer is not token:
-                    return _END
+                    return _CLOSE if self.closing is token else _END
                 if self.items:
                     return self.items.popleft()
                 if not self.cond.wait(timeout):
@@ -482,7 +496,10 @@ class McpWsgiApp:
     False: on the session's pool, with the POST thread relaying its stream —
     then ``Context.close_sse_stream()`` ends the HTTP response at once),
     ``handler_threads`` (the one pool, shared by every session, for handlers not
-    run inline: batches, the legacy transport, ``inline_handlers=False``), ``auth``
+    run inline: batches, the legacy transport, ``inline_handlers=False``),
+    ``max_streams_per_client`` (long-lived streams, ``subscriptions/listen`` POSTs and GET
+    streams, one client may hold open at once: per principal with a token, else per
+    address; past it 429 with ``Retry-After``; None: no cap), ``auth``
     (a :class:`~mcp_ref.auth.resource.ProtectedResource`: the server becomes an OAuth
     protected resource; see ``spec_notes/authorization.md``).
     """
@@ -510,6 +527,7 @@ class McpWsgiApp:
         stream_backlog: int = 1000,
         inline_handlers: bool = True,
         handler_threads: int = 64,
+        max_streams_per_client: int | None = 32,
         auth=None,
     ):
         self.server = server
@@ -533,6 +551,11 @@ class McpWsgiApp:
         self.stream_backlog = stream_backlog
         self.inline_handlers = inline_handlers
         self.handler_threads = handler_threads
+        #: Long-lived streams (``subscriptions/listen`` POSTs, GET streams) one client may hold open
+        #: at once: per principal with a token, else per address; past it, 429 (``_hold_stream``).
+        self.max_streams_per_client = max_streams_per_client
+        self._streams_held: dict[str, int] = {}
+        self._streams_lock = threading.Lock()
         #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
         self.auth = auth
         self.sessions: dict[str, HttpSession] = {}
@@ -653,13 +676,13 @@ class McpWsgiApp:
         host = environ.get("HTTP_HOST", "")
         allowed = self._hosts_seen.get(host)
         if allowed is None:
-            allowed = _host_allowed(host, self.allowed_hosts)
+            allowed = host_allowed(host, self.allowed_hosts)
             if len(self._hosts_seen) < _VERDICTS_KEPT:  # a client sends one Host: a flood of others is judged each time
                 self._hosts_seen[host] = allowed
         if not allowed:
             raise HttpError("403 Forbidden", f"Forbidden: host {host!r} is not allowed")
         origin = environ.get("HTTP_ORIGIN")
-        if origin and not _origin_allowed(origin, self.allowed_origins):
+        if origin and not origin_allowed(origin, self.allowed_origins):
             raise HttpError("403 Forbidden", f"Forbidden: origin {origin!r} is not allowed")
 
     # -- Streamable HTTP -------------------------------------------------------------------
@@ -716,9 +739,9 @@ class McpWsgiApp:
             session.connection.admitted.pop(request_ids[0], None)
             raise
         if isinstance(message, Request) and self.inline_handlers:
-            return self._answer_inline(session, stream, message, start_response)
+            return self._answer_inline(session, stream, message, start_response, environ)
         session.connection.session.dispatch(message)  # a batch: its handlers run on the pool
-        return self._answer(session, stream, start_response)
+        return self._answer(session, stream, start_response, environ)
 
     # -- the 2026-07-28 era: every request on its own ------------------------------------------
 
@@ -755,25 +778,44 @@ class McpWsgiApp:
             # A long-lived stream (2026-07-28 streamable-http §Receiving Messages): its handler
             # acknowledges and defers, so no thread but this one waits; the stream carries the
             # change notifications, with keep-alive comments, until either side ends it.
-            session = HttpSession(self, None, kind="stateless")
-            session.modern = True
-            session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
-            session.connection.envelope_read = (message.id, modern)
-            self._bind(session, environ)
+            # It counts against its client's streams (max_streams_per_client, 429 past it); its
+            # client closing it cancels it at once, and at the connection cap it may be ended
+            # gracefully to make room (subscriptions §Graceful Closure: "respond to the original
+            # subscriptions/listen request with a completion result before closing the stream").
+            release = self._hold_stream(environ, message.id)
             try:
-                self._admit(session.connection, message)
-            except HttpError:
-                session.connection.session.close()
+                session = HttpSession(self, None, kind="stateless")
+                session.modern = True
+                session.connection = self.server.new_connection(session, executor=self._handler_pool(), name="http-modern")
+                session.connection.envelope_read = (message.id, modern)
+                self._bind(session, environ)
+                try:
+                    self._admit(session.connection, message)
+                except HttpError:
+                    session.connection.session.close()
+                    raise
+                stream = session.open_stream([message.id])
+                session.connection.session.dispatch(message)
+                hub, connection = self.server.subscriptions, session.connection
+
+                def end(token: object) -> None:
+                    if not hub.close_all(lambda subscription: subscription.connection is connection):
+                        stream.leave(token)  # not yet acknowledged: ended as a close would
+
+                body = self._answer(session, stream, start_response, environ, end)
+            except BaseException:
+                release()
                 raise
-            stream = session.open_stream([message.id])
-            session.connection.session.dispatch(message)
-            return self._answer(session, stream, start_response)
+            return _held(body, release)
         exchange = ModernExchange(self, message.id, start_response)
         connection = self.server.new_connection(exchange, executor=self._handler_pool(), name="http-modern")
         connection.envelope_read = (message.id, modern)  # read once, here; not again by the connection
         connection.auth = environ.get("mcp_ref.auth")
         connection.peer = _peer_of(environ)
         exchange.connection = connection
+        on_disconnect = environ.get("mcp_ref.on_disconnect")
+        if on_disconnect is not None:
+            on_disconnect(exchange.client_gone)
         try:
             self._admit(connection, message)
             connection.session.dispatch(message, inline=True)
@@ -800,10 +842,12 @@ class McpWsgiApp:
         declared = None
         if request.method == "tools/call" and isinstance(params.get("name"), str):
             tool = self.server.get_tool(params["name"])
-            if tool is not None and self.server.policy.authorize is not None:
-                # a hidden tool's declared headers are not checked: the mismatch would tell it exists
+            if self.server.policy.authorize is not None:
+                # a hidden tool's declared headers are not checked: the mismatch would tell it exists.
+                # Asked whether or not the tool exists, and only once: the dispatch, on this thread,
+                # reuses the verdict (Policy.allows, ``request``), so hidden and missing cost the same.
                 principal = Principal.of(environ.get("mcp_ref.auth"), _peer_of(environ))
-                tool = self.server.policy.visible(principal, "tools/call", params["name"], tool)
+                tool = self.server.policy.visible(principal, "tools/call", params["name"], tool, request.params)
             declared = tool.header_declarations if tool is not None else None
         check_request_headers(lambda name: environ.get(_cgi_name(name)), request.method, params, declared=declared)
         return modern
@@ -831,12 +875,17 @@ class McpWsgiApp:
         start_response("202 Accepted", [("Content-Length", "0")])
         return [b""]
 
-    def _answer_inline(self, session: HttpSession, stream: Stream, request: Request, start_response):
+    def _answer_inline(self, session: HttpSession, stream: Stream, request: Request, start_response,
+                       environ: dict | None = None):
         """Serve a POSTed request on this thread: JSON if the handler sends only its answer,
         otherwise an SSE stream written as the handler goes (WSGI ``write``), so progress,
-        logs and requests to the client reach it at once.  No hand-off to another thread."""
+        logs and requests to the client reach it at once.  No hand-off to another thread.
+        A client that closes the connection meanwhile is noticed at once (``_DirectReply.client_gone``)."""
         reply = _DirectReply(self, session, stream, start_response)
         stream.direct = reply
+        on_disconnect = None if environ is None else environ.get("mcp_ref.on_disconnect")
+        if on_disconnect is not None:
+            on_disconnect(reply.client_gone)
         try:
             session.connection.session.dispatch(request, inline=True)
         finally:
@@ -881,9 +930,15 @@ class McpWsgiApp:
         start_response("200 OK", headers)
         return [answer]
 
-    def _answer(self, session: HttpSession, stream: Stream, start_response):
-        """The HTTP response for a POSTed request: JSON if the answer comes first and alone, else SSE."""
+    def _answer(self, session: HttpSession, stream: Stream, start_response, environ: dict | None = None,
+                end: Callable[[object], None] | None = None):
+        """The HTTP response for a POSTed request: JSON if the answer comes first and alone, else SSE.
+
+        Its client closing the connection ends it at once (``_watch``); with ``end``, it is a
+        long-lived stream (``subscriptions/listen``) that ``end(token)`` ends to make room."""
         token = stream.attach()
+        if environ is not None:
+            self._watch(environ, stream, token, long_lived=end is not None, end=end)
         first = stream.take(token, None)
         if first is _END or (self.json_response is not False and stream.drained_after_end()):
             stream.detach(token)
@@ -935,6 +990,68 @@ class McpWsgiApp:
             return sse_event(data)
         return sse_event(data, event_id=self.event_store.store(session.id, stream.id, data))
 
+    # -- long-lived streams and clients that have gone ---------------------------------------
+
+    def _hold_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
+        """Count one long-lived stream against its client's ``max_streams_per_client``; returns
+        its release (idempotent).  Past the cap: 429 Too Many Requests with ``Retry-After`` (RFC
+        6585 §4: the client sent too many requests; a per-client limit, where 503 would say the
+        whole server is unavailable) and a JSON-RPC error -32005 with ``data.limit``.
+
+        The client is its principal when it has a token, else its address: one client cannot
+        hold every connection slot with quiet streams while others are refused.
+        """
+        cap = self.max_streams_per_client
+        client = _client_of(environ)
+        with self._streams_lock:
+            held = self._streams_held.get(client, 0)
+            if cap is not None and held >= cap:
+                raise HttpError("429 Too Many Requests", f"Too many open streams: one client may hold {cap} "
+                                "(subscriptions/listen and GET streams); close one, or retry later",
+                                LIMIT_EXCEEDED, headers=[("Retry-After", "5")], request_id=request_id,
+                                data={"limit": cap})
+            self._streams_held[client] = held + 1
+        released = threading.Event()
+
+        def release() -> None:
+            with self._streams_lock:
+                if released.is_set():
+                    return
+                released.set()
+                left = self._streams_held.get(client, 1) - 1
+                if left > 0:
+                    self._streams_held[client] = left
+                else:
+                    self._streams_held.pop(client, None)
+
+        return release
+
+    def streams_held(self) -> int:
+        """How many long-lived streams are open (every client's)."""
+        with self._streams_lock:
+            return sum(self._streams_held.values())
+
+    @staticmethod
+    def _watch(environ: dict, stream: Stream, token: object, *, long_lived: bool = False,
+               end: Callable[[object], None] | None = None) -> None:
+        """Let the WSGI server end ``token``'s response when its client closes the connection,
+        and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
+        same as a close).  Under a server without these hooks (gunicorn), a gone client is
+        noticed at the stream's next keep-alive write, as before.
+
+        2026-07-28 basic/transports/streamable-http §Cancellation: "Closing the SSE response
+        stream MUST be treated by the server as cancellation of that request": the consumer
+        leaves, and the stream's ``settle`` cancels a stateless request.  A stateful (2025-11-25)
+        stream is kept for a resuming GET instead: "Disconnection SHOULD NOT be interpreted as
+        the client cancelling its request" (basic/transports §Sending Messages).
+        """
+        on_disconnect = environ.get("mcp_ref.on_disconnect")
+        if on_disconnect is not None:
+            on_disconnect(lambda: stream.leave(token))
+        hold = environ.get("mcp_ref.long_lived") if long_lived else None
+        if hold is not None:
+            hold(_client_of(environ), lambda: (end or stream.leave)(token))
+
     def _get(self, environ: dict, start_response):
         if self.stateless:
             raise HttpError("405 Method Not Allowed", "Method not allowed: stateless mode has no standalone stream",
@@ -944,9 +1061,17 @@ class McpWsgiApp:
         session = self._session_for(environ)
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
         if not last_event_id or self.event_store.replay_after(session.id, last_event_id) is None:
-            # No resumption (or an id this session never issued): the standalone stream.
+            # No resumption (or an id this session never issued): the standalone stream, a
+            # long-lived one (see _hold_stream, _watch).  At the connection cap it may be closed
+            # with a retry: basic/transports §Listening, "The server MAY close the SSE stream at
+            # any time", "sending a retry field and allowing the client to reconnect".
+            release = self._hold_stream(environ)
+            standalone = session.standalone
+            assert standalone is not None  # a stateful session's
+            token = standalone.attach()
+            self._watch(environ, standalone, token, long_lived=True, end=_close_for_polling(standalone))
             start_response("200 OK", _SSE_HEADERS)
-            return self._events(session, session.standalone, session.standalone.attach(), None)
+            return _held(self._events(session, standalone, token, None), release, lambda: standalone.detach(token))
         # basic/transports §Resumability: "the server MAY use this header to replay messages
         # that would have been sent after the last event ID, on the stream that was disconnected".
         with session.lock:
@@ -955,13 +1080,17 @@ class McpWsgiApp:
             found = self.event_store.replay_after(session.id, last_event_id)
             start_response("200 OK", _SSE_HEADERS)
             return [sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data]
+        long_lived = stream is session.standalone
+        release = self._hold_stream(environ) if long_lived else _nothing
         # Take the stream over and read what it missed in one step: an event is either already
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
         with stream.cond:
             token = stream.attach()
             found = self.event_store.replay_after(session.id, last_event_id)
+        self._watch(environ, stream, token, long_lived=long_lived, end=_close_for_polling(stream))
         start_response("200 OK", _SSE_HEADERS)
-        return self._events(session, stream, token, None, found[1] if found else ())
+        return _held(self._events(session, stream, token, None, found[1] if found else ()), release,
+                     lambda: stream.detach(token))
 
     def _delete(self, environ: dict, start_response):
         if self.stateless:
@@ -1111,21 +1240,31 @@ class McpWsgiApp:
         """2024-11-05 basic/transports §HTTP with SSE: "When a client connects, the server MUST send
         an endpoint event containing a URI for the client to use for sending messages."""
         self._sweep()
-        if not self._make_room():
-            raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
-        session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
-        session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session.id[:8]}")
-        self._bind(session, environ)
-        with self._sessions_lock:
-            self.sessions[session.id] = session
-        self.server.add_connection(session.connection)
+        release = self._hold_stream(environ)  # a long-lived stream (see _hold_stream, _watch)
+        try:
+            if not self._make_room():
+                raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions",
+                                headers=[("Retry-After", "5")])
+            session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
+            session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session.id[:8]}")
+            self._bind(session, environ)
+            with self._sessions_lock:
+                self.sessions[session.id] = session
+            self.server.add_connection(session.connection)
+            stream = session.standalone
+            assert stream is not None  # a legacy session's
+            token = stream.attach()
+            # The stream is the session: its client closing it, or the cap ending it, ends the session.
+            self._watch(environ, stream, token, long_lived=True)
+        except BaseException:
+            release()
+            raise
         endpoint = f"{environ.get('SCRIPT_NAME', '')}{self.messages_path}?session_id={session.id}"
         start_response("200 OK", _SSE_HEADERS)
-        return self._legacy_events(session, endpoint)
+        return _held(self._legacy_events(session, endpoint, token), release, lambda: self._end_session(session))
 
-    def _legacy_events(self, session: HttpSession, endpoint: str):
+    def _legacy_events(self, session: HttpSession, endpoint: str, token: object):
         stream = session.standalone
-        token = stream.attach()
         try:
             yield sse_event(endpoint.encode(), event="endpoint")
             while True:
@@ -1215,6 +1354,19 @@ class ModernExchange(Transport):
             if self.connection is not None:
                 self.connection.session.cancel_incoming(self.request_id)
 
+    def client_gone(self) -> None:
+        """The client closed the connection while the handler runs (the WSGI server noticed it;
+        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
+        write holds).  2026-07-28 streamable-http §Cancellation: closing the stream "MUST be
+        treated by the server as cancellation of that request", and the server "MUST NOT send
+        any further messages for it"."""
+        if self.done or self.broken:
+            return
+        self.broken = True
+        log.debug("2026-07-28 POST %r: its client closed the connection; cancelled", self.request_id)
+        if self.connection is not None:
+            self.connection.session.cancel_incoming(self.request_id)
+
     def finish(self) -> list:
         """The WSGI body once the handler has returned."""
         with self.lock:
@@ -1233,6 +1385,52 @@ class ModernExchange(Transport):
 
     def close(self) -> None:
         """Nothing to release: the response ends with :meth:`finish`."""
+
+
+class _HeldStream:
+    """The WSGI body of a long-lived stream: when the response ends (PEP 3333: the server calls
+    ``close``, started or not), its client's count is released and ``cleanup`` runs."""
+
+    def __init__(self, body, release: Callable[[], None], cleanup: Callable[[], None] | None = None):
+        self.body, self.release, self.cleanup = body, release, cleanup
+
+    def __iter__(self):
+        return iter(self.body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+            if self.cleanup is not None:
+                self.cleanup()
+        finally:
+            self.release()
+
+
+def _held(body, release: Callable[[], None], cleanup: Callable[[], None] | None = None):
+    """``body`` as a long-lived stream's (see :class:`_HeldStream`); a finished answer releases at once."""
+    if isinstance(body, list):
+        release()
+        return body
+    return _HeldStream(body, release, cleanup)
+
+
+def _nothing() -> None:
+    """Nothing to release."""
+
+
+def _close_for_polling(stream: Stream) -> Callable[[object], None]:
+    """How a GET stream is ended to make room: a ``retry`` event, then the connection closes;
+    the stream goes on for the client's next GET (2025-11-25 basic/transports §Listening)."""
+    return lambda token: stream.leave(token, close=True)
+
+
+def _client_of(environ: dict) -> str:
+    """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
+    of the request's token, else the peer's address (``mcp_ref.server.policy.Principal``)."""
+    caller = environ.get("mcp_ref.auth")
+    return _peer_of(environ) if caller is None else Principal.of(caller, "").id
 
 
 class _DirectReply:
@@ -1275,6 +1473,20 @@ class _DirectReply:
                 if self.session.kind == "stateless":
                     self.session.settle(self.stream)  # nothing can resume it: the handler is cancelled
             return True
+
+    def client_gone(self) -> None:
+        """The client closed the connection while the handler runs (the WSGI server noticed it;
+        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
+        write holds).  As when a write fails: what follows is queued for a resuming GET
+        (basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its
+        request"); stateless, nothing can resume it, so the handler is cancelled (``settle``)."""
+        if self.done or self.broken:
+            return
+        self.broken = True
+        log.debug("POST stream %s: its client closed the connection", self.stream.id)
+        self.stream.orphan()
+        if self.session.kind == "stateless":
+            self.session.settle(self.stream)
 
     def close_connection(self) -> None:
         """SSE polling while the handler runs inline: send an event with ``retry``, then stop
@@ -1356,25 +1568,3 @@ def _accepts(accept: str, media_type: str) -> bool:
     return False
 
 
-#: RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host is one name or address, with an optional port.  A
-#: list (``a,b``: duplicated headers joined) or anything else is refused before it is compared.
-_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-.]+)(:[0-9]{1,5})?")
-
-
-def _host_allowed(host: str, allowed: list | None) -> bool:
-    if not _HOST.fullmatch(host):
-        return False
-    if allowed is not None and "*" in allowed:
-        return True
-    name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
-    if name.startswith("[") and "]" in name:
-        name = name[: name.index("]") + 1]
-    names = LOCAL_HOSTS if allowed is None else allowed
-    return name.lower() in names or host.lower() in names
-
-
-def _origin_allowed(origin: str, allowed: list | None) -> bool:
-    if allowed is not None:
-        return "*" in allowed or origin in allowed
-    host = urlsplit(origin).hostname or ""
-    return host in ("localhost", "127.0.0.1", "::1")

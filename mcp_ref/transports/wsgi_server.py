@@ -14,6 +14,16 @@ gunicorn (``-k gthread``) or inside Flask/Django.
 Every connection lives within :class:`~.connection_limits.ConnectionLimits`: a cap,
 deadlines for each request's head and body, a limit on each write, and a pause when
 the process runs out of file descriptors (see ``connection_limits``).
+
+Two WSGI environ keys of this server's let an application hold long responses safely (an
+application run elsewhere finds neither, and learns of a gone client at its next write):
+
+- ``mcp_ref.on_disconnect(callback)``: ``callback()`` is called once if the client closes the
+  connection while the response runs (the watchdog notices it within a fraction of a second);
+  it must not block.  The application ends its stream, or cancels its request, there.
+- ``mcp_ref.long_lived(client, end)``: this response is a long-lived stream (waiting for
+  events, not working) of ``client`` (a principal, or an address); at the connection cap it
+  may be ended, by ``end()``, to make room (``ConnectionTable``).
 """
 
 from __future__ import annotations
@@ -27,9 +37,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
-from typing import Callable
 
 from .connection_limits import (
     ConnectionLimits,
@@ -141,6 +151,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "mcp_ref"
     wbufsize = 64 * 1024  # buffered: a response's head and body go out in one send
+    server: WsgiServer
 
     def setup(self) -> None:
         """The socket's reads and writes go through :class:`DeadlineSocketIO`, under the server's watchdog."""
@@ -152,6 +163,12 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.rfile = io.BufferedReader(self.socket_io, 64 * 1024)
         self.wfile = io.BufferedWriter(self.socket_io, self.wbufsize)
         self.first_request = True
+        self.streaming = False  # the running response registered as a long-lived stream
+
+    def _long_lived(self, client: str, end: Callable[[], None]) -> None:
+        """``environ["mcp_ref.long_lived"]``: see the module."""
+        self.streaming = True
+        self.server.connections.stream(self.connection, client, end)
 
     def finish(self) -> None:
         try:
@@ -199,6 +216,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "wsgi.multithread": True,
             "wsgi.multiprocess": False,
             "wsgi.run_once": False,
+            "mcp_ref.on_disconnect": self.socket_io.on_gone,
+            "mcp_ref.long_lived": self._long_lived,
         }
         for name, value in self.headers.items():
             key = _CGI_KEYS.get(name)
@@ -282,12 +301,12 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             line = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(line) > MAX_HEADER_LINE:
                 self.send_error(431, "Request header field too long")
-                return False
+                return None  # answered: the caller's "headers is None" ends the request, no traceback
             if line in (b"\r\n", b"\n", b""):
                 break
             if count >= MAX_HEADERS:
                 self.send_error(431, "Too many request header fields")
-                return False
+                return None
             field = _FIELD_LINE.fullmatch(line)
             if field is None:
                 if line[:1] in (b" ", b"\t"):
@@ -322,8 +341,20 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.send_error(411, "Length Required")
             return
-        self.socket_io.expect(self.server.limits.body_timeout if length > 0 else None)
-        body = _Body(self.rfile, length, self.socket_io)
+        socket_io = self.socket_io
+        socket_io.expect(self.server.limits.body_timeout if length > 0 else None)
+        socket_io.begin()  # from here until it ends, a client that closes is noticed (Watchdog)
+        try:
+            self._respond(_Body(self.rfile, length, socket_io))
+        finally:
+            socket_io.end()
+            if self.streaming:
+                self.streaming = False
+                self.server.connections.unstream(self.connection)
+            if socket_io.gone:
+                self.close_connection = True
+
+    def _respond(self, body: _Body) -> None:
         state: dict = {"sent": False, "chunked": False}
 
         def start_response(status: str, headers: list, exc_info=None):
@@ -407,8 +438,8 @@ class WsgiServer(ThreadingHTTPServer):
                  limits: ConnectionLimits | None = None):
         self.app = app
         self.limits = limits or ConnectionLimits()
-        self.connections = ConnectionTable(fitted_cap(self.limits.max_connections))
-        self.watchdog = Watchdog(self.limits.tick)
+        self.connections = ConnectionTable(fitted_cap(self.limits.max_connections), self.limits.evict_streams)
+        self.watchdog = Watchdog(self.limits.tick, self.limits.peer_check_interval)
         self.lingerer = Lingerer()
         self.accept_backoff = 0.0
         super().__init__(address, handler)
