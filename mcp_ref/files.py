@@ -96,14 +96,19 @@ class FileRoot:
     ``allow_hidden``.  A path has one spelling: ``./a.txt``, ``docs//a.txt`` and
     ``a.txt/`` are refused (:class:`PathOutsideRoot`), never read as ``a.txt``, and
     where the file system folds case or Unicode normalisation each component must
-    be spelled as stored.
+    be spelled as stored.  For the same reason a symbolic link inside the root is
+    not followed (:class:`PathOutsideRoot`) unless ``follow_links``: ``pub ->
+    private`` would be a second name for every file under ``private/``, and a
+    policy that hides ``private/`` judges the name it is given.  With
+    ``follow_links`` a link that stays inside the root is served under its own
+    name (the operator made that second name); one leading outside never is.
     """
 
-    __slots__ = ("root", "max_file_size", "allow_hidden", "_real", "_prefix", "_exact_names")
+    __slots__ = ("root", "max_file_size", "allow_hidden", "follow_links", "_real", "_prefix", "_exact_names")
 
     def __init__(self, root: str | os.PathLike, *, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-                 allow_hidden: bool = False) -> None:
-        """Resolve and check ``root``."""
+                 allow_hidden: bool = False, follow_links: bool = False) -> None:
+        """Resolve and check ``root`` (which may itself be reached through a link)."""
         path = Path(root)
         if not path.is_dir():
             raise ValueError(f"file root {str(root)!r} is not an existing directory")
@@ -111,6 +116,7 @@ class FileRoot:
             raise ValueError("max_file_size must be >= 0")
         self.max_file_size = max_file_size
         self.allow_hidden = allow_hidden
+        self.follow_links = follow_links
         self.root = path.resolve(strict=True)
         self._real = os.path.realpath(self.root)
         self._prefix = self._real if self._real.endswith(os.sep) else self._real + os.sep
@@ -182,9 +188,14 @@ class FileRoot:
         parts = self._check_relative(relative)
         if exact_names:
             self._check_names(relative, parts)
-        real = os.path.realpath(os.path.join(self._real, *parts))
+        named = os.path.join(self._real, *parts)
+        real = os.path.realpath(named)
         if not self._inside(real):
             raise PathOutsideRoot(f"path {relative!r} resolves outside the root")
+        if real != named and not self.follow_links:
+            # One name per file: the path goes through a symbolic link (``pub -> private``), a second
+            # name that whoever judged this path (``authorize``) never saw.  Not followed.
+            raise PathOutsideRoot(f"path {relative!r} goes through a symbolic link")
         try:
             mode = os.stat(real).st_mode
         except FileNotFoundError:
@@ -221,7 +232,7 @@ class FileRoot:
         """Return the sorted relative POSIX paths of all regular files under the root.
 
         Hidden (dot) files and directories are skipped (unless ``allow_hidden``), symlinked directories
-        are not descended into, and symlinks are listed only when they resolve
+        are not descended into, and symlinks are listed only with ``follow_links``, when they resolve
         to a regular file inside the root.
         """
         found: list[str] = []

@@ -149,9 +149,22 @@ def test_dangling_symlink_outside_reports_outside(tree, tmp_path):
     assert "dangling" not in FileRoot(tree).list()
 
 
-def test_symlink_inside_root_allowed(tree):
+def test_symlink_inside_root_is_a_second_name_not_followed_by_default(tree):
+    # One name per file (issue 20): a link inside the root would let "alias.txt" (or "pub/x" through
+    # "pub -> docs") read a file that a policy judging names hides under its real name.
     _symlink(tree / "docs" / "a.txt", tree / "alias.txt")
+    _symlink(tree / "docs", tree / "pub", is_dir=True)
     fr = FileRoot(tree)
+    for path in ("alias.txt", "pub/a.txt"):
+        with pytest.raises(PathOutsideRoot, match="symbolic link"):
+            fr.read(path)
+        assert path not in fr.list()
+    assert fr.read("docs/a.txt") == (b"alpha", "text/plain")
+
+
+def test_symlink_inside_root_followed_when_asked(tree):
+    _symlink(tree / "docs" / "a.txt", tree / "alias.txt")
+    fr = FileRoot(tree, follow_links=True)
     assert fr.read("alias.txt") == (b"alpha", "text/plain")
     assert fr.resolve("alias.txt") == (tree / "docs" / "a.txt").resolve()
     assert "alias.txt" in fr.list()

@@ -127,6 +127,23 @@ def test_no_other_spelling_of_a_denied_file_is_served(tmp_path, era):
 
 
 @pytest.mark.parametrize("era", ERAS)
+def test_a_link_inside_the_root_is_no_second_name_for_a_denied_file(tmp_path, era):
+    # "pub -> private" and "alias.txt -> secret.txt" would be second names that authorize never
+    # judged: the file root follows no link unless told to (follow_links), so they are not found.
+    server, prefix, _ = build(tmp_path)
+    served = tmp_path / "served"
+    (served / "pub").symlink_to(served / "private", target_is_directory=True)
+    (served / "alias.txt").symlink_to(served / "secret.txt")
+    with Client.in_memory(server, era=era, timeout=WAIT) as client:
+        missing = refusal(client.read_resource, prefix + "gone.txt")
+        for spelling in ("pub/key.txt", "alias.txt"):
+            assert refusal(client.read_resource, prefix + spelling) == missing, spelling
+        listed = {r.uri for r in client.list_resources()}
+        assert not {prefix + "pub/key.txt", prefix + "alias.txt"} & listed
+        assert text_of(client, prefix + "public.txt") == "public content"
+
+
+@pytest.mark.parametrize("era", ERAS)
 def test_templates_serve_one_spelling_only(tmp_path, era):
     server, _, _ = build(tmp_path)
     with Client.in_memory(server, era=era, timeout=WAIT) as client:

@@ -25,7 +25,7 @@ SCRIPT = SERVERS / "feature_resources.py"
 SECRET = "TOP-SECRET-42"
 DATA_BIN = b"\x89binary\x00\xff\xfe" + bytes(range(256))
 STATIC = ["feature://text", "feature://blob", "feature://watched/a", "feature://watched/b"]
-FILES = ["a.txt", "data.bin", "link_in.txt", "sub/b.md"]
+FILES = ["a.txt", "data.bin", "sub/b.md"]
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +199,6 @@ def test_list_changed_when_a_resource_is_added(pool):
 @pytest.mark.parametrize("relative, mime_type, text", [
     ("a.txt", "text/plain", "alpha\n"),
     ("sub/b.md", "text/markdown", "# bee\n"),
-    ("link_in.txt", "text/plain", "alpha\n"),  # a symlink that stays inside the root
 ])
 def test_file_root_reads_text(pool, prefix, relative, mime_type, text):
     contents = read_one(pool.client(), prefix + relative)
@@ -229,6 +228,7 @@ ESCAPES = [
     "sub%2F..%2F..%2Foutside%2Fsecret.txt",
     "..%5Coutside%5Csecret.txt",  # backslashes
     "link_out.txt",  # a symlink pointing outside
+    "link_in.txt",  # a symlink inside the root: a second name for a.txt, not followed (one name per file)
     "dir_out/secret.txt",  # through a symlinked directory
     "a.txt%00.md",
     "sub",  # a directory is not a file

@@ -250,19 +250,23 @@ class Server:
         self._announce("resources", listeners)
 
     def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
-                      max_file_size: int | None = None, allow_hidden: bool = False) -> str:
+                      max_file_size: int | None = None, allow_hidden: bool = False,
+                      follow_links: bool = False) -> str:
         """Serve every file under directory ``root`` as a resource, confined to that directory.
 
         URIs are ``uri_prefix + relative/path`` (default: the directory's
         ``file://`` URI plus ``/``).  Paths that leave the root — ``..``,
         absolute paths, symlinks pointing outside — and hidden paths (``.env``,
-        ``.git/...``, unless ``allow_hidden``) are refused as not found.  A file
+        ``.git/...``, unless ``allow_hidden``) are refused as not found, and so
+        is a path through a symbolic link inside the root unless ``follow_links``
+        (a second name for a file, which an ``authorize`` policy would judge by
+        that name: one name per file).  A file
         over ``max_file_size`` bytes (default
         :data:`~mcp_ref.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
         -32602.  Returns the URI template registered.
         """
         template, read_file, list_files, files = file_root(root, uri_prefix, max_file_size=max_file_size,
-                                                           allow_hidden=allow_hidden)
+                                                           allow_hidden=allow_hidden, follow_links=follow_links)
         with self._registry_lock:  # listed before it is announced: a client listing at once sees the files
             self._resource_lists.append(list_files)
         entry = build_resource(read_file, template, name=name or f"files under {files.root.name}",

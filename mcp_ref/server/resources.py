@@ -70,7 +70,8 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
 
 
 def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,
-              allow_hidden: bool = False) -> tuple[str, Callable, Callable[[], Iterator[dict]], Any]:
+              allow_hidden: bool = False,
+              follow_links: bool = False) -> tuple[str, Callable, Callable[[], Iterator[dict]], Any]:
     """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
 
     Returns ``(template, read_file, list_files, files)``: the URI template
@@ -79,14 +80,15 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
     leaves the root, is hidden, missing, unreadable or too long to open
     answers Resource not found (-32002), naming only the URI; so does any
     spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
-    ``docs//a.txt``, ``%61.txt``); a file over ``max_file_size`` answers
+    ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
+    ``follow_links``; a file over ``max_file_size`` answers
     -32602 with its size and the limit.  Files are listed under their
     canonical URI (``a%20b.txt`` for ``a b.txt``).
     """
     from ..files import DEFAULT_MAX_FILE_SIZE, FileRoot, FileTooLarge, is_text
 
     files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
-                     allow_hidden=allow_hidden)
+                     allow_hidden=allow_hidden, follow_links=follow_links)
     prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
     template = UriTemplate(prefix + "{+path}")
 
