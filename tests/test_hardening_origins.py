@@ -147,15 +147,21 @@ def test_a_redirect_to_another_origin_is_refused_and_b_sees_nothing(stop_after, 
     assert b.seen() == []
 
 
-def test_a_redirect_of_the_first_request_fails_the_connection_clearly(stop_after):
-    """The very first request (discovery or initialize) is redirected: Client.http raises
-    CrossOriginRefused; B saw nothing; a new client connects once A behaves."""
+def redirecting_pair(stop_after):
+    """Server A, redirecting every request to server B, which records what it receives: ``(a,
+    a_httpd, b, b_httpd)``.  B proxies the very same app, so a client that followed would "work"."""
     app = plain_server().wsgi_app()
     b = Recorder(app)
     b_httpd = serve(b, stop_after)
     a = Redirector(app)
     a.to = b_httpd.url + "/mcp"
-    a_httpd = serve(a, stop_after)
+    return a, serve(a, stop_after), b, b_httpd
+
+
+def test_a_redirect_of_the_first_request_fails_the_connection_clearly(stop_after):
+    """The very first request (discovery or initialize) is redirected: Client.http raises
+    CrossOriginRefused; B saw nothing; a new client connects once A behaves."""
+    a, a_httpd, b, b_httpd = redirecting_pair(stop_after)
     with pytest.raises(ConnectionError) as caught:
         Client.http(a_httpd.url + "/mcp", headers=SECRET_HEADERS, timeout=WAIT).close()
     assert_refused(caught.value, a_httpd.url, b_httpd.url)
@@ -376,12 +382,7 @@ def test_the_command_refuses_a_redirect_with_its_header(stop_after, tmp_path):
     import subprocess
     import sys
 
-    app = plain_server().wsgi_app()
-    b = Recorder(app)
-    b_httpd = serve(b, stop_after)
-    a = Redirector(app)
-    a.to = b_httpd.url + "/mcp"
-    a_httpd = serve(a, stop_after)
+    a, a_httpd, b, b_httpd = redirecting_pair(stop_after)
     environment = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), BROWSER="false")
     proc = subprocess.run([sys.executable, "-m", "mcp_ref", "--timeout", str(WAIT), "tools", a_httpd.url + "/mcp",
                            "--header", "Authorization: Bearer cli-secret", "--header", "X-Api-Key: cli-secret-key"],

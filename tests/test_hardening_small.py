@@ -23,6 +23,7 @@ import pytest
 import requests
 from conftest import SERVERS, WAIT, InMemory, run_cli
 from http_fixtures import TIMEOUT, serve  # noqa: F401 - a fixture
+from test_demo_authorization_server import auth_server  # noqa: F401 - a fixture
 
 from mcp_ref.auth import pkce
 from mcp_ref.auth.demo_server import DEMO_CLIENT_ID, DemoAuthorizationServer, OAuthError, fetch_client_metadata
@@ -98,19 +99,6 @@ def test_a_body_with_a_number_too_long_to_read_is_refused_and_the_server_goes_on
 
 
 # -- the demo authorization server ---------------------------------------------------------------------
-
-
-@pytest.fixture
-def auth_server():
-    from mcp_ref.transports.wsgi_server import WsgiServer
-
-    httpd = WsgiServer(("127.0.0.1", 0), DemoAuthorizationServer())
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(WAIT)
 
 
 def confidential_client(url: str) -> tuple[str, str]:
