@@ -413,3 +413,26 @@ def test_a_refusal_is_a_connection_error_with_a_one_line_message():
     assert isinstance(exc, ConnectionError)
     assert str(exc).startswith("refused a redirect from http://127.0.0.1:1 to another origin, http://evil.example")
     assert "token=" not in str(exc) and json.dumps(str(exc))  # no path or query of either URL
+
+
+def test_token_introspection_follows_no_redirect(stop_after):
+    """``IntrospectionVerifier`` (RFC 7662) posts the caller's token to the authorization server: an
+    introspection endpoint that redirects (307 keeps the body) must not carry the token anywhere."""
+    from mcp_ref.auth.resource import IntrospectionVerifier
+
+    def introspection(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps({"active": True, "client_id": "c", "sub": "ada", "scope": "read"}).encode()]
+
+    b = Recorder(introspection)
+    b_httpd = serve(b, stop_after)
+    a = Redirector(introspection)
+    a_httpd = serve(a, stop_after)
+    verifier = IntrospectionVerifier(a_httpd.url + "/introspect", "rs", "rs-secret", timeout=WAIT)
+    assert verifier.verify("the-token").subject == "ada"  # A answers: the token is active
+    for to in (b_httpd.url + "/introspect", a_httpd.url + "/elsewhere"):  # another origin, or A's own
+        a.to = to
+        assert verifier.verify("the-token") is None  # a redirect is a failed introspection
+    assert b.seen() == []
+    a.to = None
+    assert verifier.verify("the-token").subject == "ada"

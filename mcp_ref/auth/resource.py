@@ -74,8 +74,11 @@ class IntrospectionVerifier:
         import requests
 
         try:
-            answer = requests.post(self.endpoint, data={"token": token}, auth=self.credentials, timeout=self.timeout)
-            body = answer.json() if answer.ok else {}
+            # No redirect is followed: a 307/308 would carry the token (in the body) and, to the same
+            # host, the credentials to wherever it points.  A redirect is a failed introspection.
+            answer = requests.post(self.endpoint, data={"token": token}, auth=self.credentials, timeout=self.timeout,
+                                   allow_redirects=False)
+            body = answer.json() if answer.status_code == 200 else {}
         except (requests.RequestException, ValueError):
             return None
         if not isinstance(body, dict) or body.get("active") is not True or not isinstance(body.get("client_id"), str):
