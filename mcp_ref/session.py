@@ -67,6 +67,13 @@ DEFAULT_MAX_INCOMING = 1024
 #: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
 DEFAULT_MAX_TOTAL_FACTOR = 10
 
+#: User callbacks for the peer's notifications (progress, log messages, list changes) waiting at
+#: once for the callback thread, and the bytes of the messages that brought them.  Past either a
+#: notification's callback is dropped with a warning: a peer that sends faster than the callbacks
+#: run must not grow this side without bound.  A callback that settles a request is never dropped.
+DEFAULT_MAX_CALLBACKS = 1024
+DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
+
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 
@@ -292,7 +299,9 @@ class Session:
     either a request is refused with -32000 (``ServerBusy``).
     ``trace``, when set, is called as ``trace("-->", data)`` for every message
     written and ``trace("<--", data)`` for every message read.  ``executor``
-    runs the handlers instead of a pool of the session's own.
+    runs the handlers instead of a pool of the session's own.  ``max_callbacks`` and
+    ``max_callback_bytes`` bound the notification callbacks waiting for the callback thread
+    (see :meth:`call_soon`).
     """
 
     def __init__(
@@ -306,6 +315,8 @@ class Session:
         name: str = "mcp",
         trace: Callable[[str, bytes], None] | None = None,
         executor: ThreadPoolExecutor | None = None,
+        max_callbacks: int = DEFAULT_MAX_CALLBACKS,
+        max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES,
     ):
         self.transport = transport
         self.dispatcher = dispatcher
@@ -329,6 +340,14 @@ class Session:
         self._owns_pool = executor is None
         self._pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
         self._callbacks: ThreadPoolExecutor | None = None
+        self.max_callbacks = max_callbacks
+        self.max_callback_bytes = max_callback_bytes
+        # What waits for the callback thread (count, bytes), and the size of the message the reader
+        # is handling now (what a callback it queues is charged).
+        self._queued_callbacks = 0
+        self._queued_bytes = 0
+        self._dropped_callbacks = 0
+        self._receiving = 0
         self._reader: threading.Thread | None = None
         self._closing = False  # close() called, or the connection is fully finished
         self._input_ended = False  # the peer can no longer answer requests
@@ -563,16 +582,52 @@ class Session:
             if not request.future.done():
                 request.future.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
 
-    def call_soon(self, callback: Callable, *args) -> None:
-        """Run a user callback on the callback thread, in arrival order; errors are logged."""
+    def call_soon(self, callback: Callable, *args, keep: bool = False) -> bool:
+        """Run a user callback on the callback thread, in arrival order; errors are logged.
+
+        Bounded: past ``max_callbacks`` callbacks waiting, or ``max_callback_bytes`` of the
+        messages that brought them (the message the reader thread is handling is charged), the
+        callback is dropped with a warning and False returned, so a peer that floods
+        notifications faster than the callbacks run costs a bounded queue.  ``keep=True``
+        (a callback that settles a request, or ends a stream, once) is never dropped.
+        """
         if self._callbacks is None:
             with self._lock:
                 if self._callbacks is None:
                     self._callbacks = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.name}-callbacks")
+        cost = self._receiving if threading.current_thread() is self._reader else 0
+        with self._lock:
+            full = self._queued_callbacks >= self.max_callbacks or self._queued_bytes + cost > self.max_callback_bytes
+            if full and not keep:
+                self._dropped_callbacks += 1
+                dropped = self._dropped_callbacks
+            else:
+                self._queued_callbacks += 1
+                self._queued_bytes += cost
+        if full and not keep:
+            if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th ...: no log flood
+                log.warning("%s: %d callback(s) dropped: the peer sends notifications faster than the callbacks "
+                            "run (more than %d waiting, or %d bytes; max_callbacks, max_callback_bytes)",
+                            self.name, dropped, self.max_callbacks, self.max_callback_bytes)
+            return False
         try:
-            self._callbacks.submit(_run_logged, callback, args)
+            self._callbacks.submit(self._run_callback, callback, args, cost)
         except RuntimeError:
+            self._callback_done(cost)
             log.debug("%s: dropped a callback after close", self.name)
+            return False
+        return True
+
+    def _run_callback(self, callback: Callable, args: tuple, cost: int) -> None:
+        try:
+            _run_logged(callback, args)
+        finally:
+            self._callback_done(cost)
+
+    def _callback_done(self, cost: int) -> None:
+        with self._lock:
+            self._queued_callbacks -= 1
+            self._queued_bytes -= cost
 
     # -- receiving --------------------------------------------------------------
 
@@ -626,6 +681,7 @@ class Session:
         """Handle one transport message (a message or a batch).  Called by the reader thread."""
         if self.trace is not None:
             self.trace("<--", data)
+        self._receiving = len(data)  # what a callback queued for this message is charged (call_soon)
         if jsonrpc.starts_batch(data) and not self.dispatcher.batches_allowed():
             # Refused before it is parsed: a batch costs nothing where the revision has none.
             self._refuse_batch()
@@ -869,7 +925,7 @@ class Session:
         if pending.on_progress is not None:
             # Settle after the progress callbacks already queued, so a caller
             # sees every progress report before its result.
-            self.call_soon(_settle, pending.future, settle, value)
+            self.call_soon(_settle, pending.future, settle, value, keep=True)
         else:
             _settle(pending.future, settle, value)
 

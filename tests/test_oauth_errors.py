@@ -403,6 +403,60 @@ def test_pre_registered_credentials_are_not_used_with_another_issuer(app, caplog
     assert not [p for p in app.paths.values() if app.hits[p]]
 
 
+def test_pre_registered_credentials_stay_with_the_first_authorization_server(app, caplog):
+    """§Authorization Server Binding without ``issuer=``: the credentials are bound to the first
+    authorization server they are used with.  When the resource's metadata later names another one
+    (a compromised or confused MCP server), the client refuses before that server sees anything:
+    before the fix, the secret went to its token endpoint with the code."""
+    other = Mischief(None)  # only its authorization server is used
+    httpd = WsgiServer(("127.0.0.1", 0), other)
+    other.origin = httpd.url
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        secret = "pre-registered-" + secrets.token_urlsafe(12)
+        app.clients["pre"] = other.clients["pre"] = {"client_secret": secret}
+        app.secrets.add(secret)
+        auth = OAuth("pre", secret, authorize=follow_redirect, timeout=WAIT)
+        with Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT) as client:
+            assert client.call_tool("hello").content[0].text == "hello"
+        assert [form.get("client_secret") for form in app.seen["token"]] == [secret]
+        auth.logout()
+        app.prm_fields = {"authorization_servers": [other.origin]}
+        with pytest.raises(AuthorizationError) as caught, Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT) as client:
+            client.call_tool("hello")
+        assert type(caught.value) is RegistrationError and other.origin in str(caught.value), caught.value
+        assert_clean(app, caplog, caught.value)
+        assert not other.seen["token"] and not other.seen["authorize"] and not other.hits[other.paths["authorize"]]
+        app.prm_fields = {}
+        with Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT) as client:  # the first one still serves
+            assert client.call_tool("hello").content[0].text == "hello"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_fixed_assertion_stays_with_the_first_authorization_server(app, caplog):
+    """``assertion="<a JWT>"`` (a workload identity token) is a credential: another authorization
+    server, named later by the resource's metadata, could replay it at the one it is for.  Bound
+    like pre-registered credentials; the other server never sees it."""
+    other = Mischief(None)
+    httpd = WsgiServer(("127.0.0.1", 0), other)
+    other.origin = httpd.url
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        auth = OAuth(assertion="workload-identity-jwt", timeout=WAIT)
+        with pytest.raises(TokenError), Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT):
+            pass  # this Mischief knows no jwt-bearer grant: refused, but the assertion went to its own issuer
+        assert [form.get("assertion") for form in app.seen["token"]] == ["workload-identity-jwt"]
+        app.prm_fields = {"authorization_servers": [other.origin]}
+        with pytest.raises(RegistrationError), Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT):
+            pass
+        assert not other.seen["token"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 # -- the authorization response --------------------------------------------------------------------
 
 
@@ -615,6 +669,11 @@ DANGEROUS_URLS = [
     "//example.com/authorize",
     "https:///authorize",
     "https://example.com:99999/authorize",
+    # Outside ASCII (RFC 3986 §2): IDNA maps these to another host than the one checked, or spoofs one.
+    "https://\uff11\uff12\uff17.\uff10.\uff10.\uff11/authorize",
+    "https://127\u30020\u30020\u30021/authorize",
+    "https://ex\u0430mple.com/authorize",
+    "https://example.com/\u202eauthorize",
 ]
 
 
@@ -755,3 +814,75 @@ def test_check_url_keeps_loopback_targets_for_loopback_referrers():
         check_url("https://as.example/" + "a" * 9000, "x")
     with pytest.raises(MetadataError, match="HTTPS"):  # 2025-03-26: the MCP server's origin is the AS; plain http
         legacy_authorization_server(requests.Session(), "http://mcp.example/mcp", timeout=1)
+
+
+#: This machine, spelled as a browser, urllib3 or the resolver still reads it (issue 20 review).
+THIS_MACHINE = ["https://127.1/token", "https://2130706433/token", "https://0x7f.0.0.1/token", "https://0177.0.0.1/token",
+                "https://0/token", "https://0.0.0.0/token", "https://127.0.0.1./token", "https://localhost./token",
+                "https://admin.localhost/token", "https://[::ffff:127.0.0.1]/token", "https://[::ffff:7f00:1]/token",
+                "https://[::]/token", "https://[0:0:0:0:0:0:0:1]/token"]
+
+
+@pytest.mark.parametrize("url", THIS_MACHINE)
+def test_a_remote_party_cannot_name_this_machine_in_another_spelling(url):
+    """The loopback rule of check_url holds for every spelling of this machine: a remote authorization
+    server naming ``https://127.1/token`` or ``https://[::ffff:127.0.0.1]/`` would have the client post
+    its code, verifier and secret to a local service (and the browser open a local page).  A loopback
+    deployment may still name them; other hosts (numeric or not) are not mistaken for this machine."""
+    from mcp_ref.auth.discovery import check_url
+    from mcp_ref.transports.origins import names_this_machine
+
+    with pytest.raises(MetadataError, match="this machine"):
+        check_url(url, "the token_endpoint", referrer="https://as.example")
+    assert names_this_machine(urlsplit(url).hostname)
+    assert check_url(url, "the token_endpoint", referrer="http://127.0.0.1:9/mcp") == url
+    for host in ("as.example", "1.2.3.4", "10.0.0.1", "cafe.face", "0xdeadbeef.example", "128.0.0.1", "[2001:db8::1]"):
+        assert not names_this_machine(urlsplit(f"https://{host}/").hostname), host
+        assert check_url(f"https://{host}/token", "x", referrer="https://as.example")
+
+
+@pytest.mark.parametrize("path, kind", [
+    (PRM_PATH, MetadataError), (AS_PATH, MetadataError),
+    ("/oauth/register", RegistrationError), ("/oauth/token", TokenError),
+], ids=["resource-metadata", "as-metadata", "registration", "token"])
+def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, path, kind):
+    """Every exchange with the authorization server (and the metadata GETs) follows no redirect: a 307
+    on the token POST would carry the code, the PKCE verifier and the client secret to its target.
+    B, the target, receives nothing; the error says it was a redirect; without it the flow works."""
+    server = Server("t")
+
+    @server.tool
+    def hello() -> str:
+        """Says hello."""
+        return "hello"
+
+    mischief = Mischief(server.wsgi_app())
+    seen_by_b: list[str] = []
+
+    def b_app(environ, start_response):
+        seen_by_b.append(environ["PATH_INFO"])
+        return _answer(start_response, 200, {"issuer": "x", "access_token": "stolen", "token_type": "Bearer"})
+
+    redirect = {"on": True}
+
+    def front(environ, start_response):
+        if redirect["on"] and environ["PATH_INFO"] == path:
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            return _answer(start_response, 307, b"", "text/plain", [("Location", b_httpd.url + path)])
+        return mischief(environ, start_response)
+
+    servers = [WsgiServer(("127.0.0.1", 0), app) for app in (b_app, front)]
+    b_httpd, a_httpd = servers
+    mischief.origin = a_httpd.url
+    for httpd in servers:
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        exc = refused(mischief, caplog, kind)
+        assert "redirect" in str(exc) and seen_by_b == []
+        redirect["on"] = False
+        works(mischief)
+        assert seen_by_b == []
+    finally:
+        for httpd in servers:
+            httpd.shutdown()
+            httpd.server_close()

@@ -32,7 +32,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from ..errors import MetadataError, PkceUnsupported
 from .resource import canonical
@@ -45,7 +45,7 @@ MAX_METADATA_BYTES = 256 * 1024
 MAX_URL_LENGTH = 8192
 #: Characters no URL from metadata may hold: whitespace, controls, and the backslash (which browsers
 #: read as "/" but urllib does not, so the two would disagree about the host).
-_BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
+_BAD_URL_CHARS = re.compile(r"[\x00-\x20\x7f-\x9f\\\u2028\u2029]")
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _PARAM = re.compile(rf'\s*({_TOKEN})\s*=\s*("(?:[^"\\]|\\.)*"|{_TOKEN}=*)\s*(?:,|$)')
@@ -162,6 +162,11 @@ def fetch_json(http, url: str, *, timeout: float, headers: dict | None = None) -
     except requests.RequestException as exc:
         raise MetadataError(f"cannot fetch {url}: {type(exc).__name__}") from None
     with response:
+        if response.is_redirect:
+            # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
+            raise MetadataError(f"{url} answered HTTP {response.status_code}, a redirect to "
+                                f"{_origin_of(urljoin(url, response.headers.get('Location', '')))}; metadata "
+                                "is fetched from the URL the spec gives, redirects are not followed")
         if not response.ok:
             return response.status_code, None
         body = bounded_body(response, MAX_METADATA_BYTES)
@@ -203,9 +208,11 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
     - ``referrer`` is the URL of the party that named it (the MCP server, the issuer): a URL on
       its origin passes the scheme rule (that origin was named by the user, or checked already),
       and a loopback host is accepted only when the referrer is on loopback too (a remote server
-      must not point this client, or the user's browser, at services on this machine).
+      must not point this client, or the user's browser, at services on this machine): in any
+      spelling of this machine (``127.1``, ``0x7f.0.0.1``, ``2130706433``, ``0.0.0.0``,
+      ``[::ffff:127.0.0.1]``, ``localhost.``, ``x.localhost``: :func:`~mcp_ref.transports.origins.names_this_machine`).
     """
-    from ..transports.origins import is_loopback, same_origin
+    from ..transports.origins import is_loopback, names_this_machine, same_origin
 
     if not isinstance(url, str) or not url:
         raise MetadataError(f"{what} is not a URL: {_shown(url)}")
@@ -227,8 +234,12 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
         raise MetadataError(f"{what} has a query: {_shown(url)}; refused (RFC 8414 §2)")
     if referrer is not None and same_origin(url, referrer):
         return url
+    if not url.isascii():
+        # A URI is ASCII (RFC 3986 §2); IDNA would map ``１２７.０.０.１`` or ``127。0。0。1`` to 127.0.0.1
+        # after the checks below had read another host, and bidi controls disguise a URL the user sees.
+        raise MetadataError(f"{what} is not a well-formed URL (not ASCII): {_shown(url)}; refused")
     loopback = is_loopback(parts.hostname)
-    if loopback and referrer is not None and not is_loopback(urlsplit(referrer).hostname):
+    if names_this_machine(parts.hostname) and referrer is not None and not names_this_machine(urlsplit(referrer).hostname):
         raise MetadataError(f"{what} points at this machine ({_shown(url)}) although {_origin_of(referrer)} "
                             "is not on it; refused")
     if scheme == "http" and not loopback:

@@ -82,8 +82,8 @@ class OAuth(_AuthBase):
     Client identity (2025-11-25 §Client Registration Approaches, in its priority order):
 
     - ``client_id`` (and ``client_secret``): pre-registered credentials; ``issuer`` binds them to
-      one authorization server, and another one is then refused (2026-07-28
-      client-registration §Authorization Server Binding);
+      one authorization server (without it, the first one they are used with), and another one is
+      then refused (2026-07-28 client-registration §Authorization Server Binding);
     - ``client_metadata_url``: an https URL serving this client's Client ID Metadata Document,
       used when the authorization server advertises ``client_id_metadata_document_supported``;
     - else Dynamic Client Registration as ``client_name``, with ``application_type``.
@@ -350,6 +350,8 @@ class OAuth(_AuthBase):
                                                           **_scope_param(scopes), "resource": resource})
         elif self.grant == GRANT_JWT_BEARER:
             client = self._preregistered(server) if self.client_id else {"client_id": None, "method": "none"}
+            if isinstance(self.assertion, str):
+                self._bind(server)  # a fixed JWT is a credential too (a callable mints one per server)
             assertion = self.assertion if isinstance(self.assertion, str) else self.assertion(server, resource)
             answer = self._token_request(server, client, {"grant_type": GRANT_JWT_BEARER, "assertion": assertion,
                                                           **_scope_param(scopes), "resource": resource})
@@ -374,7 +376,8 @@ class OAuth(_AuthBase):
         """OAuth 2.1 §4.3: new tokens from the refresh token, from the issuer that minted it; None if refused."""
         issuer = tokens.get("issuer")
         client = self.store.load(client_key(issuer)) if issuer else None
-        if client is None and self.client_id:
+        if client is None and self.client_id and issuer and self.issuer in (None, issuer):
+            self.issuer = issuer  # §Authorization Server Binding: the credentials stay with this issuer
             client = self._client_record(self.client_id, self.client_secret)
         if client is None or not tokens.get("token_endpoint"):
             return self._keep(None)
@@ -395,11 +398,24 @@ class OAuth(_AuthBase):
     def _client_record(self, client_id: str, secret: str | None, method: str | None = None, **extra) -> dict:
         return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
 
+    def _bind(self, server: ServerMetadata) -> None:
+        """Raise :class:`RegistrationError` when ``server`` is another authorization server than the one
+        the user's own credentials (pre-registered ones, a static ``assertion``) are bound to:
+        ``issuer``, or without it the first one they were used with."""
+        with self._lock:
+            if self.issuer is None:
+                # 2026-07-28 client-registration §Authorization Server Binding: clients "MUST associate
+                # those credentials with the specific authorization server that issued them" and, when it
+                # changes, "MUST NOT reuse client credentials from a different authorization server": a
+                # server whose metadata later names another one never gets the secret there.
+                self.issuer = server.issuer
+        if self.issuer != server.issuer:
+            raise RegistrationError(f"the client's credentials are for {self.issuer}, but the server now names "
+                                    f"{server.issuer}; refusing to use them there")
+
     def _preregistered(self, server: ServerMetadata) -> dict:
-        """The pre-registered credentials, refused with another authorization server than ``issuer``."""
-        if self.issuer is not None and self.issuer != server.issuer:
-            raise RegistrationError(f"the client is registered with {self.issuer}, but the server now names "
-                                    f"{server.issuer}; refusing to use its credentials there")
+        """The pre-registered credentials, refused with another authorization server (:meth:`_bind`)."""
+        self._bind(server)
         method = self.token_endpoint_auth_method
         if method is None:
             method = "private_key_jwt" if self.private_key is not None else _secret_method(server) if self.client_secret else "none"
@@ -524,6 +540,8 @@ class OAuth(_AuthBase):
                 answer = None
             if not isinstance(answer, dict):
                 kind = response.headers.get("Content-Type", "no Content-Type").split(";")[0]
+                if response.is_redirect:  # never followed: the form holds the code, the verifier, the secret
+                    kind += " (a redirect, not followed)"
                 raise error(f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
                             **({"status": response.status_code} if error is TokenError else {}))
             nonce = response.headers.get("DPoP-Nonce")

@@ -177,7 +177,7 @@ class Subscription:
         self._ended.set()
         self._settled.set()
         if self._on_end is not None:
-            self.connection.session.call_soon(self._on_end, self)
+            self.connection.session.call_soon(self._on_end, self, keep=True)  # once per stream: never dropped
 
     def wait_acknowledged(self, timeout: float | None) -> None:
         """Wait for the acknowledgment; raise what ended the stream first, or RequestTimeout."""

@@ -174,6 +174,10 @@ class HttpClientTransport(Transport):
         self._stateless = False
         self._input_schema: Callable[[str], dict | None] | None = None
         self._modern_responses: dict = {}
+        # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
+        # or a cancellation): their response is closed and not resumed (_abandon).  Bounded by the workers.
+        self._running: set = set()
+        self._abandoned: set = set()
 
     # -- the Transport protocol ----------------------------------------------------------
 
@@ -195,7 +199,13 @@ class HttpClientTransport(Transport):
         elif self._stateless:
             self._modern_notification(message)
         else:
-            self._send_other(data)
+            try:
+                self._send_other(data)
+            finally:
+                if isinstance(message, Notification) and message.method == "notifications/cancelled":
+                    # Told the server; its stream for that request is read no longer (2025-11-25
+                    # basic/transports: disconnecting is not cancelling, so the notification goes first).
+                    self._abandon((message.params or {}).get("requestId"))
 
     def stateless(self, input_schema: Callable[[str], "dict | None"]) -> None:
         """The client speaks 2026-07-28: no session, no GET stream; ``input_schema`` gives the
@@ -267,6 +277,7 @@ class HttpClientTransport(Transport):
         import requests
 
         _sending.request = (self, request.id)
+        self._begin(request.id)
         try:
             if request.method != "initialize" and not self._session_ready.wait(self.connect_timeout * 3):
                 raise HttpTransportError("timed out waiting for a new session")
@@ -288,7 +299,8 @@ class HttpClientTransport(Transport):
                 response.close()
                 self._renew_session(generation)
                 response = self._post(data)
-            self._deliver(response, request)
+            if self._track(request.id, response):
+                self._deliver(response, request)
         except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         except requests.RequestException as exc:
@@ -304,6 +316,42 @@ class HttpClientTransport(Transport):
             self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
             _sending.request = (None, None)
+            self._finish(request.id)
+
+    def _begin(self, request_id) -> None:
+        with self._responses_lock:
+            self._running.add(request_id)
+
+    def _finish(self, request_id) -> None:
+        with self._responses_lock:
+            self._running.discard(request_id)
+            self._abandoned.discard(request_id)
+            self._modern_responses.pop(request_id, None)
+
+    def _track(self, request_id, response) -> bool:
+        """Remember ``response`` as the one carrying ``request_id``'s answer; False (``response``
+        closed) when the session has given up on that request meanwhile."""
+        with self._responses_lock:
+            abandoned = request_id in self._abandoned
+            if not abandoned:
+                self._modern_responses[request_id] = response
+        if abandoned:
+            _abort(response)
+        return not abandoned
+
+    def _abandon(self, request_id) -> None:
+        """The session no longer waits for ``request_id`` (its timeout passed, or it was cancelled):
+        close the response that would carry its answer, now or when it arrives, and do not resume it.
+        A server that keeps such a stream open (keep-alives, endless notifications) would otherwise
+        hold a worker and a connection for ever, and after ``max_workers`` of them no request of
+        this client would be sent again."""
+        with self._responses_lock:
+            if request_id not in self._running:
+                return
+            self._abandoned.add(request_id)
+            response = self._modern_responses.pop(request_id, None)
+        if response is not None:
+            _abort(response)
 
     def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:
@@ -391,16 +439,12 @@ class HttpClientTransport(Transport):
         import requests
 
         _sending.request = (self, request.id)
+        self._begin(request.id)
         try:
             response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
                                       timeout=(self.connect_timeout, None))
-            with self._responses_lock:
-                self._modern_responses[request.id] = response
-            try:
+            if self._track(request.id, response):
                 self._deliver(response, request, resumable=False)
-            finally:
-                with self._responses_lock:
-                    self._modern_responses.pop(request.id, None)
         except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         except requests.RequestException as exc:
@@ -412,6 +456,7 @@ class HttpClientTransport(Transport):
             self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
             _sending.request = (None, None)
+            self._finish(request.id)
 
     def _modern_notification(self, message) -> None:
         """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
@@ -421,11 +466,7 @@ class HttpClientTransport(Transport):
         revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
         """
         if isinstance(message, Notification) and message.method == "notifications/cancelled":
-            request_id = (message.params or {}).get("requestId")
-            with self._responses_lock:
-                response = self._modern_responses.pop(request_id, None)
-            if response is not None:
-                _abort(response)
+            self._abandon((message.params or {}).get("requestId"))
         else:
             log.debug("notification %s not sent: 2026-07-28 HTTP has no client notifications",
                       getattr(message, "method", "?"))
@@ -498,7 +539,7 @@ class HttpClientTransport(Transport):
             except _EventTooLarge:
                 self._incoming.put(self._too_large(request, "SSE event"))
                 return
-            if not awaiting or self._closed.is_set():
+            if not awaiting or self._closed.is_set() or request.id in self._abandoned:
                 return
             if not resumable:
                 for request_id in awaiting:
@@ -525,6 +566,8 @@ class HttpClientTransport(Transport):
                 response.close()
                 for request_id in awaiting:
                     self._fail(request_id, f"resuming the stream failed: HTTP {response.status_code}")
+                return
+            if not self._track(request.id, response):
                 return
 
     def _listen(self, answered: threading.Event) -> None:

@@ -80,6 +80,45 @@ def is_loopback(host: str | None) -> bool:
         return False
 
 
+#: A host made only of the characters of a numeric IPv4 spelling (``127.1``, ``0x7f.1``, ``2130706433``).
+_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}")
+
+
+def names_this_machine(host: str | None) -> bool:
+    """True when ``host`` (a URL's host as urllib reads it) reaches this machine in any spelling that a
+    browser, urllib3 or the resolver accepts; broader than :func:`is_loopback` (which decides where
+    plain http may go), this decides what a remote party may not point the client at.
+
+    ``localhost`` and ``*.localhost`` (RFC 6761 §6.3), with a trailing dot or not; IPv4 in any form
+    ``inet_aton`` and the WHATWG URL parser read (``127.1``, ``0x7f.0.0.1``, ``0177.0.0.1``,
+    ``2130706433``, ``0``) in 127.0.0.0/8 or 0.0.0.0/8 (which Linux connects to this machine);
+    ``::1``, ``::`` and their IPv4-mapped forms (``::ffff:127.0.0.1``).
+    """
+    if not host:
+        return False
+    name = host.lower().strip("[]").rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    import ipaddress
+
+    try:
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        if not _NUMERIC_HOST.fullmatch(name):
+            return False
+        import socket
+
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(name))
+        except OSError:
+            return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv4Address):
+        return address.is_loopback or address in ipaddress.IPv4Network("0.0.0.0/8")
+    return address.is_loopback or address.is_unspecified
+
+
 # -- the server's side: which Host and Origin may reach a local server (DNS rebinding) -------------
 
 #: The names a local server answers to when ``allowed_hosts`` is not given.

@@ -31,6 +31,11 @@ from .base import Transport
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+#: The longest stderr line of a server's kept (``stderr="capture"``) or handed to a callback (bytes);
+#: the rest of a longer line is read and dropped, so a server's stderr costs bounded memory.
+MAX_STDERR_LINE = 16 * 1024
+#: What ends a stderr line cut at :data:`MAX_STDERR_LINE`.
+TRUNCATED = " [... line truncated]"
 
 
 class StreamTransport(Transport):
@@ -84,7 +89,8 @@ class SubprocessTransport(StreamTransport):
 
     ``stderr``: ``"inherit"`` (the default: the server's stderr goes to ours),
     ``"capture"`` (lines are kept in ``stderr_lines``, the last 1,000, and
-    logged at DEBUG), ``"discard"``, or a callable taking each decoded line.
+    logged at DEBUG), ``"discard"``, or a callable taking each decoded line.  A line
+    longer than :data:`MAX_STDERR_LINE` bytes is cut there (ending with :data:`TRUNCATED`).
     """
 
     def __init__(
@@ -138,9 +144,18 @@ class SubprocessTransport(StreamTransport):
         log.debug("server stderr: %s", line)
 
     def _pump_stderr(self, sink: Callable[[str], None]) -> None:
-        for raw in iter(self.process.stderr.readline, b""):
+        stream = self.process.stderr
+        skipping = False  # the rest of a line already cut at MAX_STDERR_LINE
+        for raw in iter(lambda: stream.readline(MAX_STDERR_LINE), b""):
+            ended = raw.endswith(b"\n")
+            if skipping:
+                skipping = not ended
+                continue
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not ended and len(raw) >= MAX_STDERR_LINE:
+                skipping, line = True, line + TRUNCATED
             try:
-                sink(raw.decode("utf-8", "replace").rstrip("\r\n"))
+                sink(line)
             except Exception:  # noqa: BLE001
                 log.exception("stderr callback failed")
         self.process.stderr.close()  # at end of file, by the only thread that reads it
