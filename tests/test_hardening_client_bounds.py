@@ -14,9 +14,11 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 import threading
 import time
 from itertools import count
+from pathlib import Path
 
 import pytest
 from conftest import WAIT, WireChecker
@@ -485,3 +487,282 @@ def test_the_settings_are_checked():
         http_client.HttpClientTransport("http://127.0.0.1:9/mcp", max_message_size=0)
     with pytest.raises(ValueError, match="min_retry_delay"):
         http_client.HttpClientTransport("http://127.0.0.1:9/mcp", min_retry_delay=5, max_retry_delay=1)
+
+
+# -- review: what a server may make the client hold or do without bound -------------------------
+
+FLOODING = [sys.executable, str(Path(__file__).resolve().parent / "servers" / "flooding_server.py")]
+
+
+@pytest.mark.parametrize("bound", ["count", "bytes"])
+def test_a_flood_of_notifications_waits_for_the_callbacks_in_a_bounded_queue(bound, caplog):
+    """A server that sends notifications faster than the client's callbacks run (here, one that
+    blocks) used to queue every one of them: 200,000 log messages grew the client by 690 MB.
+    Past ``max_callbacks`` waiting, or ``max_callback_bytes`` of their messages, a
+    notification's callback is dropped with a warning; the connection goes on."""
+    gate, seen = threading.Event(), []
+
+    def on_log(message) -> None:
+        seen.append(message)
+        gate.wait(WAIT)
+
+    client = Client.stdio(FLOODING, era="handshake", timeout=WAIT, on_log=on_log, stderr="discard")
+    try:
+        session = client.connection.session
+        if bound == "count":
+            session.max_callbacks, size, n = 8, 10, 3000
+        else:
+            session.max_callback_bytes, size, n = 400_000, 50_000, 200
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.session"):
+            assert client.call_tool("flood", {"kind": "log", "count": n, "size": size}).content[0].text == f"sent {n}"
+            assert session._queued_callbacks <= 8 and session._queued_bytes <= 400_000
+        assert "callback(s) dropped" in caplog.text and "max_callbacks, max_callback_bytes" in caplog.text
+        gate.set()
+        assert client.call_tool("flood", {"kind": "log", "count": 0}).content[0].text == "sent 0"
+        assert len(seen) <= 9
+    finally:
+        gate.set()
+        client.close()
+
+
+def test_the_answer_after_a_flood_of_progress_is_never_dropped():
+    """The callback that settles a request waits behind its progress callbacks, and is kept
+    however full the queue is: the call returns its answer once the callbacks drain."""
+    gate, answered = threading.Event(), threading.Event()
+
+    def trace(direction: str, data: bytes) -> None:
+        if direction == "<--" and b'"result"' in data and b"sent 500" in data:
+            answered.set()
+
+    client = Client.stdio(FLOODING, era="handshake", timeout=WAIT, trace=trace, stderr="discard")
+    try:
+        client.connection.session.max_callbacks = 2
+        outcome: list = []
+        caller = threading.Thread(target=lambda: outcome.append(client.call_tool(
+            "flood", {"kind": "progress", "count": 500}, on_progress=lambda *a: gate.wait(WAIT))))
+        caller.start()
+        assert answered.wait(WAIT)
+        gate.set()
+        caller.join(WAIT)
+        assert outcome and outcome[0].content[0].text == "sent 500"
+    finally:
+        gate.set()
+        client.close()
+
+
+def test_a_stderr_line_that_never_ends_is_cut():
+    """``stderr="capture"`` kept each line whole: 20 MB with no newline was one 20 MB string (and
+    1,000 of them were kept).  A line is cut at MAX_STDERR_LINE; the next line is whole."""
+    from mcp_ref.transports.stdio import MAX_STDERR_LINE, TRUNCATED
+
+    client = Client.stdio([*FLOODING, str(20 * 1024 * 1024)], era="handshake", timeout=WAIT, stderr="capture")
+    try:
+        assert client.call_tool("flood", {"count": 0}).content[0].text == "sent 0"
+        transport = client.connection.session.transport
+        client.close()  # lets the stderr reader finish
+        lines = list(transport.stderr_lines)
+        assert lines[0] == "e" * MAX_STDERR_LINE + TRUNCATED
+        assert lines[1:] == ["after"]
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_stream_the_client_gave_up_on_is_closed(hostile, connect, era):
+    """A server that answers a POST with an SSE stream of keep-alives and never the answer: after the
+    request's timeout the client closes that stream (2025-11-25: after notifications/cancelled).
+    It used to read it for as long as the server kept it open, holding a worker: after
+    ``max_workers`` (64) such requests none would be sent again."""
+    closed = threading.Event()
+
+    def script(message):
+        def body():
+            try:
+                while True:
+                    yield b": keep-alive\n\n"
+                    time.sleep(0.01)
+            finally:
+                closed.set()
+        return "200 OK", [("Content-Type", "text/event-stream")], body()
+
+    hostile.hostile.posts["tools/call:echo"] = script
+    client = connect(era, timeout=0.5)
+    with pytest.raises(TimeoutError):
+        client.call_tool("echo", {"text": "x"})
+    assert closed.wait(WAIT), "the client still reads the stream of a request it gave up on"
+    del hostile.hostile.posts["tools/call:echo"]
+    still_serves(client)
+
+
+class RawHttp:
+    """An HTTP/1.1 server on a raw socket (127.0.0.1, port 0), for framing no WSGI server would
+    send: the handshake is answered in JSON, GET with 405, notifications with 202, and each
+    ``tools/call`` with the bytes ``call(message)`` returns (after which the connection is held
+    open, sending nothing more, until :meth:`close`)."""
+
+    def __init__(self, call):
+        import socket
+
+        self.call = call
+        self.release = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn) -> None:
+        with conn, conn.makefile("rb") as reader:
+            try:
+                while True:
+                    request_line = reader.readline()
+                    if not request_line:
+                        return
+                    headers = {}
+                    for line in iter(reader.readline, b"\r\n"):
+                        name, _, value = line.decode().partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                    body = reader.read(int(headers.get("content-length", 0)))
+                    if not request_line.startswith(b"POST"):
+                        conn.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                        continue
+                    message = json.loads(body)
+                    if "id" not in message:
+                        conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
+                        continue
+                    if message["method"] == "tools/call" and message["params"]["name"] != "echo":
+                        conn.sendall(self.call(message))
+                        self.release.wait(WAIT)
+                        return
+                    if message["method"] == "initialize":
+                        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                                  "serverInfo": {"name": "raw", "version": "0"}}
+                    else:
+                        called = message["method"] == "tools/call"
+                        result = {"content": [{"type": "text", "text": "still here"}]} if called else {}
+                    out = answer(message, result)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                                 % (len(out), out))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.release.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def raw_http():
+    made: list = []
+
+    def factory(call) -> Client:
+        server = RawHttp(call)
+        client = Client.http(server.url, era="handshake", timeout=WAIT)
+        made.append((server, client))
+        return client
+
+    yield factory
+    for server, client in made:
+        client.close()
+        server.close()
+
+
+def test_a_chunk_size_line_that_never_ends_fails_the_request_at_once(raw_http):
+    """urllib3 reads a chunk-size line with an unbounded readline(): ``1;`` and then 300 MB with no
+    line end grew the client by 730 MB, and the request only ended at its timeout.  Past
+    MAX_CHUNK_LINE the request fails (the connection was broken) and the client goes on."""
+    sent = threading.Event()
+
+    def call(message) -> bytes:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1;"
+        sent.set()
+        return head + b"a" * (64 * 1024 + 4096)  # past MAX_CHUNK_LINE
+
+    client = raw_http(call)
+    started = time.monotonic()
+    with pytest.raises(McpError, match="reading a chunk-size line"):
+        client.call_tool("flood", {})
+    assert sent.is_set() and time.monotonic() - started < WAIT / 2
+    still_serves(client)
+
+
+@pytest.mark.parametrize("size", [100, 64 * 1024 * 1024])
+def test_a_gzip_encoded_sse_answer_is_decoded_and_bounded(raw_http, size):
+    """A server may compress its SSE answer (requests asks for gzip): the client reads it decoded
+    (a 100-byte event is the answer), and a bomb (64 MiB of one event in 64 KiB of gzip) fails
+    its request past max_message_size, decompressed a piece at a time."""
+    import zlib
+
+    def call(message) -> bytes:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip
+        if size == 100:
+            event = b"event: message\ndata: " + answer(message, {"content": [{"type": "text", "text": "gz"}]}) + b"\n\n"
+            raw = packer.compress(event)
+        else:
+            raw = packer.compress(b"event: message\ndata: ") + packer.compress(b"x" * size)
+        raw += packer.flush()
+        return (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+                b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(raw), raw))
+
+    client = raw_http(call)
+    if size == 100:
+        assert client.call_tool("gz", {}).content[0].text == "gz"
+    else:
+        with pytest.raises(LimitExceeded, match="SSE event is larger"):
+            client.call_tool("gz", {})
+    still_serves(client)
+
+
+def test_a_listen_stream_that_ends_at_once_is_not_reopened_for_ever(hostile, connect, monkeypatch, caplog):
+    """2026-07-28: a server that acknowledges each ``subscriptions/listen`` and ends it at once (no
+    notification) had the client listen again every 0.5 s for ever (each success reset the count).
+    Such re-opened streams count as failed attempts: after MAX_REOPENS the client stops."""
+    from mcp_ref.client import listening
+
+    monkeypatch.setattr(listening, "REOPEN_DELAY", 0.01)
+    listens: list[float] = []
+    enough = threading.Event()
+
+    def script(message):
+        listens.append(time.monotonic())
+        if len(listens) > listening.MAX_REOPENS:
+            enough.set()
+        ack = {"jsonrpc": "2.0", "method": listening.ACKNOWLEDGED,
+               "params": {"notifications": message["params"]["notifications"],
+                          "_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]}}}
+        def body():
+            yield sse_event(json.dumps(ack).encode())
+            hostile.hostile.release.wait(0.05)  # a moment after the acknowledgment, the stream ends
+            yield sse_event(answer(message, {}))
+        return "200 OK", [("Content-Type", "text/event-stream")], body()
+
+    hostile.hostile.posts["subscriptions/listen"] = script
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.client.listening"):
+        client = connect("modern", on_list_changed=lambda kind: None)
+        assert enough.wait(WAIT), listens
+        assert not threading.Event().wait(0.5)  # the back-off is 0.16 s by now: more would have come
+    assert len(listens) == 1 + listening.MAX_REOPENS
+    assert "gave up re-opening the listen stream" in caplog.text
+    still_serves(client)
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_deeply_nested_event_on_a_request_stream_does_not_end_the_request(hostile, connect, era):
+    """An SSE event nested 100,000 deep before the answer: the session refuses it (MAX_NESTING), and
+    the transport's own look at it (does it answer the request?) no longer raises RecursionError,
+    which failed the request ("HTTP request failed") with a traceback in the log."""
+    def script(message):
+        deep = b"[" * 100_000 + b"]" * 100_000
+        return "200 OK", [("Content-Type", "text/event-stream")], [sse_event(deep), sse_event(answer(message, OK))]
+
+    hostile.hostile.posts["tools/call:echo"] = script
+    client = connect(era)
+    assert client.call_tool("echo", {"text": "x"}).content[0].text == "ok"
+    del hostile.hostile.posts["tools/call:echo"]
+    still_serves(client)

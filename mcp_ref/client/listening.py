@@ -193,7 +193,8 @@ class Subscription:
 class CallbackFeed:
     """The 2026-07-28 listen stream behind ``on_list_changed``, ``on_resource_updated`` and
     ``subscribe``: opened with what they need, re-opened when that changes or when the
-    stream drops (at most :data:`MAX_REOPENS` attempts in a row)."""
+    stream drops (at most :data:`MAX_REOPENS` attempts in a row, each after twice the last pause;
+    a re-opened stream that ends before it brought a notification counts as a failed attempt)."""
 
     def __init__(self, connection: "ClientConnection"):
         self.connection = connection
@@ -202,6 +203,7 @@ class CallbackFeed:
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._failures = 0
+        self._revived: Subscription | None = None  # the ended stream a re-open was started for
 
     def wanted(self) -> dict:
         """The filter the callbacks need now, limited to what the server declares."""
@@ -211,10 +213,10 @@ class CallbackFeed:
                  for kind in LIST_FIELDS}
         return honoured(build_filter(**lists, resource_uris=self.uris), caps)
 
-    def update(self, timeout: float | None) -> None:
+    def update(self, timeout: float | None, *, reopening: bool = False) -> None:
         """Open a stream with the current filter, then close the one it replaces (none left
         open when nothing is wanted).  The new stream is acknowledged before the old one ends,
-        so no change falls between them."""
+        so no change falls between them.  ``reopening``: after a drop (see :meth:`_reopen`)."""
         with self._lock:
             old = self.stream
             wanted = self.wanted()
@@ -229,9 +231,16 @@ class CallbackFeed:
                     self.stream = old
                     raise
                 self.stream = stream
-                self._failures = 0
+                if not reopening:
+                    # A re-opened stream counts as a success only once it brings a notification
+                    # (_deliver): a server that acknowledges and ends each stream at once would
+                    # otherwise be re-listened to every REOPEN_DELAY for ever.
+                    self._failures = 0
         if old is not None:
             old.close()
+        current = self.stream
+        if current is not None and current._ended.is_set():
+            self._ended(current)  # it ended before it became the current one: _ended ignored it then
 
     def stop(self) -> None:
         """Close the stream for good (the client is closing)."""
@@ -242,6 +251,7 @@ class CallbackFeed:
             stream.close()
 
     def _deliver(self, method: str, params: dict) -> None:
+        self._failures = 0  # the stream works: a later drop starts the count of attempts again
         self.connection.notify_callbacks(method, params)
 
     def _ended(self, stream: Subscription) -> None:
@@ -249,6 +259,10 @@ class CallbackFeed:
         not close it, open it again after a pause."""
         if stream is not self.stream or stream._closing or self._stopped.is_set():
             return
+        with self._lock:
+            if self._revived is stream:
+                return  # both the callback thread and update() saw it end: one re-open
+            self._revived = stream
         log.info("the listen stream behind the change callbacks ended (%s); opening it again",
                  "the server closed it" if stream.ended_gracefully else stream.error)
         threading.Thread(target=self._reopen, name="mcp-client-relisten", daemon=True).start()
@@ -263,7 +277,7 @@ class CallbackFeed:
             if self._stopped.wait(REOPEN_DELAY * 2 ** (self._failures - 1)):
                 return
             try:
-                self.update(self.connection.session.default_timeout)
+                self.update(self.connection.session.default_timeout, reopening=True)
                 return
             except (McpError, ConnectionError, CapabilityError) as exc:
                 log.debug("re-opening the listen stream failed: %s", exc)

@@ -83,6 +83,9 @@ MAX_ERROR_BODY = 64 * 1024
 READ_SIZE = 64 * 1024
 #: Last-Event-ID values longer than this (or not printable ASCII) are not kept for resuming.
 MAX_EVENT_ID = 1024
+#: The longest line read under a response body: a chunk-size line with its extensions (as
+#: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
+MAX_CHUNK_LINE = 64 * 1024
 
 
 class HttpTransportError(ConnectionError):
@@ -778,13 +781,16 @@ def stream_chunks(response, size: int = READ_SIZE):
     import requests
     from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
 
+    _bound_lines(response)
     read1 = getattr(response.raw, "read1", None)
     if read1 is None:  # urllib3 before 2.3: read ``size`` at a time (bounded, maybe later)
         yield from response.iter_content(chunk_size=size)
         return
     try:
         while True:
-            data = read1(size)
+            # decoded as iter_content decodes (a gzip stream is read; urllib3 2.6+ decompresses
+            # at most ``size`` at a time, so a compressed bomb costs no more than plain bytes)
+            data = read1(size, decode_content=True)
             if not data:
                 return
             yield data
@@ -803,6 +809,7 @@ def read_body(response, limit: int) -> bytes | None:
     when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the
     body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed."""
     try:
+        _bound_lines(response)
         length = response.headers.get("Content-Length", "")
         if length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > limit):
             _abort(response)
@@ -816,6 +823,44 @@ def read_body(response, limit: int) -> bytes | None:
         return bytes(body)
     finally:
         response.close()
+
+
+class _BoundedLines:
+    """The socket file under a response, its ``readline`` bounded by :data:`MAX_CHUNK_LINE`
+    (past it, :class:`http.client.LineTooLong`, which urllib3 reports as a broken connection).
+
+    urllib3 reads each chunk-size line of a chunked body with an unbounded ``readline()``: a
+    server that sent ``1;`` and then never a line end grew the client by 730 MB for 300 MB.
+    """
+
+    __slots__ = ("_fp",)
+
+    def __init__(self, fp):
+        self._fp = fp
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        """One line, of at most :data:`MAX_CHUNK_LINE` bytes (or ``limit``, if smaller)."""
+        bound = MAX_CHUNK_LINE + 1 if limit is None or limit < 0 else min(limit, MAX_CHUNK_LINE + 1)
+        line = self._fp.readline(bound)
+        if len(line) > MAX_CHUNK_LINE:
+            import http.client
+
+            raise http.client.LineTooLong("a chunk-size line")  # "got more than 65536 bytes when reading ..."
+        return line
+
+    def __getattr__(self, name: str):
+        return getattr(self._fp, name)
+
+
+def _bound_lines(response) -> None:
+    """Put :class:`_BoundedLines` under ``response`` before its body is read (nothing if this
+    urllib3 has no such layer)."""
+    inner = getattr(response.raw, "_fp", None)
+    if inner is None:
+        return
+    fp = getattr(inner, "fp", None)
+    if fp is not None and not isinstance(fp, _BoundedLines):
+        inner.fp = _BoundedLines(fp)
 
 
 def discard_body(response) -> None:
@@ -846,7 +891,7 @@ def _note_answers(data: str, awaiting: set) -> None:
     """Strike from ``awaiting`` the ids this SSE message answers."""
     try:
         message = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: the session refuses it
         return
     for item in message if isinstance(message, list) else [message]:
         if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):

@@ -145,6 +145,8 @@ class SubprocessTransport(StreamTransport):
 
     def _pump_stderr(self, sink: Callable[[str], None]) -> None:
         stream = self.process.stderr
+        if stream is None:
+            return
         skipping = False  # the rest of a line already cut at MAX_STDERR_LINE
         for raw in iter(lambda: stream.readline(MAX_STDERR_LINE), b""):
             ended = raw.endswith(b"\n")
