@@ -622,3 +622,9 @@ def pytest_runtest_makereport(item, call):
         seen[watched.label] = seen.get(watched.label, 0) + 1
         suffix = f" #{seen[watched.label]}" if seen[watched.label] > 1 else ""
         report.sections.append((f"server stderr ({watched.label}){suffix}", text))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (the default, pyproject.toml): twice the CPUs, 2 to 8 workers.  Most tests wait on a
+    subprocess or a socket rather than compute, so two workers a core keep the cores busy."""
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
