@@ -55,6 +55,7 @@ _EXPORTS = {
     "Session": "session",
     "RequestContext": "session",
     "PendingRequest": "session",
+    "MCPRefError": "errors",
     "McpError": "errors",
     "ParseError": "errors",
     "InvalidRequest": "errors",

@@ -14,8 +14,9 @@ exits 5 when anything failed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
 

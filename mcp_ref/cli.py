@@ -35,10 +35,11 @@ import json
 import math
 import queue
 import shlex
-import threading
 import sys
+import threading
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .terminal import safe, safe_json
 
@@ -130,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     verbs.required = True
 
-    def verb(name: str, help: str, *, needs_target: bool = True):  # noqa: A002 - argparse's word
+    def verb(name: str, help: str, *, needs_target: bool = True):  # argparse's word
         sub = verbs.add_parser(name, help=help, parents=[after_verb])
         if needs_target:
             sub.add_argument("target", metavar="TARGET", help='server command line ("python server.py") or URL')
@@ -809,8 +810,7 @@ class _ServerStderr:
 
 
 def _run_verb(args, trace) -> int:
-    from .errors import (AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused,
-                         RequestTimeout)
+    from .errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
 
     if args.verb == "check":
         from .wire_check import WireValidator

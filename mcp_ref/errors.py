@@ -41,7 +41,15 @@ MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 
-class McpError(Exception):
+class MCPRefError(Exception):
+    """The root of every error mcp_ref raises: ``except mcp_ref.MCPRefError`` catches them all.
+
+    Errors that are also a standard library kind keep it as a second parent: a lost connection
+    is still a ``ConnectionError``, a timeout still a ``TimeoutError``.
+    """
+
+
+class McpError(MCPRefError):
     """A JSON-RPC error: ``code``, ``message`` and optional ``data``.
 
     Raise it (or a subclass) in a handler to answer the peer with that error;
@@ -65,7 +73,7 @@ class McpError(Exception):
         return error
 
     @classmethod
-    def from_error(cls, error: dict) -> "McpError":
+    def from_error(cls, error: dict) -> McpError:
         """Build the most specific subclass for a received ``error`` object."""
         code = error.get("code", INTERNAL_ERROR)
         message = error.get("message", "")
@@ -153,7 +161,7 @@ class LimitExceeded(McpError):
     code = LIMIT_EXCEEDED
 
     @classmethod
-    def rate(cls, what: str, limit, retry_after: float) -> "LimitExceeded":
+    def rate(cls, what: str, limit, retry_after: float) -> LimitExceeded:
         """The error for a request over the rate limit ``limit`` (a RateLimit) on ``what``."""
         wait = max(0.001, math.ceil(retry_after * 1000 - 1e-6) / 1000)  # whole ms, rounded up
         return cls(f"Rate limit exceeded: {what} allows {limit.count} per {limit.seconds:g} s; retry in {wait:g} s",
@@ -193,7 +201,7 @@ class MissingRequiredClientCapabilityError(McpError):
     code = MISSING_REQUIRED_CLIENT_CAPABILITY
 
     @classmethod
-    def needing(cls, capabilities: dict, why: str) -> "MissingRequiredClientCapabilityError":
+    def needing(cls, capabilities: dict, why: str) -> MissingRequiredClientCapabilityError:
         """The error for a request that needs ``capabilities`` (e.g. ``{"elicitation": {}}``)."""
         return cls(f"Missing required client capability: {why}", data={"requiredCapabilities": capabilities})
 
@@ -213,7 +221,7 @@ class UnsupportedProtocolVersionError(McpError):
     code = UNSUPPORTED_PROTOCOL_VERSION
 
     @classmethod
-    def naming(cls, requested, supported) -> "UnsupportedProtocolVersionError":
+    def naming(cls, requested, supported) -> UnsupportedProtocolVersionError:
         """The error for a request that asked for ``requested``, listing ``supported``."""
         return cls(f"Unsupported protocol version: {requested!r}",
                    data={"supported": list(supported), "requested": requested})
@@ -233,7 +241,7 @@ _BY_CODE = {
 }
 
 
-class ConnectionClosed(ConnectionError):
+class ConnectionClosed(MCPRefError, ConnectionError):
     """The connection ended before an answer arrived (or was already closed)."""
 
 
@@ -245,7 +253,7 @@ class ServerUnreachable(ConnectionClosed):
     """
 
 
-class ResponseStreamLost(ConnectionError):
+class ResponseStreamLost(MCPRefError, ConnectionError):
     """The HTTP response stream of one request broke before its answer arrived.
 
     2026-07-28 changelog (SEP-2575): "A broken response stream loses the in-flight request;
@@ -254,23 +262,23 @@ class ResponseStreamLost(ConnectionError):
     """
 
 
-class RequestTimeout(TimeoutError):
+class RequestTimeout(MCPRefError, TimeoutError):
     """No answer within the request's timeout; the peer was sent ``notifications/cancelled``."""
 
 
-class RequestCancelled(Exception):
+class RequestCancelled(MCPRefError):
     """The request was cancelled (by this side's caller, or the handler's request was cancelled by the peer)."""
 
 
-class CapabilityError(Exception):
+class CapabilityError(MCPRefError):
     """The peer did not declare the capability this request needs, so it was not sent."""
 
 
-class UnsupportedProtocolVersion(Exception):
+class UnsupportedProtocolVersion(MCPRefError):
     """The peer chose a protocol revision this implementation does not speak."""
 
 
-class MessageTooLarge(Exception):
+class MessageTooLarge(MCPRefError):
     """Raised by a transport's ``read()`` for a message over its size limit (already discarded).
 
     The session answers it with an Invalid Request error and reads on: one
@@ -278,7 +286,7 @@ class MessageTooLarge(Exception):
     """
 
 
-class AuthorizationError(Exception):
+class AuthorizationError(MCPRefError):
     """OAuth authorization for an HTTP server failed (``mcp_ref.auth.OAuth``).
 
     The subclasses say at which step.  Messages name URLs, OAuth error codes and what was

@@ -21,11 +21,11 @@ import json
 import re
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Union
+from typing import Any
 
 from .errors import InvalidRequest, ParseError
 
-RequestId = Union[str, int]
+RequestId = str | int
 
 #: The deepest nesting of arrays and objects a message may have.  Real MCP messages stay far below
 #: it; deeper JSON is a parse error, so nothing downstream (schema validation, encoding) recurses
@@ -99,7 +99,7 @@ class ErrorResponse:
         return {"jsonrpc": "2.0", "id": self.id, "error": self.error}
 
 
-Message = Union[Request, Notification, Response, ErrorResponse]
+Message = Request | Notification | Response | ErrorResponse
 
 
 def valid_id(value: Any) -> bool:

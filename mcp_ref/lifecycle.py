@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import enum
 import threading
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Callable, Collection
 
 from . import LATEST_VERSION, SUPPORTED_VERSIONS
 from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersion

@@ -26,8 +26,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Callable, Hashable
 
 _UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
           "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
@@ -55,7 +55,7 @@ class RateLimit:
             raise ValueError(f"a rate limit's window must be positive, not {self.seconds!r}")
 
     @classmethod
-    def parse(cls, text: str) -> "RateLimit":
+    def parse(cls, text: str) -> RateLimit:
         """``"100/minute"``, ``"10/second"``, ``"5/hour"``, ``"1000/day"``, ``"20/10s"``, ``"3/5 min"``."""
         match = _LIMIT.fullmatch(text.lower()) if isinstance(text, str) else None
         if match is None or match.group(3) not in _UNITS:
@@ -64,7 +64,7 @@ class RateLimit:
         return cls(int(count), float(multiple or 1) * _UNITS[unit])
 
     @classmethod
-    def of(cls, value) -> "RateLimit | None":
+    def of(cls, value) -> RateLimit | None:
         """``value`` as a RateLimit: None, a RateLimit, a string for :meth:`parse`, or ``(count, seconds)``."""
         if value is None or isinstance(value, RateLimit):
             return value

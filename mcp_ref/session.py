@@ -30,9 +30,10 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import envelope, jsonrpc
 from .errors import (
@@ -80,7 +81,7 @@ ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 class Dispatcher(Protocol):
     """The role (server or client) that gives methods their meaning."""
 
-    def handle_request(self, context: "RequestContext", method: str, params: dict) -> dict: ...
+    def handle_request(self, context: RequestContext, method: str, params: dict) -> dict: ...
 
     def handle_notification(self, method: str, params: dict) -> None: ...
 
@@ -99,7 +100,7 @@ class RequestContext:
     __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
                  "envelope", "inputs", "deferred", "_on_end", "task", "started")
 
-    def __init__(self, session: "Session", request_id: jsonrpc.RequestId, method: str, params: dict):
+    def __init__(self, session: Session, request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
         self.request_id = request_id
         self.method = method
@@ -265,7 +266,7 @@ class PendingRequest:
 class _Batch:
     """Collects the answers to one incoming batch and sends them as one array."""
 
-    def __init__(self, session: "Session"):
+    def __init__(self, session: Session):
         self.session = session
         self.replies: list = []
         self.outstanding = 1  # the "seal" reference: nothing is sent before all items are dispatched
@@ -306,7 +307,7 @@ class Session:
 
     def __init__(
         self,
-        transport: "Transport",
+        transport: Transport,
         dispatcher: Dispatcher,
         *,
         default_timeout: float | None = DEFAULT_TIMEOUT,
@@ -382,7 +383,7 @@ class Session:
         self._fail_pending("connection closed")
         try:
             self.transport.close()
-        except Exception:  # noqa: BLE001 - closing must not raise
+        except Exception:  # closing must not raise
             log.debug("error while closing transport", exc_info=True)
         self._end_all_deferred()
         for context in list(self._incoming.values()):
@@ -650,9 +651,9 @@ class Session:
                     continue
                 try:
                     self.receive(data)
-                except Exception:  # noqa: BLE001 - nothing a peer sends may end the reader
+                except Exception:  # nothing a peer sends may end the reader
                     log.exception("%s: a message could not be handled and was dropped", self.name)
-        except Exception as exc:  # noqa: BLE001 - the transport itself failed: the connection ends
+        except Exception as exc:  # the transport itself failed: the connection ends
             if not self._closing:
                 log.warning("%s: connection failed: %s", self.name, exc)
         finally:
@@ -671,7 +672,7 @@ class Session:
             self._callbacks.shutdown(wait=True)
         try:
             self.transport.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.debug("error while closing transport", exc_info=True)
         with self._lock:
             self._closing = True
@@ -800,7 +801,7 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except Exception:  # noqa: BLE001 - never leak internals to the peer
+        except Exception:  # never leak internals to the peer
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
         self._leave(request.id, context)
@@ -862,7 +863,7 @@ class Session:
             _run_logged(on_end, ())
         try:
             self.transport.request_finished(context.request_id)
-        except Exception:  # noqa: BLE001 - a closing transport may refuse; nothing is left to end
+        except Exception:  # a closing transport may refuse; nothing is left to end
             log.debug("%s: request_finished failed", self.name, exc_info=True)
 
     def _end_all_deferred(self) -> None:
@@ -907,7 +908,7 @@ class Session:
     def _handle_notification(self, method: str, params: dict) -> None:
         try:
             self.dispatcher.handle_notification(method, params)
-        except Exception:  # noqa: BLE001 - a bad notification must not end the connection
+        except Exception:  # a bad notification must not end the connection
             log.exception("%s: handling %s failed", self.name, method)
 
     def _receive_answer(self, answer) -> None:
@@ -937,12 +938,12 @@ def _settle(future: Future, settle, value) -> None:
     if not future.done():
         try:
             settle(value)
-        except Exception:  # noqa: BLE001 - InvalidStateError if a timeout won the race
+        except Exception:  # InvalidStateError if a timeout won the race
             pass
 
 
 def _run_logged(callback, args) -> None:
     try:
         callback(*args)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("callback %r failed", callback)

@@ -17,7 +17,8 @@ import math
 import re
 import types
 import typing
-from typing import Any, Callable, Literal, Union, get_args, get_origin
+from collections.abc import Callable
+from typing import Any, Literal, Union, get_args, get_origin
 
 __all__ = [
     "ArgumentPlan",
@@ -355,7 +356,7 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         convs = [c for _, c in analysed]
         if not any(convs):
             return schema, tuple
-        return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v))
+        return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v, strict=False))
 
     if origin in _MAP_ORIGINS:
         schema = {"type": "object"}
@@ -569,7 +570,7 @@ class ArgumentPlan:
 def _function_hints(func: Callable) -> dict[str, Any]:
     target = func
     if not (inspect.isroutine(func) or isinstance(func, type)) and callable(func):
-        target = getattr(type(func), "__call__", func)
+        target = getattr(type(func), "__call__", func)  # noqa: B004 - the class's __call__, for its hints
     return _hints(target)
 
 

@@ -12,8 +12,9 @@ library does not model yet (or a newer revision's extension) is never lost.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 
 def _camel(name: str) -> str:
@@ -264,7 +265,7 @@ def media_block(data: bytes) -> dict:
     return {"type": mime.partition("/")[0], "data": encoded, "mimeType": mime}
 
 
-def _media(kind: str, path: Any, data: bytes | None, format: str | None) -> tuple[str, str]:  # noqa: A002
+def _media(kind: str, path: Any, data: bytes | None, format: str | None) -> tuple[str, str]:
     """(base64 data, MIME type) for :class:`Image` and :class:`Audio`."""
     import base64
 
@@ -275,7 +276,7 @@ def _media(kind: str, path: Any, data: bytes | None, format: str | None) -> tupl
 
         path = Path(path)
         data = path.read_bytes()
-        format = format or path.suffix.lstrip(".")  # noqa: A001
+        format = format or path.suffix.lstrip(".")
     mime = _FORMATS.get((format or "").lower()) or sniff_mime_type(data)
     if mime is None and format:
         mime = f"{kind}/{format.lower()}"
@@ -292,7 +293,7 @@ class Image(ImageContent):
     It is an :class:`ImageContent`, so it goes anywhere one does.
     """
 
-    def __init__(self, path: Any = None, *, data: bytes | None = None, format: str | None = None,  # noqa: A002
+    def __init__(self, path: Any = None, *, data: bytes | None = None, format: str | None = None,
                  annotations: dict | None = None):
         encoded, mime = _media("image", path, data, format)
         super().__init__(data=encoded, mime_type=mime, annotations=annotations)
@@ -301,7 +302,7 @@ class Image(ImageContent):
 class Audio(AudioContent):
     """Audio in a tool's result: ``Audio(path="note.wav")`` or ``Audio(data=wav_bytes, format="wav")`` (2025-03-26 on)."""
 
-    def __init__(self, path: Any = None, *, data: bytes | None = None, format: str | None = None,  # noqa: A002
+    def __init__(self, path: Any = None, *, data: bytes | None = None, format: str | None = None,
                  annotations: dict | None = None):
         encoded, mime = _media("audio", path, data, format)
         super().__init__(data=encoded, mime_type=mime, annotations=annotations)

@@ -148,7 +148,7 @@ class UriTemplate:
         if m is None:
             return None
         result: dict[str, str] = {}
-        for name, raw in zip(self._groups, m.groups()):
+        for name, raw in zip(self._groups, m.groups(), strict=True):
             value = unquote(raw)
             if result.setdefault(name, value) != value:
                 return None  # a repeated variable captured different values

@@ -14,8 +14,8 @@ accepts what jsonschema would refuse (``tests/test_validation.py`` checks the tw
 from __future__ import annotations
 
 import json
-
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def validator_for(schema: dict) -> Any:

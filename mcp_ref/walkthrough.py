@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .client import Client
 from .demo import server_command
@@ -93,7 +93,7 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
     return 0
 
 
-def _tour(steps: "_Steps", trace, timeout: float, era: str) -> None:
+def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
     """Every feature, in one era: the same client code, and what differs on the wire said as it goes."""
     inbox = _Inbox()
     with Client.stdio(

@@ -342,7 +342,11 @@ def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):  # n
     """2025-11-25 basic/transports §Listening: the server "MAY close the SSE stream at any time",
     "sending a retry field and allowing the client to reconnect"."""
     srv = serve(streams_server(), keepalive=60, limits=ConnectionLimits(max_connections=2))
-    first, second = initialize(srv.port), initialize(srv.port)
+    sessions = []
+    for _ in range(2):  # each after the last one's connections have left the table (a cap of 2)
+        assert wait_until(lambda: srv.httpd.connections.count == 0)
+        sessions.append(initialize(srv.port))
+    first, second = sessions
     streams = [standalone_get(srv.port, first, source="127.0.0.2"), standalone_get(srv.port, second, source="127.0.0.3")]
     assert wait_until(lambda: srv.httpd.connections.count == 2 and not srv.httpd.connections.waiting)
     priming = streams[0].event()

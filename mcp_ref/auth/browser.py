@@ -17,7 +17,8 @@ import logging
 import sys
 import threading
 import time
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from ..errors import AuthorizationTimeout, CallbackError
@@ -119,7 +120,7 @@ def _callback_request_class():
 
         timeout = 10  # a connection that never sends its request does not hold the listener
 
-        def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+        def do_GET(self) -> None:  # the http.server naming
             if urlsplit(self.path).path != self.server.callback_path:
                 self.server.strays += 1
                 self.send_error(404)
@@ -132,7 +133,7 @@ def _callback_request_class():
             self.end_headers()
             self.wfile.write(_DONE_PAGE)
 
-        def log_message(self, format: str, *args) -> None:  # noqa: A002 - never log the query (it holds the code)
+        def log_message(self, format: str, *args) -> None:  # never log the query (it holds the code)
             log.debug("callback listener: %s", self.command)
 
     return CallbackRequest

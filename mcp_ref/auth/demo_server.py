@@ -41,8 +41,9 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from . import pkce
@@ -185,7 +186,7 @@ class DemoAuthorizationServer:
         except OAuthError as exc:
             body = {"error": exc.error, "error_description": exc.description}
             return _json(start_response, exc.status, body, headers=exc.headers, no_store=True)
-        except Exception:  # noqa: BLE001 - a bug, not the client's doing: logged here, never sent
+        except Exception:  # a bug, not the client's doing: logged here, never sent
             log.exception("the demo authorization server failed on %s %s", environ.get("REQUEST_METHOD"),
                           (environ.get("PATH_INFO") or "/")[:200])
             body = {"error": "server_error", "error_description": "the authorization server failed; see its log"}
@@ -354,7 +355,7 @@ class DemoAuthorizationServer:
             return None
         return grant
 
-    def token_verifier(self) -> "LocalVerifier":
+    def token_verifier(self) -> LocalVerifier:
         """A ``TokenVerifier`` for a protected resource in this same process (no introspection round trip)."""
         return LocalVerifier(self)
 

@@ -56,7 +56,8 @@ class DPoPKey:
 
     def thumbprint(self) -> str:
         """RFC 7638 JWK thumbprint of the public key (what a bound token's ``cnf.jkt`` holds)."""
-        canonical = '{"crv":"%s","kty":"EC","x":"%s","y":"%s"}' % (self.jwk["crv"], self.jwk["x"], self.jwk["y"])
+        jwk = self.jwk
+        canonical = f'{{"crv":"{jwk["crv"]}","kty":"EC","x":"{jwk["x"]}","y":"{jwk["y"]}"}}'
         return _b64url(hashlib.sha256(canonical.encode()).digest())
 
     def proof(self, method: str, url: str, *, access_token: str | None = None) -> str:

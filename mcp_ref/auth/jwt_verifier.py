@@ -199,7 +199,7 @@ class JwtVerifier:
         except _Refused as refused:
             log.debug("JWT access token refused: %s", refused)
             return None
-        except Exception as exc:  # noqa: BLE001 - fail closed; the message could quote the token, so only its type
+        except Exception as exc:  # fail closed; the message could quote the token, so only its type
             log.warning("JWT access token refused: verification failed unexpectedly (%s)", type(exc).__name__)
             return None
 

@@ -101,7 +101,7 @@ def describe(response) -> str:
 
     try:
         received = _body(bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", ""))
-    except Exception:  # noqa: BLE001 - a stream already consumed: say nothing of its body
+    except Exception:  # a stream already consumed: say nothing of its body
         received = ""
     location = response.headers.get("Location")
     return (f"http> {request.method} {redact_url(request.url)}{' ' + sent if sent else ''}\n"

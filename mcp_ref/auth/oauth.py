@@ -29,7 +29,8 @@ import logging
 import secrets
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from ..errors import (
@@ -626,8 +627,8 @@ def _origin(url: str) -> str:
 def _discard(response) -> None:
     """Read and release a response the caller will not see (its connection goes back to the pool)."""
     try:
-        response.content
-    except Exception:  # noqa: BLE001 - a broken body changes nothing here
+        _ = response.content
+    except Exception:  # a broken body changes nothing here
         pass
     response.close()
 

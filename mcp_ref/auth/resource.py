@@ -22,8 +22,9 @@ appears in logs or errors.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"

@@ -80,7 +80,7 @@ class ServerRequest:
     params: dict = field(default_factory=dict)
     era: str = HANDSHAKE
 
-    def replace(self, **changes: Any) -> "ServerRequest":
+    def replace(self, **changes: Any) -> ServerRequest:
         """A copy with params keys changed: ``request.replace(maxTokens=100, systemPrompt=None)``.
 
         Keys are the wire's names (``messages``, ``systemPrompt``, ``requestedSchema`` ...); a key
@@ -95,7 +95,7 @@ class ServerRequest:
         return ServerRequest(self.method, params, self.era)
 
 
-def approve(connection: "ClientConnection", context: "RequestContext", method: str, params: dict) -> dict | None:
+def approve(connection: ClientConnection, context: RequestContext, method: str, params: dict) -> dict | None:
     """The params to answer ``method`` with, after the rate limit and the client's ``approve`` hook;
     None when the hook refused (the caller answers with :func:`refuse`).
 
@@ -115,7 +115,7 @@ def approve(connection: "ClientConnection", context: "RequestContext", method: s
     request = ServerRequest(method, copy.deepcopy(params), MODERN if connection.modern else HANDSHAKE)
     try:
         verdict = call_handler(hook, request, context)
-    except Exception:  # noqa: BLE001 - a failing hook refuses; the server never sees why
+    except Exception:  # a failing hook refuses; the server never sees why
         log.exception("the approve hook failed on the server's %s: refused", method)
         return None
     if verdict is True:

@@ -4,7 +4,8 @@ two arguments (the context tells a long-running handler that the server cancelle
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..session import RequestContext
 from ..types import WireModel

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
@@ -57,8 +58,8 @@ from ..types import (
 from . import listening, modern
 from .approval import ServerRequest
 from .cache import DEFAULT_MAX_ENTRIES, ResultCache
-from .listening import Subscription
 from .connection import ClientConnection
+from .listening import Subscription
 from .roots import as_root
 
 log = logging.getLogger(__name__)
@@ -233,7 +234,7 @@ class Client:
         max_message_size: int | None = None,
         shutdown_timeout: float = 2.0,
         **options,
-    ) -> "Client":
+    ) -> Client:
         """Start ``command`` (a list: ``["python", "server.py"]``) and connect to it over stdio.
 
         ``stderr`` is ``"inherit"``, ``"capture"``, ``"discard"`` or a callable
@@ -271,7 +272,7 @@ class Client:
         min_retry_delay: float | None = None,
         max_retry_delay: float | None = None,
         **options,
-    ) -> "Client":
+    ) -> Client:
         """Connect to an MCP server over HTTP.
 
         ``transport``: ``"auto"`` (Streamable HTTP, falling back to the
@@ -302,7 +303,7 @@ class Client:
         return cls(http, **options)
 
     @classmethod
-    def in_memory(cls, server, **options) -> "Client":
+    def in_memory(cls, server, **options) -> Client:
         """Run ``server`` (a :class:`~mcp_ref.server.Server`) in this process and connect to it.
 
         The two ends talk through an in-process transport
@@ -395,7 +396,7 @@ class Client:
         self.session.close()
         self.session.wait_closed(5.0)
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import envelope, lifecycle
 from ..errors import CapabilityError, McpError, MethodNotFound
@@ -42,7 +43,7 @@ METHODS: dict[str, Handler] = {
     **roots.HANDLERS,
 }
 #: For each of them, the check that the client answers it at all (a handler, a declared capability).
-OFFERED: dict[str, Callable[["ClientConnection"], None]] = {
+OFFERED: dict[str, Callable[[ClientConnection], None]] = {
     **sampling.OFFERED,
     **elicitation.OFFERED,
     **roots.OFFERED,
@@ -64,7 +65,7 @@ class ClientConnection:
     #: oldest is forgotten (a call to a forgotten tool lists the tools again if the server asks).
     MAX_KNOWN_TOOLS = 4096
 
-    def __init__(self, client: "Client", transport, **session_options):
+    def __init__(self, client: Client, transport, **session_options):
         self.client = client
         self.session = Session(transport, self, **session_options)
         self.lifecycle = Lifecycle(lifecycle.CLIENT)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .connection import ClientConnection
 
 
-def offered(connection: "ClientConnection") -> None:
+def offered(connection: ClientConnection) -> None:
     """Raise MethodNotFound unless this client answers ``elicitation/create`` (a handler, and a
     revision that has elicitation)."""
     if connection.client.elicitation_handler is None or \
@@ -22,7 +22,7 @@ def offered(connection: "ClientConnection") -> None:
         raise MethodNotFound("Method not found: this client does not offer elicitation")
 
 
-def create(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
+def create(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
     """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
     client = connection.client
     offered(connection)

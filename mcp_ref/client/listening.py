@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import envelope
 from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
@@ -91,8 +92,8 @@ class Subscription:
     says whether the server ended it with a result rather than dropping it.
     """
 
-    def __init__(self, connection: "ClientConnection", requested: dict,
-                 on_notification: NotificationCallback | None, on_end: Callable[["Subscription"], None] | None = None):
+    def __init__(self, connection: ClientConnection, requested: dict,
+                 on_notification: NotificationCallback | None, on_end: Callable[[Subscription], None] | None = None):
         self.connection = connection
         self.requested = requested
         self.acknowledged: dict | None = None
@@ -126,7 +127,7 @@ class Subscription:
             self._end(None)
             self.connection.forget_local_listen(self)
 
-    def __enter__(self) -> "Subscription":
+    def __enter__(self) -> Subscription:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -196,7 +197,7 @@ class CallbackFeed:
     stream drops (at most :data:`MAX_REOPENS` attempts in a row, each after twice the last pause;
     a re-opened stream that ends before it brought a notification counts as a failed attempt)."""
 
-    def __init__(self, connection: "ClientConnection"):
+    def __init__(self, connection: ClientConnection):
         self.connection = connection
         self.uris: set[str] = set()
         self.stream: Subscription | None = None

@@ -111,7 +111,7 @@ class LegacyServer(Exception):
     """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
 
 
-def probe(connection: "ClientConnection", pinned: str | None, timeout: float | None,
+def probe(connection: ClientConnection, pinned: str | None, timeout: float | None,
           *, bounded: bool) -> tuple[str, DiscoverResult]:
     """Ask ``server/discover``; return the version to speak and the server's answer.
 
@@ -186,7 +186,7 @@ class Call:
     """One request of the caller's, across the rounds the modern era may need (see the module
     docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
 
-    def __init__(self, connection: "ClientConnection", method: str, params: dict | None, options: dict,
+    def __init__(self, connection: ClientConnection, method: str, params: dict | None, options: dict,
                  task: bool = False):
         self._connection = connection
         self.method = method
@@ -291,7 +291,7 @@ class Call:
             self.pending = self._connection.send_request(self.method, params, task=self.task, **self._options)
 
     @property
-    def connection(self) -> "ClientConnection":
+    def connection(self) -> ClientConnection:
         """The connection the call travels on."""
         return self._connection
 

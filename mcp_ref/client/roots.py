@@ -28,13 +28,13 @@ def as_root(value: Root | dict | str) -> Root:
     return root
 
 
-def offered(connection: "ClientConnection") -> None:
+def offered(connection: ClientConnection) -> None:
     """Raise MethodNotFound unless this client answers ``roots/list`` (it was given roots)."""
     if connection.client.roots is None:
         raise MethodNotFound("Method not found: this client does not offer roots")
 
 
-def list_roots(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
+def list_roots(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
     """``roots/list``: the client's roots."""
     offered(connection)
     return {"roots": [r.to_wire() for r in connection.client.roots]}

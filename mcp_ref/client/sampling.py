@@ -13,13 +13,13 @@ if TYPE_CHECKING:
     from .connection import ClientConnection
 
 
-def offered(connection: "ClientConnection") -> None:
+def offered(connection: ClientConnection) -> None:
     """Raise MethodNotFound unless this client answers ``sampling/createMessage`` (it has a handler)."""
     if connection.client.sampling_handler is None:
         raise MethodNotFound("Method not found: this client does not offer sampling")
 
 
-def create_message(connection: "ClientConnection", context: RequestContext, params: dict) -> dict:
+def create_message(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
     """``sampling/createMessage``: check the params, then ask the client's ``sampling_handler``."""
     client = connection.client
     offered(connection)

@@ -63,7 +63,7 @@ def _interval(task: dict) -> float:
     return min(max(poll / 1000, MIN_POLL), MAX_POLL)
 
 
-def follow(call: "Call", created: dict, stop: threading.Event, max_total: float | None) -> dict:
+def follow(call: Call, created: dict, stop: threading.Event, max_total: float | None) -> dict:
     """Drive the task ``created`` (a CreateTaskResult) to its end; the call's final result."""
     connection = call.connection
     task_id = created.get("taskId")

@@ -66,7 +66,7 @@ def _check_version(version: str) -> None:
         raise UnknownVersion(f"no MCP schema for protocol version {version!r}; packaged: {', '.join(VERSIONS)}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(version: str) -> dict:
     name = f"{version}.json"
     try:
@@ -105,7 +105,7 @@ def type_names(version: str) -> frozenset[str]:
     return frozenset(root[_defs_key(root)])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(version: str, type_name: str):
     import jsonschema  # here, not at import time: ``import mcp_ref`` stays cheap
 

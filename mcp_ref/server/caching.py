@@ -29,7 +29,7 @@ def check_hints(ttl_ms: int | None, cache_scope: str | None) -> tuple:
     return ttl_ms, cache_scope
 
 
-def add_hints(server: "Server", method: str, params: dict, result: dict) -> None:
+def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
     """Put the caching hints on a complete ``result`` of ``method``, if it is cacheable."""
     if method not in CACHEABLE:
         return

@@ -3,7 +3,8 @@ arguments and resource-template variables."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams
 from ..session import RequestContext
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 MAX_VALUES = 100
 
 
-def complete(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def complete(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
     ref = params.get("ref")
     argument = params.get("argument")

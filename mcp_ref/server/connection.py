@@ -18,16 +18,17 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import envelope as envelopes
 from .. import lifecycle
 from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..lifecycle import Lifecycle, Phase
 from ..session import RequestContext, Session
-from .policy import Principal
 from . import caching, completion, input_required, prompts, resources, subscriptions, tasks, tools
 from . import logging as logging_feature
+from .policy import Principal
 
 if TYPE_CHECKING:
     from .registry import Server
@@ -40,7 +41,7 @@ _ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 Handler = Callable[["ServerConnection", RequestContext, dict], dict]
 
 
-def initialize(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def initialize(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``initialize``: negotiate the version, record the client's capabilities, declare ours.
 
     2025-11-25 basic/lifecycle §Initialization: "The initialization phase MUST
@@ -84,7 +85,7 @@ METHODS: dict[str, Handler] = {
     **completion.HANDLERS,
 }
 
-def discover(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def discover(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``server/discover`` (2026-07-28 server/discover): versions, capabilities and instructions.
 
     "Servers MUST implement it."  The server's identity rides in ``_meta``, as on every modern result.
@@ -135,7 +136,7 @@ class ServerConnection:
     URIs it subscribed to.
     """
 
-    def __init__(self, server: "Server", transport, **session_options):
+    def __init__(self, server: Server, transport, **session_options):
         self.server = server
         self.session = Session(transport, self, **session_options)
         self.lifecycle = Lifecycle(lifecycle.SERVER)

@@ -34,7 +34,7 @@ class Context:
     the connection's reader thread.
     """
 
-    def __init__(self, connection: "ServerConnection", request: RequestContext):
+    def __init__(self, connection: ServerConnection, request: RequestContext):
         self.connection = connection
         self.request = request
         self._asks = 0  # asks made so far in this run of the handler: the default keys count them
@@ -340,7 +340,7 @@ class Context:
         self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
 
-def with_context(plan: ArgumentPlan, kwargs: dict, connection: "ServerConnection", request: RequestContext) -> dict:
+def with_context(plan: ArgumentPlan, kwargs: dict, connection: ServerConnection, request: RequestContext) -> dict:
     """``kwargs`` plus a :class:`Context` for the parameter annotated with it, if the function has one."""
     if plan.context_param is not None:
         kwargs[plan.context_param] = Context(connection, request)

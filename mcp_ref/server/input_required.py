@@ -32,8 +32,9 @@ import binascii
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import InvalidParams
 from ..signing import Keyring

@@ -25,7 +25,7 @@ KINDS = {
 }
 
 
-def list_page(connection: "ServerConnection", context: "RequestContext", params: dict, kind: str) -> dict:
+def list_page(connection: ServerConnection, context: RequestContext, params: dict, kind: str) -> dict:
     """One page of the server's ``kind`` listing for the request's revision."""
     key, keep_annotations = KINDS[kind]
     cursor = params.get("cursor")

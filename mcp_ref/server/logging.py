@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
-def set_level(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def set_level(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``logging/setLevel``: from now on, send this connection messages at ``level`` and above."""
     level = params.get("level")
     if not isinstance(level, str) or level not in _RANK:

@@ -39,8 +39,9 @@ import heapq
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..errors import LimitExceeded
@@ -83,7 +84,7 @@ class Principal:
     id: str
     scopes: frozenset = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
-    auth: "AccessInfo | None" = field(default=None, compare=False, hash=False, repr=False)
+    auth: AccessInfo | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def authenticated(self) -> bool:
@@ -95,7 +96,7 @@ class Principal:
         return all(scope in self.scopes for scope in scopes)
 
     @classmethod
-    def of(cls, auth: "AccessInfo | None", peer: str) -> "Principal":
+    def of(cls, auth: AccessInfo | None, peer: str) -> Principal:
         """The principal of a connection: its token's, or its transport's ``peer`` id."""
         if auth is None:
             return cls(peer)
@@ -183,7 +184,7 @@ class Policy:
         assert self.authorize is not None
         try:
             return bool(self.authorize(principal, action, name))
-        except Exception:  # noqa: BLE001 - a broken policy must fail closed, quietly for the peer
+        except Exception:  # a broken policy must fail closed, quietly for the peer
             # logged with its traceback at most once a minute: a peer can make it fail on every request
             quiet = self._warnings.take("authorize failed", _WARNINGS)
             log.log(logging.DEBUG if quiet else logging.ERROR, "authorize failed for %s on %s; denied",
@@ -258,7 +259,7 @@ class Policy:
             return ()
         return tuple(scope for scope in scopes if scope not in principal.scopes)
 
-    def check_subscriptions(self, principal: Principal, server: "Server", uris) -> None:
+    def check_subscriptions(self, principal: Principal, server: Server, uris) -> None:
         """Raise :class:`LimitExceeded` if subscribing to ``uris`` too would take ``principal`` past
         ``max_subscribed_resources`` distinct resources, over all its handshake-era connections and
         2026-07-28 listen streams (a resource on two streams counts once, so a client re-opening
@@ -285,7 +286,7 @@ class Policy:
         """True when :meth:`admit` has something to count."""
         return self.rate_limit is not None or self.item_limits
 
-    def admit(self, principal: Principal, method: str, params: Any, server: "Server") -> None:
+    def admit(self, principal: Principal, method: str, params: Any, server: Server) -> None:
         """Count one request of ``principal``'s against its limits, or raise :class:`LimitExceeded`.
 
         First the server's limit per principal, then the limit of the item the request names
@@ -327,7 +328,7 @@ class Policy:
 _WARNINGS = RateLimit(1, 60.0)
 
 
-def item_of(server: "Server", method: str, params: Any) -> tuple[str, str, Any, Any] | None:
+def item_of(server: Server, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
     """``(action, name, entry, found)`` of the item a request addresses, or None when it names none
     (``entry`` None: nothing by that name; ``found``: ``find_resource``'s answer for a resource,
     else None)."""
@@ -418,7 +419,7 @@ class UpdateCoalescer:
     def _send(self, uri: str, params: dict) -> None:
         try:
             self.send(uri, params)
-        except Exception:  # noqa: BLE001 - the announcer (or this thread) has no one else to tell
+        except Exception:  # the announcer (or this thread) has no one else to tell
             log.exception("sending resources/updated for %s failed", uri)
 
     def held(self) -> int:

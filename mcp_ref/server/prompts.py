@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
 from ..errors import InvalidParams
@@ -68,12 +69,12 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_prompts(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def list_prompts(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``prompts/list``: one page of prompts."""
     return list_page(connection, context, params, "prompts")
 
 
-def get_prompt(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def get_prompt(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``prompts/get``: check the arguments, render the prompt's messages."""
     name = params.get("name")
     server = connection.server

@@ -13,7 +13,8 @@ import os
 import sys
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from .. import MODERN_VERSIONS, lifecycle
 from ..pagination import SECRET_ENV, Paginator
@@ -96,7 +97,7 @@ class Server:
         self._resource_lists: list[Callable[[], Iterable[dict]]] = []
         self._prompts: dict[str, RegisteredPrompt] = {}
         self._completions: dict[tuple[str, str], tuple[Callable, str | None]] = {}  # (function, its Context parameter)
-        self._connections: "weakref.WeakSet[ServerConnection]" = weakref.WeakSet()
+        self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
         #: The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``).
         self.subscriptions = Subscriptions(max_subscriptions)
         #: The tasks of task-capable tools (the tasks extension); replace it to change its bounds:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, ResourceNotFound
 from ..ratelimit import RateLimit
@@ -120,17 +121,17 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_resources(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def list_resources(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``resources/list``: one page of resources (registered ones, then listed files)."""
     return list_page(connection, context, params, "resources")
 
 
-def list_templates(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def list_templates(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``resources/templates/list``: one page of resource templates."""
     return list_page(connection, context, params, "templates")
 
 
-def read_resource(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def read_resource(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``resources/read``: the contents of one resource, or Resource not found (-32002)."""
     uri = _uri(params, "resources/read")
     found = visible_resource(connection, uri, "resources/read", params)
@@ -142,7 +143,7 @@ def read_resource(connection: "ServerConnection", context: RequestContext, param
     return {"contents": contents(uri, entry, entry.func(**kwargs))}
 
 
-def subscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def subscribe(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``.
 
     At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections."""
@@ -157,7 +158,7 @@ def subscribe(connection: "ServerConnection", context: RequestContext, params: d
     return {}
 
 
-def visible_resource(connection: "ServerConnection", uri: str, action: str, request: dict | None = None):
+def visible_resource(connection: ServerConnection, uri: str, action: str, request: dict | None = None):
     """``find_resource(uri)`` if the caller may use it for ``action`` (reading, and for
     ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.server.policy).
 
@@ -171,7 +172,7 @@ def visible_resource(connection: "ServerConnection", uri: str, action: str, requ
     return server.policy.visible_resource(connection.principal, uri, found, action, request)
 
 
-def unsubscribe(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def unsubscribe(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``resources/unsubscribe``."""
     connection.subscriptions.discard(_uri(params, "resources/unsubscribe"))
     return {}

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from .. import envelope
 from ..errors import InvalidParams, ServerBusy
@@ -62,7 +63,7 @@ class Filter:
     uris: frozenset = frozenset()
 
     @classmethod
-    def from_wire(cls, notifications: object) -> "Filter":
+    def from_wire(cls, notifications: object) -> Filter:
         """The filter a request asks for, or -32602 for one that is not a SubscriptionFilter.
 
         Fields this revision does not define are left out, not refused: the acknowledgment
@@ -88,7 +89,7 @@ class Filter:
             raise InvalidParams(f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters")
         return cls(frozenset(lists), frozenset(uris))
 
-    def agreed(self, capabilities: dict) -> "Filter":
+    def agreed(self, capabilities: dict) -> Filter:
         """The part of this filter a server declaring ``capabilities`` honours: list changes of
         what it declares ``listChanged`` for, and resource updates if it declares ``subscribe``."""
         lists = frozenset(kind for kind in self.lists if capabilities.get(kind, {}).get("listChanged"))
@@ -113,7 +114,7 @@ class Filter:
 class Subscription:
     """One open ``subscriptions/listen`` stream: the connection it is on, its id, its filter."""
 
-    def __init__(self, connection: "ServerConnection", request_id, agreed: Filter, version: str,
+    def __init__(self, connection: ServerConnection, request_id, agreed: Filter, version: str,
                  hidden: frozenset = frozenset()):
         self.connection = connection
         self.id = request_id
@@ -235,7 +236,7 @@ class Subscriptions:
         return len(streams)
 
 
-def listen(connection: "ServerConnection", context: RequestContext, params: dict) -> object:
+def listen(connection: ServerConnection, context: RequestContext, params: dict) -> object:
     """``subscriptions/listen``: acknowledge, then keep the request open as the stream.
 
     subscriptions §Acknowledgment: the server "MUST send ``notifications/subscriptions/acknowledged``

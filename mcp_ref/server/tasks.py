@@ -58,10 +58,11 @@ import secrets
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     INTERNAL_ERROR,
@@ -435,7 +436,7 @@ class TaskStore:
             self._local.slot = True
             try:
                 work()
-            except BaseException:  # noqa: BLE001 - a worker never dies
+            except BaseException:  # a worker never dies
                 log.exception("a task's work failed")
             finally:
                 self._local.slot = False
@@ -519,7 +520,7 @@ class TaskRun:
 MAY_START = "may start"
 
 
-def begin(connection: "ServerConnection", context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
+def begin(connection: ServerConnection, context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
     """``ctx.start_task()`` was reached: create the task, run the handler again on a task worker
     (``run(task_context)`` gives its result), and return the CreateTaskResult."""
     server = connection.server
@@ -546,7 +547,7 @@ def begin(connection: "ServerConnection", context: RequestContext, run: Callable
         except McpError as exc:
             # SEP-2663 §Task Execution Errors: a JSON-RPC error "moves to the failed status".
             task.finish(FAILED, error=exc.to_error(), message=exc.message)
-        except BaseException:  # noqa: BLE001 - never leak internals to the client
+        except BaseException:  # never leak internals to the client
             log.exception("task %s failed", task.id)
             task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
                         message="the task failed with an internal error")
@@ -563,7 +564,7 @@ def begin(connection: "ServerConnection", context: RequestContext, run: Callable
 # -- the methods ------------------------------------------------------------------------------------
 
 
-def _task_of(connection: "ServerConnection", context: RequestContext, params: dict, method: str) -> Task:
+def _task_of(connection: ServerConnection, context: RequestContext, params: dict, method: str) -> Task:
     """The task a ``tasks/*`` request names, after the capability check (SEP-2663: -32021 "for
     non-declaring clients issuing tasks/get, tasks/update, and tasks/cancel requests", checked
     before the id)."""
@@ -572,12 +573,12 @@ def _task_of(connection: "ServerConnection", context: RequestContext, params: di
     return connection.server.tasks.find(params.get("taskId"), connection.owner)
 
 
-def get_task(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def get_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``tasks/get``: the task as it is now (SEP-2663 §Task Polling; ``resultType`` "complete")."""
     return _task_of(connection, context, params, "tasks/get").to_wire()
 
 
-def update_task(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def update_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``tasks/update``: answers for the task's outstanding asks; an empty acknowledgement."""
     task = _task_of(connection, context, params, "tasks/update")
     responses = params.get("inputResponses")
@@ -587,7 +588,7 @@ def update_task(connection: "ServerConnection", context: RequestContext, params:
     return {}
 
 
-def cancel_task(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def cancel_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``tasks/cancel``: an empty acknowledgement, for a finished task too (cooperative cancellation)."""
     _task_of(connection, context, params, "tasks/cancel").cancel()
     return {}

@@ -12,8 +12,9 @@ import json
 import logging
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
 from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
@@ -165,12 +166,12 @@ def check_tool_name(name: str) -> None:
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_tools(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def list_tools(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``tools/list``: one page of tools."""
     return list_page(connection, context, params, "tools")
 
 
-def call_tool(connection: "ServerConnection", context: RequestContext, params: dict) -> dict:
+def call_tool(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``tools/call``: validate the arguments, run the tool, shape its result."""
     name = params.get("name")
     if not isinstance(name, str):
@@ -212,7 +213,7 @@ def call_tool(connection: "ServerConnection", context: RequestContext, params: d
         return tasks.begin(connection, context, lambda task_context: run_tool(connection, tool, arguments, task_context))
 
 
-def run_tool(connection: "ServerConnection", tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
+def run_tool(connection: ServerConnection, tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
     """Call the tool's function with valid ``arguments`` and shape what it returns (or raised)."""
     name = tool.name
     kwargs = with_context(tool.plan, tool.plan.convert(arguments), connection, context)
@@ -227,7 +228,7 @@ def run_tool(connection: "ServerConnection", tool: RegisteredTool, arguments: di
         # the client's situation, not an internal error; say which, with no traceback.
         log.info("tool %s cannot run for this client: %s", name, exc)
         return {"content": [text_block(f"Tool {name} cannot run for this client: {exc}")], "isError": True}
-    except Exception:  # noqa: BLE001 - the client sees a generic error, stderr the traceback
+    except Exception:  # the client sees a generic error, stderr the traceback
         log.exception("tool %s failed", name)
         return {"content": [text_block(f"Tool {name} failed with an internal error")], "isError": True}
     return tool_result(tool, value, connection.version_for(context))

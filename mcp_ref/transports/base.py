@@ -28,7 +28,8 @@ member                 called by                    overridden by
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 RequestId = Any  # a str or an int (mcp_ref.jsonrpc.RequestId); kept loose to import nothing here
 
@@ -128,7 +129,7 @@ class Transport:
         it) calls ``reinitialize()`` to start a new one.  Default: ignored.
         """
 
-    def stateless(self, input_schema: Callable[[str], "dict | None"]) -> None:
+    def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
         """Called by the client role once it speaks a modern (2026-07-28) revision.
 
         There is no session to keep from then on.  ``input_schema(tool)`` gives a

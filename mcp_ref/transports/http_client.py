@@ -47,12 +47,12 @@ import json
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
 from .. import envelope
-from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost, ServerUnreachable
+from ..errors import AuthorizationError, LimitExceeded, MCPRefError, ResponseStreamLost, ServerUnreachable
 from ..jsonrpc import Notification, Request
 from .base import RequestFailed, RequestHeld, Transport
 from .origins import CrossOriginRefused, same_origin
@@ -88,7 +88,7 @@ MAX_EVENT_ID = 1024
 MAX_CHUNK_LINE = 64 * 1024
 
 
-class HttpTransportError(ConnectionError):
+class HttpTransportError(MCPRefError, ConnectionError):
     """The HTTP exchange itself failed (the server is unreachable, or answered with an HTTP error)."""
 
 
@@ -210,7 +210,7 @@ class HttpClientTransport(Transport):
                     # basic/transports: disconnecting is not cancelling, so the notification goes first).
                     self._abandon((message.params or {}).get("requestId"))
 
-    def stateless(self, input_schema: Callable[[str], "dict | None"]) -> None:
+    def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
         """The client speaks 2026-07-28: no session, no GET stream; ``input_schema`` gives the
         ``x-mcp-header`` declarations of a tool's parameters."""
         self._stateless = True
@@ -247,7 +247,7 @@ class HttpClientTransport(Transport):
             try:
                 discard_body(self.http.delete(self.url, headers=self._headers(), stream=True,
                                               timeout=(self.connect_timeout, 5)))
-            except Exception:  # noqa: BLE001 - closing must not raise
+            except Exception:  # closing must not raise
                 log.debug("DELETE of the session failed", exc_info=True)
         with self._responses_lock:
             responses = list(self._open_responses)
@@ -314,7 +314,7 @@ class HttpClientTransport(Transport):
             self._incoming.put(RequestFailed(request.id, exc))
         except CrossOriginRefused as exc:  # a redirect to another origin, not followed
             self._incoming.put(RequestFailed(request.id, exc))
-        except Exception as exc:  # noqa: BLE001 - a worker must never die silently
+        except Exception as exc:  # a worker must never die silently
             log.exception("HTTP request failed")
             self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
@@ -454,7 +454,7 @@ class HttpClientTransport(Transport):
             self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
-        except Exception as exc:  # noqa: BLE001 - a worker must never die silently
+        except Exception as exc:  # a worker must never die silently
             log.exception("HTTP request failed")
             self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
@@ -609,7 +609,7 @@ class HttpClientTransport(Transport):
             except CrossOriginRefused as exc:
                 log.warning("the standalone stream is not opened: %s", exc)
                 return
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("standalone stream failed")
             # A stream that ends at once, again and again, is re-opened less and less often.
             fruitless = 0 if cursor.events > seen else fruitless + 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import HeaderMismatchError
 
@@ -97,7 +97,7 @@ def header_params(input_schema: object) -> list[tuple[tuple[str, ...], str]]:
         return found
     _collect(input_schema, (), True, found)
     seen: set[str] = set()
-    for path, name in found:
+    for _path, name in found:
         if name.lower() in seen:
             raise InvalidHeaderDeclaration(f"x-mcp-header {name!r} is declared twice")
         seen.add(name.lower())

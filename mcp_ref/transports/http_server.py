@@ -36,9 +36,9 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import parse_qs
 
 from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, jsonrpc, lifecycle
@@ -94,7 +94,7 @@ class HttpError(Exception):
         self.request_id, self.data = request_id, data
 
     @classmethod
-    def modern(cls, exc: McpError, request_id) -> "HttpError":
+    def modern(cls, exc: McpError, request_id) -> HttpError:
         """A 2026-07-28 error raised before the request reached its handler, with its HTTP status."""
         return cls(modern_status(exc.code, before_dispatch=True), exc.message, exc.code,
                    request_id=request_id, data=exc.data)
@@ -285,7 +285,7 @@ class HttpSession(Transport):
 
     concurrent_writes = True  # every POST writes on its own; no session-wide write lock needed
 
-    def __init__(self, app: "McpWsgiApp", session_id: str | None, *, kind: str = "streamable"):
+    def __init__(self, app: McpWsgiApp, session_id: str | None, *, kind: str = "streamable"):
         self.app = app
         self.id = session_id
         self.kind = kind  # "streamable", "stateless" or "legacy"
@@ -506,7 +506,7 @@ class McpWsgiApp:
 
     def __init__(
         self,
-        server: "Server",
+        server: Server,
         *,
         path: str = "/mcp",
         sse_path: str = "/sse",
@@ -634,7 +634,7 @@ class McpWsgiApp:
             challenge = self.auth.insufficient_scope(environ, path, missing)
             raise HttpError(challenge.status, challenge.message, headers=[("WWW-Authenticate", challenge.www_authenticate)])
 
-    def _bind(self, session: "HttpSession", environ: dict) -> None:
+    def _bind(self, session: HttpSession, environ: dict) -> None:
         """A new session belongs to the principal that created it (its client and user).
 
         Without a token the caller is the session (``http-session:`` and a digest of its id: the id
@@ -661,7 +661,7 @@ class McpWsgiApp:
                             request_id=message.id, data=exc.data) from None
         connection.mark_admitted(message.id)
 
-    def _check_principal(self, session: "HttpSession", environ: dict) -> None:
+    def _check_principal(self, session: HttpSession, environ: dict) -> None:
         """The same principal only: another's token on this session id gets 404, as if it did not exist."""
         caller = environ.get("mcp_ref.auth")
         if session.principal is None and caller is None:
@@ -1315,7 +1315,7 @@ class ModernExchange(Transport):
 
     concurrent_writes = True
 
-    def __init__(self, app: "McpWsgiApp", request_id, start_response):
+    def __init__(self, app: McpWsgiApp, request_id, start_response):
         self.app, self.request_id, self.start_response = app, request_id, start_response
         self.connection: ServerConnection | None = None
         self.lock = threading.Lock()
@@ -1348,7 +1348,7 @@ class ModernExchange(Transport):
             write = self.write_sse
         try:
             write(sse_event(data))
-        except Exception as exc:  # noqa: BLE001 - the client went away: that cancels the request
+        except Exception as exc:  # the client went away: that cancels the request
             log.debug("2026-07-28 POST %r lost its connection: %s", self.request_id, exc)
             self.broken = True
             if self.connection is not None:
@@ -1465,7 +1465,7 @@ class _DirectReply:
                     chunk = self.app._event(self.session, self.stream, data)
             try:
                 self.write(chunk)
-            except Exception as exc:  # noqa: BLE001 - the client went away; the event is in the store
+            except Exception as exc:  # the client went away; the event is in the store
                 # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
                 log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
                 self.broken = True
@@ -1504,7 +1504,7 @@ class _DirectReply:
                                   retry=self.app.retry_ms)
             try:
                 self.write(chunk)
-            except Exception:  # noqa: BLE001 - already gone: the client resumes all the same
+            except Exception:  # already gone: the client resumes all the same
                 pass
 
     def finish(self) -> list:

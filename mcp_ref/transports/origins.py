@@ -18,10 +18,12 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from ..errors import MCPRefError
+
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class CrossOriginRefused(ConnectionError):
+class CrossOriginRefused(MCPRefError, ConnectionError):
     """A server tried to send the client to another origin (a redirect, an SSE ``endpoint`` event);
     the client refused, and sent nothing there.  The message names both origins.
 

@@ -23,7 +23,8 @@ import subprocess
 import sys
 import threading
 import time
-from typing import IO, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import IO
 
 from ..errors import MessageTooLarge
 from .base import Transport
@@ -158,7 +159,7 @@ class SubprocessTransport(StreamTransport):
                 skipping, line = True, line + TRUNCATED
             try:
                 sink(line)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("stderr callback failed")
         self.process.stderr.close()  # at end of file, by the only thread that reads it
 

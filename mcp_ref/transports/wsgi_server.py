@@ -187,12 +187,12 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.first_request = False
         super().handle_one_request()
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server naming
+    def do_GET(self) -> None:  # the http.server naming
         self._run()
 
     do_POST = do_DELETE = do_PUT = do_PATCH = do_OPTIONS = do_HEAD = do_GET
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args) -> None:  # the base class's name
         log.debug("%s %s", self.address_string(), format % args)
 
     def _environ(self, body: _Body) -> dict:
