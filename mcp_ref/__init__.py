@@ -29,6 +29,7 @@ Public names are loaded on first use, so ``import mcp_ref`` stays cheap.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -38,6 +39,64 @@ LATEST_VERSION = SUPPORTED_VERSIONS[0]
 #: The modern revisions (no ``initialize``: each request carries its version in ``_meta``), newest
 #: first.  A server answers them beside SUPPORTED_VERSIONS (see ``mcp_ref.envelope``).
 MODERN_VERSIONS = ("2026-07-28",)
+
+if TYPE_CHECKING:  # what a type checker sees: every exported name, typed (loaded lazily at run time)
+    from .auth.oauth import OAuth
+    from .client import Client, ToolCall
+    from .client.approval import ServerRequest
+    from .errors import (
+        AuthorizationError,
+        CapabilityError,
+        ConnectionClosed,
+        HeaderMismatchError,
+        InternalError,
+        InvalidParams,
+        InvalidRequest,
+        LimitExceeded,
+        McpError,
+        MCPRefError,
+        MethodNotFound,
+        MissingRequiredClientCapabilityError,
+        ParseError,
+        RequestCancelled,
+        RequestRefused,
+        RequestTimeout,
+        ResourceNotFound,
+        ServerBusy,
+        ServerUnreachable,
+        UnsupportedProtocolVersion,
+        UnsupportedProtocolVersionError,
+        UrlElicitationRequired,
+    )
+    from .ratelimit import RateLimit
+    from .server import Context, Elicit, ElicitUrl, ListRoots, Sample, Server, ToolError
+    from .server.policy import Principal
+    from .session import PendingRequest, RequestContext, Session
+    from .transports.connection_limits import ConnectionLimits
+    from .types import (
+        Audio,
+        AudioContent,
+        BlobResourceContents,
+        CallToolResult,
+        CreateMessageParams,
+        CreateMessageResult,
+        ElicitParams,
+        ElicitResult,
+        EmbeddedResource,
+        GetPromptResult,
+        Image,
+        ImageContent,
+        LogMessage,
+        Prompt,
+        PromptMessage,
+        Resource,
+        ResourceLink,
+        ResourceTemplate,
+        Root,
+        TextContent,
+        TextResourceContents,
+        Tool,
+    )
 
 _EXPORTS = {
     "Client": "client",

@@ -155,8 +155,10 @@ class Checker:
         self.attempt("resources/templates/list (following every cursor)", "server/resources §Resource Templates",
                      lambda: f"{len(self.client.list_resource_templates())} template(s)")
         for resource in resources[:MAX_READS]:
-            self.attempt(f"resources/read {resource.uri}", "server/resources §Reading Resources",
-                         lambda uri=resource.uri: self._read(uri))
+            def read(uri: str = resource.uri) -> str:
+                return self._read(uri)
+
+            self.attempt(f"resources/read {resource.uri}", "server/resources §Reading Resources", read)
 
     def _read(self, uri: str) -> str:
         contents = self.client.read_resource(uri).contents
@@ -174,8 +176,10 @@ class Checker:
         self.attempt("prompts/list (following every cursor)", "server/prompts §Listing Prompts", listing)
         simple = [p for p in prompts if not any(a.required for a in p.arguments or [])]
         for prompt in simple[:MAX_READS]:
-            self.attempt(f"prompts/get {prompt.name}", "server/prompts §Getting a Prompt",
-                         lambda name=prompt.name: f"{len(self.client.get_prompt(name).messages)} message(s)")
+            def get(name: str = prompt.name) -> str:
+                return f"{len(self.client.get_prompt(name).messages)} message(s)"
+
+            self.attempt(f"prompts/get {prompt.name}", "server/prompts §Getting a Prompt", get)
 
     def _invalid_params(self, caps: dict) -> None:
         for capability, method in (("tools", "tools/call"), ("resources", "resources/read"), ("prompts", "prompts/get")):

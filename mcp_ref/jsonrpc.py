@@ -46,7 +46,7 @@ class Request:
 
     def to_dict(self) -> dict:
         """The wire form."""
-        message = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
         if self.params is not None:
             message["params"] = self.params
         return message
@@ -61,7 +61,7 @@ class Notification:
 
     def to_dict(self) -> dict:
         """The wire form."""
-        message = {"jsonrpc": "2.0", "method": self.method}
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": self.method}
         if self.params is not None:
             message["params"] = self.params
         return message

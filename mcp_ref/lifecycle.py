@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from . import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -175,9 +175,9 @@ class Rules:
     Messages are ``str.format`` templates with ``{method}``.
     """
 
-    receive: Collection[str]
-    send: Collection[str]
-    notify: Collection[str]
+    receive: Container[str]
+    send: Container[str]
+    notify: Container[str]
     refusal: str
     unsent: str
     spec: str

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import envelope, jsonrpc
@@ -53,6 +54,9 @@ from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
 from .transports.base import RequestFailed, RequestHeld
 
 if TYPE_CHECKING:
+    from .envelope import Envelope
+    from .server.input_required import Inputs
+    from .server.tasks import TaskRun
     from .transports.base import Transport
 
 log = logging.getLogger(__name__)
@@ -113,15 +117,15 @@ class RequestContext:
         self._last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
         #: dispatcher; None in the handshake era.
-        self.envelope = None
+        self.envelope: Envelope | None = None
         #: The answers a 2026-07-28 request brings for its handler's asks (``mcp_ref.server.
         #: input_required.Inputs``); None where the request cannot carry any.
-        self.inputs = None
+        self.inputs: Inputs | None = None
         #: True once the handler kept the request open past its return (:meth:`defer`).
         self.deferred = False
         #: The tasks extension: whether this call may become a task, or the task it runs as
         #: (``mcp_ref.server.tasks``); None for every other request.
-        self.task = None
+        self.task: TaskRun | str | None = None
         self._on_end: Callable[[], None] | None = None
         #: True once a handler thread took the request (it may wait in the pool's queue before).
         self.started = False
@@ -432,7 +436,7 @@ class Session:
         method: str,
         params: dict | None = None,
         *,
-        timeout: float | None | type(...) = ...,
+        timeout: float | None | EllipsisType = ...,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
@@ -789,6 +793,7 @@ class Session:
                 batch.add(None)
             self.transport.request_finished(request.id)
             return
+        reply: Response | ErrorResponse | None
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
@@ -919,6 +924,8 @@ class Session:
             else:
                 log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
             return
+        settle: Callable[[Any], None]
+        value: Any
         if isinstance(answer, Response):
             settle, value = pending.future.set_result, answer.result
         else:

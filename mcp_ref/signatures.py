@@ -18,7 +18,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, cast, get_args, get_origin
 
 __all__ = [
     "ArgumentPlan",
@@ -181,7 +181,7 @@ def _union(args: tuple, seen: tuple) -> tuple[dict, _Converter | None]:
     if not any(c for _, c in analysed):
         return schema, None
     if len(analysed) == 1:
-        only = analysed[0][1]
+        only = cast(_Converter, analysed[0][1])  # not None: any() above
         return schema, lambda v: None if v is None else only(v)
     choices = [(s, c) for s, c in analysed]
 
@@ -458,10 +458,12 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
                     break
                 if text and _indent(entry) <= indent:
                     m = _NUMPY_ENTRY.match(text)
-                    current = [] if m else None
                     if m:
+                        current = []
                         for name in m.group(1).split(","):
                             parts[name.strip().lstrip("*")] = current
+                    else:
+                        current = None
                 elif text and current is not None:
                     current.append(text)
                 i += 1
@@ -487,9 +489,11 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
                         entry_indent = ind
                     if ind <= entry_indent:
                         m = _GOOGLE_ENTRY.match(text)
-                        current = [m.group(2)] if m else None
                         if m:
+                            current = [m.group(2)]
                             parts[m.group(1)] = current
+                        else:
+                            current = None
                     elif current is not None:
                         current.append(text)
                 i += 1
@@ -611,7 +615,7 @@ def runs_in_thread(func: Callable) -> Callable:
 
         return asyncio.run(func(*args, **kwargs))
 
-    run.__wrapped__ = func  # signature and type hints: the async function's
+    cast(Any, run).__wrapped__ = func  # signature and type hints: the async function's
     for attribute in ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__"):
         setattr(run, attribute, getattr(func, attribute, None))
     return run

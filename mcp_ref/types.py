@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 
 def _camel(name: str) -> str:
@@ -34,12 +34,13 @@ class WireModel:
     _nested: ClassVar[dict[str, Callable[[Any], Any]]] = {}
     _constant: ClassVar[dict[str, Any]] = {}  # wire keys with a fixed value, e.g. {"type": "text"}
     _fields_cache: ClassVar[dict[type, list[tuple[str, str]]]] = {}
+    raw: dict | None  # declared by each dataclass subclass; annotation only, so no field here
 
     @classmethod
     def _wire_fields(cls) -> list[tuple[str, str]]:
         cached = WireModel._fields_cache.get(cls)
         if cached is None:
-            cached = [(f.name, _camel(f.name)) for f in dataclasses.fields(cls)
+            cached = [(f.name, _camel(f.name)) for f in dataclasses.fields(cast(Any, cls))
                       if f.name != "raw" and not f.metadata.get("local")]
             WireModel._fields_cache[cls] = cached
         return cached
@@ -215,7 +216,7 @@ class UnknownContent(WireModel):
     raw: dict | None = _raw_field()
 
 
-_CONTENT_TYPES = {
+_CONTENT_TYPES: dict[str | None, type[WireModel]] = {
     "text": TextContent,
     "image": ImageContent,
     "audio": AudioContent,
@@ -277,6 +278,7 @@ def _media(kind: str, path: Any, data: bytes | None, format: str | None) -> tupl
         path = Path(path)
         data = path.read_bytes()
         format = format or path.suffix.lstrip(".")
+    data = cast(bytes, data)  # exactly one of path / data was given (checked above)
     mime = _FORMATS.get((format or "").lower()) or sniff_mime_type(data)
     if mime is None and format:
         mime = f"{kind}/{format.lower()}"

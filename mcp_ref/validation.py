@@ -26,7 +26,7 @@ def validator_for(schema: dict) -> Any:
     unsupported dialects gracefully by returning an appropriate error" — a
     ValueError here.  An invalid schema raises jsonschema's SchemaError.
     """
-    import jsonschema  # heavy: loaded on first validation
+    import jsonschema  # type: ignore[import-untyped]  # no stubs installed; heavy: loaded on first validation
 
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
     if dialect is not None and jsonschema.validators.validator_for({"$schema": dialect}, default=None) is None:

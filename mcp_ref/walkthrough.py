@@ -13,12 +13,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, cast
 
 from .client import Client
 from .demo import server_command
 from .errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
 from .terminal import safe
-from .types import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, LogMessage, TextContent
+from .types import CreateMessageParams, CreateMessageResult, DiscoverResult, ElicitParams, ElicitResult, LogMessage, TextContent
+
+if TYPE_CHECKING:
+    from .transports.stdio import SubprocessTransport
 
 
 class _Inbox:
@@ -123,21 +127,22 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
         if modern:
             steps.say("the listen stream is cancelled (notifications/cancelled), then stdin is closed")
         steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
-    code = client.session.transport.returncode
+    code = cast("SubprocessTransport", client.session.transport).returncode  # Client.stdio()'s
     steps.check(code == 0, f"the server exited by itself with status {code}")
 
 
 def _lifecycle(client: Client, steps: _Steps) -> None:
     if client.era == "modern":
         steps.section("Discovery (server/discover replaces initialize)")
-        discovered = client.discover_result
+        discovered = cast(DiscoverResult, client.discover_result)  # the modern era discovers
         steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}")
         steps.check(client.protocol_version == "2026-07-28" and client.initialize_result is None,
                     "no initialize: each request carries protocolVersion and clientCapabilities in _meta")
     else:
         steps.section("Initialization")
     info = client.server_info
-    steps.say(f"server {info.name} {info.version}, protocol {client.protocol_version}")
+    named = f"{info.name} {info.version}" if info is not None else "(no serverInfo)"
+    steps.say(f"server {named}, protocol {client.protocol_version}")
     steps.say(f"server capabilities: {', '.join(sorted(client.server_capabilities))}")
     steps.say(f"client capabilities: {', '.join(sorted(client.capabilities(client.protocol_version)))}")
     steps.say(f"instructions: {client.instructions}")
@@ -242,7 +247,7 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         hits = client.cache.hits
         client.read_resource("demo://readme")
         steps.check(client.cache.hits == hits + 1,
-                    f"caching hints ttlMs {read.raw.get('ttlMs')}, cacheScope {read.raw.get('cacheScope')}: "
+                    f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, cacheScope {(read.raw or {}).get('cacheScope')}: "
                     "read again from the client's cache, no request")
     blob = client.read_resource("demo://pixel.png").contents[0]
     steps.check(hasattr(blob, "blob"), f"read demo://pixel.png -> base64 blob, {blob.mime_type}")
@@ -313,7 +318,7 @@ def _tasks(client: Client, steps: _Steps) -> None:
     result = call.result()
     if client.era == "modern":
         steps.check(call.task_id is not None and result.text == "A short report on MCP: it works.",
-                    f"build_report -> a task ({call.task_id[:8]}...), polled with tasks/get -> {result.text!r}")
+                    f"build_report -> a task ({(call.task_id or '')[:8]}...), polled with tasks/get -> {result.text!r}")
     else:
         steps.check(call.task_id is None and result.text == "A short report on MCP: it works.",
                     f"build_report -> no tasks before 2026-07-28: the plain result {result.text!r}")
@@ -358,7 +363,7 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
     try:
         found = None
         for _ in range(20):  # its first lines; the one that says where it listens
-            line = server.stderr.readline()
+            line = cast(IO[str], server.stderr).readline()  # stderr=PIPE
             found = re.search(r"serving the demo at (http://\S+/mcp)", line)
             if found or not line:
                 break

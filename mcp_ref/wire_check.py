@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+from types import EllipsisType
 
 from . import schemas
 
@@ -126,7 +127,7 @@ class WireValidator:
         other = "<--" if direction == "-->" else "-->"
         return self.methods.get((other, msg.get("id")), (None, None))[1] is not None
 
-    def _check(self, direction: str, msg, version: str | None = ...) -> None:
+    def _check(self, direction: str, msg, version: str | None | EllipsisType = ...) -> None:
         if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
             other = "<--" if direction == "-->" else "-->"
             version = self.methods.get((other, msg.get("id")), (None, None))[1] or version
@@ -152,7 +153,7 @@ class WireValidator:
         elif "result" in msg:
             other = "<--" if direction == "-->" else "-->"
             method = self.methods.get((other, msg.get("id")), (None, None))[0]
-            types = REQUEST_TYPES.get(method)
+            types = REQUEST_TYPES.get(method) if method is not None else None
             result = msg["result"]
             if isinstance(result, dict) and result.get("resultType") == "task":
                 # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).

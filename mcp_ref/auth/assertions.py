@@ -89,7 +89,8 @@ class IdJagExchange:
             raise TokenError(f"the identity provider {self.token_endpoint} answered HTTP {response.status_code} "
                              "without a JSON object", status=response.status_code)
         if not response.ok:
-            code = answer.get("error") if isinstance(answer.get("error"), str) else ""
+            raw_code = answer.get("error")
+            code = raw_code if isinstance(raw_code, str) else ""
             raise TokenError(f"the identity provider {self.token_endpoint} refused the token exchange: "
                              f"{code or 'no error code'}", code, response.status_code)
         if answer.get("issued_token_type") != ID_JAG or not isinstance(answer.get("access_token"), str):

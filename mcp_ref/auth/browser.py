@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
 from ..errors import AuthorizationTimeout, CallbackError
@@ -47,6 +47,20 @@ class AuthorizationHandler(Protocol):
         ...
 
 
+class _Listener(Protocol):
+    """The loopback listener (an :class:`http.server.HTTPServer`) with the state its request handler keeps on it."""
+
+    callback: str | None  # the redirect's URL, once it came
+    callback_path: str
+    strays: int  # requests to other paths
+    timeout: float | None
+    server_address: tuple[Any, ...]
+
+    def handle_request(self) -> None: ...
+
+    def server_close(self) -> None: ...
+
+
 def _announce(url: str) -> None:
     print(f"mcp-ref: to authorize, open this URL in a browser:\n  {url}", file=sys.stderr, flush=True)
 
@@ -64,23 +78,26 @@ class LoopbackBrowser:
     def __init__(self, *, open_browser: bool = True, host: str = "127.0.0.1", path: str = "/callback",
                  announce: Callable[[str], None] | None = _announce):
         self.open_browser, self.host, self.path, self.announce = open_browser, host, path, announce
-        self._server = None
+        self._server: _Listener | None = None
 
     def redirect_uri(self, registered: Sequence[str] = ()) -> str:
         from http.server import HTTPServer
 
         self.close()
         ports = [urlsplit(uri).port for uri in registered if urlsplit(uri).hostname == self.host]
-        for port in [p for p in ports if p] + [0]:
+        for port in [p for p in ports if p]:
             try:
-                self._server = HTTPServer((self.host, port), _CallbackRequest)
+                server = cast(_Listener, HTTPServer((self.host, port), _CallbackRequest))
                 break
             except OSError:
                 continue
-        self._server.callback = None
-        self._server.callback_path = self.path
-        self._server.strays = 0
-        return f"http://{self.host}:{self._server.server_address[1]}{self.path}"
+        else:  # none registered, or none free: an ephemeral port (its OSError is the caller's)
+            server = cast(_Listener, HTTPServer((self.host, 0), _CallbackRequest))
+        server.callback = None
+        server.callback_path = self.path
+        server.strays = 0
+        self._server = server
+        return f"http://{self.host}:{server.server_address[1]}{self.path}"
 
     def authorize(self, url: str, timeout: float) -> str:
         """Announce ``url`` and open it in a browser (after :func:`~mcp_ref.auth.discovery.check_url`:
@@ -121,12 +138,13 @@ def _callback_request_class():
         timeout = 10  # a connection that never sends its request does not hold the listener
 
         def do_GET(self) -> None:  # the http.server naming
-            if urlsplit(self.path).path != self.server.callback_path:
-                self.server.strays += 1
+            server = cast(_Listener, self.server)  # LoopbackBrowser's
+            if urlsplit(self.path).path != server.callback_path:
+                server.strays += 1
                 self.send_error(404)
                 return
-            host, port = self.server.server_address[:2]
-            self.server.callback = f"http://{host}:{port}{self.path}"
+            host, port = server.server_address[:2]
+            server.callback = f"http://{host}:{port}{self.path}"
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(_DONE_PAGE)))

@@ -53,7 +53,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 from urllib.parse import urlsplit
 
 from .resource import AccessInfo, canonical
@@ -342,8 +342,8 @@ class JwtVerifier:
         import requests
 
         deadline = time.monotonic() + self.timeout
-        try:
-            with requests.get(self.jwks_url, timeout=self.timeout, allow_redirects=False, stream=True,
+        try:  # (only a set with a URL is refreshed: _key_for)
+            with requests.get(cast(str, self.jwks_url), timeout=self.timeout, allow_redirects=False, stream=True,
                               headers={"Accept": "application/jwk-set+json, application/json",
                                        "Accept-Encoding": "identity"}) as answer:
                 if answer.status_code != 200:
@@ -450,7 +450,7 @@ def _canonical_or_none(uri: str) -> str | None:
         return None
 
 
-def _is_number(value) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -30,7 +30,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from ..errors import (
@@ -71,10 +71,13 @@ GRANT_CLIENT_CREDENTIALS = "client_credentials"
 GRANT_JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _RETRIED = "_mcp_ref_oauth_retry"
 
-try:  # the base class when requests is there (it always is at run time; kept lazy for type checkers)
+if TYPE_CHECKING:
     from requests.auth import AuthBase as _AuthBase
-except ImportError:  # pragma: no cover
-    _AuthBase = object
+else:
+    try:  # the base class when requests is there (it always is at run time; kept lazy for type checkers)
+        from requests.auth import AuthBase as _AuthBase
+    except ImportError:  # pragma: no cover
+        _AuthBase = object
 
 
 class OAuth(_AuthBase):
@@ -138,6 +141,8 @@ class OAuth(_AuthBase):
             grant = GRANT_JWT_BEARER
         if grant == GRANT_CLIENT_CREDENTIALS and not client_id:
             raise ValueError("the client_credentials grant needs a pre-registered client_id")
+        if grant == GRANT_JWT_BEARER and assertion is None:
+            raise ValueError("the jwt-bearer grant needs an assertion=")
         self.client_id, self.client_secret, self.issuer = client_id, client_secret, issuer
         self.client_metadata_url, self.client_name, self.application_type = client_metadata_url, client_name, application_type
         self.scopes = list(scopes) if scopes is not None else None
@@ -271,7 +276,8 @@ class OAuth(_AuthBase):
         """The current tokens (refreshed first when about to expire), or None."""
         with self._lock:
             if not self._loaded:
-                self._tokens = self.store.load(tokens_key(self._server_url))
+                # _for_this_server(), which every request passes first, set _server_url
+                self._tokens = self.store.load(tokens_key(cast(str, self._server_url)))
                 self._loaded = True
             tokens = self._tokens
             if tokens is None:
@@ -285,7 +291,7 @@ class OAuth(_AuthBase):
 
     def _keep(self, tokens: dict | None) -> dict | None:
         self._tokens = tokens
-        key = tokens_key(self._server_url)
+        key = tokens_key(cast(str, self._server_url))  # set by _for_this_server(), as in _usable_tokens()
         if tokens is None:
             self.store.delete(key)
         else:
@@ -353,12 +359,15 @@ class OAuth(_AuthBase):
             client = self._preregistered(server) if self.client_id else {"client_id": None, "method": "none"}
             if isinstance(self.assertion, str):
                 self._bind(server)  # a fixed JWT is a credential too (a callable mints one per server)
-            assertion = self.assertion if isinstance(self.assertion, str) else self.assertion(server, resource)
+            source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)  # __init__ refuses None here
+            assertion = source if isinstance(source, str) else source(server, resource)
             answer = self._token_request(server, client, {"grant_type": GRANT_JWT_BEARER, "assertion": assertion,
                                                           **_scope_param(scopes), "resource": resource})
         else:
             answer = self._authorization_code(server, resource, scopes)
-        return self._keep(self._tokens_from(answer, server, resource, scopes))
+        tokens = self._tokens_from(answer, server, resource, scopes)
+        self._keep(tokens)
+        return tokens
 
     def _tokens_from(self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str]) -> dict:
         expires_in = answer.get("expires_in")
@@ -380,7 +389,7 @@ class OAuth(_AuthBase):
         if client is None and self.client_id and issuer and self.issuer in (None, issuer):
             self.issuer = issuer  # §Authorization Server Binding: the credentials stay with this issuer
             client = self._client_record(self.client_id, self.client_secret)
-        if client is None or not tokens.get("token_endpoint"):
+        if client is None or not issuer or not tokens.get("token_endpoint"):  # (a client implies an issuer)
             return self._keep(None)
         server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
         params = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "resource": tokens["resource"]}
@@ -420,7 +429,8 @@ class OAuth(_AuthBase):
         method = self.token_endpoint_auth_method
         if method is None:
             method = "private_key_jwt" if self.private_key is not None else _secret_method(server) if self.client_secret else "none"
-        return self._client_record(self.client_id, self.client_secret, method)
+        # every caller checks client_id first (for the client_credentials grant, __init__)
+        return self._client_record(cast(str, self.client_id), self.client_secret, method)
 
     def _client_for(self, server: ServerMetadata, handler: AuthorizationHandler) -> tuple[dict, str]:
         """The client identity to use with ``server`` and the redirect URI, in the spec's order."""
@@ -454,7 +464,8 @@ class OAuth(_AuthBase):
                 "application_type": self.application_type or ("native" if loopback else "web")}
         if self.scopes:
             body["scope"] = " ".join(self.scopes)
-        answer = self._post(server.registration_endpoint, json_body=body, what="registration", error=RegistrationError)
+        # _client_for() registers only with a registration_endpoint
+        answer = self._post(cast(str, server.registration_endpoint), json_body=body, what="registration", error=RegistrationError)
         if not isinstance(answer.get("client_id"), str) or not answer["client_id"]:
             raise RegistrationError(f"the registration endpoint {server.registration_endpoint} answered no client_id")
         uris = answer.get("redirect_uris")
@@ -550,7 +561,8 @@ class OAuth(_AuthBase):
                 self.dpop.nonces[_origin(url)] = nonce
             if response.ok:
                 return answer
-            code = answer.get("error") if isinstance(answer.get("error"), str) else ""
+            raw_code = answer.get("error")
+            code = raw_code if isinstance(raw_code, str) else ""
             if code == "use_dpop_nonce" and nonce and attempt == 1 and self.dpop is not None:
                 continue  # RFC 9449 §8: the authorization server wants its nonce in the proof
             description = answer.get("error_description")

@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from types import EllipsisType
+from typing import Any, cast
 
 from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
@@ -151,7 +152,7 @@ class Client:
         protocol_version: str | None = None,
         era: str = modern.AUTO,
         timeout: float | None = DEFAULT_TIMEOUT,
-        initialize_timeout: float | None | type(...) = ...,
+        initialize_timeout: float | None | EllipsisType = ...,
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
@@ -367,28 +368,28 @@ class Client:
     @property
     def protocol_version(self) -> str:
         """The protocol revision in use: negotiated by ``initialize``, or chosen from ``server/discover``."""
-        return self.connection.protocol_version
+        return cast(str, self.connection.protocol_version)  # set by connect(), in __init__
 
     @property
     def server_info(self) -> Implementation | None:
         """The server's ``serverInfo`` (name, version ...); None if a modern server did not say."""
         if self.connection.modern:
-            return self.discover_result.server_info
-        return self.initialize_result.server_info
+            return cast(DiscoverResult, self.discover_result).server_info
+        return cast(InitializeResult, self.initialize_result).server_info
 
     @property
     def server_capabilities(self) -> dict:
         """The capabilities the server declared."""
         if self.connection.modern:
-            return self.discover_result.capabilities
-        return self.initialize_result.capabilities
+            return cast(DiscoverResult, self.discover_result).capabilities
+        return cast(InitializeResult, self.initialize_result).capabilities
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if it sent any."""
         if self.connection.modern:
-            return self.discover_result.instructions
-        return self.initialize_result.instructions
+            return cast(DiscoverResult, self.discover_result).instructions
+        return cast(InitializeResult, self.initialize_result).instructions
 
     def close(self) -> None:
         """End the connection (for stdio: stop the server process). Idempotent."""
@@ -413,7 +414,7 @@ class Client:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""
         return self.connection.request(method, params, **options)
 
-    def ping(self, *, timeout: float | None | type(...) = ...) -> None:
+    def ping(self, *, timeout: float | None | EllipsisType = ...) -> None:
         """``ping``: raises if the server does not answer.
 
         2026-07-28 has no ``ping``; there the client asks ``server/discover`` instead (and
@@ -463,7 +464,7 @@ class Client:
         arguments: dict | None = None,
         *,
         on_progress: ProgressCallback | None = None,
-        timeout: float | None | type(...) = ...,
+        timeout: float | None | EllipsisType = ...,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
         task: bool = False,
@@ -520,7 +521,7 @@ class Client:
         """One page of resource templates."""
         return self._page("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, cursor, "resources")
 
-    def read_resource(self, uri: str, *, timeout: float | None | type(...) = ...) -> ReadResourceResult:
+    def read_resource(self, uri: str, *, timeout: float | None | EllipsisType = ...) -> ReadResourceResult:
         """Read a resource's contents (raises ResourceNotFound for an unknown URI, in either era).
 
         2026-07-28 server/resources §Error Handling: a resource that is not found is -32602 with
@@ -576,7 +577,7 @@ class Client:
         resources: bool = False,
         resource_uris: Iterable[str] = (),
         on_notification: Callable[[str, dict], None] | None = None,
-        timeout: float | None | type(...) = ...,
+        timeout: float | None | EllipsisType = ...,
     ) -> Subscription:
         """Open a stream of change notifications; returns it once the server acknowledged it.
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import envelope, lifecycle
 from ..errors import CapabilityError, McpError, MethodNotFound
@@ -94,7 +95,7 @@ class ClientConnection:
 
     # -- choosing the era ----------------------------------------------------------------------
 
-    def connect(self, era: str, pinned: str | None, timeout: float | None | type(...) = ...) -> None:
+    def connect(self, era: str, pinned: str | None, timeout: float | None | EllipsisType = ...) -> None:
         """Speak the modern era if the server does (``era`` ``"auto"`` or ``"modern"``), else the handshake.
 
         2026-07-28 basic/versioning §Backward Compatibility: a client for both eras "detects
@@ -140,7 +141,8 @@ class ClientConnection:
         ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``task``: the
         capabilities declare the tasks extension (SEP-2663: "in its per-request capabilities").
         """
-        version = version or self.session.protocol_version
+        # Given (the server/discover probe), or chosen by then: every other modern request follows connect().
+        version = cast(str, version or self.session.protocol_version)
         capabilities = self.client.capabilities(version)
         if task:
             capabilities = client_tasks.with_extension(capabilities)
@@ -202,7 +204,7 @@ class ClientConnection:
         schema = self.input_schema(name)
         return schema is not None and bool(header_params(schema))
 
-    def initialize(self, timeout: float | None | type(...) = ...) -> None:
+    def initialize(self, timeout: float | None | EllipsisType = ...) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
 
         ``timeout`` bounds the ``initialize`` request (default: the connection's request timeout).

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
 from ..errors import InvalidParams, MethodNotFound
@@ -33,7 +34,7 @@ def create(connection: ClientConnection, context: RequestContext, params: dict) 
     mode = request.mode or "form"
     if mode not in client.elicitation_modes:
         raise InvalidParams(f"Invalid params: this client does not support {mode}-mode elicitation")
-    result = result_dict(call_handler(client.elicitation_handler, request, context))
+    result = result_dict(call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context))
     if mode == "form" and result.get("action") == "accept":
         result["content"] = apply_defaults(request.requested_schema, result.get("content"))
     return result

@@ -63,7 +63,7 @@ def build_filter(*, tools: bool = False, prompts: bool = False, resources: bool 
 
 def honoured(wanted: dict, capabilities: dict) -> dict:
     """The part of filter ``wanted`` a server declaring ``capabilities`` can honour."""
-    agreed = {field: True for kind, field in LIST_FIELDS.items()
+    agreed: dict[str, Any] = {field: True for kind, field in LIST_FIELDS.items()
               if wanted.get(field) and capabilities.get(kind, {}).get("listChanged")}
     if wanted.get("resourceSubscriptions") and capabilities.get("resources", {}).get("subscribe"):
         agreed["resourceSubscriptions"] = list(wanted["resourceSubscriptions"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..errors import MethodNotFound
 from ..session import RequestContext
@@ -36,8 +36,8 @@ def offered(connection: ClientConnection) -> None:
 
 def list_roots(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
     """``roots/list``: the client's roots."""
-    offered(connection)
-    return {"roots": [r.to_wire() for r in connection.client.roots]}
+    offered(connection)  # so roots is not None
+    return {"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}
 
 
 HANDLERS = {"roots/list": list_roots}

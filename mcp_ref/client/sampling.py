@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InvalidParams, MethodNotFound
 from ..session import RequestContext
@@ -34,7 +35,7 @@ def create_message(connection: ClientConnection, context: RequestContext, params
     if (request.tools is not None or request.tool_choice is not None) and "tools" not in client.capabilities().get("sampling", {}):
         # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
         raise InvalidParams("Invalid params: this client did not declare sampling.tools")
-    return result_dict(call_handler(client.sampling_handler, request, context))
+    return result_dict(call_handler(cast("Callable[..., Any]", client.sampling_handler), request, context))
 
 
 HANDLERS = {"sampling/createMessage": create_message}

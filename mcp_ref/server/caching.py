@@ -35,7 +35,8 @@ def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
         return
     ttl_ms, scope = server.cache_hints
     if method == "resources/read":
-        found = server.find_resource(params.get("uri")) if isinstance(params.get("uri"), str) else None
+        uri = params.get("uri")
+        found = server.find_resource(uri) if isinstance(uri, str) else None
         if found is not None and found[0].cache is not None:
             own_ttl, own_scope = found[0].cache
             ttl_ms = ttl_ms if own_ttl is None else own_ttl

@@ -19,7 +19,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import envelope as envelopes
 from .. import lifecycle
@@ -108,7 +108,8 @@ MODERN_METHODS: dict[str, Handler] = {
     **{m: h for m, h in resources.HANDLERS.items() if m not in ("resources/subscribe", "resources/unsubscribe")},
     **prompts.HANDLERS,
     **completion.HANDLERS,
-    "subscriptions/listen": subscriptions.listen,
+    # returns None: the request stays open (context.defer), so its result is never used
+    "subscriptions/listen": cast(Handler, subscriptions.listen),
     # The tasks extension (SEP-2663); tasks/result and tasks/list are gone from it: -32601.
     **tasks.HANDLERS,
 }

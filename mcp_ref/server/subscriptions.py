@@ -31,7 +31,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .. import envelope
 from ..errors import InvalidParams, ServerBusy
@@ -256,7 +256,7 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
     version = connection.version_for(context)
     agreed = asked.agreed(server.capabilities(version))
     policy = server.policy
-    hidden = frozenset()
+    hidden: frozenset[str] = frozenset()
     if policy.authorize is not None and agreed.uris:
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
         principal = connection.principal
@@ -266,7 +266,8 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
             return not policy.resource_allowed(principal, uri, server.find_resource(uri), "resources/subscribe")
 
         hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
-    subscription = Subscription(connection, context.request_id, agreed, version, hidden)
+    # a modern-only method: the request's envelope gives its version
+    subscription = Subscription(connection, context.request_id, agreed, cast(str, version), hidden)
     hub = server.subscriptions
     with subscription.lock:  # registered first, so nothing is missed; acknowledged before anything is sent
         with policy.subscription_lock:  # counted and opened together (max_subscribed_resources)

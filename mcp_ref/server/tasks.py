@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import (
     INTERNAL_ERROR,
@@ -77,6 +77,7 @@ from ..session import RequestContext
 from .input_required import Ask, Inputs, answer_all
 
 if TYPE_CHECKING:
+    from ..envelope import Envelope
     from .connection import ServerConnection
 
 log = logging.getLogger(__name__)
@@ -529,7 +530,8 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
     # caller, token or not, is counted against max_tasks_per_principal.
     task = store.create(connection.owner, connection.principal.id)
     before = dict(context.inputs.answers) if context.inputs is not None else {}
-    quiet = replace(context.envelope, log_level=None)  # no log messages from a task
+    # a modern request (MAY_START is only set on one with an envelope); no log messages from a task
+    quiet = replace(cast("Envelope", context.envelope), log_level=None)
     task_context = RequestContext(context.session, f"task:{task.id}", context.method, context.params)
     task_context.progress_token = None
     task_context.envelope = quiet

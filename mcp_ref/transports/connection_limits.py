@@ -35,6 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 log = logging.getLogger(__name__)
 
@@ -449,7 +450,7 @@ class Lingerer:
     started when needed, ending when none is left.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self.pending: list[socket.socket] = []
         self.count = 0
@@ -492,8 +493,9 @@ class Lingerer:
                     until[sock] = time.monotonic() + LINGER_SECONDS
                     selector.register(sock, selectors.EVENT_READ)
                 for key, _ in selector.select(0.1):
-                    if not drain(key.fileobj):
-                        until[key.fileobj] = 0.0
+                    ready = cast(socket.socket, key.fileobj)  # only sockets are registered
+                    if not drain(ready):
+                        until[ready] = 0.0
                 now = time.monotonic()
                 for sock in [s for s, t in until.items() if t <= now or self.closed]:
                     del until[sock]

@@ -49,6 +49,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import cast
 from urllib.parse import urljoin, urlsplit
 
 from .. import envelope
@@ -414,7 +415,8 @@ class HttpClientTransport(Transport):
             self.session_id = None
             try:
                 log.info("the server forgot our session; starting a new one")
-                self._reinitialize()
+                # Only called when a reinitialize callable is set (_send_request checks).
+                cast(Callable[[], None], self._reinitialize)()
             finally:
                 self._session_ready.set()
 
@@ -427,7 +429,8 @@ class HttpClientTransport(Transport):
         params = request.params if isinstance(request.params, dict) else {}
         # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                   "MCP-Protocol-Version": str(envelope.meta_of(params)[envelope.PROTOCOL_VERSION])}
+                   # a modern request (envelope.is_modern): its _meta is a dict
+                   "MCP-Protocol-Version": str(cast(dict, envelope.meta_of(params))[envelope.PROTOCOL_VERSION])}
         schema = None
         if request.method == "tools/call" and self._input_schema is not None and isinstance(params.get("name"), str):
             schema = self._input_schema(params["name"])
@@ -692,7 +695,8 @@ class HttpClientTransport(Transport):
         import requests
 
         try:
-            response = self.http.post(self.legacy_endpoint, data=data, headers={"Content-Type": "application/json"},
+            # Set: write() checks it, and start_legacy() raises without it.
+            response = self.http.post(cast(str, self.legacy_endpoint), data=data, headers={"Content-Type": "application/json"},
                                       stream=True, timeout=(self.connect_timeout, 60))
             discard_body(response)  # "Accepted"; the answer comes on the SSE stream
         except (requests.RequestException, AuthorizationError) as exc:
@@ -744,7 +748,7 @@ class _Cursor:
 
     __slots__ = ("events", "last_id", "retry_ms")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.last_id: str | None = None
         self.retry_ms = DEFAULT_RETRY_MS
         self.events = 0

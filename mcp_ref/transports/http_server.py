@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import parse_qs
 
 from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, jsonrpc, lifecycle
@@ -336,10 +336,10 @@ class HttpSession(Transport):
             if self.kind == "stateless":
                 log.debug("stateless mode: dropped a message that belongs to no request")
                 return
-            stream = self.standalone
+            stream = cast(Stream, self.standalone)  # not stateless: it has one
         direct = stream.direct
         if self.modern and isinstance(message, ErrorResponse):
-            stream.status = modern_status(message.error.get("code"))
+            stream.status = modern_status(cast(int, message.error.get("code")))
             if direct is not None:
                 direct.status = stream.status
         if direct is not None and direct.send(data, end):
@@ -360,7 +360,7 @@ class HttpSession(Transport):
         if self.kind == "legacy":
             log.warning("legacy session %s: its event stream holds %d undelivered messages (the client reads "
                         "too slowly); the session is ended rather than lose an answer", (self.id or "")[:8], stream.limit)
-            self.app.end_session(self.id)
+            self.app.end_session(cast(str, self.id))  # a legacy session has an id
         else:
             if stream.dropped == 1:  # once a spell: a client that stopped reading must not flood the log
                 log.warning("session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
@@ -460,7 +460,7 @@ class HttpSession(Transport):
             stream.items.clear()
             stream.items.append(_END)  # a GET that took the stream just before still sees its end
             for data in undelivered:
-                self.app.event_store.store(self.id, stream.id, data)
+                self.app.event_store.store(cast(str, self.id), stream.id, data)  # not stateless: it has an id
         self.forget_stream(stream)
 
     def forget_stream(self, stream: Stream) -> None:
@@ -640,8 +640,9 @@ class McpWsgiApp:
         Without a token the caller is the session (``http-session:`` and a digest of its id: the id
         itself is a credential, kept out of logs), or, stateless, the peer's address."""
         session.principal = environ.get("mcp_ref.auth")
-        session.connection.auth = session.principal
-        session.connection.peer = (_peer_of(environ) if session.id is None else
+        connection = cast("ServerConnection", session.connection)  # bound before it is called
+        connection.auth = session.principal
+        connection.peer = (_peer_of(environ) if session.id is None else
                                    "http-session:" + hashlib.sha256(session.id.encode()).hexdigest()[:16])
 
     def _admit(self, connection: ServerConnection, message) -> None:
@@ -728,19 +729,20 @@ class McpWsgiApp:
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             self._finish_transient(session)
             raise HttpError("400 Bad Request", "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+        connection = cast("ServerConnection", session.connection)  # every session handed out is bound
         try:
-            self._admit(session.connection, message)
+            self._admit(connection, message)
         except HttpError:
             self._finish_transient(session)
             raise
         try:
             stream = session.open_stream(request_ids)
         except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
-            session.connection.admitted.pop(request_ids[0], None)
+            connection.admitted.pop(request_ids[0], None)
             raise
         if isinstance(message, Request) and self.inline_handlers:
             return self._answer_inline(session, stream, message, start_response, environ)
-        session.connection.session.dispatch(message)  # a batch: its handlers run on the pool
+        connection.session.dispatch(message)  # a batch: its handlers run on the pool
         return self._answer(session, stream, start_response, environ)
 
     # -- the 2026-07-28 era: every request on its own ------------------------------------------
@@ -837,7 +839,8 @@ class McpWsgiApp:
         if header.strip(" \t") != meta[envelope.PROTOCOL_VERSION]:
             raise HeaderMismatchError(f"Header mismatch: MCP-Protocol-Version {header.strip()!r} does not match "
                                       f"_meta {envelope.PROTOCOL_VERSION} {meta[envelope.PROTOCOL_VERSION]!r}")
-        modern = envelope.read_envelope(request.params)  # -32022 for a version this server does not speak
+        # -32022 for a version this server does not speak; never None: _meta names a version (checked above)
+        modern = cast(envelope.Envelope, envelope.read_envelope(request.params))
         params = request.params if isinstance(request.params, dict) else {}
         declared = None
         if request.method == "tools/call" and isinstance(params.get("name"), str):
@@ -865,7 +868,7 @@ class McpWsgiApp:
             raise HttpError("400 Bad Request", "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
         valid = [m for m in items if not isinstance(m, InvalidRequest)]
         if session is not None and valid:  # stateless mode: notifications and answers reach no connection
-            session.connection.session.dispatch(valid if isinstance(message, list) else valid[0])
+            cast("ServerConnection", session.connection).session.dispatch(valid if isinstance(message, list) else valid[0])
         invalid = [m for m in items if isinstance(m, InvalidRequest)]
         if invalid:
             # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
@@ -887,7 +890,7 @@ class McpWsgiApp:
         if on_disconnect is not None:
             on_disconnect(reply.client_gone)
         try:
-            session.connection.session.dispatch(request, inline=True)
+            cast("ServerConnection", session.connection).session.dispatch(request, inline=True)
         finally:
             stream.direct = None
             if reply.broken:
@@ -907,8 +910,9 @@ class McpWsgiApp:
                 raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
             # basic/transports §Session Management: the session ID "SHOULD be globally unique and
             # cryptographically secure" and "MUST only contain visible ASCII characters".
-            session = HttpSession(self, secrets.token_urlsafe(24))
-            connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"http-{session.id[:8]}")
+            session_id = secrets.token_urlsafe(24)
+            session = HttpSession(self, session_id)
+            connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"http-{session_id[:8]}")
         session.connection = connection
         self._bind(session, environ)
         stream = session.open_stream([request.id])
@@ -921,10 +925,11 @@ class McpWsgiApp:
         if session.kind == "stateless":
             self._finish_transient(session)
         elif b'"result"' in answer and connection.initialized:
+            session_id = cast(str, session.id)  # not stateless: it has an id
             with self._sessions_lock:
-                self.sessions[session.id] = session
+                self.sessions[session_id] = session
             self.server.add_connection(connection)
-            headers.append(("Mcp-Session-Id", session.id))
+            headers.append(("Mcp-Session-Id", session_id))
         else:
             connection.session.close()
         start_response("200 OK", headers)
@@ -968,7 +973,8 @@ class McpWsgiApp:
                     return
                 if item is _CLOSE:
                     # "it SHOULD send an SSE event with a standard retry field before closing the connection"
-                    yield sse_event(event_id=self.event_store.store(session.id, stream.id, b""), retry=self.retry_ms)
+                    # only a stateful stream is closed for polling (close_stream): its session has an id
+                    yield sse_event(event_id=self.event_store.store(cast(str, session.id), stream.id, b""), retry=self.retry_ms)
                     return
                 yield KEEPALIVE if item is None else self._event(session, stream, item)
                 item = stream.take(token, self.keepalive)
@@ -982,13 +988,13 @@ class McpWsgiApp:
         of an event ID and an empty data field in order to prime the client to reconnect"."""
         if session.kind == "stateless" or not lifecycle.at_least(session.version, lifecycle.ICONS):
             return b""
-        return sse_event(event_id=self.event_store.store(session.id, stream.id, b""), retry=self.retry_ms)
+        return sse_event(event_id=self.event_store.store(cast(str, session.id), stream.id, b""), retry=self.retry_ms)
 
     def _event(self, session: HttpSession, stream: Stream, data: bytes) -> bytes:
         """One message as an SSE event, kept in the event store (stateless streams cannot be resumed)."""
         if session.kind == "stateless":
             return sse_event(data)
-        return sse_event(data, event_id=self.event_store.store(session.id, stream.id, data))
+        return sse_event(data, event_id=self.event_store.store(cast(str, session.id), stream.id, data))
 
     # -- long-lived streams and clients that have gone ---------------------------------------
 
@@ -1059,8 +1065,9 @@ class McpWsgiApp:
         if not _accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
             raise HttpError("406 Not Acceptable", "Not Acceptable: Accept must list text/event-stream")
         session = self._session_for(environ)
+        session_id = cast(str, session.id)  # from the session table: stateful, it has an id
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
-        if not last_event_id or self.event_store.replay_after(session.id, last_event_id) is None:
+        if not last_event_id or self.event_store.replay_after(session_id, last_event_id) is None:
             # No resumption (or an id this session never issued): the standalone stream, a
             # long-lived one (see _hold_stream, _watch).  At the connection cap it may be closed
             # with a retry: basic/transports §Listening, "The server MAY close the SSE stream at
@@ -1077,7 +1084,7 @@ class McpWsgiApp:
         with session.lock:
             stream = session.by_id.get(last_event_id.rpartition(".")[0])
         if stream is None:  # that stream has ended and been delivered, or never was: replay what is kept
-            found = self.event_store.replay_after(session.id, last_event_id)
+            found = self.event_store.replay_after(session_id, last_event_id)
             start_response("200 OK", _SSE_HEADERS)
             return [sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data]
         long_lived = stream is session.standalone
@@ -1086,7 +1093,7 @@ class McpWsgiApp:
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
         with stream.cond:
             token = stream.attach()
-            found = self.event_store.replay_after(session.id, last_event_id)
+            found = self.event_store.replay_after(session_id, last_event_id)
         self._watch(environ, stream, token, long_lived=long_lived, end=_close_for_polling(stream))
         start_response("200 OK", _SSE_HEADERS)
         return _held(self._events(session, stream, token, None, found[1] if found else ()), release,
@@ -1150,7 +1157,7 @@ class McpWsgiApp:
     def _finish_transient(self, session: HttpSession) -> None:
         """A stateless request's connection ends with its response."""
         if session.kind == "stateless":
-            session.connection.session.close()
+            cast("ServerConnection", session.connection).session.close()
 
     def _handler_pool(self) -> ThreadPoolExecutor:
         """The one pool that runs the handlers of every session not run inline (``handler_threads``).
@@ -1165,7 +1172,7 @@ class McpWsgiApp:
         return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
-        if session.standalone.consumer is not None:
+        if cast(Stream, session.standalone).consumer is not None:  # a session of the table has one
             return False  # a client is listening on its stream
         idle = time.monotonic() - session.last_seen
         return idle > self.session_idle_timeout or (not session.established and idle > self.handshake_timeout)
@@ -1245,11 +1252,12 @@ class McpWsgiApp:
             if not self._make_room():
                 raise HttpError("503 Service Unavailable", "Service Unavailable: too many sessions",
                                 headers=[("Retry-After", "5")])
-            session = HttpSession(self, secrets.token_urlsafe(24), kind="legacy")
-            session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session.id[:8]}")
+            session_id = secrets.token_urlsafe(24)
+            session = HttpSession(self, session_id, kind="legacy")
+            session.connection = self.server.new_connection(session, executor=self._handler_pool(), name=f"sse-{session_id[:8]}")
             self._bind(session, environ)
             with self._sessions_lock:
-                self.sessions[session.id] = session
+                self.sessions[session_id] = session
             self.server.add_connection(session.connection)
             stream = session.standalone
             assert stream is not None  # a legacy session's
@@ -1264,7 +1272,7 @@ class McpWsgiApp:
         return _held(self._legacy_events(session, endpoint, token), release, lambda: self._end_session(session))
 
     def _legacy_events(self, session: HttpSession, endpoint: str, token: object):
-        stream = session.standalone
+        stream = cast(Stream, session.standalone)  # a legacy session's
         try:
             yield sse_event(endpoint.encode(), event="endpoint")
             while True:
@@ -1286,7 +1294,7 @@ class McpWsgiApp:
         if session is None or session.kind != "legacy" or session.closed:
             raise HttpError("404 Not Found", "Session not found")
         self._check_principal(session, environ)
-        if session.standalone.full():
+        if cast(Stream, session.standalone).full():  # a legacy session's
             # Backpressure: the stream that carries the answers is full; refuse new work until the
             # client has read it, rather than accept a request whose answer would have no room.
             raise HttpError("503 Service Unavailable", "Service Unavailable: the event stream is full; retry once "
@@ -1295,7 +1303,7 @@ class McpWsgiApp:
         self._check_scopes(environ, message if isinstance(message, list) else [message], self.sse_path)
         session.last_seen = time.monotonic()
         session.established = True
-        session.connection.session.dispatch(message)
+        cast("ServerConnection", session.connection).session.dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]
 
@@ -1321,7 +1329,7 @@ class ModernExchange(Transport):
         self.lock = threading.Lock()
         self.answer: bytes | None = None
         self.status = "200 OK"
-        self.write_sse = None
+        self.write_sse: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
         self.done = self.broken = self.answered = False
 
     def write(self, data: bytes, message=None, related=None) -> None:
@@ -1337,7 +1345,7 @@ class ModernExchange(Transport):
             if is_answer:
                 self.answered = True
                 if isinstance(message, ErrorResponse):
-                    self.status = modern_status(message.error.get("code"))
+                    self.status = modern_status(cast(int, message.error.get("code")))
                 if self.write_sse is None:
                     self.answer = data  # the answer alone: a JSON reply, sent by finish()
                     return
@@ -1440,7 +1448,7 @@ class _DirectReply:
         self.app, self.session, self.stream, self.start_response = app, session, stream, start_response
         self.lock = threading.Lock()
         self.answer: bytes | None = None
-        self.write = None
+        self.write: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
         self.broken = False
         self.done = False  # finish() was called: the response belongs to the WSGI server now
         self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
@@ -1500,7 +1508,8 @@ class _DirectReply:
                 self.stream.orphaned = True  # under its lock: queued from here on, for the resuming GET
                 if self.write is None:
                     self.write = self.start_response("200 OK", _SSE_HEADERS)
-                chunk = sse_event(event_id=self.app.event_store.store(self.session.id, self.stream.id, b""),
+                # SSE polling is for stateful streams only (close_stream): the session has an id
+                chunk = sse_event(event_id=self.app.event_store.store(cast(str, self.session.id), self.stream.id, b""),
                                   retry=self.app.retry_ms)
             try:
                 self.write(chunk)

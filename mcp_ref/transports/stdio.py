@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, cast
 
 from ..errors import MessageTooLarge
 from .base import Transport
@@ -130,7 +130,8 @@ class SubprocessTransport(StreamTransport):
             cwd=cwd,
             **options,
         )
-        super().__init__(self.process.stdout, self.process.stdin, max_message_size=max_message_size)
+        # Both pipes exist: stdin and stdout were opened with subprocess.PIPE.
+        super().__init__(cast(IO[bytes], self.process.stdout), cast(IO[bytes], self.process.stdin), max_message_size=max_message_size)
         self._closed = False
         self._reading = False
         self._close_lock = threading.Lock()
@@ -161,12 +162,12 @@ class SubprocessTransport(StreamTransport):
                 sink(line)
             except Exception:
                 log.exception("stderr callback failed")
-        self.process.stderr.close()  # at end of file, by the only thread that reads it
+        stream.close()  # at end of file, by the only thread that reads it
 
     def release(self) -> None:
         """Close the output pipes when no reader thread ever took them (the server has exited)."""
         if not self._reading and self.process.poll() is not None:
-            self.process.stdout.close()
+            cast(IO[bytes], self.process.stdout).close()
         if self._stderr_thread is None and self.process.stderr is not None:
             self.process.stderr.close()
 
@@ -175,7 +176,7 @@ class SubprocessTransport(StreamTransport):
         self._reading = True
         message = super().read()
         if message is None:
-            self.process.stdout.close()  # the reader thread is the only one that reads it
+            cast(IO[bytes], self.process.stdout).close()  # the reader thread is the only one that reads it
         return message
 
     def close(self) -> None:
@@ -195,7 +196,7 @@ class SubprocessTransport(StreamTransport):
         # group (setsid), which the group's signals below would not reach.
         strays = _descendants_outside_group(self.process.pid) if os.name == "posix" else []
         try:
-            self.process.stdin.close()
+            cast(IO[bytes], self.process.stdin).close()
         except OSError:
             pass
         exited = _wait(self.process, self.shutdown_timeout)
@@ -298,7 +299,8 @@ def _descendants_outside_group(root: int) -> list[tuple[int, bytes]]:
     children: dict[int, list[int]] = {}
     for pid, (parent, _, _, _) in table.items():
         children.setdefault(parent, []).append(pid)
-    found, todo = [], list(children.get(root, ()))
+    found: list[tuple[int, bytes]] = []
+    todo = list(children.get(root, ()))
     while todo and len(found) < 10_000:
         pid = todo.pop()
         todo.extend(children.get(pid, ()))

@@ -37,8 +37,9 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, cast
 from urllib.parse import unquote
 
 from .connection_limits import (
@@ -116,7 +117,7 @@ _CGI_KEYS: dict[str, str] = {}
 class Headers:
     """A request's header fields: in order, looked up without regard to case (RFC 9110 §5.1)."""
 
-    def __init__(self, fields: list[tuple[str, str]] = ()):
+    def __init__(self, fields: Iterable[tuple[str, str]] = ()):
         self._fields: list[tuple[str, str]] = list(fields)
         self._first: dict[str, str] = {}
         for name, value in reversed(self._fields):
@@ -152,6 +153,10 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     server_version = "mcp_ref"
     wbufsize = 64 * 1024  # buffered: a response's head and body go out in one send
     server: WsgiServer
+    rfile: io.BufferedReader  # set in setup()
+    raw_requestline: bytes  # set by the base class's handle_one_request()
+    # Parsed here (parse_request), not by the e-mail parser: get, get_all and items, as the base class uses them.
+    headers: Headers  # type: ignore[assignment]  # not an email.message.Message, a duck-typed stand-in for one
 
     def setup(self) -> None:
         """The socket's reads and writes go through :class:`DeadlineSocketIO`, under the server's watchdog."""
@@ -243,7 +248,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         could disagree on the fields: request smuggling), and for Content-Length fields that
         disagree (§6.3).  Then ``Connection`` (keep-alive) and ``Expect: 100-continue``.
         """
-        self.command = None
+        self.command = None  # type: ignore[assignment]  # as the base class's parse_request does: no request line yet
         self.request_version = "HTTP/1.0"  # what an error answer speaks until the line is read
         self.close_connection = True
         self.requestline = requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
@@ -386,7 +391,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
                 self.socket_io.expect(self.server.limits.body_timeout)
                 body.read()
 
-    def _send_head(self, state: dict, extra: list = ()) -> None:
+    def _send_head(self, state: dict, extra: Iterable[tuple[str, str]] = ()) -> None:
         self.socket_io.expect(None)  # answering: a long response (an SSE stream) is not a slow body
         headers = list(state["headers"]) + list(extra)
         sized = any(name.lower() == "content-length" for name, _ in headers)
@@ -494,7 +499,8 @@ class WsgiServer(ThreadingHTTPServer):
         Shut down instead, the handler's reads and writes end as a lost client's do, and the
         socket is closed by its own thread (or, if the thread never ran, when it is collected).
         """
-        if getattr(_handler, "request", None) is request:
+        running: Any = getattr(_handler, "request", None)  # this thread's socket, if it runs one
+        if running is request:
             super().shutdown_request(request)
             return
         try:
@@ -522,7 +528,7 @@ class WsgiServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         """``http://host:port`` of this server."""
-        host = self.server_address[0]
+        host = cast(str, self.server_address[0])  # an IP address or host name, never bytes
         if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
