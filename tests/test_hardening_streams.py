@@ -391,3 +391,18 @@ def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(s
     for stream in (*held[1:], other, again):
         stream.drop()
     assert wait_until(lambda: srv.app.streams_held() == 0 and len(hub) == 0, FREED_WITHIN)
+
+
+def test_a_get_that_takes_over_a_stream_whose_end_was_already_taken_ends_too():
+    """A POST's own response takes the stream's end just as a GET with Last-Event-ID takes the stream
+    over (the client closed the POST at once after its answer): the GET replays what the event store
+    kept and ends, instead of waiting for an end that was already consumed (it hung until its
+    client's read timeout, one run in several under load)."""
+    from mcp_ref.transports.http_server import _END, Stream
+
+    stream = Stream("1", answers=[1])
+    post = stream.attach()
+    stream.put(b"answer", end=True)
+    assert stream.take(post, 0) == b"answer" and stream.take(post, 0) is _END
+    resuming = stream.attach()
+    assert stream.take(resuming, 5) is _END  # at once: not after the 5 s wait

@@ -272,6 +272,10 @@ class Stream:
                     return _CLOSE if self.closing is token else _END
                 if self.items:
                     return self.items.popleft()
+                if self.ended:
+                    # its end was taken by the consumer before (a GET resuming just as the POST's own
+                    # response finished): nothing more will come, so this response ends too
+                    return _END
                 if not self.cond.wait(timeout):
                     return None
 
