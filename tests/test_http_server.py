@@ -10,6 +10,7 @@ import http.client
 import json
 import math
 import statistics
+import threading
 import time
 
 import pytest
@@ -30,6 +31,8 @@ from http_fixtures import (
     request,
     serve,  # noqa: F401 - fixture
 )
+
+from mcp_ref import Context, Server
 
 
 def assert_http_error(response, status: int, code: int | None = None) -> dict:
@@ -772,3 +775,38 @@ def test_a_cancelled_batch_item_ends_its_post(serve, raw_session):  # noqa: F811
     while (event := events.next()) is not None:  # the stream ends (bounded by the read timeout)
         rest.append(json.loads(event["data"]))
     assert not [m for m in rest if m.get("id") == 7]  # and carries no answer to the cancelled item
+
+
+def test_a_get_resuming_a_stream_answered_inline_ends_with_it(serve, raw_session):
+    """A POST answered on its own thread (inline) while a GET with Last-Event-ID has taken its stream
+    over: the GET replays what the store kept and ends when the request is answered.  (Its narrower
+    cousin, a GET that takes the stream over after the inline answer went out but before the POST's
+    thread forgot the stream, waited for ever: seen in CI under load, about one run in fifteen of
+    test_post_stream_resumes_after_it_ended; ``_answer_inline`` now ends the stream it answered.)"""
+    release = threading.Event()
+    server = Server("inline")
+
+    @server.tool()
+    def hold(ctx: Context) -> str:
+        """Reports progress, then waits to be released."""
+        ctx.report_progress(1, 2)
+        release.wait(WAIT)
+        return "done"
+
+    srv = serve(server)
+    session = raw_session(srv.mcp)
+    session.initialize()
+    request_id, response = session.call("tools/call", tool("hold", {}, "h"), stream=True)
+    reader = SseReader(response)
+    priming = reader.next()
+    progress = reader.next()
+    assert progress["data"] and json.loads(progress["data"])["method"] == "notifications/progress"
+    replay = session.get(headers={"Last-Event-ID": priming["id"]})  # takes the live stream over
+    assert replay.status_code == 200
+    release.set()
+    started = time.monotonic()
+    rest = SseReader(replay).messages(None, session.checker)  # to the end of the body
+    assert time.monotonic() - started < WAIT / 2  # ended with the request, not at a read timeout
+    assert rest and rest[0][1].get("method") == "notifications/progress"  # what it missed, replayed
+    assert all(m.get("method") == "notifications/progress" or m.get("id") == request_id for _, m in rest)
+    response.close()

@@ -900,6 +900,10 @@ class McpWsgiApp:
             if reply.broken:
                 session.settle(stream)  # its answer waits for a resuming GET, in the event store
             else:
+                # Answered on this response.  A GET that resumed the stream meanwhile (Last-Event-ID,
+                # its client having closed this response after the answer) replayed the events from
+                # the store and waits on the stream: end it, or that GET would wait for ever.
+                stream.end()
                 session.forget_stream(stream)
             self._finish_transient(session)
         return reply.finish()
