@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from ..transports.origins import host_allowed, is_loopback, origin_allowed
 from . import pkce
 
 log = logging.getLogger(__name__)
@@ -197,8 +198,6 @@ class DemoAuthorizationServer:
         §Security Warning: servers "MUST validate the Origin header on all incoming connections to
         prevent DNS rebinding attacks"): a page on ``evil.example`` that resolves to 127.0.0.1 must
         neither use this server nor make it name ``evil.example`` as its issuer."""
-        from ..transports.origins import host_allowed, origin_allowed
-
         if not host_allowed(environ.get("HTTP_HOST", ""), self.allowed_hosts):
             raise OAuthError("invalid_request", "this Host is not allowed", "403 Forbidden")
         origin = environ.get("HTTP_ORIGIN")
@@ -341,8 +340,6 @@ class DemoAuthorizationServer:
         # A document on this machine (http://localhost/...) only for a caller on this machine: a
         # remote one must not make this server a probe of its own loopback services (SSRF;
         # draft-ietf-oauth-client-id-metadata-document §6).
-        from ..transports.origins import is_loopback
-
         local = is_loopback(getattr(self._caller, "address", ""))
         client, ttl = fetch_client_metadata(client_id, loopback_documents=local)
         self.documents.put(client_id, (client, time.monotonic() + ttl))
@@ -477,7 +474,7 @@ def fetch_client_metadata(url: str, *, loopback_documents: bool = True) -> tuple
     except ValueError:
         raise OAuthError("invalid_client", "the client_id URL is malformed") from None
     host = parts.hostname or ""
-    loopback = loopback_documents and _names_loopback(host)
+    loopback = loopback_documents and is_loopback(host)
     if not parts.path or parts.path == "/" or (parts.scheme != "https" and not (parts.scheme == "http" and loopback)):
         raise OAuthError("invalid_client", "a client_id URL must be https (http only on loopback) with a path")
     if parts.username is not None or parts.password is not None:
@@ -566,18 +563,6 @@ def _get_document(scheme: str, host: str, address: str, port: int, netloc: str, 
         raise OAuthError("invalid_client", "the client metadata document could not be fetched") from None
     finally:
         pool.close()
-
-
-def _names_loopback(host: str) -> bool:
-    """Whether a URL's host names this machine: ``localhost`` or a loopback address (the tests' documents)."""
-    import ipaddress
-
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _checked_addresses(host: str, port: int, loopback: bool) -> list[str]:

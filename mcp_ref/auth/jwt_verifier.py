@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
 from urllib.parse import urlsplit
 
+from ..transports.origins import is_loopback
 from .resource import AccessInfo, canonical
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class JwtVerifier:
         elif isinstance(jwks, str):
             parts = urlsplit(jwks)
             # RFC 8414 §2: jwks_uri "MUST use the https scheme"; http is allowed on loopback only.
-            if not (parts.scheme == "https" or (parts.scheme == "http" and _is_loopback(parts.hostname))) or not parts.netloc:
+            if not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))) or not parts.netloc:
                 raise ValueError("the JWK Set URL must be https (http only on a loopback address)")
             self.jwks_url = jwks
             self._state = _KeySet(0, (), float("-inf"), float("-inf"))
@@ -452,17 +453,6 @@ def _canonical_or_none(uri: str) -> str | None:
 
 def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_loopback(host: str | None) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host or "").is_loopback
-    except ValueError:
-        return False
 
 
 def _short(value) -> str:
