@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from mcp_ref import schemas
-from mcp_ref.wire_check import WireValidator
+from mcp_ref.workbench.wire_check import WireValidator
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "servers"
@@ -42,7 +42,7 @@ class InMemory:
     """A test server to run in the test's own process: ``connect(InMemory("feature_client"))``.
 
     ``script`` names a file in tests/servers/ (or, dotted, an importable module:
-    ``InMemory("mcp_ref.demo", "build_server")``); ``factory`` the function there
+    ``InMemory("mcp_ref.workbench.demo", "build_server")``); ``factory`` the function there
     that builds the Server (called with ``args``), a fresh one for every
     connection, as a subprocess would be.  The client reaches it through
     ``Client.in_memory``.
@@ -75,7 +75,7 @@ class InMemory:
 
 
 #: The demo server in the test's own process (the same server ``DEMO`` runs as a subprocess).
-DEMO_IN_PROCESS = InMemory("mcp_ref.demo", "build_server")
+DEMO_IN_PROCESS = InMemory("mcp_ref.workbench.demo", "build_server")
 
 def schema_errors(version: str, type_name: str, instance) -> list[str]:
     """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid).
@@ -87,7 +87,7 @@ def schema_errors(version: str, type_name: str, instance) -> list[str]:
 
 
 class WireChecker(WireValidator):
-    """mcp_ref's :class:`~mcp_ref.wire_check.WireValidator`, with what tests ask of a conversation."""
+    """mcp_ref's :class:`~mcp_ref.workbench.wire_check.WireValidator`, with what tests ask of a conversation."""
 
     def sent(self, method: str | None = None) -> list[dict]:
         """Messages this side wrote (optionally only those with ``method``)."""

@@ -154,7 +154,7 @@ def test_the_transport_contract_is_never_probed():
 
 
 def test_every_transport_derives_from_the_base_class():
-    from mcp_ref.transports.base import Transport
+    from mcp_ref.core.transport import Transport
     from mcp_ref.transports.http_client import HttpClientTransport
     from mcp_ref.transports.http_server import HttpSession
     from mcp_ref.transports.memory import MemoryTransport
@@ -220,7 +220,7 @@ def test_a_private_read_across_modules_is_found(tmp_path):
 
 @pytest.mark.parametrize("role", ["server", "client"])
 def test_the_lifecycle_table_has_a_row_for_every_phase_of_each_role(role):
-    from mcp_ref import lifecycle
+    from mcp_ref.core import lifecycle
 
     phases = {phase for (r, phase) in lifecycle.RULES if r == role}
     reachable = {lifecycle.Phase.AWAITING_INITIALIZE} | {
@@ -247,3 +247,16 @@ def test_every_export_is_typed_for_a_users_checker():
                 for alias in statement.names:
                     typed[alias.name] = statement.module or ""
     assert typed == dict(mcp_ref._EXPORTS)
+
+
+@pytest.mark.parametrize("old, new", [("mcp_ref.errors", "mcp_ref.core.errors"),
+                                      ("mcp_ref.server.policy", "mcp_ref.extras.policy"),
+                                      ("mcp_ref.transports.wsgi_server", "mcp_ref.workbench.wsgi_server")])
+def test_a_moved_module_still_imports_under_its_old_name_with_a_warning(old, new):
+    code = (f"import warnings, importlib\nwith warnings.catch_warnings(record=True) as seen:\n"
+            f"    warnings.simplefilter('always')\n    old = importlib.import_module({old!r})\n"
+            f"assert old is importlib.import_module({new!r}), old\n"
+            f"assert any(issubclass(w.category, DeprecationWarning) and {new!r} in str(w.message) for w in seen)\n"
+            "import mcp_ref, types\nassert not isinstance(getattr(mcp_ref, 'types', None), type(types)) or "
+            "getattr(mcp_ref, 'types') is not types\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

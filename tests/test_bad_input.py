@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from mcp_ref.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from mcp_ref.core.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 from conftest import DEMO, SERVERS, WAIT, RawPeer, command_label, schema_errors, watch_stderr
 

@@ -84,7 +84,7 @@ def _bench_module():
 
 
 def test_the_2026_post_is_what_an_mcp_ref_client_sends():
-    from mcp_ref import envelope
+    from mcp_ref.core import envelope
     from mcp_ref.transports.http_headers import request_headers
 
     bench = _bench_module()

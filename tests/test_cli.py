@@ -1,6 +1,6 @@
 """The ``mcp-ref`` command, run for real (``python -m mcp_ref ...``) against the demo server.
 
-Exit codes (mcp_ref/cli.py): 0 ok, 1 usage, 4 cannot launch or reach the
+Exit codes (mcp_ref/workbench/cli.py): 0 ok, 1 usage, 4 cannot launch or reach the
 server, 5 the tool returned ``isError`` or the server answered with a JSON-RPC
 error.  Errors are one line on stderr, never a traceback.
 """
@@ -362,7 +362,7 @@ def test_a_server_that_cannot_be_reached_is_said_so(tmp_path):
 def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
     """Run from the folder that contains a clone named mcp_ref: the demo's server must not import the clone folder."""
     (tmp_path / "mcp_ref").mkdir()  # what a clone looks like from its parent: a folder, no __init__.py
-    script = "import sys; sys.argv = ['mcp-ref', 'demo']; from mcp_ref.cli import main; sys.exit(main())"
+    script = "import sys; sys.argv = ['mcp-ref', 'demo']; from mcp_ref.workbench.cli import main; sys.exit(main())"
     import mcp_ref
     from pathlib import Path
 
@@ -546,7 +546,7 @@ def test_diagram_draws_the_conversation_as_mermaid(tmp_path):
 
 
 def test_diagram_is_bounded():
-    from mcp_ref.diagram import MAX_ARROWS, Recorder
+    from mcp_ref.workbench.diagram import MAX_ARROWS, Recorder
 
     recorder = Recorder()
     for n in range(MAX_ARROWS + 50):  # every one of a shape of its own: none is a look-alike
@@ -573,8 +573,8 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
 
 def test_a_demo_whose_server_cannot_start_is_one_line(monkeypatch, capsys):
     """The walkthrough's server exits at once (here: a command that fails): one line, exit 4."""
-    from mcp_ref import walkthrough
-    from mcp_ref.cli import main
+    from mcp_ref.workbench import walkthrough
+    from mcp_ref.workbench.cli import main
 
     monkeypatch.setattr(walkthrough, "server_command", lambda: [sys.executable, "-c", "raise SystemExit(3)"])
     assert main(["demo", "--timeout", "10"]) == 4

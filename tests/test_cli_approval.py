@@ -205,7 +205,7 @@ def test_on_a_terminal_elicitation_is_shown_asked_about_then_answered(terminal):
 
 
 def test_what_the_server_sends_cannot_redraw_the_terminal():
-    from mcp_ref.cli import describe_request
+    from mcp_ref.workbench.cli import describe_request
 
     from mcp_ref import ServerRequest
 
@@ -234,7 +234,7 @@ def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp
 def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch):
     import io
 
-    from mcp_ref import cli as command
+    from mcp_ref.workbench import cli as command
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("Ada\n"))
     lines = command._StdinLines()
@@ -242,7 +242,7 @@ def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch
 
 
 def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
-    from mcp_ref import cli as command
+    from mcp_ref.workbench import cli as command
 
     lines = command._StdinLines()
     lines._reader = object()  # no reader thread: the lines are handed over below, as it would

@@ -16,7 +16,7 @@ from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client
-from mcp_ref.types import (
+from mcp_ref.core.types import (
     CallToolResult,
     CreateMessageParams,
     CreateMessageResult,
@@ -407,7 +407,7 @@ NOTES_SERVER = InMemory("notes_server")
 
 
 def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect, wire):
-    from mcp_ref.errors import UrlElicitationRequired
+    from mcp_ref.core.errors import UrlElicitationRequired
     from servers.notes_server import SIGN_IN
 
     client = connect(NOTES_SERVER)

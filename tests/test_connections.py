@@ -24,7 +24,7 @@ from http_fixtures import ACCEPT_BOTH, SseReader, init_params, request, serve  #
 from http_fixtures import raw_session  # noqa: F401 - fixture
 
 from mcp_ref import Client, ConnectionLimits, Context, Server
-from mcp_ref.transports.connection_limits import MAX_LINGERING
+from mcp_ref.workbench.connection_limits import MAX_LINGERING
 
 PING = json.dumps(request("ping", None, 1)).encode()
 
@@ -85,7 +85,7 @@ class LogEvent(logging.Handler):
 
 
 def test_run_http_takes_the_limits():
-    from mcp_ref.demo import build_server
+    from mcp_ref.workbench.demo import build_server
 
     limits = ConnectionLimits(max_connections=40, header_timeout=2.0)
     httpd = build_server().http_server("127.0.0.1", 0, connection_limits=limits, stateless=True)
@@ -250,7 +250,7 @@ def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_sess
     srv = serve(flooding_server(finished=finished, cancelled=threading.Event()), stateless=True,
                 limits=ConnectionLimits(write_timeout=0.5))
     body = json.dumps(chatter_call(400, size=64 * 1024)).encode()  # 25 MB of events, more than socket buffers hold
-    with LogEvent("mcp_ref.transports.wsgi_server", "timed out") as timed_out, connect(srv.port) as sock:
+    with LogEvent("mcp_ref.workbench.wsgi_server", "timed out") as timed_out, connect(srv.port) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         sock.sendall(head(length=len(body)) + body)  # and never read
         assert timed_out.wait(WAIT)  # the write that blocked for 0.5 s ended the connection
@@ -342,7 +342,7 @@ def next_line(lines: queue.Queue, tag: str, starts: str) -> str:
 
 
 def test_the_cap_is_fitted_to_the_open_file_limit():
-    from mcp_ref.transports.connection_limits import FD_RESERVE
+    from mcp_ref.workbench.connection_limits import FD_RESERVE
 
     proc, lines = start_fd_server(300, "--no-starve")
     try:
@@ -389,7 +389,7 @@ def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thre
     thread ends as with a lost client and closes the socket itself."""
     import socketserver
 
-    from mcp_ref.transports.wsgi_server import WsgiServer
+    from mcp_ref.workbench.wsgi_server import WsgiServer
 
     began, release = threading.Event(), threading.Event()
 
@@ -499,7 +499,7 @@ def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
     costs time linear in the line: a 60,000-space run inside a value is answered well within the
     wait (a pattern that trims lazily took tens of seconds here).  CRLF heads are parsed whole,
     LF-only ones line by line: both paths."""
-    from mcp_ref.transports.wsgi_server import WsgiServer
+    from mcp_ref.workbench.wsgi_server import WsgiServer
 
     httpd = WsgiServer(("127.0.0.1", 0), echo_headers_app)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

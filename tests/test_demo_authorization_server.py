@@ -1,4 +1,4 @@
-"""Issue 9 §3: the demo authorization server (mcp_ref.auth.demo_server), over real HTTP on 127.0.0.1."""
+"""Issue 9 §3: the demo authorization server (mcp_ref.workbench.demo_auth_server), over real HTTP on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import requests
 from conftest import WAIT
 
 from mcp_ref.auth import pkce
-from mcp_ref.auth.demo_server import DEMO_CLIENT_ID, DemoAuthorizationServer
+from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 
 RESOURCE = "http://127.0.0.1:9999/mcp"
 
 
 @pytest.fixture
 def auth_server():
-    from mcp_ref.transports.wsgi_server import WsgiServer
+    from mcp_ref.workbench.wsgi_server import WsgiServer
 
     app = DemoAuthorizationServer()
     httpd = WsgiServer(("127.0.0.1", 0), app)
@@ -185,7 +185,7 @@ def test_the_tables_are_bounded():
 @pytest.fixture
 def documents():
     """A loopback web server for client metadata documents: ``documents.serve(path, body, headers)``; its URL base."""
-    from mcp_ref.transports.wsgi_server import WsgiServer
+    from mcp_ref.workbench.wsgi_server import WsgiServer
 
     served: dict[str, tuple[bytes, list]] = {}
 
@@ -239,7 +239,7 @@ def test_a_bad_client_metadata_document_is_refused_without_a_redirect(auth_serve
 @pytest.mark.parametrize("client_id", ["https://10.0.0.1/client.json", "https://169.254.169.254/latest/meta-data",
                                        "http://example.com/client.json", "https://[fd00::1]/c.json"])
 def test_private_network_and_plain_http_documents_are_never_fetched(client_id):
-    from mcp_ref.auth.demo_server import OAuthError, fetch_client_metadata
+    from mcp_ref.workbench.demo_auth_server import OAuthError, fetch_client_metadata
 
     with pytest.raises(OAuthError) as refused:
         fetch_client_metadata(client_id)

@@ -8,7 +8,7 @@ from conftest import WAIT
 
 import mcp_ref
 from mcp_ref import Client, Server
-from mcp_ref.errors import (
+from mcp_ref.core.errors import (
     AuthorizationError,
     CapabilityError,
     ConnectionClosed,

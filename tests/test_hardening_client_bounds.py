@@ -25,7 +25,7 @@ from conftest import WAIT, WireChecker
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, LimitExceeded, McpError, Server
-from mcp_ref.pagination import DEFAULT_MAX_PAGES
+from mcp_ref.core.pagination import DEFAULT_MAX_PAGES
 from mcp_ref.transports import http_client
 from mcp_ref.transports.sse import SseParser, sse_event
 from mcp_ref.transports.stdio import DEFAULT_MAX_MESSAGE_SIZE
@@ -513,7 +513,7 @@ def test_a_flood_of_notifications_waits_for_the_callbacks_in_a_bounded_queue(bou
             session.max_callbacks, size, n = 8, 10, 3000
         else:
             session.max_callback_bytes, size, n = 400_000, 50_000, 200
-        with caplog.at_level(logging.WARNING, logger="mcp_ref.session"):
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.core.session"):
             assert client.call_tool("flood", {"kind": "log", "count": n, "size": size}).content[0].text == f"sent {n}"
             assert session._queued_callbacks <= 8 and session._queued_bytes <= 400_000
         assert "callback(s) dropped" in caplog.text and "max_callbacks, max_callback_bytes" in caplog.text

@@ -271,7 +271,7 @@ def test_one_question_per_request_behind_oauth_too(tmp_path, era, serve):  # noq
 
 
 def test_the_file_root_never_reads_a_second_spelling(tmp_path):
-    from mcp_ref.files import FileRoot, PathOutsideRoot
+    from mcp_ref.extras.files import FileRoot, PathOutsideRoot
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f.txt").write_text("x")

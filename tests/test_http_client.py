@@ -405,7 +405,7 @@ def test_client_against_a_stateless_server(serve, handshake_http_client):
 def test_http_error_reaches_the_caller_as_an_error(serve, handshake_http_client):
     srv = serve(max_body_size=3000)
     client = handshake_http_client(srv.mcp)
-    from mcp_ref.errors import McpError
+    from mcp_ref.core.errors import McpError
 
     with pytest.raises(McpError) as info:
         client.call_tool("echo", {"text": "x" * 5000})

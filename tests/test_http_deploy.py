@@ -100,7 +100,7 @@ def test_demo_under_gunicorn_two_workers_stateless(era):
     handshake era is served statelessly by mcp_ref (each worker answers any request)."""
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "8", "-b", f"127.0.0.1:{port}",
-               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"]
+               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.workbench.demo:wsgi_app"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
@@ -164,7 +164,7 @@ def test_pagination_across_three_gunicorn_workers_with_a_shared_secret():
     """Issue 7 class 9: a cursor minted by one worker is accepted by every other (MCP_REF_SECRET)."""
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "3", "--threads", "4", "-b", f"127.0.0.1:{port}",
-               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.demo:wsgi_app"]
+               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.workbench.demo:wsgi_app"]
     env = {**os.environ, "MCP_REF_SECRET": "new-shared-secret,old-shared-secret"}
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
@@ -230,7 +230,7 @@ def test_mounted_under_a_prefix_next_to_flask():
     from flask import Flask
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
-    from mcp_ref.demo import build_server
+    from mcp_ref.workbench.demo import build_server
 
     flask_app = Flask("host-app")
 

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from mcp_ref import CapabilityError, Client, McpError
-from mcp_ref.errors import ConnectionClosed, RequestTimeout
+from mcp_ref.core.errors import ConnectionClosed, RequestTimeout
 from conftest import DEMO, SERVERS, WireChecker, check_trace, command_label, live_group_members, run_cli, watch_stderr
 
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]

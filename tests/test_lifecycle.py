@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersion
-from mcp_ref.errors import INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_ref.core.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
 
 from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, handshake_era, schema_errors

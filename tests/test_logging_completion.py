@@ -14,7 +14,7 @@ from servers.feature_logging import NUMBERS
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, InvalidParams
 from mcp_ref.server import LOG_LEVELS
-from mcp_ref.types import Completion, LogMessage
+from mcp_ref.core.types import Completion, LogMessage
 
 SCRIPT = SERVERS / "feature_logging.py"
 CITIES = "feature://cities/{country}/{city}"

@@ -43,7 +43,7 @@ def check_answer(answer: dict, method: str) -> dict:
     if result.get("resultType") == "input_required":
         assert schema_errors(VERSION, "InputRequiredResult", result) == []
     elif result.get("resultType") == "task":  # the tasks extension: not in the core schema
-        from mcp_ref.wire_check import task_errors
+        from mcp_ref.workbench.wire_check import task_errors
 
         assert task_errors(result) == []
     else:

@@ -15,10 +15,10 @@ from conftest import WAIT
 
 from mcp_ref import Client, Context, OAuth, Server
 from mcp_ref.auth.browser import follow_redirect
-from mcp_ref.auth.demo_server import DEMO_CLIENT_ID, DemoAuthorizationServer
+from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 from mcp_ref.auth.resource import ProtectedResource
 from mcp_ref.auth.store import FileStore, MemoryStore
-from mcp_ref.transports.wsgi_server import WsgiServer
+from mcp_ref.workbench.wsgi_server import WsgiServer
 
 
 def serve(app):

@@ -28,7 +28,7 @@ from mcp_ref import Client, Server
 from mcp_ref.auth import pkce
 from mcp_ref.auth.browser import LoopbackBrowser, follow_redirect
 from mcp_ref.auth.oauth import OAuth
-from mcp_ref.errors import (
+from mcp_ref.core.errors import (
     AuthorizationDenied,
     AuthorizationError,
     AuthorizationTimeout,
@@ -40,7 +40,7 @@ from mcp_ref.errors import (
     TokenError,
     Unauthorized,
 )
-from mcp_ref.transports.wsgi_server import WsgiServer
+from mcp_ref.workbench.wsgi_server import WsgiServer
 
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
 AS_PATH = "/.well-known/oauth-authorization-server"

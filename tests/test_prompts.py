@@ -15,7 +15,7 @@ from conftest import SERVERS, client_pool
 from servers.feature_prompts import AUDIO, BLOB, IMAGE
 
 from mcp_ref import SUPPORTED_VERSIONS, InvalidParams
-from mcp_ref.types import (
+from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
@@ -131,7 +131,7 @@ NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, version):
-    from mcp_ref.types import ResourceLink
+    from mcp_ref.core.types import ResourceLink
     from servers.notes_server import ICONS, LINK
 
     client = connect(NOTES_SERVER, protocol_version=version)

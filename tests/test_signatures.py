@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 
 import pytest
 
-from mcp_ref.signatures import (
+from mcp_ref.server.signatures import (
     ArgumentPlan,
     compile_arguments,
     output_schema_for,
@@ -16,7 +16,7 @@ from mcp_ref.signatures import (
     to_jsonable,
     type_schema,
 )
-from mcp_ref.types import CallToolResult, Image, ImageContent, TextContent
+from mcp_ref.core.types import CallToolResult, Image, ImageContent, TextContent
 
 
 class Color(enum.Enum):

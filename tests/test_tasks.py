@@ -19,7 +19,7 @@ from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import HttpPeer, StdioPeer, meta
 
 from mcp_ref import Client, McpError, RequestCancelled, RequestTimeout
-from mcp_ref.server.tasks import TaskStore
+from mcp_ref.extras.tasks import TaskStore
 
 TASKS = InMemory("tasks_server")
 SERVER = [sys.executable, str(SERVERS / "tasks_server.py")]

@@ -1,4 +1,4 @@
-"""from_wire / to_wire round trips for every payload type of mcp_ref.types.
+"""from_wire / to_wire round trips for every payload type of mcp_ref.core.types.
 
 The spec's own example instances (copied into tests/spec_examples/2026-07-28/<Type>/*.json)
 are the test vectors where a matching type folder exists; hand-made instances
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_ref import types
-from mcp_ref.types import (
+from mcp_ref.core import types
+from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
     CallToolResult,

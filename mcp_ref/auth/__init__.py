@@ -6,11 +6,11 @@ authorization server.
 - :mod:`mcp_ref.auth.browser`: the user's part (a browser and a loopback listener, or your function).
 - :mod:`mcp_ref.auth.store`: where registrations and tokens are kept (memory, a 0600 file).
 - :mod:`mcp_ref.auth.assertions`, :mod:`mcp_ref.auth.dpop`: the OAuth extensions (the ``auth`` extra).
-- :mod:`mcp_ref.auth.login`: the ``mcp-ref`` command's login, cache and redacted trace.
+- :mod:`mcp_ref.workbench.login`: the ``mcp-ref`` command's login, cache and redacted trace.
 - :mod:`mcp_ref.auth.resource`: an MCP server as a protected resource (``wsgi_app(auth=...)``).
 - :mod:`mcp_ref.auth.jwt_verifier`: JWT access tokens checked against a JWKS (the ``auth`` extra).
 - :mod:`mcp_ref.auth.pkce`: Proof Key for Code Exchange (RFC 7636), S256 only.
-- :mod:`mcp_ref.auth.demo_server`: a small authorization server for teaching and tests, never
+- :mod:`mcp_ref.workbench.demo_auth_server`: a small authorization server for teaching and tests, never
   production (issue 9 §3).
 
 Nothing here is imported by ``import mcp_ref``; the core needs nothing beyond the standard

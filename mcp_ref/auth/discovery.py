@@ -23,7 +23,7 @@ posted to or handed to a browser: ``https``, or ``http`` on a loopback host only
 basic/authorization §Communication Security: "All authorization server endpoints MUST be served
 over HTTPS"); no user credentials, no fragment; a loopback target only when the party naming it
 is itself on loopback.  A ``javascript:``, ``file:`` or ``data:`` endpoint (the class of
-CVE-2025-6514) is refused with a :class:`~mcp_ref.errors.MetadataError` before any connection.
+CVE-2025-6514) is refused with a :class:`~mcp_ref.core.errors.MetadataError` before any connection.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
-from ..errors import MetadataError, PkceUnsupported
+from ..core.errors import MetadataError, PkceUnsupported
 from .resource import canonical
 
 log = logging.getLogger(__name__)

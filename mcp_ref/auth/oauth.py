@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from ..errors import (
+from ..core.errors import (
     AuthorizationDenied,
     AuthorizationError,
     CallbackError,

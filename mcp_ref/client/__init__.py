@@ -26,7 +26,7 @@ module            one idea
 
 from __future__ import annotations
 
-from .approval import RequestRefused, ServerRequest
+from ..extras.approval import RequestRefused, ServerRequest
 from .client import Client, ToolCall
 from .connection import ClientConnection
 

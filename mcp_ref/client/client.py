@@ -18,9 +18,9 @@ arguments: ``context.is_cancelled`` then tells it the server gave up); ``on_log`
 ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What
 the server sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 
-Before a handler answers, ``approve(request)`` (a :class:`~mcp_ref.client.approval.ServerRequest`)
+Before a handler answers, ``approve(request)`` (a :class:`~mcp_ref.extras.approval.ServerRequest`)
 may refuse the request or edit it, and ``server_request_limit`` (``"10/minute"``) bounds how many
-the server may send; see :mod:`mcp_ref.client.approval`.
+the server may send; see :mod:`mcp_ref.extras.approval`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterable, Sequence
 from types import EllipsisType
 from typing import Any, cast
 
-from .. import MODERN_VERSIONS, __version__, envelope, lifecycle
-from ..errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
-from ..pagination import DEFAULT_MAX_PAGES, follow_cursors
-from ..ratelimit import RateLimit, RateLimiter
-from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
-from ..types import (
+from .. import MODERN_VERSIONS, __version__
+from ..core import envelope, lifecycle
+from ..core.errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
+from ..core.pagination import DEFAULT_MAX_PAGES, follow_cursors
+from ..core.session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
+from ..core.types import (
     CallToolResult,
     Completion,
     CreateMessageParams,
@@ -56,8 +56,9 @@ from ..types import (
     Root,
     Tool,
 )
+from ..extras.approval import ServerRequest
+from ..extras.ratelimit import RateLimit, RateLimiter
 from . import listening, modern
-from .approval import ServerRequest
 from .cache import DEFAULT_MAX_ENTRIES, ResultCache
 from .connection import ClientConnection
 from .listening import Subscription
@@ -126,16 +127,16 @@ class Client:
 
     ``approve(request)`` is called before the client answers each sampling, elicitation or roots
     request of the server (in 2026-07-28: each of an ``input_required`` result's or a task's
-    ``inputRequests``) with a :class:`~mcp_ref.client.approval.ServerRequest`; it returns True to
+    ``inputRequests``) with a :class:`~mcp_ref.extras.approval.ServerRequest`; it returns True to
     answer, False to refuse (an elicitation is declined, sampling and roots get error -1), or an
     edited request (or a dict of params) to answer instead.  A hook that raises refuses (the
     exception is logged).  ``server_request_limit`` (``"10/minute"``, a
-    :class:`~mcp_ref.ratelimit.RateLimit` or ``(count, seconds)``) refuses those requests beyond it
-    with :class:`~mcp_ref.errors.LimitExceeded`, and logs it; :attr:`server_request_limiter` keeps
-    the count (its ``clock`` is replaceable).  See :mod:`mcp_ref.client.approval`.
+    :class:`~mcp_ref.extras.ratelimit.RateLimit` or ``(count, seconds)``) refuses those requests beyond it
+    with :class:`~mcp_ref.core.errors.LimitExceeded`, and logs it; :attr:`server_request_limiter` keeps
+    the count (its ``clock`` is replaceable).  See :mod:`mcp_ref.extras.approval`.
 
     What a server may make the client do is bounded, each past its bound raising
-    :class:`~mcp_ref.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
+    :class:`~mcp_ref.core.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
     (default 1,000) pages followed by ``list_tools()`` and the other listings (a repeated cursor
     is an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for
     one request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``).
@@ -436,7 +437,7 @@ class Client:
 
     def _all(self, method: str, key: str, build, capability: str) -> list:
         """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
-        cursor is an error: :func:`mcp_ref.pagination.follow_cursors`)."""
+        cursor is an error: :func:`mcp_ref.core.pagination.follow_cursors`)."""
         items: list = []
 
         def fetch(cursor: str | None) -> dict:
@@ -490,7 +491,7 @@ class Client:
 
         ``task=True`` (2026-07-28, the tasks extension): the request declares that it takes a
         task, and if the server answers with one, the call polls it to its end, answering its
-        ``input_required`` asks with the client's handlers (:mod:`mcp_ref.client.tasks`); the
+        ``input_required`` asks with the client's handlers (:mod:`mcp_ref.extras.client_tasks`); the
         result is the same.  In the handshake era it changes nothing.
         """
         return self.start_tool_call(name, arguments, **options).result()

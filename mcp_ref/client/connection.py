@@ -5,7 +5,7 @@
 chooses the era when it connects (:meth:`ClientConnection.connect`: the
 2026-07-28 probe, else the handshake), keeps what was negotiated or discovered,
 gates what the client sends by the lifecycle table
-(:data:`mcp_ref.lifecycle.RULES`), puts the per-request envelope on every
+(:data:`mcp_ref.core.lifecycle.RULES`), puts the per-request envelope on every
 modern request, answers the server's requests through the feature modules
 (:data:`METHODS`) — in the modern era the same handlers answer ``input_required``
 rounds (:mod:`mcp_ref.client.modern`) — and hands notifications to the client's
@@ -20,14 +20,15 @@ from collections.abc import Callable
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import envelope, lifecycle
-from ..errors import CapabilityError, McpError, MethodNotFound
-from ..lifecycle import Lifecycle
-from ..pagination import follow_cursors
-from ..session import PendingRequest, RequestContext, Session
-from ..types import DiscoverResult, InitializeResult, LogMessage
-from . import approval, elicitation, listening, modern, roots, sampling
-from . import tasks as client_tasks
+from ..core import envelope, lifecycle
+from ..core.errors import CapabilityError, McpError, MethodNotFound
+from ..core.lifecycle import Lifecycle
+from ..core.pagination import follow_cursors
+from ..core.session import PendingRequest, RequestContext, Session
+from ..core.types import DiscoverResult, InitializeResult, LogMessage
+from ..extras import approval
+from ..extras import client_tasks as client_tasks
+from . import elicitation, listening, modern, roots, sampling
 from .cache import ResultCache
 
 if TYPE_CHECKING:
@@ -188,8 +189,8 @@ class ClientConnection:
     def learn_tool_headers(self, method: str, params: dict | None) -> bool:
         """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
         call now has header parameters to send (so a retry can succeed)."""
+        from ..core.types import Tool
         from ..transports.http_headers import header_params
-        from ..types import Tool
 
         name = (params or {}).get("name")
         if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:
@@ -359,8 +360,8 @@ class ClientConnection:
         ``inputRequests`` entry comes here too, from :class:`~mcp_ref.client.modern.Call`).
 
         A request the client answers first passes the client's ``server_request_limit`` and its
-        ``approve`` hook (:func:`mcp_ref.client.approval.approve`); a refused one is answered as
-        the spec says (:func:`mcp_ref.client.approval.refuse`): declined, or error -1.
+        ``approve`` hook (:func:`mcp_ref.extras.approval.approve`); a refused one is answered as
+        the spec says (:func:`mcp_ref.extras.approval.refuse`): declined, or error -1.
         """
         handler = METHODS.get(method)
         if handler is None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import lifecycle
-from ..errors import InvalidParams, MethodNotFound
-from ..session import RequestContext
-from ..types import ElicitParams
+from ..core import lifecycle
+from ..core.errors import InvalidParams, MethodNotFound
+from ..core.session import RequestContext
+from ..core.types import ElicitParams
 from .callbacks import call_handler, result_dict
 
 if TYPE_CHECKING:

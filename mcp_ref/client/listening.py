@@ -29,8 +29,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import envelope
-from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
+from ..core import envelope
+from ..core.errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
     from .connection import ClientConnection

@@ -20,7 +20,7 @@ each with a new id; :class:`Call` is that request across its rounds:
 
 Every one of these is bounded (``Client(max_input_rounds=)``, default
 :data:`MAX_INPUT_ROUNDS`, shared with a task's input requests in
-:mod:`mcp_ref.client.tasks`; one version retry, :data:`MAX_REISSUES`, one header retry).  In the handshake era a :class:`Call`
+:mod:`mcp_ref.extras.client_tasks`; one version retry, :data:`MAX_REISSUES`, one header retry).  In the handshake era a :class:`Call`
 is a single request.
 """
 
@@ -30,8 +30,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope
-from ..errors import (
+from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from ..core import envelope
+from ..core.errors import (
     HEADER_MISMATCH,
     LIMIT_EXCEEDED,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -45,9 +46,9 @@ from ..errors import (
     UnsupportedProtocolVersion,
     UnsupportedProtocolVersionError,
 )
-from ..session import PendingRequest, RequestContext
-from ..types import DiscoverResult
-from . import tasks
+from ..core.session import PendingRequest, RequestContext
+from ..core.types import DiscoverResult
+from ..extras import client_tasks as tasks
 
 if TYPE_CHECKING:
     from .connection import ClientConnection
@@ -192,7 +193,7 @@ class Call:
         self.method = method
         self._params = params
         #: True when the request declares the tasks extension: the server may answer with a task,
-        #: which :func:`mcp_ref.client.tasks.follow` drives to its end.  ``task_id`` is then its id.
+        #: which :func:`mcp_ref.extras.client_tasks.follow` drives to its end.  ``task_id`` is then its id.
         self.task = task
         self.task_id: str | None = None
         self._stop = threading.Event()

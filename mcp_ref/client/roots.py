@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..errors import MethodNotFound
-from ..session import RequestContext
-from ..types import Root
+from ..core.errors import MethodNotFound
+from ..core.session import RequestContext
+from ..core.types import Root
 
 if TYPE_CHECKING:
     from .connection import ClientConnection
 
 
 def as_root(value: Root | dict | str) -> Root:
-    """``value`` (a Root, its wire dict, or a URI string) as a :class:`~mcp_ref.types.Root`.
+    """``value`` (a Root, its wire dict, or a URI string) as a :class:`~mcp_ref.core.types.Root`.
 
     client/roots §Root: "uri: Unique identifier for the root. This MUST be a file:// URI".
     """

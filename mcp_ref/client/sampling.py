@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import InvalidParams, MethodNotFound
-from ..session import RequestContext
-from ..types import CreateMessageParams
+from ..core.errors import InvalidParams, MethodNotFound
+from ..core.session import RequestContext
+from ..core.types import CreateMessageParams
 from .callbacks import call_handler, result_dict
 
 if TYPE_CHECKING:

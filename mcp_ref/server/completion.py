@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams
-from ..session import RequestContext
-from ..signatures import compile_arguments
+from ..core.errors import InvalidParams
+from ..core.session import RequestContext
+from .signatures import compile_arguments
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -27,7 +27,7 @@ def complete(connection: ServerConnection, context: RequestContext, params: dict
     policy = server.policy
     principal = connection.principal if policy.authorize is not None else None
     ref_type = ref.get("type")
-    # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.server.policy).
+    # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extras.policy).
     # authorize is asked first, the same questions whether or not the name exists: a hidden item
     # and a missing one cost the same.  A template is named by its exact string (its one spelling).
     if ref_type == "ref/prompt":

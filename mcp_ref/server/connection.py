@@ -5,8 +5,8 @@ whose ``_meta`` names its protocol version is a 2026-07-28 (modern) request,
 served on its own (:meth:`ServerConnection.handle_modern`); any other belongs
 to the handshake era.  Each era applies, in order, its method table (an
 unknown method is -32601), its gate (handshake: the lifecycle table
-:data:`mcp_ref.lifecycle.RULES`, out of phase is -32600; modern: the request's
-envelope, :func:`mcp_ref.envelope.read_envelope`), and the declared
+:data:`mcp_ref.core.lifecycle.RULES`, out of phase is -32600; modern: the request's
+envelope, :func:`mcp_ref.core.envelope.read_envelope`), and the declared
 capabilities (a feature the server did not declare is -32601).  Then the
 feature's handler runs: each is a plain function
 ``handler(connection, context, params) -> result`` in the feature's module,
@@ -21,14 +21,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import envelope as envelopes
-from .. import lifecycle
-from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
-from ..lifecycle import Lifecycle, Phase
-from ..session import RequestContext, Session
-from . import caching, completion, input_required, prompts, resources, subscriptions, tasks, tools
+from ..core import envelope as envelopes
+from ..core import lifecycle
+from ..core.errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
+from ..core.lifecycle import Lifecycle, Phase
+from ..core.session import RequestContext, Session
+from ..extras import tasks
+from ..extras.policy import Principal
+from . import caching, completion, input_required, prompts, resources, subscriptions, tools
 from . import logging as logging_feature
-from .policy import Principal
 
 if TYPE_CHECKING:
     from .registry import Server
@@ -130,7 +131,7 @@ CAPABILITY_OF = {
 class ServerConnection:
     """The server side of one connection: the session's dispatcher and the negotiated state.
 
-    ``lifecycle`` is where the connection stands (:class:`~mcp_ref.lifecycle.Lifecycle`);
+    ``lifecycle`` is where the connection stands (:class:`~mcp_ref.core.lifecycle.Lifecycle`);
     ``client_capabilities`` and ``client_info`` come from ``initialize``;
     ``capabilities`` is what this server declared; ``log_level`` is the
     client's ``logging/setLevel`` (None: everything); ``subscriptions`` the
@@ -163,7 +164,7 @@ class ServerConnection:
 
     @property
     def principal(self) -> Principal:
-        """Who is calling (:class:`~mcp_ref.server.policy.Principal`): the token's client and
+        """Who is calling (:class:`~mcp_ref.extras.policy.Principal`): the token's client and
         subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
         principal = self._principal
         if principal is None or principal.auth is not self.auth:

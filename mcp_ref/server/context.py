@@ -12,14 +12,14 @@ from __future__ import annotations
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
-from .. import lifecycle
-from ..errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError, RequestCancelled
-from ..session import RequestContext
-from ..signatures import ArgumentPlan
-from ..types import CreateMessageResult, ElicitResult, Root, WireModel
-from ..validation import first_error, validator_for
+from ..core import lifecycle
+from ..core.errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError, RequestCancelled
+from ..core.session import RequestContext
+from ..core.types import CreateMessageResult, ElicitResult, Root, WireModel
+from ..core.validation import first_error, validator_for
+from ..extras.tasks import MAY_START, StartTask, TaskRun
 from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample, answer_all
-from .tasks import MAY_START, StartTask, TaskRun
+from .signatures import ArgumentPlan
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -74,7 +74,7 @@ class Context:
 
     @property
     def principal(self):
-        """Who is calling (:class:`~mcp_ref.server.policy.Principal`): a stable ``id``, the token's
+        """Who is calling (:class:`~mcp_ref.extras.policy.Principal`): a stable ``id``, the token's
         ``scopes`` and ``claims`` when there is one.  The same object ``Server(authorize=...)`` sees."""
         return self.connection.principal
 
@@ -105,7 +105,7 @@ class Context:
         a task handle and the handler runs again as that task, where this returns True (asks made
         before this point are answered from their ``input_required`` rounds, as in any retry; so
         put side effects after it).  For any other client it returns False: the call goes on
-        as a plain call.  See :mod:`mcp_ref.server.tasks`.
+        as a plain call.  See :mod:`mcp_ref.extras.tasks`.
         """
         task = self.request.task
         if isinstance(task, TaskRun):
@@ -253,7 +253,7 @@ class Context:
     def _prepare_elicit(self, ask: Elicit, version: str | None) -> Ask:
         schema, convert = ask.schema, None
         if isinstance(schema, type):
-            from ..signatures import schema_and_converter
+            from .signatures import schema_and_converter
 
             schema, convert = schema_and_converter(schema)
         if not lifecycle.at_least(version, lifecycle.ELICITATION):
@@ -324,7 +324,7 @@ class Context:
 
         Returns ``TextResourceContents`` / ``BlobResourceContents``; raises ResourceNotFound.
         """
-        from ..types import resource_contents_from_wire
+        from ..core.types import resource_contents_from_wire
 
         answer = self.connection.read_own_resource(self.request, uri)
         return [resource_contents_from_wire(item) for item in answer["contents"]]

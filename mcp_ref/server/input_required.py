@@ -36,8 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidParams
-from ..signing import Keyring
+from ..core.errors import InvalidParams
+from ..core.signing import Keyring
 
 #: basic/patterns/mrtr §Supported Requests: "Servers MUST NOT send InputRequiredResult responses
 #: on any other client requests."

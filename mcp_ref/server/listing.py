@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .. import lifecycle
-from ..errors import InvalidParams
-from ..pagination import InvalidCursor
+from ..core import lifecycle
+from ..core.errors import InvalidParams
+from ..core.pagination import InvalidCursor
 
 if TYPE_CHECKING:
-    from ..session import RequestContext
+    from ..core.session import RequestContext
     from .connection import ServerConnection
 
 #: kind -> (the result's key, whether listed items keep ``annotations`` at every revision).
@@ -33,7 +33,7 @@ def list_page(connection: ServerConnection, context: RequestContext, params: dic
         raise InvalidParams("Invalid params: cursor must be a string")
     server = connection.server
     try:
-        # Items the caller may not use are left out before paging (mcp_ref.server.policy), so every
+        # Items the caller may not use are left out before paging (mcp_ref.extras.policy), so every
         # page and cursor is of the caller's own listing.
         items = server.listings(kind)
         if server.policy.authorize is not None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
-from ..errors import InvalidParams
-from ..session import RequestContext
+from ..core.envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
+from ..core.errors import InvalidParams
+from ..core.session import RequestContext
 
 if TYPE_CHECKING:
     from .connection import ServerConnection

@@ -7,15 +7,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import lifecycle
-from ..errors import InvalidParams
-from ..ratelimit import RateLimit
-from ..session import RequestContext
-from ..signatures import ArgumentPlan, compile_arguments, runs_in_thread
-from ..types import GetPromptResult, PromptMessage, WireModel, drop_none, text_block
-from ..validation import first_error, validator_for
+from ..core import lifecycle
+from ..core.errors import InvalidParams
+from ..core.session import RequestContext
+from ..core.types import GetPromptResult, PromptMessage, WireModel, drop_none, text_block
+from ..core.validation import first_error, validator_for
+from ..extras.ratelimit import RateLimit
 from .context import Context, with_context
 from .listing import list_page
+from .signatures import ArgumentPlan, compile_arguments, runs_in_thread
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -32,7 +32,7 @@ class RegisteredPrompt:
     required: tuple
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple = ()
-    #: At most this many gets per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
+    #: At most this many gets per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
     rate_limit: Any = None
     _validator: Any = None
 

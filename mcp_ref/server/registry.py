@@ -16,18 +16,19 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import MODERN_VERSIONS, lifecycle
-from ..pagination import SECRET_ENV, Paginator
-from ..ratelimit import RateLimit
+from .. import MODERN_VERSIONS
+from ..core import lifecycle
+from ..core.pagination import SECRET_ENV, Paginator
+from ..extras.policy import LISTING_ACTIONS, Authorize, Policy, Principal, UpdateCoalescer, item_of
+from ..extras.ratelimit import RateLimit
+from ..extras.tasks import EXTENSION as TASKS_EXTENSION
+from ..extras.tasks import TaskStore
 from .caching import check_hints
 from .completion import context_parameter
 from .connection import ServerConnection
-from .policy import LISTING_ACTIONS, Authorize, Policy, Principal, UpdateCoalescer, item_of
 from .prompts import RegisteredPrompt, build_prompt
 from .resources import RegisteredResource, build_resource, file_root
 from .subscriptions import DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions
-from .tasks import EXTENSION as TASKS_EXTENSION
-from .tasks import TaskStore
 from .tools import RegisteredTool, build_tool
 
 
@@ -51,7 +52,7 @@ class Server:
     ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
     (past it a listen is refused with -32000, "Server busy").
 
-    Policy (:mod:`mcp_ref.server.policy`; the same in both eras and on every transport):
+    Policy (:mod:`mcp_ref.extras.policy`; the same in both eras and on every transport):
     ``authorize(principal, action, name) -> bool`` decides who may use which tool, resource or
     prompt: what a principal may not use is left out of its listings and answers "not found".
     ``rate_limit`` (``"100/minute"``) bounds each principal's requests; a tool, resource or prompt
@@ -106,7 +107,7 @@ class Server:
         self.tasks = TaskStore()
         self._registry_lock = threading.Lock()
         self._server_info: tuple | None = None
-        #: Who may see and call what, and how often (:class:`~mcp_ref.server.policy.Policy`).
+        #: Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`).
         self.policy = Policy(authorize=authorize, rate_limit=rate_limit,
                              max_subscribed_resources=max_subscribed_resources,
                              resource_update_interval=resource_update_interval)
@@ -142,7 +143,7 @@ class Server:
         ``headers`` maps parameters to header names (``{"region": "Region"}``): at 2026-07-28 over
         Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
         ``task``: ``"optional"`` or ``"required"`` makes the tool task-capable (the 2026-07-28 tasks
-        extension): it becomes a task where it calls ``ctx.start_task()`` (see :mod:`mcp_ref.server.tasks`).
+        extension): it becomes a task where it calls ``ctx.start_task()`` (see :mod:`mcp_ref.extras.tasks`).
         ``rate_limit``: at most this many calls per principal (``"5/minute"``), beside the server's own.
         """
         if callable(name):  # @server.tool, without parentheses
@@ -263,7 +264,7 @@ class Server:
         (a second name for a file, which an ``authorize`` policy would judge by
         that name: one name per file).  A file
         over ``max_file_size`` bytes (default
-        :data:`~mcp_ref.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
+        :data:`~mcp_ref.extras.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
         -32602.  Returns the URI template registered.
         """
         template, read_file, list_files, files = file_root(root, uri_prefix, max_file_size=max_file_size,
@@ -282,7 +283,7 @@ class Server:
         """The resource answering ``uri`` and the template variables it matched, or None.
 
         One spelling per resource: a template serves a URI only in the canonical form it expands
-        its values to (:meth:`~mcp_ref.uri_template.UriTemplate.match_canonical`: no needless or
+        its values to (:meth:`~mcp_ref.core.uri_template.UriTemplate.match_canonical`: no needless or
         lower-case percent-escape, no ``%2F`` for a ``/`` it would write, no ``.`` or ``..``
         segment).  Any other spelling of the same resource (``secre%74.txt``, ``./secret.txt``,
         ``a%2Fb``) is not found, with or without ``authorize``: so ``authorize``, the rate limits,
@@ -325,7 +326,7 @@ class Server:
         sessions that called ``resources/subscribe``, and 2026-07-28 listen streams naming it.
 
         With ``resource_update_interval``, a resource announced again within the interval is sent
-        once when it ends (:class:`~mcp_ref.server.policy.UpdateCoalescer`).
+        once when it ends (:class:`~mcp_ref.extras.policy.UpdateCoalescer`).
         """
         interval = self.policy.resource_update_interval
         if not interval:
@@ -493,7 +494,7 @@ class Server:
         """A connection serving this server on ``transport``: not started, and not yet told of changes.
 
         For transports that feed the session themselves (HTTP); see :meth:`connect`
-        for the usual path.  ``session_options`` are :class:`~mcp_ref.session.Session`'s.
+        for the usual path.  ``session_options`` are :class:`~mcp_ref.core.session.Session`'s.
         """
         return ServerConnection(self, transport, **session_options)
 
@@ -605,11 +606,11 @@ class Server:
 
         Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
         ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
-        ``connection_limits`` (a :class:`~mcp_ref.transports.wsgi_server.ConnectionLimits`)
+        ``connection_limits`` (a :class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`)
         bounds connections, their deadlines and their writes; the other options are
         :meth:`wsgi_app`'s.
         """
-        from ..transports.wsgi_server import WsgiServer
+        from ..workbench.wsgi_server import WsgiServer
 
         return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
 

@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams, ResourceNotFound
-from ..ratelimit import RateLimit
-from ..session import RequestContext
-from ..signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
-from ..types import BlobResourceContents, TextResourceContents, drop_none
-from ..uri_template import UriTemplate
+from ..core.errors import InvalidParams, ResourceNotFound
+from ..core.session import RequestContext
+from ..core.types import BlobResourceContents, TextResourceContents, drop_none
+from ..core.uri_template import UriTemplate
+from ..extras.ratelimit import RateLimit
 from .context import Context, with_context
 from .listing import list_page
+from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -36,7 +36,7 @@ class RegisteredResource:
     scopes: tuple = ()
     #: 2026-07-28 caching hints for ``resources/read`` of it: ``(ttl_ms, cache_scope)``, None for the server's
     cache: tuple | None = None
-    #: At most this many reads per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
+    #: At most this many reads per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
     rate_limit: Any = None
     #: For a template: whether the values it matched (in their canonical spelling) name something
     #: it serves at all; False is "not found" (a file root: a path it would refuse). None: all do.
@@ -77,7 +77,7 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
 
     Returns ``(template, read_file, list_files, files)``: the URI template
     ``prefix{+path}``, the function that reads one file, the generator of
-    listed files, and the :class:`~mcp_ref.files.FileRoot`.  A path that
+    listed files, and the :class:`~mcp_ref.extras.files.FileRoot`.  A path that
     leaves the root, is hidden, missing, unreadable or too long to open
     answers Resource not found (-32002), naming only the URI; so does any
     spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
@@ -86,7 +86,7 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
     -32602 with its size and the limit.  Files are listed under their
     canonical URI (``a%20b.txt`` for ``a b.txt``).
     """
-    from ..files import DEFAULT_MAX_FILE_SIZE, FileRoot, FileTooLarge, is_text
+    from ..extras.files import DEFAULT_MAX_FILE_SIZE, FileRoot, FileTooLarge, is_text
 
     files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
                      allow_hidden=allow_hidden, follow_links=follow_links)
@@ -160,7 +160,7 @@ def subscribe(connection: ServerConnection, context: RequestContext, params: dic
 
 def visible_resource(connection: ServerConnection, uri: str, action: str, request: dict | None = None):
     """``find_resource(uri)`` if the caller may use it for ``action`` (reading, and for
-    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.server.policy).
+    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.extras.policy).
 
     ``uri`` is found only under its one canonical spelling (``Server.find_resource``), and
     ``authorize`` is asked about it whether or not it exists, once per ``request`` (its params):

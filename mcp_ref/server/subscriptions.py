@@ -17,7 +17,7 @@ The pieces:
   -32000 ``ServerBusy``).  :meth:`Subscriptions.publish` is how the server's
   change announcements reach them.
 * :func:`listen` — the request handler.  It acknowledges, registers the
-  stream, and *defers* the request (:meth:`mcp_ref.session.RequestContext.defer`):
+  stream, and *defers* the request (:meth:`mcp_ref.core.session.RequestContext.defer`):
   no handler thread waits while the stream is open.  The stream ends when the
   client cancels it (``notifications/cancelled`` on stdio, closing the HTTP
   response), when the connection ends, or when the server closes it
@@ -33,10 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from .. import envelope
-from ..errors import InvalidParams, ServerBusy
-from ..session import RequestContext
-from . import tasks
+from ..core import envelope
+from ..core.errors import InvalidParams, ServerBusy
+from ..core.session import RequestContext
+from ..extras import tasks
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -121,7 +121,7 @@ class Subscription:
         self.filter = agreed
         self.version = version
         #: Agreed URIs of resources the caller may not use: acknowledged like unknown ones, never
-        #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.server.policy`).
+        #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.extras.policy`).
         self.hidden = hidden
         #: Held while the acknowledgment is written: whatever else the stream carries waits for it.
         self.lock = threading.RLock()

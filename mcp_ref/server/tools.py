@@ -16,16 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import lifecycle
-from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
-from ..ratelimit import RateLimit
-from ..session import RequestContext
-from ..signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
-from ..types import CallToolResult, WireModel, drop_none, media_block, text_block
-from ..validation import first_error, validator_for
-from . import tasks
+from ..core import lifecycle
+from ..core.errors import CapabilityError, InvalidParams, McpError, RequestCancelled
+from ..core.session import RequestContext
+from ..core.types import CallToolResult, WireModel, drop_none, media_block, text_block
+from ..core.validation import first_error, validator_for
+from ..extras import tasks
+from ..extras.ratelimit import RateLimit
 from .context import Context, with_context
 from .listing import list_page
+from .signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -54,9 +54,9 @@ class RegisteredTool:
     wrapped: bool = False
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple = ()
-    #: The tasks extension: None (never a task), ``"optional"`` or ``"required"`` (mcp_ref.server.tasks)
+    #: The tasks extension: None (never a task), ``"optional"`` or ``"required"`` (mcp_ref.extras.tasks)
     task: str | None = None
-    #: At most this many calls per principal (``mcp_ref.ratelimit.RateLimit``; None: no limit of its own)
+    #: At most this many calls per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
     rate_limit: Any = None
     _input_validator: Any = None
     _output_validator: Any = None
@@ -177,7 +177,7 @@ def call_tool(connection: ServerConnection, context: RequestContext, params: dic
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: tools/call needs a tool name")
     server = connection.server
-    # A tool the caller may not use is answered exactly as a missing one (mcp_ref.server.policy),
+    # A tool the caller may not use is answered exactly as a missing one (mcp_ref.extras.policy),
     # and costs the same: authorize is asked about a missing name too, once per request.
     tool = server.get_tool(name)
     if server.policy.authorize is not None:

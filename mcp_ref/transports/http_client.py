@@ -28,7 +28,7 @@ session and no GET stream; the ``MCP-Protocol-Version`` header from its
 ``_meta``, ``Mcp-Method`` and ``Mcp-Name`` from its body, and ``Mcp-Param-*``
 from the arguments its tool's ``x-mcp-header`` declarations name
 (:mod:`mcp_ref.transports.http_headers`); a broken response stream is not
-resumed but reported (:class:`~mcp_ref.errors.ResponseStreamLost`: the client
+resumed but reported (:class:`~mcp_ref.core.errors.ResponseStreamLost`: the client
 re-issues the request); cancelling closes the request's response stream
 instead of sending ``notifications/cancelled``, and no other notification is
 sent.
@@ -36,7 +36,7 @@ sent.
 What the server sends is bounded, as stdio bounds a line: a JSON answer and each
 SSE event by ``max_message_size`` (the Content-Length is checked first, then the
 body is read in pieces and abandoned past the bound; the request fails with
-:class:`~mcp_ref.errors.LimitExceeded`, the connection serves the others); SSE
+:class:`~mcp_ref.core.errors.LimitExceeded`, the connection serves the others); SSE
 is parsed in linear time (:class:`~mcp_ref.transports.sse.SseParser`); and
 the server's ``retry`` is kept between ``min_retry_delay`` and ``max_retry_delay``.
 """
@@ -52,10 +52,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 from urllib.parse import urljoin, urlsplit
 
-from .. import envelope
-from ..errors import AuthorizationError, LimitExceeded, MCPRefError, ResponseStreamLost, ServerUnreachable
-from ..jsonrpc import Notification, Request
-from .base import RequestFailed, RequestHeld, Transport
+from ..core import envelope
+from ..core.errors import AuthorizationError, LimitExceeded, MCPRefError, ResponseStreamLost, ServerUnreachable
+from ..core.jsonrpc import Notification, Request
+from ..core.transport import RequestFailed, RequestHeld, Transport
 from .origins import CrossOriginRefused, same_origin
 from .sse import SseParser
 from .stdio import DEFAULT_MAX_MESSAGE_SIZE
@@ -68,7 +68,7 @@ _sending = threading.local()
 
 def hold_current_request(seconds: float) -> None:
     """Extend the timeout of the request this thread is sending by ``seconds`` (see
-    :class:`~mcp_ref.transports.base.RequestHeld`); nothing when this is not a transport's worker."""
+    :class:`~mcp_ref.core.transport.RequestHeld`); nothing when this is not a transport's worker."""
     transport, request_id = getattr(_sending, "request", (None, None))
     if transport is not None:
         transport._incoming.put(RequestHeld(request_id, seconds))
@@ -109,7 +109,7 @@ class HttpClientTransport(Transport):
 
     ``max_message_size`` (bytes; stdio's default, 4 MiB) bounds a JSON answer and the data of
     each SSE event (and each SSE line).  An answer past it fails its request with
-    :class:`~mcp_ref.errors.LimitExceeded` naming the limit, as does an event past it on a
+    :class:`~mcp_ref.core.errors.LimitExceeded` naming the limit, as does an event past it on a
     request's stream (whose rest is then abandoned); one on the standalone GET stream (or the
     2024-11-05 stream) is dropped with a warning.  ``min_retry_delay`` / ``max_retry_delay``
     (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.

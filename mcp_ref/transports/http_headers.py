@@ -19,7 +19,7 @@ import binascii
 import re
 from collections.abc import Callable
 
-from ..errors import HeaderMismatchError
+from ..core.errors import HeaderMismatchError
 
 #: §Standard Request Headers: the body field ``Mcp-Name`` mirrors, by method.
 NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",

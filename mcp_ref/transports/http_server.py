@@ -12,7 +12,7 @@ It serves two transports at once:
 
 Each MCP session is a :class:`HttpSession`: the transport of one
 :class:`~mcp_ref.server.ServerConnection`.  Outgoing messages are routed by
-the request they relate to (see :meth:`~mcp_ref.session.Transport.write`):
+the request they relate to (see :meth:`~mcp_ref.core.session.Transport.write`):
 answers, and what a handler sends while serving a request, go to that
 request's POST stream; everything else to the standalone GET stream.  A
 :class:`Stream` lives apart from any HTTP connection, so a client whose
@@ -41,8 +41,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import parse_qs
 
-from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, jsonrpc, lifecycle
-from ..errors import (
+from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from ..core import envelope, jsonrpc, lifecycle
+from ..core.errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -58,9 +59,9 @@ from ..errors import (
     McpError,
     ParseError,
 )
-from ..jsonrpc import ErrorResponse, Request, Response
-from ..server.policy import Principal
-from .base import Transport
+from ..core.jsonrpc import ErrorResponse, Request, Response
+from ..core.transport import Transport
+from ..extras.policy import Principal
 from .http_headers import check_request_headers
 from .origins import host_allowed, origin_allowed
 from .sse import KEEPALIVE, sse_event
@@ -80,7 +81,7 @@ _CLOSE = object()  # ends the current connection of a stream, not the stream (SS
 
 
 def _peer_of(environ: dict) -> str:
-    """A caller without a token or a session: its address (``mcp_ref.server.policy.Principal``)."""
+    """A caller without a token or a session: its address (``mcp_ref.extras.policy.Principal``)."""
     return "http-client:" + (environ.get("REMOTE_ADDR") or "unknown")
 
 
@@ -629,7 +630,7 @@ class McpWsgiApp:
         caller = environ.get("mcp_ref.auth")
         if self.auth is None or caller is None:
             return
-        principal = Principal.of(caller, "")  # an item hidden from it needs no scope (mcp_ref.server.policy)
+        principal = Principal.of(caller, "")  # an item hidden from it needs no scope (mcp_ref.extras.policy)
         missing: set[str] = set()
         for item in items:
             if isinstance(item, Request):
@@ -651,7 +652,7 @@ class McpWsgiApp:
 
     def _admit(self, connection: ServerConnection, message) -> None:
         """Count a POSTed request against the caller's rate limits before dispatch
-        (mcp_ref.server.policy): over a limit it is refused here with 429 Too Many Requests and
+        (mcp_ref.extras.policy): over a limit it is refused here with 429 Too Many Requests and
         ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``)."""
         policy = self.server.policy
         if not policy.limits_requests or not isinstance(message, Request):
@@ -1444,7 +1445,7 @@ def _close_for_polling(stream: Stream) -> Callable[[object], None]:
 
 def _client_of(environ: dict) -> str:
     """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
-    of the request's token, else the peer's address (``mcp_ref.server.policy.Principal``)."""
+    of the request's token, else the peer's address (``mcp_ref.extras.policy.Principal``)."""
     caller = environ.get("mcp_ref.auth")
     return _peer_of(environ) if caller is None else Principal.of(caller, "").id
 

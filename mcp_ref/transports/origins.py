@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from ..errors import MCPRefError
+from ..core.errors import MCPRefError
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 

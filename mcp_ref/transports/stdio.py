@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, cast
 
-from ..errors import MessageTooLarge
-from .base import Transport
+from ..core.errors import MessageTooLarge
+from ..core.transport import Transport
 
 log = logging.getLogger(__name__)
 

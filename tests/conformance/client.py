@@ -35,7 +35,7 @@ from mcp_ref import (
     OAuth,
     lifecycle,
 )
-from mcp_ref.errors import CallbackError, InsufficientScope, MetadataError
+from mcp_ref.core.errors import CallbackError, InsufficientScope, MetadataError
 
 SCENARIOS: dict[str, Callable[[str], None]] = {}
 CLOSE_TIMEOUT = 10.0

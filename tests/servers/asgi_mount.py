@@ -12,7 +12,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from mcp_ref.demo import build_server
+from mcp_ref.workbench.demo import build_server
 
 
 async def health(request):

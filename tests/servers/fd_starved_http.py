@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 
-from mcp_ref.demo import build_server
+from mcp_ref.workbench.demo import build_server
 
 logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
 httpd = build_server().http_server("127.0.0.1", 0, stateless=True)

@@ -6,7 +6,7 @@ import base64
 from typing import Literal
 
 from mcp_ref import Server
-from mcp_ref.types import (
+from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,

@@ -7,7 +7,7 @@ function is how a handler exception reaches the JSON-RPC layer (-32603).
 import logging
 import sys
 
-from mcp_ref.demo import build_server
+from mcp_ref.workbench.demo import build_server
 
 SECRET = "secret-detail-in-/srv/private/boom.py"
 

@@ -35,10 +35,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from ..errors import McpError, RequestCancelled, RequestTimeout
+from ..core.errors import McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
-    from .modern import Call
+    from ..client.modern import Call
 
 log = logging.getLogger(__name__)
 

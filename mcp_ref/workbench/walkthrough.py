@@ -1,6 +1,6 @@
 """``mcp-ref demo``: walk through every MCP feature against the demo server.
 
-It starts :mod:`mcp_ref.demo` as a subprocess over stdio, plays the client's
+It starts :mod:`mcp_ref.workbench.demo` as a subprocess over stdio, plays the client's
 part (including the sampling, elicitation and roots handlers a host would
 provide) and prints what happens at each step.  With ``--trace`` every
 JSON-RPC message is shown on stderr as well.  Exits 0 only if every step
@@ -15,14 +15,22 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, cast
 
-from .client import Client
+from ..client import Client
+from ..core.errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
+from ..core.types import (
+    CreateMessageParams,
+    CreateMessageResult,
+    DiscoverResult,
+    ElicitParams,
+    ElicitResult,
+    LogMessage,
+    TextContent,
+)
 from .demo import server_command
-from .errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
 from .terminal import safe
-from .types import CreateMessageParams, CreateMessageResult, DiscoverResult, ElicitParams, ElicitResult, LogMessage, TextContent
 
 if TYPE_CHECKING:
-    from .transports.stdio import SubprocessTransport
+    from ..transports.stdio import SubprocessTransport
 
 
 class _Inbox:
@@ -52,7 +60,7 @@ class _Steps:
         self.number += 1
         print(f"\n{self.number}. {title}")
 
-    # Each line quotes what the server said: shown through mcp_ref.terminal.safe, as the CLI does.
+    # Each line quotes what the server said: shown through mcp_ref.workbench.terminal.safe, as the CLI does.
     def say(self, text: str) -> None:
         print(f"   {safe(text)}")
 
@@ -353,9 +361,9 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
 
     import requests
 
-    from .auth.browser import follow_redirect
-    from .auth.login import redact_url, traced_http
-    from .auth.oauth import OAuth
+    from ..auth.browser import follow_redirect
+    from ..auth.oauth import OAuth
+    from .login import redact_url, traced_http
 
     steps.section("Authorization (OAuth 2.1, over HTTP)")
     command = server_command("serve-demo", "--http", "127.0.0.1:0", "--auth")

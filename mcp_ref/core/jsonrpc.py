@@ -114,12 +114,12 @@ def parse(data: bytes | str) -> Message | list:
     """Parse one transport message.
 
     Returns a message, or a ``list`` for a batch, whose items are messages or
-    :class:`~mcp_ref.errors.InvalidRequest` instances (one per bad item, so
+    :class:`~mcp_ref.core.errors.InvalidRequest` instances (one per bad item, so
     the good items of a batch are still served).
 
-    Raises :class:`~mcp_ref.errors.ParseError` for bytes that are not UTF-8
+    Raises :class:`~mcp_ref.core.errors.ParseError` for bytes that are not UTF-8
     JSON (RFC 8259: ``NaN`` and ``Infinity`` are not JSON), or that nest deeper
-    than :data:`MAX_NESTING`, and :class:`~mcp_ref.errors.InvalidRequest` (with
+    than :data:`MAX_NESTING`, and :class:`~mcp_ref.core.errors.InvalidRequest` (with
     ``.request_id`` set when an id could be read) for JSON that is not a
     JSON-RPC message, or a batch of more than :data:`MAX_BATCH` items.
     """

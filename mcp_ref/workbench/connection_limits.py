@@ -45,7 +45,7 @@ class ConnectionLimits:
     """What one connection may hold of the server, and for how long (all times in seconds).
 
     Pass them as ``Server.run_http(..., connection_limits=ConnectionLimits(...))`` or to
-    :class:`~mcp_ref.transports.wsgi_server.WsgiServer`.  ``spec_notes/security.md`` lists each with what a client sees past it.
+    :class:`~mcp_ref.workbench.wsgi_server.WsgiServer`.  ``spec_notes/security.md`` lists each with what a client sees past it.
     """
 
     #: Open connections at once (each holds a thread).  At the cap, the connection that has

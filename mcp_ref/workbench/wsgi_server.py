@@ -42,14 +42,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import unquote
 
-from .connection_limits import (
-    ConnectionLimits,
-    ConnectionTable,
-    DeadlineSocketIO,
-    Lingerer,
-    Watchdog,
-    fitted_cap,
-)
+from .connection_limits import ConnectionLimits, ConnectionTable, DeadlineSocketIO, Lingerer, Watchdog, fitted_cap
 
 log = logging.getLogger(__name__)
 

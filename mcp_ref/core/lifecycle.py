@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 
-from . import LATEST_VERSION, SUPPORTED_VERSIONS
+from .. import LATEST_VERSION, SUPPORTED_VERSIONS
 from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersion
 
 __all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "at_least", "batches_allowed", "server_choose_version",
@@ -169,7 +169,7 @@ class Rules:
 
     ``receive``: the requests it answers; any other gets ``refusal`` as an
     Invalid Request error (-32600).  ``send``: the requests it may send; any
-    other raises :class:`~mcp_ref.errors.CapabilityError` with ``unsent`` and is
+    other raises :class:`~mcp_ref.core.errors.CapabilityError` with ``unsent`` and is
     not sent.  ``notify``: the notifications it may send; any other is dropped
     (logged at debug level).  ``spec``: the sentence this row enforces.
     Messages are ``str.format`` templates with ``{method}``.

@@ -709,7 +709,7 @@ def output_schema_for(func: Callable) -> tuple[dict | None, bool]:
 
 def _holds_content(tp: Any) -> bool:
     """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult)."""
-    from .types import WireModel
+    from ..core.types import WireModel
 
     if isinstance(tp, type) and issubclass(tp, WireModel):
         return True

@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..errors import LimitExceeded
-from ..ratelimit import RateLimit, RateLimiter
+from ..core.errors import LimitExceeded
+from .ratelimit import RateLimit, RateLimiter
 
 if TYPE_CHECKING:
     from ..auth.resource import AccessInfo
-    from .registry import Server
+    from ..server.registry import Server
 
 log = logging.getLogger(__name__)
 

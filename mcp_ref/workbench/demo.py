@@ -2,7 +2,7 @@
 
 ``mcp-ref serve-demo`` runs it on stdio for any client; ``mcp-ref demo``
 starts it as a subprocess and walks through every feature (see
-:mod:`mcp_ref.walkthrough`).  Reading this file top to bottom is a tour of
+:mod:`mcp_ref.workbench.walkthrough`).  Reading this file top to bottom is a tour of
 the server API.
 """
 
@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from .server import Context, Server, ToolError
-from .types import EmbeddedResource, ImageContent, TextResourceContents
+from ..core.types import EmbeddedResource, ImageContent, TextResourceContents
+from ..server import Context, Server, ToolError
 
 # A 1x1 transparent PNG, small enough to read in a trace.
 PIXEL_PNG = base64.b64encode(
@@ -98,7 +98,7 @@ def build_server() -> Server:
         title="mcp_ref demo server",
         instructions="A demo of every MCP feature. Start with the echo tool.",
         page_size=5,  # small pages, so listings show pagination
-        authorize=policy,  # who may see and call what (mcp_ref.server.policy): demo_policy, and add_tool's rule
+        authorize=policy,  # who may see and call what (mcp_ref.extras.policy): demo_policy, and add_tool's rule
     )
     counter = {"value": 0}
     counter_lock = threading.Lock()
@@ -337,15 +337,15 @@ def server_command(*cli_args: str) -> list[str]:
 
     home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if cli_args:
-        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.cli import main; sys.exit(main({list(cli_args)!r}))"
+        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.cli import main; sys.exit(main({list(cli_args)!r}))"
     else:
-        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.demo import main; main()"
+        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.demo import main; main()"
     return [sys.executable, "-c", code]
 
 
 def __getattr__(name: str):
-    # ``mcp_ref.demo:wsgi_app`` — the demo as a stateless WSGI app, for several worker processes:
-    #     MCP_REF_SECRET=... gunicorn -k gthread -w 2 --threads 8 mcp_ref.demo:wsgi_app
+    # ``mcp_ref.workbench.demo:wsgi_app`` — the demo as a stateless WSGI app, for several worker processes:
+    #     MCP_REF_SECRET=... gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app
     # (every worker must share MCP_REF_SECRET, which signs pagination cursors: see Server(secret=)).
     # Built on first access, so importing this module stays cheap.
     if name == "wsgi_app":

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-RequestId = Any  # a str or an int (mcp_ref.jsonrpc.RequestId); kept loose to import nothing here
+RequestId = Any  # a str or an int (mcp_ref.core.jsonrpc.RequestId); kept loose to import nothing here
 
 
 class RequestFailed:
@@ -39,7 +39,7 @@ class RequestFailed:
 
     A transport that sends each request on its own (HTTP) learns of some failures itself:
     the server could not be reached, or refused the request at the HTTP level.  ``error``
-    is the exception the request's caller gets (e.g. :class:`~mcp_ref.errors.ServerUnreachable`,
+    is the exception the request's caller gets (e.g. :class:`~mcp_ref.core.errors.ServerUnreachable`,
     a ``ConnectionError``); nothing was received, so nothing is traced as received.
     """
 
@@ -79,7 +79,7 @@ class Transport:
         """Block until one whole message arrives and return its bytes; None at end of input.
 
         A :class:`RequestFailed` instead fails one request of ours locally.
-        May raise :class:`~mcp_ref.errors.MessageTooLarge` for a message over the
+        May raise :class:`~mcp_ref.core.errors.MessageTooLarge` for a message over the
         transport's limit (already discarded); any other exception ends the connection.
         """
         raise NotImplementedError

@@ -61,7 +61,7 @@ class Paginator:
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
         self.page_size = page_size
-        #: The keys that sign cursors (``mcp_ref.signing.Keyring``), shared with the server's other tokens.
+        #: The keys that sign cursors (``mcp_ref.core.signing.Keyring``), shared with the server's other tokens.
         self.keyring = secret if isinstance(secret, Keyring) else Keyring(secret)
 
     @property
@@ -117,9 +117,9 @@ def follow_cursors(fetch: Callable[[str | None], dict], method: str,
 
     A server decides its cursors (2025-11-25 utilities/pagination: clients "MUST treat cursors
     as opaque tokens"), so a broken or hostile one could hand out new ones forever: past
-    ``max_pages`` pages this raises :class:`~mcp_ref.errors.LimitExceeded` (``data.limit``);
+    ``max_pages`` pages this raises :class:`~mcp_ref.core.errors.LimitExceeded` (``data.limit``);
     a cursor the server already gave (a loop), or a ``nextCursor`` that is not a string, is
-    :class:`~mcp_ref.errors.McpError`.  Memory stays small: a digest of each cursor is kept,
+    :class:`~mcp_ref.core.errors.McpError`.  Memory stays small: a digest of each cursor is kept,
     not the cursor.
     """
     if isinstance(max_pages, bool) or not isinstance(max_pages, int) or max_pages < 1:

@@ -121,7 +121,7 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    from . import __version__
+    from .. import __version__
 
     parser = _Parser(prog="mcp-ref", description="A synchronous MCP client, and a demo of the whole protocol.")
     parser.add_argument("--version", action="version", version=f"mcp-ref {__version__}")
@@ -306,7 +306,7 @@ def _shown_argv(argv) -> list[str]:
 
 
 def _demo(args, trace) -> int:
-    from .errors import ConnectionClosed, McpError, RequestTimeout
+    from ..core.errors import ConnectionClosed, McpError, RequestTimeout
     from .walkthrough import run
 
     try:
@@ -615,7 +615,7 @@ def _content_text(content) -> str:
 
 
 def _shown(value) -> str:
-    """``value`` as text safe to print on a terminal (:func:`mcp_ref.terminal.safe`: escape sequences
+    """``value`` as text safe to print on a terminal (:func:`mcp_ref.workbench.terminal.safe`: escape sequences
     that could redraw the prompt, carriage returns ... shown escaped), line breaks indented."""
     return safe(value, newline="\n    ")
 
@@ -631,8 +631,8 @@ class _SamplingCommand:
     def __call__(self, params):
         import subprocess
 
-        from .errors import InternalError
-        from .types import CreateMessageResult, TextContent
+        from ..core.errors import InternalError
+        from ..core.types import CreateMessageResult, TextContent
 
         lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
         for message in params.messages:
@@ -653,7 +653,7 @@ def _ask_the_user(params, context=None):
 
     On a terminal once the user allowed the request; with ``--yes`` and no terminal the answers are
     read from stdin, one line a field (an empty line: the default, or left out)."""
-    from .types import ElicitResult
+    from ..core.types import ElicitResult
 
     schema = params.requested_schema or {}
     properties = schema.get("properties", {})
@@ -729,8 +729,8 @@ def _ask_field(name: str, prop: dict, required: bool, context=None):
 
 
 def _connect(args, trace):
-    from .client import Client
-    from .errors import (
+    from ..client import Client
+    from ..core.errors import (
         AuthorizationError,
         ConnectionClosed,
         McpError,
@@ -748,7 +748,7 @@ def _connect(args, trace):
             headers[name.strip()] = value.strip()
         auth = None
         if not any(name.lower() == "authorization" for name in headers):  # an explicit token is the user's choice
-            from .auth.login import command_oauth
+            from .login import command_oauth
 
             auth = command_oauth(open_browser=not args.no_browser, trace=sys.stderr if args.trace else None,
                                  timeout=args.connect_timeout)
@@ -810,7 +810,7 @@ class _ServerStderr:
 
 
 def _run_verb(args, trace) -> int:
-    from .errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
+    from ..core.errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
 
     if args.verb == "check":
         from .wire_check import WireValidator
@@ -841,7 +841,7 @@ def _run_verb(args, trace) -> int:
 
 def _logout(args) -> int:
     """``mcp-ref logout URL``: forget the cached tokens for the server and its registration."""
-    from .auth.login import cache_path, logout
+    from .login import cache_path, logout
 
     if not args.target.startswith(("http://", "https://")):
         raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
@@ -882,9 +882,9 @@ def _serve_demo(args) -> int:
 def _serve_protected_demo(host: str, port: int, stateless: bool) -> None:
     """``serve-demo --http HOST:PORT --auth``: the demo as a protected resource, and the demo
     authorization server on the same port (for teaching and tests, never production)."""
-    from .auth.demo_server import DEMO_CLIENT_ID, protected_app
     from .demo import build_protected_server
-    from .transports.wsgi_server import WsgiServer
+    from .demo_auth_server import DEMO_CLIENT_ID, protected_app
+    from .wsgi_server import WsgiServer
 
     httpd = WsgiServer((host, port), protected_app(build_protected_server(), stateless=stateless))
     print(f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
@@ -915,7 +915,7 @@ def _number(value: Any) -> str:
 
 
 def _one_line(value: Any) -> str:
-    """A server's string for one line of output: :func:`mcp_ref.terminal.safe`, line breaks shown as ``\\n``."""
+    """A server's string for one line of output: :func:`mcp_ref.workbench.terminal.safe`, line breaks shown as ``\\n``."""
     return safe(value, newline="\\n")
 
 
@@ -923,7 +923,7 @@ def _info(client, args) -> int:
     if args.json:  # the server's own answer: to server/discover (2026-07-28) or to initialize
         _print_json((client.discover_result or client.initialize_result).raw)
         return EXIT_OK
-    # Every string below is the server's: each is shown through mcp_ref.terminal.safe.
+    # Every string below is the server's: each is shown through mcp_ref.workbench.terminal.safe.
     info = client.server_info
     if info is not None:
         print(f"server:       {_one_line(info.name)} {_one_line(info.version)}"

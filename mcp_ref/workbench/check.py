@@ -5,7 +5,7 @@ era), then exercises the server without side effects: ping (handshake era only);
 reads and of prompts that need no arguments; an unknown method (-32601 expected), invalid
 params (-32602), an invalid cursor (-32602 recommended).  With ``call_tools`` it also
 calls each tool once with arguments built from its ``inputSchema``.  Every message both
-ways goes through :class:`~mcp_ref.wire_check.WireValidator`, against the official schema
+ways goes through :class:`~mcp_ref.workbench.wire_check.WireValidator`, against the official schema
 of the negotiated revision.  Each finding has a status (pass, warn, fail) and the spec
 section it rests on; the command prints them as a table (``--json``: a report object) and
 exits 5 when anything failed.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
+from ..core.errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
 
 #: Resources read and prompts got at most (the rest are listed, not fetched).
 MAX_READS = 20

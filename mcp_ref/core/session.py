@@ -21,7 +21,7 @@ The session knows JSON-RPC, timeouts, cancellation and progress; what a method
 *means* is the business of a *dispatcher* (the server or client role), which
 provides ``handle_request(context, method, params)``,
 ``handle_notification(method, params)`` and ``batches_allowed()``.  What it
-asks of the connection is :class:`mcp_ref.transports.base.Transport`.
+asks of the connection is :class:`mcp_ref.core.transport.Transport`.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ from .errors import (
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
 from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
-from .transports.base import RequestFailed, RequestHeld
+from .transport import RequestFailed, RequestHeld
 
 if TYPE_CHECKING:
+    from ..extras.tasks import TaskRun
+    from ..server.input_required import Inputs
     from .envelope import Envelope
-    from .server.input_required import Inputs
-    from .server.tasks import TaskRun
-    from .transports.base import Transport
+    from .transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ DEFAULT_TIMEOUT = 60.0
 #: Guards the Events made on first use (a request's ``cancelled``, a session's ``closed``).
 _EVENTS_LOCK = threading.Lock()
 #: Incoming requests one connection holds at once (running or waiting for a handler thread).
-#: Past it a request is answered at once with -32000 (:class:`~mcp_ref.errors.ServerBusy`),
+#: Past it a request is answered at once with -32000 (:class:`~mcp_ref.core.errors.ServerBusy`),
 #: never queued without bound.
 DEFAULT_MAX_INCOMING = 1024
 
@@ -115,7 +115,7 @@ class RequestContext:
         self.progress_token = token if jsonrpc.valid_id(token) else None
         self._cancelled: threading.Event | None = None  # made when first needed: most requests never are
         self._last_progress: float | None = None
-        #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
+        #: A 2026-07-28 request's own protocol fields (``mcp_ref.core.envelope.Envelope``), set by the
         #: dispatcher; None in the handshake era.
         self.envelope: Envelope | None = None
         #: The answers a 2026-07-28 request brings for its handler's asks (``mcp_ref.server.
@@ -124,7 +124,7 @@ class RequestContext:
         #: True once the handler kept the request open past its return (:meth:`defer`).
         self.deferred = False
         #: The tasks extension: whether this call may become a task, or the task it runs as
-        #: (``mcp_ref.server.tasks``); None for every other request.
+        #: (``mcp_ref.extras.tasks``); None for every other request.
         self.task: TaskRun | str | None = None
         self._on_end: Callable[[], None] | None = None
         #: True once a handler thread took the request (it may wait in the pool's queue before).
@@ -453,7 +453,7 @@ class Session:
         report; ``max_total_timeout`` caps the total (by default, with reset,
         ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id``
         names the incoming request on whose behalf this one is sent (see
-        :meth:`mcp_ref.transports.base.Transport.write`).  ``before_write(request_id)``
+        :meth:`mcp_ref.core.transport.Transport.write`).  ``before_write(request_id)``
         runs once the id is chosen and before the request is written, so a caller can
         route what the peer sends about it (a listen stream's notifications) from the start.
         """

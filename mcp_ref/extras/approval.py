@@ -8,7 +8,7 @@ answers it (:meth:`mcp_ref.client.connection.ClientConnection.handle_request` is
 both eras answer them):
 
 1. the rate limit: at most ``server_request_limit`` of them (the three methods share one bucket
-   per client); one over it is refused with :class:`~mcp_ref.errors.LimitExceeded` (-32005) and
+   per client); one over it is refused with :class:`~mcp_ref.core.errors.LimitExceeded` (-32005) and
    logged.  2025-11-25 client/sampling §Security Considerations: "Clients **SHOULD** implement rate
    limiting"; 2025-11-25 client/elicitation §Security Considerations likewise (2026-07-28 keeps the
    sentence for sampling, drops it for elicitation; one limit covers all three here).
@@ -42,12 +42,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LimitExceeded, RequestRefused
-from .callbacks import call_handler
+from ..client.callbacks import call_handler
+from ..core.errors import LimitExceeded, RequestRefused
 
 if TYPE_CHECKING:
-    from ..session import RequestContext
-    from .connection import ClientConnection
+    from ..client.connection import ClientConnection
+    from ..core.session import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ HANDSHAKE, MODERN = "handshake", "modern"
 SAMPLING_REFUSED = "User rejected sampling request"
 #: What the server is told when its roots request is refused (no spec wording: in sampling's style).
 ROOTS_REFUSED = "The user refused to share roots"
-#: The bucket of a client's :class:`~mcp_ref.ratelimit.RateLimiter` (each client has its own limiter).
+#: The bucket of a client's :class:`~mcp_ref.extras.ratelimit.RateLimiter` (each client has its own limiter).
 LIMIT_KEY = "server requests"
 
 
@@ -99,7 +99,7 @@ def approve(connection: ClientConnection, context: RequestContext, method: str, 
     """The params to answer ``method`` with, after the rate limit and the client's ``approve`` hook;
     None when the hook refused (the caller answers with :func:`refuse`).
 
-    Raises :class:`~mcp_ref.errors.LimitExceeded` over ``server_request_limit`` (the limit and the
+    Raises :class:`~mcp_ref.core.errors.LimitExceeded` over ``server_request_limit`` (the limit and the
     method are logged, never the params).
     """
     client = connection.client

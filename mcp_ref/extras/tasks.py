@@ -64,7 +64,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import (
+from ..core.errors import (
     INTERNAL_ERROR,
     InvalidParams,
     LimitExceeded,
@@ -73,12 +73,12 @@ from ..errors import (
     RequestCancelled,
     ServerBusy,
 )
-from ..session import RequestContext
-from .input_required import Ask, Inputs, answer_all
+from ..core.session import RequestContext
+from ..server.input_required import Ask, Inputs, answer_all
 
 if TYPE_CHECKING:
-    from ..envelope import Envelope
-    from .connection import ServerConnection
+    from ..core.envelope import Envelope
+    from ..server.connection import ServerConnection
 
 log = logging.getLogger(__name__)
 

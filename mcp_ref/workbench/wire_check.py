@@ -16,7 +16,7 @@ import json
 import threading
 from types import EllipsisType
 
-from . import schemas
+from .. import schemas
 
 #: method -> (request type, result type) in the official schema.
 REQUEST_TYPES = {

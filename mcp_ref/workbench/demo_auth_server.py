@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+from ..auth import pkce
 from ..transports.origins import host_allowed, is_loopback, origin_allowed
-from . import pkce
 
 log = logging.getLogger(__name__)
 
@@ -403,7 +403,7 @@ class LocalVerifier:
         self.server = server
 
     def verify(self, token: str):
-        from .resource import AccessInfo
+        from ..auth.resource import AccessInfo
 
         grant = self.server.verify(token)
         if grant is None:
@@ -421,7 +421,7 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
     ``server.wsgi_app(auth=...)``, whose protected resource metadata names the same origin as its
     authorization server.  What ``mcp-ref serve-demo --http HOST:PORT --auth`` serves.
     """
-    from .resource import ProtectedResource
+    from ..auth.resource import ProtectedResource
 
     authorization = DemoAuthorizationServer(scopes=scopes_supported, allowed_hosts=wsgi_options.get("allowed_hosts"),
                                             allowed_origins=wsgi_options.get("allowed_origins"))

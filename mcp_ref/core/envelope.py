@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .errors import InvalidParams, UnsupportedProtocolVersionError
 
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"

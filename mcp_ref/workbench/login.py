@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ..terminal import safe
+from .terminal import safe
 
 #: Names whose values never reach a trace: tokens, codes, verifiers, secrets, assertions.
 SECRET_NAMES = frozenset({
@@ -37,9 +37,9 @@ def cache_path() -> Path:
 
 def command_oauth(*, open_browser: bool = True, trace=None, timeout: float = 30.0):
     """The OAuth of the command: a file store at :func:`cache_path`, the loopback browser handler."""
-    from .browser import LoopbackBrowser
-    from .oauth import OAuth
-    from .store import FileStore
+    from ..auth.browser import LoopbackBrowser
+    from ..auth.oauth import OAuth
+    from ..auth.store import FileStore
 
     return OAuth(client_name="mcp-ref", store=FileStore(cache_path()), handler=LoopbackBrowser(open_browser=open_browser),
                  http=traced_http(trace) if trace is not None else None, timeout=timeout)
@@ -47,8 +47,8 @@ def command_oauth(*, open_browser: bool = True, trace=None, timeout: float = 30.
 
 def logout(url: str) -> bool:
     """Forget the tokens for ``url`` and the registration with the issuer that minted them; False if none."""
-    from .resource import canonical
-    from .store import FileStore, client_key, tokens_key
+    from ..auth.resource import canonical
+    from ..auth.store import FileStore, client_key, tokens_key
 
     store = FileStore(cache_path())
     key = tokens_key(canonical(url.split("?", 1)[0]))
@@ -97,7 +97,7 @@ def describe(response) -> str:
     """One exchange, redacted: ``POST URL {body}`` then ``<- STATUS {body}``."""
     request = response.request
     sent = _body(request.body, request.headers.get("Content-Type", ""))
-    from .discovery import MAX_METADATA_BYTES, bounded_body
+    from ..auth.discovery import MAX_METADATA_BYTES, bounded_body
 
     try:
         received = _body(bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", ""))
@@ -118,7 +118,7 @@ def traced_http(stream=None):
 
     def show(response, **kwargs):
         # The peer's words (a Content-Type, a Location) reach the terminal: escape sequences shown,
-        # never obeyed (mcp_ref.terminal); each exchange stays on its two lines.
+        # never obeyed (mcp_ref.workbench.terminal); each exchange stays on its two lines.
         print("\n".join(safe(line, newline="\\n") for line in describe(response).split("\n", 1)), file=out, flush=True)
         return response
 
