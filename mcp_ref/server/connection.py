@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core import envelope as envelopes
 from ..core import lifecycle
 from ..core.errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
+from ..core.jsonrpc import Request
 from ..core.lifecycle import Lifecycle, Phase
 from ..core.session import RequestContext, Session
 from ..extras import tasks
-from ..extras.policy import Principal
 from . import caching, completion, input_required, prompts, resources, subscriptions, tools
 from . import logging as logging_feature
+from .principal import Principal
 
 if TYPE_CHECKING:
     from .registry import Server
@@ -287,6 +288,50 @@ class ServerConnection:
             admitted[request_id] = None
             while len(admitted) > self.session.max_incoming:
                 admitted.pop(next(iter(admitted)), None)
+
+    # -- for transports: what an HTTP server may ask of a connection -------------------------------
+
+    @property
+    def transport(self):
+        """The transport this connection is served on."""
+        return self.session.transport
+
+    def dispatch(self, message, *, inline: bool = False, envelope: envelopes.Envelope | None = None) -> None:
+        """Hand an already-parsed message (or batch) to the session (see :meth:`Session.dispatch`).
+
+        ``envelope``: the 2026-07-28 envelope of ``message`` (a request), when the transport already
+        read it (HTTP checks it against the headers first): it is not read again.
+        """
+        if envelope is not None:
+            self.envelope_read = (message.id, envelope)
+        self.session.dispatch(message, inline=inline)
+
+    def admit_early(self, message) -> None:
+        """Count a request against the caller's rate limits now, before it is dispatched (HTTP does,
+        to answer 429); raises :class:`~mcp_ref.core.errors.LimitExceeded` over a limit.  The
+        dispatcher will not count it again.  Nothing happens without request limits, or for a
+        notification, an answer or a handshake-era ``ping`` (answered by the session itself)."""
+        policy = self.server.policy
+        if not policy.limits_requests or not isinstance(message, Request):
+            return
+        if message.method == "ping" and not envelopes.is_modern(message.params):
+            return
+        policy.admit(self.principal, message.method, message.params, self.server)
+        self.mark_admitted(message.id)
+
+    def withdraw_admission(self, request_id) -> None:
+        """A request counted by :meth:`admit_early` that will never reach the dispatcher (refused by
+        the transport): forget it."""
+        self.admitted.pop(request_id, None)
+
+    def cancel_incoming(self, request_id) -> bool:
+        """Cancel a request of the client's that no one can receive the answer of (see
+        :meth:`Session.cancel_incoming`)."""
+        return self.session.cancel_incoming(request_id)
+
+    def close(self) -> None:
+        """End the connection (see :meth:`Session.close`)."""
+        self.session.close()
 
     def _admit(self, policy, request_id, method: str, params: dict) -> None:
         """Count the request against the caller's rate limits, unless the transport already did."""

@@ -1,0 +1,53 @@
+"""Who is calling: the :class:`Principal` a handler sees as ``ctx.principal``.
+
+The server's roles and the transports name the caller with it; the policy extra
+(:mod:`mcp_ref.extras.policy`) asks ``authorize`` about it.  It lives here, below both, so a
+server that uses no policy never loads one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from ..auth.resource import AccessInfo
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: ``ctx.principal`` in a handler, and what ``authorize`` is asked about.
+
+    ``id`` is stable for as long as the caller is the same: ``oauth:<client id>:<subject>`` when the
+    request carried a verified token, else the HTTP session (``http-session:<id>``), else the
+    stdio process or other connection (``stdio``, ``connection-<n>``), else, for a stateless HTTP
+    request with no token, the peer's address (``http-client:<address>``: behind a proxy all its
+    clients share one, so authenticate them to tell them apart).  ``scopes`` and ``claims`` come
+    from the token (empty without one); ``auth`` is the verifier's whole answer.
+    """
+
+    id: str
+    scopes: frozenset = frozenset()
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    auth: AccessInfo | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def authenticated(self) -> bool:
+        """True when the request carried a verified token."""
+        return self.auth is not None
+
+    def has_scopes(self, scopes) -> bool:
+        """True when every one of ``scopes`` was granted."""
+        return all(scope in self.scopes for scope in scopes)
+
+    @classmethod
+    def of(cls, auth: AccessInfo | None, peer: str) -> Principal:
+        """The principal of a connection: its token's, or its transport's ``peer`` id."""
+        if auth is None:
+            return cls(peer)
+        # each part percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one
+        client = quote(auth.client_id, safe="")
+        ident = f"oauth:{client}" if auth.subject is None else f"oauth:{client}:{quote(auth.subject, safe='@')}"
+        return cls(ident, frozenset(auth.scopes), getattr(auth, "claims", None) or {}, auth)
