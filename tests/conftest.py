@@ -11,6 +11,12 @@ revision).  Every blocking wait is bounded by ``WAIT``.
 Server stderr: a test that fails shows the stderr of every server it started
 (``watch_stderr``, fed by ``connect``, ``raw_peer``, ``client_pool`` and the
 subprocess servers of the test modules) as a "server stderr (...)" section.
+
+The ``mcp-ref`` command: ``run_cli`` runs it in this process (``cli.main``, output
+captured), ``run_cli_process`` as ``python -m mcp_ref``.  The official SDK's HTTP
+servers (``sdk_streamable``, ``sdk_stateless``, ``sdk_sse``) start once per test run
+(per xdist worker; their tests are grouped on one worker).  The ``slow`` marker
+(pyproject.toml) marks real subprocess, terminal and interop tests of more than ~2 s.
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ class InMemory:
 
 #: The demo server in the test's own process (the same server ``DEMO`` runs as a subprocess).
 DEMO_IN_PROCESS = InMemory("mcp_ref.workbench.demo", "build_server")
+
 
 def schema_errors(version: str, type_name: str, instance) -> list[str]:
     """The schema violations of ``instance`` as ``type_name`` at ``version`` (empty: valid).
@@ -255,9 +262,84 @@ def raw_peer():
         peer.close()
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run ``python -m mcp_ref ARGS``; whatever happens, no traceback on stderr."""
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], capture_output=True, text=True, timeout=timeout)
+class _Output:
+    """A text stream that collects what is written to it (from any thread): stdout or stderr of an
+    in-process command run.  Not a terminal, as a pipe is not."""
+
+    def __init__(self):
+        self._parts: list[str] = []
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._parts.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        import io
+
+        raise io.UnsupportedOperation("an in-process capture has no file descriptor")
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def getvalue(self) -> str:
+        with self._lock:
+            return "".join(self._parts)
+
+
+_cli_runs = threading.Lock()  # one in-process command at a time: each swaps the process's sys.std*
+
+
+def run_cli(*args: str, timeout: float = 60, stdin: str = "") -> subprocess.CompletedProcess:
+    """Run the ``mcp-ref`` command with ARGS in this process: ``mcp_ref.workbench.cli.main(ARGS)``,
+    stdin a pipe holding ``stdin``, stdout and stderr captured (never a terminal), bounded by
+    ``timeout`` seconds.  The result reads like a finished subprocess (``returncode``, ``stdout``,
+    ``stderr``).  Whatever happens, no traceback on stderr (an exception out of ``main`` fails the
+    test with its own).  :func:`run_cli_process` runs the real ``python -m mcp_ref``."""
+    import io
+
+    from mcp_ref.workbench.cli import main
+
+    out, err = _Output(), _Output()
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["code"] = main(list(args))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            outcome["error"] = exc
+
+    with _cli_runs:
+        saved = sys.stdin, sys.stdout, sys.stderr
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(stdin), out, err
+        try:
+            thread = threading.Thread(target=run, name="mcp-ref-main", daemon=True)
+            thread.start()
+            thread.join(timeout)
+        finally:
+            sys.stdin, sys.stdout, sys.stderr = saved
+    assert not thread.is_alive(), f"mcp-ref {' '.join(args)} still running after {timeout} s:\n{err.getvalue()}"
+    if "error" in outcome:
+        raise outcome["error"]
+    proc = subprocess.CompletedProcess(["mcp-ref", *args], outcome["code"], out.getvalue(), err.getvalue())
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def run_cli_process(*args: str, timeout: float = 60, stdin: str | None = None, env: dict | None = None,
+                    ) -> subprocess.CompletedProcess:
+    """Run ``python -m mcp_ref ARGS`` as a subprocess (stdin: ``stdin``, or empty); whatever happens,
+    no traceback on stderr."""
+    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], input=stdin or "", capture_output=True, text=True,
+                          timeout=timeout, env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -628,3 +710,118 @@ def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (the default, pyproject.toml): twice the CPUs, 2 to 8 workers.  Most tests wait on a
     subprocess or a socket rather than compute, so two workers a core keep the cores busy."""
     return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
+# -- server subprocesses shared by a whole test run ----------------------------------------------
+
+#: Seconds a server subprocess may take to start accepting connections.
+STARTUP = 20.0
+SDK_HTTP_SERVER = [sys.executable, str(SERVERS / "interop_http_sdk_server.py")]
+
+
+class ServerProcess:
+    """A server subprocess listening on 127.0.0.1:``port``; stderr goes to ``log``."""
+
+    def __init__(self, command: list[str], port: int, log):
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        self._errfile = open(log, "wb")  # noqa: SIM115 - the subprocess writes to it until stop()
+        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._errfile, cwd=ROOT)
+        # Shared by many tests: shown (what it wrote meanwhile) in the report of any test that fails.
+        self.unwatch = watch_stderr(command_label(command), lambda: self.log.read_bytes(), keep=True)
+        try:
+            self._wait_for_port()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_for_port(self) -> None:
+        import socket
+
+        deadline = time.monotonic() + STARTUP
+        # Port readiness: the only polling loop here, bounded by STARTUP.  A subprocess gives no
+        # other portable sign that uvicorn (or our WsgiServer) has started listening.
+        while True:
+            if self.proc.poll() is not None:
+                pytest.fail(f"the server exited with {self.proc.returncode} before listening:\n{self.stderr()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the server did not listen on port {self.port} within {STARTUP:.0f} s:\n{self.stderr()}")
+                time.sleep(0.05)
+
+    def stderr(self) -> str:
+        """What the server wrote on stderr so far."""
+        self._errfile.flush()
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        """Terminate the server (kill it if it does not end within WAIT seconds)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(WAIT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(WAIT)
+        self._errfile.close()
+        self.unwatch()
+
+
+def _sdk_http_server(tmp_path_factory, name: str, *options: str):
+    """The official SDK's server (tests/servers/interop_http_sdk_server.py) on a free port, or a skip."""
+    import importlib.util
+
+    for module, install in (("mcp", "mcp"), ("uvicorn", "uvicorn")):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"serving the official SDK's HTTP apps needs `{install}` (pip install mcp uvicorn)")
+    from http_fixtures import free_port
+
+    port = free_port()
+    server = ServerProcess([*SDK_HTTP_SERVER, "--port", str(port), *options], port, tmp_path_factory.mktemp(name) / "stderr")
+    return server
+
+
+# One process each per test run (per xdist worker), started by the first test that needs it: the SDK's
+# server keeps nothing between requests but each client's own session, so the tests stay independent.
+
+
+@pytest.fixture(scope="session")
+def sdk_streamable(tmp_path_factory):
+    """The SDK server's streamable_http_app() with default settings (sessions, SSE replies): its base URL in ``.url``."""
+    server = _sdk_http_server(tmp_path_factory, "sdk-streamable")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def sdk_stateless(tmp_path_factory):
+    """The SDK server's streamable_http_app(stateless_http=True, json_response=True)."""
+    server = _sdk_http_server(tmp_path_factory, "sdk-stateless", "--stateless", "--json-response")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def sdk_sse(tmp_path_factory):
+    """The SDK server's legacy sse_app(): GET /sse, POST /messages/?session_id=..."""
+    server = _sdk_http_server(tmp_path_factory, "sdk-sse", "--transport", "sse")
+    yield server
+    server.stop()
+
+
+#: The fixtures of the SDK's shared servers: their tests run on one xdist worker (``--dist loadgroup``),
+#: so that each server starts once for the whole run, not once per worker.
+_SHARED_SERVERS = frozenset({"sdk_streamable", "sdk_stateless", "sdk_sse"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Group the tests of the SDK's shared servers on one worker (before xdist reads the groups)."""
+    for item in items:
+        if _SHARED_SERVERS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("sdk-servers"))

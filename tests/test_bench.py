@@ -5,6 +5,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import mcp_ref
 from conftest import ROOT, WAIT
 
@@ -61,6 +63,7 @@ def test_only_public_names_of_mcp_ref():
                 assert all(alias.name in mcp_ref.__all__ for alias in node.names), path.name
 
 
+@pytest.mark.slow
 def test_a_tiny_stdio_run_prints_the_table(tmp_path):
     args = ["--skip-sdk", "--skip-http", "--import-reps", "1", "--calls", "16", "--rounds", "1", "--warmup", "0", "--json"]
     done = _run(args, tmp_path, timeout=WAIT * 6)
@@ -102,6 +105,7 @@ def test_the_2026_post_is_what_an_mcp_ref_client_sends():
     assert handshake["params"] == {key: value for key, value in body["params"].items() if key != "_meta"}
 
 
+@pytest.mark.slow
 def test_a_tiny_http_run_prints_both_eras(tmp_path):
     args = [
         "--http-only", "--skip-sdk", "--http-calls", "16", "--http-rounds", "1", "--warmup", "2",

@@ -11,7 +11,6 @@ from conftest import SERVERS, run_cli
 
 DEMO = f'"{sys.executable}" -m mcp_ref serve-demo'
 BROKEN = f'"{sys.executable}" "{SERVERS / "schema_breaking_server.py"}"'
-SDK = f'"{sys.executable}" "{SERVERS / "interop_sdk_server.py"}"'
 
 
 def check(*args: str) -> tuple[int, dict]:
@@ -40,6 +39,7 @@ def test_the_demo_passes_every_check(era, version, first):
     assert all(f["section"].startswith(f"{version} ") for f in report["findings"])  # each names its spec section
 
 
+@pytest.mark.slow
 def test_call_tools_calls_each_tool_with_schema_valid_arguments():
     code, report = check(DEMO, "--call-tools")
     assert code == 0, report
@@ -76,9 +76,11 @@ def test_the_table_reads_as_a_table():
     assert lines[-1] == "6 passed, 2 warning(s), 5 failed"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the official MCP Python SDK is not installed")
-def test_the_official_sdks_server_passes_with_what_it_really_gets_wrong():
-    code, report = check(SDK, "--call-tools")
+def test_the_official_sdks_server_passes_with_what_it_really_gets_wrong(sdk_streamable):
+    # tests/servers/interop_sdk_server.py over Streamable HTTP: one process for the whole run (conftest)
+    code, report = check(sdk_streamable.url + "/mcp", "--call-tools")
     assert code == 0, report
     assert report["counts"]["fail"] == 0
     # It accepts an invalid cursor (the spec: SHOULD answer -32602): reported as a warning, precisely.

@@ -1,4 +1,8 @@
-"""The ``mcp-ref`` command, run for real (``python -m mcp_ref ...``) against the demo server.
+"""The ``mcp-ref`` command against the demo server (launched for real: ``python -m mcp_ref serve-demo``).
+
+The command runs in the test's process (``cli.main(ARGS)``, stdout and stderr captured: see
+conftest.run_cli); a few tests run it for real, as ``python -m mcp_ref ...``, the ``mcp-ref``
+console script or on a pseudo-terminal, where the process is the point.
 
 Exit codes (mcp_ref/workbench/cli.py): 0 ok, 1 usage, 4 cannot launch or reach the
 server, 5 the tool returned ``isError`` or the server answered with a JSON-RPC
@@ -14,7 +18,7 @@ import sys
 import pytest
 
 from mcp_ref import Client, __version__
-from conftest import DEMO, WAIT, check_trace, run_cli
+from conftest import DEMO, WAIT, check_trace, run_cli, run_cli_process
 from http_fixtures import serve  # noqa: F401 - fixture
 
 TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
@@ -22,7 +26,7 @@ RUN_TIMEOUT = 60  # seconds for one whole CLI run
 
 
 def cli(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess:
-    """Run ``python -m mcp_ref ARGS``; whatever happens, no traceback on stderr."""
+    """Run ``mcp-ref ARGS`` in this process; whatever happens, no traceback on stderr."""
     return run_cli(*args, timeout=timeout)
 
 
@@ -160,6 +164,7 @@ def _all_pages(client: Client, method: str, key: str) -> list:
             return items
 
 
+@pytest.mark.slow
 def test_json_outputs_equal_the_raw_results(direct):
     def as_json(*args):
         proc = cli("--json", *args)
@@ -202,9 +207,10 @@ def test_trace_shows_every_message_and_each_is_schema_valid():
     checker.assert_valid()
 
 
+@pytest.mark.slow
 def test_trace_demo_is_schema_valid_end_to_end():
     """The acceptance criterion: ``mcp-ref --trace demo`` exits 0 and every traced message is valid."""
-    proc = cli("--trace", "demo", timeout=120)
+    proc = run_cli_process("--trace", "demo", timeout=120)  # the real command, as the README shows it
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Every step behaved" in proc.stdout
     assert "FAIL" not in proc.stdout
@@ -233,6 +239,52 @@ def test_trace_demo_is_schema_valid_end_to_end():
 def test_version():
     proc = cli("--version")
     assert (proc.returncode, proc.stdout.strip()) == (0, f"mcp-ref {__version__}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["python -m mcp_ref", "mcp-ref"])
+def test_the_real_command_exits_with_mains_code(launcher):
+    """``python -m mcp_ref`` and the console script (setup.cfg: ``mcp_ref.workbench.cli:main``) exit with
+    what main() returns: 0, 1 (usage), 4 (cannot launch), 5 (a tool error)."""
+    import shutil
+
+    if launcher == "mcp-ref":
+        if shutil.which("mcp-ref") is None:
+            pytest.skip("the mcp-ref console script is not installed (pip install -e .)")
+        command = ["mcp-ref"]
+    else:
+        command = [sys.executable, "-m", "mcp_ref"]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run([*command, *args], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return proc
+
+    version = run("--version")
+    assert (version.returncode, version.stdout.strip()) == (0, f"mcp-ref {__version__}")
+    assert run("frobnicate").returncode == 1
+    assert run("info", "no-such-command-for-mcp-ref-tests").returncode == 4
+    failed = run("call", TARGET, "divide", "a=1", "b=0")
+    assert (failed.returncode, failed.stdout) == (5, "Cannot divide by zero\n")
+    assert failed.stderr == "mcp-ref: tool divide returned an error\n"
+
+
+def test_main_leaves_nothing_behind_between_runs():
+    """In one process, run after run: no logging handler left on the root logger, its level as it was,
+    and no thread of the command still running (each run has its own stdin reader)."""
+    import logging
+    import threading
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    for _ in range(2):
+        assert cli("--trace", "call", TARGET, "echo", "text=again").stdout == "again\n"
+        assert cli("--yes", "call", TARGET, "ask_user").returncode == 0  # reads stdin: end of input, cancelled
+    assert (list(root.handlers), root.level) == before
+    for thread in threading.enumerate():
+        if thread.name == "mcp-ref-stdin":  # each read its end of input, and ends
+            thread.join(WAIT)
+            assert not thread.is_alive()
 
 
 # -- exit codes and errors -----------------------------------------------------------------------
@@ -341,6 +393,7 @@ def test_serve_demo_on_a_port_in_use_is_one_line():
     assert "cannot listen on" in one_error_line(proc)
 
 
+@pytest.mark.slow
 def test_output_cut_short_by_head_is_not_an_error():
     """``mcp-ref tools TARGET | head -1``: the reader leaves early; no BrokenPipeError, exit 0."""
     proc = subprocess.run(f"{sys.executable} -m mcp_ref tools '{TARGET}' | head -1; exit ${{PIPESTATUS[0]}}",
@@ -359,6 +412,7 @@ def test_a_server_that_cannot_be_reached_is_said_so(tmp_path):
     assert "cannot reach" in line and "connection refused" in line and "initialize" not in line
 
 
+@pytest.mark.slow
 def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
     """Run from the folder that contains a clone named mcp_ref: the demo's server must not import the clone folder."""
     (tmp_path / "mcp_ref").mkdir()  # what a clone looks like from its parent: a folder, no __init__.py
@@ -500,6 +554,7 @@ def _terminal_session(args: list[str], answers: list[tuple[str, str]]) -> str:
     return seen.decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_elicitation_is_answered_at_the_terminal_and_checked():
     out = _terminal_session(["call", TARGET, "ask_user"], [
@@ -513,6 +568,7 @@ def test_elicitation_is_answered_at_the_terminal_and_checked():
     assert "hello Ada, who likes green" in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_an_unanswered_terminal_question_times_out_with_a_clear_message():
     # Issue 20 (9a): a question on the terminal waits --answer-timeout seconds, not for ever.
@@ -563,6 +619,7 @@ def test_the_demo_diagram_is_committed_and_linked():
     assert "docs/demo-diagram.md" in (ROOT / "README.md").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
     out = _terminal_session(["call", TARGET, "count_slowly", "steps=4", "delay=0.01"], [])

@@ -1,9 +1,10 @@
 """The ``mcp-ref`` command asks before it answers a server's sampling or elicitation request.
 
-Run for real (``python -m mcp_ref ...``) against the demo server, over stdio and over HTTP on
-127.0.0.1: without a terminal the command refuses (sampling: error -1; elicitation: declined) and
-says why on stderr, unless ``--yes``; on a terminal (a pseudo-terminal here, the test typing the
-answers) it shows what the server asked and asks ``Allow? [y/N]``.  Every read is bounded.
+Run against the demo server, over stdio and over HTTP on 127.0.0.1 (in the test's process, stdin
+a pipe; on a terminal, as ``python -m mcp_ref``): without a terminal the command refuses (sampling:
+error -1; elicitation: declined) and says why on stderr, unless ``--yes``; on a terminal (a
+pseudo-terminal here, the test typing the answers) it shows what the server asked and asks
+``Allow? [y/N]``.  Every read is bounded.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import WAIT
+from conftest import WAIT, run_cli
 from http_fixtures import serve  # noqa: F401 - fixture
 
 TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
@@ -23,11 +24,8 @@ NOTE = "(--yes answers such requests without asking)"
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """Run the command with stdin a pipe (``stdin`` its text; nothing: empty), never a terminal."""
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], input=stdin or "", capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
+    """Run the command in this process with stdin a pipe (``stdin`` its text; nothing: empty), never a terminal."""
+    return run_cli(*args, stdin=stdin or "", timeout=RUN_TIMEOUT)
 
 
 def sampling_command(tmp_path) -> str:
@@ -168,6 +166,7 @@ def terminal():
         term.close()
 
 
+@pytest.mark.slow
 def test_on_a_terminal_sampling_is_shown_and_asked_about(terminal, tmp_path):
     term = terminal(["call", TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path)])
     shown = term.expect("Allow? [y/N] ")
@@ -179,6 +178,7 @@ def test_on_a_terminal_sampling_is_shown_and_asked_about(terminal, tmp_path):
     assert "[USER] HI" in term.output and (tmp_path / "sampled").exists()
 
 
+@pytest.mark.slow
 def test_on_a_terminal_no_refuses(terminal, tmp_path):
     term = terminal(["call", "--era", "handshake", TARGET, "ask_llm", "question=hi", "--sampling-command",
                      sampling_command(tmp_path)])
@@ -190,6 +190,7 @@ def test_on_a_terminal_no_refuses(terminal, tmp_path):
     assert not (tmp_path / "sampled").exists()
 
 
+@pytest.mark.slow
 def test_on_a_terminal_elicitation_is_shown_asked_about_then_answered(terminal):
     term = terminal(["call", TARGET, "ask_user"])
     shown = term.expect("Allow? [y/N] ")
@@ -205,7 +206,7 @@ def test_on_a_terminal_elicitation_is_shown_asked_about_then_answered(terminal):
 
 
 def test_what_the_server_sends_cannot_redraw_the_terminal():
-    from mcp_ref.workbench.cli import describe_request
+    from mcp_ref.workbench.cli_answers import describe_request
 
     from mcp_ref import ServerRequest
 
@@ -219,6 +220,7 @@ def test_what_the_server_sends_cannot_redraw_the_terminal():
     assert "url:  https://auth.example.com/connect?x=1" in url and "host: auth.example.com" in url
 
 
+@pytest.mark.slow
 def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp_path):
     session_server = f'"{sys.executable}" "{Path(__file__).parent / "servers" / "session_server.py"}"'
     term = terminal(["call", "--era", "handshake", session_server, "sample_briefly", "timeout=0.5",
@@ -234,17 +236,37 @@ def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp
 def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch):
     import io
 
-    from mcp_ref.workbench import cli as command
+    from mcp_ref.workbench.cli_answers import StdinLines
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("Ada\n"))
-    lines = command._StdinLines()
+    lines = StdinLines()
     assert [lines.read() for _ in range(4)] == ["Ada\n", "", "", ""]  # a second form is cancelled, not waited on
 
 
-def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
-    from mcp_ref.workbench import cli as command
+def test_an_unanswered_question_ends_after_the_answer_timeout():
+    """``--answer-timeout``: a question nobody answers raises AnswerTimeout once the clock has passed it
+    (the clock injected: 300 s pass in two polls), not before; a line that comes in time is read."""
+    from mcp_ref.workbench.cli_answers import AnswerTimeout, StdinLines
 
-    lines = command._StdinLines()
+    now = [0.0]
+
+    def clock() -> float:  # each look at the clock: 200 s later
+        now[0] += 200.0
+        return now[0]
+
+    lines = StdinLines(300.0, clock=clock)
+    lines._reader = object()  # no reader thread: nobody types anything
+    with pytest.raises(AnswerTimeout, match="no answer within 300 s"):
+        lines.read()
+    assert now[0] == 600.0  # the deadline set (200 + 300), then 400: waited on, then 600: past it
+    lines._lines.put((0, "y\n"))
+    assert lines.read() == "y\n"
+
+
+def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
+    from mcp_ref.workbench.cli_answers import StdinLines
+
+    lines = StdinLines()
     lines._reader = object()  # no reader thread: the lines are handed over below, as it would
     lines._lines.put((0, "y\n"))  # typed for a question that was withdrawn meanwhile
     lines._read_so_far = 1

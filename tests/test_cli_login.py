@@ -25,6 +25,8 @@ import pathlib, sys, requests
 pathlib.Path(sys.argv[1]).write_text(sys.argv[2])  # the browser was opened, with this URL
 requests.get(sys.argv[2], timeout=30)  # the demo approves at once; its redirect reaches mcp-ref's listener
 """
+#: Each test runs ``python -m mcp_ref`` for real (its own environment: the cache, the browser): slow.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

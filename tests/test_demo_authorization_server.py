@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import threading
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -16,18 +17,27 @@ from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorization
 RESOURCE = "http://127.0.0.1:9999/mcp"
 
 
-@pytest.fixture
-def auth_server():
+@contextmanager
+def served(app: DemoAuthorizationServer):
+    """``app`` served on 127.0.0.1 (port 0) while the block runs: the server (its URL in ``.url``)."""
     from mcp_ref.workbench.wsgi_server import WsgiServer
 
-    app = DemoAuthorizationServer()
     httpd = WsgiServer(("127.0.0.1", 0), app)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(WAIT)
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+
+
+@pytest.fixture
+def auth_server():
+    """A DemoAuthorizationServer with its defaults, served on 127.0.0.1 (other modules import this fixture)."""
+    with served(DemoAuthorizationServer()) as httpd:
+        yield httpd
 
 
 def authorize(url: str, *, client_id=DEMO_CLIENT_ID, redirect_uri="http://127.0.0.1:53682/callback", verifier=None,
@@ -162,6 +172,32 @@ def test_refresh_tokens_rotate_and_never_widen_the_scope(auth_server):
     wider = token(url, grant_type="refresh_token", refresh_token=second.json()["refresh_token"], client_id=DEMO_CLIENT_ID,
                   scope="mcp:tools mcp:admin")
     assert wider.status_code == 400 and wider.json()["error"] == "invalid_scope"
+
+
+def test_codes_and_access_tokens_expire_by_the_clock():
+    """``code_lifetime`` and ``token_lifetime`` measured on the server's clock (injected: no waiting)."""
+    now = [1000.0]
+    app = DemoAuthorizationServer(code_lifetime=60.0, token_lifetime=3600.0, clock=lambda: now[0])
+    with served(app) as httpd:
+        url = httpd.url
+        verifier = pkce.new_verifier()
+        query = authorize(url, verifier=verifier)
+        now[0] += 61.0  # past the code's lifetime
+        late = token(url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
+                     redirect_uri="http://127.0.0.1:53682/callback", code_verifier=verifier, resource=RESOURCE)
+        assert late.status_code == 400 and late.json()["error"] == "invalid_grant"
+
+        tokens = code_flow(url)  # a code used at once is good
+        assert tokens["expires_in"] == 3600
+        assert app.verify(tokens["access_token"]) is not None
+        assert app.token_verifier().verify(tokens["access_token"]).expires_at is not None
+        now[0] += 3599.0
+        assert app.verify(tokens["access_token"]) is not None  # one second left
+        now[0] += 2.0
+        assert app.verify(tokens["access_token"]) is None  # expired
+        assert app.token_verifier().verify(tokens["access_token"]) is None
+        renewed = token(url, grant_type="refresh_token", refresh_token=tokens["refresh_token"], client_id=DEMO_CLIENT_ID)
+        assert renewed.status_code == 200 and app.verify(renewed.json()["access_token"]) is not None  # the refresh token lives on
 
 
 def test_a_token_request_for_another_resource_is_refused(auth_server):

@@ -8,8 +8,8 @@ from conftest import WAIT
 
 import mcp_ref
 from mcp_ref import Client, Server
+from mcp_ref.auth.errors import AuthorizationError
 from mcp_ref.core.errors import (
-    AuthorizationError,
     CapabilityError,
     ConnectionClosed,
     McpError,

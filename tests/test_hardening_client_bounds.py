@@ -515,7 +515,8 @@ def test_a_flood_of_notifications_waits_for_the_callbacks_in_a_bounded_queue(bou
             session.max_callback_bytes, size, n = 400_000, 50_000, 200
         with caplog.at_level(logging.WARNING, logger="mcp_ref.core.session"):
             assert client.call_tool("flood", {"kind": "log", "count": n, "size": size}).content[0].text == f"sent {n}"
-            assert session._queued_callbacks <= 8 and session._queued_bytes <= 400_000
+            queue = session._callbacks  # the CallbackQueue (core/callback_queue.py)
+            assert queue._queued <= 8 and queue._queued_bytes <= 400_000
         assert "callback(s) dropped" in caplog.text and "max_callbacks, max_callback_bytes" in caplog.text
         gate.set()
         assert client.call_tool("flood", {"kind": "log", "count": 0}).content[0].text == "sent 0"

@@ -398,11 +398,11 @@ def test_a_get_that_takes_over_a_stream_whose_end_was_already_taken_ends_too():
     over (the client closed the POST at once after its answer): the GET replays what the event store
     kept and ends, instead of waiting for an end that was already consumed (it hung until its
     client's read timeout, one run in several under load)."""
-    from mcp_ref.transports.http_server import _END, Stream
+    from mcp_ref.transports.http_server import END, Stream
 
     stream = Stream("1", answers=[1])
     post = stream.attach()
     stream.put(b"answer", end=True)
-    assert stream.take(post, 0) == b"answer" and stream.take(post, 0) is _END
+    assert stream.take(post, 0) == b"answer" and stream.take(post, 0) is END
     resuming = stream.attach()
-    assert stream.take(resuming, 5) is _END  # at once: not after the 5 s wait
+    assert stream.take(resuming, 5) is END  # at once: not after the 5 s wait

@@ -40,6 +40,8 @@ except ImportError:
     HAVE_SDK = False
 
 needs_sdk = pytest.mark.skipif(not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+#: Other programs' servers and clients, each started for real: slow (`pytest -m "not slow"` leaves them out).
+pytestmark = pytest.mark.slow
 
 
 def checked_log(path) -> WireChecker:
@@ -215,41 +217,47 @@ def test_mcp_ref_client_against_sdk_server(connect, wire, era, version):
 
 @needs_sdk
 def test_cli_against_sdk_server():
-    cli = run_cli
-    proc = cli("info", SDK_TARGET)
+    """The command launches the SDK's server itself (stdio), in either era."""
+    proc = run_cli("info", SDK_TARGET)
     assert proc.returncode == 0
     assert "server:       interop-sdk-server" in proc.stdout
     assert "protocol:     2026-07-28" in proc.stdout and "era:          modern" in proc.stdout
     assert "instructions: An official-SDK server for interop tests." in proc.stdout
 
-    proc = cli("tools", SDK_TARGET)
-    assert proc.returncode == 0
-    assert proc.stdout.splitlines()[:2] == ["echo(text)  Echo the text back.", "add(a, b)  Add two integers, as structured output."]
-
-    proc = cli("call", SDK_TARGET, "echo", "text=hello")
-    assert (proc.returncode, proc.stdout) == (0, "hello\n")
-    proc = cli("--json", "call", SDK_TARGET, "add", "a=1", "b=2")
-    assert proc.returncode == 0
-    assert json.loads(proc.stdout)["structuredContent"] == {"a": 1, "b": 2, "total": 3}
-    proc = cli("call", SDK_TARGET, "fail", "message=boom")
-    assert proc.returncode == 5 and proc.stdout.endswith("boom\n")
-    proc = cli("call", SDK_TARGET, "nope")
-    assert proc.returncode == 5
-
-    proc = cli("read", SDK_TARGET, "sdk://hello")
-    assert (proc.returncode, proc.stdout) == (0, "hello from the SDK\n")
-    proc = cli("templates", SDK_TARGET)
-    assert (proc.returncode, proc.stdout) == (0, "sdk://square/{n}  square\n")
-
-    proc = cli("prompt", SDK_TARGET, "greet", "name=Ada")
-    assert (proc.returncode, proc.stdout) == (0, "[user] Hello, Ada!\n")
-
     # The handshake era: the SDK sends its log messages unasked (2026-07-28: only with a logLevel).
-    proc = cli("--trace", "--era", "handshake", "call", SDK_TARGET, "count", "steps=2")
+    proc = run_cli("--trace", "--era", "handshake", "call", SDK_TARGET, "count", "steps=2")
     assert (proc.returncode, proc.stdout) == (0, "counted to 2\n")
     checker = check_trace(proc.stderr)
     assert len(checker.received("notifications/message")) == 2
     checker.assert_valid()
+
+
+def test_cli_verbs_against_sdk_server(sdk_streamable):
+    """Every verb against the SDK's server: the same server (tests/servers/interop_sdk_server.py) that
+    the test above launches, here over Streamable HTTP, one process for the whole run (conftest)."""
+    target = sdk_streamable.url + "/mcp"
+    proc = run_cli("tools", target)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[:2] == ["echo(text)  Echo the text back.",
+                                            "add(a, b)  Add two integers, as structured output."]
+
+    proc = run_cli("call", target, "echo", "text=hello")
+    assert (proc.returncode, proc.stdout) == (0, "hello\n")
+    proc = run_cli("--json", "call", target, "add", "a=1", "b=2")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["structuredContent"] == {"a": 1, "b": 2, "total": 3}
+    proc = run_cli("call", target, "fail", "message=boom")
+    assert proc.returncode == 5 and proc.stdout.endswith("boom\n")
+    proc = run_cli("call", target, "nope")
+    assert proc.returncode == 5
+
+    proc = run_cli("read", target, "sdk://hello")
+    assert (proc.returncode, proc.stdout) == (0, "hello from the SDK\n")
+    proc = run_cli("templates", target)
+    assert (proc.returncode, proc.stdout) == (0, "sdk://square/{n}  square\n")
+
+    proc = run_cli("prompt", target, "greet", "name=Ada")
+    assert (proc.returncode, proc.stdout) == (0, "[user] Hello, Ada!\n")
 
 
 def test_cli_against_a_server_from_pypi():

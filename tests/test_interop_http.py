@@ -7,7 +7,8 @@
     tests/servers/interop_http_sdk_server.py): its Streamable HTTP app (with sessions, and
     stateless with JSON replies) and its legacy HTTP+SSE app, with and without the fallback.
 
-Every server runs in a subprocess on a free port of 127.0.0.1 and is terminated at teardown.
+Every server runs in a subprocess on a free port of 127.0.0.1 and is terminated at teardown; the
+SDK's (conftest's sdk_streamable, sdk_stateless, sdk_sse) once per test run, shared with test_interop.py.
 Traffic is checked against the official schema of the negotiated revision: our client's
 trace (WireChecker), and, when the SDK's client drives our server, a tap in its HTTP client
 that sees every message body both ways (request bodies, JSON replies and SSE events).
@@ -16,15 +17,11 @@ that sees every message body both ways (request bodies, JSON replies and SSE eve
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from contextlib import AsyncExitStack
 
 import pytest
 import requests
-from conftest import DEMO, ROOT, SERVERS, WAIT, WireChecker, check_trace, command_label, run_cli, watch_stderr
+from conftest import DEMO, WAIT, ServerProcess, WireChecker, check_trace, run_cli
 from http_fixtures import free_port, http_client  # noqa: F401  (http_client is a fixture)
 
 try:
@@ -42,64 +39,14 @@ except ImportError:
     HAVE_UVICORN = False
 
 needs_sdk = pytest.mark.skipif(not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+#: Other programs' servers and clients, each started for real: slow (`pytest -m "not slow"` leaves them out).
+pytestmark = pytest.mark.slow
 needs_sdk_server = pytest.mark.skipif(
     not (HAVE_SDK and HAVE_UVICORN),
     reason="serving the official SDK's HTTP apps needs both `mcp` and `uvicorn` (pip install mcp uvicorn)")
 
-SDK_HTTP_SERVER = [sys.executable, str(SERVERS / "interop_http_sdk_server.py")]
-STARTUP = 20.0  # seconds: the bound on a server subprocess starting to accept connections
 
-
-# -- server subprocesses ---------------------------------------------------------------------------
-
-
-class ServerProcess:
-    """A server subprocess listening on 127.0.0.1:``port``; stderr goes to ``log``."""
-
-    def __init__(self, command: list[str], port: int, log):
-        self.port = port
-        self.url = f"http://127.0.0.1:{port}"
-        self.log = log
-        self._errfile = open(log, "wb")  # noqa: SIM115 - the subprocess writes to it until stop()
-        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._errfile, cwd=ROOT)
-        # Module-scoped: shown (what it wrote meanwhile) in the report of any test that fails.
-        self.unwatch = watch_stderr(command_label(command), lambda: self.log.read_bytes(), keep=True)
-        try:
-            self._wait_for_port()
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_for_port(self) -> None:
-        deadline = time.monotonic() + STARTUP
-        # Port readiness: the only polling loop here, bounded by STARTUP.  A subprocess gives no
-        # other portable sign that uvicorn (or our WsgiServer) has started listening.
-        while True:
-            if self.proc.poll() is not None:
-                pytest.fail(f"the server exited with {self.proc.returncode} before listening:\n{self.stderr()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the server did not listen on port {self.port} within {STARTUP:.0f} s:\n{self.stderr()}")
-                time.sleep(0.05)
-
-    def stderr(self) -> str:
-        self._errfile.flush()
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(WAIT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(WAIT)
-        self._errfile.close()
-        self.unwatch()
+# -- server subprocesses: the SDK's (sdk_streamable, sdk_stateless, sdk_sse) are conftest's, one per test run
 
 
 @pytest.fixture(scope="module")
@@ -107,36 +54,6 @@ def demo_http(tmp_path_factory):
     """``mcp-ref serve-demo --http 127.0.0.1:PORT`` in a subprocess."""
     port = free_port()
     server = ServerProcess([*DEMO, "--http", f"127.0.0.1:{port}"], port, tmp_path_factory.mktemp("demo") / "stderr")
-    yield server
-    server.stop()
-
-
-def _sdk_server(tmp_path_factory, name: str, *options: str):
-    port = free_port()
-    return ServerProcess([*SDK_HTTP_SERVER, "--port", str(port), *options], port,
-                         tmp_path_factory.mktemp(name) / "stderr")
-
-
-@pytest.fixture(scope="module")
-def sdk_streamable(tmp_path_factory):
-    """The SDK server's streamable_http_app() with default settings (sessions, SSE replies)."""
-    server = _sdk_server(tmp_path_factory, "sdk-streamable")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def sdk_stateless(tmp_path_factory):
-    """The SDK server's streamable_http_app(stateless_http=True, json_response=True)."""
-    server = _sdk_server(tmp_path_factory, "sdk-stateless", "--stateless", "--json-response")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def sdk_sse(tmp_path_factory):
-    """The SDK server's legacy sse_app(): GET /sse, POST /messages/?session_id=..."""
-    server = _sdk_server(tmp_path_factory, "sdk-sse", "--transport", "sse")
     yield server
     server.stop()
 

@@ -30,6 +30,8 @@ from test_interop import checked_log
 from test_interop_http import tapped_http_client
 
 pytest.importorskip("mcp", reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+#: The official SDK's client, against our server started for real: slow (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
 sdk_versions = pytest.importorskip("mcp_types.version", reason="this mcp predates the 2026-07-28 revision")
 if "2026-07-28" not in sdk_versions.MODERN_PROTOCOL_VERSIONS:
     pytest.skip("this mcp does not speak the 2026-07-28 revision", allow_module_level=True)

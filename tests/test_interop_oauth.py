@@ -22,6 +22,8 @@ from conftest import SERVERS, WAIT, watch_stderr
 from test_http_deploy import LineReader, stop
 
 pytest.importorskip("mcp", reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+#: The official SDK's OAuth client, against our server started for real: slow (`pytest -m "not slow"` leaves it out).
+pytestmark = pytest.mark.slow
 
 SDK_OAUTH_CLIENT = SERVERS / "interop_sdk_oauth_client.py"
 

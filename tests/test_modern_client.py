@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import pytest
 from conftest import SERVERS, WAIT, InMemory, WireChecker
@@ -57,14 +58,29 @@ def test_a_dual_era_server_is_spoken_to_in_2026_over_stdio(connect, wire):
 
 
 @pytest.mark.parametrize("mode", ["legacy", "silent"])
-def test_a_handshake_only_server_gets_initialize_after_the_probe(mode, wire, monkeypatch):
-    monkeypatch.setattr(modern, "PROBE_TIMEOUT", 0.5)  # "silent" never answers the probe
-    with Client.stdio([*SCRIPTED, mode], trace=wire, timeout=WAIT, stderr="capture") as client:
+def test_a_handshake_only_server_gets_initialize_after_the_probe(mode, wire):
+    # "silent" never answers the probe: the client waits probe_timeout for it (not the default 10 s)
+    with Client.stdio([*SCRIPTED, mode], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.5) as client:
         assert (client.era, client.protocol_version) == ("handshake", "2025-06-18")
         assert client.call_tool("echo", {"text": "still works"}).text == "still works"
     methods = [m["method"] for m in wire.sent() if "method" in m]
     assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
     assert "notifications/cancelled" not in methods  # the probe is not cancelled: nothing began
+
+
+def test_the_probe_waits_probe_timeout_for_a_silent_server_and_no_longer(wire):
+    started = time.monotonic()
+    with Client.stdio([*SCRIPTED, "silent"], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.2) as client:
+        assert client.era == "handshake" and client.probe_timeout == 0.2
+    probe, initialize = wire.sent("server/discover"), wire.sent("initialize")
+    assert len(probe) == 1 and len(initialize) == 1
+    assert time.monotonic() - started < WAIT  # the request timeout (WAIT) did not bound the probe
+
+
+@pytest.mark.parametrize("bad", [0, -1, "1", True, None])
+def test_probe_timeout_must_be_a_positive_number(bad):
+    with pytest.raises(ValueError, match="probe_timeout"):
+        Client.stdio([*SCRIPTED, "legacy"], probe_timeout=bad, timeout=WAIT, stderr="capture")
 
 
 def test_pinning_the_modern_era_against_a_legacy_server_is_a_clear_error():

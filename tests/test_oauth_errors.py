@@ -27,8 +27,7 @@ from conftest import WAIT
 from mcp_ref import Client, Server
 from mcp_ref.auth import pkce
 from mcp_ref.auth.browser import LoopbackBrowser, follow_redirect
-from mcp_ref.auth.oauth import OAuth
-from mcp_ref.core.errors import (
+from mcp_ref.auth.errors import (
     AuthorizationDenied,
     AuthorizationError,
     AuthorizationTimeout,
@@ -40,6 +39,7 @@ from mcp_ref.core.errors import (
     TokenError,
     Unauthorized,
 )
+from mcp_ref.auth.oauth import OAuth
 from mcp_ref.workbench.wsgi_server import WsgiServer
 
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"

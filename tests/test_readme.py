@@ -4,6 +4,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, WAIT
 
 README = (ROOT / "README.md").read_text()
@@ -125,6 +126,7 @@ def _serve_over_http(tmp_path, marker: str):
     return proc, port
 
 
+@pytest.mark.slow
 def test_http_examples_run(tmp_path):
     _write_server_example(tmp_path)
     for marker in ("# http_server.py", "# http_server_limits.py"):
@@ -140,6 +142,7 @@ def test_http_examples_run(tmp_path):
             proc.wait(WAIT)
 
 
+@pytest.mark.slow
 def test_oauth_client_example_logs_in_to_the_protected_demo(tmp_path):
     """The README's OAuth client, against ``mcp-ref serve-demo --http --auth`` on the port it names."""
     import signal

@@ -176,6 +176,36 @@ def test_a_cancelled_task_ends_cancelled_and_cancel_is_acknowledged_even_when_fi
     assert raw.ask("tasks/cancel", {"taskId": task_id})["result"]["resultType"] == "complete"
 
 
+def test_a_task_waiting_for_input_is_cancelled_when_cancel_returns():
+    # Its handler cannot go on without the input, so the server honours the cancel at once: a
+    # tasks/get right after the acknowledgement says cancelled (it said input_required until the
+    # handler's thread woke: a client that cancels and then looks saw a live task).  Here no runner
+    # would ever finish the task, so only cancel() itself can make it cancelled.
+    from mcp_ref.extras.tasks import CANCELLED, INPUT_REQUIRED, Task
+    from mcp_ref.server.input_required import Ask
+
+    task = Task("t1", None, 60_000, 100)
+    task.begin_run()
+    raised: list[BaseException] = []
+
+    def handler() -> None:
+        try:
+            task.ask([Ask("confirm", "elicitation/create", {"message": "sure?"}, dict)], None)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=handler)
+    with task.lock:
+        thread.start()
+        assert task.lock.wait_for(lambda: task.status == INPUT_REQUIRED, WAIT)
+    task.cancel()
+    assert task.status == CANCELLED and "inputRequests" not in task.to_wire()
+    thread.join(WAIT)
+    assert not thread.is_alive() and isinstance(raised[0], RequestCancelled)
+    task.update({"confirm": {"action": "accept", "content": {}}})  # too late: ignored
+    assert task.status == CANCELLED
+
+
 def test_failures_are_failed_and_tool_errors_completed(raw):
     failing = created(raw.call("protocol_error"))["taskId"]
     erring = created(raw.call("tool_error"))["taskId"]

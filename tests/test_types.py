@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_ref.core import types
+from mcp_ref.core import feature_types, sampling_and_elicitation, types
 from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
@@ -54,9 +54,11 @@ from mcp_ref.core.types import (
 EXAMPLES = Path(__file__).resolve().parent / "spec_examples" / "2026-07-28"
 
 MODELS = sorted(
-    # Image and Audio are constructors of ImageContent and AudioContent (a path or bytes), not wire types.
-    (obj for obj in vars(types).values() if isinstance(obj, type) and issubclass(obj, WireModel)
-     and obj not in (WireModel, types.Image, types.Audio)),
+    # The wire types of the three modules (mcp_ref.core.media holds only Image and Audio: constructors of
+    # ImageContent and AudioContent from a path or bytes, not wire types).
+    (obj for module in (types, feature_types, sampling_and_elicitation) for obj in vars(module).values()
+     if isinstance(obj, type) and issubclass(obj, WireModel) and obj is not WireModel
+     and obj.__module__ == module.__name__),
     key=lambda cls: cls.__name__,
 )
 

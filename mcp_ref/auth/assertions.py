@@ -15,7 +15,7 @@ import json
 import secrets
 import time
 
-from ..core.errors import TokenError
+from .errors import TokenError
 
 #: How long a client assertion is valid (RFC 7523 §3: "the JWT MUST contain an exp claim").
 ASSERTION_LIFETIME = 300

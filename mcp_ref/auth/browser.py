@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
-from ..core.errors import AuthorizationTimeout, CallbackError
+from .errors import AuthorizationTimeout, CallbackError
 
 log = logging.getLogger(__name__)
 

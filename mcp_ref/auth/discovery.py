@@ -23,7 +23,7 @@ posted to or handed to a browser: ``https``, or ``http`` on a loopback host only
 basic/authorization §Communication Security: "All authorization server endpoints MUST be served
 over HTTPS"); no user credentials, no fragment; a loopback target only when the party naming it
 is itself on loopback.  A ``javascript:``, ``file:`` or ``data:`` endpoint (the class of
-CVE-2025-6514) is refused with a :class:`~mcp_ref.core.errors.MetadataError` before any connection.
+CVE-2025-6514) is refused with a :class:`~mcp_ref.auth.errors.MetadataError` before any connection.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from ..core.errors import MetadataError, PkceUnsupported
+from .errors import MetadataError, PkceUnsupported
 from .resource import canonical
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class Challenge:
     """One ``WWW-Authenticate`` challenge: its scheme (lowercase) and parameters (names lowercase)."""
 
     scheme: str
-    params: dict = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
 
     @property
     def scope(self) -> list[str] | None:
@@ -119,7 +120,7 @@ class ResourceMetadata:
     authorization_servers: list[str]
     scopes_supported: list[str] | None = None
     url: str = ""  # where it was found
-    raw: dict = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -133,11 +134,11 @@ class ServerMetadata:
     authorization_endpoint: str | None
     token_endpoint: str
     registration_endpoint: str | None = None
-    raw: dict = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
     url: str = ""
     legacy: bool = False
 
-    def supports(self, name: str, value: str, default: tuple = ()) -> bool:
+    def supports(self, name: str, value: str, default: tuple[str, ...] = ()) -> bool:
         """True when the list ``name`` of the metadata holds ``value`` (``default`` when it is absent)."""
         values = self.raw.get(name)
         return value in (values if isinstance(values, list) else default)
@@ -152,7 +153,7 @@ class ServerMetadata:
                                   "(code_challenge_methods_supported); refusing to authorize with it")
 
 
-def fetch_json(http, url: str, *, timeout: float, headers: dict | None = None) -> tuple[int, object]:
+def fetch_json(http, url: str, *, timeout: float, headers: dict[str, str] | None = None) -> tuple[int, object]:
     """GET ``url``: (status, the JSON body or None).  Bounded by ``timeout`` and :data:`MAX_METADATA_BYTES`."""
     import requests
 

@@ -42,10 +42,11 @@ class DPoPKey:
 
     def __init__(self):
         try:
-            import jwt  # noqa: F401 - checked here, used in proof()
+            import jwt
             from cryptography.hazmat.primitives.asymmetric import ec
         except ImportError:
             raise ImportError('DPoP needs the auth extra: pip install "mcp_ref[auth]"') from None
+        self._jwt = jwt  # PyJWT, which signs the proofs
         self._key = ec.generate_private_key(ec.SECP256R1())
         numbers = self._key.public_key().public_numbers()
         #: RFC 9449 §4.2: the public key, in the proof's header.
@@ -62,8 +63,6 @@ class DPoPKey:
 
     def proof(self, method: str, url: str, *, access_token: str | None = None) -> str:
         """A DPoP proof for one request: RFC 9449 §4.2 (``htu`` without query and fragment)."""
-        import jwt
-
         parts = urlsplit(url)
         origin = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
         claims = {"jti": secrets.token_urlsafe(16), "htm": method.upper(),
@@ -73,4 +72,4 @@ class DPoPKey:
         nonce = self.nonces.get(origin)
         if nonce:
             claims["nonce"] = nonce
-        return jwt.encode(claims, self._key, algorithm=self.algorithm, headers={"typ": "dpop+jwt", "jwk": self.jwk})
+        return self._jwt.encode(claims, self._key, algorithm=self.algorithm, headers={"typ": "dpop+jwt", "jwk": self.jwk})

@@ -99,14 +99,14 @@ class _Refused(Exception):
 @dataclass(frozen=True)
 class _Key:
     kid: str | None
-    algorithms: frozenset
+    algorithms: frozenset[str]
     key: Any  # a cryptography public key object
 
 
 @dataclass(frozen=True)
 class _KeySet:
     generation: int
-    keys: tuple
+    keys: tuple[_Key, ...]
     expires_at: float  # on the verifier's clock; refetch after this
     usable_until: float  # drop the keys after this, if no refetch succeeded
 
@@ -255,7 +255,7 @@ class JwtVerifier:
             # Another explicit type (an ID token's, a logout token's ...) is not an access token.
             raise _Refused(f"typ {_short(typ)} is not an access token's")
 
-    def _access_info(self, claims: dict) -> AccessInfo:
+    def _access_info(self, claims: dict[str, Any]) -> AccessInfo:
         now = time.time()
         exp = claims.get("exp")
         if not _is_number(exp):
@@ -284,7 +284,7 @@ class JwtVerifier:
         return AccessInfo(client_id=client_id, subject=subject, scopes=self._scopes(claims), expires_at=float(exp),
                           audience=tuple(a for a in audience if _canonical_or_none(a) is not None), claims=claims)
 
-    def _scopes(self, claims: dict) -> tuple[str, ...]:
+    def _scopes(self, claims: dict[str, Any]) -> tuple[str, ...]:
         """``scope``: space-separated (RFC 9068 §2.2.3); ``scp``: a list of strings, or a string."""
         for name in self.scope_claims:
             value = claims.get(name)
@@ -314,7 +314,7 @@ class JwtVerifier:
                 key = _match(self._usable(self._state), kid, alg)
         return key
 
-    def _usable(self, state: _KeySet) -> tuple:
+    def _usable(self, state: _KeySet) -> tuple[_Key, ...]:
         return state.keys if self._clock() < state.usable_until else ()
 
     def _refresh(self, seen_generation: int) -> None:
@@ -380,7 +380,7 @@ class JwtVerifier:
                 ttl = float(value.strip().strip('"'))
         return min(max(ttl, self.min_ttl), self.max_ttl)
 
-    def _parse(self, document) -> tuple:
+    def _parse(self, document) -> tuple[_Key, ...]:
         """The usable signing keys of a JWK Set (RFC 7517 §5).  Raises JwksError if it has none."""
         entries = document.get("keys") if isinstance(document, dict) else None
         if not isinstance(entries, list):
@@ -436,7 +436,7 @@ def _fits(alg: str, kty, crv) -> bool:
     return True
 
 
-def _match(keys: tuple, kid: str | None, alg: str) -> _Key | None:
+def _match(keys: tuple[_Key, ...], kid: str | None, alg: str) -> _Key | None:
     """The key named ``kid`` that may verify ``alg``; without a kid, the only such key, if there is one."""
     fitting = [key for key in keys if alg in key.algorithms]
     if kid is not None:

@@ -22,34 +22,13 @@ appears in logs or errors.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from ..server.principal import AccessInfo
+
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
-
-
-@dataclass(frozen=True)
-class AccessInfo:
-    """Who is calling, as the verifier vouches: ``ctx.auth`` in a handler.
-
-    ``audience`` lists the resources the token was issued for (RFC 8707); ``expires_at`` is a
-    ``time.time()`` value or None; ``claims`` are the token's claims as the verifier read them (a
-    JWT's payload, an introspection answer), for policies that need more (``ctx.principal.claims``).
-    """
-
-    client_id: str
-    subject: str | None = None
-    scopes: tuple[str, ...] = ()
-    expires_at: float | None = None
-    audience: tuple[str, ...] = ()
-    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
-
-    @property
-    def principal(self) -> tuple[str, str | None]:
-        """What a session is bound to: the client and the user it acts for."""
-        return self.client_id, self.subject
 
 
 class TokenVerifier(Protocol):
@@ -110,7 +89,7 @@ class ProtectedResource:
     needed for every request; ``scopes_supported`` are advertised.
     """
 
-    def __init__(self, verifier: TokenVerifier, authorization_servers: Iterable[str] | Callable[[dict], list],
+    def __init__(self, verifier: TokenVerifier, authorization_servers: Iterable[str] | Callable[[dict[str, Any]], list[str]],
                  *, resource: str | None = None, scopes_supported: Iterable[str] = (), required_scopes: Iterable[str] = ()):
         self.verifier = verifier
         #: The issuers to name; or a function of the request's environ that returns them.
@@ -119,18 +98,18 @@ class ProtectedResource:
         self.scopes_supported = list(scopes_supported)
         self.required_scopes = tuple(required_scopes)
 
-    def resource_url(self, environ: dict, path: str) -> str:
+    def resource_url(self, environ: dict[str, Any], path: str) -> str:
         """The canonical URL of this resource (RFC 8707 §2): configured, or from the request."""
         if self.resource:
             return self.resource
         return canonical(f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}{path}")
 
-    def metadata_url(self, environ: dict, path: str) -> str:
+    def metadata_url(self, environ: dict[str, Any], path: str) -> str:
         """Where this resource's metadata is served (RFC 9728 §3.1: the well-known prefix, then the path)."""
         parts = urlsplit(self.resource_url(environ, path))
         return f"{parts.scheme}://{parts.netloc}{METADATA_PREFIX}{parts.path}"
 
-    def metadata(self, environ: dict, path: str) -> dict:
+    def metadata(self, environ: dict[str, Any], path: str) -> dict[str, Any]:
         """RFC 9728 protected resource metadata."""
         servers = self.authorization_servers
         body = {"resource": self.resource_url(environ, path),
@@ -140,7 +119,7 @@ class ProtectedResource:
             body["scopes_supported"] = self.scopes_supported
         return body
 
-    def authenticate(self, environ: dict, path: str) -> AccessInfo:
+    def authenticate(self, environ: dict[str, Any], path: str) -> AccessInfo:
         """The caller's :class:`AccessInfo`, or raise :class:`Challenge` (401 or 403)."""
         header = environ.get("HTTP_AUTHORIZATION") or ""
         scheme, _, token = header.partition(" ")
@@ -162,13 +141,13 @@ class ProtectedResource:
             raise self.insufficient_scope(environ, path, missing)
         return info
 
-    def insufficient_scope(self, environ: dict, path: str, scopes: Iterable[str]) -> Challenge:
+    def insufficient_scope(self, environ: dict[str, Any], path: str, scopes: Iterable[str]) -> Challenge:
         """A 403 naming the scopes needed (2025-11-25 §Scope Challenge Handling; RFC 6750 §3.1)."""
         needed = " ".join(sorted(set(self.required_scopes) | set(scopes)))
         return Challenge("403 Forbidden", f"Forbidden: this needs the scope(s) {needed}",
                          self._challenge(environ, path, error="insufficient_scope", scope=needed))
 
-    def _challenge(self, environ: dict, path: str, *, error: str | None = None, scope: str | None = None) -> str:
+    def _challenge(self, environ: dict[str, Any], path: str, *, error: str | None = None, scope: str | None = None) -> str:
         parts = [f'resource_metadata="{self.metadata_url(environ, path)}"']
         scope = scope if scope is not None else " ".join(self.required_scopes or self.scopes_supported)
         if scope:

@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 #: Records a store keeps; the oldest is dropped past it.
 MAX_RECORDS = 1024
@@ -31,10 +31,10 @@ MAX_RECORDS = 1024
 class TokenStore(Protocol):
     """A key-value store of JSON objects (see the module docstring for the keys)."""
 
-    def load(self, key: str) -> dict | None:
+    def load(self, key: str) -> dict[str, Any] | None:
         ...
 
-    def save(self, key: str, value: dict) -> None:
+    def save(self, key: str, value: dict[str, Any]) -> None:
         ...
 
     def delete(self, key: str) -> None:
@@ -58,12 +58,12 @@ class MemoryStore:
         self._lock = threading.RLock()
         self._records: dict[str, dict] = {}
 
-    def load(self, key: str) -> dict | None:
+    def load(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             value = self._records.get(key)
             return dict(value) if value is not None else None
 
-    def save(self, key: str, value: dict) -> None:
+    def save(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:
             self._records.pop(key, None)
             self._records[key] = dict(value)
@@ -88,7 +88,7 @@ class FileStore(MemoryStore):
         super().__init__()
         self.path = Path(path)
 
-    def _read(self) -> dict:
+    def _read(self) -> dict[str, Any]:
         try:
             with open(self.path, encoding="utf-8") as file:
                 records = json.load(file)
@@ -111,12 +111,12 @@ class FileStore(MemoryStore):
                 pass
             raise
 
-    def load(self, key: str) -> dict | None:
+    def load(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             self._records = self._read()
             return super().load(key)
 
-    def save(self, key: str, value: dict) -> None:
+    def save(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:
             self._records = self._read()
             super().save(key, value)

@@ -14,20 +14,37 @@ module            one idea
 ================  ==========================================================
 ``client``        :class:`Client`: the public API (what the caller sends)
 ``connection``    :class:`ClientConnection`: one connection's dispatcher —
-                  the handshake and lifecycle, and what the server sends
+                  the era, the handshake and lifecycle, and what the server sends
+``calls``         one request of the caller's (all a handshake-era request is)
+``modern``        the 2026-07-28 era: the probe, the envelope, the retries
+``mrtr``          answering a modern server's input requests (loaded when asked)
+``listening``     listen streams and the change callbacks' stream
+``cache``         2026-07-28 results kept by their ``ttlMs``
+``tool_headers``  the listed tools' ``x-mcp-header`` schemas (HTTP)
+``interfaces``    the Protocols lower modules are typed with (no import up)
 ``callbacks``     calling the user's handlers and callbacks
 ``sampling``      answering ``sampling/createMessage``
 ``elicitation``   answering ``elicitation/create``
 ``roots``         answering ``roots/list``; what a root may be
-``approval``      ``approve=`` and ``server_request_limit=``: what passes
-                  before any of those three is answered
 ================  ==========================================================
+
+Only ``client``, ``connection`` and ``calls`` load with a plain client; the rest (and the client
+extras :mod:`mcp_ref.extras.approval` and :mod:`mcp_ref.extras.client_tasks`) load when used.
 """
 
 from __future__ import annotations
 
-from ..extras.approval import RequestRefused, ServerRequest
+from ..core.errors import RequestRefused
 from .client import Client, ToolCall
 from .connection import ClientConnection
 
 __all__ = ["Client", "ToolCall", "ClientConnection", "ServerRequest", "RequestRefused"]
+
+
+def __getattr__(name: str):
+    """``ServerRequest`` is the approval extra's: loaded when first asked for."""
+    if name == "ServerRequest":
+        from ..extras.approval import ServerRequest
+
+        return ServerRequest
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,48 +28,46 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from types import EllipsisType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from .. import MODERN_VERSIONS, __version__
-from ..core import envelope, lifecycle
+from ..core import MODERN_VERSIONS, __version__, envelope, lifecycle
 from ..core.errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
-from ..core.pagination import DEFAULT_MAX_PAGES, follow_cursors
+from ..core.requests import DEFAULT, Default
 from ..core.session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
-from ..core.types import (
-    CallToolResult,
-    Completion,
-    CreateMessageParams,
-    CreateMessageResult,
-    DiscoverResult,
-    ElicitParams,
-    ElicitResult,
-    GetPromptResult,
-    Implementation,
-    InitializeResult,
-    LogMessage,
-    Page,
-    Prompt,
-    ReadResourceResult,
-    Resource,
-    ResourceTemplate,
-    Root,
-    Tool,
-)
-from ..extras.approval import ServerRequest
-from ..extras.ratelimit import RateLimit, RateLimiter
-from . import listening, modern
-from .cache import DEFAULT_MAX_ENTRIES, ResultCache
-from .connection import ClientConnection
-from .listening import Subscription
-from .roots import as_root
+from ..core.types import CallToolResult, DiscoverResult, InitializeResult, Tool
+from .calls import MAX_INPUT_ROUNDS, Call
+from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era
+
+if TYPE_CHECKING:
+    from ..core.feature_types import (
+        Completion,
+        GetPromptResult,
+        LogMessage,
+        Page,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        Root,
+    )
+    from ..core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+    from ..core.types import Implementation
+    from .cache import ResultCache
+    from .listening import Subscription
 
 log = logging.getLogger(__name__)
 
-SamplingHandler = Callable[[CreateMessageParams], "CreateMessageResult | dict"]
-ElicitationHandler = Callable[[ElicitParams], "ElicitResult | dict"]
-#: ``approve(request)`` (or ``approve(request, context)``): True, False, or the edited request to answer.
-ApproveHook = Callable[[ServerRequest], "bool | ServerRequest | dict"]
+#: ``Client(max_pages=)``'s default: :data:`mcp_ref.core.pagination.DEFAULT_MAX_PAGES` (named, not
+#: imported, so that a client that follows no listing does not load the pagination module).
+DEFAULT_MAX_PAGES = 1000
+#: ``Client(cache_size=)``'s default: :data:`mcp_ref.client.cache.DEFAULT_MAX_ENTRIES` (likewise).
+DEFAULT_CACHE_SIZE = 256
+
+SamplingHandler = Callable[["CreateMessageParams"], "CreateMessageResult | dict"]
+ElicitationHandler = Callable[["ElicitParams"], "ElicitResult | dict"]
+#: ``approve(request)`` (or ``approve(request, context)``), given a
+#: :class:`~mcp_ref.extras.approval.ServerRequest`: True, False, or the edited request to answer.
+ApproveHook = Callable[..., Any]
 
 
 class ToolCall:
@@ -79,7 +77,7 @@ class ToolCall:
     for input, a retry with another version): ``request_id`` is the current one's.
     """
 
-    def __init__(self, call: modern.Call):
+    def __init__(self, call: Call):
         self.call = call
 
     @property
@@ -121,7 +119,9 @@ class Client:
     server longer than each request.  ``era``: ``"auto"`` (2026-07-28 when the
     server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
     ``protocol_version`` pins one revision (and so its era; default: the newest
-    the server speaks).  ``trace(direction, data)`` sees every message.
+    the server speaks).  ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an
+    answer to ``server/discover`` before it takes the server for a handshake-era one (default
+    10 s; stdio §Backward Compatibility).  ``trace(direction, data)`` sees every message.
     ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their
     ``ttlMs`` says they are fresh, at most this many (0: no cache); see :attr:`cache`.
 
@@ -151,9 +151,9 @@ class Client:
         name: str = "mcp-ref",
         version: str = __version__,
         protocol_version: str | None = None,
-        era: str = modern.AUTO,
+        era: str = AUTO,
         timeout: float | None = DEFAULT_TIMEOUT,
-        initialize_timeout: float | None | EllipsisType = ...,
+        initialize_timeout: float | None | Default = DEFAULT,
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
@@ -164,13 +164,14 @@ class Client:
         on_list_changed: Callable[[str], None] | None = None,
         on_elicitation_complete: Callable[[str], None] | None = None,
         trace: Callable[[str, bytes], None] | None = None,
-        cache_size: int = DEFAULT_MAX_ENTRIES,
+        cache_size: int = DEFAULT_CACHE_SIZE,
         approve: ApproveHook | None = None,
-        server_request_limit: str | RateLimit | tuple | None = None,
+        server_request_limit: Any = None,
         max_pages: int = DEFAULT_MAX_PAGES,
-        max_input_rounds: int = modern.MAX_INPUT_ROUNDS,
+        max_input_rounds: int = MAX_INPUT_ROUNDS,
+        probe_timeout: float = PROBE_TIMEOUT,
     ):
-        era, pinned = modern.resolve_era(era, protocol_version)
+        era, pinned = resolve_era(era, protocol_version)
         for setting, value in (("max_pages", max_pages), ("max_input_rounds", max_input_rounds)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{setting} must be a positive int, not {value!r}")
@@ -183,20 +184,28 @@ class Client:
             raise TypeError(f"approve must be a callable, not {type(approve).__name__}")
         #: The hook shown each sampling, elicitation and roots request before it is answered (None: none).
         self.approve = approve
-        #: At most this many sampling, elicitation and roots requests from the server (None: no limit).
-        self.server_request_limit = RateLimit.of(server_request_limit)
-        #: The token bucket behind ``server_request_limit`` (tests may replace its ``clock``).
-        self.server_request_limiter = RateLimiter(max_keys=1)
+        #: At most this many sampling, elicitation and roots requests from the server (None: no limit;
+        #: a :class:`~mcp_ref.extras.ratelimit.RateLimit`).
+        self.server_request_limit = None
+        if server_request_limit is not None:
+            from ..extras.ratelimit import RateLimit
+
+            self.server_request_limit = RateLimit.of(server_request_limit)
+        self._server_request_limiter = None
+        if not isinstance(probe_timeout, (int, float)) or isinstance(probe_timeout, bool) or not probe_timeout > 0:
+            raise ValueError(f"probe_timeout must be a positive number of seconds, not {probe_timeout!r}")
+        #: Seconds the era probe waits for a stdio server that does not answer ``server/discover``.
+        self.probe_timeout = probe_timeout
         self.client_info = {"name": name, "version": version}
         #: The revision pinned by the caller (None: the newest the server speaks).
         self.pinned_version = pinned
         #: The handshake-era revision ``initialize`` asks for.
-        self.requested_version = pinned if era == modern.HANDSHAKE and pinned else lifecycle.LATEST_VERSION
+        self.requested_version = pinned if era == HANDSHAKE and pinned else lifecycle.LATEST_VERSION
         self.sampling_handler = sampling_handler
         self.sampling_tools = sampling_tools
         self.elicitation_handler = elicitation_handler
         self.elicitation_modes = tuple(elicitation_modes)
-        self._roots = None if roots is None else [as_root(r) for r in roots]
+        self._roots = None if roots is None else _as_roots(roots)
         self.on_log = on_log
         self.on_resource_updated = on_resource_updated
         self.on_list_changed = on_list_changed
@@ -208,9 +217,9 @@ class Client:
         self.session = self.connection.session
         self.session.start()
         try:
-            self.connection.connect(era, pinned, initialize_timeout)
-            if self.connection.modern and self.connection.feed.wanted():
-                self._open_feed(initialize_timeout if initialize_timeout is not ... else timeout)
+            self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
+            if self.on_list_changed is not None and self.connection.modern and self.connection.feed.wanted():
+                self._open_feed(initialize_timeout if initialize_timeout is not DEFAULT else timeout)
         except BaseException:
             self.close()
             raise
@@ -293,8 +302,8 @@ class Client:
         """
         from ..transports import http_client
 
-        if transport == "sse" and options.get("era", modern.AUTO) == modern.AUTO:
-            options["era"] = modern.HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
+        if transport == "sse" and options.get("era", AUTO) == AUTO:
+            options["era"] = HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
         http = http_client.HttpClientTransport(
             url, headers=headers, auth=auth, mode=transport, connect_timeout=connect_timeout, verify=verify,
             max_message_size=max_message_size or http_client.DEFAULT_MAX_MESSAGE_SIZE,
@@ -347,6 +356,17 @@ class Client:
         return caps
 
     @property
+    def server_request_limiter(self):
+        """The token bucket behind ``server_request_limit`` (a
+        :class:`~mcp_ref.extras.ratelimit.RateLimiter`, made when first needed; tests may replace its
+        ``clock``)."""
+        if self._server_request_limiter is None:
+            from ..extras.ratelimit import RateLimiter
+
+            self._server_request_limiter = RateLimiter(max_keys=1)
+        return self._server_request_limiter
+
+    @property
     def cache(self) -> ResultCache:
         """The 2026-07-28 results kept by their caching hints (``clear()`` it to re-fetch everything)."""
         return self.connection.cache
@@ -354,7 +374,7 @@ class Client:
     @property
     def era(self) -> str:
         """``"modern"`` (2026-07-28: no session, every request self-describing) or ``"handshake"``."""
-        return modern.MODERN if self.connection.modern else modern.HANDSHAKE
+        return MODERN if self.connection.modern else HANDSHAKE
 
     @property
     def initialize_result(self) -> InitializeResult | None:
@@ -394,7 +414,7 @@ class Client:
 
     def close(self) -> None:
         """End the connection (for stdio: stop the server process). Idempotent."""
-        self.connection.feed.stop()
+        self.connection.stop_feed()
         self.session.close()
         self.session.wait_closed(5.0)
 
@@ -415,7 +435,7 @@ class Client:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""
         return self.connection.request(method, params, **options)
 
-    def ping(self, *, timeout: float | None | EllipsisType = ...) -> None:
+    def ping(self, *, timeout: float | None | Default = DEFAULT) -> None:
         """``ping``: raises if the server does not answer.
 
         2026-07-28 has no ``ping``; there the client asks ``server/discover`` instead (and
@@ -428,6 +448,7 @@ class Client:
         self.connection.request("ping", None, timeout=timeout)
 
     def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
+        from ..core.feature_types import Page
         self._require(capability, method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
         items = [build(item) for item in result.get(key, [])]
@@ -438,6 +459,8 @@ class Client:
     def _all(self, method: str, key: str, build, capability: str) -> list:
         """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
         cursor is an error: :func:`mcp_ref.core.pagination.follow_cursors`)."""
+        from ..core.pagination import follow_cursors
+
         items: list = []
 
         def fetch(cursor: str | None) -> dict:
@@ -465,7 +488,7 @@ class Client:
         arguments: dict | None = None,
         *,
         on_progress: ProgressCallback | None = None,
-        timeout: float | None | EllipsisType = ...,
+        timeout: float | None | Default = DEFAULT,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
         task: bool = False,
@@ -508,26 +531,32 @@ class Client:
 
     def list_resources(self) -> list[Resource]:
         """Every resource, following pagination."""
+        from ..core.feature_types import Resource
         return self._all("resources/list", "resources", Resource.from_wire, "resources")
 
     def list_resources_page(self, cursor: str | None = None) -> Page:
         """One page of resources."""
+        from ..core.feature_types import Resource
         return self._page("resources/list", "resources", Resource.from_wire, cursor, "resources")
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
+        from ..core.feature_types import ResourceTemplate
         return self._all("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources")
 
     def list_resource_templates_page(self, cursor: str | None = None) -> Page:
         """One page of resource templates."""
+        from ..core.feature_types import ResourceTemplate
         return self._page("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, cursor, "resources")
 
-    def read_resource(self, uri: str, *, timeout: float | None | EllipsisType = ...) -> ReadResourceResult:
+    def read_resource(self, uri: str, *, timeout: float | None | Default = DEFAULT) -> ReadResourceResult:
         """Read a resource's contents (raises ResourceNotFound for an unknown URI, in either era).
 
         2026-07-28 server/resources §Error Handling: a resource that is not found is -32602 with
         the URI in ``data`` (it was -32002 before); the exception keeps the code it came with.
         """
+        from ..core.feature_types import ReadResourceResult
+
         self._require("resources", "resources/read")
         try:
             raw = self.connection.request("resources/read", {"uri": uri}, timeout=timeout)
@@ -547,28 +576,12 @@ class Client:
         self._require("resources", "resources/subscribe")
         if not self.server_capabilities["resources"].get("subscribe"):
             raise CapabilityError("resources/subscribe: the server does not support subscriptions")
-        feed = self.connection.feed
-        if uri in feed.uris:
-            return
-        feed.uris.add(uri)
-        try:
-            if self.connection.modern:
-                feed.update(self.session.default_timeout)
-            else:
-                self.connection.request("resources/subscribe", {"uri": uri})
-        except BaseException:
-            feed.uris.discard(uri)
-            raise
+        self.connection.streams.subscribe(uri)
 
     def unsubscribe(self, uri: str) -> None:
         """Stop updates about ``uri`` (2026-07-28: the callbacks' stream is re-opened without it)."""
         self._require("resources", "resources/unsubscribe")
-        feed = self.connection.feed
-        feed.uris.discard(uri)
-        if self.connection.modern:
-            feed.update(self.session.default_timeout)
-        else:
-            self.connection.request("resources/unsubscribe", {"uri": uri})
+        self.connection.streams.unsubscribe(uri)
 
     def listen(
         self,
@@ -578,7 +591,7 @@ class Client:
         resources: bool = False,
         resource_uris: Iterable[str] = (),
         on_notification: Callable[[str, dict], None] | None = None,
-        timeout: float | None | EllipsisType = ...,
+        timeout: float | None | Default = DEFAULT,
     ) -> Subscription:
         """Open a stream of change notifications; returns it once the server acknowledged it.
 
@@ -592,23 +605,28 @@ class Client:
         era: the same object, filtering what the server sends the session (resource URIs are
         subscribed with ``resources/subscribe``), so the code is the same for both.
         """
-        wanted = listening.build_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
-        stream = self.connection.listen(wanted, on_notification)
-        stream.wait_acknowledged(self.session.default_timeout if timeout is ... else timeout)
+        from .listening import build_filter
+
+        wanted = build_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
+        stream = self.connection.streams.open(wanted, on_notification)
+        stream.wait_acknowledged(self.session.default_timeout if timeout is DEFAULT else timeout)
         return stream
 
     # prompts
 
     def list_prompts(self) -> list[Prompt]:
         """Every prompt, following pagination."""
+        from ..core.feature_types import Prompt
         return self._all("prompts/list", "prompts", Prompt.from_wire, "prompts")
 
     def list_prompts_page(self, cursor: str | None = None) -> Page:
         """One page of prompts."""
+        from ..core.feature_types import Prompt
         return self._page("prompts/list", "prompts", Prompt.from_wire, cursor, "prompts")
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
         """Render a prompt; argument values are sent as strings, as the spec's ``{[key]: string}`` requires."""
+        from ..core.feature_types import GetPromptResult
         self._require("prompts", "prompts/get")
         params: dict[str, Any] = {"name": name}
         if arguments:
@@ -636,6 +654,7 @@ class Client:
     def complete(self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None,
                  context: dict | None = None) -> Completion:
         """Ask for completions of a prompt argument (``prompt=name``) or template variable (``resource=template``)."""
+        from ..core.feature_types import Completion
         if (prompt is None) == (resource is None):
             raise TypeError("complete() takes exactly one of prompt= or resource=")
         if lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
@@ -662,10 +681,16 @@ class Client:
         """
         if self._roots is None:
             raise CapabilityError("this client did not declare the roots capability (pass roots= when creating it)")
-        self._roots = [as_root(r) for r in roots]
+        self._roots = _as_roots(roots)
         if not self.connection.modern:  # 2026-07-28: the server asks for roots each time (input_required)
             self.connection.notify("notifications/roots/list_changed")
 
 
 def _json_text(value: Any) -> str:
     return json.dumps(value)
+
+
+def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:
+    from .roots import as_root
+
+    return [as_root(r) for r in roots]

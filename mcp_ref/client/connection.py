@@ -5,11 +5,17 @@
 chooses the era when it connects (:meth:`ClientConnection.connect`: the
 2026-07-28 probe, else the handshake), keeps what was negotiated or discovered,
 gates what the client sends by the lifecycle table
-(:data:`mcp_ref.core.lifecycle.RULES`), puts the per-request envelope on every
-modern request, answers the server's requests through the feature modules
-(:data:`METHODS`) — in the modern era the same handlers answer ``input_required``
-rounds (:mod:`mcp_ref.client.modern`) — and hands notifications to the client's
-callbacks on the callback thread.
+(:data:`mcp_ref.core.lifecycle.RULES`), starts the caller's requests
+(:mod:`mcp_ref.client.calls`), answers the server's requests through the feature
+modules (:data:`ANSWERED`) and hands notifications to the client's callbacks on
+the callback thread.
+
+What only some clients need loads when it is first needed, so a plain client reads none of it:
+the 2026-07-28 era (:mod:`mcp_ref.client.modern`: the probe, the per-request envelope, the
+``input_required`` rounds), listen streams (:mod:`mcp_ref.client.listening`), the result cache
+(:mod:`mcp_ref.client.cache`), the tool headers of HTTP (:mod:`mcp_ref.client.tool_headers`), the
+answering modules, and the extras a client may be given (``approve=``, ``server_request_limit=``,
+``task=True``).
 """
 
 from __future__ import annotations
@@ -17,39 +23,85 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from types import EllipsisType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Protocol
 
-from ..core import envelope, lifecycle
+from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, lifecycle
 from ..core.errors import CapabilityError, McpError, MethodNotFound
 from ..core.lifecycle import Lifecycle
-from ..core.pagination import follow_cursors
+from ..core.requests import DEFAULT, Default
 from ..core.session import PendingRequest, RequestContext, Session
-from ..core.types import DiscoverResult, InitializeResult, LogMessage
-from ..extras import approval
-from ..extras import client_tasks as client_tasks
-from . import elicitation, listening, modern, roots, sampling
-from .cache import ResultCache
+from ..core.types import DiscoverResult, InitializeResult
+from .calls import Call
 
 if TYPE_CHECKING:
-    from .client import Client
+    from .cache import ResultCache
+    from .interfaces import ClientSettings
+    from .listening import CallbackFeed, Streams
+    from .tool_headers import KnownTools
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["ClientConnection", RequestContext, dict], dict]
+#: The eras a client may ask for (``Client(era=...)``).
+AUTO, MODERN, HANDSHAKE = "auto", "modern", "handshake"
+ERAS = (AUTO, MODERN, HANDSHAKE)
+#: How long the stdio probe waits for a server that does not answer ``server/discover`` at all
+#: (stdio §Backward Compatibility: "does not respond within a reasonable timeout: the server is
+#: legacy"); the default of ``Client(probe_timeout=)``.
+PROBE_TIMEOUT = 10.0
 
-#: Every request a client answers, and its handler.  (``ping`` is answered by the session.)
-METHODS: dict[str, Handler] = {
-    **sampling.HANDLERS,
-    **elicitation.HANDLERS,
-    **roots.HANDLERS,
-}
-#: For each of them, the check that the client answers it at all (a handler, a declared capability).
-OFFERED: dict[str, Callable[[ClientConnection], None]] = {
-    **sampling.OFFERED,
-    **elicitation.OFFERED,
-    **roots.OFFERED,
-}
+#: Every request a client answers (``ping`` is answered by the session).  Each is answered by its
+#: module (:func:`answering_module`), loaded with the first such request.
+ANSWERED = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
+#: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
+#: (named here so that a request of another method does not load the cache).
+CACHED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list",
+                            "resources/read"})
+
+
+class AnsweringModule(Protocol):
+    """A module answering some of the server's requests (sampling, elicitation, roots)."""
+
+    HANDLERS: dict[str, Callable[..., dict]]
+    OFFERED: dict[str, Callable[..., None]]
+
+
+def answering_module(method: str) -> AnsweringModule:
+    """The module that answers ``method`` (one of :data:`ANSWERED`)."""
+    if method == "sampling/createMessage":
+        from . import sampling
+
+        return sampling
+    if method == "elicitation/create":
+        from . import elicitation
+
+        return elicitation
+    from . import roots
+
+    return roots
+
+
+def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
+    """Check ``Client(era=, protocol_version=)`` and return the era to use and the pinned version.
+
+    A pinned revision implies its era; ``era="auto"`` with no version prefers the newest modern
+    revision and falls back to the newest handshake one.
+    """
+    if era not in ERAS:
+        raise ValueError(f"era must be one of {', '.join(ERAS)}, not {era!r}")
+    if protocol_version is None:
+        return era, None
+    if protocol_version in MODERN_VERSIONS:
+        if era == HANDSHAKE:
+            raise ValueError(f"{protocol_version} is a modern revision; the handshake era speaks "
+                             f"{', '.join(SUPPORTED_VERSIONS)}")
+        return MODERN, protocol_version
+    if protocol_version in SUPPORTED_VERSIONS:
+        if era == MODERN:
+            raise ValueError(f"{protocol_version} is a handshake-era revision; the modern era speaks "
+                             f"{', '.join(MODERN_VERSIONS)}")
+        return HANDSHAKE, protocol_version
+    raise ValueError(f"unsupported protocol version {protocol_version!r}; mcp_ref speaks "
+                     f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}")
 
 
 class ClientConnection:
@@ -63,11 +115,7 @@ class ClientConnection:
     attributes, read when a message arrives.
     """
 
-    #: Tool input schemas remembered for their ``x-mcp-header`` parameters; past this many the
-    #: oldest is forgotten (a call to a forgotten tool lists the tools again if the server asks).
-    MAX_KNOWN_TOOLS = 4096
-
-    def __init__(self, client: Client, transport, **session_options):
+    def __init__(self, client: ClientSettings, transport, **session_options):
         self.client = client
         self.session = Session(transport, self, **session_options)
         self.lifecycle = Lifecycle(lifecycle.CLIENT)
@@ -77,16 +125,10 @@ class ClientConnection:
         self.modern = False
         #: The ``io.modelcontextprotocol/logLevel`` every modern request carries (None: no log messages).
         self.log_level: str | None = None
-        self._input_schemas: dict[str, dict] = {}
-        self._schemas_lock = threading.Lock()
-        #: Open listen streams: by request id (modern era), or filtering locally (handshake era).
-        self._listens: dict[Any, listening.Subscription] = {}
-        self._local_listens: list[listening.Subscription] = []
-        self._listens_lock = threading.Lock()
-        #: The stream behind the change callbacks and ``Client.subscribe`` (its ``uris``, both eras).
-        self.feed = listening.CallbackFeed(self)
-        #: 2026-07-28 results kept by their ``ttlMs`` (:mod:`mcp_ref.client.cache`).
-        self.cache = ResultCache(client.cache_size)
+        self._lock = threading.Lock()
+        self._streams: Streams | None = None
+        self._cache: ResultCache | None = None
+        self._tools: KnownTools | None = None
         transport.set_reinitialize(self.initialize)
 
     @property
@@ -94,21 +136,56 @@ class ClientConnection:
         """The revision in use (None before the handshake or the probe)."""
         return self.session.protocol_version
 
+    @property
+    def streams(self) -> Streams:
+        """The open listen streams (:class:`mcp_ref.client.listening.Streams`, made when first needed)."""
+        with self._lock:
+            if self._streams is None:
+                from .listening import Streams
+
+                self._streams = Streams(self)
+            return self._streams
+
+    @property
+    def feed(self) -> CallbackFeed:
+        """The stream behind the change callbacks and ``Client.subscribe`` (its ``uris``, both eras)."""
+        return self.streams.feed
+
+    def stop_feed(self) -> None:
+        """Close the callbacks' stream for good, if one was made (the client is closing)."""
+        if self._streams is not None:
+            self._streams.stop_feed()
+
+    @property
+    def cache(self) -> ResultCache:
+        """2026-07-28 results kept by their ``ttlMs`` (:mod:`mcp_ref.client.cache`; made when first needed)."""
+        with self._lock:
+            if self._cache is None:
+                from .cache import ResultCache
+
+                self._cache = ResultCache(self.client.cache_size)
+            return self._cache
+
     # -- choosing the era ----------------------------------------------------------------------
 
-    def connect(self, era: str, pinned: str | None, timeout: float | None | EllipsisType = ...) -> None:
+    def connect(self, era: str, pinned: str | None, timeout: float | None | Default = DEFAULT,
+                probe_timeout: float = PROBE_TIMEOUT) -> None:
         """Speak the modern era if the server does (``era`` ``"auto"`` or ``"modern"``), else the handshake.
 
         2026-07-28 basic/versioning §Backward Compatibility: a client for both eras "detects
-        the server's era with transport-specific mechanics": :func:`mcp_ref.client.modern.probe`.
+        the server's era with transport-specific mechanics": :func:`mcp_ref.client.modern.probe`,
+        which waits at most ``probe_timeout`` seconds for an answer on a stream transport.
         ``pinned`` is a revision the caller insists on (None: the newest).
         """
-        wait = self.session.default_timeout if timeout is ... else timeout
-        if era != modern.HANDSHAKE:
+        wait = self.session.default_timeout if timeout is DEFAULT else timeout
+        if era != HANDSHAKE:
+            from . import modern
+
+            bounded = None if self.session.transport.mirrors_headers else probe_timeout
             try:
-                version, result = modern.probe(self, pinned, wait, bounded=not self.session.transport.mirrors_headers)
+                version, result = modern.probe(self, pinned, wait, bounded=bounded)
             except modern.LegacyServer as legacy:
-                if era == modern.MODERN:
+                if era == MODERN:
                     raise McpError(f"the server does not speak {pinned or 'a modern revision'}: it did not answer "
                                    f"server/discover as a 2026-07-28 server does (a handshake-era server?)") from None
                 if legacy.args[0] is not None:
@@ -128,84 +205,7 @@ class ClientConnection:
         self.lifecycle.advance(lifecycle.STATELESS, discovered)
         self.session.transport.stateless(self.input_schema)
 
-    def adopt_version(self, error) -> None:
-        """After -32022 for a request: speak a version from the error's ``supported`` list, or re-raise it."""
-        choice = modern.pick_version(error.supported, self.client.pinned_version)
-        if choice is None:
-            raise error
-        self.session.protocol_version = choice
-
-    def envelope_meta(self, version: str | None = None, *, task: bool = False) -> dict:
-        """The ``_meta`` of a modern request: version, capabilities, client info, log level.
-
-        2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
-        ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``task``: the
-        capabilities declare the tasks extension (SEP-2663: "in its per-request capabilities").
-        """
-        # Given (the server/discover probe), or chosen by then: every other modern request follows connect().
-        version = cast(str, version or self.session.protocol_version)
-        capabilities = self.client.capabilities(version)
-        if task:
-            capabilities = client_tasks.with_extension(capabilities)
-        return envelope.request_meta(version, capabilities, self.client.client_info, self.log_level)
-
-    # -- tools and their x-mcp-header parameters ------------------------------------------------
-
-    def usable_tools(self, tools: list) -> list:
-        """The listed tools a caller may use: in the modern era over HTTP, those whose ``x-mcp-header``
-        declarations are valid, and their schemas are remembered for the headers of calls.
-
-        2026-07-28 streamable-http §Schema Extension: "Clients using the Streamable HTTP transport
-        MUST reject tool definitions" with invalid declarations, and "MUST exclude the invalid
-        tool from the result of tools/list".
-        """
-        if not self.modern or not self.session.transport.mirrors_headers:
-            return tools
-        from ..transports.http_headers import InvalidHeaderDeclaration, header_params
-
-        usable = []
-        for tool in tools:
-            try:
-                header_params(tool.input_schema)
-            except InvalidHeaderDeclaration as exc:
-                log.warning("tool %r left out: %s", tool.name, exc)
-                continue
-            usable.append(tool)
-            self._remember_schema(tool.name, tool.input_schema)
-        return usable
-
-    def _remember_schema(self, name: str, schema: dict) -> None:
-        with self._schemas_lock:
-            self._input_schemas.pop(name, None)
-            self._input_schemas[name] = schema
-            while len(self._input_schemas) > self.MAX_KNOWN_TOOLS:
-                del self._input_schemas[next(iter(self._input_schemas))]
-
-    def input_schema(self, tool: str) -> dict | None:
-        """The remembered ``inputSchema`` of ``tool`` (for its ``Mcp-Param-*`` headers), or None."""
-        with self._schemas_lock:
-            return self._input_schemas.get(tool)
-
-    def learn_tool_headers(self, method: str, params: dict | None) -> bool:
-        """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
-        call now has header parameters to send (so a retry can succeed)."""
-        from ..core.types import Tool
-        from ..transports.http_headers import header_params
-
-        name = (params or {}).get("name")
-        if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:
-            return False
-        def fetch(cursor: str | None) -> dict:
-            result = self.request("tools/list", {"cursor": cursor} if cursor else None)
-            self.usable_tools([Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)])
-            return result
-
-        for _ in follow_cursors(fetch, "tools/list", self.client.max_pages):  # bounded as Client.list_tools
-            pass
-        schema = self.input_schema(name)
-        return schema is not None and bool(header_params(schema))
-
-    def initialize(self, timeout: float | None | EllipsisType = ...) -> None:
+    def initialize(self, timeout: float | None | Default = DEFAULT) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
 
         ``timeout`` bounds the ``initialize`` request (default: the connection's request timeout).
@@ -219,7 +219,7 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        result = InitializeResult.from_wire(self.request("initialize", params, **({} if timeout is ... else {"timeout": timeout})))
+        result = InitializeResult.from_wire(self.request("initialize", params, **({} if timeout is DEFAULT else {"timeout": timeout})))
         # "If the client does not support the version in the server's response, it SHOULD disconnect."
         version = lifecycle.client_accept_version(result.protocol_version)
 
@@ -233,6 +233,32 @@ class ClientConnection:
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
 
+    # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
+
+    def _known_tools(self) -> KnownTools:
+        with self._lock:
+            if self._tools is None:
+                from .tool_headers import KnownTools
+
+                self._tools = KnownTools(self)
+            return self._tools
+
+    def usable_tools(self, tools: list) -> list:
+        """The listed tools a caller may use: all of them, but in the modern era over HTTP only those
+        whose ``x-mcp-header`` declarations are valid (:meth:`mcp_ref.client.tool_headers.KnownTools.usable`)."""
+        if not self.modern or not self.session.transport.mirrors_headers:
+            return tools
+        return self._known_tools().usable(tools)
+
+    def input_schema(self, tool: str) -> dict | None:
+        """The remembered ``inputSchema`` of ``tool`` (for its ``Mcp-Param-*`` headers), or None."""
+        return self._tools.input_schema(tool) if self._tools is not None else None
+
+    def learn_tool_headers(self, method: str, params: dict | None) -> bool:
+        """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
+        call now has header parameters to send (so a retry can succeed)."""
+        return self._known_tools().learn(method, params)
+
     # -- sending -----------------------------------------------------------------------------
 
     def send_request(self, method: str, params: dict | None = None, *, task: bool = False,
@@ -242,14 +268,21 @@ class ClientConnection:
         when ``task``."""
         self.lifecycle.check_send(method)
         if self.modern:
-            params = modern.with_envelope(params, self.envelope_meta(task=task))
+            from . import modern
+
+            params = modern.with_envelope(params, modern.envelope_meta(self, task=task))
         return self.session.send_request(method, params, **options)
 
-    def start(self, method: str, params: dict | None = None, *, task: bool = False, **options) -> modern.Call:
-        """Start a request of the caller's: a :class:`~mcp_ref.client.modern.Call`, which in the
-        modern era may take several rounds, or become a task when ``task`` (options as
-        :meth:`Session.send_request`)."""
-        return modern.Call(self, method, params, options, task=task)
+    def start(self, method: str, params: dict | None = None, *, task: bool = False, **options) -> Call:
+        """Start a request of the caller's (options as :meth:`Session.send_request`): a
+        :class:`~mcp_ref.client.calls.Call`, or in the modern era a
+        :class:`~mcp_ref.client.modern.ModernCall`, which may take several rounds, or become a task
+        when ``task``."""
+        if not self.modern:
+            return Call(self, method, params, options)
+        from .modern import ModernCall
+
+        return ModernCall(self, method, params, options, task=task)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
@@ -257,14 +290,15 @@ class ClientConnection:
         In the modern era a cacheable result still fresh by its ``ttlMs`` comes from
         :attr:`cache` instead of the server (2026-07-28 server/utilities/caching).
         """
-        key = self.cache.key(method, params) if self.modern and not options.get("task") else None
-        cached = self.cache.get(key)
+        cache = self.cache if self.modern and method in CACHED_METHODS and not options.get("task") else None
+        key = cache.key(method, params) if cache is not None else None
+        cached = cache.get(key) if cache is not None else None
         if cached is not None:
             return cached
         call = self.start(method, params, **options)
         result = call.result()
-        if call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
-            self.cache.put(key, result)
+        if cache is not None and call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
+            cache.put(key, result)
         return result
 
     def notify(self, method: str, params: dict | None = None) -> None:
@@ -272,64 +306,6 @@ class ClientConnection:
         if not self.lifecycle.may_notify(method):
             raise CapabilityError(self.lifecycle.rules.unsent.format(method=method))
         self.session.notify(method, params)
-
-    # -- change notifications ----------------------------------------------------------------
-
-    def listen(self, wanted: dict, on_notification: listening.NotificationCallback | None,
-               on_end: Callable | None = None) -> listening.Subscription:
-        """Open a stream of the change notifications in filter ``wanted``; not yet acknowledged.
-
-        Modern era: a ``subscriptions/listen`` request, open until either side ends it.  Handshake
-        era: the server sends list changes unasked, so the stream is a filter over what arrives,
-        and its resource URIs are subscribed with ``resources/subscribe``.
-        """
-        stream = listening.Subscription(self, wanted, on_notification, on_end)
-        if self.modern:
-            def register(request_id) -> None:
-                stream.id = request_id
-                with self._listens_lock:
-                    self._listens[request_id] = stream
-
-            params = modern.with_envelope({"notifications": wanted}, self.envelope_meta())
-            self.lifecycle.check_send("subscriptions/listen")
-            stream.attach(self.session.send_request("subscriptions/listen", params, timeout=None,
-                                                    before_write=register))
-            return stream
-        agreed = listening.honoured(wanted, self.client.server_capabilities)
-        with self._listens_lock:
-            subscribed = self._subscribed_uris()
-            self._local_listens.append(stream)
-        for uri in agreed.get("resourceSubscriptions", ()):
-            if uri not in subscribed:
-                self.request("resources/subscribe", {"uri": uri})
-        stream.deliver(listening.ACKNOWLEDGED, {"notifications": agreed})
-        return stream
-
-    def _subscribed_uris(self) -> set:
-        """The URIs subscribed on a handshake-era server: the client's own and its open streams'."""
-        uris = set(self.feed.uris)
-        for stream in self._local_listens:
-            uris.update((stream.acknowledged or {}).get("resourceSubscriptions", ()))
-        return uris
-
-    def forget_listen(self, request_id) -> None:
-        """A modern listen stream ended: route no more to it."""
-        with self._listens_lock:
-            self._listens.pop(request_id, None)
-
-    def forget_local_listen(self, stream: listening.Subscription) -> None:
-        """A handshake-era stream was closed: unsubscribe the URIs nothing else wants."""
-        with self._listens_lock:
-            if stream not in self._local_listens:
-                return
-            self._local_listens.remove(stream)
-            still = self._subscribed_uris()
-        for uri in (stream.acknowledged or {}).get("resourceSubscriptions", ()):
-            if uri not in still and not self.session.is_closed:
-                try:
-                    self.request("resources/unsubscribe", {"uri": uri})
-                except (McpError, ConnectionError) as exc:
-                    log.debug("resources/unsubscribe %s failed: %s", uri, exc)
 
     def notify_callbacks(self, method: str, params: dict) -> None:
         """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread)."""
@@ -353,47 +329,53 @@ class ClientConnection:
     def answers(method: str) -> bool:
         """True for a request a client answers (sampling, elicitation, roots): what an
         ``input_required`` round may ask for (2026-07-28 mrtr §InputRequests)."""
-        return method in METHODS
+        return method in ANSWERED
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer the server's requests: sampling, elicitation, roots — in both eras (a 2026-07-28
-        ``inputRequests`` entry comes here too, from :class:`~mcp_ref.client.modern.Call`).
+        ``inputRequests`` entry comes here too, from :class:`~mcp_ref.client.modern.ModernCall`).
 
         A request the client answers first passes the client's ``server_request_limit`` and its
-        ``approve`` hook (:func:`mcp_ref.extras.approval.approve`); a refused one is answered as
-        the spec says (:func:`mcp_ref.extras.approval.refuse`): declined, or error -1.
+        ``approve`` hook (:func:`mcp_ref.extras.approval.approve`), when it has either; a refused
+        one is answered as the spec says (:func:`mcp_ref.extras.approval.refuse`): declined, or
+        error -1.
         """
-        handler = METHODS.get(method)
-        if handler is None:
+        if method not in ANSWERED:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)
-        OFFERED[method](self)  # what the client does not offer is not shown to the hook, nor counted
-        if method in approval.GATED:
+        module = answering_module(method)
+        module.OFFERED[method](self)  # what the client does not offer is not shown to the hook, nor counted
+        client = self.client
+        if client.approve is not None or client.server_request_limit is not None:
+            from ..extras import approval
+
             approved = approval.approve(self, context, method, params)
             if approved is None:
                 return approval.refuse(method)
             params = approved
-        return handler(self, context, params)
+        return module.HANDLERS[method](self, context, params)
 
     def handle_notification(self, method: str, params: dict) -> None:
         """Route the server's notifications: a listen stream's to that stream (by its
         ``subscriptionId``), the rest to the client's callbacks (on the callback thread)."""
         client = self.client
-        # caching §Interaction with Notifications: a change notification "invalidates the cached response".
-        self.cache.invalidate(method, params)
-        subscription = listening.subscription_id(params)
+        if self._cache is not None:
+            # caching §Interaction with Notifications: a change notification "invalidates the cached response".
+            self._cache.invalidate(method, params)
+        meta = params.get("_meta")
+        subscription = meta.get(envelope.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         if subscription is not None:
             # subscriptions §Receiving Notifications: "clients MUST use this field to correlate
             # notifications with their originating subscription".
-            with self._listens_lock:
-                stream = self._listens.get(subscription)
-            if stream is None:
+            if self._streams is None:
                 log.debug("dropped %s for unknown subscription %r", method, subscription)
             else:
-                stream.deliver(method, params)
+                self._streams.deliver(subscription, method, params)
             return
         if method == "notifications/message":
             if client.on_log is not None:
+                from ..core.feature_types import LogMessage
+
                 self.session.call_soon(client.on_log, LogMessage.from_wire(params))
         elif method == "notifications/elicitation/complete":
             # client/elicitation: clients MUST ignore ids they do not know; the callback decides.
@@ -401,9 +383,7 @@ class ClientConnection:
                 self.session.call_soon(client.on_elicitation_complete, params.get("elicitationId"))
         elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
             self.notify_callbacks(method, params)
-            with self._listens_lock:
-                local = [s for s in self._local_listens if listening.wants(s.acknowledged or {}, method, params)]
-            for stream in local:
-                stream.deliver(method, params)
+            if self._streams is not None:
+                self._streams.deliver_local(method, params)
         else:
             log.debug("ignored notification %s", method)

@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..core import lifecycle
 from ..core.errors import InvalidParams, MethodNotFound
+from ..core.sampling_and_elicitation import ElicitParams
 from ..core.session import RequestContext
-from ..core.types import ElicitParams
 from .callbacks import call_handler, result_dict
 
 if TYPE_CHECKING:
-    from .connection import ClientConnection
+    from .interfaces import Connection
 
 
-def offered(connection: ClientConnection) -> None:
+def offered(connection: Connection) -> None:
     """Raise MethodNotFound unless this client answers ``elicitation/create`` (a handler, and a
     revision that has elicitation)."""
     if connection.client.elicitation_handler is None or \
@@ -23,7 +23,7 @@ def offered(connection: ClientConnection) -> None:
         raise MethodNotFound("Method not found: this client does not offer elicitation")
 
 
-def create(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
+def create(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
     client = connection.client
     offered(connection)

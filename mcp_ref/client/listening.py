@@ -19,7 +19,8 @@ the kinds the client asked for (basic/patterns/subscriptions).  Two ways in:
 Every notification of a stream carries its id in
 ``_meta["io.modelcontextprotocol/subscriptionId"]`` (the JSON-RPC id of the
 listen request); :meth:`mcp_ref.client.connection.ClientConnection.handle_notification`
-routes by it.
+routes by it to the connection's :class:`Streams`.  The module loads with the first stream or
+change callback: a client that asks for neither never reads it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ..core import envelope
 from ..core.errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
-    from .connection import ClientConnection
+    from .interfaces import Connection
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +93,10 @@ class Subscription:
     says whether the server ended it with a result rather than dropping it.
     """
 
-    def __init__(self, connection: ClientConnection, requested: dict,
+    def __init__(self, streams: Streams, requested: dict,
                  on_notification: NotificationCallback | None, on_end: Callable[[Subscription], None] | None = None):
-        self.connection = connection
+        self.streams = streams
+        self.connection = streams.connection
         self.requested = requested
         self.acknowledged: dict | None = None
         self.id = None
@@ -125,7 +127,7 @@ class Subscription:
             self._pending.cancel("the client closed the subscription")
         else:
             self._end(None)
-            self.connection.forget_local_listen(self)
+            self.streams.forget_local(self)
 
     def __enter__(self) -> Subscription:
         return self
@@ -146,7 +148,7 @@ class Subscription:
             # The server tore the stream down (2026-07-28 cancellation); its result, if it sends
             # one, may follow: the stream has ended either way.
             self.ended_gracefully = True
-            self.connection.forget_listen(self.id)
+            self.streams.forget(self.id)
             self._end(None)
             return
         if method == ACKNOWLEDGED:
@@ -163,7 +165,7 @@ class Subscription:
     def _finished(self, future) -> None:
         """The listen request settled: a result is a graceful end; anything else an abrupt one."""
         error = future.exception()
-        self.connection.forget_listen(self.id)
+        self.streams.forget(self.id)
         if self._ended.is_set():
             return  # the server's notifications/cancelled ended it already
         if error is None:
@@ -197,8 +199,9 @@ class CallbackFeed:
     stream drops (at most :data:`MAX_REOPENS` attempts in a row, each after twice the last pause;
     a re-opened stream that ends before it brought a notification counts as a failed attempt)."""
 
-    def __init__(self, connection: ClientConnection):
-        self.connection = connection
+    def __init__(self, streams: Streams):
+        self.streams = streams
+        self.connection = streams.connection
         self.uris: set[str] = set()
         self.stream: Subscription | None = None
         self._lock = threading.Lock()
@@ -225,7 +228,7 @@ class CallbackFeed:
                 return
             self.stream = None
             if wanted:
-                stream = self.connection.listen(wanted, self._deliver, on_end=self._ended)
+                stream = self.streams.open(wanted, self._deliver, on_end=self._ended)
                 try:
                     stream.wait_acknowledged(timeout)
                 except BaseException:
@@ -282,6 +285,127 @@ class CallbackFeed:
                 return
             except (McpError, ConnectionError, CapabilityError) as exc:
                 log.debug("re-opening the listen stream failed: %s", exc)
+
+
+class Streams:
+    """The listen streams of one connection: opened here, and fed what the connection receives.
+
+    Modern era: each stream is a ``subscriptions/listen`` request, found by its id.  Handshake era:
+    the server sends list changes unasked, so a stream is a filter over what arrives, and its
+    resource URIs are subscribed with ``resources/subscribe``.  :attr:`feed` is the stream behind
+    the client's change callbacks.
+    """
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self._by_id: dict[Any, Subscription] = {}
+        self._local: list[Subscription] = []
+        self._lock = threading.Lock()
+        self._feed: CallbackFeed | None = None
+
+    @property
+    def feed(self) -> CallbackFeed:
+        """The stream behind the change callbacks and ``Client.subscribe`` (made when first needed)."""
+        with self._lock:
+            if self._feed is None:
+                self._feed = CallbackFeed(self)
+            return self._feed
+
+    def stop_feed(self) -> None:
+        """Close the callbacks' stream for good, if there is one (the client is closing)."""
+        if self._feed is not None:
+            self._feed.stop()
+
+    def subscribe(self, uri: str) -> None:
+        """``Client.subscribe``: updates about ``uri`` to the callbacks — ``resources/subscribe``
+        (handshake era), or the callbacks' stream re-opened with ``uri`` in its filter (2026-07-28)."""
+        connection, feed = self.connection, self.feed
+        if uri in feed.uris:
+            return
+        feed.uris.add(uri)
+        try:
+            if connection.modern:
+                feed.update(connection.session.default_timeout)
+            else:
+                connection.request("resources/subscribe", {"uri": uri})
+        except BaseException:
+            feed.uris.discard(uri)
+            raise
+
+    def unsubscribe(self, uri: str) -> None:
+        """``Client.unsubscribe``: no more updates about ``uri``."""
+        connection, feed = self.connection, self.feed
+        feed.uris.discard(uri)
+        if connection.modern:
+            feed.update(connection.session.default_timeout)
+        else:
+            connection.request("resources/unsubscribe", {"uri": uri})
+
+    def open(self, wanted: dict, on_notification: NotificationCallback | None,
+             on_end: Callable | None = None) -> Subscription:
+        """Open a stream of the change notifications in filter ``wanted``; not yet acknowledged."""
+        connection = self.connection
+        stream = Subscription(self, wanted, on_notification, on_end)
+        if connection.modern:
+            def register(request_id) -> None:
+                stream.id = request_id
+                with self._lock:
+                    self._by_id[request_id] = stream
+
+            stream.attach(connection.send_request("subscriptions/listen", {"notifications": wanted}, timeout=None,
+                                                  before_write=register))
+            return stream
+        agreed = honoured(wanted, connection.client.server_capabilities)
+        with self._lock:
+            subscribed = self.subscribed_uris()
+            self._local.append(stream)
+        for uri in agreed.get("resourceSubscriptions", ()):
+            if uri not in subscribed:
+                connection.request("resources/subscribe", {"uri": uri})
+        stream.deliver(ACKNOWLEDGED, {"notifications": agreed})
+        return stream
+
+    def subscribed_uris(self) -> set:
+        """The URIs subscribed on a handshake-era server: the client's own and its open streams'."""
+        uris = set(self._feed.uris) if self._feed is not None else set()
+        for stream in self._local:
+            uris.update((stream.acknowledged or {}).get("resourceSubscriptions", ()))
+        return uris
+
+    def forget(self, request_id) -> None:
+        """A modern listen stream ended: route no more to it."""
+        with self._lock:
+            self._by_id.pop(request_id, None)
+
+    def forget_local(self, stream: Subscription) -> None:
+        """A handshake-era stream was closed: unsubscribe the URIs nothing else wants."""
+        with self._lock:
+            if stream not in self._local:
+                return
+            self._local.remove(stream)
+            still = self.subscribed_uris()
+        for uri in (stream.acknowledged or {}).get("resourceSubscriptions", ()):
+            if uri not in still and not self.connection.session.is_closed:
+                try:
+                    self.connection.request("resources/unsubscribe", {"uri": uri})
+                except (McpError, ConnectionError) as exc:
+                    log.debug("resources/unsubscribe %s failed: %s", uri, exc)
+
+    def deliver(self, subscription, method: str, params: dict) -> None:
+        """A notification of the modern stream ``subscription`` (its ``subscriptionId``)."""
+        with self._lock:
+            stream = self._by_id.get(subscription)
+        if stream is None:
+            log.debug("dropped %s for unknown subscription %r", method, subscription)
+        else:
+            stream.deliver(method, params)
+
+    def deliver_local(self, method: str, params: dict) -> None:
+        """A change notification of a handshake-era server: to each stream whose filter wants it."""
+        with self._lock:
+            local = [s for s in self._local if wants(s.acknowledged or {}, method, params)]
+        for stream in local:
+            stream.deliver(method, params)
 
 
 def subscription_id(params: dict):

@@ -1,10 +1,11 @@
-"""The client's side of the 2026-07-28 era: choosing the era, the per-request envelope, and MRTR.
+"""The client's side of the 2026-07-28 era: the era probe, the per-request envelope, and MRTR.
 
 A modern server has no handshake.  The client learns its era once, when it
 connects (:func:`probe`), and from then on every request names its own
 protocol version and capabilities in ``_meta`` (:func:`with_envelope`).  A
 request of the caller's may then take several JSON-RPC requests on the wire,
-each with a new id; :class:`Call` is that request across its rounds:
+each with a new id; :class:`ModernCall` is that request across its rounds, on top of the
+era-neutral :class:`~mcp_ref.client.calls.Call` (all a handshake-era request is):
 
 * ``input_required`` (MRTR, 2026-07-28 basic/patterns/mrtr): the client answers
   the ``inputRequests`` with its sampling, elicitation and roots handlers — the
@@ -20,18 +21,20 @@ each with a new id; :class:`Call` is that request across its rounds:
 
 Every one of these is bounded (``Client(max_input_rounds=)``, default
 :data:`MAX_INPUT_ROUNDS`, shared with a task's input requests in
-:mod:`mcp_ref.extras.client_tasks`; one version retry, :data:`MAX_REISSUES`, one header retry).  In the handshake era a :class:`Call`
-is a single request.
+:mod:`mcp_ref.extras.client_tasks`; one version retry, :data:`MAX_REISSUES`, one header retry).
+The module loads when a connection finds (or is told) that the server is modern: a client pinned
+to the handshake era never reads it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
 
-from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS
-from ..core import envelope
+from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope
 from ..core.errors import (
     HEADER_MISMATCH,
     LIMIT_EXCEEDED,
@@ -46,58 +49,24 @@ from ..core.errors import (
     UnsupportedProtocolVersion,
     UnsupportedProtocolVersionError,
 )
-from ..core.session import PendingRequest, RequestContext
+from ..core.session import RequestContext
 from ..core.types import DiscoverResult
-from ..extras import client_tasks as tasks
+from .calls import MAX_INPUT_ROUNDS, Call
 
 if TYPE_CHECKING:
-    from .connection import ClientConnection
+    from .interfaces import Connection
+
+__all__ = ["MAX_INPUT_ROUNDS", "ModernCall", "LegacyServer", "probe", "pick_version", "with_envelope",
+           "envelope_meta", "adopt_version"]
 
 log = logging.getLogger(__name__)
 
-#: The eras a client may ask for (``Client(era=...)``).
-AUTO, MODERN, HANDSHAKE = "auto", "modern", "handshake"
-ERAS = (AUTO, MODERN, HANDSHAKE)
-
-#: ``input_required`` rounds one request may take before the client gives up (a server that asks
-#: forever must not hold the caller forever; 2026-07-28 mrtr lets a server ask again and again).
-#: The default of ``Client(max_input_rounds=)``, which bounds a task's input rounds too.
-MAX_INPUT_ROUNDS = 16
-#: Input requests one ``input_required`` result may carry.
-MAX_INPUT_REQUESTS = 64
 #: Times a request whose HTTP response stream broke is re-issued before the caller gets the error.
 MAX_REISSUES = 2
-#: How long the stdio probe waits for a server that does not answer ``server/discover`` at all
-#: (stdio §Backward Compatibility: "does not respond within a reasonable timeout: the server is legacy").
-PROBE_TIMEOUT = 10.0
 
 #: Errors only a modern server sends (basic/versioning §Backward Compatibility: "a recognized modern
 #: JSON-RPC error ... identifies a modern server").
 MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
-
-
-def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
-    """Check ``Client(era=, protocol_version=)`` and return the era to use and the pinned version.
-
-    A pinned revision implies its era; ``era="auto"`` with no version prefers the newest modern
-    revision and falls back to the newest handshake one.
-    """
-    if era not in ERAS:
-        raise ValueError(f"era must be one of {', '.join(ERAS)}, not {era!r}")
-    if protocol_version is None:
-        return era, None
-    if protocol_version in MODERN_VERSIONS:
-        if era == HANDSHAKE:
-            raise ValueError(f"{protocol_version} is a modern revision; the handshake era speaks "
-                             f"{', '.join(SUPPORTED_VERSIONS)}")
-        return MODERN, protocol_version
-    if protocol_version in SUPPORTED_VERSIONS:
-        if era == MODERN:
-            raise ValueError(f"{protocol_version} is a handshake-era revision; the modern era speaks "
-                             f"{', '.join(MODERN_VERSIONS)}")
-        return HANDSHAKE, protocol_version
-    raise ValueError(f"unsupported protocol version {protocol_version!r}; mcp_ref speaks "
-                     f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}")
 
 
 def pick_version(offered: list, pinned: str | None) -> str | None:
@@ -112,24 +81,24 @@ class LegacyServer(Exception):
     """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
 
 
-def probe(connection: ClientConnection, pinned: str | None, timeout: float | None,
-          *, bounded: bool) -> tuple[str, DiscoverResult]:
+def probe(connection: Connection, pinned: str | None, timeout: float | None,
+          *, bounded: float | None) -> tuple[str, DiscoverResult]:
     """Ask ``server/discover``; return the version to speak and the server's answer.
 
     Raises :class:`LegacyServer` when the answer says the server is handshake-only:
     any error that is not a recognized modern one or, with ``bounded`` (stream
-    transports, where no HTTP status drives the fallback), no answer within
-    :data:`PROBE_TIMEOUT`.  2026-07-28 basic/transports/stdio §Backward Compatibility:
+    transports, where no HTTP status drives the fallback: ``Client(probe_timeout=)``,
+    in seconds), no answer within that time.  2026-07-28 basic/transports/stdio §Backward Compatibility:
     "The fallback MUST NOT be keyed to one specific error code".  A modern error
     is raised as it is (-32022 is handled here: one retry with a supported version).
     """
     version = pinned or MODERN_VERSIONS[0]
     wait = timeout
-    if bounded:
-        wait = PROBE_TIMEOUT if timeout is None else min(timeout, PROBE_TIMEOUT)
+    if bounded is not None:
+        wait = bounded if timeout is None else min(timeout, bounded)
     retried = False
     while True:
-        params = {"_meta": connection.envelope_meta(version)}
+        params = {"_meta": envelope_meta(connection, version)}
         try:
             raw = connection.session.request("server/discover", params, timeout=wait)
         except UnsupportedProtocolVersionError as exc:
@@ -150,7 +119,7 @@ def probe(connection: ClientConnection, pinned: str | None, timeout: float | Non
                 raise  # a modern refusal; and a rate-limited probe says nothing of the era: try later
             raise LegacyServer(None) from exc
         except RequestTimeout:
-            if bounded:
+            if bounded is not None:
                 raise LegacyServer(None) from None
             raise
         try:
@@ -183,36 +152,51 @@ def with_envelope(params: dict | None, meta: dict) -> dict:
     return out
 
 
-class Call:
+def envelope_meta(connection: Connection, version: str | None = None, *, task: bool = False) -> dict:
+    """The ``_meta`` of a modern request: version, capabilities, client info, log level.
+
+    2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
+    ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``task``: the
+    capabilities declare the tasks extension (SEP-2663: "in its per-request capabilities").
+    """
+    # Given (the server/discover probe), or chosen by then: every other modern request follows connect().
+    version = cast(str, version or connection.protocol_version)
+    capabilities = connection.client.capabilities(version)
+    if task:
+        from ..extras import client_tasks
+
+        capabilities = client_tasks.with_extension(capabilities)
+    return envelope.request_meta(version, capabilities, connection.client.client_info, connection.log_level)
+
+
+def adopt_version(connection: Connection, error: UnsupportedProtocolVersionError) -> None:
+    """After -32022 for a request: speak a version from the error's ``supported`` list, or re-raise it."""
+    choice = pick_version(error.supported, connection.client.pinned_version)
+    if choice is None:
+        raise error
+    connection.session.protocol_version = choice
+
+
+class ModernCall(Call):
     """One request of the caller's, across the rounds the modern era may need (see the module
     docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
 
-    def __init__(self, connection: ClientConnection, method: str, params: dict | None, options: dict,
+    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict,
                  task: bool = False):
-        self._connection = connection
-        self.method = method
-        self._params = params
         #: True when the request declares the tasks extension: the server may answer with a task,
         #: which :func:`mcp_ref.extras.client_tasks.follow` drives to its end.  ``task_id`` is then its id.
         self.task = task
-        self.task_id: str | None = None
         self._stop = threading.Event()
         self._finished = False
         on_progress = options.get("on_progress")
         if on_progress is not None:
-            options = dict(options, on_progress=_Forward(on_progress))
-        self._options = options
+            from .mrtr import ProgressAcrossRounds
+
+            options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
         self._lock = threading.Lock()
         self._cancelled: str | None = None
         self._contexts: list[RequestContext] = []  # of the input handlers running now
-        #: ``input_required`` rounds answered so far (a result reached through any is not cached).
-        self.rounds = 0
-        self.pending: PendingRequest = connection.send_request(method, params, task=task, **options)
-
-    @property
-    def id(self):
-        """The JSON-RPC id of the current round."""
-        return self.pending.id
+        super().__init__(connection, method, params, options)
 
     def done(self) -> bool:
         """True once the call has settled (a call that may become a task: once ``result()`` returned)."""
@@ -236,9 +220,7 @@ class Call:
 
     def _result(self) -> dict:
         connection = self._connection
-        if not connection.modern:
-            return self.pending.result()
-        rounds = reissues = 0
+        reissues = 0
         version_retried = headers_retried = False
         params = self._params
         while True:
@@ -248,7 +230,7 @@ class Call:
                 if version_retried:
                     raise
                 version_retried = True
-                connection.adopt_version(exc)
+                adopt_version(connection, exc)
                 self._resend(params)
                 continue
             except ResponseStreamLost:
@@ -266,35 +248,24 @@ class Call:
             kind = result.get("resultType", envelope.COMPLETE)  # absent: "MUST treat ... as complete"
             if kind == envelope.COMPLETE:
                 return result
-            if kind == tasks.TASK and self.task:
-                return tasks.follow(self, result, self._stop, self._options.get("max_total_timeout"))
+            if self.task:
+                from ..extras import client_tasks
+
+                if kind == client_tasks.TASK:
+                    return client_tasks.follow(self, result, self._stop, self._options.get("max_total_timeout"))
             if kind != envelope.INPUT_REQUIRED:
                 raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
                                f"client did not ask for")
-            rounds += 1
-            self.rounds = rounds
-            if rounds > self.max_input_rounds:
-                raise self.too_many_rounds()
-            params = dict(self._params or {})
-            requests = result.get("inputRequests")
-            if requests is not None:
-                params["inputResponses"] = self._answer(requests)
-            if "requestState" in result:
-                # mrtr: "the client MUST echo back the exact value"; without one, "MUST NOT include one".
-                params["requestState"] = result["requestState"]
+            from . import mrtr
+
+            params = mrtr.next_round(self, self._params, result)
             self._resend(params)
 
     def _resend(self, params: dict | None) -> None:
         with self._lock:
-            if self._cancelled is not None:
-                raise RequestCancelled(f"{self.method}: cancelled ({self._cancelled})")
+            self._check_cancelled()
             # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
             self.pending = self._connection.send_request(self.method, params, task=self.task, **self._options)
-
-    @property
-    def connection(self) -> ClientConnection:
-        """The connection the call travels on."""
-        return self._connection
 
     @property
     def max_input_rounds(self) -> int:
@@ -303,9 +274,9 @@ class Call:
 
     def too_many_rounds(self) -> LimitExceeded:
         """The error of a call whose server still asks for input after :attr:`max_input_rounds` rounds."""
-        limit = self.max_input_rounds
-        return LimitExceeded(f"{self.method}: the server still needed input after {limit} rounds; this client "
-                             f"answers at most {limit} (max_input_rounds)", data={"limit": limit})
+        from .mrtr import too_many_rounds
+
+        return too_many_rounds(self)
 
     def request_options(self) -> dict:
         """The call's options that apply to each request it sends (its timeout)."""
@@ -313,54 +284,23 @@ class Call:
 
     def answer(self, requests: Any) -> dict:
         """The ``inputResponses`` for an ``inputRequests`` map (of an ``input_required`` result, or of
-        a task), from the client's handlers."""
-        return self._answer(requests)
+        a task), from the client's handlers (:func:`mcp_ref.client.mrtr.answer`)."""
+        from .mrtr import answer
 
-    def _answer(self, requests: Any) -> dict:
-        """The ``inputResponses`` for an ``inputRequests`` map, from the client's handlers."""
-        if not isinstance(requests, dict) or len(requests) > MAX_INPUT_REQUESTS:
-            raise McpError(f"{self.method}: the server's inputRequests is not a map of at most "
-                           f"{MAX_INPUT_REQUESTS} requests")
-        responses: dict[str, Any] = {}
-        for key, ask in requests.items():
-            method = ask.get("method") if isinstance(ask, dict) else None
-            params = ask.get("params") if isinstance(ask, dict) else None
-            if not isinstance(method, str) or not self._connection.answers(method):
-                raise McpError(f"{self.method}: the server asked for {method!r}, which no client answers")
-            context = RequestContext(self._connection.session, f"{self.pending.id}:{key}", method,
-                                     params if isinstance(params, dict) else {})
+        return answer(self, requests)
+
+    @contextmanager
+    def input_handler(self, context: RequestContext) -> Iterator[None]:
+        """While an input handler serves ``context``: cancelling the call cancels it too."""
+        with self._lock:
+            self._check_cancelled()
+            self._contexts.append(context)
+        try:
+            yield
+        finally:
             with self._lock:
-                if self._cancelled is not None:
-                    raise RequestCancelled(f"{self.method}: cancelled ({self._cancelled})")
-                self._contexts.append(context)
-            try:
-                responses[key] = self._connection.handle_request(context, method, context.params)
-            except McpError as exc:
-                raise type(exc)(f"{self.method}: could not give the server's {method} input: {exc.message}",
-                                code=exc.code, data=exc.data) from None
-            finally:
-                with self._lock:
-                    self._contexts.remove(context)
-        return responses
+                self._contexts.remove(context)
 
-
-class _Forward:
-    """A call's ``on_progress`` across its rounds: only progress beyond what was already reported.
-
-    Each round is a new request with a new progress token, and a server that re-runs its handler
-    for the retry (as mcp_ref's does) reports the same steps again; the caller sees one call whose
-    progress only increases (2026-07-28 basic/patterns/progress: "The progress value MUST increase
-    with each notification").
-    """
-
-    __slots__ = ("callback", "reported")
-
-    def __init__(self, callback):
-        self.callback = callback
-        self.reported: float | None = None
-
-    def __call__(self, progress, total, message) -> None:
-        if self.reported is not None and progress <= self.reported:
-            return
-        self.reported = progress
-        self.callback(progress, total, message)
+    def _check_cancelled(self) -> None:
+        if self._cancelled is not None:
+            raise RequestCancelled(f"{self.method}: cancelled ({self._cancelled})")

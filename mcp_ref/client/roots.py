@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from ..core.errors import MethodNotFound
+from ..core.feature_types import Root
 from ..core.session import RequestContext
-from ..core.types import Root
 
 if TYPE_CHECKING:
-    from .connection import ClientConnection
+    from .interfaces import Connection
 
 
 def as_root(value: Root | dict | str) -> Root:
@@ -28,13 +28,13 @@ def as_root(value: Root | dict | str) -> Root:
     return root
 
 
-def offered(connection: ClientConnection) -> None:
+def offered(connection: Connection) -> None:
     """Raise MethodNotFound unless this client answers ``roots/list`` (it was given roots)."""
     if connection.client.roots is None:
         raise MethodNotFound("Method not found: this client does not offer roots")
 
 
-def list_roots(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
+def list_roots(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``roots/list``: the client's roots."""
     offered(connection)  # so roots is not None
     return {"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}

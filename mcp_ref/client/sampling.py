@@ -6,21 +6,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import InvalidParams, MethodNotFound
+from ..core.sampling_and_elicitation import CreateMessageParams
 from ..core.session import RequestContext
-from ..core.types import CreateMessageParams
 from .callbacks import call_handler, result_dict
 
 if TYPE_CHECKING:
-    from .connection import ClientConnection
+    from .interfaces import Connection
 
 
-def offered(connection: ClientConnection) -> None:
+def offered(connection: Connection) -> None:
     """Raise MethodNotFound unless this client answers ``sampling/createMessage`` (it has a handler)."""
     if connection.client.sampling_handler is None:
         raise MethodNotFound("Method not found: this client does not offer sampling")
 
 
-def create_message(connection: ClientConnection, context: RequestContext, params: dict) -> dict:
+def create_message(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``sampling/createMessage``: check the params, then ask the client's ``sampling_handler``."""
     client = connection.client
     offered(connection)

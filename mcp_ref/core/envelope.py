@@ -20,8 +20,9 @@ modern per-request ``_meta`` is served statelessly according to this revision").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from .. import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from . import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .errors import InvalidParams, UnsupportedProtocolVersionError
 
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -52,12 +53,12 @@ class Envelope:
     """
 
     version: str
-    client_capabilities: dict = field(default_factory=dict)
-    client_info: dict = field(default_factory=dict)
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] = field(default_factory=dict)
     log_level: str | None = None
 
 
-def meta_of(params: object) -> dict | None:
+def meta_of(params: object) -> dict[str, Any] | None:
     """The ``_meta`` object of a request's params, or None."""
     if isinstance(params, dict):
         meta = params.get("_meta")
@@ -108,10 +109,10 @@ def read_envelope(params: object) -> Envelope | None:
     return Envelope(version, capabilities, info, level)
 
 
-def request_meta(version: str, capabilities: dict, client_info: dict | None = None,
-                 log_level: str | None = None) -> dict:
+def request_meta(version: str, capabilities: dict[str, Any], client_info: dict[str, Any] | None = None,
+                 log_level: str | None = None) -> dict[str, Any]:
     """The client's ``_meta`` for one modern request (required fields, then the optional ones)."""
-    meta = {PROTOCOL_VERSION: version, CLIENT_CAPABILITIES: capabilities}
+    meta: dict[str, Any] = {PROTOCOL_VERSION: version, CLIENT_CAPABILITIES: capabilities}
     if client_info:
         meta[CLIENT_INFO] = client_info
     if log_level is not None:
@@ -119,7 +120,7 @@ def request_meta(version: str, capabilities: dict, client_info: dict | None = No
     return meta
 
 
-def complete(result: dict, server_info: dict | None, result_type: str = COMPLETE) -> dict:
+def complete(result: dict[str, Any], server_info: dict[str, Any] | None, result_type: str = COMPLETE) -> dict[str, Any]:
     """``result`` as a modern result: its ``resultType`` (basic/index: results "MUST include a
     resultType field") and, in ``_meta``, the server's identity (servers "SHOULD include"
     ``io.modelcontextprotocol/serverInfo`` "in every result's ``_meta``")."""

@@ -14,6 +14,7 @@ Two kinds of failure reach a caller:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 # JSON-RPC 2.0 §5.1 "Error object": the pre-defined codes.
@@ -65,15 +66,15 @@ class McpError(MCPRefError):
             self.code = code
         self.data = data
 
-    def to_error(self) -> dict:
+    def to_error(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object for this exception."""
-        error = {"code": self.code, "message": self.message}
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
 
     @classmethod
-    def from_error(cls, error: dict) -> McpError:
+    def from_error(cls, error: dict[str, Any]) -> McpError:
         """Build the most specific subclass for a received ``error`` object."""
         code = error.get("code", INTERNAL_ERROR)
         message = error.get("message", "")
@@ -139,7 +140,7 @@ class UrlElicitationRequired(McpError):
     code = URL_ELICITATION_REQUIRED
 
     @property
-    def elicitations(self) -> list:
+    def elicitations(self) -> list[dict[str, Any]]:
         """The URL-mode elicitations the server asks for."""
         return list((self.data or {}).get("elicitations", []))
 
@@ -201,36 +202,50 @@ class MissingRequiredClientCapabilityError(McpError):
     code = MISSING_REQUIRED_CLIENT_CAPABILITY
 
     @classmethod
-    def needing(cls, capabilities: dict, why: str) -> MissingRequiredClientCapabilityError:
+    def needing(cls, capabilities: dict[str, Any], why: str) -> MissingRequiredClientCapabilityError:
         """The error for a request that needs ``capabilities`` (e.g. ``{"elicitation": {}}``)."""
         return cls(f"Missing required client capability: {why}", data={"requiredCapabilities": capabilities})
 
     @property
-    def required_capabilities(self) -> dict:
+    def required_capabilities(self) -> dict[str, Any]:
         """The capabilities the server said it needs."""
         return dict((self.data or {}).get("requiredCapabilities") or {})
 
 
 class UnsupportedProtocolVersionError(McpError):
-    """-32022 (2026-07-28): the server does not implement the version a request named.
+    """-32022: no protocol revision both sides speak.
 
-    ``data`` is ``{"supported": [...], "requested": "..."}``; a client retries with one of
-    ``supported``.  HTTP status 400.
+    Raised for two things, one condition (``UnsupportedProtocolVersion`` is the same class):
+
+    * the wire error (2026-07-28 basic/index §Error Codes): the server does not implement the
+      version a request named.  ``data`` is ``{"supported": [...], "requested": "..."}``; a client
+      retries with one of ``supported``.  HTTP status 400.
+    * the client's own conclusion, with no error on the wire: the server chose (``initialize``) or
+      offers (``server/discover``) only revisions mcp_ref does not speak.  2025-11-25
+      basic/lifecycle §Version Negotiation: "If the client does not support the version in the
+      server's response, it SHOULD disconnect."  ``data`` is None.
+
+    It is an ``McpError`` so that a received -32022 and a raised one are the same exception.
     """
 
     code = UNSUPPORTED_PROTOCOL_VERSION
 
     @classmethod
-    def naming(cls, requested, supported) -> UnsupportedProtocolVersionError:
+    def naming(cls, requested: object, supported: Iterable[str]) -> UnsupportedProtocolVersionError:
         """The error for a request that asked for ``requested``, listing ``supported``."""
         return cls(f"Unsupported protocol version: {requested!r}",
                    data={"supported": list(supported), "requested": requested})
 
     @property
-    def supported(self) -> list:
-        """The versions the server supports (from ``data``)."""
+    def supported(self) -> list[str]:
+        """The versions the server supports (from ``data``; empty when it did not say)."""
         value = (self.data or {}).get("supported") if isinstance(self.data, dict) else None
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+#: The older name of :class:`UnsupportedProtocolVersionError` (the client's "no common revision"),
+#: kept: one class, two names.
+UnsupportedProtocolVersion = UnsupportedProtocolVersionError
 
 
 _BY_CODE = {
@@ -274,10 +289,6 @@ class CapabilityError(MCPRefError):
     """The peer did not declare the capability this request needs, so it was not sent."""
 
 
-class UnsupportedProtocolVersion(MCPRefError):
-    """The peer chose a protocol revision this implementation does not speak."""
-
-
 class MessageTooLarge(MCPRefError):
     """Raised by a transport's ``read()`` for a message over its size limit (already discarded).
 
@@ -286,64 +297,20 @@ class MessageTooLarge(MCPRefError):
     """
 
 
-class AuthorizationError(MCPRefError):
-    """OAuth authorization for an HTTP server failed (``mcp_ref.auth.OAuth``).
+#: The OAuth errors, now in :mod:`mcp_ref.auth.errors`; still importable from here (loaded on first use).
+_MOVED_TO_AUTH = frozenset({
+    "AuthorizationError", "MetadataError", "PkceUnsupported", "RegistrationError", "CallbackError",
+    "AuthorizationDenied", "AuthorizationTimeout", "TokenError", "InsufficientScope", "Unauthorized",
+})
 
-    The subclasses say at which step.  Messages name URLs, OAuth error codes and what was
-    expected; never a token, a code, a verifier or a secret.
+
+def __getattr__(name: str) -> Any:
+    """The OAuth errors under their old path (``from mcp_ref.core.errors import AuthorizationError``).
+
+    Loaded by name, not by an import statement: the core imports nothing above it.
     """
+    if name in _MOVED_TO_AUTH:
+        import importlib
 
-
-class MetadataError(AuthorizationError):
-    """Discovery failed: no protected resource or authorization server metadata, metadata that is
-    not a JSON object or lacks a required field, an ``issuer`` or ``resource`` that does not match."""
-
-
-class PkceUnsupported(AuthorizationError):
-    """The authorization server does not advertise PKCE with S256, so the client refuses it
-    (2025-11-25 basic/authorization §Authorization Code Protection: "MCP clients MUST refuse to proceed")."""
-
-
-class RegistrationError(AuthorizationError):
-    """The client could not register: the registration endpoint refused, or there is no way to get a client id."""
-
-
-class CallbackError(AuthorizationError):
-    """The authorization response cannot be trusted or used: a wrong ``state``, a wrong or missing
-    ``iss`` (RFC 9207), or no ``code``."""
-
-
-class AuthorizationDenied(AuthorizationError):
-    """The authorization server answered the authorization request with an error (e.g. ``access_denied``).
-
-    ``error`` is the OAuth error code; ``description`` its ``error_description`` (if any).
-    """
-
-    def __init__(self, message: str, error: str = "", description: str | None = None):
-        super().__init__(message)
-        self.error, self.description = error, description
-
-
-class AuthorizationTimeout(AuthorizationError, TimeoutError):
-    """The redirect back from the authorization server did not come in time."""
-
-
-class TokenError(AuthorizationError):
-    """The token endpoint refused (an OAuth ``error``) or answered something that is not a token.
-
-    ``error`` is the OAuth error code (``invalid_grant`` ...) or "" when the answer was not OAuth;
-    ``status`` the HTTP status.
-    """
-
-    def __init__(self, message: str, error: str = "", status: int | None = None):
-        super().__init__(message)
-        self.error, self.status = error, status
-
-
-class InsufficientScope(AuthorizationError):
-    """The server still answers 403 ``insufficient_scope`` after the client re-authorized for the
-    scopes it named (the step-up retry limit, 2025-11-25 §Step-Up Authorization Flow)."""
-
-
-class Unauthorized(AuthorizationError):
-    """The server refused the request (401) even with a freshly obtained token."""
+        return getattr(importlib.import_module("mcp_ref.auth.errors"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

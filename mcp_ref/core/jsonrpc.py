@@ -18,12 +18,14 @@ keys present               message
 from __future__ import annotations
 
 import json
+import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from .errors import InvalidRequest, ParseError
+from .errors import INTERNAL_ERROR, InvalidRequest, ParseError
 
 RequestId = str | int
 
@@ -42,9 +44,9 @@ class Request:
 
     id: RequestId
     method: str
-    params: dict | None = None
+    params: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The wire form."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
         if self.params is not None:
@@ -57,9 +59,9 @@ class Notification:
     """A one-way message: it is never answered."""
 
     method: str
-    params: dict | None = None
+    params: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The wire form."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": self.method}
         if self.params is not None:
@@ -72,9 +74,9 @@ class Response:
     """A successful answer to the request with the same ``id``."""
 
     id: RequestId
-    result: dict
+    result: dict[str, Any]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The wire form."""
         return {"jsonrpc": "2.0", "id": self.id, "result": self.result}
 
@@ -89,10 +91,10 @@ class ErrorResponse:
     """
 
     id: RequestId | None
-    error: dict
+    error: dict[str, Any]
     null_id: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The wire form."""
         if self.id is None and not self.null_id:
             return {"jsonrpc": "2.0", "error": self.error}
@@ -110,7 +112,7 @@ def valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def parse(data: bytes | str) -> Message | list:
+def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
     """Parse one transport message.
 
     Returns a message, or a ``list`` for a batch, whose items are messages or
@@ -144,7 +146,7 @@ def parse(data: bytes | str) -> Message | list:
             raise _invalid("Invalid Request: empty batch")
         if len(obj) > MAX_BATCH:
             raise _invalid(f"Invalid Request: a batch of {len(obj)} messages; the limit is {MAX_BATCH}")
-        items: list = []
+        items: list[Message | InvalidRequest] = []
         for item in obj:
             try:
                 items.append(from_dict(item))
@@ -238,7 +240,7 @@ def _invalid(message: str, request_id: RequestId | None = None, *, answer: bool 
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
-def serialize(message: Message | list) -> bytes:
+def serialize(message: Message | list[Message]) -> bytes:
     """The bytes of one message (or a batch list of messages), as compact JSON.
 
     The output is ASCII with every control character escaped, so it never
@@ -251,6 +253,35 @@ def serialize(message: Message | list) -> bytes:
     return _encode(message.to_dict()).encode("ascii")
 
 
-def serialize_items(messages: list) -> bytes:
+def serialize_items(messages: Sequence[Message]) -> bytes:
     """The bytes of a batch of messages (see :func:`serialize`)."""
     return _encode([m.to_dict() for m in messages]).encode("ascii")
+
+
+def serialize_answering(message: Message | list[Message], name: str = "session") -> bytes:
+    """:func:`serialize`, except that an answer whose result JSON cannot carry becomes an Internal
+    error answer (logged under ``name``), so the requester is still answered.
+
+    A request or notification that cannot be encoded raises ValueError to its sender; nothing
+    invalid is ever written.
+    """
+    try:
+        return serialize(message)
+    except (ValueError, TypeError, RecursionError) as exc:
+        if isinstance(message, list):
+            return serialize_items([_encodable(m, name) for m in message])
+        if not isinstance(message, Response):
+            raise ValueError(f"{getattr(message, 'method', 'message')}: cannot be sent as JSON: {exc}") from None
+        return serialize(_encodable(message, name))
+
+
+def _encodable(message: Message, name: str) -> Message:
+    try:
+        serialize(message)
+        return message
+    except (ValueError, TypeError, RecursionError) as exc:
+        logging.getLogger("mcp_ref.core.session").error(
+            "%s: the answer to request %r is not JSON (%s); answering Internal error", name,
+            getattr(message, "id", None), exc)
+        return ErrorResponse(getattr(message, "id", None),
+                             {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"})

@@ -22,13 +22,13 @@ import enum
 import threading
 from collections.abc import Callable, Container
 from dataclasses import dataclass
+from typing import Any
 
-from .. import LATEST_VERSION, SUPPORTED_VERSIONS
-from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersion
+from . import LATEST_VERSION, SUPPORTED_VERSIONS
+from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersionError
 
 __all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "at_least", "batches_allowed", "server_choose_version",
-           "client_accept_version", "strip_newer_fields", "content_for_revision",
-           "SERVER", "CLIENT", "Phase", "Every", "Rules", "RULES", "TRANSITIONS", "Lifecycle"]
+           "client_accept_version", "SERVER", "CLIENT", "Phase", "Every", "Rules", "RULES", "TRANSITIONS", "Lifecycle"]
 
 # The revision in which each feature first appeared (see spec_notes/revisions.md).
 AUDIO_CONTENT = "2025-03-26"
@@ -79,56 +79,9 @@ def client_accept_version(chosen: object) -> str:
     server's response, it SHOULD disconnect." — raise, and the caller closes."""
     if isinstance(chosen, str) and chosen in SUPPORTED_VERSIONS:
         return chosen
-    raise UnsupportedProtocolVersion(
+    raise UnsupportedProtocolVersionError(
         f"server chose protocol version {chosen!r}; mcp_ref supports {', '.join(SUPPORTED_VERSIONS)}"
     )
-
-
-# Fields of listed objects that first appeared in a revision; a server
-# strips them when it speaks an older one, so each message matches the
-# negotiated revision's schema.
-_NEWER_FIELDS = {
-    "title": TITLES,
-    "outputSchema": STRUCTURED_OUTPUT,
-    "annotations": TOOL_ANNOTATIONS,
-    "icons": ICONS,
-    "execution": ICONS,
-}
-
-
-def strip_newer_fields(obj: dict, version: str | None, *, keep_annotations: bool = False) -> dict:
-    """A copy of a listed tool/resource/prompt without the fields ``version`` lacks.
-
-    Resource and content ``annotations`` exist since 2024-11-05, only tool
-    annotations are newer: pass ``keep_annotations=True`` for non-tools.
-    """
-    if version is None or version >= ICONS:
-        return obj
-    out = {}
-    for key, value in obj.items():
-        since = _NEWER_FIELDS.get(key)
-        if since is not None and version < since and not (keep_annotations and key == "annotations"):
-            continue
-        out[key] = value
-    return out
-
-
-def content_for_revision(block: dict, version: str | None) -> dict:
-    """A content block the negotiated revision can carry.
-
-    Audio content exists from 2025-03-26 and resource links from 2025-06-18;
-    for an older peer they become a text block that says what was there, so
-    the message stays valid for that revision's schema and nothing is lost
-    silently.
-    """
-    kind = block.get("type")
-    if kind == "audio" and not at_least(version, AUDIO_CONTENT):
-        return {"type": "text", "text": f"[audio content ({block.get('mimeType', 'unknown type')}) "
-                                        f"cannot be sent with protocol version {version}]"}
-    if kind == "resource_link" and not at_least(version, RESOURCE_LINKS):
-        name = block.get("name") or block.get("uri")
-        return {"type": "text", "text": f"Resource {name}: {block.get('uri')}"}
-    return block
 
 
 # -- phases: what each role may do, and when ----------------------------------------------------
@@ -311,3 +264,17 @@ class Lifecycle:
                 apply()
             self.phase = following
             return True
+
+
+#: Shaping a payload for an older revision lives in :mod:`mcp_ref.core.older_revisions` (loaded when a
+#: server first lists or answers a peer that needs it); the names are reachable from here too.
+_OLDER_REVISIONS = frozenset({"strip_newer_fields", "content_for_revision"})
+
+
+def __getattr__(name: str) -> Any:
+    """``lifecycle.strip_newer_fields`` and ``lifecycle.content_for_revision`` (see above)."""
+    if name not in _OLDER_REVISIONS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__package__}.older_revisions"), name)

@@ -31,10 +31,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from types import EllipsisType
-from typing import TYPE_CHECKING, Any, Protocol
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from . import envelope, jsonrpc
 from .errors import (
@@ -47,30 +45,37 @@ from .errors import (
     MessageTooLarge,
     ParseError,
     RequestCancelled,
-    RequestTimeout,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
-from .lifecycle import OPTIONAL_ERROR_ID, PROGRESS_MESSAGE
+from .lifecycle import OPTIONAL_ERROR_ID
+from .requests import (
+    DEFAULT,
+    EVENTS_LOCK,
+    Default,
+    Dispatcher,
+    PendingRequest,
+    ProgressCallback,
+    RequestContext,
+    run_logged,
+    settle_once,
+)
 from .transport import RequestFailed, RequestHeld
 
 if TYPE_CHECKING:
-    from ..extras.tasks import TaskRun
-    from ..server.input_required import Inputs
-    from .envelope import Envelope
+    from .batch import Batch
+    from .callback_queue import CallbackQueue
     from .transport import Transport
+
+__all__ = ["Session", "RequestContext", "PendingRequest", "Dispatcher", "ProgressCallback", "DEFAULT_TIMEOUT",
+           "DEFAULT_MAX_INCOMING", "DEFAULT_MAX_TOTAL_FACTOR", "DEFAULT_MAX_CALLBACKS", "DEFAULT_MAX_CALLBACK_BYTES"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
-#: Guards the Events made on first use (a request's ``cancelled``, a session's ``closed``).
-_EVENTS_LOCK = threading.Lock()
 #: Incoming requests one connection holds at once (running or waiting for a handler thread).
 #: Past it a request is answered at once with -32000 (:class:`~mcp_ref.core.errors.ServerBusy`),
 #: never queued without bound.
 DEFAULT_MAX_INCOMING = 1024
-
-#: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
-DEFAULT_MAX_TOTAL_FACTOR = 10
 
 #: User callbacks for the peer's notifications (progress, log messages, list changes) waiting at
 #: once for the callback thread, and the bytes of the messages that brought them.  Past either a
@@ -79,219 +84,8 @@ DEFAULT_MAX_TOTAL_FACTOR = 10
 DEFAULT_MAX_CALLBACKS = 1024
 DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
 
-ProgressCallback = Callable[[float, "float | None", "str | None"], None]
-
-
-class Dispatcher(Protocol):
-    """The role (server or client) that gives methods their meaning."""
-
-    def handle_request(self, context: RequestContext, method: str, params: dict) -> dict: ...
-
-    def handle_notification(self, method: str, params: dict) -> None: ...
-
-    def batches_allowed(self) -> bool: ...
-
-
-class RequestContext:
-    """What a handler knows about the request it serves, and what it may do.
-
-    ``cancelled`` is an Event set when the peer cancels the request; a handler
-    that runs long should check ``is_cancelled`` (or call
-    ``check_cancelled()``) and stop.  ``report_progress`` sends progress only
-    when the requester asked for it.
-    """
-
-    __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
-                 "envelope", "inputs", "deferred", "_on_end", "task", "started")
-
-    def __init__(self, session: Session, request_id: jsonrpc.RequestId, method: str, params: dict):
-        self.session = session
-        self.request_id = request_id
-        self.method = method
-        self.params = params
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
-        self.progress_token = token if jsonrpc.valid_id(token) else None
-        self._cancelled: threading.Event | None = None  # made when first needed: most requests never are
-        self._last_progress: float | None = None
-        #: A 2026-07-28 request's own protocol fields (``mcp_ref.core.envelope.Envelope``), set by the
-        #: dispatcher; None in the handshake era.
-        self.envelope: Envelope | None = None
-        #: The answers a 2026-07-28 request brings for its handler's asks (``mcp_ref.server.
-        #: input_required.Inputs``); None where the request cannot carry any.
-        self.inputs: Inputs | None = None
-        #: True once the handler kept the request open past its return (:meth:`defer`).
-        self.deferred = False
-        #: The tasks extension: whether this call may become a task, or the task it runs as
-        #: (``mcp_ref.extras.tasks``); None for every other request.
-        self.task: TaskRun | str | None = None
-        self._on_end: Callable[[], None] | None = None
-        #: True once a handler thread took the request (it may wait in the pool's queue before).
-        self.started = False
-
-    def defer(self, on_end: Callable[[], None]) -> None:
-        """Keep the request open after the handler returns: its answer comes later, from
-        :meth:`Session.answer_deferred`, or never.
-
-        For a request whose work is waiting, not computing (a 2026-07-28 ``subscriptions/listen``
-        stream): no handler thread is held while it stays open.  It still counts against the
-        connection's ``max_incoming``.  ``on_end`` is called once if the request ends without
-        that answer: the peer cancelled it, or the connection ended.  What the handler returns
-        is then ignored.
-        """
-        self._on_end = on_end
-        self.deferred = True
-
-    @property
-    def cancelled(self) -> threading.Event:
-        """The Event set when the request is cancelled (wait on it, or set it to cancel)."""
-        event = self._cancelled
-        if event is None:
-            with _EVENTS_LOCK:
-                if self._cancelled is None:
-                    self._cancelled = threading.Event()
-                event = self._cancelled
-        return event
-
-    @cancelled.setter
-    def cancelled(self, event: threading.Event) -> None:
-        self._cancelled = event
-
-    @property
-    def is_cancelled(self) -> bool:
-        """True once the peer has sent ``notifications/cancelled`` for this request."""
-        event = self._cancelled
-        return event is not None and event.is_set()
-
-    def check_cancelled(self) -> None:
-        """Raise :class:`RequestCancelled` if the peer cancelled this request."""
-        if self.is_cancelled:
-            raise RequestCancelled(f"request {self.request_id!r} was cancelled by the peer")
-
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Send ``notifications/progress`` for this request; False when no progress was asked for.
-
-        2025-11-25 basic/utilities/progress: "The progress value MUST increase
-        with each notification, even if the total is unknown."
-        """
-        if self.progress_token is None:
-            return False
-        if self._last_progress is not None and progress <= self._last_progress:
-            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
-        self._last_progress = progress
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
-            params["message"] = message
-        self.session.notify("notifications/progress", params, related_request_id=self.request_id)
-        return True
-
-
-class PendingRequest:
-    """An outgoing request in flight: wait for it with ``result()``, or ``cancel()`` it."""
-
-    __slots__ = (
-        "id", "method", "future", "timeout", "deadline", "hard_deadline",
-        "on_progress", "reset_on_progress", "_session",
-    )
-
-    def __init__(self, session, request_id, method, timeout, on_progress, reset_on_progress, max_total_timeout):
-        now = time.monotonic()
-        self._session = session
-        self.id = request_id
-        self.method = method
-        self.future: Future = Future()
-        self.timeout = timeout
-        self.deadline = None if timeout is None else now + timeout
-        self.hard_deadline = None if max_total_timeout is None else now + max_total_timeout
-        self.on_progress = on_progress
-        self.reset_on_progress = reset_on_progress
-
-    def result(self) -> dict:
-        """Wait for the answer: the ``result`` dict, or raise.
-
-        Raises :class:`McpError` for an error answer, :class:`RequestTimeout`
-        when the timeout (possibly reset by progress) or the total cap
-        expires — the peer is then sent ``notifications/cancelled`` — and
-        :class:`ConnectionClosed` / :class:`RequestCancelled`.
-        """
-        while True:
-            wait = None
-            now = time.monotonic()
-            if self.deadline is not None:
-                wait = self.deadline - now
-            if self.hard_deadline is not None:
-                left = self.hard_deadline - now
-                wait = left if wait is None else min(wait, left)
-            try:
-                return self.future.result(None if wait is None else max(wait, 0.0))
-            except FutureTimeout:
-                if self.future.done():
-                    # The answer is an exception that is itself a TimeoutError (since Python 3.11
-                    # concurrent.futures.TimeoutError is the builtin): the request's outcome, not our wait.
-                    return self.future.result(0)
-                now = time.monotonic()
-                hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
-                if not hard_expired and self.deadline is not None and now < self.deadline:
-                    continue  # progress moved the deadline while we waited
-                if self._session._forget(self.id) is None:
-                    return self.future.result(0)  # the answer won the race
-                if self.method not in ("initialize", "server/discover"):
-                    # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
-                    # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
-                    # for a handshake-era server, which never began any work for it.
-                    self._session._send_cancel(self.id, "timeout")
-                limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
-                exc = RequestTimeout(f"{self.method}: no answer within the {limit}")
-                self.future.set_exception(exc)
-                raise exc from None
-
-    def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
-
-        Returns False if the answer had already arrived.
-        2025-11-25 basic/utilities/cancellation: "The initialize request MUST NOT be cancelled by clients".
-        """
-        if self.method == "initialize":
-            raise ValueError("the initialize request must not be cancelled")
-        if self._session._forget(self.id) is None:
-            return False
-        self._session._send_cancel(self.id, reason)
-        self.future.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
-        return True
-
-    def done(self) -> bool:
-        """True once an answer, an error, a timeout or a cancellation has settled the request."""
-        return self.future.done()
-
-
-class _Batch:
-    """Collects the answers to one incoming batch and sends them as one array."""
-
-    def __init__(self, session: Session):
-        self.session = session
-        self.replies: list = []
-        self.outstanding = 1  # the "seal" reference: nothing is sent before all items are dispatched
-        self.lock = threading.Lock()
-
-    def expect(self) -> None:
-        with self.lock:
-            self.outstanding += 1
-
-    def add(self, reply) -> None:
-        with self.lock:
-            if reply is not None:
-                self.replies.append(reply)
-            self.outstanding -= 1
-            finished = self.outstanding == 0
-        if finished and self.replies:
-            # JSON-RPC 2.0 §6: an all-notification batch gets no answer at all.
-            self.session._write(self.replies)
-
-    def seal(self) -> None:
-        self.add(None)
+#: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
+DEFAULT_MAX_TOTAL_FACTOR = 10
 
 
 class Session:
@@ -344,15 +138,13 @@ class Session:
         # A shared executor (HTTP's stateless mode: one connection per request) is not ours to shut down.
         self._owns_pool = executor is None
         self._pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
-        self._callbacks: ThreadPoolExecutor | None = None
+        #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that
+        #: brought them (see :meth:`call_soon`).
         self.max_callbacks = max_callbacks
         self.max_callback_bytes = max_callback_bytes
-        # What waits for the callback thread (count, bytes), and the size of the message the reader
-        # is handling now (what a callback it queues is charged).
-        self._queued_callbacks = 0
-        self._queued_bytes = 0
-        self._dropped_callbacks = 0
-        self._receiving = 0
+        self._callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
+        self._callbacks_ended = False
+        self._receiving = 0  # the size of the message the reader handles now: a callback it queues is charged
         self._reader: threading.Thread | None = None
         self._closing = False  # close() called, or the connection is fully finished
         self._input_ended = False  # the peer can no longer answer requests
@@ -394,8 +186,7 @@ class Session:
             context.cancelled.set()
         if self._owns_pool:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._callbacks is not None:
-            self._callbacks.shutdown(wait=False)
+        self._end_callbacks(wait=False)
         if self._reader is None or self._reader is threading.current_thread() or not self._reader.is_alive():
             self._set_closed()
 
@@ -406,7 +197,7 @@ class Session:
     @property
     def closed(self) -> threading.Event:
         """Set when the connection has ended and every handler has finished."""
-        with _EVENTS_LOCK:
+        with EVENTS_LOCK:
             if self._closed_event is None:
                 self._closed_event = threading.Event()
                 if self._ended:
@@ -414,7 +205,7 @@ class Session:
             return self._closed_event
 
     def _set_closed(self) -> None:
-        with _EVENTS_LOCK:
+        with EVENTS_LOCK:
             self._ended = True
             event = self._closed_event
         if event is not None:
@@ -436,7 +227,7 @@ class Session:
         method: str,
         params: dict | None = None,
         *,
-        timeout: float | None | EllipsisType = ...,
+        timeout: float | None | Default = DEFAULT,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
@@ -457,7 +248,7 @@ class Session:
         runs once the id is chosen and before the request is written, so a caller can
         route what the peer sends about it (a listen stream's notifications) from the start.
         """
-        if timeout is ...:
+        if timeout is DEFAULT:
             timeout = self.default_timeout
         if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
             # 2025-11-25 basic/lifecycle §Timeouts: implementations "SHOULD always enforce a maximum
@@ -468,7 +259,7 @@ class Session:
                 raise ConnectionClosed(f"{method}: the connection is closed")
             request_id = next(self._ids)
             pending = PendingRequest(
-                self, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout
+                self._forget, self._send_cancel, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout
             )
             self._pending[request_id] = pending
             if on_progress is not None:
@@ -495,7 +286,7 @@ class Session:
         self._write(Notification(method, params), related=related_request_id)
 
     def _write(self, message, *, while_closing: bool = False, related=None) -> None:
-        data = self._encode(message)
+        data = jsonrpc.serialize_answering(message, self.name)
         if isinstance(message, (Response, ErrorResponse)):
             related = message.id
         elif isinstance(message, list):
@@ -508,29 +299,6 @@ class Session:
         else:
             with self._write_lock:
                 self._send(data, message, related)
-
-    def _encode(self, message) -> bytes:
-        """The bytes of ``message``; a result JSON cannot carry becomes an Internal error answer.
-
-        A request or notification that cannot be encoded raises ValueError to its
-        sender; nothing invalid is ever written.
-        """
-        try:
-            return jsonrpc.serialize(message)
-        except (ValueError, TypeError, RecursionError) as exc:
-            if isinstance(message, list):
-                return jsonrpc.serialize_items([self._encodable(m) for m in message])
-            if not isinstance(message, Response):
-                raise ValueError(f"{getattr(message, 'method', 'message')}: cannot be sent as JSON: {exc}") from None
-            return jsonrpc.serialize(self._encodable(message))
-
-    def _encodable(self, message):
-        try:
-            jsonrpc.serialize(message)
-            return message
-        except (ValueError, TypeError, RecursionError) as exc:
-            log.error("%s: the answer to request %r is not JSON (%s); answering Internal error", self.name, message.id, exc)
-            return ErrorResponse(message.id, {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"})
 
     def _send(self, data: bytes, message, related) -> None:
         if self.trace is not None:
@@ -590,49 +358,26 @@ class Session:
     def call_soon(self, callback: Callable, *args, keep: bool = False) -> bool:
         """Run a user callback on the callback thread, in arrival order; errors are logged.
 
-        Bounded: past ``max_callbacks`` callbacks waiting, or ``max_callback_bytes`` of the
-        messages that brought them (the message the reader thread is handling is charged), the
-        callback is dropped with a warning and False returned, so a peer that floods
-        notifications faster than the callbacks run costs a bounded queue.  ``keep=True``
-        (a callback that settles a request, or ends a stream, once) is never dropped.
+        Bounded (:class:`~mcp_ref.core.callback_queue.CallbackQueue`): the message the reader thread
+        is handling is charged; ``keep=True`` (a callback that settles a request, or ends a stream,
+        once) is never dropped.  False when it was dropped.
         """
-        if self._callbacks is None:
-            with self._lock:
-                if self._callbacks is None:
-                    self._callbacks = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.name}-callbacks")
         cost = self._receiving if threading.current_thread() is self._reader else 0
-        with self._lock:
-            full = self._queued_callbacks >= self.max_callbacks or self._queued_bytes + cost > self.max_callback_bytes
-            if full and not keep:
-                self._dropped_callbacks += 1
-                dropped = self._dropped_callbacks
-            else:
-                self._queued_callbacks += 1
-                self._queued_bytes += cost
-        if full and not keep:
-            if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th ...: no log flood
-                log.warning("%s: %d callback(s) dropped: the peer sends notifications faster than the callbacks "
-                            "run (more than %d waiting, or %d bytes; max_callbacks, max_callback_bytes)",
-                            self.name, dropped, self.max_callbacks, self.max_callback_bytes)
-            return False
-        try:
-            self._callbacks.submit(self._run_callback, callback, args, cost)
-        except RuntimeError:
-            self._callback_done(cost)
-            log.debug("%s: dropped a callback after close", self.name)
-            return False
-        return True
+        if self._callbacks is None:
+            from .callback_queue import CallbackQueue
 
-    def _run_callback(self, callback: Callable, args: tuple, cost: int) -> None:
-        try:
-            _run_logged(callback, args)
-        finally:
-            self._callback_done(cost)
+            with EVENTS_LOCK:
+                if self._callbacks is None and not self._callbacks_ended:
+                    self._callbacks = CallbackQueue(self.name, self)
+        queue = self._callbacks
+        return False if queue is None else queue.submit(callback, args, cost, keep=keep)
 
-    def _callback_done(self, cost: int) -> None:
-        with self._lock:
-            self._queued_callbacks -= 1
-            self._queued_bytes -= cost
+    def _end_callbacks(self, *, wait: bool) -> None:
+        with EVENTS_LOCK:
+            self._callbacks_ended = True
+            queue = self._callbacks
+        if queue is not None:
+            queue.shutdown(wait=wait)
 
     # -- receiving --------------------------------------------------------------
 
@@ -672,8 +417,7 @@ class Session:
         self._end_all_deferred()
         if self._owns_pool:
             self._pool.shutdown(wait=True)
-        if self._callbacks is not None:
-            self._callbacks.shutdown(wait=True)
+        self._end_callbacks(wait=True)
         try:
             self.transport.close()
         except Exception:
@@ -726,7 +470,9 @@ class Session:
         if not self.dispatcher.batches_allowed():
             self._refuse_batch()
             return
-        batch = _Batch(self)
+        from .batch import Batch
+
+        batch = Batch(self._write)
         for item in items:
             if isinstance(item, InvalidRequest):
                 batch.expect()
@@ -741,7 +487,7 @@ class Session:
                 self._route(item, batch)
         batch.seal()
 
-    def _route(self, message, batch: _Batch | None, inline: bool = False) -> None:
+    def _route(self, message, batch: Batch | None, inline: bool = False) -> None:
         if isinstance(message, Request):
             self._start_handler(message, batch, inline)
         elif isinstance(message, Notification):
@@ -749,7 +495,7 @@ class Session:
         else:
             self._receive_answer(message)
 
-    def _start_handler(self, request: Request, batch: _Batch | None, inline: bool = False) -> None:
+    def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
         if request.method == "ping" and not envelope.is_modern(request.params):
             # basic/utilities/ping (2026-07-28 removed it: a modern ping goes to the dispatcher, -32601): "The receiver MUST respond promptly with an empty response" —
             # answered here on the reader thread, never queued behind busy handlers.
@@ -782,7 +528,7 @@ class Session:
             if batch:
                 batch.add(None)
 
-    def _run_handler(self, request: Request, context: RequestContext, batch: _Batch | None) -> None:
+    def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:
             withdrawn = self._incoming.get(request.id) is not context
             context.started = True
@@ -865,7 +611,7 @@ class Session:
         """A deferred request ended with no answer: tell its owner, and the transport."""
         on_end, context._on_end = context._on_end, None
         if on_end is not None:
-            _run_logged(on_end, ())
+            run_logged(on_end, ())
         try:
             self.transport.request_finished(context.request_id)
         except Exception:  # a closing transport may refuse; nothing is left to end
@@ -933,24 +679,9 @@ class Session:
         if pending.on_progress is not None:
             # Settle after the progress callbacks already queued, so a caller
             # sees every progress report before its result.
-            self.call_soon(_settle, pending.future, settle, value, keep=True)
+            self.call_soon(settle_once, pending.future, settle, value, keep=True)
         else:
-            _settle(pending.future, settle, value)
+            settle_once(pending.future, settle, value)
 
 
 _ID_IN_USE = {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}
-
-
-def _settle(future: Future, settle, value) -> None:
-    if not future.done():
-        try:
-            settle(value)
-        except Exception:  # InvalidStateError if a timeout won the race
-            pass
-
-
-def _run_logged(callback, args) -> None:
-    try:
-        callback(*args)
-    except Exception:
-        log.exception("callback %r failed", callback)

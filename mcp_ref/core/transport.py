@@ -129,7 +129,7 @@ class Transport:
         it) calls ``reinitialize()`` to start a new one.  Default: ignored.
         """
 
-    def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
+    def stateless(self, input_schema: Callable[[str], dict[str, Any] | None]) -> None:
         """Called by the client role once it speaks a modern (2026-07-28) revision.
 
         There is no session to keep from then on.  ``input_schema(tool)`` gives a

@@ -33,6 +33,9 @@ elicitation travels in the retry's ``inputResponses``.
 The hook runs on the thread that answers: a session worker in the handshake era (the server's
 request waits for it), the caller's own thread in 2026-07-28.  It may block, e.g. to ask a user.
 ``ping`` is answered by the session and never reaches the hook.
+
+The module loads with the first server request to a client given ``approve`` or
+``server_request_limit``: a client given neither never reads it.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from ..client.callbacks import call_handler
 from ..core.errors import LimitExceeded, RequestRefused
 
 if TYPE_CHECKING:
-    from ..client.connection import ClientConnection
+    from ..client.interfaces import Connection
     from ..core.session import RequestContext
 
 log = logging.getLogger(__name__)
@@ -95,7 +98,7 @@ class ServerRequest:
         return ServerRequest(self.method, params, self.era)
 
 
-def approve(connection: ClientConnection, context: RequestContext, method: str, params: dict) -> dict | None:
+def approve(connection: Connection, context: RequestContext, method: str, params: dict) -> dict | None:
     """The params to answer ``method`` with, after the rate limit and the client's ``approve`` hook;
     None when the hook refused (the caller answers with :func:`refuse`).
 

@@ -26,6 +26,9 @@ completed result"):
 
 ``client.get_task(task_id)`` and ``client.cancel_task(task_id)`` reach a task
 directly, e.g. one whose id was kept across a restart.
+
+The module loads with the first request that declares the extension
+(:class:`mcp_ref.client.modern.ModernCall`): a client that never passes ``task=True`` never reads it.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
-    from ..client.modern import Call
+    from ..client.interfaces import TaskCall
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,7 @@ def _interval(task: dict) -> float:
     return min(max(poll / 1000, MIN_POLL), MAX_POLL)
 
 
-def follow(call: Call, created: dict, stop: threading.Event, max_total: float | None) -> dict:
+def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: float | None) -> dict:
     """Drive the task ``created`` (a CreateTaskResult) to its end; the call's final result."""
     connection = call.connection
     task_id = created.get("taskId")

@@ -44,10 +44,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import LimitExceeded
 from ..server.principal import Principal
+from ..server.seams import LISTING_ACTIONS, LISTING_NAMES, Call
 from .ratelimit import RateLimit, RateLimiter
 
 if TYPE_CHECKING:
-    from ..server.registry import Server
+    from ..server.seams import Registry as Server
+
+__all__ = ["Principal", "Policy", "Authorize", "ACTIONS", "LISTING_ACTIONS", "LISTING_NAMES", "RateLimits",
+           "UpdateCoalescer", "item_of", "entry_key"]
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +64,6 @@ ACTIONS = {
     "resources/subscribe": "the resource's URI",
 }
 
-#: The action that decides whether an item of each listing is listed.
-LISTING_ACTIONS = {"tools": "tools/call", "resources": "resources/read", "templates": "resources/read",
-                   "prompts": "prompts/get"}
-#: The field of a listed item that is its ``name`` for ``authorize``.
-LISTING_NAMES = {"tools": "name", "resources": "uri", "templates": "uriTemplate", "prompts": "name"}
 
 
 #: ``authorize(principal, action, name) -> bool``.
@@ -105,6 +104,19 @@ class Policy:
         self.subscription_lock = threading.Lock()
         #: The verdicts of the request each thread serves (``request``, ``verdicts``): see :meth:`allows`.
         self._asked = threading.local()
+
+    @property
+    def restricts(self) -> bool:
+        """True with ``authorize``: what principals see differs (the :class:`~mcp_ref.server.seams.Gate`
+        contract)."""
+        return self.authorize is not None
+
+    def install(self, server: Server) -> None:
+        """Count requests against the rate limits on ``server``: its admission middleware (once)."""
+        if getattr(server, "admission", None) is None:
+            admission = RateLimits(self, server)
+            server.admission = admission
+            server.middleware.insert(0, admission)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -289,25 +301,30 @@ class Policy:
 _WARNINGS = RateLimit(1, 60.0)
 
 
-def item_of(server: Server, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
-    """``(action, name, entry, found)`` of the item a request addresses, or None when it names none
-    (``entry`` None: nothing by that name; ``found``: ``find_resource``'s answer for a resource,
-    else None)."""
-    if not isinstance(params, dict):
-        return None
-    if method == "tools/call":
-        name = params.get("name")
-        return (method, name, server.get_tool(name), None) if isinstance(name, str) else None
-    if method == "prompts/get":
-        name = params.get("name")
-        return (method, name, server.get_prompt(name), None) if isinstance(name, str) else None
-    if method in ("resources/read", "resources/subscribe"):
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            return None
-        found = server.find_resource(uri)
-        return ("resources/read", uri, found[0] if found is not None else None, found)
-    return None
+def item_of(server: Any, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
+    """``(action, name, entry, found)`` of the item a request addresses (``Server.item_of``)."""
+    return server.item_of(method, params)
+
+
+class RateLimits:
+    """The admission middleware (:class:`~mcp_ref.server.seams.Admission`): every request is counted
+    against the policy's rate limits before it is routed, unless the transport already counted it
+    (``ServerConnection.admit_early``, HTTP's 429)."""
+
+    def __init__(self, policy: Policy, server: Server):
+        self.policy = policy
+        self.server = server
+
+    def __call__(self, call: Call, proceed: Callable[[], dict]) -> dict:
+        policy = self.policy
+        if policy.limits_requests and not call.caller.take_admitted(call.context.request_id):
+            policy.admit(call.principal, call.method, call.params, self.server)
+        return proceed()
+
+    def admit(self, principal: Principal, method: str, params: Any) -> None:
+        """Count one request now (before dispatch), or raise :class:`LimitExceeded`."""
+        if self.policy.limits_requests:
+            self.policy.admit(principal, method, params, self.server)
 
 
 def entry_key(entry) -> str:

@@ -73,12 +73,14 @@ from ..core.errors import (
     RequestCancelled,
     ServerBusy,
 )
-from ..core.session import RequestContext
+from ..core.requests import RequestContext
 from ..server.input_required import Ask, Inputs, answer_all
+from ..server.seams import MAY_START, RequestState, state_of
 
 if TYPE_CHECKING:
     from ..core.envelope import Envelope
-    from ..server.connection import ServerConnection
+    from ..server.seams import Caller as ServerConnection
+    from ..server.seams import Registry
 
 log = logging.getLogger(__name__)
 
@@ -283,12 +285,14 @@ class Task:
         A task still waiting for a run slot is cancelled at once: its handler will never run (no
         side effect after the caller said stop), and it no longer counts against its caller's
         ``max_tasks_per_principal``.  SEP-2663 §Task Cancellation: the server "decides whether and
-        when to honor it"; one that has not started can always be honoured.
+        when to honor it"; one that has not started can always be honoured, and so can one parked in
+        ``input_required``: its handler cannot go on without the input, and wakes only to stop, so
+        a ``tasks/get`` just after the cancel already says ``cancelled``.
         """
         self.cancelled.set()
         with self.lock:
-            if not self.started:
-                self._set(CANCELLED)
+            if not self.started or self.status == INPUT_REQUIRED:
+                self._set(CANCELLED)  # the asks stay outstanding: ask() wakes, sees the cancel, raises
             self.lock.notify_all()
 
     def begin_run(self) -> bool:
@@ -502,6 +506,10 @@ class TaskRun:
         self.before = before
         self.store = store
 
+    def report(self, message: str) -> None:
+        """Set the task's ``statusMessage`` (``ctx.report_progress`` inside a task)."""
+        self.task.report(message)
+
     def ask(self, asks: list[Ask]) -> list:
         """The answers to ``asks``: from the rounds before the task if it had them all, else from
         ``tasks/update`` (the task parks in ``input_required`` meanwhile, without its run slot, for
@@ -517,8 +525,43 @@ class TaskRun:
             return task.ask(asks, deadline, store.input_timeout)
 
 
-#: Marks a request whose tool may become a task (``RequestContext.task``): ``ctx.start_task()`` starts it.
-MAY_START = "may start"
+# MAY_START (mcp_ref.server.seams) marks a request whose tool may become a task: ctx.start_task() starts it.
+
+
+def install(server: Registry) -> None:
+    """Plug the extension into ``server`` (once): its methods (``tasks/get``, ``tasks/update``,
+    ``tasks/cancel``), its ``tools/call`` interceptor, and its capability (declared at 2026-07-28
+    while some tool is task-capable)."""
+    if server.modern_methods.get("tasks/get") is get_task:
+        return
+    server.modern_methods.update(HANDLERS)
+    server.tool_call_interceptors.append(intercept_call)
+    server.extension_capabilities[EXTENSION] = _capability
+
+
+def _capability(server: Any) -> dict | None:
+    # SEP-2663 §Capability Negotiation: the server "advertises the same extension in its own
+    # server/discover capabilities" (an empty object: no settings are defined).
+    return {} if any(tool.task for tool in server.registered_tools()) else None
+
+
+def intercept_call(connection: ServerConnection, tool: Any, arguments: dict, context: RequestContext,
+                   run: Callable[[RequestContext], dict]) -> dict:
+    """The ``tools/call`` interceptor (:data:`~mcp_ref.server.seams.ToolCallInterceptor`): a
+    task-capable tool's call, from a client that declared the extension, may become a task where
+    its handler calls ``ctx.start_task()``."""
+    if tool.task is None or context.envelope is None:
+        return run(context)
+    if declared(context):
+        state_of(context).task = MAY_START  # ctx.start_task() turns the call into a task
+    elif tool.task == REQUIRED:
+        # SEP-2663: a server "unable to service a request ... without returning CreateTaskResult
+        # MUST return an error with the code -32021", naming the extension.
+        raise missing(f"tool {tool.name} runs only as a task")
+    try:
+        return run(context)
+    except StartTask:
+        return begin(connection, context, run)
 
 
 def begin(connection: ServerConnection, context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
@@ -529,14 +572,16 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
     # SEP-2663 §Security Implications ("Auth binding"): the task is its verified caller's; and every
     # caller, token or not, is counted against max_tasks_per_principal.
     task = store.create(connection.owner, connection.principal.id)
-    before = dict(context.inputs.answers) if context.inputs is not None else {}
+    inputs = state_of(context).inputs
+    before = dict(inputs.answers) if inputs is not None else {}
     # a modern request (MAY_START is only set on one with an envelope); no log messages from a task
     quiet = replace(cast("Envelope", context.envelope), log_level=None)
     task_context = RequestContext(context.session, f"task:{task.id}", context.method, context.params)
     task_context.progress_token = None
     task_context.envelope = quiet
-    task_context.inputs = Inputs(dict(before))
-    task_context.task = TaskRun(task, before, store)
+    state = task_context.role_state = RequestState()
+    state.inputs = Inputs(dict(before))
+    state.task = TaskRun(task, before, store)
     task_context.cancelled = task.cancelled
 
     def work() -> None:

@@ -34,12 +34,33 @@ module            one idea
 
 from __future__ import annotations
 
-from .connection import ServerConnection
-from .context import Context
-from .input_required import Elicit, ElicitUrl, InputRequired, ListRoots, Sample
-from .logging import LOG_LEVELS
-from .registry import Server
-from .tools import ToolError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+    from .context import Context
+    from .input_required import Elicit, ElicitUrl, InputRequired, ListRoots, Sample
+    from .logging import LOG_LEVELS
+    from .registry import Server
+    from .tools import ToolError
+
+#: What this package exports, and the module of each (imported on first use: a server loads only
+#: the features it uses).
+_EXPORTS = {
+    "Server": "registry", "ServerConnection": "connection", "Context": "context", "ToolError": "tools",
+    "LOG_LEVELS": "logging", "Elicit": "input_required", "ElicitUrl": "input_required",
+    "Sample": "input_required", "ListRoots": "input_required", "InputRequired": "input_required",
+}
 
 __all__ = ["Server", "ServerConnection", "Context", "ToolError", "LOG_LEVELS",
            "Elicit", "ElicitUrl", "Sample", "ListRoots", "InputRequired"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .registry import Server
+    from .seams import Registry as Server
 
 CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
                        "resources/templates/list", "resources/read"})
@@ -41,7 +41,7 @@ def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
             own_ttl, own_scope = found[0].cache
             ttl_ms = ttl_ms if own_ttl is None else own_ttl
             scope = scope if own_scope is None else own_scope
-    if server.policy.authorize is not None and method != "server/discover":
+    if server.gate.restricts and method != "server/discover":
         scope = "private"  # what a caller may see is its own: a shared cache must not keep it
     result.setdefault("ttlMs", ttl_ms)
     result.setdefault("cacheScope", scope)

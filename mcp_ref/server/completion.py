@@ -7,37 +7,37 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidParams
-from ..core.session import RequestContext
 from .signatures import compile_arguments
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+    from .seams import Caller, Gate
 
 #: server/utilities/completion §CompleteResult: "values ... Must not exceed 100 items".
 MAX_VALUES = 100
 
 
-def complete(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
         raise InvalidParams("Invalid params: completion/complete needs ref and argument {name, value}")
     server = connection.server
-    policy = server.policy
-    principal = connection.principal if policy.authorize is not None else None
+    gate = server.gate
+    principal = connection.principal if gate.restricts else None
     ref_type = ref.get("type")
     # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extras.policy).
     # authorize is asked first, the same questions whether or not the name exists: a hidden item
     # and a missing one cost the same.  A template is named by its exact string (its one spelling).
     if ref_type == "ref/prompt":
         key = ref.get("name")
-        if not isinstance(key, str) or not _may_complete(policy, principal, "prompts/get", key, params) \
+        if not isinstance(key, str) or not _may_complete(gate, principal, "prompts/get", key, params) \
                 or server.get_prompt(key) is None:
             raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
     elif ref_type == "ref/resource":
         key = ref.get("uri")
-        if not isinstance(key, str) or not _may_complete(policy, principal, "resources/read", key, params) \
+        if not isinstance(key, str) or not _may_complete(gate, principal, "resources/read", key, params) \
                 or not server.has_resource_uri(key):
             raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
     else:
@@ -67,12 +67,12 @@ def complete(connection: ServerConnection, context: RequestContext, params: dict
 HANDLERS = {"completion/complete": complete}
 
 
-def _may_complete(policy, principal, action: str, key: str, request: dict) -> bool:
+def _may_complete(gate: Gate, principal, action: str, key: str, request: dict) -> bool:
     """Whether ``principal`` may use the item ``key`` (``action``) and complete it; True without ``authorize``."""
     if principal is None:
         return True
     # both asked, even after a denial: a hidden item costs what a missing one does
-    verdicts = [policy.allows(principal, asked, key, request) for asked in (action, "completion/complete")]
+    verdicts = [gate.allows(principal, asked, key, request) for asked in (action, "completion/complete")]
     return all(verdicts)
 
 

@@ -9,38 +9,68 @@ unknown method is -32601), its gate (handshake: the lifecycle table
 envelope, :func:`mcp_ref.core.envelope.read_envelope`), and the declared
 capabilities (a feature the server did not declare is -32601).  Then the
 feature's handler runs: each is a plain function
-``handler(connection, context, params) -> result`` in the feature's module,
-the same for both eras.
+``handler(caller, context, params) -> result`` in the feature's module, the
+same for both eras, given the connection through the narrow
+:class:`~mcp_ref.server.seams.Caller` interface.  A feature's module is loaded
+when one of its methods is first called (:class:`MethodTable`), so a server
+pays only for what it uses; the server's middleware (``Server.middleware``)
+runs around all of it.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import logging
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..core import envelope as envelopes
 from ..core import lifecycle
 from ..core.errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..core.jsonrpc import Request
 from ..core.lifecycle import Lifecycle, Phase
+from ..core.requests import DEFAULT, Default
 from ..core.session import RequestContext, Session
-from ..extras import tasks
-from . import caching, completion, input_required, prompts, resources, subscriptions, tools
-from . import logging as logging_feature
 from .principal import Principal
+from .seams import MRTR_METHODS, Call, Handler, InputRequired, run_chain, state_of
 
 if TYPE_CHECKING:
-    from .registry import Server
+    from .seams import Registry as Server
 
 log = logging.getLogger(__name__)
 
 _SERIALS = itertools.count(1)  # names connections without a better caller id (ServerConnection.peer)
 _ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
-Handler = Callable[["ServerConnection", RequestContext, dict], dict]
+
+class MethodTable(Mapping):
+    """Request methods and their handlers, each named ``"module:function"`` (a module of this
+    package) and loaded on first use, or given as a function."""
+
+    def __init__(self, specs: dict[str, Any]):
+        self._specs = specs
+        self._loaded: dict[str, Handler] = {}
+
+    def __getitem__(self, method: str) -> Handler:
+        handler = self._loaded.get(method)
+        if handler is None:
+            spec = self._specs[method]
+            if isinstance(spec, str):
+                module, _, name = spec.partition(":")
+                spec = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+            handler = self._loaded[method] = spec
+        return handler
+
+    def __iter__(self):
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __contains__(self, method: object) -> bool:
+        return method in self._specs
 
 
 def initialize(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
@@ -77,15 +107,22 @@ def initialize(connection: ServerConnection, context: RequestContext, params: di
     return result
 
 
-#: Every request method a server answers, and its handler.  (``ping`` is answered by the session.)
-METHODS: dict[str, Handler] = {
-    "initialize": initialize,
-    **tools.HANDLERS,
-    **resources.HANDLERS,
-    **prompts.HANDLERS,
-    **logging_feature.HANDLERS,
-    **completion.HANDLERS,
+#: The handlers of the features, by method, as "module:function" (the same in both eras).
+_FEATURES = {
+    "tools/list": "tools:list_tools", "tools/call": "tools:call_tool",
+    "resources/list": "resources:list_resources", "resources/templates/list": "resources:list_templates",
+    "resources/read": "resources:read_resource",
+    "prompts/list": "prompts:list_prompts", "prompts/get": "prompts:get_prompt",
+    "completion/complete": "completion:complete",
 }
+
+#: Every request method a server answers, and its handler.  (``ping`` is answered by the session.)
+METHODS = MethodTable({
+    "initialize": initialize,
+    **_FEATURES,
+    "resources/subscribe": "resources:subscribe", "resources/unsubscribe": "resources:unsubscribe",
+    "logging/setLevel": "logging:set_level",
+})
 
 def discover(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``server/discover`` (2026-07-28 server/discover): versions, capabilities and instructions.
@@ -104,17 +141,14 @@ def discover(connection: ServerConnection, context: RequestContext, params: dict
 #: table: ``initialize``, ``ping``, ``logging/setLevel``, ``resources/subscribe`` and
 #: ``resources/unsubscribe`` (changelog, "Remove ping, logging/setLevel ..."; "Replace ...
 #: resources/subscribe/resources/unsubscribe with subscriptions/listen").
-MODERN_METHODS: dict[str, Handler] = {
+#: (The tasks extension's ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` are added per server,
+#: by the extension: ``Server.modern_methods``.)
+MODERN_METHODS = MethodTable({
     "server/discover": discover,
-    **tools.HANDLERS,
-    **{m: h for m, h in resources.HANDLERS.items() if m not in ("resources/subscribe", "resources/unsubscribe")},
-    **prompts.HANDLERS,
-    **completion.HANDLERS,
+    **_FEATURES,
     # returns None: the request stays open (context.defer), so its result is never used
-    "subscriptions/listen": cast(Handler, subscriptions.listen),
-    # The tasks extension (SEP-2663); tasks/result and tasks/list are gone from it: -32601.
-    **tasks.HANDLERS,
-}
+    "subscriptions/listen": "subscriptions:listen",
+})
 
 #: The capability a method needs: 2025-11-25 basic/lifecycle §Operation, "Only use capabilities
 #: that were successfully negotiated".  (``completion/complete`` needs none at 2024-11-05, which
@@ -215,10 +249,15 @@ class ServerConnection:
         return self.protocol_version if context.envelope is None else context.envelope.version
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Route one request to its handler: the rate limits, then method table, lifecycle, capabilities."""
-        policy = self.server.policy
-        if policy.limits_requests:
-            self._admit(policy, context.request_id, method, params)
+        """Route one request to its handler, inside the server's middleware (the rate limits plug in
+        there): then the method table, lifecycle, capabilities."""
+        middleware = self.server.middleware
+        if middleware:
+            return run_chain(middleware, Call(self, context, method, params),
+                             lambda: self._route(context, method, params))
+        return self._route(context, method, params)
+
+    def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
         if read is not None and read[0] == context.request_id:
             modern = read[1]
@@ -243,28 +282,32 @@ class ServerConnection:
         identity, plus caching hints where the method is cacheable; a handler that needs the
         client ends in an ``InputRequiredResult`` (:mod:`mcp_ref.server.input_required`).
         """
-        handler = MODERN_METHODS.get(method)
+        server = self.server
+        handler = MODERN_METHODS.get(method) or server.modern_methods.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         context.envelope = modern
-        server = self.server
         capability = CAPABILITY_OF.get(method)
         if capability is not None and not server.offers(capability, modern.version):
             raise MethodNotFound(f"Method not found: this server does not offer {capability} ({method})")
         # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the authenticated principal".
-        owner = self.owner
-        if method in input_required.SUPPORTED_METHODS:
-            context.inputs = input_required.read_inputs(params, method, server.keyring, owner)
+        if method in MRTR_METHODS and ("requestState" in params or "inputResponses" in params):
+            from . import input_required  # a retry: only then is MRTR's machinery loaded
+
+            state_of(context).inputs = input_required.read_inputs(params, method, server.keyring, self.owner)
         try:
             result = handler(self, context, params)
             if context.deferred:
                 return result  # a subscriptions/listen stream: its answer, if any, comes later
-        except input_required.InputRequired as asked:
-            if context.inputs is None:  # a handler of another method asked: a bug in the handler
+        except InputRequired as asked:
+            if method not in MRTR_METHODS:  # a handler of another method asked: a bug in the handler
                 log.error("%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
-                          "for %s", server.name, method, ", ".join(sorted(input_required.SUPPORTED_METHODS)))
+                          "for %s", server.name, method, ", ".join(sorted(MRTR_METHODS)))
                 raise InternalError("Internal error") from None
-            state = input_required.seal_state(context.inputs, method, params, server.keyring, owner)
+            from . import input_required
+
+            state = input_required.seal_state(input_required.inputs_of(context), method, params, server.keyring,
+                                              self.owner)
             # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
             return envelopes.complete({"inputRequests": asked.requests, "requestState": state},
                                       server.server_info(modern.version), envelopes.INPUT_REQUIRED)
@@ -272,7 +315,10 @@ class ServerConnection:
             # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
             raise InvalidParams(exc.message, data=exc.data) from None
         result = dict(result)
-        caching.add_hints(server, method, params, result)
+        if method != "tools/call":  # the one modern method that is never cacheable, and the most frequent
+            from . import caching
+
+            caching.add_hints(server, method, params, result)
         return envelopes.complete(result, server.server_info(modern.version))
 
     def mark_admitted(self, request_id) -> None:
@@ -311,12 +357,12 @@ class ServerConnection:
         to answer 429); raises :class:`~mcp_ref.core.errors.LimitExceeded` over a limit.  The
         dispatcher will not count it again.  Nothing happens without request limits, or for a
         notification, an answer or a handshake-era ``ping`` (answered by the session itself)."""
-        policy = self.server.policy
-        if not policy.limits_requests or not isinstance(message, Request):
+        admission = self.server.admission
+        if admission is None or not isinstance(message, Request):
             return
         if message.method == "ping" and not envelopes.is_modern(message.params):
             return
-        policy.admit(self.principal, message.method, message.params, self.server)
+        admission.admit(self.principal, message.method, message.params)
         self.mark_admitted(message.id)
 
     def withdraw_admission(self, request_id) -> None:
@@ -333,16 +379,17 @@ class ServerConnection:
         """End the connection (see :meth:`Session.close`)."""
         self.session.close()
 
-    def _admit(self, policy, request_id, method: str, params: dict) -> None:
-        """Count the request against the caller's rate limits, unless the transport already did."""
-        if self.admitted and self.admitted.pop(request_id, False) is None:
-            return
-        policy.admit(self.principal, method, params, self.server)
+    def take_admitted(self, request_id) -> bool:
+        """True (once) when :meth:`admit_early` already counted this request: the admission
+        middleware does not count it again."""
+        return bool(self.admitted) and self.admitted.pop(request_id, False) is None
 
     def read_own_resource(self, context: RequestContext, uri: str) -> dict:
         """This server's ``resources/read`` of ``uri`` for a handler already serving ``context``
         (no gates: the request being served already passed them)."""
-        return resources.read_resource(self, context, {"uri": uri})
+        from .resources import read_resource
+
+        return read_resource(self, context, {"uri": uri})
 
     def _require_capability(self, capability: str, method: str) -> None:
         if capability == "completions" and not lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
@@ -366,7 +413,8 @@ class ServerConnection:
 
     # -- sending to the client --------------------------------------------------------------
 
-    def request(self, method: str, params: dict | None, *, timeout=..., related_request_id=None) -> dict:
+    def request(self, method: str, params: dict | None, *, timeout: float | None | Default = DEFAULT,
+                related_request_id=None) -> dict:
         """Send a request to the client and wait for its result (CapabilityError when out of phase)."""
         self.lifecycle.check_send(method)
         return self.session.request(method, params, timeout=timeout, related_request_id=related_request_id)
@@ -395,15 +443,17 @@ class ServerConnection:
         For a 2026-07-28 request (``envelope``) that level is the request's own: "If absent, the
         server MUST NOT send any notifications/message notifications for this request".
         """
+        from .logging import log_message
+
         if envelope is None:
-            params = logging_feature.log_message(level, data, logger, self.log_level)
+            params = log_message(level, data, logger, self.log_level)
             if params is None:
                 return False
             self.notify("notifications/message", params, related_request_id=related_request_id)
             return True
         if envelope.log_level is None:
             return False
-        params = logging_feature.log_message(level, data, logger, envelope.log_level)
+        params = log_message(level, data, logger, envelope.log_level)
         if params is None:
             return False
         try:  # no lifecycle to consult: the request itself opted in

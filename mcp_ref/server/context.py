@@ -9,20 +9,19 @@ never on the connection's reader thread.
 
 from __future__ import annotations
 
-from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from ..core import lifecycle
 from ..core.errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError, RequestCancelled
-from ..core.session import RequestContext
-from ..core.types import CreateMessageResult, ElicitResult, Root, WireModel
-from ..core.validation import first_error, validator_for
-from ..extras.tasks import MAY_START, StartTask, TaskRun
-from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample, answer_all
-from .signatures import ArgumentPlan
+from ..core.requests import DEFAULT, Default
+from .seams import MAY_START, MRTR_METHODS, Caller, state_of
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.feature_types import Root
+    from ..core.requests import RequestContext
+    from ..core.sampling_and_elicitation import CreateMessageResult, ElicitResult
+    from .input_required import Ask, Elicit, Sample
+    from .signatures import ArgumentPlan
 
 
 class Context:
@@ -34,7 +33,7 @@ class Context:
     the connection's reader thread.
     """
 
-    def __init__(self, connection: ServerConnection, request: RequestContext):
+    def __init__(self, connection: Caller, request: RequestContext):
         self.connection = connection
         self.request = request
         self._asks = 0  # asks made so far in this run of the handler: the default keys count them
@@ -93,8 +92,9 @@ class Context:
         Inside a task (the tasks extension has no progress notifications) it sets the task's
         ``statusMessage`` instead: ``message``, or ``"progress/total"``.
         """
-        if isinstance(self.request.task, TaskRun):
-            self.request.task.task.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
+        task = self._task()
+        if task is not None:
+            task.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
             return True
         return self.request.report_progress(progress, total, message)
 
@@ -107,17 +107,24 @@ class Context:
         put side effects after it).  For any other client it returns False: the call goes on
         as a plain call.  See :mod:`mcp_ref.extras.tasks`.
         """
-        task = self.request.task
-        if isinstance(task, TaskRun):
-            return True
+        task = state_of(self.request).task
+        if task is None:
+            return False
         if task == MAY_START:
+            from ..extras.tasks import StartTask  # a task-capable tool: the tasks extension is in use
+
             raise StartTask()
-        return False
+        return True
 
     @property
     def in_task(self) -> bool:
         """True while the handler runs as a task (the tasks extension)."""
-        return isinstance(self.request.task, TaskRun)
+        return self._task() is not None
+
+    def _task(self) -> Any:
+        """The task this handler runs as (the tasks extension's ``TaskRun``: ``ask``, ``report``), or None."""
+        task = state_of(self.request).task
+        return None if task is None or isinstance(task, str) else task
 
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds``, or raise RequestCancelled as soon as the call (or task) is cancelled."""
@@ -170,7 +177,7 @@ class Context:
         tools: list | None = None,
         tool_choice: dict | None = None,
         key: str | None = None,
-        timeout: float | None | EllipsisType = ...,
+        timeout: float | None | Default = DEFAULT,
     ) -> CreateMessageResult:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
 
@@ -178,11 +185,13 @@ class Context:
         SamplingMessage objects.  ``tools`` and ``tool_choice`` (2025-11-25) need the client's
         ``sampling.tools``.  ``key`` names the ask in a 2026-07-28 ``inputRequests`` (see :meth:`gather`).
         """
+        from .input_required import Sample
+
         return self.gather(Sample(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
                                   include_context, metadata, tools, tool_choice, key=key), timeout=timeout)[0]
 
     def elicit(self, message: str, schema: dict | type, *, key: str | None = None,
-               timeout: float | None | EllipsisType = ...) -> ElicitResult:
+               timeout: float | None | Default = DEFAULT) -> ElicitResult:
         """Ask the user for structured input (form-mode ``elicitation/create``, 2025-06-18 and later).
 
         ``schema`` is a flat object schema of primitive properties, or a dataclass (or
@@ -190,19 +199,25 @@ class Context:
         in ``result.data`` as an instance of it.  Accepted content is validated against
         the schema; a reply that does not match raises InvalidParams.
         """
+        from .input_required import Elicit
+
         return self.gather(Elicit(message, schema, key=key), timeout=timeout)[0]
 
     def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None,
-                   timeout: float | None | EllipsisType = ...) -> ElicitResult:
+                   timeout: float | None | Default = DEFAULT) -> ElicitResult:
         """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later; ``elicitation_id``
         is the handshake era's, required there and gone in 2026-07-28)."""
+        from .input_required import ElicitUrl
+
         return self.gather(ElicitUrl(message, url, elicitation_id, key=key), timeout=timeout)[0]
 
-    def list_roots(self, *, key: str | None = None, timeout: float | None | EllipsisType = ...) -> list[Root]:
+    def list_roots(self, *, key: str | None = None, timeout: float | None | Default = DEFAULT) -> list[Root]:
         """The client's roots (``roots/list``)."""
+        from .input_required import ListRoots
+
         return self.gather(ListRoots(key=key), timeout=timeout)[0]
 
-    def gather(self, *asks, timeout: float | None | EllipsisType = ...) -> list:
+    def gather(self, *asks, timeout: float | None | Default = DEFAULT) -> list:
         """Ask the client for several things at once: ``Elicit``, ``ElicitUrl``, ``Sample``, ``ListRoots``.
 
         Returns their answers in order (``ElicitResult``, ``CreateMessageResult``, a list of
@@ -211,21 +226,28 @@ class Context:
         ``InputRequiredResult`` asking for all of them at once, and the client's retry runs the
         handler again from the top (``mcp_ref.server.input_required``).
         """
+        from .input_required import answer_all, inputs_of
+
         prepared = [self._prepare(ask) for ask in asks]
-        inputs = self.request.inputs
-        if isinstance(self.request.task, TaskRun):  # the tasks extension: the task waits for tasks/update
-            return self.request.task.ask(prepared)
+        task = self._task()
+        if task is not None:  # the tasks extension: the task waits for tasks/update
+            return task.ask(prepared)
         if self.request.envelope is None:
             return [ask.read(self.connection.request(ask.method, ask.params, timeout=timeout,
                                                      related_request_id=self.request_id)) for ask in prepared]
-        if inputs is None:
+        if self.request.method not in MRTR_METHODS:
             # basic/patterns/mrtr §Supported Requests: only tools/call, prompts/get and resources/read.
             raise CapabilityError(f"{self.request.method} cannot ask the client for input (2026-07-28 MRTR)")
+        inputs = inputs_of(self.request)
         inputs.used.update(ask.key for ask in prepared)
         return answer_all(prepared, inputs.answers)
 
     def _prepare(self, ask) -> Ask:
         """An ``Elicit`` / ``ElicitUrl`` / ``Sample`` / ``ListRoots`` as a request this client can take."""
+        from ..core.feature_types import Root
+        from ..core.sampling_and_elicitation import ElicitResult
+        from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample
+
         self._asks += 1
         version = self.protocol_version
         if isinstance(ask, Elicit):
@@ -251,6 +273,10 @@ class Context:
         raise TypeError(f"gather() takes Elicit, ElicitUrl, Sample or ListRoots, not {type(ask).__name__}")
 
     def _prepare_elicit(self, ask: Elicit, version: str | None) -> Ask:
+        from ..core.sampling_and_elicitation import ElicitResult
+        from ..core.validation import first_error, validator_for
+        from .input_required import Ask
+
         schema, convert = ask.schema, None
         if isinstance(schema, type):
             from .signatures import schema_and_converter
@@ -279,6 +305,10 @@ class Context:
         return Ask(ask.key or f"elicitation-{self._asks}", "elicitation/create", params, read)
 
     def _prepare_sample(self, ask: Sample, version: str | None) -> Ask:
+        from ..core.sampling_and_elicitation import CreateMessageResult
+        from ..core.types import WireModel
+        from .input_required import Ask
+
         sampling = self._client_capability("sampling", "sampling/createMessage", {"sampling": {}})
         if ask.tools is not None or ask.tool_choice is not None:
             # 2025-11-25 client/sampling: servers MUST NOT send tools unless the client declared sampling.tools.
@@ -340,7 +370,7 @@ class Context:
         self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
 
-def with_context(plan: ArgumentPlan, kwargs: dict, connection: ServerConnection, request: RequestContext) -> dict:
+def with_context(plan: ArgumentPlan, kwargs: dict, connection: Caller, request: RequestContext) -> dict:
     """``kwargs`` plus a :class:`Context` for the parameter annotated with it, if the function has one."""
     if plan.context_param is not None:
         kwargs[plan.context_param] = Context(connection, request)

@@ -34,33 +34,26 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidParams
 from ..core.signing import Keyring
+from .seams import MRTR_METHODS, InputRequired, state_of
 
-#: basic/patterns/mrtr §Supported Requests: "Servers MUST NOT send InputRequiredResult responses
-#: on any other client requests."
-SUPPORTED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+if TYPE_CHECKING:
+    from ..core.requests import RequestContext
+
+__all__ = ["InputRequired", "SUPPORTED_METHODS", "Elicit", "ElicitUrl", "Sample", "ListRoots", "Ask",
+           "answer_all", "Inputs", "inputs_of", "read_inputs", "seal_state", "open_state", "digest"]
+
+#: basic/patterns/mrtr §Supported Requests (declared in :mod:`mcp_ref.server.seams`).
+SUPPORTED_METHODS = MRTR_METHODS
 
 #: The largest ``requestState`` accepted or sent (bytes); the answers it carries count against it.
 MAX_STATE_BYTES = 256 * 1024
 #: How long a ``requestState`` is honoured (seconds): long enough for a person to fill in a form.
 STATE_TTL = 15 * 60
 _TAG_BYTES = 16
-
-
-class InputRequired(BaseException):
-    """Raised by an ask whose answer the request does not carry (modern era only).
-
-    A ``BaseException``, like ``KeyboardInterrupt``, so that a handler's own
-    ``except Exception`` cannot swallow it: it is control flow, not an error.
-    ``requests`` maps each key to its ``{"method", "params"}`` InputRequest.
-    """
-
-    def __init__(self, requests: dict[str, dict]):
-        super().__init__(", ".join(requests))
-        self.requests = requests
 
 
 # -- what a handler asks for ---------------------------------------------------------------------
@@ -174,6 +167,15 @@ class Inputs:
 
     answers: dict = field(default_factory=dict)
     used: set = field(default_factory=set)
+
+
+def inputs_of(context: RequestContext) -> Inputs:
+    """The :class:`Inputs` of a request whose handler may ask (``RequestState.inputs``): those its
+    ``requestState`` and ``inputResponses`` brought, or none yet (a first request)."""
+    state = state_of(context)
+    if state.inputs is None:
+        state.inputs = Inputs()
+    return state.inputs
 
 
 def digest(method: str, params: dict) -> str:

@@ -12,8 +12,8 @@ from ..core.errors import InvalidParams
 from ..core.pagination import InvalidCursor
 
 if TYPE_CHECKING:
-    from ..core.session import RequestContext
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+    from .seams import Caller
 
 #: kind -> (the result's key, whether listed items keep ``annotations`` at every revision).
 #: Resource and template annotations exist since 2024-11-05; tool annotations since 2025-03-26.
@@ -25,7 +25,7 @@ KINDS = {
 }
 
 
-def list_page(connection: ServerConnection, context: RequestContext, params: dict, kind: str) -> dict:
+def list_page(connection: Caller, context: RequestContext, params: dict, kind: str) -> dict:
     """One page of the server's ``kind`` listing for the request's revision."""
     key, keep_annotations = KINDS[kind]
     cursor = params.get("cursor")
@@ -33,11 +33,9 @@ def list_page(connection: ServerConnection, context: RequestContext, params: dic
         raise InvalidParams("Invalid params: cursor must be a string")
     server = connection.server
     try:
-        # Items the caller may not use are left out before paging (mcp_ref.extras.policy), so every
-        # page and cursor is of the caller's own listing.
-        items = server.listings(kind)
-        if server.policy.authorize is not None:
-            items = server.policy.filter_listing(connection.principal, kind, items)
+        # Items the caller may not use are left out before paging (the gate: mcp_ref.extras.policy
+        # with authorize), so every page and cursor is of the caller's own listing.
+        items = server.gate.filter_listing(connection.principal, kind, server.listings(kind))
         page, next_cursor = server.paginator.page(items, cursor, kind=kind)
     except InvalidCursor as exc:
         # 2025-11-25 server/utilities/pagination §Error Handling: "Invalid cursors SHOULD result in an error with code -32602".

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
 from ..core.errors import InvalidParams
-from ..core.session import RequestContext
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+    from .seams import Caller
 
 _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
-def set_level(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def set_level(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``logging/setLevel``: from now on, send this connection messages at ``level`` and above."""
     level = params.get("level")
     if not isinstance(level, str) or level not in _RANK:

@@ -1,4 +1,5 @@
-"""Who is calling: the :class:`Principal` a handler sees as ``ctx.principal``.
+"""Who is calling: the :class:`Principal` a handler sees as ``ctx.principal``, and the
+:class:`AccessInfo` a token verifier vouches for (``ctx.auth``).
 
 The server's roles and the transports name the caller with it; the policy extra
 (:mod:`mcp_ref.extras.policy`) asks ``authorize`` about it.  It lives here, below both, so a
@@ -9,11 +10,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
-if TYPE_CHECKING:
-    from ..auth.resource import AccessInfo
+
+@dataclass(frozen=True)
+class AccessInfo:
+    """Who is calling, as the verifier vouches: ``ctx.auth`` in a handler.
+
+    ``audience`` lists the resources the token was issued for (RFC 8707); ``expires_at`` is a
+    ``time.time()`` value or None; ``claims`` are the token's claims as the verifier read them (a
+    JWT's payload, an introspection answer), for policies that need more (``ctx.principal.claims``).
+    """
+
+    client_id: str
+    subject: str | None = None
+    scopes: tuple[str, ...] = ()
+    expires_at: float | None = None
+    audience: tuple[str, ...] = ()
+    claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def principal(self) -> tuple[str, str | None]:
+        """What a session is bound to: the client and the user it acts for."""
+        return self.client_id, self.subject
 
 
 @dataclass(frozen=True)

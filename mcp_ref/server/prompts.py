@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import lifecycle
 from ..core.errors import InvalidParams
-from ..core.session import RequestContext
-from ..core.types import GetPromptResult, PromptMessage, WireModel, drop_none, text_block
+from ..core.feature_types import GetPromptResult, PromptMessage
+from ..core.types import WireModel, drop_none, text_block
 from ..core.validation import first_error, validator_for
-from ..extras.ratelimit import RateLimit
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread
+from .tools import rate_limit_of
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+    from .seams import Caller
 
 
 @dataclass
@@ -63,25 +64,25 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
         "arguments": arguments,
         "icons": icons,
     })
-    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes), RateLimit.of(rate_limit))
+    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes), rate_limit_of(rate_limit))
 
 
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_prompts(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def list_prompts(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``prompts/list``: one page of prompts."""
     return list_page(connection, context, params, "prompts")
 
 
-def get_prompt(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``prompts/get``: check the arguments, render the prompt's messages."""
     name = params.get("name")
     server = connection.server
-    prompt = server.get_prompt(name) if isinstance(name, str) else None
-    if server.policy.authorize is not None and isinstance(name, str):
-        # hidden: unknown, at the same cost (asked about a missing name too, once per request)
-        prompt = server.policy.visible(connection.principal, "prompts/get", name, prompt, params)
+    prompt = None
+    if isinstance(name, str):
+        # hidden (the gate): unknown, at the same cost (asked about a missing name too, once per request)
+        prompt = server.gate.visible(connection.principal, "prompts/get", name, server.get_prompt(name), params)
     if prompt is None:
         # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
         raise InvalidParams(f"Invalid params: unknown prompt {name!r}")

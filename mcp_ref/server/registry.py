@@ -5,34 +5,41 @@ completions) and the connections it serves.  It answers nothing itself: each
 connection (:class:`~mcp_ref.server.connection.ServerConnection`) dispatches to
 the feature modules, which ask the registry through the public lookups below
 (:meth:`Server.get_tool`, :meth:`Server.listings`, :meth:`Server.find_resource` ...).
+
+What a server does not use it does not load: prompts, resources, completion, subscriptions,
+pagination and the extras (policy, rate limits, tasks) are imported when first registered or asked
+for.  The extras plug in through the seams of :mod:`mcp_ref.server.seams` (``middleware``, ``gate``,
+``tool_call_interceptors``, ``modern_methods``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import MODERN_VERSIONS
-from ..core import lifecycle
-from ..core.pagination import SECRET_ENV, Paginator
-from ..extras.policy import LISTING_ACTIONS, Authorize, Policy, Principal, UpdateCoalescer, item_of
-from ..extras.ratelimit import RateLimit
-from ..extras.tasks import EXTENSION as TASKS_EXTENSION
-from ..extras.tasks import TaskStore
-from .caching import check_hints
-from .completion import context_parameter
+from ..core import MODERN_VERSIONS, lifecycle
 from .connection import ServerConnection
-from .prompts import RegisteredPrompt, build_prompt
-from .resources import RegisteredResource, build_resource, file_root
-from .subscriptions import DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions
+from .principal import Principal
+from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Admission, Gate, Handler, Middleware, ToolCallInterceptor
+from .serving import Serving
 from .tools import RegisteredTool, build_tool
 
+if TYPE_CHECKING:
+    from ..core.pagination import Paginator
+    from ..core.signing import Keyring
+    from .prompts import RegisteredPrompt
+    from .resources import RegisteredResource
 
-class Server:
+#: ``authorize(principal, action, name) -> bool`` (the policy extra: :mod:`mcp_ref.extras.policy`).
+Authorize = Callable[[Principal, str, str], bool]
+#: The environment variable holding the server's secret (:data:`mcp_ref.core.pagination.SECRET_ENV`).
+SECRET_ENV = "MCP_REF_SECRET"
+
+
+class Server(Serving):
     """An MCP server: what it offers, and how to serve it.
 
     ``instructions`` is sent to clients in the initialize result.
@@ -51,6 +58,11 @@ class Server:
     (``"private"``, the default: safe when answers differ per user).
     ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
     (past it a listen is refused with -32000, "Server busy").
+
+    Seams (:mod:`mcp_ref.server.seams`): ``middleware`` (a list) wraps the routing of every
+    request; ``gate`` decides which items each principal may see and use (default: all);
+    ``tool_call_interceptors`` wrap running a tool (the tasks extension); ``modern_methods`` holds
+    the 2026-07-28 methods an extension adds.
 
     Policy (:mod:`mcp_ref.extras.policy`; the same in both eras and on every transport):
     ``authorize(principal, action, name) -> bool`` decides who may use which tool, resource or
@@ -76,7 +88,7 @@ class Server:
         cache_scope: str = "private",
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         authorize: Authorize | None = None,
-        rate_limit: str | RateLimit | None = None,
+        rate_limit: Any = None,
         max_subscribed_resources: int | None = None,
         resource_update_interval: float | None = None,
     ):
@@ -87,10 +99,17 @@ class Server:
         self.website_url = website_url
         if secret is None:
             secret = os.environ.get(SECRET_ENV) or None
-        self.paginator = Paginator(page_size=page_size, secret=secret)
-        #: The keys that sign what clients hand back: cursors and 2026-07-28 ``requestState``.
-        self.keyring = self.paginator.keyring
-        self.cache_hints = check_hints(ttl_ms, cache_scope)
+        self._registry_lock = threading.RLock()
+        self._page_size, self._secret = page_size, secret
+        self._paginator: Paginator | None = None
+        if page_size != 100 or secret is not None:  # checked now (loaded at once when configured)
+            self._paginator = self.paginator
+        if (ttl_ms, cache_scope) == (0, "private"):
+            self.cache_hints: tuple = (ttl_ms, cache_scope)
+        else:
+            from .caching import check_hints
+
+            self.cache_hints = check_hints(ttl_ms, cache_scope)
         self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
         self._tools: dict[str, RegisteredTool] = {}
         self._resources: dict[str, RegisteredResource] = {}
@@ -99,19 +118,121 @@ class Server:
         self._prompts: dict[str, RegisteredPrompt] = {}
         self._completions: dict[tuple[str, str], tuple[Callable, str | None]] = {}  # (function, its Context parameter)
         self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
-        #: The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``).
-        self.subscriptions = Subscriptions(max_subscriptions)
-        #: The tasks of task-capable tools (the tasks extension); replace it to change its bounds:
-        #: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...,
-        #: max_waiting=..., input_timeout=..., max_tasks_per_principal=...)``.
-        self.tasks = TaskStore()
-        self._registry_lock = threading.Lock()
+        self._max_subscriptions = max_subscriptions
+        self._subscriptions: Any = None
+        self._tasks: Any = None
         self._server_info: tuple | None = None
-        #: Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`).
-        self.policy = Policy(authorize=authorize, rate_limit=rate_limit,
-                             max_subscribed_resources=max_subscribed_resources,
-                             resource_update_interval=resource_update_interval)
-        self._updates: UpdateCoalescer | None = None
+        #: Around the routing of every request: ``middleware(call, proceed) -> result`` (seams).
+        self.middleware: list[Middleware] = []
+        #: Around running a tool: ``interceptor(caller, tool, arguments, context, run)`` (seams).
+        self.tool_call_interceptors: list[ToolCallInterceptor] = []
+        #: 2026-07-28 request methods an extension adds (the tasks extension's ``tasks/*``).
+        self.modern_methods: dict[str, Handler] = {}
+        #: Extensions this server declares at 2026-07-28: name -> ``declare(server)``, which returns
+        #: the extension's settings object, or None when it is not offered now.
+        self.extension_capabilities: dict[str, Callable[[Server], dict | None]] = {}
+        #: The middleware that counts requests against rate limits, once some are set (the policy
+        #: extra); :meth:`ServerConnection.admit_early` asks it before dispatch.
+        self.admission: Admission | None = None
+        self._gate: Gate | None = None
+        self._policy: Any = None
+        self._updates: Any = None
+        if authorize is not None or rate_limit is not None or max_subscribed_resources is not None \
+                or resource_update_interval is not None:
+            from ..extras.policy import Policy
+
+            self._policy = Policy(authorize=authorize, rate_limit=rate_limit,
+                                  max_subscribed_resources=max_subscribed_resources,
+                                  resource_update_interval=resource_update_interval)
+            if self._policy.rate_limit is not None:
+                self._policy.install(self)
+
+    # -- the seams and the extras, loaded when first used -------------------------------------------
+
+    @property
+    def paginator(self) -> Paginator:
+        """Pages every listing (``page_size``), and signs its cursors with :attr:`keyring`."""
+        paginator = self._paginator
+        if paginator is None:
+            from ..core.pagination import Paginator
+
+            with self._registry_lock:
+                if self._paginator is None:
+                    self._paginator = Paginator(page_size=self._page_size, secret=self._secret)
+                paginator = self._paginator
+        return paginator
+
+    @property
+    def keyring(self) -> Keyring:
+        """The keys that sign what clients hand back: cursors and 2026-07-28 ``requestState``."""
+        return self.paginator.keyring
+
+    @property
+    def subscriptions(self) -> Any:
+        """The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``;
+        :class:`~mcp_ref.server.subscriptions.Subscriptions`)."""
+        hub = self._subscriptions
+        if hub is None:
+            from .subscriptions import Subscriptions
+
+            with self._registry_lock:
+                if self._subscriptions is None:
+                    self._subscriptions = Subscriptions(self._max_subscriptions)
+                hub = self._subscriptions
+        return hub
+
+    @property
+    def policy(self) -> Any:
+        """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`; made,
+        with nothing set, on first use when the server was given none)."""
+        policy = self._policy
+        if policy is None:
+            from ..extras.policy import Policy
+
+            with self._registry_lock:
+                if self._policy is None:
+                    self._policy = Policy()
+                policy = self._policy
+        return policy
+
+    @property
+    def gate(self) -> Gate:
+        """Which items each principal may see and use (:class:`~mcp_ref.server.seams.Gate`): the one
+        set, else the policy when it has ``authorize``, else every item to everyone."""
+        if self._gate is not None:
+            return self._gate
+        policy = self._policy
+        if policy is not None and policy.authorize is not None:
+            return policy
+        return OPEN
+
+    @gate.setter
+    def gate(self, gate: Gate | None) -> None:
+        self._gate = gate
+
+    @property
+    def tasks(self) -> Any:
+        """The tasks of task-capable tools (:class:`~mcp_ref.extras.tasks.TaskStore`; the tasks
+        extension is installed on first use).  Replace it to change its bounds:
+        ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...,
+        max_waiting=..., input_timeout=..., max_tasks_per_principal=...)``."""
+        store = self._tasks
+        if store is None:
+            from ..extras.tasks import TaskStore, install
+
+            with self._registry_lock:
+                if self._tasks is None:
+                    self._tasks = TaskStore()
+                store = self._tasks
+            install(self)
+        return store
+
+    @tasks.setter
+    def tasks(self, store: Any) -> None:
+        from ..extras.tasks import install
+
+        self._tasks = store
+        install(self)
 
     # -- tools ----------------------------------------------------------------------
 
@@ -129,7 +250,7 @@ class Server:
         scopes: Iterable[str] = (),
         headers: dict[str, str] | None = None,
         task: str | None = None,
-        rate_limit: str | RateLimit | None = None,
+        rate_limit: Any = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a function as a tool.
 
@@ -165,12 +286,14 @@ class Server:
                  output_schema: dict | None = None, annotations: dict | None = None,
                  icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
                  headers: dict[str, str] | None = None, task: str | None = None,
-                 rate_limit: str | RateLimit | None = None) -> None:
+                 rate_limit: Any = None) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
                           output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
                           headers=headers, task=task, rate_limit=rate_limit)
         self._note_limit(tool)
+        if tool.task is not None:
+            _ = self.tasks  # installs the tasks extension (its methods, interceptor, capability)
         with self._registry_lock:
             self._tools[tool.name] = tool
         self._announce("tools", self._listeners("tools", tool.name))
@@ -185,6 +308,10 @@ class Server:
     def get_tool(self, name: str) -> RegisteredTool | None:
         """The registered tool called ``name``, or None."""
         return self._tools.get(name)
+
+    def registered_tools(self) -> list[RegisteredTool]:
+        """Every registered tool (a copy)."""
+        return list(self._tools.values())
 
     # -- resources -------------------------------------------------------------------
 
@@ -202,7 +329,7 @@ class Server:
         scopes: Iterable[str] = (),
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
-        rate_limit: str | RateLimit | None = None,
+        rate_limit: Any = None,
     ) -> Callable[[Callable], Callable]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
@@ -225,8 +352,10 @@ class Server:
                      description: str | None = None, mime_type: str | None = None, size: int | None = None,
                      annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = (),
                      ttl_ms: int | None = None, cache_scope: str | None = None,
-                     rate_limit: str | RateLimit | None = None) -> None:
+                     rate_limit: Any = None) -> None:
         """Register a resource or resource template (see :meth:`resource`)."""
+        from .resources import build_resource
+
         entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                                size=size, annotations=annotations, icons=icons, scopes=scopes,
                                ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
@@ -267,6 +396,8 @@ class Server:
         :data:`~mcp_ref.extras.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
         -32602.  Returns the URI template registered.
         """
+        from .resources import build_resource, file_root
+
         template, read_file, list_files, files = file_root(root, uri_prefix, max_file_size=max_file_size,
                                                            allow_hidden=allow_hidden, follow_links=follow_links)
         with self._registry_lock:  # listed before it is announced: a client listing at once sees the files
@@ -304,18 +435,63 @@ class Server:
         """The OAuth scopes a request needs that ``principal`` lacks (all of them without one): those of
         the tool, resource or prompt it names, if ``principal`` may see it (else none: a 403 would tell
         it exists)."""
-        item = item_of(self, method, params) if method != "resources/subscribe" else None
+        item = self.item_of(method, params) if method != "resources/subscribe" else None
         if item is None:
             return ()
         if principal is None:
             return item[2].scopes if item[2] is not None else ()
         # asked whether or not the item exists (hidden and missing cost the same); the handler
-        # reuses the verdict (Policy.allows, ``request``)
-        return self.policy.missing_scopes(principal, self.policy.visible_item(principal, item, params))
+        # reuses the verdict (the gate: Policy.allows, ``request``)
+        entry = self.visible_item(principal, item, params)
+        scopes = getattr(entry, "scopes", ()) if entry is not None else ()
+        if not scopes or not principal.authenticated:
+            return ()
+        return tuple(scope for scope in scopes if scope not in principal.scopes)
+
+    def visible_tool(self, principal: Principal, name: str, params: dict | None = None) -> RegisteredTool | None:
+        """The tool ``name`` if ``principal`` may use it (the :attr:`gate`), else None: "not found" alike.
+        ``params``: the request being served (its verdicts are asked once)."""
+        return self.gate.visible(principal, "tools/call", name, self.get_tool(name), params)
+
+    def item_of(self, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
+        """``(action, name, entry, found)`` of the item a request addresses, or None when it names none
+        (``entry`` None: nothing by that name; ``found``: :meth:`find_resource`'s answer for a
+        resource, else None)."""
+        if not isinstance(params, dict):
+            return None
+        if method == "tools/call":
+            name = params.get("name")
+            return (method, name, self.get_tool(name), None) if isinstance(name, str) else None
+        if method == "prompts/get":
+            name = params.get("name")
+            return (method, name, self.get_prompt(name), None) if isinstance(name, str) else None
+        if method in ("resources/read", "resources/subscribe"):
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                return None
+            found = self.find_resource(uri)
+            return ("resources/read", uri, found[0] if found is not None else None, found)
+        return None
+
+    def visible_item(self, principal: Principal, item: tuple, request: dict | None = None) -> Any:
+        """The entry of an :meth:`item_of` answer if ``principal`` may use it (the :attr:`gate`), else
+        None (asked whether or not the item exists)."""
+        action, name, entry, found = item
+        if action == "resources/read":
+            return entry if self.gate.visible_resource(principal, name, found, request=request) is not None else None
+        return self.gate.visible(principal, action, name, entry, request)
 
     def _note_limit(self, entry) -> None:
-        if entry.rate_limit is not None:
-            self.policy.item_limits = True
+        if entry.rate_limit is not None:  # an item's own rate limit: the policy extra counts it
+            policy = self.policy
+            policy.item_limits = True
+            policy.install(self)
+
+    def subscription_cap(self) -> Any:
+        """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
+        the policy extra, with ``subscription_lock`` and ``check_subscriptions``), or None: no bound."""
+        policy = self._policy
+        return policy if policy is not None and policy.max_subscribed_resources is not None else None
 
     def has_resource_uri(self, uri: str) -> bool:
         """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
@@ -328,10 +504,12 @@ class Server:
         With ``resource_update_interval``, a resource announced again within the interval is sent
         once when it ends (:class:`~mcp_ref.extras.policy.UpdateCoalescer`).
         """
-        interval = self.policy.resource_update_interval
+        interval = self._policy.resource_update_interval if self._policy is not None else None
         if not interval:
             self._send_resource_updated(uri, {"uri": uri})
             return
+        from ..extras.policy import UpdateCoalescer
+
         with self._registry_lock:
             if self._updates is None or self._updates.interval != interval:
                 self._updates = UpdateCoalescer(interval, self._send_resource_updated, lambda: self.policy.clock())
@@ -342,13 +520,14 @@ class Server:
         for connection in self.connections():
             if uri in connection.subscriptions:
                 connection.notify("notifications/resources/updated", params)
-        self.subscriptions.publish("notifications/resources/updated", params)
+        if self._subscriptions is not None:
+            self._subscriptions.publish("notifications/resources/updated", params)
 
     # -- prompts -----------------------------------------------------------------------
 
     def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
                icons: list | None = None, scopes: Iterable[str] = (),
-               rate_limit: str | RateLimit | None = None) -> Callable[[Callable], Callable]:
+               rate_limit: Any = None) -> Callable[[Callable], Callable]:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or
@@ -368,8 +547,10 @@ class Server:
 
     def add_prompt(self, func: Callable, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, icons: list | None = None, scopes: Iterable[str] = (),
-                   rate_limit: str | RateLimit | None = None) -> None:
+                   rate_limit: Any = None) -> None:
         """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
+        from .prompts import build_prompt
+
         prompt = build_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
                               rate_limit=rate_limit)
         self._note_limit(prompt)
@@ -404,6 +585,8 @@ class Server:
         key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
 
         def register(func: Callable) -> Callable:
+            from .completion import context_parameter
+
             self._completions[key] = (func, context_parameter(func))
             return func
 
@@ -452,10 +635,11 @@ class Server:
             caps["completions"] = {}
         # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise
         # travel on subscriptions/listen streams (mcp_ref.server.subscriptions).
-        if version in MODERN_VERSIONS and any(tool.task for tool in list(self._tools.values())):
-            # SEP-2663 §Capability Negotiation: the server "advertises the same extension in its own
-            # server/discover capabilities" (an empty object: no settings are defined).
-            caps["extensions"] = {TASKS_EXTENSION: {}}
+        if version in MODERN_VERSIONS:
+            for name, declare in list(self.extension_capabilities.items()):
+                settings = declare(self)
+                if settings is not None:
+                    caps.setdefault("extensions", {})[name] = settings
         return caps
 
     def offers(self, capability: str, version: str | None = None) -> bool:
@@ -488,149 +672,8 @@ class Server:
             info["websiteUrl"] = self.website_url
         return info
 
-    # -- connections ------------------------------------------------------------------------------
-
-    def new_connection(self, transport, **session_options) -> ServerConnection:
-        """A connection serving this server on ``transport``: not started, and not yet told of changes.
-
-        For transports that feed the session themselves (HTTP); see :meth:`connect`
-        for the usual path.  ``session_options`` are :class:`~mcp_ref.core.session.Session`'s.
-        """
-        return ServerConnection(self, transport, **session_options)
-
-    def add_connection(self, connection: ServerConnection) -> None:
-        """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly)."""
-        self._connections.add(connection)
-
-    def connections(self) -> list[ServerConnection]:
-        """The connections that receive list-changed and resource-updated notifications."""
-        return list(self._connections)
-
-    def connect(self, transport, *, peer: str | None = None, **session_options) -> ServerConnection:
-        """Serve one connection on ``transport``; returns it (its reader thread is running).
-
-        ``peer`` names the caller when no token does (``ctx.principal.id``; default ``connection-<n>``).
-        """
-        connection = self.new_connection(transport, **session_options)
-        connection.peer = peer
-        self.add_connection(connection)
-        connection.session.start()
-        return connection
-
-    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
-        """Who is told that item ``name`` of ``kind`` changed: ``(connections, which streams)``.
-
-        With ``authorize``, only callers who may see that item (asked now: for a removal, while it
-        still exists): a caller whose own listing did not change is not told that something changed,
-        which would tell it a hidden item exists.  Without it, everyone (``which`` None).
-        """
-        policy = self.policy
-        if policy.authorize is None:
-            return self.connections(), None
-        action = LISTING_ACTIONS[kind]
-        verdicts: dict[str, bool] = {}
-
-        def concerned(principal) -> bool:
-            if principal.id not in verdicts:
-                verdicts[principal.id] = policy.allows(principal, action, name)
-            return verdicts[principal.id]
-
-        streams = set(self.subscriptions.streams(lambda stream: concerned(stream.connection.principal)))
-        return [c for c in self.connections() if concerned(c.principal)], streams.__contains__
-
-    def _announce(self, kind: str, listeners: tuple[list, Callable | None]) -> None:
-        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`)."""
-        connections, which = listeners
-        for connection in connections:
-            connection.list_changed(kind)
-        self.subscriptions.publish(f"notifications/{kind}/list_changed", which=which)
-
     def close_subscriptions(self) -> int:
         """End every open 2026-07-28 ``subscriptions/listen`` stream gracefully (their requests are
         answered, so clients know the end was not a failure); how many there were.  Serving goes on:
         a client may listen again.  The HTTP server calls it when it shuts down."""
-        return self.subscriptions.close_all()
-
-    # -- serving ----------------------------------------------------------------------------------
-
-    def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
-        """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
-
-        As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
-        :meth:`run_http`, which serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE
-        transport at ``/sse`` from one server; the name only chooses which address is announced.
-        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.
-        """
-        if transport == "stdio":
-            self.run_stdio(**options)
-        elif transport in ("http", "streamable-http", "sse"):
-            path = options.get("sse_path", "/sse") if transport == "sse" else options.get("path", "/mcp")
-            kind = "HTTP+SSE" if transport == "sse" else "Streamable HTTP"
-            if "on_ready" not in options:
-                options["on_ready"] = lambda httpd: print(f"serving {self.name} at {httpd.url}{path} ({kind})",
-                                                          file=sys.stderr, flush=True)
-            self.run_http(host, port, **options)
-        else:
-            raise ValueError(f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}")
-
-    def run_stdio(self, *, max_message_size: int | None = None) -> None:
-        """Serve one client on this process's stdin/stdout until stdin ends.
-
-        Logs go to stderr; ``print()`` in a handler is redirected to stderr so
-        stdout carries only protocol messages.  On end of input, the requests
-        already received are answered before this returns.
-        """
-        from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
-
-        reader, writer = server_streams()
-        transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
-        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
-        while not connection.session.wait_closed(1.0):
-            pass
-
-    def wsgi_app(self, **options):
-        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
-
-        Options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s:
-        ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
-        ``allowed_origins``, ``event_store``, ``max_body_size``, ...  Mount it
-        anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
-        :meth:`run_http`.
-        """
-        from ..transports.http_server import McpWsgiApp
-
-        return McpWsgiApp(self, **options)
-
-    def http_server(self, host: str = "127.0.0.1", port: int = 8000, *, connection_limits=None, **options):
-        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
-
-        Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
-        ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
-        ``connection_limits`` (a :class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`)
-        bounds connections, their deadlines and their writes; the other options are
-        :meth:`wsgi_app`'s.
-        """
-        from ..workbench.wsgi_server import WsgiServer
-
-        return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
-
-    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None, **options) -> None:
-        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).
-
-        ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
-        the address, useful with port 0); by default a line on stderr says it.
-        ``connection_limits`` (:class:`~mcp_ref.ConnectionLimits`) bounds the connections;
-        the other options are :meth:`wsgi_app`'s.
-        """
-        httpd = self.http_server(host, port, **options)
-        if on_ready is None:
-            print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
-        else:
-            on_ready(httpd)
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            httpd.server_close()
-            httpd.app.close()
+        return self._subscriptions.close_all() if self._subscriptions is not None else 0

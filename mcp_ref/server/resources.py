@@ -12,16 +12,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidParams, ResourceNotFound
-from ..core.session import RequestContext
 from ..core.types import BlobResourceContents, TextResourceContents, drop_none
 from ..core.uri_template import UriTemplate
-from ..extras.ratelimit import RateLimit
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
+from .tools import rate_limit_of
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+    from .seams import Caller
 
 
 @dataclass
@@ -67,7 +67,7 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
 
         cache = check_hints(ttl_ms, cache_scope)
     return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes), cache,
-                              RateLimit.of(rate_limit))
+                              rate_limit_of(rate_limit))
 
 
 def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,
@@ -121,17 +121,17 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_resources(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def list_resources(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/list``: one page of resources (registered ones, then listed files)."""
     return list_page(connection, context, params, "resources")
 
 
-def list_templates(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def list_templates(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/templates/list``: one page of resource templates."""
     return list_page(connection, context, params, "templates")
 
 
-def read_resource(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def read_resource(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/read``: the contents of one resource, or Resource not found (-32002)."""
     uri = _uri(params, "resources/read")
     found = visible_resource(connection, uri, "resources/read", params)
@@ -143,7 +143,7 @@ def read_resource(connection: ServerConnection, context: RequestContext, params:
     return {"contents": contents(uri, entry, entry.func(**kwargs))}
 
 
-def subscribe(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``.
 
     At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections."""
@@ -151,14 +151,18 @@ def subscribe(connection: ServerConnection, context: RequestContext, params: dic
     if visible_resource(connection, uri, "resources/subscribe", params) is None:
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
     server = connection.server
-    with server.policy.subscription_lock:
+    cap = server.subscription_cap()
+    if cap is None:
+        connection.subscriptions.add(uri)
+        return {}
+    with cap.subscription_lock:
         if uri not in connection.subscriptions:
-            server.policy.check_subscriptions(connection.principal, server, {uri})
+            cap.check_subscriptions(connection.principal, server, {uri})
         connection.subscriptions.add(uri)
     return {}
 
 
-def visible_resource(connection: ServerConnection, uri: str, action: str, request: dict | None = None):
+def visible_resource(connection: Caller, uri: str, action: str, request: dict | None = None):
     """``find_resource(uri)`` if the caller may use it for ``action`` (reading, and for
     ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.extras.policy).
 
@@ -166,13 +170,10 @@ def visible_resource(connection: ServerConnection, uri: str, action: str, reques
     ``authorize`` is asked about it whether or not it exists, once per ``request`` (its params):
     a hidden resource and a missing one cost the same and answer the same."""
     server = connection.server
-    found = server.find_resource(uri)
-    if server.policy.authorize is None:
-        return found
-    return server.policy.visible_resource(connection.principal, uri, found, action, request)
+    return server.gate.visible_resource(connection.principal, uri, server.find_resource(uri), action, request)
 
 
-def unsubscribe(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def unsubscribe(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/unsubscribe``."""
     connection.subscriptions.discard(_uri(params, "resources/unsubscribe"))
     return {}

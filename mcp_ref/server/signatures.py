@@ -14,7 +14,6 @@ import dataclasses
 import enum
 import inspect
 import math
-import re
 import types
 import typing
 from collections.abc import Callable
@@ -25,7 +24,7 @@ __all__ = [
     "compile_arguments",
     "output_schema_for",
     "schema_and_converter",
-    "parse_docstring",
+    "describe",
     "to_jsonable",
     "type_schema",
 ]
@@ -399,127 +398,27 @@ def schema_and_converter(tp: Any) -> tuple[dict, Callable[[Any], Any]]:
 
 
 # ---------------------------------------------------------------------------
-# Docstrings
-
-_PARAM_SECTIONS = {
-    "args", "arguments", "parameters", "params", "keyword args",
-    "keyword arguments", "kwargs", "other parameters",
-}
-_ALL_SECTIONS = _PARAM_SECTIONS | {
-    "returns", "return", "yields", "yield", "raises", "examples", "example",
-    "notes", "note", "attributes", "see also", "references", "warnings",
-    "warning", "todo", "methods",
-}
-_GOOGLE_HEADER = re.compile(r"^([A-Za-z ]+?)\s*:\s*$")
-_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
-_REST_FIELD = re.compile(
-    r"^\s*:(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?"
-    r"|except|exception|yields?|ytype|var|ivar|cvar|meta)\b"
-)
-_REST_PARAM = re.compile(
-    r"^:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?\**([A-Za-z_]\w*)\s*:(.*)$"
-)
-_GOOGLE_ENTRY = re.compile(r"^\**([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:(.*)$")
-_NUMPY_ENTRY = re.compile(r"^(\**[A-Za-z_]\w*(?:\s*,\s*\**[A-Za-z_]\w*)*)\s*(?::.*)?$")
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
-    """Split a docstring into ``(summary, {parameter: description})``.
-
-    The summary is the text before the first section (Google ``Args:``,
-    NumPy ``Parameters`` + dashes, reST ``:param``), whitespace-normalised,
-    or None when empty. Parameter descriptions are read from Google, reST and
-    NumPy style sections.
-    """
-    if not doc:
-        return None, {}
-    lines = inspect.cleandoc(doc).splitlines()
-    parts: dict[str, list[str]] = {}
-    summary_end: int | None = None
-    i, n = 0, len(lines)
-    while i < n:
-        line = lines[i]
-        stripped = line.strip()
-        indent = _indent(line)
-        if stripped and i + 1 < n and _NUMPY_RULE.match(lines[i + 1]) and not _NUMPY_RULE.match(line):
-            summary_end = i if summary_end is None else summary_end
-            i += 2
-            if stripped.lower() not in _PARAM_SECTIONS:
-                continue
-            current: list[str] | None = None
-            while i < n:  # NumPy entries: "name : type" then indented text
-                entry = lines[i]
-                text = entry.strip()
-                if text and i + 1 < n and _NUMPY_RULE.match(lines[i + 1]):
-                    break
-                if text and _indent(entry) <= indent:
-                    m = _NUMPY_ENTRY.match(text)
-                    if m:
-                        current = []
-                        for name in m.group(1).split(","):
-                            parts[name.strip().lstrip("*")] = current
-                    else:
-                        current = None
-                elif text and current is not None:
-                    current.append(text)
-                i += 1
-            continue
-        header = _GOOGLE_HEADER.match(stripped)
-        if header and header.group(1).lower() in _ALL_SECTIONS:
-            summary_end = i if summary_end is None else summary_end
-            if i == 0:  # cleandoc loses the first line's indent: accept any entry indent
-                indent = -1
-            i += 1
-            if header.group(1).lower() not in _PARAM_SECTIONS:
-                continue
-            entry_indent: int | None = None
-            current = None
-            while i < n:  # Google entries: "name (type): text" + continuation
-                entry = lines[i]
-                text = entry.strip()
-                if text:
-                    ind = _indent(entry)
-                    if ind <= indent:
-                        break
-                    if entry_indent is None:
-                        entry_indent = ind
-                    if ind <= entry_indent:
-                        m = _GOOGLE_ENTRY.match(text)
-                        if m:
-                            current = [m.group(2)]
-                            parts[m.group(1)] = current
-                        else:
-                            current = None
-                    elif current is not None:
-                        current.append(text)
-                i += 1
-            continue
-        if _REST_FIELD.match(line):
-            summary_end = i if summary_end is None else summary_end
-            m = _REST_PARAM.match(stripped)
-            i += 1
-            if m:
-                current = [m.group(2)]
-                parts[m.group(1)] = current
-                while i < n and (not lines[i].strip() or _indent(lines[i]) > indent):
-                    if _REST_FIELD.match(lines[i]):
-                        break
-                    current.append(lines[i].strip())
-                    i += 1
-            continue
-        i += 1
-
-    summary = " ".join(" ".join(lines[:summary_end]).split()) or None
-    params = {k: " ".join(" ".join(v).split()) for k, v in parts.items()}
-    return summary, {k: v for k, v in params.items() if v}
-
-
-# ---------------------------------------------------------------------------
 # Functions
+
+
+def __getattr__(name: str) -> Any:
+    if name == "parse_docstring":  # its home is mcp_ref.server.docstrings (loaded when needed)
+        from .docstrings import parse_docstring
+
+        return parse_docstring
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def describe(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """``(summary, {parameter: description})`` of a docstring (:func:`~mcp_ref.server.docstrings.
+    parse_docstring`); a one-line docstring is its own summary, without loading the parser."""
+    if doc and "\n" not in doc.strip():
+        line = doc.strip()
+        if not line.endswith(":") and not line.startswith(":"):
+            return " ".join(line.split()) or None, {}
+    from .docstrings import parse_docstring
+
+    return parse_docstring(doc)
 
 
 class ArgumentPlan:
@@ -632,7 +531,7 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     name = getattr(func, "__name__", type(func).__name__)
     sig = inspect.signature(func)
     hints = _function_hints(func)
-    summary, docs = parse_docstring(inspect.getdoc(func))
+    summary, docs = describe(inspect.getdoc(func))
     props: dict[str, Any] = {}
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []

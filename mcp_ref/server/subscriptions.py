@@ -34,12 +34,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from ..core import envelope
-from ..core.errors import InvalidParams, ServerBusy
-from ..core.session import RequestContext
-from ..extras import tasks
+from ..core.errors import InvalidParams, MissingRequiredClientCapabilityError, ServerBusy
+from .seams import DEFAULT_MAX_SUBSCRIPTIONS
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+    from .seams import Caller as ServerConnection
+
+#: The tasks extension's name (SEP-2663): a listen asking for ``taskIds`` needs it declared.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +53,6 @@ LIST_FIELDS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "re
 MAX_RESOURCE_URIS = 1024
 #: The longest resource URI a listen may name, in characters.
 MAX_URI_LENGTH = 8192
-#: Open listen streams one server holds by default (every connection and transport together).
-DEFAULT_MAX_SUBSCRIPTIONS = 1024
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,12 @@ class Subscriptions:
         return len(streams)
 
 
+def _declares_tasks(context: RequestContext) -> bool:
+    """True when a request's own client capabilities declare the tasks extension."""
+    extensions = context.envelope.client_capabilities.get("extensions") if context.envelope is not None else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
 def listen(connection: ServerConnection, context: RequestContext, params: dict) -> object:
     """``subscriptions/listen``: acknowledge, then keep the request open as the stream.
 
@@ -246,33 +253,38 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
     requested": :meth:`Filter.wants`.
     """
     notifications = params.get("notifications")
-    if isinstance(notifications, dict) and "taskIds" in notifications and not tasks.declared(context):
+    if isinstance(notifications, dict) and "taskIds" in notifications and not _declares_tasks(context):
         # SEP-2663 §Task Status Notifications: a client asking for them without the extension "MUST"
         # get -32021.  (mcp_ref sends none: a declaring client's taskIds are left out of the
         # acknowledgment, as any type the server does not support.)
-        raise tasks.missing("task status notifications need the tasks extension")
+        raise MissingRequiredClientCapabilityError.needing({"extensions": {TASKS_EXTENSION: {}}},
+                                                           "task status notifications need the tasks extension")
     asked = Filter.from_wire(notifications)
     server = connection.server
     version = connection.version_for(context)
     agreed = asked.agreed(server.capabilities(version))
-    policy = server.policy
+    gate = server.gate
     hidden: frozenset[str] = frozenset()
-    if policy.authorize is not None and agreed.uris:
+    if gate.restricts and agreed.uris:
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
         principal = connection.principal
 
         def hidden_from_caller(uri: str) -> bool:
             # one rule for all: not registered (yet) is judged by its name alone, at the same cost
-            return not policy.resource_allowed(principal, uri, server.find_resource(uri), "resources/subscribe")
+            return not gate.resource_allowed(principal, uri, server.find_resource(uri), "resources/subscribe")
 
         hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
     # a modern-only method: the request's envelope gives its version
     subscription = Subscription(connection, context.request_id, agreed, cast(str, version), hidden)
     hub = server.subscriptions
+    cap = server.subscription_cap()
     with subscription.lock:  # registered first, so nothing is missed; acknowledged before anything is sent
-        with policy.subscription_lock:  # counted and opened together (max_subscribed_resources)
-            policy.check_subscriptions(connection.principal, server, agreed.uris)
+        if cap is None:
             opened = hub.open(subscription)
+        else:
+            with cap.subscription_lock:  # counted and opened together (max_subscribed_resources)
+                cap.check_subscriptions(connection.principal, server, agreed.uris)
+                opened = hub.open(subscription)
         if not opened:
             raise ServerBusy(f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "
                              "retry when some have closed", data={"maxSubscriptions": hub.max_subscriptions})

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import lifecycle
 from ..core.errors import CapabilityError, InvalidParams, McpError, RequestCancelled
-from ..core.session import RequestContext
-from ..core.types import CallToolResult, WireModel, drop_none, media_block, text_block
+from ..core.types import CallToolResult, WireModel, drop_none, text_block
 from ..core.validation import first_error, validator_for
-from ..extras import tasks
-from ..extras.ratelimit import RateLimit
 from .context import Context, with_context
-from .listing import list_page
+from .seams import Caller, intercept
 from .signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from ..core.requests import RequestContext
+
+#: What ``Server.tool(task=...)`` accepts besides None (the tasks extension, :mod:`mcp_ref.extras.tasks`).
+TASK_MODES = ("optional", "required")
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
                icons: list | None = None, meta: dict | None = None, scopes=(),
                headers: dict[str, str] | None = None, task: str | None = None, rate_limit=None) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
-    if task not in (None, tasks.OPTIONAL, tasks.REQUIRED):
-        raise ValueError(f"task must be None, {tasks.OPTIONAL!r} or {tasks.REQUIRED!r}, not {task!r}")
+    if task is not None and task not in TASK_MODES:
+        raise ValueError(f"task must be None, {TASK_MODES[0]!r} or {TASK_MODES[1]!r}, not {task!r}")
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     name = name or func.__name__
@@ -125,11 +125,20 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
     tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes), task=task,
-                          rate_limit=RateLimit.of(rate_limit))
+                          rate_limit=rate_limit_of(rate_limit))
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
     return tool
+
+
+def rate_limit_of(value: Any) -> Any:
+    """An item's own ``rate_limit=`` as a ``RateLimit`` (the rate-limit extra is loaded only for one)."""
+    if value is None:
+        return None
+    from ..extras.ratelimit import RateLimit
+
+    return RateLimit.of(value)
 
 
 def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict:
@@ -166,22 +175,22 @@ def check_tool_name(name: str) -> None:
 # -- the handlers ---------------------------------------------------------------------------------
 
 
-def list_tools(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def list_tools(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``tools/list``: one page of tools."""
+    from .listing import list_page
+
     return list_page(connection, context, params, "tools")
 
 
-def call_tool(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
+def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``tools/call``: validate the arguments, run the tool, shape its result."""
     name = params.get("name")
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: tools/call needs a tool name")
     server = connection.server
-    # A tool the caller may not use is answered exactly as a missing one (mcp_ref.extras.policy),
-    # and costs the same: authorize is asked about a missing name too, once per request.
-    tool = server.get_tool(name)
-    if server.policy.authorize is not None:
-        tool = server.policy.visible(connection.principal, "tools/call", name, tool, params)
+    # A tool the caller may not use is answered exactly as a missing one (the gate: mcp_ref.extras.policy
+    # with authorize), and costs the same: the gate is asked about a missing name too, once per request.
+    tool = server.gate.visible(connection.principal, "tools/call", name, server.get_tool(name), params)
     if tool is None:
         # 2025-11-25 server/tools §Error Handling: unknown tools are a protocol error.
         raise InvalidParams(f"Unknown tool: {name}")
@@ -200,20 +209,14 @@ def call_tool(connection: ServerConnection, context: RequestContext, params: dic
             # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
             return {"content": [text_block(message)], "isError": True}
         raise InvalidParams(message)
-    if tool.task is not None and context.envelope is not None:
-        if tasks.declared(context):
-            context.task = tasks.MAY_START  # ctx.start_task() turns the call into a task
-        elif tool.task == tasks.REQUIRED:
-            # SEP-2663: a server "unable to service a request ... without returning CreateTaskResult
-            # MUST return an error with the code -32021", naming the extension.
-            raise tasks.missing(f"tool {name} runs only as a task")
-    try:
-        return run_tool(connection, tool, arguments, context)
-    except tasks.StartTask:
-        return tasks.begin(connection, context, lambda task_context: run_tool(connection, tool, arguments, task_context))
+    interceptors = server.tool_call_interceptors
+    if interceptors:  # e.g. the tasks extension, which may turn the call into a task
+        return intercept(interceptors, connection, tool, arguments, context,
+                         lambda run_context: run_tool(connection, tool, arguments, run_context))
+    return run_tool(connection, tool, arguments, context)
 
 
-def run_tool(connection: ServerConnection, tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
+def run_tool(connection: Caller, tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
     """Call the tool's function with valid ``arguments`` and shape what it returns (or raised)."""
     name = tool.name
     kwargs = with_context(tool.plan, tool.plan.convert(arguments), connection, context)
@@ -281,6 +284,8 @@ def as_content(value: Any) -> list:
     if isinstance(value, WireModel):
         return [value.to_wire()]
     if isinstance(value, (bytes, bytearray)):
+        from ..core.media import media_block
+
         return [media_block(bytes(value))]
     if isinstance(value, (list, tuple)) and any(isinstance(v, (WireModel, bytes, bytearray)) for v in value):
         return [block for item in value for block in as_content(item)]

@@ -1,5 +1,11 @@
 """MCP over HTTP, client side: Streamable HTTP, and the 2024-11-05 HTTP+SSE transport.
 
+One transport, :class:`HttpClientTransport`, in four modules: this one (Streamable HTTP with its
+session, the handshake era), :mod:`~mcp_ref.transports.http_modern` (the 2026-07-28 era's one POST
+per request), :mod:`~mcp_ref.transports.http_legacy` (the 2024-11-05 HTTP+SSE fallback) and
+:mod:`~mcp_ref.transports.http_plumbing` (bodies and SSE streams read within bounds).  Every name
+they export is importable from here.
+
 The session reads whole messages from :meth:`HttpClientTransport.read`.  Every
 source of messages feeds one queue behind it: JSON replies to POSTs, the SSE
 streams those POSTs may open, and the standalone GET stream.  Writing a request
@@ -23,15 +29,7 @@ What the spec asks of a client, and where it happens here:
   405 means an HTTP+SSE server, reached through GET and its ``endpoint`` event.
 
 A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern)
-request, and travels as that revision's transport says (``_send_modern``): no
-session and no GET stream; the ``MCP-Protocol-Version`` header from its
-``_meta``, ``Mcp-Method`` and ``Mcp-Name`` from its body, and ``Mcp-Param-*``
-from the arguments its tool's ``x-mcp-header`` declarations name
-(:mod:`mcp_ref.transports.http_headers`); a broken response stream is not
-resumed but reported (:class:`~mcp_ref.core.errors.ResponseStreamLost`: the client
-re-issues the request); cancelling closes the request's response stream
-instead of sending ``notifications/cancelled``, and no other notification is
-sent.
+request: see :mod:`~mcp_ref.transports.http_modern`.
 
 What the server sends is bounded, as stdio bounds a line: a JSON answer and each
 SSE event by ``max_message_size`` (the Content-Length is checked first, then the
@@ -50,50 +48,63 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import cast
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from ..core import envelope
-from ..core.errors import AuthorizationError, LimitExceeded, MCPRefError, ResponseStreamLost, ServerUnreachable
+from ..core.errors import AuthorizationError, LimitExceeded, ResponseStreamLost
 from ..core.jsonrpc import Notification, Request
 from ..core.transport import RequestFailed, RequestHeld, Transport
+from .http_legacy import LegacySseClient
+from .http_modern import ModernPosts
+from .http_plumbing import (
+    DEFAULT_RETRY_MS,
+    MAX_CHUNK_LINE,
+    MAX_ERROR_BODY,
+    MAX_EVENT_ID,
+    MAX_RETRY_DELAY,
+    MIN_RETRY_DELAY,
+    READ_SIZE,
+    Cursor,
+    EventTooLarge,
+    HttpTransportError,
+    abort,
+    discard_body,
+    note_answers,
+    read_body,
+    sending,
+    stream_chunks,
+    unreachable,
+)
 from .origins import CrossOriginRefused, same_origin
 from .sse import SseParser
 from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 
+__all__ = [
+    "HttpClientTransport", "HttpTransportError", "hold_current_request", "unreachable", "read_body", "discard_body",
+    "stream_chunks", "DEFAULT_MAX_MESSAGE_SIZE", "DEFAULT_RETRY_MS", "MAX_RESUMES", "MIN_RETRY_DELAY",
+    "MAX_RETRY_DELAY", "MAX_ERROR_BODY", "READ_SIZE", "MAX_EVENT_ID", "MAX_CHUNK_LINE",
+]
+
+#: The old private name of :class:`~mcp_ref.transports.http_plumbing.Cursor` (tests use it).
+_Cursor = Cursor
+
 log = logging.getLogger(__name__)
 
-#: The request a worker thread is sending (so that an auth hook can say it waits for the user).
-_sending = threading.local()
 
 
 def hold_current_request(seconds: float) -> None:
     """Extend the timeout of the request this thread is sending by ``seconds`` (see
     :class:`~mcp_ref.core.transport.RequestHeld`); nothing when this is not a transport's worker."""
-    transport, request_id = getattr(_sending, "request", (None, None))
+    transport, request_id = getattr(sending, "request", (None, None))
     if transport is not None:
         transport._incoming.put(RequestHeld(request_id, seconds))
 
-DEFAULT_RETRY_MS = 1000
-MAX_RESUMES = 10  # attempts to resume one stream before giving up on it
-#: The default bounds (seconds) on the wait before re-opening a stream, whatever ``retry`` says.
-MIN_RETRY_DELAY = 0.1
-MAX_RETRY_DELAY = 30.0
-#: How much of an HTTP error's body is read for its JSON-RPC error (a longer one is ignored).
-MAX_ERROR_BODY = 64 * 1024
-#: Bytes asked of the socket at a time while reading a body.
-READ_SIZE = 64 * 1024
-#: Last-Event-ID values longer than this (or not printable ASCII) are not kept for resuming.
-MAX_EVENT_ID = 1024
-#: The longest line read under a response body: a chunk-size line with its extensions (as
-#: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
-MAX_CHUNK_LINE = 64 * 1024
+
+#: Attempts to resume one stream before giving up on it.
+MAX_RESUMES = 10
 
 
-class HttpTransportError(MCPRefError, ConnectionError):
-    """The HTTP exchange itself failed (the server is unreachable, or answered with an HTTP error)."""
-
-
-class HttpClientTransport(Transport):
+class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -253,7 +264,7 @@ class HttpClientTransport(Transport):
         with self._responses_lock:
             responses = list(self._open_responses)
         for response in responses:
-            _abort(response)
+            abort(response)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.put(None)
@@ -280,7 +291,7 @@ class HttpClientTransport(Transport):
     def _send_request(self, data: bytes, request: Request) -> None:
         import requests
 
-        _sending.request = (self, request.id)
+        sending.request = (self, request.id)
         self._begin(request.id)
         try:
             if request.method != "initialize" and not self._session_ready.wait(self.connect_timeout * 3):
@@ -319,7 +330,7 @@ class HttpClientTransport(Transport):
             log.exception("HTTP request failed")
             self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
-            _sending.request = (None, None)
+            sending.request = (None, None)
             self._finish(request.id)
 
     def _begin(self, request_id) -> None:
@@ -340,7 +351,7 @@ class HttpClientTransport(Transport):
             if not abandoned:
                 self._modern_responses[request_id] = response
         if abandoned:
-            _abort(response)
+            abort(response)
         return not abandoned
 
     def _abandon(self, request_id) -> None:
@@ -355,7 +366,7 @@ class HttpClientTransport(Transport):
             self._abandoned.add(request_id)
             response = self._modern_responses.pop(request_id, None)
         if response is not None:
-            _abort(response)
+            abort(response)
 
     def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:
@@ -420,69 +431,12 @@ class HttpClientTransport(Transport):
             finally:
                 self._session_ready.set()
 
-    # -- 2026-07-28 -------------------------------------------------------------------------
-
-    def _modern_headers(self, request: Request) -> dict:
-        """The headers of a modern request (2026-07-28 streamable-http §Request Metadata)."""
-        from .http_headers import InvalidHeaderDeclaration, request_headers
-
-        params = request.params if isinstance(request.params, dict) else {}
-        # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                   # a modern request (envelope.is_modern): its _meta is a dict
-                   "MCP-Protocol-Version": str(cast(dict, envelope.meta_of(params))[envelope.PROTOCOL_VERSION])}
-        schema = None
-        if request.method == "tools/call" and self._input_schema is not None and isinstance(params.get("name"), str):
-            schema = self._input_schema(params["name"])
-        try:
-            headers.update(request_headers(request.method, params, schema))
-        except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
-            headers.update(request_headers(request.method, params))
-        return headers
-
-    def _send_modern(self, data: bytes, request: Request) -> None:
-        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end)."""
-        import requests
-
-        _sending.request = (self, request.id)
-        self._begin(request.id)
-        try:
-            response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
-                                      timeout=(self.connect_timeout, None))
-            if self._track(request.id, response):
-                self._deliver(response, request, resumable=False)
-        except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
-            self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
-        except requests.RequestException as exc:
-            self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
-        except (AuthorizationError, CrossOriginRefused) as exc:
-            self._incoming.put(RequestFailed(request.id, exc))
-        except Exception as exc:  # a worker must never die silently
-            log.exception("HTTP request failed")
-            self._fail(request.id, f"HTTP request failed: {exc}")
-        finally:
-            _sending.request = (None, None)
-            self._finish(request.id)
-
-    def _modern_notification(self, message) -> None:
-        """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
-
-        2026-07-28 streamable-http §Cancellation: "Closing the SSE response stream MUST be treated
-        by the server as cancellation of that request"; the Note under §Sending Messages: "This
-        revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
-        """
-        if isinstance(message, Notification) and message.method == "notifications/cancelled":
-            self._abandon((message.params or {}).get("requestId"))
-        else:
-            log.debug("notification %s not sent: 2026-07-28 HTTP has no client notifications",
-                      getattr(message, "method", "?"))
-
     # -- SSE streams -----------------------------------------------------------------------
 
-    def _events(self, response, cursor: _Cursor | None = None, *, strict: bool = False):
+    def _events(self, response, cursor: Cursor | None = None, *, strict: bool = False):
         """The events of an SSE response, parsed as they arrive (:class:`~mcp_ref.transports.sse.SseParser`,
         each event's data bounded by ``max_message_size``); ``cursor`` keeps the stream's last event
-        id and ``retry``.  An event past the bound raises :class:`_EventTooLarge` when ``strict`` (a
+        id and ``retry``.  An event past the bound raises :class:`EventTooLarge` when ``strict`` (a
         request's stream), else it is dropped with a warning."""
         parser = SseParser(self.max_message_size)
         with self._responses_lock:
@@ -495,12 +449,12 @@ class HttpClientTransport(Transport):
                 for event in events:
                     if event.too_large:
                         if strict:
-                            raise _EventTooLarge
+                            raise EventTooLarge
                         log.warning("dropped an SSE event from %s larger than the limit of %d bytes "
                                     "(max_message_size)", self.url, self.max_message_size)
                         continue
                     yield event
-        except _EventTooLarge:
+        except EventTooLarge:
             raise
         except Exception:
             if not self._closed.is_set():
@@ -511,7 +465,7 @@ class HttpClientTransport(Transport):
                 self._open_responses.discard(response)
             response.close()
 
-    def _relay(self, response, cursor: _Cursor, *, strict: bool = False):
+    def _relay(self, response, cursor: Cursor, *, strict: bool = False):
         """Put every message of an SSE response on the incoming queue (and yield it), keeping
         the stream's last event id and ``retry`` in ``cursor`` for resuming it."""
         for event in self._events(response, cursor, strict=strict):
@@ -519,7 +473,7 @@ class HttpClientTransport(Transport):
                 self._incoming.put(event.data.encode("utf-8"))
                 yield event.data
 
-    def _retry_delay(self, cursor: _Cursor, fruitless: int = 0) -> float:
+    def _retry_delay(self, cursor: Cursor, fruitless: int = 0) -> float:
         """Seconds to wait before re-opening a stream: the server's ``retry`` kept between
         ``min_retry_delay`` and ``max_retry_delay``, doubled for each attempt in a row that
         brought no event (``fruitless``), up to ``max_retry_delay``."""
@@ -533,16 +487,16 @@ class HttpClientTransport(Transport):
         import requests
 
         awaiting = {request.id}
-        cursor, resumes = _Cursor(), 0
+        cursor, resumes = Cursor(), 0
         while True:
             try:
                 for data in self._relay(response, cursor, strict=True):
-                    _note_answers(data, awaiting)
+                    note_answers(data, awaiting)
                     if not awaiting:
                         return
             except requests.RequestException as exc:
                 log.debug("SSE stream dropped: %s", exc)
-            except _EventTooLarge:
+            except EventTooLarge:
                 self._incoming.put(self._too_large(request, "SSE event"))
                 return
             if not awaiting or self._closed.is_set() or request.id in self._abandoned:
@@ -583,7 +537,7 @@ class HttpClientTransport(Transport):
         """
         import requests
 
-        cursor, fruitless = _Cursor(), 0
+        cursor, fruitless = Cursor(), 0
         while not self._closed.is_set():
             seen = cursor.events
             try:
@@ -618,68 +572,6 @@ class HttpClientTransport(Transport):
             fruitless = 0 if cursor.events > seen else fruitless + 1
             self._closed.wait(self._retry_delay(cursor, fruitless))
 
-    # -- HTTP+SSE (2024-11-05) ---------------------------------------------------------------
-
-    def start_legacy(self, timeout: float = 10.0) -> None:
-        """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait for
-        its ``endpoint`` event (the URL to POST to).  Done by itself in ``"auto"`` mode on fallback;
-        call it before the first message in ``"sse"`` mode."""
-        ready = threading.Event()
-        failure: list = []
-
-        def run() -> None:
-            import requests
-
-            response = None
-            try:
-                response = self.http.get(self.url, headers={"Accept": "text/event-stream"}, stream=True,
-                                         timeout=(self.connect_timeout, None))
-                if not response.ok:
-                    failure.append(f"HTTP {response.status_code} {response.reason}")
-                    response.close()
-                    return
-                for event in self._events(response):
-                    if event.event == "endpoint":
-                        self.legacy_endpoint = self._checked_endpoint(event.data)
-                        ready.set()
-                    elif event.event in ("message", None, "") and event.data:
-                        self._incoming.put(event.data.encode("utf-8"))
-            except requests.RequestException as exc:
-                failure.append(str(exc))
-            except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
-                if self.legacy_endpoint is not None:
-                    log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
-                if response is not None:
-                    _abort(response)  # the stream ends now, not when the exception's frames are collected
-                failure.append(exc.with_traceback(None))
-            finally:
-                ready.set()
-                if self.legacy_endpoint is not None and not self._closed.is_set():
-                    self._incoming.put(None)  # the stream is the connection: it ended
-
-        self.mode = "sse"
-        threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
-        ready.wait(timeout)
-        if failure and isinstance(failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)):
-            raise failure[0]
-        if not ready.is_set() or self.legacy_endpoint is None:
-            raise HttpTransportError(f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}")
-
-    def _checked_endpoint(self, data: str) -> str:
-        """The URL an ``endpoint`` event names, resolved against ``url``; refused unless it is on the
-        origin of ``url`` and carries no credentials of its own.
-
-        Every message and the caller's headers (an ``Authorization`` among them) go to this URL, so
-        a server must not be able to send them elsewhere; the official SDKs refuse it too.
-        """
-        endpoint = urljoin(self.url, data.strip())
-        if not same_origin(endpoint, self.url):
-            raise CrossOriginRefused("the HTTP+SSE endpoint event", self.url, endpoint)
-        if "@" in urlsplit(endpoint).netloc:
-            raise HttpTransportError(f"the HTTP+SSE endpoint event from {self.url} names a URL with user "
-                                     "credentials in it; refused")
-        return endpoint
-
     def _refuse_redirect_elsewhere(self, response, **kwargs):
         """A response hook: a redirect to another origin than ``url``'s raises :class:`CrossOriginRefused`
         before requests follows it (requests would carry the caller's headers, the DPoP proof, the
@@ -690,19 +582,6 @@ class HttpClientTransport(Transport):
                 response.close()
                 raise CrossOriginRefused("a redirect", self.url, target)
         return response
-
-    def _legacy_post(self, data: bytes) -> None:
-        import requests
-
-        try:
-            # Set: write() checks it, and start_legacy() raises without it.
-            response = self.http.post(cast(str, self.legacy_endpoint), data=data, headers={"Content-Type": "application/json"},
-                                      stream=True, timeout=(self.connect_timeout, 60))
-            discard_body(response)  # "Accepted"; the answer comes on the SSE stream
-        except (requests.RequestException, AuthorizationError) as exc:
-            raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
-        if not response.ok:
-            raise OSError(f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}")
 
     # -- failures ----------------------------------------------------------------------------
 
@@ -729,174 +608,3 @@ class HttpClientTransport(Transport):
         self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
 
 
-def unreachable(url: str, exc: Exception) -> ServerUnreachable:
-    """A :class:`ServerUnreachable` naming ``url`` and the reason in a few words, not urllib3's nest."""
-    import re
-
-    text = str(exc)
-    reason = re.findall(r"\[Errno -?\d+\] ([^'\"\)\]]+)", text)
-    if reason:
-        text = reason[-1].strip().lower()
-    elif "timed out" in text.lower():
-        text = "timed out while connecting"
-    return ServerUnreachable(f"cannot reach {url}: {text}")
-
-
-class _Cursor:
-    """Where an SSE stream stands: the last event id seen, the server's ``retry`` (ms; clamped
-    where it is used, :meth:`HttpClientTransport._retry_delay`), and the events seen."""
-
-    __slots__ = ("events", "last_id", "retry_ms")
-
-    def __init__(self) -> None:
-        self.last_id: str | None = None
-        self.retry_ms = DEFAULT_RETRY_MS
-        self.events = 0
-
-    def note(self, parser: SseParser, events: int) -> None:
-        """Keep what ``parser`` has read so far (``events``: how many it just dispatched).
-
-        The last event ID goes back to the server in a ``Last-Event-ID`` header: one that could
-        not travel there (not printable ASCII, or longer than :data:`MAX_EVENT_ID`) is not kept.
-        """
-        self.events += events
-        last_id = parser.last_id
-        if last_id and last_id != self.last_id:
-            if len(last_id) <= MAX_EVENT_ID and last_id.isascii() and last_id.isprintable():
-                self.last_id = last_id
-            else:
-                log.debug("an SSE event id that cannot be sent back in Last-Event-ID was ignored")
-        if parser.retry is not None:
-            self.retry_ms = parser.retry
-
-
-class _EventTooLarge(Exception):
-    """An SSE event on a request's stream went past ``max_message_size`` (internal)."""
-
-
-def stream_chunks(response, size: int = READ_SIZE):
-    """The body of a streamed ``requests`` response as it arrives, at most ``size`` bytes at a time.
-
-    ``iter_content(chunk_size=None)`` would hand over a whole HTTP chunk (or, without chunked
-    encoding, the whole body) at once, however large; this takes what the socket has, up to
-    ``size``, and so never holds more than that of a body nobody asked to keep.  urllib3's
-    errors become ``requests``' as they do in ``iter_content``.
-    """
-    import requests
-    from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
-
-    _bound_lines(response)
-    read1 = getattr(response.raw, "read1", None)
-    if read1 is None:  # urllib3 before 2.3: read ``size`` at a time (bounded, maybe later)
-        yield from response.iter_content(chunk_size=size)
-        return
-    try:
-        while True:
-            # decoded as iter_content decodes (a gzip stream is read; urllib3 2.6+ decompresses
-            # at most ``size`` at a time, so a compressed bomb costs no more than plain bytes)
-            data = read1(size, decode_content=True)
-            if not data:
-                return
-            yield data
-    except ProtocolError as exc:
-        raise requests.exceptions.ChunkedEncodingError(exc) from None
-    except DecodeError as exc:
-        raise requests.exceptions.ContentDecodingError(exc) from None
-    except ReadTimeoutError as exc:
-        raise requests.exceptions.ConnectionError(exc) from None
-    except SSLError as exc:
-        raise requests.exceptions.SSLError(exc) from None
-
-
-def read_body(response, limit: int) -> bytes | None:
-    """The whole body of a streamed response, or None (the connection closed, the body unread)
-    when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the
-    body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed."""
-    try:
-        _bound_lines(response)
-        length = response.headers.get("Content-Length", "")
-        if length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > limit):
-            _abort(response)
-            return None
-        body = bytearray()
-        for chunk in response.iter_content(chunk_size=READ_SIZE):
-            body += chunk
-            if len(body) > limit:
-                _abort(response)
-                return None
-        return bytes(body)
-    finally:
-        response.close()
-
-
-class _BoundedLines:
-    """The socket file under a response, its ``readline`` bounded by :data:`MAX_CHUNK_LINE`
-    (past it, :class:`http.client.LineTooLong`, which urllib3 reports as a broken connection).
-
-    urllib3 reads each chunk-size line of a chunked body with an unbounded ``readline()``: a
-    server that sent ``1;`` and then never a line end grew the client by 730 MB for 300 MB.
-    """
-
-    __slots__ = ("_fp",)
-
-    def __init__(self, fp):
-        self._fp = fp
-
-    def readline(self, limit: int | None = -1) -> bytes:
-        """One line, of at most :data:`MAX_CHUNK_LINE` bytes (or ``limit``, if smaller)."""
-        bound = MAX_CHUNK_LINE + 1 if limit is None or limit < 0 else min(limit, MAX_CHUNK_LINE + 1)
-        line = self._fp.readline(bound)
-        if len(line) > MAX_CHUNK_LINE:
-            import http.client
-
-            raise http.client.LineTooLong("a chunk-size line")  # "got more than 65536 bytes when reading ..."
-        return line
-
-    def __getattr__(self, name: str):
-        return getattr(self._fp, name)
-
-
-def _bound_lines(response) -> None:
-    """Put :class:`_BoundedLines` under ``response`` before its body is read (nothing if this
-    urllib3 has no such layer)."""
-    inner = getattr(response.raw, "_fp", None)
-    if inner is None:
-        return
-    fp = getattr(inner, "fp", None)
-    if fp is not None and not isinstance(fp, _BoundedLines):
-        inner.fp = _BoundedLines(fp)
-
-
-def discard_body(response) -> None:
-    """Read and drop a body nobody needs (a 202's, normally empty, so the connection is reused),
-    or close the connection if it is longer than :data:`MAX_ERROR_BODY`."""
-    read_body(response, MAX_ERROR_BODY)
-
-
-def _abort(response) -> None:
-    """Close a streaming response even while another thread is blocked reading it.
-
-    ``response.close()`` waits for that reader; shutting the socket down first
-    wakes it at once (the reader then sees the end of the stream).
-    """
-    import socket
-
-    connection = getattr(response.raw, "_connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-    response.close()
-
-
-def _note_answers(data: str, awaiting: set) -> None:
-    """Strike from ``awaiting`` the ids this SSE message answers."""
-    try:
-        message = json.loads(data)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep: the session refuses it
-        return
-    for item in message if isinstance(message, list) else [message]:
-        if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
-            awaiting.discard(item.get("id"))

@@ -138,12 +138,12 @@ class DemoAuthorizationServer:
     ``Host`` once that is allowed, which suits a server bound to port 0.  ``scopes`` are the
     scopes it grants.  ``allowed_hosts`` / ``allowed_origins``: the DNS-rebinding guard of the
     MCP endpoint (:class:`~mcp_ref.transports.http_server.McpWsgiApp`'s options, the same
-    rules): None allows loopback names only, ``["*"]`` any.
+    rules): None allows loopback names only, ``["*"]`` any.  ``clock`` (seconds, monotonic) ages codes and tokens.
     """
 
     def __init__(self, issuer: str | None = None, *, scopes: Iterable[str] = DEFAULT_SCOPES,
                  code_lifetime: float = 60.0, token_lifetime: float = 3600.0,
-                 max_clients: int = 1000, max_grants: int = 10_000,
+                 max_clients: int = 1000, max_grants: int = 10_000, clock: Callable[[], float] = time.monotonic,
                  allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None):
         self.issuer = issuer.rstrip("/") if issuer else None
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
@@ -151,6 +151,7 @@ class DemoAuthorizationServer:
         self.scopes = tuple(scopes)
         self.code_lifetime = code_lifetime
         self.token_lifetime = token_lifetime
+        self.clock = clock
         self.clients = _Table(max_clients)
         self.codes = _Table(max_grants)
         self.access_tokens = _Table(max_grants)
@@ -281,7 +282,7 @@ class DemoAuthorizationServer:
         if resource is not None and not _absolute(resource):
             return refuse("invalid_target", "resource must be an absolute URI without a fragment (RFC 8707)")
         code = secrets.token_urlsafe(32)
-        self.codes.put(code, Grant(client.client_id, scope, resource, time.monotonic() + self.code_lifetime,
+        self.codes.put(code, Grant(client.client_id, scope, resource, self.clock() + self.code_lifetime,
                                    redirect_uri=redirect_uri, challenge=query["code_challenge"]))
         return _with_query(redirect_uri, code=code, state=state, iss=issuer)
 
@@ -291,7 +292,7 @@ class DemoAuthorizationServer:
         grant_type = form.get("grant_type")
         if grant_type == "authorization_code":
             grant = self.codes.pop(form.get("code", ""))  # single use: gone whatever happens next
-            if grant is None or grant.client_id != client.client_id or grant.expires < time.monotonic():
+            if grant is None or grant.client_id != client.client_id or grant.expires < self.clock():
                 raise OAuthError("invalid_grant", "the code is unknown, used, expired or not this client's")
             if form.get("redirect_uri", grant.redirect_uri) != grant.redirect_uri:
                 raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
@@ -322,7 +323,7 @@ class DemoAuthorizationServer:
         if info is None:
             return {"active": False}
         answer = {"active": True, "client_id": info.client_id, "scope": info.scope, "sub": info.subject,
-                  "exp": int(time.time() + info.expires - time.monotonic()), "iss": issuer, "token_type": "Bearer"}
+                  "exp": int(time.time() + info.expires - self.clock()), "iss": issuer, "token_type": "Bearer"}
         if info.resource:
             answer["aud"] = info.resource
         return answer
@@ -333,7 +334,7 @@ class DemoAuthorizationServer:
         if client is not None or not client_id.startswith(("https://", "http://")):
             return client
         cached = self.documents.get(client_id)
-        if cached is not None and cached[1] > time.monotonic():
+        if cached is not None and cached[1] > self.clock():
             return cached[0]
         if len(client_id) > MAX_CLIENT_ID_URL:
             raise OAuthError("invalid_client", f"a client_id URL is at most {MAX_CLIENT_ID_URL} characters")
@@ -342,13 +343,13 @@ class DemoAuthorizationServer:
         # draft-ietf-oauth-client-id-metadata-document §6).
         local = is_loopback(getattr(self._caller, "address", ""))
         client, ttl = fetch_client_metadata(client_id, loopback_documents=local)
-        self.documents.put(client_id, (client, time.monotonic() + ttl))
+        self.documents.put(client_id, (client, self.clock() + ttl))
         return client
 
     def verify(self, token: str) -> Grant | None:
         """What an access token stands for, in this process (no HTTP); None if unknown or expired."""
         grant = self.access_tokens.get(token)
-        if grant is None or grant.expires < time.monotonic():
+        if grant is None or grant.expires < self.clock():
             return None
         return grant
 
@@ -356,12 +357,11 @@ class DemoAuthorizationServer:
         """A ``TokenVerifier`` for a protected resource in this same process (no introspection round trip)."""
         return LocalVerifier(self)
 
-
     # -- helpers --------------------------------------------------------------------------------
 
     def _issue(self, client: RegisteredClient, scope: str, resource: str | None, subject: str) -> dict:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        expires = time.monotonic() + self.token_lifetime
+        expires = self.clock() + self.token_lifetime
         self.access_tokens.put(access, Grant(client.client_id, scope, resource, expires, subject))
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": int(self.token_lifetime)}
         if "refresh_token" in client.grant_types:
@@ -409,7 +409,7 @@ class LocalVerifier:
         if grant is None:
             return None
         return AccessInfo(client_id=grant.client_id, subject=grant.subject, scopes=tuple(grant.scope.split()),
-                          expires_at=time.time() + grant.expires - time.monotonic(),
+                          expires_at=time.time() + grant.expires - self.server.clock(),
                           audience=(grant.resource,) if grant.resource else ())
 
 

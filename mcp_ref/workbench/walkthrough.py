@@ -17,20 +17,19 @@ from typing import IO, TYPE_CHECKING, cast
 
 from ..client import Client
 from ..core.errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
-from ..core.types import (
-    CreateMessageParams,
-    CreateMessageResult,
-    DiscoverResult,
-    ElicitParams,
-    ElicitResult,
-    LogMessage,
-    TextContent,
-)
+from ..core.feature_types import LogMessage
+from ..core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+from ..core.types import DiscoverResult, ImageContent, TextContent, TextResourceContents
 from .demo import server_command
 from .terminal import safe
 
 if TYPE_CHECKING:
     from ..transports.stdio import SubprocessTransport
+
+
+def _text_of(item) -> str | None:
+    """The text of a content block or of a resource's contents (None for an image, a blob ...)."""
+    return item.text if isinstance(item, (TextContent, TextResourceContents)) else None
 
 
 class _Inbox:
@@ -170,14 +169,15 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
                 f"{len(tools)} tools, listed {len(first.items)} per page with an opaque cursor")
     steps.say("tools: " + ", ".join(t.name for t in tools))
     result = client.call_tool("echo", {"text": "hello, MCP"})
-    steps.check(result.content[0].text == "hello, MCP", f"echo -> {result.content[0].text!r}")
+    steps.check(_text_of(result.content[0]) == "hello, MCP", f"echo -> {_text_of(result.content[0])!r}")
     result = client.call_tool("add", {"a": 2, "b": 40})
-    steps.check(result.content[0].text == "42", f"add(2, 40) -> {result.content[0].text}")
+    steps.check(_text_of(result.content[0]) == "42", f"add(2, 40) -> {_text_of(result.content[0])}")
     result = client.call_tool("weather", {"city": "Lisbon"})
     steps.check(result.structured_content == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
                 f"weather -> structuredContent {result.structured_content}")
     result = client.call_tool("pixel")
-    steps.check(result.content[0].type == "image", f"pixel -> an {result.content[0].mime_type} image")
+    image = result.content[0]
+    steps.check(isinstance(image, ImageContent), f"pixel -> an {getattr(image, 'mime_type', None)} image")
     result = client.call_tool("divide", {"a": 1, "b": 0})
     steps.check(bool(result.is_error), f"divide(1, 0) -> isError: {result.text!r}")
     result = client.call_tool("add", {"a": "two", "b": 1})
@@ -250,7 +250,8 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.say("templates: " + ", ".join(t.uri_template for t in templates))
     read = client.read_resource("demo://readme")
     text = read.contents[0]
-    steps.check(text.text.startswith("# mcp_ref demo"), f"read demo://readme -> {text.mime_type}, {len(text.text)} chars")
+    readme = _text_of(text) or ""
+    steps.check(readme.startswith("# mcp_ref demo"), f"read demo://readme -> {text.mime_type}, {len(readme)} chars")
     if client.era == "modern":
         hits = client.cache.hits
         client.read_resource("demo://readme")
@@ -260,7 +261,7 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     blob = client.read_resource("demo://pixel.png").contents[0]
     steps.check(hasattr(blob, "blob"), f"read demo://pixel.png -> base64 blob, {blob.mime_type}")
     greeting = client.read_resource("demo://greeting/Grace").contents[0]
-    steps.check(greeting.text == "Hello, Grace!", f"read demo://greeting/Grace (template) -> {greeting.text!r}")
+    steps.check(_text_of(greeting) == "Hello, Grace!", f"read demo://greeting/Grace (template) -> {_text_of(greeting)!r}")
     try:
         client.read_resource("demo://nowhere")
         steps.check(False, "an unknown resource should be an error")
@@ -273,7 +274,7 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     how = ("the listen stream re-opened with demo://counter in its filter" if client.era == "modern"
            else "resources/subscribe demo://counter")
     steps.check(updates == ["demo://counter"], f"{how}; bump_counter -> notifications/resources/updated")
-    steps.say(f"demo://counter now reads {client.read_resource('demo://counter').contents[0].text}")
+    steps.say(f"demo://counter now reads {_text_of(client.read_resource('demo://counter').contents[0])}")
     client.unsubscribe("demo://counter")
 
 
@@ -282,7 +283,7 @@ def _prompts_and_completion(client: Client, steps: _Steps) -> None:
     prompts = client.list_prompts()
     steps.say("prompts: " + ", ".join(p.name for p in prompts))
     result = client.get_prompt("greet", {"name": "Grace", "style": "formal"})
-    steps.check(result.messages[0].content.text == "Good day, Grace.", f"greet -> {result.messages[0].content.text!r}")
+    steps.check(_text_of(result.messages[0].content) == "Good day, Grace.", f"greet -> {_text_of(result.messages[0].content)!r}")
     result = client.get_prompt("review", {"code": "print('hi')"})
     steps.check([m.content.type for m in result.messages] == ["text", "resource", "text"],
                 "review -> a text message, an embedded resource, an assistant reply")

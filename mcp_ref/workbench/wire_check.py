@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import threading
-from types import EllipsisType
 
 from .. import schemas
+from ..core.requests import DEFAULT, Default
 
 #: method -> (request type, result type) in the official schema.
 REQUEST_TYPES = {
@@ -127,11 +127,11 @@ class WireValidator:
         other = "<--" if direction == "-->" else "-->"
         return self.methods.get((other, msg.get("id")), (None, None))[1] is not None
 
-    def _check(self, direction: str, msg, version: str | None | EllipsisType = ...) -> None:
+    def _check(self, direction: str, msg, version: str | None | Default = DEFAULT) -> None:
         if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
             other = "<--" if direction == "-->" else "-->"
             version = self.methods.get((other, msg.get("id")), (None, None))[1] or version
-        if version is None or version is ...:
+        if version is None or version is DEFAULT:
             version = self.schema_version
         if version is None:
             if not self._unchecked:  # said once, and the test fails: nothing passes unchecked

@@ -1,0 +1,139 @@
+"""The narrow views the client's modules have of one another, for type checking only.
+
+The client's modules are layered: :mod:`~mcp_ref.client.client` (the public API) over
+:mod:`~mcp_ref.client.connection` (the dispatcher) over what it loads when it is needed —
+:mod:`~mcp_ref.client.calls` and the 2026-07-28 era's :mod:`~mcp_ref.client.modern`, the listen
+streams, the result cache, the answering modules (sampling, elicitation, roots) and the client
+extras (:mod:`mcp_ref.extras.approval`, :mod:`mcp_ref.extras.client_tasks`).  A lower module that
+holds an object of a higher one is typed with a Protocol from here, never with the class, so that
+no module imports one above it, not even for the type checker.  Modules import this one under
+``if TYPE_CHECKING:``: it never loads at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ..core.feature_types import Root
+from ..core.lifecycle import Lifecycle
+from ..core.session import PendingRequest, RequestContext, Session
+
+
+class ClientSettings(Protocol):
+    """What the connection and the answering modules read of the :class:`~mcp_ref.client.Client`."""
+
+    requested_version: str
+    pinned_version: str | None
+    client_info: dict
+    max_pages: int
+    max_input_rounds: int
+    cache_size: int
+    sampling_handler: Callable[..., Any] | None
+    sampling_tools: bool
+    elicitation_handler: Callable[..., Any] | None
+    elicitation_modes: tuple[str, ...]
+    on_log: Callable[..., Any] | None
+    on_resource_updated: Callable[[str], None] | None
+    on_list_changed: Callable[[str], None] | None
+    on_elicitation_complete: Callable[[str], None] | None
+    approve: Callable[..., Any] | None
+    server_request_limit: Any
+
+    @property
+    def server_request_limiter(self) -> Any:
+        """The token bucket behind ``server_request_limit``."""
+
+    @property
+    def roots(self) -> list[Root] | None:
+        """The roots the client exposes (None: no roots capability)."""
+
+    @property
+    def server_capabilities(self) -> dict:
+        """The capabilities the server declared."""
+
+    def capabilities(self, version: str | None = None) -> dict:
+        """The capabilities the client declares at ``version``."""
+
+
+class Connection(Protocol):
+    """What the modules under the connection use of a :class:`~mcp_ref.client.connection.ClientConnection`."""
+
+    client: ClientSettings
+    session: Session
+    lifecycle: Lifecycle
+    modern: bool
+    log_level: str | None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The revision in use."""
+
+    def send_request(self, method: str, params: dict | None = None, *, task: bool = False,
+                     **options: Any) -> PendingRequest:
+        """Send one request without waiting."""
+
+    def request(self, method: str, params: dict | None = None, **options: Any) -> dict:
+        """Send a request and wait for its final result."""
+
+    def answers(self, method: str) -> bool:
+        """True for a request of the server's that a client answers."""
+
+    def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
+        """Answer one request of the server's."""
+
+    def notify_callbacks(self, method: str, params: dict) -> None:
+        """Hand a change notification to the client's callbacks."""
+
+    def usable_tools(self, tools: list) -> list:
+        """The listed tools a caller may use (their header declarations checked over HTTP)."""
+
+    def input_schema(self, tool: str) -> dict | None:
+        """The remembered input schema of ``tool``."""
+
+    def learn_tool_headers(self, method: str, params: dict | None) -> bool:
+        """List the tools to learn a call's header parameters; True when there are some."""
+
+
+class TaskCall(Protocol):
+    """What :func:`mcp_ref.extras.client_tasks.follow` uses of a call that became a task."""
+
+    method: str
+    task_id: str | None
+
+    @property
+    def connection(self) -> Connection:
+        """The connection the call travels on."""
+
+    @property
+    def max_input_rounds(self) -> int:
+        """Rounds of input requests answered for the call."""
+
+    def too_many_rounds(self) -> Exception:
+        """The error of a call past :attr:`max_input_rounds`."""
+
+    def request_options(self) -> dict:
+        """The options of each request the call sends."""
+
+    def answer(self, requests: Any) -> dict:
+        """The ``inputResponses`` for an ``inputRequests`` map."""
+
+
+class InputCall(Protocol):
+    """What :mod:`mcp_ref.client.mrtr` uses of a call whose server asks for input."""
+
+    method: str
+    rounds: int
+    pending: PendingRequest
+
+    @property
+    def connection(self) -> Connection:
+        """The connection the call travels on."""
+
+    @property
+    def max_input_rounds(self) -> int:
+        """Rounds of input requests answered for the call."""
+
+    def input_handler(self, context: RequestContext) -> AbstractContextManager[None]:
+        """While an input handler serves ``context``: cancelling the call cancels it too."""

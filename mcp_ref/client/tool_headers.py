@@ -1,0 +1,90 @@
+"""The tools a 2026-07-28 client over HTTP knows, for their ``x-mcp-header`` parameters.
+
+2026-07-28 streamable-http §Schema Extension: a tool's input schema may mark parameters with
+``x-mcp-header``; a call sends their values again as ``Mcp-Param-*`` headers
+(:mod:`mcp_ref.transports.http_headers`).  The client remembers the schemas of the tools it listed
+so that its transport can build those headers, leaves out of a listing the tools whose
+declarations are invalid, and lists the tools again when a server refuses a call to a tool it had
+not listed (-32020).  Only a modern connection over HTTP loads this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .interfaces import Connection
+
+log = logging.getLogger(__name__)
+
+#: Tool input schemas remembered for their ``x-mcp-header`` parameters; past this many the
+#: oldest is forgotten (a call to a forgotten tool lists the tools again if the server asks).
+MAX_KNOWN_TOOLS = 4096
+
+
+class KnownTools:
+    """The input schemas of the tools a connection listed, the oldest forgotten past
+    :data:`MAX_KNOWN_TOOLS`.  Thread-safe."""
+
+    def __init__(self, connection: Connection, max_tools: int = MAX_KNOWN_TOOLS):
+        self.connection = connection
+        self.max_tools = max_tools
+        self._schemas: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    def usable(self, tools: list) -> list:
+        """The listed tools whose ``x-mcp-header`` declarations are valid; their schemas are remembered.
+
+        2026-07-28 streamable-http §Schema Extension: "Clients using the Streamable HTTP transport
+        MUST reject tool definitions" with invalid declarations, and "MUST exclude the invalid
+        tool from the result of tools/list".
+        """
+        from ..transports.http_headers import InvalidHeaderDeclaration, header_params
+
+        usable = []
+        for tool in tools:
+            try:
+                header_params(tool.input_schema)
+            except InvalidHeaderDeclaration as exc:
+                log.warning("tool %r left out: %s", tool.name, exc)
+                continue
+            usable.append(tool)
+            self.remember(tool.name, tool.input_schema)
+        return usable
+
+    def remember(self, name: str, schema: dict) -> None:
+        """Keep ``schema`` as the input schema of tool ``name`` (the newest)."""
+        with self._lock:
+            self._schemas.pop(name, None)
+            self._schemas[name] = schema
+            while len(self._schemas) > self.max_tools:
+                del self._schemas[next(iter(self._schemas))]
+
+    def input_schema(self, tool: str) -> dict | None:
+        """The remembered ``inputSchema`` of ``tool`` (for its ``Mcp-Param-*`` headers), or None."""
+        with self._lock:
+            return self._schemas.get(tool)
+
+    def learn(self, method: str, params: dict | None) -> bool:
+        """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
+        call now has header parameters to send (so a retry can succeed)."""
+        from ..core.pagination import follow_cursors
+        from ..core.types import Tool
+        from ..transports.http_headers import header_params
+
+        name = (params or {}).get("name")
+        if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:
+            return False
+        connection = self.connection
+
+        def fetch(cursor: str | None) -> dict:
+            result = connection.request("tools/list", {"cursor": cursor} if cursor else None)
+            connection.usable_tools([Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)])
+            return result
+
+        for _ in follow_cursors(fetch, "tools/list", connection.client.max_pages):  # bounded as Client.list_tools
+            pass
+        schema = self.input_schema(name)
+        return schema is not None and bool(header_params(schema))

@@ -1,0 +1,39 @@
+"""A JSON-RPC batch coming in (JSON-RPC 2.0 §6; MCP allows batches in 2025-03-26 only): its
+answers are collected and sent together, as one array.  Loaded when the first batch arrives.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+
+class Batch:
+    """Collects the answers to one incoming batch and sends them as one array."""
+
+    def __init__(self, write: Callable[[list], None]):
+        """``write`` sends the array of answers to the peer."""
+        self.write = write
+        self.replies: list = []
+        self.outstanding = 1  # the "seal" reference: nothing is sent before all items are dispatched
+        self.lock = threading.Lock()
+
+    def expect(self) -> None:
+        """One more request of the batch will answer."""
+        with self.lock:
+            self.outstanding += 1
+
+    def add(self, reply) -> None:
+        """An item's answer (None: a notification's, which has none); the last one sends the array."""
+        with self.lock:
+            if reply is not None:
+                self.replies.append(reply)
+            self.outstanding -= 1
+            finished = self.outstanding == 0
+        if finished and self.replies:
+            # JSON-RPC 2.0 §6: an all-notification batch gets no answer at all.
+            self.write(self.replies)
+
+    def seal(self) -> None:
+        """Every item is dispatched: the array goes once the last answer is in."""
+        self.add(None)

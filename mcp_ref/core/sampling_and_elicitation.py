@@ -1,0 +1,87 @@
+"""The payloads of the two requests a server sends for its user or model: ``sampling/createMessage``
+(:class:`CreateMessageParams`, answered with :class:`CreateMessageResult`) and ``elicitation/create``
+(:class:`ElicitParams`, answered with :class:`ElicitResult`).
+
+Loaded when first needed (a client with a sampling or elicitation handler, a tool that asks); the
+names are also importable from :mod:`mcp_ref.core.types` and ``mcp_ref``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .types import WireModel, content_from_wire, raw_field
+
+__all__ = ["SamplingMessage", "CreateMessageParams", "CreateMessageResult", "ElicitParams", "ElicitResult"]
+
+
+@dataclass(kw_only=True)
+class SamplingMessage(WireModel):
+    """One message of a sampling conversation."""
+
+    role: str
+    content: Any
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] | None = raw_field()
+    _nested = {"content": content_from_wire}
+
+
+@dataclass(kw_only=True)
+class CreateMessageParams(WireModel):
+    """The params of ``sampling/createMessage``, as a sampling handler receives them."""
+
+    messages: list[SamplingMessage]
+    max_tokens: int
+    system_prompt: str | None = None
+    include_context: str | None = None
+    temperature: float | None = None
+    stop_sequences: list[str] | None = None
+    model_preferences: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] | None = raw_field()
+    _nested = {"messages": SamplingMessage.from_wire}
+
+
+@dataclass(kw_only=True)
+class CreateMessageResult(WireModel):
+    """What a sampling handler returns: the model's message."""
+
+    role: str
+    content: Any
+    model: str
+    stop_reason: str | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] | None = raw_field()
+    _nested = {"content": content_from_wire}
+
+
+@dataclass(kw_only=True)
+class ElicitParams(WireModel):
+    """The params of ``elicitation/create``, as an elicitation handler receives them."""
+
+    message: str
+    requested_schema: dict[str, Any] | None = None
+    mode: str | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] | None = raw_field()
+
+
+@dataclass(kw_only=True)
+class ElicitResult(WireModel):
+    """The user's answer: ``action`` is "accept", "decline" or "cancel".
+
+    ``data`` (never sent) is the accepted ``content`` as an instance of the dataclass given to
+    ``Context.elicit(schema=SomeDataclass)``; None otherwise.
+    """
+
+    action: str
+    content: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    raw: dict[str, Any] | None = raw_field()
+    data: Any = field(default=None, compare=False, metadata={"local": True})

@@ -1,0 +1,339 @@
+"""The server's seams: where the extras (and an application) plug into a server without the core
+of the server knowing them.
+
+Declared here, below every feature module (this module imports only ``core`` and
+:mod:`~mcp_ref.server.principal`), so that a feature handler, the dispatcher and an extra can all
+name them without importing one another:
+
+* :class:`Caller` — what a feature handler is given of the connection it serves (the narrow
+  interface: who calls, which revision, sending to the client, the registry's lookups).  Handlers
+  are ``handler(caller, context, params) -> result``; they never need ``ServerConnection``.
+* :class:`Registry` — what handlers read of the :class:`~mcp_ref.server.Server`.
+* **Middleware around dispatch** — ``Server.middleware``: each is called as
+  ``middleware(call, proceed) -> result`` around the routing of every request (:class:`Call`).
+  The rate limits of :mod:`mcp_ref.extras.policy` plug in here when ``Server(rate_limit=...)`` or an
+  item's ``rate_limit=`` asks for them (:class:`Admission`: it can also count a request before
+  dispatch, for HTTP's 429).
+* **The item gate** — ``Server.gate`` (:class:`Gate`): the one place that answers "may principal P
+  use item X" and "filter this listing for P".  Default :data:`OPEN`: everything visible, no policy
+  loaded; ``Server(authorize=...)`` puts the :class:`~mcp_ref.extras.policy.Policy` there.
+* **The tools/call interceptor** — ``Server.tool_call_interceptors`` (:data:`ToolCallInterceptor`):
+  around running a tool.  The tasks extension plugs in here (:mod:`mcp_ref.extras.tasks`: it turns
+  the call into a task).
+* :class:`RequestState` — what the server keeps per request on ``RequestContext.role_state``
+  (the 2026-07-28 MRTR answers, the task a call runs as).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .principal import Principal
+
+if TYPE_CHECKING:
+    from ..core.requests import RequestContext
+    from ..core.session import Session
+
+
+class Registry(Protocol):
+    """What feature handlers read of the server (:class:`~mcp_ref.server.Server` is the one)."""
+
+    name: str
+    instructions: str | None
+    cache_hints: tuple
+    on_roots_list_changed: Any
+    #: Around the routing of every request (see :data:`Middleware`).
+    middleware: list
+    #: Around running a tool (see :data:`ToolCallInterceptor`).
+    tool_call_interceptors: list
+    #: The middleware counting requests against rate limits, if any (see :class:`Admission`).
+    admission: Any
+    #: 2026-07-28 request methods an extension adds, and the extensions' capabilities.
+    modern_methods: dict
+    extension_capabilities: dict
+
+    @property
+    def gate(self) -> Gate: ...
+
+    @property
+    def paginator(self) -> Any: ...
+
+    @property
+    def keyring(self) -> Any: ...
+
+    @property
+    def subscriptions(self) -> Any: ...
+
+    @property
+    def policy(self) -> Any: ...
+
+    @property
+    def tasks(self) -> Any: ...
+
+    def get_tool(self, name: str) -> Any: ...
+
+    def registered_tools(self) -> list: ...
+
+    def get_prompt(self, name: str) -> Any: ...
+
+    def find_resource(self, uri: str) -> tuple[Any, dict] | None: ...
+
+    def has_resource_uri(self, uri: str) -> bool: ...
+
+    def subscription_cap(self) -> Any: ...
+
+    def get_completion(self, ref_type: str, name: str) -> Callable | None: ...
+
+    def completion_context(self, ref_type: str, name: str) -> str | None: ...
+
+    def listings(self, kind: str) -> list[dict]: ...
+
+    def capabilities(self, version: str | None = None) -> dict: ...
+
+    def offers(self, capability: str, version: str | None = None) -> bool: ...
+
+    def server_info(self, version: str | None = None) -> dict: ...
+
+    def connections(self) -> list: ...
+
+
+
+class Caller(Protocol):
+    """What a feature handler sees of the connection serving its request
+    (:class:`~mcp_ref.server.ServerConnection` is the one)."""
+
+    @property
+    def server(self) -> Registry: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    client_capabilities: dict
+    client_info: dict
+    capabilities: dict
+    log_level: str | None
+    #: The URIs this connection subscribed to (handshake era ``resources/subscribe``).
+    subscriptions: set[str]
+    auth: Any
+
+    @property
+    def principal(self) -> Principal: ...
+
+    @property
+    def owner(self) -> str | None: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    def version_for(self, context: RequestContext) -> str | None: ...
+
+    def request(self, method: str, params: dict | None, *, timeout: Any = ..., related_request_id: Any = None) -> dict: ...
+
+    def notify(self, method: str, params: dict | None = None, *, related_request_id: Any = None) -> None: ...
+
+    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id: Any = None,
+            envelope: Any = None) -> bool: ...
+
+    def require_client_capability(self, name: str, method: str) -> dict: ...
+
+    def take_admitted(self, request_id: Any) -> bool: ...
+
+    def read_own_resource(self, context: RequestContext, uri: str) -> dict: ...
+
+
+#: A feature's request handler: ``handler(caller, context, params) -> result``.
+Handler = Callable[[Caller, "RequestContext", dict], dict]
+
+
+# -- per request -------------------------------------------------------------------------------------
+
+
+class RequestState:
+    """What the server keeps about one request while it serves it (``RequestContext.role_state``).
+
+    ``inputs``: the answers a 2026-07-28 request brings for its handler's asks
+    (``mcp_ref.server.input_required.Inputs``; None where the request cannot carry any).
+    ``task``: the tasks extension's mark: whether this call may become a task, or the task it runs
+    as (``mcp_ref.extras.tasks``); None for every other request.
+    """
+
+    __slots__ = ("inputs", "task")
+
+    def __init__(self) -> None:
+        self.inputs: Any = None
+        self.task: Any = None
+
+
+#: ``RequestState.task`` of a call whose tool may become a task: ``ctx.start_task()`` starts it
+#: (set by the tasks extension's interceptor).
+MAY_START = "may start"
+
+
+def state_of(context: RequestContext) -> RequestState:
+    """The server's state of the request ``context`` serves (made on first use)."""
+    state = context.role_state
+    if state is None:
+        state = context.role_state = RequestState()
+    return state
+
+
+#: basic/patterns/mrtr §Supported Requests: "Servers MUST NOT send InputRequiredResult responses
+#: on any other client requests."  (2026-07-28: the requests whose handler may ask the client.)
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+class InputRequired(BaseException):
+    """Raised by an ask whose answer the request does not carry (modern era only): the dispatcher
+    answers an ``InputRequiredResult`` (:mod:`mcp_ref.server.input_required`).
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that a handler's own
+    ``except Exception`` cannot swallow it: it is control flow, not an error.
+    ``requests`` maps each key to its ``{"method", "params"}`` InputRequest.
+    """
+
+    def __init__(self, requests: dict[str, dict]):
+        super().__init__(", ".join(requests))
+        self.requests = requests
+
+
+# -- middleware around dispatch ------------------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    """One request on its way to its handler, as middleware sees it."""
+
+    caller: Caller
+    context: RequestContext
+    method: str
+    params: dict
+
+    @property
+    def principal(self) -> Principal:
+        """Who sent it."""
+        return self.caller.principal
+
+
+#: ``middleware(call, proceed) -> result``: call ``proceed()`` to go on (to the next middleware, then
+#: the method's routing and handler), or raise an ``McpError`` to refuse the request.
+Middleware = Callable[[Call, Callable[[], dict]], dict]
+
+
+class Admission(Protocol):
+    """A middleware that counts requests against limits, and can count one before dispatch
+    (``ServerConnection.admit_early``, for HTTP's 429): the rate limits of the policy extra."""
+
+    def __call__(self, call: Call, proceed: Callable[[], dict]) -> dict: ...
+
+    def admit(self, principal: Principal, method: str, params: Any) -> None:
+        """Count one request now, or raise ``LimitExceeded``."""
+
+
+def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
+    """``last()`` wrapped in every middleware, the first outermost."""
+    if not middleware:
+        return last()
+    chain = list(middleware)
+
+    def step(index: int) -> dict:
+        if index == len(chain):
+            return last()
+        return chain[index](call, lambda: step(index + 1))
+
+    return step(0)
+
+
+# -- the item gate ---------------------------------------------------------------------------------------
+
+
+#: Open ``subscriptions/listen`` streams a server holds by default (``Server(max_subscriptions=)``).
+DEFAULT_MAX_SUBSCRIPTIONS = 1024
+
+#: The action that decides whether an item of each listing is listed (what a gate is asked).
+LISTING_ACTIONS = {"tools": "tools/call", "resources": "resources/read", "templates": "resources/read",
+                   "prompts": "prompts/get"}
+#: The field of a listed item that is its ``name`` for the gate.
+LISTING_NAMES = {"tools": "name", "resources": "uri", "templates": "uriTemplate", "prompts": "name"}
+
+
+class Gate(Protocol):
+    """Who may use which tool, resource or prompt: asked by ``tools/call``, ``prompts/get``,
+    ``resources/read``, ``completion/complete``, subscriptions, the listings, the caching hints,
+    ``Server.required_scopes`` and ``Server.visible_tool``.
+
+    ``action`` is ``tools/call``, ``resources/read``, ``prompts/get``, ``completion/complete`` or
+    ``resources/subscribe``; ``request`` the params of the request being served (so one question is
+    asked once per request).  What a principal may not use is "not found" alike.
+    """
+
+    #: True when what a principal sees may differ from another's (caching hints become private;
+    #: list-changed notifications go only to those who see the item).
+    restricts: bool
+
+    def allows(self, principal: Principal, action: str, name: str, request: dict | None = None) -> bool: ...
+
+    def visible(self, principal: Principal | None, action: str, name: str, entry: Any,
+                request: dict | None = None) -> Any: ...
+
+    def resource_allowed(self, principal: Principal, uri: str, found: Any, action: str = "resources/read",
+                         request: dict | None = None) -> bool: ...
+
+    def visible_resource(self, principal: Principal | None, uri: str, found: Any, action: str = "resources/read",
+                         request: dict | None = None) -> Any: ...
+
+    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list: ...
+
+
+class OpenGate:
+    """The default :class:`Gate`: every principal may use every item."""
+
+    restricts = False
+
+    def allows(self, principal: Principal, action: str, name: str, request: dict | None = None) -> bool:
+        """Always True."""
+        return True
+
+    def visible(self, principal: Principal | None, action: str, name: str, entry: Any,
+                request: dict | None = None) -> Any:
+        """``entry`` itself."""
+        return entry
+
+    def resource_allowed(self, principal: Principal, uri: str, found: Any, action: str = "resources/read",
+                         request: dict | None = None) -> bool:
+        """Always True."""
+        return True
+
+    def visible_resource(self, principal: Principal | None, uri: str, found: Any, action: str = "resources/read",
+                         request: dict | None = None) -> Any:
+        """``found`` itself."""
+        return found
+
+    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
+        """All of ``items``."""
+        return items
+
+
+#: The gate of a server without ``authorize``.
+OPEN = OpenGate()
+
+
+# -- the tools/call interceptor ----------------------------------------------------------------------------
+
+#: ``interceptor(caller, tool, arguments, context, run) -> result`` around running a tool whose
+#: arguments are valid: ``run(context)`` runs it (the tasks extension runs it again later, as a task).
+ToolCallInterceptor = Callable[[Caller, Any, dict, "RequestContext", Callable[["RequestContext"], dict]], dict]
+
+
+def intercept(interceptors: Iterable[ToolCallInterceptor], caller: Caller, tool: Any, arguments: dict,
+              context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
+    """``run(context)`` wrapped in every interceptor, the first outermost."""
+    for interceptor in reversed(list(interceptors)):
+        run = _wrapped(interceptor, caller, tool, arguments, run)
+    return run(context)
+
+
+def _wrapped(interceptor: ToolCallInterceptor, caller: Caller, tool: Any, arguments: dict,
+             run: Callable[[RequestContext], dict]) -> Callable[[RequestContext], dict]:
+    return lambda context: interceptor(caller, tool, arguments, context, run)

@@ -1,0 +1,172 @@
+"""Serving a :class:`~mcp_ref.server.Server`: its connections, on stdio or over HTTP.
+
+The part of ``Server`` that is about transports, not about what is registered: it makes a
+:class:`~mcp_ref.server.connection.ServerConnection` per connection, remembers them (to tell them
+of changes), and runs the stdio loop or the HTTP server (loaded only when asked for).
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from .connection import ServerConnection
+from .seams import LISTING_ACTIONS
+
+if TYPE_CHECKING:
+    from .seams import Gate, Registry
+
+
+class Serving:
+    """How a server is served (a base of :class:`~mcp_ref.server.Server`)."""
+
+    name: str
+    _connections: weakref.WeakSet[ServerConnection]
+    _subscriptions: Any
+    gate: Gate
+    subscriptions: Any
+
+    # -- connections ------------------------------------------------------------------------------
+
+    def new_connection(self, transport, **session_options) -> ServerConnection:
+        """A connection serving this server on ``transport``: not started, and not yet told of changes.
+
+        For transports that feed the session themselves (HTTP); see :meth:`connect`
+        for the usual path.  ``session_options`` are :class:`~mcp_ref.core.session.Session`'s.
+        """
+        return ServerConnection(cast("Registry", self), transport, **session_options)
+
+    def add_connection(self, connection: ServerConnection) -> None:
+        """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly)."""
+        self._connections.add(connection)
+
+    def connections(self) -> list[ServerConnection]:
+        """The connections that receive list-changed and resource-updated notifications."""
+        return list(self._connections)
+
+    def connect(self, transport, *, peer: str | None = None, **session_options) -> ServerConnection:
+        """Serve one connection on ``transport``; returns it (its reader thread is running).
+
+        ``peer`` names the caller when no token does (``ctx.principal.id``; default ``connection-<n>``).
+        """
+        connection = self.new_connection(transport, **session_options)
+        connection.peer = peer
+        self.add_connection(connection)
+        connection.session.start()
+        return connection
+
+    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
+        """Who is told that item ``name`` of ``kind`` changed: ``(connections, which streams)``.
+
+        With ``authorize``, only callers who may see that item (asked now: for a removal, while it
+        still exists): a caller whose own listing did not change is not told that something changed,
+        which would tell it a hidden item exists.  Without it, everyone (``which`` None).
+        """
+        gate = self.gate
+        if not gate.restricts:
+            return self.connections(), None
+        action = LISTING_ACTIONS[kind]
+        verdicts: dict[str, bool] = {}
+
+        def concerned(principal) -> bool:
+            if principal.id not in verdicts:
+                verdicts[principal.id] = gate.allows(principal, action, name)
+            return verdicts[principal.id]
+
+        streams = set(self.subscriptions.streams(lambda stream: concerned(stream.connection.principal))
+                      if self._subscriptions is not None else ())
+        return [c for c in self.connections() if concerned(c.principal)], streams.__contains__
+
+    def _announce(self, kind: str, listeners: tuple[list, Callable | None]) -> None:
+        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`)."""
+        connections, which = listeners
+        for connection in connections:
+            connection.list_changed(kind)
+        if self._subscriptions is not None:  # no listen stream was ever opened without it
+            self._subscriptions.publish(f"notifications/{kind}/list_changed", which=which)
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
+        """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
+
+        As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
+        :meth:`run_http`, which serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE
+        transport at ``/sse`` from one server; the name only chooses which address is announced.
+        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.
+        """
+        if transport == "stdio":
+            self.run_stdio(**options)
+        elif transport in ("http", "streamable-http", "sse"):
+            path = options.get("sse_path", "/sse") if transport == "sse" else options.get("path", "/mcp")
+            kind = "HTTP+SSE" if transport == "sse" else "Streamable HTTP"
+            if "on_ready" not in options:
+                options["on_ready"] = lambda httpd: print(f"serving {self.name} at {httpd.url}{path} ({kind})",
+                                                          file=sys.stderr, flush=True)
+            self.run_http(host, port, **options)
+        else:
+            raise ValueError(f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}")
+
+    def run_stdio(self, *, max_message_size: int | None = None) -> None:
+        """Serve one client on this process's stdin/stdout until stdin ends.
+
+        Logs go to stderr; ``print()`` in a handler is redirected to stderr so
+        stdout carries only protocol messages.  On end of input, the requests
+        already received are answered before this returns.
+        """
+        from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
+
+        reader, writer = server_streams()
+        transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
+        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
+        while not connection.session.wait_closed(1.0):
+            pass
+
+    def wsgi_app(self, **options):
+        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
+
+        Options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s:
+        ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
+        ``allowed_origins``, ``event_store``, ``max_body_size``, ...  Mount it
+        anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
+        :meth:`run_http`.
+        """
+        from ..transports.http_server import McpWsgiApp
+
+        return McpWsgiApp(self, **options)
+
+    def http_server(self, host: str = "127.0.0.1", port: int = 8000, *, connection_limits=None, **options):
+        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
+
+        Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
+        ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
+        ``connection_limits`` (a :class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`)
+        bounds connections, their deadlines and their writes; the other options are
+        :meth:`wsgi_app`'s.
+        """
+        from ..workbench.wsgi_server import WsgiServer
+
+        return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None, **options) -> None:
+        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).
+
+        ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
+        the address, useful with port 0); by default a line on stderr says it.
+        ``connection_limits`` (:class:`~mcp_ref.ConnectionLimits`) bounds the connections;
+        the other options are :meth:`wsgi_app`'s.
+        """
+        httpd = self.http_server(host, port, **options)
+        if on_ready is None:
+            print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
+        else:
+            on_ready(httpd)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+            httpd.app.close()

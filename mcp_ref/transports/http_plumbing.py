@@ -1,0 +1,216 @@
+"""What every HTTP client transport of mcp_ref shares: reading bodies and SSE streams within bounds.
+
+:func:`read_body` takes a whole answer (or gives up past a bound, the connection closed),
+:func:`stream_chunks` hands over an SSE body as it arrives (never more than :data:`READ_SIZE` at a
+time, each line under it bounded), :class:`Cursor` keeps where an SSE stream stands for resuming
+it, :func:`abort` closes a response under a blocked reader, and :func:`unreachable` words a failed
+connection.  :mod:`mcp_ref.transports.http_client` (and its era parts,
+:mod:`~mcp_ref.transports.http_modern` and :mod:`~mcp_ref.transports.http_legacy`) use them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+from ..core.errors import MCPRefError, ServerUnreachable
+from .sse import SseParser
+
+log = logging.getLogger(__name__)
+
+#: The request a worker thread is sending, ``(transport, request id)`` (so that an auth hook can say
+#: it waits for the user: :func:`mcp_ref.transports.http_client.hold_current_request`).
+sending = threading.local()
+
+#: The SSE ``retry`` (milliseconds) until a server sends one.
+DEFAULT_RETRY_MS = 1000
+#: The default bounds (seconds) on the wait before re-opening a stream, whatever ``retry`` says.
+MIN_RETRY_DELAY = 0.1
+MAX_RETRY_DELAY = 30.0
+#: How much of an HTTP error's body is read for its JSON-RPC error (a longer one is ignored).
+MAX_ERROR_BODY = 64 * 1024
+#: Bytes asked of the socket at a time while reading a body.
+READ_SIZE = 64 * 1024
+#: Last-Event-ID values longer than this (or not printable ASCII) are not kept for resuming.
+MAX_EVENT_ID = 1024
+#: The longest line read under a response body: a chunk-size line with its extensions (as
+#: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
+MAX_CHUNK_LINE = 64 * 1024
+
+
+class HttpTransportError(MCPRefError, ConnectionError):
+    """The HTTP exchange itself failed (the server is unreachable, or answered with an HTTP error)."""
+
+
+def unreachable(url: str, exc: Exception) -> ServerUnreachable:
+    """A :class:`ServerUnreachable` naming ``url`` and the reason in a few words, not urllib3's nest."""
+    import re
+
+    text = str(exc)
+    reason = re.findall(r"\[Errno -?\d+\] ([^'\"\)\]]+)", text)
+    if reason:
+        text = reason[-1].strip().lower()
+    elif "timed out" in text.lower():
+        text = "timed out while connecting"
+    return ServerUnreachable(f"cannot reach {url}: {text}")
+
+
+class Cursor:
+    """Where an SSE stream stands: the last event id seen, the server's ``retry`` (ms; clamped
+    where it is used, :meth:`~mcp_ref.transports.http_client.HttpClientTransport.retry_delay`), and the events seen."""
+
+    __slots__ = ("events", "last_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry_ms = DEFAULT_RETRY_MS
+        self.events = 0
+
+    def note(self, parser: SseParser, events: int) -> None:
+        """Keep what ``parser`` has read so far (``events``: how many it just dispatched).
+
+        The last event ID goes back to the server in a ``Last-Event-ID`` header: one that could
+        not travel there (not printable ASCII, or longer than :data:`MAX_EVENT_ID`) is not kept.
+        """
+        self.events += events
+        last_id = parser.last_id
+        if last_id and last_id != self.last_id:
+            if len(last_id) <= MAX_EVENT_ID and last_id.isascii() and last_id.isprintable():
+                self.last_id = last_id
+            else:
+                log.debug("an SSE event id that cannot be sent back in Last-Event-ID was ignored")
+        if parser.retry is not None:
+            self.retry_ms = parser.retry
+
+
+class EventTooLarge(Exception):
+    """An SSE event on a request's stream went past ``max_message_size`` (internal)."""
+
+
+def stream_chunks(response, size: int = READ_SIZE):
+    """The body of a streamed ``requests`` response as it arrives, at most ``size`` bytes at a time.
+
+    ``iter_content(chunk_size=None)`` would hand over a whole HTTP chunk (or, without chunked
+    encoding, the whole body) at once, however large; this takes what the socket has, up to
+    ``size``, and so never holds more than that of a body nobody asked to keep.  urllib3's
+    errors become ``requests``' as they do in ``iter_content``.
+    """
+    import requests
+    from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
+
+    bound_lines(response)
+    read1 = getattr(response.raw, "read1", None)
+    if read1 is None:  # urllib3 before 2.3: read ``size`` at a time (bounded, maybe later)
+        yield from response.iter_content(chunk_size=size)
+        return
+    try:
+        while True:
+            # decoded as iter_content decodes (a gzip stream is read; urllib3 2.6+ decompresses
+            # at most ``size`` at a time, so a compressed bomb costs no more than plain bytes)
+            data = read1(size, decode_content=True)
+            if not data:
+                return
+            yield data
+    except ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from None
+    except ReadTimeoutError as exc:
+        raise requests.exceptions.ConnectionError(exc) from None
+    except SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from None
+
+
+def read_body(response, limit: int) -> bytes | None:
+    """The whole body of a streamed response, or None (the connection closed, the body unread)
+    when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the
+    body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed."""
+    try:
+        bound_lines(response)
+        length = response.headers.get("Content-Length", "")
+        if length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > limit):
+            abort(response)
+            return None
+        body = bytearray()
+        for chunk in response.iter_content(chunk_size=READ_SIZE):
+            body += chunk
+            if len(body) > limit:
+                abort(response)
+                return None
+        return bytes(body)
+    finally:
+        response.close()
+
+
+class BoundedLines:
+    """The socket file under a response, its ``readline`` bounded by :data:`MAX_CHUNK_LINE`
+    (past it, :class:`http.client.LineTooLong`, which urllib3 reports as a broken connection).
+
+    urllib3 reads each chunk-size line of a chunked body with an unbounded ``readline()``: a
+    server that sent ``1;`` and then never a line end grew the client by 730 MB for 300 MB.
+    """
+
+    __slots__ = ("_fp",)
+
+    def __init__(self, fp):
+        self._fp = fp
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        """One line, of at most :data:`MAX_CHUNK_LINE` bytes (or ``limit``, if smaller)."""
+        bound = MAX_CHUNK_LINE + 1 if limit is None or limit < 0 else min(limit, MAX_CHUNK_LINE + 1)
+        line = self._fp.readline(bound)
+        if len(line) > MAX_CHUNK_LINE:
+            import http.client
+
+            raise http.client.LineTooLong("a chunk-size line")  # "got more than 65536 bytes when reading ..."
+        return line
+
+    def __getattr__(self, name: str):
+        return getattr(self._fp, name)
+
+
+def bound_lines(response) -> None:
+    """Put :class:`BoundedLines` under ``response`` before its body is read (nothing if this
+    urllib3 has no such layer)."""
+    inner = getattr(response.raw, "_fp", None)
+    if inner is None:
+        return
+    fp = getattr(inner, "fp", None)
+    if fp is not None and not isinstance(fp, BoundedLines):
+        inner.fp = BoundedLines(fp)
+
+
+def discard_body(response) -> None:
+    """Read and drop a body nobody needs (a 202's, normally empty, so the connection is reused),
+    or close the connection if it is longer than :data:`MAX_ERROR_BODY`."""
+    read_body(response, MAX_ERROR_BODY)
+
+
+def abort(response) -> None:
+    """Close a streaming response even while another thread is blocked reading it.
+
+    ``response.close()`` waits for that reader; shutting the socket down first
+    wakes it at once (the reader then sees the end of the stream).
+    """
+    import socket
+
+    connection = getattr(response.raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    response.close()
+
+
+def note_answers(data: str, awaiting: set) -> None:
+    """Strike from ``awaiting`` the ids this SSE message answers."""
+    try:
+        message = json.loads(data)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: the session refuses it
+        return
+    for item in message if isinstance(message, list) else [message]:
+        if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
+            awaiting.discard(item.get("id"))

@@ -1,0 +1,453 @@
+"""What every transport of the WSGI application shares (:class:`HttpAppBase`): its options, the
+Host/Origin check, the later stages of the middleware chain, the body of a request, the sessions
+of this process, the long-lived streams each client holds.
+
+:class:`~.app.McpWsgiApp` adds the routing; the transports (:mod:`.streamable`, :mod:`.modern`,
+:mod:`.legacy_sse`) are written against this class.  What it asks of the server is :mod:`.host`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
+
+from ...core import SUPPORTED_VERSIONS, jsonrpc
+from ...core.errors import LIMIT_EXCEEDED, PARSE_ERROR, InvalidRequest, ParseError
+from ...server.principal import Principal
+from ..origins import host_allowed, origin_allowed
+from .events import EventStore, MemoryEventStore
+from .host import Connection, Host
+from .http_session import HttpSession
+from .middleware import Admission, Endpoints, HttpMiddleware
+from .replies import VERDICTS_KEPT
+from .sessions import MemorySessionTable, SessionTable
+from .status import (
+    BadRequest,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    TooManyRequests,
+    UnsupportedMediaType,
+)
+from .streams import Stream
+
+log = logging.getLogger(__name__)
+
+#: 2025-06-18 basic/transports §Protocol Version Header: "If the server does not receive an
+#: MCP-Protocol-Version header, and has no other way to identify the version ... the server
+#: SHOULD assume protocol version 2025-03-26."
+ASSUMED_VERSION = "2025-03-26"
+
+
+def peer_of(environ: dict) -> str:
+    """A caller without a token or a session: its address (``mcp_ref.server.principal.Principal``)."""
+    return "http-client:" + (environ.get("REMOTE_ADDR") or "unknown")
+
+
+def client_of(environ: dict) -> str:
+    """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
+    of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
+    caller = environ.get("mcp_ref.auth")
+    return peer_of(environ) if caller is None else Principal.of(caller, "").id
+
+
+def default_chain(server: Host, auth: Any, endpoints: Endpoints) -> list[HttpMiddleware]:
+    """The chain of an application: the OAuth protected resource and its scope challenges (only
+    with ``auth``), then admission."""
+    chain: list[HttpMiddleware] = []
+    if auth is not None:
+        from .protected import ProtectedResourceCheck, ScopeChallenge  # only for a protected resource
+
+        chain += [ProtectedResourceCheck(auth, endpoints), ScopeChallenge(auth, server)]
+    chain.append(Admission())
+    return chain
+
+
+class HttpAppBase:
+    """The shared machinery of :class:`~.app.McpWsgiApp` (see its options)."""
+
+    def __init__(
+        self,
+        server: Host,
+        *,
+        path: str = "/mcp",
+        sse_path: str = "/sse",
+        messages_path: str = "/messages",
+        legacy_sse: bool = True,
+        stateless: bool = False,
+        json_response: bool | None = None,
+        event_store: EventStore | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        max_body_size: int = 4 * 1024 * 1024,
+        session_idle_timeout: float = 30 * 60,
+        max_sessions: int = 1000,
+        handshake_timeout: float = 30.0,
+        retry_ms: int = 1000,
+        keepalive: float = 15.0,
+        standalone_backlog: int = 1000,
+        stream_backlog: int = 1000,
+        inline_handlers: bool = True,
+        handler_threads: int = 64,
+        max_streams_per_client: int | None = 32,
+        auth=None,
+        session_table: SessionTable | None = None,
+    ):
+        self.server = server
+        self.path = path
+        self.sse_path = sse_path
+        self.messages_path = messages_path
+        self.legacy_sse = legacy_sse
+        self.stateless = stateless
+        self.json_response = json_response
+        self.event_store = event_store if event_store is not None else MemoryEventStore()
+        self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
+        self._hosts_seen: dict[str, bool] = {}  # Host value -> allowed (bounded: _VERDICTS_KEPT)
+        self.allowed_origins = None if allowed_origins is None else list(allowed_origins)
+        self.max_body_size = max_body_size
+        self.session_idle_timeout = session_idle_timeout
+        self.max_sessions = max_sessions
+        self.handshake_timeout = handshake_timeout
+        self.retry_ms = retry_ms
+        self.keepalive = keepalive
+        self.standalone_backlog = standalone_backlog
+        self.stream_backlog = stream_backlog
+        self.inline_handlers = inline_handlers
+        self.handler_threads = handler_threads
+        #: Long-lived streams (``subscriptions/listen`` POSTs, GET streams) one client may hold open
+        #: at once: per principal with a token, else per address; past it, 429 (``_hold_stream``).
+        self.max_streams_per_client = max_streams_per_client
+        self._streams_held: dict[str, int] = {}
+        self._streams_lock = threading.Lock()
+        #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
+        self.auth = auth
+        #: The sessions of this process, by id: their streams and connections (live objects).
+        self.sessions: dict[str, HttpSession] = {}
+        #: What any worker may ask of a session (exists, established, last seen): bounded, with expiry.
+        self.session_table: SessionTable = session_table if session_table is not None else MemorySessionTable(
+            max_sessions=max_sessions, idle_timeout=session_idle_timeout, handshake_timeout=handshake_timeout)
+        self._sessions_lock = threading.Lock()
+        #: The HTTP middleware, in order (see :mod:`.middleware`): the OAuth resource server and its
+        #: scope challenges (only with ``auth``), then admission (429).
+        self.middleware: list[HttpMiddleware] = default_chain(server, auth, Endpoints(path, sse_path, messages_path))
+        if stateless and not server.paginator.configured:
+            # Stateless mode is for several workers, each of which must accept the others' cursors.
+            log.warning("%s: serving statelessly with no configured secret: a pagination cursor made by one "
+                        "worker is refused by the others; set MCP_REF_SECRET (or Server(secret=...)) to the same "
+                        "value for every worker", server.name)
+        self._last_sweep = time.monotonic()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- the middleware's later stages -------------------------------------------------------
+
+    def check_messages(self, environ: dict, messages: list, resource_path: str) -> None:
+        """Stage 2 of the middleware: the parsed body, before a session is looked up (403 ``insufficient_scope``)."""
+        for middleware in self.middleware:
+            middleware.on_messages(environ, messages, resource_path)
+
+    def admit(self, environ: dict, connection: Connection, message) -> None:
+        """Stage 3 of the middleware: a message about to be dispatched on ``connection`` (429 over a rate limit)."""
+        for middleware in self.middleware:
+            middleware.on_admit(environ, connection, message)
+
+    # -- security ------------------------------------------------------------------------
+
+    def _check_host_and_origin(self, environ: dict) -> None:
+        """2025-11-25 basic/transports §Security Warning: servers "MUST validate the Origin
+        header on all incoming connections to prevent DNS rebinding attacks"."""
+        host = environ.get("HTTP_HOST", "")
+        allowed = self._hosts_seen.get(host)
+        if allowed is None:
+            allowed = host_allowed(host, self.allowed_hosts)
+            if len(self._hosts_seen) < VERDICTS_KEPT:  # a client sends one Host: a flood of others is judged each time
+                self._hosts_seen[host] = allowed
+        if not allowed:
+            raise Forbidden(f"Forbidden: host {host!r} is not allowed")
+        origin = environ.get("HTTP_ORIGIN")
+        if origin and not origin_allowed(origin, self.allowed_origins):
+            raise Forbidden(f"Forbidden: origin {origin!r} is not allowed")
+
+    def bind(self, session: HttpSession, environ: dict) -> None:
+        """A new session belongs to the principal that created it (its client and user).
+
+        Without a token the caller is the session (``http-session:`` and a digest of its id: the id
+        itself is a credential, kept out of logs), or, stateless, the peer's address."""
+        session.principal = environ.get("mcp_ref.auth")
+        connection = cast(Connection, session.connection)  # bound before it is called
+        connection.auth = session.principal
+        connection.peer = (peer_of(environ) if session.id is None else
+                           "http-session:" + hashlib.sha256(session.id.encode()).hexdigest()[:16])
+
+    def check_principal(self, session: HttpSession, environ: dict) -> None:
+        """The same principal only: another's token on this session id gets 404, as if it did not exist."""
+        caller = environ.get("mcp_ref.auth")
+        if session.principal is None and caller is None:
+            return
+        if session.principal is None or caller is None or caller.principal != session.principal.principal:
+            raise NotFound("Session not found: start a new session with initialize")
+        cast(Connection, session.connection).auth = caller  # the latest token's scopes (after a step-up)
+
+    # -- the body ------------------------------------------------------------------------
+
+    def read_message(self, environ: dict):
+        """The JSON-RPC message (or batch) a POST carries: 415, 413, 400 for what is not one."""
+        content_type = environ.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise UnsupportedMediaType("Unsupported Media Type: the body must be application/json")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            raise BadRequest("Bad Request: invalid Content-Length") from None
+        if length > self.max_body_size:
+            raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
+        body = environ["wsgi.input"].read(length) if length else environ["wsgi.input"].read(self.max_body_size + 1)
+        if len(body) > self.max_body_size:
+            raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
+        try:
+            return jsonrpc.parse(body)
+        except ParseError as exc:
+            raise BadRequest(exc.message, PARSE_ERROR) from None
+        except InvalidRequest as exc:
+            raise BadRequest(exc.message) from None
+
+    def check_version(self, environ: dict) -> str:
+        """The request's ``MCP-Protocol-Version`` (assumed 2025-03-26 when absent); 400 for one not spoken."""
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        if version is None:
+            return ASSUMED_VERSION
+        if version not in SUPPORTED_VERSIONS:
+            # "If the server receives a request with an invalid or unsupported
+            # MCP-Protocol-Version, it MUST respond with 400 Bad Request."
+            raise BadRequest(f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        return version
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def new_connection(self, transport, name: str) -> Connection:
+        """A connection of the server served on ``transport``, its handlers on the shared pool."""
+        return cast(Connection, self.server.new_connection(transport, executor=self.handler_pool(), name=name))
+
+    def live_session(self, session_id: str) -> HttpSession | None:
+        """The session ``session_id`` of this process, if there is one."""
+        with self._sessions_lock:
+            return self.sessions.get(session_id)
+
+    def session_for(self, environ: dict) -> HttpSession:
+        """The session a request names (``Mcp-Session-Id``): 400 without one, 404 for one unknown,
+        ended or expired, or another principal's."""
+        session_id = environ.get("HTTP_MCP_SESSION_ID")
+        if not session_id:
+            # basic/transports §Session Management: servers "SHOULD respond to requests without
+            # an Mcp-Session-Id header (other than initialization) with HTTP 400 Bad Request".
+            raise BadRequest("Bad Request: missing Mcp-Session-Id header")
+        with self._sessions_lock:
+            session = self.sessions.get(session_id)
+        if session is None or session.closed or self._expired(session):
+            if session is not None:
+                self._end_session(session)
+            # "The server MAY terminate the session at any time, after which it MUST respond to
+            # requests containing that session ID with HTTP 404 Not Found."
+            raise NotFound("Session not found: start a new session with initialize")
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
+        self.check_version(environ)
+        self.check_principal(session, environ)
+        self.session_table.touch(session_id)  # seen now, and established: it came back after initialize
+        if version is not None and session.version is not None and version != session.version:
+            # 2025-11-25 basic/transports §Protocol Version Header: the client sends "the protocol
+            # version negotiated during initialization"; a different one is invalid for this session.
+            raise BadRequest(f"Bad Request: MCP-Protocol-Version {version!r} is not the "
+                             f"version negotiated for this session ({session.version})")
+        return session
+
+    def new_session(self, kind: str, name: str) -> HttpSession:
+        """A new session with an id (``streamable`` or ``legacy``), its connection made; 503 when
+        the table is full of sessions that all came back after ``initialize``."""
+        self._sweep()
+        self._make_room()
+        # basic/transports §Session Management: the session ID "SHOULD be globally unique and
+        # cryptographically secure" and "MUST only contain visible ASCII characters".
+        session_id = secrets.token_urlsafe(24)
+        session = HttpSession(self, session_id, kind=kind)
+        session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+        return session
+
+    def register(self, session: HttpSession) -> None:
+        """A session the client may now name: in the table, and its connection live on the server."""
+        session_id = cast(str, session.id)  # stateful: it has an id
+        with self._sessions_lock:
+            self.sessions[session_id] = session
+        self.session_table.add(session_id)
+        self.server.add_connection(session.connection)
+
+    def transient_session(self, environ: dict) -> HttpSession:
+        """Stateless mode: a session and a connection for one request, at the header's version."""
+        version = self.check_version(environ)
+        session = HttpSession(self, None, kind="stateless")
+        session.connection = self.new_connection(session, "http-stateless")
+        session.connection.assume_initialized(version)
+        self.bind(session, environ)
+        return session
+
+    def finish_transient(self, session: HttpSession) -> None:
+        """A stateless request's connection ends with its response."""
+        if session.kind == "stateless":
+            cast(Connection, session.connection).close()
+
+    def handler_pool(self) -> ThreadPoolExecutor:
+        """The one pool that runs the handlers of every session not run inline (``handler_threads``).
+
+        Shared, so sessions do not each keep idle threads for their whole life; its
+        queue is bounded per session by ``Session.max_incoming``.
+        """
+        if self._pool is None:
+            with self._sessions_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=self.handler_threads, thread_name_prefix="mcp-http-handler")
+        return self._pool
+
+    def _expired(self, session: HttpSession) -> bool:
+        if cast(Stream, session.standalone).consumer is not None:  # a session of the table has one
+            return False  # a client is listening on its stream
+        return self.session_table.is_expired(cast(str, session.id))
+
+    def _make_room(self) -> None:
+        """Room for one more session: when the table is full, the oldest session that never came back
+        after ``initialize`` is ended (a flood of bare initializes cannot lock real clients out);
+        when every session is established, 503."""
+        fits, evicted = self.session_table.make_room()
+        if not fits:
+            raise ServiceUnavailable("Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
+        if evicted is not None:
+            log.info("session table full (%d): ended a session that never came back after initialize", self.max_sessions)
+            with self._sessions_lock:
+                victim = self.sessions.get(evicted)
+            if victim is not None:
+                self._end_session(victim)
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        if now - self._last_sweep < 1.0:
+            return
+        self._last_sweep = now
+        with self._sessions_lock:
+            mine = dict(self.sessions)
+        for session_id in self.session_table.expired():
+            session = mine.get(session_id)
+            if session is not None and self._expired(session):
+                self._end_session(session)
+
+    def _end_session(self, session: HttpSession) -> None:
+        with self._sessions_lock:
+            if session.id is not None:
+                self.sessions.pop(session.id, None)
+        if session.id is not None:
+            self.session_table.remove(session.id)
+        if session.connection is not None:
+            session.connection.close()
+        session.close()
+
+    def end_session(self, session_id: str) -> bool:
+        """End session ``session_id`` now, as if it had expired: the client's next request gets 404.
+
+        Returns False if there is no such session.
+        """
+        with self._sessions_lock:
+            session = self.sessions.get(session_id)
+        if session is None:
+            return False
+        self._end_session(session)
+        return True
+
+    def end(self, session: HttpSession) -> None:
+        """End ``session`` now (its client deleted it, or its stream, the whole legacy session, closed)."""
+        self._end_session(session)
+
+    def close(self) -> None:
+        """End every session and every 2026-07-28 listen stream (for a clean shutdown).
+
+        The listen streams end gracefully: subscriptions §Graceful Closure, the server "SHOULD
+        respond to the original subscriptions/listen request with a completion result before
+        closing the stream".
+        """
+        def mine(subscription: Any) -> bool:
+            transport = subscription.connection.transport
+            return isinstance(transport, HttpSession) and transport.app is self
+
+        self.server.subscriptions.close_all(mine)
+        with self._sessions_lock:
+            sessions = list(self.sessions.values())
+        for session in sessions:
+            self._end_session(session)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    # -- long-lived streams and clients that have gone ---------------------------------------
+
+    def hold_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
+        """Count one long-lived stream against its client's ``max_streams_per_client``; returns
+        its release (idempotent).  Past the cap: 429 Too Many Requests with ``Retry-After`` (RFC
+        6585 §4: the client sent too many requests; a per-client limit, where 503 would say the
+        whole server is unavailable) and a JSON-RPC error -32005 with ``data.limit``.
+
+        The client is its principal when it has a token, else its address: one client cannot
+        hold every connection slot with quiet streams while others are refused.
+        """
+        cap = self.max_streams_per_client
+        client = client_of(environ)
+        with self._streams_lock:
+            held = self._streams_held.get(client, 0)
+            if cap is not None and held >= cap:
+                raise TooManyRequests(f"Too many open streams: one client may hold {cap} "
+                                      "(subscriptions/listen and GET streams); close one, or retry later",
+                                      LIMIT_EXCEEDED, headers=[("Retry-After", "5")], request_id=request_id,
+                                      data={"limit": cap})
+            self._streams_held[client] = held + 1
+        released = threading.Event()
+
+        def release() -> None:
+            with self._streams_lock:
+                if released.is_set():
+                    return
+                released.set()
+                left = self._streams_held.get(client, 1) - 1
+                if left > 0:
+                    self._streams_held[client] = left
+                else:
+                    self._streams_held.pop(client, None)
+
+        return release
+
+    def streams_held(self) -> int:
+        """How many long-lived streams are open (every client's)."""
+        with self._streams_lock:
+            return sum(self._streams_held.values())
+
+    @staticmethod
+    def watch(environ: dict, stream: Stream, token: object, *, long_lived: bool = False,
+              end: Callable[[object], None] | None = None) -> None:
+        """Let the WSGI server end ``token``'s response when its client closes the connection,
+        and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
+        same as a close).  Under a server without these hooks (gunicorn), a gone client is
+        noticed at the stream's next keep-alive write, as before.  (The hooks are the environ keys
+        ``mcp_ref.on_disconnect`` and ``mcp_ref.long_lived``, the seam to the WSGI server: this
+        package never imports one.)
+
+        2026-07-28 basic/transports/streamable-http §Cancellation: "Closing the SSE response
+        stream MUST be treated by the server as cancellation of that request": the consumer
+        leaves, and the stream's ``settle`` cancels a stateless request.  A stateful (2025-11-25)
+        stream is kept for a resuming GET instead: "Disconnection SHOULD NOT be interpreted as
+        the client cancelling its request" (basic/transports §Sending Messages).
+        """
+        on_disconnect = environ.get("mcp_ref.on_disconnect")
+        if on_disconnect is not None:
+            on_disconnect(lambda: stream.leave(token))
+        hold = environ.get("mcp_ref.long_lived") if long_lived else None
+        if hold is not None:
+            hold(client_of(environ), lambda: (end or stream.leave)(token))

@@ -1,0 +1,101 @@
+"""What the HTTP application asks of the server and of each connection: the transport contract.
+
+The HTTP layer uses these and nothing deeper (no ``connection.session``, no ``server.policy``):
+:class:`~mcp_ref.server.Server` and :class:`~mcp_ref.server.ServerConnection` satisfy them.  They
+are Protocols, not imports, so the transport does not depend on the server's modules (the server
+loads this package lazily, in ``Server.run_http``: a type import back would close a loop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class Connection(Protocol):
+    """One connection of the server, as a transport drives it (``ServerConnection``)."""
+
+    #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the request carried a token.
+    auth: Any
+    #: The caller as the transport knows it without a token (``http-session:...``, ``http-client:...``).
+    peer: str | None
+
+    @property
+    def transport(self) -> Any:
+        """The transport this connection is served on."""
+
+    @property
+    def principal(self) -> Any:
+        """Who is calling (``mcp_ref.server.principal.Principal``)."""
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated revision (None before ``initialize``)."""
+
+    @property
+    def initialized(self) -> bool:
+        """True once ``initialize`` has been answered (or the connection serves statelessly)."""
+
+    def assume_initialized(self, version: str) -> None:
+        """Serve without an ``initialize`` (stateless mode: the version comes from the header)."""
+
+    def dispatch(self, message: Any, *, inline: bool = False, envelope: Any = None) -> None:
+        """Hand an already-parsed message (or batch) to the connection; ``envelope``: its 2026-07-28
+        envelope, already read by the transport (not read again)."""
+
+    def admit_early(self, message: Any) -> None:
+        """Count a request against the caller's rate limits before dispatch; raises ``LimitExceeded``."""
+
+    def withdraw_admission(self, request_id: Any) -> None:
+        """A request counted by :meth:`admit_early` that will never reach the dispatcher."""
+
+    def cancel_incoming(self, request_id: Any) -> bool:
+        """Cancel a request no one can receive the answer of."""
+
+    def close(self) -> None:
+        """End the connection."""
+
+
+class Subscription(Protocol):
+    """A ``subscriptions/listen`` stream of the server's hub (only its connection is asked)."""
+
+    connection: Connection
+
+
+class SubscriptionHub(Protocol):
+    """The server's ``subscriptions/listen`` streams (``Server.subscriptions``)."""
+
+    def close_all(self, which: Callable[[Any], bool]) -> int:
+        """End, gracefully, the streams ``which`` picks; how many were ended."""
+
+
+class Paginator(Protocol):
+    """The server's cursor signer (only whether it has a configured secret is asked)."""
+
+    @property
+    def configured(self) -> bool:
+        """True when its secret is configured (every worker accepts the others' cursors)."""
+
+
+class Host(Protocol):
+    """The server an HTTP application serves (``mcp_ref.server.Server``)."""
+
+    name: str
+    paginator: Paginator
+
+    @property
+    def subscriptions(self) -> SubscriptionHub:
+        """The hub of ``subscriptions/listen`` streams."""
+
+    def new_connection(self, transport: Any, **session_options: Any) -> Any:
+        """A connection served on ``transport`` (a :class:`Connection`)."""
+
+    def add_connection(self, connection: Any) -> None:
+        """Count a live connection (it receives change notifications)."""
+
+    def visible_tool(self, principal: Any, name: str, params: Any = None) -> Any:
+        """The registered tool ``name`` if ``principal`` may see it, else None (hidden and missing
+        alike, asked once: the dispatch reuses the verdict)."""
+
+    def required_scopes(self, method: str, params: Any, principal: Any = None) -> tuple[str, ...]:
+        """The OAuth scopes a request needs (those of the item it names, if ``principal`` may see it)."""

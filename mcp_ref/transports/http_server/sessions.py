@@ -1,0 +1,141 @@
+"""The session table: which HTTP sessions exist, whether they came back after ``initialize``, when
+they were last seen; its bound (``max_sessions``) and its eviction and expiry policy.
+
+basic/transports §Session Management: "The server MAY terminate the session at any time, after
+which it MUST respond to requests containing that session ID with HTTP 404 Not Found."
+
+:class:`SessionTable` is the interface, :class:`MemorySessionTable` the default.  The table holds
+only what any worker could be asked (a record of JSON-able values, keyed by the session id); a
+session's streams and connection are live objects of the process that created it
+(``McpWsgiApp.sessions``).  Each operation is one call a shared store (e.g. Redis: a hash per
+session and a sorted set by creation) can make atomic.  Time comes from the table's ``clock``, so a
+test can move it instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol, TypedDict
+
+
+class SessionRecord(TypedDict):
+    """What the table keeps of one session (JSON-able)."""
+
+    #: When ``initialize`` made it (the table's clock).
+    created: float
+    #: When a request last named it.
+    last_seen: float
+    #: True once the client came back after ``initialize`` (any request naming the session): until
+    #: then the session is the first to go when the table is full, or after ``handshake_timeout``.
+    established: bool
+
+
+class SessionTable(Protocol):
+    """The sessions an HTTP server knows, bounded, with their expiry (pluggable)."""
+
+    def make_room(self) -> tuple[bool, str | None]:
+        """Whether one more session fits, and the session evicted to make room, if any.
+
+        When the table is full, the oldest session that never came back after ``initialize`` is
+        removed (a flood of bare initializes cannot lock real clients out) and its id returned:
+        the caller ends it.  ``(False, None)`` when every session is established (503).
+        Atomic: counting, choosing and removing are one step."""
+
+    def add(self, session_id: str) -> None:
+        """Record a new session, created and seen now, not yet established."""
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or None if there is no such session."""
+
+    def touch(self, session_id: str, *, established: bool = True) -> None:
+        """A request named the session now (``established``: the client came back after ``initialize``)."""
+
+    def is_expired(self, session_id: str) -> bool:
+        """True when the session has been idle too long (``idle_timeout``, or ``handshake_timeout``
+        for one never established).  A session whose client is listening on its stream is kept by
+        the caller, which alone knows that."""
+
+    def expired(self) -> list[str]:
+        """The ids of the sessions :meth:`is_expired` would call expired (the caller ends them)."""
+
+    def remove(self, session_id: str) -> bool:
+        """Forget the session; False if it was not there."""
+
+    def __len__(self) -> int:
+        """How many sessions the table holds."""
+
+
+class MemorySessionTable:
+    """The default session table, in memory: at most ``max_sessions``; a session idle for
+    ``idle_timeout`` seconds (``handshake_timeout`` until it is established) expires."""
+
+    def __init__(self, *, max_sessions: int = 1000, idle_timeout: float = 30 * 60, handshake_timeout: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.handshake_timeout = handshake_timeout
+        self.clock = clock
+        self._records: dict[str, SessionRecord] = {}
+        self._lock = threading.Lock()
+
+    def make_room(self) -> tuple[bool, str | None]:
+        """See :meth:`SessionTable.make_room`."""
+        with self._lock:
+            if len(self._records) < self.max_sessions:
+                return True, None
+            unproven = [(record["created"], session_id) for session_id, record in self._records.items()
+                        if not record["established"]]
+            if not unproven:
+                return False, None
+            victim = min(unproven)[1]
+            del self._records[victim]
+        return True, victim
+
+    def add(self, session_id: str) -> None:
+        """See :meth:`SessionTable.add`."""
+        now = self.clock()
+        with self._lock:
+            self._records[session_id] = SessionRecord(created=now, last_seen=now, established=False)
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        """See :meth:`SessionTable.get` (a copy)."""
+        with self._lock:
+            record = self._records.get(session_id)
+            return None if record is None else SessionRecord(**record)
+
+    def touch(self, session_id: str, *, established: bool = True) -> None:
+        """See :meth:`SessionTable.touch`."""
+        now = self.clock()
+        with self._lock:
+            record = self._records.get(session_id)
+            if record is not None:
+                record["last_seen"] = now
+                record["established"] = record["established"] or established
+
+    def is_expired(self, session_id: str) -> bool:
+        """See :meth:`SessionTable.is_expired` (a session not in the table is not expired: it is gone)."""
+        now = self.clock()
+        with self._lock:
+            record = self._records.get(session_id)
+            return record is not None and self._stale(record, now)
+
+    def expired(self) -> list[str]:
+        """See :meth:`SessionTable.expired`."""
+        now = self.clock()
+        with self._lock:
+            return [session_id for session_id, record in self._records.items() if self._stale(record, now)]
+
+    def remove(self, session_id: str) -> bool:
+        """See :meth:`SessionTable.remove`."""
+        with self._lock:
+            return self._records.pop(session_id, None) is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+    def _stale(self, record: SessionRecord, now: float) -> bool:
+        idle = now - record["last_seen"]
+        return idle > self.idle_timeout or (not record["established"] and idle > self.handshake_timeout)

@@ -1,0 +1,152 @@
+"""One SSE stream (a POST's, or a session's standalone GET stream), apart from any HTTP connection.
+
+A :class:`Stream` outlives the response that carries it, so a client whose connection dropped can
+resume it (``Last-Event-ID``); at most one response consumes it at a time.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+#: Queued after a stream's last message: its consumer's response ends.
+END = object()
+#: Ends the current connection of a stream, not the stream (SSE polling).
+CLOSE = object()
+
+
+class DirectWriter(Protocol):
+    """The response of a POST whose handler runs on its thread: writes go straight to it
+    (``replies.DirectReply``)."""
+
+    status: str
+
+    def send(self, data: bytes, end: bool) -> bool:
+        """Write one message; False when it must be queued on the stream instead."""
+
+    def close_connection(self) -> None:
+        """End the response for SSE polling (``retry``), keeping the stream."""
+
+
+class Stream:
+    """The messages of one SSE stream (a POST's, or the standalone one), apart from any connection.
+
+    At most one HTTP response consumes it at a time: a newer one (a client
+    resuming after a drop) takes over, so no message is sent on two streams.
+    """
+
+    def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
+        self.id = stream_id
+        self.answers = set(answers) if answers is not None else None  # request ids that end it
+        self.limit = limit  # undelivered messages it holds at most (None: no bound of its own)
+        self.items: collections.deque = collections.deque()
+        self.cond = threading.Condition()
+        self.ended = False
+        self.consumer: object | None = None
+        self.dropped = 0  # messages refused since it became full (logged when it starts and when it ends)
+        #: True once a response carried it and left with no other taking over (see HttpSession.settle)
+        self.orphaned = False
+        self.direct: DirectWriter | None = None  # while a POST runs its handler inline: writes go straight to it
+        self.closing: object | None = None  # the consumer ended by ``leave(close=True)``
+        self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
+
+    def put(self, data: bytes, *, end: bool = False) -> bool:
+        """Queue one message for the consumer; False (nothing queued) when the stream is full.
+
+        The message that ends the stream (a POST's answer) is always queued, full or not: an
+        answer is never dropped.  A stream already ended takes nothing more (dropped, logged).
+        """
+        with self.cond:
+            if self.ended:
+                log.debug("stream %s has ended: a late message was dropped", self.id)
+                return True
+            if self.limit is not None and len(self.items) >= self.limit and not end:
+                self.dropped += 1
+                return False
+            if self.dropped:
+                log.warning("stream %s has room again; %d messages were dropped while it was full", self.id, self.dropped)
+                self.dropped = 0
+            self.items.append(data)
+            if end:
+                self.items.append(END)
+                self.ended = True
+            self.cond.notify_all()
+            return True
+
+    def full(self) -> bool:
+        """True while the stream holds as many undelivered messages as it may."""
+        with self.cond:
+            return self.limit is not None and len(self.items) >= self.limit
+
+    def close_connection(self) -> None:
+        """End the HTTP response now serving this stream; later messages wait for a resuming GET."""
+        with self.cond:
+            self.items.append(CLOSE)
+            self.cond.notify_all()
+
+    def end(self) -> None:
+        """End the stream (its consumer's response ends once it has taken what is queued)."""
+        with self.cond:
+            if not self.ended:
+                self.ended = True
+                self.items.append(END)
+                self.cond.notify_all()
+
+    def attach(self) -> object:
+        """Make a new consumer (an HTTP response) the stream's only one; returns its token."""
+        token = object()
+        with self.cond:
+            self.consumer = token
+            self.orphaned = False
+            self.cond.notify_all()
+        return token
+
+    def detach(self, token: object) -> None:
+        """Consumer ``token``'s response has ended (the stream is orphaned unless another took over)."""
+        with self.cond:
+            if self.consumer is token:
+                self.consumer = None
+                self.orphaned = True
+
+    def leave(self, token: object, *, close: bool = False) -> None:
+        """End consumer ``token``'s response now, from any thread (its client has gone, or room is
+        needed): its ``take`` returns ``END`` at once, or ``CLOSE`` with ``close`` (a ``retry``
+        event first: SSE polling).  The stream itself goes on, for a resuming GET."""
+        with self.cond:
+            if self.consumer is token:
+                if close:
+                    self.closing = token
+                self.consumer = None
+                self.orphaned = True
+                self.cond.notify_all()
+
+    def orphan(self) -> None:
+        """The response that carried the stream has gone (or closed for SSE polling) without a successor."""
+        with self.cond:
+            if self.consumer is None:
+                self.orphaned = True
+
+    def take(self, token: object, timeout: float | None):
+        """The next item for consumer ``token``: bytes, ``END``, None on timeout, or ``END`` if superseded."""
+        with self.cond:
+            while True:
+                if self.consumer is not token:
+                    return CLOSE if self.closing is token else END
+                if self.items:
+                    return self.items.popleft()
+                if self.ended:
+                    # its end was taken by the consumer before (a GET resuming just as the POST's own
+                    # response finished): nothing more will come, so this response ends too
+                    return END
+                if not self.cond.wait(timeout):
+                    return None
+
+    def drained_after_end(self) -> bool:
+        """True when all the stream still holds is its end (its answer was the one message)."""
+        with self.cond:
+            return self.ended and len(self.items) == 1 and self.items[0] is END

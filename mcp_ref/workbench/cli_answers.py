@@ -1,0 +1,365 @@
+"""How the ``mcp-ref`` command answers a server's sampling and elicitation requests.
+
+Each request is shown and asked about (``Allow? [y/N]``) when stdin and stderr are a terminal;
+without one it is refused (saying why on stderr) unless ``--yes``.  Sampling runs
+``--sampling-command``; a form-mode elicitation asks each field in turn.  A question waits at most
+``--answer-timeout`` seconds, and ends when the server withdraws its request.
+
+Every command run has its own :class:`User` (its stdin reader and its terminal lock): nothing is
+shared between two runs of :func:`mcp_ref.workbench.cli.main` in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .cli_output import describe_content, one_line
+from .terminal import safe
+
+#: Seconds a question on the terminal waits for an answer (``--answer-timeout``).
+ANSWER_TIMEOUT = 300.0
+
+
+class AnswerTimeout(Exception):
+    """No answer was typed within ``--answer-timeout`` seconds."""
+
+
+class StdinLines:
+    """stdin, a line at a time, for questions the server may withdraw while the user thinks.
+
+    One daemon thread reads (started at the first question) and hands each line over, numbered
+    in the order read; a question waits for the next line, for its request's cancellation (the
+    server cancelled it, or gave up waiting), or for ``timeout`` seconds (then
+    :class:`AnswerTimeout`), whichever comes first.  So a withdrawn or unanswered question never
+    holds the command.  On a terminal a question takes only a line read after it was asked: a
+    late answer to a withdrawn question must not approve the next request.  "Asked" is
+    :meth:`mark`, called *before* the prompt is written, so an answer typed the instant the
+    prompt appears is never mistaken for an old one.  After the end of input every question
+    reads "" (end of input) at once.  ``clock`` (seconds, monotonic) measures the timeout.
+    """
+
+    #: How often a waiting question looks at its request's cancellation, in seconds.
+    CHECK = 0.1
+
+    def __init__(self, timeout: float | None = ANSWER_TIMEOUT, *, clock: Callable[[], float] = time.monotonic):
+        self._lock = threading.Lock()
+        # (its number, the line); bounded: the reader waits for questions
+        self._lines: queue.Queue = queue.Queue(maxsize=64)
+        self._read_so_far = 0  # lines the reader has taken from stdin: the next one's number
+        self._reader: threading.Thread | None = None
+        self._ended = False  # the end of input was read: every later question gets "" at once
+        #: Seconds a question waits for its line (None: as long as it takes).
+        self.timeout = timeout
+        self.clock = clock
+
+    def mark(self) -> int:
+        """Call just before asking (before the prompt is written): the number of the first line
+        that answers the question; give it to :meth:`read` as ``since``."""
+        with self._lock:
+            self._start()
+            return self._read_so_far
+
+    def read(self, context=None, *, since: int | None = None) -> str | None:
+        """The next line ("" at the end of input), or None if ``context``'s request was cancelled
+        first.  ``since`` (from :meth:`mark`): skip lines read before the question was asked (a
+        terminal's late answers).  Raises :class:`AnswerTimeout` past ``timeout`` seconds."""
+        deadline = None if self.timeout is None else self.clock() + self.timeout
+        with self._lock:
+            self._start()
+        while True:
+            try:
+                number, line = self._lines.get(timeout=self.CHECK)
+            except queue.Empty:
+                if self._ended and self._lines.empty():
+                    return ""
+                if context is not None and context.is_cancelled:
+                    return None
+                if deadline is not None and self.clock() >= deadline:
+                    raise AnswerTimeout(f"no answer within {self.timeout:g} s (--answer-timeout)") from None
+                continue
+            if line and since is not None and number < since:
+                continue  # typed before the question was asked
+            return line
+
+    def _start(self) -> None:
+        if self._reader is None:
+            # sys.stdin as it is at the first question (a test's in-process run swaps it)
+            self._reader = threading.Thread(target=self._read, args=(sys.stdin,), name="mcp-ref-stdin", daemon=True)
+            self._reader.start()
+
+    def _read(self, stream) -> None:
+        while True:
+            try:
+                line = stream.readline()
+            except (OSError, ValueError):
+                line = ""
+            if not line:
+                self._ended = True
+            with self._lock:
+                number = self._read_so_far
+                self._read_so_far += 1
+            self._lines.put((number, line))
+            if not line:
+                return
+
+
+class User:
+    """The person running one command: the lines they type (:class:`StdinLines`, each question waiting
+    ``answer_timeout`` seconds) and the terminal, held while one question is asked (one at a time)."""
+
+    def __init__(self, answer_timeout: float | None = ANSWER_TIMEOUT):
+        self.lines = StdinLines(answer_timeout)
+        #: Held while the command talks with the user on the terminal.
+        self.terminal = threading.RLock()
+
+
+def no_terminal() -> str | None:
+    """Why the user cannot be asked here (stdin or stderr is not a terminal), or None when they can."""
+    if not sys.stdin.isatty():
+        return "stdin is not a terminal"
+    if not sys.stderr.isatty():
+        return "stderr is not a terminal"
+    return None
+
+
+class Approval:
+    """``Client(approve=...)`` for the command: before a sampling or elicitation request is answered,
+    show it and ask ``Allow? [y/N]`` on the terminal; without a terminal refuse it (saying why on
+    stderr), unless ``--yes``.  Roots are the ``--root`` directories: given on the command line, they
+    are shared without asking.
+
+    2025-11-25 client/sampling §User Interaction Model: "there **SHOULD** always be a human in the
+    loop with the ability to deny sampling requests"; client/elicitation §Security Considerations:
+    "Clients **SHOULD** implement user approval controls" and MUST "Provide UI that makes it clear
+    which server is requesting information" (§User Interaction Model).
+    """
+
+    def __init__(self, yes: bool, server: str, user: User | None = None):
+        self.yes = yes
+        #: Who asks, as the prompt names it: the target, then (once connected) the server's own name.
+        self.server = server
+        self.user = user or User()
+
+    def __call__(self, request, context=None) -> bool:
+        if request.method == "roots/list" or self.yes:
+            return True
+        what = "sampling" if request.method == "sampling/createMessage" else "elicitation"
+        why = no_terminal()
+        if why is not None:
+            print(f"mcp-ref: refused the server's {what} request: {why} to ask you on "
+                  f"(--yes answers such requests without asking)", file=sys.stderr, flush=True)
+            return False
+        with self.user.terminal:
+            since = self.user.lines.mark()  # asked from here: before the prompt shows, not after
+            sys.stderr.write(describe_request(request, self.server))
+            sys.stderr.write("Allow? [y/N] ")
+            sys.stderr.flush()
+            try:
+                answer = self.user.lines.read(context, since=since)
+            except AnswerTimeout as exc:
+                sys.stderr.write(f"\nmcp-ref: {exc}: refused the server's {what} request\n")
+                return False
+            if answer is None:
+                sys.stderr.write("\nmcp-ref: the server withdrew its request\n")
+                return False
+            answer = answer.strip().lower()
+        if answer in ("y", "yes"):
+            return True
+        print(f"mcp-ref: refused the server's {what} request", file=sys.stderr, flush=True)
+        return False
+
+
+def describe_request(request, server: str | None = None) -> str:
+    """What a server's sampling or elicitation request asks for, as lines for the terminal
+    (``server``: its name, shown as who asks).
+
+    Sampling: the messages' text, the system prompt, maxTokens (and the tools offered).
+    Elicitation: the message and the requested fields, or the full URL and its host (2025-11-25
+    client/elicitation §Safe URL Handling: clients "MUST show the full URL to the user for
+    examination before consent").  The server's text is shown with control characters escaped.
+    """
+    params = request.params if isinstance(request.params, dict) else {}
+    who = f'the server "{_shown(server)}"' if server else "the server"
+    if request.method == "sampling/createMessage":
+        lines = [f"mcp-ref: {who} asks to sample your model (--sampling-command):"]
+        if params.get("systemPrompt"):
+            lines.append(f"  [system] {_shown(params['systemPrompt'])}")
+        for message in params.get("messages") or []:
+            if isinstance(message, dict):
+                lines.append(f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}")
+        lines.append(f"  maxTokens: {_shown(params.get('maxTokens'))}")
+        tools = [t.get("name") for t in params.get("tools") or [] if isinstance(t, dict)]
+        if tools:
+            lines.append(f"  tools the model may use: {', '.join(_shown(name) for name in tools)}")
+        return "\n".join(lines) + "\n"
+    message = _shown(params.get("message"))
+    if params.get("mode") == "url":
+        from urllib.parse import urlsplit
+
+        url = str(params.get("url"))
+        try:
+            host = urlsplit(url).hostname or "?"
+        except ValueError:  # e.g. an unclosed "[": shown as it is, the host unknown
+            host = "?"
+        return (f"mcp-ref: {who} asks you to open a URL: {message}\n"
+                f"  url:  {_shown(url)}\n  host: {_shown(host)}\n")
+    requested = params.get("requestedSchema")
+    schema: dict = requested if isinstance(requested, dict) else {}
+    required = set(schema.get("required") or ())
+    fields = []
+    for name, prop in (schema.get("properties") or {}).items():
+        prop = prop if isinstance(prop, dict) else {}
+        choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)]
+        notes = ["/".join(map(str, choices)) if choices else str(prop.get("type", "string"))]
+        if name in required:
+            notes.append("required")
+        if "default" in prop:
+            notes.append(f"default {json.dumps(prop['default'])}")
+        fields.append(f"{_shown(name)} ({_shown(', '.join(notes))})")
+    return (f"mcp-ref: {who} asks for your input: {message}\n"
+            f"  fields: {', '.join(fields) or '(none)'}\n")
+
+
+def _content_text(content) -> str:
+    """A sampling message's content (a block or a list of blocks, as on the wire) as one line of text."""
+    blocks = content if isinstance(content, list) else [content]
+    parts = []
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            parts.append(_shown(block.get("text")))
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {_shown(block.get('mimeType'))}]")
+        elif kind == "tool_use":
+            parts.append(f"[tool_use {_shown(block.get('name'))} {_shown(json.dumps(block.get('input')))}]")
+        else:
+            parts.append(f"[{_shown(kind)}]")
+    return " ".join(parts)
+
+
+def _shown(value) -> str:
+    """``value`` as text safe to print on a terminal (:func:`mcp_ref.workbench.terminal.safe`: escape sequences
+    that could redraw the prompt, carriage returns ... shown escaped), line breaks indented."""
+    return safe(value, newline="\n    ")
+
+
+class SamplingCommand:
+    """``--sampling-command CMD``: each ``sampling/createMessage`` runs CMD, the conversation on its
+    stdin (``[system]``, ``[user]``, ``[assistant]`` lines), its stdout the reply."""
+
+    def __init__(self, command: str, timeout: float):
+        self.command = shlex.split(command)
+        self.timeout = timeout
+
+    def __call__(self, params):
+        import subprocess
+
+        from ..core.errors import InternalError
+        from ..core.sampling_and_elicitation import CreateMessageResult
+        from ..core.types import TextContent
+
+        lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
+        for message in params.messages:
+            lines.append(f"[{message.role}] {describe_content(message.content)}")
+        try:
+            done = subprocess.run(self.command, input="\n".join(lines) + "\n", capture_output=True, text=True,
+                                  timeout=self.timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise InternalError(f"the sampling command could not answer: {exc}") from None
+        if done.returncode != 0:
+            raise InternalError(f"the sampling command exited with status {done.returncode}")
+        return CreateMessageResult(role="assistant", content=TextContent(text=done.stdout.strip()),
+                                   model=self.command[0], stop_reason="endTurn")
+
+
+_EOF, _DECLINE, _INVALID, _WITHDRAWN = object(), object(), object(), object()
+
+
+class AskTheUser:
+    """The command's elicitation handler: a form-mode request, each requested field asked for and
+    checked (end of input: cancel).
+
+    On a terminal once the user allowed the request (:class:`Approval`); with ``--yes`` and no
+    terminal the answers are read from stdin, one line a field (an empty line: the default, or
+    left out)."""
+
+    def __init__(self, user: User):
+        self.user = user
+
+    def __call__(self, params, context=None):
+        from ..core.sampling_and_elicitation import ElicitResult
+
+        schema = params.requested_schema or {}
+        properties = schema.get("properties", {})
+        required = set(schema.get("required", ()))
+        with self.user.terminal:
+            print(f"mcp-ref: the server asks: {_shown(params.message)}", file=sys.stderr)
+            answers: dict[str, Any] = {}
+            for name, prop in properties.items():
+                while True:
+                    value = self._ask_field(name, prop, name in required, context)
+                    if value is _WITHDRAWN:
+                        print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
+                        return ElicitResult(action="cancel")
+                    if isinstance(value, AnswerTimeout):
+                        # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
+                        print(f"\nmcp-ref: {value}: the request is cancelled", file=sys.stderr)
+                        return ElicitResult(action="cancel")
+                    if value is _EOF:
+                        return ElicitResult(action="cancel")
+                    if value is _DECLINE:
+                        return ElicitResult(action="decline")
+                    if value is not _INVALID:
+                        break
+                if value is not None:
+                    answers[name] = value
+        return ElicitResult(action="accept", content=answers)
+
+    def _ask_field(self, name: str, prop: dict, required: bool, context=None):
+        """One field, read from the terminal and checked against its schema: the value, None (left out), a
+        marker, or the :class:`AnswerTimeout` that ended the wait."""
+        kind = prop.get("type", "string")
+        choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)] or None
+        hint = "/".join(map(str, choices)) if choices else kind
+        default = prop.get("default")
+        suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")
+        # the title, the name, the choices and the type are the server's words: shown escaped
+        since = None if no_terminal() else self.user.lines.mark()  # asked from here: before the prompt shows
+        sys.stderr.write(f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: ")
+        sys.stderr.flush()
+        try:
+            line = self.user.lines.read(context, since=since)
+        except AnswerTimeout as exc:
+            return exc
+        if line is None:
+            return _WITHDRAWN
+        if not line:
+            return _EOF
+        text = line.strip()
+        if text == "!decline":
+            return _DECLINE
+        if not text:
+            if default is not None:
+                return default
+            if not required:
+                return None
+            print("    a value is required", file=sys.stderr)
+            return _INVALID
+        booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
+        readers: dict[str, Any] = {"integer": int, "number": float, "boolean": lambda t: booleans[t.lower()]}
+        try:
+            value = readers.get(kind, str)(text)
+        except (ValueError, KeyError):
+            print(f"    not a {one_line(kind)}: {json.dumps(text)}", file=sys.stderr)
+            return _INVALID
+        if choices and value not in choices:
+            print(f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr)
+            return _INVALID
+        return value

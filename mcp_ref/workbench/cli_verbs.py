@@ -1,0 +1,348 @@
+"""The client verbs of the ``mcp-ref`` command: connect to TARGET, run ``info``, ``tools``,
+``call``, ``read``, ``prompt``, ``check`` ..., and turn each failure into a :class:`CliError`
+(one line on stderr, an exit code).
+
+Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server (or no handshake), 5 the tool
+returned ``isError`` or the server answered with a JSON-RPC error, 6 a request timed out,
+7 authorization failed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .cli_output import Progress, describe_content, describe_prompt, describe_tool, one_line, print_content, print_json
+from .terminal import safe
+
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
+
+
+class CliError(Exception):
+    """A failure to report as one line on stderr with an exit code (and, with --json, on stdout as JSON).
+
+    ``error`` is the JSON-RPC error object when the server answered with one.
+    """
+
+    def __init__(self, message: str, code: int, error: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.error = error
+
+
+def parse_pairs(pairs: Sequence[str], *, coerce: bool = True, schema: dict | None = None) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}``.
+
+    With ``schema`` (a tool's ``inputSchema`` properties), each value is read as its property
+    says: a string parameter keeps ``123`` as the string "123"; other parameters (and names
+    the schema does not list) take the value as JSON when it parses, else as a string.
+    Without it, values are JSON when they parse (``coerce``) or strings.
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"expected KEY=VALUE, got {pair!r}", EXIT_USAGE)
+        try:
+            parsed = json.loads(value) if coerce else value
+        except ValueError:
+            parsed = value
+        if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
+            parsed = value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+        out[key] = parsed
+    return out
+
+
+def _ambiguous(value: str) -> bool:
+    """True when a value reads as JSON other than a string (a number, true, null, [...]): it may be meant as text."""
+    try:
+        return not isinstance(json.loads(value), str)
+    except ValueError:
+        return False
+
+
+def _wants_string(prop: Any) -> bool:
+    """True when a property's schema takes a string and nothing a JSON literal could be (number, bool, ...)."""
+    if not isinstance(prop, dict):
+        return False
+    kinds = prop.get("type")
+    if kinds is None and "enum" in prop:
+        return all(isinstance(v, str) for v in prop["enum"])
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    return "string" in kinds and not set(kinds) & {"number", "integer", "boolean", "array", "object"}
+
+
+def combine_hooks(*hooks: Callable | None) -> Callable | None:
+    """One ``trace`` hook calling each of ``hooks`` that is set (None when none is)."""
+    live = [hook for hook in hooks if hook is not None]
+    if not live:
+        return None
+    if len(live) == 1:
+        return live[0]
+    return lambda direction, data: [hook(direction, data) for hook in live] and None
+
+
+# -- connecting -----------------------------------------------------------------------------------
+
+
+def client_options(args, trace) -> dict:
+    """What the CLI declares and answers as a client: roots, sampling, elicitation (see the README)."""
+    from pathlib import Path
+
+    from .cli_answers import Approval, AskTheUser, SamplingCommand, User
+
+    options: dict[str, Any] = {"timeout": args.timeout, "initialize_timeout": args.connect_timeout, "trace": trace,
+                               "era": args.era}
+    if args.root:
+        options["roots"] = [Path(path).resolve().as_uri() for path in args.root]
+    if args.sampling_command:
+        options["sampling_handler"] = SamplingCommand(args.sampling_command, args.timeout)
+    # Elicitation is always declared: on a terminal the user is asked; without one it is declined
+    # (unless --yes, which reads the answers from stdin).  Approval decides, before either handler runs.
+    user = User(args.answer_timeout)  # every question of this command, at the terminal or from stdin
+    options["elicitation_handler"] = AskTheUser(user)
+    options["approve"] = Approval(args.yes, args.target, user)
+    return options
+
+
+def connect(args, trace):
+    """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`."""
+    from ..client import Client
+    from ..core.errors import (
+        AuthorizationError,
+        ConnectionClosed,
+        McpError,
+        RequestTimeout,
+        ServerUnreachable,
+        UnsupportedProtocolVersion,
+    )
+
+    if args.target.startswith(("http://", "https://")):
+        headers = {}
+        for header in args.header:
+            name, sep, value = header.partition(":")
+            if not sep or not name.strip():
+                raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
+            headers[name.strip()] = value.strip()
+        auth = None
+        if not any(name.lower() == "authorization" for name in headers):  # an explicit token is the user's choice
+            from .login import command_oauth
+
+            auth = command_oauth(open_browser=not args.no_browser, trace=sys.stderr if args.trace else None,
+                                 timeout=args.connect_timeout)
+        try:
+            return Client.http(args.target, headers=headers, auth=auth, transport=args.transport,
+                               connect_timeout=args.connect_timeout, **client_options(args, trace))
+        except AuthorizationError as exc:
+            raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
+        except ServerUnreachable as exc:
+            raise CliError(str(exc), EXIT_UNREACHABLE) from None
+        except McpError as exc:
+            if "HTTP 404" in str(exc) and not args.target.rstrip("/").endswith(("/mcp", "/sse")):
+                raise CliError(f"{args.target} answered 404 Not Found: MCP servers usually listen at a path such as "
+                               f"{args.target.rstrip('/')}/mcp (Streamable HTTP) or /sse", EXIT_UNREACHABLE) from None
+            raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE, exc.to_error()) from None
+        except (ConnectionClosed, RequestTimeout, OSError) as exc:
+            raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
+        except UnsupportedProtocolVersion as exc:
+            raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE) from None
+    command = shlex.split(args.target)
+    if not command:
+        raise CliError("TARGET is empty", EXIT_USAGE)
+    stderr = ServerStderr(args.quiet_server)
+    try:
+        return Client.stdio(command, stderr=stderr, **client_options(args, trace))
+    except FileNotFoundError:
+        raise CliError(f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE) from None
+    except PermissionError:
+        raise CliError(f"cannot launch {command[0]!r}: permission denied", EXIT_UNREACHABLE) from None
+    except (ConnectionClosed, RequestTimeout, OSError) as exc:
+        raise CliError(f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
+                       EXIT_UNREACHABLE) from None
+    except (McpError, UnsupportedProtocolVersion) as exc:
+        raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
+
+
+class ServerStderr:
+    """A launched server's stderr: passed through (unless ``--quiet-server``), its last lines kept
+    to explain a server that exits before answering."""
+
+    def __init__(self, quiet: bool):
+        import collections
+
+        self.quiet = quiet
+        self.lines: collections.deque[str] = collections.deque(maxlen=10)
+        self.transport = None
+
+    def __call__(self, line: str) -> None:
+        line = safe(line, newline="\\n")  # the server's own output: no escape sequence reaches the terminal
+        self.lines.append(line)
+        if not self.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    def last_words(self) -> str:
+        """`` (its last stderr lines: ...)`` for an error message, or nothing."""
+        if not self.lines:
+            return ""
+        return "; its last stderr lines:\n  " + "\n  ".join(self.lines)
+
+
+def run_verb(args, trace) -> int:
+    """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`)."""
+    from ..core.errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
+    from .cli_answers import Approval
+
+    if args.verb == "check":
+        from .wire_check import WireValidator
+
+        args.validator = WireValidator()
+        trace = combine_hooks(trace, args.validator)
+    client = connect(args, trace)
+    if isinstance(client.approve, Approval) and client.server_info is not None and client.server_info.name:
+        client.approve.server = client.server_info.name  # who asks, in the words the server chose
+    try:
+        with client:
+            return _VERBS[args.verb](client, args)
+    except McpError as exc:
+        if isinstance(exc, RequestRefused) and client.era == "modern":
+            # 2026-07-28: refused here (no terminal, or the user said no); nothing was sent.  (In the
+            # handshake era a -1 comes from the server: its tool failed on our refusal.)
+            raise CliError(exc.message, EXIT_ERROR, exc.to_error()) from None
+        raise CliError(f"the server answered with an error: {exc}", EXIT_ERROR, exc.to_error()) from None
+    except CapabilityError as exc:
+        raise CliError(str(exc), EXIT_ERROR) from None
+    except AuthorizationError as exc:
+        raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
+    except RequestTimeout as exc:
+        raise CliError(f"{exc} (--timeout {args.timeout:g})", EXIT_TIMEOUT) from None
+    except ConnectionClosed as exc:
+        raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
+
+
+# -- the verbs ------------------------------------------------------------------------------------
+
+
+def _info(client, args) -> int:
+    if args.json:  # the server's own answer: to server/discover (2026-07-28) or to initialize
+        print_json((client.discover_result or client.initialize_result).raw)
+        return EXIT_OK
+    # Every string below is the server's: each is shown through mcp_ref.workbench.terminal.safe.
+    info = client.server_info
+    if info is not None:
+        print(f"server:       {one_line(info.name)} {one_line(info.version)}"
+              + (f" ({one_line(info.title)})" if info.title else ""))
+    print(f"protocol:     {one_line(client.protocol_version)}")
+    if client.era == "modern":
+        print(f"era:          modern (no session; server/discover lists "
+              f"{one_line(', '.join(map(str, client.discover_result.supported_versions)))})")
+    else:
+        print("era:          handshake (initialize)")
+    print(f"capabilities: {one_line(', '.join(sorted(client.server_capabilities))) or '(none)'}")
+    for name, value in sorted(client.server_capabilities.items()):
+        if value:
+            print(f"  {one_line(name)}: {json.dumps(value)}")
+    if client.instructions:
+        print(f"instructions: {safe(client.instructions)}")
+    return EXIT_OK
+
+
+def _listing(method_all: str, key: str, describe):
+    def verb(client, args) -> int:
+        items = getattr(client, method_all)()
+        if args.json:
+            print_json({key: [item.to_wire() for item in items]})
+            return EXIT_OK
+        for item in items:
+            print(one_line(describe(item)))  # names, descriptions, URIs: the server's words
+        if not items:
+            print(f"(no {key})")
+        return EXIT_OK
+
+    return verb
+
+
+def _call(client, args) -> int:
+    arguments: dict[str, Any] = {}
+    if args.args:
+        try:
+            arguments = json.loads(args.args)
+        except ValueError as exc:
+            raise CliError(f"--args is not valid JSON: {exc}", EXIT_USAGE) from None
+        if not isinstance(arguments, dict):
+            raise CliError("--args must be a JSON object", EXIT_USAGE)
+    if args.pairs:
+        properties: dict | None = None
+        if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
+            # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
+            properties = next((t.input_schema.get("properties", {}) for t in client.list_tools() if t.name == args.tool), {})
+        arguments.update(parse_pairs(args.pairs, schema=properties))
+    progress = None if args.quiet else Progress(sys.stderr)
+    try:
+        result = client.call_tool(args.tool, arguments, on_progress=progress)
+    finally:
+        if progress is not None:
+            progress.done()
+    if args.json:
+        print_json(result.raw)
+    else:
+        print_content(result.content)
+        if result.structured_content is not None and not result.content:
+            print_json(result.structured_content)
+    if result.is_error:
+        if not args.json:
+            print(f"mcp-ref: tool {args.tool} returned an error", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def _read(client, args) -> int:
+    result = client.read_resource(args.uri)
+    if args.json:
+        print_json(result.raw)
+        return EXIT_OK
+    for contents in result.contents:
+        if hasattr(contents, "text"):
+            text = safe(contents.text)
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        else:
+            print(f"[blob {one_line(contents.mime_type or 'application/octet-stream')}, {len(contents.blob) * 3 // 4} "
+                  f"bytes: use --json for the data]")
+    return EXIT_OK
+
+
+def _prompt(client, args) -> int:
+    result = client.get_prompt(args.name, parse_pairs(args.pairs, coerce=False))
+    if args.json:
+        print_json(result.raw)
+        return EXIT_OK
+    for message in result.messages:
+        print(f"[{one_line(message.role)}] {safe(describe_content(message.content))}")
+    return EXIT_OK
+
+
+def _check(client, args) -> int:
+    from .check import Checker, report, table
+
+    findings = Checker(client, args.validator, call_tools=args.call_tools).run()
+    outcome = report(findings)
+    if args.json:
+        print_json(outcome)
+    else:
+        print(safe(table(findings)))  # findings quote the server
+    return EXIT_OK if outcome["ok"] else EXIT_ERROR
+
+
+_VERBS = {
+    "check": _check,
+    "info": _info,
+    "tools": _listing("list_tools", "tools", describe_tool),
+    "resources": _listing("list_resources", "resources", lambda r: f"{r.uri}  {r.name}" + (f" ({r.mime_type})" if r.mime_type else "")),
+    "templates": _listing("list_resource_templates", "resourceTemplates", lambda t: f"{t.uri_template}  {t.name}"),
+    "prompts": _listing("list_prompts", "prompts", describe_prompt),
+    "call": _call,
+    "read": _read,
+    "prompt": _prompt,
+}

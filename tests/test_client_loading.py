@@ -1,0 +1,102 @@
+"""What a client loads: a plain one reads no extra, no 2026-07-28 code when pinned to the handshake
+era, and no feature module it does not use; each loads when the caller asks for it (issue 21).
+
+Each case runs a real client in a fresh interpreter (real stdio server subprocess) and reads its
+``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import WAIT
+
+SERVER = """
+from mcp_ref import Server
+server = Server("plain")
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    "Add two numbers."
+    return a + b
+
+server.run_stdio()
+"""
+
+#: Loaded only when used: listings, listen streams, the cache, the answering modules, the extras, HTTP.
+ON_DEMAND = ("mcp_ref.client.listening", "mcp_ref.client.cache", "mcp_ref.client.sampling",
+             "mcp_ref.client.elicitation", "mcp_ref.client.roots", "mcp_ref.client.callbacks",
+             "mcp_ref.client.tool_headers", "mcp_ref.client.interfaces", "mcp_ref.core.pagination")
+NEVER_PLAIN = ("mcp_ref.extras", "mcp_ref.auth", "mcp_ref.workbench", "mcp_ref.transports.http",
+               "mcp_ref.transports.sse", "requests")
+
+
+def loaded(tmp_path, body: str) -> set[str]:
+    """The modules (of mcp_ref, and ``requests``) loaded by a script running ``body`` with ``SERVER``
+    as the ``command`` at hand."""
+    server = tmp_path / "server.py"
+    server.write_text(SERVER)
+    script = tmp_path / "client.py"
+    script.write_text(textwrap.dedent("""
+        import json, sys
+        from mcp_ref import Client
+        command = [sys.executable, sys.argv[1]]
+    """) + textwrap.dedent(body) + textwrap.dedent("""
+        names = sorted(m for m in sys.modules if m.startswith(("mcp_ref", "requests")))
+        print(json.dumps(names))
+    """))
+    done = subprocess.run([sys.executable, str(script), str(server)], capture_output=True, text=True,
+                          timeout=6 * WAIT)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use(tmp_path):
+    modules = loaded(tmp_path, """
+        with Client.stdio(command, era="handshake") as client:
+            assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
+    """)
+    assert "mcp_ref.client.calls" in modules  # the probe: the script really ran a client
+    assert "mcp_ref.client.modern" not in modules
+    assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
+
+
+def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_not_use(tmp_path):
+    modules = loaded(tmp_path, """
+        with Client.stdio(command) as client:
+            assert client.era == "modern"
+            assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
+    """)
+    assert "mcp_ref.client.modern" in modules
+    assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_what_the_caller_asks_for_is_loaded_when_it_asks(tmp_path, era):
+    modules = loaded(tmp_path, f"""
+        with Client.stdio(command, era={era!r}, approve=lambda request: True, server_request_limit="5/minute",
+                          roots=["file:///tmp"], on_list_changed=print) as client:
+            assert [tool.name for tool in client.list_tools()] == ["add"]
+            assert client.call_tool("add", {{"a": 1, "b": 2}}, task=True).structured_content == {{"result": 3}}
+            with client.listen(tools=True):
+                pass
+    """)
+    wanted = {"mcp_ref.core.pagination", "mcp_ref.client.roots", "mcp_ref.client.listening",
+              "mcp_ref.extras.ratelimit"}
+    if era == "modern":
+        wanted |= {"mcp_ref.client.cache", "mcp_ref.extras.client_tasks"}
+    assert wanted <= modules
+    assert not any(m.startswith(("mcp_ref.transports.http", "requests", "mcp_ref.auth")) for m in modules)
+
+
+def test_the_defaults_named_in_the_client_are_those_of_the_modules_it_does_not_load():
+    from mcp_ref.client import cache, client, connection
+    from mcp_ref.core import pagination
+
+    assert client.DEFAULT_MAX_PAGES == pagination.DEFAULT_MAX_PAGES
+    assert client.DEFAULT_CACHE_SIZE == cache.DEFAULT_MAX_ENTRIES
+    assert connection.CACHED_METHODS == set(cache.CACHEABLE)
