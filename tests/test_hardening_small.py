@@ -387,8 +387,10 @@ def test_the_login_trace_shows_an_authorization_servers_escape_sequences_instead
     try:
         proc = run_cli("--trace", "--no-browser", "--timeout", "5", "info", f"http://127.0.0.1:{port}/mcp")
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close() alone would leave it blocked)
         listener.close()
         thread.join(WAIT)
+    assert not thread.is_alive()
     assert "http< 401" in proc.stderr, proc.stderr  # the flow's exchanges were traced
     for char in OBEYED:
         assert char not in proc.stdout + proc.stderr, (char, proc.stderr)

@@ -128,7 +128,7 @@ REPEAT_CURSOR = [sys.executable, str(SERVERS / "untested_raw_server.py"), "repea
 def test_client_refuses_a_repeated_cursor_instead_of_looping(connect, wire):
     from mcp_ref import McpError
 
-    client = connect(REPEAT_CURSOR)
+    client = connect(REPEAT_CURSOR, era="handshake")  # it answers no server/discover probe
     with pytest.raises(McpError, match="repeated a pagination cursor"):
         client.list_tools()
     assert [m.get("params") for m in wire.sent("tools/list")] == [None, {"cursor": "same-cursor"}]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, lifecycle
 from ..core.errors import CapabilityError, McpError, MethodNotFound
@@ -61,7 +61,7 @@ CACHED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "res
 class AnsweringModule(Protocol):
     """A module answering some of the server's requests (sampling, elicitation, roots)."""
 
-    HANDLERS: dict[str, Callable[..., dict]]
+    HANDLERS: dict[str, Callable[..., dict[str, Any]]]
     OFFERED: dict[str, Callable[..., None]]
 
 

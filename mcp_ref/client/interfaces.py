@@ -26,7 +26,7 @@ class ClientSettings(Protocol):
 
     requested_version: str
     pinned_version: str | None
-    client_info: dict
+    client_info: dict[str, Any]
     max_pages: int
     max_input_rounds: int
     cache_size: int

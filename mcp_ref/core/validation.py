@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 
 def validator_for(schema: dict) -> Any:
@@ -26,10 +26,10 @@ def validator_for(schema: dict) -> Any:
     unsupported dialects gracefully by returning an appropriate error" — a
     ValueError here.  An invalid schema raises jsonschema's SchemaError.
     """
-    import jsonschema  # type: ignore[import-untyped]  # no stubs installed; heavy: loaded on first validation
+    import jsonschema  # heavy: loaded on first validation
 
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
-    if dialect is not None and jsonschema.validators.validator_for({"$schema": dialect}, default=None) is None:
+    if dialect is not None and jsonschema.validators.validator_for({"$schema": dialect}, default=cast(Any, None)) is None:
         raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)

@@ -80,7 +80,7 @@ class ServerRequest:
     """
 
     method: str
-    params: dict = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     era: str = HANDSHAKE
 
     def replace(self, **changes: Any) -> ServerRequest:

@@ -49,6 +49,7 @@ from .ratelimit import RateLimit, RateLimiter
 
 if TYPE_CHECKING:
     from ..server.seams import Registry as Server
+    from ..server.state import Buckets
 
 __all__ = ["Principal", "Policy", "Authorize", "ACTIONS", "LISTING_ACTIONS", "LISTING_NAMES", "RateLimits",
            "UpdateCoalescer", "item_of", "entry_key"]
@@ -80,11 +81,13 @@ class Policy:
     coalesces ``notifications/resources/updated``: a resource announced again sooner is sent once,
     at the end of the interval (the last announcement wins).  ``clock`` is the time source of the
     rate limits and of the coalescing (tests replace it: ``server.policy.clock = ...``).
+    ``buckets`` holds the rate limits' token buckets (:class:`~mcp_ref.server.state.Buckets`; None: in
+    memory): every request is one atomic ``take`` there, so processes sharing it share the limits.
     """
 
     def __init__(self, *, authorize: Authorize | None = None, rate_limit=None,
                  max_subscribed_resources: int | None = None, resource_update_interval: float | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, buckets: Buckets | None = None):
         if authorize is not None and not callable(authorize):
             raise TypeError("authorize must be a function (principal, action, name) -> bool")
         if max_subscribed_resources is not None and (not isinstance(max_subscribed_resources, int)
@@ -96,8 +99,11 @@ class Policy:
         self.rate_limit = RateLimit.of(rate_limit)
         self.max_subscribed_resources = max_subscribed_resources
         self.resource_update_interval = resource_update_interval
-        self.limiter = RateLimiter(clock=clock)
-        self._warnings = RateLimiter(max_keys=1024, clock=clock)  # the log, bounded: see _warn
+        #: The rate limits' buckets: in ``buckets`` (:class:`~mcp_ref.server.state.Buckets`, shared by
+        #: the processes of one server; its clock is then the time source), else in memory.
+        self.limiter = RateLimiter(clock=clock, store=buckets)
+        # the log, bounded: see _warn (this process's log: never in a shared store)
+        self._warnings = RateLimiter(max_keys=1024, clock=clock)
         #: True when some registered item has its own rate limit (kept by the Server).
         self.item_limits = False
         #: Held while a subscription is counted and added, so two at once cannot both pass the cap.

@@ -11,6 +11,8 @@ each admitted request takes one token.  A caller that used up its burst waits
 ``1 / rate`` seconds per further request: the limit holds over any window, and a bucket left alone
 for one whole window is full again ("resets after its window").
 
+The buckets live in a store (:class:`mcp_ref.server.state.Buckets`: one atomic ``take`` per
+request, keys are strings), so several processes can share them; in memory by default.
 Memory is bounded.  A bucket that has refilled is indistinguishable from a new one, so it is
 dropped; the table is kept in least-recently-used order and swept from its old end.  Past
 ``max_keys`` live buckets, one is dropped: the fullest of the :data:`EVICTION_SAMPLE` idlest (its
@@ -21,13 +23,13 @@ and filling the table with new keys would hand it its burst back.
 
 from __future__ import annotations
 
-import itertools
+import json
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+
+from ..server.state import DEFAULT_MAX_KEYS, EVICTION_SAMPLE, Buckets, MemoryBuckets
 
 _UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
           "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
@@ -35,10 +37,9 @@ _UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
           "d": 86400.0, "day": 86400.0, "days": 86400.0}
 _LIMIT = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*")
 
-#: How many buckets a :class:`RateLimiter` keeps at most (see the module docstring).
-DEFAULT_MAX_KEYS = 65536
-#: How many of the idlest buckets are looked at to choose the one to drop when the table is full.
-EVICTION_SAMPLE = 16
+#: DEFAULT_MAX_KEYS: how many buckets a :class:`RateLimiter` keeps at most (see the module docstring);
+#: EVICTION_SAMPLE: how many of the idlest are looked at to choose the one to drop when it is full.
+__all__ = ["RateLimit", "RateLimiter", "bucket_key", "DEFAULT_MAX_KEYS", "EVICTION_SAMPLE"]
 
 
 @dataclass(frozen=True)
@@ -86,60 +87,42 @@ class RateLimit:
 class RateLimiter:
     """Token buckets, one per key, each with the :class:`RateLimit` given when it is used.
 
-    Thread-safe.  ``clock`` (seconds, monotonic) is the time source; tests replace it.
+    Thread-safe.  The buckets are kept in ``store`` (a :class:`~mcp_ref.server.state.Buckets`;
+    default: :class:`~mcp_ref.server.state.MemoryBuckets` of at most ``max_keys``, see the module
+    docstring), whose ``clock`` (seconds, monotonic) is the time source; tests replace it.
     """
 
-    def __init__(self, *, max_keys: int = DEFAULT_MAX_KEYS, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, *, max_keys: int = DEFAULT_MAX_KEYS, clock: Callable[[], float] = time.monotonic,
+                 store: Buckets | None = None):
         if max_keys < 1:
             raise ValueError("max_keys must be at least 1")
+        if store is None:
+            store = MemoryBuckets(max_keys=max_keys, clock=clock)
         self.max_keys = max_keys
-        self.clock = clock
-        self._lock = threading.Lock()
-        # key -> [tokens, when they were counted, the bucket's RateLimit], least recently used first
-        self._buckets: OrderedDict[Hashable, list] = OrderedDict()
+        self.store: Buckets = store
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The time source of the buckets (the store's)."""
+        return self.store.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self.store.clock = clock
 
     def take(self, key: Hashable, limit: RateLimit) -> float:
         """Take one token from ``key``'s bucket: 0.0 when admitted, else the seconds until one is
-        available (nothing is taken then)."""
-        with self._lock:
-            now = self.clock()
-            bucket = self._buckets.get(key)
-            if bucket is None:
-                tokens = float(limit.count)
-            else:
-                tokens = min(float(limit.count), bucket[0] + (now - bucket[1]) * limit.rate)
-                self._buckets.move_to_end(key)
-            if tokens >= 1.0:
-                tokens -= 1.0
-                wait = 0.0
-            else:
-                wait = (1.0 - tokens) / limit.rate
-            if bucket is None:
-                self._buckets[key] = [tokens, now, limit]
-            else:
-                bucket[0], bucket[1], bucket[2] = tokens, now, limit
-            self._sweep(now)
-            return wait
-
-    def _sweep(self, now: float) -> None:
-        """Drop refilled buckets from the idle end; past ``max_keys``, the fullest of the idlest."""
-        buckets = self._buckets
-        while buckets:
-            key, (tokens, counted, limit) = next(iter(buckets.items()))
-            if tokens + (now - counted) * limit.rate < limit.count:
-                break
-            del buckets[key]
-        while len(buckets) > self.max_keys:
-            idlest = itertools.islice(buckets.items(), EVICTION_SAMPLE)
-            key = max(idlest, key=lambda item: _fill(item[1], now))[0]
-            del buckets[key]
+        available (nothing is taken then).  One atomic call of the store."""
+        return self.store.take(bucket_key(key), limit.count, limit.seconds)
 
     def __len__(self) -> int:
         """The buckets held now (full ones not yet swept included)."""
-        return len(self._buckets)
+        return len(self.store)
 
 
-def _fill(bucket: list, now: float) -> float:
-    """How full a bucket is now, 0 to 1."""
-    tokens, counted, limit = bucket
-    return min(1.0, (tokens + (now - counted) * limit.rate) / limit.count)
+def bucket_key(key: Hashable) -> str:
+    """The store's string key for ``key``: a string as it is, anything else (a tuple of strings and
+    None, as the policy's keys are) as its JSON array, so no two keys meet."""
+    if isinstance(key, str):
+        return key
+    return json.dumps(list(key) if isinstance(key, tuple) else key, separators=(",", ":"))

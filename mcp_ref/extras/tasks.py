@@ -48,20 +48,22 @@ notifications "are not supported on tasks").
 
 A task belongs to whoever created it: over HTTP with authorization, another
 principal's ``taskId`` is "not found".
+
+The state is behind the seams of :mod:`mcp_ref.server.state`: each task's record
+(:class:`~mcp_ref.server.state.TaskRecords`, JSON keyed by task id) is the truth
+``tasks/get``, ``tasks/update`` and ``tasks/cancel`` answer from, in any process
+sharing it; the handler's thread and its waits stay in the process running it,
+which hears of an update or a cancel at once (its own process) or on the bus.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import secrets
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import (
@@ -76,11 +78,16 @@ from ..core.errors import (
 from ..core.requests import RequestContext
 from ..server.input_required import Ask, Inputs, answer_all
 from ..server.seams import MAY_START, RequestState, state_of
+from ..server.state import TERMINAL, MemoryTaskQueue, MemoryTaskRecords, iso_now
+from .task_pool import IDLE_SECONDS, TaskPool
 
 if TYPE_CHECKING:
     from ..core.envelope import Envelope
     from ..server.seams import Caller as ServerConnection
     from ..server.seams import Registry
+    from ..server.state import Bus, TaskQueue, TaskRecords
+
+__all__ = ["Task", "TaskStore", "TaskRun", "IDLE_SECONDS", "install", "wire_of"]
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +97,7 @@ TASK = "task"
 #: What ``Server.tool(task=...)`` accepts.
 OPTIONAL, REQUIRED = "optional", "required"
 WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_required", "completed", "failed", "cancelled"
-TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+# TERMINAL (mcp_ref.server.state): completed, failed, cancelled
 
 DEFAULT_MAX_TASKS = 1024
 DEFAULT_TTL_MS = 60 * 60 * 1000
@@ -101,11 +108,12 @@ DEFAULT_MAX_WAITING = 64
 DEFAULT_INPUT_TIMEOUT = 5 * 60.0
 #: Unfinished tasks one caller (``Principal.id``) may have at once.
 DEFAULT_MAX_TASKS_PER_PRINCIPAL = 16
-#: Seconds an idle task thread waits for work before it ends.
-IDLE_SECONDS = 60.0
 #: Input requests one task may have outstanding at once, and keys it may hand out over its life.
 MAX_OUTSTANDING = 64
 MAX_KEYS = 4096
+#: Seconds at most between two looks at its record by a handler waiting for input (a shared store
+#: whose bus lost a message is still read).
+RECHECK = 1.0
 
 
 def declared(context: RequestContext) -> bool:
@@ -122,8 +130,7 @@ def missing(why: str) -> MissingRequiredClientCapabilityError:
     return MissingRequiredClientCapabilityError.needing({"extensions": {EXTENSION: {}}}, why)
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+_now = iso_now
 
 
 class StartTask(BaseException):
@@ -133,11 +140,39 @@ class StartTask(BaseException):
     """
 
 
+def wire_of(record: dict, detailed: bool = True) -> dict:
+    """The Task object of a record (:class:`~mcp_ref.server.state.TaskRecords`); ``detailed`` adds
+    what its status carries (DetailedTask: ``inputRequests``, ``result`` or ``error``)."""
+    status = record["status"]
+    wire: dict[str, Any] = {"taskId": record["taskId"], "status": status, "createdAt": record["createdAt"],
+                            "lastUpdatedAt": record["lastUpdatedAt"], "ttlMs": record["ttlMs"],
+                            "pollIntervalMs": record["pollIntervalMs"]}
+    if record.get("statusMessage") is not None:
+        wire["statusMessage"] = record["statusMessage"]
+    if detailed:
+        if status == INPUT_REQUIRED:
+            wire["inputRequests"] = dict(record["inputRequests"])
+        elif status == COMPLETED:
+            wire["result"] = record.get("result")
+        elif status == FAILED:
+            wire["error"] = record.get("error")
+    return wire
+
+
 class Task:
-    """One task: its state as ``tasks/get`` shows it, and what its handler waits for."""
+    """One task: a handle on its record (:class:`~mcp_ref.server.state.TaskRecords`, the truth
+    ``tasks/get`` shows), and, in the process running it, what its handler waits for.
+
+    The live parts never leave the process: the asks it is waiting for (:attr:`outstanding`, which
+    read their answers), :attr:`lock` (its handler waits on it) and :attr:`cancelled`.  A handle made
+    from the record alone (another process's task, :meth:`TaskStore.find`) answers ``tasks/get``,
+    ``tasks/update`` and ``tasks/cancel`` all the same; the process running the task learns of an
+    update or a cancel from the store's bus (``TaskStore(bus=...)``) or, in its own process, at once.
+    Without ``records`` the task keeps its record in a store of its own.
+    """
 
     def __init__(self, task_id: str, owner: str | None, ttl_ms: int | None, poll_interval_ms: int,
-                 caller: str | None = None):
+                 caller: str | None = None, *, records: TaskRecords | None = None):
         self.id = task_id
         #: Who may see and answer it (``Principal.id`` of a verified caller; None: whoever has the id).
         self.owner = owner
@@ -145,70 +180,90 @@ class Task:
         self.caller = caller if caller is not None else owner
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
-        self.created_at = self.updated_at = _now()
         self.created = time.monotonic()
-        self.status = WORKING
-        self.status_message: str | None = None
-        self.result: dict | None = None
-        self.error: dict | None = None
-        #: The asks waiting for ``tasks/update``, by key; and the answers that came.
+        #: The asks this process's handler waits for, by key; and the answers it read.
         self.outstanding: dict[str, Ask] = {}
         self.answers: dict[str, dict] = {}
         self._keys = 0
         self.lock = threading.Condition()
         self.cancelled = threading.Event()
-        #: True once its handler got a run slot and started (see :meth:`begin_run`).
-        self.started = False
+        if records is None:
+            records = MemoryTaskRecords()
+            records.create(task_id, self.new_record(), ttl=None, caller=self.caller, max_per_caller=None,
+                           max_total=1)
+        self.records: TaskRecords = records
+        self._last: dict | None = None  # the record last read (shown once it expired)
+
+    def new_record(self) -> dict:
+        """The record of a task just created (``working``, not started)."""
+        now = _now()
+        return {"taskId": self.id, "owner": self.owner, "caller": self.caller, "status": WORKING,
+                "statusMessage": None, "createdAt": now, "lastUpdatedAt": now, "ttlMs": self.ttl_ms,
+                "pollIntervalMs": self.poll_interval_ms, "started": False, "cancelRequested": False,
+                "result": None, "error": None, "inputRequests": {}, "inputResponses": {}}
+
+    @classmethod
+    def of_record(cls, record: dict, records: TaskRecords) -> Task:
+        """A handle on a task known only by its record (run elsewhere, or by no one any more)."""
+        task = cls(record["taskId"], record["owner"], record["ttlMs"], record["pollIntervalMs"], record["caller"],
+                   records=records)
+        task._last = record
+        return task
+
+    def record(self) -> dict:
+        """The task's record now (the last one read, once it has expired)."""
+        record = self.records.get(self.id)
+        if record is not None:
+            self._last = record
+        elif self._last is None:
+            raise InvalidParams(f"Invalid params: no task {self.id!r} (it does not exist, or has expired)")
+        return self._last if record is None else record
+
+    @property
+    def status(self) -> str:
+        """``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled`` (the record's)."""
+        return self.record()["status"]
+
+    @property
+    def started(self) -> bool:
+        """True once its handler got a run slot and started (see :meth:`begin_run`)."""
+        return bool(self.record()["started"])
 
     @property
     def terminal(self) -> bool:
+        """True once the task ended: its status never changes again."""
         return self.status in TERMINAL
 
-    def expired(self, now: float) -> bool:
-        return self.ttl_ms is not None and now >= self.created + self.ttl_ms / 1000
-
     def to_wire(self, detailed: bool = True) -> dict:
-        """The Task object; ``detailed`` adds what its status carries (DetailedTask: ``inputRequests``,
-        ``result`` or ``error``)."""
-        with self.lock:
-            wire: dict[str, Any] = {"taskId": self.id, "status": self.status, "createdAt": self.created_at,
-                                    "lastUpdatedAt": self.updated_at, "ttlMs": self.ttl_ms,
-                                    "pollIntervalMs": self.poll_interval_ms}
-            if self.status_message is not None:
-                wire["statusMessage"] = self.status_message
-            if detailed:
-                if self.status == INPUT_REQUIRED:
-                    wire["inputRequests"] = {key: ask.input_request() for key, ask in self.outstanding.items()}
-                elif self.status == COMPLETED:
-                    wire["result"] = self.result
-                elif self.status == FAILED:
-                    wire["error"] = self.error
-            return wire
+        """The Task object, from the record (see :func:`wire_of`)."""
+        return wire_of(self.record(), detailed)
 
-    def _set(self, status: str, **fields) -> None:
-        """Move to ``status`` (under the lock); a terminal status never changes again."""
-        if self.terminal:
-            return
-        self.status = status
-        for name, value in fields.items():
-            setattr(self, name, value)
-        self.updated_at = _now()
-        self.lock.notify_all()
+    def _change(self, changes: dict, when: dict | None = None) -> bool:
+        """One atomic change of the record (never of a terminal one); wakes the handler."""
+        changed = self.records.transition(self.id, {**changes, "lastUpdatedAt": _now()}, when=when)
+        self.wake()
+        return changed is not None
+
+    def wake(self, message: dict | None = None) -> None:
+        """Wake the handler waiting on this task (an update or a cancel: ``message`` from the bus)."""
+        if message is not None and message.get("event") == "cancel":
+            self.cancelled.set()
+        with self.lock:
+            self.lock.notify_all()
 
     def finish(self, status: str, *, result: dict | None = None, error: dict | None = None,
                message: str | None = None) -> None:
         """End the task: ``completed`` with a result, ``failed`` with a JSON-RPC error, or ``cancelled``."""
+        changes: dict[str, Any] = {"status": status, "result": result, "error": error, "inputRequests": {}}
+        if message is not None:
+            changes["statusMessage"] = message
         with self.lock:
             self.outstanding.clear()
-            self._set(status, result=result, error=error,
-                      status_message=message if message is not None else self.status_message)
+        self._change(changes)
 
     def report(self, message: str) -> None:
         """Set ``statusMessage`` (what ``ctx.report_progress`` does inside a task)."""
-        with self.lock:
-            if not self.terminal:
-                self.status_message = message
-                self.updated_at = _now()
+        self._change({"statusMessage": message})
 
     def ask(self, asks: list[Ask], deadline: float | None, input_timeout: float | None = None) -> list:
         """Park in ``input_required`` until ``tasks/update`` answered every ask; their answers, read.
@@ -227,57 +282,64 @@ class Task:
             for ask in asks:
                 self._keys += 1
                 keyed.append(replace(ask, key=f"{ask.key}.{self._keys}" if ask.key in self.answers else ask.key))
+            keys = [ask.key for ask in keyed]
             for ask in keyed:
                 self.answers.pop(ask.key, None)
                 self.outstanding[ask.key] = ask
-            self._set(INPUT_REQUIRED)
-            while any(ask.key in self.outstanding for ask in keyed):
-                if self.cancelled.is_set():
-                    raise RequestCancelled(f"task {self.id} was cancelled")
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    self._withdraw(keyed)
-                    raise McpError(f"task {self.id}: its time to live ran out while it waited for input",
-                                   code=INTERNAL_ERROR)
-                if waited_until is not None and now >= waited_until:
-                    self._withdraw(keyed)
-                    raise LimitExceeded(f"no input came within {input_timeout:g} s (tasks/update); "
-                                        "the task stopped waiting", data={"limit": input_timeout})
-                ends = [end for end in (deadline, waited_until) if end is not None]
-                self.lock.wait(min(ends) - now if ends else None)
-            if not self.outstanding:
-                self._set(WORKING)
-            answers = {ask.key: self.answers[ask.key] for ask in keyed}
+            try:
+                if not self.records.put_inputs(self.id, {ask.key: ask.input_request() for ask in keyed}):
+                    raise RequestCancelled(f"task {self.id} was cancelled")  # ended (or expired) meanwhile
+                self.lock.notify_all()
+                while True:
+                    record = self.records.get(self.id)
+                    if record is None or record["status"] in TERMINAL or record["cancelRequested"] \
+                            or self.cancelled.is_set():
+                        if record is None and deadline is not None and time.monotonic() >= deadline:
+                            raise McpError(f"task {self.id}: its time to live ran out while it waited for input",
+                                           code=INTERNAL_ERROR)
+                        raise RequestCancelled(f"task {self.id} was cancelled")
+                    if all(key in record["inputResponses"] for key in keys):
+                        break
+                    now = time.monotonic()
+                    if deadline is not None and now >= deadline:
+                        self.records.withdraw_inputs(self.id, keys)
+                        raise McpError(f"task {self.id}: its time to live ran out while it waited for input",
+                                       code=INTERNAL_ERROR)
+                    if waited_until is not None and now >= waited_until:
+                        self.records.withdraw_inputs(self.id, keys)
+                        raise LimitExceeded(f"no input came within {input_timeout:g} s (tasks/update); "
+                                            "the task stopped waiting", data={"limit": input_timeout})
+                    ends = [end for end in (deadline, waited_until) if end is not None]
+                    self.lock.wait(min(min(ends) - now, RECHECK) if ends else RECHECK)
+                answers = self.records.take_responses(self.id, keys)
+            finally:
+                for key in keys:
+                    self.outstanding.pop(key, None)
+            self.answers.update(answers)
         return answer_all(keyed, answers)
-
-    def _withdraw(self, asks: list[Ask]) -> None:
-        """(Under the lock) take back asks no answer will come for: no longer outstanding."""
-        for ask in asks:
-            self.outstanding.pop(ask.key, None)
-        if not self.outstanding and self.status == INPUT_REQUIRED:
-            self._set(WORKING)
 
     def update(self, responses: dict) -> None:
         """``tasks/update``: take the answers to outstanding asks; others are ignored.
 
         SEP-2663: a server "SHOULD ignore any inputResponses responses mapped to a key that is not
         currently outstanding"; an answer to an outstanding ask that cannot be read is -32602 (the
-        ask stays outstanding).
+        ask stays outstanding).  Read here with the ask itself when this process runs the task; a
+        handle on the record alone checks the answer is an object, and the handler reads it.
         """
-        with self.lock:
-            taken = {}
-            for key, value in responses.items():
+        outstanding = self.record()["inputRequests"]
+        taken = {}
+        for key, value in responses.items():
+            if key not in outstanding:
+                continue
+            with self.lock:
                 ask = self.outstanding.get(key)
-                if ask is None:
-                    continue
+            if ask is not None:
                 answer_all([ask], {key: value})  # -32602 for an answer that is not a valid result
-                taken[key] = value
-            for key, value in taken.items():
-                del self.outstanding[key]
-                self.answers[key] = value
-            if taken:
-                self.updated_at = _now()
-                self.lock.notify_all()
+            elif not isinstance(value, dict):
+                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be a result object")
+            taken[key] = value
+        if taken and self.records.put_responses(self.id, taken):
+            self.wake()
 
     def cancel(self) -> None:
         """``tasks/cancel``: ask the handler to stop (cooperative: it may still finish otherwise).
@@ -287,38 +349,46 @@ class Task:
         ``max_tasks_per_principal``.  SEP-2663 §Task Cancellation: the server "decides whether and
         when to honor it"; one that has not started can always be honoured, and so can one parked in
         ``input_required``: its handler cannot go on without the input, and wakes only to stop, so
-        a ``tasks/get`` just after the cancel already says ``cancelled``.
+        a ``tasks/get`` just after the cancel already says ``cancelled``.  Each step is one atomic
+        change of the record.
         """
         self.cancelled.set()
-        with self.lock:
-            if not self.started or self.status == INPUT_REQUIRED:
-                self._set(CANCELLED)  # the asks stay outstanding: ask() wakes, sees the cancel, raises
-            self.lock.notify_all()
+        if self.records.transition(self.id, {"cancelRequested": True}) is not None:
+            cancelled = {"status": CANCELLED}
+            if not self._change(cancelled, when={"status": [INPUT_REQUIRED]}):
+                self._change(cancelled, when={"started": [False]})
+        self.wake()
 
     def begin_run(self) -> bool:
         """A run slot came: True if the handler may start now, False if the task was cancelled (or
         ended) while it waited for one; then it never runs."""
-        with self.lock:
-            if self.cancelled.is_set() or self.terminal:
-                self._set(CANCELLED)
-                return False
-            self.started = True
-            return True
+        if self.cancelled.is_set() or self.records.transition(
+                self.id, {"started": True}, when={"cancelRequested": [False]}) is None:
+            self._change({"status": CANCELLED})
+            return False
+        return True
 
 
-class TaskStore:
+class TaskStore(TaskPool):
     """The tasks of one server, and the threads that run them (see the module docstring).
 
     ``workers``: tasks running at once; ``max_waiting``: tasks waiting for input at once (each
     keeps a thread, so the threads are at most ``workers + max_waiting``); ``input_timeout``:
     seconds a task waits for one round of input (None: until its TTL); ``max_tasks_per_principal``:
     unfinished tasks per caller (None: no cap but ``max_tasks``).
+
+    The state seams (:mod:`mcp_ref.server.state`): ``records`` holds the tasks' records (default in
+    memory); ``queue`` the ids of tasks waiting for a run slot (default: in memory, at most
+    ``max_tasks``; full, a new task is refused with -32000); ``bus``, when several processes share
+    ``records``, carries ``tasks/update`` and ``tasks/cancel`` to the process running the task
+    (channel ``tasks/<id>``).
     """
 
     def __init__(self, *, max_tasks: int = DEFAULT_MAX_TASKS, ttl_ms: int | None = DEFAULT_TTL_MS,
                  poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS, workers: int = DEFAULT_WORKERS,
                  max_waiting: int = DEFAULT_MAX_WAITING, input_timeout: float | None = DEFAULT_INPUT_TIMEOUT,
-                 max_tasks_per_principal: int | None = DEFAULT_MAX_TASKS_PER_PRINCIPAL):
+                 max_tasks_per_principal: int | None = DEFAULT_MAX_TASKS_PER_PRINCIPAL,
+                 records: TaskRecords | None = None, queue: TaskQueue | None = None, bus: Bus | None = None):
         if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms <= 0):
             # tasks-wire-field-renames: ttlMs is null (unlimited) or a positive integer.
             raise ValueError("ttl_ms must be a positive number of milliseconds, or None for unlimited")
@@ -332,161 +402,98 @@ class TaskStore:
         self.max_tasks = max_tasks
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
-        self.workers = workers
-        self.max_waiting = max_waiting
         self.input_timeout = input_timeout
         self.max_tasks_per_principal = max_tasks_per_principal
-        self._tasks: dict[str, Task] = {}
+        self.records: TaskRecords = records if records is not None else MemoryTaskRecords()
+        self.bus = bus
+        #: The tasks this process made (their live parts), until they end or expire; at most max_tasks.
+        self._live: dict[str, Task] = {}
         self._lock = threading.Lock()
-        self._numbers = itertools.count(1)
-        # The pool: work not yet started, and how many threads exist, wait for work (idle), hold a
-        # run slot (running), wait for input (waiting) or wait for a slot after their input (resuming).
-        self._cond = threading.Condition()
-        self._pending: deque[Callable[[], None]] = deque()
-        self._threads = self._idle = self._running = self._waiting = self._resuming = 0
-        self._local = threading.local()  # .slot: this thread holds a run slot of this store
+        TaskPool.__init__(self, workers, max_waiting, queue if queue is not None else MemoryTaskQueue(max_tasks))
 
     def __len__(self) -> int:
-        return len(self._tasks)
-
-    @property
-    def threads(self) -> int:
-        """The store's threads now (at most ``workers + max_waiting``)."""
-        return self._threads
-
-    @property
-    def waiting(self) -> int:
-        """Tasks waiting for input now (at most ``max_waiting``)."""
-        return self._waiting
+        return self.records.count()
 
     def create(self, owner: str | None, caller: str | None = None) -> Task:
         """A new task of ``owner`` (who may find it), counted against ``caller`` (default: ``owner``).
 
         Findable at once (SEP-2663: the server "MUST NOT return CreateTaskResult until the task is
         durably created").  LimitExceeded (-32005) when ``caller`` has ``max_tasks_per_principal``
-        unfinished tasks; ServerBusy (-32000) when ``max_tasks`` unfinished tasks exist."""
+        unfinished tasks; ServerBusy (-32000) when ``max_tasks`` unfinished tasks exist.  Counting and
+        adding are one atomic call of the records."""
         key = caller if caller is not None else owner
+        self._forget_expired()
+        task = Task(secrets.token_urlsafe(16), owner, self.ttl_ms, self.poll_interval_ms, key, records=self.records)
+        cap = self.max_tasks_per_principal
+        verdict = self.records.create(task.id, task.new_record(), caller=key, max_per_caller=cap,
+                                      max_total=self.max_tasks,
+                                      ttl=None if self.ttl_ms is None else self.ttl_ms / 1000)
+        if verdict == "caller_full":
+            raise LimitExceeded(f"Too many tasks: at most {cap} unfinished tasks per caller; wait for one to "
+                                "finish, or cancel one (tasks/cancel)", data={"limit": cap})
+        if verdict != "created":
+            raise ServerBusy(f"Server busy: {self.max_tasks} tasks are in progress; retry later",
+                             data={"maxTasks": self.max_tasks})
         with self._lock:
-            self._forget_expired()
-            cap = self.max_tasks_per_principal
-            if cap is not None and sum(1 for t in self._tasks.values() if t.caller == key and not t.terminal) >= cap:
-                raise LimitExceeded(f"Too many tasks: at most {cap} unfinished tasks per caller; wait for one to "
-                                    "finish, or cancel one (tasks/cancel)", data={"limit": cap})
-            if len(self._tasks) >= self.max_tasks:
-                finished = [t for t in self._tasks.values() if t.terminal]
-                if not finished:
-                    raise ServerBusy(f"Server busy: {self.max_tasks} tasks are in progress; retry later",
-                                     data={"maxTasks": self.max_tasks})
-                del self._tasks[min(finished, key=lambda t: t.created).id]
-            task = Task(secrets.token_urlsafe(16), owner, self.ttl_ms, self.poll_interval_ms, key)
-            self._tasks[task.id] = task
-            return task
+            if len(self._live) >= self.max_tasks:  # forget the handles of tasks the records no longer hold
+                for task_id in [t for t in self._live if self.records.get(t) is None]:
+                    del self._live[task_id]
+            self._live[task.id] = task
+        return task
 
     def find(self, task_id: object, owner: str | None) -> Task:
         """The task ``task_id`` of ``owner``, or -32602 (SEP-2663 §Protocol Errors: "Invalid or
         nonexistent taskId: -32602"; §Security Implications: servers "MUST perform authentication
-        and authorization checks on each task-related request")."""
+        and authorization checks on each task-related request").  Answered from the records: a task
+        another process runs is found too (a handle on its record)."""
         if not isinstance(task_id, str):
             raise InvalidParams("Invalid params: taskId must be a string")
-        with self._lock:
-            self._forget_expired()
-            task = self._tasks.get(task_id)
-        if task is None or task.owner != owner:
+        self._forget_expired()
+        record = self.records.get(task_id)
+        if record is None or record["owner"] != owner:
             raise InvalidParams(f"Invalid params: no task {task_id!r} (it does not exist, or has expired)")
-        return task
+        with self._lock:
+            task = self._live.get(task_id)
+        return task if task is not None else Task.of_record(record, self.records)
+
+    def update(self, task: Task, responses: dict) -> None:
+        """``tasks/update`` of ``task``: its answers recorded, and the process running it told."""
+        task.update(responses)
+        self._tell(task, "update")
+
+    def cancel(self, task: Task) -> None:
+        """``tasks/cancel`` of ``task``: recorded, and the process running it told."""
+        task.cancel()
+        self._tell(task, "cancel")
+
+    def _tell(self, task: Task, event: str) -> None:
+        if self.bus is not None:
+            self.bus.publish(f"tasks/{task.id}", {"taskId": task.id, "event": event})
+
+    def watch(self, task: Task) -> Callable[[], None]:
+        """While ``task`` runs here: hear of its updates and cancels from other processes (the bus);
+        returns the function that stops listening."""
+        if self.bus is None:
+            return lambda: None
+        return self.bus.subscribe(f"tasks/{task.id}", task.wake)
+
+    def ended(self, task: Task) -> None:
+        """``task``'s work is over in this process: forget its live parts (its record stays)."""
+        with self._lock:
+            self._live.pop(task.id, None)
 
     def _forget_expired(self) -> None:
-        now = time.monotonic()
-        for task in [t for t in self._tasks.values() if t.expired(now)]:
-            task.cancel()  # SEP-2663: after its TTL a server "MAY ... delete it at any time"
-            del self._tasks[task.id]
-
-    # -- the pool ---------------------------------------------------------------------------------
-
-    def run(self, work: Callable[[], None]) -> None:
-        """Run ``work`` on a task thread, once a run slot is free (the queue is bounded by ``max_tasks``:
-        each work is a task's)."""
-        with self._cond:
-            self._pending.append(work)
-            self._dispatch()
-
-    def _dispatch(self) -> None:
-        """(Holding ``_cond``) wake or start a thread if pending work may take a free run slot now."""
-        if not self._pending or self._running >= self.workers or self._resuming:
-            return
-        if self._idle:
-            self._cond.notify_all()
-        elif self._threads < self.workers + self.max_waiting:
-            self._threads += 1
-            threading.Thread(target=self._work, name=f"mcp-task-{next(self._numbers)}", daemon=True).start()
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending or self._running >= self.workers or self._resuming:
-                    if not self._pending and self._threads > self.workers:
-                        self._threads -= 1  # past the workers' count, an idle thread ends at once
-                        return
-                    self._idle += 1
-                    try:
-                        woken = self._cond.wait(IDLE_SECONDS)
-                    finally:
-                        self._idle -= 1
-                    if not woken and not self._pending:
-                        self._threads -= 1
-                        return
-                work = self._pending.popleft()
-                self._running += 1
-                self._dispatch()
-            self._local.slot = True
-            try:
-                work()
-            except BaseException:  # a worker never dies
-                log.exception("a task's work failed")
-            finally:
-                self._local.slot = False
-                with self._cond:
-                    self._running -= 1
-                    if self._resuming:
-                        self._cond.notify_all()  # a task whose input came goes first
-
-    @contextmanager
-    def waiting_for_input(self) -> Iterator[None]:
-        """Around a task's wait for input (on its own thread): its run slot is given to another task
-        while it waits, and taken back after (once one is free).  ServerBusy (-32000) when
-        ``max_waiting`` tasks wait already: the task does not wait (nor hold a slot while it waits)."""
-        if not getattr(self._local, "slot", False):
-            yield  # not on this store's worker (no slot to give up)
-            return
-        with self._cond:
-            if self._waiting >= self.max_waiting:
-                raise ServerBusy(f"Server busy: {self.max_waiting} tasks are waiting for input already; "
-                                 "this one cannot wait too (try again later)", data={"maxWaiting": self.max_waiting})
-            self._waiting += 1
-            self._running -= 1
-            self._local.slot = False
-            self._dispatch()
-            if self._resuming:
-                self._cond.notify_all()
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._waiting -= 1
-                self._resuming += 1
-                try:
-                    while self._running >= self.workers:
-                        self._cond.wait()
-                finally:
-                    self._resuming -= 1
-                self._running += 1
-                self._local.slot = True
-                self._dispatch()
+        # SEP-2663: after its TTL a server "MAY ... delete it at any time"; a handler still running stops
+        for task_id in self.records.sweep():
+            with self._lock:
+                task = self._live.pop(task_id, None)
+            if task is not None:
+                task.wake({"event": "cancel"})
 
     def cancel_all(self) -> None:
-        """Cancel every unfinished task (at shutdown)."""
+        """Cancel every unfinished task this process runs (at shutdown)."""
         with self._lock:
-            tasks = list(self._tasks.values())
+            tasks = list(self._live.values())
         for task in tasks:
             task.cancel()
 
@@ -585,27 +592,41 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
     task_context.cancelled = task.cancelled
 
     def work() -> None:
-        if not task.begin_run():
-            return  # cancelled while it waited for a run slot: the handler never runs
+        stop_watching = store.watch(task)
         try:
-            result = run(task_context)
-        except RequestCancelled:
-            task.finish(CANCELLED)
-        except McpError as exc:
-            # SEP-2663 §Task Execution Errors: a JSON-RPC error "moves to the failed status".
-            task.finish(FAILED, error=exc.to_error(), message=exc.message)
-        except BaseException:  # never leak internals to the client
-            log.exception("task %s failed", task.id)
-            task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
-                        message="the task failed with an internal error")
-        else:
-            # SEP-2663: a result, "even if isError: true", is completed; cancellation is cooperative.
-            task.finish(COMPLETED, result=result)
+            if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
+                finish(task, run, task_context)
+        finally:
+            stop_watching()
+            store.ended(task)
 
-    store.run(work)
+    try:
+        store.run(work, task.id)
+    except ServerBusy:
+        store.records.delete(task.id)
+        store.ended(task)
+        raise
     created = task.to_wire(detailed=False)
     created["resultType"] = TASK
     return created
+
+
+def finish(task: Task, run: Callable[[RequestContext], dict], task_context: RequestContext) -> None:
+    """Run a task's handler and record how it ended."""
+    try:
+        result = run(task_context)
+    except RequestCancelled:
+        task.finish(CANCELLED)
+    except McpError as exc:
+        # SEP-2663 §Task Execution Errors: a JSON-RPC error "moves to the failed status".
+        task.finish(FAILED, error=exc.to_error(), message=exc.message)
+    except BaseException:  # never leak internals to the client
+        log.exception("task %s failed", task.id)
+        task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
+                    message="the task failed with an internal error")
+    else:
+        # SEP-2663: a result, "even if isError: true", is completed; cancellation is cooperative.
+        task.finish(COMPLETED, result=result)
 
 
 # -- the methods ------------------------------------------------------------------------------------
@@ -631,13 +652,13 @@ def update_task(connection: ServerConnection, context: RequestContext, params: d
     responses = params.get("inputResponses")
     if not isinstance(responses, dict):
         raise InvalidParams("Invalid params: tasks/update needs an inputResponses object")
-    task.update(responses)
+    connection.server.tasks.update(task, responses)
     return {}
 
 
 def cancel_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``tasks/cancel``: an empty acknowledgement, for a finished task too (cooperative cancellation)."""
-    _task_of(connection, context, params, "tasks/cancel").cancel()
+    connection.server.tasks.cancel(_task_of(connection, context, params, "tasks/cancel"))
     return {}
 
 

@@ -107,7 +107,7 @@ def type_names(version: str) -> frozenset[str]:
 
 @functools.cache
 def _validator(version: str, type_name: str):
-    import jsonschema  # type: ignore[import-untyped]  # no stubs installed; here, not at import time: ``import mcp_ref`` stays cheap
+    import jsonschema  # here, not at import time: ``import mcp_ref`` stays cheap
 
     root = load(version)
     key = _defs_key(root)

@@ -32,7 +32,7 @@ import binascii
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,8 @@ from .seams import MRTR_METHODS, InputRequired, state_of
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
+    from ..core.sampling_and_elicitation import SamplingMessage
+    from ..core.types import Tool
 
 __all__ = ["InputRequired", "SUPPORTED_METHODS", "Elicit", "ElicitUrl", "Sample", "ListRoots", "Ask",
            "answer_all", "Inputs", "inputs_of", "read_inputs", "seal_state", "open_state", "digest"]
@@ -69,7 +71,7 @@ class Elicit:
     """
 
     message: str
-    schema: dict | type
+    schema: dict[str, Any] | type
     key: str | None = None
 
 
@@ -91,16 +93,16 @@ class Sample:
     SamplingMessage objects; the other fields are those of ``CreateMessageRequest``.
     """
 
-    messages: str | list
+    messages: str | Sequence[SamplingMessage | dict[str, Any]]
     max_tokens: int
     system_prompt: str | None = None
     temperature: float | None = None
-    stop_sequences: list | None = None
-    model_preferences: dict | None = None
+    stop_sequences: list[str] | None = None
+    model_preferences: dict[str, Any] | None = None
     include_context: str | None = None
-    metadata: dict | None = None
-    tools: list | None = None
-    tool_choice: dict | None = None
+    metadata: dict[str, Any] | None = None
+    tools: Sequence[Tool | dict[str, Any]] | None = None
+    tool_choice: dict[str, Any] | None = None
     key: str | None = None
 
 
@@ -117,20 +119,20 @@ class Ask:
 
     key: str
     method: str
-    params: dict | None
-    read: Callable[[dict], Any]
+    params: dict[str, Any] | None
+    read: Callable[[dict[str, Any]], Any]
     #: The client capability this ask needs, as a ClientCapabilities fragment (for -32021).
-    needs: dict = field(default_factory=dict)
+    needs: dict[str, Any] = field(default_factory=dict)
 
-    def input_request(self) -> dict:
+    def input_request(self) -> dict[str, Any]:
         """The InputRequest object of ``inputRequests`` (no ``jsonrpc``, no ``id``)."""
-        request: dict = {"method": self.method}
+        request: dict[str, Any] = {"method": self.method}
         if self.params is not None:
             request["params"] = self.params
         return request
 
 
-def answer_all(asks: list[Ask], answers: dict) -> list:
+def answer_all(asks: list[Ask], answers: dict[str, Any]) -> list[Any]:
     """The answers to ``asks`` from the request's ``answers``; InputRequired for those it lacks.
 
     basic/patterns/mrtr §Error Handling: "If the client fails to send all the information
@@ -165,8 +167,8 @@ class Inputs:
     ``used`` records the keys the handler asked for, so only those ride on in the next state.
     """
 
-    answers: dict = field(default_factory=dict)
-    used: set = field(default_factory=set)
+    answers: dict[str, Any] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
 
 
 def inputs_of(context: RequestContext) -> Inputs:
@@ -232,7 +234,7 @@ def seal_state(inputs: Inputs, method: str, params: dict, keyring: Keyring, prin
     return token
 
 
-def open_state(token: object, method: str, request_digest: str, keyring: Keyring, principal: str | None) -> dict:
+def open_state(token: object, method: str, request_digest: str, keyring: Keyring, principal: str | None) -> dict[str, Any]:
     """The answers sealed in ``token``, or -32602 when it does not verify for this request."""
     if not isinstance(token, str) or not token:
         raise InvalidParams("Invalid params: requestState must be a non-empty string")

@@ -8,7 +8,7 @@ server that uses no policy never loads one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -49,7 +49,7 @@ class Principal:
     """
 
     id: str
-    scopes: frozenset = frozenset()
+    scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
     auth: AccessInfo | None = field(default=None, compare=False, hash=False, repr=False)
 
@@ -58,7 +58,7 @@ class Principal:
         """True when the request carried a verified token."""
         return self.auth is not None
 
-    def has_scopes(self, scopes) -> bool:
+    def has_scopes(self, scopes: Iterable[str]) -> bool:
         """True when every one of ``scopes`` was granted."""
         return all(scope in self.scopes for scope in scopes)
 

@@ -27,12 +27,12 @@ class RegisteredPrompt:
     """A prompt as the server keeps it: the function, its ``Prompt`` listing, its required arguments."""
 
     name: str
-    func: Callable
+    func: Callable[..., Any]
     plan: ArgumentPlan
-    listing: dict
-    required: tuple
+    listing: dict[str, Any]
+    required: tuple[str, ...]
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
-    scopes: tuple = ()
+    scopes: tuple[str, ...] = ()
     #: At most this many gets per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
     rate_limit: Any = None
     _validator: Any = None

@@ -18,7 +18,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..core import MODERN_VERSIONS, lifecycle
 from .connection import ServerConnection
@@ -38,6 +38,9 @@ Authorize = Callable[[Principal, str, str], bool]
 #: The environment variable holding the server's secret (:data:`mcp_ref.core.pagination.SECRET_ENV`).
 SECRET_ENV = "MCP_REF_SECRET"
 
+
+#: A function a decorator registers: it hands it back unchanged (a user's checker keeps its type).
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 class Server(Serving):
     """An MCP server: what it offers, and how to serve it.
@@ -236,6 +239,16 @@ class Server(Serving):
 
     # -- tools ----------------------------------------------------------------------
 
+    @overload
+    def tool(self, name: _F, /) -> _F: ...
+
+    @overload
+    def tool(self, name: str | None = None, /, *, title: str | None = None, description: str | None = None,
+             input_schema: dict | None = None, output_schema: dict | None = None, annotations: dict | None = None,
+             icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
+             headers: dict[str, str] | None = None, task: str | None = None,
+             rate_limit: Any = None) -> Callable[[_F], _F]: ...
+
     def tool(
         self,
         name: str | Callable | None = None,
@@ -251,7 +264,7 @@ class Server(Serving):
         headers: dict[str, str] | None = None,
         task: str | None = None,
         rate_limit: Any = None,
-    ) -> Callable[[Callable], Callable]:
+    ) -> Any:
         """Decorator: register a function as a tool.
 
         The input schema comes from the type hints (or ``input_schema``), the
@@ -271,7 +284,7 @@ class Server(Serving):
             self.add_tool(name)
             return name
 
-        def register(func: Callable) -> Callable:
+        def register(func: _F) -> _F:
             self.add_tool(
                 func, name=name, title=title, description=description, input_schema=input_schema,
                 output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
@@ -330,7 +343,7 @@ class Server(Serving):
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
         rate_limit: Any = None,
-    ) -> Callable[[Callable], Callable]:
+    ) -> Callable[[_F], _F]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
         The function returns ``str`` (text), ``bytes`` (sent base64 as a blob),
@@ -340,7 +353,7 @@ class Server(Serving):
         ``rate_limit``: at most this many reads per principal (of a template: of all its URIs together).
         """
 
-        def register(func: Callable) -> Callable:
+        def register(func: _F) -> _F:
             self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                               size=size, annotations=annotations, icons=icons, scopes=scopes,
                               ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
@@ -517,17 +530,20 @@ class Server(Serving):
         updates.announce(uri, {"uri": uri})
 
     def _send_resource_updated(self, uri: str, params: dict) -> None:
-        for connection in self.connections():
-            if uri in connection.subscriptions:
-                connection.notify("notifications/resources/updated", params)
-        if self._subscriptions is not None:
-            self._subscriptions.publish("notifications/resources/updated", params)
+        self._publish_resource_updated(params)  # Serving: to this process's subscribers, or on the bus
 
     # -- prompts -----------------------------------------------------------------------
 
-    def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
+    @overload
+    def prompt(self, name: _F, /) -> _F: ...
+
+    @overload
+    def prompt(self, name: str | None = None, /, *, title: str | None = None, description: str | None = None,
                icons: list | None = None, scopes: Iterable[str] = (),
-               rate_limit: Any = None) -> Callable[[Callable], Callable]:
+               rate_limit: Any = None) -> Callable[[_F], _F]: ...
+
+    def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
+               icons: list | None = None, scopes: Iterable[str] = (), rate_limit: Any = None) -> Any:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or
@@ -538,7 +554,7 @@ class Server(Serving):
             self.add_prompt(name)
             return name
 
-        def register(func: Callable) -> Callable:
+        def register(func: _F) -> _F:
             self.add_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
                             rate_limit=rate_limit)
             return func
@@ -571,7 +587,7 @@ class Server(Serving):
 
     # -- completion ------------------------------------------------------------------------
 
-    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[Callable], Callable]:
+    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[_F], _F]:
         """Decorator: complete the arguments of a prompt or the variables of a resource template.
 
         The function is called as ``func(argument_name, value, context_arguments)``
@@ -584,7 +600,7 @@ class Server(Serving):
             raise TypeError("completion() takes exactly one of prompt= or resource=")
         key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
 
-        def register(func: Callable) -> Callable:
+        def register(func: _F) -> _F:
             from .completion import context_parameter
 
             self._completions[key] = (func, context_parameter(func))

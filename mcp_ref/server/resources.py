@@ -28,19 +28,19 @@ if TYPE_CHECKING:
 class RegisteredResource:
     """A resource (or, with ``template``, a resource template) as the server keeps it."""
 
-    listing: dict
-    func: Callable
+    listing: dict[str, Any]
+    func: Callable[..., Any]
     plan: ArgumentPlan
     template: UriTemplate | None = None
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
-    scopes: tuple = ()
+    scopes: tuple[str, ...] = ()
     #: 2026-07-28 caching hints for ``resources/read`` of it: ``(ttl_ms, cache_scope)``, None for the server's
-    cache: tuple | None = None
+    cache: tuple[int | None, str | None] | None = None
     #: At most this many reads per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
     rate_limit: Any = None
     #: For a template: whether the values it matched (in their canonical spelling) name something
     #: it serves at all; False is "not found" (a file root: a path it would refuse). None: all do.
-    accepts: Callable[[dict], bool] | None = None
+    accepts: Callable[[dict[str, str]], bool] | None = None
 
 
 def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,

@@ -42,17 +42,18 @@ class Registry(Protocol):
 
     name: str
     instructions: str | None
-    cache_hints: tuple
+    cache_hints: tuple[int | None, str | None]
     on_roots_list_changed: Any
     #: Around the routing of every request (see :data:`Middleware`).
-    middleware: list
+    middleware: list[Middleware]
     #: Around running a tool (see :data:`ToolCallInterceptor`).
-    tool_call_interceptors: list
+    tool_call_interceptors: list[ToolCallInterceptor]
     #: The middleware counting requests against rate limits, if any (see :class:`Admission`).
     admission: Any
-    #: 2026-07-28 request methods an extension adds, and the extensions' capabilities.
-    modern_methods: dict
-    extension_capabilities: dict
+    #: 2026-07-28 request methods an extension adds, and the extensions' capabilities
+    #: (``declare(server) -> settings | None``: the server is a :class:`~mcp_ref.server.Server`, above this module).
+    modern_methods: dict[str, Handler]
+    extension_capabilities: dict[str, Callable[[Any], dict[str, Any] | None]]
 
     @property
     def gate(self) -> Gate: ...
@@ -65,6 +66,9 @@ class Registry(Protocol):
 
     @property
     def subscriptions(self) -> Any: ...
+
+    @property
+    def bus(self) -> Any: ...
 
     @property
     def policy(self) -> Any: ...
@@ -110,9 +114,9 @@ class Caller(Protocol):
     @property
     def session(self) -> Session: ...
 
-    client_capabilities: dict
-    client_info: dict
-    capabilities: dict
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any]
+    capabilities: dict[str, Any]
     log_level: str | None
     #: The URIs this connection subscribed to (handshake era ``resources/subscribe``).
     subscriptions: set[str]
@@ -208,7 +212,7 @@ class Call:
     caller: Caller
     context: RequestContext
     method: str
-    params: dict
+    params: dict[str, Any]
 
     @property
     def principal(self) -> Principal:

@@ -18,6 +18,9 @@ from .seams import LISTING_ACTIONS
 if TYPE_CHECKING:
     from .seams import Gate, Registry
 
+#: The bus channel of change notifications (list changes, resource updates).
+CHANGES = "changes"
+
 
 class Serving:
     """How a server is served (a base of :class:`~mcp_ref.server.Server`)."""
@@ -27,6 +30,8 @@ class Serving:
     _subscriptions: Any
     gate: Gate
     subscriptions: Any
+    _bus: Any = None
+    _bus_unsubscribe: Callable[[], None] | None = None
 
     # -- connections ------------------------------------------------------------------------------
 
@@ -57,12 +62,45 @@ class Serving:
         connection.session.start()
         return connection
 
-    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
-        """Who is told that item ``name`` of ``kind`` changed: ``(connections, which streams)``.
+    # -- change notifications: straight to this process's listeners, or through the bus -----------
 
-        With ``authorize``, only callers who may see that item (asked now: for a removal, while it
-        still exists): a caller whose own listing did not change is not told that something changed,
-        which would tell it a hidden item exists.  Without it, everyone (``which`` None).
+    @property
+    def bus(self) -> Any:
+        """The change bus (:class:`~mcp_ref.server.state.Bus`; made in memory when first asked for, as
+        a ``subscriptions/listen`` stream does): the server publishes each change on channel
+        :data:`CHANGES`, and this process's connections and listen streams hear it (filtered for their
+        callers here, on the receiving side).  Until there is one, changes go to them directly."""
+        if self._bus is None:
+            from .state import MemoryBus
+
+            self.bus = MemoryBus()
+        return self._bus
+
+    @bus.setter
+    def bus(self, bus: Any) -> None:
+        if self._bus_unsubscribe is not None:
+            self._bus_unsubscribe()
+        self._bus_unsubscribe = bus.subscribe(CHANGES, self._hear)
+        self._bus = bus
+
+    def _hear(self, message: dict) -> None:
+        """A change from the bus, delivered to this process's connections and streams."""
+        if message.get("kind") == "list_changed":
+            self._deliver(message["list"], self._local_listeners(message["list"], message["name"]))
+        elif message.get("kind") == "resource_updated":
+            self._deliver_resource_updated(message["params"])
+
+    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str]:
+        """Who is told that item ``name`` of ``kind`` changed (asked before a removal): see
+        :meth:`_local_listeners`; with a bus, its receivers ask."""
+        return ([], None, name) if self._bus is not None else (*self._local_listeners(kind, name), name)
+
+    def _local_listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
+        """This process's listeners of item ``name`` of ``kind``: ``(connections, which streams)``.
+
+        With ``authorize``, only callers who may see that item: a caller whose own listing did not
+        change is not told that something changed, which would tell it a hidden item exists.
+        Without it, everyone (``which`` None).
         """
         gate = self.gate
         if not gate.restricts:
@@ -79,13 +117,33 @@ class Serving:
                       if self._subscriptions is not None else ())
         return [c for c in self.connections() if concerned(c.principal)], streams.__contains__
 
-    def _announce(self, kind: str, listeners: tuple[list, Callable | None]) -> None:
-        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`)."""
+    def _announce(self, kind: str, listeners: tuple) -> None:
+        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`), or on the bus."""
+        if self._bus is not None:
+            self._bus.publish(CHANGES, {"kind": "list_changed", "list": kind, "name": listeners[2]})
+        else:
+            self._deliver(kind, listeners[:2])
+
+    def _deliver(self, kind: str, listeners: tuple) -> None:
         connections, which = listeners
         for connection in connections:
             connection.list_changed(kind)
         if self._subscriptions is not None:  # no listen stream was ever opened without it
             self._subscriptions.publish(f"notifications/{kind}/list_changed", which=which)
+
+    def _publish_resource_updated(self, params: dict) -> None:
+        """``notifications/resources/updated`` (``params``) to the subscribers of its URI, or on the bus."""
+        if self._bus is not None:
+            self._bus.publish(CHANGES, {"kind": "resource_updated", "params": params})
+        else:
+            self._deliver_resource_updated(params)
+
+    def _deliver_resource_updated(self, params: dict) -> None:
+        for connection in self.connections():
+            if params["uri"] in connection.subscriptions:
+                connection.notify("notifications/resources/updated", params)
+        if self._subscriptions is not None:
+            self._subscriptions.publish("notifications/resources/updated", params)
 
     # -- serving ----------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, cast
 from ..core import envelope
 from ..core.errors import InvalidParams, MissingRequiredClientCapabilityError, ServerBusy
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS
+from .state import Counters, MemoryCounters
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
@@ -53,6 +54,8 @@ LIST_FIELDS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "re
 MAX_RESOURCE_URIS = 1024
 #: The longest resource URI a listen may name, in characters.
 MAX_URI_LENGTH = 8192
+#: The counters' key of the open listen streams (``max_subscriptions``).
+STREAMS = "listen-streams"
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,8 @@ class Filter:
     """What a ``subscriptions/listen`` stream carries: list changes of ``lists`` (a subset of
     ``tools``, ``prompts``, ``resources``) and ``resources/updated`` for the URIs ``uris``."""
 
-    lists: frozenset = frozenset()
-    uris: frozenset = frozenset()
+    lists: frozenset[str] = frozenset()
+    uris: frozenset[str] = frozenset()
 
     @classmethod
     def from_wire(cls, notifications: object) -> Filter:
@@ -163,8 +166,11 @@ class Subscription:
 class Subscriptions:
     """The open ``subscriptions/listen`` streams of one server (at most ``max_subscriptions``)."""
 
-    def __init__(self, max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS):
+    def __init__(self, max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS, counters: Counters | None = None):
         self.max_subscriptions = max_subscriptions
+        #: Where the open streams are counted (:class:`~mcp_ref.server.state.Counters`, key
+        #: :data:`STREAMS`): shared by the processes of one server, the bound is theirs together.
+        self.counters: Counters = counters if counters is not None else MemoryCounters()
         self._lock = threading.Condition()
         self._open: dict[tuple[int, object], Subscription] = {}
 
@@ -172,9 +178,10 @@ class Subscriptions:
         return len(self._open)
 
     def open(self, subscription: Subscription) -> bool:
-        """Register a stream; False when ``max_subscriptions`` are already open."""
+        """Register a stream; False when ``max_subscriptions`` are already open (one atomic
+        ``acquire`` of the counters)."""
         with self._lock:
-            if len(self._open) >= self.max_subscriptions:
+            if not self.counters.acquire(STREAMS, self.max_subscriptions):
                 return False
             self._open[(id(subscription.connection), subscription.id)] = subscription
             return True
@@ -182,7 +189,8 @@ class Subscriptions:
     def end(self, subscription: Subscription) -> None:
         """Forget a stream (it was cancelled, or its connection ended)."""
         with self._lock:
-            self._open.pop((id(subscription.connection), subscription.id), None)
+            if self._open.pop((id(subscription.connection), subscription.id), None) is not None:
+                self.counters.release(STREAMS)
             self._lock.notify_all()
 
     def wait_at_most(self, count: int, timeout: float | None = None) -> bool:
@@ -231,6 +239,7 @@ class Subscriptions:
             streams = [s for s in self._open.values() if which is None or which(s)]
             for subscription in streams:
                 del self._open[(id(subscription.connection), subscription.id)]
+                self.counters.release(STREAMS)
             self._lock.notify_all()
         for subscription in streams:
             subscription.close()
@@ -261,6 +270,7 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
                                                            "task status notifications need the tasks extension")
     asked = Filter.from_wire(notifications)
     server = connection.server
+    _ = server.bus  # from now on changes reach the streams through the bus (mcp_ref.server.state)
     version = connection.version_for(context)
     agreed = asked.agreed(server.capabilities(version))
     gate = server.gate

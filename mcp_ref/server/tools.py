@@ -46,14 +46,14 @@ class RegisteredTool:
     """A tool as the server keeps it: the function, how to call it, and its ``Tool`` listing."""
 
     name: str
-    func: Callable
+    func: Callable[..., Any]
     plan: ArgumentPlan
-    listing: dict
-    output_schema: dict | None
+    listing: dict[str, Any]
+    output_schema: dict[str, Any] | None
     #: True when structured results are ``{"result": value}`` (a return type that is not an object)
     wrapped: bool = False
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
-    scopes: tuple = ()
+    scopes: tuple[str, ...] = ()
     #: The tasks extension: None (never a task), ``"optional"`` or ``"required"`` (mcp_ref.extras.tasks)
     task: str | None = None
     #: At most this many calls per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
@@ -62,7 +62,7 @@ class RegisteredTool:
     _output_validator: Any = None
 
     @property
-    def header_declarations(self) -> list:
+    def header_declarations(self) -> list[tuple[tuple[str, ...], str]]:
         """The ``(property path, header name)`` of its ``x-mcp-header`` parameters (computed once;
         a tool whose declarations break the rules is refused at registration)."""
         found = self.__dict__.get("_headers")
@@ -73,7 +73,7 @@ class RegisteredTool:
         return found
 
     @property
-    def declared(self) -> frozenset:
+    def declared(self) -> frozenset[str]:
         """The argument names ``inputSchema`` declares (computed once)."""
         declared = self.__dict__.get("_declared")
         if declared is None:

@@ -19,13 +19,15 @@ The default chain (``base.default_chain``), in order:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...core.errors import LimitExceeded
 from .host import Connection
 from .status import refusal
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
 
 
 @dataclass
@@ -33,13 +35,13 @@ class HttpCall:
     """One HTTP request, as the middleware sees it."""
 
     #: The WSGI environ (a middleware may leave what it learnt in it: ``mcp_ref.auth``).
-    environ: dict
+    environ: dict[str, Any]
     #: ``PATH_INFO``
     path: str
     #: ``REQUEST_METHOD``
     method: str
     #: The WSGI ``start_response``, for a middleware that answers the request itself.
-    start_response: Callable
+    start_response: StartResponse
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,425 @@
+"""The state seams (mcp_ref.server.state): a contract per interface, and a server really using them.
+
+Each contract test takes its store from a fixture parametrized over implementations: the in-memory
+one here; a shared implementation (Redis, the next issue) adds its name to ``IMPLEMENTATIONS`` and
+a branch to the factories, and must pass the same tests.  Time is a :class:`Clock` the test moves.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import WAIT
+
+from mcp_ref import Client, Context, LimitExceeded, McpError
+from mcp_ref.core.errors import RequestCancelled
+from mcp_ref.extras.ratelimit import RateLimiter
+from mcp_ref.extras.tasks import CANCELLED, COMPLETED, INPUT_REQUIRED, TaskRun, TaskStore
+from mcp_ref.server import Server
+from mcp_ref.server.input_required import Ask
+from mcp_ref.server.state import (
+    MemoryBuckets,
+    MemoryBus,
+    MemoryCounters,
+    MemoryTaskQueue,
+    MemoryTaskRecords,
+)
+
+IMPLEMENTATIONS = ["memory"]
+
+
+class Clock:
+    """Monotonic seconds the test sets."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def buckets(request, clock):
+    return MemoryBuckets(clock=clock, max_keys=100)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def counters(request):
+    return MemoryCounters()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def bus(request):
+    return MemoryBus()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def records(request, clock):
+    return MemoryTaskRecords(clock=clock)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def queue(request):
+    return MemoryTaskQueue(3)
+
+
+class Recording:
+    """Wraps a store and records the names of the operations called on it (and wakes waiters)."""
+
+    def __init__(self, store) -> None:
+        self.store = store
+        self.calls: list[str] = []
+        self.called = threading.Condition()
+
+    def __getattr__(self, name: str):
+        value = getattr(self.store, name)
+        if not callable(value):
+            return value
+
+        def call(*args, **kwargs):
+            result = value(*args, **kwargs)
+            with self.called:
+                self.calls.append(name)
+                self.called.notify_all()
+            return result
+
+        return call
+
+    def __setattr__(self, name, value):
+        if name in ("store", "calls", "called"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.store, name, value)
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def wait_for(self, name: str) -> bool:
+        with self.called:
+            return self.called.wait_for(lambda: name in self.calls, WAIT)
+
+
+# -- buckets ----------------------------------------------------------------------------------------
+
+
+def test_buckets_admit_a_burst_then_refill_with_the_clock(buckets, clock):
+    assert [buckets.take("alice", 2, 60.0) for _ in range(2)] == [0.0, 0.0]
+    assert buckets.take("alice", 2, 60.0) == pytest.approx(30.0)  # one token per 30 s
+    assert buckets.take("bob", 2, 60.0) == 0.0  # keys are independent
+    clock.now += 30.0
+    assert buckets.take("alice", 2, 60.0) == 0.0
+    assert buckets.take("alice", 2, 60.0) > 0.0
+
+
+def test_buckets_forget_refilled_ones_and_keep_their_bound(buckets, clock):
+    buckets.take("quiet", 1, 1.0)
+    clock.now += 10.0  # refilled: indistinguishable from new
+    buckets.take("other", 1, 1.0)
+    assert len(buckets) == 1
+    for n in range(500):
+        buckets.take(f"k{n}", 5, 86400.0)
+    assert len(buckets) <= 100
+
+
+# -- counters ---------------------------------------------------------------------------------------
+
+
+def test_counters_acquire_up_to_the_limit_and_release(counters):
+    assert [counters.acquire("streams", 2) for _ in range(3)] == [True, True, False]
+    assert counters.count("streams") == 2
+    assert counters.release("streams") == 1
+    assert counters.acquire("streams", 2)
+    assert counters.acquire("any", None) and counters.count("any") == 1
+    assert counters.release("any") == 0 and counters.release("any") == 0  # never below 0
+    assert counters.count("never") == 0
+
+
+def test_counters_acquire_is_atomic_under_contention(counters):
+    admitted: list[bool] = []
+    start = threading.Barrier(8)
+
+    def racer() -> None:
+        start.wait(WAIT)
+        for _ in range(50):
+            admitted.append(counters.acquire("race", 100))
+
+    threads = [threading.Thread(target=racer) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert admitted.count(True) == 100 and counters.count("race") == 100
+
+
+def test_memory_counters_refuse_a_new_key_when_full():
+    counters = MemoryCounters(max_keys=2)
+    assert counters.acquire("a", None) and counters.acquire("b", None)
+    assert not counters.acquire("c", None)  # full: refused, like a full count
+    counters.release("a")  # back at 0: forgotten, room again
+    assert counters.acquire("c", None)
+
+
+# -- the bus ----------------------------------------------------------------------------------------
+
+
+def test_the_bus_delivers_copies_to_each_subscriber_until_it_unsubscribes(bus):
+    got_a: list[dict] = []
+    got_b: list[dict] = []
+    stop_a = bus.subscribe("changes", got_a.append)
+    bus.subscribe("changes", got_b.append)
+    bus.subscribe("other", lambda m: pytest.fail("wrong channel"))
+    message = {"kind": "list_changed", "list": "tools"}
+    assert bus.publish("changes", message) == 2
+    got_a[0]["list"] = "changed by a"
+    assert got_b == [message]  # each its own copy
+    stop_a()
+    bus.publish("changes", {"n": 2})
+    assert len(got_a) == 1 and got_b[-1] == {"n": 2}
+
+
+def test_a_failing_subscriber_does_not_stop_the_others(bus):
+    got: list[dict] = []
+
+    def broken(message: dict) -> None:
+        raise RuntimeError("broken subscriber")
+
+    bus.subscribe("changes", broken)
+    bus.subscribe("changes", got.append)
+    bus.publish("changes", {"n": 1})
+    assert got == [{"n": 1}]
+
+
+def test_the_memory_bus_bounds_subscribers_per_channel():
+    bus = MemoryBus(max_subscribers=1)
+    stop = bus.subscribe("c", lambda m: None)
+    with pytest.raises(OverflowError):
+        bus.subscribe("c", lambda m: None)
+    stop()
+    bus.subscribe("c", lambda m: None)
+    assert bus.subscribers("c") == 1
+
+
+# -- task records -----------------------------------------------------------------------------------
+
+
+def record(task_id: str, caller: str = "alice", status: str = "working") -> dict:
+    return {"taskId": task_id, "owner": caller, "caller": caller, "status": status, "statusMessage": None,
+            "createdAt": "t", "lastUpdatedAt": "t", "ttlMs": 1000, "pollIntervalMs": 10, "started": False,
+            "cancelRequested": False, "result": None, "error": None, "inputRequests": {}, "inputResponses": {}}
+
+
+def create(records, task_id: str, caller: str = "alice", **bounds) -> str:
+    options = {"ttl": 60.0, "caller": caller, "max_per_caller": 2, "max_total": 3, **bounds}
+    return records.create(task_id, record(task_id, caller), **options)
+
+
+def test_records_create_within_their_bounds_atomically(records):
+    assert create(records, "a1") == create(records, "a2") == "created"
+    assert create(records, "a3") == "caller_full"  # alice has 2 unfinished
+    assert create(records, "b1", "bob") == "created"
+    assert create(records, "b2", "bob") == "full"  # 3 held, none finished
+    assert records.count() == 3 and records.count("alice") == 2
+    assert records.transition("a1", {"status": COMPLETED}) is not None
+    assert records.count("alice") == 1
+    assert create(records, "b2", "bob") == "created"  # the oldest finished one made room
+    assert records.get("a1") is None and records.count() == 3
+
+
+def test_a_record_read_is_a_copy_and_a_terminal_one_never_changes(records):
+    create(records, "t")
+    got = records.get("t")
+    got["status"] = "tampered"
+    assert records.get("t")["status"] == "working"
+    assert records.transition("t", {"statusMessage": "half"})["statusMessage"] == "half"
+    assert records.transition("t", {"status": CANCELLED}, when={"started": [True]}) is None  # condition failed
+    assert records.transition("t", {"status": CANCELLED}, when={"started": [False]})["status"] == CANCELLED
+    for change in ({"status": COMPLETED}, {"statusMessage": "again"}):
+        assert records.transition("t", change) is None
+    assert not records.put_inputs("t", {"k": {"method": "roots/list"}})
+    assert records.put_responses("t", {"k": {}}) == []
+    assert records.get("t")["status"] == CANCELLED and records.transition("missing", {"x": 1}) is None
+
+
+def test_records_carry_input_requests_and_responses(records):
+    create(records, "t")
+    assert records.put_inputs("t", {"a": {"method": "roots/list"}, "b": {"method": "roots/list"}})
+    assert records.get("t")["status"] == INPUT_REQUIRED
+    assert records.put_responses("t", {"a": {"roots": []}, "unknown": {}}) == ["a"]  # others ignored
+    assert records.get("t")["status"] == INPUT_REQUIRED  # b is still outstanding
+    assert records.put_responses("t", {"b": {"roots": [1]}}) == ["b"]
+    assert records.get("t")["status"] == "working" and records.get("t")["inputRequests"] == {}
+    assert records.take_responses("t", ["a", "b"]) == {"a": {"roots": []}, "b": {"roots": [1]}}
+    assert records.take_responses("t", ["a"]) == {}
+    records.put_inputs("t", {"c": {"method": "roots/list"}})
+    records.withdraw_inputs("t", ["c"])
+    assert records.get("t")["status"] == "working"
+
+
+def test_records_expire_with_the_clock(records, clock):
+    create(records, "short", ttl=5.0)
+    create(records, "forever", ttl=None)
+    clock.now += 4.9
+    assert records.get("short") is not None
+    clock.now += 0.2
+    assert records.get("short") is None
+    assert records.sweep() == [] and records.count() == 1  # get already forgot it
+    create(records, "next", ttl=1.0)
+    clock.now += 2.0
+    assert records.sweep() == ["next"] and records.get("forever") is not None
+    assert records.delete("forever") and not records.delete("forever")
+
+
+# -- the queue --------------------------------------------------------------------------------------
+
+
+def test_the_queue_is_first_in_first_out_and_bounded(queue):
+    assert all(queue.push(f"t{n}") for n in range(3))
+    assert not queue.push("t3") and len(queue) == 3  # full: refused
+    assert queue.discard("t1") and not queue.discard("t1")
+    assert [queue.pop(), queue.pop(), queue.pop()] == ["t0", "t2", None]
+
+
+# -- tasks: the record is the truth -----------------------------------------------------------------
+
+
+def parked_work(store: TaskStore, task, outcome: list):
+    """A task's work as ``begin`` runs it: ask for ``go``, then finish with the answer."""
+
+    def work() -> None:
+        stop = store.watch(task)
+        try:
+            if task.begin_run():
+                try:
+                    (answer,) = TaskRun(task, {}, store).ask([Ask("go", "elicitation/create", {"message": "go?"},
+                                                                  lambda value: value["action"])])
+                    task.finish(COMPLETED, result={"content": [{"type": "text", "text": answer}]})
+                except RequestCancelled:
+                    task.finish(CANCELLED)
+        finally:
+            outcome.append(task.status)
+            stop()
+            store.ended(task)
+
+    return work
+
+
+def test_another_process_answers_tasks_get_update_and_cancel_from_the_records():
+    # Two stores sharing records and a bus are two processes of one server: the task runs in the
+    # first; the second, which has only the record, shows it, answers it and cancels another.
+    records, bus = Recording(MemoryTaskRecords()), MemoryBus()
+    here = TaskStore(records=records, bus=bus, workers=2)
+    there = TaskStore(records=records, bus=bus)
+    outcome: list[str] = []
+    task = here.create("alice")
+    here.run(parked_work(here, task, outcome), task.id)
+    assert records.wait_for("put_inputs")
+    seen = there.find(task.id, "alice")
+    assert seen is not task and seen.to_wire()["status"] == INPUT_REQUIRED
+    assert seen.to_wire()["inputRequests"] == {"go": {"method": "elicitation/create", "params": {"message": "go?"}}}
+    with pytest.raises(McpError) as invalid:
+        there.update(seen, {"go": "not an object"})
+    assert invalid.value.code == -32602
+    there.update(seen, {"go": {"action": "accept", "content": {}}})
+    with task.lock:
+        assert task.lock.wait_for(lambda: task.status == COMPLETED, WAIT)
+    assert there.find(task.id, "alice").to_wire()["result"]["content"][0]["text"] == "accept"
+
+    other = here.create("alice")
+    records.calls.clear()
+    here.run(parked_work(here, other, outcome), other.id)
+    assert records.wait_for("put_inputs")
+    there.cancel(there.find(other.id, "alice"))
+    assert there.find(other.id, "alice").status == CANCELLED  # at once: it was parked for input
+    with other.lock:
+        assert other.lock.wait_for(lambda: len(outcome) == 2, WAIT)
+    assert outcome == [COMPLETED, CANCELLED]
+
+
+def test_expired_task_records_are_gone_for_every_process():
+    clock = Clock()
+    records = MemoryTaskRecords(clock=clock)
+    store = TaskStore(records=records, ttl_ms=1000)
+    task = store.create("alice")
+    clock.now += 1.5
+    with pytest.raises(McpError) as gone:
+        TaskStore(records=records).find(task.id, "alice")
+    assert gone.value.code == -32602 and len(store) == 0
+
+
+def test_a_full_run_queue_refuses_new_work():
+    store = TaskStore(queue=MemoryTaskQueue(0))
+    with pytest.raises(McpError) as busy:
+        store.run(lambda: None, "t1")
+    assert busy.value.code == -32000
+
+
+# -- a server using the stores it is given ----------------------------------------------------------
+
+
+def test_a_servers_rate_limits_are_counted_in_the_store_it_is_given(clock):
+    server = Server("limited")
+
+    @server.tool(rate_limit="2/minute")  # counted for tools/call of echo only
+    def echo(text: str) -> str:
+        return text
+
+    buckets = Recording(MemoryBuckets(clock=clock))
+    server.policy.limiter = RateLimiter(store=buckets)
+    with Client.in_memory(server) as client:
+        buckets.calls.clear()
+        assert client.call_tool("echo", {"text": "a"}).text == "a"
+        assert buckets.calls == ["take"]
+        client.call_tool("echo", {"text": "b"})
+        with pytest.raises(LimitExceeded):
+            client.call_tool("echo", {"text": "c"})
+        clock.now += 60.0  # the store's clock: the window passed
+        assert client.call_tool("echo", {"text": "d"}).text == "d"
+
+
+def test_a_servers_tasks_are_answered_from_the_records_it_is_given():
+    server = Server("tasks")
+
+    @server.tool(task="optional")
+    def confirm(ctx: Context) -> str:
+        ctx.start_task()
+        return "done"
+
+    records = Recording(MemoryTaskRecords())
+    server.tasks = TaskStore(records=records, poll_interval_ms=10)
+    with Client.in_memory(server) as client:
+        assert client.call_tool("confirm", task=True).text == "done"
+    assert {"create", "get", "transition"} <= set(records.calls)
+
+
+def test_list_changes_and_resource_updates_travel_on_the_bus_it_is_given():
+    server = Server("changes")
+
+    @server.resource("note://a")
+    def note() -> str:
+        return "a"
+
+    server.add_tool(lambda: "x", name="first")
+    bus = Recording(MemoryBus())
+    server.bus = bus
+    heard: list[str] = []
+    got = threading.Event()
+
+    def on_list_changed(kind: str) -> None:
+        heard.append(kind)
+        got.set()
+
+    updated = threading.Event()
+    with Client.in_memory(server, on_list_changed=on_list_changed,
+                          on_resource_updated=lambda uri: updated.set()) as client:
+        client.subscribe("note://a")
+        server.add_tool(lambda: "x", name="late")
+        assert got.wait(WAIT) and heard == ["tools"]
+        server.notify_resource_updated("note://a")
+        assert updated.wait(WAIT)
+    assert bus.calls.count("publish") == 2
