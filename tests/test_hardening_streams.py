@@ -47,8 +47,15 @@ def wait_until(predicate, timeout: float = WAIT) -> bool:
     return True
 
 
-def connection_threads() -> int:
-    return sum("process_request_thread" in t.name for t in threading.enumerate())
+def connection_threads(before: frozenset = frozenset()) -> int:
+    """The live threads serving an HTTP connection, not counting ``before`` (a snapshot: a thread
+    of an earlier test's server on this worker may still be ending, and must not count either way)."""
+    return sum("process_request_thread" in t.name and t not in before for t in threading.enumerate())
+
+
+def connection_thread_set() -> frozenset:
+    """The threads serving an HTTP connection now (for :func:`connection_threads`)."""
+    return frozenset(t for t in threading.enumerate() if "process_request_thread" in t.name)
 
 
 def streams_server(events: dict | None = None) -> Server:
@@ -209,15 +216,15 @@ def test_dropped_listen_streams_free_their_threads_and_slots_at_once(serve):  # 
     srv = serve(streams_server(), keepalive=60, max_streams_per_client=None,
                 limits=ConnectionLimits(max_connections=count, evict_streams=False))
     hub, table = srv.app.server.subscriptions, srv.httpd.connections
-    threads = connection_threads()
+    before = connection_thread_set()
     streams = [listen(srv.port, n + 1) for n in range(count)]
-    assert len(hub) == count and table.count == count and connection_threads() == threads + count
+    assert len(hub) == count and table.count == count and connection_threads(before) == count
     assert discover(srv.port) == 503  # the table is full of streams, and they count as work here
     started = time.monotonic()
     for n, stream in enumerate(streams):
         stream.drop(reset=bool(n % 2))  # half closed, half reset; no cancellation sent
-    assert wait_until(lambda: len(hub) == 0 and table.count == 0 and connection_threads() == threads, FREED_WITHIN), \
-        (len(hub), table.count, connection_threads() - threads)
+    assert wait_until(lambda: len(hub) == 0 and table.count == 0 and connection_threads(before) == 0, FREED_WITHIN), \
+        (len(hub), table.count, connection_threads(before))
     freed = time.monotonic() - started
     assert srv.app.streams_held() == 0
     assert discover(srv.port) == 200, f"freed in {freed:.2f} s, yet a new client is refused"
@@ -244,15 +251,15 @@ def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind): 
     options = {"stateless": True} if kind == "stateless" else {"inline_handlers": False} if kind == "stateful" else {}
     srv = serve(streams_server(events), keepalive=60, **options)
     table = srv.httpd.connections
-    threads = connection_threads()
+    before = connection_thread_set()
     calls = []
     for n in range(4):
         calls.append(open_call(srv, kind, n + 10))
         assert events["started"].acquire(timeout=WAIT)
     for call in calls:
         call.close()
-    assert wait_until(lambda: table.count == 0 and connection_threads() == threads, FREED_WITHIN), \
-        (table.count, connection_threads() - threads)
+    assert wait_until(lambda: table.count == 0 and connection_threads(before) == 0, FREED_WITHIN), \
+        (table.count, connection_threads(before))
     if kind == "stateful":
         assert not events["cancelled"].acquire(blocking=False)  # the handlers run on, for a resuming GET
         events["release"].set()
