@@ -611,6 +611,30 @@ def test_diagram_is_bounded():
     assert text.count("--)") == MAX_ARROWS and "and 50 more message(s), not drawn" in text
 
 
+def test_the_trace_never_shows_an_answer_whose_request_it_hid():
+    """Concurrent calls are answered in any order: the trace shows the first three requests of a
+    shape and hides the rest, and hides the answers to the hidden ones, whichever arrive first (it
+    showed the first three answers to arrive: an answer to a hidden request, which a schema check
+    of the trace then read against an earlier conversation's request with the same id)."""
+    import io
+
+    from mcp_ref.workbench.cli import _Trace
+
+    out = io.StringIO()
+    trace = _Trace(out)
+    for n in range(1, 6):
+        trace("-->", json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                 "params": {"name": "echo", "arguments": {"text": str(n)}}}).encode())
+    for n in (5, 4, 1, 2, 3):  # the hidden requests' answers arrive first
+        trace("<--", json.dumps({"jsonrpc": "2.0", "id": n, "result": {"content": []}}).encode())
+    trace.close()
+    lines = out.getvalue().splitlines()
+    shown = [json.loads(line[4:])["id"] for line in lines if line.startswith(("--> ", "<-- "))]
+    assert shown == [1, 2, 3, 1, 2, 3], lines
+    assert "... 4 more message(s) shaped like those above" in out.getvalue()
+    check_trace(out.getvalue()).assert_valid()
+
+
 def test_the_demo_diagram_is_committed_and_linked():
     from conftest import ROOT
 

@@ -320,11 +320,12 @@ class _Trace:
 
         text = data.decode("utf-8", "replace")
         try:
-            key = direction + shape(json.loads(text))
+            message = json.loads(text)
+            key = direction + shape(message)
         except ValueError:
-            key = direction + text
+            message, key = None, direction + text
         with self.lock:
-            if not self.look_alikes.admit(key):
+            if not self.look_alikes.admit_message(direction, message, key):
                 return
             self._flush()
             self.stream.write(f"{direction} {safe(text)}\n")

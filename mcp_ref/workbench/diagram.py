@@ -47,10 +47,36 @@ class LookAlikes:
     ``take_hidden()`` returns (and resets) how many were counted since the last call.
     """
 
+    #: Hidden requests whose answers are awaited (to hide those too); past it, the oldest is forgotten.
+    MAX_HIDDEN_REQUESTS = 4096
+
     def __init__(self, shown: int = 3, recent: int = 4):
         self.shown, self.size = shown, recent
         self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.hidden = 0
+        self.hidden_requests: collections.OrderedDict[tuple[str, str | int], None] = collections.OrderedDict()
+
+    def admit_message(self, direction: str, message: Any, key: str) -> bool:
+        """:meth:`admit` for one JSON-RPC message, keeping a request and its answer together: the
+        answer to a hidden request is hidden too.  Concurrent requests are answered in any order,
+        so "the first three answers" need not answer "the first three requests"; a reader (or a
+        schema check of the trace) must never see an answer whose request it was not shown."""
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+            return self.admit(key)
+        if "method" not in message:  # an answer: to a request sent the other way
+            asked = ("<--" if direction == "-->" else "-->", request_id)
+            if asked in self.hidden_requests:
+                del self.hidden_requests[asked]
+                self.hidden += 1
+                return False
+            return self.admit(key)
+        shown = self.admit(key)
+        if not shown:
+            self.hidden_requests[(direction, request_id)] = None
+            if len(self.hidden_requests) > self.MAX_HIDDEN_REQUESTS:
+                self.hidden_requests.popitem(last=False)
+        return shown
 
     def admit(self, key: str) -> bool:
         seen = self.recent.pop(key, 0)
@@ -96,7 +122,7 @@ class Recorder:
             info = message["result"].get("serverInfo") if isinstance(message["result"], dict) else None
             if isinstance(info, dict) and isinstance(info.get("name"), str):
                 self.server = info["name"]
-        if not self.look_alikes.admit(direction + shape(message)):
+        if not self.look_alikes.admit_message(direction, message, direction + shape(message)):
             return
         if self.arrows >= MAX_ARROWS:
             self.unshown += 1
