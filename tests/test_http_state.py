@@ -8,16 +8,21 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import logging
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import requests
-from conftest import WAIT
-from http_fixtures import TIMEOUT, raw_session, serve  # noqa: F401  (fixtures)
+from conftest import WAIT, run_threads
+from http_fixtures import TIMEOUT, SseReader, raw_session, serve  # noqa: F401  (fixtures)
+from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
 
 from mcp_ref.core.errors import LIMIT_EXCEEDED, METHOD_NOT_FOUND, LimitExceeded
+from mcp_ref.extras.redis_state.connection import Connection
+from mcp_ref.extras.redis_state.http_stores import RedisEventStore
 from mcp_ref.transports import http_server
 from mcp_ref.transports.http_server import (
     STATUS_OF,
@@ -49,7 +54,8 @@ def protocol_members(protocol) -> dict[str, inspect.Signature]:
             if callable(member) and (not name.startswith("_") or name == "__len__")}
 
 
-@pytest.mark.parametrize("implementation, protocol", [(MemorySessionTable, SessionTable), (MemoryEventStore, EventStore)])
+@pytest.mark.parametrize("implementation, protocol", [
+    (MemorySessionTable, SessionTable), (MemoryEventStore, EventStore), (RedisEventStore, EventStore)])
 def test_the_in_memory_state_implements_its_protocol(implementation, protocol):
     members = protocol_members(protocol)
     assert members  # the protocol is really read
@@ -105,8 +111,31 @@ def test_the_session_table_is_bounded_and_evicts_the_oldest_unproven_session():
     assert len(table) == 3
 
 
-def test_the_event_store_replays_one_stream_after_an_id_and_is_bounded():
-    store = MemoryEventStore(max_events=4)
+@pytest.fixture
+def redis_connections(redis_url):  # noqa: F811
+    """Factory: a new Connection to this test's Redis namespace (each one stands for a worker); closed after."""
+    made: list[Connection] = []
+
+    def connect() -> Connection:
+        made.append(Connection(redis_url))
+        return made[-1]
+
+    yield connect
+    for connection in made:
+        connection.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+def event_stores(request):
+    """Factory of event stores of one backend: ``event_stores(max_events=...)``; the Redis ones share a namespace."""
+    if request.param == "memory":
+        return lambda **options: MemoryEventStore(**options)
+    connect = request.getfixturevalue("redis_connections")
+    return lambda **options: RedisEventStore(connect(), **options)
+
+
+def test_the_event_store_replays_one_stream_after_an_id_and_is_bounded(event_stores):
+    store = event_stores(max_events=4)
     first = store.store("s1", "p1", b"one")
     other = store.store("s1", "p2", b"elsewhere")
     second = store.store("s1", "p1", b"two")
@@ -119,6 +148,87 @@ def test_the_event_store_replays_one_stream_after_an_id_and_is_bounded():
     assert store.replay_after("s1", first) is None  # past max_events the oldest went
     store.forget("s1")
     assert store.replay_after("s1", second) is None
+
+
+def test_the_event_store_refuses_ids_it_never_issued(event_stores):
+    store = event_stores()
+    first = store.store("s1", "p1", b"one")
+    number = first.rpartition(".")[2]
+    assert int(number) >= 1  # <stream id>.<n>: what the transport and its clients expect
+    for foreign in [f"p2.{number}", number, f".{number}", "p1.", "p1.x", "p1.-1", "p1.1e3", "p1.\u00b2",
+                    "p1." + "9" * 40, f"p1.{number}.0"]:
+        assert store.replay_after("s1", foreign) is None, foreign
+    assert store.replay_after("s1", first) == ("p1", [])
+
+
+def test_event_ids_are_unique_and_growing_in_a_session_across_writers(event_stores):
+    store = event_stores(max_events=10_000)
+    ids = run_threads(lambda i: [store.store("s1", "p1", b"%d" % i) for _ in range(50)], 8)
+    numbers = [int(eid.rpartition(".")[2]) for batch in ids for eid in batch]
+    assert len(set(numbers)) == 400
+    for batch in ids:
+        assert [int(eid.rpartition(".")[2]) for eid in batch] == sorted(int(eid.rpartition(".")[2]) for eid in batch)
+
+
+def test_a_redis_event_store_replays_what_another_worker_stored(redis_connections):
+    one, two = RedisEventStore(redis_connections()), RedisEventStore(redis_connections())
+    first = one.store("s1", "p1", b"one")
+    second = two.store("s1", "p1", b"two")  # numbered after the other worker's event
+    third = one.store("s1", "p1", b"three")
+    assert two.replay_after("s1", first) == ("p1", [(second, b"two"), (third, b"three")])
+    assert one.replay_after("s1", second) == ("p1", [(third, b"three")])
+    two.forget("s1")
+    assert one.replay_after("s1", first) is None
+
+
+def test_a_redis_event_store_expires_a_sessions_events_after_the_last_one(redis_connections):
+    connection = redis_connections()
+    store = RedisEventStore(connection, expire_after=90)
+    store.store("s1", "p1", b"one")
+    key = store.key("s1")
+    assert key.startswith(connection.namespace + ":")
+    for name in (key, key + ":n"):
+        assert 0 < connection.client.pttl(name) <= 90_000  # refreshed by each store; gone with forget
+    store.forget("s1")
+    assert connection.client.exists(key, key + ":n") == 0
+
+
+def test_a_redis_event_store_without_redis_degrades_and_says_so(caplog):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    connection = Connection(url, socket_timeout=1.0)
+    store = RedisEventStore(connection)
+    try:
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.http_stores"):
+            unkept = store.store("s1", "p1", b"one")
+            assert unkept.rpartition(".")[0] == "p1"  # still names its stream: the event goes out live
+            assert store.store("s1", "p1", b"two") != unkept
+            assert store.replay_after("s1", unkept) is None
+            assert store.replay_after("s1", "p1.1") is None  # Redis not asked, or not reachable: no replay
+            store.forget("s1")  # no raise: the keys expire
+        assert store.failures == 4
+        assert sum("event store: could not" in r.getMessage() for r in caplog.records) == 1  # once a minute
+    finally:
+        connection.close()
+
+
+def test_a_stream_resumes_over_http_from_the_redis_event_store(serve, raw_session, redis_connections):  # noqa: F811
+    """The transport takes the Redis store's ids as its own: GET with Last-Event-ID replays what was missed."""
+    srv = serve(event_store=RedisEventStore(redis_connections()))
+    session = raw_session(srv.mcp)
+    session.initialize()
+    arguments = {"name": "count_slowly", "arguments": {"steps": 3, "delay": 0.01}, "_meta": {"progressToken": "r"}}
+    request_id, response = session.call("tools/call", arguments, stream=True)
+    reader = SseReader(response)
+    priming = reader.next()
+    everything = reader.messages(request_id, session.checker)
+    response.close()
+    replay = session.get(headers={"Last-Event-ID": priming["id"]})
+    assert replay.status_code == 200
+    rest = SseReader(replay).messages(None, session.checker)
+    assert [m for _, m in rest] == [m for _, m in everything] and len(rest) == 4  # 3 progress, the answer
+    assert [eid for eid, _ in rest] == [eid for eid, _ in everything]
 
 
 def test_every_refusal_has_its_status_in_the_one_table():

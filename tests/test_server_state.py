@@ -1,8 +1,11 @@
 """The state seams (mcp_ref.server.state): a contract per interface, and a server really using them.
 
-Each contract test takes its store from a fixture parametrized over implementations: the in-memory
-one here; a shared implementation (Redis, the next issue) adds its name to ``IMPLEMENTATIONS`` and
-a branch to the factories, and must pass the same tests.  Time is a :class:`Clock` the test moves.
+Each contract test takes its store from a fixture parametrized over implementations: in memory, and
+on Redis (:mod:`mcp_ref.extras.redis_state`, on the pytest worker's real ``redis-server``, each test
+in a key namespace of its own: tests/redis_fixture.py); both must pass the same tests.  Time is a
+:class:`Clock` the test moves: the Redis stores take an injected clock too (their scripts are then
+given its time instead of Redis's), so no test sleeps.  What only Redis does (keys expiring on
+Redis's clock, namespaces, a fork, faults) is in tests/test_redis_state.py.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import threading
 
 import pytest
 from conftest import WAIT
+from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, LimitExceeded, McpError
 from mcp_ref.core.errors import RequestCancelled
@@ -26,7 +30,7 @@ from mcp_ref.server.state import (
     MemoryTaskRecords,
 )
 
-IMPLEMENTATIONS = ["memory"]
+IMPLEMENTATIONS = ["memory", "redis"]
 
 
 class Clock:
@@ -44,27 +48,48 @@ def clock() -> Clock:
     return Clock()
 
 
+def connection(request):
+    """A Redis connection in the test's own namespace (closed after the test)."""
+    from mcp_ref.extras.redis_state import Connection
+
+    made = Connection(request.getfixturevalue("redis_url"))
+    request.addfinalizer(made.close)
+    return made
+
+
 @pytest.fixture(params=IMPLEMENTATIONS)
 def buckets(request, clock):
+    if request.param == "redis":
+        from mcp_ref.extras.redis_state import RedisBuckets
+
+        return RedisBuckets(connection(request), clock=clock)
     return MemoryBuckets(clock=clock, max_keys=100)
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def counters(request):
+    if request.param == "redis":
+        from mcp_ref.extras.redis_state import RedisCounters
+
+        return RedisCounters(connection(request))
     return MemoryCounters()
 
 
-@pytest.fixture(params=IMPLEMENTATIONS)
+@pytest.fixture(params=["memory"])  # the Redis bus delivers asynchronously: tested on its own
 def bus(request):
     return MemoryBus()
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def records(request, clock):
+    if request.param == "redis":
+        from mcp_ref.extras.redis_state import RedisTaskRecords
+
+        return RedisTaskRecords(connection(request), clock=clock)
     return MemoryTaskRecords(clock=clock)
 
 
-@pytest.fixture(params=IMPLEMENTATIONS)
+@pytest.fixture(params=["memory"])  # always the process's own (State's docstring): no shared one
 def queue(request):
     return MemoryTaskQueue(3)
 
@@ -118,6 +143,9 @@ def test_buckets_admit_a_burst_then_refill_with_the_clock(buckets, clock):
 
 
 def test_buckets_forget_refilled_ones_and_keep_their_bound(buckets, clock):
+    if not isinstance(buckets, MemoryBuckets):
+        pytest.skip("in memory only: Redis forgets a bucket on its own clock (PEXPIRE, see "
+                    "test_redis_state.py) and is bounded by its maxmemory")
     buckets.take("quiet", 1, 1.0)
     clock.now += 10.0  # refilled: indistinguishable from new
     buckets.take("other", 1, 1.0)
@@ -309,10 +337,10 @@ def parked_work(store: TaskStore, task, outcome: list):
     return work
 
 
-def test_another_process_answers_tasks_get_update_and_cancel_from_the_records():
+def test_another_process_answers_tasks_get_update_and_cancel_from_the_records(records):
     # Two stores sharing records and a bus are two processes of one server: the task runs in the
     # first; the second, which has only the record, shows it, answers it and cancels another.
-    records, bus = Recording(MemoryTaskRecords()), MemoryBus()
+    records, bus = Recording(records), MemoryBus()
     here = TaskStore(records=records, bus=bus, workers=2)
     there = TaskStore(records=records, bus=bus)
     outcome: list[str] = []
@@ -341,9 +369,7 @@ def test_another_process_answers_tasks_get_update_and_cancel_from_the_records():
     assert outcome == [COMPLETED, CANCELLED]
 
 
-def test_expired_task_records_are_gone_for_every_process():
-    clock = Clock()
-    records = MemoryTaskRecords(clock=clock)
+def test_expired_task_records_are_gone_for_every_process(records, clock):
     store = TaskStore(records=records, ttl_ms=1000)
     task = store.create("alice")
     clock.now += 1.5
@@ -362,14 +388,14 @@ def test_a_full_run_queue_refuses_new_work():
 # -- a server using the stores it is given ----------------------------------------------------------
 
 
-def test_a_servers_rate_limits_are_counted_in_the_store_it_is_given(clock):
+def test_a_servers_rate_limits_are_counted_in_the_store_it_is_given(buckets, clock):
     server = Server("limited")
 
     @server.tool(rate_limit="2/minute")  # counted for tools/call of echo only
     def echo(text: str) -> str:
         return text
 
-    buckets = Recording(MemoryBuckets(clock=clock))
+    buckets = Recording(buckets)
     server.policy.limiter = RateLimiter(store=buckets)
     with Client.in_memory(server) as client:
         buckets.calls.clear()
@@ -382,7 +408,7 @@ def test_a_servers_rate_limits_are_counted_in_the_store_it_is_given(clock):
         assert client.call_tool("echo", {"text": "d"}).text == "d"
 
 
-def test_a_servers_tasks_are_answered_from_the_records_it_is_given():
+def test_a_servers_tasks_are_answered_from_the_records_it_is_given(records):
     server = Server("tasks")
 
     @server.tool(task="optional")
@@ -390,7 +416,7 @@ def test_a_servers_tasks_are_answered_from_the_records_it_is_given():
         ctx.start_task()
         return "done"
 
-    records = Recording(MemoryTaskRecords())
+    records = Recording(records)
     server.tasks = TaskStore(records=records, poll_interval_ms=10)
     with Client.in_memory(server) as client:
         assert client.call_tool("confirm", task=True).text == "done"
@@ -423,3 +449,27 @@ def test_list_changes_and_resource_updates_travel_on_the_bus_it_is_given():
         server.notify_resource_updated("note://a")
         assert updated.wait(WAIT)
     assert bus.calls.count("publish") == 2
+
+
+def test_the_state_is_chosen_by_url_and_a_wrong_one_is_refused_without_its_password():
+    from mcp_ref.server.serving import state_from
+    from mcp_ref.server.state import MemoryState
+
+    assert isinstance(state_from("memory"), MemoryState)
+    mine = MemoryState()
+    assert state_from(mine) is mine
+    with pytest.raises(ValueError, match="redis://host:port/db") as refused:
+        state_from("postgres://user:hunter2@db.example:5432/x")
+    assert "hunter2" not in str(refused.value)
+
+
+def test_a_plain_server_has_no_shared_state_and_loads_no_store(monkeypatch):
+    import sys
+
+    from mcp_ref import Server
+
+    monkeypatch.delenv("MCP_REF_STATE", raising=False)
+    server = Server("plain")
+    assert server.shared_state is None
+    monkeypatch.setenv("MCP_REF_STATE", "memory")
+    assert type(Server("from-the-environment").shared_state).__name__ == "MemoryState"

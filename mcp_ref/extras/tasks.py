@@ -100,6 +100,7 @@ WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_requir
 # TERMINAL (mcp_ref.server.state): completed, failed, cancelled
 
 DEFAULT_MAX_TASKS = 1024
+LEASE_SECONDS = 30.0  #: seconds a task's lease lasts in shared records (renewed every third of it)
 DEFAULT_TTL_MS = 60 * 60 * 1000
 DEFAULT_POLL_INTERVAL_MS = 250
 DEFAULT_WORKERS = 16
@@ -409,6 +410,8 @@ class TaskStore(TaskPool):
         #: The tasks this process made (their live parts), until they end or expire; at most max_tasks.
         self._live: dict[str, Task] = {}
         self._lock = threading.Lock()
+        self._leases: threading.Thread | None = None  # renews the leases of shared records (see _hold_lease)
+        self._leases_stop = threading.Event()
         TaskPool.__init__(self, workers, max_waiting, queue if queue is not None else MemoryTaskQueue(max_tasks))
 
     def __len__(self) -> int:
@@ -439,7 +442,38 @@ class TaskStore(TaskPool):
                 for task_id in [t for t in self._live if self.records.get(t) is None]:
                     del self._live[task_id]
             self._live[task.id] = task
+        self._hold_lease(task)
         return task
+
+    def _hold_lease(self, task: Task) -> None:
+        """Shared records (several processes) carry a lease: this process renews it for every task it
+        holds, every third of :data:`LEASE_SECONDS`; a task whose process died reads ``failed`` once its
+        lease runs out (the records say so), instead of ``working`` for ever.  In-memory records die
+        with the process that runs their tasks: no lease."""
+        renew = getattr(self.records, "renew_lease", None)
+        if renew is None:
+            return
+        try:
+            renew(task.id, LEASE_SECONDS)
+        except McpError as exc:
+            log.warning("task %s: its lease could not be taken (%s)", task.id, exc.message)
+        with self._lock:
+            if self._leases is None:
+                self._leases = threading.Thread(target=self._renew_leases, args=(renew,), daemon=True,
+                                                name="mcp_ref-task-leases")
+                self._leases.start()
+
+    def _renew_leases(self, renew: Callable[[str, float], bool]) -> None:
+        while not self._leases_stop.wait(LEASE_SECONDS / 3):
+            with self._lock:
+                held = list(self._live.values())
+            for task in held:
+                try:
+                    if not renew(task.id, LEASE_SECONDS):  # ended elsewhere, failed by its lease, or expired
+                        self.ended(task)
+                        task.wake({"event": "cancel"})
+                except McpError as exc:  # the store is unreachable: try again next round
+                    log.warning("task %s: its lease could not be renewed (%s)", task.id, exc.message)
 
     def find(self, task_id: object, owner: str | None) -> Task:
         """The task ``task_id`` of ``owner``, or -32602 (SEP-2663 §Protocol Errors: "Invalid or
@@ -492,6 +526,7 @@ class TaskStore(TaskPool):
 
     def cancel_all(self) -> None:
         """Cancel every unfinished task this process runs (at shutdown)."""
+        self._leases_stop.set()
         with self._lock:
             tasks = list(self._live.values())
         for task in tasks:

@@ -24,7 +24,7 @@ from ..core import MODERN_VERSIONS, lifecycle
 from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Admission, Gate, Handler, Middleware, ToolCallInterceptor
-from .serving import Serving
+from .serving import STATE_ENV, Serving
 from .tools import RegisteredTool, build_tool
 
 if TYPE_CHECKING:
@@ -37,10 +37,9 @@ if TYPE_CHECKING:
 Authorize = Callable[[Principal, str, str], bool]
 #: The environment variable holding the server's secret (:data:`mcp_ref.core.pagination.SECRET_ENV`).
 SECRET_ENV = "MCP_REF_SECRET"
-
-
 #: A function a decorator registers: it hands it back unchanged (a user's checker keeps its type).
 _F = TypeVar("_F", bound=Callable[..., Any])
+
 
 class Server(Serving):
     """An MCP server: what it offers, and how to serve it.
@@ -75,6 +74,10 @@ class Server(Serving):
     with ``data.retryAfter`` (HTTP: 429 with ``Retry-After``).  ``max_subscribed_resources`` caps
     the resources one principal is subscribed to; ``resource_update_interval`` (seconds) coalesces
     ``notifications/resources/updated`` of a resource that changes faster (the last one wins).
+
+    ``state``: where several processes keep what they share (rate limits, tasks, counts, changes):
+    a ``redis://host:port/db`` URL, a :class:`~mcp_ref.server.state.State`, or None: the URL in
+    ``MCP_REF_STATE``, else this process's memory (spec_notes/deployment.md, "Scaling out").
     """
 
     def __init__(
@@ -94,6 +97,7 @@ class Server(Serving):
         rate_limit: Any = None,
         max_subscribed_resources: int | None = None,
         resource_update_interval: float | None = None,
+        state: Any = None,
     ):
         self.name = name
         self.version = version
@@ -103,6 +107,7 @@ class Server(Serving):
         if secret is None:
             secret = os.environ.get(SECRET_ENV) or None
         self._registry_lock = threading.RLock()
+        self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
         self._page_size, self._secret = page_size, secret
         self._paginator: Paginator | None = None
         if page_size != 100 or secret is not None:  # checked now (loaded at once when configured)
@@ -146,7 +151,8 @@ class Server(Serving):
 
             self._policy = Policy(authorize=authorize, rate_limit=rate_limit,
                                   max_subscribed_resources=max_subscribed_resources,
-                                  resource_update_interval=resource_update_interval)
+                                  resource_update_interval=resource_update_interval,
+                                  buckets=self._shared_store("buckets"))
             if self._policy.rate_limit is not None:
                 self._policy.install(self)
 
@@ -180,7 +186,7 @@ class Server(Serving):
 
             with self._registry_lock:
                 if self._subscriptions is None:
-                    self._subscriptions = Subscriptions(self._max_subscriptions)
+                    self._subscriptions = Subscriptions(self._max_subscriptions, self._shared_store("counters"))
                 hub = self._subscriptions
         return hub
 
@@ -194,7 +200,7 @@ class Server(Serving):
 
             with self._registry_lock:
                 if self._policy is None:
-                    self._policy = Policy()
+                    self._policy = Policy(buckets=self._shared_store("buckets"))
                 policy = self._policy
         return policy
 
@@ -215,17 +221,16 @@ class Server(Serving):
 
     @property
     def tasks(self) -> Any:
-        """The tasks of task-capable tools (:class:`~mcp_ref.extras.tasks.TaskStore`; the tasks
-        extension is installed on first use).  Replace it to change its bounds:
-        ``server.tasks = TaskStore(max_tasks=..., ttl_ms=..., poll_interval_ms=..., workers=...,
-        max_waiting=..., input_timeout=..., max_tasks_per_principal=...)``."""
+        """The tasks of task-capable tools (:class:`~mcp_ref.extras.tasks.TaskStore`; the extension is
+        installed on first use).  Replace it to change its bounds: ``server.tasks = TaskStore(max_tasks=...,
+        ttl_ms=..., poll_interval_ms=..., workers=..., max_waiting=..., input_timeout=..., ...)``."""
         store = self._tasks
         if store is None:
             from ..extras.tasks import TaskStore, install
 
             with self._registry_lock:
                 if self._tasks is None:
-                    self._tasks = TaskStore()
+                    self._tasks = TaskStore(records=self._shared_store("task_records"), bus=self._shared_store("bus"))
                 store = self._tasks
             install(self)
         return store

@@ -8,6 +8,7 @@ of changes), and runs the stdio loop or the HTTP server (loaded only when asked 
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
@@ -20,6 +21,30 @@ if TYPE_CHECKING:
 
 #: The bus channel of change notifications (list changes, resource updates).
 CHANGES = "changes"
+#: The environment variable naming the shared state when ``Server(state=)`` is not given:
+#: ``redis://host:port/db`` (or ``rediss://``; ``?namespace=NAME`` prefixes every key, default
+#: ``mcp_ref``).  Unset or empty: each process's own memory.
+STATE_ENV = "MCP_REF_STATE"
+
+
+def state_from(choice: Any) -> Any:
+    """The :class:`~mcp_ref.server.state.State` of ``Server(state=choice)``: ``choice`` itself, or
+    for a ``redis://`` URL a :class:`~mcp_ref.extras.redis_state.RedisState` (the redis extra),
+    or for ``"memory"`` a :class:`~mcp_ref.server.state.MemoryState`.  ValueError for another URL."""
+    if not isinstance(choice, str):
+        return choice
+    if choice == "memory":
+        from .state import MemoryState
+
+        return MemoryState()
+    if choice.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            from ..extras.redis_state import RedisState
+        except ImportError as exc:  # redis-py missing
+            raise ImportError(f"{STATE_ENV} / state={choice.split('@')[-1]!r} needs the redis extra: "
+                              "pip install 'mcp-ref[redis]'") from exc
+        return RedisState.from_url(choice)
+    raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {choice.split('@')[-1]!r}")
 
 
 class Serving:
@@ -32,6 +57,27 @@ class Serving:
     subscriptions: Any
     _bus: Any = None
     _bus_unsubscribe: Callable[[], None] | None = None
+    _state_choice: Any
+    _state: Any = None
+    _registry_lock: threading.RLock
+
+    # -- the deployment's shared state ------------------------------------------------------------
+
+    @property
+    def shared_state(self) -> Any:
+        """The deployment's :class:`~mcp_ref.server.state.State` when one was chosen (``state=`` or
+        ``MCP_REF_STATE``), else None: every store is this process's own, made in memory."""
+        if self._state is None and self._state_choice is not None:
+            with self._registry_lock:
+                if self._state is None:
+                    self._state = state_from(self._state_choice)
+        return self._state
+
+    def _shared_store(self, kind: str) -> Any:
+        """The chosen state's store of ``kind`` (``"buckets"``, ``"counters"``, ``"task_records"``,
+        ``"bus"``), or None: the extra makes its own in memory."""
+        state = self.shared_state
+        return None if state is None else getattr(state, kind)()
 
     # -- connections ------------------------------------------------------------------------------
 
@@ -44,8 +90,13 @@ class Serving:
         return ServerConnection(cast("Registry", self), transport, **session_options)
 
     def add_connection(self, connection: ServerConnection) -> None:
-        """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly)."""
+        """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly).
+
+        With a shared state (``Server(state=...)``), the first connection subscribes this process to
+        the deployment's change bus, so that a change made on another worker reaches it too."""
         self._connections.add(connection)
+        if self._bus is None and self._state_choice is not None:
+            self.bus  # noqa: B018 - made and subscribed now
 
     def connections(self) -> list[ServerConnection]:
         """The connections that receive list-changed and resource-updated notifications."""
@@ -71,9 +122,13 @@ class Serving:
         :data:`CHANGES`, and this process's connections and listen streams hear it (filtered for their
         callers here, on the receiving side).  Until there is one, changes go to them directly."""
         if self._bus is None:
-            from .state import MemoryBus
+            shared = self.shared_state
+            if shared is not None:
+                self.bus = shared.bus()
+            else:
+                from .state import MemoryBus
 
-            self.bus = MemoryBus()
+                self.bus = MemoryBus()
         return self._bus
 
     @bus.setter
@@ -82,6 +137,15 @@ class Serving:
             self._bus_unsubscribe()
         self._bus_unsubscribe = bus.subscribe(CHANGES, self._hear)
         self._bus = bus
+        on_reconnect = getattr(bus, "on_reconnect", None)
+        if on_reconnect is not None:  # a shared bus: what was published while it was cut off is gone
+            on_reconnect(self._reannounce)
+
+    def _reannounce(self) -> None:
+        """The bus came back after an outage: tell this process's listeners that every list may have
+        changed (a change announced meanwhile on another worker never arrived); they list again."""
+        for kind in ("tools", "prompts", "resources"):
+            self._deliver(kind, (self.connections(), None))
 
     def _hear(self, message: dict) -> None:
         """A change from the bus, delivered to this process's connections and streams."""
@@ -93,7 +157,14 @@ class Serving:
     def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str]:
         """Who is told that item ``name`` of ``kind`` changed (asked before a removal): see
         :meth:`_local_listeners`; with a bus, its receivers ask."""
-        return ([], None, name) if self._bus is not None else (*self._local_listeners(kind, name), name)
+        return ([], None, name) if self._bus_in_use() is not None else (*self._local_listeners(kind, name), name)
+
+    def _bus_in_use(self) -> Any:
+        """The bus, if changes go through one: made now when the state is shared (a change made here
+        must reach the other processes' listeners even if no listener ever connected here)."""
+        if self._bus is None and self._state_choice is not None:
+            return self.bus
+        return self._bus
 
     def _local_listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
         """This process's listeners of item ``name`` of ``kind``: ``(connections, which streams)``.
@@ -133,7 +204,7 @@ class Serving:
 
     def _publish_resource_updated(self, params: dict) -> None:
         """``notifications/resources/updated`` (``params``) to the subscribers of its URI, or on the bus."""
-        if self._bus is not None:
+        if self._bus_in_use() is not None:
             self._bus.publish(CHANGES, {"kind": "resource_updated", "params": params})
         else:
             self._deliver_resource_updated(params)

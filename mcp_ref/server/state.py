@@ -506,3 +506,74 @@ class MemoryTaskQueue:
     def __len__(self) -> int:
         with self._lock:
             return len(self._ids)
+
+
+# -- the deployment's choice: one State, whose stores a server uses ------------------------------------
+
+class State(Protocol):
+    """Where a deployment keeps what its processes must share: ``Server(state=...)``.
+
+    Each method makes the store a server asks for (once: the server keeps it).  ``shared`` is True
+    when other processes see the same state (every worker of a gunicorn, every host behind a
+    balancer): then the HTTP app keeps its sessions and events there too.  The queue of tasks
+    waiting for a run slot is always the process's own (the work waiting is a function of this
+    process); what other processes need of a task is its record.
+    """
+
+    shared: bool
+
+    def buckets(self) -> Buckets:
+        """The rate limits' token buckets."""
+
+    def counters(self) -> Counters:
+        """Bounded counts (open listen streams, ...)."""
+
+    def bus(self) -> Bus:
+        """Change notifications, fanned out to every process's listeners."""
+
+    def task_records(self) -> TaskRecords:
+        """The tasks extension's records."""
+
+    def event_store(self, **options: Any) -> Any:
+        """The HTTP transport's event store (an ``mcp_ref.transports.http_server.events.EventStore``),
+        or None for the transport's own default."""
+
+    def session_table(self, **options: Any) -> Any:
+        """The HTTP transport's session table (a ``...http_server.sessions.SessionTable``), or None
+        for the transport's own default."""
+
+    def close(self) -> None:
+        """Release connections and threads (a worker exiting)."""
+
+
+class MemoryState:
+    """The default :class:`State`: every store in this process's memory (nothing to install)."""
+
+    shared = False
+
+    def buckets(self) -> Buckets:
+        """A :class:`MemoryBuckets`."""
+        return MemoryBuckets()
+
+    def counters(self) -> Counters:
+        """A :class:`MemoryCounters`."""
+        return MemoryCounters()
+
+    def bus(self) -> Bus:
+        """A :class:`MemoryBus`."""
+        return MemoryBus()
+
+    def task_records(self) -> TaskRecords:
+        """A :class:`MemoryTaskRecords`."""
+        return MemoryTaskRecords()
+
+    def event_store(self, **options: Any) -> Any:
+        """None: the HTTP transport's in-memory default."""
+        return None
+
+    def session_table(self, **options: Any) -> Any:
+        """None: the HTTP transport's in-memory default."""
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,87 @@
+"""Shared state on Redis (or Valkey): every worker and host of a deployment sees the same stores.
+
+``Server(state="redis://host:port/db?namespace=NAME")``, or ``MCP_REF_STATE`` set to that URL
+(:func:`mcp_ref.server.serving.state_from`), picks :class:`RedisState`.  Needs the redis extra
+(``pip install "mcp-ref[redis]"``): redis-py's sync client, one connection pool per process, made
+after a fork (:mod:`.connection`).  The stores are in :mod:`.stores` (buckets, counters, task
+records), :mod:`.bus` (the change bus) and :mod:`.http_stores` (the HTTP transport's event store).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...server.state import Buckets, Bus, Counters, TaskRecords
+from .connection import Connection
+from .stores import RedisBuckets, RedisCounters, RedisTaskRecords
+
+__all__ = ["Connection", "RedisBuckets", "RedisCounters", "RedisState", "RedisTaskRecords"]
+
+
+class RedisState:
+    """A :class:`~mcp_ref.server.state.State` on one Redis: ``shared`` (every process of the
+    deployment sees it), each store made on the one :class:`~.connection.Connection`.
+
+    ``fail_closed``: when Redis is unreachable, refuse rate-limited requests (ServerBusy) instead
+    of counting them in each process meanwhile (see :class:`~.stores.RedisBuckets`).
+    """
+
+    shared = True
+
+    def __init__(self, connection: Connection, *, fail_closed: bool = False):
+        self.connection = connection
+        self.fail_closed = fail_closed
+        self._made: list[Any] = []  # the stores with threads or connections of their own, closed by close()
+        self._bus: Any = None
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisState:
+        """The state at ``url`` (``redis://host:port/db?namespace=NAME``; also ``rediss://`` and
+        ``unix://``).  ``options``: ``fail_closed``, and the :class:`~.connection.Connection`'s
+        ``socket_timeout`` and ``max_connections``."""
+        fail_closed = bool(options.pop("fail_closed", False))
+        return cls(Connection(url, **options), fail_closed=fail_closed)
+
+    def buckets(self) -> Buckets:
+        """A :class:`~.stores.RedisBuckets`."""
+        return RedisBuckets(self.connection, fail_closed=self.fail_closed)
+
+    def counters(self) -> Counters:
+        """A :class:`~.stores.RedisCounters`."""
+        return RedisCounters(self.connection)
+
+    def bus(self) -> Bus:
+        """The deployment's :class:`~.bus.RedisBus` (pub/sub: every process's listeners hear every
+        change); one per state, shared by the server's change notifications and its tasks."""
+        if self._bus is None:
+            from .bus import RedisBus
+
+            self._bus = RedisBus(self.connection)
+            self._made.append(self._bus)
+        return self._bus
+
+    def task_records(self) -> TaskRecords:
+        """A :class:`~.stores.RedisTaskRecords`."""
+        return RedisTaskRecords(self.connection)
+
+    def event_store(self, **options: Any) -> Any:
+        """A :class:`~.http_stores.RedisEventStore` (``Last-Event-ID`` replays on any worker)."""
+        from .http_stores import RedisEventStore
+
+        store = RedisEventStore(self.connection, **options)
+        self._made.append(store)
+        return store
+
+    def session_table(self, **options: Any) -> Any:
+        """None for now: the HTTP app keeps its own session table (a handshake-era session lives
+        in the process that made it; see spec_notes/deployment.md)."""
+        return None
+
+    def close(self) -> None:
+        """Close what the stores opened (the bus's listener thread, ...) and this process's connections."""
+        made, self._made, self._bus = self._made, [], None
+        for store in made:
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+        self.connection.close()

@@ -1,0 +1,593 @@
+"""The state seams (:mod:`mcp_ref.server.state`) on Redis: buckets, counters and task records.
+
+Each operation is one Lua script (``EVALSHA``; ``EVAL`` when Redis answers ``NOSCRIPT``, as it does
+after a restart), so it is atomic across every process of a deployment, and costs one round trip.
+Time is Redis's own (``TIME``), so the workers' clocks need not agree; a test may inject a ``clock``
+instead (then the scripts are given its time, and only the keys' expiry is Redis's).
+
+Keys (``ns`` is the URL's namespace, :class:`~mcp_ref.extras.redis_state.connection.Connection`):
+
+=================================  ===============================================================
+``ns:bucket:<key>``                a token bucket: hash ``tokens``, ``at``; expires once full again
+``ns:count:<key>``                 a counter (a string holding an integer); deleted at 0
+``ns:task:<id>``                   a task record: hash, one field per record field, as JSON text
+``ns:task:<id>:in`` / ``:out``     its ``inputRequests`` / ``inputResponses`` (key -> JSON text)
+``ns:tasks``                       every record, by creation order (sorted set)
+``ns:tasks:open:<caller JSON>``    a caller's unfinished tasks (``max_tasks_per_principal``)
+``ns:tasks:done``                  finished records, by creation order (evicted oldest first)
+``ns:tasks:expires``               records by the time they expire (swept by ``sweep``)
+``ns:tasks:callers``               id -> caller JSON (so a record gone by expiry is still unindexed)
+=================================  ===============================================================
+
+One Redis (or Valkey) primary: the task scripts touch keys they compute, which Redis Cluster does
+not allow.  Faults (Redis down, restarting, loading, a replica after a failover): see each class.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Collection, Mapping
+from typing import Any
+
+try:
+    import redis
+except ImportError as missing:  # pragma: no cover - the extra is not installed
+    raise ImportError('shared state on Redis needs the redis extra: pip install "mcp-ref[redis]"') from missing
+
+from ...core.errors import InternalError, ServerBusy
+from ...server.state import Clock, MemoryBuckets, iso_now
+from .connection import Connection
+
+log = logging.getLogger(__name__)
+
+#: What a store treats as "Redis is unreachable" (not a bug of a script: those raise as they are).
+FAULTS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                                       redis.exceptions.ReadOnlyError)
+#: Seconds between two warnings of one store that Redis is unreachable.
+WARN_EVERY = 60.0
+#: Keys ``RedisBuckets.__len__`` looks at at most (SCAN: bounded work), and expired records one
+#: script forgets at most (``sweep``, and ``create`` before it counts).
+MAX_SCANNED = 100_000
+SWEEP_LIMIT = 1000
+#: What a task whose worker stopped renewing its lease reads as (see :meth:`RedisTaskRecords.renew_lease`).
+LEASE_ERROR = {"code": -32603, "message": "the worker running the task stopped"}
+
+#: The prelude of every script: Redis's time unless the caller gave one (effects replication, so a
+#: script may write after reading TIME: the default from Redis 5 on, asked for on older ones).
+NOW = """
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+local function clock(given, scale)
+  local now = tonumber(given)
+  if now then return now end
+  local t = redis.call('TIME')
+  return (tonumber(t[1]) + tonumber(t[2]) / 1000000) * scale
+end
+"""
+
+
+def _text(value: Any) -> str:
+    """A JSON value's text as the stores keep it (compact: equal values of a scalar give equal text)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Script:
+    """One Lua script, run by ``EVALSHA``; when Redis no longer has it (``NOSCRIPT``: it restarted,
+    or ``SCRIPT FLUSH``), by ``EVAL``, which also loads it again."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    def __call__(self, client: Any, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            return client.eval(self.source, len(keys), *keys, *args)
+
+
+class Faults:
+    """How a store copes with an unreachable Redis: a warning at most every :data:`WARN_EVERY`
+    seconds, and the pool's idle connections dropped (after a restart each would fail once)."""
+
+    def __init__(self, connection: Connection, what: str):
+        self.connection, self.what = connection, what
+        self.warned = -math.inf
+        self.lock = threading.Lock()
+
+    def __call__(self, error: Exception, consequence: str) -> None:
+        """Note a fault: ``error`` happened, ``consequence`` is what the store does instead."""
+        try:
+            self.connection.client.connection_pool.disconnect(inuse_connections=False)
+        except Exception:  # best effort: the next command makes a new connection anyway
+            pass
+        now = time.monotonic()
+        with self.lock:
+            if now - self.warned < WARN_EVERY:
+                return
+            self.warned = now
+        log.warning("%s: Redis is unreachable (%s); %s", self.what, error, consequence)
+
+
+class InjectableClock:
+    """A store's ``clock``: monotonic seconds for whoever reads it; once a test sets it, the
+    scripts use its time instead of Redis's."""
+
+    def __init__(self, clock: Clock | None):
+        self.injected = clock
+
+    @property
+    def clock(self) -> Clock:
+        """The injected clock, else ``time.monotonic`` (the scripts then use Redis's ``TIME``)."""
+        return self.injected if self.injected is not None else time.monotonic
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.injected = clock
+
+    def now(self, scale: float) -> str:
+        """The time a script is given: the injected clock's (times ``scale``), else '' (Redis's)."""
+        return "" if self.injected is None else repr(self.injected() * scale)
+
+
+# -- rate-limit buckets ---------------------------------------------------------------------------
+
+TAKE = Script(NOW + """
+local count, seconds = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, rate = clock(ARGV[3], 1), count / seconds
+local held = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = count
+if held[1] then
+  tokens = math.min(count, tonumber(held[1]) + math.max(0, now - tonumber(held[2])) * rate)
+end
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%.17g', now))
+redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((count - tokens) / rate * 1000)))
+return string.format('%.17g', wait)
+""")
+
+
+class RedisBuckets(InjectableClock):
+    """Token buckets (:class:`~mcp_ref.server.state.Buckets`) shared by every process: one script
+    per ``take`` (refill, test and take in one step, on Redis's clock), the bucket one hash that
+    expires once it would be full again (a full bucket is a new one), so Redis holds only the
+    buckets in use; bounded by Redis's own ``maxmemory``.
+
+    Redis unreachable: by default each process falls back to a bucket of its own (a
+    :class:`~mcp_ref.server.state.MemoryBuckets`, so the limit is counted per process meanwhile),
+    with a warning at most once a minute; with ``fail_closed=True`` a request is refused with
+    ServerBusy (-32000, "retry later": the limit is not known to be exceeded, it cannot be checked).
+    """
+
+    def __init__(self, connection: Connection, *, fail_closed: bool = False, clock: Clock | None = None):
+        InjectableClock.__init__(self, clock)
+        self.connection = connection
+        self.fail_closed = fail_closed
+        self.fallback = MemoryBuckets(clock=self.clock)
+        self.faults = Faults(connection, "rate limits")
+
+    def take(self, key: str, count: int, seconds: float) -> float:
+        """See :meth:`mcp_ref.server.state.Buckets.take`."""
+        try:
+            wait = TAKE(self.connection.client, [self.connection.key("bucket", key)],
+                        [count, repr(float(seconds)), self.now(1)])
+        except FAULTS as error:
+            if self.fail_closed:
+                self.faults(error, "requests under a rate limit are refused (fail_closed)")
+                raise ServerBusy("Server busy: the rate limit cannot be checked now; retry later") from error
+            self.faults(error, "rate limits are counted in each process until it is back")
+            self.fallback.clock = self.clock
+            return self.fallback.take(key, count, seconds)
+        return float(_str(wait))
+
+    def __len__(self) -> int:
+        """The buckets held (by SCAN, looking at :data:`MAX_SCANNED` keys at most; 0 when Redis is
+        unreachable)."""
+        pattern = _glob_escape(self.connection.key("bucket", "")) + "*"
+        held = scanned = 0
+        try:
+            for _key in self.connection.client.scan_iter(match=pattern, count=1000):
+                held += 1
+                scanned += 1
+                if scanned >= MAX_SCANNED:
+                    break
+        except FAULTS as error:
+            self.faults(error, "the buckets cannot be counted")
+            return 0
+        return held
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+# -- counters -------------------------------------------------------------------------------------
+
+ACQUIRE = Script("""
+local limit = tonumber(ARGV[1])
+if limit and tonumber(redis.call('GET', KEYS[1]) or '0') >= limit then return 0 end
+redis.call('INCR', KEYS[1])
+return 1
+""")
+RELEASE = Script("""
+local left = tonumber(redis.call('GET', KEYS[1]) or '0') - 1
+if left > 0 then redis.call('SET', KEYS[1], left) return left end
+redis.call('DEL', KEYS[1])
+return 0
+""")
+
+
+class RedisCounters:
+    """Bounded counts (:class:`~mcp_ref.server.state.Counters`) shared by every process: ``acquire``
+    is one script (add one only below the limit), ``release`` one script (never below 0; the key is
+    deleted at 0).
+
+    Redis unreachable: ``acquire`` refuses (False: the caller answers as for a full count) and
+    ``release`` is best effort (0), each with a warning at most once a minute; ``count`` says 0.
+    A count is not tied to the process holding it: one that dies holding places leaves them taken
+    (see the deployment notes).
+    """
+
+    def __init__(self, connection: Connection):
+        self.connection = connection
+        self.faults = Faults(connection, "counters")
+
+    def acquire(self, key: str, limit: int | None) -> bool:
+        """See :meth:`mcp_ref.server.state.Counters.acquire`."""
+        try:
+            return bool(ACQUIRE(self.connection.client, [self.connection.key("count", key)],
+                                ["" if limit is None else limit]))
+        except FAULTS as error:
+            self.faults(error, "new places are refused until it is back")
+            return False
+
+    def release(self, key: str) -> int:
+        """See :meth:`mcp_ref.server.state.Counters.release`."""
+        try:
+            return int(RELEASE(self.connection.client, [self.connection.key("count", key)], []))
+        except FAULTS as error:
+            self.faults(error, "a place could not be given back")
+            return 0
+
+    def count(self, key: str) -> int:
+        """See :meth:`mcp_ref.server.state.Counters.count`."""
+        try:
+            held = self.connection.client.get(self.connection.key("count", key))
+        except FAULTS as error:
+            self.faults(error, "counts read as 0")
+            return 0
+        return 0 if held is None else int(held)
+
+
+# -- task records ---------------------------------------------------------------------------------
+
+RECORDS = Script(NOW + """
+local op, P, iso, id = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
+local now = clock(ARGV[3], 1000)
+local ALL, DONE, EXP, CALLERS = P .. 'tasks', P .. 'tasks:done', P .. 'tasks:expires', P .. 'tasks:callers'
+local TERMINAL = {['"completed"'] = true, ['"failed"'] = true, ['"cancelled"'] = true}
+local RUNNING = {['"working"'] = true, ['"input_required"'] = true}
+local R = P .. 'task:' .. id
+local IN, OUT = R .. ':in', R .. ':out'
+
+local function opens(caller) return P .. 'tasks:open:' .. caller end
+
+local function drop(t)
+  local r = P .. 'task:' .. t
+  local caller = redis.call('HGET', CALLERS, t)
+  if caller then redis.call('ZREM', opens(caller), t) end
+  redis.call('HDEL', CALLERS, t)
+  redis.call('ZREM', ALL, t)
+  redis.call('ZREM', DONE, t)
+  redis.call('ZREM', EXP, t)
+  return redis.call('DEL', r, r .. ':in', r .. ':out') > 0
+end
+
+local function sweep()
+  local gone = redis.call('ZRANGEBYSCORE', EXP, '-inf', now, 'LIMIT', 0, @@SWEEP_LIMIT@@)
+  for _, t in ipairs(gone) do drop(t) end
+  return gone
+end
+
+-- after a change of status: a finished task leaves its caller's count and joins the evictable
+local function indexed(t, was)
+  local r = P .. 'task:' .. t
+  if TERMINAL[redis.call('HGET', r, 'status')] and not TERMINAL[was] then
+    local caller = redis.call('HGET', CALLERS, t)
+    if caller then redis.call('ZREM', opens(caller), t) end
+    redis.call('ZADD', DONE, redis.call('ZSCORE', ALL, t) or 0, t)
+    redis.call('HDEL', r, '@lease')
+  end
+end
+
+-- the record exists and has not expired; a running one whose lease ran out has failed
+local function live(t)
+  local r = P .. 'task:' .. t
+  local ends = redis.call('ZSCORE', EXP, t)
+  if (ends and now >= tonumber(ends)) or redis.call('EXISTS', r) == 0 then
+    drop(t)
+    return false
+  end
+  local held = redis.call('HMGET', r, 'status', '@lease')
+  if held[2] and RUNNING[held[1]] and now >= tonumber(held[2]) then
+    redis.call('DEL', r .. ':in')
+    redis.call('HSET', r, 'status', '"failed"', 'error', @@LEASE_ERROR@@, 'statusMessage', @@LEASE_MESSAGE@@,
+               'lastUpdatedAt', iso)
+    indexed(t, held[1])
+  end
+  return true
+end
+
+local function open(t)
+  return live(t) and not TERMINAL[redis.call('HGET', P .. 'task:' .. t, 'status')]
+end
+
+-- the parts of a record live as long as the record
+local function follow(k)
+  local ms = redis.call('PTTL', R)
+  if ms > 0 then redis.call('PEXPIRE', k, ms) end
+end
+
+local function settle()
+  if redis.call('EXISTS', IN) == 0 and redis.call('HGET', R, 'status') == '"input_required"' then
+    redis.call('HSET', R, 'status', '"working"', 'lastUpdatedAt', iso)
+  end
+end
+
+local at = 6
+local function list()
+  local n, l = tonumber(ARGV[at]), {}
+  for i = 1, n do l[i] = ARGV[at + i] end
+  at = at + n + 1
+  return l
+end
+
+local function hset(k, l)
+  for i = 1, #l, 2 do redis.call('HSET', k, l[i], l[i + 1]) end
+end
+
+local function snapshot()
+  return {redis.call('HGETALL', R), redis.call('HGETALL', IN), redis.call('HGETALL', OUT)}
+end
+
+if op == 'create' then
+  local caller, cap, total, ttl = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+  at = 10
+  local fields, inputs, answers = list(), list(), list()
+  sweep()
+  if cap then
+    for _, t in ipairs(redis.call('ZRANGE', opens(caller), 0, cap)) do live(t) end
+    if redis.call('ZCARD', opens(caller)) >= cap then return 'caller_full' end
+  end
+  if redis.call('ZCARD', ALL) >= total then
+    local oldest = redis.call('ZRANGE', DONE, 0, 0)[1]
+    if not oldest then return 'full' end
+    drop(oldest)
+  end
+  drop(id)
+  local seq = redis.call('INCR', P .. 'tasks:seq')
+  hset(R, fields)
+  hset(IN, inputs)
+  hset(OUT, answers)
+  redis.call('ZADD', ALL, seq, id)
+  redis.call('HSET', CALLERS, id, caller)
+  if TERMINAL[redis.call('HGET', R, 'status')] then
+    redis.call('ZADD', DONE, seq, id)
+  else
+    redis.call('ZADD', opens(caller), seq, id)
+  end
+  if ttl then
+    redis.call('ZADD', EXP, now + ttl, id)
+    for _, k in ipairs({R, IN, OUT}) do redis.call('PEXPIRE', k, ttl) end
+  end
+  return 'created'
+elseif op == 'get' then
+  if not live(id) then return nil end
+  return snapshot()
+elseif op == 'transition' then
+  local replace, allowed = ARGV[6], {}
+  at = 7
+  for _ = 1, tonumber(ARGV[at]) do
+    local name, m, values = ARGV[at + 1], tonumber(ARGV[at + 2]), {}
+    for j = 1, m do values[ARGV[at + 2 + j]] = true end
+    allowed[name] = values
+    at = at + 2 + m
+  end
+  at = at + 1
+  local fields, inputs, answers = list(), list(), list()
+  if not open(id) then return nil end
+  for name, values in pairs(allowed) do
+    if not values[redis.call('HGET', R, name) or 'null'] then return nil end
+  end
+  local was = redis.call('HGET', R, 'status')
+  hset(R, fields)
+  if string.find(replace, 'i', 1, true) then redis.call('DEL', IN) hset(IN, inputs) follow(IN) end
+  if string.find(replace, 'o', 1, true) then redis.call('DEL', OUT) hset(OUT, answers) follow(OUT) end
+  indexed(id, was)
+  return snapshot()
+elseif op == 'put_inputs' then
+  local inputs = list()
+  if not open(id) then return 0 end
+  hset(IN, inputs)
+  follow(IN)
+  redis.call('HSET', R, 'status', '"input_required"', 'lastUpdatedAt', iso)
+  return 1
+elseif op == 'withdraw_inputs' then
+  local keys = list()
+  if open(id) then
+    for _, k in ipairs(keys) do redis.call('HDEL', IN, k) end
+    settle()
+  end
+  return 0
+elseif op == 'put_responses' then
+  local answers, taken = list(), {}
+  if not open(id) then return taken end
+  for i = 1, #answers, 2 do
+    if redis.call('HDEL', IN, answers[i]) == 1 then
+      redis.call('HSET', OUT, answers[i], answers[i + 1])
+      taken[#taken + 1] = answers[i]
+    end
+  end
+  if #taken > 0 then
+    follow(OUT)
+    redis.call('HSET', R, 'lastUpdatedAt', iso)
+    settle()
+  end
+  return taken
+elseif op == 'take_responses' then
+  local keys, got = list(), {}
+  if not live(id) then return got end
+  for _, k in ipairs(keys) do
+    local answer = redis.call('HGET', OUT, k)
+    if answer then
+      redis.call('HDEL', OUT, k)
+      got[#got + 1] = k
+      got[#got + 1] = answer
+    end
+  end
+  return got
+elseif op == 'delete' then
+  if drop(id) then return 1 end
+  return 0
+elseif op == 'sweep' then
+  return sweep()
+elseif op == 'count' then
+  if ARGV[6] == '' then return redis.call('ZCARD', ALL) end
+  return redis.call('ZCARD', opens(ARGV[6]))
+elseif op == 'renew_lease' then
+  if not open(id) then return 0 end
+  redis.call('HSET', R, '@lease', now + tonumber(ARGV[6]))
+  return 1
+end
+return redis.error_reply('unknown operation ' .. op)
+""".replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT))
+   .replace("@@LEASE_ERROR@@", "[[" + _text(LEASE_ERROR) + "]]")
+   .replace("@@LEASE_MESSAGE@@", "[[" + _text(LEASE_ERROR["message"]) + "]]"))
+
+#: The record fields kept in hashes of their own (one entry per key), not as one JSON text.
+PARTS = ("inputRequests", "inputResponses")
+
+
+def _flat(mapping: Mapping[str, Any]) -> list[Any]:
+    """A mapping as a script's argument list: its length, then key, JSON text, key, JSON text..."""
+    items: list[Any] = []
+    for key, value in mapping.items():
+        items += [key, _text(value)]
+    return [len(items), *items]
+
+
+def _pairs(flat: list) -> dict[str, Any]:
+    """A hash read by a script (key, JSON text, ...) as a dict of JSON values."""
+    return {_str(flat[i]): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+class RedisTaskRecords(InjectableClock):
+    """The tasks extension's records (:class:`~mcp_ref.server.state.TaskRecords`) shared by every
+    process: each operation one script, so ``create`` checks ``max_tasks_per_principal`` and
+    ``max_tasks`` in the step that adds (full: the oldest finished record is evicted, else refused),
+    and ``transition`` never changes a terminal record (SEP-2663 §Task Lifecycle).  A record is a
+    hash of JSON texts (its asks and answers in hashes of their own, so no script re-encodes a
+    handler's result); it expires with its TTL (``PEXPIRE``, and the index that ``sweep`` reads).
+
+    A lease (:meth:`renew_lease`): a task whose worker renews it reads as ``failed`` once the lease
+    runs out (the process running it stopped); a record never leased never fails so.
+
+    Redis unreachable: every operation raises InternalError (-32603, "the task store is
+    unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.
+    """
+
+    def __init__(self, connection: Connection, *, clock: Clock | None = None):
+        InjectableClock.__init__(self, clock)
+        self.connection = connection
+        self.faults = Faults(connection, "task records")
+
+    def _run(self, op: str, task_id: str, *args: Any) -> Any:
+        try:
+            return RECORDS(self.connection.client, [],
+                           [op, self.connection.key(""), self.now(1000), _text(iso_now()), task_id, *args])
+        except FAULTS as error:
+            self.faults(error, "task requests answer -32603 until it is back")
+            raise InternalError("the task store is unreachable") from error
+
+    @staticmethod
+    def _record(snapshot: list | None) -> dict | None:
+        if not snapshot:
+            return None
+        main, inputs, answers = snapshot
+        record = {key: value for key, value in _pairs(main).items() if not key.startswith("@")}
+        record["inputRequests"], record["inputResponses"] = _pairs(inputs), _pairs(answers)
+        return record
+
+    def create(self, task_id: str, record: dict, *, ttl: float | None, caller: str | None,
+               max_per_caller: int | None, max_total: int) -> str:
+        """See :meth:`mcp_ref.server.state.TaskRecords.create`."""
+        fields = {key: value for key, value in record.items() if key not in PARTS}
+        verdict = self._run("create", task_id, _text(caller), "" if max_per_caller is None else max_per_caller,
+                            max_total, "" if ttl is None else max(1, math.ceil(ttl * 1000)), *_flat(fields),
+                            *_flat(record.get("inputRequests") or {}), *_flat(record.get("inputResponses") or {}))
+        return _str(verdict)
+
+    def get(self, task_id: str) -> dict | None:
+        """See :meth:`mcp_ref.server.state.TaskRecords.get`."""
+        return self._record(self._run("get", task_id))
+
+    def transition(self, task_id: str, changes: Mapping[str, Any], *,
+                   when: Mapping[str, Collection] | None = None) -> dict | None:
+        """See :meth:`mcp_ref.server.state.TaskRecords.transition` (``when``'s values are compared
+        by their JSON text: meant for scalars, as the tasks extension uses it)."""
+        conditions: list[Any] = [len(when or {})]
+        for name, values in (when or {}).items():
+            conditions += [name, len(values), *(_text(value) for value in values)]
+        replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
+        fields = {key: value for key, value in changes.items() if key not in PARTS}
+        return self._record(self._run("transition", task_id, replace, *conditions, *_flat(fields),
+                                      *_flat(changes.get("inputRequests") or {}),
+                                      *_flat(changes.get("inputResponses") or {})))
+
+    def put_inputs(self, task_id: str, requests: Mapping[str, dict]) -> bool:
+        """See :meth:`mcp_ref.server.state.TaskRecords.put_inputs`."""
+        return bool(self._run("put_inputs", task_id, *_flat(requests)))
+
+    def withdraw_inputs(self, task_id: str, keys: Collection[str]) -> None:
+        """See :meth:`mcp_ref.server.state.TaskRecords.withdraw_inputs`."""
+        self._run("withdraw_inputs", task_id, len(keys), *keys)
+
+    def put_responses(self, task_id: str, responses: Mapping[str, Any]) -> list[str]:
+        """See :meth:`mcp_ref.server.state.TaskRecords.put_responses`."""
+        return [_str(key) for key in self._run("put_responses", task_id, *_flat(responses))]
+
+    def take_responses(self, task_id: str, keys: Collection[str]) -> dict:
+        """See :meth:`mcp_ref.server.state.TaskRecords.take_responses`."""
+        return _pairs(self._run("take_responses", task_id, len(keys), *keys))
+
+    def delete(self, task_id: str) -> bool:
+        """See :meth:`mcp_ref.server.state.TaskRecords.delete`."""
+        return bool(self._run("delete", task_id))
+
+    def sweep(self) -> list[str]:
+        """See :meth:`mcp_ref.server.state.TaskRecords.sweep` (at most :data:`SWEEP_LIMIT` a call)."""
+        return [_str(task_id) for task_id in self._run("sweep", "")]
+
+    def count(self, caller: str | None = None) -> int:
+        """See :meth:`mcp_ref.server.state.TaskRecords.count`."""
+        return int(self._run("count", "", "" if caller is None else _text(caller)))
+
+    def renew_lease(self, task_id: str, seconds: float) -> bool:
+        """The process running ``task_id`` is alive: its lease now ends in ``seconds``.  False when
+        the task is gone or has ended (its lease ran out before: it reads as failed; stop it).
+
+        Once leased, a ``working`` or ``input_required`` record whose lease ran out reads as
+        ``failed`` with the error :data:`LEASE_ERROR` (atomically: on the first operation that sees
+        it, which also takes it out of its caller's count).  SEP-2663 §Task Lifecycle leaves how a
+        task fails to the server; a task no process runs can only fail.
+        """
+        return bool(self._run("renew_lease", task_id, max(1, math.ceil(seconds * 1000))))

