@@ -30,14 +30,15 @@ pytestmark = [
 
 
 class Deployment:
-    """``gunicorn -w 1`` serving scale_out_app on a free port; ``url`` is its MCP endpoint."""
+    """``gunicorn -w <workers>`` serving scale_out_app on a free port; ``url`` is its MCP endpoint."""
 
-    def __init__(self, state: str | None, server_limit: str):
+    def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True):
         self.port = free_port()
-        command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
+        command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", "8",
                    "-b", f"127.0.0.1:{self.port}", "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
         env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
-        env.update(MCP_REF_SECRET="scale-out-test-secret", SCALE_OUT_SERVER_LIMIT=server_limit)
+        env.update(MCP_REF_SECRET="scale-out-test-secret", SCALE_OUT_SERVER_LIMIT=server_limit,
+                   SCALE_OUT_STATELESS="1" if stateless else "0")
         if state is not None:
             env["MCP_REF_STATE"] = state
         self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
@@ -54,10 +55,16 @@ class Deployment:
 @pytest.fixture
 def two_deployments(request):
     """``two_deployments(state)``: two single-worker deployments of the app, ``state`` their
-    ``MCP_REF_STATE`` (None: each its own memory)."""
+    ``MCP_REF_STATE`` (None: each its own memory); ``three_workers=True``: one deployment of three
+    workers instead, given twice (the kernel then decides which worker takes each connection)."""
     started: list[Deployment] = []
 
-    def start(state: str | None, server_limit: str = "100/minute") -> tuple[Deployment, Deployment]:
+    def start(state: str | None, server_limit: str = "100/minute", *,
+              three_workers: bool = False) -> tuple[Deployment, Deployment]:
+        if three_workers:
+            one = Deployment(state, server_limit, workers=3)
+            started.append(one)
+            return one, one
         pair = (Deployment(state, server_limit), Deployment(state, server_limit))
         started.extend(pair)
         return pair
@@ -88,6 +95,30 @@ def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_
     # "3/minute" for one caller (every request comes from 127.0.0.1: one principal): shared, three
     # calls in all; each process on its own, three on each.
     assert outcomes.count("ok") == (3 if shared else 6), outcomes
+
+
+def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_answers(two_deployments,
+                                                                                     redis_url):  # noqa: F811
+    a, b = two_deployments(redis_url, three_workers=True)
+    clients = [Client.http(a.url, timeout=WAIT) for _ in range(4)]  # four connections: the kernel spreads them
+    try:
+        outcomes = []
+        for n in range(12):
+            try:
+                clients[n % 4].call_tool("limited")
+                outcomes.append("ok")
+            except LimitExceeded:
+                outcomes.append("limited")
+        assert outcomes.count("ok") == 3, outcomes  # the tool's limit, whichever worker answered
+        tasks = [c.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()["taskId"]
+                 for c in clients[:2]]
+        for client in clients:  # every connection, whichever worker holds it, finds both tasks
+            assert [client.get_task(task_id)["status"] for task_id in tasks] == ["working", "working"]
+        for task_id in tasks:
+            clients[3].cancel_task(task_id)
+    finally:
+        for client in clients:
+            client.close()
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
@@ -169,3 +200,29 @@ def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
         server.shared_state.close()
     finally:
         redis.stop()
+
+
+def test_a_handshake_session_on_another_worker_is_refused_saying_why(redis_url):  # noqa: F811
+    """Handshake-era sessions stay in the worker that made them (spec_notes/deployment.md): another
+    worker answers 404 (the spec's "session not found", after which a client starts a new session),
+    and says that a session lives where it was made, for the operator who reads it."""
+    import requests
+
+    a = Deployment(redis_url, "100/minute", stateless=False)
+    b = Deployment(redis_url, "100/minute", stateless=False)
+    try:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        made = requests.post(a.url, json=init, headers=headers, timeout=WAIT)
+        session = made.headers["Mcp-Session-Id"]
+        asked = requests.post(b.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, timeout=WAIT,
+                              headers={**headers, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
+        assert asked.status_code == 404
+        assert "route by Mcp-Session-Id" in asked.text
+        with Client.http(b.url, timeout=WAIT, era="handshake") as client:  # a client of its own: served
+            assert client.call_tool("whoami").content[0].text.startswith("pid ")
+    finally:
+        a.stop()
+        b.stop()
+

@@ -38,4 +38,4 @@ def add_tool(name: str) -> str:
     return f"added {name} on pid {os.getpid()}"
 
 
-wsgi_app = server.wsgi_app(stateless=True)
+wsgi_app = server.wsgi_app(stateless=os.environ.get("SCALE_OUT_STATELESS", "1") == "1")

@@ -254,6 +254,12 @@ class HttpAppBase:
                 self._end_session(session)
             # "The server MAY terminate the session at any time, after which it MUST respond to
             # requests containing that session ID with HTTP 404 Not Found."
+            if session is None and self.server.shared_state is not None:
+                # Several workers share a state, but a handshake-era session lives in the worker that
+                # made it (spec_notes/deployment.md, "Scaling out"): say so, for whoever reads the log.
+                raise NotFound("Session not found on this worker: a session lives in the worker that "
+                               "created it; route by Mcp-Session-Id (sticky sessions), serve stateless, "
+                               "or use the 2026-07-28 revision; start a new session with initialize")
             raise NotFound("Session not found: start a new session with initialize")
         version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self.check_version(environ)

@@ -87,6 +87,10 @@ class Host(Protocol):
     def subscriptions(self) -> SubscriptionHub:
         """The hub of ``subscriptions/listen`` streams."""
 
+    @property
+    def shared_state(self) -> Any:
+        """The deployment's shared state (``Server(state=...)``, ``MCP_REF_STATE``), or None."""
+
     def new_connection(self, transport: Any, **session_options: Any) -> Any:
         """A connection served on ``transport`` (a :class:`Connection`)."""
 
