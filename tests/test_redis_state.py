@@ -282,3 +282,23 @@ def test_tasks_get_answers_an_error_while_the_task_store_is_unreachable(own_serv
         own_server.start()
         assert client.call_tool("confirm", task=True).text == "done"
     connection.close()
+
+
+def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_them_fail(connection, monkeypatch):
+    """extras/tasks.py: the process holding a task renews its lease every third of LEASE_SECONDS; a
+    process that stops renewing (it died) leaves the task to read ``failed`` once the lease runs out."""
+    from mcp_ref.extras import tasks as tasks_module
+
+    monkeypatch.setattr(tasks_module, "LEASE_SECONDS", 0.3)
+    holder = TaskStore(records=RedisTaskRecords(connection))
+    other = RedisTaskRecords(connection)  # what another worker reads
+    task = holder.create("alice")
+    passing = threading.Event()
+    passing.wait(0.9)  # three lease lengths: only the renewals keep it alive
+    assert other.get(task.id)["status"] == "working"
+    holder._leases_stop.set()  # the holder stops, as a dead worker would
+    deadline = time.monotonic() + WAIT
+    while other.get(task.id)["status"] == "working" and time.monotonic() < deadline:
+        passing.wait(0.05)
+    record = other.get(task.id)
+    assert record["status"] == FAILED and "stopped" in record["error"]["message"]

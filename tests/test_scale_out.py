@@ -226,3 +226,18 @@ def test_a_handshake_session_on_another_worker_is_refused_saying_why(redis_url):
         a.stop()
         b.stop()
 
+
+
+def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(redis_url):  # noqa: F811
+    a = Deployment(redis_url, "100/minute", stateless=False)
+    b = Deployment(redis_url, "100/minute", stateless=False)
+    changed = threading.Event()
+    try:
+        with Client.http(b.url, timeout=WAIT, era="handshake", on_list_changed=lambda kind: changed.set()) as on_b, \
+                Client.http(a.url, timeout=WAIT, era="handshake") as on_a:
+            on_b.list_tools()  # the GET stream is open once the session is (the client opens it at once)
+            on_a.call_tool("add_tool", {"name": "from_a"})
+            assert changed.wait(WAIT)  # heard on B's GET stream, through the bus
+    finally:
+        a.stop()
+        b.stop()
