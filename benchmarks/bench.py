@@ -39,8 +39,15 @@ What is measured:
 The two eras' HTTP figures are printed side by side, with their ratio
 (2026-07-28 / handshake) per implementation.
 
+* shared state (issue 22; ``state_bench.py``): a rate-limited ``tools/call``
+  against an mcp_ref deployment keeping its state in memory and one keeping it
+  on a fresh ``redis-server`` (``MCP_REF_STATE``): p50/p99 latency and server
+  CPU per call; and the delay for a change on one worker to reach a listener on
+  another.  Run when a ``redis-server`` binary and redis-py are installed (else
+  a note); ``--state-only`` runs these rows alone.
+
 Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``, ``--skip-http``,
-``--http-only``; see ``--help``.  Every server process is stopped in a ``finally`` block, and
+``--http-only``, ``--state-only``, ``--skip-state``; see ``--help``.  Every server process is stopped in a ``finally`` block, and
 watches its parent (``servers/_watch.py``): it exits by itself if the
 benchmark dies.  All heavy imports stay inside functions so that importing
 this module is cheap.
@@ -380,15 +387,17 @@ def _free_port():
 class HttpServerProcess:
     """One benchmark HTTP server in its own interpreter, on a free port of 127.0.0.1.
 
-    ``script`` (a file of ``servers/``) is run as ``python script PORT *args``.
+    ``script`` (a file of ``servers/``) is run as ``python script PORT *args``,
+    in ``env`` (default: ``_child_env()``).
     Use it as a context manager: the process is terminated (killed if it
     lingers) on exit, whatever happened.
     """
 
-    def __init__(self, name, script, args=(), start_timeout=30.0):
+    def __init__(self, name, script, args=(), start_timeout=30.0, env=None):
         self.name = name
         self.script = script
         self.args = [str(a) for a in args]
+        self.env = env
         self.start_timeout = start_timeout
         self.proc = None
         self.port = None
@@ -424,7 +433,7 @@ class HttpServerProcess:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, self.script, str(self.port)] + self.args,
-            env=_child_env(),
+            env=_child_env() if self.env is None else self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
@@ -1103,7 +1112,22 @@ def _parse_args(argv):
     p.add_argument("--skip-sdk", action="store_true", help="do not measure the official SDK")
     p.add_argument("--skip-http", action="store_true", help="do not measure anything over HTTP")
     p.add_argument(
-        "--http-only", action="store_true", help="measure only the HTTP figures (no import time, no stdio round trips)"
+        "--http-only",
+        action="store_true",
+        help="measure only the HTTP figures of both eras (no import time, no stdio round trips, no shared state)",
+    )
+    p.add_argument(
+        "--state-only",
+        action="store_true",
+        help="measure only the shared-state rows: a rate-limited tools/call in memory vs on Redis, and a change's"
+        " delay to a listener on another worker (needs redis-server and redis-py)",
+    )
+    p.add_argument("--skip-state", action="store_true", help="do not measure the shared-state rows")
+    p.add_argument(
+        "--state-calls", type=int, default=None, help="calls per round of the shared-state rows (default 2000; 100 with --quick)"
+    )
+    p.add_argument(
+        "--state-changes", type=int, default=None, help="changes timed for the change -> listener delay (default 100; 5 with --quick)"
     )
     p.add_argument("--http-calls", type=int, default=None, help="calls per round over HTTP (default 1000; 100 with --quick)")
     p.add_argument("--http-rounds", type=int, default=None, help="timed rounds per HTTP figure (default: --rounds)")
@@ -1144,11 +1168,18 @@ def _parse_args(argv):
         ns.load_duration = 1 if quick else 5
     if ns.load_runs is None:
         ns.load_runs = 1 if quick else 5
+    if ns.state_calls is None:
+        ns.state_calls = 100 if quick else 2000
+    if ns.state_changes is None:
+        ns.state_changes = 5 if quick else 100
+    if ns.state_only and (ns.http_only or ns.skip_http or ns.skip_state or ns.skip_mcp_ref):
+        p.error("--state-only excludes --http-only, --skip-http, --skip-state and --skip-mcp-ref")
     if ns.http_only and ns.skip_http:
         p.error("--http-only and --skip-http exclude each other")
     if ns.load_generator == "wrk" and _wrk_path() is None:
         p.error("--load-generator wrk: wrk is not on PATH")
-    for name in ("calls", "rounds", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs"):
+    for name in ("calls", "rounds", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs",
+                 "state_calls", "state_changes"):
         if getattr(ns, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
     if ns.warmup < 0:
@@ -1171,6 +1202,11 @@ def main(argv=None):
 
     if ns.timeout and ns.timeout > 0:
         faulthandler.dump_traceback_later(ns.timeout, exit=True)
+    # state_bench.py uses this module's helpers as ``bench``: run as a script, this module is
+    # ``__main__``, and must not be imported a second time under its own name.
+    sys.modules.setdefault("bench", sys.modules[__name__])
+    run_state = not (ns.skip_state or ns.skip_http or ns.http_only or ns.skip_mcp_ref)
+    others = not ns.state_only  # the import, stdio and HTTP-era rows
 
     def note(msg):
         print(msg, flush=True)
@@ -1187,8 +1223,10 @@ def main(argv=None):
             "import_reps": ns.import_reps,
             "concurrency": CONCURRENCY,
             "quick": ns.quick,
-            "http": not ns.skip_http,
+            "http": not ns.skip_http and others,
             "http_only": ns.http_only,
+            "state": run_state,
+            "state_only": ns.state_only,
         },
         "mcp_ref": {},
         "sdk": {},
@@ -1202,8 +1240,8 @@ def main(argv=None):
     )
 
     failed = False  # an mcp_ref measurement failed: exit status 1 (SDK trouble is only noted)
-    sdk_ok = not ns.skip_sdk and _module_available("mcp")
-    if not ns.skip_sdk and not sdk_ok:
+    sdk_ok = not ns.skip_sdk and others and _module_available("mcp")
+    if not ns.skip_sdk and others and not sdk_ok:
         msg = "official SDK not installed (pip install mcp): SDK figures skipped"
         figures["notes"].append(msg)
         note("note: " + msg)
@@ -1217,7 +1255,7 @@ def main(argv=None):
 
     # import time: the bare package, then what a client needs
     import_cases = []
-    if not ns.skip_mcp_ref and not ns.http_only:
+    if not ns.skip_mcp_ref and not ns.http_only and others:
         import_cases += [
             ("mcp_ref", "import", "import mcp_ref"),
             ("mcp_ref", "import_client", "from mcp_ref import Client"),
@@ -1247,7 +1285,7 @@ def main(argv=None):
         note("%s: %s wall, %s by -X importtime" % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms")))
 
     # round trips
-    if not ns.skip_mcp_ref and not ns.http_only:
+    if not ns.skip_mcp_ref and not ns.http_only and others:
         try:
             r = bench_mcp_ref(ns.calls, ns.rounds, ns.warmup)
             for key in ("sequential", "concurrent"):
@@ -1277,8 +1315,15 @@ def main(argv=None):
             figures["notes"].append(msg)
             note("note: " + msg)
 
-    if not ns.skip_http and not run_http_benchmarks(ns, figures, sdk_ok, note):
+    if not ns.skip_http and others and not run_http_benchmarks(ns, figures, sdk_ok, note):
         failed = True
+
+    state_bench = None
+    if run_state:
+        import state_bench
+
+        if not state_bench.run_state_benchmarks(ns, figures, note):
+            failed = True
 
     for key in ("import", "import_importtime", "import_client", "import_client_importtime", "import_both"):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
@@ -1291,20 +1336,27 @@ def main(argv=None):
     faulthandler.cancel_dump_traceback_later()
 
     print()
-    print_table(figures)
-    if not ns.skip_http and any(v is not None for side in figures["era_ratios"].values() for v in side.values()):
+    if others:
+        print_table(figures)
+    if not ns.skip_http and others and any(v is not None for side in figures["era_ratios"].values() for v in side.values()):
         print()
         print_era_table(figures)
+    if state_bench is not None and figures.get("state", {}).get("redis"):
+        if others:
+            print()
+        state_bench.print_state_table(figures)
     print()
-    if not ns.http_only:
+    if others and not ns.http_only:
         print_stdio_notes(figures, ns)
     else:
         print(
             "On a %s-CPU machine; expect run-to-run noise of 10%% or more, so compare figures from the same run only."
             % figures["cpus"]
         )
-    if not ns.skip_http:
+    if not ns.skip_http and others:
         print_http_notes(figures, ns)
+    if state_bench is not None:
+        state_bench.print_state_notes(figures)
     if ns.quick:
         print("--quick: smoke-test sizes; these figures are not a measurement.")
     if ns.json:

@@ -212,7 +212,7 @@ def test_the_tables_are_bounded():
     app = DemoAuthorizationServer(max_clients=5)
     for n in range(50):
         app.register({"redirect_uris": ["https://c.example/cb"], "token_endpoint_auth_method": "none"})
-    assert len(app.clients.items) == 5 and app.clients.get(DEMO_CLIENT_ID) is not None  # the pre-registered one stays
+    assert len(app.clients) == 5 and app.clients.get(DEMO_CLIENT_ID) is not None  # the pre-registered one stays
 
 
 # -- Client ID Metadata Documents ---------------------------------------------------------------------

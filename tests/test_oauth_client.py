@@ -117,10 +117,10 @@ def test_a_revoked_token_gets_the_flow_again(deployment):
     mcp_url, watched, authorization = deployment
     auth = OAuth(DEMO_CLIENT_ID, authorize=follow_redirect)
     with Client.http(mcp_url, auth=auth, timeout=WAIT) as client:
-        authorization.access_tokens.items.clear()  # every access token forgotten
+        authorization.access_tokens.table.items.clear()  # every access token forgotten
         assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
-        authorization.access_tokens.items.clear()
-        authorization.refresh_tokens.items.clear()
+        authorization.access_tokens.table.items.clear()
+        authorization.refresh_tokens.table.items.clear()
         assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
     assert watched.hits("/authorize") == 2
 

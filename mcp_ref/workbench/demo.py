@@ -352,6 +352,15 @@ def __getattr__(name: str):
         app = build_server().wsgi_app(stateless=True)
         globals()["wsgi_app"] = app
         return app
+    # ``mcp_ref.workbench.demo:protected_wsgi_app`` — the protected demo and its authorization server
+    # (``serve-demo --http --auth``), stateless, for several workers; with MCP_REF_STATE=redis://...
+    # the authorization server's clients, codes and tokens are shared by every worker.
+    if name == "protected_wsgi_app":
+        from .demo_auth_server import protected_app
+
+        app = protected_app(build_protected_server(), stateless=True)
+        globals()["protected_wsgi_app"] = app
+        return app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

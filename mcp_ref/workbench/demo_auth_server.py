@@ -25,7 +25,11 @@ resource (their audience) and the scopes granted.  Redirect URIs match exactly, 
 loopback ``http`` URI matches on any port (RFC 8252 §7.3).  A public client ``mcp-ref-demo`` is
 pre-registered with ``http://127.0.0.1/callback`` and ``http://localhost/callback``.
 
-Every table is bounded (``max_clients``, ``max_grants``): when full, the oldest entry goes.
+Every table is bounded (``max_clients``, ``max_grants``): when full, the oldest entry goes.  The
+tables (clients, codes, access and refresh tokens) are :class:`~mcp_ref.workbench.auth_tables.AuthTable`
+s: this process's memory by default; with ``state=`` (a shared state, e.g. ``MCP_REF_STATE=redis://...``,
+which :func:`protected_app` takes from its server) every worker sees every client, code and token.
+Tokens are opaque (nothing is signed), so no key need be shared.
 Errors are JSON ``{"error", "error_description"}`` (RFC 6749 §5.2) and never repeat a code,
 token or secret.  An authorization request whose client or redirect URI is not known is
 answered 400 here and never redirected (no open redirect).
@@ -34,7 +38,6 @@ answered 400 here and never redirected (no open redirect).
 from __future__ import annotations
 
 import base64
-import collections
 import hmac
 import json
 import logging
@@ -42,12 +45,12 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from ..auth import pkce
 from ..transports.origins import host_allowed, is_loopback, origin_allowed
+from .auth_tables import Grant, MemoryAuthTable, Records, RegisteredClient, auth_table
 
 log = logging.getLogger(__name__)
 
@@ -70,65 +73,12 @@ AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 
 
-@dataclass
-class RegisteredClient:
-    """A client the server knows: its id, its secret (None for a public client), its redirect URIs."""
-
-    client_id: str
-    redirect_uris: tuple[str, ...]
-    token_endpoint_auth_method: str = "none"
-    client_secret: str | None = None
-    client_name: str | None = None
-    grant_types: tuple[str, ...] = ("authorization_code", "refresh_token")
-    issued_at: int = field(default_factory=lambda: int(time.time()))
-    preregistered: bool = False
-
-
-@dataclass
-class Grant:
-    """What a code, an access token or a refresh token stands for."""
-
-    client_id: str
-    scope: str
-    resource: str | None
-    expires: float
-    subject: str = "demo-user"
-    redirect_uri: str | None = None
-    challenge: str | None = None
-
-
 class OAuthError(Exception):
     """An error answered as RFC 6749 §5.2 JSON with an HTTP status."""
 
     def __init__(self, error: str, description: str, status: str = "400 Bad Request", headers: Iterable = ()):
         super().__init__(description)
         self.error, self.description, self.status, self.headers = error, description, status, list(headers)
-
-
-class _Table:
-    """A bounded, thread-safe map that forgets its oldest entry when full."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.items: collections.OrderedDict = collections.OrderedDict()
-        self.lock = threading.Lock()
-
-    def put(self, key, value, *, keep: Callable[[Any], bool] = lambda value: False) -> None:
-        with self.lock:
-            self.items[key] = value
-            while len(self.items) > self.limit:
-                oldest = next((k for k, v in self.items.items() if not keep(v)), None)
-                if oldest is None:
-                    break
-                del self.items[oldest]
-
-    def get(self, key):
-        with self.lock:
-            return self.items.get(key)
-
-    def pop(self, key):
-        with self.lock:
-            return self.items.pop(key, None)
 
 
 class DemoAuthorizationServer:
@@ -138,29 +88,39 @@ class DemoAuthorizationServer:
     ``Host`` once that is allowed, which suits a server bound to port 0.  ``scopes`` are the
     scopes it grants.  ``allowed_hosts`` / ``allowed_origins``: the DNS-rebinding guard of the
     MCP endpoint (:class:`~mcp_ref.transports.http_server.McpWsgiApp`'s options, the same
-    rules): None allows loopback names only, ``["*"]`` any.  ``clock`` (seconds, monotonic) ages codes and tokens.
+    rules): None allows loopback names only, ``["*"]`` any.  ``state``: a shared
+    :class:`~mcp_ref.server.state.State` (or its URL) whose ``auth_table`` keeps the tables, else
+    this process's memory.  ``clock`` (seconds) ages codes and tokens; by default monotonic, or the
+    wall clock with shared tables (the workers of several hosts share no monotonic clock).
     """
 
     def __init__(self, issuer: str | None = None, *, scopes: Iterable[str] = DEFAULT_SCOPES,
                  code_lifetime: float = 60.0, token_lifetime: float = 3600.0,
-                 max_clients: int = 1000, max_grants: int = 10_000, clock: Callable[[], float] = time.monotonic,
-                 allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None):
+                 max_clients: int = 1000, max_grants: int = 10_000, clock: Callable[[], float] | None = None,
+                 allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None,
+                 state: Any = None):
         self.issuer = issuer.rstrip("/") if issuer else None
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self.allowed_origins = None if allowed_origins is None else list(allowed_origins)
         self.scopes = tuple(scopes)
         self.code_lifetime = code_lifetime
         self.token_lifetime = token_lifetime
-        self.clock = clock
-        self.clients = _Table(max_clients)
-        self.codes = _Table(max_grants)
-        self.access_tokens = _Table(max_grants)
-        self.refresh_tokens = _Table(max_grants)
-        self.documents = _Table(max_clients)  # client metadata documents: URL -> (client, expires)
+        if isinstance(state, str):
+            from ..server.serving import state_from
+
+            state = state_from(state)
+        shared = getattr(state, "auth_table", None) is not None
+        self.clock = clock or (time.time if shared else time.monotonic)
+        self.clients = Records(auth_table(state, "clients", max_clients, clock), RegisteredClient)
+        self.codes = Records(auth_table(state, "codes", max_grants, clock), Grant)
+        self.access_tokens = Records(auth_table(state, "access_tokens", max_grants, clock), Grant)
+        self.refresh_tokens = Records(auth_table(state, "refresh_tokens", max_grants, clock), Grant)
+        # Client metadata documents, URL -> client: a cache each process keeps (any worker can fetch one).
+        self.documents = Records(MemoryAuthTable(max_clients, clock=self.clock), RegisteredClient)
         #: The address of the caller of the request this thread serves (see :meth:`client`).
         self._caller = threading.local()
         self.clients.put(DEMO_CLIENT_ID, RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
-                                                          preregistered=True))
+                                                          preregistered=True), pinned=True)
 
     # -- WSGI -----------------------------------------------------------------------------------
 
@@ -188,6 +148,10 @@ class DemoAuthorizationServer:
         except OAuthError as exc:
             body = {"error": exc.error, "error_description": exc.description}
             return _json(start_response, exc.status, body, headers=exc.headers, no_store=True)
+        except ConnectionError:  # a shared table's store is unreachable (the table has warned)
+            body = {"error": "temporarily_unavailable", "error_description": "the authorization server's store is "
+                    "unreachable; retry later"}
+            return _json(start_response, "503 Service Unavailable", body, headers=[("Retry-After", "5")], no_store=True)
         except Exception:  # a bug, not the client's doing: logged here, never sent
             log.exception("the demo authorization server failed on %s %s", environ.get("REQUEST_METHOD"),
                           (environ.get("PATH_INFO") or "/")[:200])
@@ -245,7 +209,7 @@ class DemoAuthorizationServer:
             client_id=secrets.token_urlsafe(16), redirect_uris=tuple(uris), token_endpoint_auth_method=method,
             client_secret=None if method == "none" else secrets.token_urlsafe(32), client_name=name,
             grant_types=tuple(grants))
-        self.clients.put(client.client_id, client, keep=lambda c: c.preregistered)
+        self.clients.put(client.client_id, client)
         answer = {"client_id": client.client_id, "client_id_issued_at": client.issued_at, "redirect_uris": list(uris),
                   "token_endpoint_auth_method": method, "grant_types": list(grants), "response_types": ["code"]}
         if name is not None:
@@ -283,7 +247,7 @@ class DemoAuthorizationServer:
             return refuse("invalid_target", "resource must be an absolute URI without a fragment (RFC 8707)")
         code = secrets.token_urlsafe(32)
         self.codes.put(code, Grant(client.client_id, scope, resource, self.clock() + self.code_lifetime,
-                                   redirect_uri=redirect_uri, challenge=query["code_challenge"]))
+                                   redirect_uri=redirect_uri, challenge=query["code_challenge"]), ttl=self.code_lifetime)
         return _with_query(redirect_uri, code=code, state=state, iss=issuer)
 
     def token(self, form: dict, authorization: str | None) -> dict:
@@ -291,15 +255,16 @@ class DemoAuthorizationServer:
         client = self._authenticate(form, authorization)
         grant_type = form.get("grant_type")
         if grant_type == "authorization_code":
-            grant = self.codes.pop(form.get("code", ""))  # single use: gone whatever happens next
+            # Single use (OAuth 2.1 §4.1.3), taken in one atomic step: gone whatever happens next.
+            grant = self.codes.take(form.get("code", ""))
             if grant is None or grant.client_id != client.client_id or grant.expires < self.clock():
                 raise OAuthError("invalid_grant", "the code is unknown, used, expired or not this client's")
             if form.get("redirect_uri", grant.redirect_uri) != grant.redirect_uri:
                 raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
-            if not pkce.verifies(form.get("code_verifier"), grant.challenge):
+            if not pkce.verifies(form.get("code_verifier"), grant.challenge or ""):  # a code always has one
                 raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
         elif grant_type == "refresh_token":
-            grant = self.refresh_tokens.pop(form.get("refresh_token", ""))  # rotation: each is used once
+            grant = self.refresh_tokens.take(form.get("refresh_token", ""))  # rotation: each is used once
             if grant is None or grant.client_id != client.client_id:
                 raise OAuthError("invalid_grant", "the refresh token is unknown, used or not this client's")
             wanted = form.get("scope")
@@ -334,8 +299,8 @@ class DemoAuthorizationServer:
         if client is not None or not client_id.startswith(("https://", "http://")):
             return client
         cached = self.documents.get(client_id)
-        if cached is not None and cached[1] > self.clock():
-            return cached[0]
+        if cached is not None:
+            return cached
         if len(client_id) > MAX_CLIENT_ID_URL:
             raise OAuthError("invalid_client", f"a client_id URL is at most {MAX_CLIENT_ID_URL} characters")
         # A document on this machine (http://localhost/...) only for a caller on this machine: a
@@ -343,7 +308,8 @@ class DemoAuthorizationServer:
         # draft-ietf-oauth-client-id-metadata-document §6).
         local = is_loopback(getattr(self._caller, "address", ""))
         client, ttl = fetch_client_metadata(client_id, loopback_documents=local)
-        self.documents.put(client_id, (client, self.clock() + ttl))
+        if ttl > 0:
+            self.documents.put(client_id, client, ttl=ttl)
         return client
 
     def verify(self, token: str) -> Grant | None:
@@ -362,7 +328,7 @@ class DemoAuthorizationServer:
     def _issue(self, client: RegisteredClient, scope: str, resource: str | None, subject: str) -> dict:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         expires = self.clock() + self.token_lifetime
-        self.access_tokens.put(access, Grant(client.client_id, scope, resource, expires, subject))
+        self.access_tokens.put(access, Grant(client.client_id, scope, resource, expires, subject), ttl=self.token_lifetime)
         answer = {"access_token": access, "token_type": "Bearer", "expires_in": int(self.token_lifetime)}
         if "refresh_token" in client.grant_types:
             self.refresh_tokens.put(refresh, Grant(client.client_id, scope, resource, float("inf"), subject))
@@ -405,7 +371,10 @@ class LocalVerifier:
     def verify(self, token: str):
         from ..auth.resource import AccessInfo
 
-        grant = self.server.verify(token)
+        try:
+            grant = self.server.verify(token)
+        except ConnectionError:  # a shared table is unreachable: not valid, as a failed introspection
+            return None
         if grant is None:
             return None
         return AccessInfo(client_id=grant.client_id, subject=grant.subject, scopes=tuple(grant.scope.split()),
@@ -419,12 +388,15 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
     The authorization server's endpoints (its metadata, ``/authorize``, ``/token``, ``/register``,
     ``/introspect``) go to a :class:`DemoAuthorizationServer`; everything else to
     ``server.wsgi_app(auth=...)``, whose protected resource metadata names the same origin as its
-    authorization server.  What ``mcp-ref serve-demo --http HOST:PORT --auth`` serves.
+    authorization server.  What ``mcp-ref serve-demo --http HOST:PORT --auth`` serves.  With the
+    server's shared state (``server.shared_state``: ``MCP_REF_STATE`` or ``Server(state=)``) the
+    authorization server's tables are shared too, so any worker answers for any client and token.
     """
     from ..auth.resource import ProtectedResource
 
     authorization = DemoAuthorizationServer(scopes=scopes_supported, allowed_hosts=wsgi_options.get("allowed_hosts"),
-                                            allowed_origins=wsgi_options.get("allowed_origins"))
+                                            allowed_origins=wsgi_options.get("allowed_origins"),
+                                            state=None)
 
     def same_origin(environ: dict) -> list[str]:
         # The issuer is the origin of the request: the port may be 0 until the server is bound.

@@ -4,7 +4,8 @@
 (:func:`mcp_ref.server.serving.state_from`), picks :class:`RedisState`.  Needs the redis extra
 (``pip install "mcp-ref[redis]"``): redis-py's sync client, one connection pool per process, made
 after a fork (:mod:`.connection`).  The stores are in :mod:`.stores` (buckets, counters, task
-records), :mod:`.bus` (the change bus) and :mod:`.http_stores` (the HTTP transport's event store).
+records), :mod:`.bus` (the change bus), :mod:`.http_stores` (the HTTP transport's event store) and
+:mod:`.auth_tables` (the demo authorization server's tables).
 """
 
 from __future__ import annotations
@@ -71,6 +72,13 @@ class RedisState:
         store = RedisEventStore(self.connection, **options)
         self._made.append(store)
         return store
+
+    def auth_table(self, name: str, *, limit: int, clock: Any = None) -> Any:
+        """The demo authorization server's table ``name`` (a :class:`~.auth_tables.RedisAuthTable`:
+        clients, codes and tokens every worker sees)."""
+        from .auth_tables import RedisAuthTable
+
+        return RedisAuthTable(self.connection, name, limit=limit, clock=clock)
 
     def session_table(self, **options: Any) -> Any:
         """None for now: the HTTP app keeps its own session table (a handshake-era session lives
