@@ -32,13 +32,14 @@ pytestmark = [
 class Deployment:
     """``gunicorn -w <workers>`` serving scale_out_app on a free port; ``url`` is its MCP endpoint."""
 
-    def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True):
+    def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True,
+                 protected: bool = False):
         self.port = free_port()
         command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", "8",
                    "-b", f"127.0.0.1:{self.port}", "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
         env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
         env.update(MCP_REF_SECRET="scale-out-test-secret", SCALE_OUT_SERVER_LIMIT=server_limit,
-                   SCALE_OUT_STATELESS="1" if stateless else "0")
+                   SCALE_OUT_STATELESS="1" if stateless else "0", SCALE_OUT_PROTECTED="1" if protected else "0")
         if state is not None:
             env["MCP_REF_STATE"] = state
         self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
@@ -241,3 +242,29 @@ def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(
     finally:
         a.stop()
         b.stop()
+
+
+@pytest.mark.parametrize("token", [None, "alice-token"], ids=["no token", "bearer token"])
+def test_an_mrtr_retry_is_answered_by_the_other_worker(redis_url, token):  # noqa: F811
+    """MRTR (2026-07-28 basic/patterns/mrtr): the retry carries the sealed ``requestState``, which any
+    worker with the same ``MCP_REF_SECRET`` opens, for the same caller (a bearer token's user)."""
+    from test_hardening_tasks import Caller, accept
+
+    a = Deployment(redis_url, "100/minute", protected=token is not None)
+    b = Deployment(redis_url, "100/minute", protected=token is not None)
+    try:
+        on_a, on_b = Caller(a.url, token), Caller(b.url, token)
+        first = on_a.call("greet")["result"]
+        assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"]
+        done = on_b.call("greet", inputResponses={"user_name": accept(name="Ada")}, requestState=first["requestState"])
+        assert "error" not in done, done
+        worker_a, worker_b = on_a.text("whoami"), on_b.text("whoami")
+        assert worker_a != worker_b and done["result"]["content"][0]["text"] == f"Hello, Ada, from {worker_b}!"
+        if token is not None:  # another user's token cannot open alice's state, on any worker
+            bob = Caller(b.url, "bob-token").call("greet", inputResponses={"user_name": accept(name="Eve")},
+                                                  requestState=first["requestState"])
+            assert "error" in bob and "another caller" in bob["error"]["message"], bob
+    finally:
+        a.stop()
+        b.stop()
+

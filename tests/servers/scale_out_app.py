@@ -32,10 +32,39 @@ def until_cancelled(ctx: Context) -> str:
 
 
 @server.tool()
+def greet(ctx: Context) -> str:
+    """One round of input (MRTR): the retry may reach another worker, with the sealed requestState."""
+    answer = ctx.elicit("What is your name?", {"type": "object", "properties": {"name": {"type": "string"}},
+                                               "required": ["name"]}, key="user_name")
+    return f"Hello, {answer.content['name']}, from pid {os.getpid()}!"
+
+
+@server.tool()
 def add_tool(name: str) -> str:
     """Register a tool named ``name`` here: tools/list_changed goes to every worker's listeners."""
     server.add_tool(lambda: "late", name=name, description="added at run time")
     return f"added {name} on pid {os.getpid()}"
 
 
-wsgi_app = server.wsgi_app(stateless=os.environ.get("SCALE_OUT_STATELESS", "1") == "1")
+#: The deployment's public URL: the same for every worker behind one balancer (RFC 8707 audience).
+RESOURCE = "https://mcp.example/mcp"
+
+
+class Tokens:
+    """A token verifier: ``<user>-token`` is user's, for one client, issued for RESOURCE."""
+
+    def verify(self, token: str):
+        from mcp_ref.auth.resource import AccessInfo
+
+        user = token.removesuffix("-token")
+        if not token.endswith("-token") or user not in ("alice", "bob"):
+            return None
+        return AccessInfo("scale-out-client", user, (), audience=(RESOURCE,))
+
+
+options: dict = {"stateless": os.environ.get("SCALE_OUT_STATELESS", "1") == "1"}
+if os.environ.get("SCALE_OUT_PROTECTED") == "1":
+    from mcp_ref.auth.resource import ProtectedResource
+
+    options["auth"] = ProtectedResource(Tokens(), ["https://as.example"], resource=RESOURCE)
+wsgi_app = server.wsgi_app(**options)
