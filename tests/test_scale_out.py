@@ -268,3 +268,35 @@ def test_an_mrtr_retry_is_answered_by_the_other_worker(redis_url, token):  # noq
         a.stop()
         b.stop()
 
+
+
+def test_redis_stopped_and_restarted_mid_run_costs_no_crash_and_no_hang(tmp_path):
+    """spec_notes/deployment.md, "Faults": with Redis gone, rate limits count per process (a warning),
+    tasks/get answers -32603, plain calls are served; once it is back, everything is shared again."""
+    from redis_fixture import RedisServer, redis_server_binary
+
+    binary = redis_server_binary()
+    if binary is None:
+        pytest.skip("no redis-server")
+    redis = RedisServer(binary, tmp_path)
+    redis.start()
+    a = Deployment(f"{redis.url}?namespace=faults", "100/minute")
+    b = Deployment(f"{redis.url}?namespace=faults", "100/minute")
+    try:
+        with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+            task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()["taskId"]
+            redis.stop()
+            started = time.monotonic()
+            assert on_a.call_tool("whoami").content[0].text.startswith("pid ")  # no shared store needed
+            assert alternate((on_a, on_b), 2, "limited") == ["ok", "ok"]  # counted in each process meanwhile
+            with pytest.raises(McpError) as unreachable:
+                on_b.get_task(task_id)
+            assert unreachable.value.code == -32603 and "unreachable" in unreachable.value.message
+            assert time.monotonic() - started < WAIT  # bounded by the socket timeouts: no hang
+            redis.start()  # empty: the task records are gone with the old Redis (no persistence)
+            assert alternate((on_a, on_b), 8, "limited").count("ok") == 3  # shared again
+    finally:
+        a.stop()
+        b.stop()
+        redis.stop()
+    assert any("Redis" in line or "redis" in line for line in a.errors.all + b.errors.all)  # it was said
