@@ -119,8 +119,14 @@ class DemoAuthorizationServer:
         self.documents = Records(MemoryAuthTable(max_clients, clock=self.clock), RegisteredClient)
         #: The address of the caller of the request this thread serves (see :meth:`client`).
         self._caller = threading.local()
-        self.clients.put(DEMO_CLIENT_ID, RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
-                                                          preregistered=True), pinned=True)
+        #: The pre-registered client: answered from here (no store needed: a worker starts, and the
+        #: demo client works, while a shared store is unreachable or after it restarted empty).
+        self.demo_client = RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
+                                            preregistered=True)
+        try:
+            self.clients.put(DEMO_CLIENT_ID, self.demo_client, pinned=True)  # counted in the bound, never evicted
+        except ConnectionError:  # the shared table has warned; answering for it needs no table
+            pass
 
     # -- WSGI -----------------------------------------------------------------------------------
 
@@ -295,7 +301,7 @@ class DemoAuthorizationServer:
 
     def client(self, client_id: str) -> RegisteredClient | None:
         """The client ``client_id`` names: registered, or described by its metadata document (an https URL)."""
-        client = self.clients.get(client_id)
+        client = self.demo_client if client_id == DEMO_CLIENT_ID else self.clients.get(client_id)
         if client is not None or not client_id.startswith(("https://", "http://")):
             return client
         cached = self.documents.get(client_id)
@@ -396,7 +402,7 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
 
     authorization = DemoAuthorizationServer(scopes=scopes_supported, allowed_hosts=wsgi_options.get("allowed_hosts"),
                                             allowed_origins=wsgi_options.get("allowed_origins"),
-                                            state=None)
+                                            state=server.shared_state)
 
     def same_origin(environ: dict) -> list[str]:
         # The issuer is the origin of the request: the port may be 0 until the server is bound.
