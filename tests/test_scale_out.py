@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -49,7 +50,7 @@ class Deployment:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def stop(self) -> None:
-        stop(self.proc)
+        stop(self.proc, signal.SIGINT)  # gunicorn's quick shutdown: a graceful one waits for open streams
         assert "Traceback" not in "".join(self.errors.all), "".join(self.errors.all)
 
 

@@ -330,7 +330,9 @@ def parked_work(store: TaskStore, task, outcome: list):
                 except RequestCancelled:
                     task.finish(CANCELLED)
         finally:
-            outcome.append(task.status)
+            with task.lock:  # the test waits on the task's condition for this
+                outcome.append(task.status)
+                task.lock.notify_all()
             stop()
             store.ended(task)
 

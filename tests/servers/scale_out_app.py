@@ -62,7 +62,8 @@ class Tokens:
         return AccessInfo("scale-out-client", user, (), audience=(RESOURCE,))
 
 
-options: dict = {"stateless": os.environ.get("SCALE_OUT_STATELESS", "1") == "1"}
+# keepalive: a stream whose client went away is found (and its thread freed) within half a second
+options: dict = {"stateless": os.environ.get("SCALE_OUT_STATELESS", "1") == "1", "keepalive": 0.5}
 if os.environ.get("SCALE_OUT_PROTECTED") == "1":
     from mcp_ref.auth.resource import ProtectedResource
 
