@@ -1124,6 +1124,13 @@ def _parse_args(argv):
     )
     p.add_argument("--skip-state", action="store_true", help="do not measure the shared-state rows")
     p.add_argument(
+        "--state-server",
+        choices=("auto", "gunicorn", "stdlib"),
+        default="auto",
+        help="what serves the shared-state deployments: gunicorn -w 1 -k gthread (auto: when installed) or"
+        " mcp_ref's standard-library server",
+    )
+    p.add_argument(
         "--state-calls", type=int, default=None, help="calls per round of the shared-state rows (default 2000; 100 with --quick)"
     )
     p.add_argument(
@@ -1176,6 +1183,8 @@ def _parse_args(argv):
         p.error("--state-only excludes --http-only, --skip-http, --skip-state and --skip-mcp-ref")
     if ns.http_only and ns.skip_http:
         p.error("--http-only and --skip-http exclude each other")
+    if ns.state_server == "gunicorn" and not _module_available("gunicorn"):
+        p.error("--state-server gunicorn: gunicorn is not installed")
     if ns.load_generator == "wrk" and _wrk_path() is None:
         p.error("--load-generator wrk: wrk is not on PATH")
     for name in ("calls", "rounds", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs",
@@ -1234,10 +1243,12 @@ def main(argv=None):
         "notes": [],
     }
 
-    note(
-        "benchmarks/bench.py: Python %s on %s, %s CPUs; %d calls x %d rounds (+%d warm-up), %d import pairs"
-        % (figures["python"], figures["platform"], figures["cpus"], ns.calls, ns.rounds, ns.warmup, ns.import_reps)
-    )
+    if others:
+        sizes = "%d calls x %d rounds (+%d warm-up), %d import pairs" % (ns.calls, ns.rounds, ns.warmup, ns.import_reps)
+    else:
+        sizes = "shared-state rows only: %d calls x %d rounds (+%d warm-up), %d changes" % (
+            ns.state_calls, ns.rounds, ns.warmup, ns.state_changes)
+    note("benchmarks/bench.py: Python %s on %s, %s CPUs; %s" % (figures["python"], figures["platform"], figures["cpus"], sizes))
 
     failed = False  # an mcp_ref measurement failed: exit status 1 (SDK trouble is only noted)
     sdk_ok = not ns.skip_sdk and others and _module_available("mcp")

@@ -1,7 +1,9 @@
 """The benchmark (``benchmarks/``, not installed) starts from any directory and uses mcp_ref's public API only."""
 
 import ast
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -11,6 +13,7 @@ import mcp_ref
 from conftest import ROOT, WAIT
 
 BENCH = ROOT / "benchmarks" / "bench.py"
+MODULES = sorted((ROOT / "benchmarks").glob("*.py"))  # bench.py and the sections it imports (state_bench.py)
 SERVERS = sorted((ROOT / "benchmarks" / "servers").glob("*.py"))
 
 
@@ -27,7 +30,8 @@ def test_help_from_another_directory(tmp_path):
     done = _run(["--help"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python benchmarks/bench.py")
-    for option in ("--quick", "--calls", "--rounds", "--json", "--skip-http", "--skip-sdk", "--load-generator", "--http-only"):
+    for option in ("--quick", "--calls", "--rounds", "--json", "--skip-http", "--skip-sdk", "--load-generator", "--http-only",
+                   "--state-only", "--skip-state", "--state-calls", "--state-changes"):
         assert option in done.stdout
 
 
@@ -43,7 +47,8 @@ def test_importing_the_runner_is_cheap():
 
 def test_servers_are_documented_and_watch_their_parent():
     names = {path.name for path in SERVERS}
-    assert {"_watch.py", "sdk_stdio_echo.py", "sdk_http_echo.py", "mcp_ref_http_echo.py", "baseline_http.py"} <= names
+    assert {"_watch.py", "sdk_stdio_echo.py", "sdk_http_echo.py", "mcp_ref_http_echo.py", "baseline_http.py",
+            "mcp_ref_state_app.py"} <= names
     for path in SERVERS:
         source = path.read_text()
         tree = ast.parse(source, str(path))
@@ -54,7 +59,8 @@ def test_servers_are_documented_and_watch_their_parent():
 
 
 def test_only_public_names_of_mcp_ref():
-    for path in [BENCH, *SERVERS]:
+    assert BENCH in MODULES
+    for path in [*MODULES, *SERVERS]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 assert not any(alias.name.startswith("mcp_ref.") for alias in node.names), path.name
@@ -137,3 +143,38 @@ def test_a_tiny_http_run_prints_both_eras(tmp_path):
         assert ref[key] > 0, key
     assert set(figures["era_ratios"]["mcp_ref"]) == {"http_sequential", "http_concurrent", "http_capacity", "http_cpu_us"}
     assert all(value > 0 for value in figures["era_ratios"]["mcp_ref"].values())
+
+
+@pytest.mark.slow
+def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
+    from redis_fixture import redis_server_binary
+
+    missing = [what for what, there in (("redis-server", redis_server_binary()), ("redis-py", importlib.util.find_spec("redis")))
+               if there is None]
+    if missing:
+        message = "shared-state rows need %s (the redis test extra)" % " and ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    done = _run(["--state-only", "--quick", "--json"], tmp_path, timeout=WAIT * 9)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "shared-state rows only" in lines[0]
+    assert not any(line.startswith(("echo calls", "HTTP echo calls", "import package")) for line in lines)
+    for row in (
+        "rate-limited tools/call, p50 latency",
+        "rate-limited tools/call, p99 latency",
+        "change -> listener, median",
+        "  target (issue 22 section 6): Redis adds at most 0.2 ms at p50: ",
+        "  On %d CPUs" % os.cpu_count(),
+    ):
+        assert any(line.startswith(row) for line in lines), row
+    figures = json.loads(lines[-1])
+    assert not any("failed" in note for note in figures["notes"]), figures["notes"]
+    state = figures["state"]
+    for mode in ("memory", "redis"):
+        assert 0 < state[mode]["p50_ms"] <= state[mode]["p99_ms"], state[mode]
+        assert len(state[mode]["p50_ms_rounds"]) == figures["settings"]["rounds"]
+    assert state["redis"]["redis_cpu_us"] is not None and state["memory"]["redis_cpu_us"] is None
+    for key in ("delay_redis_other_worker", "delay_memory_same_worker"):
+        assert len(state[key]["samples_ms"]) == state["changes"] and state[key]["median_ms"] > 0, state[key]
