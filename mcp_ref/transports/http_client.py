@@ -354,6 +354,12 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             abort(response)
         return not abandoned
 
+    def _abandoned_now(self, request_id) -> bool:
+        """True when the session gave up on ``request_id`` (see :meth:`_abandon`): its response was
+        closed on purpose, so an error reading it is the end of that read, not a failure."""
+        with self._responses_lock:
+            return request_id in self._abandoned
+
     def _abandon(self, request_id) -> None:
         """The session no longer waits for ``request_id`` (its timeout passed, or it was cancelled):
         close the response that would carry its answer, now or when it arrives, and do not resume it.

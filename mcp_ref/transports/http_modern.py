@@ -41,6 +41,7 @@ class ModernPosts:
         def _finish(self, request_id) -> None: ...
         def _track(self, request_id, response) -> bool: ...
         def _abandon(self, request_id) -> None: ...
+        def _abandoned_now(self, request_id) -> bool: ...
         def _deliver(self, response, request: Request, *, resumable: bool = True) -> None: ...
         def _fail(self, request_id, message: str) -> None: ...
 
@@ -76,12 +77,16 @@ class ModernPosts:
         except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         except requests.RequestException as exc:
-            self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+            if not self._abandoned_now(request.id):
+                self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            log.exception("HTTP request failed")
-            self._fail(request.id, f"HTTP request failed: {exc}")
+            if self._abandoned_now(request.id):  # its response was closed under the reader: a normal end
+                log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
+            else:
+                log.exception("HTTP request failed")
+                self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
             sending.request = (None, None)
             self._finish(request.id)
