@@ -302,3 +302,41 @@ def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_the
         passing.wait(0.05)
     record = other.get(task.id)
     assert record["status"] == FAILED and "stopped" in record["error"]["message"]
+
+
+def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own_server, caplog):
+    """Its work cannot record that it began: it logs why (no traceback) and leaves the record to its
+    lease; the worker thread lives on and runs the next task once Redis is back."""
+    server = Server("tasks")
+    release = threading.Event()
+
+    @server.tool(task="optional")
+    def hold(ctx: Context) -> str:
+        ctx.start_task()
+        release.wait(WAIT)
+        return "held"
+
+    @server.tool(task="optional")
+    def quick(ctx: Context) -> str:
+        ctx.start_task()
+        return "quick"
+
+    connection = Connection(f"{own_server.url}?namespace=starts", socket_timeout=1.0)
+    server.tasks = TaskStore(records=RedisTaskRecords(connection), workers=1, poll_interval_ms=10)
+    with Client.in_memory(server) as client:
+        held = client.connection.send_request("tools/call", {"name": "hold"}, task=True).result()
+        queued = client.connection.send_request("tools/call", {"name": "quick"}, task=True).result()
+        assert held["resultType"] == queued["resultType"] == "task"
+        own_server.stop()
+        with caplog.at_level(logging.WARNING):
+            release.set()  # the slot frees: "quick" starts with its store down
+            deadline = time.monotonic() + WAIT
+            while not any("quick" in r.getMessage() or queued["taskId"] in r.getMessage() for r in caplog.records) \
+                    and time.monotonic() < deadline:
+                release.wait(0.05)
+        said = [r for r in caplog.records if queued["taskId"] in r.getMessage()]
+        assert said and all(r.levelno == logging.WARNING and r.exc_info is None for r in said), caplog.text
+        assert not any("a task's work failed" in r.getMessage() for r in caplog.records)
+        own_server.start()
+        assert client.call_tool("quick", task=True).text == "quick"  # the worker lives on
+    connection.close()

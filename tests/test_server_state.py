@@ -142,6 +142,19 @@ def test_buckets_admit_a_burst_then_refill_with_the_clock(buckets, clock):
     assert buckets.take("alice", 2, 60.0) > 0.0
 
 
+def test_buckets_take_from_several_in_one_call_stopping_at_the_first_refusal(buckets, clock):
+    # one call (one round trip to a shared store) for a request under two limits: the server's, the tool's
+    assert buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)]) == (-1, 0.0)
+    index, wait = buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)])
+    assert index == 1 and wait == pytest.approx(60.0)  # the tool's bucket is empty: a minute for one token
+    assert [buckets.take("server", 5, 60.0) for _ in range(3)] == [0.0, 0.0, 0.0]  # its last three
+    index, wait = buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)])
+    assert index == 0 and wait == pytest.approx(12.0)  # the server's is empty (taken 5 of 5): the tool's untouched
+    clock.now += 60.0
+    assert buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)]) == (-1, 0.0)
+    assert buckets.take_all([]) == (-1, 0.0)
+
+
 def test_buckets_forget_refilled_ones_and_keep_their_bound(buckets, clock):
     if not isinstance(buckets, MemoryBuckets):
         pytest.skip("in memory only: Redis forgets a bucket on its own clock (PEXPIRE, see "
@@ -402,7 +415,7 @@ def test_a_servers_rate_limits_are_counted_in_the_store_it_is_given(buckets, clo
     with Client.in_memory(server) as client:
         buckets.calls.clear()
         assert client.call_tool("echo", {"text": "a"}).text == "a"
-        assert buckets.calls == ["take"]
+        assert buckets.calls == ["take_all"]  # one call of the store per request, whatever its limits
         client.call_tool("echo", {"text": "b"})
         with pytest.raises(LimitExceeded):
             client.call_tool("echo", {"text": "c"})

@@ -40,7 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import LimitExceeded
 from ..server.principal import Principal
@@ -273,27 +273,30 @@ class Policy:
         limit would tell it exists).  Every request counts, a 2026-07-28 ``input_required`` retry
         included: each round runs the handler again.
         """
+        limits: list[tuple[Any, RateLimit]] = []
         if self.rate_limit is not None:
-            wait = self.limiter.take((principal.id, None), self.rate_limit)
-            if wait:
-                self._warn(principal, f"rate limit {self.rate_limit}: refused {method}")
-                raise LimitExceeded.rate("this server", self.rate_limit, wait)
-        if not self.item_limits:
+            limits.append(((principal.id, None), self.rate_limit))
+        entry = action = None
+        if self.item_limits:
+            item = item_of(server, method, params)
+            if item is not None:
+                # asked first, whether the item exists or has a limit: hidden and missing cost the same
+                # (the handler reuses the verdict: Policy.allows, ``request``)
+                entry = self.visible_item(principal, item, params)
+                if getattr(entry, "rate_limit", None) is not None:
+                    action = item[0]
+                    limits.append(((principal.id, action, entry_key(entry)), entry.rate_limit))
+        if not limits:
             return
-        item = item_of(server, method, params)
-        if item is None:
+        refused, wait = self.limiter.take_all(limits)  # the server's first: one call of the store
+        if refused < 0:
             return
-        # asked first, whether the item exists or has a limit: hidden and missing cost the same
-        # (the handler reuses the verdict: Policy.allows, ``request``)
-        entry = self.visible_item(principal, item, params)
-        limit = getattr(entry, "rate_limit", None)
-        if limit is None:
-            return
-        action = item[0]
-        wait = self.limiter.take((principal.id, action, entry_key(entry)), limit)
-        if wait:
-            self._warn(principal, f"rate limit {limit} on {entry_key(entry)}: refused {method}")
-            raise LimitExceeded.rate(f"{action.split('/')[0][:-1]} {entry_key(entry)}", limit, wait)
+        limit = limits[refused][1]
+        if limits[refused][0][1] is None:
+            self._warn(principal, f"rate limit {limit}: refused {method}")
+            raise LimitExceeded.rate("this server", limit, wait)
+        self._warn(principal, f"rate limit {limit} on {entry_key(entry)}: refused {method}")
+        raise LimitExceeded.rate(f"{cast(str, action).split('/')[0][:-1]} {entry_key(entry)}", limit, wait)
 
 
     def _warn(self, principal: Principal, message: str) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from ..server.state import DEFAULT_MAX_KEYS, EVICTION_SAMPLE, Buckets, MemoryBuckets
@@ -114,6 +114,20 @@ class RateLimiter:
         """Take one token from ``key``'s bucket: 0.0 when admitted, else the seconds until one is
         available (nothing is taken then).  One atomic call of the store."""
         return self.store.take(bucket_key(key), limit.count, limit.seconds)
+
+    def take_all(self, limits: Sequence[tuple[Hashable, RateLimit]]) -> tuple[int, float]:
+        """:meth:`take` for each ``(key, limit)`` in turn, stopping at the first refused: ``(its
+        index, seconds to wait)``, or ``(-1, 0.0)``.  One call of the store when it offers
+        ``take_all`` (a shared store: one round trip for a request under two limits)."""
+        items = [(bucket_key(key), limit.count, limit.seconds) for key, limit in limits]
+        take_all = getattr(self.store, "take_all", None)
+        if take_all is not None:
+            return take_all(items)
+        for index, (key, count, seconds) in enumerate(items):
+            wait = self.store.take(key, count, seconds)
+            if wait:
+                return index, wait
+        return -1, 0.0
 
     def __len__(self) -> int:
         """The buckets held now (full ones not yet swept included)."""

@@ -97,7 +97,6 @@ TASK = "task"
 #: What ``Server.tool(task=...)`` accepts.
 OPTIONAL, REQUIRED = "optional", "required"
 WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_required", "completed", "failed", "cancelled"
-# TERMINAL (mcp_ref.server.state): completed, failed, cancelled
 
 DEFAULT_MAX_TASKS = 1024
 LEASE_SECONDS = 30.0  #: seconds a task's lease lasts in shared records (renewed every third of it)
@@ -112,9 +111,7 @@ DEFAULT_MAX_TASKS_PER_PRINCIPAL = 16
 #: Input requests one task may have outstanding at once, and keys it may hand out over its life.
 MAX_OUTSTANDING = 64
 MAX_KEYS = 4096
-#: Seconds at most between two looks at its record by a handler waiting for input (a shared store
-#: whose bus lost a message is still read).
-RECHECK = 1.0
+RECHECK = 1.0  #: seconds at most between a waiting handler's looks at its record (a lost bus message)
 
 
 def declared(context: RequestContext) -> bool:
@@ -631,6 +628,8 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
         try:
             if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
                 finish(task, run, task_context)
+        except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
+            log.warning("task %s: %s", task.id, exc.message)
         finally:
             stop_watching()
             store.ended(task)

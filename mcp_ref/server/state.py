@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -72,7 +72,11 @@ class Buckets(Protocol):
 
     def take(self, key: str, count: int, seconds: float) -> float:
         """Take one token from ``key``'s bucket: 0.0 when admitted, else the seconds until one is
-        available (nothing is taken then).  Atomic: refill, test and take are one step."""
+        available (nothing is taken then).  Atomic: refill, test and take are one step.
+
+        A store may also offer ``take_all(items) -> (index, wait)`` (see
+        :meth:`MemoryBuckets.take_all`): several buckets in one call, which a remote store makes one
+        round trip; :class:`~mcp_ref.extras.ratelimit.RateLimiter` uses it when it is there."""
 
     def __len__(self) -> int:
         """How many buckets are held now."""
@@ -117,6 +121,16 @@ class MemoryBuckets:
             self._buckets[key] = [tokens, now, count, seconds]
             self._sweep(now)
             return wait
+
+    def take_all(self, items: Sequence[tuple[str, int, float]]) -> tuple[int, float]:
+        """:meth:`take` from each ``(key, count, seconds)`` in turn, stopping at the first bucket
+        with no token: ``(its index, seconds to wait)``, or ``(-1, 0.0)`` when every one gave one
+        (the tokens of the buckets before a refusal stay taken, as separate takes would leave them)."""
+        for index, (key, count, seconds) in enumerate(items):
+            wait = self.take(key, count, seconds)
+            if wait:
+                return index, wait
+        return -1, 0.0
 
     def _sweep(self, now: float) -> None:
         """Drop refilled buckets from the idle end; past ``max_keys``, the fullest of the idlest."""

@@ -31,7 +31,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 try:
@@ -156,6 +156,29 @@ return string.format('%.17g', wait)
 """)
 
 
+#: :data:`TAKE` for several buckets in one call (a request under the server's limit and its tool's):
+#: KEYS the buckets, ARGV the time then ``count, seconds`` per bucket; stops at the first refusal
+#: and answers ``"<index> <wait>"`` (index -1: every bucket gave a token).
+TAKE_ALL = Script(NOW + """
+local now = clock(ARGV[1], 1)
+for i, key in ipairs(KEYS) do
+  local count, seconds = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
+  local rate = count / seconds
+  local held = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens = count
+  if held[1] then
+    tokens = math.min(count, tonumber(held[1]) + math.max(0, now - tonumber(held[2])) * rate)
+  end
+  local wait = 0
+  if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+  redis.call('HSET', key, 'tokens', string.format('%.17g', tokens), 'at', string.format('%.17g', now))
+  redis.call('PEXPIRE', key, math.max(1, math.ceil((count - tokens) / rate * 1000)))
+  if wait > 0 then return (i - 1) .. ' ' .. string.format('%.17g', wait) end
+end
+return '-1 0'
+""")
+
+
 class RedisBuckets(InjectableClock):
     """Token buckets (:class:`~mcp_ref.server.state.Buckets`) shared by every process: one script
     per ``take`` (refill, test and take in one step, on Redis's clock), the bucket one hash that
@@ -188,6 +211,26 @@ class RedisBuckets(InjectableClock):
             self.fallback.clock = self.clock
             return self.fallback.take(key, count, seconds)
         return float(_str(wait))
+
+    def take_all(self, items: Sequence[tuple[str, int, float]]) -> tuple[int, float]:
+        """See :meth:`mcp_ref.server.state.MemoryBuckets.take_all`: one script, one round trip."""
+        if not items:
+            return -1, 0.0
+        args: list = [self.now(1)]
+        for _key, count, seconds in items:
+            args += [count, repr(float(seconds))]
+        try:
+            answer = _str(TAKE_ALL(self.connection.client, [self.connection.key("bucket", key) for key, _, _ in items],
+                                   args))
+        except FAULTS as error:
+            if self.fail_closed:
+                self.faults(error, "requests under a rate limit are refused (fail_closed)")
+                raise ServerBusy("Server busy: the rate limit cannot be checked now; retry later") from error
+            self.faults(error, "rate limits are counted in each process until it is back")
+            self.fallback.clock = self.clock
+            return self.fallback.take_all(items)
+        index, wait = answer.split()
+        return int(index), float(wait)
 
     def __len__(self) -> int:
         """The buckets held (by SCAN, looking at :data:`MAX_SCANNED` keys at most; 0 when Redis is
