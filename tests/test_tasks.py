@@ -18,7 +18,7 @@ from conftest import SERVERS, WAIT, InMemory, WireChecker, client_over, raw_peer
 from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import HttpPeer, StdioPeer, meta
 
-from mcp_ref import Client, McpError, RequestCancelled, RequestTimeout
+from mcp_ref import Client, Context, McpError, RequestCancelled, RequestTimeout, Server
 from mcp_ref.extras.tasks import TaskStore
 
 TASKS = InMemory("tasks_server")
@@ -345,3 +345,27 @@ def test_in_the_handshake_era_task_changes_nothing(serve):  # noqa: F811
         call = client.start_tool_call("compute", {"n": 5}, task=True)
         client.call_tool("release")
         assert call.result().text == "5 squared is 25" and call.task_id is None
+
+
+def test_a_created_task_is_answered_as_created_even_when_its_work_ends_first():
+    """The work may end before CreateTaskResult is sent (a fast tool, a busy machine): the answer is
+    the task as created, ``working`` (SEP-2663 §Task Creation); a ``completed`` one carries no
+    ``result`` there, and the client could not read one (it failed: "completed without a result")."""
+
+    class RunsAtOnce(TaskStore):
+        def run(self, work, task_id=None):  # the work ends before begin() builds its answer
+            work()
+
+    server = Server("fast")
+
+    @server.tool(task="required")
+    def quick(ctx: Context) -> str:
+        ctx.start_task()
+        return "quick"
+
+    server.tasks = RunsAtOnce()
+    with Client.in_memory(server, timeout=WAIT) as client:
+        created = client.connection.send_request("tools/call", {"name": "quick"}, task=True).result()
+        assert created["resultType"] == "task" and created["status"] == "working"
+        assert client.get_task(created["taskId"])["status"] == "completed"
+        assert client.call_tool("quick", task=True).content[0].text == "quick"

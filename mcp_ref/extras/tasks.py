@@ -634,13 +634,15 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
             stop_watching()
             store.ended(task)
 
+    # As created (working): read before the work may run, which could end it before the answer is
+    # sent (a "completed" CreateTaskResult would carry no result: the client could not read one).
+    created = task.to_wire(detailed=False)
     try:
         store.run(work, task.id)
     except ServerBusy:
         store.records.delete(task.id)
         store.ended(task)
         raise
-    created = task.to_wire(detailed=False)
     created["resultType"] = TASK
     return created
 
