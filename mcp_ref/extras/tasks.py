@@ -634,9 +634,7 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
             stop_watching()
             store.ended(task)
 
-    # As created (working): read before the work may run, which could end it before the answer is
-    # sent (a "completed" CreateTaskResult would carry no result: the client could not read one).
-    created = task.to_wire(detailed=False)
+    created = task.to_wire(detailed=False)  # as created (working): the work may end before the answer goes
     try:
         store.run(work, task.id)
     except ServerBusy:
