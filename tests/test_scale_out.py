@@ -88,10 +88,11 @@ def alternate(clients: tuple[Client, Client], calls: int, tool: str) -> list[str
     return outcomes
 
 
+@pytest.mark.parametrize("era", ["modern", "handshake"])
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared):  # noqa: F811
+def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared, era):  # noqa: F811
     a, b = two_deployments(redis_url if shared else None)
-    with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
+    with Client.http(a.url, timeout=WAIT, era=era) as on_a, Client.http(b.url, timeout=WAIT, era=era) as on_b:
         assert on_a.call_tool("whoami").content[0].text != on_b.call_tool("whoami").content[0].text
         outcomes = alternate((on_a, on_b), 8, "limited")
     # "3/minute" for one caller (every request comes from 127.0.0.1: one principal): shared, three
