@@ -467,7 +467,7 @@ def test_list_changes_and_resource_updates_travel_on_the_bus_it_is_given():
 
 
 def test_the_state_is_chosen_by_url_and_a_wrong_one_is_refused_without_its_password():
-    from mcp_ref.server.serving import state_from
+    from mcp_ref.server.state_choice import state_from
     from mcp_ref.server.state import MemoryState
 
     assert isinstance(state_from("memory"), MemoryState)

@@ -27,26 +27,6 @@ CHANGES = "changes"
 STATE_ENV = "MCP_REF_STATE"
 
 
-def state_from(choice: Any) -> Any:
-    """The :class:`~mcp_ref.server.state.State` of ``Server(state=choice)``: ``choice`` itself, or
-    for a ``redis://`` URL a :class:`~mcp_ref.extras.redis_state.RedisState` (the redis extra),
-    or for ``"memory"`` a :class:`~mcp_ref.server.state.MemoryState`.  ValueError for another URL."""
-    if not isinstance(choice, str):
-        return choice
-    if choice == "memory":
-        from .state import MemoryState
-
-        return MemoryState()
-    if choice.startswith(("redis://", "rediss://", "unix://")):
-        try:
-            from ..extras.redis_state import RedisState
-        except ImportError as exc:  # redis-py missing
-            raise ImportError(f"{STATE_ENV} / state={choice.split('@')[-1]!r} needs the redis extra: "
-                              "pip install 'mcp-ref[redis]'") from exc
-        return RedisState.from_url(choice)
-    raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {choice.split('@')[-1]!r}")
-
-
 class Serving:
     """How a server is served (a base of :class:`~mcp_ref.server.Server`)."""
 
@@ -70,6 +50,8 @@ class Serving:
         if self._state is None and self._state_choice is not None:
             with self._registry_lock:
                 if self._state is None:
+                    from .state_choice import state_from
+
                     self._state = state_from(self._state_choice)
         return self._state
 
