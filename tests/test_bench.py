@@ -156,7 +156,8 @@ def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    done = _run(["--state-only", "--quick", "--json"], tmp_path, timeout=WAIT * 9)
+    done = _run(["--state-only", "--quick", "--state-calls", "20", "--state-changes", "2", "--json"], tmp_path,
+                timeout=WAIT * 9)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert "shared-state rows only" in lines[0]
