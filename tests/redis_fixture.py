@@ -50,8 +50,10 @@ def _free_port() -> int:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1 (see the module docstring)."""
 
-    def __init__(self, binary: str, directory: Path):
+    def __init__(self, binary: str, directory: Path, *, persistent: bool = False):
         self.binary, self.directory = binary, directory
+        #: True: an append-only file in ``directory`` keeps the data across stop() and start().
+        self.persistent = persistent
         self.port = _free_port()
         self.process: subprocess.Popen | None = None
         self.output: list[str] = []
@@ -66,7 +68,8 @@ class RedisServer:
         for _attempt in range(3):  # the free port may be taken between finding it and binding it
             ready = threading.Event()
             process = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "yes" if self.persistent else "no",
                  "--dir", str(self.directory), "--protected-mode", "no"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
             )

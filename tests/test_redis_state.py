@@ -304,9 +304,10 @@ def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_the
     assert record["status"] == FAILED and "stopped" in record["error"]["message"]
 
 
-def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own_server, caplog):
+def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own_server, caplog, monkeypatch):
     """Its work cannot record that it began: it logs why (no traceback) and leaves the record to its
     lease; the worker thread lives on and runs the next task once Redis is back."""
+    monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", ())  # the held task's end is not retried here
     server = Server("tasks")
     release = threading.Event()
 
@@ -340,3 +341,46 @@ def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own
         own_server.start()
         assert client.call_tool("quick", task=True).text == "quick"  # the worker lives on
     connection.close()
+
+
+def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_path, monkeypatch):
+    """Nothing acknowledged is lost silently: a task that ends while Redis is down keeps trying to
+    record its result (stores.FINAL_WRITE_PAUSES), and the result is there once Redis is back (here
+    a Redis that keeps its data on disk, as production should: appendonly yes)."""
+    binary = redis_server_binary()
+    if binary is None:
+        pytest.skip("no redis-server")
+    redis = RedisServer(binary, tmp_path, persistent=True)
+    redis.start()
+    monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", (0.1,) * 100)
+    server = Server("tasks")
+    running, release = threading.Event(), threading.Event()
+
+    @server.tool(task="optional")
+    def hold(ctx: Context) -> str:
+        ctx.start_task()
+        running.set()
+        release.wait(WAIT)
+        return "held"
+
+    connection = Connection(f"{redis.url}?namespace=outcome", socket_timeout=0.5)
+    records = RedisTaskRecords(connection)
+    server.tasks = TaskStore(records=records, poll_interval_ms=10)
+    try:
+        with Client.in_memory(server) as client:
+            task_id = client.connection.send_request("tools/call", {"name": "hold"}, task=True).result()["taskId"]
+            assert running.wait(WAIT)  # it began (recorded) while Redis was up
+            redis.stop()
+            release.set()  # it ends now, with Redis down: its final write fails, and is tried again
+            gone = threading.Event()
+            gone.wait(0.5)  # a few tries fail meanwhile
+            redis.start()  # the same port, the same data
+            deadline = time.monotonic() + WAIT
+            while (records.get(task_id) or {}).get("status") != COMPLETED and time.monotonic() < deadline:
+                release.wait(0.05)
+            record = records.get(task_id)
+            assert record is not None and record["status"] == COMPLETED
+            assert record["result"]["content"][0]["text"] == "held"
+    finally:
+        connection.close()
+        redis.stop()

@@ -40,10 +40,14 @@ except ImportError as missing:  # pragma: no cover - the extra is not installed
     raise ImportError('shared state on Redis needs the redis extra: pip install "mcp-ref[redis]"') from missing
 
 from ...core.errors import InternalError, ServerBusy
-from ...server.state import Clock, MemoryBuckets, iso_now
+from ...server.state import TERMINAL, Clock, MemoryBuckets, iso_now
 from .connection import Connection
 
 log = logging.getLogger(__name__)
+
+#: Pauses (seconds) between the tries of a task's final write while Redis is unreachable (about 30 s
+#: in all): a task's outcome is retried, not dropped; past them the write fails as any other would.
+FINAL_WRITE_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
 #: What a store treats as "Redis is unreachable" (not a bug of a script: those raise as they are).
 FAULTS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
@@ -592,9 +596,18 @@ class RedisTaskRecords(InjectableClock):
             conditions += [name, len(values), *(_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
         fields = {key: value for key, value in changes.items() if key not in PARTS}
-        return self._record(self._run("transition", task_id, replace, *conditions, *_flat(fields),
-                                      *_flat(changes.get("inputRequests") or {}),
-                                      *_flat(changes.get("inputResponses") or {})))
+        args = (replace, *conditions, *_flat(fields), *_flat(changes.get("inputRequests") or {}),
+                *_flat(changes.get("inputResponses") or {}))
+        final = changes.get("status") in TERMINAL
+        pause = threading.Event()  # never set: a bounded wait between tries
+        for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
+            try:
+                return self._record(self._run("transition", task_id, *args))
+            except InternalError:
+                if wait is None:  # an ordinary write fails at once; a final one after its tries
+                    raise
+                pause.wait(wait)  # the outcome of a task is retried, not lost: Redis may be back soon
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def put_inputs(self, task_id: str, requests: Mapping[str, dict]) -> bool:
         """See :meth:`mcp_ref.server.state.TaskRecords.put_inputs`."""
