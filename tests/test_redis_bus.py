@@ -15,7 +15,7 @@ import time
 
 import pytest
 from conftest import WAIT, Collector
-from redis_fixture import RedisServer, redis_server, redis_server_binary, redis_url  # noqa: F401
+from redis_fixture import own_redis, redis_server, redis_url  # noqa: F401 - fixtures
 
 from mcp_ref.extras.redis_state.bus import RedisBus
 from mcp_ref.extras.redis_state.connection import Connection
@@ -37,18 +37,6 @@ def buses():
     for bus, connection in made:
         bus.close()
         connection.close()
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    """A Redis of this test's own (the fault tests stop and restart it)."""
-    binary = redis_server_binary()
-    if binary is None:
-        pytest.skip("no redis-server")
-    server = RedisServer(binary, tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_the_redis_bus_implements_the_bus_protocol():
@@ -183,7 +171,7 @@ def test_the_last_local_subscriber_leaving_unsubscribes_from_redis(buses, redis_
     assert publisher.publish("tasks/9", {}) == 0
 
 
-def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(own_redis, buses, caplog):
+def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(own_redis, buses, caplog):  # noqa: F811
     listener = buses(own_redis.url, min_backoff=0.02, max_backoff=0.2)
     publisher = buses(own_redis.url)
     heard, reconnected = Collector(), Collector()
@@ -215,7 +203,7 @@ def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_i
     assert any("connected to Redis again" in m for m in messages)
 
 
-def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):
+def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):  # noqa: F811
     listener = buses(own_redis.url, heartbeat=0.2, socket_timeout=1.0, min_backoff=0.02, max_backoff=0.1)
     publisher = buses(own_redis.url)
     heard, reconnected = Collector(), Collector()

