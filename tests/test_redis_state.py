@@ -249,7 +249,7 @@ def test_a_script_flushed_from_redis_is_loaded_again(connection):
     buckets.take("k", 5, 60.0)
     connection.client.script_flush()
     assert buckets.take("k", 5, 60.0) == 0.0  # NOSCRIPT: EVAL, not an error
-    assert connection.client.script_exists(stores.TAKE.sha) == [True]
+    assert connection.client.script_exists(stores.TAKE_ALL.sha) == [True]
 
 
 def test_tasks_get_answers_an_error_while_the_task_store_is_unreachable(own_server):

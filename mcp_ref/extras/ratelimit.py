@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from ..server.state import DEFAULT_MAX_KEYS, EVICTION_SAMPLE, Buckets, MemoryBuckets
+from ..server.state import DEFAULT_MAX_KEYS, EVICTION_SAMPLE, Buckets, MemoryBuckets, take_each
 
 _UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
           "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
@@ -121,13 +121,7 @@ class RateLimiter:
         ``take_all`` (a shared store: one round trip for a request under two limits)."""
         items = [(bucket_key(key), limit.count, limit.seconds) for key, limit in limits]
         take_all = getattr(self.store, "take_all", None)
-        if take_all is not None:
-            return take_all(items)
-        for index, (key, count, seconds) in enumerate(items):
-            wait = self.store.take(key, count, seconds)
-            if wait:
-                return index, wait
-        return -1, 0.0
+        return take_all(items) if take_all is not None else take_each(self.store, items)
 
     def __len__(self) -> int:
         """The buckets held now (full ones not yet swept included)."""

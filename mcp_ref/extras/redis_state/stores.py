@@ -144,25 +144,10 @@ class InjectableClock:
 
 # -- rate-limit buckets ---------------------------------------------------------------------------
 
-TAKE = Script(NOW + """
-local count, seconds = tonumber(ARGV[1]), tonumber(ARGV[2])
-local now, rate = clock(ARGV[3], 1), count / seconds
-local held = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = count
-if held[1] then
-  tokens = math.min(count, tonumber(held[1]) + math.max(0, now - tonumber(held[2])) * rate)
-end
-local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'at', string.format('%.17g', now))
-redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((count - tokens) / rate * 1000)))
-return string.format('%.17g', wait)
-""")
-
-
-#: :data:`TAKE` for several buckets in one call (a request under the server's limit and its tool's):
-#: KEYS the buckets, ARGV the time then ``count, seconds`` per bucket; stops at the first refusal
-#: and answers ``"<index> <wait>"`` (index -1: every bucket gave a token).
+#: Take a token from each bucket in turn, in one call (a request under the server's limit and its
+#: tool's): refill, test and take on Redis's clock, then PEXPIRE the bucket until it would be full
+#: again.  KEYS the buckets, ARGV the time then ``count, seconds`` per bucket; stops at the first
+#: refusal and answers ``"<index> <wait>"`` (index -1: every bucket gave a token).
 TAKE_ALL = Script(NOW + """
 local now = clock(ARGV[1], 1)
 for i, key in ipairs(KEYS) do
@@ -203,18 +188,8 @@ class RedisBuckets(InjectableClock):
         self.faults = Faults(connection, "rate limits")
 
     def take(self, key: str, count: int, seconds: float) -> float:
-        """See :meth:`mcp_ref.server.state.Buckets.take`."""
-        try:
-            wait = TAKE(self.connection.client, [self.connection.key("bucket", key)],
-                        [count, repr(float(seconds)), self.now(1)])
-        except FAULTS as error:
-            if self.fail_closed:
-                self.faults(error, "requests under a rate limit are refused (fail_closed)")
-                raise ServerBusy("Server busy: the rate limit cannot be checked now; retry later") from error
-            self.faults(error, "rate limits are counted in each process until it is back")
-            self.fallback.clock = self.clock
-            return self.fallback.take(key, count, seconds)
-        return float(_str(wait))
+        """See :meth:`mcp_ref.server.state.Buckets.take` (:meth:`take_all` of one bucket)."""
+        return self.take_all([(key, count, seconds)])[1]
 
     def take_all(self, items: Sequence[tuple[str, int, float]]) -> tuple[int, float]:
         """See :meth:`mcp_ref.server.state.MemoryBuckets.take_all`: one script, one round trip."""
