@@ -35,6 +35,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .connection import Throttled
+
 log = logging.getLogger(__name__)
 
 #: Messages received and not yet delivered, at most (per bus, so per process); past it, dropped.
@@ -43,8 +45,6 @@ DEFAULT_MAX_QUEUE = 10_000
 HEARTBEAT = 5.0
 #: Backoff between reconnection attempts: from the first to the cap, doubling.
 MIN_BACKOFF, MAX_BACKOFF = 0.05, 5.0
-#: Seconds between two warnings of one kind (publish failures, drops): the rest are counted.
-WARN_EVERY = 60.0
 #: Subscribers one channel may have in one process (as :class:`~mcp_ref.server.state.MemoryBus`; not
 #: imported from there: this module stays out of the lazy ``state -> redis_state`` import's loop).
 DEFAULT_MAX_SUBSCRIBERS = 65536
@@ -101,8 +101,7 @@ class RedisBus:
         self._sent: dict[str, int] = {}  # SUBSCRIBEs sent / confirmed on this connection, by channel
         self._acked: dict[str, int] = {}
         self._control = self.connection.key("bus~", os.urandom(8).hex())  # wakes this process's listener
-        self._warned: dict[str, float] = {}
-        self._unwarned: dict[str, int] = {}
+        self._warnings = Throttled(log)
 
     # -- the Bus interface --------------------------------------------------------------------------
 
@@ -432,16 +431,8 @@ class RedisBus:
                 pass
 
     def _warn(self, kind: str, message: str, *args: Any) -> None:
-        """``log.warning`` at most once per :data:`WARN_EVERY` per kind; the rest are counted in the next."""
-        now = time.monotonic()
-        with self._cond:
-            last = self._warned.get(kind)
-            if last is not None and now - last < WARN_EVERY:
-                self._unwarned[kind] = self._unwarned.get(kind, 0) + 1
-                return
-            self._warned[kind] = now
-            quiet = self._unwarned.pop(kind, 0)
-        log.warning(message + (f" ({quiet} more like it not logged)" if quiet else ""), *args)
+        """``log.warning`` at most once a minute per kind (:class:`~.connection.Throttled`)."""
+        self._warnings.warning(kind, message, *args)
 
 
 def _call(function: Callable, message: dict | None, what: str) -> None:

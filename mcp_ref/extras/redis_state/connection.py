@@ -11,12 +11,16 @@ made by another pid (its parent) makes its own.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 DEFAULT_NAMESPACE = "mcp_ref"
+#: Seconds between two warnings of one kind about Redis (the rest are counted, and said with the next).
+WARN_EVERY = 60.0
 #: Connections one process's pool opens at most (then a caller waits for one, up to its timeout).
 MAX_CONNECTIONS = 64
 #: Seconds a command, or opening a connection, may take before it fails (Redis down: no hang).
@@ -73,3 +77,28 @@ class Connection:
         if client is not None and self._pid == os.getpid():
             client.close()
             client.connection_pool.disconnect()
+
+
+class Throttled:
+    """``logger.warning`` at most once per :data:`WARN_EVERY` seconds per kind: a Redis that is down
+    fails every call, and must not flood the log; the warnings held back are counted, and the next
+    one says how many."""
+
+    def __init__(self, logger: logging.Logger):
+        self.logger = logger
+        self._lock = threading.Lock()
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def warning(self, kind: str, message: str, *args: Any) -> None:
+        """Log ``message % args`` now, unless a warning of ``kind`` was logged less than
+        :data:`WARN_EVERY` seconds ago (then it is only counted)."""
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(kind)
+            if last is not None and now - last < WARN_EVERY:
+                self._held[kind] = self._held.get(kind, 0) + 1
+                return
+            self._last[kind] = now
+            held = self._held.pop(kind, 0)
+        self.logger.warning(message + (f" ({held} more like it not logged)" if held else ""), *args)

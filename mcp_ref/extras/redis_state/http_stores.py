@@ -28,13 +28,12 @@ import itertools
 import logging
 import re
 import threading
-import time
 from typing import Any
+
+from .connection import Throttled
 
 log = logging.getLogger(__name__)
 
-#: Seconds between two warnings about Redis failures (the rest are counted in the next).
-WARN_EVERY = 60.0
 #: The expiry of a session's events after its last one (the HTTP app's default session idle timeout).
 DEFAULT_EXPIRE_AFTER = 30 * 60.0
 
@@ -68,8 +67,7 @@ class RedisEventStore:
         self._unkept = itertools.count(1)
         self._script: Any = None
         self._lock = threading.Lock()
-        self._warned: float | None = None
-        self._unwarned = 0
+        self._warnings = Throttled(log)
 
     def key(self, session_id: str) -> str:
         """The Redis stream of a session's events (its counter is this key plus ``:n``)."""
@@ -120,17 +118,10 @@ class RedisEventStore:
         """Nothing of its own to release (the connection is the state's)."""
 
     def _failed(self, what: str, session_id: str, error: Exception) -> None:
-        """Count a failure; log it at most once per :data:`WARN_EVERY`."""
-        now = time.monotonic()
+        """Count a failure; log it at most once a minute (:class:`~.connection.Throttled`)."""
         with self._lock:
             self.failures += 1
-            if self._warned is not None and now - self._warned < WARN_EVERY:
-                self._unwarned += 1
-                return
-            self._warned, quiet = now, self._unwarned
-            self._unwarned = 0
-        log.warning("event store: could not %s on Redis (%s)%s", what % session_id, error,
-                    f" ({quiet} more failures not logged)" if quiet else "")
+        self._warnings.warning("failure", "event store: could not %s on Redis (%s)", what % session_id, error)
 
 
 def _text(value: Any) -> str:

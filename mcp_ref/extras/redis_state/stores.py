@@ -41,7 +41,7 @@ except ImportError as missing:  # pragma: no cover - the extra is not installed
 
 from ...core.errors import InternalError, ServerBusy
 from ...server.state import TERMINAL, Clock, MemoryBuckets, iso_now
-from .connection import Connection
+from .connection import Connection, Throttled
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +52,6 @@ FINAL_WRITE_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 #: What a store treats as "Redis is unreachable" (not a bug of a script: those raise as they are).
 FAULTS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
                                        redis.exceptions.ReadOnlyError)
-#: Seconds between two warnings of one store that Redis is unreachable.
-WARN_EVERY = 60.0
 #: Keys ``RedisBuckets.__len__`` looks at at most (SCAN: bounded work), and expired records one
 #: script forgets at most (``sweep``, and ``create`` before it counts).
 MAX_SCANNED = 100_000
@@ -99,13 +97,12 @@ class Script:
 
 
 class Faults:
-    """How a store copes with an unreachable Redis: a warning at most every :data:`WARN_EVERY`
+    """How a store copes with an unreachable Redis: a warning at most every :data:`~.connection.WARN_EVERY`
     seconds, and the pool's idle connections dropped (after a restart each would fail once)."""
 
     def __init__(self, connection: Connection, what: str):
         self.connection, self.what = connection, what
-        self.warned = -math.inf
-        self.lock = threading.Lock()
+        self.warnings = Throttled(log)
 
     def __call__(self, error: Exception, consequence: str) -> None:
         """Note a fault: ``error`` happened, ``consequence`` is what the store does instead."""
@@ -113,12 +110,7 @@ class Faults:
             self.connection.client.connection_pool.disconnect(inuse_connections=False)
         except Exception:  # best effort: the next command makes a new connection anyway
             pass
-        now = time.monotonic()
-        with self.lock:
-            if now - self.warned < WARN_EVERY:
-                return
-            self.warned = now
-        log.warning("%s: Redis is unreachable (%s); %s", self.what, error, consequence)
+        self.warnings.warning("fault", "%s: Redis is unreachable (%s); %s", self.what, error, consequence)
 
 
 class InjectableClock:
