@@ -53,6 +53,22 @@ class Clock:
 # -- keys: namespaced, and gone once they mean nothing ------------------------------------------------
 
 
+@pytest.mark.parametrize("namespace", ["", "two words", "line\nbreak", "{hash}"])
+def test_a_namespace_that_could_not_name_keys_is_refused_at_once(namespace):
+    from urllib.parse import quote
+
+    with pytest.raises(ValueError, match="namespace"):
+        Connection(f"redis://127.0.0.1:1/0?namespace={quote(namespace)}")
+
+
+def test_the_namespace_is_taken_out_of_the_url_and_the_rest_kept():
+    from mcp_ref.extras.redis_state.connection import split_url
+
+    assert split_url("redis://:pw@host:6380/2?namespace=app&socket_keepalive=1") == (
+        "redis://:pw@host:6380/2?socket_keepalive=1", "app")
+    assert split_url("redis://host/0")[1] == "mcp_ref"
+
+
 def test_two_namespaces_on_one_redis_never_meet(redis_server):  # noqa: F811
     one = Connection(f"{redis_server.url}?namespace=ns-one-{os.getpid()}")
     two = Connection(f"{redis_server.url}?namespace=ns-two-{os.getpid()}")
