@@ -356,3 +356,68 @@ def handshake_http_client():
     factory, made = _http_clients(era="handshake")
     yield factory
     _close_all(made)
+
+
+# -- a balancer -------------------------------------------------------------------------------
+
+
+class RoundRobin:
+    """A plain HTTP balancer on 127.0.0.1 (port 0) that sends each request to the next of
+    ``upstreams`` in turn (their base URLs), on a connection of its own, and streams the answer
+    back as it comes (SSE included): what a balancer without sticky sessions does.  ``url`` is its
+    base; ``served`` lists which upstream took each request, in order."""
+
+    HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+
+    def __init__(self, upstreams: list[str]):
+        import http.server
+        import itertools
+
+        self.upstreams = upstreams
+        self.served: list[int] = []
+        turns = itertools.count()
+        lock = threading.Lock()
+        balancer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def forward(self) -> None:
+                with lock:
+                    turn = next(turns) % len(balancer.upstreams)
+                    balancer.served.append(turn)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in RoundRobin.HOP_BY_HOP}
+                with requests.request(self.command, balancer.upstreams[turn] + self.path, data=body,
+                                      headers=headers, stream=True, timeout=TIMEOUT) as answer:
+                    self.send_response(answer.status_code)
+                    for name, value in answer.headers.items():
+                        if name.lower() not in RoundRobin.HOP_BY_HOP:
+                            self.send_header(name, value)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    try:
+                        for chunk in answer.raw.stream(1024, decode_content=False):
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                            self.wfile.flush()
+                        self.wfile.write(b"0\r\n\r\n")
+                    except (OSError, requests.RequestException):  # either side went away
+                        self.close_connection = True
+
+            do_GET = do_POST = do_DELETE = forward
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       name="test-round-robin", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(WAIT)

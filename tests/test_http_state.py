@@ -12,17 +12,22 @@ import logging
 import socket
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
 from conftest import WAIT, run_threads
 from http_fixtures import TIMEOUT, SseReader, raw_session, serve  # noqa: F401  (fixtures)
-from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
+from redis_fixture import own_redis, redis_server, redis_url  # noqa: F401  (fixtures)
 
 from mcp_ref.core.errors import LIMIT_EXCEEDED, METHOD_NOT_FOUND, LimitExceeded
+from mcp_ref.extras.redis_state import RedisState
 from mcp_ref.extras.redis_state.connection import Connection
 from mcp_ref.extras.redis_state.http_stores import RedisEventStore
+from mcp_ref.extras.redis_state.sessions import RedisSessionTable, SessionTableUnavailable
 from mcp_ref.transports import http_server
 from mcp_ref.transports.http_server import (
     STATUS_OF,
@@ -35,6 +40,7 @@ from mcp_ref.transports.http_server import (
     modern_status,
 )
 from mcp_ref.transports.http_server import status as statuses
+from mcp_ref.transports.http_server.events import event_number
 
 PACKAGE = Path(http_server.__file__).parent
 
@@ -55,7 +61,8 @@ def protocol_members(protocol) -> dict[str, inspect.Signature]:
 
 
 @pytest.mark.parametrize("implementation, protocol", [
-    (MemorySessionTable, SessionTable), (MemoryEventStore, EventStore), (RedisEventStore, EventStore)])
+    (MemorySessionTable, SessionTable), (RedisSessionTable, SessionTable), (MemoryEventStore, EventStore),
+    (RedisEventStore, EventStore)])
 def test_the_in_memory_state_implements_its_protocol(implementation, protocol):
     members = protocol_members(protocol)
     assert members  # the protocol is really read
@@ -73,44 +80,6 @@ def test_a_protocol_check_that_can_fail():
         test_the_in_memory_state_implements_its_protocol(Partial, SessionTable)
 
 
-def test_the_session_table_expires_by_its_clock():
-    clock = Clock()
-    table = MemorySessionTable(idle_timeout=60, handshake_timeout=5, clock=clock)
-    table.add("a")
-    table.add("b")
-    table.touch("b")  # came back after initialize: established
-    assert table.get("a") == {"created": 1000.0, "last_seen": 1000.0, "established": False}
-    clock.now += 5.5
-    assert table.is_expired("a") and not table.is_expired("b")  # the handshake timeout is for "a" only
-    assert table.expired() == ["a"]
-    clock.now += 60
-    assert sorted(table.expired()) == ["a", "b"]
-    table.touch("b")
-    assert table.expired() == ["a"] and not table.is_expired("b")
-    assert table.remove("a") and not table.remove("a")
-    assert table.get("a") is None and not table.is_expired("a") and len(table) == 1
-
-
-def test_the_session_table_is_bounded_and_evicts_the_oldest_unproven_session():
-    clock = Clock()
-    table = MemorySessionTable(max_sessions=3, clock=clock)
-    for number, session_id in enumerate(["old", "proven", "young"]):
-        clock.now += number
-        assert table.make_room() == (True, None)
-        table.add(session_id)
-    table.touch("proven")
-    assert table.make_room() == (True, "old")  # the oldest that never came back
-    assert table.get("old") is None and len(table) == 2
-    clock.now += 1
-    table.add("new")
-    assert table.make_room() == (True, "young")
-    table.add("newer")
-    table.touch("new")
-    table.touch("newer")
-    assert table.make_room() == (False, None)  # every session is established: the caller answers 503
-    assert len(table) == 3
-
-
 @pytest.fixture
 def redis_connections(redis_url):  # noqa: F811
     """Factory: a new Connection to this test's Redis namespace (each one stands for a worker); closed after."""
@@ -125,13 +94,214 @@ def redis_connections(redis_url):  # noqa: F811
         connection.close()
 
 
+
+# -- the session table: one contract, on memory and on Redis ---------------------------------------
+
+
+@pytest.fixture(params=["memory", "redis"])
+def session_tables(request):
+    """Factory: ``session_tables(**options)`` -> ``worker()``, which gives each worker of one
+    deployment its table: in memory one table (a deployment of one process), on Redis one table
+    per connection on one namespace.  All share ``options["clock"]`` (a :class:`Clock` by default)."""
+
+    def deployment(**options):
+        options.setdefault("clock", Clock())
+        if request.param == "memory":
+            table = MemorySessionTable(**options)
+            return lambda: table
+        connect = request.getfixturevalue("redis_connections")
+        return lambda: RedisSessionTable(connect(), **options)
+
+    return deployment
+
+
+def test_a_session_table_keeps_each_sessions_record_and_state(session_tables):
+    table = session_tables()()
+    table.add("a")
+    table.add("b", {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]}, "level": None})
+    assert table.get("a") == {"created": 1000.0, "last_seen": 1000.0, "established": False, "state": {}}
+    assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]}, "level": None}
+    assert table.update("b", {"level": "debug", "subscriptions": []})  # merged: its other keys stay
+    assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]},
+                                       "level": "debug", "subscriptions": []}
+    copy = table.get("b")
+    copy["state"]["level"] = "mutated"
+    assert table.get("b")["state"]["level"] == "debug"  # a copy, not the table's own
+    assert table.remove("b") and not table.remove("b")
+    assert not table.update("b", {"level": "info"}) and table.get("b") is None  # gone: False, not brought back
+    table.add("a", {"version": "x"})  # an id added again is a new record
+    assert table.get("a")["state"] == {"version": "x"} and len(table) == 1
+    assert table.shared == (type(table) is RedisSessionTable)
+
+
+def test_the_session_table_expires_by_its_clock(session_tables):
+    clock = Clock()
+    table = session_tables(idle_timeout=60, handshake_timeout=5, clock=clock)()
+    table.add("a")
+    table.add("b")
+    assert table.touch("b") and not table.touch("nobody")  # "b" came back after initialize: established
+    assert table.get("b")["established"] and not table.get("a")["established"]
+    clock.now += 5.5
+    assert table.is_expired("a") and not table.is_expired("b")  # the handshake timeout is for "a" only
+    assert table.touch("b", established=False)  # seen: stays established
+    assert table.get("b") == {"created": 1000.0, "last_seen": 1005.5, "established": True, "state": {}}
+    expired = table.expired()
+    assert expired == ["a"]
+    if table.shared:  # removed by the call that returned it: one worker hears of each
+        assert table.get("a") is None and table.expired() == [] and not table.is_expired("a")
+    else:
+        assert table.remove("a")
+    clock.now += 61
+    assert table.is_expired("b") and table.expired() == ["b"]
+    if not table.shared:
+        table.touch("b")
+        assert table.expired() == [] and not table.is_expired("b")  # touched: not expired any more
+        assert table.remove("b")
+    assert not table.remove("a") and table.get("a") is None and not table.is_expired("a") and len(table) == 0
+    table.add("c")
+    clock.now += 6
+    if table.shared:  # an expired session touched is gone for every worker, at once
+        assert not table.touch("c") and table.get("c") is None and table.expired() == []
+    else:  # the caller ends it (it alone knows whether a client listens on it)
+        assert table.touch("c") and table.get("c") is not None
+
+
+def test_expired_sessions_are_each_heard_once_across_workers(session_tables):
+    clock = Clock()
+    worker = session_tables(handshake_timeout=5, clock=clock)
+    one, two = worker(), worker()
+    ids = [f"s{n}" for n in range(40)]
+    for number, session_id in enumerate(ids):
+        (one if number % 2 else two).add(session_id)
+    clock.now += 6
+    heard = run_threads(lambda i: (one, two)[i % 2].expired(), 8)
+    everything = [session_id for batch in heard for session_id in batch]
+    if one.shared:
+        assert sorted(everything) == sorted(ids)  # each id once, to one of the eight callers
+    else:
+        assert all(sorted(batch) == sorted(ids) for batch in heard)  # in memory the caller removes them
+
+
+def test_the_session_table_is_bounded_and_evicts_the_oldest_unproven_session(session_tables):
+    clock = Clock()
+    worker = session_tables(max_sessions=3, clock=clock)
+    one, two = worker(), worker()  # two workers, one cap: max_sessions counts the deployment's sessions
+    for number, (session_id, table) in enumerate([("old", one), ("proven", two), ("young", one)]):
+        clock.now += number
+        assert table.make_room() == (True, None)
+        table.add(session_id)
+    two.touch("proven")
+    assert two.make_room() == (True, "old")  # the oldest that never came back, whichever worker made it
+    assert one.get("old") is None and len(one) == 2 and len(two) == 2
+    clock.now += 1
+    two.add("new")
+    assert one.make_room() == (True, "young")
+    one.add("newer")
+    two.touch("new")
+    one.touch("newer")
+    assert one.make_room() == (False, None) and two.make_room() == (False, None)  # every session established: 503
+    assert len(one) == 3
+
+
+def test_a_redis_session_table_expires_on_redis_clock(redis_connections):
+    """No injected clock: the deadlines are Redis's ``TIME``; the test waits on Redis's clock too
+    (a ``BLPOP`` that times out), past the deadline it computes from the record."""
+    connection = redis_connections()
+    table = RedisSessionTable(connection, handshake_timeout=0.3, idle_timeout=0.6)
+    table.add("a")
+    table.add("b")
+    table.touch("b")
+    record = table.get("a")
+    assert record is not None and abs(record["created"] - _redis_now(connection)) < WAIT
+    assert not table.is_expired("a") and table.expired() == []
+    _wait_on_redis(connection, record["created"] + 0.3)
+    assert table.is_expired("a") and not table.is_expired("b")
+    assert table.expired() == ["a"] and len(table) == 1
+    _wait_on_redis(connection, table.get("b")["last_seen"] + 0.6)
+    assert table.expired() == ["b"] and len(table) == 0
+
+
+def test_a_redis_session_table_keeps_nothing_for_ever(redis_connections):
+    connection = redis_connections()
+    table = RedisSessionTable(connection, idle_timeout=100, handshake_timeout=10)
+    table.add("a", {"version": "v"})
+    record, every = connection.key("session", "a"), connection.key("sessions")
+    assert 0 < connection.client.pttl(record) <= (2 * 10 + 60) * 1000  # twice its timeout, and a margin
+    table.touch("a")
+    assert (2 * 10 + 60) * 1000 < connection.client.pttl(record) <= (2 * 100 + 60) * 1000
+    assert 0 < connection.client.pttl(every) <= (2 * 100 + 60) * 1000
+    assert table.remove("a") and connection.client.exists(record) == 0
+
+
+def test_the_redis_state_gives_the_http_app_its_shared_stores(redis_url):  # noqa: F811
+    state = RedisState.from_url(redis_url)
+    try:
+        table = state.session_table(max_sessions=7, idle_timeout=9.0, handshake_timeout=3.0)
+        assert isinstance(table, RedisSessionTable) and table.shared
+        assert (table.max_sessions, table.idle_timeout, table.handshake_timeout) == (7, 9.0, 3.0)
+        store = state.event_store(max_events=5)
+        assert isinstance(store, RedisEventStore) and store.shared and store.bus is state.bus()
+    finally:
+        state.close()
+
+
+def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, caplog):  # noqa: F811
+    connection = Connection(f"{own_redis.url}?namespace=faults", socket_timeout=1.0)
+    table = RedisSessionTable(connection)
+    try:
+        table.add("a", {"version": "v"})
+        own_redis.stop()
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.stores"):
+            for call in (table.make_room, lambda: table.add("b"), lambda: table.get("a"), lambda: len(table)):
+                with pytest.raises(SessionTableUnavailable) as refused:
+                    call()
+                assert isinstance(refused.value, ConnectionError)  # what the transport answers 503 for
+            assert table.touch("a")  # nothing recorded, no raise: not known to be gone
+            assert table.update("a", {"level": "debug"})  # not known to be gone
+            assert not table.is_expired("a") and table.expired() == [] and not table.remove("a")
+        assert time.monotonic() - started < WAIT  # a bounded wait each, not a hang
+        assert table.failures == 9
+        warnings = [r.getMessage() for r in caplog.records if "session table" in r.getMessage()]
+        assert len(warnings) == 1 and "Redis is unreachable" in warnings[0]  # once a minute
+        own_redis.start()  # empty again (no persistence): the table works, its scripts loaded again
+        assert table.get("a") is None and table.make_room() == (True, None)
+        table.add("a")
+        assert table.get("a")["established"] is False
+    finally:
+        connection.close()
+
+
+def _redis_now(connection: Connection) -> float:
+    seconds, micros = connection.client.time()
+    return seconds + micros / 1e6
+
+
+def _wait_on_redis(connection: Connection, until: float) -> None:
+    """Wait until Redis's clock passes ``until``: a ``BLPOP`` on a key nobody writes, timed by Redis."""
+    left = until - _redis_now(connection) + 0.02
+    assert left < WAIT
+    if left > 0:
+        assert connection.client.blpop([connection.key("never-written")], timeout=left) is None
+    assert _redis_now(connection) > until
+
+
 @pytest.fixture(params=["memory", "redis"])
 def event_stores(request):
     """Factory of event stores of one backend: ``event_stores(max_events=...)``; the Redis ones share a namespace."""
     if request.param == "memory":
-        return lambda **options: MemoryEventStore(**options)
+        yield lambda **options: MemoryEventStore(**options)
+        return
     connect = request.getfixturevalue("redis_connections")
-    return lambda **options: RedisEventStore(connect(), **options)
+    made: list[RedisEventStore] = []
+
+    def make(**options) -> RedisEventStore:
+        made.append(RedisEventStore(connect(), **options))
+        return made[-1]
+
+    yield make
+    for store in made:
+        store.close()
 
 
 def test_the_event_store_replays_one_stream_after_an_id_and_is_bounded(event_stores):
@@ -168,6 +338,140 @@ def test_event_ids_are_unique_and_growing_in_a_session_across_writers(event_stor
     assert len(set(numbers)) == 400
     for batch in ids:
         assert [int(eid.rpartition(".")[2]) for eid in batch] == sorted(int(eid.rpartition(".")[2]) for eid in batch)
+
+
+class ObservedMemoryEventStore(MemoryEventStore):
+    """The memory store, saying when a waiter found nothing and is about to wait: it still holds the
+    store's lock then, so a ``wake`` or ``store`` from then on reaches it (the memory backend's
+    "now following"; the Redis one's is its bus subscription confirmed)."""
+
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self.waiting = threading.Event()
+
+    def _after(self, session_id, stream_id, number):
+        found = super()._after(session_id, stream_id, number)
+        if not found[0] and not found[1]:
+            self.waiting.set()
+        return found
+
+
+@pytest.fixture(params=["memory", "redis"])
+def event_workers(request):
+    """Factory: ``event_workers(**options)`` -> ``worker()``, each worker's event store of one
+    deployment: in memory one store, on Redis one store (its own connection and bus) per worker."""
+    made: list[RedisEventStore] = []
+
+    def deployment(**options):
+        if request.param == "memory":
+            store = ObservedMemoryEventStore(**options)
+            return lambda: store
+        connect = request.getfixturevalue("redis_connections")
+
+        def worker() -> RedisEventStore:
+            made.append(RedisEventStore(connect(), **options))
+            return made[-1]
+
+        return worker
+
+    yield deployment
+    for store in made:
+        store.close()
+
+
+@pytest.fixture
+def follow():
+    """``follow(store, session_id, stream_id, number, timeout)``: ``wait_after`` on a thread of its
+    own, returned once it is following (a future: ``.result(WAIT)``)."""
+    pool = ThreadPoolExecutor(4)
+
+    def start(store, session_id, stream_id, number, timeout):
+        if isinstance(store, ObservedMemoryEventStore):
+            store.waiting.clear()
+        future = pool.submit(store.wait_after, session_id, stream_id, number, timeout)
+        if isinstance(store, RedisEventStore):  # subscribed: a store or wake from now on reaches it
+            channel = store.channel(session_id)
+            assert store.bus.wait_for(lambda: store.bus.confirmed(channel) or future.done(), WAIT)
+        else:
+            assert store.waiting.wait(WAIT)
+        return future
+
+    yield start
+    pool.shutdown(wait=True)
+
+
+def test_an_event_store_numbers_its_stream_ends_and_never_replays_them(event_workers):
+    store = event_workers()()
+    assert store.position("s1") == 0
+    first = store.store("s1", "p1", b"one")
+    assert store.position("s1") == event_number(first)
+    other = store.store("s1", "p2", b"elsewhere")
+    second = store.store("s1", "p1", b"two")
+    store.end_stream("s1", "p1")
+    assert store.position("s1") > event_number(second) and store.position("s2") == 0  # the marker is numbered
+    assert store.replay_after("s1", first) == ("p1", [(second, b"two")])  # the end marker is no event
+    started = time.monotonic()
+    assert store.wait_after("s1", "p1", 0, WAIT) == ([(first, b"one"), (second, b"two")], True)  # up to its end
+    assert store.wait_after("s1", "p1", event_number(second), WAIT) == ([], True)
+    assert store.wait_after("s1", "p2", 0, WAIT) == ([(other, b"elsewhere")], False)
+    assert time.monotonic() - started < WAIT / 2  # each at once: there was something to answer
+
+
+def test_a_follower_is_woken_by_another_workers_store_and_stream_end(event_workers, follow):
+    worker = event_workers()
+    one, two = worker(), worker()
+    waiting = follow(one, "s1", "p1", 0, 30.0)  # far longer than the test waits: a wake-up, not the timeout
+    try:
+        stored = two.store("s1", "p1", b"hello")
+        assert waiting.result(WAIT) == ([(stored, b"hello")], False)
+        waiting = follow(one, "s1", "p1", event_number(stored), 30.0)
+        two.end_stream("s1", "p1")
+        assert waiting.result(WAIT) == ([], True)
+    finally:
+        one.wake("s1")
+
+
+def test_wake_ends_a_wait_and_another_sessions_store_does_not_answer_it(event_workers, follow):
+    worker = event_workers()
+    one, two = worker(), worker()
+    waiting = follow(one, "s1", "p1", 0, 30.0)
+    one.wake("s1")
+    assert waiting.result(WAIT) == ([], False)
+    waiting = follow(one, "s1", "p1", 0, 0.3)
+    two.store("s2", "p1", b"another session's")
+    two.store("s1", "p2", b"another stream's")
+    assert waiting.result(WAIT) == ([], False)
+    if isinstance(one, RedisEventStore):  # the last waiter gone: no subscription left behind
+        assert one.following("s1") == 0
+        assert one.bus.wait_for(lambda: not one.bus.confirmed(one.channel("s1")), WAIT)
+
+
+def test_a_redis_follower_without_wake_ups_still_gets_every_event(redis_connections, follow):
+    """No subscription (``max_followed=0``: as when a wake-up is lost): the waiter reads again at its timeout."""
+    deaf, writer = RedisEventStore(redis_connections(), max_followed=0), RedisEventStore(redis_connections())
+    waiting = ThreadPoolExecutor(1).submit(deaf.wait_after, "s1", "p1", 0, 0.5)
+    stored = writer.store("s1", "p1", b"late")
+    assert waiting.result(WAIT) == ([(stored, b"late")], False)
+    writer.close()
+
+
+def test_a_redis_follower_without_redis_waits_its_timeout_then_answers_nothing(own_redis):  # noqa: F811
+    connection = Connection(f"{own_redis.url}?namespace=follow", socket_timeout=1.0)
+    store = RedisEventStore(connection)
+    try:
+        stored = store.store("s1", "p1", b"one")
+        own_redis.stop()
+        started = time.monotonic()
+        assert store.wait_after("s1", "p1", 0, 0.3) == ([], False)
+        assert 0.3 <= time.monotonic() - started < WAIT  # waited its timeout: no busy loop, no hang
+        assert store.position("s1") == 0 and store.end_stream("s1", "p1") is None
+        own_redis.start()  # empty again (no persistence)
+        assert store.replay_after("s1", stored) is None
+        again = store.store("s1", "p1", b"two")
+        assert store.wait_after("s1", "p1", 0, WAIT) == ([(again, b"two")], False)
+    finally:
+        store.close()
+        connection.close()
 
 
 def test_a_redis_event_store_replays_what_another_worker_stored(redis_connections):

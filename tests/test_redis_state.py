@@ -19,7 +19,15 @@ from conftest import WAIT
 from redis_fixture import RedisServer, own_redis, redis_server, redis_url, required_binary  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, McpError, ServerBusy
-from mcp_ref.extras.redis_state import Connection, RedisBuckets, RedisCounters, RedisState, RedisTaskRecords, stores
+from mcp_ref.extras.redis_state import (
+    Connection,
+    RedisBuckets,
+    RedisCounters,
+    RedisHeldSets,
+    RedisState,
+    RedisTaskRecords,
+    stores,
+)
 from mcp_ref.extras.tasks import COMPLETED, FAILED, TaskStore
 from mcp_ref.server import Server
 from mcp_ref.server.state_choice import state_from
@@ -189,6 +197,49 @@ def test_a_forked_child_makes_its_own_pool(connection):
     assert connection.client.connection_pool is parent_pool
 
 
+def test_a_worker_killed_holding_places_frees_them_after_its_ttl(connection):
+    """A forked child (a gunicorn worker) holds places under a token of its own; SIGKILLed, it never
+    releases them: they count until its last heartbeat is ``holder_ttl`` old, then they go."""
+    clock = Clock()
+    counters = RedisCounters(connection, holder_ttl=5.0, beat_every=3600.0, clock=clock)
+    assert counters.acquire("streams", 3)
+    parent_token = counters.token
+    ready_r, ready_w = os.pipe()
+    block_r, block_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: two places of its own, then it waits to be killed
+        try:
+            if counters.token != parent_token and counters.acquire("streams", 3) and counters.acquire("streams", 3):
+                os.write(ready_w, b"+")
+                os.read(block_r, 1)  # never written: only SIGKILL ends this
+        finally:
+            os._exit(1)
+    os.close(ready_w)  # the child's end: a child that dies early gives the reader an end of file
+    os.close(block_r)
+    try:
+        got: list[int] = []
+        reader = threading.Thread(target=lambda: got.append(len(os.read(ready_r, 1))), daemon=True)
+        reader.start()
+        reader.join(WAIT)
+        assert got == [1], "the child did not take its places"
+        assert counters.count("streams") == 3 and not counters.acquire("streams", 3)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        reaped: list[int] = []
+        reaper = threading.Thread(target=lambda: reaped.append(os.waitpid(pid, 0)[1]), daemon=True)
+        reaper.start()
+        reaper.join(WAIT)
+        os.close(block_w)
+    reader.join(WAIT)  # the child is gone: its end of the pipe too
+    os.close(ready_r)
+    assert reaped and os.WIFSIGNALED(reaped[0])
+    assert counters.count("streams") == 3  # dead, but its last word is not 5 s old yet
+    clock.now += 6.0
+    assert counters.count("streams") == 1  # the parent's own place stays
+    assert counters.acquire("streams", 3) and counters.acquire("streams", 3)
+    counters.close()
+
+
 # -- choosing the state ------------------------------------------------------------------------------
 
 
@@ -198,7 +249,8 @@ def test_a_redis_url_names_the_shared_state(redis_url):  # noqa: F811
         assert isinstance(state, RedisState) and state.shared
         assert isinstance(state.buckets(), RedisBuckets) and isinstance(state.counters(), RedisCounters)
         assert create(state.task_records(), "t") == "created"
-        assert state.session_table() is None
+        assert isinstance(state.held_sets(), RedisHeldSets)
+        assert state.session_table().shared  # the HTTP app's sessions on Redis too (tests/test_http_state.py)
     finally:
         state.close()
     assert RedisState.from_url(redis_url, fail_closed=True).buckets().fail_closed  # type: ignore[attr-defined]
@@ -386,5 +438,35 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
             assert record is not None and record["status"] == COMPLETED
             assert record["result"]["content"][0]["text"] == "held"
     finally:
+        connection.close()
+        redis.stop()
+
+
+def test_a_place_given_back_while_redis_is_down_is_given_back_once_it_is_up(tmp_path):
+    """A holder that keeps beating (it holds other places) must not keep, for ever, a place it gave
+    back while Redis was unreachable: its next beat that reaches Redis says it (a Redis that keeps
+    its data across the restart, so the stale place would survive)."""
+    redis = RedisServer(required_binary(), tmp_path, persistent=True)
+    redis.start()
+    connection = Connection(f"{redis.url}?namespace=unsaid", socket_timeout=1.0)
+    clock = Clock()
+    holder = RedisCounters(connection, holder_ttl=5.0, beat_every=3600.0, clock=clock)
+    other = RedisHeldSets(connection, holder_ttl=5.0, beat_every=3600.0, clock=clock)
+    sets = RedisHeldSets(connection, holder_ttl=5.0, beat_every=3600.0, clock=clock)
+    try:
+        assert holder.acquire("streams", 2) and holder.acquire("kept", None)
+        assert sets.hold("alice", {"a", "b"}, 5)[0] and sets.hold("bob", {"c"}, 5)[0]
+        redis.stop()
+        assert holder.release("streams") == 0  # given back here; Redis cannot hear it
+        sets.release("alice", {"a"})
+        redis.start()
+        assert holder.count("streams") == 1 and other.members("alice") == {"a", "b"}  # still taken there
+        holder.beat()
+        sets.beat()
+        assert holder.count("streams") == 0 and holder.count("kept") == 1
+        assert other.members("alice") == {"b"} and other.members("bob") == {"c"}
+    finally:
+        for store in (holder, other, sets):
+            store.close()
         connection.close()
         redis.stop()

@@ -36,7 +36,8 @@ class Deployment:
     def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True,
                  protected: bool = False):
         self.port = free_port()
-        command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", "8",
+        command = [sys.executable, "-m", "gunicorn", "-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread",
+                   "-w", str(workers), "--threads", "8",
                    "-b", f"127.0.0.1:{self.port}", "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
         env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
         env.update(MCP_REF_SECRET="scale-out-test-secret", SCALE_OUT_SERVER_LIMIT=server_limit,
@@ -58,16 +59,17 @@ class Deployment:
 def two_deployments(request):
     """``two_deployments(state)``: two single-worker deployments of the app, ``state`` their
     ``MCP_REF_STATE`` (None: each its own memory); ``three_workers=True``: one deployment of three
-    workers instead, given twice (the kernel then decides which worker takes each connection)."""
+    workers instead, given twice (the kernel then decides which worker takes each connection);
+    ``stateless=False``: handshake-era sessions (the app's default is stateless)."""
     started: list[Deployment] = []
 
     def start(state: str | None, server_limit: str = "100/minute", *,
-              three_workers: bool = False) -> tuple[Deployment, Deployment]:
+              three_workers: bool = False, stateless: bool = True) -> tuple[Deployment, Deployment]:
         if three_workers:
-            one = Deployment(state, server_limit, workers=3)
+            one = Deployment(state, server_limit, workers=3, stateless=stateless)
             started.append(one)
             return one, one
-        pair = (Deployment(state, server_limit), Deployment(state, server_limit))
+        pair = (Deployment(state, server_limit, stateless=stateless), Deployment(state, server_limit, stateless=stateless))
         started.extend(pair)
         return pair
 
@@ -202,30 +204,98 @@ def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
         redis.stop()
 
 
-def test_a_handshake_session_on_another_worker_is_refused_saying_why(redis_url):  # noqa: F811
-    """Handshake-era sessions stay in the worker that made them (spec_notes/deployment.md): another
-    worker answers 404 (the spec's "session not found", after which a client starts a new session),
-    and says that a session lives where it was made, for the operator who reads it."""
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
+def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis_url, shared):  # noqa: F811
+    """With the state shared, a handshake-era session made on A is served by B (from its record);
+    without it (the control), B answers 404 (the spec's "session not found")."""
     import requests
 
-    a = Deployment(redis_url, "100/minute", stateless=False)
-    b = Deployment(redis_url, "100/minute", stateless=False)
+    a = Deployment(redis_url if shared else None, "100/minute", stateless=False)
+    b = Deployment(redis_url if shared else None, "100/minute", stateless=False)
     try:
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-        made = requests.post(a.url, json=init, headers=headers, timeout=WAIT)
-        session = made.headers["Mcp-Session-Id"]
-        asked = requests.post(b.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, timeout=WAIT,
-                              headers={**headers, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
-        assert asked.status_code == 404
-        assert "route by Mcp-Session-Id" in asked.text
-        with Client.http(b.url, timeout=WAIT, era="handshake") as client:  # a client of its own: served
-            assert client.call_tool("whoami").content[0].text.startswith("pid ")
+        made = requests.post(a.url, json=INIT, headers=HEADERS, timeout=WAIT)
+        headers = {**HEADERS, "Mcp-Session-Id": made.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+        initialized = requests.post(b.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                    headers=headers, timeout=WAIT)
+        asked = requests.post(b.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                           "params": {"name": "whoami", "arguments": {}}}, headers=headers, timeout=WAIT)
+        if shared:
+            assert initialized.status_code == 202
+            answered_by_b = asked.json()["result"]["content"][0]["text"]
+            assert answered_by_b.startswith("pid ") and answered_by_b != whoami(a, headers)
+        else:
+            assert (initialized.status_code, asked.status_code) == (404, 404)
     finally:
         a.stop()
         b.stop()
 
+
+def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url):  # noqa: F811
+    """2025-11-25 basic/transports §Resumability across deployments: the POST's stream closed on A
+    (SSE polling), the client resumes it on B with Last-Event-ID and gets the rest and the answer."""
+    import json
+
+    import requests
+    from http_fixtures import SseReader
+
+    a = Deployment(redis_url, "100/minute", stateless=False)
+    b = Deployment(redis_url, "100/minute", stateless=False)
+    try:
+        made = requests.post(a.url, json=INIT, headers=HEADERS, timeout=WAIT)
+        headers = {**HEADERS, "Mcp-Session-Id": made.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+        requests.post(a.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=WAIT)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "polled", "arguments": {}}}
+        reader = SseReader(requests.post(a.url, json=call, headers=headers, stream=True, timeout=WAIT))
+        first = [reader.next() for _ in range(3)]  # priming, "step one", the retry event
+        reader.close()
+        assert json.loads(first[1]["data"])["params"]["data"].startswith("step one on pid")
+        resumed = requests.get(b.url, headers={**headers, "Accept": "text/event-stream", "Last-Event-ID": first[2]["id"]},
+                               stream=True, timeout=WAIT)
+        messages = [message for _, message in SseReader(resumed).messages()]
+        assert messages[0]["params"]["data"] == "step two"
+        assert messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"].startswith("done on pid")
+    finally:
+        a.stop()
+        b.stop()
+
+
+def whoami(deployment: Deployment, headers: dict) -> str:
+    import requests
+
+    answer = requests.post(deployment.url, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                                                  "params": {"name": "whoami", "arguments": {}}},
+                           headers=headers, timeout=WAIT)
+    return answer.json()["result"]["content"][0]["text"]
+
+
+@pytest.mark.parametrize("layout", ["two deployments", "three workers"])
+def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshake_feature(two_deployments, redis_url,
+                                                                                          layout):  # noqa: F811
+    """Each request to the next upstream in turn (RoundRobin, a connection per request): the session,
+    an elicitation whose answer is posted to another worker than the one asking, a change heard on the
+    GET stream wherever it is held, and the session deleted everywhere at the end."""
+    from http_fixtures import RoundRobin
+
+    a, b = two_deployments(redis_url, three_workers=layout == "three workers", stateless=False)
+    upstreams = sorted({a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")})
+    balancer = RoundRobin(upstreams)
+    changed = threading.Event()
+    try:
+        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake", on_list_changed=lambda kind: changed.set(),
+                         elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}}) as client:
+            pids = {client.call_tool("whoami").content[0].text for _ in range(12)}
+            assert len(pids) >= 2, pids  # served by more than one worker, one session
+            for _ in range(3):
+                assert client.call_tool("greet").content[0].text.startswith("Hello, Ada, from pid ")
+            client.call_tool("add_tool", {"name": "from_somewhere"})
+            assert changed.wait(WAIT)
+    finally:
+        balancer.stop()
 
 
 def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(redis_url):  # noqa: F811

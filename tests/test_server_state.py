@@ -206,6 +206,110 @@ def test_memory_counters_refuse_a_new_key_when_full():
     assert counters.acquire("c", None)
 
 
+# -- places tied to their holder (shared counters and held sets) ------------------------------------
+
+
+def holders(request, clock, kind: str, **options):
+    """Two Redis stores of ``kind`` on one namespace: two processes of one deployment (each its own
+    holder token), on the test's clock, with a holder TTL of 5 s and no heartbeat of their own
+    unless ``beat_every`` is given."""
+    from mcp_ref.extras.redis_state import RedisCounters, RedisHeldSets
+
+    made = connection(request)
+    kind_class = {"counters": RedisCounters, "held": RedisHeldSets}[kind]
+    options = {"holder_ttl": 5.0, "beat_every": 3600.0, "clock": clock, **options}
+    stores = kind_class(made, **options), kind_class(made, holder_ttl=5.0, beat_every=3600.0, clock=clock)
+    for store in stores:
+        request.addfinalizer(store.close)
+    assert stores[0].token != stores[1].token
+    return stores
+
+
+@pytest.fixture
+def redis_only(request):
+    request.getfixturevalue("redis_url")  # skipped (failed under CI) without a redis-server
+
+
+def test_a_holder_that_stops_beating_frees_its_places_and_a_beating_one_keeps_them(request, clock, redis_only):
+    # ``live`` beats every 10 ms (its real thread); ``dead`` never beats: a worker killed holding places
+    live, dead = holders(request, clock, "counters", beat_every=0.01)
+    assert live.acquire("streams", 3) and dead.acquire("streams", 3) and dead.acquire("streams", 3)
+    assert not live.acquire("streams", 3) and live.count("streams") == 3
+    clock.now += 4.0
+    with live.beaten:  # a beat after the clock moved: live's places last until 1009
+        seen = live.beats
+        assert live.beaten.wait_for(lambda: live.beats > seen + 1, WAIT)
+    clock.now += 2.0  # 1006: dead's last word (1000) is 6 s old, past its 5 s
+    assert live.count("streams") == 1  # dead's two places are gone, live's stays
+    assert live.acquire("streams", 3) and live.acquire("streams", 3) and not live.acquire("streams", 3)
+
+
+def test_a_holder_that_comes_back_says_its_places_again(request, clock, redis_only):
+    # Redis unreachable (or the process stalled) longer than the TTL: the others dropped its places;
+    # its next beat writes its whole holding again, so the cap counts them once more
+    one, other = holders(request, clock, "counters")
+    assert one.acquire("streams", 2)
+    clock.now += 6.0
+    assert other.count("streams") == 0  # one seemed dead
+    one.beat()
+    assert other.count("streams") == 1 and not (other.acquire("streams", 2) and other.acquire("streams", 2))
+    assert one.release("streams") == 1  # one's place back; other's one place left
+
+
+def test_a_holder_that_closes_gives_its_places_back_at_once(request, clock, redis_only):
+    one, other = holders(request, clock, "counters")
+    assert one.acquire("streams", 2) and one.acquire("any", None)
+    one.close()
+    assert other.count("streams") == 0 and other.count("any") == 0
+
+
+def test_held_sets_count_distinct_members_over_every_holder(request, clock, redis_only):
+    here, there = holders(request, clock, "held")
+    assert here.hold("alice", {"a", "b"}, 3) == (True, 2)
+    assert there.hold("alice", {"b", "c"}, 3) == (True, 3)  # b counts once
+    assert there.hold("alice", {"d"}, 3) == (False, 3)  # refused: nothing added
+    assert here.hold("alice", {"a", "c"}, 3) == (True, 3)  # held already, somewhere: no room needed
+    assert here.hold("bob", {"d"}, 3) == (True, 1)  # another key
+    assert here.members("alice") == {"a", "b", "c"}
+    here.release("alice", {"a", "b", "c"})
+    assert there.members("alice") == {"b", "c"}  # there still holds b and c
+    assert here.hold("alice", {"d"}, 3) == (True, 3)
+    there.hold_only({"bob": {"e"}})  # there holds exactly this now: its alice members go
+    assert here.members("alice") == {"d"} and here.members("bob") == {"d", "e"}
+
+
+def test_a_dead_holders_members_go(request, clock, redis_only):
+    here, there = holders(request, clock, "held")
+    assert there.hold("alice", {"a", "b", "c"}, 3)[0]
+    assert not here.hold("alice", {"d"}, 3)[0]
+    clock.now += 6.0  # there never beat
+    assert here.hold("alice", {"d"}, 3) == (True, 1) and here.members("alice") == {"d"}
+
+
+def test_held_sets_take_the_last_place_once_under_contention(request, clock, redis_only):
+    stores = holders(request, clock, "held")
+    won: list[str] = []
+    start = threading.Barrier(8)
+
+    def racer(n: int) -> None:
+        start.wait(WAIT)
+        if stores[n % 2].hold("alice", {f"r{n}"}, 5)[0]:
+            won.append(f"r{n}")
+
+    threads = [threading.Thread(target=racer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert len(won) == 5 and stores[0].members("alice") == set(won)
+
+
+def test_a_memory_state_has_no_held_sets():
+    from mcp_ref.server.state import MemoryState
+
+    assert MemoryState().held_sets() is None  # one process: its connections and streams are the truth
+
+
 # -- the bus ----------------------------------------------------------------------------------------
 
 

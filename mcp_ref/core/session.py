@@ -319,6 +319,12 @@ class Session:
         except ConnectionClosed:
             log.debug("%s: dropped a reply, the connection is closed", self.name)
 
+    def holds(self, request_id, *, ours: bool) -> bool:
+        """True while ``request_id`` is open here: one of ours awaiting its answer (``ours``), or
+        one of the peer's being served (HTTP with shared state asks before forwarding a message)."""
+        with self._lock:
+            return request_id in (self._pending if ours else self._incoming)
+
     def _forget(self, request_id) -> PendingRequest | None:
         with self._lock:
             self._progress.pop(request_id, None)

@@ -238,6 +238,32 @@ class ServerConnection:
 
         self.lifecycle.advance(lifecycle.STATELESS, negotiated)
 
+    def negotiated(self) -> dict:
+        """What this connection negotiated (JSON-able): what another process needs to serve its
+        session too (:meth:`resume`; HTTP with a shared session table)."""
+        return {"version": self.protocol_version, "clientCapabilities": self.client_capabilities,
+                "clientInfo": self.client_info, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions)}
+
+    def resume(self, negotiated: dict, *, initialized: bool) -> None:
+        """Serve a session another process negotiated (from its :meth:`negotiated`), or take up
+        what changed there (a log level, subscriptions); ``initialized``: the client has sent
+        ``notifications/initialized`` (2025-11-25 basic/lifecycle §Initialization)."""
+        def apply() -> None:
+            self.session.protocol_version = negotiated["version"]
+            self.client_capabilities = dict(negotiated.get("clientCapabilities") or {})
+            self.client_info = dict(negotiated.get("clientInfo") or {})
+            self.capabilities = self.server.capabilities(negotiated["version"])
+
+        self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, apply)
+        if initialized:
+            self.lifecycle.advance(lifecycle.INITIALIZED_RECEIVED)
+        self.log_level = negotiated.get("logLevel")
+        self.subscriptions = set(negotiated.get("subscriptions") or ())
+
+    def holds(self, request_id, *, ours: bool) -> bool:
+        """See :meth:`Session.holds <mcp_ref.core.session.Session.holds>`."""
+        return self.session.holds(request_id, ours=ours)
+
     # -- the Dispatcher protocol -------------------------------------------------------------
 
     def batches_allowed(self) -> bool:

@@ -146,7 +146,8 @@ def read_resource(connection: Caller, context: RequestContext, params: dict) -> 
 def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``resources/subscribe``: the connection is sent ``notifications/resources/updated`` for ``uri``.
 
-    At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections."""
+    At most ``Server(max_subscribed_resources=...)`` per principal, over all its connections (and,
+    with a shared state, over every process: ``Subscriptions.check_resources``)."""
     uri = _uri(params, "resources/subscribe")
     if visible_resource(connection, uri, "resources/subscribe", params) is None:
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
@@ -156,8 +157,8 @@ def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict
         connection.subscriptions.add(uri)
         return {}
     with cap.subscription_lock:
-        if uri not in connection.subscriptions:
-            cap.check_subscriptions(connection.principal, server, {uri})
+        if uri not in connection.subscriptions:  # over every process when the state is shared
+            server.subscriptions.check_resources(cap, connection.principal, server, {uri})
         connection.subscriptions.add(uri)
     return {}
 
@@ -174,8 +175,13 @@ def visible_resource(connection: Caller, uri: str, action: str, request: dict | 
 
 
 def unsubscribe(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``resources/unsubscribe``."""
-    connection.subscriptions.discard(_uri(params, "resources/unsubscribe"))
+    """``resources/unsubscribe`` (with a shared state, the resource's place goes when no connection
+    or stream of this process holds it any more)."""
+    uri = _uri(params, "resources/unsubscribe")
+    connection.subscriptions.discard(uri)
+    server = connection.server
+    if server.subscription_cap() is not None:
+        server.subscriptions.let_go(connection.principal.id, server, {uri})
     return {}
 
 

@@ -13,6 +13,7 @@ interface          what it keeps                                                
 =================  ==================================================================  =======================
 :class:`Buckets`   token buckets of the rate limits (:mod:`mcp_ref.extras.ratelimit`)  :class:`MemoryBuckets`
 :class:`Counters`  bounded counts: open listen streams (``max_subscriptions``)         :class:`MemoryCounters`
+:class:`HeldSets`  the resources each principal subscribes to (shared state only)     (this process's streams)
 :class:`Bus`       change notifications, fanned out to the streams of each process     :class:`MemoryBus`
 :class:`TaskRecords`  the tasks extension's records (:mod:`mcp_ref.extras.tasks`)      :class:`MemoryTaskRecords`
 :class:`TaskQueue`    task ids waiting for a run slot                                  :class:`MemoryTaskQueue`
@@ -164,7 +165,9 @@ def _fill(bucket: list, now: float) -> float:
 
 
 class Counters(Protocol):
-    """Bounded counts by key (how many streams are open, ...)."""
+    """Bounded counts by key (how many streams are open, ...).  A shared one ties each place to the
+    process holding it, so a process that dies frees its places
+    (:mod:`mcp_ref.extras.redis_state.holders`)."""
 
     def acquire(self, key: str, limit: int | None) -> bool:
         """Add one to ``key``'s count unless it is ``limit`` already (None: no limit); True if added.
@@ -210,6 +213,31 @@ class MemoryCounters:
         """See :meth:`Counters.count`."""
         with self._lock:
             return self._counts.get(key, 0)
+
+
+class HeldSets(Protocol):
+    """Sets by key whose members each process holds, bounded by their distinct members: the
+    resources one principal subscribes to over every process (``max_subscribed_resources``).
+
+    Only a shared state has one (:meth:`State.held_sets`): in one process, its own connections and
+    listen streams are the truth, and :meth:`mcp_ref.extras.policy.Policy.check_subscriptions`
+    counts them.  A member counts once however many processes hold it; a process that dies lets
+    go of its members (the Redis one: :mod:`mcp_ref.extras.redis_state.holders`).
+    """
+
+    def hold(self, key: str, members: Collection[str], limit: int | None) -> tuple[bool, int]:
+        """This process holds ``members`` of ``key`` too, unless the distinct members held would then
+        be over ``limit`` (None: no limit): ``(added, distinct members held)`` (after adding; before,
+        when refused).  Atomic: two processes never both take the last place."""
+
+    def release(self, key: str, members: Collection[str]) -> None:
+        """This process no longer holds ``members`` of ``key`` (another process may still)."""
+
+    def members(self, key: str) -> set[str]:
+        """The distinct members of ``key`` held by any live process."""
+
+    def hold_only(self, table: Mapping[str, Collection[str]]) -> None:
+        """This process holds exactly ``table`` (key -> members) now: its other members go."""
 
 
 # -- the change bus -------------------------------------------------------------------------------
@@ -550,6 +578,10 @@ class State(Protocol):
     def bus(self) -> Bus:
         """Change notifications, fanned out to every process's listeners."""
 
+    def held_sets(self) -> HeldSets | None:
+        """The resources each principal subscribes to, over the deployment; None: counted from this
+        process's connections (``max_subscribed_resources``)."""
+
     def task_records(self) -> TaskRecords:
         """The tasks extension's records."""
 
@@ -581,6 +613,10 @@ class MemoryState:
     def bus(self) -> Bus:
         """A :class:`MemoryBus`."""
         return MemoryBus()
+
+    def held_sets(self) -> HeldSets | None:
+        """None: one process's connections and listen streams are the truth."""
+        return None
 
     def task_records(self) -> TaskRecords:
         """A :class:`MemoryTaskRecords`."""

@@ -27,19 +27,22 @@ The pieces:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import envelope
-from ..core.errors import InvalidParams, MissingRequiredClientCapabilityError, ServerBusy
+from ..core.errors import InvalidParams, LimitExceeded, MissingRequiredClientCapabilityError, ServerBusy
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS
-from .state import Counters, MemoryCounters
+from .state import Counters, HeldSets, MemoryCounters
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
+    from .principal import Principal
     from .seams import Caller as ServerConnection
 
 #: The tasks extension's name (SEP-2663): a listen asking for ``taskIds`` needs it declared.
@@ -56,6 +59,8 @@ MAX_RESOURCE_URIS = 1024
 MAX_URI_LENGTH = 8192
 #: The counters' key of the open listen streams (``max_subscriptions``).
 STREAMS = "listen-streams"
+#: The held sets' key of the resources one principal subscribes to: this, then its id.
+SUBSCRIBED = "subscribed:"
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,8 @@ class Subscriptions:
         self.counters: Counters = counters if counters is not None else MemoryCounters()
         self._lock = threading.Condition()
         self._open: dict[tuple[int, object], Subscription] = {}
+        self._held: HeldSets | None = None  # see held_resources
+        self._held_asked = False
 
     def __len__(self) -> int:
         return len(self._open)
@@ -189,9 +196,13 @@ class Subscriptions:
     def end(self, subscription: Subscription) -> None:
         """Forget a stream (it was cancelled, or its connection ended)."""
         with self._lock:
-            if self._open.pop((id(subscription.connection), subscription.id), None) is not None:
+            ended = self._open.pop((id(subscription.connection), subscription.id), None) is not None
+            if ended:
                 self.counters.release(STREAMS)
-            self._lock.notify_all()
+        if ended:
+            self._let_go_of([subscription])  # outside the lock (subscription_lock comes first)
+        with self._lock:
+            self._lock.notify_all()  # after: a waiter sees the stream's resources let go too
 
     def wait_at_most(self, count: int, timeout: float | None = None) -> bool:
         """Block until at most ``count`` streams are open (False on timeout): for a shutdown that
@@ -243,7 +254,103 @@ class Subscriptions:
             self._lock.notify_all()
         for subscription in streams:
             subscription.close()
+        self._let_go_of(streams)
         return len(streams)
+
+    # -- max_subscribed_resources over every process of a shared state ---------------------------
+
+    def held_resources(self, server: Any) -> HeldSets | None:
+        """Where the resources each principal subscribes to are held over the deployment (the shared
+        state's :meth:`~mcp_ref.server.state.State.held_sets`, made on first use), or None: this
+        process's connections and streams are the truth (``Policy.check_subscriptions`` counts them)."""
+        if not self._held_asked:
+            with self._lock:
+                if not self._held_asked:
+                    make = getattr(getattr(server, "shared_state", None), "held_sets", None)
+                    held = make() if make is not None else None
+                    if held is not None and hasattr(held, "on_beat"):
+                        held.on_beat = _say_held(weakref.ref(self), weakref.ref(server))
+                    self._held, self._held_asked = held, True
+        return self._held
+
+    def resources_here(self, server: Any, principal_id: str | None = None) -> dict[str, set[str]]:
+        """What this process's open connections (``resources/subscribe``) and listen streams hold,
+        by held-set key (:data:`SUBSCRIBED` and the principal's id; only ``principal_id``'s, when
+        given): the truth the shared held sets are told."""
+        table: dict[str, set[str]] = {}
+        for connection in server.connections():
+            if connection.subscriptions and not connection.session.is_closed:
+                who = connection.principal.id
+                if principal_id is None or who == principal_id:
+                    table.setdefault(SUBSCRIBED + who, set()).update(connection.subscriptions)
+        for stream in self.streams(lambda s: bool(s.filter.uris)):
+            who = stream.connection.principal.id
+            if principal_id is None or who == principal_id:
+                table.setdefault(SUBSCRIBED + who, set()).update(stream.filter.uris)
+        return table
+
+    def check_resources(self, cap: Any, principal: Principal, server: Any, uris: Collection[str]) -> None:
+        """Raise :class:`LimitExceeded` if subscribing ``principal`` to ``uris`` too would take it past
+        ``cap.max_subscribed_resources`` distinct resources (``cap``: ``server.subscription_cap()``).
+
+        In one process, ``cap.check_subscriptions`` counts its connections and streams.  With a
+        shared state the count is over every process, and ``uris`` are held at once (one atomic
+        step: two workers never both take the last place); a caller that then does not subscribe
+        calls :meth:`let_go`.  Call it holding ``cap.subscription_lock``.
+        """
+        held = self.held_resources(server)
+        if held is None or not uris:
+            cap.check_subscriptions(principal, server, uris)
+            return
+        limit = cap.max_subscribed_resources
+        added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
+        if not added:  # a connection here may have ended without a word: say the truth, then ask again
+            held.hold_only(self.resources_here(server))
+            added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
+        if not added:
+            raise LimitExceeded(f"Too many subscriptions: at most {limit} resources per caller ({count} held); "
+                                "unsubscribe from some first", data={"limit": limit})
+
+    def let_go(self, principal_id: str, server: Any, uris: Collection[str], *, locked: bool = False) -> None:
+        """``uris`` of ``principal_id`` that no connection or stream of this process holds any more
+        leave the shared held sets (nothing to do without them).  ``locked``: the caller holds
+        ``subscription_lock`` already."""
+        held = self._held
+        if held is None or not uris:
+            return
+        cap = server.subscription_cap()
+        with contextlib.nullcontext() if locked or cap is None else cap.subscription_lock:
+            key = SUBSCRIBED + principal_id
+            gone = set(uris) - self.resources_here(server, principal_id).get(key, set())
+            if gone:
+                held.release(key, gone)
+
+    def say_held(self, server: Any) -> None:
+        """Tell the shared held sets what this process holds now (their heartbeat: a connection that
+        ended without a word lets go of its resources here)."""
+        held = self._held
+        if held is None:
+            return
+        cap = server.subscription_cap()
+        with contextlib.nullcontext() if cap is None else cap.subscription_lock:
+            held.hold_only(self.resources_here(server))
+
+    def _let_go_of(self, streams: list[Subscription]) -> None:
+        for stream in streams:
+            if stream.filter.uris:
+                connection = stream.connection
+                self.let_go(connection.principal.id, connection.server, stream.filter.uris)
+
+
+def _say_held(hub_ref: weakref.ref, server_ref: weakref.ref) -> Callable[[], None]:
+    """A held set's ``on_beat``: :meth:`Subscriptions.say_held` (held weakly: a server dropped is not kept)."""
+
+    def say_held() -> None:
+        hub, server = hub_ref(), server_ref()
+        if hub is not None and server is not None:
+            hub.say_held(server)
+
+    return say_held
 
 
 def _declares_tasks(context: RequestContext) -> bool:
@@ -293,8 +400,10 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
             opened = hub.open(subscription)
         else:
             with cap.subscription_lock:  # counted and opened together (max_subscribed_resources)
-                cap.check_subscriptions(connection.principal, server, agreed.uris)
+                hub.check_resources(cap, connection.principal, server, agreed.uris)
                 opened = hub.open(subscription)
+                if not opened:
+                    hub.let_go(connection.principal.id, server, agreed.uris, locked=True)
         if not opened:
             raise ServerBusy(f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "
                              "retry when some have closed", data={"maxSubscriptions": hub.max_subscriptions})

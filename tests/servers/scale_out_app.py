@@ -40,6 +40,16 @@ def greet(ctx: Context) -> str:
 
 
 @server.tool()
+def polled(ctx: Context) -> str:
+    """A log line, then the SSE connection closed (polling): the client resumes, maybe on another worker."""
+    ctx.info(f"step one on pid {os.getpid()}")
+    ctx.close_sse_stream()
+    ctx.sleep(0.2)
+    ctx.info("step two")
+    return f"done on pid {os.getpid()}"
+
+
+@server.tool()
 def add_tool(name: str) -> str:
     """Register a tool named ``name`` here: tools/list_changed goes to every worker's listeners."""
     server.add_tool(lambda: "late", name=name, description="added at run time")

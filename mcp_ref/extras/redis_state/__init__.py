@@ -3,20 +3,22 @@
 ``Server(state="redis://host:port/db?namespace=NAME")``, or ``MCP_REF_STATE`` set to that URL
 (:func:`mcp_ref.server.state_choice.state_from`), picks :class:`RedisState`.  Needs the redis extra
 (``pip install "mcp-ref[redis]"``): redis-py's sync client, one connection pool per process, made
-after a fork (:mod:`.connection`).  The stores are in :mod:`.stores` (buckets, counters, task
-records), :mod:`.bus` (the change bus), :mod:`.http_stores` (the HTTP transport's event store) and
-:mod:`.auth_tables` (the demo authorization server's tables).
+after a fork (:mod:`.connection`).  The stores are in :mod:`.stores` (buckets, task records),
+:mod:`.holders` (counters and held sets, tied to the process holding them), :mod:`.bus` (the change
+bus), :mod:`.http_stores` (the HTTP transport's event store),
+:mod:`.sessions` (its session table) and :mod:`.auth_tables` (the demo authorization server's tables).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...server.state import Buckets, Bus, Counters, TaskRecords
+from ...server.state import Buckets, Bus, Counters, HeldSets, TaskRecords
 from .connection import Connection
-from .stores import RedisBuckets, RedisCounters, RedisTaskRecords
+from .holders import RedisCounters, RedisHeldSets
+from .stores import RedisBuckets, RedisTaskRecords
 
-__all__ = ["Connection", "RedisBuckets", "RedisCounters", "RedisState", "RedisTaskRecords"]
+__all__ = ["Connection", "RedisBuckets", "RedisCounters", "RedisHeldSets", "RedisState", "RedisTaskRecords"]
 
 
 class RedisState:
@@ -48,8 +50,16 @@ class RedisState:
         return RedisBuckets(self.connection, fail_closed=self.fail_closed)
 
     def counters(self) -> Counters:
-        """A :class:`~.stores.RedisCounters`."""
-        return RedisCounters(self.connection)
+        """A :class:`~.holders.RedisCounters` (each place held by this process: a dead worker's go)."""
+        counters = RedisCounters(self.connection)
+        self._made.append(counters)  # close() gives its places back at once
+        return counters
+
+    def held_sets(self) -> HeldSets:
+        """A :class:`~.holders.RedisHeldSets` (``max_subscribed_resources`` over every worker)."""
+        held = RedisHeldSets(self.connection)
+        self._made.append(held)
+        return held
 
     def bus(self) -> Bus:
         """The deployment's :class:`~.bus.RedisBus` (pub/sub: every process's listeners hear every
@@ -66,10 +76,11 @@ class RedisState:
         return RedisTaskRecords(self.connection)
 
     def event_store(self, **options: Any) -> Any:
-        """A :class:`~.http_stores.RedisEventStore` (``Last-Event-ID`` replays on any worker)."""
+        """A :class:`~.http_stores.RedisEventStore` (``Last-Event-ID`` replays, and streams followed,
+        on any worker), its followers woken on the state's :meth:`bus`."""
         from .http_stores import RedisEventStore
 
-        store = RedisEventStore(self.connection, **options)
+        store = RedisEventStore(self.connection, **{"bus": self.bus(), **options})
         self._made.append(store)
         return store
 
@@ -81,9 +92,11 @@ class RedisState:
         return RedisAuthTable(self.connection, name, limit=limit, clock=clock)
 
     def session_table(self, **options: Any) -> Any:
-        """None for now: the HTTP app keeps its own session table (a handshake-era session lives
-        in the process that made it; see spec_notes/deployment.md)."""
-        return None
+        """A :class:`~.sessions.RedisSessionTable` (``options``: ``max_sessions``, ``idle_timeout``,
+        ``handshake_timeout``, ``clock``): one table, and one ``max_sessions``, for every worker."""
+        from .sessions import RedisSessionTable
+
+        return RedisSessionTable(self.connection, **options)
 
     def close(self) -> None:
         """Close what the stores opened (the bus's listener thread, ...) and this process's connections."""

@@ -1,4 +1,5 @@
-"""The state seams (:mod:`mcp_ref.server.state`) on Redis: buckets, counters and task records.
+"""The state seams (:mod:`mcp_ref.server.state`) on Redis: buckets and task records (counters and
+held sets, whose places belong to the process holding them, are in :mod:`.holders`).
 
 Each operation is one Lua script (``EVALSHA``; ``EVAL`` when Redis answers ``NOSCRIPT``, as it does
 after a restart), so it is atomic across every process of a deployment, and costs one round trip.
@@ -9,7 +10,6 @@ Keys (``ns`` is the URL's namespace, :class:`~mcp_ref.extras.redis_state.connect
 
 =================================  ===============================================================
 ``ns:bucket:<key>``                a token bucket: hash ``tokens``, ``at``; expires once full again
-``ns:count:<key>``                 a counter (a string holding an integer); deleted at 0
 ``ns:task:<id>``                   a task record: hash, one field per record field, as JSON text
 ``ns:task:<id>:in`` / ``:out``     its ``inputRequests`` / ``inputResponses`` (key -> JSON text)
 ``ns:tasks``                       every record, by creation order (sorted set)
@@ -222,64 +222,6 @@ class RedisBuckets(InjectableClock):
 
 def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
-# -- counters -------------------------------------------------------------------------------------
-
-ACQUIRE = Script("""
-local limit = tonumber(ARGV[1])
-if limit and tonumber(redis.call('GET', KEYS[1]) or '0') >= limit then return 0 end
-redis.call('INCR', KEYS[1])
-return 1
-""")
-RELEASE = Script("""
-local left = tonumber(redis.call('GET', KEYS[1]) or '0') - 1
-if left > 0 then redis.call('SET', KEYS[1], left) return left end
-redis.call('DEL', KEYS[1])
-return 0
-""")
-
-
-class RedisCounters:
-    """Bounded counts (:class:`~mcp_ref.server.state.Counters`) shared by every process: ``acquire``
-    is one script (add one only below the limit), ``release`` one script (never below 0; the key is
-    deleted at 0).
-
-    Redis unreachable: ``acquire`` refuses (False: the caller answers as for a full count) and
-    ``release`` is best effort (0), each with a warning at most once a minute; ``count`` says 0.
-    A count is not tied to the process holding it: one that dies holding places leaves them taken
-    (see the deployment notes).
-    """
-
-    def __init__(self, connection: Connection):
-        self.connection = connection
-        self.faults = Faults(connection, "counters")
-
-    def acquire(self, key: str, limit: int | None) -> bool:
-        """See :meth:`mcp_ref.server.state.Counters.acquire`."""
-        try:
-            return bool(ACQUIRE(self.connection.client, [self.connection.key("count", key)],
-                                ["" if limit is None else limit]))
-        except FAULTS as error:
-            self.faults(error, "new places are refused until it is back")
-            return False
-
-    def release(self, key: str) -> int:
-        """See :meth:`mcp_ref.server.state.Counters.release`."""
-        try:
-            return int(RELEASE(self.connection.client, [self.connection.key("count", key)], []))
-        except FAULTS as error:
-            self.faults(error, "a place could not be given back")
-            return 0
-
-    def count(self, key: str) -> int:
-        """See :meth:`mcp_ref.server.state.Counters.count`."""
-        try:
-            held = self.connection.client.get(self.connection.key("count", key))
-        except FAULTS as error:
-            self.faults(error, "counts read as 0")
-            return 0
-        return 0 if held is None else int(held)
 
 
 # -- task records ---------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from .http_session import HttpSession
 from .middleware import Admission, Endpoints, HttpMiddleware
 from .replies import VERDICTS_KEPT
 from .sessions import MemorySessionTable, SessionTable
+from .shared import SharedSessions, table_call
 from .status import (
     BadRequest,
     Forbidden,
@@ -107,6 +108,12 @@ class HttpAppBase:
         self.legacy_sse = legacy_sse
         self.stateless = stateless
         self.json_response = json_response
+        shared = server.shared_state if not stateless and (event_store is None or session_table is None) else None
+        if shared is not None and getattr(shared, "shared", False):
+            # A deployment's shared state keeps the sessions and their events where every worker reads them.
+            event_store = event_store if event_store is not None else shared.event_store()
+            session_table = session_table if session_table is not None else shared.session_table(
+                max_sessions=max_sessions, idle_timeout=session_idle_timeout, handshake_timeout=handshake_timeout)
         self.event_store = event_store if event_store is not None else MemoryEventStore()
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self._hosts_seen: dict[str, bool] = {}  # Host value -> allowed (bounded: _VERDICTS_KEPT)
@@ -134,6 +141,11 @@ class HttpAppBase:
         self.session_table: SessionTable = session_table if session_table is not None else MemorySessionTable(
             max_sessions=max_sessions, idle_timeout=session_idle_timeout, handshake_timeout=handshake_timeout)
         self._sessions_lock = threading.Lock()
+        #: True when every worker serves every session (handshake era): the session table and the event
+        #: store are shared (``Server(state="redis://...")``; see :mod:`.shared`).  Otherwise a session
+        #: lives in the process that made it.
+        self.shared = bool(getattr(self.session_table, "shared", False) and getattr(self.event_store, "shared", False))
+        self.shared_sessions = SharedSessions(self)
         #: The HTTP middleware, in order (see :mod:`.middleware`): the OAuth resource server and its
         #: scope challenges (only with ``auth``), then admission (429).
         self.middleware: list[HttpMiddleware] = default_chain(server, auth, Endpoints(path, sse_path, messages_path))
@@ -249,28 +261,53 @@ class HttpAppBase:
             raise BadRequest("Bad Request: missing Mcp-Session-Id header")
         with self._sessions_lock:
             session = self.sessions.get(session_id)
+        if self.shared:
+            return self._shared_session_for(environ, session_id, session)
         if session is None or session.closed or self._expired(session):
             if session is not None:
                 self._end_session(session)
             # "The server MAY terminate the session at any time, after which it MUST respond to
             # requests containing that session ID with HTTP 404 Not Found."
             if session is None and self.server.shared_state is not None:
-                # Several workers share a state, but a handshake-era session lives in the worker that
-                # made it (spec_notes/deployment.md, "Scaling out"): say so, for whoever reads the log.
+                # Several workers share a state, but not the sessions (a session table or an event store
+                # of this process's own was given): a session lives in the worker that made it.
                 raise NotFound("Session not found on this worker: a session lives in the worker that "
                                "created it; route by Mcp-Session-Id (sticky sessions), serve stateless, "
                                "or use the 2026-07-28 revision; start a new session with initialize")
             raise NotFound("Session not found: start a new session with initialize")
-        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         self.check_version(environ)
         self.check_principal(session, environ)
         self.session_table.touch(session_id)  # seen now, and established: it came back after initialize
+        return self._same_version(environ, session)
+
+    def _shared_session_for(self, environ: dict, session_id: str, session: HttpSession | None) -> HttpSession:
+        """:meth:`session_for` when every worker serves every session (:mod:`.shared`): the session of
+        this process, or a replica built from its record; 404 once the table no longer has it."""
+        self.check_version(environ)
+        if session is None or session.closed:
+            session = self.shared_sessions.replica(session_id, environ)
+        else:
+            self.check_principal(session, environ)
+        if not table_call(self.session_table.touch, session_id):  # gone, or expired: everywhere
+            self.end_here(session)
+            raise NotFound("Session not found: start a new session with initialize")
+        return self._same_version(environ, session)
+
+    @staticmethod
+    def _same_version(environ: dict, session: HttpSession) -> HttpSession:
+        version = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if version is not None and session.version is not None and version != session.version:
             # 2025-11-25 basic/transports §Protocol Version Header: the client sends "the protocol
             # version negotiated during initialization"; a different one is invalid for this session.
             raise BadRequest(f"Bad Request: MCP-Protocol-Version {version!r} is not the "
                              f"version negotiated for this session ({session.version})")
         return session
+
+    def adopt(self, session: HttpSession) -> HttpSession:
+        """Hold ``session`` (a replica just built) in this process, unless another request already
+        built it: the one held is returned."""
+        with self._sessions_lock:
+            return self.sessions.setdefault(cast(str, session.id), session)
 
     def new_session(self, kind: str, name: str) -> HttpSession:
         """A new session with an id (``streamable`` or ``legacy``), its connection made; 503 when
@@ -289,8 +326,11 @@ class HttpAppBase:
         session_id = cast(str, session.id)  # stateful: it has an id
         with self._sessions_lock:
             self.sessions[session_id] = session
-        self.session_table.add(session_id)
-        self.server.add_connection(session.connection)
+        if self.shared:
+            self.shared_sessions.record(session)  # its record, for every worker; this one its home
+        else:
+            self.session_table.add(session_id)
+        self.server.add_connection(session.connection)  # the home sends its change notifications
 
     def transient_session(self, environ: dict) -> HttpSession:
         """Stateless mode: a session and a connection for one request, at the header's version."""
@@ -327,15 +367,12 @@ class HttpAppBase:
         """Room for one more session: when the table is full, the oldest session that never came back
         after ``initialize`` is ended (a flood of bare initializes cannot lock real clients out);
         when every session is established, 503."""
-        fits, evicted = self.session_table.make_room()
+        fits, evicted = table_call(self.session_table.make_room)
         if not fits:
             raise ServiceUnavailable("Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
         if evicted is not None:
             log.info("session table full (%d): ended a session that never came back after initialize", self.max_sessions)
-            with self._sessions_lock:
-                victim = self.sessions.get(evicted)
-            if victim is not None:
-                self._end_session(victim)
+            self._ended_elsewhere_too(evicted)
 
     def _sweep(self) -> None:
         now = time.monotonic()
@@ -344,29 +381,54 @@ class HttpAppBase:
         self._last_sweep = now
         with self._sessions_lock:
             mine = dict(self.sessions)
+        if self.shared:  # a shared table hands each expired id to one worker, which tells the others
+            for session_id in table_call(self.session_table.expired):
+                self._ended_elsewhere_too(session_id)
+            return
         for session_id in self.session_table.expired():
             session = mine.get(session_id)
             if session is not None and self._expired(session):
                 self._end_session(session)
 
-    def _end_session(self, session: HttpSession) -> None:
+    def _ended_elsewhere_too(self, session_id: str) -> None:
+        """The table no longer has ``session_id``: end it here, and (shared) on every worker."""
         with self._sessions_lock:
-            if session.id is not None:
-                self.sessions.pop(session.id, None)
+            session = self.sessions.get(session_id)
+        if session is not None:
+            self._end_session(session)
+        elif self.shared:
+            self.shared_sessions.ended(session_id)
+
+    def _end_session(self, session: HttpSession) -> None:
+        """End ``session`` everywhere: out of the table (every worker's next request for it gets 404)."""
+        self.end_here(session)
         if session.id is not None:
             self.session_table.remove(session.id)
+            if self.shared:
+                self.shared_sessions.ended(session.id)
+
+    def end_here(self, session: HttpSession) -> None:
+        """End this process's hold of ``session``: its connection and streams (shared, its record
+        stays for the other workers: this worker exits, or another ended it)."""
+        with self._sessions_lock:
+            if session.id is not None and self.sessions.get(session.id) is session:
+                del self.sessions[session.id]
         if session.connection is not None:
             session.connection.close()
         session.close()
 
     def end_session(self, session_id: str) -> bool:
-        """End session ``session_id`` now, as if it had expired: the client's next request gets 404.
+        """End session ``session_id`` now, as if it had expired: the client's next request gets 404
+        (shared: on every worker, wherever it was made).
 
         Returns False if there is no such session.
         """
         with self._sessions_lock:
             session = self.sessions.get(session_id)
         if session is None:
+            if self.shared and table_call(self.session_table.remove, session_id):
+                self.shared_sessions.ended(session_id)
+                return True
             return False
         self._end_session(session)
         return True
@@ -390,9 +452,18 @@ class HttpAppBase:
         with self._sessions_lock:
             sessions = list(self.sessions.values())
         for session in sessions:
-            self._end_session(session)
+            if self.shared and session.kind == "streamable":
+                self.end_here(session)  # the other workers go on serving it
+            else:
+                self._end_session(session)
+        self.shared_sessions.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+
+    @staticmethod
+    def client_of(environ: dict) -> str:
+        """See :func:`client_of`."""
+        return client_of(environ)
 
     # -- long-lived streams and clients that have gone ---------------------------------------
 

@@ -55,6 +55,15 @@ class Connection(Protocol):
     def close(self) -> None:
         """End the connection."""
 
+    def negotiated(self) -> dict:
+        """What the connection negotiated, JSON-able (kept in a shared session table)."""
+
+    def resume(self, negotiated: dict, *, initialized: bool) -> None:
+        """Serve a session negotiated by another process, or take up what changed there."""
+
+    def holds(self, request_id: Any, *, ours: bool) -> bool:
+        """True while a request is open here: ours awaiting its answer, or the client's being served."""
+
 
 class Subscription(Protocol):
     """A ``subscriptions/listen`` stream of the server's hub (only its connection is asked)."""
@@ -86,6 +95,10 @@ class Host(Protocol):
     @property
     def subscriptions(self) -> SubscriptionHub:
         """The hub of ``subscriptions/listen`` streams."""
+
+    @property
+    def bus(self) -> Any:
+        """The deployment's bus (``mcp_ref.server.state.Bus``): a shared state's reaches every worker."""
 
     @property
     def shared_state(self) -> Any:

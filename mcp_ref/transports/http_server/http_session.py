@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from ...core.jsonrpc import ErrorResponse, Response
 from ...core.transport import Transport
@@ -31,6 +31,10 @@ class SessionOwner(Protocol):
     standalone_backlog: int
     stream_backlog: int
     event_store: EventStore
+    #: True when every worker serves every session (see :mod:`.shared`).
+    shared: bool
+    #: What the application does for sessions served by every worker (a ``.shared.SharedSessions``).
+    shared_sessions: Any
 
     def end_session(self, session_id: str) -> bool:
         """End a session now (its client's next request gets 404)."""
@@ -60,6 +64,13 @@ class HttpSession(Transport):
         self.principal = None
         #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
         self.modern = False
+        #: Served by every worker (:mod:`.shared`): its standalone stream and the POST streams whose
+        #: client has gone are in the shared event store, followed from any worker.
+        self.shared = app.shared and kind == "streamable"
+        #: Ids of requests whose answer must first save what the session negotiated (``SAVED_METHODS``).
+        self.saving: set = set()
+        #: Shared: stream ids are unique across workers (an event id names its stream).
+        self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
 
     # the Transport protocol
 
@@ -70,6 +81,11 @@ class HttpSession(Transport):
             answers = [message.id]
         elif isinstance(message, list):
             answers = [m.id for m in message]
+        if self.saving and answers is not None:
+            saved = [request_id for request_id in answers if request_id in self.saving]
+            self.saving.difference_update(saved)
+            if saved and not isinstance(message, ErrorResponse):
+                self.app.shared_sessions.save(self)  # every worker knows before the client does
         with self.lock:
             stream = self.by_request.get(related) if related is not None else None
             end = False
@@ -90,6 +106,9 @@ class HttpSession(Transport):
                 log.debug("stateless mode: dropped a message that belongs to no request")
                 return
             stream = cast(Stream, self.standalone)  # not stateless: it has one
+            if self.shared:  # followed from the shared store by whichever worker holds the GET
+                self.app.event_store.store(cast(str, self.id), stream.id, data)
+                return
         direct = stream.direct
         if self.modern and isinstance(message, ErrorResponse):
             stream.status = modern_status(cast(int, message.error.get("code")))
@@ -97,10 +116,33 @@ class HttpSession(Transport):
                 direct.status = stream.status
         if direct is not None and direct.send(data, end):
             return
+        if self.shared and self._spill(stream, data, end):
+            return
         if not stream.put(data, end=end):
             self._overflow(stream, answers)
         elif end and stream.orphaned:
             self.settle(stream)  # the answer of a POST whose client has gone: keep it where a GET finds it
+
+    def _spill(self, stream: Stream, data: bytes, end: bool) -> bool:
+        """Shared: a POST stream whose client has gone is written through to the event store (with
+        its end), where a resuming GET on any worker follows it.  False: it has a consumer here."""
+        with stream.cond:
+            if not stream.orphaned or stream.consumer is not None:
+                return False
+            self.app.event_store.store(cast(str, self.id), stream.id, data)
+            if end:
+                self.mark_end(stream)
+                stream.end()
+        if end:
+            self.forget_stream(stream)
+        return True
+
+    def mark_end(self, stream: Stream) -> None:
+        """Shared: store the end of a POST stream once its last event is stored (its followers stop there)."""
+        with stream.cond:
+            if self.shared and not stream.end_stored:
+                stream.end_stored = True
+                self.app.event_store.end_stream(cast(str, self.id), stream.id)
 
     def _overflow(self, stream: Stream, answers) -> None:
         """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
@@ -163,14 +205,16 @@ class HttpSession(Transport):
             streams = list(self.by_id.values())
         for stream in streams:
             stream.end()
-        if self.id is not None:
+        if self.shared:  # its events stay for the other workers (``SharedSessions.ended`` forgets them)
+            self.app.event_store.wake(cast(str, self.id))  # this process's followers see it has ended
+        elif self.id is not None:
             self.app.event_store.forget(self.id)
 
     # streams
 
     def open_stream(self, request_ids: list) -> Stream:
         """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
-        stream = Stream(f"p{next(self._numbers)}", answers=request_ids, limit=self.app.stream_backlog)
+        stream = Stream(f"p{next(self._numbers)}{self._suffix}", answers=request_ids, limit=self.app.stream_backlog)
         with self.lock:
             if any(request_id in self.by_request for request_id in request_ids):
                 # basic §Requests: an id "MUST NOT have been previously used by the requestor
@@ -193,6 +237,20 @@ class HttpSession(Transport):
         pile up in a session.
         """
         if stream is self.standalone:
+            return
+        if self.shared:
+            with stream.cond:
+                if not stream.orphaned or stream.consumer is not None:
+                    return
+                undelivered = [item for item in stream.items if isinstance(item, bytes)]
+                stream.items.clear()
+                for data in undelivered:  # from now on written through (``_spill``)
+                    self.app.event_store.store(cast(str, self.id), stream.id, data)
+                if stream.ended:
+                    self.mark_end(stream)
+                    stream.items.append(END)
+            if stream.ended:
+                self.forget_stream(stream)
             return
         if self.kind == "stateless":
             with stream.cond:

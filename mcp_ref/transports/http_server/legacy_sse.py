@@ -66,6 +66,12 @@ class LegacySse:
         if not session_id:
             raise BadRequest("Bad Request: missing session_id")
         session = app.live_session(session_id)
+        if session is None and app.shared:  # its stream is on another worker: the message goes there
+            message = app.read_message(environ)
+            app.check_messages(environ, message if isinstance(message, list) else [message], app.sse_path)
+            app.shared_sessions.forward_legacy(environ, session_id, message)
+            start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
+            return [b"Accepted"]
         if session is None or session.kind != "legacy" or session.closed:
             raise NotFound("Session not found")
         app.check_principal(session, environ)

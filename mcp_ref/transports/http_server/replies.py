@@ -84,6 +84,8 @@ class DirectReply:
                              + message_event(self.app, self.session, self.stream, data))
                 else:
                     chunk = message_event(self.app, self.session, self.stream, data)
+                if end and self.session.shared:
+                    self.session.mark_end(self.stream)  # after its answer: a follower elsewhere stops there
             try:
                 self.write(chunk)
             except Exception as exc:  # the client went away; the event is in the store

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 
 class SessionRecord(TypedDict):
@@ -30,10 +30,20 @@ class SessionRecord(TypedDict):
     #: True once the client came back after ``initialize`` (any request naming the session): until
     #: then the session is the first to go when the table is full, or after ``handshake_timeout``.
     established: bool
+    #: What another worker needs to serve the session (a shared table only; ``{}`` otherwise): the
+    #: negotiated version, the client's capabilities and info, its principal, log level and
+    #: subscriptions, the worker that delivers its change notifications (see
+    #: ``spec_notes/deployment.md``, "Handshake sessions on any worker").  JSON-able.
+    state: dict[str, Any]
 
 
 class SessionTable(Protocol):
-    """The sessions an HTTP server knows, bounded, with their expiry (pluggable)."""
+    """The sessions an HTTP server knows, bounded, with their expiry (pluggable).
+
+    ``shared`` is True when other processes read the same table (every worker of a deployment):
+    then a session made by one worker is served by any other, from its record's ``state``."""
+
+    shared: bool
 
     def make_room(self) -> tuple[bool, str | None]:
         """Whether one more session fits, and the session evicted to make room, if any.
@@ -43,14 +53,19 @@ class SessionTable(Protocol):
         the caller ends it.  ``(False, None)`` when every session is established (503).
         Atomic: counting, choosing and removing are one step."""
 
-    def add(self, session_id: str) -> None:
-        """Record a new session, created and seen now, not yet established."""
+    def add(self, session_id: str, state: dict | None = None) -> None:
+        """Record a new session, created and seen now, not yet established, with its ``state``."""
+
+    def update(self, session_id: str, state: dict) -> bool:
+        """Merge ``state`` into the session's (its log level changed, ...); False if it is gone."""
 
     def get(self, session_id: str) -> SessionRecord | None:
         """The session's record, or None if there is no such session."""
 
-    def touch(self, session_id: str, *, established: bool = True) -> None:
-        """A request named the session now (``established``: the client came back after ``initialize``)."""
+    def touch(self, session_id: str, *, established: bool = True) -> bool:
+        """A request named the session now (``established``: the client came back after ``initialize``).
+
+        False when there is no such session (a shared table: nor one expired, which it removes)."""
 
     def is_expired(self, session_id: str) -> bool:
         """True when the session has been idle too long (``idle_timeout``, or ``handshake_timeout``
@@ -58,7 +73,8 @@ class SessionTable(Protocol):
         the caller, which alone knows that."""
 
     def expired(self) -> list[str]:
-        """The ids of the sessions :meth:`is_expired` would call expired (the caller ends them)."""
+        """The ids of the sessions :meth:`is_expired` would call expired (the caller ends them; a
+        shared table may remove them at once, so that one caller, not every worker, hears of each)."""
 
     def remove(self, session_id: str) -> bool:
         """Forget the session; False if it was not there."""
@@ -70,6 +86,8 @@ class SessionTable(Protocol):
 class MemorySessionTable:
     """The default session table, in memory: at most ``max_sessions``; a session idle for
     ``idle_timeout`` seconds (``handshake_timeout`` until it is established) expires."""
+
+    shared = False
 
     def __init__(self, *, max_sessions: int = 1000, idle_timeout: float = 30 * 60, handshake_timeout: float = 30.0,
                  clock: Callable[[], float] = time.monotonic):
@@ -93,26 +111,38 @@ class MemorySessionTable:
             del self._records[victim]
         return True, victim
 
-    def add(self, session_id: str) -> None:
+    def add(self, session_id: str, state: dict | None = None) -> None:
         """See :meth:`SessionTable.add`."""
         now = self.clock()
         with self._lock:
-            self._records[session_id] = SessionRecord(created=now, last_seen=now, established=False)
+            self._records[session_id] = SessionRecord(created=now, last_seen=now, established=False,
+                                                      state=dict(state or {}))
+
+    def update(self, session_id: str, state: dict) -> bool:
+        """See :meth:`SessionTable.update`."""
+        with self._lock:
+            record = self._records.get(session_id)
+            if record is None:
+                return False
+            record["state"] = {**record["state"], **state}
+            return True
 
     def get(self, session_id: str) -> SessionRecord | None:
         """See :meth:`SessionTable.get` (a copy)."""
         with self._lock:
             record = self._records.get(session_id)
-            return None if record is None else SessionRecord(**record)
+            return None if record is None else SessionRecord(**{**record, "state": dict(record["state"])})
 
-    def touch(self, session_id: str, *, established: bool = True) -> None:
-        """See :meth:`SessionTable.touch`."""
+    def touch(self, session_id: str, *, established: bool = True) -> bool:
+        """See :meth:`SessionTable.touch` (an expired session is the caller's to end: see :meth:`is_expired`)."""
         now = self.clock()
         with self._lock:
             record = self._records.get(session_id)
-            if record is not None:
-                record["last_seen"] = now
-                record["established"] = record["established"] or established
+            if record is None:
+                return False
+            record["last_seen"] = now
+            record["established"] = record["established"] or established
+            return True
 
     def is_expired(self, session_id: str) -> bool:
         """See :meth:`SessionTable.is_expired` (a session not in the table is not expired: it is gone)."""

@@ -13,6 +13,7 @@ from ...core.errors import InvalidRequest
 from ...core.jsonrpc import ErrorResponse, Request
 from ..sse import KEEPALIVE, sse_event
 from .base import HttpAppBase
+from .events import event_number
 from .host import Connection
 from .http_session import HttpSession
 from .replies import (
@@ -25,6 +26,7 @@ from .replies import (
     nothing,
     priming_event,
 )
+from .shared import SAVED_METHODS, STANDALONE
 from .status import BadRequest, HttpError, MethodNotAllowed, NotAcceptable
 from .streams import CLOSE, END, Stream
 
@@ -64,6 +66,8 @@ class StreamableHttp:
         except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
             connection.withdraw_admission(request_ids[0])
             raise
+        if session.shared:  # a request that changes what was negotiated: saved for every worker
+            session.saving.update(m.id for m in items if isinstance(m, Request) and m.method in SAVED_METHODS)
         if isinstance(message, Request) and app.inline_handlers:
             return self.answer_inline(session, stream, message, start_response, environ)
         connection.dispatch(message)  # a batch: its handlers run on the pool
@@ -82,7 +86,11 @@ class StreamableHttp:
         if isinstance(message, list) and not lifecycle.batches_allowed(version):
             raise BadRequest("Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
         valid = [m for m in items if not isinstance(m, InvalidRequest)]
-        if session is not None and valid:  # stateless mode: notifications and answers reach no connection
+        if session is not None and session.shared:
+            # what answers or cancels a request open on another worker goes there (.shared)
+            for item in app.shared_sessions.route(session, valid):
+                cast(Connection, session.connection).dispatch(item)
+        elif session is not None and valid:  # stateless mode: notifications and answers reach no connection
             cast(Connection, session.connection).dispatch(valid if isinstance(message, list) else valid[0])
         invalid = [m for m in items if isinstance(m, InvalidRequest)]
         if invalid:
@@ -183,6 +191,8 @@ class StreamableHttp:
             item = first
             while True:
                 if item is END:
+                    if session.shared and stream.consumer is token and stream.ended:
+                        session.mark_end(stream)  # its answer was the last event: followers elsewhere stop
                     return
                 if item is CLOSE:
                     # "it SHOULD send an SSE event with a standard retry field before closing the connection"
@@ -206,6 +216,13 @@ class StreamableHttp:
         session = app.session_for(environ)
         session_id = cast(str, session.id)  # from the session table: stateful, it has an id
         last_event_id = environ.get("HTTP_LAST_EVENT_ID")
+        if session.shared:  # every stream of the session is followed from the shared store
+            resumed = last_event_id or ""
+            number = event_number(resumed) if resumed else None
+            if number is None or app.event_store.replay_after(session_id, resumed) is None:
+                return app.shared_sessions.follow(environ, start_response, session, STANDALONE, None)
+            return app.shared_sessions.follow(environ, start_response, session,
+                                              resumed.rpartition(".")[0], number)
         if not last_event_id or app.event_store.replay_after(session_id, last_event_id) is None:
             # No resumption (or an id this session never issued): the standalone stream, a
             # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be

@@ -54,6 +54,7 @@ class Stream:
         self.direct: DirectWriter | None = None  # while a POST runs its handler inline: writes go straight to it
         self.closing: object | None = None  # the consumer ended by ``leave(close=True)``
         self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
+        self.end_stored = False  # shared sessions: its end is in the event store (HttpSession.mark_end)
 
     def put(self, data: bytes, *, end: bool = False) -> bool:
         """Queue one message for the consumer; False (nothing queued) when the stream is full.

@@ -1,0 +1,281 @@
+"""The HTTP transport's session table on Redis: one table for every worker of a deployment.
+
+:class:`RedisSessionTable` implements :class:`mcp_ref.transports.http_server.sessions.SessionTable`
+(structurally: nothing here imports the transport) with the in-memory table's semantics
+(:class:`~mcp_ref.transports.http_server.sessions.MemorySessionTable`): a session made by one worker
+is found, touched, updated and ended by any other, and ``max_sessions`` counts the sessions of the
+whole deployment (one global cap).  Each operation is one Lua script (or one command), so it is
+atomic across the workers; time is Redis's (``TIME``), so the workers' clocks need not agree (a test
+may inject a ``clock``: then the scripts are given its time).
+
+basic/transports §Session Management (2025-03-26 to 2025-11-25): "The server MAY terminate the
+session at any time, after which it MUST respond to requests containing that session ID with HTTP
+404 Not Found": a session this table no longer holds is gone for every worker at once.
+
+Keys (``ns`` is the URL's namespace):
+
+==========================  ===================================================================
+``ns:session:<id>``         the record: hash ``created``, ``last_seen`` (seconds), ``established``
+                            (``0``/``1``), and one field ``s:<name>`` per key of its ``state``
+                            (the value as JSON text, so ``update`` merges by setting fields)
+``ns:sessions``             every session by its deadline (sorted set): past it, it has expired
+``ns:sessions:new``         the sessions not yet established, by creation (sorted set): the
+                            eviction candidates, oldest first (ties: by id, as the memory table)
+==========================  ===================================================================
+
+A session's deadline is ``last_seen + idle_timeout`` once established, ``last_seen +
+min(idle_timeout, handshake_timeout)`` before.  ``make_room`` counts the sessions not past their
+deadline (an expired one takes no room) and removes none of the expired: those are left for
+:meth:`RedisSessionTable.expired`, which removes and returns them in one script, so exactly one
+caller of the deployment hears of each (or ``touch``, which removes an expired session it is
+asked about and answers False).  The table cannot know that a client is listening on a
+session's stream (the memory table's caller keeps such a session): a worker holding such a stream
+keeps its session by touching it.  Safety net: every key gets a ``PEXPIRE`` of twice the
+session's timeout plus :data:`MARGIN` past its last touch (the sorted sets: of twice the idle
+timeout plus :data:`MARGIN` past the last add or touch), so a deployment that died leaves nothing
+behind for ever.  One Redis (or Valkey) primary: the scripts compute keys (not Redis Cluster).
+
+Session ids are secrets: nothing here logs one (the warnings name no session).
+
+Faults (Redis unreachable; a warning at most once a minute):
+
+- ``make_room``, ``add``, ``get`` and ``len()`` raise :class:`SessionTableUnavailable` (a builtin
+  :class:`ConnectionError`): the transport answers 503 "Service Unavailable" with Retry-After.
+  ``get`` answers no None it does not know: a session is not "gone" (404) because Redis is down.
+- ``touch`` records nothing and, as ``update``, returns True: the session is not known to be gone,
+  and a worker that holds it live goes on serving it (a change of its state is lost, and said so).
+  ``is_expired`` returns False and ``expired`` returns ``[]`` (the sessions that expire meanwhile
+  are reported once Redis is back); ``remove`` returns False (the record is left to expire:
+  ``expired`` reports it later).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .connection import Connection
+from .stores import FAULTS, NOW, Faults, InjectableClock, Script
+
+if TYPE_CHECKING:
+    from ...transports.http_server.sessions import SessionRecord
+
+#: Seconds added to the safety-net expiry of every key (see the module docstring).
+MARGIN = 60.0
+#: Expired sessions one :meth:`RedisSessionTable.expired` call removes and returns at most (bounded
+#: work per call; the rest are returned by the next call).
+EXPIRED_LIMIT = 1000
+
+#: One script, one operation: ``ARGV`` is ``op, prefix, session id, now ('' for Redis's), idle
+#: timeout, handshake timeout``, then the operation's own.
+SESSIONS = Script(NOW + """
+local op, P, id = ARGV[1], ARGV[2], ARGV[3]
+local now = clock(ARGV[4], 1)
+local idle, handshake = tonumber(ARGV[5]), tonumber(ARGV[6])
+local ALL, NEW, REC = P .. 'sessions', P .. 'sessions:new', P .. 'session:' .. id
+local MARGIN = @@MARGIN@@
+
+local function fmt(x) return string.format('%.17g', x) end
+local function timeout(established)
+  if established then return idle end
+  return math.min(idle, handshake)
+end
+-- the safety net: the record outlives its deadline by its timeout and MARGIN, the sets their longest
+local function keep(established)
+  redis.call('PEXPIRE', REC, math.ceil((2 * timeout(established) + MARGIN) * 1000))
+  local sets = math.ceil((2 * math.max(idle, handshake) + MARGIN) * 1000)
+  redis.call('PEXPIRE', ALL, sets)
+  redis.call('PEXPIRE', NEW, sets)
+end
+local function forget(sid)
+  local gone = redis.call('ZREM', ALL, sid)
+  redis.call('ZREM', NEW, sid)
+  return gone + redis.call('DEL', P .. 'session:' .. sid)
+end
+
+if op == 'make_room' then
+  local limit = tonumber(ARGV[7])
+  if redis.call('ZCOUNT', ALL, fmt(now), '+inf') < limit then return {1} end
+  -- full: the oldest session that never came back after initialize, and has not expired, goes
+  for _, sid in ipairs(redis.call('ZRANGE', NEW, 0, -1)) do
+    local deadline = redis.call('ZSCORE', ALL, sid)
+    if deadline and tonumber(deadline) >= now then
+      forget(sid)
+      return {1, sid}
+    end
+  end
+  return {0}
+elseif op == 'add' then
+  redis.call('DEL', REC)
+  redis.call('HSET', REC, 'created', fmt(now), 'last_seen', fmt(now), 'established', '0')
+  for i = 7, #ARGV, 2 do redis.call('HSET', REC, ARGV[i], ARGV[i + 1]) end
+  redis.call('ZADD', ALL, fmt(now + timeout(false)), id)
+  redis.call('ZADD', NEW, fmt(now), id)
+  keep(false)
+  return 1
+elseif op == 'touch' then
+  local was = redis.call('HGET', REC, 'established')
+  if not was then return 0 end
+  local deadline = redis.call('ZSCORE', ALL, id)
+  if not deadline or tonumber(deadline) < now then  -- expired: gone for every worker, from now on
+    forget(id)
+    return 0
+  end
+  local established = was == '1' or ARGV[7] == '1'
+  redis.call('HSET', REC, 'last_seen', fmt(now), 'established', established and '1' or '0')
+  redis.call('ZADD', ALL, fmt(now + timeout(established)), id)
+  if established then redis.call('ZREM', NEW, id) end
+  keep(established)
+  return 1
+elseif op == 'update' then
+  if redis.call('EXISTS', REC) == 0 then return 0 end
+  for i = 7, #ARGV, 2 do redis.call('HSET', REC, ARGV[i], ARGV[i + 1]) end
+  return 1
+elseif op == 'is_expired' then
+  local deadline = redis.call('ZSCORE', ALL, id)
+  if deadline and tonumber(deadline) < now then return 1 end
+  return 0
+elseif op == 'expired' then
+  local gone = redis.call('ZRANGEBYSCORE', ALL, '-inf', '(' .. fmt(now), 'LIMIT', 0, tonumber(ARGV[7]))
+  for _, sid in ipairs(gone) do forget(sid) end
+  return gone
+elseif op == 'remove' then
+  if forget(id) > 0 then return 1 end
+  return 0
+end
+return redis.error_reply('unknown operation ' .. op)
+""".replace("@@MARGIN@@", repr(MARGIN)))
+
+
+class SessionTableUnavailable(ConnectionError):
+    """The session table's Redis cannot be reached: the transport answers 503 with Retry-After
+    (a builtin :class:`ConnectionError`, so the transport needs nothing of this module)."""
+
+
+class RedisSessionTable(InjectableClock):
+    """A :class:`~mcp_ref.transports.http_server.sessions.SessionTable` on Redis, shared by every
+    process on ``connection`` (see the module docstring): at most ``max_sessions`` in the whole
+    deployment; a session idle for ``idle_timeout`` seconds (``handshake_timeout`` until it is
+    established) expires.  ``failures`` counts the Redis calls that failed."""
+
+    shared = True
+
+    def __init__(self, connection: Connection, *, max_sessions: int = 1000, idle_timeout: float = 30 * 60,
+                 handshake_timeout: float = 30.0, clock: Any = None):
+        if max_sessions < 1 or idle_timeout <= 0 or handshake_timeout <= 0:
+            raise ValueError("max_sessions must be at least 1, and the timeouts positive")
+        InjectableClock.__init__(self, clock)
+        self.connection = connection
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.handshake_timeout = handshake_timeout
+        self.prefix = connection.key("")
+        self.failures = 0
+        self.faults = Faults(connection, "session table")
+        self._lock = threading.Lock()
+
+    def _run(self, op: str, session_id: str, *more: Any) -> Any:
+        """One operation of :data:`SESSIONS` (a fault raises :class:`SessionTableUnavailable`)."""
+        try:
+            return SESSIONS(self.connection.client, [],
+                            [op, self.prefix, session_id, self.now(1), repr(float(self.idle_timeout)),
+                             repr(float(self.handshake_timeout)), *more])
+        except FAULTS as error:
+            raise self._unavailable(error, _CONSEQUENCE.get(op, "new sessions are answered 503 until it is back")) from error
+
+    def _try(self, op: str, session_id: str, *more: Any) -> Any:
+        """:meth:`_run`, None on a fault (already logged): for the operations that degrade."""
+        try:
+            return self._run(op, session_id, *more)
+        except SessionTableUnavailable:
+            return None
+
+    def make_room(self) -> tuple[bool, str | None]:
+        """See ``SessionTable.make_room``: one script counts the deployment's sessions not past their
+        deadline and, when they are ``max_sessions``, removes the oldest one not yet established."""
+        answer = self._run("make_room", "", self.max_sessions)
+        return bool(int(answer[0])), (_str(answer[1]) if len(answer) > 1 else None)
+
+    def add(self, session_id: str, state: dict | None = None) -> None:
+        """See ``SessionTable.add`` (a record of that id already there is replaced)."""
+        self._run("add", session_id, *_fields(state or {}))
+
+    def update(self, session_id: str, state: dict) -> bool:
+        """See ``SessionTable.update``: the keys of ``state`` set in the record, in one script."""
+        done = self._try("update", session_id, *_fields(state))
+        return True if done is None else bool(int(done))
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        """See ``SessionTable.get`` (a ``SessionRecord``; one ``HGETALL``)."""
+        try:
+            held = self.connection.client.hgetall(self.prefix + "session:" + session_id)
+        except FAULTS as error:
+            raise self._unavailable(error, "requests naming a session are answered 503 until it is back") from error
+        fields = {_str(name): _str(value) for name, value in held.items()}
+        if "created" not in fields:
+            return None
+        state = {name[2:]: json.loads(value) for name, value in fields.items() if name.startswith("s:")}
+        return {"created": float(fields["created"]), "last_seen": float(fields["last_seen"]),  # a SessionRecord
+                "established": fields.get("established") == "1", "state": state}
+
+    def touch(self, session_id: str, *, established: bool = True) -> bool:
+        """See ``SessionTable.touch``: last seen now; ``established`` moves the session to the idle
+        timeout and out of the eviction candidates (one script).  False when there is no such
+        session, or it has expired: then it is removed in the same script (no worker serves it
+        again; ``expired`` will not return it).  True on a fault: not known to be gone."""
+        done = self._try("touch", session_id, "1" if established else "0")
+        return True if done is None else bool(int(done))
+
+    def is_expired(self, session_id: str) -> bool:
+        """See ``SessionTable.is_expired`` (a session not in the table is not expired: it is gone)."""
+        return bool(self._try("is_expired", session_id))
+
+    def expired(self) -> list[str]:
+        """See ``SessionTable.expired``: removes the expired sessions and returns their ids, in one
+        script, so each is returned to one caller only (at most :data:`EXPIRED_LIMIT` a call)."""
+        gone = self._try("expired", "", EXPIRED_LIMIT)
+        return [] if gone is None else [_str(session_id) for session_id in gone]
+
+    def remove(self, session_id: str) -> bool:
+        """See ``SessionTable.remove``."""
+        return bool(self._try("remove", session_id))
+
+    def __len__(self) -> int:
+        """How many sessions the deployment's table holds (expired ones not yet removed included)."""
+        try:
+            return int(self.connection.client.zcard(self.prefix + "sessions"))
+        except FAULTS as error:
+            raise self._unavailable(error, "the session count is unknown until it is back") from error
+
+    def _unavailable(self, error: Exception, consequence: str) -> SessionTableUnavailable:
+        """Count and log (at most once a minute) a fault; the exception to raise for it."""
+        with self._lock:
+            self.failures += 1
+        self.faults(error, consequence)
+        return SessionTableUnavailable("Service Unavailable: session store unreachable")
+
+    def close(self) -> None:
+        """Nothing of its own to release (the connection is the state's)."""
+
+
+#: What a failed operation does instead (the warning's end).
+_CONSEQUENCE = {
+    "touch": "a session's last use is not recorded until it is back",
+    "update": "a session's change is lost (it is still served)",
+    "is_expired": "no session expires until it is back",
+    "expired": "no session expires until it is back",
+    "remove": "an ended session is left to expire",
+}
+
+
+def _fields(state: dict) -> list[str]:
+    """``state`` as the record's hash fields: ``s:<name>``, the value's JSON text."""
+    fields: list[str] = []
+    for name, value in state.items():
+        fields += ["s:" + str(name), json.dumps(value, separators=(",", ":"))]
+    return fields
+
+
+def _str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

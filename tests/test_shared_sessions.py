@@ -1,0 +1,331 @@
+"""Handshake-era sessions on any worker (issue 22, item 3): two servers in this process, each its own
+HTTP app on its own socket, sharing one real Redis (``Server(state=redis_url)``) — two workers of one
+deployment.  A session made on one is served by the other; what must reach the worker holding a
+request (an answer to its request to the client, a cancellation) crosses over the bus; streams are
+followed and resumed from the shared event store.  See mcp_ref/transports/http_server/shared.py and
+spec_notes/deployment.md, "Handshake sessions on any worker".  (Under real gunicorn: test_scale_out.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from conftest import WAIT
+from http_fixtures import RawSession, RoundRobin, SseReader, notification, request, start
+from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
+
+from mcp_ref import Client, Context, Server
+
+pytestmark = pytest.mark.slow
+
+
+class Worker:
+    """One "worker": a server with the test's tools, its app served on 127.0.0.1, and what its tools saw."""
+
+    def __init__(self, name: str, state: str | None, **options):
+        self.name = name
+        self.release = threading.Event()  # lets `steps` go on
+        self.release_again = threading.Event()  # lets `polled` answer
+        self.cancelled = threading.Event()  # `wait_for_cancel` saw its cancellation
+        server = Server("shared-sessions", state=state)
+        self.server = server
+
+        @server.tool()
+        def whoami() -> str:
+            """Which worker answered."""
+            return name
+
+        @server.tool()
+        def ask(ctx: Context) -> str:
+            """Asks the client (elicitation/create): its answer may come back to another worker."""
+            answer = ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            return f"{answer.content['name']} via {name}"
+
+        @server.tool()
+        def steps(ctx: Context) -> str:
+            """A log line, then waits for the test, then answers."""
+            ctx.info(f"step one on {name}")
+            self.release.wait(WAIT)
+            ctx.info("step two")
+            return f"done on {name}"
+
+        @server.tool()
+        def polled(ctx: Context) -> str:
+            """A log line, then closes its SSE connection (polling), then one more, then answers."""
+            ctx.info(f"step one on {name}")
+            ctx.close_sse_stream()
+            self.release.wait(WAIT)
+            ctx.info("step two")
+            self.release_again.wait(3 * WAIT)  # longer than the test waits to hear "step two"
+            return f"done on {name}"
+
+        @server.tool()
+        def wait_for_cancel(ctx: Context) -> str:
+            """Runs until it is cancelled."""
+            ctx.info("waiting")
+            while not ctx.is_cancelled:
+                if self.release.wait(0.05):  # the test gave up
+                    break
+            if ctx.is_cancelled:
+                self.cancelled.set()
+            return "not cancelled"
+
+        @server.tool()
+        def chatty(ctx: Context) -> str:
+            """One log message at each level."""
+            for level in ("debug", "info", "warning", "error"):
+                ctx.log(level, f"{level} from {name}")
+            return name
+
+        @server.tool()
+        def add_tool(tool: str) -> str:
+            """Registers a tool here (tools/list_changed to every session)."""
+            server.add_tool(lambda: "late", name=tool, description="added at run time")
+            return f"added {tool}"
+
+        @server.resource("memo://note")
+        def note() -> str:
+            """A note to subscribe to."""
+            return "a note"
+
+        @server.tool()
+        def touch_note() -> str:
+            """The note changed (resources/updated to its subscribers)."""
+            server.notify_resource_updated("memo://note")
+            return "touched"
+
+        self.served = start(server, **options)
+        self.mcp = self.served.mcp
+        self.app = self.served.app
+
+    def stop(self) -> None:
+        self.release.set()
+        self.release_again.set()
+        self.served.stop()
+        if self.server.shared_state is not None:
+            self.server.shared_state.close()
+
+
+@pytest.fixture
+def workers(redis_url):  # noqa: F811
+    """``workers(n=2, **app_options)``: n workers sharing ``redis_url``."""
+    made: list[Worker] = []
+
+    def make(n: int = 2, **options) -> list[Worker]:
+        new = [Worker(f"w{len(made) + i}", redis_url, keepalive=0.5, **options) for i in range(n)]
+        made.extend(new)
+        return new
+
+    yield make
+    for worker in made:
+        worker.stop()
+
+
+def on(raw: RawSession, worker: Worker) -> RawSession:
+    """The raw session's next requests go to ``worker``."""
+    raw.url = worker.mcp
+    return raw
+
+
+def tool_call(raw: RawSession, name: str, arguments: dict | None = None, **options):
+    return raw.call("tools/call", {"name": name, "arguments": arguments or {}}, **options)
+
+
+def next_within(reader: SseReader, seconds: float = WAIT) -> dict:
+    """The reader's next event, which must come within ``seconds`` (keep-alives do not count)."""
+    got: list = []
+    thread = threading.Thread(target=lambda: got.append(reader.next()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert got, f"no event within {seconds} s"
+    return got[0]
+
+
+def test_a_session_made_on_one_worker_is_served_by_the_other(workers):
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize(initialized=False)
+    assert on(raw, b).post(notification("notifications/initialized")).status_code == 202
+    request_id, response = tool_call(on(raw, b), "whoami")
+    answer, _ = raw.result(response, request_id)
+    assert answer["result"]["content"][0]["text"] == "w1"
+    request_id, response = tool_call(on(raw, a), "whoami")
+    assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w0"
+    listed = on(raw, b).receive_json(on(raw, b).post(request("tools/list", None, raw.next_id())))
+    assert "whoami" in {tool["name"] for tool in listed["result"]["tools"]}
+
+
+def test_another_principal_or_an_unknown_id_is_not_found_on_any_worker(workers):
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    raw.session_id = raw.session_id[:-2] + ("AA" if not raw.session_id.endswith("AA") else "BB")
+    for worker in (a, b):
+        assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
+
+
+def test_a_client_through_a_balancer_without_sticky_sessions_works_as_with_one_process(workers):
+    """Every request to the next worker in turn: the handshake, an elicitation whose answer is
+    posted to the other worker, a log level set on one and obeyed on the other, a list change and a
+    resource update heard on the GET stream whichever worker holds it, and the session's end."""
+    a, b = workers()
+    balancer = RoundRobin([a.served.url, b.served.url])
+    changed, updated, logs = threading.Event(), threading.Event(), []
+    logged = threading.Event()
+
+    def on_log(message) -> None:
+        logs.append((message.level, message.data))
+        if message.data.startswith("error from"):
+            logged.set()
+
+    try:
+        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake",
+                         elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}},
+                         on_list_changed=lambda kind: changed.set(), on_resource_updated=lambda uri: updated.set(),
+                         on_log=on_log) as client:
+            answered_by = {client.call_tool("whoami").content[0].text for _ in range(4)}
+            assert answered_by == {"w0", "w1"}
+            for _ in range(2):  # the answer to elicitation/create reaches the worker that asked, wherever posted
+                assert client.call_tool("ask").content[0].text.startswith("Ada via w")
+            client.set_logging_level("warning")
+            for _ in range(2):
+                logs.clear()
+                logged.clear()
+                text = client.call_tool("chatty").content[0].text
+                assert logged.wait(WAIT)
+                assert [level for level, _ in logs] == ["warning", "error"], (text, logs)
+            client.subscribe("memo://note")
+            client.call_tool("touch_note")
+            assert updated.wait(WAIT)
+            client.call_tool("add_tool", {"tool": "late"})
+            assert changed.wait(WAIT)
+            session_id = client.session.transport.session_id
+    finally:
+        balancer.stop()
+    raw = RawSession(a.mcp)  # the client deleted its session: gone from every worker
+    raw.session_id, raw.version = session_id, "2025-11-25"
+    for worker in (a, b):
+        assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
+
+
+def test_a_post_stream_is_resumed_on_the_other_worker(workers):
+    """2025-11-25 basic/transports §Resumability: the client lost a POST's stream on worker A and
+    resumes it on worker B with Last-Event-ID: it gets what followed, then the answer, then the end."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    request_id, response = tool_call(on(raw, a), "steps", stream=True)
+    reader = SseReader(response)
+    seen = [reader.next(), reader.next()]  # the priming event, then "step one"
+    assert not seen[0]["data"] and seen[0]["id"]
+    assert json.loads(seen[1]["data"])["params"]["data"] == "step one on w0"
+    reader.close()  # the connection drops; the request goes on on A
+    a.release.set()
+    resumed = on(raw, b).get(headers={"Last-Event-ID": seen[1]["id"]})
+    assert resumed.status_code == 200
+    messages = [message for _, message in SseReader(resumed).messages()]  # to the stream's end
+    assert [m.get("params", {}).get("data") for m in messages[:-1]] == ["step two"]
+    assert messages[-1]["id"] == request_id and messages[-1]["result"]["content"][0]["text"] == "done on w0"
+
+
+def test_a_post_stream_closed_for_polling_is_followed_live_on_the_other_worker(workers):
+    """2025-11-25 basic/transports §Sending Messages: the server "MAY close the connection (without
+    terminating the SSE stream)"; the client resumes on another worker and hears each later event as it
+    is sent (written through to the shared store), before the request has ended."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    request_id, response = tool_call(on(raw, a), "polled", stream=True)
+    events = []
+    reader = SseReader(response)
+    for _ in range(3):
+        events.append(reader.next())  # priming, "step one", then the retry event (SSE polling)
+    reader.close()  # (an inline handler's response ends when it returns: the client leaves at the retry)
+    assert [json.loads(e["data"])["params"]["data"] for e in events if e["data"]] == ["step one on w0"]
+    assert events[-1]["retry"] is not None
+    a.release.set()
+    resumed = SseReader(on(raw, b).get(headers={"Last-Event-ID": events[-1]["id"]}))
+    step_two = next_within(resumed)
+    assert json.loads(step_two["data"])["params"]["data"] == "step two"  # heard while the request still runs
+    a.release_again.set()
+    messages = [message for _, message in resumed.messages()]
+    assert len(messages) == 1 and messages[0]["id"] == request_id
+    assert messages[0]["result"]["content"][0]["text"] == "done on w0"
+
+
+def test_a_cancellation_posted_to_one_worker_reaches_the_request_on_the_other(workers):
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    request_id, response = tool_call(on(raw, a), "wait_for_cancel", stream=True)
+    reader = SseReader(response)
+    while (event := reader.next()) is not None and not event["data"]:
+        pass  # the priming event; then "waiting": the handler runs
+    cancel = notification("notifications/cancelled", {"requestId": request_id, "reason": "test"})
+    assert on(raw, b).post(cancel).status_code == 202
+    assert a.cancelled.wait(WAIT)
+    reader.close()
+
+
+def test_the_get_stream_on_one_worker_hears_a_change_made_on_the_other_and_resumes_on_a_third(workers):
+    a, b, c = workers(3)
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    stream = SseReader(on(raw, b).get())
+    priming = stream.next()
+    assert priming["id"] and not priming["data"]
+    tool_call(on(raw, c), "add_tool", {"tool": "from_c"})
+    heard = stream.next()
+    assert json.loads(heard["data"])["method"] == "notifications/tools/list_changed"
+    stream.close()
+    tool_call(on(raw, a), "add_tool", {"tool": "from_a"})  # while no one listens: kept in the store
+    again = SseReader(on(raw, c).get(headers={"Last-Event-ID": heard["id"]}))
+    assert json.loads(again.next()["data"])["method"] == "notifications/tools/list_changed"
+    again.close()
+
+
+def test_deleted_on_one_worker_the_session_ends_on_every_worker_and_its_streams_close(workers):
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    tool_call(on(raw, b), "whoami")  # b holds a replica now
+    stream = on(raw, b).get()
+    assert on(raw, a).delete().status_code == 200
+    assert SseReader(stream).messages() == []  # b's GET stream ends (no hang: the reader's timeout bounds it)
+    for worker in (a, b):
+        assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
+
+
+def test_the_session_cap_counts_every_worker(workers):
+    a, b = workers(max_sessions=2)
+    for worker in (a, b):
+        RawSession(worker.mcp).initialize()
+    refused = RawSession(b.mcp).post(request("initialize", {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1),
+        version=False)
+    assert refused.status_code == 503
+
+
+def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream(workers):
+    """HTTP+SSE: the stream is the session, held by the worker it was opened on; a message POSTed to
+    another worker goes there over the bus (202), and its answer comes on the stream."""
+    import requests
+
+    a, b = workers()
+    stream = SseReader(requests.get(a.served.sse, headers={"Accept": "text/event-stream"}, stream=True, timeout=(WAIT, WAIT)))
+    endpoint = stream.next()
+    assert endpoint["event"] == "endpoint"
+    post_to_b = b.served.url + endpoint["data"]
+    init = request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
+                                  "clientInfo": {"name": "t", "version": "1"}}, 1)
+    assert requests.post(post_to_b, json=init, timeout=WAIT).status_code == 202
+    assert json.loads(next_within(stream)["data"])["result"]["protocolVersion"] == "2024-11-05"
+    requests.post(post_to_b, json=notification("notifications/initialized"), timeout=WAIT)
+    call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
+    assert requests.post(post_to_b, json=call, timeout=WAIT).status_code == 202
+    answer = json.loads(next_within(stream)["data"])
+    assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "w0"  # served where the stream is
+    stream.close()
+    assert requests.post(b.served.url + "/messages?session_id=unknown", json=call, timeout=WAIT).status_code == 404
