@@ -329,3 +329,19 @@ def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream
     assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "w0"  # served where the stream is
     stream.close()
     assert requests.post(b.served.url + "/messages?session_id=unknown", json=call, timeout=WAIT).status_code == 404
+
+
+def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_notifications(workers):
+    """Change notifications of a session are sent by one worker, its home (where it was made): when
+    that worker exits, it lets go, and the next worker serving the session becomes its home."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    stream = SseReader(on(raw, b).get())
+    assert stream.next()["id"]  # priming: b follows the session's standalone stream
+    a.stop()  # the home exits (cleanly: gunicorn's stop, with mcp_ref.workbench.gunicorn_hooks)
+    request_id, response = tool_call(on(raw, b), "add_tool", {"tool": "after_a"})  # b serves, and claims the home
+    assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "added after_a"
+    heard = next_within(stream)
+    assert json.loads(heard["data"])["method"] == "notifications/tools/list_changed"
+    stream.close()

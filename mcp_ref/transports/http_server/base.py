@@ -111,7 +111,7 @@ class HttpAppBase:
         shared = server.shared_state if not stateless and (event_store is None or session_table is None) else None
         if shared is not None and getattr(shared, "shared", False):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
-            event_store = event_store if event_store is not None else shared.event_store()
+            event_store = event_store if event_store is not None else shared.event_store(expire_after=session_idle_timeout)
             session_table = session_table if session_table is not None else shared.session_table(
                 max_sessions=max_sessions, idle_timeout=session_idle_timeout, handshake_timeout=handshake_timeout)
         self.event_store = event_store if event_store is not None else MemoryEventStore()
@@ -289,8 +289,9 @@ class HttpAppBase:
         else:
             self.check_principal(session, environ)
         if not table_call(self.session_table.touch, session_id):  # gone, or expired: everywhere
-            self.end_here(session)
+            self.end_here(session, for_good=True)
             raise NotFound("Session not found: start a new session with initialize")
+        self.shared_sessions.claim(session)  # its home gone? then this worker sends its change notifications
         return self._same_version(environ, session)
 
     @staticmethod
@@ -401,18 +402,21 @@ class HttpAppBase:
 
     def _end_session(self, session: HttpSession) -> None:
         """End ``session`` everywhere: out of the table (every worker's next request for it gets 404)."""
-        self.end_here(session)
+        self.end_here(session, for_good=True)
         if session.id is not None:
             self.session_table.remove(session.id)
             if self.shared:
                 self.shared_sessions.ended(session.id)
 
-    def end_here(self, session: HttpSession) -> None:
+    def end_here(self, session: HttpSession, *, for_good: bool = False) -> None:
         """End this process's hold of ``session``: its connection and streams (shared, its record
-        stays for the other workers: this worker exits, or another ended it)."""
+        stays for the other workers: this worker exits, or another ended it; ``for_good``: it ends
+        everywhere, so no other worker is asked to become its home)."""
         with self._sessions_lock:
             if session.id is not None and self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
+        if session.shared:
+            self.shared_sessions.let_go(session, for_good=for_good)
         if session.connection is not None:
             session.connection.close()
         session.close()

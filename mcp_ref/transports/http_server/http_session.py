@@ -69,6 +69,10 @@ class HttpSession(Transport):
         self.shared = app.shared and kind == "streamable"
         #: Ids of requests whose answer must first save what the session negotiated (``SAVED_METHODS``).
         self.saving: set = set()
+        #: Shared: this worker is the session's home (its connection sends the change notifications),
+        #: and when it may next try to become it (``SharedSessions.claim``).
+        self.home = False
+        self.claim_after = 0.0
         #: Shared: stream ids are unique across workers (an event id names its stream).
         self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
 

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 SESSIONS = "sessions"
 #: The stream id of a session's standalone (GET) stream in the shared event store: one per session.
 STANDALONE = "s"
+#: Seconds between a replica's tries to become its session's home, while another worker is (see :meth:`SharedSessions.claim`).
+CLAIM_EVERY = 10.0
 #: Requests whose success changes what the session negotiated: saved in its record for every worker.
 SAVED_METHODS = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
@@ -104,7 +106,7 @@ class SharedOwner(SessionOwner, Protocol):
     def live_session(self, session_id: str) -> HttpSession | None:
         """This process's hold of a session, if any."""
 
-    def end_here(self, session: HttpSession) -> None:
+    def end_here(self, session: HttpSession, *, for_good: bool = False) -> None:
         """End this process's hold of a session."""
 
     def hold_stream(self, environ: dict, request_id: Any = None) -> Callable[[], None]:
@@ -122,6 +124,7 @@ class SharedSessions:
         self._serial = next(_APPS)
         self._listening: Callable[[], None] | None = None
         self._lock = threading.Lock()
+        self._homes: Any = None  # the state's HeldSets: which worker is each session's home (claim)
 
     @property
     def worker(self) -> str:
@@ -142,6 +145,45 @@ class SharedSessions:
         else:
             state.update(connection.negotiated())
         table_call(self.app.session_table.add, cast(str, session.id), state)
+        if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
+            session.home = True
+            homes = self._home_store()
+            if homes is not None:
+                homes.hold("home:" + cast(str, session.id), [self.worker], 1)
+
+    def claim(self, session: HttpSession) -> None:
+        """Become the session's home if it has none: its home worker exited (it let go) or died (its
+        hold lapsed, :mod:`mcp_ref.extras.redis_state.holders`), so that its change notifications
+        still reach it.  Tried at most every :data:`CLAIM_EVERY` seconds per replica, as requests
+        and its GET stream's keep-alives come; one worker wins (one atomic hold, a limit of one)."""
+        homes = self._home_store()
+        now = time.monotonic()
+        if session.home or homes is None or now < session.claim_after:
+            return
+        session.claim_after = now + CLAIM_EVERY
+        taken, _ = homes.hold("home:" + cast(str, session.id), [self.worker], 1)
+        if taken:
+            session.home = True
+            log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
+            self.app.server.add_connection(session.connection)
+
+    def let_go(self, session: HttpSession, *, for_good: bool) -> None:
+        """This worker no longer holds ``session``: if it was its home, another worker may claim it;
+        unless the session ends (``for_good``), the workers holding it are told to try at once."""
+        homes = self._homes
+        if session.home and homes is not None:
+            session.home = False
+            homes.release("home:" + cast(str, session.id), [self.worker])
+            if not for_good:
+                self._publish(cast(str, session.id), "homeless")
+
+    def _home_store(self) -> Any:
+        """The shared state's held sets (None: stores given without a state; the home never moves)."""
+        if self._homes is None:
+            state = self.app.server.shared_state
+            made = getattr(state, "held_sets", None)
+            self._homes = made() if made is not None else None
+        return self._homes
 
     def replica(self, session_id: str, environ: dict) -> HttpSession:
         """The session ``session_id`` made by another worker, served here from its record: 404 when
@@ -229,8 +271,11 @@ class SharedSessions:
         """Stop hearing them (the application closes)."""
         with self._lock:
             stop, self._listening = self._listening, None
+            homes, self._homes = self._homes, None
         if stop is not None:
             stop()
+        if homes is not None:
+            homes.close()  # every home this worker held is free for another worker now
 
     def _publish(self, session_id: str, kind: str, **fields: Any) -> None:
         self.listen()
@@ -246,7 +291,10 @@ class SharedSessions:
         connection = cast("Connection", session.connection)
         kind = message.get("kind")
         if kind == "end":
-            self.app.end_here(session)
+            self.app.end_here(session, for_good=True)
+        elif kind == "homeless":
+            session.claim_after = 0.0
+            self.claim(session)
         elif kind == "state" and isinstance(message.get("state"), dict):
             connection.resume(message["state"], initialized=True)
         elif kind in ("message", "legacy") and isinstance(message.get("data"), str):
@@ -321,6 +369,7 @@ class SharedSessions:
                 touched = time.monotonic()
                 if not table_call(app.session_table.touch, session_id):
                     return
+                self.claim(session)
             if not events:
                 yield KEEPALIVE
 
