@@ -22,8 +22,9 @@ or, in a ``gunicorn.conf.py`` of your own::
 When the worker gets a stop signal, the app's ``close()`` runs (``McpWsgiApp.close``): each listen
 stream is answered with its completion result (2026-07-28 subscriptions §Graceful Closure: the
 server "SHOULD respond to the original subscriptions/listen request with a completion result before
-closing the stream"), and each session ends, so its GET stream ends too; then gunicorn stops as it
-would.  ``close()`` runs on a thread started beforehand, woken by the signal handler: a handler
+closing the stream"), and each session this worker holds ends here, so its GET stream ends too (with
+a shared state the session lives on: the client's next request reaches another worker, and another
+worker becomes its home); then gunicorn stops as it would.  ``close()`` runs on a thread started beforehand, woken by the signal handler: a handler
 interrupts the main thread anywhere, and must not take a lock the interrupted code may hold.
 
 Why a hook and not the app alone: gunicorn sets the worker's signal handlers after the app is
