@@ -136,6 +136,28 @@ def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, re
     assert outcomes.count("ok") == (8 if shared else 16), outcomes
 
 
+def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(two_deployments, redis_url):  # noqa: F811
+    """The handshake era: without a token the caller is its session, so one session, its requests
+    sent to each deployment in turn (RoundRobin), is held to the one limit."""
+    from http_fixtures import RoundRobin
+
+    a, b = two_deployments(redis_url, server_limit="10/minute", stateless=False)
+    balancer = RoundRobin([a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")])
+    outcomes = []
+    try:
+        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake") as client:
+            for _ in range(16):
+                try:
+                    client.call_tool("whoami")
+                    outcomes.append("ok")
+                except LimitExceeded:
+                    outcomes.append("limited")
+    finally:
+        balancer.stop()
+    assert outcomes.count("ok") == 9, outcomes  # initialize was the first of the ten
+    assert set(balancer.served) == {0, 1}
+
+
 def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deployments, redis_url):  # noqa: F811
     a, b = two_deployments(redis_url)
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:

@@ -345,3 +345,38 @@ def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_not
     heard = next_within(stream)
     assert json.loads(heard["data"])["method"] == "notifications/tools/list_changed"
     stream.close()
+
+
+def test_redis_stopped_and_restarted_under_shared_sessions(tmp_path):
+    """deployment.md, "Faults": with the session table unreachable, a worker goes on serving the
+    sessions it holds, and answers 503 with Retry-After where it needs the table (a new session, a
+    session it does not hold yet); no hang.  A Redis that keeps its data (appendonly) brings every
+    session back on every worker once it is up."""
+    import time
+
+    from redis_fixture import RedisServer, required_binary
+
+    redis = RedisServer(required_binary(), tmp_path, persistent=True)
+    redis.start()
+    a, b = (Worker(f"w{n}", f"{redis.url}?namespace=faults", keepalive=0.5) for n in range(2))
+    try:
+        raw = RawSession(a.mcp)
+        raw.initialize()
+        redis.stop()
+        started = time.monotonic()
+        request_id, response = tool_call(on(raw, a), "whoami")  # held by a: served
+        assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w0"
+        refused = on(raw, b).post(request("tools/list", None, raw.next_id()))  # b must read the record
+        assert refused.status_code == 503 and refused.headers["Retry-After"]
+        fresh = RawSession(b.mcp).post(request("initialize", {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1),
+            version=False)
+        assert fresh.status_code == 503
+        assert time.monotonic() - started < WAIT  # bounded by the socket timeouts
+        redis.start()  # with its data
+        request_id, response = tool_call(on(raw, b), "whoami")
+        assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w1"
+    finally:
+        a.stop()
+        b.stop()
+        redis.stop()
