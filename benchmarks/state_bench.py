@@ -18,7 +18,15 @@ What is measured:
   client on the first calling a tool that registers a new tool (a new name each time); from just
   before the call to the ``notifications/tools/list_changed`` arriving; median and p99.  As a
   reference, the same on one in-memory deployment (listener and change on the same worker: another
-  worker never hears it without shared state).
+  worker never hears it without shared state);
+* what a shared handshake session costs: the same rate-limited ``tools/call`` in the 2025-11-25 era
+  (``Client.http(era="handshake")``: ``initialize``, then every call in the session, its GET stream
+  open), against the app with sessions (``stateless=False``) in memory and on Redis, where every
+  request of a session touches its record (one more round trip); and a session made on one
+  deployment whose calls go to another sharing the Redis (the client's transport pointed at the
+  second after ``initialize``; the second serves it from a replica built from the record).  The
+  same rounds, medians and paired differences as above, on their own deployments (the 2026-07-28
+  ones are stopped first).
 
 Each deployment is ``gunicorn -w 1 -k gthread --threads 8`` when gunicorn is installed, else
 mcp_ref's standard-library server (``Server.run_http``).  Nothing here is a throughput figure.
@@ -189,14 +197,20 @@ def _env(state):
     return env
 
 
-def _connect(url):
+def _connect(url, era="modern"):
     from mcp_ref import Client
 
-    client = Client.http(url, era="modern", timeout=WAIT)
-    if client.era != "modern":
+    client = Client.http(url, era=era, timeout=WAIT)
+    if client.era != era:
         client.close()
-        raise RuntimeError("Client.http(era='modern') settled on the %r era" % (client.era,))
+        raise RuntimeError("Client.http(era=%r) settled on the %r era" % (era, client.era))
     return client
+
+
+def _redirect(client, url):
+    """Send ``client``'s later requests to ``url`` (its session, made elsewhere, goes with them;
+    an open GET stream stays where it is)."""
+    client.connection.session.transport.url = url
 
 
 def _call(client, text=ECHO):
@@ -242,10 +256,11 @@ def _round(client, calls, worker_pid, redis):
 def bench_rate_limited_calls(targets, calls, rounds, warmup, redis):
     """Rounds of rate-limited calls on each of ``targets`` (``{mode: client}``), the modes taking turns.
 
-    ``redis`` is the RedisProcess of the ``"redis"`` target.  Returns ``{mode: {figure: median,
-    figure + "_rounds": [...]}}`` and, under ``"p50_diff_ms"``, the median of the rounds' Redis -
-    memory differences at p50.  RuntimeError if the ``"redis"`` target sent Redis no command per
-    call (its state was not on Redis after all).
+    ``redis`` is the RedisProcess of every target but ``"memory"``.  Returns ``{mode: {figure:
+    median, figure + "_rounds": [...]}}``; each such mode's figures also hold, under
+    ``"p50_diff_ms"``, the median of the rounds' paired differences to ``"memory"`` at p50, and that
+    of ``"redis"`` is also returned under ``"p50_diff_ms"``.  RuntimeError if a target on Redis ran
+    less than one Redis script per call (its state was not on Redis after all).
     """
     pids = {}
     for mode, client in targets.items():
@@ -256,9 +271,10 @@ def bench_rate_limited_calls(targets, calls, rounds, warmup, redis):
     order = list(targets)
     for n in range(rounds):
         for mode in order if n % 2 == 0 else order[::-1]:  # alternate who goes first
-            per_round[mode].append(_round(targets[mode], calls, pids[mode], redis if mode == "redis" else None))
-    if "redis" in per_round and min(r["redis_scripts"] for r in per_round["redis"]) < 1:
-        raise RuntimeError("the deployment given MCP_REF_STATE ran less than one Redis script per call")
+            per_round[mode].append(_round(targets[mode], calls, pids[mode], None if mode == "memory" else redis))
+    for mode, samples in per_round.items():
+        if mode != "memory" and min(r["redis_scripts"] for r in samples) < 1:
+            raise RuntimeError("the deployment given MCP_REF_STATE (%s) ran less than one Redis script per call" % mode)
     results = {}
     for mode, samples in per_round.items():
         figures = {}
@@ -266,9 +282,12 @@ def bench_rate_limited_calls(targets, calls, rounds, warmup, redis):
             values = [s[key] for s in samples]
             figures[key + "_rounds"] = values
             figures[key] = _median(values) if all(v is not None for v in values) else None
+        if mode != "memory" and "memory" in per_round:
+            paired = zip(per_round["memory"], samples, strict=True)
+            figures["p50_diff_ms"] = _median([r["p50_ms"] - m["p50_ms"] for m, r in paired])
         results[mode] = figures
-    if "memory" in per_round and "redis" in per_round:
-        results["p50_diff_ms"] = _median([r["p50_ms"] - m["p50_ms"] for m, r in zip(per_round["memory"], per_round["redis"], strict=True)])
+    if "p50_diff_ms" in results.get("redis", {}):
+        results["p50_diff_ms"] = results["redis"]["p50_diff_ms"]
     return results
 
 
@@ -345,47 +364,93 @@ def run_state_benchmarks(ns, figures, note):
             state["redis_version"] = redis.version()
             shared = "%s?namespace=bench-%d" % (redis.url, os.getpid())
 
-            def deploy(name, url):
-                server = bench.HttpServerProcess(name, STATE_APP, [kind], env=_env(url))
+            def deploy(stack, name, url, sessions="stateless"):
+                server = bench.HttpServerProcess(name, STATE_APP, [kind, sessions], env=_env(url))
                 return stack.enter_context(server)
 
-            memory = deploy("mcp_ref, state in memory", None)
-            on_redis = deploy("mcp_ref, state on Redis (A)", shared)
-            other = deploy("mcp_ref, state on Redis (B)", shared)
-            clients = {mode: stack.enter_context(contextlib.closing(_connect(server.url)))
-                       for mode, server in (("memory", memory), ("redis", on_redis), ("other", other))}
-            note("shared state: rate-limited tools/call, %d calls x %d rounds (+%d warm-up), %s vs redis-server %s ..."
-                 % (ns.state_calls, ns.rounds, ns.warmup, "in memory", state["redis_version"] or "?"))
-            calls = bench_rate_limited_calls({"memory": clients["memory"], "redis": clients["redis"]},
-                                             ns.state_calls, ns.rounds, ns.warmup, redis)
-            state["p50_diff_ms"] = calls.pop("p50_diff_ms")
-            state.update(calls)
-            for mode in ("memory", "redis"):
-                r = state[mode]
-                note("  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s" % (
-                    mode, r["p50_ms"], r["p99_ms"], _us(r["cpu_us"]),
-                    "" if mode == "memory" else ", redis-server CPU %s us/call, %.1f Redis scripts/call"
-                    % (_us(r["redis_cpu_us"]), r["redis_scripts"])))
-            note("shared state: change -> listener, %d changes each ..." % ns.state_changes)
-            tag = "%d" % os.getpid()
-            state["delay_redis_other_worker"] = bench_change_delay(clients["redis"], clients["other"], ns.state_changes, tag + "r")
-            state["delay_memory_same_worker"] = bench_change_delay(clients["memory"], clients["memory"], ns.state_changes, tag + "m")
-            for key, what in (("delay_redis_other_worker", "Redis, to the other deployment"),
-                              ("delay_memory_same_worker", "in memory, same worker")):
-                r = state[key]
-                note("  %s: median %.2f ms, p99 %.2f ms" % (what, r["median_ms"], r["p99_ms"]))
-                if r["extra"]:
-                    msg = "%s: %d more tools/list_changed than changes (delays suspect)" % (what, r["extra"])
-                    figures["notes"].append(msg)
-                    note("note: " + msg)
-            for server in (memory, on_redis, other):
-                server.check_alive()
+            with contextlib.ExitStack() as modern:  # the 2026-07-28 deployments, stopped before the handshake rows
+                _modern_rows(ns, figures, note, state, redis, shared, lambda *args: deploy(modern, *args))
+            _handshake_rows(ns, note, state, redis, shared, lambda *args: deploy(stack, *args))
     except Exception as exc:
         msg = "mcp_ref shared-state benchmark failed: %s: %s" % (type(exc).__name__, exc)
         figures["notes"].append(msg)
         note("note: " + msg)
         return False
     return True
+
+
+def _modern_rows(ns, figures, note, state, redis, shared, deploy):
+    """The 2026-07-28 rows and the change -> listener delay, into ``state``."""
+    import contextlib
+
+    memory = deploy("mcp_ref, state in memory", None)
+    on_redis = deploy("mcp_ref, state on Redis (A)", shared)
+    other = deploy("mcp_ref, state on Redis (B)", shared)
+    with contextlib.ExitStack() as stack:
+        clients = {mode: stack.enter_context(contextlib.closing(_connect(server.url)))
+                   for mode, server in (("memory", memory), ("redis", on_redis), ("other", other))}
+        note("shared state: rate-limited tools/call, %d calls x %d rounds (+%d warm-up), %s vs redis-server %s ..."
+             % (ns.state_calls, ns.rounds, ns.warmup, "in memory", state["redis_version"] or "?"))
+        calls = bench_rate_limited_calls({"memory": clients["memory"], "redis": clients["redis"]},
+                                         ns.state_calls, ns.rounds, ns.warmup, redis)
+        state["p50_diff_ms"] = calls.pop("p50_diff_ms")
+        state.update(calls)
+        for mode in ("memory", "redis"):
+            r = state[mode]
+            note("  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s" % (
+                mode, r["p50_ms"], r["p99_ms"], _us(r["cpu_us"]),
+                "" if mode == "memory" else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r))))
+        note("shared state: change -> listener, %d changes each ..." % ns.state_changes)
+        tag = "%d" % os.getpid()
+        state["delay_redis_other_worker"] = bench_change_delay(clients["redis"], clients["other"], ns.state_changes, tag + "r")
+        state["delay_memory_same_worker"] = bench_change_delay(clients["memory"], clients["memory"], ns.state_changes, tag + "m")
+        for key, what in (("delay_redis_other_worker", "Redis, to the other deployment"),
+                          ("delay_memory_same_worker", "in memory, same worker")):
+            r = state[key]
+            note("  %s: median %.2f ms, p99 %.2f ms" % (what, r["median_ms"], r["p99_ms"]))
+            if r["extra"]:
+                msg = "%s: %d more tools/list_changed than changes (delays suspect)" % (what, r["extra"])
+                figures["notes"].append(msg)
+                note("note: " + msg)
+    for server in (memory, on_redis, other):
+        server.check_alive()
+
+
+def _handshake_rows(ns, note, state, redis, shared, deploy):
+    """The handshake-era rows into ``state["handshake"]``: sessions in memory, on Redis, and made on
+    one deployment but served by another (``"other"``)."""
+    import contextlib
+
+    memory = deploy("mcp_ref, sessions in memory", None, "sessions")
+    home = deploy("mcp_ref, sessions on Redis (A)", shared, "sessions")
+    away = deploy("mcp_ref, sessions on Redis (B)", shared, "sessions")
+    calls = ns.state_calls
+    with contextlib.ExitStack() as stack:
+        clients = {mode: stack.enter_context(contextlib.closing(_connect(server.url, "handshake")))
+                   for mode, server in (("memory", memory), ("redis", home), ("other", home))}
+        if not all(client.connection.session.transport.session_id for client in clients.values()):
+            raise RuntimeError("a handshake-era client got no session (Mcp-Session-Id): the app is stateless")
+        _redirect(clients["other"], away.url)  # made on A; every call from here on goes to B
+        note("shared state: handshake-era rate-limited tools/call, %d calls x %d rounds (+%d warm-up), in memory,"
+             " on Redis, and a session made on A served by B ..." % (calls, ns.rounds, ns.warmup))
+        results = bench_rate_limited_calls(clients, calls, ns.rounds, ns.warmup, redis)
+        results.pop("p50_diff_ms", None)
+        pids = {mode: int(client.call_tool("pid").content[0].text) for mode, client in clients.items()}
+    if pids["other"] == pids["redis"]:
+        raise RuntimeError("the session made on deployment A was still served by A after its client moved to B")
+    state["handshake"] = results
+    for mode, what in (("memory", "in memory"), ("redis", "on Redis"), ("other", "on Redis, made on A, served by B")):
+        r = results[mode]
+        note("  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s" % (
+            what, r["p50_ms"], r["p99_ms"], _us(r["cpu_us"]),
+            "" if mode == "memory" else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r))))
+    for server in (memory, home, away):
+        server.check_alive()
+
+
+def _trips(figures):
+    """``1.0 Redis scripts (round trips) per call``: every Redis operation of a call is one script."""
+    return "%.1f Redis scripts (round trips) per call" % figures["redis_scripts"]
 
 
 def _us(value):
@@ -416,13 +481,43 @@ def print_state_table(figures, out=sys.stdout):
                       "%+.0f us" % (redis["cpu_us"] - memory["cpu_us"]), "user + system, the serving process"))
     if redis["redis_cpu_us"] is not None:
         lines.append(("redis-server CPU per call", "-", "%.0f us" % redis["redis_cpu_us"], "",
-                      "apart from the above; %.1f Redis scripts (round trips) per call" % redis["redis_scripts"]))
+                      "apart from the above; " + _trips(redis)))
     far, near = state.get("delay_redis_other_worker"), state.get("delay_memory_same_worker")
     if far and near:
         for label, key in (("median", "median_ms"), ("p99", "p99_ms")):
             lines.append(("change -> listener, %s" % label, _ms(near[key], 2), _ms(far[key], 2), "",
                           "memory: same worker; Redis: the other deployment"))
+    lines.extend(_handshake_lines(state.get("handshake") or {}))
     bench._print_rows(("shared state (issue 22)", "in memory", "Redis", "Redis - memory", ""), lines, out)
+
+
+def _handshake_lines(handshake):
+    """The table's handshake-era rows (none if they were not measured)."""
+    memory, redis, other = handshake.get("memory"), handshake.get("redis"), handshake.get("other")
+    if not memory or not redis:
+        return []
+
+    def diff(r, key, unit, digits):
+        value = r.get("p50_diff_ms") if key == "p50_ms" else (
+            None if r[key] is None or memory[key] is None else r[key] - memory[key])
+        return "n/a" if value is None else "%+.*f %s" % (digits, value, unit)
+
+    lines = []
+    for label, r, what in (("handshake tools/call", redis, "in a session (2025-11-25), on the deployment that made it"),
+                           ("handshake, other deployment", other, "the session made on A, every call sent to B")):
+        if not r:
+            continue
+        lines.append((label + ", p50 latency", _ms(memory["p50_ms"]), _ms(r["p50_ms"]), diff(r, "p50_ms", "ms", 3),
+                      what + "; lower is better"))
+        lines.append((label + ", p99 latency", _ms(memory["p99_ms"]), _ms(r["p99_ms"]), diff(r, "p99_ms", "ms", 3),
+                      "lower is better"))
+        if memory["cpu_us"] is not None and r["cpu_us"] is not None:
+            lines.append((label + ", server CPU", "%.0f us" % memory["cpu_us"], "%.0f us" % r["cpu_us"],
+                          diff(r, "cpu_us", "us", 0), "user + system, the serving process"))
+        if r["redis_cpu_us"] is not None:
+            lines.append((label + ", redis-server CPU", "-", "%.0f us" % r["redis_cpu_us"], "",
+                          "per call, apart from the above; " + _trips(r)))
+    return lines
 
 
 def print_state_notes(figures, out=sys.stdout):
@@ -447,6 +542,19 @@ def print_state_notes(figures, out=sys.stdout):
         " reference: listener and change on the same worker (another worker never hears it)." % state["changes"],
         file=out,
     )
+    handshake = state.get("handshake") or {}
+    if handshake.get("memory") and handshake.get("redis"):
+        print(
+            "  handshake tools/call: the same call in the 2025-11-25 era (Client.http era='handshake': initialize,"
+            " then the calls in the session, its GET stream open), against the app with sessions (stateless=False),"
+            " three more single-worker deployments (the 2026-07-28 ones stopped): sessions in memory, on Redis (A),"
+            " on Redis (B). With MCP_REF_STATE every request of a session touches its record on Redis. 'Other"
+            " deployment': the session initialized on A, then every call sent to B, which serves it from a replica"
+            " built from the shared record (its GET stream stays on A). Medians of %d rounds of %d calls, the three"
+            " taking turns; the p50 differences are medians of paired differences to the in-memory deployment."
+            % (state["rounds"], state["calls"]),
+            file=out,
+        )
     diff = state.get("p50_diff_ms")
     if diff is not None:
         print(
@@ -455,7 +563,7 @@ def print_state_notes(figures, out=sys.stdout):
             file=out,
         )
     print(
-        "  On %s CPUs, shared by the client, the three deployments and redis-server: per-call latency and CPU"
+        "  On %s CPUs, shared by the client, the deployments and redis-server: per-call latency and CPU"
         " only; no throughput scaling across workers is measured or claimed." % figures["cpus"],
         file=out,
     )

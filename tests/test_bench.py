@@ -165,6 +165,10 @@ def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
         "rate-limited tools/call, p50 latency",
         "rate-limited tools/call, p99 latency",
         "change -> listener, median",
+        "handshake tools/call, p50 latency",
+        "handshake tools/call, p99 latency",
+        "handshake, other deployment, p50 latency",
+        "  handshake tools/call: the same call in the 2025-11-25 era",
         "  target (issue 22 section 6): Redis adds at most 0.2 ms at p50: ",
         "  On %d CPUs" % os.cpu_count(),
     ):
@@ -178,3 +182,10 @@ def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
     assert state["redis"]["redis_cpu_us"] is not None and state["memory"]["redis_cpu_us"] is None
     for key in ("delay_redis_other_worker", "delay_memory_same_worker"):
         assert len(state[key]["samples_ms"]) == state["changes"] and state[key]["median_ms"] > 0, state[key]
+    handshake = state["handshake"]  # sessions (stateless=False): in memory, on Redis, made on A and served by B
+    for mode in ("memory", "redis", "other"):
+        assert 0 < handshake[mode]["p50_ms"] <= handshake[mode]["p99_ms"], handshake[mode]
+        assert len(handshake[mode]["p50_ms_rounds"]) == figures["settings"]["rounds"]
+    for mode in ("redis", "other"):
+        assert handshake[mode]["redis_scripts"] >= 1 and handshake[mode]["p50_diff_ms"] is not None, handshake[mode]
+    assert handshake["memory"]["redis_scripts"] is None

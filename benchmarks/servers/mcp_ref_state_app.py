@@ -2,19 +2,21 @@
 
 Started by ``benchmarks/bench.py`` (``--state-only``) in its own process, as::
 
-    python benchmarks/servers/mcp_ref_state_app.py PORT SERVER
+    python benchmarks/servers/mcp_ref_state_app.py PORT SERVER [SESSIONS]
 
 ``PORT`` on 127.0.0.1; ``SERVER`` is ``gunicorn`` (one worker, ``-k gthread``, 8 threads: what a
 deployment runs, served through gunicorn's Python API so that this process, gunicorn's master,
-watches the benchmark) or ``stdlib`` (``Server.run_http``).  The app is stateless, at
-``/mcp``; its replies are JSON when the answer is all there is to send (a ``tools/call`` here),
-SSE otherwise (``subscriptions/listen``: with ``json_response=True`` its notifications would have
-nowhere to go).  Its state is the one ``MCP_REF_STATE`` names (``redis://...``), or, unset, this
-process's own memory.  Tools: ``limited`` (``rate_limit="1000000/minute"``, and the server's own
-limit likewise, so nothing is refused but every call is counted), ``pid`` (which process answers:
-the benchmark reads that process's CPU time), and ``add_tool`` (registers a new tool, so that
-``notifications/tools/list_changed`` goes out to every listener, over the bus when the state is
-shared).  Only mcp_ref's public API is used.
+watches the benchmark) or ``stdlib`` (``Server.run_http``).  ``SESSIONS`` is ``stateless`` (the
+default: what the 2026-07-28 rows use) or ``sessions`` (``stateless=False``: handshake-era clients
+get a session, kept with the rest of the state, so with ``MCP_REF_STATE`` any deployment sharing the
+Redis serves it).  The app is at ``/mcp``; its replies are JSON when the answer is all there is to
+send (a ``tools/call`` here), SSE otherwise (``subscriptions/listen``: with ``json_response=True``
+its notifications would have nowhere to go).  Its state is the one ``MCP_REF_STATE`` names
+(``redis://...``), or, unset, this process's own memory.  Tools: ``limited``
+(``rate_limit="1000000/minute"``, and the server's own limit likewise, so nothing is refused but
+every call is counted), ``pid`` (which process answers: the benchmark reads that process's CPU
+time), and ``add_tool`` (registers a new tool, so that ``notifications/tools/list_changed`` goes out
+to every listener, over the bus when the state is shared).  Only mcp_ref's public API is used.
 """
 
 import os
@@ -49,7 +51,11 @@ def build_server():
     return server
 
 
-def run_gunicorn(port):
+#: The ``SESSIONS`` argument: whether the app is stateless (see the module docstring).
+STATELESS = {"stateless": True, "sessions": False}
+
+
+def run_gunicorn(port, stateless=True):
     """Serve with gunicorn, one gthread worker of 8 threads; the app is built in the worker (after the fork)."""
     from gunicorn.app.base import BaseApplication
 
@@ -62,18 +68,19 @@ def run_gunicorn(port):
                 self.cfg.set(key, value)
 
         def load(self):
-            return build_server().wsgi_app(stateless=True)
+            return build_server().wsgi_app(stateless=stateless)
 
     App().run()
 
 
 def main(argv):
-    """Serve until terminated; ``argv`` is ``[PORT, SERVER]``."""
+    """Serve until terminated; ``argv`` is ``[PORT, SERVER]`` or ``[PORT, SERVER, SESSIONS]``."""
     port, kind = int(argv[0]), argv[1]
+    stateless = STATELESS[argv[2] if len(argv) > 2 else "stateless"]
     if kind == "gunicorn":
-        run_gunicorn(port)
+        run_gunicorn(port, stateless)
     else:
-        build_server().run_http("127.0.0.1", port, stateless=True)
+        build_server().run_http("127.0.0.1", port, stateless=stateless)
     return 0
 
 
