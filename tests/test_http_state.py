@@ -9,6 +9,7 @@ import ast
 import inspect
 import json
 import logging
+import secrets
 import socket
 import subprocess
 import sys
@@ -26,8 +27,8 @@ from redis_fixture import own_redis, redis_server, redis_url  # noqa: F401  (fix
 from mcp_ref.core.errors import LIMIT_EXCEEDED, METHOD_NOT_FOUND, LimitExceeded
 from mcp_ref.extras.redis_state import RedisState
 from mcp_ref.extras.redis_state.connection import Connection
-from mcp_ref.extras.redis_state.http_stores import RedisEventStore
-from mcp_ref.extras.redis_state.sessions import RedisSessionTable, SessionTableUnavailable
+from mcp_ref.extras.redis_state.http_stores import EventStoreUnavailable, RedisEventStore
+from mcp_ref.extras.redis_state.sessions import RedisSessionTable, SessionTableUnavailable, session_digest
 from mcp_ref.transports import http_server
 from mcp_ref.transports.http_server import (
     STATUS_OF,
@@ -40,7 +41,7 @@ from mcp_ref.transports.http_server import (
     modern_status,
 )
 from mcp_ref.transports.http_server import status as statuses
-from mcp_ref.transports.http_server.events import event_number
+from mcp_ref.transports.http_server.events import Followed, event_number
 
 PACKAGE = Path(http_server.__file__).parent
 
@@ -124,11 +125,15 @@ def test_a_session_table_keeps_each_sessions_record_and_state(session_tables):
     assert table.update("b", {"level": "debug", "subscriptions": []})  # merged: its other keys stay
     assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]},
                                        "level": "debug", "subscriptions": []}
+    assert table.update("b", {"level": None, "client": {"name": "d"}})  # None: the key is removed
+    assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "d"}, "subscriptions": []}
+    assert table.update("b", {"level": "debug", "gone": None})  # removing a key it lacks is nothing
     copy = table.get("b")
     copy["state"]["level"] = "mutated"
     assert table.get("b")["state"]["level"] == "debug"  # a copy, not the table's own
     assert table.remove("b") and not table.remove("b")
     assert not table.update("b", {"level": "info"}) and table.get("b") is None  # gone: False, not brought back
+    assert table.alive([]) == set() and table.alive(["a", "b", "c", "a"]) == {"a"}
     table.add("a", {"version": "x"})  # an id added again is a new record
     assert table.get("a")["state"] == {"version": "x"} and len(table) == 1
     assert table.shared == (type(table) is RedisSessionTable)
@@ -225,7 +230,7 @@ def test_a_redis_session_table_keeps_nothing_for_ever(redis_connections):
     connection = redis_connections()
     table = RedisSessionTable(connection, idle_timeout=100, handshake_timeout=10)
     table.add("a", {"version": "v"})
-    record, every = connection.key("session", "a"), connection.key("sessions")
+    record, every = table.record_key("a"), connection.key("sessions")
     assert 0 < connection.client.pttl(record) <= (2 * 10 + 60) * 1000  # twice its timeout, and a margin
     table.touch("a")
     assert (2 * 10 + 60) * 1000 < connection.client.pttl(record) <= (2 * 100 + 60) * 1000
@@ -260,8 +265,9 @@ def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, cap
             assert table.touch("a")  # nothing recorded, no raise: not known to be gone
             assert table.update("a", {"level": "debug"})  # not known to be gone
             assert not table.is_expired("a") and table.expired() == [] and not table.remove("a")
+            assert table.alive(["a", "b"]) == {"a", "b"}  # nothing is ended during an outage
         assert time.monotonic() - started < WAIT  # a bounded wait each, not a hang
-        assert table.failures == 9
+        assert table.failures == 10
         warnings = [r.getMessage() for r in caplog.records if "session table" in r.getMessage()]
         assert len(warnings) == 1 and "Redis is unreachable" in warnings[0]  # once a minute
         own_redis.start()  # empty again (no persistence): the table works, its scripts loaded again
@@ -270,6 +276,10 @@ def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, cap
         assert table.get("a")["established"] is False
     finally:
         connection.close()
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _redis_now(connection: Connection) -> float:
@@ -342,16 +352,33 @@ def test_event_ids_are_unique_and_growing_in_a_session_across_writers(event_stor
 
 class ObservedMemoryEventStore(MemoryEventStore):
     """The memory store, saying when a waiter found nothing and is about to wait: it still holds the
-    store's lock then, so a ``wake`` or ``store`` from then on reaches it (the memory backend's
-    "now following"; the Redis one's is its bus subscription confirmed)."""
+    store's lock then, so a ``wake``, ``store`` or ``claim_stream`` from then on reaches it."""
 
     def __init__(self, **options) -> None:
         super().__init__(**options)
         self.waiting = threading.Event()
 
-    def _after(self, session_id, stream_id, number):
-        found = super()._after(session_id, stream_id, number)
-        if not found[0] and not found[1]:
+    def _after(self, session_id, stream_id, number, generation):
+        found = super()._after(session_id, stream_id, number, generation)
+        if not (found.events or found.ended or found.superseded):
+            self.waiting.set()
+        return found
+
+
+class ObservedRedisEventStore(RedisEventStore):
+    """The Redis store, saying when a waiter's read found nothing: its wake-ups were counted from
+    before that read, and its claim made the bus subscription (confirmed by Redis), so a store or
+    claim of any worker from then on wakes it."""
+
+    def __init__(self, *args, **options) -> None:
+        super().__init__(*args, **options)
+        self.waiting = threading.Event()
+        self.reads: list[int] = []  # the number each read (of one or more scripts) started after
+
+    def _read(self, session_id, stream_id, number, generation):
+        self.reads.append(number)
+        found = super()._read(session_id, stream_id, number, generation)
+        if found is None or not (found.events or found.ended or found.superseded):
             self.waiting.set()
         return found
 
@@ -369,7 +396,7 @@ def event_workers(request):
         connect = request.getfixturevalue("redis_connections")
 
         def worker() -> RedisEventStore:
-            made.append(RedisEventStore(connect(), **options))
+            made.append(ObservedRedisEventStore(connect(), **options))
             return made[-1]
 
         return worker
@@ -381,19 +408,14 @@ def event_workers(request):
 
 @pytest.fixture
 def follow():
-    """``follow(store, session_id, stream_id, number, timeout)``: ``wait_after`` on a thread of its
-    own, returned once it is following (a future: ``.result(WAIT)``)."""
+    """``follow(store, session_id, stream_id, number, timeout, generation)``: ``wait_after`` on a
+    thread of its own, returned once its read found nothing and it waits (a future: ``.result(WAIT)``)."""
     pool = ThreadPoolExecutor(4)
 
-    def start(store, session_id, stream_id, number, timeout):
-        if isinstance(store, ObservedMemoryEventStore):
-            store.waiting.clear()
-        future = pool.submit(store.wait_after, session_id, stream_id, number, timeout)
-        if isinstance(store, RedisEventStore):  # subscribed: a store or wake from now on reaches it
-            channel = store.channel(session_id)
-            assert store.bus.wait_for(lambda: store.bus.confirmed(channel) or future.done(), WAIT)
-        else:
-            assert store.waiting.wait(WAIT)
+    def start(store, session_id, stream_id, number, timeout, generation):
+        store.waiting.clear()
+        future = pool.submit(store.wait_after, session_id, stream_id, number, timeout, generation)
+        assert store.waiting.wait(WAIT)
         return future
 
     yield start
@@ -402,73 +424,178 @@ def follow():
 
 def test_an_event_store_numbers_its_stream_ends_and_never_replays_them(event_workers):
     store = event_workers()()
-    assert store.position("s1") == 0
     first = store.store("s1", "p1", b"one")
-    assert store.position("s1") == event_number(first)
     other = store.store("s1", "p2", b"elsewhere")
     second = store.store("s1", "p1", b"two")
     store.end_stream("s1", "p1")
-    assert store.position("s1") > event_number(second) and store.position("s2") == 0  # the marker is numbered
     assert store.replay_after("s1", first) == ("p1", [(second, b"two")])  # the end marker is no event
     started = time.monotonic()
-    assert store.wait_after("s1", "p1", 0, WAIT) == ([(first, b"one"), (second, b"two")], True)  # up to its end
-    assert store.wait_after("s1", "p1", event_number(second), WAIT) == ([], True)
-    assert store.wait_after("s1", "p2", 0, WAIT) == ([(other, b"elsewhere")], False)
+    generation, start = store.claim_stream("s1", "p1")
+    assert (generation, start) == (1, 0)  # the first follower; nothing delivered yet
+    found = store.wait_after("s1", "p1", 0, WAIT, generation)
+    assert found.events == [(first, b"one"), (second, b"two")] and found.ended and not found.superseded
+    assert found.last > event_number(second)  # the marker is numbered, and was read
+    assert store.wait_after("s1", "p1", event_number(second), WAIT, generation) == Followed([], True, found.last, False)
+    other_generation, _ = store.claim_stream("s1", "p2")
+    assert store.wait_after("s1", "p2", 0, WAIT, other_generation) == Followed([(other, b"elsewhere")], False,
+                                                                                found.last, False)
     assert time.monotonic() - started < WAIT / 2  # each at once: there was something to answer
+    assert store.wait_after("s1", "p9", 0, WAIT, 1).superseded  # never claimed: no follower of it may read
 
 
 def test_a_follower_is_woken_by_another_workers_store_and_stream_end(event_workers, follow):
     worker = event_workers()
     one, two = worker(), worker()
-    waiting = follow(one, "s1", "p1", 0, 30.0)  # far longer than the test waits: a wake-up, not the timeout
+    generation, _ = one.claim_stream("s1", "p1")
+    waiting = follow(one, "s1", "p1", 0, 30.0, generation)  # far longer than the test waits: a wake-up
     try:
         stored = two.store("s1", "p1", b"hello")
-        assert waiting.result(WAIT) == ([(stored, b"hello")], False)
-        waiting = follow(one, "s1", "p1", event_number(stored), 30.0)
+        assert waiting.result(WAIT) == Followed([(stored, b"hello")], False, event_number(stored), False)
+        waiting = follow(one, "s1", "p1", event_number(stored), 30.0, generation)
         two.end_stream("s1", "p1")
-        assert waiting.result(WAIT) == ([], True)
+        found = waiting.result(WAIT)
+        assert found.ended and found.events == [] and found.last > event_number(stored)
     finally:
         one.wake("s1")
+        one.leave_stream("s1", "p1", generation)
+
+
+def test_a_newer_follower_supersedes_the_older_on_any_worker_at_once(event_workers, follow):
+    worker = event_workers()
+    one, two = worker(), worker()
+    old, start = one.claim_stream("s1", "s")
+    assert start == 0
+    waiting = follow(one, "s1", "s", 0, 30.0, old)
+    new, start = two.claim_stream("s1", "s")  # a GET on another worker (2025-11-25: no broadcast)
+    assert new == old + 1 and start == 0
+    assert waiting.result(WAIT) == Followed([], False, 0, True)  # woken by the claim: not its timeout
+    stored = one.store("s1", "s", b"only once")
+    assert two.wait_after("s1", "s", 0, WAIT, new).events == [(stored, b"only once")]
+    assert one.wait_after("s1", "s", 0, WAIT, old) == Followed([], False, 0, True)  # never sees it
+    one.leave_stream("s1", "s", old)  # the superseded one leaving takes nothing of the newer's
+    assert two.wait_after("s1", "s", event_number(stored), 0, new) == Followed([], False, event_number(stored), False)
+    two.leave_stream("s1", "s", new)
+    generation, _ = two.claim_stream("s2", "s")  # another session: no earlier wake-up still on its way
+    waiting = follow(two, "s2", "s", 0, 30.0, generation)
+    one.forget("s2")  # the session ended: its follower on every worker ends at once
+    assert waiting.result(WAIT) == Followed([], False, 0, True)
+    two.leave_stream("s2", "s", generation)
+
+
+def test_the_standalone_streams_cursor_outlives_its_followers_and_a_post_streams_does_not(event_workers):
+    store = event_workers()()
+    generation, start = store.claim_stream("s1", "s")
+    sent = [store.store("s1", "s", b"a"), store.store("s1", "s", b"b")]
+    found = store.wait_after("s1", "s", start, WAIT, generation)
+    assert [event_id for event_id, _ in found.events] == sent
+    assert store.wait_after("s1", "s", found.last, 0, generation).events == []  # delivered up to found.last
+    store.leave_stream("s1", "s", generation)
+    missed = store.store("s1", "s", b"sent while no one followed")
+    again, start = store.claim_stream("s1", "s")
+    assert (again, start) == (generation + 1, found.last)  # a GET without Last-Event-ID starts there
+    assert store.wait_after("s1", "s", start, WAIT, again).events == [(missed, b"sent while no one followed")]
+    store.leave_stream("s1", "s", again)
+    first, _ = store.claim_stream("s1", "p1")
+    newest, _ = store.claim_stream("s1", "p1")
+    store.wait_after("s1", "p1", found.last, 0, newest)
+    store.leave_stream("s1", "p1", first)  # not the newest: nothing of the stream's goes
+    assert store.claim_stream("s1", "p1") == (newest + 1, found.last)
+    store.leave_stream("s1", "p1", newest + 1)  # the newest: a POST stream's record goes with it
+    assert store.claim_stream("s1", "p1") == (1, 0)
+
+
+def test_a_follower_advances_past_other_streams_events(event_workers):
+    """``last`` is the highest entry read, of any stream: the next wait starts after it (no entry
+    read twice); more other-stream entries than one Redis read takes are read on at once."""
+    store = event_workers(max_events=2000)()
+    generation, _ = store.claim_stream("s1", "s")
+    for n in range(600):
+        store.store("s1", "p1", b"%d" % n)
+    mine = store.store("s1", "s", b"mine")
+    found = store.wait_after("s1", "s", 0, WAIT, generation)
+    assert found == Followed([(mine, b"mine")], False, event_number(mine), False)
+    more = [store.store("s1", "p1", b"more") for _ in range(3)]
+    assert store.wait_after("s1", "s", found.last, 0, generation) == Followed([], False, event_number(more[-1]), False)
+    if isinstance(store, ObservedRedisEventStore):
+        store.reads.clear()
+        store.wait_after("s1", "s", event_number(more[-1]), 0, generation)
+        assert store.reads == [event_number(more[-1])]  # one read, from there
 
 
 def test_wake_ends_a_wait_and_another_sessions_store_does_not_answer_it(event_workers, follow):
     worker = event_workers()
     one, two = worker(), worker()
-    waiting = follow(one, "s1", "p1", 0, 30.0)
+    generation, _ = one.claim_stream("s1", "p1")
+    waiting = follow(one, "s1", "p1", 0, 30.0, generation)
     one.wake("s1")
-    assert waiting.result(WAIT) == ([], False)
-    waiting = follow(one, "s1", "p1", 0, 0.3)
+    assert waiting.result(WAIT) == Followed([], False, 0, False)
+    waiting = follow(one, "s1", "p1", 0, 0.3, generation)
     two.store("s2", "p1", b"another session's")
-    two.store("s1", "p2", b"another stream's")
-    assert waiting.result(WAIT) == ([], False)
-    if isinstance(one, RedisEventStore):  # the last waiter gone: no subscription left behind
+    other = two.store("s1", "p2", b"another stream's")
+    assert waiting.result(WAIT) == Followed([], False, event_number(other), False)
+    one.leave_stream("s1", "p1", generation)
+    if isinstance(one, RedisEventStore):  # the last follower gone: no subscription left behind
         assert one.following("s1") == 0
         assert one.bus.wait_for(lambda: not one.bus.confirmed(one.channel("s1")), WAIT)
 
 
-def test_a_redis_follower_without_wake_ups_still_gets_every_event(redis_connections, follow):
+def test_a_redis_store_keeps_one_subscription_per_session_followed(redis_connections):
+    """Made by the first claim, kept across waits (not one per wait), dropped with the last follower."""
+    store = RedisEventStore(redis_connections())
+    channel = store.channel("s1")
+    try:
+        standalone, _ = store.claim_stream("s1", "s")
+        assert store.bus.confirmed(channel) and store.bus.subscribers(channel) == 1
+        post, _ = store.claim_stream("s1", "p1")
+        assert store.following("s1") == 2 and store.bus.subscribers(channel) == 1
+        for _ in range(3):
+            assert store.wait_after("s1", "s", 0, 0.01, standalone) == Followed([], False, 0, False)
+            assert store.bus.subscribers(channel) == 1 and store.bus.confirmed(channel)
+        store.leave_stream("s1", "s", standalone)
+        assert store.following("s1") == 1 and store.bus.subscribers(channel) == 1
+        store.leave_stream("s1", "p1", post)
+        assert store.following("s1") == 0 and store.bus.subscribers(channel) == 0
+        assert store.bus.wait_for(lambda: not store.bus.confirmed(channel), WAIT)
+    finally:
+        store.close()
+
+
+def test_a_redis_follower_without_wake_ups_still_gets_every_event(redis_connections):
     """No subscription (``max_followed=0``: as when a wake-up is lost): the waiter reads again at its timeout."""
     deaf, writer = RedisEventStore(redis_connections(), max_followed=0), RedisEventStore(redis_connections())
-    waiting = ThreadPoolExecutor(1).submit(deaf.wait_after, "s1", "p1", 0, 0.5)
-    stored = writer.store("s1", "p1", b"late")
-    assert waiting.result(WAIT) == ([(stored, b"late")], False)
-    writer.close()
+    try:
+        generation, _ = deaf.claim_stream("s1", "p1")
+        assert deaf.following("s1") == 1 and deaf.bus.subscribers(deaf.channel("s1")) == 0
+        waiting = ThreadPoolExecutor(1).submit(deaf.wait_after, "s1", "p1", 0, 0.5, generation)
+        stored = writer.store("s1", "p1", b"late")
+        assert waiting.result(WAIT) == Followed([(stored, b"late")], False, event_number(stored), False)
+        deaf.leave_stream("s1", "p1", generation)
+    finally:
+        writer.close()
+        deaf.close()
 
 
-def test_a_redis_follower_without_redis_waits_its_timeout_then_answers_nothing(own_redis):  # noqa: F811
+def test_a_redis_follower_without_redis_is_refused_or_waits_its_timeout(own_redis):  # noqa: F811
     connection = Connection(f"{own_redis.url}?namespace=follow", socket_timeout=1.0)
     store = RedisEventStore(connection)
     try:
         stored = store.store("s1", "p1", b"one")
+        generation, _ = store.claim_stream("s1", "p1")
         own_redis.stop()
+        with pytest.raises(EventStoreUnavailable) as refused:  # 503: no follower starts at a wrong place
+            store.claim_stream("s1", "s")
+        assert isinstance(refused.value, ConnectionError) and store.following("s1") == 1
         started = time.monotonic()
-        assert store.wait_after("s1", "p1", 0, 0.3) == ([], False)
+        assert store.wait_after("s1", "p1", 0, 0.3, generation) == Followed([], False, 0, False)
         assert 0.3 <= time.monotonic() - started < WAIT  # waited its timeout: no busy loop, no hang
-        assert store.position("s1") == 0 and store.end_stream("s1", "p1") is None
+        assert store.end_stream("s1", "p1") is None and store.leave_stream("s1", "p1", generation) is None
+        assert store.following("s1") == 0
         own_redis.start()  # empty again (no persistence)
         assert store.replay_after("s1", stored) is None
         again = store.store("s1", "p1", b"two")
-        assert store.wait_after("s1", "p1", 0, WAIT) == ([(again, b"two")], False)
+        generation, start = store.claim_stream("s1", "p1")
+        assert (generation, start) == (1, 0)
+        assert store.wait_after("s1", "p1", 0, WAIT, generation).events == [(again, b"two")]
     finally:
         store.close()
         connection.close()
@@ -485,16 +612,46 @@ def test_a_redis_event_store_replays_what_another_worker_stored(redis_connection
     assert one.replay_after("s1", first) is None
 
 
-def test_a_redis_event_store_expires_a_sessions_events_after_the_last_one(redis_connections):
+def test_a_redis_event_store_expires_a_sessions_keys_after_their_last_use(redis_connections):
     connection = redis_connections()
     store = RedisEventStore(connection, expire_after=90)
-    store.store("s1", "p1", b"one")
-    key = store.key("s1")
-    assert key.startswith(connection.namespace + ":")
-    for name in (key, key + ":n"):
-        assert 0 < connection.client.pttl(name) <= 90_000  # refreshed by each store; gone with forget
+    stored = store.store("s1", "p1", b"one")
+    generation, _ = store.claim_stream("s1", "s")
+    store.wait_after("s1", "s", event_number(stored), 0, generation)  # the standalone cursor: at stored
+    store.leave_stream("s1", "s", generation)
+    keys = store.keys("s1")
+    assert all(key.startswith(connection.namespace + ":") for key in keys)
+    for name in keys:
+        assert 0 < connection.client.pttl(name) <= 90_000  # refreshed by each store, claim and read
+    connection.client.delete(keys[0], keys[1])  # the events and counter expired; the cursor did not
+    assert store.claim_stream("s1", "s") == (generation + 1, 0)  # back to the (new) numbering's start
     store.forget("s1")
-    assert connection.client.exists(key, key + ":n") == 0
+    assert connection.client.exists(*keys) == 0
+
+
+def test_no_redis_key_or_channel_names_a_session_id(redis_connections):
+    """2025-11-25 basic/security_best_practices §Session Hijacking: without authorization the id is
+    the session's credential; keys and channels name a digest of it (a key listing, ``PUBSUB
+    CHANNELS`` or a log line gives nothing away)."""
+    connection = redis_connections()
+    session_id = secrets.token_urlsafe(24)
+    table, store = RedisSessionTable(connection, handshake_timeout=0.5), RedisEventStore(connection)
+    try:
+        table.add(session_id, {"version": "2025-11-25"})
+        assert table.touch(session_id) and table.update(session_id, {"level": "debug"})
+        event = store.store(session_id, "p1", b"x")
+        generation, _ = store.claim_stream(session_id, "s")
+        store.wait_after(session_id, "s", event_number(event), 0, generation)
+        store.end_stream(session_id, "p1")
+        names = [_text(key) for key in connection.client.scan_iter(match=connection.namespace + ":*", count=1000)]
+        names += [_text(channel) for channel in connection.client.pubsub_channels()]
+        digest = session_digest(session_id)
+        assert any(digest in name for name in names)  # the check looks at the session's names
+        assert [name for name in names if session_id in name or session_id[:8] in name] == []
+        assert table.alive([session_id, "gone"]) == {session_id} and table.get(session_id)["state"]["level"] == "debug"
+        store.leave_stream(session_id, "s", generation)
+    finally:
+        store.close()
 
 
 def test_a_redis_event_store_without_redis_degrades_and_says_so(caplog):
@@ -503,16 +660,19 @@ def test_a_redis_event_store_without_redis_degrades_and_says_so(caplog):
         url = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
     connection = Connection(url, socket_timeout=1.0)
     store = RedisEventStore(connection)
+    session_id = secrets.token_urlsafe(24)
     try:
         with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.http_stores"):
-            unkept = store.store("s1", "p1", b"one")
-            assert unkept.rpartition(".")[0] == "p1"  # still names its stream: the event goes out live
-            assert store.store("s1", "p1", b"two") != unkept
-            assert store.replay_after("s1", unkept) is None
-            assert store.replay_after("s1", "p1.1") is None  # Redis not asked, or not reachable: no replay
-            store.forget("s1")  # no raise: the keys expire
+            unkept = store.store(session_id, "p1", b"one")
+            assert unkept.rpartition(".")[0] == "p1"  # still names its stream: a live stream still sends it
+            assert store.store(session_id, "p1", b"two") != unkept
+            assert store.replay_after(session_id, unkept) is None
+            assert store.replay_after(session_id, "p1.1") is None  # Redis not asked, or not reachable: no replay
+            store.forget(session_id)  # no raise: the keys expire
         assert store.failures == 4
-        assert sum("event store: could not" in r.getMessage() for r in caplog.records) == 1  # once a minute
+        warnings = [r.getMessage() for r in caplog.records if "event store: could not" in r.getMessage()]
+        assert len(warnings) == 1 and "lost unless sent live" in warnings[0]  # once a minute
+        assert session_id[:8] not in warnings[0] and session_digest(session_id)[:8] in warnings[0]
     finally:
         connection.close()
 

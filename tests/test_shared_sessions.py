@@ -38,9 +38,9 @@ class Worker:
             return name
 
         @server.tool()
-        def ask(ctx: Context) -> str:
+        def ask(ctx: Context, tag: str = "") -> str:
             """Asks the client (elicitation/create): its answer may come back to another worker."""
-            answer = ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            answer = ctx.elicit(f"Your name{tag}?", {"type": "object", "properties": {"name": {"type": "string"}}})
             return f"{answer.content['name']} via {name}"
 
         @server.tool()
@@ -60,6 +60,14 @@ class Worker:
             ctx.info("step two")
             self.release_again.wait(3 * WAIT)  # longer than the test waits to hear "step two"
             return f"done on {name}"
+
+        @server.tool()
+        def polled_until_cancelled(ctx: Context) -> str:
+            """A log line, the SSE connection closed (polling), then nothing until it is cancelled."""
+            ctx.info("started")
+            ctx.close_sse_stream()
+            ctx.sleep(3 * WAIT)  # raises as soon as it is cancelled
+            return "never"
 
         @server.tool()
         def wait_for_cancel(ctx: Context) -> str:
@@ -90,10 +98,15 @@ class Worker:
             """A note to subscribe to."""
             return "a note"
 
+        @server.resource("memo://other")
+        def other() -> str:
+            """Another one."""
+            return "another note"
+
         @server.tool()
-        def touch_note() -> str:
+        def touch_note(uri: str = "memo://note") -> str:
             """The note changed (resources/updated to its subscribers)."""
-            server.notify_resource_updated("memo://note")
+            server.notify_resource_updated(uri)
             return "touched"
 
         self.served = start(server, **options)
@@ -380,3 +393,125 @@ def test_redis_stopped_and_restarted_under_shared_sessions(tmp_path):
         a.stop()
         b.stop()
         redis.stop()
+
+
+
+def elicitation_of(reader: SseReader) -> dict:
+    """The next request to the client on a POST stream (skipping the priming event)."""
+    while True:
+        event = next_within(reader)
+        if event["data"]:
+            message = json.loads(event["data"])
+            if message.get("method") == "elicitation/create":
+                return message
+
+
+def test_requests_to_the_client_from_two_workers_never_share_an_id_and_each_answer_reaches_its_asker(workers):
+    """basic §Requests: an id "MUST NOT have been previously used by the requestor within the same
+    session"; two workers asking at once use ids that name them, and each answer, posted to the
+    other worker on purpose, reaches the one that asked."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize(capabilities={"elicitation": {}})
+    ids_and_readers = []
+    for worker, tag in ((a, "a"), (b, "b")):
+        request_id, response = tool_call(on(raw, worker), "ask", {"tag": tag}, stream=True)
+        reader = SseReader(response)
+        ids_and_readers.append((request_id, reader, elicitation_of(reader)))
+    (a_call, a_reader, a_asks), (b_call, b_reader, b_asks) = ids_and_readers
+    assert a_asks["id"] != b_asks["id"]
+    for asked, worker, name in ((b_asks, a, "bee"), (a_asks, b, "ay")):  # each answer to the other worker
+        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": name}}}
+        assert on(raw, worker).post(answer).status_code == 202
+    for request_id, reader, expected in ((a_call, a_reader, "ay via w0"), (b_call, b_reader, "bee via w1")):
+        messages = [m for _, m in reader.messages(request_id)]
+        assert messages[-1]["result"]["content"][0]["text"] == expected
+
+
+def test_a_newer_get_stream_takes_the_standalone_stream_over_from_an_older_one_on_another_worker(workers):
+    """2025-11-25 basic/transports: the server "MUST NOT broadcast the same message across multiple
+    streams": the newer GET (say, a reconnect that reached another worker) takes over; the older ends."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    older = SseReader(on(raw, a).get())
+    assert older.next()["id"]  # priming
+    newer = SseReader(on(raw, b).get())
+    assert newer.next()["id"]
+    assert older.messages() == []  # ended, without the change below
+    tool_call(on(raw, a), "add_tool", {"tool": "once"})
+    assert json.loads(next_within(newer)["data"])["method"] == "notifications/tools/list_changed"
+    newer.close()
+
+
+def test_what_was_sent_before_the_first_get_reaches_it(workers):
+    """As in one process: a message for the standalone stream sent while no GET is open waits for one."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    tool_call(on(raw, b), "add_tool", {"tool": "early"})  # announced before any GET
+    stream = SseReader(on(raw, b).get())
+    events = [next_within(stream), next_within(stream)]  # the priming event and the change, in either order
+    assert ["notifications/tools/list_changed"] == [json.loads(e["data"])["method"] for e in events if e["data"]]
+    stream.close()
+
+
+def test_a_resumed_post_stream_ends_when_the_worker_running_its_request_exits(workers):
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    request_id, response = tool_call(on(raw, a), "polled_until_cancelled", stream=True)
+    reader = SseReader(response)
+    events = [reader.next() for _ in range(3)]  # priming, "started", the retry event
+    reader.close()
+    resumed = SseReader(on(raw, b).get(headers={"Last-Event-ID": events[-1]["id"]}))
+    a.stop()  # its request dies with it: b's follower must not wait for ever
+    assert [m for _, m in resumed.messages()] == []  # ended (bounded by the reader's timeout)
+
+
+def test_two_workers_subscribing_at_once_both_count(workers):
+    """A record's subscriptions are kept one key per URI: a subscribe on one worker and another on
+    the other both hold, and the session hears both resources' updates."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    stream = SseReader(on(raw, a).get())
+    assert stream.next()["id"]
+    for worker, uri in ((a, "memo://note"), (b, "memo://other")):
+        request_id, response = on(raw, worker).call("resources/subscribe", {"uri": uri})
+        raw.result(response, request_id)
+    heard = set()
+    for uri in ("memo://note", "memo://other"):
+        tool_call(on(raw, b), "touch_note", {"uri": uri})
+        heard.add(json.loads(next_within(stream)["data"])["params"]["uri"])
+    assert heard == {"memo://note", "memo://other"}
+    stream.close()
+
+
+def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_url):  # noqa: F811
+    """An end a worker was not told of (the record removed behind its back: a lost bus message, an
+    expiry another worker found) still ends its replica and its GET stream."""
+    from mcp_ref.extras.redis_state import RedisState
+
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    stream = SseReader(on(raw, b).get())
+    assert stream.next()["id"]
+    state = RedisState.from_url(redis_url)
+    try:
+        assert state.session_table().remove(raw.session_id)
+    finally:
+        state.close()
+    assert on(raw, a).post(request("tools/list", None, raw.next_id())).status_code == 404
+    assert stream.messages() == []  # b's replica ended: its GET stream closes
+
+
+def test_one_store_given_keeps_sessions_in_their_process():
+    """Both stores are shared, or neither: sessions of one process in a shared table would be swept
+    by the others."""
+    from mcp_ref.transports.http_server import MemoryEventStore, MemorySessionTable
+
+    server = Server("mixed", state="redis://127.0.0.1:1/0")  # never connected: nothing here asks it
+    app = server.wsgi_app(event_store=MemoryEventStore())
+    assert not app.shared and isinstance(app.session_table, MemorySessionTable)

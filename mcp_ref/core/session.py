@@ -30,7 +30,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +100,7 @@ class Session:
     written and ``trace("<--", data)`` for every message read.  ``executor``
     runs the handlers instead of a pool of the session's own.  ``max_callbacks`` and
     ``max_callback_bytes`` bound the notification callbacks waiting for the callback thread
-    (see :meth:`call_soon`).
+    (see :meth:`call_soon`).  ``ids`` numbers our requests (default 1, 2, 3, ...).
     """
 
     def __init__(
@@ -116,6 +116,7 @@ class Session:
         executor: ThreadPoolExecutor | None = None,
         max_callbacks: int = DEFAULT_MAX_CALLBACKS,
         max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES,
+        ids: Iterator[jsonrpc.RequestId] | None = None,
     ):
         self.transport = transport
         self.dispatcher = dispatcher
@@ -125,7 +126,7 @@ class Session:
         self.trace = trace
         #: The negotiated revision; set by the role once ``initialize`` completes.
         self.protocol_version: str | None = None
-        self._ids = itertools.count(1)
+        self._ids: Iterator[jsonrpc.RequestId] = ids if ids is not None else itertools.count(1)
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}

@@ -15,22 +15,34 @@ session at any time, after which it MUST respond to requests containing that ses
 Keys (``ns`` is the URL's namespace):
 
 ==========================  ===================================================================
-``ns:session:<id>``         the record: hash ``created``, ``last_seen`` (seconds), ``established``
-                            (``0``/``1``), and one field ``s:<name>`` per key of its ``state``
-                            (the value as JSON text, so ``update`` merges by setting fields)
-``ns:sessions``             every session by its deadline (sorted set): past it, it has expired
-``ns:sessions:new``         the sessions not yet established, by creation (sorted set): the
-                            eviction candidates, oldest first (ties: by id, as the memory table)
+``ns:session:<digest>``     the record: hash ``id`` (the session id), ``created``, ``last_seen``
+                            (seconds), ``established`` (``0``/``1``), and one field ``s:<name>``
+                            per key of its ``state`` (the value as JSON text, so ``update`` merges
+                            by setting fields, and removes a key by deleting its field)
+``ns:sessions``             every session's digest by its deadline (sorted set): past it, it has
+                            expired
+``ns:sessions:new``         the digests of the sessions not yet established, by creation (sorted
+                            set): the eviction candidates, oldest first (ties: by digest)
 ==========================  ===================================================================
+
+``<digest>`` is :func:`session_digest` of the session id: without authorization the id is the
+session's only credential (2025-11-25 basic/security_best_practices §Session Hijacking), so no key,
+no sorted-set member and no script argument but ``add``'s (which writes the record's ``id`` field)
+carries it: a key listing shows none, and ``MONITOR`` or ``SLOWLOG`` only in this table's ``add``.
+``expired`` and ``make_room`` read the ids they return from the records' ``id`` fields.
 
 A session's deadline is ``last_seen + idle_timeout`` once established, ``last_seen +
 min(idle_timeout, handshake_timeout)`` before.  ``make_room`` counts the sessions not past their
 deadline (an expired one takes no room) and removes none of the expired: those are left for
 :meth:`RedisSessionTable.expired`, which removes and returns them in one script, so exactly one
 caller of the deployment hears of each (or ``touch``, which removes an expired session it is
-asked about and answers False).  The table cannot know that a client is listening on a
-session's stream (the memory table's caller keeps such a session): a worker holding such a stream
-keeps its session by touching it.  Safety net: every key gets a ``PEXPIRE`` of twice the
+asked about and answers False).  A session whose record is already gone when ``expired`` meets it
+(its safety-net expiry passed, see below, with no sweep meanwhile) is dropped without its id: a
+worker still holding it finds it gone with :meth:`RedisSessionTable.alive`.
+
+The table cannot know that a client is listening on a session's stream (the memory table's
+caller keeps such a session): a worker holding such a stream keeps its session by touching it.
+Safety net: every key gets a ``PEXPIRE`` of twice the
 session's timeout plus :data:`MARGIN` past its last touch (the sorted sets: of twice the idle
 timeout plus :data:`MARGIN` past the last add or touch), so a deployment that died leaves nothing
 behind for ever.  One Redis (or Valkey) primary: the scripts compute keys (not Redis Cluster).
@@ -45,12 +57,14 @@ Faults (Redis unreachable; a warning at most once a minute):
 - ``touch`` records nothing and, as ``update``, returns True: the session is not known to be gone,
   and a worker that holds it live goes on serving it (a change of its state is lost, and said so).
   ``is_expired`` returns False and ``expired`` returns ``[]`` (the sessions that expire meanwhile
-  are reported once Redis is back); ``remove`` returns False (the record is left to expire:
-  ``expired`` reports it later).
+  are reported once Redis is back); ``alive`` returns every id it is given (nothing is ended
+  during an outage); ``remove`` returns False (the record is left to expire: ``expired`` reports
+  it later).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -67,10 +81,19 @@ MARGIN = 60.0
 #: work per call; the rest are returned by the next call).
 EXPIRED_LIMIT = 1000
 
-#: One script, one operation: ``ARGV`` is ``op, prefix, session id, now ('' for Redis's), idle
+
+def session_digest(session_id: str) -> str:
+    """What names a session in Redis keys, sorted sets and bus channels instead of its id: the first
+    32 hex digits (128 bits) of its SHA-256.  Without authorization the id is the session's only
+    credential (2025-11-25 basic/security_best_practices §Session Hijacking); a digest names the
+    session without giving it away (to a key listing, ``MONITOR``, ``PUBSUB CHANNELS``, a log)."""
+    return hashlib.sha256(session_id.encode()).hexdigest()[:32]
+
+
+#: One script, one operation: ``ARGV`` is ``op, prefix, session digest, now ('' for Redis's), idle
 #: timeout, handshake timeout``, then the operation's own.
 SESSIONS = Script(NOW + """
-local op, P, id = ARGV[1], ARGV[2], ARGV[3]
+local op, P, id = ARGV[1], ARGV[2], ARGV[3]  -- id: the session's digest (session_digest)
 local now = clock(ARGV[4], 1)
 local idle, handshake = tonumber(ARGV[5]), tonumber(ARGV[6])
 local ALL, NEW, REC = P .. 'sessions', P .. 'sessions:new', P .. 'session:' .. id
@@ -93,6 +116,12 @@ local function forget(sid)
   redis.call('ZREM', NEW, sid)
   return gone + redis.call('DEL', P .. 'session:' .. sid)
 end
+-- the session id a digest stands for (false: its record is gone), and the session forgotten
+local function take(sid)
+  local session_id = redis.call('HGET', P .. 'session:' .. sid, 'id')
+  forget(sid)
+  return session_id
+end
 
 if op == 'make_room' then
   local limit = tonumber(ARGV[7])
@@ -101,8 +130,9 @@ if op == 'make_room' then
   for _, sid in ipairs(redis.call('ZRANGE', NEW, 0, -1)) do
     local deadline = redis.call('ZSCORE', ALL, sid)
     if deadline and tonumber(deadline) >= now then
-      forget(sid)
-      return {1, sid}
+      local victim = take(sid)
+      if victim then return {1, victim} end
+      return {1}
     end
   end
   return {0}
@@ -130,16 +160,25 @@ elseif op == 'touch' then
   return 1
 elseif op == 'update' then
   if redis.call('EXISTS', REC) == 0 then return 0 end
-  for i = 7, #ARGV, 2 do redis.call('HSET', REC, ARGV[i], ARGV[i + 1]) end
+  for i = 7, #ARGV, 2 do
+    if ARGV[i + 1] == 'null' then  -- a key whose value is None is removed
+      redis.call('HDEL', REC, ARGV[i])
+    else
+      redis.call('HSET', REC, ARGV[i], ARGV[i + 1])
+    end
+  end
   return 1
 elseif op == 'is_expired' then
   local deadline = redis.call('ZSCORE', ALL, id)
   if deadline and tonumber(deadline) < now then return 1 end
   return 0
 elseif op == 'expired' then
-  local gone = redis.call('ZRANGEBYSCORE', ALL, '-inf', '(' .. fmt(now), 'LIMIT', 0, tonumber(ARGV[7]))
-  for _, sid in ipairs(gone) do forget(sid) end
-  return gone
+  local gone, ids = redis.call('ZRANGEBYSCORE', ALL, '-inf', '(' .. fmt(now), 'LIMIT', 0, tonumber(ARGV[7])), {}
+  for _, sid in ipairs(gone) do
+    local session_id = take(sid)
+    if session_id then ids[#ids + 1] = session_id end
+  end
+  return ids
 elseif op == 'remove' then
   if forget(id) > 0 then return 1 end
   return 0
@@ -176,10 +215,12 @@ class RedisSessionTable(InjectableClock):
         self._lock = threading.Lock()
 
     def _run(self, op: str, session_id: str, *more: Any) -> Any:
-        """One operation of :data:`SESSIONS` (a fault raises :class:`SessionTableUnavailable`)."""
+        """One operation of :data:`SESSIONS` on the session's digest ('' for none: the operations on
+        the whole table); a fault raises :class:`SessionTableUnavailable`."""
         try:
             return SESSIONS(self.connection.client, [],
-                            [op, self.prefix, session_id, self.now(1), repr(float(self.idle_timeout)),
+                            [op, self.prefix, session_id and session_digest(session_id), self.now(1),
+                             repr(float(self.idle_timeout)),
                              repr(float(self.handshake_timeout)), *more])
         except FAULTS as error:
             raise self._unavailable(error, _CONSEQUENCE.get(op, "new sessions are answered 503 until it is back")) from error
@@ -198,18 +239,20 @@ class RedisSessionTable(InjectableClock):
         return bool(int(answer[0])), (_str(answer[1]) if len(answer) > 1 else None)
 
     def add(self, session_id: str, state: dict | None = None) -> None:
-        """See ``SessionTable.add`` (a record of that id already there is replaced)."""
-        self._run("add", session_id, *_fields(state or {}))
+        """See ``SessionTable.add`` (a record of that id already there is replaced; the record keeps
+        the id, in its ``id`` field, for ``expired`` and ``make_room`` to return)."""
+        self._run("add", session_id, "id", session_id, *_fields(state or {}))
 
     def update(self, session_id: str, state: dict) -> bool:
-        """See ``SessionTable.update``: the keys of ``state`` set in the record, in one script."""
+        """See ``SessionTable.update``: the keys of ``state`` set in the record, and those whose value
+        is None deleted from it (``HDEL``), in one script."""
         done = self._try("update", session_id, *_fields(state))
         return True if done is None else bool(int(done))
 
     def get(self, session_id: str) -> SessionRecord | None:
         """See ``SessionTable.get`` (a ``SessionRecord``; one ``HGETALL``)."""
         try:
-            held = self.connection.client.hgetall(self.prefix + "session:" + session_id)
+            held = self.connection.client.hgetall(self.record_key(session_id))
         except FAULTS as error:
             raise self._unavailable(error, "requests naming a session are answered 503 until it is back") from error
         fields = {_str(name): _str(value) for name, value in held.items()}
@@ -218,6 +261,25 @@ class RedisSessionTable(InjectableClock):
         state = {name[2:]: json.loads(value) for name, value in fields.items() if name.startswith("s:")}
         return {"created": float(fields["created"]), "last_seen": float(fields["last_seen"]),  # a SessionRecord
                 "established": fields.get("established") == "1", "state": state}
+
+    def alive(self, session_ids: list[str]) -> set[str]:
+        """See ``SessionTable.alive``: one pipelined ``EXISTS`` per record, one round trip however
+        many.  On a fault every id given (nothing is ended while Redis cannot say; logged)."""
+        if not session_ids:
+            return set()
+        try:
+            with self.connection.client.pipeline(transaction=False) as pipe:
+                for session_id in session_ids:
+                    pipe.exists(self.record_key(session_id))
+                held = pipe.execute()
+        except FAULTS as error:
+            self._unavailable(error, "no session is found gone until it is back")
+            return set(session_ids)
+        return {session_id for session_id, exists in zip(session_ids, held, strict=True) if int(exists)}
+
+    def record_key(self, session_id: str) -> str:
+        """The Redis key of a session's record (named by :func:`session_digest`, never the id)."""
+        return self.prefix + "session:" + session_digest(session_id)
 
     def touch(self, session_id: str, *, established: bool = True) -> bool:
         """See ``SessionTable.touch``: last seen now; ``established`` moves the session to the idle

@@ -108,7 +108,8 @@ class HttpAppBase:
         self.legacy_sse = legacy_sse
         self.stateless = stateless
         self.json_response = json_response
-        shared = server.shared_state if not stateless and (event_store is None or session_table is None) else None
+        # Both or neither: sessions of this process's own in a shared table would be swept by other workers.
+        shared = server.shared_state if not stateless and event_store is None and session_table is None else None
         if shared is not None and getattr(shared, "shared", False):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
             event_store = event_store if event_store is not None else shared.event_store(expire_after=session_idle_timeout)
@@ -242,9 +243,13 @@ class HttpAppBase:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def new_connection(self, transport, name: str) -> Connection:
-        """A connection of the server served on ``transport``, its handlers on the shared pool."""
-        return cast(Connection, self.server.new_connection(transport, executor=self.handler_pool(), name=name))
+    def new_connection(self, transport: Any, name: str) -> Connection:
+        """A connection of the server served on ``transport``, its handlers on the shared pool (shared
+        sessions: its requests to the client numbered ``<worker>-<n>``, unique across workers)."""
+        options: dict[str, Any] = {"executor": self.handler_pool(), "name": name}
+        if isinstance(transport, HttpSession) and transport.shared:
+            options["ids"] = self.shared_sessions.request_ids()
+        return cast(Connection, self.server.new_connection(transport, **options))
 
     def live_session(self, session_id: str) -> HttpSession | None:
         """The session ``session_id`` of this process, if there is one."""
@@ -290,7 +295,9 @@ class HttpAppBase:
             self.check_principal(session, environ)
         if not table_call(self.session_table.touch, session_id):  # gone, or expired: everywhere
             self.end_here(session, for_good=True)
+            self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")
+        self._reconcile()
         self.shared_sessions.claim(session)  # its home gone? then this worker sends its change notifications
         return self._same_version(environ, session)
 
@@ -328,7 +335,11 @@ class HttpAppBase:
         with self._sessions_lock:
             self.sessions[session_id] = session
         if self.shared:
-            self.shared_sessions.record(session)  # its record, for every worker; this one its home
+            try:
+                self.shared_sessions.record(session)  # its record, for every worker; this one its home
+            except BaseException:
+                self.end_here(session, for_good=True)
+                raise
         else:
             self.session_table.add(session_id)
         self.server.add_connection(session.connection)  # the home sends its change notifications
@@ -385,11 +396,19 @@ class HttpAppBase:
         if self.shared:  # a shared table hands each expired id to one worker, which tells the others
             for session_id in table_call(self.session_table.expired):
                 self._ended_elsewhere_too(session_id)
+            self._reconcile()
             return
         for session_id in self.session_table.expired():
             session = mine.get(session_id)
             if session is not None and self._expired(session):
                 self._end_session(session)
+
+    def _reconcile(self) -> None:
+        """Shared: end the sessions this worker holds whose record is gone (an end it was not told of)."""
+        with self._sessions_lock:
+            held = [session for session in self.sessions.values() if session.shared]
+        for session in self.shared_sessions.reconcile(held):
+            self.end_here(session, for_good=True)
 
     def _ended_elsewhere_too(self, session_id: str) -> None:
         """The table no longer has ``session_id``: end it here, and (shared) on every worker."""

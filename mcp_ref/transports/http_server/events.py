@@ -12,7 +12,20 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from typing import Protocol
+from typing import NamedTuple, Protocol
+
+
+class Followed(NamedTuple):
+    """What one :meth:`EventStore.wait_after` found."""
+
+    #: The followed stream's events after the number asked for, in order: ``(event id, data)``.
+    events: list[tuple[str, bytes]]
+    #: True when the stream's end marker was reached (nothing more will come).
+    ended: bool
+    #: The highest event number read, of any stream of the session: the next wait starts after it.
+    last: int
+    #: True when a newer follower claimed the stream (:meth:`EventStore.claim_stream`): this one ends.
+    superseded: bool
 
 
 class EventStore(Protocol):
@@ -39,20 +52,27 @@ class EventStore(Protocol):
     def forget(self, session_id: str) -> None:
         """Drop everything kept for a session (its end)."""
 
-    def position(self, session_id: str) -> int:
-        """The number of the session's newest event (0: none yet): a follower starting now waits after it."""
-
     def end_stream(self, session_id: str, stream_id: str) -> None:
         """Mark a stream ended (a marker, never replayed as an event): its followers stop there."""
 
-    def wait_after(self, session_id: str, stream_id: str, number: int,
-                   timeout: float | None) -> tuple[list[tuple[str, bytes]], bool]:
-        """The events of ``stream_id`` numbered after ``number`` and whether the stream has ended;
-        when there are none yet, waits up to ``timeout`` seconds for one (or for :meth:`wake`)."""
+    def claim_stream(self, session_id: str, stream_id: str) -> tuple[int, int]:
+        """A new follower of a stream, which supersedes every earlier one (2025-11-25
+        basic/transports: the server "MUST NOT broadcast the same message across multiple
+        streams"): ``(its generation, the number up to which the stream was delivered)`` — a follower
+        without ``Last-Event-ID`` starts there, so what was sent while no one followed still arrives."""
+
+    def wait_after(self, session_id: str, stream_id: str, number: int, timeout: float | None,
+                   generation: int) -> Followed:
+        """The stream's events numbered after ``number`` (see :class:`Followed`); when there are none
+        yet, waits up to ``timeout`` seconds for one (or for :meth:`wake`).  Follower ``generation``
+        records that the stream was delivered up to ``number`` (unless it was superseded)."""
+
+    def leave_stream(self, session_id: str, stream_id: str, generation: int) -> None:
+        """Follower ``generation`` has ended (a store may drop what it kept for it)."""
 
     def wake(self, session_id: str) -> None:
         """End the waits of this process's followers of the session now (it ended, or a follower's
-        client went): each :meth:`wait_after` returns what it has."""
+        client went, or a newer follower claimed a stream): each :meth:`wait_after` returns."""
 
 
 def event_number(event_id: str) -> int | None:
@@ -69,7 +89,9 @@ class MemoryEventStore:
     def __init__(self, max_events: int = 1000):
         self.max_events = max_events
         self._events: dict[str, collections.OrderedDict] = {}
-        self._newest: dict[str, int] = {}  # session -> its newest event's number (bounded like _events)
+        #: (session, stream) -> [its newest follower's generation, delivered up to]: bounded by the
+        #: sessions (``forget``) and the streams followed in each (a POST stream's goes with its follower).
+        self._followers: dict[tuple[str, str], list[int]] = {}
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
@@ -84,40 +106,58 @@ class MemoryEventStore:
         with self._lock:
             events = self._events.setdefault(session_id, collections.OrderedDict())
             events[event_id] = (stream_id, data)  # data None: the stream's end marker
-            self._newest[session_id] = number
             while len(events) > self.max_events:
                 events.popitem(last=False)
             self._changed.notify_all()
         return event_id
 
-    def position(self, session_id: str) -> int:
-        """See :meth:`EventStore.position`."""
-        with self._lock:
-            return self._newest.get(session_id, 0)
-
     def end_stream(self, session_id: str, stream_id: str) -> None:
         """See :meth:`EventStore.end_stream`."""
         self._keep(session_id, stream_id, None)
 
-    def wait_after(self, session_id: str, stream_id: str, number: int,
-                   timeout: float | None) -> tuple[list[tuple[str, bytes]], bool]:
+    def claim_stream(self, session_id: str, stream_id: str) -> tuple[int, int]:
+        """See :meth:`EventStore.claim_stream`."""
+        with self._lock:
+            follow = self._followers.setdefault((session_id, stream_id), [0, 0])
+            follow[0] += 1
+            self._changed.notify_all()  # an earlier follower sees it is superseded
+            return follow[0], follow[1]
+
+    def wait_after(self, session_id: str, stream_id: str, number: int, timeout: float | None,
+                   generation: int) -> Followed:
         """See :meth:`EventStore.wait_after`."""
         with self._lock:
-            found = self._after(session_id, stream_id, number)
-            if found[0] or found[1]:
+            found = self._after(session_id, stream_id, number, generation)
+            if found.events or found.ended or found.superseded:
                 return found
             self._changed.wait(timeout)
-            return self._after(session_id, stream_id, number)
+            return self._after(session_id, stream_id, number, generation)
 
-    def _after(self, session_id: str, stream_id: str, number: int) -> tuple[list[tuple[str, bytes]], bool]:
+    def leave_stream(self, session_id: str, stream_id: str, generation: int) -> None:
+        """See :meth:`EventStore.leave_stream` (a POST stream's record goes with its last follower)."""
+        with self._lock:
+            follow = self._followers.get((session_id, stream_id))
+            if follow is not None and follow[0] == generation and stream_id != "s":
+                del self._followers[(session_id, stream_id)]
+
+    def _after(self, session_id: str, stream_id: str, number: int, generation: int) -> Followed:
+        follow = self._followers.get((session_id, stream_id))
+        if follow is None or follow[0] != generation:
+            return Followed([], False, number, True)
+        follow[1] = number
         events: dict = self._events.get(session_id) or {}
         after: list[tuple[str, bytes]] = []
+        last = number
         for eid, (sid, data) in events.items():
-            if sid == stream_id and (event_number(eid) or 0) > number:
+            n = event_number(eid) or 0
+            if n <= number:
+                continue
+            last = max(last, n)
+            if sid == stream_id:
                 if data is None:
-                    return after, True
+                    return Followed(after, True, last, False)
                 after.append((eid, data))
-        return after, False
+        return Followed(after, False, last, False)
 
     def wake(self, session_id: str) -> None:
         """See :meth:`EventStore.wake`."""
@@ -143,5 +183,6 @@ class MemoryEventStore:
         """Drop every event of the session."""
         with self._lock:
             self._events.pop(session_id, None)
-            self._newest.pop(session_id, None)
+            for key in [key for key in self._followers if key[0] == session_id]:
+                del self._followers[key]
             self._changed.notify_all()

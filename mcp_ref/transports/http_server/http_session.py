@@ -67,8 +67,11 @@ class HttpSession(Transport):
         #: Served by every worker (:mod:`.shared`): its standalone stream and the POST streams whose
         #: client has gone are in the shared event store, followed from any worker.
         self.shared = app.shared and kind == "streamable"
-        #: Ids of requests whose answer must first save what the session negotiated (``SAVED_METHODS``).
-        self.saving: set = set()
+        #: Request id -> what its success changes in the session's record (``SharedSessions.change_of``):
+        #: saved for every worker before the answer goes out.  Bounded by the requests in progress.
+        self.saving: dict = {}
+        #: Shared: the budget of its cancellations forwarded to every worker (``shared.Budget``; made when needed).
+        self.forwarding: Any = None
         #: Shared: this worker is the session's home (its connection sends the change notifications),
         #: and when it may next try to become it (``SharedSessions.claim``).
         self.home = False
@@ -86,10 +89,10 @@ class HttpSession(Transport):
         elif isinstance(message, list):
             answers = [m.id for m in message]
         if self.saving and answers is not None:
-            saved = [request_id for request_id in answers if request_id in self.saving]
-            self.saving.difference_update(saved)
-            if saved and not isinstance(message, ErrorResponse):
-                self.app.shared_sessions.save(self)  # every worker knows before the client does
+            changes = [self.saving.pop(request_id) for request_id in answers if request_id in self.saving]
+            if not isinstance(message, ErrorResponse):
+                for change in changes:
+                    self.app.shared_sessions.save(self, change)  # every worker knows before the client does
         with self.lock:
             stream = self.by_request.get(related) if related is not None else None
             end = False
@@ -133,6 +136,9 @@ class HttpSession(Transport):
         with stream.cond:
             if not stream.orphaned or stream.consumer is not None:
                 return False
+            for queued in [item for item in stream.items if isinstance(item, bytes)]:  # in order, before this one
+                self.app.event_store.store(cast(str, self.id), stream.id, queued)
+            stream.items.clear()
             self.app.event_store.store(cast(str, self.id), stream.id, data)
             if end:
                 self.mark_end(stream)
@@ -168,6 +174,7 @@ class HttpSession(Transport):
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
+        self.saving.pop(request_id, None)
         with self.lock:
             stream = self.by_request.pop(request_id, None)
             if stream is None:
@@ -209,6 +216,8 @@ class HttpSession(Transport):
             streams = list(self.by_id.values())
         for stream in streams:
             stream.end()
+            if self.shared and stream is not self.standalone:
+                self.mark_end(stream)  # its request ends with this worker's hold: a follower elsewhere stops
         if self.shared:  # its events stay for the other workers (``SharedSessions.ended`` forgets them)
             self.app.event_store.wake(cast(str, self.id))  # this process's followers see it has ended
         elif self.id is not None:

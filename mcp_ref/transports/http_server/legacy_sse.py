@@ -53,11 +53,19 @@ class LegacySse:
                 item = stream.take(token, self.app.keepalive)
                 if item is END:
                     return
+                if item is None and self.app.shared:  # its stream is open: it is in use, whatever worker takes its POSTs
+                    self._touch(cast(str, session.id))
                 yield KEEPALIVE if item is None else sse_event(item, event="message")
         finally:
             # The stream is the session: when it closes, the session ends.
             stream.detach(token)
             self.app.end(session)
+
+    def _touch(self, session_id: str) -> None:
+        try:
+            self.app.session_table.touch(session_id)
+        except ConnectionError:  # the table is unreachable: the stream goes on; it is touched again later
+            pass
 
     def post(self, environ: dict, start_response):
         """One message for the session ``?session_id=`` names: 202, its answer on the stream."""

@@ -57,7 +57,12 @@ class SessionTable(Protocol):
         """Record a new session, created and seen now, not yet established, with its ``state``."""
 
     def update(self, session_id: str, state: dict) -> bool:
-        """Merge ``state`` into the session's (its log level changed, ...); False if it is gone."""
+        """Merge ``state`` into the session's, key by key (a key whose value is None is removed), so
+        that two workers changing different keys at once both count; False if the session is gone."""
+
+    def alive(self, session_ids: list[str]) -> set[str]:
+        """Which of ``session_ids`` the table still has (one call, however many: a worker checks the
+        sessions it holds against it, so that none it was not told of outlives its record)."""
 
     def get(self, session_id: str) -> SessionRecord | None:
         """The session's record, or None if there is no such session."""
@@ -124,8 +129,14 @@ class MemorySessionTable:
             record = self._records.get(session_id)
             if record is None:
                 return False
-            record["state"] = {**record["state"], **state}
+            merged = {**record["state"], **state}
+            record["state"] = {key: value for key, value in merged.items() if value is not None}
             return True
+
+    def alive(self, session_ids: list[str]) -> set[str]:
+        """See :meth:`SessionTable.alive`."""
+        with self._lock:
+            return {session_id for session_id in session_ids if session_id in self._records}
 
     def get(self, session_id: str) -> SessionRecord | None:
         """See :meth:`SessionTable.get` (a copy)."""

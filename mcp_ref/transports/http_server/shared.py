@@ -26,21 +26,21 @@ updates) are sent by the home's connection only, once per session.  See ``spec_n
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...core import jsonrpc, lifecycle
 from ...core.jsonrpc import ErrorResponse, Notification, Response
 from ..sse import KEEPALIVE, sse_event
-from .events import event_number
 from .http_session import HttpSession, SessionOwner
-from .replies import SSE_HEADERS, held, nothing
+from .replies import SSE_HEADERS, held
 from .status import NotFound, ServiceUnavailable
 
 if TYPE_CHECKING:
@@ -55,8 +55,15 @@ SESSIONS = "sessions"
 STANDALONE = "s"
 #: Seconds between a replica's tries to become its session's home, while another worker is (see :meth:`SharedSessions.claim`).
 CLAIM_EVERY = 10.0
-#: Requests whose success changes what the session negotiated: saved in its record for every worker.
-SAVED_METHODS = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+#: Seconds between a worker's checks that the sessions it holds still have their records.
+RECONCILE_EVERY = 10.0
+#: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
+SUBSCRIBED = "sub:"
+#: A session's cancellations of requests running on other workers (sent to every worker): at most
+#: this many a second, in bursts of up to FORWARD_BURST; past it, dropped with a warning.
+FORWARD_RATE, FORWARD_BURST = 20.0, 50
+#: The held set naming the deployment's live workers (each holds its name while it runs).
+WORKERS = "workers"
 
 _WORKER: list[str] = []
 _APPS = itertools.count(1)
@@ -122,15 +129,24 @@ class SharedSessions:
     def __init__(self, app: SharedOwner):
         self.app = app
         self._serial = next(_APPS)
-        self._listening: Callable[[], None] | None = None
+        self._listening: list[Callable[[], None]] = []
         self._lock = threading.Lock()
-        self._homes: Any = None  # the state's HeldSets: which worker is each session's home (claim)
+        self._homes: Any = None  # the state's HeldSets: each session's home, and the live workers
+        self._reconciled = time.monotonic()
+        self._workers_seen: tuple[float, set[str]] = (0.0, set())
 
     @property
     def worker(self) -> str:
         """This application's name among the deployment's: its process's (:func:`worker_id`) and its
         number in the process (two applications in one process are two workers)."""
         return f"{worker_id()}{self._serial}"
+
+    def request_ids(self) -> Iterator[str]:
+        """The ids of a replica's requests to the client, ``<worker>-<n>``: unique in the session
+        however many workers serve it (basic §Requests: an id "MUST NOT have been previously used by
+        the requestor within the same session"), and naming the worker the answer must reach."""
+        worker = self.worker
+        return (f"{worker}-{n}" for n in itertools.count(1))
 
     # -- records ---------------------------------------------------------------------------------
 
@@ -143,47 +159,13 @@ class SharedSessions:
         if session.kind == "legacy":
             state["legacy"] = True  # served where its stream is; a POST elsewhere is forwarded (forward_legacy)
         else:
-            state.update(connection.negotiated())
+            state.update(_recorded(connection.negotiated()))
         table_call(self.app.session_table.add, cast(str, session.id), state)
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
             session.home = True
             homes = self._home_store()
             if homes is not None:
-                homes.hold("home:" + cast(str, session.id), [self.worker], 1)
-
-    def claim(self, session: HttpSession) -> None:
-        """Become the session's home if it has none: its home worker exited (it let go) or died (its
-        hold lapsed, :mod:`mcp_ref.extras.redis_state.holders`), so that its change notifications
-        still reach it.  Tried at most every :data:`CLAIM_EVERY` seconds per replica, as requests
-        and its GET stream's keep-alives come; one worker wins (one atomic hold, a limit of one)."""
-        homes = self._home_store()
-        now = time.monotonic()
-        if session.home or homes is None or now < session.claim_after:
-            return
-        session.claim_after = now + CLAIM_EVERY
-        taken, _ = homes.hold("home:" + cast(str, session.id), [self.worker], 1)
-        if taken:
-            session.home = True
-            log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
-            self.app.server.add_connection(session.connection)
-
-    def let_go(self, session: HttpSession, *, for_good: bool) -> None:
-        """This worker no longer holds ``session``: if it was its home, another worker may claim it;
-        unless the session ends (``for_good``), the workers holding it are told to try at once."""
-        homes = self._homes
-        if session.home and homes is not None:
-            session.home = False
-            homes.release("home:" + cast(str, session.id), [self.worker])
-            if not for_good:
-                self._publish(cast(str, session.id), "homeless")
-
-    def _home_store(self) -> Any:
-        """The shared state's held sets (None: stores given without a state; the home never moves)."""
-        if self._homes is None:
-            state = self.app.server.shared_state
-            made = getattr(state, "held_sets", None)
-            self._homes = made() if made is not None else None
-        return self._homes
+                homes.hold(_home_key(session), [self.worker], 1)
 
     def replica(self, session_id: str, environ: dict) -> HttpSession:
         """The session ``session_id`` made by another worker, served here from its record: 404 when
@@ -199,11 +181,19 @@ class SharedSessions:
         session = HttpSession(app, session_id, kind="streamable")
         connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
         app.bind(session, environ)
-        connection.resume(state, initialized=record is not None and record["established"])
+        connection.resume(_negotiated(state), initialized=record is not None and record["established"])
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
             connection.close()
-        return existing
+            return existing
+        self.refresh(session)  # what changed between the read and now came as a message this worker missed
+        return session
+
+    def refresh(self, session: HttpSession) -> None:
+        """Take up the session's record as it is now (another worker changed it)."""
+        record = table_call(self.app.session_table.get, cast(str, session.id))
+        if record is not None:
+            cast("Connection", session.connection).resume(_negotiated(record["state"]), initialized=record["established"])
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
@@ -214,37 +204,122 @@ class SharedSessions:
         caller = environ.get("mcp_ref.auth")
         if not state.get("legacy") or state.get("principal") != (None if caller is None else caller.principal):
             raise NotFound("Session not found")
-        data = jsonrpc.serialize(message).decode()
-        self._publish(session_id, "legacy", data=data, principal=state.get("principal"))
+        table_call(self.app.session_table.touch, session_id)
+        self._publish(session_id, "legacy", to=state.get("home"), data=jsonrpc.serialize(message).decode(),
+                      principal=state.get("principal"))
 
-    def save(self, session: HttpSession) -> None:
-        """What the session negotiated changed here (a log level, a subscription): into its record,
-        then to every worker holding it (before the client hears the answer)."""
-        state = cast("Connection", session.connection).negotiated()
+    @staticmethod
+    def change_of(request: Any) -> dict | None:
+        """What a successful ``request`` changes in the session's record, key by key (None: nothing),
+        so that two workers changing different keys at once both count."""
+        params = request.params if isinstance(request.params, dict) else {}
+        if request.method == "logging/setLevel" and isinstance(params.get("level"), str):
+            return {"logLevel": params["level"]}
+        if request.method in ("resources/subscribe", "resources/unsubscribe") and isinstance(params.get("uri"), str):
+            return {SUBSCRIBED + params["uri"]: True if request.method == "resources/subscribe" else None}
+        return None
+
+    def save(self, session: HttpSession, change: dict) -> None:
+        """What the session negotiated changed here (``change``: a log level, a subscription): into its
+        record, then every worker holding it reads the record again (before the client hears the answer)."""
         session_id = cast(str, session.id)
-        if table_call(self.app.session_table.update, session_id, state):
-            self._publish(session_id, "state", state=state)
+        if table_call(self.app.session_table.update, session_id, change):
+            self._publish(session_id, "state")
 
     def ended(self, session_id: str) -> None:
-        """The session ended here for good (DELETE, eviction, expiry): every worker ends its replica,
-        and its events go."""
+        """The session ended for good (DELETE, eviction, expiry): every worker ends its replica, and
+        its events go."""
         self._publish(session_id, "end")
         self.app.event_store.forget(session_id)
+
+    def reconcile(self, held: list[HttpSession]) -> list[HttpSession]:
+        """Of the sessions this worker holds, those whose record is gone (its end was missed: a bus
+        message lost, an expiry found by another worker); asked at most every :data:`RECONCILE_EVERY` s."""
+        now = time.monotonic()
+        if now - self._reconciled < RECONCILE_EVERY or not held:
+            return []
+        self._reconciled = now
+        alive = table_call(self.app.session_table.alive, [cast(str, session.id) for session in held])
+        return [session for session in held if session.id not in alive]
+
+    # -- the home: who sends a session's change notifications ----------------------------------------
+
+    def claim(self, session: HttpSession) -> None:
+        """Become the session's home if it has none: its home worker exited (it let go) or died (its
+        hold lapsed, :mod:`mcp_ref.extras.redis_state.holders`), so that its change notifications
+        still reach it.  Tried at most every :data:`CLAIM_EVERY` seconds per replica, as requests
+        and its GET stream's keep-alives come; one worker wins (one atomic hold, a limit of one)."""
+        homes = self._home_store()
+        now = time.monotonic()
+        if session.home or homes is None or now < session.claim_after:
+            return
+        session.claim_after = now + CLAIM_EVERY
+        taken, _ = homes.hold(_home_key(session), [self.worker], 1)
+        if taken:
+            session.home = True
+            log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
+            self.app.server.add_connection(session.connection)
+
+    def let_go(self, session: HttpSession, *, for_good: bool) -> None:
+        """This worker no longer holds ``session``: if it was its home, another worker may claim it;
+        unless the session ends (``for_good``), the workers holding it are told to try at once."""
+        homes = self._homes
+        if session.home and homes is not None:
+            session.home = False
+            homes.release(_home_key(session), [self.worker])
+            if not for_good:
+                self._publish(cast(str, session.id), "homeless")
+
+    def worker_alive(self, worker: str) -> bool:
+        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is fresh);
+        asked at most every :data:`CLAIM_EVERY` seconds (True when it cannot be known)."""
+        homes = self._home_store()
+        if homes is None or worker == self.worker:
+            return True
+        asked, alive = self._workers_seen
+        if time.monotonic() - asked >= CLAIM_EVERY:
+            alive = homes.members(WORKERS)
+            self._workers_seen = (time.monotonic(), alive)
+        return worker in alive
+
+    def _home_store(self) -> Any:
+        """The shared state's held sets (None: stores given without a state; the home never moves)."""
+        if self._homes is None:
+            state = self.app.server.shared_state
+            made = getattr(state, "held_sets", None)
+            self._homes = made() if made is not None else None
+            if self._homes is not None:
+                self._homes.hold(WORKERS, [self.worker], None)  # alive while this process beats
+        return self._homes
 
     # -- messages for another worker ----------------------------------------------------------------
 
     def route(self, session: HttpSession, items: list) -> list:
-        """The client's answers and notifications (``items``) that this worker dispatches; each one
-        that names a request open on another worker goes over the bus to it instead."""
+        """The client's answers and notifications (``items``) that this worker dispatches; one that
+        names a request open on another worker goes over the bus to it instead: an answer or a
+        progress report to the worker its id names; a cancellation (the client's id names no worker)
+        to every worker, within the session's budget (``HttpSession.forwarding``)."""
         connection = cast("Connection", session.connection)
+        session_id = cast(str, session.id)
         here = []
         for item in items:
             held_here = self.holds(connection, item)
             if held_here is not False:
                 here.append(item)
-            if held_here is False or _is_initialized(item):
-                # notifications/initialized: every holder's connection may now send what it withheld
-                self._publish(cast(str, session.id), "message", data=jsonrpc.serialize(item).decode())
+            if _is_initialized(item):  # every holder's connection may now send what it withheld
+                self._publish(session_id, "message", data=jsonrpc.serialize(item).decode())
+            elif held_here is False:
+                to = _worker_of(item)
+                if to == "" or to == self.worker:
+                    continue  # names no request of any worker's (or one of ours already over): dropped
+                if to is None:
+                    if session.forwarding is None:
+                        session.forwarding = Budget(FORWARD_RATE, FORWARD_BURST)
+                    if not session.forwarding.take():
+                        log.warning("session %s: cancellations for requests on other workers come too fast; "
+                                    "one was dropped", session_id[:8])
+                        continue
+                self._publish(session_id, "message", to=to, data=jsonrpc.serialize(item).decode())
         return here
 
     @staticmethod
@@ -262,24 +337,28 @@ class SharedSessions:
         return None
 
     def listen(self) -> None:
-        """Hear the other workers' messages about sessions (once per application)."""
+        """Hear the other workers' messages about sessions (once per application): those for every
+        worker, and those addressed to this one."""
         with self._lock:
-            if self._listening is None:
-                self._listening = self.app.server.bus.subscribe(SESSIONS, self._hear)
+            if not self._listening:
+                bus = self.app.server.bus
+                self._listening = [bus.subscribe(SESSIONS, self._hear),
+                                   bus.subscribe(f"{SESSIONS}:{self.worker}", self._hear)]
 
     def close(self) -> None:
-        """Stop hearing them (the application closes)."""
+        """Stop hearing them (the application closes), and let go of every home this worker held."""
         with self._lock:
-            stop, self._listening = self._listening, None
+            stops, self._listening = self._listening, []
             homes, self._homes = self._homes, None
-        if stop is not None:
+        for stop in stops:
             stop()
         if homes is not None:
             homes.close()  # every home this worker held is free for another worker now
 
-    def _publish(self, session_id: str, kind: str, **fields: Any) -> None:
+    def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> None:
         self.listen()
-        self.app.server.bus.publish(SESSIONS, {"session": session_id, "kind": kind, "from": self.worker, **fields})
+        channel = SESSIONS if to is None else f"{SESSIONS}:{to}"
+        self.app.server.bus.publish(channel, {"session": session_id, "kind": kind, "from": self.worker, **fields})
 
     def _hear(self, message: dict) -> None:
         """A message of another worker's about a session: acted on only where the session is held."""
@@ -295,8 +374,11 @@ class SharedSessions:
         elif kind == "homeless":
             session.claim_after = 0.0
             self.claim(session)
-        elif kind == "state" and isinstance(message.get("state"), dict):
-            connection.resume(message["state"], initialized=True)
+        elif kind == "state":
+            try:
+                self.refresh(session)
+            except ServiceUnavailable:  # the table is unreachable: the next change brings it up to date
+                log.warning("session %s: could not read its record after a change", cast(str, session.id)[:8])
         elif kind in ("message", "legacy") and isinstance(message.get("data"), str):
             try:
                 item = jsonrpc.parse(message["data"].encode())
@@ -315,16 +397,22 @@ class SharedSessions:
     def follow(self, environ: dict, start_response, session: HttpSession, stream_id: str,
                after: int | None) -> Any:
         """A GET's SSE body: the events of ``stream_id`` (the standalone stream, or a POST's being
-        resumed) after number ``after`` (None: from now, with a priming event), stored by whichever
-        worker, until the stream or the session ends or the client goes.
+        resumed) after number ``after`` (None: the standalone stream from where its last follower left
+        it, with a priming event), stored by whichever worker, until the stream or the session ends,
+        the client goes, or a newer GET takes the stream over (one stream, one connection: 2025-11-25
+        basic/transports, the server "MUST NOT broadcast the same message across multiple streams").
 
-        2025-11-25 basic/transports §Resumability: the server "MAY use this header to replay messages
-        that would have been sent after the last event ID, on the stream that was disconnected".
+        §Resumability: the server "MAY use this header to replay messages that would have been sent
+        after the last event ID, on the stream that was disconnected".
         """
         app = self.app
-        long_lived = stream_id == STANDALONE
-        release = app.hold_stream(environ) if long_lived else nothing
         session_id = cast(str, session.id)
+        release = app.hold_stream(environ)  # every follower is long-lived: counted against its client's cap
+        try:
+            generation, delivered = table_call(app.event_store.claim_stream, session_id, stream_id)
+        except BaseException:
+            release()
+            raise
         ending: list[str] = []
 
         def end_with(how: str) -> None:
@@ -334,21 +422,23 @@ class SharedSessions:
         on_disconnect = environ.get("mcp_ref.on_disconnect")
         if on_disconnect is not None:
             on_disconnect(lambda: end_with("gone"))
-        hold = environ.get("mcp_ref.long_lived") if long_lived else None
+        hold = environ.get("mcp_ref.long_lived")
         if hold is not None:
             hold(app.client_of(environ), lambda: end_with("close"))
-        number = app.event_store.position(session_id) if after is None else after
         priming = b""
         if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
             # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
             # of an event ID and an empty data field in order to prime the client to reconnect"
             priming = sse_event(event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms)
         start_response("200 OK", SSE_HEADERS)
-        return held(self._events(session, stream_id, number, ending, priming), release)
+        body = self._events(session, stream_id, delivered if after is None else after, generation, ending, priming)
+        return held(body, release, lambda: app.event_store.leave_stream(session_id, stream_id, generation))
 
-    def _events(self, session: HttpSession, stream_id: str, number: int, ending: list, priming: bytes):
+    def _events(self, session: HttpSession, stream_id: str, number: int, generation: int, ending: list,
+                priming: bytes):
         app = self.app
         store, session_id = app.event_store, cast(str, session.id)
+        writer = None if stream_id == STANDALONE else stream_id.rpartition("-")[2]  # p<n>-<worker>
         touched = time.monotonic()
         if priming:
             yield priming
@@ -357,21 +447,80 @@ class SharedSessions:
                 if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
                     yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
                 return
-            events, ended = store.wait_after(session_id, stream_id, number, app.keepalive)
-            for event_id, data in events:
-                number = event_number(event_id) or number
+            found = store.wait_after(session_id, stream_id, number, app.keepalive, generation)
+            for event_id, data in found.events:
                 if data:
                     yield sse_event(data, event_id=event_id)
-            if ended:
+            number = found.last
+            if found.ended or found.superseded:
                 return
             if time.monotonic() - touched >= app.keepalive:
-                # 2025-11-25 basic/transports: a session listened to is in use: kept alive here
+                # a session listened to is in use: kept alive here (and its home taken over if gone)
                 touched = time.monotonic()
                 if not table_call(app.session_table.touch, session_id):
+                    app.end_here(session, for_good=True)
+                    self.ended(session_id)
                     return
                 self.claim(session)
-            if not events:
+                if writer is not None and not self.worker_alive(writer):
+                    return  # the worker running that request has gone: no answer will come; the client asks again
+            if not found.events:
                 yield KEEPALIVE
+
+
+class Budget:
+    """A token bucket, in memory: ``rate`` a second, up to ``burst`` at once (a session's forwarded cancellations)."""
+
+    def __init__(self, rate: float, burst: int):
+        self.rate, self.burst = rate, burst
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        """One token if there is one."""
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.tokens < 1:
+                return False
+            self.tokens -= 1
+            return True
+
+
+def _recorded(negotiated: dict) -> dict:
+    """A connection's negotiated state as the record keeps it: a key per subscribed URI (see
+    :meth:`SharedSessions.change_of`)."""
+    state = {key: value for key, value in negotiated.items() if key != "subscriptions"}
+    state.update({SUBSCRIBED + uri: True for uri in negotiated.get("subscriptions") or ()})
+    return state
+
+
+def _negotiated(state: dict) -> dict:
+    """A record's state as ``Connection.resume`` takes it."""
+    negotiated = {key: value for key, value in state.items() if not key.startswith(SUBSCRIBED)}
+    negotiated["subscriptions"] = sorted(key[len(SUBSCRIBED):] for key, value in state.items()
+                                         if key.startswith(SUBSCRIBED) and value)
+    return negotiated
+
+
+def _worker_of(item: Any) -> str | None:
+    """The worker a request id of ours names (``<worker>-<n>``: :meth:`SharedSessions.request_ids`)."""
+    if isinstance(item, (Response, ErrorResponse)):
+        request_id = item.id
+    elif isinstance(item, Notification) and item.method == "notifications/progress":
+        request_id = (item.params or {}).get("progressToken")
+    else:
+        return None
+    if isinstance(request_id, str) and "-" in request_id:
+        return request_id.rpartition("-")[0]
+    return ""  # an answer naming no worker of ours: it goes nowhere
+
+
+def _home_key(session: HttpSession) -> str:
+    """The held-set key of a session's home: a digest of its id (the id is a credential without a token)."""
+    return "home:" + hashlib.sha256(cast(str, session.id).encode()).hexdigest()[:32]
 
 
 def _is_initialized(item: Any) -> bool:

@@ -26,7 +26,7 @@ from .replies import (
     nothing,
     priming_event,
 )
-from .shared import SAVED_METHODS, STANDALONE
+from .shared import STANDALONE
 from .status import BadRequest, HttpError, MethodNotAllowed, NotAcceptable
 from .streams import CLOSE, END, Stream
 
@@ -67,7 +67,10 @@ class StreamableHttp:
             connection.withdraw_admission(request_ids[0])
             raise
         if session.shared:  # a request that changes what was negotiated: saved for every worker
-            session.saving.update(m.id for m in items if isinstance(m, Request) and m.method in SAVED_METHODS)
+            for item in items:
+                change = app.shared_sessions.change_of(item) if isinstance(item, Request) else None
+                if change is not None:
+                    session.saving[item.id] = change
         if isinstance(message, Request) and app.inline_handlers:
             return self.answer_inline(session, stream, message, start_response, environ)
         connection.dispatch(message)  # a batch: its handlers run on the pool
