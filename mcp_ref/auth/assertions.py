@@ -28,7 +28,7 @@ def _jwt():
     try:
         import jwt
     except ImportError:
-        raise ImportError('signing JWTs needs the auth extra: pip install "mcp_ref[auth]"') from None
+        raise ImportError('signing JWTs needs the auth extra, PyJWT with cryptography: pip install "PyJWT[crypto]"') from None
     return jwt
 
 

@@ -45,7 +45,7 @@ class DPoPKey:
             import jwt
             from cryptography.hazmat.primitives.asymmetric import ec
         except ImportError:
-            raise ImportError('DPoP needs the auth extra: pip install "mcp_ref[auth]"') from None
+            raise ImportError('DPoP needs the auth extra, PyJWT with cryptography: pip install "PyJWT[crypto]"') from None
         self._jwt = jwt  # PyJWT, which signs the proofs
         self._key = ec.generate_private_key(ec.SECP256R1())
         numbers = self._key.public_key().public_numbers()

@@ -140,7 +140,7 @@ class JwtVerifier:
         try:
             import jwt
         except ImportError as exc:
-            raise ImportError("JwtVerifier needs PyJWT with cryptography: pip install 'mcp-ref[auth]'") from exc
+            raise ImportError("JwtVerifier needs PyJWT with cryptography (the auth extra): pip install 'PyJWT[crypto]'") from exc
         self._jwt = jwt
         if not isinstance(issuer, str) or not issuer:
             raise ValueError("issuer must be a non-empty string")

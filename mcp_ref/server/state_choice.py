@@ -28,6 +28,6 @@ def state_from(choice: Any) -> Any:
             from ..extras.redis_state import RedisState
         except ImportError as exc:  # redis-py missing
             raise ImportError(f"{STATE_ENV} / state={choice.split('@')[-1]!r} needs the redis extra: "
-                              "pip install 'mcp-ref[redis]'") from exc
+                              "pip install 'redis[hiredis]>=5'") from exc
         return RedisState.from_url(choice)
     raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {choice.split('@')[-1]!r}")

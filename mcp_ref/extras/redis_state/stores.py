@@ -37,7 +37,7 @@ from typing import Any
 try:
     import redis
 except ImportError as missing:  # pragma: no cover - the extra is not installed
-    raise ImportError('shared state on Redis needs the redis extra: pip install "mcp-ref[redis]"') from missing
+    raise ImportError('shared state on Redis needs the redis extra, redis-py: pip install "redis[hiredis]>=5"') from missing
 
 from ...core.errors import InternalError, ServerBusy
 from ...server.state import TERMINAL, Clock, MemoryBuckets, iso_now
