@@ -12,8 +12,8 @@ A map of the package:
                       server.run() (stdio), server.run(transport="http"), server.wsgi_app()
     Context           a tool's view of its request: progress, logs, sampling, elicitation
     content           TextContent, ImageContent, Image(path=...), Audio(...), EmbeddedResource ...
-    errors            McpError (with its JSON-RPC code), ToolError, ConnectionClosed,
-                      ServerUnreachable, RequestTimeout, CapabilityError
+    errors            McpError (with its JSON-RPC code), ToolError, ResourceError, PromptError,
+                      ConnectionClosed, ServerUnreachable, RequestTimeout, CapabilityError
     Principal         ctx.principal: who calls (id, scopes, claims); Server(authorize=..., rate_limit=...)
     ServerRequest     what Client(approve=hook) is shown before it answers a server's request
     ConnectionLimits  the bounds of the standard-library HTTP server
@@ -86,7 +86,7 @@ if TYPE_CHECKING:  # what a type checker sees: every exported name, typed (loade
     )
     from .extras.approval import ServerRequest
     from .extras.ratelimit import RateLimit
-    from .server import Context, Elicit, ElicitUrl, ListRoots, Sample, Server, ToolError
+    from .server import Context, Elicit, ElicitUrl, ListRoots, PromptError, ResourceError, Sample, Server, ToolError
     from .server.principal import Principal
     from .workbench.connection_limits import ConnectionLimits
 
@@ -96,7 +96,7 @@ if TYPE_CHECKING:  # what a type checker sees: every exported name, typed (loade
 _HOMES = {
     "core": "__version__ SUPPORTED_VERSIONS LATEST_VERSION MODERN_VERSIONS",
     "client": "Client ToolCall",
-    "server": "Server Context ToolError Elicit ElicitUrl Sample ListRoots",
+    "server": "Server Context ToolError ResourceError PromptError Elicit ElicitUrl Sample ListRoots",
     "workbench.connection_limits": "ConnectionLimits",
     "auth.oauth": "OAuth",
     "auth.errors": "AuthorizationError",

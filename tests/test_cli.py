@@ -71,8 +71,8 @@ def test_tools_lists_every_page(direct):
     # The demo pages its tools 5 at a time: the CLI followed the cursor to the end.
     assert [line.split("(")[0] for line in lines] == [t.name for t in direct.list_tools()]
     assert len(lines) > 5
-    assert lines[0] == "echo(text)  Return the text unchanged."
-    assert "add(a, b)  Add two numbers." in lines
+    assert lines[0] == "echo(text: string)  Return the text unchanged."
+    assert "add(a: number, b: number)  Add two numbers." in lines
 
 
 def test_resources_templates_prompts():
@@ -171,7 +171,8 @@ def test_json_outputs_equal_the_raw_results(direct):
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
-    assert as_json("info", TARGET) == direct.discover_result.raw  # the 2026-07-28 era: no initialize
+    # the 2026-07-28 era: no initialize; protocolVersion added, the version negotiated
+    assert as_json("info", TARGET) == {**direct.discover_result.raw, "protocolVersion": "2026-07-28"}
     assert as_json("call", TARGET, "add", "a=1", "b=2") == direct.call_tool("add", {"a": 1, "b": 2}).raw
     assert as_json("read", TARGET, "demo://readme") == direct.read_resource("demo://readme").raw
     assert as_json("read", TARGET, "demo://pixel.png") == direct.read_resource("demo://pixel.png").raw
@@ -398,7 +399,7 @@ def test_output_cut_short_by_head_is_not_an_error():
     """``mcp-ref tools TARGET | head -1``: the reader leaves early; no BrokenPipeError, exit 0."""
     proc = subprocess.run(f"{sys.executable} -m mcp_ref tools '{TARGET}' | head -1; exit ${{PIPESTATUS[0]}}",
                           shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=RUN_TIMEOUT)
-    assert proc.stdout.startswith("echo(text)") and len(proc.stdout.splitlines()) == 1
+    assert proc.stdout.startswith("echo(text: string)") and len(proc.stdout.splitlines()) == 1
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.returncode == 0
 
@@ -464,7 +465,8 @@ def test_key_value_pairs_follow_the_input_schema():
 
 
 def test_tools_marks_optional_parameters():
-    assert "weather(city, unit?)" in cli("tools", TARGET).stdout
+    out = cli("tools", TARGET).stdout  # an optional parameter: its default, or without one "?"
+    assert 'weather(city: string, unit: "celsius"|"fahrenheit" = "celsius")' in out and "(seconds: number = 30.0)" in out
 
 
 def test_long_calls_report_progress_unless_quiet():
@@ -640,6 +642,7 @@ def test_the_demo_diagram_is_committed_and_linked():
 
     diagram = (ROOT / "docs" / "demo-diagram.md").read_text()
     assert "```mermaid\nsequenceDiagram" in diagram and "tools/call echo" in diagram and "sampling/createMessage" in diagram
+    assert "Note over C,S: 2. Tools\n" in diagram and "Note over C,S: 23. Authorization" in diagram  # sections noted
     assert "docs/demo-diagram.md" in (ROOT / "README.md").read_text()
 
 

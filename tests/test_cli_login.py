@@ -15,7 +15,7 @@ import sys
 import threading
 
 import pytest
-from conftest import WAIT, watch_stderr
+from conftest import WAIT, run_cli, watch_stderr
 from test_http_deploy import LineReader, stop
 
 from mcp_ref.workbench.wsgi_server import WsgiServer
@@ -141,3 +141,14 @@ def test_a_failed_authorization_is_one_line_and_exit_7(env):
         httpd.server_close()
     assert proc.returncode == 7, (proc.returncode, proc.stderr)
     assert proc.stderr.startswith("mcp-ref: authorization failed:") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("era", ["auto", "modern", "handshake"])
+def test_a_bad_header_token_exits_with_the_auth_code(protected_demo, era):
+    """Issue 23 item 7: a token given with --header that the server refuses (401) is exit 7, not 4, in
+    every era (2026-07-28's probe reads the 401 as "not a modern server": the 401 behind it is found)."""
+    proc = run_cli("tools", protected_demo, "--era", era, "--header", "Authorization: Bearer not-a-token")
+    assert proc.returncode == 7, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "mcp-ref: authorization failed: the server refused the Authorization header given with --header: HTTP 401"), lines

@@ -238,8 +238,8 @@ def test_cli_verbs_against_sdk_server(sdk_streamable):
     target = sdk_streamable.url + "/mcp"
     proc = run_cli("tools", target)
     assert proc.returncode == 0
-    assert proc.stdout.splitlines()[:2] == ["echo(text)  Echo the text back.",
-                                            "add(a, b)  Add two integers, as structured output."]
+    assert proc.stdout.splitlines()[:2] == ["echo(text: string)  Echo the text back.",
+                                            "add(a: integer, b: integer)  Add two integers, as structured output."]
 
     proc = run_cli("call", target, "echo", "text=hello")
     assert (proc.returncode, proc.stdout) == (0, "hello\n")

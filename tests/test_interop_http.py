@@ -352,8 +352,8 @@ def test_cli_against_sdk_streamable_server(sdk_streamable):
 
     proc = run_cli("tools", url, timeout=3 * WAIT)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[:2] == ["echo(text)  Echo the text back.",
-                                            "add(a, b)  Add two integers, as structured output."]
+    assert proc.stdout.splitlines()[:2] == ["echo(text: string)  Echo the text back.",
+                                            "add(a: integer, b: integer)  Add two integers, as structured output."]
 
     proc = run_cli("call", url, "echo", "text=hello", timeout=3 * WAIT)
     assert (proc.returncode, proc.stdout) == (0, "hello\n"), proc.stderr

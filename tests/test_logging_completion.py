@@ -192,3 +192,79 @@ def test_log_messages_are_sent_before_notifications_initialized(raw_peer, versio
     for message in (log, answer):
         checker("<--", json.dumps(message).encode())
     checker.assert_valid()
+
+
+# -- logs arrive by default (issue 23 item 4) -------------------------------------------------------
+
+
+def emitted(era: str, **options) -> tuple[list, list]:
+    """What ``emit`` sent, and what on_log received, for a fresh stdio client of ``era``."""
+    import queue
+
+    from conftest import WAIT
+
+    from mcp_ref import Client
+
+    logs: queue.Queue = queue.Queue()
+    with Client.stdio([sys.executable, str(SCRIPT)], era=era, on_log=logs.put, **options) as client:
+        sent = json.loads(client.call_tool("emit").content[0].text)
+        received = [logs.get(timeout=WAIT).level for _ in sent]  # in order, each sent one arrives
+    return sent, received
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_on_log_gets_info_and_above_by_default_in_both_eras(era):
+    sent, received = emitted(era)
+    assert sent == received == list(LOG_LEVELS[LOG_LEVELS.index("info"):])
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_log_level_chooses_the_default_and_none_asks_nothing(era):
+    assert emitted(era, log_level="debug")[0] == list(LOG_LEVELS)
+    assert emitted(era, log_level="error")[0] == list(LOG_LEVELS[LOG_LEVELS.index("error"):])
+    # Nothing asked: a 2026-07-28 server sends nothing, a handshake-era one (mcp_ref) everything.
+    assert emitted(era, log_level=None)[0] == ([] if era == "modern" else list(LOG_LEVELS))
+
+
+def test_a_bad_default_level_is_refused_at_once():
+    from mcp_ref import Client
+
+    with pytest.raises(ValueError, match="log_level must be one of"):
+        Client.stdio([sys.executable, str(SCRIPT)], era="modern", on_log=print, log_level="verbose")
+
+
+def test_set_level_over_stateless_http_is_refused_with_the_reason(caplog):
+    import queue
+    import threading
+
+    import requests
+    from conftest import WAIT
+    from servers.feature_logging import build
+
+    from mcp_ref import Client
+
+    server = build(completions=False)
+    httpd = server.http_server("127.0.0.1", 0, stateless=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"{httpd.url}/mcp"
+        version = "2025-11-25"
+        reply = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}},
+                              headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version},
+                              timeout=WAIT)
+        error = reply.json()["error"]
+        assert error["code"] == -32600 and "stateless HTTP" in error["message"] and "2026-07-28" in error["message"]
+        # A client with on_log still connects (the refusal is logged), and each call's logs reach it.
+        logs: queue.Queue = queue.Queue()
+        with caplog.at_level("WARNING", logger="mcp_ref.client.logs"), \
+                Client.http(url, era="handshake", on_log=logs.put) as client:
+            sent = json.loads(client.call_tool("emit").content[0].text)
+            assert sent == list(LOG_LEVELS)  # the server's own default: every level
+            assert [logs.get(timeout=WAIT).level for _ in sent] == sent
+        assert any("refused log level 'info'" in r.getMessage() for r in caplog.records)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+        httpd.app.close()

@@ -178,7 +178,7 @@ def test_progress_across_rounds_only_increases(connect):
 
 def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connect, wire):
     logs = []
-    client = connect(MODERN, on_log=logs.append)
+    client = connect(MODERN, on_log=logs.append, log_level=None)  # on_log's default level asks nothing
     client.call_tool("chatty")
     client.set_logging_level("info")
     client.call_tool("chatty")

@@ -113,15 +113,14 @@ class ToolCall:
 class Client:
     """An MCP client over one transport; see the module docstring.
 
-    ``timeout`` is the default per-request timeout in seconds (None: wait
-    forever); ``initialize_timeout`` bounds connecting alone (``server/discover``
-    or ``initialize``; default: ``timeout``), e.g. to give a slow-starting
-    server longer than each request.  ``era``: ``"auto"`` (2026-07-28 when the
-    server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
-    ``protocol_version`` pins one revision (and so its era; default: the newest
-    the server speaks).  ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an
+    ``timeout`` is the default per-request timeout in seconds (None: wait forever); ``initialize_timeout``
+    bounds connecting alone (``server/discover`` or ``initialize``; default: ``timeout``), e.g. to give a
+    slow-starting server longer than each request.  ``era``: ``"auto"`` (2026-07-28 when the server speaks
+    it, else the handshake), ``"modern"`` or ``"handshake"``; ``protocol_version`` pins one revision (and
+    so its era; default: the newest the server speaks).  ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an
     answer to ``server/discover`` before it takes the server for a handshake-era one (default
     10 s; stdio §Backward Compatibility).  ``trace(direction, data)`` sees every message.
+    ``log_level``: with ``on_log``, the level asked of a server that declares logging (default "info"; None: none).
     ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their
     ``ttlMs`` says they are fresh, at most this many (0: no cache); see :attr:`cache`.
 
@@ -160,6 +159,7 @@ class Client:
         elicitation_modes: Sequence[str] = ("form",),
         roots: Iterable[Root | dict | str] | None = None,
         on_log: Callable[[LogMessage], None] | None = None,
+        log_level: str | None = "info",
         on_resource_updated: Callable[[str], None] | None = None,
         on_list_changed: Callable[[str], None] | None = None,
         on_elicitation_complete: Callable[[str], None] | None = None,
@@ -218,6 +218,9 @@ class Client:
         self.session.start()
         try:
             self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
+            if on_log is not None and log_level is not None:  # logs arrive by default (mcp_ref.client.logs)
+                from .logs import ask_for_logs
+                ask_for_logs(self, log_level)
             if self.on_list_changed is not None and self.connection.modern and self.connection.feed.wanted():
                 self._open_feed(initialize_timeout if initialize_timeout is not DEFAULT else timeout)
         except BaseException:

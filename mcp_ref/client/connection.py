@@ -186,8 +186,8 @@ class ClientConnection:
                 version, result = modern.probe(self, pinned, wait, bounded=bounded)
             except modern.LegacyServer as legacy:
                 if era == MODERN:
-                    raise McpError(f"the server does not speak {pinned or 'a modern revision'}: it did not answer "
-                                   f"server/discover as a 2026-07-28 server does (a handshake-era server?)") from None
+                    raise McpError(f"the server does not speak {pinned or 'a modern revision'}: it did not answer server/"
+                                   f"discover as a 2026-07-28 server does ({legacy.__cause__ or 'a handshake-era server?'})") from None
                 if legacy.args[0] is not None:
                     self.client.requested_version = legacy.args[0]
                 log.debug("server/discover was not answered as a modern server would: falling back to initialize")

@@ -8,12 +8,24 @@ names are also importable from :mod:`mcp_ref.core.types` and ``mcp_ref``.
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .types import WireModel, content_from_wire, raw_field
 
+_R = TypeVar("_R", bound="Awaitable")
+
 __all__ = ["SamplingMessage", "CreateMessageParams", "CreateMessageResult", "ElicitParams", "ElicitResult"]
+
+
+class Awaitable:
+    """A result that awaits to itself: ``result = await ctx.sample(...)`` in an ``async def`` handler
+    (the answer is already here when the Context call returns; see :mod:`mcp_ref.server.asking`)."""
+
+    def __await__(self: _R) -> Generator[Any, None, _R]:
+        yield from ()
+        return self
 
 
 @dataclass(kw_only=True)
@@ -47,7 +59,7 @@ class CreateMessageParams(WireModel):
 
 
 @dataclass(kw_only=True)
-class CreateMessageResult(WireModel):
+class CreateMessageResult(WireModel, Awaitable):
     """What a sampling handler returns: the model's message."""
 
     role: str
@@ -73,7 +85,7 @@ class ElicitParams(WireModel):
 
 
 @dataclass(kw_only=True)
-class ElicitResult(WireModel):
+class ElicitResult(WireModel, Awaitable):
     """The user's answer: ``action`` is "accept", "decline" or "cancel".
 
     ``data`` (never sent) is the accepted ``content`` as an instance of the dataclass given to

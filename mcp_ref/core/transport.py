@@ -104,16 +104,16 @@ class Transport:
     def request_finished(self, request_id: RequestId) -> None:
         """The handler of incoming request ``request_id`` ended without an answer (it was cancelled).
 
-        HTTP ends the stream that waited for that answer.  Default: nothing.
-        """
+        HTTP ends the stream that waited for that answer.  Default: nothing."""
 
     def close_stream(self, request_id: RequestId) -> bool:
         """Close the connection carrying ``request_id``'s stream but keep the stream (SSE polling).
 
-        Returns False when there is no such stream (the default: stdio, JSON
-        replies, the legacy transport).
-        """
+        Returns False when there is no such stream (the default: stdio, JSON replies, the legacy transport)."""
         return False
+
+    def http_request(self, request_id: RequestId) -> Any:
+        """The HTTP request ``request_id`` came in on (``Context.http``); None (the default) off HTTP."""
 
     def initialized(self, protocol_version: str) -> None:
         """Called by the client role once the handshake has completed at ``protocol_version``.

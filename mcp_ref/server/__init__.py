@@ -43,17 +43,18 @@ if TYPE_CHECKING:
     from .input_required import Elicit, ElicitUrl, InputRequired, ListRoots, Sample
     from .logging import LOG_LEVELS
     from .registry import Server
-    from .tools import ToolError
+    from .tools import PromptError, ResourceError, ToolError
 
 #: What this package exports, and the module of each (imported on first use: a server loads only
 #: the features it uses).
 _EXPORTS = {
     "Server": "registry", "ServerConnection": "connection", "Context": "context", "ToolError": "tools",
+    "ResourceError": "tools", "PromptError": "tools",
     "LOG_LEVELS": "logging", "Elicit": "input_required", "ElicitUrl": "input_required",
     "Sample": "input_required", "ListRoots": "input_required", "InputRequired": "input_required",
 }
 
-__all__ = ["Server", "ServerConnection", "Context", "ToolError", "LOG_LEVELS",
+__all__ = ["Server", "ServerConnection", "Context", "ToolError", "ResourceError", "PromptError", "LOG_LEVELS",
            "Elicit", "ElicitUrl", "Sample", "ListRoots", "InputRequired"]
 
 

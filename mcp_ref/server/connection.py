@@ -181,6 +181,7 @@ class ServerConnection:
         self.client_info: dict = {}
         self.capabilities: dict = {}
         self.log_level: str | None = None
+        self.stateless = False  # True: served without a session, one request only (assume_initialized)
         self.subscriptions: set[str] = set()
         #: ``(request id, Envelope)`` when the transport already read that request's envelope
         #: (2026-07-28 HTTP checks it against the headers first): not read twice.
@@ -236,6 +237,7 @@ class ServerConnection:
             self.session.protocol_version = version
             self.capabilities = self.server.capabilities(version)
 
+        self.stateless = True
         self.lifecycle.advance(lifecycle.STATELESS, negotiated)
 
     def negotiated(self) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
-from ..core.errors import InvalidParams
+from ..core.errors import InvalidParams, InvalidRequest
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
@@ -19,11 +19,24 @@ if TYPE_CHECKING:
 _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
+#: Why ``logging/setLevel`` is refused over stateless HTTP (the answer's message).
+STATELESS_REFUSAL = ("logging/setLevel cannot apply over stateless HTTP: each request is served on its own, so a level "
+                     "set by one would not reach the next; use the 2026-07-28 revision (each request carries its "
+                     "io.modelcontextprotocol/logLevel) or a stateful session")
+
+
 def set_level(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``logging/setLevel``: from now on, send this connection messages at ``level`` and above."""
+    """``logging/setLevel``: from now on, send this connection messages at ``level`` and above.
+
+    Over stateless HTTP (``wsgi_app(stateless=True)``, handshake era) the connection lives for this
+    one request: the level would change nothing, so the request is refused (-32600, saying why)
+    rather than answered with a success that does nothing.
+    """
     level = params.get("level")
     if not isinstance(level, str) or level not in _RANK:
         raise InvalidParams(f"Invalid params: unknown log level {level!r}")
+    if connection.stateless:
+        raise InvalidRequest(STATELESS_REFUSAL)
     connection.log_level = level
     return {}
 

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import lifecycle
-from ..core.errors import InvalidParams
+from ..core.errors import InternalError, InvalidParams
 from ..core.feature_types import GetPromptResult, PromptMessage
 from ..core.types import WireModel, drop_none, text_block
 from ..core.validation import first_error, validator_for
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread
-from .tools import rate_limit_of
+from .tools import ToolError, rate_limit_of
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
@@ -102,7 +102,12 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
     if problem is not None:
         raise InvalidParams(f"Invalid params: arguments for prompt {name}: {problem}")
     kwargs = with_context(prompt.plan, prompt.plan.convert(arguments), connection, context)
-    value = prompt.func(**kwargs)
+    try:
+        value = prompt.func(**kwargs)
+    except ToolError as exc:  # PromptError (or ToolError): its message is for the client
+        # server/prompts §Error Handling: "Internal errors: -32603" (any other exception: a bare
+        # "Internal error", the traceback in the server's log only: Session.handle_request).
+        raise InternalError(str(exc) or "Internal error") from None
     if isinstance(value, GetPromptResult):
         result = value.to_wire()
     else:

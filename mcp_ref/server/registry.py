@@ -25,7 +25,7 @@ from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Admission, Gate, Handler, Middleware, ToolCallInterceptor
 from .serving import STATE_ENV, Serving
-from .tools import RegisteredTool, build_tool
+from .tools import RegisteredTool, build_tool, replacing
 
 if TYPE_CHECKING:
     from ..core.pagination import Paginator
@@ -78,6 +78,7 @@ class Server(Serving):
     ``state``: where several processes keep what they share (rate limits, tasks, counts, changes):
     a ``redis://host:port/db`` URL, a :class:`~mcp_ref.server.state.State`, or None: the URL in
     ``MCP_REF_STATE``, else this process's memory (spec_notes/deployment.md, "Scaling out").
+    ``lifespan(server)``: a context manager entered as serving starts, exited as it ends (``ctx.lifespan_context``).
     """
 
     def __init__(
@@ -98,14 +99,11 @@ class Server(Serving):
         max_subscribed_resources: int | None = None,
         resource_update_interval: float | None = None,
         state: Any = None,
+        lifespan: Callable[[Any], Any] | None = None,
     ):
-        self.name = name
-        self.version = version
-        self.title = title
-        self.instructions = instructions
-        self.website_url = website_url
-        if secret is None:
-            secret = os.environ.get(SECRET_ENV) or None
+        self.name, self.version, self.title, self.instructions = name, version, title, instructions
+        self.website_url, self.lifespan = website_url, lifespan
+        secret = (os.environ.get(SECRET_ENV) or None) if secret is None else secret
         self._registry_lock = threading.RLock()
         self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
         self._page_size, self._secret = page_size, secret
@@ -272,10 +270,10 @@ class Server(Serving):
     ) -> Any:
         """Decorator: register a function as a tool.
 
-        The input schema comes from the type hints (or ``input_schema``), the
-        description from the docstring (or ``description``).  A return
-        annotation that is a dataclass or TypedDict gives an ``outputSchema``
-        and the result is also sent as ``structuredContent``.  Both ``@server.tool``
+        The input schema comes from the type hints (or ``input_schema``), the description from the docstring
+        (or ``description``).  A return annotation that is a dataclass, TypedDict or pydantic model gives an
+        ``outputSchema``, the result sent as ``structuredContent`` too.  A name registered twice warns (UserWarning)
+        and the later registration replaces the earlier one, as in the official SDK.  Both ``@server.tool``
         and ``@server.tool(...)`` work; an ``async def`` runs to completion on the
         handler thread (``signatures.runs_in_thread``).  ``scopes``: the OAuth scopes a
         caller needs when the server is a protected resource (``wsgi_app(auth=...)``).
@@ -313,7 +311,7 @@ class Server(Serving):
         if tool.task is not None:
             _ = self.tasks  # installs the tasks extension (its methods, interceptor, capability)
         with self._registry_lock:
-            self._tools[tool.name] = tool
+            self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))
 
     def remove_tool(self, name: str) -> None:
@@ -351,10 +349,10 @@ class Server(Serving):
     ) -> Callable[[_F], _F]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
-        The function returns ``str`` (text), ``bytes`` (sent base64 as a blob),
-        a dict/list (sent as JSON text), or contents objects.  For a template
-        the URI's variables are passed as keyword arguments.  ``ttl_ms`` and
-        ``cache_scope`` override the server's caching hints for reading it (2026-07-28).
+        The function returns ``str`` (text), ``bytes`` (sent base64 as a blob), a dict/list (sent as JSON
+        text), or contents objects.  For a template the URI's variables are passed as keyword arguments,
+        converted to their annotations (``user_id: int`` gets 42); a URI registered twice warns (UserWarning),
+        the later one replaces it.  ``ttl_ms`` and ``cache_scope`` override the caching hints (2026-07-28).
         ``rate_limit``: at most this many reads per principal (of a template: of all its URIs together).
         """
 
@@ -384,10 +382,10 @@ class Server(Serving):
         self._note_limit(entry)
         with self._registry_lock:
             if entry.template is not None:
-                self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
-                self._templates.append(entry)
+                kept = [t for t in self._templates if t.listing["uriTemplate"] != uri]
+                self._templates = [*kept, replacing(len(kept) < len(self._templates), "resource template", uri, entry)]
             else:
-                self._resources[uri] = entry
+                self._resources[uri] = replacing(uri in self._resources, "resource", uri, entry)
         self._announce("resources", self._listeners("resources", uri))
 
     def remove_resource(self, uri: str) -> None:
@@ -551,9 +549,9 @@ class Server(Serving):
                icons: list | None = None, scopes: Iterable[str] = (), rate_limit: Any = None) -> Any:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
-        The function returns a string (one user message), a PromptMessage or
-        ``{"role", "content"}`` dict, a list of those, or a GetPromptResult.
-        ``@server.prompt`` and ``@server.prompt(...)`` both work, as for :meth:`tool`.
+        The function returns a string (one user message), a PromptMessage or ``{"role", "content"}`` dict,
+        a list of those, or a GetPromptResult.  ``@server.prompt`` and ``@server.prompt(...)`` both work,
+        as for :meth:`tool`; a name registered twice warns (UserWarning) and the later one replaces it.
         """
         if callable(name):  # @server.prompt, without parentheses
             self.add_prompt(name)
@@ -576,7 +574,7 @@ class Server(Serving):
                               rate_limit=rate_limit)
         self._note_limit(prompt)
         with self._registry_lock:
-            self._prompts[prompt.name] = prompt
+            self._prompts[prompt.name] = replacing(prompt.name in self._prompts, "prompt", prompt.name, prompt)
         self._announce("prompts", self._listeners("prompts", prompt.name))
 
     def remove_prompt(self, name: str) -> None:

@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParams, ResourceNotFound
+from ..core.errors import InternalError, InvalidParams, ResourceNotFound
 from ..core.types import BlobResourceContents, TextResourceContents, drop_none
 from ..core.uri_template import UriTemplate
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
-from .tools import rate_limit_of
+from .tools import ToolError, rate_limit_of
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
@@ -139,8 +139,18 @@ def read_resource(connection: Caller, context: RequestContext, params: dict) -> 
         # server/resources §Error Handling: "Resource not found: -32002".
         raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri})
     entry, variables = found
-    kwargs = with_context(entry.plan, entry.plan.convert(variables), connection, context)
-    return {"contents": contents(uri, entry, entry.func(**kwargs))}
+    if variables:  # a template's URI variables (text), converted to their parameters' annotations
+        from .rich_types import template_arguments
+
+        variables = template_arguments(entry.plan, variables)
+    kwargs = with_context(entry.plan, variables, connection, context)
+    try:
+        value = entry.func(**kwargs)
+    except ToolError as exc:  # ResourceError (or ToolError): its message is for the client
+        # server/resources §Error Handling: "Internal errors: -32603" (any other exception: a bare
+        # "Internal error", the traceback in the server's log only: Session.handle_request).
+        raise InternalError(str(exc) or "Internal error", data={"uri": uri}) from None
+    return {"contents": contents(uri, entry, value)}
 
 
 def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict:

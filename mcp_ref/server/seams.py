@@ -56,6 +56,9 @@ class Registry(Protocol):
     extension_capabilities: dict[str, Callable[[Any], dict[str, Any] | None]]
 
     @property
+    def lifespan_context(self) -> Any: ...
+
+    @property
     def gate(self) -> Gate: ...
 
     @property
@@ -118,6 +121,7 @@ class Caller(Protocol):
     client_info: dict[str, Any]
     capabilities: dict[str, Any]
     log_level: str | None
+    stateless: bool  # one request only (HTTP's stateless mode): nothing lasts past it
     #: The URIs this connection subscribed to (handshake era ``resources/subscribe``).
     subscriptions: set[str]
     auth: Any

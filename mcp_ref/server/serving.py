@@ -7,6 +7,7 @@ of changes), and runs the stdio loop or the HTTP server (loaded only when asked 
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -40,6 +41,36 @@ class Serving:
     _state_choice: Any
     _state: Any = None
     _registry_lock: threading.RLock
+    _lifespan: Any = None  # Server(lifespan=...): a mcp_ref.server.lifespan.Lifespan
+
+    # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
+
+    @property
+    def lifespan(self) -> Callable[[Any], Any] | None:
+        """``Server(lifespan=fn)``: ``fn(server)`` gives a (sync or async) context manager; None: none."""
+        return None if self._lifespan is None else self._lifespan.fn
+
+    @lifespan.setter
+    def lifespan(self, fn: Callable[[Any], Any] | None) -> None:
+        self._lifespan = None
+        if fn is not None:  # a server without one never loads mcp_ref.server.lifespan
+            from .lifespan import Lifespan
+
+            self._lifespan = Lifespan(self, fn)
+
+    @property
+    def lifespan_context(self) -> Any:
+        """What ``Server(lifespan=fn)``'s context manager gave, while it is entered; else None."""
+        return None if self._lifespan is None else self._lifespan.value
+
+    def enter_lifespan(self) -> Any:
+        """Enter ``Server(lifespan=...)`` unless entered (serving does, at its start); its value, or None."""
+        return None if self._lifespan is None else self._lifespan.enter()
+
+    def exit_lifespan(self) -> None:
+        """Exit ``Server(lifespan=...)`` if it is entered (the end of ``run()``, ``app.close()``)."""
+        if self._lifespan is not None:
+            self._lifespan.exit()
 
     # -- the deployment's shared state ------------------------------------------------------------
 
@@ -68,7 +99,9 @@ class Serving:
 
         For transports that feed the session themselves (HTTP); see :meth:`connect`
         for the usual path.  ``session_options`` are :class:`~mcp_ref.core.session.Session`'s.
+        The server's lifespan is entered first, if it is not (a WSGI app has no start).
         """
+        self.enter_lifespan()
         return ServerConnection(cast("Registry", self), transport, **session_options)
 
     def add_connection(self, connection: ServerConnection) -> None:
@@ -200,14 +233,20 @@ class Serving:
 
     # -- serving ----------------------------------------------------------------------------------
 
-    def run(self, transport: str = "stdio", *, host: str = "127.0.0.1", port: int = 8000, **options) -> None:
+    def run(self, transport: str = "stdio", *, host: str | None = None, port: int | None = None, **options) -> None:
         """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
 
         As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
         :meth:`run_http`, which serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE
         transport at ``/sse`` from one server; the name only chooses which address is announced.
-        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.
+        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.  From the environment
+        (:mod:`mcp_ref.server.settings`): ``MCP_REF_HOST`` / ``MCP_REF_PORT`` (default 127.0.0.1:8000),
+        and ``MCP_REF_LOG_LEVEL``, mcp_ref's own log records on stderr from that level.
         """
+        if os.environ.get("MCP_REF_LOG_LEVEL"):  # settings.LOG_LEVEL_ENV
+            from .settings import log_level_from_environment, log_to_stderr
+
+            log_to_stderr(log_level_from_environment() or 0)
         if transport == "stdio":
             self.run_stdio(**options)
         elif transport in ("http", "streamable-http", "sse"):
@@ -216,7 +255,9 @@ class Serving:
             if "on_ready" not in options:
                 options["on_ready"] = lambda httpd: print(f"serving {self.name} at {httpd.url}{path} ({kind})",
                                                           file=sys.stderr, flush=True)
-            self.run_http(host, port, **options)
+            from .settings import address
+
+            self.run_http(*address(host, port), **options)
         else:
             raise ValueError(f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}")
 
@@ -225,15 +266,18 @@ class Serving:
 
         Logs go to stderr; ``print()`` in a handler is redirected to stderr so
         stdout carries only protocol messages.  On end of input, the requests
-        already received are answered before this returns.
+        already received are answered before this returns; then the lifespan is exited.
         """
         from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
 
         reader, writer = server_streams()
         transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
-        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
-        while not connection.session.wait_closed(1.0):
-            pass
+        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")  # enters the lifespan
+        try:
+            while not connection.session.wait_closed(1.0):
+                pass
+        finally:
+            self.exit_lifespan()
 
     def wsgi_app(self, **options):
         """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
@@ -242,7 +286,8 @@ class Serving:
         ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
         ``allowed_origins``, ``event_store``, ``max_body_size``, ...  Mount it
         anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
-        :meth:`run_http`.
+        :meth:`run_http`.  The server's lifespan is entered at the first request that makes a
+        connection and exited by the app's ``close()`` (spec_notes/settings.md).
         """
         from ..transports.http_server import McpWsgiApp
 
@@ -267,17 +312,22 @@ class Serving:
         ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
         the address, useful with port 0); by default a line on stderr says it.
         ``connection_limits`` (:class:`~mcp_ref.ConnectionLimits`) bounds the connections;
-        the other options are :meth:`wsgi_app`'s.
+        the other options are :meth:`wsgi_app`'s.  The lifespan is entered before the socket is
+        bound, and exited when serving ends.
         """
-        httpd = self.http_server(host, port, **options)
-        if on_ready is None:
-            print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
-        else:
-            on_ready(httpd)
+        self.enter_lifespan()
         try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+            httpd = self.http_server(host, port, **options)
+            if on_ready is None:
+                print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
+            else:
+                on_ready(httpd)
+            try:
+                httpd.serve_forever()
+            except KeyboardInterrupt:
+                pass
+            finally:
+                httpd.server_close()
+                httpd.app.close()  # exits the lifespan too
         finally:
-            httpd.server_close()
-            httpd.app.close()
+            self.exit_lifespan()

@@ -68,7 +68,9 @@ def to_jsonable(value: Any) -> Any:
         }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
-    return value
+    from .rich_types import jsonable  # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
+
+    return jsonable(value)
 
 
 def _is_json(value: Any) -> bool:
@@ -233,48 +235,6 @@ def _dataclass(tp: type, seen: tuple) -> tuple[dict, _Converter | None]:
     return _object(props, required), convert_dataclass
 
 
-def _td_wrapper_name(hint: Any) -> str | None:
-    """'Required'/'NotRequired' when ``hint`` is wrapped in one (under Annotated)."""
-    while True:
-        origin = get_origin(hint)
-        if origin is typing.Annotated or (origin is not None and origin in _TD_WRAPPERS):
-            name = getattr(origin, "_name", None)
-            if name in ("Required", "NotRequired"):
-                return name
-            hint = get_args(hint)[0]
-        else:
-            return None
-
-
-def _typeddict(tp: type, seen: tuple) -> tuple[dict, _Converter | None]:
-    hints = _hints(tp)
-    # __required_keys__ misses Required/NotRequired written as strings (PEP 563),
-    # so an explicit wrapper on the resolved hint takes precedence.
-    required_keys = getattr(tp, "__required_keys__", frozenset(hints))
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    convs: list[tuple[str, _Converter]] = []
-    for name, hint in hints.items():
-        wrapper = _td_wrapper_name(hint)
-        if wrapper == "Required" or (wrapper != "NotRequired" and name in required_keys):
-            required.append(name)
-        props[name], conv = _analyse(hint, seen)
-        if conv:
-            convs.append((name, conv))
-    schema = _object(props, required)
-    if not convs:
-        return schema, None
-
-    def convert_typeddict(v: Any) -> Any:
-        out = dict(v)
-        for name, c in convs:
-            if name in out:
-                out[name] = c(out[name])
-        return out
-
-    return schema, convert_typeddict
-
-
 def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
     """Return ``(schema, converter)`` for annotation ``tp``.
 
@@ -294,10 +254,15 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
 
     origin, args = get_origin(tp), get_args(tp)
     if origin is typing.Annotated:
+        # Annotated[T, "description"], or pydantic's Field(description=..., ge=...) (rich_types.constrained)
         schema, conv = _analyse(args[0], seen)
         text = next((m for m in args[1:] if isinstance(m, str)), None)
         if text is not None:
             schema = {**schema, "description": " ".join(text.split())}
+        if not all(isinstance(m, str) for m in args[1:]):
+            from .rich_types import constrained
+
+            schema = constrained(schema, args[1:])
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
@@ -313,7 +278,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
                 raise TypeError(f"recursive type {tp.__qualname__} is not supported")
             if dataclasses.is_dataclass(tp):
                 return _dataclass(tp, seen + (tp,))
-            return _typeddict(tp, seen + (tp,))
+            from .rich_types import typeddict  # loaded for a TypedDict only
+
+            return typeddict(tp, seen + (tp,), _analyse, _hints(tp))
         origin = tp  # a bare container class such as ``list`` or ``dict``
 
     if origin in _ARRAY_ORIGINS:
@@ -375,7 +342,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return _analyse(tp.__supertype__, seen)
     if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
         return _analyse(tp.__value__, seen)
-    raise TypeError(f"unsupported type annotation {tp!r}")
+    from .rich_types import analyse  # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+
+    return analyse(tp)
 
 
 def type_schema(tp: Any) -> dict:
@@ -453,8 +422,8 @@ class ArgumentPlan:
     def convert(self, arguments: typing.Mapping[str, Any]) -> dict[str, Any]:
         """Turn validated JSON ``arguments`` into keyword arguments for the function.
 
-        Returns a new dict; only parameters whose type needs it (Enum,
-        dataclass, tuple, set, and containers of those) are converted.
+        Returns a new dict; only parameters whose type needs it (Enum, dataclass, tuple, set, datetime,
+        pydantic model ..., and containers of those) are converted.  ValueError (naming the parameter) for a bad value.
         """
         converters = self._converters
         if not converters:
@@ -462,7 +431,10 @@ class ArgumentPlan:
         out = dict(arguments)
         for name, conv in converters:
             if name in out:
-                out[name] = conv(out[name])
+                try:
+                    out[name] = conv(out[name])
+                except ValueError as exc:
+                    raise ValueError(f"{name}: {exc}") from None
         return out
 
     def __repr__(self) -> str:
@@ -572,7 +544,7 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     )
 
 
-def output_schema_for(func: Callable) -> tuple[dict | None, bool]:
+def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, bool]:
     """The ``outputSchema`` of ``func``'s return annotation, and whether results are wrapped.
 
     MCP structured output is a JSON object (2025-11-25 server/tools §Structured Content).  A
@@ -582,7 +554,7 @@ def output_schema_for(func: Callable) -> tuple[dict | None, bool]:
     SDK does: ``{"result": value}``, ``(schema, True)``.  No structured output, ``(None, False)``,
     for ``str`` (its text content says it all), ``bytes``, ``None``, ``Any``, no annotation, a
     bare ``list`` or ``tuple`` (it may mix text and images), content blocks (``ImageContent``
-    ...), ``CallToolResult``, and types without a JSON schema.
+    ...) and ``CallToolResult``.  A type with no JSON form is refused: TypeError naming ``owner`` and it.
     """
     ret = _function_hints(func).get("return")
     if ret is None or ret is Any:
@@ -593,9 +565,11 @@ def output_schema_for(func: Callable) -> tuple[dict | None, bool]:
     origin = get_origin(base) or base
     try:
         schema = type_schema(ret)
-    except (TypeError, ValueError):
-        return None, False
-    if isinstance(base, type) and (dataclasses.is_dataclass(base) or typing.is_typeddict(base)):
+    except (TypeError, ValueError) as exc:
+        if "unsupported type annotation" not in str(exc):
+            return None, False  # JSON all the same (a dict with int keys ...), but no schema to promise
+        raise TypeError(f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})") from None
+    if isinstance(base, type) and schema.get("type") == "object":  # a dataclass, TypedDict, pydantic model
         return schema, False
     if origin in _MAP_ORIGINS:
         args = get_args(base)
@@ -607,10 +581,10 @@ def output_schema_for(func: Callable) -> tuple[dict | None, bool]:
 
 
 def _holds_content(tp: Any) -> bool:
-    """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult)."""
+    """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult) or bytes."""
     from ..core.types import WireModel
 
-    if isinstance(tp, type) and issubclass(tp, WireModel):
+    if isinstance(tp, type) and issubclass(tp, (WireModel, bytes, bytearray)):
         return True
     return any(_holds_content(_strip_annotated(arg)) for arg in get_args(tp))
 

@@ -37,8 +37,16 @@ class ToolError(Exception):
     """Raise in a tool to report a failure the model should see: an ``isError`` result with this message.
 
     Any other exception becomes an ``isError`` result with a generic message
-    (the details go to the server's log, never to the client).
+    (the details go to the server's log, never to the client).  In a resource or a prompt: error -32603, this message.
     """
+
+
+class ResourceError(ToolError):
+    """Raise in a resource: ``resources/read`` fails with -32603 and this message (see :mod:`.resources`)."""
+
+
+class PromptError(ToolError):
+    """Raise in a prompt: ``prompts/get`` fails with -32603 and this message (see :mod:`.prompts`)."""
 
 
 @dataclass
@@ -111,7 +119,7 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
             raise ValueError(f"tool {name}: {label} must be a JSON Schema object with \"type\": \"object\"")
     wrapped = False
     if output_schema is None:
-        output_schema, wrapped = output_schema_for(func)
+        output_schema, wrapped = output_schema_for(func, f"tool {name}")
     listing = drop_none({
         "name": name,
         "title": title,
@@ -160,6 +168,14 @@ def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict
     return schema
 
 
+def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
+    """``entry``, after a UserWarning when ``present``: a name registered twice (as the official SDK warns);
+    the later registration replaces the earlier one."""
+    if present:
+        warnings.warn(f"{kind} {name!r} is registered already: this registration replaces it", UserWarning, stacklevel=4)
+    return entry
+
+
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
 
@@ -204,11 +220,7 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     if problem is not None:
-        message = f"Invalid arguments for tool {name}: {problem}"
-        if lifecycle.at_least(connection.version_for(context), lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
-            # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
-            return {"content": [text_block(message)], "isError": True}
-        raise InvalidParams(message)
+        return bad_arguments(connection, context, name, problem)
     interceptors = server.tool_call_interceptors
     if interceptors:  # e.g. the tasks extension, which may turn the call into a task
         return intercept(interceptors, connection, tool, arguments, context,
@@ -216,10 +228,23 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     return run_tool(connection, tool, arguments, context)
 
 
+def bad_arguments(connection: Caller, context: RequestContext, name: str, problem: Any) -> dict:
+    """Invalid arguments: -32602 before 2025-11-25, an ``isError`` result from it on."""
+    message = f"Invalid arguments for tool {name}: {problem}"
+    if lifecycle.at_least(connection.version_for(context), lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
+        # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
+        return {"content": [text_block(message)], "isError": True}
+    raise InvalidParams(message)
+
+
 def run_tool(connection: Caller, tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
     """Call the tool's function with valid ``arguments`` and shape what it returns (or raised)."""
     name = tool.name
-    kwargs = with_context(tool.plan, tool.plan.convert(arguments), connection, context)
+    try:  # valid JSON may still be a bad value: an ISO date that does not exist, a pydantic validator's no
+        arguments = tool.plan.convert(arguments)
+    except ValueError as exc:
+        return bad_arguments(connection, context, name, exc)
+    kwargs = with_context(tool.plan, arguments, connection, context)
     try:
         value = tool.func(**kwargs)
     except (McpError, RequestCancelled):
@@ -244,7 +269,18 @@ HANDLERS = {"tools/list": list_tools, "tools/call": call_tool}
 
 
 def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
-    """A tool's return value as a ``CallToolResult`` that ``version`` can carry."""
+    """A tool's return value as a ``CallToolResult`` that ``version`` can carry; an ``isError`` result
+    naming the problem when the value has no JSON form (a type its annotation did not announce)."""
+    try:
+        return shape_result(tool, value, version)
+    except (TypeError, ValueError) as exc:  # json.dumps: "Object of type X is not JSON serializable", a NaN ...
+        log.error("tool %s returned a value that cannot be serialised: %s", tool.name, exc)
+        return {"content": [text_block(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")],
+                "isError": True}
+
+
+def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
+    """:func:`tool_result` without the guard: TypeError or ValueError when ``value`` has no JSON form."""
     if isinstance(value, CallToolResult):
         result = value.to_wire()
     elif isinstance(value, dict) and "content" in value and tool.output_schema is None and isinstance(value["content"], list):

@@ -68,6 +68,7 @@ from .http_plumbing import (
     EventTooLarge,
     HttpTransportError,
     abort,
+    advice,
     discard_body,
     note_answers,
     read_body,
@@ -321,7 +322,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         except requests.RequestException as exc:
             self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
-            self._fail(request.id, str(exc))
+            self._fail(request.id, str(exc), exc.status)
         except AuthorizationError as exc:  # the auth hook (mcp_ref.auth.OAuth) could not authorize
             self._incoming.put(RequestFailed(request.id, exc))
         except CrossOriginRefused as exc:  # a redirect to another origin, not followed
@@ -379,7 +380,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             response.close()  # accepted; no answer on this response (e.g. a cancelled request)
             return
         if not response.ok:
-            self._fail_http(request.id, response)
+            self._fail_http(request.id, response, request.method)
             return
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if content_type == "application/json":
@@ -591,12 +592,22 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
 
     # -- failures ----------------------------------------------------------------------------
 
-    def _fail(self, request_id, message: str) -> None:
-        """Answer a request locally with an error, so its caller does not wait for a timeout."""
-        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32603, "message": message}}
-        self._incoming.put(json.dumps(error).encode())
+    def _fail(self, request_id, message: str, status: int | None = None) -> None:
+        """Answer a request locally with an error, so its caller does not wait for a timeout
+        (``status``: the HTTP status that ended it, as ``data.httpStatus``)."""
+        error: dict = {"code": -32603, "message": message}
+        if status is not None:
+            error["data"] = {"httpStatus": status}
+        self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
 
-    def _fail_http(self, request_id, response) -> None:
+    def _credentials(self) -> bool:
+        """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization header."""
+        return self.http.auth is not None or "Authorization" in self.http.headers
+
+    def _fail_http(self, request_id, response, method: str | None = None) -> None:
+        """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
+        holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401,
+        or a 404 to the first request (:func:`~mcp_ref.transports.http_plumbing.advice`)."""
         body = read_body(response, MAX_ERROR_BODY)  # None: too long to be an error's; not read
         try:
             parsed = json.loads(body) if body else None
@@ -608,6 +619,11 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}
+        first = method in ("initialize", "server/discover")  # a 404 later is a lost session, or the method's
+        hint = advice(response.status_code, self.url, response.headers, credentials=self._credentials()) \
+            if response.status_code == 401 or (response.status_code == 404 and first) else ""
+        if hint:
+            error["message"] = f"{error['message'].rstrip('. ')}. {hint[0].upper()}{hint[1:]}"
         error.setdefault("data", {})
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin, urlsplit
 
 from ..core.errors import AuthorizationError
-from .http_plumbing import Cursor, HttpTransportError, abort, discard_body
+from .http_plumbing import Cursor, HttpTransportError, abort, advice, discard_body
 from .origins import CrossOriginRefused, same_origin
 
 log = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ class LegacySseClient:
         call it before the first message in ``"sse"`` mode."""
         ready = threading.Event()
         failure: list = []
+        fallback = self.mode == "auto"  # the initialize POST was answered 400, 404 or 405
 
         def run() -> None:
             import requests
@@ -52,7 +53,7 @@ class LegacySseClient:
                 response = self.http.get(self.url, headers={"Accept": "text/event-stream"}, stream=True,
                                          timeout=(self.connect_timeout, None))
                 if not response.ok:
-                    failure.append(f"HTTP {response.status_code} {response.reason}")
+                    failure.append(self._refused(response, fallback))
                     response.close()
                     return
                 for event in self._events(response):
@@ -81,6 +82,17 @@ class LegacySseClient:
             raise failure[0]
         if not ready.is_set() or self.legacy_endpoint is None:
             raise HttpTransportError(f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}")
+
+    def _refused(self, response, fallback: bool) -> HttpTransportError:
+        """The error of a GET for the SSE stream answered with an HTTP error, saying what to do
+        about a 404 or a 401 (:func:`~mcp_ref.transports.http_plumbing.advice`)."""
+        tried = "a Streamable HTTP POST and an HTTP+SSE GET" if fallback else "an HTTP+SSE GET"
+        hint = advice(response.status_code, self.url, response.headers, usual="/mcp" if fallback else "/sse",
+                      credentials=self.http.auth is not None or "Authorization" in self.http.headers)
+        error = HttpTransportError(f"HTTP {response.status_code} {response.reason} from {self.url} "
+                                   f"(to {tried}){'. ' + hint[0].upper() + hint[1:] if hint else ''}")
+        error.status = response.status_code
+        return error
 
     def _checked_endpoint(self, data: str) -> str:
         """The URL an ``endpoint`` event names, resolved against ``url``; refused unless it is on the

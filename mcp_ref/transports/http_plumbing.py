@@ -42,6 +42,43 @@ MAX_CHUNK_LINE = 64 * 1024
 class HttpTransportError(MCPRefError, ConnectionError):
     """The HTTP exchange itself failed (the server is unreachable, or answered with an HTTP error)."""
 
+    #: The HTTP status that ended the exchange, when one did (None: no answer, or not an HTTP error).
+    status: int | None = None
+
+
+def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/mcp") -> str:
+    """What to do about an HTTP ``status`` answered at ``url`` ("" when there is nothing to say).
+
+    404 at the first request: nothing is served there; the message names the URL to try (the same
+    one without its trailing slash, or with ``usual`` — ``/mcp``, ``/sse`` for the HTTP+SSE
+    transport — appended).  401: the server wants authorization (2025-11-25 basic/authorization:
+    a 401 carries ``WWW-Authenticate`` with the ``resource_metadata`` URL, named here when present);
+    pass ``auth=OAuth()``, or, when credentials were sent (``credentials``), they were refused.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    if status == 404:
+        parts = urlsplit(url)
+        path = parts.path or "/"
+        if path != "/" and path.endswith("/"):
+            better = urlunsplit(parts._replace(path=path.rstrip("/") or "/"))
+            return f"nothing is served at {path}: try {better} (without the trailing slash)"
+        if path.endswith(usual):
+            return f"nothing is served at {path}: check the URL the server says it serves MCP at"
+        better = urlunsplit(parts._replace(path=path.rstrip("/") + usual))
+        servers = "HTTP+SSE servers" if usual == "/sse" else "MCP servers"
+        return f"nothing is served at {path}: {servers} are usually at {usual} — try {better}"
+    if status == 401:
+        import re
+
+        found = re.search(r'resource_metadata="?([^",\s]+)', headers.get("WWW-Authenticate", "") or "")
+        where = f" (its resource metadata: {found.group(1)})" if found else ""
+        if credentials:
+            return f"the server refused the credentials sent (auth= or an Authorization header){where}"
+        return ("this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.auth import "
+                f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}")
+    return ""
+
 
 def unreachable(url: str, exc: Exception) -> ServerUnreachable:
     """A :class:`ServerUnreachable` naming ``url`` and the reason in a few words, not urllib3's nest."""

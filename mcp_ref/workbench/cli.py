@@ -2,14 +2,16 @@
 
 ::
 
-    mcp-ref [--json] [--trace] [--timeout SECONDS] [--connect-timeout SECONDS] [--quiet] [--quiet-server]
-            [--root PATH] [--sampling-command CMD] [--yes] [--answer-timeout SECONDS] VERB ...
+    mcp-ref [--json] [--trace] [--log-level LEVEL] [--timeout SECONDS] [--connect-timeout SECONDS] [--quiet]
+            [--quiet-server] [--root PATH] [--sampling-command CMD] [--yes] [--answer-timeout SECONDS] VERB ...
 
     mcp-ref info TARGET                        serverInfo, protocol version, capabilities, instructions
     mcp-ref tools|resources|templates|prompts TARGET
-    mcp-ref call TARGET TOOL [KEY=VALUE ...] [--args JSON]
+    mcp-ref call TARGET TOOL [KEY=VALUE ...] [--args JSON|-|@FILE]
     mcp-ref read TARGET URI
-    mcp-ref prompt TARGET NAME [KEY=VALUE ...]
+    mcp-ref prompt TARGET NAME [KEY=VALUE ...] [--args JSON|-|@FILE]
+    mcp-ref install TARGET [--name NAME] [--env KEY=VALUE ...] [--config PATH] [--print] [--force]
+                                               add the server to Claude Desktop's MCP configuration
     mcp-ref demo                               walk through every MCP feature against the demo server
     mcp-ref serve-demo [--http HOST:PORT [--stateless]]
                                                run the demo server on stdio, or over HTTP
@@ -18,6 +20,11 @@ TARGET is a server command line in one string, e.g. ``"python server.py"``, or
 the URL of an HTTP server (``http://127.0.0.1:8000/mcp``; Streamable HTTP,
 falling back to the 2024-11-05 HTTP+SSE transport).
 The options work before or after the verb.
+``--args`` takes the arguments as one JSON object, inline, ``-`` (read from stdin) or ``@FILE``.
+``--log-level LEVEL`` (an MCP level: debug, info, notice, warning, error, critical, alert,
+emergency): for the client verbs, the server's log messages at LEVEL and above, asked for and shown
+on stderr (without it none is asked for); for ``serve-demo``, the level of the server's own log on
+stderr (default warning).  ``--trace`` with ``serve-demo`` traces the server's side on stderr.
 A server's sampling and elicitation requests (sampling with ``--sampling-command``) are shown
 and asked about (``Allow? [y/N]``) when stdin and stderr are a terminal; without one they are
 refused (sampling: error -1, elicitation: declined) with a note on stderr, unless ``--yes``
@@ -57,6 +64,13 @@ from .cli_verbs import (
 )
 from .terminal import safe
 
+#: The MCP log levels (2025-11-25 server/utilities/logging), lowest first: ``--log-level``'s choices.
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: Each as a level of Python's logging (``serve-demo --log-level``).
+PYTHON_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
+                 "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
+                 "emergency": logging.CRITICAL}
+
 __all__ = [
     "ANSWER_TIMEOUT", "EXIT_AUTH", "EXIT_ERROR", "EXIT_OK", "EXIT_TIMEOUT", "EXIT_UNREACHABLE", "EXIT_USAGE",
     "AnswerTimeout", "CliError", "build_parser", "describe_content", "describe_request", "main", "parse_pairs",
@@ -90,7 +104,11 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--json", action="store_true", default=default(False),
                         help="print the raw result as JSON (errors too, as {\"error\": ...})")
     parser.add_argument("--trace", action="store_true", default=default(False),
-                        help="print every JSON-RPC message on stderr (--> sent, <-- received)")
+                        help="print every JSON-RPC message on stderr (--> sent, <-- received; with serve-demo, "
+                             "as the server sends and receives them)")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=default(None), metavar="LEVEL",
+                        help="client verbs: show the server's log messages at LEVEL and above on stderr; serve-demo: "
+                             "the server's own log level on stderr (default warning). LEVEL: " + ", ".join(LOG_LEVELS))
     parser.add_argument("--timeout", type=_seconds, default=default(60.0), metavar="SECONDS",
                         help="the longest each request may take (default 60); past it, exit 6")
     parser.add_argument("--connect-timeout", type=_seconds, default=default(30.0), metavar="SECONDS",
@@ -147,12 +165,24 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("tool", metavar="TOOL")
     call.add_argument("pairs", nargs="*", metavar="KEY=VALUE",
                       help="arguments, read as the tool's inputSchema says (text=123 stays a string for a string parameter)")
-    call.add_argument("--args", metavar="JSON", help="arguments as one JSON object (KEY=VALUE pairs override)")
+    args_help = "arguments as one JSON object: inline, - (read from stdin) or @FILE (KEY=VALUE pairs override)"
+    call.add_argument("--args", metavar="JSON|-|@FILE", help=args_help)
     read = verb("read", "read a resource")
     read.add_argument("uri", metavar="URI")
     prompt = verb("prompt", "get a prompt")
     prompt.add_argument("name", metavar="NAME")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE")
+    prompt.add_argument("--args", metavar="JSON|-|@FILE", help=args_help)
+    install = verb("install", "add the server (a command line) to a desktop client's MCP configuration file "
+                              "(Claude Desktop's claude_desktop_config.json)")
+    install.add_argument("--name", help="the entry's name (default: the server's own name, asked by launching it)")
+    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                         help="an environment variable the client sets for the server (repeatable)")
+    install.add_argument("--config", metavar="PATH",
+                         help="the configuration file (default: Claude Desktop's, where this system keeps it)")
+    install.add_argument("--print", action="store_true", dest="print_only",
+                         help="print the entry as JSON, write nothing")
+    install.add_argument("--force", action="store_true", help="replace an entry of the same name that differs")
     check = verb("check", "check a server against the official schema and the spec's rules (exit 5 if anything fails)")
     check.add_argument("--call-tools", action="store_true",
                        help="also call every tool once with arguments built from its inputSchema (tools may have side effects)")
@@ -183,7 +213,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.pairs.extend(extra)
     except SystemExit as exc:  # usage errors (exit 1), --help and --version (exit 0)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else EXIT_OK
-    with _logging_to_stderr(verbose=args.trace):
+    if args.verb == "serve-demo":  # the server's own log: warnings by default, or --log-level's
+        level = PYTHON_LEVELS[args.log_level or "warning"]
+    else:  # a client's: errors reach the user as one line from main(); library warnings only with --trace
+        level = logging.WARNING if args.trace else logging.ERROR
+    with _logging_to_stderr(level):
         return _run(args, argv)
 
 
@@ -197,11 +231,15 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     trace = combine_hooks(tracer, recorder)
     try:
         if args.verb == "serve-demo":
-            return _serve_demo(args)
+            return _serve_demo(args, tracer)
         if args.verb == "demo":
-            return _demo(args, trace)
+            return _demo(args, trace, recorder)
         if args.verb == "logout":
             return _logout(args)
+        if args.verb == "install":
+            from .install import install
+
+            return install(args)
         from .cli_verbs import run_verb
 
         return run_verb(args, trace)
@@ -259,25 +297,24 @@ def _shown_argv(argv) -> list[str]:
     return out
 
 
-def _demo(args, trace) -> int:
+def _demo(args, trace, recorder=None) -> int:
+    """``demo``: the walkthrough; with ``--diagram`` (``recorder``), each section a note in the diagram."""
     from ..core.errors import ConnectionClosed, McpError, RequestTimeout
     from .walkthrough import run
 
     try:
-        return run(trace=trace, timeout=args.timeout, era=args.era)
+        return run(trace=trace, timeout=args.timeout, era=args.era, on_section=recorder.note if recorder else None)
     except (ConnectionClosed, RequestTimeout, McpError, OSError) as exc:
         raise CliError(f"the demo could not run its server: {exc}", EXIT_UNREACHABLE) from None
 
 
 @contextlib.contextmanager
-def _logging_to_stderr(verbose: bool) -> Iterator[None]:
-    """While the command runs: log records on stderr, one line each (library warnings only with --trace).
+def _logging_to_stderr(level: int) -> Iterator[None]:
+    """While the command runs: log records at ``level`` and above on stderr, one line each.
 
     Installed on the root logger for this run only, and removed after it (with the root's level
     put back), so that a second run in the same process starts as the first did.
     """
-    # Errors reach the user as one line from main(); library warnings only with --trace.
-    level = logging.WARNING if verbose else logging.ERROR
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_SafeFormatter("mcp-ref: %(levelname)s: %(message)s"))
     root = logging.getLogger()
@@ -356,13 +393,24 @@ def _logout(args) -> int:
     return EXIT_OK
 
 
-def _serve_demo(args) -> int:
-    from .demo import build_server
+def _serve_demo(args, tracer: _Trace | None = None) -> int:
+    """``serve-demo``: the demo server on stdio, or over HTTP; with ``--trace`` (``tracer``) every
+    message each of its connections sends (``-->``) and receives (``<--``) on stderr."""
+    from .demo import build_protected_server, build_server
+
+    def traced(server):
+        if tracer is not None:
+            # What each connection sends (stdio, each HTTP session or request), and on stdio what it reads;
+            # over HTTP what it reads is each POST's body, traced by _TracedBodies before the app reads it.
+            plain, plain_app = server.new_connection, server.wsgi_app
+            server.new_connection = lambda transport, **options: plain(transport, **{"trace": tracer, **options})
+            server.wsgi_app = lambda **options: _TracedBodies(plain_app(**options), tracer)
+        return server
 
     if args.http is None:
         if args.stateless or args.auth:
             raise CliError(f"{'--stateless' if args.stateless else '--auth'} goes with --http", EXIT_USAGE)
-        build_server().run_stdio()
+        traced(build_server()).run_stdio()
         return EXIT_OK
     host, sep, port = args.http.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
@@ -375,22 +423,51 @@ def _serve_demo(args) -> int:
 
     try:
         if args.auth:
-            _serve_protected_demo(host.strip("[]") or "127.0.0.1", int(port), args.stateless)
+            _serve_protected_demo(traced(build_protected_server()), host.strip("[]") or "127.0.0.1", int(port),
+                                  args.stateless)
         else:
-            build_server().run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
+            traced(build_server()).run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
     except OSError as exc:  # the port is taken, the address is not ours, ...
         raise CliError(f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
     return EXIT_OK
 
 
-def _serve_protected_demo(host: str, port: int, stateless: bool) -> None:
-    """``serve-demo --http HOST:PORT --auth``: the demo as a protected resource, and the demo
+class _TracedBodies:
+    """``serve-demo --http --trace``: a WSGI middleware handing each POST's body (a JSON-RPC message or a
+    batch) to ``trace("<--", body)`` before the app reads it.  Bounded: a body is traced only when its
+    Content-Length is given and at most :data:`MAX_TRACED_BODY` (the app's own limit); any other is
+    passed on untraced, for the app to read or refuse.  Other attributes are the app's (``close``)."""
+
+    #: The largest body traced (bytes): the app's default ``max_body_size``.
+    MAX_TRACED_BODY = 4 * 1024 * 1024
+
+    def __init__(self, app, trace: _Trace):
+        self.app, self.trace = app, trace
+
+    def __call__(self, environ, start_response):
+        import io
+
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if environ.get("REQUEST_METHOD") == "POST" and 0 < length <= self.MAX_TRACED_BODY:
+            body = environ["wsgi.input"].read(length)
+            self.trace("<--", body)
+            environ["wsgi.input"] = io.BytesIO(body)
+        return self.app(environ, start_response)
+
+    def __getattr__(self, name: str):
+        return getattr(self.app, name)
+
+
+def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None:
+    """``serve-demo --http HOST:PORT --auth``: the demo (``server``) as a protected resource, and the demo
     authorization server on the same port (for teaching and tests, never production)."""
-    from .demo import build_protected_server
     from .demo_auth_server import DEMO_CLIENT_ID, protected_app
     from .wsgi_server import WsgiServer
 
-    httpd = WsgiServer((host, port), protected_app(build_protected_server(), stateless=stateless))
+    httpd = WsgiServer((host, port), protected_app(server, stateless=stateless))
     print(f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
           f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})", file=sys.stderr, flush=True)
     try:

@@ -61,11 +61,76 @@ def print_content(blocks: list) -> None:
 
 
 def describe_tool(tool) -> str:
-    """``name(param, optional?)  first line of its description``."""
-    required = set(tool.input_schema.get("required", ()))
-    params = ", ".join(name + ("" if name in required else "?") for name in tool.input_schema.get("properties", {}))
-    line = f"{tool.name}({params})"
+    """``name(param: type, choice: "a"|"b" = "a", optional?: type)  first line of its description``.
+
+    Each parameter with the type its ``inputSchema`` property gives (:func:`schema_type`); a
+    required one plain, an optional one with its default (``= value``) or, without one, ``?``.
+    """
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    required = set(schema.get("required") or ())
+    properties: dict = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+    params = []
+    for name, prop in properties.items():
+        kind = schema_type(prop, schema)
+        if name in required:
+            params.append(f"{name}: {kind}")
+        elif isinstance(prop, dict) and "default" in prop:
+            params.append(f"{name}: {kind} = {_short_json(prop['default'])}")
+        else:
+            params.append(f"{name}?: {kind}")
+    line = f"{tool.name}({', '.join(params)})"
     return f"{line}  {tool.description.splitlines()[0]}" if tool.description else line
+
+
+#: Enum values shown at most by :func:`schema_type` (the rest: ``|…``); a value longer than this many characters is cut.
+MAX_CHOICES, MAX_VALUE = 8, 30
+
+
+def schema_type(prop: Any, root: dict | None = None, depth: int = 0) -> str:
+    """A JSON Schema property as a short type: ``string``, ``integer|null``, ``"celsius"|"fahrenheit"``,
+    ``string[]``, ``string<date-time>``, ``Point`` (a ``$ref`` not followed), or ``any``.
+
+    ``$ref`` to ``#/$defs/NAME`` (or ``#/definitions/NAME``) is followed in ``root``, at most
+    4 deep; enum and const values are shown as JSON (a string quoted), at most :data:`MAX_CHOICES`.
+    """
+    if not isinstance(prop, dict):
+        return "any"
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        name = ref.replace("#", "/").rstrip("/").rsplit("/", 1)[-1]  # the last part of a path or a fragment
+        section = ref[2:].split("/", 1)[0] if ref.startswith("#/") else None
+        defs = (root or {}).get(section) if section in ("$defs", "definitions") else None
+        target = defs.get(name) if isinstance(defs, dict) else None
+        return schema_type(target, root, depth + 1) if isinstance(target, dict) and depth < 4 else name or "any"
+    if isinstance(prop.get("enum"), list) and prop["enum"]:
+        shown = [_short_json(value) for value in prop["enum"][:MAX_CHOICES]]
+        return "|".join(shown) + ("|…" if len(prop["enum"]) > MAX_CHOICES else "")
+    if "const" in prop:
+        return _short_json(prop["const"])
+    for key in ("anyOf", "oneOf"):
+        if isinstance(prop.get(key), list) and prop[key] and depth < 4:
+            kinds = dict.fromkeys(schema_type(option, root, depth + 1) for option in prop[key])
+            return "|".join(kinds)
+    declared = prop.get("type")
+    names: list[str] = [declared] if isinstance(declared, str) else []
+    if isinstance(declared, list):
+        names = [kind for kind in declared if isinstance(kind, str)]
+    out = []
+    for kind in names:
+        if kind == "array" and isinstance(prop.get("items"), dict) and depth < 4:
+            item = schema_type(prop["items"], root, depth + 1)
+            out.append(f"({item})[]" if "|" in item else f"{item}[]")
+        elif kind == "string" and isinstance(prop.get("format"), str):
+            out.append(f"string<{prop['format']}>")
+        else:
+            out.append(kind)
+    return "|".join(out) or "any"
+
+
+def _short_json(value: Any) -> str:
+    """``value`` as JSON, cut to :data:`MAX_VALUE` characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 
 def describe_prompt(prompt) -> str:

@@ -19,6 +19,8 @@ from .cli_output import Progress, describe_content, describe_prompt, describe_to
 from .terminal import safe
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
+#: The most characters ``--args`` reads (inline, from stdin or from a file); past it, a usage error (exit 1).
+MAX_ARGUMENTS = 16 * 1024 * 1024
 
 
 class CliError(Exception):
@@ -54,6 +56,39 @@ def parse_pairs(pairs: Sequence[str], *, coerce: bool = True, schema: dict | Non
             parsed = value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
         out[key] = parsed
     return out
+
+
+def read_arguments(text: str | None) -> dict[str, Any]:
+    """``--args``: a JSON object given inline, ``-`` (read from stdin to its end) or ``@FILE``
+    (read from FILE, UTF-8); ``{}`` without it.  At most :data:`MAX_ARGUMENTS` characters.
+
+    Reading stdin uses it up: with ``--args -``, a server's elicitation answered with ``--yes``
+    (which reads stdin) finds the end of input and is cancelled.
+    """
+    if text is None:
+        return {}
+    label = "--args"
+    if text == "-":
+        label, data = "--args - (stdin)", sys.stdin.read(MAX_ARGUMENTS + 1)
+    elif text.startswith("@"):
+        label = f"--args {text}"
+        try:
+            with open(text[1:], encoding="utf-8") as file:
+                data = file.read(MAX_ARGUMENTS + 1)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise CliError(f"{label}: cannot read {text[1:]!r}: {reason}", EXIT_USAGE) from None
+    else:
+        data = text
+    if len(data) > MAX_ARGUMENTS:
+        raise CliError(f"{label} is longer than {MAX_ARGUMENTS:,} characters", EXIT_USAGE)
+    try:
+        arguments = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise CliError(f"{label} is not valid JSON: {exc}", EXIT_USAGE) from None
+    if not isinstance(arguments, dict):
+        raise CliError(f"{label} must be a JSON object", EXIT_USAGE)
+    return arguments
 
 
 def _ambiguous(value: str) -> bool:
@@ -103,6 +138,8 @@ def client_options(args, trace) -> dict:
     # Elicitation is always declared: on a terminal the user is asked; without one it is declined
     # (unless --yes, which reads the answers from stdin).  Approval decides, before either handler runs.
     user = User(args.answer_timeout)  # every question of this command, at the terminal or from stdin
+    if getattr(args, "log_level", None):
+        options["on_log"] = show_server_log  # asked for at --log-level once connected: see run_verb
     options["elicitation_handler"] = AskTheUser(user)
     options["approve"] = Approval(args.yes, args.target, user)
     return options
@@ -141,6 +178,11 @@ def connect(args, trace):
         except ServerUnreachable as exc:
             raise CliError(str(exc), EXIT_UNREACHABLE) from None
         except McpError as exc:
+            refused = _http_refusal(exc)
+            if refused is not None:
+                given = "the Authorization header given with --header" if auth is None else "the authorization"
+                raise CliError(f"authorization failed: the server refused {given}: {refused.message}", EXIT_AUTH,
+                               refused.to_error()) from None
             if "HTTP 404" in str(exc) and not args.target.rstrip("/").endswith(("/mcp", "/sse")):
                 raise CliError(f"{args.target} answered 404 Not Found: MCP servers usually listen at a path such as "
                                f"{args.target.rstrip('/')}/mcp (Streamable HTTP) or /sse", EXIT_UNREACHABLE) from None
@@ -154,7 +196,8 @@ def connect(args, trace):
         raise CliError("TARGET is empty", EXIT_USAGE)
     stderr = ServerStderr(args.quiet_server)
     try:
-        return Client.stdio(command, stderr=stderr, **client_options(args, trace))
+        # getattr: install's --env, set for the launch that asks the server's name
+        return Client.stdio(command, stderr=stderr, env=getattr(args, "server_env", None), **client_options(args, trace))
     except FileNotFoundError:
         raise CliError(f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE) from None
     except PermissionError:
@@ -164,6 +207,29 @@ def connect(args, trace):
                        EXIT_UNREACHABLE) from None
     except (McpError, UnsupportedProtocolVersion) as exc:
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
+
+
+def _http_refusal(exc: BaseException):
+    """The :class:`~mcp_ref.core.errors.McpError` for an HTTP 401 or 403 behind ``exc`` (``exc`` itself,
+    or one it was raised from or while handling: the probe of the 2026-07-28 era answers "not a modern
+    server" for it), or None."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # bounded: a chain is short
+        if seen is None:
+            return None
+        data = getattr(seen, "data", None)
+        if isinstance(data, dict) and data.get("httpStatus") in (401, 403) and hasattr(seen, "to_error"):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def show_server_log(message) -> None:
+    """``Client(on_log=...)`` for ``--log-level``: each log message the server sends, one line on stderr
+    (``mcp-ref: server log LEVEL [LOGGER]: DATA``; the server's words shown escaped)."""
+    data = message.data if isinstance(message.data, str) else json.dumps(message.data, ensure_ascii=False)
+    logger = f" [{one_line(message.logger)}]" if message.logger else ""
+    print(f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}", file=sys.stderr, flush=True)
 
 
 class ServerStderr:
@@ -184,8 +250,9 @@ class ServerStderr:
             print(line, file=sys.stderr, flush=True)
 
     def last_words(self) -> str:
-        """`` (its last stderr lines: ...)`` for an error message, or nothing."""
-        if not self.lines:
+        """``; its last stderr lines: ...`` for an error message, or nothing: nothing when the lines
+        were passed through as they came (shown once, not twice)."""
+        if not self.lines or not self.quiet:
             return ""
         return "; its last stderr lines:\n  " + "\n  ".join(self.lines)
 
@@ -200,13 +267,24 @@ def run_verb(args, trace) -> int:
 
         args.validator = WireValidator()
         trace = combine_hooks(trace, args.validator)
+    if args.verb in ("call", "prompt"):
+        args.arguments = read_arguments(args.args)  # before launching anything: a usage error costs nothing
+        bad = sorted(name for name, value in args.arguments.items() if not isinstance(value, str))
+        if args.verb == "prompt" and bad:  # 2025-11-25 server/prompts: a prompt's arguments are strings
+            raise CliError(f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
+                           EXIT_USAGE)
     client = connect(args, trace)
     if isinstance(client.approve, Approval) and client.server_info is not None and client.server_info.name:
         client.approve.server = client.server_info.name  # who asks, in the words the server chose
     try:
         with client:
+            if getattr(args, "log_level", None):
+                _ask_for_logs(client, args.log_level)
             return _VERBS[args.verb](client, args)
     except McpError as exc:
+        refused = _http_refusal(exc)
+        if refused is not None:
+            raise CliError(f"authorization failed: {refused.message}", EXIT_AUTH, refused.to_error()) from None
         if isinstance(exc, RequestRefused) and client.era == "modern":
             # 2026-07-28: refused here (no terminal, or the user said no); nothing was sent.  (In the
             # handshake era a -1 comes from the server: its tool failed on our refusal.)
@@ -222,12 +300,23 @@ def run_verb(args, trace) -> int:
         raise CliError(f"the server went away: {exc}", EXIT_UNREACHABLE) from None
 
 
+def _ask_for_logs(client, level: str) -> None:
+    """``--log-level``: ask for the server's log messages at ``level`` and above (2026-07-28: the
+    ``logLevel`` of each request's ``_meta``; the handshake era: ``logging/setLevel``)."""
+    if "logging" not in client.server_capabilities:
+        print("mcp-ref: the server does not declare logging: --log-level has nothing to show", file=sys.stderr)
+        return
+    client.set_logging_level(level)
+
+
 # -- the verbs ------------------------------------------------------------------------------------
 
 
 def _info(client, args) -> int:
-    if args.json:  # the server's own answer: to server/discover (2026-07-28) or to initialize
-        print_json((client.discover_result or client.initialize_result).raw)
+    if args.json:
+        # The server's own answer, to server/discover (2026-07-28) or to initialize, with protocolVersion
+        # the version negotiated in both eras (initialize's answer has it; server/discover's lists them).
+        print_json({**(client.discover_result or client.initialize_result).raw, "protocolVersion": client.protocol_version})
         return EXIT_OK
     # Every string below is the server's: each is shown through mcp_ref.workbench.terminal.safe.
     info = client.server_info
@@ -265,14 +354,7 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _call(client, args) -> int:
-    arguments: dict[str, Any] = {}
-    if args.args:
-        try:
-            arguments = json.loads(args.args)
-        except ValueError as exc:
-            raise CliError(f"--args is not valid JSON: {exc}", EXIT_USAGE) from None
-        if not isinstance(arguments, dict):
-            raise CliError("--args must be a JSON object", EXIT_USAGE)
+    arguments: dict[str, Any] = dict(args.arguments)  # --args (read_arguments), then KEY=VALUE pairs over them
     if args.pairs:
         properties: dict | None = None
         if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
@@ -314,7 +396,9 @@ def _read(client, args) -> int:
 
 
 def _prompt(client, args) -> int:
-    result = client.get_prompt(args.name, parse_pairs(args.pairs, coerce=False))
+    arguments = dict(args.arguments)  # --args, then KEY=VALUE pairs over them
+    arguments.update(parse_pairs(args.pairs, coerce=False))
+    result = client.get_prompt(args.name, arguments)
     if args.json:
         print_json(result.raw)
         return EXIT_OK

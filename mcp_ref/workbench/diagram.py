@@ -9,7 +9,8 @@ message through the client's ``trace`` hook and writes a Markdown file holding o
 - a notification a dashed open arrow (``notifications/progress``);
 - long values are elided: labels name methods, tools, URIs and error codes, never payloads;
 - runs of look-alike messages (the demo's 200 concurrent echo calls) are summarised by
-  :class:`LookAlikes`, the same rule ``--trace`` follows.
+  :class:`LookAlikes`, the same rule ``--trace`` follows;
+- the demo's sections are notes across both lifelines (``Note over C,S: 3. Tools``: :meth:`Recorder.note`).
 
 Everything is bounded: at most ``MAX_ARROWS`` arrows are drawn, the rest counted.
 """
@@ -130,6 +131,16 @@ class Recorder:
         self._note_hidden()
         self.lines.append(self._arrow(direction, message))
         self.arrows += 1
+
+    def note(self, text: str) -> None:
+        """A note across both lifelines (``Note over C,S: TEXT``) at this point of the conversation:
+        ``mcp-ref demo --diagram`` marks each section of the walkthrough so.  Counted among the arrows."""
+        with self.lock:
+            if self.arrows >= MAX_ARROWS:
+                return
+            self._note_hidden()
+            self.lines.append(f"    Note over C,S: {_short(text, 100)}")
+            self.arrows += 1
 
     def _note_hidden(self) -> None:
         hidden = self.look_alikes.take_hidden()

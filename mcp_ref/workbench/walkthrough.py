@@ -5,6 +5,13 @@ part (including the sampling, elicitation and roots handlers a host would
 provide) and prints what happens at each step.  With ``--trace`` every
 JSON-RPC message is shown on stderr as well.  Exits 0 only if every step
 behaved as the protocol says it should.
+
+Each section names the code that implements it (``code: demo.py: echo, add; walkthrough.py:
+_tools``): the server's functions in :mod:`mcp_ref.workbench.demo` (nested in ``build_server``),
+the client's here.  What the demo server writes on its stderr (its log: the rate limit's refusals)
+is shown in the section it belongs to, in order (``server stderr: ...``); every line is flushed as
+it is printed, so that the output reads in order through a pipe too.  With ``on_section``
+(``mcp-ref demo --diagram``), each section's title is also handed to it (a note in the diagram).
 """
 
 from __future__ import annotations
@@ -51,22 +58,68 @@ class _Inbox:
 
 
 class _Steps:
-    def __init__(self):
+    """What the walkthrough prints: sections, lines, checks, and the demo server's stderr in between."""
+
+    #: The demo server's stderr lines held until shown; past it, the oldest are dropped (and counted).
+    MAX_PENDING = 100
+
+    def __init__(self, on_section: Callable[[str], None] | None = None):
         self.failures: list[str] = []
         self.number = 0
+        self.on_section = on_section
+        self.pending: list[str] = []  # the server's stderr lines not shown yet (bounded: MAX_PENDING)
+        self.dropped = 0
+        self.arrived = threading.Condition()
 
-    def section(self, title: str) -> None:
+    def section(self, title: str, server: str = "", client: str = "", *more: str) -> None:
+        """A numbered section; ``server``: the functions of demo.py that implement it, ``client``: this
+        module's; ``more``: others, as ``"FILE: NAME, NAME"`` (a file of mcp_ref/workbench)."""
+        self.show_server_stderr()
         self.number += 1
-        print(f"\n{self.number}. {title}")
+        print(f"\n{self.number}. {title}", flush=True)
+        code = ([f"demo.py: {server}"] if server else []) + ([f"walkthrough.py: {client}"] if client else []) + list(more)
+        if code:
+            print(f"   code: {'; '.join(code)}", flush=True)
+        if self.on_section is not None:
+            self.on_section(f"{self.number}. {title}")
+
+    def heading(self, text: str) -> None:
+        """An era's heading (and a note in the diagram)."""
+        self.show_server_stderr()
+        print(f"\n== {text} ==", flush=True)
+        if self.on_section is not None:
+            self.on_section(text)
 
     # Each line quotes what the server said: shown through mcp_ref.workbench.terminal.safe, as the CLI does.
     def say(self, text: str) -> None:
-        print(f"   {safe(text)}")
+        print(f"   {safe(text)}", flush=True)
 
     def check(self, ok: bool, text: str) -> None:
-        print(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}")
+        print(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}", flush=True)
         if not ok:
             self.failures.append(text)
+
+    def server_stderr(self, line: str) -> None:
+        """``Client.stdio(stderr=...)``: a line the demo server wrote on its stderr, held until shown."""
+        with self.arrived:
+            self.pending.append(line)
+            if len(self.pending) > self.MAX_PENDING:
+                del self.pending[0]
+                self.dropped += 1
+            self.arrived.notify_all()
+
+    def show_server_stderr(self, until: str | None = None, timeout: float = 5.0) -> bool:
+        """Print the server's stderr lines held so far; with ``until``, first wait (at most ``timeout``
+        seconds) for a line holding that text.  True if ``until`` was seen (or not asked for)."""
+        with self.arrived:
+            seen = until is None or self.arrived.wait_for(lambda: any(until in line for line in self.pending), timeout)
+            lines, self.pending = self.pending, []
+            dropped, self.dropped = self.dropped, 0
+        if dropped:
+            print(f"   server stderr: ... {dropped} earlier line(s) not shown", flush=True)
+        for line in lines:
+            print(f"   server stderr: {safe(line)}", flush=True)
+        return seen
 
 
 def _sampling_handler(params: CreateMessageParams) -> CreateMessageResult:
@@ -80,27 +133,31 @@ def _elicitation_handler(params: ElicitParams) -> ElicitResult:
     return ElicitResult(action="accept", content={"name": "Ada"})
 
 
-def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0, era: str = "auto") -> int:
+def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0, era: str = "auto",
+        on_section: Callable[[str], None] | None = None) -> int:
     """Run the walkthrough; returns the exit code (0 when every step behaved).
 
     ``era``: ``"auto"`` (the tour in the 2026-07-28 era, then once more in the handshake era,
-    then authorization), ``"modern"`` or ``"handshake"`` (that tour alone).
+    then authorization), ``"modern"`` or ``"handshake"`` (that tour alone).  ``on_section(title)``
+    is called as each section (and each era) begins: ``mcp-ref demo --diagram`` notes them.
     """
-    steps = _Steps()
+    steps = _Steps(on_section)
     started = time.perf_counter()
-    print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
+    print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.", flush=True)
     if era in ("auto", "modern"):
-        print("\n== The 2026-07-28 era: no handshake; every request names its version and capabilities ==")
+        steps.heading("The 2026-07-28 era: no handshake, every request names its version and capabilities")
         _tour(steps, trace, timeout, "modern")
     if era in ("auto", "handshake"):
-        print("\n== The same tour in the handshake era (2024-11-05 to 2025-11-25): initialize, one session ==")
+        steps.heading("The same tour in the handshake era (2024-11-05 to 2025-11-25): initialize, one session")
         _tour(steps, trace, timeout, "handshake")
         _authorization(steps, trace, timeout)
     elapsed = time.perf_counter() - started
+    steps.show_server_stderr()
     if steps.failures:
-        print(f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)))
+        print(f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)), flush=True)
         return 1
-    print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.")
+    print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.",
+          flush=True)
     return 0
 
 
@@ -109,6 +166,7 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
     inbox = _Inbox()
     with Client.stdio(
         server_command(),
+        stderr=steps.server_stderr,  # shown in its section, in order (Steps.show_server_stderr)
         era=era,
         timeout=timeout,
         trace=trace,
@@ -130,23 +188,24 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
         _policy(client, steps)
         _tasks(client, steps)
         _concurrency(client, steps)
-        steps.section("Shutdown")
+        steps.section("Shutdown", "main", "_tour")
         if modern:
             steps.say("the listen stream is cancelled (notifications/cancelled), then stdin is closed")
         steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
     code = cast("SubprocessTransport", client.session.transport).returncode  # Client.stdio()'s
+    steps.show_server_stderr()  # all of it: closing waited for the server's stderr to end
     steps.check(code == 0, f"the server exited by itself with status {code}")
 
 
 def _lifecycle(client: Client, steps: _Steps) -> None:
     if client.era == "modern":
-        steps.section("Discovery (server/discover replaces initialize)")
+        steps.section("Discovery (server/discover replaces initialize)", "build_server", "_lifecycle")
         discovered = cast(DiscoverResult, client.discover_result)  # the modern era discovers
         steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}")
         steps.check(client.protocol_version == "2026-07-28" and client.initialize_result is None,
                     "no initialize: each request carries protocolVersion and clientCapabilities in _meta")
     else:
-        steps.section("Initialization")
+        steps.section("Initialization", "build_server", "_lifecycle")
     info = client.server_info
     named = f"{info.name} {info.version}" if info is not None else "(no serverInfo)"
     steps.say(f"server {named}, protocol {client.protocol_version}")
@@ -162,7 +221,7 @@ def _lifecycle(client: Client, steps: _Steps) -> None:
 
 
 def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
-    steps.section("Tools")
+    steps.section("Tools", "echo, add, weather, pixel, divide, add_tool", "_tools")
     first = client.list_tools_page()
     tools = client.list_tools()
     steps.check(len(tools) > len(first.items) and first.next_cursor is not None,
@@ -195,7 +254,7 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
 
 
 def _progress_and_cancellation(client: Client, steps: _Steps) -> None:
-    steps.section("Progress, cancellation, timeouts")
+    steps.section("Progress, cancellation, timeouts", "count_slowly, wait_for_cancel", "_progress_and_cancellation")
     seen: list = []
     result = client.call_tool("count_slowly", {"steps": 4, "delay": 0.01},
                               on_progress=lambda p, total, message: seen.append((p, total, message)))
@@ -216,7 +275,7 @@ def _progress_and_cancellation(client: Client, steps: _Steps) -> None:
 
 
 def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
-    steps.section("Logging")
+    steps.section("Logging", "log_levels", "_logging")
     client.set_logging_level("warning")
     how = "each request's _meta carries logLevel warning" if client.era == "modern" else "logging/setLevel warning"
     result = client.call_tool("log_levels")
@@ -226,7 +285,8 @@ def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
 
 
 def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
-    steps.section("Sampling, elicitation, roots (the server asks the client)")
+    steps.section("Sampling, elicitation, roots (the server asks the client)", "ask_llm, ask_user, show_roots",
+                  "_client_features, _sampling_handler, _elicitation_handler")
     if client.era == "modern":
         steps.say("2026-07-28: the server answers input_required with its asks; the client's handlers answer;")
         steps.say("the client retries with inputResponses and the signed requestState")
@@ -243,7 +303,7 @@ def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
 
 
 def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
-    steps.section("Resources")
+    steps.section("Resources", "readme, pixel_png, counter_value, greeting, bump_counter", "_resources")
     resources = client.list_resources()
     templates = client.list_resource_templates()
     steps.say("resources: " + ", ".join(r.uri for r in resources))
@@ -279,7 +339,8 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
 
 
 def _prompts_and_completion(client: Client, steps: _Steps) -> None:
-    steps.section("Prompts and completion")
+    steps.section("Prompts and completion", "greet, review, complete_greet, complete_greeting",
+                  "_prompts_and_completion")
     prompts = client.list_prompts()
     steps.say("prompts: " + ", ".join(p.name for p in prompts))
     result = client.get_prompt("greet", {"name": "Grace", "style": "formal"})
@@ -300,7 +361,7 @@ def _prompts_and_completion(client: Client, steps: _Steps) -> None:
 
 def _policy(client: Client, steps: _Steps) -> None:
     """Who may call what, and how often (``Server(authorize=..., rate_limit=...)``)."""
-    steps.section("Policy: who may see and call what, and how often")
+    steps.section("Policy: who may see and call what, and how often", "demo_policy, admin_report, roll_dice", "_policy")
     listed = {tool.name for tool in client.list_tools()}
     steps.check("admin_report" not in listed and "roll_dice" in listed,
                 "admin_report (for the mcp:admin scope) is left out of tools/list: this caller has no token")
@@ -319,10 +380,12 @@ def _policy(client: Client, steps: _Steps) -> None:
         steps.check(exc.retry_after is not None and exc.retry_after > 0,
                     f"the fourth is refused: {exc.code} {exc.message} (data.retryAfter {exc.retry_after} s; "
                     "over HTTP the status is 429 with Retry-After)")
+        # The server logs each refusal (a warning, on its stderr): shown here, where it happened.
+        steps.check(steps.show_server_stderr(until="rate limit"), "the server logged the refusal on its stderr")
 
 
 def _tasks(client: Client, steps: _Steps) -> None:
-    steps.section("Tasks (the 2026-07-28 tasks extension)")
+    steps.section("Tasks (the 2026-07-28 tasks extension)", "build_report", "_tasks")
     call = client.start_tool_call("build_report", {"topic": "MCP"}, task=True)
     result = call.result()
     if client.era == "modern":
@@ -334,7 +397,7 @@ def _tasks(client: Client, steps: _Steps) -> None:
 
 
 def _concurrency(client: Client, steps: _Steps) -> None:
-    steps.section("Many threads, one session")
+    steps.section("Many threads, one session", "echo", "_concurrency")
     errors: list = []
 
     def worker(n: int) -> None:
@@ -366,7 +429,8 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
     from ..auth.oauth import OAuth
     from .login import redact_url, traced_http
 
-    steps.section("Authorization (OAuth 2.1, over HTTP)")
+    steps.section("Authorization (OAuth 2.1, over HTTP)", "build_protected_server, whoami", "_authorization",
+                  "demo_auth_server.py: protected_app")
     command = server_command("serve-demo", "--http", "127.0.0.1:0", "--auth")
     server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from ...core import SUPPORTED_VERSIONS, jsonrpc
-from ...core.errors import LIMIT_EXCEEDED, PARSE_ERROR, InvalidRequest, ParseError
+from ...core.errors import LIMIT_EXCEEDED, PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
 from ...server.principal import Principal
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
@@ -31,6 +31,8 @@ from .shared import SharedSessions, table_call
 from .status import (
     BadRequest,
     Forbidden,
+    HttpError,
+    MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
     ServiceUnavailable,
@@ -45,6 +47,15 @@ log = logging.getLogger(__name__)
 #: MCP-Protocol-Version header, and has no other way to identify the version ... the server
 #: SHOULD assume protocol version 2025-03-26."
 ASSUMED_VERSION = "2025-03-26"
+
+
+#: Why a long-lived stream is refused under a WSGI server that runs one request at a time per
+#: worker process (``wsgi.multithread`` false: gunicorn's default ``sync`` worker): the stream
+#: would hold the worker, and every other request waits (or the worker is killed at its timeout).
+SINGLE_THREADED = ("this WSGI server runs one request at a time per worker (wsgi.multithread is false, e.g. "
+                   "gunicorn's default sync worker), where a long-lived stream would hold the worker until its "
+                   "timeout; requests and their answers work as they are; for server-initiated messages serve "
+                   "with threads (gunicorn -k gthread --threads 8)")
 
 
 def peer_of(environ: dict) -> str:
@@ -157,6 +168,7 @@ class HttpAppBase:
                         "value for every worker", server.name)
         self._last_sweep = time.monotonic()
         self._pool: ThreadPoolExecutor | None = None
+        self._told_single_threaded = False
 
     # -- the middleware's later stages -------------------------------------------------------
 
@@ -181,11 +193,27 @@ class HttpAppBase:
             allowed = host_allowed(host, self.allowed_hosts)
             if len(self._hosts_seen) < VERDICTS_KEPT:  # a client sends one Host: a flood of others is judged each time
                 self._hosts_seen[host] = allowed
+                if not allowed:  # once per host (bounded like the verdicts): a refused deployment says why
+                    log.warning("%s", self._host_refusal(host))
         if not allowed:
-            raise Forbidden(f"Forbidden: host {host!r} is not allowed")
+            raise Forbidden(f"Forbidden: {self._host_refusal(host)}")
         origin = environ.get("HTTP_ORIGIN")
         if origin and not origin_allowed(origin, self.allowed_origins):
-            raise Forbidden(f"Forbidden: origin {origin!r} is not allowed")
+            raise Forbidden(f"Forbidden: origin {origin!r} is not allowed; a browser page served from it may "
+                            f"use this server only if it is listed in allowed_origins=[...] (McpWsgiApp, "
+                            f"Server.run_http, Server.wsgi_app)")
+
+    def _host_refusal(self, host: str) -> str:
+        """Why ``host`` is refused, and what lets it in: ``allowed_hosts=`` (issue 23: a bare 403 left
+        a deployment behind a real host name guessing)."""
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        if not name:
+            return "the request has no Host header (HTTP/1.1 requires one)"
+        where = "by default only local names (localhost, 127.0.0.1, ::1) are" if self.allowed_hosts is None \
+            else f"allowed_hosts is {self.allowed_hosts!r}"
+        return (f"host {host!r} is not allowed ({where}: DNS-rebinding protection); to serve it, pass "
+                f"allowed_hosts=[{name!r}] to McpWsgiApp, Server.run_http or Server.wsgi_app "
+                f"(['*'] allows any, for a server behind a proxy that checks Host itself)")
 
     def bind(self, session: HttpSession, environ: dict) -> None:
         """A new session belongs to the principal that created it (its client and user).
@@ -206,6 +234,26 @@ class HttpAppBase:
         if session.principal is None or caller is None or caller.principal != session.principal.principal:
             raise NotFound("Session not found: start a new session with initialize")
         cast(Connection, session.connection).auth = caller  # the latest token's scopes (after a step-up)
+
+    def refuse_if_single_threaded(self, environ: dict, what: str, request_id=None) -> None:
+        """Refuse a long-lived stream (``what``) under a WSGI server with ``wsgi.multithread`` false.
+
+        Streamable HTTP: 405 to the GET, as 2025-11-25 basic/transports §Listening for Messages
+        allows: the server "MUST either return Content-Type: text/event-stream in response to this
+        HTTP GET, or else return HTTP 405 Method Not Allowed, indicating that the server does not
+        offer an SSE stream at this endpoint".  A 2026-07-28 ``subscriptions/listen`` (a POST) gets
+        a JSON-RPC -32601 error with the same reason.  Logged once per application.
+        """
+        if environ.get("wsgi.multithread") is not False:  # PEP 3333 requires the key; absent: not known to be
+            return
+        if not self._told_single_threaded:
+            self._told_single_threaded = True
+            log.warning("%s: %s refused: %s", self.server.name, what, SINGLE_THREADED)
+        if request_id is not None:
+            raise HttpError.modern(MethodNotFound(f"Method not found: {what} is not served here: {SINGLE_THREADED}"),
+                                   request_id)
+        raise MethodNotAllowed(f"Method not allowed: {what} is not offered here: {SINGLE_THREADED}",
+                               headers=[("Allow", "POST, DELETE")])
 
     # -- the body ------------------------------------------------------------------------
 
@@ -465,7 +513,7 @@ class HttpAppBase:
 
         The listen streams end gracefully: subscriptions §Graceful Closure, the server "SHOULD
         respond to the original subscriptions/listen request with a completion result before
-        closing the stream".
+        closing the stream".  Then the server's lifespan is exited (``Server(lifespan=...)``).
         """
         def mine(subscription: Any) -> bool:
             transport = subscription.connection.transport
@@ -482,6 +530,7 @@ class HttpAppBase:
         self.shared_sessions.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
+        self.server.exit_lifespan()  # entered at the first connection: a WSGI app has no start (lifespan.py)
 
     @staticmethod
     def client_of(environ: dict) -> str:

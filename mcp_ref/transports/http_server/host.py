@@ -110,6 +110,9 @@ class Host(Protocol):
     def add_connection(self, connection: Any) -> None:
         """Count a live connection (it receives change notifications)."""
 
+    def exit_lifespan(self) -> None:
+        """Exit the server's lifespan (``Server(lifespan=...)``) if it is entered."""
+
     def visible_tool(self, principal: Any, name: str, params: Any = None) -> Any:
         """The registered tool ``name`` if ``principal`` may see it, else None (hidden and missing
         alike, asked once: the dispatch reuses the verdict)."""

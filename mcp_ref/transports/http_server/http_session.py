@@ -18,6 +18,7 @@ from ...core.jsonrpc import ErrorResponse, Response
 from ...core.transport import Transport
 from .events import EventStore
 from .host import Connection
+from .request import HttpRequest, RequestNotes
 from .status import BadRequest, modern_status
 from .streams import END, Stream
 
@@ -78,6 +79,9 @@ class HttpSession(Transport):
         self.claim_after = 0.0
         #: Shared: stream ids are unique across workers (an event id names its stream).
         self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
+        #: The HTTP request each request in progress came in on (``Context.http``): per request, as a
+        #: session's requests arrive on POSTs of their own.  Bounded (``request.NOTES_KEPT``).
+        self.notes = RequestNotes()
 
     # the Transport protocol
 
@@ -88,6 +92,8 @@ class HttpSession(Transport):
             answers = [message.id]
         elif isinstance(message, list):
             answers = [m.id for m in message]
+        if answers is not None:
+            self.notes.forget(answers)
         if self.saving and answers is not None:
             changes = [self.saving.pop(request_id) for request_id in answers if request_id in self.saving]
             if not isinstance(message, ErrorResponse):
@@ -175,6 +181,7 @@ class HttpSession(Transport):
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
         self.saving.pop(request_id, None)
+        self.notes.forget((request_id,))
         with self.lock:
             stream = self.by_request.pop(request_id, None)
             if stream is None:
@@ -184,6 +191,10 @@ class HttpSession(Transport):
         if done:
             stream.end()
             self.settle(stream)
+
+    def http_request(self, request_id) -> HttpRequest | None:
+        """The HTTP request ``request_id`` came in on, while it is served (``Context.http``)."""
+        return self.notes.get(request_id)
 
     def close_stream(self, request_id) -> bool:
         """Close the connection carrying ``request_id``'s stream, keeping the stream (SSE polling).

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import cast
 from urllib.parse import parse_qs
 
+from ...core.jsonrpc import Request
 from ..sse import KEEPALIVE, sse_event
 from .base import HttpAppBase
 from .host import Connection
@@ -27,6 +28,7 @@ class LegacySse:
         """2024-11-05 basic/transports §HTTP with SSE: "When a client connects, the server MUST send
         an endpoint event containing a URI for the client to use for sending messages."""
         app = self.app
+        app.refuse_if_single_threaded(environ, "the 2024-11-05 HTTP+SSE transport (its session is a held GET)")
         release = app.hold_stream(environ)  # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
         try:
             session = app.new_session("legacy", "sse")
@@ -91,6 +93,8 @@ class LegacySse:
         message = app.read_message(environ)
         app.check_messages(environ, message if isinstance(message, list) else [message], app.sse_path)
         app.session_table.touch(session_id)
+        session.notes.note([m.id for m in (message if isinstance(message, list) else [message])
+                            if isinstance(m, Request)], environ)  # Context.http
         cast(Connection, session.connection).dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]

@@ -21,6 +21,7 @@ from .base import HttpAppBase, peer_of
 from .host import Connection
 from .http_session import HttpSession
 from .replies import SSE_HEADERS, cgi_name, held
+from .request import HttpRequest
 from .status import HttpError, modern_status
 from .streamable import StreamableHttp
 
@@ -66,6 +67,7 @@ class ModernHttp:
         if message.method == "subscriptions/listen":
             return self.listen(environ, start_response, message, modern)
         exchange = ModernExchange(app, message.id, start_response)
+        exchange.http = HttpRequest(environ)
         connection = app.new_connection(exchange, "http-modern")
         connection.auth = environ.get("mcp_ref.auth")
         connection.peer = peer_of(environ)
@@ -91,6 +93,7 @@ class ModernHttp:
         subscriptions/listen request with a completion result before closing the stream").
         """
         app = self.app
+        app.refuse_if_single_threaded(environ, "subscriptions/listen", message.id)
         release = app.hold_stream(environ, message.id)
         try:
             session = HttpSession(app, None, kind="stateless")
@@ -103,6 +106,7 @@ class ModernHttp:
                 connection.close()
                 raise
             stream = session.open_stream([message.id])
+            session.notes.note([message.id], environ)
             connection.dispatch(message, envelope=modern)
             hub = app.server.subscriptions
 
@@ -168,6 +172,12 @@ class ModernExchange(Transport):
         self.status = "200 OK"
         self.write_sse: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
         self.done = self.broken = self.answered = False
+        #: The POST this request came in on (``Context.http``).
+        self.http: HttpRequest | None = None
+
+    def http_request(self, request_id) -> HttpRequest | None:
+        """The HTTP request ``request_id`` came in on (``Context.http``): this exchange's POST."""
+        return self.http if request_id == self.request_id else None
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Deliver one message of this request's; anything else (no other request shares the

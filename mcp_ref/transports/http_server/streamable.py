@@ -66,6 +66,7 @@ class StreamableHttp:
         except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
             connection.withdraw_admission(request_ids[0])
             raise
+        session.notes.note(request_ids, environ)  # Context.http: per request, not per session
         if session.shared:  # a request that changes what was negotiated: saved for every worker
             for item in items:
                 change = app.shared_sessions.change_of(item) if isinstance(item, Request) else None
@@ -223,6 +224,7 @@ class StreamableHttp:
             resumed = last_event_id or ""
             number = event_number(resumed) if resumed else None
             if number is None or app.event_store.replay_after(session_id, resumed) is None:
+                app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
                 return app.shared_sessions.follow(environ, start_response, session, STANDALONE, None)
             return app.shared_sessions.follow(environ, start_response, session,
                                               resumed.rpartition(".")[0], number)
@@ -231,6 +233,7 @@ class StreamableHttp:
             # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be
             # closed with a retry: basic/transports §Listening, "The server MAY close the SSE stream
             # at any time", "sending a retry field and allowing the client to reconnect".
+            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
             release = app.hold_stream(environ)
             standalone = session.standalone
             assert standalone is not None  # a stateful session's
@@ -247,6 +250,8 @@ class StreamableHttp:
             start_response("200 OK", SSE_HEADERS)
             return [sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data]
         long_lived = stream is session.standalone
+        if long_lived:  # a POST's stream ends with its request: resuming it holds a worker no longer than the POST did
+            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
         release = app.hold_stream(environ) if long_lived else nothing
         # Take the stream over and read what it missed in one step: an event is either already
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.

@@ -1,0 +1,197 @@
+"""Turning a handler's ask (``Elicit``, ``ElicitUrl``, ``Sample``, ``ListRoots``) into a request the
+client can take, and what makes :class:`~mcp_ref.server.context.Context` calls awaitable.
+
+Loaded when a handler first asks the client for something, or first awaits a Context call;
+a plain server never loads it.
+
+**Awaitable results.**  FastMCP and the official SDK write ``await ctx.info(...)`` and ``result =
+await ctx.sample(...)`` in ``async def`` tools.  mcp_ref runs an ``async def`` handler to completion
+on its handler thread (``signatures.runs_in_thread``), and every Context call does its work at once,
+synchronously.  So a Context call returns its result *already done*, in an object that can also be
+awaited: awaiting it gives the value with no pause (``__await__`` returns before yielding).  The
+same line works in a sync handler without ``await``, and a missing ``await`` loses nothing (the
+message was sent when the call was made).  :class:`Done` carries a ``bool`` or ``None`` result;
+:class:`Answers` is a list that awaits to itself; ``CreateMessageResult`` and ``ElicitResult`` await
+to themselves.  A consequence: two asks under ``asyncio.gather`` run one after the other (use
+``ctx.gather(...)`` to ask for several things at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from ..core import lifecycle
+from ..core.errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
+
+if TYPE_CHECKING:
+    from ..core.requests import RequestContext
+    from .input_required import Ask, Elicit, Sample
+
+_T = TypeVar("_T")
+_L = TypeVar("_L", bound="Answers")
+
+
+class Done(Generic[_T]):
+    """What a Context call did, already done; awaiting it gives :attr:`value` (see the module).
+
+    ``bool(done)`` is ``bool(value)``: ``if ctx.info("x"):`` tells whether the message was sent; it
+    compares equal to its value and prints as it.  ``json`` does not know it: send ``done.value``.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: _T):
+        #: The call's result: ``True``/``False`` (sent or not), or ``None``.
+        self.value = value
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return self.value == (other.value if isinstance(other, Done) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:  # shown as its value: f"sent={ctx.info('x')}" reads "sent=True"
+        return repr(self.value)
+
+    def __await__(self) -> Generator[Any, None, _T]:
+        yield from ()
+        return self.value
+
+
+class Answers(list[_T]):
+    """A list (the client's roots, a resource's contents, ``gather``'s answers) that awaits to itself."""
+
+    def __await__(self: _L) -> Generator[Any, None, _L]:
+        yield from ()
+        return self
+
+
+class Asker(Protocol):
+    """What preparing an ask reads of the handler's :class:`~mcp_ref.server.context.Context`."""
+
+    @property
+    def request(self) -> RequestContext: ...
+
+    @property
+    def protocol_version(self) -> str | None: ...
+
+    @property
+    def client_capabilities(self) -> dict: ...
+
+
+def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
+    """``ask`` (the handler's ``number``-th) as a request this client can take for ``ctx``'s request,
+    or the era's error when the client lacks the capability it needs."""
+    from ..core.feature_types import Root
+    from ..core.sampling_and_elicitation import ElicitResult
+    from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample
+
+    version = ctx.protocol_version
+    envelope = ctx.request.envelope
+    if isinstance(ask, Elicit):
+        return _prepare_elicit(ctx, ask, version, number)
+    if isinstance(ask, ElicitUrl):
+        if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
+            raise CapabilityError(f"URL-mode elicitation does not exist in protocol version {version}")
+        caps = client_capability(ctx, "elicitation", "elicitation/create", {"elicitation": {"url": {}}})
+        if "url" not in (caps or {}):
+            raise missing(ctx, {"elicitation": {"url": {}}}, "the client did not declare URL-mode elicitation")
+        params = {"mode": "url", "message": ask.message, "url": ask.url}
+        if envelope is None:
+            if not ask.elicitation_id:
+                raise ValueError("URL-mode elicitation needs an elicitation_id before 2026-07-28")
+            params["elicitationId"] = ask.elicitation_id
+        return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, ElicitResult.from_wire)
+    if isinstance(ask, Sample):
+        return _prepare_sample(ctx, ask, version, number)
+    if isinstance(ask, ListRoots):
+        client_capability(ctx, "roots", "roots/list", {"roots": {}})
+        return Ask(ask.key or f"roots-{number}", "roots/list", None if envelope is None else {},
+                   lambda result: Answers(Root.from_wire(r) for r in result.get("roots", [])))
+    raise TypeError(f"gather() takes Elicit, ElicitUrl, Sample or ListRoots, not {type(ask).__name__}")
+
+
+def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -> Ask:
+    from ..core.sampling_and_elicitation import ElicitResult
+    from ..core.validation import first_error, validator_for
+    from .input_required import Ask
+
+    schema, convert = ask.schema, None
+    if isinstance(schema, type):
+        from .signatures import schema_and_converter
+
+        schema, convert = schema_and_converter(schema)
+    if not lifecycle.at_least(version, lifecycle.ELICITATION):
+        raise CapabilityError(f"elicitation does not exist in protocol version {version}")
+    caps = client_capability(ctx, "elicitation", "elicitation/create", {"elicitation": {}})
+    if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) and caps and "form" not in caps:
+        # 2025-11-25 client/elicitation: an empty object means form mode only; otherwise "form" must be listed.
+        raise missing(ctx, {"elicitation": {"form": {}}}, "the client did not declare form-mode elicitation")
+    params: dict[str, Any] = {"message": ask.message, "requestedSchema": schema}
+    if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
+        params["mode"] = "form"
+
+    def read(answer: dict) -> ElicitResult:
+        result = ElicitResult.from_wire(answer)
+        if result.action == "accept" and result.content is not None:
+            problem = first_error(validator_for(schema), result.content)
+            if problem:
+                raise InvalidParams(f"elicitation reply does not match the requested schema: {problem}")
+            if convert is not None:
+                result.data = convert(result.content)
+        return result
+
+    return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, read)
+
+
+def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -> Ask:
+    from ..core.sampling_and_elicitation import CreateMessageResult
+    from ..core.types import WireModel
+    from .input_required import Ask
+
+    sampling = client_capability(ctx, "sampling", "sampling/createMessage", {"sampling": {}})
+    if ask.tools is not None or ask.tool_choice is not None:
+        # 2025-11-25 client/sampling: servers MUST NOT send tools unless the client declared sampling.tools.
+        if not lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS) or "tools" not in sampling:
+            raise missing(ctx, {"sampling": {"tools": {}}}, "the client did not declare sampling.tools")
+    messages = ask.messages
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+    params: dict[str, Any] = {
+        "messages": [m.to_wire() if isinstance(m, WireModel) else m for m in messages],
+        "maxTokens": ask.max_tokens,
+    }
+    for name, value in (
+        ("systemPrompt", ask.system_prompt), ("temperature", ask.temperature), ("stopSequences", ask.stop_sequences),
+        ("modelPreferences", ask.model_preferences), ("includeContext", ask.include_context),
+        ("metadata", ask.metadata),
+        ("tools", [t.to_wire() if isinstance(t, WireModel) else t for t in ask.tools] if ask.tools is not None else None),
+        ("toolChoice", ask.tool_choice),
+    ):
+        if value is not None:
+            params[name] = value
+    return Ask(ask.key or f"sampling-{number}", "sampling/createMessage", params, CreateMessageResult.from_wire)
+
+
+def client_capability(ctx: Asker, name: str, method: str, needs: dict) -> dict:
+    """The client's capability ``name`` for ``ctx``'s request, or the era's error when it lacks it.
+
+    Handshake era: CapabilityError (nothing is sent).  2026-07-28 basic/index §_meta: "If
+    processing a request requires a capability the client did not include ... the server MUST
+    return a MissingRequiredClientCapabilityError (-32021)".
+    """
+    caps = ctx.client_capabilities.get(name)
+    if caps is None:
+        raise missing(ctx, needs, f"{method}: the client did not declare the {name} capability")
+    return caps
+
+
+def missing(ctx: Asker, needs: dict, why: str) -> Exception:
+    """The error for a capability the client lacks: -32021 for a 2026-07-28 request, else CapabilityError."""
+    if ctx.request.envelope is not None:
+        return MissingRequiredClientCapabilityError.needing(needs, why)
+    return CapabilityError(why)

@@ -1,0 +1,326 @@
+"""Rich types in tool, prompt and resource signatures: what FastMCP and the official SDK accept.
+
+:mod:`mcp_ref.server.signatures` describes the JSON types itself (``int``, ``str``, lists, dicts,
+dataclasses, TypedDicts, Enums, Literals); this module, loaded only when a signature holds
+something else, adds:
+
+* ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (ISO 8601; the ``format``
+  pydantic gives them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``);
+* ``Decimal``: a JSON number or a string (returned as a string, so no digit is lost);
+* a pydantic model: pydantic's own ``model_json_schema()``, arguments through ``model_validate``,
+  results through ``model_dump(mode="json")``; a type made for pydantic (``EmailStr``, ``HttpUrl``
+  ...) through its ``TypeAdapter`` (pydantic is imported only then: the user's code has loaded it);
+* ``Annotated[T, Field(...)]`` (pydantic) and ``annotated_types`` markers (``Ge``, ``MaxLen`` ...):
+  their description, title, examples and the constraints JSON Schema can say.  (Without pydantic,
+  ``Annotated[T, "a description"]``, a bare string, gives the description: signatures does it.)
+
+Every converter raises ValueError naming the bad value, which a tool call answers as invalid
+arguments (-32602, or an ``isError`` result from 2025-11-25 on), as for any other bad argument.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import pathlib
+import re
+import sys
+import typing
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, get_args, get_origin
+
+__all__ = ["analyse", "constrained", "jsonable", "template_arguments", "text_to_json", "typeddict"]
+
+_Converter = Callable[[Any], Any]
+_TD_WRAPPERS = tuple(w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w)
+
+
+def _parser(kind: str, parse: Callable[[str], Any]) -> _Converter:
+    """A converter from a JSON string with ``parse``; a bad string is a ValueError naming it."""
+
+    def convert(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not a {kind} string")
+        try:
+            return parse(value)
+        except (ValueError, TypeError, ArithmeticError):
+            raise ValueError(f"{value!r} is not a valid {kind}") from None
+
+    return convert
+
+
+def _iso_datetime(text: str) -> dt.datetime:
+    # RFC 3339 allows a trailing "Z", which fromisoformat reads only from Python 3.11 on.
+    return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" and text else text)
+
+
+def _decimal(value: Any) -> decimal.Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{value!r} is not a decimal number")
+    try:
+        number = decimal.Decimal(str(value))
+    except decimal.InvalidOperation:
+        raise ValueError(f"{value!r} is not a decimal number") from None
+    if not number.is_finite():
+        raise ValueError(f"{value!r} is not a finite decimal number")
+    return number
+
+
+#: The standard library's rich scalars: their JSON Schema and their converter from JSON.
+_SCALARS: dict[type, tuple[dict, _Converter]] = {
+    dt.datetime: ({"type": "string", "format": "date-time"}, _parser("ISO 8601 date-time", _iso_datetime)),
+    dt.date: ({"type": "string", "format": "date"}, _parser("ISO 8601 date", dt.date.fromisoformat)),
+    dt.time: ({"type": "string", "format": "time"}, _parser("ISO 8601 time", dt.time.fromisoformat)),
+    uuid.UUID: ({"type": "string", "format": "uuid"}, _parser("UUID", uuid.UUID)),
+    decimal.Decimal: ({"type": ["number", "string"]}, _decimal),
+}
+
+
+def _pydantic_loaded() -> bool:
+    return "pydantic" in sys.modules
+
+
+def _is_model(tp: Any) -> bool:
+    """True for a pydantic (v2) model class, without importing pydantic."""
+    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) \
+        and callable(getattr(tp, "model_validate", None))
+
+
+def _for_pydantic(tp: Any) -> bool:
+    """True for a type made for pydantic (``EmailStr``, ``HttpUrl``, a class with a pydantic core schema):
+    only those go to pydantic's TypeAdapter, so ``bytes`` or ``object`` stay refused whether or not the
+    program happens to have loaded pydantic."""
+    module = getattr(tp, "__module__", None) or ""
+    return module.split(".")[0] in ("pydantic", "pydantic_core") or hasattr(tp, "__get_pydantic_core_schema__")
+
+
+def _inline(schema: Any, defs: dict, stack: tuple = ()) -> Any:
+    """``schema`` with every ``#/$defs/...`` reference replaced by the definition (it is embedded
+    in a larger schema, where a root-relative reference would not resolve)."""
+    if isinstance(schema, list):
+        return [_inline(s, defs, stack) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref[len("#/$defs/"):]
+        if name in stack:
+            raise TypeError(f"recursive type {name} is not supported")
+        rest = {k: v for k, v in schema.items() if k != "$ref"}
+        return {**_inline(defs[name], defs, stack + (name,)), **_inline(rest, defs, stack)}
+    return {k: _inline(v, defs, stack) for k, v in schema.items() if k != "$defs"}
+
+
+def _validation_error(exc: Exception) -> ValueError:
+    """A pydantic ValidationError as a short ValueError (its lines without the documentation links)."""
+    lines = [line for line in str(exc).splitlines() if "errors.pydantic.dev" not in line]
+    return ValueError("; ".join(" ".join(line.split()) for line in lines))
+
+
+def _validated(validate: _Converter) -> _Converter:
+    def convert(value: Any) -> Any:
+        try:
+            return validate(value)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise _validation_error(exc) from None
+
+    return convert
+
+
+def analyse(tp: Any) -> tuple[dict, _Converter | None]:
+    """``(JSON Schema, converter from JSON)`` of a rich annotation ``tp``.
+
+    Raises TypeError for a type with no JSON form (the message names it).
+    """
+    if isinstance(tp, type):
+        for base in type.mro(tp):
+            if base in _SCALARS:
+                schema, convert = _SCALARS[base]
+                return dict(schema), convert
+        if issubclass(tp, pathlib.PurePath):
+            return {"type": "string", "format": "path"}, _parser("path", tp)
+        if _is_model(tp):
+            # The annotation is a pydantic model: pydantic's own schema (its $defs inlined).
+            model: Any = tp
+            schema = model.model_json_schema()
+            return _inline(schema, schema.get("$defs", {})), _validated(model.model_validate)
+    if _pydantic_loaded() and _for_pydantic(tp):
+        from pydantic import TypeAdapter
+
+        try:
+            adapter: Any = TypeAdapter(tp)
+            schema = adapter.json_schema()
+        except Exception as exc:  # PydanticSchemaGenerationError, PydanticInvalidForJsonSchema ...
+            raise TypeError(f"unsupported type annotation {tp!r}: {exc}") from None
+        return _inline(schema, schema.get("$defs", {})), _validated(adapter.validate_python)
+    raise TypeError(f"unsupported type annotation {tp!r}")
+
+
+# -- TypedDict ------------------------------------------------------------------------------------
+
+
+def _wrapper_name(hint: Any) -> str | None:
+    """'Required'/'NotRequired' when ``hint`` is wrapped in one (under Annotated)."""
+    while True:
+        origin = get_origin(hint)
+        if origin is typing.Annotated or (origin is not None and origin in _TD_WRAPPERS):
+            name = getattr(origin, "_name", None)
+            if name in ("Required", "NotRequired"):
+                return name
+            hint = get_args(hint)[0]
+        else:
+            return None
+
+
+def typeddict(tp: type, seen: tuple, analyse: Callable, hints: dict) -> tuple[dict, _Converter | None]:
+    """``(JSON Schema, converter)`` of a TypedDict whose resolved type hints are ``hints``; ``analyse``
+    describes each value (:mod:`mcp_ref.server.signatures`' own analysis)."""
+    # __required_keys__ misses Required/NotRequired written as strings (PEP 563),
+    # so an explicit wrapper on the resolved hint takes precedence.
+    required_keys = getattr(tp, "__required_keys__", frozenset(hints))
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    convs: list[tuple[str, _Converter]] = []
+    for name, hint in hints.items():
+        wrapper = _wrapper_name(hint)
+        if wrapper == "Required" or (wrapper != "NotRequired" and name in required_keys):
+            required.append(name)
+        props[name], conv = analyse(hint, seen)
+        if conv:
+            convs.append((name, conv))
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    if not convs:
+        return schema, None
+
+    def convert_typeddict(v: Any) -> Any:
+        out = dict(v)
+        for name, c in convs:
+            if name in out:
+                out[name] = c(out[name])
+        return out
+
+    return schema, convert_typeddict
+
+
+# -- Annotated metadata ---------------------------------------------------------------------------
+
+_BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum",
+           "multiple_of": "multipleOf"}
+_LENGTHS = {"string": ("minLength", "maxLength"), "array": ("minItems", "maxItems"),
+            "object": ("minProperties", "maxProperties")}
+
+
+def _markers(metadata: Iterable[Any]) -> Iterable[Any]:
+    """pydantic's and annotated_types' markers among ``metadata``, a Field's own constraints too."""
+    for marker in metadata:
+        if type(marker).__module__.split(".")[0] in ("pydantic", "annotated_types"):
+            yield marker
+            yield from _markers(getattr(marker, "metadata", None) or ())
+
+
+def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
+    """``schema`` with what ``Annotated`` metadata says about it: pydantic's ``Field(description=,
+    title=, examples=, json_schema_extra=, ge=, le=, gt=, lt=, multiple_of=, min_length=,
+    max_length=, pattern=)`` and annotated_types' ``Ge``, ``Gt``, ``Le``, ``Lt``, ``MultipleOf``,
+    ``MinLen``, ``MaxLen``.  Other metadata is ignored."""
+    schema = dict(schema)
+    kind = schema.get("type") if isinstance(schema.get("type"), str) else None
+    for marker in _markers(metadata):
+        for attribute, keyword in (("description", "description"), ("title", "title"), ("examples", "examples")):
+            value = getattr(marker, attribute, None)
+            if value is not None:
+                schema[keyword] = " ".join(value.split()) if attribute == "description" else value
+        for attribute, keyword in _BOUNDS.items():
+            value = getattr(marker, attribute, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                schema[keyword] = value
+        for attribute, keyword in zip(("min_length", "max_length"), _LENGTHS.get(kind or "", ()), strict=False):
+            value = getattr(marker, attribute, None)
+            if isinstance(value, int):
+                schema[keyword] = value
+        pattern = getattr(marker, "pattern", None)
+        if pattern is not None and kind == "string":
+            schema["pattern"] = pattern.pattern if isinstance(pattern, re.Pattern) else pattern
+        extra = getattr(marker, "json_schema_extra", None)
+        if isinstance(extra, dict):
+            schema.update(extra)
+    return schema
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """The JSON form of a rich value (ISO 8601 for dates and times, a string for a UUID, a path
+    or a Decimal, ``model_dump(mode="json")`` for a pydantic model); anything else unchanged."""
+    if isinstance(value, (dt.date, dt.time)):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
+        return str(value)
+    if _pydantic_loaded() and _is_model(type(value)):
+        return value.model_dump(mode="json")
+    if _pydantic_loaded() and _for_pydantic(type(value)):
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value)
+    return value
+
+
+# -- resource template variables ------------------------------------------------------------------
+
+
+_TEXT: dict[str, Callable[[str], Any]] = {
+    "integer": int,
+    "number": float,
+    "boolean": lambda text: {"true": True, "false": False}[text.lower()],
+    "null": lambda text: {"": None, "null": None}[text.lower()],
+    "string": str,
+}
+
+
+def text_to_json(schema: dict, text: str) -> Any:
+    """A URI template variable (always text) as the JSON value ``schema`` describes: ``"42"`` is 42
+    for an integer, ``"true"`` True for a boolean; a string stays as it is.  ValueError when it
+    is none of the types ``schema`` allows."""
+    if "enum" in schema:
+        for value in schema["enum"]:
+            if text == (value if isinstance(value, str) else json.dumps(value)):
+                return value
+        raise ValueError(f"{text!r} is not one of {schema['enum']!r}")
+    kinds = schema.get("type")
+    if kinds is None and "anyOf" in schema:
+        kinds = [s["type"] for s in schema["anyOf"] if isinstance(s.get("type"), str)] or None
+    if kinds is None:
+        return text
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    for kind in ("boolean", "integer", "number", "string", "null"):  # the most specific first
+        if kind in kinds:
+            try:
+                return _TEXT[kind](text)
+            except (ValueError, KeyError):
+                continue
+    raise ValueError(f"{text!r} is not a {' or '.join(kinds)}")
+
+
+def template_arguments(plan: Any, variables: dict) -> dict:
+    """The keyword arguments of a resource template's function: each URI variable (text) converted
+    to its parameter's annotation (``user_id: int`` gets 42, ``day: date`` a date).  A value that is
+    not one is the caller's mistake: Invalid params (-32602) naming the variable."""
+    from ..core.errors import InvalidParams
+
+    properties = plan.schema.get("properties", {})
+    values = {}
+    for name, value in variables.items():
+        try:
+            values[name] = text_to_json(properties.get(name, {}), value) if isinstance(value, str) else value
+        except ValueError as exc:
+            raise InvalidParams(f"Invalid params: template variable {name}: {exc}") from None
+    try:
+        return plan.convert(values)
+    except ValueError as exc:  # plan.convert names the parameter
+        raise InvalidParams(f"Invalid params: template variable {exc}") from None

@@ -1,0 +1,181 @@
+"""``mcp-ref install TARGET``: add a server to a desktop client's MCP configuration file.
+
+The file is Claude Desktop's ``claude_desktop_config.json``, whose ``mcpServers`` object maps a
+name to how the client launches that server on stdio::
+
+    {"mcpServers": {"weather": {"command": "/usr/bin/python3", "args": ["/home/me/weather.py"],
+                                "env": {"API_KEY": "..."}}}}
+
+Where the file is (``--config PATH`` names another; other clients read the same shape):
+
+- macOS: ``~/Library/Application Support/Claude/claude_desktop_config.json``
+- Windows: ``%APPDATA%\\Claude\\claude_desktop_config.json``
+- Linux and others: ``$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`` (``~/.config`` by default)
+
+What it writes, and what it never does:
+
+- The client launches the server from a working directory of its own, with a short ``PATH``: the
+  command is written as an absolute path (found on ``PATH`` as the shell would), and each argument
+  naming a file or folder that exists here is made absolute.
+- The entry's name is ``--name``, or the server's own name (``serverInfo.name``): then the server
+  is launched once, which also shows that it starts.
+- Every other entry, and every other key of the file, is kept as it was.  An entry of the same
+  name that differs is replaced only with ``--force``; an identical one is left alone.
+- The file as it was is copied to ``FILE.bak`` before the new one is written; the new one is
+  written to a temporary file beside it and moved into place, so the file is never half written.
+- A file that is not a JSON object (or whose ``mcpServers`` is not one) is not touched: exit 1.
+- ``--print`` prints the entry, as a ``{"mcpServers": {...}}`` object, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError
+from .terminal import safe
+
+__all__ = ["config_path", "install", "server_entry", "add_entry"]
+
+#: The largest configuration file read (bytes); a larger one is refused, untouched.
+MAX_CONFIG_SIZE = 4 * 1024 * 1024
+
+
+def config_path(platform: str | None = None, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """Where Claude Desktop keeps ``claude_desktop_config.json`` on ``platform`` (``sys.platform`` by default;
+    ``env``: the environment, ``os.environ`` by default; ``home``: the user's home folder)."""
+    platform = platform or sys.platform
+    environ: Mapping[str, str] = os.environ if env is None else env
+    home = home or Path.home()
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+    if platform == "win32":
+        base = Path(environ["APPDATA"]) if environ.get("APPDATA") else home / "AppData" / "Roaming"
+        return base / "Claude" / "claude_desktop_config.json"
+    base = Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
+    return base / "Claude" / "claude_desktop_config.json"
+
+
+def server_entry(command_line: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``mcpServers`` entry that launches ``command_line``: ``command`` (absolute), ``args``
+    (those naming an existing file or folder made absolute) and ``env`` (when given)."""
+    words = shlex.split(command_line)
+    if not words:
+        raise CliError("TARGET is empty", EXIT_USAGE)
+    command = words[0]
+    found = shutil.which(command)
+    if found is None:
+        raise CliError(f"cannot install {command!r}: command not found (on PATH or as a path)", EXIT_USAGE)
+    # Absolute, but symbolic links kept: a virtual environment's python is a link to the base one.
+    args = [os.path.abspath(word) if not word.startswith("-") and os.path.exists(word) else word for word in words[1:]]
+    entry: dict[str, Any] = {"command": os.path.abspath(found), "args": args}
+    if env:
+        entry["env"] = dict(env)
+    return entry
+
+
+def add_entry(config: Any, name: str, entry: dict, *, force: bool) -> tuple[dict, str]:
+    """``config`` with ``entry`` as ``mcpServers[name]``, and what happened: ``"added"``,
+    ``"replaced"`` (only with ``force``) or ``"unchanged"``.  ``config`` itself is not modified."""
+    if not isinstance(config, dict):
+        raise CliError("the configuration file is not a JSON object: not touched", EXIT_USAGE)
+    servers = config.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise CliError('the configuration file\'s "mcpServers" is not a JSON object: not touched', EXIT_USAGE)
+    old = servers.get(name)
+    if old == entry:
+        return config, "unchanged"
+    if old is not None and not force:
+        raise CliError(f"the configuration already has a server named {name!r}, launched otherwise "
+                       f"({safe(json.dumps(old))}): --force replaces it, --name NAME adds another", EXIT_USAGE)
+    return {**config, "mcpServers": {**servers, name: entry}}, "added" if old is None else "replaced"
+
+
+def install(args) -> int:
+    """``mcp-ref install``: print (``--print``) or write the entry; the exit code."""
+    if args.target.startswith(("http://", "https://")):
+        raise CliError("Claude Desktop's configuration file launches servers on stdio: install takes a server "
+                       "command line, not a URL (add a remote server in the client's own settings)", EXIT_USAGE)
+    env = {}
+    for pair in args.env:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"--env takes KEY=VALUE, not {pair!r}", EXIT_USAGE)
+        env[key] = value
+    entry = server_entry(args.target, env)
+    name = args.name or _server_name(args, env)
+    if args.print_only:
+        print(json.dumps({"mcpServers": {name: entry}}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    path = Path(args.config).expanduser() if args.config else config_path()
+    config = _read(path)
+    updated, what = add_entry(config, name, entry, force=args.force)
+    if what == "unchanged":
+        print(f"mcp-ref: {safe(name)} is already in {path}, as given: nothing to change", file=sys.stderr)
+        return EXIT_OK
+    backup = _write(path, updated)
+    kept = len(updated["mcpServers"]) - 1
+    print(f"mcp-ref: {what} the server {safe(name)} in {path} ({kept} other server(s) kept"
+          + (f"; the previous file is {backup}" if backup else "") + "); restart the client to load it",
+          file=sys.stderr)
+    return EXIT_OK
+
+
+def _server_name(args, env: dict[str, str]) -> str:
+    """The server's own name (``serverInfo.name``), asked by launching it (with ``env``) once."""
+    from .cli_verbs import connect
+
+    args.server_env = env or None  # the entry's env, for this launch too
+    client = connect(args, None)
+    with client:
+        name = client.server_info.name if client.server_info is not None else None
+    if not isinstance(name, str) or not name.strip():
+        raise CliError("the server gave no name (serverInfo.name): name the entry with --name", EXIT_USAGE)
+    return name
+
+
+def _read(path: Path) -> Any:
+    """The configuration in ``path`` (``{}`` when there is no file yet)."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_CONFIG_SIZE + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    if len(data) > MAX_CONFIG_SIZE:
+        raise CliError(f"{path} is larger than {MAX_CONFIG_SIZE:,} bytes: not touched", EXIT_USAGE)
+    if not data.strip():
+        return {}
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise CliError(f"{path} is not valid JSON ({exc}): not touched; fix it or name another with --config",
+                       EXIT_USAGE) from None
+
+
+def _write(path: Path, config: dict) -> Path | None:
+    """Write ``config`` to ``path``: the old file copied to ``path.bak`` first (returned; None when
+    there was none), the new one written beside it and moved into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    if path.exists():
+        backup = path.with_name(path.name + ".bak")
+        shutil.copy2(path, backup)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+        if backup is not None:
+            shutil.copymode(backup, temporary)  # the file keeps its permissions
+        os.replace(temporary, path)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    return backup

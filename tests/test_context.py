@@ -1,0 +1,405 @@
+"""The Context as FastMCP users write it (issue 23 item 2): ``await ctx.info(...)`` and every other
+Context call inside ``async def`` tools, the same calls without ``await`` in plain tools; a server's
+lifespan (``Server(lifespan=...)``, ``ctx.lifespan_context``).  In memory, both eras.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+
+import pytest
+from conftest import WAIT
+
+from mcp_ref import Client, Server
+from mcp_ref.core.sampling_and_elicitation import CreateMessageResult, ElicitResult
+from mcp_ref.core.types import TextContent
+from mcp_ref.server import Context
+
+ERAS = ["handshake", "modern"]
+
+
+def context_server() -> Server:
+    server = Server("context")
+
+    @server.resource("memo://note")
+    def note() -> str:
+        """A note the tools read back."""
+        return "remember"
+
+    @server.tool()
+    async def async_everything(ctx: Context) -> str:
+        """Every Context call, awaited, as FastMCP writes them."""
+        sent = await ctx.info("async info")
+        await ctx.debug("async debug")
+        await ctx.warning("async warning", logger="mine")
+        await ctx.error("async error")
+        await ctx.log("notice", "async notice")
+        await ctx.report_progress(1, 2, "half")
+        await ctx.check_cancelled()
+        await ctx.sleep(0)
+        sampled = await ctx.sample("The meaning?", max_tokens=10)
+        answered = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        roots = await ctx.list_roots()
+        contents = await ctx.read_resource("memo://note")
+        gathered = await ctx.gather()
+        return json.dumps({
+            "sent": sent, "sampled": sampled.content.text, "sampled_type": type(sampled).__name__,
+            "answered": answered.content, "answered_type": type(answered).__name__,
+            "roots": [r.uri for r in roots], "contents": [c.text for c in contents], "gathered": gathered,
+            "task": await ctx.start_task(),
+        })
+
+    @server.tool()
+    def sync_everything(ctx: Context) -> str:
+        """The same calls in a plain function: no await, the values as before."""
+        sent = ctx.info("sync info")
+        sampled = ctx.sample("The meaning?", max_tokens=10)
+        answered = ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        roots = ctx.list_roots()
+        contents = ctx.read_resource("memo://note")
+        return json.dumps({
+            "sent": bool(sent), "sent_is_true": sent == True,  # noqa: E712 - Done compares as its value
+            "sampled": sampled.content.text, "answered": answered.content, "roots": [r.uri for r in roots],
+            "contents": [c.text for c in contents], "roots_is_list": isinstance(roots, list),
+            "task": bool(ctx.start_task()),
+        })
+
+    @server.tool()
+    async def async_without_await(ctx: Context) -> str:
+        """A forgotten ``await`` loses nothing: the message was sent when the call was made."""
+        ctx.info("not awaited")
+        return "ok"
+
+    return server
+
+
+def connect(server: Server, era: str, logs: queue.Queue) -> Client:
+    def sample(params):
+        return CreateMessageResult(role="assistant", content=TextContent(text="forty-two"), model="m")
+
+    def elicit(params):
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    client = Client.in_memory(server, era=era, on_log=logs.put, sampling_handler=sample,
+                              elicitation_handler=elicit, roots=["file:///work"])
+    client.set_logging_level("debug")
+    return client
+
+
+def drain(logs: queue.Queue, count: int) -> list:
+    return [logs.get(timeout=WAIT) for _ in range(count)]
+
+
+def until(logs: queue.Queue, data: str) -> list:
+    """The log messages up to the one carrying ``data`` (2026-07-28 re-runs a handler that asks: its
+    earlier messages repeat once per round)."""
+    got = [logs.get(timeout=WAIT)]
+    while got[-1].data != data:
+        got.append(logs.get(timeout=WAIT))
+    return got
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_every_context_call_can_be_awaited_in_an_async_tool(era):
+    logs: queue.Queue = queue.Queue()
+    progress: list = []
+    with connect(context_server(), era, logs) as client:
+        result = client.call_tool("async_everything", on_progress=lambda *args: progress.append(args))
+        assert not result.is_error, result.content
+        answer = json.loads(result.content[0].text)
+        assert answer == {
+            "sent": True, "sampled": "forty-two", "sampled_type": "CreateMessageResult",
+            "answered": {"name": "Ada"}, "answered_type": "ElicitResult", "roots": ["file:///work"],
+            "contents": ["remember"], "gathered": [], "task": False,
+        }
+        got = drain(logs, 5)
+        assert [(m.level, m.data) for m in got] == [("info", "async info"), ("debug", "async debug"),
+                                                    ("warning", "async warning"), ("error", "async error"),
+                                                    ("notice", "async notice")]
+        assert got[2].logger == "mine"
+        assert progress == [(1, 2, "half")]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_the_same_calls_work_unawaited_in_a_plain_tool(era):
+    logs: queue.Queue = queue.Queue()
+    with connect(context_server(), era, logs) as client:
+        answer = json.loads(client.call_tool("sync_everything").content[0].text)
+        assert answer == {"sent": True, "sent_is_true": True, "sampled": "forty-two", "answered": {"name": "Ada"},
+                          "roots": ["file:///work"], "contents": ["remember"], "roots_is_list": True, "task": False}
+        assert client.call_tool("async_without_await").content[0].text == "ok"
+        assert {m.data for m in until(logs, "not awaited")} == {"sync info", "not awaited"}
+
+
+TYPED_USER = '''
+from mcp_ref import Server
+from mcp_ref.server import Context
+
+server = Server("typed")
+
+
+@server.tool()
+async def awaited(ctx: Context) -> str:
+    sent: bool = await ctx.info("x")
+    await ctx.report_progress(1, 2)
+    sampled = await ctx.sample("q", max_tokens=5)
+    answer = await ctx.elicit("Name?", {"type": "object", "properties": {}})
+    roots = await ctx.list_roots()
+    reveal_type(sampled)
+    reveal_type(roots)
+    return f"{sent} {sampled.model} {answer.action} {roots[0].uri}"
+
+
+@server.tool()
+def plain(ctx: Context) -> str:
+    if ctx.info("x"):
+        pass
+    sampled = ctx.sample("q", max_tokens=5)
+    roots = ctx.list_roots()
+    reveal_type(sampled)
+    return f"{sampled.model} {len(roots)} {roots[0].uri}"
+'''
+
+
+@pytest.mark.slow
+def test_awaited_and_plain_context_calls_type_check_for_a_user(tmp_path):
+    import os
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    import mcp_ref
+
+    (tmp_path / "user.py").write_text(TYPED_USER, encoding="utf-8")
+    env = dict(os.environ, MYPYPATH=str(pathlib.Path(mcp_ref.__file__).resolve().parent.parent))
+    run = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
+                          "--follow-imports=silent", "user.py"], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    revealed = re.findall(r'Revealed type is "(.*)"', run.stdout)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert revealed == ["mcp_ref.core.sampling_and_elicitation.CreateMessageResult",
+                        "mcp_ref.server.asking.Answers[mcp_ref.core.feature_types.Root]",
+                        "mcp_ref.core.sampling_and_elicitation.CreateMessageResult"], run.stdout
+
+
+# -- the lifespan ---------------------------------------------------------------------------------
+
+
+def lifespan_server(events: list, *, asynchronous: bool = False, fail: bool = False) -> Server:
+    import contextlib
+
+    if asynchronous:
+        @contextlib.asynccontextmanager
+        async def lifespan(server):
+            import asyncio
+
+            await asyncio.sleep(0)
+            events.append(("enter", server.name))
+            yield {"db": "async pool"}
+            events.append("exit")
+    else:
+        @contextlib.contextmanager
+        def lifespan(server):
+            if fail:
+                raise RuntimeError("no database")
+            events.append(("enter", server.name))
+            try:
+                yield {"db": "pool"}
+            finally:
+                events.append("exit")
+
+    server = Server("lifespan", lifespan=lifespan)
+
+    @server.tool()
+    def db(ctx: Context) -> str:
+        """The lifespan's value, as a tool sees it."""
+        return json.dumps(ctx.lifespan_context)
+
+    @server.tool()
+    async def adb(ctx: Context) -> str:
+        """The same from an async tool."""
+        return json.dumps(ctx.lifespan_context)
+
+    return server
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("era", ERAS)
+def test_the_lifespan_is_entered_at_the_first_connection_and_its_value_reaches_tools(era, asynchronous):
+    events: list = []
+    server = lifespan_server(events, asynchronous=asynchronous)
+    assert events == [] and server.lifespan_context is None
+    db = {"db": "async pool" if asynchronous else "pool"}
+    with Client.in_memory(server, era=era) as client:
+        assert events == [("enter", "lifespan")]
+        assert json.loads(client.call_tool("db").content[0].text) == db
+        assert json.loads(client.call_tool("adb").content[0].text) == db
+    with Client.in_memory(server, era=era) as client:  # one lifespan for every connection
+        assert json.loads(client.call_tool("db").content[0].text) == db
+    assert events == [("enter", "lifespan")] and server.lifespan_context == db
+    server.exit_lifespan()
+    server.exit_lifespan()  # once
+    assert events == [("enter", "lifespan"), "exit"] and server.lifespan_context is None
+
+
+def test_without_a_lifespan_the_context_is_none():
+    server = Server("plain")
+
+    @server.tool()
+    def db(ctx: Context) -> str:
+        """The lifespan's value."""
+        return repr(ctx.lifespan_context)
+
+    with Client.in_memory(server) as client:
+        assert client.call_tool("db").content[0].text == "None"
+
+
+def test_a_failing_lifespan_stops_the_start():
+    events: list = []
+    server = lifespan_server(events, fail=True)
+    with pytest.raises(RuntimeError, match="no database"):
+        Client.in_memory(server)
+    with pytest.raises(TypeError, match="context manager"):
+        Server("bad", lifespan=lambda server: 42).enter_lifespan()
+
+
+LIFESPAN_SCRIPT = '''
+import contextlib, sys
+from mcp_ref import Server
+from mcp_ref.server import Context
+
+@contextlib.contextmanager
+def lifespan(server):
+    print("lifespan: enter", file=sys.stderr, flush=True)
+    yield {"ready": True}
+    print("lifespan: exit", file=sys.stderr, flush=True)
+
+server = Server("stdio-lifespan", lifespan=lifespan)
+
+@server.tool()
+async def ready(ctx: Context) -> bool:
+    """Whether the lifespan is entered."""
+    await ctx.info("checking")
+    return ctx.lifespan_context["ready"]
+
+server.run()
+'''
+
+
+def test_run_stdio_enters_the_lifespan_at_start_and_exits_it_at_the_end(tmp_path):
+    import sys
+
+    script = tmp_path / "server.py"
+    script.write_text(LIFESPAN_SCRIPT)
+    lines: queue.Queue = queue.Queue()
+    client = Client.stdio([sys.executable, str(script)], stderr=lines.put)
+    with client:
+        assert lines.get(timeout=WAIT) == "lifespan: enter"
+        assert client.call_tool("ready").structured_content == {"result": True}
+    assert lines.get(timeout=WAIT) == "lifespan: exit"  # the server ran it on end of input, before exiting
+
+
+def test_a_wsgi_app_enters_the_lifespan_at_its_first_request_and_close_exits_it():
+    import threading
+
+    events: list = []
+    server = lifespan_server(events)
+    httpd = server.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert events == []  # a WSGI app has no start
+        with Client.http(f"{httpd.url}/mcp") as client:
+            assert json.loads(client.call_tool("db").content[0].text) == {"db": "pool"}
+        assert events == [("enter", "lifespan")]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(WAIT)
+    httpd.app.close()
+    assert events == [("enter", "lifespan"), "exit"]
+
+
+def test_run_http_enters_the_lifespan_before_serving_and_exits_it_when_serving_ends():
+    import threading
+
+    events: list = []
+    server = lifespan_server(events)
+    ready: queue.Queue = queue.Queue()
+    thread = threading.Thread(target=server.run_http, args=("127.0.0.1", 0), kwargs={"on_ready": ready.put}, daemon=True)
+    thread.start()
+    httpd = ready.get(timeout=WAIT)
+    assert events == [("enter", "lifespan")]  # before any request
+    with Client.http(f"{httpd.url}/mcp") as client:
+        assert json.loads(client.call_tool("db").content[0].text) == {"db": "pool"}
+    httpd.shutdown()
+    thread.join(WAIT)
+    assert not thread.is_alive() and events == [("enter", "lifespan"), "exit"]
+
+
+# -- settings from the environment ------------------------------------------------------------------
+
+HTTP_SCRIPT = '''
+from mcp_ref import Server
+server = Server("env-settings")
+
+@server.tool()
+def hello() -> str:
+    """Say hello."""
+    return "hello"
+
+server.run(transport="http", stateless=True)  # stateless with no secret: mcp_ref logs a warning
+'''
+
+
+def test_run_takes_host_port_and_log_level_from_the_environment(tmp_path):
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "server.py"
+    script.write_text(HTTP_SCRIPT)
+    env = dict(os.environ, MCP_REF_HOST="127.0.0.1", MCP_REF_PORT="0", MCP_REF_LOG_LEVEL="debug")
+    env.pop("MCP_REF_STATE", None)
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            lines.put(line.rstrip("\n"))
+
+    import threading
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        seen = [lines.get(timeout=WAIT)]
+        while not seen[-1].startswith("serving "):
+            seen.append(lines.get(timeout=WAIT))
+        line = seen[-1]
+        # mcp_ref's own records reach stderr through run()'s handler (its format: level, then logger).
+        assert any(" WARNING mcp_ref.transports.http_server" in earlier for earlier in seen[:-1]), seen
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
+        assert url and not url.group(1).endswith(":0/mcp"), line  # port 0 from MCP_REF_PORT: a free one
+        with Client.http(url.group(1)) as client:
+            assert client.call_tool("hello").content[0].text == "hello"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(WAIT)
+
+
+def test_bad_settings_name_their_variable(monkeypatch):
+    from mcp_ref.server.settings import address, log_level_from_environment
+
+    monkeypatch.setenv("MCP_REF_PORT", "eighty")
+    with pytest.raises(ValueError, match="MCP_REF_PORT"):
+        address(None, None)
+    assert address("0.0.0.0", 9) == ("0.0.0.0", 9)  # an argument wins
+    monkeypatch.setenv("MCP_REF_LOG_LEVEL", "loud")
+    with pytest.raises(ValueError, match="MCP_REF_LOG_LEVEL"):
+        log_level_from_environment()
+    monkeypatch.setenv("MCP_REF_LOG_LEVEL", "WARNING")
+    assert log_level_from_environment() == 30

@@ -1,0 +1,407 @@
+"""Rich types as FastMCP users write them (issue 23, item 1): datetime, date, time, UUID, Decimal, Path,
+Enum, pydantic models and dataclasses holding them, as parameters and as returns; ``Annotated`` with
+pydantic's ``Field``; resource template variables converted to their annotations; return types with
+no JSON form refused at registration, values with none an ``isError`` result; a name registered twice.
+
+Everything through the public API, in memory (the same JSON bytes as stdio); pydantic stays unloaded
+by a plain server (a subprocess checks ``sys.modules``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import subprocess
+import sys
+import textwrap
+import uuid
+import warnings
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+from pydantic import AnyUrl, BaseModel, Field
+
+from mcp_ref import Client, InvalidParams, McpError, Server
+
+LATEST = "2025-11-25"
+BEFORE = "2025-06-18"  # bad arguments are -32602 before 2025-11-25, an isError result from it on
+
+ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
+WHEN = dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc)
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Address(BaseModel):
+    street: str
+    city: str = "Paris"
+
+
+class Person(BaseModel):
+    """A person with a pydantic submodel (its schema has $defs)."""
+
+    name: str
+    age: int = Field(ge=0, description="Age in years")
+    address: Address
+    born: dt.date | None = None
+
+
+@dataclasses.dataclass
+class Booking:
+    """A dataclass holding rich values, nested."""
+
+    id: uuid.UUID
+    at: dt.datetime
+    price: Decimal
+    colour: Colour
+    guest: Person
+
+
+class Opaque:
+    """A class with no JSON form."""
+
+
+def rich_server() -> Server:
+    server = Server("rich")
+
+    @server.tool
+    def shift(when: dt.datetime, days: int = 1) -> dt.datetime:
+        """A datetime in, a datetime out."""
+        return when + dt.timedelta(days=days)
+
+    @server.tool
+    def kinds(day: dt.date, at: dt.time, ident: uuid.UUID, amount: Decimal, where: Path, colour: Colour) -> dict:
+        """Every rich scalar as a parameter: what arrived, by type name."""
+        return {name: type(value).__name__ for name, value in
+                {"day": day, "at": at, "ident": ident, "amount": amount, "where": where, "colour": colour}.items()}
+
+    @server.tool
+    def greet(person: Person) -> Person:
+        """A pydantic model in and out."""
+        assert isinstance(person, Person) and isinstance(person.address, Address)
+        return person.model_copy(update={"name": person.name.upper()})
+
+    @server.tool
+    def book(guest: Person, price: Decimal) -> Booking:
+        """A dataclass holding rich values and a pydantic model."""
+        return Booking(id=ID, at=WHEN, price=price, colour=Colour.GREEN, guest=guest)
+
+    @server.tool
+    def total(amounts: list[Decimal]) -> Decimal:
+        """A Decimal return: wrapped, as a string (no digit lost)."""
+        return sum(amounts, Decimal(0))
+
+    @server.tool
+    def ident() -> uuid.UUID:
+        """A UUID return: a string, as text."""
+        return ID
+
+    @server.tool
+    def described(city: Annotated[str, Field(description="The city's name", min_length=2, max_length=40)],
+                  count: Annotated[int, Field(description="How many", ge=1, le=10)] = 3,
+                  legacy: Annotated[str, "A bare string describes too"] = "x") -> str:
+        """pydantic's Field in Annotated: its description and constraints."""
+        return f"{city}:{count}:{legacy}"
+
+    @server.tool
+    def site(url: AnyUrl) -> AnyUrl:
+        """A type made for pydantic: through its TypeAdapter."""
+        assert isinstance(url, AnyUrl)
+        return url
+
+    @server.tool
+    def liar() -> dict:
+        """Annotated as a dict, returns something with no JSON form."""
+        return {"thing": Opaque()}
+
+    @server.resource("users://{user_id}/profile")
+    def profile(user_id: int) -> dict:
+        """A template variable annotated int arrives as an int."""
+        return {"id": user_id, "type": type(user_id).__name__}
+
+    @server.resource("days://{day}/{colour}")
+    def day_colour(day: dt.date, colour: Colour) -> str:
+        """A date and an Enum from the URI."""
+        return f"{day.isoformat()} {day.strftime('%A')} {colour.name}"
+
+    return server
+
+
+@pytest.fixture(params=[LATEST, BEFORE])
+def client(request):
+    with Client.in_memory(rich_server(), protocol_version=request.param) as client:
+        yield client
+
+
+@pytest.fixture
+def latest():
+    with Client.in_memory(rich_server(), protocol_version=LATEST) as client:
+        yield client
+
+
+def tool_named(client, name):
+    return next(t for t in client.list_tools() if t.name == name)
+
+
+def refused(client, name: str, arguments: dict) -> str:
+    """The message of a call refused for its arguments: -32602 before 2025-11-25, isError from it on."""
+    try:
+        result = client.call_tool(name, arguments)
+    except InvalidParams as exc:
+        assert client.protocol_version < LATEST
+        return str(exc)
+    assert result.is_error and client.protocol_version >= LATEST, result
+    return result.content[0].text
+
+
+# -- parameters --------------------------------------------------------------------------------------
+
+
+def test_rich_scalars_have_the_schema_their_annotation_implies(latest):
+    schema = tool_named(latest, "kinds").input_schema
+    props = schema["properties"]
+    assert props["day"] == {"type": "string", "format": "date"}
+    assert props["at"] == {"type": "string", "format": "time"}
+    assert props["ident"] == {"type": "string", "format": "uuid"}
+    assert props["amount"] == {"type": ["number", "string"]}
+    assert props["where"] == {"type": "string", "format": "path"}
+    assert props["colour"] == {"type": "string", "enum": ["red", "green"]}
+    assert tool_named(latest, "shift").input_schema["properties"]["when"] == {"type": "string", "format": "date-time"}
+
+
+def test_rich_arguments_arrive_as_their_python_types(client):
+    result = client.call_tool("kinds", {"day": "2025-03-04", "at": "05:06:07", "ident": str(ID), "amount": "1.10",
+                                        "where": "/tmp/x", "colour": "green"})
+    assert not result.is_error, result
+    assert result.structured_content == {"day": "date", "at": "time", "ident": "UUID", "amount": "Decimal",
+                                         "where": "PosixPath" if sys.platform != "win32" else "WindowsPath",
+                                         "colour": "Colour"}
+    assert client.call_tool("kinds", {"day": "2025-03-04", "at": "05:06", "ident": str(ID), "amount": 2.5,
+                                      "where": "p", "colour": "red"}).structured_content["amount"] == "Decimal"
+
+
+def test_a_datetime_goes_in_and_comes_out_as_iso_8601(client):
+    result = client.call_tool("shift", {"when": "2025-03-04T05:06:07Z", "days": 2})
+    assert not result.is_error
+    assert result.content[0].text == '"2025-03-06T05:06:07+00:00"'
+    assert result.structured_content is None  # a string: its text says it all, as for str
+
+
+@pytest.mark.parametrize("arguments, named", [
+    ({"when": "the day after tomorrow"}, "when: 'the day after tomorrow' is not a valid ISO 8601 date-time"),
+    ({"when": "2025-02-30T00:00:00"}, "when: '2025-02-30T00:00:00' is not a valid ISO 8601 date-time"),
+])
+def test_a_bad_rich_value_is_refused_as_bad_arguments_naming_it(client, arguments, named):
+    assert named in refused(client, "shift", arguments)
+
+
+def test_bad_uuid_decimal_and_enum_values_are_refused(client):
+    good = {"day": "2025-03-04", "at": "05:06", "ident": str(ID), "amount": "1", "where": "p", "colour": "red"}
+    assert "ident: 'nope' is not a valid UUID" in refused(client, "kinds", {**good, "ident": "nope"})
+    assert "amount: 'lots' is not a decimal number" in refused(client, "kinds", {**good, "amount": "lots"})
+    assert "amount: 'NaN' is not a finite decimal number" in refused(client, "kinds", {**good, "amount": "NaN"})
+    assert refused(client, "kinds", {**good, "colour": "blue"})  # the schema's enum refuses it
+
+
+def test_a_pydantic_model_parameter_uses_pydantics_schema_inlined(latest):
+    schema = tool_named(latest, "greet").input_schema["properties"]["person"]
+    expected = Person.model_json_schema()
+    assert "$defs" in expected  # the model really has a submodel: the reference is inlined
+    assert "$ref" not in str(schema) and "$defs" not in schema
+    assert schema["properties"]["address"] == {**expected["$defs"]["Address"]}
+    assert schema["properties"]["age"] == expected["properties"]["age"] == {
+        "description": "Age in years", "minimum": 0, "title": "Age", "type": "integer"}
+    assert schema["required"] == expected["required"]
+
+
+def test_a_pydantic_model_goes_in_and_comes_out(client):
+    person = {"name": "ada", "age": 36, "address": {"street": "1 Rue"}, "born": "1815-12-10"}
+    result = client.call_tool("greet", {"person": person})
+    assert not result.is_error, result
+    out = {"name": "ADA", "age": 36, "address": {"street": "1 Rue", "city": "Paris"}, "born": "1815-12-10"}
+    if client.protocol_version >= "2025-06-18":
+        assert result.structured_content == out  # an object: not wrapped
+    assert tool_named(client, "greet").output_schema["properties"]["address"]["properties"]["city"]["default"] == "Paris"
+
+
+def test_a_pydantic_validation_failure_is_refused_as_bad_arguments(client):
+    # Valid against the JSON Schema except the constraint, which jsonschema catches: -32602 / isError.
+    message = refused(client, "greet", {"person": {"name": "x", "age": -1, "address": {"street": "s"}}})
+    assert "age" in message
+    # A date that does not exist passes the schema (format is not asserted) and fails in pydantic.
+    message = refused(client, "greet", {"person": {"name": "x", "age": 1, "address": {"street": "s"},
+                                                   "born": "2025-02-30"}})
+    assert message.startswith("Invalid arguments for tool greet: person:") and "born" in message
+    assert "errors.pydantic.dev" not in message
+
+
+# -- returns -------------------------------------------------------------------------------------------
+
+
+def test_a_dataclass_holding_rich_values_is_structured_content(client):
+    person = {"name": "ada", "age": 36, "address": {"street": "1 Rue"}}
+    result = client.call_tool("book", {"guest": person, "price": "12.50"})
+    assert not result.is_error, result
+    expected = {"id": str(ID), "at": "2025-03-04T05:06:07+00:00", "price": "12.50", "colour": "green",
+                "guest": {"name": "ada", "age": 36, "address": {"street": "1 Rue", "city": "Paris"}, "born": None}}
+    import json
+
+    assert json.loads(result.content[0].text) == expected
+    if client.protocol_version >= "2025-06-18":
+        assert result.structured_content == expected
+        schema = tool_named(client, "book").output_schema
+        assert schema["properties"]["at"] == {"type": "string", "format": "date-time"}
+        assert schema["properties"]["guest"]["properties"]["address"]["type"] == "object"
+
+
+def test_decimal_and_uuid_returns(client):
+    result = client.call_tool("total", {"amounts": ["0.10", "0.20"]})
+    assert result.content[0].text == '"0.30"'  # exact: no float on the way
+    if client.protocol_version >= "2025-06-18":
+        assert result.structured_content == {"result": "0.30"}
+    assert client.call_tool("ident").content[0].text == f'"{ID}"'
+
+
+def test_a_type_made_for_pydantic_goes_through_its_type_adapter(client):
+    assert tool_named(client, "site").input_schema["properties"]["url"]["format"] == "uri"
+    assert client.call_tool("site", {"url": "https://example.com/a"}).content[0].text == '"https://example.com/a"'
+    assert "url:" in refused(client, "site", {"url": "not a url"})
+
+
+def test_a_value_with_no_json_form_is_an_is_error_result_naming_it(client):
+    result = client.call_tool("liar")
+    assert result.is_error
+    assert result.content[0].text == ("Tool liar returned a value that cannot be serialised: "
+                                      "Object of type Opaque is not JSON serializable")
+
+
+def test_a_return_type_with_no_json_form_is_refused_at_registration():
+    server = Server("refuses")
+
+    def opaque() -> Opaque:
+        return Opaque()
+
+    with pytest.raises(TypeError, match=r"tool opaque: return type .*Opaque.* cannot be serialised"):
+        server.add_tool(opaque)
+
+    def opaque_list() -> list[Opaque]:
+        return []
+
+    with pytest.raises(TypeError, match="tool opaque_list: return type"):
+        server.add_tool(opaque_list)
+    assert server.get_tool("opaque") is None
+
+    def raw() -> list[bytes]:  # bytes are content blocks: fine, no schema
+        return [b"x"]
+
+    server.add_tool(raw)
+    assert server.get_tool("raw").output_schema is None
+
+
+def test_a_parameter_type_with_no_json_form_is_refused_at_registration():
+    def takes(thing: Opaque) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match="takes: parameter 'thing': unsupported type annotation"):
+        Server("refuses").add_tool(takes)
+
+
+# -- Annotated and Field ------------------------------------------------------------------------------
+
+
+def test_annotated_field_gives_description_and_constraints(client):
+    props = tool_named(client, "described").input_schema["properties"]
+    assert props["city"] == {"type": "string", "description": "The city's name", "minLength": 2, "maxLength": 40}
+    assert props["count"] == {"type": "integer", "description": "How many", "minimum": 1, "maximum": 10, "default": 3}
+    assert props["legacy"] == {"type": "string", "description": "A bare string describes too", "default": "x"}
+    assert client.call_tool("described", {"city": "Oslo", "count": 2}).content[0].text == "Oslo:2:x"
+    assert refused(client, "described", {"city": "Oslo", "count": 11})
+    assert refused(client, "described", {"city": "O"})
+
+
+# -- resource templates --------------------------------------------------------------------------------
+
+
+def test_template_variables_arrive_converted_to_their_annotations(client):
+    contents = client.read_resource("users://42/profile").contents[0]
+    assert contents.text == '{"id": 42, "type": "int"}'
+    assert client.read_resource("days://2025-03-04/green").contents[0].text == "2025-03-04 Tuesday GREEN"
+
+
+def test_a_template_variable_that_is_not_its_type_is_invalid_params(client):
+    with pytest.raises(InvalidParams, match="template variable user_id: 'abc' is not a integer"):
+        client.read_resource("users://abc/profile")
+    with pytest.raises(InvalidParams, match="template variable day: '2025-13-01' is not a valid ISO 8601 date"):
+        client.read_resource("days://2025-13-01/red")
+    with pytest.raises(McpError, match="template variable colour: 'blue' is not one of"):
+        client.read_resource("days://2025-03-04/blue")
+
+
+# -- a name registered twice ----------------------------------------------------------------------------
+
+
+def test_registering_a_name_twice_warns_and_the_later_one_wins():
+    server = Server("twice")
+
+    @server.tool
+    def echo(x: int) -> int:
+        return x
+
+    with pytest.warns(UserWarning, match="tool 'echo' is registered already: this registration replaces it"):
+        @server.tool(name="echo")
+        def echo2(x: int) -> int:
+            return x * 10
+
+    with pytest.warns(UserWarning, match="prompt 'p' is registered already"):
+        server.add_prompt(lambda: "one", name="p")
+        server.add_prompt(lambda: "two", name="p")
+    with pytest.warns(UserWarning, match="resource 'r://x' is registered already"):
+        server.add_resource(lambda: "one", "r://x")
+        server.add_resource(lambda: "two", "r://x")
+    with pytest.warns(UserWarning, match="resource template 'r://{y}' is registered already"):
+        server.add_resource(lambda y: "one", "r://{y}")
+        server.add_resource(lambda y: "two " + y, "r://{y}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        server.add_tool(lambda x: x, name="other")  # a new name: no warning
+
+    with Client.in_memory(server) as client:
+        assert client.call_tool("echo", {"x": 2}).structured_content == {"result": 20}
+        assert [t.name for t in client.list_tools()].count("echo") == 1
+        assert client.get_prompt("p").messages[0].content.text == "two"
+        assert client.read_resource("r://x").contents[0].text == "two"
+        assert client.read_resource("r://z").contents[0].text == "two z"
+        assert len(client.list_resource_templates()) == 1
+
+
+# -- pydantic stays optional -----------------------------------------------------------------------------
+
+
+def test_a_server_with_rich_types_but_no_pydantic_never_loads_pydantic(tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text(textwrap.dedent("""
+        import datetime, sys, uuid
+        from decimal import Decimal
+        from mcp_ref import Client, Server
+
+        server = Server("no-pydantic")
+
+        @server.tool
+        def later(when: datetime.date, amount: Decimal) -> dict:
+            return {"when": when + datetime.timedelta(days=1), "amount": amount, "id": uuid.UUID(int=1)}
+
+        with Client.in_memory(server) as client:
+            result = client.call_tool("later", {"when": "2025-01-31", "amount": "1.5"})
+        assert result.structured_content == {"when": "2025-02-01", "amount": "1.5",
+                                             "id": "00000000-0000-0000-0000-000000000001"}, result
+        print("pydantic" in sys.modules)
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
