@@ -70,6 +70,11 @@ class CreateMessageResult(WireModel, Awaitable):
     raw: dict[str, Any] | None = raw_field()
     _nested = {"content": content_from_wire}
 
+    @property
+    def text(self) -> str | None:
+        """The text of the message, when its content is text (else None)."""
+        return getattr(self.content, "text", None) if not isinstance(self.content, dict) else self.content.get("text")
+
 
 @dataclass(kw_only=True)
 class ElicitParams(WireModel):

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
+#: ``ctx.sample``'s ``maxTokens`` when none is given (the request requires one; FastMCP users pass none).
+DEFAULT_MAX_TOKENS = 512
+
 
 class Context:
     """Given to a handler that declares a parameter annotated ``Context``.
@@ -191,7 +194,7 @@ class Context:
         self,
         messages: str | list,
         *,
-        max_tokens: int,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         system_prompt: str | None = None,
         temperature: float | None = None,
         stop_sequences: list[str] | None = None,
@@ -206,7 +209,9 @@ class Context:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
 
         ``messages`` is a string (one user message) or a list of ``{"role", "content"}`` dicts /
-        SamplingMessage objects.  ``tools`` and ``tool_choice`` (2025-11-25) need the client's
+        SamplingMessage objects; ``max_tokens`` (the request's required ``maxTokens``) defaults to
+        :data:`DEFAULT_MAX_TOKENS`.  The result's ``.text`` is its text, when it is text.
+        ``tools`` and ``tool_choice`` (2025-11-25) need the client's
         ``sampling.tools``.  ``key`` names the ask in a 2026-07-28 ``inputRequests`` (see :meth:`gather`).
         """
         from .input_required import Sample

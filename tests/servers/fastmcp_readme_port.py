@@ -77,8 +77,8 @@ async def long_running_task(task_name: str, ctx: Context, steps: int = 5) -> str
 async def process_data(uri: str, ctx: Context) -> str:
     await ctx.info(f"Processing {uri}...")
     data = await ctx.read_resource(uri)
-    summary = await ctx.sample(f"Summarize: {data[0].text[:500]}", max_tokens=100)  # mcp_ref: .content, no max_tokens
-    return summary.content.text  # mcp_ref: FastMCP's sample() returns the content (summary.text)
+    summary = await ctx.sample(f"Summarize: {data[0].text[:500]}")
+    return summary.text
 
 
 # Static resource
