@@ -249,11 +249,11 @@ class Context:
     def gather(self, *asks, timeout: float | None | Default = DEFAULT) -> Answers[Any]:
         """Ask the client for several things at once: ``Elicit``, ``ElicitUrl``, ``Sample``, ``ListRoots``.
 
-        Returns their answers in order (``ElicitResult``, ``CreateMessageResult``, a list of
-        ``Root``).  Handshake era: one request to the client after another.  2026-07-28: the
-        answers the retried request carries; any missing ends this run of the handler with an
-        ``InputRequiredResult`` asking for all of them at once, and the client's retry runs the
-        handler again from the top (``mcp_ref.server.input_required``).
+        Returns their answers in order (``ElicitResult``, ``CreateMessageResult``, a list of ``Root``).
+        Handshake era: one request to the client after another.  2026-07-28: any answer missing ends
+        this run with an ``InputRequiredResult``, and the client's retry runs the handler again from
+        the top (``mcp_ref.server.input_required``): code before the asks runs once per round, so put
+        side effects after them (the same for ``elicit``, ``sample``, ``list_roots``: they ask through it).
         """
         from .asking import Answers
         from .input_required import answer_all, inputs_of
