@@ -23,6 +23,7 @@ BLOCKS = {
     "print(client.server_info.name, client.protocol_version)": "test_client_tour_runs",
     "sampling_handler=lambda params": "test_callbacks_example_runs",
     "# server.py": "test_server_example_serves",
+    "# shop.py": "test_shop_example_runs",
     "Client.in_memory(server)": "test_in_memory_example_runs",
     "# http_server.py": "test_http_examples_run",
     "gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app": "test_http_deploy_commands_serve",
@@ -150,6 +151,19 @@ def test_in_memory_example_runs(tmp_path):
     script.write_text(example)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
+
+
+def test_shop_example_runs(tmp_path):
+    """Rich types both ways, an awaited ctx.info, the lifespan's value, and a ResourceError's message."""
+    script = tmp_path / "shop.py"
+    script.write_text(_block("# shop.py"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    assert done.returncode == 0, done.stderr
+    # the on_log callback prints from its own thread: its line may interleave with ours, so look for the texts
+    assert done.stdout.count("tea") >= 2  # the log line, and the resource read
+    for text in ("ordering tea for 4.20, due 01 March", "4.20 2026-03-01",
+                 "-32603 no order 00000000-0000-0000-0000-000000000000"):
+        assert text in done.stdout, (text, done.stdout)
 
 
 def test_server_example_runs_as_pasted(tmp_path, connect):
@@ -461,4 +475,4 @@ def test_cli_commands_run(tmp_path):
     finally:
         _stop(http_demo)
     assert {"info", "tools", "resources", "templates", "prompts", "call", "read", "prompt", "check", "serve-demo",
-            "logout"} <= set(ran)
+            "logout", "install"} <= set(ran)

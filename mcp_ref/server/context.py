@@ -97,8 +97,6 @@ class Context:
         """What ``Server(lifespan=fn)``'s context manager gave (a database pool, a client ...); None without one."""
         return self.connection.server.lifespan_context
 
-    # -- ctx.http (the HTTP request a call came in on) goes here (issue 23 item 5) --
-
     @property
     def is_cancelled(self) -> bool:
         """True once the client cancelled this request."""
