@@ -11,17 +11,14 @@ its own tables: ``invalid_client`` / ``invalid_token`` on the other, the single-
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 import threading
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-from conftest import WAIT, command_label, watch_stderr
+from conftest import WAIT
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
-from test_http_deploy import LineReader, free_port, stop, wait_for_port
+from test_http_deploy import free_port, start_gunicorn, stop
 
 from mcp_ref.auth import pkce
 from mcp_ref.workbench.auth_tables import MemoryAuthTable
@@ -237,17 +234,9 @@ class ProtectedDemo:
     """``gunicorn -w 1`` serving ``mcp_ref.workbench.demo:protected_wsgi_app`` on a free port."""
 
     def __init__(self, state: str | None):
-        self.port = free_port()
-        command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "4",
-                   "-b", f"127.0.0.1:{self.port}", "mcp_ref.workbench.demo:protected_wsgi_app"]
-        env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
-        env["MCP_REF_SECRET"] = "auth-tables-test-secret"
-        if state is not None:
-            env["MCP_REF_STATE"] = state
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        self.errors = LineReader(self.proc.stderr)
-        watch_stderr(command_label(command), lambda: list(self.errors.all))
-        wait_for_port(self.port, self.proc)
+        self.proc, self.errors, self.port = start_gunicorn(
+            ["-k", "gthread", "-w", "1", "--threads", "4", "mcp_ref.workbench.demo:protected_wsgi_app"],
+            {"MCP_REF_SECRET": "auth-tables-test-secret"}, state)
         self.url = f"http://127.0.0.1:{self.port}"
 
     def get(self, path: str, **params) -> requests.Response:

@@ -90,6 +90,23 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = WAIT) -> N
     raise AssertionError(f"nothing listens on port {port} after {timeout} s")
 
 
+def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[subprocess.Popen, LineReader, int]:
+    """``gunicorn`` with ``options`` (worker class, app, ...) on a free loopback port, its environment
+    this process's plus ``env``, ``MCP_REF_STATE`` set to ``state`` (None: unset); waits until it
+    listens.  Returns the process, its stderr reader (watched for tracebacks) and the port."""
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", *options, "-b", f"127.0.0.1:{port}"]
+    environ = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
+    environ.update(env)
+    if state is not None:
+        environ["MCP_REF_STATE"] = state
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ)
+    errors = LineReader(proc.stderr)
+    watch_stderr(command_label(command), lambda: list(errors.all))
+    wait_for_port(port, proc)
+    return proc, errors, port
+
+
 # -- gunicorn ------------------------------------------------------------------------------------
 
 

@@ -10,17 +10,14 @@ See spec_notes/deployment.md, "Scaling out".
 from __future__ import annotations
 
 import importlib.util
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
-from conftest import SERVERS, WAIT, command_label, watch_stderr
+from conftest import SERVERS, WAIT
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
-from test_http_deploy import LineReader, free_port, stop, wait_for_port
+from test_http_deploy import start_gunicorn, stop
 
 from mcp_ref import Client, LimitExceeded, McpError
 
@@ -35,19 +32,12 @@ class Deployment:
 
     def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True,
                  protected: bool = False):
-        self.port = free_port()
-        command = [sys.executable, "-m", "gunicorn", "-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread",
-                   "-w", str(workers), "--threads", "8",
-                   "-b", f"127.0.0.1:{self.port}", "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
-        env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
-        env.update(MCP_REF_SECRET="scale-out-test-secret", SCALE_OUT_SERVER_LIMIT=server_limit,
-                   SCALE_OUT_STATELESS="1" if stateless else "0", SCALE_OUT_PROTECTED="1" if protected else "0")
-        if state is not None:
-            env["MCP_REF_STATE"] = state
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        self.errors = LineReader(self.proc.stderr)
-        watch_stderr(command_label(command), lambda: list(self.errors.all))
-        wait_for_port(self.port, self.proc)
+        self.proc, self.errors, self.port = start_gunicorn(
+            ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", str(workers), "--threads", "8",
+             "--chdir", str(SERVERS), "scale_out_app:wsgi_app"],
+            {"MCP_REF_SECRET": "scale-out-test-secret", "SCALE_OUT_SERVER_LIMIT": server_limit,
+             "SCALE_OUT_STATELESS": "1" if stateless else "0", "SCALE_OUT_PROTECTED": "1" if protected else "0"},
+            state)
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def stop(self) -> None:

@@ -452,7 +452,10 @@ class HttpAppBase:
                 self._end_session(session)
 
     def _reconcile(self) -> None:
-        """Shared: end the sessions this worker holds whose record is gone (an end it was not told of)."""
+        """Shared: end the sessions this worker holds whose record is gone (an end it was not told of);
+        at most every ``shared.RECONCILE_EVERY`` seconds (a request pays nothing in between)."""
+        if not self.shared_sessions.reconcile_due():
+            return
         with self._sessions_lock:
             held = [session for session in self.sessions.values() if session.shared]
         for session in self.shared_sessions.reconcile(held):

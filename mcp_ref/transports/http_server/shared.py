@@ -232,13 +232,19 @@ class SharedSessions:
         self._publish(session_id, "end")
         self.app.event_store.forget(session_id)
 
+    def reconcile_due(self) -> bool:
+        """True at most once every :data:`RECONCILE_EVERY` seconds: time to :meth:`reconcile`."""
+        now = time.monotonic()
+        if now - self._reconciled < RECONCILE_EVERY:
+            return False
+        self._reconciled = now
+        return True
+
     def reconcile(self, held: list[HttpSession]) -> list[HttpSession]:
         """Of the sessions this worker holds, those whose record is gone (its end was missed: a bus
-        message lost, an expiry found by another worker); asked at most every :data:`RECONCILE_EVERY` s."""
-        now = time.monotonic()
-        if now - self._reconciled < RECONCILE_EVERY or not held:
+        message lost, an expiry found by another worker)."""
+        if not held:
             return []
-        self._reconciled = now
         alive = table_call(self.app.session_table.alive, [cast(str, session.id) for session in held])
         return [session for session in held if session.id not in alive]
 
