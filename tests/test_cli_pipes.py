@@ -245,7 +245,7 @@ def test_the_demo_prints_in_order_points_at_its_code_and_notes_its_sections(tmp_
     lines = out.splitlines()
     refused = lines.index("   server stderr: rate limit 3/60s on roll_dice: refused tools/call, from stdio")
     policy = next(i for i, line in enumerate(lines) if line.endswith(". Policy: who may see and call what, and how often"))
-    tasks = next(i for i, line in enumerate(lines) if line.endswith(". Tasks (the 2026-07-28 tasks extension)"))
+    tasks = next(i for i, line in enumerate(lines) if line.endswith(". Tasks (the 2026-07-28 extension and 2025-11-25's tasks)"))
     assert policy < refused < tasks < next(i for i, line in enumerate(lines) if line.startswith("Every step behaved"))
     sections = [i for i, line in enumerate(lines) if re.match(r"\d+\. ", line)]
     assert len(sections) == 11

@@ -181,6 +181,19 @@ def test_a_404_starts_a_new_session_once_transparently(serve, handshake_http_cli
     assert len(client.wire.sent("initialize")) == 2  # once
 
 
+def test_the_log_level_asked_for_is_asked_again_of_the_new_session(serve, handshake_http_client):
+    """A handshake-era server keeps the level of ``logging/setLevel`` per session: the session that
+    replaces an expired one is asked again, or it would send every level."""
+    srv = serve()
+    client = handshake_http_client(srv.mcp)
+    client.set_logging_level("warning")
+    assert srv.app.end_session(client.session.transport.session_id)
+    assert text(client.call_tool("echo", {"text": "after"})) == "after"
+    asked = client.wire.sent("logging/setLevel")
+    assert [message["params"]["level"] for message in asked] == ["warning", "warning"]
+    assert len(client.wire.sent("initialize")) == 2
+
+
 class RenewalGate:
     """WSGI middleware holding the second initialize POST (a session renewal in progress) until
     ``release`` is set, and holding any POST whose body contains ``hold_marker`` until the renewal

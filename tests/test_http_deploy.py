@@ -118,7 +118,10 @@ def test_demo_under_gunicorn_two_workers_stateless(era):
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "8", "-b", f"127.0.0.1:{port}",
                "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.workbench.demo:wsgi_app"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd())
+    # README "Every worker of a stateless deployment must share one secret": the cursors of tools/list
+    # (which a 2025-11-25 client sends to learn each tool's taskSupport) verify on either worker.
+    env = {**os.environ, "MCP_REF_SECRET": "two-workers-" + "0" * 32}
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
     try:

@@ -112,7 +112,7 @@ def test_tasks_example_runs(tmp_path):
     script.write_text(_block("# tasks.py"))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["built docs True"]
+    assert done.stdout.splitlines() == ["2026-07-28 built docs True", "2025-11-25 built docs True"]
 
 
 def _write_server_example(folder, docs: bool = True) -> None:

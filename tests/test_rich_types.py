@@ -190,7 +190,8 @@ def test_a_datetime_goes_in_and_comes_out_as_iso_8601(client):
     result = client.call_tool("shift", {"when": "2025-03-04T05:06:07Z", "days": 2})
     assert not result.is_error
     assert result.content[0].text == '"2025-03-06T05:06:07+00:00"'
-    assert result.structured_content is None  # a string: its text says it all, as for str
+    if client.protocol_version >= "2025-06-18":  # wrapped, with its format, as FastMCP does
+        assert result.structured_content == {"result": "2025-03-06T05:06:07+00:00"}
 
 
 @pytest.mark.parametrize("arguments, named", [
@@ -405,3 +406,66 @@ def test_a_server_with_rich_types_but_no_pydantic_never_loads_pydantic(tmp_path)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+# -- Field() as a default, timedelta, string-format returns ---------------------------------------------
+
+
+def field_server() -> Server:
+    server = Server("fields")
+
+    @server.tool
+    def order(item: str = Field(description="What to order"), count: int = Field(2, ge=1, description="How many"),
+              notes: list[str] = Field(default_factory=list)) -> str:
+        """pydantic's Field as the default, as FastMCP users write it."""
+        return f"{count} x {item} {notes}"
+
+    @server.tool
+    def double(wait: dt.timedelta) -> dt.timedelta:
+        """A timedelta in (seconds or ISO 8601) and out (ISO 8601)."""
+        return wait * 2
+
+    @server.tool
+    def today() -> dt.date:
+        """A date return: wrapped structured output, as FastMCP gives it."""
+        return dt.date(2025, 3, 4)
+
+    return server
+
+
+@pytest.fixture
+def fields():
+    with Client.in_memory(field_server(), protocol_version=LATEST) as client:
+        yield client
+
+
+def test_a_field_default_gives_the_schema_and_the_value_when_left_out(fields):
+    schema = tool_named(fields, "order").input_schema
+    assert schema["required"] == ["item"]
+    assert schema["properties"]["item"] == {"type": "string", "description": "What to order"}
+    assert schema["properties"]["count"] == {"type": "integer", "minimum": 1, "description": "How many", "default": 2}
+    assert schema["properties"]["notes"] == {"type": "array", "items": {"type": "string"}, "default": []}
+    assert fields.call_tool("order", {"item": "tea"}).text == "2 x tea []"
+    assert fields.call_tool("order", {"item": "tea", "count": 5, "notes": ["hot"]}).text == "5 x tea ['hot']"
+    assert refused(fields, "order", {"item": "tea", "count": 0})
+    assert refused(fields, "order", {})
+
+
+@pytest.mark.parametrize("given, doubled", [("PT1H30M", "PT3H"), (90.5, "PT3M1S"), ("P1W", "P14D"),
+                                            ("-PT1S", "-PT2S"), (0, "PT0S"), ("P1DT0.25S", "P2DT0.5S")])
+def test_a_timedelta_goes_in_as_seconds_or_iso_8601_and_comes_out_as_iso_8601(fields, given, doubled):
+    result = fields.call_tool("double", {"wait": given})
+    assert not result.is_error and result.structured_content == {"result": doubled}
+
+
+@pytest.mark.parametrize("bad", ["P", "PT", "P1Y", "1 hour", True])
+def test_a_bad_duration_is_refused_naming_it(fields, bad):
+    assert "wait:" in refused(fields, "double", {"wait": bad})
+
+
+def test_a_date_return_is_wrapped_structured_output(fields):
+    tool = tool_named(fields, "today")
+    assert tool.output_schema == {"type": "object", "properties": {"result": {"type": "string", "format": "date"}},
+                                  "required": ["result"]}
+    result = fields.call_tool("today")
+    assert result.structured_content == {"result": "2025-03-04"} and result.content[0].text == '"2025-03-04"'

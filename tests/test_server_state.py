@@ -17,7 +17,7 @@ from conftest import WAIT
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, LimitExceeded, McpError
-from mcp_ref.core.errors import RequestCancelled
+from mcp_ref.core.errors import InvalidParams, RequestCancelled
 from mcp_ref.extras.ratelimit import RateLimiter
 from mcp_ref.extras.tasks import CANCELLED, COMPLETED, INPUT_REQUIRED, TaskRun, TaskStore
 from mcp_ref.server import Server
@@ -28,6 +28,7 @@ from mcp_ref.server.state import (
     MemoryCounters,
     MemoryTaskQueue,
     MemoryTaskRecords,
+    page_cursor,
 )
 
 IMPLEMENTATIONS = ["memory", "redis"]
@@ -418,6 +419,140 @@ def test_records_expire_with_the_clock(records, clock):
     clock.now += 2.0
     assert records.sweep() == ["next"] and records.get("forever") is not None
     assert records.delete("forever") and not records.delete("forever")
+
+
+# -- task records: listing (2025-11-25 tasks/list) --------------------------------------------------
+
+
+def owned(records, task_id: str, owner: str | None, ttl: float | None = 60.0, status: str = "working",
+          **bounds) -> None:
+    """A record of ``owner`` (its caller too), with no bound in the way unless given."""
+    options = {"max_per_caller": None, "max_total": 1000, **bounds}
+    assert records.create(task_id, record(task_id, owner, status), ttl=ttl, caller=owner, **options) == "created"
+
+
+def pages(records, owner: str | None, limit: int) -> list[list[str]]:
+    """Every page of ``owner``'s listing, as task ids, checking that none is over ``limit``."""
+    found, cursor = [], None
+    for _page in range(100):  # a bound: a listing that never ends fails here
+        page, cursor = records.list(owner, cursor, limit)
+        assert len(page) <= max(1, limit)
+        found.append([listed["taskId"] for listed in page])
+        if cursor is None:
+            return found
+    raise AssertionError("the listing never ended")
+
+
+def index_entries(records) -> int:
+    """What the listing's indexes hold (two per record): in memory, or the Redis keys and fields."""
+    if isinstance(records, MemoryTaskRecords):
+        return records.index_size()
+    client, key = records.connection.client, records.connection.key
+    return client.hlen(key("tasks", "owners")) + sum(
+        client.zcard(index) for index in client.scan_iter(match=key("tasks", "owner", "*")))
+
+
+def test_records_list_pages_an_owners_records_in_creation_order(records):
+    for n in range(7):  # three owners interleaved
+        owned(records, f"a{n}", "alice")
+        if n % 2:
+            owned(records, f"b{n}", "bob")
+        if n % 3 == 0:
+            owned(records, f"n{n}", None)
+    assert pages(records, "alice", 3) == [["a0", "a1", "a2"], ["a3", "a4", "a5"], ["a6"]]
+    assert pages(records, "alice", 7) == [[f"a{n}" for n in range(7)]]  # no empty page after a full one
+    assert pages(records, "bob", 2) == [["b1", "b3"], ["b5"]]
+    assert pages(records, None, 1) == [["n0"], ["n3"], ["n6"]]  # None: the records whose owner is None
+    assert pages(records, "carol", 5) == [[]]
+    assert pages(records, "alice", 0) == [[f"a{n}"] for n in range(7)]  # a limit is at least 1
+    listed, _ = records.list("bob", None, 10_000)  # and at most MAX_PAGE
+    assert listed == [records.get("b1"), records.get("b3"), records.get("b5")]  # whole records
+    listed[0]["status"] = "tampered"
+    assert records.get("b1")["status"] == "working"  # a copy
+
+
+def test_records_list_never_shows_an_expired_record(records, clock):
+    owned(records, "a0", "alice", ttl=5.0)
+    owned(records, "a1", "alice", ttl=None)
+    owned(records, "a2", "alice", ttl=5.0)
+    owned(records, "a3", "alice", ttl=60.0)
+    first, cursor = records.list("alice", None, 2)
+    assert [listed["taskId"] for listed in first] == ["a0", "a1"]
+    clock.now += 5.0
+    rest, end = records.list("alice", cursor, 2)  # the cursor was made before a2 expired
+    assert [listed["taskId"] for listed in rest] == ["a3"] and end is None
+    assert pages(records, "alice", 10) == [["a1", "a3"]]
+    assert records.count() == 2  # listing forgot what it found expired
+
+
+def test_records_list_refuses_a_bad_cursor_with_invalid_params(records):
+    owned(records, "a0", "alice")
+    owned(records, "a1", "alice")
+    owned(records, "b0", "bob")
+    _, alices = records.list("alice", None, 1)
+    _, nobodys = records.list(None, None, 1)  # owner None has no record: no cursor
+    assert alices is not None and nobodys is None
+    number, _, tag = alices.partition(".")
+    bad = ["", "x", "1", "1.", ".1", f"-1.{tag}", f"0.{tag}", f"1e3.{tag}", f"{'9' * 16}.{tag}",
+           f"{number}.{tag}x", f"{number}.{tag[:-1]}", page_cursor("alice", 99),  # a position never reached
+           page_cursor("bob", int(number)), page_cursor(None, int(number)), 12, ["a0"]]
+    for cursor in bad:
+        with pytest.raises(InvalidParams) as refused:
+            records.list("alice", cursor, 1)
+        assert refused.value.code == -32602, cursor
+    with pytest.raises(InvalidParams):
+        records.list("bob", alices, 1)  # another owner's cursor
+    assert [listed["taskId"] for listed in records.list("alice", alices, 1)[0]] == ["a1"]  # the good one
+
+
+def test_a_deleted_records_cursor_pages_on_after_its_place(records):
+    for n in range(5):
+        owned(records, f"a{n}", "alice")
+    first, cursor = records.list("alice", None, 2)
+    assert [listed["taskId"] for listed in first] == ["a0", "a1"]
+    assert records.delete("a1") and records.delete("a2")  # the cursor's record, and the next one
+    rest, end = records.list("alice", cursor, 2)
+    assert [listed["taskId"] for listed in rest] == ["a3", "a4"] and end is None
+    _, after_a0 = records.list("alice", None, 1)
+    records.delete("a0")
+    page, after_a3 = records.list("alice", after_a0, 1)
+    assert page == [records.get("a3")] and after_a3 is not None
+    assert records.list("alice", after_a3, 1) == ([records.get("a4")], None)
+    owned(records, "a1", "alice")  # an id made again is a new record: last in the order
+    assert pages(records, "alice", 10) == [["a3", "a4", "a1"]]
+
+
+def test_the_listing_index_goes_with_the_records(records, clock):
+    secret = "http-session-id-" + "s3cr3t" * 8  # an owner may be a session id: no key names it
+    for n in range(6):
+        owned(records, f"s{n}", secret, ttl=5.0 if n % 2 else None, max_total=9)
+        owned(records, f"a{n}", "alice", ttl=None, status=COMPLETED, max_total=9)
+    assert index_entries(records) == 2 * records.count() == 2 * 9
+    assert pages(records, "alice", 10) == [["a3", "a4", "a5"]]  # full, the oldest finished records made room
+    if not isinstance(records, MemoryTaskRecords):
+        client = records.connection.client
+        assert not [key for key in client.scan_iter(match=records.connection.key("*")) if b"s3cr3t" in key]
+    clock.now += 6.0
+    assert sorted(records.sweep()) == ["s1", "s3", "s5"]
+    for n in (0, 2, 4):
+        assert records.delete(f"s{n}")
+    for n in (3, 4, 5):
+        records.delete(f"a{n}")
+    assert records.count() == 0 and index_entries(records) == 0
+    assert pages(records, secret, 5) == [[]]
+
+
+def test_a_record_redis_forgot_on_its_own_is_not_listed_and_leaves_the_index(request, clock, redis_only):
+    # Redis expires a record's keys on its own clock (or evicts them under maxmemory) before the
+    # expiry index says so: the listing checks each record it pages over, and forgets a gone one.
+    from mcp_ref.extras.redis_state import RedisTaskRecords
+
+    records = RedisTaskRecords(connection(request), clock=clock)
+    for n in range(4):
+        owned(records, f"a{n}", "alice")
+    records.connection.client.delete(records.connection.key("task", "a1"))
+    assert pages(records, "alice", 2) == [["a0", "a2"], ["a3"]]
+    assert index_entries(records) == 2 * 3 == 2 * records.count()
 
 
 # -- the queue --------------------------------------------------------------------------------------

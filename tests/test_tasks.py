@@ -339,12 +339,26 @@ def test_a_task_that_outlives_the_callers_bound_is_a_timeout():
             client.call_tool("forever", task=True, max_total_timeout=0.3)
 
 
-def test_in_the_handshake_era_task_changes_nothing(serve):  # noqa: F811
-    with Client.in_memory(TASKS.build(), era="handshake", timeout=WAIT) as client:
+def test_in_the_handshake_era_a_task_is_a_2025_11_25_one_and_before_it_task_changes_nothing():
+    """The same tools serve the handshake era: at 2025-11-25 a task-augmented call becomes a task of
+    that revision (``{task}``, followed with tasks/get and tasks/result: tests/test_tasks_2025.py);
+    before it the server declares no tasks and the call simply answers."""
+    with Client.in_memory(TASKS.build(), era="handshake", protocol_version="2025-06-18", timeout=WAIT) as client:
+        assert "tasks" not in client.server_capabilities
         assert client.call_tool("plain", {"text": "x"}, task=True).text == "x"
         call = client.start_tool_call("compute", {"n": 5}, task=True)
         client.call_tool("release")
         assert call.result().text == "5 squared is 25" and call.task_id is None
+    wire = WireChecker()
+    with Client.in_memory(TASKS.build(), era="handshake", timeout=WAIT, trace=wire) as client:
+        assert client.protocol_version == "2025-11-25" and "tasks" in client.server_capabilities
+        call = client.start_tool_call("compute", {"n": 5}, task=True)
+        client.call_tool("release")
+        assert call.result().text == "5 squared is 25" and call.task_id is not None
+        created = next(m["result"] for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"])
+        assert created["task"]["taskId"] == call.task_id and "resultType" not in created
+        assert not wire.sent("tasks/update")  # the 2026-07-28 extension's method: not in this era
+    wire.assert_valid()
 
 
 def test_a_created_task_is_answered_as_created_even_when_its_work_ends_first():

@@ -15,7 +15,7 @@ from typing import Literal
 
 import pytest
 
-from conftest import SERVERS, client_pool
+from conftest import SERVERS, InMemory, client_pool
 from servers.untested_server import AUDIO_DATA, ICONS
 
 from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, Client, InvalidParams, McpError, ResourceLink, TextContent, Tool
@@ -25,6 +25,9 @@ TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
 PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 LATEST, OLDEST = SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]
+
+#: A server without task-capable tools (the demo has one: it declares the 2025-11-25 tasks).
+TASKLESS = InMemory("modern_server")
 
 
 pool = client_pool(TOOLS)  # module-scoped fixtures; each test's messages must be schema-valid
@@ -368,8 +371,9 @@ def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
 
 def test_a_task_param_in_tools_call_is_ignored(connect, wire):
     # basic/utilities/tasks §Task Support and Handling: a receiver that did not declare task support
-    # "MUST process the request normally, ignoring the task field".
-    client = connect(protocol_version="2025-11-25")
+    # "MUST process the request normally, ignoring the task field".  (A server with a task-capable
+    # tool, as the demo, declares it: tests/test_tasks_2025.py.)
+    client = connect(TASKLESS, protocol_version="2025-11-25")
     assert "tasks" not in client.server_capabilities
     params = {"name": "echo", "arguments": {"text": "hi"}, "task": {"ttl": 1000}}
     assert client.request("tools/call", params) == {"content": [{"type": "text", "text": "hi"}]}  # no CreateTaskResult
@@ -381,7 +385,7 @@ def test_a_task_param_in_tools_call_is_ignored(connect, wire):
     ("tasks/list", {}), ("tasks/cancel", {"taskId": "t-1"}),
 ])
 def test_tasks_methods_are_method_not_found_by_the_server(connect, wire, method, params):
-    client = connect(protocol_version="2025-11-25")
+    client = connect(TASKLESS, protocol_version="2025-11-25")
     with pytest.raises(McpError) as caught:
         client.request(method, params)
     assert caught.value.code == -32601

@@ -233,3 +233,46 @@ def test_django_view_streams_sse_both_ways(django_site):
     with Client.http(site + "/tools/sse", transport="sse", headers={"Cookie": "user=bob"}, timeout=WAIT) as client:
         seen = client.call_tool("whoami").structured_content
         assert seen["user"] == "bob" and seen["path"] == "/tools/messages"
+
+
+# -- the same recipe under Flask ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flask_site():
+    """tests/servers/flask_app.py under gunicorn (gthread): the MCP app mounted by a Flask route at /tools/."""
+    if importlib.util.find_spec("flask") is None or importlib.util.find_spec("gunicorn") is None:
+        pytest.skip("flask and gunicorn are needed (the test extra)")
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
+               "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, "flask_app:app"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    LineReader(proc.stdout)
+    errors = LineReader(proc.stderr)
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}", errors
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_flask_route_mounts_the_app_with_its_user_and_streams_sse(flask_site, era):
+    site, errors = flask_site
+    watch_stderr("gunicorn flask_app", lambda: list(errors.all))
+    cookie = {"Cookie": "user=carol", "X-Agent": "flask-test"}
+    assert requests.get(site + "/", headers=cookie, timeout=TIMEOUT).text == "hello carol"
+    asked: list = []
+
+    def answer(params):
+        asked.append(params.message)
+        return {"action": "accept", "content": {"ok": True}}
+
+    with Client.http(site + "/tools/mcp", headers=cookie, era=era, elicitation_handler=answer, timeout=WAIT) as client:
+        seen = client.call_tool("whoami").structured_content
+        assert seen == {"user": "carol", "path": "/tools/mcp", "method": "POST", "cookie": "carol", "agent": "flask-test"}
+        steps: list = []
+        assert client.call_tool("count", {"n": 3}, on_progress=lambda *p: steps.append(p)).text == "counted 3"
+        assert [p[0] for p in steps] == [1, 2, 3]  # SSE events through the route, in order
+        assert client.call_tool("confirm", {"question": "ship it?"}).text == "accept:True"
+    assert asked == ["ship it?"]

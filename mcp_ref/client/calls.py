@@ -1,11 +1,11 @@
 """A request of the caller's, as the handshake era sends it: one JSON-RPC request, one answer.
 
-:meth:`mcp_ref.client.connection.ClientConnection.start` makes a :class:`Call` for every request
-the caller sends (``client.call_tool()``, ``client.request()`` ...): sent at once, ``result()``
-waits for the answer, ``cancel()`` stops it (over stdio the server is sent
-``notifications/cancelled``).  In the 2026-07-28 era one request of the caller's may take several
-on the wire; :class:`mcp_ref.client.modern.ModernCall` extends this class with those rounds, so a
-reader of the handshake era needs nothing beyond this module.
+:meth:`mcp_ref.client.connection.ClientConnection.start` makes a :class:`Call` for every request the caller
+sends (``client.call_tool()``, ``client.request()`` ...): sent at once, ``result()`` waits for the answer,
+``cancel()`` stops it (over stdio the server is sent ``notifications/cancelled``).  In the 2026-07-28 era one
+request of the caller's may take several on the wire; :class:`mcp_ref.client.modern.ModernCall` extends this
+class with those rounds, so a reader of the handshake era needs nothing beyond this module.  :class:`ToolCall`
+is the caller's view of a ``tools/call`` (a 2025-11-25 task: :mod:`mcp_ref.extras.client_tasks_2025`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..core.session import PendingRequest
+from ..core.types import CallToolResult
 
 if TYPE_CHECKING:
     from .interfaces import Connection
 
-#: ``input_required`` rounds one request may take before the client gives up (a server that asks
-#: forever must not hold the caller forever; 2026-07-28 mrtr lets a server ask again and again).
-#: The default of ``Client(max_input_rounds=)``, which bounds a task's input rounds too.  (Here, not
-#: in :mod:`~mcp_ref.client.modern`, so that a handshake-era client need not load that module.)
+#: ``input_required`` rounds one request may take before the client gives up (a server that asks forever must
+#: not hold the caller forever; 2026-07-28 mrtr lets a server ask again and again).  The default of
+#: ``Client(max_input_rounds=)``, which bounds a task's input rounds too.  (Here, not in :mod:`~mcp_ref.client.modern`.)
 MAX_INPUT_ROUNDS = 16
 
 
@@ -63,3 +63,41 @@ class Call:
     def result(self) -> dict:
         """Wait for the result (raises RequestTimeout, RequestCancelled, McpError ...)."""
         return self.pending.result()
+
+
+class ToolCall:
+    """A ``tools/call`` in flight (from :meth:`Client.start_tool_call`): ``result()`` or ``cancel()``.
+
+    One call may take several requests on the wire (2026-07-28 input rounds and retries, a task's
+    polling): ``request_id`` is the ``tools/call``'s current one."""
+
+    def __init__(self, call: Call):
+        self.call = call
+
+    @property
+    def pending(self) -> PendingRequest:
+        """The JSON-RPC request on the wire now."""
+        return self.call.pending
+
+    @property
+    def request_id(self):
+        """The JSON-RPC id of the call (of its current round, in the 2026-07-28 era)."""
+        return self.call.id
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task the server made of the call (``task=True``), once it made one."""
+        return self.call.task_id
+
+    def result(self) -> CallToolResult:
+        """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
+        return CallToolResult.from_wire(self.call.result())
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over 2026-07-28 HTTP the
+        request's response stream is closed; a task gets ``tasks/cancel``); False if it had finished."""
+        return self.call.cancel(reason)
+
+    def done(self) -> bool:
+        """True once the call has settled."""
+        return self.call.done()

@@ -1,4 +1,4 @@
-"""The public API of the client role: :class:`Client` and :class:`ToolCall`.
+"""The public API of the client role: :class:`Client` (and :class:`~mcp_ref.client.calls.ToolCall`).
 
 A :class:`Client` is connected when it is constructed (so it works with or
 without ``with``); ``close()`` — or leaving the ``with`` block — shuts the
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core import MODERN_VERSIONS, __version__, envelope, lifecycle
 from ..core.errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
 from ..core.requests import DEFAULT, Default
-from ..core.session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
+from ..core.session import DEFAULT_TIMEOUT, ProgressCallback
 from ..core.types import CallToolResult, DiscoverResult, InitializeResult, Tool
-from .calls import MAX_INPUT_ROUNDS, Call
+from .calls import MAX_INPUT_ROUNDS, ToolCall
 from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era
 
 if TYPE_CHECKING:
@@ -70,46 +70,6 @@ ElicitationHandler = Callable[["ElicitParams"], "ElicitResult | dict"]
 ApproveHook = Callable[..., Any]
 
 
-class ToolCall:
-    """A ``tools/call`` in flight (from :meth:`Client.start_tool_call`): ``result()`` or ``cancel()``.
-
-    In the 2026-07-28 era one call may take several requests on the wire (the server asking
-    for input, a retry with another version): ``request_id`` is the current one's.
-    """
-
-    def __init__(self, call: Call):
-        self.call = call
-
-    @property
-    def pending(self) -> PendingRequest:
-        """The JSON-RPC request on the wire now."""
-        return self.call.pending
-
-    @property
-    def request_id(self):
-        """The JSON-RPC id of the call (of its current round, in the 2026-07-28 era)."""
-        return self.call.id
-
-    @property
-    def task_id(self) -> str | None:
-        """The id of the task the server made of the call (``task=True``), once it made one."""
-        return self.call.task_id
-
-    def result(self) -> CallToolResult:
-        """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
-        return CallToolResult.from_wire(self.call.result())
-
-    def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over 2026-07-28
-        HTTP the request's response stream is closed; a task gets ``tasks/cancel``); False if it
-        had finished."""
-        return self.call.cancel(reason)
-
-    def done(self) -> bool:
-        """True once the call has settled."""
-        return self.call.done()
-
-
 class Client:
     """An MCP client over one transport; see the module docstring.
 
@@ -140,7 +100,8 @@ class Client:
     is an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for
     one request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``).
     The size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and
-    :meth:`http` (4 MiB).
+    :meth:`http` (4 MiB).  ``tasks=True`` runs the server's 2025-11-25 task-augmented sampling and
+    elicitation requests as client-hosted tasks (:mod:`mcp_ref.extras.hosted_tasks`).
     """
 
     def __init__(
@@ -170,6 +131,7 @@ class Client:
         max_pages: int = DEFAULT_MAX_PAGES,
         max_input_rounds: int = MAX_INPUT_ROUNDS,
         probe_timeout: float = PROBE_TIMEOUT,
+        tasks: bool = False,
     ):
         era, pinned = resolve_era(era, protocol_version)
         for setting, value in (("max_pages", max_pages), ("max_input_rounds", max_input_rounds)):
@@ -211,6 +173,11 @@ class Client:
         self.on_list_changed = on_list_changed
         self.on_elicitation_complete = on_elicitation_complete
         self.cache_size = cache_size
+        #: 2025-11-25 client-hosted tasks (``tasks=True``): the store running them (:mod:`mcp_ref.extras.hosted_tasks`).
+        self.hosted_tasks: Any = None
+        if tasks:
+            from ..extras.hosted_tasks import HostedTasks
+            self.hosted_tasks = HostedTasks(self)
         #: The dispatcher: the handshake, the lifecycle, what the server sends.
         self.connection = ClientConnection(self, transport, default_timeout=timeout, name="mcp-client", trace=trace)
         #: The JSON-RPC session under it (the reader thread, pending requests, timeouts).
@@ -303,18 +270,13 @@ class Client:
         :class:`~mcp_ref.transports.http_client.HttpClientTransport`).  Other keywords are
         :class:`Client`'s.
         """
-        from ..transports import http_client
+        from ..transports.http_client import open_transport
 
         if transport == "sse" and options.get("era", AUTO) == AUTO:
             options["era"] = HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
-        http = http_client.HttpClientTransport(
-            url, headers=headers, auth=auth, mode=transport, connect_timeout=connect_timeout, verify=verify,
-            max_message_size=max_message_size or http_client.DEFAULT_MAX_MESSAGE_SIZE,
-            min_retry_delay=http_client.MIN_RETRY_DELAY if min_retry_delay is None else min_retry_delay,
-            max_retry_delay=http_client.MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay)
-        if transport == "sse":
-            http.start_legacy()
-        return cls(http, **options)
+        return cls(open_transport(url, headers=headers, auth=auth, mode=transport, connect_timeout=connect_timeout,
+                                  verify=verify, max_message_size=max_message_size, min_retry_delay=min_retry_delay,
+                                  max_retry_delay=max_retry_delay), **options)
 
     @classmethod
     def in_memory(cls, server, **options) -> Client:
@@ -356,13 +318,14 @@ class Client:
                 caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
             else:
                 caps["elicitation"] = {}
+        if self.hosted_tasks is not None and version == lifecycle.LATEST_VERSION:  # 2025-11-25 only
+            caps["tasks"] = self.hosted_tasks.capability()
         return caps
 
     @property
     def server_request_limiter(self):
-        """The token bucket behind ``server_request_limit`` (a
-        :class:`~mcp_ref.extras.ratelimit.RateLimiter`, made when first needed; tests may replace its
-        ``clock``)."""
+        """The token bucket behind ``server_request_limit`` (a :class:`~mcp_ref.extras.ratelimit.RateLimiter`,
+        made when first needed; tests may replace its ``clock``)."""
         if self._server_request_limiter is None:
             from ..extras.ratelimit import RateLimiter
 
@@ -494,41 +457,51 @@ class Client:
         timeout: float | None | Default = DEFAULT,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-        task: bool = False,
+        task: bool | dict = False,
     ) -> ToolCall:
         """Start a ``tools/call`` without waiting: returns a :class:`ToolCall` to wait on or cancel."""
         self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return ToolCall(self.connection.start(
-            "tools/call", params, timeout=timeout, on_progress=on_progress,
-            reset_timeout_on_progress=reset_timeout_on_progress, max_total_timeout=max_total_timeout,
-            task=task and self.connection.modern,
-        ))
+        options = dict(timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset_timeout_on_progress,
+                       max_total_timeout=max_total_timeout)
+        if not self.connection.modern and "tasks" in self.server_capabilities:  # 2025-11-25 tasks
+            from ..extras.client_tasks_2025 import start_call
+            return ToolCall(start_call(self, params, task, options))
+        return ToolCall(self.connection.start("tools/call", params, task=bool(task), **options))
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
 
-        Options: ``on_progress(progress, total, message)``, ``timeout``
-        (seconds), ``reset_timeout_on_progress``, ``max_total_timeout``, and ``task``.  A
-        tool that fails returns a result with ``is_error`` True; a protocol
-        failure (unknown tool ...) raises McpError.
+        Options: ``on_progress(progress, total, message)``, ``timeout`` (seconds), ``reset_timeout_on_progress``,
+        ``max_total_timeout``, and ``task``.  A tool that fails returns a result with ``is_error`` True; a
+        protocol failure (unknown tool ...) raises McpError.
 
-        ``task=True`` (2026-07-28, the tasks extension): the request declares that it takes a
-        task, and if the server answers with one, the call polls it to its end, answering its
-        ``input_required`` asks with the client's handlers (:mod:`mcp_ref.extras.client_tasks`); the
-        result is the same.  In the handshake era it changes nothing.
+        ``task=True`` (2026-07-28, the tasks extension): the request declares that it takes a task, and if the
+        server answers with one, the call polls it to its end, answering its ``input_required`` asks with the
+        client's handlers (:mod:`mcp_ref.extras.client_tasks`); the result is the same.  At 2025-11-25
+        (``task=True`` or ``{"ttl": ms}``) the call is a task when the server and the tool allow it, always
+        for a tool that requires it (:mod:`mcp_ref.extras.client_tasks_2025`).
         """
         return self.start_tool_call(name, arguments, **options).result()
 
     def get_task(self, task_id: str) -> dict:
-        """``tasks/get``: a task's state as the server reports it (the tasks extension)."""
+        """``tasks/get``: a task's state as the server reports it (2025-11-25 a Task; 2026-07-28 with its result)."""
         return self.connection.request("tasks/get", {"taskId": task_id}, task=True)
 
-    def cancel_task(self, task_id: str) -> None:
-        """``tasks/cancel``: ask the server to stop a task (cooperative; it may still finish)."""
-        self.connection.request("tasks/cancel", {"taskId": task_id}, task=True)
+    def cancel_task(self, task_id: str) -> dict:
+        """``tasks/cancel``: stop a task (2025-11-25: the cancelled Task, -32602 for an ended one; 2026-07-28: {})."""
+        return self.connection.request("tasks/cancel", {"taskId": task_id}, task=True)
+
+    def list_tasks(self, cursor: str | None = None) -> Page:
+        """``tasks/list`` (2025-11-25): one page of the server's tasks (Task dicts); ``next_cursor`` for the next."""
+        from ..extras.client_tasks_2025 import list_tasks
+        return list_tasks(self, cursor)
+
+    def task_result(self, task_id: str) -> CallToolResult:
+        """``tasks/result`` (2025-11-25) of a tool call's task: waits until it ends (a JSON-RPC error raises)."""
+        return CallToolResult.from_wire(self.connection.request("tasks/result", {"taskId": task_id}))
 
     # resources
 
@@ -633,7 +606,7 @@ class Client:
         self._require("prompts", "prompts/get")
         params: dict[str, Any] = {"name": name}
         if arguments:
-            params["arguments"] = {k: v if isinstance(v, str) else _json_text(v) for k, v in arguments.items()}
+            params["arguments"] = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
         return GetPromptResult.from_wire(self.connection.request("prompts/get", params))
 
     # logging and completion
@@ -641,18 +614,17 @@ class Client:
     def set_logging_level(self, level: str | None) -> None:
         """Ask for the server's log messages at ``level`` and above (to ``on_log``).
 
-        Handshake era: ``logging/setLevel``.  2026-07-28 has no such request: every request
-        carries ``io.modelcontextprotocol/logLevel`` in its ``_meta`` instead, and ``None``
-        turns log messages off again (basic/index: "If absent, the server MUST NOT send any
-        notifications/message notifications for this request").
+        Handshake era: ``logging/setLevel`` (asked again of the new session that replaces an expired
+        one over HTTP).  2026-07-28 has no such request: every request carries
+        ``io.modelcontextprotocol/logLevel`` in its ``_meta`` instead, and ``None`` turns log messages
+        off again (basic/index: "If absent, the server MUST NOT send any notifications/message ...").
         """
         self._require("logging", "logging/setLevel")
-        if self.connection.modern:
-            if level is not None and level not in envelope.LOG_LEVELS:
-                raise ValueError(f"level must be one of {', '.join(envelope.LOG_LEVELS)}, not {level!r}")
-            self.connection.log_level = level
-            return
-        self.connection.request("logging/setLevel", {"level": level})
+        if self.connection.modern and level is not None and level not in envelope.LOG_LEVELS:
+            raise ValueError(f"level must be one of {', '.join(envelope.LOG_LEVELS)}, not {level!r}")
+        if not self.connection.modern:
+            self.connection.request("logging/setLevel", {"level": level})
+        self.connection.log_level = level
 
     def complete(self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None,
                  context: dict | None = None) -> Completion:
@@ -687,10 +659,6 @@ class Client:
         self._roots = _as_roots(roots)
         if not self.connection.modern:  # 2026-07-28: the server asks for roots each time (input_required)
             self.connection.notify("notifications/roots/list_changed")
-
-
-def _json_text(value: Any) -> str:
-    return json.dumps(value)
 
 
 def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:

@@ -15,7 +15,7 @@ the 2026-07-28 era (:mod:`mcp_ref.client.modern`: the probe, the per-request env
 ``input_required`` rounds), listen streams (:mod:`mcp_ref.client.listening`), the result cache
 (:mod:`mcp_ref.client.cache`), the tool headers of HTTP (:mod:`mcp_ref.client.tool_headers`), the
 answering modules, and the extras a client may be given (``approve=``, ``server_request_limit=``,
-``task=True``).
+``task=True``, ``Client(tasks=True)``'s hosted tasks).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class ClientConnection:
         self.discover_result: DiscoverResult | None = None
         #: True once the connection speaks a modern (2026-07-28) revision.
         self.modern = False
-        #: The ``io.modelcontextprotocol/logLevel`` every modern request carries (None: no log messages).
+        #: The log level asked for: every modern request carries it; a handshake-era re-initialize asks it again.
         self.log_level: str | None = None
         self._lock = threading.Lock()
         self._streams: Streams | None = None
@@ -232,6 +232,8 @@ class ClientConnection:
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
+        if self.log_level is not None:  # a new session (Streamable HTTP's 404) forgot the level asked of the old one
+            self.request("logging/setLevel", {"level": self.log_level})
 
     # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
 
@@ -338,8 +340,11 @@ class ClientConnection:
         A request the client answers first passes the client's ``server_request_limit`` and its
         ``approve`` hook (:func:`mcp_ref.extras.approval.approve`), when it has either; a refused
         one is answered as the spec says (:func:`mcp_ref.extras.approval.refuse`): declined, or
-        error -1.
+        error -1.  ``Client(tasks=True)``: task-augmented ones and ``tasks/*`` go to :mod:`mcp_ref.extras.hosted_tasks`.
         """
+        hosted = getattr(self.client, "hosted_tasks", None)
+        if hosted is not None and hosted.takes(self, method, params):  # 2025-11-25 client-hosted tasks
+            return hosted.handle(self, context, method, params)
         if method not in ANSWERED:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)

@@ -56,8 +56,7 @@ from .calls import MAX_INPUT_ROUNDS, Call
 if TYPE_CHECKING:
     from .interfaces import Connection
 
-__all__ = ["MAX_INPUT_ROUNDS", "ModernCall", "LegacyServer", "probe", "pick_version", "with_envelope",
-           "envelope_meta", "adopt_version"]
+__all__ = ["MAX_INPUT_ROUNDS", "ModernCall", "LegacyServer", "probe", "pick_version", "with_envelope", "envelope_meta", "adopt_version"]
 
 log = logging.getLogger(__name__)
 

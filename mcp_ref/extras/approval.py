@@ -31,7 +31,10 @@ the sampling request, the client does not need to replay the initial call"); a d
 elicitation travels in the retry's ``inputResponses``.
 
 The hook runs on the thread that answers: a session worker in the handshake era (the server's
-request waits for it), the caller's own thread in 2026-07-28.  It may block, e.g. to ask a user.
+request waits for it), the caller's own thread in 2026-07-28, a task's worker for a 2025-11-25
+client-hosted task (``Client(tasks=True)``, :mod:`mcp_ref.extras.hosted_tasks`: the limit is counted
+before the task is made, the hook runs inside it, as the spec's sequence diagram "Task-Augmented
+Sampling Request" shows the user's review after the ``CreateTaskResult``).  It may block, e.g. to ask a user.
 ``ping`` is answered by the session and never reaches the hook.
 
 The module loads with the first server request to a client given ``approve`` or
@@ -98,12 +101,11 @@ class ServerRequest:
         return ServerRequest(self.method, params, self.era)
 
 
-def approve(connection: Connection, context: RequestContext, method: str, params: dict) -> dict | None:
-    """The params to answer ``method`` with, after the rate limit and the client's ``approve`` hook;
-    None when the hook refused (the caller answers with :func:`refuse`).
+def check_limit(connection: Connection, method: str) -> None:
+    """Count one server request against ``server_request_limit`` (if the client has one).
 
-    Raises :class:`~mcp_ref.core.errors.LimitExceeded` over ``server_request_limit`` (the limit and the
-    method are logged, never the params).
+    Raises :class:`~mcp_ref.core.errors.LimitExceeded` over it (the limit and the method are logged,
+    never the params).
     """
     client = connection.client
     limit = client.server_request_limit
@@ -112,6 +114,17 @@ def approve(connection: Connection, context: RequestContext, method: str, params
         if wait > 0:
             log.warning("refused the server's %s: over the limit of %s server requests to this client", method, limit)
             raise LimitExceeded.rate("server requests to this client", limit, wait)
+
+
+def approve(connection: Connection, context: RequestContext, method: str, params: dict, *,
+            limit: bool = True) -> dict | None:
+    """The params to answer ``method`` with, after the rate limit (:func:`check_limit`; skipped when
+    ``limit`` is False: the caller counted the request already) and the client's ``approve`` hook;
+    None when the hook refused (the caller answers with :func:`refuse`).
+    """
+    client = connection.client
+    if limit:
+        check_limit(connection, method)
     hook = client.approve
     if hook is None:
         return params

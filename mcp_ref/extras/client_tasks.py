@@ -59,8 +59,10 @@ def with_extension(capabilities: dict) -> dict:
     return {**capabilities, "extensions": extensions}
 
 
-def _interval(task: dict) -> float:
-    poll = task.get("pollIntervalMs")
+def interval(task: dict, field: str = "pollIntervalMs") -> float:
+    """Seconds to wait before the next ``tasks/get``: the task's poll interval (``pollIntervalMs``; at
+    2025-11-25 ``pollInterval``, also milliseconds) kept between :data:`MIN_POLL` and :data:`MAX_POLL`."""
+    poll = task.get(field)
     if not isinstance(poll, (int, float)) or isinstance(poll, bool) or poll <= 0:
         return DEFAULT_POLL
     return min(max(poll / 1000, MIN_POLL), MAX_POLL)
@@ -116,7 +118,7 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
                                    task=True, **options)
                 state = connection.request("tasks/get", {"taskId": task_id}, task=True, **options)
                 continue
-        wait = _interval(state)
+        wait = interval(state)
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:

@@ -31,20 +31,14 @@ its time to live runs out.  ``ctx.report_progress`` sets the task's
 ``statusMessage``; log messages are not sent (SEP-2663: progress and log
 notifications "are not supported on tasks").
 
-:class:`TaskStore` (``server.tasks``) holds the tasks and runs them:
+:class:`TaskStore` (``server.tasks``) holds the tasks and runs them: at most ``max_tasks`` (past it
+the oldest finished one is forgotten; if none has finished, a new task is refused with -32000), at
+most ``max_tasks_per_principal`` unfinished ones per caller (past it, -32005), each kept ``ttl_ms``
+after its creation; at most ``workers`` run at once and ``max_waiting`` wait for input, each at most
+``input_timeout`` seconds (the threads: :mod:`mcp_ref.extras.task_pool`).
 
-* at most ``max_tasks`` (past it the oldest finished one is forgotten; if none
-  has finished, a new task is refused with -32000), and at most
-  ``max_tasks_per_principal`` unfinished ones per caller (past it, -32005), each
-  kept ``ttl_ms`` after its creation;
-* at most ``workers`` tasks *run* at once.  A task waiting for input gives its
-  run slot up while it waits (another task runs meanwhile) and keeps only its
-  thread; at most ``max_waiting`` tasks wait so (one more that asks for input
-  fails at once with -32000), and each waits at most ``input_timeout`` seconds.
-  So the store never has more than ``workers + max_waiting`` threads (daemon
-  threads: a parked task never keeps the process alive; an idle one ends after
-  a minute).  A task whose answers came waits for a free run slot before it
-  goes on, ahead of tasks not yet started.
+The same store serves the experimental tasks of 2025-11-25 (``params.task`` on a handshake-era
+``tools/call``): :mod:`mcp_ref.extras.tasks_2025`, installed with this extension by ``server.tasks``.
 
 A task belongs to whoever created it: over HTTP with authorization, another
 principal's ``taskId`` is "not found".
@@ -75,7 +69,7 @@ from ..core.errors import (
     RequestCancelled,
     ServerBusy,
 )
-from ..core.requests import RequestContext
+from ..core.requests import DEFAULT, RequestContext
 from ..server.input_required import Ask, Inputs, answer_all
 from ..server.seams import MAY_START, RequestState, state_of
 from ..server.state import TERMINAL, MemoryTaskQueue, MemoryTaskRecords, iso_now
@@ -414,8 +408,9 @@ class TaskStore(TaskPool):
     def __len__(self) -> int:
         return self.records.count()
 
-    def create(self, owner: str | None, caller: str | None = None) -> Task:
-        """A new task of ``owner`` (who may find it), counted against ``caller`` (default: ``owner``).
+    def create(self, owner: str | None, caller: str | None = None, *, ttl_ms: Any = DEFAULT, **fields: Any) -> Task:
+        """A new task of ``owner`` (who may find it), counted against ``caller`` (default: ``owner``);
+        ``ttl_ms``: its own time to live (default: the store's); ``fields``: more of its record.
 
         Findable at once (SEP-2663: the server "MUST NOT return CreateTaskResult until the task is
         durably created").  LimitExceeded (-32005) when ``caller`` has ``max_tasks_per_principal``
@@ -423,11 +418,11 @@ class TaskStore(TaskPool):
         adding are one atomic call of the records."""
         key = caller if caller is not None else owner
         self._forget_expired()
-        task = Task(secrets.token_urlsafe(16), owner, self.ttl_ms, self.poll_interval_ms, key, records=self.records)
+        ttl_ms = self.ttl_ms if ttl_ms is DEFAULT else ttl_ms
+        task = Task(secrets.token_urlsafe(16), owner, ttl_ms, self.poll_interval_ms, key, records=self.records)
         cap = self.max_tasks_per_principal
-        verdict = self.records.create(task.id, task.new_record(), caller=key, max_per_caller=cap,
-                                      max_total=self.max_tasks,
-                                      ttl=None if self.ttl_ms is None else self.ttl_ms / 1000)
+        verdict = self.records.create(task.id, {**task.new_record(), **fields}, caller=key, max_per_caller=cap,
+                                      max_total=self.max_tasks, ttl=None if ttl_ms is None else ttl_ms / 1000)
         if verdict == "caller_full":
             raise LimitExceeded(f"Too many tasks: at most {cap} unfinished tasks per caller; wait for one to "
                                 "finish, or cancel one (tasks/cancel)", data={"limit": cap})
@@ -570,7 +565,7 @@ class TaskRun:
 def install(server: Registry) -> None:
     """Plug the extension into ``server`` (once): its methods (``tasks/get``, ``tasks/update``,
     ``tasks/cancel``), its ``tools/call`` interceptor, and its capability (declared at 2026-07-28
-    while some tool is task-capable)."""
+    while some tool is task-capable).  ``server.tasks`` installs the 2025-11-25 tasks with it (:mod:`.tasks_2025`)."""
     if server.modern_methods.get("tasks/get") is get_task:
         return
     server.modern_methods.update(HANDLERS)

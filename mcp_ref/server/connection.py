@@ -93,7 +93,7 @@ def initialize(connection: ServerConnection, context: RequestContext, params: di
         connection.session.protocol_version = version
         connection.client_capabilities = capabilities
         connection.client_info = client_info
-        connection.capabilities = server.capabilities(version)
+        connection.capabilities = server.capabilities(version, connection)
 
     if not connection.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated):
         raise InvalidRequest(connection.lifecycle.rules.refusal.format(method="initialize"))
@@ -235,7 +235,7 @@ class ServerConnection:
 
         def negotiated() -> None:
             self.session.protocol_version = version
-            self.capabilities = self.server.capabilities(version)
+            self.capabilities = self.server.capabilities(version, self)
 
         self.stateless = True
         self.lifecycle.advance(lifecycle.STATELESS, negotiated)
@@ -254,7 +254,7 @@ class ServerConnection:
             self.session.protocol_version = negotiated["version"]
             self.client_capabilities = dict(negotiated.get("clientCapabilities") or {})
             self.client_info = dict(negotiated.get("clientInfo") or {})
-            self.capabilities = self.server.capabilities(negotiated["version"])
+            self.capabilities = self.server.capabilities(negotiated["version"], self)
 
         self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, apply)
         if initialized:
@@ -293,7 +293,7 @@ class ServerConnection:
             modern = envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
-        handler = METHODS.get(method)
+        handler = METHODS.get(method) or self.server.handshake_methods.get(method)  # (2025-11-25 tasks/*)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)

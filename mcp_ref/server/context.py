@@ -125,8 +125,8 @@ class Context:
         For a 2026-07-28 client that declared the tasks extension, the client is answered now with
         a task handle and the handler runs again as that task, where this returns True (asks made
         before this point are answered from their ``input_required`` rounds, as in any retry; so
-        put side effects after it).  For any other client it returns False: the call goes on
-        as a plain call.  See :mod:`mcp_ref.extras.tasks`.
+        put side effects after it).  A 2025-11-25 task runs from the first line: this returns True at
+        once.  For any other call it returns False: it goes on as a plain call.  See :mod:`mcp_ref.extras.tasks`.
         """
         task = state_of(self.request).task
         if task is None:
@@ -139,8 +139,8 @@ class Context:
 
     @property
     def in_task(self) -> bool:
-        """True while the handler runs as a task (the tasks extension)."""
-        return self._task() is not None
+        """True while the handler runs as a task (either tasks extension: 2026-07-28 or 2025-11-25)."""
+        return state_of(self.request).task not in (None, MAY_START)
 
     def _task(self) -> Any:
         """The task this handler runs as (the tasks extension's ``TaskRun``: ``ask``, ``report``), or None."""

@@ -63,8 +63,8 @@ class Server(Serving):
 
     Seams (:mod:`mcp_ref.server.seams`): ``middleware`` (a list) wraps the routing of every
     request; ``gate`` decides which items each principal may see and use (default: all);
-    ``tool_call_interceptors`` wrap running a tool (the tasks extension); ``modern_methods`` holds
-    the 2026-07-28 methods an extension adds.
+    ``tool_call_interceptors`` wrap running a tool (the tasks extensions); ``modern_methods`` and
+    ``handshake_methods`` hold the methods an extension adds in each era.
 
     Policy (:mod:`mcp_ref.extras.policy`; the same in both eras and on every transport):
     ``authorize(principal, action, name) -> bool`` decides who may use which tool, resource or
@@ -132,11 +132,13 @@ class Server(Serving):
         self.middleware: list[Middleware] = []
         #: Around running a tool: ``interceptor(caller, tool, arguments, context, run)`` (seams).
         self.tool_call_interceptors: list[ToolCallInterceptor] = []
-        #: 2026-07-28 request methods an extension adds (the tasks extension's ``tasks/*``).
+        #: Request methods an extension adds, 2026-07-28 and handshake era (the tasks extensions' ``tasks/*``).
         self.modern_methods: dict[str, Handler] = {}
-        #: Extensions this server declares at 2026-07-28: name -> ``declare(server)``, which returns
-        #: the extension's settings object, or None when it is not offered now.
+        self.handshake_methods: dict[str, Handler] = {}
+        #: What extensions declare, at 2026-07-28: name -> ``declare(server)``, the settings or None (not
+        #: offered now); in the handshake era: capability -> ``declare(server, version, caller or None)``.
         self.extension_capabilities: dict[str, Callable[[Server], dict | None]] = {}
+        self.handshake_capabilities: dict[str, Callable[[Server, str | None, Any], dict | None]] = {}
         #: The middleware that counts requests against rate limits, once some are set (the policy
         #: extra); :meth:`ServerConnection.admit_early` asks it before dispatch.
         self.admission: Admission | None = None
@@ -224,18 +226,18 @@ class Server(Serving):
         ttl_ms=..., poll_interval_ms=..., workers=..., max_waiting=..., input_timeout=..., ...)``."""
         store = self._tasks
         if store is None:
-            from ..extras.tasks import TaskStore, install
+            from ..extras import tasks, tasks_2025
 
             with self._registry_lock:
                 if self._tasks is None:
-                    self._tasks = TaskStore(records=self._shared_store("task_records"), bus=self._shared_store("bus"))
+                    self._tasks = tasks.TaskStore(records=self._shared_store("task_records"), bus=self._shared_store("bus"))
                 store = self._tasks
-            install(self)
+            tasks_2025.install(self)  # both protocols: 2026-07-28 and 2025-11-25
         return store
 
     @tasks.setter
     def tasks(self, store: Any) -> None:
-        from ..extras.tasks import install
+        from ..extras.tasks_2025 import install
 
         self._tasks = store
         install(self)
@@ -279,8 +281,8 @@ class Server(Serving):
         caller needs when the server is a protected resource (``wsgi_app(auth=...)``).
         ``headers`` maps parameters to header names (``{"region": "Region"}``): at 2026-07-28 over
         Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
-        ``task``: ``"optional"`` or ``"required"`` makes the tool task-capable (the 2026-07-28 tasks
-        extension): it becomes a task where it calls ``ctx.start_task()`` (see :mod:`mcp_ref.extras.tasks`).
+        ``task``: ``"optional"`` or ``"required"`` makes the tool task-capable: a task where it calls
+        ``ctx.start_task()`` (2026-07-28: :mod:`mcp_ref.extras.tasks`), or whole when asked (2025-11-25).
         ``rate_limit``: at most this many calls per principal (``"5/minute"``), beside the server's own.
         """
         if callable(name):  # @server.tool, without parentheses
@@ -641,8 +643,9 @@ class Server(Serving):
             return [p.listing for p in list(self._prompts.values())]
         raise ValueError(f"unknown listing {kind!r}")
 
-    def capabilities(self, version: str | None = None) -> dict:
-        """The capabilities this server declares at ``version``, derived from what is registered."""
+    def capabilities(self, version: str | None = None, caller: Any = None) -> dict:
+        """The capabilities this server declares at ``version`` (to ``caller``, a connection, when
+        known), derived from what is registered."""
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": True}
@@ -659,6 +662,10 @@ class Server(Serving):
                 settings = declare(self)
                 if settings is not None:
                     caps.setdefault("extensions", {})[name] = settings
+        for name, declare_at in list(self.handshake_capabilities.items()) if version not in MODERN_VERSIONS else ():
+            settings = declare_at(self, version, caller)  # e.g. the 2025-11-25 tasks (extras/tasks_2025.py)
+            if settings is not None:
+                caps[name] = settings
         return caps
 
     def offers(self, capability: str, version: str | None = None) -> bool:
@@ -678,17 +685,12 @@ class Server(Serving):
         cached = self._server_info
         if cached is not None and cached[0] == key:
             return cached[1]
-        info = self._build_server_info(version)
-        self._server_info = (key, info)
-        return info
-
-    def _build_server_info(self, version: str | None) -> dict:
         info = {"name": self.name, "version": self.version}
-        if lifecycle.at_least(version, lifecycle.TITLES):
-            if self.title:
-                info["title"] = self.title
-        if lifecycle.at_least(version, lifecycle.ICONS) and self.website_url:
+        if self.title and lifecycle.at_least(version, lifecycle.TITLES):
+            info["title"] = self.title
+        if self.website_url and lifecycle.at_least(version, lifecycle.ICONS):
             info["websiteUrl"] = self.website_url
+        self._server_info = (key, info)
         return info
 
     def close_subscriptions(self) -> int:

@@ -7,6 +7,7 @@ something else, adds:
 * ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (ISO 8601; the ``format``
   pydantic gives them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``);
 * ``Decimal``: a JSON number or a string (returned as a string, so no digit is lost);
+* ``timedelta``: seconds (a number) or an ISO 8601 duration (``PT1H30M``); returned as ISO 8601;
 * a pydantic model: pydantic's own ``model_json_schema()``, arguments through ``model_validate``,
   results through ``model_dump(mode="json")``; a type made for pydantic (``EmailStr``, ``HttpUrl``
   ...) through its ``TypeAdapter`` (pydantic is imported only then: the user's code has loaded it);
@@ -31,7 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin
 
-__all__ = ["analyse", "constrained", "jsonable", "template_arguments", "text_to_json", "typeddict"]
+__all__ = ["analyse", "constrained", "field_default", "jsonable", "template_arguments", "text_to_json", "typeddict"]
 
 _Converter = Callable[[Any], Any]
 _TD_WRAPPERS = tuple(w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w)
@@ -68,6 +69,41 @@ def _decimal(value: Any) -> decimal.Decimal:
     return number
 
 
+_DURATION = re.compile(r"(-)?P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
+                       r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+
+
+def _timedelta(value: Any) -> dt.timedelta:
+    """A duration: seconds (a JSON number) or ISO 8601 (``P1DT2H``, ``PT1.5S``; weeks, days, hours,
+    minutes and seconds: years and months have no fixed length)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return dt.timedelta(seconds=value)
+        except (OverflowError, ValueError):
+            raise ValueError(f"{value!r} seconds is out of range") from None
+    match = _DURATION.fullmatch(value) if isinstance(value, str) and len(value) <= 64 else None
+    if match is None or not any(match.groups()[1:]) or value.endswith("T"):
+        raise ValueError(f"{value!r} is not a duration (seconds, or ISO 8601 such as 'PT1H30M')")
+    weeks, days, hours, minutes, seconds = (float(part or 0) for part in match.groups()[1:])
+    try:
+        delta = dt.timedelta(weeks=weeks, days=days, hours=hours, minutes=minutes, seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{value!r} is out of range") from None
+    return -delta if match.group(1) else delta
+
+
+def _duration_text(delta: dt.timedelta) -> str:
+    """ISO 8601 of ``delta`` (``P1DT2H``, ``PT0.5S``, ``-PT1M``), as pydantic writes a timedelta."""
+    micros = abs(delta) // dt.timedelta(microseconds=1)
+    days, micros = divmod(micros, 86_400_000_000)
+    hours, micros = divmod(micros, 3_600_000_000)
+    minutes, micros = divmod(micros, 60_000_000)
+    seconds = f"{micros / 1_000_000:f}".rstrip("0").rstrip(".")
+    clock = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
+    clock += f"{seconds}S" if micros or not (days or clock) else ""
+    return ("-" if delta < dt.timedelta(0) else "") + "P" + (f"{days}D" if days else "") + (f"T{clock}" if clock else "")
+
+
 #: The standard library's rich scalars: their JSON Schema and their converter from JSON.
 _SCALARS: dict[type, tuple[dict, _Converter]] = {
     dt.datetime: ({"type": "string", "format": "date-time"}, _parser("ISO 8601 date-time", _iso_datetime)),
@@ -75,6 +111,7 @@ _SCALARS: dict[type, tuple[dict, _Converter]] = {
     dt.time: ({"type": "string", "format": "time"}, _parser("ISO 8601 time", dt.time.fromisoformat)),
     uuid.UUID: ({"type": "string", "format": "uuid"}, _parser("UUID", uuid.UUID)),
     decimal.Decimal: ({"type": ["number", "string"]}, _decimal),
+    dt.timedelta: ({"type": ["string", "number"], "format": "duration"}, _timedelta),
 }
 
 
@@ -156,6 +193,20 @@ def analyse(tp: Any) -> tuple[dict, _Converter | None]:
             raise TypeError(f"unsupported type annotation {tp!r}: {exc}") from None
         return _inline(schema, schema.get("$defs", {})), _validated(adapter.validate_python)
     raise TypeError(f"unsupported type annotation {tp!r}")
+
+
+def field_default(hint: Any, field: Any, required: Any) -> tuple[Any, Any, Callable[[], Any]]:
+    """A parameter written ``x: T = Field(default, description=...)`` (pydantic, as FastMCP users
+    write it): ``(Annotated[T, field], the default the schema shows or required, the function giving
+    the value when the caller leaves it out)``.  ``Field(...)`` or a Field without a default is required."""
+    annotated = typing.Annotated[hint, field]
+    factory = getattr(field, "default_factory", None)
+    if factory is not None:
+        return annotated, factory(), factory
+    if field.is_required():
+        return annotated, required, lambda: required
+    value = field.default
+    return annotated, value, lambda: value
 
 
 # -- TypedDict ------------------------------------------------------------------------------------
@@ -259,6 +310,8 @@ def jsonable(value: Any) -> Any:
     or a Decimal, ``model_dump(mode="json")`` for a pydantic model); anything else unchanged."""
     if isinstance(value, (dt.date, dt.time)):  # datetime is a date
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return _duration_text(value)
     if isinstance(value, (uuid.UUID, pathlib.PurePath, decimal.Decimal)):
         return str(value)
     if _pydantic_loaded() and _is_model(type(value)):

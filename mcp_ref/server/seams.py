@@ -51,9 +51,12 @@ class Registry(Protocol):
     #: The middleware counting requests against rate limits, if any (see :class:`Admission`).
     admission: Any
     #: 2026-07-28 request methods an extension adds, and the extensions' capabilities
-    #: (``declare(server) -> settings | None``: the server is a :class:`~mcp_ref.server.Server`, above this module).
+    #: (``declare(server) -> settings | None``: the server is a :class:`~mcp_ref.server.Server`, above this module);
+    #: the same in the handshake era (the 2025-11-25 tasks; ``declare(server, version, caller or None)``).
     modern_methods: dict[str, Handler]
     extension_capabilities: dict[str, Callable[[Any], dict[str, Any] | None]]
+    handshake_methods: dict[str, Handler]
+    handshake_capabilities: dict[str, Callable[[Any, str | None, Any], dict[str, Any] | None]]
 
     @property
     def lifespan_context(self) -> Any: ...
@@ -97,7 +100,7 @@ class Registry(Protocol):
 
     def listings(self, kind: str) -> list[dict]: ...
 
-    def capabilities(self, version: str | None = None) -> dict: ...
+    def capabilities(self, version: str | None = None, caller: Any = None) -> dict: ...
 
     def offers(self, capability: str, version: str | None = None) -> bool: ...
 
@@ -329,12 +332,12 @@ OPEN = OpenGate()
 
 # -- the tools/call interceptor ----------------------------------------------------------------------------
 
-#: ``interceptor(caller, tool, arguments, context, run) -> result`` around running a tool whose
-#: arguments are valid: ``run(context)`` runs it (the tasks extension runs it again later, as a task).
-ToolCallInterceptor = Callable[[Caller, Any, dict, "RequestContext", Callable[["RequestContext"], dict]], dict]
+#: ``interceptor(caller, tool, arguments, context, run) -> result`` around running a tool: ``run(context)`` runs
+#: it (the tasks extensions run it later, as a task); ``arguments`` None: invalid, ``run`` answers the isError result.
+ToolCallInterceptor = Callable[[Caller, Any, Any, "RequestContext", Callable[["RequestContext"], dict]], dict]
 
 
-def intercept(interceptors: Iterable[ToolCallInterceptor], caller: Caller, tool: Any, arguments: dict,
+def intercept(interceptors: Iterable[ToolCallInterceptor], caller: Caller, tool: Any, arguments: dict | None,
               context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
     """``run(context)`` wrapped in every interceptor, the first outermost."""
     for interceptor in reversed(list(interceptors)):
@@ -342,6 +345,6 @@ def intercept(interceptors: Iterable[ToolCallInterceptor], caller: Caller, tool:
     return run(context)
 
 
-def _wrapped(interceptor: ToolCallInterceptor, caller: Caller, tool: Any, arguments: dict,
+def _wrapped(interceptor: ToolCallInterceptor, caller: Caller, tool: Any, arguments: dict | None,
              run: Callable[[RequestContext], dict]) -> Callable[[RequestContext], dict]:
     return lambda context: interceptor(caller, tool, arguments, context, run)

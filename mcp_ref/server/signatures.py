@@ -401,7 +401,7 @@ class ArgumentPlan:
             (annotated with one of ``skip_types``), or None.
     """
 
-    __slots__ = ("name", "description", "schema", "context_param", "_converters")
+    __slots__ = ("name", "description", "schema", "context_param", "_converters", "_defaults")
 
     def __init__(
         self,
@@ -411,6 +411,7 @@ class ArgumentPlan:
         schema: dict,
         context_param: str | None = None,
         converters: typing.Iterable[tuple[str, _Converter]] = (),
+        defaults: typing.Iterable[tuple[str, Callable[[], Any]]] = (),
     ) -> None:
         """Store the compiled parts; normally built by :func:`compile_arguments`."""
         self.name = name
@@ -418,6 +419,7 @@ class ArgumentPlan:
         self.schema = schema
         self.context_param = context_param
         self._converters = tuple(converters)
+        self._defaults = tuple(defaults)
 
     def convert(self, arguments: typing.Mapping[str, Any]) -> dict[str, Any]:
         """Turn validated JSON ``arguments`` into keyword arguments for the function.
@@ -426,9 +428,12 @@ class ArgumentPlan:
         pydantic model ..., and containers of those) are converted.  ValueError (naming the parameter) for a bad value.
         """
         converters = self._converters
-        if not converters:
+        if not converters and not self._defaults:
             return dict(arguments)
         out = dict(arguments)
+        for name, fill in self._defaults:
+            if name not in out:
+                out[name] = fill()
         for name, conv in converters:
             if name in out:
                 try:
@@ -508,12 +513,18 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []
     context_param: str | None = None
+    defaults: list[tuple[str, Callable[[], Any]]] = []  # the values of Field() defaults, filled in by convert
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
         if p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{name}: positional-only parameter {p.name!r} is not supported")
-        hint = hints.get(p.name, Any)
+        hint, default = hints.get(p.name, Any), p.default
+        if type(default).__name__ == "FieldInfo":  # pydantic's ``x: int = Field(3, description=...)``
+            from .rich_types import field_default
+
+            hint, default, fill = field_default(hint, default, p.empty)
+            defaults.append((p.name, fill))
         if skip_types and _is_context(hint, tuple(skip_types)):
             if context_param is not None:
                 raise TypeError(
@@ -528,10 +539,10 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
         schema = dict(schema)
         if "description" not in schema and p.name in docs:
             schema["description"] = docs[p.name]
-        if p.default is p.empty:
+        if default is p.empty:
             required.append(p.name)
         else:
-            _add_default(schema, p.default)
+            _add_default(schema, default)
         props[p.name] = schema
         if conv is not None:
             converters.append((p.name, conv))
@@ -541,6 +552,7 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
         schema=_object(props, required),
         context_param=context_param,
         converters=converters,
+        defaults=defaults,
     )
 
 
@@ -550,7 +562,7 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
     MCP structured output is a JSON object (2025-11-25 server/tools §Structured Content).  A
     dataclass, a TypedDict or a ``dict``/``Mapping`` with ``str`` keys is one: its schema is
     the output schema, ``(schema, False)``.  Other JSON values (``int``, ``float``, ``bool``,
-    ``list[...]``, ``tuple``, an Enum, a Literal, unions of those) are wrapped, as the official
+    ``list[...]``, ``tuple``, an Enum, a Literal, a date, a UUID, a Decimal, unions of those) are wrapped, as the official
     SDK does: ``{"result": value}``, ``(schema, True)``.  No structured output, ``(None, False)``,
     for ``str`` (its text content says it all), ``bytes``, ``None``, ``Any``, no annotation, a
     bare ``list`` or ``tuple`` (it may mix text and images), content blocks (``ImageContent``
@@ -575,8 +587,8 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         args = get_args(base)
         if not args or args[0] is str:
             return schema, False
-    if not schema or schema.get("type") == "string":
-        return None, False
+    if not schema or (schema.get("type") == "string" and "format" not in schema):
+        return None, False  # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
 
 

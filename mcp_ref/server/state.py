@@ -26,6 +26,8 @@ A plain server loads none of this: a store is made when something first uses it.
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import itertools
 import json
 import logging
@@ -34,7 +36,10 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timezone
+from operator import itemgetter
 from typing import Any, Protocol
+
+from ..core.errors import InvalidParams
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,8 @@ EVICTION_SAMPLE = 16
 DEFAULT_MAX_SUBSCRIBERS = 65536
 #: The statuses a task never leaves (SEP-2663 §Task Lifecycle).
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+#: Records one :meth:`TaskRecords.list` call returns at most (a larger ``limit`` is lowered to it).
+MAX_PAGE = 1000
 
 
 def _json(value: Any) -> Any:
@@ -365,15 +372,45 @@ class TaskRecords(Protocol):
     def count(self, caller: str | None = None) -> int:
         """The records held; with ``caller``, that caller's unfinished tasks."""
 
+    def list(self, owner: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+        """``tasks/list`` (2025-11-25 basic/utilities/tasks §Listing Tasks, §Task Isolation): copies of the
+        unexpired records whose ``owner`` (as created) is ``owner`` (None: None), in creation order, at most
+        ``limit`` (put in 1..:data:`MAX_PAGE`), after ``cursor`` (None: from the first); and the next page's
+        cursor (None: the last page).  Work is bounded by the page.  A cursor names a position: one whose record
+        went meanwhile continues after it; a bad one raises InvalidParams (-32602, pagination §Error Handling)."""
+
+
+def owner_digest(owner: str | None) -> str:
+    """A digest of an owner or caller id (maybe a session's: a credential), for keys and cursors."""
+    return hashlib.sha256(json.dumps(owner).encode()).hexdigest()[:32]
+
+
+def page_cursor(owner: str | None, position: int) -> str:
+    """The cursor of ``owner``'s listing after creation number ``position`` (opaque to clients)."""
+    return f"{position}.{owner_digest(owner)[:12]}"
+
+
+def cursor_position(owner: str | None, cursor: object, newest: float = float("inf")) -> int:
+    """The creation number a :func:`page_cursor` continues after (0 for None), or InvalidParams:
+    malformed, made for another owner, or past ``newest`` (the last number given)."""
+    position, _, tag = cursor.partition(".") if isinstance(cursor, str) else ("0", "", "")
+    if cursor is not None and not (position.isascii() and position.isdigit() and len(position) <= 15
+                                   and 0 < int(position) <= newest and tag == owner_digest(owner)[:12]):
+        raise InvalidParams("Invalid cursor: not one this server gave for your tasks/list")
+    return int(position)
+
 
 class MemoryTaskRecords:
-    """The default task records, in memory, in order of creation.  Bounded by ``create``'s
-    ``max_total`` (the task store's ``max_tasks``)."""
+    """The default task records, in memory, in order of creation.  Bounded by ``create``'s ``max_total``
+    (the task store's ``max_tasks``); an owner's index (:meth:`list`) goes with the last of its records."""
 
     def __init__(self, *, clock: Clock = time.monotonic):
         self.clock = clock
         self._records: dict[str, dict] = {}
         self._expires: dict[str, float] = {}
+        self._created = 0  # the last creation number given
+        self._order: dict[str, tuple[int, str | None]] = {}  # id -> (creation number, owner)
+        self._owned: dict[str | None, list[tuple[int, str]]] = {}  # owner -> (number, id), ascending
         self._lock = threading.Lock()
 
     def create(self, task_id: str, record: dict, *, ttl: float | None, caller: str | None,
@@ -390,7 +427,11 @@ class MemoryTaskRecords:
                 if finished is None:
                     return "full"
                 self._drop(finished)
+            self._drop(task_id)  # an id made again is a new record, at the end of the order
             records[task_id] = _json(record)
+            self._created += 1
+            self._order[task_id] = (self._created, record.get("owner"))
+            self._owned.setdefault(record.get("owner"), []).append((self._created, task_id))
             if ttl is not None:
                 self._expires[task_id] = self.clock() + ttl
             return "created"
@@ -482,6 +523,12 @@ class MemoryTaskRecords:
 
     def _drop(self, task_id: str) -> bool:
         self._expires.pop(task_id, None)
+        if task_id in self._order:
+            number, owner = self._order.pop(task_id)
+            entries = self._owned[owner]
+            del entries[bisect.bisect_left(entries, number, key=itemgetter(0))]
+            if not entries:
+                del self._owned[owner]
         return self._records.pop(task_id, None) is not None
 
     def _live(self, task_id: str) -> dict | None:
@@ -499,6 +546,25 @@ class MemoryTaskRecords:
     def _settle(record: dict) -> None:
         if not record["inputRequests"] and record["status"] == "input_required":
             record["status"], record["lastUpdatedAt"] = "working", iso_now()
+
+    # listing, last: in the class body the name ``list`` would hide the builtin from the annotations after it
+
+    def list(self, owner: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+        """See :meth:`TaskRecords.list`."""
+        limit = max(1, min(limit, MAX_PAGE))
+        with self._lock:
+            after = cursor_position(owner, cursor, self._created)
+            entries, page = self._owned.get(owner, []), []  # type: list[tuple[int, str]], list[tuple[int, dict]]
+            while len(page) <= limit and (at := bisect.bisect_right(entries, after, key=itemgetter(0))) < len(entries):
+                after, task_id = entries[at]
+                if (record := self._live(task_id)) is not None:
+                    page.append((after, _json(record)))
+            return [record for _, record in page[:limit]], page_cursor(owner, page[-2][0]) if len(page) > limit else None
+
+    def index_size(self) -> int:
+        """The entries :meth:`list`'s indexes hold (two per record held): their cost in memory."""
+        with self._lock:
+            return len(self._order) + sum(len(entries) for entries in self._owned.values())
 
 
 # -- the queue of tasks waiting for a run slot ----------------------------------------------------

@@ -47,7 +47,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import cast
+from typing import Any, cast
 from urllib.parse import urljoin
 
 from ..core import envelope
@@ -103,6 +103,19 @@ def hold_current_request(seconds: float) -> None:
 
 #: Attempts to resume one stream before giving up on it.
 MAX_RESUMES = 10
+
+
+def open_transport(url: str, *, mode: str, max_message_size: int | None, min_retry_delay: float | None,
+                   max_retry_delay: float | None, **options: Any) -> HttpClientTransport:
+    """The transport :meth:`mcp_ref.Client.http` connects with (defaults filled in; the 2024-11-05
+    SSE stream opened first when ``mode`` is ``"sse"``)."""
+    http = HttpClientTransport(
+        url, mode=mode, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
+        min_retry_delay=MIN_RETRY_DELAY if min_retry_delay is None else min_retry_delay,
+        max_retry_delay=MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay, **options)
+    if mode == "sse":
+        http.start_legacy()
+    return http
 
 
 class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
@@ -182,6 +195,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         self._renew_lock = threading.Lock()
         self._generation = 0
         self._session_ready = threading.Event()  # cleared while a new session is being started
+        self._renewer: int | None = None  # the thread starting it (see _renew_session)
         self._session_ready.set()
         self._listener: threading.Thread | None = None
         self._open_responses: set = set()
@@ -211,7 +225,8 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             if envelope.is_modern(message.params):
                 self._pool.submit(self._send_modern, data, message)
             else:
-                self._pool.submit(self._send_request, data, message)
+                # the renewal's own requests (the log level asked again) go without waiting for it
+                self._pool.submit(self._send_request, data, message, threading.get_ident() == self._renewer)
         elif self._stateless:
             self._modern_notification(message)
         else:
@@ -289,13 +304,13 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         return self.http.post(self.url, data=data, headers=headers, stream=True,
                               timeout=(self.connect_timeout, read_timeout))
 
-    def _send_request(self, data: bytes, request: Request) -> None:
+    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if request.method != "initialize" and not self._session_ready.wait(self.connect_timeout * 3):
+            if request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
                 raise HttpTransportError("timed out waiting for a new session")
             generation, sent_with = self._generation, self.session_id
             response = self._post(data)
@@ -431,11 +446,13 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             self._generation += 1
             self._session_ready.clear()  # requests wait for the new session instead of failing
             self.session_id = None
+            self._renewer = threading.get_ident()
             try:
                 log.info("the server forgot our session; starting a new one")
                 # Only called when a reinitialize callable is set (_send_request checks).
                 cast(Callable[[], None], self._reinitialize)()
             finally:
+                self._renewer = None
                 self._session_ready.set()
 
     # -- SSE streams -----------------------------------------------------------------------

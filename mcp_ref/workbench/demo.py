@@ -255,7 +255,7 @@ def build_server() -> Server:
 
     @server.tool(task="optional")
     def build_report(topic: str, ctx: Context) -> str:
-        """Write a report on `topic`: a task (2026-07-28 tasks extension) for clients that take tasks."""
+        """Write a report on `topic`: a task for clients that take tasks (the 2026-07-28 extension, or 2025-11-25's tasks)."""
         ctx.start_task()  # from here on a task, for a client that declared the extension
         ctx.report_progress(1, 2, f"researching {topic}")
         ctx.sleep(0.05)

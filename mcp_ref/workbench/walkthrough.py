@@ -385,15 +385,18 @@ def _policy(client: Client, steps: _Steps) -> None:
 
 
 def _tasks(client: Client, steps: _Steps) -> None:
-    steps.section("Tasks (the 2026-07-28 tasks extension)", "build_report", "_tasks")
+    steps.section("Tasks (the 2026-07-28 extension and 2025-11-25's tasks)", "build_report", "_tasks")
     call = client.start_tool_call("build_report", {"topic": "MCP"}, task=True)
     result = call.result()
     if client.era == "modern":
         steps.check(call.task_id is not None and result.text == "A short report on MCP: it works.",
                     f"build_report -> a task ({(call.task_id or '')[:8]}...), polled with tasks/get -> {result.text!r}")
+    elif client.protocol_version == "2025-11-25":  # the experimental tasks of the handshake era
+        steps.check(call.task_id is not None and result.text == "A short report on MCP: it works.",
+                    f"build_report -> a 2025-11-25 task ({(call.task_id or '')[:8]}...), tasks/get then tasks/result -> {result.text!r}")
     else:
         steps.check(call.task_id is None and result.text == "A short report on MCP: it works.",
-                    f"build_report -> no tasks before 2026-07-28: the plain result {result.text!r}")
+                    f"build_report -> no tasks before 2025-11-25: the plain result {result.text!r}")
 
 
 def _concurrency(client: Client, steps: _Steps) -> None:

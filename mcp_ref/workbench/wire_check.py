@@ -38,6 +38,10 @@ REQUEST_TYPES = {
     "roots/list": ("ListRootsRequest", "ListRootsResult"),
     "elicitation/create": ("ElicitRequest", "ElicitResult"),
     "subscriptions/listen": ("SubscriptionsListenRequest", "SubscriptionsListenResult"),
+    "tasks/get": ("GetTaskRequest", "GetTaskResult"),  # the four tasks/* types: 2025-11-25 only
+    "tasks/result": ("GetTaskPayloadRequest", "GetTaskPayloadResult"),
+    "tasks/list": ("ListTasksRequest", "ListTasksResult"),
+    "tasks/cancel": ("CancelTaskRequest", "CancelTaskResult"),
 }
 NOTIFICATION_TYPES = {
     "notifications/initialized": "InitializedNotification",
@@ -50,6 +54,7 @@ NOTIFICATION_TYPES = {
     "notifications/prompts/list_changed": "PromptListChangedNotification",
     "notifications/roots/list_changed": "RootsListChangedNotification",
     "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
+    "notifications/tasks/status": "TaskStatusNotification",
 }
 
 class WireValidator:
@@ -74,6 +79,7 @@ class WireValidator:
         #: The errors of the messages received (the peer's own faults; ``errors`` has both ways).
         self.received_errors: list[str] = []
         self.methods: dict[tuple[str, object], tuple[str, str | None]] = {}  # (method, its modern version)
+        self.augmented: set[tuple[str, object]] = set()  # 2025-11-25 requests with params.task
         #: The revision of the last 2026-07-28-era request seen (None: none yet).
         self.modern_version: str | None = None
         self._backlog: list[tuple[str, dict]] = []
@@ -143,6 +149,8 @@ class WireValidator:
         known = schemas.type_names(version)
         if "method" in msg and "id" in msg:
             self.methods[(direction, msg["id"])] = (msg["method"], _modern_version(msg))
+            if isinstance(msg.get("params"), dict) and "task" in msg["params"]:
+                self.augmented.add((direction, msg["id"]))
             types = REQUEST_TYPES.get(msg["method"])
             if types and types[0] in known:
                 self._found(direction, schemas.errors(version, types[0], msg))
@@ -161,6 +169,9 @@ class WireValidator:
             elif isinstance(result, dict) and result.get("resultType") == "input_required" \
                     and "InputRequiredResult" in known:
                 self._found(direction, schemas.errors(version, "InputRequiredResult", result))
+            elif isinstance(result, dict) and "task" in result and (other, msg.get("id")) in self.augmented \
+                    and "CreateTaskResult" in known:  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
+                self._found(direction, schemas.errors(version, "CreateTaskResult", result))
             elif types and types[1] in known:
                 self._found(direction, schemas.errors(version, types[1], result))
         elif "error" in msg:

@@ -12,12 +12,16 @@ Keys (``ns`` is the URL's namespace, :class:`~mcp_ref.extras.redis_state.connect
 ``ns:bucket:<key>``                a token bucket: hash ``tokens``, ``at``; expires once full again
 ``ns:task:<id>``                   a task record: hash, one field per record field, as JSON text
 ``ns:task:<id>:in`` / ``:out``     its ``inputRequests`` / ``inputResponses`` (key -> JSON text)
-``ns:tasks``                       every record, by creation order (sorted set)
-``ns:tasks:open:<caller JSON>``    a caller's unfinished tasks (``max_tasks_per_principal``)
+``ns:tasks``                       every record, by creation order (sorted set; ``ns:tasks:seq`` counts)
+``ns:tasks:open:<caller digest>``  a caller's unfinished tasks (``max_tasks_per_principal``)
+``ns:tasks:owner:<owner digest>``  an owner's records, by creation order (``tasks/list``'s pages)
 ``ns:tasks:done``                  finished records, by creation order (evicted oldest first)
 ``ns:tasks:expires``               records by the time they expire (swept by ``sweep``)
-``ns:tasks:callers``               id -> caller JSON (so a record gone by expiry is still unindexed)
+``ns:tasks:callers`` / ``:owners`` id -> caller / owner digest (so a record gone by expiry is still unindexed)
 =================================  ===============================================================
+
+A digest is :func:`~mcp_ref.server.state.owner_digest` of the id: an owner or caller may be a
+session id, a credential, which no key names.
 
 One Redis (or Valkey) primary: the task scripts touch keys they compute, which Redis Cluster does
 not allow.  Faults (Redis down, restarting, loading, a replica after a failover): see each class.
@@ -39,8 +43,8 @@ try:
 except ImportError as missing:  # pragma: no cover - the extra is not installed
     raise ImportError('shared state on Redis needs the redis extra, redis-py: pip install "redis[hiredis]>=5"') from missing
 
-from ...core.errors import InternalError, ServerBusy
-from ...server.state import TERMINAL, Clock, MemoryBuckets, iso_now
+from ...core.errors import InternalError, InvalidParams, ServerBusy
+from ...server.state import MAX_PAGE, TERMINAL, Clock, MemoryBuckets, cursor_position, iso_now, owner_digest, page_cursor
 from .connection import Connection, Throttled
 
 log = logging.getLogger(__name__)
@@ -230,18 +234,23 @@ RECORDS = Script(NOW + """
 local op, P, iso, id = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
 local now = clock(ARGV[3], 1000)
 local ALL, DONE, EXP, CALLERS = P .. 'tasks', P .. 'tasks:done', P .. 'tasks:expires', P .. 'tasks:callers'
+local OWNERS, SEQ = P .. 'tasks:owners', P .. 'tasks:seq'
 local TERMINAL = {['"completed"'] = true, ['"failed"'] = true, ['"cancelled"'] = true}
 local RUNNING = {['"working"'] = true, ['"input_required"'] = true}
 local R = P .. 'task:' .. id
 local IN, OUT = R .. ':in', R .. ':out'
 
 local function opens(caller) return P .. 'tasks:open:' .. caller end
+local function owned(owner) return P .. 'tasks:owner:' .. owner end
 
 local function drop(t)
   local r = P .. 'task:' .. t
   local caller = redis.call('HGET', CALLERS, t)
   if caller then redis.call('ZREM', opens(caller), t) end
+  local owner = redis.call('HGET', OWNERS, t)
+  if owner then redis.call('ZREM', owned(owner), t) end
   redis.call('HDEL', CALLERS, t)
+  redis.call('HDEL', OWNERS, t)
   redis.call('ZREM', ALL, t)
   redis.call('ZREM', DONE, t)
   redis.call('ZREM', EXP, t)
@@ -311,13 +320,14 @@ local function hset(k, l)
   for i = 1, #l, 2 do redis.call('HSET', k, l[i], l[i + 1]) end
 end
 
-local function snapshot()
-  return {redis.call('HGETALL', R), redis.call('HGETALL', IN), redis.call('HGETALL', OUT)}
+local function snapshot(t)
+  local r = P .. 'task:' .. t
+  return {redis.call('HGETALL', r), redis.call('HGETALL', r .. ':in'), redis.call('HGETALL', r .. ':out')}
 end
 
 if op == 'create' then
-  local caller, cap, total, ttl = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-  at = 10
+  local caller, cap, total, ttl, owner = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+  at = 11
   local fields, inputs, answers = list(), list(), list()
   sweep()
   if cap then
@@ -330,12 +340,14 @@ if op == 'create' then
     drop(oldest)
   end
   drop(id)
-  local seq = redis.call('INCR', P .. 'tasks:seq')
+  local seq = redis.call('INCR', SEQ)
   hset(R, fields)
   hset(IN, inputs)
   hset(OUT, answers)
   redis.call('ZADD', ALL, seq, id)
   redis.call('HSET', CALLERS, id, caller)
+  redis.call('HSET', OWNERS, id, owner)
+  redis.call('ZADD', owned(owner), seq, id)
   if TERMINAL[redis.call('HGET', R, 'status')] then
     redis.call('ZADD', DONE, seq, id)
   else
@@ -348,7 +360,7 @@ if op == 'create' then
   return 'created'
 elseif op == 'get' then
   if not live(id) then return nil end
-  return snapshot()
+  return snapshot(id)
 elseif op == 'transition' then
   local replace, allowed = ARGV[6], {}
   at = 7
@@ -369,7 +381,7 @@ elseif op == 'transition' then
   if string.find(replace, 'i', 1, true) then redis.call('DEL', IN) hset(IN, inputs) follow(IN) end
   if string.find(replace, 'o', 1, true) then redis.call('DEL', OUT) hset(OUT, answers) follow(OUT) end
   indexed(id, was)
-  return snapshot()
+  return snapshot(id)
 elseif op == 'put_inputs' then
   local inputs = list()
   if not open(id) then return 0 end
@@ -419,6 +431,29 @@ elseif op == 'sweep' then
 elseif op == 'count' then
   if ARGV[6] == '' then return redis.call('ZCARD', ALL) end
   return redis.call('ZCARD', opens(ARGV[6]))
+elseif op == 'list' then
+  -- an owner's page: its index from just after the cursor's position, one more than the page (is
+  -- there a next?); a record found gone on the way leaves the index; at most SWEEP_LIMIT of them a call
+  local index, after, limit = owned(ARGV[6]), ARGV[7], tonumber(ARGV[8])  -- after: a score's text
+  if tonumber(after) > tonumber(redis.call('GET', SEQ) or '0') then return 0 end
+  sweep()
+  local page, positions, gone = {''}, {}, 0
+  while #positions <= limit and gone < @@SWEEP_LIMIT@@ do
+    local batch = redis.call('ZRANGEBYSCORE', index, '(' .. after, '+inf', 'WITHSCORES', 'LIMIT', 0, limit + 1 - #positions)
+    if #batch == 0 then break end
+    for i = 1, #batch, 2 do
+      after = batch[i + 1]
+      if live(batch[i]) then
+        positions[#positions + 1] = after
+        if #positions <= limit then page[#page + 1] = snapshot(batch[i]) end
+      else
+        gone = gone + 1
+      end
+    end
+  end
+  if #positions > limit then page[1] = positions[limit]
+  elseif gone >= @@SWEEP_LIMIT@@ then page[1] = after end
+  return page
 elseif op == 'renew_lease' then
   if not open(id) then return 0 end
   redis.call('HSET', R, '@lease', now + tonumber(ARGV[6]))
@@ -487,8 +522,9 @@ class RedisTaskRecords(InjectableClock):
                max_per_caller: int | None, max_total: int) -> str:
         """See :meth:`mcp_ref.server.state.TaskRecords.create`."""
         fields = {key: value for key, value in record.items() if key not in PARTS}
-        verdict = self._run("create", task_id, _text(caller), "" if max_per_caller is None else max_per_caller,
-                            max_total, "" if ttl is None else max(1, math.ceil(ttl * 1000)), *_flat(fields),
+        verdict = self._run("create", task_id, owner_digest(caller), "" if max_per_caller is None else max_per_caller,
+                            max_total, "" if ttl is None else max(1, math.ceil(ttl * 1000)),
+                            owner_digest(record.get("owner")), *_flat(fields),
                             *_flat(record.get("inputRequests") or {}), *_flat(record.get("inputResponses") or {}))
         return _str(verdict)
 
@@ -544,7 +580,7 @@ class RedisTaskRecords(InjectableClock):
 
     def count(self, caller: str | None = None) -> int:
         """See :meth:`mcp_ref.server.state.TaskRecords.count`."""
-        return int(self._run("count", "", "" if caller is None else _text(caller)))
+        return int(self._run("count", "", "" if caller is None else owner_digest(caller)))
 
     def renew_lease(self, task_id: str, seconds: float) -> bool:
         """The process running ``task_id`` is alive: its lease now ends in ``seconds``.  False when
@@ -556,3 +592,16 @@ class RedisTaskRecords(InjectableClock):
         task fails to the server; a task no process runs can only fail.
         """
         return bool(self._run("renew_lease", task_id, max(1, math.ceil(seconds * 1000))))
+
+    def list(self, owner: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+        """See :meth:`mcp_ref.server.state.TaskRecords.list`: one script, reading the owner's index
+        (``ns:tasks:owner:<digest>``) from the cursor's position on, so the work is the page's (and
+        the expired records it meets, which it forgets: at most :data:`SWEEP_LIMIT` a call; past
+        them the page may be short, with a cursor to go on from)."""
+        after = cursor_position(owner, cursor)  # the format and the owner here; the script: a position given
+        answer = self._run("list", "", owner_digest(owner), after, max(1, min(limit, MAX_PAGE)))
+        if not isinstance(answer, list):
+            raise InvalidParams("Invalid cursor: not one this server gave for your tasks/list")
+        position, *snapshots = answer
+        records = [record for record in map(self._record, snapshots) if record is not None]
+        return records, page_cursor(owner, int(_str(position))) if _str(position) else None

@@ -1,0 +1,503 @@
+"""The experimental tasks of 2025-11-25 (basic/utilities/tasks), server side: mcp_ref.extras.tasks_2025.
+
+The server is tests/servers/tasks_server.py (the same tools serve the 2026-07-28 extension,
+tests/test_tasks.py): in this process, driven with mcp_ref's client sending raw requests
+(``client.request``); over stdio a real subprocess fed raw JSON lines; over HTTP raw POSTs to a real
+socket.  Every message is checked against the 2025-11-25 schema (WireChecker: CreateTaskResult,
+GetTaskResult, GetTaskPayloadResult, ListTasksResult, CancelTaskResult, TaskStatusNotification).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import sys
+import threading
+
+import pytest
+from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer, schema_errors  # noqa: F401 - a fixture
+from http_fixtures import serve  # noqa: F401 - a fixture
+
+from mcp_ref import Client, Context, McpError, Server
+from mcp_ref.extras import tasks_2025
+
+VERSION = "2025-11-25"
+RELATED = "io.modelcontextprotocol/related-task"
+TASKS = InMemory("tasks_server")
+SERVER = [sys.executable, str(SERVERS / "tasks_server.py")]
+CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+
+
+def answers(params):
+    """The elicitation handler: confirm, and the name Ada."""
+    schema = params.requested_schema["properties"]
+    return {"action": "accept", "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"}}
+
+
+@pytest.fixture
+def legacy():
+    """Factory: ``legacy(server=None, **client_options)`` -> ``(client, wire)``: mcp_ref's client at
+    2025-11-25, in this process; every message schema-checked after the test."""
+    opened = []
+
+    def factory(server=None, **options):
+        wire = WireChecker()
+        options.setdefault("elicitation_handler", answers)
+        options.setdefault("protocol_version", VERSION)
+        client = Client.in_memory(server if server is not None else TASKS.build(), era="handshake", timeout=WAIT,
+                                  trace=wire, **options)
+        opened.append((client, wire))
+        return client, wire
+
+    yield factory
+    for client, wire in opened:
+        client.close()
+        wire.assert_valid()
+
+
+def create(client, name: str, arguments=None, **task) -> dict:
+    """``tools/call`` augmented with ``task``: the Task of its CreateTaskResult."""
+    answer = client.request("tools/call", {"name": name, "arguments": arguments or {}, "task": task})
+    assert set(answer) == {"task"} and schema_errors(VERSION, "CreateTaskResult", answer) == []
+    created = answer["task"]
+    assert created["status"] == "working" and isinstance(created["ttl"], int) and created["pollInterval"] > 0
+    return created
+
+
+def poll(client, task_id: str, done) -> dict:
+    """``tasks/get`` at the task's ``pollInterval`` until ``done(task)``, for at most WAIT seconds."""
+    import time
+
+    deadline = time.monotonic() + WAIT
+    pause = threading.Event()
+    while True:
+        task = client.request("tasks/get", {"taskId": task_id})
+        if done(task):
+            return task
+        assert time.monotonic() < deadline, f"task {task_id} stayed {task['status']}"
+        pause.wait(task["pollInterval"] / 1000)
+
+
+def related_to(message_or_result: dict, task_id: str) -> bool:
+    params = message_or_result.get("params", message_or_result)
+    return params.get("_meta", {}).get(RELATED) == {"taskId": task_id}
+
+
+def code_of(call) -> int:
+    with pytest.raises(McpError) as caught:
+        call()
+    return caught.value.code
+
+
+# -- negotiation -----------------------------------------------------------------------------------
+
+
+def test_the_capability_and_execution_are_declared_at_2025_11_25_only(legacy):
+    client, wire = legacy()
+    assert client.server_capabilities["tasks"] == CAPABILITY
+    support = {tool["name"]: tool.get("execution") for tool in client.request("tools/list", {})["tools"]}
+    assert support["compute"] == {"taskSupport": "optional"} and support["forever"] == {"taskSupport": "required"}
+    assert support["plain"] is None and support["release"] is None  # absent: "forbidden"
+    # 2025-06-18: no tasks, no execution (the revision has neither)
+    older, _ = legacy(protocol_version="2025-06-18")
+    assert "tasks" not in older.server_capabilities
+    assert all("execution" not in tool for tool in older.request("tools/list", {})["tools"])
+    assert code_of(lambda: older.request("tasks/get", {"taskId": "x"})) == -32601
+    plain = older.request("tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}})  # task ignored
+    assert plain["content"] == [{"type": "text", "text": "x"}]
+
+
+def test_at_2026_07_28_nothing_of_it_shows():
+    wire = WireChecker()
+    with Client.in_memory(TASKS.build(), timeout=WAIT, trace=wire) as client:  # the modern era
+        assert "tasks" not in client.server_capabilities
+        assert client.server_capabilities["extensions"] == {"io.modelcontextprotocol/tasks": {}}
+        assert all("execution" not in tool for tool in client.request("tools/list", {})["tools"])
+        for method in ("tasks/result", "tasks/list"):  # conformance tasks-dispatch-and-envelope
+            assert code_of(lambda method=method: client.request(method, {"taskId": "x"})) == -32601
+    wire.assert_valid()
+
+
+def test_a_plain_call_of_an_optional_tool_is_a_plain_call_and_two_calls_are_method_not_found(legacy):
+    client, wire = legacy()
+    client.request("tools/call", {"name": "release", "arguments": {}})
+    assert client.request("tools/call", {"name": "compute", "arguments": {"n": 3}})["content"][0]["text"] == "3 squared is 9"
+    # §Tool-Level Negotiation: a required tool without task "MUST" be -32601; task on a tool
+    # without task support "SHOULD" be -32601.
+    assert code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {}})) == -32601
+    assert code_of(lambda: client.request("tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}})) == -32601
+    assert code_of(lambda: client.request("tools/call", {"name": "compute", "arguments": {}, "task": 5})) == -32602
+    assert wire.errors == ["CallToolRequest: 5 is not of type 'object' at /params/task"]  # ours, on purpose
+    wire.errors.clear()
+
+
+# -- the lifecycle ----------------------------------------------------------------------------------
+
+
+def test_a_task_answers_at_once_and_tasks_result_blocks_until_it_ends(legacy):
+    client, wire = legacy()
+    task = create(client, "compute", {"n": 5}, ttl=60_000)
+    assert task["ttl"] == 60_000
+    assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "working"
+    waiting = client.session.send_request("tasks/result", {"taskId": task["taskId"]})
+    # the task cannot end before `release`: the tasks/result still waits after a later request was answered
+    assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "working"
+    assert not waiting.done()
+    client.request("tools/call", {"name": "release", "arguments": {}})
+    result = waiting.result()
+    assert result["content"] == [{"type": "text", "text": "5 squared is 25"}] and related_to(result, task["taskId"])
+    done = client.request("tasks/get", {"taskId": task["taskId"]})
+    assert done["status"] == "completed" and done["createdAt"] == task["createdAt"]
+    assert RELATED not in done.get("_meta", {})  # §Related Task Metadata: not on tasks/get
+    # tasks/result of an ended task answers at once, the same
+    assert client.request("tasks/result", {"taskId": task["taskId"]}) == result
+    statuses = [m["params"]["status"] for m in wire.received("notifications/tasks/status")]
+    assert statuses[-1] == "completed" and all(RELATED not in m["params"].get("_meta", {})
+                                               for m in wire.received("notifications/tasks/status"))
+
+
+def test_the_requested_ttl_is_capped_and_unknown_ids_are_invalid_params(legacy):
+    client, _ = legacy()
+    assert create(client, "forever", ttl=10**12)["ttl"] == 3_600_000  # the store's ttl_ms
+    assert create(client, "forever", ttl=1)["ttl"] == tasks_2025.MIN_TTL_MS
+    assert create(client, "forever")["ttl"] == 3_600_000
+    for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        assert code_of(lambda method=method: client.request(method, {"taskId": "no-such-task"})) == -32602
+
+
+def test_a_tool_error_fails_the_task_and_tasks_result_returns_it(legacy):
+    client, _ = legacy()
+    task = create(client, "tool_error")
+    result = client.request("tasks/result", {"taskId": task["taskId"]})
+    assert result["isError"] is True and result["content"][0]["text"] == "no luck" and related_to(result, task["taskId"])
+    failed = client.request("tasks/get", {"taskId": task["taskId"]})
+    assert failed["status"] == "failed" and "no luck" in failed["statusMessage"]  # §Task Execution Errors
+
+
+def test_a_json_rpc_error_fails_the_task_and_tasks_result_raises_the_same(legacy):
+    client, _ = legacy()
+    task = create(client, "protocol_error")
+    with pytest.raises(McpError) as caught:
+        client.request("tasks/result", {"taskId": task["taskId"]})
+    assert caught.value.code == -32603 and caught.value.message == "the backend refused"
+    assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "failed"
+
+
+def test_invalid_arguments_make_a_failed_task(legacy):
+    client, _ = legacy()
+    task = create(client, "compute", {"n": "five"})
+    result = client.request("tasks/result", {"taskId": task["taskId"]})
+    assert result["isError"] is True and "Invalid arguments" in result["content"][0]["text"]
+
+
+def test_cancel_makes_the_task_cancelled_before_it_answers_and_a_second_cancel_is_invalid(legacy):
+    client, wire = legacy()
+    task = create(client, "forever")
+    cancelled = client.request("tasks/cancel", {"taskId": task["taskId"]})
+    assert cancelled["taskId"] == task["taskId"] and cancelled["status"] == "cancelled"
+    assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "cancelled"
+    assert code_of(lambda: client.request("tasks/cancel", {"taskId": task["taskId"]})) == -32602
+    assert code_of(lambda: client.request("tasks/result", {"taskId": task["taskId"]})) == -32602  # no result
+    # a finished task cannot be cancelled either (§Task Cancellation), and stays as it ended
+    ended = create(client, "tool_error")
+    poll(client, ended["taskId"], lambda t: t["status"] == "failed")
+    assert code_of(lambda: client.request("tasks/cancel", {"taskId": ended["taskId"]})) == -32602
+    assert client.request("tasks/get", {"taskId": ended["taskId"]})["status"] == "failed"
+
+
+def test_tasks_list_is_paged_and_each_requestor_sees_only_its_own(legacy, monkeypatch):
+    monkeypatch.setattr(tasks_2025, "LIST_PAGE", 2)
+    server = TASKS.build()
+    alice, _ = legacy(server)
+    bob, _ = legacy(server)  # another connection (session) of the same server
+    mine = {create(alice, "forever")["taskId"] for _ in range(3)}
+    theirs = create(bob, "forever")["taskId"]
+    first = alice.request("tasks/list", {})
+    assert len(first["tasks"]) == 2 and "nextCursor" in first
+    second = alice.request("tasks/list", {"cursor": first["nextCursor"]})
+    assert "nextCursor" not in second
+    assert {t["taskId"] for t in first["tasks"] + second["tasks"]} == mine
+    assert [t["taskId"] for t in bob.request("tasks/list", {})["tasks"]] == [theirs]
+    # §Task Isolation: another requestor's task is not found, nor a cursor made for another requestor
+    assert code_of(lambda: bob.request("tasks/get", {"taskId": next(iter(mine))})) == -32602
+    assert code_of(lambda: bob.request("tasks/cancel", {"taskId": next(iter(mine))})) == -32602
+    assert code_of(lambda: bob.request("tasks/list", {"cursor": first["nextCursor"]})) == -32602
+    assert code_of(lambda: alice.request("tasks/list", {"cursor": "not-a-cursor"})) == -32602
+
+
+# -- input, progress and logs during a task ---------------------------------------------------------------
+
+
+def test_an_elicitation_of_a_task_carries_related_task_and_the_task_waits_in_input_required(legacy, monkeypatch):
+    monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", 0)  # no tasks/result is open when it asks: ask at once
+    asked = threading.Event()
+    go_on = threading.Event()
+
+    def slow_answers(params):
+        asked.set()
+        assert go_on.wait(WAIT)
+        return answers(params)
+
+    client, wire = legacy(elicitation_handler=slow_answers)
+    task = create(client, "confirm", {"filename": "a.txt"})
+    assert asked.wait(WAIT)
+    assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "input_required"
+    go_on.set()
+    result = client.request("tasks/result", {"taskId": task["taskId"]})
+    assert result["content"][0]["text"] == "Ada deleted a.txt (True)"
+    elicitations = wire.received("elicitation/create")
+    assert len(elicitations) == 3 and all(related_to(m, task["taskId"]) for m in elicitations)
+    statuses = [m["params"]["status"] for m in wire.received("notifications/tasks/status")]
+    assert "input_required" in statuses and statuses[-1] == "completed"
+
+
+def test_progress_and_log_messages_of_a_task_reach_the_client_with_related_task(legacy):
+    server = Server("noisy")
+
+    @server.tool(task="optional")
+    def noisy(ctx: Context) -> str:
+        assert ctx.start_task() and ctx.in_task
+        ctx.info("working on it")
+        ctx.report_progress(1, 2, "half way")
+        return "done"
+
+    client, wire = legacy(server)
+    answer = client.request("tools/call", {"name": "noisy", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}})
+    task_id = answer["task"]["taskId"]
+    assert client.request("tasks/result", {"taskId": task_id})["content"][0]["text"] == "done"
+    [progress] = wire.received("notifications/progress")
+    assert progress["params"]["progressToken"] == "p" and related_to(progress, task_id)
+    [logged] = wire.received("notifications/message")
+    assert logged["params"]["data"] == "working on it" and related_to(logged, task_id)
+
+
+def test_cancelling_a_task_waiting_for_input_withdraws_its_request(monkeypatch):
+    monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", 0)
+    asked, seen_cancel, release = threading.Event(), threading.Event(), threading.Event()
+
+    def blocked(params):
+        asked.set()
+        release.wait(WAIT)
+        return answers(params)
+
+    wire = WireChecker()
+
+    def trace(direction, data):
+        wire(direction, data)
+        if direction == "<--" and b"notifications/cancelled" in data:
+            seen_cancel.set()
+
+    with Client.in_memory(TASKS.build(), era="handshake", protocol_version=VERSION, timeout=WAIT, trace=trace,
+                          elicitation_handler=blocked) as client:
+        task = create(client, "confirm", {"filename": "d.txt"})
+        assert asked.wait(WAIT)
+        assert client.request("tasks/cancel", {"taskId": task["taskId"]})["status"] == "cancelled"
+        assert seen_cancel.wait(WAIT)  # the elicitation is withdrawn (notifications/cancelled names it)
+        release.set()
+        [withdrawn] = wire.received("notifications/cancelled")
+        assert withdrawn["params"]["requestId"] == wire.received("elicitation/create")[0]["id"]
+        assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "cancelled"
+    wire.assert_valid()
+
+
+def test_a_task_belongs_to_the_verified_principal_else_to_the_session():
+    from types import SimpleNamespace
+
+    class Connection:  # what tasks_2025 reads of a ServerConnection
+        def __init__(self, auth, peer, principal):
+            self.auth, self.peer, self.principal = auth, peer, SimpleNamespace(id=principal)
+
+    def connection(auth, peer, principal="oauth:app:ada"):
+        return Connection(auth, peer, principal)
+
+    token = object()
+    # two sessions of one user: one owner (§Task Isolation: bound to the authorization context)
+    assert tasks_2025.owner_of(connection(token, "http-session:a")) == tasks_2025.owner_of(connection(token, "http-session:b"))
+    # without a token: the session (every worker names an HTTP session alike), or the connection itself
+    assert tasks_2025.owner_of(connection(None, "http-session:a")) != tasks_2025.owner_of(connection(None, "http-session:b"))
+    assert tasks_2025.owner_of(connection(None, "stdio")) != tasks_2025.owner_of(connection(None, "stdio"))
+    assert tasks_2025.requestor(connection(None, "http-client:127.0.0.1")) is None  # stateless: no one to bind to
+    # never a 2026-07-28 task's owner (the principal's id, or None)
+    assert all(tasks_2025.owner_of(connection(t, "stdio")).startswith("2025-11-25|") for t in (token, None))
+
+
+def test_over_stateless_http_tasks_work_unlisted(serve):  # noqa: F811
+    http = Http(serve(TASKS.build(), stateless=True).mcp)
+    init = http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "s", "version": "0"}})
+    # §Task Isolation: "receivers that cannot identify requestors SHOULD NOT declare the tasks.list capability"
+    assert init["result"]["capabilities"]["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert http.session is None
+    task = http.ask("tools/call", {"name": "tool_error", "arguments": {}, "task": {}})["result"]["task"]
+    result = http.ask("tasks/result", {"taskId": task["taskId"]})["result"]  # whoever holds the id
+    assert result["isError"] is True and related_to(result, task["taskId"])
+    assert http.ask("tasks/list", {})["error"]["code"] == -32601
+    http.wire.assert_valid()
+
+
+def test_tasks_result_waits_are_bounded(legacy, monkeypatch):
+    monkeypatch.setattr(tasks_2025, "RESULT_WAIT", 0.2)
+    client, _ = legacy()
+    task = create(client, "forever")
+    with pytest.raises(McpError) as caught:
+        client.request("tasks/result", {"taskId": task["taskId"]})
+    assert caught.value.code == -32000 and "still working" in caught.value.message
+
+
+# -- real transports ------------------------------------------------------------------------------------
+
+
+class Lines:
+    """A stdio peer fed raw JSON lines, every message seen by a WireChecker."""
+
+    def __init__(self, peer):
+        self.peer, self.wire, self.next_id = peer, WireChecker(), 0
+        self.others: list[dict] = []
+
+    def send(self, message: dict) -> None:
+        self.wire("-->", json.dumps(message).encode())
+        self.peer.send_json(message)
+
+    def ask(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            message = self.peer.recv()
+            assert message is not None, "the server ended its output"
+            self.wire("<--", json.dumps(message).encode())
+            if message.get("id") == self.next_id and "method" not in message:
+                return message
+            self.others.append(message)
+
+
+def test_over_stdio(raw_peer):  # noqa: F811
+    lines = Lines(raw_peer(SERVER))
+    init = lines.ask("initialize", {"protocolVersion": VERSION, "capabilities": {},
+                                    "clientInfo": {"name": "raw", "version": "0"}})
+    assert init["result"]["capabilities"]["tasks"] == CAPABILITY
+    lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    task = lines.ask("tools/call", {"name": "compute", "arguments": {"n": 4}, "task": {"ttl": 30_000}})["result"]["task"]
+    assert lines.ask("tasks/get", {"taskId": task["taskId"]})["result"]["status"] == "working"
+    lines.ask("tools/call", {"name": "release", "arguments": {}})
+    result = lines.ask("tasks/result", {"taskId": task["taskId"]})["result"]
+    assert result["content"][0]["text"] == "4 squared is 16" and related_to(result, task["taskId"])
+    listed = lines.ask("tasks/list", {})["result"]["tasks"]
+    assert [t["taskId"] for t in listed] == [task["taskId"]] and listed[0]["status"] == "completed"
+    lines.wire.assert_valid()
+
+
+class Http:
+    """A 2025-11-25 session over Streamable HTTP, raw: POSTs, their JSON or SSE answers."""
+
+    def __init__(self, url: str):
+        self.url, self.wire, self.next_id, self.session = url, WireChecker(), 0, None
+
+    def post(self, message: dict, **options):
+        import requests
+
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": VERSION}
+        if self.session is not None:
+            headers["Mcp-Session-Id"] = self.session
+        self.wire("-->", json.dumps(message).encode())
+        return requests.post(self.url, json=message, headers=headers, timeout=WAIT, **options)
+
+    def stream(self, method: str, params: dict) -> tuple[int, queue.Queue]:
+        """POST a request; its answer's messages (SSE or JSON) arrive in the queue (None once it ends);
+        ``self.reply`` is its HTTP response."""
+        self.next_id += 1
+        reply = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}, stream=True)
+        if self.session is None:
+            self.session = reply.headers.get("Mcp-Session-Id")
+        self.reply = reply
+        messages: queue.Queue = queue.Queue()
+
+        def read() -> None:
+            if reply.headers.get("Content-Type", "").startswith("application/json"):
+                messages.put(reply.json())
+            else:
+                try:
+                    for line in reply.iter_lines():
+                        if line.startswith(b"data:") and line[5:].strip():  # (a priming event has no data)
+                            messages.put(json.loads(line[5:]))
+                except Exception:  # the test closed the response under this reader
+                    pass
+            messages.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        return self.next_id, messages
+
+    def next(self, messages: queue.Queue) -> dict:
+        message = messages.get(timeout=WAIT)
+        assert message is not None, "the stream ended"
+        self.wire("<--", json.dumps(message).encode())
+        return message
+
+    def ask(self, method: str, params: dict) -> dict:
+        request_id, messages = self.stream(method, params)
+        while True:
+            message = self.next(messages)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+
+def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", WAIT)  # the ask waits for the tasks/result below
+    served = serve(TASKS.build())
+    http = Http(served.mcp)
+    init = http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {"elicitation": {}},
+                                   "clientInfo": {"name": "raw", "version": "0"}})
+    assert init["result"]["capabilities"]["tasks"] == CAPABILITY and http.session
+    assert http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+    task = http.ask("tools/call", {"name": "confirm", "arguments": {"filename": "c.txt"}, "task": {}})["result"]["task"]
+    result_id, stream = http.stream("tasks/result", {"taskId": task["taskId"]})
+    asked = 0
+    while True:
+        message = http.next(stream)
+        if message.get("id") == result_id and "method" not in message:  # (the server numbers its own requests)
+            break
+        if message.get("method") == "elicitation/create":  # on the tasks/result stream, tied to the task
+            assert related_to(message, task["taskId"])
+            asked += 1
+            schema = message["params"]["requestedSchema"]["properties"]
+            content = {"confirm": True} if "confirm" in schema else {"name": "Grace"}
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"action": "accept", "content": content}}
+            assert http.post(answer).status_code == 202
+    assert asked == 3
+    assert message["result"]["content"][0]["text"] == "Grace deleted c.txt (True)" and related_to(message["result"], task["taskId"])
+    # another session never sees this one's tasks
+    other = Http(served.mcp)
+    other.ask("initialize", {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}})
+    other.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert other.ask("tasks/get", {"taskId": task["taskId"]})["error"]["code"] == -32602
+    assert other.ask("tasks/list", {})["result"]["tasks"] == []
+    assert [t["taskId"] for t in http.ask("tasks/list", {})["result"]["tasks"]] == [task["taskId"]]
+    http.wire.assert_valid()
+    other.wire.assert_valid()
+
+
+def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the_first(serve, monkeypatch):  # noqa: F811
+    """§Retrieving Task Results: "clients MAY disconnect from an SSE stream opened by the server in
+    response to a tasks/result request at any time"; asking again, the client gets the ask again."""
+    monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", WAIT)
+    http = Http(serve(TASKS.build()).mcp)
+    http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {"elicitation": {}},
+                            "clientInfo": {"name": "raw", "version": "0"}})
+    http.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    task = http.ask("tools/call", {"name": "confirm", "arguments": {"filename": "e.txt"}, "task": {}})["result"]["task"]
+    _, first = http.stream("tasks/result", {"taskId": task["taskId"]})
+    left = http.next(first)
+    assert left["method"] == "elicitation/create" and related_to(left, task["taskId"])
+    http.reply.raw.connection.sock.shutdown(socket.SHUT_RDWR)  # the client leaves that stream, unanswered
+    result_id, second = http.stream("tasks/result", {"taskId": task["taskId"]})
+    again = http.next(second)
+    assert again["method"] == "elicitation/create" and again["params"] == left["params"] and again["id"] != left["id"]
+    message = again
+    while not (message.get("id") == result_id and "method" not in message):
+        if message.get("method") == "elicitation/create":  # the first one again, then the next two
+            schema = message["params"]["requestedSchema"]["properties"]
+            content = {"confirm": True} if "confirm" in schema else {"name": "Lin"}
+            http.post({"jsonrpc": "2.0", "id": message["id"], "result": {"action": "accept", "content": content}})
+        message = http.next(second)
+    assert message["result"]["content"][0]["text"] == "Lin deleted e.txt (True)"
+    http.wire.assert_valid()
