@@ -17,22 +17,18 @@ waits on an event, bounded by ``WAIT``.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from mcp_ref import Client, McpError, Server
-from mcp_ref.core.errors import ConnectionClosed, RequestTimeout
 from mcp_ref.extras import hosted_tasks
 from conftest import SERVERS, WAIT, Collector, WireChecker, command_label, watch_stderr
+from everything_server import everything_client
 
 PEER = [sys.executable, str(SERVERS / "hosted_tasks_peer.py")]
-EVERYTHING = ["npx", "-y", "@modelcontextprotocol/server-everything"]
-EVERYTHING_START = 100.0  # seconds: a first npx run may download the package
 RELATED = "io.modelcontextprotocol/related-task"
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ELICIT = {"message": "Your name?", "requestedSchema": NAME_SCHEMA}
@@ -412,24 +408,12 @@ def test_in_the_2026_07_28_era_no_request_declares_the_capability(wire):
 @pytest.fixture(scope="module")
 def everything():
     """A tasks=True Client on the everything server (2025-11-25), or a skip when it cannot start in time."""
-    if shutil.which("npx") is None:
-        pytest.skip("npx is not on PATH, so the reference everything server cannot be run")
     wire = WireChecker()
-    began = time.monotonic()
-    try:
-        client = Client.stdio(EVERYTHING, stderr="capture", trace=wire, timeout=EVERYTHING_START, shutdown_timeout=2.0,
-                              protocol_version="2025-11-25", tasks=True,
-                              elicitation_handler=lambda p: {"action": "accept", "content": {
-                                  "name": "Ada", "favoriteColor": "Blue", "agreeToTerms": True}},
-                              sampling_handler=lambda p: {**SAMPLED, "content": {"type": "text", "text": "sampled!"}})
-    except (ConnectionClosed, RequestTimeout, OSError) as exc:
-        pytest.skip(f"could not start {' '.join(EVERYTHING)} within {EVERYTHING_START:.0f} s "
-                    f"({time.monotonic() - began:.1f} s): {type(exc).__name__}: {exc}")
-    client.session.default_timeout = 30.0
-    unwatch = watch_stderr(command_label(EVERYTHING), lambda: list(client.session.transport.stderr_lines), keep=True)
-    yield client, wire
-    client.close()
-    unwatch()
+    with everything_client(trace=wire, protocol_version="2025-11-25", tasks=True,
+                           elicitation_handler=lambda p: {"action": "accept", "content": {
+                               "name": "Ada", "favoriteColor": "Blue", "agreeToTerms": True}},
+                           sampling_handler=lambda p: {**SAMPLED, "content": {"type": "text", "text": "sampled!"}}) as client:
+        yield client, wire
 
 
 @pytest.mark.slow

@@ -16,21 +16,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 
 import pytest
 
 from mcp_ref import CapabilityError, Client, McpError
-from mcp_ref.core.errors import ConnectionClosed, RequestTimeout
 from conftest import DEMO, SERVERS, WireChecker, check_trace, command_label, live_group_members, run_cli, watch_stderr
+from everything_server import EVERYTHING, EVERYTHING_START, everything_client
 
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
 SDK_SERVER = [sys.executable, str(SERVERS / "interop_sdk_server.py")]
 SDK_TARGET = f'"{sys.executable}" "{SERVERS / "interop_sdk_server.py"}"'
-EVERYTHING = ["npx", "-y", "@modelcontextprotocol/server-everything"]
-EVERYTHING_START = 100.0  # seconds: the first npx run downloads the package
 
 try:
     import mcp  # noqa: F401
@@ -284,21 +281,9 @@ def test_cli_against_a_server_from_pypi():
 @pytest.fixture(scope="module")
 def everything():
     """A Client on the everything server, or a skip when it cannot be fetched and started in time."""
-    if shutil.which("npx") is None:
-        pytest.skip("npx is not on PATH, so the reference everything server cannot be run")
     wire = WireChecker()
-    began = time.monotonic()
-    try:
-        # The initialize request's timeout bounds the npx download and the server's start.
-        client = Client.stdio(EVERYTHING, stderr="capture", trace=wire, timeout=EVERYTHING_START, shutdown_timeout=2.0)
-    except (ConnectionClosed, RequestTimeout, OSError) as exc:  # could not fetch or start it: skip, with the reason
-        pytest.skip(f"could not start {' '.join(EVERYTHING)} within {EVERYTHING_START:.0f} s "
-                    f"({time.monotonic() - began:.1f} s): {type(exc).__name__}: {exc}")
-    client.session.default_timeout = 30.0
-    unwatch = watch_stderr(command_label(EVERYTHING), lambda: list(client.session.transport.stderr_lines), keep=True)
-    yield client, wire
-    client.close()
-    unwatch()
+    with everything_client(trace=wire) as client:
+        yield client, wire
 
 
 @pytest.mark.timeout(300)

@@ -9,18 +9,15 @@ holds ``tasks/result`` open.  Every message is validated against the 2025-11-25 
 
 from __future__ import annotations
 
-import shutil
 import threading
-import time
 
 import pytest
-from conftest import WireChecker, command_label, watch_stderr
+from conftest import WireChecker
+from everything_server import everything_client
 
 from mcp_ref import Client, McpError
-from mcp_ref.core.errors import ConnectionClosed, RequestCancelled, RequestTimeout
+from mcp_ref.core.errors import RequestCancelled
 
-EVERYTHING = ["npx", "-y", "@modelcontextprotocol/server-everything"]
-EVERYTHING_START = 100.0  # seconds: a first npx run downloads the package
 RESEARCH = "simulate-research-query"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 WAIT = 30.0
@@ -68,21 +65,11 @@ class Peer:
 
 @pytest.fixture(scope="module")
 def peer():
-    if shutil.which("npx") is None:
-        pytest.skip("npx is not on PATH, so the reference everything server cannot be run")
     peer = Peer()
-    began = time.monotonic()
-    try:
-        peer.client = Client.stdio(EVERYTHING, stderr="capture", trace=peer.trace, timeout=EVERYTHING_START,
-                                   shutdown_timeout=2.0, protocol_version="2025-11-25", elicitation_handler=peer.elicit)
-    except (ConnectionClosed, RequestTimeout, OSError) as exc:
-        pytest.skip(f"could not start {' '.join(EVERYTHING)} within {EVERYTHING_START:.0f} s "
-                    f"({time.monotonic() - began:.1f} s): {type(exc).__name__}: {exc}")
-    peer.client.session.default_timeout = WAIT
-    unwatch = watch_stderr(command_label(EVERYTHING), lambda: list(peer.client.session.transport.stderr_lines), keep=True)
-    yield peer
-    peer.client.close()
-    unwatch()
+    with everything_client(request_timeout=WAIT, trace=peer.trace, protocol_version="2025-11-25",
+                           elicitation_handler=peer.elicit) as client:
+        peer.client = client
+        yield peer
     peer.wire.assert_valid()
 
 

@@ -182,14 +182,13 @@ def test_gunicorn_sync_worker_answers_get_with_405_and_keeps_serving():
 # -- the Django recipe ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def django_site():
-    """tests/servers/django_app under gunicorn (gthread): the MCP app mounted by a view at /tools/."""
-    if importlib.util.find_spec("django") is None or importlib.util.find_spec("gunicorn") is None:
-        pytest.skip("django and gunicorn are needed (the test extra)")
+def gunicorn_site(framework: str, app: str):
+    """``app`` (under tests/servers) served by gunicorn (gthread, one worker): (its URL, its stderr lines)."""
+    if importlib.util.find_spec(framework) is None or importlib.util.find_spec("gunicorn") is None:
+        pytest.skip(f"{framework} and gunicorn are needed (the test extra)")
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
-               "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, "django_app.wsgi:application"]
+               "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, app]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     LineReader(proc.stdout)
     errors = LineReader(proc.stderr)
@@ -198,6 +197,12 @@ def django_site():
         yield f"http://127.0.0.1:{port}", errors
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def django_site():
+    """tests/servers/django_app under gunicorn (gthread): the MCP app mounted by a view at /tools/."""
+    yield from gunicorn_site("django", "django_app.wsgi:application")
 
 
 @pytest.mark.parametrize("era", ["handshake", "modern"])
@@ -241,19 +246,7 @@ def test_django_view_streams_sse_both_ways(django_site):
 @pytest.fixture(scope="module")
 def flask_site():
     """tests/servers/flask_app.py under gunicorn (gthread): the MCP app mounted by a Flask route at /tools/."""
-    if importlib.util.find_spec("flask") is None or importlib.util.find_spec("gunicorn") is None:
-        pytest.skip("flask and gunicorn are needed (the test extra)")
-    port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
-               "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, "flask_app:app"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    LineReader(proc.stdout)
-    errors = LineReader(proc.stderr)
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}", errors
-    finally:
-        stop(proc)
+    yield from gunicorn_site("flask", "flask_app:app")
 
 
 @pytest.mark.parametrize("era", ["handshake", "modern"])

@@ -622,7 +622,7 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
         stop_watching = store.watch(task)
         try:
             if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
-                finish(task, run, task_context)
+                finish(task, lambda: run(task_context))
         except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
             log.warning("task %s: %s", task.id, exc.message)
         finally:
@@ -640,10 +640,11 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
     return created
 
 
-def finish(task: Task, run: Callable[[RequestContext], dict], task_context: RequestContext) -> None:
-    """Run a task's handler and record how it ended."""
+def finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None = None) -> None:
+    """Run a task's handler (``call()``) and record how it ended; ``settle(result)`` records a result
+    (default: ``completed``; 2025-11-25's tasks fail on ``isError``, :mod:`mcp_ref.extras.tasks_2025`)."""
     try:
-        result = run(task_context)
+        result = call()
     except RequestCancelled:
         task.finish(CANCELLED)
     except McpError as exc:
@@ -654,8 +655,10 @@ def finish(task: Task, run: Callable[[RequestContext], dict], task_context: Requ
         task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
                     message="the task failed with an internal error")
     else:
-        # SEP-2663: a result, "even if isError: true", is completed; cancellation is cooperative.
-        task.finish(COMPLETED, result=result)
+        if settle is not None:
+            settle(result)
+        else:  # SEP-2663: a result, "even if isError: true", is completed; cancellation is cooperative.
+            task.finish(COMPLETED, result=result)
 
 
 # -- the methods ------------------------------------------------------------------------------------

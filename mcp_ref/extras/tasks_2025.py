@@ -64,11 +64,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
-from ..core.errors import INTERNAL_ERROR, InvalidParams, McpError, MethodNotFound, RequestCancelled, ServerBusy
+from ..core.errors import InvalidParams, McpError, MethodNotFound, RequestCancelled, ServerBusy
 from ..core.requests import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
 from ..server.state import TERMINAL, iso_now
 from ..server.tools import run_tool
+from .tasks import finish
 from .tasks import install as install_extension
 
 __all__ = ["install", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
@@ -235,7 +236,7 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
         stop_watching = store.watch(task)
         try:
             if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
-                finish(task, call)
+                finish(task, call, lambda result: settle(task, result))
         except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded
             log.warning("task %s: %s", task.id, exc.message)
         finally:
@@ -254,25 +255,13 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
     return {"task": created}
 
 
-def finish(task: Any, call: Callable[[], dict]) -> None:
-    """Run a task's handler and record how it ended (§Task Execution Errors)."""
-    try:
-        result = call()
-    except RequestCancelled:
-        task.finish(CANCELLED)
-    except McpError as exc:
-        task.finish(FAILED, error=exc.to_error(), message=exc.message)
-    except BaseException:  # never leak internals to the client
-        log.exception("task %s failed", task.id)
-        task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
-                    message="the task failed with an internal error")
+def settle(task: Any, result: dict) -> None:
+    """Record a 2025-11-25 task's result (§Task Execution Errors): "when the tool result has isError
+    set to true, the task should reach failed status"; tasks/get "SHOULD include a statusMessage"."""
+    if result.get("isError"):
+        task.finish(FAILED, result=result, message=failure_message(result))
     else:
-        if result.get("isError"):
-            # "For tasks that wrap tool call requests, when the tool result has isError set to true,
-            # the task should reach failed status"; tasks/get "SHOULD include a statusMessage".
-            task.finish(FAILED, result=result, message=failure_message(result))
-        else:
-            task.finish(COMPLETED, result=result)
+        task.finish(COMPLETED, result=result)
     log.info("task %s ended %s", task.id, task.status)
 
 
