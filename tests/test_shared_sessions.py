@@ -223,6 +223,56 @@ def test_a_client_through_a_balancer_without_sticky_sessions_works_as_with_one_p
         assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
 
 
+def test_a_log_level_set_on_one_worker_is_obeyed_on_the_other_before_the_bus_tells_it(workers):
+    """2025-11-25 server/utilities/logging §Setting Log Level: once ``logging/setLevel`` is answered
+    (by A), a request sent after the answer obeys it on B too, even while B has not heard A's bus
+    message (B's bus is held here): B's touch of the record finds its generation changed and B reads
+    the record again before serving the request (read-your-writes; .shared.SharedSessions.touch)."""
+    a, b = workers()
+    raw = RawSession(a.mcp)
+    raw.initialize()
+    request_id, response = tool_call(on(raw, b), "whoami")  # B holds a replica: no level yet (every level)
+    assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w1"
+    held, release = threading.Event(), threading.Event()
+
+    def hold(message) -> None:  # B's bus delivers nothing more until released
+        held.set()
+        release.wait(WAIT)
+
+    stop = b.server.bus.subscribe("test:hold", hold)
+    try:
+        b.server.bus.publish("test:hold", {})
+        assert held.wait(WAIT)
+        request_id, response = on(raw, a).call("logging/setLevel", {"level": "warning"})
+        assert raw.result(response, request_id)[0]["result"] == {}
+        request_id, response = tool_call(on(raw, b), "chatty")
+        answer, before = raw.result(response, request_id)
+        assert answer["result"]["content"][0]["text"] == "w1"
+        logged = [m["params"]["level"] for m in before if m.get("method") == "notifications/message"]
+        assert logged == ["warning", "error"], before
+    finally:
+        release.set()
+        stop()
+
+
+def test_the_redis_session_table_counts_each_change_and_a_touch_says_how_many(redis_url):  # noqa: F811
+    """What the read-your-writes check above rests on: ``update`` counts a generation, ``touch``
+    returns it in the same script (no extra round trip), ``get`` returns it with the record."""
+    from mcp_ref.extras.redis_state import RedisState
+
+    state = RedisState.from_url(redis_url)
+    try:
+        table = state.session_table()
+        table.add("g", {"version": "2025-11-25"})
+        assert table.touch_generation("g") == (True, 0) and "generation" not in table.get("g")  # absent: 0
+        assert table.update("g", {"logLevel": "warning"}) and table.update("g", {"sub:memo://x": True})
+        assert table.touch_generation("g") == (True, 2) and table.get("g")["generation"] == 2
+        assert table.touch("g") and table.remove("g")
+        assert table.touch_generation("g") == (False, None) and not table.touch("g")
+    finally:
+        state.close()
+
+
 def test_a_post_stream_is_resumed_on_the_other_worker(workers):
     """2025-11-25 basic/transports §Resumability: the client lost a POST's stream on worker A and
     resumes it on worker B with Last-Event-ID: it gets what followed, then the answer, then the end."""

@@ -126,6 +126,8 @@ def test_a_plain_call_of_an_optional_tool_is_a_plain_call_and_two_calls_are_meth
     # §Tool-Level Negotiation: a required tool without task "MUST" be -32601; task on a tool
     # without task support "SHOULD" be -32601.
     assert code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {}})) == -32601
+    # ... before its arguments are looked at: bad ones change nothing
+    assert code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {"nope": 1}})) == -32601
     assert code_of(lambda: client.request("tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}})) == -32601
     assert code_of(lambda: client.request("tools/call", {"name": "compute", "arguments": {}, "task": 5})) == -32602
     assert wire.errors == ["CallToolRequest: 5 is not of type 'object' at /params/task"]  # ours, on purpose
@@ -248,6 +250,10 @@ def test_an_elicitation_of_a_task_carries_related_task_and_the_task_waits_in_inp
     assert result["content"][0]["text"] == "Ada deleted a.txt (True)"
     elicitations = wire.received("elicitation/create")
     assert len(elicitations) == 3 and all(related_to(m, task["taskId"]) for m in elicitations)
+    # and the client's answers too (§Related Task Metadata: "responses related to a task MUST include" it)
+    asked_ids = {m["id"] for m in elicitations}
+    replies = [m for m in wire.sent() if m.get("id") in asked_ids and "result" in m]
+    assert len(replies) == 3 and all(m["result"]["_meta"][RELATED] == {"taskId": task["taskId"]} for m in replies)
     statuses = [m["params"]["status"] for m in wire.received("notifications/tasks/status")]
     assert "input_required" in statuses and statuses[-1] == "completed"
 
@@ -342,6 +348,33 @@ def test_tasks_result_waits_are_bounded(legacy, monkeypatch):
     with pytest.raises(McpError) as caught:
         client.request("tasks/result", {"taskId": task["taskId"]})
     assert caught.value.code == -32000 and "still working" in caught.value.message
+
+
+def test_one_connections_waiting_tasks_results_are_bounded_and_polling_goes_on(legacy):
+    """Each waiting tasks/result holds a handler thread of its connection: past
+    MAX_RESULT_WAITERS_PER_CONNECTION one more is refused (-32000), so tasks/get and tasks/cancel
+    are still answered; another connection may still wait."""
+    server = TASKS.build()
+    client, _ = legacy(server)
+    other, _ = legacy(server)
+    cap = tasks_2025.MAX_RESULT_WAITERS_PER_CONNECTION
+    tasks = [create(client, "forever")["taskId"] for _ in range(cap + 1)]
+    waiters = tasks_2025.waiters_of(server.tasks)
+    waiting = []
+    for task_id in tasks[:cap]:
+        waiting.append(client.session.send_request("tasks/result", {"taskId": task_id}))
+        assert waiters.latest(task_id, WAIT) is not None  # it waits now
+    assert code_of(lambda: client.request("tasks/result", {"taskId": tasks[cap]})) == -32000
+    assert client.request("tasks/get", {"taskId": tasks[0]})["status"] == "working"  # polling is served
+    theirs = create(other, "forever")["taskId"]
+    pending = other.session.send_request("tasks/result", {"taskId": theirs})
+    assert waiters.latest(theirs, WAIT) is not None  # the other connection's own count
+    for task_id in tasks + [theirs]:
+        owner = other if task_id == theirs else client
+        assert owner.request("tasks/cancel", {"taskId": task_id})["status"] == "cancelled"
+    for request in waiting + [pending]:
+        with pytest.raises(McpError):  # a cancelled task has no result
+            request.result()
 
 
 # -- real transports ------------------------------------------------------------------------------------

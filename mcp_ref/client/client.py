@@ -318,7 +318,7 @@ class Client:
                 caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
             else:
                 caps["elicitation"] = {}
-        if self.hosted_tasks is not None and version == lifecycle.LATEST_VERSION:  # 2025-11-25 only
+        if self.hosted_tasks is not None and version == "2025-11-25":  # its experimental tasks: that revision only
             caps["tasks"] = self.hosted_tasks.capability()
         return caps
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, cast
 from ..core.errors import MethodNotFound
 from ..core.feature_types import Root
 from ..core.session import RequestContext
+from .callbacks import result_dict
 
 if TYPE_CHECKING:
     from .interfaces import Connection
@@ -37,7 +38,7 @@ def offered(connection: Connection) -> None:
 def list_roots(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``roots/list``: the client's roots."""
     offered(connection)  # so roots is not None
-    return {"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}
+    return result_dict({"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}, params)
 
 
 HANDLERS = {"roots/list": list_roots}

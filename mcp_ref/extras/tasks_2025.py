@@ -26,7 +26,8 @@ True at once.
 * **Bounds** (§Resource Management): the store's (``max_tasks``, ``max_tasks_per_principal``,
   ``workers``, ``max_waiting``, ``input_timeout``); a requested ``ttl`` is capped by the store's
   ``ttl_ms`` and raised to :data:`MIN_TTL_MS`; at most :data:`MAX_RESULT_WAITERS` ``tasks/result``
-  requests wait at once per store (one more: -32000), each at most :data:`RESULT_WAIT` seconds (then
+  requests wait at once per store, :data:`MAX_RESULT_WAITERS_PER_CONNECTION` per connection (one more:
+  -32000), each at most :data:`RESULT_WAIT` seconds (then
   -32000, saying the task goes on: poll ``tasks/get`` and ask again).
 * **Outcome.**  A result ends the task ``completed``, or ``failed`` when it has ``isError: true``
   (§Task Execution Errors); ``tasks/result`` answers exactly that result, with
@@ -87,6 +88,9 @@ WORKING, COMPLETED, FAILED, CANCELLED = "working", "completed", "failed", "cance
 MIN_TTL_MS = 1000
 #: ``tasks/result`` requests waiting at once, per store; and how long each waits (seconds).
 MAX_RESULT_WAITERS = 256
+#: ... and at most this many of one connection's: each holds one of its handler threads (the session's
+#: pool has 32), so tasks/get and tasks/cancel are still served while they wait.
+MAX_RESULT_WAITERS_PER_CONNECTION = 8
 RESULT_WAIT = 300.0
 #: Seconds an ask of a task waits for a ``tasks/result`` of it to carry it, before it goes outside any request.
 INPUT_ROUTE_WAIT = 2.0
@@ -394,22 +398,26 @@ class Waiters:
     """The ``tasks/result`` requests waiting in this process, by task: at most ``limit`` at once
     (one more is refused, -32000).  The latest of a task's is where its messages go."""
 
-    def __init__(self, limit: int = MAX_RESULT_WAITERS):
+    def __init__(self, limit: int = MAX_RESULT_WAITERS, per_connection: int = MAX_RESULT_WAITERS_PER_CONNECTION):
         self.limit = limit
+        self.per_connection = per_connection
         self._cond = threading.Condition()
         self._open: dict[str, list[tuple[Any, Any]]] = {}
         self._count = 0
+        self._of_connection: dict[Any, int] = {}  # waiting requests per connection (bounded by limit)
 
     @contextmanager
     def waiting(self, task_id: str, connection: Any, request_id: Any) -> Iterator[None]:
         """Around one ``tasks/result`` request's wait for its task."""
         entry = (connection, request_id)
         with self._cond:
-            if self._count >= self.limit:
-                raise ServerBusy(f"Server busy: {self.limit} tasks/result requests are waiting already; poll "
-                                 "tasks/get and retry later", data={"maxWaiters": self.limit})
+            if self._count >= self.limit or self._of_connection.get(connection, 0) >= self.per_connection:
+                limit = self.limit if self._count >= self.limit else self.per_connection
+                raise ServerBusy(f"Server busy: {limit} tasks/result requests are waiting already; poll "
+                                 "tasks/get and retry later", data={"maxWaiters": limit})
             self._open.setdefault(task_id, []).append(entry)
             self._count += 1
+            self._of_connection[connection] = self._of_connection.get(connection, 0) + 1
             self._cond.notify_all()
         try:
             yield
@@ -420,6 +428,9 @@ class Waiters:
                 if not entries:
                     self._open.pop(task_id, None)
                 self._count -= 1
+                left = self._of_connection.pop(connection) - 1
+                if left:
+                    self._of_connection[connection] = left
 
     def latest(self, task_id: str, wait: float = 0.0, stop: threading.Event | None = None) -> tuple[Any, Any] | None:
         """The latest open ``tasks/result`` of ``task_id``: ``(connection, request id)``; or None when

@@ -220,7 +220,8 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     interceptors = server.tool_call_interceptors
-    if problem is not None and not (interceptors and "task" in params and context.envelope is None):
+    # 2025-11-25's task rules come before the arguments (a required tool without ``task`` is -32601)
+    if problem is not None and not (interceptors and tool.task is not None and context.envelope is None):
         return bad_arguments(connection, context, name, problem)
     if interceptors:  # the tasks extension may make the call a task (a 2025-11-25 one fails with bad arguments)
         return intercept(interceptors, connection, tool, arguments if problem is None else None, context,

@@ -16,7 +16,8 @@ Keys (``ns`` is the URL's namespace):
 
 ==========================  ===================================================================
 ``ns:session:<digest>``     the record: hash ``id`` (the session id), ``created``, ``last_seen``
-                            (seconds), ``established`` (``0``/``1``), and one field ``s:<name>``
+                            (seconds), ``established`` (``0``/``1``), ``generation`` (how many
+                            ``update`` calls changed it; absent: none), and one field ``s:<name>``
                             per key of its ``state`` (the value as JSON text, so ``update`` merges
                             by setting fields, and removes a key by deleting its field)
 ``ns:sessions``             every session's digest by its deadline (sorted set): past it, it has
@@ -46,6 +47,12 @@ Safety net: every key gets a ``PEXPIRE`` of twice the
 session's timeout plus :data:`MARGIN` past its last touch (the sorted sets: of twice the idle
 timeout plus :data:`MARGIN` past the last add or touch), so a deployment that died leaves nothing
 behind for ever.  One Redis (or Valkey) primary: the scripts compute keys (not Redis Cluster).
+
+Read-your-writes across workers: a worker serving a session from its replica must see a change
+another worker saved before answering (``logging/setLevel``: the level applies to every request
+sent after its answer).  ``touch``, one script every request of a shared session runs anyway, also
+returns the record's ``generation`` (:meth:`RedisSessionTable.touch_generation`), so a worker reads
+the record again only when it changed, never on every request; ``get`` returns it with the record.
 
 Session ids are secrets: nothing here logs one (the warnings name no session).
 
@@ -144,8 +151,9 @@ elseif op == 'add' then
   redis.call('ZADD', NEW, fmt(now), id)
   keep(false)
   return 1
-elseif op == 'touch' then
-  local was = redis.call('HGET', REC, 'established')
+elseif op == 'touch' then  -- 0: gone; else 1 + the record's generation
+  local held = redis.call('HMGET', REC, 'established', 'generation')
+  local was = held[1]
   if not was then return 0 end
   local deadline = redis.call('ZSCORE', ALL, id)
   if not deadline or tonumber(deadline) < now then  -- expired: gone for every worker, from now on
@@ -157,7 +165,7 @@ elseif op == 'touch' then
   redis.call('ZADD', ALL, fmt(now + timeout(established)), id)
   if established then redis.call('ZREM', NEW, id) end
   keep(established)
-  return 1
+  return 1 + (tonumber(held[2]) or 0)
 elseif op == 'update' then
   if redis.call('EXISTS', REC) == 0 then return 0 end
   for i = 7, #ARGV, 2 do
@@ -167,6 +175,7 @@ elseif op == 'update' then
       redis.call('HSET', REC, ARGV[i], ARGV[i + 1])
     end
   end
+  redis.call('HINCRBY', REC, 'generation', 1)  -- every worker's next touch sees that it changed
   return 1
 elseif op == 'is_expired' then
   local deadline = redis.call('ZSCORE', ALL, id)
@@ -245,12 +254,12 @@ class RedisSessionTable(InjectableClock):
 
     def update(self, session_id: str, state: dict) -> bool:
         """See ``SessionTable.update``: the keys of ``state`` set in the record, and those whose value
-        is None deleted from it (``HDEL``), in one script."""
+        is None deleted from it (``HDEL``), and its ``generation`` counted, in one script."""
         done = self._try("update", session_id, *_fields(state))
         return True if done is None else bool(int(done))
 
     def get(self, session_id: str) -> SessionRecord | None:
-        """See ``SessionTable.get`` (a ``SessionRecord``; one ``HGETALL``)."""
+        """See ``SessionTable.get`` (a ``SessionRecord``, with its ``generation`` once updated; one ``HGETALL``)."""
         try:
             held = self.connection.client.hgetall(self.record_key(session_id))
         except FAULTS as error:
@@ -259,8 +268,11 @@ class RedisSessionTable(InjectableClock):
         if "created" not in fields:
             return None
         state = {name[2:]: json.loads(value) for name, value in fields.items() if name.startswith("s:")}
-        return {"created": float(fields["created"]), "last_seen": float(fields["last_seen"]),  # a SessionRecord
-                "established": fields.get("established") == "1", "state": state}
+        record: SessionRecord = {"created": float(fields["created"]), "last_seen": float(fields["last_seen"]),
+                                 "established": fields.get("established") == "1", "state": state}
+        if "generation" in fields:  # absent: never updated (0)
+            record["generation"] = int(fields["generation"])
+        return record
 
     def alive(self, session_ids: list[str]) -> set[str]:
         """See ``SessionTable.alive``: one pipelined ``EXISTS`` per record, one round trip however
@@ -286,8 +298,17 @@ class RedisSessionTable(InjectableClock):
         timeout and out of the eviction candidates (one script).  False when there is no such
         session, or it has expired: then it is removed in the same script (no worker serves it
         again; ``expired`` will not return it).  True on a fault: not known to be gone."""
+        return self.touch_generation(session_id, established=established)[0]
+
+    def touch_generation(self, session_id: str, *, established: bool = True) -> tuple[bool, int | None]:
+        """:meth:`touch`, and the record's ``generation`` (how many times ``update`` changed it), in
+        the same script: a worker whose replica took up an older one reads the record again before
+        serving the request (``SharedSessions.touch``).  ``(False, None)``: gone; ``(True, None)``
+        on a fault (not known to be gone, nor whether it changed)."""
         done = self._try("touch", session_id, "1" if established else "0")
-        return True if done is None else bool(int(done))
+        if done is None:
+            return True, None
+        return (False, None) if int(done) == 0 else (True, int(done) - 1)
 
     def is_expired(self, session_id: str) -> bool:
         """See ``SessionTable.is_expired`` (a session not in the table is not expired: it is gone)."""

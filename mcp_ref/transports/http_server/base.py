@@ -341,7 +341,7 @@ class HttpAppBase:
             session = self.shared_sessions.replica(session_id, environ)
         else:
             self.check_principal(session, environ)
-        if not table_call(self.session_table.touch, session_id):  # gone, or expired: everywhere
+        if not self.shared_sessions.touch(session):  # gone, or expired: everywhere (else up to date)
             self.end_here(session, for_good=True)
             self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")

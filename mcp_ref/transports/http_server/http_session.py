@@ -77,6 +77,8 @@ class HttpSession(Transport):
         #: and when it may next try to become it (``SharedSessions.claim``).
         self.home = False
         self.claim_after = 0.0
+        #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
+        self.generation: int | None = None
         #: Shared: stream ids are unique across workers (an event id names its stream).
         self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
         #: The HTTP request each request in progress came in on (``Context.http``): per request, as a

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 
 class SessionRecord(TypedDict):
@@ -35,6 +35,9 @@ class SessionRecord(TypedDict):
     #: subscriptions, the worker that delivers its change notifications (see
     #: ``spec_notes/deployment.md``, "Handshake sessions on any worker").  JSON-able.
     state: dict[str, Any]
+    #: How many times ``update`` changed ``state`` (a shared table that counts them; absent: 0): a
+    #: worker compares it with the one its replica took up (``shared.SharedSessions.touch``).
+    generation: NotRequired[int]
 
 
 class SessionTable(Protocol):

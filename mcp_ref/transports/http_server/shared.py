@@ -13,7 +13,10 @@ it (its POST stream, its handler); what must reach another worker goes over the 
   server→client request's answer, ``notifications/cancelled``, ``notifications/progress``): each
   worker dispatches it only if it holds that request (``Connection.holds``);
 - a changed log level or subscription (``logging/setLevel``, ``resources/subscribe``): saved in the
-  record, then every holder takes it up;
+  record before the client hears the answer, then every holder takes it up.  The bus may be late:
+  a request the client sends after that answer can reach another worker first, so every request
+  also compares the record's generation with its replica's (:meth:`SharedSessions.touch`, on the
+  touch each request makes anyway) and reads the record again when it changed (read-your-writes);
 - the session's end (DELETE, eviction, expiry): every holder ends its replica.
 
 SSE goes through the shared event store (:class:`~.events.EventStore`, ``shared``): the standalone
@@ -64,6 +67,9 @@ SUBSCRIBED = "sub:"
 FORWARD_RATE, FORWARD_BURST = 20.0, 50
 #: The held set naming the deployment's live workers (each holds its name while it runs).
 WORKERS = "workers"
+#: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
+#: request's read and the bus's never apply an older record over a newer one.
+REFRESH_LOCKS = 64
 
 _WORKER: list[str] = []
 _APPS = itertools.count(1)
@@ -134,6 +140,7 @@ class SharedSessions:
         self._homes: Any = None  # the state's HeldSets: each session's home, and the live workers
         self._reconciled = time.monotonic()
         self._workers_seen: tuple[float, set[str]] = (0.0, set())
+        self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
 
     @property
     def worker(self) -> str:
@@ -161,6 +168,7 @@ class SharedSessions:
         else:
             state.update(_recorded(connection.negotiated()))
         table_call(self.app.session_table.add, cast(str, session.id), state)
+        session.generation = 0  # a new record has had no update
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
             session.home = True
             homes = self._home_store()
@@ -182,18 +190,53 @@ class SharedSessions:
         connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
         app.bind(session, environ)
         connection.resume(_negotiated(state), initialized=record is not None and record["established"])
+        session.generation = None if record is None else record.get("generation", 0)
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
             connection.close()
             return existing
-        self.refresh(session)  # what changed between the read and now came as a message this worker missed
+        # what changed between the read and now: the request's touch sees a newer generation (touch)
         return session
 
+    def touch(self, session: HttpSession) -> bool:
+        """A request names ``session``: seen now (False: its record is gone, or expired, for every
+        worker), and the record taken up again first if another worker changed it since this worker
+        last did.
+
+        2025-11-25 server/utilities/logging §Setting Log Level: after ``logging/setLevel`` the server
+        sends messages at that level and above ("Level Change ... Only sends error level and above").
+        The worker answering it saved the level before the answer went out (:meth:`save`), so a
+        request sent after the answer, to any worker, must obey it; the bus message that tells the
+        other workers (:meth:`_hear`) may come later than that request.  So the touch every request
+        makes anyway also returns the record's ``generation`` (``touch_generation``; one round trip,
+        as before) and a worker reads the record again only when it differs from its replica's.  A
+        shared table that counts no generations is read on every request.
+        """
+        table = self.app.session_table
+        session_id = cast(str, session.id)
+        touch_generation = getattr(table, "touch_generation", None)
+        if touch_generation is None:
+            alive, generation = table_call(table.touch, session_id), None
+        else:
+            alive, generation = table_call(touch_generation, session_id)
+        if not alive:
+            return False
+        if generation is None and touch_generation is not None:
+            return True  # the store could not say (a fault, already logged): served as the replica is
+        if generation is None or generation != session.generation:
+            self.refresh(session)
+        return True
+
     def refresh(self, session: HttpSession) -> None:
-        """Take up the session's record as it is now (another worker changed it)."""
-        record = table_call(self.app.session_table.get, cast(str, session.id))
-        if record is not None:
-            cast("Connection", session.connection).resume(_negotiated(record["state"]), initialized=record["established"])
+        """Take up the session's record as it is now (another worker changed it).  One read at a time
+        per session: a request's and the bus's, at once, never leave the older record applied."""
+        session_id = cast(str, session.id)
+        with self._refreshing[hash(session_id) % REFRESH_LOCKS]:
+            record = table_call(self.app.session_table.get, session_id)
+            if record is not None:
+                connection = cast("Connection", session.connection)
+                connection.resume(_negotiated(record["state"]), initialized=record["established"])
+                session.generation = record.get("generation", 0)
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
