@@ -558,7 +558,12 @@ def test_mcp_ref_client_and_server_at_2025_11_25(kind, wire, serve):  # noqa: F8
         with pytest.raises(InvalidParams):
             client.cancel_task(call.task_id)  # already terminal
         # an optional tool is a task only when asked
-        call = client.start_tool_call("compute", {"n": 3}, task=True)
+        # ... and its progress, sent by the task after the CreateTaskResult, reaches on_progress
+        # (§Task Progress Notifications: the token "remains valid throughout the task lifetime")
+        steps, progressed = [], threading.Event()
+        call = client.start_tool_call("compute", {"n": 3}, task=True,
+                                      on_progress=lambda *p: (steps.append(p[2]), progressed.set()))
+        assert progressed.wait(WAIT) and steps == ["half way"]
         client.call_tool("release")
         assert call.result().text == "3 squared is 9" and call.task_id
         assert client.call_tool("compute", {"n": 4}).text == "4 squared is 16"

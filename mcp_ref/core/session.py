@@ -2,26 +2,23 @@
 
 Threads, and what each one does:
 
-* the **reader** (one daemon thread per connection) reads transport messages,
-  parses them and routes them; it never runs user code that might block;
-* the **handler pool** runs incoming requests, so a handler may itself send a
-  request to the peer (a tool asking the client for sampling) and wait for the
-  answer, which the reader delivers;
-* the **callback thread** (one, started when first needed) runs user
-  callbacks for notifications (progress, log messages, list changes) in the
-  order they arrived, so a slow or re-entrant callback cannot stall the reader;
+* the **reader** (one daemon thread per connection) reads transport messages, parses them and routes
+  them; it never runs user code that might block;
+* the **handler pool** runs incoming requests, so a handler may itself send a request to the peer (a
+  tool asking the client for sampling) and wait for the answer, which the reader delivers;
+* the **callback thread** (one, started when first needed) runs user callbacks for notifications
+  (progress, log messages, list changes) in the order they arrived, so a slow or re-entrant callback
+  cannot stall the reader;
 * any number of **caller** threads send requests and wait on their futures.
 
-Outgoing requests live in ``_pending``, a dict of ``Future``s keyed by request
-id under ``_lock``; a request is registered *before* it is written, so an
-answer can never arrive for an id we do not know.  ``close()`` (or end of
-input) fails every pending future with :class:`ConnectionClosed`.
+Outgoing requests live in ``_pending``, a dict of ``Future``s keyed by request id under ``_lock``; a
+request is registered *before* it is written, so an answer can never arrive for an id we do not know.
+``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`.
 
-The session knows JSON-RPC, timeouts, cancellation and progress; what a method
-*means* is the business of a *dispatcher* (the server or client role), which
-provides ``handle_request(context, method, params)``,
-``handle_notification(method, params)`` and ``batches_allowed()``.  What it
-asks of the connection is :class:`mcp_ref.core.transport.Transport`.
+The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
+of a *dispatcher* (the server or client role), which provides ``handle_request(context, method,
+params)``, ``handle_notification(method, params)`` and ``batches_allowed()``.  What it asks of the
+connection is :class:`mcp_ref.core.transport.Transport`.
 """
 
 from __future__ import annotations
@@ -72,9 +69,8 @@ __all__ = ["Session", "RequestContext", "PendingRequest", "Dispatcher", "Progres
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 60.0
-#: Incoming requests one connection holds at once (running or waiting for a handler thread).
-#: Past it a request is answered at once with -32000 (:class:`~mcp_ref.core.errors.ServerBusy`),
-#: never queued without bound.
+#: Incoming requests one connection holds at once (running or waiting for a handler thread). Past it a
+#: request is answered at once with -32000 (:class:`~mcp_ref.core.errors.ServerBusy`), never queued without bound.
 DEFAULT_MAX_INCOMING = 1024
 
 #: User callbacks for the peer's notifications (progress, log messages, list changes) waiting at
@@ -130,6 +126,7 @@ class Session:
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
+        self._lasting: set[Any] = set()  # task-augmented requests whose progress outlives the answer
         self._incoming: dict[Any, RequestContext] = {}
         # Requests cancelled while they waited for a thread: out of _incoming, their pool jobs still
         # queued (each ends at once when a thread takes it).  Bounded by max_incoming too.
@@ -139,8 +136,7 @@ class Session:
         # A shared executor (HTTP's stateless mode: one connection per request) is not ours to shut down.
         self._owns_pool = executor is None
         self._pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
-        #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that
-        #: brought them (see :meth:`call_soon`).
+        #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
         self.max_callbacks = max_callbacks
         self.max_callback_bytes = max_callback_bytes
         self._callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
@@ -237,23 +233,19 @@ class Session:
     ) -> PendingRequest:
         """Send a request without waiting; returns its :class:`PendingRequest`.
 
-        ``timeout=...`` means the session's default; ``None`` waits forever.
-        With ``on_progress``, the request carries ``_meta.progressToken`` and
-        each ``notifications/progress`` for it calls
-        ``on_progress(progress, total, message)`` on the callback thread.
-        ``reset_timeout_on_progress`` restarts the timeout at each progress
-        report; ``max_total_timeout`` caps the total (by default, with reset,
-        ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id``
-        names the incoming request on whose behalf this one is sent (see
-        :meth:`mcp_ref.core.transport.Transport.write`).  ``before_write(request_id)``
-        runs once the id is chosen and before the request is written, so a caller can
-        route what the peer sends about it (a listen stream's notifications) from the start.
+        ``timeout=...`` means the session's default; ``None`` waits forever.  With ``on_progress``, the
+        request carries ``_meta.progressToken`` and each ``notifications/progress`` for it calls
+        ``on_progress(progress, total, message)`` on the callback thread.  ``reset_timeout_on_progress``
+        restarts the timeout at each progress report; ``max_total_timeout`` caps the total (by default,
+        with reset, ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id`` names the
+        incoming request on whose behalf this one is sent (see :meth:`mcp_ref.core.transport.Transport.write`).
+        ``before_write(request_id)`` runs once the id is chosen and before the request is written, so a
+        caller can route what the peer sends about it (a listen stream's notifications) from the start.
         """
         if timeout is DEFAULT:
             timeout = self.default_timeout
         if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
-            # 2025-11-25 basic/lifecycle §Timeouts: implementations "SHOULD always enforce a maximum
-            # timeout, regardless of progress notifications".
+            # 2025-11-25 basic/lifecycle §Timeouts: "SHOULD always enforce a maximum timeout, regardless of progress notifications".
             max_total_timeout = timeout * DEFAULT_MAX_TOTAL_FACTOR
         with self._lock:
             if self._closing or self._input_ended:
@@ -269,6 +261,8 @@ class Session:
                 meta["progressToken"] = request_id
                 params["_meta"] = meta
                 self._progress[request_id] = pending
+                if "task" in params:  # its token lasts until end_progress (at most one per open task-augmented call)
+                    self._lasting.add(request_id)
         try:
             if before_write is not None:
                 before_write(request_id)
@@ -326,9 +320,17 @@ class Session:
         with self._lock:
             return request_id in (self._pending if ours else self._incoming)
 
+    def end_progress(self, pending: PendingRequest) -> None:
+        """Stop calling ``pending``'s ``on_progress``: a task-augmented request's (``params.task``) outlives its
+        answer, as 2025-11-25 tasks §Task Progress Notifications says its token does, until this is called."""
+        with self._lock:
+            self._lasting.discard(pending.id)
+            self._progress.pop(pending.id, None)
+
     def _forget(self, request_id) -> PendingRequest | None:
         with self._lock:
-            self._progress.pop(request_id, None)
+            if request_id not in self._lasting:
+                self._progress.pop(request_id, None)
             return self._pending.pop(request_id, None)
 
     def _send_cancel(self, request_id, reason: str | None, *, while_closing: bool = False) -> None:
@@ -358,6 +360,7 @@ class Session:
             pending = list(self._pending.values())
             self._pending.clear()
             self._progress.clear()
+            self._lasting.clear()
         for request in pending:
             if not request.future.done():
                 request.future.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
@@ -416,8 +419,7 @@ class Session:
             self._end_of_input()
 
     def _end_of_input(self) -> None:
-        # The peer can no longer answer: fail what waits on it, then let the
-        # handlers already running finish and send their replies.
+        # The peer can no longer answer: fail what waits on it, then let the handlers already running finish and reply.
         with self._lock:
             self._input_ended = True
         self._fail_pending("the connection ended")
@@ -684,8 +686,7 @@ class Session:
         else:
             settle, value = pending.future.set_exception, McpError.from_error(answer.error)
         if pending.on_progress is not None:
-            # Settle after the progress callbacks already queued, so a caller
-            # sees every progress report before its result.
+            # Settle after the progress callbacks already queued, so a caller sees every progress report before its result.
             self.call_soon(settle_once, pending.future, settle, value, keep=True)
         else:
             settle_once(pending.future, settle, value)

@@ -218,9 +218,12 @@ class LegacyTaskCall(Call):
         try:
             answer = self.pending.result()
             task = created_task(answer)
+            # tasks §Task Progress Notifications: the token "remains valid throughout the task lifetime"
+            # (the session keeps calling on_progress after the CreateTaskResult, until end_progress)
             return answer if task is None else self._follow_task(task)
         finally:
             self._finished = True
+            self._connection.session.end_progress(self.pending)
 
     def _follow_task(self, task: dict) -> dict:
         task_id = self.task_id = task["taskId"]
