@@ -485,3 +485,62 @@ def test_custom_headers_and_a_requests_auth_hook_reach_the_server(serve, handsha
     seen = box[0].seen()
     assert seen and all(h.get("authorization") == "Bearer t0ken" and h.get("x-team") == "blue" for h in seen), seen
     assert {"POST", "DELETE"} <= {m for m, _, _ in box[0].requests}
+
+
+# -- the environment, read once ---------------------------------------------------------------------
+
+
+def test_netrc_credentials_are_read_once_when_the_client_is_made(serve, tmp_path, monkeypatch):
+    """requests reads ~/.netrc (and the proxy variables) on every request; the transport reads them
+    once, for the one origin it talks to, then turns ``trust_env`` off."""
+    import base64
+
+    recorder_box: list = []
+    srv = serve(wrap=lambda app: recorder_box.append(HeaderRecorder(app)) or recorder_box[0])
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login ada password s3cret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    with Client.http(srv.mcp, timeout=WAIT) as client:
+        assert client.session.transport.http.trust_env is False
+        monkeypatch.setenv("NETRC", str(tmp_path / "missing"))  # read already: changes nothing now
+        assert client.call_tool("echo", {"text": "hi"}).text == "hi"
+    expected = "Basic " + base64.b64encode(b"ada:s3cret").decode()
+    posts = recorder_box[0].seen("POST")
+    assert posts and all(headers.get("authorization") == expected for headers in posts)
+
+
+@pytest.mark.parametrize("bypass", [False, True], ids=["proxied", "no_proxy"])
+def test_the_proxy_variables_are_honoured(serve, monkeypatch, bypass):
+    """HTTP_PROXY sends the requests to the proxy (absolute-form target); NO_PROXY bypasses it."""
+    import socket
+
+    srv = serve()
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen(1)
+    proxy.settimeout(WAIT)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.getsockname()[1]}")
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1" if bypass else "")
+    monkeypatch.delenv("no_proxy", raising=False)
+    try:
+        if bypass:
+            with Client.http(srv.mcp, timeout=WAIT) as client:
+                assert client.call_tool("echo", {"text": "direct"}).text == "direct"
+            return
+        seen: list = []
+
+        def accept_one() -> None:
+            connection, _ = proxy.accept()
+            with connection:
+                seen.append(connection.recv(4096).split(b"\r\n", 1)[0])
+
+        listener = threading.Thread(target=accept_one, daemon=True)
+        listener.start()
+        with pytest.raises(Exception):  # the "proxy" hangs up: the client cannot connect
+            Client.http(srv.mcp, timeout=WAIT, connect_timeout=WAIT)
+        listener.join(WAIT)
+        assert seen and seen[0].startswith(b"POST " + srv.mcp.encode()), seen
+    finally:
+        proxy.close()

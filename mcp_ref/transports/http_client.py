@@ -105,6 +105,23 @@ def hold_current_request(seconds: float) -> None:
 MAX_RESUMES = 10
 
 
+def resolve_environment(http: Any, url: str) -> None:
+    """Read the environment once for ``url``'s origin, the only one this transport talks to: the
+    proxies (``HTTPS_PROXY``, ``NO_PROXY`` ...), ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` when
+    ``verify`` is left True, and a ``~/.netrc`` entry when no ``auth`` is given, as requests would
+    on every request; then ``trust_env`` is turned off, so no request scans them again (requests
+    does it twice per request: most of its own cost per call).  The environment is read when the
+    client is made: change it before ``Client.http``."""
+    import requests
+
+    settings = http.merge_environment_settings(url, {}, None, http.verify, None)
+    http.proxies.update(settings["proxies"])
+    http.verify = settings["verify"]
+    if http.auth is None:
+        http.auth = requests.utils.get_netrc_auth(url)
+    http.trust_env = False
+
+
 def open_transport(url: str, *, mode: str, max_message_size: int | None, min_retry_delay: float | None,
                    max_retry_delay: float | None, **options: Any) -> HttpClientTransport:
     """The transport :meth:`mcp_ref.Client.http` connects with (defaults filled in; the 2024-11-05
@@ -184,6 +201,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         # is refused before it is followed (see _refuse_redirect_elsewhere).
         self.http.hooks["response"].append(self._refuse_redirect_elsewhere)
         self.http.verify = verify
+        resolve_environment(self.http, url)
         self.connect_timeout = connect_timeout
         self.session_id: str | None = None
         self.protocol_version: str | None = None
