@@ -159,7 +159,8 @@ def test_shop_example_runs(tmp_path):
     script.write_text(_block("# shop.py"))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
-    # the on_log callback prints from its own thread: its line may interleave with ours, so look for the texts
+    # the on_log callback prints from its own thread: its line may come between ours, so look for the texts
+    # (each print has one argument: one write, never split by the other thread's)
     assert done.stdout.count("tea") >= 2  # the log line, and the resource read
     for text in ("ordering tea for 4.20, due 01 March", "4.20 2026-03-01",
                  "-32603 no order 00000000-0000-0000-0000-000000000000"):
