@@ -93,18 +93,27 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = WAIT) -> N
 def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[subprocess.Popen, LineReader, int]:
     """``gunicorn`` with ``options`` (worker class, app, ...) on a free loopback port, its environment
     this process's plus ``env``, ``MCP_REF_STATE`` set to ``state`` (None: unset); waits until it
-    listens.  Returns the process, its stderr reader (watched for tracebacks) and the port."""
-    port = free_port()
-    command = [sys.executable, "-m", "gunicorn", *options, "-b", f"127.0.0.1:{port}"]
+    listens.  Returns the process, its stderr reader (watched for tracebacks) and the port.
+
+    The port was free a moment ago; another test's server may take it first (gunicorn then says
+    "Connection in use" and retries, while the port answers for the other server): it is told by
+    gunicorn's own "Listening at" line, and a new port is taken (three tries)."""
     environ = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
     environ.update(env)
     if state is not None:
         environ["MCP_REF_STATE"] = state
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ)
-    errors = LineReader(proc.stderr)
-    watch_stderr(command_label(command), lambda: list(errors.all))
-    wait_for_port(port, proc)
-    return proc, errors, port
+    for _ in range(3):
+        port = free_port()
+        command = [sys.executable, "-m", "gunicorn", *options, "-b", f"127.0.0.1:{port}"]
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ)
+        errors = LineReader(proc.stderr)
+        watch_stderr(command_label(command), lambda errors=errors: list(errors.all))
+        if "in use" in errors.wait_for(r"Listening at: |Connection in use").group(0):
+            stop(proc)
+            continue
+        wait_for_port(port, proc)
+        return proc, errors, port
+    raise AssertionError("gunicorn found no free port in three tries")
 
 
 # -- gunicorn ------------------------------------------------------------------------------------
