@@ -1,15 +1,17 @@
 """MCP over HTTP, client side: Streamable HTTP, and the 2024-11-05 HTTP+SSE transport.
 
-One transport, :class:`HttpClientTransport`, in four modules: this one (Streamable HTTP with its
+One transport, :class:`HttpClientTransport`, in five modules: this one (Streamable HTTP with its
 session, the handshake era), :mod:`~mcp_ref.transports.http_modern` (the 2026-07-28 era's one POST
-per request), :mod:`~mcp_ref.transports.http_legacy` (the 2024-11-05 HTTP+SSE fallback) and
+per request), :mod:`~mcp_ref.transports.http_fast` (plain POSTs without requests' layers),
+:mod:`~mcp_ref.transports.http_legacy` (the 2024-11-05 HTTP+SSE fallback) and
 :mod:`~mcp_ref.transports.http_plumbing` (bodies and SSE streams read within bounds).  Every name
 they export is importable from here.
 
 The session reads whole messages from :meth:`HttpClientTransport.read`.  Every
 source of messages feeds one queue behind it: JSON replies to POSTs, the SSE
 streams those POSTs may open, and the standalone GET stream.  Writing a request
-POSTs it on a worker thread and returns at once, so the session's timeouts,
+POSTs it (a plain one here, its answer awaited for at most ``http_fast.FAST_WAIT``;
+any other on a worker thread) and returns, so the session's timeouts,
 progress and cancellation work as they do over stdio.  Notifications and
 answers are POSTed by the caller, in order (the server answers 202).
 
@@ -54,6 +56,7 @@ from ..core import envelope
 from ..core.errors import AuthorizationError, LimitExceeded, ResponseStreamLost
 from ..core.jsonrpc import Notification, Request
 from ..core.transport import RequestFailed, RequestHeld, Transport
+from .http_fast import FastPosts, open_lane
 from .http_legacy import LegacySseClient
 from .http_modern import ModernPosts
 from .http_plumbing import (
@@ -135,7 +138,7 @@ def open_transport(url: str, *, mode: str, max_message_size: int | None, min_ret
     return http
 
 
-class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
+class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -203,6 +206,8 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         self.http.verify = verify
         resolve_environment(self.http, url)
         self.connect_timeout = connect_timeout
+        # Plain POSTs over http.client on the caller's thread, when requests' layers cannot matter (http_fast).
+        self._lane = open_lane(self.http, url, connect_timeout=connect_timeout, max_idle=max_workers + 2)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
@@ -234,13 +239,15 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         return self._incoming.get()
 
     def write(self, data: bytes, message=None, related=None) -> None:
-        """POST one message (requests on a worker thread; the rest in order, here)."""
+        """POST one message (a plain request here, or on a worker: ``http_fast``; the rest in order, here)."""
         if self._closed.is_set():
             raise OSError("the HTTP transport is closed")
         if self.mode == "sse" and self.legacy_endpoint is not None:
             self._legacy_post(data)
         elif isinstance(message, Request):
-            if envelope.is_modern(message.params):
+            if self._thin(message):
+                self._post_thin(data, message, envelope.is_modern(message.params))
+            elif envelope.is_modern(message.params):
                 self._pool.submit(self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it
@@ -299,6 +306,8 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             responses = list(self._open_responses)
         for response in responses:
             abort(response)
+        if self._lane is not None:
+            self._lane.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.put(None)
@@ -322,16 +331,21 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         return self.http.post(self.url, data=data, headers=headers, stream=True,
                               timeout=(self.connect_timeout, read_timeout))
 
-    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
+    def _send_request(self, data: bytes, request: Request, renewing: bool = False, answered=None) -> None:
+        """POST ``request`` and deliver its answer; ``answered``: it was POSTed already, by the thin path
+        (:class:`~mcp_ref.transports.http_fast.Answered`), and its answer is handled here as if requests had sent it."""
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
+            if answered is not None:
+                generation, sent_with, response = answered.generation, answered.sent_with, answered.response()
+            elif request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
                 raise HttpTransportError("timed out waiting for a new session")
-            generation, sent_with = self._generation, self.session_id
-            response = self._post(data)
+            else:
+                generation, sent_with = self._generation, self.session_id
+                response = self._post(data)
             if request.method == "initialize":
                 if response.status_code in (400, 404, 405) and self.mode == "auto":
                     # basic/transports §Backwards Compatibility: on such an answer the client

@@ -63,15 +63,19 @@ class ModernPosts:
             headers.update(request_headers(request.method, params))
         return headers
 
-    def _send_modern(self, data: bytes, request: Request) -> None:
-        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end)."""
+    def _send_modern(self, data: bytes, request: Request, answered=None) -> None:
+        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end);
+        ``answered``: the thin path POSTed it already (:class:`~mcp_ref.transports.http_fast.Answered`)."""
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
-                                      timeout=(self.connect_timeout, None))
+            if answered is not None:
+                response = answered.response()
+            else:
+                response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
+                                          timeout=(self.connect_timeout, None))
             if self._track(request.id, response):
                 self._deliver(response, request, resumable=False)
         except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:

@@ -232,6 +232,10 @@ def abort(response) -> None:
     """
     import socket
 
+    stop = getattr(response, "abort_now", None)
+    if stop is not None:  # a thin-path exchange whose answer has not come yet (http_fast.Exchange)
+        stop()
+        return
     connection = getattr(response.raw, "_connection", None)
     sock = getattr(connection, "sock", None)
     if sock is not None:

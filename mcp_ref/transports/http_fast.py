@@ -1,0 +1,430 @@
+"""The thin path of the HTTP client: a plain POST sent over ``http.client``, on the caller's thread.
+
+``requests`` costs most of the client's time per call (preparing, merging settings, hooks,
+cookies, redirects: ~500 µs of ~890).  When none of that can matter, a request is sent here
+instead, over a keep-alive connection of this origin's own small pool (:class:`FastLane`):
+
+* **when**: a request other than ``initialize`` / ``server/discover``, once the transport speaks
+  Streamable HTTP, to an ``http://`` URL that reaches the server directly (no proxy applies:
+  the environment is read once, :func:`~mcp_ref.transports.http_client.resolve_environment`),
+  while the ``requests.Session`` has no ``auth`` (nor credentials in the URL, nor a ``~/.netrc``
+  entry), ``trust_env`` off, no cookies, no ``params``, no hook but the transport's own, the
+  proxies it had, and the transport's own adapter (:meth:`FastLane.usable`, checked for every
+  request), and the transport's ``url`` is still the one the lane was made for.  Otherwise, or for
+  ``https://`` (whose TLS stays requests' and urllib3's), the request goes the ``requests`` way,
+  on a worker, exactly as before;
+* **what is sent**: what ``requests`` would send: the session's headers merged with the
+  request's (case-insensitively, the request's winning, ``None`` dropping one), the body, its
+  ``Content-Length``;
+* **where**: on the caller's thread (the session's ``write``).  If the answer has not begun
+  within :data:`FAST_WAIT`, a worker takes the wait over, so the session's timeout and
+  cancellation govern a slow request from there on as before (a request's timeout shorter than
+  that is kept to within it);
+* **the answer**: a ``200`` with ``Content-Type: application/json``, no ``Content-Encoding`` and
+  no ``Set-Cookie`` is read here, bounded by ``max_message_size`` (the Content-Length first,
+  then piece by piece: :func:`read_bounded`), and queued for the session.  Anything else — an
+  SSE stream, an HTTP error (401/403 challenges, a 404 for a lost session), a redirect, a
+  compressed body, a cookie — is handed, not sent again, to the ``requests`` handling on a
+  worker: the response becomes a ``requests.Response`` (requests' adapter builds it), goes
+  through the session's hooks (:meth:`~mcp_ref.transports.http_client.HttpClientTransport._refuse_redirect_elsewhere`),
+  its cookies into the jar, and a redirect is followed as ``requests`` follows it
+  (``resolve_redirects``): the same rules as a request sent that way;
+* **bounds**: each request in flight holds one connection; idle ones are kept up to
+  ``max_idle`` (the transport's workers + 2, as requests' pool), one more is closed; an idle
+  connection the server has closed is dropped before use (as urllib3 does).  ``close`` closes
+  the idle ones and shuts down those in flight.  A send that fails is never retried: a POST is
+  sent once.
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import select
+import socket
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.jsonrpc import Request
+from ..core.transport import RequestFailed
+from .http_plumbing import READ_SIZE, unreachable
+
+log = logging.getLogger(__name__)
+
+#: Seconds the caller's thread waits for an answer to begin before a worker takes the wait over.
+FAST_WAIT = 0.05
+#: The requests that always go the ``requests`` way (their answers set up the connection).
+SLOW_METHODS = frozenset({"initialize", "server/discover"})
+
+
+def merge_headers(session_headers, headers: dict) -> dict:
+    """``requests``' merge of the session's headers and a request's: case-insensitive, the request's
+    value (and spelling) winning, a ``None`` value removing the header."""
+    merged = {name.lower(): (name, value) for name, value in session_headers.items()}
+    for name, value in headers.items():
+        merged[name.lower()] = (name, value)
+    return {name: value for name, value in merged.values() if value is not None}
+
+
+def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastLane | None:
+    """The :class:`FastLane` of ``url`` for the ``requests.Session`` ``http`` (its environment already
+    resolved), or None where requests must do it all: not ``http://``, a proxy applies, or
+    credentials in the URL."""
+    from urllib.parse import urlsplit
+
+    import requests
+
+    prepared = requests.models.PreparedRequest()
+    prepared.prepare_url(url, None)  # requests' own reading of the URL (IDNA, quoting)
+    full = str(prepared.url)
+    parts = urlsplit(full)
+    if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
+        return None
+    if requests.utils.select_proxy(full, http.proxies) is not None:
+        return None  # the proxy's way (absolute-form targets, CONNECT, its credentials) is requests'
+    return FastLane(http, url, parts.hostname, parts.port or 80, prepared.path_url,
+                    connect_timeout=connect_timeout, max_idle=max_idle)
+
+
+class FastLane:
+    """Keep-alive connections to one origin, for the POSTs the thin path sends (see the module)."""
+
+    def __init__(self, http, url: str, host: str, port: int, target: str, *, connect_timeout: float, max_idle: int):
+        self.url = url
+        self.host, self.port, self.target = host, port, target
+        self.connect_timeout = connect_timeout
+        self.max_idle = max_idle
+        # What the session looked like when the lane was made: any change sends requests requests' way.
+        self.hooks = list(http.hooks["response"])
+        self.proxies = dict(http.proxies)
+        self.adapter = http.get_adapter(url)
+        self._idle: list[http.client.HTTPConnection] = []
+        self._busy: set[http.client.HTTPConnection] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def usable(self, http) -> bool:
+        """Whether a request of the ``requests.Session`` ``http`` may take the thin path now."""
+        return (http.auth is None and not http.trust_env and not http.cookies and not http.params
+                and http.hooks["response"] == self.hooks and http.proxies == self.proxies
+                and http.get_adapter(self.url) is self.adapter)
+
+    def send(self, data: bytes, headers: dict) -> Exchange:
+        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one."""
+        connection = self._take()
+        try:
+            connection.request("POST", self.target, body=data, headers=headers)
+        except BaseException:
+            self.release(connection, reuse=False)
+            raise
+        return Exchange(self, connection)
+
+    def _take(self) -> http.client.HTTPConnection:
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise ConnectionError("the HTTP transport is closed")
+                connection = self._idle.pop() if self._idle else None
+                if connection is None:
+                    break
+                self._busy.add(connection)
+            if connection.sock is not None and not readable(connection.sock, 0):
+                return connection
+            self.release(connection, reuse=False)  # the server closed it while idle (or said something unasked)
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
+        with self._lock:
+            self._busy.add(connection)
+        try:
+            connection.connect()
+            connection.sock.settimeout(None)  # as requests' timeout=(connect_timeout, None): no read timeout
+        except BaseException:
+            self.release(connection, reuse=False)
+            raise
+        return connection
+
+    def release(self, connection: http.client.HTTPConnection, *, reuse: bool) -> None:
+        """Take ``connection`` back: kept idle when ``reuse`` and there is room, else closed."""
+        with self._lock:
+            self._busy.discard(connection)
+            keep = reuse and not self._closed and len(self._idle) < self.max_idle and connection.sock is not None
+            if keep:
+                self._idle.append(connection)
+        if not keep:
+            connection.close()
+
+    def forget(self, connection: http.client.HTTPConnection) -> None:
+        """``connection`` now belongs to a response handed to ``requests``: it is never reused."""
+        with self._lock:
+            self._busy.discard(connection)
+
+    def close(self) -> None:
+        """Close the idle connections and shut down those in flight (their exchanges then fail)."""
+        with self._lock:
+            self._closed = True
+            idle, busy = self._idle, list(self._busy)
+            self._idle = []
+        for connection in idle:
+            connection.close()
+        for connection in busy:
+            shut(connection.sock)
+
+
+def readable(sock: socket.socket, seconds: float) -> bool:
+    """Whether ``sock`` has something to read (or was closed) within ``seconds``."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
+
+
+def shut(sock: socket.socket | None) -> None:
+    """Shut ``sock`` down, waking any thread blocked on it."""
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class Held:
+    """The socket under a response handed to ``requests`` (urllib3 closes it; :func:`~mcp_ref.transports.http_plumbing.abort` shuts it down)."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def close(self) -> None:
+        """Close the socket (its file descriptor goes once the response's reader lets go too)."""
+        self.sock.close()
+
+
+class Exchange:
+    """One POST sent by a :class:`FastLane`, its answer to come."""
+
+    __slots__ = ("lane", "connection", "sock", "response", "over")
+
+    def __init__(self, lane: FastLane, connection: http.client.HTTPConnection):
+        self.lane = lane
+        self.connection = connection
+        self.sock: socket.socket = connection.sock
+        self.response: http.client.HTTPResponse | None = None
+        self.over = False
+
+    def begun(self, seconds: float) -> bool:
+        """Whether the answer began (or the connection ended) within ``seconds``."""
+        return readable(self.sock, seconds)
+
+    def answer(self) -> http.client.HTTPResponse:
+        """The status line and headers of the answer (waiting for them)."""
+        self.response = self.connection.getresponse()
+        return self.response
+
+    def plain(self) -> bool:
+        """Whether the answer is one the thin path reads itself: a 200 JSON body, not compressed, no cookie."""
+        response = self.response
+        if response is None or response.status != 200 or response.getheader("Set-Cookie") is not None:
+            return False
+        kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        coding = (response.getheader("Content-Encoding") or "identity").strip().lower()
+        return kind == "application/json" and coding == "identity"
+
+    def abort_now(self) -> None:
+        """Shut the connection down under a thread waiting for the answer (the request is abandoned)."""
+        shut(self.sock)
+
+    def done(self, *, reuse: bool) -> None:
+        """The exchange is over: its connection goes back to the lane (kept when ``reuse``); once only."""
+        if self.over:
+            return
+        self.over = True
+        self.lane.release(self.connection, reuse=reuse and self.response is not None and not self.response.will_close)
+
+    def raw(self):
+        """The answer as urllib3's response (what requests' adapter wraps); the connection is handed over with it."""
+        from urllib3 import HTTPHeaderDict
+        from urllib3.response import HTTPResponse
+
+        response = self.response
+        assert response is not None
+        self.over = True  # the connection is the response's now
+        self.lane.forget(self.connection)
+        if self.connection.sock is not None:  # the response's reader keeps the descriptor until it closes
+            self.connection.sock = None
+            self.sock.close()
+        return HTTPResponse(body=response, headers=HTTPHeaderDict(response.msg.items()), status=response.status,
+                            version=response.version, reason=response.reason, preload_content=False,
+                            decode_content=False, original_response=response, connection=Held(self.sock),  # type: ignore[arg-type]
+                            enforce_content_length=True, request_method="POST", request_url=self.lane.url)
+
+
+def read_bounded(response: http.client.HTTPResponse, limit: int) -> bytes | None:
+    """The whole body of ``response``, or None as soon as it is known to pass ``limit`` bytes (its
+    Content-Length first, then as it is read)."""
+    length = response.length
+    if length is not None:
+        return None if length > limit else response.read()
+    body = bytearray()
+    while True:
+        try:
+            chunk = response.read(READ_SIZE)  # http.client bounds each chunk-size line (MAX_CHUNK_LINE)
+        except http.client.LineTooLong:
+            raise http.client.LineTooLong("a chunk-size line") from None  # worded as requests' way words it
+        if not chunk:
+            return bytes(body)
+        body += chunk
+        if len(body) > limit:
+            return None
+
+
+class Answered:
+    """A request the thin path sent whose answer the ``requests`` handling takes over
+    (``_send_request`` / ``_send_modern`` with ``answered=``): the session id and its generation
+    when it was sent, and :meth:`response`, the answer as ``requests`` would have returned it."""
+
+    __slots__ = ("exchange", "data", "headers", "generation", "sent_with", "transport")
+
+    def __init__(self, transport, exchange: Exchange, data: bytes, headers: dict, generation: int, sent_with):
+        self.transport = transport
+        self.exchange = exchange
+        self.data = data
+        self.headers = headers
+        self.generation = generation
+        self.sent_with = sent_with
+
+    def response(self):
+        """The answer as a ``requests.Response``, after what ``requests.Session.send`` does with one:
+        the session's response hooks (a redirect elsewhere is refused there), its cookies kept, a
+        redirect followed.  The POST itself is not sent again."""
+        import requests
+        from requests.cookies import extract_cookies_to_jar
+        from requests.hooks import dispatch_hook
+
+        transport, exchange = self.transport, self.exchange
+        http = transport.http
+        if exchange.response is None:
+            exchange.answer()
+        raw = exchange.raw()
+        prepared = http.prepare_request(requests.Request("POST", transport.url, data=self.data, headers=self.headers))
+        response = exchange.lane.adapter.build_response(prepared, raw)
+        options = {"stream": True, "timeout": (transport.connect_timeout, None), "verify": http.verify,
+                   "cert": http.cert, "proxies": http.proxies}
+        response = dispatch_hook("response", prepared.hooks, response, **options)
+        extract_cookies_to_jar(http.cookies, prepared, raw)
+        if response.is_redirect:
+            history = list(http.resolve_redirects(response, prepared, **options))
+            if history:
+                history.insert(0, response)
+                response = history.pop()
+                response.history = history
+        return response
+
+
+class FastPosts:
+    """The thin path of :class:`~mcp_ref.transports.http_client.HttpClientTransport` (see the module)."""
+
+    if TYPE_CHECKING:  # the transport's, which this class is a part of
+        import queue
+
+        url: str
+        http: Any
+        mode: str
+        session_id: str | None
+        connect_timeout: float
+        max_message_size: int
+        _lane: FastLane | None
+        _generation: int
+        _incoming: queue.SimpleQueue
+        _pool: Any
+        _session_ready: threading.Event
+        _closed: threading.Event
+
+        def _headers(self, accept: str = ...) -> dict: ...
+        def _modern_headers(self, request: Request) -> dict: ...
+        def _begin(self, request_id) -> None: ...
+        def _finish(self, request_id) -> None: ...
+        def _track(self, request_id, response) -> bool: ...
+        def _abandoned_now(self, request_id) -> bool: ...
+        def _fail(self, request_id, message: str, status: int | None = None) -> None: ...
+        def _too_large(self, request: Request, what: str) -> RequestFailed: ...
+        def _send_request(self, data: bytes, request: Request, renewing: bool = False, answered=None) -> None: ...
+        def _send_modern(self, data: bytes, request: Request, answered=None) -> None: ...
+
+    def _thin(self, request: Request) -> bool:
+        """Whether ``request`` takes the thin path (see the module docstring)."""
+        lane = self._lane
+        return (lane is not None and self.mode == "streamable" and request.method not in SLOW_METHODS
+                and lane.url == self.url and self._session_ready.is_set() and lane.usable(self.http))
+
+    def _post_thin(self, data: bytes, request: Request, modern: bool) -> None:
+        """POST ``request`` on this (the caller's) thread; read a plain answer here if it begins within
+        :data:`FAST_WAIT`, else leave the wait to a worker."""
+        lane = self._lane
+        assert lane is not None
+        headers = self._modern_headers(request) if modern else self._headers()
+        headers["Content-Type"] = "application/json"
+        generation, sent_with = self._generation, self.session_id
+        self._begin(request.id)
+        try:
+            exchange = lane.send(data, merge_headers(self.http.headers, headers))
+        except (OSError, http.client.HTTPException) as exc:
+            self._finish(request.id)
+            self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
+            return
+        except Exception as exc:  # a header requests would refuse too (InvalidHeader)
+            self._finish(request.id)
+            self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+            return
+        answered = Answered(self, exchange, data, headers, generation, sent_with)
+        if not self._track(request.id, exchange):  # cancelled meanwhile (from another thread)
+            exchange.done(reuse=False)
+            self._finish(request.id)
+        elif exchange.begun(FAST_WAIT):
+            self._take_answer(answered, request, modern, inline=True)
+        else:
+            self._later(self._take_answer, answered, request, modern, False)
+
+    def _later(self, job: Callable, answered: Answered, request: Request, *args) -> None:
+        try:
+            self._pool.submit(job, answered, request, *args)
+        except RuntimeError:  # the transport closed meanwhile: nobody waits for the answer
+            answered.exchange.done(reuse=False)
+            self._finish(request.id)
+
+    def _take_answer(self, answered: Answered, request: Request, modern: bool, inline: bool) -> None:
+        """Read a plain answer and queue it; hand any other to the ``requests`` handling (on a worker)."""
+        exchange = answered.exchange
+        handed = False
+        try:
+            exchange.answer()
+            if not exchange.plain():
+                handed = True
+                if inline:
+                    self._later(self._handle, answered, request, modern)
+                else:
+                    self._handle(answered, request, modern)
+                return
+            try:
+                body = read_bounded(exchange.response, self.max_message_size)  # type: ignore[arg-type]
+            except (OSError, http.client.HTTPException) as exc:
+                exchange.done(reuse=False)
+                if not self._abandoned_now(request.id):
+                    self._fail(request.id, f"HTTP request to {self.url} failed: {exc!r}")
+                return
+            exchange.done(reuse=body is not None)
+            self._incoming.put(self._too_large(request, "answer") if body is None else body)
+        except Exception as exc:  # no answer came: the connection broke (or the request was abandoned)
+            exchange.done(reuse=False)
+            if self._abandoned_now(request.id) or self._closed.is_set():
+                log.debug("request %r: its abandoned exchange ended (%r)", request.id, exc)
+            else:
+                self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
+        finally:
+            if not handed:
+                self._finish(request.id)
+
+    def _handle(self, answered: Answered, request: Request, modern: bool) -> None:
+        if modern:
+            self._send_modern(answered.data, request, answered=answered)
+        else:
+            self._send_request(answered.data, request, answered=answered)
