@@ -1,31 +1,26 @@
 """The 2026-07-28 era over HTTP: every request on its own (:class:`ModernHttp`), one POST, one
 response, no session (streamable-http: "An Mcp-Session-Id header on a request: ignore it, and do
-not mint or echo session IDs"); its transport is a :class:`ModernExchange`.
+not mint or echo session IDs"); its transport is an :class:`~.oneshot.Exchange` (:func:`~.oneshot.one_shot`).
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable
 from typing import cast
 
 from ...core import MODERN_VERSIONS, envelope
 from ...core.errors import HeaderMismatchError, InvalidParams, McpError
-from ...core.jsonrpc import ErrorResponse, Request, Response
-from ...core.transport import Transport
+from ...core.jsonrpc import Request
 from ...server.principal import Principal
 from ..http_headers import check_request_headers
-from ..sse import sse_event
 from .base import HttpAppBase, peer_of
-from .host import Connection
 from .http_session import HttpSession
-from .replies import SSE_HEADERS, cgi_name, held
-from .request import HttpRequest
-from .status import HttpError, modern_status
+from .oneshot import Exchange, one_shot
+from .replies import cgi_name, held
+from .status import HttpError
 from .streamable import StreamableHttp
 
-log = logging.getLogger(__name__)
+#: The name :class:`~.oneshot.Exchange` had when only 2026-07-28 POSTs used it.
+ModernExchange = Exchange
 
 
 class ModernHttp:
@@ -66,21 +61,7 @@ class ModernHttp:
         app.check_messages(environ, [message], app.path)
         if message.method == "subscriptions/listen":
             return self.listen(environ, start_response, message, modern)
-        exchange = ModernExchange(app, message.id, start_response)
-        exchange.http = HttpRequest(environ)
-        connection = app.new_connection(exchange, "http-modern")
-        connection.auth = environ.get("mcp_ref.auth")
-        connection.peer = peer_of(environ)
-        exchange.connection = connection
-        on_disconnect = environ.get("mcp_ref.on_disconnect")
-        if on_disconnect is not None:
-            on_disconnect(exchange.client_gone)
-        try:
-            app.admit(environ, connection, message)
-            connection.dispatch(message, inline=True, envelope=modern)  # read once, here; not again
-        finally:
-            connection.close()
-        return exchange.finish()
+        return one_shot(app, environ, start_response, message, modern)
 
     def listen(self, environ: dict, start_response, message: Request, modern: envelope.Envelope):
         """A ``subscriptions/listen`` POST: a long-lived stream (2026-07-28 streamable-http §Receiving
@@ -147,97 +128,3 @@ class ModernHttp:
             declared = tool.header_declarations if tool is not None else None
         check_request_headers(lambda name: environ.get(cgi_name(name)), request.method, params, declared=declared)
         return modern
-
-
-class ModernExchange(Transport):
-    """The transport of one 2026-07-28 POST: its answer, and the notifications about it, written
-    straight into the HTTP response.
-
-    A 2026-07-28 request has no session, no GET stream and no resumption (streamable-http), so
-    none of :class:`HttpSession`'s tables are needed: the handler runs on the POST's thread, a
-    notification before the answer turns the response into an SSE stream, the answer alone is a
-    JSON reply (with the status :func:`modern_status` gives an error).  What arrives after the
-    answer (a thread the handler left behind) is dropped.  A client that closes the stream
-    cancels the request (§Cancellation: closing the stream "MUST be treated by the server as
-    cancellation").
-    """
-
-    concurrent_writes = True
-
-    def __init__(self, app: HttpAppBase, request_id, start_response):
-        self.app, self.request_id, self.start_response = app, request_id, start_response
-        self.connection: Connection | None = None
-        self.lock = threading.Lock()
-        self.answer: bytes | None = None
-        self.status = "200 OK"
-        self.write_sse: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
-        self.done = self.broken = self.answered = False
-        #: The POST this request came in on (``Context.http``).
-        self.http: HttpRequest | None = None
-
-    def http_request(self, request_id) -> HttpRequest | None:
-        """The HTTP request ``request_id`` came in on (``Context.http``): this exchange's POST."""
-        return self.http if request_id == self.request_id else None
-
-    def write(self, data: bytes, message=None, related=None) -> None:
-        """Deliver one message of this request's; anything else (no other request shares the
-        exchange) is dropped."""
-        is_answer = isinstance(message, (Response, ErrorResponse))
-        if (message.id if is_answer else related) != self.request_id:
-            log.debug("2026-07-28 POST: dropped a message that is not about its request")
-            return
-        with self.lock:
-            if self.done or self.broken or self.answered:
-                return  # late (the answer ends the exchange), or the client has gone
-            if is_answer:
-                self.answered = True
-                if isinstance(message, ErrorResponse):
-                    self.status = modern_status(cast(int, message.error.get("code")))
-                if self.write_sse is None:
-                    self.answer = data  # the answer alone: a JSON reply, sent by finish()
-                    return
-            elif self.write_sse is None:
-                if self.app.json_response:
-                    return  # JSON replies only: what is not the answer has nowhere to go
-                self.write_sse = self.start_response("200 OK", SSE_HEADERS)
-            write = self.write_sse
-        try:
-            write(sse_event(data))
-        except Exception as exc:  # the client went away: that cancels the request
-            log.debug("2026-07-28 POST %r lost its connection: %s", self.request_id, exc)
-            self.broken = True
-            if self.connection is not None:
-                self.connection.cancel_incoming(self.request_id)
-
-    def client_gone(self) -> None:
-        """The client closed the connection while the handler runs (the WSGI server noticed it;
-        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
-        write holds).  2026-07-28 streamable-http §Cancellation: closing the stream "MUST be
-        treated by the server as cancellation of that request", and the server "MUST NOT send
-        any further messages for it"."""
-        if self.done or self.broken:
-            return
-        self.broken = True
-        log.debug("2026-07-28 POST %r: its client closed the connection; cancelled", self.request_id)
-        if self.connection is not None:
-            self.connection.cancel_incoming(self.request_id)
-
-    def finish(self) -> list:
-        """The WSGI body once the handler has returned."""
-        with self.lock:
-            self.done = True
-            if self.write_sse is not None:
-                return []  # streamed, answer included
-            if self.answer is not None:
-                self.start_response(self.status, [("Content-Type", "application/json"),
-                                                  ("Content-Length", str(len(self.answer)))])
-                return [self.answer]
-        self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
-        return [b""]
-
-    def read(self) -> bytes | None:
-        """Never called: the WSGI application feeds the exchange."""
-        raise RuntimeError("a 2026-07-28 POST is fed by the WSGI application, not read")
-
-    def close(self) -> None:
-        """Nothing to release: the response ends with :meth:`finish`."""

@@ -16,6 +16,7 @@ from .base import HttpAppBase
 from .events import event_number
 from .host import Connection
 from .http_session import HttpSession
+from .oneshot import one_shot
 from .replies import (
     SSE_HEADERS,
     DirectReply,
@@ -50,6 +51,8 @@ class StreamableHttp:
         if not request_ids:
             return self.accept_without_requests(environ, start_response, message, items)
         app.check_messages(environ, items, app.path)
+        if app.stateless and isinstance(message, Request) and app.inline_handlers:
+            return one_shot(app, environ, start_response, message)  # no session, stream or event store
         session = app.transient_session(environ) if app.stateless else app.session_for(environ)
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             app.finish_transient(session)
