@@ -16,6 +16,14 @@ What is measured:
   both from the same implementation: one caller doing sequential calls, then
   8 concurrent callers sharing one client (threads for mcp_ref, asyncio tasks
   over one ``ClientSession`` for the SDK); calls/s, median over the rounds;
+  mcp_ref's server is ``servers/mcp_ref_stdio_echo.py``;
+* mcp_ref over stdio in each era (``era="handshake"``, ``era="modern"``), each
+  figure in a fresh ``bench_side.py`` process: sequential with client and
+  server pinned to one CPU (the wall time is then the two processes' CPU
+  time, and repeats within a few percent), sequential unpinned, and 8 threads
+  unpinned; calls/s, wall µs per call, and the CPU µs per call of the client
+  process and of the server process (their POSIX CPU clocks; ``schedstat``
+  where those cannot be had);
 * the same over Streamable HTTP (JSON replies, keep-alive connections), each
   server in its own subprocess (its own GIL) and in stateless mode:
   ``Server.run_http(stateless=True, json_response=True)`` for mcp_ref, an
@@ -46,8 +54,12 @@ The two eras' HTTP figures are printed side by side, with their ratio
   another.  Run when a ``redis-server`` binary and redis-py are installed (else
   a note); ``--state-only`` runs these rows alone.
 
+``--against REV`` measures this checkout's work tree against git revision
+``REV`` instead, alternated in one run (``bench_against.py``).
+
 Options: ``--quick``, ``--calls N``, ``--rounds R``, ``--json``, ``--skip-http``,
-``--http-only``, ``--state-only``, ``--skip-state``; see ``--help``.  Every server process is stopped in a ``finally`` block, and
+``--http-only``, ``--state-only``, ``--skip-state``, ``--against REV``,
+``--pairs N``; see ``--help``.  Every server process is stopped in a ``finally`` block, and
 watches its parent (``servers/_watch.py``): it exits by itself if the
 benchmark dies.  All heavy imports stay inside functions so that importing
 this module is cheap.
@@ -73,6 +85,7 @@ SERVERS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "servers"
 SDK_STDIO_SERVER = os.path.join(SERVERS_DIR, "sdk_stdio_echo.py")
 SDK_HTTP_SERVER = os.path.join(SERVERS_DIR, "sdk_http_echo.py")
 MCP_REF_HTTP_SERVER = os.path.join(SERVERS_DIR, "mcp_ref_http_echo.py")
+MCP_REF_STDIO_SERVER = os.path.join(SERVERS_DIR, "mcp_ref_stdio_echo.py")
 BASELINE_HTTP_SERVER = os.path.join(SERVERS_DIR, "baseline_http.py")
 
 HTTP_PATH = "/mcp"
@@ -238,8 +251,8 @@ def _measure_import(statement, reps, env):
 
 
 def _mcp_ref_server_cmd():
-    """mcp_ref's stdio server: the demo server of this checkout (its ``echo`` tool)."""
-    return [sys.executable, "-m", "mcp_ref", "serve-demo"]
+    """mcp_ref's stdio server: ``servers/mcp_ref_stdio_echo.py`` (one ``echo`` tool, nothing else)."""
+    return [sys.executable, MCP_REF_STDIO_SERVER]
 
 
 def _mcp_ref_echo_check(result):
@@ -296,11 +309,58 @@ def _threaded_rounds(call, check, calls, rounds, warmup, concurrency):
 
 
 def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY):
-    """Sequential and threaded echo round trips through one mcp_ref client."""
+    """Sequential and threaded echo round trips through one mcp_ref client (its default era)."""
     from mcp_ref import Client
 
     with Client.stdio(_mcp_ref_server_cmd(), env=_child_env()) as client:
         return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
+
+
+#: The stdio figures of each era: (name, pinned to one CPU, threads sharing the client).
+STDIO_MODES = (("pinned", True, 1), ("unpinned", False, 1), ("threads", False, CONCURRENCY))
+STDIO_MODE_LABELS = {
+    "pinned": "sequential, pinned to 1 CPU",
+    "unpinned": "sequential, unpinned",
+    "threads": "%d threads, unpinned" % CONCURRENCY,
+}
+STDIO_FIGURES = ("rate", "wall_us", "client_us", "server_us")
+
+
+def bench_mcp_ref_stdio_eras(calls, rounds, warmup, tree=None):
+    """The stdio figures of each era (``HTTP_ERAS``) and mode (``STDIO_MODES``), each in a fresh
+    ``bench_side.py`` process measuring ``tree``'s mcp_ref (default: this checkout's).
+
+    ``{era: {mode: {figure: median, figure + "_rounds": [...]}}}``, the figures being calls/s
+    (``rate``), wall, client CPU and server CPU µs per call (``bench_side.timed_rounds``).
+    """
+    import bench_side
+
+    out = {}
+    for era in HTTP_ERAS:
+        for mode, pin, threads in STDIO_MODES:
+            spec = {"mode": "stdio", "era": era, "pin": pin, "threads": threads, "calls": calls, "rounds": rounds,
+                    "warmup": warmup}
+            r = bench_side.run_side(tree or _repo_root(), spec)
+            cell = out.setdefault(era, {})[mode] = {}
+            for name in STDIO_FIGURES:
+                cell[name] = r[name + "_median"]
+                cell[name + "_rounds"] = r[name]
+    return out
+
+
+def print_stdio_era_table(figures, out=sys.stdout):
+    """Print mcp_ref's stdio figures per era and mode: calls/s and µs per call, wall and per side."""
+    stdio = figures["mcp_ref"].get("stdio") or {}
+    lines = []
+    for era in HTTP_ERAS:
+        for mode, _, _ in STDIO_MODES:
+            cell = stdio.get(era, {}).get(mode)
+            if cell:
+                us = ["n/a" if cell[k] is None else "%.1f" % cell[k] for k in STDIO_FIGURES[1:]]
+                lines.append(("%s, %s" % (ERA_LABELS[era], STDIO_MODE_LABELS[mode]), _fmt(cell["rate"], "/s"), *us, ""))
+    if lines:
+        head = ("mcp_ref stdio tools/call", "calls/s", "wall us/call", "client CPU us/call", "server CPU us/call", "")
+        _print_rows(head, lines, out)
 
 
 # --------------------------------------------------------------------------
@@ -751,6 +811,8 @@ def _fmt(value, unit):
         return "n/a"
     if unit == "ms":
         return "%.1f ms" % value
+    if unit == "us":
+        return "%.1f" % value
     return "{:,.0f}/s".format(value)
 
 
@@ -1152,6 +1214,16 @@ def _parse_args(argv):
     p.add_argument("--load-duration", type=int, default=None, help="seconds per capacity run (default 5; 1 with --quick)")
     p.add_argument("--load-runs", type=int, default=None, help="capacity runs per server (default 5; 1 with --quick)")
     p.add_argument(
+        "--against",
+        metavar="REV",
+        default=None,
+        help="compare this checkout's work tree with git revision REV (exported with git archive, no git state"
+        " changes), alternated in one run: stdio pinned and unpinned per era, the HTTP client, HTTP server capacity,"
+        " import time; prints medians and HEAD/REV (see bench_against.py)",
+    )
+    p.add_argument("--pairs", type=int, default=None,
+                   help="with --against: alternated HEAD/REV processes per client figure (default 5; 1 with --quick)")
+    p.add_argument(
         "--timeout",
         type=float,
         default=1800.0,
@@ -1179,6 +1251,12 @@ def _parse_args(argv):
         ns.state_calls = 100 if quick else 2000
     if ns.state_changes is None:
         ns.state_changes = 5 if quick else 100
+    if ns.pairs is None:
+        ns.pairs = 1 if quick else 5
+    if ns.against is not None and (ns.state_only or ns.http_only):
+        p.error("--against excludes --state-only and --http-only")
+    if ns.against is not None and not ns.against.strip():
+        p.error("--against needs a revision")
     if ns.state_only and (ns.http_only or ns.skip_http or ns.skip_state or ns.skip_mcp_ref):
         p.error("--state-only excludes --http-only, --skip-http, --skip-state and --skip-mcp-ref")
     if ns.http_only and ns.skip_http:
@@ -1187,7 +1265,7 @@ def _parse_args(argv):
         p.error("--state-server gunicorn: gunicorn is not installed")
     if ns.load_generator == "wrk" and _wrk_path() is None:
         p.error("--load-generator wrk: wrk is not on PATH")
-    for name in ("calls", "rounds", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs",
+    for name in ("calls", "rounds", "pairs", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs",
                  "state_calls", "state_changes"):
         if getattr(ns, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
@@ -1214,6 +1292,22 @@ def main(argv=None):
     # state_bench.py uses this module's helpers as ``bench``: run as a script, this module is
     # ``__main__``, and must not be imported a second time under its own name.
     sys.modules.setdefault("bench", sys.modules[__name__])
+    if ns.against is not None:
+        import bench_against
+
+        print("benchmarks/bench.py --against %s: Python %s, %s CPUs; %d pairs; stdio %d calls x %d rounds (+%d warm-up);"
+              " HTTP %d calls x %d rounds; capacity %d s x %d runs; %d import pairs"
+              % (ns.against, sys.version.split()[0], os.cpu_count(), ns.pairs, ns.calls, ns.rounds, ns.warmup,
+                 ns.http_calls, ns.http_rounds, ns.load_duration, ns.load_runs, ns.import_reps), flush=True)
+        try:
+            _, ok = bench_against.run_against(ns, lambda msg: print(msg, flush=True))
+        except bench_against.ExportError as exc:
+            print("error: %s" % exc, file=sys.stderr)
+            return 2
+        faulthandler.cancel_dump_traceback_later()
+        if ns.quick:
+            print("--quick: smoke-test sizes; these figures are not a measurement.")
+        return 0 if ok else 1
     run_state = not (ns.skip_state or ns.skip_http or ns.http_only or ns.skip_mcp_ref)
     others = not ns.state_only  # the import, stdio and HTTP-era rows
 
@@ -1298,6 +1392,18 @@ def main(argv=None):
     # round trips
     if not ns.skip_mcp_ref and not ns.http_only and others:
         try:
+            r = figures["mcp_ref"]["stdio"] = bench_mcp_ref_stdio_eras(ns.calls, ns.rounds, ns.warmup)
+            for era in HTTP_ERAS:
+                note("mcp_ref stdio echo, %s: %s" % (ERA_LABELS[era], "; ".join(
+                    "%s %s (CPU per call: client %s + server %s us)" % (
+                        STDIO_MODE_LABELS[mode], _fmt(r[era][mode]["rate"], "/s"), _fmt(r[era][mode]["client_us"], "us"),
+                        _fmt(r[era][mode]["server_us"], "us")) for mode, _, _ in STDIO_MODES)))
+        except Exception as exc:
+            msg = "mcp_ref stdio figures per era failed: %s: %s" % (type(exc).__name__, exc)
+            figures["notes"].append(msg)
+            failed = True
+            note("note: " + msg)
+        try:
             r = bench_mcp_ref(ns.calls, ns.rounds, ns.warmup)
             for key in ("sequential", "concurrent"):
                 figures["mcp_ref"][key] = r[key]["median"]
@@ -1349,6 +1455,9 @@ def main(argv=None):
     print()
     if others:
         print_table(figures)
+    if figures["mcp_ref"].get("stdio"):
+        print()
+        print_stdio_era_table(figures)
     if not ns.skip_http and others and any(v is not None for side in figures["era_ratios"].values() for v in side.values()):
         print()
         print_era_table(figures)
@@ -1388,6 +1497,14 @@ def print_stdio_notes(figures, ns, out=sys.stdout):
         " on one Client, the SDK with %d asyncio tasks on one ClientSession." % (CONCURRENCY, CONCURRENCY),
         file=out,
     )
+    if figures["mcp_ref"].get("stdio"):
+        print(
+            "mcp_ref stdio per era: benchmarks/servers/mcp_ref_stdio_echo.py, Client.stdio(era=...), each row in a fresh"
+            " process (benchmarks/bench_side.py); pinned: client and server restricted to one CPU (sched_setaffinity,"
+            " inherited), so the wall time is their CPU time when nothing else runs there; unpinned: as the rows above."
+            "  CPU per call: each process's CPU clock (its exited threads included), read around each round.",
+            file=out,
+        )
     print(
         "Medians of %d rounds (stdio) on a %s-CPU machine; expect run-to-run noise of 10%% or more, "
         "so compare figures from the same run only." % (ns.rounds, figures["cpus"]),

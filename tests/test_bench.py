@@ -31,13 +31,13 @@ def test_help_from_another_directory(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python benchmarks/bench.py")
     for option in ("--quick", "--calls", "--rounds", "--json", "--skip-http", "--skip-sdk", "--load-generator", "--http-only",
-                   "--state-only", "--skip-state", "--state-calls", "--state-changes"):
+                   "--state-only", "--skip-state", "--state-calls", "--state-changes", "--against", "--pairs"):
         assert option in done.stdout
 
 
 def test_importing_the_runner_is_cheap():
     code = (
-        "import sys; sys.path.insert(0, %r); import bench; "
+        "import sys; sys.path.insert(0, %r); import bench, bench_side, bench_against; "
         "print(sorted(m for m in ('mcp_ref', 'mcp', 'asyncio', 'http.client') if m in sys.modules))" % str(BENCH.parent)
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT)
@@ -47,8 +47,8 @@ def test_importing_the_runner_is_cheap():
 
 def test_servers_are_documented_and_watch_their_parent():
     names = {path.name for path in SERVERS}
-    assert {"_watch.py", "sdk_stdio_echo.py", "sdk_http_echo.py", "mcp_ref_http_echo.py", "baseline_http.py",
-            "mcp_ref_state_app.py"} <= names
+    assert {"_watch.py", "sdk_stdio_echo.py", "sdk_http_echo.py", "mcp_ref_http_echo.py", "mcp_ref_stdio_echo.py",
+            "baseline_http.py", "mcp_ref_state_app.py"} <= names
     for path in SERVERS:
         source = path.read_text()
         tree = ast.parse(source, str(path))
@@ -76,11 +76,18 @@ def test_a_tiny_stdio_run_prints_the_table(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("benchmarks/bench.py: Python ")
-    for row in ("import package, wall (-c diff)", "echo calls, sequential", "echo calls, 8 concurrent"):
+    for row in ("import package, wall (-c diff)", "echo calls, sequential", "echo calls, 8 concurrent",
+                "mcp_ref stdio tools/call", "handshake, sequential, pinned to 1 CPU", "handshake, sequential, unpinned",
+                "handshake, 8 threads, unpinned", "2026-07-28, sequential, pinned to 1 CPU",
+                "2026-07-28, 8 threads, unpinned"):
         assert any(line.startswith(row) for line in lines), row
     figures = json.loads(lines[-1])
     assert figures["mcp_ref"]["sequential"] > 0 and figures["mcp_ref"]["concurrent"] > 0
     assert figures["notes"] == []
+    for era in ("handshake", "modern"):
+        for mode in ("pinned", "unpinned", "threads"):
+            cell = figures["mcp_ref"]["stdio"][era][mode]
+            assert all(cell[key] > 0 for key in ("rate", "wall_us", "client_us", "server_us")), (era, mode, cell)
 
 
 def _bench_module():
@@ -189,3 +196,117 @@ def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
     for mode in ("redis", "other"):
         assert handshake[mode]["redis_scripts"] >= 1 and handshake[mode]["p50_diff_ms"] is not None, handshake[mode]
     assert handshake["memory"]["redis_scripts"] is None
+
+
+def _bench_side():
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench_side
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    return bench_side
+
+
+BURNER = """
+import os, sys, threading, time
+tids = []
+def burn():
+    tids.append(threading.get_native_id())
+    end = time.thread_time() + 0.3
+    while time.thread_time() < end:
+        pass
+t = threading.Thread(target=burn)
+t.start()
+t.join()
+deadline = time.monotonic() + 10
+while os.path.exists("/proc/self/task/%d" % tids[0]) and time.monotonic() < deadline:
+    time.sleep(0.001)  # join() returns before the OS thread is gone: wait for that, bounded
+print("burnt", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="/proc is Linux's")
+def test_the_cpu_readers_count_a_process_and_its_exited_threads():
+    side = _bench_side()
+    proc = subprocess.Popen([sys.executable, "-c", BURNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "burnt\n"  # the burning thread (0.3 s of CPU) has ended
+        whole, live = side.process_cpu_ns(proc.pid), side.schedstat_ns(proc.pid)
+        assert whole >= 0.3e9, whole  # the exited thread's CPU counts
+        assert 0 < live <= whole - 0.25e9, (live, whole)  # schedstat lists live threads only
+    finally:
+        proc.stdin.close()
+        proc.wait(WAIT)
+    assert side.schedstat_ns(proc.pid) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_a_pinned_stdio_side_shares_one_cpu_with_its_server():
+    side = _bench_side()
+    spec = {"mode": "stdio", "era": "handshake", "pin": True, "calls": 20, "rounds": 2, "warmup": 2}
+    figures = side.run_side(str(ROOT), spec, timeout=WAIT * 3)
+    assert figures["era"] == "handshake"
+    assert figures["pinned_cpu"] == min(os.sched_getaffinity(0))
+    assert figures["server_cpus"] == [figures["pinned_cpu"]]  # the server inherited the client's mask
+    assert os.path.realpath(figures["mcp_ref_file"]).startswith(str(ROOT / "mcp_ref"))
+    for key in ("wall_us", "client_us", "server_us", "rate"):
+        assert len(figures[key]) == 2 and all(value > 0 for value in figures[key]), key
+    # one CPU for both: their CPU time cannot exceed the wall time (with a little slack for reading it)
+    assert figures["client_us_median"] + figures["server_us_median"] <= figures["wall_us_median"] * 1.05
+    spec.update(pin=False, era="modern", threads=3)
+    figures = side.run_side(str(ROOT), spec, timeout=WAIT * 3)
+    assert figures["pinned_cpu"] is None and figures["era"] == "modern" and len(figures["server_cpus"]) >= 1
+
+
+def _git_checkout():
+    import shutil
+
+    if shutil.which("git") is None or shutil.which("tar") is None:
+        pytest.skip("needs git and tar")
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=WAIT)
+    if done.returncode != 0:
+        pytest.skip("not a git checkout")
+    return done.stdout.strip()
+
+
+def test_a_revision_is_exported_without_touching_the_repository(tmp_path):
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench_against
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    head = _git_checkout()
+    git_dir = ROOT / ".git"
+    before = {path.name: path.stat().st_mtime_ns for path in (git_dir / "index", git_dir / "HEAD") if path.exists()}
+    assert bench_against.export_tree(str(ROOT), "HEAD", str(tmp_path)) == head
+    assert (tmp_path / "mcp_ref" / "__init__.py").is_file() and (tmp_path / "benchmarks" / "bench.py").is_file()
+    assert not (tmp_path / ".git").exists()
+    after = {path.name: path.stat().st_mtime_ns for path in (git_dir / "index", git_dir / "HEAD") if path.exists()}
+    assert after == before
+    with pytest.raises(bench_against.ExportError):
+        bench_against.export_tree(str(ROOT), "no-such-revision-here", str(tmp_path / "x"))
+
+
+@pytest.mark.slow
+def test_a_tiny_run_against_a_revision(tmp_path):
+    _git_checkout()
+    args = ["--against", "HEAD", "--skip-http", "--calls", "10", "--rounds", "1", "--warmup", "1", "--pairs", "1",
+            "--import-reps", "1", "--json"]
+    done = _run(args, tmp_path, timeout=WAIT * 6)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for row in ("stdio sequential, pinned to 1 CPU, handshake: calls/s", "stdio 8 threads, unpinned, 2026-07-28: calls/s",
+                "  server CPU us/call", "import Client, Server", "Targets (issue 24, HEAD against HEAD):",
+                "  stdio sequential pinned, 2026-07-28: calls/s >= 1.3x: "):
+        assert any(line.startswith(row) for line in lines), row
+    figures = json.loads(lines[-1])
+    assert figures["notes"] == []
+    medians = figures["medians"]
+    for key in ("stdio_pinned_handshake_rate", "stdio_pinned_modern_server_us", "stdio_8threads_modern_client_us",
+                "stdio_pinned_modern_cpu_us", "import_both_importtime_ms"):
+        assert medians[key]["HEAD"] > 0 and medians[key]["REV"] > 0 and medians[key]["ratio"] > 0, key
+    assert medians["import_both_ms"]["ratio"] is not None  # a difference of two wall times: one pair may be < 0
+    assert not any(key.startswith(("http_", "capacity_")) for key in medians)  # --skip-http
+    bad = _run(["--against", "no-such-revision-here", "--skip-http"], tmp_path)
+    assert bad.returncode == 2 and "no-such-revision-here" in bad.stderr

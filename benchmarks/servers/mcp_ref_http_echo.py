@@ -7,8 +7,7 @@ Started by ``benchmarks/bench.py`` in its own process (its own GIL), as::
 ``PORT`` on 127.0.0.1; ``STATELESS`` is ``1`` (no sessions) or ``0``.
 Replies are JSON (``json_response=True``) at ``/mcp``, on mcp_ref's standard
 library HTTP server.  Only mcp_ref's public API is used.  (Over stdio the
-benchmark runs ``python -m mcp_ref serve-demo``, whose ``echo`` tool is the
-same.)
+benchmark runs ``mcp_ref_stdio_echo.py``, the same server on stdio.)
 """
 
 import sys
