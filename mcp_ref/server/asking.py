@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..core import lifecycle
 from ..core.errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
+from .seams import MRTR_METHODS, Caller
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..core.requests import Default, RequestContext
     from .input_required import Ask, Elicit, Sample
 
 _T = TypeVar("_T")
@@ -175,6 +176,26 @@ def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -
         if value is not None:
             params[name] = value
     return Ask(ask.key or f"sampling-{number}", "sampling/createMessage", params, CreateMessageResult.from_wire)
+
+
+def gather(prepared: list[Ask], task: Any, connection: Caller, request: RequestContext,
+           timeout: float | None | Default) -> Answers[Any]:
+    """The answers to asks already prepared (:meth:`Context.gather <mcp_ref.server.context.Context.gather>`),
+    for the handler of ``request``: from the client (handshake era), from the client's retry (2026-07-28),
+    or through ``task`` (the tasks extension's run, None when the handler runs as no task)."""
+    from .input_required import answer_all, inputs_of
+
+    if task is not None:  # the tasks extension: the task waits for tasks/update
+        return Answers(task.ask(prepared))
+    if request.envelope is None:
+        return Answers(ask.read(connection.request(ask.method, ask.params, timeout=timeout,
+                                                   related_request_id=request.request_id)) for ask in prepared)
+    if request.method not in MRTR_METHODS:
+        # basic/patterns/mrtr §Supported Requests: only tools/call, prompts/get and resources/read.
+        raise CapabilityError(f"{request.method} cannot ask the client for input (2026-07-28 MRTR)")
+    inputs = inputs_of(request)
+    inputs.used.update(ask.key for ask in prepared)
+    return Answers(answer_all(prepared, inputs.answers))
 
 
 def client_capability(ctx: Asker, name: str, method: str, needs: dict) -> dict:

@@ -3,8 +3,8 @@
 A tool, resource or prompt function that declares a parameter annotated
 ``Context`` receives one.  Through it the handler reports progress, logs,
 notices cancellation, and calls back into the client (sampling, elicitation,
-roots) — waiting for those answers is safe, because handlers run on a pool,
-never on the connection's reader thread.
+roots) — waiting for those answers is safe, because the thread that runs a handler has handed
+the reading on to another (:mod:`mcp_ref.core.workers`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ..core import lifecycle
 from ..core.errors import CapabilityError, RequestCancelled
 from ..core.requests import DEFAULT, Default
-from .seams import MAY_START, MRTR_METHODS, Caller, state_of
+from .seams import MAY_START, Caller, state_of
 
 if TYPE_CHECKING:
     from ..core.feature_types import Root
@@ -36,8 +36,8 @@ class Context:
 
     It reports progress and log messages, tells whether the client cancelled
     the request, and sends requests to the client (sampling, elicitation,
-    roots) — waiting for the answer is safe: handlers run on a pool, not on
-    the connection's reader thread.  Every call does its work at once and may
+    roots) — waiting for the answer is safe: another thread reads while a
+    handler runs.  Every call does its work at once and may
     also be awaited (``await ctx.info(...)`` in an ``async def`` handler, as
     FastMCP writes it): see :mod:`mcp_ref.server.asking`.
     """
@@ -253,22 +253,9 @@ class Context:
         the top (``mcp_ref.server.input_required``): code before the asks runs once per round, so put
         side effects after them (the same for ``elicit``, ``sample``, ``list_roots``: they ask through it).
         """
-        from .asking import Answers
-        from .input_required import answer_all, inputs_of
+        from .asking import gather
 
-        prepared = [self._prepare(ask) for ask in asks]
-        task = self._task()
-        if task is not None:  # the tasks extension: the task waits for tasks/update
-            return Answers(task.ask(prepared))
-        if self.request.envelope is None:
-            return Answers(ask.read(self.connection.request(ask.method, ask.params, timeout=timeout,
-                                                            related_request_id=self.request_id)) for ask in prepared)
-        if self.request.method not in MRTR_METHODS:
-            # basic/patterns/mrtr §Supported Requests: only tools/call, prompts/get and resources/read.
-            raise CapabilityError(f"{self.request.method} cannot ask the client for input (2026-07-28 MRTR)")
-        inputs = inputs_of(self.request)
-        inputs.used.update(ask.key for ask in prepared)
-        return Answers(answer_all(prepared, inputs.answers))
+        return gather([self._prepare(ask) for ask in asks], self._task(), self.connection, self.request, timeout)
 
     def _prepare(self, ask) -> Ask:
         """An ``Elicit`` / ``ElicitUrl`` / ``Sample`` / ``ListRoots`` as a request this client can take."""

@@ -414,17 +414,12 @@ class Server(Serving):
         :data:`~mcp_ref.extras.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
         -32602.  Returns the URI template registered.
         """
-        from .resources import build_resource, file_root
+        from .resources import file_root
 
-        template, read_file, list_files, files = file_root(root, uri_prefix, max_file_size=max_file_size,
-                                                           allow_hidden=allow_hidden, follow_links=follow_links)
+        template, entry, list_files = file_root(root, uri_prefix, name=name, max_file_size=max_file_size,
+                                                allow_hidden=allow_hidden, follow_links=follow_links)
         with self._registry_lock:  # listed before it is announced: a client listing at once sees the files
             self._resource_lists.append(list_files)
-        entry = build_resource(read_file, template, name=name or f"files under {files.root.name}",
-                               description=f"Files under {files.root}")
-        # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
-        # for resources/subscribe and the listen streams too, not only when read
-        entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
         self._add_resource_entry(entry)
         return template
 

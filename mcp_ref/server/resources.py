@@ -70,14 +70,14 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
                               rate_limit_of(rate_limit))
 
 
-def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | None = None,
+def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = None, max_file_size: int | None = None,
               allow_hidden: bool = False,
-              follow_links: bool = False) -> tuple[str, Callable, Callable[[], Iterator[dict]], Any]:
+              follow_links: bool = False) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
     """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
 
-    Returns ``(template, read_file, list_files, files)``: the URI template
-    ``prefix{+path}``, the function that reads one file, the generator of
-    listed files, and the :class:`~mcp_ref.extras.files.FileRoot`.  A path that
+    Returns ``(template, entry, list_files)``: the URI template ``prefix{+path}``, the
+    resource template that reads one file (named ``name``, by default after the directory),
+    and the generator of listed files (of the :class:`~mcp_ref.extras.files.FileRoot`).  A path that
     leaves the root, is hidden, missing, unreadable or too long to open
     answers Resource not found (-32002), naming only the URI; so does any
     spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
@@ -115,7 +115,12 @@ def file_root(root: str, uri_prefix: str | None = None, *, max_file_size: int | 
             if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it ("%41" in a name)
                 yield {"uri": uri, "name": relative}
 
-    return template.template, read_file, list_files, files
+    entry = build_resource(read_file, template.template, name=name or f"files under {files.root.name}",
+                           description=f"Files under {files.root}")
+    # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
+    # for resources/subscribe and the listen streams too, not only when read
+    entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
+    return template.template, entry, list_files
 
 
 # -- the handlers ---------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Rich types in tool, prompt and resource signatures: what FastMCP and the official SDK accept.
 
-:mod:`mcp_ref.server.signatures` describes the JSON types itself (``int``, ``str``, lists, dicts,
-dataclasses, TypedDicts, Enums, Literals); this module, loaded only when a signature holds
-something else, adds:
+:mod:`mcp_ref.server.signatures` describes the JSON types (``int``, ``str``, lists, dicts; dataclasses,
+Enums, Literals, unions through :mod:`~mcp_ref.server.compound_types`; TypedDicts through :func:`typeddict`
+here); this module, loaded only when a signature holds something else, adds:
 
 * ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (ISO 8601; the ``format``
   pydantic gives them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``);

@@ -92,43 +92,6 @@ def _add_default(schema: dict, default: Any) -> None:
         schema["default"] = value
 
 
-_JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "null": lambda v: v is None,
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "string": lambda v: isinstance(v, str),
-    "array": lambda v: isinstance(v, (list, tuple)),
-    "object": lambda v: isinstance(v, dict),
-}
-
-
-def _accepts(schema: dict, value: Any) -> bool:
-    """Cheap structural test used to pick a Union member when converting."""
-    if "enum" in schema:
-        return any(value == e and type(value) is type(e) for e in schema["enum"])
-    if "anyOf" in schema:
-        return any(_accepts(s, value) for s in schema["anyOf"])
-    t = schema.get("type")
-    if t is None:
-        return True
-    if isinstance(t, list):
-        return any(_JSON_TYPE_CHECKS[x](value) for x in t)
-    if not _JSON_TYPE_CHECKS[t](value):
-        return False
-    if t == "object" and "properties" in schema:
-        props = schema["properties"]
-        return all(k in props for k in value) and all(k in value for k in schema.get("required", ()))
-    return True
-
-
-def _json_type(value: Any) -> str | None:
-    for name in ("null", "boolean", "integer", "number", "string"):
-        if _JSON_TYPE_CHECKS[name](value):
-            return name
-    return None
-
-
 # ---------------------------------------------------------------------------
 # Type analysis: one pass yields the schema and the (optional) converter.
 
@@ -146,93 +109,6 @@ def _object(props: dict, required: list) -> dict:
     if required:
         schema["required"] = required
     return schema
-
-
-def _enum_schema(values: list) -> dict:
-    for v in values:
-        if not _is_json(v) or isinstance(v, (list, dict)):
-            raise TypeError(f"enum/Literal value {v!r} is not a JSON scalar")
-    kinds = {_json_type(v) for v in values}
-    if kinds == {"integer", "number"}:
-        kinds = {"number"}
-    schema: dict[str, Any] = {}
-    if len(kinds) == 1:
-        schema["type"] = kinds.pop()
-    schema["enum"] = values
-    return schema
-
-
-def _union(args: tuple, seen: tuple) -> tuple[dict, _Converter | None]:
-    members = [a for a in args if a is not _NONE]
-    nullable = len(members) < len(args)
-    analysed = [_analyse(m, seen) for m in members]
-    schemas: list[dict] = []
-    for s, _ in analysed:
-        if s not in schemas:
-            schemas.append(s)
-    if {} in schemas:
-        schema: dict = {}
-    elif len(schemas) == 1 and not nullable:
-        schema = schemas[0]
-    elif len(schemas) == 1 and set(schemas[0]) == {"type"} and isinstance(schemas[0]["type"], str):
-        schema = {"type": [schemas[0]["type"], "null"]}
-    else:
-        schema = {"anyOf": schemas + ([{"type": "null"}] if nullable else [])}
-
-    if not any(c for _, c in analysed):
-        return schema, None
-    if len(analysed) == 1:
-        only = cast(_Converter, analysed[0][1])  # not None: any() above
-        return schema, lambda v: None if v is None else only(v)
-    choices = [(s, c) for s, c in analysed]
-
-    def convert_union(v: Any) -> Any:
-        if v is None:
-            return None
-        for s, c in choices:
-            if _accepts(s, v):
-                return c(v) if c else v
-        return v
-
-    return schema, convert_union
-
-
-def _literal(args: tuple) -> tuple[dict, _Converter | None]:
-    schema = _enum_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
-    members = {a.value: a for a in args if isinstance(a, enum.Enum)}
-    if not members:
-        return schema, None
-    return schema, lambda v: members.get(v, v)
-
-
-def _dataclass(tp: type, seen: tuple) -> tuple[dict, _Converter | None]:
-    hints = _hints(tp)
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    convs: list[tuple[str, _Converter]] = []
-    for f in dataclasses.fields(tp):
-        if not f.init:
-            continue
-        schema, conv = _analyse(hints.get(f.name, Any), seen)
-        schema = dict(schema)
-        if f.default is not dataclasses.MISSING:
-            _add_default(schema, f.default)
-        elif f.default_factory is dataclasses.MISSING:
-            required.append(f.name)
-        props[f.name] = schema
-        if conv:
-            convs.append((f.name, conv))
-
-    def convert_dataclass(v: Any) -> Any:
-        if not isinstance(v, dict):
-            return v
-        kwargs = dict(v)
-        for name, c in convs:
-            if name in kwargs:
-                kwargs[name] = c(kwargs[name])
-        return tp(**kwargs)
-
-    return _object(props, required), convert_dataclass
 
 
 def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
@@ -266,18 +142,26 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
-    if origin in _UNION_ORIGINS:
-        return _union(args, seen)
+    if origin in _UNION_ORIGINS:  # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+        from .compound_types import union
+
+        return union(args, seen, _analyse)
     if origin is Literal:
-        return _literal(args)
+        from .compound_types import literal
+
+        return literal(args)
     if isinstance(tp, type) and origin is None:
         if issubclass(tp, enum.Enum):
-            return _enum_schema([m.value for m in tp]), tp
+            from .compound_types import enum_schema
+
+            return enum_schema([m.value for m in tp]), tp
         if dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
             if tp in seen:
                 raise TypeError(f"recursive type {tp.__qualname__} is not supported")
             if dataclasses.is_dataclass(tp):
-                return _dataclass(tp, seen + (tp,))
+                from .compound_types import dataclass_schema
+
+                return dataclass_schema(tp, seen + (tp,), _analyse, _hints(tp), _add_default)
             from .rich_types import typeddict  # loaded for a TypedDict only
 
             return typeddict(tp, seen + (tp,), _analyse, _hints(tp))
@@ -311,18 +195,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
             if item_conv:
                 return schema, lambda v: tuple(map(item_conv, v))
             return schema, tuple
-        analysed = [_analyse(a, seen) for a in args]
-        distinct: list[dict] = []
-        for s, _ in analysed:
-            if s not in distinct:
-                distinct.append(s)
-        if {} not in distinct:
-            schema["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
-        schema["minItems"] = schema["maxItems"] = len(args)
-        convs = [c for _, c in analysed]
-        if not any(convs):
-            return schema, tuple
-        return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v, strict=False))
+        from .compound_types import fixed_tuple
+
+        return fixed_tuple(args, seen, _analyse)
 
     if origin in _MAP_ORIGINS:
         schema = {"type": "object"}

@@ -1,0 +1,170 @@
+"""Unions, Literals, Enums, dataclasses and fixed-length tuples in tool, prompt and resource signatures.
+
+:mod:`mcp_ref.server.signatures` describes the plain JSON types itself (``int``, ``str``, lists,
+dicts); this module, loaded the first time a signature holds one of the kinds above, gives their
+JSON Schema and the converter that turns a valid JSON value into the Python value (an Enum
+member, a dataclass instance, a tuple).  It imports nothing of the package: the analysis of the
+member types is passed in (``analyse``, signatures' own), as for :mod:`mcp_ref.server.rich_types`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Callable
+from typing import Any, cast
+
+__all__ = ["dataclass_schema", "enum_schema", "fixed_tuple", "literal", "union"]
+
+_Converter = Callable[[Any], Any]
+_Analyse = Callable[[Any, tuple], "tuple[dict, _Converter | None]"]
+_NONE = type(None)
+
+_JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, (list, tuple)),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _accepts(schema: dict, value: Any) -> bool:
+    """Cheap structural test used to pick a Union member when converting."""
+    if "enum" in schema:
+        return any(value == e and type(value) is type(e) for e in schema["enum"])
+    if "anyOf" in schema:
+        return any(_accepts(s, value) for s in schema["anyOf"])
+    t = schema.get("type")
+    if t is None:
+        return True
+    if isinstance(t, list):
+        return any(_JSON_TYPE_CHECKS[x](value) for x in t)
+    if not _JSON_TYPE_CHECKS[t](value):
+        return False
+    if t == "object" and "properties" in schema:
+        props = schema["properties"]
+        return all(k in props for k in value) and all(k in value for k in schema.get("required", ()))
+    return True
+
+
+def _json_type(value: Any) -> str | None:
+    for name in ("null", "boolean", "integer", "number", "string"):
+        if _JSON_TYPE_CHECKS[name](value):
+            return name
+    return None
+
+
+def enum_schema(values: list) -> dict:
+    """The JSON Schema of one of ``values`` (JSON scalars: TypeError for any other)."""
+    for v in values:
+        if _json_type(v) is None or (isinstance(v, float) and not math.isfinite(v)):
+            raise TypeError(f"enum/Literal value {v!r} is not a JSON scalar")
+    kinds = {_json_type(v) for v in values}
+    if kinds == {"integer", "number"}:
+        kinds = {"number"}
+    schema: dict[str, Any] = {}
+    if len(kinds) == 1:
+        schema["type"] = kinds.pop()
+    schema["enum"] = values
+    return schema
+
+
+def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter | None]:
+    """``(schema, converter)`` of ``Union[*args]`` (``Optional[T]`` too); a value goes to the first member that accepts it."""
+    members = [a for a in args if a is not _NONE]
+    nullable = len(members) < len(args)
+    analysed = [analyse(m, seen) for m in members]
+    schemas: list[dict] = []
+    for s, _ in analysed:
+        if s not in schemas:
+            schemas.append(s)
+    if {} in schemas:
+        schema: dict = {}
+    elif len(schemas) == 1 and not nullable:
+        schema = schemas[0]
+    elif len(schemas) == 1 and set(schemas[0]) == {"type"} and isinstance(schemas[0]["type"], str):
+        schema = {"type": [schemas[0]["type"], "null"]}
+    else:
+        schema = {"anyOf": schemas + ([{"type": "null"}] if nullable else [])}
+
+    if not any(c for _, c in analysed):
+        return schema, None
+    if len(analysed) == 1:
+        only = cast(_Converter, analysed[0][1])  # not None: any() above
+        return schema, lambda v: None if v is None else only(v)
+    choices = [(s, c) for s, c in analysed]
+
+    def convert_union(v: Any) -> Any:
+        if v is None:
+            return None
+        for s, c in choices:
+            if _accepts(s, v):
+                return c(v) if c else v
+        return v
+
+    return schema, convert_union
+
+
+def literal(args: tuple) -> tuple[dict, _Converter | None]:
+    """``(schema, converter)`` of ``Literal[*args]``: Enum members among them are converted back to members."""
+    schema = enum_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
+    members = {a.value: a for a in args if isinstance(a, enum.Enum)}
+    if not members:
+        return schema, None
+    return schema, lambda v: members.get(v, v)
+
+
+def dataclass_schema(tp: type, seen: tuple, analyse: _Analyse, hints: dict,
+                     add_default: Callable[[dict, Any], None]) -> tuple[dict, _Converter]:
+    """``(schema, converter)`` of dataclass ``tp`` whose resolved type hints are ``hints``; ``add_default``
+    puts a field's default on its schema."""
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    convs: list[tuple[str, _Converter]] = []
+    for f in dataclasses.fields(tp):
+        if not f.init:
+            continue
+        schema, conv = analyse(hints.get(f.name, Any), seen)
+        schema = dict(schema)
+        if f.default is not dataclasses.MISSING:
+            add_default(schema, f.default)
+        elif f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+        props[f.name] = schema
+        if conv:
+            convs.append((f.name, conv))
+
+    def convert_dataclass(v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        kwargs = dict(v)
+        for name, c in convs:
+            if name in kwargs:
+                kwargs[name] = c(kwargs[name])
+        return tp(**kwargs)
+
+    result: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        result["required"] = required
+    return result, convert_dataclass
+
+
+def fixed_tuple(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter]:
+    """``(schema, converter)`` of ``tuple[A, B, ...]``: exactly ``len(args)`` items, each of its own type."""
+    schema: dict[str, Any] = {"type": "array"}
+    analysed = [analyse(a, seen) for a in args]
+    distinct: list[dict] = []
+    for s, _ in analysed:
+        if s not in distinct:
+            distinct.append(s)
+    if {} not in distinct:
+        schema["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+    schema["minItems"] = schema["maxItems"] = len(args)
+    convs = [c for _, c in analysed]
+    if not any(convs):
+        return schema, tuple
+    return schema, lambda v: tuple(c(x) if c else x for c, x in zip(convs, v, strict=False))
