@@ -62,6 +62,10 @@ class LineReader:
 
 
 def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> int:
+    """Stop ``proc`` with ``sig`` (killed if it does not end within WAIT); a gunicorn started by
+    :func:`start_gunicorn` leads a process group of its own, whose leftovers are killed too: a worker
+    whose quit signal landed inside gunicorn's own ``ThreadPoolExecutor.submit`` deadlocks in
+    ``handle_quit`` (gthread), and would outlive its killed master."""
     if proc.poll() is None:
         proc.send_signal(sig)
     try:
@@ -69,6 +73,12 @@ def stop(proc: subprocess.Popen, sig=signal.SIGTERM) -> int:
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait(WAIT)
+    finally:
+        if getattr(proc, "own_group", False):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass  # the group has ended
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = WAIT) -> None:
@@ -105,7 +115,9 @@ def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[su
     for _ in range(3):
         port = free_port()
         command = [sys.executable, "-m", "gunicorn", *options, "-b", f"127.0.0.1:{port}"]
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ)
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ,
+                                start_new_session=True)
+        proc.own_group = True  # type: ignore[attr-defined]  # stop() ends the workers too
         errors = LineReader(proc.stderr)
         watch_stderr(command_label(command), lambda errors=errors: list(errors.all))
         if "in use" in errors.wait_for(r"Listening at: |Connection in use").group(0):
