@@ -35,10 +35,7 @@ class Call:
     rounds = 0
 
     def __init__(self, connection: Connection, method: str, params: dict | None, options: dict):
-        self._connection = connection
-        self.method = method
-        self._params = params
-        self._options = options
+        self._connection, self.method, self._params, self._options = connection, method, params, options
         #: The JSON-RPC request on the wire now.
         self.pending: PendingRequest = connection.send_request(method, params, task=self.task, **options)
 

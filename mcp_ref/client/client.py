@@ -358,25 +358,28 @@ class Client:
         return cast(str, self.connection.protocol_version)  # set by connect(), in __init__
 
     @property
+    def _answer(self) -> Any:  # the server's DiscoverResult (modern) or InitializeResult, set by connect()
+        return self.connection.discover_result if self.connection.modern else self.connection.initialize_result
+
+    @property
     def server_info(self) -> Implementation | None:
         """The server's ``serverInfo`` (name, version ...); None if a modern server did not say."""
-        if self.connection.modern:
-            return cast(DiscoverResult, self.discover_result).server_info
-        return cast(InitializeResult, self.initialize_result).server_info
+        return self._answer.server_info
 
     @property
     def server_capabilities(self) -> dict:
         """The capabilities the server declared."""
-        if self.connection.modern:
-            return cast(DiscoverResult, self.discover_result).capabilities
-        return cast(InitializeResult, self.initialize_result).capabilities
+        return self._answer.capabilities
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _DECLARING and "connection" in self.__dict__:  # what the modern envelopes say changed
+            self.connection.metas.clear()
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if it sent any."""
-        if self.connection.modern:
-            return cast(DiscoverResult, self.discover_result).instructions
-        return cast(InitializeResult, self.initialize_result).instructions
+        return self._answer.instructions
 
     def close(self) -> None:
         """End the connection (for stdio: stop the server process). Idempotent."""
@@ -392,10 +395,11 @@ class Client:
 
     # -- requests --------------------------------------------------------------------------
 
-    def _require(self, capability: str, method: str) -> None:
+    def _require(self, capability: str, method: str) -> dict:
         # 2025-11-25 basic/lifecycle §Operation: both parties MUST "Only use capabilities that were successfully negotiated".
-        if capability not in self.server_capabilities:
+        if capability not in (capabilities := self._answer.capabilities):
             raise CapabilityError(f"{method}: the server did not declare the {capability} capability")
+        return capabilities
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""
@@ -460,13 +464,13 @@ class Client:
         task: bool | dict = False,
     ) -> ToolCall:
         """Start a ``tools/call`` without waiting: returns a :class:`ToolCall` to wait on or cancel."""
-        self._require("tools", "tools/call")
+        capabilities = self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        options = dict(timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset_timeout_on_progress,
-                       max_total_timeout=max_total_timeout)
-        if not self.connection.modern and "tasks" in self.server_capabilities:  # 2025-11-25 tasks
+        options = {"timeout": timeout, "on_progress": on_progress, "reset_timeout_on_progress": reset_timeout_on_progress,
+                   "max_total_timeout": max_total_timeout}
+        if not self.connection.modern and "tasks" in capabilities:  # 2025-11-25 tasks
             from ..extras.client_tasks_2025 import start_call
             return ToolCall(start_call(self, params, task, options))
         return ToolCall(self.connection.start("tools/call", params, task=bool(task), **options))
@@ -659,6 +663,9 @@ class Client:
         self._roots = _as_roots(roots)
         if not self.connection.modern:  # 2026-07-28: the server asks for roots each time (input_required)
             self.connection.notify("notifications/roots/list_changed")
+
+
+_DECLARING = {"_roots", "sampling_handler", "sampling_tools", "elicitation_handler", "elicitation_modes", "hosted_tasks", "client_info"}
 
 
 def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:

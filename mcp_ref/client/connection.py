@@ -20,10 +20,11 @@ answering modules, and the extras a client may be given (``approve=``, ``server_
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, lifecycle
 from ..core.errors import CapabilityError, McpError, MethodNotFound
@@ -49,9 +50,9 @@ ERAS = (AUTO, MODERN, HANDSHAKE)
 #: legacy"); the default of ``Client(probe_timeout=)``.
 PROBE_TIMEOUT = 10.0
 
-#: Every request a client answers (``ping`` is answered by the session).  Each is answered by its
-#: module (:func:`answering_module`), loaded with the first such request.
-ANSWERED = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
+#: Every request a client answers (``ping`` is answered by the session), and the module of this package that
+#: answers it (:func:`answering_module`), loaded with the first such request.
+ANSWERED = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
 CACHED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list",
@@ -67,17 +68,7 @@ class AnsweringModule(Protocol):
 
 def answering_module(method: str) -> AnsweringModule:
     """The module that answers ``method`` (one of :data:`ANSWERED`)."""
-    if method == "sampling/createMessage":
-        from . import sampling
-
-        return sampling
-    if method == "elicitation/create":
-        from . import elicitation
-
-        return elicitation
-    from . import roots
-
-    return roots
+    return cast(AnsweringModule, importlib.import_module(f"{__package__}.{ANSWERED[method]}"))
 
 
 def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
@@ -125,6 +116,9 @@ class ClientConnection:
         self.modern = False
         #: The log level asked for: every modern request carries it; a handshake-era re-initialize asks it again.
         self.log_level: str | None = None
+        #: The modern ``_meta`` envelopes built (:func:`mcp_ref.client.modern.envelope_meta`); emptied when what the client declares changes.
+        self.metas: dict[tuple[str, bool, str | None], dict[str, Any]] = {}
+        self._modern: Any = None  # mcp_ref.client.modern, once the connection speaks that era
         self._lock = threading.Lock()
         self._streams: Streams | None = None
         self._cache: ResultCache | None = None
@@ -197,10 +191,12 @@ class ClientConnection:
         self.initialize(timeout)
 
     def _become_modern(self, version: str, result: DiscoverResult) -> None:
+        from . import modern
+
         def discovered() -> None:
             self.session.protocol_version = version
             self.discover_result = result
-            self.modern = True
+            self._modern, self.modern = modern, True
 
         self.lifecycle.advance(lifecycle.STATELESS, discovered)
         self.session.transport.stateless(self.input_schema)
@@ -270,9 +266,7 @@ class ClientConnection:
         when ``task``."""
         self.lifecycle.check_send(method)
         if self.modern:
-            from . import modern
-
-            params = modern.with_envelope(params, modern.envelope_meta(self, task=task))
+            params = self._modern.with_envelope(params, self._modern.envelope_meta(self, task=task))
         return self.session.send_request(method, params, **options)
 
     def start(self, method: str, params: dict | None = None, *, task: bool = False, **options) -> Call:
@@ -282,9 +276,7 @@ class ClientConnection:
         when ``task``."""
         if not self.modern:
             return Call(self, method, params, options)
-        from .modern import ModernCall
-
-        return ModernCall(self, method, params, options, task=task)
+        return self._modern.ModernCall(self, method, params, options, task=task)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).

@@ -65,6 +65,7 @@ class Connection(Protocol):
     lifecycle: Lifecycle
     modern: bool
     log_level: str | None
+    metas: dict[tuple[str, bool, str | None], dict[str, Any]]
 
     @property
     def protocol_version(self) -> str | None:

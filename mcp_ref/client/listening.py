@@ -140,7 +140,7 @@ class Subscription:
     def attach(self, pending) -> None:
         """The listen request on the wire (modern era): its end is the stream's end."""
         self._pending = pending
-        pending.future.add_done_callback(self._finished)
+        pending.add_done_callback(self._finished)
 
     def deliver(self, method: str, params: dict) -> None:
         """One notification of this stream (on the reader thread: quick, no user code)."""

@@ -157,15 +157,21 @@ def envelope_meta(connection: Connection, version: str | None = None, *, task: b
     2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
     ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``task``: the
     capabilities declare the tasks extension (SEP-2663: "in its per-request capabilities").
+    Built once per version, ``task`` and log level (so at most 18 per modern version: bounded) and kept in
+    ``connection.metas``, which the client empties when what it declares changes; shared, so never changed.
     """
     # Given (the server/discover probe), or chosen by then: every other modern request follows connect().
     version = cast(str, version or connection.protocol_version)
-    capabilities = connection.client.capabilities(version)
-    if task:
-        from ..extras import client_tasks
+    key = (version, task, connection.log_level)
+    meta = connection.metas.get(key)
+    if meta is None:
+        capabilities = connection.client.capabilities(version)
+        if task:
+            from ..extras import client_tasks
 
-        capabilities = client_tasks.with_extension(capabilities)
-    return envelope.request_meta(version, capabilities, connection.client.client_info, connection.log_level)
+            capabilities = client_tasks.with_extension(capabilities)
+        meta = connection.metas[key] = envelope.request_meta(version, capabilities, connection.client.client_info, key[2])
+    return meta
 
 
 def adopt_version(connection: Connection, error: UnsupportedProtocolVersionError) -> None:
@@ -185,15 +191,14 @@ class ModernCall(Call):
         #: True when the request declares the tasks extension: the server may answer with a task,
         #: which :func:`mcp_ref.extras.client_tasks.follow` drives to its end.  ``task_id`` is then its id.
         self.task = task
-        self._stop = threading.Event()
+        self._stop = threading.Event() if task else None  # set by cancel(): a task being followed gets tasks/cancel
         self._finished = False
         on_progress = options.get("on_progress")
         if on_progress is not None:
             from .mrtr import ProgressAcrossRounds
 
             options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
-        self._lock = threading.Lock()
-        self._cancelled: str | None = None
+        self._cancelled: str | None = None  # no lock: cancel() and the rounds each write their side, then read the other's
         self._contexts: list[RequestContext] = []  # of the input handlers running now
         super().__init__(connection, method, params, options)
 
@@ -203,12 +208,12 @@ class ModernCall(Call):
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request (the server is told, as the transport requires); False if it had finished."""
-        with self._lock:
-            self._cancelled = reason or "cancelled"
-            for context in self._contexts:
-                context.cancelled.set()
-            self._stop.set()  # a task being followed: tasks/cancel
-            return self.pending.cancel(reason) or (self.task and not self._finished)
+        self._cancelled = reason or "cancelled"
+        for context in list(self._contexts):
+            context.cancelled.set()
+        if self._stop is not None:
+            self._stop.set()
+        return self.pending.cancel(reason) or (self.task and not self._finished)
 
     def result(self) -> dict:
         """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
@@ -251,7 +256,7 @@ class ModernCall(Call):
                 from ..extras import client_tasks
 
                 if kind == client_tasks.TASK:
-                    return client_tasks.follow(self, result, self._stop, self._options.get("max_total_timeout"))
+                    return client_tasks.follow(self, result, cast(threading.Event, self._stop), self._options.get("max_total_timeout"))
             if kind != envelope.INPUT_REQUIRED:
                 raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
                                f"client did not ask for")
@@ -261,10 +266,11 @@ class ModernCall(Call):
             self._resend(params)
 
     def _resend(self, params: dict | None) -> None:
-        with self._lock:
-            self._check_cancelled()
-            # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
-            self.pending = self._connection.send_request(self.method, params, task=self.task, **self._options)
+        self._check_cancelled()
+        # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
+        self.pending = self._connection.send_request(self.method, params, task=self.task, **self._options)
+        if self._cancelled is not None:  # cancel() came meanwhile, perhaps seeing the previous request only
+            self.pending.cancel(self._cancelled)
 
     @property
     def max_input_rounds(self) -> int:
@@ -291,14 +297,12 @@ class ModernCall(Call):
     @contextmanager
     def input_handler(self, context: RequestContext) -> Iterator[None]:
         """While an input handler serves ``context``: cancelling the call cancels it too."""
-        with self._lock:
-            self._check_cancelled()
-            self._contexts.append(context)
+        self._contexts.append(context)
         try:
+            self._check_cancelled()  # after the append: a cancel() that comes later sees the context
             yield
         finally:
-            with self._lock:
-                self._contexts.remove(context)
+            self._contexts.remove(context)
 
     def _check_cancelled(self) -> None:
         if self._cancelled is not None:

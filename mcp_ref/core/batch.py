@@ -7,6 +7,31 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from .errors import INVALID_REQUEST, InvalidRequest
+from .jsonrpc import ErrorResponse, Request
+
+
+def receive_batch(items: list, route: Callable, error: Callable, write: Callable[[list], None]) -> None:
+    """Route each item of an incoming batch (``route(item, batch)``); their answers go together through ``write``.
+
+    An unreadable item is answered with ``error(error_dict, request_id)`` (the session's error for a message
+    whose id may not have been readable); an ``initialize`` with an error of its own.
+    """
+    batch = Batch(write)
+    for item in items:
+        if isinstance(item, InvalidRequest):
+            batch.expect()
+            batch.add(error(item.to_error(), item.request_id))
+        elif isinstance(item, Request) and item.method == "initialize":
+            # 2025-03-26 basic/lifecycle: "The initialize request MUST NOT be part of a JSON-RPC batch".
+            batch.expect()
+            batch.add(ErrorResponse(item.id, {"code": INVALID_REQUEST, "message": "Invalid Request: initialize must not be part of a batch"}))
+        else:
+            if isinstance(item, Request):
+                batch.expect()
+            route(item, batch)
+    batch.seal()
+
 
 class Batch:
     """Collects the answers to one incoming batch and sends them as one array."""

@@ -60,11 +60,8 @@ class Envelope:
 
 def meta_of(params: object) -> dict[str, Any] | None:
     """The ``_meta`` object of a request's params, or None."""
-    if isinstance(params, dict):
-        meta = params.get("_meta")
-        if isinstance(meta, dict):
-            return meta
-    return None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta if isinstance(meta, dict) else None
 
 
 def is_modern(params: object) -> bool:

@@ -48,10 +48,9 @@ class Request:
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
-        if self.params is not None:
-            message["params"] = self.params
-        return message
+        if self.params is None:
+            return {"jsonrpc": "2.0", "id": self.id, "method": self.method}
+        return {"jsonrpc": "2.0", "id": self.id, "method": self.method, "params": self.params}
 
 
 @dataclass(slots=True)
@@ -63,10 +62,9 @@ class Notification:
 
     def to_dict(self) -> dict[str, Any]:
         """The wire form."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": self.method}
-        if self.params is not None:
-            message["params"] = self.params
-        return message
+        if self.params is None:
+            return {"jsonrpc": "2.0", "method": self.method}
+        return {"jsonrpc": "2.0", "method": self.method, "params": self.params}
 
 
 @dataclass(slots=True)
@@ -195,7 +193,7 @@ def from_dict(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise _invalid("Invalid Request: a message must be a JSON object")
     raw_id = obj.get("id")
-    usable_id = raw_id if valid_id(raw_id) else None
+    usable_id = raw_id if type(raw_id) is int or type(raw_id) is str else None  # valid_id() of decoded JSON
     if obj.get("jsonrpc") != "2.0":
         raise _invalid('Invalid Request: "jsonrpc" must be "2.0"', usable_id)
     if "method" in obj:

@@ -222,33 +222,30 @@ class Lifecycle:
     Thread-safe: handlers run on a pool, so a transition is made under a lock.
     """
 
-    __slots__ = ("role", "phase", "_lock")
+    __slots__ = ("role", "phase", "_lock", "rules")
 
     def __init__(self, role: str):
         self.role = role
         self.phase = Phase.AWAITING_INITIALIZE
         self._lock = threading.Lock()
-
-    @property
-    def rules(self) -> Rules:
-        """The :class:`Rules` row for this role in the current phase."""
-        return RULES[(self.role, self.phase)]
+        #: The :class:`Rules` row for this role in the current phase (moved with it, by :meth:`advance`).
+        self.rules: Rules = RULES[(role, self.phase)]
 
     def check_receive(self, method: str) -> None:
         """Raise InvalidRequest (the row's refusal) if this role does not answer ``method`` now."""
-        rules = RULES[(self.role, self.phase)]
+        rules = self.rules
         if method not in rules.receive:
             raise InvalidRequest(rules.refusal.format(method=method))
 
     def check_send(self, method: str) -> None:
         """Raise CapabilityError (the request is not sent) if this role may not send ``method`` now."""
-        rules = RULES[(self.role, self.phase)]
+        rules = self.rules
         if method not in rules.send:
             raise CapabilityError(rules.unsent.format(method=method))
 
     def may_notify(self, method: str) -> bool:
         """True when this role may send the notification ``method`` now."""
-        return method in RULES[(self.role, self.phase)].notify
+        return method in self.rules.notify
 
     def advance(self, event: str, apply: Callable[[], None] | None = None) -> bool:
         """Take the transition for ``event``; False (and nothing changes) when the table has none.
@@ -262,7 +259,7 @@ class Lifecycle:
                 return False
             if apply is not None:
                 apply()
-            self.phase = following
+            self.phase, self.rules = following, RULES[(self.role, following)]
             return True
 
 

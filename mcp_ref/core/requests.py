@@ -11,8 +11,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from . import jsonrpc
@@ -26,7 +24,8 @@ log = logging.getLogger("mcp_ref.core.session")  # its messages are the session'
 
 #: Guards the Events made on first use (a request's ``cancelled``, a session's ``closed``).
 EVENTS_LOCK = threading.Lock()
-
+#: Guards the settling of every :class:`PendingRequest` (held for a few assignments: who settles first).
+_SETTLING = threading.Lock()
 
 
 class Default(enum.Enum):
@@ -96,7 +95,7 @@ class RequestContext:
         #: True once the handler kept the request open past its return (:meth:`defer`).
         self.deferred = False
         self._on_end: Callable[[], None] | None = None
-        #: True once a handler thread took the request (it may wait in the pool's queue before).
+        #: True once a handler thread took the request (it may wait in the queue of requests before).
         self.started = False
 
     def defer(self, on_end: Callable[[], None]) -> None:
@@ -115,13 +114,11 @@ class RequestContext:
     @property
     def cancelled(self) -> threading.Event:
         """The Event set when the request is cancelled (wait on it, or set it to cancel)."""
-        event = self._cancelled
-        if event is None:
+        if self._cancelled is None:
             with EVENTS_LOCK:
                 if self._cancelled is None:
                     self._cancelled = threading.Event()
-                event = self._cancelled
-        return event
+        return self._cancelled
 
     @cancelled.setter
     def cancelled(self, event: threading.Event) -> None:
@@ -159,28 +156,57 @@ class RequestContext:
 
 
 class PendingRequest:
-    """An outgoing request in flight: wait for it with ``result()``, or ``cancel()`` it."""
+    """An outgoing request in flight: wait for it with ``result()``, or ``cancel()`` it.  Thread-safe.
 
-    __slots__ = (
-        "id", "method", "future", "timeout", "deadline", "hard_deadline",
-        "on_progress", "reset_on_progress", "_forget", "_send_cancel",
-    )
+    Its one synchronisation object is a lock, taken when it is made and released by whoever settles it
+    (the first ``set_result`` or ``set_exception`` wins): a waiting thread blocks on that lock alone."""
+
+    __slots__ = ("id", "method", "timeout", "deadline", "hard_deadline", "on_progress", "reset_on_progress",
+                 "_forget", "_send_cancel", "_gate", "_done", "_value", "_error", "_callbacks")
 
     def __init__(self, forget: Callable[[Any], Any], send_cancel: Callable[[Any, str | None], None],
                  request_id, method, timeout, on_progress, reset_on_progress, max_total_timeout):
         """``forget(id)`` takes the request out of its session's table (None if the answer won the
         race); ``send_cancel(id, reason)`` tells the peer it is cancelled."""
-        now = time.monotonic()
-        self._forget = forget
-        self._send_cancel = send_cancel
-        self.id = request_id
-        self.method = method
-        self.future: Future = Future()
-        self.timeout = timeout
+        now = time.monotonic() if timeout is not None or max_total_timeout is not None else 0.0
+        self._forget, self._send_cancel, self.id, self.method, self.timeout = forget, send_cancel, request_id, method, timeout
         self.deadline = None if timeout is None else now + timeout
         self.hard_deadline = None if max_total_timeout is None else now + max_total_timeout
-        self.on_progress = on_progress
-        self.reset_on_progress = reset_on_progress
+        self.on_progress, self.reset_on_progress = on_progress, reset_on_progress
+        self._gate = threading.Lock()
+        self._gate.acquire()
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[PendingRequest], Any]] | None = None
+
+    def set_result(self, value: Any, _error: BaseException | None = None) -> bool:
+        """Settle the request with its result (or ``_error``); False if it was settled already."""
+        with _SETTLING:
+            if self._done:
+                return False
+            self._value, self._error, self._done = value, _error, True
+            callbacks, self._callbacks = self._callbacks, None
+        self._gate.release()
+        for callback in callbacks or ():
+            run_logged(callback, (self,))
+        return True
+
+    def set_exception(self, error: BaseException) -> bool:
+        """Settle the request with an error (``result()`` raises it); False if it was settled already."""
+        return self.set_result(None, error)
+
+    def add_done_callback(self, callback: Callable[[PendingRequest], Any]) -> None:
+        """Call ``callback(pending)`` once the request is settled (now, on this thread, if it is already)."""
+        with _SETTLING:
+            if not self._done:
+                self._callbacks = [*(self._callbacks or ()), callback]
+                return
+        run_logged(callback, (self,))
+
+    def exception(self) -> BaseException | None:
+        """The error the request settled with (None: a result, or not settled yet)."""
+        return self._error
 
     def result(self) -> dict:
         """Wait for the answer: the ``result`` dict, or raise.
@@ -188,38 +214,33 @@ class PendingRequest:
         Raises :class:`McpError` for an error answer, :class:`RequestTimeout`
         when the timeout (possibly reset by progress) or the total cap
         expires — the peer is then sent ``notifications/cancelled`` — and
-        :class:`ConnectionClosed` / :class:`RequestCancelled`.
+        :class:`ConnectionClosed` / :class:`RequestCancelled`.  An answer that is
+        itself a TimeoutError is the request's outcome, raised as it is.
         """
-        while True:
-            wait = None
-            now = time.monotonic()
-            if self.deadline is not None:
-                wait = self.deadline - now
+        while not self._done:
+            wait = self.deadline
             if self.hard_deadline is not None:
-                left = self.hard_deadline - now
-                wait = left if wait is None else min(wait, left)
-            try:
-                return self.future.result(None if wait is None else max(wait, 0.0))
-            except FutureTimeout:
-                if self.future.done():
-                    # The answer is an exception that is itself a TimeoutError (since Python 3.11
-                    # concurrent.futures.TimeoutError is the builtin): the request's outcome, not our wait.
-                    return self.future.result(0)
-                now = time.monotonic()
-                hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
-                if not hard_expired and self.deadline is not None and now < self.deadline:
-                    continue  # progress moved the deadline while we waited
-                if self._forget(self.id) is None:
-                    return self.future.result(0)  # the answer won the race
-                if self.method not in ("initialize", "server/discover"):
-                    # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
-                    # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
-                    # for a handshake-era server, which never began any work for it.
-                    self._send_cancel(self.id, "timeout")
-                limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
-                exc = RequestTimeout(f"{self.method}: no answer within the {limit}")
-                self.future.set_exception(exc)
-                raise exc from None
+                wait = self.hard_deadline if wait is None else min(wait, self.hard_deadline)
+            if self._gate.acquire(True, -1 if wait is None else max(wait - time.monotonic(), 0.0)):
+                self._gate.release()  # let the next waiting thread through too
+                break
+            now = time.monotonic()
+            hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
+            if not hard_expired and self.deadline is not None and now < self.deadline:
+                continue  # progress moved the deadline while we waited
+            if self._forget(self.id) is None:  # the answer won the race: it is being settled
+                self.deadline = self.hard_deadline = None
+                continue
+            if self.method not in ("initialize", "server/discover"):
+                # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
+                # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
+                # for a handshake-era server, which never began any work for it.
+                self._send_cancel(self.id, "timeout")
+            limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
+            self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
+        if self._error is not None:
+            raise self._error
+        return self._value
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
@@ -232,20 +253,12 @@ class PendingRequest:
         if self._forget(self.id) is None:
             return False
         self._send_cancel(self.id, reason)
-        self.future.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
+        self.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
         return True
 
     def done(self) -> bool:
         """True once an answer, an error, a timeout or a cancellation has settled the request."""
-        return self.future.done()
-
-
-def settle_once(future: Future, settle, value) -> None:
-    if not future.done():
-        try:
-            settle(value)
-        except Exception:  # InvalidStateError if a timeout won the race
-            pass
+        return self._done
 
 
 def run_logged(callback: Callable, args: tuple) -> None:

@@ -2,10 +2,9 @@
 
 Threads, and what each one does:
 
-* the **reader** (one daemon thread per connection) reads transport messages, parses them and routes
-  them; it never runs user code that might block;
-* the **handler pool** runs incoming requests, so a handler may itself send a request to the peer (a
-  tool asking the client for sampling) and wait for the answer, which the reader delivers;
+* the **reader** reads messages and routes them in arrival order; the thread that read a request hands
+  the reading role on and runs the handler itself (leader/follower, :mod:`mcp_ref.core.workers`), so a
+  handler may ask the peer and wait while another thread reads the answer;
 * the **callback thread** (one, started when first needed) runs user callbacks for notifications
   (progress, log messages, list changes) in the order they arrived, so a slow or re-entrant callback
   cannot stall the reader;
@@ -28,8 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import envelope, jsonrpc
 from .errors import (
@@ -54,14 +52,16 @@ from .requests import (
     ProgressCallback,
     RequestContext,
     run_logged,
-    settle_once,
 )
 from .transport import RequestFailed, RequestHeld
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from .batch import Batch
     from .callback_queue import CallbackQueue
     from .transport import Transport
+    from .workers import Workers
 
 __all__ = ["Session", "RequestContext", "PendingRequest", "Dispatcher", "ProgressCallback", "DEFAULT_TIMEOUT",
            "DEFAULT_MAX_INCOMING", "DEFAULT_MAX_TOTAL_FACTOR", "DEFAULT_MAX_CALLBACKS", "DEFAULT_MAX_CALLBACK_BYTES"]
@@ -109,7 +109,7 @@ class Session:
         max_incoming: int = DEFAULT_MAX_INCOMING,
         name: str = "mcp",
         trace: Callable[[str, bytes], None] | None = None,
-        executor: ThreadPoolExecutor | None = None,
+        executor: Executor | None = None,
         max_callbacks: int = DEFAULT_MAX_CALLBACKS,
         max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES,
         ids: Iterator[jsonrpc.RequestId] | None = None,
@@ -133,9 +133,12 @@ class Session:
         self._withdrawn = 0
         self._write_lock = threading.Lock()
         self._concurrent_writes = transport.concurrent_writes
-        # A shared executor (HTTP's stateless mode: one connection per request) is not ours to shut down.
-        self._owns_pool = executor is None
-        self._pool = executor or ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"{name}-handler")
+        self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
+        if max_workers < 1 and executor is None:
+            raise ValueError("max_workers must be greater than 0")
+        self.max_workers = max_workers
+        self._workers: Workers | None = None  # our threads (core/workers.py), made for the first request to run
+        self._started = False
         #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
         self.max_callbacks = max_callbacks
         self.max_callback_bytes = max_callback_bytes
@@ -151,10 +154,10 @@ class Session:
     # -- lifecycle --------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the reader thread (once)."""
-        if self._reader is None:
-            self._reader = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
-            self._reader.start()
+        """Start reading (once)."""
+        if not self._started:
+            self._started = True
+            threading.Thread(target=self._read, name=f"{self.name}-reader", daemon=True).start()
 
     @property
     def _busy(self) -> dict:
@@ -169,6 +172,8 @@ class Session:
                 return
             self._closing = True
             pending_ids = [] if self._input_ended else [p.id for p in self._pending.values() if p.method != "initialize"]
+        if self._workers is not None:
+            self._workers.stop(drop=True)  # queued requests never run (their contexts are cancelled below)
         # Tell the peer to stop work on what we will no longer wait for, so it can
         # finish promptly (a stdio server answers what it received before exiting).
         for request_id in pending_ids:
@@ -181,10 +186,8 @@ class Session:
         self._end_all_deferred()
         for context in list(self._incoming.values()):
             context.cancelled.set()
-        if self._owns_pool:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         self._end_callbacks(wait=False)
-        if self._reader is None or self._reader is threading.current_thread() or not self._reader.is_alive():
+        if not self._started or self._reader is threading.current_thread():  # else the end of input sets it
             self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
@@ -242,8 +245,7 @@ class Session:
         ``before_write(request_id)`` runs once the id is chosen and before the request is written, so a
         caller can route what the peer sends about it (a listen stream's notifications) from the start.
         """
-        if timeout is DEFAULT:
-            timeout = self.default_timeout
+        timeout = self.default_timeout if timeout is DEFAULT else timeout
         if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
             # 2025-11-25 basic/lifecycle §Timeouts: "SHOULD always enforce a maximum timeout, regardless of progress notifications".
             max_total_timeout = timeout * DEFAULT_MAX_TOTAL_FACTOR
@@ -251,15 +253,11 @@ class Session:
             if self._closing or self._input_ended:
                 raise ConnectionClosed(f"{method}: the connection is closed")
             request_id = next(self._ids)
-            pending = PendingRequest(
-                self._forget, self._send_cancel, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout
-            )
-            self._pending[request_id] = pending
+            pending = self._pending[request_id] = PendingRequest(
+                self._forget, self._send_cancel, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout)
             if on_progress is not None:
                 params = dict(params or {})
-                meta = dict(params.get("_meta") or {})
-                meta["progressToken"] = request_id
-                params["_meta"] = meta
+                params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
                 self._progress[request_id] = pending
                 if "task" in params:  # its token lasts until end_progress (at most one per open task-augmented call)
                     self._lasting.add(request_id)
@@ -329,7 +327,7 @@ class Session:
 
     def _forget(self, request_id) -> PendingRequest | None:
         with self._lock:
-            if request_id not in self._lasting:
+            if self._progress and request_id not in self._lasting:
                 self._progress.pop(request_id, None)
             return self._pending.pop(request_id, None)
 
@@ -345,8 +343,8 @@ class Session:
     def _fail_request(self, request_id, error: Exception) -> None:
         """One request of ours failed before reaching the peer (the transport says so)."""
         request = self._forget(request_id)
-        if request is not None and not request.future.done():
-            request.future.set_exception(error)
+        if request is not None:
+            request.set_exception(error)  # the first settle wins
 
     def _hold_request(self, request_id, seconds: float) -> None:
         """One request of ours waits on this side (the transport says so): its deadline moves on by ``seconds``."""
@@ -362,8 +360,7 @@ class Session:
             self._progress.clear()
             self._lasting.clear()
         for request in pending:
-            if not request.future.done():
-                request.future.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
+            request.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
 
     def call_soon(self, callback: Callable, *args, keep: bool = False) -> bool:
         """Run a user callback on the callback thread, in arrival order; errors are logged.
@@ -391,9 +388,20 @@ class Session:
 
     # -- receiving --------------------------------------------------------------
 
-    def _read_loop(self) -> None:
+    def _read(self) -> None:  # the first reader: once it runs a handler, it is one of the workers' threads
+        if (job := self._lead(threading.current_thread())) is not None:
+            cast("Workers", self._workers).work(job)
+
+    def _lead(self, me: threading.Thread):
+        """Hold the reading role: route messages in arrival order until a queued request can run here, or the end."""
+        self._reader, job = me, None
         try:
             while True:
+                if self._workers is not None and self._workers.jobs:  # a request waits: run it here if a slot is free
+                    self._reader = None
+                    if (job := self._workers.take(True)) is not None:
+                        return job
+                    self._reader = me
                 try:
                     data = self.transport.read()
                 except MessageTooLarge as exc:
@@ -416,7 +424,8 @@ class Session:
             if not self._closing:
                 log.warning("%s: connection failed: %s", self.name, exc)
         finally:
-            self._end_of_input()
+            if job is None:
+                self._end_of_input()
 
     def _end_of_input(self) -> None:
         # The peer can no longer answer: fail what waits on it, then let the handlers already running finish and reply.
@@ -424,8 +433,8 @@ class Session:
             self._input_ended = True
         self._fail_pending("the connection ended")
         self._end_all_deferred()
-        if self._owns_pool:
-            self._pool.shutdown(wait=True)
+        if self._workers is not None:
+            self._workers.drain()  # the queued requests still run, and every handler ends
         self._end_callbacks(wait=True)
         try:
             self.transport.close()
@@ -479,22 +488,9 @@ class Session:
         if not self.dispatcher.batches_allowed():
             self._refuse_batch()
             return
-        from .batch import Batch
+        from .batch import receive_batch
 
-        batch = Batch(self._write)
-        for item in items:
-            if isinstance(item, InvalidRequest):
-                batch.expect()
-                batch.add(self._unreadable_id_error(item.to_error(), item.request_id))
-            elif isinstance(item, Request) and item.method == "initialize":
-                # 2025-03-26 basic/lifecycle: "The initialize request MUST NOT be part of a JSON-RPC batch".
-                batch.expect()
-                batch.add(ErrorResponse(item.id, {"code": INVALID_REQUEST, "message": "Invalid Request: initialize must not be part of a batch"}))
-            else:
-                if isinstance(item, Request):
-                    batch.expect()
-                self._route(item, batch)
-        batch.seal()
+        receive_batch(items, self._route, self._unreadable_id_error, self._write)
 
     def _route(self, message, batch: Batch | None, inline: bool = False) -> None:
         if isinstance(message, Request):
@@ -520,6 +516,13 @@ class Session:
             busy = not duplicate and (len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming)
             if not duplicate and not busy:
                 self._incoming[request.id] = context
+                ours = not inline and self._executor is None  # on our threads it waits for a slot (see _lead)
+                refused = ours and (self._closing or self._input_ended)
+                if ours and not refused:
+                    if self._workers is None:  # the first request to run on our threads
+                        from .workers import Workers
+                        self._workers = Workers(self.name, self.max_workers, self._lock, self._lead, self._run_handler)
+                    self._workers.jobs.append((request, context, batch))
         if duplicate or busy:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
             reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
@@ -530,12 +533,16 @@ class Session:
         if inline:
             self._run_handler(request, context, batch)
             return
-        try:
-            self._pool.submit(self._run_handler, request, context, batch)
-        except RuntimeError:  # the pool is shut down: the connection is closing
+        if self._executor is not None:
+            try:
+                self._executor.submit(self._run_handler, request, context, batch)
+            except RuntimeError:  # the pool is shut down: the connection is closing
+                refused = True
+        elif not refused and threading.current_thread() is not self._reader and self._workers is not None:
+            self._workers.pump()
+        if refused:
             self._leave(request.id, context)
-            if batch:
-                batch.add(None)
+            batch.add(None) if batch else None
 
     def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:
@@ -593,10 +600,9 @@ class Session:
             if context is None or context.method == "initialize":
                 return False
             if context.deferred or not context.started:
-                # No handler is running to take it out of the table: a deferred request, or one still
-                # waiting for a thread (its handler will not run), leaves it now.  So cancelling a
-                # flood of queued requests makes room at once, before the next message is read; the
-                # queued jobs left behind are counted (_withdrawn), and bounded like the table.
+                # No handler is running to take it out of the table: a deferred request, or one still waiting for
+                # a thread (its handler will not run), leaves it now, so cancelling a flood of queued requests
+                # makes room at once; the queued jobs left behind are counted (_withdrawn), bounded like the table.
                 del self._incoming[request_id]
                 if not context.deferred:
                     self._withdrawn += 1
@@ -679,17 +685,10 @@ class Session:
             else:
                 log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
             return
-        settle: Callable[[Any], None]
-        value: Any
-        if isinstance(answer, Response):
-            settle, value = pending.future.set_result, answer.result
-        else:
-            settle, value = pending.future.set_exception, McpError.from_error(answer.error)
-        if pending.on_progress is not None:
-            # Settle after the progress callbacks already queued, so a caller sees every progress report before its result.
-            self.call_soon(settle_once, pending.future, settle, value, keep=True)
-        else:
-            settle_once(pending.future, settle, value)
+        result, error = (answer.result, None) if isinstance(answer, Response) else (None, McpError.from_error(answer.error))
+        # With progress: after the progress callbacks queued, so a caller sees every report before its result.
+        if pending.on_progress is None or not self.call_soon(pending.set_result, result, error, keep=True):
+            pending.set_result(result, error)
 
 
 _ID_IN_USE = {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}

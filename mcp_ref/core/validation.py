@@ -65,15 +65,8 @@ class Validator:
 
 #: The JSON types as a parsed JSON document holds them (``json.loads`` makes exactly these
 #: classes: a subclass, or a float that is a whole number for "integer", goes to jsonschema).
-_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
-    "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int,
-    "number": lambda v: type(v) is int or type(v) is float,
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "array": lambda v: type(v) is list,
-    "object": lambda v: type(v) is dict,
-}
+_TYPE_TESTS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
+                                            "boolean": (bool,), "null": (type(None),), "array": (list,), "object": (dict,)}
 #: Keywords that never make an instance invalid (annotations; ``format`` too, which jsonschema
 #: does not assert without a format checker, and none is given here).
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly",
@@ -107,32 +100,26 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         return None
     if not all(isinstance(name, str) for name in required):
         return None
-    tests: dict[str, tuple] = {}
+    tests: dict[str, Any] = {}  # the exact classes (a frozenset) a property's value may have; None: any value
     for name, sub in properties.items():
         if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
             return None
         kinds = sub.get("type")
-        if kinds is None:
-            tests[name] = ()  # any value
-            continue
-        kinds = kinds if isinstance(kinds, list) else [kinds]
-        if not kinds or not all(isinstance(k, str) and k in _TYPE_TESTS for k in kinds):
+        kinds = kinds if isinstance(kinds, list) or kinds is None else [kinds]
+        if kinds is not None and not (kinds and all(isinstance(k, str) and k in _TYPE_TESTS for k in kinds)):
             return None
-        tests[name] = tuple(_TYPE_TESTS[k] for k in kinds)
-    required = tuple(required)
+        tests[name] = None if kinds is None else frozenset(t for k in kinds for t in _TYPE_TESTS[k])
+    needed = frozenset(required)
 
     def check(instance: Any) -> bool:
-        if type(instance) is not dict:
+        if type(instance) is not dict or not instance.keys() >= needed:
             return False
-        for name in required:
-            if name not in instance:
-                return False
         for name, value in instance.items():
-            kinds = tests.get(name)
-            if kinds is None:
+            allowed = tests.get(name, False)
+            if allowed is False:
                 if not additional:
                     return False
-            elif kinds and not any(test(value) for test in kinds):
+            elif allowed is not None and type(value) not in allowed:
                 return False
         return True
 

@@ -179,7 +179,7 @@ class LegacyTaskCall(Call):
         if not self.pending.done():
             return False
         try:
-            return created_task(self.pending.future.result(0)) is None
+            return created_task(self.pending.result()) is None
         except Exception:  # an error answer: settled
             return True
 

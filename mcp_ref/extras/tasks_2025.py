@@ -88,8 +88,8 @@ WORKING, COMPLETED, FAILED, CANCELLED = "working", "completed", "failed", "cance
 MIN_TTL_MS = 1000
 #: ``tasks/result`` requests waiting at once, per store; and how long each waits (seconds).
 MAX_RESULT_WAITERS = 256
-#: ... and at most this many of one connection's: each holds one of its handler threads (the session's
-#: pool has 32), so tasks/get and tasks/cancel are still served while they wait.
+#: ... and at most this many of one connection's: each holds one of its handler threads (a stdio or
+#: in-memory connection has 32), so tasks/get and tasks/cancel are still served while they wait.
 MAX_RESULT_WAITERS_PER_CONNECTION = 8
 RESULT_WAIT = 300.0
 #: Seconds an ask of a task waits for a ``tasks/result`` of it to carry it, before it goes outside any request.
@@ -359,7 +359,7 @@ class TaskCaller:
             target.lifecycle.check_send(method)  # CapabilityError when the connection may not send it now
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             pending = target.session.send_request(method, params, timeout=left, related_request_id=request_id)
-            pending.future.add_done_callback(lambda _future: task.wake())
+            pending.add_done_callback(lambda _pending: task.wake())
             moved = None
             with task.lock:
                 while not pending.done() and not task.cancelled.is_set():

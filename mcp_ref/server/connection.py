@@ -63,6 +63,11 @@ class MethodTable(Mapping):
             handler = self._loaded[method] = spec
         return handler
 
+    def get(self, method: str, default: Any = None) -> Any:
+        """The handler of ``method`` (loaded on first use), else ``default``: the hot path, with no KeyError."""
+        handler = self._loaded.get(method)
+        return handler if handler is not None else self[method] if method in self._specs else default
+
     def __iter__(self):
         return iter(self._specs)
 

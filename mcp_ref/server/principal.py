@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
@@ -65,9 +66,14 @@ class Principal:
     @classmethod
     def of(cls, auth: AccessInfo | None, peer: str) -> Principal:
         """The principal of a connection: its token's, or its transport's ``peer`` id."""
-        if auth is None:
-            return cls(peer)
+        if auth is None:  # the same few peers again and again (a stateless HTTP POST asks each time)
+            return _of_peer(peer) if cls is Principal else cls(peer)
         # each part percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one
         client = quote(auth.client_id, safe="")
         ident = f"oauth:{client}" if auth.subject is None else f"oauth:{client}:{quote(auth.subject, safe='@')}"
         return cls(ident, frozenset(auth.scopes), getattr(auth, "claims", None) or {}, auth)
+
+
+@lru_cache(maxsize=256)  # bounded: past it the least recently seen peer is made again when it returns
+def _of_peer(peer: str) -> Principal:
+    return Principal(peer)

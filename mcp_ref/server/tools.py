@@ -14,6 +14,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ..core import lifecycle
@@ -21,7 +22,7 @@ from ..core.errors import CapabilityError, InvalidParams, McpError, RequestCance
 from ..core.types import CallToolResult, WireModel, drop_none, text_block
 from ..core.validation import first_error, validator_for
 from .context import Context, with_context
-from .seams import Caller, intercept
+from .seams import OPEN, Caller, intercept
 from .signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
 
 if TYPE_CHECKING:
@@ -69,24 +70,18 @@ class RegisteredTool:
     _input_validator: Any = None
     _output_validator: Any = None
 
-    @property
+    @cached_property
     def header_declarations(self) -> list[tuple[tuple[str, ...], str]]:
         """The ``(property path, header name)`` of its ``x-mcp-header`` parameters (computed once;
         a tool whose declarations break the rules is refused at registration)."""
-        found = self.__dict__.get("_headers")
-        if found is None:
-            from ..transports.http_headers import header_params
+        from ..transports.http_headers import header_params
 
-            found = self.__dict__["_headers"] = header_params(self.listing["inputSchema"])
-        return found
+        return header_params(self.listing["inputSchema"])
 
-    @property
+    @cached_property
     def declared(self) -> frozenset[str]:
         """The argument names ``inputSchema`` declares (computed once)."""
-        declared = self.__dict__.get("_declared")
-        if declared is None:
-            declared = self.__dict__["_declared"] = frozenset(self.listing["inputSchema"].get("properties", {}))
-        return declared
+        return frozenset(self.listing["inputSchema"].get("properties", {}))
 
     def input_validator(self) -> Any:
         """The validator of ``inputSchema`` (built on first use)."""
@@ -206,7 +201,9 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     server = connection.server
     # A tool the caller may not use is answered exactly as a missing one (the gate: mcp_ref.extras.policy
     # with authorize), and costs the same: the gate is asked about a missing name too, once per request.
-    tool = server.gate.visible(connection.principal, "tools/call", name, server.get_tool(name), params)
+    gate, tool = server.gate, server.get_tool(name)
+    if gate is not OPEN:  # the default gate shows every tool to everyone: no principal to work out
+        tool = gate.visible(connection.principal, "tools/call", name, tool, params)
     if tool is None:
         # 2025-11-25 server/tools §Error Handling: unknown tools are a protocol error.
         raise InvalidParams(f"Unknown tool: {name}")
@@ -215,8 +212,9 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         arguments = {}
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
-    problem = first_error(tool.input_validator(), arguments)
-    if problem is None and arguments.keys() - tool.declared:
+    validator = tool.input_validator()  # a plain schema's compiled test first: no call into jsonschema
+    problem = None if validator.quick is not None and validator.quick(arguments) else first_error(validator, arguments)
+    if problem is None and not tool.declared.issuperset(arguments):
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     interceptors = server.tool_call_interceptors
