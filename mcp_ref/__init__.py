@@ -30,65 +30,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # what a type checker sees: every exported name, typed (loaded lazily at run time)
-    from .auth.errors import AuthorizationError
-    from .auth.oauth import OAuth
-    from .client import Client, ToolCall
-    from .core import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __version__
-    from .core.errors import (
-        CapabilityError,
-        ConnectionClosed,
-        HeaderMismatchError,
-        InternalError,
-        InvalidParams,
-        InvalidRequest,
-        LimitExceeded,
-        McpError,
-        MCPRefError,
-        MethodNotFound,
-        MissingRequiredClientCapabilityError,
-        ParseError,
-        RequestCancelled,
-        RequestRefused,
-        RequestTimeout,
-        ResourceNotFound,
-        ServerBusy,
-        ServerUnreachable,
-        UnsupportedProtocolVersion,
-        UnsupportedProtocolVersionError,
-        UrlElicitationRequired,
-    )
-    from .core.feature_types import (
-        GetPromptResult,
-        LogMessage,
-        Prompt,
-        PromptMessage,
-        Resource,
-        ResourceTemplate,
-        Root,
-    )
-    from .core.media import Audio, Image
-    from .core.requests import DEFAULT, Default
-    from .core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
-    from .core.session import PendingRequest, RequestContext, Session
-    from .core.types import (
-        AudioContent,
-        BlobResourceContents,
-        CallToolResult,
-        EmbeddedResource,
-        ImageContent,
-        ResourceLink,
-        TextContent,
-        TextResourceContents,
-        Tool,
-    )
-    from .extras.approval import ServerRequest
-    from .extras.ratelimit import RateLimit
-    from .server import Context, Elicit, ElicitUrl, ListRoots, PromptError, ResourceError, Sample, Server, ToolError
-    from .server.principal import Principal
-    from .workbench.connection_limits import ConnectionLimits
 
 #: Where each exported name lives; it is imported on first use, so ``import mcp_ref`` stays cheap.
 #: (``core``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is

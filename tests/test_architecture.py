@@ -232,20 +232,19 @@ def test_the_lifecycle_table_has_a_row_for_every_phase_of_each_role(role):
 
 def test_every_export_is_typed_for_a_users_checker():
     """Issue 21, part 4: ``from mcp_ref import Client`` is loaded lazily (``__getattr__``), which a type
-    checker cannot follow; the ``if TYPE_CHECKING:`` block must import every exported name from the
-    module ``_EXPORTS`` names, or the user's checker sees ``Any``."""
+    checker cannot follow; the stub ``__init__.pyi`` (issue 24: what a checker reads instead of ``__init__.py``)
+    must import every exported name from the module ``_EXPORTS`` names, or the user's checker sees ``Any``."""
     import ast
 
     import mcp_ref
 
-    tree = ast.parse(Path(mcp_ref.__file__).read_text())
+    tree = ast.parse(Path(mcp_ref.__file__).with_suffix(".pyi").read_text())
     typed: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-            for statement in node.body:
-                assert isinstance(statement, ast.ImportFrom) and statement.level == 1
-                for alias in statement.names:
-                    typed[alias.name] = statement.module or ""
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom):
+            assert statement.level == 1
+            for alias in statement.names:
+                typed[alias.name] = statement.module or ""
     assert typed == dict(mcp_ref._EXPORTS)
 
 

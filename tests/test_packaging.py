@@ -31,7 +31,7 @@ def wheel(tmp_path_factory):
 def test_the_wheel_carries_the_license_the_schemas_and_their_notice(wheel):
     names = wheel.namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names
-    assert "mcp_ref/py.typed" in names  # PEP 561
+    assert "mcp_ref/py.typed" in names and "mcp_ref/__init__.pyi" in names  # PEP 561; the typed lazy exports
     assert "mcp_ref/schemas/NOTICE" in names
     assert {f"mcp_ref/schemas/{v}.json" for v in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")} <= set(names)
 

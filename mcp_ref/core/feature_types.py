@@ -7,7 +7,6 @@ also importable from :mod:`mcp_ref.core.types` and ``mcp_ref``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .types import (
@@ -16,7 +15,8 @@ from .types import (
     TextResourceContents,
     WireModel,
     content_from_wire,
-    raw_field,
+    dataclass,
+    field,
     resource_contents_from_wire,
 )
 
@@ -40,7 +40,6 @@ class Resource(WireModel):
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
 
 
 @dataclass(kw_only=True)
@@ -55,7 +54,6 @@ class ResourceTemplate(WireModel):
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
 
 
 @dataclass(kw_only=True)
@@ -64,7 +62,6 @@ class ReadResourceResult(WireModel):
 
     contents: list[TextResourceContents | BlobResourceContents] = field(default_factory=list)
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"contents": resource_contents_from_wire}
 
 
@@ -79,7 +76,6 @@ class PromptArgument(WireModel):
     title: str | None = None
     description: str | None = None
     required: bool | None = None
-    raw: dict[str, Any] | None = raw_field()
 
 
 @dataclass(kw_only=True)
@@ -92,7 +88,6 @@ class Prompt(WireModel):
     arguments: list[PromptArgument] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"arguments": PromptArgument.from_wire}
 
 
@@ -102,7 +97,6 @@ class PromptMessage(WireModel):
 
     role: str
     content: Content
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"content": content_from_wire}
 
 
@@ -113,7 +107,6 @@ class GetPromptResult(WireModel):
     messages: list[PromptMessage] = field(default_factory=list)
     description: str | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"messages": PromptMessage.from_wire}
 
 
@@ -127,7 +120,6 @@ class Root(WireModel):
     uri: str
     name: str | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
 
 
 @dataclass(kw_only=True)
@@ -137,7 +129,6 @@ class Completion(WireModel):
     values: list[str]
     total: int | None = None
     has_more: bool | None = None
-    raw: dict[str, Any] | None = raw_field()
 
 
 @dataclass(kw_only=True)
@@ -157,7 +148,6 @@ class LogMessage(WireModel):
     data: Any
     logger: str | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object; ``data`` is required and may be any JSON value, so None is sent as null."""

@@ -9,10 +9,9 @@ names are also importable from :mod:`mcp_ref.core.types` and ``mcp_ref``.
 from __future__ import annotations
 
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .types import WireModel, content_from_wire, raw_field
+from .types import WireModel, content_from_wire, dataclass, field, raw_field
 
 _R = TypeVar("_R", bound="Awaitable")
 
