@@ -120,6 +120,22 @@ def test_plain_calls_take_the_thin_path_with_the_same_headers(serve, sent_by_req
             assert headers["mcp-session-id"] == client.session.transport.session_id
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_a_thin_answer_is_handled_on_the_callers_own_thread(serve, era):
+    """Issue 24: the caller that waits for an answer reads it itself: a plain answer reaches the session
+    (its ``trace``) on the thread that called, with no hand-off to the reader thread."""
+    srv, _ = scripted(serve)
+    readers: list[tuple[str, str]] = []
+
+    def trace(direction: str, data: bytes) -> None:
+        if direction == "<--" and b'"echo-me"' in data:
+            readers.append((threading.current_thread().name, data.decode()))
+
+    with Client.http(srv.mcp, era=era, timeout=WAIT, trace=trace) as client:
+        assert client.call_tool("echo", {"text": "echo-me"}).text == "echo-me"
+    assert [name for name, _ in readers] == [threading.current_thread().name]
+
+
 def test_eight_threads_share_the_thin_path(serve, sent_by_requests):
     srv, _ = scripted(serve)
     with Client.http(srv.mcp, era="handshake", timeout=WAIT) as client:

@@ -132,7 +132,7 @@ class Session:
         # queued (each ends at once when a thread takes it).  Bounded by max_incoming too.
         self._withdrawn = 0
         self._write_lock = threading.Lock()
-        self._concurrent_writes = transport.concurrent_writes
+        self._concurrent_writes, transport.deliver = transport.concurrent_writes, self.receive
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")

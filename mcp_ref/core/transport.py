@@ -74,6 +74,8 @@ class Transport:
     #: leaves out tools whose ``x-mcp-header`` declarations are invalid; and, as every request
     #: gets an HTTP status, its era probe needs no timeout of its own.
     mirrors_headers: bool = False
+    #: The session's ``receive``, set when the session is made: a message a caller's thread read (HTTP's thin path: its own answer) is handled there, with no hand-off to the reader.
+    deliver: Callable[[bytes], None] | None = None
 
     def read(self) -> bytes | RequestFailed | None:
         """Block until one whole message arrives and return its bytes; None at end of input.
