@@ -320,6 +320,60 @@ def test_an_answer_without_length_past_max_message_size_fails_its_request(serve)
         assert client.call_tool("echo", {"text": "fine"}).text == "fine"
 
 
+def test_slow_calls_in_flight_hold_at_most_max_idle_thin_connections(serve, sent_by_requests):
+    """Review of issue 24: past ``max_idle`` thin connections in flight, a request goes the ``requests``
+    way (bounded by the transport's workers): many slow calls cannot open sockets without end."""
+    server = Server("held")
+    gate = threading.Event()
+
+    @server.tool()
+    def hold() -> str:
+        """Waits for the test's gate."""
+        gate.wait(WAIT)
+        return "held"
+
+    srv = serve(server)
+    with Client.http(srv.mcp, era="handshake", timeout=WAIT) as client:
+        lane = client.session.transport._lane
+        before = sent_by_requests.count("POST")
+        try:
+            calls = [client.start_tool_call("hold") for _ in range(lane.max_idle + 3)]
+            assert len(lane._busy) <= lane.max_idle
+        finally:
+            gate.set()
+        assert [call.result().text for call in calls] == ["held"] * len(calls)
+        assert sent_by_requests.count("POST") - before >= 3  # the ones past the bound went requests' way
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_an_answer_that_stalls_after_its_headers_never_holds_the_caller(serve, era):
+    """Review of issue 24: headers at once, then the body stalls; the caller's thread reads only an answer
+    already whole, so the call's own timeout still ends it, and starting a call returns at once."""
+    srv, seen = scripted(serve)
+    stall = threading.Event()
+
+    def stalled(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "200")])
+        yield b'{"jsonrpc": "2.0", '
+        stall.wait(WAIT)  # the rest never comes while the test runs
+
+    try:
+        with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+            seen.answer = stalled
+            started = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                client.call_tool("echo", {"text": "x"}, timeout=0.3)
+            assert time.monotonic() - started < 0.3 + 1.5
+            started = time.monotonic()
+            call = client.start_tool_call("echo", {"text": "y"})
+            assert time.monotonic() - started < 1.0  # not held inside send_request by the stalled body
+            assert call.cancel("enough")
+            seen.answer = None
+            assert client.call_tool("echo", {"text": "still"}).text == "still"
+    finally:
+        stall.set()
+
+
 @pytest.mark.parametrize("era", ERAS)
 def test_a_slow_thin_request_keeps_its_timeout_and_can_be_cancelled(serve, era):
     server = tools_server()

@@ -445,7 +445,7 @@ class Session:
         self._set_closed()
 
     def receive(self, data: bytes) -> None:
-        """Handle one transport message (a message or a batch).  Called by the reader thread."""
+        """Handle one transport message (a message or a batch): on the reader thread, or a caller's (Transport.deliver)."""
         if self.trace is not None:
             self.trace("<--", data)
         self._receiving = len(data)  # what a callback queued for this message is charged (call_soon)

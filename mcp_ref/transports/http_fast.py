@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import http.client
 import logging
+import re
 import select
 import socket
 import threading
@@ -56,6 +57,9 @@ log = logging.getLogger(__name__)
 FAST_WAIT = 0.05
 #: The requests that always go the ``requests`` way (their answers set up the connection).
 SLOW_METHODS = frozenset({"initialize", "server/discover"})
+#: Bytes of a waiting answer :meth:`Exchange.whole` looks at: a larger answer is read by a worker.
+PEEK_SIZE = 65536
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*(?:\r\n|$)")
 
 
 def merge_headers(session_headers, headers: dict) -> dict:
@@ -105,8 +109,11 @@ class FastLane:
         self._closed = False
 
     def usable(self, http) -> bool:
-        """Whether a request of the ``requests.Session`` ``http`` may take the thin path now."""
-        return (http.auth is None and not http.trust_env and not http.cookies and not http.params
+        """Whether a request of the ``requests.Session`` ``http`` may take the thin path now: the
+        session as it was, and fewer than ``max_idle`` of the lane's connections in flight (past
+        that, requests go the ``requests`` way, bounded by the transport's workers: a caller that
+        starts many slow requests cannot open sockets without end)."""
+        return (len(self._busy) < self.max_idle and http.auth is None and not http.trust_env and not http.cookies and not http.params
                 and http.hooks["response"] == self.hooks and http.proxies == self.proxies
                 and http.get_adapter(self.url) is self.adapter)
 
@@ -134,6 +141,8 @@ class FastLane:
             self.release(connection, reuse=False)  # the server closed it while idle (or said something unasked)
         connection = http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
         with self._lock:
+            if self._closed:  # closed meanwhile: nothing is sent after close
+                raise ConnectionError("the HTTP transport is closed")
             self._busy.add(connection)
         try:
             connection.connect()
@@ -159,15 +168,17 @@ class FastLane:
             self._busy.discard(connection)
 
     def close(self) -> None:
-        """Close the idle connections and shut down those in flight (their exchanges then fail)."""
+        """Close the idle connections and shut down those in flight (their exchanges then fail), closing
+        them too: an exchange a worker would have finished may never run once the transport is closed."""
         with self._lock:
             self._closed = True
             idle, busy = self._idle, list(self._busy)
-            self._idle = []
+            self._idle, self._busy = [], set()
         for connection in idle:
             connection.close()
         for connection in busy:
             shut(connection.sock)
+            connection.close()
 
 
 def readable(sock: socket.socket, seconds: float) -> bool:
@@ -215,6 +226,25 @@ class Exchange:
         """Whether the answer began (or the connection ended) within ``seconds``."""
         return readable(self.sock, seconds)
 
+    def whole(self) -> bool:
+        """Whether the whole answer (status line, headers, and a body of known length or a finished
+        chunked one) already waits in the socket, so the caller's thread reads it without waiting
+        (:data:`PEEK_SIZE` bytes at most are looked at, none taken).  Anything else is read by a
+        worker, where the request's timeout and cancellation apply: a server that sends its headers
+        and then stalls can never hold the caller inside ``send_request``."""
+        try:
+            data = self.sock.recv(PEEK_SIZE, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:
+            return False
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            return False
+        head, body = data[:end].lower(), len(data) - end - 4
+        length = _CONTENT_LENGTH.search(head)
+        if length is not None:
+            return body >= int(length.group(1))
+        return b"\r\ntransfer-encoding:" in head and data.endswith(b"\r\n0\r\n\r\n")
+
     def answer(self) -> http.client.HTTPResponse:
         """The status line and headers of the answer (waiting for them)."""
         self.response = self.connection.getresponse()
@@ -230,8 +260,10 @@ class Exchange:
         return kind == "application/json" and coding == "identity"
 
     def abort_now(self) -> None:
-        """Shut the connection down under a thread waiting for the answer (the request is abandoned)."""
-        shut(self.sock)
+        """Shut the connection down under a thread waiting for the answer (the request is abandoned);
+        nothing once the exchange is over (its connection may carry another request by then)."""
+        if not self.over:
+            shut(self.sock)
 
     def done(self, *, reuse: bool) -> None:
         """The exchange is over: its connection goes back to the lane (kept when ``reuse``); once only."""
@@ -242,8 +274,12 @@ class Exchange:
 
     def raw(self):
         """The answer as urllib3's response (what requests' adapter wraps); the connection is handed over with it."""
-        from urllib3 import HTTPHeaderDict
         from urllib3.response import HTTPResponse
+
+        try:
+            from urllib3 import HTTPHeaderDict
+        except ImportError:  # urllib3 1.x (requests accepts it) keeps it here only
+            from urllib3._collections import HTTPHeaderDict  # type: ignore[attr-defined,no-redef]
 
         response = self.response
         assert response is not None
@@ -380,7 +416,7 @@ class FastPosts:
         if not self._track(request.id, exchange):  # cancelled meanwhile (from another thread)
             exchange.done(reuse=False)
             self._finish(request.id)
-        elif exchange.begun(FAST_WAIT):
+        elif exchange.begun(FAST_WAIT) and exchange.whole():
             self._take_answer(answered, request, modern, inline=True)
         else:
             self._later(self._take_answer, answered, request, modern, False)
