@@ -199,7 +199,7 @@ def test_a_proxy_keeps_requests_way_and_no_proxy_the_thin_one(monkeypatch):
         lane = http_fast.open_lane(session, "http://127.0.0.1:8000/mcp", connect_timeout=1, max_idle=2)
         assert (lane is not None) is expected
         session.close()
-    assert http_fast.open_lane(requests.Session(), "https://127.0.0.1:8000/mcp", connect_timeout=1, max_idle=2) is None
+    assert http_fast.open_lane(requests.Session(), "ftp://127.0.0.1:8000/mcp", connect_timeout=1, max_idle=2) is None
     assert http_fast.open_lane(requests.Session(), "http://ada:pw@127.0.0.1:8000/mcp", connect_timeout=1, max_idle=2) is None
 
 

@@ -10,9 +10,22 @@ instead, over a keep-alive connection of this origin's own small pool (:class:`F
   while the ``requests.Session`` has no ``auth`` (nor credentials in the URL, nor a ``~/.netrc``
   entry), ``trust_env`` off, no cookies, no ``params``, no hook but the transport's own, the
   proxies it had, and the transport's own adapter (:meth:`FastLane.usable`, checked for every
-  request), and the transport's ``url`` is still the one the lane was made for.  Otherwise, or for
-  ``https://`` (whose TLS stays requests' and urllib3's), the request goes the ``requests`` way,
-  on a worker, exactly as before;
+  request), and the transport's ``url`` is still the one the lane was made for.  Otherwise the
+  request goes the ``requests`` way, on a worker, exactly as before;
+* **https://**: the same, over ``http.client.HTTPSConnection`` with one :class:`ssl.SSLContext` per
+  lane (:func:`tls_context`) that is what urllib3 builds for requests' settings: urllib3's own
+  ``create_urllib3_context`` (TLS 1.2 at least, its options), ``verify`` True -> certificates and
+  host name checked against requests' CA bundle (``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` as
+  resolved when the transport was made, else ``requests.utils.DEFAULT_CA_BUNDLE_PATH``), a path ->
+  that CA file or directory, False -> nothing checked and urllib3's ``InsecureRequestWarning`` for
+  every request, as urllib3 warns; ``cert`` -> the client certificate (and key); ALPN
+  ``http/1.1``; SNI and the name checked: the URL's host.  A setting requests would refuse (a CA
+  path or certificate file that does not exist) leaves it all to requests, which reports it as
+  before; ``verify`` or ``cert`` changed on the session afterwards sends requests the ``requests``
+  way.  The context is built once: a CA file changed on disk later counts for new connections of
+  requests' way only.  An SSL socket cannot be peeked: the caller reads (without blocking) at most
+  :data:`PEEK_SIZE` decrypted bytes into the connection's buffer (:class:`TlsExchange`), which the
+  answer's reader takes first;
 * **what is sent**: what ``requests`` would send: the session's headers merged with the
   request's (case-insensitively, the request's winning, ``None`` dropping one), the body, its
   ``Content-Length``;
@@ -39,11 +52,14 @@ instead, over a keep-alive connection of this origin's own small pool (:class:`F
 from __future__ import annotations
 
 import http.client
+import io
 import logging
 import re
 import select
 import socket
+import ssl
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -73,8 +89,9 @@ def merge_headers(session_headers, headers: dict) -> dict:
 
 def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastLane | None:
     """The :class:`FastLane` of ``url`` for the ``requests.Session`` ``http`` (its environment already
-    resolved), or None where requests must do it all: not ``http://``, a proxy applies, or
-    credentials in the URL."""
+    resolved), or None where requests must do it all: not ``http://`` nor ``https://``, a proxy
+    applies, credentials in the URL, another adapter than requests' own, or TLS settings requests
+    would refuse."""
     from urllib.parse import urlsplit
 
     import requests
@@ -83,19 +100,75 @@ def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastL
     prepared.prepare_url(url, None)  # requests' own reading of the URL (IDNA, quoting)
     full = str(prepared.url)
     parts = urlsplit(full)
-    if parts.scheme != "http" or not parts.hostname or parts.username or parts.password:
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
         return None
     if requests.utils.select_proxy(full, http.proxies) is not None:
         return None  # the proxy's way (absolute-form targets, CONNECT, its credentials) is requests'
-    return FastLane(http, url, parts.hostname, parts.port or 80, prepared.path_url,
-                    connect_timeout=connect_timeout, max_idle=max_idle)
+    context = None
+    if parts.scheme == "https":
+        if type(http.get_adapter(url)) is not requests.adapters.HTTPAdapter:
+            return None  # an adapter of its own may bring TLS settings of its own
+        try:
+            context = tls_context(http.verify, http.cert)
+        except (OSError, ValueError):  # a missing CA bundle or certificate: requests' way says so, as before
+            return None
+    return FastLane(http, url, parts.hostname, parts.port or (443 if context else 80), prepared.path_url,
+                    connect_timeout=connect_timeout, max_idle=max_idle, context=context)
+
+
+def tls_context(verify, cert) -> ssl.SSLContext:
+    """The context urllib3 makes for a connection of requests' ``HTTPAdapter`` with these settings
+    (``requests.Session.verify`` and ``.cert``; see ``HTTPAdapter.cert_verify`` and urllib3's
+    ``ssl_wrap_socket``): urllib3's own defaults (TLS 1.2 at least, no compression, no tickets),
+    certificates required and host names checked unless ``verify`` is False, trusting requests'
+    CA bundle (``verify`` True) or the file or directory ``verify`` names, the client certificate
+    ``cert`` (a path, or a (certificate, key) pair) presented, ALPN ``http/1.1``.  Raises OSError
+    where requests would refuse to send (a path that does not exist)."""
+    import os
+
+    import requests
+    from urllib3.util import ssl_ as urllib3_ssl
+
+    required = bool(verify)  # requests' own test (HTTPAdapter.cert_verify): any false value checks nothing
+    context = urllib3_ssl.create_urllib3_context(cert_reqs=ssl.CERT_REQUIRED if required else ssl.CERT_NONE)
+    if context.minimum_version in (ssl.TLSVersion.MINIMUM_SUPPORTED, ssl.TLSVersion.SSLv3, ssl.TLSVersion.TLSv1,
+                                   ssl.TLSVersion.TLSv1_1):
+        context.minimum_version = ssl.TLSVersion.TLSv1_2  # urllib3 2's floor (an older urllib3 may leave it lower)
+    if required:
+        location = requests.utils.DEFAULT_CA_BUNDLE_PATH if verify is True else verify
+        if not location or not os.path.exists(location):
+            raise OSError(f"no TLS CA certificate bundle at {location!r}")
+        if os.path.isdir(location):
+            context.load_verify_locations(capath=location)
+        else:
+            context.load_verify_locations(cafile=location)
+    else:
+        context.load_default_certs()  # as urllib3 does with none given (nothing is checked anyway)
+    if cert:
+        certificate, key = (cert, None) if isinstance(cert, str) else (cert[0], cert[1])
+        for path in (certificate, key):
+            if path and not os.path.exists(path):
+                raise OSError(f"no TLS certificate or key file at {path!r}")
+        context.load_cert_chain(certificate, key)
+    context.set_alpn_protocols(list(urllib3_ssl.ALPN_PROTOCOLS))
+    return context
 
 
 class FastLane:
     """Keep-alive connections to one origin, for the POSTs the thin path sends (see the module)."""
 
-    def __init__(self, http, url: str, host: str, port: int, target: str, *, connect_timeout: float, max_idle: int):
+    def __init__(self, http, url: str, host: str, port: int, target: str, *, connect_timeout: float, max_idle: int,
+                 context: ssl.SSLContext | None = None):
         self.url = url
+        #: The TLS context of an ``https://`` lane (:func:`tls_context`), None for ``http://``.
+        self.context = context
+        #: The session's TLS settings the context was made from: if they change, requests' way.
+        self.verify, self.cert = http.verify, http.cert
+        self.insecure: type[Warning] | None = None
+        if context is not None and context.verify_mode == ssl.CERT_NONE:
+            from urllib3.exceptions import InsecureRequestWarning
+
+            self.insecure = InsecureRequestWarning
         self.host, self.port, self.target = host, port, target
         self.connect_timeout = connect_timeout
         self.max_idle = max_idle
@@ -115,17 +188,23 @@ class FastLane:
         starts many slow requests cannot open sockets without end)."""
         return (len(self._busy) < self.max_idle and http.auth is None and not http.trust_env and not http.cookies and not http.params
                 and http.hooks["response"] == self.hooks and http.proxies == self.proxies
-                and http.get_adapter(self.url) is self.adapter)
+                and http.get_adapter(self.url) is self.adapter
+                and (self.context is None or (http.verify == self.verify and http.cert == self.cert)))
 
     def send(self, data: bytes, headers: dict) -> Exchange:
         """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one."""
+        if self.insecure is not None:  # urllib3 warns for every request it sends unverified
+            import warnings
+
+            warnings.warn(f"an HTTPS request to {self.host} without checking its certificate (verify=False)",
+                          self.insecure, stacklevel=4)
         connection = self._take()
         try:
             connection.request("POST", self.target, body=data, headers=headers)
         except BaseException:
             self.release(connection, reuse=False)
             raise
-        return Exchange(self, connection)
+        return TlsExchange(self, connection) if self.context is not None else Exchange(self, connection)
 
     def _take(self) -> http.client.HTTPConnection:
         while True:
@@ -136,16 +215,19 @@ class FastLane:
                 if connection is None:
                     break
                 self._busy.add(connection)
-            if connection.sock is not None and not readable(connection.sock, 0):
+            sock = connection.sock
+            if sock is not None and not readable(sock, 0) and not (self.context is not None and sock.pending()):
                 return connection
             self.release(connection, reuse=False)  # the server closed it while idle (or said something unasked)
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
+        connection = (TlsConnection(self.host, self.port, timeout=self.connect_timeout, context=self.context)
+                      if self.context is not None else
+                      http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout))
         with self._lock:
             if self._closed:  # closed meanwhile: nothing is sent after close
                 raise ConnectionError("the HTTP transport is closed")
             self._busy.add(connection)
         try:
-            connection.connect()
+            connection.connect()  # the TLS handshake within connect_timeout too, as urllib3's
             connection.sock.settimeout(None)  # as requests' timeout=(connect_timeout, None): no read timeout
         except BaseException:
             self.release(connection, reuse=False)
@@ -236,17 +318,10 @@ class Exchange:
             data = self.sock.recv(PEEK_SIZE, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except OSError:
             return False
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            return False
-        head, body = data[:end].lower(), len(data) - end - 4
-        length = _CONTENT_LENGTH.search(head)
-        if length is not None:
-            return body >= int(length.group(1))
-        return b"\r\ntransfer-encoding:" in head and data.endswith(b"\r\n0\r\n\r\n")
+        return complete(data)
 
     def answer(self) -> http.client.HTTPResponse:
-        """The status line and headers of the answer (waiting for them)."""
+        """The status line and headers of the answer (waiting for them; over TLS, what :class:`TlsExchange` read ahead first)."""
         self.response = self.connection.getresponse()
         return self.response
 
@@ -292,6 +367,113 @@ class Exchange:
                             version=response.version, reason=response.reason, preload_content=False,
                             decode_content=False, original_response=response, connection=Held(self.sock),  # type: ignore[arg-type]
                             enforce_content_length=True, request_method="POST", request_url=self.lane.url)
+
+
+def complete(data: bytes) -> bool:
+    """Whether ``data`` holds a whole answer: its head, and a body of the length it gives or a
+    finished chunked one."""
+    end = data.find(b"\r\n\r\n")
+    if end < 0:
+        return False
+    head, body = data[:end].lower(), len(data) - end - 4
+    length = _CONTENT_LENGTH.search(head)
+    if length is not None:
+        return body >= int(length.group(1))
+    return b"\r\ntransfer-encoding:" in head and data.endswith(b"\r\n0\r\n\r\n")
+
+
+class TlsConnection(http.client.HTTPSConnection):
+    """An ``http.client`` TLS connection whose next answer is read from ``early`` (what
+    :meth:`TlsExchange.whole` took from the socket ahead) before the socket."""
+
+    early = b""
+
+    def response_class(self, sock, *args, **options) -> http.client.HTTPResponse:  # type: ignore[override]
+        """The answer's reader (http.client makes it with ``self.response_class(sock, ...)``)."""
+        early, self.early = self.early, b""
+        response = http.client.HTTPResponse(sock, *args, **options)
+        if early:
+            response.fp = io.BufferedReader(ReadAhead(early, response.fp.detach()))
+        return response
+
+
+class ReadAhead(io.RawIOBase):
+    """Bytes already taken from a socket, then the socket's own reader (closed with this one)."""
+
+    def __init__(self, early: bytes, raw):
+        self.early = memoryview(early)
+        self.raw = raw
+
+    def readable(self) -> bool:
+        """Always: a reader."""
+        return True
+
+    def readinto(self, buffer) -> int:
+        """The read-ahead bytes first, then the socket's."""
+        if self.early:
+            count = min(len(buffer), len(self.early))
+            buffer[:count] = self.early[:count]
+            self.early = self.early[count:]
+            return count
+        return self.raw.readinto(buffer)
+
+    def close(self) -> None:
+        """Close the socket's reader too (the socket itself closes once no reader holds it)."""
+        if not self.closed:
+            self.raw.close()
+        super().close()
+
+
+class TlsExchange(Exchange):
+    """An :class:`Exchange` over TLS, where the socket cannot be peeked: the caller's thread takes
+    the decrypted bytes that are there, without blocking, at most :data:`PEEK_SIZE` of them, into
+    the connection's ``early`` buffer (the answer's reader takes them first)."""
+
+    __slots__ = ()
+
+    def begun(self, seconds: float) -> bool:
+        """Whether some of the answer (or the connection's end) was decrypted within ``seconds``
+        (a TLS 1.3 session ticket alone makes the socket readable: not an answer)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if self.gather():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or not readable(self.sock, left):
+                return False
+
+    def whole(self) -> bool:
+        """Whether the whole answer is in the read-ahead buffer (after taking what is there)."""
+        self.gather()
+        return complete(self.connection.early)  # type: ignore[attr-defined]
+
+    def gather(self) -> bool:
+        """Take, without blocking, the decrypted bytes waiting (up to :data:`PEEK_SIZE` in all);
+        whether there are any now, or the connection ended."""
+        connection: TlsConnection = self.connection  # type: ignore[assignment]
+        sock: ssl.SSLSocket = self.sock  # type: ignore[assignment]
+        taken = [connection.early]
+        size, ended = len(connection.early), False
+        sock.setblocking(False)
+        try:
+            while size < PEEK_SIZE:
+                try:
+                    data = sock.recv(PEEK_SIZE - size)
+                except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                    break
+                except OSError:  # broken: the answer's reader finds it so too
+                    ended = True
+                    break
+                if not data:
+                    ended = True
+                    break
+                taken.append(data)
+                size += len(data)
+        finally:
+            if sock.fileno() >= 0:
+                sock.settimeout(None)
+        connection.early = b"".join(taken)
+        return ended or size > 0
 
 
 def read_bounded(response: http.client.HTTPResponse, limit: int) -> bytes | None:
