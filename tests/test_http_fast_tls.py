@@ -14,25 +14,11 @@ import pytest
 import requests
 import urllib3
 from conftest import WAIT
-from test_http_fast import ERAS, tools_server
+from test_http_fast import ERAS, sent_by_requests, tools_server  # noqa: F401 - a fixture
 from tls_fixtures import Pki, start_tls
 
 from mcp_ref import Client, Context, Server, ServerUnreachable
 from mcp_ref.transports import http_fast
-
-
-@pytest.fixture
-def sent_by_requests(monkeypatch):
-    """The methods of the HTTP requests that went through ``requests.Session.send``."""
-    methods: list[str] = []
-    original = requests.Session.send
-
-    def counting(self, request, **options):
-        methods.append(request.method)
-        return original(self, request, **options)
-
-    monkeypatch.setattr(requests.Session, "send", counting)
-    return methods
 
 
 @pytest.fixture

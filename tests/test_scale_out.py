@@ -206,6 +206,8 @@ def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
 
         server = Server("reconnects", state=f"{redis.url}?namespace=reconnect")
         server.add_tool(lambda: "here", name="present")  # a server with tools offers tools/list_changed
+        # Retried every 0.2 s at most (5 s by default): the test waits for the reconnection, not the backoff.
+        server.shared_state.bus().max_backoff = 0.2
         heard = threading.Event()
         with Client.in_memory(server, timeout=WAIT) as client:
             with client.listen(tools=True, on_notification=lambda method, params: heard.set()):

@@ -14,19 +14,7 @@ the ``mcp_ref`` it imports is the one first on ``PYTHONPATH``.
 
 import sys
 
-
-def build_server():
-    """An mcp_ref ``Server`` with one ``echo`` tool."""
-    from mcp_ref import Server
-
-    server = Server("bench-echo")
-
-    @server.tool()
-    def echo(text: str) -> str:
-        """Return the text unchanged."""
-        return text
-
-    return server
+from mcp_ref_http_echo import build_server  # the same echo server (this file's folder is on sys.path)
 
 
 def main():
