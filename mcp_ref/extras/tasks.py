@@ -503,6 +503,15 @@ class TaskStore(TaskPool):
             return lambda: None
         return self.bus.subscribe(f"tasks/{task.id}", task.wake)
 
+    def start(self, task: Task, work: Callable[[], None]) -> None:
+        """Run ``work`` for the new ``task`` on a task thread; ServerBusy (every thread taken): the task is forgotten."""
+        try:
+            self.run(work, task.id)
+        except ServerBusy:
+            self.records.delete(task.id)
+            self.ended(task)
+            raise
+
     def ended(self, task: Task) -> None:
         """``task``'s work is over in this process: forget its live parts (its record stays)."""
         with self._lock:
@@ -630,14 +639,8 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
             store.ended(task)
 
     created = task.to_wire(detailed=False)  # as created (working): the work may end before the answer goes
-    try:
-        store.run(work, task.id)
-    except ServerBusy:
-        store.records.delete(task.id)
-        store.ended(task)
-        raise
-    created["resultType"] = TASK
-    return created
+    store.start(task, work)
+    return {**created, "resultType": TASK}
 
 
 def finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None = None) -> None:

@@ -249,12 +249,7 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
             caller.announce()
 
     created = wire_of(task.record())  # as created (working): the work may end before the answer goes
-    try:
-        store.run(work, task.id)
-    except ServerBusy:
-        store.records.delete(task.id)
-        store.ended(task)
-        raise
+    store.start(task, work)
     log.info("task %s created for tools/call %s", task.id, tool.name)
     return {"task": created}
 
