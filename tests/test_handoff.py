@@ -301,3 +301,17 @@ def test_requests_read_while_initialize_runs_wait_for_its_answer():
     gate.set()
     assert first.result() == {} and second.result() == {"after": True}
     close_both(client, server)
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt()])
+def test_a_handler_raising_system_exit_is_answered_and_its_slot_freed(raised, caplog):
+    def leave(context, params):
+        raise raised
+
+    client, server, _ = pair(Role(leave=leave, ok=lambda context, params: {"ok": True}), max_workers=1, max_incoming=1)
+    with pytest.raises(McpError) as failed:
+        client.request("leave", {}, timeout=WAIT)
+    assert failed.value.code == -32603 and failed.value.message == "Internal error"  # nothing of it reaches the peer
+    # Its request left the table (max_incoming=1: else the next one is refused as busy) and a thread still serves.
+    assert client.request("ok", {}, timeout=WAIT) == {"ok": True}
+    close_both(client, server)

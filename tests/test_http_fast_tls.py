@@ -7,6 +7,7 @@ A real TLS server on 127.0.0.1 port 0 (tests/tls_fixtures.py: certificates made 
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import threading
 
@@ -230,3 +231,39 @@ def test_requests_ca_bundle_from_the_environment_is_the_one_trusted(tls, pki, mo
         before = sent_by_requests.count("POST")
         assert client.call_tool("echo", {"text": "x"}).text == "x"
         assert sent_by_requests.count("POST") == before
+
+
+def test_the_wsgi_servers_watchdog_peeks_under_tls(tls, pki, monkeypatch):
+    """mcp_ref's own WsgiServer peeks at the socket of a client whose response is running, for its end;
+    an SSL socket refuses a peek, so it peeks at the bytes under TLS.  Here the client sends more
+    (the start of a next request) while its handler runs: the watchdog peeks, finds data, and goes on
+    watching, so the client's close then cancels the stateless request."""
+    from test_stateless_oneshot import oneshot_server, post
+
+    from mcp_ref.workbench import connection_limits
+
+    peeked, looks = threading.Event(), connection_limits.closed_by_peer
+
+    def looking(watched):
+        try:
+            return looks(watched)
+        finally:
+            if any(socket_io.serving for socket_io in watched):
+                peeked.set()
+
+    started, cancelled = threading.Event(), threading.Event()
+    served = tls(oneshot_server(started, cancelled), stateless=True)
+    body, headers = post("modern", "wait_for_cancel", {})
+    context = ssl.create_default_context(cafile=str(pki.ca_path))
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", served.port), timeout=WAIT),
+                               server_hostname="127.0.0.1")
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    assert started.wait(WAIT)
+    sock.sendall(b"POST")  # readable, not ended: the watchdog must peek
+    monkeypatch.setattr(connection_limits, "closed_by_peer", looking)
+    assert peeked.wait(WAIT)
+    sock.close()
+    assert cancelled.wait(WAIT)  # the watchdog still watches
+    with Client.http(served.mcp, verify=str(pki.ca_path), era="modern", timeout=WAIT) as client:  # the server goes on
+        assert client.call_tool("echo", {"text": "after"}).text == "after"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import socket
 import ssl
 from pathlib import Path
 
@@ -84,16 +83,6 @@ class Pki:
         return str(cert_path), str(key_path)
 
 
-class PeekableSSLSocket(ssl.SSLSocket):
-    """The server's TLS socket: a peek (the WsgiServer's watchdog looks whether a client closed its
-    connection) looks at the bytes under TLS, which an SSL socket does not allow."""
-
-    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
-        if flags:
-            return socket.socket.recv(self, buflen, flags)
-        return super().recv(buflen, flags)
-
-
 class TlsServed(Served):
     """A :class:`Served` over https: ``url`` is ``https://127.0.0.1:PORT``; ``context`` its server context."""
 
@@ -114,7 +103,6 @@ def start_tls(server, cert: tuple[str, str], *, wrap=None, client_ca: str | None
     from mcp_ref.workbench.wsgi_server import WsgiServer
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.sslsocket_class = PeekableSSLSocket
     context.load_cert_chain(*cert)
     if client_ca is not None:
         context.verify_mode = ssl.CERT_REQUIRED

@@ -22,6 +22,7 @@ connection is :class:`mcp_ref.core.transport.Transport`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -120,36 +121,35 @@ class Session:
         self.max_incoming = max_incoming
         self.name = name
         self.trace = trace
-        #: The negotiated revision; set by the role once ``initialize`` completes.
-        self.protocol_version: str | None = None
         self._ids: Iterator[jsonrpc.RequestId] = ids if ids is not None else itertools.count(1)
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
         self._lasting: set[Any] = set()  # task-augmented requests whose progress outlives the answer
         self._incoming: dict[Any, RequestContext] = {}
-        # Requests cancelled while they waited for a thread: out of _incoming, their pool jobs still
-        # queued (each ends at once when a thread takes it).  Bounded by max_incoming too.
-        self._withdrawn = 0
         self._write_lock = threading.Lock()
         self._concurrent_writes, transport.deliver = transport.concurrent_writes, self.receive
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
         self.max_workers = max_workers
-        self._workers: Workers | None = None  # our threads (core/workers.py), made for the first request to run
-        self._started = False
         #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
         self.max_callbacks = max_callbacks
         self.max_callback_bytes = max_callback_bytes
-        self._callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
-        self._callbacks_ended = False
-        self._receiving = 0  # the size of the message the reader handles now: a callback it queues is charged
-        self._reader: threading.Thread | None = None
-        self._closing = False  # close() called, or the connection is fully finished
-        self._input_ended = False  # the peer can no longer answer requests
-        self._closed_event: threading.Event | None = None  # made when someone waits for the end
-        self._ended = False
+
+    # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
+    protocol_version: str | None = None  #: The negotiated revision; set by the role once ``initialize`` completes.
+    _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
+    _workers: Workers | None = None  # our threads (core/workers.py), made for the first request to run
+    _started = False
+    _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
+    _callbacks_ended = False
+    _receiving = 0  # the size of the message the reader handles now: a callback it queues is charged
+    _reader: threading.Thread | None = None
+    _closing = False  # close() called, or the connection is fully finished
+    _input_ended = False  # the peer can no longer answer requests
+    _closed_event: threading.Event | None = None  # made when someone waits for the end
+    _ended = False
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -335,10 +335,8 @@ class Session:
         params: dict[str, Any] = {"requestId": request_id}
         if reason:
             params["reason"] = reason
-        try:
+        with contextlib.suppress(ConnectionClosed):
             self._write(Notification("notifications/cancelled", params), while_closing=while_closing)
-        except ConnectionClosed:
-            pass
 
     def _fail_request(self, request_id, error: Exception) -> None:
         """One request of ours failed before reaching the peer (the transport says so)."""
@@ -354,6 +352,8 @@ class Session:
                 request.deadline = max(request.deadline, time.monotonic() + seconds + (request.timeout or 0))
 
     def _fail_pending(self, why: str) -> None:
+        if not (self._pending or self._progress):  # (none is added once closing or the input ended)
+            return
         with self._lock:
             pending = list(self._pending.values())
             self._pending.clear()
@@ -556,6 +556,7 @@ class Session:
             self.transport.request_finished(request.id)
             return
         reply: Response | ErrorResponse | None
+        fatal = None  # a handler's SystemExit or KeyboardInterrupt: its request is answered, then it goes on up
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
@@ -568,9 +569,10 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except Exception:  # never leak internals to the peer
+        except BaseException as exc:  # never leak internals to the peer
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
+            fatal = None if isinstance(exc, Exception) else exc
         self._leave(request.id, context)
         if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
@@ -581,6 +583,8 @@ class Session:
             self._reply(reply)
         if reply is None:
             self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
+        if fatal is not None:
+            raise fatal
 
     def _leave(self, request_id, context: RequestContext) -> None:
         """Take a request out of the table of incoming ones, if it is still there (and is this one)."""
@@ -633,6 +637,8 @@ class Session:
             log.debug("%s: request_finished failed", self.name, exc_info=True)
 
     def _end_all_deferred(self) -> None:
+        if not self._incoming:
+            return
         with self._lock:
             deferred = [c for c in self._incoming.values() if c.deferred]
             for context in deferred:

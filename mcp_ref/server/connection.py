@@ -185,23 +185,26 @@ class ServerConnection:
         self.client_capabilities: dict = {}
         self.client_info: dict = {}
         self.capabilities: dict = {}
-        self.log_level: str | None = None
-        self.stateless = False  # True: served without a session, one request only (assume_initialized)
         self.subscriptions: set[str] = set()
-        #: ``(request id, Envelope)`` when the transport already read that request's envelope
-        #: (2026-07-28 HTTP checks it against the headers first): not read twice.
-        self.envelope_read: tuple | None = None
-        #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the transport authenticates
-        #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
-        self.auth = None
-        #: The caller as the transport knows it, without a token (``stdio``, ``http-session:...``,
-        #: ``http-client:<address>``); None: ``connection-<n>``.  See :attr:`principal`.
-        self.peer: str | None = None
         self._serial = next(_SERIALS)  # numbered now: two first looks at `principal` agree
         #: Ids of requests the transport already counted against the rate limits (HTTP does,
         #: before dispatch, to answer 429): not counted twice.  See :meth:`mark_admitted`.
         self.admitted: dict = {}
-        self._principal: Principal | None = None
+
+    # Starting values, replaced on the instance when they change (a one-request HTTP connection
+    # changes few of them).
+    log_level: str | None = None
+    stateless = False  # True: served without a session, one request only (assume_initialized)
+    #: ``(request id, Envelope)`` when the transport already read that request's envelope
+    #: (2026-07-28 HTTP checks it against the headers first): not read twice.
+    envelope_read: tuple[Any, envelopes.Envelope] | None = None
+    #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the transport authenticates
+    #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
+    auth: Any = None
+    #: The caller as the transport knows it, without a token (``stdio``, ``http-session:...``,
+    #: ``http-client:<address>``); None: ``connection-<n>``.  See :attr:`principal`.
+    peer: str | None = None
+    _principal: Principal | None = None
 
     @property
     def principal(self) -> Principal:
@@ -292,10 +295,8 @@ class ServerConnection:
 
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
-        if read is not None and read[0] == context.request_id:
-            modern = read[1]
-        else:
-            modern = envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
+        modern: envelopes.Envelope | None = read[1] if read is not None and read[0] == context.request_id \
+            else envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
         handler = METHODS.get(method) or self.server.handshake_methods.get(method)  # (2025-11-25 tasks/*)

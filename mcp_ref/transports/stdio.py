@@ -16,6 +16,7 @@ children of launchers like ``npx`` or ``uvx`` are not left behind.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import signal
@@ -79,10 +80,8 @@ class StreamTransport(Transport):
 
     def close(self) -> None:
         """Close the writing side (the peer sees end of input)."""
-        try:
+        with contextlib.suppress(OSError, ValueError):  # already closed, or the peer has gone
             self.writer.close()
-        except (OSError, ValueError):
-            pass
 
 
 class SubprocessTransport(StreamTransport):
@@ -112,10 +111,7 @@ class SubprocessTransport(StreamTransport):
         stderr_target = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE) if isinstance(stderr, str) else subprocess.PIPE
         if isinstance(stderr, str) and stderr not in ("inherit", "discard", "capture"):
             raise ValueError(f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}")
-        full_env = None
-        if env is not None:
-            full_env = dict(os.environ)
-            full_env.update(env)
+        full_env = None if env is None else {**os.environ, **env}  # env adds to ours
         options: dict = {}
         if os.name == "posix":
             options["start_new_session"] = True  # its own session and process group
@@ -195,10 +191,8 @@ class SubprocessTransport(StreamTransport):
         # Before the server can exit and orphan them: its descendants that left its process
         # group (setsid), which the group's signals below would not reach.
         strays = _descendants_outside_group(self.process.pid) if os.name == "posix" else []
-        try:
+        with contextlib.suppress(OSError):
             cast(IO[bytes], self.process.stdin).close()
-        except OSError:
-            pass
         exited = _wait(self.process, self.shutdown_timeout)
         if os.name != "posix":
             if not exited:
@@ -248,10 +242,8 @@ def _wait(process: subprocess.Popen, timeout: float) -> bool:
 
 
 def _signal_group(group: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already, or not ours
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _group_alive(group: int) -> bool:
@@ -320,10 +312,8 @@ def _end_strays(strays: list[tuple[int, bytes]], timeout: float) -> None:
 
     def signal_all(pids: list[int], sig: int) -> None:
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     left = running()
     if not left:

@@ -251,7 +251,8 @@ def closed_by_peer(watched: list[DeadlineSocketIO]) -> list[DeadlineSocketIO]:
             closed.append(socket_io)
             continue
         try:
-            if socket_io.sock.recv(1, _PEEK):
+            # the bytes on the wire: an SSL socket refuses flags, and a TLS client's end is TCP's too
+            if socket.socket.recv(socket_io.sock, 1, _PEEK):
                 continue  # data: not an end of input
         except (BlockingIOError, InterruptedError):
             continue
