@@ -34,8 +34,7 @@ SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cach
 
 @functools.lru_cache(maxsize=256)
 def cgi_name(header: str) -> str:
-    """The WSGI environ key of an HTTP header (``Mcp-Name`` -> ``HTTP_MCP_NAME``); the few names a
-    server looks up are kept (256 at most: header names come from the server's own tools)."""
+    """The WSGI environ key of an HTTP header (``Mcp-Name`` -> ``HTTP_MCP_NAME``)."""
     return "HTTP_" + header.upper().replace("-", "_")
 
 
