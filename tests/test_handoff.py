@@ -10,6 +10,7 @@ threads of a closed connection exit.
 
 import itertools
 import json
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -312,6 +313,8 @@ def test_a_handler_raising_system_exit_is_answered_and_its_slot_freed(raised, ca
     with pytest.raises(McpError) as failed:
         client.request("leave", {}, timeout=WAIT)
     assert failed.value.code == -32603 and failed.value.message == "Internal error"  # nothing of it reaches the peer
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "handler for leave failed" in errors[0].getMessage()  # once, not re-raised off the main thread
     # Its request left the table (max_incoming=1: else the next one is refused as busy) and a thread still serves.
     assert client.request("ok", {}, timeout=WAIT) == {"ok": True}
     close_both(client, server)

@@ -267,3 +267,4 @@ def test_the_wsgi_servers_watchdog_peeks_under_tls(tls, pki, monkeypatch):
     assert cancelled.wait(WAIT)  # the watchdog still watches
     with Client.http(served.mcp, verify=str(pki.ca_path), era="modern", timeout=WAIT) as client:  # the server goes on
         assert client.call_tool("echo", {"text": "after"}).text == "after"
+

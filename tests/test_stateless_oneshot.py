@@ -55,6 +55,11 @@ def oneshot_server(started: threading.Event | None = None, cancelled: threading.
             raise
         return "not cancelled"
 
+    @server.tool()
+    def leave() -> str:
+        """Call sys.exit(), as a careless tool might."""
+        raise SystemExit(3)
+
     return server
 
 
@@ -185,4 +190,15 @@ def test_a_stateless_post_whose_client_closes_is_cancelled(serve, count_sessions
     assert cancelled.wait(WAIT)
     assert count_sessions[0] == 0
     status, _, messages = send(srv, era, "echo", {"text": "after"})  # the server goes on
+    assert status == 200 and messages[0]["result"]["content"][0]["text"] == "after"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_tool_calling_sys_exit_gets_an_internal_error_and_the_server_goes_on(serve, era):
+    """Handlers run on the POST's thread: the answer is sent, and the server goes on."""
+    srv = serve(oneshot_server(), stateless=True)
+    status, _, messages = send(srv, era, "leave", {})
+    assert status == 200  # (2026-07-28: -32603 has no HTTP status of its own)
+    assert messages[0]["error"] == {"code": -32603, "message": "Internal error"}
+    status, _, messages = send(srv, era, "echo", {"text": "after"})
     assert status == 200 and messages[0]["result"]["content"][0]["text"] == "after"

@@ -556,7 +556,7 @@ class Session:
             self.transport.request_finished(request.id)
             return
         reply: Response | ErrorResponse | None
-        fatal = None  # a handler's SystemExit or KeyboardInterrupt: its request is answered, then it goes on up
+        fatal = None  # a handler's sys.exit() or Ctrl-C: answered, then raised again on the main thread only
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
@@ -569,10 +569,10 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except BaseException as exc:  # never leak internals to the peer
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # never leak internals to the peer
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
-            fatal = None if isinstance(exc, Exception) else exc
+            fatal = exc if isinstance(exc, (SystemExit, KeyboardInterrupt)) and threading.current_thread() is threading.main_thread() else None
         self._leave(request.id, context)
         if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".

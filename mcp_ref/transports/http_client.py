@@ -8,8 +8,9 @@ per request), :mod:`~mcp_ref.transports.http_fast` (plain POSTs without requests
 they export is importable from here.
 
 The session reads whole messages from :meth:`HttpClientTransport.read`.  Every
-source of messages feeds one queue behind it: JSON replies to POSTs, the SSE
-streams those POSTs may open, and the standalone GET stream.  Writing a request
+source of messages feeds one queue behind it (a bounded ``http_plumbing.Inbox``:
+a stream's thread waits for room): JSON replies to POSTs, the SSE streams those
+POSTs may open, and the standalone GET stream.  Writing a request
 POSTs it (a plain one here, its answer awaited for at most ``http_fast.FAST_WAIT``;
 any other on a worker thread) and returns, so the session's timeouts,
 progress and cancellation work as they do over stdio.  Notifications and
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -70,6 +70,7 @@ from .http_plumbing import (
     Cursor,
     EventTooLarge,
     HttpTransportError,
+    Inbox,
     abort,
     advice,
     discard_body,
@@ -212,7 +213,7 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         self.protocol_version: str | None = None
         self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
         self.legacy_endpoint: str | None = None
-        self._incoming: queue.SimpleQueue = queue.SimpleQueue()
+        self._incoming = Inbox()  # bounded: a stream's thread waits for room (http_plumbing.Inbox)
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-http-client")
         self._closed = threading.Event()
         self._renew_lock = threading.Lock()
@@ -310,6 +311,7 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             self._lane.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.http.close()
+        self._incoming.close()  # a stream's thread waiting for room drops its message
         self._incoming.put(None)
 
     # -- POST ----------------------------------------------------------------------------
@@ -526,7 +528,8 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         the stream's last event id and ``retry`` in ``cursor`` for resuming it."""
         for event in self._events(response, cursor, strict=strict):
             if event.data and event.event in ("message", None, ""):
-                self._incoming.put(event.data.encode("utf-8"))
+                if not self._incoming.put_streamed(event.data.encode("utf-8")):
+                    return  # closed while it waited for room
                 yield event.data
 
     def _retry_delay(self, cursor: Cursor, fruitless: int = 0) -> float:

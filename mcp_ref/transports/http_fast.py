@@ -542,7 +542,7 @@ class FastPosts:
     """The thin path of :class:`~mcp_ref.transports.http_client.HttpClientTransport` (see the module)."""
 
     if TYPE_CHECKING:  # the transport's, which this class is a part of
-        import queue
+        from .http_plumbing import Inbox
 
         url: str
         http: Any
@@ -552,7 +552,7 @@ class FastPosts:
         max_message_size: int
         _lane: FastLane | None
         _generation: int
-        _incoming: queue.SimpleQueue
+        _incoming: Inbox
         _pool: Any
         _session_ready: threading.Event
         _closed: threading.Event

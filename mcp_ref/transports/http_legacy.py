@@ -10,14 +10,13 @@ basic/transports §Backwards Compatibility).  A part of
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urljoin, urlsplit
 
 from ..core.errors import AuthorizationError
-from .http_plumbing import Cursor, HttpTransportError, abort, advice, discard_body
+from .http_plumbing import Cursor, HttpTransportError, Inbox, abort, advice, discard_body
 from .origins import CrossOriginRefused, same_origin
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,7 @@ class LegacySseClient:
         http: Any
         connect_timeout: float
         legacy_endpoint: str | None
-        _incoming: queue.SimpleQueue
+        _incoming: Inbox
         _closed: threading.Event
 
         def _events(self, response, cursor: Cursor | None = None, *, strict: bool = False) -> Iterator[Any]: ...
@@ -61,7 +60,8 @@ class LegacySseClient:
                         self.legacy_endpoint = self._checked_endpoint(event.data)
                         ready.set()
                     elif event.event in ("message", None, "") and event.data:
-                        self._incoming.put(event.data.encode("utf-8"))
+                        if not self._incoming.put_streamed(event.data.encode("utf-8")):
+                            return  # closed while it waited for room
             except requests.RequestException as exc:
                 failure.append(str(exc))
             except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:

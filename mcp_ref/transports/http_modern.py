@@ -13,7 +13,6 @@ notification is sent.  A part of :class:`~mcp_ref.transports.http_client.HttpCli
 from __future__ import annotations
 
 import logging
-import queue
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,7 +20,7 @@ from ..core import envelope
 from ..core.errors import AuthorizationError
 from ..core.jsonrpc import Notification, Request
 from ..core.transport import RequestFailed
-from .http_plumbing import sending, unreachable
+from .http_plumbing import Inbox, sending, unreachable
 from .origins import CrossOriginRefused
 
 log = logging.getLogger(__name__)
@@ -34,7 +33,7 @@ class ModernPosts:
         url: str
         http: Any
         connect_timeout: float
-        _incoming: queue.SimpleQueue
+        _incoming: Inbox
         _input_schema: Callable[[str], dict | None] | None
 
         def _begin(self, request_id) -> None: ...

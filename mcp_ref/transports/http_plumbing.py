@@ -3,13 +3,15 @@
 :func:`read_body` takes a whole answer (or gives up past a bound, the connection closed),
 :func:`stream_chunks` hands over an SSE body as it arrives (never more than :data:`READ_SIZE` at a
 time, each line under it bounded), :class:`Cursor` keeps where an SSE stream stands for resuming
-it, :func:`abort` closes a response under a blocked reader, and :func:`unreachable` words a failed
-connection.  :mod:`mcp_ref.transports.http_client` (and its era parts,
-:mod:`~mcp_ref.transports.http_modern` and :mod:`~mcp_ref.transports.http_legacy`) use them.
+it, :func:`abort` closes a response under a blocked reader, :func:`unreachable` words a failed
+connection, and :class:`Inbox` holds what the streams bring until the session's reader takes it.
+:mod:`mcp_ref.transports.http_client` (and its era parts, :mod:`~mcp_ref.transports.http_modern`
+and :mod:`~mcp_ref.transports.http_legacy`) use them.
 """
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import threading
@@ -37,6 +39,71 @@ MAX_EVENT_ID = 1024
 #: The longest line read under a response body: a chunk-size line with its extensions (as
 #: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
 MAX_CHUNK_LINE = 64 * 1024
+
+
+#: The server's messages an HTTP client holds at once for its session's reader, and their bytes
+#: (:class:`Inbox`); past either, the threads reading the server's streams wait.
+MAX_INBOX = 1024
+MAX_INBOX_BYTES = 16 * 1024 * 1024
+
+
+class Inbox:
+    """What an HTTP client's streams and workers hand to the session's reader (``Transport.read``), in order.
+
+    Bounded: a thread relaying a server's stream (:meth:`put_streamed`) waits while ``limit``
+    messages, or ``limit_bytes`` of them, are waiting, until the reader takes one or the transport
+    closes (then the message is dropped); so a server that sends faster than the session handles
+    waits on its own connection (TCP backpressure) instead of growing this side.  What this side
+    adds itself (:meth:`put`: an answer read by a worker, a failure, the end) never waits: it is
+    bounded by our own requests in flight.  The first message is always taken, whatever its size.
+    """
+
+    def __init__(self, limit: int = MAX_INBOX, limit_bytes: int = MAX_INBOX_BYTES):
+        self.limit, self.limit_bytes = limit, limit_bytes
+        self._items: collections.deque = collections.deque()
+        self._bytes = 0
+        self._changed = threading.Condition(threading.Lock())
+        self._closed = False
+
+    def put(self, item) -> None:
+        """Add a message (or a ``RequestFailed``, ``RequestHeld``, None for the end) without waiting."""
+        with self._changed:
+            self._items.append(item)
+            self._bytes += len(item) if isinstance(item, bytes) else 0
+            self._changed.notify_all()
+
+    def put_streamed(self, data: bytes) -> bool:
+        """Add a message a server's stream brought, waiting for room; False (dropped) once closed."""
+        with self._changed:
+            while self._items and (len(self._items) >= self.limit or self._bytes + len(data) > self.limit_bytes):
+                if self._closed:
+                    return False
+                self._changed.wait()
+            if self._closed:
+                return False
+            self._items.append(data)
+            self._bytes += len(data)
+            self._changed.notify_all()
+            return True
+
+    def get(self):
+        """The next item, waiting for one (the transport puts None when it closes)."""
+        with self._changed:
+            while not self._items:
+                self._changed.wait()
+            item = self._items.popleft()
+            self._bytes -= len(item) if isinstance(item, bytes) else 0
+            self._changed.notify_all()
+            return item
+
+    def close(self) -> None:
+        """No more waiting room: the streams' threads waiting to add a message drop it and go on."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class HttpTransportError(MCPRefError, ConnectionError):

@@ -251,7 +251,8 @@ def closed_by_peer(watched: list[DeadlineSocketIO]) -> list[DeadlineSocketIO]:
             closed.append(socket_io)
             continue
         try:
-            # the bytes on the wire: an SSL socket refuses flags, and a TLS client's end is TCP's too
+            # the bytes under TLS (an SSL socket refuses flags): a TLS client's end is seen by its FIN,
+            # not by a close_notify alone (TLS 1.3 encrypts that alert as data)
             if socket.socket.recv(socket_io.sock, 1, _PEEK):
                 continue  # data: not an end of input
         except (BlockingIOError, InterruptedError):
