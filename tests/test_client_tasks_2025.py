@@ -218,6 +218,20 @@ def test_a_required_tool_is_a_task_without_task_true_and_the_listing_is_reused(s
     assert len(receiver.sent("tools/list")) == 1  # taskSupport learnt once per listing
 
 
+def test_a_tools_list_changed_makes_the_client_learn_task_support_again(scripted):
+    tools = [dict(tool, execution=dict(tool.get("execution") or {})) for tool in TOOLS]
+    changed = threading.Event()
+    receiver, client = scripted(tools=tools, on_list_changed=lambda kind: kind == "tools" and changed.set())
+    Script(receiver, ["completed"])
+    assert client.call_tool("slow").text == "ran slow at once"  # optional, not asked for: a normal call
+    next(tool for tool in tools if tool["name"] == "slow")["execution"]["taskSupport"] = "required"
+    receiver.end.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).encode())
+    assert changed.wait(WAIT)
+    assert client.call_tool("slow").text == "done"  # required now: called as a task
+    assert [m["params"].get("task") for m in receiver.sent("tools/call")] == [None, {}]
+    assert len(receiver.sent("tools/list")) == 2  # listed again after the change, once
+
+
 @pytest.mark.parametrize("tool", ["plain", "never", "unknown"])
 def test_a_forbidden_or_unlisted_tool_is_never_a_task(scripted, tool):
     receiver, client = scripted()

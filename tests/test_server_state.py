@@ -705,6 +705,34 @@ def test_list_changes_and_resource_updates_travel_on_the_bus_it_is_given():
     assert bus.calls.count("publish") == 2
 
 
+def test_a_workers_start_is_not_announced_to_the_other_workers_clients():
+    """Two workers of one deployment share a bus.  What the second registers before it serves anyone is
+    its start (every worker registers the same at import), not a change: the first worker's clients
+    are not told.  What it registers while it serves is announced to them."""
+    bus = MemoryBus()
+    first = Server("worker")
+    first.add_tool(lambda: "x", name="a")
+
+    @first.resource("note://a")
+    def note() -> str:
+        return "a"
+
+    first.bus = bus
+    heard: list[str] = []
+    updated = threading.Event()
+    with Client.in_memory(first, on_list_changed=heard.append, on_resource_updated=lambda uri: updated.set()) as client:
+        client.subscribe("note://a")
+        second = Server("worker")
+        second.bus = bus
+        second.add_tool(lambda: "x", name="a")  # its start
+        with Client.in_memory(second) as its_client:
+            assert [tool.name for tool in its_client.list_tools()] == ["a"]
+            second.add_tool(lambda: "x", name="late")  # a change, while it serves
+            second.notify_resource_updated("note://a")  # after it on the bus: once this arrives, so has the change
+            assert updated.wait(WAIT)
+    assert heard == ["tools"]
+
+
 def test_the_state_is_chosen_by_url_and_a_wrong_one_is_refused_without_its_password():
     from mcp_ref.server.state_choice import state_from
     from mcp_ref.server.state import MemoryState

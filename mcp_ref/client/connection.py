@@ -125,6 +125,9 @@ class ClientConnection:
         self._tools: KnownTools | None = None
         transport.set_reinitialize(self.initialize)
 
+    #: ``notifications/tools/list_changed`` received so far: what was learnt from a listing made before the last one is stale.
+    tools_changed = 0
+
     @property
     def protocol_version(self) -> str | None:
         """The revision in use (None before the handshake or the probe)."""
@@ -379,6 +382,7 @@ class ClientConnection:
             if client.on_elicitation_complete is not None:
                 self.session.call_soon(client.on_elicitation_complete, params.get("elicitationId"))
         elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
+            self.tools_changed += 1 if method == "notifications/tools/list_changed" else 0  # (the reader's alone to write)
             self.notify_callbacks(method, params)
             if self._streams is not None:
                 self._streams.deliver_local(method, params)

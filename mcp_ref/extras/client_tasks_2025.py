@@ -75,9 +75,10 @@ FORBIDDEN, OPTIONAL, REQUIRED = "forbidden", "optional", "required"
 #: Task statuses (§Task Status); a terminal task never changes again.
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
-#: Per connection: tool name → its ``taskSupport``, from the last ``tools/list`` this module made.
-#: Bounded by the server's listing (``Client(max_pages=)``); replaced, never grown, by each listing.
-_SUPPORT: weakref.WeakKeyDictionary[ClientConnection, dict[str, str]] = weakref.WeakKeyDictionary()
+#: Per connection: tool name → its ``taskSupport``, from the last ``tools/list`` this module made, and
+#: the connection's ``tools_changed`` then (a listing older than the last ``tools/list_changed`` is
+#: not used).  Bounded by the server's listing (``Client(max_pages=)``); replaced, never grown.
+_SUPPORT: weakref.WeakKeyDictionary[ClientConnection, tuple[int, dict[str, str]]] = weakref.WeakKeyDictionary()
 _SUPPORT_LOCK = threading.Lock()
 
 
@@ -112,9 +113,11 @@ def tools_call_declared(client: Client) -> bool:
 
 def task_support(client: Client, name: str) -> str:
     """The ``execution.taskSupport`` of tool ``name`` ("forbidden" for a tool the server does not list)."""
+    connection = client.connection
+    generation = connection.tools_changed
     with _SUPPORT_LOCK:
-        known = _SUPPORT.get(client.connection)
-    if known is None or name not in known:
+        generation_known, known = _SUPPORT.get(connection, (-1, {}))
+    if generation_known != generation or name not in known:
         known = {}
         try:
             tools = client.list_tools()
@@ -126,7 +129,7 @@ def task_support(client: Client, name: str) -> str:
             support = _mapping(tool.execution).get("taskSupport")
             known[tool.name] = support if support in (OPTIONAL, REQUIRED) else FORBIDDEN
         with _SUPPORT_LOCK:
-            _SUPPORT[client.connection] = known
+            _SUPPORT[connection] = (generation, known)  # (a change while it listed: listed again next time)
     return known.get(name, FORBIDDEN)
 
 

@@ -42,6 +42,9 @@ class Serving:
     _state: Any = None
     _registry_lock: threading.RLock
     _lifespan: Any = None  # Server(lifespan=...): a mcp_ref.server.lifespan.Lifespan
+    #: True once this process made a connection: what is registered before is its start, the same on
+    #: every worker of a deployment, and not announced to the others' clients (:meth:`_listeners`).
+    _served = False
 
     # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
 
@@ -102,6 +105,7 @@ class Serving:
         The server's lifespan is entered first, if it is not (a WSGI app has no start).
         """
         self.enter_lifespan()
+        self._served = True
         return ServerConnection(cast("Registry", self), transport, **session_options)
 
     def add_connection(self, connection: ServerConnection) -> None:
@@ -169,9 +173,11 @@ class Serving:
         elif message.get("kind") == "resource_updated":
             self._deliver_resource_updated(message["params"])
 
-    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str]:
+    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str | None]:
         """Who is told that item ``name`` of ``kind`` changed (asked before a removal): see
         :meth:`_local_listeners`; with a bus, its receivers ask."""
+        if not self._served:  # a worker's start (its tools, at import): nobody is told, no bus is made
+            return [], None, None
         return ([], None, name) if self._bus_in_use() is not None else (*self._local_listeners(kind, name), name)
 
     def _bus_in_use(self) -> Any:
@@ -205,6 +211,8 @@ class Serving:
 
     def _announce(self, kind: str, listeners: tuple) -> None:
         """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`), or on the bus."""
+        if listeners[2] is None:
+            return  # see _listeners
         if self._bus is not None:
             self._bus.publish(CHANGES, {"kind": "list_changed", "list": kind, "name": listeners[2]})
         else:
