@@ -8,6 +8,7 @@ handler, the handlers running at end of input finish and reply, reads are never 
 threads of a closed connection exit.
 """
 
+import asyncio
 import itertools
 import json
 import logging
@@ -304,8 +305,9 @@ def test_requests_read_while_initialize_runs_wait_for_its_answer():
     close_both(client, server)
 
 
-@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt()])
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt(), asyncio.CancelledError(), GeneratorExit()])
 def test_a_handler_raising_system_exit_is_answered_and_its_slot_freed(raised, caplog):
+    """Any BaseException (an async tool's CancelledError too) is answered and frees the request's slot."""
     def leave(context, params):
         raise raised
 

@@ -733,6 +733,26 @@ def test_a_workers_start_is_not_announced_to_the_other_workers_clients():
     assert heard == ["tools"]
 
 
+def test_a_worker_whose_app_is_made_announces_what_it_registers_before_serving_anyone():
+    """The start ends when the HTTP application is made: a tool registered after it (an admin route, a
+    thread) is a change, announced to the other workers' clients though this worker served no one yet."""
+    bus = MemoryBus()
+    first = Server("worker")
+    first.add_tool(lambda: "x", name="a")
+    first.bus = bus
+    heard = threading.Event()
+    with Client.in_memory(first, on_list_changed=lambda kind: kind == "tools" and heard.set()):
+        second = Server("worker")
+        second.bus = bus
+        second.add_tool(lambda: "x", name="a")  # its start
+        app = second.wsgi_app(stateless=True)
+        try:
+            second.add_tool(lambda: "x", name="late")
+            assert heard.wait(WAIT)
+        finally:
+            app.close()
+
+
 def test_the_state_is_chosen_by_url_and_a_wrong_one_is_refused_without_its_password():
     from mcp_ref.server.state_choice import state_from
     from mcp_ref.server.state import MemoryState

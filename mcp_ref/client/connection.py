@@ -123,10 +123,9 @@ class ClientConnection:
         self._streams: Streams | None = None
         self._cache: ResultCache | None = None
         self._tools: KnownTools | None = None
+        #: ``tools/list_changed`` received and sessions begun so far: what was learnt from a listing made before is stale.
+        self.tools_changed = 0
         transport.set_reinitialize(self.initialize)
-
-    #: ``notifications/tools/list_changed`` received so far: what was learnt from a listing made before the last one is stale.
-    tools_changed = 0
 
     @property
     def protocol_version(self) -> str | None:
@@ -225,6 +224,7 @@ class ClientConnection:
         def negotiated() -> None:
             self.session.protocol_version = version
             self.initialize_result = result
+            self.tools_changed += 1  # a new session (after a 404: perhaps a new server) lists its tools anew
 
         self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated)
         self.session.transport.initialized(version)  # HTTP: the version header from now on, the GET stream
@@ -382,7 +382,7 @@ class ClientConnection:
             if client.on_elicitation_complete is not None:
                 self.session.call_soon(client.on_elicitation_complete, params.get("elicitationId"))
         elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
-            self.tools_changed += 1 if method == "notifications/tools/list_changed" else 0  # (the reader's alone to write)
+            self.tools_changed += 1 if method == "notifications/tools/list_changed" else 0
             self.notify_callbacks(method, params)
             if self._streams is not None:
                 self._streams.deliver_local(method, params)

@@ -556,7 +556,7 @@ class Session:
             self.transport.request_finished(request.id)
             return
         reply: Response | ErrorResponse | None
-        fatal = None  # a handler's sys.exit() or Ctrl-C: answered, then raised again on the main thread only
+        fatal = None  # a handler's sys.exit() or Ctrl-C: answered, then (on the main thread only) raised again
         try:
             result = self.dispatcher.handle_request(context, request.method, context.params)
             if context.deferred:
@@ -569,7 +569,7 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # never leak internals to the peer
+        except BaseException as exc:  # never leak internals to the peer (nor leave the request unanswered)
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
             fatal = exc if isinstance(exc, (SystemExit, KeyboardInterrupt)) and threading.current_thread() is threading.main_thread() else None

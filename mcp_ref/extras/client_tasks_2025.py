@@ -128,8 +128,9 @@ def task_support(client: Client, name: str) -> str:
         for tool in tools:
             support = _mapping(tool.execution).get("taskSupport")
             known[tool.name] = support if support in (OPTIONAL, REQUIRED) else FORBIDDEN
-        with _SUPPORT_LOCK:
-            _SUPPORT[connection] = (generation, known)  # (a change while it listed: listed again next time)
+        with _SUPPORT_LOCK:  # (a change while it listed: listed again next time; an older listing never replaces a newer)
+            if _SUPPORT.get(connection, (-1, {}))[0] <= generation:
+                _SUPPORT[connection] = (generation, known)
     return known.get(name, FORBIDDEN)
 
 

@@ -42,8 +42,8 @@ class Serving:
     _state: Any = None
     _registry_lock: threading.RLock
     _lifespan: Any = None  # Server(lifespan=...): a mcp_ref.server.lifespan.Lifespan
-    #: True once this process made a connection: what is registered before is its start, the same on
-    #: every worker of a deployment, and not announced to the others' clients (:meth:`_listeners`).
+    #: True once this process serves (:meth:`serves`): what it registered before is its start, the same
+    #: on every worker of a deployment, and not announced to the others' clients (:meth:`_listeners`).
     _served = False
 
     # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
@@ -107,6 +107,12 @@ class Serving:
         self.enter_lifespan()
         self._served = True
         return ServerConnection(cast("Registry", self), transport, **session_options)
+
+    def serves(self) -> None:
+        """Mark the end of this process's start (an HTTP application is made for this server, or a first
+        connection): a tool, prompt or resource registered from now on is announced as a change, to
+        every worker's clients when the state is shared; what was registered before is not."""
+        self._served = True
 
     def add_connection(self, connection: ServerConnection) -> None:
         """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly).
@@ -176,7 +182,7 @@ class Serving:
     def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str | None]:
         """Who is told that item ``name`` of ``kind`` changed (asked before a removal): see
         :meth:`_local_listeners`; with a bus, its receivers ask."""
-        if not self._served:  # a worker's start (its tools, at import): nobody is told, no bus is made
+        if not self._served:  # this process's start (a worker's tools, at import): nobody is told, no bus is made
             return [], None, None
         return ([], None, name) if self._bus_in_use() is not None else (*self._local_listeners(kind, name), name)
 

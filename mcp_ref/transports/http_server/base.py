@@ -113,6 +113,7 @@ class HttpAppBase:
         session_table: SessionTable | None = None,
     ):
         self.server = server
+        server.serves()  # what is registered from now on (an admin route, a thread) is a change, announced
         self.path = path
         self.sse_path = sse_path
         self.messages_path = messages_path

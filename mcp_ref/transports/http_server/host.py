@@ -107,6 +107,9 @@ class Host(Protocol):
     def new_connection(self, transport: Any, **session_options: Any) -> Any:
         """A connection served on ``transport`` (a :class:`Connection`)."""
 
+    def serves(self) -> None:
+        """Mark the end of the process's start: registrations from now on are announced."""
+
     def add_connection(self, connection: Any) -> None:
         """Count a live connection (it receives change notifications)."""
 
