@@ -461,7 +461,7 @@ class Server(Serving):
             return ()
         return tuple(scope for scope in scopes if scope not in principal.scopes)
 
-    def visible_tool(self, principal: Principal, name: str, params: dict | None = None) -> RegisteredTool | None:
+    def visible_tool(self, principal: Principal | None, name: str, params: dict | None = None) -> RegisteredTool | None:
         """The tool ``name`` if ``principal`` may use it (the :attr:`gate`), else None: "not found" alike.
         ``params``: the request being served (its verdicts are asked once)."""
         return self.gate.visible(principal, "tools/call", name, self.get_tool(name), params)

@@ -97,6 +97,10 @@ class Host(Protocol):
         """The hub of ``subscriptions/listen`` streams."""
 
     @property
+    def gate(self) -> Any:
+        """Which items each principal may see (``mcp_ref.server.seams.Gate``; ``restricts`` False: all)."""
+
+    @property
     def bus(self) -> Any:
         """The deployment's bus (``mcp_ref.server.state.Bus``): a shared state's reaches every worker."""
 

@@ -123,8 +123,9 @@ class ModernHttp:
             # a hidden tool's declared headers are not checked: the mismatch would tell it exists.
             # Asked whether or not the tool exists, and only once: the dispatch, on this thread,
             # reuses the verdict, so hidden and missing cost the same.
-            principal = Principal.of(environ.get("mcp_ref.auth"), peer_of(environ))
-            tool = self.app.server.visible_tool(principal, params["name"], request.params)
+            server = self.app.server
+            principal = Principal.of(environ.get("mcp_ref.auth"), peer_of(environ)) if server.gate.restricts else None
+            tool = server.visible_tool(principal, params["name"], request.params)
             declared = tool.header_declarations if tool is not None else None
         check_request_headers(lambda name: environ.get(cgi_name(name)), request.method, params, declared=declared)
         return modern
