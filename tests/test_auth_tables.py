@@ -140,7 +140,7 @@ def test_expired_entries_make_room_before_live_ones_go(make_table):
 
 
 @needs_redis
-def test_two_connections_see_one_table_and_one_take(redis_url):  # noqa: F811
+def test_two_connections_see_one_table_and_one_take(redis_url):
     """Two states on one URL stand for two workers: what one puts the other reads, and a code
     taken by one is gone for the other."""
     from mcp_ref.extras.redis_state import RedisState
@@ -196,7 +196,7 @@ def _call(app, method: str, path: str, body: bytes, content_type: str, query: st
 
 
 @needs_redis
-def test_two_authorization_servers_on_one_redis_are_one(redis_url):  # noqa: F811
+def test_two_authorization_servers_on_one_redis_are_one(redis_url):
     """Two DemoAuthorizationServer on one shared state (two workers, in process): a client
     registered on one authorizes on the other, its code is exchanged once, its token verifies on both."""
     one, two = DemoAuthorizationServer(state=redis_url), DemoAuthorizationServer(state=redis_url)
@@ -291,7 +291,7 @@ def initialize(demo: ProtectedDemo, token: str) -> requests.Response:
 @pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)")
 @needs_redis
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_a_client_and_its_tokens_work_on_every_worker(two_demos, redis_url, shared):  # noqa: F811
+def test_a_client_and_its_tokens_work_on_every_worker(two_demos, redis_url, shared):
     a, b = two_demos(redis_url if shared else None)
     registered = a.post("/register", json={"redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method":
                                            "none", "grant_types": ["authorization_code", "refresh_token"]})

@@ -15,10 +15,9 @@ import sys
 import threading
 
 import pytest
+from conftest import DEMO, SERVERS, WAIT, RawPeer, command_label, schema_errors, watch_stderr
 
 from mcp_ref.core.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
-
-from conftest import DEMO, SERVERS, WAIT, RawPeer, command_label, schema_errors, watch_stderr
 
 FAILING_DEMO = [sys.executable, str(SERVERS / "session_demo_failing.py")]
 SECRET = "secret-detail-in-/srv/private/boom.py"

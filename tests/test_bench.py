@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT, WAIT
 
 import mcp_ref
-from conftest import ROOT, WAIT
 
 BENCH = ROOT / "benchmarks" / "bench.py"
 MODULES = sorted((ROOT / "benchmarks").glob("*.py"))  # bench.py and the sections it imports (state_bench.py)
@@ -37,8 +37,8 @@ def test_help_from_another_directory(tmp_path):
 
 def test_importing_the_runner_is_cheap():
     code = (
-        "import sys; sys.path.insert(0, %r); import bench, bench_side, bench_against; "
-        "print(sorted(m for m in ('mcp_ref', 'mcp', 'asyncio', 'http.client') if m in sys.modules))" % str(BENCH.parent)
+        f"import sys; sys.path.insert(0, {str(BENCH.parent)!r}); import bench, bench_side, bench_against; "
+        "print(sorted(m for m in ('mcp_ref', 'mcp', 'asyncio', 'http.client') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT)
     assert done.returncode == 0, done.stderr
@@ -55,7 +55,7 @@ def test_servers_are_documented_and_watch_their_parent():
         assert ast.get_docstring(tree), path.name
         if path.name != "_watch.py":
             assert "_watch.watch_parent()" in source, path.name
-            assert "python benchmarks/servers/%s" % path.name in ast.get_docstring(tree), path.name
+            assert f"python benchmarks/servers/{path.name}" in ast.get_docstring(tree), path.name
 
 
 def test_only_public_names_of_mcp_ref():
@@ -177,7 +177,7 @@ def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
         "handshake, other deployment, p50 latency",
         "  handshake tools/call: the same call in the 2025-11-25 era",
         "  target (issue 22 section 6): Redis adds at most 0.2 ms at p50: ",
-        "  On %d CPUs" % os.cpu_count(),
+        f"  On {os.cpu_count()} CPUs",
     ):
         assert any(line.startswith(row) for line in lines), row
     figures = json.loads(lines[-1])

@@ -16,10 +16,10 @@ import subprocess
 import sys
 
 import pytest
-
-from mcp_ref import Client, __version__
 from conftest import DEMO, WAIT, check_trace, run_cli, run_cli_process
 from http_fixtures import serve  # noqa: F401 - fixture
+
+from mcp_ref import Client, __version__
 
 TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
 RUN_TIMEOUT = 60  # seconds for one whole CLI run
@@ -418,8 +418,9 @@ def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
     """Run from the folder that contains a clone named mcp_ref: the demo's server must not import the clone folder."""
     (tmp_path / "mcp_ref").mkdir()  # what a clone looks like from its parent: a folder, no __init__.py
     script = "import sys; sys.argv = ['mcp-ref', 'demo']; from mcp_ref.workbench.cli import main; sys.exit(main())"
-    import mcp_ref
     from pathlib import Path
+
+    import mcp_ref
 
     home = str(Path(mcp_ref.__file__).resolve().parent.parent)
     proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {home!r}); {script}"],

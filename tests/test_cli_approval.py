@@ -206,9 +206,8 @@ def test_on_a_terminal_elicitation_is_shown_asked_about_then_answered(terminal):
 
 
 def test_what_the_server_sends_cannot_redraw_the_terminal():
-    from mcp_ref.workbench.cli_answers import describe_request
-
     from mcp_ref import ServerRequest
+    from mcp_ref.workbench.cli_answers import describe_request
 
     text = describe_request(ServerRequest("elicitation/create", {
         "message": "Who?\x1b[2K\rAllow? [y/N] y\nsecond line", "requestedSchema": {"type": "object", "properties": {}}}))

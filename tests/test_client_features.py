@@ -10,8 +10,7 @@ import json
 import sys
 
 import pytest
-
-from conftest import Collector, InMemory, SERVERS, handshake_era
+from conftest import SERVERS, Collector, InMemory, handshake_era
 from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
@@ -407,8 +406,9 @@ NOTES_SERVER = InMemory("notes_server")
 
 
 def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect, wire):
-    from mcp_ref.core.errors import UrlElicitationRequired
     from servers.notes_server import SIGN_IN
+
+    from mcp_ref.core.errors import UrlElicitationRequired
 
     client = connect(NOTES_SERVER)
     with pytest.raises(UrlElicitationRequired) as caught:

@@ -526,7 +526,7 @@ def answer_elicitation(params):
 
 
 @pytest.mark.parametrize("kind", ["memory", "stdio", "http"])
-def test_mcp_ref_client_and_server_at_2025_11_25(kind, wire, serve):  # noqa: F811 - the fixture
+def test_mcp_ref_client_and_server_at_2025_11_25(kind, wire, serve):
     asked: list = []
 
     def elicit(params):

@@ -20,8 +20,14 @@ import time
 import pytest
 import requests
 from conftest import SERVERS, WAIT, watch_stderr
-from http_fixtures import ACCEPT_BOTH, SseReader, init_params, request, serve  # noqa: F401 - fixtures
-from http_fixtures import raw_session  # noqa: F401 - fixture
+from http_fixtures import (  # noqa: F401 - fixtures
+    ACCEPT_BOTH,
+    SseReader,
+    init_params,
+    raw_session,
+    request,
+    serve,
+)
 
 from mcp_ref import Client, ConnectionLimits, Context, Server
 from mcp_ref.workbench.connection_limits import MAX_LINGERING

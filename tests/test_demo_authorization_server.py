@@ -210,7 +210,7 @@ def test_a_token_request_for_another_resource_is_refused(auth_server):
 
 def test_the_tables_are_bounded():
     app = DemoAuthorizationServer(max_clients=5)
-    for n in range(50):
+    for _ in range(50):
         app.register({"redirect_uris": ["https://c.example/cb"], "token_endpoint_auth_method": "none"})
     assert len(app.clients) == 5 and app.clients.get(DEMO_CLIENT_ID) is not None  # the pre-registered one stays
 

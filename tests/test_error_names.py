@@ -23,9 +23,7 @@ from conftest import ROOT, SERVERS, WAIT
 import mcp_ref
 from mcp_ref import Client, McpError, MCPRefError
 from mcp_ref.auth import errors as auth_errors
-from mcp_ref.core import errors as core_errors
-from mcp_ref.core import feature_types, media, sampling_and_elicitation
-from mcp_ref.core import types as core_types
+from mcp_ref.core import errors as core_errors, feature_types, media, sampling_and_elicitation, types as core_types
 from mcp_ref.core.envelope import read_envelope, request_meta
 from mcp_ref.core.errors import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_ref.transports.stdio import SubprocessTransport

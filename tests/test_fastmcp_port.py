@@ -11,7 +11,6 @@ import sys
 import threading
 
 import pytest
-
 from conftest import SERVERS
 
 from mcp_ref import Client, CreateMessageResult, TextContent

@@ -16,12 +16,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import WAIT
 
 from mcp_ref.core.errors import SERVER_BUSY, McpError
 from mcp_ref.core.session import Session
 from mcp_ref.transports.memory import Channel, MemoryTransport, memory_pair
-
-from conftest import WAIT
 
 NAMES = itertools.count()
 

@@ -336,7 +336,7 @@ def _read_or_error(root, relative):
     try:
         root.read(relative)
         return "read"
-    except Exception as exc:  # noqa: BLE001 - the test names what was raised
+    except Exception as exc:
         return type(exc).__name__
 
 
@@ -414,10 +414,9 @@ def test_a_flood_of_requests_is_refused_past_the_limit_not_queued_without_bound(
 
 
 def test_a_client_sees_server_busy_as_its_own_class():
-    from mcp_ref import ServerBusy
-
     import threading
 
+    from mcp_ref import ServerBusy
     from mcp_ref.transports.memory import memory_pair
 
     server = Server("small")

@@ -117,7 +117,7 @@ def padded(size: int) -> dict:
 
 
 @pytest.fixture
-def hostile(serve):  # noqa: F811
+def hostile(serve):
     box: list[Hostile] = []
     served = serve(build_server(), keepalive=0.2, wrap=lambda app: box.append(Hostile(app)) or box[0])
     served.hostile = box[0]

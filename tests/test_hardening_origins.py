@@ -22,10 +22,10 @@ from conftest import WAIT
 
 from mcp_ref import Client, Context, OAuth, Server
 from mcp_ref.auth.browser import follow_redirect
-from mcp_ref.workbench.demo_auth_server import DemoAuthorizationServer
 from mcp_ref.auth.resource import ProtectedResource
 from mcp_ref.transports.origins import CrossOriginRefused, is_loopback, origin_text, same_origin
 from mcp_ref.transports.sse import sse_event
+from mcp_ref.workbench.demo_auth_server import DemoAuthorizationServer
 from mcp_ref.workbench.wsgi_server import WsgiServer
 
 SECRET_HEADERS = {"Authorization": "Bearer user-secret-token", "X-Api-Key": "user-secret-key"}

@@ -227,7 +227,7 @@ def test_hidden_and_missing_cost_the_same_questions_in_memory(tmp_path, era):
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_hidden_and_missing_cost_the_same_questions_over_http(tmp_path, era, serve):  # noqa: F811
+def test_hidden_and_missing_cost_the_same_questions_over_http(tmp_path, era, serve):
     server, prefix, recorder = build(tmp_path)
     with Client.http(serve(server).mcp, era=era, timeout=WAIT) as client:
         check_costs(client, recorder, prefix, era)
@@ -236,7 +236,7 @@ def test_hidden_and_missing_cost_the_same_questions_over_http(tmp_path, era, ser
         assert text_of(client, prefix + "public.txt") == "public content"
 
 
-def test_handlers_on_the_pool_cost_the_same_for_hidden_and_missing(tmp_path, serve):  # noqa: F811
+def test_handlers_on_the_pool_cost_the_same_for_hidden_and_missing(tmp_path, serve):
     """``inline_handlers=False``: the rate limit is counted on the POST's thread, the handler runs on
     another, which asks again (the verdicts stay with a thread); hidden and missing still alike."""
     server, _, recorder = build(tmp_path)
@@ -251,7 +251,7 @@ def test_handlers_on_the_pool_cost_the_same_for_hidden_and_missing(tmp_path, ser
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_one_question_per_request_behind_oauth_too(tmp_path, era, serve):  # noqa: F811
+def test_one_question_per_request_behind_oauth_too(tmp_path, era, serve):
     """With ``auth=``, the scope check before dispatch asks too: still one question per request."""
     server, _, recorder = build(tmp_path)
     tokens = Tokens()

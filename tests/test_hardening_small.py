@@ -67,7 +67,7 @@ def answered(reply: requests.Response) -> dict:
     ("2", "+2"),
 ], ids=["2**53+1-vs-2**53", "2**53", "10**400", "10**400-no-header", "1e400", "fraction", "long-header",
         "fullwidth", "exponent", "plus"])
-def test_a_header_number_that_is_not_the_body_number_is_a_400_header_mismatch(serve, count_json, header):  # noqa: F811
+def test_a_header_number_that_is_not_the_body_number_is_a_400_header_mismatch(serve, count_json, header):
     served = serve(MODERN.build())
     reply = post_routed(served.mcp, count_json, {"Mcp-Param-Count": header})
     assert reply.status_code == 400, reply.text
@@ -79,7 +79,7 @@ def test_a_header_number_that_is_not_the_body_number_is_a_400_header_mismatch(se
 
 @pytest.mark.parametrize("count_json, header", [("2", "2.0"), ("2.0", "2"), ("2", "2.000"), ("-3", "-3"),
                                                 ("9007199254740991", "9007199254740991"), ("0", "-0")])
-def test_header_numbers_compare_numerically_and_exactly(serve, count_json, header):  # noqa: F811
+def test_header_numbers_compare_numerically_and_exactly(serve, count_json, header):
     # 2026-07-28 basic/transports/streamable-http §Server Validation: "42.0 and 42 are considered equal".
     served = serve(MODERN.build())
     reply = post_routed(served.mcp, count_json, {"Mcp-Param-Count": header})
@@ -87,7 +87,7 @@ def test_header_numbers_compare_numerically_and_exactly(serve, count_json, heade
     assert "result" in answered(reply)
 
 
-def test_a_body_with_a_number_too_long_to_read_is_refused_and_the_server_goes_on(serve):  # noqa: F811
+def test_a_body_with_a_number_too_long_to_read_is_refused_and_the_server_goes_on(serve):
     served = serve(MODERN.build())
     # 5000 digits: past Python's int-from-text limit (4300): the body cannot be read as JSON at all.
     reply = post_routed(served.mcp, "7" * 5000, {"Mcp-Param-Count": "7"})
@@ -313,7 +313,7 @@ def test_a_remote_caller_cannot_make_the_authorization_server_fetch_from_its_own
         assert answer.status_code == 302 and seen == ["/client.json"], answer.text  # a local caller: fetched
         still_serves(remote.url)
     finally:
-        for httpd, thread in zip(servers, threads):
+        for httpd, thread in zip(servers, threads, strict=True):
             httpd.shutdown()
             httpd.server_close()
             thread.join(WAIT)
@@ -399,10 +399,10 @@ def test_the_login_trace_shows_an_authorization_servers_escape_sequences_instead
 # -- the demo's add_tool: the caller's own, bounded --------------------------------------------------
 
 
-def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):  # noqa: F811
+def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):
     from mcp_ref import Client
-    from mcp_ref.workbench import demo
     from mcp_ref.core.errors import InvalidParams
+    from mcp_ref.workbench import demo
 
     served = serve()
     with Client.http(served.mcp, era="handshake", timeout=WAIT) as alice, \
@@ -443,7 +443,7 @@ def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):  # no
     b"X-Long: " + b"v" * 70_000 + b"\r\n",                       # a field line too long
     b"".join(b"X-%d: v\r\n" % n for n in range(150)),            # too many fields
 ], ids=["too-long", "too-many"])
-def test_a_431_is_answered_without_a_traceback_and_the_server_goes_on(serve, caplog, extra):  # noqa: F811
+def test_a_431_is_answered_without_a_traceback_and_the_server_goes_on(serve, caplog, extra):
     served = serve()
     with caplog.at_level(logging.DEBUG, logger="mcp_ref.workbench.wsgi_server"), \
             socket.create_connection(("127.0.0.1", served.httpd.port), timeout=WAIT) as sock:

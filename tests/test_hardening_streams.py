@@ -211,7 +211,7 @@ class Raw:
 # -- a dropped stream frees its slot at once ----------------------------------------------------------
 
 
-def test_dropped_listen_streams_free_their_threads_and_slots_at_once(serve):  # noqa: F811
+def test_dropped_listen_streams_free_their_threads_and_slots_at_once(serve):
     count = 40
     srv = serve(streams_server(), keepalive=60, max_streams_per_client=None,
                 limits=ConnectionLimits(max_connections=count, evict_streams=False))
@@ -242,7 +242,7 @@ def open_call(srv, kind: str, request_id: int) -> socket.socket:
 
 
 @pytest.mark.parametrize("kind", ["modern", "stateless", "stateful"])
-def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind):  # noqa: F811
+def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind):
     """2026-07-28 streamable-http §Cancellation: closing the stream "MUST be treated by the server as
     cancellation"; a stateless 2025-11-25 request cannot be resumed, so it is cancelled too; a stateful
     one is not ("Disconnection SHOULD NOT be interpreted as the client cancelling"), but the thread
@@ -271,7 +271,7 @@ def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind): 
     assert discover(srv.port) == 200
 
 
-def test_dropped_get_streams_free_their_slots_and_keep_their_sessions(serve):  # noqa: F811
+def test_dropped_get_streams_free_their_slots_and_keep_their_sessions(serve):
     srv = serve(streams_server(), keepalive=60)
     table = srv.httpd.connections
     sessions = [initialize(srv.port) for _ in range(4)]
@@ -287,7 +287,7 @@ def test_dropped_get_streams_free_their_slots_and_keep_their_sessions(serve):  #
     again.drop()
 
 
-def test_dropped_legacy_streams_end_their_sessions_at_once(serve):  # noqa: F811
+def test_dropped_legacy_streams_end_their_sessions_at_once(serve):
     srv = serve(streams_server(), keepalive=60)
     table = srv.httpd.connections
     streams = [raw_http(srv.port, "GET", "/sse", {"Accept": "text/event-stream"}) for _ in range(4)]
@@ -299,7 +299,7 @@ def test_dropped_legacy_streams_end_their_sessions_at_once(serve):  # noqa: F811
     assert discover(srv.port) == 200
 
 
-def test_a_pipelined_request_is_not_taken_for_a_close(serve):  # noqa: F811
+def test_a_pipelined_request_is_not_taken_for_a_close(serve):
     """A client that sends its next request while a stream is open makes the socket readable
     without closing it: the stream goes on (the check peeks; only an end of input is a close)."""
     srv = serve(streams_server(), keepalive=60)
@@ -324,7 +324,7 @@ def test_a_pipelined_request_is_not_taken_for_a_close(serve):  # noqa: F811
 # -- idle streams do not lock newcomers out -----------------------------------------------------------
 
 
-def test_at_the_cap_the_oldest_stream_of_the_heaviest_client_ends_gracefully(serve):  # noqa: F811
+def test_at_the_cap_the_oldest_stream_of_the_heaviest_client_ends_gracefully(serve):
     """subscriptions §Graceful Closure: a server ending a subscription "SHOULD respond to the original
     subscriptions/listen request with a completion result before closing the stream"."""
     srv = serve(streams_server(), keepalive=60, max_streams_per_client=None, limits=ConnectionLimits(max_connections=4))
@@ -345,7 +345,7 @@ def test_at_the_cap_the_oldest_stream_of_the_heaviest_client_ends_gracefully(ser
         stream.drop()
 
 
-def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):  # noqa: F811
+def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):
     """2025-11-25 basic/transports §Listening: the server "MAY close the SSE stream at any time",
     "sending a retry field and allowing the client to reconnect"."""
     srv = serve(streams_server(), keepalive=60, limits=ConnectionLimits(max_connections=2))
@@ -372,7 +372,7 @@ def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):  # n
 # -- one client cannot hold every slot ------------------------------------------------------------------
 
 
-def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(serve):  # noqa: F811
+def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(serve):
     srv = serve(streams_server(), keepalive=60, max_streams_per_client=3)
     hub = srv.app.server.subscriptions
     held = [listen(srv.port, n) for n in (1, 2, 3)]

@@ -24,8 +24,8 @@ from http_fixtures import TIMEOUT, serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, Elicit, ListRoots, Sample, Server
 from mcp_ref.auth.resource import AccessInfo, ProtectedResource
-from mcp_ref.server import input_required
 from mcp_ref.extras.tasks import TaskStore
+from mcp_ref.server import input_required
 from mcp_ref.transports.http_headers import request_headers
 
 VERSION = "2026-07-28"
@@ -129,7 +129,7 @@ class Caller:
         return result["content"][0]["text"]
 
 
-def protected(serve, server: Server) -> str:  # noqa: F811
+def protected(serve, server: Server) -> str:
     """``server`` behind the bearer verifier, served over HTTP: its /mcp URL."""
     tokens = Tokens()
     served = serve(app=server.wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"])))
@@ -144,7 +144,7 @@ def accept(**content) -> dict:
 # -- class 7: MRTR under OAuth ------------------------------------------------------------------------
 
 
-def test_mrtr_round_trips_complete_for_the_same_bearer_caller(serve):  # noqa: F811
+def test_mrtr_round_trips_complete_for_the_same_bearer_caller(serve):
     alice = Caller(protected(serve, build()), "alice-token")
     assert alice.text("whoami") == "oauth:hardening-client:alice"
     first = alice.call("greet")["result"]
@@ -167,7 +167,7 @@ def test_mrtr_round_trips_complete_for_the_same_bearer_caller(serve):  # noqa: F
     assert answer["result"]["content"][0]["text"] == "Ada|hi|file:///work"
 
 
-def test_mcp_ref_client_answers_elicitation_sampling_and_roots_over_oauth(serve):  # noqa: F811
+def test_mcp_ref_client_answers_elicitation_sampling_and_roots_over_oauth(serve):
     url = protected(serve, build())
 
     def bearer(request):
@@ -182,7 +182,7 @@ def test_mcp_ref_client_answers_elicitation_sampling_and_roots_over_oauth(serve)
         assert client.call_tool("everything").text == "Ada|hi|file:///work"
 
 
-def test_a_request_state_replayed_by_another_principal_is_refused_as_another_callers(serve):  # noqa: F811
+def test_a_request_state_replayed_by_another_principal_is_refused_as_another_callers(serve):
     url = protected(serve, build())
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
     one = alice.call("two_rounds")["result"]
@@ -198,7 +198,7 @@ def test_a_request_state_replayed_by_another_principal_is_refused_as_another_cal
     assert mine["result"]["content"][0]["text"] == "Ada Lovelace"
 
 
-def test_state_sealed_for_no_token_or_in_the_old_tuple_form_opens_for_no_bearer_caller(serve):  # noqa: F811
+def test_state_sealed_for_no_token_or_in_the_old_tuple_form_opens_for_no_bearer_caller(serve):
     server = build()
     url = protected(serve, server)
     alice = Caller(url, "alice-token")
@@ -263,7 +263,7 @@ def parked(caller: Caller) -> str:
     return task_id
 
 
-def test_tasks_parked_for_input_do_not_starve_the_pool(serve):  # noqa: F811
+def test_tasks_parked_for_input_do_not_starve_the_pool(serve):
     server = build(workers=2, max_waiting=4, poll_interval_ms=20)
     url = protected(serve, server)
     callers = [Caller(url, f"{user}-token") for user in ("alice", "bob")]
@@ -288,7 +288,7 @@ def test_tasks_parked_for_input_do_not_starve_the_pool(serve):  # noqa: F811
     assert parked(carol)
 
 
-def test_a_task_waits_for_input_only_input_timeout_seconds(serve):  # noqa: F811
+def test_a_task_waits_for_input_only_input_timeout_seconds(serve):
     url = protected(serve, build(workers=1, input_timeout=0.3, poll_interval_ms=20))
     alice = Caller(url, "alice-token")
     task_id = start(alice, "park")
@@ -300,7 +300,7 @@ def test_a_task_waits_for_input_only_input_timeout_seconds(serve):  # noqa: F811
     assert done["result"]["content"][0]["text"] == "quick done"
 
 
-def test_tasks_are_capped_per_principal(serve):  # noqa: F811
+def test_tasks_are_capped_per_principal(serve):
     url = protected(serve, build(max_tasks_per_principal=2, poll_interval_ms=20))
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
     first, _second = parked(alice), parked(alice)
@@ -317,7 +317,7 @@ def test_tasks_are_capped_per_principal(serve):  # noqa: F811
     assert alice.text("whoami") == "oauth:hardening-client:alice"
 
 
-def test_a_principal_finds_only_its_own_tasks_by_its_string_id(serve):  # noqa: F811
+def test_a_principal_finds_only_its_own_tasks_by_its_string_id(serve):
     server = build(poll_interval_ms=20)
     url = protected(serve, server)
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
@@ -377,7 +377,7 @@ def test_the_pool_never_runs_more_than_workers_while_others_wait_for_input():
     assert most[0] <= 2 and store.threads <= 2 + 3 and store.waiting == 0
 
 
-def test_a_task_cancelled_before_it_ran_never_runs_and_frees_its_place_at_once(serve):  # noqa: F811
+def test_a_task_cancelled_before_it_ran_never_runs_and_frees_its_place_at_once(serve):
     """A task still queued for a run slot (every slot busy) and cancelled is cancelled at once: its
     handler never runs (no side effect), and it no longer counts against its caller's cap."""
     server = build(workers=1, max_tasks_per_principal=2, poll_interval_ms=20)

@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SERVERS, WAIT, Collector, Workers, command_label, run_threads
 
 TESTS = Path(__file__).resolve().parent

@@ -22,11 +22,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import SERVERS, WAIT, Collector, WireChecker, command_label, watch_stderr
+from everything_server import everything_client
 
 from mcp_ref import Client, McpError, Server
 from mcp_ref.extras import hosted_tasks
-from conftest import SERVERS, WAIT, Collector, WireChecker, command_label, watch_stderr
-from everything_server import everything_client
 
 PEER = [sys.executable, str(SERVERS / "hosted_tasks_peer.py")]
 RELATED = "io.modelcontextprotocol/related-task"

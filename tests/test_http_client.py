@@ -20,7 +20,7 @@ from http_fixtures import (
     serve,  # noqa: F401 - fixture
 )
 
-from mcp_ref import Client, Context, Server
+from mcp_ref import Client, Context, MCPRefError, Server
 
 
 def text(result) -> str:
@@ -243,7 +243,7 @@ def test_requests_during_a_session_renewal_succeed(serve, handshake_http_client)
     def call(label: str) -> None:
         try:
             results[label] = text(client.call_tool("echo", {"text": label}))
-        except Exception as exc:  # noqa: BLE001 - checked below
+        except Exception as exc:
             results[label] = exc
 
     threads = {label: threading.Thread(target=call, args=(label,)) for label in ("in-flight", "renewer", "meanwhile")}
@@ -538,7 +538,7 @@ def test_the_proxy_variables_are_honoured(serve, monkeypatch, bypass):
 
         listener = threading.Thread(target=accept_one, daemon=True)
         listener.start()
-        with pytest.raises(Exception):  # the "proxy" hangs up: the client cannot connect
+        with pytest.raises(MCPRefError):  # the "proxy" hangs up: the client cannot connect
             Client.http(srv.mcp, timeout=WAIT, connect_timeout=WAIT)
         listener.join(WAIT)
         assert seen and seen[0].startswith(b"POST " + srv.mcp.encode()), seen

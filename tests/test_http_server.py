@@ -760,7 +760,7 @@ def test_concurrent_raw_sessions(serve):
     assert srv.app.sessions == {}
 
 
-def test_a_cancelled_batch_item_ends_its_post(serve, raw_session):  # noqa: F811
+def test_a_cancelled_batch_item_ends_its_post(serve, raw_session):
     """A batch item cancelled while it runs gets no answer; its POST's stream must end all the same
     (2025-03-26 has batches; cancellation §Behavior Requirements: no response for the cancelled request)."""
     raw = raw_session(serve().mcp)

@@ -39,8 +39,8 @@ from mcp_ref.transports.http_server import (
     Middleware,
     SessionTable,
     modern_status,
+    status as statuses,
 )
-from mcp_ref.transports.http_server import status as statuses
 from mcp_ref.transports.http_server.events import Followed, event_number
 
 PACKAGE = Path(http_server.__file__).parent
@@ -82,7 +82,7 @@ def test_a_protocol_check_that_can_fail():
 
 
 @pytest.fixture
-def redis_connections(redis_url):  # noqa: F811
+def redis_connections(redis_url):
     """Factory: a new Connection to this test's Redis namespace (each one stands for a worker); closed after."""
     made: list[Connection] = []
 
@@ -238,7 +238,7 @@ def test_a_redis_session_table_keeps_nothing_for_ever(redis_connections):
     assert table.remove("a") and connection.client.exists(record) == 0
 
 
-def test_the_redis_state_gives_the_http_app_its_shared_stores(redis_url):  # noqa: F811
+def test_the_redis_state_gives_the_http_app_its_shared_stores(redis_url):
     state = RedisState.from_url(redis_url)
     try:
         table = state.session_table(max_sessions=7, idle_timeout=9.0, handshake_timeout=3.0)
@@ -250,7 +250,7 @@ def test_the_redis_state_gives_the_http_app_its_shared_stores(redis_url):  # noq
         state.close()
 
 
-def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, caplog):  # noqa: F811
+def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, caplog):
     connection = Connection(f"{own_redis.url}?namespace=faults", socket_timeout=1.0)
     table = RedisSessionTable(connection)
     try:
@@ -575,7 +575,7 @@ def test_a_redis_follower_without_wake_ups_still_gets_every_event(redis_connecti
         deaf.close()
 
 
-def test_a_redis_follower_without_redis_is_refused_or_waits_its_timeout(own_redis):  # noqa: F811
+def test_a_redis_follower_without_redis_is_refused_or_waits_its_timeout(own_redis):
     connection = Connection(f"{own_redis.url}?namespace=follow", socket_timeout=1.0)
     store = RedisEventStore(connection)
     try:
@@ -677,7 +677,7 @@ def test_a_redis_event_store_without_redis_degrades_and_says_so(caplog):
         connection.close()
 
 
-def test_a_stream_resumes_over_http_from_the_redis_event_store(serve, raw_session, redis_connections):  # noqa: F811
+def test_a_stream_resumes_over_http_from_the_redis_event_store(serve, raw_session, redis_connections):
     """The transport takes the Redis store's ids as its own: GET with Last-Event-ID replays what was missed."""
     srv = serve(event_store=RedisEventStore(redis_connections()))
     session = raw_session(srv.mcp)
@@ -711,7 +711,7 @@ def test_every_refusal_has_its_status_in_the_one_table():
         statuses.status_of(ValueError("not a refusal"))
 
 
-def test_a_session_expires_over_http_when_the_table_clock_moves(serve, raw_session):  # noqa: F811
+def test_a_session_expires_over_http_when_the_table_clock_moves(serve, raw_session):
     clock = Clock()
     srv = serve(session_table=MemorySessionTable(idle_timeout=60, clock=clock))
     session = raw_session(srv.mcp)
@@ -740,7 +740,7 @@ class Refuse(Middleware):
             raise statuses.Forbidden("Forbidden: not today")
 
 
-def test_a_middleware_in_the_chain_sees_each_request_and_refuses_with_the_tables_status(serve, raw_session):  # noqa: F811
+def test_a_middleware_in_the_chain_sees_each_request_and_refuses_with_the_tables_status(serve, raw_session):
     srv = serve()
     mine = Refuse()
     assert [type(m).__name__ for m in srv.app.middleware] == ["Admission"]  # no auth: no auth middleware

@@ -20,10 +20,10 @@ import sys
 import time
 
 import pytest
-
-from mcp_ref import CapabilityError, Client, McpError
 from conftest import DEMO, SERVERS, WireChecker, check_trace, command_label, live_group_members, run_cli, watch_stderr
 from everything_server import EVERYTHING, EVERYTHING_START, everything_client
+
+from mcp_ref import CapabilityError, Client, McpError
 
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
 SDK_SERVER = [sys.executable, str(SERVERS / "interop_sdk_server.py")]

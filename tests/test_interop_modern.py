@@ -36,7 +36,7 @@ sdk_versions = pytest.importorskip("mcp_types.version", reason="this mcp predate
 if "2026-07-28" not in sdk_versions.MODERN_PROTOCOL_VERSIONS:
     pytest.skip("this mcp does not speak the 2026-07-28 revision", allow_module_level=True)
 
-import mcp_types as types  # only once the SDK is known to be there
+import mcp_types as types  # noqa: E402 - only once the SDK is known to be there
 
 MODERN = "2026-07-28"
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
@@ -271,7 +271,7 @@ def test_sdk_client_settles_on_2026_over_streamable_http(demo_http, mode):
     assert all("mcp-session-id" not in headers for headers in replies)
     bodies = [m for m in checker.sent() if "method" in m]
     assert len(posts) == len(bodies)
-    for (method, headers), body in zip(posts, bodies):
+    for (method, headers), body in zip(posts, bodies, strict=True):
         assert method == "POST" and "mcp-session-id" not in headers
         assert headers["mcp-protocol-version"] == MODERN and headers["mcp-method"] == body["method"]
     assert "Traceback" not in "".join(demo_http.errors.all)

@@ -19,7 +19,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from test_architecture import PACKAGE, cycles, module_name, modules
 
 LAYERS = {"core": 0, "schemas": 0, "server": 1, "client": 1, "transports": 2, "extras": 3, "auth": 3, "workbench": 4}

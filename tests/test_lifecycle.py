@@ -4,12 +4,11 @@ import json
 import sys
 
 import pytest
+from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, handshake_era, schema_errors
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersion
 from mcp_ref.core.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
-
-from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, handshake_era, schema_errors
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ import json
 import sys
 
 import pytest
-
 from conftest import SERVERS, WireChecker, client_pool
 from servers.feature_logging import NUMBERS
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, InvalidParams
-from mcp_ref.server import LOG_LEVELS
 from mcp_ref.core.types import Completion, LogMessage
+from mcp_ref.server import LOG_LEVELS
 
 SCRIPT = SERVERS / "feature_logging.py"
 CITIES = "feature://cities/{country}/{city}"
@@ -40,7 +39,7 @@ def test_set_level_filters_log_messages(pool, version, level):
     logs = peer.logs.wait_until(lambda items: any(m.level == "emergency" for m in items), since=mark)
     assert all(isinstance(m, LogMessage) for m in logs)
     assert [m.level for m in logs] == expected
-    assert [(m.logger, m.data) for m in logs] == [("feature", {"seq": LOG_LEVELS.index(l), "level": l}) for l in expected]
+    assert [(m.logger, m.data) for m in logs] == [("feature", {"seq": LOG_LEVELS.index(level), "level": level}) for level in expected]
 
 
 @pytest.mark.parametrize("version", [SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]])

@@ -119,7 +119,7 @@ def test_many_threads_share_one_in_memory_client():
             try:
                 for i in range(20):
                     results.append(client.call_tool("add", {"a": n, "b": i}).content[0].text == str(n + i))
-            except Exception as exc:  # noqa: BLE001 - reported below
+            except Exception as exc:
                 errors.append(exc)
 
         threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]

@@ -126,7 +126,7 @@ def test_input_required_is_answered_by_the_handlers_and_retried(connect, wire):
     calls = wire.sent("tools/call")
     assert len({c["id"] for c in calls}) == len(calls) == 3  # mrtr: "The JSON-RPC id MUST be different"
     answers = [m["result"] for m in wire.received() if m.get("result", {}).get("resultType") == "input_required"]
-    for call, answer in zip(calls[1:], answers):
+    for call, answer in zip(calls[1:], answers, strict=True):
         assert call["params"]["requestState"] == answer["requestState"]  # echoed exactly
         assert set(call["params"]["inputResponses"]) == set(answer["inputRequests"])
     assert client.call_tool("everything").text == "Ada|hi|file:///work"

@@ -102,7 +102,7 @@ class HttpPeer:
 
 
 @pytest.fixture(params=["stdio", "http"])
-def peer(request, raw_peer, serve):  # noqa: F811
+def peer(request, raw_peer, serve):
     if request.param == "stdio":
         return StdioPeer(raw_peer)
     return HttpPeer(serve(MODERN.build()))
@@ -286,7 +286,7 @@ def test_a_prompt_can_ask_too(peer):
     assert peer.ask("prompts/get", retry)["result"]["messages"][0]["content"]["text"] == "Use: tests"
 
 
-def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve):  # noqa: F811
+def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve):
     one, two = HttpPeer(serve(MODERN.build())), HttpPeer(serve(MODERN.build()))
     first = one.ask("tools/call", call("greet", capabilities=ALL_CAPS))["result"]
     retry = call("greet", capabilities=ALL_CAPS, requestState=first["requestState"],
@@ -314,7 +314,7 @@ def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve): 
     ({"Mcp-Param-Count": "2.0"}, None),  # integers compare as numbers
     ({"mcp-param-dry-run": "true"}, -32020),  # a header for a value the body does not have
 ], ids=lambda v: repr(v))
-def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, headers, code):  # noqa: F811
+def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, headers, code):
     from mcp_ref.transports.http_headers import request_headers
 
     server = MODERN.build()
@@ -332,7 +332,12 @@ def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, header
 
 def test_the_client_side_header_rules():
     from mcp_ref.transports.http_headers import (
-        InvalidHeaderDeclaration, decode_value, encode_value, header_params, request_headers)
+        InvalidHeaderDeclaration,
+        decode_value,
+        encode_value,
+        header_params,
+        request_headers,
+    )
 
     assert encode_value("us-west1") == "us-west1" and encode_value(True) == "true" and encode_value(-7) == "-7"
     for value in ("Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?="):

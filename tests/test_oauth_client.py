@@ -15,9 +15,9 @@ from conftest import WAIT
 
 from mcp_ref import Client, Context, OAuth, Server
 from mcp_ref.auth.browser import follow_redirect
-from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 from mcp_ref.auth.resource import ProtectedResource
 from mcp_ref.auth.store import FileStore, MemoryStore
+from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 from mcp_ref.workbench.wsgi_server import WsgiServer
 
 

@@ -3,7 +3,6 @@ import re
 import sys
 
 import pytest
-
 from conftest import SERVERS
 
 from mcp_ref.core.pagination import InvalidCursor, Paginator

@@ -28,7 +28,7 @@ VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advan
                  "remove_item", "touch"}
 
 
-def open_client(transport: str, era: str, serve, variant: str = "", **options) -> Client:  # noqa: F811
+def open_client(transport: str, era: str, serve, variant: str = "", **options) -> Client:
     """A Client of policy_server (``variant``: its factory) over ``transport``, speaking ``era``."""
     options.setdefault("timeout", WAIT)
     if transport == "stdio":
@@ -39,7 +39,7 @@ def open_client(transport: str, era: str, serve, variant: str = "", **options) -
 
 
 @pytest.fixture(params=[(t, e) for t in TRANSPORTS for e in ERAS], ids=lambda p: f"{p[0]}-{p[1]}")
-def client(request, serve):  # noqa: F811
+def client(request, serve):
     """A policy_server client over each transport, in each era."""
     transport, era = request.param
     with open_client(transport, era, serve) as opened:
@@ -107,7 +107,7 @@ def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden,
 
 
 @pytest.mark.parametrize("transport, era", [(t, e) for t in TRANSPORTS for e in ERAS])
-def test_a_hidden_item_changing_is_not_announced_to_those_who_cannot_see_it(transport, era, serve):  # noqa: F811
+def test_a_hidden_item_changing_is_not_announced_to_those_who_cannot_see_it(transport, era, serve):
     heard, cond = [], threading.Condition()
 
     def hear(what):
@@ -145,7 +145,7 @@ def test_completion_functions_can_offer_each_caller_only_its_own(client):
     assert client.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport"]
 
 
-def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):  # noqa: F811
+def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):
     for transport in TRANSPORTS:
         with open_client(transport, "handshake", serve) as client:
             errors = []
@@ -157,7 +157,7 @@ def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):  
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_listen_stream_never_carries_a_hidden_resource(transport, serve):  # noqa: F811
+def test_a_listen_stream_never_carries_a_hidden_resource(transport, serve):
     with open_client(transport, "modern", serve) as client:
         seen, arrived = [], threading.Event()
 
@@ -202,7 +202,7 @@ def bearer(token: str):
 
 
 @pytest.fixture
-def protected(serve):  # noqa: F811
+def protected(serve):
     """policy_server behind a bearer token (alice: admin; bob: none): its /mcp URL."""
     tokens = Tokens()
     served = serve(app=POLICY.build().wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"])))
@@ -255,7 +255,7 @@ def test_a_hidden_scoped_tool_is_not_found_not_forbidden_over_raw_http(protected
         headers=session, timeout=WAIT).text
 
 
-def test_the_principal_of_each_transport(serve):  # noqa: F811
+def test_the_principal_of_each_transport(serve):
     with open_client("stdio", "handshake", serve) as client:
         assert client.call_tool("whoami").structured_content == {"id": "stdio", "scopes": [], "authenticated": False}
     with open_client("http", "modern", serve) as client:
@@ -320,7 +320,7 @@ def raw_call(url: str, era: str, request_id: int) -> requests.Response:
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):  # noqa: F811
+def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):
     server = InMemory("policy_server", "build_global").build()
     url = serve(server, stateless=True).mcp
     assert [raw_call(url, era, n).status_code for n in range(1, 6)] == [200] * 5
@@ -337,7 +337,7 @@ def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):  #
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_over_the_server_limit_a_stdio_client_gets_the_error_and_the_connection_goes_on(era, serve):  # noqa: F811
+def test_over_the_server_limit_a_stdio_client_gets_the_error_and_the_connection_goes_on(era, serve):
     with open_client("stdio", era, serve, "global") as client:
         answered = 1  # server/discover or initialize counted too
         with pytest.raises(LimitExceeded) as refused:
@@ -350,7 +350,7 @@ def test_over_the_server_limit_a_stdio_client_gets_the_error_and_the_connection_
             client.list_tools()  # every request counts; the session is still there to answer
 
 
-def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):  # noqa: F811
+def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):
     server = InMemory("policy_server", "build_global").build()
     served = serve(server, stateless=True, wrap=HeaderRecorder)
     for n in range(5):
@@ -366,7 +366,7 @@ def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):
 
 
 @pytest.mark.parametrize("transport, era", [(t, e) for t in TRANSPORTS for e in ERAS])
-def test_subscriptions_are_capped_per_caller(transport, era, serve):  # noqa: F811
+def test_subscriptions_are_capped_per_caller(transport, era, serve):
     server = POLICY.build()
     if transport == "stdio":
         client = open_client("stdio", era, serve)
@@ -389,7 +389,7 @@ def test_subscriptions_are_capped_per_caller(transport, era, serve):  # noqa: F8
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):  # noqa: F811
+def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):
     with open_client(transport, "modern", serve) as client:
         with pytest.raises(LimitExceeded):
             client.listen(resource_uris=[f"mem://public/{n}" for n in (1, 2, 3, 4)])
@@ -400,30 +400,33 @@ def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):  # no
                 assert second.acknowledged["resourceSubscriptions"] == ["mem://public/2", "mem://public/3"]
 
 
-def test_a_storm_of_updates_is_coalesced_to_one_per_interval(serve):  # noqa: F811
+def test_a_storm_of_updates_is_coalesced_to_one_per_interval(serve):
+    def storm(transport: str, era: str) -> None:
+        updates, cond = [], threading.Condition()
+
+        def on_updated(uri):
+            with cond:
+                updates.append(uri)
+                cond.notify_all()
+
+        with open_client(transport, era, serve, "storm", on_resource_updated=on_updated) as client:
+            client.subscribe("mem://public/1")
+            client.subscribe("mem://public/2")
+            assert client.call_tool("touch", {"uri": "mem://public/1", "times": 500}).content[0].text == "touched"
+            with cond:  # the first at once, the last when the interval ends; nothing queued between
+                assert cond.wait_for(lambda: updates.count("mem://public/1") == 2, WAIT), (transport, era, updates)
+            client.call_tool("touch", {"uri": "mem://public/2"})
+            with cond:
+                assert cond.wait_for(lambda: "mem://public/2" in updates, WAIT)
+            assert updates == ["mem://public/1", "mem://public/1", "mem://public/2"], (transport, era)
+
     for transport in TRANSPORTS:
         for era in ERAS:
-            updates, cond = [], threading.Condition()
-
-            def on_updated(uri):
-                with cond:
-                    updates.append(uri)
-                    cond.notify_all()
-
-            with open_client(transport, era, serve, "storm", on_resource_updated=on_updated) as client:
-                client.subscribe("mem://public/1")
-                client.subscribe("mem://public/2")
-                assert client.call_tool("touch", {"uri": "mem://public/1", "times": 500}).content[0].text == "touched"
-                with cond:  # the first at once, the last when the interval ends; nothing queued between
-                    assert cond.wait_for(lambda: updates.count("mem://public/1") == 2, WAIT), (transport, era, updates)
-                client.call_tool("touch", {"uri": "mem://public/2"})
-                with cond:
-                    assert cond.wait_for(lambda: "mem://public/2" in updates, WAIT)
-                assert updates == ["mem://public/1", "mem://public/1", "mem://public/2"], (transport, era)
+            storm(transport, era)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_ping_is_not_counted_against_the_limit(transport, serve):  # noqa: F811
+def test_ping_is_not_counted_against_the_limit(transport, serve):
     server = InMemory("policy_server", "build_global").build()
     if transport == "stdio":
         client = open_client("stdio", "handshake", serve, "global")
@@ -440,7 +443,7 @@ def test_ping_is_not_counted_against_the_limit(transport, serve):  # noqa: F811
             assert len(connections) == 1 and not connections[0].admitted  # nothing left behind by the pre-count
 
 
-def test_the_legacy_http_sse_transport_applies_the_same_policy(serve):  # noqa: F811
+def test_the_legacy_http_sse_transport_applies_the_same_policy(serve):
     served = serve(POLICY.build())
     with Client.http(served.sse, transport="sse", timeout=WAIT) as client:
         assert client.session.transport.legacy_endpoint  # HTTP+SSE: POSTs to the endpoint the stream named

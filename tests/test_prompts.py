@@ -10,7 +10,6 @@ import base64
 import sys
 
 import pytest
-
 from conftest import SERVERS, client_pool
 from servers.feature_prompts import AUDIO, BLOB, IMAGE
 
@@ -131,8 +130,9 @@ NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, version):
-    from mcp_ref.core.types import ResourceLink
     from servers.notes_server import ICONS, LINK
+
+    from mcp_ref.core.types import ResourceLink
 
     client = connect(NOTES_SERVER, protocol_version=version)
     iconic = [p for p in client.list_prompts() if p.name == "iconic"][0]

@@ -12,8 +12,8 @@ from conftest import WAIT
 
 from mcp_ref import Client, Context, Server
 from mcp_ref.auth import pkce
-from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 from mcp_ref.auth.resource import ProtectedResource
+from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 from mcp_ref.workbench.wsgi_server import WsgiServer
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -10,8 +10,8 @@ import pytest
 from conftest import WAIT
 
 from mcp_ref import LimitExceeded, RateLimit
-from mcp_ref.extras.ratelimit import RateLimiter
 from mcp_ref.extras.policy import Policy, Principal, UpdateCoalescer
+from mcp_ref.extras.ratelimit import RateLimiter
 
 
 class Clock:

@@ -226,9 +226,8 @@ def test_oauth_client_example_logs_in_to_the_protected_demo(tmp_path):
     """The README's OAuth client, against ``mcp-ref serve-demo --http --auth`` on the port it names."""
     import signal
 
-    from test_http_deploy import LineReader, stop
-
     from http_fixtures import free_port
+    from test_http_deploy import LineReader, stop
 
     port = free_port()
     command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"]
@@ -307,7 +306,7 @@ def test_policy_examples_build_what_they_say():
     server_block = _block('rate_limit="100/minute"')
     client_block = _block("server_request_limit=")
     scope = {}
-    exec(compile(server_block, "README policy example", "exec"), scope)  # noqa: S102 - our own README
+    exec(compile(server_block, "README policy example", "exec"), scope)
     server = scope["server"]
     assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").rate_limit.count == 5
     principal = __import__("mcp_ref").Principal
@@ -315,7 +314,7 @@ def test_policy_examples_build_what_they_say():
     assert scope["authorize"](principal("p", frozenset({"admin"})), "tools/call", "admin_reset") is True
     compile(client_block, "README approve example", "exec")
     approve_source = client_block.split("client = ")[0]
-    exec(compile(approve_source, "README approve hook", "exec"), scope)  # noqa: S102
+    exec(compile(approve_source, "README approve hook", "exec"), scope)
     from mcp_ref import ServerRequest
 
     edited = scope["approve"](ServerRequest("sampling/createMessage", {"messages": [], "maxTokens": 999}))

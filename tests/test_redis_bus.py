@@ -46,7 +46,7 @@ def test_the_redis_bus_implements_the_bus_protocol():
         assert list(inspect.signature(getattr(RedisBus, name)).parameters) == list(signature.parameters), name
 
 
-def test_two_processes_hear_each_others_publishes_each_exactly_once(buses, redis_url):  # noqa: F811
+def test_two_processes_hear_each_others_publishes_each_exactly_once(buses, redis_url):
     one, two = buses(redis_url), buses(redis_url)
     heard_one, heard_two = Collector(), Collector()
     one.subscribe("changes", heard_one)
@@ -61,7 +61,7 @@ def test_two_processes_hear_each_others_publishes_each_exactly_once(buses, redis
         assert heard.items == [{"from": "one"}, {"from": "two"}, {"from": "marker"}]
 
 
-def test_namespaces_and_channels_isolate(buses, redis_server):  # noqa: F811
+def test_namespaces_and_channels_isolate(buses, redis_server):
     first = buses(redis_server.url + "?namespace=first-ns")
     second = buses(redis_server.url + "?namespace=second-ns")
     heard, other_channel = Collector(), Collector()
@@ -75,7 +75,7 @@ def test_namespaces_and_channels_isolate(buses, redis_server):  # noqa: F811
     assert heard.items == [{"n": 2}] and other_channel.items == [{"n": 3}]
 
 
-def test_messages_arrive_in_order_and_each_subscriber_has_its_own_copy(buses, redis_url):  # noqa: F811
+def test_messages_arrive_in_order_and_each_subscriber_has_its_own_copy(buses, redis_url):
     listener, publisher = buses(redis_url), buses(redis_url)
     heard, mutating = Collector(), Collector()
 
@@ -92,7 +92,7 @@ def test_messages_arrive_in_order_and_each_subscriber_has_its_own_copy(buses, re
     assert not any("touched" in m for m in heard.items) and len(mutating) == 300
 
 
-def test_a_slow_callback_blocks_neither_publish_nor_reading_and_a_full_queue_drops(buses, redis_url, caplog):  # noqa: F811
+def test_a_slow_callback_blocks_neither_publish_nor_reading_and_a_full_queue_drops(buses, redis_url, caplog):
     listener, publisher = buses(redis_url, max_queue=3), buses(redis_url)
     gate, entered, heard = threading.Event(), threading.Event(), Collector()
 
@@ -125,7 +125,7 @@ def test_a_slow_callback_blocks_neither_publish_nor_reading_and_a_full_queue_dro
     assert [m["n"] for m in heard.items] == [0, 1, 2, 3, 11]
 
 
-def test_a_failing_callback_does_not_stop_the_others(buses, redis_url, caplog):  # noqa: F811
+def test_a_failing_callback_does_not_stop_the_others(buses, redis_url, caplog):
     bus = buses(redis_url)
     heard = Collector()
 
@@ -140,7 +140,7 @@ def test_a_failing_callback_does_not_stop_the_others(buses, redis_url, caplog): 
     assert sum("a subscriber of 'changes' failed" in r.getMessage() for r in caplog.records) == 2
 
 
-def test_unsubscribe_and_the_subscriber_bound(buses, redis_url):  # noqa: F811
+def test_unsubscribe_and_the_subscriber_bound(buses, redis_url):
     bus = buses(redis_url, max_subscribers=2)
     gone, stays, marker = Collector(), Collector(), Collector()
     unsubscribe = bus.subscribe("tasks/1", gone)
@@ -160,7 +160,7 @@ def test_unsubscribe_and_the_subscriber_bound(buses, redis_url):  # noqa: F811
     assert bus.subscribers("tasks/1") == 2
 
 
-def test_the_last_local_subscriber_leaving_unsubscribes_from_redis(buses, redis_url):  # noqa: F811
+def test_the_last_local_subscriber_leaving_unsubscribes_from_redis(buses, redis_url):
     bus, publisher = buses(redis_url), buses(redis_url)
     unsubscribe = bus.subscribe("tasks/9", Collector())
     assert publisher.publish("tasks/9", {}) == 1
@@ -171,7 +171,7 @@ def test_the_last_local_subscriber_leaving_unsubscribes_from_redis(buses, redis_
     assert publisher.publish("tasks/9", {}) == 0
 
 
-def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(own_redis, buses, caplog):  # noqa: F811
+def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(own_redis, buses, caplog):
     listener = buses(own_redis.url, min_backoff=0.02, max_backoff=0.2)
     publisher = buses(own_redis.url)
     heard, reconnected = Collector(), Collector()
@@ -203,7 +203,7 @@ def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_i
     assert any("connected to Redis again" in m for m in messages)
 
 
-def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):  # noqa: F811
+def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):
     listener = buses(own_redis.url, heartbeat=0.2, socket_timeout=1.0, min_backoff=0.02, max_backoff=0.1)
     publisher = buses(own_redis.url)
     heard, reconnected = Collector(), Collector()
@@ -215,7 +215,7 @@ def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):  # noq
     assert heard.wait_for(1) == [{"n": 1}]
 
 
-def test_close_ends_the_threads(buses, redis_url):  # noqa: F811
+def test_close_ends_the_threads(buses, redis_url):
     bus, publisher = buses(redis_url), buses(redis_url)
     assert not bus.alive  # nothing starts before the first subscribe
     bus.subscribe("changes", Collector())
@@ -234,7 +234,7 @@ def _child(bus: RedisBus, heard: Collector, ready, results) -> None:
     results.put(heard.wait_for(1))
 
 
-def test_a_forked_child_gets_a_listener_of_its_own(buses, redis_url):  # noqa: F811
+def test_a_forked_child_gets_a_listener_of_its_own(buses, redis_url):
     bus = buses(redis_url)
     heard = Collector()
     bus.subscribe("changes", heard)  # before the fork (gunicorn --preload)

@@ -44,7 +44,7 @@ def create(records, task_id: str, caller: str = "alice", ttl: float | None = 60.
 
 
 @pytest.fixture
-def connection(redis_url):  # noqa: F811
+def connection(redis_url):
     made = Connection(redis_url)
     yield made
     made.close()
@@ -77,7 +77,7 @@ def test_the_namespace_is_taken_out_of_the_url_and_the_rest_kept():
     assert split_url("redis://host/0")[1] == "mcp_ref"
 
 
-def test_two_namespaces_on_one_redis_never_meet(redis_server):  # noqa: F811
+def test_two_namespaces_on_one_redis_never_meet(redis_server):
     one = Connection(f"{redis_server.url}?namespace=ns-one-{os.getpid()}")
     two = Connection(f"{redis_server.url}?namespace=ns-two-{os.getpid()}")
     try:
@@ -243,7 +243,7 @@ def test_a_worker_killed_holding_places_frees_them_after_its_ttl(connection):
 # -- choosing the state ------------------------------------------------------------------------------
 
 
-def test_a_redis_url_names_the_shared_state(redis_url):  # noqa: F811
+def test_a_redis_url_names_the_shared_state(redis_url):
     state = state_from(redis_url)
     try:
         assert isinstance(state, RedisState) and state.shared
@@ -260,7 +260,7 @@ def test_a_redis_url_names_the_shared_state(redis_url):  # noqa: F811
 
 
 @pytest.fixture
-def own_server(own_redis):  # noqa: F811
+def own_server(own_redis):
     return own_redis
 
 

@@ -12,9 +12,7 @@ import os
 import sys
 
 import pytest
-
 from conftest import SERVERS, client_pool
-
 from servers.feature_resources import BLOB, TEXT  # the server's own constants
 
 from mcp_ref import SUPPORTED_VERSIONS, BlobResourceContents, ResourceNotFound, TextResourceContents

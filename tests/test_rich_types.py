@@ -416,7 +416,7 @@ def field_server() -> Server:
 
     @server.tool
     def order(item: str = Field(description="What to order"), count: int = Field(2, ge=1, description="How many"),
-              notes: list[str] = Field(default_factory=list)) -> str:
+              notes: list[str] = Field(default_factory=list)) -> str:  # noqa: B008 - pydantic's Field as defaults
         """pydantic's Field as the default, as FastMCP users write it."""
         return f"{count} x {item} {notes}"
 

@@ -82,7 +82,7 @@ def alternate(clients: tuple[Client, Client], calls: int, tool: str) -> list[str
 
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared, era):  # noqa: F811
+def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared, era):
     a, b = two_deployments(redis_url if shared else None)
     with Client.http(a.url, timeout=WAIT, era=era) as on_a, Client.http(b.url, timeout=WAIT, era=era) as on_b:
         assert on_a.call_tool("whoami").content[0].text != on_b.call_tool("whoami").content[0].text
@@ -93,7 +93,7 @@ def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_
 
 
 def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_answers(two_deployments,
-                                                                                     redis_url):  # noqa: F811
+                                                                                     redis_url):
     a, b = two_deployments(redis_url, three_workers=True)
     clients = [Client.http(a.url, timeout=WAIT) for _ in range(4)]  # four connections: the kernel spreads them
     try:
@@ -117,7 +117,7 @@ def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_ans
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared):  # noqa: F811
+def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared):
     a, b = two_deployments(redis_url if shared else None, server_limit="10/minute")
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
         outcomes = alternate((on_a, on_b), 16, "whoami")
@@ -126,7 +126,7 @@ def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, re
     assert outcomes.count("ok") == (8 if shared else 16), outcomes
 
 
-def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(two_deployments, redis_url):  # noqa: F811
+def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(two_deployments, redis_url):
     """The handshake era: without a token the caller is its session, so one session, its requests
     sent to each deployment in turn (RoundRobin), is held to the one limit."""
     from http_fixtures import RoundRobin
@@ -150,7 +150,7 @@ def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(t
     assert set(balancer.served) == {0, 1}
 
 
-def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deployments, redis_url):  # noqa: F811
+def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deployments, redis_url):
     a, b = two_deployments(redis_url)
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
         created = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()
@@ -178,7 +178,7 @@ def test_without_shared_state_another_worker_knows_no_task(two_deployments):
         on_a.cancel_task(task_id)
 
 
-def test_a_tool_added_on_one_worker_is_announced_to_a_listener_on_the_other(two_deployments, redis_url):  # noqa: F811
+def test_a_tool_added_on_one_worker_is_announced_to_a_listener_on_the_other(two_deployments, redis_url):
     a, b = two_deployments(redis_url)
     heard: list[tuple[str, dict]] = []
     arrived = threading.Event()
@@ -226,7 +226,7 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis_url, shared):  # noqa: F811
+def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis_url, shared):
     """With the state shared, a handshake-era session made on A is served by B (from its record);
     without it (the control), B answers 404 (the spec's "session not found")."""
     import requests
@@ -251,7 +251,7 @@ def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis
         b.stop()
 
 
-def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url):  # noqa: F811
+def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url):
     """2025-11-25 basic/transports §Resumability across deployments: the POST's stream closed on A
     (SSE polling), the client resumes it on B with Last-Event-ID and gets the rest and the answer."""
     import json
@@ -291,7 +291,7 @@ def whoami(deployment: Deployment, headers: dict) -> str:
 
 @pytest.mark.parametrize("layout", ["two deployments", "three workers"])
 def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshake_feature(two_deployments, redis_url,
-                                                                                          layout):  # noqa: F811
+                                                                                          layout):
     """Each request to the next upstream in turn (RoundRobin, a connection per request): the session,
     an elicitation whose answer is posted to another worker than the one asking, a change heard on the
     GET stream wherever it is held, and the session deleted everywhere at the end."""
@@ -320,7 +320,7 @@ def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshak
         balancer.stop()
 
 
-def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(redis_url):  # noqa: F811
+def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(redis_url):
     a = Deployment(redis_url, "100/minute", stateless=False)
     b = Deployment(redis_url, "100/minute", stateless=False)
     changed = threading.Event()
@@ -336,7 +336,7 @@ def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(
 
 
 @pytest.mark.parametrize("token", [None, "alice-token"], ids=["no token", "bearer token"])
-def test_an_mrtr_retry_is_answered_by_the_other_worker(redis_url, token):  # noqa: F811
+def test_an_mrtr_retry_is_answered_by_the_other_worker(redis_url, token):
     """MRTR (2026-07-28 basic/patterns/mrtr): the retry carries the sealed ``requestState``, which any
     worker with the same ``MCP_REF_SECRET`` opens, for the same caller (a bearer token's user)."""
     from test_hardening_tasks import Caller, accept

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import ROOT, WireChecker, schema_errors
 
 from mcp_ref import SUPPORTED_VERSIONS, schemas

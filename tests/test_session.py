@@ -7,11 +7,10 @@ import threading
 import time
 
 import pytest
+from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, Workers, handshake_era, run_threads, schema_errors
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
 from mcp_ref.core.session import DEFAULT_MAX_TOTAL_FACTOR
-
-from conftest import DEMO_IN_PROCESS, InMemory, SERVERS, WAIT, Workers, handshake_era, run_threads, schema_errors
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ class Worker:
 
 
 @pytest.fixture
-def workers(redis_url):  # noqa: F811
+def workers(redis_url):
     """``workers(n=2, **app_options)``: n workers sharing ``redis_url``."""
     made: list[Worker] = []
 
@@ -255,7 +255,7 @@ def test_a_log_level_set_on_one_worker_is_obeyed_on_the_other_before_the_bus_tel
         stop()
 
 
-def test_the_redis_session_table_counts_each_change_and_a_touch_says_how_many(redis_url):  # noqa: F811
+def test_the_redis_session_table_counts_each_change_and_a_touch_says_how_many(redis_url):
     """What the read-your-writes check above rests on: ``update`` counts a generation, ``touch``
     returns it in the same script (no extra round trip), ``get`` returns it with the record."""
     from mcp_ref.extras.redis_state import RedisState
@@ -538,7 +538,7 @@ def test_two_workers_subscribing_at_once_both_count(workers):
     stream.close()
 
 
-def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_url):  # noqa: F811
+def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_url):
     """An end a worker was not told of (the record removed behind its back: a lost bus message, an
     expiry another worker found) still ends its replica and its GET stream."""
     from mcp_ref.extras.redis_state import RedisState

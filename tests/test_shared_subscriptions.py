@@ -34,7 +34,7 @@ def worker(url: str) -> Server:
 
 
 @pytest.fixture
-def workers(redis_url):  # noqa: F811
+def workers(redis_url):
     made = worker(redis_url), worker(redis_url)
     yield made
     for server in made:
@@ -106,7 +106,7 @@ def test_both_eras_share_one_callers_places(workers):
             refused(old.subscribe, "mem://r/4")
 
 
-def test_a_refused_listen_keeps_no_place(redis_url):  # noqa: F811
+def test_a_refused_listen_keeps_no_place(redis_url):
     # max_subscriptions refuses the stream after its resources were held: they are let go again
     one, two = worker(redis_url), worker(redis_url)
     one.subscriptions.max_subscriptions = 0

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 
 import pytest
 
+from mcp_ref.core.types import CallToolResult, Image, ImageContent, TextContent
 from mcp_ref.server.signatures import (
     ArgumentPlan,
     compile_arguments,
@@ -16,7 +17,6 @@ from mcp_ref.server.signatures import (
     to_jsonable,
     type_schema,
 )
-from mcp_ref.core.types import CallToolResult, Image, ImageContent, TextContent
 
 
 class Color(enum.Enum):
@@ -46,7 +46,7 @@ class Shape:
     points: list[Point]
     color: Color = Color.RED
     tags: list[str] = field(default_factory=list)
-    anchor: Optional[Point] = None
+    anchor: Point | None = None
 
 
 class Movie(TypedDict):
@@ -97,13 +97,13 @@ class SubContext(Context):
         (dict, {"type": "object"}),
         (dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
         (Mapping[str, Any], {"type": "object"}),
-        (Optional[int], {"type": ["integer", "null"]}),
+        (Optional[int], {"type": ["integer", "null"]}),  # noqa: UP045 - the spelling under test
         (int | None, {"type": ["integer", "null"]}),
         (
-            Optional[list[int]],
+            Optional[list[int]],  # noqa: UP045 - the spelling under test
             {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]},
         ),
-        (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+        (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),  # noqa: UP007 - the spelling under test
         (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
         (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
         (Literal[1, 2.5], {"type": "number", "enum": [1, 2.5]}),
@@ -318,7 +318,7 @@ def test_context_param_skipped_including_subclass_and_optional():
     assert list(plan.schema["properties"]) == ["x"]
     assert plan.schema["required"] == ["x"]
 
-    def g(ctx: Optional[Context] = None) -> None:
+    def g(ctx: Context | None = None) -> None:
         pass
 
     plan = compile_arguments(g, skip_types=(Context,))
@@ -383,7 +383,7 @@ def test_unresolvable_forward_reference():
 
 
 def test_convert_plain_params_returns_copy():
-    def f(a: int, b: list[str], c: dict[str, Any], d: Optional[str] = None):
+    def f(a: int, b: list[str], c: dict[str, Any], d: str | None = None):
         pass
 
     plan = compile_arguments(f)
@@ -398,7 +398,7 @@ def test_convert_rich_types():
         shape: Shape,
         colors: list[Color],
         pair: tuple[int, int],
-        maybe: Optional[Point] = None,
+        maybe: Point | None = None,
         tags: set[str] = frozenset(),
         by_name: dict[str, Point] | None = None,
         level: Level = Level.LOW,
@@ -441,7 +441,7 @@ class Circle:
 
 
 def test_convert_union_picks_matching_member():
-    def f(x: Union[Point, Circle, Color, int]):
+    def f(x: Point | Circle | Color | int):
         pass
 
     plan = compile_arguments(f)
@@ -540,7 +540,7 @@ def test_schemas_valid_under_draft7_and_2020_12():
         shape: Shape,
         movie: Movie,
         pair: tuple[int, str],
-        opt: Optional[list[Color]] = None,
+        opt: list[Color] | None = None,
         lit: Literal["a", 1] = "a",
         nums: dict[str, float] | None = None,
         anything: Any = None,

@@ -16,9 +16,9 @@ import sys
 import time
 
 import pytest
+from conftest import DEMO, SERVERS, WAIT, Collector, live_group_members
 
 from mcp_ref import Client
-from conftest import DEMO, SERVERS, WAIT, Collector, live_group_members
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups and signals are POSIX")
 

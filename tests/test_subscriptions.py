@@ -56,7 +56,7 @@ class StdioServer:
         self.peer = raw_peer(SERVER)
         self.next_id = 0
 
-    def listen(self, **notifications) -> "StdioStream":
+    def listen(self, **notifications) -> StdioStream:
         self.next_id += 1
         stream = StdioStream(self, self.next_id)
         self.peer.send_json({"jsonrpc": "2.0", "id": stream.id, "method": "subscriptions/listen",
@@ -122,7 +122,7 @@ class HttpServer:
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
         return requests.post(self.served.mcp, json=body, headers=headers, timeout=WAIT, **options)
 
-    def listen(self, **notifications) -> "HttpStream":
+    def listen(self, **notifications) -> HttpStream:
         reply = self.post("subscriptions/listen", listen_params(**notifications), stream=True)
         return HttpStream(reply, self.next_id)
 
@@ -151,7 +151,7 @@ class HttpStream:
             for line in self.reply.iter_lines():
                 if line.startswith(b"data:"):
                     self.messages.put(json.loads(line[5:]))
-        except Exception:  # noqa: BLE001 - cancel() closed the response under this reader
+        except Exception:
             pass
         self.messages.put(None)
 
@@ -165,7 +165,7 @@ class HttpStream:
 
 
 @pytest.fixture(params=["stdio", "http"])
-def server(request, raw_peer, serve):  # noqa: F811
+def server(request, raw_peer, serve):
     if request.param == "stdio":
         return StdioServer(raw_peer)
     return HttpServer(serve(MODERN.build(), keepalive=0.2))
@@ -277,7 +277,7 @@ def test_the_server_ends_its_streams_with_a_result(server):
         assert stream.messages.get(timeout=WAIT) is None  # and the SSE response ends
 
 
-def test_an_http_server_shutting_down_ends_its_streams_gracefully(serve):  # noqa: F811
+def test_an_http_server_shutting_down_ends_its_streams_gracefully(serve):
     served = serve(MODERN.build(), keepalive=0.2)
     stream = HttpServer(served).listen(toolsListChanged=True)
     assert is_ack_of(stream.next(), stream)
@@ -287,7 +287,7 @@ def test_an_http_server_shutting_down_ends_its_streams_gracefully(serve):  # noq
     assert stream.messages.get(timeout=WAIT) is None
 
 
-def test_listen_streams_are_bounded_per_server(serve):  # noqa: F811
+def test_listen_streams_are_bounded_per_server(serve):
     built = MODERN.build()
     built.subscriptions.max_subscriptions = 1
     server = HttpServer(serve(built, keepalive=0.2))
@@ -339,7 +339,7 @@ class Events:
         return self.items.get(timeout=WAIT)
 
 
-def modern_clients(kind: str, serve, **options):  # noqa: F811
+def modern_clients(kind: str, serve, **options):
     watch = Watch()
     return client_over(kind, MODERN, serve, trace=watch, **options), watch
 
@@ -349,7 +349,7 @@ def transport(request):
     return request.param
 
 
-def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, serve):  # noqa: F811
+def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, serve):
     changed, updated = Events(), Events()
     client, watch = modern_clients(transport, serve, on_list_changed=changed, on_resource_updated=updated)
     with client:
@@ -370,7 +370,7 @@ def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, ser
     watch.wire.assert_valid()
 
 
-def test_the_callbacks_stream_is_opened_again_when_the_server_ends_it(transport, serve):  # noqa: F811
+def test_the_callbacks_stream_is_opened_again_when_the_server_ends_it(transport, serve):
     changed = Events()
     client, watch = modern_clients(transport, serve, on_list_changed=changed)
     with client:
@@ -383,7 +383,7 @@ def test_the_callbacks_stream_is_opened_again_when_the_server_ends_it(transport,
 
 
 @pytest.mark.parametrize("era", ["modern", "handshake"])
-def test_listen_is_the_same_code_in_both_eras(era, transport, serve):  # noqa: F811
+def test_listen_is_the_same_code_in_both_eras(era, transport, serve):
     client, watch = modern_clients(transport, serve, era=era)
     got = Events()
     with client:
@@ -405,7 +405,7 @@ def test_listen_is_the_same_code_in_both_eras(era, transport, serve):  # noqa: F
     watch.wire.assert_valid()
 
 
-def test_a_stream_the_server_ends_says_so(transport, serve):  # noqa: F811
+def test_a_stream_the_server_ends_says_so(transport, serve):
     client, watch = modern_clients(transport, serve)
     with client:
         stream = client.listen(tools=True)

@@ -67,7 +67,7 @@ class Raw:
 
 
 @pytest.fixture(params=["stdio", "http"])
-def raw(request, raw_peer, serve):  # noqa: F811
+def raw(request, raw_peer, serve):
     if request.param == "stdio":
         peer = StdioPeer.__new__(StdioPeer)  # StdioPeer, on this module's server
         peer.peer, peer.next_id = raw_peer(SERVER), 0
@@ -86,7 +86,7 @@ def created(answer: dict) -> dict:
     return result
 
 
-def poll(raw: "Raw", task_id: str, done) -> dict:
+def poll(raw: Raw, task_id: str, done) -> dict:
     """``tasks/get`` until ``done(state)``, at the pace the task asks for (``pollIntervalMs``, as
     SEP-2663 says clients SHOULD), for at most WAIT seconds: polling is how the extension reports."""
     import time
@@ -238,7 +238,7 @@ def test_task_notifications_on_a_listen_stream_need_the_extension(raw):
     assert answer["error"]["data"]["requiredCapabilities"] == {"extensions": {EXTENSION: {}}}
 
 
-def test_the_http_routing_header_must_name_the_task(serve):  # noqa: F811
+def test_the_http_routing_header_must_name_the_task(serve):
     raw = Raw(HttpPeer(serve(TASKS.build())))
     task_id = created(raw.call("forever"))["taskId"]
     assert raw.ask("tasks/get", {"taskId": task_id}, **{"Mcp-Name": task_id})["result"]["taskId"] == task_id
@@ -271,7 +271,7 @@ def answers(params):
     return {"action": "accept", "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"}}
 
 
-def clients(kind: str, serve, **options):  # noqa: F811
+def clients(kind: str, serve, **options):
     wire = WireChecker()
     options.setdefault("elicitation_handler", answers)
     return client_over(kind, TASKS, serve, trace=wire, **options), wire
@@ -282,7 +282,7 @@ def kind(request):
     return request.param
 
 
-def test_call_tool_with_task_polls_to_the_same_result(kind, serve):  # noqa: F811
+def test_call_tool_with_task_polls_to_the_same_result(kind, serve):
     client, wire = clients(kind, serve)
     with client:
         assert client.call_tool("confirm", {"filename": "b.txt"}, task=True).text == "Ada deleted b.txt (True)"
@@ -301,7 +301,7 @@ def test_call_tool_with_task_polls_to_the_same_result(kind, serve):  # noqa: F81
     wire.assert_valid()
 
 
-def test_cancelling_a_task_sends_tasks_cancel(kind, serve):  # noqa: F811
+def test_cancelling_a_task_sends_tasks_cancel(kind, serve):
     made = threading.Event()
 
     def trace(direction, data):
@@ -329,7 +329,7 @@ def test_cancelling_a_task_sends_tasks_cancel(kind, serve):  # noqa: F811
 def _outcome(call):
     try:
         return call.result()
-    except Exception as exc:  # noqa: BLE001 - the test looks at it
+    except Exception as exc:
         return exc
 
 

@@ -328,7 +328,7 @@ def test_a_task_belongs_to_the_verified_principal_else_to_the_session():
     assert all(tasks_2025.owner_of(connection(t, "stdio")).startswith("2025-11-25|") for t in (token, None))
 
 
-def test_over_stateless_http_tasks_work_unlisted(serve):  # noqa: F811
+def test_over_stateless_http_tasks_work_unlisted(serve):
     http = Http(serve(TASKS.build(), stateless=True).mcp)
     init = http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "s", "version": "0"}})
     # §Task Isolation: "receivers that cannot identify requestors SHOULD NOT declare the tasks.list capability"
@@ -403,7 +403,7 @@ class Lines:
             self.others.append(message)
 
 
-def test_over_stdio(raw_peer):  # noqa: F811
+def test_over_stdio(raw_peer):
     lines = Lines(raw_peer(SERVER))
     init = lines.ask("initialize", {"protocolVersion": VERSION, "capabilities": {},
                                     "clientInfo": {"name": "raw", "version": "0"}})
@@ -474,7 +474,7 @@ class Http:
                 return message
 
 
-def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, monkeypatch):  # noqa: F811
+def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, monkeypatch):
     monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", WAIT)  # the ask waits for the tasks/result below
     served = serve(TASKS.build())
     http = Http(served.mcp)
@@ -509,7 +509,7 @@ def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, mon
     other.wire.assert_valid()
 
 
-def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the_first(serve, monkeypatch):  # noqa: F811
+def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the_first(serve, monkeypatch):
     """§Retrieving Task Results: "clients MAY disconnect from an SSE stream opened by the server in
     response to a tasks/result request at any time"; asking again, the client gets the ask again."""
     monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", WAIT)

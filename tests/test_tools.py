@@ -14,12 +14,26 @@ import sys
 from typing import Literal
 
 import pytest
-
 from conftest import SERVERS, InMemory, client_pool
 from servers.untested_server import AUDIO_DATA, ICONS
 
-from mcp_ref import SUPPORTED_VERSIONS, AudioContent, CallToolResult, Client, InvalidParams, McpError, ResourceLink, TextContent, Tool
-from mcp_ref import Audio, Context, ElicitResult, Image, ImageContent, Server
+from mcp_ref import (
+    SUPPORTED_VERSIONS,
+    Audio,
+    AudioContent,
+    CallToolResult,
+    Client,
+    Context,
+    ElicitResult,
+    Image,
+    ImageContent,
+    InvalidParams,
+    McpError,
+    ResourceLink,
+    Server,
+    TextContent,
+    Tool,
+)
 
 TOOLS = [sys.executable, str(SERVERS / "feature_tools.py")]
 PAGED = [sys.executable, str(SERVERS / "feature_tools.py"), "paged"]

@@ -43,7 +43,7 @@ def instances(schema):
     for count in range(len(names) + 1):
         for chosen in itertools.combinations(names, count):
             for values in itertools.islice(itertools.product(VALUES, repeat=count), 400):
-                yield dict(zip(chosen, values))
+                yield dict(zip(chosen, values, strict=True))
 
 
 @pytest.mark.parametrize("schema", PLAIN_SCHEMAS)

@@ -120,8 +120,7 @@ class _StandardFields:
 
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as dataclass
-    from dataclasses import field as field
+    from dataclasses import dataclass as dataclass, field as field
 else:
     dataclass, field = _record, _Field
 

@@ -77,8 +77,7 @@ from .task_pool import IDLE_SECONDS, TaskPool
 
 if TYPE_CHECKING:
     from ..core.envelope import Envelope
-    from ..server.seams import Caller as ServerConnection
-    from ..server.seams import Registry
+    from ..server.seams import Caller as ServerConnection, Registry
     from ..server.state import Bus, TaskQueue, TaskRecords
 
 __all__ = ["Task", "TaskStore", "TaskRun", "IDLE_SECONDS", "install", "wire_of"]

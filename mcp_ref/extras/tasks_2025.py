@@ -70,8 +70,7 @@ from ..core.requests import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
 from ..server.state import TERMINAL, iso_now
 from ..server.tools import run_tool
-from .tasks import finish
-from .tasks import install as install_extension
+from .tasks import finish, install as install_extension
 
 __all__ = ["install", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
 

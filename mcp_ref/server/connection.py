@@ -26,8 +26,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core import envelope as envelopes
-from ..core import lifecycle
+from ..core import envelope as envelopes, lifecycle
 from ..core.errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
 from ..core.jsonrpc import Request
 from ..core.lifecycle import Lifecycle, Phase

@@ -276,7 +276,7 @@ def main(argv: list[str]) -> int:
         return failed(name, f"{type(exc).__name__}: {exc}")
     except SystemExit as exc:
         return failed(name, str(exc.code))
-    except Exception as exc:  # noqa: BLE001 - anything else is a bug worth its traceback (the suite keeps stderr)
+    except Exception as exc:
         traceback.print_exc()
         return failed(name, f"{type(exc).__name__}: {exc}")
     # run.py reads this line from the scenario's stdout.txt: the tool does not record the client's exit status.

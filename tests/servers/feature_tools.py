@@ -11,7 +11,7 @@ import json
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 from mcp_ref import Server, ToolError
 
@@ -76,7 +76,7 @@ def full() -> Server:
         color: Color,
         point: Point,
         mode: Literal["fast", "slow"] = "fast",
-        maybe: Optional[str] = None,
+        maybe: str | None = None,
     ) -> str:
         """Report the Python types the arguments arrived as.
 

@@ -135,7 +135,7 @@ if __name__ == "__main__":
         sys.exit("usage: interop_sdk_oauth_client.py MCP_URL")
     try:
         text = anyio.run(main, sys.argv[1])
-    except Exception:  # noqa: BLE001 - one report on stderr, exit 1
+    except Exception:
         traceback.print_exc()
         sys.exit(1)
     print(text)

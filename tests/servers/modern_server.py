@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mcp_ref import Context, Elicit, ListRoots, Sample, Server  # noqa: E402
+from mcp_ref import Context, Elicit, ListRoots, Sample, Server
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 COLOR = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from mcp_ref import Context, Server
 
-
 FILES = Path(__file__).parent / "policy_files"
 
 

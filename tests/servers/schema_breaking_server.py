@@ -17,7 +17,7 @@ TOOLS = [{"name": "bad tool!", "inputSchema": {"type": "string"}}]
 
 
 def answer(request):
-    method, params = request.get("method"), request.get("params") or {}
+    method = request.get("method")
     if method == "initialize":
         return {"protocolVersion": "2025-11-25", "serverInfo": {"name": "schema-breaker", "version": "0"},
                 "capabilities": {"tools": {}, "resources": {}, "prompts": {}}}

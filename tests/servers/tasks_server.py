@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mcp_ref import Context, Elicit, McpError, Server, ToolError  # noqa: E402
+from mcp_ref import Context, Elicit, McpError, Server, ToolError
 
 CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
