@@ -262,8 +262,9 @@ def _mcp_ref_echo_check(result):
 
 def _threaded_rounds(call, check, calls, rounds, warmup, concurrency):
     """Sequential, then ``concurrency``-thread rounds of ``calls`` echo calls; calls/s per round."""
-    import threading
     import time
+
+    from bench_side import run_in_threads, shares_of
 
     args = {"text": ECHO_TEXT}
     seq_rates = []
@@ -277,30 +278,13 @@ def _threaded_rounds(call, check, calls, rounds, warmup, concurrency):
             check(call("echo", args))
         seq_rates.append(calls / (time.perf_counter() - t0))
 
-    shares = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
+    def work(n):
+        for _ in range(n):
+            check(call("echo", args))
+
+    shares = shares_of(calls, concurrency)
     for _ in range(rounds):
-        start = threading.Barrier(concurrency + 1)
-        errors = []
-
-        def worker(n):
-            try:
-                start.wait()
-                for _ in range(n):
-                    check(call("echo", args))
-            except BaseException as exc:  # reported after the join
-                errors.append(exc)
-
-        threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in shares]
-        for t in threads:
-            t.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - t0
-        if errors:
-            raise errors[0]
-        par_rates.append(calls / elapsed)
+        par_rates.append(calls / run_in_threads(work, shares))
 
     return {
         "sequential": {"median": _median(seq_rates), "rounds": seq_rates},

@@ -141,6 +141,39 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
+def shares_of(calls, threads):
+    """``calls`` split among ``threads`` as evenly as they go."""
+    return [calls // threads + (1 if i < calls % threads else 0) for i in range(threads)]
+
+
+def run_in_threads(work, shares):
+    """One thread per share, each ``work(share)``, released together; the seconds from their release
+    until the last ends.  The first error a thread met is raised here, after the join."""
+    import threading
+    import time
+
+    start, errors = threading.Barrier(len(shares) + 1), []
+
+    def worker(n):
+        try:
+            start.wait()
+            work(n)
+        except BaseException as exc:  # reported after the join
+            errors.append(exc)
+
+    workers = [threading.Thread(target=worker, args=(n,), daemon=True) for n in shares]
+    for t in workers:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in workers:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return elapsed
+
+
 def timed_rounds(call, calls, rounds, warmup, threads=1, server_pid=None):
     """``rounds`` rounds of ``calls`` calls of ``call()`` (``threads`` threads sharing them).
 
@@ -149,7 +182,6 @@ def timed_rounds(call, calls, rounds, warmup, threads=1, server_pid=None):
     ``server_pid``) and ``rate`` (calls/s), and their medians under
     ``<name>_median``.
     """
-    import threading
     import time
 
     me = os.getpid()
@@ -157,10 +189,14 @@ def timed_rounds(call, calls, rounds, warmup, threads=1, server_pid=None):
         process_cpu_ns(server_pid)  # looks its clock up (loading ctypes) before any round
     for _ in range(warmup):
         call()
-    shares = [calls // threads + (1 if i < calls % threads else 0) for i in range(threads)]
+    shares = shares_of(calls, threads)
     out = {"wall_us": [], "client_us": [], "server_us": [], "cpu_us": [], "rate": []}
+
+    def work(n):
+        for _ in range(n):
+            call()
+
     for _ in range(rounds):
-        errors = []
         if threads == 1:  # the wall time brackets the CPU readings
             t0 = time.perf_counter()
             c0, s0 = process_cpu_ns(me), server_pid and process_cpu_ns(server_pid)
@@ -169,28 +205,9 @@ def timed_rounds(call, calls, rounds, warmup, threads=1, server_pid=None):
             s1, c1 = server_pid and process_cpu_ns(server_pid), process_cpu_ns(me)
             elapsed = time.perf_counter() - t0
         else:
-            start = threading.Barrier(threads + 1)
-
-            def worker(n, start=start, errors=errors):
-                try:
-                    start.wait()
-                    for _ in range(n):
-                        call()
-                except BaseException as exc:  # reported after the join
-                    errors.append(exc)
-
-            workers = [threading.Thread(target=worker, args=(n,), daemon=True) for n in shares]
             c0, s0 = process_cpu_ns(me), server_pid and process_cpu_ns(server_pid)
-            for t in workers:
-                t.start()
-            start.wait()
-            t0 = time.perf_counter()
-            for t in workers:
-                t.join()
-            elapsed = time.perf_counter() - t0
+            elapsed = run_in_threads(work, shares)
             c1, s1 = process_cpu_ns(me), server_pid and process_cpu_ns(server_pid)
-        if errors:
-            raise errors[0]
         out["wall_us"].append(elapsed * 1e6 / calls)
         out["rate"].append(calls / elapsed)
         out["client_us"].append((c1 - c0) / 1e3 / calls)

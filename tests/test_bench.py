@@ -90,20 +90,22 @@ def test_a_tiny_stdio_run_prints_the_table(tmp_path):
             assert all(cell[key] > 0 for key in ("rate", "wall_us", "client_us", "server_us")), (era, mode, cell)
 
 
-def _bench_module():
+def _benchmark(name: str = "bench"):
+    """A module of benchmarks/ (``bench``, ``bench_side``), imported from there."""
+    import importlib
+
     sys.path.insert(0, str(BENCH.parent))
     try:
-        import bench
+        return importlib.import_module(name)
     finally:
         sys.path.remove(str(BENCH.parent))
-    return bench
 
 
 def test_the_2026_post_is_what_an_mcp_ref_client_sends():
     from mcp_ref.core import envelope
     from mcp_ref.transports.http_headers import request_headers
 
-    bench = _bench_module()
+    bench = _benchmark()
     body = json.loads(bench.MODERN_TOOLS_CALL_BODY)
     assert body["method"] == "tools/call" and body["params"]["name"] == "echo"
     meta = body["params"]["_meta"]
@@ -198,15 +200,6 @@ def test_a_tiny_shared_state_run_prints_memory_against_redis(tmp_path):
     assert handshake["memory"]["redis_scripts"] is None
 
 
-def _bench_side():
-    sys.path.insert(0, str(BENCH.parent))
-    try:
-        import bench_side
-    finally:
-        sys.path.remove(str(BENCH.parent))
-    return bench_side
-
-
 BURNER = """
 import os, sys, threading, time
 tids = []
@@ -228,7 +221,7 @@ sys.stdin.read()
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="/proc is Linux's")
 def test_the_cpu_readers_count_a_process_and_its_exited_threads():
-    side = _bench_side()
+    side = _benchmark("bench_side")
     proc = subprocess.Popen([sys.executable, "-c", BURNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "burnt\n"  # the burning thread (0.3 s of CPU) has ended
@@ -243,7 +236,7 @@ def test_the_cpu_readers_count_a_process_and_its_exited_threads():
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
 def test_a_pinned_stdio_side_shares_one_cpu_with_its_server():
-    side = _bench_side()
+    side = _benchmark("bench_side")
     spec = {"mode": "stdio", "era": "handshake", "pin": True, "calls": 20, "rounds": 2, "warmup": 2}
     figures = side.run_side(str(ROOT), spec, timeout=WAIT * 3)
     assert figures["era"] == "handshake"

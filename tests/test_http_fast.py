@@ -13,7 +13,7 @@ import time
 
 import pytest
 import requests
-from conftest import WAIT
+from conftest import WAIT, run_threads
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, LimitExceeded, McpError, RequestTimeout, Server
@@ -140,21 +140,12 @@ def test_eight_threads_share_the_thin_path(serve, sent_by_requests):
     srv, _ = scripted(serve)
     with Client.http(srv.mcp, era="handshake", timeout=WAIT) as client:
         before = sent_by_requests.count("POST")
-        failures: list = []
 
         def run(n: int) -> None:
-            try:
-                for i in range(25):
-                    assert client.call_tool("echo", {"text": f"{n}:{i}"}).text == f"{n}:{i}"
-            except Exception as exc:  # reported below
-                failures.append(exc)
+            for i in range(25):
+                assert client.call_tool("echo", {"text": f"{n}:{i}"}).text == f"{n}:{i}"
 
-        threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(WAIT)
-        assert not failures and not any(t.is_alive() for t in threads)
+        run_threads(run, 8)  # fails on any thread's error, or one still running
         assert sent_by_requests.count("POST") == before
         lane = client.session.transport._lane
         assert 1 <= len(lane._idle) <= lane.max_idle
