@@ -354,6 +354,7 @@ def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):
         assert wait_until(lambda: srv.httpd.connections.count == 0)
         sessions.append(initialize(srv.port))
     first, second = sessions
+    assert wait_until(lambda: srv.httpd.connections.count == 0)  # the second initialize's connection too (a cap of 2)
     streams = [standalone_get(srv.port, first, source="127.0.0.2"), standalone_get(srv.port, second, source="127.0.0.3")]
     assert wait_until(lambda: srv.httpd.connections.count == 2 and not srv.httpd.connections.waiting)
     priming = streams[0].event()
