@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, WAIT
@@ -338,11 +339,16 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
     """"Using mcp_ref in your own project": each pip line, in a new virtual environment.
 
     The checkout is a copy of this tree (building leaves nothing behind in it), the git URL this
-    repository's (``git+file://``).  The venv sees this interpreter's packages, so the runtime
-    dependencies and the extras' are already there: ``--no-index --no-build-isolation`` keeps pip
-    off the network, and a missing extra's dependency fails the install.
+    repository's (``git+file://``).  The venv sees the packages of the interpreter running the suite
+    (a ``.pth`` file naming its site directories), so the runtime dependencies, the extras' and the
+    build's (``setuptools``, ``wheel``) are already there: ``--no-index --no-build-isolation`` keeps
+    pip off the network, and a missing extra's dependency fails the install.  Not
+    ``--system-site-packages``: from inside a venv that shows the *base* interpreter's packages, which
+    in a venv made from a bare interpreter lack ``wheel`` (pip: "invalid command 'bdist_wheel'").
     """
     import shutil
+    import site
+    import sysconfig
 
     checkout = tmp_path / "mcp_ref"
     checkout.mkdir()
@@ -350,8 +356,14 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
         shutil.copy(ROOT / name, checkout / name)
     shutil.copytree(ROOT / "mcp_ref", checkout / "mcp_ref", ignore=shutil.ignore_patterns("__pycache__"))
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=WAIT * 3)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT * 3)
     python = str(venv / "bin" / "python")
+    venv_purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, timeout=WAIT, check=True,
+    ).stdout.strip()
+    ours = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()]
+    (Path(venv_purelib) / "running_interpreter.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
     commands = _commands(_block("git+https://git.example.com/you/mcp_ref.git"))
     assert [c.split()[:2] for c in commands] == [["pip", "install"]] * 4
     assert "No matching distribution" in README and '"mcp-ref @ file:///path/to/mcp_ref"' in README
