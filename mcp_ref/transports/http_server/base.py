@@ -367,15 +367,20 @@ class HttpAppBase:
             return self.sessions.setdefault(cast(str, session.id), session)
 
     def new_session(self, kind: str, name: str) -> HttpSession:
-        """A new session with an id (``streamable`` or ``legacy``), its connection made; 503 when
-        the table is full of sessions that all came back after ``initialize``."""
+        """A new session with an id (``streamable`` or ``legacy``), its connection made, its place
+        in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503 when the
+        table is full of sessions that all came back after ``initialize`` or are being initialized."""
         self._sweep()
-        self._make_room()
         # basic/transports §Session Management: the session ID "SHOULD be globally unique and
         # cryptographically secure" and "MUST only contain visible ASCII characters".
         session_id = secrets.token_urlsafe(24)
+        self._make_room(session_id)
         session = HttpSession(self, session_id, kind=kind)
-        session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+        try:
+            session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+        except BaseException:
+            self.abandon(session)
+            raise
         return session
 
     def register(self, session: HttpSession) -> None:
@@ -388,10 +393,26 @@ class HttpAppBase:
                 self.shared_sessions.record(session)  # its record, for every worker; this one its home
             except BaseException:
                 self.end_here(session, for_good=True)
+                self._let_place_go(session_id)
                 raise
         else:
             self.session_table.add(session_id)
         self.server.add_connection(session.connection)  # the home sends its change notifications
+
+    def abandon(self, session: HttpSession) -> None:
+        """A session :meth:`new_session` made that will never be registered (its ``initialize``
+        failed, or an error came first): its connection closed, its place in the table free."""
+        if session.connection is not None:
+            session.connection.close()
+        self._let_place_go(cast(str, session.id))
+
+    def _let_place_go(self, session_id: str) -> None:
+        """Free the place :meth:`new_session` held for ``session_id`` (a shared table that cannot be
+        reached keeps it until its handshake timeout)."""
+        try:
+            self.session_table.remove(session_id)
+        except ConnectionError:  # a shared store's fault (logged there): the hold expires by itself
+            pass
 
     def transient_session(self, environ: dict) -> HttpSession:
         """Stateless mode: a session and a connection for one request, at the header's version."""
@@ -424,11 +445,13 @@ class HttpAppBase:
             return False  # a client is listening on its stream
         return self.session_table.is_expired(cast(str, session.id))
 
-    def _make_room(self) -> None:
-        """Room for one more session: when the table is full, the oldest session that never came back
-        after ``initialize`` is ended (a flood of bare initializes cannot lock real clients out);
-        when every session is established, 503."""
-        fits, evicted = table_call(self.session_table.make_room)
+    def _make_room(self, session_id: str) -> None:
+        """Room for one more session, held for ``session_id``: when the table is full, the oldest
+        session that never came back after ``initialize`` is ended (a flood of bare initializes
+        cannot lock real clients out); when every session is established or being initialized,
+        503.  One atomic step of the table: concurrent ``initialize``s never overshoot
+        ``max_sessions``."""
+        fits, evicted = table_call(self.session_table.make_room, session_id)
         if not fits:
             raise ServiceUnavailable("Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
         if evicted is not None:

@@ -1,0 +1,158 @@
+"""Issue 32: admission under load.  Concurrent ``initialize``s never overshoot ``max_sessions`` (in
+memory and in the shared Redis table), one caller cannot take every slot of the HTTP server with
+slow calls (``max_requests_per_client``: 429 with ``Retry-After`` past its share), and a body over
+``max_body_size`` is answered 413 in a way a client that sends its whole body first still reads.
+
+Real sockets on 127.0.0.1 (and 127.0.0.2, another loopback address, as another client), a real
+redis-server; every wait is bounded and waits for an event.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import requests
+from conftest import WAIT, run_threads
+from http_fixtures import ACCEPT_BOTH, LATEST, TIMEOUT, init_params, request, serve  # noqa: F401 - a fixture
+from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
+
+from mcp_ref import Server
+from mcp_ref.transports.http_server import MemorySessionTable
+
+# -- concurrent initializes: exactly max_sessions admitted -------------------------------------------
+
+CAP = 12
+RUSH = 20
+
+
+class DecidedFirst:
+    """A session table that lets no session be recorded (``add``) before every one of ``expected``
+    admissions (``make_room``) has been decided: the widest window between a place being granted
+    and the session being recorded, so a count checked apart from the grant would admit them all."""
+
+    def __init__(self, table, expected: int):
+        self.table = table
+        self.shared = table.shared
+        self.expected = expected
+        self.decided = 0
+        self.all_decided = threading.Event()
+        self.lock = threading.Lock()
+
+    def make_room(self, *args):
+        try:
+            return self.table.make_room(*args)
+        finally:
+            with self.lock:
+                self.decided += 1
+                if self.decided >= self.expected:
+                    self.all_decided.set()
+
+    def add(self, *args):
+        assert self.all_decided.wait(WAIT), (
+            f"only {self.decided} of {self.expected} admissions were decided"
+        )
+        return self.table.add(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.table, name)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+
+def initialize_at_once(mcp_url: str, count: int) -> list[requests.Response]:
+    """``count`` initializes, each on its own connection, sent together (a Barrier releases them)."""
+    barrier = threading.Barrier(count)
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+
+    def one(i: int) -> requests.Response:
+        barrier.wait(WAIT)
+        return requests.post(
+            mcp_url,
+            json=request("initialize", init_params(), i + 1),
+            headers=headers,
+            timeout=TIMEOUT,
+        )
+
+    return run_threads(one, count)
+
+
+@pytest.fixture
+def request_fixture(request):
+    """pytest's ``request`` (this module's ``request`` builds JSON-RPC requests)."""
+    return request
+
+
+@pytest.mark.parametrize("where", ["memory", "redis"])
+def test_concurrent_initializes_admit_exactly_max_sessions(serve, where, request_fixture):
+    server = Server(
+        "admission",
+        state=request_fixture.getfixturevalue("redis_url") if where == "redis" else None,
+    )
+    if where == "redis":
+        state = server.shared_state
+        table = DecidedFirst(state.session_table(max_sessions=CAP), RUSH)
+        options = {"session_table": table, "event_store": state.event_store()}
+    else:
+        table = DecidedFirst(MemorySessionTable(max_sessions=CAP), RUSH)
+        options = {"session_table": table}
+    srv = serve(server, max_sessions=CAP, **options)
+    assert srv.app.shared is (where == "redis")
+    answers = initialize_at_once(srv.mcp, RUSH)
+    admitted = [answer for answer in answers if answer.status_code == 200]
+    refused = [answer for answer in answers if answer.status_code != 200]
+    assert len(admitted) == CAP, [answer.status_code for answer in answers]
+    assert len(table) == CAP
+    for (
+        answer
+    ) in refused:  # the documented refusal: the table is full of sessions being initialized
+        assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
+        assert answer.json()["error"]["message"] == "Service Unavailable: too many sessions"
+    for answer in admitted:  # each admitted session is served
+        session = answer.headers["Mcp-Session-Id"]
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": ACCEPT_BOTH,
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": LATEST,
+        }
+        ping = requests.post(
+            srv.mcp, json=request("ping", None, 99), headers=headers, timeout=TIMEOUT
+        )
+        assert ping.status_code == 200 and ping.json()["result"] == {}
+    assert len(table) == CAP
+
+
+def test_a_place_held_for_a_failed_initialize_is_free_again(serve):
+    srv = serve(Server("admission"), max_sessions=1)
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+    bad = requests.post(
+        srv.mcp,
+        json=request("initialize", {"protocolVersion": 7}),
+        headers=headers,
+        timeout=TIMEOUT,
+    )
+    assert "error" in bad.json() and "Mcp-Session-Id" not in bad.headers
+    assert len(srv.app.session_table) == 0
+    good = requests.post(
+        srv.mcp, json=request("initialize", init_params()), headers=headers, timeout=TIMEOUT
+    )
+    assert good.status_code == 200 and good.headers["Mcp-Session-Id"]
+
+
+@pytest.mark.parametrize("where", ["memory", "redis"])
+def test_a_held_place_counts_is_never_evicted_and_is_freed_by_add_or_remove(where, request_fixture):
+    if where == "redis":
+        table = Server(
+            "admission", state=request_fixture.getfixturevalue("redis_url")
+        ).shared_state.session_table(max_sessions=2)
+    else:
+        table = MemorySessionTable(max_sessions=2)
+    assert table.make_room("a") == (True, None) and table.make_room("b") == (True, None)
+    assert len(table) == 2
+    assert table.make_room("c") == (False, None)  # both places held by initializes being answered
+    table.add("a")  # recorded: now the oldest session that never came back, the one to evict
+    assert table.make_room("c") == (True, "a")
+    assert table.remove("b") and len(table) == 1  # an initialize that failed lets its place go
+    assert table.make_room("d") == (True, None) and len(table) == 2
