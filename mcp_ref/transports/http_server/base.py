@@ -369,7 +369,8 @@ class HttpAppBase:
     def new_session(self, kind: str, name: str) -> HttpSession:
         """A new session with an id (``streamable`` or ``legacy``), its connection made, its place
         in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503 when the
-        table is full of sessions that all came back after ``initialize`` or are being initialized."""
+        table is full of sessions that all came back after ``initialize`` or are being
+        initialized."""
         self._sweep()
         # basic/transports §Session Management: the session ID "SHOULD be globally unique and
         # cryptographically secure" and "MUST only contain visible ASCII characters".
