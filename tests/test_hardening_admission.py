@@ -9,13 +9,18 @@ redis-server; every wait is bounded and waits for an event.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
+from urllib.parse import urlsplit
 
 import pytest
 import requests
 from conftest import WAIT, run_threads
 from http_fixtures import ACCEPT_BOTH, LATEST, TIMEOUT, init_params, request, serve  # noqa: F401 - a fixture
 from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
+from test_hardening_streams import Raw, raw_http
+from test_legacy_sse import legacy_raw  # noqa: F401 - a fixture
 
 from mcp_ref import Server
 from mcp_ref.transports.http_server import MemorySessionTable
@@ -156,3 +161,104 @@ def test_a_held_place_counts_is_never_evicted_and_is_freed_by_add_or_remove(wher
     assert table.make_room("c") == (True, "a")
     assert table.remove("b") and len(table) == 1  # an initialize that failed lets its place go
     assert table.make_room("d") == (True, None) and len(table) == 2
+
+
+# -- a body over max_body_size: the client reads its 413 ---------------------------------------------
+
+BODY_LIMIT = 64 * 1024
+#: Over the WSGI server's own drain of an unread body (``wsgi_server.DRAIN_LIMIT``, 1 MiB): only the
+#: application reading it lets a client that sends its whole body first read the answer.
+OVERSIZE = 4 * 1024 * 1024
+
+
+def oversize_body() -> bytes:
+    """A whole JSON-RPC request, ``OVERSIZE`` bytes long."""
+    padding = "x" * OVERSIZE
+    return json.dumps(
+        request("tools/call", {"name": "echo", "arguments": {"text": padding}}, 7)
+    ).encode()
+
+
+def post_path(srv, kind: str, legacy_raw) -> tuple[str, object]:
+    """The path a POST of ``kind`` goes to, and the legacy session behind it (None for Streamable HTTP)."""
+    if kind == "streamable":
+        return "/mcp", None
+    session = legacy_raw(srv.url)
+    session.initialize("2024-11-05")
+    parts = urlsplit(session.endpoint)
+    return f"{parts.path}?{parts.query}", session
+
+
+def assert_payload_too_large(status: int, body: bytes) -> None:
+    assert status == 413, status
+    error = json.loads(body)["error"]
+    assert (
+        error["code"] == -32600
+        and error["message"] == f"Payload Too Large: the limit is {BODY_LIMIT} bytes"
+    )
+
+
+def assert_still_serving(srv, kind: str, session) -> None:
+    """The server answers a plain request of the same kind after the refusal."""
+    if kind == "legacy":
+        assert session.post(request("ping", None, "after")).status_code == 202
+        assert session.next_message() == {"jsonrpc": "2.0", "id": "after", "result": {}}
+        return
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH}
+    answer = requests.post(
+        srv.mcp, json=request("initialize", init_params(), 1), headers=headers, timeout=TIMEOUT
+    )
+    assert answer.status_code == 200 and answer.json()["result"]["protocolVersion"] == LATEST
+
+
+@pytest.mark.parametrize("kind", ["streamable", "legacy"])
+def test_a_client_that_sends_its_whole_oversize_body_then_reads_gets_the_413(
+    serve, legacy_raw, kind
+):
+    srv = serve(max_body_size=BODY_LIMIT)
+    path, session = post_path(srv, kind, legacy_raw)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": ACCEPT_BOTH,
+        "MCP-Protocol-Version": LATEST,
+    }
+    raw = raw_http(srv.port, "POST", path, headers, oversize_body())  # sendall, then read
+    assert_payload_too_large(raw.status, raw.body())
+    assert "close" not in raw.headers.get("connection", "")  # the body was read whole: kept alive
+    raw.sock.sendall(b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
+    assert Raw(raw.sock).status == 404  # the same connection serves its next request
+    raw.drop()
+    assert_still_serving(srv, kind, session)
+
+
+def httpx_module():
+    """httpx, or httpx2 (what the SDK 2.x ships) when httpx itself is not installed."""
+    try:
+        import httpx
+    except ImportError:
+        import httpx2 as httpx
+    return httpx
+
+
+@pytest.mark.parametrize("kind", ["streamable", "legacy"])
+def test_an_async_httpx_client_reads_the_413(serve, legacy_raw, kind):
+    """The issue's interop fault: an httpx ``AsyncClient`` saw ``ReadError('')`` instead of the 413."""
+    httpx = httpx_module()
+    srv = serve(max_body_size=BODY_LIMIT)
+    path, session = post_path(srv, kind, legacy_raw)
+
+    async def post() -> tuple[int, bytes]:
+        async with httpx.AsyncClient(timeout=WAIT) as client:
+            answer = await client.post(
+                srv.url + path,
+                content=oversize_body(),
+                headers={
+                    "Content-Type": "application/json",
+                    "Accept": ACCEPT_BOTH,
+                    "MCP-Protocol-Version": LATEST,
+                },
+            )
+            return answer.status_code, answer.content
+
+    assert_payload_too_large(*asyncio.run(post()))
+    assert_still_serving(srv, kind, session)

@@ -70,6 +70,33 @@ def client_of(environ: dict) -> str:
     return peer_of(environ) if caller is None else Principal.of(caller, "").id
 
 
+#: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so
+#: that a client which sends its whole body before it reads (httpx, most HTTP/1.1 clients) reads
+#: the 413 instead of a reset.  RFC 9112 §9.6: a server that closes at once "risks" the client
+#: not reading its last response.  A body declared larger is not read: its 413 is sent at once,
+#: and the WSGI server closes the connection.  Time is bounded by the WSGI server's body deadline
+#: (``ConnectionLimits.body_timeout``, 30 s; gunicorn's ``timeout``).
+DISCARD_LIMIT = 64 * 1024 * 1024
+#: How much of it is read at a time (what it costs in memory).
+DISCARD_CHUNK = 64 * 1024
+
+
+def discard_body(body: Any, length: int | None) -> None:
+    """Read and drop what is left of a refused request's body (``wsgi.input``): ``length`` bytes
+    (None: up to its end), unless that is over :data:`DISCARD_LIMIT`."""
+    left = DISCARD_LIMIT if length is None else length
+    if left > DISCARD_LIMIT:
+        return
+    try:
+        while left > 0:
+            chunk = body.read(min(DISCARD_CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+    except (OSError, ValueError):  # the client went, or its deadline passed: nothing to answer
+        return
+
+
 def default_chain(server: Host, auth: Any, endpoints: Endpoints) -> list[HttpMiddleware]:
     """The chain of an application: the OAuth protected resource and its scope challenges (only
     with ``auth``), then admission."""
@@ -268,9 +295,11 @@ class HttpAppBase:
         except ValueError:
             raise BadRequest("Bad Request: invalid Content-Length") from None
         if length > self.max_body_size:
+            discard_body(environ["wsgi.input"], length)
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
         body = environ["wsgi.input"].read(length) if length else environ["wsgi.input"].read(self.max_body_size + 1)
         if len(body) > self.max_body_size:
+            discard_body(environ["wsgi.input"], None)  # no Content-Length: up to its end
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
         try:
             return jsonrpc.parse(body)
