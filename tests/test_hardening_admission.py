@@ -19,10 +19,12 @@ import requests
 from conftest import WAIT, run_threads
 from http_fixtures import ACCEPT_BOTH, LATEST, TIMEOUT, init_params, request, serve  # noqa: F401 - a fixture
 from redis_fixture import redis_server, redis_url  # noqa: F401  (fixtures)
-from test_hardening_streams import Raw, raw_http
+from test_hardening_streams import FREED_WITHIN, Raw, listen, raw_http, streams_server, wait_until
 from test_legacy_sse import legacy_raw  # noqa: F401 - a fixture
+from test_policy import Tokens
 
-from mcp_ref import Server
+from mcp_ref import ConnectionLimits, Server
+from mcp_ref.auth.resource import ProtectedResource
 from mcp_ref.transports.http_server import MemorySessionTable
 
 # -- concurrent initializes: exactly max_sessions admitted -------------------------------------------
@@ -262,3 +264,122 @@ def test_an_async_httpx_client_reads_the_413(serve, legacy_raw, kind):
 
     assert_payload_too_large(*asyncio.run(post()))
     assert_still_serving(srv, kind, session)
+
+
+# -- one caller's share of the server's slots --------------------------------------------------------
+
+#: Connections of the test's server: a quarter (the default share) is 2 requests in flight a client.
+SLOTS = 8
+SHARE = 2
+
+
+def share_server(events: dict) -> Server:
+    """A tool that blocks until the test releases it (``hold``), and ``echo``."""
+    server = streams_server(events)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Say it back."""
+        return text
+
+    return server
+
+
+def tool_call(
+    port: int, name: str, request_id: int, *, source: str, token: str | None, read: bool = True
+):
+    """A stateless 2025-11-25 ``tools/call`` on a new connection from ``source`` (with a bearer token)."""
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": ACCEPT_BOTH,
+        "MCP-Protocol-Version": LATEST,
+    }
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    arguments = {"text": "still served"} if name == "echo" else {}
+    body = json.dumps(
+        request("tools/call", {"name": name, "arguments": arguments}, request_id)
+    ).encode()
+    return raw_http(port, "POST", "/mcp", headers, body, source=source, read=read)
+
+
+def echoed(raw: Raw) -> bool:
+    """True when ``raw`` is a 200 whose JSON answer is the echo tool's."""
+    answer = json.loads(raw.body())
+    raw.drop()
+    return raw.status == 200 and answer["result"]["content"][0]["text"] == "still served"
+
+
+@pytest.mark.parametrize("by", ["address", "principal"])
+def test_one_caller_cannot_take_every_slot_with_slow_calls(serve, by):
+    """Issue 32, item 2: the greedy caller fills its share with calls that block; past it, 429 with
+    Retry-After; another caller (another address, or another principal at the same address) is
+    still served; once the calls end, everyone is."""
+    events: dict = {}
+    options: dict = {}
+    tokens = Tokens()
+    if by == "principal":
+        options["auth"] = ProtectedResource(tokens, ["https://as.example"])
+    srv = serve(
+        share_server(events),
+        stateless=True,
+        limits=ConnectionLimits(max_connections=SLOTS),
+        **options,
+    )
+    tokens.audience = ("http://127.0.0.1/mcp",)  # the resource as raw_http's Host names it
+    greedy = {"source": "127.0.0.1", "token": "alice-token" if by == "principal" else None}
+    other = {
+        "source": "127.0.0.1" if by == "principal" else "127.0.0.2",
+        "token": "bob-token" if by == "principal" else None,
+    }
+    held = [tool_call(srv.port, "hold", n, read=False, **greedy) for n in range(1, SHARE + 1)]
+    for _ in held:
+        assert events["started"].acquire(timeout=WAIT)
+    refused = tool_call(srv.port, "hold", 10, **greedy)
+    assert refused.status == 429 and refused.headers["retry-after"] == "1"
+    error = json.loads(refused.body())["error"]
+    assert error["code"] == -32005 and error["data"] == {"limit": SHARE}
+    assert error["message"].startswith("Too many requests in flight: one client may have 2 at once")
+    refused.drop()
+    assert echoed(tool_call(srv.port, "echo", 11, **other))  # another caller is served meanwhile
+    assert srv.app.requests_in_flight() == SHARE
+    events["release"].set()
+    for sock in held:
+        answer = Raw(sock)
+        assert (
+            answer.status == 200
+            and json.loads(answer.body())["result"]["content"][0]["text"] == "released"
+        )
+        answer.drop()
+    assert wait_until(lambda: srv.app.requests_in_flight() == 0, FREED_WITHIN)
+    assert echoed(
+        tool_call(srv.port, "echo", 12, **greedy)
+    )  # and, once its calls ended, the greedy one
+    assert echoed(tool_call(srv.port, "echo", 13, **other))
+
+
+def test_a_stream_counts_as_a_stream_not_as_a_request_in_flight(serve):
+    """``subscriptions/listen`` POSTs become long-lived streams: bounded by max_streams_per_client
+    (and ended at the connection cap to make room), not by the requests in flight."""
+    srv = serve(
+        share_server({}),
+        stateless=True,
+        keepalive=60,
+        limits=ConnectionLimits(max_connections=SLOTS),
+    )
+    streams = [
+        listen(srv.port, n) for n in range(1, SHARE + 2)
+    ]  # one more than the share of requests
+    assert srv.app.requests_in_flight() == 0 and srv.app.streams_held() == SHARE + 1
+    assert echoed(tool_call(srv.port, "echo", 9, source="127.0.0.1", token=None))
+    for stream in streams:
+        stream.drop()
+
+
+@pytest.mark.parametrize(
+    "setting, error",
+    [(0, ValueError), (1.5, ValueError), (0.0, ValueError), ("all", TypeError), (True, TypeError)],
+)
+def test_a_meaningless_request_share_is_refused_at_once(setting, error):
+    with pytest.raises(error, match="max_requests_per_client"):
+        Server("share").wsgi_app(max_requests_per_client=setting)

@@ -18,16 +18,25 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from ...core import SUPPORTED_VERSIONS, jsonrpc
-from ...core.errors import LIMIT_EXCEEDED, PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
+from ...core.errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
 from ...server.principal import Principal
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
 from .http_session import HttpSession
 from .middleware import Admission, Endpoints, HttpMiddleware
-from .replies import VERDICTS_KEPT
+from .replies import VERDICTS_KEPT, held
 from .sessions import MemorySessionTable, SessionTable
 from .shared import SharedSessions, table_call
+from .shares import (
+    DEFAULT_REQUEST_SHARE,
+    IN_FLIGHT_KEY,
+    ClientCounts,
+    check_request_setting,
+    request_cap,
+    too_many_requests,
+    too_many_streams,
+)
 from .status import (
     BadRequest,
     Forbidden,
@@ -36,7 +45,6 @@ from .status import (
     NotFound,
     PayloadTooLarge,
     ServiceUnavailable,
-    TooManyRequests,
     UnsupportedMediaType,
 )
 from .streams import Stream
@@ -136,6 +144,7 @@ class HttpAppBase:
         inline_handlers: bool = True,
         handler_threads: int = 64,
         max_streams_per_client: int | None = 32,
+        max_requests_per_client: int | float | None = DEFAULT_REQUEST_SHARE,
         auth=None,
         session_table: SessionTable | None = None,
     ):
@@ -169,10 +178,14 @@ class HttpAppBase:
         self.inline_handlers = inline_handlers
         self.handler_threads = handler_threads
         #: Long-lived streams (``subscriptions/listen`` POSTs, GET streams) one client may hold open
-        #: at once: per principal with a token, else per address; past it, 429 (``_hold_stream``).
+        #: at once: per principal with a token, else per address; past it, 429 (``hold_stream``).
         self.max_streams_per_client = max_streams_per_client
-        self._streams_held: dict[str, int] = {}
-        self._streams_lock = threading.Lock()
+        self._streams = ClientCounts()
+        #: POSTs one client may have in flight at once (:mod:`.shares`): an int, a float share of
+        #: the WSGI server's slots (a quarter by default), or None; past it, 429 (``hold_request``).
+        check_request_setting(max_requests_per_client)
+        self.max_requests_per_client = max_requests_per_client
+        self._requests = ClientCounts()
         #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
         self.auth = auth
         #: The sessions of this process, by id: their streams and connections (live objects).
@@ -598,42 +611,46 @@ class HttpAppBase:
 
     def hold_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
         """Count one long-lived stream against its client's ``max_streams_per_client``; returns
-        its release (idempotent).  Past the cap: 429 Too Many Requests with ``Retry-After`` (RFC
-        6585 §4: the client sent too many requests; a per-client limit, where 503 would say the
-        whole server is unavailable) and a JSON-RPC error -32005 with ``data.limit``.
+        its release (idempotent).  Past the cap: 429 with ``Retry-After`` and a JSON-RPC error
+        -32005 with ``data.limit`` (:mod:`.shares`).
 
         The client is its principal when it has a token, else its address: one client cannot
-        hold every connection slot with quiet streams while others are refused.
+        hold every connection slot with quiet streams while others are refused.  A POST that
+        becomes a stream (``subscriptions/listen``) leaves its client's requests in flight.
         """
         cap = self.max_streams_per_client
-        client = client_of(environ)
-        with self._streams_lock:
-            held = self._streams_held.get(client, 0)
-            if cap is not None and held >= cap:
-                raise TooManyRequests(f"Too many open streams: one client may hold {cap} "
-                                      "(subscriptions/listen and GET streams); close one, or retry later",
-                                      LIMIT_EXCEEDED, headers=[("Retry-After", "5")], request_id=request_id,
-                                      data={"limit": cap})
-            self._streams_held[client] = held + 1
-        released = threading.Event()
-
-        def release() -> None:
-            with self._streams_lock:
-                if released.is_set():
-                    return
-                released.set()
-                left = self._streams_held.get(client, 1) - 1
-                if left > 0:
-                    self._streams_held[client] = left
-                else:
-                    self._streams_held.pop(client, None)
-
+        release = self._streams.hold(client_of(environ), cap)
+        if release is None:
+            raise too_many_streams(cast(int, cap), request_id)
+        environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
         return release
 
     def streams_held(self) -> int:
         """How many long-lived streams are open (every client's)."""
-        with self._streams_lock:
-            return sum(self._streams_held.values())
+        return self._streams.held()
+
+    def hold_request(self, environ: dict) -> Callable[[], None]:
+        """Count one POST against its client's ``max_requests_per_client`` until its response ends;
+        returns its release (idempotent), also left in the environ for :meth:`hold_stream`.  Past
+        the cap: 429 with ``Retry-After: 1`` and a JSON-RPC error -32005 with ``data.limit``, so
+        that one client's slow calls cannot take every slot of the server (:mod:`.shares`)."""
+        cap = request_cap(self.max_requests_per_client, environ)
+        release = self._requests.hold(client_of(environ), cap)
+        if release is None:
+            log.debug("a client is over its share of requests in flight (%d): 429", cap)
+            raise too_many_requests(cast(int, cap))
+        environ[IN_FLIGHT_KEY] = release
+        return release
+
+    def requests_in_flight(self, client: str | None = None) -> int:
+        """How many POSTs ``client`` has in flight (None: every client's)."""
+        return self._requests.held(client)
+
+    @staticmethod
+    def released_at_end(answer: Iterable[bytes], release: Callable[[], None]) -> Iterable[bytes]:
+        """``answer`` (a WSGI body) with ``release`` called once it has been sent (or at once, when
+        it is a finished list)."""
+        return held(answer, release)
 
     @staticmethod
     def watch(environ: dict, stream: Stream, token: object, *, long_lived: bool = False,
