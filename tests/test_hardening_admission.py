@@ -335,13 +335,18 @@ def test_one_caller_cannot_take_every_slot_with_slow_calls(serve, by):
     held = [tool_call(srv.port, "hold", n, read=False, **greedy) for n in range(1, SHARE + 1)]
     for _ in held:
         assert events["started"].acquire(timeout=WAIT)
-    refused = tool_call(srv.port, "hold", 10, **greedy)
-    assert refused.status == 429 and refused.headers["retry-after"] == "1"
-    error = json.loads(refused.body())["error"]
-    assert error["code"] == -32005 and error["data"] == {"limit": SHARE}
-    assert error["message"].startswith("Too many requests in flight: one client may have 2 at once")
-    refused.drop()
-    assert echoed(tool_call(srv.port, "echo", 11, **other))  # another caller is served meanwhile
+    for n in range(
+        SLOTS
+    ):  # it tries to take every slot of the server: each one past its share is refused
+        refused = tool_call(srv.port, "hold", 10 + n, **greedy)
+        assert refused.status == 429 and refused.headers["retry-after"] == "1"
+        error = json.loads(refused.body())["error"]
+        assert error["code"] == -32005 and error["data"] == {"limit": SHARE}
+        assert error["message"].startswith(
+            "Too many requests in flight: one client may have 2 at once"
+        )
+        refused.drop()
+    assert echoed(tool_call(srv.port, "echo", 20, **other))  # another caller is served meanwhile
     assert srv.app.requests_in_flight() == SHARE
     events["release"].set()
     for sock in held:
