@@ -12,7 +12,7 @@ from .base import HttpAppBase
 from .legacy_sse import LegacySse
 from .middleware import HttpCall
 from .modern import ModernHttp
-from .replies import accepts_json_and_sse, nothing
+from .replies import accepts_json_and_sse, held, nothing
 from .status import HttpError, MethodNotAllowed, NotAcceptable, NotFound, error_answer
 from .streamable import StreamableHttp
 
@@ -91,7 +91,7 @@ class McpWsgiApp(HttpAppBase):
         except BaseException:
             release()
             raise
-        return answer if release is nothing else self.released_at_end(answer, release)
+        return answer if release is nothing else held(answer, release)  # released when it ends
 
     def _route(self, environ: dict, start_response, path: str, method: str):
         """The transport's answer to a request at ``path``; 404 or 405 for what is not served."""

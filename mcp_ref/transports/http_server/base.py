@@ -25,7 +25,7 @@ from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
 from .http_session import HttpSession
 from .middleware import Admission, Endpoints, HttpMiddleware
-from .replies import VERDICTS_KEPT, held
+from .replies import VERDICTS_KEPT
 from .sessions import MemorySessionTable, SessionTable
 from .shared import SharedSessions, table_call
 from .shares import (
@@ -645,12 +645,6 @@ class HttpAppBase:
     def requests_in_flight(self, client: str | None = None) -> int:
         """How many POSTs ``client`` has in flight (None: every client's)."""
         return self._requests.held(client)
-
-    @staticmethod
-    def released_at_end(answer: Iterable[bytes], release: Callable[[], None]) -> Iterable[bytes]:
-        """``answer`` (a WSGI body) with ``release`` called once it has been sent (or at once, when
-        it is a finished list)."""
-        return held(answer, release)
 
     @staticmethod
     def watch(environ: dict, stream: Stream, token: object, *, long_lived: bool = False,
