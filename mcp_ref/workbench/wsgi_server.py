@@ -24,6 +24,9 @@ application run elsewhere finds neither, and learns of a gone client at its next
 - ``mcp_ref.long_lived(client, end)``: this response is a long-lived stream (waiting for
   events, not working) of ``client`` (a principal, or an address); at the connection cap it
   may be ended, by ``end()``, to make room (``ConnectionTable``).
+
+One more tells the application what it may share out: ``mcp_ref.slots``, the connection cap
+(each connection a thread); ``McpWsgiApp(max_requests_per_client=)`` gives each client a share.
 """
 
 from __future__ import annotations
@@ -216,6 +219,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "wsgi.run_once": False,
             "mcp_ref.on_disconnect": self.socket_io.on_gone,
             "mcp_ref.long_lived": self._long_lived,
+            "mcp_ref.slots": self.server.connections.cap,
         }
         for name, value in self.headers.items():
             key = _CGI_KEYS.get(name)

@@ -132,14 +132,25 @@ end
 
 if op == 'make_room' then
   local limit = tonumber(ARGV[7])
-  if redis.call('ZCOUNT', ALL, fmt(now), '+inf') < limit then return {1} end
+  -- with a digest: the place is held for it (a record with no state, in ALL but not in NEW, so
+  -- counted and never evicted) until 'add' replaces it, 'remove' drops it, or its deadline passes
+  local function hold(answer)
+    if id ~= '' then
+      redis.call('DEL', REC)
+      redis.call('HSET', REC, 'created', fmt(now), 'last_seen', fmt(now), 'established', '0')
+      redis.call('ZADD', ALL, fmt(now + timeout(false)), id)
+      keep(false)
+    end
+    return answer
+  end
+  if redis.call('ZCOUNT', ALL, fmt(now), '+inf') < limit then return hold({1}) end
   -- full: the oldest session that never came back after initialize, and has not expired, goes
   for _, sid in ipairs(redis.call('ZRANGE', NEW, 0, -1)) do
     local deadline = redis.call('ZSCORE', ALL, sid)
     if deadline and tonumber(deadline) >= now then
       local victim = take(sid)
-      if victim then return {1, victim} end
-      return {1}
+      if victim then return hold({1, victim}) end
+      return hold({1})
     end
   end
   return {0}
@@ -241,10 +252,12 @@ class RedisSessionTable(InjectableClock):
         except SessionTableUnavailable:
             return None
 
-    def make_room(self) -> tuple[bool, str | None]:
+    def make_room(self, session_id: str | None = None) -> tuple[bool, str | None]:
         """See ``SessionTable.make_room``: one script counts the deployment's sessions not past their
-        deadline and, when they are ``max_sessions``, removes the oldest one not yet established."""
-        answer = self._run("make_room", "", self.max_sessions)
+        deadline (the places held included) and, when they are ``max_sessions``, removes the oldest
+        one not yet established; then, with ``session_id``, holds the place for it (a record with no
+        state, not an eviction candidate, that ``add`` replaces)."""
+        answer = self._run("make_room", session_id or "", self.max_sessions)
         return bool(int(answer[0])), (_str(answer[1]) if len(answer) > 1 else None)
 
     def add(self, session_id: str, state: dict | None = None) -> None:

@@ -12,7 +12,7 @@ from .base import HttpAppBase
 from .legacy_sse import LegacySse
 from .middleware import HttpCall
 from .modern import ModernHttp
-from .replies import accepts_json_and_sse
+from .replies import accepts_json_and_sse, held, nothing
 from .status import HttpError, MethodNotAllowed, NotAcceptable, NotFound, error_answer
 from .streamable import StreamableHttp
 
@@ -40,7 +40,10 @@ class McpWsgiApp(HttpAppBase):
     run inline: batches, the legacy transport, ``inline_handlers=False``),
     ``max_streams_per_client`` (long-lived streams, ``subscriptions/listen`` POSTs and GET
     streams, one client may hold open at once: per principal with a token, else per
-    address; past it 429 with ``Retry-After``; None: no cap), ``auth``
+    address; past it 429 with ``Retry-After``; None: no cap), ``max_requests_per_client``
+    (POSTs one client may have in flight at once, per principal with a token, else per address:
+    an int, or a float share of the slots the WSGI server tells, ``mcp_ref.slots``; by default a
+    quarter; past it 429 with ``Retry-After: 1``; None: no cap; see :mod:`.shares`), ``auth``
     (a :class:`~mcp_ref.auth.resource.ProtectedResource`: the server becomes an OAuth
     protected resource; see ``spec_notes/authorization.md``), ``session_table`` (a
     :class:`~.sessions.SessionTable`; by default one in memory, bounded by ``max_sessions``).
@@ -69,6 +72,7 @@ class McpWsgiApp(HttpAppBase):
     # -- WSGI entry point ----------------------------------------------------------------
 
     def __call__(self, environ: dict, start_response):
+        release = nothing
         try:
             self._check_host_and_origin(environ)
             path = environ.get("PATH_INFO") or "/"
@@ -78,18 +82,36 @@ class McpWsgiApp(HttpAppBase):
                 answer = middleware.on_request(call)
                 if answer is not None:
                     return answer
-            if path == self.path:
-                handler = {"POST": self._post, "GET": self.streamable.get, "DELETE": self.streamable.delete}.get(method)
-                if handler is None:
-                    raise MethodNotAllowed(f"Method not allowed: {method}", headers=[("Allow", "GET, POST, DELETE")])
-                return handler(environ, start_response)
-            if self.legacy_sse and path == self.sse_path and method == "GET":
-                return self.legacy.stream(environ, start_response)
-            if self.legacy_sse and path == self.messages_path and method == "POST":
-                return self.legacy.post(environ, start_response)
-            raise NotFound(f"Not found: {path}")
+            if method == "POST" and self._serves_posts_at(path):
+                release = self.hold_request(environ)  # its caller now known: 429 past its share
+            answer = self._route(environ, start_response, path, method)
         except HttpError as exc:
+            release()
             return error_answer(start_response, exc)
+        except BaseException:
+            release()
+            raise
+        return answer if release is nothing else held(answer, release)  # released when it ends
+
+    def _route(self, environ: dict, start_response, path: str, method: str):
+        """The transport's answer to a request at ``path``; 404 or 405 for what is not served."""
+        if path == self.path:
+            streamable = self.streamable
+            routes = {"POST": self._post, "GET": streamable.get, "DELETE": streamable.delete}
+            handler = routes.get(method)
+            if handler is None:
+                allow = [("Allow", "GET, POST, DELETE")]
+                raise MethodNotAllowed(f"Method not allowed: {method}", headers=allow)
+            return handler(environ, start_response)
+        if self.legacy_sse and path == self.sse_path and method == "GET":
+            return self.legacy.stream(environ, start_response)
+        if self.legacy_sse and path == self.messages_path and method == "POST":
+            return self.legacy.post(environ, start_response)
+        raise NotFound(f"Not found: {path}")
+
+    def _serves_posts_at(self, path: str) -> bool:
+        """True for the paths an MCP message is POSTed to (Streamable HTTP's, the legacy one's)."""
+        return path == self.path or (self.legacy_sse and path == self.messages_path)
 
     def _post(self, environ: dict, start_response):
         """A POST to ``path``: a 2026-07-28 request (:mod:`.modern`) or Streamable HTTP's."""

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from ...core import SUPPORTED_VERSIONS, jsonrpc
-from ...core.errors import LIMIT_EXCEEDED, PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
+from ...core.errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
 from ...server.principal import Principal
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
@@ -28,6 +28,15 @@ from .middleware import Admission, Endpoints, HttpMiddleware
 from .replies import VERDICTS_KEPT
 from .sessions import MemorySessionTable, SessionTable
 from .shared import SharedSessions, table_call
+from .shares import (
+    DEFAULT_REQUEST_SHARE,
+    IN_FLIGHT_KEY,
+    ClientCounts,
+    check_request_setting,
+    request_cap,
+    too_many_requests,
+    too_many_streams,
+)
 from .status import (
     BadRequest,
     Forbidden,
@@ -36,7 +45,6 @@ from .status import (
     NotFound,
     PayloadTooLarge,
     ServiceUnavailable,
-    TooManyRequests,
     UnsupportedMediaType,
 )
 from .streams import Stream
@@ -68,6 +76,33 @@ def client_of(environ: dict) -> str:
     of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
     caller = environ.get("mcp_ref.auth")
     return peer_of(environ) if caller is None else Principal.of(caller, "").id
+
+
+#: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so
+#: that a client which sends its whole body before it reads (httpx, most HTTP/1.1 clients) reads
+#: the 413 instead of a reset.  RFC 9112 §9.6: a server that closes at once "risks" the client
+#: not reading its last response.  A body declared larger is not read: its 413 is sent at once,
+#: and the WSGI server closes the connection.  Time is bounded by the WSGI server's body deadline
+#: (``ConnectionLimits.body_timeout``, 30 s; gunicorn's ``timeout``).
+DISCARD_LIMIT = 64 * 1024 * 1024
+#: How much of it is read at a time (what it costs in memory).
+DISCARD_CHUNK = 64 * 1024
+
+
+def discard_body(body: Any, length: int | None) -> None:
+    """Read and drop what is left of a refused request's body (``wsgi.input``): ``length`` bytes
+    (None: up to its end), unless that is over :data:`DISCARD_LIMIT`."""
+    left = DISCARD_LIMIT if length is None else length
+    if left > DISCARD_LIMIT:
+        return
+    try:
+        while left > 0:
+            chunk = body.read(min(DISCARD_CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+    except (OSError, ValueError):  # the client went, or its deadline passed: nothing to answer
+        return
 
 
 def default_chain(server: Host, auth: Any, endpoints: Endpoints) -> list[HttpMiddleware]:
@@ -109,6 +144,7 @@ class HttpAppBase:
         inline_handlers: bool = True,
         handler_threads: int = 64,
         max_streams_per_client: int | None = 32,
+        max_requests_per_client: int | float | None = DEFAULT_REQUEST_SHARE,
         auth=None,
         session_table: SessionTable | None = None,
     ):
@@ -142,10 +178,14 @@ class HttpAppBase:
         self.inline_handlers = inline_handlers
         self.handler_threads = handler_threads
         #: Long-lived streams (``subscriptions/listen`` POSTs, GET streams) one client may hold open
-        #: at once: per principal with a token, else per address; past it, 429 (``_hold_stream``).
+        #: at once: per principal with a token, else per address; past it, 429 (``hold_stream``).
         self.max_streams_per_client = max_streams_per_client
-        self._streams_held: dict[str, int] = {}
-        self._streams_lock = threading.Lock()
+        self._streams = ClientCounts()
+        #: POSTs one client may have in flight at once (:mod:`.shares`): an int, a float share of
+        #: the WSGI server's slots (a quarter by default), or None; past it, 429 (``hold_request``).
+        check_request_setting(max_requests_per_client)
+        self.max_requests_per_client = max_requests_per_client
+        self._requests = ClientCounts()
         #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
         self.auth = auth
         #: The sessions of this process, by id: their streams and connections (live objects).
@@ -268,9 +308,11 @@ class HttpAppBase:
         except ValueError:
             raise BadRequest("Bad Request: invalid Content-Length") from None
         if length > self.max_body_size:
+            discard_body(environ["wsgi.input"], length)
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
         body = environ["wsgi.input"].read(length) if length else environ["wsgi.input"].read(self.max_body_size + 1)
         if len(body) > self.max_body_size:
+            discard_body(environ["wsgi.input"], None)  # no Content-Length: up to its end
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
         try:
             return jsonrpc.parse(body)
@@ -367,15 +409,21 @@ class HttpAppBase:
             return self.sessions.setdefault(cast(str, session.id), session)
 
     def new_session(self, kind: str, name: str) -> HttpSession:
-        """A new session with an id (``streamable`` or ``legacy``), its connection made; 503 when
-        the table is full of sessions that all came back after ``initialize``."""
+        """A new session with an id (``streamable`` or ``legacy``), its connection made, its place
+        in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503 when the
+        table is full of sessions that all came back after ``initialize`` or are being
+        initialized."""
         self._sweep()
-        self._make_room()
         # basic/transports §Session Management: the session ID "SHOULD be globally unique and
         # cryptographically secure" and "MUST only contain visible ASCII characters".
         session_id = secrets.token_urlsafe(24)
+        self._make_room(session_id)
         session = HttpSession(self, session_id, kind=kind)
-        session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+        try:
+            session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+        except BaseException:
+            self.abandon(session)
+            raise
         return session
 
     def register(self, session: HttpSession) -> None:
@@ -388,10 +436,26 @@ class HttpAppBase:
                 self.shared_sessions.record(session)  # its record, for every worker; this one its home
             except BaseException:
                 self.end_here(session, for_good=True)
+                self._let_place_go(session_id)
                 raise
         else:
             self.session_table.add(session_id)
         self.server.add_connection(session.connection)  # the home sends its change notifications
+
+    def abandon(self, session: HttpSession) -> None:
+        """A session :meth:`new_session` made that will never be registered (its ``initialize``
+        failed, or an error came first): its connection closed, its place in the table free."""
+        if session.connection is not None:
+            session.connection.close()
+        self._let_place_go(cast(str, session.id))
+
+    def _let_place_go(self, session_id: str) -> None:
+        """Free the place :meth:`new_session` held for ``session_id`` (a shared table that cannot be
+        reached keeps it until its handshake timeout)."""
+        try:
+            self.session_table.remove(session_id)
+        except ConnectionError:  # a shared store's fault (logged there): the hold expires by itself
+            pass
 
     def transient_session(self, environ: dict) -> HttpSession:
         """Stateless mode: a session and a connection for one request, at the header's version."""
@@ -424,11 +488,13 @@ class HttpAppBase:
             return False  # a client is listening on its stream
         return self.session_table.is_expired(cast(str, session.id))
 
-    def _make_room(self) -> None:
-        """Room for one more session: when the table is full, the oldest session that never came back
-        after ``initialize`` is ended (a flood of bare initializes cannot lock real clients out);
-        when every session is established, 503."""
-        fits, evicted = table_call(self.session_table.make_room)
+    def _make_room(self, session_id: str) -> None:
+        """Room for one more session, held for ``session_id``: when the table is full, the oldest
+        session that never came back after ``initialize`` is ended (a flood of bare initializes
+        cannot lock real clients out); when every session is established or being initialized,
+        503.  One atomic step of the table: concurrent ``initialize``s never overshoot
+        ``max_sessions``."""
+        fits, evicted = table_call(self.session_table.make_room, session_id)
         if not fits:
             raise ServiceUnavailable("Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
         if evicted is not None:
@@ -545,42 +611,40 @@ class HttpAppBase:
 
     def hold_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
         """Count one long-lived stream against its client's ``max_streams_per_client``; returns
-        its release (idempotent).  Past the cap: 429 Too Many Requests with ``Retry-After`` (RFC
-        6585 §4: the client sent too many requests; a per-client limit, where 503 would say the
-        whole server is unavailable) and a JSON-RPC error -32005 with ``data.limit``.
+        its release (idempotent).  Past the cap: 429 with ``Retry-After`` and a JSON-RPC error
+        -32005 with ``data.limit`` (:mod:`.shares`).
 
         The client is its principal when it has a token, else its address: one client cannot
-        hold every connection slot with quiet streams while others are refused.
+        hold every connection slot with quiet streams while others are refused.  A POST that
+        becomes a stream (``subscriptions/listen``) leaves its client's requests in flight.
         """
         cap = self.max_streams_per_client
-        client = client_of(environ)
-        with self._streams_lock:
-            held = self._streams_held.get(client, 0)
-            if cap is not None and held >= cap:
-                raise TooManyRequests(f"Too many open streams: one client may hold {cap} "
-                                      "(subscriptions/listen and GET streams); close one, or retry later",
-                                      LIMIT_EXCEEDED, headers=[("Retry-After", "5")], request_id=request_id,
-                                      data={"limit": cap})
-            self._streams_held[client] = held + 1
-        released = threading.Event()
-
-        def release() -> None:
-            with self._streams_lock:
-                if released.is_set():
-                    return
-                released.set()
-                left = self._streams_held.get(client, 1) - 1
-                if left > 0:
-                    self._streams_held[client] = left
-                else:
-                    self._streams_held.pop(client, None)
-
+        release = self._streams.hold(client_of(environ), cap)
+        if release is None:
+            raise too_many_streams(cast(int, cap), request_id)
+        environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
         return release
 
     def streams_held(self) -> int:
         """How many long-lived streams are open (every client's)."""
-        with self._streams_lock:
-            return sum(self._streams_held.values())
+        return self._streams.held()
+
+    def hold_request(self, environ: dict) -> Callable[[], None]:
+        """Count one POST against its client's ``max_requests_per_client`` until its response ends;
+        returns its release (idempotent), also left in the environ for :meth:`hold_stream`.  Past
+        the cap: 429 with ``Retry-After: 1`` and a JSON-RPC error -32005 with ``data.limit``, so
+        that one client's slow calls cannot take every slot of the server (:mod:`.shares`)."""
+        cap = request_cap(self.max_requests_per_client, environ)
+        release = self._requests.hold(client_of(environ), cap)
+        if release is None:
+            log.debug("a client is over its share of requests in flight (%d): 429", cap)
+            raise too_many_requests(cast(int, cap))
+        environ[IN_FLIGHT_KEY] = release
+        return release
+
+    def requests_in_flight(self, client: str | None = None) -> int:
+        """How many POSTs ``client`` has in flight (None: every client's)."""
+        return self._requests.held(client)
 
     @staticmethod
     def watch(environ: dict, stream: Stream, token: object, *, long_lived: bool = False,

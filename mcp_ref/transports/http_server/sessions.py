@@ -48,16 +48,21 @@ class SessionTable(Protocol):
 
     shared: bool
 
-    def make_room(self) -> tuple[bool, str | None]:
+    def make_room(self, session_id: str | None = None) -> tuple[bool, str | None]:
         """Whether one more session fits, and the session evicted to make room, if any.
 
         When the table is full, the oldest session that never came back after ``initialize`` is
         removed (a flood of bare initializes cannot lock real clients out) and its id returned:
-        the caller ends it.  ``(False, None)`` when every session is established (503).
-        Atomic: counting, choosing and removing are one step."""
+        the caller ends it.  ``(False, None)`` when every session is established, or its
+        ``initialize`` is still being answered (503).  With ``session_id``, the place is held for
+        it (a reservation: counted, never evicted) until :meth:`add` records it or :meth:`remove`
+        lets it go, or ``handshake_timeout`` passes.  Atomic: counting, choosing, removing and
+        holding are one step, so concurrent ``initialize``s never admit more than
+        ``max_sessions``."""
 
     def add(self, session_id: str, state: dict | None = None) -> None:
-        """Record a new session, created and seen now, not yet established, with its ``state``."""
+        """Record a new session, created and seen now, not yet established, with its ``state``
+        (its reservation, if :meth:`make_room` held one, becomes the record)."""
 
     def update(self, session_id: str, state: dict) -> bool:
         """Merge ``state`` into the session's, key by key (a key whose value is None is removed), so
@@ -88,7 +93,7 @@ class SessionTable(Protocol):
         """Forget the session; False if it was not there."""
 
     def __len__(self) -> int:
-        """How many sessions the table holds."""
+        """How many sessions the table holds (the places :meth:`make_room` holds included)."""
 
 
 class MemorySessionTable:
@@ -104,25 +109,35 @@ class MemorySessionTable:
         self.handshake_timeout = handshake_timeout
         self.clock = clock
         self._records: dict[str, SessionRecord] = {}
+        #: The places held for sessions whose ``initialize`` is being answered: id -> when held.
+        self._reserved: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def make_room(self) -> tuple[bool, str | None]:
+    def make_room(self, session_id: str | None = None) -> tuple[bool, str | None]:
         """See :meth:`SessionTable.make_room`."""
+        now = self.clock()
         with self._lock:
-            if len(self._records) < self.max_sessions:
-                return True, None
-            unproven = [(record["created"], session_id) for session_id, record in self._records.items()
-                        if not record["established"]]
-            if not unproven:
-                return False, None
-            victim = min(unproven)[1]
-            del self._records[victim]
+            timeout = self.handshake_timeout
+            stale = [held for held, since in self._reserved.items() if now - since > timeout]
+            for held in stale:  # an initialize that never ended (its caller gone): its place is free
+                del self._reserved[held]
+            victim = None
+            if len(self._records) + len(self._reserved) >= self.max_sessions:
+                unproven = [(record["created"], known) for known, record in self._records.items()
+                            if not record["established"]]
+                if not unproven:
+                    return False, None
+                victim = min(unproven)[1]
+                del self._records[victim]
+            if session_id is not None:
+                self._reserved[session_id] = now
         return True, victim
 
     def add(self, session_id: str, state: dict | None = None) -> None:
         """See :meth:`SessionTable.add`."""
         now = self.clock()
         with self._lock:
+            self._reserved.pop(session_id, None)
             self._records[session_id] = SessionRecord(created=now, last_seen=now, established=False,
                                                       state=dict(state or {}))
 
@@ -174,11 +189,12 @@ class MemorySessionTable:
     def remove(self, session_id: str) -> bool:
         """See :meth:`SessionTable.remove`."""
         with self._lock:
-            return self._records.pop(session_id, None) is not None
+            held = self._reserved.pop(session_id, None) is not None
+            return self._records.pop(session_id, None) is not None or held
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._records)
+            return len(self._records) + len(self._reserved)
 
     def _stale(self, record: SessionRecord, now: float) -> bool:
         idle = now - record["last_seen"]

@@ -141,15 +141,20 @@ class StreamableHttp:
             session = HttpSession(app, None, kind="stateless")
             session.connection = app.new_connection(session, "http-stateless")
         else:
-            session = app.new_session("streamable", "http")
+            session = app.new_session("streamable", "http")  # its place in the table held
         connection = cast(Connection, session.connection)
-        app.bind(session, environ)
-        stream = session.open_stream([request.id])
-        connection.dispatch(request)
-        token = stream.attach()
-        answer = stream.take(token, None)
-        stream.detach(token)
-        session.forget_stream(stream)
+        try:
+            app.bind(session, environ)
+            stream = session.open_stream([request.id])
+            connection.dispatch(request)
+            token = stream.attach()
+            answer = stream.take(token, None)
+            stream.detach(token)
+            session.forget_stream(stream)
+        except BaseException:
+            if session.kind != "stateless":
+                app.abandon(session)
+            raise
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
         if session.kind == "stateless":
             app.finish_transient(session)
@@ -157,7 +162,7 @@ class StreamableHttp:
             app.register(session)
             headers.append(("Mcp-Session-Id", cast(str, session.id)))  # not stateless: it has an id
         else:
-            connection.close()
+            app.abandon(session)  # a refused initialize: its place is free again
         start_response("200 OK", headers)
         return [answer]
 
