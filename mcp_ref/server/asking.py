@@ -143,7 +143,11 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
             if problem:
                 raise InvalidParams(f"elicitation reply does not match the requested schema: {problem}")
             if convert is not None:
-                result.data = convert(result.content)
+                try:  # a value the type's annotations refuse (a constraint on a field)
+                    result.data = convert(result.content)
+                except ValueError as exc:
+                    problem = f"elicitation reply does not match the requested type: {exc}"
+                    raise InvalidParams(problem) from None
         return result
 
     return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, read)

@@ -74,7 +74,9 @@ def enum_schema(values: list) -> dict:
 
 
 def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter | None]:
-    """``(schema, converter)`` of ``Union[*args]`` (``Optional[T]`` too); a value goes to the first member that accepts it."""
+    """``(schema, converter)`` of ``Union[*args]`` (``Optional[T]`` too); a value goes to the first
+    member that accepts it: its JSON type, then its converter and constraints (a member that refuses
+    it passes it on to the next; when all refuse, the first refusal is raised)."""
     members = [a for a in args if a is not _NONE]
     nullable = len(members) < len(args)
     analysed = [analyse(m, seen) for m in members]
@@ -101,9 +103,18 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
     def convert_union(v: Any) -> Any:
         if v is None:
             return None
+        refusal: ValueError | None = None
         for s, c in choices:
-            if _accepts(s, v):
-                return c(v) if c else v
+            if not _accepts(s, v):
+                continue
+            if c is None:
+                return v
+            try:
+                return c(v)
+            except ValueError as exc:  # this member refuses it: the next may take it
+                refusal = refusal or exc
+        if refusal is not None:
+            raise refusal
         return v
 
     return schema, convert_union

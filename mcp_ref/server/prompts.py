@@ -101,7 +101,13 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
     problem = first_error(prompt.validator(), arguments)
     if problem is not None:
         raise InvalidParams(f"Invalid params: arguments for prompt {name}: {problem}")
-    kwargs = with_context(prompt.plan, prompt.plan.convert(arguments), connection, context)
+    # A value its annotation refuses (a constraint, a date that does not exist) is the caller's
+    # mistake: 2025-11-25 server/prompts §Error Handling answers bad or missing arguments -32602.
+    try:
+        converted = prompt.plan.convert(arguments)
+    except ValueError as exc:
+        raise InvalidParams(f"Invalid params: arguments for prompt {name}: {exc}") from None
+    kwargs = with_context(prompt.plan, converted, connection, context)
     try:
         value = prompt.func(**kwargs)
     except ToolError as exc:  # PromptError (or ToolError): its message is for the client

@@ -12,7 +12,8 @@ here); this module, loaded only when a signature holds something else, adds:
   results through ``model_dump(mode="json")``; a type made for pydantic (``EmailStr``, ``HttpUrl``
   ...) through its ``TypeAdapter`` (pydantic is imported only then: the user's code has loaded it);
 * ``Annotated[T, Field(...)]`` (pydantic) and ``annotated_types`` markers (``Ge``, ``MaxLen`` ...):
-  their description, title, examples and the constraints JSON Schema can say.  (Without pydantic,
+  their description, title, examples and the constraints JSON Schema can say (all of them are
+  enforced by :mod:`mcp_ref.server.constraints`, which refuses what it cannot).  (Without pydantic,
   ``Annotated[T, "a description"]``, a bare string, gives the description: signatures does it.)
 
 Every converter raises ValueError naming the bad value, which a tool call answers as invalid
@@ -277,7 +278,8 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
     """``schema`` with what ``Annotated`` metadata says about it: pydantic's ``Field(description=,
     title=, examples=, json_schema_extra=, ge=, le=, gt=, lt=, multiple_of=, min_length=,
     max_length=, pattern=)`` and annotated_types' ``Ge``, ``Gt``, ``Le``, ``Lt``, ``MultipleOf``,
-    ``MinLen``, ``MaxLen``.  Other metadata is ignored."""
+    ``MinLen``, ``MaxLen``.  The schema only: :func:`mcp_ref.server.constraints.enforced` enforces them,
+    and refuses metadata it cannot enforce."""
     schema = dict(schema)
     kind = schema.get("type") if isinstance(schema.get("type"), str) else None
     for marker in _markers(metadata):

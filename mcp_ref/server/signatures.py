@@ -130,15 +130,19 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
 
     origin, args = get_origin(tp), get_args(tp)
     if origin is typing.Annotated:
-        # Annotated[T, "description"], or pydantic's Field(description=..., ge=...) (rich_types.constrained)
+        # Annotated[T, "description"], or pydantic's Field(description=..., ge=...): the schema
+        # says what JSON Schema can (rich_types.constrained), the converter enforces all of it
+        # (constraints.enforced: TypeError here for what it cannot enforce)
         schema, conv = _analyse(args[0], seen)
         text = next((m for m in args[1:] if isinstance(m, str)), None)
         if text is not None:
             schema = {**schema, "description": " ".join(text.split())}
         if not all(isinstance(m, str) for m in args[1:]):
+            from .constraints import enforced
             from .rich_types import constrained
 
             schema = constrained(schema, args[1:])
+            conv = enforced(tp, args[1:], conv)
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
