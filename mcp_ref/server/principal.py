@@ -33,8 +33,15 @@ class AccessInfo:
 
     @property
     def principal(self) -> tuple[str, str | None]:
-        """What a session is bound to: the client and the user it acts for."""
+        """The client and the user it acts for, as a pair (in this process only: to store, seal or
+        compare a caller, use :attr:`principal_id`, which survives a JSON round trip)."""
         return self.client_id, self.subject
+
+    @property
+    def principal_id(self) -> str:
+        """The caller's canonical identity (:func:`principal_id`): what a session, a task or a
+        sealed state is bound to."""
+        return principal_id(self)
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,29 @@ class Principal:
         """The principal of a connection: its token's, or its transport's ``peer`` id."""
         if auth is None:  # the same few peers again and again (a stateless HTTP POST asks each time)
             return _of_peer(peer) if cls is Principal else cls(peer)
-        # each part percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one
-        client = quote(auth.client_id, safe="")
-        ident = f"oauth:{client}" if auth.subject is None else f"oauth:{client}:{quote(auth.subject, safe='@')}"
-        return cls(ident, frozenset(auth.scopes), getattr(auth, "claims", None) or {}, auth)
+        claims = getattr(auth, "claims", None) or {}
+        return cls(principal_id(auth), frozenset(auth.scopes), claims, auth)
+
+
+def principal_id(auth: Any) -> str:
+    """The one canonical identity of the caller a verified token names (``auth``: an
+    :class:`AccessInfo`, or anything with ``client_id`` and ``subject``): ``oauth:<client id>``,
+    then ``:<subject>`` when the token acts for a user.  :attr:`Principal.id` is this.
+
+    A string, so that it is the same after a JSON round trip (through Redis, a sealed state, a bus
+    message): wherever a principal is stored, sealed or compared, it is this value.  A tuple came
+    back from JSON as a list and matched no one (issues 20 and 32).  Each part is
+    percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one.
+    """
+    client = quote(auth.client_id, safe="")
+    if auth.subject is None:
+        return f"oauth:{client}"
+    return f"oauth:{client}:{quote(auth.subject, safe='@')}"
+
+
+def principal_id_of(auth: Any) -> str | None:
+    """:func:`principal_id` of ``auth``, None when there is no verified token (``auth`` None)."""
+    return None if auth is None else principal_id(auth)
 
 
 @lru_cache(maxsize=256)  # bounded: past it the least recently seen peer is made again when it returns
