@@ -53,13 +53,26 @@ log = logging.getLogger(__name__)
 #: in all): a task's outcome is retried, not dropped; past them the write fails as any other would.
 FINAL_WRITE_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
-#: What a store treats as "Redis is unreachable" (not a bug of a script: those raise as they are).
-FAULTS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                                       redis.exceptions.ReadOnlyError)
+#: What a store treats as "Redis cannot serve now" (not a bug of a script: those raise as they are):
+#: unreachable, timing out, read-only (a replica after a failover), or out of memory (at its
+#: ``maxmemory`` under the ``noeviction`` policy, Redis refuses every write: "OOM command not
+#: allowed"; reads still work, and writes again once memory is freed).
+FAULTS: tuple[type[Exception], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError,
+)
+#: How Redis words a refused write at ``maxmemory``; before Redis 7 a script's refused write comes
+#: back inside a script error ("Error running script ... -OOM command not allowed ..."), which
+#: redis-py reads as a plain ResponseError.
+OUT_OF_MEMORY = "OOM command not allowed"
 #: Keys ``RedisBuckets.__len__`` looks at at most (SCAN: bounded work), and expired records one
 #: script forgets at most (``sweep``, and ``create`` before it counts).
 MAX_SCANNED = 100_000
 SWEEP_LIMIT = 1000
+#: What a task request that must write answers while Redis is out of memory (ServerBusy, -32000).
+FULL = "Server busy: the task store is full (Redis reached its maxmemory); retry later"
 #: What a task whose worker stopped renewing its lease reads as (see :meth:`RedisTaskRecords.renew_lease`).
 LEASE_ERROR = {"code": -32603, "message": "the worker running the task stopped"}
 
@@ -95,9 +108,17 @@ class Script:
 
     def __call__(self, client: Any, keys: list[str], args: list[Any]) -> Any:
         try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            return client.eval(self.source, len(keys), *keys, *args)
+            try:
+                return client.evalsha(self.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                return client.eval(self.source, len(keys), *keys, *args)
+        except redis.exceptions.ResponseError as error:
+            wrapped = not isinstance(error, redis.exceptions.OutOfMemoryError)
+            if wrapped and OUT_OF_MEMORY in str(error):
+                # a script's first write refused at maxmemory (Redis < 7 wraps it): nothing was
+                # written (a script is refused at its first write only): a fault, not a bug
+                raise redis.exceptions.OutOfMemoryError(str(error)) from error
+            raise
 
 
 class Faults:
@@ -110,11 +131,25 @@ class Faults:
 
     def __call__(self, error: Exception, consequence: str) -> None:
         """Note a fault: ``error`` happened, ``consequence`` is what the store does instead."""
+        if is_out_of_memory(error):  # the connection is fine: no writes until memory is freed
+            self.warnings.warning(
+                "full",
+                "%s: Redis is out of memory (maxmemory reached, it refuses writes: %s); %s",
+                self.what,
+                error,
+                consequence,
+            )
+            return
         try:
             self.connection.client.connection_pool.disconnect(inuse_connections=False)
         except Exception:  # best effort: the next command makes a new connection anyway
             pass
         self.warnings.warning("fault", "%s: Redis is unreachable (%s); %s", self.what, error, consequence)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True when ``error`` is Redis refusing a write at its ``maxmemory`` (see :data:`FAULTS`)."""
+    return isinstance(error, redis.exceptions.OutOfMemoryError)
 
 
 class InjectableClock:
@@ -329,6 +364,10 @@ if op == 'create' then
   local caller, cap, total, ttl, owner = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
   at = 11
   local fields, inputs, answers = list(), list(), list()
+  -- the first write grows memory (INCR), so that at maxmemory Redis refuses the script before it
+  -- writes anything (a first ZREM or HDEL would let every later write through); a refusal below
+  -- leaves a gap in the sequence, which only orders the records
+  local seq = redis.call('INCR', SEQ)
   sweep()
   if cap then
     for _, t in ipairs(redis.call('ZRANGE', opens(caller), 0, cap)) do live(t) end
@@ -340,7 +379,6 @@ if op == 'create' then
     drop(oldest)
   end
   drop(id)
-  local seq = redis.call('INCR', SEQ)
   hset(R, fields)
   hset(IN, inputs)
   hset(OUT, answers)
@@ -493,7 +531,10 @@ class RedisTaskRecords(InjectableClock):
     runs out (the process running it stopped); a record never leased never fails so.
 
     Redis unreachable: every operation raises InternalError (-32603, "the task store is
-    unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.
+    unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.  Redis out of
+    memory (its ``maxmemory`` reached, ``noeviction``): an operation that writes raises ServerBusy
+    (-32000, :data:`FULL`: retry later; a task is not created, a change not made); reads answer as
+    usual.  A task's final write is retried either way (:data:`FINAL_WRITE_PAUSES`).
     """
 
     def __init__(self, connection: Connection, *, clock: Clock | None = None):
@@ -506,6 +547,9 @@ class RedisTaskRecords(InjectableClock):
             return RECORDS(self.connection.client, [],
                            [op, self.connection.key(""), self.now(1000), _text(iso_now()), task_id, *args])
         except FAULTS as error:
+            if is_out_of_memory(error):
+                self.faults(error, "task writes answer -32000 (retry later) until memory is freed")
+                raise ServerBusy(FULL) from error
             self.faults(error, "task requests answer -32603 until it is back")
             raise InternalError("the task store is unreachable") from error
 
@@ -548,7 +592,7 @@ class RedisTaskRecords(InjectableClock):
         for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
             try:
                 return self._record(self._run("transition", task_id, *args))
-            except InternalError:
+            except (InternalError, ServerBusy):  # unreachable, or out of memory
                 if wait is None:  # an ordinary write fails at once; a final one after its tries
                     raise
                 pause.wait(wait)  # the outcome of a task is retried, not lost: Redis may be back soon
