@@ -23,6 +23,12 @@ Keys (``ns`` is the URL's namespace, :class:`~mcp_ref.extras.redis_state.connect
 A digest is :func:`~mcp_ref.server.state.owner_digest` of the id: an owner or caller may be a
 session id, a credential, which no key names.
 
+Every key expires: a record and its parts with its TTL; the indexes (``ns:tasks`` and the others
+above) :data:`INDEX_MARGIN_MS` after the last record they may name (the deployment's: the latest
+expiry of any record; an owner's or a caller's: of its records), so a deployment that stopped
+leaves nothing for ever.  A record created without a TTL never expires: while one lives, the
+indexes that name it do not either (they are bounded by ``max_tasks``).
+
 One Redis (or Valkey) primary: the task scripts touch keys they compute, which Redis Cluster does
 not allow.  Faults (Redis down, restarting, loading, a replica after a failover): see each class.
 """
@@ -67,6 +73,9 @@ FAULTS: tuple[type[Exception], ...] = (
 #: back inside a script error ("Error running script ... -OOM command not allowed ..."), which
 #: redis-py reads as a plain ResponseError.
 OUT_OF_MEMORY = "OOM command not allowed"
+#: Milliseconds a task index key (``ns:tasks``, ``:seq``, ``:expires``, ``:owners``, ``:callers``,
+#: ``:done``, ``:owner:<digest>``, ``:open:<digest>``) outlives the last record it may name.
+INDEX_MARGIN_MS = 60_000
 #: Keys ``RedisBuckets.__len__`` looks at at most (SCAN: bounded work), and expired records one
 #: script forgets at most (``sweep``, and ``create`` before it counts).
 MAX_SCANNED = 100_000
@@ -278,6 +287,28 @@ local IN, OUT = R .. ':in', R .. ':out'
 local function opens(caller) return P .. 'tasks:open:' .. caller end
 local function owned(owner) return P .. 'tasks:owner:' .. owner end
 
+-- every index key expires MARGIN after the last record it may name: the deployment's indexes
+-- (ALL, DONE, EXP, CALLERS, OWNERS, SEQ) after the latest expiry of any record, while every record
+-- has one (else they stay, bounded by max_tasks); an owner's or caller's (``k``, just written for a
+-- record of ``ttl`` ms, nil: none) after the latest of its records
+local MARGIN = @@MARGIN_MS@@
+local function keep()
+  local keys = {ALL, DONE, EXP, CALLERS, OWNERS, SEQ}
+  if redis.call('ZCARD', ALL) > redis.call('ZCARD', EXP) then
+    for _, k in ipairs(keys) do redis.call('PERSIST', k) end
+    return
+  end
+  local last = redis.call('ZRANGE', EXP, -1, -1, 'WITHSCORES')[2]
+  if not last then return end
+  local ms = math.max(1, math.ceil(tonumber(last) - now)) + MARGIN
+  for _, k in ipairs(keys) do redis.call('PEXPIRE', k, ms) end
+end
+local function keep_index(k, fresh, ttl)
+  if not ttl then redis.call('PERSIST', k) return end
+  local left = redis.call('PTTL', k)
+  if fresh or (left > 0 and left < ttl + MARGIN) then redis.call('PEXPIRE', k, ttl + MARGIN) end
+end
+
 local function drop(t)
   local r = P .. 'task:' .. t
   local caller = redis.call('HGET', CALLERS, t)
@@ -306,6 +337,7 @@ local function indexed(t, was)
     if caller then redis.call('ZREM', opens(caller), t) end
     redis.call('ZADD', DONE, redis.call('ZSCORE', ALL, t) or 0, t)
     redis.call('HDEL', r, '@lease')
+    keep()  -- DONE may be new
   end
 end
 
@@ -385,16 +417,21 @@ if op == 'create' then
   redis.call('ZADD', ALL, seq, id)
   redis.call('HSET', CALLERS, id, caller)
   redis.call('HSET', OWNERS, id, owner)
+  local fresh = redis.call('EXISTS', owned(owner)) == 0
   redis.call('ZADD', owned(owner), seq, id)
+  keep_index(owned(owner), fresh, ttl)
   if TERMINAL[redis.call('HGET', R, 'status')] then
     redis.call('ZADD', DONE, seq, id)
   else
+    fresh = redis.call('EXISTS', opens(caller)) == 0
     redis.call('ZADD', opens(caller), seq, id)
+    keep_index(opens(caller), fresh, ttl)
   end
   if ttl then
     redis.call('ZADD', EXP, now + ttl, id)
     for _, k in ipairs({R, IN, OUT}) do redis.call('PEXPIRE', k, ttl) end
   end
+  keep()
   return 'created'
 elseif op == 'get' then
   if not live(id) then return nil end
@@ -499,6 +536,7 @@ elseif op == 'renew_lease' then
 end
 return redis.error_reply('unknown operation ' .. op)
 """.replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT))
+   .replace("@@MARGIN_MS@@", str(INDEX_MARGIN_MS))
    .replace("@@LEASE_ERROR@@", "[[" + _text(LEASE_ERROR) + "]]")
    .replace("@@LEASE_MESSAGE@@", "[[" + _text(LEASE_ERROR["message"]) + "]]"))
 
