@@ -33,16 +33,8 @@ class AccessInfo:
 
     @property
     def principal(self) -> tuple[str, str | None]:
-        """The client and the user it acts for, as a pair (in this process only: to store, seal or
-        compare a caller, use :attr:`principal_id`, which survives a JSON round trip)."""
+        """The client and the user it acts for (to store or compare: :func:`principal_id`)."""
         return self.client_id, self.subject
-
-    @property
-    def principal_id(self) -> str:
-        """The caller's canonical identity (:func:`principal_id`): what a session, a task or a
-        sealed state is bound to."""
-        return principal_id(self)
-
 
 @dataclass(frozen=True)
 class Principal:
@@ -80,15 +72,10 @@ class Principal:
 
 
 def principal_id(auth: Any) -> str:
-    """The one canonical identity of the caller a verified token names (``auth``: an
-    :class:`AccessInfo`, or anything with ``client_id`` and ``subject``): ``oauth:<client id>``,
-    then ``:<subject>`` when the token acts for a user.  :attr:`Principal.id` is this.
-
-    A string, so that it is the same after a JSON round trip (through Redis, a sealed state, a bus
-    message): wherever a principal is stored, sealed or compared, it is this value.  A tuple came
-    back from JSON as a list and matched no one (issues 20 and 32).  Each part is
-    percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one.
-    """
+    """The one identity of the caller ``auth`` (an :class:`AccessInfo`) names, wherever it is
+    stored, sealed or compared: ``oauth:<client>[:<subject>]`` (:attr:`Principal.id`), a string a
+    JSON round trip keeps (a tuple came back as a list: issue 32); each part percent-encoded, so a
+    ":" in one cannot make two callers one."""
     client = quote(auth.client_id, safe="")
     if auth.subject is None:
         return f"oauth:{client}"
@@ -96,7 +83,7 @@ def principal_id(auth: Any) -> str:
 
 
 def principal_id_of(auth: Any) -> str | None:
-    """:func:`principal_id` of ``auth``, None when there is no verified token (``auth`` None)."""
+    """:func:`principal_id` of ``auth``, None without a verified token."""
     return None if auth is None else principal_id(auth)
 
 
