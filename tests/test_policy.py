@@ -388,6 +388,41 @@ def test_subscriptions_are_capped_per_caller(transport, era, serve):
         assert client.call_tool("alpha").content[0].text == "alpha"
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_subscriptions_have_a_default_cap_per_caller(era):
+    """Issue 32, item 10: with no ``max_subscribed_resources`` given, one caller may hold
+    DEFAULT_MAX_SUBSCRIBED_RESOURCES (1,000) resources at once; the next is refused with -32005 and
+    ``data.limit`` (a session's record, which a shared state keeps and rereads, stays bounded);
+    unsubscribing makes room.  ``None`` still means no cap."""
+    from mcp_ref import Server
+    from mcp_ref.server.seams import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
+
+    server = Server("default-cap")
+
+    @server.resource("memo://{n}")
+    def memo(n: str) -> str:
+        """One of many."""
+        return n
+
+    with Client.in_memory(server, timeout=WAIT, era=era) as client:
+        uris = [f"memo://{n}" for n in range(DEFAULT + 1)]
+        if era == "modern":  # 2026-07-28: the resources a listen stream names
+            with pytest.raises(LimitExceeded) as refused:
+                client.listen(resource_uris=uris)
+            with client.listen(resource_uris=uris[:DEFAULT]) as held:
+                assert len(held.acknowledged["resourceSubscriptions"]) == DEFAULT
+        else:
+            for uri in uris[:DEFAULT]:
+                client.subscribe(uri)
+            with pytest.raises(LimitExceeded) as refused:
+                client.subscribe(uris[DEFAULT])
+            client.unsubscribe(uris[0])
+            client.subscribe(uris[DEFAULT])
+        assert refused.value.code == -32005 and refused.value.data["limit"] == DEFAULT
+        assert "Too many subscriptions" in refused.value.message
+    assert Server("uncapped", max_subscribed_resources=None).subscription_cap() is None
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):
     with open_client(transport, "modern", serve) as client:

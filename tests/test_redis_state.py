@@ -148,6 +148,41 @@ def test_a_record_and_its_parts_expire_with_its_ttl(connection):
     assert records.get("t")["inputResponses"] == {"a": {"roots": []}}  # an empty list stays a list
 
 
+def test_every_task_key_expires_after_the_last_record_it_may_name(connection):
+    """Issue 32, item 10: the task indexes (``tasks``, ``:seq``, ``:expires``, ``:owners``,
+    ``:callers``, ``:done``, an owner's and a caller's) expire too, a margin after the last record
+    they may name, so a deployment that stopped leaves nothing for ever; while a record without a TTL
+    lives, the indexes naming it stay (bounded by ``max_tasks``)."""
+    from mcp_ref.extras.redis_state.stores import INDEX_MARGIN_MS
+    from mcp_ref.server.state import owner_digest
+
+    records = RedisTaskRecords(connection)
+    client = connection.client
+    assert create(records, "short", caller="alice", ttl=30.0) == "created"
+    assert create(records, "long", caller="bob", ttl=90.0) == "created"
+    assert records.transition("short", {"status": "completed"})["status"] == "completed"  # joins :done
+    assert [task["taskId"] for task in records.list("bob", None, 10)[0]] == ["long"]
+    names = {key.decode() for key in client.scan_iter(match=connection.key("*"))}
+    indexes = {connection.key("tasks", *part) for part in
+               ((), ("seq",), ("expires",), ("owners",), ("callers",), ("done",),
+                ("owner", owner_digest("alice")), ("owner", owner_digest("bob")),
+                ("open", owner_digest("bob")))}
+    assert indexes <= names, names
+    ttls = {name: client.pttl(name) for name in names}
+    assert all(ttl > 0 for ttl in ttls.values()), ttls  # every key expires
+    for name in indexes - {connection.key("tasks", "owner", owner_digest("alice"))}:
+        assert 85_000 < ttls[name] <= 90_000 + INDEX_MARGIN_MS, (name, ttls[name])  # after "long"
+    alice = connection.key("tasks", "owner", owner_digest("alice"))
+    assert 25_000 < ttls[alice] <= 30_000 + INDEX_MARGIN_MS  # after alice's one record
+
+    assert create(records, "kept", caller="carol", ttl=None) == "created"  # never expires
+    for name in (connection.key("tasks"), connection.key("tasks", "open", owner_digest("carol"))):
+        assert client.pttl(name) == -1  # kept while it lives
+    assert records.delete("kept")
+    assert create(records, "next", caller="dave", ttl=10.0) == "created"
+    assert 85_000 < client.pttl(connection.key("tasks")) <= 90_000 + INDEX_MARGIN_MS  # expires again
+
+
 def test_a_lease_that_runs_out_reads_as_failed_and_frees_its_callers_place(connection):
     clock = Clock()
     records = RedisTaskRecords(connection, clock=clock)

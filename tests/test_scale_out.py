@@ -50,22 +50,45 @@ def two_deployments(request):
     """``two_deployments(state)``: two single-worker deployments of the app, ``state`` their
     ``MCP_REF_STATE`` (None: each its own memory); ``three_workers=True``: one deployment of three
     workers instead, given twice (the kernel then decides which worker takes each connection);
-    ``stateless=False``: handshake-era sessions (the app's default is stateless)."""
+    ``stateless=False``: handshake-era sessions (the app's default is stateless);
+    ``protected=True``: a protected resource (bearer tokens: :func:`bearer`)."""
     started: list[Deployment] = []
 
-    def start(state: str | None, server_limit: str = "100/minute", *,
-              three_workers: bool = False, stateless: bool = True) -> tuple[Deployment, Deployment]:
+    def start(state: str | None, server_limit: str = "100/minute", *, three_workers: bool = False,
+              stateless: bool = True, protected: bool = False) -> tuple[Deployment, Deployment]:
+        options = {"stateless": stateless, "protected": protected}
         if three_workers:
-            one = Deployment(state, server_limit, workers=3, stateless=stateless)
+            one = Deployment(state, server_limit, workers=3, **options)
             started.append(one)
             return one, one
-        pair = (Deployment(state, server_limit, stateless=stateless), Deployment(state, server_limit, stateless=stateless))
+        pair = (Deployment(state, server_limit, **options), Deployment(state, server_limit, **options))
         started.extend(pair)
         return pair
 
     yield start
     for deployment in started:
         deployment.stop()
+
+
+def bearer(token: str | None) -> dict:
+    """The headers carrying ``token`` (none without one): scale_out_app's ``<user>-token``."""
+    return {} if token is None else {"Authorization": f"Bearer {token}"}
+
+
+#: Each handshake-session test runs without a token and with one (issue 32: the session's record
+#: keeps its principal, which must match the caller's on every worker).
+TOKENS = pytest.mark.parametrize("token", [None, "alice-token"], ids=["no token", "bearer token"])
+
+
+def session_count(redis_url: str) -> int:
+    """How many sessions the deployment's shared table holds."""
+    from mcp_ref.extras.redis_state import RedisState
+
+    state = RedisState.from_url(redis_url)
+    try:
+        return len(state.session_table())
+    finally:
+        state.close()
 
 
 def alternate(clients: tuple[Client, Client], calls: int, tool: str) -> list[str]:
@@ -126,16 +149,21 @@ def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, re
     assert outcomes.count("ok") == (8 if shared else 16), outcomes
 
 
-def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(two_deployments, redis_url):
-    """The handshake era: without a token the caller is its session, so one session, its requests
-    sent to each deployment in turn (RoundRobin), is held to the one limit."""
+@TOKENS
+def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(two_deployments,
+                                                                               redis_url, token):
+    """The handshake era: without a token the caller is its session (with one, its principal), so
+    one session, its requests sent to each deployment in turn (RoundRobin), is held to the one
+    limit."""
     from http_fixtures import RoundRobin
 
-    a, b = two_deployments(redis_url, server_limit="10/minute", stateless=False)
+    a, b = two_deployments(redis_url, server_limit="10/minute", stateless=False,
+                           protected=token is not None)
     balancer = RoundRobin([a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")])
     outcomes = []
     try:
-        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake") as client:
+        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake",
+                         headers=bearer(token)) as client:
             for _ in range(16):
                 try:
                     client.call_tool("whoami")
@@ -225,17 +253,24 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}}
 
 
+@TOKENS
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis_url, shared):
+def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis_url, shared,
+                                                                           token):
     """With the state shared, a handshake-era session made on A is served by B (from its record);
-    without it (the control), B answers 404 (the spec's "session not found")."""
+    without it (the control), B answers 404 (the spec's "session not found").  With a bearer token,
+    the same: the record's principal is the caller's on B too (issue 32), and another user's token
+    is "not found" there."""
     import requests
 
-    a = Deployment(redis_url if shared else None, "100/minute", stateless=False)
-    b = Deployment(redis_url if shared else None, "100/minute", stateless=False)
+    state = redis_url if shared else None
+    a = Deployment(state, "100/minute", stateless=False, protected=token is not None)
+    b = Deployment(state, "100/minute", stateless=False, protected=token is not None)
     try:
-        made = requests.post(a.url, json=INIT, headers=HEADERS, timeout=WAIT)
-        headers = {**HEADERS, "Mcp-Session-Id": made.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+        made = requests.post(a.url, json=INIT, headers={**HEADERS, **bearer(token)}, timeout=WAIT)
+        assert made.status_code == 200, made.text
+        headers = {**HEADERS, **bearer(token), "Mcp-Session-Id": made.headers["Mcp-Session-Id"],
+                   "MCP-Protocol-Version": "2025-11-25"}
         initialized = requests.post(b.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
                                     headers=headers, timeout=WAIT)
         asked = requests.post(b.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -244,6 +279,12 @@ def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis
             assert initialized.status_code == 202
             answered_by_b = asked.json()["result"]["content"][0]["text"]
             assert answered_by_b.startswith("pid ") and answered_by_b != whoami(a, headers)
+            assert session_count(redis_url) == 1  # no orphan session was made
+            if token is not None:
+                listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+                as_bob = requests.post(b.url, json=listing, headers={**headers, **bearer("bob-token")},
+                                       timeout=WAIT)
+                assert as_bob.status_code == 404
         else:
             assert (initialized.status_code, asked.status_code) == (404, 404)
     finally:
@@ -251,7 +292,8 @@ def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis
         b.stop()
 
 
-def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url):
+@TOKENS
+def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url, token):
     """2025-11-25 basic/transports §Resumability across deployments: the POST's stream closed on A
     (SSE polling), the client resumes it on B with Last-Event-ID and gets the rest and the answer."""
     import json
@@ -259,11 +301,12 @@ def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url):
     import requests
     from http_fixtures import SseReader
 
-    a = Deployment(redis_url, "100/minute", stateless=False)
-    b = Deployment(redis_url, "100/minute", stateless=False)
+    a = Deployment(redis_url, "100/minute", stateless=False, protected=token is not None)
+    b = Deployment(redis_url, "100/minute", stateless=False, protected=token is not None)
     try:
-        made = requests.post(a.url, json=INIT, headers=HEADERS, timeout=WAIT)
-        headers = {**HEADERS, "Mcp-Session-Id": made.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+        made = requests.post(a.url, json=INIT, headers={**HEADERS, **bearer(token)}, timeout=WAIT)
+        headers = {**HEADERS, **bearer(token), "Mcp-Session-Id": made.headers["Mcp-Session-Id"],
+                   "MCP-Protocol-Version": "2025-11-25"}
         requests.post(a.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=WAIT)
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "polled", "arguments": {}}}
         reader = SseReader(requests.post(a.url, json=call, headers=headers, stream=True, timeout=WAIT))
@@ -289,20 +332,24 @@ def whoami(deployment: Deployment, headers: dict) -> str:
     return answer.json()["result"]["content"][0]["text"]
 
 
+@TOKENS
 @pytest.mark.parametrize("layout", ["two deployments", "three workers"])
 def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshake_feature(two_deployments, redis_url,
-                                                                                          layout):
+                                                                                          layout, token):
     """Each request to the next upstream in turn (RoundRobin, a connection per request): the session,
     an elicitation whose answer is posted to another worker than the one asking, a change heard on the
-    GET stream wherever it is held, and the session deleted everywhere at the end."""
+    GET stream wherever it is held, and the session deleted everywhere at the end; one session all
+    along (no 404 made the client start an orphan one)."""
     from http_fixtures import RoundRobin
 
-    a, b = two_deployments(redis_url, three_workers=layout == "three workers", stateless=False)
+    a, b = two_deployments(redis_url, three_workers=layout == "three workers", stateless=False,
+                           protected=token is not None)
     upstreams = sorted({a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")})
     balancer = RoundRobin(upstreams)
     changed = threading.Event()
     try:
         with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake", on_list_changed=lambda kind: changed.set(),
+                         headers=bearer(token),
                          elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}}) as client:
             # served by more than one worker, one session: two deployments alternate; three workers behind
             # one port share its accepts as the kernel wakes them (an idle one may win many in a row)
@@ -316,17 +363,20 @@ def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshak
                 assert client.call_tool("greet").content[0].text.startswith("Hello, Ada, from pid ")
             client.call_tool("add_tool", {"name": "from_somewhere"})
             assert changed.wait(WAIT)
+            assert session_count(redis_url) == 1  # the client's one session: no orphan
     finally:
         balancer.stop()
 
 
-def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(redis_url):
-    a = Deployment(redis_url, "100/minute", stateless=False)
-    b = Deployment(redis_url, "100/minute", stateless=False)
+@TOKENS
+def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(redis_url, token):
+    a = Deployment(redis_url, "100/minute", stateless=False, protected=token is not None)
+    b = Deployment(redis_url, "100/minute", stateless=False, protected=token is not None)
     changed = threading.Event()
     try:
-        with Client.http(b.url, timeout=WAIT, era="handshake", on_list_changed=lambda kind: changed.set()) as on_b, \
-                Client.http(a.url, timeout=WAIT, era="handshake") as on_a:
+        with Client.http(b.url, timeout=WAIT, era="handshake", headers=bearer(token),
+                         on_list_changed=lambda kind: changed.set()) as on_b, \
+                Client.http(a.url, timeout=WAIT, era="handshake", headers=bearer(token)) as on_a:
             on_b.list_tools()  # the GET stream is open once the session is (the client opens it at once)
             on_a.call_tool("add_tool", {"name": "from_a"})
             assert changed.wait(WAIT)  # heard on B's GET stream, through the bus

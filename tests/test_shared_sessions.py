@@ -21,11 +21,34 @@ from mcp_ref import Client, Context, Server
 pytestmark = pytest.mark.slow
 
 
-class Worker:
-    """One "worker": a server with the test's tools, its app served on 127.0.0.1, and what its tools saw."""
+#: The deployment's public URL, the same for every worker behind one balancer (RFC 8707 audience).
+RESOURCE = "https://mcp.example/mcp"
 
-    def __init__(self, name: str, state: str | None, **options):
+
+class Tokens:
+    """A token verifier: ``<user>-token`` is user's (alice or bob), for one client, issued for
+    RESOURCE."""
+
+    def verify(self, token: str):
+        from mcp_ref.auth.resource import AccessInfo
+
+        user = token.removesuffix("-token")
+        if not token.endswith("-token") or user not in ("alice", "bob"):
+            return None
+        return AccessInfo("shared-sessions-client", user, (), audience=(RESOURCE,))
+
+
+class Worker:
+    """One "worker": a server with the test's tools, its app served on 127.0.0.1, and what its tools
+    saw; with ``token``, a protected resource whose clients send ``Authorization: Bearer``."""
+
+    def __init__(self, name: str, state: str | None, token: str | None = None, **options):
         self.name = name
+        self.token = token
+        if token is not None:
+            from mcp_ref.auth.resource import ProtectedResource
+
+            options["auth"] = ProtectedResource(Tokens(), ["https://as.example"], resource=RESOURCE)
         self.release = threading.Event()  # lets `steps` go on
         self.release_again = threading.Event()  # lets `polled` answer
         self.cancelled = threading.Event()  # `wait_for_cancel` saw its cancellation
@@ -113,6 +136,17 @@ class Worker:
         self.mcp = self.served.mcp
         self.app = self.served.app
 
+    @property
+    def headers(self) -> dict:
+        """What each request of the test's client carries: the bearer token, if any."""
+        return {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
+
+    def raw(self) -> RawSession:
+        """A raw session on this worker, with the token (if any) on every request."""
+        raw = RawSession(self.mcp)
+        raw.http.headers.update(self.headers)
+        return raw
+
     def stop(self) -> None:
         self.release.set()
         self.release_again.set()
@@ -121,13 +155,15 @@ class Worker:
             self.server.shared_state.close()
 
 
-@pytest.fixture
-def workers(redis_url):
-    """``workers(n=2, **app_options)``: n workers sharing ``redis_url``."""
+@pytest.fixture(params=[None, "alice-token"], ids=["no token", "bearer token"])
+def workers(redis_url, request):
+    """``workers(n=2, **app_options)``: n workers sharing ``redis_url``; each test runs without a
+    token and with a bearer token (the sessions then belong to its principal, on every worker)."""
     made: list[Worker] = []
 
     def make(n: int = 2, **options) -> list[Worker]:
-        new = [Worker(f"w{len(made) + i}", redis_url, keepalive=0.5, **options) for i in range(n)]
+        new = [Worker(f"w{len(made) + i}", redis_url, request.param, keepalive=0.5, **options)
+               for i in range(n)]
         made.extend(new)
         return new
 
@@ -158,7 +194,7 @@ def next_within(reader: SseReader, seconds: float = WAIT) -> dict:
 
 def test_a_session_made_on_one_worker_is_served_by_the_other(workers):
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize(initialized=False)
     assert on(raw, b).post(notification("notifications/initialized")).status_code == 202
     request_id, response = tool_call(on(raw, b), "whoami")
@@ -172,11 +208,45 @@ def test_a_session_made_on_one_worker_is_served_by_the_other(workers):
 
 def test_another_principal_or_an_unknown_id_is_not_found_on_any_worker(workers):
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     raw.session_id = raw.session_id[:-2] + ("AA" if not raw.session_id.endswith("AA") else "BB")
     for worker in (a, b):
         assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
+
+
+def test_a_session_with_a_bearer_token_is_served_by_every_worker_and_no_orphan_is_made(redis_url):
+    """Issue 32, item 1: ``initialize`` on A with ``Authorization: Bearer``, then the same token and
+    ``Mcp-Session-Id`` on B: 200 (the record's principal, read back from JSON, is the caller's).
+    Another user's token gets 404 on every worker; a client through a round-robin balancer keeps one
+    session (no 404 made it start another), so the table holds only the sessions made."""
+    from mcp_ref.extras.redis_state import RedisState
+
+    a, b = (Worker(f"w{n}", redis_url, "alice-token", keepalive=0.5) for n in range(2))
+    state = RedisState.from_url(redis_url)
+    balancer = RoundRobin([a.served.url, b.served.url])
+    try:
+        raw = a.raw()
+        raw.initialize()
+        for worker in (b, a, b):
+            request_id, response = tool_call(on(raw, worker), "whoami")
+            assert response.status_code == 200, (response.status_code, response.text)
+            answer = raw.result(response, request_id)[0]
+            assert answer["result"]["content"][0]["text"] == worker.name
+        bob = {"Authorization": "Bearer bob-token"}
+        for worker in (a, b):
+            listing = request("tools/list", None, raw.next_id())
+            assert on(raw, worker).post(listing, headers=bob).status_code == 404
+        balanced = balancer.url + "/mcp"
+        with Client.http(balanced, timeout=WAIT, era="handshake", headers=a.headers) as client:
+            answered_by = [client.call_tool("whoami").content[0].text for _ in range(6)]
+            assert set(answered_by) == {"w0", "w1"}
+            assert len(state.session_table()) == 2  # the raw session and the client's: no orphan
+    finally:
+        balancer.stop()
+        state.close()
+        a.stop()
+        b.stop()
 
 
 def test_a_client_through_a_balancer_without_sticky_sessions_works_as_with_one_process(workers):
@@ -194,7 +264,7 @@ def test_a_client_through_a_balancer_without_sticky_sessions_works_as_with_one_p
             logged.set()
 
     try:
-        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake",
+        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake", headers=a.headers,
                          elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}},
                          on_list_changed=lambda kind: changed.set(), on_resource_updated=lambda uri: updated.set(),
                          on_log=on_log) as client:
@@ -217,7 +287,7 @@ def test_a_client_through_a_balancer_without_sticky_sessions_works_as_with_one_p
             session_id = client.session.transport.session_id
     finally:
         balancer.stop()
-    raw = RawSession(a.mcp)  # the client deleted its session: gone from every worker
+    raw = a.raw()  # the client deleted its session: gone from every worker
     raw.session_id, raw.version = session_id, "2025-11-25"
     for worker in (a, b):
         assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
@@ -229,7 +299,7 @@ def test_a_log_level_set_on_one_worker_is_obeyed_on_the_other_before_the_bus_tel
     message (B's bus is held here): B's touch of the record finds its generation changed and B reads
     the record again before serving the request (read-your-writes; .shared.SharedSessions.touch)."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     request_id, response = tool_call(on(raw, b), "whoami")  # B holds a replica: no level yet (every level)
     assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w1"
@@ -277,7 +347,7 @@ def test_a_post_stream_is_resumed_on_the_other_worker(workers):
     """2025-11-25 basic/transports §Resumability: the client lost a POST's stream on worker A and
     resumes it on worker B with Last-Event-ID: it gets what followed, then the answer, then the end."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     request_id, response = tool_call(on(raw, a), "steps", stream=True)
     reader = SseReader(response)
@@ -298,7 +368,7 @@ def test_a_post_stream_closed_for_polling_is_followed_live_on_the_other_worker(w
     terminating the SSE stream)"; the client resumes on another worker and hears each later event as it
     is sent (written through to the shared store), before the request has ended."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     request_id, response = tool_call(on(raw, a), "polled", stream=True)
     events = []
@@ -320,7 +390,7 @@ def test_a_post_stream_closed_for_polling_is_followed_live_on_the_other_worker(w
 
 def test_a_cancellation_posted_to_one_worker_reaches_the_request_on_the_other(workers):
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     request_id, response = tool_call(on(raw, a), "wait_for_cancel", stream=True)
     reader = SseReader(response)
@@ -334,7 +404,7 @@ def test_a_cancellation_posted_to_one_worker_reaches_the_request_on_the_other(wo
 
 def test_the_get_stream_on_one_worker_hears_a_change_made_on_the_other_and_resumes_on_a_third(workers):
     a, b, c = workers(3)
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     stream = SseReader(on(raw, b).get())
     priming = stream.next()
@@ -351,7 +421,7 @@ def test_the_get_stream_on_one_worker_hears_a_change_made_on_the_other_and_resum
 
 def test_deleted_on_one_worker_the_session_ends_on_every_worker_and_its_streams_close(workers):
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     tool_call(on(raw, b), "whoami")  # b holds a replica now
     stream = on(raw, b).get()
@@ -364,8 +434,8 @@ def test_deleted_on_one_worker_the_session_ends_on_every_worker_and_its_streams_
 def test_the_session_cap_counts_every_worker(workers):
     a, b = workers(max_sessions=2)
     for worker in (a, b):
-        RawSession(worker.mcp).initialize()
-    refused = RawSession(b.mcp).post(request("initialize", {
+        worker.raw().initialize()
+    refused = b.raw().post(request("initialize", {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1),
         version=False)
     assert refused.status_code == 503
@@ -377,28 +447,31 @@ def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream
     import requests
 
     a, b = workers()
-    stream = SseReader(requests.get(a.served.sse, headers={"Accept": "text/event-stream"}, stream=True, timeout=(WAIT, WAIT)))
+    listen = {"Accept": "text/event-stream", **a.headers}
+    stream = SseReader(requests.get(a.served.sse, headers=listen, stream=True, timeout=(WAIT, WAIT)))
     endpoint = stream.next()
     assert endpoint["event"] == "endpoint"
     post_to_b = b.served.url + endpoint["data"]
     init = request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
                                   "clientInfo": {"name": "t", "version": "1"}}, 1)
-    assert requests.post(post_to_b, json=init, timeout=WAIT).status_code == 202
+    assert requests.post(post_to_b, json=init, headers=b.headers, timeout=WAIT).status_code == 202
     assert json.loads(next_within(stream)["data"])["result"]["protocolVersion"] == "2024-11-05"
-    requests.post(post_to_b, json=notification("notifications/initialized"), timeout=WAIT)
+    initialized = notification("notifications/initialized")
+    requests.post(post_to_b, json=initialized, headers=b.headers, timeout=WAIT)
     call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
-    assert requests.post(post_to_b, json=call, timeout=WAIT).status_code == 202
+    assert requests.post(post_to_b, json=call, headers=b.headers, timeout=WAIT).status_code == 202
     answer = json.loads(next_within(stream)["data"])
     assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "w0"  # served where the stream is
     stream.close()
-    assert requests.post(b.served.url + "/messages?session_id=unknown", json=call, timeout=WAIT).status_code == 404
+    unknown = b.served.url + "/messages?session_id=unknown"
+    assert requests.post(unknown, json=call, headers=b.headers, timeout=WAIT).status_code == 404
 
 
 def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_notifications(workers):
     """Change notifications of a session are sent by one worker, its home (where it was made): when
     that worker exits, it lets go, and the next worker serving the session becomes its home."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     stream = SseReader(on(raw, b).get())
     assert stream.next()["id"]  # priming: b follows the session's standalone stream
@@ -423,7 +496,7 @@ def test_redis_stopped_and_restarted_under_shared_sessions(tmp_path):
     redis.start()
     a, b = (Worker(f"w{n}", f"{redis.url}?namespace=faults", keepalive=0.5) for n in range(2))
     try:
-        raw = RawSession(a.mcp)
+        raw = a.raw()
         raw.initialize()
         redis.stop()
         started = time.monotonic()
@@ -431,7 +504,7 @@ def test_redis_stopped_and_restarted_under_shared_sessions(tmp_path):
         assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w0"
         refused = on(raw, b).post(request("tools/list", None, raw.next_id()))  # b must read the record
         assert refused.status_code == 503 and refused.headers["Retry-After"]
-        fresh = RawSession(b.mcp).post(request("initialize", {
+        fresh = b.raw().post(request("initialize", {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1),
             version=False)
         assert fresh.status_code == 503
@@ -461,7 +534,7 @@ def test_requests_to_the_client_from_two_workers_never_share_an_id_and_each_answ
     session"; two workers asking at once use ids that name them, and each answer, posted to the
     other worker on purpose, reaches the one that asked."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize(capabilities={"elicitation": {}})
     ids_and_readers = []
     for worker, tag in ((a, "a"), (b, "b")):
@@ -482,7 +555,7 @@ def test_a_newer_get_stream_takes_the_standalone_stream_over_from_an_older_one_o
     """2025-11-25 basic/transports: the server "MUST NOT broadcast the same message across multiple
     streams": the newer GET (say, a reconnect that reached another worker) takes over; the older ends."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     older = SseReader(on(raw, a).get())
     assert older.next()["id"]  # priming
@@ -497,7 +570,7 @@ def test_a_newer_get_stream_takes_the_standalone_stream_over_from_an_older_one_o
 def test_what_was_sent_before_the_first_get_reaches_it(workers):
     """As in one process: a message for the standalone stream sent while no GET is open waits for one."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     tool_call(on(raw, b), "add_tool", {"tool": "early"})  # announced before any GET
     stream = SseReader(on(raw, b).get())
@@ -508,7 +581,7 @@ def test_what_was_sent_before_the_first_get_reaches_it(workers):
 
 def test_a_resumed_post_stream_ends_when_the_worker_running_its_request_exits(workers):
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     request_id, response = tool_call(on(raw, a), "polled_until_cancelled", stream=True)
     reader = SseReader(response)
@@ -523,7 +596,7 @@ def test_two_workers_subscribing_at_once_both_count(workers):
     """A record's subscriptions are kept one key per URI: a subscribe on one worker and another on
     the other both hold, and the session hears both resources' updates."""
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     stream = SseReader(on(raw, a).get())
     assert stream.next()["id"]
@@ -544,7 +617,7 @@ def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_
     from mcp_ref.extras.redis_state import RedisState
 
     a, b = workers()
-    raw = RawSession(a.mcp)
+    raw = a.raw()
     raw.initialize()
     stream = SseReader(on(raw, b).get())
     assert stream.next()["id"]

@@ -33,9 +33,8 @@ class AccessInfo:
 
     @property
     def principal(self) -> tuple[str, str | None]:
-        """What a session is bound to: the client and the user it acts for."""
+        """The client and the user it acts for (to store or compare: :func:`principal_id`)."""
         return self.client_id, self.subject
-
 
 @dataclass(frozen=True)
 class Principal:
@@ -68,10 +67,24 @@ class Principal:
         """The principal of a connection: its token's, or its transport's ``peer`` id."""
         if auth is None:  # the same few peers again and again (a stateless HTTP POST asks each time)
             return _of_peer(peer) if cls is Principal else cls(peer)
-        # each part percent-encoded, so that a ":" in one (a URL client id) cannot make two callers one
-        client = quote(auth.client_id, safe="")
-        ident = f"oauth:{client}" if auth.subject is None else f"oauth:{client}:{quote(auth.subject, safe='@')}"
-        return cls(ident, frozenset(auth.scopes), getattr(auth, "claims", None) or {}, auth)
+        claims = getattr(auth, "claims", None) or {}
+        return cls(principal_id(auth), frozenset(auth.scopes), claims, auth)
+
+
+def principal_id(auth: Any) -> str:
+    """The one identity of the caller ``auth`` (an :class:`AccessInfo`) names, wherever it is
+    stored, sealed or compared: ``oauth:<client>[:<subject>]`` (:attr:`Principal.id`), a string a
+    JSON round trip keeps (a tuple came back as a list: issue 32); each part percent-encoded, so a
+    ":" in one cannot make two callers one."""
+    client = quote(auth.client_id, safe="")
+    if auth.subject is None:
+        return f"oauth:{client}"
+    return f"oauth:{client}:{quote(auth.subject, safe='@')}"
+
+
+def principal_id_of(auth: Any) -> str | None:
+    """:func:`principal_id` of ``auth``, None without a verified token."""
+    return None if auth is None else principal_id(auth)
 
 
 @lru_cache(maxsize=256)  # bounded: past it the least recently seen peer is made again when it returns

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..core import MODERN_VERSIONS, lifecycle
+from . import seams
 from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Admission, Gate, Handler, Middleware, ToolCallInterceptor
@@ -72,8 +73,8 @@ class Server(Serving):
     ``rate_limit`` (``"100/minute"``) bounds each principal's requests; a tool, resource or prompt
     can have its own (``@server.tool(rate_limit="5/minute")``).  Over a limit the answer is -32005
     with ``data.retryAfter`` (HTTP: 429 with ``Retry-After``).  ``max_subscribed_resources`` caps
-    the resources one principal is subscribed to; ``resource_update_interval`` (seconds) coalesces
-    ``notifications/resources/updated`` of a resource that changes faster (the last one wins).
+    the resources one principal is subscribed to (default 1,000, past it -32005; None: no cap); ``resource_update_interval``
+    (seconds) coalesces ``notifications/resources/updated`` of a resource that changes faster (the last one wins).
 
     ``state``: where several processes keep what they share (rate limits, tasks, counts, changes):
     a ``redis://host:port/db`` URL, a :class:`~mcp_ref.server.state.State`, or None: the URL in
@@ -96,7 +97,7 @@ class Server(Serving):
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
         authorize: Authorize | None = None,
         rate_limit: Any = None,
-        max_subscribed_resources: int | None = None,
+        max_subscribed_resources: int | None = seams.DEFAULT_MAX_SUBSCRIBED_RESOURCES,
         resource_update_interval: float | None = None,
         state: Any = None,
         lifespan: Callable[[Any], Any] | None = None,
@@ -145,8 +146,9 @@ class Server(Serving):
         self._gate: Gate | None = None
         self._policy: Any = None
         self._updates: Any = None
-        if authorize is not None or rate_limit is not None or max_subscribed_resources is not None \
-                or resource_update_interval is not None:
+        self._subscribed_cap = max_subscribed_resources
+        if authorize is not None or rate_limit is not None or resource_update_interval is not None \
+                or max_subscribed_resources not in (None, seams.DEFAULT_MAX_SUBSCRIBED_RESOURCES):
             from ..extras.policy import Policy
 
             self._policy = Policy(authorize=authorize, rate_limit=rate_limit,
@@ -200,7 +202,7 @@ class Server(Serving):
 
             with self._registry_lock:
                 if self._policy is None:
-                    self._policy = Policy(buckets=self._shared_store("buckets"))
+                    self._policy = Policy(buckets=self._shared_store("buckets"), max_subscribed_resources=self._subscribed_cap)
                 policy = self._policy
         return policy
 
@@ -502,8 +504,10 @@ class Server(Serving):
 
     def subscription_cap(self) -> Any:
         """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
-        the policy extra, with ``subscription_lock`` and ``check_subscriptions``), or None: no bound."""
+        the policy extra, made now if need be, with ``subscription_lock`` and ``check_subscriptions``), or None."""
         policy = self._policy
+        if policy is None and self._subscribed_cap is not None:
+            policy = self.policy  # the default cap: the extra is loaded on the first subscription
         return policy if policy is not None and policy.max_subscribed_resources is not None else None
 
     def has_resource_uri(self, uri: str) -> bool:

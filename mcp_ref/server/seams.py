@@ -261,6 +261,8 @@ def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
 
 #: Open ``subscriptions/listen`` streams a server holds by default (``Server(max_subscriptions=)``).
 DEFAULT_MAX_SUBSCRIPTIONS = 1024
+#: Resources one principal may be subscribed to at once by default (``Server(max_subscribed_resources=)``).
+DEFAULT_MAX_SUBSCRIBED_RESOURCES = 1000
 
 #: The action that decides whether an item of each listing is listed (what a gate is asked).
 LISTING_ACTIONS = {"tools": "tools/call", "resources": "resources/read", "templates": "resources/read",

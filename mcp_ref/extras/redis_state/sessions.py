@@ -155,10 +155,12 @@ if op == 'make_room' then
   end
   return {0}
 elseif op == 'add' then
+  -- the first write grows memory (ZADD), so that at maxmemory Redis refuses the script before it
+  -- writes anything; a first DEL would let every later write through ("cannot stop in the middle")
+  redis.call('ZADD', ALL, fmt(now + timeout(false)), id)
   redis.call('DEL', REC)
   redis.call('HSET', REC, 'created', fmt(now), 'last_seen', fmt(now), 'established', '0')
   for i = 7, #ARGV, 2 do redis.call('HSET', REC, ARGV[i], ARGV[i + 1]) end
-  redis.call('ZADD', ALL, fmt(now + timeout(false)), id)
   redis.call('ZADD', NEW, fmt(now), id)
   keep(false)
   return 1
@@ -208,7 +210,8 @@ return redis.error_reply('unknown operation ' .. op)
 
 
 class SessionTableUnavailable(ConnectionError):
-    """The session table's Redis cannot be reached: the transport answers 503 with Retry-After
+    """The session table's Redis cannot be reached, or refuses writes (out of memory): the
+    transport answers 503 with Retry-After
     (a builtin :class:`ConnectionError`, so the transport needs nothing of this module)."""
 
 
@@ -349,7 +352,7 @@ class RedisSessionTable(InjectableClock):
         with self._lock:
             self.failures += 1
         self.faults(error, consequence)
-        return SessionTableUnavailable("Service Unavailable: session store unreachable")
+        return SessionTableUnavailable("Service Unavailable: session store unreachable or full")
 
     def close(self) -> None:
         """Nothing of its own to release (the connection is the state's)."""

@@ -23,6 +23,12 @@ Keys (``ns`` is the URL's namespace, :class:`~mcp_ref.extras.redis_state.connect
 A digest is :func:`~mcp_ref.server.state.owner_digest` of the id: an owner or caller may be a
 session id, a credential, which no key names.
 
+Every key expires: a record and its parts with its TTL; the indexes (``ns:tasks`` and the others
+above) :data:`INDEX_MARGIN_MS` after the last record they may name (the deployment's: the latest
+expiry of any record; an owner's or a caller's: of its records), so a deployment that stopped
+leaves nothing for ever.  A record created without a TTL never expires: while one lives, the
+indexes that name it do not either (they are bounded by ``max_tasks``).
+
 One Redis (or Valkey) primary: the task scripts touch keys they compute, which Redis Cluster does
 not allow.  Faults (Redis down, restarting, loading, a replica after a failover): see each class.
 """
@@ -53,13 +59,29 @@ log = logging.getLogger(__name__)
 #: in all): a task's outcome is retried, not dropped; past them the write fails as any other would.
 FINAL_WRITE_PAUSES = (0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
-#: What a store treats as "Redis is unreachable" (not a bug of a script: those raise as they are).
-FAULTS: tuple[type[Exception], ...] = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-                                       redis.exceptions.ReadOnlyError)
+#: What a store treats as "Redis cannot serve now" (not a bug of a script: those raise as they are):
+#: unreachable, timing out, read-only (a replica after a failover), or out of memory (at its
+#: ``maxmemory`` under the ``noeviction`` policy, Redis refuses every write: "OOM command not
+#: allowed"; reads still work, and writes again once memory is freed).
+FAULTS: tuple[type[Exception], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError,
+)
+#: How Redis words a refused write at ``maxmemory``; before Redis 7 a script's refused write comes
+#: back inside a script error ("Error running script ... -OOM command not allowed ..."), which
+#: redis-py reads as a plain ResponseError.
+OUT_OF_MEMORY = "OOM command not allowed"
+#: Milliseconds a task index key (``ns:tasks``, ``:seq``, ``:expires``, ``:owners``, ``:callers``,
+#: ``:done``, ``:owner:<digest>``, ``:open:<digest>``) outlives the last record it may name.
+INDEX_MARGIN_MS = 60_000
 #: Keys ``RedisBuckets.__len__`` looks at at most (SCAN: bounded work), and expired records one
 #: script forgets at most (``sweep``, and ``create`` before it counts).
 MAX_SCANNED = 100_000
 SWEEP_LIMIT = 1000
+#: What a task request that must write answers while Redis is out of memory (ServerBusy, -32000).
+FULL = "Server busy: the task store is full (Redis reached its maxmemory); retry later"
 #: What a task whose worker stopped renewing its lease reads as (see :meth:`RedisTaskRecords.renew_lease`).
 LEASE_ERROR = {"code": -32603, "message": "the worker running the task stopped"}
 
@@ -95,9 +117,17 @@ class Script:
 
     def __call__(self, client: Any, keys: list[str], args: list[Any]) -> Any:
         try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            return client.eval(self.source, len(keys), *keys, *args)
+            try:
+                return client.evalsha(self.sha, len(keys), *keys, *args)
+            except redis.exceptions.NoScriptError:
+                return client.eval(self.source, len(keys), *keys, *args)
+        except redis.exceptions.ResponseError as error:
+            wrapped = not isinstance(error, redis.exceptions.OutOfMemoryError)
+            if wrapped and OUT_OF_MEMORY in str(error):
+                # a script's first write refused at maxmemory (Redis < 7 wraps it): nothing was
+                # written (a script is refused at its first write only): a fault, not a bug
+                raise redis.exceptions.OutOfMemoryError(str(error)) from error
+            raise
 
 
 class Faults:
@@ -110,11 +140,25 @@ class Faults:
 
     def __call__(self, error: Exception, consequence: str) -> None:
         """Note a fault: ``error`` happened, ``consequence`` is what the store does instead."""
+        if is_out_of_memory(error):  # the connection is fine: no writes until memory is freed
+            self.warnings.warning(
+                "full",
+                "%s: Redis is out of memory (maxmemory reached, it refuses writes: %s); %s",
+                self.what,
+                error,
+                consequence,
+            )
+            return
         try:
             self.connection.client.connection_pool.disconnect(inuse_connections=False)
         except Exception:  # best effort: the next command makes a new connection anyway
             pass
         self.warnings.warning("fault", "%s: Redis is unreachable (%s); %s", self.what, error, consequence)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """True when ``error`` is Redis refusing a write at its ``maxmemory`` (see :data:`FAULTS`)."""
+    return isinstance(error, redis.exceptions.OutOfMemoryError)
 
 
 class InjectableClock:
@@ -243,6 +287,28 @@ local IN, OUT = R .. ':in', R .. ':out'
 local function opens(caller) return P .. 'tasks:open:' .. caller end
 local function owned(owner) return P .. 'tasks:owner:' .. owner end
 
+-- every index key expires MARGIN after the last record it may name: the deployment's indexes
+-- (ALL, DONE, EXP, CALLERS, OWNERS, SEQ) after the latest expiry of any record, while every record
+-- has one (else they stay, bounded by max_tasks); an owner's or caller's (``k``, just written for a
+-- record of ``ttl`` ms, nil: none) after the latest of its records
+local MARGIN = @@MARGIN_MS@@
+local function keep()
+  local keys = {ALL, DONE, EXP, CALLERS, OWNERS, SEQ}
+  if redis.call('ZCARD', ALL) > redis.call('ZCARD', EXP) then
+    for _, k in ipairs(keys) do redis.call('PERSIST', k) end
+    return
+  end
+  local last = redis.call('ZRANGE', EXP, -1, -1, 'WITHSCORES')[2]
+  if not last then return end
+  local ms = math.max(1, math.ceil(tonumber(last) - now)) + MARGIN
+  for _, k in ipairs(keys) do redis.call('PEXPIRE', k, ms) end
+end
+local function keep_index(k, fresh, ttl)
+  if not ttl then redis.call('PERSIST', k) return end
+  local left = redis.call('PTTL', k)
+  if fresh or (left > 0 and left < ttl + MARGIN) then redis.call('PEXPIRE', k, ttl + MARGIN) end
+end
+
 local function drop(t)
   local r = P .. 'task:' .. t
   local caller = redis.call('HGET', CALLERS, t)
@@ -271,6 +337,7 @@ local function indexed(t, was)
     if caller then redis.call('ZREM', opens(caller), t) end
     redis.call('ZADD', DONE, redis.call('ZSCORE', ALL, t) or 0, t)
     redis.call('HDEL', r, '@lease')
+    keep()  -- DONE may be new
   end
 end
 
@@ -329,6 +396,10 @@ if op == 'create' then
   local caller, cap, total, ttl, owner = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
   at = 11
   local fields, inputs, answers = list(), list(), list()
+  -- the first write grows memory (INCR), so that at maxmemory Redis refuses the script before it
+  -- writes anything (a first ZREM or HDEL would let every later write through); a refusal below
+  -- leaves a gap in the sequence, which only orders the records
+  local seq = redis.call('INCR', SEQ)
   sweep()
   if cap then
     for _, t in ipairs(redis.call('ZRANGE', opens(caller), 0, cap)) do live(t) end
@@ -340,23 +411,27 @@ if op == 'create' then
     drop(oldest)
   end
   drop(id)
-  local seq = redis.call('INCR', SEQ)
   hset(R, fields)
   hset(IN, inputs)
   hset(OUT, answers)
   redis.call('ZADD', ALL, seq, id)
   redis.call('HSET', CALLERS, id, caller)
   redis.call('HSET', OWNERS, id, owner)
+  local fresh = redis.call('EXISTS', owned(owner)) == 0
   redis.call('ZADD', owned(owner), seq, id)
+  keep_index(owned(owner), fresh, ttl)
   if TERMINAL[redis.call('HGET', R, 'status')] then
     redis.call('ZADD', DONE, seq, id)
   else
+    fresh = redis.call('EXISTS', opens(caller)) == 0
     redis.call('ZADD', opens(caller), seq, id)
+    keep_index(opens(caller), fresh, ttl)
   end
   if ttl then
     redis.call('ZADD', EXP, now + ttl, id)
     for _, k in ipairs({R, IN, OUT}) do redis.call('PEXPIRE', k, ttl) end
   end
+  keep()
   return 'created'
 elseif op == 'get' then
   if not live(id) then return nil end
@@ -461,6 +536,7 @@ elseif op == 'renew_lease' then
 end
 return redis.error_reply('unknown operation ' .. op)
 """.replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT))
+   .replace("@@MARGIN_MS@@", str(INDEX_MARGIN_MS))
    .replace("@@LEASE_ERROR@@", "[[" + _text(LEASE_ERROR) + "]]")
    .replace("@@LEASE_MESSAGE@@", "[[" + _text(LEASE_ERROR["message"]) + "]]"))
 
@@ -493,7 +569,10 @@ class RedisTaskRecords(InjectableClock):
     runs out (the process running it stopped); a record never leased never fails so.
 
     Redis unreachable: every operation raises InternalError (-32603, "the task store is
-    unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.
+    unreachable"), which ``tasks/get`` and the others answer; nothing is kept aside.  Redis out of
+    memory (its ``maxmemory`` reached, ``noeviction``): an operation that writes raises ServerBusy
+    (-32000, :data:`FULL`: retry later; a task is not created, a change not made); reads answer as
+    usual.  A task's final write is retried either way (:data:`FINAL_WRITE_PAUSES`).
     """
 
     def __init__(self, connection: Connection, *, clock: Clock | None = None):
@@ -506,6 +585,9 @@ class RedisTaskRecords(InjectableClock):
             return RECORDS(self.connection.client, [],
                            [op, self.connection.key(""), self.now(1000), _text(iso_now()), task_id, *args])
         except FAULTS as error:
+            if is_out_of_memory(error):
+                self.faults(error, "task writes answer -32000 (retry later) until memory is freed")
+                raise ServerBusy(FULL) from error
             self.faults(error, "task requests answer -32603 until it is back")
             raise InternalError("the task store is unreachable") from error
 
@@ -548,7 +630,7 @@ class RedisTaskRecords(InjectableClock):
         for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
             try:
                 return self._record(self._run("transition", task_id, *args))
-            except InternalError:
+            except (InternalError, ServerBusy):  # unreachable, or out of memory
                 if wait is None:  # an ordinary write fails at once; a final one after its tries
                     raise
                 pause.wait(wait)  # the outcome of a task is retried, not lost: Redis may be back soon

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from ...core import SUPPORTED_VERSIONS, jsonrpc
 from ...core.errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
-from ...server.principal import Principal
+from ...server.principal import principal_id, principal_id_of
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
@@ -75,7 +75,7 @@ def client_of(environ: dict) -> str:
     """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
     of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
     caller = environ.get("mcp_ref.auth")
-    return peer_of(environ) if caller is None else Principal.of(caller, "").id
+    return peer_of(environ) if caller is None else principal_id(caller)
 
 
 #: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so
@@ -272,7 +272,8 @@ class HttpAppBase:
         caller = environ.get("mcp_ref.auth")
         if session.principal is None and caller is None:
             return
-        if session.principal is None or caller is None or caller.principal != session.principal.principal:
+        # compared by the canonical identity, as a replica on another worker compares its record's
+        if principal_id_of(session.principal) != principal_id_of(caller):
             raise NotFound("Session not found: start a new session with initialize")
         cast(Connection, session.connection).auth = caller  # the latest token's scopes (after a step-up)
 

@@ -14,6 +14,7 @@ test can move it instead of sleeping.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -96,6 +97,13 @@ class SessionTable(Protocol):
         """How many sessions the table holds (the places :meth:`make_room` holds included)."""
 
 
+def as_stored(state: dict) -> dict:
+    """``state`` as a shared table gives it back: through JSON (a tuple becomes a list; a value JSON
+    cannot hold raises TypeError here, not in another worker).  The memory table keeps it so too,
+    so that what a record holds compares the same in one process as across a deployment."""
+    return json.loads(json.dumps(state))
+
+
 class MemorySessionTable:
     """The default session table, in memory: at most ``max_sessions``; a session idle for
     ``idle_timeout`` seconds (``handshake_timeout`` until it is established) expires."""
@@ -139,7 +147,7 @@ class MemorySessionTable:
         with self._lock:
             self._reserved.pop(session_id, None)
             self._records[session_id] = SessionRecord(created=now, last_seen=now, established=False,
-                                                      state=dict(state or {}))
+                                                      state=as_stored(state or {}))
 
     def update(self, session_id: str, state: dict) -> bool:
         """See :meth:`SessionTable.update`."""
@@ -147,7 +155,7 @@ class MemorySessionTable:
             record = self._records.get(session_id)
             if record is None:
                 return False
-            merged = {**record["state"], **state}
+            merged = {**record["state"], **as_stored(state)}
             record["state"] = {key: value for key, value in merged.items() if value is not None}
             return True
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...core import jsonrpc, lifecycle
 from ...core.jsonrpc import ErrorResponse, Notification, Response
+from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
 from .http_session import HttpSession, SessionOwner
 from .replies import SSE_HEADERS, held
@@ -88,14 +89,17 @@ if hasattr(os, "register_at_fork"):
 
 
 def table_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """A call of the shared session table; 503 with ``Retry-After`` when its store is unreachable
-    (a session is neither found nor lost meanwhile: the client retries)."""
+    """A call of the shared session table; 503 with ``Retry-After`` when its store cannot serve
+    (unreachable, or out of memory: the table raises a builtin ConnectionError either way; a
+    session is neither found nor lost meanwhile: the client retries)."""
     try:
         return call(*args, **kwargs)
     except ConnectionError as error:
-        log.warning("session table unreachable: %s", error)
-        raise ServiceUnavailable("Service Unavailable: the session store is unreachable; retry shortly",
-                                 headers=[("Retry-After", "2")]) from None
+        log.warning("session table unavailable: %s", error)
+        raise ServiceUnavailable(
+            "Service Unavailable: the session store cannot serve now; retry shortly",
+            headers=[("Retry-After", "2")],
+        ) from None
 
 
 class SharedOwner(SessionOwner, Protocol):
@@ -160,13 +164,7 @@ class SharedSessions:
     def record(self, session: HttpSession) -> None:
         """A new session, just initialized here: its record, for every worker (this one its home)."""
         self.listen()
-        connection = cast("Connection", session.connection)
-        principal = session.principal
-        state: dict[str, Any] = {"home": self.worker, "principal": None if principal is None else principal.principal}
-        if session.kind == "legacy":
-            state["legacy"] = True  # served where its stream is; a POST elsewhere is forwarded (forward_legacy)
-        else:
-            state.update(_recorded(connection.negotiated()))
+        state = record_state(session, self.worker)
         table_call(self.app.session_table.add, cast(str, session.id), state)
         session.generation = 0  # a new record has had no update
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
@@ -182,7 +180,7 @@ class SharedSessions:
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
         caller = environ.get("mcp_ref.auth")
-        if not state.get("version") or state.get("principal") != (None if caller is None else caller.principal):
+        if not state.get("version") or not owned_by(state, caller):
             raise NotFound("Session not found: start a new session with initialize")
         self.listen()
         app = self.app
@@ -245,7 +243,7 @@ class SharedSessions:
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
         caller = environ.get("mcp_ref.auth")
-        if not state.get("legacy") or state.get("principal") != (None if caller is None else caller.principal):
+        if not state.get("legacy") or not owned_by(state, caller):
             raise NotFound("Session not found")
         table_call(self.app.session_table.touch, session_id)
         self._publish(session_id, "legacy", to=state.get("home"), data=jsonrpc.serialize(message).decode(),
@@ -435,8 +433,7 @@ class SharedSessions:
                 log.warning("dropped an unreadable session message from another worker")
                 return
             if kind == "legacy":  # a 2024-11-05 POST another worker took for this session's stream
-                caller = session.principal
-                if session.kind == "legacy" and message.get("principal") == (None if caller is None else caller.principal):
+                if session.kind == "legacy" and owned_by(message, session.principal):
                     connection.dispatch(item)
             elif self.holds(connection, item) or _is_initialized(item):
                 connection.dispatch(item)
@@ -536,6 +533,26 @@ class Budget:
                 return False
             self.tokens -= 1
             return True
+
+
+def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
+    """What a session's record keeps for every worker (JSON-able): its home ``worker``, its
+    principal (canonical: :func:`~mcp_ref.server.principal.principal_id_of`), and what it negotiated
+    (a 2024-11-05 session: only that it is one; it is served where its stream is)."""
+    state: dict[str, Any] = {"home": worker, "principal": principal_id_of(session.principal)}
+    if session.kind == "legacy":
+        state["legacy"] = True  # served where its stream is; a POST elsewhere is forwarded
+    else:
+        state.update(_recorded(cast("Connection", session.connection).negotiated()))
+    return state
+
+
+def owned_by(state: dict, caller: Any) -> bool:
+    """Whether a session's record (or a bus message forwarding its POST), read back from JSON,
+    belongs to ``caller`` (the request's ``AccessInfo``, None without a token): both sides in the
+    one canonical form, a string, so a JSON round trip changes neither (a tuple came back as a
+    list and matched no one: issue 32)."""
+    return state.get("principal") == principal_id_of(caller)
 
 
 def _recorded(negotiated: dict) -> dict:
