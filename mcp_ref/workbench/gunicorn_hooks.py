@@ -30,6 +30,11 @@ anywhere (its own earlier run included: gunicorn repeats SIGTERM to a retiring w
 take no lock (:class:`StopCloser`).
 A worker that leaves its loop waits for ``close()`` to end before it exits (``worker_exit``).
 
+A ``gthread`` worker's ``--threads`` are the most requests it serves at once, and each open stream
+holds one: ``post_worker_init`` tells the apps of the process (:func:`tell_threads`), which keep
+their long-lived streams to half of them and refuse more with 503, so a client holding quiet
+streams cannot leave the rest of the site (or the app's own calls) without a thread.
+
 Why a hook and not the app alone: gunicorn sets the worker's signal handlers after the app is
 imported (and ``--preload`` imports it in the arbiter, before the fork), requests are served on
 threads that may not set a handler, and ``atexit`` runs only after the interpreter has waited for
@@ -45,6 +50,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..transports.http_server.worker_threads import set_server_threads
+
 log = logging.getLogger(__name__)
 
 #: The signals gunicorn stops a worker with: graceful (SIGTERM), quick (SIGINT, SIGQUIT).
@@ -57,8 +64,21 @@ CLOSE_WAIT = 10.0
 
 def post_worker_init(worker: Any) -> None:
     """gunicorn's hook, in each worker once its app is loaded and its signal handlers are set: end
-    the app's streams when the worker is told to stop (:func:`close_on_stop`)."""
+    the app's streams when the worker is told to stop (:func:`close_on_stop`), and tell every
+    mcp_ref app of this process how many request threads it has (:func:`tell_threads`)."""
+    tell_threads(worker)
     worker.mcp_ref_closer = close_on_stop(worker.wsgi)
+
+
+def tell_threads(worker: Any) -> None:
+    """A ``gthread`` worker serves requests on ``--threads`` threads, each open stream holding one:
+    say so (``worker_threads.set_server_threads``), so that the mcp_ref apps of this process, a
+    Django or Flask site's mounted one included, keep their streams to half of them (503 past
+    it).  Other workers (sync: one request at a time, streams refused already; gevent) say
+    nothing."""
+    # gunicorn.workers.gthread.ThreadWorker, by name: gunicorn ships no type information
+    if any(kind.__name__ == "ThreadWorker" for kind in type(worker).__mro__):
+        set_server_threads(worker.cfg.threads)
 
 
 def worker_exit(server: Any, worker: Any) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from . import peers
 from .base import HttpAppBase
 from .legacy_sse import LegacySse
 from .middleware import HttpCall
@@ -40,7 +41,10 @@ class McpWsgiApp(HttpAppBase):
     run inline: batches, the legacy transport, ``inline_handlers=False``),
     ``max_streams_per_client`` (long-lived streams, ``subscriptions/listen`` POSTs and GET
     streams, one client may hold open at once: per principal with a token, else per
-    address; past it 429 with ``Retry-After``; None: no cap), ``auth``
+    address; past it 429 with ``Retry-After``; None: no cap), ``max_streams`` (long-lived
+    streams of every client together; None: half of ``worker_threads``, the request threads of
+    the WSGI worker, or of gunicorn's ``--threads`` told by ``mcp_ref.workbench.gunicorn_hooks``;
+    neither known: no bound; past it 503 with ``Retry-After``; see :mod:`.worker_threads`), ``auth``
     (a :class:`~mcp_ref.auth.resource.ProtectedResource`: the server becomes an OAuth
     protected resource; see ``spec_notes/authorization.md``), ``session_table`` (a
     :class:`~.sessions.SessionTable`; by default one in memory, bounded by ``max_sessions``).
@@ -69,6 +73,15 @@ class McpWsgiApp(HttpAppBase):
     # -- WSGI entry point ----------------------------------------------------------------
 
     def __call__(self, environ: dict, start_response):
+        sock = peers.provide(environ)  # gunicorn: a gone client noticed from its socket
+        try:
+            return peers.until_closed(self._route(environ, start_response), sock)
+        except BaseException:
+            if sock is not None:
+                peers.watcher().forget(sock)
+            raise
+
+    def _route(self, environ: dict, start_response):
         try:
             self._check_host_and_origin(environ)
             path = environ.get("PATH_INFO") or "/"

@@ -40,6 +40,7 @@ from .status import (
     UnsupportedMediaType,
 )
 from .streams import Stream
+from .worker_threads import StreamShare
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,8 @@ class HttpAppBase:
         inline_handlers: bool = True,
         handler_threads: int = 64,
         max_streams_per_client: int | None = 32,
+        max_streams: int | None = None,
+        worker_threads: int | None = None,
         auth=None,
         session_table: SessionTable | None = None,
     ):
@@ -146,6 +149,10 @@ class HttpAppBase:
         self.max_streams_per_client = max_streams_per_client
         self._streams_held: dict[str, int] = {}
         self._streams_lock = threading.Lock()
+        #: Long-lived streams of every client together: at most ``max_streams``, else half the WSGI
+        #: worker's threads when they are known (``worker_threads``, or gunicorn's hooks); past it,
+        #: 503 (:mod:`.worker_threads`).
+        self.stream_share = StreamShare(max_streams, worker_threads)
         #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
         self.auth = auth
         #: The sessions of this process, by id: their streams and connections (live objects).
@@ -544,6 +551,23 @@ class HttpAppBase:
     # -- long-lived streams and clients that have gone ---------------------------------------
 
     def hold_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
+        """Count one long-lived stream against the worker's share of threads (``stream_share``:
+        503 past it) and its client's ``max_streams_per_client`` (429); returns its release
+        (idempotent)."""
+        release_share = self.stream_share.hold(request_id)
+        try:
+            release_client = self._hold_client_stream(environ, request_id)
+        except BaseException:
+            release_share()
+            raise
+
+        def release() -> None:
+            release_client()
+            release_share()
+
+        return release
+
+    def _hold_client_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
         """Count one long-lived stream against its client's ``max_streams_per_client``; returns
         its release (idempotent).  Past the cap: 429 Too Many Requests with ``Retry-After`` (RFC
         6585 §4: the client sent too many requests; a per-client limit, where 503 would say the
