@@ -35,6 +35,7 @@ from test_http_deploy import LineReader, stop, wait_for_port
 from test_web_app import gunicorn_site
 
 from mcp_ref import Client, McpError
+from mcp_ref.transports.http_server import peers
 from mcp_ref.transports.http_server.worker_threads import share_of
 from mcp_ref.workbench.demo import build_server
 
@@ -230,3 +231,23 @@ def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve):
         assert client.call_tool("echo", {"text": "still"}).content[0].text == "still"
         assert first.acknowledged is not None and not first.closed
         first.close()
+
+
+def test_the_peer_watcher_notices_a_close_and_leaves_a_pipelined_request_unread():
+    """The watcher behind gunicorn's ``mcp_ref.on_disconnect``: a peer that closes is noticed; a
+    socket with bytes waiting (a pipelined request) is left alone, its bytes unread."""
+    watcher = peers.PeerWatcher()
+    closing, closing_peer = socket.socketpair()
+    pipelining, pipelining_peer = socket.socketpair()
+    gone, wrongly_gone = threading.Event(), threading.Event()
+    try:
+        watcher.watch(pipelining, wrongly_gone.set)
+        watcher.watch(closing, gone.set)
+        pipelining_peer.sendall(b"GET / HTTP/1.1\r\n")  # sent before the close: seen no later
+        closing_peer.close()
+        assert gone.wait(WAIT)
+        assert watcher.watching() == 0 and not wrongly_gone.is_set()
+        assert pipelining.recv(64) == b"GET / HTTP/1.1\r\n"
+    finally:
+        for sock in (closing, pipelining, pipelining_peer):
+            sock.close()
