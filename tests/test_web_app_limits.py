@@ -218,14 +218,16 @@ def test_every_recipe_refuses_an_oversize_body_before_reading_it(
         assert answer.status_code in (200, 400), (url, answer.text)
 
 
-def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve):
-    """``worker_threads=`` (a server without gunicorn's hooks): 2 threads, 1 stream; the second
-    listen gets the JSON-RPC error (503, with the listen's id), the first one stays open and calls
-    are served."""
-    srv = serve(build_server(), worker_threads=2)
+@pytest.mark.parametrize("option, why", [({"worker_threads": 2}, "half of this worker's 2 threads"),
+                                         ({"max_streams": 1}, "max_streams")], ids=["threads", "max"])
+def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve, option, why):
+    """``worker_threads=`` (a server without gunicorn's hooks; 2 threads: 1 stream) or
+    ``max_streams=1``: the second listen gets the JSON-RPC error (503, with the listen's id), the
+    first one stays open and calls are served."""
+    srv = serve(build_server(), **option)
     with Client.http(srv.mcp, era="modern", timeout=WAIT) as client:
         first = client.listen(tools=True)
-        with pytest.raises(McpError, match="half of this worker's 2 threads") as refused:
+        with pytest.raises(McpError, match=f"1: {why}") as refused:
             client.listen(tools=True)
         assert refused.value.code == -32005 and refused.value.data["limit"] == 1
         assert client.call_tool("echo", {"text": "still"}).content[0].text == "still"
