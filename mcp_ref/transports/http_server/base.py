@@ -611,8 +611,9 @@ class HttpAppBase:
               end: Callable[[object], None] | None = None) -> None:
         """Let the WSGI server end ``token``'s response when its client closes the connection,
         and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
-        same as a close).  Under a server without these hooks (gunicorn), a gone client is
-        noticed at the stream's next keep-alive write, as before.  (The hooks are the environ keys
+        same as a close).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket
+        (:mod:`.peers`); under a server with neither, a gone client is noticed at the stream's
+        next keep-alive write.  (The hooks are the environ keys
         ``mcp_ref.on_disconnect`` and ``mcp_ref.long_lived``, the seam to the WSGI server: this
         package never imports one.)
 
