@@ -194,9 +194,12 @@ def post_too_much(url: str, path: str, *, chunked: bool) -> int:
             f"Accept: {ACCEPT_BOTH}\r\n{framing}\r\n\r\n".encode()
         )
         piece = b"[" + b" " * (64 * 1024 - 1)
-        for _ in range((MAX_BODY // len(piece) + 1) if chunked else 1):
-            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
-            piece = b" " * len(piece)
+        try:
+            for _ in range((MAX_BODY // len(piece) + 1) if chunked else 1):
+                sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                piece = b" " * len(piece)
+        except OSError:  # the server answered and stopped reading: its answer is there to read
+            pass
         return int(sock.makefile("rb").readline().split()[1])
 
 
