@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import time
 
 import pytest
 from conftest import SERVERS, WAIT, command_label, watch_stderr
-from test_http_deploy import LineReader, free_port, stop, wait_for_port
+from test_http_deploy import LineReader, free_port, start_gunicorn, stop, wait_for_port
 
 from mcp_ref import Client
 
@@ -58,3 +59,81 @@ def test_a_stopped_worker_ends_its_listen_and_get_streams_at_once(stop_signal):
     finally:
         stop(proc, signal.SIGKILL)
     assert "Traceback" not in "".join(errors.all), "".join(errors.all)
+
+
+#: TTIN/TTOU rounds: each retires the oldest worker, which gunicorn's arbiter sends SIGTERM again on
+#: every turn of its loop until it has exited.
+ROUNDS = 6
+
+
+def wait_for_every(errors: LineReader, patterns: list[str]) -> None:
+    """Wait (bounded) until every one of ``patterns`` has matched a line, in any order."""
+    left = list(patterns)
+    while left:
+        found = errors.wait_for("|".join(f"(?:{pattern})" for pattern in left))
+        left = [pattern for pattern in left if not re.search(pattern, found.string)]
+
+
+def test_workers_retired_by_ttou_close_their_app_and_exit_at_once():
+    """gunicorn repeats SIGTERM to a retiring worker, microseconds apart: the stop hook is
+    entered again while it runs.  It used to deadlock the worker's main thread (a second
+    ``Event.set`` in the handler waiting for the lock the first held): ``app.close()`` never ran
+    and the arbiter killed the worker at its timeout, 30 s later (a race: 4 runs of 7 on a loaded
+    machine; the next test makes it certain).  Each retired worker now closes its app and exits
+    at once."""
+    proc, errors, _port = start_gunicorn(
+        ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", "1",
+         "--threads", "2", "--timeout", str(GRACEFUL_TIMEOUT),
+         "--graceful-timeout", str(GRACEFUL_TIMEOUT), "--chdir", str(SERVERS),
+         "retiring_app:wsgi_app"], {}, None)
+    try:
+        workers = [int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1))]
+        for _ in range(ROUNDS):
+            proc.send_signal(signal.SIGTTIN)
+            workers.append(int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)))
+            proc.send_signal(signal.SIGTTOU)  # the oldest worker retires
+            retired = workers.pop(0)
+            # within WAIT, well before the worker timeout that would kill a stuck one
+            wait_for_every(errors, [rf"mcp_ref app closed in pid {retired}\b",
+                                    rf"Worker exiting \(pid: {retired}\)"])
+    finally:
+        stop(proc)
+    log = "".join(errors.all)
+    assert "WORKER TIMEOUT" not in log and "SIGKILL" not in log and "Traceback" not in log, log
+
+
+#: A process that installs the stop hook, then has its signal handler interrupted by the same
+#: signal at every line it runs (a tracer sends it again, up to 200 times): the handler is entered
+#: again inside itself, wherever it is, as a burst of gunicorn's SIGTERMs can do.  It prints
+#: ``closed`` once the app's close() has run; a handler that takes a lock hangs instead.
+REENTERED_HOOK = """
+import os, signal, sys
+from mcp_ref.workbench.gunicorn_hooks import close_on_stop
+
+class App:
+    def close(self):
+        print("closed", flush=True)
+
+calls = []
+signal.signal(signal.SIGUSR1, lambda number, frame: calls.append(number))
+closer = close_on_stop(App(), [signal.SIGUSR1])
+left = [200]
+
+def again(frame, event, arg):
+    if event == "line" and left[0] > 0:
+        left[0] -= 1
+        os.kill(os.getpid(), signal.SIGUSR1)
+    return again
+
+sys.settrace(again)
+os.kill(os.getpid(), signal.SIGUSR1)
+sys.settrace(None)
+closer.join(%r)
+print("handled", len(calls) > 1, flush=True)
+"""
+
+
+def test_the_stop_hook_may_be_entered_again_from_inside_itself():
+    done = subprocess.run([sys.executable, "-c", REENTERED_HOOK % WAIT], capture_output=True,
+                          text=True, timeout=WAIT * 3)
+    assert done.stdout.split() == ["closed", "handled", "True"], (done.stdout, done.stderr)

@@ -182,13 +182,14 @@ def test_gunicorn_sync_worker_answers_get_with_405_and_keeps_serving():
 # -- the Django recipe ------------------------------------------------------------------------
 
 
-def gunicorn_site(framework: str, app: str):
-    """``app`` (under tests/servers) served by gunicorn (gthread, one worker): (its URL, its stderr lines)."""
+def gunicorn_site(framework: str, app: str, options: tuple[str, ...] = ()):
+    """``app`` (under tests/servers) served by gunicorn (gthread, one worker, 8 threads, and
+    ``options``): (its URL, its stderr lines)."""
     if importlib.util.find_spec(framework) is None or importlib.util.find_spec("gunicorn") is None:
         pytest.skip(f"{framework} and gunicorn are needed (the test extra)")
     port = free_port()
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
-               "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, app]
+               *options, "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, app]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     LineReader(proc.stdout)
     errors = LineReader(proc.stderr)

@@ -19,5 +19,6 @@ async def health(request):
     return PlainTextResponse("ok")
 
 
-mcp_app = WSGIMiddleware(build_server().wsgi_app(), workers=32)  # SSE streams hold a worker each
+# Each SSE stream holds one of the adapter's threads: the app keeps them to 16 of its 32.
+mcp_app = WSGIMiddleware(build_server().wsgi_app(worker_threads=32), workers=32)
 app = Starlette(routes=[Route("/health", health), Mount("/", app=mcp_app)])

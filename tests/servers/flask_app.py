@@ -6,8 +6,6 @@ the client as they are sent.  The site's user (here: the ``user`` cookie, standi
 Flask-Login's ``current_user``) goes into the environ as ``mcp_ref.user``: ``ctx.http.user``.
 """
 
-import io
-
 from django_app.mcp_server import server
 from flask import Flask, Response, request
 
@@ -21,11 +19,10 @@ app = Flask(__name__)
 @app.route(PREFIX + "/<path:rest>", methods=["GET", "POST", "DELETE"])
 def mcp(rest: str) -> Response:
     """Everything under ``/tools/``: ``/tools/mcp`` (Streamable HTTP), ``/tools/sse`` (2024-11-05)."""
-    body = request.get_data()  # Flask may have read the input already: hand the app a fresh stream
+    # The body is left unread, to the app: it checks Content-Length against its max_body_size before
+    # reading, and reads a chunked body no further than that (request.get_data() would hold it all).
     environ = dict(request.environ)
     environ.update({
-        "wsgi.input": io.BytesIO(body),
-        "CONTENT_LENGTH": str(len(body)),
         "SCRIPT_NAME": request.environ.get("SCRIPT_NAME", "") + PREFIX,
         "PATH_INFO": "/" + rest,
         "mcp_ref.user": request.cookies.get("user", "anonymous"),  # ctx.http.user

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from . import peers
 from .base import HttpAppBase
 from .legacy_sse import LegacySse
 from .middleware import HttpCall
@@ -43,7 +44,11 @@ class McpWsgiApp(HttpAppBase):
     address; past it 429 with ``Retry-After``; None: no cap), ``max_requests_per_client``
     (POSTs one client may have in flight at once, per principal with a token, else per address:
     an int, or a float share of the slots the WSGI server tells, ``mcp_ref.slots``; by default a
-    quarter; past it 429 with ``Retry-After: 1``; None: no cap; see :mod:`.shares`), ``auth``
+    quarter; past it 429 with ``Retry-After: 1``; None: no cap; see :mod:`.shares`),
+    ``max_streams`` (long-lived streams of every client together; None: half of
+    ``worker_threads``, the request threads of the WSGI worker, or of gunicorn's ``--threads``
+    told by ``mcp_ref.workbench.gunicorn_hooks``; neither known: no bound; past it 503 with
+    ``Retry-After``; see :mod:`.worker_threads`), ``auth``
     (a :class:`~mcp_ref.auth.resource.ProtectedResource`: the server becomes an OAuth
     protected resource; see ``spec_notes/authorization.md``), ``session_table`` (a
     :class:`~.sessions.SessionTable`; by default one in memory, bounded by ``max_sessions``).
@@ -72,6 +77,16 @@ class McpWsgiApp(HttpAppBase):
     # -- WSGI entry point ----------------------------------------------------------------
 
     def __call__(self, environ: dict, start_response):
+        sock = peers.provide(environ)  # gunicorn: a gone client noticed from its socket
+        try:
+            return peers.until_closed(self._answer(environ, start_response), sock)
+        except BaseException:
+            if sock is not None:
+                peers.watcher().forget(sock)
+            raise
+
+    def _answer(self, environ: dict, start_response):
+        """The answer to one request: checks, middleware, the caller's share, then the route."""
         release = nothing
         try:
             self._check_host_and_origin(environ)

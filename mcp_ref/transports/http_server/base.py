@@ -48,6 +48,7 @@ from .status import (
     UnsupportedMediaType,
 )
 from .streams import Stream
+from .worker_threads import StreamShare
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,8 @@ class HttpAppBase:
         handler_threads: int = 64,
         max_streams_per_client: int | None = 32,
         max_requests_per_client: int | float | None = DEFAULT_REQUEST_SHARE,
+        max_streams: int | None = None,
+        worker_threads: int | None = None,
         auth=None,
         session_table: SessionTable | None = None,
     ):
@@ -186,6 +189,10 @@ class HttpAppBase:
         check_request_setting(max_requests_per_client)
         self.max_requests_per_client = max_requests_per_client
         self._requests = ClientCounts()
+        #: Long-lived streams of every client together: at most ``max_streams``, else half the WSGI
+        #: worker's threads when they are known (``worker_threads``, or gunicorn's hooks); past it,
+        #: 503 (:mod:`.worker_threads`).
+        self.stream_share = StreamShare(max_streams, worker_threads)
         #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
         self.auth = auth
         #: The sessions of this process, by id: their streams and connections (live objects).
@@ -611,6 +618,23 @@ class HttpAppBase:
     # -- long-lived streams and clients that have gone ---------------------------------------
 
     def hold_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
+        """Count one long-lived stream against the worker's share of threads (``stream_share``:
+        503 past it) and its client's ``max_streams_per_client`` (429); returns its release
+        (idempotent)."""
+        release_share = self.stream_share.hold(request_id)
+        try:
+            release_client = self._hold_client_stream(environ, request_id)
+        except BaseException:
+            release_share()
+            raise
+
+        def release() -> None:
+            release_client()
+            release_share()
+
+        return release
+
+    def _hold_client_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
         """Count one long-lived stream against its client's ``max_streams_per_client``; returns
         its release (idempotent).  Past the cap: 429 with ``Retry-After`` and a JSON-RPC error
         -32005 with ``data.limit`` (:mod:`.shares`).
@@ -652,8 +676,9 @@ class HttpAppBase:
               end: Callable[[object], None] | None = None) -> None:
         """Let the WSGI server end ``token``'s response when its client closes the connection,
         and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
-        same as a close).  Under a server without these hooks (gunicorn), a gone client is
-        noticed at the stream's next keep-alive write, as before.  (The hooks are the environ keys
+        same as a close).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket
+        (:mod:`.peers`); under a server with neither, a gone client is noticed at the stream's
+        next keep-alive write.  (The hooks are the environ keys
         ``mcp_ref.on_disconnect`` and ``mcp_ref.long_lived``, the seam to the WSGI server: this
         package never imports one.)
 

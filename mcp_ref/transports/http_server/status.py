@@ -86,7 +86,8 @@ class TooManyRequests(HttpError):
 
 
 class ServiceUnavailable(HttpError):
-    """503: the server is full (its session table, a legacy stream's backlog); ``Retry-After`` in ``headers``."""
+    """503: the server is full (its session table, a legacy stream's backlog, the worker's share of
+    threads for streams); ``Retry-After`` in ``headers``."""
 
 
 #: The status of every refusal, by its class (the first class of its MRO found here).

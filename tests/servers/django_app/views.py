@@ -6,8 +6,6 @@ the client's answer, the standalone GET stream) reach the client as they are sen
 goes into the environ as ``mcp_ref.user``, where a tool reads it as ``ctx.http.user``.
 """
 
-import io
-
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -22,11 +20,10 @@ mcp_app = server.wsgi_app(allowed_hosts=["127.0.0.1", "localhost"])
 @csrf_exempt  # MCP clients send no CSRF token; the app checks Origin itself (DNS-rebinding protection)
 def mcp(request, rest: str):
     """Everything under ``/tools/``: ``/tools/mcp`` (Streamable HTTP), ``/tools/sse`` (2024-11-05)."""
-    body = request.body  # Django may have read the input already: hand the app a fresh stream
+    # The body is left unread, to the app: it checks Content-Length against its max_body_size before
+    # reading, and reads a chunked body (which request.body would see empty) no further than that.
     environ = dict(request.META)
     environ.update({
-        "wsgi.input": io.BytesIO(body),
-        "CONTENT_LENGTH": str(len(body)),
         "SCRIPT_NAME": request.META.get("SCRIPT_NAME", "") + PREFIX,  # the 2024-11-05 endpoint event names it
         "PATH_INFO": "/" + rest,
         "mcp_ref.user": request.user,  # ctx.http.user
