@@ -90,10 +90,10 @@ DISCARD_LIMIT = 64 * 1024 * 1024
 DISCARD_CHUNK = 64 * 1024
 
 
-def discard_body(body: Any, length: int | None) -> None:
-    """Read and drop what is left of a refused request's body (``wsgi.input``): ``length`` bytes
-    (None: up to its end), unless that is over :data:`DISCARD_LIMIT`."""
-    left = DISCARD_LIMIT if length is None else length
+def discard_body(body: Any, length: int) -> None:
+    """Read and drop a refused request's declared body (``wsgi.input``): ``length`` bytes,
+    unless that is over :data:`DISCARD_LIMIT`."""
+    left = length
     if left > DISCARD_LIMIT:
         return
     try:
@@ -320,7 +320,8 @@ class HttpAppBase:
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
         body = environ["wsgi.input"].read(length) if length else environ["wsgi.input"].read(self.max_body_size + 1)
         if len(body) > self.max_body_size:
-            discard_body(environ["wsgi.input"], None)  # no Content-Length: up to its end
+            # No Content-Length (chunked): not drained.  Its end is unknown, and a client that
+            # stalls mid-body would hold this thread until the body deadline with no answer sent.
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
         try:
             return jsonrpc.parse(body)
