@@ -26,6 +26,7 @@ STUBBORN = [sys.executable, str(SERVERS / "stdio_stubborn.py")]
 LAUNCHER = [sys.executable, str(SERVERS / "stdio_launcher.py")]
 CHATTY = [sys.executable, str(SERVERS / "stdio_chatty.py")]
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
+LEFT_BEHIND = [sys.executable, str(SERVERS / "stdio_left_behind.py")]
 SHUTDOWN = 0.5  # seconds per shutdown step in these tests
 
 
@@ -160,6 +161,28 @@ def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
     finally:
         if _alive(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def test_no_progress_reaches_the_client_after_the_answer():
+    """2025-11-25 basic/utilities/progress §Behavior Requirements: progress notifications "MUST
+    stop after completion", also those of a thread the handler left behind (released only once the
+    client has the answer; the second call's answer comes after everything that thread sent)."""
+    wire = Collector()
+    with Client.stdio(LEFT_BEHIND, stderr="capture", trace=wire, timeout=WAIT) as client:
+        assert client.call_tool("leave_reporter", on_progress=Collector()).text == "answered"
+        assert client.call_tool("release_reporter").text == "0"  # the server sent none of the 500
+    sent = [json.loads(data) for direction, data in wire if direction == "-->"]
+    call = next(item for item in sent if item.get("params", {}).get("name") == "leave_reporter")
+    token = call["params"]["_meta"]["progressToken"]
+    received = [json.loads(data) for direction, data in wire if direction == "<--"]
+    answer = next(index for index, item in enumerate(received) if item.get("id") == call["id"])
+    progress = [index for index, message in enumerate(received)
+                if message.get("method") == "notifications/progress"
+                and message["params"]["progressToken"] == token]
+    assert progress and max(progress) < answer  # the one sent while it ran; none after its answer
 
 
 # -- stderr --------------------------------------------------------------------------------------
