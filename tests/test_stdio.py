@@ -163,6 +163,37 @@ def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
             os.kill(grandchild, signal.SIGKILL)
 
 
+def _parent(pid: int) -> int:
+    """The parent pid of ``pid`` (Linux: /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="found through /proc (Linux)")
+@pytest.mark.parametrize("orphan", [False, True], ids=["its-parent-lives", "its-parent-exited"])
+def test_a_process_the_server_started_in_a_session_of_its_own_is_ended_at_close(tmp_path, orphan):
+    """A server's tool starts a process that calls os.setsid(): out of the group's reach.  Ended
+    at close(), also when the process that started it has exited (a double fork: no parent link)."""
+    pidfile = tmp_path / "pid"
+    client = Client.stdio(LEFT_BEHIND, stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    bystander = Client.stdio(LEFT_BEHIND, stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    server = client.session.transport.process.pid
+    spawned = client.call_tool("spawn_session_leader", {"pidfile": str(pidfile), "orphan": orphan})
+    leader = int(spawned.text)
+    try:
+        assert leader == int(pidfile.read_text())
+        assert os.getsid(leader) == leader != os.getsid(server)  # its own session and process group
+        assert (_parent(leader) == server) is not orphan
+        client.close()
+        assert _wait_gone(leader), f"the session leader (pid {leader}) outlived client.close()"
+        # Only that server's tree: another client's server, started later, still serves.
+        assert "leave_reporter" in [tool.name for tool in bystander.list_tools()]
+    finally:
+        bystander.close()
+        if _alive(leader):  # do not leave it behind when the test fails
+            os.kill(leader, signal.SIGKILL)
+
+
 # -- progress ------------------------------------------------------------------------------------
 
 
