@@ -138,6 +138,8 @@ class SubprocessTransport(StreamTransport):
         )
         # Both pipes exist: stdin and stdout were opened with subprocess.PIPE.
         super().__init__(cast(IO[bytes], self.process.stdout), cast(IO[bytes], self.process.stdin), max_message_size=max_message_size)
+        # Its start time: no process started before it can be its descendant (nor carry its token).
+        self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
         self._closed = False
         self._reading = False
         self._close_lock = threading.Lock()
@@ -224,13 +226,15 @@ class SubprocessTransport(StreamTransport):
         # Once reaped (returncode set), its pid may be another process's.
         if token is None or self.process.returncode is not None:
             return None
-        others = [pid for pid in _pids() if pid != server]
-        if not any(_parent(pid) == server or _carries(pid, token) for pid in others):
+        since = self._since
+
+        def carriers() -> list[int]:  # the processes started since the server that carry its token
+            recent = [pid for pid in _pids() if pid != server and _lineage(pid)[1] >= since]
+            return [pid for pid in recent if _carries(pid, token)]
+
+        if not any(_lineage(pid)[0] == server for pid in _pids()) and not carriers():
             return None
         from .process_tree import ProcessTree
-
-        def carriers() -> list[int]:
-            return [pid for pid in _pids() if pid != server and _carries(pid, token)]
 
         return ProcessTree(server, carriers)
 
@@ -269,13 +273,14 @@ def _pids() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
-def _parent(pid: int) -> int:
-    """Linux: the parent of ``pid`` (0 if it is gone)."""
+def _lineage(pid: int) -> tuple[int, int]:
+    """Linux: the parent of ``pid`` and its start time (clock ticks after boot); (0, 0) if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[19])
     except (OSError, IndexError, ValueError):
-        return 0
+        return 0, 0
 
 
 def _carries(pid: int, token: bytes) -> bool:
