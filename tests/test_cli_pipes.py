@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import signal
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, WAIT, run_cli, run_cli_process, watch_stderr
+from test_hardening_small import ESCAPE_SERVER, OBEYED
 from test_http_deploy import LineReader, stop
 
 from mcp_ref import Client
@@ -215,6 +217,59 @@ def test_install_prints_and_writes_claude_desktops_configuration(tmp_path, monke
     assert config.read_text() == '{"mcpServers": {"other": '
     url = run_cli("install", "http://127.0.0.1:9/mcp", "--config", str(config))
     assert url.returncode == 1 and "launches servers on stdio" in one_error_line(url)
+
+
+def test_install_escapes_control_and_bidi_characters_and_refuses_a_server_name_with_them(tmp_path):
+    """What ``install`` prints, and the file it writes, hold no character a terminal would obey
+    (C1 CSI U+009B, the bidi override U+202E ...): JSON escapes them (the same JSON); a server
+    whose own name holds one is not installed under it."""
+    named = run_cli_process("install", ESCAPE_SERVER, "--print")  # the name is the server's own
+    refusal = named.stderr.splitlines()[-1]  # after the server's own stderr (shown escaped too)
+    assert named.returncode == 1 and refusal.endswith("name the entry with --name"), named.stderr
+    assert "\\x9b" in refusal and "\\u202e" in refusal
+    assert not [char for char in OBEYED if char in named.stdout + named.stderr]
+    hostile = "\x1b[2J\r\x9b31m\x7f\u202e"  # clear screen, CR, C1 CSI, DEL, bidi override
+    name = f"weather{hostile}"
+    secret = f"KEY=v{hostile}"
+    printed = run_cli_process("install", TARGET, "--name", name, "--env", secret, "--print")
+    assert printed.returncode == 0, printed.stderr
+    assert not [char for char in OBEYED if char in printed.stdout + printed.stderr]
+    entry = json.loads(printed.stdout)["mcpServers"][name]  # the same JSON: the same name
+    assert entry["env"] == {"KEY": f"v{hostile}"}
+    config = tmp_path / "claude_desktop_config.json"
+    written = run_cli_process("install", TARGET, "--name", name, "--config", str(config))
+    assert written.returncode == 0, written.stderr
+    text = config.read_text(encoding="utf-8")
+    assert not [char for char in OBEYED if char in text + written.stderr]
+    assert list(json.loads(text)["mcpServers"]) == [name]
+    assert "\\x9b" in written.stderr and "\\u202e" in written.stderr  # the name, shown escaped
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes and umask are POSIX")
+def test_install_creates_a_configuration_holding_secrets_readable_by_its_owner_only(tmp_path):
+    """A new file (and the backup of one) is 0600 under the usual umask 022; one that exists keeps
+    its mode, never widened."""
+    config = tmp_path / "new" / "claude_desktop_config.json"
+
+    def install(name: str) -> None:
+        # The real command, under the umask that gives a new file 0644 by default.
+        argv = [sys.executable, "-m", "mcp_ref", "install", TARGET, "--name", name,
+                "--env", "API_KEY=secret", "--config", str(config)]
+        umask_022 = ["sh", "-c", 'umask 022 && exec "$@"', "sh"]
+        proc = subprocess.run([*umask_022, *argv], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+    def mode(path: Path) -> int:
+        return path.stat().st_mode & 0o777
+
+    install("first")
+    assert mode(config) == 0o600
+    install("second")
+    assert (mode(config), mode(config.with_name(config.name + ".bak"))) == (0o600, 0o600)
+    config.chmod(0o640)  # the owner's choice stays
+    install("third")
+    assert (mode(config), mode(config.with_name(config.name + ".bak"))) == (0o640, 0o640)
+    assert list(json.loads(config.read_text())["mcpServers"]) == ["first", "second", "third"]
 
 
 def test_install_finds_the_configuration_where_each_system_keeps_it():

@@ -26,6 +26,7 @@ STUBBORN = [sys.executable, str(SERVERS / "stdio_stubborn.py")]
 LAUNCHER = [sys.executable, str(SERVERS / "stdio_launcher.py")]
 CHATTY = [sys.executable, str(SERVERS / "stdio_chatty.py")]
 PROXY = [sys.executable, str(SERVERS / "stdio_proxy.py")]
+LEFT_BEHIND = [sys.executable, str(SERVERS / "stdio_left_behind.py")]
 SHUTDOWN = 0.5  # seconds per shutdown step in these tests
 
 
@@ -160,6 +161,59 @@ def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
     finally:
         if _alive(grandchild):
             os.kill(grandchild, signal.SIGKILL)
+
+
+def _parent(pid: int) -> int:
+    """The parent pid of ``pid`` (Linux: /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="found through /proc (Linux)")
+@pytest.mark.parametrize("orphan", [False, True], ids=["its-parent-lives", "its-parent-exited"])
+def test_a_process_the_server_started_in_a_session_of_its_own_is_ended_at_close(tmp_path, orphan):
+    """A server's tool starts a process that calls os.setsid(): out of the group's reach.  Ended
+    at close(), also when the process that started it has exited (a double fork: no parent link)."""
+    pidfile = tmp_path / "pid"
+    client = Client.stdio(LEFT_BEHIND, stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    bystander = Client.stdio(LEFT_BEHIND, stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    server = client.session.transport.process.pid
+    spawned = client.call_tool("spawn_session_leader", {"pidfile": str(pidfile), "orphan": orphan})
+    leader = int(spawned.text)
+    try:
+        assert leader == int(pidfile.read_text())
+        assert os.getsid(leader) == leader != os.getsid(server)  # its own session and process group
+        assert (_parent(leader) == server) is not orphan
+        client.close()
+        assert _wait_gone(leader), f"the session leader (pid {leader}) outlived client.close()"
+        # Only that server's tree: another client's server, started later, still serves.
+        assert "leave_reporter" in [tool.name for tool in bystander.list_tools()]
+    finally:
+        bystander.close()
+        if _alive(leader):  # do not leave it behind when the test fails
+            os.kill(leader, signal.SIGKILL)
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def test_no_progress_reaches_the_client_after_the_answer():
+    """2025-11-25 basic/utilities/progress §Behavior Requirements: progress notifications "MUST
+    stop after completion", also those of a thread the handler left behind (released only once the
+    client has the answer; the second call's answer comes after everything that thread sent)."""
+    wire = Collector()
+    with Client.stdio(LEFT_BEHIND, stderr="capture", trace=wire, timeout=WAIT) as client:
+        assert client.call_tool("leave_reporter", on_progress=Collector()).text == "answered"
+        assert client.call_tool("release_reporter").text == "0"  # the server sent none of the 500
+    sent = [json.loads(data) for direction, data in wire if direction == "-->"]
+    call = next(item for item in sent if item.get("params", {}).get("name") == "leave_reporter")
+    token = call["params"]["_meta"]["progressToken"]
+    received = [json.loads(data) for direction, data in wire if direction == "<--"]
+    answer = next(index for index, item in enumerate(received) if item.get("id") == call["id"])
+    progress = [index for index, message in enumerate(received)
+                if message.get("method") == "notifications/progress"
+                and message["params"]["progressToken"] == token]
+    assert progress and max(progress) < answer  # the one sent while it ran; none after its answer
 
 
 # -- stderr --------------------------------------------------------------------------------------

@@ -69,11 +69,12 @@ class RequestContext:
     ``cancelled`` is an Event set when the peer cancels the request; a handler
     that runs long should check ``is_cancelled`` (or call
     ``check_cancelled()``) and stop.  ``report_progress`` sends progress only
-    when the requester asked for it.
+    when the requester asked for it, and only until the request has ended (:meth:`end`).
     """
 
     __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
-                 "envelope", "role_state", "deferred", "_on_end", "started")
+                 "envelope", "role_state", "deferred", "_on_end", "started", "ended",
+                 "_progress_lock")
 
     def __init__(self, session: Channel, request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
@@ -97,6 +98,8 @@ class RequestContext:
         self._on_end: Callable[[], None] | None = None
         #: True once a handler thread took the request (it may wait in the queue of requests before).
         self.started = False
+        self.ended = False  # True once the request has ended (:meth:`end`)
+        self._progress_lock = threading.Lock()  # orders a progress report against the end
 
     def defer(self, on_end: Callable[[], None]) -> None:
         """Keep the request open after the handler returns: its answer comes later, from
@@ -135,23 +138,37 @@ class RequestContext:
         if self.is_cancelled:
             raise RequestCancelled(f"request {self.request_id!r} was cancelled by the peer")
 
+    def end(self) -> Callable[[], None] | None:
+        """The request has ended (answered, or unanswered): its progress stops, on any transport
+        and from any thread (2025-11-25 basic/utilities/progress: "MUST stop after completion").
+        Returns, once, the ``on_end`` given to :meth:`defer` (called if it ended unanswered)."""
+        with self._progress_lock:  # a report being written is written first, before the answer
+            self.ended = True
+            on_end, self._on_end = self._on_end, None
+        return on_end
+
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Send ``notifications/progress`` for this request; False when no progress was asked for.
+        """Send ``notifications/progress`` for this request; False when no progress was asked for,
+        or the request has ended (:meth:`end`: the report is dropped).
 
         2025-11-25 basic/utilities/progress: "The progress value MUST increase
         with each notification, even if the total is unknown."
         """
         if self.progress_token is None:
             return False
-        if self._last_progress is not None and progress <= self._last_progress:
-            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
-        self._last_progress = progress
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
-            params["message"] = message
-        self.session.notify("notifications/progress", params, related_request_id=self.request_id)
+        with self._progress_lock:
+            if self.ended:
+                return False
+            if self._last_progress is not None and progress <= self._last_progress:
+                raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+            self._last_progress = progress
+            params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
+                params["message"] = message
+            related = self.request_id
+            self.session.notify("notifications/progress", params, related_request_id=related)
         return True
 
 

@@ -115,8 +115,7 @@ class Session:
         max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES,
         ids: Iterator[jsonrpc.RequestId] | None = None,
     ):
-        self.transport = transport
-        self.dispatcher = dispatcher
+        self.transport, self.dispatcher = transport, dispatcher
         self.default_timeout = default_timeout
         self.max_incoming = max_incoming
         self.name = name
@@ -134,8 +133,7 @@ class Session:
             raise ValueError("max_workers must be greater than 0")
         self.max_workers = max_workers
         #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
-        self.max_callbacks = max_callbacks
-        self.max_callback_bytes = max_callback_bytes
+        self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
 
     # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
     protocol_version: str | None = None  #: The negotiated revision; set by the role once ``initialize`` completes.
@@ -573,6 +571,7 @@ class Session:
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
             fatal = exc if isinstance(exc, (SystemExit, KeyboardInterrupt)) and threading.current_thread() is threading.main_thread() else None
+        context.end()  # no progress after the answer, from a thread the handler left behind either
         self._leave(request.id, context)
         if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
@@ -623,12 +622,13 @@ class Session:
             if context is None or not context.deferred:
                 return False
             del self._incoming[request_id]
+        context.end()  # no progress after the answer
         self._reply(Response(request_id, result))
         return True
 
     def _end_deferred(self, context: RequestContext) -> None:
         """A deferred request ended with no answer: tell its owner, and the transport."""
-        on_end, context._on_end = context._on_end, None
+        on_end = context.end()
         if on_end is not None:
             run_logged(on_end, ())
         try:

@@ -235,14 +235,21 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
         def call() -> dict:  # the handler sees the connection through the task (TaskCaller)
             return run_tool(cast(Caller, caller), tool, arguments, task_context)
 
+    def record(result: dict) -> None:
+        # progress §Behavior Requirements: "Progress notifications MUST stop after completion" (the
+        # task's: its token lasts until then), also from a thread the handler left behind.
+        task_context.end()
+        settle(task, result)
+
     def work() -> None:
         stop_watching = store.watch(task)
         try:
             if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
-                finish(task, call, lambda result: settle(task, result))
+                finish(task, call, record)
         except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded
             log.warning("task %s: %s", task.id, exc.message)
         finally:
+            task_context.end()
             stop_watching()
             store.ended(task)
             caller.announce()

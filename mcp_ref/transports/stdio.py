@@ -10,7 +10,8 @@ newline inside a message (it escapes every control character), so writing is
 and stdout); :class:`SubprocessTransport` starts a server process in its own
 process group and, on close, shuts it down in the order the spec gives —
 close its stdin, wait, SIGTERM, wait, SIGKILL — to the whole group, so the
-children of launchers like ``npx`` or ``uvx`` are not left behind.
+children of launchers like ``npx`` or ``uvx`` are not left behind, and (Linux) to its
+descendants outside the group (:mod:`mcp_ref.transports.process_tree`).
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ import collections
 import contextlib
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import IO, cast
 
@@ -38,6 +37,10 @@ DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 MAX_STDERR_LINE = 16 * 1024
 #: What ends a stderr line cut at :data:`MAX_STDERR_LINE`.
 TRUNCATED = " [... line truncated]"
+#: Linux: a server starts with this variable first in its environment, holding its own token after
+#: those of the clients above it; every descendant inherits it (:mod:`.process_tree` finds them).
+ENV_MARKER = "MCP_REF_STDIO_TREE"
+MAX_ENVIRON = 64 * 1024  # the bytes of a process's environment searched for the token
 
 
 class StreamTransport(Transport):
@@ -112,6 +115,13 @@ class SubprocessTransport(StreamTransport):
         if isinstance(stderr, str) and stderr not in ("inherit", "discard", "capture"):
             raise ValueError(f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}")
         full_env = None if env is None else {**os.environ, **env}  # env adds to ours
+        self._token: bytes | None = None
+        if os.path.isdir("/proc/self"):  # Linux: the token its descendants inherit (ENV_MARKER)
+            token = f"{os.getpid()}.{os.urandom(8).hex()}"
+            rest = {**os.environ, **(env or {})}
+            above = rest.pop(ENV_MARKER, "")
+            full_env = {ENV_MARKER: f"{above}:{token}" if above else token, **rest}
+            self._token = token.encode()
         options: dict = {}
         if os.name == "posix":
             options["start_new_session"] = True  # its own session and process group
@@ -128,6 +138,8 @@ class SubprocessTransport(StreamTransport):
         )
         # Both pipes exist: stdin and stdout were opened with subprocess.PIPE.
         super().__init__(cast(IO[bytes], self.process.stdout), cast(IO[bytes], self.process.stdin), max_message_size=max_message_size)
+        # Its start time: no process started before it can be its descendant (nor carry its token).
+        self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
         self._closed = False
         self._reading = False
         self._close_lock = threading.Lock()
@@ -188,9 +200,9 @@ class SubprocessTransport(StreamTransport):
             if self._closed:
                 return
             self._closed = True
-        # Before the server can exit and orphan them: its descendants that left its process
-        # group (setsid), which the group's signals below would not reach.
-        strays = _descendants_outside_group(self.process.pid) if os.name == "posix" else []
+        # Before the server can exit and orphan them: its descendants, which may have left its
+        # process group (setsid) or their parent (a double fork), out of the group's reach.
+        tree = self._descendants()
         with contextlib.suppress(OSError):
             cast(IO[bytes], self.process.stdin).close()
         exited = _wait(self.process, self.shutdown_timeout)
@@ -201,24 +213,30 @@ class SubprocessTransport(StreamTransport):
                     self.process.kill()
                     self.process.wait()
             return
-        group = self.process.pid
-        if not exited:
-            _signal_group(group, signal.SIGTERM)
-            exited = _wait(self.process, self.shutdown_timeout)
-            if not exited:
-                _signal_group(group, signal.SIGKILL)
-                self.process.wait()
-        # The leader is gone; its children (npx -> node, uvx -> python) may not be.
-        if _group_alive(group):
-            _signal_group(group, signal.SIGTERM)
-            deadline = time.monotonic() + self.shutdown_timeout
-            while _group_alive(group) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            if _group_alive(group):
-                _signal_group(group, signal.SIGKILL)
-        if strays:
-            _end_strays(strays, self.shutdown_timeout)
+        if not exited or tree is not None or _group_may_live(self.process.pid):
+            from .process_tree import end_server  # it did not go by itself, or left processes
+
+            end_server(self.process, tree, self.shutdown_timeout)
         self._finish_stderr()
+
+    def _descendants(self):
+        """Linux: the server's descendants (a :class:`~.process_tree.ProcessTree`), or None when
+        it has none: no child, and no other process carrying its token."""
+        token, server = self._token, self.process.pid
+        # Once reaped (returncode set), its pid may be another process's.
+        if token is None or self.process.returncode is not None:
+            return None
+        since = self._since
+
+        def carriers() -> list[int]:  # the processes started since the server that carry its token
+            recent = [pid for pid in _pids() if pid != server and _lineage(pid)[1] >= since]
+            return [pid for pid in recent if _carries(pid, token)]
+
+        if not any(_lineage(pid)[0] == server for pid in _pids()) and not carriers():
+            return None
+        from .process_tree import ProcessTree
+
+        return ProcessTree(server, carriers)
 
     def _finish_stderr(self) -> None:
         # Let the pump read what the server wrote before it exited, so that after close()
@@ -241,90 +259,37 @@ def _wait(process: subprocess.Popen, timeout: float) -> bool:
         return False
 
 
-def _signal_group(group: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # gone already, or not ours
-        os.killpg(group, sig)
-
-
-def _group_alive(group: int) -> bool:
-    """True while a process of ``group`` is still running.
-
-    ``killpg(group, 0)`` also succeeds for zombies, which an init that does not
-    reap orphans (some containers) keeps forever; on Linux, /proc tells them apart.
-    """
+def _group_may_live(group: int) -> bool:
+    """True while ``group`` has a process (a zombie too: :mod:`.process_tree` tells them apart)."""
     try:
         os.killpg(group, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    if not os.path.isdir("/proc/self"):
-        return True
-    return any(pgrp == group and state != b"Z" for _, pgrp, state, _ in _proc_table().values())
+    return True
 
 
-def _proc_table() -> dict[int, tuple[int, int, bytes, bytes]]:
-    """Linux: every process as pid -> (parent pid, process group, state, start time)."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-            table[int(entry)] = (int(fields[1]), int(fields[2]), fields[0], fields[19])
-        except (OSError, IndexError, ValueError):
-            continue
-    return table
+def _pids() -> list[int]:
+    """Linux: every process's pid."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
 
 
-def _descendants_outside_group(root: int) -> list[tuple[int, bytes]]:
-    """The live descendants of ``root`` that are not in its process group, as (pid, start time).
-
-    A server's child that calls ``setsid`` (or ``setpgid``) leaves the group, and signals to
-    the group miss it; while its parent lives it is still found here, by parent links.  One
-    whose parent has already exited (a double-forked daemon) has been adopted by init and
-    cannot be found: only a cgroup (``systemd-run --scope``) contains that.  Linux only
-    (/proc); elsewhere, none.
-    """
-    if not os.path.isdir("/proc/self"):
-        return []
-    table = _proc_table()
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    found: list[tuple[int, bytes]] = []
-    todo = list(children.get(root, ()))
-    while todo and len(found) < 10_000:
-        pid = todo.pop()
-        todo.extend(children.get(pid, ()))
-        _, group, state, started = table[pid]
-        if group != root and state != b"Z":
-            found.append((pid, started))
-    return found
+def _lineage(pid: int) -> tuple[int, int]:
+    """Linux: the parent of ``pid`` and its start time (clock ticks after boot); (0, 0) if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return 0, 0
 
 
-def _end_strays(strays: list[tuple[int, bytes]], timeout: float) -> None:
-    """SIGTERM, then SIGKILL past ``timeout``, to each stray still running (the same process:
-    its start time is checked, so a reused pid is never signalled)."""
-
-    def running() -> list[int]:
-        table = _proc_table()
-        return [pid for pid, started in strays if pid in table and table[pid][3] == started and table[pid][2] != b"Z"]
-
-    def signal_all(pids: list[int], sig: int) -> None:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-
-    left = running()
-    if not left:
-        return
-    log.debug("ending %d descendant(s) of the server that left its process group", len(left))
-    signal_all(left, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while left and time.monotonic() < deadline:
-        time.sleep(0.02)
-        left = running()
-    signal_all(left, signal.SIGKILL)
+def _carries(pid: int, token: bytes) -> bool:
+    """Linux: True when the environment ``pid`` was started with holds ``token``."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return token in environ.read(MAX_ENVIRON)
+    except OSError:  # gone, or another user's
+        return False
 
 
 def server_streams() -> tuple[IO[bytes], IO[bytes]]:

@@ -23,8 +23,13 @@ What it writes, and what it never does:
   name that differs is replaced only with ``--force``; an identical one is left alone.
 - The file as it was is copied to ``FILE.bak`` before the new one is written; the new one is
   written to a temporary file beside it and moved into place, so the file is never half written.
+- The file holds ``--env`` values (secrets, often): a new one, and a new ``.bak``, is readable by
+  its owner only (0600) from the moment it exists; an existing one keeps its mode (never widened).
 - A file that is not a JSON object (or whose ``mcpServers`` is not one) is not touched: exit 1.
 - ``--print`` prints the entry, as a ``{"mcpServers": {...}}`` object, and writes nothing.
+- What is printed, and the file written, show control and bidirectional characters escaped
+  (:func:`~mcp_ref.workbench.terminal.safe`; in JSON as ``\\uXXXX``, the same JSON); a server
+  whose own name holds one is not installed under it (``--name`` names the entry).
 """
 
 from __future__ import annotations
@@ -38,13 +43,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .cli_output import one_line, print_json
 from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError
-from .terminal import safe
+from .terminal import safe, safe_json
 
 __all__ = ["config_path", "install", "server_entry", "add_entry"]
 
 #: The largest configuration file read (bytes); a larger one is refused, untouched.
 MAX_CONFIG_SIZE = 4 * 1024 * 1024
+#: The mode of a configuration file (and of its backup) this command creates: its owner's only.
+NEW_FILE_MODE = 0o600
 
 
 def config_path(platform: str | None = None, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
@@ -111,19 +119,21 @@ def install(args) -> int:
     entry = server_entry(args.target, env)
     name = args.name or _server_name(args, env)
     if args.print_only:
-        print(json.dumps({"mcpServers": {name: entry}}, indent=2, ensure_ascii=False))
+        print_json({"mcpServers": {name: entry}})  # control and bidi characters as \uXXXX
         return EXIT_OK
     path = Path(args.config).expanduser() if args.config else config_path()
     config = _read(path)
     updated, what = add_entry(config, name, entry, force=args.force)
+    shown = one_line(path)
     if what == "unchanged":
-        print(f"mcp-ref: {safe(name)} is already in {path}, as given: nothing to change", file=sys.stderr)
+        print(f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change",
+              file=sys.stderr)
         return EXIT_OK
     backup = _write(path, updated)
     kept = len(updated["mcpServers"]) - 1
-    print(f"mcp-ref: {what} the server {safe(name)} in {path} ({kept} other server(s) kept"
-          + (f"; the previous file is {backup}" if backup else "") + "); restart the client to load it",
-          file=sys.stderr)
+    print(f"mcp-ref: {what} the server {one_line(name)} in {shown} ({kept} other server(s) kept"
+          + (f"; the previous file is {one_line(backup)}" if backup else "")
+          + "); restart the client to load it", file=sys.stderr)
     return EXIT_OK
 
 
@@ -137,6 +147,9 @@ def _server_name(args, env: dict[str, str]) -> str:
         name = client.server_info.name if client.server_info is not None else None
     if not isinstance(name, str) or not name.strip():
         raise CliError("the server gave no name (serverInfo.name): name the entry with --name", EXIT_USAGE)
+    if one_line(name) != name:  # it would show in the desktop client as it pleases (U+202E ...)
+        raise CliError(f"the server's name (serverInfo.name) {one_line(name)} holds control or "
+                       "bidirectional characters: name the entry with --name", EXIT_USAGE)
     return name
 
 
@@ -162,20 +175,34 @@ def _read(path: Path) -> Any:
 
 def _write(path: Path, config: dict) -> Path | None:
     """Write ``config`` to ``path``: the old file copied to ``path.bak`` first (returned; None when
-    there was none), the new one written beside it and moved into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    backup = None
-    if path.exists():
-        backup = path.with_name(path.name + ".bak")
-        shutil.copy2(path, backup)
+    there was none), the new one written beside it and moved into place.  A new file is 0600
+    from its creation (it holds ``--env`` secrets); one that existed keeps its mode, as does its
+    copy."""
+    text = safe_json(json.dumps(config, indent=2, ensure_ascii=False)) + "\n"
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    backup = None
     try:
-        with open(temporary, "w", encoding="utf-8") as file:
-            file.write(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-        if backup is not None:
-            shutil.copymode(backup, temporary)  # the file keeps its permissions
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = os.stat(path).st_mode & 0o7777 if path.exists() else None
+        if mode is not None:
+            backup = path.with_name(path.name + ".bak")
+            _create(backup, path.read_bytes(), mode)
+        _create(temporary, text.encode("utf-8"), mode)
         os.replace(temporary, path)
     except OSError as exc:
         temporary.unlink(missing_ok=True)
-        raise CliError(f"cannot write {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+        reason = exc.strerror or exc
+        raise CliError(f"cannot write {one_line(path)}: {reason}", EXIT_USAGE) from None
     return backup
+
+
+def _create(path: Path, data: bytes, mode: int | None) -> None:
+    """Write ``data`` to a new file ``path`` (one there is replaced), readable by its owner only
+    while it is written, then given ``mode`` (None: kept 0600)."""
+    path.unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags, NEW_FILE_MODE)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+    if mode is not None:
+        os.chmod(path, mode)
