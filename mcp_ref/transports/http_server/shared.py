@@ -56,8 +56,15 @@ log = logging.getLogger(__name__)
 SESSIONS = "sessions"
 #: The stream id of a session's standalone (GET) stream in the shared event store: one per session.
 STANDALONE = "s"
-#: Seconds between a replica's tries to become its session's home, while another worker is (see :meth:`SharedSessions.claim`).
-CLAIM_EVERY = 10.0
+#: Seconds a worker's homes (and its name among the live workers) outlive its last heartbeat; it
+#: beats every third of it.  A worker that dies without a word (SIGKILL, the OOM killer) loses its
+#: sessions' homes this long after its last beat at most; a worker cut off from Redis that long may
+#: find another worker sending its sessions' change notifications too (sent twice, never lost).
+HOME_TTL = 6.0
+#: Seconds between a replica's looks at whether its session's home (or the worker running a request
+#: whose stream it follows) is still alive: one read of the live workers per process, shared by
+#: every session (see :meth:`SharedSessions.claim` and :meth:`SharedSessions.worker_alive`).
+CLAIM_EVERY = 1.0
 #: Seconds between a worker's checks that the sessions it holds still have their records.
 RECONCILE_EVERY = 10.0
 #: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
@@ -171,6 +178,7 @@ class SharedSessions:
         session.generation = 0  # a new record has had no update
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
             session.home = True
+            session.home_worker = self.worker
             homes = self._home_store()
             if homes is not None:
                 homes.hold(_home_key(session), [self.worker], 1)
@@ -191,6 +199,7 @@ class SharedSessions:
         app.bind(session, environ)
         connection.resume(_negotiated(state), initialized=record is not None and record["established"])
         session.generation = None if record is None else record.get("generation", 0)
+        session.home_worker = state.get("home")
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
             connection.close()
@@ -237,6 +246,7 @@ class SharedSessions:
                 connection = cast("Connection", session.connection)
                 connection.resume(_negotiated(record["state"]), initialized=record["established"])
                 session.generation = record.get("generation", 0)
+                session.home_worker = record["state"].get("home")
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
@@ -295,19 +305,48 @@ class SharedSessions:
 
     def claim(self, session: HttpSession) -> None:
         """Become the session's home if it has none: its home worker exited (it let go) or died (its
-        hold lapsed, :mod:`mcp_ref.extras.redis_state.holders`), so that its change notifications
-        still reach it.  Tried at most every :data:`CLAIM_EVERY` seconds per replica, as requests
-        and its GET stream's keep-alives come; one worker wins (one atomic hold, a limit of one)."""
+        hold lapsed, :data:`HOME_TTL` after its last heartbeat), so that its change notifications
+        still reach it.  Looked at every :data:`CLAIM_EVERY` seconds at most per replica, as requests
+        and its GET stream's follower come: a look costs nothing while the home's worker is among
+        the live ones (:meth:`worker_alive`, one read per process); else one atomic hold, a limit of
+        one, which one worker wins.  The winner tells the client that whatever it is subscribed to
+        may have changed (:meth:`reannounce`): what changed while the session had no home is not lost."""
         homes = self._home_store()
         now = time.monotonic()
-        if session.home or homes is None or now < session.claim_after:
+        if session.home or not session.shared or homes is None or now < session.claim_after:
             return
         session.claim_after = now + CLAIM_EVERY
-        taken, _ = homes.hold(_home_key(session), [self.worker], 1)
-        if taken:
-            session.home = True
-            log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
-            self.app.server.add_connection(session.connection)
+        if session.home_worker is not None and self.worker_alive(session.home_worker):
+            return
+        key = _home_key(session)
+        taken, _ = homes.hold(key, [self.worker], 1)
+        if not taken:  # another worker is its home (one this replica had not heard of yet)
+            session.home_worker = min(homes.members(key), default=None)
+            return
+        session.home = True
+        session.home_worker = self.worker
+        log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
+        self.app.server.add_connection(session.connection)
+        self.app.session_table.update(cast(str, session.id), {"home": self.worker})  # every replica learns it
+        self.reannounce(session)
+
+    @staticmethod
+    def reannounce(session: HttpSession) -> None:
+        """The session's new home tells its client what may have changed while it had none (a change
+        heard by no worker is gone: the bus keeps nothing): ``notifications/resources/updated`` for
+        each resource it is subscribed to, and each list's ``list_changed`` its capabilities declare,
+        as the server does after a bus outage.  Stored in the shared event store like every
+        standalone message, so a GET on any worker, or resuming with ``Last-Event-ID``, receives them.
+
+        2025-11-25 server/resources §Subscriptions: the server sends ``notifications/resources/updated``
+        "when a subscribed resource changes"; one sent when a change cannot be ruled out costs the
+        client a read, a lost one leaves it with stale content.
+        """
+        connection = cast("Connection", session.connection)
+        for uri in sorted(getattr(connection, "subscriptions", ())):
+            connection.notify("notifications/resources/updated", {"uri": uri})
+        for kind in ("tools", "prompts", "resources"):
+            connection.list_changed(kind)
 
     def let_go(self, session: HttpSession, *, for_good: bool) -> None:
         """This worker no longer holds ``session``: if it was its home, another worker may claim it;
@@ -315,13 +354,16 @@ class SharedSessions:
         homes = self._homes
         if session.home and homes is not None:
             session.home = False
+            session.home_worker = None
             homes.release(_home_key(session), [self.worker])
             if not for_good:
                 self._publish(cast(str, session.id), "homeless")
 
     def worker_alive(self, worker: str) -> bool:
-        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is fresh);
-        asked at most every :data:`CLAIM_EVERY` seconds (True when it cannot be known)."""
+        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is fresh:
+        a worker that died is gone from it :data:`HOME_TTL` after its last heartbeat); asked at most
+        every :data:`CLAIM_EVERY` seconds, once for every session of this process (True when it
+        cannot be known)."""
         homes = self._home_store()
         if homes is None or worker == self.worker:
             return True
@@ -336,7 +378,10 @@ class SharedSessions:
         if self._homes is None:
             state = self.app.server.shared_state
             made = getattr(state, "held_sets", None)
-            self._homes = made() if made is not None else None
+            try:  # a short lease: a dead worker's sessions move within seconds (HOME_TTL)
+                self._homes = made(holder_ttl=HOME_TTL) if made is not None else None
+            except TypeError:  # a state of the user's whose held sets take no lease: its own
+                self._homes = made() if made is not None else None
             if self._homes is not None:
                 self._homes.hold(WORKERS, [self.worker], None)  # alive while this process beats
         return self._homes
@@ -422,6 +467,7 @@ class SharedSessions:
             self.app.end_here(session, for_good=True)
         elif kind == "homeless":
             session.claim_after = 0.0
+            session.home_worker = None  # it let go: no need to wait for its name to lapse
             self.claim(session)
         elif kind == "state":
             try:
@@ -488,7 +534,7 @@ class SharedSessions:
         app = self.app
         store, session_id = app.event_store, cast(str, session.id)
         writer = None if stream_id == STANDALONE else stream_id.rpartition("-")[2]  # p<n>-<worker>
-        touched = time.monotonic()
+        touched = written = time.monotonic()
         if priming:
             yield priming
         while not session.closed:
@@ -496,24 +542,29 @@ class SharedSessions:
                 if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
                     yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
                 return
-            found = store.wait_after(session_id, stream_id, number, app.keepalive, generation)
+            # woken at least every CLAIM_EVERY seconds: a dead home, or a dead writer, is found within seconds
+            found = store.wait_after(session_id, stream_id, number, min(app.keepalive, CLAIM_EVERY), generation)
             for event_id, data in found.events:
                 if data:
                     yield sse_event(data, event_id=event_id)
+                    written = time.monotonic()
             number = found.last
             if found.ended or found.superseded:
                 return
-            if time.monotonic() - touched >= app.keepalive:
-                # a session listened to is in use: kept alive here (and its home taken over if gone)
-                touched = time.monotonic()
+            now = time.monotonic()
+            if now - touched >= app.keepalive:  # a session listened to is in use: kept alive here
+                touched = now
                 if not table_call(app.session_table.touch, session_id):
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-                self.claim(session)
-                if writer is not None and not self.worker_alive(writer):
-                    return  # the worker running that request has gone: no answer will come; the client asks again
-            if not found.events:
+            self.claim(session)  # its home gone? this worker takes over (a look every CLAIM_EVERY at most)
+            if writer is not None and not self.worker_alive(writer):
+                # the worker running that request has gone (its stored events were sent above): no
+                # answer will come; the stream ends at once, and the client fails the request (or asks again)
+                return
+            if now - written >= app.keepalive:
+                written = now
                 yield KEEPALIVE
 
 
