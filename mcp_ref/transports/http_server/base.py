@@ -70,6 +70,13 @@ def client_of(environ: dict) -> str:
     return peer_of(environ) if caller is None else Principal.of(caller, "").id
 
 
+def _too_many_streams(cap: int, request_id: Any) -> TooManyRequests:
+    """The 429 past ``max_streams_per_client`` (see ``HttpAppBase.hold_stream``)."""
+    return TooManyRequests(f"Too many open streams: one client may hold {cap} (subscriptions/listen and GET "
+                           "streams); close one, or retry later", LIMIT_EXCEEDED, headers=[("Retry-After", "5")],
+                           request_id=request_id, data={"limit": cap})
+
+
 def default_chain(server: Host, auth: Any, endpoints: Endpoints) -> list[HttpMiddleware]:
     """The chain of an application: the OAuth protected resource and its scope challenges (only
     with ``auth``), then admission."""
@@ -146,6 +153,9 @@ class HttpAppBase:
         self.max_streams_per_client = max_streams_per_client
         self._streams_held: dict[str, int] = {}
         self._streams_lock = threading.Lock()
+        #: With a shared state: the deployment's counts of each client's streams (``Counters``, made
+        #: at the first stream), so the cap holds over every worker; None: this process's own.
+        self._stream_counts: Any = None
         #: A ``mcp_ref.auth.resource.ProtectedResource``: every MCP request needs its bearer token.
         self.auth = auth
         #: The sessions of this process, by id: their streams and connections (live objects).
@@ -550,17 +560,17 @@ class HttpAppBase:
         whole server is unavailable) and a JSON-RPC error -32005 with ``data.limit``.
 
         The client is its principal when it has a token, else its address: one client cannot
-        hold every connection slot with quiet streams while others are refused.
+        hold every connection slot with quiet streams while others are refused.  With a shared
+        state (``Server(state="redis://...")``) the cap holds over every worker of the deployment:
+        the streams are counted there (:meth:`_hold_shared_stream`).
         """
         cap = self.max_streams_per_client
         client = client_of(environ)
+        give_back = self._hold_shared_stream(client, cap, request_id)
         with self._streams_lock:
             held = self._streams_held.get(client, 0)
-            if cap is not None and held >= cap:
-                raise TooManyRequests(f"Too many open streams: one client may hold {cap} "
-                                      "(subscriptions/listen and GET streams); close one, or retry later",
-                                      LIMIT_EXCEEDED, headers=[("Retry-After", "5")], request_id=request_id,
-                                      data={"limit": cap})
+            if give_back is None and cap is not None and held >= cap:
+                raise _too_many_streams(cap, request_id)
             self._streams_held[client] = held + 1
         released = threading.Event()
 
@@ -569,6 +579,8 @@ class HttpAppBase:
                 if released.is_set():
                     return
                 released.set()
+                if give_back is not None:
+                    give_back()
                 left = self._streams_held.get(client, 1) - 1
                 if left > 0:
                     self._streams_held[client] = left
@@ -576,6 +588,33 @@ class HttpAppBase:
                     self._streams_held.pop(client, None)
 
         return release
+
+    def _hold_shared_stream(self, client: str, cap: int | None, request_id: Any) -> Callable[[], None] | None:
+        """With a shared state, one place of ``client``'s streams taken in the deployment's counts (one
+        atomic script: counted and taken below ``cap``, or refused); its release.  Each place belongs
+        to this worker, so a worker that dies frees its places when its heartbeat lapses
+        (:mod:`mcp_ref.extras.redis_state.holders`: 30 s).  None: no cap, or no shared state (this
+        process counts).  Past the cap, 429; the counts unreachable (nothing counted, so not past
+        the cap), 503 with ``Retry-After``."""
+        if cap is None:
+            return None
+        counts = self._stream_counts
+        if counts is None:
+            state = self.server.shared_state
+            if state is None or not getattr(state, "shared", False):
+                return None
+            with self._streams_lock:
+                if self._stream_counts is None:
+                    self._stream_counts = state.counters()
+                counts = self._stream_counts
+        # the client (an address, or a principal's id) named by a digest in the store's keys
+        key = "streams:" + hashlib.sha256(client.encode()).hexdigest()[:32]
+        if counts.acquire(key, cap):
+            return lambda: counts.release(key)
+        if counts.count(key) < cap:  # refused below the cap: the store could not be reached
+            raise ServiceUnavailable("Service Unavailable: the stream counts are unreachable; retry shortly",
+                                     headers=[("Retry-After", "2")])
+        raise _too_many_streams(cap, request_id)
 
     def streams_held(self) -> int:
         """How many long-lived streams are open (every client's)."""
