@@ -1,0 +1,132 @@
+"""A worker killed under handshake-era sessions (issue 32, item 6), and one client's streams counted over
+every worker (item 10): deployments of one gunicorn worker each, sharing a real Redis through
+``MCP_REF_STATE``, behind a balancer the test points at one or the other (so "the other worker" is
+certain).  The app is tests/servers/failover_app.py.  See spec_notes/deployment.md, "Handshake sessions
+on any worker", and spec_notes/security.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import queue
+import signal
+import threading
+
+import pytest
+from conftest import SERVERS, WAIT
+from http_fixtures import RawSession, RoundRobin
+from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
+from test_hardening_streams import wait_until
+from test_http_deploy import start_gunicorn, stop
+
+from mcp_ref import Client, McpError
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)"),
+    pytest.mark.slow,
+]
+
+#: Seconds within which a dead worker's sessions move and its requests' streams end: its home lease
+#: (shared.HOME_TTL, 6 s), a look every second (shared.CLAIM_EVERY), the client's retry (1 s), and
+#: room for a loaded machine; well under the 40 s (and 50 s for a call) it took before.
+FAILOVER_BOUND = 25.0
+
+
+class Deployment:
+    """``gunicorn -w 1`` serving failover_app on a free port; ``base`` is its URL."""
+
+    def __init__(self, state: str, stream_cap: int = 32):
+        self.proc, self.errors, port = start_gunicorn(
+            ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", "1", "--threads", "16",
+             "--chdir", str(SERVERS), "failover_app:wsgi_app"],
+            {"FAILOVER_STREAM_CAP": str(stream_cap)}, state)
+        self.base = f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        stop(self.proc, signal.SIGINT)
+
+
+@pytest.fixture
+def deployments(redis_url):
+    """``deployments(n, **options)``: n single-worker deployments sharing ``redis_url``."""
+    started: list[Deployment] = []
+
+    def start(n: int = 2, **options) -> list[Deployment]:
+        made = [Deployment(redis_url, **options) for _ in range(n)]
+        started.extend(made)
+        return made
+
+    yield start
+    for deployment in started:
+        deployment.stop()
+
+
+def test_a_killed_home_workers_notifications_and_cut_calls_are_not_lost(deployments):
+    """SIGKILL the worker that is a session's home and holds its GET stream and a running call: the
+    call fails at once rather than at its timeout, and a resource changed right after the kill is
+    announced on the GET stream, resumed on the other worker, within seconds."""
+    a, b = deployments()
+    balancer = RoundRobin([a.base])  # every request to a, until it dies
+    updates: queue.Queue = queue.Queue()
+    stalling = threading.Event()
+    try:
+        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake",
+                         on_resource_updated=updates.put,
+                         on_log=lambda message: stalling.set()) as client:
+            client.subscribe("memo://note")
+            client.call_tool("touch")  # the GET stream carries updates (home: a)
+            assert updates.get(timeout=WAIT) == "memo://note"
+            home = int(client.call_tool("whoami").content[0].text)
+            ended = threading.Event()
+            call = client.connection.send_request("tools/call", {"name": "stall", "arguments": {}}, timeout=120)
+            call.add_done_callback(lambda _: ended.set())
+            assert stalling.wait(WAIT)  # the call runs on a
+
+            balancer.upstreams = [b.base]  # from now on every request (and every resumption) reaches b
+            os.kill(home, signal.SIGKILL)
+            assert "touched" in client.call_tool("touch").content[0].text  # on b, while the home is dead
+
+            # the call's stream was cut: resumed on b, which ends it once a's name lapses; the client
+            # fails the call then, far under its 120 s timeout
+            assert ended.wait(FAILOVER_BOUND), "the cut call was not failed promptly"
+            with pytest.raises(McpError, match="without an answer"):
+                call.result()
+            # the GET stream, resumed on b with Last-Event-ID, hears the change made while a was dead
+            assert updates.get(timeout=FAILOVER_BOUND) == "memo://note"
+            assert "touched" in client.call_tool("touch").content[0].text  # b is the home now
+            assert updates.get(timeout=WAIT) == "memo://note"
+    finally:
+        balancer.stop()
+
+
+def test_one_clients_stream_cap_holds_over_every_worker(deployments):
+    """``max_streams_per_client`` (here 4) counts one address's GET streams on both workers together."""
+    a, b = deployments(stream_cap=4)
+    statuses: list[int] = []
+    streams = []
+    try:
+        for n in range(6):
+            raw = RawSession((a, b)[n % 2].base + "/mcp")
+            raw.initialize()
+            response = raw.get()
+            statuses.append(response.status_code)
+            streams.append(response)
+        assert sorted(statuses) == [200] * 4 + [429] * 2, statuses
+        streams[0].close()  # a place freed on a is free for b too (once a notices: its next keep-alive write)
+        freed = RawSession(b.base + "/mcp")
+        freed.initialize()
+        assert wait_until(lambda: _opened(freed, streams), WAIT)
+    finally:
+        for response in streams:
+            response.close()
+
+
+def _opened(raw: RawSession, streams: list) -> bool:
+    """Whether a GET stream opened on ``raw`` now is accepted (kept in ``streams``), or refused (429)."""
+    response = raw.get()
+    if response.status_code == 429:
+        response.close()
+        return False
+    streams.append(response)
+    return response.status_code == 200
