@@ -407,7 +407,7 @@ class RoundRobin:
                             self.wfile.flush()
                         self.wfile.write(b"0\r\n\r\n")
                     except (OSError, requests.RequestException, urllib3.exceptions.HTTPError):
-                        self.close_connection = True  # either side went away (an upstream killed mid-body)
+                        self.close_connection = True  # either side went away (one died mid-body)
 
             do_GET = do_POST = do_DELETE = forward
 

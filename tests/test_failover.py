@@ -1,8 +1,8 @@
-"""A worker killed under handshake-era sessions (issue 32, item 6), and one client's streams counted over
-every worker (item 10): deployments of one gunicorn worker each, sharing a real Redis through
-``MCP_REF_STATE``, behind a balancer the test points at one or the other (so "the other worker" is
-certain).  The app is tests/servers/failover_app.py.  See spec_notes/deployment.md, "Handshake sessions
-on any worker", and spec_notes/security.md.
+"""A worker killed under handshake-era sessions (issue 32, item 6), and one client's streams
+counted over every worker (item 10): deployments of one gunicorn worker each, sharing a real Redis
+through ``MCP_REF_STATE``, behind a balancer the test points at one or the other (so "the other
+worker" is certain).  The app is tests/servers/failover_app.py.  See spec_notes/deployment.md,
+"A worker killed under its sessions", and spec_notes/security.md.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from test_http_deploy import start_gunicorn, stop
 from mcp_ref import Client, McpError
 
 pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("gunicorn") is None,
+        reason="gunicorn is not installed (test extra)",
+    ),
     pytest.mark.slow,
 ]
 
@@ -38,8 +41,8 @@ class Deployment:
 
     def __init__(self, state: str, stream_cap: int = 32):
         self.proc, self.errors, port = start_gunicorn(
-            ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", "1", "--threads", "16",
-             "--chdir", str(SERVERS), "failover_app:wsgi_app"],
+            ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", "1",
+             "--threads", "16", "--chdir", str(SERVERS), "failover_app:wsgi_app"],
             {"FAILOVER_STREAM_CAP": str(stream_cap)}, state)
         self.base = f"http://127.0.0.1:{port}"
 
@@ -79,20 +82,21 @@ def test_a_killed_home_workers_notifications_and_cut_calls_are_not_lost(deployme
             assert updates.get(timeout=WAIT) == "memo://note"
             home = int(client.call_tool("whoami").content[0].text)
             ended = threading.Event()
-            call = client.connection.send_request("tools/call", {"name": "stall", "arguments": {}}, timeout=120)
+            stall = {"name": "stall", "arguments": {}}
+            call = client.connection.send_request("tools/call", stall, timeout=120)
             call.add_done_callback(lambda _: ended.set())
             assert stalling.wait(WAIT)  # the call runs on a
 
-            balancer.upstreams = [b.base]  # from now on every request (and every resumption) reaches b
+            balancer.upstreams = [b.base]  # from now on every request (and resumption) reaches b
             os.kill(home, signal.SIGKILL)
-            assert "touched" in client.call_tool("touch").content[0].text  # on b, while the home is dead
+            assert "touched" in client.call_tool("touch").content[0].text  # on b; the home is dead
 
-            # the call's stream was cut: resumed on b, which ends it once a's name lapses; the client
-            # fails the call then, far under its 120 s timeout
+            # the call's stream was cut: resumed on b, which ends it once a's lease lapses; the
+            # client fails the call then, far under its 120 s timeout
             assert ended.wait(FAILOVER_BOUND), "the cut call was not failed promptly"
             with pytest.raises(McpError, match="without an answer"):
                 call.result()
-            # the GET stream, resumed on b with Last-Event-ID, hears the change made while a was dead
+            # the GET stream, resumed on b with Last-Event-ID, hears of the change made meanwhile
             assert updates.get(timeout=FAILOVER_BOUND) == "memo://note"
             assert "touched" in client.call_tool("touch").content[0].text  # b is the home now
             assert updates.get(timeout=WAIT) == "memo://note"
@@ -101,7 +105,7 @@ def test_a_killed_home_workers_notifications_and_cut_calls_are_not_lost(deployme
 
 
 def test_one_clients_stream_cap_holds_over_every_worker(deployments):
-    """``max_streams_per_client`` (here 4) counts one address's GET streams on both workers together."""
+    """``max_streams_per_client`` (here 4) counts one address's GET streams on both workers."""
     a, b = deployments(stream_cap=4)
     statuses: list[int] = []
     streams = []
@@ -113,7 +117,7 @@ def test_one_clients_stream_cap_holds_over_every_worker(deployments):
             statuses.append(response.status_code)
             streams.append(response)
         assert sorted(statuses) == [200] * 4 + [429] * 2, statuses
-        streams[0].close()  # a place freed on a is free for b too (once a notices: its next keep-alive write)
+        streams[0].close()  # a place freed on a is free on b (once a notices: its next keep-alive)
         freed = RawSession(b.base + "/mcp")
         freed.initialize()
         assert wait_until(lambda: _opened(freed, streams), WAIT)
@@ -123,7 +127,7 @@ def test_one_clients_stream_cap_holds_over_every_worker(deployments):
 
 
 def _opened(raw: RawSession, streams: list) -> bool:
-    """Whether a GET stream opened on ``raw`` now is accepted (kept in ``streams``), or refused (429)."""
+    """Whether a GET stream opened on ``raw`` now is accepted (kept in ``streams``), not 429."""
     response = raw.get()
     if response.status_code == 429:
         response.close()

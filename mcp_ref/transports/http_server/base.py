@@ -72,9 +72,14 @@ def client_of(environ: dict) -> str:
 
 def _too_many_streams(cap: int, request_id: Any) -> TooManyRequests:
     """The 429 past ``max_streams_per_client`` (see ``HttpAppBase.hold_stream``)."""
-    return TooManyRequests(f"Too many open streams: one client may hold {cap} (subscriptions/listen and GET "
-                           "streams); close one, or retry later", LIMIT_EXCEEDED, headers=[("Retry-After", "5")],
-                           request_id=request_id, data={"limit": cap})
+    return TooManyRequests(
+        f"Too many open streams: one client may hold {cap} (subscriptions/listen and GET streams); "
+        "close one, or retry later",
+        LIMIT_EXCEEDED,
+        headers=[("Retry-After", "5")],
+        request_id=request_id,
+        data={"limit": cap},
+    )
 
 
 def default_chain(server: Host, auth: Any, endpoints: Endpoints) -> list[HttpMiddleware]:
@@ -589,10 +594,12 @@ class HttpAppBase:
 
         return release
 
-    def _hold_shared_stream(self, client: str, cap: int | None, request_id: Any) -> Callable[[], None] | None:
-        """With a shared state, one place of ``client``'s streams taken in the deployment's counts (one
-        atomic script: counted and taken below ``cap``, or refused); its release.  Each place belongs
-        to this worker, so a worker that dies frees its places when its heartbeat lapses
+    def _hold_shared_stream(
+        self, client: str, cap: int | None, request_id: Any
+    ) -> Callable[[], None] | None:
+        """With a shared state, one place of ``client``'s streams taken in the deployment's counts
+        (one atomic script: counted and taken below ``cap``, or refused); its release.  Each place
+        belongs to this worker, so a worker that dies frees its places when its heartbeat lapses
         (:mod:`mcp_ref.extras.redis_state.holders`: 30 s).  None: no cap, or no shared state (this
         process counts).  Past the cap, 429; the counts unreachable (nothing counted, so not past
         the cap), 503 with ``Retry-After``."""
@@ -612,8 +619,10 @@ class HttpAppBase:
         if counts.acquire(key, cap):
             return lambda: counts.release(key)
         if counts.count(key) < cap:  # refused below the cap: the store could not be reached
-            raise ServiceUnavailable("Service Unavailable: the stream counts are unreachable; retry shortly",
-                                     headers=[("Retry-After", "2")])
+            raise ServiceUnavailable(
+                "Service Unavailable: the stream counts are unreachable; retry shortly",
+                headers=[("Retry-After", "2")],
+            )
         raise _too_many_streams(cap, request_id)
 
     def streams_held(self) -> int:

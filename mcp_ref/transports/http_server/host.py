@@ -64,6 +64,12 @@ class Connection(Protocol):
     def holds(self, request_id: Any, *, ours: bool) -> bool:
         """True while a request is open here: ours awaiting its answer, or the client's being served."""
 
+    def notify(self, method: str, params: dict | None = None) -> None:
+        """Send the client a notification (dropped when the lifecycle does not allow it yet)."""
+
+    def list_changed(self, kind: str) -> None:
+        """Tell the client a listing changed, if the server declares ``listChanged`` for it."""
+
 
 class Subscription(Protocol):
     """A ``subscriptions/listen`` stream of the server's hub (only its connection is asked)."""

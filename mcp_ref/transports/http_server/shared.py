@@ -148,6 +148,7 @@ class SharedSessions:
         self._reconciled = time.monotonic()
         self._workers_seen: tuple[float, set[str]] = (0.0, set())
         self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
+        self._claiming = threading.Lock()
 
     @property
     def worker(self) -> str:
@@ -306,16 +307,18 @@ class SharedSessions:
     def claim(self, session: HttpSession) -> None:
         """Become the session's home if it has none: its home worker exited (it let go) or died (its
         hold lapsed, :data:`HOME_TTL` after its last heartbeat), so that its change notifications
-        still reach it.  Looked at every :data:`CLAIM_EVERY` seconds at most per replica, as requests
-        and its GET stream's follower come: a look costs nothing while the home's worker is among
-        the live ones (:meth:`worker_alive`, one read per process); else one atomic hold, a limit of
-        one, which one worker wins.  The winner tells the client that whatever it is subscribed to
-        may have changed (:meth:`reannounce`): what changed while the session had no home is not lost."""
+        still reach it.  Looked at every :data:`CLAIM_EVERY` seconds at most per replica, as
+        requests and its GET stream's follower come: a look costs nothing while the home's worker
+        is among the live ones (:meth:`worker_alive`, one read per process); else one atomic hold,
+        a limit of one, which one worker wins.  The winner tells the client that whatever it is
+        subscribed to may have changed (:meth:`reannounce`): what changed while the session had no
+        home is not lost."""
         homes = self._home_store()
-        now = time.monotonic()
-        if session.home or not session.shared or homes is None or now < session.claim_after:
-            return
-        session.claim_after = now + CLAIM_EVERY
+        with self._claiming:  # one look at a time per session: a request's and its follower's at once
+            now = time.monotonic()
+            if session.home or not session.shared or homes is None or now < session.claim_after:
+                return
+            session.claim_after = now + CLAIM_EVERY
         if session.home_worker is not None and self.worker_alive(session.home_worker):
             return
         key = _home_key(session)
@@ -325,25 +328,26 @@ class SharedSessions:
             return
         session.home = True
         session.home_worker = self.worker
-        log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
+        session_id = cast(str, session.id)
+        log.info("session %s: this worker is its home now (the one before is gone)", session_id[:8])
         self.app.server.add_connection(session.connection)
-        self.app.session_table.update(cast(str, session.id), {"home": self.worker})  # every replica learns it
+        self.app.session_table.update(session_id, {"home": self.worker})  # every replica learns it
         self.reannounce(session)
 
     @staticmethod
     def reannounce(session: HttpSession) -> None:
-        """The session's new home tells its client what may have changed while it had none (a change
-        heard by no worker is gone: the bus keeps nothing): ``notifications/resources/updated`` for
-        each resource it is subscribed to, and each list's ``list_changed`` its capabilities declare,
-        as the server does after a bus outage.  Stored in the shared event store like every
-        standalone message, so a GET on any worker, or resuming with ``Last-Event-ID``, receives them.
+        """The session's new home tells its client what may have changed while it had none (a
+        change heard by no worker is gone: the bus keeps nothing): ``resources/updated`` for each
+        resource it is subscribed to, and each list's ``list_changed`` its capabilities declare, as
+        the server does after a bus outage.  Stored in the shared event store like every standalone
+        message, so a GET on any worker, or resuming with ``Last-Event-ID``, receives them.
 
-        2025-11-25 server/resources §Subscriptions: the server sends ``notifications/resources/updated``
-        "when a subscribed resource changes"; one sent when a change cannot be ruled out costs the
-        client a read, a lost one leaves it with stale content.
+        2025-11-25 server/resources §Subscriptions: the server sends
+        ``notifications/resources/updated`` "when a subscribed resource changes"; one sent when a
+        change cannot be ruled out costs the client a read, a lost one leaves it with stale content.
         """
         connection = cast("Connection", session.connection)
-        for uri in sorted(getattr(connection, "subscriptions", ())):
+        for uri in connection.negotiated().get("subscriptions") or ():
             connection.notify("notifications/resources/updated", {"uri": uri})
         for kind in ("tools", "prompts", "resources"):
             connection.list_changed(kind)
@@ -360,10 +364,10 @@ class SharedSessions:
                 self._publish(cast(str, session.id), "homeless")
 
     def worker_alive(self, worker: str) -> bool:
-        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is fresh:
-        a worker that died is gone from it :data:`HOME_TTL` after its last heartbeat); asked at most
-        every :data:`CLAIM_EVERY` seconds, once for every session of this process (True when it
-        cannot be known)."""
+        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is
+        fresh: a worker that died is gone from it :data:`HOME_TTL` after its last heartbeat); asked
+        at most every :data:`CLAIM_EVERY` seconds, once for every session of this process (True when
+        it cannot be known)."""
         homes = self._home_store()
         if homes is None or worker == self.worker:
             return True
@@ -542,8 +546,9 @@ class SharedSessions:
                 if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
                     yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
                 return
-            # woken at least every CLAIM_EVERY seconds: a dead home, or a dead writer, is found within seconds
-            found = store.wait_after(session_id, stream_id, number, min(app.keepalive, CLAIM_EVERY), generation)
+            # woken every CLAIM_EVERY seconds at least: a dead home, or writer, is found in seconds
+            wait = min(app.keepalive, CLAIM_EVERY)
+            found = store.wait_after(session_id, stream_id, number, wait, generation)
             for event_id, data in found.events:
                 if data:
                     yield sse_event(data, event_id=event_id)
@@ -558,10 +563,10 @@ class SharedSessions:
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-            self.claim(session)  # its home gone? this worker takes over (a look every CLAIM_EVERY at most)
+            self.claim(session)  # its home gone? this worker takes over (a look every CLAIM_EVERY)
             if writer is not None and not self.worker_alive(writer):
                 # the worker running that request has gone (its stored events were sent above): no
-                # answer will come; the stream ends at once, and the client fails the request (or asks again)
+                # answer will come; the stream ends at once, and the client fails the request
                 return
             if now - written >= app.keepalive:
                 written = now
