@@ -19,6 +19,7 @@ from http_fixtures import RawSession, RoundRobin
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 from test_hardening_streams import wait_until
 from test_http_deploy import start_gunicorn, stop
+from test_shared_sessions import Worker, on, tool_call
 
 from mcp_ref import Client, McpError
 
@@ -134,3 +135,38 @@ def _opened(raw: RawSession, streams: list) -> bool:
         return False
     streams.append(response)
     return response.status_code == 200
+
+
+def test_a_home_whose_lease_lapsed_steps_down_when_another_worker_claims_it(redis_url):
+    """A home whose heartbeat came later than its lease (a stalled process, Redis out of reach) only
+    seemed dead: the worker that claimed the session tells it, and it stops sending the session's
+    change notifications, so the client hears each change once.  Two workers in this process
+    (tests/test_shared_sessions.py's), the lapse made by stopping a's heartbeat and ending its
+    lease in Redis."""
+    a, b = Worker("a", redis_url, keepalive=0.5), Worker("b", redis_url, keepalive=0.5)
+    try:
+        raw = RawSession(a.mcp)
+        raw.initialize()
+        request_id, response = tool_call(on(raw, b), "whoami")  # b holds a replica now
+        assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "b"
+        at_a, at_b = a.app.live_session(raw.session_id), b.app.live_session(raw.session_id)
+        assert at_a.home and not at_b.home
+
+        homes = a.app.shared_sessions._homes
+        beating = homes._beater
+        homes._stop.set()  # a's heartbeat stops ...
+        if beating is not None:
+            beating.join(WAIT)
+        state = a.server.shared_state.connection
+        state.client.zrem(state.key("holders"), homes.token)  # ... and its lease has lapsed
+        at_b.claim_after = 0.0  # b looks now (it would within CLAIM_EVERY), at a fresh list of workers
+        b.app.shared_sessions._workers_seen = (0.0, set())
+        b.app.shared_sessions.claim(at_b)
+        assert at_b.home and at_b.connection in b.server.connections()
+
+        assert wait_until(lambda: not at_a.home, WAIT)  # a heard b's claim over the bus
+        assert at_a.connection not in a.server.connections()  # a sends its changes no more
+        assert at_a.home_worker == b.app.shared_sessions.worker
+    finally:
+        a.stop()
+        b.stop()

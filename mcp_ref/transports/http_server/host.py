@@ -123,6 +123,9 @@ class Host(Protocol):
     def add_connection(self, connection: Any) -> None:
         """Count a live connection (it receives change notifications)."""
 
+    def remove_connection(self, connection: Any) -> None:
+        """Send a connection no more change notifications (another process sends them now)."""
+
     def exit_lifespan(self) -> None:
         """Exit the server's lifespan (``Server(lifespan=...)``) if it is entered."""
 

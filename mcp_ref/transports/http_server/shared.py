@@ -332,6 +332,7 @@ class SharedSessions:
         log.info("session %s: this worker is its home now (the one before is gone)", session_id[:8])
         self.app.server.add_connection(session.connection)
         self.app.session_table.update(session_id, {"home": self.worker})  # every replica learns it
+        self._publish(session_id, "home")  # a home that only seemed dead (a late beat) steps down
         self.reannounce(session)
 
     @staticmethod
@@ -351,6 +352,20 @@ class SharedSessions:
             connection.notify("notifications/resources/updated", {"uri": uri})
         for kind in ("tools", "prompts", "resources"):
             connection.list_changed(kind)
+
+    def step_down(self, session: HttpSession, home: str) -> None:
+        """Another worker, ``home``, claimed the session while this one still was its home: this
+        one's lease had lapsed (a heartbeat later than :data:`HOME_TTL`, or Redis out of reach), so
+        it seemed dead.  It stops sending the session's change notifications and lets go, so the
+        client hears each change once."""
+        homes = self._homes
+        session.home = False
+        session.home_worker = home
+        self.app.server.remove_connection(session.connection)
+        if homes is not None:
+            homes.release(_home_key(session), [self.worker])
+        log.warning("session %s: another worker took over as its home (this worker's lease lapsed: a "
+                    "heartbeat came late, or Redis was out of reach)", cast(str, session.id)[:8])
 
     def let_go(self, session: HttpSession, *, for_good: bool) -> None:
         """This worker no longer holds ``session``: if it was its home, another worker may claim it;
@@ -469,6 +484,11 @@ class SharedSessions:
         kind = message.get("kind")
         if kind == "end":
             self.app.end_here(session, for_good=True)
+        elif kind == "home" and isinstance(message.get("from"), str):  # another worker claimed it
+            if session.home:
+                self.step_down(session, message["from"])
+            else:
+                session.home_worker = message["from"]
         elif kind == "homeless":
             session.claim_after = 0.0
             session.home_worker = None  # it let go: no need to wait for its name to lapse
