@@ -472,10 +472,13 @@ class HttpAppBase:
         at most every ``shared.RECONCILE_EVERY`` seconds (a request pays nothing in between)."""
         if not self.shared_sessions.reconcile_due():
             return
-        with self._sessions_lock:
-            held = [session for session in self.sessions.values() if session.shared]
-        for session in self.shared_sessions.reconcile(held):
+        for session in self.shared_sessions.reconcile(self.shared_held()):
             self.end_here(session, for_good=True)
+
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions of this process served by every worker (:mod:`.shared`)."""
+        with self._sessions_lock:
+            return [session for session in self.sessions.values() if session.shared]
 
     def _ended_elsewhere_too(self, session_id: str) -> None:
         """The table no longer has ``session_id``: end it here, and (shared) on every worker."""

@@ -61,9 +61,9 @@ STANDALONE = "s"
 #: sessions' homes this long after its last beat at most; a worker cut off from Redis that long may
 #: find another worker sending its sessions' change notifications too (sent twice, never lost).
 HOME_TTL = 6.0
-#: Seconds between a replica's looks at whether its session's home (or the worker running a request
-#: whose stream it follows) is still alive: one read of the live workers per process, shared by
-#: every session (see :meth:`SharedSessions.claim` and :meth:`SharedSessions.worker_alive`).
+#: Seconds between a worker's reads of the live workers (one per process, by its watcher thread,
+#: :meth:`SharedSessions.watch`): the sessions it holds whose home has gone are claimed then, and
+#: the followers of a gone worker's streams woken; also the least time between one replica's claims.
 CLAIM_EVERY = 1.0
 #: Seconds between a worker's checks that the sessions it holds still have their records.
 RECONCILE_EVERY = 10.0
@@ -135,6 +135,9 @@ class SharedOwner(SessionOwner, Protocol):
     def client_of(self, environ: dict) -> str:
         """Who holds a stream (the caller's principal, else its address)."""
 
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions served by every worker that this process holds now."""
+
 
 class SharedSessions:
     """The sessions of an application whose workers share them (``app.shared``; see the module docstring)."""
@@ -146,9 +149,11 @@ class SharedSessions:
         self._lock = threading.Lock()
         self._homes: Any = None  # the state's HeldSets: each session's home, and the live workers
         self._reconciled = time.monotonic()
-        self._workers_seen: tuple[float, set[str]] = (0.0, set())
+        #: When the live workers were last read, and who they were (None: not known, Redis down).
+        self._workers_seen: tuple[float, set[str] | None] = (0.0, None)
         self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
         self._claiming = threading.Lock()
+        self._watching = threading.Event()  # set: the watcher thread stops (close)
 
     @property
     def worker(self) -> str:
@@ -323,6 +328,9 @@ class SharedSessions:
             return
         key = _home_key(session)
         taken, _ = homes.hold(key, [self.worker], 1)
+        if taken and not self._reachable():  # held here only (Redis out of reach): not the home
+            homes.release(key, [self.worker])
+            return
         if not taken:  # another worker is its home (one this replica had not heard of yet)
             session.home_worker = min(homes.members(key), default=None)
             return
@@ -388,21 +396,73 @@ class SharedSessions:
             return True
         asked, alive = self._workers_seen
         if time.monotonic() - asked >= CLAIM_EVERY:
-            alive = homes.members(WORKERS)
-            self._workers_seen = (time.monotonic(), alive)
-        return worker in alive
+            alive = self._read_workers(homes)
+        return alive is None or worker in alive
+
+    def _read_workers(self, homes: Any) -> set[str] | None:
+        """The live workers, read now and kept for :meth:`worker_alive`; None when Redis cannot be
+        reached (the held sets then answer this process's own: every other worker looks dead)."""
+        alive: set[str] | None = homes.members(WORKERS)
+        if not self._reachable():
+            alive = None
+        self._workers_seen = (time.monotonic(), alive)
+        return alive
+
+    def _reachable(self) -> bool:
+        """Whether the shared state answers now (one read of the session table's size)."""
+        try:
+            len(self.app.session_table)
+        except ConnectionError:
+            return False
+        return True
+
+    def watch(self) -> None:
+        """One look of the watcher thread (every :data:`CLAIM_EVERY` seconds): the live workers,
+        read once for the process; each session this worker holds whose home is not among them is
+        claimed (:meth:`claim`: one worker wins), so a dead worker's sessions move within
+        :data:`HOME_TTL` + :data:`CLAIM_EVERY` of its last heartbeat, used or not; and when a worker
+        has gone, this process's followers are woken, so a follower of a stream that worker was
+        writing ends now, not at its next keep-alive."""
+        homes = self._homes
+        if homes is None:
+            return
+        before = self._workers_seen[1]
+        alive = self._read_workers(homes)
+        if alive is None:  # not known: nothing is claimed, no follower ended
+            return
+        held = self.app.shared_held()
+        for session in held:
+            if not session.home and session.home_worker not in alive and not session.closed:
+                session.claim_after = 0.0
+                self.claim(session)
+        if before and before - alive:
+            for session in held:
+                self.app.event_store.wake(cast(str, session.id))
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(CLAIM_EVERY):
+            try:
+                self.watch()
+            except Exception:  # a fault never ends the watcher (Redis's are the stores' to log)
+                log.exception("shared sessions: a look at the live workers failed")
 
     def _home_store(self) -> Any:
-        """The shared state's held sets (None: stores given without a state; the home never moves)."""
+        """The shared state's held sets (None: stores given without a state; the home never moves);
+        made once, with this worker's name held among the live ones and its watcher started."""
         if self._homes is None:
-            state = self.app.server.shared_state
-            made = getattr(state, "held_sets", None)
-            try:  # a short lease: a dead worker's sessions move within seconds (HOME_TTL)
-                self._homes = made(holder_ttl=HOME_TTL) if made is not None else None
-            except TypeError:  # a state of the user's whose held sets take no lease: its own
-                self._homes = made() if made is not None else None
-            if self._homes is not None:
-                self._homes.hold(WORKERS, [self.worker], None)  # alive while this process beats
+            with self._lock:
+                if self._homes is None and not self._watching.is_set():
+                    state = self.app.server.shared_state
+                    made = getattr(state, "held_sets", None)
+                    try:  # a short lease: a dead worker's sessions move within seconds (HOME_TTL)
+                        homes = made(holder_ttl=HOME_TTL) if made is not None else None
+                    except TypeError:  # a state of the user's, its held sets without a lease
+                        homes = made() if made is not None else None
+                    if homes is not None:
+                        homes.hold(WORKERS, [self.worker], None)  # alive while this process beats
+                        threading.Thread(target=self._watch, args=(self._watching,), daemon=True,
+                                         name="mcp_ref-shared-sessions-watcher").start()
+                    self._homes = homes
         return self._homes
 
     # -- messages for another worker ----------------------------------------------------------------
@@ -463,6 +523,7 @@ class SharedSessions:
         with self._lock:
             stops, self._listening = self._listening, []
             homes, self._homes = self._homes, None
+            self._watching.set()  # the watcher ends (and no new one starts)
         for stop in stops:
             stop()
         if homes is not None:
@@ -559,6 +620,7 @@ class SharedSessions:
         store, session_id = app.event_store, cast(str, session.id)
         writer = None if stream_id == STANDALONE else stream_id.rpartition("-")[2]  # p<n>-<worker>
         touched = written = time.monotonic()
+        wait = 0.0  # the first read does not wait: a stream whose writer has gone ends at once
         if priming:
             yield priming
         while not session.closed:
@@ -566,9 +628,9 @@ class SharedSessions:
                 if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
                     yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
                 return
-            # woken every CLAIM_EVERY seconds at least: a dead home, or writer, is found in seconds
-            wait = min(app.keepalive, CLAIM_EVERY)
+            # woken by a store, a claim, the session's end, or the watcher when a worker has gone
             found = store.wait_after(session_id, stream_id, number, wait, generation)
+            wait = app.keepalive
             for event_id, data in found.events:
                 if data:
                     yield sse_event(data, event_id=event_id)
@@ -583,7 +645,7 @@ class SharedSessions:
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-            self.claim(session)  # its home gone? this worker takes over (a look every CLAIM_EVERY)
+            self.claim(session)  # its home gone? this worker takes over (at most every CLAIM_EVERY)
             if writer is not None and not self.worker_alive(writer):
                 # the worker running that request has gone (its stored events were sent above): no
                 # answer will come; the stream ends at once, and the client fails the request
