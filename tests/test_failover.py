@@ -153,7 +153,7 @@ def test_a_home_whose_lease_lapsed_steps_down_when_another_worker_claims_it(redi
         at_a, at_b = a.app.live_session(raw.session_id), b.app.live_session(raw.session_id)
         assert at_a.home and not at_b.home
 
-        homes = a.app.shared_sessions._homes
+        homes = a.app.shared_sessions.homes._held
         beating = homes._beater
         homes._stop.set()  # a's heartbeat stops ...
         if beating is not None:

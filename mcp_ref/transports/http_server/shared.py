@@ -29,7 +29,6 @@ updates) are sent by the home's connection only, once per session.  See ``spec_n
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import os
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from ...core import jsonrpc, lifecycle
 from ...core.jsonrpc import ErrorResponse, Notification, Response
 from ..sse import KEEPALIVE, sse_event
+from .homes import Homes
 from .http_session import HttpSession, SessionOwner
 from .replies import SSE_HEADERS, held
 from .status import NotFound, ServiceUnavailable
@@ -56,15 +56,6 @@ log = logging.getLogger(__name__)
 SESSIONS = "sessions"
 #: The stream id of a session's standalone (GET) stream in the shared event store: one per session.
 STANDALONE = "s"
-#: Seconds a worker's homes (and its name among the live workers) outlive its last heartbeat; it
-#: beats every third of it.  A worker that dies without a word (SIGKILL, the OOM killer) loses its
-#: sessions' homes this long after its last beat at most; a worker cut off from Redis that long may
-#: find another worker sending its sessions' change notifications too (sent twice, never lost).
-HOME_TTL = 6.0
-#: Seconds between a worker's reads of the live workers (one per process, by its watcher thread,
-#: :meth:`SharedSessions.watch`): the sessions it holds whose home has gone are claimed then, and
-#: the followers of a gone worker's streams woken; also the least time between one replica's claims.
-CLAIM_EVERY = 1.0
 #: Seconds between a worker's checks that the sessions it holds still have their records.
 RECONCILE_EVERY = 10.0
 #: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
@@ -72,8 +63,6 @@ SUBSCRIBED = "sub:"
 #: A session's cancellations of requests running on other workers (sent to every worker): at most
 #: this many a second, in bursts of up to FORWARD_BURST; past it, dropped with a warning.
 FORWARD_RATE, FORWARD_BURST = 20.0, 50
-#: The held set naming the deployment's live workers (each holds its name while it runs).
-WORKERS = "workers"
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -136,7 +125,7 @@ class SharedOwner(SessionOwner, Protocol):
         """Who holds a stream (the caller's principal, else its address)."""
 
     def shared_held(self) -> list[HttpSession]:
-        """The sessions served by every worker that this process holds now."""
+        """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
 
 
 class SharedSessions:
@@ -147,13 +136,10 @@ class SharedSessions:
         self._serial = next(_APPS)
         self._listening: list[Callable[[], None]] = []
         self._lock = threading.Lock()
-        self._homes: Any = None  # the state's HeldSets: each session's home, and the live workers
         self._reconciled = time.monotonic()
-        #: When the live workers were last read, and who they were (None: not known, Redis down).
-        self._workers_seen: tuple[float, set[str] | None] = (0.0, None)
         self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
-        self._claiming = threading.Lock()
-        self._watching = threading.Event()  # set: the watcher thread stops (close)
+        #: Who sends each session's change notifications, and moving a dead worker's (:mod:`.homes`).
+        self.homes = Homes(app, lambda: self.worker, self._publish)
 
     @property
     def worker(self) -> str:
@@ -183,11 +169,7 @@ class SharedSessions:
         table_call(self.app.session_table.add, cast(str, session.id), state)
         session.generation = 0  # a new record has had no update
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
-            session.home = True
-            session.home_worker = self.worker
-            homes = self._home_store()
-            if homes is not None:
-                homes.hold(_home_key(session), [self.worker], 1)
+            self.homes.hold_new(session)
 
     def replica(self, session_id: str, environ: dict) -> HttpSession:
         """The session ``session_id`` made by another worker, served here from its record: 404 when
@@ -307,163 +289,19 @@ class SharedSessions:
         alive = table_call(self.app.session_table.alive, [cast(str, session.id) for session in held])
         return [session for session in held if session.id not in alive]
 
-    # -- the home: who sends a session's change notifications ----------------------------------------
+    # -- the home: who sends a session's change notifications (.homes) ------------------------------
 
     def claim(self, session: HttpSession) -> None:
-        """Become the session's home if it has none: its home worker exited (it let go) or died (its
-        hold lapsed, :data:`HOME_TTL` after its last heartbeat), so that its change notifications
-        still reach it.  Looked at every :data:`CLAIM_EVERY` seconds at most per replica, as
-        requests and its GET stream's follower come: a look costs nothing while the home's worker
-        is among the live ones (:meth:`worker_alive`, one read per process); else one atomic hold,
-        a limit of one, which one worker wins.  The winner tells the client that whatever it is
-        subscribed to may have changed (:meth:`reannounce`): what changed while the session had no
-        home is not lost."""
-        homes = self._home_store()
-        with self._claiming:  # one look at a time per session: a request's and its follower's at once
-            now = time.monotonic()
-            if session.home or not session.shared or homes is None or now < session.claim_after:
-                return
-            session.claim_after = now + CLAIM_EVERY
-        if session.home_worker is not None and self.worker_alive(session.home_worker):
-            return
-        key = _home_key(session)
-        taken, _ = homes.hold(key, [self.worker], 1)
-        if taken and not self._reachable():  # held here only (Redis out of reach): not the home
-            homes.release(key, [self.worker])
-            return
-        if not taken:  # another worker is its home (one this replica had not heard of yet)
-            session.home_worker = min(homes.members(key), default=None)
-            return
-        session.home = True
-        session.home_worker = self.worker
-        session_id = cast(str, session.id)
-        log.info("session %s: this worker is its home now (the one before is gone)", session_id[:8])
-        self.app.server.add_connection(session.connection)
-        self.app.session_table.update(session_id, {"home": self.worker})  # every replica learns it
-        self._publish(session_id, "home")  # a home that only seemed dead (a late beat) steps down
-        self.reannounce(session)
-
-    @staticmethod
-    def reannounce(session: HttpSession) -> None:
-        """The session's new home tells its client what may have changed while it had none (a
-        change heard by no worker is gone: the bus keeps nothing): ``resources/updated`` for each
-        resource it is subscribed to, and each list's ``list_changed`` its capabilities declare, as
-        the server does after a bus outage.  Stored in the shared event store like every standalone
-        message, so a GET on any worker, or resuming with ``Last-Event-ID``, receives them.
-
-        2025-11-25 server/resources §Subscriptions: the server sends
-        ``notifications/resources/updated`` "when a subscribed resource changes"; one sent when a
-        change cannot be ruled out costs the client a read, a lost one leaves it with stale content.
-        """
-        connection = cast("Connection", session.connection)
-        for uri in connection.negotiated().get("subscriptions") or ():
-            connection.notify("notifications/resources/updated", {"uri": uri})
-        for kind in ("tools", "prompts", "resources"):
-            connection.list_changed(kind)
-
-    def step_down(self, session: HttpSession, home: str) -> None:
-        """Another worker, ``home``, claimed the session while this one still was its home: this
-        one's lease had lapsed (a heartbeat later than :data:`HOME_TTL`, or Redis out of reach), so
-        it seemed dead.  It stops sending the session's change notifications and lets go, so the
-        client hears each change once."""
-        homes = self._homes
-        session.home = False
-        session.home_worker = home
-        self.app.server.remove_connection(session.connection)
-        if homes is not None:
-            homes.release(_home_key(session), [self.worker])
-        log.warning("session %s: another worker took over as its home (this worker's lease lapsed: a "
-                    "heartbeat came late, or Redis was out of reach)", cast(str, session.id)[:8])
+        """See :meth:`.homes.Homes.claim`."""
+        self.homes.claim(session)
 
     def let_go(self, session: HttpSession, *, for_good: bool) -> None:
-        """This worker no longer holds ``session``: if it was its home, another worker may claim it;
-        unless the session ends (``for_good``), the workers holding it are told to try at once."""
-        homes = self._homes
-        if session.home and homes is not None:
-            session.home = False
-            session.home_worker = None
-            homes.release(_home_key(session), [self.worker])
-            if not for_good:
-                self._publish(cast(str, session.id), "homeless")
+        """See :meth:`.homes.Homes.let_go`."""
+        self.homes.let_go(session, for_good=for_good)
 
     def worker_alive(self, worker: str) -> bool:
-        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is
-        fresh: a worker that died is gone from it :data:`HOME_TTL` after its last heartbeat); asked
-        at most every :data:`CLAIM_EVERY` seconds, once for every session of this process (True when
-        it cannot be known)."""
-        homes = self._home_store()
-        if homes is None or worker == self.worker:
-            return True
-        asked, alive = self._workers_seen
-        if time.monotonic() - asked >= CLAIM_EVERY:
-            alive = self._read_workers(homes)
-        return alive is None or worker in alive
-
-    def _read_workers(self, homes: Any) -> set[str] | None:
-        """The live workers, read now and kept for :meth:`worker_alive`; None when Redis cannot be
-        reached (the held sets then answer this process's own: every other worker looks dead)."""
-        alive: set[str] | None = homes.members(WORKERS)
-        if not self._reachable():
-            alive = None
-        self._workers_seen = (time.monotonic(), alive)
-        return alive
-
-    def _reachable(self) -> bool:
-        """Whether the shared state answers now (one read of the session table's size)."""
-        try:
-            len(self.app.session_table)
-        except ConnectionError:
-            return False
-        return True
-
-    def watch(self) -> None:
-        """One look of the watcher thread (every :data:`CLAIM_EVERY` seconds): the live workers,
-        read once for the process; each session this worker holds whose home is not among them is
-        claimed (:meth:`claim`: one worker wins), so a dead worker's sessions move within
-        :data:`HOME_TTL` + :data:`CLAIM_EVERY` of its last heartbeat, used or not; and when a worker
-        has gone, this process's followers are woken, so a follower of a stream that worker was
-        writing ends now, not at its next keep-alive."""
-        homes = self._homes
-        if homes is None:
-            return
-        before = self._workers_seen[1]
-        alive = self._read_workers(homes)
-        if alive is None:  # not known: nothing is claimed, no follower ended
-            return
-        held = self.app.shared_held()
-        for session in held:
-            if not session.home and session.home_worker not in alive and not session.closed:
-                session.claim_after = 0.0
-                self.claim(session)
-        if before and before - alive:
-            for session in held:
-                self.app.event_store.wake(cast(str, session.id))
-
-    def _watch(self, stop: threading.Event) -> None:
-        while not stop.wait(CLAIM_EVERY):
-            try:
-                self.watch()
-            except Exception:  # a fault never ends the watcher (Redis's are the stores' to log)
-                log.exception("shared sessions: a look at the live workers failed")
-
-    def _home_store(self) -> Any:
-        """The shared state's held sets (None: stores given without a state; the home never moves);
-        made once, with this worker's name held among the live ones and its watcher started."""
-        if self._homes is None:
-            with self._lock:
-                if self._homes is None and not self._watching.is_set():
-                    state = self.app.server.shared_state
-                    made = getattr(state, "held_sets", None)
-                    try:  # a short lease: a dead worker's sessions move within seconds (HOME_TTL)
-                        homes = made(holder_ttl=HOME_TTL) if made is not None else None
-                    except TypeError:  # a state of the user's, its held sets without a lease
-                        homes = made() if made is not None else None
-                    if homes is not None:
-                        homes.hold(WORKERS, [self.worker], None)  # alive while this process beats
-                        threading.Thread(target=self._watch, args=(self._watching,), daemon=True,
-                                         name="mcp_ref-shared-sessions-watcher").start()
-                    self._homes = homes
-        return self._homes
+        """See :meth:`.homes.Homes.worker_alive`."""
+        return self.homes.worker_alive(worker)
 
     # -- messages for another worker ----------------------------------------------------------------
 
@@ -522,12 +360,9 @@ class SharedSessions:
         """Stop hearing them (the application closes), and let go of every home this worker held."""
         with self._lock:
             stops, self._listening = self._listening, []
-            homes, self._homes = self._homes, None
-            self._watching.set()  # the watcher ends (and no new one starts)
         for stop in stops:
             stop()
-        if homes is not None:
-            homes.close()  # every home this worker held is free for another worker now
+        self.homes.close()  # every home this worker held is free for another worker now
 
     def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> None:
         self.listen()
@@ -545,15 +380,8 @@ class SharedSessions:
         kind = message.get("kind")
         if kind == "end":
             self.app.end_here(session, for_good=True)
-        elif kind == "home" and isinstance(message.get("from"), str):  # another worker claimed it
-            if session.home:
-                self.step_down(session, message["from"])
-            else:
-                session.home_worker = message["from"]
-        elif kind == "homeless":
-            session.claim_after = 0.0
-            session.home_worker = None  # it let go: no need to wait for its name to lapse
-            self.claim(session)
+        elif kind in ("home", "homeless"):  # another worker claimed it, or its home let go
+            self.homes.heard(session, kind, message.get("from"))
         elif kind == "state":
             try:
                 self.refresh(session)
@@ -703,11 +531,6 @@ def _worker_of(item: Any) -> str | None:
     if isinstance(request_id, str) and "-" in request_id:
         return request_id.rpartition("-")[0]
     return ""  # an answer naming no worker of ours: it goes nowhere
-
-
-def _home_key(session: HttpSession) -> str:
-    """The held-set key of a session's home: a digest of its id (the id is a credential without a token)."""
-    return "home:" + hashlib.sha256(cast(str, session.id).encode()).hexdigest()[:32]
 
 
 def _is_initialized(item: Any) -> bool:
