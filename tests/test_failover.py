@@ -42,9 +42,22 @@ class Deployment:
 
     def __init__(self, state: str, stream_cap: int = 32):
         self.proc, self.errors, port = start_gunicorn(
-            ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", "1",
-             "--threads", "16", "--chdir", str(SERVERS), "failover_app:wsgi_app"],
-            {"FAILOVER_STREAM_CAP": str(stream_cap)}, state)
+            [
+                "-c",
+                "python:mcp_ref.workbench.gunicorn_hooks",
+                "-k",
+                "gthread",
+                "-w",
+                "1",
+                "--threads",
+                "16",
+                "--chdir",
+                str(SERVERS),
+                "failover_app:wsgi_app",
+            ],
+            {"FAILOVER_STREAM_CAP": str(stream_cap)},
+            state,
+        )
         self.base = f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
@@ -75,9 +88,13 @@ def test_a_killed_home_workers_notifications_and_cut_calls_are_not_lost(deployme
     updates: queue.Queue = queue.Queue()
     stalling = threading.Event()
     try:
-        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake",
-                         on_resource_updated=updates.put,
-                         on_log=lambda message: stalling.set()) as client:
+        with Client.http(
+            balancer.url + "/mcp",
+            timeout=WAIT,
+            era="handshake",
+            on_resource_updated=updates.put,
+            on_log=lambda message: stalling.set(),
+        ) as client:
             client.subscribe("memo://note")
             client.call_tool("touch")  # the GET stream carries updates (home: a)
             assert updates.get(timeout=WAIT) == "memo://note"

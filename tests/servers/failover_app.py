@@ -38,5 +38,8 @@ def stall(ctx: Context) -> str:
 
 
 # keepalive: a stream whose client went away is found (and its thread freed) within half a second
-wsgi_app = server.wsgi_app(stateless=False, keepalive=0.5,
-                           max_streams_per_client=int(os.environ.get("FAILOVER_STREAM_CAP", "32")))
+wsgi_app = server.wsgi_app(
+    stateless=False,
+    keepalive=0.5,
+    max_streams_per_client=int(os.environ.get("FAILOVER_STREAM_CAP", "32")),
+)

@@ -58,7 +58,9 @@ class Homes:
     this worker (asked each time: a forked worker has a new name); ``publish(session_id, kind)``
     tells the other workers (``home``: this worker claimed it; ``homeless``: it let go)."""
 
-    def __init__(self, app: HomeOwner, worker: Callable[[], str], publish: Callable[[str, str], None]):
+    def __init__(
+        self, app: HomeOwner, worker: Callable[[], str], publish: Callable[[str, str], None]
+    ):
         self.app = app
         self._worker = worker
         self._publish = publish
@@ -87,7 +89,9 @@ class Homes:
         whatever it is subscribed to may have changed (:meth:`reannounce`): what changed while the
         session had no home is not lost."""
         held = self.store()
-        with self._claiming:  # one look at a time per session: a request's and the watcher's at once
+        with (
+            self._claiming
+        ):  # one look at a time per session: a request's and the watcher's at once
             now = time.monotonic()
             if session.home or not session.shared or held is None or now < session.claim_after:
                 return
@@ -153,8 +157,11 @@ class Homes:
         self.app.server.remove_connection(session.connection)
         if held is not None:
             held.release(home_key(session), [self._worker()])
-        log.warning("session %s: another worker took over as its home (this worker's lease lapsed: a "
-                    "heartbeat came late, or Redis was out of reach)", cast(str, session.id)[:8])
+        log.warning(
+            "session %s: another worker took over as its home (this worker's lease lapsed: a "
+            "heartbeat came late, or Redis was out of reach)",
+            cast(str, session.id)[:8],
+        )
 
     def let_go(self, session: HttpSession, *, for_good: bool) -> None:
         """This worker no longer holds ``session``: if it was its home, another worker may claim it;
@@ -217,8 +224,12 @@ class Homes:
                         held = made() if made is not None else None
                     if held is not None:
                         held.hold(WORKERS, [self._worker()], None)  # alive while this process beats
-                        threading.Thread(target=self._watch, args=(self._watching,), daemon=True,
-                                         name="mcp_ref-shared-sessions-watcher").start()
+                        threading.Thread(
+                            target=self._watch,
+                            args=(self._watching,),
+                            daemon=True,
+                            name="mcp_ref-shared-sessions-watcher",
+                        ).start()
                     self._held = held
         return self._held
 
@@ -256,5 +267,6 @@ class Homes:
 
 
 def home_key(session: HttpSession) -> str:
-    """The held-set key of a session's home: a digest of its id (the id is a credential without a token)."""
+    """The held-set key of a session's home: a digest of its id (the id is a credential without
+    a token)."""
     return "home:" + hashlib.sha256(cast(str, session.id).encode()).hexdigest()[:32]
