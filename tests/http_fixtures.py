@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 import requests
+import urllib3
 from conftest import WAIT, WireChecker, schema_errors
 
 LATEST = "2025-11-25"
@@ -405,8 +406,8 @@ class RoundRobin:
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                             self.wfile.flush()
                         self.wfile.write(b"0\r\n\r\n")
-                    except (OSError, requests.RequestException):  # either side went away
-                        self.close_connection = True
+                    except (OSError, requests.RequestException, urllib3.exceptions.HTTPError):
+                        self.close_connection = True  # either side went away (one died mid-body)
 
             do_GET = do_POST = do_DELETE = forward
 

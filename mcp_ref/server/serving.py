@@ -123,6 +123,10 @@ class Serving:
         if self._bus is None and self._state_choice is not None:
             self.bus  # noqa: B018 - made and subscribed now
 
+    def remove_connection(self, connection: ServerConnection) -> None:
+        """Send ``connection`` no more change notifications (another process sends them now)."""
+        self._connections.discard(connection)
+
     def connections(self) -> list[ServerConnection]:
         """The connections that receive list-changed and resource-updated notifications."""
         return list(self._connections)

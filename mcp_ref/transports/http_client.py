@@ -548,6 +548,7 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         awaiting = {request.id}
         cursor, resumes = Cursor(), 0
         while True:
+            seen, broke = (cursor.events, cursor.last_id), False
             try:
                 for data in self._relay(response, cursor, strict=True):
                     note_answers(data, awaiting)
@@ -555,10 +556,19 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
                         return
             except requests.RequestException as exc:
                 log.debug("SSE stream dropped: %s", exc)
+                broke = True
             except EventTooLarge:
                 self._incoming.put(self._too_large(request, "SSE event"))
                 return
             if not awaiting or self._closed.is_set() or request.id in self._abandoned:
+                return
+            if resumes and not broke and (cursor.events, cursor.last_id) == seen:
+                # The server ended the resumed stream with nothing after Last-Event-ID: it has no
+                # more for this request (the process running it stopped, or it ended unanswered).
+                # Asking again would get the same; the caller hears it now, not at its timeout.
+                for request_id in awaiting:
+                    self._fail(request_id, "the server ended the resumed stream without an answer "
+                               "(the request was lost on the server, e.g. its worker stopped)")
                 return
             if not resumable:
                 for request_id in awaiting:

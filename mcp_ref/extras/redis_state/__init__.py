@@ -55,9 +55,10 @@ class RedisState:
         self._made.append(counters)  # close() gives its places back at once
         return counters
 
-    def held_sets(self) -> HeldSets:
-        """A :class:`~.holders.RedisHeldSets` (``max_subscribed_resources`` over every worker)."""
-        held = RedisHeldSets(self.connection)
+    def held_sets(self, **options: Any) -> HeldSets:
+        """A :class:`~.holders.RedisHeldSets` (``max_subscribed_resources`` over every worker; the
+        sessions' homes).  ``options``: its ``holder_ttl`` and ``beat_every``."""
+        held = RedisHeldSets(self.connection, **options)
         self._made.append(held)
         return held
 

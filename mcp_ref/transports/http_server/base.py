@@ -184,6 +184,10 @@ class HttpAppBase:
         #: at once: per principal with a token, else per address; past it, 429 (``hold_stream``).
         self.max_streams_per_client = max_streams_per_client
         self._streams = ClientCounts()
+        #: With a shared state: the deployment's counts of each client's streams (``Counters``, made
+        #: at the first stream), so the cap holds over every worker; None: this process's own.
+        self._stream_counts: Any = None
+        self._stream_counts_lock = threading.Lock()
         #: POSTs one client may have in flight at once (:mod:`.shares`): an int, a float share of
         #: the WSGI server's slots (a quarter by default), or None; past it, 429 (``hold_request``).
         check_request_setting(max_requests_per_client)
@@ -532,10 +536,13 @@ class HttpAppBase:
         at most every ``shared.RECONCILE_EVERY`` seconds (a request pays nothing in between)."""
         if not self.shared_sessions.reconcile_due():
             return
-        with self._sessions_lock:
-            held = [session for session in self.sessions.values() if session.shared]
-        for session in self.shared_sessions.reconcile(held):
+        for session in self.shared_sessions.reconcile(self.shared_held()):
             self.end_here(session, for_good=True)
+
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions of this process served by every worker (:mod:`.shared`)."""
+        with self._sessions_lock:
+            return [session for session in self.sessions.values() if session.shared]
 
     def _ended_elsewhere_too(self, session_id: str) -> None:
         """The table no longer has ``session_id``: end it here, and (shared) on every worker."""
@@ -641,15 +648,61 @@ class HttpAppBase:
         -32005 with ``data.limit`` (:mod:`.shares`).
 
         The client is its principal when it has a token, else its address: one client cannot
-        hold every connection slot with quiet streams while others are refused.  A POST that
-        becomes a stream (``subscriptions/listen``) leaves its client's requests in flight.
+        hold every connection slot with quiet streams while others are refused.  With a shared
+        state (``Server(state="redis://...")``) the cap holds over every worker of the deployment:
+        the streams are counted there (:meth:`_hold_shared_stream`).  A POST that becomes a stream
+        (``subscriptions/listen``) leaves its client's requests in flight.
         """
         cap = self.max_streams_per_client
-        release = self._streams.hold(client_of(environ), cap)
-        if release is None:
+        client = client_of(environ)
+        give_back = self._hold_shared_stream(client, cap, request_id)
+        release_here = self._streams.hold(client, None if give_back is not None else cap)
+        if release_here is None:
             raise too_many_streams(cast(int, cap), request_id)
         environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
+        if give_back is None:
+            return release_here
+        release_shared = give_back
+        first_release = threading.Lock()  # taken by the first release only: the place goes back once
+
+        def release() -> None:
+            if not first_release.acquire(blocking=False):
+                return
+            release_here()
+            release_shared()
+
         return release
+
+    def _hold_shared_stream(
+        self, client: str, cap: int | None, request_id: Any
+    ) -> Callable[[], None] | None:
+        """With a shared state, one place of ``client``'s streams taken in the deployment's counts
+        (one atomic script: counted and taken below ``cap``, or refused); its release.  Each place
+        belongs to this worker, so a worker that dies frees its places when its heartbeat lapses
+        (:mod:`mcp_ref.extras.redis_state.holders`: 30 s).  None: no cap, or no shared state (this
+        process counts).  Past the cap, 429; the counts unreachable (nothing counted, so not past
+        the cap), 503 with ``Retry-After``."""
+        if cap is None:
+            return None
+        counts = self._stream_counts
+        if counts is None:
+            state = self.server.shared_state
+            if state is None or not getattr(state, "shared", False):
+                return None
+            with self._stream_counts_lock:
+                if self._stream_counts is None:
+                    self._stream_counts = state.counters()
+                counts = self._stream_counts
+        # the client (an address, or a principal's id) named by a digest in the store's keys
+        key = "streams:" + hashlib.sha256(client.encode()).hexdigest()[:32]
+        if counts.acquire(key, cap):
+            return lambda: counts.release(key)
+        if counts.count(key) < cap:  # refused below the cap: the store could not be reached
+            raise ServiceUnavailable(
+                "Service Unavailable: the stream counts are unreachable; retry shortly",
+                headers=[("Retry-After", "2")],
+            )
+        raise too_many_streams(cap, request_id)
 
     def streams_held(self) -> int:
         """How many long-lived streams are open (every client's)."""

@@ -64,6 +64,12 @@ class Connection(Protocol):
     def holds(self, request_id: Any, *, ours: bool) -> bool:
         """True while a request is open here: ours awaiting its answer, or the client's being served."""
 
+    def notify(self, method: str, params: dict | None = None) -> None:
+        """Send the client a notification (dropped when the lifecycle does not allow it yet)."""
+
+    def list_changed(self, kind: str) -> None:
+        """Tell the client a listing changed, if the server declares ``listChanged`` for it."""
+
 
 class Subscription(Protocol):
     """A ``subscriptions/listen`` stream of the server's hub (only its connection is asked)."""
@@ -116,6 +122,9 @@ class Host(Protocol):
 
     def add_connection(self, connection: Any) -> None:
         """Count a live connection (it receives change notifications)."""
+
+    def remove_connection(self, connection: Any) -> None:
+        """Send a connection no more change notifications (another process sends them now)."""
 
     def exit_lifespan(self) -> None:
         """Exit the server's lifespan (``Server(lifespan=...)``) if it is entered."""

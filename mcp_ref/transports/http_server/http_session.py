@@ -77,6 +77,8 @@ class HttpSession(Transport):
         #: and when it may next try to become it (``SharedSessions.claim``).
         self.home = False
         self.claim_after = 0.0
+        #: Shared: the worker that is its home, as this worker last heard (None: not known).
+        self.home_worker: str | None = None
         #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
         self.generation: int | None = None
         #: Shared: stream ids are unique across workers (an event id names its stream).

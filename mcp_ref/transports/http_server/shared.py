@@ -29,7 +29,6 @@ updates) are sent by the home's connection only, once per session.  See ``spec_n
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import os
@@ -43,6 +42,7 @@ from ...core import jsonrpc, lifecycle
 from ...core.jsonrpc import ErrorResponse, Notification, Response
 from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
+from .homes import Homes
 from .http_session import HttpSession, SessionOwner
 from .replies import SSE_HEADERS, held
 from .status import NotFound, ServiceUnavailable
@@ -57,8 +57,6 @@ log = logging.getLogger(__name__)
 SESSIONS = "sessions"
 #: The stream id of a session's standalone (GET) stream in the shared event store: one per session.
 STANDALONE = "s"
-#: Seconds between a replica's tries to become its session's home, while another worker is (see :meth:`SharedSessions.claim`).
-CLAIM_EVERY = 10.0
 #: Seconds between a worker's checks that the sessions it holds still have their records.
 RECONCILE_EVERY = 10.0
 #: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
@@ -66,8 +64,6 @@ SUBSCRIBED = "sub:"
 #: A session's cancellations of requests running on other workers (sent to every worker): at most
 #: this many a second, in bursts of up to FORWARD_BURST; past it, dropped with a warning.
 FORWARD_RATE, FORWARD_BURST = 20.0, 50
-#: The held set naming the deployment's live workers (each holds its name while it runs).
-WORKERS = "workers"
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -132,6 +128,9 @@ class SharedOwner(SessionOwner, Protocol):
     def client_of(self, environ: dict) -> str:
         """Who holds a stream (the caller's principal, else its address)."""
 
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
+
 
 class SharedSessions:
     """The sessions of an application whose workers share them (``app.shared``; see the module docstring)."""
@@ -141,10 +140,10 @@ class SharedSessions:
         self._serial = next(_APPS)
         self._listening: list[Callable[[], None]] = []
         self._lock = threading.Lock()
-        self._homes: Any = None  # the state's HeldSets: each session's home, and the live workers
         self._reconciled = time.monotonic()
-        self._workers_seen: tuple[float, set[str]] = (0.0, set())
         self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
+        #: Who sends each session's change notifications, and moving a dead worker's (:mod:`.homes`).
+        self.homes = Homes(app, lambda: self.worker, self._publish)
 
     @property
     def worker(self) -> str:
@@ -168,10 +167,7 @@ class SharedSessions:
         table_call(self.app.session_table.add, cast(str, session.id), state)
         session.generation = 0  # a new record has had no update
         if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
-            session.home = True
-            homes = self._home_store()
-            if homes is not None:
-                homes.hold(_home_key(session), [self.worker], 1)
+            self.homes.hold_new(session)
 
     def replica(self, session_id: str, environ: dict) -> HttpSession:
         """The session ``session_id`` made by another worker, served here from its record: 404 when
@@ -189,6 +185,7 @@ class SharedSessions:
         app.bind(session, environ)
         connection.resume(_negotiated(state), initialized=record is not None and record["established"])
         session.generation = None if record is None else record.get("generation", 0)
+        session.home_worker = state.get("home")
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
             connection.close()
@@ -235,6 +232,7 @@ class SharedSessions:
                 connection = cast("Connection", session.connection)
                 connection.resume(_negotiated(record["state"]), initialized=record["established"])
                 session.generation = record.get("generation", 0)
+                session.home_worker = record["state"].get("home")
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
@@ -289,55 +287,19 @@ class SharedSessions:
         alive = table_call(self.app.session_table.alive, [cast(str, session.id) for session in held])
         return [session for session in held if session.id not in alive]
 
-    # -- the home: who sends a session's change notifications ----------------------------------------
+    # -- the home: who sends a session's change notifications (.homes) ------------------------------
 
     def claim(self, session: HttpSession) -> None:
-        """Become the session's home if it has none: its home worker exited (it let go) or died (its
-        hold lapsed, :mod:`mcp_ref.extras.redis_state.holders`), so that its change notifications
-        still reach it.  Tried at most every :data:`CLAIM_EVERY` seconds per replica, as requests
-        and its GET stream's keep-alives come; one worker wins (one atomic hold, a limit of one)."""
-        homes = self._home_store()
-        now = time.monotonic()
-        if session.home or homes is None or now < session.claim_after:
-            return
-        session.claim_after = now + CLAIM_EVERY
-        taken, _ = homes.hold(_home_key(session), [self.worker], 1)
-        if taken:
-            session.home = True
-            log.info("session %s: this worker is its home now (the one before has gone)", cast(str, session.id)[:8])
-            self.app.server.add_connection(session.connection)
+        """See :meth:`.homes.Homes.claim`."""
+        self.homes.claim(session)
 
     def let_go(self, session: HttpSession, *, for_good: bool) -> None:
-        """This worker no longer holds ``session``: if it was its home, another worker may claim it;
-        unless the session ends (``for_good``), the workers holding it are told to try at once."""
-        homes = self._homes
-        if session.home and homes is not None:
-            session.home = False
-            homes.release(_home_key(session), [self.worker])
-            if not for_good:
-                self._publish(cast(str, session.id), "homeless")
+        """See :meth:`.homes.Homes.let_go`."""
+        self.homes.let_go(session, for_good=for_good)
 
     def worker_alive(self, worker: str) -> bool:
-        """Whether ``worker`` (of this deployment) is still running (its hold on ``workers`` is fresh);
-        asked at most every :data:`CLAIM_EVERY` seconds (True when it cannot be known)."""
-        homes = self._home_store()
-        if homes is None or worker == self.worker:
-            return True
-        asked, alive = self._workers_seen
-        if time.monotonic() - asked >= CLAIM_EVERY:
-            alive = homes.members(WORKERS)
-            self._workers_seen = (time.monotonic(), alive)
-        return worker in alive
-
-    def _home_store(self) -> Any:
-        """The shared state's held sets (None: stores given without a state; the home never moves)."""
-        if self._homes is None:
-            state = self.app.server.shared_state
-            made = getattr(state, "held_sets", None)
-            self._homes = made() if made is not None else None
-            if self._homes is not None:
-                self._homes.hold(WORKERS, [self.worker], None)  # alive while this process beats
-        return self._homes
+        """See :meth:`.homes.Homes.worker_alive`."""
+        return self.homes.worker_alive(worker)
 
     # -- messages for another worker ----------------------------------------------------------------
 
@@ -396,11 +358,9 @@ class SharedSessions:
         """Stop hearing them (the application closes), and let go of every home this worker held."""
         with self._lock:
             stops, self._listening = self._listening, []
-            homes, self._homes = self._homes, None
         for stop in stops:
             stop()
-        if homes is not None:
-            homes.close()  # every home this worker held is free for another worker now
+        self.homes.close()  # every home this worker held is free for another worker now
 
     def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> None:
         self.listen()
@@ -418,9 +378,8 @@ class SharedSessions:
         kind = message.get("kind")
         if kind == "end":
             self.app.end_here(session, for_good=True)
-        elif kind == "homeless":
-            session.claim_after = 0.0
-            self.claim(session)
+        elif kind in ("home", "homeless"):  # another worker claimed it, or its home let go
+            self.homes.heard(session, kind, message.get("from"))
         elif kind == "state":
             try:
                 self.refresh(session)
@@ -485,7 +444,8 @@ class SharedSessions:
         app = self.app
         store, session_id = app.event_store, cast(str, session.id)
         writer = None if stream_id == STANDALONE else stream_id.rpartition("-")[2]  # p<n>-<worker>
-        touched = time.monotonic()
+        touched = written = time.monotonic()
+        wait = 0.0  # the first read does not wait: a stream whose writer has gone ends at once
         if priming:
             yield priming
         while not session.closed:
@@ -493,24 +453,30 @@ class SharedSessions:
                 if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
                     yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
                 return
-            found = store.wait_after(session_id, stream_id, number, app.keepalive, generation)
+            # woken by a store, a claim, the session's end, or the watcher when a worker has gone
+            found = store.wait_after(session_id, stream_id, number, wait, generation)
+            wait = app.keepalive
             for event_id, data in found.events:
                 if data:
                     yield sse_event(data, event_id=event_id)
+                    written = time.monotonic()
             number = found.last
             if found.ended or found.superseded:
                 return
-            if time.monotonic() - touched >= app.keepalive:
-                # a session listened to is in use: kept alive here (and its home taken over if gone)
-                touched = time.monotonic()
+            now = time.monotonic()
+            if now - touched >= app.keepalive:  # a session listened to is in use: kept alive here
+                touched = now
                 if not table_call(app.session_table.touch, session_id):
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-                self.claim(session)
-                if writer is not None and not self.worker_alive(writer):
-                    return  # the worker running that request has gone: no answer will come; the client asks again
-            if not found.events:
+            self.claim(session)  # its home gone? this worker takes over (at most every CLAIM_EVERY)
+            if writer is not None and not self.worker_alive(writer):
+                # the worker running that request has gone (its stored events were sent above): no
+                # answer will come; the stream ends at once, and the client fails the request
+                return
+            if now - written >= app.keepalive:
+                written = now
                 yield KEEPALIVE
 
 
@@ -582,11 +548,6 @@ def _worker_of(item: Any) -> str | None:
     if isinstance(request_id, str) and "-" in request_id:
         return request_id.rpartition("-")[0]
     return ""  # an answer naming no worker of ours: it goes nowhere
-
-
-def _home_key(session: HttpSession) -> str:
-    """The held-set key of a session's home: a digest of its id (the id is a credential without a token)."""
-    return "home:" + hashlib.sha256(cast(str, session.id).encode()).hexdigest()[:32]
 
 
 def _is_initialized(item: Any) -> bool:
