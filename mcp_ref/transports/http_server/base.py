@@ -32,10 +32,10 @@ from .shares import (
     DEFAULT_REQUEST_SHARE,
     IN_FLIGHT_KEY,
     ClientCounts,
+    ClientStreams,
     check_request_setting,
     request_cap,
     too_many_requests,
-    too_many_streams,
 )
 from .status import (
     BadRequest,
@@ -183,11 +183,7 @@ class HttpAppBase:
         #: Long-lived streams (``subscriptions/listen`` POSTs, GET streams) one client may hold open
         #: at once: per principal with a token, else per address; past it, 429 (``hold_stream``).
         self.max_streams_per_client = max_streams_per_client
-        self._streams = ClientCounts()
-        #: With a shared state: the deployment's counts of each client's streams (``Counters``, made
-        #: at the first stream), so the cap holds over every worker; None: this process's own.
-        self._stream_counts: Any = None
-        self._stream_counts_lock = threading.Lock()
+        self._streams = ClientStreams(self)
         #: POSTs one client may have in flight at once (:mod:`.shares`): an int, a float share of
         #: the WSGI server's slots (a quarter by default), or None; past it, 429 (``hold_request``).
         check_request_setting(max_requests_per_client)
@@ -631,7 +627,7 @@ class HttpAppBase:
         (idempotent)."""
         release_share = self.stream_share.hold(request_id)
         try:
-            release_client = self._hold_client_stream(environ, request_id)
+            release_client = self._streams.hold(client_of(environ), environ, request_id)
         except BaseException:
             release_share()
             raise
@@ -642,71 +638,9 @@ class HttpAppBase:
 
         return release
 
-    def _hold_client_stream(self, environ: dict, request_id=None) -> Callable[[], None]:
-        """Count one long-lived stream against its client's ``max_streams_per_client``; returns
-        its release (idempotent).  Past the cap: 429 with ``Retry-After`` and a JSON-RPC error
-        -32005 with ``data.limit`` (:mod:`.shares`).
-
-        The client is its principal when it has a token, else its address: one client cannot
-        hold every connection slot with quiet streams while others are refused.  With a shared
-        state (``Server(state="redis://...")``) the cap holds over every worker of the deployment:
-        the streams are counted there (:meth:`_hold_shared_stream`).  A POST that becomes a stream
-        (``subscriptions/listen``) leaves its client's requests in flight.
-        """
-        cap = self.max_streams_per_client
-        client = client_of(environ)
-        give_back = self._hold_shared_stream(client, cap, request_id)
-        release_here = self._streams.hold(client, None if give_back is not None else cap)
-        if release_here is None:
-            raise too_many_streams(cast(int, cap), request_id)
-        environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
-        if give_back is None:
-            return release_here
-        release_shared = give_back
-        first_release = threading.Lock()  # taken by the first release only: the place goes back once
-
-        def release() -> None:
-            if not first_release.acquire(blocking=False):
-                return
-            release_here()
-            release_shared()
-
-        return release
-
-    def _hold_shared_stream(
-        self, client: str, cap: int | None, request_id: Any
-    ) -> Callable[[], None] | None:
-        """With a shared state, one place of ``client``'s streams taken in the deployment's counts
-        (one atomic script: counted and taken below ``cap``, or refused); its release.  Each place
-        belongs to this worker, so a worker that dies frees its places when its heartbeat lapses
-        (:mod:`mcp_ref.extras.redis_state.holders`: 30 s).  None: no cap, or no shared state (this
-        process counts).  Past the cap, 429; the counts unreachable (nothing counted, so not past
-        the cap), 503 with ``Retry-After``."""
-        if cap is None:
-            return None
-        counts = self._stream_counts
-        if counts is None:
-            state = self.server.shared_state
-            if state is None or not getattr(state, "shared", False):
-                return None
-            with self._stream_counts_lock:
-                if self._stream_counts is None:
-                    self._stream_counts = state.counters()
-                counts = self._stream_counts
-        # the client (an address, or a principal's id) named by a digest in the store's keys
-        key = "streams:" + hashlib.sha256(client.encode()).hexdigest()[:32]
-        if counts.acquire(key, cap):
-            return lambda: counts.release(key)
-        if counts.count(key) < cap:  # refused below the cap: the store could not be reached
-            raise ServiceUnavailable(
-                "Service Unavailable: the stream counts are unreachable; retry shortly",
-                headers=[("Retry-After", "2")],
-            )
-        raise too_many_streams(cap, request_id)
-
     def streams_held(self) -> int:
         """How many long-lived streams are open (every client's)."""
-        return self._streams.held()
+        return self._streams.counts.held()
 
     def hold_request(self, environ: dict) -> Callable[[], None]:
         """Count one POST against its client's ``max_requests_per_client`` until its response ends;

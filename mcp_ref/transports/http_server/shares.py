@@ -17,12 +17,14 @@ view) is not bounded by a share, only by an explicit number.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 from collections.abc import Callable
+from typing import Any, cast
 
 from ...core.errors import LIMIT_EXCEEDED
-from .status import TooManyRequests
+from .status import ServiceUnavailable, TooManyRequests
 
 #: The environ key in which a WSGI server tells how many requests it can serve at once (an int).
 SLOTS_KEY = "mcp_ref.slots"
@@ -119,3 +121,74 @@ def too_many_requests(cap: int) -> TooManyRequests:
         headers=[("Retry-After", REQUESTS_RETRY_AFTER)],
         data={"limit": cap},
     )
+
+
+class ClientStreams:
+    """The long-lived streams each client of ``app`` holds, against its
+    ``max_streams_per_client`` (read at each stream, so it may be changed on a running app).
+
+    The client is its principal when it has a token, else its address (``base.client_of``): one
+    client cannot hold every connection slot with quiet streams while others are refused.  With a
+    shared state (``Server(state="redis://...")``) the cap holds over every worker of the
+    deployment: each stream also takes a place in the state's counters (:meth:`_hold_shared`).
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+        #: This process's streams, by client.
+        self.counts = ClientCounts()
+        #: With a shared state: the deployment's counts (``Counters``, made at the first stream).
+        self._shared: Any = None
+        self._shared_lock = threading.Lock()
+
+    def hold(self, client: str, environ: dict, request_id=None) -> Callable[[], None]:
+        """Count one stream of ``client`` (the request's); returns its release (idempotent).
+        Past the cap: 429 with ``Retry-After`` and -32005 with ``data.limit``.  A POST that
+        becomes a stream (``subscriptions/listen``) leaves its client's requests in flight."""
+        cap = self.app.max_streams_per_client
+        give_back = self._hold_shared(client, cap, request_id)
+        release_here = self.counts.hold(client, None if give_back is not None else cap)
+        if release_here is None:
+            raise too_many_streams(cast(int, cap), request_id)
+        environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
+        if give_back is None:
+            return release_here
+        release_shared = give_back
+        first_release = threading.Lock()  # the first release takes it: the place goes back once
+
+        def release() -> None:
+            if not first_release.acquire(blocking=False):
+                return
+            release_here()
+            release_shared()
+
+        return release
+
+    def _hold_shared(self, client: str, cap: int | None, request_id) -> Callable[[], None] | None:
+        """With a shared state, one place of ``client``'s streams taken in the deployment's counts
+        (one atomic script: counted and taken below ``cap``, or refused); its release.  Each place
+        belongs to this worker, so a worker that dies frees its places when its heartbeat lapses
+        (:mod:`mcp_ref.extras.redis_state.holders`: 30 s).  None: no cap, or no shared state (this
+        process counts).  Past the cap, 429; the counts unreachable (nothing counted, so not past
+        the cap), 503 with ``Retry-After``."""
+        if cap is None:
+            return None
+        shared = self._shared
+        if shared is None:
+            state = self.app.server.shared_state
+            if state is None or not getattr(state, "shared", False):
+                return None
+            with self._shared_lock:
+                if self._shared is None:
+                    self._shared = state.counters()
+                shared = self._shared
+        # the client (an address, or a principal's id) named by a digest in the store's keys
+        key = "streams:" + hashlib.sha256(client.encode()).hexdigest()[:32]
+        if shared.acquire(key, cap):
+            return lambda: shared.release(key)
+        if shared.count(key) < cap:  # refused below the cap: the store could not be reached
+            raise ServiceUnavailable(
+                "Service Unavailable: the stream counts are unreachable; retry shortly",
+                headers=[("Retry-After", "2")],
+            )
+        raise too_many_streams(cap, request_id)
