@@ -6,6 +6,7 @@ the role that gives incoming requests their meaning.  Their engine is
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import threading
@@ -99,7 +100,8 @@ class RequestContext:
         #: True once a handler thread took the request (it may wait in the queue of requests before).
         self.started = False
         self.ended = False  # True once the request has ended (:meth:`end`)
-        self._progress_lock = threading.Lock()  # orders a progress report against the end
+        # orders a progress report against the end; only a request that asked for progress has any
+        self._progress_lock = None if self.progress_token is None else threading.Lock()
 
     def defer(self, on_end: Callable[[], None]) -> None:
         """Keep the request open after the handler returns: its answer comes later, from
@@ -142,7 +144,8 @@ class RequestContext:
         """The request has ended (answered, or unanswered): its progress stops, on any transport
         and from any thread (2025-11-25 basic/utilities/progress: "MUST stop after completion").
         Returns, once, the ``on_end`` given to :meth:`defer` (called if it ended unanswered)."""
-        with self._progress_lock:  # a report being written is written first, before the answer
+        # a report being written is written first, before the answer (no lock: none was asked for)
+        with self._progress_lock or contextlib.nullcontext():
             self.ended = True
             on_end, self._on_end = self._on_end, None
         return on_end
@@ -154,9 +157,10 @@ class RequestContext:
         2025-11-25 basic/utilities/progress: "The progress value MUST increase
         with each notification, even if the total is unknown."
         """
-        if self.progress_token is None:
+        lock = self._progress_lock
+        if lock is None:  # no progress token: none was asked for
             return False
-        with self._progress_lock:
+        with lock:
             if self.ended:
                 return False
             if self._last_progress is not None and progress <= self._last_progress:
