@@ -93,11 +93,12 @@ class WireModel:
                 return data
             raise TypeError(f"{cls.__name__} expects a JSON object, got {type(data).__name__}")
         arguments: dict[str, Any] = {}
+        nested = cls._nested
         for name, wire in wire_keys(cls):
             if wire not in data:
                 continue
             value = data[wire]
-            build = cls._nested.get(name)
+            build = nested.get(name)
             if build is not None and value is not None:
                 value = [build(item) for item in value] if isinstance(value, list) else build(value)
             arguments[name] = value
