@@ -175,7 +175,7 @@ def handmade_cases() -> list:
 
 
 def modelled_keys(cls) -> set[str]:
-    return {wire for _, wire in cls.__wire_names__} | set(cls._constant)
+    return {wire for _, wire in types.wire_keys(cls)} | set(cls._constant)
 
 
 def check_round_trip(cls, instance) -> None:

@@ -7,6 +7,7 @@ also importable from :mod:`mcp_ref.core.types` and ``mcp_ref``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from .types import (
@@ -15,13 +16,21 @@ from .types import (
     TextResourceContents,
     WireModel,
     content_from_wire,
-    dataclass,
-    field,
     resource_contents_from_wire,
 )
 
-__all__ = ["Resource", "ResourceTemplate", "ReadResourceResult", "PromptArgument", "Prompt", "PromptMessage",
-           "GetPromptResult", "Root", "Completion", "Page"]
+__all__ = [
+    "Resource",
+    "ResourceTemplate",
+    "ReadResourceResult",
+    "PromptArgument",
+    "Prompt",
+    "PromptMessage",
+    "GetPromptResult",
+    "Root",
+    "Completion",
+    "Page",
+]
 
 
 # -- Resources ----------------------------------------------------------------

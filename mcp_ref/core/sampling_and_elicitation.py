@@ -9,13 +9,20 @@ names are also importable from :mod:`mcp_ref.core.types` and ``mcp_ref``.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .types import WireModel, content_from_wire, dataclass, field, raw_field
+from .types import WireModel, content_from_wire, raw_field
 
 _R = TypeVar("_R", bound="Awaitable")
 
-__all__ = ["SamplingMessage", "CreateMessageParams", "CreateMessageResult", "ElicitParams", "ElicitResult"]
+__all__ = [
+    "SamplingMessage",
+    "CreateMessageParams",
+    "CreateMessageResult",
+    "ElicitParams",
+    "ElicitResult",
+]
 
 
 class Awaitable:
@@ -72,7 +79,11 @@ class CreateMessageResult(WireModel, Awaitable):
     @property
     def text(self) -> str | None:
         """The text of the message, when its content is text (else None)."""
-        return getattr(self.content, "text", None) if not isinstance(self.content, dict) else self.content.get("text")
+        return (
+            getattr(self.content, "text", None)
+            if not isinstance(self.content, dict)
+            else self.content.get("text")
+        )
 
 
 @dataclass(kw_only=True)
