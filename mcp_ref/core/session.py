@@ -129,6 +129,7 @@ class Session:
         self._incoming: dict[Any, RequestContext] = {}
         self._write_lock = threading.Lock()
         self._concurrent_writes, transport.deliver = transport.concurrent_writes, self.receive
+        transport.pending = self._pending.get  # (a PendingRequest: HTTP bounds its reads by its deadline)
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
@@ -340,8 +341,7 @@ class Session:
 
     def _fail_request(self, request_id, error: Exception) -> None:
         """One request of ours failed before reaching the peer (the transport says so)."""
-        request = self._forget(request_id)
-        if request is not None:
+        if (request := self._forget(request_id)) is not None:
             request.set_exception(error)  # the first settle wins
 
     def _hold_request(self, request_id, seconds: float) -> None:

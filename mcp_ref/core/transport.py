@@ -23,6 +23,7 @@ member                 called by                    overridden by
 ``set_reinitialize``   the client role              HTTP client (a new session after 404)
 ``stateless``          the client role              HTTP client (2026-07-28: no session)
 ``mirrors_headers``    the client role              HTTP (2026-07-28 ``Mcp-Param-*`` headers)
+``pending``            HTTP client (reads bounds)   the session sets it: its requests by id
 =====================  ===========================  ====================================
 """
 
@@ -76,6 +77,7 @@ class Transport:
     mirrors_headers: bool = False
     #: The session's ``receive``, set when the session is made: a message a caller's thread read (HTTP's thin path: its own answer) is handled there, with no hand-off to the reader.
     deliver: Callable[[bytes], None] | None = None
+    pending: Callable[[RequestId], Any] | None = None  #: the session's requests in flight, by id
 
     def read(self) -> bytes | RequestFailed | None:
         """Block until one whole message arrives and return its bytes; None at end of input.

@@ -54,7 +54,6 @@ from __future__ import annotations
 import http.client
 import io
 import logging
-import re
 import select
 import socket
 import ssl
@@ -65,17 +64,20 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.jsonrpc import Request
 from ..core.transport import RequestFailed
-from .http_plumbing import READ_SIZE, unreachable
+from .http_framing import FinalResponse, FramingConnection, complete
+from .http_plumbing import READ_SIZE, no_answer, read_bound, unreachable
 
 log = logging.getLogger(__name__)
 
 #: Seconds the caller's thread waits for an answer to begin before a worker takes the wait over.
 FAST_WAIT = 0.05
+#: Seconds the caller's thread may wait on any one read of an answer it found whole (:func:`~mcp_ref.transports.http_framing.complete`):
+#: none should wait at all; past it the request fails rather than hold the caller.
+WHOLE_WAIT = 1.0
 #: The requests that always go the ``requests`` way (their answers set up the connection).
 SLOW_METHODS = frozenset({"initialize", "server/discover"})
 #: Bytes of a waiting answer :meth:`Exchange.whole` looks at: a larger answer is read by a worker.
 PEEK_SIZE = 65536
-_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*(?:\r\n|$)")
 
 
 def merge_headers(session_headers, headers: dict) -> dict:
@@ -96,6 +98,8 @@ def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastL
 
     import requests
 
+    from .http_framing import is_framing_adapter
+
     prepared = requests.models.PreparedRequest()
     prepared.prepare_url(url, None)  # requests' own reading of the URL (IDNA, quoting)
     full = str(prepared.url)
@@ -106,7 +110,8 @@ def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastL
         return None  # the proxy's way (absolute-form targets, CONNECT, its credentials) is requests'
     context = None
     if parts.scheme == "https":
-        if type(http.get_adapter(url)) is not requests.adapters.HTTPAdapter:
+        adapter = http.get_adapter(url)
+        if type(adapter) is not requests.adapters.HTTPAdapter and not is_framing_adapter(adapter):
             return None  # an adapter of its own may bring TLS settings of its own
         try:
             context = tls_context(http.verify, http.cert)
@@ -191,8 +196,9 @@ class FastLane:
                 and http.get_adapter(self.url) is self.adapter
                 and (self.context is None or (http.verify == self.verify and http.cert == self.cert)))
 
-    def send(self, data: bytes, headers: dict) -> Exchange:
-        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one."""
+    def send(self, data: bytes, headers: dict, timeout: float | None = None) -> Exchange:
+        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one; each
+        read (and write) of the exchange then waits at most ``timeout`` seconds (None: no bound)."""
         if self.insecure is not None:  # urllib3 warns for every request it sends unverified
             import warnings
 
@@ -200,11 +206,14 @@ class FastLane:
                           self.insecure, stacklevel=4)
         connection = self._take()
         try:
+            connection.sock.settimeout(timeout)
             connection.request("POST", self.target, body=data, headers=headers)
         except BaseException:
             self.release(connection, reuse=False)
             raise
-        return TlsExchange(self, connection) if self.context is not None else Exchange(self, connection)
+        exchange = TlsExchange(self, connection) if self.context is not None else Exchange(self, connection)
+        exchange.timeout = timeout
+        return exchange
 
     def _take(self) -> http.client.HTTPConnection:
         while True:
@@ -221,7 +230,7 @@ class FastLane:
             self.release(connection, reuse=False)  # the server closed it while idle (or said something unasked)
         connection = (TlsConnection(self.host, self.port, timeout=self.connect_timeout, context=self.context)
                       if self.context is not None else
-                      http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout))
+                      FramingConnection(self.host, self.port, timeout=self.connect_timeout))
         with self._lock:
             if self._closed:  # closed meanwhile: nothing is sent after close
                 raise ConnectionError("the HTTP transport is closed")
@@ -295,7 +304,7 @@ class Held:
 class Exchange:
     """One POST sent by a :class:`FastLane`, its answer to come."""
 
-    __slots__ = ("lane", "connection", "sock", "response", "over")
+    __slots__ = ("lane", "connection", "sock", "response", "over", "timeout")
 
     def __init__(self, lane: FastLane, connection: http.client.HTTPConnection):
         self.lane = lane
@@ -303,6 +312,8 @@ class Exchange:
         self.sock: socket.socket = connection.sock
         self.response: http.client.HTTPResponse | None = None
         self.over = False
+        #: The bound (seconds) on each read of the answer from a worker (the request's timeout); None: none.
+        self.timeout: float | None = None
 
     def begun(self, seconds: float) -> bool:
         """Whether the answer began (or the connection ended) within ``seconds``."""
@@ -369,19 +380,6 @@ class Exchange:
                             enforce_content_length=True, request_method="POST", request_url=self.lane.url)
 
 
-def complete(data: bytes) -> bool:
-    """Whether ``data`` holds a whole answer: its head, and a body of the length it gives or a
-    finished chunked one."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        return False
-    head, body = data[:end].lower(), len(data) - end - 4
-    length = _CONTENT_LENGTH.search(head)
-    if length is not None:
-        return body >= int(length.group(1))
-    return b"\r\ntransfer-encoding:" in head and data.endswith(b"\r\n0\r\n\r\n")
-
-
 class TlsConnection(http.client.HTTPSConnection):
     """An ``http.client`` TLS connection whose next answer is read from ``early`` (what
     :meth:`TlsExchange.whole` took from the socket ahead) before the socket."""
@@ -391,7 +389,7 @@ class TlsConnection(http.client.HTTPSConnection):
     def response_class(self, sock, *args, **options) -> http.client.HTTPResponse:  # type: ignore[override]
         """The answer's reader (http.client makes it with ``self.response_class(sock, ...)``)."""
         early, self.early = self.early, b""
-        response = http.client.HTTPResponse(sock, *args, **options)
+        response = FinalResponse(sock, *args, **options)
         if early:
             response.fp = io.BufferedReader(ReadAhead(early, response.fp.detach()))
         return response
@@ -471,7 +469,7 @@ class TlsExchange(Exchange):
                 size += len(data)
         finally:
             if sock.fileno() >= 0:
-                sock.settimeout(None)
+                sock.settimeout(self.timeout)
         connection.early = b"".join(taken)
         return ended or size > 0
 
@@ -557,6 +555,7 @@ class FastPosts:
         _session_ready: threading.Event
         _closed: threading.Event
         deliver: Callable[[bytes], None] | None
+        pending: Callable[[Any], Any] | None
 
         def _headers(self, accept: str = ...) -> dict: ...
         def _modern_headers(self, request: Request) -> dict: ...
@@ -585,7 +584,7 @@ class FastPosts:
         generation, sent_with = self._generation, self.session_id
         self._begin(request.id)
         try:
-            exchange = lane.send(data, merge_headers(self.http.headers, headers))
+            exchange = lane.send(data, merge_headers(self.http.headers, headers), read_bound(self.pending, request.id))
         except (OSError, http.client.HTTPException) as exc:
             self._finish(request.id)
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
@@ -599,6 +598,7 @@ class FastPosts:
             exchange.done(reuse=False)
             self._finish(request.id)
         elif exchange.begun(FAST_WAIT) and exchange.whole():
+            exchange.sock.settimeout(WHOLE_WAIT)  # all there: the caller's thread never waits on the server
             self._take_answer(answered, request, modern, inline=True)
         else:
             self._later(self._take_answer, answered, request, modern, False)
@@ -617,6 +617,7 @@ class FastPosts:
         try:
             exchange.answer()
             if not exchange.plain():
+                exchange.sock.settimeout(exchange.timeout)  # read on under the request's own bound
                 handed = True
                 if inline:
                     self._later(self._handle, answered, request, modern)
@@ -627,11 +628,15 @@ class FastPosts:
                 body = read_bounded(exchange.response, self.max_message_size)  # type: ignore[arg-type]
             except (OSError, http.client.HTTPException) as exc:
                 exchange.done(reuse=False)
-                if not self._abandoned_now(request.id):
+                if isinstance(exc, TimeoutError):  # the body stopped coming (framing that promised more)
+                    self._incoming.put(RequestFailed(request.id, no_answer(request)))
+                elif not self._abandoned_now(request.id):
                     self._fail(request.id, f"HTTP request to {self.url} failed: {exc!r}")
                 return
             exchange.done(reuse=body is not None)
-            if body is not None and inline and self.deliver is not None:
+            if self._abandoned_now(request.id):  # closed under the reader: what was read is cut short
+                log.debug("request %r: the rest of its abandoned answer is dropped", request.id)
+            elif body is not None and inline and self.deliver is not None:
                 try:
                     self.deliver(body)  # the caller's own answer, handled on its thread: no hand-off to the reader
                 except Exception:  # as the reader would: never the caller's problem
@@ -642,6 +647,8 @@ class FastPosts:
             exchange.done(reuse=False)
             if self._abandoned_now(request.id) or self._closed.is_set():
                 log.debug("request %r: its abandoned exchange ended (%r)", request.id, exc)
+            elif isinstance(exc, TimeoutError):  # the answer stopped coming (framing that promised more)
+                self._incoming.put(RequestFailed(request.id, no_answer(request)))
             else:
                 self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         finally:

@@ -15,8 +15,9 @@ import collections
 import json
 import logging
 import threading
+import time
 
-from ..core.errors import MCPRefError, ServerUnreachable
+from ..core.errors import MCPRefError, RequestTimeout, ServerUnreachable
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,12 @@ MAX_EVENT_ID = 1024
 #: The longest line read under a response body: a chunk-size line with its extensions (as
 #: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
 MAX_CHUNK_LINE = 64 * 1024
+
+
+#: Seconds a read of an answer may wait past the session's deadline for its request: the session's
+#: own timeout comes first (it cancels the request and closes the response); the read's bound holds
+#: where nobody waits for the answer.
+READ_GRACE = 1.0
 
 
 #: The server's messages an HTTP client holds at once for its session's reader, and their bytes
@@ -145,6 +152,35 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
         return ("this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.auth import "
                 f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}")
     return ""
+
+
+def read_bound(pending, request_id) -> float | None:
+    """The bound (seconds) on each read of the answer to our request ``request_id`` (``pending``:
+    the session's requests, :attr:`~mcp_ref.core.transport.Transport.pending`): until the session
+    stops waiting for it (its timeout; with ``reset_timeout_on_progress``, its total cap), and
+    :data:`READ_GRACE` more; None: no bound."""
+    request = pending(request_id) if pending is not None else None
+    deadline = None if request is None else request.hard_deadline if request.reset_on_progress else request.deadline
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0) + READ_GRACE
+
+
+def no_answer(request) -> RequestTimeout:
+    """The failure of ``request`` whose answer stopped coming: a read of it waited past its bound."""
+    return RequestTimeout(f"{request.method}: the server's answer did not come within the request's timeout")
+
+
+def timed_out(exc: Exception) -> bool:
+    """Whether ``exc`` (from ``requests``, urllib3 or a socket) says a read of an answer waited past its
+    bound: requests' ``ReadTimeout``, or the ``ConnectionError`` it makes of urllib3's read timeout
+    while a body is read."""
+    import requests
+    from urllib3.exceptions import ReadTimeoutError
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return False
+    if isinstance(exc, (requests.exceptions.ReadTimeout, ReadTimeoutError, TimeoutError)):
+        return True
+    return any(isinstance(arg, (ReadTimeoutError, TimeoutError)) for arg in exc.args)
 
 
 def unreachable(url: str, exc: Exception) -> ServerUnreachable:
