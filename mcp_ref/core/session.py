@@ -684,8 +684,7 @@ class Session:
             log.exception("%s: handling %s failed", self.name, method)
 
     def _receive_answer(self, answer) -> None:
-        pending = self._forget(answer.id) if answer.id is not None else None
-        if pending is None:
+        if (pending := self._forget(answer.id) if answer.id is not None else None) is None:
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 log.warning("%s: the peer reported an error: %s", self.name, answer.error.get("message"))
             else:

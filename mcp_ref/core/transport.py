@@ -23,7 +23,6 @@ member                 called by                    overridden by
 ``set_reinitialize``   the client role              HTTP client (a new session after 404)
 ``stateless``          the client role              HTTP client (2026-07-28: no session)
 ``mirrors_headers``    the client role              HTTP (2026-07-28 ``Mcp-Param-*`` headers)
-``pending``            HTTP client (reads bounds)   the session sets it: its requests by id
 =====================  ===========================  ====================================
 """
 

@@ -136,7 +136,7 @@ def _chunked_complete(data: bytes, start: int) -> bool:
         if length == 0:
             break
         position += length
-        if data[position:position + 2] != b"\r\n":
+        if data[position : position + 2] != b"\r\n":
             return False  # not there yet, or a chunk longer than its size said
         position += 2
     while True:  # the trailer section: field lines up to an empty one

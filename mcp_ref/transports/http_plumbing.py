@@ -353,7 +353,12 @@ def note_answers(data: str, awaiting: set) -> None:
     """Strike from ``awaiting`` the ids this SSE message answers."""
     try:
         message = json.loads(data)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep: the session refuses it
+    except RecursionError:  # nested too deep: the session refuses it, failing the request it answers
+        from ..core.unparsed import answer_id
+
+        awaiting.discard(answer_id(data))
+        return
+    except ValueError:  # not JSON: the session refuses it
         return
     for item in message if isinstance(message, list) else [message]:
         if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
