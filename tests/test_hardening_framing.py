@@ -1,0 +1,219 @@
+"""Issue 32, items 9 and 10 (the client side): answers whose framing lies, interim 1xx answers,
+and answers nested 100,000 deep.
+
+* Item 9: ``Content-Length: 0`` beside ``Transfer-Encoding: chunked`` and a cut chunk; a ``100
+  Continue`` carrying ``Content-Length: 0`` before a partial 200; a last-chunk inside a longer
+  chunk.  The thin path took each for a whole answer and read it on the caller's thread with no
+  bound: ``call_tool(timeout=2)`` never returned.  Now a call ends at its timeout, and the client
+  drops the lying connection at the request's timeout even when nobody waits for the answer.
+* Item 10: a ``103 Early Hints`` (or several 1xx) before the answer was taken for the answer
+  ("unexpected Content-Type ''"); an answer nested 100,000 deep left its request waiting for its
+  whole timeout (over stdio and HTTP).  Now the 1xx are skipped and the deep answer fails its
+  request at once; the connection serves on.
+
+Every case runs on both ways the HTTP client sends a request: the thin path (``http_fast``) and
+``requests`` (taken when an auth object is set).  The servers are raw sockets on 127.0.0.1 port 0
+(:class:`RawHttp`) and, for stdio, a real subprocess (``servers/deep_answer_server.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+from conftest import WAIT
+from test_hardening_client_bounds import RawHttp, answer, still_serves
+
+from mcp_ref import Client, InvalidRequest, MCPRefError, RequestTimeout
+from mcp_ref.transports.http_framing import MAX_INTERIM
+from mcp_ref.transports.sse import sse_event
+
+SERVERS = Path(__file__).parent / "servers"
+PATHS = ["thin", "requests"]
+OK = {"content": [{"type": "text", "text": "ok"}]}
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+LIES = {
+    "length-0-beside-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\n"
+                               b"Transfer-Encoding: chunked\r\n\r\n100\r\n{\"jsonrpc\": \"2.0\", ",
+    "continue-with-length-0": b"HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n"
+                              b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Len",
+    "continue-then-a-cut-body": b"HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n"
+                                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{",
+    "last-chunk-inside-a-chunk": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"
+                                 b"\r\n\r\n100\r\n{\"text\": \"\r\n0\r\n\r\n",
+}
+
+
+def json_answer(body: bytes, interim: bytes = b"") -> bytes:
+    """``interim`` responses, then a 200 carrying the JSON ``body``."""
+    return interim + b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body), body)
+
+
+EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nLink: </app.js>; rel=preload\r\n\r\n"
+
+
+class Counting:
+    """A requests auth object that changes nothing: setting one sends every request the ``requests`` way."""
+
+    def __call__(self, request):
+        return request
+
+
+@pytest.fixture
+def raw():
+    """Factory: ``raw(call, path, hold=True)`` -> ``(server, client)``, the client on ``path``; both closed after."""
+    made: list = []
+
+    def factory(call, path: str, *, hold: bool = True):
+        server = RawHttp(call, hold=hold)
+        auth = Counting() if path == "requests" else None
+        client = Client.http(server.url, era="handshake", timeout=WAIT, auth=auth)
+        made.append((server, client))
+        return server, client
+
+    yield factory
+    for server, client in made:
+        client.close()
+        server.close()
+
+
+@pytest.fixture
+def sent_by_requests(monkeypatch):
+    """The JSON-RPC methods of the POSTs that went through ``requests.Session.send``."""
+    methods: list = []
+    original = requests.Session.send
+
+    def recording(self, request, **options):
+        if request.method == "POST":
+            methods.append(json.loads(request.body).get("method"))
+        return original(self, request, **options)
+
+    monkeypatch.setattr(requests.Session, "send", recording)
+    return methods
+
+
+def in_thread(job):
+    """Run ``job()`` on a thread; its result or exception, once it returned (within a generous bound)."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = job()
+        except BaseException as exc:  # handed to the test
+            outcome["value"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(3 * WAIT)
+    assert not thread.is_alive(), "the call never returned"
+    return outcome["value"]
+
+
+def sent_on(path: str, methods: list) -> None:
+    """The tool call went the way ``path`` names: through ``requests.Session.send`` or not."""
+    assert ("tools/call" in methods) == (path == "requests"), methods
+
+
+# -- item 9: framing that lies ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+@pytest.mark.parametrize("path", PATHS)
+def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, path, lie):
+    """``call_tool(timeout=2)`` returns with RequestTimeout (the thin path never returned), the
+    client lets go of the lying connection, and its next call is served."""
+    server, client = raw(lambda message: LIES[lie], path)
+    outcome = in_thread(lambda: client.call_tool("lie", {}, timeout=2))
+    assert isinstance(outcome, RequestTimeout), outcome
+    sent_on(path, sent_by_requests)
+    assert server.dropped.wait(WAIT), "the client still reads the lying connection"
+    still_serves(client)
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+@pytest.mark.parametrize("path", PATHS)
+def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw, path, lie):
+    """Every read of an answer is bounded by its request's timeout, not only by a caller waiting:
+    a call started and never waited for lets go of the lying connection past its timeout, and fails
+    with RequestTimeout."""
+    server, client = raw(lambda message: LIES[lie], path)
+    call = in_thread(lambda: client.start_tool_call("lie", {}, timeout=1))
+    assert server.dropped.wait(WAIT), "a read of the lying answer is not bounded by the request's timeout"
+    with pytest.raises(RequestTimeout):
+        call.result()
+    still_serves(client)
+
+
+# -- item 10: interim (1xx) answers ---------------------------------------------------------------
+
+
+INTERIMS = {
+    "103-early-hints": EARLY_HINTS,
+    "several": b"HTTP/1.1 100 Continue\r\n\r\n" + EARLY_HINTS + b"HTTP/1.1 102 Processing\r\n\r\n" + EARLY_HINTS,
+}
+
+
+@pytest.mark.parametrize("interim", list(INTERIMS))
+@pytest.mark.parametrize("path", PATHS)
+def test_interim_answers_before_the_answer_are_skipped(raw, sent_by_requests, path, interim):
+    """RFC 9110 §15.2: a client MUST parse 1xx responses before the final one (was: -32603
+    "unexpected Content-Type ''")."""
+    server, client = raw(lambda message: json_answer(answer(message, OK), INTERIMS[interim]), path, hold=False)
+    assert client.call_tool("hinted", {}).content[0].text == "ok"
+    sent_on(path, sent_by_requests)
+    assert client.call_tool("hinted", {}).content[0].text == "ok"  # the connection serves on
+    still_serves(client)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_endless_interim_answers_fail_the_call_at_once(raw, path):
+    """Past MAX_INTERIM interim answers the call fails with a clear error (a server sending 103
+    after 103 cannot keep the client reading), and the client serves on."""
+    server, client = raw(lambda message: EARLY_HINTS * (MAX_INTERIM + 1), path)
+    outcome = in_thread(lambda: client.call_tool("hinted", {}, timeout=3 * WAIT))
+    assert isinstance(outcome, MCPRefError) and "interim (1xx) responses" in str(outcome), outcome
+    still_serves(client)
+
+
+# -- item 10: an answer nested 100,000 deep -------------------------------------------------------
+
+
+def deep_answer(message) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"result":{"content":%s}}' % (message["id"], DEEP)
+
+
+def refused_as_too_deep(outcome) -> None:
+    assert isinstance(outcome, InvalidRequest), outcome
+    assert "nested deeper than the limit of 64" in str(outcome), outcome
+
+
+@pytest.mark.parametrize("order", ["first", "last"])
+def test_an_answer_nested_too_deep_over_stdio_fails_its_call_at_once(order):
+    """The answer is refused (MAX_NESTING) and its request fails at once, not at its timeout
+    (3 WAIT, longer than the bound the call is waited for); the connection serves on."""
+    command = [sys.executable, str(SERVERS / "deep_answer_server.py"), order]
+    with Client.stdio(command, era="handshake", timeout=WAIT) as client:
+        refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=3 * WAIT)))
+        still_serves(client)
+
+
+@pytest.mark.parametrize("framing", ["json", "sse"])
+@pytest.mark.parametrize("path", PATHS)
+def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, framing):
+    """The same over HTTP, as a JSON answer or an SSE event (whose stream the client then leaves)."""
+    def call(message) -> bytes:
+        if framing == "json":
+            return json_answer(deep_answer(message))
+        return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + sse_event(deep_answer(message))
+
+    server, client = raw(call, path, hold=framing == "sse")
+    refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=3 * WAIT)))
+    if framing == "sse":
+        assert server.dropped.wait(WAIT), "the client still reads the stream of a request that failed"
+    still_serves(client)
