@@ -37,29 +37,31 @@ PATHS = ["thin", "requests"]
 OK = {"content": [{"type": "text", "text": "ok"}]}
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
+JSON_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+CONTINUE = b"HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n"
 LIES = {
-    "length-0-beside-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 0\r\n"
-                               b"Transfer-Encoding: chunked\r\n\r\n100\r\n{\"jsonrpc\": \"2.0\", ",
-    "continue-with-length-0": b"HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n"
-                              b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Len",
-    "continue-then-a-cut-body": b"HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n"
-                                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{",
-    "last-chunk-inside-a-chunk": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"
-                                 b"\r\n\r\n100\r\n{\"text\": \"\r\n0\r\n\r\n",
+    "length-0-beside-chunked": JSON_HEAD
+    + b'Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n100\r\n{"jsonrpc": "2.0", ',
+    "continue-with-length-0": CONTINUE + JSON_HEAD + b"Content-Len",
+    "continue-then-a-cut-body": CONTINUE + JSON_HEAD + b"Content-Length: 500\r\n\r\n{",
+    "last-chunk-inside-a-chunk": JSON_HEAD
+    + b'Transfer-Encoding: chunked\r\n\r\n100\r\n{"text": "\r\n0\r\n\r\n',
 }
 
 
 def json_answer(body: bytes, interim: bytes = b"") -> bytes:
     """``interim`` responses, then a 200 carrying the JSON ``body``."""
-    return interim + b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
-        len(body), body)
+    return interim + JSON_HEAD + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
-EARLY_HINTS = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nLink: </app.js>; rel=preload\r\n\r\n"
+EARLY_HINTS = (
+    b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n"
+    b"Link: </app.js>; rel=preload\r\n\r\n"
+)
 
 
 class Counting:
-    """A requests auth object that changes nothing: setting one sends every request the ``requests`` way."""
+    """A requests auth object that changes nothing: with one, requests go the requests way."""
 
     def __call__(self, request):
         return request
@@ -67,7 +69,8 @@ class Counting:
 
 @pytest.fixture
 def raw():
-    """Factory: ``raw(call, path, hold=True)`` -> ``(server, client)``, the client on ``path``; both closed after."""
+    """Factory: ``raw(call, path, hold=True)`` -> ``(server, client)``, the client on ``path``;
+    both closed after."""
     made: list = []
 
     def factory(call, path: str, *, hold: bool = True):
@@ -99,7 +102,7 @@ def sent_by_requests(monkeypatch):
 
 
 def in_thread(job):
-    """Run ``job()`` on a thread; its result or exception, once it returned (within a generous bound)."""
+    """Run ``job()`` on a thread; its result or exception once it returned (a generous bound)."""
     outcome: dict = {}
 
     def run() -> None:
@@ -144,7 +147,9 @@ def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw,
     with RequestTimeout."""
     server, client = raw(lambda message: LIES[lie], path)
     call = in_thread(lambda: client.start_tool_call("lie", {}, timeout=1))
-    assert server.dropped.wait(WAIT), "a read of the lying answer is not bounded by the request's timeout"
+    assert server.dropped.wait(WAIT), (
+        "a read of the lying answer is not bounded by the request's timeout"
+    )
     with pytest.raises(RequestTimeout):
         call.result()
     still_serves(client)
@@ -155,7 +160,10 @@ def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw,
 
 INTERIMS = {
     "103-early-hints": EARLY_HINTS,
-    "several": b"HTTP/1.1 100 Continue\r\n\r\n" + EARLY_HINTS + b"HTTP/1.1 102 Processing\r\n\r\n" + EARLY_HINTS,
+    "several": b"HTTP/1.1 100 Continue\r\n\r\n"
+    + EARLY_HINTS
+    + b"HTTP/1.1 102 Processing\r\n\r\n"
+    + EARLY_HINTS,
 }
 
 
@@ -164,7 +172,9 @@ INTERIMS = {
 def test_interim_answers_before_the_answer_are_skipped(raw, sent_by_requests, path, interim):
     """RFC 9110 §15.2: a client MUST parse 1xx responses before the final one (was: -32603
     "unexpected Content-Type ''")."""
-    server, client = raw(lambda message: json_answer(answer(message, OK), INTERIMS[interim]), path, hold=False)
+    server, client = raw(
+        lambda message: json_answer(answer(message, OK), INTERIMS[interim]), path, hold=False
+    )
     assert client.call_tool("hinted", {}).content[0].text == "ok"
     sent_on(path, sent_by_requests)
     assert client.call_tool("hinted", {}).content[0].text == "ok"  # the connection serves on
@@ -206,14 +216,19 @@ def test_an_answer_nested_too_deep_over_stdio_fails_its_call_at_once(order):
 @pytest.mark.parametrize("framing", ["json", "sse"])
 @pytest.mark.parametrize("path", PATHS)
 def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, framing):
-    """The same over HTTP, as a JSON answer or an SSE event (whose stream the client then leaves)."""
+    """The same over HTTP, as a JSON answer or an SSE event (the client then leaves the stream)."""
+
     def call(message) -> bytes:
         if framing == "json":
             return json_answer(deep_answer(message))
-        return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + sse_event(deep_answer(message))
+        return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + sse_event(
+            deep_answer(message)
+        )
 
     server, client = raw(call, path, hold=framing == "sse")
     refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=3 * WAIT)))
     if framing == "sse":
-        assert server.dropped.wait(WAIT), "the client still reads the stream of a request that failed"
+        assert server.dropped.wait(WAIT), (
+            "the client still reads the stream of a request that failed"
+        )
     still_serves(client)

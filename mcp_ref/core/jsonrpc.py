@@ -130,7 +130,7 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
     try:
         obj = _decode(data)
         if data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING:
-            raise RecursionError  # as the decoder's own guard, far below what a stack can take, does
+            raise RecursionError  # as the decoder's own guard (far below what a stack takes) does
     except RecursionError:  # an answer whose id can be read is refused as that request's (unparsed)
         from .unparsed import too_deep
 

@@ -15,18 +15,20 @@ import re
 
 from .errors import InvalidRequest, ParseError
 
-#: The most pieces of text (strings, runs of brackets, what lies between) :func:`answer_id` looks at:
-#: its cost stays small whatever the message; an answer whose id lies further is left to its timeout.
+#: The most pieces of text (strings, runs of brackets, what lies between) :func:`answer_id` reads:
+#: its cost stays small whatever the message; an answer whose id lies further waits its timeout.
 MAX_TOKENS = 100_000
-#: A string, a run of opening brackets, a run of closing ones, or anything else up to the next of those.
+#: A string, a run of opening brackets, a run of closing ones, or anything up to the next of those.
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[^"\[\]{}]+')
 
 
 def answer_id(text: str):
-    """The id of the answer ``text`` is (an object with ``id`` and ``result`` or ``error`` at its top
-    level, and no ``method``), or None: not an answer, or its id is not a string or an integer.
-    It stops as soon as the id and the result (or error) are seen, or after :data:`MAX_TOKENS` pieces."""
-    top: dict[str, str] = {}  # the top level's keys (as written), each with its value's text ("": nested)
+    """The id of the answer ``text`` is (an object with ``id`` and ``result`` or ``error`` at its
+    top level, and no ``method``), or None: not an answer, or its id is not a string or an integer.
+    It stops once the id and the result (or error) are seen, or after :data:`MAX_TOKENS` pieces."""
+    top: dict[
+        str, str
+    ] = {}  # the top level's keys (as written), each with its value's text ("": nested)
     depth, key, value_next = 0, None, False
     for seen, match in enumerate(_TOKENS.finditer(text)):
         token = match.group()
@@ -63,7 +65,9 @@ def answer_id(text: str):
         request_id = json.loads(top.get('"id"') or "null")
     except ValueError:
         return None
-    valid = isinstance(request_id, str) or (isinstance(request_id, int) and not isinstance(request_id, bool))
+    valid = isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    )
     return request_id if valid else None
 
 

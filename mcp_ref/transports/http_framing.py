@@ -41,7 +41,9 @@ class FinalResponse(http.client.HTTPResponse):
             # RFC 9110 §15.2: a 1xx response "is terminated by the end of the header section";
             # its fields (Link, a Content-Length ...) say nothing of the answer to come.
             http.client.parse_headers(self.fp)
-        raise http.client.HTTPException(f"more than {MAX_INTERIM} interim (1xx) responses before the answer")
+        raise http.client.HTTPException(
+            f"more than {MAX_INTERIM} interim (1xx) responses before the answer"
+        )
 
 
 class FramingConnection(http.client.HTTPConnection):
@@ -78,14 +80,20 @@ def _status(head: bytes) -> int | None:
     """The status code of a head's status line, or None if it is not plainly one."""
     line = head.split(b"\r\n", 1)[0]
     parts = line.split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or len(parts[1]) != 3 or not parts[1].isdigit():
+    if (
+        len(parts) < 2
+        or not parts[0].startswith(b"HTTP/1.")
+        or len(parts[1]) != 3
+        or not parts[1].isdigit()
+    ):
         return None
     return int(parts[1])
 
 
 def _fields(head: bytes) -> dict[bytes, list[bytes]] | None:
-    """A head's header fields (lower-case names, their values in order), or None where ``http.client``
-    might split the section otherwise: a bare LF, a folded line, a line without a colon."""
+    """A head's header fields (lower-case names, their values in order), or None where
+    ``http.client`` might split the section otherwise: a bare LF, a folded line, a line without
+    a colon."""
     if head.count(b"\n") != head.count(b"\r\n"):
         return None
     fields: dict[bytes, list[bytes]] = {}
@@ -103,8 +111,8 @@ def _body_complete(status: int, fields: dict[bytes, list[bytes]], data: bytes, s
         return True  # §6.3 item 1: no content, whatever the fields say
     encodings = fields.get(b"transfer-encoding")
     if encodings is not None:
-        # §6.3 item 3: Transfer-Encoding overrides Content-Length.  http.client reads a body as chunked
-        # only when the one field says "chunked" and nothing else; other codings are read to the close.
+        # §6.3 item 3: Transfer-Encoding overrides Content-Length.  http.client reads a body as
+        # chunked only when the one field says "chunked" alone; other codings: read to the close.
         if len(encodings) != 1 or encodings[0].lower() != b"chunked":
             return False
         return _chunked_complete(data, start)
@@ -121,8 +129,9 @@ def _body_complete(status: int, fields: dict[bytes, list[bytes]], data: bytes, s
 
 
 def _chunked_complete(data: bytes, start: int) -> bool:
-    """Whether a chunked body starting at ``start`` ends within ``data``: each chunk-size line (plain
-    hex, an extension after ``;``), its data and CRLF, the last chunk, then the trailer section."""
+    """Whether a chunked body starting at ``start`` ends within ``data``: each chunk-size line
+    (plain hex, an extension after ``;``), its data and CRLF, the last chunk, then the trailer
+    section."""
     position = start
     while True:
         line_end = data.find(b"\r\n", position)
@@ -173,7 +182,7 @@ def _adapter_class():
     pools = {"http": PlainPool, "https": TlsPool}
 
     class FramingAdapter(requests.adapters.HTTPAdapter):
-        """requests' adapter, reading answers as :class:`FinalResponse` does (interim 1xx skipped)."""
+        """requests' adapter, reading answers as :class:`FinalResponse` does (1xx skipped)."""
 
         def init_poolmanager(self, *args, **options) -> None:
             """requests' pool manager, making pools of this module's connections."""
@@ -198,5 +207,5 @@ def framing_adapter(**options):
 
 
 def is_framing_adapter(adapter) -> bool:
-    """Whether ``adapter`` is exactly one :func:`framing_adapter` made (not a subclass the user brought)."""
+    """Whether ``adapter`` is one :func:`framing_adapter` made (not a subclass the user brought)."""
     return type(adapter) is _adapter_class()

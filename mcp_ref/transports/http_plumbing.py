@@ -353,7 +353,7 @@ def note_answers(data: str, awaiting: set) -> None:
     """Strike from ``awaiting`` the ids this SSE message answers."""
     try:
         message = json.loads(data)
-    except RecursionError:  # nested too deep: the session refuses it, failing the request it answers
+    except RecursionError:  # nested too deep: the session refuses it, failing the request answered
         from ..core.unparsed import answer_id
 
         awaiting.discard(answer_id(data))

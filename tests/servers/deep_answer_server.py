@@ -19,15 +19,18 @@ def main() -> None:
         request_id = json.dumps(message["id"])
         if message["method"] == "tools/call" and message["params"]["name"] == "deep":
             nested = '{"content":' + "[" * DEPTH + "]" * DEPTH + "}"
-            if id_first:
-                out.write('{"jsonrpc":"2.0","id":%s,"result":%s}\n' % (request_id, nested))
-            else:
-                out.write('{"jsonrpc":"2.0","result":%s,"id":%s}\n' % (nested, request_id))
+            members = [f'"id":{request_id}', f'"result":{nested}']
+            out.write(
+                '{"jsonrpc":"2.0",' + ",".join(members if id_first else members[::-1]) + "}\n"
+            )
             out.flush()
             continue
         if message["method"] == "initialize":
-            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "deep", "version": "0"}}
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "deep", "version": "0"},
+            }
         elif message["method"] == "tools/call":
             result = {"content": [{"type": "text", "text": "still here"}]}
         else:
