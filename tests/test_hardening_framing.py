@@ -29,7 +29,7 @@ from conftest import WAIT
 from test_hardening_client_bounds import RawHttp, answer, still_serves
 
 from mcp_ref import Client, InvalidRequest, MCPRefError, RequestTimeout
-from mcp_ref.transports.http_framing import MAX_INTERIM
+from mcp_ref.transports.http_framing import MAX_INTERIM, complete
 from mcp_ref.transports.sse import sse_event
 
 SERVERS = Path(__file__).parent / "servers"
@@ -232,3 +232,66 @@ def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, f
             "the client still reads the stream of a request that failed"
         )
     still_serves(client)
+
+
+# -- the framing rules themselves ------------------------------------------------------------------
+
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize(
+    "data, whole",
+    [
+        (HEAD + b"Content-Length: 2\r\n\r\n{}", True),
+        (HEAD + b"Content-Length: 3\r\n\r\n{}", False),
+        (HEAD + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}", True),
+        (HEAD + b"Content-Length: 2\r\nContent-Length: 0\r\n\r\n{}", False),  # §6.3 item 5
+        (HEAD + b"Content-Length: 2, 0\r\n\r\n{}", False),
+        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", True),
+        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n2;x=1\r\n{}\r\n0\r\nX-T: 1\r\n\r\n", True),
+        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-T: 1\r\n", False),
+        (
+            HEAD + b"Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}",
+            False,
+        ),  # §6.3 item 3
+        (HEAD + b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", False),
+        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n10\r\n{}\r\n0\r\n\r\n", False),  # 0 inside
+        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n0x2\r\n{}\r\n0\r\n\r\n", False),
+        (HEAD + b"\r\n{}", False),  # no length: to the close
+        (HEAD + b"Content-Length: 0\nX: y\r\n\r\n", False),  # a bare LF
+        (HEAD + b"Content-Length: 2\r\n 5\r\n\r\n{}", False),  # a folded line
+        (CONTINUE + HEAD + b"Content-Len", False),
+        (CONTINUE + EARLY_HINTS + HEAD + b"Content-Length: 2\r\n\r\n{}", True),
+        (EARLY_HINTS * (MAX_INTERIM + 1) + HEAD + b"Content-Length: 2\r\n\r\n{}", False),
+        (b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", True),
+        (b"ICY 200 OK\r\nContent-Length: 0\r\n\r\n", False),
+    ],
+    ids=lambda value: None if isinstance(value, bool) else value[-40:].decode("latin-1"),
+)
+def test_an_answer_is_whole_only_as_rfc_9112_frames_it(data, whole):
+    """``http_framing.complete``: RFC 9112 §6.3, and only what http.client reads the same way."""
+    assert complete(data) is whole
+
+
+NESTED = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "text, request_id",
+    [
+        ('{"jsonrpc":"2.0","id":5,"result":{"content":' + NESTED + "}}", 5),
+        ('{ "result" : ' + NESTED + ' , "error": {}, "id" : "a,b" }', "a,b"),
+        ('{"jsonrpc":"2.0","id":5,"method":"tools/call","params":' + NESTED + "}", None),
+        ('{"a":{"id":3,"result":1},"b":' + NESTED + "}", None),  # not at the top level
+        ('{"id":true,"result":' + NESTED + "}", None),
+        ('{"id":null,"error":' + NESTED + "}", None),
+        ('{"id":5.5,"result":' + NESTED + "}", None),
+        (NESTED, None),  # a batch, or no message
+    ],
+    ids=["id-first", "id-last", "a-request", "nested-id", "true", "null", "float", "an-array"],
+)
+def test_the_id_of_an_answer_too_deep_is_read_from_its_top_level_alone(text, request_id):
+    from mcp_ref.core.unparsed import answer_id
+
+    assert answer_id(text) == request_id
