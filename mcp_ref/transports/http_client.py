@@ -585,7 +585,9 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             try:
                 headers = self._headers("text/event-stream")
                 headers["Last-Event-ID"] = cursor.last_id
-                response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
+                bound = read_bound(self.pending, request.id)
+                response = self.http.get(self.url, headers=headers, stream=True,
+                                         timeout=(self.connect_timeout, bound))
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
                 continue

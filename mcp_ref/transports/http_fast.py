@@ -523,8 +523,9 @@ class Answered:
         raw = exchange.raw()
         prepared = http.prepare_request(requests.Request("POST", transport.url, data=self.data, headers=self.headers))
         response = exchange.lane.adapter.build_response(prepared, raw)
-        options = {"stream": True, "timeout": (transport.connect_timeout, None), "verify": http.verify,
-                   "cert": http.cert, "proxies": http.proxies}
+        timeout = (transport.connect_timeout, exchange.timeout)
+        options = {"stream": True, "timeout": timeout, "verify": http.verify, "cert": http.cert,
+                   "proxies": http.proxies}
         response = dispatch_hook("response", prepared.hooks, response, **options)
         extract_cookies_to_jar(http.cookies, prepared, raw)
         if response.is_redirect:
