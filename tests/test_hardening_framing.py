@@ -295,3 +295,48 @@ def test_the_id_of_an_answer_too_deep_is_read_from_its_top_level_alone(text, req
     from mcp_ref.core.unparsed import answer_id
 
     assert answer_id(text) == request_id
+
+
+# -- framing the client refuses, or reads once ----------------------------------------------------
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("encodings", [b"gzip, chunked", b"chunked\r\nTransfer-Encoding: chunked"])
+def test_a_transfer_encoding_other_than_chunked_alone_is_refused_at_once(raw, path, encodings):
+    """RFC 9112 §6.3: http.client reads ``gzip, chunked`` (or two fields) as no chunking at all, so
+    its framing would be guessed: the call fails at once with a clear error instead."""
+
+    def call(message) -> bytes:
+        body = answer(message, OK)
+        return JSON_HEAD + b"Transfer-Encoding: %s\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (
+            encodings,
+            len(body),
+            body,
+        )
+
+    server, client = raw(call, path)
+    outcome = in_thread(lambda: client.call_tool("framed", {}, timeout=3 * WAIT))
+    assert isinstance(outcome, MCPRefError) and "Transfer-Encoding" in str(outcome), outcome
+    still_serves(client)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_answer_with_both_lengths_is_read_as_chunked_and_its_connection_not_reused(raw, path):
+    """RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; two readers could disagree on
+    where such an answer ends, so its connection is closed after it, never kept for the next."""
+
+    def call(message) -> bytes:
+        body = answer(message, OK)
+        return (
+            JSON_HEAD
+            + b"Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+            % (
+                len(body),
+                body,
+            )
+        )
+
+    server, client = raw(call, path)
+    assert client.call_tool("framed", {}).content[0].text == "ok"
+    assert server.dropped.wait(WAIT), "the connection was kept for another request"
+    still_serves(client)

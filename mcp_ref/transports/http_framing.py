@@ -45,6 +45,22 @@ class FinalResponse(http.client.HTTPResponse):
             f"more than {MAX_INTERIM} interim (1xx) responses before the answer"
         )
 
+    def begin(self) -> None:
+        """Read the status line and header section; then the framing RFC 9112 §6.3 gives the body:
+        ``Transfer-Encoding: chunked`` overrides any Content-Length (and the connection is not used
+        again: two readers of such an answer could disagree on where it ends); any other
+        Transfer-Encoding (``gzip, chunked``, two fields) is refused, never guessed at."""
+        super().begin()
+        encodings = self.msg.get_all("Transfer-Encoding") or []
+        if not encodings:
+            return
+        if len(encodings) > 1 or encodings[0].lower() != "chunked":  # as http.client compares
+            self.close()
+            refused = ", ".join(encodings)
+            raise http.client.HTTPException(f"an answer with Transfer-Encoding {refused!r}")
+        if self.msg.get("Content-Length") is not None:
+            self.will_close = True
+
 
 class FramingConnection(http.client.HTTPConnection):
     """An ``http.client`` connection whose answers are read with :class:`FinalResponse`."""
