@@ -30,9 +30,13 @@ instead, over a keep-alive connection of this origin's own small pool (:class:`F
   request's (case-insensitively, the request's winning, ``None`` dropping one), the body, its
   ``Content-Length``;
 * **where**: on the caller's thread (the session's ``write``).  If the answer has not begun
-  within :data:`FAST_WAIT`, a worker takes the wait over, so the session's timeout and
-  cancellation govern a slow request from there on as before (a request's timeout shorter than
-  that is kept to within it);
+  within :data:`FAST_WAIT`, or is not whole as ``http.client`` will read it (RFC 9112 §6.3,
+  :func:`~mcp_ref.transports.http_framing.complete`), a worker takes the wait over, so the
+  session's timeout and cancellation govern a slow request from there on as before (a request's
+  timeout shorter than that is kept to within it); the caller's thread never waits on the
+  server past :data:`WHOLE_WAIT`, and each read of a worker waits at most until the request's
+  timeout (:func:`~mcp_ref.transports.http_plumbing.read_bound`); interim 1xx answers are
+  skipped (:class:`~mcp_ref.transports.http_framing.FinalResponse`);
 * **the answer**: a ``200`` with ``Content-Type: application/json``, no ``Content-Encoding`` and
   no ``Set-Cookie`` is read here, bounded by ``max_message_size`` (the Content-Length first,
   then piece by piece: :func:`read_bounded`), and queued for the session.  Anything else — an
