@@ -36,6 +36,8 @@ SERVERS = Path(__file__).parent / "servers"
 PATHS = ["thin", "requests"]
 OK = {"content": [{"type": "text", "text": "ok"}]}
 DEEP = b"[" * 100_000 + b"]" * 100_000
+#: The timeout of a call that must fail at once: far past the bound its return is waited for.
+LONG = 10 * WAIT
 
 JSON_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 CONTINUE = b"HTTP/1.1 100 Continue\r\nContent-Length: 0\r\n\r\n"
@@ -186,7 +188,7 @@ def test_endless_interim_answers_fail_the_call_at_once(raw, path):
     """Past MAX_INTERIM interim answers the call fails with a clear error (a server sending 103
     after 103 cannot keep the client reading), and the client serves on."""
     server, client = raw(lambda message: EARLY_HINTS * (MAX_INTERIM + 1), path)
-    outcome = in_thread(lambda: client.call_tool("hinted", {}, timeout=3 * WAIT))
+    outcome = in_thread(lambda: client.call_tool("hinted", {}, timeout=LONG))
     assert isinstance(outcome, MCPRefError) and "interim (1xx) responses" in str(outcome), outcome
     still_serves(client)
 
@@ -206,10 +208,10 @@ def refused_as_too_deep(outcome) -> None:
 @pytest.mark.parametrize("order", ["first", "last"])
 def test_an_answer_nested_too_deep_over_stdio_fails_its_call_at_once(order):
     """The answer is refused (MAX_NESTING) and its request fails at once, not at its timeout
-    (3 WAIT, longer than the bound the call is waited for); the connection serves on."""
+    (LONG, past the bound the call is waited for); the connection serves on."""
     command = [sys.executable, str(SERVERS / "deep_answer_server.py"), order]
     with Client.stdio(command, era="handshake", timeout=WAIT) as client:
-        refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=3 * WAIT)))
+        refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=LONG)))
         still_serves(client)
 
 
@@ -226,7 +228,7 @@ def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, f
         )
 
     server, client = raw(call, path, hold=framing == "sse")
-    refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=3 * WAIT)))
+    refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=LONG)))
     if framing == "sse":
         assert server.dropped.wait(WAIT), (
             "the client still reads the stream of a request that failed"
@@ -315,7 +317,7 @@ def test_a_transfer_encoding_other_than_chunked_alone_is_refused_at_once(raw, pa
         )
 
     server, client = raw(call, path)
-    outcome = in_thread(lambda: client.call_tool("framed", {}, timeout=3 * WAIT))
+    outcome = in_thread(lambda: client.call_tool("framed", {}, timeout=LONG))
     assert isinstance(outcome, MCPRefError) and "Transfer-Encoding" in str(outcome), outcome
     still_serves(client)
 
@@ -339,4 +341,19 @@ def test_an_answer_with_both_lengths_is_read_as_chunked_and_its_connection_not_r
     server, client = raw(call, path)
     assert client.call_tool("framed", {}).content[0].text == "ok"
     assert server.dropped.wait(WAIT), "the connection was kept for another request"
+    still_serves(client)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_json_answer_whose_id_cannot_be_read_fails_its_call_at_once(raw, path):
+    """Over HTTP the JSON body of a POST is the answer to that POST's request: when the session
+    cannot take it as one (nested too deep, its id too far to read), the request fails at once."""
+
+    def call(message) -> bytes:
+        return json_answer(b'{"jsonrpc":"2.0","result":{"content":%s}}' % DEEP)  # no id at all
+
+    server, client = raw(call, path, hold=False)
+    outcome = in_thread(lambda: client.call_tool("deep", {}, timeout=LONG))
+    assert isinstance(outcome, InvalidRequest), outcome
+    assert "could not be read as the answer" in str(outcome), outcome
     still_serves(client)

@@ -81,6 +81,7 @@ from .http_plumbing import (
     sending,
     stream_chunks,
     timed_out,
+    unanswered,
     unreachable,
 )
 from .origins import CrossOriginRefused, same_origin
@@ -446,6 +447,7 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
                 self._incoming.put(self._too_large(request, "answer"))
             else:
                 self._incoming.put(body)
+                self._incoming.put(unanswered(request))  # nothing once the body answered it
         elif content_type == "text/event-stream":
             self._read_stream(response, request, resumable=resumable)
         else:

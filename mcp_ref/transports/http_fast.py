@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.jsonrpc import Request
 from ..core.transport import RequestFailed
 from .http_framing import FinalResponse, FramingConnection, complete
-from .http_plumbing import READ_SIZE, no_answer, read_bound, unreachable
+from .http_plumbing import READ_SIZE, no_answer, read_bound, unanswered, unreachable
 
 log = logging.getLogger(__name__)
 
@@ -646,8 +646,12 @@ class FastPosts:
                     self.deliver(body)  # the caller's own answer, handled on its thread: no hand-off to the reader
                 except Exception:  # as the reader would: never the caller's problem
                     log.exception("a message could not be handled and was dropped")
+                if self.pending is not None and self.pending(request.id) is not None:
+                    self._incoming.put(unanswered(request))  # refused, or not its answer
             else:
                 self._incoming.put(self._too_large(request, "answer") if body is None else body)
+                if body is not None:
+                    self._incoming.put(unanswered(request))  # nothing once the body answered it
         except Exception as exc:  # no answer came: the connection broke (or the request was abandoned)
             exchange.done(reuse=False)
             if self._abandoned_now(request.id) or self._closed.is_set():

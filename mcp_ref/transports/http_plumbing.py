@@ -17,7 +17,8 @@ import logging
 import threading
 import time
 
-from ..core.errors import MCPRefError, RequestTimeout, ServerUnreachable
+from ..core.errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
+from ..core.transport import RequestFailed
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,15 @@ def read_bound(pending, request_id) -> float | None:
 def no_answer(request) -> RequestTimeout:
     """The failure of ``request`` whose answer stopped coming: a read of it waited past its bound."""
     return RequestTimeout(f"{request.method}: the server's answer did not come within the request's timeout")
+
+
+def unanswered(request) -> RequestFailed:
+    """What fails ``request`` when the JSON body its POST got (queued just before) did not answer
+    it: the session refused the body (not JSON-RPC, nested too deep for its id to be read) or it
+    answered another id.  Once the body has answered it, the session no longer knows the request
+    and this does nothing; otherwise the request fails at once instead of waiting its timeout."""
+    why = "the server's answer could not be read as the answer to it (see the log)"
+    return RequestFailed(request.id, InvalidRequest(f"{request.method}: {why}"))
 
 
 def timed_out(exc: Exception) -> bool:
