@@ -357,3 +357,24 @@ def test_a_json_answer_whose_id_cannot_be_read_fails_its_call_at_once(raw, path)
     assert isinstance(outcome, InvalidRequest), outcome
     assert "could not be read as the answer" in str(outcome), outcome
     still_serves(client)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_header_section_trickled_a_byte_at_a_time_is_dropped_at_the_calls_timeout(raw, path):
+    """Each read is bounded, and so are all of them together: a server sending its header section
+    a byte every 0.2 s (each read well within its bound) is let go of when the call times out."""
+    release = threading.Event()
+
+    def call(message):
+        yield JSON_HEAD + b"X-Slow: "
+        while not release.wait(0.2):  # the server's pace, not the test's
+            yield b"x"
+
+    server, client = raw(call, path)
+    try:
+        outcome = in_thread(lambda: client.call_tool("trickle", {}, timeout=1))
+        assert isinstance(outcome, RequestTimeout), outcome
+        assert server.dropped.wait(WAIT), "the client still reads the trickled header section"
+    finally:
+        release.set()
+    still_serves(client)

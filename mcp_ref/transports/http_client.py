@@ -402,6 +402,10 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             self._abandoned.discard(request_id)
             self._modern_responses.pop(request_id, None)
 
+    def awaiting(self, request_id, underway) -> None:
+        """A worker waits for the head of ``request_id``'s answer (``http_plumbing.watch``)."""
+        self._track(request_id, underway)
+
     def _track(self, request_id, response) -> bool:
         """Remember ``response`` as the one carrying ``request_id``'s answer; False (``response``
         closed) when the session has given up on that request meanwhile."""

@@ -183,11 +183,21 @@ def _adapter_class():
     import urllib3
     from urllib3 import connection
 
-    class PlainConnection(connection.HTTPConnection):
+    from .http_plumbing import watch
+
+    class Watched:
         response_class = FinalResponse
 
-    class TlsConnection(connection.HTTPSConnection):
-        response_class = FinalResponse
+        def getresponse(self, *args, **options):
+            """urllib3's, the socket first watched: giving up on the request shuts it down."""
+            watch(self.sock)
+            return super().getresponse(*args, **options)
+
+    class PlainConnection(Watched, connection.HTTPConnection):
+        pass
+
+    class TlsConnection(Watched, connection.HTTPSConnection):
+        pass
 
     class PlainPool(urllib3.HTTPConnectionPool):
         ConnectionCls = PlainConnection

@@ -337,6 +337,35 @@ def discard_body(response) -> None:
     read_body(response, MAX_ERROR_BODY)
 
 
+class Underway:
+    """The socket a worker waits on for the head of an answer (:func:`watch`): what :func:`abort`
+    shuts down when the session gives up on the request before the answer's response exists."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def abort_now(self) -> None:
+        """Shut the socket down, waking the worker that waits on it."""
+        import socket
+
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def watch(sock) -> None:
+    """``sock`` is about to carry the answer to the request this thread sends (:data:`sending`):
+    from now on, the session giving up on that request (its timeout, a cancellation) shuts it down,
+    even before the answer's status line and headers came (each read is bounded too,
+    :func:`read_bound`; this is the deadline over them all).  Nothing on another thread."""
+    transport, request_id = getattr(sending, "request", (None, None))
+    if transport is not None and sock is not None:
+        transport.awaiting(request_id, Underway(sock))
+
+
 def abort(response) -> None:
     """Close a streaming response even while another thread is blocked reading it.
 
@@ -346,7 +375,7 @@ def abort(response) -> None:
     import socket
 
     stop = getattr(response, "abort_now", None)
-    if stop is not None:  # a thin-path exchange whose answer has not come yet (http_fast.Exchange)
+    if stop is not None:  # an answer that has not come yet (http_fast.Exchange, Underway)
         stop()
         return
     connection = getattr(response.raw, "_connection", None)
