@@ -667,7 +667,7 @@ class RawHttp:
                 return
 
     def _watch(self, conn) -> None:
-        """Set ``dropped`` when the client closes ``conn`` (nothing else comes on a held connection)."""
+        """Set ``dropped`` when the client closes ``conn`` (nothing else comes on it while held)."""
         try:
             ended = not conn.recv(1)
         except OSError:

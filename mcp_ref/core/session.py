@@ -129,7 +129,7 @@ class Session:
         self._incoming: dict[Any, RequestContext] = {}
         self._write_lock = threading.Lock()
         self._concurrent_writes, transport.deliver = transport.concurrent_writes, self.receive
-        transport.pending = self._pending.get  # (a PendingRequest: HTTP bounds its reads by its deadline)
+        transport.pending = self._pending.get  # HTTP bounds its reads by a request's deadline
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")

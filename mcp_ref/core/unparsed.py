@@ -26,9 +26,8 @@ def answer_id(text: str):
     """The id of the answer ``text`` is (an object with ``id`` and ``result`` or ``error`` at its
     top level, and no ``method``), or None: not an answer, or its id is not a string or an integer.
     It stops once the id and the result (or error) are seen, or after :data:`MAX_TOKENS` pieces."""
-    top: dict[
-        str, str
-    ] = {}  # the top level's keys (as written), each with its value's text ("": nested)
+    # the top level's keys (as written), each with its value's text ("": a nested value)
+    top: dict[str, str] = {}
     depth, key, value_next = 0, None, False
     for seen, match in enumerate(_TOKENS.finditer(text)):
         token = match.group()

@@ -75,8 +75,8 @@ log = logging.getLogger(__name__)
 
 #: Seconds the caller's thread waits for an answer to begin before a worker takes the wait over.
 FAST_WAIT = 0.05
-#: Seconds the caller's thread may wait on any one read of an answer it found whole (:func:`~mcp_ref.transports.http_framing.complete`):
-#: none should wait at all; past it the request fails rather than hold the caller.
+#: Seconds the caller's thread may wait on any one read of an answer it found whole (none should
+#: wait at all: :func:`~mcp_ref.transports.http_framing.complete`); past it the request fails.
 WHOLE_WAIT = 1.0
 #: The requests that always go the ``requests`` way (their answers set up the connection).
 SLOW_METHODS = frozenset({"initialize", "server/discover"})
@@ -201,8 +201,8 @@ class FastLane:
                 and (self.context is None or (http.verify == self.verify and http.cert == self.cert)))
 
     def send(self, data: bytes, headers: dict, timeout: float | None = None) -> Exchange:
-        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one; each
-        read (and write) of the exchange then waits at most ``timeout`` seconds (None: no bound)."""
+        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one;
+        each read (and write) of the exchange then waits at most ``timeout`` seconds (or None)."""
         if self.insecure is not None:  # urllib3 warns for every request it sends unverified
             import warnings
 
@@ -215,7 +215,8 @@ class FastLane:
         except BaseException:
             self.release(connection, reuse=False)
             raise
-        exchange = TlsExchange(self, connection) if self.context is not None else Exchange(self, connection)
+        kind = TlsExchange if self.context is not None else Exchange
+        exchange = kind(self, connection)
         exchange.timeout = timeout
         return exchange
 
@@ -316,7 +317,7 @@ class Exchange:
         self.sock: socket.socket = connection.sock
         self.response: http.client.HTTPResponse | None = None
         self.over = False
-        #: The bound (seconds) on each read of the answer from a worker (the request's timeout); None: none.
+        #: The bound (seconds) on each read of the answer by a worker (the request's timeout).
         self.timeout: float | None = None
 
     def begun(self, seconds: float) -> bool:
@@ -589,7 +590,8 @@ class FastPosts:
         generation, sent_with = self._generation, self.session_id
         self._begin(request.id)
         try:
-            exchange = lane.send(data, merge_headers(self.http.headers, headers), read_bound(self.pending, request.id))
+            bound = read_bound(self.pending, request.id)
+            exchange = lane.send(data, merge_headers(self.http.headers, headers), bound)
         except (OSError, http.client.HTTPException) as exc:
             self._finish(request.id)
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
@@ -603,7 +605,7 @@ class FastPosts:
             exchange.done(reuse=False)
             self._finish(request.id)
         elif exchange.begun(FAST_WAIT) and exchange.whole():
-            exchange.sock.settimeout(WHOLE_WAIT)  # all there: the caller's thread never waits on the server
+            exchange.sock.settimeout(WHOLE_WAIT)  # all there: the caller never waits on the server
             self._take_answer(answered, request, modern, inline=True)
         else:
             self._later(self._take_answer, answered, request, modern, False)
@@ -633,13 +635,13 @@ class FastPosts:
                 body = read_bounded(exchange.response, self.max_message_size)  # type: ignore[arg-type]
             except (OSError, http.client.HTTPException) as exc:
                 exchange.done(reuse=False)
-                if isinstance(exc, TimeoutError):  # the body stopped coming (framing that promised more)
+                if isinstance(exc, TimeoutError):  # the body stopped coming (its framing lied)
                     self._incoming.put(RequestFailed(request.id, no_answer(request)))
                 elif not self._abandoned_now(request.id):
                     self._fail(request.id, f"HTTP request to {self.url} failed: {exc!r}")
                 return
             exchange.done(reuse=body is not None)
-            if self._abandoned_now(request.id):  # closed under the reader: what was read is cut short
+            if self._abandoned_now(request.id):  # closed under the reader: what was read is cut
                 log.debug("request %r: the rest of its abandoned answer is dropped", request.id)
             elif body is not None and inline and self.deliver is not None:
                 try:
@@ -656,7 +658,7 @@ class FastPosts:
             exchange.done(reuse=False)
             if self._abandoned_now(request.id) or self._closed.is_set():
                 log.debug("request %r: its abandoned exchange ended (%r)", request.id, exc)
-            elif isinstance(exc, TimeoutError):  # the answer stopped coming (framing that promised more)
+            elif isinstance(exc, TimeoutError):  # the answer stopped coming (its framing lied)
                 self._incoming.put(RequestFailed(request.id, no_answer(request)))
             else:
                 self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))

@@ -74,8 +74,9 @@ class ModernPosts:
             if answered is not None:
                 response = answered.response()
             else:
+                bound = read_bound(self.pending, request.id)
                 response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
-                                          timeout=(self.connect_timeout, read_bound(self.pending, request.id)))
+                                          timeout=(self.connect_timeout, bound))
             if self._track(request.id, response):
                 self._deliver(response, request, resumable=False)
         except (requests.ConnectionError, requests.Timeout) as exc:

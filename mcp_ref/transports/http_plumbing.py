@@ -161,13 +161,16 @@ def read_bound(pending, request_id) -> float | None:
     stops waiting for it (its timeout; with ``reset_timeout_on_progress``, its total cap), and
     :data:`READ_GRACE` more; None: no bound."""
     request = pending(request_id) if pending is not None else None
-    deadline = None if request is None else request.hard_deadline if request.reset_on_progress else request.deadline
+    if request is None:
+        return None
+    deadline = request.hard_deadline if request.reset_on_progress else request.deadline
     return None if deadline is None else max(deadline - time.monotonic(), 0.0) + READ_GRACE
 
 
 def no_answer(request) -> RequestTimeout:
-    """The failure of ``request`` whose answer stopped coming: a read of it waited past its bound."""
-    return RequestTimeout(f"{request.method}: the server's answer did not come within the request's timeout")
+    """The failure of ``request`` whose answer stopped coming: a read waited past its bound."""
+    why = "the server's answer did not come within the request's timeout"
+    return RequestTimeout(f"{request.method}: {why}")
 
 
 def unanswered(request) -> RequestFailed:
@@ -180,9 +183,9 @@ def unanswered(request) -> RequestFailed:
 
 
 def timed_out(exc: Exception) -> bool:
-    """Whether ``exc`` (from ``requests``, urllib3 or a socket) says a read of an answer waited past its
-    bound: requests' ``ReadTimeout``, or the ``ConnectionError`` it makes of urllib3's read timeout
-    while a body is read."""
+    """Whether ``exc`` (from ``requests``, urllib3 or a socket) says a read of an answer waited past
+    its bound: requests' ``ReadTimeout``, or the ``ConnectionError`` it makes of urllib3's read
+    timeout while a body is read."""
     import requests
     from urllib3.exceptions import ReadTimeoutError
 
