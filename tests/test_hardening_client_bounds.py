@@ -598,14 +598,18 @@ def test_a_stream_the_client_gave_up_on_is_closed(hostile, connect, era):
 class RawHttp:
     """An HTTP/1.1 server on a raw socket (127.0.0.1, port 0), for framing no WSGI server would
     send: the handshake is answered in JSON, GET with 405, notifications with 202, and each
-    ``tools/call`` with the bytes ``call(message)`` returns (after which the connection is held
-    open, sending nothing more, until :meth:`close`)."""
+    ``tools/call`` (but of ``echo``) with the bytes ``call(message)`` returns (or yields, piece by
+    piece), after which the connection is held open, sending nothing more, until :meth:`close`
+    (``hold``; else it serves on).  ``dropped`` is set once the client closes a connection held
+    so, or one the answer was being sent on (it stopped reading)."""
 
-    def __init__(self, call):
+    def __init__(self, call, *, hold: bool = True):
         import socket
 
         self.call = call
+        self.hold = hold
         self.release = threading.Event()
+        self.dropped = threading.Event()
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/mcp"
         threading.Thread(target=self._accept, daemon=True).start()
@@ -638,7 +642,16 @@ class RawHttp:
                         conn.sendall(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n")
                         continue
                     if message["method"] == "tools/call" and message["params"]["name"] != "echo":
-                        conn.sendall(self.call(message))
+                        scripted = self.call(message)
+                        try:
+                            for piece in [scripted] if isinstance(scripted, bytes) else scripted:
+                                conn.sendall(piece)
+                        except OSError:
+                            self.dropped.set()
+                            return
+                        if not self.hold:
+                            continue
+                        threading.Thread(target=self._watch, args=(conn,), daemon=True).start()
                         self.release.wait(WAIT)
                         return
                     if message["method"] == "initialize":
@@ -652,6 +665,15 @@ class RawHttp:
                                  % (len(out), out))
             except OSError:
                 return
+
+    def _watch(self, conn) -> None:
+        """Set ``dropped`` when the client closes ``conn`` (nothing else comes on it while held)."""
+        try:
+            ended = not conn.recv(1)
+        except OSError:
+            ended = True
+        if ended and not self.release.is_set():
+            self.dropped.set()
 
     def close(self) -> None:
         self.release.set()

@@ -117,11 +117,10 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
     :class:`~mcp_ref.core.errors.InvalidRequest` instances (one per bad item, so
     the good items of a batch are still served).
 
-    Raises :class:`~mcp_ref.core.errors.ParseError` for bytes that are not UTF-8
-    JSON (RFC 8259: ``NaN`` and ``Infinity`` are not JSON), or that nest deeper
-    than :data:`MAX_NESTING`, and :class:`~mcp_ref.core.errors.InvalidRequest` (with
-    ``.request_id`` set when an id could be read) for JSON that is not a
-    JSON-RPC message, or a batch of more than :data:`MAX_BATCH` items.
+    Raises :class:`~mcp_ref.core.errors.ParseError` for bytes that are not UTF-8 JSON (RFC 8259:
+    ``NaN`` and ``Infinity`` are not JSON) or that nest deeper than :data:`MAX_NESTING`, and
+    :class:`~mcp_ref.core.errors.InvalidRequest` (``.request_id`` set when an id could be read) for
+    JSON that is not a JSON-RPC message, a batch past :data:`MAX_BATCH`, or an answer too deep.
     """
     if isinstance(data, (bytes, bytearray)):
         try:
@@ -130,12 +129,14 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
             raise ParseError("Parse error: message is not valid UTF-8") from None
     try:
         obj = _decode(data)
-    except RecursionError:  # the decoder's own guard, far below what a stack can take
-        raise ParseError(f"Parse error: JSON nested deeper than the limit of {MAX_NESTING}") from None
+        if data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING:
+            raise RecursionError  # as the decoder's own guard (far below what a stack takes) does
+    except RecursionError:  # an answer whose id can be read is refused as that request's (unparsed)
+        from .unparsed import too_deep
+
+        raise too_deep(data, MAX_NESTING) from None
     except ValueError as exc:
         raise ParseError(f"Parse error: {exc.args[0] if exc.args else 'invalid JSON'}") from None
-    if data.count("[") + data.count("{") > MAX_NESTING and nesting(data) > MAX_NESTING:
-        raise ParseError(f"Parse error: JSON nested deeper than the limit of {MAX_NESTING}")
     if isinstance(obj, list):
         # JSON-RPC 2.0 §6: "If the batch rpc call itself fails to be recognized as
         # an valid JSON or as an Array with at least one value, the response from

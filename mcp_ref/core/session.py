@@ -128,6 +128,7 @@ class Session:
         self._incoming: dict[Any, RequestContext] = {}
         self._write_lock = threading.Lock()
         self._concurrent_writes, transport.deliver = transport.concurrent_writes, self.receive
+        transport.pending = self._pending.get  # HTTP bounds its reads by a request's deadline
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
@@ -338,8 +339,7 @@ class Session:
 
     def _fail_request(self, request_id, error: Exception) -> None:
         """One request of ours failed before reaching the peer (the transport says so)."""
-        request = self._forget(request_id)
-        if request is not None:
+        if (request := self._forget(request_id)) is not None:
             request.set_exception(error)  # the first settle wins
 
     def _hold_request(self, request_id, seconds: float) -> None:
@@ -684,8 +684,7 @@ class Session:
             log.exception("%s: handling %s failed", self.name, method)
 
     def _receive_answer(self, answer) -> None:
-        pending = self._forget(answer.id) if answer.id is not None else None
-        if pending is None:
+        if (pending := self._forget(answer.id) if answer.id is not None else None) is None:
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 log.warning("%s: the peer reported an error: %s", self.name, answer.error.get("message"))
             else:

@@ -76,6 +76,7 @@ class Transport:
     mirrors_headers: bool = False
     #: The session's ``receive``, set when the session is made: a message a caller's thread read (HTTP's thin path: its own answer) is handled there, with no hand-off to the reader.
     deliver: Callable[[bytes], None] | None = None
+    pending: Callable[[RequestId], Any] | None = None  #: the session's requests in flight, by id
 
     def read(self) -> bytes | RequestFailed | None:
         """Block until one whole message arrives and return its bytes; None at end of input.

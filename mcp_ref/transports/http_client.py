@@ -74,10 +74,14 @@ from .http_plumbing import (
     abort,
     advice,
     discard_body,
+    no_answer,
     note_answers,
     read_body,
+    read_bound,
     sending,
     stream_chunks,
+    timed_out,
+    unanswered,
     unreachable,
 )
 from .origins import CrossOriginRefused, same_origin
@@ -180,6 +184,8 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
     ):
         import requests  # heavy: loaded only for HTTP
 
+        from .http_framing import framing_adapter
+
         if mode not in ("auto", "streamable", "sse"):
             raise ValueError(f"mode must be 'auto', 'streamable' or 'sse', not {mode!r}")
         if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or max_message_size < 1:
@@ -196,7 +202,8 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         self.http = requests.Session()
         # One keep-alive connection per worker (and the GET stream): urllib3's default pool of 10
         # would drop connections as soon as more requests than that are in flight.
-        adapter = requests.adapters.HTTPAdapter(pool_connections=2, pool_maxsize=max_workers + 2)
+        # Interim 1xx answers are skipped (RFC 9110 §15.2), not only 100 (http_framing).
+        adapter = framing_adapter(pool_connections=2, pool_maxsize=max_workers + 2)
         self.http.mount("http://", adapter)
         self.http.mount("https://", adapter)
         self.http.headers.update(headers or {})
@@ -347,7 +354,7 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
                 raise HttpTransportError("timed out waiting for a new session")
             else:
                 generation, sent_with = self._generation, self.session_id
-                response = self._post(data)
+                response = self._post(data, read_timeout=read_bound(self.pending, request.id))
             if request.method == "initialize":
                 if response.status_code in (400, 404, 405) and self.mode == "auto":
                     # basic/transports §Backwards Compatibility: on such an answer the client
@@ -363,13 +370,15 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             elif response.status_code == 404 and sent_with and self._reinitialize is not None:
                 response.close()
                 self._renew_session(generation)
-                response = self._post(data)
+                response = self._post(data, read_timeout=read_bound(self.pending, request.id))
             if self._track(request.id, response):
                 self._deliver(response, request)
-        except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
-            self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
+            self._incoming.put(RequestFailed(request.id, failure))
         except requests.RequestException as exc:
-            self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+            if not self._abandoned_now(request.id):  # else its response was closed under the reader
+                self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
         except AuthorizationError as exc:  # the auth hook (mcp_ref.auth.OAuth) could not authorize
@@ -392,6 +401,10 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             self._running.discard(request_id)
             self._abandoned.discard(request_id)
             self._modern_responses.pop(request_id, None)
+
+    def awaiting(self, request_id, underway) -> None:
+        """A worker waits for the head of ``request_id``'s answer (``http_plumbing.watch``)."""
+        self._track(request_id, underway)
 
     def _track(self, request_id, response) -> bool:
         """Remember ``response`` as the one carrying ``request_id``'s answer; False (``response``
@@ -438,6 +451,7 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
                 self._incoming.put(self._too_large(request, "answer"))
             else:
                 self._incoming.put(body)
+                self._incoming.put(unanswered(request))  # nothing once the body answered it
         elif content_type == "text/event-stream":
             self._read_stream(response, request, resumable=resumable)
         else:
@@ -587,7 +601,9 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             try:
                 headers = self._headers("text/event-stream")
                 headers["Last-Event-ID"] = cursor.last_id
-                response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
+                bound = read_bound(self.pending, request.id)
+                response = self.http.get(self.url, headers=headers, stream=True,
+                                         timeout=(self.connect_timeout, bound))
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
                 continue

@@ -30,9 +30,13 @@ instead, over a keep-alive connection of this origin's own small pool (:class:`F
   request's (case-insensitively, the request's winning, ``None`` dropping one), the body, its
   ``Content-Length``;
 * **where**: on the caller's thread (the session's ``write``).  If the answer has not begun
-  within :data:`FAST_WAIT`, a worker takes the wait over, so the session's timeout and
-  cancellation govern a slow request from there on as before (a request's timeout shorter than
-  that is kept to within it);
+  within :data:`FAST_WAIT`, or is not whole as ``http.client`` will read it (RFC 9112 §6.3,
+  :func:`~mcp_ref.transports.http_framing.complete`), a worker takes the wait over, so the
+  session's timeout and cancellation govern a slow request from there on as before (a request's
+  timeout shorter than that is kept to within it); the caller's thread never waits on the
+  server past :data:`WHOLE_WAIT`, and each read of a worker waits at most until the request's
+  timeout (:func:`~mcp_ref.transports.http_plumbing.read_bound`); interim 1xx answers are
+  skipped (:class:`~mcp_ref.transports.http_framing.FinalResponse`);
 * **the answer**: a ``200`` with ``Content-Type: application/json``, no ``Content-Encoding`` and
   no ``Set-Cookie`` is read here, bounded by ``max_message_size`` (the Content-Length first,
   then piece by piece: :func:`read_bounded`), and queued for the session.  Anything else — an
@@ -54,7 +58,6 @@ from __future__ import annotations
 import http.client
 import io
 import logging
-import re
 import select
 import socket
 import ssl
@@ -65,17 +68,20 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.jsonrpc import Request
 from ..core.transport import RequestFailed
-from .http_plumbing import READ_SIZE, unreachable
+from .http_framing import FinalResponse, FramingConnection, complete
+from .http_plumbing import READ_SIZE, no_answer, read_bound, unanswered, unreachable
 
 log = logging.getLogger(__name__)
 
 #: Seconds the caller's thread waits for an answer to begin before a worker takes the wait over.
 FAST_WAIT = 0.05
+#: Seconds the caller's thread may wait on any one read of an answer it found whole (none should
+#: wait at all: :func:`~mcp_ref.transports.http_framing.complete`); past it the request fails.
+WHOLE_WAIT = 1.0
 #: The requests that always go the ``requests`` way (their answers set up the connection).
 SLOW_METHODS = frozenset({"initialize", "server/discover"})
 #: Bytes of a waiting answer :meth:`Exchange.whole` looks at: a larger answer is read by a worker.
 PEEK_SIZE = 65536
-_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*([0-9]{1,18})[ \t]*(?:\r\n|$)")
 
 
 def merge_headers(session_headers, headers: dict) -> dict:
@@ -96,6 +102,8 @@ def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastL
 
     import requests
 
+    from .http_framing import is_framing_adapter
+
     prepared = requests.models.PreparedRequest()
     prepared.prepare_url(url, None)  # requests' own reading of the URL (IDNA, quoting)
     full = str(prepared.url)
@@ -106,7 +114,8 @@ def open_lane(http, url: str, *, connect_timeout: float, max_idle: int) -> FastL
         return None  # the proxy's way (absolute-form targets, CONNECT, its credentials) is requests'
     context = None
     if parts.scheme == "https":
-        if type(http.get_adapter(url)) is not requests.adapters.HTTPAdapter:
+        adapter = http.get_adapter(url)
+        if type(adapter) is not requests.adapters.HTTPAdapter and not is_framing_adapter(adapter):
             return None  # an adapter of its own may bring TLS settings of its own
         try:
             context = tls_context(http.verify, http.cert)
@@ -191,8 +200,9 @@ class FastLane:
                 and http.get_adapter(self.url) is self.adapter
                 and (self.context is None or (http.verify == self.verify and http.cert == self.cert)))
 
-    def send(self, data: bytes, headers: dict) -> Exchange:
-        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one."""
+    def send(self, data: bytes, headers: dict, timeout: float | None = None) -> Exchange:
+        """POST ``data`` with ``headers`` (already merged) over an idle connection or a new one;
+        each read (and write) of the exchange then waits at most ``timeout`` seconds (or None)."""
         if self.insecure is not None:  # urllib3 warns for every request it sends unverified
             import warnings
 
@@ -200,11 +210,15 @@ class FastLane:
                           self.insecure, stacklevel=4)
         connection = self._take()
         try:
+            connection.sock.settimeout(timeout)
             connection.request("POST", self.target, body=data, headers=headers)
         except BaseException:
             self.release(connection, reuse=False)
             raise
-        return TlsExchange(self, connection) if self.context is not None else Exchange(self, connection)
+        kind = TlsExchange if self.context is not None else Exchange
+        exchange = kind(self, connection)
+        exchange.timeout = timeout
+        return exchange
 
     def _take(self) -> http.client.HTTPConnection:
         while True:
@@ -221,7 +235,7 @@ class FastLane:
             self.release(connection, reuse=False)  # the server closed it while idle (or said something unasked)
         connection = (TlsConnection(self.host, self.port, timeout=self.connect_timeout, context=self.context)
                       if self.context is not None else
-                      http.client.HTTPConnection(self.host, self.port, timeout=self.connect_timeout))
+                      FramingConnection(self.host, self.port, timeout=self.connect_timeout))
         with self._lock:
             if self._closed:  # closed meanwhile: nothing is sent after close
                 raise ConnectionError("the HTTP transport is closed")
@@ -295,7 +309,7 @@ class Held:
 class Exchange:
     """One POST sent by a :class:`FastLane`, its answer to come."""
 
-    __slots__ = ("lane", "connection", "sock", "response", "over")
+    __slots__ = ("lane", "connection", "sock", "response", "over", "timeout")
 
     def __init__(self, lane: FastLane, connection: http.client.HTTPConnection):
         self.lane = lane
@@ -303,6 +317,8 @@ class Exchange:
         self.sock: socket.socket = connection.sock
         self.response: http.client.HTTPResponse | None = None
         self.over = False
+        #: The bound (seconds) on each read of the answer by a worker (the request's timeout).
+        self.timeout: float | None = None
 
     def begun(self, seconds: float) -> bool:
         """Whether the answer began (or the connection ended) within ``seconds``."""
@@ -369,19 +385,6 @@ class Exchange:
                             enforce_content_length=True, request_method="POST", request_url=self.lane.url)
 
 
-def complete(data: bytes) -> bool:
-    """Whether ``data`` holds a whole answer: its head, and a body of the length it gives or a
-    finished chunked one."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        return False
-    head, body = data[:end].lower(), len(data) - end - 4
-    length = _CONTENT_LENGTH.search(head)
-    if length is not None:
-        return body >= int(length.group(1))
-    return b"\r\ntransfer-encoding:" in head and data.endswith(b"\r\n0\r\n\r\n")
-
-
 class TlsConnection(http.client.HTTPSConnection):
     """An ``http.client`` TLS connection whose next answer is read from ``early`` (what
     :meth:`TlsExchange.whole` took from the socket ahead) before the socket."""
@@ -391,7 +394,7 @@ class TlsConnection(http.client.HTTPSConnection):
     def response_class(self, sock, *args, **options) -> http.client.HTTPResponse:  # type: ignore[override]
         """The answer's reader (http.client makes it with ``self.response_class(sock, ...)``)."""
         early, self.early = self.early, b""
-        response = http.client.HTTPResponse(sock, *args, **options)
+        response = FinalResponse(sock, *args, **options)
         if early:
             response.fp = io.BufferedReader(ReadAhead(early, response.fp.detach()))
         return response
@@ -471,7 +474,7 @@ class TlsExchange(Exchange):
                 size += len(data)
         finally:
             if sock.fileno() >= 0:
-                sock.settimeout(None)
+                sock.settimeout(self.timeout)
         connection.early = b"".join(taken)
         return ended or size > 0
 
@@ -525,8 +528,9 @@ class Answered:
         raw = exchange.raw()
         prepared = http.prepare_request(requests.Request("POST", transport.url, data=self.data, headers=self.headers))
         response = exchange.lane.adapter.build_response(prepared, raw)
-        options = {"stream": True, "timeout": (transport.connect_timeout, None), "verify": http.verify,
-                   "cert": http.cert, "proxies": http.proxies}
+        timeout = (transport.connect_timeout, exchange.timeout)
+        options = {"stream": True, "timeout": timeout, "verify": http.verify, "cert": http.cert,
+                   "proxies": http.proxies}
         response = dispatch_hook("response", prepared.hooks, response, **options)
         extract_cookies_to_jar(http.cookies, prepared, raw)
         if response.is_redirect:
@@ -557,6 +561,7 @@ class FastPosts:
         _session_ready: threading.Event
         _closed: threading.Event
         deliver: Callable[[bytes], None] | None
+        pending: Callable[[Any], Any] | None
 
         def _headers(self, accept: str = ...) -> dict: ...
         def _modern_headers(self, request: Request) -> dict: ...
@@ -585,7 +590,8 @@ class FastPosts:
         generation, sent_with = self._generation, self.session_id
         self._begin(request.id)
         try:
-            exchange = lane.send(data, merge_headers(self.http.headers, headers))
+            bound = read_bound(self.pending, request.id)
+            exchange = lane.send(data, merge_headers(self.http.headers, headers), bound)
         except (OSError, http.client.HTTPException) as exc:
             self._finish(request.id)
             self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
@@ -599,6 +605,7 @@ class FastPosts:
             exchange.done(reuse=False)
             self._finish(request.id)
         elif exchange.begun(FAST_WAIT) and exchange.whole():
+            exchange.sock.settimeout(WHOLE_WAIT)  # all there: the caller never waits on the server
             self._take_answer(answered, request, modern, inline=True)
         else:
             self._later(self._take_answer, answered, request, modern, False)
@@ -617,6 +624,7 @@ class FastPosts:
         try:
             exchange.answer()
             if not exchange.plain():
+                exchange.sock.settimeout(exchange.timeout)  # read on under the request's own bound
                 handed = True
                 if inline:
                     self._later(self._handle, answered, request, modern)
@@ -627,21 +635,31 @@ class FastPosts:
                 body = read_bounded(exchange.response, self.max_message_size)  # type: ignore[arg-type]
             except (OSError, http.client.HTTPException) as exc:
                 exchange.done(reuse=False)
-                if not self._abandoned_now(request.id):
+                if isinstance(exc, TimeoutError):  # the body stopped coming (its framing lied)
+                    self._incoming.put(RequestFailed(request.id, no_answer(request)))
+                elif not self._abandoned_now(request.id):
                     self._fail(request.id, f"HTTP request to {self.url} failed: {exc!r}")
                 return
             exchange.done(reuse=body is not None)
-            if body is not None and inline and self.deliver is not None:
+            if self._abandoned_now(request.id):  # closed under the reader: what was read is cut
+                log.debug("request %r: the rest of its abandoned answer is dropped", request.id)
+            elif body is not None and inline and self.deliver is not None:
                 try:
                     self.deliver(body)  # the caller's own answer, handled on its thread: no hand-off to the reader
                 except Exception:  # as the reader would: never the caller's problem
                     log.exception("a message could not be handled and was dropped")
+                if self.pending is not None and self.pending(request.id) is not None:
+                    self._incoming.put(unanswered(request))  # refused, or not its answer
             else:
                 self._incoming.put(self._too_large(request, "answer") if body is None else body)
+                if body is not None:
+                    self._incoming.put(unanswered(request))  # nothing once the body answered it
         except Exception as exc:  # no answer came: the connection broke (or the request was abandoned)
             exchange.done(reuse=False)
             if self._abandoned_now(request.id) or self._closed.is_set():
                 log.debug("request %r: its abandoned exchange ended (%r)", request.id, exc)
+            elif isinstance(exc, TimeoutError):  # the answer stopped coming (its framing lied)
+                self._incoming.put(RequestFailed(request.id, no_answer(request)))
             else:
                 self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
         finally:

@@ -20,7 +20,7 @@ from ..core import envelope
 from ..core.errors import AuthorizationError
 from ..core.jsonrpc import Notification, Request
 from ..core.transport import RequestFailed
-from .http_plumbing import Inbox, sending, unreachable
+from .http_plumbing import Inbox, no_answer, read_bound, sending, timed_out, unreachable
 from .origins import CrossOriginRefused
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,7 @@ class ModernPosts:
         url: str
         http: Any
         connect_timeout: float
+        pending: Callable[[Any], Any] | None
         _incoming: Inbox
         _input_schema: Callable[[str], dict | None] | None
 
@@ -73,12 +74,14 @@ class ModernPosts:
             if answered is not None:
                 response = answered.response()
             else:
+                bound = read_bound(self.pending, request.id)
                 response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
-                                          timeout=(self.connect_timeout, None))
+                                          timeout=(self.connect_timeout, bound))
             if self._track(request.id, response):
                 self._deliver(response, request, resumable=False)
-        except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as exc:
-            self._incoming.put(RequestFailed(request.id, unreachable(self.url, exc)))
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
+            self._incoming.put(RequestFailed(request.id, failure))
         except requests.RequestException as exc:
             if not self._abandoned_now(request.id):
                 self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")

@@ -15,8 +15,10 @@ import collections
 import json
 import logging
 import threading
+import time
 
-from ..core.errors import MCPRefError, ServerUnreachable
+from ..core.errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
+from ..core.transport import RequestFailed
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -39,6 +41,12 @@ MAX_EVENT_ID = 1024
 #: The longest line read under a response body: a chunk-size line with its extensions (as
 #: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
 MAX_CHUNK_LINE = 64 * 1024
+
+
+#: Seconds a read of an answer may wait past the session's deadline for its request: the session's
+#: own timeout comes first (it cancels the request and closes the response); the read's bound holds
+#: where nobody waits for the answer.
+READ_GRACE = 1.0
 
 
 #: The server's messages an HTTP client holds at once for its session's reader, and their bytes
@@ -145,6 +153,47 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
         return ("this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.auth import "
                 f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}")
     return ""
+
+
+def read_bound(pending, request_id) -> float | None:
+    """The bound (seconds) on each read of the answer to our request ``request_id`` (``pending``:
+    the session's requests, :attr:`~mcp_ref.core.transport.Transport.pending`): until the session
+    stops waiting for it (its timeout; with ``reset_timeout_on_progress``, its total cap), and
+    :data:`READ_GRACE` more; None: no bound."""
+    request = pending(request_id) if pending is not None else None
+    if request is None:
+        return None
+    deadline = request.hard_deadline if request.reset_on_progress else request.deadline
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0) + READ_GRACE
+
+
+def no_answer(request) -> RequestTimeout:
+    """The failure of ``request`` whose answer stopped coming: a read waited past its bound."""
+    why = "the server's answer did not come within the request's timeout"
+    return RequestTimeout(f"{request.method}: {why}")
+
+
+def unanswered(request) -> RequestFailed:
+    """What fails ``request`` when the JSON body its POST got (queued just before) did not answer
+    it: the session refused the body (not JSON-RPC, nested too deep for its id to be read) or it
+    answered another id.  Once the body has answered it, the session no longer knows the request
+    and this does nothing; otherwise the request fails at once instead of waiting its timeout."""
+    why = "the server's answer could not be read as the answer to it (see the log)"
+    return RequestFailed(request.id, InvalidRequest(f"{request.method}: {why}"))
+
+
+def timed_out(exc: Exception) -> bool:
+    """Whether ``exc`` (from ``requests``, urllib3 or a socket) says a read of an answer waited past
+    its bound: requests' ``ReadTimeout``, or the ``ConnectionError`` it makes of urllib3's read
+    timeout while a body is read."""
+    import requests
+    from urllib3.exceptions import ReadTimeoutError
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return False
+    if isinstance(exc, (requests.exceptions.ReadTimeout, ReadTimeoutError, TimeoutError)):
+        return True
+    return any(isinstance(arg, (ReadTimeoutError, TimeoutError)) for arg in exc.args)
 
 
 def unreachable(url: str, exc: Exception) -> ServerUnreachable:
@@ -291,6 +340,35 @@ def discard_body(response) -> None:
     read_body(response, MAX_ERROR_BODY)
 
 
+class Underway:
+    """The socket a worker waits on for the head of an answer (:func:`watch`): what :func:`abort`
+    shuts down when the session gives up on the request before the answer's response exists."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def abort_now(self) -> None:
+        """Shut the socket down, waking the worker that waits on it."""
+        import socket
+
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def watch(sock) -> None:
+    """``sock`` is about to carry the answer to the request this thread sends (:data:`sending`):
+    from now on, the session giving up on that request (its timeout, a cancellation) shuts it down,
+    even before the answer's status line and headers came (each read is bounded too,
+    :func:`read_bound`; this is the deadline over them all).  Nothing on another thread."""
+    transport, request_id = getattr(sending, "request", (None, None))
+    if transport is not None and sock is not None:
+        transport.awaiting(request_id, Underway(sock))
+
+
 def abort(response) -> None:
     """Close a streaming response even while another thread is blocked reading it.
 
@@ -300,7 +378,7 @@ def abort(response) -> None:
     import socket
 
     stop = getattr(response, "abort_now", None)
-    if stop is not None:  # a thin-path exchange whose answer has not come yet (http_fast.Exchange)
+    if stop is not None:  # an answer that has not come yet (http_fast.Exchange, Underway)
         stop()
         return
     connection = getattr(response.raw, "_connection", None)
@@ -317,7 +395,12 @@ def note_answers(data: str, awaiting: set) -> None:
     """Strike from ``awaiting`` the ids this SSE message answers."""
     try:
         message = json.loads(data)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep: the session refuses it
+    except RecursionError:  # nested too deep: the session refuses it, failing the request answered
+        from ..core.unparsed import answer_id
+
+        awaiting.discard(answer_id(data))
+        return
+    except ValueError:  # not JSON: the session refuses it
         return
     for item in message if isinstance(message, list) else [message]:
         if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):

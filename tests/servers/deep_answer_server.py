@@ -1,0 +1,43 @@
+"""A stdio server, written by hand (no mcp_ref), whose answer to ``tools/call`` of ``deep`` nests
+its result 100,000 deep: ``[[[[...]]]]`` as the content, its id before the result (argv[1]
+``first``) or after it (``last``).  Every other tool call is answered ``still here``
+(tests/test_hardening_framing.py)."""
+
+import json
+import sys
+
+DEPTH = 100_000
+
+
+def main() -> None:
+    id_first = sys.argv[1] == "first"
+    out = sys.stdout
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message or "method" not in message:
+            continue  # notifications and answers need no reply
+        request_id = json.dumps(message["id"])
+        if message["method"] == "tools/call" and message["params"]["name"] == "deep":
+            nested = '{"content":' + "[" * DEPTH + "]" * DEPTH + "}"
+            members = [f'"id":{request_id}', f'"result":{nested}']
+            out.write(
+                '{"jsonrpc":"2.0",' + ",".join(members if id_first else members[::-1]) + "}\n"
+            )
+            out.flush()
+            continue
+        if message["method"] == "initialize":
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "deep", "version": "0"},
+            }
+        elif message["method"] == "tools/call":
+            result = {"content": [{"type": "text", "text": "still here"}]}
+        else:
+            result = {}
+        out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
