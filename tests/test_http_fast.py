@@ -184,7 +184,7 @@ def test_a_proxy_keeps_requests_way_and_no_proxy_the_thin_one(monkeypatch):
         monkeypatch.setenv("NO_PROXY", bypass)
         monkeypatch.delenv("no_proxy", raising=False)
         session = requests.Session()
-        from mcp_ref.transports.http_client import resolve_environment
+        from mcp_ref.transports.http_plumbing import resolve_environment
 
         resolve_environment(session, "http://127.0.0.1:8000/mcp")
         lane = http_fast.open_lane(session, "http://127.0.0.1:8000/mcp", connect_timeout=1, max_idle=2)

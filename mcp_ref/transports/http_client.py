@@ -78,6 +78,7 @@ from .http_plumbing import (
     note_answers,
     read_body,
     read_bound,
+    resolve_environment,
     sending,
     stream_chunks,
     timed_out,
@@ -100,7 +101,6 @@ _Cursor = Cursor
 log = logging.getLogger(__name__)
 
 
-
 def hold_current_request(seconds: float) -> None:
     """Extend the timeout of the request this thread is sending by ``seconds`` (see
     :class:`~mcp_ref.core.transport.RequestHeld`); nothing when this is not a transport's worker."""
@@ -111,23 +111,6 @@ def hold_current_request(seconds: float) -> None:
 
 #: Attempts to resume one stream before giving up on it.
 MAX_RESUMES = 10
-
-
-def resolve_environment(http: Any, url: str) -> None:
-    """Read the environment once for ``url``'s origin, the only one this transport talks to: the
-    proxies (``HTTPS_PROXY``, ``NO_PROXY`` ...), ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` when
-    ``verify`` is left True, and a ``~/.netrc`` entry when no ``auth`` is given, as requests would
-    on every request; then ``trust_env`` is turned off, so no request scans them again (requests
-    does it twice per request: most of its own cost per call).  The environment is read when the
-    client is made: change it before ``Client.http``."""
-    import requests
-
-    settings = http.merge_environment_settings(url, {}, None, http.verify, None)
-    http.proxies.update(settings["proxies"])
-    http.verify = settings["verify"]
-    if http.auth is None:
-        http.auth = requests.utils.get_netrc_auth(url)
-    http.trust_env = False
 
 
 def open_transport(url: str, *, mode: str, max_message_size: int | None, min_retry_delay: float | None,

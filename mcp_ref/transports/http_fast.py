@@ -6,7 +6,7 @@ instead, over a keep-alive connection of this origin's own small pool (:class:`F
 
 * **when**: a request other than ``initialize`` / ``server/discover``, once the transport speaks
   Streamable HTTP, to an ``http://`` URL that reaches the server directly (no proxy applies:
-  the environment is read once, :func:`~mcp_ref.transports.http_client.resolve_environment`),
+  the environment is read once, :func:`~mcp_ref.transports.http_plumbing.resolve_environment`),
   while the ``requests.Session`` has no ``auth`` (nor credentials in the URL, nor a ``~/.netrc``
   entry), ``trust_env`` off, no cookies, no ``params``, no hook but the transport's own, the
   proxies it had, and the transport's own adapter (:meth:`FastLane.usable`, checked for every

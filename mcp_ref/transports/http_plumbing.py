@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 from ..core.errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
 from ..core.transport import RequestFailed
@@ -405,3 +406,20 @@ def note_answers(data: str, awaiting: set) -> None:
     for item in message if isinstance(message, list) else [message]:
         if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
             awaiting.discard(item.get("id"))
+
+
+def resolve_environment(http: Any, url: str) -> None:
+    """Read the environment once for ``url``'s origin, the only one this transport talks to: the
+    proxies (``HTTPS_PROXY``, ``NO_PROXY`` ...), ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` when
+    ``verify`` is left True, and a ``~/.netrc`` entry when no ``auth`` is given, as requests would
+    on every request; then ``trust_env`` is turned off, so no request scans them again (requests
+    does it twice per request: most of its own cost per call).  The environment is read when the
+    client is made: change it before ``Client.http``."""
+    import requests
+
+    settings = http.merge_environment_settings(url, {}, None, http.verify, None)
+    http.proxies.update(settings["proxies"])
+    http.verify = settings["verify"]
+    if http.auth is None:
+        http.auth = requests.utils.get_netrc_auth(url)
+    http.trust_env = False
