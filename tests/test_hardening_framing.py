@@ -13,8 +13,9 @@ and answers nested 100,000 deep.
   request at once; the connection serves on.
 
 Every HTTP request of the client goes through ``requests`` (its adapter reads answers with
-``http_framing.FinalResponse``): these cases show its one stack handles them.  The servers are raw sockets on 127.0.0.1 port 0
-(:class:`RawHttp`) and, for stdio, a real subprocess (``servers/deep_answer_server.py``).
+``http_framing.FinalResponse``): these cases show its one stack handles them.  The servers are
+raw sockets on 127.0.0.1 port 0 (:class:`RawHttp`) and, for stdio, a real subprocess
+(``servers/deep_answer_server.py``).
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ def sent_by_requests_session(methods: list) -> None:
 
 @pytest.mark.parametrize("lie", list(LIES))
 def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, lie):
-    """``call_tool(timeout=2)`` returns with RequestTimeout (the removed thin path never returned), the
-    client lets go of the lying connection, and its next call is served."""
+    """``call_tool(timeout=2)`` returns with RequestTimeout (the removed thin path never returned),
+    the client lets go of the lying connection, and its next call is served."""
     server, client = raw(lambda message: LIES[lie])
     outcome = in_thread(lambda: client.call_tool("lie", {}, timeout=2))
     assert isinstance(outcome, RequestTimeout), outcome
