@@ -3,17 +3,19 @@ and answers nested 100,000 deep.
 
 * Item 9: ``Content-Length: 0`` beside ``Transfer-Encoding: chunked`` and a cut chunk; a ``100
   Continue`` carrying ``Content-Length: 0`` before a partial 200; a last-chunk inside a longer
-  chunk.  The thin path took each for a whole answer and read it on the caller's thread with no
-  bound: ``call_tool(timeout=2)`` never returned.  Now a call ends at its timeout, and the client
-  drops the lying connection at the request's timeout even when nobody waits for the answer.
+  chunk.  The client's former thin path (plain POSTs over ``http.client``, since removed) took each
+  for a whole answer and read it on the caller's thread with no bound: ``call_tool(timeout=2)``
+  never returned.  A call ends at its timeout, and the client drops the lying connection at the
+  request's timeout even when nobody waits for the answer.
 * Item 10: a ``103 Early Hints`` (or several 1xx) before the answer was taken for the answer
   ("unexpected Content-Type ''"); an answer nested 100,000 deep left its request waiting for its
   whole timeout (over stdio and HTTP).  Now the 1xx are skipped and the deep answer fails its
   request at once; the connection serves on.
 
-Every case runs on both ways the HTTP client sends a request: the thin path (``http_fast``) and
-``requests`` (taken when an auth object is set).  The servers are raw sockets on 127.0.0.1 port 0
-(:class:`RawHttp`) and, for stdio, a real subprocess (``servers/deep_answer_server.py``).
+Every HTTP request of the client goes through ``requests`` (its adapter reads answers with
+``http_framing.FinalResponse``): these cases show its one stack handles them.  The servers are
+raw sockets on 127.0.0.1 port 0 (:class:`RawHttp`) and, for stdio, a real subprocess
+(``servers/deep_answer_server.py``).
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ from conftest import WAIT
 from test_hardening_client_bounds import RawHttp, answer, still_serves
 
 from mcp_ref import Client, InvalidRequest, MCPRefError, RequestTimeout
-from mcp_ref.transports.http_framing import MAX_INTERIM, complete
+from mcp_ref.transports.http_framing import MAX_INTERIM
 from mcp_ref.transports.sse import sse_event
 
 SERVERS = Path(__file__).parent / "servers"
-PATHS = ["thin", "requests"]
 OK = {"content": [{"type": "text", "text": "ok"}]}
 DEEP = b"[" * 100_000 + b"]" * 100_000
 #: The timeout of a call that must fail at once: far past the bound its return is waited for.
@@ -62,23 +63,14 @@ EARLY_HINTS = (
 )
 
 
-class Counting:
-    """A requests auth object that changes nothing: with one, requests go the requests way."""
-
-    def __call__(self, request):
-        return request
-
-
 @pytest.fixture
 def raw():
-    """Factory: ``raw(call, path, hold=True)`` -> ``(server, client)``, the client on ``path``;
-    both closed after."""
+    """Factory: ``raw(call, hold=True)`` -> ``(server, client)``; both closed after."""
     made: list = []
 
-    def factory(call, path: str, *, hold: bool = True):
+    def factory(call, *, hold: bool = True):
         server = RawHttp(call, hold=hold)
-        auth = Counting() if path == "requests" else None
-        client = Client.http(server.url, era="handshake", timeout=WAIT, auth=auth)
+        client = Client.http(server.url, era="handshake", timeout=WAIT)
         made.append((server, client))
         return server, client
 
@@ -120,34 +112,32 @@ def in_thread(job):
     return outcome["value"]
 
 
-def sent_on(path: str, methods: list) -> None:
-    """The tool call went the way ``path`` names: through ``requests.Session.send`` or not."""
-    assert ("tools/call" in methods) == (path == "requests"), methods
+def sent_by_requests_session(methods: list) -> None:
+    """The tool call went through ``requests.Session.send`` (the client's one HTTP stack)."""
+    assert "tools/call" in methods, methods
 
 
 # -- item 9: framing that lies ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("lie", list(LIES))
-@pytest.mark.parametrize("path", PATHS)
-def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, path, lie):
-    """``call_tool(timeout=2)`` returns with RequestTimeout (the thin path never returned), the
-    client lets go of the lying connection, and its next call is served."""
-    server, client = raw(lambda message: LIES[lie], path)
+def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, lie):
+    """``call_tool(timeout=2)`` returns with RequestTimeout (the removed thin path never returned),
+    the client lets go of the lying connection, and its next call is served."""
+    server, client = raw(lambda message: LIES[lie])
     outcome = in_thread(lambda: client.call_tool("lie", {}, timeout=2))
     assert isinstance(outcome, RequestTimeout), outcome
-    sent_on(path, sent_by_requests)
+    sent_by_requests_session(sent_by_requests)
     assert server.dropped.wait(WAIT), "the client still reads the lying connection"
     still_serves(client)
 
 
 @pytest.mark.parametrize("lie", list(LIES))
-@pytest.mark.parametrize("path", PATHS)
-def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw, path, lie):
+def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw, lie):
     """Every read of an answer is bounded by its request's timeout, not only by a caller waiting:
     a call started and never waited for lets go of the lying connection past its timeout, and fails
     with RequestTimeout."""
-    server, client = raw(lambda message: LIES[lie], path)
+    server, client = raw(lambda message: LIES[lie])
     call = in_thread(lambda: client.start_tool_call("lie", {}, timeout=1))
     assert server.dropped.wait(WAIT), (
         "a read of the lying answer is not bounded by the request's timeout"
@@ -170,24 +160,22 @@ INTERIMS = {
 
 
 @pytest.mark.parametrize("interim", list(INTERIMS))
-@pytest.mark.parametrize("path", PATHS)
-def test_interim_answers_before_the_answer_are_skipped(raw, sent_by_requests, path, interim):
+def test_interim_answers_before_the_answer_are_skipped(raw, sent_by_requests, interim):
     """RFC 9110 §15.2: a client MUST parse 1xx responses before the final one (was: -32603
     "unexpected Content-Type ''")."""
     server, client = raw(
-        lambda message: json_answer(answer(message, OK), INTERIMS[interim]), path, hold=False
+        lambda message: json_answer(answer(message, OK), INTERIMS[interim]), hold=False
     )
     assert client.call_tool("hinted", {}).content[0].text == "ok"
-    sent_on(path, sent_by_requests)
+    sent_by_requests_session(sent_by_requests)
     assert client.call_tool("hinted", {}).content[0].text == "ok"  # the connection serves on
     still_serves(client)
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_endless_interim_answers_fail_the_call_at_once(raw, path):
+def test_endless_interim_answers_fail_the_call_at_once(raw):
     """Past MAX_INTERIM interim answers the call fails with a clear error (a server sending 103
     after 103 cannot keep the client reading), and the client serves on."""
-    server, client = raw(lambda message: EARLY_HINTS * (MAX_INTERIM + 1), path)
+    server, client = raw(lambda message: EARLY_HINTS * (MAX_INTERIM + 1))
     outcome = in_thread(lambda: client.call_tool("hinted", {}, timeout=LONG))
     assert isinstance(outcome, MCPRefError) and "interim (1xx) responses" in str(outcome), outcome
     still_serves(client)
@@ -216,8 +204,7 @@ def test_an_answer_nested_too_deep_over_stdio_fails_its_call_at_once(order):
 
 
 @pytest.mark.parametrize("framing", ["json", "sse"])
-@pytest.mark.parametrize("path", PATHS)
-def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, framing):
+def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, framing):
     """The same over HTTP, as a JSON answer or an SSE event (the client then leaves the stream)."""
 
     def call(message) -> bytes:
@@ -227,7 +214,7 @@ def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, f
             deep_answer(message)
         )
 
-    server, client = raw(call, path, hold=framing == "sse")
+    server, client = raw(call, hold=framing == "sse")
     refused_as_too_deep(in_thread(lambda: client.call_tool("deep", {}, timeout=LONG)))
     if framing == "sse":
         assert server.dropped.wait(WAIT), (
@@ -237,43 +224,6 @@ def test_an_answer_nested_too_deep_over_http_fails_its_call_at_once(raw, path, f
 
 
 # -- the framing rules themselves ------------------------------------------------------------------
-
-
-HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-
-
-@pytest.mark.parametrize(
-    "data, whole",
-    [
-        (HEAD + b"Content-Length: 2\r\n\r\n{}", True),
-        (HEAD + b"Content-Length: 3\r\n\r\n{}", False),
-        (HEAD + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}", True),
-        (HEAD + b"Content-Length: 2\r\nContent-Length: 0\r\n\r\n{}", False),  # §6.3 item 5
-        (HEAD + b"Content-Length: 2, 0\r\n\r\n{}", False),
-        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", True),
-        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n2;x=1\r\n{}\r\n0\r\nX-T: 1\r\n\r\n", True),
-        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-T: 1\r\n", False),
-        (
-            HEAD + b"Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}",
-            False,
-        ),  # §6.3 item 3
-        (HEAD + b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", False),
-        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n10\r\n{}\r\n0\r\n\r\n", False),  # 0 inside
-        (HEAD + b"Transfer-Encoding: chunked\r\n\r\n0x2\r\n{}\r\n0\r\n\r\n", False),
-        (HEAD + b"\r\n{}", False),  # no length: to the close
-        (HEAD + b"Content-Length: 0\nX: y\r\n\r\n", False),  # a bare LF
-        (HEAD + b"Content-Length: 2\r\n 5\r\n\r\n{}", False),  # a folded line
-        (CONTINUE + HEAD + b"Content-Len", False),
-        (CONTINUE + EARLY_HINTS + HEAD + b"Content-Length: 2\r\n\r\n{}", True),
-        (EARLY_HINTS * (MAX_INTERIM + 1) + HEAD + b"Content-Length: 2\r\n\r\n{}", False),
-        (b"HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", True),
-        (b"ICY 200 OK\r\nContent-Length: 0\r\n\r\n", False),
-    ],
-    ids=lambda value: None if isinstance(value, bool) else value[-40:].decode("latin-1"),
-)
-def test_an_answer_is_whole_only_as_rfc_9112_frames_it(data, whole):
-    """``http_framing.complete``: RFC 9112 §6.3, and only what http.client reads the same way."""
-    assert complete(data) is whole
 
 
 NESTED = "[" * 100_000 + "]" * 100_000
@@ -302,9 +252,8 @@ def test_the_id_of_an_answer_too_deep_is_read_from_its_top_level_alone(text, req
 # -- framing the client refuses, or reads once ----------------------------------------------------
 
 
-@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("encodings", [b"gzip, chunked", b"chunked\r\nTransfer-Encoding: chunked"])
-def test_a_transfer_encoding_other_than_chunked_alone_is_refused_at_once(raw, path, encodings):
+def test_a_transfer_encoding_other_than_chunked_alone_is_refused_at_once(raw, encodings):
     """RFC 9112 §6.3: http.client reads ``gzip, chunked`` (or two fields) as no chunking at all, so
     its framing would be guessed: the call fails at once with a clear error instead."""
 
@@ -316,14 +265,13 @@ def test_a_transfer_encoding_other_than_chunked_alone_is_refused_at_once(raw, pa
             body,
         )
 
-    server, client = raw(call, path)
+    server, client = raw(call)
     outcome = in_thread(lambda: client.call_tool("framed", {}, timeout=LONG))
     assert isinstance(outcome, MCPRefError) and "Transfer-Encoding" in str(outcome), outcome
     still_serves(client)
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_an_answer_with_both_lengths_is_read_as_chunked_and_its_connection_not_reused(raw, path):
+def test_an_answer_with_both_lengths_is_read_as_chunked_and_its_connection_not_reused(raw):
     """RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; two readers could disagree on
     where such an answer ends, so its connection is closed after it, never kept for the next."""
 
@@ -338,29 +286,27 @@ def test_an_answer_with_both_lengths_is_read_as_chunked_and_its_connection_not_r
             )
         )
 
-    server, client = raw(call, path)
+    server, client = raw(call)
     assert client.call_tool("framed", {}).content[0].text == "ok"
     assert server.dropped.wait(WAIT), "the connection was kept for another request"
     still_serves(client)
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_a_json_answer_whose_id_cannot_be_read_fails_its_call_at_once(raw, path):
+def test_a_json_answer_whose_id_cannot_be_read_fails_its_call_at_once(raw):
     """Over HTTP the JSON body of a POST is the answer to that POST's request: when the session
     cannot take it as one (nested too deep, its id too far to read), the request fails at once."""
 
     def call(message) -> bytes:
         return json_answer(b'{"jsonrpc":"2.0","result":{"content":%s}}' % DEEP)  # no id at all
 
-    server, client = raw(call, path, hold=False)
+    server, client = raw(call, hold=False)
     outcome = in_thread(lambda: client.call_tool("deep", {}, timeout=LONG))
     assert isinstance(outcome, InvalidRequest), outcome
     assert "could not be read as the answer" in str(outcome), outcome
     still_serves(client)
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_a_header_section_trickled_a_byte_at_a_time_is_dropped_at_the_calls_timeout(raw, path):
+def test_a_header_section_trickled_a_byte_at_a_time_is_dropped_at_the_calls_timeout(raw):
     """Each read is bounded, and so are all of them together: a server sending its header section
     a byte every 0.2 s (each read well within its bound) is let go of when the call times out."""
     release = threading.Event()
@@ -370,7 +316,7 @@ def test_a_header_section_trickled_a_byte_at_a_time_is_dropped_at_the_calls_time
         while not release.wait(0.2):  # the server's pace, not the test's
             yield b"x"
 
-    server, client = raw(call, path)
+    server, client = raw(call)
     try:
         outcome = in_thread(lambda: client.call_tool("trickle", {}, timeout=1))
         assert isinstance(outcome, RequestTimeout), outcome

@@ -7,6 +7,7 @@ All of it is the handshake era's (the 2026-07-28 era over HTTP: test_modern_clie
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -19,8 +20,18 @@ from http_fixtures import (
     handshake_http_client,  # noqa: F401 - fixture
     serve,  # noqa: F401 - fixture
 )
+from tls_fixtures import Pki, start_tls
 
-from mcp_ref import Client, Context, MCPRefError, Server
+from mcp_ref import (
+    Client,
+    Context,
+    LimitExceeded,
+    McpError,
+    MCPRefError,
+    RequestTimeout,
+    Server,
+    ServerUnreachable,
+)
 
 
 def text(result) -> str:
@@ -544,3 +555,486 @@ def test_the_proxy_variables_are_honoured(serve, monkeypatch, bypass):
         assert seen and seen[0].startswith(b"POST " + srv.mcp.encode()), seen
     finally:
         proxy.close()
+
+
+
+# -- one HTTP stack: every request goes through requests -------------------------------------------
+
+#: Modules that reach below ``requests`` (sockets, ``http.client``, TLS, urllib3): each named with
+#: why.  Any other module of the package that imports one of these fails the test below.
+LOW_LEVEL = ("http.client", "socket", "ssl", "urllib.request", "urllib3", "httpx", "aiohttp")
+BELOW_REQUESTS_ALLOWED = {
+    # the reader class and connection pools of requests' own adapter (1xx skipped, RFC 9110 §15.2)
+    "transports/http_framing.py": {"http.client", "urllib3"},
+    # reads the responses requests returns: shuts down the socket under one, names urllib3's
+    # exceptions, words a chunk line as http.client does
+    "transports/http_plumbing.py": {"http.client", "socket", "urllib3"},
+    "transports/origins.py": {"socket"},  # inet_aton: reads an address, opens nothing
+    # the server side
+    "transports/http_server/": {"socket", "ssl"},
+    "workbench/wsgi_server.py": {"socket"},
+    "workbench/connection_limits.py": {"socket"},
+    "workbench/demo_auth_server.py": {"socket", "urllib3"},  # fetches client metadata documents
+}
+
+
+def imported_modules(path) -> set[str]:
+    """Every module ``path`` imports, at the top or inside a function."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_no_module_of_the_client_speaks_http_below_requests():
+    """Issue 33 item 3: one HTTP client stack.  No module opens sockets or HTTP connections of its
+    own for the client (the thin path over http.client, with its TLS set-up, is gone)."""
+    from pathlib import Path
+
+    import mcp_ref
+
+    package = Path(mcp_ref.__file__).parent
+    offending = {}
+    for path in sorted(package.rglob("*.py")):
+        name = path.relative_to(package).as_posix()
+        allowed = set().union(
+            *(mods for prefix, mods in BELOW_REQUESTS_ALLOWED.items() if name.startswith(prefix))
+        )
+        low = {
+            below
+            for module in imported_modules(path)
+            for below in LOW_LEVEL
+            if module == below or module.startswith(below + ".")
+        }
+        if low - allowed:
+            offending[name] = sorted(low - allowed)
+    assert offending == {}
+    assert not (package / "transports" / "http_fast.py").exists()
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_every_request_of_client_http_goes_through_a_requests_adapter(serve, monkeypatch, era):
+    """Every request the server receives from Client.http was sent through requests' adapter (the
+    transport's ``requests.Session``): initialize, the calls, the GET stream, the DELETE."""
+    from collections import Counter
+
+    sent: Counter = Counter()
+    original = requests.adapters.HTTPAdapter.send
+
+    def counting(self, request, *args, **options):
+        sent[request.method] += 1
+        return original(self, request, *args, **options)
+
+    monkeypatch.setattr(requests.adapters.HTTPAdapter, "send", counting)
+    box: list = []
+    srv = serve(wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
+    with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+        adapter = client.session.transport.http.get_adapter(srv.mcp)
+        assert isinstance(adapter, requests.adapters.HTTPAdapter)
+        for i in range(5):
+            assert client.call_tool("echo", {"text": f"t{i}"}).text == f"t{i}"
+        client.list_tools()
+    received = Counter(method for method, _, _ in box[0].requests)
+    assert received["POST"] >= 6
+    assert all(received[method] <= sent[method] for method in received), (received, sent)
+
+
+def tools_server() -> Server:
+    """echo, big (a text of ``size`` characters), slow (waits for ``server.release`` or its
+    cancellation)."""
+    server = Server("one-stack")
+    release = threading.Event()
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    @server.tool()
+    def big(size: int) -> str:
+        """A text of ``size`` characters."""
+        return "x" * size
+
+    @server.tool()
+    def slow(ctx: Context) -> str:
+        """Waits to be released (or cancelled)."""
+        if not release.is_set():
+            ctx.request.cancelled.wait(WAIT)  # the client's timeout or cancellation ends the wait
+        return "slow"
+
+    server.release = release  # type: ignore[attr-defined]
+    return server
+
+
+class Scripted:
+    """Middleware: while ``answer`` is set, a POST of a ``tools/call`` is answered by it (a WSGI
+    app) instead of the server; every request is recorded (method, path, headers, body)."""
+
+    def __init__(self, app):
+        self.app = app
+        self.answer = None
+        self.requests: list[tuple[str, str, dict, bytes]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        import io
+
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        headers = {
+            k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")
+        }
+        for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            if key in environ:
+                headers[key.replace("_", "-").lower()] = environ[key]
+        with self.lock:
+            self.requests.append(
+                (environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), headers, body)
+            )
+        environ = {**environ, "wsgi.input": io.BytesIO(body)}
+        if self.answer is not None and b'"tools/call"' in body:
+            return self.answer(environ, start_response)
+        return self.app(environ, start_response)
+
+    def posts(self, path: str | None = None) -> list[tuple[str, dict, bytes]]:
+        """The POSTs seen (to ``path``, or all): (path, headers, body)."""
+        with self.lock:
+            return [
+                (p, h, b)
+                for m, p, h, b in self.requests
+                if m == "POST" and (path is None or p == path)
+            ]
+
+
+def scripted(serve, **options):
+    box: list = []
+    srv = serve(tools_server(), wrap=lambda app: box.append(Scripted(app)) or box[0], **options)
+    return srv, box[0]
+
+
+ERAS = ["handshake", "modern"]
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_calls_carry_the_session_headers_and_the_callers(serve, era):
+    srv, seen = scripted(serve)
+    with Client.http(srv.mcp, era=era, headers={"X-Team": "blue"}, timeout=WAIT) as client:
+        posts = len(seen.posts())
+        assert [client.call_tool("echo", {"text": f"t{i}"}).text for i in range(5)] == [
+            f"t{i}" for i in range(5)
+        ]
+        calls = seen.posts()[posts:]
+    assert len(calls) == 5
+    for _, headers, body in calls:
+        assert headers["x-team"] == "blue" and headers["user-agent"].startswith("python-requests/")
+        assert headers["accept"] == "application/json, text/event-stream"
+        assert headers["content-type"] == "application/json" and int(
+            headers["content-length"]
+        ) == len(body)
+        assert headers["mcp-protocol-version"]
+        if era == "modern":
+            assert headers["mcp-method"] == "tools/call" and headers["mcp-name"] == "echo"
+        else:
+            assert headers["mcp-session-id"] == client.session.transport.session_id
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_requests_auth_object_sees_every_request(serve, era):
+    seen_by_auth: list[str] = []
+
+    class Bearer(requests.auth.AuthBase):
+        def __call__(self, request):
+            seen_by_auth.append(request.method)
+            request.headers["Authorization"] = "Bearer t0ken"
+            return request
+
+    srv, seen = scripted(serve)
+    with Client.http(srv.mcp, era=era, auth=Bearer(), timeout=WAIT) as client:
+        for i in range(5):
+            assert client.call_tool("echo", {"text": str(i)}).text == str(i)
+    assert seen_by_auth.count("POST") == len(seen.posts())
+    assert all(headers.get("authorization") == "Bearer t0ken" for _, headers, _ in seen.posts())
+
+
+def test_a_transport_sent_elsewhere_is_served_there(serve):
+    """A transport whose ``url`` is changed (benchmarks/state_bench.py moves a client from one
+    deployment to another) sends its next requests to the new one."""
+    (a, seen_a), (b, seen_b) = scripted(serve), scripted(serve)
+    with Client.http(a.mcp, era="modern", timeout=WAIT) as client:
+        assert client.call_tool("echo", {"text": "on a"}).text == "on a"
+        client.session.transport.url = b.mcp
+        assert client.call_tool("echo", {"text": "on b"}).text == "on b"
+    assert [body for _, _, body in seen_b.posts() if b'"on b"' in body]
+    assert not [body for _, _, body in seen_a.posts() if b'"on b"' in body]
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_same_origin_redirect_of_a_call_is_followed(serve, status):
+    """A same-origin 307/308: requests follows it with the body; the first place got the POST
+    once."""
+    srv, seen = scripted(serve)
+
+    def moved(environ, start_response):
+        if environ["PATH_INFO"] == "/mcp":
+            start_response(f"{status} Moved", [("Location", "/elsewhere"), ("Content-Length", "0")])
+            return [b""]
+        return seen.app({**environ, "PATH_INFO": "/mcp"}, start_response)
+
+    with Client.http(srv.mcp, era="handshake", timeout=WAIT) as client:
+        seen.answer = moved
+        assert client.call_tool("echo", {"text": "moved"}).text == "moved"
+        seen.answer = None
+    first = [body for _, _, body in seen.posts("/mcp") if b'"moved"' in body]
+    then = [body for _, _, body in seen.posts("/elsewhere")]
+    assert len(first) == 1 and then == first
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_401_to_a_call_says_what_to_do_and_the_client_serves_on(serve, era):
+    srv, seen = scripted(serve)
+
+    def refused(environ, start_response):
+        start_response(
+            "401 Unauthorized",
+            [
+                ("Content-Type", "application/json"),
+                (
+                    "WWW-Authenticate",
+                    'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"',
+                ),
+            ],
+        )
+        return [b'{"error": "unauthorized"}']
+
+    with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+        seen.answer = refused
+        with pytest.raises(McpError) as info:
+            client.call_tool("echo", {"text": "x"})
+        seen.answer = None
+        assert "401" in str(info.value) and "auth=OAuth()" in str(info.value)
+        assert "oauth-protected-resource" in str(info.value)
+        assert info.value.data["httpStatus"] == 401
+        assert client.call_tool("echo", {"text": "after"}).text == "after"
+
+
+def test_a_cookie_set_on_an_answer_goes_back_with_the_next_requests(serve):
+    srv, seen = scripted(serve)
+
+    def with_cookie(environ, start_response):
+        def start(status, headers, *rest):
+            return start_response(status, [*headers, ("Set-Cookie", "route=b7; Path=/")], *rest)
+
+        return seen.app(environ, start)
+
+    with Client.http(srv.mcp, era="modern", timeout=WAIT) as client:
+        seen.answer = with_cookie
+        assert client.call_tool("echo", {"text": "one"}).text == "one"
+        seen.answer = None
+        assert client.call_tool("echo", {"text": "two"}).text == "two"
+    assert seen.posts()[-1][1].get("cookie") == "route=b7"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_an_answer_past_max_message_size_fails_its_request(serve, era):
+    srv, _ = scripted(serve)
+    with Client.http(srv.mcp, era=era, max_message_size=4096, timeout=WAIT) as client:
+        with pytest.raises(LimitExceeded, match="limit of 4096 bytes"):
+            client.call_tool("big", {"size": 5000})
+        assert client.call_tool("big", {"size": 100}).text == "x" * 100
+
+
+def test_an_answer_without_length_past_max_message_size_fails_its_request(serve):
+    """No Content-Length (a chunked body): refused as soon as the bound is passed."""
+    srv, seen = scripted(serve)
+    flood = json.dumps({"jsonrpc": "2.0", "id": 0, "result": {"pad": "y" * 20000}}).encode()
+
+    def unbounded(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return (part for part in (flood[:8000], flood[8000:]))  # streamed: sent chunked
+
+    with Client.http(srv.mcp, era="modern", max_message_size=4096, timeout=WAIT) as client:
+        seen.answer = unbounded
+        with pytest.raises(LimitExceeded, match="limit of 4096 bytes"):
+            client.call_tool("echo", {"text": "x"})
+        seen.answer = None
+        assert client.call_tool("echo", {"text": "fine"}).text == "fine"
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_an_answer_that_stalls_after_its_headers_ends_at_the_calls_timeout(serve, era):
+    """Headers at once, then the body stalls: the call's own timeout ends it, starting a call
+    returns at once, and the client serves on."""
+    srv, seen = scripted(serve)
+    stall = threading.Event()
+
+    def stalled(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "200")])
+        yield b'{"jsonrpc": "2.0", '
+        stall.wait(WAIT)  # the rest never comes while the test runs
+
+    try:
+        with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+            seen.answer = stalled
+            with pytest.raises(RequestTimeout):
+                client.call_tool("echo", {"text": "x"}, timeout=0.3)
+            call = client.start_tool_call("echo", {"text": "y"})
+            assert call.cancel("enough")
+            seen.answer = None
+            assert client.call_tool("echo", {"text": "still"}).text == "still"
+    finally:
+        stall.set()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_slow_request_keeps_its_timeout_and_can_be_cancelled(serve, era):
+    server = tools_server()
+    srv = serve(server)
+    with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+        with pytest.raises(RequestTimeout):
+            client.call_tool("slow", timeout=0.3)
+        call = client.start_tool_call("slow")
+        assert call.cancel("enough")
+        server.release.set()
+        assert client.call_tool("echo", {"text": "still"}).text == "still"
+
+
+# -- over https: requests' TLS settings, as given ------------------------------------------------
+
+
+@pytest.fixture
+def pki(tmp_path):
+    return Pki(tmp_path)
+
+
+@pytest.fixture
+def tls(pki):
+    """Factory: ``tls(server=None, cert=None, **options)`` -> a running TlsServed (for localhost
+    and 127.0.0.1 by default)."""
+    servers = []
+
+    def factory(server=None, cert=None, **options):
+        served = start_tls(
+            server or tools_server(), cert or pki.cert("localhost", "127.0.0.1"), **options
+        )
+        servers.append(served)
+        return served
+
+    yield factory
+    for served in servers:
+        served.stop()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_calls_over_https_with_the_ca_given(tls, pki, era):
+    """Plain answers, a large one, and an SSE stream (a tool that logs) over TLS."""
+    server = tools_server()
+
+    @server.tool()
+    def chatty(ctx: Context) -> str:
+        """Logs, then answers."""
+        ctx.info("working")
+        return "done"
+
+    srv = tls(server)
+    logs = Collector()
+    with Client.http(
+        srv.mcp, era=era, verify=str(pki.ca_path), timeout=WAIT, on_log=logs
+    ) as client:
+        assert [client.call_tool("echo", {"text": f"t{i}"}).text for i in range(5)] == [
+            f"t{i}" for i in range(5)
+        ]
+        assert client.call_tool("big", {"size": 200_000}).text == "x" * 200_000
+        assert client.call_tool("chatty", {}).text == "done"
+        assert logs.wait_until(lambda items: len(items) >= 1)
+
+
+def test_the_ca_requests_uses_by_default_does_not_know_the_server(tls):
+    """verify=True trusts requests' own bundle (certifi), not this test's CA: the server is
+    unreachable."""
+    srv = tls()
+    with pytest.raises(ServerUnreachable, match="CERTIFICATE_VERIFY_FAILED"):
+        Client.http(srv.mcp, era="modern", timeout=WAIT)
+
+
+@pytest.mark.parametrize("who", ["another CA", "another host"])
+def test_a_certificate_requests_refuses_is_refused(tls, pki, tmp_path, who):
+    cert = (
+        Pki(tmp_path, "another CA").cert("localhost", "127.0.0.1")
+        if who == "another CA"
+        else pki.cert("other.example")
+    )
+    srv = tls(cert=cert)
+    reason = "unable to get local issuer" if who == "another CA" else "mismatch"
+    with pytest.raises(ServerUnreachable) as refused:
+        Client.http(srv.mcp, era="modern", verify=str(pki.ca_path), timeout=WAIT)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value) and reason in str(refused.value)
+
+
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_verify_false_warns_for_every_request(tls):
+    import urllib3
+
+    srv = tls()
+    with Client.http(srv.mcp, era="modern", verify=False, timeout=WAIT) as client:
+        with pytest.warns(urllib3.exceptions.InsecureRequestWarning, match="127.0.0.1"):
+            assert client.call_tool("echo", {"text": "x"}).text == "x"
+
+
+def test_requests_ca_bundle_from_the_environment_is_the_one_trusted(tls, pki, monkeypatch):
+    """verify left True: REQUESTS_CA_BUNDLE (read once, when the client is made) is the CA
+    trusted."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(pki.ca_path))
+    srv = tls()
+    with Client.http(srv.mcp, era="modern", timeout=WAIT) as client:
+        assert client.session.transport.http.verify == str(pki.ca_path)
+        assert client.call_tool("echo", {"text": "x"}).text == "x"
+
+
+def test_the_wsgi_servers_watchdog_peeks_under_tls(tls, pki, monkeypatch):
+    """mcp_ref's own WsgiServer peeks at the socket of a client whose response is running, for its
+    end; an SSL socket refuses a peek, so it peeks at the bytes under TLS.  Here the client sends
+    more (the start of a next request) while its handler runs: the watchdog peeks, finds data, and
+    goes on watching, so the client's close then cancels the stateless request."""
+    import socket
+    import ssl
+
+    from test_stateless_oneshot import oneshot_server, post
+
+    from mcp_ref.workbench import connection_limits
+
+    peeked, looks = threading.Event(), connection_limits.closed_by_peer
+
+    def looking(watched):
+        try:
+            return looks(watched)
+        finally:
+            if any(socket_io.serving for socket_io in watched):
+                peeked.set()
+
+    started, cancelled = threading.Event(), threading.Event()
+    served = tls(oneshot_server(started, cancelled), stateless=True)
+    body, headers = post("modern", "wait_for_cancel", {})
+    context = ssl.create_default_context(cafile=str(pki.ca_path))
+    sock = context.wrap_socket(
+        socket.create_connection(("127.0.0.1", served.port), timeout=WAIT),
+        server_hostname="127.0.0.1",
+    )
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sock.sendall(
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    assert started.wait(WAIT)
+    sock.sendall(b"POST")  # readable, not ended: the watchdog must peek
+    monkeypatch.setattr(connection_limits, "closed_by_peer", looking)
+    assert peeked.wait(WAIT)
+    sock.close()
+    assert cancelled.wait(WAIT)  # the watchdog still watches
+    with Client.http(
+        served.mcp, verify=str(pki.ca_path), era="modern", timeout=WAIT
+    ) as client:  # the server goes on
+        assert client.call_tool("echo", {"text": "after"}).text == "after"

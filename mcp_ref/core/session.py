@@ -127,7 +127,7 @@ class Session:
         self._lasting: set[Any] = set()  # task-augmented requests whose progress outlives the answer
         self._incoming: dict[Any, RequestContext] = {}
         self._write_lock = threading.Lock()
-        self._concurrent_writes, transport.deliver = transport.concurrent_writes, self.receive
+        self._concurrent_writes = transport.concurrent_writes
         transport.pending = self._pending.get  # HTTP bounds its reads by a request's deadline
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
@@ -443,7 +443,7 @@ class Session:
         self._set_closed()
 
     def receive(self, data: bytes) -> None:
-        """Handle one transport message (a message or a batch): on the reader thread, or a caller's (Transport.deliver)."""
+        """Handle one transport message (a message or a batch), on the reader thread."""
         if self.trace is not None:
             self.trace("<--", data)
         self._receiving = len(data)  # what a callback queued for this message is charged (call_soon)

@@ -74,8 +74,6 @@ class Transport:
     #: leaves out tools whose ``x-mcp-header`` declarations are invalid; and, as every request
     #: gets an HTTP status, its era probe needs no timeout of its own.
     mirrors_headers: bool = False
-    #: The session's ``receive``, set when the session is made: a message a caller's thread read (HTTP's thin path: its own answer) is handled there, with no hand-off to the reader.
-    deliver: Callable[[bytes], None] | None = None
     pending: Callable[[RequestId], Any] | None = None  #: the session's requests in flight, by id
 
     def read(self) -> bytes | RequestFailed | None:

@@ -1,18 +1,17 @@
 """MCP over HTTP, client side: Streamable HTTP, and the 2024-11-05 HTTP+SSE transport.
 
-One transport, :class:`HttpClientTransport`, in five modules: this one (Streamable HTTP with its
+One transport, :class:`HttpClientTransport`, in four modules: this one (Streamable HTTP with its
 session, the handshake era), :mod:`~mcp_ref.transports.http_modern` (the 2026-07-28 era's one POST
-per request), :mod:`~mcp_ref.transports.http_fast` (plain POSTs without requests' layers),
-:mod:`~mcp_ref.transports.http_legacy` (the 2024-11-05 HTTP+SSE fallback) and
+per request), :mod:`~mcp_ref.transports.http_legacy` (the 2024-11-05 HTTP+SSE fallback) and
 :mod:`~mcp_ref.transports.http_plumbing` (bodies and SSE streams read within bounds).  Every name
-they export is importable from here.
+they export is importable from here.  Every HTTP request goes through one ``requests.Session``
+(its adapter: :func:`~mcp_ref.transports.http_framing.framing_adapter`).
 
 The session reads whole messages from :meth:`HttpClientTransport.read`.  Every
 source of messages feeds one queue behind it (a bounded ``http_plumbing.Inbox``:
 a stream's thread waits for room): JSON replies to POSTs, the SSE streams those
 POSTs may open, and the standalone GET stream.  Writing a request
-POSTs it (a plain one here, its answer awaited for at most ``http_fast.FAST_WAIT``;
-any other on a worker thread) and returns, so the session's timeouts,
+POSTs it on a worker thread and returns, so the session's timeouts,
 progress and cancellation work as they do over stdio.  Notifications and
 answers are POSTed by the caller, in order (the server answers 202).
 
@@ -56,7 +55,6 @@ from ..core import envelope
 from ..core.errors import AuthorizationError, LimitExceeded, ResponseStreamLost
 from ..core.jsonrpc import Notification, Request
 from ..core.transport import RequestFailed, RequestHeld, Transport
-from .http_fast import FastPosts, open_lane
 from .http_legacy import LegacySseClient
 from .http_modern import ModernPosts
 from .http_plumbing import (
@@ -126,7 +124,7 @@ def open_transport(url: str, *, mode: str, max_message_size: int | None, min_ret
     return http
 
 
-class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
+class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -197,8 +195,6 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         self.http.verify = verify
         resolve_environment(self.http, url)
         self.connect_timeout = connect_timeout
-        # Plain POSTs over http.client on the caller's thread, when requests' layers cannot matter (http_fast).
-        self._lane = open_lane(self.http, url, connect_timeout=connect_timeout, max_idle=max_workers + 2)
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
@@ -230,15 +226,13 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         return self._incoming.get()
 
     def write(self, data: bytes, message=None, related=None) -> None:
-        """POST one message (a plain request here, or on a worker: ``http_fast``; the rest in order, here)."""
+        """POST one message (a request on a worker; the rest in order, here)."""
         if self._closed.is_set():
             raise OSError("the HTTP transport is closed")
         if self.mode == "sse" and self.legacy_endpoint is not None:
             self._legacy_post(data)
         elif isinstance(message, Request):
-            if self._thin(message):
-                self._post_thin(data, message, envelope.is_modern(message.params))
-            elif envelope.is_modern(message.params):
+            if envelope.is_modern(message.params):
                 self._pool.submit(self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it
@@ -297,8 +291,6 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
             responses = list(self._open_responses)
         for response in responses:
             abort(response)
-        if self._lane is not None:
-            self._lane.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.http.close()
         self._incoming.close()  # a stream's thread waiting for room drops its message
@@ -323,17 +315,14 @@ class HttpClientTransport(FastPosts, ModernPosts, LegacySseClient, Transport):
         return self.http.post(self.url, data=data, headers=headers, stream=True,
                               timeout=(self.connect_timeout, read_timeout))
 
-    def _send_request(self, data: bytes, request: Request, renewing: bool = False, answered=None) -> None:
-        """POST ``request`` and deliver its answer; ``answered``: it was POSTed already, by the thin path
-        (:class:`~mcp_ref.transports.http_fast.Answered`), and its answer is handled here as if requests had sent it."""
+    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
+        """POST ``request`` and deliver its answer (on a worker)."""
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if answered is not None:
-                generation, sent_with, response = answered.generation, answered.sent_with, answered.response()
-            elif request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
+            if request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
                 raise HttpTransportError("timed out waiting for a new session")
             else:
                 generation, sent_with = self._generation, self.session_id

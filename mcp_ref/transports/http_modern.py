@@ -63,20 +63,16 @@ class ModernPosts:
             headers.update(request_headers(request.method, params))
         return headers
 
-    def _send_modern(self, data: bytes, request: Request, answered=None) -> None:
-        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end);
-        ``answered``: the thin path POSTed it already (:class:`~mcp_ref.transports.http_fast.Answered`)."""
+    def _send_modern(self, data: bytes, request: Request) -> None:
+        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end)."""
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if answered is not None:
-                response = answered.response()
-            else:
-                bound = read_bound(self.pending, request.id)
-                response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
-                                          timeout=(self.connect_timeout, bound))
+            bound = read_bound(self.pending, request.id)
+            response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
+                                      timeout=(self.connect_timeout, bound))
             if self._track(request.id, response):
                 self._deliver(response, request, resumable=False)
         except (requests.ConnectionError, requests.Timeout) as exc:

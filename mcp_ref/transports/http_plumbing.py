@@ -379,7 +379,7 @@ def abort(response) -> None:
     import socket
 
     stop = getattr(response, "abort_now", None)
-    if stop is not None:  # an answer that has not come yet (http_fast.Exchange, Underway)
+    if stop is not None:  # an answer that has not come yet (Underway)
         stop()
         return
     connection = getattr(response.raw, "_connection", None)
