@@ -24,18 +24,29 @@ Job = tuple[Any, Any, Any]
 
 class HandlerPool:
     """Runs ``run(request, context, batch)`` for each submitted job on at most ``max_workers``
-    threads named ``<name>-handler_<n>``; :meth:`stop` (close) and :meth:`drain` (end of input) end it."""
+    threads named ``<name>-handler_<n>``; :meth:`stop` (close) and :meth:`drain` (end of input) end it.
+
+    Jobs wait in ``queue``; each task given to the executor runs queued jobs one after another, and
+    waits for the next while the connection lasts; a task is submitted only when those running
+    cannot take a new job.  So a thread that has just answered takes the next request itself, instead
+    of the executor waking (or starting) another thread for every request."""
 
     def __init__(self, name: str, max_workers: int, run: Callable[..., None]):
         self.name = name
         self.run = run
+        self.max_workers = max_workers
         self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-handler")
         self.lock = threading.Lock()
         self.idle = threading.Condition(self.lock)  # drain() waits here for jobs to reach 0
+        self.wakeup = threading.Condition(self.lock)  # tasks wait here for a job
+        self.queue: deque[Job] = deque()  # jobs waiting for a thread (bounded by max_incoming)
+        self.held: deque[Job] = deque()  # jobs waiting for initialize (bounded by max_incoming)
         self.jobs = 0  # jobs submitted (or held) whose run has not ended
-        self.holding = False  # an initialize handler runs: the jobs submitted meanwhile wait in held
-        self.held: deque[Job] = deque()  # bounded as the jobs are (the session's max_incoming)
+        self.tasks = 0  # executor tasks taking jobs from the queue (at most max_workers)
+        self.running = 0  # handlers running now
+        self.holding = False  # an initialize handler runs: the jobs submitted meanwhile are held
         self.stopped = False  # close(): the jobs not started yet never run
+        self.ending = False  # close() or end of input: a task with no job left ends
 
     def submit(self, job: Job) -> bool:
         """Run ``job`` when a thread is free; False if no thread can take it (the pool is shut down).
@@ -51,54 +62,87 @@ class HandlerPool:
                 self.held.append(job)
                 return True
             self.holding = job[0].method == "initialize"
-        return self._start(job)
+            self.queue.append(job)
+            start = self._needs_task()
+            self.wakeup.notify()
+        if start and not self._start_task():
+            with self.lock:
+                if job in self.queue:  # no thread took it: the caller refuses it
+                    self.queue.remove(job)
+                    self.jobs -= 1
+                    return False
+        return True
 
-    def _start(self, job: Job) -> bool:
+    def _needs_task(self) -> bool:
+        """Under ``lock``: True (and counted) when the queued jobs need one more task."""
+        if self.tasks >= self.max_workers or self.tasks - self.running >= len(self.queue):
+            return False
+        self.tasks += 1
+        return True
+
+    def _start_task(self) -> bool:
         try:
-            self.executor.submit(self._work, job)
+            self.executor.submit(self._work)
         except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
-            self._ended(job)
+            with self.lock:
+                self.tasks -= 1
             return False
         return True
 
-    def _work(self, job: Job) -> None:
-        try:
-            if not self.stopped:
-                self.run(*job)
-        except BaseException:  # a reply that could not be sent, a handler's SystemExit: the pool goes on
-            log.exception("%s: a handler could not finish", self.name)
-        finally:
-            self._ended(job)
+    def _work(self) -> None:
+        """One executor task: run queued jobs one after another, waiting for the next, until the end."""
+        while True:
+            with self.lock:
+                while not self.queue and not self.ending:
+                    self.wakeup.wait()
+                if not self.queue:
+                    self.tasks -= 1
+                    return
+                job = self.queue.popleft()
+                self.running += 1
+            try:
+                if not self.stopped:
+                    self.run(*job)
+            except BaseException:  # a reply that could not be sent, a handler's SystemExit: the pool goes on
+                log.exception("%s: a handler could not finish", self.name)
+            finally:
+                self._ended(job)
 
     def _ended(self, job: Job) -> None:
-        """A job ended: an ``initialize`` lets the jobs it held start; drain() is told."""
-        released = []
+        """A job ended: an ``initialize`` lets the jobs it held into the queue; drain() is told."""
+        starts = 0
         with self.lock:
+            self.running -= 1
+            self.jobs -= 1
             if job[0].method == "initialize" and self.holding:
                 self.holding = False
                 while self.held and not self.holding:
                     next_job = self.held.popleft()
                     self.holding = next_job[0].method == "initialize"
-                    released.append(next_job)
-            self.jobs -= 1
+                    self.queue.append(next_job)
+                    starts += self._needs_task()
+                    self.wakeup.notify()
             self.idle.notify_all()
-        for next_job in released:
-            if not self._start(next_job):
-                log.debug("%s: %s not run, the connection is closing", self.name, next_job[0].method)
+        for _ in range(starts):
+            self._start_task()  # if none can start (closing), this task's loop takes the jobs
 
     def stop(self) -> None:
         """close(): the held and queued jobs never run (the session cancels their contexts); the
         running handlers finish, then the threads exit."""
         with self.lock:
-            self.stopped = True
-            self.jobs -= len(self.held)
+            self.stopped = self.ending = True
+            self.jobs -= len(self.held) + len(self.queue)
             self.held.clear()
+            self.queue.clear()
+            self.wakeup.notify_all()
         self.executor.shutdown(wait=False)
 
     def drain(self, *, join: bool) -> None:
         """At the end of input: the queued and held jobs still run; returns once every handler has
         ended (``join``: and every thread has exited)."""
         with self.lock:
+            self.ending = True
+            self.wakeup.notify_all()
             while self.jobs > 0:
                 self.idle.wait()
         self.executor.shutdown(wait=join)

@@ -226,17 +226,15 @@ class PendingRequest(Future):
         itself a TimeoutError is the request's outcome, raised as it is.
         ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
         """
-        while not self.done():
+        while True:
             wait = self.deadline
             if self.hard_deadline is not None:
                 wait = self.hard_deadline if wait is None else min(wait, self.hard_deadline)
             try:
-                # exception() waits like result() but returns the outcome's error instead of raising
-                # it, so a TimeoutError the answer itself carries is never taken for our own timeout.
-                super().exception(None if wait is None else max(wait - time.monotonic(), 0.0))
-                break
+                return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
             except TimeoutError:
-                pass
+                if self.done():  # the outcome itself is a TimeoutError (or came just now): it is ours
+                    return super().result(0)
             now = time.monotonic()
             hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
             if not hard_expired and self.deadline is not None and now < self.deadline:
@@ -251,7 +249,6 @@ class PendingRequest(Future):
                 self._send_cancel(self.id, "timeout")
             limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
             self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
-        return super().result(0)
 
     def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
         """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
