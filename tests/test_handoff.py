@@ -11,8 +11,11 @@ import asyncio
 import itertools
 import json
 import logging
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from conftest import WAIT
@@ -318,3 +321,27 @@ def test_a_handler_raising_system_exit_is_answered_and_its_slot_freed(raised, ca
     # Its request left the table (max_incoming=1: else the next one is refused as busy) and a thread still serves.
     assert client.request("ok", {}, timeout=WAIT) == {"ok": True}
     close_both(client, server)
+
+
+UNCLOSED = """
+import json, sys, threading
+sys.path.insert(0, sys.argv[1])
+from test_handoff import Role
+from mcp_ref.core.session import Session
+from mcp_ref.transports.memory import Channel, MemoryTransport
+
+inbox, outbox = Channel(), Channel()
+session = Session(MemoryTransport(inbox, outbox), Role(ok=lambda context, params: {}), name="unclosed")
+session.start()
+inbox.put(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ok"}).encode())
+outbox.get()  # answered: a handler thread exists, and the session is never closed
+print("answered", flush=True)
+"""
+
+
+def test_a_session_never_closed_does_not_hold_the_interpreter_at_exit():
+    """The executor's threads are not daemons, so a handler thread left waiting for the next request
+    would keep the process alive for ever after its main thread ends."""
+    tests = str(Path(__file__).resolve().parent)
+    done = subprocess.run([sys.executable, "-c", UNCLOSED, tests], capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 0 and done.stdout == "answered\n", done.stderr

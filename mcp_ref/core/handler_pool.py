@@ -18,6 +18,11 @@ from typing import Any
 
 log = logging.getLogger("mcp_ref.core.session")  # its messages are the session's
 
+#: How long a task waits for the next job before its thread goes back to the executor.  The
+#: executor's threads are not daemons: one left waiting here would hold the interpreter at exit
+#: (a session never closed), which then waits at most this long.
+IDLE_SECONDS = 0.5
+
 #: A request to run: (request, context, batch), as the session's handler runner takes them.
 Job = tuple[Any, Any, Any]
 
@@ -94,7 +99,8 @@ class HandlerPool:
         while True:
             with self.lock:
                 while not self.queue and not self.ending:
-                    self.wakeup.wait()
+                    if not self.wakeup.wait(IDLE_SECONDS) and not self.queue:
+                        break  # idle: the thread goes back to the executor
                 if not self.queue:
                     self.tasks -= 1
                     return
