@@ -33,8 +33,9 @@ def test_each_side_has_one_reader_thread_for_the_whole_connection(era, monkeypat
     with Client.stdio(command, era=era, timeout=WAIT) as client:
         reports = [client.call_tool("reader_threads").structured_content for _ in range(CALLS)]
         reader = client.connection.session._reader
-        assert client_readers == {reader.ident}  # one thread read every answer: the session's reader
-        assert threading.get_ident() not in client_readers  # the caller only waited on its future
+        # one thread read every answer, the session's reader; the caller only waited on its future
+        assert client_readers == {reader.ident}
+        assert threading.get_ident() not in client_readers
     assert client_readers == {reader.ident}
     first = reports[0]["readers"]
     assert len(first) == 1  # the server: one reader thread ...

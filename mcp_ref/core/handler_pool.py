@@ -109,7 +109,7 @@ class HandlerPool:
             try:
                 if not self.stopped:
                     self.run(*job)
-            except BaseException:  # a reply that could not be sent, a handler's SystemExit: the pool goes on
+            except BaseException:  # a reply not sent, a handler's SystemExit: the pool goes on
                 log.exception("%s: a handler could not finish", self.name)
             finally:
                 self._ended(job)

@@ -37,7 +37,11 @@ server = Server("threads", version="1.0")
 def reader_threads() -> dict:
     """The idents of the threads that read the connection so far, and this handler's."""
     with noted:
-        return {"readers": sorted(readers), "most_inside": inside[1], "handler": threading.get_ident()}
+        return {
+            "readers": sorted(readers),
+            "most_inside": inside[1],
+            "handler": threading.get_ident(),
+        }
 
 
 if __name__ == "__main__":
