@@ -1,7 +1,7 @@
 """A client call's own synchronisation, and the 2026-07-28 ``_meta`` built once (issue 24, item 2).
 
-A :class:`~mcp_ref.core.session.PendingRequest` is its own waiter: one lock, taken when it is made and
-released by whoever settles it.  The tests below prove what its users rely on: the first settle wins
+A :class:`~mcp_ref.core.session.PendingRequest` is a :class:`concurrent.futures.Future` held in the
+session's table keyed by request id.  The tests below prove what its users rely on: the first settle wins
 (under a race of threads too), done callbacks run once (at once when already settled), a timeout
 tells the peer and raises RequestTimeout, an answer that is itself a TimeoutError is the outcome, and
 every thread waiting on one request wakes.  Then, with a real in-memory modern server that records
@@ -12,8 +12,8 @@ in its own ``_meta`` never leaks into the next request.
 
 from __future__ import annotations
 
-import sys
 import threading
+from concurrent.futures import Future
 
 import pytest
 from conftest import WAIT, run_threads
@@ -84,35 +84,32 @@ def test_done_callbacks_run_once_and_at_once_when_already_settled(caplog):
     settler.start()
     settler.join(WAIT)
     assert seen == [("first", settler), ("third", True)]
-    assert "failed" in caplog.text and "ZeroDivisionError" in caplog.text
+    assert "exception calling callback" in caplog.text and "ZeroDivisionError" in caplog.text
     pending.add_done_callback(lambda p: seen.append(("late", threading.current_thread())))
     assert seen[-1] == ("late", threading.current_thread())  # already settled: called at once, here
     pending.set_exception(ValueError("late"))
     assert len(seen) == 3 and pending.result() == {}
 
 
-class WatchedLock:
-    """A request's lock that says when a thread starts to wait on it."""
+class WatchedCondition(threading.Condition):
+    """A future's condition that says when a thread starts to wait on it."""
 
-    def __init__(self, lock):
-        self.lock = lock
+    def __init__(self):
+        super().__init__()
         self.waiting = threading.Semaphore(0)
 
-    def acquire(self, *args):
+    def wait(self, timeout=None):
         self.waiting.release()
-        return self.lock.acquire(*args)
-
-    def release(self):
-        self.lock.release()
+        return super().wait(timeout)
 
 
 def test_every_thread_waiting_on_one_request_wakes_with_its_answer():
     pending = pending_request(Table(), timeout=None)  # no deadline: a thread left waiting fails run_threads
-    gate = pending._gate = WatchedLock(pending._gate)
+    gate = pending._condition = WatchedCondition()
 
     def wait(i: int) -> dict:
         if i == 0:
-            for _ in range(6):  # the six others are waiting (or about to) on the request's lock
+            for _ in range(6):  # the six others are waiting on the future's condition
                 assert gate.waiting.acquire(timeout=WAIT)
             pending.set_result({"ok": True})
             return {}
@@ -227,22 +224,26 @@ def test_another_revision_gets_its_own_envelope(recorded):
     assert modern.envelope_meta(client.connection) is speaking
 
 
-def test_a_one_round_modern_call_makes_one_lock_and_no_event(recorded, monkeypatch):
-    client, _metas = recorded
-    client.call_tool("record")  # the envelope is built and kept
-    mine = {"mcp_ref.client.calls", "mcp_ref.client.modern", "mcp_ref.client.connection", "mcp_ref.core.requests"}
-    made: list = []
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_the_pending_table_holds_futures_keyed_by_request_id(era):
+    """The card's shape: an outgoing request waits on a ``concurrent.futures.Future`` held in the
+    session's dict keyed by its request id, and leaves it once answered."""
+    server, gate = Server("held", version="1.0"), threading.Event()
 
-    def counting(real):
-        def make(*args):
-            if sys._getframe(1).f_globals.get("__name__") in mine:  # the server, in this process too, is not counted
-                made.append(real)
-            return real(*args)
-        return make
+    @server.tool()
+    def held() -> str:
+        """Answer once the test lets it."""
+        assert gate.wait(WAIT)
+        return "ok"
 
-    real_event, real_lock = threading.Event, threading.Lock
-    monkeypatch.setattr(threading, "Event", counting(real_event))
-    monkeypatch.setattr(threading, "Lock", counting(real_lock))
-    assert client.call_tool("record").text == "ok"
-    monkeypatch.undo()
-    assert made == [real_lock]  # the PendingRequest's own lock, and nothing else
+    client = Client.in_memory(server, era=era, timeout=WAIT)
+    try:
+        session = client.connection.session
+        future = client.start_tool_call("held").pending
+        assert isinstance(future, Future) and session._pending[future.id] is future
+        gate.set()
+        assert future.result()["content"][0]["text"] == "ok"
+        assert future.done() and future.id not in session._pending
+    finally:
+        gate.set()
+        client.close()

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from . import jsonrpc
@@ -25,8 +26,6 @@ log = logging.getLogger("mcp_ref.core.session")  # its messages are the session'
 
 #: Guards the Events made on first use (a request's ``cancelled``, a session's ``closed``).
 EVENTS_LOCK = threading.Lock()
-#: Guards the settling of every :class:`PendingRequest` (held for a few assignments: who settles first).
-_SETTLING = threading.Lock()
 
 
 class Default(enum.Enum):
@@ -176,60 +175,52 @@ class RequestContext:
         return True
 
 
-class PendingRequest:
-    """An outgoing request in flight: wait for it with ``result()``, or ``cancel()`` it.  Thread-safe.
+class PendingRequest(Future):
+    """An outgoing request in flight: a :class:`concurrent.futures.Future` that the session's reader
+    thread settles with the answer.  Wait for it with ``result()``, or ``cancel()`` it.
 
-    Its one synchronisation object is a lock, taken when it is made and released by whoever settles it
-    (the first ``set_result`` or ``set_exception`` wins): a waiting thread blocks on that lock alone."""
-
-    __slots__ = ("id", "method", "timeout", "deadline", "hard_deadline", "on_progress", "reset_on_progress",
-                 "_forget", "_send_cancel", "_gate", "_done", "_value", "_error", "_callbacks")
+    ``result()`` waits on the future for at most the time left before the request's deadline; on
+    timeout the request leaves the session's table, the peer is sent ``notifications/cancelled``
+    and :class:`RequestTimeout` is raised.  ``set_result``/``set_exception`` return False (rather
+    than raise) when the request was settled already: the first one wins."""
 
     def __init__(self, forget: Callable[[Any], Any], send_cancel: Callable[[Any, str | None], None],
                  request_id, method, timeout, on_progress, reset_on_progress, max_total_timeout):
         """``forget(id)`` takes the request out of its session's table (None if the answer won the
         race); ``send_cancel(id, reason)`` tells the peer it is cancelled."""
+        super().__init__()
         now = time.monotonic() if timeout is not None or max_total_timeout is not None else 0.0
-        self._forget, self._send_cancel, self.id, self.method, self.timeout = forget, send_cancel, request_id, method, timeout
+        self._forget = forget
+        self._send_cancel = send_cancel
+        self.id = request_id
+        self.method = method
+        self.timeout = timeout
         self.deadline = None if timeout is None else now + timeout
         self.hard_deadline = None if max_total_timeout is None else now + max_total_timeout
-        self.on_progress, self.reset_on_progress = on_progress, reset_on_progress
-        self._gate = threading.Lock()
-        self._gate.acquire()
-        self._done = False
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._callbacks: list[Callable[[PendingRequest], Any]] | None = None
+        self.on_progress = on_progress
+        self.reset_on_progress = reset_on_progress
 
-    def set_result(self, value: Any, _error: BaseException | None = None) -> bool:
-        """Settle the request with its result (or ``_error``); False if it was settled already."""
-        with _SETTLING:
-            if self._done:
-                return False
-            self._value, self._error, self._done = value, _error, True
-            callbacks, self._callbacks = self._callbacks, None
-        self._gate.release()
-        for callback in callbacks or ():
-            run_logged(callback, (self,))
+    def set_result(self, result: Any) -> bool:  # type: ignore[override]
+        """Settle the request with its result; False if it was settled already."""
+        try:
+            super().set_result(result)
+        except InvalidStateError:
+            return False
         return True
 
-    def set_exception(self, error: BaseException) -> bool:
+    def set_exception(self, exception: BaseException | None) -> bool:  # type: ignore[override]
         """Settle the request with an error (``result()`` raises it); False if it was settled already."""
-        return self.set_result(None, error)
+        try:
+            super().set_exception(exception)
+        except InvalidStateError:
+            return False
+        return True
 
-    def add_done_callback(self, callback: Callable[[PendingRequest], Any]) -> None:
-        """Call ``callback(pending)`` once the request is settled (now, on this thread, if it is already)."""
-        with _SETTLING:
-            if not self._done:
-                self._callbacks = [*(self._callbacks or ()), callback]
-                return
-        run_logged(callback, (self,))
+    def settle(self, result: Any, error: BaseException | None) -> bool:
+        """Settle with ``error`` if there is one, else with ``result`` (the reader's one call)."""
+        return self.set_result(result) if error is None else self.set_exception(error)
 
-    def exception(self) -> BaseException | None:
-        """The error the request settled with (None: a result, or not settled yet)."""
-        return self._error
-
-    def result(self) -> dict:
+    def result(self, timeout: float | None = None) -> dict:
         """Wait for the answer: the ``result`` dict, or raise.
 
         Raises :class:`McpError` for an error answer, :class:`RequestTimeout`
@@ -237,14 +228,17 @@ class PendingRequest:
         expires — the peer is then sent ``notifications/cancelled`` — and
         :class:`ConnectionClosed` / :class:`RequestCancelled`.  An answer that is
         itself a TimeoutError is the request's outcome, raised as it is.
+        ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
         """
-        while not self._done:
+        while True:
             wait = self.deadline
             if self.hard_deadline is not None:
                 wait = self.hard_deadline if wait is None else min(wait, self.hard_deadline)
-            if self._gate.acquire(True, -1 if wait is None else max(wait - time.monotonic(), 0.0)):
-                self._gate.release()  # let the next waiting thread through too
-                break
+            try:
+                return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
+            except TimeoutError:
+                if self.done():  # the outcome itself is a TimeoutError (or came just now): it is ours
+                    return super().result(0)
             now = time.monotonic()
             hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
             if not hard_expired and self.deadline is not None and now < self.deadline:
@@ -259,11 +253,8 @@ class PendingRequest:
                 self._send_cancel(self.id, "timeout")
             limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
             self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
-        if self._error is not None:
-            raise self._error
-        return self._value
 
-    def cancel(self, reason: str | None = None) -> bool:
+    def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
         """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
 
         Returns False if the answer had already arrived.
@@ -276,10 +267,6 @@ class PendingRequest:
         self._send_cancel(self.id, reason)
         self.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
         return True
-
-    def done(self) -> bool:
-        """True once an answer, an error, a timeout or a cancellation has settled the request."""
-        return self._done
 
 
 def run_logged(callback: Callable, args: tuple) -> None:

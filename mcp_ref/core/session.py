@@ -2,15 +2,18 @@
 
 Threads, and what each one does:
 
-* the **reader** reads messages and routes them in arrival order; the thread that read a request hands
-  the reading role on and runs the handler itself (leader/follower, :mod:`mcp_ref.core.workers`), so a
-  handler may ask the peer and wait while another thread reads the answer;
+* the **reader** (one per connection, for its whole life) reads messages, parses them and routes them
+  in arrival order: an answer settles its future, a notification is handled, a request is handed to
+* the **handler pool**, a :class:`concurrent.futures.ThreadPoolExecutor` of at most ``max_workers``
+  threads (or the ``executor`` given), which runs the handlers of incoming requests; so a handler
+  may ask the peer and wait while the reader reads the answer;
 * the **callback thread** (one, started when first needed) runs user callbacks for notifications
   (progress, log messages, list changes) in the order they arrived, so a slow or re-entrant callback
   cannot stall the reader;
 * any number of **caller** threads send requests and wait on their futures.
 
-Outgoing requests live in ``_pending``, a dict of ``Future``s keyed by request id under ``_lock``; a
+Outgoing requests live in ``_pending``, a dict of ``Future``s (:class:`PendingRequest`) keyed by
+request id under ``_lock``; a
 request is registered *before* it is written, so an answer can never arrive for an id we do not know.
 ``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`.
 
@@ -28,7 +31,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from . import envelope, jsonrpc
 from .errors import (
@@ -61,8 +64,8 @@ if TYPE_CHECKING:
 
     from .batch import Batch
     from .callback_queue import CallbackQueue
+    from .handler_pool import HandlerPool
     from .transport import Transport
-    from .workers import Workers
 
 __all__ = ["Session", "RequestContext", "PendingRequest", "Dispatcher", "ProgressCallback", "DEFAULT_TIMEOUT",
            "DEFAULT_MAX_INCOMING", "DEFAULT_MAX_TOTAL_FACTOR", "DEFAULT_MAX_CALLBACKS", "DEFAULT_MAX_CALLBACK_BYTES"]
@@ -139,7 +142,7 @@ class Session:
     # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
     protocol_version: str | None = None  #: The negotiated revision; set by the role once ``initialize`` completes.
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
-    _workers: Workers | None = None  # our threads (core/workers.py), made for the first request to run
+    _pool: HandlerPool | None = None  # our handler threads (core/handler_pool.py), made for the first request to run
     _started = False
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
@@ -156,7 +159,8 @@ class Session:
         """Start reading (once)."""
         if not self._started:
             self._started = True
-            threading.Thread(target=self._read, name=f"{self.name}-reader", daemon=True).start()
+            self._reader = threading.Thread(target=self._read, name=f"{self.name}-reader", daemon=True)
+            self._reader.start()
 
     @property
     def _busy(self) -> dict:
@@ -171,8 +175,8 @@ class Session:
                 return
             self._closing = True
             pending_ids = [] if self._input_ended else [p.id for p in self._pending.values() if p.method != "initialize"]
-        if self._workers is not None:
-            self._workers.stop(drop=True)  # queued requests never run (their contexts are cancelled below)
+        if self._pool is not None:
+            self._pool.stop()  # queued requests never run (their contexts are cancelled below)
         # Tell the peer to stop work on what we will no longer wait for, so it can
         # finish promptly (a stdio server answers what it received before exiting).
         for request_id in pending_ids:
@@ -386,20 +390,10 @@ class Session:
 
     # -- receiving --------------------------------------------------------------
 
-    def _read(self) -> None:  # the first reader: once it runs a handler, it is one of the workers' threads
-        if (job := self._lead(threading.current_thread())) is not None:
-            cast("Workers", self._workers).work(job)
-
-    def _lead(self, me: threading.Thread):
-        """Hold the reading role: route messages in arrival order until a queued request can run here, or the end."""
-        self._reader, job = me, None
+    def _read(self) -> None:
+        """The reader thread's life: read, parse and route in arrival order until the input ends."""
         try:
             while True:
-                if self._workers is not None and self._workers.jobs:  # a request waits: run it here if a slot is free
-                    self._reader = None
-                    if (job := self._workers.take(True)) is not None:
-                        return job
-                    self._reader = me
                 try:
                     data = self.transport.read()
                 except MessageTooLarge as exc:
@@ -422,8 +416,7 @@ class Session:
             if not self._closing:
                 log.warning("%s: connection failed: %s", self.name, exc)
         finally:
-            if job is None:
-                self._end_of_input()
+            self._end_of_input()
 
     def _end_of_input(self) -> None:
         # The peer can no longer answer: fail what waits on it, then let the handlers already running finish and reply.
@@ -431,8 +424,8 @@ class Session:
             self._input_ended = True
         self._fail_pending("the connection ended")
         self._end_all_deferred()
-        if self._workers is not None:
-            self._workers.drain()  # the queued requests still run, and every handler ends
+        if self._pool is not None:  # the queued requests still run, and every handler ends
+            self._pool.drain(join=threading.current_thread() is self._reader)
         self._end_callbacks(wait=True)
         try:
             self.transport.close()
@@ -509,18 +502,20 @@ class Session:
             return
         params = request.params or {}
         context = RequestContext(self, request.id, request.method, params)
+        pool = None  # our pool, when it runs the handler
         with self._lock:
             duplicate = request.id in self._incoming
             busy = not duplicate and (len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming)
             if not duplicate and not busy:
                 self._incoming[request.id] = context
-                ours = not inline and self._executor is None  # on our threads it waits for a slot (see _lead)
+                ours = not inline and self._executor is None  # on our pool (core/handler_pool.py)
                 refused = ours and (self._closing or self._input_ended)
                 if ours and not refused:
-                    if self._workers is None:  # the first request to run on our threads
-                        from .workers import Workers
-                        self._workers = Workers(self.name, self.max_workers, self._lock, self._lead, self._run_handler)
-                    self._workers.jobs.append((request, context, batch))
+                    if self._pool is None:  # the first request to run on our threads
+                        from .handler_pool import HandlerPool
+
+                        self._pool = HandlerPool(self.name, self.max_workers, self._run_handler)
+                    pool = self._pool
         if duplicate or busy:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
             reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
@@ -536,8 +531,8 @@ class Session:
                 self._executor.submit(self._run_handler, request, context, batch)
             except RuntimeError:  # the pool is shut down: the connection is closing
                 refused = True
-        elif not refused and threading.current_thread() is not self._reader and self._workers is not None:
-            self._workers.pump()
+        elif pool is not None:
+            refused = not pool.submit((request, context, batch))
         if refused:
             self._leave(request.id, context)
             batch.add(None) if batch else None
@@ -692,8 +687,8 @@ class Session:
             return
         result, error = (answer.result, None) if isinstance(answer, Response) else (None, McpError.from_error(answer.error))
         # With progress: after the progress callbacks queued, so a caller sees every report before its result.
-        if pending.on_progress is None or not self.call_soon(pending.set_result, result, error, keep=True):
-            pending.set_result(result, error)
+        if pending.on_progress is None or not self.call_soon(pending.settle, result, error, keep=True):
+            pending.settle(result, error)
 
 
 _ID_IN_USE = {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}

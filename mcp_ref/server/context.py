@@ -3,8 +3,8 @@
 A tool, resource or prompt function that declares a parameter annotated
 ``Context`` receives one.  Through it the handler reports progress, logs,
 notices cancellation, and calls back into the client (sampling, elicitation,
-roots) — waiting for those answers is safe, because the thread that runs a handler has handed
-the reading on to another (:mod:`mcp_ref.core.workers`).
+roots) — waiting for those answers is safe, because handlers run on the session's
+handler pool while its one reader thread reads the answer (:mod:`mcp_ref.core.session`).
 """
 
 from __future__ import annotations
