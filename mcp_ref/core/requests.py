@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future, InvalidStateError, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from . import jsonrpc
@@ -157,7 +157,7 @@ class RequestContext:
         with each notification, even if the total is unknown."
         """
         lock = self._progress_lock
-        if lock is None:  # no progress token: none was asked for
+        if lock is None or self.progress_token is None:  # none asked for (or a task took it over)
             return False
         with lock:
             if self.ended:
@@ -236,7 +236,7 @@ class PendingRequest(Future):
                 wait = self.hard_deadline if wait is None else min(wait, self.hard_deadline)
             try:
                 return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
-            except TimeoutError:
+            except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
                 if self.done():  # the outcome itself is a TimeoutError (or came just now): it is ours
                     return super().result(0)
             now = time.monotonic()

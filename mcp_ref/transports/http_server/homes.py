@@ -100,7 +100,9 @@ class Homes:
             return
         key, worker = home_key(session), self._worker()
         taken, _ = held.hold(key, [worker], 1)
-        if taken and not self._reachable():  # held here only (Redis out of reach): not the home
+        if taken and (session.closed or not self._reachable()):
+            # it ended meanwhile (a DELETE, its expiry), or it is held here only (Redis out of
+            # reach): not the home; a hold kept would be renewed by the heartbeat until exit
             held.release(key, [worker])
             return
         if not taken:  # another worker is its home (one this replica had not heard of yet)

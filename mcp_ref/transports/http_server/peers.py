@@ -40,12 +40,16 @@ for _name in ("POLLHUP", "POLLERR", "POLLNVAL", "POLLRDHUP"):  # POLLRDHUP: Linu
     _GONE |= getattr(select, _name, 0)
 
 
+#: A watched socket and the callbacks to call once when its peer has gone.
+Watch = tuple[socket.socket, list[Callable[[], None]]]
+
+
 class PeerWatcher:
     """One thread that polls sockets for their peer's close, and calls each one's callbacks once."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()  # a forked worker starts a watcher of its own
-        self._watched: dict[int, tuple[socket.socket, list[Callable[[], None]]]] = {}
+        self._watched: dict[int, Watch] = {}
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
@@ -84,42 +88,47 @@ class PeerWatcher:
                 with self._cond:
                     self._cond.wait(POLL_INTERVAL)
                 continue
-            for key in gone:
+            for key, looked_at in gone:
                 with self._cond:
-                    entry = self._watched.pop(key, None)
-                for callback in entry[1] if entry is not None else ():
+                    # only the watch that was looked at: a response that ended meanwhile may have
+                    # left its socket (or its id) to the next request's watch
+                    entry = self._watched.get(key)
+                    if entry is not looked_at:
+                        continue
+                    del self._watched[key]
+                for callback in entry[1]:
                     try:
                         callback()
                     except Exception:  # one response's hook failing must not stop the watching
                         log.exception("ending a response whose client has gone failed")
 
-    def _look(self, entries: Iterable[tuple[int, tuple[socket.socket, list]]]) -> list[int]:
-        """Poll once (up to POLL_INTERVAL): the keys of the sockets whose peer has gone."""
+    def _look(self, entries: Iterable[tuple[int, Watch]]) -> list[tuple[int, Watch]]:
+        """Poll once (up to POLL_INTERVAL): the watches (key and entry) whose peer has gone."""
         poller = select.poll()
-        by_fd: dict[int, int] = {}
-        for key, (sock, _callbacks) in entries:
-            fd = sock.fileno()
+        by_fd: dict[int, tuple[int, Watch]] = {}
+        for key, entry in entries:
+            fd = entry[0].fileno()
             if fd < 0:  # closed already: its response is ending
                 continue
-            by_fd[fd] = key
+            by_fd[fd] = (key, entry)
             poller.register(fd, select.POLLIN | _GONE)
         gone = []
         for fd, events in poller.poll(POLL_INTERVAL * 1000):
-            key = by_fd[fd]
-            if events & _GONE or self._at_end(self._watched_socket(key)):
-                gone.append(key)
+            key, entry = by_fd[fd]
+            if not self._still_watched(key, entry):  # its response ended while we looked
+                continue
+            if events & _GONE or self._at_end(key, entry):
+                gone.append((key, entry))
         return gone
 
-    def _watched_socket(self, key: int) -> socket.socket | None:
+    def _still_watched(self, key: int, entry: Watch) -> bool:
         with self._cond:
-            entry = self._watched.get(key)
-        return entry[0] if entry is not None else None
+            return self._watched.get(key) is entry
 
-    def _at_end(self, sock: socket.socket | None) -> bool:
+    def _at_end(self, key: int, entry: Watch) -> bool:
         """Readable: at the end of its input (the peer closed), or not; a socket with bytes waiting
         is no longer watched (what they are is the WSGI server's business)."""
-        if sock is None:
-            return False
+        sock = entry[0]
         try:
             if isinstance(
                 sock, ssl.SSLSocket
@@ -132,7 +141,9 @@ class PeerWatcher:
         except OSError:  # reset by the peer
             return True
         if data:
-            self.forget(sock)
+            with self._cond:
+                if self._watched.get(key) is entry:
+                    del self._watched[key]
         return not data
 
 
