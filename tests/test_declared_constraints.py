@@ -236,7 +236,12 @@ REFUSED = [
     (
         "cents",
         {"a": "1e999999999"},
-        "a: '1e999999999' is too large to check against its constraints",
+        # refused, never expanded; pydantic decides how: older releases overflow (mcp_ref's own
+        # message), 2.14 says it is no multiple of 0.01
+        (
+            "a: '1e999999999' is too large to check against its constraints",
+            "a: Input should be a multiple of 0.01",
+        ),
     ),
     ("ratio", {"x": 1}, "x: Input should be less than 1"),
     (
@@ -348,7 +353,7 @@ def test_a_value_its_annotation_refuses_never_reaches_the_tool(calls, tool, argu
     client, ran = calls
     message = refused(client, tool, arguments)
     assert message.startswith(f"Invalid arguments for tool {tool}: "), message
-    assert says in message, message
+    assert any(said in message for said in ((says,) if isinstance(says, str) else says)), message
     assert "errors.pydantic.dev" not in message
     assert ran == []
     # and a value it allows arrives, as its type

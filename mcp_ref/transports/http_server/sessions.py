@@ -18,7 +18,10 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+if TYPE_CHECKING:  # typing.NotRequired is Python 3.11's; the annotations are never evaluated
+    from typing import NotRequired
 
 
 class SessionRecord(TypedDict):
