@@ -191,7 +191,10 @@ def _check_general(marker: Any, cls: Any, base: Any) -> None:
 
 
 def _named(tp: Any) -> str:
-    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
+    # ``list[int]`` passes for a type in Python 3.10 (``isinstance(list[int], type)``): its origin
+    # tells it from a class
+    plain_class = isinstance(tp, type) and typing.get_origin(tp) is None
+    return tp.__qualname__ if plain_class else repr(tp)
 
 
 # -- annotated_types, checked here ------------------------------------------------------------------

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import hmac
+import ipaddress
 import json
 import logging
 import secrets
@@ -647,6 +648,12 @@ def _absolute(uri: str) -> bool:
         parts = urlsplit(uri)
     except ValueError:  # e.g. an unclosed "[" in the host
         return False
+    host = parts.netloc.rpartition("@")[2]
+    if host.startswith("["):  # RFC 3986 §3.2.2 IP-literal: Python 3.10's urlsplit does not check it
+        try:
+            ipaddress.IPv6Address(host[1 : host.index("]")])
+        except ValueError:
+            return False
     return bool(parts.scheme and parts.netloc) and not parts.fragment
 
 
