@@ -26,6 +26,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .replies import held
+
 log = logging.getLogger(__name__)
 
 #: Seconds between two looks at the watched sockets: how soon a gone client is noticed.
@@ -175,28 +177,10 @@ def provide(environ: dict) -> Any:
     return sock
 
 
-class _Watched:
-    """A response iterable that stops the watching of its socket when it is closed (PEP 3333: the
-    WSGI server always calls ``close()``, even when its client went away)."""
-
-    def __init__(self, body: Iterable[bytes], sock: socket.socket):
-        self.body, self.sock = body, sock
-
-    def __iter__(self):
-        return iter(self.body)
-
-    def close(self) -> None:
-        try:
-            close = getattr(self.body, "close", None)
-            if close is not None:
-                close()
-        finally:
-            watcher().forget(self.sock)
-
-
 def until_closed(body: Iterable[bytes], sock: Any) -> Iterable[bytes]:
     """``body``, or (``sock``: :func:`provide` gave a hook) the same body, whose closing stops the
     watching of ``sock``."""
     if sock is None:
         return body
-    return _Watched(body, sock)
+    # PEP 3333: the WSGI server always calls ``close()``, even when its client went away
+    return held(body, lambda: watcher().forget(sock))
