@@ -29,7 +29,6 @@ Public names are loaded on first use, so ``import mcp_ref`` stays cheap.
 from __future__ import annotations
 
 import importlib
-import sys
 
 #: Where each exported name lives; it is imported on first use, so ``import mcp_ref`` stays cheap.
 #: (``core``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is
@@ -58,22 +57,6 @@ _HOMES = {
     "core.feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
-
-class _MovedModules:
-    """A meta path finder, last in line: ``import mcp_ref.errors`` gives ``mcp_ref.core.errors`` (the
-    table of old names is :data:`mcp_ref.moved.MOVED`, read only when an old name is imported)."""
-
-    @staticmethod
-    def find_spec(name: str, path=None, target=None):
-        if not name.startswith("mcp_ref.") or name == "mcp_ref.moved":
-            return None
-        from .moved import find_spec
-
-        return find_spec(name)
-
-
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
 
 __all__ = [*_EXPORTS]
 
