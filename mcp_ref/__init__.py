@@ -45,7 +45,7 @@ _HOMES = {
     "core.errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
         "InternalError ResourceNotFound UrlElicitationRequired HeaderMismatchError "
         "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
-        "ServerUnreachable RequestTimeout RequestCancelled CapabilityError UnsupportedProtocolVersion "
+        "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
         "ServerBusy LimitExceeded RequestRefused",
     "extras.ratelimit": "RateLimit",
     "server.principal": "Principal",

@@ -24,7 +24,6 @@ from .core.errors import (
     ResourceNotFound,
     ServerBusy,
     ServerUnreachable,
-    UnsupportedProtocolVersion,
     UnsupportedProtocolVersionError,
     UrlElicitationRequired,
 )
@@ -85,7 +84,6 @@ __all__ = [
     "ResourceNotFound",
     "ServerBusy",
     "ServerUnreachable",
-    "UnsupportedProtocolVersion",
     "UnsupportedProtocolVersionError",
     "UrlElicitationRequired",
     "GetPromptResult",

@@ -18,7 +18,8 @@ from http_fixtures import serve  # noqa: F401 - fixture
 
 from mcp_ref import LimitExceeded, ServerRequest
 from mcp_ref.client import RequestRefused
-from mcp_ref.core.types import CreateMessageResult, ElicitResult, TextContent
+from mcp_ref.core.sampling_and_elicitation import CreateMessageResult, ElicitResult
+from mcp_ref.core.types import TextContent
 
 APPROVAL = InMemory("approval_server")
 TASKS = InMemory("tasks_server")

@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, handshake_era, schema_errors
 
-from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersion
+from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersionError
 from mcp_ref.core.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
 
@@ -93,7 +93,7 @@ def test_initialize_without_a_string_version_is_invalid_params(raw_peer):
 
 def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
     transport = SubprocessTransport(BAD_VERSION_SERVER, stderr="capture", shutdown_timeout=WAIT)
-    with pytest.raises(UnsupportedProtocolVersion, match="1999-01-01"):
+    with pytest.raises(UnsupportedProtocolVersionError, match="1999-01-01"):
         Client(transport, trace=wire, timeout=WAIT, era="handshake")
     # The client closed the server's stdin and waited: the script exits with 3 only on end of input.
     assert transport.returncode == 3

@@ -23,7 +23,7 @@ from mcp_ref import (
     RequestCancelled,
     ResourceNotFound,
     Server,
-    UnsupportedProtocolVersion,
+    UnsupportedProtocolVersionError,
 )
 from mcp_ref.client import modern
 
@@ -97,7 +97,7 @@ def test_unsupported_version_is_retried_with_one_from_the_servers_list(wire):
 
 
 def test_a_modern_server_with_no_common_version_is_refused():
-    with pytest.raises(UnsupportedProtocolVersion, match="2099-01-01"):
+    with pytest.raises(UnsupportedProtocolVersionError, match="2099-01-01"):
         Client.stdio([*SCRIPTED, "modern-only"], timeout=WAIT, stderr="capture")
 
 

@@ -14,15 +14,12 @@ from conftest import SERVERS, client_pool
 from servers.feature_prompts import AUDIO, BLOB, IMAGE
 
 from mcp_ref import SUPPORTED_VERSIONS, InvalidParams
+from mcp_ref.core.feature_types import GetPromptResult, Prompt, PromptArgument, PromptMessage
 from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
-    GetPromptResult,
     ImageContent,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
     TextContent,
     TextResourceContents,
 )

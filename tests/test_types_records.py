@@ -20,6 +20,7 @@ import pytest
 
 import mcp_ref
 from mcp_ref.core import types
+from mcp_ref.core.feature_types import Page
 from mcp_ref.core.types import (
     CallToolResult,
     Implementation,
@@ -44,13 +45,12 @@ def modules_defining_payloads() -> list[str]:
 
 def payload_types() -> list[type]:
     """Every payload type: the subclasses of ``WireModel`` of the modules that define them, and of
-    the names ``mcp_ref`` and ``mcp_ref.core.types`` export, with ``WireModel`` and ``Page``."""
+    the names ``mcp_ref`` exports, with ``WireModel`` and ``Page``."""
     import importlib
 
     for module in modules_defining_payloads():
         importlib.import_module(module)
     exported = [getattr(mcp_ref, name) for name in mcp_ref.__all__]
-    exported += [getattr(types, name) for name in types._ELSEWHERE]
     found, todo = {WireModel}, [WireModel]
     while todo:
         for sub in todo.pop().__subclasses__():
@@ -58,7 +58,7 @@ def payload_types() -> list[type]:
                 found.add(sub)
                 todo.append(sub)
     found |= {obj for obj in exported if isinstance(obj, type) and issubclass(obj, WireModel)}
-    found.add(types.Page)
+    found.add(Page)
     return sorted(found, key=lambda cls: cls.__name__)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core import lifecycle
 from ..core.errors import InvalidParams
 from ..core.pagination import InvalidCursor
 
@@ -55,7 +54,9 @@ def list_page(connection: Caller, context: RequestContext, params: dict, kind: s
     version = connection.version_for(context)
     if kind == "tools" and version == TASKS_VERSION and "tasks" in connection.capabilities:
         page = [with_task_support(server, item) for item in page]
-    result: dict[str, Any] = {key: [lifecycle.strip_newer_fields(item, version, keep_annotations=keep_annotations)
+    from ..core.older_revisions import strip_newer_fields  # loaded by the first listing
+
+    result: dict[str, Any] = {key: [strip_newer_fields(item, version, keep_annotations=keep_annotations)
                                     for item in page]}
     if next_cursor:
         result["nextCursor"] = next_cursor

@@ -123,8 +123,10 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
             result["description"] = prompt.listing["description"]
     version = connection.version_for(context)
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
+        from ..core.older_revisions import content_for_revision  # loaded only for an older peer
+
         for message in result["messages"]:
-            message["content"] = lifecycle.content_for_revision(message["content"], version)
+            message["content"] = content_for_revision(message["content"], version)
     return result
 
 

@@ -300,7 +300,9 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         del result["structuredContent"]
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
-        result["content"] = [lifecycle.content_for_revision(block, version) for block in result.get("content", [])]
+        from ..core.older_revisions import content_for_revision  # loaded only for an older peer
+
+        result["content"] = [content_for_revision(block, version) for block in result.get("content", [])]
     return result
 
 
