@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ...server.state import Clock
-from .connection import Connection
+from .connection import Connection, reply_text
 from .stores import FAULTS, NOW, Faults, InjectableClock, Script
 
 log = logging.getLogger(__name__)
@@ -400,7 +400,7 @@ class RedisHeldSets(Holder):
     def members(self, key: str) -> set[str]:
         """See :meth:`mcp_ref.server.state.HeldSets.members`."""
         try:
-            return {_text(m) for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())}
+            return {reply_text(m) for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())}
         except FAULTS as error:
             self.faults(error, "only this process's own are known")
             with self._lock:
@@ -430,10 +430,6 @@ class RedisHeldSets(Holder):
         for key in keys:
             args += [len(whole[key]), *sorted(whole[key])]
         HELD_BEAT(self.connection.client, [self.connection.key("holders"), *map(self._key, keys)], args)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _restarter(holder_ref: weakref.ref) -> Callable[[], None]:
