@@ -150,6 +150,16 @@ class Policy(Extension):
 
         return [Admission(self.admit_request)]
 
+    def take_item_limit(self, value: Any) -> RateLimit | None:
+        """An item's own ``rate_limit=`` (``"5/minute"``) as a :class:`RateLimit`, counted from now on."""
+        limit = RateLimit.of(value)
+        self.item_limits = True
+        return limit
+
+    def coalescer(self, send: Callable[[str, dict], None]) -> UpdateCoalescer:
+        """The :class:`UpdateCoalescer` of ``resource_update_interval``, sending with ``send(uri, params)``."""
+        return UpdateCoalescer(cast(float, self.resource_update_interval), send, lambda: self.clock())
+
     def admit_request(self, principal: Principal, method: str, params: Any) -> None:
         """Count one request now (before dispatch), or raise :class:`LimitExceeded`."""
         if self.limits_requests:

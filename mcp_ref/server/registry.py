@@ -622,24 +622,45 @@ class Server(Serving):
     # The one place the server names them: ``Server(authorize=, rate_limit=, max_subscribed_resources=,
     # resource_update_interval=, state=)``, ``server.policy``, ``server.tasks``, ``@server.tool(task=,
     # rate_limit=)``, ``server.add_file_root(...)``, ``server.wsgi_app``/``run_http``.  Each builds
-    # an extension (mcp_ref.extras, mcp_ref.transports.http_server) and adds it as any other.
+    # an extension (mcp_ref.extras, mcp_ref.transports.http_server) and adds it as any other; what
+    # it built is kept by key in ``_built``.
 
     def _take_shorthand(self, *, authorize: Callable[[Principal, str, str], bool] | None = None,
                         rate_limit: Any = None, max_subscribed_resources: Any = _DEFAULT,
                         resource_update_interval: float | None = None, state: Any = None) -> None:
         self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
+        self._built: dict[str, Any] = {}
         self._subscribed_cap = max_subscribed_resources
-        self._policy: Any = None
-        self._tasks: Any = None
         self._updates: Any = None
-        if authorize is not None or rate_limit is not None or resource_update_interval is not None \
-                or max_subscribed_resources is not _DEFAULT:
-            from ..extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
+        settings = {"authorize": authorize, "rate_limit": rate_limit,
+                    "resource_update_interval": resource_update_interval}
+        if any(value is not None for value in settings.values()) or max_subscribed_resources is not _DEFAULT:
+            self._build("limits", settings)
 
-            cap = DEFAULT_MAX_SUBSCRIBED_RESOURCES if max_subscribed_resources is _DEFAULT else max_subscribed_resources
-            self._policy = self.add_extension(Policy(
-                authorize=authorize, rate_limit=rate_limit, max_subscribed_resources=cap,
-                resource_update_interval=resource_update_interval, buckets=self.shared_store("buckets")))
+    def _build(self, key: str, settings: dict[str, Any] | None = None) -> Any:
+        """The extension the shorthand built for ``key`` (``"limits"``, ``"tasks"``), built now if need be."""
+        extension = self._built.get(key)
+        if extension is None:
+            with self._registry_lock:
+                extension = self._built.get(key)
+                if extension is None:
+                    extension = self._built[key] = self.add_extension(self._new(key, settings or {}))
+                    if key == "tasks":  # the 2025-11-25 protocol, on the same store
+                        from ..extras.tasks_2025 import Tasks2025Extension
+
+                        self.add_extension(Tasks2025Extension())
+        return extension
+
+    def _new(self, key: str, settings: dict[str, Any]) -> Extension:
+        if key == "tasks":
+            from ..extras.tasks import TasksExtension
+
+            return TasksExtension()
+        from ..extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
+
+        cap = self._subscribed_cap
+        return Policy(max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
+                      buckets=self.shared_store("buckets"), **settings)
 
     def _chosen_state(self, choice: Any) -> Any:
         return state_from(choice)
@@ -648,18 +669,7 @@ class Server(Serving):
     def policy(self) -> Any:
         """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`, an
         extension; made and added, with nothing set, on first use when the server was given none)."""
-        policy = self._policy
-        if policy is None:
-            from ..extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
-
-            with self._registry_lock:
-                if self._policy is None:
-                    cap = self._subscribed_cap
-                    cap = DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap
-                    self._policy = self.add_extension(Policy(buckets=self.shared_store("buckets"),
-                                                             max_subscribed_resources=cap))
-                policy = self._policy
-        return policy
+        return self._build("limits")
 
     @property
     def tasks(self) -> Any:
@@ -667,22 +677,11 @@ class Server(Serving):
         tasks extensions, both protocols (2026-07-28 and 2025-11-25), added on first use.  Replace
         it to change its bounds: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=...,
         poll_interval_ms=..., workers=..., max_waiting=..., input_timeout=..., ...)``."""
-        extension = self._tasks
-        if extension is None:
-            from ..extras.tasks import TasksExtension
-            from ..extras.tasks_2025 import Tasks2025Extension
-
-            with self._registry_lock:
-                if self._tasks is None:
-                    self._tasks = self.add_extension(TasksExtension())
-                    self.add_extension(Tasks2025Extension())
-                extension = self._tasks
-        return extension.store
+        return self._build("tasks").store
 
     @tasks.setter
     def tasks(self, store: Any) -> None:
-        _ = self.tasks  # the extensions, added once
-        self._tasks.store = store
+        self._build("tasks").store = store
 
     def _take_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """An item's options for extensions (``@server.tool(task=..., rate_limit=...)``), checked,
@@ -695,22 +694,20 @@ class Server(Serving):
             from ..extras.tasks import check_option
 
             check_option(taken["task"])
-            _ = self.tasks  # the tasks extensions: their methods, interceptors, capabilities
+            self._build("tasks")  # the tasks extensions: their methods, interceptors, capabilities
         if "rate_limit" in taken:
-            from ..extras.ratelimit import RateLimit
-
-            taken["rate_limit"] = RateLimit.of(taken["rate_limit"])
-            self.policy.item_limits = True  # the policy extension counts it
+            limits = self._build("limits")
+            taken["rate_limit"] = limits.take_item_limit(taken["rate_limit"])
         return taken
 
     def subscription_cap(self) -> Any:
         """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
         the policy extension, made now if need be, with ``subscription_lock`` and
         ``check_subscriptions``), or None."""
-        policy = self._policy
-        if policy is None and self._subscribed_cap is not None:
-            policy = self.policy  # the default cap: the extension is loaded on the first subscription
-        return policy if policy is not None and policy.max_subscribed_resources is not None else None
+        limits = self._built.get("limits")
+        if limits is None and self._subscribed_cap is not None:
+            limits = self._build("limits")  # the default cap: the extension is loaded on the first subscription
+        return limits if limits is not None and limits.max_subscribed_resources is not None else None
 
     def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to every client subscribed to ``uri``: handshake-era
@@ -719,16 +716,14 @@ class Server(Serving):
         With ``resource_update_interval``, a resource announced again within the interval is sent
         once when it ends (:class:`~mcp_ref.extras.policy.UpdateCoalescer`).
         """
-        interval = self._policy.resource_update_interval if self._policy is not None else None
+        limits: Any = self._built.get("limits")
+        interval = limits.resource_update_interval if limits is not None else None
         if not interval:
             self._publish_resource_updated({"uri": uri})  # Serving: to this process's subscribers, or on the bus
             return
-        from ..extras.policy import UpdateCoalescer
-
         with self._registry_lock:
             if self._updates is None or self._updates.interval != interval:
-                self._updates = UpdateCoalescer(interval, lambda _uri, params: self._publish_resource_updated(params),
-                                                lambda: self.policy.clock())
+                self._updates = limits.coalescer(lambda _uri, params: self._publish_resource_updated(params))
             updates = self._updates
         updates.announce(uri, {"uri": uri})
 
@@ -839,7 +834,7 @@ def _overrides(extension: Extension, hook: str) -> bool:
     return getattr(type(extension), hook) is not getattr(Extension, hook)
 
 
-def _no_task(ctx: Any) -> Callable[[], Any]:
+def _plain_call(ctx: Any) -> Callable[[], Any]:
     """``ctx.start_task()`` of a server without the tasks extensions: a plain call (False)."""
     from .context import _done
 
@@ -847,4 +842,4 @@ def _no_task(ctx: Any) -> Callable[[], Any]:
 
 
 #: What ``ctx`` has of the tasks extensions when the server has none (a tool may ask anyway).
-_SHORTHAND_CONTEXT: dict[str, Callable[[Any], Any]] = {"start_task": _no_task, "in_task": lambda ctx: False}
+_SHORTHAND_CONTEXT: dict[str, Callable[[Any], Any]] = {"start_task": _plain_call, "in_task": lambda ctx: False}
