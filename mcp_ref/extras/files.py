@@ -318,11 +318,18 @@ def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = No
 
 
 class FileRootExtension(Extension):
-    """Every file under directory ``root`` as a resource of the server that takes it
-    (``server.add_file_root(root, ...)`` builds one; the options are :func:`file_root`'s).
+    """Every file under directory ``root`` as a resource of the server that takes it, confined to
+    that directory (``server.add_file_root(root, ...)`` builds one; the options are :func:`file_root`'s).
 
-    It registers, in :meth:`setup`, one resource template reading a file and the listing of
-    the files; :attr:`template` is the URI template registered."""
+    URIs are ``uri_prefix + relative/path`` (default: the directory's ``file://`` URI plus ``/``).
+    Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
+    paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
+    path through a symbolic link inside the root unless ``follow_links`` (a second name for a
+    file, which an ``authorize`` policy would judge by that name: one name per file).  A file over
+    ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with -32602.
+    It registers, in :meth:`setup`, one resource template reading a file and the listing of the
+    files; :attr:`template` is the URI template registered.
+    """
 
     name = "files"
 

@@ -72,7 +72,7 @@ from ..core.requests import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
 from ..server.state import TERMINAL, iso_now
 from ..server.tools import run_tool
-from .tasks import CONTEXT_ATTRIBUTES, MARK, finish, mode_of, store_of, task_capable
+from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, finish, mode_of, store_of, task_capable
 
 __all__ = ["Tasks2025Extension", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
 
@@ -105,7 +105,7 @@ MAX_MESSAGE = 200
 
 class Tasks2025Extension(Extension):
     """The experimental tasks of 2025-11-25 on a server, on the store of the 2026-07-28
-    :class:`~mcp_ref.extras.tasks.TasksExtension` it follows (``server.tasks`` installs both):
+    :class:`~mcp_ref.extras.tasks_2026.TasksExtension` it follows (``server.tasks`` installs both):
     ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` as handshake-era methods,
     a ``tools/call`` interceptor, the ``tasks`` capability, and ``execution.taskSupport`` in the
     ``tools/list`` of a connection told of it."""

@@ -105,7 +105,7 @@ class Context:
     def check_cancelled(self) -> Done[None]:
         """Raise RequestCancelled if the client cancelled this request (no response is then sent)."""
         self.request.check_cancelled()
-        return _done(None)
+        return done(None)
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> Done[bool]:
         """Send progress for this request (only if the client asked for it by sending a progress token).
@@ -116,8 +116,8 @@ class Context:
         runner = self._runner()
         if runner is not None:
             runner.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
-            return _done(True)
-        return _done(self.request.report_progress(progress, total, message))
+            return done(True)
+        return done(self.request.report_progress(progress, total, message))
 
     def __getattr__(self, name: str) -> Any:
         """An attribute an extension adds (``Extension.context_attributes``: ``ctx.start_task``)."""
@@ -138,7 +138,7 @@ class Context:
         It blocks the handler's thread, also when awaited (an ``async def`` handler has a loop of its own)."""
         if self.request.cancelled.wait(seconds):
             raise RequestCancelled(f"request {self.request_id!r} was cancelled")
-        return _done(None)
+        return done(None)
 
     def close_sse_stream(self) -> Done[bool]:
         """Over Streamable HTTP, close the connection carrying this request's SSE stream (SSE polling).
@@ -148,13 +148,13 @@ class Context:
         ``retry`` interval.  False when there is no such stream (stdio, JSON
         replies, the legacy transport).  See ``McpWsgiApp(inline_handlers=...)``.
         """
-        return _done(self.connection.session.transport.close_stream(self.request_id))
+        return done(self.connection.session.transport.close_stream(self.request_id))
 
     def log(self, level: str, data: Any, logger: str | None = None) -> Done[bool]:
         """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its
         ``logging/setLevel`` (handshake era) or this request's ``io.modelcontextprotocol/logLevel``
         (2026-07-28, where a request without one gets no log messages at all)."""
-        return _done(self.connection.log(level, data, logger, related_request_id=self.request_id,
+        return done(self.connection.log(level, data, logger, related_request_id=self.request_id,
                                          envelope=self.request.envelope))
 
     def debug(self, data: Any, logger: str | None = None) -> Done[bool]:
@@ -269,10 +269,10 @@ class Context:
         if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) or self.request.envelope is not None:
             raise CapabilityError(f"notifications/elicitation/complete does not exist in protocol version {version}")
         self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
-        return _done(None)
+        return done(None)
 
 
-def _done(value: _T) -> Done[_T]:
+def done(value: _T) -> Done[_T]:
     """``value`` as a Context call's already-done result: awaitable (a :class:`Done`) when the call
     comes from an ``async def`` handler (a loop runs on this thread), else the plain value, which
     ``json`` and the rest of a sync handler's code take as they always did."""

@@ -18,21 +18,20 @@ project's own extensions (``Server(authorize=, rate_limit=, state=)``, ``server.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, lifecycle
-from ..core.extension import Extension
 from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Gate, Handler, Middleware, ToolCallInterceptor
-from .serving import Serving
+from .shorthand import Shorthand
 from .tools import RegisteredTool, build_tool, replacing
 
 if TYPE_CHECKING:
+    from ..core.extension import Extension
     from ..core.pagination import Paginator
     from ..core.signing import Keyring
     from .prompts import RegisteredPrompt
@@ -40,17 +39,12 @@ if TYPE_CHECKING:
 
 #: The environment variable holding the server's secret (:data:`mcp_ref.core.pagination.SECRET_ENV`).
 SECRET_ENV = "MCP_REF_SECRET"
-#: The environment variable naming the shared state when ``Server(state=)`` is not given:
-#: ``redis://host:port/db`` (or ``rediss://``; ``?namespace=NAME`` prefixes every key, default
-#: ``mcp_ref``).  Unset or empty: each process's own memory.
-STATE_ENV = "MCP_REF_STATE"
-#: ``max_subscribed_resources`` not given: the policy extension's default (a cap of 1,000).
-_DEFAULT: Any = object()
+
 #: A function a decorator registers: it hands it back unchanged (a user's checker keeps its type).
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class Server(Serving):
+class Server(Shorthand):
     """An MCP server: what it offers, and how to serve it.
 
     ``instructions`` is sent to clients in the initialize result.
@@ -71,21 +65,13 @@ class Server(Serving):
     (past it a listen is refused with -32000, "Server busy").
 
     ``extensions``: what plugs into the server (:class:`~mcp_ref.core.extension.Extension`; more
-    with :meth:`add_extension`): their capabilities, methods, request and tool-call interceptors,
-    item gate and HTTP middleware.  The keyword arguments below are shorthand building some.
-
-    Policy (:mod:`mcp_ref.extras.policy`; the same in both eras and on every transport):
-    ``authorize(principal, action, name) -> bool`` decides who may use which tool, resource or
-    prompt: what a principal may not use is left out of its listings and answers "not found".
-    ``rate_limit`` (``"100/minute"``) bounds each principal's requests; a tool, resource or prompt
-    can have its own (``@server.tool(rate_limit="5/minute")``).  Over a limit the answer is -32005
-    with ``data.retryAfter`` (HTTP: 429 with ``Retry-After``).  ``max_subscribed_resources`` caps
-    the resources one principal is subscribed to (default 1,000, past it -32005; None: no cap); ``resource_update_interval``
-    (seconds) coalesces ``notifications/resources/updated`` of a resource that changes faster (the last one wins).
-
-    ``state``: where several processes keep what they share (rate limits, tasks, counts, changes):
-    a ``redis://host:port/db`` URL, a :class:`~mcp_ref.server.state.State`, or None: the URL in
-    ``MCP_REF_STATE``, else this process's memory (spec_notes/deployment.md, "Scaling out").
+    with :meth:`add_extension`).  Shorthand building the project's own (:mod:`.shorthand`):
+    ``authorize(principal, action, name) -> bool`` (what a principal may not use is unlisted and
+    "not found"), ``rate_limit`` (``"100/minute"`` per principal; over it -32005, HTTP 429),
+    ``max_subscribed_resources`` (per principal, default 1,000; None: no cap) and
+    ``resource_update_interval`` (seconds: updates of a resource coalesced) make the
+    :class:`~mcp_ref.extras.policy.Policy`; ``state`` (a ``redis://`` URL, a ``State``; default
+    ``MCP_REF_STATE``, else memory) is where processes share what extensions keep.
     ``lifespan(server)``: a context manager entered as serving starts, exited as it ends (``ctx.lifespan_context``).
     """
 
@@ -615,231 +601,11 @@ class Server(Serving):
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
         """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
-        return self._context_attributes.get(name) or _SHORTHAND_CONTEXT.get(name)
-
-    # -- the shorthand: the keyword arguments that build the project's own extensions -----------------
-    #
-    # The one place the server names them: ``Server(authorize=, rate_limit=, max_subscribed_resources=,
-    # resource_update_interval=, state=)``, ``server.policy``, ``server.tasks``, ``@server.tool(task=,
-    # rate_limit=)``, ``server.add_file_root(...)``, ``server.wsgi_app``/``run_http``.  Each builds
-    # an extension (mcp_ref.extras, mcp_ref.transports.http_server) and adds it as any other; what
-    # it built is kept by key in ``_built``.
-
-    def _take_shorthand(self, *, authorize: Callable[[Principal, str, str], bool] | None = None,
-                        rate_limit: Any = None, max_subscribed_resources: Any = _DEFAULT,
-                        resource_update_interval: float | None = None, state: Any = None) -> None:
-        self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
-        self._built: dict[str, Any] = {}
-        self._subscribed_cap = max_subscribed_resources
-        self._updates: Any = None
-        settings = {"authorize": authorize, "rate_limit": rate_limit,
-                    "resource_update_interval": resource_update_interval}
-        if any(value is not None for value in settings.values()) or max_subscribed_resources is not _DEFAULT:
-            self._build("limits", settings)
-
-    def _build(self, key: str, settings: dict[str, Any] | None = None) -> Any:
-        """The extension the shorthand built for ``key`` (``"limits"``, ``"tasks"``), built now if need be."""
-        extension = self._built.get(key)
-        if extension is None:
-            with self._registry_lock:
-                extension = self._built.get(key)
-                if extension is None:
-                    extension = self._built[key] = self.add_extension(self._new(key, settings or {}))
-                    if key == "tasks":  # the 2025-11-25 protocol, on the same store
-                        from ..extras.tasks_2025 import Tasks2025Extension
-
-                        self.add_extension(Tasks2025Extension())
-        return extension
-
-    def _new(self, key: str, settings: dict[str, Any]) -> Extension:
-        if key == "tasks":
-            from ..extras.tasks import TasksExtension
-
-            return TasksExtension()
-        from ..extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
-
-        cap = self._subscribed_cap
-        return Policy(max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
-                      buckets=self.shared_store("buckets"), **settings)
-
-    def _chosen_state(self, choice: Any) -> Any:
-        return state_from(choice)
-
-    @property
-    def policy(self) -> Any:
-        """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`, an
-        extension; made and added, with nothing set, on first use when the server was given none)."""
-        return self._build("limits")
-
-    @property
-    def tasks(self) -> Any:
-        """The tasks of task-capable tools (:class:`~mcp_ref.extras.tasks.TaskStore`): the store of the
-        tasks extensions, both protocols (2026-07-28 and 2025-11-25), added on first use.  Replace
-        it to change its bounds: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=...,
-        poll_interval_ms=..., workers=..., max_waiting=..., input_timeout=..., ...)``."""
-        return self._build("tasks").store
-
-    @tasks.setter
-    def tasks(self, store: Any) -> None:
-        self._build("tasks").store = store
-
-    def _take_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        """An item's options for extensions (``@server.tool(task=..., rate_limit=...)``), checked,
-        with the extensions they need added."""
-        unknown = sorted(options.keys() - {"task", "rate_limit"})
-        if unknown:
-            raise TypeError(f"unexpected option(s): {', '.join(unknown)} (known: task, rate_limit)")
-        taken = {option: value for option, value in options.items() if value is not None}
-        if "task" in taken:
-            from ..extras.tasks import check_option
-
-            check_option(taken["task"])
-            self._build("tasks")  # the tasks extensions: their methods, interceptors, capabilities
-        if "rate_limit" in taken:
-            limits = self._build("limits")
-            taken["rate_limit"] = limits.take_item_limit(taken["rate_limit"])
-        return taken
-
-    def subscription_cap(self) -> Any:
-        """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
-        the policy extension, made now if need be, with ``subscription_lock`` and
-        ``check_subscriptions``), or None."""
-        limits = self._built.get("limits")
-        if limits is None and self._subscribed_cap is not None:
-            limits = self._build("limits")  # the default cap: the extension is loaded on the first subscription
-        return limits if limits is not None and limits.max_subscribed_resources is not None else None
-
-    def notify_resource_updated(self, uri: str) -> None:
-        """Send ``notifications/resources/updated`` to every client subscribed to ``uri``: handshake-era
-        sessions that called ``resources/subscribe``, and 2026-07-28 listen streams naming it.
-
-        With ``resource_update_interval``, a resource announced again within the interval is sent
-        once when it ends (:class:`~mcp_ref.extras.policy.UpdateCoalescer`).
-        """
-        limits: Any = self._built.get("limits")
-        interval = limits.resource_update_interval if limits is not None else None
-        if not interval:
-            self._publish_resource_updated({"uri": uri})  # Serving: to this process's subscribers, or on the bus
-            return
-        with self._registry_lock:
-            if self._updates is None or self._updates.interval != interval:
-                self._updates = limits.coalescer(lambda _uri, params: self._publish_resource_updated(params))
-            updates = self._updates
-        updates.announce(uri, {"uri": uri})
-
-    def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
-                      max_file_size: int | None = None, allow_hidden: bool = False,
-                      follow_links: bool = False) -> str:
-        """Serve every file under directory ``root`` as a resource, confined to that directory
-        (a :class:`~mcp_ref.extras.files.FileRootExtension`).
-
-        URIs are ``uri_prefix + relative/path`` (default: the directory's
-        ``file://`` URI plus ``/``).  Paths that leave the root — ``..``,
-        absolute paths, symlinks pointing outside — and hidden paths (``.env``,
-        ``.git/...``, unless ``allow_hidden``) are refused as not found, and so
-        is a path through a symbolic link inside the root unless ``follow_links``
-        (a second name for a file, which an ``authorize`` policy would judge by
-        that name: one name per file).  A file
-        over ``max_file_size`` bytes (default
-        :data:`~mcp_ref.extras.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
-        -32602.  Returns the URI template registered.
-        """
-        from ..extras.files import FileRootExtension
-
-        extension = FileRootExtension(root, uri_prefix, name=name, max_file_size=max_file_size,
-                                      allow_hidden=allow_hidden, follow_links=follow_links)
-        self.add_extension(extension)
-        return extension.template
-
-    def wsgi_app(self, **options: Any) -> Any:
-        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
-
-        Options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s:
-        ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
-        ``allowed_origins``, ``event_store``, ``max_body_size``, ``auth`` (the OAuth resource
-        server: :class:`~mcp_ref.transports.http_server.protected.ResourceServer`) ...  Mount it
-        anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
-        :meth:`run_http`.  The server's lifespan is entered at the first request that makes a
-        connection and exited by the app's ``close()`` (spec_notes/settings.md).
-        """
-        from ..transports.http_server import McpWsgiApp
-
-        return McpWsgiApp(cast(Any, self), **options)
-
-    def http_server(self, host: str = "127.0.0.1", port: int = 8000, *, connection_limits: Any = None,
-                    **options: Any) -> Any:
-        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
-
-        Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
-        ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
-        ``connection_limits`` (a :class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`)
-        bounds connections, their deadlines and their writes; the other options are
-        :meth:`wsgi_app`'s.
-        """
-        from ..workbench.wsgi_server import WsgiServer
-
-        return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
-
-    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None,
-                 **options: Any) -> None:
-        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).
-
-        ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
-        the address, useful with port 0); by default a line on stderr says it.
-        ``connection_limits`` (:class:`~mcp_ref.ConnectionLimits`) bounds the connections;
-        the other options are :meth:`wsgi_app`'s.  The lifespan is entered before the socket is
-        bound, and exited when serving ends.
-        """
-        self.enter_lifespan()
-        try:
-            httpd = self.http_server(host, port, **options)
-            if on_ready is None:
-                print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
-            else:
-                on_ready(httpd)
-            try:
-                httpd.serve_forever()
-            except KeyboardInterrupt:
-                pass
-            finally:
-                httpd.server_close()
-                httpd.app.close()  # exits the lifespan too
-        finally:
-            self.exit_lifespan()
-
-
-def state_from(choice: Any) -> Any:
-    """The :class:`~mcp_ref.server.state.State` of ``Server(state=choice)``: ``choice`` itself, or
-    for a ``redis://`` URL a :class:`~mcp_ref.extras.redis_state.RedisState` (the redis extra),
-    or for ``"memory"`` a :class:`~mcp_ref.server.state.MemoryState`.  ValueError for another URL."""
-    if not isinstance(choice, str):
-        return choice
-    if choice == "memory":
-        from .state import MemoryState
-
-        return MemoryState()
-    where = choice.split("@")[-1]  # never the password in a message
-    if choice.startswith(("redis://", "rediss://", "unix://")):
-        try:
-            from ..extras.redis_state import RedisState
-        except ImportError as exc:  # redis-py missing
-            raise ImportError(f"{STATE_ENV} / state={where!r} needs the redis extra: "
-                              "pip install 'redis[hiredis]>=5'") from exc
-        return RedisState.from_url(choice)
-    raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {where!r}")
+        return self._context_attributes.get(name) or self._shorthand_context(name)
 
 
 def _overrides(extension: Extension, hook: str) -> bool:
     """True when ``extension`` has its own ``hook`` (the base's does nothing: it is not asked)."""
+    from ..core.extension import Extension  # loaded with the first extension: a plain server has none
+
     return getattr(type(extension), hook) is not getattr(Extension, hook)
-
-
-def _plain_call(ctx: Any) -> Callable[[], Any]:
-    """``ctx.start_task()`` of a server without the tasks extensions: a plain call (False)."""
-    from .context import _done
-
-    return lambda: _done(False)
-
-
-#: What ``ctx`` has of the tasks extensions when the server has none (a tool may ask anyway).
-_SHORTHAND_CONTEXT: dict[str, Callable[[Any], Any]] = {"start_task": _plain_call, "in_task": lambda ctx: False}
