@@ -37,6 +37,7 @@ from .core.feature_types import (
     ResourceTemplate,
     Root,
 )
+from .core.extension import Extension
 from .core.media import Audio, Image
 from .core.requests import DEFAULT, Default
 from .core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
@@ -127,5 +128,6 @@ __all__ = [
     "Server",
     "ToolError",
     "Principal",
+    "Extension",
     "ConnectionLimits",
 ]
