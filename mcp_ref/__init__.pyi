@@ -28,6 +28,7 @@ from .core.errors import (
     UnsupportedProtocolVersionError,
     UrlElicitationRequired,
 )
+from .core.extension import Extension
 from .core.feature_types import (
     GetPromptResult,
     LogMessage,
@@ -37,7 +38,6 @@ from .core.feature_types import (
     ResourceTemplate,
     Root,
 )
-from .core.extension import Extension
 from .core.media import Audio, Image
 from .core.requests import DEFAULT, Default
 from .core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult

@@ -61,7 +61,7 @@ def test_an_audit_log_and_a_custom_method_over_stdio(example, era):
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_an_audit_log_and_a_custom_method_over_http(example, serve, era):  # noqa: F811 - fixture
+def test_an_audit_log_and_a_custom_method_over_http(example, serve, era):
     scope: dict = {"__name__": "acme_server"}
     exec(compile(example_source(), str(example), "exec"), scope)
     served = serve(scope["build_server"]())
