@@ -117,3 +117,33 @@ def test_extensions_are_asked_in_the_order_they_were_added():
     with Client.in_memory(server, timeout=WAIT) as client:
         client.ping()
     assert order[-2:] == ["first", "second"]
+
+
+#: What only the shorthand (server/shorthand.py) may import of the server's modules: the project's own
+#: extensions, OAuth, the workbench, the HTTP server.
+EXTENSION_PACKAGES = ("mcp_ref.extras", "mcp_ref.auth", "mcp_ref.workbench", "mcp_ref.transports.http_server")
+
+
+def imported_modules(path: Path) -> list[str]:
+    """Every module ``path`` imports, at the top or inside a function, as an absolute name."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "mcp_ref.server".split(".")[: max(0, 2 - node.level + 1)] if node.level else []
+            found.append(".".join([*base, node.module] if node.module else base))
+    return found
+
+
+def test_the_servers_modules_import_no_extension_but_in_the_shorthand():
+    server_dir = Path(__file__).resolve().parent.parent / "mcp_ref" / "server"
+    offending = {
+        path.name: [name for name in imported_modules(path) if name.startswith(EXTENSION_PACKAGES)]
+        for path in sorted(server_dir.glob("*.py"))
+        if path.name != "shorthand.py"
+    }
+    assert {name: found for name, found in offending.items() if found} == {}
+    assert any(name.startswith(EXTENSION_PACKAGES) for name in imported_modules(server_dir / "shorthand.py"))
