@@ -99,6 +99,8 @@ class Policy(Extension):
     memory): every request is one atomic ``take`` there, so processes sharing it share the limits.
     """
 
+    name = "policy"
+
     def __init__(self, *, authorize: Authorize | None = None, rate_limit=None,
                  max_subscribed_resources: int | None = None, resource_update_interval: float | None = None,
                  clock: Callable[[], float] = time.monotonic, buckets: Buckets | None = None):
@@ -126,8 +128,6 @@ class Policy(Extension):
         self._asked = threading.local()
         #: The server it serves (:meth:`setup`).
         self.server: Any = None
-
-    name = "policy"
 
     def setup(self, host: Any) -> None:
         """Serve ``host`` (a ``Server``): its items' own limits are found there."""

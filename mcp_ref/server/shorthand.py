@@ -28,14 +28,39 @@ _DEFAULT: Any = object()
 ITEM_OPTIONS = ("task", "rate_limit")
 
 
+def state_from(choice: Any) -> Any:
+    """The :class:`~mcp_ref.server.state.State` of ``Server(state=choice)``: ``choice`` itself, or
+    for a ``redis://`` URL a :class:`~mcp_ref.extras.redis_state.RedisState` (the redis extra),
+    or for ``"memory"`` a :class:`~mcp_ref.server.state.MemoryState`.  ValueError for another URL."""
+    if not isinstance(choice, str):
+        return choice
+    if choice == "memory":
+        from .state import MemoryState
+
+        return MemoryState()
+    where = choice.split("@")[-1]  # never the password in a message
+    if choice.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            from ..extras.redis_state import RedisState
+        except ImportError as exc:  # redis-py missing
+            raise ImportError(f"{STATE_ENV} / state={where!r} needs the redis extra: "
+                              "pip install 'redis[hiredis]>=5'") from exc
+        return RedisState.from_url(choice)
+    raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {where!r}")
+
+
 class Shorthand(Serving):
     """The shorthand of :class:`~mcp_ref.server.Server` (a base of it; see the module docstring)."""
 
     add_extension: Callable[[Any], Any]
+    _chosen_state = staticmethod(state_from)
 
     def _take_shorthand(self, *, authorize: Callable[[Principal, str, str], bool] | None = None,
                         rate_limit: Any = None, max_subscribed_resources: Any = _DEFAULT,
-                        resource_update_interval: float | None = None, state: Any = None) -> None:
+                        resource_update_interval: float | None = None, state: Any = None,
+                        **unknown: Any) -> None:
+        if unknown:
+            raise TypeError(f"Server() got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
         self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
         self._built: dict[str, Any] = {}
         self._subscribed_cap = max_subscribed_resources
@@ -70,21 +95,15 @@ class Shorthand(Serving):
         return Policy(max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
                       buckets=self.shared_store("buckets"), **settings)
 
-    def _chosen_state(self, choice: Any) -> Any:
-        return state_from(choice)
-
     @property
     def policy(self) -> Any:
-        """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`, an
-        extension; made and added, with nothing set, on first use when the server was given none)."""
+        """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`; added on first use)."""
         return self._build("limits")
 
     @property
     def tasks(self) -> Any:
-        """The tasks of task-capable tools (:class:`~mcp_ref.extras.tasks.TaskStore`): the store of the
-        tasks extensions, both protocols (2026-07-28 and 2025-11-25), added on first use.  Replace
-        it to change its bounds: ``server.tasks = TaskStore(max_tasks=..., ttl_ms=...,
-        poll_interval_ms=..., workers=..., max_waiting=..., input_timeout=..., ...)``."""
+        """The store (:class:`~mcp_ref.extras.tasks.TaskStore`) of the tasks extensions, both protocols,
+        added on first use; replace it to change its bounds (``server.tasks = TaskStore(max_tasks=...)``)."""
         return self._build("tasks").store
 
     @tasks.setter
@@ -189,27 +208,6 @@ class Shorthand(Serving):
     def _shorthand_context(self, name: str) -> Callable[[Any], Any] | None:
         """``ctx.start_task()`` (False: a plain call) and ``ctx.in_task`` of a server without tasks."""
         return _SHORTHAND_CONTEXT.get(name)
-
-
-def state_from(choice: Any) -> Any:
-    """The :class:`~mcp_ref.server.state.State` of ``Server(state=choice)``: ``choice`` itself, or
-    for a ``redis://`` URL a :class:`~mcp_ref.extras.redis_state.RedisState` (the redis extra),
-    or for ``"memory"`` a :class:`~mcp_ref.server.state.MemoryState`.  ValueError for another URL."""
-    if not isinstance(choice, str):
-        return choice
-    if choice == "memory":
-        from .state import MemoryState
-
-        return MemoryState()
-    where = choice.split("@")[-1]  # never the password in a message
-    if choice.startswith(("redis://", "rediss://", "unix://")):
-        try:
-            from ..extras.redis_state import RedisState
-        except ImportError as exc:  # redis-py missing
-            raise ImportError(f"{STATE_ENV} / state={where!r} needs the redis extra: "
-                              "pip install 'redis[hiredis]>=5'") from exc
-        return RedisState.from_url(choice)
-    raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {where!r}")
 
 
 def _plain_call(ctx: Any) -> Callable[[], Any]:
