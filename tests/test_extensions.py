@@ -121,7 +121,12 @@ def test_extensions_are_asked_in_the_order_they_were_added():
 
 #: What only the shorthand (server/shorthand.py) may import of the server's modules: the project's own
 #: extensions, OAuth, the workbench, the HTTP server.
-EXTENSION_PACKAGES = ("mcp_ref.extras", "mcp_ref.auth", "mcp_ref.workbench", "mcp_ref.transports.http_server")
+EXTENSION_PACKAGES = (
+    "mcp_ref.extras",
+    "mcp_ref.auth",
+    "mcp_ref.workbench",
+    "mcp_ref.transports.http_server",
+)
 
 
 def imported_modules(path: Path) -> list[str]:
@@ -146,4 +151,7 @@ def test_the_servers_modules_import_no_extension_but_in_the_shorthand():
         if path.name != "shorthand.py"
     }
     assert {name: found for name, found in offending.items() if found} == {}
-    assert any(name.startswith(EXTENSION_PACKAGES) for name in imported_modules(server_dir / "shorthand.py"))
+    assert any(
+        name.startswith(EXTENSION_PACKAGES)
+        for name in imported_modules(server_dir / "shorthand.py")
+    )

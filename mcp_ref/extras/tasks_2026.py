@@ -39,7 +39,15 @@ if TYPE_CHECKING:
     from ..core.envelope import Envelope
     from ..server.seams import Caller as ServerConnection
 
-__all__ = ["TasksExtension", "HANDLERS", "intercept_call", "finish", "store_of", "mode_of", "check_option"]
+__all__ = [
+    "TasksExtension",
+    "HANDLERS",
+    "intercept_call",
+    "finish",
+    "store_of",
+    "mode_of",
+    "check_option",
+]
 
 log = logging.getLogger("mcp_ref.extras.tasks")
 
@@ -118,7 +126,9 @@ class TasksExtension(Extension):
     def setup(self, host: Any) -> None:
         """Make the store, in the server's shared stores when it has them."""
         if self.store is None:
-            self.store = TaskStore(records=host.shared_store("task_records"), bus=host.shared_store("bus"))
+            self.store = TaskStore(
+                records=host.shared_store("task_records"), bus=host.shared_store("bus")
+            )
         self.server = host
 
     def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
@@ -132,8 +142,9 @@ class TasksExtension(Extension):
         """``tasks/get``, ``tasks/update``, ``tasks/cancel`` at 2026-07-28."""
         return HANDLERS if version in MODERN_VERSIONS else {}
 
-    def intercept_tool_call(self, caller: Any, tool: Any, arguments: Any, context: Any,
-                            run: Callable[[Any], Any]) -> Any:
+    def intercept_tool_call(
+        self, caller: Any, tool: Any, arguments: Any, context: Any, run: Callable[[Any], Any]
+    ) -> Any:
         """See :func:`intercept_call`."""
         return intercept_call(caller, tool, arguments, context, run)
 
@@ -142,13 +153,20 @@ class TasksExtension(Extension):
         return CONTEXT_ATTRIBUTES
 
 
-def intercept_call(connection: ServerConnection, tool: Any, arguments: dict, context: RequestContext,
-                   run: Callable[[RequestContext], dict]) -> dict:
+def intercept_call(
+    connection: ServerConnection,
+    tool: Any,
+    arguments: dict,
+    context: RequestContext,
+    run: Callable[[RequestContext], dict],
+) -> dict:
     """The ``tools/call`` interceptor (``intercept_tool_call``): a
     task-capable tool's call, from a client that declared the extension, may become a task where
     its handler calls ``ctx.start_task()``."""
     mode = mode_of(tool)
-    if mode is None or context.envelope is None or arguments is None:  # invalid arguments: run answers them
+    if (
+        mode is None or context.envelope is None or arguments is None
+    ):  # invalid arguments: run answers them
         return run(context)
     if declared(context):
         state_of(context).mark(MARK, MAY_START)  # ctx.start_task() turns the call into a task
@@ -162,7 +180,9 @@ def intercept_call(connection: ServerConnection, tool: Any, arguments: dict, con
         return begin(connection, context, run)
 
 
-def begin(connection: ServerConnection, context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
+def begin(
+    connection: ServerConnection, context: RequestContext, run: Callable[[RequestContext], dict]
+) -> dict:
     """``ctx.start_task()`` was reached: create the task, run the handler again on a task worker
     (``run(task_context)`` gives its result), and return the CreateTaskResult."""
     server = connection.server
@@ -174,7 +194,9 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
     before = dict(inputs.answers) if inputs is not None else {}
     # a modern request (MAY_START is only set on one with an envelope); no log messages from a task
     quiet = replace(cast("Envelope", context.envelope), log_level=None)
-    task_context = RequestContext(context.session, f"task:{task.id}", context.method, context.params)
+    task_context = RequestContext(
+        context.session, f"task:{task.id}", context.method, context.params
+    )
     task_context.progress_token = None
     task_context.envelope = quiet
     state = task_context.role_state = RequestState()
@@ -186,20 +208,28 @@ def begin(connection: ServerConnection, context: RequestContext, run: Callable[[
     def work() -> None:
         stop_watching = store.watch(task)
         try:
-            if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
+            if (
+                task.begin_run()
+            ):  # else cancelled while it waited for a run slot: the handler never runs
                 finish(task, lambda: run(task_context))
-        except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
+        except (
+            McpError
+        ) as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
             log.warning("task %s: %s", task.id, exc.message)
         finally:
             stop_watching()
             store.ended(task)
 
-    created = task.to_wire(detailed=False)  # as created (working): the work may end before the answer goes
+    created = task.to_wire(
+        detailed=False
+    )  # as created (working): the work may end before the answer goes
     store.start(task, work)
     return {**created, "resultType": TASK}
 
 
-def finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None = None) -> None:
+def finish(
+    task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None = None
+) -> None:
     """Run a task's handler (``call()``) and record how it ended; ``settle(result)`` records a result
     (default: ``completed``; 2025-11-25's tasks fail on ``isError``, :mod:`mcp_ref.extras.tasks_2025`)."""
     try:
@@ -211,8 +241,11 @@ def finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] 
         task.finish(FAILED, error=exc.to_error(), message=exc.message)
     except BaseException:  # never leak internals to the client
         log.exception("task %s failed", task.id)
-        task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
-                    message="the task failed with an internal error")
+        task.finish(
+            FAILED,
+            error={"code": INTERNAL_ERROR, "message": "Internal error"},
+            message="the task failed with an internal error",
+        )
     else:
         if settle is not None:
             settle(result)
@@ -223,7 +256,9 @@ def finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] 
 # -- the methods ------------------------------------------------------------------------------------
 
 
-def _task_of(connection: ServerConnection, context: RequestContext, params: dict, method: str) -> Task:
+def _task_of(
+    connection: ServerConnection, context: RequestContext, params: dict, method: str
+) -> Task:
     """The task a ``tasks/*`` request names, after the capability check (SEP-2663: -32021 "for
     non-declaring clients issuing tasks/get, tasks/update, and tasks/cancel requests", checked
     before the id)."""
