@@ -15,6 +15,7 @@ A map of the package:
     errors            McpError (with its JSON-RPC code), ToolError, ResourceError, PromptError,
                       ConnectionClosed, ServerUnreachable, RequestTimeout, CapabilityError
     Principal         ctx.principal: who calls (id, scopes, claims); Server(authorize=..., rate_limit=...)
+    Extension         what plugs into a server or client: Server(extensions=[...]) (docs/extensions.md)
     ServerRequest     what Client(approve=hook) is shown before it answers a server's request
     ConnectionLimits  the bounds of the standard-library HTTP server
     OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.auth)
@@ -49,6 +50,7 @@ _HOMES = {
         "ServerBusy LimitExceeded RequestRefused",
     "extras.ratelimit": "RateLimit",
     "server.principal": "Principal",
+    "core.extension": "Extension",
     "extras.approval": "ServerRequest",
     "core.types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
         "TextResourceContents BlobResourceContents CallToolResult Tool",

@@ -27,6 +27,7 @@ from .core.errors import (
     UnsupportedProtocolVersionError,
     UrlElicitationRequired,
 )
+from .core.extension import Extension
 from .core.feature_types import (
     GetPromptResult,
     LogMessage,
@@ -125,5 +126,6 @@ __all__ = [
     "Server",
     "ToolError",
     "Principal",
+    "Extension",
     "ConnectionLimits",
 ]

@@ -395,7 +395,7 @@ def test_subscriptions_have_a_default_cap_per_caller(era):
     ``data.limit`` (a session's record, which a shared state keeps and rereads, stays bounded);
     unsubscribing makes room.  ``None`` still means no cap."""
     from mcp_ref import Server
-    from mcp_ref.server.seams import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
+    from mcp_ref.extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
 
     server = Server("default-cap")
 

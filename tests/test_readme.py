@@ -309,7 +309,7 @@ def test_policy_examples_build_what_they_say():
     scope = {}
     exec(compile(server_block, "README policy example", "exec"), scope)
     server = scope["server"]
-    assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").rate_limit.count == 5
+    assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").options["rate_limit"].count == 5
     principal = __import__("mcp_ref").Principal
     assert scope["authorize"](principal("p"), "tools/call", "admin_reset") is False
     assert scope["authorize"](principal("p", frozenset({"admin"})), "tools/call", "admin_reset") is True

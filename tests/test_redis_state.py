@@ -30,7 +30,7 @@ from mcp_ref.extras.redis_state import (
 )
 from mcp_ref.extras.tasks import COMPLETED, FAILED, TaskStore
 from mcp_ref.server import Server
-from mcp_ref.server.state_choice import state_from
+from mcp_ref.server.shorthand import state_from
 
 
 def record(task_id: str, caller: str = "alice", status: str = "working") -> dict:

@@ -107,7 +107,7 @@ class DemoAuthorizationServer:
         self.code_lifetime = code_lifetime
         self.token_lifetime = token_lifetime
         if isinstance(state, str):
-            from ..server.state_choice import state_from
+            from ..server.shorthand import state_from
 
             state = state_from(state)
         shared = getattr(state, "auth_table", None) is not None
