@@ -10,6 +10,7 @@ cannot fail would fail its own test.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import subprocess
@@ -53,6 +54,13 @@ def module_name(root: Path, path: Path) -> str:
 def modules(root: Path) -> dict[str, Path]:
     """Every module of the package at ``root``: dotted name -> file."""
     return {module_name(root, path): path for path in sorted(root.rglob("*.py"))}
+
+
+@functools.cache
+def syntax_tree(path: Path) -> ast.Module:
+    """The parsed source of a module, parsed once per process (the checkers here each walk the
+    whole package; parsing it is most of their cost).  Read-only: the checkers never change it."""
+    return ast.parse(path.read_text())
 
 
 def code_tokens(text: str) -> int:
@@ -110,7 +118,7 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in known}
     for name, path in known.items():
         is_package = path.name == "__init__.py"
-        for node in _imports(ast.parse(path.read_text())):
+        for node in _imports(syntax_tree(path)):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -154,7 +162,7 @@ def private_reads(root: Path) -> list[str]:
     ``_name`` (``self._name`` / ``cls._name`` are always the module's own), and ``from m import _name``."""
     problems = []
     for name, path in modules(root).items():
-        tree = ast.parse(path.read_text())
+        tree = syntax_tree(path)
         own = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -197,7 +205,7 @@ def test_the_transport_contract_is_never_probed():
     """Every hook is declared on transports.base.Transport: nothing looks one up by name."""
     offenders = []
     for name, path in modules(PACKAGE).items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(syntax_tree(path)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
                 target = ast.unparse(node.args[0]) if node.args else ""
                 if "transport" in target:

@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_architecture import PACKAGE, code_tokens, cycles, extension_mentions, modules
+from test_architecture import PACKAGE, code_tokens, cycles, extension_mentions, modules, syntax_tree
 
 LAYERS = {"core": 0, "schemas": 0, "server": 1, "client": 1, "transports": 2, "extras": 3, "auth": 3, "workbench": 4}
 ROLES = {"server", "client"}
@@ -48,7 +48,7 @@ def imports_of(root: Path) -> list[tuple[str, str, bool]]:
     edges = []
     for name, path in known.items():
         is_package = path.name == "__init__.py"
-        tree = ast.parse(path.read_text())
+        tree = syntax_tree(path)
         functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         inside = {id(n) for f in functions for n in ast.walk(f) if n is not f}
         for node in ast.walk(tree):
