@@ -708,8 +708,13 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (the default, pyproject.toml): twice the CPUs, 2 to 8 workers.  Most tests wait on a
-    subprocess or a socket rather than compute, so two workers a core keep the cores busy."""
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+    subprocess or a socket rather than compute, so two workers a core keep the cores busy.  The fast
+    tier (``-m "not slow"``) runs in process and computes: one worker a core, as each worker collects
+    (imports) every test module again."""
+    cpus = os.cpu_count() or 1
+    if config.option.markexpr.replace(" ", "") == "notslow":
+        return max(2, min(8, cpus))
+    return max(2, min(8, 2 * cpus))
 
 
 # -- server subprocesses shared by a whole test run ----------------------------------------------

@@ -191,16 +191,19 @@ def private_reads(root: Path) -> list[str]:
 # -- the package --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_import_circle():
     graph = import_graph(PACKAGE)
     assert "mcp_ref.server.connection" in graph["mcp_ref.server.registry"]  # the graph is really built
     assert cycles(graph) == []
 
 
+@pytest.mark.slow
 def test_no_module_reads_another_modules_private_names():
     assert private_reads(PACKAGE) == []
 
 
+@pytest.mark.slow
 def test_the_transport_contract_is_never_probed():
     """Every hook is declared on transports.base.Transport: nothing looks one up by name."""
     offenders = []

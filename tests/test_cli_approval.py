@@ -40,6 +40,7 @@ def sampling_command(tmp_path) -> str:
 # -- without a terminal ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_without_a_terminal_sampling_is_refused_and_said_why(era, tmp_path):
     proc = cli("call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path))
@@ -54,6 +55,7 @@ def test_without_a_terminal_sampling_is_refused_and_said_why(era, tmp_path):
     assert not (tmp_path / "sampled").exists()  # the model was never asked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_without_a_terminal_elicitation_is_declined_and_said_why(era):
     proc = cli("call", "--era", era, TARGET, "ask_user", stdin="Ada\n")
@@ -71,6 +73,7 @@ def test_without_a_terminal_over_http_too(serve):
     assert "refused the server's elicitation request: stdin is not a terminal" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_yes_answers_without_asking(era, tmp_path, serve):
     proc = cli("--yes", "call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command",

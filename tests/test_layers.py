@@ -96,10 +96,12 @@ def full_graph(root: Path) -> dict[str, set[str]]:
 # -- the package --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_module_imports_only_its_own_layer_or_lower_ones():
     assert layer_violations(PACKAGE) == []
 
 
+@pytest.mark.slow
 def test_no_import_loop_even_counting_type_checking_imports():
     graph = full_graph(PACKAGE)
     assert "mcp_ref.core.session" in graph["mcp_ref.server.connection"]  # the graph is really built
@@ -112,6 +114,7 @@ def modules_over(root: Path, cap: int) -> dict[str, int]:
     return {name: n for name, n in sizes.items() if n > cap}
 
 
+@pytest.mark.slow
 def test_no_module_is_over_the_token_cap():
     assert modules_over(PACKAGE, MAX_MODULE_TOKENS) == {}
 
@@ -203,6 +206,7 @@ def plain_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run, max_modules, max_tokens", [("server-handshake", 24, 32_000),
                                                           ("server-modern", 24, 32_000),
                                                           ("client", 20, 20_500)])
@@ -213,6 +217,7 @@ def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(plain_runs, ru
     assert over_budget(loaded, max_modules, max_tokens, PLAIN_MAX_MENTIONS, PLAIN_MAX_MENTIONING_MODULES) == []
 
 
+@pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
     """Issue 33's measure of the protocol readable alone (today: 29 modules, 38,555 code tokens,
     268 extension mentions in 12 modules)."""

@@ -28,6 +28,7 @@ def wheel(tmp_path_factory):
         yield archive
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_license_the_schemas_and_their_notice(wheel):
     names = wheel.namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names

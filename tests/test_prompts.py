@@ -74,6 +74,7 @@ def test_get_prompt_applies_defaults(pool):
     assert result.messages[0].content.text == "Summarise in a short style, at most 50 words (int):\nShort."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 @pytest.mark.parametrize("name, arguments", [
     ("summarize", {}),
@@ -128,6 +129,7 @@ def test_audio_becomes_a_text_note_for_a_2024_11_05_peer(pool):
 NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, version):
     from servers.notes_server import ICONS, LINK

@@ -340,6 +340,7 @@ def test_results_are_dataclasses(pool):
 UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, version):
     # The wire fixture checks every result against this revision's schema: an audio block at
@@ -359,6 +360,7 @@ def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, 
         assert isinstance(link, TextContent) and link.text == "Resource notes: file:///srv/notes.txt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
     tool = tool_named(connect(UNTESTED, protocol_version=version), "iconic")
@@ -369,6 +371,7 @@ def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
         assert tool.description == "A tool with icons."  # the rest of the listing is there
 
 
+@pytest.mark.slow
 def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
     client = connect(UNTESTED)
     with pytest.raises(McpError) as caught:
@@ -394,6 +397,7 @@ def test_a_task_param_in_tools_call_is_ignored(connect, wire):
     assert wire.sent("tools/call")[0]["params"]["task"] == {"ttl": 1000}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, params", [
     ("tasks/get", {"taskId": "t-1"}), ("tasks/result", {"taskId": "t-1"}),
     ("tasks/list", {}), ("tasks/cancel", {"taskId": "t-1"}),
@@ -522,6 +526,7 @@ def test_an_async_tool_runs_to_completion(habits):
     assert result.structured_content == {"result": 42} and result.content[0].text == "42"
 
 
+@pytest.mark.slow
 def test_non_object_returns_are_wrapped_as_the_sdk_does(habits):
     tools = {t.name: t for t in habits.list_tools()}
     assert tools["numbers"].output_schema == {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
@@ -530,6 +535,7 @@ def test_non_object_returns_are_wrapped_as_the_sdk_does(habits):
     assert tools["bare"].output_schema is None  # str: text content says it all
 
 
+@pytest.mark.slow
 def test_media_returns_are_content_not_structured_output(habits):
     tools = {t.name: t for t in habits.list_tools()}
     for name in ("picture", "sound", "raw_png", "raw_other", "mixed"):
@@ -593,6 +599,7 @@ def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_o
     assert "data" not in ElicitResult(action="accept", content={}, data=1).to_wire()  # never sent
 
 
+@pytest.mark.slow
 def test_validation_messages_speak_json_not_python():
     server = Server("strict")
 
