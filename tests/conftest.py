@@ -16,7 +16,9 @@ The ``mcp-ref`` command: ``run_cli`` runs it in this process (``cli.main``, outp
 captured), ``run_cli_process`` as ``python -m mcp_ref``.  The official SDK's HTTP
 servers (``sdk_streamable``, ``sdk_stateless``, ``sdk_sse``) start once per test run
 (per xdist worker; their tests are grouped on one worker).  The ``slow`` marker
-(pyproject.toml) marks real subprocess, terminal and interop tests of more than ~2 s.
+(pyproject.toml) marks the tests that start a server subprocess, gunicorn, a terminal, an interop
+peer, a wheel build or a child pytest, or take more than ~0.3 s of CPU: ``-m "not slow"`` is the
+fast tier, the protocol in process.
 """
 
 from __future__ import annotations

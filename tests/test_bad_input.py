@@ -123,6 +123,7 @@ def assert_error_id(reply, request_id, version):
 # -- one connection, one bad message at a time --------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", [
     b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n',
     b"this is not json\n",
@@ -262,6 +263,7 @@ def test_a_duplicate_in_flight_request_id_gets_32600(peer):
     peer.assert_alive()
 
 
+@pytest.mark.slow
 def test_a_batch_at_2025_11_25_gets_one_32600(peer):
     peer.send_json([{"jsonrpc": "2.0", "id": "b1", "method": "ping"}, {"jsonrpc": "2.0", "id": "b2", "method": "ping"}])
     expect_error(peer.recv(), INVALID_REQUEST, None)

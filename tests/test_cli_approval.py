@@ -245,6 +245,7 @@ def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch
     assert [lines.read() for _ in range(4)] == ["Ada\n", "", "", ""]  # a second form is cancelled, not waited on
 
 
+@pytest.mark.slow
 def test_an_unanswered_question_ends_after_the_answer_timeout():
     """``--answer-timeout``: a question nobody answers raises AnswerTimeout once the clock has passed it
     (the clock injected: 300 s pass in two polls), not before; a line that comes in time is read."""

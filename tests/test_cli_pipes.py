@@ -101,6 +101,7 @@ def test_schema_types_follow_refs_unions_arrays_and_formats():
 # -- a failed launch's stderr, once ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_failed_launchs_stderr_is_shown_once():
     server = f'"{sys.executable}" -c "import sys; print(\'boom: no config\', file=sys.stderr); sys.exit(3)"'
     proc = run_cli("tools", server)

@@ -407,6 +407,7 @@ def test_the_poll_interval_is_respected_and_clamped(scripted):
 # -- cancelling (§Task Cancellation) ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cancel_sends_tasks_cancel_and_wakes_the_follower(scripted):
     receiver, client = scripted()
     Script(receiver, ["working"], poll=5000)

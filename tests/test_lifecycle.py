@@ -134,6 +134,7 @@ def test_instructions_are_passed_through(connect, wire):
     assert wire.received()[0]["result"]["instructions"] == DEMO_INSTRUCTIONS
 
 
+@pytest.mark.slow
 def test_no_instructions_when_the_server_has_none(connect, wire):
     client = connect(LIFECYCLE_SERVER)
     assert client.instructions is None
@@ -191,6 +192,7 @@ def test_server_refuses_to_sample_from_a_client_without_sampling(connect, wire):
     assert wire.received("sampling/createMessage") == []  # the server sent nothing
 
 
+@pytest.mark.slow
 def test_client_without_sampling_answers_sampling_with_method_not_found(connect, wire):
     client = connect(LIFECYCLE_SERVER)
     assert client.call_tool("raw_sampling").content[0].text == f"error {METHOD_NOT_FOUND}"

@@ -155,6 +155,7 @@ def test_server_without_completions_answers_method_not_found(raw_peer, version):
     checker.assert_valid()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_completion_context_is_sent_only_from_2025_06_18(pool, version):
     peer = pool.peer(version)

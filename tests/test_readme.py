@@ -150,6 +150,7 @@ def test_server_example_serves(tmp_path, connect):
     assert len(docs) == 1 and client.read_resource(docs[0]).contents[0].text == "hello from docs\n"
 
 
+@pytest.mark.slow
 def test_in_memory_example_runs(tmp_path):
     example = _block("Client.in_memory(server)")
     script = tmp_path / "in_memory.py"

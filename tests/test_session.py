@@ -162,6 +162,7 @@ def started_block(client, key: str, **arguments):
     return call
 
 
+@pytest.mark.slow
 def test_client_cancels_a_call(connect, wire):
     client = connect(SESSION_SERVER)
     call = started_block(client, "c1")
@@ -251,6 +252,7 @@ def test_server_pings_client(connect, wire):
 # -- re-entrant handlers ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, wire):
     holder = {}
 
@@ -275,6 +277,7 @@ def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, 
 # -- closing --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_close_fails_every_pending_request_with_connection_closed(connect, wire):
     client = connect(SESSION_SERVER, shutdown_timeout=0.5)
     calls = [client.start_tool_call("block", {"key": f"k{i}"}) for i in range(5)]
@@ -367,6 +370,7 @@ def test_ping_is_answered_while_every_handler_is_busy(connect, wire):
     assert [call.result().content[0].text for call in calls] == [str(n) for n in range(40)]
 
 
+@pytest.mark.slow
 def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
     assert DEFAULT_MAX_TOTAL_FACTOR == 10
     client = connect(UNTESTED)

@@ -101,6 +101,7 @@ def test_server_that_ignores_stdin_eof_gets_sigterm(tmp_path):
     assert "stubborn: stdin ended, staying alive" in transport.stderr_lines
 
 
+@pytest.mark.slow
 def test_server_that_ignores_sigterm_gets_sigkill(tmp_path):
     marker = tmp_path / "marker"
     client = Client.stdio([*STUBBORN, "ignore-term", "--marker", str(marker)], stderr="capture",
@@ -122,6 +123,7 @@ def test_server_runs_in_its_own_process_group(connect):
     assert os.getpgid(pid) != os.getpgid(0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["linger", "ignore-term"])
 def test_no_orphans_behind_a_launcher(tmp_path, mode):
     """npx-style: the launcher dies on SIGTERM without passing it on; the real server must still go."""
@@ -146,6 +148,7 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
             os.kill(grandchild, signal.SIGKILL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="descendants are found through /proc (Linux)")
 def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
     """The launcher's child calls setsid: signals to the group miss it, so close() finds it by parent links."""
@@ -278,6 +281,7 @@ def test_bad_stderr_mode_is_rejected():
 # -- framing -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_print_in_a_tool_does_not_corrupt_stdout(raw_peer):
     peer = raw_peer(CHATTY)
     assert peer.initialize()["result"]["serverInfo"]["name"] == "chatty"

@@ -251,6 +251,7 @@ def test_output_schema_and_structured_content(pool, version):
         assert result.structured_content is None and "structuredContent" not in result.raw
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_output_breaking_its_schema_is_a_tool_error(pool, version):
     result = pool.client(version).call_tool("broken_output")
@@ -573,6 +574,7 @@ class Person:
     mood: Mood = Mood.HAPPY
 
 
+@pytest.mark.slow
 def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_own():
     server = Server("context-habits")
 

@@ -208,6 +208,7 @@ def django_site():
     yield from gunicorn_site("django", "django_app.wsgi:application")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_django_view_mounts_the_app_with_its_user(django_site, era):
     site, errors = django_site

@@ -146,6 +146,7 @@ def open_when_room(url: str, path: str) -> RawStream:
         pause.wait(0.1)
 
 
+@pytest.mark.slow
 def test_a_mounted_app_keeps_its_streams_to_half_the_threads_and_the_site_answers(site):
     url, errors = site
     watch_stderr("gunicorn site", lambda: list(errors.all))
