@@ -339,6 +339,7 @@ print("answered", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_a_session_never_closed_does_not_hold_the_interpreter_at_exit():
     """The executor's threads are not daemons, so a handler thread left waiting for the next request
     would keep the process alive for ever after its main thread ends."""

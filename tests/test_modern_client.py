@@ -42,6 +42,7 @@ def envelopes(wire: WireChecker) -> list[dict]:
 # -- choosing the era -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_dual_era_server_is_spoken_to_in_2026_over_stdio(connect, wire):
     client = connect([sys.executable, str(SERVERS / "modern_server.py")], elicitation_handler=name_answer)
     assert (client.era, client.protocol_version) == ("modern", "2026-07-28")

@@ -120,6 +120,7 @@ PLAIN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_plain_server_loads_none_of_the_extras():
     out = subprocess.run([sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=60, check=True)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])

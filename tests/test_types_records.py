@@ -65,6 +65,7 @@ def payload_types() -> list[type]:
 PAYLOADS = payload_types()
 
 
+@pytest.mark.slow
 def test_every_payload_type_is_found():
     assert {"feature_types", "sampling_and_elicitation", "types"} <= {
         name.rsplit(".", 1)[-1] for name in modules_defining_payloads()
@@ -144,6 +145,7 @@ def builtin_exec_and_eval_calls(root: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_package_calls_neither_exec_nor_eval():
     assert builtin_exec_and_eval_calls(PACKAGE) == []
 
