@@ -120,7 +120,7 @@ _FEATURES = {
     "completion/complete": "completion:complete",
 }
 
-#: Every request method a server answers, and its handler.  (``ping`` is answered by the session.)
+#: Every request method a server answers, and its handler.  (``ping``: :meth:`ServerConnection.answer_at_once`.)
 METHODS = MethodTable({
     "initialize": initialize,
     **_FEATURES,
@@ -275,6 +275,13 @@ class ServerConnection:
 
     # -- the Dispatcher protocol -------------------------------------------------------------
 
+    @staticmethod
+    def answer_at_once(method: str, params: dict | None) -> dict | None:
+        """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
+        other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
+        response"; 2026-07-28 removed ping, so a modern one is -32601 (``handle_modern``)."""
+        return {} if method == "ping" and not envelopes.is_modern(params) else None
+
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
         return lifecycle.batches_allowed(self.session.protocol_version)
@@ -389,11 +396,11 @@ class ServerConnection:
         """Count a request against the caller's rate limits now, before it is dispatched (HTTP does,
         to answer 429); raises :class:`~mcp_ref.core.errors.LimitExceeded` over a limit.  The
         dispatcher will not count it again.  Nothing happens without request limits, or for a
-        notification, an answer or a handshake-era ``ping`` (answered by the session itself)."""
+        notification, an answer or a handshake-era ``ping`` (answered at once: :meth:`answer_at_once`)."""
         admission = self.server.admission
         if admission is None or not isinstance(message, Request):
             return
-        if message.method == "ping" and not envelopes.is_modern(message.params):
+        if self.answer_at_once(message.method, message.params) is not None:
             return
         admission.admit(self.principal, message.method, message.params)
         self.mark_admitted(message.id)
