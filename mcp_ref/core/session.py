@@ -300,8 +300,8 @@ class Session:
 
     def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
         """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
-        legacy = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
-        return ErrorResponse(request_id, error, null_id=legacy)
+        id_required = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
+        return ErrorResponse(request_id, error, null_id=id_required)
 
     def _reply(self, reply) -> None:
         try:
