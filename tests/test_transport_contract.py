@@ -18,14 +18,35 @@ CONTRACT = {"read", "write", "close", "attach", "request_finished"}
 #: Words the session's code may not use: an era (the handshake or the 2026-07-28 envelope, ping
 #: which 2026-07-28 removed), a task, HTTP, or the HTTP client's records (``RequestFailed``,
 #: ``RequestHeld``) and the hooks that left the contract.
-FOREIGN = {"era", "eras", "modern", "handshake", "legacy", "envelope", "ping", "task", "tasks", "http",
-           "https", "sse", "requestfailed", "requestheld", "concurrent_writes", "mirrors_headers", "stateless", "reinitialize"}
+FOREIGN = {
+    "era",
+    "eras",
+    "modern",
+    "handshake",
+    "legacy",
+    "envelope",
+    "ping",
+    "task",
+    "tasks",
+    "http",
+    "https",
+    "sse",
+    "requestfailed",
+    "requestheld",
+    "concurrent_writes",
+    "mirrors_headers",
+    "stateless",
+    "reinitialize",
+}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+        ):
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 found.add(id(first.value))
@@ -53,9 +74,14 @@ def code_words(source: str) -> set[str]:
             texts.extend(filter(None, (node.name, node.asname)))
         elif isinstance(node, ast.ImportFrom) and node.module:
             texts.append(node.module)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
             texts.append(node.value)
-    words = {text.lower() for text in texts if text.isidentifier()}  # whole names too (RequestFailed)
+    # whole names (RequestFailed), and their parts
+    words = {text.lower() for text in texts if text.isidentifier()}
     for text in texts:
         for part in re.split(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])", text):
             if part:
@@ -76,17 +102,23 @@ def test_the_session_names_no_era_no_task_and_no_http():
 
 def test_the_session_asks_a_transport_only_for_the_contract():
     tree = ast.parse(open(SESSION).read())
-    asked = {node.attr for node in ast.walk(tree)
-             if isinstance(node, ast.Attribute) and ast.unparse(node.value) in ("self.transport", "transport")}
+    asked = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and ast.unparse(node.value) in ("self.transport", "transport")
+    }
     assert {"read", "write", "close"} <= asked <= CONTRACT
 
 
 def test_code_words_finds_what_the_session_must_not_name():
     """The check above can fail: the session's former ping check, task test and HTTP records."""
-    former = ('from .transport import RequestFailed\n'
-              'def route(request):\n'
-              '    if request.method == "ping" and not envelope.is_modern(request.params):\n'
-              '        return "task" in request.params\n')
+    former = (
+        "from .transport import RequestFailed\n"
+        "def route(request):\n"
+        '    if request.method == "ping" and not envelope.is_modern(request.params):\n'
+        '        return "task" in request.params\n'
+    )
     assert code_words(former) & FOREIGN == {"ping", "envelope", "modern", "task", "requestfailed"}
 
 
@@ -95,12 +127,18 @@ def test_code_words_finds_what_the_session_must_not_name():
 
 def _example() -> str:
     text = (ROOT / "docs" / "transports.md").read_text()
-    (block,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M) if "# socket_transport.py" in b]
+    (block,) = [
+        b
+        for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+        if "# socket_transport.py" in b
+    ]
     return block
 
 
 def test_the_socket_transport_example_runs_as_written():
-    done = subprocess.run([sys.executable, "-c", _example()], capture_output=True, text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, "-c", _example()], capture_output=True, text=True, timeout=WAIT * 3
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["5"]
 
@@ -109,7 +147,8 @@ def test_the_socket_transport_serves_the_handshake_era_and_its_ping():
     import socket
 
     namespace: dict = {"__name__": "socket_transport"}
-    exec(compile(_example(), "socket_transport.py", "exec"), namespace)  # runs the example once, too
+    # (running the example once more)
+    exec(compile(_example(), "socket_transport.py", "exec"), namespace)
     socket_transport = namespace["SocketTransport"]
     server = Server("over-a-socket")
 

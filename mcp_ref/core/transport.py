@@ -41,7 +41,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-RequestId = Any  # a str or an int (mcp_ref.core.jsonrpc.RequestId); kept loose to import nothing here
+#: A str or an int (mcp_ref.core.jsonrpc.RequestId); kept loose to import nothing here.
+RequestId = Any
 
 
 class OutgoingRequests(Protocol):
