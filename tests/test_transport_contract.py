@@ -165,3 +165,45 @@ def test_the_socket_transport_serves_the_handshake_era_and_its_ping():
             assert client.ping() is None  # answered by the server role, on its reader thread
             assert client.call_tool("echo", {"text": "hi"}).content[0].text == "hi"
         assert connection.session.wait_closed(WAIT)
+
+
+# -- the HTTP client: what its workers learn of a request reaches the session through read() ---------
+
+
+class Told:
+    """An ``OutgoingRequests`` that records what the transport tells it."""
+
+    def __init__(self):
+        self.told: list[tuple] = []
+
+    def request_deadline(self, request_id):
+        return None
+
+    def fail_request(self, request_id, error):
+        self.told.append(("failed", request_id, str(error)))
+
+    def hold_request(self, request_id, seconds):
+        self.told.append(("held", request_id, seconds))
+
+
+def test_the_http_client_tells_the_session_of_a_held_or_failed_request_in_turn():
+    from mcp_ref.transports.http_client import HttpClientTransport, hold_current_request
+    from mcp_ref.transports.http_plumbing import RequestFailed, sending
+
+    transport = HttpClientTransport("http://127.0.0.1:9/mcp")  # nothing is sent anywhere
+    requests = Told()
+    transport.attach(requests)
+    try:
+        sending.request = (transport, 7)  # as on the worker sending request 7
+        hold_current_request(30.0)  # the auth hook: the user is in the browser
+        answer = b'{"jsonrpc":"2.0","id":8,"result":{}}'
+        transport._incoming.put(answer)
+        transport._incoming.put(RequestFailed(8, ConnectionError("refused")))
+        assert transport.read() == answer
+        assert requests.told == [("held", 7, 30.0)]  # told before the message that came after it
+        transport.close()
+        assert transport.read() is None  # the failure was told on the way to the end of input
+        assert requests.told == [("held", 7, 30.0), ("failed", 8, "refused")]
+    finally:
+        del sending.request
+        transport.close()
