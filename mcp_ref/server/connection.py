@@ -119,7 +119,7 @@ _FEATURES = {
     "completion/complete": "completion:complete",
 }
 
-#: Every request method a server answers, and its handler.  (``ping`` is answered by the session.)
+#: Every request method a server answers, and its handler.  (``ping``: :meth:`ServerConnection.answer_at_once`.)
 METHODS = MethodTable({
     "initialize": initialize,
     **_FEATURES,
@@ -272,6 +272,13 @@ class ServerConnection:
         return self.session.holds(request_id, ours=ours)
 
     # -- the Dispatcher protocol -------------------------------------------------------------
+
+    @staticmethod
+    def answer_at_once(method: str, params: dict | None) -> dict | None:
+        """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
+        other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
+        response"; 2026-07-28 removed ping, so a modern one is -32601 (``handle_modern``)."""
+        return {} if method == "ping" and not envelopes.is_modern(params) else None
 
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""

@@ -87,10 +87,17 @@ class Context:
         return self.connection.principal
 
     @property
+    def _http_hooks(self) -> Any:
+        # What the HTTP server transports offer beyond the transport contract
+        # (transports/http_server/request.py ServerHooks); None off HTTP (see core/transport.py).
+        return getattr(self.connection.session.transport, "http_hooks", None)
+
+    @property
     def http(self) -> Any:
         """The HTTP request of this call (``HttpRequest``: ``headers``, ``cookies``, ``remote_addr``, ``environ``,
         ``user`` ...), per request; None over stdio and in memory (spec_notes/deployment.md §ctx.http)."""
-        return self.connection.session.transport.http_request(self.request_id)
+        hooks = self._http_hooks
+        return None if hooks is None else hooks.http_request(self.request_id)
 
     @property
     def lifespan_context(self) -> Any:
@@ -148,7 +155,8 @@ class Context:
         ``retry`` interval.  False when there is no such stream (stdio, JSON
         replies, the legacy transport).  See ``McpWsgiApp(inline_handlers=...)``.
         """
-        return done(self.connection.session.transport.close_stream(self.request_id))
+        hooks = self._http_hooks
+        return done(hooks is not None and hooks.close_stream(self.request_id))
 
     def log(self, level: str, data: Any, logger: str | None = None) -> Done[bool]:
         """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its

@@ -90,7 +90,7 @@ class Admission(Middleware):
     raises :class:`~mcp_ref.core.errors.LimitExceeded`, refused here with 429 Too Many Requests and
     ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``).  The
     connection notes it admitted, so the extension's ``intercept_request`` does not count it again.
-    A notification, an answer or a handshake-era ``ping`` (the session answers it itself) is not
+    A notification, an answer or a handshake-era ``ping`` (answered at once on the reader thread) is not
     counted."""
 
     def __init__(self, admit: Callable[[Any, str, Any], None]):
