@@ -18,7 +18,7 @@ from typing import Any
 
 log = logging.getLogger("mcp_ref.core.session")  # its messages are the session's
 
-#: How long a task waits for the next job before its thread goes back to the executor.  The
+#: How long a runner waits for the next job before its thread goes back to the executor.  The
 #: executor's threads are not daemons: one left waiting here would hold the interpreter at exit
 #: (a session never closed), which then waits at most this long.
 IDLE_SECONDS = 0.5
@@ -31,8 +31,8 @@ class HandlerPool:
     """Runs ``run(request, context, batch)`` for each submitted job on at most ``max_workers``
     threads named ``<name>-handler_<n>``; :meth:`stop` (close) and :meth:`drain` (end of input) end it.
 
-    Jobs wait in ``queue``; each task given to the executor runs queued jobs one after another, and
-    waits for the next while the connection lasts; a task is submitted only when those running
+    Jobs wait in ``queue``; each runner given to the executor runs queued jobs one after another, and
+    waits for the next while the connection lasts; a runner is submitted only when those running
     cannot take a new job.  So a thread that has just answered takes the next request itself, instead
     of the executor waking (or starting) another thread for every request."""
 
@@ -43,15 +43,15 @@ class HandlerPool:
         self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-handler")
         self.lock = threading.Lock()
         self.idle = threading.Condition(self.lock)  # drain() waits here for jobs to reach 0
-        self.wakeup = threading.Condition(self.lock)  # tasks wait here for a job
+        self.wakeup = threading.Condition(self.lock)  # runners wait here for a job
         self.queue: deque[Job] = deque()  # jobs waiting for a thread (bounded by max_incoming)
         self.held: deque[Job] = deque()  # jobs waiting for initialize (bounded by max_incoming)
         self.jobs = 0  # jobs submitted (or held) whose run has not ended
-        self.tasks = 0  # executor tasks taking jobs from the queue (at most max_workers)
+        self.runners = 0  # executor runners taking jobs from the queue (at most max_workers)
         self.running = 0  # handlers running now
         self.holding = False  # an initialize handler runs: the jobs submitted meanwhile are held
         self.stopped = False  # close(): the jobs not started yet never run
-        self.ending = False  # close() or end of input: a task with no job left ends
+        self.ending = False  # close() or end of input: a runner with no job left ends
 
     def submit(self, job: Job) -> bool:
         """Run ``job`` when a thread is free; False if no thread can take it (the pool is shut down).
@@ -68,9 +68,9 @@ class HandlerPool:
                 return True
             self.holding = job[0].method == "initialize"
             self.queue.append(job)
-            start = self._needs_task()
+            start = self._needs_runner()
             self.wakeup.notify()
-        if start and not self._start_task():
+        if start and not self._start_runner():
             with self.lock:
                 if job in self.queue:  # no thread took it: the caller refuses it
                     self.queue.remove(job)
@@ -78,31 +78,31 @@ class HandlerPool:
                     return False
         return True
 
-    def _needs_task(self) -> bool:
-        """Under ``lock``: True (and counted) when the queued jobs need one more task."""
-        if self.tasks >= self.max_workers or self.tasks - self.running >= len(self.queue):
+    def _needs_runner(self) -> bool:
+        """Under ``lock``: True (and counted) when the queued jobs need one more runner."""
+        if self.runners >= self.max_workers or self.runners - self.running >= len(self.queue):
             return False
-        self.tasks += 1
+        self.runners += 1
         return True
 
-    def _start_task(self) -> bool:
+    def _start_runner(self) -> bool:
         try:
             self.executor.submit(self._work)
         except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
             with self.lock:
-                self.tasks -= 1
+                self.runners -= 1
             return False
         return True
 
     def _work(self) -> None:
-        """One executor task: run queued jobs one after another, waiting for the next, until the end."""
+        """One executor runner: run queued jobs one after another, waiting for the next, until the end."""
         while True:
             with self.lock:
                 while not self.queue and not self.ending:
                     if not self.wakeup.wait(IDLE_SECONDS) and not self.queue:
                         break  # idle: the thread goes back to the executor
                 if not self.queue:
-                    self.tasks -= 1
+                    self.runners -= 1
                     return
                 job = self.queue.popleft()
                 self.running += 1
@@ -126,11 +126,11 @@ class HandlerPool:
                     next_job = self.held.popleft()
                     self.holding = next_job[0].method == "initialize"
                     self.queue.append(next_job)
-                    starts += self._needs_task()
+                    starts += self._needs_runner()
                     self.wakeup.notify()
             self.idle.notify_all()
         for _ in range(starts):
-            self._start_task()  # if none can start (closing), this task's loop takes the jobs
+            self._start_runner()  # if none can start (closing), this runner's loop takes the jobs
 
     def stop(self) -> None:
         """close(): the held and queued jobs never run (the session cancels their contexts); the
