@@ -15,10 +15,9 @@ context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the
 ``on_log``, ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What the server
 sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 
-Everything beyond the protocol is an extension (:class:`~mcp_ref.core.extension.Extension`):
-``Client(extensions=[...])`` or :meth:`Client.add_extension`.  The keyword arguments and methods
-that stand for this package's own (``approve=``, ``server_request_limit=``, ``tasks=True``,
-``task=``, the ``*_task`` methods) are written in one section of :class:`Client`, "the shorthand".
+Everything beyond the protocol is an extension (:mod:`mcp_ref.core.extension`): ``Client(extensions=
+[...])`` or :meth:`Client.add_extension`; the keyword arguments and methods standing for this
+package's own (``approve=``, ``tasks=True``, ``task=`` ...) are one section of :class:`Client`.
 """
 
 from __future__ import annotations
@@ -434,16 +433,16 @@ class Client:
         timeout: float | None | Default = DEFAULT,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-        task: bool | dict = False,
+        **options: Any,
     ) -> ToolCall:
-        """Start a ``tools/call`` without waiting: returns a :class:`ToolCall` to wait on or cancel."""
+        """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (options: :meth:`call_tool`'s)."""
         capabilities = self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        options = {"timeout": timeout, "on_progress": on_progress, "reset_timeout_on_progress": reset_timeout_on_progress,
-                   "max_total_timeout": max_total_timeout}
-        return ToolCall(self.connection.start("tools/call", params, **self._task_option(options, task, capabilities)))
+        options.update(timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset_timeout_on_progress,
+                       max_total_timeout=max_total_timeout)
+        return ToolCall(self.connection.start("tools/call", params, **self._tool_call_options(options, capabilities)))
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
@@ -658,8 +657,9 @@ class Client:
                 self.add_extension(kind())
             return next(extension for extension in self.extensions if isinstance(extension, kind))
 
-    def _task_option(self, options: dict, task: bool | dict, capabilities: dict) -> dict:
+    def _tool_call_options(self, options: dict, capabilities: dict) -> dict:
         """``options`` with ``task`` for the tasks extension (handshake era: if the server offers tasks, a tool may require one)."""
+        task = options.pop("task", False)
         if task if self.connection.modern else "tasks" in capabilities:
             options["task"] = task
             self._tasks()

@@ -67,7 +67,7 @@ from ..core.session import PendingRequest
 from .client_tasks import interval
 
 if TYPE_CHECKING:
-    from ..client.connection import ClientConnection
+    from ..client.connection import ClientConnection, IncomingRequest
     from ..core.types import Tool
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ log = logging.getLogger(__name__)
 VERSION = "2025-11-25"
 #: ``execution.taskSupport`` values (schema ``ToolExecution``); absent means forbidden.
 FORBIDDEN, OPTIONAL, REQUIRED = "forbidden", "optional", "required"
+#: The ``_meta`` key tying a message to its task (§Related Task Metadata).
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Task statuses (§Task Status); a terminal task never changes again.
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -170,6 +172,17 @@ class ClientTasks2025(Extension):
         if method != "tools/call" or params is None or "tasks" not in self.client.server_capabilities:
             return start(method, params, options)
         return start_call(self.client, params, task, options, start)
+
+    def intercept_request(self, call: IncomingRequest, proceed: Callable[[], Any]) -> Any:
+        """The answer to a request of the server's that belongs to one of its tasks carries the task
+        too (§Related Task Metadata: "All requests, notifications, and responses related to a task
+        MUST include" it)."""
+        result = proceed()
+        meta = call.params.get("_meta")
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        if isinstance(related, dict) and isinstance(result, dict):
+            result = {**result, "_meta": {**(result.get("_meta") or {}), RELATED_TASK: related}}
+        return result
 
     @staticmethod
     def request(connection: ClientConnection, method: str, params: dict) -> dict:

@@ -1,0 +1,132 @@
+"""Client extensions written by a third party from the public interface alone
+(:class:`mcp_ref.core.extension.Extension`), run against a real stdio server subprocess in both eras.
+
+* ``Confirmer`` answers a method of its own that the server sends (``acme/confirm``) and declares a
+  client capability saying so (handshake era: in ``initialize``; 2026-07-28: on every request);
+* ``Recorder`` sees every request the client starts (its ``start_request``), takes an option of
+  its own out of them (``note=``), and every request of the server's the client answers (its
+  ``intercept_request``: the roots asked for, in both eras);
+* ``Refuser`` refuses the server's roots request; the connection goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+
+import pytest
+from conftest import SERVERS, WAIT
+
+from mcp_ref import Client, McpError
+from mcp_ref.core.extension import Extension
+
+SERVER = [sys.executable, str(SERVERS / "client_extensions_server.py")]
+CONFIRM = "acme/confirm"
+ERAS = pytest.mark.parametrize("era", ["handshake", "modern"])
+
+
+class Confirmer(Extension):
+    """Answers ``acme/confirm`` (``{"question"}`` → ``{"confirmed", "question"}``) and declares it."""
+
+    name = "acme confirmer"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.host = None
+
+    def setup(self, host) -> None:
+        self.host = host
+
+    def capabilities(self, version, peer=None):
+        return {"experimental": {CONFIRM: {}}}
+
+    def methods(self, version):
+        return {CONFIRM: self.confirm}
+
+    def confirm(self, connection, context, params) -> dict:
+        self.asked.append(params["question"])
+        return {"confirmed": True, "question": params["question"]}
+
+
+class Recorder(Extension):
+    """Records each request the client starts (with its ``note=`` option, which it takes out) and
+    each request of the server's the client answers."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str | None]] = []
+        self.answered: list[str] = []
+        self._lock = threading.Lock()
+
+    def start_request(self, connection, method, params, options, start):
+        note = options.pop("note", None)
+        with self._lock:
+            self.sent.append((method, note))
+        return start(method, params, options)
+
+    def intercept_request(self, call, proceed):
+        with self._lock:
+            self.answered.append(call.method)
+        return proceed()
+
+
+class Refuser(Extension):
+    """Refuses the server's ``roots/list``."""
+
+    name = "refuser"
+
+    def intercept_request(self, call, proceed):
+        if call.method == "roots/list":
+            raise McpError("these roots are private", code=-1)
+        return proceed()
+
+
+@ERAS
+def test_an_extension_declares_a_capability_and_answers_a_method_of_its_own(era):
+    confirmer = Confirmer()
+    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", extensions=[confirmer]) as client:
+        assert confirmer.host is client  # setup(host) ran
+        assert client.capabilities()["experimental"] == {CONFIRM: {}}
+        seen = json.loads(client.call_tool("confirm", {"question": "ship it?"}).text)
+    assert seen["era"] == era and seen["declared"] is True
+    if era == "handshake":  # only the handshake era has requests of the server's own
+        assert seen["answer"] == {"confirmed": True, "question": "ship it?"}
+        assert confirmer.asked == ["ship it?"]
+    else:
+        assert seen["answer"] is None and confirmer.asked == []
+
+
+def test_without_the_extension_the_method_is_not_found_and_nothing_is_declared():
+    with Client.stdio(SERVER, era="handshake", timeout=WAIT, stderr="discard") as client:
+        seen = json.loads(client.call_tool("confirm", {"question": "ship it?"}).text)
+        assert seen == {"era": "handshake", "declared": False, "answer": None}
+        with pytest.raises(TypeError):
+            client.request("tools/list", None, note="unknown")  # no extension takes this option
+
+
+@ERAS
+def test_an_extension_sees_every_request_both_ways_and_takes_its_own_option(era):
+    recorder = Recorder()
+    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"]) as client:
+        client.add_extension(recorder)
+        client.request("tools/list", None, note="first")
+        assert json.loads(client.call_tool("roots").text) == ["file:///work"]
+        client.ping()
+    sent = [method for method, _note in recorder.sent]
+    assert recorder.sent[0] == ("tools/list", "first")
+    assert "tools/call" in sent and sent[-1] == ("server/discover" if era == "modern" else "ping")
+    assert recorder.answered == ["roots/list"]  # a request of the server's, or an inputRequests entry
+
+
+@ERAS
+def test_a_refusal_reaches_the_server_and_the_connection_goes_on(era):
+    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"],
+                      extensions=[Refuser()]) as client:
+        # Handshake era: the server's roots/list is answered with the error, which its tool call
+        # then fails with; 2026-07-28: the client does not answer the inputRequests entry.
+        with pytest.raises(McpError, match="these roots are private"):
+            client.call_tool("roots")
+        seen = json.loads(client.call_tool("confirm", {"question": "still there?"}).text)
+        assert seen["era"] == era
