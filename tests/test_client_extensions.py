@@ -11,9 +11,14 @@
 
 from __future__ import annotations
 
+import ast
+import io
 import json
+import re
 import sys
 import threading
+import tokenize
+from pathlib import Path
 
 import pytest
 from conftest import SERVERS, WAIT
@@ -130,3 +135,47 @@ def test_a_refusal_reaches_the_server_and_the_connection_goes_on(era):
             client.call_tool("roots")
         seen = json.loads(client.call_tool("confirm", {"question": "still there?"}).text)
         assert seen["era"] == era
+
+
+# -- the client's protocol modules name no extension (issue 33) ---------------------------------
+
+#: Words that name one of this package's extensions (a NAME token containing one is a mention).
+EXTENSION_WORDS = re.compile(r"polic|rate.?limit|ratelimit|task|approval|redis|\bbus\b|oauth|wsgi|authoriz", re.I)
+#: The comment that opens the shorthand, the one section of client.py that may name them.
+SHORTHAND = "# -- the shorthand"
+
+
+def stray_mentions(package: Path) -> list[str]:
+    """``file:line: name`` for each mention of an extension in the client package ``package``
+    outside client.py's shorthand (from its opening comment to the end of the module), and for
+    each import of ``extras``, ``auth`` or ``workbench`` there."""
+    found = []
+    for path in sorted(package.glob("*.py")):
+        text = path.read_text()
+        start = len(text.splitlines()) + 1
+        if path.name == "client.py" and SHORTHAND in text:
+            start = text[: text.index(SHORTHAND)].count("\n") + 1
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NAME and token.start[0] < start and EXTENSION_WORDS.search(token.string):
+                found.append(f"{path.name}:{token.start[0]}: {token.string}")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.lineno < start:
+                module = (node.module or "").removeprefix("mcp_ref.")  # from ..extras.x / mcp_ref.extras.x
+                if module.split(".")[0] in ("extras", "auth", "workbench"):
+                    found.append(f"{path.name}:{node.lineno}: import {module}")
+    return sorted(found)
+
+
+def test_the_client_protocol_modules_name_no_extension_outside_the_shorthand():
+    import mcp_ref.client
+
+    package = Path(mcp_ref.client.__file__).parent
+    # The one exception: Client's own keyword argument ``tasks`` (its parameter, and its use).
+    assert [m for m in stray_mentions(package) if not m.endswith(": tasks")] == []
+    assert len([m for m in stray_mentions(package) if m.startswith("client.py:")]) == 2
+
+
+def test_the_checker_finds_a_mention_and_an_import(tmp_path):
+    (tmp_path / "connection.py").write_text("def f(call):\n    from ..extras import thing\n    call.task_id = 1\n")
+    (tmp_path / "client.py").write_text(f"limit = 1\n{SHORTHAND}\nfrom ..extras import approval\n")
+    assert stray_mentions(tmp_path) == ["connection.py:2: import extras", "connection.py:3: task_id"]
