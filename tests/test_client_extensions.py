@@ -179,3 +179,28 @@ def test_the_checker_finds_a_mention_and_an_import(tmp_path):
     (tmp_path / "connection.py").write_text("def f(call):\n    from ..extras import thing\n    call.task_id = 1\n")
     (tmp_path / "client.py").write_text(f"limit = 1\n{SHORTHAND}\nfrom ..extras import approval\n")
     assert stray_mentions(tmp_path) == ["connection.py:2: import extras", "connection.py:3: task_id"]
+
+
+# -- the example of docs/extensions-client.md ---------------------------------------------------
+
+
+def docs_example() -> dict:
+    """The names the last ``python`` block of docs/extensions-client.md defines."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "extensions-client.md").read_text()
+    block = text.split("```python\n")[-1].split("```")[0]
+    names: dict = {}
+    exec(compile(block, "docs/extensions-client.md", "exec"), names)  # the test runs the docs' own code
+    return names
+
+
+@ERAS
+def test_the_documented_audit_log_works_as_the_docs_say(era):
+    audit = docs_example()["AuditLog"]()
+    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"],
+                      extensions=[audit]) as client:
+        seen = json.loads(client.call_tool("confirm", {"question": "ship it?"}).text)
+        client.call_tool("roots")
+    assert seen["declared"] is True
+    assert seen["answer"] == ({"confirmed": True} if era == "handshake" else None)
+    assert audit.sent.count("tools/call") == 2
+    assert audit.asked == (["acme/confirm", "roots/list"] if era == "handshake" else ["roots/list"])
