@@ -15,9 +15,8 @@ context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the
 ``on_log``, ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What the server
 sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 
-Everything beyond the protocol is an extension (:mod:`mcp_ref.core.extension`): ``Client(extensions=
-[...])`` or :meth:`Client.add_extension`; the keyword arguments and methods standing for this
-package's own (``approve=``, ``tasks=True``, ``task=`` ...) are one section of :class:`Client`.
+Everything beyond the protocol is an extension (:mod:`mcp_ref.core.extension`); the keyword arguments
+and methods standing for this package's own (``approve=``, ``task=`` ...) are one section of Client.
 """
 
 from __future__ import annotations
@@ -168,6 +167,7 @@ class Client:
         self.session.start()
         try:
             self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
+            self._shorthand_options({})  # what the server offers may need an extension at once
             if on_log is not None and log_level is not None:  # logs arrive by default (mcp_ref.client.logs)
                 from .logs import ask_for_logs
                 ask_for_logs(self, log_level)
@@ -436,13 +436,13 @@ class Client:
         **options: Any,
     ) -> ToolCall:
         """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (options: :meth:`call_tool`'s)."""
-        capabilities = self._require("tools", "tools/call")
+        self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
         options.update(timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset_timeout_on_progress,
                        max_total_timeout=max_total_timeout)
-        return ToolCall(self.connection.start("tools/call", params, **self._tool_call_options(options, capabilities)))
+        return ToolCall(self.connection.start("tools/call", params, **self._shorthand_options(options)))
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
@@ -657,10 +657,11 @@ class Client:
                 self.add_extension(kind())
             return next(extension for extension in self.extensions if isinstance(extension, kind))
 
-    def _tool_call_options(self, options: dict, capabilities: dict) -> dict:
-        """``options`` with ``task`` for the tasks extension (handshake era: if the server offers tasks, a tool may require one)."""
+    def _shorthand_options(self, options: dict) -> dict:
+        """``options`` with ``task`` for the era's tasks extension, added when needed: in 2026-07-28 when
+        asked for a task; in the handshake era as soon as the server offers tasks (a tool may require one)."""
         task = options.pop("task", False)
-        if task if self.connection.modern else "tasks" in capabilities:
+        if task if self.connection.modern else "tasks" in self.server_capabilities:
             options["task"] = task
             self._tasks()
         return options
@@ -696,5 +697,4 @@ _DECLARING = {"_roots", "sampling_handler", "sampling_tools", "elicitation_handl
 
 def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:
     from .roots import as_root
-
     return [as_root(r) for r in roots]

@@ -165,10 +165,11 @@ class ClientTasks2025(Extension):
 
     def start_request(self, connection: ClientConnection, method: str, params: dict | None, options: dict,
                       start: Callable[[str, dict | None, dict], Any]) -> Any:
-        """Take the ``task`` option out (the handshake era only: 2026-07-28's is another extension's)."""
-        if connection.modern or self.client is None:
+        """Take the ``task`` option out (the handshake era only: 2026-07-28's is another extension's);
+        a request without it (``client.request(...)``) is sent as it is."""
+        if connection.modern or self.client is None or "task" not in options:
             return start(method, params, options)
-        task = options.pop("task", None)
+        task = options.pop("task")
         if method != "tools/call" or params is None or "tasks" not in self.client.server_capabilities:
             return start(method, params, options)
         return start_call(self.client, params, task, options, start)
