@@ -22,6 +22,7 @@ of the server's through their methods and ``intercept_request`` hooks.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import threading
@@ -297,7 +298,7 @@ class ClientConnection:
         those an extension takes out (an option no extension took is a TypeError)."""
         start = self.send_call
         for extension in reversed(self.client.extensions):
-            start = _around(extension, self, start)
+            start = functools.partial(extension.start_request, self, start=start)
         return start(method, params, options)
 
     def send_call(self, method: str, params: dict | None, options: dict) -> Call:
@@ -381,7 +382,7 @@ class ClientConnection:
 
         proceed = answer
         for extension in reversed(extensions):
-            proceed = _intercepting(extension, call, proceed)
+            proceed = functools.partial(extension.intercept_request, call, proceed)
         return proceed()
 
     def handle_notification(self, method: str, params: dict) -> None:
@@ -417,13 +418,3 @@ class ClientConnection:
                 self._streams.deliver_local(method, params)
         else:
             log.debug("ignored notification %s", method)
-
-
-def _around(extension: Any, connection: ClientConnection, start: Callable) -> Callable:
-    """``start`` wrapped in ``extension``'s ``start_request``."""
-    return lambda method, params, options: extension.start_request(connection, method, params, options, start)
-
-
-def _intercepting(extension: Any, call: IncomingRequest, proceed: Callable[[], dict]) -> Callable[[], dict]:
-    """``proceed`` wrapped in ``extension``'s ``intercept_request``."""
-    return lambda: extension.intercept_request(call, proceed)
