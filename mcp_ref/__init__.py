@@ -15,6 +15,7 @@ A map of the package:
     errors            McpError (with its JSON-RPC code), ToolError, ResourceError, PromptError,
                       ConnectionClosed, ServerUnreachable, RequestTimeout, CapabilityError
     Principal         ctx.principal: who calls (id, scopes, claims); Server(authorize=..., rate_limit=...)
+    Extension         what plugs into a server or client: Server(extensions=[...]) (docs/extensions.md)
     ServerRequest     what Client(approve=hook) is shown before it answers a server's request
     ConnectionLimits  the bounds of the standard-library HTTP server
     OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.auth)
@@ -29,7 +30,6 @@ Public names are loaded on first use, so ``import mcp_ref`` stays cheap.
 from __future__ import annotations
 
 import importlib
-import sys
 
 #: Where each exported name lives; it is imported on first use, so ``import mcp_ref`` stays cheap.
 #: (``core``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is
@@ -46,10 +46,11 @@ _HOMES = {
     "core.errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
         "InternalError ResourceNotFound UrlElicitationRequired HeaderMismatchError "
         "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
-        "ServerUnreachable RequestTimeout RequestCancelled CapabilityError UnsupportedProtocolVersion "
+        "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
         "ServerBusy LimitExceeded RequestRefused",
     "extras.ratelimit": "RateLimit",
     "server.principal": "Principal",
+    "core.extension": "Extension",
     "extras.approval": "ServerRequest",
     "core.types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
         "TextResourceContents BlobResourceContents CallToolResult Tool",
@@ -58,22 +59,6 @@ _HOMES = {
     "core.feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
-
-class _MovedModules:
-    """A meta path finder, last in line: ``import mcp_ref.errors`` gives ``mcp_ref.core.errors`` (the
-    table of old names is :data:`mcp_ref.moved.MOVED`, read only when an old name is imported)."""
-
-    @staticmethod
-    def find_spec(name: str, path=None, target=None):
-        if not name.startswith("mcp_ref.") or name == "mcp_ref.moved":
-            return None
-        from .moved import find_spec
-
-        return find_spec(name)
-
-
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
 
 __all__ = [*_EXPORTS]
 

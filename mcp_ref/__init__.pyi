@@ -24,10 +24,10 @@ from .core.errors import (
     ResourceNotFound,
     ServerBusy,
     ServerUnreachable,
-    UnsupportedProtocolVersion,
     UnsupportedProtocolVersionError,
     UrlElicitationRequired,
 )
+from .core.extension import Extension
 from .core.feature_types import (
     GetPromptResult,
     LogMessage,
@@ -85,7 +85,6 @@ __all__ = [
     "ResourceNotFound",
     "ServerBusy",
     "ServerUnreachable",
-    "UnsupportedProtocolVersion",
     "UnsupportedProtocolVersionError",
     "UrlElicitationRequired",
     "GetPromptResult",
@@ -127,5 +126,6 @@ __all__ = [
     "Server",
     "ToolError",
     "Principal",
+    "Extension",
     "ConnectionLimits",
 ]

@@ -16,7 +16,9 @@ The ``mcp-ref`` command: ``run_cli`` runs it in this process (``cli.main``, outp
 captured), ``run_cli_process`` as ``python -m mcp_ref``.  The official SDK's HTTP
 servers (``sdk_streamable``, ``sdk_stateless``, ``sdk_sse``) start once per test run
 (per xdist worker; their tests are grouped on one worker).  The ``slow`` marker
-(pyproject.toml) marks real subprocess, terminal and interop tests of more than ~2 s.
+(pyproject.toml) marks the tests that start a server subprocess, gunicorn, a terminal, an interop
+peer, a wheel build or a child pytest, or take more than ~0.3 s of CPU: ``-m "not slow"`` is the
+fast tier, the protocol in process.
 """
 
 from __future__ import annotations
@@ -708,8 +710,13 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_xdist_auto_num_workers(config):
     """``-n auto`` (the default, pyproject.toml): twice the CPUs, 2 to 8 workers.  Most tests wait on a
-    subprocess or a socket rather than compute, so two workers a core keep the cores busy."""
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+    subprocess or a socket rather than compute, so two workers a core keep the cores busy.  The fast
+    tier (``-m "not slow"``) runs in process and computes: one worker a core, as each worker collects
+    (imports) every test module again."""
+    cpus = os.cpu_count() or 1
+    if config.option.markexpr.replace(" ", "") == "notslow":
+        return max(2, min(8, cpus))
+    return max(2, min(8, 2 * cpus))
 
 
 # -- server subprocesses shared by a whole test run ----------------------------------------------

@@ -123,6 +123,7 @@ def assert_error_id(reply, request_id, version):
 # -- one connection, one bad message at a time --------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data", [
     b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n',
     b"this is not json\n",
@@ -262,12 +263,14 @@ def test_a_duplicate_in_flight_request_id_gets_32600(peer):
     peer.assert_alive()
 
 
+@pytest.mark.slow
 def test_a_batch_at_2025_11_25_gets_one_32600(peer):
     peer.send_json([{"jsonrpc": "2.0", "id": "b1", "method": "ping"}, {"jsonrpc": "2.0", "id": "b2", "method": "ping"}])
     expect_error(peer.recv(), INVALID_REQUEST, None)
     peer.assert_alive()  # and neither ping in the batch was answered
 
 
+@pytest.mark.slow
 def test_the_connection_survived_everything_and_shuts_down_cleanly(peer):
     peer.assert_alive()
     peer.proc.stdin.close()
@@ -303,6 +306,7 @@ def check_batch_reply(version, reply):
                 assert schema_errors(version, name, item) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_batch_of_requests_gets_an_array_of_answers(raw_peer, version):
     peer = batch_peer(raw_peer, version)
@@ -318,6 +322,7 @@ def test_batch_of_requests_gets_an_array_of_answers(raw_peer, version):
     check_batch_reply(version, reply)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_batch_with_notifications_and_bad_items(raw_peer, version):
     peer = batch_peer(raw_peer, version)
@@ -341,6 +346,7 @@ def test_batch_with_notifications_and_bad_items(raw_peer, version):
     check_batch_reply(version, [item for item in reply if item["id"] is not None])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_batch_of_only_notifications_gets_no_reply(raw_peer, version):
     peer = batch_peer(raw_peer, version)
@@ -352,6 +358,7 @@ def test_batch_of_only_notifications_gets_no_reply(raw_peer, version):
     assert peer.recv() == {"jsonrpc": "2.0", "id": "after", "result": {}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_initialize_inside_a_batch_is_refused(raw_peer, version):
     peer = batch_peer(raw_peer, version)
@@ -368,6 +375,7 @@ def test_initialize_inside_a_batch_is_refused(raw_peer, version):
     check_batch_reply(version, reply)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_initialize_in_a_batch_before_initialization_is_refused(raw_peer, version):
     peer = raw_peer(DEMO)
@@ -383,6 +391,7 @@ def test_initialize_in_a_batch_before_initialization_is_refused(raw_peer, versio
     assert peer.initialize(version)["result"]["protocolVersion"] == version
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", NO_BATCH_VERSIONS)
 def test_batches_are_refused_from_2025_06_18(raw_peer, version):
     peer = batch_peer(raw_peer, version)
@@ -406,6 +415,7 @@ def test_batches_are_refused_from_2025_06_18(raw_peer, version):
 BATCH_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py"), "batch-ping"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
 @pytest.mark.parametrize("data, code", [(b"this is not json\n", PARSE_ERROR), (b"42\n", INVALID_REQUEST)],
                          ids=["invalid-json", "not-an-object"])
@@ -419,6 +429,7 @@ def test_an_unreadable_id_is_answered_with_id_null_before_2025_11_25(raw_peer, v
     assert peer.recv() == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", BATCH_VERSIONS + NO_BATCH_VERSIONS)
 def test_a_batch_received_by_the_client(connect, wire, version):
     client = connect(BATCH_SERVER, protocol_version=version)

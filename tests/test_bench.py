@@ -219,6 +219,7 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="/proc is Linux's")
 def test_the_cpu_readers_count_a_process_and_its_exited_threads():
     side = _benchmark("bench_side")
@@ -234,6 +235,7 @@ def test_the_cpu_readers_count_a_process_and_its_exited_threads():
     assert side.schedstat_ns(proc.pid) is None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
 def test_a_pinned_stdio_side_shares_one_cpu_with_its_server():
     side = _benchmark("bench_side")

@@ -22,6 +22,7 @@ def by_status(report: dict, status: str) -> dict[str, str]:
     return {f["check"]: f["detail"] for f in report["findings"] if f["status"] == status}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era, version, first", [
     ("auto", "2026-07-28", "server/discover: a protocol version both sides speak"),
     ("handshake", "2025-11-25", "ping answers an empty result"),

@@ -47,6 +47,7 @@ def direct():
 # -- verbs ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_info():
     proc = cli("info", TARGET)
     assert proc.returncode == 0, proc.stderr
@@ -64,6 +65,7 @@ def test_info():
     assert "instructions: A demo of every MCP feature. Start with the echo tool." in out
 
 
+@pytest.mark.slow
 def test_tools_lists_every_page(direct):
     proc = cli("tools", TARGET)
     assert proc.returncode == 0, proc.stderr
@@ -75,6 +77,7 @@ def test_tools_lists_every_page(direct):
     assert "add(a: number, b: number)  Add two numbers." in lines
 
 
+@pytest.mark.slow
 def test_resources_templates_prompts():
     proc = cli("resources", TARGET)
     assert proc.returncode == 0
@@ -91,11 +94,13 @@ def test_resources_templates_prompts():
     ]
 
 
+@pytest.mark.slow
 def test_call_echo():
     proc = cli("call", TARGET, "echo", "text=hello")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "hello\n", "")
 
 
+@pytest.mark.slow
 def test_call_coerces_values_that_are_json():
     proc = cli("call", TARGET, "add", "a=1", "b=2")
     assert (proc.returncode, proc.stdout) == (0, "3\n")
@@ -103,6 +108,7 @@ def test_call_coerces_values_that_are_json():
     assert (proc.returncode, proc.stdout) == (0, "-0.5\n")
 
 
+@pytest.mark.slow
 def test_call_keeps_values_that_are_not_json_as_strings():
     proc = cli("call", TARGET, "echo", "text=[1,", )
     assert (proc.returncode, proc.stdout) == (0, "[1,\n")
@@ -112,6 +118,7 @@ def test_call_keeps_values_that_are_not_json_as_strings():
     assert json.loads(proc.stdout)["content"][0]["text"] == "42"
 
 
+@pytest.mark.slow
 def test_call_with_args_json():
     proc = cli("call", TARGET, "add", "--args", '{"a": 1, "b": 2}')
     assert (proc.returncode, proc.stdout) == (0, "3\n")
@@ -123,6 +130,7 @@ def test_call_with_args_json():
     assert proc.returncode == 1 and "unrecognized arguments: --bogus" in proc.stderr
 
 
+@pytest.mark.slow
 def test_call_structured_output_and_image():
     proc = cli("--json", "call", TARGET, "weather", "city=Lisbon")
     assert proc.returncode == 0
@@ -132,6 +140,7 @@ def test_call_structured_output_and_image():
     assert proc.returncode == 0 and proc.stdout.startswith("[image image/png, ")
 
 
+@pytest.mark.slow
 def test_read():
     proc = cli("read", TARGET, "demo://readme")
     assert proc.returncode == 0
@@ -142,6 +151,7 @@ def test_read():
     assert proc.returncode == 0 and proc.stdout.startswith("[blob image/png, ")
 
 
+@pytest.mark.slow
 def test_prompt():
     proc = cli("prompt", TARGET, "greet", "name=Ada")
     assert (proc.returncode, proc.stdout) == (0, "[user] Hey Ada!\n")
@@ -184,6 +194,7 @@ def test_json_outputs_equal_the_raw_results(direct):
     assert as_json("prompts", TARGET) == {"prompts": _all_pages(direct, "prompts/list", "prompts")}
 
 
+@pytest.mark.slow
 def test_json_of_a_tool_error_is_the_raw_result_and_exits_5():
     proc = cli("--json", "call", TARGET, "divide", "a=1", "b=0")
     assert proc.returncode == 5
@@ -195,6 +206,7 @@ def test_json_of_a_tool_error_is_the_raw_result_and_exits_5():
 # -- --trace -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_trace_shows_every_message_and_each_is_schema_valid():
     proc = cli("--trace", "call", TARGET, "echo", "text=traced")
     assert proc.returncode == 0
@@ -270,6 +282,7 @@ def test_the_real_command_exits_with_mains_code(launcher):
     assert failed.stderr == "mcp-ref: tool divide returned an error\n"
 
 
+@pytest.mark.slow
 def test_main_leaves_nothing_behind_between_runs():
     """In one process, run after run: no logging handler left on the root logger, its level as it was,
     and no thread of the command still running (each run has its own stdin reader)."""
@@ -305,6 +318,7 @@ def test_usage_errors_exit_1(args):
     assert proc.stderr.strip().splitlines()[-1].startswith("mcp-ref: error: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["call", TARGET, "echo", "textonly"], "mcp-ref: expected KEY=VALUE, got 'textonly'"),
     (["call", TARGET, "echo", "=x"], "mcp-ref: expected KEY=VALUE, got '=x'"),
@@ -341,6 +355,7 @@ def test_server_that_writes_garbage_and_exits_exits_4():
     assert all(line.startswith("mcp-ref: ") for line in lines)
 
 
+@pytest.mark.slow
 def test_tool_error_exits_5():
     proc = cli("call", TARGET, "divide", "a=1", "b=0")
     assert proc.returncode == 5
@@ -348,6 +363,7 @@ def test_tool_error_exits_5():
     assert one_error_line(proc) == "mcp-ref: tool divide returned an error"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, text", [
     (["call", TARGET, "no_such_tool"], "(code -32602)"),
     (["read", TARGET, "demo://nowhere"], "(code -32602)"),  # 2026-07-28: -32602 with data.uri
@@ -362,6 +378,7 @@ def test_json_rpc_errors_exit_5(args, text):
     assert line.startswith("mcp-ref: the server answered with an error: ") and text in line
 
 
+@pytest.mark.slow
 def test_request_timeout_exits_6():
     proc = cli("--timeout", "0.5", "call", TARGET, "wait_for_cancel")
     assert proc.returncode == 6
@@ -432,6 +449,7 @@ def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
 # -- issue 8: a CLI for scripting -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_global_options_also_work_after_the_verb():
     proc = cli("call", TARGET, "echo", "text=hi", "--json", "--timeout", "30")
     assert proc.returncode == 0, proc.stderr
@@ -444,12 +462,14 @@ def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(value):
     assert proc.returncode == 1 and "--timeout" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_request_that_times_out_has_its_own_exit_code():
     proc = cli("call", TARGET, "wait_for_cancel", "--timeout", "0.5")
     assert proc.returncode == 6
     assert "no answer within" in one_error_line(proc)
 
 
+@pytest.mark.slow
 def test_json_errors_are_json_too():
     proc = cli("--json", "call", TARGET, "no_such_tool")
     assert proc.returncode == 5
@@ -458,6 +478,7 @@ def test_json_errors_are_json_too():
     assert proc.returncode == 5 and json.loads(proc.stdout)["isError"] is True
 
 
+@pytest.mark.slow
 def test_key_value_pairs_follow_the_input_schema():
     proc = cli("--json", "call", TARGET, "echo", "text=123")
     assert json.loads(proc.stdout)["content"][0]["text"] == "123"  # a string parameter: the string "123"
@@ -465,11 +486,13 @@ def test_key_value_pairs_follow_the_input_schema():
     assert json.loads(proc.stdout)["structuredContent"] == {"result": 2.5}  # numbers stay numbers
 
 
+@pytest.mark.slow
 def test_tools_marks_optional_parameters():
     out = cli("tools", TARGET).stdout  # an optional parameter: its default, or without one "?"
     assert 'weather(city: string, unit: "celsius"|"fahrenheit" = "celsius")' in out and "(seconds: number = 30.0)" in out
 
 
+@pytest.mark.slow
 def test_long_calls_report_progress_unless_quiet():
     proc = cli("call", TARGET, "count_slowly", "steps=3", "delay=0.01")
     assert [line for line in proc.stderr.splitlines() if "progress" in line] == [
@@ -486,6 +509,7 @@ def test_a_server_that_exits_before_answering_is_explained():
     assert proc.stderr.count("boom: no config") == 1  # hidden while it ran, shown once to explain
 
 
+@pytest.mark.slow
 def test_a_url_that_answers_404_gets_a_hint(serve):
     srv = serve(stateless=True)
     proc = cli("tools", srv.url + "/")
@@ -496,6 +520,7 @@ def test_a_url_that_answers_404_gets_a_hint(serve):
 # -- issue 8: the CLI as a full client ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_roots_and_a_sampling_command_make_the_cli_a_full_client(tmp_path):
     proc = cli("call", TARGET, "show_roots", "--root", str(tmp_path))
     assert proc.returncode == 0 and tmp_path.resolve().as_uri() in proc.stdout
@@ -505,6 +530,7 @@ def test_roots_and_a_sampling_command_make_the_cli_a_full_client(tmp_path):
     assert "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout  # the conversation went through the command
 
 
+@pytest.mark.slow
 def test_a_tool_needing_an_undeclared_capability_is_explained_in_one_line():
     # 2026-07-28: the server refuses the request with -32021 MissingRequiredClientCapability.
     proc = cli("call", TARGET, "ask_llm", "question=hi")
@@ -589,6 +615,7 @@ def test_an_unanswered_terminal_question_times_out_with_a_clear_message():
 # -- issue 8: a picture of the conversation -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_diagram_draws_the_conversation_as_mermaid(tmp_path):
     out = tmp_path / "call.md"
     proc = cli("call", TARGET, "count_slowly", "steps=5", "delay=0.01", "--diagram", str(out))

@@ -40,6 +40,7 @@ def sampling_command(tmp_path) -> str:
 # -- without a terminal ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_without_a_terminal_sampling_is_refused_and_said_why(era, tmp_path):
     proc = cli("call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path))
@@ -54,6 +55,7 @@ def test_without_a_terminal_sampling_is_refused_and_said_why(era, tmp_path):
     assert not (tmp_path / "sampled").exists()  # the model was never asked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_without_a_terminal_elicitation_is_declined_and_said_why(era):
     proc = cli("call", "--era", era, TARGET, "ask_user", stdin="Ada\n")
@@ -71,6 +73,7 @@ def test_without_a_terminal_over_http_too(serve):
     assert "refused the server's elicitation request: stdin is not a terminal" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_yes_answers_without_asking(era, tmp_path, serve):
     proc = cli("--yes", "call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command",
@@ -242,6 +245,7 @@ def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch
     assert [lines.read() for _ in range(4)] == ["Ada\n", "", "", ""]  # a second form is cancelled, not waited on
 
 
+@pytest.mark.slow
 def test_an_unanswered_question_ends_after_the_answer_timeout():
     """``--answer-timeout``: a question nobody answers raises AnswerTimeout once the clock has passed it
     (the clock injected: 300 s pass in two polls), not before; a line that comes in time is read."""

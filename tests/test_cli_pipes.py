@@ -40,6 +40,7 @@ def one_error_line(proc) -> str:
 # -- --args - and --args @FILE ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_args_from_stdin_and_from_a_file(tmp_path):
     piped = run_cli_process("call", TARGET, "add", "--args", "-", "b=40", stdin='{"a": 2, "b": 1}')
     assert piped.returncode == 0 and piped.stdout == "42\n", piped.stderr  # KEY=VALUE pairs override --args
@@ -63,6 +64,7 @@ def test_args_from_stdin_and_from_a_file(tmp_path):
 # -- tools: types and enums ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_tools_shows_parameter_types_and_enums():
     lines = run_cli("tools", TARGET).stdout.splitlines()
     assert lines[0] == "echo(text: string)  Return the text unchanged."
@@ -99,6 +101,7 @@ def test_schema_types_follow_refs_unions_arrays_and_formats():
 # -- a failed launch's stderr, once ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_failed_launchs_stderr_is_shown_once():
     server = f'"{sys.executable}" -c "import sys; print(\'boom: no config\', file=sys.stderr); sys.exit(3)"'
     proc = run_cli("tools", server)
@@ -109,6 +112,7 @@ def test_a_failed_launchs_stderr_is_shown_once():
 # -- --json info: the negotiated version, both eras ------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era, version", [("modern", "2026-07-28"), ("handshake", "2025-11-25")])
 def test_json_info_carries_the_negotiated_version(era, version):
     proc = run_cli("--json", "info", "--era", era, TARGET)
@@ -121,6 +125,7 @@ def test_json_info_carries_the_negotiated_version(era, version):
 # -- --trace serve-demo ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_trace_serve_demo_traces_the_server_side_on_stdio():
     proc = run_cli("tools", f'"{sys.executable}" -m mcp_ref --trace serve-demo')
     assert proc.returncode == 0 and proc.stdout.startswith("echo(")  # stdout stays the protocol's
@@ -130,6 +135,7 @@ def test_trace_serve_demo_traces_the_server_side_on_stdio():
     assert [m["method"] for m in received].count("tools/list") == 3  # every page
 
 
+@pytest.mark.slow
 def test_trace_serve_demo_traces_the_server_side_over_http():
     command = [sys.executable, "-m", "mcp_ref", "--trace", "serve-demo", "--http", "127.0.0.1:0"]
     server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -151,6 +157,7 @@ def test_trace_serve_demo_traces_the_server_side_over_http():
 # -- --log-level -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_log_level_shows_the_servers_log_messages(era):
     proc = run_cli("call", "--era", era, "--log-level", "warning", TARGET, "log_levels")
@@ -162,6 +169,7 @@ def test_log_level_shows_the_servers_log_messages(era):
     assert quiet.returncode == 0 and "server log" not in quiet.stderr
 
 
+@pytest.mark.slow
 def test_log_level_of_serve_demo_is_the_servers_own_log():
     def refusals(*options: str) -> list[str]:
         command = [sys.executable, "-m", "mcp_ref", *options, "serve-demo"]
@@ -180,6 +188,7 @@ def test_log_level_of_serve_demo_is_the_servers_own_log():
 # -- install ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_install_prints_and_writes_claude_desktops_configuration(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "server.py").write_text("from mcp_ref.workbench.demo import main\nmain()\n")
@@ -219,6 +228,7 @@ def test_install_prints_and_writes_claude_desktops_configuration(tmp_path, monke
     assert url.returncode == 1 and "launches servers on stdio" in one_error_line(url)
 
 
+@pytest.mark.slow
 def test_install_escapes_control_and_bidi_characters_and_refuses_a_server_name_with_them(tmp_path):
     """What ``install`` prints, and the file it writes, hold no character a terminal would obey
     (C1 CSI U+009B, the bidi override U+202E ...): JSON escapes them (the same JSON); a server
@@ -245,6 +255,7 @@ def test_install_escapes_control_and_bidi_characters_and_refuses_a_server_name_w
     assert "\\x9b" in written.stderr and "\\u202e" in written.stderr  # the name, shown escaped
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="file modes and umask are POSIX")
 def test_install_creates_a_configuration_holding_secrets_readable_by_its_owner_only(tmp_path):
     """A new file (and the backup of one) is 0600 under the usual umask 022; one that exists keeps
@@ -272,6 +283,7 @@ def test_install_creates_a_configuration_holding_secrets_readable_by_its_owner_o
     assert list(json.loads(config.read_text())["mcpServers"]) == ["first", "second", "third"]
 
 
+@pytest.mark.slow
 def test_install_finds_the_configuration_where_each_system_keeps_it():
     from mcp_ref.workbench.install import config_path
 
@@ -290,6 +302,7 @@ def _defined(path: Path) -> set[str]:
     return {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
 
 
+@pytest.mark.slow
 def test_the_demo_prints_in_order_points_at_its_code_and_notes_its_sections(tmp_path):
     diagram = tmp_path / "demo.md"
     # stdout and stderr into one pipe, as `mcp-ref demo 2>&1 | less` reads it

@@ -18,7 +18,8 @@ from http_fixtures import serve  # noqa: F401 - fixture
 
 from mcp_ref import LimitExceeded, ServerRequest
 from mcp_ref.client import RequestRefused
-from mcp_ref.core.types import CreateMessageResult, ElicitResult, TextContent
+from mcp_ref.core.sampling_and_elicitation import CreateMessageResult, ElicitResult
+from mcp_ref.core.types import TextContent
 
 APPROVAL = InMemory("approval_server")
 TASKS = InMemory("tasks_server")
@@ -99,6 +100,7 @@ class Recorder:
 # -- the hook sees every request ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, era", KINDS_AND_ERAS)
 def test_the_hook_sees_each_request_with_its_params(kind, era, client, handlers):
     def approve(request: ServerRequest):
@@ -122,6 +124,7 @@ def test_the_hook_sees_each_request_with_its_params(kind, era, client, handlers)
     assert [p.max_tokens for p in handlers.sampled] == [32]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, era", KINDS_AND_ERAS)
 def test_refusals_are_answered_as_the_spec_says(kind, era, client, handlers, wire):
     hook = Recorder(lambda request: False)
@@ -156,6 +159,7 @@ def test_refusals_are_answered_as_the_spec_says(kind, era, client, handlers, wir
 # -- editing a request ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, era", [("http", "handshake"), ("stdio", "modern")])
 def test_an_edited_sampling_request_is_what_the_handler_answers(kind, era, client, handlers):
     edited = [{"role": "user", "content": {"type": "text", "text": "a gentler question"}}]
@@ -167,6 +171,7 @@ def test_an_edited_sampling_request_is_what_the_handler_answers(kind, era, clien
     assert hook.seen[0].params["messages"][0]["content"]["text"] == "an unkind question"  # what the server asked
 
 
+@pytest.mark.slow
 def test_a_hook_may_return_new_params_and_take_the_context(client, handlers):
     seen_contexts = []
 
@@ -182,6 +187,7 @@ def test_a_hook_may_return_new_params_and_take_the_context(client, handlers):
     assert seen_contexts[0].method == ELICITATION and not seen_contexts[0].is_cancelled
 
 
+@pytest.mark.slow
 def test_edited_params_still_pass_the_handlers_checks(client, handlers):
     c = client("stdio", "handshake", approve=lambda request: request.replace(messages="not a list"))
     answer = tool(c, "sample", text="hi")
@@ -189,6 +195,7 @@ def test_edited_params_still_pass_the_handlers_checks(client, handlers):
     assert handlers.sampled == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verdict", [
     pytest.param(lambda request: None, id="None"),
     pytest.param(lambda request: "yes", id="a string"),
@@ -204,6 +211,7 @@ def test_a_hook_answering_anything_else_refuses(verdict, client, caplog):
 # -- a hook that raises ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, era", [("stdio", "handshake"), ("http", "modern")])
 def test_a_hook_that_raises_refuses_without_leaking(kind, era, client, handlers, wire, caplog):
     def explode(request):
@@ -229,6 +237,7 @@ def test_a_hook_that_raises_refuses_without_leaking(kind, era, client, handlers,
 # -- a task's asks --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_hook_sees_a_tasks_input_requests(client, handlers):
     hook = Recorder(lambda request: False)
     c = client("stdio", "modern", server=TASKS, approve=hook)
@@ -255,6 +264,7 @@ class FakeClock:
         return self.now
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, era", KINDS_AND_ERAS)
 def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(kind, era, client, caplog):
     hook = Recorder()
@@ -289,6 +299,7 @@ def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(ki
     assert len(warnings) == 10 and all(ROOTS in w and "3/60s" in w for w in warnings)
 
 
+@pytest.mark.slow
 def test_the_limit_is_logged_with_the_method_and_limit_never_the_params(client, handlers, caplog):
     c = client("stdio", "handshake", server_request_limit="1/minute")
     c.server_request_limiter.clock = FakeClock()
@@ -313,6 +324,7 @@ def test_the_three_methods_share_one_bucket(client):
     assert caught.value.code == -32005 and caught.value.retry_after == 30.0
 
 
+@pytest.mark.slow
 def test_bad_options_are_refused_before_connecting():
     import sys
 
@@ -327,6 +339,7 @@ def test_bad_options_are_refused_before_connecting():
         Client.stdio(command, approve=True, stderr="discard", timeout=WAIT)
 
 
+@pytest.mark.slow
 def test_a_task_whose_input_is_refused_is_cancelled_not_left_waiting(client, handlers):
     hook = Recorder(lambda request: True)
     c = client("stdio", "modern", server=TASKS, approve=hook, server_request_limit="1/minute")

@@ -15,20 +15,15 @@ from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client
-from mcp_ref.core.types import (
-    CallToolResult,
+from mcp_ref.core.feature_types import GetPromptResult, LogMessage, ReadResourceResult, Root
+from mcp_ref.core.sampling_and_elicitation import (
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
-    GetPromptResult,
-    LogMessage,
-    ReadResourceResult,
-    Root,
     SamplingMessage,
-    TextContent,
-    Tool,
 )
+from mcp_ref.core.types import CallToolResult, TextContent, Tool
 
 
 @pytest.fixture

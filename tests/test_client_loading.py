@@ -55,6 +55,7 @@ def loaded(tmp_path, body: str) -> set[str]:
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use(tmp_path):
     modules = loaded(tmp_path, """
         with Client.stdio(command, era="handshake") as client:
@@ -65,6 +66,7 @@ def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use
     assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
 
 
+@pytest.mark.slow
 def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_not_use(tmp_path):
     modules = loaded(tmp_path, """
         with Client.stdio(command) as client:
@@ -75,6 +77,7 @@ def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_no
     assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_what_the_caller_asks_for_is_loaded_when_it_asks(tmp_path, era):
     modules = loaded(tmp_path, f"""

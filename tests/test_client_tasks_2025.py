@@ -409,6 +409,7 @@ def test_the_poll_interval_is_respected_and_clamped(scripted):
 # -- cancelling (§Task Cancellation) ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cancel_sends_tasks_cancel_and_wakes_the_follower(scripted):
     receiver, client = scripted()
     Script(receiver, ["working"], poll=5000)
@@ -484,6 +485,7 @@ def test_list_tasks_needs_the_tasks_list_capability(scripted):
     assert receiver.sent("tasks/list") == []
 
 
+@pytest.mark.slow
 def test_a_client_of_a_server_without_tasks_never_loads_the_module(tmp_path):
     """A plain handshake-era client calling a plain server reads nothing of this feature."""
     server = tmp_path / "server.py"
@@ -527,6 +529,7 @@ def answer_elicitation(params):
     return {"action": "accept", "content": {"confirm": True}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["memory", "stdio", "http"])
 def test_mcp_ref_client_and_server_at_2025_11_25(kind, wire, serve):
     asked: list = []

@@ -274,6 +274,7 @@ def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_sess
 # -- class 4: the stream of a POST whose client has gone --------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resuming_get(serve, raw_session, caplog):
     from mcp_ref.transports.http_server import MemoryEventStore
 
@@ -347,6 +348,7 @@ def next_line(lines: queue.Queue, tag: str, starts: str) -> str:
             return line
 
 
+@pytest.mark.slow
 def test_the_cap_is_fitted_to_the_open_file_limit():
     from mcp_ref.workbench.connection_limits import FD_RESERVE
 
@@ -366,6 +368,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_out_of_file_descriptors_the_accept_loop_pauses_and_serves_when_they_return():
     proc, lines = start_fd_server(256)

@@ -288,6 +288,7 @@ server.run()
 '''
 
 
+@pytest.mark.slow
 def test_run_stdio_enters_the_lifespan_at_start_and_exits_it_at_the_end(tmp_path):
     import sys
 
@@ -354,6 +355,7 @@ server.run(transport="http", stateless=True)  # stateless with no secret: mcp_re
 '''
 
 
+@pytest.mark.slow
 def test_run_takes_host_port_and_log_level_from_the_environment(tmp_path):
     import os
     import re

@@ -348,6 +348,7 @@ ACCEPTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool, arguments, says", REFUSED, ids=[f"{t}-{a}" for t, a, _ in REFUSED])
 def test_a_value_its_annotation_refuses_never_reaches_the_tool(calls, tool, arguments, says):
     client, ran = calls
@@ -485,6 +486,7 @@ def test_a_prompt_or_template_variable_its_annotation_refuses_is_invalid_params(
         )
 
 
+@pytest.mark.slow
 def test_annotated_types_constraints_are_enforced_without_loading_pydantic(tmp_path):
     script = tmp_path / "server.py"
     script.write_text(

@@ -161,6 +161,7 @@ server.run()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 def test_over_stdio_the_message_travels_and_the_traceback_stays_on_stderr(tmp_path, era):
     script = tmp_path / "server.py"

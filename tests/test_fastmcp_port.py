@@ -44,6 +44,7 @@ def test_only_the_import_line_differs():
     assert PORT.read_text().rstrip().endswith('if __name__ == "__main__":\n    mcp.run()')  # run() as in FastMCP
 
 
+@pytest.mark.slow
 def test_the_simple_tools_answer_as_under_fastmcp(port):
     client, _, _ = port
     assert client.call_tool("add", {"a": 2, "b": 3}).structured_content == {"result": 5}
@@ -54,6 +55,7 @@ def test_the_simple_tools_answer_as_under_fastmcp(port):
     assert tools["add"].input_schema["properties"] == {"a": {"type": "integer"}, "b": {"type": "integer"}}
 
 
+@pytest.mark.slow
 def test_a_pydantic_model_in_and_a_receipt_with_rich_types_out(port):
     client, _, _ = port
     order = {"item": "tea", "quantity": 3, "ship_to": {"street": "1 Rue", "city": "Paris", "postcode": "75001"}}
@@ -70,6 +72,7 @@ def test_a_pydantic_model_in_and_a_receipt_with_rich_types_out(port):
     assert client.call_tool("place_order", {"order": bad, "unit_price": "1"}).is_error  # 2025-11-25 and later
 
 
+@pytest.mark.slow
 def test_field_descriptions_and_literals_reach_the_schema(port):
     client, _, _ = port
     schema = next(t for t in client.list_tools() if t.name == "get_weather").input_schema
@@ -79,6 +82,7 @@ def test_field_descriptions_and_literals_reach_the_schema(port):
     assert result.structured_content == {"city": "Oslo", "temperature": 72.5, "unit": "fahrenheit"}
 
 
+@pytest.mark.slow
 def test_an_async_tool_logs_and_reports_progress_with_await(port):
     client, logs, logged = port
     progress: list = []
@@ -90,6 +94,7 @@ def test_an_async_tool_logs_and_reports_progress_with_await(port):
     assert any(m.level == "info" and m.data == "Starting: brew" for m in logs)
 
 
+@pytest.mark.slow
 def test_an_async_tool_reads_a_resource_and_samples_the_client(port):
     client, _, _ = port
     result = client.call_tool("process_data", {"uri": "config://version"})
@@ -97,6 +102,7 @@ def test_an_async_tool_reads_a_resource_and_samples_the_client(port):
     assert result.content[0].text == "summary of 16 characters"  # "Summarize: 2.0.1"
 
 
+@pytest.mark.slow
 def test_resources_a_typed_template_and_a_prompt(port):
     client, _, _ = port
     assert client.read_resource("config://version").contents[0].text == "2.0.1"

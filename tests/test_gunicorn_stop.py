@@ -29,6 +29,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None,
 GRACEFUL_TIMEOUT = 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGQUIT], ids=["graceful", "quick"])
 def test_a_stopped_worker_ends_its_listen_and_get_streams_at_once(stop_signal):
     port = free_port()
@@ -74,6 +75,7 @@ def wait_for_every(errors: LineReader, patterns: list[str]) -> None:
         left = [pattern for pattern in left if not re.search(pattern, found.string)]
 
 
+@pytest.mark.slow
 def test_workers_retired_by_ttou_close_their_app_and_exit_at_once():
     """gunicorn repeats SIGTERM to a retiring worker, microseconds apart: the stop hook is
     entered again while it runs.  It used to deadlock the worker's main thread (a second

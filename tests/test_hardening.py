@@ -38,6 +38,7 @@ def rss_kib(pid: int) -> int:
 # -- class 1: one line never ends the stdio server -------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05"])
 def test_unhashable_ids_and_tokens_in_notifications_are_dropped(raw_peer, version):
     peer = raw_peer()
@@ -49,6 +50,7 @@ def test_unhashable_ids_and_tokens_in_notifications_are_dropped(raw_peer, versio
     ping_answered(peer)  # nothing was answered for the notifications, and the server still serves
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05"])
 @pytest.mark.parametrize("line", [DEEP_ARRAY, DEEP_OBJECT, b'{"a":' * 65 + b"1" + b"}" * 65],
                          ids=["array-100000-deep", "object-100000-deep", "object-65-deep"])
@@ -64,6 +66,7 @@ def test_json_nested_too_deep_is_an_error_and_the_server_goes_on(raw_peer, versi
     ping_answered(peer)
 
 
+@pytest.mark.slow
 def test_nesting_up_to_the_limit_is_served(raw_peer):
     peer = raw_peer()
     peer.initialize()
@@ -74,6 +77,7 @@ def test_nesting_up_to_the_limit_is_served(raw_peer):
     assert peer.recv()["result"]["content"][0]["text"] == "hi"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
 def test_non_json_literals_are_parse_errors(raw_peer, literal):
     peer = raw_peer()
@@ -84,6 +88,7 @@ def test_non_json_literals_are_parse_errors(raw_peer, literal):
     ping_answered(peer)
 
 
+@pytest.mark.slow
 def test_a_hostile_server_cannot_end_the_clients_connection():
     with Client.stdio(HOSTILE, timeout=WAIT, stderr="capture") as client:
         client.ping()  # preceded by every kind of garbage
@@ -94,6 +99,7 @@ def test_a_hostile_server_cannot_end_the_clients_connection():
 # -- class 2: the work for a message is bounded by its size ----------------------------------------
 
 
+@pytest.mark.slow
 def test_a_huge_batch_is_refused_before_its_items_are_built(raw_peer):
     peer = raw_peer()
     peer.initialize("2024-11-05")  # a revision with batches
@@ -107,6 +113,7 @@ def test_a_huge_batch_is_refused_before_its_items_are_built(raw_peer):
     ping_answered(peer)
 
 
+@pytest.mark.slow
 def test_a_batch_where_the_revision_has_none_is_refused_unparsed(raw_peer):
     peer = raw_peer()
     peer.initialize("2025-11-25")
@@ -117,6 +124,7 @@ def test_a_batch_where_the_revision_has_none_is_refused_unparsed(raw_peer):
     ping_answered(peer)
 
 
+@pytest.mark.slow
 def test_a_batch_at_the_limit_is_served(raw_peer):
     peer = raw_peer()
     peer.initialize("2025-03-26")
@@ -387,6 +395,7 @@ def thread_count(pid: int) -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("Threads:"))
 
 
+@pytest.mark.slow
 def test_a_flood_of_requests_is_refused_past_the_limit_not_queued_without_bound(raw_peer):
     from mcp_ref.core.errors import SERVER_BUSY
     from mcp_ref.core.session import DEFAULT_MAX_INCOMING
@@ -439,6 +448,7 @@ def test_a_client_sees_server_busy_as_its_own_class():
         assert client.call_tool("hold").content[0].text == "released"
 
 
+@pytest.mark.slow
 def test_http_sessions_share_one_handler_pool(serve, raw_session):
     srv = serve(inline_handlers=False)
     sessions = [raw_session(srv.mcp) for _ in range(20)]
@@ -455,6 +465,7 @@ def test_http_sessions_share_one_handler_pool(serve, raw_session):
 # -- class 6: one client cannot lock the others out ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_flood_of_bare_initializes_cannot_lock_out_a_real_client(serve, raw_session):
     import requests
     from http_fixtures import init_params
@@ -495,6 +506,7 @@ def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serv
     assert stale not in srv.app.sessions and len(srv.app.sessions) == 1
 
 
+@pytest.mark.slow
 def test_requests_cancelled_while_queued_are_bounded_too(raw_peer):
     """A request cancelled before a thread took it leaves the table at once, but its queued job stays
     until a thread is free: those are bounded by max_incoming as well, not queued without end."""

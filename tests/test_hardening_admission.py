@@ -242,6 +242,7 @@ def httpx_module():
     return httpx
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["streamable", "legacy"])
 def test_an_async_httpx_client_reads_the_413(serve, legacy_raw, kind):
     """The issue's interop fault: an httpx ``AsyncClient`` saw ``ReadError('')`` instead of the 413."""

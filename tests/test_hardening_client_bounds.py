@@ -289,6 +289,7 @@ def test_bodies_nobody_needs_are_not_read_to_their_end(hostile, connect, case):
 # -- the work for an event is linear in its size ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_event_of_many_short_data_lines_is_parsed_in_linear_time(hostile, connect):
     # One event of 1.3 MB: 150,000 lines ``data: 0,`` (JSON allows a newline between tokens).
     # sseclient-py's reader took 8 to 11 s for it (a quadratic concatenation); ours takes a
@@ -415,6 +416,7 @@ def test_endless_new_cursors_stop_at_max_pages(hostile, connect):
     still_serves(client)
 
 
+@pytest.mark.slow
 def test_the_default_page_bound(hostile, connect):
     asked = count()
     hostile.hostile.posts["prompts/list"] = lambda m: (
@@ -715,6 +717,7 @@ def test_a_chunk_size_line_that_never_ends_fails_the_request_at_once(raw_http):
     still_serves(client)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [100, 64 * 1024 * 1024])
 def test_a_gzip_encoded_sse_answer_is_decoded_and_bounded(raw_http, size):
     """A server may compress its SSE answer (requests asks for gzip): the client reads it decoded

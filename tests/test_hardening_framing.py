@@ -120,6 +120,7 @@ def sent_by_requests_session(methods: list) -> None:
 # -- item 9: framing that lies ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie", list(LIES))
 def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, lie):
     """``call_tool(timeout=2)`` returns with RequestTimeout (the removed thin path never returned),
@@ -132,6 +133,7 @@ def test_a_lying_answer_ends_the_call_at_its_timeout(raw, sent_by_requests, lie)
     still_serves(client)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lie", list(LIES))
 def test_a_lying_answer_nobody_waits_for_is_dropped_at_the_requests_timeout(raw, lie):
     """Every read of an answer is bounded by its request's timeout, not only by a caller waiting:

@@ -375,6 +375,7 @@ def test_the_fallback_to_http_sse_checks_the_endpoint_too(stop_after):
 # -- the command: --header goes through the same client ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_command_refuses_a_redirect_with_its_header(stop_after, tmp_path):
     """``mcp-ref tools URL --header 'Authorization: ...'``: the command uses Client.http, so its header
     never reaches B; it exits with an error naming both origins."""

@@ -157,6 +157,7 @@ def failure_sections(output: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
+@pytest.mark.slow
 def test_a_failing_test_shows_the_stderr_of_the_servers_it_started(tmp_path):
     (tmp_path / "test_generated.py").write_text(GENERATED)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}

@@ -135,6 +135,7 @@ def error_code(answer: dict) -> int:
 # -- the capability --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_tasks_capability_names_the_requests_the_client_has_handlers_for(peer, wire):
     client, _ = peer(tasks=True, elicitation_handler=lambda p: ACCEPTED, sampling_handler=lambda p: SAMPLED)
     # 2025-11-25 §Client Capabilities; "The set of capabilities in capabilities.tasks.requests is exhaustive".

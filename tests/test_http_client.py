@@ -378,6 +378,7 @@ def test_client_resumes_the_standalone_stream(serve, handshake_http_client):
 # -- concurrency -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_many_concurrent_sessions(serve):
     srv = serve()
     from conftest import WireChecker
@@ -396,6 +397,7 @@ def test_many_concurrent_sessions(serve):
     assert srv.app.sessions == {}  # every client DELETEd its session
 
 
+@pytest.mark.slow
 def test_eight_threads_on_one_client(serve, handshake_http_client):
     srv = serve()
     client = handshake_http_client(srv.mcp)
@@ -591,6 +593,7 @@ def imported_modules(path) -> set[str]:
     return names
 
 
+@pytest.mark.slow
 def test_no_module_of_the_client_speaks_http_below_requests():
     """Issue 33 item 3: one HTTP client stack.  No module opens sockets or HTTP connections of its
     own for the client (the thin path over http.client, with its TLS set-up, is gone)."""

@@ -131,6 +131,7 @@ def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[su
 # -- gunicorn ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_demo_under_gunicorn_two_workers_stateless(era):
@@ -200,6 +201,7 @@ def test_demo_under_gunicorn_two_workers_stateless(era):
         assert "Traceback" not in "".join(errors.all), "".join(errors.all)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
 def test_pagination_across_three_gunicorn_workers_with_a_shared_secret():
     """Issue 7 class 9: a cursor minted by one worker is accepted by every other (MCP_REF_SECRET)."""
@@ -266,6 +268,7 @@ def test_stateless_requests_need_no_state_from_another_instance():
 # -- mounted under a prefix next to a Flask app --------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("flask") is None, reason="flask is not installed (pip install flask; in the test extra)")
 def test_mounted_under_a_prefix_next_to_flask():
     from flask import Flask
@@ -395,6 +398,7 @@ def test_cli_url_that_is_not_mcp_exits_4(serve):
     assert "404" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
 def test_serve_demo_http(stateless):
     command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", "127.0.0.1:0"] + (["--stateless"] if stateless else [])
@@ -426,6 +430,7 @@ def test_serve_demo_http(stateless):
 # -- ASGI: FastAPI / Starlette under uvicorn, through a2wsgi ----------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("a2wsgi", "uvicorn", "starlette")),
                     reason="the ASGI recipe needs a2wsgi, uvicorn and starlette (in the test extra)")
 def test_the_asgi_recipe_serves_and_streams():

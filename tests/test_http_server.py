@@ -740,6 +740,7 @@ def test_keep_alive_and_no_nagle_stall(serve, raw_session):
     assert statistics.median(times) < 0.02, times
 
 
+@pytest.mark.slow
 def test_concurrent_raw_sessions(serve):
     srv = serve()
 

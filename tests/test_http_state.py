@@ -743,7 +743,7 @@ class Refuse(Middleware):
 def test_a_middleware_in_the_chain_sees_each_request_and_refuses_with_the_tables_status(serve, raw_session):
     srv = serve()
     mine = Refuse()
-    assert [type(m).__name__ for m in srv.app.middleware] == ["Admission"]  # no auth: no auth middleware
+    assert [type(m).__name__ for m in srv.app.middleware] == ["Admission"]  # no auth; the demo's rate limits
     srv.app.middleware.insert(0, mine)
     assert requests.get(srv.url + "/hello", timeout=TIMEOUT).text == "hello"
     session = raw_session(srv.mcp)

@@ -1,5 +1,7 @@
 """The layers (issue 21): what may import what, no import loop even counting ``if TYPE_CHECKING:``
-imports, no module over 700 lines, and a plain server or client that loads no extra.
+imports, no module over ``MAX_MODULE_TOKENS`` code tokens, and a plain server or client that loads
+no extra and little code (issue 33, "Done when").  The budgets count code tokens
+(``test_architecture.code_tokens``), not lines: ``ruff format`` changes the lines, not the tokens.
 
     core  <  server, client  <  transports  <  extras, auth  <  workbench  <  mcp_ref (the package)
 
@@ -13,17 +15,21 @@ import each other.  Each checker also runs on a small package with the defect, s
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from test_architecture import PACKAGE, cycles, module_name, modules
+from test_architecture import PACKAGE, code_tokens, cycles, extension_mentions, modules, syntax_tree
 
 LAYERS = {"core": 0, "schemas": 0, "server": 1, "client": 1, "transports": 2, "extras": 3, "auth": 3, "workbench": 4}
 ROLES = {"server", "client"}
-MAX_LINES = 700
+#: The cap on one module's code tokens: the largest module had 4,449 (workbench/demo_auth_server.py,
+#: issue 33's review; the next, server/registry.py, 4,434), with a little room.  A module that
+#: grows past it holds more than one idea: split it.
+MAX_MODULE_TOKENS = 4_600
 
 
 def layer_of(module: str) -> tuple[str, int]:
@@ -42,7 +48,7 @@ def imports_of(root: Path) -> list[tuple[str, str, bool]]:
     edges = []
     for name, path in known.items():
         is_package = path.name == "__init__.py"
-        tree = ast.parse(path.read_text())
+        tree = syntax_tree(path)
         functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         inside = {id(n) for f in functions for n in ast.walk(f) if n is not f}
         for node in ast.walk(tree):
@@ -90,19 +96,27 @@ def full_graph(root: Path) -> dict[str, set[str]]:
 # -- the package --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_module_imports_only_its_own_layer_or_lower_ones():
     assert layer_violations(PACKAGE) == []
 
 
+@pytest.mark.slow
 def test_no_import_loop_even_counting_type_checking_imports():
     graph = full_graph(PACKAGE)
     assert "mcp_ref.core.session" in graph["mcp_ref.server.connection"]  # the graph is really built
     assert cycles(graph) == []
 
 
-def test_no_module_is_over_700_lines():
-    sizes = {module_name(PACKAGE, p): sum(1 for _ in p.open()) for p in PACKAGE.rglob("*.py")}
-    assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+def modules_over(root: Path, cap: int) -> dict[str, int]:
+    """The modules of the package at ``root`` with more than ``cap`` code tokens, and their counts."""
+    sizes = {name: code_tokens(path.read_text()) for name, path in modules(root).items()}
+    return {name: n for name, n in sizes.items() if n > cap}
+
+
+@pytest.mark.slow
+def test_no_module_is_over_the_token_cap():
+    assert modules_over(PACKAGE, MAX_MODULE_TOKENS) == {}
 
 
 PLAIN_SERVER = """
@@ -118,38 +132,66 @@ def add(a: int, b: int) -> int:
 server.run_stdio()
 """
 
-PLAIN_CLIENT = """
+#: What a plain run reports at exit: every mcp_ref module it loaded, and the module's file.
+LOADED = """
 import atexit, json, sys
-from mcp_ref import Client
-
-def report():
+def loaded():
     names = sorted(m for m in sys.modules if m == "mcp_ref" or m.startswith("mcp_ref."))
-    lines = sum(sum(1 for _ in open(sys.modules[m].__file__)) for m in names)
-    print(json.dumps({"modules": names, "lines": lines}))
+    return {name: sys.modules[name].__file__ for name in names}
+"""
 
-atexit.register(report)
+PLAIN_CLIENT = LOADED + """
+from mcp_ref import Client
+atexit.register(lambda: print(json.dumps(loaded())))
 for era in ("handshake", "modern"):
     with Client.stdio([sys.executable, sys.argv[1], sys.argv[2] + "-" + era], era=era) as client:
         assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
 """
 
-SERVER_REPORT = """
-import atexit, json, sys
+SERVER_REPORT = LOADED + """
 def report():
-    names = sorted(m for m in sys.modules if m == "mcp_ref" or m.startswith("mcp_ref."))
-    lines = sum(sum(1 for _ in open(sys.modules[m].__file__)) for m in names)
     with open(sys.argv[1], "w") as out:
-        json.dump({"modules": names, "lines": lines}, out)
+        json.dump(loaded(), out)
 atexit.register(report)
 """
 
 #: What neither a plain server nor a plain client may load: the extras, auth, HTTP, the workbench.
 NOT_PLAIN = ("mcp_ref.extras.", "mcp_ref.auth", "mcp_ref.workbench", "mcp_ref.transports.http", "mcp_ref.transports.sse")
 
+#: The plain path's budget (issue 33, "Done when"): what a plain stdio server and a plain stdio
+#: client, asked one tools/call in each era, load together.  These are the figures measured on
+#: the tree of issue 33's second round, rounded up a little; the lead lowers them as the work lands.
+#: The issue's targets: 16 modules, 26,000 code tokens, 30 extension mentions in 2 modules.
+PLAIN_MAX_MODULES = 30  # target 16
+PLAIN_MAX_TOKENS = 39_000  # target 26_000
+PLAIN_MAX_MENTIONS = 280  # target 30
+PLAIN_MAX_MENTIONING_MODULES = 12  # target 2
+
+
+def over_budget(loaded: dict[str, str], max_modules: int, max_tokens: int, max_mentions: int,
+                max_mentioning_modules: int) -> list[str]:
+    """What ``loaded`` (module name -> file) spends beyond each budget: modules, code tokens,
+    extension mentions (``test_architecture.extension_mentions``) and modules that mention one."""
+    texts = {name: Path(file).read_text() for name, file in loaded.items()}
+    tokens = sum(code_tokens(text) for text in texts.values())
+    mentions = {name: extension_mentions(text) for name, text in texts.items()}
+    mentioning = {name: n for name, n in sorted(mentions.items()) if n}
+    problems = []
+    if len(loaded) > max_modules:
+        problems.append(f"{len(loaded)} modules > {max_modules}: {sorted(loaded)}")
+    if tokens > max_tokens:
+        problems.append(f"{tokens} code tokens > {max_tokens}")
+    if sum(mentions.values()) > max_mentions:
+        problems.append(f"{sum(mentions.values())} extension mentions > {max_mentions}: {mentioning}")
+    if len(mentioning) > max_mentioning_modules:
+        problems.append(f"{len(mentioning)} mentioning modules > {max_mentioning_modules}: {mentioning}")
+    return problems
+
 
 @pytest.fixture(scope="module")
 def plain_runs(tmp_path_factory):
-    """One plain stdio client calling one tool of a plain stdio server in each era; what each loaded."""
+    """One plain stdio client calling one tool of a plain stdio server in each era: the modules each
+    side loaded (name -> file), as ``client``, ``server-handshake`` and ``server-modern``."""
     tmp = tmp_path_factory.mktemp("plain")
     server = tmp / "server.py"
     server.write_text(SERVER_REPORT + PLAIN_SERVER)
@@ -158,21 +200,30 @@ def plain_runs(tmp_path_factory):
     done = subprocess.run([sys.executable, str(client), str(server), str(tmp / "server")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    import json
-
     runs = {"client": json.loads(done.stdout.strip().splitlines()[-1])}
     for era in ("handshake", "modern"):
         runs[f"server-{era}"] = json.loads((tmp / f"server-{era}").read_text())
     return runs
 
 
-@pytest.mark.parametrize("run, max_modules, max_lines", [("server-handshake", 24, 6500), ("server-modern", 24, 6500),
-                                                         ("client", 20, 4500)])
-def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(plain_runs, run, max_modules, max_lines):
+@pytest.mark.slow
+@pytest.mark.parametrize("run, max_modules, max_tokens", [("server-handshake", 25, 32_000),
+                                                          ("server-modern", 25, 32_000),
+                                                          ("client", 20, 20_500)])
+def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(plain_runs, run, max_modules, max_tokens):
+    """Each side alone (today: the server 24 modules, 31,348 code tokens; the client 17, 19,856)."""
     loaded = plain_runs[run]
-    assert [m for m in loaded["modules"] if m.startswith(NOT_PLAIN)] == []
-    assert len(loaded["modules"]) <= max_modules, loaded["modules"]
-    assert loaded["lines"] <= max_lines
+    assert [m for m in loaded if m.startswith(NOT_PLAIN)] == []
+    assert over_budget(loaded, max_modules, max_tokens, PLAIN_MAX_MENTIONS, PLAIN_MAX_MENTIONING_MODULES) == []
+
+
+@pytest.mark.slow
+def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
+    """Issue 33's measure of the protocol readable alone (today: 29 modules, 38,555 code tokens,
+    268 extension mentions in 12 modules)."""
+    together = {name: file for loaded in plain_runs.values() for name, file in loaded.items()}
+    assert over_budget(together, PLAIN_MAX_MODULES, PLAIN_MAX_TOKENS, PLAIN_MAX_MENTIONS,
+                       PLAIN_MAX_MENTIONING_MODULES) == []
 
 
 # -- the checkers can fail ----------------------------------------------------------------------
@@ -216,3 +267,36 @@ def test_a_loop_through_a_type_checking_import_is_found(tmp_path):
         "server/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\n",
     })
     assert cycles(full_graph(root)) == [["pkg.server.a", "pkg.server.b", "pkg.server.a"]]
+
+
+def test_a_module_over_the_token_cap_is_found_whatever_its_layout(tmp_path):
+    root = write_package(tmp_path, {
+        "__init__.py": "",
+        "small.py": "x = 1\n",  # 3 code tokens
+        "long.py": "# a comment is no code\n" * 50 + '"""Nor a docstring."""\n' + "x = (\n    1\n)\n",  # 5
+    })
+    assert modules_over(root, 4) == {"pkg.long": 5}
+    assert modules_over(root, 5) == {}
+
+
+def test_a_plain_path_over_each_budget_is_found(tmp_path):
+    root = write_package(tmp_path, {
+        "__init__.py": "",
+        "session.py": "def read(line):\n    return line\n",  # no extension named
+        "registry.py": (
+            "import importlib\n"
+            "from .extras.policy import Policy\n"  # policy, Policy: 2
+            "def run(task_store, business):\n"  # task_store: 1 (business is no bus)
+            "    return importlib.import_module('mcp_ref.extras.ratelimit'), RedisBus, _bus\n"  # 3
+            "PLAIN = 'policy and tasks'\n"  # a string, not an import target: 0
+        ),
+    })
+    loaded = {name: str(path) for name, path in modules(root).items()}
+    assert extension_mentions((root / "registry.py").read_text()) == 6
+    assert over_budget(loaded, 3, 37, 6, 1) == []
+    assert over_budget(loaded, 2, 36, 5, 0) == [
+        "3 modules > 2: ['pkg', 'pkg.registry', 'pkg.session']",
+        "37 code tokens > 36",
+        "6 extension mentions > 5: {'pkg.registry': 6}",
+        "1 mentioning modules > 0: {'pkg.registry': 6}",
+    ]

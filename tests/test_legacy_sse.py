@@ -240,6 +240,7 @@ def test_closing_an_sse_client_is_prompt(serve):
     assert elapsed < 1.0, f"close() took {elapsed:.1f} s"
 
 
+@pytest.mark.slow
 def test_a_slow_reader_never_loses_an_answer_in_silence(serve, legacy_raw, caplog):
     """Issue 7 class 5: with a client that stops reading, the server refuses new POSTs (503) once
     the stream is full, and if an answer already on its way has no room, it ends the session with

@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, handshake_era, schema_errors
 
-from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersion
+from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersionError
 from mcp_ref.core.errors import INVALID_REQUEST, METHOD_NOT_FOUND
 from mcp_ref.transports.stdio import SubprocessTransport
 
@@ -64,6 +64,7 @@ def test_client_gets_the_version_it_asks_for(connect, wire, version):
     client.ping()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_raw_initialize_at_each_version(raw_peer, version):
     peer = raw_peer()
@@ -72,6 +73,7 @@ def test_raw_initialize_at_each_version(raw_peer, version):
     assert schema_errors(version, "InitializeResult", reply["result"]) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("asked", ["1999-01-01", "2099-12-31", "latest", ""])
 def test_unknown_version_gets_the_servers_latest(raw_peer, asked):
     peer = raw_peer()
@@ -82,6 +84,7 @@ def test_unknown_version_gets_the_servers_latest(raw_peer, asked):
     assert "tools" in request(peer, 2, "tools/list")["result"]  # the connection works at that version
 
 
+@pytest.mark.slow
 def test_initialize_without_a_string_version_is_invalid_params(raw_peer):
     peer = raw_peer()
     reply = request(peer, 1, "initialize", {"protocolVersion": 20250618, "capabilities": {},
@@ -93,7 +96,7 @@ def test_initialize_without_a_string_version_is_invalid_params(raw_peer):
 
 def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
     transport = SubprocessTransport(BAD_VERSION_SERVER, stderr="capture", shutdown_timeout=WAIT)
-    with pytest.raises(UnsupportedProtocolVersion, match="1999-01-01"):
+    with pytest.raises(UnsupportedProtocolVersionError, match="1999-01-01"):
         Client(transport, trace=wire, timeout=WAIT, era="handshake")
     # The client closed the server's stdin and waited: the script exits with 3 only on end of input.
     assert transport.returncode == 3
@@ -103,6 +106,7 @@ def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
 # -- before and after initialize -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_requests_before_initialize_are_refused_but_ping_is_answered(raw_peer):
     peer = raw_peer()
     check_error(LATEST, request(peer, 1, "tools/list"), INVALID_REQUEST)
@@ -113,6 +117,7 @@ def test_requests_before_initialize_are_refused_but_ping_is_answered(raw_peer):
     assert request(peer, 5, "tools/list")["result"]["tools"]
 
 
+@pytest.mark.slow
 def test_a_second_initialize_is_refused(raw_peer):
     peer = raw_peer()
     assert peer.initialize("2025-03-26")["result"]["protocolVersion"] == "2025-03-26"
@@ -129,6 +134,7 @@ def test_instructions_are_passed_through(connect, wire):
     assert wire.received()[0]["result"]["instructions"] == DEMO_INSTRUCTIONS
 
 
+@pytest.mark.slow
 def test_no_instructions_when_the_server_has_none(connect, wire):
     client = connect(LIFECYCLE_SERVER)
     assert client.instructions is None
@@ -138,6 +144,7 @@ def test_no_instructions_when_the_server_has_none(connect, wire):
 # -- capabilities -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_server_capabilities_follow_what_is_registered(connect):
     client = connect(LIFECYCLE_SERVER)
     assert set(client.server_capabilities) == {"tools", "logging"}
@@ -145,6 +152,7 @@ def test_server_capabilities_follow_what_is_registered(connect):
     assert {"tools", "resources", "prompts", "logging", "completions"} <= set(demo.server_capabilities)
 
 
+@pytest.mark.slow
 def test_server_without_prompts_answers_prompts_methods_with_method_not_found(raw_peer):
     peer = raw_peer(LIFECYCLE_SERVER)
     peer.initialize()
@@ -156,6 +164,7 @@ def test_server_without_prompts_answers_prompts_methods_with_method_not_found(ra
         "titled", "try_sampling", "raw_sampling"]
 
 
+@pytest.mark.slow
 def test_client_does_not_send_what_the_server_did_not_declare(connect, wire):
     client = connect(LIFECYCLE_SERVER)
     written = len(wire.sent())
@@ -174,6 +183,7 @@ def test_client_does_not_send_what_the_server_did_not_declare(connect, wire):
     client.ping()
 
 
+@pytest.mark.slow
 def test_server_refuses_to_sample_from_a_client_without_sampling(connect, wire):
     client = connect(LIFECYCLE_SERVER)
     assert "sampling" not in wire.sent("initialize")[0]["params"]["capabilities"]
@@ -182,6 +192,7 @@ def test_server_refuses_to_sample_from_a_client_without_sampling(connect, wire):
     assert wire.received("sampling/createMessage") == []  # the server sent nothing
 
 
+@pytest.mark.slow
 def test_client_without_sampling_answers_sampling_with_method_not_found(connect, wire):
     client = connect(LIFECYCLE_SERVER)
     assert client.call_tool("raw_sampling").content[0].text == f"error {METHOD_NOT_FOUND}"
@@ -191,6 +202,7 @@ def test_client_without_sampling_answers_sampling_with_method_not_found(connect,
     assert len(answer) == 1 and answer[0]["error"]["code"] == METHOD_NOT_FOUND
 
 
+@pytest.mark.slow
 def test_client_with_sampling_declares_it_and_is_asked(connect, wire):
     client = connect(LIFECYCLE_SERVER, sampling_handler=lambda params: {
         "role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
@@ -217,6 +229,7 @@ def test_structured_content_only_from_2025_06_18(connect, wire, version):
     assert result.content[0].text  # the text form is there at every revision
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_titles_and_output_schemas_only_from_2025_06_18(connect, wire, version):
     client = connect(LIFECYCLE_SERVER, protocol_version=version)
@@ -291,6 +304,7 @@ UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [
     {"protocolVersion": LATEST, "clientInfo": {"name": "raw", "version": "0"}},
     {"protocolVersion": LATEST, "capabilities": {}},
@@ -313,6 +327,7 @@ def test_client_refuses_an_unsupported_protocol_version_before_sending_anything(
     assert record.read_text().splitlines() == ["EOF"]
 
 
+@pytest.mark.slow
 def test_a_cancel_for_initialize_is_ignored(raw_peer):
     peer = raw_peer([*UNTESTED, "slow-init"])
     # The server holds its initialize result until roots/list_changed arrives, so the
@@ -327,6 +342,7 @@ def test_a_cancel_for_initialize_is_ignored(raw_peer):
     assert "tools" in request(peer, 2, "tools/list")["result"]
 
 
+@pytest.mark.slow
 def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
     peer = raw_peer(UNTESTED)
     params = {"protocolVersion": LATEST, "capabilities": {"roots": {"listChanged": True}},

@@ -12,7 +12,7 @@ from conftest import SERVERS, WireChecker, client_pool
 from servers.feature_logging import NUMBERS
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, InvalidParams
-from mcp_ref.core.types import Completion, LogMessage
+from mcp_ref.core.feature_types import Completion, LogMessage
 from mcp_ref.server import LOG_LEVELS
 
 SCRIPT = SERVERS / "feature_logging.py"
@@ -42,6 +42,7 @@ def test_set_level_filters_log_messages(pool, version, level):
     assert [(m.logger, m.data) for m in logs] == [("feature", {"seq": LOG_LEVELS.index(level), "level": level}) for level in expected]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [SUPPORTED_VERSIONS[0], SUPPORTED_VERSIONS[-1]])
 @pytest.mark.parametrize("level", ["verbose", "WARNING", "", None, 3])
 def test_invalid_level_is_invalid_params(raw_peer, version, level):
@@ -138,6 +139,7 @@ def test_no_completion_handler_at_2024_11_05_gives_no_values(bare_pool):
 UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])
 def test_server_without_completions_answers_method_not_found(raw_peer, version):
     # Sent raw: the client refuses to send it (test_server_without_completions_raises_capability_error).
@@ -153,6 +155,7 @@ def test_server_without_completions_answers_method_not_found(raw_peer, version):
     checker.assert_valid()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_completion_context_is_sent_only_from_2025_06_18(pool, version):
     peer = pool.peer(version)
@@ -171,6 +174,7 @@ def test_completion_context_is_sent_only_from_2025_06_18(pool, version):
 NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_log_messages_are_sent_before_notifications_initialized(raw_peer, version):
     # basic/lifecycle: before notifications/initialized the server "SHOULD NOT send requests other
@@ -211,12 +215,14 @@ def emitted(era: str, **options) -> tuple[list, list]:
     return sent, received
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_on_log_gets_info_and_above_by_default_in_both_eras(era):
     sent, received = emitted(era)
     assert sent == received == list(LOG_LEVELS[LOG_LEVELS.index("info"):])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_log_level_chooses_the_default_and_none_asks_nothing(era):
     assert emitted(era, log_level="debug")[0] == list(LOG_LEVELS)
@@ -225,6 +231,7 @@ def test_log_level_chooses_the_default_and_none_asks_nothing(era):
     assert emitted(era, log_level=None)[0] == ([] if era == "modern" else list(LOG_LEVELS))
 
 
+@pytest.mark.slow
 def test_a_bad_default_level_is_refused_at_once():
     from mcp_ref import Client
 
@@ -232,6 +239,7 @@ def test_a_bad_default_level_is_refused_at_once():
         Client.stdio([sys.executable, str(SCRIPT)], era="modern", on_log=print, log_level="verbose")
 
 
+@pytest.mark.slow
 def test_set_level_over_stateless_http_is_refused_with_the_reason(caplog):
     import queue
     import threading

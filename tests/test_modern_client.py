@@ -23,7 +23,7 @@ from mcp_ref import (
     RequestCancelled,
     ResourceNotFound,
     Server,
-    UnsupportedProtocolVersion,
+    UnsupportedProtocolVersionError,
 )
 from mcp_ref.client import modern
 
@@ -42,6 +42,7 @@ def envelopes(wire: WireChecker) -> list[dict]:
 # -- choosing the era -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_dual_era_server_is_spoken_to_in_2026_over_stdio(connect, wire):
     client = connect([sys.executable, str(SERVERS / "modern_server.py")], elicitation_handler=name_answer)
     assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
@@ -97,7 +98,7 @@ def test_unsupported_version_is_retried_with_one_from_the_servers_list(wire):
 
 
 def test_a_modern_server_with_no_common_version_is_refused():
-    with pytest.raises(UnsupportedProtocolVersion, match="2099-01-01"):
+    with pytest.raises(UnsupportedProtocolVersionError, match="2099-01-01"):
         Client.stdio([*SCRIPTED, "modern-only"], timeout=WAIT, stderr="capture")
 
 

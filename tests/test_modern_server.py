@@ -111,6 +111,7 @@ def peer(request, raw_peer, serve):
 # -- discover, the envelope, the result fields ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_discover_names_every_version_the_capabilities_and_the_server(peer):
     result = peer.ask("server/discover", {"_meta": meta()})["result"]
     assert result["supportedVersions"][0] == VERSION and "2025-11-25" in result["supportedVersions"]
@@ -120,6 +121,7 @@ def test_discover_names_every_version_the_capabilities_and_the_server(peer):
     assert (result["resultType"], result["ttlMs"], result["cacheScope"]) == ("complete", 60000, "public")
 
 
+@pytest.mark.slow
 def test_every_result_carries_its_type_and_the_server_and_listings_their_cache_hints(peer):
     for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
         result = peer.ask(method, {"_meta": meta()})["result"]
@@ -129,6 +131,7 @@ def test_every_result_carries_its_type_and_the_server_and_listings_their_cache_h
     assert called["content"][0]["text"] == "hi" and called["resultType"] == "complete" and "ttlMs" not in called
 
 
+@pytest.mark.slow
 def test_a_resource_overrides_the_servers_cache_hints(peer):
     fresh = peer.ask("resources/read", {"uri": "test://fresh", "_meta": meta()})["result"]
     stable = peer.ask("resources/read", {"uri": "test://stable", "_meta": meta()})["result"]
@@ -136,11 +139,13 @@ def test_a_resource_overrides_the_servers_cache_hints(peer):
     assert (stable["ttlMs"], stable["cacheScope"]) == (60000, "public")
 
 
+@pytest.mark.slow
 def test_tools_are_listed_in_the_same_order_every_time(peer):
     names = [[t["name"] for t in peer.ask("tools/list", {"_meta": meta()})["result"]["tools"]] for _ in range(3)]
     assert names[0] == names[1] == names[2] and names[0][0] == "echo"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("broken", [
     {},
     {"io.modelcontextprotocol/clientCapabilities": {}},
@@ -161,6 +166,7 @@ def test_a_malformed_envelope_is_invalid_params_and_the_server_goes_on(peer, bro
     assert peer.ask("tools/list", {"_meta": meta()})["result"]["tools"]
 
 
+@pytest.mark.slow
 def test_an_unsupported_version_lists_the_supported_ones(peer):
     answer = peer.ask("server/discover", {"_meta": {**meta(), "io.modelcontextprotocol/protocolVersion": "1900-01-01"}},
                       **{"MCP-Protocol-Version": "1900-01-01"})
@@ -170,6 +176,7 @@ def test_an_unsupported_version_lists_the_supported_ones(peer):
         assert peer.last_status == 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe",
                                     "resources/unsubscribe", "no/such/method"])
 def test_methods_removed_in_2026_are_not_found(peer, method):
@@ -180,6 +187,7 @@ def test_methods_removed_in_2026_are_not_found(peer, method):
         assert peer.last_status == 404
 
 
+@pytest.mark.slow
 def test_resource_not_found_is_invalid_params_naming_the_uri(peer):
     answer = peer.ask("resources/read", {"uri": "test://missing", "_meta": meta()})
     assert answer["error"]["code"] == -32602 and answer["error"]["data"] == {"uri": "test://missing"}
@@ -188,6 +196,7 @@ def test_resource_not_found_is_invalid_params_naming_the_uri(peer):
 # -- logging per request -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_log_messages_only_for_a_request_that_asks_and_at_its_level(raw_peer):
     peer = raw_peer(SERVER)
     peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call("chatty")})
@@ -204,6 +213,7 @@ def test_log_messages_only_for_a_request_that_asks_and_at_its_level(raw_peer):
 # -- MRTR: asks answered by the retry ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_ask_ends_in_input_required_and_the_retry_completes(peer):
     first = peer.ask("tools/call", call("greet", capabilities=ALL_CAPS))["result"]
     assert first["resultType"] == "input_required"
@@ -214,6 +224,7 @@ def test_an_ask_ends_in_input_required_and_the_retry_completes(peer):
     assert peer.ask("tools/call", retry)["result"]["content"][0]["text"] == "Hello, Ada!"
 
 
+@pytest.mark.slow
 def test_two_rounds_carry_the_first_answer_in_the_state(peer):
     r1 = peer.ask("tools/call", call("two_rounds", capabilities=ALL_CAPS))["result"]
     assert list(r1["inputRequests"]) == ["elicitation-1"]
@@ -227,6 +238,7 @@ def test_two_rounds_carry_the_first_answer_in_the_state(peer):
     assert r3["result"]["content"][0]["text"] == "Ada likes red"
 
 
+@pytest.mark.slow
 def test_several_asks_come_in_one_round(peer):
     first = peer.ask("tools/call", call("everything", capabilities=ALL_CAPS))["result"]
     assert {k: v["method"] for k, v in first["inputRequests"].items()} == {
@@ -238,6 +250,7 @@ def test_several_asks_come_in_one_round(peer):
     assert peer.ask("tools/call", retry)["result"]["content"][0]["text"] == "Ada|hi!|file:///a"
 
 
+@pytest.mark.slow
 def test_a_missing_answer_is_asked_again_and_extra_answers_are_ignored(peer):
     wrong = call("greet", capabilities=ALL_CAPS, inputResponses={"other": {"action": "accept", "content": {}}})
     assert peer.ask("tools/call", wrong)["result"]["inputRequests"].keys() == {"user_name"}
@@ -246,6 +259,7 @@ def test_a_missing_answer_is_asked_again_and_extra_answers_are_ignored(peer):
     assert peer.ask("tools/call", extra)["result"]["content"][0]["text"] == "Hello, Bo!"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["tamper", "other-request", "garbage", "not-a-string"])
 def test_a_forged_or_misplaced_request_state_is_refused(peer, change):
     first = peer.ask("tools/call", call("two_rounds", capabilities=ALL_CAPS))["result"]
@@ -264,12 +278,14 @@ def test_a_forged_or_misplaced_request_state_is_refused(peer, change):
     assert peer.ask("tools/call", call("echo", {"text": "still here"}))["result"]["content"][0]["text"] == "still here"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("responses", [{"user_name": 12345}, None, ["user_name"]])
 def test_malformed_input_responses_are_invalid_params(peer, responses):
     answer = peer.ask("tools/call", call("greet", capabilities=ALL_CAPS, inputResponses=responses))
     assert answer["error"]["code"] == -32602
 
 
+@pytest.mark.slow
 def test_an_ask_the_client_cannot_answer_is_missing_capability_naming_it(peer):
     answer = peer.ask("tools/call", call("needs_sampling", capabilities={"elicitation": {}}))
     assert answer["error"]["code"] == -32021
@@ -278,6 +294,7 @@ def test_an_ask_the_client_cannot_answer_is_missing_capability_naming_it(peer):
         assert peer.last_status == 400
 
 
+@pytest.mark.slow
 def test_a_prompt_can_ask_too(peer):
     first = peer.ask("prompts/get", {"name": "with_context", "_meta": meta(ALL_CAPS)})["result"]
     assert first["inputRequests"]["ctx"]["method"] == "elicitation/create"
@@ -378,6 +395,7 @@ def test_a_tool_whose_header_declaration_breaks_the_rules_is_refused_at_registra
 # -- both eras on one server ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_handshake_client_and_a_modern_request_share_one_stdio_process(raw_peer):
     peer = raw_peer(SERVER)
     reply = peer.initialize("2025-06-18")

@@ -707,6 +707,7 @@ def _nothing_left_discovery(app: Mischief, lookups: list[str]) -> None:
     assert not [host for host in lookups if host not in ("127.0.0.1", "localhost")], lookups
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("endpoint", DANGEROUS_URLS)
 def test_a_dangerous_authorization_endpoint_never_reaches_the_browser(app, caplog, lookups, endpoint):
     """2025-11-25 basic/authorization §Communication Security: "All authorization server endpoints MUST
@@ -745,6 +746,7 @@ def test_the_browser_handlers_check_the_url_themselves(browser, url):
     assert browser == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field", ["token_endpoint", "registration_endpoint", "jwks_uri", "revocation_endpoint",
                                    "introspection_endpoint", "pushed_authorization_request_endpoint"])
 @pytest.mark.parametrize("url", ["http://example.com/endpoint", "file:///etc/passwd", "javascript:alert(1)",

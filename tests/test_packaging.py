@@ -28,6 +28,7 @@ def wheel(tmp_path_factory):
         yield archive
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_license_the_schemas_and_their_notice(wheel):
     names = wheel.namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names
@@ -36,6 +37,7 @@ def test_the_wheel_carries_the_license_the_schemas_and_their_notice(wheel):
     assert {f"mcp_ref/schemas/{v}.json" for v in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")} <= set(names)
 
 
+@pytest.mark.slow
 def test_the_metadata_says_what_it_is(wheel):
     import mcp_ref
 

@@ -134,6 +134,7 @@ def test_client_refuses_a_repeated_cursor_instead_of_looping(connect, wire):
     client.ping()  # the connection is fine
 
 
+@pytest.mark.slow
 def test_resource_templates_over_several_pages(connect, wire):
     client = connect(UNTESTED_TEMPLATES)
     templates = client.list_resource_templates()

@@ -62,6 +62,7 @@ def every_page(fetch) -> list[list]:
 # -- access control ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
     tools = every_page(client.list_tools_page)
     assert all(len(page) <= 2 for page in tools)  # page_size=2: pages are of the caller's own listing
@@ -82,6 +83,7 @@ def _as_missing(exc: McpError, hidden: str, missing: str) -> tuple:
     return json.loads(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attempt, hidden, missing", [
     (lambda c, name: c.call_tool(name), "secret_delta", "no_such_tool"),
     (lambda c, name: c.call_tool(name), "secret_limited", "no_such_tool"),  # hidden beats its scope and limit
@@ -106,6 +108,7 @@ def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden,
     assert client.call_tool("alpha").content[0].text == "alpha"  # the connection goes on
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport, era", [(t, e) for t in TRANSPORTS for e in ERAS])
 def test_a_hidden_item_changing_is_not_announced_to_those_who_cannot_see_it(transport, era, serve):
     heard, cond = [], threading.Condition()
@@ -141,10 +144,12 @@ def test_a_removal_is_announced_to_those_authorize_let_see_it_while_it_existed()
         assert changed.wait(WAIT)
 
 
+@pytest.mark.slow
 def test_completion_functions_can_offer_each_caller_only_its_own(client):
     assert client.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport"]
 
 
+@pytest.mark.slow
 def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):
     for transport in TRANSPORTS:
         with open_client(transport, "handshake", serve) as client:
@@ -156,6 +161,7 @@ def test_subscribing_to_a_hidden_resource_answers_as_for_a_missing_one(serve):
             assert errors[0] == errors[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_a_listen_stream_never_carries_a_hidden_resource(transport, serve):
     with open_client(transport, "modern", serve) as client:
@@ -255,6 +261,7 @@ def test_a_hidden_scoped_tool_is_not_found_not_forbidden_over_raw_http(protected
         headers=session, timeout=WAIT).text
 
 
+@pytest.mark.slow
 def test_the_principal_of_each_transport(serve):
     with open_client("stdio", "handshake", serve) as client:
         assert client.call_tool("whoami").structured_content == {"id": "stdio", "scopes": [], "authenticated": False}
@@ -273,6 +280,7 @@ def test_the_principal_of_each_transport(serve):
 # -- rate limits ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_tool_limit_holds_under_concurrent_callers_and_resets_after_its_window(client):
     outcomes, start = [], threading.Barrier(8, timeout=WAIT)
 
@@ -336,6 +344,7 @@ def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):
     assert raw_call(url, era, 8).status_code == 429
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 def test_over_the_server_limit_a_stdio_client_gets_the_error_and_the_connection_goes_on(era, serve):
     with open_client("stdio", era, serve, "global") as client:
@@ -365,6 +374,7 @@ def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):
 # -- subscriptions ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport, era", [(t, e) for t in TRANSPORTS for e in ERAS])
 def test_subscriptions_are_capped_per_caller(transport, era, serve):
     server = POLICY.build()
@@ -395,7 +405,7 @@ def test_subscriptions_have_a_default_cap_per_caller(era):
     ``data.limit`` (a session's record, which a shared state keeps and rereads, stays bounded);
     unsubscribing makes room.  ``None`` still means no cap."""
     from mcp_ref import Server
-    from mcp_ref.server.seams import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
+    from mcp_ref.extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
 
     server = Server("default-cap")
 
@@ -423,6 +433,7 @@ def test_subscriptions_have_a_default_cap_per_caller(era):
     assert Server("uncapped", max_subscribed_resources=None).subscription_cap() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):
     with open_client(transport, "modern", serve) as client:
@@ -435,6 +446,7 @@ def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):
                 assert second.acknowledged["resourceSubscriptions"] == ["mem://public/2", "mem://public/3"]
 
 
+@pytest.mark.slow
 def test_a_storm_of_updates_is_coalesced_to_one_per_interval(serve):
     def storm(transport: str, era: str) -> None:
         updates, cond = [], threading.Condition()
@@ -460,6 +472,7 @@ def test_a_storm_of_updates_is_coalesced_to_one_per_interval(serve):
             storm(transport, era)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ping_is_not_counted_against_the_limit(transport, serve):
     server = InMemory("policy_server", "build_global").build()

@@ -14,15 +14,12 @@ from conftest import SERVERS, client_pool
 from servers.feature_prompts import AUDIO, BLOB, IMAGE
 
 from mcp_ref import SUPPORTED_VERSIONS, InvalidParams
+from mcp_ref.core.feature_types import GetPromptResult, Prompt, PromptArgument, PromptMessage
 from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
-    GetPromptResult,
     ImageContent,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
     TextContent,
     TextResourceContents,
 )
@@ -74,6 +71,7 @@ def test_get_prompt_applies_defaults(pool):
     assert result.messages[0].content.text == "Summarise in a short style, at most 50 words (int):\nShort."
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 @pytest.mark.parametrize("name, arguments", [
     ("summarize", {}),
@@ -98,6 +96,7 @@ def test_messages_of_several_roles(pool):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])  # audio came in 2025-03-26
 def test_messages_with_text_image_audio_and_embedded_resources(pool, version):
     messages = pool.client(version).get_prompt("media").messages
@@ -116,6 +115,7 @@ def test_messages_with_text_image_audio_and_embedded_resources(pool, version):
     assert messages[1].content.raw == {"type": "image", "data": IMAGE, "mimeType": "image/png"}
 
 
+@pytest.mark.slow
 def test_audio_becomes_a_text_note_for_a_2024_11_05_peer(pool):
     # AudioContent does not exist before 2025-03-26: the message must stay valid for that schema.
     messages = pool.client("2024-11-05").get_prompt("media").messages
@@ -128,6 +128,7 @@ def test_audio_becomes_a_text_note_for_a_2024_11_05_peer(pool):
 NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, version):
     from servers.notes_server import ICONS, LINK

@@ -177,6 +177,7 @@ def test_scoped_tools_resources_and_prompts_ask_for_a_step_up(deployment):
         scoped.server_close()
 
 
+@pytest.mark.slow
 def test_serve_demo_auth_serves_a_protected_demo_and_its_authorization_server_on_one_port():
     import queue
     import subprocess

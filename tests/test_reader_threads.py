@@ -19,6 +19,7 @@ from mcp_ref.transports.stdio import SubprocessTransport
 CALLS = 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_each_side_has_one_reader_thread_for_the_whole_connection(era, monkeypatch):
     client_readers: set[int] = set()

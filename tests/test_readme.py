@@ -85,6 +85,7 @@ def test_readme_opens_with_the_two_setup_commands():
     assert "\npython -m pytest\n" in ci and 'pip install --quiet --disable-pip-version-check -e ".[test]"' in ci
 
 
+@pytest.mark.slow
 def test_client_tour_runs(tmp_path):
     tour = _block("print(client.server_info.name, client.protocol_version)")
     script = tmp_path / "tour.py"
@@ -97,6 +98,7 @@ def test_client_tour_runs(tmp_path):
     assert "Hey Ada!" in lines
 
 
+@pytest.mark.slow
 def test_listen_example_runs_in_both_eras(tmp_path):
     script = tmp_path / "listen.py"
     script.write_text(_block("# listen.py"))
@@ -108,6 +110,7 @@ def test_listen_example_runs_in_both_eras(tmp_path):
         f"2025-11-25 {ack}", "notifications/resources/updated", "notifications/tools/list_changed"]
 
 
+@pytest.mark.slow
 def test_tasks_example_runs(tmp_path):
     script = tmp_path / "tasks.py"
     script.write_text(_block("# tasks.py"))
@@ -124,6 +127,7 @@ def _write_server_example(folder, docs: bool = True) -> None:
     (folder / "server.py").write_text(_block("# server.py"))
 
 
+@pytest.mark.slow
 def test_server_example_serves(tmp_path, connect):
     from mcp_ref import CreateMessageResult, TextContent
 
@@ -146,6 +150,7 @@ def test_server_example_serves(tmp_path, connect):
     assert len(docs) == 1 and client.read_resource(docs[0]).contents[0].text == "hello from docs\n"
 
 
+@pytest.mark.slow
 def test_in_memory_example_runs(tmp_path):
     example = _block("Client.in_memory(server)")
     script = tmp_path / "in_memory.py"
@@ -154,6 +159,7 @@ def test_in_memory_example_runs(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_shop_example_runs(tmp_path):
     """Rich types both ways, an awaited ctx.info, the lifespan's value, and a ResourceError's message."""
     script = tmp_path / "shop.py"
@@ -168,6 +174,7 @@ def test_shop_example_runs(tmp_path):
         assert text in done.stdout, (text, done.stdout)
 
 
+@pytest.mark.slow
 def test_server_example_runs_as_pasted(tmp_path, connect):
     """server.py alone in an empty folder (no docs/ yet): it starts, serves, and makes the folder it serves."""
     _write_server_example(tmp_path, docs=False)
@@ -176,6 +183,7 @@ def test_server_example_runs_as_pasted(tmp_path, connect):
     assert (tmp_path / "docs").is_dir()
 
 
+@pytest.mark.slow
 def test_callbacks_example_runs(tmp_path):
     """As pasted, beside the README's server.py (``python server.py``)."""
     _write_server_example(tmp_path, docs=False)
@@ -244,6 +252,7 @@ def test_oauth_client_example_logs_in_to_the_protected_demo(tmp_path):
         stop(demo, signal.SIGINT)
 
 
+@pytest.mark.slow
 def test_protected_server_example_builds_a_protected_app(tmp_path):
     """The README's protected server: its app serves the metadata and answers 401 without a token."""
     import json
@@ -309,7 +318,7 @@ def test_policy_examples_build_what_they_say():
     scope = {}
     exec(compile(server_block, "README policy example", "exec"), scope)
     server = scope["server"]
-    assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").rate_limit.count == 5
+    assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").options["rate_limit"].count == 5
     principal = __import__("mcp_ref").Principal
     assert scope["authorize"](principal("p"), "tools/call", "admin_reset") is False
     assert scope["authorize"](principal("p", frozenset({"admin"})), "tools/call", "admin_reset") is True
@@ -323,6 +332,7 @@ def test_policy_examples_build_what_they_say():
     assert scope["approve"](ServerRequest("roots/list", {})) is False
 
 
+@pytest.mark.slow
 def test_approve_example_runs_as_pasted(tmp_path):
     """The approve hook's client, as pasted beside the README's server.py: it connects, and closes."""
     _write_server_example(tmp_path, docs=False)

@@ -203,6 +203,7 @@ def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_i
     assert any("connected to Redis again" in m for m in messages)
 
 
+@pytest.mark.slow
 def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):
     listener = buses(own_redis.url, heartbeat=0.2, socket_timeout=1.0, min_backoff=0.02, max_backoff=0.1)
     publisher = buses(own_redis.url)

@@ -31,7 +31,7 @@ from mcp_ref.extras.redis_state import (
 )
 from mcp_ref.extras.tasks import COMPLETED, FAILED, TaskStore
 from mcp_ref.server import Server
-from mcp_ref.server.state_choice import state_from
+from mcp_ref.server.shorthand import state_from
 
 #: What a request that may become a task declares (the 2026-07-28 tasks extension).
 TASKS = (EXTENSION,)

@@ -16,7 +16,7 @@ from conftest import SERVERS, client_pool
 from servers.feature_resources import BLOB, TEXT  # the server's own constants
 
 from mcp_ref import SUPPORTED_VERSIONS, BlobResourceContents, ResourceNotFound, TextResourceContents
-from mcp_ref.core.types import ReadResourceResult
+from mcp_ref.core.feature_types import ReadResourceResult
 
 SCRIPT = SERVERS / "feature_resources.py"
 
@@ -115,6 +115,7 @@ def test_read_text(pool):
     assert (contents.uri, contents.mime_type, contents.text) == ("feature://text", "text/plain", TEXT)
 
 
+@pytest.mark.slow
 def test_read_blob_round_trips_every_byte(pool):
     peer = pool.peer()
     contents = read_one(peer.client, "feature://blob")
@@ -204,6 +205,7 @@ def test_file_root_reads_text(pool, prefix, relative, mime_type, text):
     assert (contents.uri, contents.mime_type, contents.text) == (prefix + relative, mime_type, text)
 
 
+@pytest.mark.slow
 def test_file_root_reads_binary_as_blob(pool, prefix):
     contents = read_one(pool.client(), prefix + "data.bin")
     assert isinstance(contents, BlobResourceContents)
@@ -249,6 +251,7 @@ def test_file_root_refuses_every_escape_as_not_found(pool, prefix, tree, escape)
 NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_resource_and_template_listings_follow_the_revision(connect, wire, version):
     from servers.notes_server import ANNOTATIONS, ICONS

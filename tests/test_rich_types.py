@@ -384,6 +384,7 @@ def test_registering_a_name_twice_warns_and_the_later_one_wins():
 # -- pydantic stays optional -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_server_with_rich_types_but_no_pydantic_never_loads_pydantic(tmp_path):
     script = tmp_path / "server.py"
     script.write_text(textwrap.dedent("""

@@ -1,5 +1,5 @@
-"""The server's seams (mcp_ref.server.seams): middleware around dispatch, the item gate, the
-tools/call interceptor; and a plain server that loads none of the extras."""
+"""The server's seams, through extensions (mcp_ref.core.extension): around dispatch, the item
+gate, around a tools/call; and a plain server that loads none of the extras."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from mcp_ref import Client, Server
 from mcp_ref.core.errors import InvalidRequest, McpError
+from mcp_ref.core.extension import Extension
 from mcp_ref.server.seams import OPEN
 
 WAIT = 10.0
@@ -33,17 +34,18 @@ def _server() -> Server:
     return server
 
 
-def test_a_middleware_sees_every_request_and_can_refuse_one():
+def test_an_extensions_intercept_request_sees_every_request_and_can_refuse_one():
     server = _server()
     seen = []
 
-    def watch(call, proceed):
-        seen.append(call.method)
-        if call.method == "tools/call" and call.params.get("name") == "secret":
-            raise InvalidRequest("refused by the middleware")
-        return proceed()
+    class Watch(Extension):
+        def intercept_request(self, call, proceed):
+            seen.append(call.method)
+            if call.method == "tools/call" and call.params.get("name") == "secret":
+                raise InvalidRequest("refused by the middleware")
+            return proceed()
 
-    server.middleware.append(watch)
+    server.add_extension(Watch())
     with Client.in_memory(server, timeout=WAIT) as client:
         assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
         with pytest.raises(McpError) as refused:
@@ -64,7 +66,10 @@ def test_a_custom_gate_hides_an_item_from_listings_and_calls():
         def filter_listing(self, principal, kind, items):
             return [item for item in items if item.get("name") != "secret"]
 
-    server.gate = NoSecrets()
+    class Hide(Extension):
+        gate = NoSecrets()
+
+    server.add_extension(Hide())
     with Client.in_memory(server, timeout=WAIT) as client:
         assert [tool.name for tool in client.list_tools()] == ["add"]
         with pytest.raises(McpError) as missing:
@@ -72,7 +77,7 @@ def test_a_custom_gate_hides_an_item_from_listings_and_calls():
         assert missing.value.code == -32602 and "Unknown tool" in missing.value.message
     assert server.visible_tool(server_principal(), "secret") is None
     assert server.visible_tool(server_principal(), "add") is server.get_tool("add")
-    assert "mcp_ref.extras.policy" not in sys.modules or server._policy is None
+    assert [type(extension) for extension in server.extensions] == [Hide]
 
 
 def server_principal():
@@ -81,18 +86,19 @@ def server_principal():
     return Principal("someone")
 
 
-def test_a_tools_call_interceptor_wraps_running_the_tool():
+def test_an_extensions_intercept_tool_call_wraps_running_the_tool():
     server = _server()
     calls = []
 
-    def doubled(caller, tool, arguments, context, run):
-        calls.append((tool.name, dict(arguments), caller.principal.id))
-        result = run(context)
-        if tool.name == "add":
-            result["structuredContent"] = {"result": result["structuredContent"]["result"] * 2}
-        return result
+    class Doubled(Extension):
+        def intercept_tool_call(self, caller, tool, arguments, context, run):
+            calls.append((tool.name, dict(arguments), caller.principal.id))
+            result = run(context)
+            if tool.name == "add":
+                result["structuredContent"] = {"result": result["structuredContent"]["result"] * 2}
+            return result
 
-    server.tool_call_interceptors.append(doubled)
+    server.add_extension(Doubled())
     with Client.in_memory(server, timeout=WAIT) as client:
         assert client.call_tool("add", {"a": 2, "b": 3}).structured_content == {"result": 10}
     assert calls and calls[0][:2] == ("add", {"a": 2, "b": 3})
@@ -114,6 +120,7 @@ PLAIN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_plain_server_loads_none_of_the_extras():
     out = subprocess.run([sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=60, check=True)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
@@ -126,9 +133,10 @@ def test_a_plain_server_loads_none_of_the_extras():
 
 def test_the_extras_plug_in_only_when_asked():
     server = Server("with-extras", rate_limit="100/minute")
-    assert server.admission is not None and server.middleware[0] is server.admission
+    assert [type(extension).__name__ for extension in server.extensions] == ["Policy"]
+    assert server.request_hooks == [server.policy.intercept_request]
     assert server.gate is OPEN  # rate limits alone hide nothing
-    assert Server("open").admission is None and Server("open").middleware == []
+    assert Server("open").extensions == [] and Server("open").request_hooks == []
     tasks = Server("tasks")
 
     @tasks.tool(task="optional")
@@ -136,5 +144,5 @@ def test_the_extras_plug_in_only_when_asked():
         """Slow."""
         return "done"
 
-    assert "tasks/get" in tasks.modern_methods and tasks.tool_call_interceptors
+    assert tasks.extension_method("tasks/get", "2026-07-28") is not None and tasks.tool_call_hooks
     assert tasks.capabilities("2026-07-28")["extensions"] == {"io.modelcontextprotocol/tasks": {}}

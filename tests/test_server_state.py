@@ -754,8 +754,8 @@ def test_a_worker_whose_app_is_made_announces_what_it_registers_before_serving_a
 
 
 def test_the_state_is_chosen_by_url_and_a_wrong_one_is_refused_without_its_password():
+    from mcp_ref.server.shorthand import state_from
     from mcp_ref.server.state import MemoryState
-    from mcp_ref.server.state_choice import state_from
 
     assert isinstance(state_from("memory"), MemoryState)
     mine = MemoryState()

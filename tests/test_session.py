@@ -35,6 +35,7 @@ def closed_completely(client):
 # -- concurrency ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
     threads_count, per_thread = 16, 16  # 256 calls, all outstanding before any is answered
     client = connect(SESSION_SERVER, roots=[])
@@ -77,6 +78,7 @@ def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
 # -- timeouts and progress ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_timeout_raises_and_the_server_is_told_to_cancel(connect, wire):
     client = connect(SESSION_SERVER)
     call = client.start_tool_call("block", {"key": "timed-out"}, timeout=0.3)
@@ -160,6 +162,7 @@ def started_block(client, key: str, **arguments):
     return call
 
 
+@pytest.mark.slow
 def test_client_cancels_a_call(connect, wire):
     client = connect(SESSION_SERVER)
     call = started_block(client, "c1")
@@ -177,6 +180,7 @@ def test_client_cancels_a_call(connect, wire):
     assert not [m for m in wire.received() if m.get("id") == call.request_id and "method" not in m]
 
 
+@pytest.mark.slow
 def test_cancelling_one_call_leaves_the_others_alone(connect, wire):
     client = connect(SESSION_SERVER)
     keep = client.start_tool_call("block", {"key": "keep", "seconds": 0.2})
@@ -198,6 +202,7 @@ def test_initialize_cannot_be_cancelled(connect, wire):
     assert wire.sent("notifications/cancelled") == []
 
 
+@pytest.mark.slow
 def test_server_cancels_its_request_to_the_client(connect, wire):
     saw_cancel = threading.Event()
     handler_done = threading.Event()
@@ -235,6 +240,7 @@ def test_client_pings_server(connect, wire):
     assert {"jsonrpc": "2.0", "id": ping[0]["id"], "result": {}} in wire.received()
 
 
+@pytest.mark.slow
 def test_server_pings_client(connect, wire):
     client = connect(SESSION_SERVER)
     assert client.call_tool("ping_client").content[0].text == "pong {}"
@@ -246,6 +252,7 @@ def test_server_pings_client(connect, wire):
 # -- re-entrant handlers ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, wire):
     holder = {}
 
@@ -270,6 +277,7 @@ def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, 
 # -- closing --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_close_fails_every_pending_request_with_connection_closed(connect, wire):
     client = connect(SESSION_SERVER, shutdown_timeout=0.5)
     calls = [client.start_tool_call("block", {"key": f"k{i}"}) for i in range(5)]
@@ -286,6 +294,7 @@ def test_close_fails_every_pending_request_with_connection_closed(connect, wire)
     assert client.session.transport.returncode is not None  # the server process is gone
 
 
+@pytest.mark.slow
 def test_close_cancels_pending_calls_so_the_server_exits_by_itself(connect, wire):
     # A long shutdown_timeout: if the server did not stop its handlers on the
     # cancellations, close() would wait for it and then need SIGTERM.
@@ -318,6 +327,7 @@ def test_requests_after_close_raise_connection_closed(connect, wire):
     client.close()  # idempotent
 
 
+@pytest.mark.slow
 def test_server_exit_fails_pending_requests(connect, wire):
     client = connect(SESSION_SERVER)
     call = client.start_tool_call("block", {"key": "k"})
@@ -360,6 +370,7 @@ def test_ping_is_answered_while_every_handler_is_busy(connect, wire):
     assert [call.result().content[0].text for call in calls] == [str(n) for n in range(40)]
 
 
+@pytest.mark.slow
 def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
     assert DEFAULT_MAX_TOTAL_FACTOR == 10
     client = connect(UNTESTED)
@@ -405,6 +416,7 @@ def test_client_handler_reports_progress_on_a_server_request(connect, wire):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [{"reason": "no id"}, {}], ids=["reason-only", "empty"])
 def test_a_cancel_without_request_id_is_ignored(raw_peer, params):
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 
 import pytest
 
-from mcp_ref.core.types import CallToolResult, Image, ImageContent, TextContent
+from mcp_ref.core.media import Image
+from mcp_ref.core.types import CallToolResult, ImageContent, TextContent
 from mcp_ref.server.signatures import (
     ArgumentPlan,
     compile_arguments,

@@ -5,6 +5,7 @@ import pytest
 from mcp_ref import SUPPORTED_VERSIONS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_basic_traffic_is_schema_valid(connect, wire, version):
     client = connect(protocol_version=version)

@@ -72,6 +72,7 @@ def _read(path) -> str:
 # -- shutdown order --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_well_behaved_server_exits_on_stdin_eof_with_status_0(connect):
     client = connect(DEMO, shutdown_timeout=5.0)
     transport = client.session.transport
@@ -100,6 +101,7 @@ def test_server_that_ignores_stdin_eof_gets_sigterm(tmp_path):
     assert "stubborn: stdin ended, staying alive" in transport.stderr_lines
 
 
+@pytest.mark.slow
 def test_server_that_ignores_sigterm_gets_sigkill(tmp_path):
     marker = tmp_path / "marker"
     client = Client.stdio([*STUBBORN, "ignore-term", "--marker", str(marker)], stderr="capture",
@@ -113,6 +115,7 @@ def test_server_that_ignores_sigterm_gets_sigkill(tmp_path):
     assert elapsed >= 2 * SHUTDOWN
 
 
+@pytest.mark.slow
 def test_server_runs_in_its_own_process_group(connect):
     client = connect(DEMO)
     pid = client.session.transport.process.pid
@@ -120,6 +123,7 @@ def test_server_runs_in_its_own_process_group(connect):
     assert os.getpgid(pid) != os.getpgid(0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["linger", "ignore-term"])
 def test_no_orphans_behind_a_launcher(tmp_path, mode):
     """npx-style: the launcher dies on SIGTERM without passing it on; the real server must still go."""
@@ -144,6 +148,7 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
             os.kill(grandchild, signal.SIGKILL)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="descendants are found through /proc (Linux)")
 def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
     """The launcher's child calls setsid: signals to the group miss it, so close() finds it by parent links."""
@@ -169,6 +174,7 @@ def _parent(pid: int) -> int:
         return int(stat.read().rsplit(")", 1)[1].split()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="found through /proc (Linux)")
 @pytest.mark.parametrize("orphan", [False, True], ids=["its-parent-lives", "its-parent-exited"])
 def test_a_process_the_server_started_in_a_session_of_its_own_is_ended_at_close(tmp_path, orphan):
@@ -197,6 +203,7 @@ def test_a_process_the_server_started_in_a_session_of_its_own_is_ended_at_close(
 # -- progress ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_no_progress_reaches_the_client_after_the_answer():
     """2025-11-25 basic/utilities/progress §Behavior Requirements: progress notifications "MUST
     stop after completion", also those of a thread the handler left behind (released only once the
@@ -219,6 +226,7 @@ def test_no_progress_reaches_the_client_after_the_answer():
 # -- stderr --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_stderr_capture_keeps_the_servers_lines():
     client = Client.stdio(CHATTY, stderr="capture", timeout=WAIT)
     assert client.call_tool("shout", {"text": "hey"}).text == "HEY"
@@ -229,6 +237,7 @@ def test_stderr_capture_keeps_the_servers_lines():
     assert "hey" in lines  # the print() in the tool
 
 
+@pytest.mark.slow
 def test_stderr_inherit_goes_to_our_stderr(capfd):
     client = Client.stdio(CHATTY, stderr="inherit", timeout=WAIT)
     assert client.session.transport.process.stderr is None
@@ -240,6 +249,7 @@ def test_stderr_inherit_goes_to_our_stderr(capfd):
     assert not client.session.transport.stderr_lines
 
 
+@pytest.mark.slow
 def test_stderr_discard(capfd):
     client = Client.stdio(CHATTY, stderr="discard", timeout=WAIT)
     assert client.call_tool("shout", {"text": "gone"}).text == "GONE"  # writing to stderr did not fail
@@ -249,6 +259,7 @@ def test_stderr_discard(capfd):
     assert not client.session.transport.stderr_lines
 
 
+@pytest.mark.slow
 def test_stderr_callable_gets_each_line():
     lines = Collector()  # called with each line
 
@@ -270,6 +281,7 @@ def test_bad_stderr_mode_is_rejected():
 # -- framing -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_print_in_a_tool_does_not_corrupt_stdout(raw_peer):
     peer = raw_peer(CHATTY)
     assert peer.initialize()["result"]["serverInfo"]["name"] == "chatty"
@@ -287,6 +299,7 @@ def test_print_in_a_tool_does_not_corrupt_stdout(raw_peer):
     assert b"noise\n" in b"".join(peer.stderr)
 
 
+@pytest.mark.slow
 def test_server_answers_what_it_received_before_stdin_eof(raw_peer):
     peer = raw_peer(DEMO)
     peer.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -307,6 +320,7 @@ def test_server_answers_what_it_received_before_stdin_eof(raw_peer):
     assert peer.proc.wait(WAIT) == 0
 
 
+@pytest.mark.slow
 def test_embedded_newlines_are_escaped_and_round_trip(wire):
     raw: list[bytes] = []
 
@@ -321,6 +335,7 @@ def test_embedded_newlines_are_escaped_and_round_trip(wire):
     assert any(b"line one\\nline two\\r\\n" in data for data in raw)
 
 
+@pytest.mark.slow
 def test_raw_response_to_multiline_text_is_one_line(raw_peer):
     peer = raw_peer(DEMO)
     peer.initialize()
@@ -330,6 +345,7 @@ def test_raw_response_to_multiline_text_is_one_line(raw_peer):
     assert json.loads(line)["result"]["content"][0]["text"] == "a\nb\n"
 
 
+@pytest.mark.slow
 def test_server_accepts_crlf_line_endings(raw_peer):
     peer = raw_peer(DEMO)
     init = {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {
@@ -343,6 +359,7 @@ def test_server_accepts_crlf_line_endings(raw_peer):
     assert peer.close() == 0
 
 
+@pytest.mark.slow
 def test_client_accepts_crlf_line_endings(connect, tmp_path):
     # The proxy turns every LF the demo server writes into CRLF.
     client = connect([*PROXY, "--crlf", "--", *DEMO])
@@ -358,6 +375,7 @@ def test_client_accepts_crlf_line_endings(connect, tmp_path):
 UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 
 
+@pytest.mark.slow
 def test_env_reaches_the_server_on_top_of_ours(connect, monkeypatch):
     monkeypatch.setenv("MCP_REF_TEST_SHADOWED", "ours")
     monkeypatch.setenv("MCP_REF_TEST_INHERITED", "inherited")
@@ -370,6 +388,7 @@ def test_env_reaches_the_server_on_top_of_ours(connect, monkeypatch):
     assert plain.call_tool("env", {"name": "MCP_REF_TEST_SHADOWED"}).text == "ours"
 
 
+@pytest.mark.slow
 def test_cwd_sets_the_servers_working_directory(connect, tmp_path):
     client = connect(UNTESTED, cwd=str(tmp_path))
     assert client.call_tool("cwd").text == os.path.realpath(tmp_path)

@@ -178,6 +178,7 @@ def is_ack_of(message: dict, stream) -> bool:
 # -- the server ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_acknowledgment_comes_first_and_every_notification_is_tagged(server):
     stream = server.listen(toolsListChanged=True, resourceSubscriptions=["test://stable"])
     ack = stream.next()
@@ -199,6 +200,7 @@ def test_the_acknowledgment_comes_first_and_every_notification_is_tagged(server)
         assert "Mcp-Session-Id" not in stream.reply.headers
 
 
+@pytest.mark.slow
 def test_only_what_was_asked_for_is_sent(server):
     stream = server.listen(promptsListChanged=True)
     assert is_ack_of(stream.next(), stream)
@@ -207,6 +209,7 @@ def test_only_what_was_asked_for_is_sent(server):
     assert stream.next()["method"] == "notifications/prompts/list_changed"
 
 
+@pytest.mark.slow
 def test_several_streams_each_get_their_own(server):
     tools = server.listen(toolsListChanged=True)
     assert is_ack_of(tools.next(), tools)
@@ -218,11 +221,13 @@ def test_several_streams_each_get_their_own(server):
     assert tools.next()["method"] == "notifications/tools/list_changed"
 
 
+@pytest.mark.slow
 def test_types_the_revision_does_not_define_are_left_out_of_the_acknowledgment(server):
     stream = server.listen(toolsListChanged=True, somethingNew=True, promptsListChanged=False)
     assert stream.next()["params"]["notifications"] == {"toolsListChanged": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("notifications", [
     None, [], {"toolsListChanged": "yes"}, {"resourceSubscriptions": "test://stable"},
     {"resourceSubscriptions": [1]}, {"resourceSubscriptions": [""]},
@@ -242,6 +247,7 @@ def test_a_malformed_filter_is_invalid_params_and_the_server_goes_on(server, not
     assert server.call("echo", text="still here")["result"]["content"][0]["text"] == "still here"
 
 
+@pytest.mark.slow
 def test_a_cancelled_stream_gets_nothing_more(server):
     first = server.listen(toolsListChanged=True)
     assert is_ack_of(first.next(), first)
@@ -260,6 +266,7 @@ def test_a_cancelled_stream_gets_nothing_more(server):
                    for m in server.backlog)
 
 
+@pytest.mark.slow
 def test_the_server_ends_its_streams_with_a_result(server):
     stream = server.listen(toolsListChanged=True)
     assert is_ack_of(stream.next(), stream)
@@ -349,6 +356,7 @@ def transport(request):
     return request.param
 
 
+@pytest.mark.slow
 def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, serve):
     changed, updated = Events(), Events()
     client, watch = modern_clients(transport, serve, on_list_changed=changed, on_resource_updated=updated)
@@ -370,6 +378,7 @@ def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, ser
     watch.wire.assert_valid()
 
 
+@pytest.mark.slow
 def test_the_callbacks_stream_is_opened_again_when_the_server_ends_it(transport, serve):
     changed = Events()
     client, watch = modern_clients(transport, serve, on_list_changed=changed)
@@ -382,6 +391,7 @@ def test_the_callbacks_stream_is_opened_again_when_the_server_ends_it(transport,
     watch.wire.assert_valid()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_listen_is_the_same_code_in_both_eras(era, transport, serve):
     client, watch = modern_clients(transport, serve, era=era)
@@ -405,6 +415,7 @@ def test_listen_is_the_same_code_in_both_eras(era, transport, serve):
     watch.wire.assert_valid()
 
 
+@pytest.mark.slow
 def test_a_stream_the_server_ends_says_so(transport, serve):
     client, watch = modern_clients(transport, serve)
     with client:

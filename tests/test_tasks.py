@@ -104,11 +104,13 @@ def poll(raw: Raw, task_id: str, done) -> dict:
 # -- the server ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_discover_advertises_the_extension(raw):
     caps = raw.ask("server/discover", {})["result"]["capabilities"]
     assert caps["extensions"] == {EXTENSION: {}} and "tasks" not in caps
 
 
+@pytest.mark.slow
 def test_a_declaring_client_gets_a_task_it_can_poll_and_an_undeclaring_one_the_result(raw):
     task = created(raw.call("compute", {"n": 3}))
     got = raw.ask("tasks/get", {"taskId": task["taskId"]})
@@ -122,12 +124,14 @@ def test_a_declaring_client_gets_a_task_it_can_poll_and_an_undeclaring_one_the_r
     assert plain["result"]["resultType"] == "complete" and "taskId" not in plain["result"]
 
 
+@pytest.mark.slow
 def test_a_required_task_without_the_extension_is_missing_capability(raw):
     error = raw.call("forever", capabilities={})["error"]
     assert error["code"] == -32021
     assert error["data"]["requiredCapabilities"] == {"extensions": {EXTENSION: {}}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
 def test_task_methods_need_the_extension_then_a_known_id(raw, method):
     params = {"taskId": "no-such-task", "inputResponses": {}}
@@ -135,11 +139,13 @@ def test_task_methods_need_the_extension_then_a_known_id(raw, method):
     assert raw.ask(method, params)["error"]["code"] == -32602
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["tasks/result", "tasks/list"])
 def test_methods_the_extension_removed_are_not_found(raw, method):
     assert raw.ask(method, {"taskId": "x"})["error"]["code"] == -32601
 
 
+@pytest.mark.slow
 def test_input_inside_a_task_goes_through_tasks_update(raw):
     task_id = created(raw.call("confirm", {"filename": "a.txt"}))["taskId"]
     state = poll(raw, task_id, lambda t: t["status"] != "working")  # it reaches its ask on its own thread
@@ -167,6 +173,7 @@ def test_input_inside_a_task_goes_through_tasks_update(raw):
     assert "_meta" not in state["result"] or "io.modelcontextprotocol/related-task" not in state["result"]["_meta"]
 
 
+@pytest.mark.slow
 def test_a_cancelled_task_ends_cancelled_and_cancel_is_acknowledged_even_when_finished(raw):
     task_id = created(raw.call("forever"))["taskId"]
     ack = raw.ask("tasks/cancel", {"taskId": task_id})["result"]
@@ -206,6 +213,7 @@ def test_a_task_waiting_for_input_is_cancelled_when_cancel_returns():
     assert task.status == CANCELLED
 
 
+@pytest.mark.slow
 def test_failures_are_failed_and_tool_errors_completed(raw):
     failing = created(raw.call("protocol_error"))["taskId"]
     erring = created(raw.call("tool_error"))["taskId"]
@@ -217,6 +225,7 @@ def test_failures_are_failed_and_tool_errors_completed(raw):
             assert state["status"] == "completed" and state["result"]["isError"] is True
 
 
+@pytest.mark.slow
 def test_asks_before_the_task_are_input_required_rounds(raw):
     first = raw.call("ask_then_task")["result"]
     assert first["resultType"] == "input_required" and "taskId" not in first
@@ -230,6 +239,7 @@ def test_asks_before_the_task_are_input_required_rounds(raw):
     assert state["result"]["content"][0]["text"] == "Hello, Alice!"
 
 
+@pytest.mark.slow
 def test_task_notifications_on_a_listen_stream_need_the_extension(raw):
     listen = {"notifications": {"taskIds": ["t1"], "toolsListChanged": True}}
     params = {**listen, "_meta": meta({})}
@@ -282,6 +292,7 @@ def kind(request):
     return request.param
 
 
+@pytest.mark.slow
 def test_call_tool_with_task_polls_to_the_same_result(kind, serve):
     client, wire = clients(kind, serve)
     with client:
@@ -301,6 +312,7 @@ def test_call_tool_with_task_polls_to_the_same_result(kind, serve):
     wire.assert_valid()
 
 
+@pytest.mark.slow
 def test_cancelling_a_task_sends_tasks_cancel(kind, serve):
     made = threading.Event()
 

@@ -403,6 +403,7 @@ class Lines:
             self.others.append(message)
 
 
+@pytest.mark.slow
 def test_over_stdio(raw_peer):
     lines = Lines(raw_peer(SERVER))
     init = lines.ask("initialize", {"protocolVersion": VERSION, "capabilities": {},

@@ -251,6 +251,7 @@ def test_output_schema_and_structured_content(pool, version):
         assert result.structured_content is None and "structuredContent" not in result.raw
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_output_breaking_its_schema_is_a_tool_error(pool, version):
     result = pool.client(version).call_tool("broken_output")
@@ -340,6 +341,7 @@ def test_results_are_dataclasses(pool):
 UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, version):
     # The wire fixture checks every result against this revision's schema: an audio block at
@@ -359,6 +361,7 @@ def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, 
         assert isinstance(link, TextContent) and link.text == "Resource notes: file:///srv/notes.txt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
     tool = tool_named(connect(UNTESTED, protocol_version=version), "iconic")
@@ -369,6 +372,7 @@ def test_tool_icons_are_listed_only_from_2025_11_25(connect, version):
         assert tool.description == "A tool with icons."  # the rest of the listing is there
 
 
+@pytest.mark.slow
 def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
     client = connect(UNTESTED)
     with pytest.raises(McpError) as caught:
@@ -394,6 +398,7 @@ def test_a_task_param_in_tools_call_is_ignored(connect, wire):
     assert wire.sent("tools/call")[0]["params"]["task"] == {"ttl": 1000}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, params", [
     ("tasks/get", {"taskId": "t-1"}), ("tasks/result", {"taskId": "t-1"}),
     ("tasks/list", {}), ("tasks/cancel", {"taskId": "t-1"}),
@@ -522,6 +527,7 @@ def test_an_async_tool_runs_to_completion(habits):
     assert result.structured_content == {"result": 42} and result.content[0].text == "42"
 
 
+@pytest.mark.slow
 def test_non_object_returns_are_wrapped_as_the_sdk_does(habits):
     tools = {t.name: t for t in habits.list_tools()}
     assert tools["numbers"].output_schema == {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
@@ -530,6 +536,7 @@ def test_non_object_returns_are_wrapped_as_the_sdk_does(habits):
     assert tools["bare"].output_schema is None  # str: text content says it all
 
 
+@pytest.mark.slow
 def test_media_returns_are_content_not_structured_output(habits):
     tools = {t.name: t for t in habits.list_tools()}
     for name in ("picture", "sound", "raw_png", "raw_other", "mixed"):
@@ -567,6 +574,7 @@ class Person:
     mood: Mood = Mood.HAPPY
 
 
+@pytest.mark.slow
 def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_own():
     server = Server("context-habits")
 
@@ -593,6 +601,7 @@ def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_o
     assert "data" not in ElicitResult(action="accept", content={}, data=1).to_wire()  # never sent
 
 
+@pytest.mark.slow
 def test_validation_messages_speak_json_not_python():
     server = Server("strict")
 

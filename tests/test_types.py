@@ -17,31 +17,35 @@ from pathlib import Path
 import pytest
 
 from mcp_ref.core import feature_types, sampling_and_elicitation, types
-from mcp_ref.core.types import (
-    AudioContent,
-    BlobResourceContents,
-    CallToolResult,
+from mcp_ref.core.feature_types import (
     Completion,
-    CreateMessageParams,
-    CreateMessageResult,
-    DiscoverResult,
-    ElicitParams,
-    ElicitResult,
-    EmbeddedResource,
     GetPromptResult,
-    ImageContent,
-    Implementation,
-    InitializeResult,
     LogMessage,
     Prompt,
     PromptArgument,
     PromptMessage,
     ReadResourceResult,
     Resource,
-    ResourceLink,
     ResourceTemplate,
     Root,
+)
+from mcp_ref.core.sampling_and_elicitation import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
     SamplingMessage,
+)
+from mcp_ref.core.types import (
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    DiscoverResult,
+    EmbeddedResource,
+    ImageContent,
+    Implementation,
+    InitializeResult,
+    ResourceLink,
     TextContent,
     TextResourceContents,
     Tool,

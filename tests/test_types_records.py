@@ -20,6 +20,7 @@ import pytest
 
 import mcp_ref
 from mcp_ref.core import types
+from mcp_ref.core.feature_types import Page
 from mcp_ref.core.types import (
     CallToolResult,
     Implementation,
@@ -44,13 +45,12 @@ def modules_defining_payloads() -> list[str]:
 
 def payload_types() -> list[type]:
     """Every payload type: the subclasses of ``WireModel`` of the modules that define them, and of
-    the names ``mcp_ref`` and ``mcp_ref.core.types`` export, with ``WireModel`` and ``Page``."""
+    the names ``mcp_ref`` exports, with ``WireModel`` and ``Page``."""
     import importlib
 
     for module in modules_defining_payloads():
         importlib.import_module(module)
     exported = [getattr(mcp_ref, name) for name in mcp_ref.__all__]
-    exported += [getattr(types, name) for name in types._ELSEWHERE]
     found, todo = {WireModel}, [WireModel]
     while todo:
         for sub in todo.pop().__subclasses__():
@@ -58,13 +58,14 @@ def payload_types() -> list[type]:
                 found.add(sub)
                 todo.append(sub)
     found |= {obj for obj in exported if isinstance(obj, type) and issubclass(obj, WireModel)}
-    found.add(types.Page)
+    found.add(Page)
     return sorted(found, key=lambda cls: cls.__name__)
 
 
 PAYLOADS = payload_types()
 
 
+@pytest.mark.slow
 def test_every_payload_type_is_found():
     assert {"feature_types", "sampling_and_elicitation", "types"} <= {
         name.rsplit(".", 1)[-1] for name in modules_defining_payloads()
@@ -144,6 +145,7 @@ def builtin_exec_and_eval_calls(root: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_package_calls_neither_exec_nor_eval():
     assert builtin_exec_and_eval_calls(PACKAGE) == []
 

@@ -71,6 +71,7 @@ def test_the_scan_finds_bare_containers():
     assert flagged == ["A.a", "A.b", "A.c", "A.d", "A.e", "A.k"]
 
 
+@pytest.mark.slow
 def test_no_bare_container_annotations_in_class_bodies():
     found = []
     for path in package_sources():
@@ -89,6 +90,7 @@ def comment_count(pattern: str) -> tuple[int, list[str]]:
     return len(where), where
 
 
+@pytest.mark.slow
 def test_few_type_ignores_and_noqa():
     ignores, at = comment_count(r"type:\s*ignore")
     assert ignores <= MAX_TYPE_IGNORES, at

@@ -46,6 +46,7 @@ def instances(schema):
                 yield dict(zip(chosen, values, strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("schema", PLAIN_SCHEMAS)
 def test_the_quick_test_accepts_only_what_jsonschema_accepts(schema):
     quick = quick_check(schema)

@@ -87,6 +87,7 @@ def test_ctx_http_is_none_in_memory():
         assert client.call_tool("seen").structured_content == {"http": None}
 
 
+@pytest.mark.slow
 def test_ctx_http_is_none_over_stdio(tmp_path):
     script = tmp_path / "server.py"
     here = os.path.dirname(__file__)
@@ -153,6 +154,7 @@ def test_single_threaded_worker_refuses_long_lived_streams(serve):
             client.listen(timeout=WAIT)
 
 
+@pytest.mark.slow
 @needs_gunicorn
 def test_gunicorn_sync_worker_answers_get_with_405_and_keeps_serving():
     """For real: one sync worker.  Were the GET held, the POST after it would wait for gunicorn's timeout."""
@@ -206,6 +208,7 @@ def django_site():
     yield from gunicorn_site("django", "django_app.wsgi:application")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_django_view_mounts_the_app_with_its_user(django_site, era):
     site, errors = django_site
@@ -220,6 +223,7 @@ def test_django_view_mounts_the_app_with_its_user(django_site, era):
         assert [p[0] for p in steps] == [1, 2, 3]  # SSE events through the view, in order
 
 
+@pytest.mark.slow
 def test_django_view_streams_sse_both_ways(django_site):
     """An elicitation waits on the POST's SSE stream for the client's answer (another POST through
     the view): a view that buffered the answer would never send the question."""
@@ -250,6 +254,7 @@ def flask_site():
     yield from gunicorn_site("flask", "flask_app:app")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_flask_route_mounts_the_app_with_its_user_and_streams_sse(flask_site, era):
     site, errors = flask_site

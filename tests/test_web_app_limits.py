@@ -146,6 +146,7 @@ def open_when_room(url: str, path: str) -> RawStream:
         pause.wait(0.1)
 
 
+@pytest.mark.slow
 def test_a_mounted_app_keeps_its_streams_to_half_the_threads_and_the_site_answers(site):
     url, errors = site
     watch_stderr("gunicorn site", lambda: list(errors.all))
@@ -203,6 +204,7 @@ def post_too_much(url: str, path: str, *, chunked: bool) -> int:
         return int(sock.makefile("rb").readline().split()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 def test_every_recipe_refuses_an_oversize_body_before_reading_it(
     site, wsgi_site, asgi_site, chunked
@@ -221,6 +223,7 @@ def test_every_recipe_refuses_an_oversize_body_before_reading_it(
         assert answer.status_code in (200, 400), (url, answer.text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, why", [({"worker_threads": 2}, "half of this worker's 2 threads"),
                                          ({"max_streams": 1}, "max_streams")], ids=["threads", "max"])
 def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve, option, why):
@@ -238,6 +241,7 @@ def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve, option, 
         first.close()
 
 
+@pytest.mark.slow
 def test_the_peer_watcher_notices_a_close_and_leaves_a_pipelined_request_unread():
     """The watcher behind gunicorn's ``mcp_ref.on_disconnect``: a peer that closes is noticed; a
     socket with bytes waiting (a pipelined request) is left alone, its bytes unread."""

@@ -55,12 +55,6 @@ class DPoPKey:
         #: The latest nonce each origin asked for (RFC 9449 §8, §9).
         self.nonces: dict[str, str] = _Nonces()
 
-    def thumbprint(self) -> str:
-        """RFC 7638 JWK thumbprint of the public key (what a bound token's ``cnf.jkt`` holds)."""
-        jwk = self.jwk
-        canonical = f'{{"crv":"{jwk["crv"]}","kty":"EC","x":"{jwk["x"]}","y":"{jwk["y"]}"}}'
-        return _b64url(hashlib.sha256(canonical.encode()).digest())
-
     def proof(self, method: str, url: str, *, access_token: str | None = None) -> str:
         """A DPoP proof for one request: RFC 9449 §4.2 (``htu`` without query and fragment)."""
         parts = urlsplit(url)

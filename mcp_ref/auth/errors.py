@@ -1,25 +1,16 @@
 """The errors of OAuth authorization for an HTTP server (:class:`mcp_ref.auth.oauth.OAuth`).
 
-:class:`AuthorizationError` is the root here, under the library's root
-:class:`~mcp_ref.core.errors.MCPRefError` (``except mcp_ref.MCPRefError`` catches these too); each
-subclass names the step that failed.  The old import path ``mcp_ref.core.errors`` still gives them
-(loaded from here on first use), as does ``mcp_ref.AuthorizationError``.
+:class:`AuthorizationError` is the root here (defined in :mod:`mcp_ref.core.errors`, where an HTTP
+transport catches it), under the library's root :class:`~mcp_ref.core.errors.MCPRefError`
+(``except mcp_ref.MCPRefError`` catches these too); each subclass names the step that failed.
 """
 
 from __future__ import annotations
 
-from ..core.errors import MCPRefError
+from ..core.errors import AuthorizationError
 
 __all__ = ["AuthorizationError", "MetadataError", "PkceUnsupported", "RegistrationError", "CallbackError",
            "AuthorizationDenied", "AuthorizationTimeout", "TokenError", "InsufficientScope", "Unauthorized"]
-
-
-class AuthorizationError(MCPRefError):
-    """OAuth authorization for an HTTP server failed (``mcp_ref.auth.OAuth``).
-
-    The subclasses say at which step.  Messages name URLs, OAuth error codes and what was
-    expected; never a token, a code, a verifier or a secret.
-    """
 
 
 class MetadataError(AuthorizationError):

@@ -33,16 +33,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from ..core.errors import (
-    AuthorizationDenied,
-    AuthorizationError,
-    CallbackError,
-    InsufficientScope,
-    MetadataError,
-    RegistrationError,
-    TokenError,
-    Unauthorized,
-)
 from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
 from .discovery import (
@@ -55,6 +45,16 @@ from .discovery import (
     discover_authorization_server,
     discover_resource,
     legacy_authorization_server,
+)
+from .errors import (
+    AuthorizationDenied,
+    AuthorizationError,
+    CallbackError,
+    InsufficientScope,
+    MetadataError,
+    RegistrationError,
+    TokenError,
+    Unauthorized,
 )
 from .resource import canonical
 from .store import MemoryStore, TokenStore, client_key, tokens_key

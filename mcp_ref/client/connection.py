@@ -54,7 +54,7 @@ ERAS = (AUTO, MODERN, HANDSHAKE)
 #: legacy"); the default of ``Client(probe_timeout=)``.
 PROBE_TIMEOUT = 10.0
 
-#: Every request a client answers (``ping`` is answered by the session), and the module of this package that
+#: Every request a client answers (``ping``: :meth:`ClientConnection.answer_at_once`), and the module of this package that
 #: answers it (:func:`answering_module`), loaded with the first such request.
 ANSWERED = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
@@ -143,7 +143,12 @@ class ClientConnection:
         self._tools: KnownTools | None = None
         #: ``tools/list_changed`` received and sessions begun so far: what was learnt from a listing made before is stale.
         self.tools_changed = 0
-        transport.set_reinitialize(self.initialize)
+        #: What the HTTP client transport offers beyond the transport contract
+        #: (``transports.http_client.ClientHooks``); None off HTTP.  The one optional lookup on a
+        #: transport (see ``core/transport.py``).
+        self.http_hooks: Any = getattr(transport, "http_hooks", None)
+        if self.http_hooks is not None:
+            self.http_hooks.set_reinitialize(self.initialize)  # Streamable HTTP: a new session after 404
 
     @property
     def protocol_version(self) -> str | None:
@@ -195,7 +200,8 @@ class ClientConnection:
         if era != HANDSHAKE:
             from . import modern
 
-            bounded = None if self.session.transport.mirrors_headers else probe_timeout
+            # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
+            bounded = None if self.http_hooks is not None else probe_timeout
             try:
                 version, result = modern.probe(self, pinned, wait, bounded=bounded)
             except modern.LegacyServer as legacy:
@@ -219,7 +225,8 @@ class ClientConnection:
             self._modern, self.modern = modern, True
 
         self.lifecycle.advance(lifecycle.STATELESS, discovered)
-        self.session.transport.stateless(self.input_schema)
+        if self.http_hooks is not None:  # HTTP: no session from now on; the Mcp-Param-* headers
+            self.http_hooks.stateless(self.input_schema)
 
     def initialize(self, timeout: float | None | Default = DEFAULT) -> None:
         """The handshake: ``initialize``, accept the server's version, then ``notifications/initialized``.
@@ -245,7 +252,8 @@ class ClientConnection:
             self.tools_changed += 1  # a new session (after a 404: perhaps a new server) lists its tools anew
 
         self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated)
-        self.session.transport.initialized(version)  # HTTP: the version header from now on, the GET stream
+        if self.http_hooks is not None:  # HTTP: the version header from now on, the GET stream
+            self.http_hooks.initialized(version)
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
@@ -265,7 +273,7 @@ class ClientConnection:
     def usable_tools(self, tools: list) -> list:
         """The listed tools a caller may use: all of them, but in the modern era over HTTP only those
         whose ``x-mcp-header`` declarations are valid (:meth:`mcp_ref.client.tool_headers.KnownTools.usable`)."""
-        if not self.modern or not self.session.transport.mirrors_headers:
+        if not self.modern or self.http_hooks is None:
             return tools
         return self._known_tools().usable(tools)
 
@@ -345,6 +353,13 @@ class ClientConnection:
             self.session.call_soon(callback, argument)
 
     # -- the Dispatcher protocol: what the server sends ---------------------------------------
+
+    @staticmethod
+    def answer_at_once(method: str, params: dict | None) -> dict | None:
+        """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
+        other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
+        response"; 2026-07-28 removed ping (a modern one goes on, to -32601)."""
+        return {} if method == "ping" and not envelope.is_modern(params) else None
 
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""

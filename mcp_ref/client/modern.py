@@ -45,7 +45,6 @@ from ..core.errors import (
     RequestCancelled,
     RequestTimeout,
     ResponseStreamLost,
-    UnsupportedProtocolVersion,
     UnsupportedProtocolVersionError,
 )
 from ..core.session import RequestContext
@@ -107,7 +106,7 @@ def probe(connection: Connection, pinned: str | None, timeout: float | None,
                 handshake = [v for v in SUPPORTED_VERSIONS if v in exc.supported]
                 if handshake and pinned is None:
                     raise LegacyServer(handshake[0]) from None  # it offers a handshake revision we speak
-                raise UnsupportedProtocolVersion(
+                raise UnsupportedProtocolVersionError(
                     f"the server speaks {', '.join(exc.supported) or 'no listed version'}; "
                     f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}") from None
             version, retried = choice, True
@@ -135,7 +134,7 @@ def probe(connection: Connection, pinned: str | None, timeout: float | None,
             handshake = [v for v in SUPPORTED_VERSIONS if v in offered]
             if handshake and pinned is None:
                 raise LegacyServer(handshake[0])
-            raise UnsupportedProtocolVersion(
+            raise UnsupportedProtocolVersionError(
                 f"the server speaks {', '.join(offered) or 'no listed version'}; mcp_ref speaks "
                 f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}")
         return choice, result

@@ -215,7 +215,7 @@ class MissingRequiredClientCapabilityError(McpError):
 class UnsupportedProtocolVersionError(McpError):
     """-32022: no protocol revision both sides speak.
 
-    Raised for two things, one condition (``UnsupportedProtocolVersion`` is the same class):
+    Raised for two things, one condition:
 
     * the wire error (2026-07-28 basic/index §Error Codes): the server does not implement the
       version a request named.  ``data`` is ``{"supported": [...], "requested": "..."}``; a client
@@ -241,11 +241,6 @@ class UnsupportedProtocolVersionError(McpError):
         """The versions the server supports (from ``data``; empty when it did not say)."""
         value = (self.data or {}).get("supported") if isinstance(self.data, dict) else None
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-#: The older name of :class:`UnsupportedProtocolVersionError` (the client's "no common revision"),
-#: kept: one class, two names.
-UnsupportedProtocolVersion = UnsupportedProtocolVersionError
 
 
 _BY_CODE = {
@@ -297,20 +292,11 @@ class MessageTooLarge(MCPRefError):
     """
 
 
-#: The OAuth errors, now in :mod:`mcp_ref.auth.errors`; still importable from here (loaded on first use).
-_MOVED_TO_AUTH = frozenset({
-    "AuthorizationError", "MetadataError", "PkceUnsupported", "RegistrationError", "CallbackError",
-    "AuthorizationDenied", "AuthorizationTimeout", "TokenError", "InsufficientScope", "Unauthorized",
-})
+class AuthorizationError(MCPRefError):
+    """OAuth authorization for an HTTP server failed (``mcp_ref.auth.OAuth``).
 
-
-def __getattr__(name: str) -> Any:
-    """The OAuth errors under their old path (``from mcp_ref.core.errors import AuthorizationError``).
-
-    Loaded by name, not by an import statement: the core imports nothing above it.
+    The root of the OAuth errors of :mod:`mcp_ref.auth.errors`, whose subclasses say at which step;
+    it lives here because an HTTP transport catches it around the auth hook it was given.  Messages
+    name URLs, OAuth error codes and what was expected; never a token, a code, a verifier or a
+    secret.
     """
-    if name in _MOVED_TO_AUTH:
-        import importlib
-
-        return getattr(importlib.import_module("mcp_ref.auth.errors"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,10 +24,15 @@ What an extension may declare (the role that asks is named in brackets):
 * ``intercept_tool_call(caller, tool, arguments, context, run)`` [server] — around running a tool:
   return ``run(context)``, or answer otherwise (the task protocols turn the call into a task).
 * ``gate`` [server] — who may see and use which item (:class:`~mcp_ref.server.seams.Gate`);
-  None: it does not restrict.  At most one extension of a server has a gate.
-* ``http_middleware()`` [server] — steps it adds to the HTTP middleware chain of every endpoint
-  serving the server (``mcp_ref.transports.http_server.middleware``: the OAuth resource server
-  checks tokens there, the rate limits answer 429 there).
+  None: it does not restrict.  The first extension of a server with a gate decides.
+* ``context_attributes()`` [server] — what it adds to a handler's ``Context``: name ->
+  ``function(ctx)`` giving the attribute (``ctx.start_task`` is the tasks extension's).
+* ``http_middleware(app)`` [server] — steps it adds to the HTTP middleware chain of ``app``, an
+  application serving the server (``mcp_ref.transports.http_server.middleware``: the OAuth
+  resource server checks tokens there, the rate limits answer 429 there).
+
+A server asks its extensions in the order they were added: the first one's ``intercept_request``
+and ``intercept_tool_call`` are outermost, the first one's methods win a name both answer.
 
 The client's part (a server never calls it): ``capabilities(version, None)`` returns capabilities
 to merge into the client's own (a key replaces the client's, the ``extensions`` and
@@ -82,8 +87,12 @@ class Extension:
         """Around running a tool (server); the default runs it."""
         return run(context)
 
-    def http_middleware(self) -> list[Any]:
-        """The steps it adds to the HTTP middleware chain (server); none by default."""
+    def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
+        """What it adds to a handler's ``Context`` (server): name -> ``function(ctx)``."""
+        return {}
+
+    def http_middleware(self, app: Any) -> list[Any]:
+        """The steps it adds to the HTTP middleware chain of ``app`` (server); none by default."""
         return []
 
     # -- the client's part: a Client calls these, a Server never does ---------------------------

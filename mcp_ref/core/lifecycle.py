@@ -22,7 +22,6 @@ import enum
 import threading
 from collections.abc import Callable, Container
 from dataclasses import dataclass
-from typing import Any
 
 from . import LATEST_VERSION, SUPPORTED_VERSIONS
 from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersionError
@@ -261,17 +260,3 @@ class Lifecycle:
                 apply()
             self.phase, self.rules = following, RULES[(self.role, following)]
             return True
-
-
-#: Shaping a payload for an older revision lives in :mod:`mcp_ref.core.older_revisions` (loaded when a
-#: server first lists or answers a peer that needs it); the names are reachable from here too.
-_OLDER_REVISIONS = frozenset({"strip_newer_fields", "content_for_revision"})
-
-
-def __getattr__(name: str) -> Any:
-    """``lifecycle.strip_newer_fields`` and ``lifecycle.content_for_revision`` (see above)."""
-    if name not in _OLDER_REVISIONS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__package__}.older_revisions"), name)

@@ -2,8 +2,8 @@
 
 A server speaking an older revision strips a listed object's newer fields and turns content
 blocks that revision cannot carry into text, so each message matches that revision's schema (the
-revisions come from :mod:`mcp_ref.core.lifecycle`).  Also reachable as
-``lifecycle.strip_newer_fields`` / ``lifecycle.content_for_revision``.
+revisions come from :mod:`mcp_ref.core.lifecycle`).  A server imports it when it first needs it, so
+a plain one speaking the newest revision never loads it.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ request is registered *before* it is written, so an answer can never arrive for 
 ``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`.
 
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
-of a *dispatcher* (the server or client role), which provides ``handle_request(context, method,
-params)``, ``handle_notification(method, params)`` and ``batches_allowed()``.  What it asks of the
+of a *dispatcher* (the server or client role), which provides ``answer_at_once(method, params)``,
+``handle_request(context, method, params)``, ``handle_notification(method, params)`` and
+``batches_allowed()``.  What it asks of the
 connection is :class:`mcp_ref.core.transport.Transport`.
 """
 
@@ -33,7 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from . import envelope, jsonrpc
+from . import jsonrpc
 from .errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -57,7 +58,6 @@ from .requests import (
     RequestContext,
     run_logged,
 )
-from .transport import RequestFailed, RequestHeld
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -127,11 +127,9 @@ class Session:
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
-        self._lasting: set[Any] = set()  # task-augmented requests whose progress outlives the answer
+        self._lasting: set[Any] = set()  # requests whose progress outlives their answer (end_progress)
         self._incoming: dict[Any, RequestContext] = {}
-        self._write_lock = threading.Lock()
-        self._concurrent_writes = transport.concurrent_writes
-        transport.pending = self._pending.get  # HTTP bounds its reads by a request's deadline
+        transport.attach(self)  # its view of our requests (OutgoingRequests): deadlines, failures, holds
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
@@ -236,6 +234,7 @@ class Session:
         max_total_timeout: float | None = None,
         related_request_id: jsonrpc.RequestId | None = None,
         before_write: Callable[[jsonrpc.RequestId], None] | None = None,
+        progress_outlives_answer: bool = False,
     ) -> PendingRequest:
         """Send a request without waiting; returns its :class:`PendingRequest`.
 
@@ -247,6 +246,8 @@ class Session:
         incoming request on whose behalf this one is sent (see :meth:`mcp_ref.core.transport.Transport.write`).
         ``before_write(request_id)`` runs once the id is chosen and before the request is written, so a
         caller can route what the peer sends about it (a listen stream's notifications) from the start.
+        ``progress_outlives_answer`` keeps calling ``on_progress`` after the answer, until
+        :meth:`end_progress` (the answer only starts the work the progress is about).
         """
         timeout = self.default_timeout if timeout is DEFAULT else timeout
         if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
@@ -262,7 +263,7 @@ class Session:
                 params = dict(params or {})
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
                 self._progress[request_id] = pending
-                if "task" in params:  # its token lasts until end_progress (at most one per open task-augmented call)
+                if progress_outlives_answer:  # its token lasts until end_progress
                     self._lasting.add(request_id)
         try:
             if before_write is not None:
@@ -290,13 +291,6 @@ class Session:
             related = next((m.id for m in message if m.id is not None), None)
         if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
             raise ConnectionClosed("the connection is closed")
-        if self._concurrent_writes:
-            self._send(data, message, related)
-        else:
-            with self._write_lock:
-                self._send(data, message, related)
-
-    def _send(self, data: bytes, message, related) -> None:
         if self.trace is not None:
             self.trace("-->", data)
         try:
@@ -306,8 +300,8 @@ class Session:
 
     def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
         """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
-        legacy = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
-        return ErrorResponse(request_id, error, null_id=legacy)
+        null_id = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
+        return ErrorResponse(request_id, error, null_id=null_id)
 
     def _reply(self, reply) -> None:
         try:
@@ -322,8 +316,8 @@ class Session:
             return request_id in (self._pending if ours else self._incoming)
 
     def end_progress(self, pending: PendingRequest) -> None:
-        """Stop calling ``pending``'s ``on_progress``: a task-augmented request's (``params.task``) outlives its
-        answer, as 2025-11-25 tasks §Task Progress Notifications says its token does, until this is called."""
+        """Stop calling ``pending``'s ``on_progress``, sent with ``progress_outlives_answer``: it was
+        called after the answer too, until now."""
         with self._lock:
             self._lasting.discard(pending.id)
             self._progress.pop(pending.id, None)
@@ -341,12 +335,22 @@ class Session:
         with contextlib.suppress(ConnectionClosed):
             self._write(Notification("notifications/cancelled", params), while_closing=while_closing)
 
-    def _fail_request(self, request_id, error: Exception) -> None:
-        """One request of ours failed before reaching the peer (the transport says so)."""
+    # -- what a transport may do to our requests (core/transport.py OutgoingRequests) ----------
+
+    def request_deadline(self, request_id) -> float | None:
+        """When we stop waiting for ``request_id``'s answer (``time.monotonic()``): its timeout, or with
+        ``reset_timeout_on_progress`` its total cap; None: never, or it is not in flight."""
+        request = self._pending.get(request_id)
+        if request is None:
+            return None
+        return request.hard_deadline if request.reset_on_progress else request.deadline
+
+    def fail_request(self, request_id, error: Exception) -> None:
+        """One request of ours failed on this side (the transport says so): its caller gets ``error``."""
         if (request := self._forget(request_id)) is not None:
             request.set_exception(error)  # the first settle wins
 
-    def _hold_request(self, request_id, seconds: float) -> None:
+    def hold_request(self, request_id, seconds: float) -> None:
         """One request of ours waits on this side (the transport says so): its deadline moves on by ``seconds``."""
         with self._lock:
             request = self._pending.get(request_id)
@@ -402,12 +406,6 @@ class Session:
                     continue
                 if data is None:
                     break
-                if isinstance(data, RequestFailed):
-                    self._fail_request(data.request_id, data.error)
-                    continue
-                if isinstance(data, RequestHeld):
-                    self._hold_request(data.request_id, data.seconds)
-                    continue
                 try:
                     self.receive(data)
                 except Exception:  # nothing a peer sends may end the reader
@@ -451,7 +449,7 @@ class Session:
             if isinstance(exc, InvalidRequest) and exc.answer:
                 # A malformed answer is never answered back (JSON-RPC §5); the request it
                 # answers fails with the reason at once, rather than waiting for its timeout.
-                self._fail_request(exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}"))
+                self.fail_request(exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}"))
                 return
             self._reply(self._unreadable_id_error(exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None))
             return
@@ -492,12 +490,11 @@ class Session:
             self._receive_answer(message)
 
     def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
-        if request.method == "ping" and not envelope.is_modern(request.params):
-            # basic/utilities/ping (2026-07-28 removed it: a modern ping goes to the dispatcher, -32601): "The receiver MUST respond promptly with an empty response" —
-            # answered here on the reader thread, never queued behind busy handlers.
+        at_once = self.dispatcher.answer_at_once(request.method, request.params)
+        if at_once is not None:  # the role's answer, here on the reader thread, never queued behind busy handlers
             with self._lock:
                 duplicate = request.id in self._incoming
-            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, {})
+            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, at_once)
             batch.add(reply) if batch else self._reply(reply)
             return
         params = request.params or {}

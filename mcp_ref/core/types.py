@@ -11,12 +11,10 @@ generic loop over the class's :func:`wire_keys` (its fields and their wire names
 from :func:`dataclasses.fields`).
 
 Here: the base, content blocks, tools, and the results of the handshake and discovery — what a
-``tools/call`` round trip needs.  Three groups live in modules of their own, loaded on first use
-so that a plain client or server does not pay for them: :mod:`mcp_ref.core.feature_types`
-(resources, prompts, completion, roots, a listing's ``Page``), :mod:`mcp_ref.core.media`
-(``Image``, ``Audio``, ``media_block`` ...) and :mod:`mcp_ref.core.sampling_and_elicitation`
-(``CreateMessageParams``, ``ElicitResult`` ...).  Their names import from here too
-(``from mcp_ref.core.types import Image``), typed precisely when imported from their module.
+``tools/call`` round trip needs.  Three groups live in modules of their own, so that a plain client
+or server does not pay for them: :mod:`mcp_ref.core.feature_types` (resources, prompts, completion,
+roots, a listing's ``Page``), :mod:`mcp_ref.core.media` (``Image``, ``Audio``, ``media_block`` ...)
+and :mod:`mcp_ref.core.sampling_and_elicitation` (``CreateMessageParams``, ``ElicitResult`` ...).
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any, ClassVar, TypeVar
 
 _Model = TypeVar("_Model", bound="WireModel")
@@ -347,45 +344,3 @@ class DiscoverResult(WireModel):
             return Implementation.from_wire(info) if isinstance(info, dict) else None
         except TypeError:  # name or version missing: not an Implementation
             return None
-
-
-#: The names defined in a module of their own, loaded when one of them is first asked for here.
-_ELSEWHERE = {
-    **dict.fromkeys(
-        ("Image", "Audio", "sniff_mime_type", "media_block", "BYTES_RESULT_URI"), "media"
-    ),
-    **dict.fromkeys(
-        (
-            "SamplingMessage",
-            "CreateMessageParams",
-            "CreateMessageResult",
-            "ElicitParams",
-            "ElicitResult",
-        ),
-        "sampling_and_elicitation",
-    ),
-    **dict.fromkeys(
-        (
-            "Resource",
-            "ResourceTemplate",
-            "ReadResourceResult",
-            "PromptArgument",
-            "Prompt",
-            "PromptMessage",
-            "GetPromptResult",
-            "Root",
-            "Completion",
-            "Page",
-            "LogMessage",
-        ),
-        "feature_types",
-    ),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """``Image``, ``CreateMessageParams`` ... under this module's name (see the module docstring)."""
-    module = _ELSEWHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__package__}.{module}"), name)

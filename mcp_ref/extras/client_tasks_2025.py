@@ -222,7 +222,8 @@ class LegacyTaskCall(Call):
         self._lock = threading.Lock()
         self._finished = False
         self._follow: PendingRequest | None = None  # the tasks/get or tasks/result in flight
-        super().__init__(connection, "tools/call", params, options)
+        # tasks §Task Progress Notifications: the token "remains valid throughout the task lifetime"
+        super().__init__(connection, "tools/call", params, {**options, "progress_outlives_answer": True})
 
     def done(self) -> bool:
         """True once the call has settled: its result fetched, or the ``tools/call`` answered with no task."""

@@ -8,14 +8,24 @@ any second spelling of a file (``./a``, ``a//b``, ``a/``).
 
 from __future__ import annotations
 
+import base64
 import mimetypes
 import os
 import re
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["FileRoot", "PathOutsideRoot", "FileTooLarge", "is_text", "DEFAULT_MAX_FILE_SIZE"]
+from ..core.errors import InvalidParams, ResourceNotFound
+from ..core.extension import Extension
+from ..core.types import BlobResourceContents, TextResourceContents
+from ..core.uri_template import UriTemplate
+from ..server.resources import RegisteredResource, build_resource
+
+__all__ = ["FileRoot", "FileRootExtension", "PathOutsideRoot", "FileTooLarge", "is_text", "file_root",
+           "DEFAULT_MAX_FILE_SIZE"]
 
 #: The largest file a FileRoot reads (``max_file_size``): a resource is sent whole, in one message.
 DEFAULT_MAX_FILE_SIZE = 8 * 1024 * 1024
@@ -251,3 +261,81 @@ class FileRoot:
                 found.append(relative)
         found.sort()
         return found
+
+
+# -- as resources of a server ------------------------------------------------------------
+
+
+def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = None, max_file_size: int | None = None,
+              allow_hidden: bool = False,
+              follow_links: bool = False) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
+    """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
+
+    Returns ``(template, entry, list_files)``: the URI template ``prefix{+path}``, the
+    resource template that reads one file (named ``name``, by default after the directory),
+    and the generator of listed files (of the :class:`FileRoot`).  A path that
+    leaves the root, is hidden, missing, unreadable or too long to open
+    answers Resource not found (-32002), naming only the URI; so does any
+    spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
+    ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
+    ``follow_links``; a file over ``max_file_size`` answers
+    -32602 with its size and the limit.  Files are listed under their
+    canonical URI (``a%20b.txt`` for ``a b.txt``).
+    """
+    files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
+                     allow_hidden=allow_hidden, follow_links=follow_links)
+    prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
+    template = UriTemplate(prefix + "{+path}")
+
+    def read_file(path: str):
+        # Reached only with the canonical spelling (Server.find_resource), and FileRoot refuses any
+        # other path ("./a", "a//b", "a/"): the file read is the one authorize judged by this URI.
+        uri = template.expand(path=path)
+        try:
+            data, mime_type = files.read(path)
+        except FileTooLarge as exc:
+            raise InvalidParams(f"Resource too large: {uri} is over this server's limit of {exc.limit} bytes",
+                                data={"uri": uri}) from None
+        except OSError:  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
+            raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
+        if is_text(data, mime_type):
+            return TextResourceContents(uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type)
+        return BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+
+    def list_files():
+        for relative in files.list():
+            # listed under the spelling a read must use (a space as %20): the one authorize judges
+            uri = template.expand(path=relative)
+            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it ("%41" in a name)
+                yield {"uri": uri, "name": relative}
+
+    entry = build_resource(read_file, template.template, name=name or f"files under {files.root.name}",
+                           description=f"Files under {files.root}")
+    # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
+    # for resources/subscribe and the listen streams too, not only when read
+    entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
+    return template.template, entry, list_files
+
+
+class FileRootExtension(Extension):
+    """Every file under directory ``root`` as a resource of the server that takes it, confined to
+    that directory (``server.add_file_root(root, ...)`` builds one; the options are :func:`file_root`'s).
+
+    URIs are ``uri_prefix + relative/path`` (default: the directory's ``file://`` URI plus ``/``).
+    Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
+    paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
+    path through a symbolic link inside the root unless ``follow_links`` (a second name for a
+    file, which an ``authorize`` policy would judge by that name: one name per file).  A file over
+    ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with -32602.
+    It registers, in :meth:`setup`, one resource template reading a file and the listing of the
+    files; :attr:`template` is the URI template registered.
+    """
+
+    name = "files"
+
+    def __init__(self, root: str, uri_prefix: str | None = None, **options: Any):
+        self.template, self.entry, self.list_files = file_root(root, uri_prefix, **options)
+
+    def setup(self, host: Any) -> None:
+        """Register the template and the files' listing on ``host`` (a ``Server``)."""
+        host.add_listed_resources(self.entry, self.list_files)

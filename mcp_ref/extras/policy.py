@@ -23,9 +23,9 @@ Where each rule is applied:
 - direct access: ``tools/call``, ``resources/read``, ``prompts/get``, ``completion/complete``,
   ``resources/subscribe`` and ``subscriptions/listen`` look items up through
   :meth:`Policy.visible` (a hidden item is the same "not found" as a missing one);
-- rate limits: :meth:`Policy.admit`, called for every request before it is routed
-  (:meth:`mcp_ref.server.connection.ServerConnection.handle_request`); over HTTP the transport
-  calls it before dispatch, so a refused request gets 429 with ``Retry-After``;
+- rate limits: :meth:`Policy.admit`, called for every request before it is routed (the
+  extension's ``intercept_request``); over HTTP its middleware step calls it before dispatch
+  (``http_middleware``), so a refused request gets 429 with ``Retry-After``;
 - OAuth scopes (``@server.tool(scopes=[...])``): :meth:`Policy.missing_scopes`, which the HTTP
   transport asks before dispatch (403 ``insufficient_scope``, 2025-11-25 §Scope Challenge
   Handling).  Unlike ``authorize``, a scope-protected item stays listed: the client must see it to
@@ -43,6 +43,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import LimitExceeded
+from ..core.extension import Extension
 from ..server.principal import Principal
 from ..server.seams import LISTING_ACTIONS, LISTING_NAMES, Call
 from .ratelimit import RateLimit, RateLimiter
@@ -51,8 +52,8 @@ if TYPE_CHECKING:
     from ..server.seams import Registry as Server
     from ..server.state import Buckets
 
-__all__ = ["Principal", "Policy", "Authorize", "ACTIONS", "LISTING_ACTIONS", "LISTING_NAMES", "RateLimits",
-           "UpdateCoalescer", "item_of", "entry_key"]
+__all__ = ["Principal", "Policy", "Authorize", "ACTIONS", "LISTING_ACTIONS", "LISTING_NAMES",
+           "UpdateCoalescer", "item_of", "entry_key", "limit_of", "OPTION", "DEFAULT_MAX_SUBSCRIBED_RESOURCES"]
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +70,23 @@ ACTIONS = {
 
 #: ``authorize(principal, action, name) -> bool``.
 Authorize = Callable[[Principal, str, str], bool]
+#: The option of a tool, resource or prompt holding its own rate limit (``rate_limit="5/minute"``).
+OPTION = "rate_limit"
+#: Resources one principal may be subscribed to at once by default (``Server(max_subscribed_resources=)``).
+DEFAULT_MAX_SUBSCRIBED_RESOURCES = 1000
 
 
-class Policy:
-    """A server's access control and limits (see the module docstring).  Built by ``Server(...)``.
+def limit_of(entry: Any) -> RateLimit | None:
+    """The rate limit of a registered item of its own (its ``options``), or None."""
+    options = getattr(entry, "options", None)
+    return None if not options else options.get(OPTION)
+
+
+class Policy(Extension):
+    """A server's access control and limits (see the module docstring), as an extension: its
+    ``gate`` (with ``authorize``), its ``intercept_request`` (the rate limits, counted before a
+    request is routed), and its HTTP middleware step (429 before dispatch).  Built by
+    ``Server(authorize=..., rate_limit=..., ...)``; ``server.policy`` finds it.
 
     ``authorize`` decides per item (None: every principal may use every item).
     ``rate_limit`` bounds each principal's requests of any kind (``"100/minute"``; None: no bound).
@@ -84,6 +98,8 @@ class Policy:
     ``buckets`` holds the rate limits' token buckets (:class:`~mcp_ref.server.state.Buckets`; None: in
     memory): every request is one atomic ``take`` there, so processes sharing it share the limits.
     """
+
+    name = "policy"
 
     def __init__(self, *, authorize: Authorize | None = None, rate_limit=None,
                  max_subscribed_resources: int | None = None, resource_update_interval: float | None = None,
@@ -110,19 +126,50 @@ class Policy:
         self.subscription_lock = threading.Lock()
         #: The verdicts of the request each thread serves (``request``, ``verdicts``): see :meth:`allows`.
         self._asked = threading.local()
+        #: The server it serves (:meth:`setup`).
+        self.server: Any = None
+
+    def setup(self, host: Any) -> None:
+        """Serve ``host`` (a ``Server``): its items' own limits are found there."""
+        self.server = host
+
+    @property  # type: ignore[override]
+    def gate(self) -> Any:
+        """Itself with ``authorize`` (who may see and use which item), else None: it hides nothing."""
+        return self if self.authorize is not None else None
+
+    def intercept_request(self, call: Call, proceed: Callable[[], Any]) -> Any:
+        """Count the request against the rate limits (unless its HTTP step counted it already), then go on."""
+        if self.limits_requests and not call.caller.take_admitted(call.context.request_id):
+            self.admit(call.principal, call.method, call.params, self.server)
+        return proceed()
+
+    def http_middleware(self, app: Any) -> list[Any]:
+        """The step counting a POSTed request before dispatch: 429 with ``Retry-After`` over a limit."""
+        from ..transports.http_server.middleware import Admission
+
+        return [Admission(self.admit_request)]
+
+    def take_item_limit(self, value: Any) -> RateLimit | None:
+        """An item's own ``rate_limit=`` (``"5/minute"``) as a :class:`RateLimit`, counted from now on."""
+        limit = RateLimit.of(value)
+        self.item_limits = True
+        return limit
+
+    def coalescer(self, send: Callable[[str, dict], None]) -> UpdateCoalescer:
+        """The :class:`UpdateCoalescer` of ``resource_update_interval``, sending with ``send(uri, params)``."""
+        return UpdateCoalescer(cast(float, self.resource_update_interval), send, lambda: self.clock())
+
+    def admit_request(self, principal: Principal, method: str, params: Any) -> None:
+        """Count one request now (before dispatch), or raise :class:`LimitExceeded`."""
+        if self.limits_requests:
+            self.admit(principal, method, params, self.server)
 
     @property
     def restricts(self) -> bool:
         """True with ``authorize``: what principals see differs (the :class:`~mcp_ref.server.seams.Gate`
         contract)."""
         return self.authorize is not None
-
-    def install(self, server: Server) -> None:
-        """Count requests against the rate limits on ``server``: its admission middleware (once)."""
-        if getattr(server, "admission", None) is None:
-            admission = RateLimits(self, server)
-            server.admission = admission
-            server.middleware.insert(0, admission)
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -283,9 +330,10 @@ class Policy:
                 # asked first, whether the item exists or has a limit: hidden and missing cost the same
                 # (the handler reuses the verdict: Policy.allows, ``request``)
                 entry = self.visible_item(principal, item, params)
-                if getattr(entry, "rate_limit", None) is not None:
+                own = limit_of(entry)
+                if own is not None:
                     action = item[0]
-                    limits.append(((principal.id, action, entry_key(entry)), entry.rate_limit))
+                    limits.append(((principal.id, action, entry_key(entry)), own))
         if not limits:
             return
         refused, wait = self.limiter.take_all(limits)  # the server's first: one call of the store
@@ -313,27 +361,6 @@ _WARNINGS = RateLimit(1, 60.0)
 def item_of(server: Any, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
     """``(action, name, entry, found)`` of the item a request addresses (``Server.item_of``)."""
     return server.item_of(method, params)
-
-
-class RateLimits:
-    """The admission middleware (:class:`~mcp_ref.server.seams.Admission`): every request is counted
-    against the policy's rate limits before it is routed, unless the transport already counted it
-    (``ServerConnection.admit_early``, HTTP's 429)."""
-
-    def __init__(self, policy: Policy, server: Server):
-        self.policy = policy
-        self.server = server
-
-    def __call__(self, call: Call, proceed: Callable[[], dict]) -> dict:
-        policy = self.policy
-        if policy.limits_requests and not call.caller.take_admitted(call.context.request_id):
-            policy.admit(call.principal, call.method, call.params, self.server)
-        return proceed()
-
-    def admit(self, principal: Principal, method: str, params: Any) -> None:
-        """Count one request now (before dispatch), or raise :class:`LimitExceeded`."""
-        if self.policy.limits_requests:
-            self.policy.admit(principal, method, params, self.server)
 
 
 def entry_key(entry) -> str:

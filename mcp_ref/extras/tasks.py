@@ -58,7 +58,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import (
     INTERNAL_ERROR,
@@ -70,24 +70,21 @@ from ..core.errors import (
     ServerBusy,
 )
 from ..core.requests import DEFAULT, RequestContext
-from ..server.input_required import Ask, Inputs, answer_all
-from ..server.seams import MAY_START, RequestState, state_of
+from ..server.input_required import Ask, answer_all
 from ..server.state import TERMINAL, MemoryTaskQueue, MemoryTaskRecords, iso_now
 from .task_pool import IDLE_SECONDS, TaskPool
 
 if TYPE_CHECKING:
-    from ..core.envelope import Envelope
-    from ..server.seams import Caller as ServerConnection, Registry
     from ..server.state import Bus, TaskQueue, TaskRecords
 
-__all__ = ["Task", "TaskStore", "TaskRun", "IDLE_SECONDS", "install", "wire_of"]
+__all__ = ["Task", "TaskStore", "TaskRun", "IDLE_SECONDS", "wire_of"]
 
 log = logging.getLogger(__name__)
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 #: ``resultType`` of a CreateTaskResult (SEP-2663 §Polymorphic Results).
 TASK = "task"
-#: What ``Server.tool(task=...)`` accepts.
+#: What ``Server.tool(task=...)`` accepts (the tool's ``options["task"]``).
 OPTIONAL, REQUIRED = "optional", "required"
 WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_required", "completed", "failed", "cancelled"
 
@@ -565,135 +562,3 @@ class TaskRun:
             return task.ask(asks, deadline)
         with store.waiting_for_input():
             return task.ask(asks, deadline, store.input_timeout)
-
-
-# MAY_START (mcp_ref.server.seams) marks a request whose tool may become a task: ctx.start_task() starts it.
-
-
-def install(server: Registry) -> None:
-    """Plug the extension into ``server`` (once): its methods (``tasks/get``, ``tasks/update``,
-    ``tasks/cancel``), its ``tools/call`` interceptor, and its capability (declared at 2026-07-28
-    while some tool is task-capable).  ``server.tasks`` installs the 2025-11-25 tasks with it (:mod:`.tasks_2025`)."""
-    if server.modern_methods.get("tasks/get") is get_task:
-        return
-    server.modern_methods.update(HANDLERS)
-    server.tool_call_interceptors.append(intercept_call)
-    server.extension_capabilities[EXTENSION] = _capability
-
-
-def _capability(server: Any) -> dict | None:
-    # SEP-2663 §Capability Negotiation: the server "advertises the same extension in its own
-    # server/discover capabilities" (an empty object: no settings are defined).
-    return {} if any(tool.task for tool in server.registered_tools()) else None
-
-
-def intercept_call(connection: ServerConnection, tool: Any, arguments: dict, context: RequestContext,
-                   run: Callable[[RequestContext], dict]) -> dict:
-    """The ``tools/call`` interceptor (:data:`~mcp_ref.server.seams.ToolCallInterceptor`): a
-    task-capable tool's call, from a client that declared the extension, may become a task where
-    its handler calls ``ctx.start_task()``."""
-    if tool.task is None or context.envelope is None:
-        return run(context)
-    if declared(context):
-        state_of(context).task = MAY_START  # ctx.start_task() turns the call into a task
-    elif tool.task == REQUIRED:
-        # SEP-2663: a server "unable to service a request ... without returning CreateTaskResult
-        # MUST return an error with the code -32021", naming the extension.
-        raise missing(f"tool {tool.name} runs only as a task")
-    try:
-        return run(context)
-    except StartTask:
-        return begin(connection, context, run)
-
-
-def begin(connection: ServerConnection, context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
-    """``ctx.start_task()`` was reached: create the task, run the handler again on a task worker
-    (``run(task_context)`` gives its result), and return the CreateTaskResult."""
-    server = connection.server
-    store = server.tasks
-    # SEP-2663 §Security Implications ("Auth binding"): the task is its verified caller's; and every
-    # caller, token or not, is counted against max_tasks_per_principal.
-    task = store.create(connection.owner, connection.principal.id)
-    inputs = state_of(context).inputs
-    before = dict(inputs.answers) if inputs is not None else {}
-    # a modern request (MAY_START is only set on one with an envelope); no log messages from a task
-    quiet = replace(cast("Envelope", context.envelope), log_level=None)
-    task_context = RequestContext(context.session, f"task:{task.id}", context.method, context.params)
-    task_context.progress_token = None
-    task_context.envelope = quiet
-    state = task_context.role_state = RequestState()
-    state.inputs = Inputs(dict(before))
-    state.task = TaskRun(task, before, store)
-    task_context.cancelled = task.cancelled
-
-    def work() -> None:
-        stop_watching = store.watch(task)
-        try:
-            if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
-                finish(task, lambda: run(task_context))
-        except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
-            log.warning("task %s: %s", task.id, exc.message)
-        finally:
-            stop_watching()
-            store.ended(task)
-
-    created = task.to_wire(detailed=False)  # as created (working): the work may end before the answer goes
-    store.start(task, work)
-    return {**created, "resultType": TASK}
-
-
-def finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None = None) -> None:
-    """Run a task's handler (``call()``) and record how it ended; ``settle(result)`` records a result
-    (default: ``completed``; 2025-11-25's tasks fail on ``isError``, :mod:`mcp_ref.extras.tasks_2025`)."""
-    try:
-        result = call()
-    except RequestCancelled:
-        task.finish(CANCELLED)
-    except McpError as exc:
-        # SEP-2663 §Task Execution Errors: a JSON-RPC error "moves to the failed status".
-        task.finish(FAILED, error=exc.to_error(), message=exc.message)
-    except BaseException:  # never leak internals to the client
-        log.exception("task %s failed", task.id)
-        task.finish(FAILED, error={"code": INTERNAL_ERROR, "message": "Internal error"},
-                    message="the task failed with an internal error")
-    else:
-        if settle is not None:
-            settle(result)
-        else:  # SEP-2663: a result, "even if isError: true", is completed; cancellation is cooperative.
-            task.finish(COMPLETED, result=result)
-
-
-# -- the methods ------------------------------------------------------------------------------------
-
-
-def _task_of(connection: ServerConnection, context: RequestContext, params: dict, method: str) -> Task:
-    """The task a ``tasks/*`` request names, after the capability check (SEP-2663: -32021 "for
-    non-declaring clients issuing tasks/get, tasks/update, and tasks/cancel requests", checked
-    before the id)."""
-    if not declared(context):
-        raise missing(f"{method} needs the {EXTENSION} extension")
-    return connection.server.tasks.find(params.get("taskId"), connection.owner)
-
-
-def get_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
-    """``tasks/get``: the task as it is now (SEP-2663 §Task Polling; ``resultType`` "complete")."""
-    return _task_of(connection, context, params, "tasks/get").to_wire()
-
-
-def update_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
-    """``tasks/update``: answers for the task's outstanding asks; an empty acknowledgement."""
-    task = _task_of(connection, context, params, "tasks/update")
-    responses = params.get("inputResponses")
-    if not isinstance(responses, dict):
-        raise InvalidParams("Invalid params: tasks/update needs an inputResponses object")
-    connection.server.tasks.update(task, responses)
-    return {}
-
-
-def cancel_task(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
-    """``tasks/cancel``: an empty acknowledgement, for a finished task too (cooperative cancellation)."""
-    connection.server.tasks.cancel(_task_of(connection, context, params, "tasks/cancel"))
-    return {}
-
-
-HANDLERS = {"tasks/get": get_task, "tasks/update": update_task, "tasks/cancel": cancel_task}

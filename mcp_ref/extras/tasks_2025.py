@@ -14,7 +14,7 @@ True at once.
 
 * **Negotiation.**  At 2025-11-25 only, while some tool is task-capable, the server declares
   ``tasks: {list, cancel, requests: {tools: {call}}}`` (§Server Capabilities) and ``tools/list``
-  gives those tools ``execution.taskSupport`` (:func:`mcp_ref.server.listing.with_task_support`;
+  gives those tools ``execution.taskSupport`` (:meth:`Tasks2025Extension.intercept_request`;
   §Tool-Level Negotiation).  ``task`` on a tool without task support is -32601 (SHOULD), a
   ``required`` tool called without it -32601 (MUST).  A server without task-capable tools declares
   nothing and ignores ``task`` (§Task Support and Handling).
@@ -65,14 +65,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
+from ..core import MODERN_VERSIONS
 from ..core.errors import InvalidParams, McpError, MethodNotFound, RequestCancelled, ServerBusy
+from ..core.extension import Extension
 from ..core.requests import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
 from ..server.state import TERMINAL, iso_now
 from ..server.tools import run_tool
-from .tasks import finish, install as install_extension
+from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, finish, mode_of, store_of, task_capable
 
-__all__ = ["install", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
+__all__ = ["Tasks2025Extension", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
 
 log = logging.getLogger("mcp_ref.extras.tasks")
 
@@ -80,7 +82,7 @@ log = logging.getLogger("mcp_ref.extras.tasks")
 VERSION = "2025-11-25"
 #: §Related Task Metadata: the ``_meta`` key tying a message to its task.
 RELATED = "io.modelcontextprotocol/related-task"
-#: ``RequestState.task`` of a handler running as a 2025-11-25 task: ``ctx.start_task()`` is True.
+#: The tasks' mark on a handler running as a 2025-11-25 task: ``ctx.start_task()`` is True.
 RUNNING = "2025-11-25 task"
 WORKING, COMPLETED, FAILED, CANCELLED = "working", "completed", "failed", "cancelled"
 #: The shortest ``ttl`` granted (ms): a smaller request is raised to it (§TTL: receivers "MAY override").
@@ -101,24 +103,64 @@ RECHECK = 1.0
 MAX_MESSAGE = 200
 
 
-def install(server: Any) -> None:
-    """Plug both tasks protocols into ``server`` (once; ``server.tasks`` does): the 2026-07-28 extension
-    (:func:`mcp_ref.extras.tasks.install`), then ``tasks/get``, ``tasks/result``, ``tasks/list`` and
-    ``tasks/cancel`` as handshake-era methods, a ``tools/call`` interceptor (after the 2026-07-28 one),
-    and the ``tasks`` capability."""
-    install_extension(server)
-    if server.handshake_methods.get("tasks/get") is get_task:
-        return
-    server.handshake_methods.update(HANDLERS)
-    server.tool_call_interceptors.append(intercept_call)
-    server.handshake_capabilities["tasks"] = declare
+class Tasks2025Extension(Extension):
+    """The experimental tasks of 2025-11-25 on a server, on the store of the 2026-07-28
+    :class:`~mcp_ref.extras.tasks_2026.TasksExtension` it follows (``server.tasks`` installs both):
+    ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` as handshake-era methods,
+    a ``tools/call`` interceptor, the ``tasks`` capability, and ``execution.taskSupport`` in the
+    ``tools/list`` of a connection told of it."""
+
+    name = "tasks-2025-11-25"
+
+    def __init__(self) -> None:
+        self.server: Any = None
+
+    def setup(self, host: Any) -> None:
+        """Remember the server (its tools say what is task-capable)."""
+        self.server = host
+
+    def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
+        """``{"tasks": ...}`` at 2025-11-25 while some tool is task-capable (:func:`declare`)."""
+        if version in MODERN_VERSIONS:
+            return None
+        capability = declare(self.server, version, peer)
+        return None if capability is None else {"tasks": capability}
+
+    def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
+        """The handshake era's ``tasks/*`` (each answers only at 2025-11-25)."""
+        return {} if version in MODERN_VERSIONS else HANDLERS
+
+    def intercept_request(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        """``tools/list`` at 2025-11-25, to a connection told of the ``tasks`` capability: each
+        task-capable tool with ``execution.taskSupport`` (§Tool-Level Negotiation: absent means
+        "forbidden", the default)."""
+        result = proceed()
+        caller = call.caller
+        if call.method != "tools/list" or call.context.envelope is not None or caller.protocol_version != VERSION \
+                or "tasks" not in caller.capabilities:
+            return result
+        tools = []
+        for item in result.get("tools", ()):
+            tool = self.server.get_tool(item.get("name"))
+            mode = None if tool is None else mode_of(tool)
+            tools.append(item if mode is None else {**item, "execution": {"taskSupport": mode}})
+        return {**result, "tools": tools}
+
+    def intercept_tool_call(self, caller: Any, tool: Any, arguments: Any, context: Any,
+                            run: Callable[[Any], Any]) -> Any:
+        """See :func:`intercept_call`."""
+        return intercept_call(caller, tool, arguments, context, run)
+
+    def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
+        """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""
+        return CONTEXT_ATTRIBUTES
 
 
 def declare(server: Any, version: str | None, caller: Any = None) -> dict | None:
     """The ``tasks`` capability at ``version`` (2025-11-25 only) while some tool is task-capable;
     ``list`` unless ``caller`` cannot be told apart from other requestors (§Task Isolation: such
     receivers "SHOULD NOT declare the tasks.list capability")."""
-    if version != VERSION or not any(tool.task for tool in server.registered_tools()):
+    if version != VERSION or not task_capable(server):
         return None
     capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
     if caller is None or requestor(caller) is not None:
@@ -189,16 +231,19 @@ def intercept_call(connection: Caller, tool: Any, arguments: dict | None, contex
     if context.envelope is not None or connection.protocol_version != VERSION or "tasks" not in connection.capabilities:
         return run(context)  # §Task Support and Handling: no capability declared, ``task`` is ignored
     wanted = context.params.get("task")
+    mode = mode_of(tool)
+    if arguments is None and mode is None:  # invalid arguments of a tool that is never a task: run answers
+        return run(context)
     if wanted is None:
-        if tool.task == "required":
+        if mode == "required":
             # §Tool-Level Negotiation: "Servers MUST return a -32601 (Method not found) error if a
             # client does not attempt to do so."
             raise MethodNotFound(f"Method not found: tool {tool.name} runs only as a task (add params.task)")
         return run(context)
-    if tool.task is None:
+    if mode is None:
         # §Tool-Level Negotiation: taskSupport absent or "forbidden": "Servers SHOULD return a -32601".
         raise MethodNotFound(f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)")
-    store = connection.server.tasks
+    store = store_of(connection.server)
     return begin(connection, tool, arguments, context, run, granted_ttl(wanted, store.ttl_ms))
 
 
@@ -221,13 +266,13 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
     """Create the task, start its handler on the store's workers, and answer the CreateTaskResult
     (§Result Retrieval: "as soon as possible after accepting the task").  ``arguments`` None: they
     were invalid, and ``run`` gives the isError result the task fails with."""
-    store = connection.server.tasks
+    store = store_of(connection.server)
     task = store.create(owner_of(connection), connection.principal.id, ttl_ms=ttl_ms, era=VERSION)
     caller = TaskCaller(connection, task, store)
     task_context = RequestContext(caller, f"task:{task.id}", context.method, context.params)
     task_context.progress_token = context.progress_token  # progress §Behavior Requirements 3: valid until it ends
     task_context.cancelled = task.cancelled
-    state_of(task_context).task = RUNNING
+    state_of(task_context).mark(MARK, RUNNING)
     if arguments is None:
         def call() -> dict:
             return run(task_context)
@@ -477,7 +522,7 @@ def _task_of(connection: Caller, params: dict, method: str) -> Any:
     """The task ``params.taskId`` names, if this requestor's (§Protocol Errors: an invalid or
     nonexistent taskId is -32602; §Task Isolation: so is another requestor's)."""
     _offered(connection, method)
-    task = connection.server.tasks.find(params.get("taskId"), owner_of(connection))
+    task = store_of(connection.server).find(params.get("taskId"), owner_of(connection))
     if task.record().get("era") != VERSION:  # a 2026-07-28 task (never the case: owners differ)
         raise InvalidParams(f"Invalid params: no task {task.id!r} (it does not exist, or has expired)")
     return task
@@ -493,7 +538,7 @@ def task_result(connection: Caller, context: RequestContext, params: dict) -> di
     related-task ``_meta``; or the same JSON-RPC error (§Result Retrieval: it "MUST block the response
     until the task reaches a terminal status").  Bounded: see :data:`RESULT_WAIT`, :data:`MAX_RESULT_WAITERS`."""
     task = _task_of(connection, params, "tasks/result")
-    store = connection.server.tasks
+    store = store_of(connection.server)
     with waiters_of(store).waiting(task.id, connection, context.request_id):
         task.wake()  # an ask of the task waiting on an older tasks/result moves here (TaskCaller._ask)
         record = _ended(task, store.records, context, time.monotonic() + RESULT_WAIT)
@@ -529,7 +574,7 @@ def list_tasks(connection: Caller, context: RequestContext, params: dict) -> dic
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidParams("Invalid params: cursor must be a string")
-    records, next_cursor = connection.server.tasks.records.list(owner_of(connection), cursor, LIST_PAGE)
+    records, next_cursor = store_of(connection.server).records.list(owner_of(connection), cursor, LIST_PAGE)
     result: dict[str, Any] = {"tasks": [wire_of(record) for record in records]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor  # "MUST include a nextCursor ... if more tasks are available"
@@ -541,7 +586,7 @@ def cancel_task(connection: Caller, context: RequestContext, params: dict) -> di
     "MUST transition the task to cancelled status before sending the response", and stays so); its
     handler is asked to stop.  A terminal task: -32602."""
     task = _task_of(connection, params, "tasks/cancel")
-    store = connection.server.tasks
+    store = store_of(connection.server)
     record = store.records.transition(task.id, {"status": CANCELLED, "cancelRequested": True, "inputRequests": {},
                                                 "statusMessage": "The task was cancelled by request.",
                                                 "lastUpdatedAt": iso_now()})

@@ -182,15 +182,15 @@ def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -
     return Ask(ask.key or f"sampling-{number}", "sampling/createMessage", params, CreateMessageResult.from_wire)
 
 
-def gather(prepared: list[Ask], task: Any, connection: Caller, request: RequestContext,
+def gather(prepared: list[Ask], runner: Any, connection: Caller, request: RequestContext,
            timeout: float | None | Default) -> Answers[Any]:
     """The answers to asks already prepared (:meth:`Context.gather <mcp_ref.server.context.Context.gather>`),
     for the handler of ``request``: from the client (handshake era), from the client's retry (2026-07-28),
-    or through ``task`` (the tasks extension's run, None when the handler runs as no task)."""
+    or through ``runner`` (what runs the handler outside its request, when an extension does; else None)."""
     from .input_required import answer_all, inputs_of
 
-    if task is not None:  # the tasks extension: the task waits for tasks/update
-        return Answers(task.ask(prepared))
+    if runner is not None:  # an extension runs the handler elsewhere: it gets the answers its own way
+        return Answers(runner.ask(prepared))
     if request.envelope is None:
         return Answers(ask.read(connection.request(ask.method, ask.params, timeout=timeout,
                                                    related_request_id=request.request_id)) for ask in prepared)

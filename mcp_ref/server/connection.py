@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import envelope as envelopes, lifecycle
 from ..core.errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
-from ..core.jsonrpc import Request
 from ..core.lifecycle import Lifecycle, Phase
 from ..core.requests import DEFAULT, Default
 from ..core.session import RequestContext, Session
@@ -120,7 +119,7 @@ _FEATURES = {
     "completion/complete": "completion:complete",
 }
 
-#: Every request method a server answers, and its handler.  (``ping`` is answered by the session.)
+#: Every request method a server answers, and its handler.  (``ping``: :meth:`ServerConnection.answer_at_once`.)
 METHODS = MethodTable({
     "initialize": initialize,
     **_FEATURES,
@@ -145,8 +144,7 @@ def discover(connection: ServerConnection, context: RequestContext, params: dict
 #: table: ``initialize``, ``ping``, ``logging/setLevel``, ``resources/subscribe`` and
 #: ``resources/unsubscribe`` (changelog, "Remove ping, logging/setLevel ..."; "Replace ...
 #: resources/subscribe/resources/unsubscribe with subscriptions/listen").
-#: (The tasks extension's ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` are added per server,
-#: by the extension: ``Server.modern_methods``.)
+#: (An extension's methods are added per server: ``Extension.methods``, ``Server.extension_method``.)
 MODERN_METHODS = MethodTable({
     "server/discover": discover,
     **_FEATURES,
@@ -186,8 +184,8 @@ class ServerConnection:
         self.capabilities: dict = {}
         self.subscriptions: set[str] = set()
         self._serial = next(_SERIALS)  # numbered now: two first looks at `principal` agree
-        #: Ids of requests the transport already counted against the rate limits (HTTP does,
-        #: before dispatch, to answer 429): not counted twice.  See :meth:`mark_admitted`.
+        #: Ids of requests an HTTP middleware step already admitted before dispatch (an extension's:
+        #: counted once, not again by its ``intercept_request``).  See :meth:`mark_admitted`.
         self.admitted: dict = {}
 
     # Starting values, replaced on the instance when they change (a one-request HTTP connection
@@ -275,6 +273,13 @@ class ServerConnection:
 
     # -- the Dispatcher protocol -------------------------------------------------------------
 
+    @staticmethod
+    def answer_at_once(method: str, params: dict | None) -> dict | None:
+        """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
+        other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
+        response"; 2026-07-28 removed ping, so a modern one is -32601 (``handle_modern``)."""
+        return {} if method == "ping" and not envelopes.is_modern(params) else None
+
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
         return lifecycle.batches_allowed(self.session.protocol_version)
@@ -284,12 +289,11 @@ class ServerConnection:
         return self.protocol_version if context.envelope is None else context.envelope.version
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Route one request to its handler, inside the server's middleware (the rate limits plug in
-        there): then the method table, lifecycle, capabilities."""
-        middleware = self.server.middleware
-        if middleware:
-            return run_chain(middleware, Call(self, context, method, params),
-                             lambda: self._route(context, method, params))
+        """Route one request to its handler, inside the extensions' ``intercept_request``: then the
+        method table, lifecycle, capabilities."""
+        hooks = self.server.request_hooks
+        if hooks:
+            return run_chain(hooks, Call(self, context, method, params), lambda: self._route(context, method, params))
         return self._route(context, method, params)
 
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
@@ -298,7 +302,7 @@ class ServerConnection:
             else envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
-        handler = METHODS.get(method) or self.server.handshake_methods.get(method)  # (2025-11-25 tasks/*)
+        handler = METHODS.get(method) or self.server.extension_method(method, self.protocol_version)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)
@@ -316,7 +320,7 @@ class ServerConnection:
         client ends in an ``InputRequiredResult`` (:mod:`mcp_ref.server.input_required`).
         """
         server = self.server
-        handler = MODERN_METHODS.get(method) or server.modern_methods.get(method)
+        handler = MODERN_METHODS.get(method) or server.extension_method(method, modern.version)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}")
         context.envelope = modern
@@ -355,7 +359,8 @@ class ServerConnection:
         return envelopes.complete(result, server.server_info(modern.version))
 
     def mark_admitted(self, request_id) -> None:
-        """The transport counted this request already: :meth:`handle_request` will not count it again.
+        """An HTTP middleware step admitted (counted) this request before dispatch: :meth:`take_admitted`
+        tells the extension's ``intercept_request`` so, once.
 
         An id normally leaves the table at once, when its request reaches the dispatcher; one the
         session refused first (a duplicate id, a full connection) stays behind.  So the table keeps
@@ -385,21 +390,8 @@ class ServerConnection:
             self.envelope_read = (message.id, envelope)
         self.session.dispatch(message, inline=inline)
 
-    def admit_early(self, message) -> None:
-        """Count a request against the caller's rate limits now, before it is dispatched (HTTP does,
-        to answer 429); raises :class:`~mcp_ref.core.errors.LimitExceeded` over a limit.  The
-        dispatcher will not count it again.  Nothing happens without request limits, or for a
-        notification, an answer or a handshake-era ``ping`` (answered by the session itself)."""
-        admission = self.server.admission
-        if admission is None or not isinstance(message, Request):
-            return
-        if message.method == "ping" and not envelopes.is_modern(message.params):
-            return
-        admission.admit(self.principal, message.method, message.params)
-        self.mark_admitted(message.id)
-
     def withdraw_admission(self, request_id) -> None:
-        """A request counted by :meth:`admit_early` that will never reach the dispatcher (refused by
+        """A request admitted by :meth:`mark_admitted` that will never reach the dispatcher (refused by
         the transport): forget it."""
         self.admitted.pop(request_id, None)
 
@@ -413,8 +405,8 @@ class ServerConnection:
         self.session.close()
 
     def take_admitted(self, request_id) -> bool:
-        """True (once) when :meth:`admit_early` already counted this request: the admission
-        middleware does not count it again."""
+        """True (once) when :meth:`mark_admitted` noted this request: it was admitted (counted) before
+        dispatch, and is not counted again."""
         return bool(self.admitted) and self.admitted.pop(request_id, False) is None
 
     def read_own_resource(self, context: RequestContext, uri: str) -> dict:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from ..core import lifecycle
 from ..core.errors import CapabilityError, RequestCancelled
 from ..core.requests import DEFAULT, Default
-from .seams import MAY_START, Caller, state_of
+from .seams import Caller, state_of
 
 if TYPE_CHECKING:
     from ..core.feature_types import Root
@@ -87,10 +87,17 @@ class Context:
         return self.connection.principal
 
     @property
+    def _http_hooks(self) -> Any:
+        # What the HTTP server transports offer beyond the transport contract
+        # (transports/http_server/request.py ServerHooks); None off HTTP (see core/transport.py).
+        return getattr(self.connection.session.transport, "http_hooks", None)
+
+    @property
     def http(self) -> Any:
         """The HTTP request of this call (``HttpRequest``: ``headers``, ``cookies``, ``remote_addr``, ``environ``,
         ``user`` ...), per request; None over stdio and in memory (spec_notes/deployment.md §ctx.http)."""
-        return self.connection.session.transport.http_request(self.request_id)
+        hooks = self._http_hooks
+        return None if hooks is None else hooks.http_request(self.request_id)
 
     @property
     def lifespan_context(self) -> Any:
@@ -105,55 +112,40 @@ class Context:
     def check_cancelled(self) -> Done[None]:
         """Raise RequestCancelled if the client cancelled this request (no response is then sent)."""
         self.request.check_cancelled()
-        return _done(None)
+        return done(None)
 
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> Done[bool]:
         """Send progress for this request (only if the client asked for it by sending a progress token).
 
-        Inside a task (the tasks extension has no progress notifications) it sets the task's
-        ``statusMessage`` instead: ``message``, or ``"progress/total"``.
+        When an extension runs the handler outside the request (``RequestState.runner``), the
+        runner takes it instead: ``message``, or ``"progress/total"``.
         """
-        task = self._task()
-        if task is not None:
-            task.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
-            return _done(True)
-        return _done(self.request.report_progress(progress, total, message))
+        runner = self._runner()
+        if runner is not None:
+            runner.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
+            return done(True)
+        return done(self.request.report_progress(progress, total, message))
 
-    def start_task(self) -> Done[bool]:
-        """Here the work of a task-capable tool (``@server.tool(task="optional")``) becomes a task.
+    def __getattr__(self, name: str) -> Any:
+        """An attribute an extension adds (``Extension.context_attributes``: ``ctx.start_task``)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        attribute = self.connection.server.context_attribute(name)
+        if attribute is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return attribute(self)
 
-        For a 2026-07-28 client that declared the tasks extension, the client is answered now with
-        a task handle and the handler runs again as that task, where this returns True (asks made
-        before this point are answered from their ``input_required`` rounds, as in any retry; so
-        put side effects after it).  A 2025-11-25 task runs from the first line: this returns True at
-        once.  For any other call it returns False: it goes on as a plain call.  See :mod:`mcp_ref.extras.tasks`.
-        """
-        task = state_of(self.request).task
-        if task is None:
-            return _done(False)
-        if task == MAY_START:
-            from ..extras.tasks import StartTask  # a task-capable tool: the tasks extension is in use
-
-            raise StartTask()
-        return _done(True)
-
-    @property
-    def in_task(self) -> bool:
-        """True while the handler runs as a task (either tasks extension: 2026-07-28 or 2025-11-25)."""
-        return state_of(self.request).task not in (None, MAY_START)
-
-    def _task(self) -> Any:
-        """The task this handler runs as (the tasks extension's ``TaskRun``: ``ask``, ``report``), or None."""
-        task = state_of(self.request).task
-        return None if task is None or isinstance(task, str) else task
+    def _runner(self) -> Any:
+        """What runs this handler outside its request (an extension's, with ``ask`` and ``report``), or None."""
+        return state_of(self.request).runner
 
     def sleep(self, seconds: float) -> Done[None]:
-        """Wait ``seconds``, or raise RequestCancelled as soon as the call (or task) is cancelled.
+        """Wait ``seconds``, or raise RequestCancelled as soon as the call is cancelled.
 
         It blocks the handler's thread, also when awaited (an ``async def`` handler has a loop of its own)."""
         if self.request.cancelled.wait(seconds):
             raise RequestCancelled(f"request {self.request_id!r} was cancelled")
-        return _done(None)
+        return done(None)
 
     def close_sse_stream(self) -> Done[bool]:
         """Over Streamable HTTP, close the connection carrying this request's SSE stream (SSE polling).
@@ -163,13 +155,14 @@ class Context:
         ``retry`` interval.  False when there is no such stream (stdio, JSON
         replies, the legacy transport).  See ``McpWsgiApp(inline_handlers=...)``.
         """
-        return _done(self.connection.session.transport.close_stream(self.request_id))
+        hooks = self._http_hooks
+        return done(hooks is not None and hooks.close_stream(self.request_id))
 
     def log(self, level: str, data: Any, logger: str | None = None) -> Done[bool]:
         """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its
         ``logging/setLevel`` (handshake era) or this request's ``io.modelcontextprotocol/logLevel``
         (2026-07-28, where a request without one gets no log messages at all)."""
-        return _done(self.connection.log(level, data, logger, related_request_id=self.request_id,
+        return done(self.connection.log(level, data, logger, related_request_id=self.request_id,
                                          envelope=self.request.envelope))
 
     def debug(self, data: Any, logger: str | None = None) -> Done[bool]:
@@ -255,7 +248,7 @@ class Context:
         """
         from .asking import gather
 
-        return gather([self._prepare(ask) for ask in asks], self._task(), self.connection, self.request, timeout)
+        return gather([self._prepare(ask) for ask in asks], self._runner(), self.connection, self.request, timeout)
 
     def _prepare(self, ask) -> Ask:
         """An ``Elicit`` / ``ElicitUrl`` / ``Sample`` / ``ListRoots`` as a request this client can take."""
@@ -284,10 +277,10 @@ class Context:
         if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) or self.request.envelope is not None:
             raise CapabilityError(f"notifications/elicitation/complete does not exist in protocol version {version}")
         self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
-        return _done(None)
+        return done(None)
 
 
-def _done(value: _T) -> Done[_T]:
+def done(value: _T) -> Done[_T]:
     """``value`` as a Context call's already-done result: awaitable (a :class:`Done`) when the call
     comes from an ``async def`` handler (a loop runs on this thread), else the plain value, which
     ``json`` and the rest of a sync handler's code take as they always did."""

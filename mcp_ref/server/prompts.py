@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core import lifecycle
@@ -15,7 +15,7 @@ from ..core.validation import first_error, validator_for
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread
-from .tools import ToolError, rate_limit_of
+from .tools import ToolError
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
@@ -33,8 +33,8 @@ class RegisteredPrompt:
     required: tuple[str, ...]
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple[str, ...] = ()
-    #: At most this many gets per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
-    rate_limit: Any = None
+    #: What extensions read of it, by option name (the decorator's options for them)
+    options: dict[str, Any] = field(default_factory=dict)
     _validator: Any = None
 
     def validator(self) -> Any:
@@ -46,7 +46,7 @@ class RegisteredPrompt:
 
 def build_prompt(func: Callable, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, icons: list | None = None, scopes=(),
-                 rate_limit=None) -> RegisteredPrompt:
+                 options: dict[str, Any] | None = None) -> RegisteredPrompt:
     """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -64,7 +64,7 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
         "arguments": arguments,
         "icons": icons,
     })
-    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes), rate_limit_of(rate_limit))
+    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes), options=dict(options or {}))
 
 
 # -- the handlers ---------------------------------------------------------------------------------
@@ -123,8 +123,10 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
             result["description"] = prompt.listing["description"]
     version = connection.version_for(context)
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
+        from ..core.older_revisions import content_for_revision  # loaded only for an older peer
+
         for message in result["messages"]:
-            message["content"] = lifecycle.content_for_revision(message["content"], version)
+            message["content"] = content_for_revision(message["content"], version)
     return result
 
 

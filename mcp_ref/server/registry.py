@@ -6,10 +6,13 @@ connection (:class:`~mcp_ref.server.connection.ServerConnection`) dispatches to
 the feature modules, which ask the registry through the public lookups below
 (:meth:`Server.get_tool`, :meth:`Server.listings`, :meth:`Server.find_resource` ...).
 
-What a server does not use it does not load: prompts, resources, completion, subscriptions,
-pagination and the extras (policy, rate limits, tasks) are imported when first registered or asked
-for.  The extras plug in through the seams of :mod:`mcp_ref.server.seams` (``middleware``, ``gate``,
-``tool_call_interceptors``, ``modern_methods``).
+What a server does not use it does not load: prompts, resources, completion, subscriptions and
+pagination are imported when first registered or asked for.  Everything beyond the protocol plugs
+in as an extension (:class:`~mcp_ref.core.extension.Extension`, ``Server(extensions=[...])``):
+the server asks its list of extensions, and knows none of them by name.  The one exception is the
+section at the end of :class:`Server`, "the shorthand": the keyword arguments that build the
+project's own extensions (``Server(authorize=, rate_limit=, state=)``, ``server.tasks``,
+``@server.tool(task=, rate_limit=)``, ``server.add_file_root``, ``run_http``).
 """
 
 from __future__ import annotations
@@ -20,29 +23,28 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..core import MODERN_VERSIONS, lifecycle
-from . import seams
+from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, lifecycle
 from .connection import ServerConnection
 from .principal import Principal
-from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Admission, Gate, Handler, Middleware, ToolCallInterceptor
-from .serving import STATE_ENV, Serving
+from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Gate, Handler, Middleware, ToolCallInterceptor
+from .shorthand import Shorthand
 from .tools import RegisteredTool, build_tool, replacing
 
 if TYPE_CHECKING:
+    from ..core.extension import Extension
     from ..core.pagination import Paginator
     from ..core.signing import Keyring
     from .prompts import RegisteredPrompt
     from .resources import RegisteredResource
 
-#: ``authorize(principal, action, name) -> bool`` (the policy extra: :mod:`mcp_ref.extras.policy`).
-Authorize = Callable[[Principal, str, str], bool]
 #: The environment variable holding the server's secret (:data:`mcp_ref.core.pagination.SECRET_ENV`).
 SECRET_ENV = "MCP_REF_SECRET"
+
 #: A function a decorator registers: it hands it back unchanged (a user's checker keeps its type).
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class Server(Serving):
+class Server(Shorthand):
     """An MCP server: what it offers, and how to serve it.
 
     ``instructions`` is sent to clients in the initialize result.
@@ -62,23 +64,14 @@ class Server(Serving):
     ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
     (past it a listen is refused with -32000, "Server busy").
 
-    Seams (:mod:`mcp_ref.server.seams`): ``middleware`` (a list) wraps the routing of every
-    request; ``gate`` decides which items each principal may see and use (default: all);
-    ``tool_call_interceptors`` wrap running a tool (the tasks extensions); ``modern_methods`` and
-    ``handshake_methods`` hold the methods an extension adds in each era.
-
-    Policy (:mod:`mcp_ref.extras.policy`; the same in both eras and on every transport):
-    ``authorize(principal, action, name) -> bool`` decides who may use which tool, resource or
-    prompt: what a principal may not use is left out of its listings and answers "not found".
-    ``rate_limit`` (``"100/minute"``) bounds each principal's requests; a tool, resource or prompt
-    can have its own (``@server.tool(rate_limit="5/minute")``).  Over a limit the answer is -32005
-    with ``data.retryAfter`` (HTTP: 429 with ``Retry-After``).  ``max_subscribed_resources`` caps
-    the resources one principal is subscribed to (default 1,000, past it -32005; None: no cap); ``resource_update_interval``
-    (seconds) coalesces ``notifications/resources/updated`` of a resource that changes faster (the last one wins).
-
-    ``state``: where several processes keep what they share (rate limits, tasks, counts, changes):
-    a ``redis://host:port/db`` URL, a :class:`~mcp_ref.server.state.State`, or None: the URL in
-    ``MCP_REF_STATE``, else this process's memory (spec_notes/deployment.md, "Scaling out").
+    ``extensions``: what plugs into the server (:class:`~mcp_ref.core.extension.Extension`; more
+    with :meth:`add_extension`).  Shorthand building the project's own (:mod:`.shorthand`):
+    ``authorize(principal, action, name) -> bool`` (what a principal may not use is unlisted and
+    "not found"), ``rate_limit`` (``"100/minute"`` per principal; over it -32005, HTTP 429),
+    ``max_subscribed_resources`` (per principal, default 1,000; None: no cap) and
+    ``resource_update_interval`` (seconds: updates of a resource coalesced) make the
+    :class:`~mcp_ref.extras.policy.Policy`; ``state`` (a ``redis://`` URL, a ``State``; default
+    ``MCP_REF_STATE``, else memory) is where processes share what extensions keep.
     ``lifespan(server)``: a context manager entered as serving starts, exited as it ends (``ctx.lifespan_context``).
     """
 
@@ -95,18 +88,14 @@ class Server(Serving):
         ttl_ms: int = 0,
         cache_scope: str = "private",
         max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS,
-        authorize: Authorize | None = None,
-        rate_limit: Any = None,
-        max_subscribed_resources: int | None = seams.DEFAULT_MAX_SUBSCRIBED_RESOURCES,
-        resource_update_interval: float | None = None,
-        state: Any = None,
+        extensions: Iterable[Extension] = (),
         lifespan: Callable[[Any], Any] | None = None,
+        **shorthand: Any,
     ):
         self.name, self.version, self.title, self.instructions = name, version, title, instructions
         self.website_url, self.lifespan = website_url, lifespan
         secret = (os.environ.get(SECRET_ENV) or None) if secret is None else secret
         self._registry_lock = threading.RLock()
-        self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
         self._page_size, self._secret = page_size, secret
         self._paginator: Paginator | None = None
         if page_size != 100 or secret is not None:  # checked now (loaded at once when configured)
@@ -127,38 +116,18 @@ class Server(Serving):
         self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
         self._max_subscriptions = max_subscriptions
         self._subscriptions: Any = None
-        self._tasks: Any = None
         self._server_info: tuple | None = None
-        #: Around the routing of every request: ``middleware(call, proceed) -> result`` (seams).
-        self.middleware: list[Middleware] = []
-        #: Around running a tool: ``interceptor(caller, tool, arguments, context, run)`` (seams).
-        self.tool_call_interceptors: list[ToolCallInterceptor] = []
-        #: Request methods an extension adds, 2026-07-28 and handshake era (the tasks extensions' ``tasks/*``).
-        self.modern_methods: dict[str, Handler] = {}
-        self.handshake_methods: dict[str, Handler] = {}
-        #: What extensions declare, at 2026-07-28: name -> ``declare(server)``, the settings or None (not
-        #: offered now); in the handshake era: capability -> ``declare(server, version, caller or None)``.
-        self.extension_capabilities: dict[str, Callable[[Server], dict | None]] = {}
-        self.handshake_capabilities: dict[str, Callable[[Server, str | None, Any], dict | None]] = {}
-        #: The middleware that counts requests against rate limits, once some are set (the policy
-        #: extra); :meth:`ServerConnection.admit_early` asks it before dispatch.
-        self.admission: Admission | None = None
-        self._gate: Gate | None = None
-        self._policy: Any = None
-        self._updates: Any = None
-        self._subscribed_cap = max_subscribed_resources
-        if authorize is not None or rate_limit is not None or resource_update_interval is not None \
-                or max_subscribed_resources not in (None, seams.DEFAULT_MAX_SUBSCRIBED_RESOURCES):
-            from ..extras.policy import Policy
+        self._extensions: list[Extension] = []
+        #: The extensions' ``intercept_request`` and ``intercept_tool_call``, the first outermost.
+        self.request_hooks: list[Middleware] = []
+        self.tool_call_hooks: list[ToolCallInterceptor] = []
+        self._methods: dict[str | None, dict[str, Handler]] = {}  # version -> the extensions' methods
+        self._context_attributes: dict[str, Callable[[Any], Any]] = {}
+        self._take_shorthand(**shorthand)  # the state first: an extension's setup may ask for it
+        for extension in extensions:
+            self.add_extension(extension)
 
-            self._policy = Policy(authorize=authorize, rate_limit=rate_limit,
-                                  max_subscribed_resources=max_subscribed_resources,
-                                  resource_update_interval=resource_update_interval,
-                                  buckets=self._shared_store("buckets"))
-            if self._policy.rate_limit is not None:
-                self._policy.install(self)
-
-    # -- the seams and the extras, loaded when first used -------------------------------------------
+    # -- what is loaded when first used ------------------------------------------------------------
 
     @property
     def paginator(self) -> Paginator:
@@ -188,61 +157,9 @@ class Server(Serving):
 
             with self._registry_lock:
                 if self._subscriptions is None:
-                    self._subscriptions = Subscriptions(self._max_subscriptions, self._shared_store("counters"))
+                    self._subscriptions = Subscriptions(self._max_subscriptions, self.shared_store("counters"))
                 hub = self._subscriptions
         return hub
-
-    @property
-    def policy(self) -> Any:
-        """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`; made,
-        with nothing set, on first use when the server was given none)."""
-        policy = self._policy
-        if policy is None:
-            from ..extras.policy import Policy
-
-            with self._registry_lock:
-                if self._policy is None:
-                    self._policy = Policy(buckets=self._shared_store("buckets"), max_subscribed_resources=self._subscribed_cap)
-                policy = self._policy
-        return policy
-
-    @property
-    def gate(self) -> Gate:
-        """Which items each principal may see and use (:class:`~mcp_ref.server.seams.Gate`): the one
-        set, else the policy when it has ``authorize``, else every item to everyone."""
-        if self._gate is not None:
-            return self._gate
-        policy = self._policy
-        if policy is not None and policy.authorize is not None:
-            return policy
-        return OPEN
-
-    @gate.setter
-    def gate(self, gate: Gate | None) -> None:
-        self._gate = gate
-
-    @property
-    def tasks(self) -> Any:
-        """The tasks of task-capable tools (:class:`~mcp_ref.extras.tasks.TaskStore`; the extension is
-        installed on first use).  Replace it to change its bounds: ``server.tasks = TaskStore(max_tasks=...,
-        ttl_ms=..., poll_interval_ms=..., workers=..., max_waiting=..., input_timeout=..., ...)``."""
-        store = self._tasks
-        if store is None:
-            from ..extras import tasks, tasks_2025
-
-            with self._registry_lock:
-                if self._tasks is None:
-                    self._tasks = tasks.TaskStore(records=self._shared_store("task_records"), bus=self._shared_store("bus"))
-                store = self._tasks
-            tasks_2025.install(self)  # both protocols: 2026-07-28 and 2025-11-25
-        return store
-
-    @tasks.setter
-    def tasks(self, store: Any) -> None:
-        from ..extras.tasks_2025 import install
-
-        self._tasks = store
-        install(self)
 
     # -- tools ----------------------------------------------------------------------
 
@@ -250,11 +167,10 @@ class Server(Serving):
     def tool(self, name: _F, /) -> _F: ...
 
     @overload
-    def tool(self, name: str | None = None, /, *, title: str | None = None, description: str | None = None,
+    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
              input_schema: dict | None = None, output_schema: dict | None = None, annotations: dict | None = None,
              icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
-             headers: dict[str, str] | None = None, task: str | None = None,
-             rate_limit: Any = None) -> Callable[[_F], _F]: ...
+             headers: dict[str, str] | None = None, **options: Any) -> Callable[[_F], _F]: ...
 
     def tool(
         self,
@@ -269,8 +185,7 @@ class Server(Serving):
         meta: dict | None = None,
         scopes: Iterable[str] = (),
         headers: dict[str, str] | None = None,
-        task: str | None = None,
-        rate_limit: Any = None,
+        **options: Any,
     ) -> Any:
         """Decorator: register a function as a tool.
 
@@ -283,8 +198,9 @@ class Server(Serving):
         caller needs when the server is a protected resource (``wsgi_app(auth=...)``).
         ``headers`` maps parameters to header names (``{"region": "Region"}``): at 2026-07-28 over
         Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
-        ``task``: ``"optional"`` or ``"required"`` makes the tool task-capable: a task where it calls
-        ``ctx.start_task()`` (2026-07-28: :mod:`mcp_ref.extras.tasks`), or whole when asked (2025-11-25).
+        ``options``: what extensions read of the tool (kept in ``RegisteredTool.options``): ``task``
+        (``"optional"`` or ``"required"``) makes the tool task-capable: a task where it calls
+        ``ctx.start_task()`` (2026-07-28: :mod:`mcp_ref.extras.tasks`), or whole when asked (2025-11-25);
         ``rate_limit``: at most this many calls per principal (``"5/minute"``), beside the server's own.
         """
         if callable(name):  # @server.tool, without parentheses
@@ -295,7 +211,7 @@ class Server(Serving):
             self.add_tool(
                 func, name=name, title=title, description=description, input_schema=input_schema,
                 output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                headers=headers, task=task, rate_limit=rate_limit,
+                headers=headers, **options,
             )
             return func
 
@@ -305,15 +221,11 @@ class Server(Serving):
                  description: str | None = None, input_schema: dict | None = None,
                  output_schema: dict | None = None, annotations: dict | None = None,
                  icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
-                 headers: dict[str, str] | None = None, task: str | None = None,
-                 rate_limit: Any = None) -> None:
+                 headers: dict[str, str] | None = None, **options: Any) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
                           output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                          headers=headers, task=task, rate_limit=rate_limit)
-        self._note_limit(tool)
-        if tool.task is not None:
-            _ = self.tasks  # installs the tasks extension (its methods, interceptor, capability)
+                          headers=headers, options=self._take_options(options))
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))
@@ -349,7 +261,7 @@ class Server(Serving):
         scopes: Iterable[str] = (),
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
-        rate_limit: Any = None,
+        **options: Any,
     ) -> Callable[[_F], _F]:
         """Decorator: register a resource at ``uri``, or a template if it has ``{variables}``.
 
@@ -357,13 +269,14 @@ class Server(Serving):
         text), or contents objects.  For a template the URI's variables are passed as keyword arguments,
         converted to their annotations (``user_id: int`` gets 42); a URI registered twice warns (UserWarning),
         the later one replaces it.  ``ttl_ms`` and ``cache_scope`` override the caching hints (2026-07-28).
-        ``rate_limit``: at most this many reads per principal (of a template: of all its URIs together).
+        ``options``: what extensions read of it: ``rate_limit``, at most this many reads per principal
+        (of a template: of all its URIs together).
         """
 
         def register(func: _F) -> _F:
             self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                               size=size, annotations=annotations, icons=icons, scopes=scopes,
-                              ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
+                              ttl_ms=ttl_ms, cache_scope=cache_scope, **options)
             return func
 
         return register
@@ -371,19 +284,17 @@ class Server(Serving):
     def add_resource(self, func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                      description: str | None = None, mime_type: str | None = None, size: int | None = None,
                      annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = (),
-                     ttl_ms: int | None = None, cache_scope: str | None = None,
-                     rate_limit: Any = None) -> None:
+                     ttl_ms: int | None = None, cache_scope: str | None = None, **options: Any) -> None:
         """Register a resource or resource template (see :meth:`resource`)."""
         from .resources import build_resource
 
         entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
                                size=size, annotations=annotations, icons=icons, scopes=scopes,
-                               ttl_ms=ttl_ms, cache_scope=cache_scope, rate_limit=rate_limit)
+                               ttl_ms=ttl_ms, cache_scope=cache_scope, options=self._take_options(options))
         self._add_resource_entry(entry)
 
     def _add_resource_entry(self, entry: RegisteredResource) -> None:
         uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
-        self._note_limit(entry)
         with self._registry_lock:
             if entry.template is not None:
                 kept = [t for t in self._templates if t.listing["uriTemplate"] != uri]
@@ -400,30 +311,12 @@ class Server(Serving):
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
         self._announce("resources", listeners)
 
-    def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
-                      max_file_size: int | None = None, allow_hidden: bool = False,
-                      follow_links: bool = False) -> str:
-        """Serve every file under directory ``root`` as a resource, confined to that directory.
-
-        URIs are ``uri_prefix + relative/path`` (default: the directory's
-        ``file://`` URI plus ``/``).  Paths that leave the root — ``..``,
-        absolute paths, symlinks pointing outside — and hidden paths (``.env``,
-        ``.git/...``, unless ``allow_hidden``) are refused as not found, and so
-        is a path through a symbolic link inside the root unless ``follow_links``
-        (a second name for a file, which an ``authorize`` policy would judge by
-        that name: one name per file).  A file
-        over ``max_file_size`` bytes (default
-        :data:`~mcp_ref.extras.files.DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with
-        -32602.  Returns the URI template registered.
-        """
-        from .resources import file_root
-
-        template, entry, list_files = file_root(root, uri_prefix, name=name, max_file_size=max_file_size,
-                                                allow_hidden=allow_hidden, follow_links=follow_links)
-        with self._registry_lock:  # listed before it is announced: a client listing at once sees the files
-            self._resource_lists.append(list_files)
+    def add_listed_resources(self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]]) -> None:
+        """Register a resource template and the function listing the resources it serves (their
+        ``Resource`` dicts, in ``resources/list`` after the registered resources): a file root."""
+        with self._registry_lock:  # listed before it is announced: a client listing at once sees them
+            self._resource_lists.append(list_items)
         self._add_resource_entry(entry)
-        return template
 
     def find_resource(self, uri: str) -> tuple[RegisteredResource, dict] | None:
         """The resource answering ``uri`` and the template variables it matched, or None.
@@ -496,45 +389,9 @@ class Server(Serving):
             return entry if self.gate.visible_resource(principal, name, found, request=request) is not None else None
         return self.gate.visible(principal, action, name, entry, request)
 
-    def _note_limit(self, entry) -> None:
-        if entry.rate_limit is not None:  # an item's own rate limit: the policy extra counts it
-            policy = self.policy
-            policy.item_limits = True
-            policy.install(self)
-
-    def subscription_cap(self) -> Any:
-        """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
-        the policy extra, made now if need be, with ``subscription_lock`` and ``check_subscriptions``), or None."""
-        policy = self._policy
-        if policy is None and self._subscribed_cap is not None:
-            policy = self.policy  # the default cap: the extra is loaded on the first subscription
-        return policy if policy is not None and policy.max_subscribed_resources is not None else None
-
     def has_resource_uri(self, uri: str) -> bool:
         """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
         return uri in self._resources or any(t.listing["uriTemplate"] == uri for t in list(self._templates))
-
-    def notify_resource_updated(self, uri: str) -> None:
-        """Send ``notifications/resources/updated`` to every client subscribed to ``uri``: handshake-era
-        sessions that called ``resources/subscribe``, and 2026-07-28 listen streams naming it.
-
-        With ``resource_update_interval``, a resource announced again within the interval is sent
-        once when it ends (:class:`~mcp_ref.extras.policy.UpdateCoalescer`).
-        """
-        interval = self._policy.resource_update_interval if self._policy is not None else None
-        if not interval:
-            self._send_resource_updated(uri, {"uri": uri})
-            return
-        from ..extras.policy import UpdateCoalescer
-
-        with self._registry_lock:
-            if self._updates is None or self._updates.interval != interval:
-                self._updates = UpdateCoalescer(interval, self._send_resource_updated, lambda: self.policy.clock())
-            updates = self._updates
-        updates.announce(uri, {"uri": uri})
-
-    def _send_resource_updated(self, uri: str, params: dict) -> None:
-        self._publish_resource_updated(params)  # Serving: to this process's subscribers, or on the bus
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -542,12 +399,11 @@ class Server(Serving):
     def prompt(self, name: _F, /) -> _F: ...
 
     @overload
-    def prompt(self, name: str | None = None, /, *, title: str | None = None, description: str | None = None,
-               icons: list | None = None, scopes: Iterable[str] = (),
-               rate_limit: Any = None) -> Callable[[_F], _F]: ...
+    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
+               icons: list | None = None, scopes: Iterable[str] = (), **options: Any) -> Callable[[_F], _F]: ...
 
     def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
-               icons: list | None = None, scopes: Iterable[str] = (), rate_limit: Any = None) -> Any:
+               icons: list | None = None, scopes: Iterable[str] = (), **options: Any) -> Any:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or ``{"role", "content"}`` dict,
@@ -560,20 +416,19 @@ class Server(Serving):
 
         def register(func: _F) -> _F:
             self.add_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
-                            rate_limit=rate_limit)
+                            **options)
             return func
 
         return register
 
     def add_prompt(self, func: Callable, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, icons: list | None = None, scopes: Iterable[str] = (),
-                   rate_limit: Any = None) -> None:
+                   **options: Any) -> None:
         """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
         from .prompts import build_prompt
 
         prompt = build_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
-                              rate_limit=rate_limit)
-        self._note_limit(prompt)
+                              options=self._take_options(options))
         with self._registry_lock:
             self._prompts[prompt.name] = replacing(prompt.name in self._prompts, "prompt", prompt.name, prompt)
         self._announce("prompts", self._listeners("prompts", prompt.name))
@@ -656,15 +511,14 @@ class Server(Serving):
             caps["completions"] = {}
         # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise
         # travel on subscriptions/listen streams (mcp_ref.server.subscriptions).
-        if version in MODERN_VERSIONS:
-            for name, declare in list(self.extension_capabilities.items()):
-                settings = declare(self)
-                if settings is not None:
-                    caps.setdefault("extensions", {})[name] = settings
-        for name, declare_at in list(self.handshake_capabilities.items()) if version not in MODERN_VERSIONS else ():
-            settings = declare_at(self, version, caller)  # e.g. the 2025-11-25 tasks (extras/tasks_2025.py)
-            if settings is not None:
-                caps[name] = settings
+        for extension in self._extensions:
+            declared = extension.capabilities(version, caller)
+            if declared is None:
+                continue
+            if version in MODERN_VERSIONS:  # 2026-07-28: an extension's settings, under its name
+                caps.setdefault("extensions", {})[extension.name] = declared
+            else:
+                caps.update(declared)
         return caps
 
     def offers(self, capability: str, version: str | None = None) -> bool:
@@ -697,3 +551,61 @@ class Server(Serving):
         answered, so clients know the end was not a failure); how many there were.  Serving goes on:
         a client may listen again.  The HTTP server calls it when it shuts down."""
         return self._subscriptions.close_all() if self._subscriptions is not None else 0
+
+    # -- extensions (mcp_ref.core.extension: the one interface everything beyond the protocol uses) --
+
+    @property
+    def extensions(self) -> list[Extension]:
+        """The extensions this server has, in the order they were added (a copy)."""
+        return list(self._extensions)
+
+    def add_extension(self, extension: Extension) -> Extension:
+        """Take ``extension`` (once; see :class:`~mcp_ref.core.extension.Extension`): its ``setup``
+        is called now, and from now on the server asks it what it adds.  Returns it.
+
+        Add extensions before serving over HTTP: an application takes the HTTP middleware of the
+        extensions the server has when it is made."""
+        with self._registry_lock:
+            if any(installed is extension for installed in self._extensions):
+                return extension
+            extension.setup(self)
+            extensions = [*self._extensions, extension]
+            self.request_hooks = [e.intercept_request for e in extensions if _overrides(e, "intercept_request")]
+            self.tool_call_hooks = [e.intercept_tool_call for e in extensions if _overrides(e, "intercept_tool_call")]
+            attributes: dict[str, Callable[[Any], Any]] = {}
+            for installed in reversed(extensions):  # the first added wins a name two declare
+                attributes.update(installed.context_attributes())
+            self._methods, self._context_attributes, self._extensions = {}, attributes, extensions
+        return extension
+
+    @property
+    def gate(self) -> Gate:
+        """Which items each principal may see and use (:class:`~mcp_ref.server.seams.Gate`): the first
+        extension's that has one, else every item to everyone (:data:`~mcp_ref.server.seams.OPEN`)."""
+        for extension in self._extensions:
+            gate = extension.gate
+            if gate is not None:
+                return gate
+        return OPEN
+
+    def extension_method(self, method: str, version: str | None) -> Handler | None:
+        """The handler an extension gives ``method`` at ``version`` (the first added wins), or None."""
+        methods = self._methods.get(version)
+        if methods is None:
+            methods = {}
+            for extension in reversed(self._extensions):
+                methods.update(extension.methods(version))
+            if len(self._methods) < len(SUPPORTED_VERSIONS) + len(MODERN_VERSIONS):  # bounded: a peer's version
+                self._methods[version] = methods
+        return methods.get(method)
+
+    def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
+        """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
+        return self._context_attributes.get(name) or self._shorthand_context(name)
+
+
+def _overrides(extension: Extension, hook: str) -> bool:
+    """True when ``extension`` has its own ``hook`` (the base's does nothing: it is not asked)."""
+    from ..core.extension import Extension  # loaded with the first extension: a plain server has none
+
+    return getattr(type(extension), hook) is not getattr(Extension, hook)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InternalError, InvalidParams, ResourceNotFound
@@ -17,7 +17,7 @@ from ..core.uri_template import UriTemplate
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
-from .tools import ToolError, rate_limit_of
+from .tools import ToolError
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
@@ -36,8 +36,8 @@ class RegisteredResource:
     scopes: tuple[str, ...] = ()
     #: 2026-07-28 caching hints for ``resources/read`` of it: ``(ttl_ms, cache_scope)``, None for the server's
     cache: tuple[int | None, str | None] | None = None
-    #: At most this many reads per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
-    rate_limit: Any = None
+    #: What extensions read of it, by option name (the decorator's options for them)
+    options: dict[str, Any] = field(default_factory=dict)
     #: For a template: whether the values it matched (in their canonical spelling) name something
     #: it serves at all; False is "not found" (a file root: a path it would refuse). None: all do.
     accepts: Callable[[dict[str, str]], bool] | None = None
@@ -46,7 +46,8 @@ class RegisteredResource:
 def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
                    description: str | None = None, mime_type: str | None = None, size: int | None = None,
                    annotations: dict | None = None, icons: list | None = None, scopes=(),
-                   ttl_ms: int | None = None, cache_scope: str | None = None, rate_limit=None) -> RegisteredResource:
+                   ttl_ms: int | None = None, cache_scope: str | None = None,
+                   options: dict[str, Any] | None = None) -> RegisteredResource:
     """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -67,60 +68,7 @@ def build_resource(func: Callable, uri: str, *, name: str | None = None, title: 
 
         cache = check_hints(ttl_ms, cache_scope)
     return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes), cache,
-                              rate_limit_of(rate_limit))
-
-
-def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = None, max_file_size: int | None = None,
-              allow_hidden: bool = False,
-              follow_links: bool = False) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
-    """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
-
-    Returns ``(template, entry, list_files)``: the URI template ``prefix{+path}``, the
-    resource template that reads one file (named ``name``, by default after the directory),
-    and the generator of listed files (of the :class:`~mcp_ref.extras.files.FileRoot`).  A path that
-    leaves the root, is hidden, missing, unreadable or too long to open
-    answers Resource not found (-32002), naming only the URI; so does any
-    spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
-    ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
-    ``follow_links``; a file over ``max_file_size`` answers
-    -32602 with its size and the limit.  Files are listed under their
-    canonical URI (``a%20b.txt`` for ``a b.txt``).
-    """
-    from ..extras.files import DEFAULT_MAX_FILE_SIZE, FileRoot, FileTooLarge, is_text
-
-    files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
-                     allow_hidden=allow_hidden, follow_links=follow_links)
-    prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
-    template = UriTemplate(prefix + "{+path}")
-
-    def read_file(path: str):
-        # Reached only with the canonical spelling (Server.find_resource), and FileRoot refuses any
-        # other path ("./a", "a//b", "a/"): the file read is the one authorize judged by this URI.
-        uri = template.expand(path=path)
-        try:
-            data, mime_type = files.read(path)
-        except FileTooLarge as exc:
-            raise InvalidParams(f"Resource too large: {uri} is over this server's limit of {exc.limit} bytes",
-                                data={"uri": uri}) from None
-        except OSError:  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
-            raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
-        if is_text(data, mime_type):
-            return TextResourceContents(uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type)
-        return BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
-
-    def list_files():
-        for relative in files.list():
-            # listed under the spelling a read must use (a space as %20): the one authorize judges
-            uri = template.expand(path=relative)
-            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it ("%41" in a name)
-                yield {"uri": uri, "name": relative}
-
-    entry = build_resource(read_file, template.template, name=name or f"files under {files.root.name}",
-                           description=f"Files under {files.root}")
-    # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
-    # for resources/subscribe and the listen streams too, not only when read
-    entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
-    return template.template, entry, list_files
+                              options=dict(options or {}))
 
 
 # -- the handlers ---------------------------------------------------------------------------------

@@ -1,27 +1,23 @@
-"""The server's seams: where the extras (and an application) plug into a server without the core
-of the server knowing them.
+"""The server's seams: where extensions (:class:`~mcp_ref.core.extension.Extension`) and an
+application plug into a server without the core of the server knowing them.
 
 Declared here, below every feature module (this module imports only ``core`` and
-:mod:`~mcp_ref.server.principal`), so that a feature handler, the dispatcher and an extra can all
-name them without importing one another:
+:mod:`~mcp_ref.server.principal`), so that a feature handler, the dispatcher and an extension can
+all name them without importing one another:
 
 * :class:`Caller` — what a feature handler is given of the connection it serves (the narrow
   interface: who calls, which revision, sending to the client, the registry's lookups).  Handlers
   are ``handler(caller, context, params) -> result``; they never need ``ServerConnection``.
 * :class:`Registry` — what handlers read of the :class:`~mcp_ref.server.Server`.
-* **Middleware around dispatch** — ``Server.middleware``: each is called as
-  ``middleware(call, proceed) -> result`` around the routing of every request (:class:`Call`).
-  The rate limits of :mod:`mcp_ref.extras.policy` plug in here when ``Server(rate_limit=...)`` or an
-  item's ``rate_limit=`` asks for them (:class:`Admission`: it can also count a request before
-  dispatch, for HTTP's 429).
+* **Around dispatch** — each extension's ``intercept_request(call, proceed)`` around the routing
+  of every request (:class:`Call`; :func:`run_chain`).
 * **The item gate** — ``Server.gate`` (:class:`Gate`): the one place that answers "may principal P
-  use item X" and "filter this listing for P".  Default :data:`OPEN`: everything visible, no policy
-  loaded; ``Server(authorize=...)`` puts the :class:`~mcp_ref.extras.policy.Policy` there.
-* **The tools/call interceptor** — ``Server.tool_call_interceptors`` (:data:`ToolCallInterceptor`):
-  around running a tool.  The tasks extension plugs in here (:mod:`mcp_ref.extras.tasks`: it turns
-  the call into a task).
+  use item X" and "filter this listing for P".  Default :data:`OPEN`: everything visible; an
+  extension with a ``gate`` puts it there.
+* **Around a tool** — each extension's ``intercept_tool_call(caller, tool, arguments, context,
+  run)`` around running a tool (:func:`intercept`).
 * :class:`RequestState` — what the server keeps per request on ``RequestContext.role_state``
-  (the 2026-07-28 MRTR answers, the task a call runs as).
+  (the 2026-07-28 MRTR answers, what extensions keep about it).
 """
 
 from __future__ import annotations
@@ -44,19 +40,17 @@ class Registry(Protocol):
     instructions: str | None
     cache_hints: tuple[int | None, str | None]
     on_roots_list_changed: Any
-    #: Around the routing of every request (see :data:`Middleware`).
-    middleware: list[Middleware]
-    #: Around running a tool (see :data:`ToolCallInterceptor`).
-    tool_call_interceptors: list[ToolCallInterceptor]
-    #: The middleware counting requests against rate limits, if any (see :class:`Admission`).
-    admission: Any
-    #: 2026-07-28 request methods an extension adds, and the extensions' capabilities
-    #: (``declare(server) -> settings | None``: the server is a :class:`~mcp_ref.server.Server`, above this module);
-    #: the same in the handshake era (the 2025-11-25 tasks; ``declare(server, version, caller or None)``).
-    modern_methods: dict[str, Handler]
-    extension_capabilities: dict[str, Callable[[Any], dict[str, Any] | None]]
-    handshake_methods: dict[str, Handler]
-    handshake_capabilities: dict[str, Callable[[Any, str | None, Any], dict[str, Any] | None]]
+    #: The extensions' ``intercept_request``, the first outermost (see :func:`run_chain`).
+    request_hooks: list[Middleware]
+    #: The extensions' ``intercept_tool_call``, the first outermost (see :func:`intercept`).
+    tool_call_hooks: list[ToolCallInterceptor]
+
+    @property
+    def extensions(self) -> list[Any]: ...
+
+    def extension_method(self, method: str, version: str | None) -> Handler | None: ...
+
+    def context_attribute(self, name: str) -> Callable[[Any], Any] | None: ...
 
     @property
     def lifespan_context(self) -> Any: ...
@@ -75,12 +69,6 @@ class Registry(Protocol):
 
     @property
     def bus(self) -> Any: ...
-
-    @property
-    def policy(self) -> Any: ...
-
-    @property
-    def tasks(self) -> Any: ...
 
     def get_tool(self, name: str) -> Any: ...
 
@@ -166,20 +154,27 @@ class RequestState:
 
     ``inputs``: the answers a 2026-07-28 request brings for its handler's asks
     (``mcp_ref.server.input_required.Inputs``; None where the request cannot carry any).
-    ``task``: the tasks extension's mark: whether this call may become a task, or the task it runs
-    as (``mcp_ref.extras.tasks``); None for every other request.
+    ``runner``: what runs the handler outside the request when an extension does (it has
+    ``report(message)`` for progress and ``ask(asks)`` for questions to the client), else None.
+    ``marks``: what extensions note about the request, by their ``name`` (None until one does).
     """
 
-    __slots__ = ("inputs", "task")
+    __slots__ = ("inputs", "runner", "marks")
 
     def __init__(self) -> None:
         self.inputs: Any = None
-        self.task: Any = None
+        self.runner: Any = None
+        self.marks: dict[str, Any] | None = None
 
+    def mark(self, name: str, value: Any) -> None:
+        """Note ``value`` for the extension ``name``."""
+        if self.marks is None:
+            self.marks = {}
+        self.marks[name] = value
 
-#: ``RequestState.task`` of a call whose tool may become a task: ``ctx.start_task()`` starts it
-#: (set by the tasks extension's interceptor).
-MAY_START = "may start"
+    def mark_of(self, name: str) -> Any:
+        """What the extension ``name`` noted, or None."""
+        return None if self.marks is None else self.marks.get(name)
 
 
 def state_of(context: RequestContext) -> RequestState:
@@ -209,7 +204,7 @@ class InputRequired(BaseException):
         self.requests = requests
 
 
-# -- middleware around dispatch ------------------------------------------------------------------------
+# -- around dispatch ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -227,19 +222,9 @@ class Call:
         return self.caller.principal
 
 
-#: ``middleware(call, proceed) -> result``: call ``proceed()`` to go on (to the next middleware, then
-#: the method's routing and handler), or raise an ``McpError`` to refuse the request.
+#: ``hook(call, proceed) -> result`` (an extension's ``intercept_request``): call ``proceed()`` to go
+#: on (to the next hook, then the method's routing and handler), or raise an ``McpError`` to refuse.
 Middleware = Callable[[Call, Callable[[], dict]], dict]
-
-
-class Admission(Protocol):
-    """A middleware that counts requests against limits, and can count one before dispatch
-    (``ServerConnection.admit_early``, for HTTP's 429): the rate limits of the policy extra."""
-
-    def __call__(self, call: Call, proceed: Callable[[], dict]) -> dict: ...
-
-    def admit(self, principal: Principal, method: str, params: Any) -> None:
-        """Count one request now, or raise ``LimitExceeded``."""
 
 
 def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
@@ -261,8 +246,6 @@ def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
 
 #: Open ``subscriptions/listen`` streams a server holds by default (``Server(max_subscriptions=)``).
 DEFAULT_MAX_SUBSCRIPTIONS = 1024
-#: Resources one principal may be subscribed to at once by default (``Server(max_subscribed_resources=)``).
-DEFAULT_MAX_SUBSCRIBED_RESOURCES = 1000
 
 #: The action that decides whether an item of each listing is listed (what a gate is asked).
 LISTING_ACTIONS = {"tools": "tools/call", "resources": "resources/read", "templates": "resources/read",
@@ -272,7 +255,7 @@ LISTING_NAMES = {"tools": "name", "resources": "uri", "templates": "uriTemplate"
 
 
 class Gate(Protocol):
-    """Who may use which tool, resource or prompt: asked by ``tools/call``, ``prompts/get``,
+    """Who may use which tool, resource or prompt (an extension's ``gate``): asked by ``tools/call``, ``prompts/get``,
     ``resources/read``, ``completion/complete``, subscriptions, the listings, the caching hints,
     ``Server.required_scopes`` and ``Server.visible_tool``.
 
@@ -328,14 +311,15 @@ class OpenGate:
         return items
 
 
-#: The gate of a server without ``authorize``.
+#: The gate of a server none of whose extensions has one.
 OPEN = OpenGate()
 
 
-# -- the tools/call interceptor ----------------------------------------------------------------------------
+# -- around running a tool ----------------------------------------------------------------------------------
 
-#: ``interceptor(caller, tool, arguments, context, run) -> result`` around running a tool: ``run(context)`` runs
-#: it (the tasks extensions run it later, as a task); ``arguments`` None: invalid, ``run`` answers the isError result.
+#: ``hook(caller, tool, arguments, context, run) -> result`` around running a tool (an extension's
+#: ``intercept_tool_call``): ``run(context)`` runs it (an extension may run it later, elsewhere);
+#: ``arguments`` None: invalid, ``run`` answers the isError result.
 ToolCallInterceptor = Callable[[Caller, Any, Any, "RequestContext", Callable[["RequestContext"], dict]], dict]
 
 

@@ -2,7 +2,7 @@
 
 The part of ``Server`` that is about transports, not about what is registered: it makes a
 :class:`~mcp_ref.server.connection.ServerConnection` per connection, remembers them (to tell them
-of changes), and runs the stdio loop or the HTTP server (loaded only when asked for).
+of changes), and runs the stdio loop (the HTTP server is the shorthand's: ``Server.run_http``).
 """
 
 from __future__ import annotations
@@ -15,17 +15,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from .connection import ServerConnection
-from .seams import LISTING_ACTIONS
+from .seams import LISTING_ACTIONS, OPEN
 
 if TYPE_CHECKING:
     from .seams import Gate, Registry
 
 #: The bus channel of change notifications (list changes, resource updates).
 CHANGES = "changes"
-#: The environment variable naming the shared state when ``Server(state=)`` is not given:
-#: ``redis://host:port/db`` (or ``rediss://``; ``?namespace=NAME`` prefixes every key, default
-#: ``mcp_ref``).  Unset or empty: each process's own memory.
-STATE_ENV = "MCP_REF_STATE"
 
 
 class Serving:
@@ -34,7 +30,6 @@ class Serving:
     name: str
     _connections: weakref.WeakSet[ServerConnection]
     _subscriptions: Any
-    gate: Gate
     subscriptions: Any
     _bus: Any = None
     _bus_unsubscribe: Callable[[], None] | None = None
@@ -45,6 +40,14 @@ class Serving:
     #: True once this process serves (:meth:`serves`): what it registered before is its start, the same
     #: on every worker of a deployment, and not announced to the others' clients (:meth:`_listeners`).
     _served = False
+    #: The shorthand's (:class:`~mcp_ref.server.Server`): the state a choice names; serving over HTTP.
+    _chosen_state: Callable[[Any], Any]
+    run_http: Callable[..., None]
+
+    @property
+    def gate(self) -> Gate:
+        """Which items each principal may see and use (``Server.gate``: its extensions')."""
+        return OPEN
 
     # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
 
@@ -84,14 +87,12 @@ class Serving:
         if self._state is None and self._state_choice is not None:
             with self._registry_lock:
                 if self._state is None:
-                    from .state_choice import state_from
-
-                    self._state = state_from(self._state_choice)
+                    self._state = self._chosen_state(self._state_choice)
         return self._state
 
-    def _shared_store(self, kind: str) -> Any:
+    def shared_store(self, kind: str) -> Any:
         """The chosen state's store of ``kind`` (``"buckets"``, ``"counters"``, ``"task_records"``,
-        ``"bus"``), or None: the extra makes its own in memory."""
+        ``"bus"``), or None: an extension makes its own in memory (``Extension.setup`` asks)."""
         state = self.shared_state
         return None if state is None else getattr(state, kind)()
 
@@ -294,58 +295,5 @@ class Serving:
         try:
             while not connection.session.wait_closed(1.0):
                 pass
-        finally:
-            self.exit_lifespan()
-
-    def wsgi_app(self, **options):
-        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``).
-
-        Options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s:
-        ``path``, ``stateless``, ``json_response``, ``allowed_hosts``,
-        ``allowed_origins``, ``event_store``, ``max_body_size``, ...  Mount it
-        anywhere WSGI runs: gunicorn, Flask/Django (under a path prefix), or
-        :meth:`run_http`.  The server's lifespan is entered at the first request that makes a
-        connection and exited by the app's ``close()`` (spec_notes/settings.md).
-        """
-        from ..transports.http_server import McpWsgiApp
-
-        return McpWsgiApp(self, **options)
-
-    def http_server(self, host: str = "127.0.0.1", port: int = 8000, *, connection_limits=None, **options):
-        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet.
-
-        Port 0 picks a free port (``.port`` and ``.url`` tell which).  Call
-        ``serve_forever()`` (in a thread, for tests) and ``shutdown()``.
-        ``connection_limits`` (a :class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`)
-        bounds connections, their deadlines and their writes; the other options are
-        :meth:`wsgi_app`'s.
-        """
-        from ..workbench.wsgi_server import WsgiServer
-
-        return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
-
-    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None, **options) -> None:
-        """Serve over HTTP on the standard library until interrupted (binds 127.0.0.1 by default).
-
-        ``on_ready(httpd)`` is called once the socket is bound (``httpd.url`` tells
-        the address, useful with port 0); by default a line on stderr says it.
-        ``connection_limits`` (:class:`~mcp_ref.ConnectionLimits`) bounds the connections;
-        the other options are :meth:`wsgi_app`'s.  The lifespan is entered before the socket is
-        bound, and exited when serving ends.
-        """
-        self.enter_lifespan()
-        try:
-            httpd = self.http_server(host, port, **options)
-            if on_ready is None:
-                print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
-            else:
-                on_ready(httpd)
-            try:
-                httpd.serve_forever()
-            except KeyboardInterrupt:
-                pass
-            finally:
-                httpd.server_close()
-                httpd.app.close()  # exits the lifespan too
         finally:
             self.exit_lifespan()

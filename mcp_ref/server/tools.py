@@ -13,7 +13,7 @@ import logging
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +27,6 @@ from .signatures import ArgumentPlan, compile_arguments, output_schema_for, runs
 
 if TYPE_CHECKING:
     from ..core.requests import RequestContext
-
-#: What ``Server.tool(task=...)`` accepts besides None (the tasks extension, :mod:`mcp_ref.extras.tasks`).
-TASK_MODES = ("optional", "required")
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +60,8 @@ class RegisteredTool:
     wrapped: bool = False
     #: OAuth scopes a caller needs (HTTP with ``auth=``: 403 ``insufficient_scope`` without them)
     scopes: tuple[str, ...] = ()
-    #: The tasks extension: None (never a task), ``"optional"`` or ``"required"`` (mcp_ref.extras.tasks)
-    task: str | None = None
-    #: At most this many calls per principal (``mcp_ref.extras.ratelimit.RateLimit``; None: no limit of its own)
-    rate_limit: Any = None
+    #: What extensions read of it, by option name (``@server.tool(...)``'s options for them)
+    options: dict[str, Any] = field(default_factory=dict)
     _input_validator: Any = None
     _output_validator: Any = None
 
@@ -100,10 +95,9 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
                description: str | None = None, input_schema: dict | None = None,
                output_schema: dict | None = None, annotations: dict | None = None,
                icons: list | None = None, meta: dict | None = None, scopes=(),
-               headers: dict[str, str] | None = None, task: str | None = None, rate_limit=None) -> RegisteredTool:
-    """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here."""
-    if task is not None and task not in TASK_MODES:
-        raise ValueError(f"task must be None, {TASK_MODES[0]!r} or {TASK_MODES[1]!r}, not {task!r}")
+               headers: dict[str, str] | None = None, options: dict[str, Any] | None = None) -> RegisteredTool:
+    """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here.
+    ``options``: what extensions read of it (checked by them when it is registered)."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     name = name or func.__name__
@@ -127,21 +121,13 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
     })
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
-    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes), task=task,
-                          rate_limit=rate_limit_of(rate_limit))
+    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes),
+                          options=dict(options or {}))
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
     return tool
 
-
-def rate_limit_of(value: Any) -> Any:
-    """An item's own ``rate_limit=`` as a ``RateLimit`` (the rate-limit extra is loaded only for one)."""
-    if value is None:
-        return None
-    from ..extras.ratelimit import RateLimit
-
-    return RateLimit.of(value)
 
 
 def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict:
@@ -199,8 +185,8 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     if not isinstance(name, str):
         raise InvalidParams("Invalid params: tools/call needs a tool name")
     server = connection.server
-    # A tool the caller may not use is answered exactly as a missing one (the gate: mcp_ref.extras.policy
-    # with authorize), and costs the same: the gate is asked about a missing name too, once per request.
+    # A tool the caller may not use is answered exactly as a missing one (the gate an extension
+    # sets), and costs the same: the gate is asked about a missing name too, once per request.
     gate, tool = server.gate, server.get_tool(name)
     if gate is not OPEN:  # the default gate shows every tool to everyone: no principal to work out
         tool = gate.visible(connection.principal, "tools/call", name, tool, params)
@@ -217,14 +203,13 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     if problem is None and not tool.declared.issuperset(arguments):
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
-    interceptors = server.tool_call_interceptors
-    # 2025-11-25's task rules come before the arguments (a required tool without ``task`` is -32601)
-    if problem is not None and not (interceptors and tool.task is not None and context.envelope is None):
-        return bad_arguments(connection, context, name, problem)
-    if interceptors:  # the tasks extension may make the call a task (a 2025-11-25 one fails with bad arguments)
-        return intercept(interceptors, connection, tool, arguments if problem is None else None, context,
+    hooks = server.tool_call_hooks
+    if hooks:  # the extensions' intercept_tool_call; invalid arguments reach them as None (run answers them)
+        return intercept(hooks, connection, tool, arguments if problem is None else None, context,
                          lambda run_context: run_tool(connection, tool, arguments, run_context) if problem is None
                          else bad_arguments(connection, run_context, name, problem))
+    if problem is not None:
+        return bad_arguments(connection, context, name, problem)
     return run_tool(connection, tool, arguments, context)
 
 
@@ -300,7 +285,9 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         del result["structuredContent"]
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
-        result["content"] = [lifecycle.content_for_revision(block, version) for block in result.get("content", [])]
+        from ..core.older_revisions import content_for_revision  # loaded only for an older peer
+
+        result["content"] = [content_for_revision(block, version) for block in result.get("content", [])]
     return result
 
 

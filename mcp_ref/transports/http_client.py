@@ -54,7 +54,7 @@ from urllib.parse import urljoin
 from ..core import envelope
 from ..core.errors import AuthorizationError, LimitExceeded, ResponseStreamLost
 from ..core.jsonrpc import Notification, Request
-from ..core.transport import RequestFailed, RequestHeld, Transport
+from ..core.transport import OutgoingRequests, Transport
 from .http_legacy import LegacySseClient
 from .http_modern import ModernPosts
 from .http_plumbing import (
@@ -65,10 +65,13 @@ from .http_plumbing import (
     MAX_RETRY_DELAY,
     MIN_RETRY_DELAY,
     READ_SIZE,
+    ClientHooks,
     Cursor,
     EventTooLarge,
     HttpTransportError,
     Inbox,
+    RequestFailed,
+    RequestHeld,
     abort,
     advice,
     discard_body,
@@ -88,7 +91,7 @@ from .sse import SseParser
 from .stdio import DEFAULT_MAX_MESSAGE_SIZE
 
 __all__ = [
-    "HttpClientTransport", "HttpTransportError", "hold_current_request", "unreachable", "read_body", "discard_body",
+    "HttpClientTransport", "ClientHooks", "HttpTransportError", "hold_current_request", "unreachable", "read_body", "discard_body",
     "stream_chunks", "DEFAULT_MAX_MESSAGE_SIZE", "DEFAULT_RETRY_MS", "MAX_RESUMES", "MIN_RETRY_DELAY",
     "MAX_RETRY_DELAY", "MAX_ERROR_BODY", "READ_SIZE", "MAX_EVENT_ID", "MAX_CHUNK_LINE",
 ]
@@ -101,7 +104,7 @@ log = logging.getLogger(__name__)
 
 def hold_current_request(seconds: float) -> None:
     """Extend the timeout of the request this thread is sending by ``seconds`` (see
-    :class:`~mcp_ref.core.transport.RequestHeld`); nothing when this is not a transport's worker."""
+    :class:`~mcp_ref.transports.http_plumbing.RequestHeld`); nothing when this is not a transport's worker."""
     transport, request_id = getattr(sending, "request", (None, None))
     if transport is not None:
         transport._incoming.put(RequestHeld(request_id, seconds))
@@ -145,9 +148,6 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
     2024-11-05 stream) is dropped with a warning.  ``min_retry_delay`` / ``max_retry_delay``
     (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.
     """
-
-    concurrent_writes = True
-    mirrors_headers = True
 
     def __init__(
         self,
@@ -218,12 +218,30 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         # or a cancellation): their response is closed and not resumed (_abandon).  Bounded by the workers.
         self._running: set = set()
         self._abandoned: set = set()
+        self._requests: OutgoingRequests | None = None  # the session's (attach)
 
     # -- the Transport protocol ----------------------------------------------------------
 
+    @property
+    def http_hooks(self) -> ClientHooks:
+        """What the client role asks of HTTP (:class:`ClientHooks`): this transport."""
+        return self
+
+    def attach(self, requests: OutgoingRequests) -> None:
+        """The session's requests: their deadlines bound the reads of their answers (``read_bound``)."""
+        self._requests = requests
+
     def read(self) -> bytes | None:
-        """The next message from any of the streams; None once closed."""
-        return self._incoming.get()
+        """The next message from any of the streams; None once closed.  A worker's news of a request
+        (``RequestFailed``, ``RequestHeld``) goes to the session here, in turn with the messages."""
+        while True:
+            item = self._incoming.get()
+            if isinstance(item, RequestFailed) and self._requests is not None:
+                self._requests.fail_request(item.request_id, item.error)
+            elif isinstance(item, RequestHeld) and self._requests is not None:
+                self._requests.hold_request(item.request_id, item.seconds)
+            elif not isinstance(item, (RequestFailed, RequestHeld)):
+                return item
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """POST one message (a request on a worker; the rest in order, here)."""
@@ -326,7 +344,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 raise HttpTransportError("timed out waiting for a new session")
             else:
                 generation, sent_with = self._generation, self.session_id
-                response = self._post(data, read_timeout=read_bound(self.pending, request.id))
+                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
             if request.method == "initialize":
                 if response.status_code in (400, 404, 405) and self.mode == "auto":
                     # basic/transports §Backwards Compatibility: on such an answer the client
@@ -342,7 +360,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             elif response.status_code == 404 and sent_with and self._reinitialize is not None:
                 response.close()
                 self._renew_session(generation)
-                response = self._post(data, read_timeout=read_bound(self.pending, request.id))
+                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
             if self._track(request.id, response):
                 self._deliver(response, request)
         except (requests.ConnectionError, requests.Timeout) as exc:
@@ -573,7 +591,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             try:
                 headers = self._headers("text/event-stream")
                 headers["Last-Event-ID"] = cursor.last_id
-                bound = read_bound(self.pending, request.id)
+                bound = read_bound(self._requests, request.id)
                 response = self.http.get(self.url, headers=headers, stream=True,
                                          timeout=(self.connect_timeout, bound))
             except requests.RequestException as exc:

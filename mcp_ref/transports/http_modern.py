@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..core import envelope
 from ..core.errors import AuthorizationError
 from ..core.jsonrpc import Notification, Request
-from ..core.transport import RequestFailed
-from .http_plumbing import Inbox, no_answer, read_bound, sending, timed_out, unreachable
+from ..core.transport import OutgoingRequests
+from .http_plumbing import Inbox, RequestFailed, no_answer, read_bound, sending, timed_out, unreachable
 from .origins import CrossOriginRefused
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class ModernPosts:
         url: str
         http: Any
         connect_timeout: float
-        pending: Callable[[Any], Any] | None
+        _requests: OutgoingRequests | None
         _incoming: Inbox
         _input_schema: Callable[[str], dict | None] | None
 
@@ -70,7 +70,7 @@ class ModernPosts:
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            bound = read_bound(self.pending, request.id)
+            bound = read_bound(self._requests, request.id)
             response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
                                       timeout=(self.connect_timeout, bound))
             if self._track(request.id, response):

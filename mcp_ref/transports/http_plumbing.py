@@ -16,10 +16,11 @@ import json
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..core.errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
-from ..core.transport import RequestFailed
+from ..core.transport import OutgoingRequests, RequestId
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,55 @@ READ_GRACE = 1.0
 #: (:class:`Inbox`); past either, the threads reading the server's streams wait.
 MAX_INBOX = 1024
 MAX_INBOX_BYTES = 16 * 1024 * 1024
+
+
+class ClientHooks(Protocol):
+    """What the HTTP client transport offers beyond the transport contract, as its ``http_hooks``
+    (:mod:`mcp_ref.core.transport`): the client role finds them with
+    ``getattr(transport, "http_hooks", None)``, None off HTTP, and calls them."""
+
+    def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
+        """Once, before the handshake: ``reinitialize()`` runs it again (a new session after a 404)."""
+        ...
+
+    def initialized(self, protocol_version: str) -> None:
+        """Once the handshake has completed: send the version header from now on, open the GET stream."""
+        ...
+
+    def stateless(self, input_schema: Callable[[str], dict[str, Any] | None]) -> None:
+        """The client speaks 2026-07-28: no session from now on; ``input_schema(tool)`` gives a listed
+        tool's ``inputSchema``, from which a ``tools/call`` takes its ``Mcp-Param-*`` headers."""
+        ...
+
+
+class RequestFailed:
+    """What a worker puts in the :class:`Inbox` instead of a message: one request of ours failed here.
+
+    The server could not be reached, or refused the request at the HTTP level.  ``error`` is the
+    exception the request's caller gets (e.g. :class:`~mcp_ref.core.errors.ServerUnreachable`, a
+    ``ConnectionError``); nothing was received, so nothing is traced as received.  The transport's
+    ``read`` hands it to the session (:meth:`~mcp_ref.core.transport.OutgoingRequests.fail_request`)
+    in its turn: after the messages put before it (an answer that came first wins).
+    """
+
+    __slots__ = ("request_id", "error")
+
+    def __init__(self, request_id: RequestId, error: Exception):
+        self.request_id = request_id
+        self.error = error
+
+
+class RequestHeld:
+    """What a worker puts in the :class:`Inbox`: one request is held up on this side for up to
+    ``seconds`` (the user authorizes in a browser); the transport's ``read`` extends the request's
+    timeout by that much (:meth:`~mcp_ref.core.transport.OutgoingRequests.hold_request`).
+    """
+
+    __slots__ = ("request_id", "seconds")
+
+    def __init__(self, request_id: RequestId, seconds: float):
+        self.request_id = request_id
+        self.seconds = seconds
 
 
 class Inbox:
@@ -156,15 +206,12 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
     return ""
 
 
-def read_bound(pending, request_id) -> float | None:
-    """The bound (seconds) on each read of the answer to our request ``request_id`` (``pending``:
-    the session's requests, :attr:`~mcp_ref.core.transport.Transport.pending`): until the session
+def read_bound(requests: OutgoingRequests | None, request_id) -> float | None:
+    """The bound (seconds) on each read of the answer to our request ``request_id`` (``requests``:
+    the session's, given by :meth:`~mcp_ref.core.transport.Transport.attach`): until the session
     stops waiting for it (its timeout; with ``reset_timeout_on_progress``, its total cap), and
     :data:`READ_GRACE` more; None: no bound."""
-    request = pending(request_id) if pending is not None else None
-    if request is None:
-        return None
-    deadline = request.hard_deadline if request.reset_on_progress else request.deadline
+    deadline = requests.request_deadline(request_id) if requests is not None else None
     return None if deadline is None else max(deadline - time.monotonic(), 0.0) + READ_GRACE
 
 

@@ -48,13 +48,15 @@ class StreamTransport(Transport):
 
     A line longer than ``max_message_size`` bytes is read to its end and
     discarded, and ``read()`` raises :class:`MessageTooLarge` so the session
-    can answer with an error and go on to the next line.
+    can answer with an error and go on to the next line.  Writes from several
+    threads are serialised (one lock), so lines never interleave.
     """
 
     def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
         self.reader = reader
         self.writer = writer
         self.max_message_size = max_message_size
+        self._write_lock = threading.Lock()
 
     def read(self) -> bytes | None:
         """The next non-empty line without its line ending; None at end of input."""
@@ -78,8 +80,9 @@ class StreamTransport(Transport):
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Write one message and its newline, and flush (``message`` and ``related`` do not matter here)."""
-        self.writer.write(data + b"\n")
-        self.writer.flush()
+        with self._write_lock:
+            self.writer.write(data + b"\n")
+            self.writer.flush()
 
     def close(self) -> None:
         """Close the writing side (the peer sees end of input)."""

@@ -147,7 +147,6 @@ class RegisteredClient:
     client_name: str | None = None
     grant_types: tuple[str, ...] = ("authorization_code", "refresh_token")
     issued_at: int = field(default_factory=lambda: int(time.time()))
-    preregistered: bool = False
 
     def to_json(self) -> dict:
         """Its JSON form (what an :class:`AuthTable` keeps)."""

@@ -49,18 +49,13 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
-from .cli_answers import ANSWER_TIMEOUT, AnswerTimeout, describe_request
-from .cli_output import describe_content
+from .cli_answers import ANSWER_TIMEOUT
 from .cli_verbs import (
-    EXIT_AUTH,
-    EXIT_ERROR,
     EXIT_OK,
-    EXIT_TIMEOUT,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     CliError,
     combine_hooks,
-    parse_pairs,
 )
 from .terminal import safe
 
@@ -70,11 +65,6 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 PYTHON_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
                  "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
                  "emergency": logging.CRITICAL}
-
-__all__ = [
-    "ANSWER_TIMEOUT", "EXIT_AUTH", "EXIT_ERROR", "EXIT_OK", "EXIT_TIMEOUT", "EXIT_UNREACHABLE", "EXIT_USAGE",
-    "AnswerTimeout", "CliError", "build_parser", "describe_content", "describe_request", "main", "parse_pairs",
-]
 
 
 class _Parser(argparse.ArgumentParser):

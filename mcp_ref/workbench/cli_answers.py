@@ -216,7 +216,7 @@ def describe_request(request, server: str | None = None) -> str:
     fields = []
     for name, prop in (schema.get("properties") or {}).items():
         prop = prop if isinstance(prop, dict) else {}
-        choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)]
+        choices = _choices(prop)
         notes = ["/".join(map(str, choices)) if choices else str(prop.get("type", "string"))]
         if name in required:
             notes.append("required")
@@ -225,6 +225,12 @@ def describe_request(request, server: str | None = None) -> str:
         fields.append(f"{_shown(name)} ({_shown(', '.join(notes))})")
     return (f"mcp-ref: {who} asks for your input: {message}\n"
             f"  fields: {', '.join(fields) or '(none)'}\n")
+
+
+def _choices(prop: dict) -> list:
+    """The values a requested field allows: its ``enum``, or the ``const`` of each ``oneOf`` option
+    (empty: any value of its type)."""
+    return prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)]
 
 
 def _content_text(content) -> str:
@@ -326,7 +332,7 @@ class AskTheUser:
         """One field, read from the terminal and checked against its schema: the value, None (left out), a
         marker, or the :class:`AnswerTimeout` that ended the wait."""
         kind = prop.get("type", "string")
-        choices = prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)] or None
+        choices = _choices(prop)
         hint = "/".join(map(str, choices)) if choices else kind
         default = prop.get("default")
         suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")

@@ -154,7 +154,7 @@ def connect(args, trace):
         McpError,
         RequestTimeout,
         ServerUnreachable,
-        UnsupportedProtocolVersion,
+        UnsupportedProtocolVersionError,
     )
 
     if args.target.startswith(("http://", "https://")):
@@ -189,7 +189,7 @@ def connect(args, trace):
             raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE, exc.to_error()) from None
         except (ConnectionClosed, RequestTimeout, OSError) as exc:
             raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
-        except UnsupportedProtocolVersion as exc:
+        except UnsupportedProtocolVersionError as exc:
             raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE) from None
     command = shlex.split(args.target)
     if not command:
@@ -205,7 +205,7 @@ def connect(args, trace):
     except (ConnectionClosed, RequestTimeout, OSError) as exc:
         raise CliError(f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
                        EXIT_UNREACHABLE) from None
-    except (McpError, UnsupportedProtocolVersion) as exc:
+    except (McpError, UnsupportedProtocolVersionError) as exc:
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
 
 

@@ -107,7 +107,7 @@ class DemoAuthorizationServer:
         self.code_lifetime = code_lifetime
         self.token_lifetime = token_lifetime
         if isinstance(state, str):
-            from ..server.state_choice import state_from
+            from ..server.shorthand import state_from
 
             state = state_from(state)
         shared = getattr(state, "auth_table", None) is not None
@@ -122,8 +122,7 @@ class DemoAuthorizationServer:
         self._caller = threading.local()
         #: The pre-registered client: answered from here (no store needed: a worker starts, and the
         #: demo client works, while a shared store is unreachable or after it restarted empty).
-        self.demo_client = RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo",
-                                            preregistered=True)
+        self.demo_client = RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo")
         try:
             self.clients.put(DEMO_CLIENT_ID, self.demo_client, pinned=True)  # counted in the bound, never evicted
         except ConnectionError:  # the shared table has warned; answering for it needs no table
@@ -423,8 +422,6 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
             return authorization(environ, start_response)
         return mcp(environ, start_response)
 
-    app.authorization_server = authorization  # type: ignore[attr-defined]
-    app.mcp_app = mcp  # type: ignore[attr-defined]
     return app
 
 

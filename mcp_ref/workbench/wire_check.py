@@ -129,14 +129,16 @@ class WireValidator:
                 return version
         return None
 
+    def _request_of(self, direction: str, answer: dict) -> tuple[str | None, str | None]:
+        """``(method, modern version)`` of the request ``answer`` (sent in ``direction``) answers."""
+        return self.methods.get((_asked_way(direction), answer.get("id")), (None, None))
+
     def _asked_modern(self, direction: str, msg: dict) -> bool:
-        other = "<--" if direction == "-->" else "-->"
-        return self.methods.get((other, msg.get("id")), (None, None))[1] is not None
+        return self._request_of(direction, msg)[1] is not None
 
     def _check(self, direction: str, msg, version: str | None | Default = DEFAULT) -> None:
         if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
-            other = "<--" if direction == "-->" else "-->"
-            version = self.methods.get((other, msg.get("id")), (None, None))[1] or version
+            version = self._request_of(direction, msg)[1] or version
         if version is None or version is DEFAULT:
             version = self.schema_version
         if version is None:
@@ -159,8 +161,7 @@ class WireValidator:
             if name and name in known:
                 self._found(direction, schemas.errors(version, name, msg))
         elif "result" in msg:
-            other = "<--" if direction == "-->" else "-->"
-            method = self.methods.get((other, msg.get("id")), (None, None))[0]
+            method = self._request_of(direction, msg)[0]
             types = REQUEST_TYPES.get(method) if method is not None else None
             result = msg["result"]
             if isinstance(result, dict) and result.get("resultType") == "task":
@@ -169,7 +170,7 @@ class WireValidator:
             elif isinstance(result, dict) and result.get("resultType") == "input_required" \
                     and "InputRequiredResult" in known:
                 self._found(direction, schemas.errors(version, "InputRequiredResult", result))
-            elif isinstance(result, dict) and "task" in result and (other, msg.get("id")) in self.augmented \
+            elif isinstance(result, dict) and "task" in result and (_asked_way(direction), msg.get("id")) in self.augmented \
                     and "CreateTaskResult" in known:  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
                 self._found(direction, schemas.errors(version, "CreateTaskResult", result))
             elif types and types[1] in known:
@@ -183,6 +184,11 @@ class WireValidator:
         self.errors += errors
         if direction == "<--":
             self.received_errors += errors
+
+
+def _asked_way(direction: str) -> str:
+    """The direction of the request an answer going ``direction`` answers (the other one)."""
+    return "<--" if direction == "-->" else "-->"
 
 
 def _modern_version(msg) -> str | None:

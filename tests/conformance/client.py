@@ -33,9 +33,9 @@ from mcp_ref import (
     ElicitResult,
     McpError,
     OAuth,
-    lifecycle,
 )
-from mcp_ref.core.errors import CallbackError, InsufficientScope, MetadataError
+from mcp_ref.auth.errors import CallbackError, InsufficientScope, MetadataError
+from mcp_ref.core import lifecycle
 
 SCENARIOS: dict[str, Callable[[str], None]] = {}
 CLOSE_TIMEOUT = 10.0

@@ -6,12 +6,12 @@ import base64
 from typing import Literal
 
 from mcp_ref import Server
+from mcp_ref.core.feature_types import PromptMessage
 from mcp_ref.core.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
     ImageContent,
-    PromptMessage,
     TextContent,
     TextResourceContents,
 )

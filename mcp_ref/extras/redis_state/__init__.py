@@ -1,7 +1,7 @@
 """Shared state on Redis (or Valkey): every worker and host of a deployment sees the same stores.
 
 ``Server(state="redis://host:port/db?namespace=NAME")``, or ``MCP_REF_STATE`` set to that URL
-(:func:`mcp_ref.server.state_choice.state_from`), picks :class:`RedisState`.  Needs the redis extra
+(:func:`mcp_ref.server.shorthand.state_from`), picks :class:`RedisState`.  Needs the redis extra
 (``pip install "mcp-ref[redis]"``): redis-py's sync client, one connection pool per process, made
 after a fork (:mod:`.connection`).  The stores are in :mod:`.stores` (buckets, task records),
 :mod:`.holders` (counters and held sets, tied to the process holding them), :mod:`.bus` (the change

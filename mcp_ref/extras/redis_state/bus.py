@@ -35,7 +35,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .connection import Throttled
+from .connection import Throttled, json_text
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class RedisBus:
     def publish(self, channel: str, message: dict) -> int:
         """One ``PUBLISH``: the number of processes Redis delivered it to (0 on a failure, logged)."""
         try:
-            data = json.dumps(message, separators=(",", ":"))
+            data = json_text(message)
             return int(self.connection.client.publish(self._prefix + channel, data))
         except Exception as error:  # Redis down, or an unencodable message: never the request's failure
             with self._cond:

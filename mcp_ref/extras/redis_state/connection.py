@@ -11,6 +11,7 @@ made by another pid (its parent) makes its own.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -25,6 +26,16 @@ WARN_EVERY = 60.0
 MAX_CONNECTIONS = 64
 #: Seconds a command, or opening a connection, may take before it fails (Redis down: no hang).
 SOCKET_TIMEOUT = 2.0
+
+
+def json_text(value: Any) -> str:
+    """A JSON value's text as the stores keep it (compact: equal values of a scalar give equal text)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def reply_text(value: Any) -> str:
+    """A Redis reply as text (redis-py answers bytes, as the client is made without decoding)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def split_url(url: str) -> tuple[str, str]:

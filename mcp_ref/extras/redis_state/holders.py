@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ...server.state import Clock
-from .connection import Connection
+from .connection import Connection, reply_text
 from .stores import FAULTS, NOW, Faults, InjectableClock, Script
 
 log = logging.getLogger(__name__)
@@ -185,10 +185,12 @@ class Holder(InjectableClock):
     the next beat that reaches Redis writes it too, so nothing given back meanwhile stays taken."""
 
     kind = ""
+    #: What the store is called in its warnings.
+    what = ""
     #: What a key holds when nothing is held (0 places, no members).
     nothing: Callable[[], Any] = int
 
-    def __init__(self, connection: Connection, what: str, *, holder_ttl: float = HOLDER_TTL,
+    def __init__(self, connection: Connection, *, holder_ttl: float = HOLDER_TTL,
                  beat_every: float | None = None, clock: Clock | None = None):
         if not holder_ttl > 0 or (beat_every is not None and not beat_every > 0):
             raise ValueError("holder_ttl and beat_every must be positive numbers of seconds")
@@ -196,7 +198,7 @@ class Holder(InjectableClock):
         self.connection = connection
         self.holder_ttl = holder_ttl
         self.beat_every = holder_ttl / 3 if beat_every is None else beat_every
-        self.faults = Faults(connection, what)
+        self.faults = Faults(connection, self.what)
         self.beats = 0
         self.closed = False
         self._fresh_process()
@@ -224,6 +226,10 @@ class Holder(InjectableClock):
 
     def _key(self, key: str) -> str:
         return self.connection.key(self.kind, key)
+
+    def _keys(self, key: str) -> list[str]:
+        """KEYS for a script on ``key``: its own, and the table of live holders."""
+        return [self._key(key), self.connection.key("holders")]
 
     def _unreachable(self, error: Exception, key: str, consequence: str) -> None:
         """A write of ``key`` failed: it is said again at the next beat."""
@@ -295,14 +301,8 @@ class RedisCounters(Holder):
     """
 
     kind = "count"
+    what = "counters"
     nothing = int
-
-    def __init__(self, connection: Connection, *, holder_ttl: float = HOLDER_TTL, beat_every: float | None = None,
-                 clock: Clock | None = None):
-        Holder.__init__(self, connection, "counters", holder_ttl=holder_ttl, beat_every=beat_every, clock=clock)
-
-    def _keys(self, key: str) -> list[str]:
-        return [self._key(key), self.connection.key("holders")]
 
     def acquire(self, key: str, limit: int | None) -> bool:
         """See :meth:`mcp_ref.server.state.Counters.acquire`."""
@@ -361,16 +361,10 @@ class RedisHeldSets(Holder):
     """
 
     kind = "held"
+    what = "held sets"
     nothing = set
-
-    def __init__(self, connection: Connection, *, holder_ttl: float = HOLDER_TTL, beat_every: float | None = None,
-                 clock: Clock | None = None):
-        Holder.__init__(self, connection, "held sets", holder_ttl=holder_ttl, beat_every=beat_every, clock=clock)
-        #: Called by each heartbeat instead of saying the table again (it calls :meth:`hold_only`).
-        self.on_beat: Callable[[], None] | None = None
-
-    def _keys(self, key: str) -> list[str]:
-        return [self._key(key), self.connection.key("holders")]
+    #: Called by each heartbeat instead of saying the table again (it calls :meth:`hold_only`).
+    on_beat: Callable[[], None] | None = None
 
     def hold(self, key: str, members: Collection[str], limit: int | None) -> tuple[bool, int]:
         """See :meth:`mcp_ref.server.state.HeldSets.hold`."""
@@ -406,7 +400,7 @@ class RedisHeldSets(Holder):
     def members(self, key: str) -> set[str]:
         """See :meth:`mcp_ref.server.state.HeldSets.members`."""
         try:
-            return {_text(m) for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())}
+            return {reply_text(m) for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())}
         except FAULTS as error:
             self.faults(error, "only this process's own are known")
             with self._lock:
@@ -436,10 +430,6 @@ class RedisHeldSets(Holder):
         for key in keys:
             args += [len(whole[key]), *sorted(whole[key])]
         HELD_BEAT(self.connection.client, [self.connection.key("holders"), *map(self._key, keys)], args)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _restarter(holder_ref: weakref.ref) -> Callable[[], None]:

@@ -85,7 +85,7 @@ import time
 from typing import Any
 
 from ...transports.http_server.events import Followed
-from .connection import Throttled
+from .connection import Throttled, reply_text
 from .sessions import session_digest
 from .stores import FAULTS, Script
 
@@ -304,10 +304,10 @@ class RedisEventStore:
             self._failed("replay the events of", session_id, error)
             return None
         mine = stream_id.encode()
-        if not entries or _text(entries[0][0]) != first or entries[0][1].get(b"stream") != mine:
+        if not entries or reply_text(entries[0][0]) != first or entries[0][1].get(b"stream") != mine:
             return None
         # §Resumability and Redelivery: never another stream's messages (nor a stream's end marker).
-        return stream_id, [(f"{stream_id}.{_text(entry).partition('-')[2]}", fields[b"data"])
+        return stream_id, [(f"{stream_id}.{reply_text(entry).partition('-')[2]}", fields[b"data"])
                            for entry, fields in entries[1:] if fields.get(b"stream") == mine and b"end" not in fields]
 
     def forget(self, session_id: str) -> None:
@@ -486,7 +486,3 @@ class RedisEventStore:
             self.failures += 1
         self._warnings.warning("failure", "event store: could not %s session %s… on Redis (%s)",
                                what, session_digest(session_id)[:8], error)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

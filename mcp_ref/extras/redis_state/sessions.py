@@ -76,7 +76,7 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .connection import Connection
+from .connection import Connection, json_text, reply_text
 from .stores import FAULTS, NOW, Faults, InjectableClock, Script
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ class RedisSessionTable(InjectableClock):
         one not yet established; then, with ``session_id``, holds the place for it (a record with no
         state, not an eviction candidate, that ``add`` replaces)."""
         answer = self._run("make_room", session_id or "", self.max_sessions)
-        return bool(int(answer[0])), (_str(answer[1]) if len(answer) > 1 else None)
+        return bool(int(answer[0])), (reply_text(answer[1]) if len(answer) > 1 else None)
 
     def add(self, session_id: str, state: dict | None = None) -> None:
         """See ``SessionTable.add`` (a record of that id already there is replaced; the record keeps
@@ -280,7 +280,7 @@ class RedisSessionTable(InjectableClock):
             held = self.connection.client.hgetall(self.record_key(session_id))
         except FAULTS as error:
             raise self._unavailable(error, "requests naming a session are answered 503 until it is back") from error
-        fields = {_str(name): _str(value) for name, value in held.items()}
+        fields = {reply_text(name): reply_text(value) for name, value in held.items()}
         if "created" not in fields:
             return None
         state = {name[2:]: json.loads(value) for name, value in fields.items() if name.startswith("s:")}
@@ -334,7 +334,7 @@ class RedisSessionTable(InjectableClock):
         """See ``SessionTable.expired``: removes the expired sessions and returns their ids, in one
         script, so each is returned to one caller only (at most :data:`EXPIRED_LIMIT` a call)."""
         gone = self._try("expired", "", EXPIRED_LIMIT)
-        return [] if gone is None else [_str(session_id) for session_id in gone]
+        return [] if gone is None else [reply_text(session_id) for session_id in gone]
 
     def remove(self, session_id: str) -> bool:
         """See ``SessionTable.remove``."""
@@ -372,9 +372,5 @@ def _fields(state: dict) -> list[str]:
     """``state`` as the record's hash fields: ``s:<name>``, the value's JSON text."""
     fields: list[str] = []
     for name, value in state.items():
-        fields += ["s:" + str(name), json.dumps(value, separators=(",", ":"))]
+        fields += ["s:" + str(name), json_text(value)]
     return fields
-
-
-def _str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)

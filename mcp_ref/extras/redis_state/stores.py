@@ -51,7 +51,7 @@ except ImportError as missing:  # pragma: no cover - the extra is not installed
 
 from ...core.errors import InternalError, InvalidParams, ServerBusy
 from ...server.state import MAX_PAGE, TERMINAL, Clock, MemoryBuckets, cursor_position, iso_now, owner_digest, page_cursor
-from .connection import Connection, Throttled
+from .connection import Connection, Throttled, json_text, reply_text
 
 log = logging.getLogger(__name__)
 
@@ -96,15 +96,6 @@ local function clock(given, scale)
   return (tonumber(t[1]) + tonumber(t[2]) / 1000000) * scale
 end
 """
-
-
-def _text(value: Any) -> str:
-    """A JSON value's text as the stores keep it (compact: equal values of a scalar give equal text)."""
-    return json.dumps(value, separators=(",", ":"))
-
-
-def _str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Script:
@@ -239,7 +230,7 @@ class RedisBuckets(InjectableClock):
         for _key, count, seconds in items:
             args += [count, repr(float(seconds))]
         try:
-            answer = _str(TAKE_ALL(self.connection.client, [self.connection.key("bucket", key) for key, _, _ in items],
+            answer = reply_text(TAKE_ALL(self.connection.client, [self.connection.key("bucket", key) for key, _, _ in items],
                                    args))
         except FAULTS as error:
             if self.fail_closed:
@@ -537,8 +528,8 @@ end
 return redis.error_reply('unknown operation ' .. op)
 """.replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT))
    .replace("@@MARGIN_MS@@", str(INDEX_MARGIN_MS))
-   .replace("@@LEASE_ERROR@@", "[[" + _text(LEASE_ERROR) + "]]")
-   .replace("@@LEASE_MESSAGE@@", "[[" + _text(LEASE_ERROR["message"]) + "]]"))
+   .replace("@@LEASE_ERROR@@", "[[" + json_text(LEASE_ERROR) + "]]")
+   .replace("@@LEASE_MESSAGE@@", "[[" + json_text(LEASE_ERROR["message"]) + "]]"))
 
 #: The record fields kept in hashes of their own (one entry per key), not as one JSON text.
 PARTS = ("inputRequests", "inputResponses")
@@ -548,13 +539,13 @@ def _flat(mapping: Mapping[str, Any]) -> list[Any]:
     """A mapping as a script's argument list: its length, then key, JSON text, key, JSON text..."""
     items: list[Any] = []
     for key, value in mapping.items():
-        items += [key, _text(value)]
+        items += [key, json_text(value)]
     return [len(items), *items]
 
 
 def _pairs(flat: list) -> dict[str, Any]:
     """A hash read by a script (key, JSON text, ...) as a dict of JSON values."""
-    return {_str(flat[i]): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
+    return {reply_text(flat[i]): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
 class RedisTaskRecords(InjectableClock):
@@ -583,7 +574,7 @@ class RedisTaskRecords(InjectableClock):
     def _run(self, op: str, task_id: str, *args: Any) -> Any:
         try:
             return RECORDS(self.connection.client, [],
-                           [op, self.connection.key(""), self.now(1000), _text(iso_now()), task_id, *args])
+                           [op, self.connection.key(""), self.now(1000), json_text(iso_now()), task_id, *args])
         except FAULTS as error:
             if is_out_of_memory(error):
                 self.faults(error, "task writes answer -32000 (retry later) until memory is freed")
@@ -608,7 +599,7 @@ class RedisTaskRecords(InjectableClock):
                             max_total, "" if ttl is None else max(1, math.ceil(ttl * 1000)),
                             owner_digest(record.get("owner")), *_flat(fields),
                             *_flat(record.get("inputRequests") or {}), *_flat(record.get("inputResponses") or {}))
-        return _str(verdict)
+        return reply_text(verdict)
 
     def get(self, task_id: str) -> dict | None:
         """See :meth:`mcp_ref.server.state.TaskRecords.get`."""
@@ -620,7 +611,7 @@ class RedisTaskRecords(InjectableClock):
         by their JSON text: meant for scalars, as the tasks extension uses it)."""
         conditions: list[Any] = [len(when or {})]
         for name, values in (when or {}).items():
-            conditions += [name, len(values), *(_text(value) for value in values)]
+            conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
         fields = {key: value for key, value in changes.items() if key not in PARTS}
         args = (replace, *conditions, *_flat(fields), *_flat(changes.get("inputRequests") or {}),
@@ -646,7 +637,7 @@ class RedisTaskRecords(InjectableClock):
 
     def put_responses(self, task_id: str, responses: Mapping[str, Any]) -> list[str]:
         """See :meth:`mcp_ref.server.state.TaskRecords.put_responses`."""
-        return [_str(key) for key in self._run("put_responses", task_id, *_flat(responses))]
+        return [reply_text(key) for key in self._run("put_responses", task_id, *_flat(responses))]
 
     def take_responses(self, task_id: str, keys: Collection[str]) -> dict:
         """See :meth:`mcp_ref.server.state.TaskRecords.take_responses`."""
@@ -658,7 +649,7 @@ class RedisTaskRecords(InjectableClock):
 
     def sweep(self) -> list[str]:
         """See :meth:`mcp_ref.server.state.TaskRecords.sweep` (at most :data:`SWEEP_LIMIT` a call)."""
-        return [_str(task_id) for task_id in self._run("sweep", "")]
+        return [reply_text(task_id) for task_id in self._run("sweep", "")]
 
     def count(self, caller: str | None = None) -> int:
         """See :meth:`mcp_ref.server.state.TaskRecords.count`."""
@@ -686,4 +677,4 @@ class RedisTaskRecords(InjectableClock):
             raise InvalidParams("Invalid cursor: not one this server gave for your tasks/list")
         position, *snapshots = answer
         records = [record for record in map(self._record, snapshots) if record is not None]
-        return records, page_cursor(owner, int(_str(position))) if _str(position) else None
+        return records, page_cursor(owner, int(reply_text(position))) if reply_text(position) else None

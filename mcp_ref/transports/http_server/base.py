@@ -24,7 +24,7 @@ from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
 from .http_session import HttpSession
-from .middleware import Admission, Endpoints, HttpMiddleware
+from .middleware import Endpoints, HttpMiddleware
 from .replies import VERDICTS_KEPT
 from .sessions import MemorySessionTable, SessionTable
 from .shared import SharedSessions, table_call
@@ -106,16 +106,15 @@ def discard_body(body: Any, length: int) -> None:
         return
 
 
-def default_chain(server: Host, auth: Any, endpoints: Endpoints) -> list[HttpMiddleware]:
-    """The chain of an application: the OAuth protected resource and its scope challenges (only
-    with ``auth``), then admission."""
-    chain: list[HttpMiddleware] = []
-    if auth is not None:
-        from .protected import ProtectedResourceCheck, ScopeChallenge  # only for a protected resource
+def default_chain(app: Any) -> list[HttpMiddleware]:
+    """The chain of an application: the OAuth resource server's steps (only with ``app.auth``),
+    then each extension's of the server (``Extension.http_middleware(app)``), in order."""
+    extensions = list(app.server.extensions)
+    if app.auth is not None:
+        from .protected import ResourceServer  # only for a protected resource
 
-        chain += [ProtectedResourceCheck(auth, endpoints), ScopeChallenge(auth, server)]
-    chain.append(Admission())
-    return chain
+        extensions.insert(0, ResourceServer(app.auth))
+    return [step for extension in extensions for step in extension.http_middleware(app)]
 
 
 class HttpAppBase:
@@ -206,9 +205,11 @@ class HttpAppBase:
         #: lives in the process that made it.
         self.shared = bool(getattr(self.session_table, "shared", False) and getattr(self.event_store, "shared", False))
         self.shared_sessions = SharedSessions(self)
-        #: The HTTP middleware, in order (see :mod:`.middleware`): the OAuth resource server and its
-        #: scope challenges (only with ``auth``), then admission (429).
-        self.middleware: list[HttpMiddleware] = default_chain(server, auth, Endpoints(path, sse_path, messages_path))
+        #: The paths it serves (what a middleware step needs to know of the routing).
+        self.endpoints = Endpoints(path, sse_path, messages_path)
+        #: The HTTP middleware, in order (see :mod:`.middleware`): the OAuth resource server's steps
+        #: (only with ``auth``), then those of the server's extensions (the rate limits' 429).
+        self.middleware: list[HttpMiddleware] = default_chain(self)
         if stateless and not server.paginator.configured:
             # Stateless mode is for several workers, each of which must accept the others' cursors.
             log.warning("%s: serving statelessly with no configured secret: a pagination cursor made by one "

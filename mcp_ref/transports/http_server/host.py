@@ -43,11 +43,11 @@ class Connection(Protocol):
         """Hand an already-parsed message (or batch) to the connection; ``envelope``: its 2026-07-28
         envelope, already read by the transport (not read again)."""
 
-    def admit_early(self, message: Any) -> None:
-        """Count a request against the caller's rate limits before dispatch; raises ``LimitExceeded``."""
+    def mark_admitted(self, request_id: Any) -> None:
+        """A middleware step admitted (counted) this request before dispatch: it is not counted again."""
 
     def withdraw_admission(self, request_id: Any) -> None:
-        """A request counted by :meth:`admit_early` that will never reach the dispatcher."""
+        """A request admitted by :meth:`mark_admitted` that will never reach the dispatcher."""
 
     def cancel_incoming(self, request_id: Any) -> bool:
         """Cancel a request no one can receive the answer of."""

@@ -18,7 +18,7 @@ from ...core.jsonrpc import ErrorResponse, Response
 from ...core.transport import Transport
 from .events import EventStore
 from .host import Connection
-from .request import HttpRequest, RequestNotes
+from .request import HttpRequest, RequestNotes, ServerHooks
 from .status import BadRequest, modern_status
 from .streams import END, Stream
 
@@ -43,8 +43,6 @@ class SessionOwner(Protocol):
 
 class HttpSession(Transport):
     """One MCP session over HTTP, and the transport of its ServerConnection."""
-
-    concurrent_writes = True  # every POST writes on its own; no session-wide write lock needed
 
     def __init__(self, app: SessionOwner, session_id: str | None, *, kind: str = "streamable"):
         self.app = app
@@ -195,6 +193,11 @@ class HttpSession(Transport):
         if done:
             stream.end()
             self.settle(stream)
+
+    @property
+    def http_hooks(self) -> ServerHooks:
+        """What the server's ``Context`` asks of HTTP (:class:`~.request.ServerHooks`): this session."""
+        return self
 
     def http_request(self, request_id) -> HttpRequest | None:
         """The HTTP request ``request_id`` came in on, while it is served (``Context.http``)."""

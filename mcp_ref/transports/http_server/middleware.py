@@ -8,21 +8,23 @@ the one table :data:`~.status.STATUS_OF`), or, at the first stage, answers the r
 2. :meth:`~HttpMiddleware.on_messages` — the body parsed, before a session is looked up.
 3. :meth:`~HttpMiddleware.on_admit` — the request bound to its connection, just before dispatch.
 
-The default chain (``base.default_chain``), in order:
-
-* with ``auth=`` only (``mcp_ref.transports.http_server.protected``, loaded then and only then):
-  :class:`~.protected.ProtectedResourceCheck` (its metadata; a bearer token on every MCP request,
-  else 401 with ``WWW-Authenticate``) and :class:`~.protected.ScopeChallenge` (403
-  ``insufficient_scope`` for an item whose scopes the token lacks);
-* :class:`Admission` (the caller's rate limits before dispatch: 429 with ``Retry-After``).
+The default chain (``base.default_chain``) is the steps of the server's extensions, each
+``Extension.http_middleware(app)`` in the order they were added, after the OAuth resource server's
+when the application has ``auth=`` (``mcp_ref.transports.http_server.protected``, loaded then and
+only then: its metadata and a bearer token on every MCP request, then 403 ``insufficient_scope``).
+A plain server's chain is empty.  :class:`Admission` is the step with which an extension counts a
+request before dispatch (the rate limits: 429 with ``Retry-After``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ...core import envelope as envelopes
 from ...core.errors import LimitExceeded
+from ...core.jsonrpc import Request
 from .host import Connection
 from .status import refusal
 
@@ -84,14 +86,24 @@ class Middleware:
 
 
 class Admission(Middleware):
-    """Count a POSTed request against the caller's rate limits before dispatch (the policy extra,
-    when the server has request limits): over a limit it is refused here with 429 Too Many
-    Requests and ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005,
-    ``data.retryAfter``).  The dispatcher does not count it again."""
+    """Admit a POSTed request before dispatch: ``admit(principal, method, params)`` counts it, or
+    raises :class:`~mcp_ref.core.errors.LimitExceeded`, refused here with 429 Too Many Requests and
+    ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``).  The
+    connection notes it admitted, so the extension's ``intercept_request`` does not count it again.
+    A notification, an answer or a handshake-era ``ping`` (answered at once on the reader thread) is not
+    counted."""
+
+    def __init__(self, admit: Callable[[Any, str, Any], None]):
+        self.admit = admit
 
     def on_admit(self, environ: dict, connection: Connection, message: Any) -> None:
-        """429 over a limit (``ServerConnection.admit_early``)."""
+        """429 over a limit."""
+        if not isinstance(message, Request):
+            return
+        if message.method == "ping" and not envelopes.is_modern(message.params):
+            return
         try:
-            connection.admit_early(message)
+            self.admit(connection.principal, message.method, message.params)
         except LimitExceeded as exc:
             raise refusal(exc, getattr(message, "id", None)) from None
+        connection.mark_admitted(message.id)

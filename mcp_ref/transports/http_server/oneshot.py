@@ -19,7 +19,7 @@ from ..sse import sse_event
 from .base import HttpAppBase, peer_of
 from .host import Connection
 from .replies import SSE_HEADERS
-from .request import HttpRequest
+from .request import HttpRequest, ServerHooks
 from .status import modern_status
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,6 @@ class Exchange(Transport):
     resume it).
     """
 
-    concurrent_writes = True
-
     def __init__(self, app: HttpAppBase, request_id, start_response, *, modern: bool = True):
         self.app, self.request_id, self.start_response, self.modern = app, request_id, start_response, modern
         self.connection: Connection | None = None
@@ -83,9 +81,18 @@ class Exchange(Transport):
         #: The POST this request came in on (``Context.http``).
         self.http: HttpRequest | None = None
 
+    @property
+    def http_hooks(self) -> ServerHooks:
+        """What the server's ``Context`` asks of HTTP (:class:`~.request.ServerHooks`): this exchange."""
+        return self
+
     def http_request(self, request_id) -> HttpRequest | None:
         """The HTTP request ``request_id`` came in on (``Context.http``): this exchange's POST."""
         return self.http if request_id == self.request_id else None
+
+    def close_stream(self, request_id) -> bool:
+        """False: a request without a session has no stream a client could resume (no polling)."""
+        return False
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """Deliver one message of this request's; anything else (no other request shares the

@@ -1,4 +1,7 @@
-"""The OAuth protected resource as HTTP middleware (``McpWsgiApp(auth=...)``; loaded only then).
+"""The OAuth protected resource as an extension's HTTP middleware (``McpWsgiApp(auth=...)``, or
+``server.add_extension(ResourceServer(auth))``; loaded only then).
+
+* :class:`ResourceServer`: the extension, whose ``http_middleware(app)`` are the two steps below.
 
 * :class:`ProtectedResourceCheck`: RFC 9728 metadata, and the bearer token of every MCP request
   (401 with ``WWW-Authenticate`` without a valid one).  See ``spec_notes/authorization.md``.
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...core.extension import Extension
 from ...core.jsonrpc import Request
 from ...server.principal import Principal
 from .host import Host
@@ -76,3 +80,18 @@ class ScopeChallenge(Middleware):
                 missing.update(self.server.required_scopes(item.method, item.params, principal))
         if missing:
             raise _refusal(self.auth.insufficient_scope(environ, resource_path, missing))
+
+
+class ResourceServer(Extension):
+    """The server as an OAuth protected resource (``auth``, a
+    ``mcp_ref.auth.resource.ProtectedResource``): on every HTTP application serving it, its
+    metadata, a bearer token on every MCP request (401) and the scope challenges (403)."""
+
+    name = "oauth-resource-server"
+
+    def __init__(self, auth: Any):
+        self.auth = auth
+
+    def http_middleware(self, app: Any) -> list[Any]:
+        """:class:`ProtectedResourceCheck`, then :class:`ScopeChallenge`, for ``app``'s paths."""
+        return [ProtectedResourceCheck(self.auth, app.endpoints), ScopeChallenge(self.auth, app.server)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 #: The environ key a framework around the application (a Django or Flask view, a WSGI middleware)
 #: sets to the user it authenticated: :attr:`HttpRequest.user` reads it.
@@ -143,6 +143,21 @@ class HttpRequest:
 
     def __repr__(self) -> str:
         return f"<HttpRequest {self.method} {self.path} from {self.remote_addr}>"
+
+
+class ServerHooks(Protocol):
+    """What the HTTP server transports offer beyond the transport contract, as their ``http_hooks``
+    (:mod:`mcp_ref.core.transport`): the server's ``Context`` finds them with
+    ``getattr(transport, "http_hooks", None)``, None off HTTP."""
+
+    def http_request(self, request_id) -> HttpRequest | None:
+        """The HTTP request ``request_id`` came in on (``Context.http``), while it is served."""
+        ...
+
+    def close_stream(self, request_id) -> bool:
+        """Close the connection carrying ``request_id``'s SSE stream but keep the stream (polling);
+        False when it has no such stream (a JSON reply, a stateless or legacy session)."""
+        ...
 
 
 class RequestNotes:
