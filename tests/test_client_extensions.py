@@ -1,5 +1,5 @@
 """Client extensions written by a third party from the public interface alone
-(:class:`mcp_ref.core.extension.Extension`), run against a real stdio server subprocess in both eras.
+(``from mcp_ref import Extension``), run against a real stdio server subprocess in both eras.
 
 * ``Confirmer`` answers a method of its own that the server sends (``acme/confirm``) and declares a
   client capability saying so (handshake era: in ``initialize``; 2026-07-28: on every request);
@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import SERVERS, WAIT
 
-from mcp_ref import Client, McpError
-from mcp_ref.core.extension import Extension
+from mcp_ref import Client, Extension, McpError
 
 SERVER = [sys.executable, str(SERVERS / "client_extensions_server.py")]
 CONFIRM = "acme/confirm"
