@@ -308,6 +308,8 @@ def test_input_required_opens_tasks_result_and_the_elicitation_is_answered_there
     script.on_result = ask_then_finish
     assert client.call_tool("slow", task=True).text == "chose b"
     assert asked[0].meta == {RELATED_TASK: {"taskId": "t1"}}
+    # §Related Task Metadata: "All requests, notifications, and responses related to a task MUST include" it.
+    assert answers[0]["result"]["_meta"] == {RELATED_TASK: {"taskId": "t1"}}
     assert len(receiver.sent("tasks/get")) == 2  # no polling while tasks/result was open
 
 

@@ -210,7 +210,7 @@ def test_a_callers_own_meta_and_the_tasks_extension_stay_with_their_request(reco
     assert metas[-1]["trace"] == "abc" and metas[-1][PROTOCOL_VERSION] == "2026-07-28"
     client.call_tool("record")
     assert "trace" not in metas[-1]
-    tasked = modern.envelope_meta(client.connection, task=True)
+    tasked = modern.envelope_meta(client.connection, declares=("io.modelcontextprotocol/tasks",))
     assert "extensions" in tasked[CLIENT_CAPABILITIES]
     client.call_tool("record")
     assert "extensions" not in metas[-1][CLIENT_CAPABILITIES]

@@ -19,6 +19,7 @@ from conftest import WAIT
 from redis_fixture import RedisServer, own_redis, redis_server, redis_url, required_binary  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, McpError, ServerBusy
+from mcp_ref.extras.client_tasks import EXTENSION
 from mcp_ref.extras.redis_state import (
     Connection,
     RedisBuckets,
@@ -31,6 +32,9 @@ from mcp_ref.extras.redis_state import (
 from mcp_ref.extras.tasks import COMPLETED, FAILED, TaskStore
 from mcp_ref.server import Server
 from mcp_ref.server.shorthand import state_from
+
+#: What a request that may become a task declares (the 2026-07-28 tasks extension).
+TASKS = (EXTENSION,)
 
 
 def record(task_id: str, caller: str = "alice", status: str = "working") -> dict:
@@ -419,8 +423,8 @@ def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own
     connection = Connection(f"{own_server.url}?namespace=starts", socket_timeout=1.0)
     server.tasks = TaskStore(records=RedisTaskRecords(connection), workers=1, poll_interval_ms=10)
     with Client.in_memory(server) as client:
-        held = client.connection.send_request("tools/call", {"name": "hold"}, task=True).result()
-        queued = client.connection.send_request("tools/call", {"name": "quick"}, task=True).result()
+        held = client.connection.send_request("tools/call", {"name": "hold"}, declares=TASKS).result()
+        queued = client.connection.send_request("tools/call", {"name": "quick"}, declares=TASKS).result()
         assert held["resultType"] == queued["resultType"] == "task"
         own_server.stop()
         with caplog.at_level(logging.WARNING):
@@ -459,7 +463,7 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
     server.tasks = TaskStore(records=records, poll_interval_ms=10)
     try:
         with Client.in_memory(server) as client:
-            task_id = client.connection.send_request("tools/call", {"name": "hold"}, task=True).result()["taskId"]
+            task_id = client.connection.send_request("tools/call", {"name": "hold"}, declares=TASKS).result()["taskId"]
             assert running.wait(WAIT)  # it began (recorded) while Redis was up
             redis.stop()
             release.set()  # it ends now, with Redis down: its final write fails, and is tried again

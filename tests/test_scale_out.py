@@ -20,6 +20,10 @@ from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 from test_http_deploy import start_gunicorn, stop
 
 from mcp_ref import Client, LimitExceeded, McpError
+from mcp_ref.extras.client_tasks import EXTENSION
+
+#: What a request that may become a task declares (the 2026-07-28 tasks extension).
+TASKS = (EXTENSION,)
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)"),
@@ -128,7 +132,7 @@ def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_ans
             except LimitExceeded:
                 outcomes.append("limited")
         assert outcomes.count("ok") == 3, outcomes  # the tool's limit, whichever worker answered
-        tasks = [c.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()["taskId"]
+        tasks = [c.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()["taskId"]
                  for c in clients[:2]]
         for client in clients:  # every connection, whichever worker holds it, finds both tasks
             assert [client.get_task(task_id)["status"] for task_id in tasks] == ["working", "working"]
@@ -181,7 +185,7 @@ def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(t
 def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deployments, redis_url):
     a, b = two_deployments(redis_url)
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
-        created = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()
+        created = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()
         assert created["resultType"] == "task", created
         task_id = created["taskId"]
         # SEP-2663: a created task is not returned until "a tasks/get for the returned taskId would resolve".
@@ -200,7 +204,7 @@ def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deploy
 def test_without_shared_state_another_worker_knows_no_task(two_deployments):
     a, b = two_deployments(None)
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
-        task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()["taskId"]
+        task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()["taskId"]
         with pytest.raises(McpError):
             on_b.get_task(task_id)  # the documented single-process behaviour
         on_a.cancel_task(task_id)
@@ -422,7 +426,7 @@ def test_redis_stopped_and_restarted_mid_run_costs_no_crash_and_no_hang(tmp_path
     b = Deployment(f"{redis.url}?namespace=faults", "100/minute")
     try:
         with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
-            task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, task=True).result()["taskId"]
+            task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()["taskId"]
             redis.stop()
             started = time.monotonic()
             assert on_a.call_tool("whoami").content[0].text.startswith("pid ")  # no shared store needed

@@ -391,7 +391,7 @@ def test_a_created_task_is_answered_as_created_even_when_its_work_ends_first():
 
     server.tasks = RunsAtOnce()
     with Client.in_memory(server, timeout=WAIT) as client:
-        created = client.connection.send_request("tools/call", {"name": "quick"}, task=True).result()
+        created = client.connection.send_request("tools/call", {"name": "quick"}, declares=(EXTENSION,)).result()
         assert created["resultType"] == "task" and created["status"] == "working"
         assert client.get_task(created["taskId"])["status"] == "completed"
         assert client.call_tool("quick", task=True).content[0].text == "quick"

@@ -12,7 +12,8 @@ Laid out like :mod:`mcp_ref.server`, by spec area:
 ================  ==========================================================
 module            one idea
 ================  ==========================================================
-``client``        :class:`Client`: the public API (what the caller sends)
+``client``        :class:`Client`: the public API (what the caller sends), and the
+                  shorthand that builds this package's extensions
 ``connection``    :class:`ClientConnection`: one connection's dispatcher —
                   the era, the handshake and lifecycle, and what the server sends
 ``calls``         one request of the caller's (all a handshake-era request is)
@@ -28,8 +29,10 @@ module            one idea
 ``roots``         answering ``roots/list``; what a root may be
 ================  ==========================================================
 
-Only ``client``, ``connection`` and ``calls`` load with a plain client; the rest (and the client
-extras :mod:`mcp_ref.extras.approval` and :mod:`mcp_ref.extras.client_tasks`) load when used.
+Only ``client``, ``connection`` and ``calls`` load with a plain client; the rest load when used.
+What a client adds beyond the protocol is an extension (:mod:`mcp_ref.core.extension`), given to
+``Client(extensions=[...])``; this package's own (approval, the client's rate limit, the task
+protocols, client-hosted tasks) live in :mod:`mcp_ref.extras`.
 """
 
 from __future__ import annotations
@@ -38,13 +41,4 @@ from ..core.errors import RequestRefused
 from .client import Client, ToolCall
 from .connection import ClientConnection
 
-__all__ = ["Client", "ToolCall", "ClientConnection", "ServerRequest", "RequestRefused"]
-
-
-def __getattr__(name: str):
-    """``ServerRequest`` is the approval extra's: loaded when first asked for."""
-    if name == "ServerRequest":
-        from ..extras.approval import ServerRequest
-
-        return ServerRequest
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["Client", "ToolCall", "ClientConnection", "RequestRefused"]

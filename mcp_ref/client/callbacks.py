@@ -27,21 +27,10 @@ def _takes_context(handler: Callable) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
-#: 2025-11-25 basic/utilities/tasks §Related Task Metadata: the ``_meta`` key tying a message to its task.
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-
-
-def result_dict(value: Any, request: dict | None = None) -> dict:
-    """A handler's return value (a result object or a dict) as the wire ``result``; the answer to a
-    ``request`` (its params) that belongs to a task carries the task too (2025-11-25 tasks §Related
-    Task Metadata: "All requests, notifications, and responses related to a task MUST include" it)."""
+def result_dict(value: Any) -> dict:
+    """A handler's return value (a result object or a dict) as the wire ``result`` (a copy)."""
     if isinstance(value, WireModel):
-        result = value.to_wire()
-    elif isinstance(value, dict):
-        result = dict(value)
-    else:
-        raise TypeError(f"a handler must return a result object or dict, not {type(value).__name__}")
-    meta = request.get("_meta") if request is not None else None
-    if isinstance(meta, dict) and isinstance(meta.get(RELATED_TASK), dict):
-        result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK: meta[RELATED_TASK]}
-    return result
+        return value.to_wire()
+    if isinstance(value, dict):
+        return dict(value)
+    raise TypeError(f"a handler must return a result object or dict, not {type(value).__name__}")

@@ -4,8 +4,9 @@
 sends (``client.call_tool()``, ``client.request()`` ...): sent at once, ``result()`` waits for the answer,
 ``cancel()`` stops it (over stdio the server is sent ``notifications/cancelled``).  In the 2026-07-28 era one
 request of the caller's may take several on the wire; :class:`mcp_ref.client.modern.ModernCall` extends this
-class with those rounds, so a reader of the handshake era needs nothing beyond this module.  :class:`ToolCall`
-is the caller's view of a ``tools/call`` (a 2025-11-25 task: :mod:`mcp_ref.extras.client_tasks_2025`).
+class with those rounds, so a reader of the handshake era needs nothing beyond this module.  An extension's
+``start_request`` may make a call of its own, extending one of these (see :mod:`mcp_ref.core.extension`).
+:class:`ToolCall` is the caller's view of a ``tools/call``.
 """
 
 from __future__ import annotations
@@ -27,17 +28,16 @@ MAX_INPUT_ROUNDS = 16
 class Call:
     """One request of the caller's: ``result()`` waits for its result, ``cancel()`` stops it."""
 
-    #: True when the request declares the tasks extension (the 2026-07-28 era only).
-    task = False
-    #: The id of the task the server made of the call (2026-07-28, ``task=True``), once it made one.
-    task_id: str | None = None
     #: ``input_required`` rounds answered so far (2026-07-28; a result reached through any is not cached).
     rounds = 0
 
-    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict):
+    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict,
+                 declares: tuple[str, ...] = ()):
         self._connection, self.method, self._params, self._options = connection, method, params, options
+        #: The extensions its 2026-07-28 per-request capabilities declare (on every round).
+        self.declares = declares
         #: The JSON-RPC request on the wire now.
-        self.pending: PendingRequest = connection.send_request(method, params, task=self.task, **options)
+        self.pending: PendingRequest = connection.send_request(method, params, declares=declares, **options)
 
     @property
     def id(self):
@@ -65,8 +65,8 @@ class Call:
 class ToolCall:
     """A ``tools/call`` in flight (from :meth:`Client.start_tool_call`): ``result()`` or ``cancel()``.
 
-    One call may take several requests on the wire (2026-07-28 input rounds and retries, a task's
-    polling): ``request_id`` is the ``tools/call``'s current one."""
+    One call may take several requests on the wire (2026-07-28 input rounds and retries, an
+    extension's call's own requests): ``request_id`` is the ``tools/call``'s current one."""
 
     def __init__(self, call: Call):
         self.call = call
@@ -81,18 +81,13 @@ class ToolCall:
         """The JSON-RPC id of the call (of its current round, in the 2026-07-28 era)."""
         return self.call.id
 
-    @property
-    def task_id(self) -> str | None:
-        """The id of the task the server made of the call (``task=True``), once it made one."""
-        return self.call.task_id
-
     def result(self) -> CallToolResult:
         """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
         return CallToolResult.from_wire(self.call.result())
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over 2026-07-28 HTTP the
-        request's response stream is closed; a task gets ``tasks/cancel``); False if it had finished."""
+        request's response stream is closed; an extension's call may do otherwise); False if it had finished."""
         return self.call.cancel(reason)
 
     def done(self) -> bool:

@@ -1,44 +1,42 @@
-"""The public API of the client role: :class:`Client` (and :class:`~mcp_ref.client.calls.ToolCall`).
+"""The public API of the client role: :class:`Client` and :class:`ToolCall`.
 
-A :class:`Client` is connected when it is constructed (so it works with or
-without ``with``); ``close()`` — or leaving the ``with`` block — shuts the
-connection and, for stdio, the server process down.  Any number of threads may
-call it at once.
+A :class:`Client` is connected when it is constructed (so it works with or without ``with``);
+``close()`` — or leaving the ``with`` block — shuts the connection and, for stdio, the server
+process down.  Any number of threads may call it at once.
 
-It speaks both eras of the protocol with the same API: the stateless
-2026-07-28 revision when the server does (found with ``server/discover``), and
-otherwise the ``initialize`` handshake of 2024-11-05 to 2025-11-25.
-``client.era`` and ``client.protocol_version`` say which; ``era=`` and
+It speaks both eras of the protocol with the same API: the stateless 2026-07-28 revision when the
+server does (found with ``server/discover``), and otherwise the ``initialize`` handshake of
+2024-11-05 to 2025-11-25. ``client.era`` and ``client.protocol_version`` say which; ``era=`` and
 ``protocol_version=`` pin one.
 
-The server may call back: pass ``sampling_handler``, ``elicitation_handler``
-and ``roots`` to declare those capabilities (a handler is called as
-``handler(params)``, or ``handler(params, context)`` if it takes two
-arguments: ``context.is_cancelled`` then tells it the server gave up); ``on_log``,
-``on_resource_updated`` and ``on_list_changed`` receive notifications.  What
-the server sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
+The server may call back: pass ``sampling_handler``, ``elicitation_handler`` and ``roots`` to
+declare those capabilities (a handler is called as ``handler(params)``, or ``handler(params,
+context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the server gave up);
+``on_log``, ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What the server
+sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 
-Before a handler answers, ``approve(request)`` (a :class:`~mcp_ref.extras.approval.ServerRequest`)
-may refuse the request or edit it, and ``server_request_limit`` (``"10/minute"``) bounds how many
-the server may send; see :mod:`mcp_ref.extras.approval`.
+Everything beyond the protocol is an extension (:mod:`mcp_ref.core.extension`); the keyword arguments
+and methods standing for this package's own (``approve=``, ``task=`` ...) are one section of Client.
 """
 
 from __future__ import annotations
 
 import json
-import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core import MODERN_VERSIONS, __version__, envelope, lifecycle
-from ..core.errors import CapabilityError, ConnectionClosed, InvalidParams, McpError, ResourceNotFound
+from ..core.errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
 from ..core.requests import DEFAULT, Default
 from ..core.session import DEFAULT_TIMEOUT, ProgressCallback
 from ..core.types import CallToolResult, DiscoverResult, InitializeResult, Tool
-from .calls import MAX_INPUT_ROUNDS, ToolCall
+from . import calls
+from .calls import MAX_INPUT_ROUNDS
 from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era
 
 if TYPE_CHECKING:
+    from ..core.extension import Extension
     from ..core.feature_types import (
         Completion,
         GetPromptResult,
@@ -55,8 +53,6 @@ if TYPE_CHECKING:
     from .cache import ResultCache
     from .listening import Subscription
 
-log = logging.getLogger(__name__)
-
 #: ``Client(max_pages=)``'s default: :data:`mcp_ref.core.pagination.DEFAULT_MAX_PAGES` (named, not
 #: imported, so that a client that follows no listing does not load the pagination module).
 DEFAULT_MAX_PAGES = 1000
@@ -65,43 +61,40 @@ DEFAULT_CACHE_SIZE = 256
 
 SamplingHandler = Callable[["CreateMessageParams"], "CreateMessageResult | dict"]
 ElicitationHandler = Callable[["ElicitParams"], "ElicitResult | dict"]
-#: ``approve(request)`` (or ``approve(request, context)``), given a
-#: :class:`~mcp_ref.extras.approval.ServerRequest`: True, False, or the edited request to answer.
+#: ``approve(request)`` or ``approve(request, context)``: True, False, or the edited request to answer.
 ApproveHook = Callable[..., Any]
 
 
 class Client:
     """An MCP client over one transport; see the module docstring.
 
-    ``timeout`` is the default per-request timeout in seconds (None: wait forever); ``initialize_timeout``
-    bounds connecting alone (``server/discover`` or ``initialize``; default: ``timeout``), e.g. to give a
-    slow-starting server longer than each request.  ``era``: ``"auto"`` (2026-07-28 when the server speaks
-    it, else the handshake), ``"modern"`` or ``"handshake"``; ``protocol_version`` pins one revision (and
-    so its era; default: the newest the server speaks).  ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an
-    answer to ``server/discover`` before it takes the server for a handshake-era one (default
-    10 s; stdio §Backward Compatibility).  ``trace(direction, data)`` sees every message.
-    ``log_level``: with ``on_log``, the level asked of a server that declares logging (default "info"; None: none).
-    ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their
-    ``ttlMs`` says they are fresh, at most this many (0: no cache); see :attr:`cache`.
+    ``timeout`` is the default per-request timeout in seconds (None: wait forever);
+    ``initialize_timeout`` bounds connecting alone (``server/discover`` or ``initialize``; default:
+    ``timeout``), e.g. to give a slow-starting server longer than each request.  ``era``: ``"auto"``
+    (2026-07-28 when the server speaks it, else the handshake), ``"modern"`` or ``"handshake"``;
+    ``protocol_version`` pins one revision (and so its era; default: the newest the server speaks).
+    ``probe_timeout``: over stdio, how long ``era="auto"`` waits for an answer to
+    ``server/discover`` before it takes the server for a handshake-era one (default 10 s; stdio
+    §Backward Compatibility).  ``trace(direction, data)`` sees every message. ``log_level``: with
+    ``on_log``, the level asked of a server that declares logging (default "info"; None: none).
+    ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their ``ttlMs``
+    says they are fresh, at most this many (0: no cache); see :attr:`cache`.
 
-    ``approve(request)`` is called before the client answers each sampling, elicitation or roots
-    request of the server (in 2026-07-28: each of an ``input_required`` result's or a task's
-    ``inputRequests``) with a :class:`~mcp_ref.extras.approval.ServerRequest`; it returns True to
-    answer, False to refuse (an elicitation is declined, sampling and roots get error -1), or an
-    edited request (or a dict of params) to answer instead.  A hook that raises refuses (the
-    exception is logged).  ``server_request_limit`` (``"10/minute"``, a
-    :class:`~mcp_ref.extras.ratelimit.RateLimit` or ``(count, seconds)``) refuses those requests beyond it
-    with :class:`~mcp_ref.core.errors.LimitExceeded`, and logs it; :attr:`server_request_limiter` keeps
-    the count (its ``clock`` is replaceable).  See :mod:`mcp_ref.extras.approval`.
+    ``extensions``: what it adds beyond the protocol (:mod:`mcp_ref.core.extension`), the first
+    given outermost; ``approve``, ``server_request_limit`` and ``tasks`` build extensions that
+    follow them.  ``approve(request)`` is shown each sampling, elicitation or roots request of the
+    server before it is answered, and returns True, False (refused) or an edited request;
+    ``server_request_limit`` (``"10/minute"``) bounds how many the server may send
+    (:mod:`mcp_ref.extras.approval`).
 
     What a server may make the client do is bounded, each past its bound raising
     :class:`~mcp_ref.core.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
-    (default 1,000) pages followed by ``list_tools()`` and the other listings (a repeated cursor
-    is an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for
-    one request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``).
-    The size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and
-    :meth:`http` (4 MiB).  ``tasks=True`` runs the server's 2025-11-25 task-augmented sampling and
-    elicitation requests as client-hosted tasks (:mod:`mcp_ref.extras.hosted_tasks`).
+    (default 1,000) pages followed by ``list_tools()`` and the other listings (a repeated cursor is
+    an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for one
+    request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``). The
+    size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and :meth:`http`
+    (4 MiB).  ``tasks=True`` runs the server's 2025-11-25 task-augmented sampling and elicitation
+    requests as client-hosted tasks (:mod:`mcp_ref.extras.hosted_tasks`).
     """
 
     def __init__(
@@ -132,6 +125,7 @@ class Client:
         max_input_rounds: int = MAX_INPUT_ROUNDS,
         probe_timeout: float = PROBE_TIMEOUT,
         tasks: bool = False,
+        extensions: Iterable[Extension] = (),
     ):
         era, pinned = resolve_era(era, protocol_version)
         for setting, value in (("max_pages", max_pages), ("max_input_rounds", max_input_rounds)):
@@ -142,18 +136,11 @@ class Client:
         #: Rounds of the server's input requests answered for one request (2026-07-28 ``input_required``)
         #: or one task, before the request fails with LimitExceeded (and the task is cancelled).
         self.max_input_rounds = max_input_rounds
-        if approve is not None and not callable(approve):
-            raise TypeError(f"approve must be a callable, not {type(approve).__name__}")
-        #: The hook shown each sampling, elicitation and roots request before it is answered (None: none).
-        self.approve = approve
-        #: At most this many sampling, elicitation and roots requests from the server (None: no limit;
-        #: a :class:`~mcp_ref.extras.ratelimit.RateLimit`).
-        self.server_request_limit = None
-        if server_request_limit is not None:
-            from ..extras.ratelimit import RateLimit
-
-            self.server_request_limit = RateLimit.of(server_request_limit)
-        self._server_request_limiter = None
+        self._extensions_lock = threading.RLock()
+        #: Its extensions, the first given outermost (add one with :meth:`add_extension`).
+        self.extensions: tuple[Extension, ...] = ()
+        for extension in (*extensions, *self._shorthand(approve, server_request_limit, tasks)):
+            self.add_extension(extension)
         if not isinstance(probe_timeout, (int, float)) or isinstance(probe_timeout, bool) or not probe_timeout > 0:
             raise ValueError(f"probe_timeout must be a positive number of seconds, not {probe_timeout!r}")
         #: Seconds the era probe waits for a stdio server that does not answer ``server/discover``.
@@ -173,11 +160,6 @@ class Client:
         self.on_list_changed = on_list_changed
         self.on_elicitation_complete = on_elicitation_complete
         self.cache_size = cache_size
-        #: 2025-11-25 client-hosted tasks (``tasks=True``): the store running them (:mod:`mcp_ref.extras.hosted_tasks`).
-        self.hosted_tasks: Any = None
-        if tasks:
-            from ..extras.hosted_tasks import HostedTasks
-            self.hosted_tasks = HostedTasks(self)
         #: The dispatcher: the handshake, the lifecycle, what the server sends.
         self.connection = ClientConnection(self, transport, default_timeout=timeout, name="mcp-client", trace=trace)
         #: The JSON-RPC session under it (the reader thread, pending requests, timeouts).
@@ -185,24 +167,15 @@ class Client:
         self.session.start()
         try:
             self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
+            self._shorthand_options({})  # what the server offers may need an extension at once
             if on_log is not None and log_level is not None:  # logs arrive by default (mcp_ref.client.logs)
                 from .logs import ask_for_logs
                 ask_for_logs(self, log_level)
-            if self.on_list_changed is not None and self.connection.modern and self.connection.feed.wanted():
-                self._open_feed(initialize_timeout if initialize_timeout is not DEFAULT else timeout)
+            if self.on_list_changed is not None and self.connection.modern:
+                self.connection.feed.start(initialize_timeout if initialize_timeout is not DEFAULT else timeout)
         except BaseException:
             self.close()
             raise
-
-    def _open_feed(self, timeout: float | None) -> None:
-        """2026-07-28: change notifications come only on a stream the client opens; open the
-        one the callbacks need.  A server that declares list changes but refuses the stream
-        still serves everything else: the refusal is logged, not raised."""
-        try:
-            self.connection.feed.update(timeout)
-        except McpError as exc:
-            log.warning("the server declares change notifications but refused subscriptions/listen (%s): "
-                        "on_list_changed and on_resource_updated will not be called", exc)
 
     @classmethod
     def stdio(
@@ -318,19 +291,18 @@ class Client:
                 caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
             else:
                 caps["elicitation"] = {}
-        if self.hosted_tasks is not None and version == "2025-11-25":  # its experimental tasks: that revision only
-            caps["tasks"] = self.hosted_tasks.capability()
+        for extension in self.extensions:
+            for key, value in (extension.capabilities(version, None) or {}).items():
+                merged = key in ("extensions", "experimental") and isinstance(caps.get(key), dict)
+                caps[key] = {**caps[key], **value} if merged else value
         return caps
 
-    @property
-    def server_request_limiter(self):
-        """The token bucket behind ``server_request_limit`` (a :class:`~mcp_ref.extras.ratelimit.RateLimiter`,
-        made when first needed; tests may replace its ``clock``)."""
-        if self._server_request_limiter is None:
-            from ..extras.ratelimit import RateLimiter
-
-            self._server_request_limiter = RateLimiter(max_keys=1)
-        return self._server_request_limiter
+    def add_extension(self, extension: Extension) -> None:
+        """Take ``extension``: its ``setup(client)`` runs now; it comes after those the client has.  Its
+        capabilities reach a handshake-era server only in ``initialize``: then use ``Client(extensions=)``."""
+        with self._extensions_lock:
+            extension.setup(self)
+            self.extensions = (*self.extensions, extension)
 
     @property
     def cache(self) -> ResultCache:
@@ -461,19 +433,16 @@ class Client:
         timeout: float | None | Default = DEFAULT,
         reset_timeout_on_progress: bool = False,
         max_total_timeout: float | None = None,
-        task: bool | dict = False,
+        **options: Any,
     ) -> ToolCall:
-        """Start a ``tools/call`` without waiting: returns a :class:`ToolCall` to wait on or cancel."""
-        capabilities = self._require("tools", "tools/call")
+        """Start a ``tools/call`` without waiting: a :class:`ToolCall` to wait on or cancel (options: :meth:`call_tool`'s)."""
+        self._require("tools", "tools/call")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        options = {"timeout": timeout, "on_progress": on_progress, "reset_timeout_on_progress": reset_timeout_on_progress,
-                   "max_total_timeout": max_total_timeout}
-        if not self.connection.modern and "tasks" in capabilities:  # 2025-11-25 tasks
-            from ..extras.client_tasks_2025 import start_call
-            return ToolCall(start_call(self, params, task, options))
-        return ToolCall(self.connection.start("tools/call", params, task=bool(task), **options))
+        options.update(timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset_timeout_on_progress,
+                       max_total_timeout=max_total_timeout)
+        return ToolCall(self.connection.start("tools/call", params, **self._shorthand_options(options)))
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
@@ -489,23 +458,6 @@ class Client:
         for a tool that requires it (:mod:`mcp_ref.extras.client_tasks_2025`).
         """
         return self.start_tool_call(name, arguments, **options).result()
-
-    def get_task(self, task_id: str) -> dict:
-        """``tasks/get``: a task's state as the server reports it (2025-11-25 a Task; 2026-07-28 with its result)."""
-        return self.connection.request("tasks/get", {"taskId": task_id}, task=True)
-
-    def cancel_task(self, task_id: str) -> dict:
-        """``tasks/cancel``: stop a task (2025-11-25: the cancelled Task, -32602 for an ended one; 2026-07-28: {})."""
-        return self.connection.request("tasks/cancel", {"taskId": task_id}, task=True)
-
-    def list_tasks(self, cursor: str | None = None) -> Page:
-        """``tasks/list`` (2025-11-25): one page of the server's tasks (Task dicts); ``next_cursor`` for the next."""
-        from ..extras.client_tasks_2025 import list_tasks
-        return list_tasks(self, cursor)
-
-    def task_result(self, task_id: str) -> CallToolResult:
-        """``tasks/result`` (2025-11-25) of a tool call's task: waits until it ends (a JSON-RPC error raises)."""
-        return CallToolResult.from_wire(self.connection.request("tasks/result", {"taskId": task_id}))
 
     # resources
 
@@ -664,11 +616,85 @@ class Client:
         if not self.connection.modern:  # 2026-07-28: the server asks for roots each time (input_required)
             self.connection.notify("notifications/roots/list_changed")
 
+    # -- the shorthand: the one place the client names this package's extensions; the keyword arguments
+    # build theirs, task= and the *_task methods find the era's tasks extension (added when first needed).
 
-_DECLARING = {"_roots", "sampling_handler", "sampling_tools", "elicitation_handler", "elicitation_modes", "hosted_tasks", "client_info"}
+    @staticmethod
+    def _shorthand(approve: ApproveHook | None, server_request_limit: Any, tasks: bool) -> list[Extension]:
+        """The keyword arguments' extensions, the limit first (a refused request makes no task), the
+        hook last (a client-hosted task runs it, as the spec's diagram "Task-Augmented Sampling
+        Request" shows the user's review after the CreateTaskResult)."""
+        built: list[Extension] = []
+        if server_request_limit is not None:
+            from ..extras.approval import ServerRequestLimit
+            built.append(ServerRequestLimit(server_request_limit))
+        if tasks:
+            from ..extras.hosted_tasks import HostedTasks
+            built.append(HostedTasks())
+        if approve is not None:
+            from ..extras.approval import Approval
+            built.append(Approval(approve))
+        return built
+
+    @property
+    def hosted_tasks(self) -> Any:
+        """``tasks=True``'s store (:class:`~mcp_ref.extras.hosted_tasks.HostedTasks`), or None."""
+        return next((extension for extension in self.extensions if extension.name == "client-hosted tasks"), None)
+
+    @property
+    def server_request_limiter(self) -> Any:
+        """``server_request_limit``'s :class:`~mcp_ref.extras.ratelimit.RateLimiter` (its ``clock`` is replaceable), or None."""
+        return next((e.limiter for e in self.extensions if e.name == "server request limit"), None)  # type: ignore[attr-defined]
+
+    def _tasks(self) -> Any:
+        """The era's tasks extension, added if the client has none."""
+        if self.connection.modern:
+            from ..extras.client_tasks import ClientTasks as kind
+        else:
+            from ..extras.client_tasks_2025 import ClientTasks2025 as kind  # type: ignore[assignment]
+        with self._extensions_lock:
+            if not any(isinstance(extension, kind) for extension in self.extensions):
+                self.add_extension(kind())
+            return next(extension for extension in self.extensions if isinstance(extension, kind))
+
+    def _shorthand_options(self, options: dict) -> dict:
+        """``options`` with ``task`` for the era's tasks extension, added when needed: in 2026-07-28 when
+        asked for a task; in the handshake era as soon as the server offers tasks (a tool may require one)."""
+        task = options.pop("task", False)
+        if task if self.connection.modern else "tasks" in self.server_capabilities:
+            options["task"] = task
+            self._tasks()
+        return options
+
+    def get_task(self, task_id: str) -> dict:
+        """``tasks/get``: a task's state as the server reports it (2025-11-25 a Task; 2026-07-28 with its result)."""
+        return self._tasks().request(self.connection, "tasks/get", {"taskId": task_id})
+
+    def cancel_task(self, task_id: str) -> dict:
+        """``tasks/cancel``: stop a task (2025-11-25: the cancelled Task, -32602 for an ended one; 2026-07-28: {})."""
+        return self._tasks().request(self.connection, "tasks/cancel", {"taskId": task_id})
+
+    def list_tasks(self, cursor: str | None = None) -> Page:
+        """``tasks/list`` (2025-11-25): one page of the server's tasks (Task dicts); ``next_cursor`` for the next."""
+        from ..extras.client_tasks_2025 import list_tasks
+        return list_tasks(self, cursor)
+
+    def task_result(self, task_id: str) -> CallToolResult:
+        """``tasks/result`` (2025-11-25) of a tool call's task: waits until it ends (a JSON-RPC error raises)."""
+        return CallToolResult.from_wire(self.connection.request("tasks/result", {"taskId": task_id}))
+
+
+class ToolCall(calls.ToolCall):
+    """A ``tools/call`` in flight (:class:`mcp_ref.client.calls.ToolCall`), with the shorthand's ``task_id``."""
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task the server made of the call (``task=True``), once it made one."""
+        return getattr(self.call, "task_id", None)
+
+_DECLARING = {"_roots", "sampling_handler", "sampling_tools", "elicitation_handler", "elicitation_modes", "extensions", "client_info"}
 
 
 def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:
     from .roots import as_root
-
     return [as_root(r) for r in roots]

@@ -14,16 +14,20 @@ What only some clients need loads when it is first needed, so a plain client rea
 the 2026-07-28 era (:mod:`mcp_ref.client.modern`: the probe, the per-request envelope, the
 ``input_required`` rounds), listen streams (:mod:`mcp_ref.client.listening`), the result cache
 (:mod:`mcp_ref.client.cache`), the tool headers of HTTP (:mod:`mcp_ref.client.tool_headers`), the
-answering modules, and the extras a client may be given (``approve=``, ``server_request_limit=``,
-``task=True``, ``Client(tasks=True)``'s hosted tasks).
+answering modules.  What the client's extensions add (:class:`~mcp_ref.core.extension.Extension`)
+reaches it through two doors only: :meth:`ClientConnection.start` passes every request the client
+sends through their ``start_request`` hooks, :meth:`ClientConnection.handle_request` every request
+of the server's through their methods and ``intercept_request`` hooks.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, lifecycle
@@ -69,6 +73,20 @@ class AnsweringModule(Protocol):
 def answering_module(method: str) -> AnsweringModule:
     """The module that answers ``method`` (one of :data:`ANSWERED`)."""
     return cast(AnsweringModule, importlib.import_module(f"{__package__}.{ANSWERED[method]}"))
+
+
+@dataclass
+class IncomingRequest:
+    """A request of the server's as the client's extensions' ``intercept_request`` see it (the
+    ``call``): an interceptor may replace ``params`` (an edited request) or ``context`` (the request
+    then runs under another one, e.g. a task's) before it calls ``proceed()``."""
+
+    #: The connection it came on (``connection.modern``: the era; ``connection.client``: the client).
+    connection: ClientConnection
+    #: Its context: its id, whether the server cancelled it, its progress.
+    context: RequestContext
+    method: str
+    params: dict
 
 
 def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
@@ -117,7 +135,7 @@ class ClientConnection:
         #: The log level asked for: every modern request carries it; a handshake-era re-initialize asks it again.
         self.log_level: str | None = None
         #: The modern ``_meta`` envelopes built (:func:`mcp_ref.client.modern.envelope_meta`); emptied when what the client declares changes.
-        self.metas: dict[tuple[str, bool, str | None], dict[str, Any]] = {}
+        self.metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]] = {}
         self._modern: Any = None  # mcp_ref.client.modern, once the connection speaks that era
         self._lock = threading.Lock()
         self._streams: Streams | None = None
@@ -270,24 +288,34 @@ class ClientConnection:
 
     # -- sending -----------------------------------------------------------------------------
 
-    def send_request(self, method: str, params: dict | None = None, *, task: bool = False,
+    def send_request(self, method: str, params: dict | None = None, *, declares: tuple[str, ...] = (),
                      **options) -> PendingRequest:
         """Send one JSON-RPC request without waiting (CapabilityError, unsent, when the lifecycle
-        forbids it now); in the modern era it carries the envelope, declaring the tasks extension
-        when ``task``."""
+        forbids it now); in the modern era it carries the envelope, its capabilities declaring the
+        extensions named in ``declares`` too (2026-07-28 per-request capabilities)."""
         self.lifecycle.check_send(method)
         if self.modern:
-            params = self._modern.with_envelope(params, self._modern.envelope_meta(self, task=task))
+            params = self._modern.with_envelope(params, self._modern.envelope_meta(self, declares=declares))
         return self.session.send_request(method, params, **options)
 
-    def start(self, method: str, params: dict | None = None, *, task: bool = False, **options) -> Call:
-        """Start a request of the caller's (options as :meth:`Session.send_request`): a
-        :class:`~mcp_ref.client.calls.Call`, or in the modern era a
-        :class:`~mcp_ref.client.modern.ModernCall`, which may take several rounds, or become a task
-        when ``task``."""
+    def start(self, method: str, params: dict | None = None, **options) -> Call:
+        """Start a request of the caller's through the client's extensions (each one's
+        ``start_request``, the first given outermost), then as :meth:`send_call` does.
+
+        ``options`` are :meth:`Session.send_request`'s, ``declares`` (see :meth:`send_request`) and
+        those an extension takes out (an option no extension took is a TypeError)."""
+        start = self.send_call
+        for extension in reversed(self.client.extensions):
+            start = functools.partial(extension.start_request, self, start=start)
+        return start(method, params, options)
+
+    def send_call(self, method: str, params: dict | None, options: dict) -> Call:
+        """Start a request (the innermost step of :meth:`start`): a :class:`~mcp_ref.client.calls.Call`,
+        or in the modern era a :class:`~mcp_ref.client.modern.ModernCall`, which may take several rounds."""
+        declares = options.pop("declares", ())
         if not self.modern:
-            return Call(self, method, params, options)
-        return self._modern.ModernCall(self, method, params, options, task=task)
+            return Call(self, method, params, options, declares)
+        return self._modern.ModernCall(self, method, params, options, declares)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
@@ -295,7 +323,7 @@ class ClientConnection:
         In the modern era a cacheable result still fresh by its ``ttlMs`` comes from
         :attr:`cache` instead of the server (2026-07-28 server/utilities/caching).
         """
-        cache = self.cache if self.modern and method in CACHED_METHODS and not options.get("task") else None
+        cache = self.cache if self.modern and method in CACHED_METHODS else None
         key = cache.key(method, params) if cache is not None else None
         cached = cache.get(key) if cache is not None else None
         if cached is not None:
@@ -344,31 +372,33 @@ class ClientConnection:
         return method in ANSWERED
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Answer the server's requests: sampling, elicitation, roots — in both eras (a 2026-07-28
-        ``inputRequests`` entry comes here too, from :class:`~mcp_ref.client.modern.ModernCall`).
+        """Answer the server's requests — in both eras (a 2026-07-28 ``inputRequests`` entry comes
+        here too, from :class:`~mcp_ref.client.modern.ModernCall`): with a method of one of the
+        client's extensions (``methods(version)``), else sampling, elicitation or roots.
 
-        A request the client answers first passes the client's ``server_request_limit`` and its
-        ``approve`` hook (:func:`mcp_ref.extras.approval.approve`), when it has either; a refused
-        one is answered as the spec says (:func:`mcp_ref.extras.approval.refuse`): declined, or
-        error -1.  ``Client(tasks=True)``: task-augmented ones and ``tasks/*`` go to :mod:`mcp_ref.extras.hosted_tasks`.
+        A request the client answers (what it does not offer is -32601 and reaches no extension)
+        then passes every extension's ``intercept_request``, the first given outermost, before its
+        handler: they may refuse it, edit it, or answer it otherwise.
         """
-        hosted = getattr(self.client, "hosted_tasks", None)
-        if hosted is not None and hosted.takes(self, method, params):  # 2025-11-25 client-hosted tasks
-            return hosted.handle(self, context, method, params)
-        if method not in ANSWERED:
+        version = self.session.protocol_version
+        extensions = self.client.extensions
+        handler = next((found for extension in extensions if (found := extension.methods(version).get(method))), None)
+        if handler is None and method not in ANSWERED:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)
-        module = answering_module(method)
-        module.OFFERED[method](self)  # what the client does not offer is not shown to the hook, nor counted
-        client = self.client
-        if client.approve is not None or client.server_request_limit is not None:
-            from ..extras import approval
+        if handler is None:
+            module = answering_module(method)
+            module.OFFERED[method](self)
+            handler = module.HANDLERS[method]
+        call = IncomingRequest(self, context, method, params)
 
-            approved = approval.approve(self, context, method, params)
-            if approved is None:
-                return approval.refuse(method)
-            params = approved
-        return module.HANDLERS[method](self, context, params)
+        def answer() -> dict:
+            return handler(self, call.context, call.params)
+
+        proceed = answer
+        for extension in reversed(extensions):
+            proceed = functools.partial(extension.intercept_request, call, proceed)
+        return proceed()
 
     def handle_notification(self, method: str, params: dict) -> None:
         """Route the server's notifications: a listen stream's to that stream (by its

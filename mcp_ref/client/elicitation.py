@@ -34,7 +34,7 @@ def create(connection: Connection, context: RequestContext, params: dict) -> dic
     mode = request.mode or "form"
     if mode not in client.elicitation_modes:
         raise InvalidParams(f"Invalid params: this client does not support {mode}-mode elicitation")
-    result = result_dict(call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context), params)
+    result = result_dict(call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context))
     if mode == "form" and result.get("action") == "accept":
         result["content"] = apply_defaults(request.requested_schema, result.get("content"))
     return result

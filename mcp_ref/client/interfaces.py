@@ -3,8 +3,7 @@
 The client's modules are layered: :mod:`~mcp_ref.client.client` (the public API) over
 :mod:`~mcp_ref.client.connection` (the dispatcher) over what it loads when it is needed —
 :mod:`~mcp_ref.client.calls` and the 2026-07-28 era's :mod:`~mcp_ref.client.modern`, the listen
-streams, the result cache, the answering modules (sampling, elicitation, roots) and the client
-extras (:mod:`mcp_ref.extras.approval`, :mod:`mcp_ref.extras.client_tasks`).  A lower module that
+streams, the result cache and the answering modules (sampling, elicitation, roots).  A lower module that
 holds an object of a higher one is typed with a Protocol from here, never with the class, so that
 no module imports one above it, not even for the type checker.  Modules import this one under
 ``if TYPE_CHECKING:``: it never loads at run time.
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from ..core.extension import Extension
 from ..core.feature_types import Root
 from ..core.lifecycle import Lifecycle
 from ..core.session import PendingRequest, RequestContext, Session
@@ -38,12 +38,8 @@ class ClientSettings(Protocol):
     on_resource_updated: Callable[[str], None] | None
     on_list_changed: Callable[[str], None] | None
     on_elicitation_complete: Callable[[str], None] | None
-    approve: Callable[..., Any] | None
-    server_request_limit: Any
-
-    @property
-    def server_request_limiter(self) -> Any:
-        """The token bucket behind ``server_request_limit``."""
+    #: Its extensions, the first given first (:class:`~mcp_ref.core.extension.Extension`).
+    extensions: tuple[Extension, ...]
 
     @property
     def roots(self) -> list[Root] | None:
@@ -65,13 +61,13 @@ class Connection(Protocol):
     lifecycle: Lifecycle
     modern: bool
     log_level: str | None
-    metas: dict[tuple[str, bool, str | None], dict[str, Any]]
+    metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]]
 
     @property
     def protocol_version(self) -> str | None:
         """The revision in use."""
 
-    def send_request(self, method: str, params: dict | None = None, *, task: bool = False,
+    def send_request(self, method: str, params: dict | None = None, *, declares: tuple[str, ...] = (),
                      **options: Any) -> PendingRequest:
         """Send one request without waiting."""
 
@@ -95,30 +91,6 @@ class Connection(Protocol):
 
     def learn_tool_headers(self, method: str, params: dict | None) -> bool:
         """List the tools to learn a call's header parameters; True when there are some."""
-
-
-class TaskCall(Protocol):
-    """What :func:`mcp_ref.extras.client_tasks.follow` uses of a call that became a task."""
-
-    method: str
-    task_id: str | None
-
-    @property
-    def connection(self) -> Connection:
-        """The connection the call travels on."""
-
-    @property
-    def max_input_rounds(self) -> int:
-        """Rounds of input requests answered for the call."""
-
-    def too_many_rounds(self) -> Exception:
-        """The error of a call past :attr:`max_input_rounds`."""
-
-    def request_options(self) -> dict:
-        """The options of each request the call sends."""
-
-    def answer(self, requests: Any) -> dict:
-        """The ``inputResponses`` for an ``inputRequests`` map."""
 
 
 class InputCall(Protocol):

@@ -246,6 +246,18 @@ class CallbackFeed:
         if current is not None and current._ended.is_set():
             self._ended(current)  # it ended before it became the current one: _ended ignored it then
 
+    def start(self, timeout: float | None) -> None:
+        """Open the stream the callbacks need, when the client connects.  2026-07-28: change
+        notifications come only on a stream the client opens.  A server that declares list changes
+        but refuses the stream still serves everything else: the refusal is logged, not raised."""
+        if not self.wanted():
+            return
+        try:
+            self.update(timeout)
+        except McpError as exc:
+            log.warning("the server declares change notifications but refused subscriptions/listen (%s): "
+                        "on_list_changed and on_resource_updated will not be called", exc)
+
     def stop(self) -> None:
         """Close the stream for good (the client is closing)."""
         self._stopped.set()

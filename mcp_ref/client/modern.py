@@ -20,8 +20,8 @@ era-neutral :class:`~mcp_ref.client.calls.Call` (all a handshake-era request is)
   client had not seen: list the tools, then retry once with the headers.
 
 Every one of these is bounded (``Client(max_input_rounds=)``, default
-:data:`MAX_INPUT_ROUNDS`, shared with a task's input requests in
-:mod:`mcp_ref.extras.client_tasks`; one version retry, :data:`MAX_REISSUES`, one header retry).
+:data:`MAX_INPUT_ROUNDS`; one version retry, :data:`MAX_REISSUES`, one header retry).  A result of
+another ``resultType`` goes to :meth:`ModernCall.settle`, which an extension's call overrides.
 The module loads when a connection finds (or is told) that the server is modern: a client pinned
 to the handshake era never reads it.
 """
@@ -29,7 +29,6 @@ to the handshake era never reads it.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -150,25 +149,25 @@ def with_envelope(params: dict | None, meta: dict) -> dict:
     return out
 
 
-def envelope_meta(connection: Connection, version: str | None = None, *, task: bool = False) -> dict:
+def envelope_meta(connection: Connection, version: str | None = None, *, declares: tuple[str, ...] = ()) -> dict:
     """The ``_meta`` of a modern request: version, capabilities, client info, log level.
 
     2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
-    ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``task``: the
-    capabilities declare the tasks extension (SEP-2663: "in its per-request capabilities").
-    Built once per version, ``task`` and log level (so at most 18 per modern version: bounded) and kept in
-    ``connection.metas``, which the client empties when what it declares changes; shared, so never changed.
+    ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``declares``: extensions
+    its capabilities declare too (an extension declared "in its per-request capabilities", SEP-2663),
+    with no settings.  Built once per version, ``declares`` (a few: the calls of the client's
+    extensions) and log level (9 of them), and kept in ``connection.metas``, which the client
+    empties when what it declares changes; shared, so never changed.
     """
     # Given (the server/discover probe), or chosen by then: every other modern request follows connect().
     version = cast(str, version or connection.protocol_version)
-    key = (version, task, connection.log_level)
+    key = (version, declares, connection.log_level)
     meta = connection.metas.get(key)
     if meta is None:
         capabilities = connection.client.capabilities(version)
-        if task:
-            from ..extras import client_tasks
-
-            capabilities = client_tasks.with_extension(capabilities)
+        if declares:
+            extensions: dict[str, dict] = {name: {} for name in declares}
+            capabilities = {**capabilities, "extensions": {**extensions, **capabilities.get("extensions", {})}}
         meta = connection.metas[key] = envelope.request_meta(version, capabilities, connection.client.client_info, key[2])
     return meta
 
@@ -186,12 +185,7 @@ class ModernCall(Call):
     docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
 
     def __init__(self, connection: Connection, method: str, params: dict | None, options: dict,
-                 task: bool = False):
-        #: True when the request declares the tasks extension: the server may answer with a task,
-        #: which :func:`mcp_ref.extras.client_tasks.follow` drives to its end.  ``task_id`` is then its id.
-        self.task = task
-        self._stop = threading.Event() if task else None  # set by cancel(): a task being followed gets tasks/cancel
-        self._finished = False
+                 declares: tuple[str, ...] = ()):
         on_progress = options.get("on_progress")
         if on_progress is not None:
             from .mrtr import ProgressAcrossRounds
@@ -199,29 +193,17 @@ class ModernCall(Call):
             options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
         self._cancelled: str | None = None  # no lock: cancel() and the rounds each write their side, then read the other's
         self._contexts: list[RequestContext] = []  # of the input handlers running now
-        super().__init__(connection, method, params, options)
-
-    def done(self) -> bool:
-        """True once the call has settled (a call that may become a task: once ``result()`` returned)."""
-        return self._finished or (self.pending.done() and not self.task)
+        super().__init__(connection, method, params, options, declares)
 
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the request (the server is told, as the transport requires); False if it had finished."""
         self._cancelled = reason or "cancelled"
         for context in list(self._contexts):
             context.cancelled.set()
-        if self._stop is not None:
-            self._stop.set()
-        return self.pending.cancel(reason) or (self.task and not self._finished)
+        return self.pending.cancel(reason)
 
     def result(self) -> dict:
         """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
-        try:
-            return self._result()
-        finally:
-            self._finished = True
-
-    def _result(self) -> dict:
         connection = self._connection
         reissues = 0
         version_retried = headers_retried = False
@@ -251,23 +233,23 @@ class ModernCall(Call):
             kind = result.get("resultType", envelope.COMPLETE)  # absent: "MUST treat ... as complete"
             if kind == envelope.COMPLETE:
                 return result
-            if self.task:
-                from ..extras import client_tasks
-
-                if kind == client_tasks.TASK:
-                    return client_tasks.follow(self, result, cast(threading.Event, self._stop), self._options.get("max_total_timeout"))
             if kind != envelope.INPUT_REQUIRED:
-                raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
-                               f"client did not ask for")
+                return self.settle(kind, result)
             from . import mrtr
 
             params = mrtr.next_round(self, self._params, result)
             self._resend(params)
 
+    def settle(self, kind: str, result: dict) -> dict:
+        """The final result of an answer whose ``resultType`` is neither complete nor input_required:
+        an error here; a call that declares an extension defining ``kind`` overrides it."""
+        raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
+                       f"client did not ask for")
+
     def _resend(self, params: dict | None) -> None:
         self._check_cancelled()
         # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
-        self.pending = self._connection.send_request(self.method, params, task=self.task, **self._options)
+        self.pending = self._connection.send_request(self.method, params, declares=self.declares, **self._options)
         if self._cancelled is not None:  # cancel() came meanwhile, perhaps seeing the previous request only
             self.pending.cancel(self._cancelled)
 

@@ -35,7 +35,7 @@ def create_message(connection: Connection, context: RequestContext, params: dict
     if (request.tools is not None or request.tool_choice is not None) and "tools" not in client.capabilities().get("sampling", {}):
         # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
         raise InvalidParams("Invalid params: this client did not declare sampling.tools")
-    return result_dict(call_handler(cast("Callable[..., Any]", client.sampling_handler), request, context), params)
+    return result_dict(call_handler(cast("Callable[..., Any]", client.sampling_handler), request, context))
 
 
 HANDLERS = {"sampling/createMessage": create_message}

@@ -33,6 +33,23 @@ What an extension may declare (the role that asks is named in brackets):
 
 A server asks its extensions in the order they were added: the first one's ``intercept_request``
 and ``intercept_tool_call`` are outermost, the first one's methods win a name both answer.
+
+The client's part (a server never calls it): ``capabilities(version, None)`` returns capabilities
+to merge into the client's own (a key replaces the client's, the ``extensions`` and
+``experimental`` maps are merged key by key); in the handshake era they are declared once, in
+``initialize``, so an extension that declares some is given to ``Client(extensions=[...])``, while
+in 2026-07-28 every request declares them anew.  ``methods(version)`` answers the server's requests
+(an extension's method wins over the client's own sampling, elicitation and roots);
+``intercept_request(call, proceed)`` runs around answering each of them (``call`` is a
+:class:`~mcp_ref.client.connection.IncomingRequest`: ``method``, ``params`` and ``context`` may be
+replaced before ``proceed()``, which may be called later on another thread), in both eras (in
+2026-07-28 around each of the ``inputRequests`` a result carries).  And:
+
+* ``start_request(connection, method, params, options, start)`` [client] — around starting each
+  request the client sends: return ``start(method, params, options)`` (a call with ``result()``,
+  ``cancel()`` and ``done()``), perhaps with its params or options changed (an option of its own
+  taken out, as ``task`` of ``client.call_tool(..., task=True)``), or a call of its own that takes
+  over how the answer is awaited (:class:`~mcp_ref.client.calls.Call` is the one to extend).
 """
 
 from __future__ import annotations
@@ -77,3 +94,16 @@ class Extension:
     def http_middleware(self, app: Any) -> list[Any]:
         """The steps it adds to the HTTP middleware chain of ``app`` (server); none by default."""
         return []
+
+    # -- the client's part: a Client calls these, a Server never does ---------------------------
+
+    def start_request(
+        self,
+        connection: Any,
+        method: str,
+        params: dict | None,
+        options: dict[str, Any],
+        start: Callable[[str, dict | None, dict[str, Any]], Any],
+    ) -> Any:
+        """Around starting each request the client sends (client); the default sends it."""
+        return start(method, params, options)

@@ -1,18 +1,20 @@
-"""Approving what a server asks of the client: ``Client(approve=hook, server_request_limit=...)``.
+"""Approving what a server asks of the client: two client extensions, :class:`ServerRequestLimit`
+(``Client(server_request_limit=...)``) and :class:`Approval` (``Client(approve=hook)``).
 
 A server may ask the client to sample its model (``sampling/createMessage``), to ask the user
 (``elicitation/create``) or for its roots (``roots/list``) — as requests of its own in the
 handshake era, as the ``inputRequests`` of an ``input_required`` result (or of a task) in
-2026-07-28.  Each such request, in either era, passes :func:`approve` before the client's handler
-answers it (:meth:`mcp_ref.client.connection.ClientConnection.handle_request` is the one place
-both eras answer them):
+2026-07-28.  Each such request, in either era, passes the client's extensions' ``intercept_request``
+before the client's handler answers it
+(:meth:`mcp_ref.client.connection.ClientConnection.handle_request` is the one place both eras
+answer them); the shorthand puts the limit before the hook:
 
-1. the rate limit: at most ``server_request_limit`` of them (the three methods share one bucket
-   per client); one over it is refused with :class:`~mcp_ref.core.errors.LimitExceeded` (-32005) and
-   logged.  2025-11-25 client/sampling §Security Considerations: "Clients **SHOULD** implement rate
+1. the rate limit (:class:`ServerRequestLimit`): at most ``server_request_limit`` of them (the
+   three methods share one bucket per client); one over it is refused with
+   :class:`~mcp_ref.core.errors.LimitExceeded` (-32005) and logged.  2025-11-25 client/sampling §Security Considerations: "Clients **SHOULD** implement rate
    limiting"; 2025-11-25 client/elicitation §Security Considerations likewise (2026-07-28 keeps the
    sentence for sampling, drops it for elicitation; one limit covers all three here).
-2. the hook: ``approve(request)`` — or ``approve(request, context)`` when it takes two arguments —
+2. the hook (:class:`Approval`): ``approve(request)`` — or ``approve(request, context)`` when it takes two arguments —
    sees a :class:`ServerRequest` and returns True (answer it), False (refuse it), or an edited
    request (a :class:`ServerRequest`, or a dict taken as the new params) to answer instead; edited
    params still go through the handler's checks.  A hook that raises refuses: the exception is
@@ -32,28 +34,30 @@ elicitation travels in the retry's ``inputResponses``.
 
 The hook runs on the thread that answers: a session worker in the handshake era (the server's
 request waits for it), the caller's own thread in 2026-07-28, a task's worker for a 2025-11-25
-client-hosted task (``Client(tasks=True)``, :mod:`mcp_ref.extras.hosted_tasks`: the limit is counted
-before the task is made, the hook runs inside it, as the spec's sequence diagram "Task-Augmented
-Sampling Request" shows the user's review after the ``CreateTaskResult``).  It may block, e.g. to ask a user.
-``ping`` is answered by the session and never reaches the hook.
+client-hosted task (``Client(tasks=True)``, :mod:`mcp_ref.extras.hosted_tasks`, between the two:
+the limit is counted before the task is made, the hook runs inside it, as the spec's sequence diagram
+"Task-Augmented Sampling Request" shows the user's review after the ``CreateTaskResult``).  It may
+block, e.g. to ask a user.  ``ping`` is answered by the session and never reaches the hook.
 
-The module loads with the first server request to a client given ``approve`` or
-``server_request_limit``: a client given neither never reads it.
+The module loads when a client is given ``approve`` or ``server_request_limit``: a client given
+neither never reads it.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..client.callbacks import call_handler
 from ..core.errors import LimitExceeded, RequestRefused
+from ..core.extension import Extension
+from .ratelimit import RateLimit, RateLimiter
 
 if TYPE_CHECKING:
-    from ..client.interfaces import Connection
-    from ..core.session import RequestContext
+    from ..client.connection import IncomingRequest
 
 log = logging.getLogger(__name__)
 
@@ -101,54 +105,78 @@ class ServerRequest:
         return ServerRequest(self.method, params, self.era)
 
 
-def check_limit(connection: Connection, method: str) -> None:
-    """Count one server request against ``server_request_limit`` (if the client has one).
+class ServerRequestLimit(Extension):
+    """``Client(server_request_limit=...)``: at most ``limit`` (``"10/minute"``, a
+    :class:`~mcp_ref.extras.ratelimit.RateLimit` or ``(count, seconds)``) sampling, elicitation and
+    roots requests from the server, counted in :attr:`limiter`; one over it is refused with
+    :class:`~mcp_ref.core.errors.LimitExceeded` and logged (the limit and the method, never the params)."""
 
-    Raises :class:`~mcp_ref.core.errors.LimitExceeded` over it (the limit and the method are logged,
-    never the params).
-    """
-    client = connection.client
-    limit = client.server_request_limit
-    if limit is not None:
-        wait = client.server_request_limiter.take(LIMIT_KEY, limit)
-        if wait > 0:
-            log.warning("refused the server's %s: over the limit of %s server requests to this client", method, limit)
-            raise LimitExceeded.rate("server requests to this client", limit, wait)
+    name = "server request limit"
+
+    def __init__(self, limit: Any):
+        #: The limit (a :class:`~mcp_ref.extras.ratelimit.RateLimit`).
+        self.limit = RateLimit.of(limit)
+        #: The client's one token bucket (its ``clock`` is replaceable, for tests).
+        self.limiter = RateLimiter(max_keys=1)
+
+    def intercept_request(self, call: IncomingRequest, proceed: Callable[[], Any]) -> Any:
+        """Count a request of :data:`GATED` (refused over the limit); the others go on."""
+        if call.method in GATED and self.limit is not None:
+            wait = self.limiter.take(LIMIT_KEY, self.limit)
+            if wait > 0:
+                log.warning("refused the server's %s: over the limit of %s server requests to this client",
+                            call.method, self.limit)
+                raise LimitExceeded.rate("server requests to this client", self.limit, wait)
+        return proceed()
 
 
-def approve(connection: Connection, context: RequestContext, method: str, params: dict, *,
-            limit: bool = True) -> dict | None:
-    """The params to answer ``method`` with, after the rate limit (:func:`check_limit`; skipped when
-    ``limit`` is False: the caller counted the request already) and the client's ``approve`` hook;
-    None when the hook refused (the caller answers with :func:`refuse`).
-    """
-    client = connection.client
-    if limit:
-        check_limit(connection, method)
-    hook = client.approve
-    if hook is None:
-        return params
-    request = ServerRequest(method, copy.deepcopy(params), MODERN if connection.modern else HANDSHAKE)
-    try:
-        verdict = call_handler(hook, request, context)
-    except Exception:  # a failing hook refuses; the server never sees why
-        log.exception("the approve hook failed on the server's %s: refused", method)
-        return None
-    if verdict is True:
-        return params
-    if verdict is False:
-        log.info("the approve hook refused the server's %s", method)
-        return None
-    if isinstance(verdict, ServerRequest):
-        if verdict.method != method:
-            log.error("the approve hook turned the server's %s into %s: refused", method, verdict.method)
+class Approval(Extension):
+    """``Client(approve=hook)``: ``hook`` is shown each request of :data:`GATED` before it is
+    answered (see the module docstring); a refused one is answered by :func:`refuse`."""
+
+    name = "approval"
+
+    def __init__(self, hook: Callable[..., Any]):
+        if not callable(hook):
+            raise TypeError(f"approve must be a callable, not {type(hook).__name__}")
+        #: ``hook(request)`` or ``hook(request, context)``, given a :class:`ServerRequest`.
+        self.hook = hook
+
+    def intercept_request(self, call: IncomingRequest, proceed: Callable[[], Any]) -> Any:
+        """Run the hook on a request of :data:`GATED`: answer it with the params it approved, or refuse it."""
+        if call.method not in GATED:
+            return proceed()
+        approved = self.approve(call)
+        if approved is None:
+            return refuse(call.method)
+        call.params = approved
+        return proceed()
+
+    def approve(self, call: IncomingRequest) -> dict | None:
+        """The params to answer ``call`` with, after the hook; None when the hook refused."""
+        method = call.method
+        era = MODERN if call.connection.modern else HANDSHAKE
+        request = ServerRequest(method, copy.deepcopy(call.params), era)
+        try:
+            verdict = call_handler(self.hook, request, call.context)
+        except Exception:  # a failing hook refuses; the server never sees why
+            log.exception("the approve hook failed on the server's %s: refused", method)
             return None
-        verdict = verdict.params
-    if isinstance(verdict, dict):
-        return copy.deepcopy(verdict)
-    log.error("the approve hook returned %s for the server's %s (expected True, False, a ServerRequest or "
-              "a dict of params): refused", type(verdict).__name__, method)
-    return None
+        if verdict is True:
+            return call.params
+        if verdict is False:
+            log.info("the approve hook refused the server's %s", method)
+            return None
+        if isinstance(verdict, ServerRequest):
+            if verdict.method != method:
+                log.error("the approve hook turned the server's %s into %s: refused", method, verdict.method)
+                return None
+            verdict = verdict.params
+        if isinstance(verdict, dict):
+            return copy.deepcopy(verdict)
+        log.error("the approve hook returned %s for the server's %s (expected True, False, a ServerRequest or "
+                  "a dict of params): refused", type(verdict).__name__, method)
+        return None
 
 
 def refuse(method: str) -> dict:

@@ -1,7 +1,9 @@
 """The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663), client side.
 
-``client.call_tool(name, args, task=True)`` declares the extension on that
-request (per-request capabilities, 2026-07-28).  The server then decides: it
+:class:`ClientTasks` is a client extension (:mod:`mcp_ref.core.extension`), which the client adds
+the first time a call asks for a task in the 2026-07-28 era.  ``client.call_tool(name, args,
+task=True)`` then starts a :class:`TaskCall`, which declares the extension on that request
+(per-request capabilities, 2026-07-28).  The server then decides: it
 answers with the tool's result, or with a task handle (``resultType: "task"``).
 For a handle :func:`follow` drives the task to its end and returns what the
 call would have returned (SEP-2663 §Polymorphic Results: clients "can
@@ -27,8 +29,8 @@ completed result"):
 ``client.get_task(task_id)`` and ``client.cancel_task(task_id)`` reach a task
 directly, e.g. one whose id was kept across a restart.
 
-The module loads with the first request that declares the extension
-(:class:`mcp_ref.client.modern.ModernCall`): a client that never passes ``task=True`` never reads it.
+The module loads with the first request that asks for a task: a client that never passes
+``task=True`` never reads it.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from ..client.modern import ModernCall
 from ..core.errors import McpError, RequestCancelled, RequestTimeout
+from ..core.extension import Extension
 
 if TYPE_CHECKING:
-    from ..client.interfaces import TaskCall
+    from ..client.interfaces import Connection
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +57,61 @@ MAX_POLL = 30.0
 DEFAULT_POLL = 0.5
 
 
-def with_extension(capabilities: dict) -> dict:
-    """``capabilities`` declaring the tasks extension too."""
-    extensions = dict(capabilities.get("extensions") or {})
-    extensions[EXTENSION] = {}
-    return {**capabilities, "extensions": extensions}
+class ClientTasks(Extension):
+    """The tasks extension, client side: a request given the option ``task=True`` in the 2026-07-28
+    era is a :class:`TaskCall`; :meth:`request` sends the extension's own requests."""
+
+    name = EXTENSION
+
+    def start_request(self, connection: Connection, method: str, params: dict | None, options: dict,
+                      start: Callable[[str, dict | None, dict], Any]) -> Any:
+        """Take the ``task`` option out (2026-07-28 only: 2025-11-25's tasks are another extension's)."""
+        if not connection.modern:
+            return start(method, params, options)
+        if options.pop("task", False):
+            return TaskCall(connection, method, params, options)
+        return start(method, params, options)
+
+    @staticmethod
+    def request(connection: Connection, method: str, params: dict, **options: Any) -> dict:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel``: sent declaring the extension."""
+        return connection.request(method, params, declares=(EXTENSION,), **options)
+
+
+class TaskCall(ModernCall):
+    """A request that declares the extension: the server may answer with a task, which
+    :meth:`result` follows to its end (:func:`follow`); ``task_id`` is then its id, and
+    :meth:`cancel` sends ``tasks/cancel``."""
+
+    #: The id of the task the server made of the call, once it made one.
+    task_id: str | None = None
+
+    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict):
+        self._stop = threading.Event()  # set by cancel(): a task being followed gets tasks/cancel
+        self._finished = False
+        super().__init__(connection, method, params, options, (EXTENSION,))
+
+    def done(self) -> bool:
+        """True once ``result()`` returned (the request's answer may be only the task's start)."""
+        return self._finished
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the request, or the task it became; False if it had finished."""
+        self._stop.set()
+        return super().cancel(reason) or not self._finished
+
+    def result(self) -> dict:
+        """The final result: the tool's, or its task's."""
+        try:
+            return super().result()
+        finally:
+            self._finished = True
+
+    def settle(self, kind: str, result: dict) -> dict:
+        """A task handle (``resultType: "task"``): follow the task to its end."""
+        if kind != TASK:
+            return super().settle(kind, result)
+        return follow(self, result, self._stop, self._options.get("max_total_timeout"))
 
 
 def interval(task: dict, field: str = "pollIntervalMs") -> float:
@@ -114,9 +169,9 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
                     _cancel(connection, task_id, options)
                     raise
                 answered.update(responses)
-                connection.request("tasks/update", {"taskId": task_id, "inputResponses": responses},
-                                   task=True, **options)
-                state = connection.request("tasks/get", {"taskId": task_id}, task=True, **options)
+                ClientTasks.request(connection, "tasks/update", {"taskId": task_id, "inputResponses": responses},
+                                    **options)
+                state = ClientTasks.request(connection, "tasks/get", {"taskId": task_id}, **options)
                 continue
         wait = interval(state)
         if deadline is not None:
@@ -127,12 +182,12 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
         if stop.wait(wait):
             _cancel(connection, task_id, options)
             raise RequestCancelled(f"{call.method}: cancelled (task {task_id})")
-        state = connection.request("tasks/get", {"taskId": task_id}, task=True, **options)
+        state = ClientTasks.request(connection, "tasks/get", {"taskId": task_id}, **options)
 
 
 def _cancel(connection, task_id: str, options: dict) -> None:
     """``tasks/cancel``, best effort: the task may be gone already, and the caller stops either way."""
     try:
-        connection.request("tasks/cancel", {"taskId": task_id}, task=True, **options)
+        ClientTasks.request(connection, "tasks/cancel", {"taskId": task_id}, **options)
     except (McpError, ConnectionError, TimeoutError):
         log.debug("tasks/cancel of %s failed", task_id, exc_info=True)

@@ -1,7 +1,9 @@
 """The experimental tasks of 2025-11-25, client side: the client as requestor.
 
 At 2025-11-25 (the handshake era) the *requestor* makes a request a task, by putting
-``task: {ttl?}`` in its params (2025-11-25 basic/utilities/tasks §Creating Tasks).  For
+``task: {ttl?}`` in its params (2025-11-25 basic/utilities/tasks §Creating Tasks).
+:class:`ClientTasks2025` is a client extension (:mod:`mcp_ref.core.extension`), which the client adds
+when a call asks for a task, or the server declares ``tasks``, in the handshake era.  For
 ``tools/call`` :func:`start_call` decides, per call, from what the server declared:
 
 * the server's ``tasks.requests.tools.call`` capability — without it the client "MUST NOT attempt
@@ -36,7 +38,7 @@ what the call would have returned:
 
 ``notifications/tasks/status`` is not needed: "Requestors MUST NOT rely on receiving" it
 (§Task Status Notification); the follower polls.  :func:`list_tasks` is ``client.list_tasks()``.
-The module loads with the first ``tools/call`` to a server that declares ``tasks``.
+The module loads with the first ``tools/call`` to a server that declares ``tasks`` (or that asks for a task).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client.calls import Call
@@ -57,13 +60,14 @@ from ..core.errors import (
     RequestCancelled,
     RequestTimeout,
 )
+from ..core.extension import Extension
 from ..core.feature_types import Page
 from ..core.requests import DEFAULT
 from ..core.session import PendingRequest
 from .client_tasks import interval
 
 if TYPE_CHECKING:
-    from ..client.connection import ClientConnection
+    from ..client.connection import ClientConnection, IncomingRequest
     from ..core.types import Tool
 
 log = logging.getLogger(__name__)
@@ -72,6 +76,8 @@ log = logging.getLogger(__name__)
 VERSION = "2025-11-25"
 #: ``execution.taskSupport`` values (schema ``ToolExecution``); absent means forbidden.
 FORBIDDEN, OPTIONAL, REQUIRED = "forbidden", "optional", "required"
+#: The ``_meta`` key tying a message to its task (§Related Task Metadata).
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Task statuses (§Task Status); a terminal task never changes again.
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
@@ -144,15 +150,57 @@ def task_metadata(task: Any) -> dict | None:
     return {} if task else None
 
 
-def start_call(client: Client, params: dict, task: Any, options: dict) -> Call:
+class ClientTasks2025(Extension):
+    """2025-11-25's tasks, the client as requestor: a ``tools/call`` (given the option ``task``) may
+    be a :class:`LegacyTaskCall` (:func:`start_call`); :meth:`request` sends ``tasks/*``."""
+
+    name = "tasks 2025-11-25"
+
+    def __init__(self) -> None:
+        self.client: Client | None = None  # set by setup()
+
+    def setup(self, host: Client) -> None:
+        """Keep the client: its listing says which tools take tasks."""
+        self.client = host
+
+    def start_request(self, connection: ClientConnection, method: str, params: dict | None, options: dict,
+                      start: Callable[[str, dict | None, dict], Any]) -> Any:
+        """Take the ``task`` option out (the handshake era only: 2026-07-28's is another extension's);
+        a request without it (``client.request(...)``) is sent as it is."""
+        if connection.modern or self.client is None or "task" not in options:
+            return start(method, params, options)
+        task = options.pop("task")
+        if method != "tools/call" or params is None or "tasks" not in self.client.server_capabilities:
+            return start(method, params, options)
+        return start_call(self.client, params, task, options, start)
+
+    def intercept_request(self, call: IncomingRequest, proceed: Callable[[], Any]) -> Any:
+        """The answer to a request of the server's that belongs to one of its tasks carries the task
+        too (§Related Task Metadata: "All requests, notifications, and responses related to a task
+        MUST include" it)."""
+        result = proceed()
+        meta = call.params.get("_meta")
+        related = meta.get(RELATED_TASK) if isinstance(meta, dict) else None
+        if isinstance(related, dict) and isinstance(result, dict):
+            result = {**result, "_meta": {**(result.get("_meta") or {}), RELATED_TASK: related}}
+        return result
+
+    @staticmethod
+    def request(connection: ClientConnection, method: str, params: dict) -> dict:
+        """``tasks/get``, ``tasks/cancel``: plain requests of the handshake era."""
+        return connection.request(method, params)
+
+
+def start_call(client: Client, params: dict, task: Any, options: dict,
+               start: Callable[[str, dict | None, dict], Any]) -> Call:
     """Start a handshake-era ``tools/call`` to a server that declares ``tasks``: a task when the
-    module docstring's rules say so (:class:`LegacyTaskCall`), else the usual :class:`Call`."""
+    module docstring's rules say so (:class:`LegacyTaskCall`), else as ``start`` does."""
     metadata = task_metadata(task)
     if tools_call_declared(client):
         support = task_support(client, params["name"])
         if support == REQUIRED or (support == OPTIONAL and metadata is not None):
             return LegacyTaskCall(client.connection, {**params, "task": metadata or {}}, options)
-    return client.connection.start("tools/call", params, **options)
+    return start("tools/call", params, options)
 
 
 def created_task(answer: Any) -> dict | None:

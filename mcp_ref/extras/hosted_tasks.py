@@ -7,27 +7,29 @@ client or the server"; a client receives ``sampling/createMessage`` and ``elicit
 {ttl?}``, is answered at once with a ``CreateTaskResult`` (``{"task": Task}``), polls ``tasks/get`` and
 fetches the outcome with ``tasks/result`` (§Message Flow, "Task-Augmented Sampling Request").
 
-* **The capability** (:meth:`HostedTasks.capability`, declared by ``Client.capabilities`` at 2025-11-25
-  only: 2026-07-28 removed client-hosted tasks, older revisions have no ``tasks`` capability):
+:class:`HostedTasks` is a client extension (:mod:`mcp_ref.core.extension`) that ``Client(tasks=True)``
+builds; ``client.hosted_tasks`` finds it.
+
+* **The capability** (:meth:`HostedTasks.capabilities`, declared at 2025-11-25 only: 2026-07-28 removed client-hosted tasks, older revisions have no ``tasks`` capability):
   ``{"list": {}, "cancel": {}, "requests": {...}}``, ``requests`` naming ``sampling.createMessage``
   only with a sampling handler and ``elicitation.create`` only with an elicitation handler ("The set
   of capabilities in ``capabilities.tasks.requests`` is exhaustive", §Capability Negotiation).  On a
   connection that negotiated another revision nothing here is used: a ``task`` param is ignored
   (§Task Support and Handling 1: "MUST process requests of that type normally") and ``tasks/*``
   are -32601, as for a client without ``tasks=True``.
-* **Accepting** (:meth:`HostedTasks.handle`, called from
-  :meth:`~mcp_ref.client.connection.ClientConnection.handle_request`): the request passes the usual
-  checks first — the lifecycle, the capability offered (a handler; else -32601), a well-formed
-  ``task`` (an object whose ``ttl`` is a non-negative integer; else -32602) and the client's
-  ``server_request_limit`` (over it: -32005, no task is made).  Then a task is made (status
+* **Accepting** (:meth:`HostedTasks.intercept_request`, around answering a sampling or elicitation
+  request): the request passes the usual checks first — the lifecycle, the capability offered (a
+  handler; else -32601), the client's ``server_request_limit`` (over it: -32005, no task is made;
+  the shorthand puts the limit before this extension) and a well-formed ``task`` (an object whose
+  ``ttl`` is a non-negative integer; else -32602).  Then a task is made (status
   ``working``, §Task Status Lifecycle 1), its work queued on the store's workers, and
   ``{"task": Task}`` answered at once (§Result Retrieval 1: "as soon as possible").  The work runs
-  the client's ``approve`` hook (a refusal is the task's outcome: an elicitation ``decline``, a
-  sampling error -1) and then the handler, exactly as an ordinary request would; its result makes
+  the rest of the request's way — the client's ``approve`` hook (a refusal is the task's outcome: an
+  elicitation ``decline``, a sampling error -1), then the handler — exactly as an ordinary request would; its result makes
   the task ``completed``, its JSON-RPC error ``failed`` (statusMessage: the error's message,
   §Task Execution Errors).  The handler's ``context.is_cancelled`` turns True on ``tasks/cancel``,
   when the task expires, and when the connection ends.
-* **Answering** ``tasks/get`` (the Task), ``tasks/result`` (blocks until the task is terminal, then
+* **Answering** (:meth:`HostedTasks.methods`) ``tasks/get`` (the Task), ``tasks/result`` (blocks until the task is terminal, then
   exactly the underlying result with ``_meta["io.modelcontextprotocol/related-task"]``, or the same
   JSON-RPC error; §Result Retrieval 2-4, §Related Task Metadata), ``tasks/list`` (by creation,
   :attr:`HostedTasks.page_size` a page, an opaque ``nextCursor``; a cursor not ours: -32602) and
@@ -69,15 +71,17 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..client.connection import answering_module
 from ..core.errors import INTERNAL_ERROR, InvalidParams, McpError, RequestCancelled, ServerBusy
+from ..core.extension import Extension
 from ..core.session import RequestContext
 from ..server.state import TERMINAL, MemoryTaskQueue, iso_now
 from .task_pool import TaskPool
 
 if TYPE_CHECKING:
+    from ..client.connection import IncomingRequest
     from ..client.interfaces import ClientSettings, Connection
 
 log = logging.getLogger(__name__)
@@ -152,7 +156,7 @@ class HostedTask:
         self.status, self.status_message, self.updated_at = status, message, iso_now()
 
 
-class HostedTasks:
+class HostedTasks(Extension):
     """The store of one client's hosted tasks (``client.hosted_tasks`` with ``Client(tasks=True)``).
 
     Its limits are attributes, read when used (change them before the first task; the number of
@@ -162,8 +166,10 @@ class HostedTasks:
     module docstring.
     """
 
-    def __init__(self, client: ClientSettings):
-        self.client = client
+    name = "client-hosted tasks"
+
+    def __init__(self) -> None:
+        self.client: ClientSettings | None = None  # set by setup()
         self.max_tasks = MAX_TASKS
         self.max_running = MAX_RUNNING
         self.max_result_waiters = MAX_RESULT_WAITERS
@@ -179,58 +185,53 @@ class HostedTasks:
         self._pool: TaskPool | None = None
         self._watching = False
 
-    # -- what the connection asks ------------------------------------------------------------------
+    # -- the extension's hooks -----------------------------------------------------------------------
 
-    def capability(self) -> dict:
-        """``capabilities.tasks`` (2025-11-25 §Client Capabilities): list, cancel, and the request types
-        this client has a handler for (the ``requests`` object is exhaustive)."""
+    def setup(self, host: ClientSettings) -> None:
+        """Keep the client: its handlers say which requests may become tasks."""
+        self.client = host
+
+    def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
+        """``capabilities.tasks`` at 2025-11-25 only (§Client Capabilities): list, cancel, and the
+        request types this client has a handler for (the ``requests`` object is exhaustive)."""
+        if version != VERSION or self.client is None:
+            return None
         requests: dict[str, dict] = {}
         if self.client.sampling_handler is not None:
             requests["sampling"] = {"createMessage": {}}
         if self.client.elicitation_handler is not None:
             requests["elicitation"] = {"create": {}}
-        return {"list": {}, "cancel": {}, "requests": requests}
+        return {"tasks": {"list": {}, "cancel": {}, "requests": requests}}
 
-    @staticmethod
-    def takes(connection: Connection, method: str, params: dict) -> bool:
-        """True when :meth:`handle` answers this request: ``tasks/*``, or a sampling or elicitation
-        request carrying ``task``, on a connection that negotiated 2025-11-25."""
-        if connection.modern or connection.protocol_version != VERSION:
-            return False
-        return method in TASK_METHODS or (method in AUGMENTABLE and "task" in params)
+    def methods(self, version: str | None) -> dict[str, Any]:
+        """``tasks/*`` on a connection that negotiated 2025-11-25 (elsewhere -32601, as without ``tasks=True``)."""
+        if version != VERSION:
+            return {}
+        return {"tasks/get": self._get, "tasks/result": self._result, "tasks/list": self._list,
+                "tasks/cancel": self._cancel}
 
-    def handle(self, connection: Connection, context: RequestContext, method: str, params: dict) -> dict:
-        """Answer one request :meth:`takes`: make a task of it, or answer ``tasks/*``."""
-        connection.lifecycle.check_receive(method)
-        if method == "tasks/get":
-            with self._lock:
-                return self._find(params).wire()
-        if method == "tasks/result":
-            return self._result(connection, context, params)
-        if method == "tasks/list":
-            return self._list(params)
-        if method == "tasks/cancel":
-            return self._cancel(params)
-        return self._accept(connection, context, method, params)
+    def intercept_request(self, call: IncomingRequest, proceed: Callable[[], Any]) -> Any:
+        """A sampling or elicitation request carrying ``task`` at 2025-11-25 becomes a task, whose
+        work is ``proceed()`` on a worker; the others go on."""
+        connection = call.connection
+        if call.method not in AUGMENTABLE or "task" not in call.params or connection.protocol_version != VERSION:
+            return proceed()
+        return self._accept(call, proceed)
 
     # -- making and running tasks ------------------------------------------------------------------
 
-    def _accept(self, connection: Connection, context: RequestContext, method: str, params: dict) -> dict:
-        module = answering_module(method)
-        module.OFFERED[method](connection)  # no handler: -32601, as without a task
-        ttl_ms = self._ttl(params["task"])
-        if self.client.server_request_limit is not None:
-            from . import approval
-
-            approval.check_limit(connection, method)  # counted now: over the limit, no task is made
+    def _accept(self, call: IncomingRequest, proceed: Callable[[], Any]) -> dict:
+        connection, context, method = call.connection, call.context, call.method
+        ttl_ms = self._ttl(call.params["task"])
         task = self._create(method, ttl_ms)
         # The handler's context: the request's own (its progressToken stays valid, §Task Progress
         # Notifications) but cancelled by tasks/cancel, expiry or the connection's end.
-        task_context = RequestContext(context.session, context.request_id, method, params)
+        task_context = RequestContext(context.session, context.request_id, method, call.params)
         task_context.cancelled = task.cancelled
+        call.context = task_context
         pool = self._start(connection)
         try:
-            pool.run(lambda: self._work(connection, task, task_context, params), task.task_id)
+            pool.run(lambda: self._work(task, proceed), task.task_id)
         except ServerBusy:
             with self._lock:
                 self._tasks.pop(task.task_id, None)
@@ -283,20 +284,13 @@ class HostedTasks:
         for task in tasks:
             task.cancelled.set()
 
-    def _work(self, connection: Connection, task: HostedTask, context: RequestContext, params: dict) -> None:
-        """On a worker: the approve hook, then the handler; the outcome ends the task."""
+    def _work(self, task: HostedTask, proceed: Callable[[], Any]) -> None:
+        """On a worker: the rest of the request's way (the approve hook, the handler); its outcome ends the task."""
         if task.cancelled.is_set():
             return  # cancelled (or expired) before a worker took it
         method = task.method
-        module = answering_module(method)
         try:
-            if self.client.approve is not None:
-                from . import approval
-
-                approved = approval.approve(connection, context, method, params, limit=False)
-                result = approval.refuse(method) if approved is None else module.HANDLERS[method](connection, context, approved)
-            else:
-                result = module.HANDLERS[method](connection, context, params)
+            result = proceed()
         except McpError as exc:
             self._finish(task, error=exc.to_error())
         except RequestCancelled:
@@ -343,6 +337,10 @@ class HostedTasks:
             raise InvalidParams("Failed to retrieve task: Task not found (unknown, or expired)", data={"taskId": task_id})
         return task
 
+    def _get(self, connection: Connection, context: RequestContext, params: dict) -> dict:
+        with self._lock:
+            return self._find(params).wire()
+
     def _result(self, connection: Connection, context: RequestContext, params: dict) -> dict:
         with self._lock:
             task = self._find(params)
@@ -377,7 +375,7 @@ class HostedTasks:
         meta[RELATED_TASK] = {"taskId": task.task_id}
         return {**result, "_meta": meta}
 
-    def _list(self, params: dict) -> dict:
+    def _list(self, connection: Connection, context: RequestContext, params: dict) -> dict:
         cursor = params.get("cursor")
         after = 0
         if cursor is not None:
@@ -394,7 +392,7 @@ class HostedTasks:
                 result["nextCursor"] = _make_cursor(page[-1].number)
         return result
 
-    def _cancel(self, params: dict) -> dict:
+    def _cancel(self, connection: Connection, context: RequestContext, params: dict) -> dict:
         with self._lock:
             task = self._find(params)
             if task.status in TERMINAL:

@@ -141,7 +141,7 @@ def client_options(args, trace) -> dict:
     if getattr(args, "log_level", None):
         options["on_log"] = show_server_log  # asked for at --log-level once connected: see run_verb
     options["elicitation_handler"] = AskTheUser(user)
-    options["approve"] = Approval(args.yes, args.target, user)
+    options["approve"] = args.approval = Approval(args.yes, args.target, user)
     return options
 
 
@@ -274,8 +274,9 @@ def run_verb(args, trace) -> int:
             raise CliError(f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
                            EXIT_USAGE)
     client = connect(args, trace)
-    if isinstance(client.approve, Approval) and client.server_info is not None and client.server_info.name:
-        client.approve.server = client.server_info.name  # who asks, in the words the server chose
+    approval = getattr(args, "approval", None)
+    if isinstance(approval, Approval) and client.server_info is not None and client.server_info.name:
+        approval.server = client.server_info.name  # who asks, in the words the server chose
     try:
         with client:
             if getattr(args, "log_level", None):
