@@ -106,7 +106,6 @@ def measure_imports(trees, reps, pycache, cwd, statement=IMPORT_STATEMENT):
     import time
 
     import bench
-
     from bench_side import side_env
 
     envs = {side: side_env(tree, pycache) for side, tree in trees.items()}

@@ -1,5 +1,5 @@
 """The HTTP client with requests' per-request environment scan (``trust_env`` on, as before issue 24)
-against the environment read once (``mcp_ref.transports.http_plumbing.resolve_environment``, the default),
+against the environment read once (``mcp_ref.http.bounded_reads.resolve_environment``, the default),
 two clients alternated in one run against ``mcp-ref serve-demo --http`` in a subprocess.
 
 Prints each one's client CPU per call (``time.process_time``, median of the rounds) and calls/s, and

@@ -18,10 +18,11 @@ A map of the package:
     Extension         what plugs into a server or client: Server(extensions=[...]) (docs/extensions.md)
     ServerRequest     what Client(approve=hook) is shown before it answers a server's request
     ConnectionLimits  the bounds of the standard-library HTTP server
-    OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.auth)
-    modules           client/ and server/ (the two roles, a module per spec area), session
-                      (JSON-RPC over any transport), transports/ (stdio, HTTP, in-memory),
-                      lifecycle, types, schemas (the official JSON Schemas)
+    OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.oauth)
+    modules           the protocol at the top: jsonrpc, errors, lifecycle, types, session,
+                      transport, stdio, extension; the roles: server/ and client/ (a module
+                      per spec area); then http/, extensions/, state/, oauth/, workbench/
+                      (the tools for people) and schemas/ (the official JSON Schemas)
     command           mcp-ref --help; ``mcp-ref demo`` walks through every feature
 
 Public names are loaded on first use, so ``import mcp_ref`` stays cheap.
@@ -32,31 +33,31 @@ from __future__ import annotations
 import importlib
 
 #: Where each exported name lives; it is imported on first use, so ``import mcp_ref`` stays cheap.
-#: (``core``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is
+#: (``versions``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is
 #: 2026-07-28, the era with no handshake.)
 _HOMES = {
-    "core": "__version__ SUPPORTED_VERSIONS LATEST_VERSION MODERN_VERSIONS",
+    "versions": "__version__ SUPPORTED_VERSIONS LATEST_VERSION MODERN_VERSIONS",
     "client": "Client ToolCall",
     "server": "Server Context ToolError ResourceError PromptError Elicit ElicitUrl Sample ListRoots",
-    "workbench.connection_limits": "ConnectionLimits",
-    "auth.oauth": "OAuth",
-    "auth.errors": "AuthorizationError",
-    "core.session": "Session RequestContext PendingRequest",
-    "core.requests": "DEFAULT Default",
-    "core.errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
+    "http.connection_limits": "ConnectionLimits",
+    "oauth.client": "OAuth",
+    "oauth.errors": "AuthorizationError",
+    "session": "Session RequestContext PendingRequest",
+    "request": "DEFAULT Default",
+    "errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
         "InternalError ResourceNotFound UrlElicitationRequired HeaderMismatchError "
         "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
         "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
         "ServerBusy LimitExceeded RequestRefused",
-    "extras.ratelimit": "RateLimit",
+    "extensions.ratelimit": "RateLimit",
     "server.principal": "Principal",
-    "core.extension": "Extension",
-    "extras.approval": "ServerRequest",
-    "core.types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
+    "extension": "Extension",
+    "extensions.approval": "ServerRequest",
+    "types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
         "TextResourceContents BlobResourceContents CallToolResult Tool",
-    "core.media": "Image Audio",
-    "core.sampling_and_elicitation": "CreateMessageParams CreateMessageResult ElicitParams ElicitResult",
-    "core.feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
+    "media": "Image Audio",
+    "sampling_and_elicitation": "CreateMessageParams CreateMessageResult ElicitParams ElicitResult",
+    "feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
 

@@ -1,11 +1,8 @@
 """What a type checker sees of :mod:`mcp_ref`: every exported name, typed.  At run time ``__init__.py``
 imports each on first use (its ``__getattr__``), so ``import mcp_ref`` stays cheap (issue 24)."""
 
-from .auth.errors import AuthorizationError
-from .auth.oauth import OAuth
 from .client import Client, ToolCall
-from .core import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __version__
-from .core.errors import (
+from .errors import (
     CapabilityError,
     ConnectionClosed,
     HeaderMismatchError,
@@ -27,8 +24,10 @@ from .core.errors import (
     UnsupportedProtocolVersionError,
     UrlElicitationRequired,
 )
-from .core.extension import Extension
-from .core.feature_types import (
+from .extension import Extension
+from .extensions.approval import ServerRequest
+from .extensions.ratelimit import RateLimit
+from .feature_types import (
     GetPromptResult,
     LogMessage,
     Prompt,
@@ -37,11 +36,16 @@ from .core.feature_types import (
     ResourceTemplate,
     Root,
 )
-from .core.media import Audio, Image
-from .core.requests import DEFAULT, Default
-from .core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
-from .core.session import PendingRequest, RequestContext, Session
-from .core.types import (
+from .http.connection_limits import ConnectionLimits
+from .media import Audio, Image
+from .oauth.client import OAuth
+from .oauth.errors import AuthorizationError
+from .request import DEFAULT, Default
+from .sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+from .server import Context, Elicit, ElicitUrl, ListRoots, PromptError, ResourceError, Sample, Server, ToolError
+from .server.principal import Principal
+from .session import PendingRequest, RequestContext, Session
+from .types import (
     AudioContent,
     BlobResourceContents,
     CallToolResult,
@@ -52,11 +56,7 @@ from .core.types import (
     TextResourceContents,
     Tool,
 )
-from .extras.approval import ServerRequest
-from .extras.ratelimit import RateLimit
-from .server import Context, Elicit, ElicitUrl, ListRoots, PromptError, ResourceError, Sample, Server, ToolError
-from .server.principal import Principal
-from .workbench.connection_limits import ConnectionLimits
+from .versions import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __version__
 
 __all__ = [
     "AuthorizationError",

@@ -13,7 +13,7 @@ import pytest
 from conftest import command_label, watch_stderr
 
 from mcp_ref import Client
-from mcp_ref.core.errors import ConnectionClosed, RequestTimeout
+from mcp_ref.errors import ConnectionClosed, RequestTimeout
 
 EVERYTHING = ["npx", "-y", "@modelcontextprotocol/server-everything"]
 EVERYTHING_START = 100.0  # seconds: the first npx run downloads the package

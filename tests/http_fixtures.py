@@ -56,10 +56,10 @@ class Served:
 def start(server=None, *, wrap=None, app=None, limits=None, **options) -> Served:
     """Serve ``server`` (the demo by default) or a ready WSGI ``app``; ``wrap(app)`` adds middleware.
 
-    ``limits`` is the WsgiServer's :class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`.
+    ``limits`` is the WsgiServer's :class:`~mcp_ref.http.wsgi_server.ConnectionLimits`.
     """
+    from mcp_ref.http.wsgi_server import WsgiServer
     from mcp_ref.workbench.demo import build_server
-    from mcp_ref.workbench.wsgi_server import WsgiServer
 
     if app is None:
         app = (server or build_server()).wsgi_app(**options)

@@ -34,7 +34,7 @@ NOT_CODE = frozenset({
 #: The extensions, as issue 33 names them: policy, rate limits, tasks, approval, Redis, the bus,
 #: OAuth, WSGI.  Matched (``search``) against each name token (``policy``, ``RateLimit``,
 #: ``task_store``, ``RedisBus``, ``_bus``, ``WsgiServer`` ...) and each import target written as a
-#: string (``"extras.ratelimit"``, ``"mcp_ref.auth.oauth"``).  Case-insensitive but for the bus,
+#: string (``"extras.ratelimit"``, ``"mcp_ref.oauth.client"``).  Case-insensitive but for the bus,
 #: which must stand as a word (``bus``, ``_bus``, ``SharedBus``; not ``business`` or ``nimbus``).
 EXTENSION_WORDS = re.compile(
     r"(?i:polic(?:y|ies)|rate_?limit|task|approv|redis|oauth|wsgi)|(?:(?:^|_)bus|Bus)(?![a-z])"
@@ -206,7 +206,7 @@ def test_no_module_reads_another_modules_private_names():
 @pytest.mark.slow
 def test_the_transport_contract_is_never_probed():
     """Every hook is declared on core.transport.Transport: nothing looks one up by name, except the
-    HTTP adapters' one optional ``http_hooks`` (see core/transport.py)."""
+    HTTP adapters' one optional ``http_hooks`` (see transport.py)."""
     offenders = []
     for name, path in modules(PACKAGE).items():
         for node in ast.walk(syntax_tree(path)):
@@ -219,11 +219,11 @@ def test_the_transport_contract_is_never_probed():
 
 
 def test_every_transport_derives_from_the_base_class():
-    from mcp_ref.core.transport import Transport
-    from mcp_ref.transports.http_client import HttpClientTransport
-    from mcp_ref.transports.http_server import HttpSession
-    from mcp_ref.transports.memory import MemoryTransport
-    from mcp_ref.transports.stdio import StreamTransport, SubprocessTransport
+    from mcp_ref.http.client import HttpClientTransport
+    from mcp_ref.http.server import HttpSession
+    from mcp_ref.memory import MemoryTransport
+    from mcp_ref.stdio import StreamTransport, SubprocessTransport
+    from mcp_ref.transport import Transport
 
     for cls in (StreamTransport, SubprocessTransport, HttpClientTransport, HttpSession, MemoryTransport):
         assert issubclass(cls, Transport), cls
@@ -285,7 +285,7 @@ def test_a_private_read_across_modules_is_found(tmp_path):
 
 @pytest.mark.parametrize("role", ["server", "client"])
 def test_the_lifecycle_table_has_a_row_for_every_phase_of_each_role(role):
-    from mcp_ref.core import lifecycle
+    from mcp_ref import lifecycle
 
     phases = {phase for (r, phase) in lifecycle.RULES if r == role}
     reachable = {lifecycle.Phase.AWAITING_INITIALIZE} | {

@@ -1,6 +1,6 @@
 """Issue 22: the demo authorization server's tables (clients, codes, access and refresh tokens)
 behind one declared interface (mcp_ref.workbench.auth_tables.AuthTable), on both backends: this
-process's memory and a real Redis (mcp_ref.extras.redis_state.auth_tables).
+process's memory and a real Redis (mcp_ref.state.redis.auth_tables).
 
 One contract suite runs against both; then two authorization servers sharing one Redis in this
 process; then two gunicorn deployments of the protected demo (``mcp_ref.workbench.demo:
@@ -20,7 +20,7 @@ from conftest import WAIT
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 from test_http_deploy import free_port, start_gunicorn, stop
 
-from mcp_ref.auth import pkce
+from mcp_ref.oauth import pkce
 from mcp_ref.workbench.auth_tables import MemoryAuthTable
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 
@@ -46,7 +46,7 @@ def make_table(request):
         clock = FakeClock()
         if request.param == "memory":
             return MemoryAuthTable(limit, clock=clock), clock
-        from mcp_ref.extras.redis_state import RedisState
+        from mcp_ref.state.redis import RedisState
 
         state = RedisState.from_url(request.getfixturevalue("redis_url"))
         made.append(state)
@@ -143,7 +143,7 @@ def test_expired_entries_make_room_before_live_ones_go(make_table):
 def test_two_connections_see_one_table_and_one_take(redis_url):
     """Two states on one URL stand for two workers: what one puts the other reads, and a code
     taken by one is gone for the other."""
-    from mcp_ref.extras.redis_state import RedisState
+    from mcp_ref.state.redis import RedisState
 
     one, two = RedisState.from_url(redis_url), RedisState.from_url(redis_url)
     try:
@@ -161,7 +161,7 @@ def test_two_connections_see_one_table_and_one_take(redis_url):
 
 @needs_redis
 def test_an_unreachable_redis_is_503_and_an_invalid_token_never_a_crash(caplog):
-    from mcp_ref.extras.redis_state import RedisState
+    from mcp_ref.state.redis import RedisState
 
     state = RedisState.from_url(f"redis://127.0.0.1:{free_port()}/0?namespace=down", socket_timeout=1.0)
     try:

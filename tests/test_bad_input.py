@@ -17,7 +17,7 @@ import threading
 import pytest
 from conftest import DEMO, SERVERS, WAIT, RawPeer, command_label, schema_errors, watch_stderr
 
-from mcp_ref.core.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from mcp_ref.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 FAILING_DEMO = [sys.executable, str(SERVERS / "session_demo_failing.py")]
 SECRET = "secret-detail-in-/srv/private/boom.py"

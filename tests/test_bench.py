@@ -102,8 +102,8 @@ def _benchmark(name: str = "bench"):
 
 
 def test_the_2026_post_is_what_an_mcp_ref_client_sends():
-    from mcp_ref.core import envelope
-    from mcp_ref.transports.http_headers import request_headers
+    from mcp_ref import envelope
+    from mcp_ref.http.headers import request_headers
 
     bench = _benchmark()
     body = json.loads(bench.MODERN_TOOLS_CALL_BODY)

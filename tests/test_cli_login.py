@@ -18,7 +18,7 @@ import pytest
 from conftest import WAIT, run_cli, watch_stderr
 from test_http_deploy import LineReader, stop
 
-from mcp_ref.workbench.wsgi_server import WsgiServer
+from mcp_ref.http.wsgi_server import WsgiServer
 
 BROWSER_SCRIPT = """
 import pathlib, sys, requests

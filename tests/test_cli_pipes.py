@@ -25,7 +25,7 @@ from test_hardening_small import ESCAPE_SERVER, OBEYED
 from test_http_deploy import LineReader, stop
 
 from mcp_ref import Client
-from mcp_ref.core.errors import LimitExceeded
+from mcp_ref.errors import LimitExceeded
 
 TARGET = f'"{sys.executable}" -m mcp_ref serve-demo'
 WORKBENCH = ROOT / "mcp_ref" / "workbench"
@@ -73,7 +73,7 @@ def test_tools_shows_parameter_types_and_enums():
 
 
 def test_schema_types_follow_refs_unions_arrays_and_formats():
-    from mcp_ref.core.types import Tool
+    from mcp_ref.types import Tool
     from mcp_ref.workbench.cli_output import describe_tool, schema_type
 
     schema = {

@@ -1,5 +1,5 @@
 """``Client(approve=hook, server_request_limit=...)``: what a server asks of the client passes the
-client's rate limit and its approval hook first (mcp_ref/extras/approval.py).
+client's rate limit and its approval hook first (mcp_ref/extensions/approval.py).
 
 Run for real: the server (tests/servers/approval_server.py, and tests/servers/tasks_server.py for
 a task's asks) as a subprocess over stdio, or served over HTTP on 127.0.0.1 (port 0); in both
@@ -18,8 +18,8 @@ from http_fixtures import serve  # noqa: F401 - fixture
 
 from mcp_ref import LimitExceeded, ServerRequest
 from mcp_ref.client import RequestRefused
-from mcp_ref.core.sampling_and_elicitation import CreateMessageResult, ElicitResult
-from mcp_ref.core.types import TextContent
+from mcp_ref.sampling_and_elicitation import CreateMessageResult, ElicitResult
+from mcp_ref.types import TextContent
 
 APPROVAL = InMemory("approval_server")
 TASKS = InMemory("tasks_server")
@@ -203,7 +203,7 @@ def test_edited_params_still_pass_the_handlers_checks(client, handlers):
 ])
 def test_a_hook_answering_anything_else_refuses(verdict, client, caplog):
     c = client("stdio", "handshake", approve=verdict)
-    with caplog.at_level(logging.ERROR, logger="mcp_ref.extras.approval"):
+    with caplog.at_level(logging.ERROR, logger="mcp_ref.extensions.approval"):
         assert tool(c, "roots") == {"error": {"code": -1, "message": "The user refused to share roots", "data": None}}
     assert any(record.levelno == logging.ERROR and ROOTS in record.getMessage() for record in caplog.records)
 
@@ -218,7 +218,7 @@ def test_a_hook_that_raises_refuses_without_leaking(kind, era, client, handlers,
         raise RuntimeError("hook exploded: private detail")
 
     c = client(kind, era, approve=explode)
-    with caplog.at_level(logging.ERROR, logger="mcp_ref.extras.approval"):
+    with caplog.at_level(logging.ERROR, logger="mcp_ref.extensions.approval"):
         assert tool(c, "ask") == {"action": "decline", "content": None}
         if era == "handshake":
             assert tool(c, "sample", text="hi")["error"] == {"code": -1, "message": "User rejected sampling request",
@@ -285,7 +285,7 @@ def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(ki
         assert len(admitted) + len(refused) == 8, results
         return admitted, refused
 
-    with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.approval"):
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.extensions.approval"):
         admitted, refused = burst()
         assert len(admitted) == 3 and len(hook.seen) == 3  # exactly the limit; the hook sees only those
         assert {e["code"] for e in refused} == {-32005} and len(refused) == 5

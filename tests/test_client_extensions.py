@@ -159,7 +159,7 @@ def stray_mentions(package: Path) -> list[str]:
                 found.append(f"{path.name}:{token.start[0]}: {token.string}")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom) and node.lineno < start:
-                module = (node.module or "").removeprefix("mcp_ref.")  # from ..extras.x / mcp_ref.extras.x
+                module = (node.module or "").removeprefix("mcp_ref.")  # from ..extras.x / mcp_ref.extensions.x
                 if module.split(".")[0] in ("extras", "auth", "workbench"):
                     found.append(f"{path.name}:{node.lineno}: import {module}")
     return sorted(found)

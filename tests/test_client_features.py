@@ -15,15 +15,15 @@ from servers.feature_client import ELICIT_SCHEMA
 from servers.untested_server import NAME_SCHEMA, WEATHER_TOOL
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client
-from mcp_ref.core.feature_types import GetPromptResult, LogMessage, ReadResourceResult, Root
-from mcp_ref.core.sampling_and_elicitation import (
+from mcp_ref.feature_types import GetPromptResult, LogMessage, ReadResourceResult, Root
+from mcp_ref.sampling_and_elicitation import (
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
     SamplingMessage,
 )
-from mcp_ref.core.types import CallToolResult, TextContent, Tool
+from mcp_ref.types import CallToolResult, TextContent, Tool
 
 
 @pytest.fixture
@@ -403,7 +403,7 @@ NOTES_SERVER = InMemory("notes_server")
 def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect, wire):
     from servers.notes_server import SIGN_IN
 
-    from mcp_ref.core.errors import UrlElicitationRequired
+    from mcp_ref.errors import UrlElicitationRequired
 
     client = connect(NOTES_SERVER)
     with pytest.raises(UrlElicitationRequired) as caught:

@@ -30,9 +30,9 @@ server.run_stdio()
 #: Loaded only when used: listings, listen streams, the cache, the answering modules, the extras, HTTP.
 ON_DEMAND = ("mcp_ref.client.listening", "mcp_ref.client.cache", "mcp_ref.client.sampling",
              "mcp_ref.client.elicitation", "mcp_ref.client.roots", "mcp_ref.client.callbacks",
-             "mcp_ref.client.tool_headers", "mcp_ref.client.interfaces", "mcp_ref.core.pagination")
-NEVER_PLAIN = ("mcp_ref.extras", "mcp_ref.auth", "mcp_ref.workbench", "mcp_ref.transports.http",
-               "mcp_ref.transports.sse", "requests")
+             "mcp_ref.client.tool_headers", "mcp_ref.client.interfaces", "mcp_ref.pagination")
+NEVER_PLAIN = ("mcp_ref.extensions", "mcp_ref.oauth", "mcp_ref.workbench", "mcp_ref.http.http",
+               "mcp_ref.http.sse", "requests")
 
 
 def loaded(tmp_path, body: str) -> set[str]:
@@ -88,17 +88,17 @@ def test_what_the_caller_asks_for_is_loaded_when_it_asks(tmp_path, era):
             with client.listen(tools=True):
                 pass
     """)
-    wanted = {"mcp_ref.core.pagination", "mcp_ref.client.roots", "mcp_ref.client.listening",
-              "mcp_ref.extras.ratelimit"}
+    wanted = {"mcp_ref.pagination", "mcp_ref.client.roots", "mcp_ref.client.listening",
+              "mcp_ref.extensions.ratelimit"}
     if era == "modern":
-        wanted |= {"mcp_ref.client.cache", "mcp_ref.extras.client_tasks"}
+        wanted |= {"mcp_ref.client.cache", "mcp_ref.extensions.client_tasks"}
     assert wanted <= modules
-    assert not any(m.startswith(("mcp_ref.transports.http", "requests", "mcp_ref.auth")) for m in modules)
+    assert not any(m.startswith(("mcp_ref.http.http", "requests", "mcp_ref.oauth")) for m in modules)
 
 
 def test_the_defaults_named_in_the_client_are_those_of_the_modules_it_does_not_load():
+    from mcp_ref import pagination
     from mcp_ref.client import cache, client, connection
-    from mcp_ref.core import pagination
 
     assert client.DEFAULT_MAX_PAGES == pagination.DEFAULT_MAX_PAGES
     assert client.DEFAULT_CACHE_SIZE == cache.DEFAULT_MAX_ENTRIES

@@ -1,11 +1,11 @@
-"""The client as requestor of 2025-11-25 tasks (mcp_ref.extras.client_tasks_2025).
+"""The client as requestor of 2025-11-25 tasks (mcp_ref.extensions.client_tasks_2025).
 
 First against a scripted receiver in this process (:class:`Receiver`: JSON-RPC over the in-memory
 transport, each answer chosen by the test), so that every rule of the follower can be shown on its
 own: when a call is augmented (§Tool-Level Negotiation), polling (§Getting Tasks), ``input_required``
 → ``tasks/result`` (§Input Required Status), the terminal statuses (§Result Retrieval, §Task
 Execution Errors), ``tasks/cancel`` (§Task Cancellation), the bounds.  Then against mcp_ref's own
-server (extras/tasks_2025.py), in process, over stdio and over HTTP.  Every message the client
+server (extensions/tasks_2025.py), in process, over stdio and over HTTP.  Every message the client
 sees is validated against the 2025-11-25 schema.
 """
 
@@ -22,8 +22,8 @@ from conftest import WAIT, InMemory, WireChecker, client_over
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref import CapabilityError, Client, McpError
-from mcp_ref.core.errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout
-from mcp_ref.transports.memory import memory_pair
+from mcp_ref.errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout
+from mcp_ref.memory import memory_pair
 
 VERSION = "2025-11-25"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
@@ -247,7 +247,7 @@ def test_a_listing_that_fails_means_a_usual_call_and_is_tried_again_later(script
     Script(receiver, ["completed"])
     listed = receiver.handlers["tools/list"]
     receiver.handlers["tools/list"] = lambda p: (_ for _ in ()).throw(Refuse(-32602, "Invalid params: invalid cursor"))
-    with caplog.at_level("WARNING", logger="mcp_ref.extras.client_tasks_2025"):
+    with caplog.at_level("WARNING", logger="mcp_ref.extensions.client_tasks_2025"):
         assert client.call_tool("slow", task=True).text == "ran slow at once"
     assert "could not list the tools to learn whether slow runs as a task" in caplog.text
     receiver.handlers["tools/list"] = listed
@@ -399,7 +399,7 @@ def test_the_poll_interval_is_respected_and_clamped(scripted):
     began = time.monotonic()
     client.call_tool("slow", task=True)
     assert time.monotonic() - began >= 0.8  # three polls, each after pollInterval (300 ms)
-    from mcp_ref.extras.client_tasks import MAX_POLL, MIN_POLL, interval
+    from mcp_ref.extensions.client_tasks import MAX_POLL, MIN_POLL, interval
 
     assert interval({"pollInterval": 1}, "pollInterval") == MIN_POLL
     assert interval({"pollInterval": 10**9}, "pollInterval") == MAX_POLL
@@ -503,7 +503,7 @@ def test_a_client_of_a_server_without_tasks_never_loads_the_module(tmp_path):
         "from mcp_ref import Client\n"
         "with Client.stdio([sys.executable, sys.argv[1]], protocol_version='2025-11-25') as c:\n"
         "    assert c.call_tool('echo', {'text': 'x'}, task=True).text == 'x'\n"
-        "print('mcp_ref.extras.client_tasks_2025' in sys.modules)\n")
+        "print('mcp_ref.extensions.client_tasks_2025' in sys.modules)\n")
     import subprocess
 
     done = subprocess.run([sys.executable, str(script), str(server)], capture_output=True, text=True, timeout=60)
@@ -518,7 +518,7 @@ def _outcome(function):
         return exc
 
 
-# -- mcp_ref's client and mcp_ref's server (extras/tasks_2025.py) ------------------------------------
+# -- mcp_ref's client and mcp_ref's server (extensions/tasks_2025.py) ------------------------------------
 
 TASKS_SERVER = InMemory("tasks_server")  # tests/servers/tasks_server.py: the tools serve both eras
 

@@ -30,7 +30,7 @@ from http_fixtures import (  # noqa: F401 - fixtures
 )
 
 from mcp_ref import Client, ConnectionLimits, Context, Server
-from mcp_ref.workbench.connection_limits import MAX_LINGERING
+from mcp_ref.http.connection_limits import MAX_LINGERING
 
 PING = json.dumps(request("ping", None, 1)).encode()
 
@@ -256,7 +256,7 @@ def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_sess
     srv = serve(flooding_server(finished=finished, cancelled=threading.Event()), stateless=True,
                 limits=ConnectionLimits(write_timeout=0.5))
     body = json.dumps(chatter_call(400, size=64 * 1024)).encode()  # 25 MB of events, more than socket buffers hold
-    with LogEvent("mcp_ref.workbench.wsgi_server", "timed out") as timed_out, connect(srv.port) as sock:
+    with LogEvent("mcp_ref.http.wsgi_server", "timed out") as timed_out, connect(srv.port) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         sock.sendall(head(length=len(body)) + body)  # and never read
         assert timed_out.wait(WAIT)  # the write that blocked for 0.5 s ended the connection
@@ -276,7 +276,7 @@ def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_sess
 
 @pytest.mark.slow
 def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resuming_get(serve, raw_session, caplog):
-    from mcp_ref.transports.http_server import MemoryEventStore
+    from mcp_ref.http.server import MemoryEventStore
 
     finished, go = threading.Event(), threading.Event()
     srv = serve(flooding_server(finished=finished, cancelled=threading.Event(), go=go), stream_backlog=50,
@@ -288,7 +288,7 @@ def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resu
     seen = reader.next()["id"]  # the priming event: the stream is resumable from here
     assert json.loads(reader.next()["data"])["params"]["progress"] == 1
     reader.close()  # the client goes, without cancelling ("Disconnection SHOULD NOT be interpreted as ... cancelling")
-    with caplog.at_level(logging.WARNING, "mcp_ref.transports.http_server"):
+    with caplog.at_level(logging.WARNING, "mcp_ref.http.server"):
         go.set()
         assert finished.wait(WAIT)  # the handler ran to its end
     assert sum("is full" in r.getMessage() for r in caplog.records) == 1  # one line, not 20,000
@@ -350,7 +350,7 @@ def next_line(lines: queue.Queue, tag: str, starts: str) -> str:
 
 @pytest.mark.slow
 def test_the_cap_is_fitted_to_the_open_file_limit():
-    from mcp_ref.workbench.connection_limits import FD_RESERVE
+    from mcp_ref.http.connection_limits import FD_RESERVE
 
     proc, lines = start_fd_server(300, "--no-starve")
     try:
@@ -398,7 +398,7 @@ def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thre
     thread ends as with a lost client and closes the socket itself."""
     import socketserver
 
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     began, release = threading.Event(), threading.Event()
 
@@ -508,7 +508,7 @@ def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
     costs time linear in the line: a 60,000-space run inside a value is answered well within the
     wait (a pattern that trims lazily took tens of seconds here).  CRLF heads are parsed whole,
     LF-only ones line by line: both paths."""
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     httpd = WsgiServer(("127.0.0.1", 0), echo_headers_app)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)

@@ -12,9 +12,9 @@ import pytest
 from conftest import WAIT
 
 from mcp_ref import Client, Server
-from mcp_ref.core.sampling_and_elicitation import CreateMessageResult, ElicitResult
-from mcp_ref.core.types import TextContent
+from mcp_ref.sampling_and_elicitation import CreateMessageResult, ElicitResult
 from mcp_ref.server import Context
+from mcp_ref.types import TextContent
 
 ERAS = ["handshake", "modern"]
 
@@ -179,9 +179,9 @@ def test_awaited_and_plain_context_calls_type_check_for_a_user(tmp_path):
                          text=True, timeout=120)
     revealed = re.findall(r'Revealed type is "(.*)"', run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert revealed == ["mcp_ref.core.sampling_and_elicitation.CreateMessageResult",
-                        "mcp_ref.server.asking.Answers[mcp_ref.core.feature_types.Root]",
-                        "mcp_ref.core.sampling_and_elicitation.CreateMessageResult"], run.stdout
+    assert revealed == ["mcp_ref.sampling_and_elicitation.CreateMessageResult",
+                        "mcp_ref.server.asking.Answers[mcp_ref.feature_types.Root]",
+                        "mcp_ref.sampling_and_elicitation.CreateMessageResult"], run.stdout
 
 
 # -- the lifespan ---------------------------------------------------------------------------------
@@ -383,7 +383,7 @@ def test_run_takes_host_port_and_log_level_from_the_environment(tmp_path):
             seen.append(lines.get(timeout=WAIT))
         line = seen[-1]
         # mcp_ref's own records reach stderr through run()'s handler (its format: level, then logger).
-        assert any(" WARNING mcp_ref.transports.http_server" in earlier for earlier in seen[:-1]), seen
+        assert any(" WARNING mcp_ref.http.server" in earlier for earlier in seen[:-1]), seen
         url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
         assert url and not url.group(1).endswith(":0/mcp"), line  # port 0 from MCP_REF_PORT: a free one
         with Client.http(url.group(1)) as client:

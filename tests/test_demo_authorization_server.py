@@ -11,7 +11,7 @@ import pytest
 import requests
 from conftest import WAIT
 
-from mcp_ref.auth import pkce
+from mcp_ref.oauth import pkce
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 
 RESOURCE = "http://127.0.0.1:9999/mcp"
@@ -20,7 +20,7 @@ RESOURCE = "http://127.0.0.1:9999/mcp"
 @contextmanager
 def served(app: DemoAuthorizationServer):
     """``app`` served on 127.0.0.1 (port 0) while the block runs: the server (its URL in ``.url``)."""
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     httpd = WsgiServer(("127.0.0.1", 0), app)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -221,7 +221,7 @@ def test_the_tables_are_bounded():
 @pytest.fixture
 def documents():
     """A loopback web server for client metadata documents: ``documents.serve(path, body, headers)``; its URL base."""
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     served: dict[str, tuple[bytes, list]] = {}
 

@@ -1,4 +1,4 @@
-"""DPoP proofs (RFC 9449 §4.2) from :class:`mcp_ref.auth.dpop.DPoPKey`: signed with the key whose
+"""DPoP proofs (RFC 9449 §4.2) from :class:`mcp_ref.oauth.dpop.DPoPKey`: signed with the key whose
 public half is in the header, ``htu`` without query and fragment, ``ath`` and ``nonce`` when due."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytest.importorskip("cryptography")
 
 
 def test_a_proof_verifies_with_its_own_header_key_and_names_the_request():
-    from mcp_ref.auth.dpop import DPoPKey  # here, after the skips: it needs the auth extra
+    from mcp_ref.oauth.dpop import DPoPKey  # here, after the skips: it needs the auth extra
 
     key = DPoPKey()
     key.nonces["https://rs.example"] = "n-1"

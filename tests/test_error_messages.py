@@ -34,7 +34,7 @@ from mcp_ref import (
     Server,
     ToolError,
 )
-from mcp_ref.transports.http_plumbing import HttpTransportError
+from mcp_ref.http.bounded_reads import HttpTransportError
 
 ERAS = ["handshake", "modern"]
 
@@ -261,7 +261,7 @@ def test_each_transport_names_its_usual_path(serve):
 @pytest.fixture
 def protected(serve):
     """A protected MCP server (a ProtectedResource trusting the demo authorization server): its URL."""
-    from mcp_ref.auth.resource import ProtectedResource
+    from mcp_ref.oauth.resource import ProtectedResource
     from mcp_ref.workbench.demo_auth_server import DemoAuthorizationServer
 
     authorization = DemoAuthorizationServer()

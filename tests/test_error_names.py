@@ -1,7 +1,7 @@
 """Issue 21, parts 4 and 5, and issue 33, item 6: one name for one error, and each name in one
 module (the package was never published under other paths, so it keeps no aliases for them).
 
-* The OAuth errors live in ``mcp_ref.auth.errors`` under their root ``AuthorizationError``, which
+* The OAuth errors live in ``mcp_ref.oauth.errors`` under their root ``AuthorizationError``, which
   the core defines (an HTTP transport catches it) and ``mcp_ref`` exports; the core never loads the
   auth package.
 * ``UnsupportedProtocolVersionError`` is the one class of the -32022 condition: the client's "no
@@ -23,12 +23,21 @@ import pytest
 from conftest import ROOT, SERVERS, WAIT
 
 import mcp_ref
-from mcp_ref import Client, McpError, MCPRefError
-from mcp_ref.auth import errors as auth_errors
-from mcp_ref.core import errors as core_errors, feature_types, lifecycle, media, sampling_and_elicitation, types as core_types
-from mcp_ref.core.envelope import read_envelope, request_meta
-from mcp_ref.core.errors import UNSUPPORTED_PROTOCOL_VERSION
-from mcp_ref.transports.stdio import SubprocessTransport
+from mcp_ref import (
+    Client,
+    McpError,
+    MCPRefError,
+    errors as core_errors,
+    feature_types,
+    lifecycle,
+    media,
+    sampling_and_elicitation,
+    types as core_types,
+)
+from mcp_ref.envelope import read_envelope, request_meta
+from mcp_ref.errors import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_ref.oauth import errors as auth_errors
+from mcp_ref.stdio import SubprocessTransport
 
 OAUTH_ERRORS = ["AuthorizationError", "MetadataError", "PkceUnsupported", "RegistrationError", "CallbackError",
                 "AuthorizationDenied", "AuthorizationTimeout", "TokenError", "InsufficientScope", "Unauthorized"]
@@ -51,11 +60,11 @@ def test_the_root_of_the_oauth_errors_is_one_class_under_its_three_names():
 @pytest.mark.parametrize("name", OAUTH_ERRORS[1:])
 def test_an_oauth_error_has_one_home(name):
     kind = getattr(auth_errors, name)
-    assert kind.__module__ == "mcp_ref.auth.errors"
+    assert kind.__module__ == "mcp_ref.oauth.errors"
     assert issubclass(kind, core_errors.AuthorizationError)
     assert not hasattr(core_errors, name)
     with pytest.raises(ImportError, match=name):
-        exec(f"from mcp_ref.core.errors import {name}", {})
+        exec(f"from mcp_ref.errors import {name}", {})
 
 
 @pytest.mark.parametrize("name", OAUTH_ERRORS)
@@ -144,14 +153,14 @@ def test_a_rarely_used_type_lives_in_its_own_module_only(name, home):
 def test_core_types_and_the_lifecycle_load_none_of_the_modules_of_their_own():
     out = _fresh_python(
         "import sys\n"
-        "from mcp_ref.core import lifecycle, types\n"
+        "from mcp_ref import lifecycle, types\n"
         "apart = ('sampling_and_elicitation', 'media', 'feature_types', 'older_revisions')\n"
-        "print([f'mcp_ref.core.{m}' in sys.modules for m in apart])\n")
+        "print([f'mcp_ref.versions.{m}' in sys.modules for m in apart])\n")
     assert out == "[False, False, False, False]"
 
 
 def test_the_older_revision_shaping_has_one_home():
-    from mcp_ref.core import older_revisions
+    from mcp_ref import older_revisions
 
     assert not hasattr(lifecycle, "strip_newer_fields") and not hasattr(lifecycle, "content_for_revision")
     block = older_revisions.content_for_revision({"type": "audio", "data": "", "mimeType": "audio/wav"}, "2024-11-05")

@@ -8,8 +8,7 @@ from conftest import WAIT
 
 import mcp_ref
 from mcp_ref import Client, Server
-from mcp_ref.auth.errors import AuthorizationError
-from mcp_ref.core.errors import (
+from mcp_ref.errors import (
     CapabilityError,
     ConnectionClosed,
     McpError,
@@ -17,8 +16,9 @@ from mcp_ref.core.errors import (
     ResponseStreamLost,
     ServerUnreachable,
 )
-from mcp_ref.transports.http_client import HttpTransportError
-from mcp_ref.transports.origins import CrossOriginRefused
+from mcp_ref.http.client import HttpTransportError
+from mcp_ref.http.origins import CrossOriginRefused
+from mcp_ref.oauth.errors import AuthorizationError
 
 
 @pytest.mark.parametrize("kind, second", [

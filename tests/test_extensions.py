@@ -122,10 +122,10 @@ def test_extensions_are_asked_in_the_order_they_were_added():
 #: What only the shorthand (server/shorthand.py) may import of the server's modules: the project's own
 #: extensions, OAuth, the workbench, the HTTP server.
 EXTENSION_PACKAGES = (
-    "mcp_ref.extras",
-    "mcp_ref.auth",
+    "mcp_ref.extensions",
+    "mcp_ref.oauth",
     "mcp_ref.workbench",
-    "mcp_ref.transports.http_server",
+    "mcp_ref.http.server",
 )
 
 

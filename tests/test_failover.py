@@ -44,7 +44,7 @@ class Deployment:
         self.proc, self.errors, port = start_gunicorn(
             [
                 "-c",
-                "python:mcp_ref.workbench.gunicorn_hooks",
+                "python:mcp_ref.http.gunicorn_hooks",
                 "-k",
                 "gthread",
                 "-w",

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_ref.extras.files import FileRoot, PathOutsideRoot, is_text
+from mcp_ref.extensions.files import FileRoot, PathOutsideRoot, is_text
 
 
 def _symlink(target, link, *, is_dir=False):

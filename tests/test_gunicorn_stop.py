@@ -1,4 +1,4 @@
-"""A gunicorn worker told to stop ends its long-lived streams at once (mcp_ref.workbench.gunicorn_hooks).
+"""A gunicorn worker told to stop ends its long-lived streams at once (mcp_ref.http.gunicorn_hooks).
 
 Without the hooks a 2026-07-28 listen stream or a handshake-era GET stream held the worker for the
 whole ``--graceful-timeout`` (30 s), then the arbiter killed it.  Real gunicorn (gthread, one
@@ -33,7 +33,7 @@ GRACEFUL_TIMEOUT = 30
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGQUIT], ids=["graceful", "quick"])
 def test_a_stopped_worker_ends_its_listen_and_get_streams_at_once(stop_signal):
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread",
+    command = [sys.executable, "-m", "gunicorn", "-c", "python:mcp_ref.http.gunicorn_hooks", "-k", "gthread",
                "-w", "1", "--threads", "8", "--graceful-timeout", str(GRACEFUL_TIMEOUT), "-b", f"127.0.0.1:{port}",
                "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
     env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
@@ -84,7 +84,7 @@ def test_workers_retired_by_ttou_close_their_app_and_exit_at_once():
     machine; the next test makes it certain).  Each retired worker now closes its app and exits
     at once."""
     proc, errors, _port = start_gunicorn(
-        ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", "1",
+        ["-c", "python:mcp_ref.http.gunicorn_hooks", "-k", "gthread", "-w", "1",
          "--threads", "2", "--timeout", str(GRACEFUL_TIMEOUT),
          "--graceful-timeout", str(GRACEFUL_TIMEOUT), "--chdir", str(SERVERS),
          "retiring_app:wsgi_app"], {}, None)
@@ -110,7 +110,7 @@ def test_workers_retired_by_ttou_close_their_app_and_exit_at_once():
 #: ``closed`` once the app's close() has run; a handler that takes a lock hangs instead.
 REENTERED_HOOK = """
 import os, signal, sys
-from mcp_ref.workbench.gunicorn_hooks import close_on_stop
+from mcp_ref.http.gunicorn_hooks import close_on_stop
 
 class App:
     def close(self):

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import WAIT
 
-from mcp_ref.core.errors import SERVER_BUSY, McpError
-from mcp_ref.core.session import Session
-from mcp_ref.transports.memory import Channel, MemoryTransport, memory_pair
+from mcp_ref.errors import SERVER_BUSY, McpError
+from mcp_ref.memory import Channel, MemoryTransport, memory_pair
+from mcp_ref.session import Session
 
 NAMES = itertools.count()
 
@@ -247,7 +247,7 @@ def test_a_shared_executor_still_runs_the_handlers_and_inline_dispatch_runs_in_t
         client.start()
         assert client.request("where", {}, timeout=WAIT)["thread"].startswith("shared-pool")
         close_both(client, server)
-    from mcp_ref.core.jsonrpc import Request
+    from mcp_ref.jsonrpc import Request
 
     inbox, outbox = Channel(), Channel()
     alone = Session(MemoryTransport(inbox, outbox), role, name=f"handoff{next(NAMES)}")  # never started: fed by dispatch
@@ -261,7 +261,7 @@ def test_a_shared_executor_still_runs_the_handlers_and_inline_dispatch_runs_in_t
 
 
 def test_the_callback_thread_runs_what_was_queued_in_order_then_ends():
-    from mcp_ref.core.callback_queue import CallbackQueue
+    from mcp_ref.callback_queue import CallbackQueue
 
     class Limits:
         max_callbacks, max_callback_bytes = 100, 1000
@@ -330,8 +330,8 @@ UNCLOSED = """
 import json, sys, threading
 sys.path.insert(0, sys.argv[1])
 from test_handoff import Role
-from mcp_ref.core.session import Session
-from mcp_ref.transports.memory import Channel, MemoryTransport
+from mcp_ref.session import Session
+from mcp_ref.memory import Channel, MemoryTransport
 
 inbox, outbox = Channel(), Channel()
 session = Session(MemoryTransport(inbox, outbox), Role(ok=lambda context, params: {}), name="unclosed")

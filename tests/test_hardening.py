@@ -16,9 +16,8 @@ import pytest
 from conftest import SERVERS, WAIT
 from http_fixtures import notification, raw_session, request, serve  # noqa: F401 - fixtures
 
-from mcp_ref import Client, InternalError, McpError, ResourceNotFound, Server
-from mcp_ref.core import jsonrpc
-from mcp_ref.core.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
+from mcp_ref import Client, InternalError, McpError, ResourceNotFound, Server, jsonrpc
+from mcp_ref.errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 HOSTILE = [sys.executable, str(SERVERS / "hostile_raw_server.py")]
 DEEP_ARRAY = b"[" * 100_000 + b"]" * 100_000
@@ -203,7 +202,7 @@ def test_unit_nesting_and_batch_detection():
 
 
 def test_a_rotated_secret_accepts_cursors_of_the_old_one():
-    from mcp_ref.core.pagination import InvalidCursor, Paginator
+    from mcp_ref.pagination import InvalidCursor, Paginator
 
     old, rotated = Paginator(5, secret="old"), Paginator(5, secret="new,old")
     assert rotated.read_cursor(old.make_cursor(5, kind="tools"), kind="tools") == 5
@@ -325,7 +324,7 @@ def test_a_file_swapped_for_a_fifo_after_resolving_is_refused_unread(tmp_path, m
     import os
     import threading
 
-    from mcp_ref.extras.files import FileRoot
+    from mcp_ref.extensions.files import FileRoot
 
     root = FileRoot(tmp_path)
     (tmp_path / "swap").write_text("regular")
@@ -397,8 +396,8 @@ def thread_count(pid: int) -> int:
 
 @pytest.mark.slow
 def test_a_flood_of_requests_is_refused_past_the_limit_not_queued_without_bound(raw_peer):
-    from mcp_ref.core.errors import SERVER_BUSY
-    from mcp_ref.core.session import DEFAULT_MAX_INCOMING
+    from mcp_ref.errors import SERVER_BUSY
+    from mcp_ref.session import DEFAULT_MAX_INCOMING
 
     peer = raw_peer()
     peer.initialize()
@@ -426,7 +425,7 @@ def test_a_client_sees_server_busy_as_its_own_class():
     import threading
 
     from mcp_ref import ServerBusy
-    from mcp_ref.transports.memory import memory_pair
+    from mcp_ref.memory import memory_pair
 
     server = Server("small")
     release = threading.Event()
@@ -510,8 +509,8 @@ def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serv
 def test_requests_cancelled_while_queued_are_bounded_too(raw_peer):
     """A request cancelled before a thread took it leaves the table at once, but its queued job stays
     until a thread is free: those are bounded by max_incoming as well, not queued without end."""
-    from mcp_ref.core.errors import SERVER_BUSY
-    from mcp_ref.core.session import DEFAULT_MAX_INCOMING
+    from mcp_ref.errors import SERVER_BUSY
+    from mcp_ref.session import DEFAULT_MAX_INCOMING
 
     peer = raw_peer()
     peer.initialize()

@@ -24,8 +24,8 @@ from test_legacy_sse import legacy_raw  # noqa: F401 - a fixture
 from test_policy import Tokens
 
 from mcp_ref import ConnectionLimits, Server
-from mcp_ref.auth.resource import ProtectedResource
-from mcp_ref.transports.http_server import MemorySessionTable
+from mcp_ref.http.server import MemorySessionTable
+from mcp_ref.oauth.resource import ProtectedResource
 
 # -- concurrent initializes: exactly max_sessions admitted -------------------------------------------
 

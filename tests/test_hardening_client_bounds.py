@@ -25,10 +25,10 @@ from conftest import WAIT, WireChecker
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, LimitExceeded, McpError, Server
-from mcp_ref.core.pagination import DEFAULT_MAX_PAGES
-from mcp_ref.transports import http_client
-from mcp_ref.transports.sse import SseParser, sse_event
-from mcp_ref.transports.stdio import DEFAULT_MAX_MESSAGE_SIZE
+from mcp_ref.http import client as http_client
+from mcp_ref.http.sse import SseParser, sse_event
+from mcp_ref.pagination import DEFAULT_MAX_PAGES
+from mcp_ref.stdio import DEFAULT_MAX_MESSAGE_SIZE
 
 CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
 ERAS = ["handshake", "modern"]
@@ -249,7 +249,7 @@ def test_a_too_large_event_on_the_standalone_stream_is_dropped_and_the_stream_go
         return "200 OK", [("Content-Type", "text/event-stream")], body()
 
     hostile.hostile.get = stream
-    with caplog.at_level(logging.WARNING, logger="mcp_ref.transports.http_client"):
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.http.client"):
         client = connect(max_message_size=100_000, on_list_changed=lambda kind: changed.set())
         assert changed.wait(WAIT)
     assert any("larger than the limit of 100000 bytes" in r.getMessage() for r in caplog.records)
@@ -515,9 +515,9 @@ def test_a_flood_of_notifications_waits_for_the_callbacks_in_a_bounded_queue(bou
             session.max_callbacks, size, n = 8, 10, 3000
         else:
             session.max_callback_bytes, size, n = 400_000, 50_000, 200
-        with caplog.at_level(logging.WARNING, logger="mcp_ref.core.session"):
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.session"):
             assert client.call_tool("flood", {"kind": "log", "count": n, "size": size}).content[0].text == f"sent {n}"
-            queue = session._callbacks  # the CallbackQueue (core/callback_queue.py)
+            queue = session._callbacks  # the CallbackQueue (callback_queue.py)
             assert queue._queued <= 8 and queue._queued_bytes <= 400_000
         assert "callback(s) dropped" in caplog.text and "max_callbacks, max_callback_bytes" in caplog.text
         gate.set()
@@ -556,7 +556,7 @@ def test_the_answer_after_a_flood_of_progress_is_never_dropped():
 def test_a_stderr_line_that_never_ends_is_cut():
     """``stderr="capture"`` kept each line whole: 20 MB with no newline was one 20 MB string (and
     1,000 of them were kept).  A line is cut at MAX_STDERR_LINE; the next line is whole."""
-    from mcp_ref.transports.stdio import MAX_STDERR_LINE, TRUNCATED
+    from mcp_ref.stdio import MAX_STDERR_LINE, TRUNCATED
 
     client = Client.stdio([*FLOODING, str(20 * 1024 * 1024)], era="handshake", timeout=WAIT, stderr="capture")
     try:

@@ -31,8 +31,8 @@ from conftest import WAIT
 from test_hardening_client_bounds import RawHttp, answer, still_serves
 
 from mcp_ref import Client, InvalidRequest, MCPRefError, RequestTimeout
-from mcp_ref.transports.http_framing import MAX_INTERIM
-from mcp_ref.transports.sse import sse_event
+from mcp_ref.http.framing import MAX_INTERIM
+from mcp_ref.http.sse import sse_event
 
 SERVERS = Path(__file__).parent / "servers"
 OK = {"content": [{"type": "text", "text": "ok"}]}
@@ -246,7 +246,7 @@ NESTED = "[" * 100_000 + "]" * 100_000
     ids=["id-first", "id-last", "a-request", "nested-id", "true", "null", "float", "an-array"],
 )
 def test_the_id_of_an_answer_too_deep_is_read_from_its_top_level_alone(text, request_id):
-    from mcp_ref.core.unparsed import answer_id
+    from mcp_ref.unparsed import answer_id
 
     assert answer_id(text) == request_id
 

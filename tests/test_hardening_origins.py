@@ -4,7 +4,7 @@ Server A (the one the client was given) sends the client elsewhere: a redirect (
 server B, or a 2024-11-05 ``endpoint`` event naming B.  B is a real server on another port that
 records every request it receives (and, as a proxy would, serves the same MCP app, so that a
 client that followed would work and never notice).  The client must refuse with
-:class:`~mcp_ref.transports.origins.CrossOriginRefused`, a message naming both origins; B must
+:class:`~mcp_ref.http.origins.CrossOriginRefused`, a message naming both origins; B must
 have received nothing at all; and the client (or a new one) must go on working against A once A
 behaves.  Same-origin redirects keep working.
 
@@ -21,12 +21,12 @@ import requests
 from conftest import WAIT
 
 from mcp_ref import Client, Context, OAuth, Server
-from mcp_ref.auth.browser import follow_redirect
-from mcp_ref.auth.resource import ProtectedResource
-from mcp_ref.transports.origins import CrossOriginRefused, is_loopback, origin_text, same_origin
-from mcp_ref.transports.sse import sse_event
+from mcp_ref.http.origins import CrossOriginRefused, is_loopback, origin_text, same_origin
+from mcp_ref.http.sse import sse_event
+from mcp_ref.http.wsgi_server import WsgiServer
+from mcp_ref.oauth.browser import follow_redirect
+from mcp_ref.oauth.resource import ProtectedResource
 from mcp_ref.workbench.demo_auth_server import DemoAuthorizationServer
-from mcp_ref.workbench.wsgi_server import WsgiServer
 
 SECRET_HEADERS = {"Authorization": "Bearer user-secret-token", "X-Api-Key": "user-secret-key"}
 
@@ -419,7 +419,7 @@ def test_a_refusal_is_a_connection_error_with_a_one_line_message():
 def test_token_introspection_follows_no_redirect(stop_after):
     """``IntrospectionVerifier`` (RFC 7662) posts the caller's token to the authorization server: an
     introspection endpoint that redirects (307 keeps the body) must not carry the token anywhere."""
-    from mcp_ref.auth.resource import IntrospectionVerifier
+    from mcp_ref.oauth.resource import IntrospectionVerifier
 
     def introspection(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/json")])

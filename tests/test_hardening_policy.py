@@ -19,7 +19,7 @@ from http_fixtures import serve  # noqa: F401 - a fixture
 from test_policy import Tokens, bearer
 
 from mcp_ref import Client, McpError, Server
-from mcp_ref.auth.resource import ProtectedResource
+from mcp_ref.oauth.resource import ProtectedResource
 
 ERAS = ("handshake", "modern")
 SECRET = "TOP-SECRET-CONTENT"
@@ -271,7 +271,7 @@ def test_one_question_per_request_behind_oauth_too(tmp_path, era, serve):
 
 
 def test_the_file_root_never_reads_a_second_spelling(tmp_path):
-    from mcp_ref.extras.files import FileRoot, PathOutsideRoot
+    from mcp_ref.extensions.files import FileRoot, PathOutsideRoot
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f.txt").write_text("x")

@@ -1,13 +1,13 @@
 """Issue 20, classes 8 and 9: the smaller holes, each sent over the real transport, the peer still serving after.
 
 - ``Mcp-Param-*`` numbers compare exactly; a body number no header can carry is a 400 HeaderMismatch,
-  never an exception out of the WSGI app (mcp_ref/transports/http_headers.py);
+  never an exception out of the WSGI app (mcp_ref/http/headers.py);
 - the demo authorization server answers every bad input with an RFC 6749 §5.2 error, checks the
   ``Host`` of every route, and fetches Client ID Metadata Documents only from global addresses
   (mcp_ref/workbench/demo_auth_server.py);
 - the CLI shows a server's strings with their escape sequences made visible (mcp_ref/workbench/terminal.py);
 - the demo's ``add_tool`` is scoped to its caller and bounded (mcp_ref/workbench/demo.py);
-- a 431 is answered without a traceback (mcp_ref/workbench/wsgi_server.py ``_head_by_lines``).
+- a 431 is answered without a traceback (mcp_ref/http/wsgi_server.py ``_head_by_lines``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from conftest import SERVERS, WAIT, InMemory, run_cli
 from http_fixtures import TIMEOUT, serve  # noqa: F401 - a fixture
 from test_demo_authorization_server import auth_server  # noqa: F401 - a fixture
 
-from mcp_ref.auth import pkce
+from mcp_ref.oauth import pkce
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer, OAuthError, fetch_client_metadata
 
 MODERN = InMemory("modern_server")
@@ -209,7 +209,7 @@ def test_every_route_checks_the_host_and_never_names_a_rebound_one(auth_server, 
 
 
 def test_the_host_check_takes_the_mcp_apps_allowed_hosts():
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     app = DemoAuthorizationServer(allowed_hosts=["auth.example"])
     httpd = WsgiServer(("127.0.0.1", 0), app)
@@ -248,7 +248,7 @@ def test_client_metadata_documents_come_only_from_global_addresses(client_id):
 def test_a_client_metadata_document_is_fetched_from_the_address_checked_with_its_own_host(auth_server):
     """A ``localhost`` document: the name is resolved once, the address checked, the connection made to
     it, and the request still names the URL's host (``Host: localhost:PORT``)."""
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     seen: list[str] = []
 
@@ -277,7 +277,7 @@ def test_a_remote_caller_cannot_make_the_authorization_server_fetch_from_its_own
     """A ``client_id`` URL naming this machine (``http://127.0.0.1:PORT/...``) is fetched only for a
     caller on this machine: a remote one (here as a fronting proxy reports it, ``REMOTE_ADDR``)
     would otherwise use the server to probe and GET its loopback services (SSRF; was: fetched)."""
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     seen: list[str] = []
 
@@ -401,7 +401,7 @@ def test_the_login_trace_shows_an_authorization_servers_escape_sequences_instead
 
 def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):
     from mcp_ref import Client
-    from mcp_ref.core.errors import InvalidParams
+    from mcp_ref.errors import InvalidParams
     from mcp_ref.workbench import demo
 
     served = serve()
@@ -445,7 +445,7 @@ def test_add_tool_is_scoped_to_its_caller_and_bounded(serve, monkeypatch):
 ], ids=["too-long", "too-many"])
 def test_a_431_is_answered_without_a_traceback_and_the_server_goes_on(serve, caplog, extra):
     served = serve()
-    with caplog.at_level(logging.DEBUG, logger="mcp_ref.workbench.wsgi_server"), \
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref.http.wsgi_server"), \
             socket.create_connection(("127.0.0.1", served.httpd.port), timeout=WAIT) as sock:
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra + b"\r\n")
         reader = sock.makefile("rb")

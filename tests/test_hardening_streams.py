@@ -23,7 +23,7 @@ from conftest import WAIT
 from http_fixtures import ACCEPT_BOTH, LATEST, init_params, request, serve  # noqa: F401 - a fixture
 
 from mcp_ref import ConnectionLimits, Context, Server
-from mcp_ref.transports.http_headers import request_headers
+from mcp_ref.http.headers import request_headers
 
 V26 = "2026-07-28"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -406,7 +406,7 @@ def test_a_get_that_takes_over_a_stream_whose_end_was_already_taken_ends_too():
     over (the client closed the POST at once after its answer): the GET replays what the event store
     kept and ends, instead of waiting for an end that was already consumed (it hung until its
     client's read timeout, one run in several under load)."""
-    from mcp_ref.transports.http_server import END, Stream
+    from mcp_ref.http.server import END, Stream
 
     stream = Stream("1", answers=[1])
     post = stream.attach()

@@ -23,10 +23,10 @@ from conftest import WAIT
 from http_fixtures import TIMEOUT, serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, Elicit, ListRoots, Sample, Server
-from mcp_ref.auth.resource import AccessInfo, ProtectedResource
-from mcp_ref.extras.tasks import TaskStore
+from mcp_ref.extensions.tasks import TaskStore
+from mcp_ref.http.headers import request_headers
+from mcp_ref.oauth.resource import AccessInfo, ProtectedResource
 from mcp_ref.server import input_required
-from mcp_ref.transports.http_headers import request_headers
 
 VERSION = "2026-07-28"
 EXTENSION = "io.modelcontextprotocol/tasks"

@@ -1,4 +1,4 @@
-"""2025-11-25 client-hosted tasks: ``Client(tasks=True)`` (mcp_ref.extras.hosted_tasks).
+"""2025-11-25 client-hosted tasks: ``Client(tasks=True)`` (mcp_ref.extensions.hosted_tasks).
 
 The server is the requestor of task-augmented ``sampling/createMessage`` and ``elicitation/create``,
 the client the receiver (2025-11-25 basic/utilities/tasks).  Two peers drive it over real stdio:
@@ -26,7 +26,7 @@ from conftest import SERVERS, WAIT, Collector, WireChecker, command_label, watch
 from everything_server import everything_client
 
 from mcp_ref import Client, McpError, Server
-from mcp_ref.extras import hosted_tasks
+from mcp_ref.extensions import hosted_tasks
 
 PEER = [sys.executable, str(SERVERS / "hosted_tasks_peer.py")]
 RELATED = "io.modelcontextprotocol/related-task"

@@ -431,7 +431,7 @@ def test_client_against_a_stateless_server(serve, handshake_http_client):
 def test_http_error_reaches_the_caller_as_an_error(serve, handshake_http_client):
     srv = serve(max_body_size=3000)
     client = handshake_http_client(srv.mcp)
-    from mcp_ref.core.errors import McpError
+    from mcp_ref.errors import McpError
 
     with pytest.raises(McpError) as info:
         client.call_tool("echo", {"text": "x" * 5000})
@@ -567,15 +567,15 @@ def test_the_proxy_variables_are_honoured(serve, monkeypatch, bypass):
 LOW_LEVEL = ("http.client", "socket", "ssl", "urllib.request", "urllib3", "httpx", "aiohttp")
 BELOW_REQUESTS_ALLOWED = {
     # the reader class and connection pools of requests' own adapter (1xx skipped, RFC 9110 §15.2)
-    "transports/http_framing.py": {"http.client", "urllib3"},
+    "http/framing.py": {"http.client", "urllib3"},
     # reads the responses requests returns: shuts down the socket under one, names urllib3's
     # exceptions, words a chunk line as http.client does
-    "transports/http_plumbing.py": {"http.client", "socket", "urllib3"},
-    "transports/origins.py": {"socket"},  # inet_aton: reads an address, opens nothing
+    "http/bounded_reads.py": {"http.client", "socket", "urllib3"},
+    "http/origins.py": {"socket"},  # inet_aton: reads an address, opens nothing
     # the server side
-    "transports/http_server/": {"socket", "ssl"},
-    "workbench/wsgi_server.py": {"socket"},
-    "workbench/connection_limits.py": {"socket"},
+    "http/server/": {"socket", "ssl"},
+    "http/wsgi_server.py": {"socket"},
+    "http/connection_limits.py": {"socket"},
     "workbench/demo_auth_server.py": {"socket", "urllib3"},  # fetches client metadata documents
 }
 
@@ -1007,7 +1007,7 @@ def test_the_wsgi_servers_watchdog_peeks_under_tls(tls, pki, monkeypatch):
 
     from test_stateless_oneshot import oneshot_server, post
 
-    from mcp_ref.workbench import connection_limits
+    from mcp_ref.http import connection_limits
 
     peeked, looks = threading.Event(), connection_limits.closed_by_peer
 

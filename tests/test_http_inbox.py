@@ -1,4 +1,4 @@
-"""The HTTP client's inbox (``mcp_ref.transports.http_plumbing.Inbox``) is bounded: a thread relaying a
+"""The HTTP client's inbox (``mcp_ref.http.bounded_reads.Inbox``) is bounded: a thread relaying a
 server's stream waits for room, so a server that sends faster than the client handles waits on its
 own connection; what the client adds itself never waits; closing lets a waiting thread go.  Then a
 real server floods a real client whose reader is held, over a socket on 127.0.0.1."""
@@ -11,7 +11,7 @@ from conftest import WAIT
 from http_fixtures import serve  # noqa: F401 - fixture
 
 from mcp_ref import Client, Context, Server
-from mcp_ref.transports.http_plumbing import Inbox
+from mcp_ref.http.bounded_reads import Inbox
 
 
 def put_in_thread(inbox: Inbox, data: bytes) -> tuple[threading.Thread, list]:

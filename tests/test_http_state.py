@@ -24,13 +24,9 @@ from conftest import WAIT, run_threads
 from http_fixtures import TIMEOUT, SseReader, raw_session, serve  # noqa: F401  (fixtures)
 from redis_fixture import own_redis, redis_server, redis_url  # noqa: F401  (fixtures)
 
-from mcp_ref.core.errors import LIMIT_EXCEEDED, METHOD_NOT_FOUND, LimitExceeded
-from mcp_ref.extras.redis_state import RedisState
-from mcp_ref.extras.redis_state.connection import Connection
-from mcp_ref.extras.redis_state.http_stores import EventStoreUnavailable, RedisEventStore
-from mcp_ref.extras.redis_state.sessions import RedisSessionTable, SessionTableUnavailable, session_digest
-from mcp_ref.transports import http_server
-from mcp_ref.transports.http_server import (
+from mcp_ref.errors import LIMIT_EXCEEDED, METHOD_NOT_FOUND, LimitExceeded
+from mcp_ref.http import server as http_server
+from mcp_ref.http.server import (
     STATUS_OF,
     EventStore,
     HttpError,
@@ -41,7 +37,11 @@ from mcp_ref.transports.http_server import (
     modern_status,
     status as statuses,
 )
-from mcp_ref.transports.http_server.events import Followed, event_number
+from mcp_ref.http.server.events import Followed, event_number
+from mcp_ref.state.redis import RedisState
+from mcp_ref.state.redis.connection import Connection
+from mcp_ref.state.redis.http_stores import EventStoreUnavailable, RedisEventStore
+from mcp_ref.state.redis.sessions import RedisSessionTable, SessionTableUnavailable, session_digest
 
 PACKAGE = Path(http_server.__file__).parent
 
@@ -257,7 +257,7 @@ def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, cap
         table.add("a", {"version": "v"})
         own_redis.stop()
         started = time.monotonic()
-        with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.stores"):
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.state.redis.stores"):
             for call in (table.make_room, lambda: table.add("b"), lambda: table.get("a"), lambda: len(table)):
                 with pytest.raises(SessionTableUnavailable) as refused:
                     call()
@@ -662,7 +662,7 @@ def test_a_redis_event_store_without_redis_degrades_and_says_so(caplog):
     store = RedisEventStore(connection)
     session_id = secrets.token_urlsafe(24)
     try:
-        with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.http_stores"):
+        with caplog.at_level(logging.WARNING, logger="mcp_ref.state.redis.http_stores"):
             unkept = store.store(session_id, "p1", b"one")
             assert unkept.rpartition(".")[0] == "p1"  # still names its stream: a live stream still sends it
             assert store.store(session_id, "p1", b"two") != unkept
@@ -755,9 +755,9 @@ def test_a_middleware_in_the_chain_sees_each_request_and_refuses_with_the_tables
 
 
 def test_the_auth_middleware_loads_only_with_auth():
-    code = ("import sys\nfrom mcp_ref import Server\nfrom mcp_ref.transports.http_server import McpWsgiApp\n"
+    code = ("import sys\nfrom mcp_ref import Server\nfrom mcp_ref.http.server import McpWsgiApp\n"
             "app = McpWsgiApp(Server('x'))\n"
-            "print(json.dumps(sorted(m for m in sys.modules if 'protected' in m or m.startswith('mcp_ref.auth'))))")
+            "print(json.dumps(sorted(m for m in sys.modules if 'protected' in m or m.startswith('mcp_ref.oauth'))))")
     done = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, timeout=WAIT)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []

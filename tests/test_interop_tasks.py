@@ -16,7 +16,7 @@ from conftest import WireChecker
 from everything_server import everything_client
 
 from mcp_ref import Client, McpError
-from mcp_ref.core.errors import RequestCancelled
+from mcp_ref.errors import RequestCancelled
 
 RESEARCH = "simulate-research-query"
 RELATED_TASK = "io.modelcontextprotocol/related-task"

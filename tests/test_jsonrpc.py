@@ -1,12 +1,12 @@
-"""Unit tests of mcp_ref.core.jsonrpc: classification, validation, parse errors, serialisation."""
+"""Unit tests of mcp_ref.jsonrpc: classification, validation, parse errors, serialisation."""
 
 import json
 
 import pytest
 
-from mcp_ref.core import jsonrpc
-from mcp_ref.core.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest, ParseError
-from mcp_ref.core.jsonrpc import ErrorResponse, Notification, Request, Response, parse, serialize
+from mcp_ref import jsonrpc
+from mcp_ref.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest, ParseError
+from mcp_ref.jsonrpc import ErrorResponse, Notification, Request, Response, parse, serialize
 
 
 def dumps(obj) -> bytes:

@@ -25,12 +25,12 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from http_fixtures import start
 
 from mcp_ref import Client, Context, Server
-from mcp_ref.auth.jwt_verifier import JwtVerifier
-from mcp_ref.auth.resource import ProtectedResource
+from mcp_ref.oauth.jwt_verifier import JwtVerifier
+from mcp_ref.oauth.resource import ProtectedResource
 
 ISSUER = "https://issuer.example"
 RESOURCE = "https://mcp.example.com/mcp"
-LOGGER = "mcp_ref.auth.jwt_verifier"
+LOGGER = "mcp_ref.oauth.jwt_verifier"
 
 
 # -- keys, JWKs and tokens ---------------------------------------------------------------------------
@@ -402,5 +402,5 @@ def test_an_mcp_server_accepts_a_jwt_and_its_handlers_see_who_calls(jwks):
 
 
 def test_importing_mcp_ref_does_not_import_pyjwt():
-    code = "import mcp_ref, mcp_ref.auth, mcp_ref.auth.resource, sys; assert 'jwt' not in sys.modules, 'jwt imported'"
+    code = "import mcp_ref, mcp_ref.oauth, mcp_ref.oauth.resource, sys; assert 'jwt' not in sys.modules, 'jwt imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=WAIT * 3, cwd=ROOT)

@@ -3,12 +3,15 @@ imports, no module over ``MAX_MODULE_TOKENS`` code tokens, and a plain server or
 no extra and little code (issue 33, "Done when").  The budgets count code tokens
 (``test_architecture.code_tokens``), not lines: ``ruff format`` changes the lines, not the tokens.
 
-    core  <  server, client  <  transports  <  extras, auth  <  workbench  <  mcp_ref (the package)
+    protocol (the modules at the top: jsonrpc, session, lifecycle, types, stdio ...), schemas
+      <  server, client, state  <  http  <  extensions, state.redis, oauth  <  workbench
+      <  mcp_ref (the package's __init__ and __main__)
 
 A module imports from its own layer or lower ones.  Two exceptions, both lazy (inside a function,
-so nothing is loaded until the user asks for it): the roles and transports may load an extra, auth
-or the workbench's HTTP server when the user asked for it (``Server(authorize=...)``,
-``server.run_http()``); the core never imports anything above it, even lazily.  The two roles never
+so nothing is loaded until the user asks for it): the roles, state and http may load an extension,
+Redis or OAuth when the user asked for it (``Server(authorize=...)``, ``server.run_http()``); the
+protocol never imports anything above it, even lazily.  Every sub-package has a layer.
+The two roles never
 import each other.  Each checker also runs on a small package with the defect, so it can fail.
 """
 
@@ -24,7 +27,11 @@ from pathlib import Path
 import pytest
 from test_architecture import PACKAGE, code_tokens, cycles, extension_mentions, modules, syntax_tree
 
-LAYERS = {"core": 0, "schemas": 0, "server": 1, "client": 1, "transports": 2, "extras": 3, "auth": 3, "workbench": 4}
+#: The layer of each sub-package (a dotted prefix below mcp_ref); the modules at the top of the package
+#: (mcp_ref.jsonrpc, mcp_ref.session ...) are the protocol, rank 0.
+LAYERS = {"schemas": 0, "server": 1, "client": 1, "state": 1, "http": 2, "extensions": 3,
+          "state.redis": 3, "oauth": 3, "workbench": 4}
+PROTOCOL = "protocol"
 ROLES = {"server", "client"}
 #: The cap on one module's code tokens: the largest module had 4,449 (workbench/demo_auth_server.py,
 #: issue 33's review; the next, server/registry.py, 4,434), with a little room.  A module that
@@ -33,11 +40,17 @@ MAX_MODULE_TOKENS = 4_600
 
 
 def layer_of(module: str) -> tuple[str, int]:
-    """``(name, rank)`` of a dotted module name of the package (the package itself ranks highest)."""
+    """``(name, rank)`` of a dotted module name of the package: the sub-package's layer (longest
+    prefix in LAYERS), the protocol for a module at the top, the package itself (and ``__main__``)
+    highest; ``("?", -1)`` for a sub-package in no layer."""
     parts = module.split(".")
-    if len(parts) == 1 or parts[1] not in LAYERS:
+    if len(parts) == 1 or parts[1:] == ["__main__"]:
         return "package", max(LAYERS.values()) + 1
-    return parts[1], LAYERS[parts[1]]
+    for cut in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[1:cut + 1])
+        if prefix in LAYERS:
+            return prefix, LAYERS[prefix]
+    return (PROTOCOL, 0) if len(parts) == 2 else ("?", -1)
 
 
 def imports_of(root: Path) -> list[tuple[str, str, bool]]:
@@ -76,11 +89,14 @@ def layer_violations(root: Path) -> list[str]:
     problems = []
     for importer, imported, lazy in imports_of(root):
         (mine, rank), (theirs, their_rank) = layer_of(importer), layer_of(imported)
+        if mine == "?" or theirs == "?":
+            problems.append(f"{importer if mine == '?' else imported}: its sub-package has no layer (LAYERS)")
+            continue
         if mine == "package" or mine == theirs:
             continue
         if mine in ROLES and theirs in ROLES:
             problems.append(f"{importer} imports {imported}: the roles never import each other")
-        elif their_rank > rank and (mine == "core" or not lazy):
+        elif their_rank > rank and (mine == PROTOCOL or not lazy):
             how = "lazily" if lazy else "at module level"
             problems.append(f"{importer} ({mine}) imports {imported} ({theirs}) {how}")
     return problems
@@ -104,7 +120,7 @@ def test_every_module_imports_only_its_own_layer_or_lower_ones():
 @pytest.mark.slow
 def test_no_import_loop_even_counting_type_checking_imports():
     graph = full_graph(PACKAGE)
-    assert "mcp_ref.core.session" in graph["mcp_ref.server.connection"]  # the graph is really built
+    assert "mcp_ref.session" in graph["mcp_ref.server.connection"]  # the graph is really built
     assert cycles(graph) == []
 
 
@@ -156,7 +172,7 @@ atexit.register(report)
 """
 
 #: What neither a plain server nor a plain client may load: the extras, auth, HTTP, the workbench.
-NOT_PLAIN = ("mcp_ref.extras.", "mcp_ref.auth", "mcp_ref.workbench", "mcp_ref.transports.http", "mcp_ref.transports.sse")
+NOT_PLAIN = ("mcp_ref.extensions", "mcp_ref.state", "mcp_ref.oauth", "mcp_ref.workbench", "mcp_ref.http")
 
 #: The plain path's budget (issue 33, "Done when"): what a plain stdio server and a plain stdio
 #: client, asked one tools/call in each era, load together.  These are the figures measured on
@@ -238,25 +254,25 @@ def write_package(tmp_path: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def test_a_core_module_importing_a_role_is_found_even_lazily(tmp_path):
+def test_a_protocol_module_importing_a_role_is_found_even_lazily(tmp_path):
     root = write_package(tmp_path, {
-        "__init__.py": "", "core/__init__.py": "", "server/__init__.py": "",
-        "core/session.py": "def f():\n    from ..server import tools\n",
-        "server/tools.py": "from ..core import session\n",
+        "__init__.py": "", "server/__init__.py": "",
+        "session.py": "def f():\n    from .server import tools\n",
+        "server/tools.py": "from .. import session\n",
     })
-    assert layer_violations(root) == ["pkg.core.session (core) imports pkg.server.tools (server) lazily"]
+    assert layer_violations(root) == ["pkg.session (protocol) imports pkg.server.tools (server) lazily"]
 
 
 def test_a_role_importing_an_extra_at_module_level_is_found_and_lazily_is_allowed(tmp_path):
     root = write_package(tmp_path, {
-        "__init__.py": "", "server/__init__.py": "", "extras/__init__.py": "", "client/__init__.py": "",
-        "server/registry.py": "from ..extras import policy\ndef run():\n    from ..extras import tasks\n",
-        "extras/policy.py": "", "extras/tasks.py": "",
+        "__init__.py": "", "server/__init__.py": "", "extensions/__init__.py": "", "client/__init__.py": "",
+        "server/registry.py": "from ..extensions import policy\ndef run():\n    from ..extensions import tasks\n",
+        "extensions/policy.py": "", "extensions/tasks.py": "",
         "client/client.py": "def f():\n    from ..server import registry\n",
     })
     assert sorted(layer_violations(root)) == [
         "pkg.client.client imports pkg.server.registry: the roles never import each other",
-        "pkg.server.registry (server) imports pkg.extras.policy (extras) at module level",
+        "pkg.server.registry (server) imports pkg.extensions.policy (extensions) at module level",
     ]
 
 
@@ -287,7 +303,7 @@ def test_a_plain_path_over_each_budget_is_found(tmp_path):
             "import importlib\n"
             "from .extras.policy import Policy\n"  # policy, Policy: 2
             "def run(task_store, business):\n"  # task_store: 1 (business is no bus)
-            "    return importlib.import_module('mcp_ref.extras.ratelimit'), RedisBus, _bus\n"  # 3
+            "    return importlib.import_module('mcp_ref.extensions.ratelimit'), RedisBus, _bus\n"  # 3
             "PLAIN = 'policy and tasks'\n"  # a string, not an import target: 0
         ),
     })
@@ -300,3 +316,10 @@ def test_a_plain_path_over_each_budget_is_found(tmp_path):
         "6 extension mentions > 5: {'pkg.registry': 6}",
         "1 mentioning modules > 0: {'pkg.registry': 6}",
     ]
+
+
+def test_a_sub_package_in_no_layer_is_found(tmp_path):
+    root = write_package(tmp_path, {
+        "__init__.py": "", "gadgets/__init__.py": "", "gadgets/x.py": "from .. import session\n", "session.py": "",
+    })
+    assert layer_violations(root) == ["pkg.gadgets.x: its sub-package has no layer (LAYERS)"]

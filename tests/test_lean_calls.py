@@ -1,6 +1,6 @@
 """A client call's own synchronisation, and the 2026-07-28 ``_meta`` built once (issue 24, item 2).
 
-A :class:`~mcp_ref.core.session.PendingRequest` is a :class:`concurrent.futures.Future` held in the
+A :class:`~mcp_ref.session.PendingRequest` is a :class:`concurrent.futures.Future` held in the
 session's table keyed by request id.  The tests below prove what its users rely on: the first settle wins
 (under a race of threads too), done callbacks run once (at once when already settled), a timeout
 tells the peer and raises RequestTimeout, an answer that is itself a TimeoutError is the outcome, and
@@ -20,8 +20,8 @@ from conftest import WAIT, run_threads
 
 from mcp_ref import Client, Context, RequestTimeout, Server
 from mcp_ref.client import modern
-from mcp_ref.core.envelope import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
-from mcp_ref.core.session import PendingRequest
+from mcp_ref.envelope import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from mcp_ref.session import PendingRequest
 
 
 class Table:

@@ -281,8 +281,8 @@ def test_an_answer_that_finds_the_stream_full_ends_the_session_with_the_reason_l
     """The other half of the policy, on the app's own objects (no socket can hold a stream full on
     cue): an answer already under way when the stream is full is not dropped in silence; the
     session ends, and the log says why."""
-    from mcp_ref.core.jsonrpc import Response, serialize
-    from mcp_ref.transports.http_server import HttpSession
+    from mcp_ref.http.server import HttpSession
+    from mcp_ref.jsonrpc import Response, serialize
     from mcp_ref.workbench.demo import build_server
 
     app = build_server().wsgi_app(standalone_backlog=2)
@@ -300,8 +300,8 @@ def test_an_answer_that_finds_the_stream_full_ends_the_session_with_the_reason_l
 
 
 def test_a_full_standalone_stream_of_streamable_http_drops_a_notification_with_a_log_line(caplog):
-    from mcp_ref.core.jsonrpc import Notification, serialize
-    from mcp_ref.transports.http_server import HttpSession
+    from mcp_ref.http.server import HttpSession
+    from mcp_ref.jsonrpc import Notification, serialize
     from mcp_ref.workbench.demo import build_server
 
     app = build_server().wsgi_app(standalone_backlog=1)

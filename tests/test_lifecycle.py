@@ -7,8 +7,8 @@ import pytest
 from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, handshake_era, schema_errors
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, Client, UnsupportedProtocolVersionError
-from mcp_ref.core.errors import INVALID_REQUEST, METHOD_NOT_FOUND
-from mcp_ref.transports.stdio import SubprocessTransport
+from mcp_ref.errors import INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_ref.stdio import SubprocessTransport
 
 
 @pytest.fixture

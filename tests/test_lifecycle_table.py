@@ -1,4 +1,4 @@
-"""The lifecycle as data (mcp_ref.core.lifecycle.RULES / TRANSITIONS / Lifecycle): each row does what
+"""The lifecycle as data (mcp_ref.lifecycle.RULES / TRANSITIONS / Lifecycle): each row does what
 it says, and a connection's phase moves only by the table."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from conftest import WAIT
 
 from mcp_ref import CapabilityError, InvalidRequest
-from mcp_ref.core.lifecycle import (
+from mcp_ref.lifecycle import (
     CLIENT,
     INITIALIZE_ANSWERED,
     INITIALIZED_RECEIVED,

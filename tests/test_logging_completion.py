@@ -12,7 +12,7 @@ from conftest import SERVERS, WireChecker, client_pool
 from servers.feature_logging import NUMBERS
 
 from mcp_ref import SUPPORTED_VERSIONS, CapabilityError, InvalidParams
-from mcp_ref.core.feature_types import Completion, LogMessage
+from mcp_ref.feature_types import Completion, LogMessage
 from mcp_ref.server import LOG_LEVELS
 
 SCRIPT = SERVERS / "feature_logging.py"

@@ -1,4 +1,4 @@
-"""The in-memory pair: Client.in_memory(server) and mcp_ref.transports.memory.
+"""The in-memory pair: Client.in_memory(server) and mcp_ref.memory.
 
 The same API as Client.stdio, over the same JSON bytes (every message checked against the
 official schema), with no subprocess.
@@ -12,7 +12,7 @@ import pytest
 from conftest import WAIT, WireChecker
 
 from mcp_ref import Client, ConnectionClosed, Context, CreateMessageResult, RequestCancelled, Server, TextContent
-from mcp_ref.transports.memory import Channel, memory_pair
+from mcp_ref.memory import Channel, memory_pair
 
 
 def build_server() -> tuple[Server, dict]:

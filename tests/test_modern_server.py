@@ -84,7 +84,7 @@ class HttpPeer:
         self.last_status = None
 
     def ask(self, method: str, params: dict, **headers) -> dict:
-        from mcp_ref.transports.http_headers import request_headers
+        from mcp_ref.http.headers import request_headers
 
         self.next_id += 1
         sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
@@ -332,7 +332,7 @@ def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve):
     ({"mcp-param-dry-run": "true"}, -32020),  # a header for a value the body does not have
 ], ids=lambda v: repr(v))
 def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, headers, code):
-    from mcp_ref.transports.http_headers import request_headers
+    from mcp_ref.http.headers import request_headers
 
     server = MODERN.build()
     peer = HttpPeer(serve(server))
@@ -348,7 +348,7 @@ def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, header
 
 
 def test_the_client_side_header_rules():
-    from mcp_ref.transports.http_headers import (
+    from mcp_ref.http.headers import (
         InvalidHeaderDeclaration,
         decode_value,
         encode_value,

@@ -14,11 +14,11 @@ import requests
 from conftest import WAIT
 
 from mcp_ref import Client, Context, OAuth, Server
-from mcp_ref.auth.browser import follow_redirect
-from mcp_ref.auth.resource import ProtectedResource
-from mcp_ref.auth.store import FileStore, MemoryStore
+from mcp_ref.http.wsgi_server import WsgiServer
+from mcp_ref.oauth.browser import follow_redirect
+from mcp_ref.oauth.resource import ProtectedResource
+from mcp_ref.oauth.store import FileStore, MemoryStore
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
-from mcp_ref.workbench.wsgi_server import WsgiServer
 
 
 def serve(app):
@@ -181,7 +181,7 @@ def test_the_token_goes_to_the_mcp_server_only(deployment):
 def test_the_loopback_browser_receives_the_redirect(deployment):
     """The default handler: a listener on 127.0.0.1 (RFC 8252 §7.3) gets the redirect; here a thread
     plays the browser, visiting the announced URL."""
-    from mcp_ref.auth.browser import LoopbackBrowser
+    from mcp_ref.oauth.browser import LoopbackBrowser
 
     mcp_url, watched, _ = deployment
     announced = []

@@ -1,4 +1,4 @@
-"""The OAuth 2.1 client (``mcp_ref.auth.OAuth``) against a misbehaving deployment: every way an
+"""The OAuth 2.1 client (``mcp_ref.oauth.OAuth``) against a misbehaving deployment: every way an
 authorization can go wrong ends in one precise ``AuthorizationError`` subclass, with a one-line
 message that never holds a token, a code, a code verifier or a client secret.
 
@@ -25,9 +25,11 @@ import requests
 from conftest import WAIT
 
 from mcp_ref import Client, Server
-from mcp_ref.auth import pkce
-from mcp_ref.auth.browser import LoopbackBrowser, follow_redirect
-from mcp_ref.auth.errors import (
+from mcp_ref.http.wsgi_server import WsgiServer
+from mcp_ref.oauth import pkce
+from mcp_ref.oauth.browser import LoopbackBrowser, follow_redirect
+from mcp_ref.oauth.client import OAuth
+from mcp_ref.oauth.errors import (
     AuthorizationDenied,
     AuthorizationError,
     AuthorizationTimeout,
@@ -39,8 +41,6 @@ from mcp_ref.auth.errors import (
     TokenError,
     Unauthorized,
 )
-from mcp_ref.auth.oauth import OAuth
-from mcp_ref.workbench.wsgi_server import WsgiServer
 
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
 AS_PATH = "/.well-known/oauth-authorization-server"
@@ -799,7 +799,7 @@ def test_a_dangerous_resource_metadata_url_in_the_challenge_is_never_fetched(app
 def test_check_url_keeps_loopback_targets_for_loopback_referrers():
     """A remote server's metadata must not point this client, or the user's browser, at this machine;
     a loopback deployment (tests, a local dev server) may; a referrer's own origin keeps its scheme."""
-    from mcp_ref.auth.discovery import check_issuer, check_url, legacy_authorization_server
+    from mcp_ref.oauth.discovery import check_issuer, check_url, legacy_authorization_server
 
     assert check_url("http://127.0.0.1:9/authorize", "x", referrer="http://localhost:8") == "http://127.0.0.1:9/authorize"
     assert check_url("https://as.example/authorize?a=1", "x", referrer="https://mcp.example")
@@ -831,8 +831,8 @@ def test_a_remote_party_cannot_name_this_machine_in_another_spelling(url):
     server naming ``https://127.1/token`` or ``https://[::ffff:127.0.0.1]/`` would have the client post
     its code, verifier and secret to a local service (and the browser open a local page).  A loopback
     deployment may still name them; other hosts (numeric or not) are not mistaken for this machine."""
-    from mcp_ref.auth.discovery import check_url
-    from mcp_ref.transports.origins import names_this_machine
+    from mcp_ref.http.origins import names_this_machine
+    from mcp_ref.oauth.discovery import check_url
 
     with pytest.raises(MetadataError, match="this machine"):
         check_url(url, "the token_endpoint", referrer="https://as.example")

@@ -5,7 +5,7 @@ import sys
 import pytest
 from conftest import SERVERS
 
-from mcp_ref.core.pagination import InvalidCursor, Paginator
+from mcp_ref.pagination import InvalidCursor, Paginator
 
 
 def collect(p: Paginator, items, kind="tools"):

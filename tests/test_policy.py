@@ -19,7 +19,7 @@ from conftest import SERVERS, WAIT, InMemory
 from http_fixtures import HeaderRecorder, serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, LimitExceeded, McpError
-from mcp_ref.auth.resource import AccessInfo, ProtectedResource
+from mcp_ref.oauth.resource import AccessInfo, ProtectedResource
 
 POLICY = InMemory("policy_server", "build")
 ERAS = ("modern", "handshake")
@@ -405,7 +405,7 @@ def test_subscriptions_have_a_default_cap_per_caller(era):
     ``data.limit`` (a session's record, which a shared state keeps and rereads, stays bounded);
     unsubscribing makes room.  ``None`` still means no cap."""
     from mcp_ref import Server
-    from mcp_ref.extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
+    from mcp_ref.extensions.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES as DEFAULT
 
     server = Server("default-cap")
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 
-from mcp_ref.auth.resource import AccessInfo
+from mcp_ref.oauth.resource import AccessInfo
 from mcp_ref.server.principal import Principal, principal_id, principal_id_of
 
 #: A caller with a user, one without, and two whose parts would run together if not encoded.
@@ -60,7 +60,7 @@ def session_of(auth: AccessInfo | None, kind: str = "streamable"):
 @pytest.mark.parametrize("auth", [ALICE, SERVICE, None], ids=["user", "client", "no token"])
 @pytest.mark.parametrize("kind", ["streamable", "legacy"])
 def test_a_session_record_read_back_from_json_still_belongs_to_its_caller(auth, kind):
-    from mcp_ref.transports.http_server.shared import owned_by, record_state
+    from mcp_ref.http.server.shared import owned_by, record_state
 
     state = record_state(session_of(auth, kind), "w1")
     assert through_json(state) == state  # nothing in it that JSON changes (a tuple would)
@@ -82,14 +82,14 @@ def test_a_session_record_read_back_from_json_still_belongs_to_its_caller(auth, 
 def test_a_session_record_in_either_table_still_belongs_to_its_caller(table, request):
     """The memory table keeps a record as a shared one gives it back (through JSON), so one process
     compares as a deployment does."""
-    from mcp_ref.transports.http_server.sessions import MemorySessionTable
-    from mcp_ref.transports.http_server.shared import owned_by, record_state
+    from mcp_ref.http.server.sessions import MemorySessionTable
+    from mcp_ref.http.server.shared import owned_by, record_state
 
     state_store = None
     if table == "memory":
         sessions = MemorySessionTable()
     else:
-        from mcp_ref.extras.redis_state import RedisState
+        from mcp_ref.state.redis import RedisState
 
         state_store = RedisState.from_url(request.getfixturevalue("redis_url"))
         sessions = state_store.session_table()
@@ -108,14 +108,14 @@ def test_a_session_record_in_either_table_still_belongs_to_its_caller(table, req
 
 @pytest.mark.parametrize("records", ["memory", "redis"])
 def test_a_task_record_read_back_still_belongs_to_its_caller(records, request):
-    from mcp_ref.core.errors import InvalidParams
-    from mcp_ref.extras.tasks import TaskStore
+    from mcp_ref.errors import InvalidParams
+    from mcp_ref.extensions.tasks import TaskStore
 
     state_store = None
     if records == "memory":
         store = TaskStore()
     else:
-        from mcp_ref.extras.redis_state import RedisState
+        from mcp_ref.state.redis import RedisState
 
         state_store = RedisState.from_url(request.getfixturevalue("redis_url"))
         store = TaskStore(records=state_store.task_records())
@@ -132,9 +132,9 @@ def test_a_task_record_read_back_still_belongs_to_its_caller(records, request):
 
 
 def test_a_sealed_request_state_opens_for_its_caller_only():
-    from mcp_ref.core.errors import InvalidParams
-    from mcp_ref.core.signing import Keyring
+    from mcp_ref.errors import InvalidParams
     from mcp_ref.server.input_required import Inputs, digest, open_state, seal_state
+    from mcp_ref.signing import Keyring
 
     keyring, params = Keyring("secret"), {"name": "greet", "arguments": {}}
     token = seal_state(Inputs({"k": 1}, {"k"}), "tools/call", params, keyring, principal_id(ALICE))
@@ -149,8 +149,8 @@ def test_a_sealed_request_state_opens_for_its_caller_only():
 
 def test_a_stream_holders_key_is_the_callers_identity():
     """``max_streams_per_client`` counts streams by this key in the shared held sets."""
-    from mcp_ref.transports.http_server.base import client_of
+    from mcp_ref.http.server.base import client_of
 
-    key = client_of({"mcp_ref.auth": ALICE, "REMOTE_ADDR": "10.0.0.1"})
+    key = client_of({"mcp_ref.oauth": ALICE, "REMOTE_ADDR": "10.0.0.1"})
     assert key == principal_id(same_caller_again(ALICE)) and through_json(key) == key
     assert client_of({"REMOTE_ADDR": "10.0.0.1"}) == "http-client:10.0.0.1"

@@ -14,8 +14,8 @@ from conftest import SERVERS, client_pool
 from servers.feature_prompts import AUDIO, BLOB, IMAGE
 
 from mcp_ref import SUPPORTED_VERSIONS, InvalidParams
-from mcp_ref.core.feature_types import GetPromptResult, Prompt, PromptArgument, PromptMessage
-from mcp_ref.core.types import (
+from mcp_ref.feature_types import GetPromptResult, Prompt, PromptArgument, PromptMessage
+from mcp_ref.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,
@@ -133,7 +133,7 @@ NOTES_SERVER = [sys.executable, str(SERVERS / "notes_server.py")]
 def test_prompt_icons_and_resource_links_follow_the_revision(connect, wire, version):
     from servers.notes_server import ICONS, LINK
 
-    from mcp_ref.core.types import ResourceLink
+    from mcp_ref.types import ResourceLink
 
     client = connect(NOTES_SERVER, protocol_version=version)
     iconic = [p for p in client.list_prompts() if p.name == "iconic"][0]

@@ -11,10 +11,10 @@ import requests
 from conftest import WAIT
 
 from mcp_ref import Client, Context, Server
-from mcp_ref.auth import pkce
-from mcp_ref.auth.resource import ProtectedResource
+from mcp_ref.http.wsgi_server import WsgiServer
+from mcp_ref.oauth import pkce
+from mcp_ref.oauth.resource import ProtectedResource
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
-from mcp_ref.workbench.wsgi_server import WsgiServer
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

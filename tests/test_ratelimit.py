@@ -1,5 +1,5 @@
-"""The policy's mechanisms on their own: rate limits (mcp_ref.extras.ratelimit), the bounded bucket table,
-and the coalescing of resource updates (mcp_ref.extras.policy.UpdateCoalescer).  Through real
+"""The policy's mechanisms on their own: rate limits (mcp_ref.extensions.ratelimit), the bounded bucket table,
+and the coalescing of resource updates (mcp_ref.extensions.policy.UpdateCoalescer).  Through real
 transports they are tested in test_policy.py."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from conftest import WAIT
 
 from mcp_ref import LimitExceeded, RateLimit
-from mcp_ref.extras.policy import Policy, Principal, UpdateCoalescer
-from mcp_ref.extras.ratelimit import RateLimiter
+from mcp_ref.extensions.policy import Policy, Principal, UpdateCoalescer
+from mcp_ref.extensions.ratelimit import RateLimiter
 
 
 class Clock:

@@ -14,7 +14,7 @@ import pytest
 from conftest import SERVERS, WAIT
 
 from mcp_ref import Client
-from mcp_ref.transports.stdio import SubprocessTransport
+from mcp_ref.stdio import SubprocessTransport
 
 CALLS = 5
 

@@ -27,26 +27,27 @@ END = "<!-- end of the generated reading guide -->"
 #: package __init__ files of the roles aside), checked against what they load.
 READING_ORDER = [
     "mcp_ref/__init__.py",
-    "mcp_ref/core/__init__.py",
-    "mcp_ref/core/jsonrpc.py",
-    "mcp_ref/core/errors.py",
-    "mcp_ref/core/lifecycle.py",
-    "mcp_ref/core/envelope.py",
-    "mcp_ref/core/types.py",
-    "mcp_ref/core/transport.py",
-    "mcp_ref/core/requests.py",
-    "mcp_ref/core/session.py",
-    "mcp_ref/core/handler_pool.py",
-    "mcp_ref/transports/stdio.py",
+    "mcp_ref/versions.py",
+    "mcp_ref/jsonrpc.py",
+    "mcp_ref/errors.py",
+    "mcp_ref/lifecycle.py",
+    "mcp_ref/envelope.py",
+    "mcp_ref/types.py",
+    "mcp_ref/transport.py",
+    "mcp_ref/request.py",
+    "mcp_ref/session.py",
+    "mcp_ref/handler_pool.py",
+    "mcp_ref/stdio.py",
     "mcp_ref/server/registry.py",
     "mcp_ref/server/serving.py",
+    "mcp_ref/server/shorthand.py",
     "mcp_ref/server/seams.py",
     "mcp_ref/server/principal.py",
     "mcp_ref/server/connection.py",
     "mcp_ref/server/context.py",
     "mcp_ref/server/tools.py",
     "mcp_ref/server/signatures.py",
-    "mcp_ref/core/validation.py",
+    "mcp_ref/server/validation.py",
     "mcp_ref/server/caching.py",
     "mcp_ref/client/client.py",
     "mcp_ref/client/connection.py",
@@ -169,7 +170,7 @@ def test_the_reading_order_holds_what_a_plain_server_and_client_load(plain_runs)
     aside, the roles' lazy export tables): a module that joins the plain path joins the guide."""
     loaded = set()
     for run in plain_runs.values():
-        loaded |= set(run["modules"])
+        loaded |= set(run)  # module name -> file
     named = set()
     for name in READING_ORDER:
         parts = list(Path(name).with_suffix("").parts)

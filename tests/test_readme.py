@@ -29,7 +29,7 @@ BLOCKS = {
     "# http_server.py": "test_http_examples_run",
     "gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app": "test_http_deploy_commands_serve",
     "gunicorn_hooks": "SKIP: Redis and two gunicorn deployments; tests/test_scale_out.py runs the same gunicorn command "
-                      "line (-c python:mcp_ref.workbench.gunicorn_hooks) against a real Redis",
+                      "line (-c python:mcp_ref.http.gunicorn_hooks) against a real Redis",
     'Client.http("http://127.0.0.1:8000/mcp", headers': "test_http_examples_run",
     "# http_server_limits.py": "test_http_examples_run",
     "# ask_server.py": "test_two_eras_example_asks_in_one_round_and_completes_on_the_retry",
@@ -291,7 +291,7 @@ def test_two_eras_example_asks_in_one_round_and_completes_on_the_retry(tmp_path)
     import requests
     from http_fixtures import TIMEOUT, serving
 
-    from mcp_ref.transports.http_headers import request_headers
+    from mcp_ref.http.headers import request_headers
 
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}}

@@ -17,9 +17,9 @@ import pytest
 from conftest import WAIT, Collector
 from redis_fixture import own_redis, redis_server, redis_url  # noqa: F401 - fixtures
 
-from mcp_ref.extras.redis_state.bus import RedisBus
-from mcp_ref.extras.redis_state.connection import Connection
-from mcp_ref.server.state import Bus
+from mcp_ref.state.redis.bus import RedisBus
+from mcp_ref.state.redis.connection import Connection
+from mcp_ref.state.stores import Bus
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_a_slow_callback_blocks_neither_publish_nor_reading_and_a_full_queue_dro
             assert publisher.publish("changes", {"n": n}) == 1
         done.set()
 
-    with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.bus"):
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.state.redis.bus"):
         threading.Thread(target=publish_rest, daemon=True).start()
         assert done.wait(WAIT)  # publishing never waits for a subscriber
         assert listener.wait_for(lambda: listener.received == 11, WAIT)  # the listener kept reading
@@ -180,7 +180,7 @@ def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_i
     assert publisher.publish("changes", {"n": 1}) == 1
     heard.wait_for(1)
 
-    with caplog.at_level(logging.WARNING, logger="mcp_ref.extras.redis_state.bus"):
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.state.redis.bus"):
         own_redis.stop()
         assert listener.wait_for(lambda: not listener.connected, WAIT)
         started = time.monotonic()

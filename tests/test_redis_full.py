@@ -18,7 +18,7 @@ from http_fixtures import TIMEOUT, RawSession, request, start
 from redis_fixture import own_redis  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, Server
-from mcp_ref.transports.http_headers import request_headers
+from mcp_ref.http.headers import request_headers
 
 pytestmark = pytest.mark.slow
 

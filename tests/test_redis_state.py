@@ -1,4 +1,4 @@
-"""What only the Redis stores do (mcp_ref.extras.redis_state.stores): namespaced keys that expire on
+"""What only the Redis stores do (mcp_ref.state.redis.stores): namespaced keys that expire on
 Redis's clock, a lease, a pool of each process's own after a fork, and faults (Redis stopped,
 stalled, restarted).  The contract every store keeps is tests/test_server_state.py, run on both.
 
@@ -19,8 +19,11 @@ from conftest import WAIT
 from redis_fixture import RedisServer, own_redis, redis_server, redis_url, required_binary  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, McpError, ServerBusy
-from mcp_ref.extras.client_tasks import EXTENSION
-from mcp_ref.extras.redis_state import (
+from mcp_ref.extensions.client_tasks import EXTENSION
+from mcp_ref.extensions.tasks import COMPLETED, FAILED, TaskStore
+from mcp_ref.server import Server
+from mcp_ref.server.shorthand import state_from
+from mcp_ref.state.redis import (
     Connection,
     RedisBuckets,
     RedisCounters,
@@ -29,9 +32,6 @@ from mcp_ref.extras.redis_state import (
     RedisTaskRecords,
     stores,
 )
-from mcp_ref.extras.tasks import COMPLETED, FAILED, TaskStore
-from mcp_ref.server import Server
-from mcp_ref.server.shorthand import state_from
 
 #: What a request that may become a task declares (the 2026-07-28 tasks extension).
 TASKS = (EXTENSION,)
@@ -74,7 +74,7 @@ def test_a_namespace_that_could_not_name_keys_is_refused_at_once(namespace):
 
 
 def test_the_namespace_is_taken_out_of_the_url_and_the_rest_kept():
-    from mcp_ref.extras.redis_state.connection import split_url
+    from mcp_ref.state.redis.connection import split_url
 
     assert split_url("redis://:pw@host:6380/2?namespace=app&socket_keepalive=1") == (
         "redis://:pw@host:6380/2?socket_keepalive=1", "app")
@@ -157,8 +157,8 @@ def test_every_task_key_expires_after_the_last_record_it_may_name(connection):
     ``:callers``, ``:done``, an owner's and a caller's) expire too, a margin after the last record
     they may name, so a deployment that stopped leaves nothing for ever; while a record without a TTL
     lives, the indexes naming it stay (bounded by ``max_tasks``)."""
-    from mcp_ref.extras.redis_state.stores import INDEX_MARGIN_MS
-    from mcp_ref.server.state import owner_digest
+    from mcp_ref.state.redis.stores import INDEX_MARGIN_MS
+    from mcp_ref.state.stores import owner_digest
 
     records = RedisTaskRecords(connection)
     client = connection.client
@@ -383,9 +383,9 @@ def test_tasks_get_answers_an_error_while_the_task_store_is_unreachable(own_serv
 
 
 def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_them_fail(connection, monkeypatch):
-    """extras/tasks.py: the process holding a task renews its lease every third of LEASE_SECONDS; a
+    """extensions/tasks.py: the process holding a task renews its lease every third of LEASE_SECONDS; a
     process that stops renewing (it died) leaves the task to read ``failed`` once the lease runs out."""
-    from mcp_ref.extras import tasks as tasks_module
+    from mcp_ref.extensions import tasks as tasks_module
 
     monkeypatch.setattr(tasks_module, "LEASE_SECONDS", 0.3)
     holder = TaskStore(records=RedisTaskRecords(connection))

@@ -16,7 +16,7 @@ from conftest import SERVERS, client_pool
 from servers.feature_resources import BLOB, TEXT  # the server's own constants
 
 from mcp_ref import SUPPORTED_VERSIONS, BlobResourceContents, ResourceNotFound, TextResourceContents
-from mcp_ref.core.feature_types import ReadResourceResult
+from mcp_ref.feature_types import ReadResourceResult
 
 SCRIPT = SERVERS / "feature_resources.py"
 

@@ -20,7 +20,7 @@ from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 from test_http_deploy import start_gunicorn, stop
 
 from mcp_ref import Client, LimitExceeded, McpError
-from mcp_ref.extras.client_tasks import EXTENSION
+from mcp_ref.extensions.client_tasks import EXTENSION
 
 #: What a request that may become a task declares (the 2026-07-28 tasks extension).
 TASKS = (EXTENSION,)
@@ -37,7 +37,7 @@ class Deployment:
     def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True,
                  protected: bool = False):
         self.proc, self.errors, self.port = start_gunicorn(
-            ["-c", "python:mcp_ref.workbench.gunicorn_hooks", "-k", "gthread", "-w", str(workers), "--threads", "8",
+            ["-c", "python:mcp_ref.http.gunicorn_hooks", "-k", "gthread", "-w", str(workers), "--threads", "8",
              "--chdir", str(SERVERS), "scale_out_app:wsgi_app"],
             {"MCP_REF_SECRET": "scale-out-test-secret", "SCALE_OUT_SERVER_LIMIT": server_limit,
              "SCALE_OUT_STATELESS": "1" if stateless else "0", "SCALE_OUT_PROTECTED": "1" if protected else "0"},
@@ -86,7 +86,7 @@ TOKENS = pytest.mark.parametrize("token", [None, "alice-token"], ids=["no token"
 
 def session_count(redis_url: str) -> int:
     """How many sessions the deployment's shared table holds."""
-    from mcp_ref.extras.redis_state import RedisState
+    from mcp_ref.state.redis import RedisState
 
     state = RedisState.from_url(redis_url)
     try:

@@ -1,4 +1,4 @@
-"""The server's seams, through extensions (mcp_ref.core.extension): around dispatch, the item
+"""The server's seams, through extensions (mcp_ref.extension): around dispatch, the item
 gate, around a tools/call; and a plain server that loads none of the extras."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from mcp_ref import Client, Server
-from mcp_ref.core.errors import InvalidRequest, McpError
-from mcp_ref.core.extension import Extension
+from mcp_ref.errors import InvalidRequest, McpError
+from mcp_ref.extension import Extension
 from mcp_ref.server.seams import OPEN
 
 WAIT = 10.0
@@ -125,9 +125,9 @@ def test_a_plain_server_loads_none_of_the_extras():
     out = subprocess.run([sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=60, check=True)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert "mcp_ref.server.tools" in loaded  # the probe saw the server's modules
-    for name in ("mcp_ref.extras", "mcp_ref.server.subscriptions", "mcp_ref.server.prompts",
-                 "mcp_ref.server.resources", "mcp_ref.server.completion", "mcp_ref.core.uri_template",
-                 "mcp_ref.core.pagination"):
+    for name in ("mcp_ref.extensions", "mcp_ref.server.subscriptions", "mcp_ref.server.prompts",
+                 "mcp_ref.server.resources", "mcp_ref.server.completion", "mcp_ref.uri_template",
+                 "mcp_ref.pagination"):
         assert not any(m == name or m.startswith(name + ".") for m in loaded), name
 
 

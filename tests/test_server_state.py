@@ -1,7 +1,7 @@
-"""The state seams (mcp_ref.server.state): a contract per interface, and a server really using them.
+"""The state seams (mcp_ref.state.stores): a contract per interface, and a server really using them.
 
 Each contract test takes its store from a fixture parametrized over implementations: in memory, and
-on Redis (:mod:`mcp_ref.extras.redis_state`, on the pytest worker's real ``redis-server``, each test
+on Redis (:mod:`mcp_ref.state.redis`, on the pytest worker's real ``redis-server``, each test
 in a key namespace of its own: tests/redis_fixture.py); both must pass the same tests.  Time is a
 :class:`Clock` the test moves: the Redis stores take an injected clock too (their scripts are then
 given its time instead of Redis's), so no test sleeps.  What only Redis does (keys expiring on
@@ -17,12 +17,12 @@ from conftest import WAIT
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 
 from mcp_ref import Client, Context, LimitExceeded, McpError
-from mcp_ref.core.errors import InvalidParams, RequestCancelled
-from mcp_ref.extras.ratelimit import RateLimiter
-from mcp_ref.extras.tasks import CANCELLED, COMPLETED, INPUT_REQUIRED, TaskRun, TaskStore
+from mcp_ref.errors import InvalidParams, RequestCancelled
+from mcp_ref.extensions.ratelimit import RateLimiter
+from mcp_ref.extensions.tasks import CANCELLED, COMPLETED, INPUT_REQUIRED, TaskRun, TaskStore
 from mcp_ref.server import Server
 from mcp_ref.server.input_required import Ask
-from mcp_ref.server.state import (
+from mcp_ref.state.stores import (
     MemoryBuckets,
     MemoryBus,
     MemoryCounters,
@@ -51,7 +51,7 @@ def clock() -> Clock:
 
 def connection(request):
     """A Redis connection in the test's own namespace (closed after the test)."""
-    from mcp_ref.extras.redis_state import Connection
+    from mcp_ref.state.redis import Connection
 
     made = Connection(request.getfixturevalue("redis_url"))
     request.addfinalizer(made.close)
@@ -61,7 +61,7 @@ def connection(request):
 @pytest.fixture(params=IMPLEMENTATIONS)
 def buckets(request, clock):
     if request.param == "redis":
-        from mcp_ref.extras.redis_state import RedisBuckets
+        from mcp_ref.state.redis import RedisBuckets
 
         return RedisBuckets(connection(request), clock=clock)
     return MemoryBuckets(clock=clock, max_keys=100)
@@ -70,7 +70,7 @@ def buckets(request, clock):
 @pytest.fixture(params=IMPLEMENTATIONS)
 def counters(request):
     if request.param == "redis":
-        from mcp_ref.extras.redis_state import RedisCounters
+        from mcp_ref.state.redis import RedisCounters
 
         return RedisCounters(connection(request))
     return MemoryCounters()
@@ -84,7 +84,7 @@ def bus(request):
 @pytest.fixture(params=IMPLEMENTATIONS)
 def records(request, clock):
     if request.param == "redis":
-        from mcp_ref.extras.redis_state import RedisTaskRecords
+        from mcp_ref.state.redis import RedisTaskRecords
 
         return RedisTaskRecords(connection(request), clock=clock)
     return MemoryTaskRecords(clock=clock)
@@ -214,7 +214,7 @@ def holders(request, clock, kind: str, **options):
     """Two Redis stores of ``kind`` on one namespace: two processes of one deployment (each its own
     holder token), on the test's clock, with a holder TTL of 5 s and no heartbeat of their own
     unless ``beat_every`` is given."""
-    from mcp_ref.extras.redis_state import RedisCounters, RedisHeldSets
+    from mcp_ref.state.redis import RedisCounters, RedisHeldSets
 
     made = connection(request)
     kind_class = {"counters": RedisCounters, "held": RedisHeldSets}[kind]
@@ -306,7 +306,7 @@ def test_held_sets_take_the_last_place_once_under_contention(request, clock, red
 
 
 def test_a_memory_state_has_no_held_sets():
-    from mcp_ref.server.state import MemoryState
+    from mcp_ref.state.stores import MemoryState
 
     assert MemoryState().held_sets() is None  # one process: its connections and streams are the truth
 
@@ -545,7 +545,7 @@ def test_the_listing_index_goes_with_the_records(records, clock):
 def test_a_record_redis_forgot_on_its_own_is_not_listed_and_leaves_the_index(request, clock, redis_only):
     # Redis expires a record's keys on its own clock (or evicts them under maxmemory) before the
     # expiry index says so: the listing checks each record it pages over, and forgets a gone one.
-    from mcp_ref.extras.redis_state import RedisTaskRecords
+    from mcp_ref.state.redis import RedisTaskRecords
 
     records = RedisTaskRecords(connection(request), clock=clock)
     for n in range(4):
@@ -755,7 +755,7 @@ def test_a_worker_whose_app_is_made_announces_what_it_registers_before_serving_a
 
 def test_the_state_is_chosen_by_url_and_a_wrong_one_is_refused_without_its_password():
     from mcp_ref.server.shorthand import state_from
-    from mcp_ref.server.state import MemoryState
+    from mcp_ref.state.stores import MemoryState
 
     assert isinstance(state_from("memory"), MemoryState)
     mine = MemoryState()

@@ -10,7 +10,7 @@ import pytest
 from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, Workers, handshake_era, run_threads, schema_errors
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
-from mcp_ref.core.session import DEFAULT_MAX_TOTAL_FACTOR
+from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
 
 
 @pytest.fixture
@@ -444,7 +444,7 @@ def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
     # until it reads the cancel, then answers it anyway.
     client = connect(LATE_ANSWER_SERVER)
     call = client.start_tool_call("stubborn")
-    with caplog.at_level("WARNING", logger="mcp_ref.core.session"):
+    with caplog.at_level("WARNING", logger="mcp_ref.session"):
         assert call.cancel("changed my mind") is True
         with pytest.raises(RequestCancelled):
             call.result()

@@ -2,7 +2,7 @@
 HTTP app on its own socket, sharing one real Redis (``Server(state=redis_url)``) — two workers of one
 deployment.  A session made on one is served by the other; what must reach the worker holding a
 request (an answer to its request to the client, a cancellation) crosses over the bus; streams are
-followed and resumed from the shared event store.  See mcp_ref/transports/http_server/shared.py and
+followed and resumed from the shared event store.  See mcp_ref/http/server/shared.py and
 spec_notes/deployment.md, "Handshake sessions on any worker".  (Under real gunicorn: test_scale_out.py.)
 """
 
@@ -30,7 +30,7 @@ class Tokens:
     RESOURCE."""
 
     def verify(self, token: str):
-        from mcp_ref.auth.resource import AccessInfo
+        from mcp_ref.oauth.resource import AccessInfo
 
         user = token.removesuffix("-token")
         if not token.endswith("-token") or user not in ("alice", "bob"):
@@ -46,7 +46,7 @@ class Worker:
         self.name = name
         self.token = token
         if token is not None:
-            from mcp_ref.auth.resource import ProtectedResource
+            from mcp_ref.oauth.resource import ProtectedResource
 
             options["auth"] = ProtectedResource(Tokens(), ["https://as.example"], resource=RESOURCE)
         self.release = threading.Event()  # lets `steps` go on
@@ -220,7 +220,7 @@ def test_a_session_with_a_bearer_token_is_served_by_every_worker_and_no_orphan_i
     ``Mcp-Session-Id`` on B: 200 (the record's principal, read back from JSON, is the caller's).
     Another user's token gets 404 on every worker; a client through a round-robin balancer keeps one
     session (no 404 made it start another), so the table holds only the sessions made."""
-    from mcp_ref.extras.redis_state import RedisState
+    from mcp_ref.state.redis import RedisState
 
     a, b = (Worker(f"w{n}", redis_url, "alice-token", keepalive=0.5) for n in range(2))
     state = RedisState.from_url(redis_url)
@@ -328,7 +328,7 @@ def test_a_log_level_set_on_one_worker_is_obeyed_on_the_other_before_the_bus_tel
 def test_the_redis_session_table_counts_each_change_and_a_touch_says_how_many(redis_url):
     """What the read-your-writes check above rests on: ``update`` counts a generation, ``touch``
     returns it in the same script (no extra round trip), ``get`` returns it with the record."""
-    from mcp_ref.extras.redis_state import RedisState
+    from mcp_ref.state.redis import RedisState
 
     state = RedisState.from_url(redis_url)
     try:
@@ -475,7 +475,7 @@ def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_not
     raw.initialize()
     stream = SseReader(on(raw, b).get())
     assert stream.next()["id"]  # priming: b follows the session's standalone stream
-    a.stop()  # the home exits (cleanly: gunicorn's stop, with mcp_ref.workbench.gunicorn_hooks)
+    a.stop()  # the home exits (cleanly: gunicorn's stop, with mcp_ref.http.gunicorn_hooks)
     request_id, response = tool_call(on(raw, b), "add_tool", {"tool": "after_a"})  # b serves, and claims the home
     assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "added after_a"
     heard = next_within(stream)
@@ -614,7 +614,7 @@ def test_two_workers_subscribing_at_once_both_count(workers):
 def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_url):
     """An end a worker was not told of (the record removed behind its back: a lost bus message, an
     expiry another worker found) still ends its replica and its GET stream."""
-    from mcp_ref.extras.redis_state import RedisState
+    from mcp_ref.state.redis import RedisState
 
     a, b = workers()
     raw = a.raw()
@@ -633,7 +633,7 @@ def test_a_session_whose_record_is_gone_is_ended_on_every_worker(workers, redis_
 def test_one_store_given_keeps_sessions_in_their_process():
     """Both stores are shared, or neither: sessions of one process in a shared table would be swept
     by the others."""
-    from mcp_ref.transports.http_server import MemoryEventStore, MemorySessionTable
+    from mcp_ref.http.server import MemoryEventStore, MemorySessionTable
 
     server = Server("mixed", state="redis://127.0.0.1:1/0")  # never connected: nothing here asks it
     app = server.wsgi_app(event_store=MemoryEventStore())

@@ -16,8 +16,8 @@ from conftest import WAIT
 from redis_fixture import redis_server, redis_url  # noqa: F401 - fixtures
 
 from mcp_ref import Client, LimitExceeded
+from mcp_ref.memory import memory_pair
 from mcp_ref.server import Server
-from mcp_ref.transports.memory import memory_pair
 
 CAP = 3
 

@@ -8,8 +8,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 
 import pytest
 
-from mcp_ref.core.media import Image
-from mcp_ref.core.types import CallToolResult, ImageContent, TextContent
+from mcp_ref.media import Image
 from mcp_ref.server.signatures import (
     ArgumentPlan,
     compile_arguments,
@@ -18,6 +17,7 @@ from mcp_ref.server.signatures import (
     to_jsonable,
     type_schema,
 )
+from mcp_ref.types import CallToolResult, ImageContent, TextContent
 
 
 class Color(enum.Enum):

@@ -1,5 +1,5 @@
 """A POST that belongs to no session (stateless mode in the handshake era, every 2026-07-28 POST) is
-served on its own thread by one :func:`~mcp_ref.transports.http_server.oneshot.one_shot` dispatch:
+served on its own thread by one :func:`~mcp_ref.http.server.oneshot.one_shot` dispatch:
 no ``HttpSession``, stream or event store per request, and still the same answers, errors,
 notifications on an SSE reply, auth principal, and cancellation when the client goes (issue 24 item 4).
 Real sockets on 127.0.0.1; raw HTTP, so every byte of the reply is the server's."""
@@ -16,7 +16,7 @@ from conftest import WAIT
 from http_fixtures import serve  # noqa: F401 - fixture
 
 from mcp_ref import Context, Server
-from mcp_ref.transports.http_server import http_session
+from mcp_ref.http.server import http_session
 
 MODERN = "2026-07-28"
 ERAS = ("handshake", "modern")

@@ -114,7 +114,7 @@ class HttpServer:
         self.next_id = 0
 
     def post(self, method: str, params: dict, **options):
-        from mcp_ref.transports.http_headers import request_headers
+        from mcp_ref.http.headers import request_headers
 
         self.next_id += 1
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",

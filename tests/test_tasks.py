@@ -19,7 +19,7 @@ from http_fixtures import serve  # noqa: F401 - a fixture
 from test_modern_server import HttpPeer, StdioPeer, meta
 
 from mcp_ref import Client, Context, McpError, RequestCancelled, RequestTimeout, Server
-from mcp_ref.extras.tasks import TaskStore
+from mcp_ref.extensions.tasks import TaskStore
 
 TASKS = InMemory("tasks_server")
 SERVER = [sys.executable, str(SERVERS / "tasks_server.py")]
@@ -53,7 +53,7 @@ class Raw:
                     return message
         import requests
 
-        from mcp_ref.transports.http_headers import request_headers
+        from mcp_ref.http.headers import request_headers
 
         peer.next_id += 1
         sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
@@ -188,7 +188,7 @@ def test_a_task_waiting_for_input_is_cancelled_when_cancel_returns():
     # tasks/get right after the acknowledgement says cancelled (it said input_required until the
     # handler's thread woke: a client that cancels and then looks saw a live task).  Here no runner
     # would ever finish the task, so only cancel() itself can make it cancelled.
-    from mcp_ref.extras.tasks import CANCELLED, INPUT_REQUIRED, Task
+    from mcp_ref.extensions.tasks import CANCELLED, INPUT_REQUIRED, Task
     from mcp_ref.server.input_required import Ask
 
     task = Task("t1", None, 60_000, 100)

@@ -1,4 +1,4 @@
-"""The experimental tasks of 2025-11-25 (basic/utilities/tasks), server side: mcp_ref.extras.tasks_2025.
+"""The experimental tasks of 2025-11-25 (basic/utilities/tasks), server side: mcp_ref.extensions.tasks_2025.
 
 The server is tests/servers/tasks_server.py (the same tools serve the 2026-07-28 extension,
 tests/test_tasks.py): in this process, driven with mcp_ref's client sending raw requests
@@ -20,7 +20,7 @@ from conftest import SERVERS, WAIT, InMemory, WireChecker, raw_peer, schema_erro
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref import Client, Context, McpError, Server
-from mcp_ref.extras import tasks_2025
+from mcp_ref.extensions import tasks_2025
 
 VERSION = "2025-11-25"
 RELATED = "io.modelcontextprotocol/related-task"

@@ -8,11 +8,11 @@ import sys
 
 from conftest import ROOT, WAIT
 
-import mcp_ref.core.session
+import mcp_ref.session
 from mcp_ref import Client, Server
-from mcp_ref.core.transport import Transport
+from mcp_ref.transport import Transport
 
-SESSION = mcp_ref.core.session.__file__
+SESSION = mcp_ref.session.__file__
 CONTRACT = {"read", "write", "close", "attach", "request_finished"}
 
 #: Words the session's code may not use: an era (the handshake or the 2026-07-28 envelope, ping
@@ -187,8 +187,8 @@ class Told:
 
 
 def test_the_http_client_tells_the_session_of_a_held_or_failed_request_in_turn():
-    from mcp_ref.transports.http_client import HttpClientTransport, hold_current_request
-    from mcp_ref.transports.http_plumbing import RequestFailed, sending
+    from mcp_ref.http.bounded_reads import RequestFailed, sending
+    from mcp_ref.http.client import HttpClientTransport, hold_current_request
 
     transport = HttpClientTransport("http://127.0.0.1:9/mcp")  # nothing is sent anywhere
     requests = Told()

@@ -1,4 +1,4 @@
-"""from_wire / to_wire round trips for every payload type of mcp_ref.core.types.
+"""from_wire / to_wire round trips for every payload type of mcp_ref.types.
 
 The spec's own example instances (copied into tests/spec_examples/2026-07-28/<Type>/*.json)
 are the test vectors where a matching type folder exists; hand-made instances
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_ref.core import feature_types, sampling_and_elicitation, types
-from mcp_ref.core.feature_types import (
+from mcp_ref import feature_types, sampling_and_elicitation, types
+from mcp_ref.feature_types import (
     Completion,
     GetPromptResult,
     LogMessage,
@@ -29,14 +29,14 @@ from mcp_ref.core.feature_types import (
     ResourceTemplate,
     Root,
 )
-from mcp_ref.core.sampling_and_elicitation import (
+from mcp_ref.sampling_and_elicitation import (
     CreateMessageParams,
     CreateMessageResult,
     ElicitParams,
     ElicitResult,
     SamplingMessage,
 )
-from mcp_ref.core.types import (
+from mcp_ref.types import (
     AudioContent,
     BlobResourceContents,
     CallToolResult,
@@ -58,7 +58,7 @@ from mcp_ref.core.types import (
 EXAMPLES = Path(__file__).resolve().parent / "spec_examples" / "2026-07-28"
 
 MODELS = sorted(
-    # The wire types of the three modules (mcp_ref.core.media holds only Image and Audio: constructors of
+    # The wire types of the three modules (mcp_ref.media holds only Image and Audio: constructors of
     # ImageContent and AudioContent from a path or bytes, not wire types).
     (obj for module in (types, feature_types, sampling_and_elicitation) for obj in vars(module).values()
      if isinstance(obj, type) and issubclass(obj, WireModel) and obj is not WireModel

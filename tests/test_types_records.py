@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import mcp_ref
-from mcp_ref.core import types
-from mcp_ref.core.feature_types import Page
-from mcp_ref.core.types import (
+from mcp_ref import types
+from mcp_ref.feature_types import Page
+from mcp_ref.types import (
     CallToolResult,
     Implementation,
     InitializeResult,
@@ -216,7 +216,7 @@ def test_from_wire_defaults_required_keys_null_nesting_and_raw():
 
 
 def test_wire_keys_are_the_fields_on_the_wire_in_camel_case():
-    from mcp_ref.core.sampling_and_elicitation import ElicitResult
+    from mcp_ref.sampling_and_elicitation import ElicitResult
 
     assert types.wire_keys(TextContent) == (
         ("text", "text"),

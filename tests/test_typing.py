@@ -140,10 +140,10 @@ EXPECTED = [
     r"def \(\) -> (builtins\.)?bytes",
     r"def \(.*\) -> mcp_ref\.client\.client\.Client",
     r"def \(.*\) -> mcp_ref\.server\.registry\.Server",
-    r"def \(.*\) -> mcp_ref\.core\.errors\.McpError",
+    r"def \(.*\) -> mcp_ref\.errors\.McpError",
     r"mcp_ref\.client\.client\.Client",
-    r"mcp_ref\.core\.types\.CallToolResult",
-    r"list\[mcp_ref\.core\.types\.Tool\]",
+    r"mcp_ref\.types\.CallToolResult",
+    r"list\[mcp_ref\.types\.Tool\]",
 ]
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from mcp_ref.core.uri_template import UriTemplate, is_template
+from mcp_ref.uri_template import UriTemplate, is_template
 
 
 def test_basic_attributes():

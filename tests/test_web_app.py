@@ -102,7 +102,7 @@ def test_ctx_http_is_none_over_stdio(tmp_path):
 
 def test_a_refused_host_is_told_about_allowed_hosts_and_logged_once(serve, caplog):
     srv = serve(http_server())
-    caplog.set_level(logging.WARNING, logger="mcp_ref.transports.http_server.base")
+    caplog.set_level(logging.WARNING, logger="mcp_ref.http.server.base")
     for _ in range(3):
         answer = requests.post(srv.mcp, json=request(1, "initialize", init_params()), timeout=TIMEOUT,
                                headers={"Host": "myapp.example.com", "Accept": ACCEPT_BOTH})

@@ -35,11 +35,11 @@ from test_http_deploy import LineReader, stop, wait_for_port
 from test_web_app import gunicorn_site
 
 from mcp_ref import Client, McpError
-from mcp_ref.transports.http_server import peers
-from mcp_ref.transports.http_server.worker_threads import share_of
+from mcp_ref.http.server import peers
+from mcp_ref.http.server.worker_threads import share_of
 from mcp_ref.workbench.demo import build_server
 
-HOOKS = ("-c", "python:mcp_ref.workbench.gunicorn_hooks")
+HOOKS = ("-c", "python:mcp_ref.http.gunicorn_hooks")
 #: gunicorn_site's --threads, and the streams an app may hold under it.
 THREADS = 8
 SHARE = share_of(THREADS)

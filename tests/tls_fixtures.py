@@ -100,7 +100,7 @@ class TlsServed(Served):
 
 def start_tls(server, cert: tuple[str, str], *, wrap=None, client_ca: str | None = None, **options) -> TlsServed:
     """Serve ``server`` over https with ``cert``; ``client_ca``: client certificates it signs are required."""
-    from mcp_ref.workbench.wsgi_server import WsgiServer
+    from mcp_ref.http.wsgi_server import WsgiServer
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(*cert)

@@ -30,14 +30,14 @@ module            one idea
 ================  ==========================================================
 
 Only ``client``, ``connection`` and ``calls`` load with a plain client; the rest load when used.
-What a client adds beyond the protocol is an extension (:mod:`mcp_ref.core.extension`), given to
+What a client adds beyond the protocol is an extension (:mod:`mcp_ref.extension`), given to
 ``Client(extensions=[...])``; this package's own (approval, the client's rate limit, the task
-protocols, client-hosted tasks) live in :mod:`mcp_ref.extras`.
+protocols, client-hosted tasks) live in :mod:`mcp_ref.extensions`.
 """
 
 from __future__ import annotations
 
-from ..core.errors import RequestRefused
+from ..errors import RequestRefused
 from .client import Client, ToolCall
 from .connection import ClientConnection
 

@@ -7,8 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..core.session import RequestContext
-from ..core.types import WireModel
+from ..session import RequestContext
+from ..types import WireModel
 
 
 def call_handler(handler: Callable, params: Any, context: RequestContext) -> Any:

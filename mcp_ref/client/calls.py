@@ -5,7 +5,7 @@ sends (``client.call_tool()``, ``client.request()`` ...): sent at once, ``result
 ``cancel()`` stops it (over stdio the server is sent ``notifications/cancelled``).  In the 2026-07-28 era one
 request of the caller's may take several on the wire; :class:`mcp_ref.client.modern.ModernCall` extends this
 class with those rounds, so a reader of the handshake era needs nothing beyond this module.  An extension's
-``start_request`` may make a call of its own, extending one of these (see :mod:`mcp_ref.core.extension`).
+``start_request`` may make a call of its own, extending one of these (see :mod:`mcp_ref.extension`).
 :class:`ToolCall` is the caller's view of a ``tools/call``.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.session import PendingRequest
-from ..core.types import CallToolResult
+from ..session import PendingRequest
+from ..types import CallToolResult
 
 if TYPE_CHECKING:
     from .interfaces import Connection

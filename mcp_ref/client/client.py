@@ -15,7 +15,7 @@ context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the
 ``on_log``, ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What the server
 sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 
-Everything beyond the protocol is an extension (:mod:`mcp_ref.core.extension`); the keyword arguments
+Everything beyond the protocol is an extension (:mod:`mcp_ref.extension`); the keyword arguments
 and methods standing for this package's own (``approve=``, ``task=`` ...) are one section of Client.
 """
 
@@ -26,18 +26,19 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core import MODERN_VERSIONS, __version__, envelope, lifecycle
-from ..core.errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
-from ..core.requests import DEFAULT, Default
-from ..core.session import DEFAULT_TIMEOUT, ProgressCallback
-from ..core.types import CallToolResult, DiscoverResult, InitializeResult, Tool
+from .. import envelope, lifecycle
+from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
+from ..request import DEFAULT, Default
+from ..session import DEFAULT_TIMEOUT, ProgressCallback
+from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
+from ..versions import MODERN_VERSIONS, __version__
 from . import calls
 from .calls import MAX_INPUT_ROUNDS
 from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era
 
 if TYPE_CHECKING:
-    from ..core.extension import Extension
-    from ..core.feature_types import (
+    from ..extension import Extension
+    from ..feature_types import (
         Completion,
         GetPromptResult,
         LogMessage,
@@ -48,12 +49,12 @@ if TYPE_CHECKING:
         ResourceTemplate,
         Root,
     )
-    from ..core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
-    from ..core.types import Implementation
+    from ..sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+    from ..types import Implementation
     from .cache import ResultCache
     from .listening import Subscription
 
-#: ``Client(max_pages=)``'s default: :data:`mcp_ref.core.pagination.DEFAULT_MAX_PAGES` (named, not
+#: ``Client(max_pages=)``'s default: :data:`mcp_ref.pagination.DEFAULT_MAX_PAGES` (named, not
 #: imported, so that a client that follows no listing does not load the pagination module).
 DEFAULT_MAX_PAGES = 1000
 #: ``Client(cache_size=)``'s default: :data:`mcp_ref.client.cache.DEFAULT_MAX_ENTRIES` (likewise).
@@ -80,21 +81,21 @@ class Client:
     ``cache_size``: the 2026-07-28 results (listings, resource reads) kept while their ``ttlMs``
     says they are fresh, at most this many (0: no cache); see :attr:`cache`.
 
-    ``extensions``: what it adds beyond the protocol (:mod:`mcp_ref.core.extension`), the first
+    ``extensions``: what it adds beyond the protocol (:mod:`mcp_ref.extension`), the first
     given outermost; ``approve``, ``server_request_limit`` and ``tasks`` build extensions that
     follow them.  ``approve(request)`` is shown each sampling, elicitation or roots request of the
     server before it is answered, and returns True, False (refused) or an edited request;
     ``server_request_limit`` (``"10/minute"``) bounds how many the server may send
-    (:mod:`mcp_ref.extras.approval`).
+    (:mod:`mcp_ref.extensions.approval`).
 
     What a server may make the client do is bounded, each past its bound raising
-    :class:`~mcp_ref.core.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
+    :class:`~mcp_ref.errors.LimitExceeded` (``data.limit``) for that call only: ``max_pages``
     (default 1,000) pages followed by ``list_tools()`` and the other listings (a repeated cursor is
     an error at once); ``max_input_rounds`` (default 16) rounds of input requests answered for one
     request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``). The
     size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and :meth:`http`
     (4 MiB).  ``tasks=True`` runs the server's 2025-11-25 task-augmented sampling and elicitation
-    requests as client-hosted tasks (:mod:`mcp_ref.extras.hosted_tasks`).
+    requests as client-hosted tasks (:mod:`mcp_ref.extensions.hosted_tasks`).
     """
 
     def __init__(
@@ -194,7 +195,7 @@ class Client:
         ``stderr`` is ``"inherit"``, ``"capture"``, ``"discard"`` or a callable
         per line; other keywords are :class:`Client`'s.
         """
-        from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, SubprocessTransport
+        from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, SubprocessTransport
 
         transport = SubprocessTransport(
             command, env=env, cwd=cwd, stderr=stderr,
@@ -240,10 +241,10 @@ class Client:
         JSON answer and each SSE event (bytes; default 4 MiB, as stdio's): past it the request
         fails with LimitExceeded.  ``min_retry_delay`` / ``max_retry_delay`` (seconds; default
         0.1 and 30) clamp the server's SSE ``retry`` before a stream is re-opened (see
-        :class:`~mcp_ref.transports.http_client.HttpClientTransport`).  Other keywords are
+        :class:`~mcp_ref.http.client.HttpClientTransport`).  Other keywords are
         :class:`Client`'s.
         """
-        from ..transports.http_client import open_transport
+        from ..http.client import open_transport
 
         if transport == "sse" and options.get("era", AUTO) == AUTO:
             options["era"] = HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
@@ -256,12 +257,12 @@ class Client:
         """Run ``server`` (a :class:`~mcp_ref.server.Server`) in this process and connect to it.
 
         The two ends talk through an in-process transport
-        (:func:`mcp_ref.transports.memory.memory_pair`): the same JSON bytes as
+        (:func:`mcp_ref.memory.memory_pair`): the same JSON bytes as
         stdio, with no subprocess — for tests and for embedding.  The server's
         side of the connection ends when the client closes.  Keywords are
         :class:`Client`'s.
         """
-        from ..transports.memory import memory_pair
+        from ..memory import memory_pair
 
         client_end, server_end = memory_pair()
         server.connect(server_end, name=f"{server.name}-memory")
@@ -390,7 +391,7 @@ class Client:
         self.connection.request("ping", None, timeout=timeout)
 
     def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
-        from ..core.feature_types import Page
+        from ..feature_types import Page
         self._require(capability, method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
         items = [build(item) for item in result.get(key, [])]
@@ -400,8 +401,8 @@ class Client:
 
     def _all(self, method: str, key: str, build, capability: str) -> list:
         """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
-        cursor is an error: :func:`mcp_ref.core.pagination.follow_cursors`)."""
-        from ..core.pagination import follow_cursors
+        cursor is an error: :func:`mcp_ref.pagination.follow_cursors`)."""
+        from ..pagination import follow_cursors
 
         items: list = []
 
@@ -453,9 +454,9 @@ class Client:
 
         ``task=True`` (2026-07-28, the tasks extension): the request declares that it takes a task, and if the
         server answers with one, the call polls it to its end, answering its ``input_required`` asks with the
-        client's handlers (:mod:`mcp_ref.extras.client_tasks`); the result is the same.  At 2025-11-25
+        client's handlers (:mod:`mcp_ref.extensions.client_tasks`); the result is the same.  At 2025-11-25
         (``task=True`` or ``{"ttl": ms}``) the call is a task when the server and the tool allow it, always
-        for a tool that requires it (:mod:`mcp_ref.extras.client_tasks_2025`).
+        for a tool that requires it (:mod:`mcp_ref.extensions.client_tasks_2025`).
         """
         return self.start_tool_call(name, arguments, **options).result()
 
@@ -463,22 +464,22 @@ class Client:
 
     def list_resources(self) -> list[Resource]:
         """Every resource, following pagination."""
-        from ..core.feature_types import Resource
+        from ..feature_types import Resource
         return self._all("resources/list", "resources", Resource.from_wire, "resources")
 
     def list_resources_page(self, cursor: str | None = None) -> Page:
         """One page of resources."""
-        from ..core.feature_types import Resource
+        from ..feature_types import Resource
         return self._page("resources/list", "resources", Resource.from_wire, cursor, "resources")
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
-        from ..core.feature_types import ResourceTemplate
+        from ..feature_types import ResourceTemplate
         return self._all("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources")
 
     def list_resource_templates_page(self, cursor: str | None = None) -> Page:
         """One page of resource templates."""
-        from ..core.feature_types import ResourceTemplate
+        from ..feature_types import ResourceTemplate
         return self._page("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, cursor, "resources")
 
     def read_resource(self, uri: str, *, timeout: float | None | Default = DEFAULT) -> ReadResourceResult:
@@ -487,7 +488,7 @@ class Client:
         2026-07-28 server/resources §Error Handling: a resource that is not found is -32602 with
         the URI in ``data`` (it was -32002 before); the exception keeps the code it came with.
         """
-        from ..core.feature_types import ReadResourceResult
+        from ..feature_types import ReadResourceResult
 
         self._require("resources", "resources/read")
         try:
@@ -548,17 +549,17 @@ class Client:
 
     def list_prompts(self) -> list[Prompt]:
         """Every prompt, following pagination."""
-        from ..core.feature_types import Prompt
+        from ..feature_types import Prompt
         return self._all("prompts/list", "prompts", Prompt.from_wire, "prompts")
 
     def list_prompts_page(self, cursor: str | None = None) -> Page:
         """One page of prompts."""
-        from ..core.feature_types import Prompt
+        from ..feature_types import Prompt
         return self._page("prompts/list", "prompts", Prompt.from_wire, cursor, "prompts")
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
         """Render a prompt; argument values are sent as strings, as the spec's ``{[key]: string}`` requires."""
-        from ..core.feature_types import GetPromptResult
+        from ..feature_types import GetPromptResult
         self._require("prompts", "prompts/get")
         params: dict[str, Any] = {"name": name}
         if arguments:
@@ -585,7 +586,7 @@ class Client:
     def complete(self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None,
                  context: dict | None = None) -> Completion:
         """Ask for completions of a prompt argument (``prompt=name``) or template variable (``resource=template``)."""
-        from ..core.feature_types import Completion
+        from ..feature_types import Completion
         if (prompt is None) == (resource is None):
             raise TypeError("complete() takes exactly one of prompt= or resource=")
         if lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
@@ -626,32 +627,32 @@ class Client:
         Request" shows the user's review after the CreateTaskResult)."""
         built: list[Extension] = []
         if server_request_limit is not None:
-            from ..extras.approval import ServerRequestLimit
+            from ..extensions.approval import ServerRequestLimit
             built.append(ServerRequestLimit(server_request_limit))
         if tasks:
-            from ..extras.hosted_tasks import HostedTasks
+            from ..extensions.hosted_tasks import HostedTasks
             built.append(HostedTasks())
         if approve is not None:
-            from ..extras.approval import Approval
+            from ..extensions.approval import Approval
             built.append(Approval(approve))
         return built
 
     @property
     def hosted_tasks(self) -> Any:
-        """``tasks=True``'s store (:class:`~mcp_ref.extras.hosted_tasks.HostedTasks`), or None."""
+        """``tasks=True``'s store (:class:`~mcp_ref.extensions.hosted_tasks.HostedTasks`), or None."""
         return next((extension for extension in self.extensions if extension.name == "client-hosted tasks"), None)
 
     @property
     def server_request_limiter(self) -> Any:
-        """``server_request_limit``'s :class:`~mcp_ref.extras.ratelimit.RateLimiter` (its ``clock`` is replaceable), or None."""
+        """``server_request_limit``'s :class:`~mcp_ref.extensions.ratelimit.RateLimiter` (its ``clock`` is replaceable), or None."""
         return next((e.limiter for e in self.extensions if e.name == "server request limit"), None)  # type: ignore[attr-defined]
 
     def _tasks(self) -> Any:
         """The era's tasks extension, added if the client has none."""
         if self.connection.modern:
-            from ..extras.client_tasks import ClientTasks as kind
+            from ..extensions.client_tasks import ClientTasks as kind
         else:
-            from ..extras.client_tasks_2025 import ClientTasks2025 as kind  # type: ignore[assignment]
+            from ..extensions.client_tasks_2025 import ClientTasks2025 as kind  # type: ignore[assignment]
         with self._extensions_lock:
             if not any(isinstance(extension, kind) for extension in self.extensions):
                 self.add_extension(kind())
@@ -676,7 +677,7 @@ class Client:
 
     def list_tasks(self, cursor: str | None = None) -> Page:
         """``tasks/list`` (2025-11-25): one page of the server's tasks (Task dicts); ``next_cursor`` for the next."""
-        from ..extras.client_tasks_2025 import list_tasks
+        from ..extensions.client_tasks_2025 import list_tasks
         return list_tasks(self, cursor)
 
     def task_result(self, task_id: str) -> CallToolResult:

@@ -5,7 +5,7 @@
 chooses the era when it connects (:meth:`ClientConnection.connect`: the
 2026-07-28 probe, else the handshake), keeps what was negotiated or discovered,
 gates what the client sends by the lifecycle table
-(:data:`mcp_ref.core.lifecycle.RULES`), starts the caller's requests
+(:data:`mcp_ref.lifecycle.RULES`), starts the caller's requests
 (:mod:`mcp_ref.client.calls`), answers the server's requests through the feature
 modules (:data:`ANSWERED`) and hands notifications to the client's callbacks on
 the callback thread.
@@ -14,7 +14,7 @@ What only some clients need loads when it is first needed, so a plain client rea
 the 2026-07-28 era (:mod:`mcp_ref.client.modern`: the probe, the per-request envelope, the
 ``input_required`` rounds), listen streams (:mod:`mcp_ref.client.listening`), the result cache
 (:mod:`mcp_ref.client.cache`), the tool headers of HTTP (:mod:`mcp_ref.client.tool_headers`), the
-answering modules.  What the client's extensions add (:class:`~mcp_ref.core.extension.Extension`)
+answering modules.  What the client's extensions add (:class:`~mcp_ref.extension.Extension`)
 reaches it through two doors only: :meth:`ClientConnection.start` passes every request the client
 sends through their ``start_request`` hooks, :meth:`ClientConnection.handle_request` every request
 of the server's through their methods and ``intercept_request`` hooks.
@@ -30,12 +30,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope, lifecycle
-from ..core.errors import CapabilityError, McpError, MethodNotFound
-from ..core.lifecycle import Lifecycle
-from ..core.requests import DEFAULT, Default
-from ..core.session import PendingRequest, RequestContext, Session
-from ..core.types import DiscoverResult, InitializeResult
+from .. import envelope, lifecycle
+from ..errors import CapabilityError, McpError, MethodNotFound
+from ..lifecycle import Lifecycle
+from ..request import DEFAULT, Default
+from ..session import PendingRequest, RequestContext, Session
+from ..types import DiscoverResult, InitializeResult
+from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .calls import Call
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ class ClientConnection:
         self.tools_changed = 0
         #: What the HTTP client transport offers beyond the transport contract
         #: (``transports.http_client.ClientHooks``); None off HTTP.  The one optional lookup on a
-        #: transport (see ``core/transport.py``).
+        #: transport (see ``transport.py``).
         self.http_hooks: Any = getattr(transport, "http_hooks", None)
         if self.http_hooks is not None:
             self.http_hooks.set_reinitialize(self.initialize)  # Streamable HTTP: a new session after 404
@@ -419,7 +420,7 @@ class ClientConnection:
             return
         if method == "notifications/message":
             if client.on_log is not None:
-                from ..core.feature_types import LogMessage
+                from ..feature_types import LogMessage
 
                 self.session.call_soon(client.on_log, LogMessage.from_wire(params))
         elif method == "notifications/elicitation/complete":

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core import lifecycle
-from ..core.errors import InvalidParams, MethodNotFound
-from ..core.sampling_and_elicitation import ElicitParams
-from ..core.session import RequestContext
+from .. import lifecycle
+from ..errors import InvalidParams, MethodNotFound
+from ..sampling_and_elicitation import ElicitParams
+from ..session import RequestContext
 from .callbacks import call_handler, result_dict
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..core.extension import Extension
-from ..core.feature_types import Root
-from ..core.lifecycle import Lifecycle
-from ..core.session import PendingRequest, RequestContext, Session
+from ..extension import Extension
+from ..feature_types import Root
+from ..lifecycle import Lifecycle
+from ..session import PendingRequest, RequestContext, Session
 
 
 class ClientSettings(Protocol):
@@ -38,7 +38,7 @@ class ClientSettings(Protocol):
     on_resource_updated: Callable[[str], None] | None
     on_list_changed: Callable[[str], None] | None
     on_elicitation_complete: Callable[[str], None] | None
-    #: Its extensions, the first given first (:class:`~mcp_ref.core.extension.Extension`).
+    #: Its extensions, the first given first (:class:`~mcp_ref.extension.Extension`).
     extensions: tuple[Extension, ...]
 
     @property

@@ -30,8 +30,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core import envelope
-from ..core.errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
+from .. import envelope
+from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
     from .interfaces import Connection

@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..core.envelope import LOG_LEVELS
-from ..core.errors import McpError
+from ..envelope import LOG_LEVELS
+from ..errors import McpError
 
 log = logging.getLogger(__name__)
 

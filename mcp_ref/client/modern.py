@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, envelope
-from ..core.errors import (
+from .. import envelope
+from ..errors import (
     HEADER_MISMATCH,
     LIMIT_EXCEEDED,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -47,8 +47,9 @@ from ..core.errors import (
     ResponseStreamLost,
     UnsupportedProtocolVersionError,
 )
-from ..core.session import RequestContext
-from ..core.types import DiscoverResult
+from ..session import RequestContext
+from ..types import DiscoverResult
+from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .calls import MAX_INPUT_ROUNDS, Call
 
 if TYPE_CHECKING:

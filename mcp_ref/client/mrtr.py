@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import LimitExceeded, McpError
-from ..core.session import RequestContext
+from ..errors import LimitExceeded, McpError
+from ..session import RequestContext
 
 if TYPE_CHECKING:
     from .interfaces import InputCall

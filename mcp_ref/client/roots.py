@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ..core.errors import MethodNotFound
-from ..core.feature_types import Root
-from ..core.session import RequestContext
+from ..errors import MethodNotFound
+from ..feature_types import Root
+from ..session import RequestContext
 from .callbacks import result_dict
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 def as_root(value: Root | dict | str) -> Root:
-    """``value`` (a Root, its wire dict, or a URI string) as a :class:`~mcp_ref.core.types.Root`.
+    """``value`` (a Root, its wire dict, or a URI string) as a :class:`~mcp_ref.types.Root`.
 
     client/roots §Root: "uri: Unique identifier for the root. This MUST be a file:// URI".
     """

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core.errors import InvalidParams, MethodNotFound
-from ..core.sampling_and_elicitation import CreateMessageParams
-from ..core.session import RequestContext
+from ..errors import InvalidParams, MethodNotFound
+from ..sampling_and_elicitation import CreateMessageParams
+from ..session import RequestContext
 from .callbacks import call_handler, result_dict
 
 if TYPE_CHECKING:

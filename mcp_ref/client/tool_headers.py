@@ -2,7 +2,7 @@
 
 2026-07-28 streamable-http §Schema Extension: a tool's input schema may mark parameters with
 ``x-mcp-header``; a call sends their values again as ``Mcp-Param-*`` headers
-(:mod:`mcp_ref.transports.http_headers`).  The client remembers the schemas of the tools it listed
+(:mod:`mcp_ref.http.headers`).  The client remembers the schemas of the tools it listed
 so that its transport can build those headers, leaves out of a listing the tools whose
 declarations are invalid, and lists the tools again when a server refuses a call to a tool it had
 not listed (-32020).  Only a modern connection over HTTP loads this module.
@@ -41,7 +41,7 @@ class KnownTools:
         MUST reject tool definitions" with invalid declarations, and "MUST exclude the invalid
         tool from the result of tools/list".
         """
-        from ..transports.http_headers import InvalidHeaderDeclaration, header_params
+        from ..http.headers import InvalidHeaderDeclaration, header_params
 
         usable = []
         for tool in tools:
@@ -70,9 +70,9 @@ class KnownTools:
     def learn(self, method: str, params: dict | None) -> bool:
         """After -32020 for a ``tools/call`` of a tool not yet listed: list the tools, True when the
         call now has header parameters to send (so a retry can succeed)."""
-        from ..core.pagination import follow_cursors
-        from ..core.types import Tool
-        from ..transports.http_headers import header_params
+        from ..http.headers import header_params
+        from ..pagination import follow_cursors
+        from ..types import Tool
 
         name = (params or {}).get("name")
         if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:

@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ..core import lifecycle
-from ..core.errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
+from .. import lifecycle
+from ..errors import CapabilityError, InvalidParams, MissingRequiredClientCapabilityError
 from .seams import MRTR_METHODS, Caller
 
 if TYPE_CHECKING:
-    from ..core.requests import Default, RequestContext
+    from ..request import Default, RequestContext
     from .input_required import Ask, Elicit, Sample
 
 _T = TypeVar("_T")
@@ -87,8 +87,8 @@ class Asker(Protocol):
 def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
     """``ask`` (the handler's ``number``-th) as a request this client can take for ``ctx``'s request,
     or the era's error when the client lacks the capability it needs."""
-    from ..core.feature_types import Root
-    from ..core.sampling_and_elicitation import ElicitResult
+    from ..feature_types import Root
+    from ..sampling_and_elicitation import ElicitResult
     from .input_required import Ask, Elicit, ElicitUrl, ListRoots, Sample
 
     version = ctx.protocol_version
@@ -117,9 +117,9 @@ def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
 
 
 def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -> Ask:
-    from ..core.sampling_and_elicitation import ElicitResult
-    from ..core.validation import first_error, validator_for
+    from ..sampling_and_elicitation import ElicitResult
     from .input_required import Ask
+    from .validation import first_error, validator_for
 
     schema, convert = ask.schema, None
     if isinstance(schema, type):
@@ -154,8 +154,8 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
 
 
 def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -> Ask:
-    from ..core.sampling_and_elicitation import CreateMessageResult
-    from ..core.types import WireModel
+    from ..sampling_and_elicitation import CreateMessageResult
+    from ..types import WireModel
     from .input_required import Ask
 
     sampling = client_capability(ctx, "sampling", "sampling/createMessage", {"sampling": {}})

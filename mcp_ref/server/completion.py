@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParams
+from ..errors import InvalidParams
 from .signatures import compile_arguments
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
     from .seams import Caller, Gate
 
 #: server/utilities/completion §CompleteResult: "values ... Must not exceed 100 items".
@@ -27,7 +27,7 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     gate = server.gate
     principal = connection.principal if gate.restricts else None
     ref_type = ref.get("type")
-    # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extras.policy).
+    # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extensions.policy).
     # authorize is asked first, the same questions whether or not the name exists: a hidden item
     # and a missing one cost the same.  A template is named by its exact string (its one spelling).
     if ref_type == "ref/prompt":

@@ -5,8 +5,8 @@ whose ``_meta`` names its protocol version is a 2026-07-28 (modern) request,
 served on its own (:meth:`ServerConnection.handle_modern`); any other belongs
 to the handshake era.  Each era applies, in order, its method table (an
 unknown method is -32601), its gate (handshake: the lifecycle table
-:data:`mcp_ref.core.lifecycle.RULES`, out of phase is -32600; modern: the request's
-envelope, :func:`mcp_ref.core.envelope.read_envelope`), and the declared
+:data:`mcp_ref.lifecycle.RULES`, out of phase is -32600; modern: the request's
+envelope, :func:`mcp_ref.envelope.read_envelope`), and the declared
 capabilities (a feature the server did not declare is -32601).  Then the
 feature's handler runs: each is a plain function
 ``handler(caller, context, params) -> result`` in the feature's module, the
@@ -26,11 +26,11 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core import envelope as envelopes, lifecycle
-from ..core.errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
-from ..core.lifecycle import Lifecycle, Phase
-from ..core.requests import DEFAULT, Default
-from ..core.session import RequestContext, Session
+from .. import envelope as envelopes, lifecycle
+from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
+from ..lifecycle import Lifecycle, Phase
+from ..request import DEFAULT, Default
+from ..session import RequestContext, Session
 from .principal import Principal
 from .seams import MRTR_METHODS, Call, Handler, InputRequired, run_chain, state_of
 
@@ -168,7 +168,7 @@ CAPABILITY_OF = {
 class ServerConnection:
     """The server side of one connection: the session's dispatcher and the negotiated state.
 
-    ``lifecycle`` is where the connection stands (:class:`~mcp_ref.core.lifecycle.Lifecycle`);
+    ``lifecycle`` is where the connection stands (:class:`~mcp_ref.lifecycle.Lifecycle`);
     ``client_capabilities`` and ``client_info`` come from ``initialize``;
     ``capabilities`` is what this server declared; ``log_level`` is the
     client's ``logging/setLevel`` (None: everything); ``subscriptions`` the
@@ -195,7 +195,7 @@ class ServerConnection:
     #: ``(request id, Envelope)`` when the transport already read that request's envelope
     #: (2026-07-28 HTTP checks it against the headers first): not read twice.
     envelope_read: tuple[Any, envelopes.Envelope] | None = None
-    #: Who is calling (``mcp_ref.auth.resource.AccessInfo``), when the transport authenticates
+    #: Who is calling (``mcp_ref.oauth.resource.AccessInfo``), when the transport authenticates
     #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
     auth: Any = None
     #: The caller as the transport knows it, without a token (``stdio``, ``http-session:...``,
@@ -205,7 +205,7 @@ class ServerConnection:
 
     @property
     def principal(self) -> Principal:
-        """Who is calling (:class:`~mcp_ref.extras.policy.Principal`): the token's client and
+        """Who is calling (:class:`~mcp_ref.extensions.policy.Principal`): the token's client and
         subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
         principal = self._principal
         if principal is None or principal.auth is not self.auth:
@@ -268,7 +268,7 @@ class ServerConnection:
         self.subscriptions = set(negotiated.get("subscriptions") or ())
 
     def holds(self, request_id, *, ours: bool) -> bool:
-        """See :meth:`Session.holds <mcp_ref.core.session.Session.holds>`."""
+        """See :meth:`Session.holds <mcp_ref.session.Session.holds>`."""
         return self.session.holds(request_id, ours=ours)
 
     # -- the Dispatcher protocol -------------------------------------------------------------

@@ -4,7 +4,7 @@ A tool, resource or prompt function that declares a parameter annotated
 ``Context`` receives one.  Through it the handler reports progress, logs,
 notices cancellation, and calls back into the client (sampling, elicitation,
 roots) — waiting for those answers is safe, because handlers run on the session's
-handler pool while its one reader thread reads the answer (:mod:`mcp_ref.core.session`).
+handler pool while its one reader thread reads the answer (:mod:`mcp_ref.session`).
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ..core import lifecycle
-from ..core.errors import CapabilityError, RequestCancelled
-from ..core.requests import DEFAULT, Default
+from .. import lifecycle
+from ..errors import CapabilityError, RequestCancelled
+from ..request import DEFAULT, Default
 from .seams import Caller, state_of
 
 if TYPE_CHECKING:
-    from ..core.feature_types import Root
-    from ..core.requests import RequestContext
-    from ..core.sampling_and_elicitation import CreateMessageResult, ElicitResult
+    from ..feature_types import Root
+    from ..request import RequestContext
+    from ..sampling_and_elicitation import CreateMessageResult, ElicitResult
     from .asking import Answers, Done
     from .input_required import Ask
     from .signatures import ArgumentPlan
@@ -82,14 +82,14 @@ class Context:
 
     @property
     def principal(self):
-        """Who is calling (:class:`~mcp_ref.extras.policy.Principal`): a stable ``id``, the token's
+        """Who is calling (:class:`~mcp_ref.extensions.policy.Principal`): a stable ``id``, the token's
         ``scopes`` and ``claims`` when there is one.  The same object ``Server(authorize=...)`` sees."""
         return self.connection.principal
 
     @property
     def _http_hooks(self) -> Any:
         # What the HTTP server transports offer beyond the transport contract
-        # (transports/http_server/request.py ServerHooks); None off HTTP (see core/transport.py).
+        # (http/server/request.py ServerHooks); None off HTTP (see transport.py).
         return getattr(self.connection.session.transport, "http_hooks", None)
 
     @property
@@ -262,7 +262,7 @@ class Context:
 
         Returns ``TextResourceContents`` / ``BlobResourceContents``; raises ResourceNotFound.
         """
-        from ..core.types import resource_contents_from_wire
+        from ..types import resource_contents_from_wire
         from .asking import Answers
 
         answer = self.connection.read_own_resource(self.request, uri)

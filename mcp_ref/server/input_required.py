@@ -36,14 +36,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParams
-from ..core.signing import Keyring
+from ..errors import InvalidParams
+from ..signing import Keyring
 from .seams import MRTR_METHODS, InputRequired, state_of
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
-    from ..core.sampling_and_elicitation import SamplingMessage
-    from ..core.types import Tool
+    from ..request import RequestContext
+    from ..sampling_and_elicitation import SamplingMessage
+    from ..types import Tool
 
 __all__ = ["InputRequired", "SUPPORTED_METHODS", "Elicit", "ElicitUrl", "Sample", "ListRoots", "Ask",
            "answer_all", "Inputs", "inputs_of", "read_inputs", "seal_state", "open_state", "digest"]

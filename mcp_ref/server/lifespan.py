@@ -10,7 +10,7 @@ exited when serving ends:
 * a WSGI app (``server.wsgi_app()`` under gunicorn, Flask, Django ...): a WSGI app has no start, so
   the lifespan is entered at the first request that makes a connection (a failure fails that
   request, and the next request tries again), and exited by ``app.close()`` (gunicorn:
-  ``mcp_ref.workbench.gunicorn_hooks`` calls it when a worker stops).  Each worker process has its
+  ``mcp_ref.http.gunicorn_hooks`` calls it when a worker stops).  Each worker process has its
   own lifespan, as it has its own connections;
 * ``Client.in_memory(server)`` and ``server.connect(...)``: entered at the first connection, exited
   by ``server.exit_lifespan()``.

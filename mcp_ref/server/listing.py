@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidParams
-from ..core.pagination import InvalidCursor
+from ..errors import InvalidParams
+from ..pagination import InvalidCursor
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
     from .seams import Caller
 
 #: kind -> (the result's key, whether listed items keep ``annotations`` at every revision).
@@ -40,7 +40,7 @@ def list_page(connection: Caller, context: RequestContext, params: dict, kind: s
         # 2025-11-25 server/utilities/pagination §Error Handling: "Invalid cursors SHOULD result in an error with code -32602".
         raise InvalidParams(f"Invalid params: invalid cursor ({exc})") from None
     version = connection.version_for(context)
-    from ..core.older_revisions import strip_newer_fields  # loaded by the first listing
+    from ..older_revisions import strip_newer_fields  # loaded by the first listing
 
     result: dict[str, Any] = {key: [strip_newer_fields(item, version, keep_annotations=keep_annotations)
                                     for item in page]}

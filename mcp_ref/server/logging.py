@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
-from ..core.errors import InvalidParams, InvalidRequest
+from ..envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
+from ..errors import InvalidParams, InvalidRequest
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
     from .seams import Caller
 
 _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}

@@ -2,7 +2,7 @@
 :class:`AccessInfo` a token verifier vouches for (``ctx.auth``).
 
 The server's roles and the transports name the caller with it; the policy extra
-(:mod:`mcp_ref.extras.policy`) asks ``authorize`` about it.  It lives here, below both, so a
+(:mod:`mcp_ref.extensions.policy`) asks ``authorize`` about it.  It lives here, below both, so a
 server that uses no policy never loads one.
 """
 

@@ -7,18 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core import lifecycle
-from ..core.errors import InternalError, InvalidParams
-from ..core.feature_types import GetPromptResult, PromptMessage
-from ..core.types import WireModel, drop_none, text_block
-from ..core.validation import first_error, validator_for
+from .. import lifecycle
+from ..errors import InternalError, InvalidParams
+from ..feature_types import GetPromptResult, PromptMessage
+from ..types import WireModel, drop_none, text_block
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread
 from .tools import ToolError
+from .validation import first_error, validator_for
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
     from .seams import Caller
 
 
@@ -123,7 +123,7 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
             result["description"] = prompt.listing["description"]
     version = connection.version_for(context)
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
-        from ..core.older_revisions import content_for_revision  # loaded only for an older peer
+        from ..older_revisions import content_for_revision  # loaded only for an older peer
 
         for message in result["messages"]:
             message["content"] = content_for_revision(message["content"], version)

@@ -8,7 +8,7 @@ the feature modules, which ask the registry through the public lookups below
 
 What a server does not use it does not load: prompts, resources, completion, subscriptions and
 pagination are imported when first registered or asked for.  Everything beyond the protocol plugs
-in as an extension (:class:`~mcp_ref.core.extension.Extension`, ``Server(extensions=[...])``):
+in as an extension (:class:`~mcp_ref.extension.Extension`, ``Server(extensions=[...])``):
 the server asks its list of extensions, and knows none of them by name.  The one exception is the
 section at the end of :class:`Server`, "the shorthand": the keyword arguments that build the
 project's own extensions (``Server(authorize=, rate_limit=, state=)``, ``server.tasks``,
@@ -23,7 +23,8 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..core import MODERN_VERSIONS, SUPPORTED_VERSIONS, lifecycle
+from .. import lifecycle
+from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Gate, Handler, Middleware, ToolCallInterceptor
@@ -31,13 +32,13 @@ from .shorthand import Shorthand
 from .tools import RegisteredTool, build_tool, replacing
 
 if TYPE_CHECKING:
-    from ..core.extension import Extension
-    from ..core.pagination import Paginator
-    from ..core.signing import Keyring
+    from ..extension import Extension
+    from ..pagination import Paginator
+    from ..signing import Keyring
     from .prompts import RegisteredPrompt
     from .resources import RegisteredResource
 
-#: The environment variable holding the server's secret (:data:`mcp_ref.core.pagination.SECRET_ENV`).
+#: The environment variable holding the server's secret (:data:`mcp_ref.pagination.SECRET_ENV`).
 SECRET_ENV = "MCP_REF_SECRET"
 
 #: A function a decorator registers: it hands it back unchanged (a user's checker keeps its type).
@@ -64,13 +65,13 @@ class Server(Shorthand):
     ``max_subscriptions`` bounds the 2026-07-28 ``subscriptions/listen`` streams open at once
     (past it a listen is refused with -32000, "Server busy").
 
-    ``extensions``: what plugs into the server (:class:`~mcp_ref.core.extension.Extension`; more
+    ``extensions``: what plugs into the server (:class:`~mcp_ref.extension.Extension`; more
     with :meth:`add_extension`).  Shorthand building the project's own (:mod:`.shorthand`):
     ``authorize(principal, action, name) -> bool`` (what a principal may not use is unlisted and
     "not found"), ``rate_limit`` (``"100/minute"`` per principal; over it -32005, HTTP 429),
     ``max_subscribed_resources`` (per principal, default 1,000; None: no cap) and
     ``resource_update_interval`` (seconds: updates of a resource coalesced) make the
-    :class:`~mcp_ref.extras.policy.Policy`; ``state`` (a ``redis://`` URL, a ``State``; default
+    :class:`~mcp_ref.extensions.policy.Policy`; ``state`` (a ``redis://`` URL, a ``State``; default
     ``MCP_REF_STATE``, else memory) is where processes share what extensions keep.
     ``lifespan(server)``: a context manager entered as serving starts, exited as it ends (``ctx.lifespan_context``).
     """
@@ -134,7 +135,7 @@ class Server(Shorthand):
         """Pages every listing (``page_size``), and signs its cursors with :attr:`keyring`."""
         paginator = self._paginator
         if paginator is None:
-            from ..core.pagination import Paginator
+            from ..pagination import Paginator
 
             with self._registry_lock:
                 if self._paginator is None:
@@ -200,7 +201,7 @@ class Server(Shorthand):
         Streamable HTTP their values travel as ``Mcp-Param-Region`` too, checked against the body.
         ``options``: what extensions read of the tool (kept in ``RegisteredTool.options``): ``task``
         (``"optional"`` or ``"required"``) makes the tool task-capable: a task where it calls
-        ``ctx.start_task()`` (2026-07-28: :mod:`mcp_ref.extras.tasks`), or whole when asked (2025-11-25);
+        ``ctx.start_task()`` (2026-07-28: :mod:`mcp_ref.extensions.tasks`), or whole when asked (2025-11-25);
         ``rate_limit``: at most this many calls per principal (``"5/minute"``), beside the server's own.
         """
         if callable(name):  # @server.tool, without parentheses
@@ -322,7 +323,7 @@ class Server(Shorthand):
         """The resource answering ``uri`` and the template variables it matched, or None.
 
         One spelling per resource: a template serves a URI only in the canonical form it expands
-        its values to (:meth:`~mcp_ref.core.uri_template.UriTemplate.match_canonical`: no needless or
+        its values to (:meth:`~mcp_ref.uri_template.UriTemplate.match_canonical`: no needless or
         lower-case percent-escape, no ``%2F`` for a ``/`` it would write, no ``.`` or ``..``
         segment).  Any other spelling of the same resource (``secre%74.txt``, ``./secret.txt``,
         ``a%2Fb``) is not found, with or without ``authorize``: so ``authorize``, the rate limits,
@@ -552,7 +553,7 @@ class Server(Shorthand):
         a client may listen again.  The HTTP server calls it when it shuts down."""
         return self._subscriptions.close_all() if self._subscriptions is not None else 0
 
-    # -- extensions (mcp_ref.core.extension: the one interface everything beyond the protocol uses) --
+    # -- extensions (mcp_ref.extension: the one interface everything beyond the protocol uses) --
 
     @property
     def extensions(self) -> list[Extension]:
@@ -560,7 +561,7 @@ class Server(Shorthand):
         return list(self._extensions)
 
     def add_extension(self, extension: Extension) -> Extension:
-        """Take ``extension`` (once; see :class:`~mcp_ref.core.extension.Extension`): its ``setup``
+        """Take ``extension`` (once; see :class:`~mcp_ref.extension.Extension`): its ``setup``
         is called now, and from now on the server asks it what it adds.  Returns it.
 
         Add extensions before serving over HTTP: an application takes the HTTP middleware of the
@@ -606,6 +607,6 @@ class Server(Shorthand):
 
 def _overrides(extension: Extension, hook: str) -> bool:
     """True when ``extension`` has its own ``hook`` (the base's does nothing: it is not asked)."""
-    from ..core.extension import Extension  # loaded with the first extension: a plain server has none
+    from ..extension import Extension  # loaded with the first extension: a plain server has none
 
     return getattr(type(extension), hook) is not getattr(Extension, hook)

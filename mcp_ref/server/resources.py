@@ -11,16 +11,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InternalError, InvalidParams, ResourceNotFound
-from ..core.types import BlobResourceContents, TextResourceContents, drop_none
-from ..core.uri_template import UriTemplate
+from ..errors import InternalError, InvalidParams, ResourceNotFound
+from ..types import BlobResourceContents, TextResourceContents, drop_none
+from ..uri_template import UriTemplate
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
 from .tools import ToolError
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
     from .seams import Caller
 
 
@@ -128,7 +128,7 @@ def subscribe(connection: Caller, context: RequestContext, params: dict) -> dict
 
 def visible_resource(connection: Caller, uri: str, action: str, request: dict | None = None):
     """``find_resource(uri)`` if the caller may use it for ``action`` (reading, and for
-    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.extras.policy).
+    ``resources/subscribe`` subscribing too), else None: hidden is "not found" (mcp_ref.extensions.policy).
 
     ``uri`` is found only under its one canonical spelling (``Server.find_resource``), and
     ``authorize`` is asked about it whether or not it exists, once per ``request`` (its params):

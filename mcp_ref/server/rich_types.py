@@ -366,7 +366,7 @@ def template_arguments(plan: Any, variables: dict) -> dict:
     """The keyword arguments of a resource template's function: each URI variable (text) converted
     to its parameter's annotation (``user_id: int`` gets 42, ``day: date`` a date).  A value that is
     not one is the caller's mistake: Invalid params (-32602) naming the variable."""
-    from ..core.errors import InvalidParams
+    from ..errors import InvalidParams
 
     properties = plan.schema.get("properties", {})
     values = {}

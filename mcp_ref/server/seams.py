@@ -1,4 +1,4 @@
-"""The server's seams: where extensions (:class:`~mcp_ref.core.extension.Extension`) and an
+"""The server's seams: where extensions (:class:`~mcp_ref.extension.Extension`) and an
 application plug into a server without the core of the server knowing them.
 
 Declared here, below every feature module (this module imports only ``core`` and
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .principal import Principal
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
-    from ..core.session import Session
+    from ..request import RequestContext
+    from ..session import Session
 
 
 class Registry(Protocol):

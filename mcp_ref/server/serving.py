@@ -82,7 +82,7 @@ class Serving:
 
     @property
     def shared_state(self) -> Any:
-        """The deployment's :class:`~mcp_ref.server.state.State` when one was chosen (``state=`` or
+        """The deployment's :class:`~mcp_ref.state.stores.State` when one was chosen (``state=`` or
         ``MCP_REF_STATE``), else None: every store is this process's own, made in memory."""
         if self._state is None and self._state_choice is not None:
             with self._registry_lock:
@@ -102,7 +102,7 @@ class Serving:
         """A connection serving this server on ``transport``: not started, and not yet told of changes.
 
         For transports that feed the session themselves (HTTP); see :meth:`connect`
-        for the usual path.  ``session_options`` are :class:`~mcp_ref.core.session.Session`'s.
+        for the usual path.  ``session_options`` are :class:`~mcp_ref.session.Session`'s.
         The server's lifespan is entered first, if it is not (a WSGI app has no start).
         """
         self.enter_lifespan()
@@ -147,7 +147,7 @@ class Serving:
 
     @property
     def bus(self) -> Any:
-        """The change bus (:class:`~mcp_ref.server.state.Bus`; made in memory when first asked for, as
+        """The change bus (:class:`~mcp_ref.state.stores.Bus`; made in memory when first asked for, as
         a ``subscriptions/listen`` stream does): the server publishes each change on channel
         :data:`CHANGES`, and this process's connections and listen streams hear it (filtered for their
         callers here, on the receiving side).  Until there is one, changes go to them directly."""
@@ -156,7 +156,7 @@ class Serving:
             if shared is not None:
                 self.bus = shared.bus()
             else:
-                from .state import MemoryBus
+                from ..state.stores import MemoryBus
 
                 self.bus = MemoryBus()
         return self._bus
@@ -287,7 +287,7 @@ class Serving:
         stdout carries only protocol messages.  On end of input, the requests
         already received are answered before this returns; then the lifespan is exited.
         """
-        from ..transports.stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
+        from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
 
         reader, writer = server_streams()
         transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)

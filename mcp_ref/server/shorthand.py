@@ -2,7 +2,7 @@
 
 ``Server(authorize=, rate_limit=, ..., state=)``, ``server.policy``, ``server.tasks``, ``@server.tool(task=,
 rate_limit=)``, ``server.add_file_root()``, ``server.wsgi_app()``/``run_http()`` each build an extension
-(:mod:`mcp_ref.extras`, :mod:`mcp_ref.transports.http_server.protected`), loaded when asked for, and add
+(:mod:`mcp_ref.extensions`, :mod:`mcp_ref.http.server.protected`), loaded when asked for, and add
 it as any other (``Server.add_extension``).  The protocol modules know only the interface.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .serving import Serving
 
 if TYPE_CHECKING:
-    from ..core.extension import Extension
+    from ..extension import Extension
     from .principal import Principal
 
 #: The shared state when ``Server(state=)`` is not given: ``redis://host:port/db`` (or ``rediss://``;
@@ -29,19 +29,19 @@ ITEM_OPTIONS = ("task", "rate_limit")
 
 
 def state_from(choice: Any) -> Any:
-    """The :class:`~mcp_ref.server.state.State` of ``Server(state=choice)``: ``choice`` itself, or
-    for a ``redis://`` URL a :class:`~mcp_ref.extras.redis_state.RedisState` (the redis extra),
-    or for ``"memory"`` a :class:`~mcp_ref.server.state.MemoryState`.  ValueError for another URL."""
+    """The :class:`~mcp_ref.state.stores.State` of ``Server(state=choice)``: ``choice`` itself, or
+    for a ``redis://`` URL a :class:`~mcp_ref.state.redis.RedisState` (the redis extra),
+    or for ``"memory"`` a :class:`~mcp_ref.state.stores.MemoryState`.  ValueError for another URL."""
     if not isinstance(choice, str):
         return choice
     if choice == "memory":
-        from .state import MemoryState
+        from ..state.stores import MemoryState
 
         return MemoryState()
     where = choice.split("@")[-1]  # never the password in a message
     if choice.startswith(("redis://", "rediss://", "unix://")):
         try:
-            from ..extras.redis_state import RedisState
+            from ..state.redis import RedisState
         except ImportError as exc:  # redis-py missing
             raise ImportError(f"{STATE_ENV} / state={where!r} needs the redis extra: "
                               "pip install 'redis[hiredis]>=5'") from exc
@@ -79,17 +79,17 @@ class Shorthand(Serving):
                 if extension is None:
                     extension = self._built[key] = self.add_extension(self._new(key, settings or {}))
                     if key == "tasks":  # the 2025-11-25 protocol, on the same store
-                        from ..extras.tasks_2025 import Tasks2025Extension
+                        from ..extensions.tasks_2025 import Tasks2025Extension
 
                         self.add_extension(Tasks2025Extension())
         return extension
 
     def _new(self, key: str, settings: dict[str, Any]) -> Extension:
         if key == "tasks":
-            from ..extras.tasks_2026 import TasksExtension
+            from ..extensions.tasks_2026 import TasksExtension
 
             return TasksExtension()
-        from ..extras.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
+        from ..extensions.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
 
         cap = self._subscribed_cap
         return Policy(max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
@@ -97,12 +97,12 @@ class Shorthand(Serving):
 
     @property
     def policy(self) -> Any:
-        """Who may see and call what, and how often (:class:`~mcp_ref.extras.policy.Policy`; added on first use)."""
+        """Who may see and call what, and how often (:class:`~mcp_ref.extensions.policy.Policy`; added on first use)."""
         return self._build("limits")
 
     @property
     def tasks(self) -> Any:
-        """The store (:class:`~mcp_ref.extras.tasks.TaskStore`) of the tasks extensions, both protocols,
+        """The store (:class:`~mcp_ref.extensions.tasks.TaskStore`) of the tasks extensions, both protocols,
         added on first use; replace it to change its bounds (``server.tasks = TaskStore(max_tasks=...)``)."""
         return self._build("tasks").store
 
@@ -118,7 +118,7 @@ class Shorthand(Serving):
             raise TypeError(f"unexpected option(s): {', '.join(unknown)} (known: {', '.join(ITEM_OPTIONS)})")
         taken = {option: value for option, value in options.items() if value is not None}
         if "task" in taken:
-            from ..extras.tasks_2026 import check_option
+            from ..extensions.tasks_2026 import check_option
 
             check_option(taken["task"])
             self._build("tasks")  # the tasks extensions: their methods, interceptors, capabilities
@@ -139,7 +139,7 @@ class Shorthand(Serving):
     def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to every client subscribed to ``uri`` (handshake-era
         ``resources/subscribe``, 2026-07-28 listen streams); with ``resource_update_interval``, once
-        per interval (:class:`~mcp_ref.extras.policy.UpdateCoalescer`)."""
+        per interval (:class:`~mcp_ref.extensions.policy.UpdateCoalescer`)."""
         limits: Any = self._built.get("limits")
         interval = limits.resource_update_interval if limits is not None else None
         if not interval:
@@ -155,9 +155,9 @@ class Shorthand(Serving):
                       max_file_size: int | None = None, allow_hidden: bool = False,
                       follow_links: bool = False) -> str:
         """Serve every file under directory ``root`` as a resource, confined to that directory: a
-        :class:`~mcp_ref.extras.files.FileRootExtension` (see it for the options).  Returns the URI
+        :class:`~mcp_ref.extensions.files.FileRootExtension` (see it for the options).  Returns the URI
         template registered."""
-        from ..extras.files import FileRootExtension
+        from ..extensions.files import FileRootExtension
 
         extension = FileRootExtension(root, uri_prefix, name=name, max_file_size=max_file_size,
                                       allow_hidden=allow_hidden, follow_links=follow_links)
@@ -166,10 +166,10 @@ class Shorthand(Serving):
 
     def wsgi_app(self, **options: Any) -> Any:
         """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``):
-        options are :class:`~mcp_ref.transports.http_server.McpWsgiApp`'s (``path``, ``stateless``,
+        options are :class:`~mcp_ref.http.server.McpWsgiApp`'s (``path``, ``stateless``,
         ``allowed_hosts``, ``auth``: the OAuth resource server ...).  Mount it anywhere WSGI runs
         (gunicorn, Flask, Django), or :meth:`run_http`; its ``close()`` exits the lifespan."""
-        from ..transports.http_server import McpWsgiApp
+        from ..http.server import McpWsgiApp
 
         return McpWsgiApp(cast(Any, self), **options)
 
@@ -177,9 +177,9 @@ class Shorthand(Serving):
                     **options: Any) -> Any:
         """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet (port 0: a
         free one; ``.port``, ``.url``): call ``serve_forever()`` and ``shutdown()``.
-        ``connection_limits`` (:class:`~mcp_ref.workbench.wsgi_server.ConnectionLimits`) bounds its
+        ``connection_limits`` (:class:`~mcp_ref.http.wsgi_server.ConnectionLimits`) bounds its
         connections; the other options are :meth:`wsgi_app`'s."""
-        from ..workbench.wsgi_server import WsgiServer
+        from ..http.wsgi_server import WsgiServer
 
         return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
 

@@ -473,7 +473,7 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
 
 def _holds_content(tp: Any) -> bool:
     """True if ``tp`` is, or is a list or union of, a payload class (content blocks, CallToolResult) or bytes."""
-    from ..core.types import WireModel
+    from ..types import WireModel
 
     if isinstance(tp, type) and issubclass(tp, (WireModel, bytes, bytearray)):
         return True

@@ -17,7 +17,7 @@ The pieces:
   -32000 ``ServerBusy``).  :meth:`Subscriptions.publish` is how the server's
   change announcements reach them.
 * :func:`listen` — the request handler.  It acknowledges, registers the
-  stream, and *defers* the request (:meth:`mcp_ref.core.session.RequestContext.defer`):
+  stream, and *defers* the request (:meth:`mcp_ref.session.RequestContext.defer`):
   no handler thread waits while the stream is open.  The stream ends when the
   client cancels it (``notifications/cancelled`` on stdio, closing the HTTP
   response), when the connection ends, or when the server closes it
@@ -35,13 +35,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core import envelope
-from ..core.errors import InvalidParams, LimitExceeded, MissingRequiredClientCapabilityError, ServerBusy
+from .. import envelope
+from ..errors import InvalidParams, LimitExceeded, MissingRequiredClientCapabilityError, ServerBusy
+from ..state.stores import Counters, HeldSets, MemoryCounters
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS
-from .state import Counters, HeldSets, MemoryCounters
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
     from .principal import Principal
     from .seams import Caller as ServerConnection
 
@@ -130,7 +130,7 @@ class Subscription:
         self.filter = agreed
         self.version = version
         #: Agreed URIs of resources the caller may not use: acknowledged like unknown ones, never
-        #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.extras.policy`).
+        #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.extensions.policy`).
         self.hidden = hidden
         #: Held while the acknowledgment is written: whatever else the stream carries waits for it.
         self.lock = threading.RLock()
@@ -173,7 +173,7 @@ class Subscriptions:
 
     def __init__(self, max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS, counters: Counters | None = None):
         self.max_subscriptions = max_subscriptions
-        #: Where the open streams are counted (:class:`~mcp_ref.server.state.Counters`, key
+        #: Where the open streams are counted (:class:`~mcp_ref.state.stores.Counters`, key
         #: :data:`STREAMS`): shared by the processes of one server, the bound is theirs together.
         self.counters: Counters = counters if counters is not None else MemoryCounters()
         self._lock = threading.Condition()
@@ -261,7 +261,7 @@ class Subscriptions:
 
     def held_resources(self, server: Any) -> HeldSets | None:
         """Where the resources each principal subscribes to are held over the deployment (the shared
-        state's :meth:`~mcp_ref.server.state.State.held_sets`, made on first use), or None: this
+        state's :meth:`~mcp_ref.state.stores.State.held_sets`, made on first use), or None: this
         process's connections and streams are the truth (``Policy.check_subscriptions`` counts them)."""
         if not self._held_asked:
             with self._lock:
@@ -377,7 +377,7 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
                                                            "task status notifications need the tasks extension")
     asked = Filter.from_wire(notifications)
     server = connection.server
-    _ = server.bus  # from now on changes reach the streams through the bus (mcp_ref.server.state)
+    _ = server.bus  # from now on changes reach the streams through the bus (mcp_ref.state.stores)
     version = connection.version_for(context)
     agreed = asked.agreed(server.capabilities(version))
     gate = server.gate

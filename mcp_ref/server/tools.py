@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..core import lifecycle
-from ..core.errors import CapabilityError, InvalidParams, McpError, RequestCancelled
-from ..core.types import CallToolResult, WireModel, drop_none, text_block
-from ..core.validation import first_error, validator_for
+from .. import lifecycle
+from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
+from ..types import CallToolResult, WireModel, drop_none, text_block
 from .context import Context, with_context
 from .seams import OPEN, Caller, intercept
 from .signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
+from .validation import first_error, validator_for
 
 if TYPE_CHECKING:
-    from ..core.requests import RequestContext
+    from ..request import RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class RegisteredTool:
     def header_declarations(self) -> list[tuple[tuple[str, ...], str]]:
         """The ``(property path, header name)`` of its ``x-mcp-header`` parameters (computed once;
         a tool whose declarations break the rules is refused at registration)."""
-        from ..transports.http_headers import header_params
+        from ..http.headers import header_params
 
         return header_params(self.listing["inputSchema"])
 
@@ -134,7 +134,7 @@ def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict
     """``schema`` with ``x-mcp-header`` on the named parameters (2026-07-28 server/tools §x-mcp-header):
     over Streamable HTTP their values are mirrored into ``Mcp-Param-{name}`` headers, so a gateway
     can route on them.  Refused here when the declaration breaks the spec's rules."""
-    from ..transports.http_headers import InvalidHeaderDeclaration, header_params
+    from ..http.headers import InvalidHeaderDeclaration, header_params
 
     schema = json.loads(json.dumps(schema))  # a copy: the caller's dict stays as given
     properties = schema.get("properties", {})
@@ -285,7 +285,7 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         del result["structuredContent"]
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
-        from ..core.older_revisions import content_for_revision  # loaded only for an older peer
+        from ..older_revisions import content_for_revision  # loaded only for an older peer
 
         result["content"] = [content_for_revision(block, version) for block in result.get("content", [])]
     return result
@@ -307,7 +307,7 @@ def as_content(value: Any) -> list:
     if isinstance(value, WireModel):
         return [value.to_wire()]
     if isinstance(value, (bytes, bytearray)):
-        from ..core.media import media_block
+        from ..media import media_block
 
         return [media_block(bytes(value))]
     if isinstance(value, (list, tuple)) and any(isinstance(v, (WireModel, bytes, bytearray)) for v in value):

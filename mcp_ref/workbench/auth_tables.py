@@ -3,7 +3,7 @@
 :class:`~mcp_ref.workbench.demo_auth_server.DemoAuthorizationServer` keeps four tables: registered
 clients (RFC 7591), authorization codes, refresh tokens and access tokens.  Each is an
 :class:`AuthTable`: keys are strings, values JSON, and every operation is one atomic call, so a
-shared implementation (Redis: :class:`mcp_ref.extras.redis_state.auth_tables.RedisAuthTable`) lets
+shared implementation (Redis: :class:`mcp_ref.state.redis.auth_tables.RedisAuthTable`) lets
 every worker of a deployment answer for a client another registered, a code another issued, a token
 another minted.  :class:`MemoryAuthTable` is the default: this process's memory, as before.
 
@@ -124,8 +124,8 @@ class MemoryAuthTable:
 
 
 def auth_table(state: Any, name: str, limit: int, clock: Clock | None) -> AuthTable:
-    """The table ``name`` of ``state`` (a :class:`~mcp_ref.server.state.State`) when it offers
-    shared ones (``state.auth_table``, e.g. :class:`~mcp_ref.extras.redis_state.RedisState`), else a
+    """The table ``name`` of ``state`` (a :class:`~mcp_ref.state.stores.State`) when it offers
+    shared ones (``state.auth_table``, e.g. :class:`~mcp_ref.state.redis.RedisState`), else a
     :class:`MemoryAuthTable`.  ``clock``: the one a test injected (None: the store's own time)."""
     make = getattr(state, "auth_table", None)
     if make is None:

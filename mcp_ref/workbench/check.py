@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..core.errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
+from ..errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
 
 #: Resources read and prompts got at most (the rest are listed, not fetched).
 MAX_READS = 20

@@ -132,7 +132,7 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    from ..core import __version__
+    from ..versions import __version__
 
     parser = _Parser(prog="mcp-ref", description="A synchronous MCP client, and a demo of the whole protocol.")
     parser.add_argument("--version", action="version", version=f"mcp-ref {__version__}")
@@ -289,7 +289,7 @@ def _shown_argv(argv) -> list[str]:
 
 def _demo(args, trace, recorder=None) -> int:
     """``demo``: the walkthrough; with ``--diagram`` (``recorder``), each section a note in the diagram."""
-    from ..core.errors import ConnectionClosed, McpError, RequestTimeout
+    from ..errors import ConnectionClosed, McpError, RequestTimeout
     from .walkthrough import run
 
     try:
@@ -454,8 +454,8 @@ class _TracedBodies:
 def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None:
     """``serve-demo --http HOST:PORT --auth``: the demo (``server``) as a protected resource, and the demo
     authorization server on the same port (for teaching and tests, never production)."""
+    from ..http.wsgi_server import WsgiServer
     from .demo_auth_server import DEMO_CLIENT_ID, protected_app
-    from .wsgi_server import WsgiServer
 
     httpd = WsgiServer((host, port), protected_app(server, stateless=stateless))
     print(f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "

@@ -267,9 +267,9 @@ class SamplingCommand:
     def __call__(self, params):
         import subprocess
 
-        from ..core.errors import InternalError
-        from ..core.sampling_and_elicitation import CreateMessageResult
-        from ..core.types import TextContent
+        from ..errors import InternalError
+        from ..sampling_and_elicitation import CreateMessageResult
+        from ..types import TextContent
 
         lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
         for message in params.messages:
@@ -300,7 +300,7 @@ class AskTheUser:
         self.user = user
 
     def __call__(self, params, context=None):
-        from ..core.sampling_and_elicitation import ElicitResult
+        from ..sampling_and_elicitation import ElicitResult
 
         schema = params.requested_schema or {}
         properties = schema.get("properties", {})

@@ -148,7 +148,7 @@ def client_options(args, trace) -> dict:
 def connect(args, trace):
     """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`."""
     from ..client import Client
-    from ..core.errors import (
+    from ..errors import (
         AuthorizationError,
         ConnectionClosed,
         McpError,
@@ -210,7 +210,7 @@ def connect(args, trace):
 
 
 def _http_refusal(exc: BaseException):
-    """The :class:`~mcp_ref.core.errors.McpError` for an HTTP 401 or 403 behind ``exc`` (``exc`` itself,
+    """The :class:`~mcp_ref.errors.McpError` for an HTTP 401 or 403 behind ``exc`` (``exc`` itself,
     or one it was raised from or while handling: the probe of the 2026-07-28 era answers "not a modern
     server" for it), or None."""
     seen: BaseException | None = exc
@@ -259,7 +259,7 @@ class ServerStderr:
 
 def run_verb(args, trace) -> int:
     """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`)."""
-    from ..core.errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
+    from ..errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
     from .cli_answers import Approval
 
     if args.verb == "check":

@@ -18,8 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from ..core.types import EmbeddedResource, ImageContent, TextResourceContents
 from ..server import Context, Server, ToolError
+from ..types import EmbeddedResource, ImageContent, TextResourceContents
 
 # A 1x1 transparent PNG, small enough to read in a trace.
 PIXEL_PNG = base64.b64encode(
@@ -98,7 +98,7 @@ def build_server() -> Server:
         title="mcp_ref demo server",
         instructions="A demo of every MCP feature. Start with the echo tool.",
         page_size=5,  # small pages, so listings show pagination
-        authorize=policy,  # who may see and call what (mcp_ref.extras.policy): demo_policy, and add_tool's rule
+        authorize=policy,  # who may see and call what (mcp_ref.extensions.policy): demo_policy, and add_tool's rule
     )
     counter = {"value": 0}
     counter_lock = threading.Lock()
@@ -335,7 +335,7 @@ def server_command(*cli_args: str) -> list[str]:
     """
     import os
 
-    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds mcp_ref/
     if cli_args:
         code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.cli import main; sys.exit(main({list(cli_args)!r}))"
     else:

@@ -49,8 +49,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from ..auth import pkce
-from ..transports.origins import host_allowed, is_loopback, origin_allowed
+from ..http.origins import host_allowed, is_loopback, origin_allowed
+from ..oauth import pkce
 from .auth_tables import Grant, MemoryAuthTable, Records, RegisteredClient, auth_table
 
 log = logging.getLogger(__name__)
@@ -88,9 +88,9 @@ class DemoAuthorizationServer:
     ``issuer`` is its URL (``http://127.0.0.1:8000``); None takes it from each request's
     ``Host`` once that is allowed, which suits a server bound to port 0.  ``scopes`` are the
     scopes it grants.  ``allowed_hosts`` / ``allowed_origins``: the DNS-rebinding guard of the
-    MCP endpoint (:class:`~mcp_ref.transports.http_server.McpWsgiApp`'s options, the same
+    MCP endpoint (:class:`~mcp_ref.http.server.McpWsgiApp`'s options, the same
     rules): None allows loopback names only, ``["*"]`` any.  ``state``: a shared
-    :class:`~mcp_ref.server.state.State` (or its URL) whose ``auth_table`` keeps the tables, else
+    :class:`~mcp_ref.state.stores.State` (or its URL) whose ``auth_table`` keeps the tables, else
     this process's memory.  ``clock`` (seconds) ages codes and tokens; by default monotonic, or the
     wall clock with shared tables (the workers of several hosts share no monotonic clock).
     """
@@ -369,13 +369,13 @@ class DemoAuthorizationServer:
 
 
 class LocalVerifier:
-    """The demo authorization server's tokens, verified in process, as ``mcp_ref.auth.resource.AccessInfo``."""
+    """The demo authorization server's tokens, verified in process, as ``mcp_ref.oauth.resource.AccessInfo``."""
 
     def __init__(self, server: DemoAuthorizationServer):
         self.server = server
 
     def verify(self, token: str):
-        from ..auth.resource import AccessInfo
+        from ..oauth.resource import AccessInfo
 
         try:
             grant = self.server.verify(token)
@@ -398,7 +398,7 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
     server's shared state (``server.shared_state``: ``MCP_REF_STATE`` or ``Server(state=)``) the
     authorization server's tables are shared too, so any worker answers for any client and token.
     """
-    from ..auth.resource import ProtectedResource
+    from ..oauth.resource import ProtectedResource
 
     authorization = DemoAuthorizationServer(scopes=scopes_supported, allowed_hosts=wsgi_options.get("allowed_hosts"),
                                             allowed_origins=wsgi_options.get("allowed_origins"),

@@ -1,6 +1,6 @@
 """The command's login: ``mcp-ref`` against a protected server (issue 9 §4).
 
-- :func:`command_oauth`: the :class:`~mcp_ref.auth.oauth.OAuth` every URL verb uses.  On the first
+- :func:`command_oauth`: the :class:`~mcp_ref.oauth.client.OAuth` every URL verb uses.  On the first
   401 it prints the authorization URL on stderr, opens it in a browser (unless ``--no-browser``)
   and waits on a loopback listener; the registration and the tokens go to :func:`cache_path`
   (``$XDG_CACHE_HOME/mcp-ref/tokens.json``, mode 0600), so the next call needs no browser.
@@ -37,9 +37,9 @@ def cache_path() -> Path:
 
 def command_oauth(*, open_browser: bool = True, trace=None, timeout: float = 30.0):
     """The OAuth of the command: a file store at :func:`cache_path`, the loopback browser handler."""
-    from ..auth.browser import LoopbackBrowser
-    from ..auth.oauth import OAuth
-    from ..auth.store import FileStore
+    from ..oauth.browser import LoopbackBrowser
+    from ..oauth.client import OAuth
+    from ..oauth.store import FileStore
 
     return OAuth(client_name="mcp-ref", store=FileStore(cache_path()), handler=LoopbackBrowser(open_browser=open_browser),
                  http=traced_http(trace) if trace is not None else None, timeout=timeout)
@@ -47,8 +47,8 @@ def command_oauth(*, open_browser: bool = True, trace=None, timeout: float = 30.
 
 def logout(url: str) -> bool:
     """Forget the tokens for ``url`` and the registration with the issuer that minted them; False if none."""
-    from ..auth.resource import canonical
-    from ..auth.store import FileStore, client_key, tokens_key
+    from ..oauth.resource import canonical
+    from ..oauth.store import FileStore, client_key, tokens_key
 
     store = FileStore(cache_path())
     key = tokens_key(canonical(url.split("?", 1)[0]))
@@ -97,7 +97,7 @@ def describe(response) -> str:
     """One exchange, redacted: ``POST URL {body}`` then ``<- STATUS {body}``."""
     request = response.request
     sent = _body(request.body, request.headers.get("Content-Type", ""))
-    from ..auth.discovery import MAX_METADATA_BYTES, bounded_body
+    from ..oauth.discovery import MAX_METADATA_BYTES, bounded_body
 
     try:
         received = _body(bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", ""))

@@ -23,15 +23,15 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, cast
 
 from ..client import Client
-from ..core.errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
-from ..core.feature_types import LogMessage
-from ..core.sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
-from ..core.types import DiscoverResult, ImageContent, TextContent, TextResourceContents
+from ..errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
+from ..feature_types import LogMessage
+from ..sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+from ..types import DiscoverResult, ImageContent, TextContent, TextResourceContents
 from .demo import server_command
 from .terminal import safe
 
 if TYPE_CHECKING:
-    from ..transports.stdio import SubprocessTransport
+    from ..stdio import SubprocessTransport
 
 
 def _text_of(item) -> str | None:
@@ -428,8 +428,8 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
 
     import requests
 
-    from ..auth.browser import follow_redirect
-    from ..auth.oauth import OAuth
+    from ..oauth.browser import follow_redirect
+    from ..oauth.client import OAuth
     from .login import redact_url, traced_http
 
     steps.section("Authorization (OAuth 2.1, over HTTP)", "build_protected_server, whoami", "_authorization",

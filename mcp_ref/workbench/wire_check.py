@@ -16,7 +16,7 @@ import json
 import threading
 
 from .. import schemas
-from ..core.requests import DEFAULT, Default
+from ..request import DEFAULT, Default
 
 #: method -> (request type, result type) in the official schema.
 REQUEST_TYPES = {

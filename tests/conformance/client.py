@@ -33,9 +33,9 @@ from mcp_ref import (
     ElicitResult,
     McpError,
     OAuth,
+    lifecycle,
 )
-from mcp_ref.auth.errors import CallbackError, InsufficientScope, MetadataError
-from mcp_ref.core import lifecycle
+from mcp_ref.oauth.errors import CallbackError, InsufficientScope, MetadataError
 
 SCENARIOS: dict[str, Callable[[str], None]] = {}
 CLOSE_TIMEOUT = 10.0
@@ -208,8 +208,8 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 def oauth_for(name: str, context: dict) -> OAuth:
     """The OAuth configuration a scenario calls for (its credentials and keys from the context)."""
-    from mcp_ref.auth.assertions import IdJagExchange
-    from mcp_ref.auth.browser import follow_redirect
+    from mcp_ref.oauth.assertions import IdJagExchange
+    from mcp_ref.oauth.browser import follow_redirect
 
     if name.startswith("auth/client-credentials-"):
         return OAuth(context["client_id"], context.get("client_secret"), grant="client_credentials",
@@ -264,7 +264,7 @@ def main(argv: list[str]) -> int:
         print("usage: client.py URL (with MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
         return 1
     url = argv[1]
-    run = (lambda url: authorized(name, url)) if name.startswith("auth/") else SCENARIOS.get(name)
+    run = (lambda url: authorized(name, url)) if name.startswith("oauth/") else SCENARIOS.get(name)
     if run is None:
         return not_implemented(name, f"unknown scenario; known: {', '.join(sorted(SCENARIOS))}")
     context = os.environ.get("MCP_CONFORMANCE_CONTEXT")

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, Server
-from mcp_ref.core.errors import InvalidParams
+from mcp_ref.errors import InvalidParams
 
 OSC52 = "\x1b]52;c;cHduZWQ=\x07"  # "pwned" to the clipboard
 CSI = "\x1b[2J\x1b[1;1H"  # clear the screen, cursor home

@@ -7,7 +7,7 @@ import json
 import threading
 
 from mcp_ref import CapabilityError, Context, Server
-from mcp_ref.core.types import TextContent
+from mcp_ref.types import TextContent
 
 ELICIT_SCHEMA = {
     "type": "object",

@@ -6,8 +6,8 @@ import base64
 from typing import Literal
 
 from mcp_ref import Server
-from mcp_ref.core.feature_types import PromptMessage
-from mcp_ref.core.types import (
+from mcp_ref.feature_types import PromptMessage
+from mcp_ref.types import (
     AudioContent,
     BlobResourceContents,
     EmbeddedResource,

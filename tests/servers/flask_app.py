@@ -9,7 +9,7 @@ Flask-Login's ``current_user``) goes into the environ as ``mcp_ref.user``: ``ctx
 from django_app.mcp_server import server
 from flask import Flask, Response, request
 
-from mcp_ref.transports.http_server.embed import call_wsgi
+from mcp_ref.http.server.embed import call_wsgi
 
 PREFIX = "/tools"
 mcp_app = server.wsgi_app(allowed_hosts=["127.0.0.1", "localhost"])

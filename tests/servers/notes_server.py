@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, Server
-from mcp_ref.core.errors import UrlElicitationRequired
-from mcp_ref.core.feature_types import GetPromptResult, PromptMessage
-from mcp_ref.core.types import ResourceLink
+from mcp_ref.errors import UrlElicitationRequired
+from mcp_ref.feature_types import GetPromptResult, PromptMessage
+from mcp_ref.types import ResourceLink
 
 ICONS = [{"src": "https://example.com/notes.png", "mimeType": "image/png", "sizes": ["48x48"]}]
 ANNOTATIONS = {"audience": ["user"], "priority": 0.5}

@@ -64,7 +64,7 @@ class Tokens:
     """A token verifier: ``<user>-token`` is user's, for one client, issued for RESOURCE."""
 
     def verify(self, token: str):
-        from mcp_ref.auth.resource import AccessInfo
+        from mcp_ref.oauth.resource import AccessInfo
 
         user = token.removesuffix("-token")
         if not token.endswith("-token") or user not in ("alice", "bob"):
@@ -75,7 +75,7 @@ class Tokens:
 # keepalive: a stream whose client went away is found (and its thread freed) within half a second
 options: dict = {"stateless": os.environ.get("SCALE_OUT_STATELESS", "1") == "1", "keepalive": 0.5}
 if os.environ.get("SCALE_OUT_PROTECTED") == "1":
-    from mcp_ref.auth.resource import ProtectedResource
+    from mcp_ref.oauth.resource import ProtectedResource
 
     options["auth"] = ProtectedResource(Tokens(), ["https://as.example"], resource=RESOURCE)
 wsgi_app = server.wsgi_app(**options)

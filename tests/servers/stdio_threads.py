@@ -8,7 +8,7 @@ ident of the thread running the tool: ``{"readers": [...], "most_inside": n, "ha
 import threading
 
 from mcp_ref import Server
-from mcp_ref.transports.stdio import StreamTransport
+from mcp_ref.stdio import StreamTransport
 
 readers: set[int] = set()
 inside = [0, 0]  # [threads inside read() now, the most ever]

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import CapabilityError, Context, InvalidParams, McpError, Server
-from mcp_ref.core.types import AudioContent, ResourceLink
+from mcp_ref.types import AudioContent, ResourceLink
 
 ICONS = [{"src": "https://example.com/icon.png", "mimeType": "image/png", "sizes": ["48x48"]}]
 WEATHER_TOOL = {

@@ -9,7 +9,7 @@ goes into the environ as ``mcp_ref.user``, where a tool reads it as ``ctx.http.u
 from django.http import HttpResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from mcp_ref.transports.http_server.embed import call_wsgi
+from mcp_ref.http.server.embed import call_wsgi
 
 from .mcp_server import server
 

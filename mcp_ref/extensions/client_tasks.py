@@ -1,0 +1,193 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, SEP-2663), client side.
+
+:class:`ClientTasks` is a client extension (:mod:`mcp_ref.extension`), which the client adds
+the first time a call asks for a task in the 2026-07-28 era.  ``client.call_tool(name, args,
+task=True)`` then starts a :class:`TaskCall`, which declares the extension on that request
+(per-request capabilities, 2026-07-28).  The server then decides: it
+answers with the tool's result, or with a task handle (``resultType: "task"``).
+For a handle :func:`follow` drives the task to its end and returns what the
+call would have returned (SEP-2663 §Polymorphic Results: clients "can
+transparently drive the polling flow internally and surface only the final,
+completed result"):
+
+* ``tasks/get`` every ``pollIntervalMs`` (kept between :data:`MIN_POLL` and
+  :data:`MAX_POLL` seconds), the wait cut short by ``cancel()``;
+* ``input_required``: the ``inputRequests`` are answered by the client's
+  sampling, elicitation and roots handlers, as any server request is, and sent
+  with ``tasks/update``; a key is answered once, however many polls show it
+  (§Task Update Requests: clients "SHOULD deduplicate inputRequests keys");
+  at most ``Client(max_input_rounds=)`` rounds of them (the bound on
+  ``input_required`` rounds, 16 by default): a task still asking after that is
+  cancelled (``tasks/cancel``) and the call raises LimitExceeded;
+* ``completed`` → the result (``isError`` results included); ``failed`` → the
+  JSON-RPC error raised; ``cancelled`` → RequestCancelled;
+* ``ToolCall.cancel()`` sends ``tasks/cancel`` (never ``notifications/cancelled``,
+  which "MUST NOT be used for task cancellation");
+* bounded: the task's ``ttlMs`` (when not null) and ``max_total_timeout`` end
+  the wait with RequestTimeout; every request it sends has the call's timeout.
+
+``client.get_task(task_id)`` and ``client.cancel_task(task_id)`` reach a task
+directly, e.g. one whose id was kept across a restart.
+
+The module loads with the first request that asks for a task: a client that never passes
+``task=True`` never reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..client.modern import ModernCall
+from ..errors import McpError, RequestCancelled, RequestTimeout
+from ..extension import Extension
+
+if TYPE_CHECKING:
+    from ..client.interfaces import Connection
+
+log = logging.getLogger(__name__)
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+TASK = "task"
+MIN_POLL = 0.05
+MAX_POLL = 30.0
+DEFAULT_POLL = 0.5
+
+
+class ClientTasks(Extension):
+    """The tasks extension, client side: a request given the option ``task=True`` in the 2026-07-28
+    era is a :class:`TaskCall`; :meth:`request` sends the extension's own requests."""
+
+    name = EXTENSION
+
+    def start_request(self, connection: Connection, method: str, params: dict | None, options: dict,
+                      start: Callable[[str, dict | None, dict], Any]) -> Any:
+        """Take the ``task`` option out (2026-07-28 only: 2025-11-25's tasks are another extension's)."""
+        if not connection.modern:
+            return start(method, params, options)
+        if options.pop("task", False):
+            return TaskCall(connection, method, params, options)
+        return start(method, params, options)
+
+    @staticmethod
+    def request(connection: Connection, method: str, params: dict, **options: Any) -> dict:
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel``: sent declaring the extension."""
+        return connection.request(method, params, declares=(EXTENSION,), **options)
+
+
+class TaskCall(ModernCall):
+    """A request that declares the extension: the server may answer with a task, which
+    :meth:`result` follows to its end (:func:`follow`); ``task_id`` is then its id, and
+    :meth:`cancel` sends ``tasks/cancel``."""
+
+    #: The id of the task the server made of the call, once it made one.
+    task_id: str | None = None
+
+    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict):
+        self._stop = threading.Event()  # set by cancel(): a task being followed gets tasks/cancel
+        self._finished = False
+        super().__init__(connection, method, params, options, (EXTENSION,))
+
+    def done(self) -> bool:
+        """True once ``result()`` returned (the request's answer may be only the task's start)."""
+        return self._finished
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the request, or the task it became; False if it had finished."""
+        self._stop.set()
+        return super().cancel(reason) or not self._finished
+
+    def result(self) -> dict:
+        """The final result: the tool's, or its task's."""
+        try:
+            return super().result()
+        finally:
+            self._finished = True
+
+    def settle(self, kind: str, result: dict) -> dict:
+        """A task handle (``resultType: "task"``): follow the task to its end."""
+        if kind != TASK:
+            return super().settle(kind, result)
+        return follow(self, result, self._stop, self._options.get("max_total_timeout"))
+
+
+def interval(task: dict, field: str = "pollIntervalMs") -> float:
+    """Seconds to wait before the next ``tasks/get``: the task's poll interval (``pollIntervalMs``; at
+    2025-11-25 ``pollInterval``, also milliseconds) kept between :data:`MIN_POLL` and :data:`MAX_POLL`."""
+    poll = task.get(field)
+    if not isinstance(poll, (int, float)) or isinstance(poll, bool) or poll <= 0:
+        return DEFAULT_POLL
+    return min(max(poll / 1000, MIN_POLL), MAX_POLL)
+
+
+def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: float | None) -> dict:
+    """Drive the task ``created`` (a CreateTaskResult) to its end; the call's final result."""
+    connection = call.connection
+    task_id = created.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise McpError(f"{call.method}: the server's task handle has no taskId")
+    call.task_id = task_id
+    ttl = created.get("ttlMs")
+    limits = [time.monotonic() + ttl / 1000] if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else []
+    if max_total is not None:
+        limits.append(time.monotonic() + max_total)
+    deadline = min(limits) if limits else None
+    options = call.request_options()
+    answered: set[str] = set()
+    rounds = 0
+    state = created
+    while True:
+        status = state.get("status")
+        if status == "completed":
+            result = state.get("result")
+            if not isinstance(result, dict):
+                raise McpError(f"{call.method}: task {task_id} completed without a result object")
+            return result
+        if status == "failed":
+            error = state.get("error")
+            raise McpError.from_error(error if isinstance(error, dict) else {"code": -32603, "message": "task failed"})
+        if status == "cancelled":
+            raise RequestCancelled(f"{call.method}: task {task_id} was cancelled")
+        if status == "input_required":
+            requests = state.get("inputRequests")
+            fresh = {k: v for k, v in requests.items() if k not in answered} if isinstance(requests, dict) else {}
+            if fresh:
+                rounds += 1
+                if rounds > call.max_input_rounds:
+                    # A server that asks again and again must not hold the caller (nor run its
+                    # handlers) forever: the same bound as input_required rounds; the task ends.
+                    _cancel(connection, task_id, options)
+                    raise call.too_many_rounds()
+                try:
+                    responses = call.answer(fresh)
+                except (McpError, RequestCancelled):
+                    # refused (approve, server_request_limit) or unanswerable: the task could only wait
+                    # in input_required until its ttl, holding a worker of the server's; end it now
+                    _cancel(connection, task_id, options)
+                    raise
+                answered.update(responses)
+                ClientTasks.request(connection, "tasks/update", {"taskId": task_id, "inputResponses": responses},
+                                    **options)
+                state = ClientTasks.request(connection, "tasks/get", {"taskId": task_id}, **options)
+                continue
+        wait = interval(state)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RequestTimeout(f"{call.method}: task {task_id} did not finish in time (status {status})")
+            wait = min(wait, left)
+        if stop.wait(wait):
+            _cancel(connection, task_id, options)
+            raise RequestCancelled(f"{call.method}: cancelled (task {task_id})")
+        state = ClientTasks.request(connection, "tasks/get", {"taskId": task_id}, **options)
+
+
+def _cancel(connection, task_id: str, options: dict) -> None:
+    """``tasks/cancel``, best effort: the task may be gone already, and the caller stops either way."""
+    try:
+        ClientTasks.request(connection, "tasks/cancel", {"taskId": task_id}, **options)
+    except (McpError, ConnectionError, TimeoutError):
+        log.debug("tasks/cancel of %s failed", task_id, exc_info=True)

@@ -1,0 +1,341 @@
+"""Expose a directory tree as resources, confined to its root.
+
+:class:`FileRoot` maps client-supplied relative POSIX paths to files under a
+root directory and refuses anything that could escape it (``..``, absolute
+paths, drive letters, backslashes, NUL bytes, symlinks pointing outside), and
+any second spelling of a file (``./a``, ``a//b``, ``a/``).
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import os
+import re
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidParams, ResourceNotFound
+from ..extension import Extension
+from ..server.resources import RegisteredResource, build_resource
+from ..types import BlobResourceContents, TextResourceContents
+from ..uri_template import UriTemplate
+
+__all__ = ["FileRoot", "FileRootExtension", "PathOutsideRoot", "FileTooLarge", "is_text", "file_root",
+           "DEFAULT_MAX_FILE_SIZE"]
+
+#: The largest file a FileRoot reads (``max_file_size``): a resource is sent whole, in one message.
+DEFAULT_MAX_FILE_SIZE = 8 * 1024 * 1024
+
+# Fixed answers for common text formats so results do not depend on the
+# host's mime.types file; everything else goes through mimetypes.
+_MIME_OVERRIDES = {
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".txt": "text/plain",
+    ".log": "text/plain",
+    ".rst": "text/x-rst",
+    ".py": "text/x-python",
+    ".csv": "text/csv",
+    ".tsv": "text/tab-separated-values",
+    ".html": "text/html",
+    ".css": "text/css",
+    ".js": "text/javascript",
+    ".json": "application/json",
+    ".xml": "application/xml",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".toml": "application/toml",
+}
+_DEFAULT_MIME = "application/octet-stream"
+_DRIVE = re.compile(r"^[A-Za-z]:")
+#: Platforms whose usual file systems fold case (and, on macOS, Unicode normalisation): there a
+#: FileRoot checks each name as stored, so one file has one spelling (FileRoot._check_names).
+_FOLDING_FILE_SYSTEMS = sys.platform in ("darwin", "win32", "cygwin")
+
+
+class PathOutsideRoot(PermissionError):
+    """A requested path is malformed, hidden, or would resolve outside the root."""
+
+
+class FileTooLarge(ValueError):
+    """The file is larger than the root's ``max_file_size`` (``limit``): it is not read."""
+
+    def __init__(self, relative: str, limit: int):
+        super().__init__(f"{relative!r} is larger than the limit of {limit} bytes")
+        self.limit = limit
+
+
+def _guess_mime(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    return _MIME_OVERRIDES.get(ext) or mimetypes.guess_type(path)[0] or _DEFAULT_MIME
+
+
+def is_text(data: bytes, mime_type: str) -> bool:
+    """True when content should be sent as text rather than base64 blob.
+
+    Text MIME types (text/*, application/json, application/xml, *+json,
+    *+xml) are text; otherwise the bytes must decode as UTF-8 and contain no NUL.
+    """
+    mime = mime_type.split(";", 1)[0].strip().lower()
+    if (
+        mime.startswith("text/")
+        or mime in ("application/json", "application/xml")
+        or mime.endswith(("+json", "+xml"))
+    ):
+        return True
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+class FileRoot:
+    """A directory whose regular files are readable by relative POSIX path.
+
+    ``root`` must be an existing directory (else ValueError); it is stored
+    resolved in ``.root``.  Files over ``max_file_size`` bytes are refused
+    (:class:`FileTooLarge`), and hidden paths (a component starting with ``.``:
+    ``.env``, ``.git/config``) are refused as outside the root unless
+    ``allow_hidden``.  A path has one spelling: ``./a.txt``, ``docs//a.txt`` and
+    ``a.txt/`` are refused (:class:`PathOutsideRoot`), never read as ``a.txt``, and
+    where the file system folds case or Unicode normalisation each component must
+    be spelled as stored.  For the same reason a symbolic link inside the root is
+    not followed (:class:`PathOutsideRoot`) unless ``follow_links``: ``pub ->
+    private`` would be a second name for every file under ``private/``, and a
+    policy that hides ``private/`` judges the name it is given.  With
+    ``follow_links`` a link that stays inside the root is served under its own
+    name (the operator made that second name); one leading outside never is.
+    """
+
+    __slots__ = ("root", "max_file_size", "allow_hidden", "follow_links", "_real", "_prefix", "_exact_names")
+
+    def __init__(self, root: str | os.PathLike, *, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+                 allow_hidden: bool = False, follow_links: bool = False) -> None:
+        """Resolve and check ``root`` (which may itself be reached through a link)."""
+        path = Path(root)
+        if not path.is_dir():
+            raise ValueError(f"file root {str(root)!r} is not an existing directory")
+        if max_file_size < 0:
+            raise ValueError("max_file_size must be >= 0")
+        self.max_file_size = max_file_size
+        self.allow_hidden = allow_hidden
+        self.follow_links = follow_links
+        self.root = path.resolve(strict=True)
+        self._real = os.path.realpath(self.root)
+        self._prefix = self._real if self._real.endswith(os.sep) else self._real + os.sep
+        #: Check each component against its directory's own listing (see :meth:`_check_names`).
+        self._exact_names = _FOLDING_FILE_SYSTEMS
+
+    def _check_names(self, relative: str, parts: list[str]) -> None:
+        """On a file system that folds case or Unicode normalisation (macOS, Windows), every
+        component must be spelled exactly as the directory stores it: ``Secret.txt`` or a
+        decomposed ``é`` would open ``secret.txt`` or a composed ``é`` under another name."""
+        parent = self._real
+        for part in parts:
+            try:
+                names = os.listdir(parent)
+            except OSError:
+                raise FileNotFoundError(f"no such file: {relative!r}") from None
+            if part not in names:
+                raise FileNotFoundError(f"no such file: {relative!r}")
+            parent = os.path.join(parent, part)
+
+    def _inside(self, real: str) -> bool:
+        return real == self._real or real.startswith(self._prefix)
+
+    def _check_relative(self, relative: str) -> list[str]:
+        """Return the path's components, or raise PathOutsideRoot if unsafe."""
+        if not isinstance(relative, str):
+            raise TypeError(f"path must be a str, not {type(relative).__name__}")
+        if "\x00" in relative:
+            raise PathOutsideRoot("path contains a NUL byte")
+        if "\\" in relative:
+            raise PathOutsideRoot(f"path {relative!r} contains a backslash")
+        if relative.startswith("/") or os.path.isabs(relative):
+            raise PathOutsideRoot(f"path {relative!r} is absolute")
+        if _DRIVE.match(relative):
+            raise PathOutsideRoot(f"path {relative!r} starts with a drive letter")
+        parts = relative.split("/")
+        if ".." in parts:
+            raise PathOutsideRoot(f"path {relative!r} contains '..'")
+        if "" in parts or "." in parts:
+            # One spelling per file: "./a", "a//b" and "a/" are refused, never read as "a" or "a/b".
+            # Whoever judged the path before it got here (an ``authorize`` policy, a rate limit,
+            # a subscription) judged that exact string, so the file read must be the one it names.
+            raise PathOutsideRoot(f"path {relative!r} is not canonical (an empty or '.' segment)")
+        if not self.allow_hidden and any(p.startswith(".") for p in parts):
+            raise PathOutsideRoot(f"path {relative!r} is hidden")
+        return parts
+
+    def is_canonical(self, relative: str) -> bool:
+        """True when ``relative`` is a path this root would look up: the one spelling of a file
+        (no empty, ``.`` or ``..`` segment, no backslash, NUL or leading ``/``, not hidden unless
+        ``allow_hidden``).  It reads nothing from the disk."""
+        try:
+            self._check_relative(relative)
+        except (PathOutsideRoot, TypeError):
+            return False
+        return True
+
+    def resolve(self, relative: str) -> Path:
+        """Return the real path of regular file ``relative`` under the root.
+
+        Raises PathOutsideRoot for unsafe paths or ones whose real path
+        (following symlinks) leaves the root, FileNotFoundError when missing,
+        IsADirectoryError for directories and PermissionError for other
+        non-regular files (FIFOs, devices).
+        """
+        return self._resolve(relative, self._exact_names)
+
+    def _resolve(self, relative: str, exact_names: bool) -> Path:
+        parts = self._check_relative(relative)
+        if exact_names:
+            self._check_names(relative, parts)
+        named = os.path.join(self._real, *parts)
+        real = os.path.realpath(named)
+        if not self._inside(real):
+            raise PathOutsideRoot(f"path {relative!r} resolves outside the root")
+        if real != named and not self.follow_links:
+            # One name per file: the path goes through a symbolic link (``pub -> private``), a second
+            # name that whoever judged this path (``authorize``) never saw.  Not followed.
+            raise PathOutsideRoot(f"path {relative!r} goes through a symbolic link")
+        try:
+            mode = os.stat(real).st_mode
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no such file: {relative!r}") from None
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(f"{relative!r} is a directory")
+        if not stat.S_ISREG(mode):
+            raise PermissionError(f"{relative!r} is not a regular file")
+        return Path(real)
+
+    def read(self, relative: str) -> tuple[bytes, str]:
+        """Return ``(content, mime_type)`` of file ``relative`` (see :meth:`resolve`).
+
+        The file is opened without following a symlink and without blocking,
+        and the opened descriptor must be a regular file: a path swapped for a
+        FIFO or a link after :meth:`resolve` is refused, never waited on.  At
+        most ``max_file_size`` bytes are read (:class:`FileTooLarge` beyond).
+        """
+        path = self.resolve(relative)
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise PermissionError(f"{relative!r} is not a regular file")
+            if info.st_size > self.max_file_size:
+                raise FileTooLarge(relative, self.max_file_size)
+            data = fh.read(self.max_file_size + 1)
+        if len(data) > self.max_file_size:  # it grew since fstat
+            raise FileTooLarge(relative, self.max_file_size)
+        return data, _guess_mime(relative)
+
+    def list(self) -> list[str]:
+        """Return the sorted relative POSIX paths of all regular files under the root.
+
+        Hidden (dot) files and directories are skipped (unless ``allow_hidden``), symlinked directories
+        are not descended into, and symlinks are listed only with ``follow_links``, when they resolve
+        to a regular file inside the root.
+        """
+        found: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self._real):
+            dirnames[:] = [d for d in dirnames if self.allow_hidden or not d.startswith(".")]
+            rel_dir = os.path.relpath(dirpath, self._real)
+            prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+            for name in filenames:
+                if name.startswith(".") and not self.allow_hidden:
+                    continue
+                relative = prefix + name
+                try:
+                    self._resolve(relative, False)  # names as os.walk read them: stored as they are
+                except (OSError, TypeError):
+                    continue
+                found.append(relative)
+        found.sort()
+        return found
+
+
+# -- as resources of a server ------------------------------------------------------------
+
+
+def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = None, max_file_size: int | None = None,
+              allow_hidden: bool = False,
+              follow_links: bool = False) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
+    """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
+
+    Returns ``(template, entry, list_files)``: the URI template ``prefix{+path}``, the
+    resource template that reads one file (named ``name``, by default after the directory),
+    and the generator of listed files (of the :class:`FileRoot`).  A path that
+    leaves the root, is hidden, missing, unreadable or too long to open
+    answers Resource not found (-32002), naming only the URI; so does any
+    spelling of a file but its canonical one (``./a.txt``, ``a.txt/``,
+    ``docs//a.txt``, ``%61.txt``), and a path through a symbolic link unless
+    ``follow_links``; a file over ``max_file_size`` answers
+    -32602 with its size and the limit.  Files are listed under their
+    canonical URI (``a%20b.txt`` for ``a b.txt``).
+    """
+    files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
+                     allow_hidden=allow_hidden, follow_links=follow_links)
+    prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
+    template = UriTemplate(prefix + "{+path}")
+
+    def read_file(path: str):
+        # Reached only with the canonical spelling (Server.find_resource), and FileRoot refuses any
+        # other path ("./a", "a//b", "a/"): the file read is the one authorize judged by this URI.
+        uri = template.expand(path=path)
+        try:
+            data, mime_type = files.read(path)
+        except FileTooLarge as exc:
+            raise InvalidParams(f"Resource too large: {uri} is over this server's limit of {exc.limit} bytes",
+                                data={"uri": uri}) from None
+        except OSError:  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
+            raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
+        if is_text(data, mime_type):
+            return TextResourceContents(uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type)
+        return BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+
+    def list_files():
+        for relative in files.list():
+            # listed under the spelling a read must use (a space as %20): the one authorize judges
+            uri = template.expand(path=relative)
+            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it ("%41" in a name)
+                yield {"uri": uri, "name": relative}
+
+    entry = build_resource(read_file, template.template, name=name or f"files under {files.root.name}",
+                           description=f"Files under {files.root}")
+    # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
+    # for resources/subscribe and the listen streams too, not only when read
+    entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))
+    return template.template, entry, list_files
+
+
+class FileRootExtension(Extension):
+    """Every file under directory ``root`` as a resource of the server that takes it, confined to
+    that directory (``server.add_file_root(root, ...)`` builds one; the options are :func:`file_root`'s).
+
+    URIs are ``uri_prefix + relative/path`` (default: the directory's ``file://`` URI plus ``/``).
+    Paths that leave the root — ``..``, absolute paths, symlinks pointing outside — and hidden
+    paths (``.env``, ``.git/...``, unless ``allow_hidden``) are refused as not found, and so is a
+    path through a symbolic link inside the root unless ``follow_links`` (a second name for a
+    file, which an ``authorize`` policy would judge by that name: one name per file).  A file over
+    ``max_file_size`` bytes (default :data:`DEFAULT_MAX_FILE_SIZE`, 8 MiB) is refused with -32602.
+    It registers, in :meth:`setup`, one resource template reading a file and the listing of the
+    files; :attr:`template` is the URI template registered.
+    """
+
+    name = "files"
+
+    def __init__(self, root: str, uri_prefix: str | None = None, **options: Any):
+        self.template, self.entry, self.list_files = file_root(root, uri_prefix, **options)
+
+    def setup(self, host: Any) -> None:
+        """Register the template and the files' listing on ``host`` (a ``Server``)."""
+        host.add_listed_resources(self.entry, self.list_files)

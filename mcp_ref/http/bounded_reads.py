@@ -1,0 +1,472 @@
+"""What every HTTP client transport of mcp_ref shares: reading bodies and SSE streams within bounds.
+
+:func:`read_body` takes a whole answer (or gives up past a bound, the connection closed),
+:func:`stream_chunks` hands over an SSE body as it arrives (never more than :data:`READ_SIZE` at a
+time, each line under it bounded), :class:`Cursor` keeps where an SSE stream stands for resuming
+it, :func:`abort` closes a response under a blocked reader, :func:`unreachable` words a failed
+connection, and :class:`Inbox` holds what the streams bring until the session's reader takes it.
+:mod:`mcp_ref.http.client` (and its era parts, :mod:`~mcp_ref.http.modern_client`
+and :mod:`~mcp_ref.http.legacy_client`) use them.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
+from ..transport import OutgoingRequests, RequestId
+from .sse import SseParser
+
+log = logging.getLogger(__name__)
+
+#: The request a worker thread is sending, ``(transport, request id)`` (so that an auth hook can say
+#: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`).
+sending = threading.local()
+
+#: The SSE ``retry`` (milliseconds) until a server sends one.
+DEFAULT_RETRY_MS = 1000
+#: The default bounds (seconds) on the wait before re-opening a stream, whatever ``retry`` says.
+MIN_RETRY_DELAY = 0.1
+MAX_RETRY_DELAY = 30.0
+#: How much of an HTTP error's body is read for its JSON-RPC error (a longer one is ignored).
+MAX_ERROR_BODY = 64 * 1024
+#: Bytes asked of the socket at a time while reading a body.
+READ_SIZE = 64 * 1024
+#: Last-Event-ID values longer than this (or not printable ASCII) are not kept for resuming.
+MAX_EVENT_ID = 1024
+#: The longest line read under a response body: a chunk-size line with its extensions (as
+#: http.client bounds its own lines; urllib3 reads the chunk-size line with no bound at all).
+MAX_CHUNK_LINE = 64 * 1024
+
+
+#: Seconds a read of an answer may wait past the session's deadline for its request: the session's
+#: own timeout comes first (it cancels the request and closes the response); the read's bound holds
+#: where nobody waits for the answer.
+READ_GRACE = 1.0
+
+
+#: The server's messages an HTTP client holds at once for its session's reader, and their bytes
+#: (:class:`Inbox`); past either, the threads reading the server's streams wait.
+MAX_INBOX = 1024
+MAX_INBOX_BYTES = 16 * 1024 * 1024
+
+
+class ClientHooks(Protocol):
+    """What the HTTP client transport offers beyond the transport contract, as its ``http_hooks``
+    (:mod:`mcp_ref.transport`): the client role finds them with
+    ``getattr(transport, "http_hooks", None)``, None off HTTP, and calls them."""
+
+    def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
+        """Once, before the handshake: ``reinitialize()`` runs it again (a new session after a 404)."""
+        ...
+
+    def initialized(self, protocol_version: str) -> None:
+        """Once the handshake has completed: send the version header from now on, open the GET stream."""
+        ...
+
+    def stateless(self, input_schema: Callable[[str], dict[str, Any] | None]) -> None:
+        """The client speaks 2026-07-28: no session from now on; ``input_schema(tool)`` gives a listed
+        tool's ``inputSchema``, from which a ``tools/call`` takes its ``Mcp-Param-*`` headers."""
+        ...
+
+
+class RequestFailed:
+    """What a worker puts in the :class:`Inbox` instead of a message: one request of ours failed here.
+
+    The server could not be reached, or refused the request at the HTTP level.  ``error`` is the
+    exception the request's caller gets (e.g. :class:`~mcp_ref.errors.ServerUnreachable`, a
+    ``ConnectionError``); nothing was received, so nothing is traced as received.  The transport's
+    ``read`` hands it to the session (:meth:`~mcp_ref.transport.OutgoingRequests.fail_request`)
+    in its turn: after the messages put before it (an answer that came first wins).
+    """
+
+    __slots__ = ("request_id", "error")
+
+    def __init__(self, request_id: RequestId, error: Exception):
+        self.request_id = request_id
+        self.error = error
+
+
+class RequestHeld:
+    """What a worker puts in the :class:`Inbox`: one request is held up on this side for up to
+    ``seconds`` (the user authorizes in a browser); the transport's ``read`` extends the request's
+    timeout by that much (:meth:`~mcp_ref.transport.OutgoingRequests.hold_request`).
+    """
+
+    __slots__ = ("request_id", "seconds")
+
+    def __init__(self, request_id: RequestId, seconds: float):
+        self.request_id = request_id
+        self.seconds = seconds
+
+
+class Inbox:
+    """What an HTTP client's streams and workers hand to the session's reader (``Transport.read``), in order.
+
+    Bounded: a thread relaying a server's stream (:meth:`put_streamed`) waits while ``limit``
+    messages, or ``limit_bytes`` of them, are waiting, until the reader takes one or the transport
+    closes (then the message is dropped); so a server that sends faster than the session handles
+    waits on its own connection (TCP backpressure) instead of growing this side.  What this side
+    adds itself (:meth:`put`: an answer read by a worker, a failure, the end) never waits: it is
+    bounded by our own requests in flight.  The first message is always taken, whatever its size.
+    """
+
+    def __init__(self, limit: int = MAX_INBOX, limit_bytes: int = MAX_INBOX_BYTES):
+        self.limit, self.limit_bytes = limit, limit_bytes
+        self._items: collections.deque = collections.deque()
+        self._bytes = 0
+        self._changed = threading.Condition(threading.Lock())
+        self._closed = False
+
+    def put(self, item) -> None:
+        """Add a message (or a ``RequestFailed``, ``RequestHeld``, None for the end) without waiting."""
+        with self._changed:
+            self._items.append(item)
+            self._bytes += len(item) if isinstance(item, bytes) else 0
+            self._changed.notify_all()
+
+    def put_streamed(self, data: bytes) -> bool:
+        """Add a message a server's stream brought, waiting for room; False (dropped) once closed."""
+        with self._changed:
+            while self._items and (len(self._items) >= self.limit or self._bytes + len(data) > self.limit_bytes):
+                if self._closed:
+                    return False
+                self._changed.wait()
+            if self._closed:
+                return False
+            self._items.append(data)
+            self._bytes += len(data)
+            self._changed.notify_all()
+            return True
+
+    def get(self):
+        """The next item, waiting for one (the transport puts None when it closes)."""
+        with self._changed:
+            while not self._items:
+                self._changed.wait()
+            item = self._items.popleft()
+            self._bytes -= len(item) if isinstance(item, bytes) else 0
+            self._changed.notify_all()
+            return item
+
+    def close(self) -> None:
+        """No more waiting room: the streams' threads waiting to add a message drop it and go on."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class HttpTransportError(MCPRefError, ConnectionError):
+    """The HTTP exchange itself failed (the server is unreachable, or answered with an HTTP error)."""
+
+    #: The HTTP status that ended the exchange, when one did (None: no answer, or not an HTTP error).
+    status: int | None = None
+
+
+def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/mcp") -> str:
+    """What to do about an HTTP ``status`` answered at ``url`` ("" when there is nothing to say).
+
+    404 at the first request: nothing is served there; the message names the URL to try (the same
+    one without its trailing slash, or with ``usual`` — ``/mcp``, ``/sse`` for the HTTP+SSE
+    transport — appended).  401: the server wants authorization (2025-11-25 basic/authorization:
+    a 401 carries ``WWW-Authenticate`` with the ``resource_metadata`` URL, named here when present);
+    pass ``auth=OAuth()``, or, when credentials were sent (``credentials``), they were refused.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    if status == 404:
+        parts = urlsplit(url)
+        path = parts.path or "/"
+        if path != "/" and path.endswith("/"):
+            better = urlunsplit(parts._replace(path=path.rstrip("/") or "/"))
+            return f"nothing is served at {path}: try {better} (without the trailing slash)"
+        if path.endswith(usual):
+            return f"nothing is served at {path}: check the URL the server says it serves MCP at"
+        better = urlunsplit(parts._replace(path=path.rstrip("/") + usual))
+        servers = "HTTP+SSE servers" if usual == "/sse" else "MCP servers"
+        return f"nothing is served at {path}: {servers} are usually at {usual} — try {better}"
+    if status == 401:
+        import re
+
+        found = re.search(r'resource_metadata="?([^",\s]+)', headers.get("WWW-Authenticate", "") or "")
+        where = f" (its resource metadata: {found.group(1)})" if found else ""
+        if credentials:
+            return f"the server refused the credentials sent (auth= or an Authorization header){where}"
+        return ("this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
+                f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}")
+    return ""
+
+
+def read_bound(requests: OutgoingRequests | None, request_id) -> float | None:
+    """The bound (seconds) on each read of the answer to our request ``request_id`` (``requests``:
+    the session's, given by :meth:`~mcp_ref.transport.Transport.attach`): until the session
+    stops waiting for it (its timeout; with ``reset_timeout_on_progress``, its total cap), and
+    :data:`READ_GRACE` more; None: no bound."""
+    deadline = requests.request_deadline(request_id) if requests is not None else None
+    return None if deadline is None else max(deadline - time.monotonic(), 0.0) + READ_GRACE
+
+
+def no_answer(request) -> RequestTimeout:
+    """The failure of ``request`` whose answer stopped coming: a read waited past its bound."""
+    why = "the server's answer did not come within the request's timeout"
+    return RequestTimeout(f"{request.method}: {why}")
+
+
+def unanswered(request) -> RequestFailed:
+    """What fails ``request`` when the JSON body its POST got (queued just before) did not answer
+    it: the session refused the body (not JSON-RPC, nested too deep for its id to be read) or it
+    answered another id.  Once the body has answered it, the session no longer knows the request
+    and this does nothing; otherwise the request fails at once instead of waiting its timeout."""
+    why = "the server's answer could not be read as the answer to it (see the log)"
+    return RequestFailed(request.id, InvalidRequest(f"{request.method}: {why}"))
+
+
+def timed_out(exc: Exception) -> bool:
+    """Whether ``exc`` (from ``requests``, urllib3 or a socket) says a read of an answer waited past
+    its bound: requests' ``ReadTimeout``, or the ``ConnectionError`` it makes of urllib3's read
+    timeout while a body is read."""
+    import requests
+    from urllib3.exceptions import ReadTimeoutError
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return False
+    if isinstance(exc, (requests.exceptions.ReadTimeout, ReadTimeoutError, TimeoutError)):
+        return True
+    return any(isinstance(arg, (ReadTimeoutError, TimeoutError)) for arg in exc.args)
+
+
+def unreachable(url: str, exc: Exception) -> ServerUnreachable:
+    """A :class:`ServerUnreachable` naming ``url`` and the reason in a few words, not urllib3's nest."""
+    import re
+
+    text = str(exc)
+    reason = re.findall(r"\[Errno -?\d+\] ([^'\"\)\]]+)", text)
+    if reason:
+        text = reason[-1].strip().lower()
+    elif "timed out" in text.lower():
+        text = "timed out while connecting"
+    return ServerUnreachable(f"cannot reach {url}: {text}")
+
+
+class Cursor:
+    """Where an SSE stream stands: the last event id seen, the server's ``retry`` (ms; clamped
+    where it is used, :meth:`~mcp_ref.http.client.HttpClientTransport.retry_delay`), and the events seen."""
+
+    __slots__ = ("events", "last_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.retry_ms = DEFAULT_RETRY_MS
+        self.events = 0
+
+    def note(self, parser: SseParser, events: int) -> None:
+        """Keep what ``parser`` has read so far (``events``: how many it just dispatched).
+
+        The last event ID goes back to the server in a ``Last-Event-ID`` header: one that could
+        not travel there (not printable ASCII, or longer than :data:`MAX_EVENT_ID`) is not kept.
+        """
+        self.events += events
+        last_id = parser.last_id
+        if last_id and last_id != self.last_id:
+            if len(last_id) <= MAX_EVENT_ID and last_id.isascii() and last_id.isprintable():
+                self.last_id = last_id
+            else:
+                log.debug("an SSE event id that cannot be sent back in Last-Event-ID was ignored")
+        if parser.retry is not None:
+            self.retry_ms = parser.retry
+
+
+class EventTooLarge(Exception):
+    """An SSE event on a request's stream went past ``max_message_size`` (internal)."""
+
+
+def stream_chunks(response, size: int = READ_SIZE):
+    """The body of a streamed ``requests`` response as it arrives, at most ``size`` bytes at a time.
+
+    ``iter_content(chunk_size=None)`` would hand over a whole HTTP chunk (or, without chunked
+    encoding, the whole body) at once, however large; this takes what the socket has, up to
+    ``size``, and so never holds more than that of a body nobody asked to keep.  urllib3's
+    errors become ``requests``' as they do in ``iter_content``.
+    """
+    import requests
+    from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
+
+    bound_lines(response)
+    read1 = getattr(response.raw, "read1", None)
+    if read1 is None:  # urllib3 before 2.3: read ``size`` at a time (bounded, maybe later)
+        yield from response.iter_content(chunk_size=size)
+        return
+    try:
+        while True:
+            # decoded as iter_content decodes (a gzip stream is read; urllib3 2.6+ decompresses
+            # at most ``size`` at a time, so a compressed bomb costs no more than plain bytes)
+            data = read1(size, decode_content=True)
+            if not data:
+                return
+            yield data
+    except ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from None
+    except ReadTimeoutError as exc:
+        raise requests.exceptions.ConnectionError(exc) from None
+    except SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from None
+
+
+def read_body(response, limit: int) -> bytes | None:
+    """The whole body of a streamed response, or None (the connection closed, the body unread)
+    when it is longer than ``limit`` bytes: the ``Content-Length`` is checked first, then the
+    body is read in pieces and abandoned as soon as it passes ``limit``.  The response is closed."""
+    try:
+        bound_lines(response)
+        length = response.headers.get("Content-Length", "")
+        if length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > limit):
+            abort(response)
+            return None
+        body = bytearray()
+        for chunk in response.iter_content(chunk_size=READ_SIZE):
+            body += chunk
+            if len(body) > limit:
+                abort(response)
+                return None
+        return bytes(body)
+    finally:
+        response.close()
+
+
+class BoundedLines:
+    """The socket file under a response, its ``readline`` bounded by :data:`MAX_CHUNK_LINE`
+    (past it, :class:`http.client.LineTooLong`, which urllib3 reports as a broken connection).
+
+    urllib3 reads each chunk-size line of a chunked body with an unbounded ``readline()``: a
+    server that sent ``1;`` and then never a line end grew the client by 730 MB for 300 MB.
+    """
+
+    __slots__ = ("_fp",)
+
+    def __init__(self, fp):
+        self._fp = fp
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        """One line, of at most :data:`MAX_CHUNK_LINE` bytes (or ``limit``, if smaller)."""
+        bound = MAX_CHUNK_LINE + 1 if limit is None or limit < 0 else min(limit, MAX_CHUNK_LINE + 1)
+        line = self._fp.readline(bound)
+        if len(line) > MAX_CHUNK_LINE:
+            import http.client
+
+            raise http.client.LineTooLong("a chunk-size line")  # "got more than 65536 bytes when reading ..."
+        return line
+
+    def __getattr__(self, name: str):
+        return getattr(self._fp, name)
+
+
+def bound_lines(response) -> None:
+    """Put :class:`BoundedLines` under ``response`` before its body is read (nothing if this
+    urllib3 has no such layer)."""
+    inner = getattr(response.raw, "_fp", None)
+    if inner is None:
+        return
+    fp = getattr(inner, "fp", None)
+    if fp is not None and not isinstance(fp, BoundedLines):
+        inner.fp = BoundedLines(fp)
+
+
+def discard_body(response) -> None:
+    """Read and drop a body nobody needs (a 202's, normally empty, so the connection is reused),
+    or close the connection if it is longer than :data:`MAX_ERROR_BODY`."""
+    read_body(response, MAX_ERROR_BODY)
+
+
+class Underway:
+    """The socket a worker waits on for the head of an answer (:func:`watch`): what :func:`abort`
+    shuts down when the session gives up on the request before the answer's response exists."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock):
+        self.sock = sock
+
+    def abort_now(self) -> None:
+        """Shut the socket down, waking the worker that waits on it."""
+        import socket
+
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def watch(sock) -> None:
+    """``sock`` is about to carry the answer to the request this thread sends (:data:`sending`):
+    from now on, the session giving up on that request (its timeout, a cancellation) shuts it down,
+    even before the answer's status line and headers came (each read is bounded too,
+    :func:`read_bound`; this is the deadline over them all).  Nothing on another thread."""
+    transport, request_id = getattr(sending, "request", (None, None))
+    if transport is not None and sock is not None:
+        transport.awaiting(request_id, Underway(sock))
+
+
+def abort(response) -> None:
+    """Close a streaming response even while another thread is blocked reading it.
+
+    ``response.close()`` waits for that reader; shutting the socket down first
+    wakes it at once (the reader then sees the end of the stream).
+    """
+    import socket
+
+    stop = getattr(response, "abort_now", None)
+    if stop is not None:  # an answer that has not come yet (Underway)
+        stop()
+        return
+    connection = getattr(response.raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    response.close()
+
+
+def note_answers(data: str, awaiting: set) -> None:
+    """Strike from ``awaiting`` the ids this SSE message answers."""
+    try:
+        message = json.loads(data)
+    except RecursionError:  # nested too deep: the session refuses it, failing the request answered
+        from ..unparsed import answer_id
+
+        awaiting.discard(answer_id(data))
+        return
+    except ValueError:  # not JSON: the session refuses it
+        return
+    for item in message if isinstance(message, list) else [message]:
+        if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
+            awaiting.discard(item.get("id"))
+
+
+def resolve_environment(http: Any, url: str) -> None:
+    """Read the environment once for ``url``'s origin, the only one this transport talks to: the
+    proxies (``HTTPS_PROXY``, ``NO_PROXY`` ...), ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` when
+    ``verify`` is left True, and a ``~/.netrc`` entry when no ``auth`` is given, as requests would
+    on every request; then ``trust_env`` is turned off, so no request scans them again (requests
+    does it twice per request: most of its own cost per call).  The environment is read when the
+    client is made: change it before ``Client.http``."""
+    import requests
+
+    settings = http.merge_environment_settings(url, {}, None, http.verify, None)
+    http.proxies.update(settings["proxies"])
+    http.verify = settings["verify"]
+    if http.auth is None:
+        http.auth = requests.utils.get_netrc_auth(url)
+    http.trust_env = False

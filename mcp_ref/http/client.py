@@ -1,0 +1,700 @@
+"""MCP over HTTP, client side: Streamable HTTP, and the 2024-11-05 HTTP+SSE transport.
+
+One transport, :class:`HttpClientTransport`, in four modules: this one (Streamable HTTP with its
+session, the handshake era), :mod:`~mcp_ref.http.modern_client` (the 2026-07-28 era's one POST
+per request), :mod:`~mcp_ref.http.legacy_client` (the 2024-11-05 HTTP+SSE fallback) and
+:mod:`~mcp_ref.http.bounded_reads` (bodies and SSE streams read within bounds).  Every name
+they export is importable from here.  Every HTTP request goes through one ``requests.Session``
+(its adapter: :func:`~mcp_ref.http.framing.framing_adapter`).
+
+The session reads whole messages from :meth:`HttpClientTransport.read`.  Every
+source of messages feeds one queue behind it (a bounded ``http_plumbing.Inbox``:
+a stream's thread waits for room): JSON replies to POSTs, the SSE streams those
+POSTs may open, and the standalone GET stream.  Writing a request
+POSTs it on a worker thread and returns, so the session's timeouts,
+progress and cancellation work as they do over stdio.  Notifications and
+answers are POSTed by the caller, in order (the server answers 202).
+
+What the spec asks of a client, and where it happens here:
+
+* ``Accept: application/json, text/event-stream`` on every POST; either reply
+  type is handled (``_deliver``);
+* the ``Mcp-Session-Id`` from the initialize reply, and the
+  ``MCP-Protocol-Version`` header, on every later request (``_headers``);
+* the standalone GET stream, when the server offers one (``_listen``);
+* ``retry`` honoured and ``Last-Event-ID`` sent to resume a dropped or closed
+  stream (``_read_stream``);
+* HTTP 404 for an established session: a new session is started once,
+  transparently, and the request is sent again (``_renew_session``);
+* DELETE of the session on close;
+* the backwards-compatible fallback: an initialize POST answered 400, 404 or
+  405 means an HTTP+SSE server, reached through GET and its ``endpoint`` event.
+
+A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern)
+request: see :mod:`~mcp_ref.http.modern_client`.
+
+What the server sends is bounded, as stdio bounds a line: a JSON answer and each
+SSE event by ``max_message_size`` (the Content-Length is checked first, then the
+body is read in pieces and abandoned past the bound; the request fails with
+:class:`~mcp_ref.errors.LimitExceeded`, the connection serves the others); SSE
+is parsed in linear time (:class:`~mcp_ref.http.sse.SseParser`); and
+the server's ``retry`` is kept between ``min_retry_delay`` and ``max_retry_delay``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, cast
+from urllib.parse import urljoin
+
+from .. import envelope
+from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost
+from ..jsonrpc import Notification, Request
+from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
+from ..transport import OutgoingRequests, Transport
+from .bounded_reads import (
+    DEFAULT_RETRY_MS,
+    MAX_CHUNK_LINE,
+    MAX_ERROR_BODY,
+    MAX_EVENT_ID,
+    MAX_RETRY_DELAY,
+    MIN_RETRY_DELAY,
+    READ_SIZE,
+    ClientHooks,
+    Cursor,
+    EventTooLarge,
+    HttpTransportError,
+    Inbox,
+    RequestFailed,
+    RequestHeld,
+    abort,
+    advice,
+    discard_body,
+    no_answer,
+    note_answers,
+    read_body,
+    read_bound,
+    resolve_environment,
+    sending,
+    stream_chunks,
+    timed_out,
+    unanswered,
+    unreachable,
+)
+from .legacy_client import LegacySseClient
+from .modern_client import ModernPosts
+from .origins import CrossOriginRefused, same_origin
+from .sse import SseParser
+
+__all__ = [
+    "HttpClientTransport", "ClientHooks", "HttpTransportError", "hold_current_request", "unreachable", "read_body", "discard_body",
+    "stream_chunks", "DEFAULT_MAX_MESSAGE_SIZE", "DEFAULT_RETRY_MS", "MAX_RESUMES", "MIN_RETRY_DELAY",
+    "MAX_RETRY_DELAY", "MAX_ERROR_BODY", "READ_SIZE", "MAX_EVENT_ID", "MAX_CHUNK_LINE",
+]
+
+#: The old private name of :class:`~mcp_ref.http.bounded_reads.Cursor` (tests use it).
+_Cursor = Cursor
+
+log = logging.getLogger(__name__)
+
+
+def hold_current_request(seconds: float) -> None:
+    """Extend the timeout of the request this thread is sending by ``seconds`` (see
+    :class:`~mcp_ref.http.bounded_reads.RequestHeld`); nothing when this is not a transport's worker."""
+    transport, request_id = getattr(sending, "request", (None, None))
+    if transport is not None:
+        transport._incoming.put(RequestHeld(request_id, seconds))
+
+
+#: Attempts to resume one stream before giving up on it.
+MAX_RESUMES = 10
+
+
+def open_transport(url: str, *, mode: str, max_message_size: int | None, min_retry_delay: float | None,
+                   max_retry_delay: float | None, **options: Any) -> HttpClientTransport:
+    """The transport :meth:`mcp_ref.Client.http` connects with (defaults filled in; the 2024-11-05
+    SSE stream opened first when ``mode`` is ``"sse"``)."""
+    http = HttpClientTransport(
+        url, mode=mode, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
+        min_retry_delay=MIN_RETRY_DELAY if min_retry_delay is None else min_retry_delay,
+        max_retry_delay=MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay, **options)
+    if mode == "sse":
+        http.start_legacy()
+    return http
+
+
+class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
+    """A client transport over HTTP.
+
+    ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
+    ``"streamable"`` or ``"sse"``.  ``headers`` go on every HTTP request;
+    ``auth`` is a requests auth hook (e.g. a bearer token).  ``connect_timeout``
+    bounds connecting; waiting for answers is governed by the session's
+    request timeouts.
+
+    ``headers``, ``auth`` and every message go to the origin of ``url`` only: a redirect is
+    followed within that origin, and one to another origin (or a 2024-11-05 ``endpoint`` event
+    naming another origin) fails with :class:`~mcp_ref.http.origins.CrossOriginRefused`,
+    nothing sent there.
+
+    ``max_message_size`` (bytes; stdio's default, 4 MiB) bounds a JSON answer and the data of
+    each SSE event (and each SSE line).  An answer past it fails its request with
+    :class:`~mcp_ref.errors.LimitExceeded` naming the limit, as does an event past it on a
+    request's stream (whose rest is then abandoned); one on the standalone GET stream (or the
+    2024-11-05 stream) is dropped with a warning.  ``min_retry_delay`` / ``max_retry_delay``
+    (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: dict | None = None,
+        auth=None,
+        mode: str = "auto",
+        connect_timeout: float = 10.0,
+        max_workers: int = 64,
+        verify=True,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        min_retry_delay: float = MIN_RETRY_DELAY,
+        max_retry_delay: float = MAX_RETRY_DELAY,
+    ):
+        import requests  # heavy: loaded only for HTTP
+
+        from .framing import framing_adapter
+
+        if mode not in ("auto", "streamable", "sse"):
+            raise ValueError(f"mode must be 'auto', 'streamable' or 'sse', not {mode!r}")
+        if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or max_message_size < 1:
+            raise ValueError(f"max_message_size must be a positive int, not {max_message_size!r}")
+        if not 0 <= min_retry_delay <= max_retry_delay:
+            raise ValueError("min_retry_delay and max_retry_delay must satisfy 0 <= min <= max")
+        #: The largest JSON answer or SSE event's data taken from the server (bytes).
+        self.max_message_size = max_message_size
+        #: The bounds (seconds) of the wait before a stream is re-opened, whatever the server's ``retry``.
+        self.min_retry_delay = min_retry_delay
+        self.max_retry_delay = max_retry_delay
+        self.url = url
+        self.mode = mode
+        self.http = requests.Session()
+        # One keep-alive connection per worker (and the GET stream): urllib3's default pool of 10
+        # would drop connections as soon as more requests than that are in flight.
+        # Interim 1xx answers are skipped (RFC 9110 §15.2), not only 100 (http_framing).
+        adapter = framing_adapter(pool_connections=2, pool_maxsize=max_workers + 2)
+        self.http.mount("http://", adapter)
+        self.http.mount("https://", adapter)
+        self.http.headers.update(headers or {})
+        self.http.auth = auth
+        # Credentials and the caller's headers go only to the origin of ``url``: a redirect elsewhere
+        # is refused before it is followed (see _refuse_redirect_elsewhere).
+        self.http.hooks["response"].append(self._refuse_redirect_elsewhere)
+        self.http.verify = verify
+        resolve_environment(self.http, url)
+        self.connect_timeout = connect_timeout
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
+        self.legacy_endpoint: str | None = None
+        self._incoming = Inbox()  # bounded: a stream's thread waits for room (http_plumbing.Inbox)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-http-client")
+        self._closed = threading.Event()
+        self._renew_lock = threading.Lock()
+        self._generation = 0
+        self._session_ready = threading.Event()  # cleared while a new session is being started
+        self._renewer: int | None = None  # the thread starting it (see _renew_session)
+        self._session_ready.set()
+        self._listener: threading.Thread | None = None
+        self._open_responses: set = set()
+        self._responses_lock = threading.Lock()
+        #: 2026-07-28: no session; each request's open response, by id (closing it cancels the request).
+        self._stateless = False
+        self._input_schema: Callable[[str], dict | None] | None = None
+        self._modern_responses: dict = {}
+        # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
+        # or a cancellation): their response is closed and not resumed (_abandon).  Bounded by the workers.
+        self._running: set = set()
+        self._abandoned: set = set()
+        self._requests: OutgoingRequests | None = None  # the session's (attach)
+
+    # -- the Transport protocol ----------------------------------------------------------
+
+    @property
+    def http_hooks(self) -> ClientHooks:
+        """What the client role asks of HTTP (:class:`ClientHooks`): this transport."""
+        return self
+
+    def attach(self, requests: OutgoingRequests) -> None:
+        """The session's requests: their deadlines bound the reads of their answers (``read_bound``)."""
+        self._requests = requests
+
+    def read(self) -> bytes | None:
+        """The next message from any of the streams; None once closed.  A worker's news of a request
+        (``RequestFailed``, ``RequestHeld``) goes to the session here, in turn with the messages."""
+        while True:
+            item = self._incoming.get()
+            if isinstance(item, RequestFailed) and self._requests is not None:
+                self._requests.fail_request(item.request_id, item.error)
+            elif isinstance(item, RequestHeld) and self._requests is not None:
+                self._requests.hold_request(item.request_id, item.seconds)
+            elif not isinstance(item, (RequestFailed, RequestHeld)):
+                return item
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """POST one message (a request on a worker; the rest in order, here)."""
+        if self._closed.is_set():
+            raise OSError("the HTTP transport is closed")
+        if self.mode == "sse" and self.legacy_endpoint is not None:
+            self._legacy_post(data)
+        elif isinstance(message, Request):
+            if envelope.is_modern(message.params):
+                self._pool.submit(self._send_modern, data, message)
+            else:
+                # the renewal's own requests (the log level asked again) go without waiting for it
+                self._pool.submit(self._send_request, data, message, threading.get_ident() == self._renewer)
+        elif self._stateless:
+            self._modern_notification(message)
+        else:
+            try:
+                self._send_other(data)
+            finally:
+                if isinstance(message, Notification) and message.method == "notifications/cancelled":
+                    # Told the server; its stream for that request is read no longer (2025-11-25
+                    # basic/transports: disconnecting is not cancelling, so the notification goes first).
+                    self._abandon((message.params or {}).get("requestId"))
+
+    def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
+        """The client speaks 2026-07-28: no session, no GET stream; ``input_schema`` gives the
+        ``x-mcp-header`` declarations of a tool's parameters."""
+        self._stateless = True
+        self._input_schema = input_schema
+        if self.mode == "auto":
+            self.mode = "streamable"  # no fallback to HTTP+SSE from here on
+
+    def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
+        """The client role's handshake, run again to start a new session after a 404 (``_renew_session``)."""
+        self._reinitialize = reinitialize
+
+    def initialized(self, protocol_version: str) -> None:
+        """Called by the Client after initialize: remember the version and open the GET stream.
+
+        Waits (at most ``connect_timeout``) until the server has answered the GET,
+        so the client is listening before its first request: a message the
+        server sends on that stream right away is not raced by the caller.
+        """
+        self.protocol_version = protocol_version
+        if self.mode != "sse" and (self._listener is None or not self._listener.is_alive()):
+            answered = threading.Event()
+            self._listener = threading.Thread(target=self._listen, args=(answered,), name="mcp-http-listen", daemon=True)
+            self._listener.start()
+            answered.wait(self.connect_timeout)
+
+    def close(self) -> None:
+        """DELETE the session (Streamable HTTP), stop every stream, and end ``read()``."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self.session_id and self.mode != "sse":
+            # basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
+            # MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session".
+            try:
+                discard_body(self.http.delete(self.url, headers=self._headers(), stream=True,
+                                              timeout=(self.connect_timeout, 5)))
+            except Exception:  # closing must not raise
+                log.debug("DELETE of the session failed", exc_info=True)
+        with self._responses_lock:
+            responses = list(self._open_responses)
+        for response in responses:
+            abort(response)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.http.close()
+        self._incoming.close()  # a stream's thread waiting for room drops its message
+        self._incoming.put(None)
+
+    # -- POST ----------------------------------------------------------------------------
+
+    def _headers(self, accept: str = "application/json, text/event-stream") -> dict:
+        headers = {"Accept": accept}
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version:
+            # 2025-06-18 basic/transports: "the client MUST include the MCP-Protocol-Version:
+            # <protocol-version> HTTP header on all subsequent requests to the MCP server".
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    def _post(self, data: bytes, *, read_timeout: float | None = None):
+        """POST ``data``; the body is left unread (``stream``): read it with :func:`read_body`."""
+        headers = self._headers()
+        headers["Content-Type"] = "application/json"
+        return self.http.post(self.url, data=data, headers=headers, stream=True,
+                              timeout=(self.connect_timeout, read_timeout))
+
+    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
+        """POST ``request`` and deliver its answer (on a worker)."""
+        import requests
+
+        sending.request = (self, request.id)
+        self._begin(request.id)
+        try:
+            if request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
+                raise HttpTransportError("timed out waiting for a new session")
+            else:
+                generation, sent_with = self._generation, self.session_id
+                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+            if request.method == "initialize":
+                if response.status_code in (400, 404, 405) and self.mode == "auto":
+                    # basic/transports §Backwards Compatibility: on such an answer the client
+                    # "should assume this is a server supporting the old HTTP+SSE transport".
+                    response.close()
+                    self.start_legacy()
+                    self._legacy_post(data)
+                    return
+                if response.ok:
+                    self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
+                    if self.mode == "auto":
+                        self.mode = "streamable"
+            elif response.status_code == 404 and sent_with and self._reinitialize is not None:
+                response.close()
+                self._renew_session(generation)
+                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+            if self._track(request.id, response):
+                self._deliver(response, request)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
+            self._incoming.put(RequestFailed(request.id, failure))
+        except requests.RequestException as exc:
+            if not self._abandoned_now(request.id):  # else its response was closed under the reader
+                self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
+        except HttpTransportError as exc:
+            self._fail(request.id, str(exc), exc.status)
+        except AuthorizationError as exc:  # the auth hook (mcp_ref.oauth.OAuth) could not authorize
+            self._incoming.put(RequestFailed(request.id, exc))
+        except CrossOriginRefused as exc:  # a redirect to another origin, not followed
+            self._incoming.put(RequestFailed(request.id, exc))
+        except Exception as exc:  # a worker must never die silently
+            log.exception("HTTP request failed")
+            self._fail(request.id, f"HTTP request failed: {exc}")
+        finally:
+            sending.request = (None, None)
+            self._finish(request.id)
+
+    def _begin(self, request_id) -> None:
+        with self._responses_lock:
+            self._running.add(request_id)
+
+    def _finish(self, request_id) -> None:
+        with self._responses_lock:
+            self._running.discard(request_id)
+            self._abandoned.discard(request_id)
+            self._modern_responses.pop(request_id, None)
+
+    def awaiting(self, request_id, underway) -> None:
+        """A worker waits for the head of ``request_id``'s answer (``http_plumbing.watch``)."""
+        self._track(request_id, underway)
+
+    def _track(self, request_id, response) -> bool:
+        """Remember ``response`` as the one carrying ``request_id``'s answer; False (``response``
+        closed) when the session has given up on that request meanwhile."""
+        with self._responses_lock:
+            abandoned = request_id in self._abandoned
+            if not abandoned:
+                self._modern_responses[request_id] = response
+        if abandoned:
+            abort(response)
+        return not abandoned
+
+    def _abandoned_now(self, request_id) -> bool:
+        """True when the session gave up on ``request_id`` (see :meth:`_abandon`): its response was
+        closed on purpose, so an error reading it is the end of that read, not a failure."""
+        with self._responses_lock:
+            return request_id in self._abandoned
+
+    def _abandon(self, request_id) -> None:
+        """The session no longer waits for ``request_id`` (its timeout passed, or it was cancelled):
+        close the response that would carry its answer, now or when it arrives, and do not resume it.
+        A server that keeps such a stream open (keep-alives, endless notifications) would otherwise
+        hold a worker and a connection for ever, and after ``max_workers`` of them no request of
+        this client would be sent again."""
+        with self._responses_lock:
+            if request_id not in self._running:
+                return
+            self._abandoned.add(request_id)
+            response = self._modern_responses.pop(request_id, None)
+        if response is not None:
+            abort(response)
+
+    def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
+        if response.status_code == 202:
+            response.close()  # accepted; no answer on this response (e.g. a cancelled request)
+            return
+        if not response.ok:
+            self._fail_http(request.id, response, request.method)
+            return
+        content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if content_type == "application/json":
+            body = read_body(response, self.max_message_size)
+            if body is None:
+                self._incoming.put(self._too_large(request, "answer"))
+            else:
+                self._incoming.put(body)
+                self._incoming.put(unanswered(request))  # nothing once the body answered it
+        elif content_type == "text/event-stream":
+            self._read_stream(response, request, resumable=resumable)
+        else:
+            response.close()
+            self._fail(request.id, f"unexpected Content-Type {content_type!r} in the answer to {request.method}")
+
+    def _too_large(self, request: Request, what: str) -> RequestFailed:
+        """The failure of ``request`` whose ``what`` (answer, SSE event) went past ``max_message_size``."""
+        limit = self.max_message_size
+        log.warning("%s: the server's %s is larger than the limit of %d bytes; the request fails",
+                    request.method, what, limit)
+        return RequestFailed(request.id, LimitExceeded(
+            f"{request.method}: the server's {what} is larger than this client's limit of {limit} bytes "
+            f"(max_message_size)", data={"limit": limit}))
+
+    def _send_other(self, data: bytes) -> None:
+        import requests
+
+        try:
+            response = self._post(data, read_timeout=60)
+            discard_body(response)  # a 202 has none; whatever a server sends is never kept
+        except (requests.RequestException, AuthorizationError) as exc:
+            raise OSError(f"HTTP request to {self.url} failed: {exc}") from None
+        if response.status_code == 404 and self.session_id:
+            log.debug("notification for an expired session dropped")
+        elif not response.ok:
+            raise OSError(f"HTTP {response.status_code} {response.reason} from {self.url}")
+
+    def _renew_session(self, generation: int) -> None:
+        """After a 404 for our session: start a new one, once, whoever saw the 404 first.
+
+        2025-11-25 basic/transports §Session Management: "When a client receives HTTP 404 in
+        response to a request containing an Mcp-Session-Id, it MUST start a new session by
+        sending a new InitializeRequest without a session ID attached."
+        """
+        with self._renew_lock:
+            if generation != self._generation:
+                self._session_ready.wait(self.connect_timeout * 3)
+                return  # another request already renewed it
+            self._generation += 1
+            self._session_ready.clear()  # requests wait for the new session instead of failing
+            self.session_id = None
+            self._renewer = threading.get_ident()
+            try:
+                log.info("the server forgot our session; starting a new one")
+                # Only called when a reinitialize callable is set (_send_request checks).
+                cast(Callable[[], None], self._reinitialize)()
+            finally:
+                self._renewer = None
+                self._session_ready.set()
+
+    # -- SSE streams -----------------------------------------------------------------------
+
+    def _events(self, response, cursor: Cursor | None = None, *, strict: bool = False):
+        """The events of an SSE response, parsed as they arrive (:class:`~mcp_ref.http.sse.SseParser`,
+        each event's data bounded by ``max_message_size``); ``cursor`` keeps the stream's last event
+        id and ``retry``.  An event past the bound raises :class:`EventTooLarge` when ``strict`` (a
+        request's stream), else it is dropped with a warning."""
+        parser = SseParser(self.max_message_size)
+        with self._responses_lock:
+            self._open_responses.add(response)
+        try:
+            for chunk in stream_chunks(response):
+                events = parser.feed(chunk)
+                if cursor is not None:
+                    cursor.note(parser, len(events))
+                for event in events:
+                    if event.too_large:
+                        if strict:
+                            raise EventTooLarge
+                        log.warning("dropped an SSE event from %s larger than the limit of %d bytes "
+                                    "(max_message_size)", self.url, self.max_message_size)
+                        continue
+                    yield event
+        except EventTooLarge:
+            raise
+        except Exception:
+            if not self._closed.is_set():
+                raise
+            # close() closed this response under a blocked reader: a normal end, whatever urllib3 raised
+        finally:
+            with self._responses_lock:
+                self._open_responses.discard(response)
+            response.close()
+
+    def _relay(self, response, cursor: Cursor, *, strict: bool = False):
+        """Put every message of an SSE response on the incoming queue (and yield it), keeping
+        the stream's last event id and ``retry`` in ``cursor`` for resuming it."""
+        for event in self._events(response, cursor, strict=strict):
+            if event.data and event.event in ("message", None, ""):
+                if not self._incoming.put_streamed(event.data.encode("utf-8")):
+                    return  # closed while it waited for room
+                yield event.data
+
+    def _retry_delay(self, cursor: Cursor, fruitless: int = 0) -> float:
+        """Seconds to wait before re-opening a stream: the server's ``retry`` kept between
+        ``min_retry_delay`` and ``max_retry_delay``, doubled for each attempt in a row that
+        brought no event (``fruitless``), up to ``max_retry_delay``."""
+        delay = min(max(cursor.retry_ms / 1000, self.min_retry_delay), self.max_retry_delay)
+        return min(delay * 2 ** min(fruitless, 16), self.max_retry_delay)
+
+    def _read_stream(self, response, request: Request, *, resumable: bool = True) -> None:
+        """Read a POST's SSE stream until the answer to ``request`` arrived, resuming it if it ends
+        early (``resumable``; 2026-07-28 has no resumption: the request is reported lost instead).
+        An event past ``max_message_size`` fails the request and abandons the stream."""
+        import requests
+
+        awaiting = {request.id}
+        cursor, resumes = Cursor(), 0
+        while True:
+            seen, broke = (cursor.events, cursor.last_id), False
+            try:
+                for data in self._relay(response, cursor, strict=True):
+                    note_answers(data, awaiting)
+                    if not awaiting:
+                        return
+            except requests.RequestException as exc:
+                log.debug("SSE stream dropped: %s", exc)
+                broke = True
+            except EventTooLarge:
+                self._incoming.put(self._too_large(request, "SSE event"))
+                return
+            if not awaiting or self._closed.is_set() or request.id in self._abandoned:
+                return
+            if resumes and not broke and (cursor.events, cursor.last_id) == seen:
+                # The server ended the resumed stream with nothing after Last-Event-ID: it has no
+                # more for this request (the process running it stopped, or it ended unanswered).
+                # Asking again would get the same; the caller hears it now, not at its timeout.
+                for request_id in awaiting:
+                    self._fail(request_id, "the server ended the resumed stream without an answer "
+                               "(the request was lost on the server, e.g. its worker stopped)")
+                return
+            if not resumable:
+                for request_id in awaiting:
+                    self._incoming.put(RequestFailed(request_id, ResponseStreamLost(
+                        f"the response stream from {self.url} broke before the answer")))
+                return
+            # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
+            # Last-Event-ID, after waiting the server's retry interval.
+            if cursor.last_id is None or resumes >= MAX_RESUMES:
+                for request_id in awaiting:
+                    self._fail(request_id, "the server closed the stream before answering")
+                return
+            resumes += 1
+            if self._closed.wait(self._retry_delay(cursor)):
+                return
+            try:
+                headers = self._headers("text/event-stream")
+                headers["Last-Event-ID"] = cursor.last_id
+                bound = read_bound(self._requests, request.id)
+                response = self.http.get(self.url, headers=headers, stream=True,
+                                         timeout=(self.connect_timeout, bound))
+            except requests.RequestException as exc:
+                log.debug("resuming the stream failed: %s", exc)
+                continue
+            if not response.ok:
+                response.close()
+                for request_id in awaiting:
+                    self._fail(request_id, f"resuming the stream failed: HTTP {response.status_code}")
+                return
+            if not self._track(request.id, response):
+                return
+
+    def _listen(self, answered: threading.Event) -> None:
+        """The standalone GET stream: server-to-client messages outside any request.
+
+        ``answered`` is set once the first GET has an answer (whatever it is) or failed.
+        """
+        import requests
+
+        cursor, fruitless = Cursor(), 0
+        while not self._closed.is_set():
+            seen = cursor.events
+            try:
+                headers = self._headers("text/event-stream")
+                if cursor.last_id:
+                    headers["Last-Event-ID"] = cursor.last_id
+                try:
+                    response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
+                finally:
+                    answered.set()
+                if response.status_code == 405:
+                    response.close()
+                    return  # "the server does not offer an SSE stream at this endpoint"
+                if not response.ok:
+                    response.close()
+                    if response.status_code == 404:
+                        return  # the session is gone; a new one opens its own stream
+                else:
+                    for _ in self._relay(response, cursor):
+                        pass
+            except requests.RequestException as exc:
+                log.debug("standalone stream dropped: %s", exc)
+            except AuthorizationError as exc:
+                log.warning("the standalone stream could not be authorized: %s", exc)
+                return
+            except CrossOriginRefused as exc:
+                log.warning("the standalone stream is not opened: %s", exc)
+                return
+            except Exception:
+                log.exception("standalone stream failed")
+            # A stream that ends at once, again and again, is re-opened less and less often.
+            fruitless = 0 if cursor.events > seen else fruitless + 1
+            self._closed.wait(self._retry_delay(cursor, fruitless))
+
+    def _refuse_redirect_elsewhere(self, response, **kwargs):
+        """A response hook: a redirect to another origin than ``url``'s raises :class:`CrossOriginRefused`
+        before requests follows it (requests would carry the caller's headers, the DPoP proof, the
+        body and, across a port change on one host, its cookies there).  Same-origin redirects go on."""
+        if response.is_redirect:
+            target = urljoin(response.url, self.http.get_redirect_target(response) or "")
+            if not same_origin(target, self.url):
+                response.close()
+                raise CrossOriginRefused("a redirect", self.url, target)
+        return response
+
+    # -- failures ----------------------------------------------------------------------------
+
+    def _fail(self, request_id, message: str, status: int | None = None) -> None:
+        """Answer a request locally with an error, so its caller does not wait for a timeout
+        (``status``: the HTTP status that ended it, as ``data.httpStatus``)."""
+        error: dict = {"code": -32603, "message": message}
+        if status is not None:
+            error["data"] = {"httpStatus": status}
+        self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+
+    def _credentials(self) -> bool:
+        """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization header."""
+        return self.http.auth is not None or "Authorization" in self.http.headers
+
+    def _fail_http(self, request_id, response, method: str | None = None) -> None:
+        """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
+        holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401,
+        or a 404 to the first request (:func:`~mcp_ref.http.bounded_reads.advice`)."""
+        body = read_body(response, MAX_ERROR_BODY)  # None: too long to be an error's; not read
+        try:
+            parsed = json.loads(body) if body else None
+            error = parsed.get("error") if isinstance(parsed, dict) else None
+        except (ValueError, RecursionError):
+            error = None
+        status = f"HTTP {response.status_code} {response.reason}"
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            error = dict(error, message=f"{status}: {error.get('message', '')}")
+        else:
+            error = {"code": -32603, "message": status}
+        first = method in ("initialize", "server/discover")  # a 404 later is a lost session, or the method's
+        hint = advice(response.status_code, self.url, response.headers, credentials=self._credentials()) \
+            if response.status_code == 401 or (response.status_code == 404 and first) else ""
+        if hint:
+            error["message"] = f"{error['message'].rstrip('. ')}. {hint[0].upper()}{hint[1:]}"
+        error.setdefault("data", {})
+        if isinstance(error["data"], dict):
+            error["data"]["httpStatus"] = response.status_code
+        self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+
+

@@ -1,0 +1,123 @@
+"""The 2024-11-05 HTTP+SSE transport, client side: one GET stream, POSTs to the endpoint it names.
+
+The client GETs an SSE stream whose first event, ``endpoint``, names the URL to POST every message
+to; every answer comes on the stream (:meth:`LegacySseClient.start_legacy`).  Streamable HTTP falls
+back to it when a server answers the initialize POST with 400, 404 or 405 (2025-11-25
+basic/transports §Backwards Compatibility).  A part of
+:class:`~mcp_ref.http.client.HttpClientTransport`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urljoin, urlsplit
+
+from ..errors import AuthorizationError
+from .bounded_reads import Cursor, HttpTransportError, Inbox, abort, advice, discard_body
+from .origins import CrossOriginRefused, same_origin
+
+log = logging.getLogger(__name__)
+
+
+class LegacySseClient:
+    """The HTTP+SSE part of :class:`~mcp_ref.http.client.HttpClientTransport`."""
+
+    if TYPE_CHECKING:  # the transport's, which this class is a part of
+        url: str
+        mode: str
+        http: Any
+        connect_timeout: float
+        legacy_endpoint: str | None
+        _incoming: Inbox
+        _closed: threading.Event
+
+        def _events(self, response, cursor: Cursor | None = None, *, strict: bool = False) -> Iterator[Any]: ...
+
+    def start_legacy(self, timeout: float = 10.0) -> None:
+        """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait for
+        its ``endpoint`` event (the URL to POST to).  Done by itself in ``"auto"`` mode on fallback;
+        call it before the first message in ``"sse"`` mode."""
+        ready = threading.Event()
+        failure: list = []
+        fallback = self.mode == "auto"  # the initialize POST was answered 400, 404 or 405
+
+        def run() -> None:
+            import requests
+
+            response = None
+            try:
+                response = self.http.get(self.url, headers={"Accept": "text/event-stream"}, stream=True,
+                                         timeout=(self.connect_timeout, None))
+                if not response.ok:
+                    failure.append(self._refused(response, fallback))
+                    response.close()
+                    return
+                for event in self._events(response):
+                    if event.event == "endpoint":
+                        self.legacy_endpoint = self._checked_endpoint(event.data)
+                        ready.set()
+                    elif event.event in ("message", None, "") and event.data:
+                        if not self._incoming.put_streamed(event.data.encode("utf-8")):
+                            return  # closed while it waited for room
+            except requests.RequestException as exc:
+                failure.append(str(exc))
+            except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
+                if self.legacy_endpoint is not None:
+                    log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
+                if response is not None:
+                    abort(response)  # the stream ends now, not when the exception's frames are collected
+                failure.append(exc.with_traceback(None))
+            finally:
+                ready.set()
+                if self.legacy_endpoint is not None and not self._closed.is_set():
+                    self._incoming.put(None)  # the stream is the connection: it ended
+
+        self.mode = "sse"
+        threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
+        ready.wait(timeout)
+        if failure and isinstance(failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)):
+            raise failure[0]
+        if not ready.is_set() or self.legacy_endpoint is None:
+            raise HttpTransportError(f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}")
+
+    def _refused(self, response, fallback: bool) -> HttpTransportError:
+        """The error of a GET for the SSE stream answered with an HTTP error, saying what to do
+        about a 404 or a 401 (:func:`~mcp_ref.http.bounded_reads.advice`)."""
+        tried = "a Streamable HTTP POST and an HTTP+SSE GET" if fallback else "an HTTP+SSE GET"
+        hint = advice(response.status_code, self.url, response.headers, usual="/mcp" if fallback else "/sse",
+                      credentials=self.http.auth is not None or "Authorization" in self.http.headers)
+        error = HttpTransportError(f"HTTP {response.status_code} {response.reason} from {self.url} "
+                                   f"(to {tried}){'. ' + hint[0].upper() + hint[1:] if hint else ''}")
+        error.status = response.status_code
+        return error
+
+    def _checked_endpoint(self, data: str) -> str:
+        """The URL an ``endpoint`` event names, resolved against ``url``; refused unless it is on the
+        origin of ``url`` and carries no credentials of its own.
+
+        Every message and the caller's headers (an ``Authorization`` among them) go to this URL, so
+        a server must not be able to send them elsewhere; the official SDKs refuse it too.
+        """
+        endpoint = urljoin(self.url, data.strip())
+        if not same_origin(endpoint, self.url):
+            raise CrossOriginRefused("the HTTP+SSE endpoint event", self.url, endpoint)
+        if "@" in urlsplit(endpoint).netloc:
+            raise HttpTransportError(f"the HTTP+SSE endpoint event from {self.url} names a URL with user "
+                                     "credentials in it; refused")
+        return endpoint
+
+    def _legacy_post(self, data: bytes) -> None:
+        import requests
+
+        try:
+            # Set: write() checks it, and start_legacy() raises without it.
+            response = self.http.post(cast(str, self.legacy_endpoint), data=data, headers={"Content-Type": "application/json"},
+                                      stream=True, timeout=(self.connect_timeout, 60))
+            discard_body(response)  # "Accepted"; the answer comes on the SSE stream
+        except (requests.RequestException, AuthorizationError) as exc:
+            raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
+        if not response.ok:
+            raise OSError(f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}")

@@ -1,0 +1,318 @@
+"""One MCP session over HTTP (:class:`HttpSession`): the transport of one server connection.
+
+Outgoing messages are routed by the request they relate to (see
+:meth:`~mcp_ref.transport.Transport.write`): answers, and what a handler sends while serving a
+request, go to that request's POST stream; everything else to the standalone GET stream.  "Session"
+here is the HTTP session (``Mcp-Session-Id``, or a legacy ``session_id``, or none: stateless); the
+JSON-RPC session belongs to the connection and is never reached from here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from typing import Any, Protocol, cast
+
+from ...jsonrpc import ErrorResponse, Response
+from ...transport import Transport
+from .events import EventStore
+from .host import Connection
+from .request import HttpRequest, RequestNotes, ServerHooks
+from .status import BadRequest, modern_status
+from .streams import END, Stream
+
+log = logging.getLogger(__name__)
+
+
+class SessionOwner(Protocol):
+    """What a session asks of the application that made it (``McpWsgiApp``)."""
+
+    json_response: bool | None
+    standalone_backlog: int
+    stream_backlog: int
+    event_store: EventStore
+    #: True when every worker serves every session (see :mod:`.shared`).
+    shared: bool
+    #: What the application does for sessions served by every worker (a ``.shared.SharedSessions``).
+    shared_sessions: Any
+
+    def end_session(self, session_id: str) -> bool:
+        """End a session now (its client's next request gets 404)."""
+
+
+class HttpSession(Transport):
+    """One MCP session over HTTP, and the transport of its ServerConnection."""
+
+    def __init__(self, app: SessionOwner, session_id: str | None, *, kind: str = "streamable"):
+        self.app = app
+        self.id = session_id
+        self.kind = kind  # "streamable", "stateless" or "legacy"
+        self.lock = threading.Lock()
+        self.by_request: dict = {}
+        self.by_id: dict[str, Stream] = {}
+        #: The GET stream (Streamable HTTP and the legacy transport; a stateless request has none).
+        self.standalone = None if kind == "stateless" else Stream("s", limit=app.standalone_backlog)
+        if self.standalone is not None:
+            self.by_id["s"] = self.standalone
+        self._numbers = itertools.count(1)
+        self.closed = False
+        #: The server's connection this session is the transport of (bound before it is used).
+        self.connection: Connection | None = None
+        #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
+        self.principal = None
+        #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
+        self.modern = False
+        #: Served by every worker (:mod:`.shared`): its standalone stream and the POST streams whose
+        #: client has gone are in the shared event store, followed from any worker.
+        self.shared = app.shared and kind == "streamable"
+        #: Request id -> what its success changes in the session's record (``SharedSessions.change_of``):
+        #: saved for every worker before the answer goes out.  Bounded by the requests in progress.
+        self.saving: dict = {}
+        #: Shared: the budget of its cancellations forwarded to every worker (``shared.Budget``; made when needed).
+        self.forwarding: Any = None
+        #: Shared: this worker is the session's home (its connection sends the change notifications),
+        #: and when it may next try to become it (``SharedSessions.claim``).
+        self.home = False
+        self.claim_after = 0.0
+        #: Shared: the worker that is its home, as this worker last heard (None: not known).
+        self.home_worker: str | None = None
+        #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
+        self.generation: int | None = None
+        #: Shared: stream ids are unique across workers (an event id names its stream).
+        self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
+        #: The HTTP request each request in progress came in on (``Context.http``): per request, as a
+        #: session's requests arrive on POSTs of their own.  Bounded (``request.NOTES_KEPT``).
+        self.notes = RequestNotes()
+
+    # the Transport protocol
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Route one outgoing message to the stream of the request it relates to."""
+        answers = None
+        if isinstance(message, (Response, ErrorResponse)):
+            answers = [message.id]
+        elif isinstance(message, list):
+            answers = [m.id for m in message]
+        if answers is not None:
+            self.notes.forget(answers)
+        if self.saving and answers is not None:
+            changes = [self.saving.pop(request_id) for request_id in answers if request_id in self.saving]
+            if not isinstance(message, ErrorResponse):
+                for change in changes:
+                    self.app.shared_sessions.save(self, change)  # every worker knows before the client does
+        with self.lock:
+            stream = self.by_request.get(related) if related is not None else None
+            end = False
+            if stream is not None and answers is not None:
+                for request_id in answers:
+                    stream.answers.discard(request_id)
+                    self.by_request.pop(request_id, None)
+                end = not stream.answers
+            elif stream is not None and stream.answers is not None and self.app.json_response:
+                stream = None  # JSON-only replies: what is not the answer goes to the standalone stream
+        if stream is None:
+            if answers is not None and self.kind != "legacy":
+                # basic/transports §Listening: the server "MUST NOT send a JSON-RPC response on the
+                # [GET] stream unless resuming a stream associated with a previous client request".
+                log.warning("dropped an answer whose request has no open stream (ids %s)", answers)
+                return
+            if self.kind == "stateless":
+                log.debug("stateless mode: dropped a message that belongs to no request")
+                return
+            stream = cast(Stream, self.standalone)  # not stateless: it has one
+            if self.shared:  # followed from the shared store by whichever worker holds the GET
+                self.app.event_store.store(cast(str, self.id), stream.id, data)
+                return
+        direct = stream.direct
+        if self.modern and isinstance(message, ErrorResponse):
+            stream.status = modern_status(cast(int, message.error.get("code")))
+            if direct is not None:
+                direct.status = stream.status
+        if direct is not None and direct.send(data, end):
+            return
+        if self.shared and self._spill(stream, data, end):
+            return
+        if not stream.put(data, end=end):
+            self._overflow(stream, answers)
+        elif end and stream.orphaned:
+            self.settle(stream)  # the answer of a POST whose client has gone: keep it where a GET finds it
+
+    def _spill(self, stream: Stream, data: bytes, end: bool) -> bool:
+        """Shared: a POST stream whose client has gone is written through to the event store (with
+        its end), where a resuming GET on any worker follows it.  False: it has a consumer here."""
+        with stream.cond:
+            if not stream.orphaned or stream.consumer is not None:
+                return False
+            for queued in [item for item in stream.items if isinstance(item, bytes)]:  # in order, before this one
+                self.app.event_store.store(cast(str, self.id), stream.id, queued)
+            stream.items.clear()
+            self.app.event_store.store(cast(str, self.id), stream.id, data)
+            if end:
+                self.mark_end(stream)
+                stream.end()
+        if end:
+            self.forget_stream(stream)
+        return True
+
+    def mark_end(self, stream: Stream) -> None:
+        """Shared: store the end of a POST stream once its last event is stored (its followers stop there)."""
+        with stream.cond:
+            if self.shared and not stream.end_stored:
+                stream.end_stored = True
+                self.app.event_store.end_stream(cast(str, self.id), stream.id)
+
+    def _overflow(self, stream: Stream, answers) -> None:
+        """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
+
+        On the legacy transport the stream is the whole connection and carries the answers: the
+        session is ended, with the reason logged (its client reconnects and starts again).  On
+        Streamable HTTP the standalone stream carries only notifications and requests outside any
+        POST: the message is dropped with a log line.
+        """
+        if self.kind == "legacy":
+            log.warning("legacy session %s: its event stream holds %d undelivered messages (the client reads "
+                        "too slowly); the session is ended rather than lose an answer", (self.id or "")[:8], stream.limit)
+            self.app.end_session(cast(str, self.id))  # a legacy session has an id
+        else:
+            if stream.dropped == 1:  # once a spell: a client that stopped reading must not flood the log
+                log.warning("session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
+                            "or has gone); its messages other than the answer are dropped until there is room",
+                            (self.id or "")[:8], stream.id, stream.limit)
+
+    def request_finished(self, request_id) -> None:
+        """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
+        self.saving.pop(request_id, None)
+        self.notes.forget((request_id,))
+        with self.lock:
+            stream = self.by_request.pop(request_id, None)
+            if stream is None:
+                return
+            stream.answers.discard(request_id)
+            done = not stream.answers
+        if done:
+            stream.end()
+            self.settle(stream)
+
+    @property
+    def http_hooks(self) -> ServerHooks:
+        """What the server's ``Context`` asks of HTTP (:class:`~.request.ServerHooks`): this session."""
+        return self
+
+    def http_request(self, request_id) -> HttpRequest | None:
+        """The HTTP request ``request_id`` came in on, while it is served (``Context.http``)."""
+        return self.notes.get(request_id)
+
+    def close_stream(self, request_id) -> bool:
+        """Close the connection carrying ``request_id``'s stream, keeping the stream (SSE polling).
+
+        2025-11-25 basic/transports §Sending Messages: "the server MAY close the connection
+        (without terminating the SSE stream) at any time"; the client resumes with GET and
+        Last-Event-ID after ``retry``.  Returns False if the request has no open stream.
+        """
+        with self.lock:
+            stream = self.by_request.get(request_id)
+        if stream is None or self.kind != "streamable":
+            return False
+        direct = stream.direct
+        if direct is not None:
+            direct.close_connection()
+        else:
+            stream.close_connection()
+        return True
+
+    def read(self) -> bytes | None:
+        """Never called: the WSGI application feeds the session."""
+        raise RuntimeError("HTTP sessions are fed by the WSGI application, not read")
+
+    def close(self) -> None:
+        """End every stream; the session is gone."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            streams = list(self.by_id.values())
+        for stream in streams:
+            stream.end()
+            if self.shared and stream is not self.standalone:
+                self.mark_end(stream)  # its request ends with this worker's hold: a follower elsewhere stops
+        if self.shared:  # its events stay for the other workers (``SharedSessions.ended`` forgets them)
+            self.app.event_store.wake(cast(str, self.id))  # this process's followers see it has ended
+        elif self.id is not None:
+            self.app.event_store.forget(self.id)
+
+    # streams
+
+    def open_stream(self, request_ids: list) -> Stream:
+        """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
+        stream = Stream(f"p{next(self._numbers)}{self._suffix}", answers=request_ids, limit=self.app.stream_backlog)
+        with self.lock:
+            if any(request_id in self.by_request for request_id in request_ids):
+                # basic §Requests: an id "MUST NOT have been previously used by the requestor
+                # within the same session" — and its answer must not be routed to another POST.
+                raise BadRequest("Invalid Request: a request with this id is already in progress")
+            for request_id in request_ids:
+                self.by_request[request_id] = stream
+            self.by_id[stream.id] = stream
+        return stream
+
+    def settle(self, stream: Stream) -> None:
+        """A POST's stream with no one reading it: keep only what someone can still receive.
+
+        Called when its consumer leaves and when it ends.  Stateless, nothing can resume it, so
+        no one can receive its answer: the handlers of its requests are cancelled (``stream.answers``)
+        and it is forgotten.  Otherwise a client may resume it with GET and ``Last-Event-ID``
+        (2025-11-25 basic/transports §Resumability): while its requests run it stays, its
+        backlog bounded by ``stream_backlog``; once ended, what it still holds moves to the
+        event store (bounded per session) and the stream is forgotten, so dead streams do not
+        pile up in a session.
+        """
+        if stream is self.standalone:
+            return
+        if self.shared:
+            with stream.cond:
+                if not stream.orphaned or stream.consumer is not None:
+                    return
+                undelivered = [item for item in stream.items if isinstance(item, bytes)]
+                stream.items.clear()
+                for data in undelivered:  # from now on written through (``_spill``)
+                    self.app.event_store.store(cast(str, self.id), stream.id, data)
+                if stream.ended:
+                    self.mark_end(stream)
+                    stream.items.append(END)
+            if stream.ended:
+                self.forget_stream(stream)
+            return
+        if self.kind == "stateless":
+            with stream.cond:
+                if not stream.orphaned:
+                    return
+                pending = list(stream.answers or ()) if not stream.ended else []
+                stream.ended = True
+                stream.items.clear()
+                stream.items.append(END)
+            for request_id in pending:
+                if self.connection is not None and self.connection.cancel_incoming(request_id):
+                    log.debug("stateless request %r cancelled: its client has gone and nothing can resume it", request_id)
+            self.forget_stream(stream)
+            return
+        with stream.cond:
+            if not stream.orphaned or not stream.ended:
+                return
+            undelivered = [item for item in stream.items if isinstance(item, bytes)]
+            stream.items.clear()
+            stream.items.append(END)  # a GET that took the stream just before still sees its end
+            for data in undelivered:
+                self.app.event_store.store(cast(str, self.id), stream.id, data)  # not stateless: it has an id
+        self.forget_stream(stream)
+
+    def forget_stream(self, stream: Stream) -> None:
+        """The session no longer knows ``stream`` (it has ended and been delivered, or stored)."""
+        with self.lock:
+            if stream is not self.standalone:
+                self.by_id.pop(stream.id, None)
+
+    @property
+    def version(self) -> str | None:
+        """The protocol version its connection negotiated (None before ``initialize``)."""
+        return self.connection.protocol_version if self.connection is not None else None

@@ -1,0 +1,158 @@
+"""A POSTed request that belongs to no session, served on the POST's thread (:func:`one_shot`):
+a 2026-07-28 request, or a handshake-era one in stateless mode.  Its transport is an
+:class:`Exchange`, which writes its answer (and the notifications about it) straight into the
+HTTP response: no :class:`~.http_session.HttpSession`, stream, event store or request notes,
+none of which a one-request connection that nothing can resume needs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import cast
+
+from ... import envelope
+from ...jsonrpc import ErrorResponse, Request, Response
+from ...transport import Transport
+from ..sse import sse_event
+from .base import HttpAppBase, peer_of
+from .host import Connection
+from .replies import SSE_HEADERS
+from .request import HttpRequest, ServerHooks
+from .status import modern_status
+
+log = logging.getLogger(__name__)
+
+
+def one_shot(app: HttpAppBase, environ: dict, start_response, request: Request,
+             modern: envelope.Envelope | None = None):
+    """Serve one POSTed request that belongs to no session, on this thread: a 2026-07-28 request
+    (``modern``, its envelope already read), or a handshake-era one in stateless mode (its version
+    from the ``MCP-Protocol-Version`` header, 400 for one not spoken).
+
+    Its transport is an :class:`Exchange` (no :class:`HttpSession`, stream or event store: nothing
+    can resume a stateless stream), its connection lives as long as the POST; the middleware's
+    admission, the auth principal, the watchdog's ``mcp_ref.on_disconnect`` and the connection's
+    validation and errors are those of any other request.
+    """
+    version = None if modern is not None else app.check_version(environ)
+    exchange = Exchange(app, request.id, start_response, modern=modern is not None)
+    exchange.http = HttpRequest(environ)
+    connection = exchange.connection = app.new_connection(exchange, "http-modern" if modern else "http-stateless")
+    if version is not None:
+        connection.assume_initialized(version)
+    connection.auth = environ.get("mcp_ref.oauth")
+    connection.peer = peer_of(environ)
+    on_disconnect = environ.get("mcp_ref.on_disconnect")
+    if on_disconnect is not None:
+        on_disconnect(exchange.client_gone)
+    try:
+        app.admit(environ, connection, request)
+        connection.dispatch(request, inline=True, envelope=modern)  # read once, here; not again
+    finally:
+        connection.close()
+    return exchange.finish()
+
+
+class Exchange(Transport):
+    """The transport of one POSTed request that belongs to no session (:func:`one_shot`): its
+    answer, and the notifications about it, written straight into the HTTP response.
+
+    A 2026-07-28 request, or a stateless handshake-era one, has no session, no GET stream and no
+    resumption, so none of :class:`HttpSession`'s tables are needed: the handler runs on the POST's
+    thread, a notification before the answer turns the response into an SSE stream (unless
+    ``json_response``), the answer alone is a JSON reply (2026-07-28: with the status
+    :func:`modern_status` gives an error; handshake era: 200, or an SSE stream with
+    ``json_response=False``).  What arrives after the answer (a thread the handler left behind)
+    is dropped.  A client that closes the stream cancels the request (2026-07-28 §Cancellation:
+    closing the stream "MUST be treated by the server as cancellation"; stateless, nothing could
+    resume it).
+    """
+
+    def __init__(self, app: HttpAppBase, request_id, start_response, *, modern: bool = True):
+        self.app, self.request_id, self.start_response, self.modern = app, request_id, start_response, modern
+        self.connection: Connection | None = None
+        self.lock = threading.Lock()
+        self.answer: bytes | None = None
+        self.status = "200 OK"
+        self.write_sse: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
+        self.done = self.broken = self.answered = False
+        #: The POST this request came in on (``Context.http``).
+        self.http: HttpRequest | None = None
+
+    @property
+    def http_hooks(self) -> ServerHooks:
+        """What the server's ``Context`` asks of HTTP (:class:`~.request.ServerHooks`): this exchange."""
+        return self
+
+    def http_request(self, request_id) -> HttpRequest | None:
+        """The HTTP request ``request_id`` came in on (``Context.http``): this exchange's POST."""
+        return self.http if request_id == self.request_id else None
+
+    def close_stream(self, request_id) -> bool:
+        """False: a request without a session has no stream a client could resume (no polling)."""
+        return False
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Deliver one message of this request's; anything else (no other request shares the
+        exchange) is dropped."""
+        is_answer = isinstance(message, (Response, ErrorResponse))
+        if (message.id if is_answer else related) != self.request_id:
+            log.debug("one-request POST: dropped a message that is not about its request")
+            return
+        with self.lock:
+            if self.done or self.broken or self.answered:
+                return  # late (the answer ends the exchange), or the client has gone
+            if is_answer:
+                self.answered = True
+                if self.modern and isinstance(message, ErrorResponse):
+                    self.status = modern_status(cast(int, message.error.get("code")))
+                if self.write_sse is None and (self.modern or self.app.json_response is not False):
+                    self.answer = data  # the answer alone: a JSON reply, sent by finish()
+                    return
+            elif self.app.json_response:
+                return  # JSON replies only: what is not the answer has nowhere to go
+            if self.write_sse is None:
+                self.write_sse = self.start_response("200 OK", SSE_HEADERS)
+            write = self.write_sse
+        try:
+            write(sse_event(data))
+        except Exception as exc:  # the client went away: that cancels the request
+            log.debug("one-request POST %r lost its connection: %s", self.request_id, exc)
+            self.broken = True
+            if self.connection is not None:
+                self.connection.cancel_incoming(self.request_id)
+
+    def client_gone(self) -> None:
+        """The client closed the connection while the handler runs (the WSGI server noticed it;
+        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
+        write holds).  2026-07-28 streamable-http §Cancellation: closing the stream "MUST be
+        treated by the server as cancellation of that request", and the server "MUST NOT send
+        any further messages for it"."""
+        if self.done or self.broken:
+            return
+        self.broken = True
+        log.debug("one-request POST %r: its client closed the connection; cancelled", self.request_id)
+        if self.connection is not None:
+            self.connection.cancel_incoming(self.request_id)
+
+    def finish(self) -> list:
+        """The WSGI body once the handler has returned."""
+        with self.lock:
+            self.done = True
+            if self.write_sse is not None:
+                return []  # streamed, answer included
+            if self.answer is not None:
+                self.start_response(self.status, [("Content-Type", "application/json"),
+                                                  ("Content-Length", str(len(self.answer)))])
+                return [self.answer]
+        self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
+        return [b""]
+
+    def read(self) -> bytes | None:
+        """Never called: the WSGI application feeds the exchange."""
+        raise RuntimeError("a one-request POST is fed by the WSGI application, not read")
+
+    def close(self) -> None:
+        """Nothing to release: the response ends with :meth:`finish`."""

@@ -1,0 +1,554 @@
+"""Handshake-era sessions on any worker: what the HTTP application does when its session table and
+its event store are shared by every worker of the deployment (``Server(state="redis://...")``).
+
+A session is made where ``initialize`` ran, its *home*, and served by any worker from its record in
+the session table (:class:`~.sessions.SessionRecord`: the negotiated version, the client's
+capabilities and info, its principal, log level and subscriptions).  A worker that meets a session
+it does not hold builds a *replica* of it: an :class:`~.http_session.HttpSession` and a connection
+resumed from the record (``Connection.resume``).  What a request needs stays on the worker serving
+it (its POST stream, its handler); what must reach another worker goes over the bus, channel
+:data:`SESSIONS`:
+
+- a message of the client's that answers or cancels a request open on another worker (a
+  server→client request's answer, ``notifications/cancelled``, ``notifications/progress``): each
+  worker dispatches it only if it holds that request (``Connection.holds``);
+- a changed log level or subscription (``logging/setLevel``, ``resources/subscribe``): saved in the
+  record before the client hears the answer, then every holder takes it up.  The bus may be late:
+  a request the client sends after that answer can reach another worker first, so every request
+  also compares the record's generation with its replica's (:meth:`SharedSessions.touch`, on the
+  touch each request makes anyway) and reads the record again when it changed (read-your-writes);
+- the session's end (DELETE, eviction, expiry): every holder ends its replica.
+
+SSE goes through the shared event store (:class:`~.events.EventStore`, ``shared``): the standalone
+stream's messages are stored, never queued in one process, and a GET on any worker follows them
+(``wait_after``); a POST stream whose client has gone is written through to the store, with an end
+marker, so ``Last-Event-ID`` resumes it on any worker.  Change notifications (list changes, resource
+updates) are sent by the home's connection only, once per session.  See ``spec_notes/deployment.md``,
+"Handshake sessions on any worker", for the choices and what proves them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from ... import jsonrpc, lifecycle
+from ...jsonrpc import ErrorResponse, Notification, Response
+from ...server.principal import principal_id_of
+from ..sse import KEEPALIVE, sse_event
+from .homes import Homes
+from .http_session import HttpSession, SessionOwner
+from .replies import SSE_HEADERS, held
+from .status import NotFound, ServiceUnavailable
+
+if TYPE_CHECKING:
+    from .host import Connection, Host
+    from .sessions import SessionTable
+
+log = logging.getLogger(__name__)
+
+#: The bus channel of the sessions every worker serves (see the module docstring).
+SESSIONS = "sessions"
+#: The stream id of a session's standalone (GET) stream in the shared event store: one per session.
+STANDALONE = "s"
+#: Seconds between a worker's checks that the sessions it holds still have their records.
+RECONCILE_EVERY = 10.0
+#: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
+SUBSCRIBED = "sub:"
+#: A session's cancellations of requests running on other workers (sent to every worker): at most
+#: this many a second, in bursts of up to FORWARD_BURST; past it, dropped with a warning.
+FORWARD_RATE, FORWARD_BURST = 20.0, 50
+#: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
+#: request's read and the bus's never apply an older record over a newer one.
+REFRESH_LOCKS = 64
+
+_WORKER: list[str] = []
+_APPS = itertools.count(1)
+
+
+def worker_id() -> str:
+    """This process's name among the deployment's workers: random, and a new one after ``fork``
+    (gunicorn ``--preload`` forks workers from one loaded process)."""
+    if not _WORKER:
+        _WORKER.append(secrets.token_hex(4))
+    return _WORKER[0]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_WORKER.clear)
+
+
+def table_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A call of the shared session table; 503 with ``Retry-After`` when its store cannot serve
+    (unreachable, or out of memory: the table raises a builtin ConnectionError either way; a
+    session is neither found nor lost meanwhile: the client retries)."""
+    try:
+        return call(*args, **kwargs)
+    except ConnectionError as error:
+        log.warning("session table unavailable: %s", error)
+        raise ServiceUnavailable(
+            "Service Unavailable: the session store cannot serve now; retry shortly",
+            headers=[("Retry-After", "2")],
+        ) from None
+
+
+class SharedOwner(SessionOwner, Protocol):
+    """What :class:`SharedSessions` asks of its application (``HttpAppBase``)."""
+
+    server: Host
+    session_table: SessionTable
+    event_store: Any
+    keepalive: float
+    retry_ms: int
+
+    def new_connection(self, transport: Any, name: str) -> Connection:
+        """A connection of the server served on ``transport``."""
+
+    def bind(self, session: HttpSession, environ: dict) -> None:
+        """A session belongs to the principal of ``environ``."""
+
+    def adopt(self, session: HttpSession) -> HttpSession:
+        """Hold a replica in this process (or the one another request built first)."""
+
+    def live_session(self, session_id: str) -> HttpSession | None:
+        """This process's hold of a session, if any."""
+
+    def end_here(self, session: HttpSession, *, for_good: bool = False) -> None:
+        """End this process's hold of a session."""
+
+    def hold_stream(self, environ: dict, request_id: Any = None) -> Callable[[], None]:
+        """Count a long-lived stream against its client's cap; returns its release."""
+
+    def client_of(self, environ: dict) -> str:
+        """Who holds a stream (the caller's principal, else its address)."""
+
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
+
+
+class SharedSessions:
+    """The sessions of an application whose workers share them (``app.shared``; see the module docstring)."""
+
+    def __init__(self, app: SharedOwner):
+        self.app = app
+        self._serial = next(_APPS)
+        self._listening: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._reconciled = time.monotonic()
+        self._refreshing = [threading.Lock() for _ in range(REFRESH_LOCKS)]
+        #: Who sends each session's change notifications, and moving a dead worker's (:mod:`.homes`).
+        self.homes = Homes(app, lambda: self.worker, self._publish)
+
+    @property
+    def worker(self) -> str:
+        """This application's name among the deployment's: its process's (:func:`worker_id`) and its
+        number in the process (two applications in one process are two workers)."""
+        return f"{worker_id()}{self._serial}"
+
+    def request_ids(self) -> Iterator[str]:
+        """The ids of a replica's requests to the client, ``<worker>-<n>``: unique in the session
+        however many workers serve it (basic §Requests: an id "MUST NOT have been previously used by
+        the requestor within the same session"), and naming the worker the answer must reach."""
+        worker = self.worker
+        return (f"{worker}-{n}" for n in itertools.count(1))
+
+    # -- records ---------------------------------------------------------------------------------
+
+    def record(self, session: HttpSession) -> None:
+        """A new session, just initialized here: its record, for every worker (this one its home)."""
+        self.listen()
+        state = record_state(session, self.worker)
+        table_call(self.app.session_table.add, cast(str, session.id), state)
+        session.generation = 0  # a new record has had no update
+        if session.shared:  # a 2024-11-05 session never moves: its stream is where it lives
+            self.homes.hold_new(session)
+
+    def replica(self, session_id: str, environ: dict) -> HttpSession:
+        """The session ``session_id`` made by another worker, served here from its record: 404 when
+        there is none (or another principal asks, or it is a 2024-11-05 session, which lives in its
+        stream's worker)."""
+        record = table_call(self.app.session_table.get, session_id)
+        state = record["state"] if record is not None else {}
+        caller = environ.get("mcp_ref.oauth")
+        if not state.get("version") or not owned_by(state, caller):
+            raise NotFound("Session not found: start a new session with initialize")
+        self.listen()
+        app = self.app
+        session = HttpSession(app, session_id, kind="streamable")
+        connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
+        app.bind(session, environ)
+        connection.resume(_negotiated(state), initialized=record is not None and record["established"])
+        session.generation = None if record is None else record.get("generation", 0)
+        session.home_worker = state.get("home")
+        existing = app.adopt(session)
+        if existing is not session:  # another request built it first
+            connection.close()
+            return existing
+        # what changed between the read and now: the request's touch sees a newer generation (touch)
+        return session
+
+    def touch(self, session: HttpSession) -> bool:
+        """A request names ``session``: seen now (False: its record is gone, or expired, for every
+        worker), and the record taken up again first if another worker changed it since this worker
+        last did.
+
+        2025-11-25 server/utilities/logging §Setting Log Level: after ``logging/setLevel`` the server
+        sends messages at that level and above ("Level Change ... Only sends error level and above").
+        The worker answering it saved the level before the answer went out (:meth:`save`), so a
+        request sent after the answer, to any worker, must obey it; the bus message that tells the
+        other workers (:meth:`_hear`) may come later than that request.  So the touch every request
+        makes anyway also returns the record's ``generation`` (``touch_generation``; one round trip,
+        as before) and a worker reads the record again only when it differs from its replica's.  A
+        shared table that counts no generations is read on every request.
+        """
+        table = self.app.session_table
+        session_id = cast(str, session.id)
+        touch_generation = getattr(table, "touch_generation", None)
+        if touch_generation is None:
+            alive, generation = table_call(table.touch, session_id), None
+        else:
+            alive, generation = table_call(touch_generation, session_id)
+        if not alive:
+            return False
+        if generation is None and touch_generation is not None:
+            return True  # the store could not say (a fault, already logged): served as the replica is
+        if generation is None or generation != session.generation:
+            self.refresh(session)
+        return True
+
+    def refresh(self, session: HttpSession) -> None:
+        """Take up the session's record as it is now (another worker changed it).  One read at a time
+        per session: a request's and the bus's, at once, never leave the older record applied."""
+        session_id = cast(str, session.id)
+        with self._refreshing[hash(session_id) % REFRESH_LOCKS]:
+            record = table_call(self.app.session_table.get, session_id)
+            if record is not None:
+                connection = cast("Connection", session.connection)
+                connection.resume(_negotiated(record["state"]), initialized=record["established"])
+                session.generation = record.get("generation", 0)
+                session.home_worker = record["state"].get("home")
+
+    def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
+        """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
+        (the stream is the session: its answers can only go there).  404 when there is no such
+        session, or another principal asks."""
+        record = table_call(self.app.session_table.get, session_id)
+        state = record["state"] if record is not None else {}
+        caller = environ.get("mcp_ref.oauth")
+        if not state.get("legacy") or not owned_by(state, caller):
+            raise NotFound("Session not found")
+        table_call(self.app.session_table.touch, session_id)
+        self._publish(session_id, "legacy", to=state.get("home"), data=jsonrpc.serialize(message).decode(),
+                      principal=state.get("principal"))
+
+    @staticmethod
+    def change_of(request: Any) -> dict | None:
+        """What a successful ``request`` changes in the session's record, key by key (None: nothing),
+        so that two workers changing different keys at once both count."""
+        params = request.params if isinstance(request.params, dict) else {}
+        if request.method == "logging/setLevel" and isinstance(params.get("level"), str):
+            return {"logLevel": params["level"]}
+        if request.method in ("resources/subscribe", "resources/unsubscribe") and isinstance(params.get("uri"), str):
+            return {SUBSCRIBED + params["uri"]: True if request.method == "resources/subscribe" else None}
+        return None
+
+    def save(self, session: HttpSession, change: dict) -> None:
+        """What the session negotiated changed here (``change``: a log level, a subscription): into its
+        record, then every worker holding it reads the record again (before the client hears the answer)."""
+        session_id = cast(str, session.id)
+        if table_call(self.app.session_table.update, session_id, change):
+            self._publish(session_id, "state")
+
+    def ended(self, session_id: str) -> None:
+        """The session ended for good (DELETE, eviction, expiry): every worker ends its replica, and
+        its events go."""
+        self._publish(session_id, "end")
+        self.app.event_store.forget(session_id)
+
+    def reconcile_due(self) -> bool:
+        """True at most once every :data:`RECONCILE_EVERY` seconds: time to :meth:`reconcile`."""
+        now = time.monotonic()
+        if now - self._reconciled < RECONCILE_EVERY:
+            return False
+        self._reconciled = now
+        return True
+
+    def reconcile(self, held: list[HttpSession]) -> list[HttpSession]:
+        """Of the sessions this worker holds, those whose record is gone (its end was missed: a bus
+        message lost, an expiry found by another worker)."""
+        if not held:
+            return []
+        alive = table_call(self.app.session_table.alive, [cast(str, session.id) for session in held])
+        return [session for session in held if session.id not in alive]
+
+    # -- the home: who sends a session's change notifications (.homes) ------------------------------
+
+    def claim(self, session: HttpSession) -> None:
+        """See :meth:`.homes.Homes.claim`."""
+        self.homes.claim(session)
+
+    def let_go(self, session: HttpSession, *, for_good: bool) -> None:
+        """See :meth:`.homes.Homes.let_go`."""
+        self.homes.let_go(session, for_good=for_good)
+
+    def worker_alive(self, worker: str) -> bool:
+        """See :meth:`.homes.Homes.worker_alive`."""
+        return self.homes.worker_alive(worker)
+
+    # -- messages for another worker ----------------------------------------------------------------
+
+    def route(self, session: HttpSession, items: list) -> list:
+        """The client's answers and notifications (``items``) that this worker dispatches; one that
+        names a request open on another worker goes over the bus to it instead: an answer or a
+        progress report to the worker its id names; a cancellation (the client's id names no worker)
+        to every worker, within the session's budget (``HttpSession.forwarding``)."""
+        connection = cast("Connection", session.connection)
+        session_id = cast(str, session.id)
+        here = []
+        for item in items:
+            held_here = self.holds(connection, item)
+            if held_here is not False:
+                here.append(item)
+            if _is_initialized(item):  # every holder's connection may now send what it withheld
+                self._publish(session_id, "message", data=jsonrpc.serialize(item).decode())
+            elif held_here is False:
+                to = _worker_of(item)
+                if to == "" or to == self.worker:
+                    continue  # names no request of any worker's (or one of ours already over): dropped
+                if to is None:
+                    if session.forwarding is None:
+                        session.forwarding = Budget(FORWARD_RATE, FORWARD_BURST)
+                    if not session.forwarding.take():
+                        log.warning("session %s: cancellations for requests on other workers come too fast; "
+                                    "one was dropped", session_id[:8])
+                        continue
+                self._publish(session_id, "message", to=to, data=jsonrpc.serialize(item).decode())
+        return here
+
+    @staticmethod
+    def holds(connection: Connection, item: Any) -> bool | None:
+        """True when ``item`` names a request open on ``connection``; False when it names one that is
+        not; None for a message about no request (dispatched where it arrives)."""
+        if isinstance(item, (Response, ErrorResponse)):
+            return item.id is not None and connection.holds(item.id, ours=True)
+        if isinstance(item, Notification):
+            params = item.params or {}
+            if item.method == "notifications/cancelled":
+                return jsonrpc.valid_id(params.get("requestId")) and connection.holds(params["requestId"], ours=False)
+            if item.method == "notifications/progress":  # our requests' progress tokens are their ids
+                return jsonrpc.valid_id(params.get("progressToken")) and connection.holds(params["progressToken"], ours=True)
+        return None
+
+    def listen(self) -> None:
+        """Hear the other workers' messages about sessions (once per application): those for every
+        worker, and those addressed to this one."""
+        with self._lock:
+            if not self._listening:
+                bus = self.app.server.bus
+                self._listening = [bus.subscribe(SESSIONS, self._hear),
+                                   bus.subscribe(f"{SESSIONS}:{self.worker}", self._hear)]
+
+    def close(self) -> None:
+        """Stop hearing them (the application closes), and let go of every home this worker held."""
+        with self._lock:
+            stops, self._listening = self._listening, []
+        for stop in stops:
+            stop()
+        self.homes.close()  # every home this worker held is free for another worker now
+
+    def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> None:
+        self.listen()
+        channel = SESSIONS if to is None else f"{SESSIONS}:{to}"
+        self.app.server.bus.publish(channel, {"session": session_id, "kind": kind, "from": self.worker, **fields})
+
+    def _hear(self, message: dict) -> None:
+        """A message of another worker's about a session: acted on only where the session is held."""
+        if message.get("from") == self.worker:
+            return
+        session = self.app.live_session(str(message.get("session")))
+        if session is None or session.closed:
+            return
+        connection = cast("Connection", session.connection)
+        kind = message.get("kind")
+        if kind == "end":
+            self.app.end_here(session, for_good=True)
+        elif kind in ("home", "homeless"):  # another worker claimed it, or its home let go
+            self.homes.heard(session, kind, message.get("from"))
+        elif kind == "state":
+            try:
+                self.refresh(session)
+            except ServiceUnavailable:  # the table is unreachable: the next change brings it up to date
+                log.warning("session %s: could not read its record after a change", cast(str, session.id)[:8])
+        elif kind in ("message", "legacy") and isinstance(message.get("data"), str):
+            try:
+                item = jsonrpc.parse(message["data"].encode())
+            except Exception:  # a worker of this deployment sent it; never let it end the bus's thread
+                log.warning("dropped an unreadable session message from another worker")
+                return
+            if kind == "legacy":  # a 2024-11-05 POST another worker took for this session's stream
+                if session.kind == "legacy" and owned_by(message, session.principal):
+                    connection.dispatch(item)
+            elif self.holds(connection, item) or _is_initialized(item):
+                connection.dispatch(item)
+
+    # -- following a stream in the shared event store -----------------------------------------------
+
+    def follow(self, environ: dict, start_response, session: HttpSession, stream_id: str,
+               after: int | None) -> Any:
+        """A GET's SSE body: the events of ``stream_id`` (the standalone stream, or a POST's being
+        resumed) after number ``after`` (None: the standalone stream from where its last follower left
+        it, with a priming event), stored by whichever worker, until the stream or the session ends,
+        the client goes, or a newer GET takes the stream over (one stream, one connection: 2025-11-25
+        basic/transports, the server "MUST NOT broadcast the same message across multiple streams").
+
+        §Resumability: the server "MAY use this header to replay messages that would have been sent
+        after the last event ID, on the stream that was disconnected".
+        """
+        app = self.app
+        session_id = cast(str, session.id)
+        release = app.hold_stream(environ)  # every follower is long-lived: counted against its client's cap
+        try:
+            generation, delivered = table_call(app.event_store.claim_stream, session_id, stream_id)
+        except BaseException:
+            release()
+            raise
+        ending: list[str] = []
+
+        def end_with(how: str) -> None:
+            ending.append(how)
+            app.event_store.wake(session_id)
+
+        on_disconnect = environ.get("mcp_ref.on_disconnect")
+        if on_disconnect is not None:
+            on_disconnect(lambda: end_with("gone"))
+        hold = environ.get("mcp_ref.long_lived")
+        if hold is not None:
+            hold(app.client_of(environ), lambda: end_with("close"))
+        priming = b""
+        if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
+            # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
+            # of an event ID and an empty data field in order to prime the client to reconnect"
+            priming = sse_event(event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms)
+        start_response("200 OK", SSE_HEADERS)
+        body = self._events(session, stream_id, delivered if after is None else after, generation, ending, priming)
+        return held(body, release, lambda: app.event_store.leave_stream(session_id, stream_id, generation))
+
+    def _events(self, session: HttpSession, stream_id: str, number: int, generation: int, ending: list,
+                priming: bytes):
+        app = self.app
+        store, session_id = app.event_store, cast(str, session.id)
+        writer = None if stream_id == STANDALONE else stream_id.rpartition("-")[2]  # p<n>-<worker>
+        touched = written = time.monotonic()
+        wait = 0.0  # the first read does not wait: a stream whose writer has gone ends at once
+        if priming:
+            yield priming
+        while not session.closed:
+            if ending:
+                if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
+                    yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
+                return
+            # woken by a store, a claim, the session's end, or the watcher when a worker has gone
+            found = store.wait_after(session_id, stream_id, number, wait, generation)
+            wait = app.keepalive
+            for event_id, data in found.events:
+                if data:
+                    yield sse_event(data, event_id=event_id)
+                    written = time.monotonic()
+            number = found.last
+            if found.ended or found.superseded:
+                return
+            now = time.monotonic()
+            if now - touched >= app.keepalive:  # a session listened to is in use: kept alive here
+                touched = now
+                if not table_call(app.session_table.touch, session_id):
+                    app.end_here(session, for_good=True)
+                    self.ended(session_id)
+                    return
+            self.claim(session)  # its home gone? this worker takes over (at most every CLAIM_EVERY)
+            if writer is not None and not self.worker_alive(writer):
+                # the worker running that request has gone (its stored events were sent above): no
+                # answer will come; the stream ends at once, and the client fails the request
+                return
+            if now - written >= app.keepalive:
+                written = now
+                yield KEEPALIVE
+
+
+class Budget:
+    """A token bucket, in memory: ``rate`` a second, up to ``burst`` at once (a session's forwarded cancellations)."""
+
+    def __init__(self, rate: float, burst: int):
+        self.rate, self.burst = rate, burst
+        self.tokens = float(burst)
+        self.stamp = time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        """One token if there is one."""
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.tokens < 1:
+                return False
+            self.tokens -= 1
+            return True
+
+
+def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
+    """What a session's record keeps for every worker (JSON-able): its home ``worker``, its
+    principal (canonical: :func:`~mcp_ref.server.principal.principal_id_of`), and what it negotiated
+    (a 2024-11-05 session: only that it is one; it is served where its stream is)."""
+    state: dict[str, Any] = {"home": worker, "principal": principal_id_of(session.principal)}
+    if session.kind == "legacy":
+        state["legacy"] = True  # served where its stream is; a POST elsewhere is forwarded
+    else:
+        state.update(_recorded(cast("Connection", session.connection).negotiated()))
+    return state
+
+
+def owned_by(state: dict, caller: Any) -> bool:
+    """Whether a session's record (or a bus message forwarding its POST), read back from JSON,
+    belongs to ``caller`` (the request's ``AccessInfo``, None without a token): both sides in the
+    one canonical form, a string, so a JSON round trip changes neither (a tuple came back as a
+    list and matched no one: issue 32)."""
+    return state.get("principal") == principal_id_of(caller)
+
+
+def _recorded(negotiated: dict) -> dict:
+    """A connection's negotiated state as the record keeps it: a key per subscribed URI (see
+    :meth:`SharedSessions.change_of`)."""
+    state = {key: value for key, value in negotiated.items() if key != "subscriptions"}
+    state.update({SUBSCRIBED + uri: True for uri in negotiated.get("subscriptions") or ()})
+    return state
+
+
+def _negotiated(state: dict) -> dict:
+    """A record's state as ``Connection.resume`` takes it."""
+    negotiated = {key: value for key, value in state.items() if not key.startswith(SUBSCRIBED)}
+    negotiated["subscriptions"] = sorted(key[len(SUBSCRIBED):] for key, value in state.items()
+                                         if key.startswith(SUBSCRIBED) and value)
+    return negotiated
+
+
+def _worker_of(item: Any) -> str | None:
+    """The worker a request id of ours names (``<worker>-<n>``: :meth:`SharedSessions.request_ids`)."""
+    if isinstance(item, (Response, ErrorResponse)):
+        request_id = item.id
+    elif isinstance(item, Notification) and item.method == "notifications/progress":
+        request_id = (item.params or {}).get("progressToken")
+    else:
+        return None
+    if isinstance(request_id, str) and "-" in request_id:
+        return request_id.rpartition("-")[0]
+    return ""  # an answer naming no worker of ours: it goes nowhere
+
+
+def _is_initialized(item: Any) -> bool:
+    return isinstance(item, Notification) and item.method == "notifications/initialized"

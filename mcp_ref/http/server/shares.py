@@ -1,0 +1,194 @@
+"""What one client may hold of an HTTP application at once, so that no client starves the others:
+its long-lived streams (``max_streams_per_client``) and its requests in flight
+(``max_requests_per_client``).
+
+A client is the principal of the request's token, else the peer's address (``base.client_of``).
+Past either cap the request is answered 429 Too Many Requests with ``Retry-After`` (RFC 6585 §4:
+the client sent too many requests; a per-client limit, where 503 would say the whole server is
+unavailable), its body a JSON-RPC error -32005 with ``data.limit``.
+
+A request in flight is a POST being served, from the moment its caller is known (after the token
+is checked) to the end of its response; one whose response becomes a long-lived stream (a
+``subscriptions/listen``) counts as a stream from then on instead.  The default cap is a share of
+the slots the WSGI server has, which it tells in the environ (:data:`SLOTS_KEY`: the
+standard-library server's connection cap); a server that does not tell (gunicorn, a framework's
+view) is not bounded by a share, only by an explicit number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+from ...errors import LIMIT_EXCEEDED
+from .status import ServiceUnavailable, TooManyRequests
+
+#: The environ key in which a WSGI server tells how many requests it can serve at once (an int).
+SLOTS_KEY = "mcp_ref.slots"
+#: The environ key holding the release of the request's place among its client's requests in
+#: flight (``hold_request``), taken by a response that becomes a long-lived stream.
+IN_FLIGHT_KEY = "mcp_ref.in_flight"
+#: The default ``max_requests_per_client``: a quarter of the server's slots.
+DEFAULT_REQUEST_SHARE = 0.25
+#: ``Retry-After`` past the cap of requests in flight (one of them may end at any moment).
+REQUESTS_RETRY_AFTER = "1"
+#: ``Retry-After`` past the cap of streams (a stream is long-lived).
+STREAMS_RETRY_AFTER = "5"
+
+
+def check_request_setting(setting: int | float | None) -> None:
+    """Refuse a ``max_requests_per_client`` that means nothing: an int of at least 1 (how many), a
+    float above 0 and at most 1 (a share of the server's slots), or None (no cap)."""
+    if setting is None:
+        return
+    if isinstance(setting, bool) or not isinstance(setting, (int, float)):
+        raise TypeError("max_requests_per_client must be an int, a float share (0 to 1] or None")
+    if isinstance(setting, int) and setting < 1:
+        raise ValueError("max_requests_per_client must be at least 1 (None: no cap)")
+    if isinstance(setting, float) and not 0.0 < setting <= 1.0:
+        raise ValueError(
+            "max_requests_per_client as a float is a share of the server's slots: (0, 1]"
+        )
+
+
+def request_cap(setting: int | float | None, environ: dict) -> int | None:
+    """The cap of one client's requests in flight for this request: ``setting`` itself (an int),
+    its share of the slots the WSGI server tells (a float; at least 1), else None (no cap)."""
+    if setting is None or isinstance(setting, int):
+        return setting
+    slots = environ.get(SLOTS_KEY)
+    if not isinstance(slots, int) or slots < 1:
+        return None
+    return max(1, math.floor(slots * setting))
+
+
+class ClientCounts:
+    """How many of one kind (streams, requests) each client holds now, each under a cap."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, client: str, cap: int | None) -> Callable[[], None] | None:
+        """One more for ``client``, and its release (idempotent); None when it holds ``cap``."""
+        with self._lock:
+            held = self._held.get(client, 0)
+            if cap is not None and held >= cap:
+                return None
+            self._held[client] = held + 1
+        released = threading.Event()
+
+        def release() -> None:
+            with self._lock:
+                if released.is_set():
+                    return
+                released.set()
+                left = self._held.get(client, 1) - 1
+                if left > 0:
+                    self._held[client] = left
+                else:
+                    self._held.pop(client, None)
+
+        return release
+
+    def held(self, client: str | None = None) -> int:
+        """How many ``client`` holds (None: every client, together)."""
+        with self._lock:
+            return sum(self._held.values()) if client is None else self._held.get(client, 0)
+
+
+def too_many_streams(cap: int, request_id=None) -> TooManyRequests:
+    """The refusal of a long-lived stream past its client's ``max_streams_per_client``."""
+    return TooManyRequests(
+        f"Too many open streams: one client may hold {cap} "
+        "(subscriptions/listen and GET streams); close one, or retry later",
+        LIMIT_EXCEEDED,
+        headers=[("Retry-After", STREAMS_RETRY_AFTER)],
+        request_id=request_id,
+        data={"limit": cap},
+    )
+
+
+def too_many_requests(cap: int) -> TooManyRequests:
+    """The refusal of a request past its client's ``max_requests_per_client``."""
+    return TooManyRequests(
+        f"Too many requests in flight: one client may have {cap} at once on this "
+        "server; retry when one is answered",
+        LIMIT_EXCEEDED,
+        headers=[("Retry-After", REQUESTS_RETRY_AFTER)],
+        data={"limit": cap},
+    )
+
+
+class ClientStreams:
+    """The long-lived streams each client of ``app`` holds, against its
+    ``max_streams_per_client`` (read at each stream, so it may be changed on a running app).
+
+    The client is its principal when it has a token, else its address (``base.client_of``): one
+    client cannot hold every connection slot with quiet streams while others are refused.  With a
+    shared state (``Server(state="redis://...")``) the cap holds over every worker of the
+    deployment: each stream also takes a place in the state's counters (:meth:`_hold_shared`).
+    """
+
+    def __init__(self, app: Any):
+        self.app = app
+        #: This process's streams, by client.
+        self.counts = ClientCounts()
+        #: With a shared state: the deployment's counts (``Counters``, made at the first stream).
+        self._shared: Any = None
+        self._shared_lock = threading.Lock()
+
+    def hold(self, client: str, environ: dict, request_id=None) -> Callable[[], None]:
+        """Count one stream of ``client`` (the request's); returns its release (idempotent).
+        Past the cap: 429 with ``Retry-After`` and -32005 with ``data.limit``.  A POST that
+        becomes a stream (``subscriptions/listen``) leaves its client's requests in flight."""
+        cap = self.app.max_streams_per_client
+        give_back = self._hold_shared(client, cap, request_id)
+        release_here = self.counts.hold(client, None if give_back is not None else cap)
+        if release_here is None:
+            raise too_many_streams(cast(int, cap), request_id)
+        environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
+        if give_back is None:
+            return release_here
+        release_shared = give_back
+        first_release = threading.Lock()  # the first release takes it: the place goes back once
+
+        def release() -> None:
+            if not first_release.acquire(blocking=False):
+                return
+            release_here()
+            release_shared()
+
+        return release
+
+    def _hold_shared(self, client: str, cap: int | None, request_id) -> Callable[[], None] | None:
+        """With a shared state, one place of ``client``'s streams taken in the deployment's counts
+        (one atomic script: counted and taken below ``cap``, or refused); its release.  Each place
+        belongs to this worker, so a worker that dies frees its places when its heartbeat lapses
+        (:mod:`mcp_ref.state.redis.holders`: 30 s).  None: no cap, or no shared state (this
+        process counts).  Past the cap, 429; the counts unreachable (nothing counted, so not past
+        the cap), 503 with ``Retry-After``."""
+        if cap is None:
+            return None
+        shared = self._shared
+        if shared is None:
+            state = self.app.server.shared_state
+            if state is None or not getattr(state, "shared", False):
+                return None
+            with self._shared_lock:
+                if self._shared is None:
+                    self._shared = state.counters()
+                shared = self._shared
+        # the client (an address, or a principal's id) named by a digest in the store's keys
+        key = "streams:" + hashlib.sha256(client.encode()).hexdigest()[:32]
+        if shared.acquire(key, cap):
+            return lambda: shared.release(key)
+        if shared.count(key) < cap:  # refused below the cap: the store could not be reached
+            raise ServiceUnavailable(
+                "Service Unavailable: the stream counts are unreachable; retry shortly",
+                headers=[("Retry-After", "2")],
+            )
+        raise too_many_streams(cap, request_id)

@@ -1,0 +1,281 @@
+"""Streamable HTTP (2025-03-26 to 2025-11-25) at ``path``: POST carries one JSON-RPC message (or,
+where the revision allows, a batch), GET opens the standalone SSE stream or resumes one, DELETE
+ends the session (basic/transports §Streamable HTTP).  A 2026-07-28 POST goes to :mod:`.modern`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import cast
+
+from ... import jsonrpc, lifecycle
+from ...errors import InvalidRequest
+from ...jsonrpc import ErrorResponse, Request
+from ..sse import KEEPALIVE, sse_event
+from .base import HttpAppBase
+from .events import event_number
+from .host import Connection
+from .http_session import HttpSession
+from .oneshot import one_shot
+from .replies import (
+    SSE_HEADERS,
+    DirectReply,
+    accepts,
+    close_for_polling,
+    held,
+    message_event,
+    nothing,
+    priming_event,
+)
+from .shared import STANDALONE
+from .status import BadRequest, HttpError, MethodNotAllowed, NotAcceptable
+from .streams import CLOSE, END, Stream
+
+
+class StreamableHttp:
+    """The Streamable HTTP endpoint of an application (``McpWsgiApp.streamable``)."""
+
+    def __init__(self, app: HttpAppBase):
+        self.app = app
+
+    def post(self, environ: dict, start_response, message):
+        """One POSTed message or batch (read by ``McpWsgiApp``): 202 for notifications and answers,
+        else its answers, as JSON or as an SSE stream."""
+        app = self.app
+        items = message if isinstance(message, list) else [message]
+        if any(isinstance(m, Request) and m.method == "initialize" for m in items):
+            if isinstance(message, list):
+                raise BadRequest("Invalid Request: initialize must not be part of a batch")
+            return self.initialize(environ, start_response, message)
+        request_ids = [m.id for m in items if isinstance(m, Request)]
+        if not request_ids:
+            return self.accept_without_requests(environ, start_response, message, items)
+        app.check_messages(environ, items, app.path)
+        if app.stateless and isinstance(message, Request) and app.inline_handlers:
+            return one_shot(app, environ, start_response, message)  # no session, stream or event store
+        session = app.transient_session(environ) if app.stateless else app.session_for(environ)
+        if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
+            app.finish_transient(session)
+            raise BadRequest("Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+        connection = session.connection
+        assert connection is not None  # every session handed out is bound
+        try:
+            app.admit(environ, connection, message)
+        except HttpError:
+            app.finish_transient(session)
+            raise
+        try:
+            stream = session.open_stream(request_ids)
+        except HttpError:  # e.g. an id already in use: it never reaches the dispatcher
+            connection.withdraw_admission(request_ids[0])
+            raise
+        session.notes.note(request_ids, environ)  # Context.http: per request, not per session
+        if session.shared:  # a request that changes what was negotiated: saved for every worker
+            for item in items:
+                change = app.shared_sessions.change_of(item) if isinstance(item, Request) else None
+                if change is not None:
+                    session.saving[item.id] = change
+        if isinstance(message, Request) and app.inline_handlers:
+            return self.answer_inline(session, stream, message, start_response, environ)
+        connection.dispatch(message)  # a batch: its handlers run on the pool
+        return self.answer(session, stream, start_response, environ)
+
+    def accept_without_requests(self, environ: dict, start_response, message, items: list):
+        """A POST of notifications, answers or invalid batch items: nothing to stream back.
+
+        basic/transports §Sending Messages: "If the input is a JSON-RPC response or notification
+        ... the server MUST return HTTP status code 202 Accepted with no body."  Invalid batch
+        items are answered all the same, as JSON-RPC 2.0 §6 asks: an array of their errors.
+        """
+        app = self.app
+        session = None if app.stateless else app.session_for(environ)
+        version = app.check_version(environ) if session is None else session.version
+        if isinstance(message, list) and not lifecycle.batches_allowed(version):
+            raise BadRequest("Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+        valid = [m for m in items if not isinstance(m, InvalidRequest)]
+        if session is not None and session.shared:
+            # what answers or cancels a request open on another worker goes there (.shared)
+            for item in app.shared_sessions.route(session, valid):
+                cast(Connection, session.connection).dispatch(item)
+        elif session is not None and valid:  # stateless mode: notifications and answers reach no connection
+            cast(Connection, session.connection).dispatch(valid if isinstance(message, list) else valid[0])
+        invalid = [m for m in items if isinstance(m, InvalidRequest)]
+        if invalid:
+            # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
+            body = jsonrpc.serialize_items([ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid])
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        start_response("202 Accepted", [("Content-Length", "0")])
+        return [b""]
+
+    def answer_inline(self, session: HttpSession, stream: Stream, request: Request, start_response,
+                      environ: dict | None = None):
+        """Serve a POSTed request on this thread: JSON if the handler sends only its answer,
+        otherwise an SSE stream written as the handler goes (WSGI ``write``), so progress,
+        logs and requests to the client reach it at once.  No hand-off to another thread.
+        A client that closes the connection meanwhile is noticed at once (``DirectReply.client_gone``)."""
+        reply = DirectReply(self.app, session, stream, start_response)
+        stream.direct = reply
+        on_disconnect = None if environ is None else environ.get("mcp_ref.on_disconnect")
+        if on_disconnect is not None:
+            on_disconnect(reply.client_gone)
+        try:
+            cast(Connection, session.connection).dispatch(request, inline=True)
+        finally:
+            stream.direct = None
+            if reply.broken:
+                session.settle(stream)  # its answer waits for a resuming GET, in the event store
+            else:
+                # Answered on this response.  A GET that resumed the stream meanwhile (Last-Event-ID,
+                # its client having closed this response after the answer) replayed the events from
+                # the store and waits on the stream: end it, or that GET would wait for ever.
+                stream.end()
+                session.forget_stream(stream)
+            self.app.finish_transient(session)
+        return reply.finish()
+
+    def initialize(self, environ: dict, start_response, request: Request):
+        """``initialize``: a new session (none, stateless), named in ``Mcp-Session-Id`` once it succeeded."""
+        app = self.app
+        if app.stateless:
+            session = HttpSession(app, None, kind="stateless")
+            session.connection = app.new_connection(session, "http-stateless")
+        else:
+            session = app.new_session("streamable", "http")  # its place in the table held
+        connection = cast(Connection, session.connection)
+        try:
+            app.bind(session, environ)
+            stream = session.open_stream([request.id])
+            connection.dispatch(request)
+            token = stream.attach()
+            answer = stream.take(token, None)
+            stream.detach(token)
+            session.forget_stream(stream)
+        except BaseException:
+            if session.kind != "stateless":
+                app.abandon(session)
+            raise
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
+        if session.kind == "stateless":
+            app.finish_transient(session)
+        elif b'"result"' in answer and connection.initialized:
+            app.register(session)
+            headers.append(("Mcp-Session-Id", cast(str, session.id)))  # not stateless: it has an id
+        else:
+            app.abandon(session)  # a refused initialize: its place is free again
+        start_response("200 OK", headers)
+        return [answer]
+
+    def answer(self, session: HttpSession, stream: Stream, start_response, environ: dict | None = None,
+               end: Callable[[object], None] | None = None):
+        """The HTTP response for a POSTed request: JSON if the answer comes first and alone, else SSE.
+
+        Its client closing the connection ends it at once (``McpWsgiApp.watch``); with ``end``, it is
+        a long-lived stream (``subscriptions/listen``) that ``end(token)`` ends to make room."""
+        app = self.app
+        token = stream.attach()
+        if environ is not None:
+            app.watch(environ, stream, token, long_lived=end is not None, end=end)
+        first = stream.take(token, None)
+        if first is END or (app.json_response is not False and stream.drained_after_end()):
+            stream.detach(token)
+            session.forget_stream(stream)
+            app.finish_transient(session)
+            if first is END:  # cancelled: no answer will come
+                start_response("202 Accepted", [("Content-Length", "0")])
+                return [b""]
+            start_response(stream.status, [("Content-Type", "application/json"), ("Content-Length", str(len(first)))])
+            return [first]
+        start_response("200 OK", SSE_HEADERS)
+        return self.events(session, stream, token, first)
+
+    def events(self, session: HttpSession, stream: Stream, token, first: bytes | None, replay=()):
+        """The SSE body of a stream: a priming event (2025-11-25), then every message until its end."""
+        app = self.app
+        try:
+            if not replay:
+                priming = priming_event(app, session, stream)
+                if priming:
+                    yield priming
+            for event_id, data in replay:
+                if data:
+                    yield sse_event(data, event_id=event_id)
+            item = first
+            while True:
+                if item is END:
+                    if session.shared and stream.consumer is token and stream.ended:
+                        session.mark_end(stream)  # its answer was the last event: followers elsewhere stop
+                    return
+                if item is CLOSE:
+                    # "it SHOULD send an SSE event with a standard retry field before closing the connection"
+                    # only a stateful stream is closed for polling (close_stream): its session has an id
+                    yield sse_event(event_id=app.event_store.store(cast(str, session.id), stream.id, b""), retry=app.retry_ms)
+                    return
+                yield KEEPALIVE if item is None else message_event(app, session, stream, item)
+                item = stream.take(token, app.keepalive)
+        finally:
+            stream.detach(token)
+            session.settle(stream)
+            app.finish_transient(session)
+
+    def get(self, environ: dict, start_response):
+        """The standalone SSE stream of a session, or (``Last-Event-ID``) the resumption of a stream."""
+        app = self.app
+        if app.stateless:
+            raise MethodNotAllowed("Method not allowed: stateless mode has no standalone stream", headers=[("Allow", "POST")])
+        if not accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
+            raise NotAcceptable("Not Acceptable: Accept must list text/event-stream")
+        session = app.session_for(environ)
+        session_id = cast(str, session.id)  # from the session table: stateful, it has an id
+        last_event_id = environ.get("HTTP_LAST_EVENT_ID")
+        if session.shared:  # every stream of the session is followed from the shared store
+            resumed = last_event_id or ""
+            number = event_number(resumed) if resumed else None
+            if number is None or app.event_store.replay_after(session_id, resumed) is None:
+                app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
+                return app.shared_sessions.follow(environ, start_response, session, STANDALONE, None)
+            return app.shared_sessions.follow(environ, start_response, session,
+                                              resumed.rpartition(".")[0], number)
+        if not last_event_id or app.event_store.replay_after(session_id, last_event_id) is None:
+            # No resumption (or an id this session never issued): the standalone stream, a
+            # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be
+            # closed with a retry: basic/transports §Listening, "The server MAY close the SSE stream
+            # at any time", "sending a retry field and allowing the client to reconnect".
+            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
+            release = app.hold_stream(environ)
+            standalone = session.standalone
+            assert standalone is not None  # a stateful session's
+            token = standalone.attach()
+            app.watch(environ, standalone, token, long_lived=True, end=close_for_polling(standalone))
+            start_response("200 OK", SSE_HEADERS)
+            return held(self.events(session, standalone, token, None), release, lambda: standalone.detach(token))
+        # basic/transports §Resumability: "the server MAY use this header to replay messages
+        # that would have been sent after the last event ID, on the stream that was disconnected".
+        with session.lock:
+            stream = session.by_id.get(last_event_id.rpartition(".")[0])
+        if stream is None:  # that stream has ended and been delivered, or never was: replay what is kept
+            found = app.event_store.replay_after(session_id, last_event_id)
+            start_response("200 OK", SSE_HEADERS)
+            return [sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data]
+        long_lived = stream is session.standalone
+        if long_lived:  # a POST's stream ends with its request: resuming it holds a worker no longer than the POST did
+            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
+        release = app.hold_stream(environ) if long_lived else nothing
+        # Take the stream over and read what it missed in one step: an event is either already
+        # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
+        with stream.cond:
+            token = stream.attach()
+            found = app.event_store.replay_after(session_id, last_event_id)
+        app.watch(environ, stream, token, long_lived=long_lived, end=close_for_polling(stream))
+        start_response("200 OK", SSE_HEADERS)
+        return held(self.events(session, stream, token, None, found[1] if found else ()), release,
+                    lambda: stream.detach(token))
+
+    def delete(self, environ: dict, start_response):
+        """End the session the request names (basic/transports §Session Management)."""
+        app = self.app
+        if app.stateless:
+            raise MethodNotAllowed("Method not allowed: stateless mode has no sessions", headers=[("Allow", "POST")])
+        app.end(app.session_for(environ))
+        start_response("200 OK", [("Content-Length", "0")])
+        return [b""]

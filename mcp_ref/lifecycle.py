@@ -1,0 +1,262 @@
+"""The lifecycle, as data: revisions, negotiation, and what each role may do in each phase.
+
+Two kinds of rule live here, both as tables the rest of the code consults:
+
+* **What each revision allows.**  Behaviour that changed between revisions is
+  named by the revision that introduced it, so the code asks
+  ``at_least(version, STRUCTURED_OUTPUT)`` instead of comparing dates
+  (revisions are ISO dates, so string order is time order).
+* **What each role may do in each phase of a connection** (:data:`RULES`,
+  :data:`TRANSITIONS`): which requests it answers or refuses, which requests
+  and notifications it may send, and the spec sentence behind each row.  A
+  connection keeps one :class:`Lifecycle`; only a transition in the table moves
+  its phase.  h11's ``_state.py`` is the model: an illegal event is a missing
+  key.  In the stateless 2026-07-28 era a connection has no handshake: a
+  server serves each modern request as it comes (``STATELESS``), and a client
+  moves to operating once ``server/discover`` is answered.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+
+from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersionError
+from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
+
+__all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "at_least", "batches_allowed", "server_choose_version",
+           "client_accept_version", "SERVER", "CLIENT", "Phase", "Every", "Rules", "RULES", "TRANSITIONS", "Lifecycle"]
+
+# The revision in which each feature first appeared (see spec_notes/revisions.md).
+AUDIO_CONTENT = "2025-03-26"
+TOOL_ANNOTATIONS = "2025-03-26"
+COMPLETIONS_CAPABILITY = "2025-03-26"
+PROGRESS_MESSAGE = "2025-03-26"
+STRUCTURED_OUTPUT = "2025-06-18"  # Tool.outputSchema, CallToolResult.structuredContent
+TITLES = "2025-06-18"  # BaseMetadata.title
+COMPLETION_CONTEXT = "2025-06-18"  # CompleteRequest.params.context
+ELICITATION = "2025-06-18"
+RESOURCE_LINKS = "2025-06-18"
+ICONS = "2025-11-25"
+OPTIONAL_ERROR_ID = "2025-11-25"  # JSONRPCErrorResponse.id may be omitted (and must not be null)
+INPUT_ERRORS_AS_TOOL_ERRORS = "2025-11-25"  # SEP-1303
+ELICITATION_URL_MODE = "2025-11-25"
+SAMPLING_TOOLS = "2025-11-25"
+
+#: JSON-RPC batches: 2025-03-26 basic §Batching made them explicit ("MUST support receiving");
+#: 2024-11-05 requires plain JSON-RPC 2.0, of which §6 batches are part; 2025-06-18 removed them.
+BATCH_VERSIONS = frozenset({"2024-11-05", "2025-03-26"})
+
+
+def at_least(version: str | None, feature_revision: str) -> bool:
+    """True when ``version`` is ``feature_revision`` or newer (None: not negotiated yet, assume newest)."""
+    return version is None or version >= feature_revision
+
+
+def batches_allowed(version: str | None) -> bool:
+    """True when JSON-RPC batches are part of the negotiated revision."""
+    return version in BATCH_VERSIONS
+
+
+def server_choose_version(requested: object) -> str:
+    """The server's half of version negotiation.
+
+    2025-11-25 basic/lifecycle §Version Negotiation: "If the server supports the
+    requested protocol version, it MUST respond with the same version.
+    Otherwise, the server MUST respond with another protocol version it
+    supports. This SHOULD be the latest version supported by the server."
+    """
+    if isinstance(requested, str) and requested in SUPPORTED_VERSIONS:
+        return requested
+    return LATEST_VERSION
+
+
+def client_accept_version(chosen: object) -> str:
+    """The client's half: "If the client does not support the version in the
+    server's response, it SHOULD disconnect." — raise, and the caller closes."""
+    if isinstance(chosen, str) and chosen in SUPPORTED_VERSIONS:
+        return chosen
+    raise UnsupportedProtocolVersionError(
+        f"server chose protocol version {chosen!r}; mcp_ref supports {', '.join(SUPPORTED_VERSIONS)}"
+    )
+
+
+# -- phases: what each role may do, and when ----------------------------------------------------
+
+SERVER = "server"
+CLIENT = "client"
+
+
+class Phase(enum.Enum):
+    """Where one connection stands in the handshake era's lifecycle (2025-11-25 basic/lifecycle)."""
+
+    #: Nothing negotiated yet.  Server: no ``initialize`` answered.  Client: ``initialize`` not answered.
+    AWAITING_INITIALIZE = "awaiting initialize"
+    #: Server only: ``initialize`` answered, ``notifications/initialized`` not received yet.
+    AWAITING_INITIALIZED = "awaiting initialized"
+    #: Normal operation, with the negotiated version and capabilities.
+    OPERATING = "operating"
+
+
+class Every:
+    """The set of every method name except those given: ``"tools/call" in Every("initialize")``."""
+
+    __slots__ = ("excluded",)
+
+    def __init__(self, *excluded: str):
+        self.excluded = frozenset(excluded)
+
+    def __contains__(self, method: object) -> bool:
+        return method not in self.excluded
+
+    def __repr__(self) -> str:
+        return f"Every(except {sorted(self.excluded)})" if self.excluded else "Every()"
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What one role may do in one phase, and what happens otherwise.
+
+    ``receive``: the requests it answers; any other gets ``refusal`` as an
+    Invalid Request error (-32600).  ``send``: the requests it may send; any
+    other raises :class:`~mcp_ref.errors.CapabilityError` with ``unsent`` and is
+    not sent.  ``notify``: the notifications it may send; any other is dropped
+    (logged at debug level).  ``spec``: the sentence this row enforces.
+    Messages are ``str.format`` templates with ``{method}``.
+    """
+
+    receive: Container[str]
+    send: Container[str]
+    notify: Container[str]
+    refusal: str
+    unsent: str
+    spec: str
+
+
+_AFTER_INITIALIZE = "Invalid Request: initialize was already received on this connection"
+
+#: (role, phase) -> Rules.  Ping is answered in every phase, by the session itself, on the reader
+#: thread (basic/utilities/ping: "The receiver MUST respond promptly").
+RULES: dict[tuple[str, Phase], Rules] = {
+    (SERVER, Phase.AWAITING_INITIALIZE): Rules(
+        receive={"initialize", "ping"},
+        send={"ping"},
+        notify={"notifications/message"},
+        refusal="Invalid Request: {method} before initialize",
+        unsent="{method}: the client has not initialized this connection yet",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"The client SHOULD NOT send requests other than "
+             "pings before the server has responded to the initialize request.\"",
+    ),
+    (SERVER, Phase.AWAITING_INITIALIZED): Rules(
+        receive=Every("initialize"),
+        send={"ping"},
+        notify=Every(),
+        refusal=_AFTER_INITIALIZE,
+        unsent="{method}: the client has not sent notifications/initialized yet",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"The server SHOULD NOT send requests other than "
+             "pings and logging before receiving the initialized notification.\"",
+    ),
+    (SERVER, Phase.OPERATING): Rules(
+        receive=Every("initialize"),
+        send=Every(),
+        notify=Every(),
+        refusal=_AFTER_INITIALIZE,
+        unsent="",
+        spec="2025-11-25 basic/lifecycle §Operation: both parties \"Respect the negotiated protocol version\" "
+             "and \"Only use capabilities that were successfully negotiated\" (checked per feature).",
+    ),
+    (CLIENT, Phase.AWAITING_INITIALIZE): Rules(
+        receive=Every(),  # liberal in what it accepts: the duty above is the server's
+        # server/discover: the 2026-07-28 era probe (basic/transports/stdio §Backward Compatibility:
+        # a dual-era client "SHOULD probe with server/discover before sending any other request").
+        send={"initialize", "ping", "server/discover"},
+        notify={"notifications/cancelled"},
+        refusal="",
+        unsent="{method}: the server has not answered initialize yet",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"The client SHOULD NOT send requests other than "
+             "pings before the server has responded to the initialize request.\"",
+    ),
+    (CLIENT, Phase.OPERATING): Rules(
+        receive=Every(),
+        send=Every(),  # including initialize again: a new session (see TRANSITIONS)
+        notify=Every(),
+        refusal="",
+        unsent="",
+        spec="2025-11-25 basic/lifecycle §Initialization: \"After successful initialization, the client MUST "
+             "send an initialized notification to indicate it is ready to begin normal operations.\"",
+    ),
+}
+
+# The events that move a phase.
+INITIALIZE_ANSWERED = "initialize answered"  # server: it answers initialize; client: it accepts the answer
+INITIALIZED_RECEIVED = "notifications/initialized received"
+STATELESS = "stateless request"  # a request served with no handshake on its connection
+
+#: (role, phase, event) -> the next phase.  An event with no row changes nothing.
+TRANSITIONS: dict[tuple[str, Phase, str], Phase] = {
+    # basic/lifecycle §Initialization: the server answers initialize with its version and capabilities.
+    (SERVER, Phase.AWAITING_INITIALIZE, INITIALIZE_ANSWERED): Phase.AWAITING_INITIALIZED,
+    # "After successful initialization, the client MUST send an initialized notification".
+    (SERVER, Phase.AWAITING_INITIALIZED, INITIALIZED_RECEIVED): Phase.OPERATING,
+    # Streamable HTTP in stateless mode: every request comes on a fresh connection, with no session; the
+    # MCP-Protocol-Version header gives the version (2025-11-25 basic/transports §Protocol Version Header).
+    (SERVER, Phase.AWAITING_INITIALIZE, STATELESS): Phase.OPERATING,
+    # The client sends notifications/initialized as the first act of this phase.
+    (CLIENT, Phase.AWAITING_INITIALIZE, INITIALIZE_ANSWERED): Phase.OPERATING,
+    # 2026-07-28: server/discover answered as a modern server answers it; every request from now on
+    # carries its own version and capabilities (basic/versioning §Protocol Version Negotiation).
+    (CLIENT, Phase.AWAITING_INITIALIZE, STATELESS): Phase.OPERATING,
+    # 2025-11-25 basic/transports §Session Management: on HTTP 404 for its session the client "MUST start a
+    # new session by sending a new InitializeRequest"; it stays operating meanwhile (the transport holds
+    # requests until the new session is ready).
+    (CLIENT, Phase.OPERATING, INITIALIZE_ANSWERED): Phase.OPERATING,
+}
+
+
+class Lifecycle:
+    """One connection's place in the lifecycle: its phase, moved only by :data:`TRANSITIONS`.
+
+    Thread-safe: handlers run on a pool, so a transition is made under a lock.
+    """
+
+    __slots__ = ("role", "phase", "_lock", "rules")
+
+    def __init__(self, role: str):
+        self.role = role
+        self.phase = Phase.AWAITING_INITIALIZE
+        self._lock = threading.Lock()
+        #: The :class:`Rules` row for this role in the current phase (moved with it, by :meth:`advance`).
+        self.rules: Rules = RULES[(role, self.phase)]
+
+    def check_receive(self, method: str) -> None:
+        """Raise InvalidRequest (the row's refusal) if this role does not answer ``method`` now."""
+        rules = self.rules
+        if method not in rules.receive:
+            raise InvalidRequest(rules.refusal.format(method=method))
+
+    def check_send(self, method: str) -> None:
+        """Raise CapabilityError (the request is not sent) if this role may not send ``method`` now."""
+        rules = self.rules
+        if method not in rules.send:
+            raise CapabilityError(rules.unsent.format(method=method))
+
+    def may_notify(self, method: str) -> bool:
+        """True when this role may send the notification ``method`` now."""
+        return method in self.rules.notify
+
+    def advance(self, event: str, apply: Callable[[], None] | None = None) -> bool:
+        """Take the transition for ``event``; False (and nothing changes) when the table has none.
+
+        ``apply()`` runs under the lock just before the phase moves: it records
+        what was negotiated, so no thread sees the new phase without it.
+        """
+        with self._lock:
+            following = TRANSITIONS.get((self.role, self.phase, event))
+            if following is None:
+                return False
+            if apply is not None:
+                apply()
+            self.phase, self.rules = following, RULES[(self.role, following)]
+            return True

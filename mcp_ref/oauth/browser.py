@@ -1,0 +1,209 @@
+"""The user's part of the authorization code flow: sending them to the authorization URL, and
+receiving the redirect back.
+
+- :class:`LoopbackBrowser` (the default) opens the URL with :mod:`webbrowser` (so ``BROWSER``
+  picks the browser) and waits, up to a timeout, for the redirect on a listener on 127.0.0.1
+  (RFC 8252 §7.3, "Loopback Interface Redirection").
+- :class:`CallbackHandler` wraps a function of your own: it gets the authorization URL and
+  returns the URL the authorization server redirected to (a GUI, a test, a device flow ...).
+- :func:`follow_redirect` is such a function for servers that approve at once (the demo
+  authorization server, the conformance suite's): it GETs the URL and returns its redirect,
+  playing the browser's part.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
+from urllib.parse import urlsplit
+
+from .errors import AuthorizationTimeout, CallbackError
+
+log = logging.getLogger(__name__)
+
+_DONE_PAGE = (b"<!doctype html><meta charset=utf-8><title>mcp-ref</title>"
+              b"<p>Authorization complete. You may close this window and return to the application.</p>")
+#: Requests to other paths (a favicon ...) the listener answers 404 before giving up on them.
+MAX_STRAY_REQUESTS = 32
+
+
+class AuthorizationHandler(Protocol):
+    """Gets the user through the authorization endpoint and brings back the redirect."""
+
+    def redirect_uri(self, registered: Sequence[str] = ()) -> str:
+        """The redirect URI to use, ready to receive (``registered``: the URIs already registered, to reuse)."""
+        ...
+
+    def authorize(self, url: str, timeout: float) -> str:
+        """Send the user to ``url``; return the URL the authorization server redirected back to."""
+        ...
+
+    def close(self) -> None:
+        """Stop receiving (after :meth:`authorize`, or when the flow failed)."""
+        ...
+
+
+class _Listener(Protocol):
+    """The loopback listener (an :class:`http.server.HTTPServer`) with the state its request handler keeps on it."""
+
+    callback: str | None  # the redirect's URL, once it came
+    callback_path: str
+    strays: int  # requests to other paths
+    timeout: float | None
+    server_address: tuple[Any, ...]
+
+    def handle_request(self) -> None: ...
+
+    def server_close(self) -> None: ...
+
+
+def _announce(url: str) -> None:
+    print(f"mcp-ref: to authorize, open this URL in a browser:\n  {url}", file=sys.stderr, flush=True)
+
+
+class LoopbackBrowser:
+    """Open the authorization URL in a browser; receive the redirect on ``http://127.0.0.1:PORT/callback``.
+
+    ``open_browser=False`` only announces the URL (``announce(url)``, by default a line on stderr).
+    The port is the one of an already registered loopback redirect URI when it is free (so strict
+    authorization servers see the same URI), else an ephemeral one: RFC 8252 §7.3 says the
+    authorization server "MUST allow any port to be specified at the time of the request for
+    loopback IP redirect URIs".
+    """
+
+    def __init__(self, *, open_browser: bool = True, host: str = "127.0.0.1", path: str = "/callback",
+                 announce: Callable[[str], None] | None = _announce):
+        self.open_browser, self.host, self.path, self.announce = open_browser, host, path, announce
+        self._server: _Listener | None = None
+
+    def redirect_uri(self, registered: Sequence[str] = ()) -> str:
+        from http.server import HTTPServer
+
+        self.close()
+        ports = [urlsplit(uri).port for uri in registered if urlsplit(uri).hostname == self.host]
+        for port in [p for p in ports if p]:
+            try:
+                server = cast(_Listener, HTTPServer((self.host, port), _CallbackRequest))
+                break
+            except OSError:
+                continue
+        else:  # none registered, or none free: an ephemeral port (its OSError is the caller's)
+            server = cast(_Listener, HTTPServer((self.host, 0), _CallbackRequest))
+        server.callback = None
+        server.callback_path = self.path
+        server.strays = 0
+        self._server = server
+        return f"http://{self.host}:{server.server_address[1]}{self.path}"
+
+    def authorize(self, url: str, timeout: float) -> str:
+        """Announce ``url`` and open it in a browser (after :func:`~mcp_ref.oauth.discovery.check_url`:
+        never a ``javascript:``, ``file:`` or plain-http remote URL); wait for the redirect."""
+        from .discovery import check_url
+
+        check_url(url, "the authorization URL")
+        if self._server is None:
+            raise RuntimeError("redirect_uri() starts the listener before authorize()")
+        if self.announce is not None:
+            self.announce(url)
+        if self.open_browser:
+            import webbrowser
+
+            threading.Thread(target=webbrowser.open, args=(url,), name="mcp-ref-browser", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        server = self._server
+        while server.callback is None:
+            left = deadline - time.monotonic()
+            if left <= 0 or server.strays > MAX_STRAY_REQUESTS:
+                raise AuthorizationTimeout(f"no redirect from the authorization server within {timeout:g} s")
+            server.timeout = left
+            server.handle_request()
+        return server.callback
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.server_close()
+            self._server = None
+
+
+def _callback_request_class():
+    from http.server import BaseHTTPRequestHandler
+
+    class CallbackRequest(BaseHTTPRequestHandler):
+        """Answers the redirect (and 404 to anything else), remembering the redirect's URL."""
+
+        timeout = 10  # a connection that never sends its request does not hold the listener
+
+        def do_GET(self) -> None:  # the http.server naming
+            server = cast(_Listener, self.server)  # LoopbackBrowser's
+            if urlsplit(self.path).path != server.callback_path:
+                server.strays += 1
+                self.send_error(404)
+                return
+            host, port = server.server_address[:2]
+            server.callback = f"http://{host}:{port}{self.path}"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(_DONE_PAGE)))
+            self.end_headers()
+            self.wfile.write(_DONE_PAGE)
+
+        def log_message(self, format: str, *args) -> None:  # never log the query (it holds the code)
+            log.debug("callback listener: %s", self.command)
+
+    return CallbackRequest
+
+
+class _LazyHandlerClass:
+    """Builds the request handler class on first use (http.server is imported only then)."""
+
+    cls = None
+
+    def __call__(self, *args, **kwargs):
+        if _LazyHandlerClass.cls is None:
+            _LazyHandlerClass.cls = _callback_request_class()
+        return _LazyHandlerClass.cls(*args, **kwargs)
+
+
+_CallbackRequest = _LazyHandlerClass()
+
+
+class CallbackHandler:
+    """An :class:`AuthorizationHandler` from a function: ``authorize(url) -> redirected URL``, with a
+    fixed ``redirect_uri`` (which must be registered with the authorization server, or be loopback)."""
+
+    def __init__(self, redirect_uri: str, authorize: Callable[[str], str]):
+        self._redirect_uri, self._authorize = redirect_uri, authorize
+
+    def redirect_uri(self, registered: Sequence[str] = ()) -> str:
+        return self._redirect_uri
+
+    def authorize(self, url: str, timeout: float) -> str:
+        return self._authorize(url)
+
+    def close(self) -> None:
+        pass
+
+
+def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
+    """Play the browser for an authorization server that approves at once: GET ``url`` and return
+    where it redirects.  For tests, the conformance suite and the demo; never a substitute for a
+    user's consent on a real server."""
+    import requests
+
+    from .discovery import check_url
+
+    check_url(url, "the authorization URL")
+    try:
+        response = (http or requests).get(url, allow_redirects=False, timeout=timeout)
+    except requests.RequestException as exc:
+        raise CallbackError(f"cannot reach the authorization endpoint: {type(exc).__name__}") from None
+    location = response.headers.get("Location")
+    response.close()
+    if response.status_code not in (301, 302, 303, 307, 308) or not location:
+        raise CallbackError(f"the authorization endpoint answered HTTP {response.status_code} instead of a redirect "
+                            "(it needs a person at a browser)")
+    return location

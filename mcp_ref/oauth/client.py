@@ -1,0 +1,652 @@
+"""The OAuth 2.1 client for MCP over HTTP: :class:`OAuth`, a ``requests`` auth hook.
+
+``Client.http(url, auth=OAuth())`` (or ``session.auth = OAuth()`` on any ``requests.Session``)
+sends the access token on every request to the server, and when the server answers 401 (or
+403 ``insufficient_scope``) it gets a token and sends the request again, once:
+
+1. discovery (:mod:`mcp_ref.oauth.discovery`): the challenge, the protected resource metadata,
+   the authorization server metadata (or the 2025-03-26 defaults);
+2. a client id for that authorization server: pre-registered, a Client ID Metadata Document
+   URL, or Dynamic Client Registration (RFC 7591), in the spec's order;
+3. a grant: the authorization code with PKCE (the user, through an
+   :class:`~mcp_ref.oauth.browser.AuthorizationHandler`), client credentials, or a JWT
+   assertion (enterprise-managed authorization, workload identity);
+4. tokens kept in a :class:`~mcp_ref.oauth.store.TokenStore`, refreshed before they expire.
+
+Spec references are 2025-11-25 basic/authorization unless said otherwise.  Tokens, codes,
+verifiers and secrets never reach a log line or an exception message.  A token goes only to the
+origin of the MCP server it was obtained for (§Token Handling, RFC 8707): a redirect from that
+server to another origin raises :class:`~mcp_ref.http.origins.CrossOriginRefused`, and a
+response from another origin is never answered with a token.  Every URL taken from metadata is
+checked before use (:func:`~mcp_ref.oauth.discovery.check_url`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+from . import pkce
+from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
+from .discovery import (
+    Challenge,
+    ResourceMetadata,
+    ServerMetadata,
+    bearer_challenge,
+    bounded_body,
+    check_url,
+    discover_authorization_server,
+    discover_resource,
+    legacy_authorization_server,
+)
+from .errors import (
+    AuthorizationDenied,
+    AuthorizationError,
+    CallbackError,
+    InsufficientScope,
+    MetadataError,
+    RegistrationError,
+    TokenError,
+    Unauthorized,
+)
+from .resource import canonical
+from .store import MemoryStore, TokenStore, client_key, tokens_key
+
+log = logging.getLogger(__name__)
+
+#: A token answer larger than this is refused.
+MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
+#: Tokens are refreshed this many seconds before they expire.
+REFRESH_MARGIN = 30.0
+
+GRANT_AUTHORIZATION_CODE = "authorization_code"
+GRANT_CLIENT_CREDENTIALS = "client_credentials"
+GRANT_JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+_RETRIED = "_mcp_ref_oauth_retry"
+
+if TYPE_CHECKING:
+    from requests.auth import AuthBase as _AuthBase
+else:
+    try:  # the base class when requests is there (it always is at run time; kept lazy for type checkers)
+        from requests.auth import AuthBase as _AuthBase
+    except ImportError:  # pragma: no cover
+        _AuthBase = object
+
+
+class OAuth(_AuthBase):
+    """OAuth 2.1 authorization for one MCP server (see the module docstring).
+
+    Client identity (2025-11-25 §Client Registration Approaches, in its priority order):
+
+    - ``client_id`` (and ``client_secret``): pre-registered credentials; ``issuer`` binds them to
+      one authorization server (without it, the first one they are used with), and another one is
+      then refused (2026-07-28 client-registration §Authorization Server Binding);
+    - ``client_metadata_url``: an https URL serving this client's Client ID Metadata Document,
+      used when the authorization server advertises ``client_id_metadata_document_supported``;
+    - else Dynamic Client Registration as ``client_name``, with ``application_type``.
+
+    The grant: ``"authorization_code"`` (the default; the user approves through ``handler``,
+    a :class:`~mcp_ref.oauth.browser.LoopbackBrowser` unless ``authorize=`` and ``redirect_uri=``
+    give a function of your own), ``"client_credentials"`` (``client_secret``, or
+    ``private_key`` for ``private_key_jwt``), or ``assertion=``: a JWT, or a function of the
+    authorization server's metadata and the resource returning one, sent with the jwt-bearer grant
+    (RFC 7523): a workload identity token, or an ID-JAG (:class:`~mcp_ref.oauth.assertions.IdJagExchange`).
+
+    ``scopes`` replaces the spec's scope selection (the challenge's ``scope``, else the
+    resource's ``scopes_supported``, else none).  ``store`` keeps registrations and tokens
+    (:class:`~mcp_ref.oauth.store.MemoryStore` by default).  ``dpop=True`` binds tokens to a key
+    (RFC 9449; needs the ``auth`` extra).  ``timeout`` bounds each request to the authorization
+    server, ``login_timeout`` the wait for the user.
+    """
+
+    def __init__(
+        self,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        *,
+        issuer: str | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str = "mcp-ref",
+        application_type: str | None = None,
+        scopes: Iterable[str] | None = None,
+        grant: str = GRANT_AUTHORIZATION_CODE,
+        token_endpoint_auth_method: str | None = None,
+        private_key: Any = None,
+        signing_algorithm: str = "RS256",
+        assertion: str | Callable[[ServerMetadata, str], str] | None = None,
+        handler: AuthorizationHandler | None = None,
+        authorize: Callable[[str], str] | None = None,
+        redirect_uri: str | None = None,
+        store: TokenStore | None = None,
+        dpop: bool = False,
+        max_step_ups: int = 2,
+        timeout: float = 30.0,
+        login_timeout: float = 300.0,
+        http=None,
+    ):
+        if authorize is not None and handler is not None:
+            raise ValueError("give handler= or authorize= (with redirect_uri=), not both")
+        if authorize is not None:
+            handler = CallbackHandler(redirect_uri or "http://127.0.0.1/callback", authorize)
+        if grant not in (GRANT_AUTHORIZATION_CODE, GRANT_CLIENT_CREDENTIALS, GRANT_JWT_BEARER):
+            raise ValueError(f"unknown grant {grant!r}")
+        if assertion is not None:
+            grant = GRANT_JWT_BEARER
+        if grant == GRANT_CLIENT_CREDENTIALS and not client_id:
+            raise ValueError("the client_credentials grant needs a pre-registered client_id")
+        if grant == GRANT_JWT_BEARER and assertion is None:
+            raise ValueError("the jwt-bearer grant needs an assertion=")
+        self.client_id, self.client_secret, self.issuer = client_id, client_secret, issuer
+        self.client_metadata_url, self.client_name, self.application_type = client_metadata_url, client_name, application_type
+        self.scopes = list(scopes) if scopes is not None else None
+        self.grant, self.token_endpoint_auth_method = grant, token_endpoint_auth_method
+        self.private_key, self.signing_algorithm, self.assertion = private_key, signing_algorithm, assertion
+        self.handler = handler
+        self.store: TokenStore = store if store is not None else MemoryStore()
+        self.max_step_ups, self.timeout, self.login_timeout = max_step_ups, timeout, login_timeout
+        self.dpop = None
+        if dpop:
+            from .dpop import DPoPKey
+
+            self.dpop = DPoPKey()
+        self._http = http
+        self._lock = threading.RLock()
+        self._server_url: str | None = None  # the MCP endpoint this object authorizes for (the first one it sees)
+        self._tokens: dict | None = None
+        self._loaded = False
+
+    # -- the requests hook --------------------------------------------------------------------
+
+    def __call__(self, request):
+        if not self._for_this_server(request.url):
+            return request  # never send a token to anyone else (§Token Handling)
+        tokens = self._usable_tokens()
+        if tokens is not None:
+            self._apply(request, tokens)
+        request.register_hook("response", self._on_response)
+        return request
+
+    def _on_response(self, response, **kwargs):
+        # requests copies this hook onto a redirected request: a response from another origin is
+        # never authorized (no token goes there), and a redirect to another origin is refused.
+        if not self._for_this_server(response.request.url):
+            return response
+        self._refuse_redirect_elsewhere(response)
+        if response.status_code not in (401, 403) or getattr(response.request, _RETRIED, False):
+            return response
+        challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
+        if response.status_code == 403 and challenge.error != "insufficient_scope":
+            return response  # forbidden for another reason: not ours to fix
+        log.info("%s answered %s (WWW-Authenticate: %s): authorizing", _origin(response.url), response.status_code,
+                 response.headers.get("WWW-Authenticate", "none"))
+        if response.status_code == 403 and self.max_step_ups < 1:
+            _discard(response)
+            raise InsufficientScope(f"{_origin(response.url)} requires scope {challenge.params.get('scope', '')!r}; "
+                                    "step-ups are off (max_step_ups=0)")
+        sent = response.request.headers.get("Authorization")
+        step_ups = nonce_retries = 0
+        while True:
+            with self._lock:
+                tokens = self._tokens_after(response, challenge, sent)
+            _discard(response)
+            retry = response.request.copy()
+            self._apply(retry, tokens)
+            setattr(retry, _RETRIED, True)
+            previous, response = response, response.connection.send(retry, **kwargs)
+            response.history.append(previous)
+            response.request = retry
+            sent = retry.headers.get("Authorization")
+            challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
+            if response.status_code == 401:
+                if self.dpop is not None and challenge.error == "use_dpop_nonce" and nonce_retries < 1:
+                    nonce_retries += 1  # RFC 9449 §9: once more, with the resource server's nonce
+                    continue
+                _discard(response)
+                raise Unauthorized(f"{_origin(retry.url)} refused the request with a newly obtained token (HTTP 401)")
+            if response.status_code != 403 or challenge.error != "insufficient_scope":
+                self._refuse_redirect_elsewhere(response)
+                return response
+            # §Step-Up Authorization Flow: "Retry the original request with the new authorization no
+            # more than a few times and treat this as a permanent authorization failure".
+            step_ups += 1
+            if step_ups >= self.max_step_ups:
+                _discard(response)
+                raise InsufficientScope(f"{_origin(retry.url)} still requires scope {challenge.params.get('scope', '')!r} "
+                                        f"after {step_ups} authorization(s); giving up")
+
+    def _tokens_after(self, response, challenge: Challenge, sent: str | None) -> dict:
+        """The tokens to retry with, after ``response`` (401 or 403) refused ``sent`` (under the lock)."""
+        tokens = self._usable_tokens()
+        if response.status_code == 401:
+            nonce = response.headers.get("DPoP-Nonce")
+            if self.dpop is not None and challenge.error == "use_dpop_nonce" and nonce and tokens is not None:
+                self.dpop.nonces[_origin(response.request.url)] = nonce
+                return tokens  # RFC 9449 §9: the same token, a proof with the server's nonce
+            if tokens is not None and self._authorization_value(tokens) != sent:
+                return tokens  # another thread got new tokens while this request was out
+            if tokens is not None and tokens.get("refresh_token"):
+                refreshed = self._refresh(tokens)
+                if refreshed is not None:
+                    return refreshed
+            return self._obtain(response.request.url, challenge)
+        granted = set((tokens or {}).get("scope", "").split())
+        wanted = list(dict.fromkeys((challenge.scope or []) + sorted(granted)))
+        if not set(wanted) - granted:
+            # The token already has every scope named: authorizing again cannot help.
+            raise InsufficientScope(f"{_origin(response.request.url)} requires scope {' '.join(challenge.scope or [])!r}, "
+                                    "which the token already has; giving up")
+        log.info("the server needs more scope (%s): authorizing again", " ".join(challenge.scope or []))
+        return self._obtain(response.request.url, challenge, scopes=wanted)
+
+    def _refuse_redirect_elsewhere(self, response) -> None:
+        """Raise :class:`~mcp_ref.http.origins.CrossOriginRefused` for a redirect from the MCP
+        server to another origin: requests would follow it with the request's headers (the DPoP
+        proof, the caller's own) and body, and this hook rides along.  Same-origin redirects go on."""
+        if not response.is_redirect:
+            return
+        from urllib.parse import urljoin
+
+        from ..http.origins import CrossOriginRefused, same_origin
+
+        target = urljoin(response.url, response.headers.get("Location", ""))
+        if not same_origin(target, response.url):
+            _discard(response)
+            raise CrossOriginRefused("a redirect", response.url, target)
+
+    # -- tokens --------------------------------------------------------------------------------
+
+    def _for_this_server(self, url: str) -> bool:
+        """True when ``url`` is on the origin of the MCP server this object authorizes for (the first
+        URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only."""
+        from ..http.origins import same_origin
+
+        with self._lock:
+            if self._server_url is None:
+                self._server_url = canonical(url.split("?", 1)[0])
+            return same_origin(url, self._server_url)
+
+    def _usable_tokens(self) -> dict | None:
+        """The current tokens (refreshed first when about to expire), or None."""
+        with self._lock:
+            if not self._loaded:
+                # _for_this_server(), which every request passes first, set _server_url
+                self._tokens = self.store.load(tokens_key(cast(str, self._server_url)))
+                self._loaded = True
+            tokens = self._tokens
+            if tokens is None:
+                return None
+            expires_at = tokens.get("expires_at")
+            if isinstance(expires_at, (int, float)) and expires_at - REFRESH_MARGIN <= time.time():
+                if tokens.get("refresh_token"):
+                    return self._refresh(tokens)
+                return None
+            return tokens
+
+    def _keep(self, tokens: dict | None) -> dict | None:
+        self._tokens = tokens
+        key = tokens_key(cast(str, self._server_url))  # set by _for_this_server(), as in _usable_tokens()
+        if tokens is None:
+            self.store.delete(key)
+        else:
+            self.store.save(key, tokens)
+        return tokens
+
+    def _authorization_value(self, tokens: dict) -> str:
+        scheme = "DPoP" if tokens.get("token_type", "").lower() == "dpop" else "Bearer"
+        return f"{scheme} {tokens['access_token']}"
+
+    def _apply(self, request, tokens: dict) -> None:
+        """2025-11-25 §Token Requirements: "MUST use the Authorization request header field ...
+        authorization MUST be included in every HTTP request from client to server".
+
+        Never to a URL off the origin of the resource the tokens were issued for (RFC 8707 §2: the
+        ``resource`` of the token request), whatever asked for them."""
+        from ..http.origins import CrossOriginRefused, same_origin
+
+        resource = tokens.get("resource") or self._server_url or ""
+        if not same_origin(request.url, resource):
+            raise CrossOriginRefused("to send a token", resource, request.url)
+        request.headers["Authorization"] = self._authorization_value(tokens)
+        if self.dpop is not None and tokens.get("token_type", "").lower() == "dpop":
+            request.headers["DPoP"] = self.dpop.proof(request.method, request.url, access_token=tokens["access_token"])
+
+    def logout(self) -> None:
+        """Forget the tokens for the server (the registration with its authorization server stays)."""
+        with self._lock:
+            if self._server_url is not None:
+                self._keep(None)
+
+    # -- getting tokens ------------------------------------------------------------------------
+
+    def _session(self):
+        if self._http is None:
+            import requests
+
+            self._http = requests.Session()  # never this object as its auth: no token goes to an AS
+        return self._http
+
+    def _discover(self, server_url: str, challenge: Challenge) -> tuple[ResourceMetadata | None, ServerMetadata]:
+        http = self._session()
+        resource = discover_resource(http, server_url, challenge, timeout=self.timeout)
+        if resource is None:
+            log.info("no protected resource metadata for %s: the 2025-03-26 discovery", server_url)
+            return None, legacy_authorization_server(http, server_url, timeout=self.timeout)
+        issuer = resource.authorization_servers[0]  # RFC 9728 §7.6: the client's choice; the first one
+        return resource, discover_authorization_server(http, issuer, timeout=self.timeout)
+
+    def _obtain(self, url: str, challenge: Challenge, scopes: list[str] | None = None) -> dict:
+        """Run discovery, registration and the grant; keep and return the new tokens."""
+        server_url = canonical(url.split("?", 1)[0]) if self._server_url is None else self._server_url
+        resource_meta, server = self._discover(server_url, challenge)
+        # §Resource Parameter Implementation: the MCP server's URI exactly as its metadata names it
+        # (the audience it will check), else its canonical URI.
+        resource = resource_meta.resource if resource_meta else server_url
+        if scopes is None:
+            # §Scope Selection Strategy: the challenge's scope, else scopes_supported, else none.
+            scopes = challenge.scope or self.scopes or (resource_meta.scopes_supported if resource_meta else None) or []
+        if self.grant == GRANT_CLIENT_CREDENTIALS:
+            client = self._preregistered(server)
+            answer = self._token_request(server, client, {"grant_type": "client_credentials",
+                                                          **_scope_param(scopes), "resource": resource})
+        elif self.grant == GRANT_JWT_BEARER:
+            client = self._preregistered(server) if self.client_id else {"client_id": None, "method": "none"}
+            if isinstance(self.assertion, str):
+                self._bind(server)  # a fixed JWT is a credential too (a callable mints one per server)
+            source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)  # __init__ refuses None here
+            assertion = source if isinstance(source, str) else source(server, resource)
+            answer = self._token_request(server, client, {"grant_type": GRANT_JWT_BEARER, "assertion": assertion,
+                                                          **_scope_param(scopes), "resource": resource})
+        else:
+            answer = self._authorization_code(server, resource, scopes)
+        tokens = self._tokens_from(answer, server, resource, scopes)
+        self._keep(tokens)
+        return tokens
+
+    def _tokens_from(self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str]) -> dict:
+        expires_in = answer.get("expires_in")
+        tokens = {
+            "issuer": server.issuer, "resource": resource,
+            "access_token": answer["access_token"], "token_type": answer.get("token_type", "Bearer"),
+            "scope": answer["scope"] if isinstance(answer.get("scope"), str) else " ".join(scopes),
+            "expires_at": time.time() + expires_in if isinstance(expires_in, (int, float)) and expires_in > 0 else None,
+            "token_endpoint": server.token_endpoint,
+        }
+        if isinstance(answer.get("refresh_token"), str):
+            tokens["refresh_token"] = answer["refresh_token"]
+        return tokens
+
+    def _refresh(self, tokens: dict) -> dict | None:
+        """OAuth 2.1 §4.3: new tokens from the refresh token, from the issuer that minted it; None if refused."""
+        issuer = tokens.get("issuer")
+        client = self.store.load(client_key(issuer)) if issuer else None
+        if client is None and self.client_id and issuer and self.issuer in (None, issuer):
+            self.issuer = issuer  # §Authorization Server Binding: the credentials stay with this issuer
+            client = self._client_record(self.client_id, self.client_secret)
+        if client is None or not issuer or not tokens.get("token_endpoint"):  # (a client implies an issuer)
+            return self._keep(None)
+        server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
+        params = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "resource": tokens["resource"]}
+        try:
+            answer = self._token_request(server, client, params)
+        except AuthorizationError as exc:
+            log.info("refreshing the token failed (%s): authorizing again", exc)
+            return self._keep(None)
+        kept = self._tokens_from(answer, server, tokens["resource"], tokens.get("scope", "").split())
+        if "refresh_token" not in kept:
+            kept["refresh_token"] = tokens["refresh_token"]  # OAuth 2.1 §4.3.3: the old one stays valid
+        return self._keep(kept)
+
+    # -- client identity -----------------------------------------------------------------------
+
+    def _client_record(self, client_id: str, secret: str | None, method: str | None = None, **extra) -> dict:
+        return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
+
+    def _bind(self, server: ServerMetadata) -> None:
+        """Raise :class:`RegistrationError` when ``server`` is another authorization server than the one
+        the user's own credentials (pre-registered ones, a static ``assertion``) are bound to:
+        ``issuer``, or without it the first one they were used with."""
+        with self._lock:
+            if self.issuer is None:
+                # 2026-07-28 client-registration §Authorization Server Binding: clients "MUST associate
+                # those credentials with the specific authorization server that issued them" and, when it
+                # changes, "MUST NOT reuse client credentials from a different authorization server": a
+                # server whose metadata later names another one never gets the secret there.
+                self.issuer = server.issuer
+        if self.issuer != server.issuer:
+            raise RegistrationError(f"the client's credentials are for {self.issuer}, but the server now names "
+                                    f"{server.issuer}; refusing to use them there")
+
+    def _preregistered(self, server: ServerMetadata) -> dict:
+        """The pre-registered credentials, refused with another authorization server (:meth:`_bind`)."""
+        self._bind(server)
+        method = self.token_endpoint_auth_method
+        if method is None:
+            method = "private_key_jwt" if self.private_key is not None else _secret_method(server) if self.client_secret else "none"
+        # every caller checks client_id first (for the client_credentials grant, __init__)
+        return self._client_record(cast(str, self.client_id), self.client_secret, method)
+
+    def _client_for(self, server: ServerMetadata, handler: AuthorizationHandler) -> tuple[dict, str]:
+        """The client identity to use with ``server`` and the redirect URI, in the spec's order."""
+        if self.client_id:
+            client = self._preregistered(server)
+            return client, handler.redirect_uri(client.get("redirect_uris", ()))
+        stored = self.store.load(client_key(server.issuer))
+        if stored is not None and stored.get("client_id"):
+            redirect = handler.redirect_uri(stored.get("redirect_uris", ()))
+            if _registered(redirect, stored.get("redirect_uris", ())):
+                return stored, redirect
+        if self.client_metadata_url and server.raw.get("client_id_metadata_document_supported") is True:
+            return self._client_record(self.client_metadata_url, None, "none"), handler.redirect_uri()
+        if server.registration_endpoint:
+            redirect = handler.redirect_uri()
+            client = self._register(server, redirect)
+            self.store.save(client_key(server.issuer), client)
+            return client, redirect
+        raise RegistrationError(f"no client id for {server.issuer}: nothing pre-registered, no Client ID Metadata "
+                                "Document support, no registration endpoint")
+
+    def _register(self, server: ServerMetadata, redirect_uri: str) -> dict:
+        """RFC 7591 Dynamic Client Registration, with ``application_type`` (2026-07-28
+        client-registration §Application Type: clients "MUST specify an appropriate application_type")."""
+        method = self.token_endpoint_auth_method or ("none" if server.supports("token_endpoint_auth_methods_supported", "none")
+                                                     else _secret_method(server))
+        loopback = urlsplit(redirect_uri).hostname in ("127.0.0.1", "localhost", "::1")
+        body = {"client_name": self.client_name, "redirect_uris": [redirect_uri],
+                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
+                "token_endpoint_auth_method": method,
+                "application_type": self.application_type or ("native" if loopback else "web")}
+        if self.scopes:
+            body["scope"] = " ".join(self.scopes)
+        # _client_for() registers only with a registration_endpoint
+        answer = self._post(cast(str, server.registration_endpoint), json_body=body, what="registration", error=RegistrationError)
+        if not isinstance(answer.get("client_id"), str) or not answer["client_id"]:
+            raise RegistrationError(f"the registration endpoint {server.registration_endpoint} answered no client_id")
+        uris = answer.get("redirect_uris")
+        return self._client_record(answer["client_id"], answer.get("client_secret") if isinstance(answer.get("client_secret"), str) else None,
+                                   answer.get("token_endpoint_auth_method") or method,
+                                   redirect_uris=uris if isinstance(uris, list) else [redirect_uri])
+
+    # -- the authorization code grant ----------------------------------------------------------
+
+    def _authorization_code(self, server: ServerMetadata, resource: str, scopes: list[str]) -> dict:
+        server.require_pkce()
+        if not server.authorization_endpoint:
+            raise MetadataError(f"the authorization server {server.issuer} has no authorization_endpoint")
+        # Checked again here, whoever built ``server``: this URL goes to the user's browser.
+        check_url(server.authorization_endpoint, f"the authorization_endpoint of {server.issuer}", referrer=server.issuer)
+        handler = self.handler or LoopbackBrowser()
+        try:
+            client, redirect_uri = self._client_for(server, handler)
+            verifier, state = pkce.new_verifier(), secrets.token_urlsafe(24)
+            params = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect_uri,
+                      "code_challenge": pkce.challenge(verifier), "code_challenge_method": "S256", "state": state,
+                      **_scope_param(scopes), "resource": resource}
+            endpoint = server.authorization_endpoint
+            url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params, quote_via=quote)
+            _hold_request(self.login_timeout + self.timeout)
+            callback = handler.authorize(url, self.login_timeout)
+        finally:
+            handler.close()  # the listener stops with the flow (redirect_uri() starts it again next time)
+        code = _check_callback(callback, state, server)
+        return self._token_request(server, client, {"grant_type": "authorization_code", "code": code,
+                                                    "redirect_uri": redirect_uri, "code_verifier": verifier,
+                                                    "resource": resource})
+
+    # -- the token endpoint --------------------------------------------------------------------
+
+    def _token_request(self, server: ServerMetadata, client: dict, params: dict) -> dict:
+        """POST to the token endpoint, authenticated as ``client["method"]`` says; the token answer."""
+        params = {k: v for k, v in params.items() if v is not None}
+        headers, auth = {}, None
+        method = client.get("method") or "none"
+        if client.get("client_id") and method in ("none", "client_secret_post", "private_key_jwt"):
+            params["client_id"] = client["client_id"]
+        if method == "client_secret_basic":
+            # RFC 6749 §2.3.1: the id and the secret are form-encoded, then Basic.
+            pair = f"{quote(client['client_id'], safe='')}:{quote(client.get('client_secret') or '', safe='')}"
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        elif method == "client_secret_post":
+            params["client_secret"] = client.get("client_secret") or ""
+        elif method == "private_key_jwt":
+            from .assertions import client_assertion
+
+            params["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            params["client_assertion"] = client_assertion(self.private_key, client["client_id"], server,
+                                                          algorithm=self.signing_algorithm)
+        answer = self._post(server.token_endpoint, form=params, headers=headers, auth=auth, what="token", error=TokenError)
+        if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
+            raise TokenError(f"the token endpoint {server.token_endpoint} answered no access_token")
+        token_type = answer.get("token_type")
+        if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
+            raise TokenError(f"the token endpoint {server.token_endpoint} answered token_type {token_type!r}, "
+                             "not Bearer or DPoP")
+        return answer
+
+    def _post(self, url: str, *, what: str, error: type, form: dict | None = None, json_body: dict | None = None,
+              headers: dict | None = None, auth=None) -> dict:
+        """POST to an authorization server endpoint: the JSON object it answered, or raise ``error``."""
+        import requests
+
+        check_url(url, f"the {what} endpoint")  # a stored token_endpoint too (refresh)
+        headers = {"Accept": "application/json", **(headers or {})}
+        for attempt in (1, 2):
+            if self.dpop is not None and what == "token":
+                headers["DPoP"] = self.dpop.proof("POST", url)
+            try:
+                response = self._session().post(url, data=form, json=json_body, headers=headers, auth=auth,
+                                                timeout=self.timeout, allow_redirects=False, stream=True)
+            except requests.RequestException as exc:
+                raise error(f"cannot reach the {what} endpoint {url}: {type(exc).__name__}") from None
+            with response:
+                body = bounded_body(response, MAX_TOKEN_RESPONSE_BYTES)
+            try:
+                answer = json.loads(body) if len(body) <= MAX_TOKEN_RESPONSE_BYTES else None
+            except ValueError:
+                answer = None
+            if not isinstance(answer, dict):
+                kind = response.headers.get("Content-Type", "no Content-Type").split(";")[0]
+                if response.is_redirect:  # never followed: the form holds the code, the verifier, the secret
+                    kind += " (a redirect, not followed)"
+                raise error(f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
+                            **({"status": response.status_code} if error is TokenError else {}))
+            nonce = response.headers.get("DPoP-Nonce")
+            if self.dpop is not None and nonce:
+                self.dpop.nonces[_origin(url)] = nonce
+            if response.ok:
+                return answer
+            raw_code = answer.get("error")
+            code = raw_code if isinstance(raw_code, str) else ""
+            if code == "use_dpop_nonce" and nonce and attempt == 1 and self.dpop is not None:
+                continue  # RFC 9449 §8: the authorization server wants its nonce in the proof
+            description = answer.get("error_description")
+            detail = f" ({description})" if isinstance(description, str) and description else ""
+            message = f"the {what} endpoint {url} answered HTTP {response.status_code}: {code or 'no error code'}{detail}"
+            if error is TokenError:
+                raise TokenError(message, code, response.status_code)
+            raise error(message)
+        raise error(f"the {what} endpoint {url} kept asking for a new DPoP nonce")  # pragma: no cover
+
+
+def _check_callback(callback: str | dict, state: str, server: ServerMetadata) -> str:
+    """Validate the authorization response; its ``code``.
+
+    2026-07-28 basic/authorization §Authorization Response Validation (RFC 9207 §2.4): a present
+    ``iss`` must equal the recorded issuer (simple string comparison), and an absent one is
+    refused when the server advertises ``authorization_response_iss_parameter_supported``; "on
+    mismatch the client MUST NOT act on or display error".  §Open Redirection: clients "SHOULD use
+    and verify state parameters ... and discard any results that do not include or have a
+    mismatch with the original state".
+    """
+    if isinstance(callback, dict):
+        values = {k: v if isinstance(v, list) else [v] for k, v in callback.items()}
+    else:
+        values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
+    if any(len(v) != 1 for v in values.values()):
+        raise CallbackError("the authorization response repeats a parameter; discarded")
+    params = {k: v[0] for k, v in values.items()}
+    if "iss" in params:
+        if params["iss"] != server.issuer:
+            raise CallbackError(f"the authorization response came from issuer {params['iss']!r}, not {server.issuer!r}; "
+                                "discarded (RFC 9207)")
+    elif server.raw.get("authorization_response_iss_parameter_supported") is True:
+        raise CallbackError(f"the authorization response lacks the iss that {server.issuer} promises; discarded (RFC 9207)")
+    if not secrets.compare_digest(params.get("state", "").encode(), state.encode()):
+        raise CallbackError("the authorization response's state does not match the request's; discarded")
+    if "error" in params:
+        description = params.get("error_description")
+        raise AuthorizationDenied(f"the authorization server refused: {params['error']}"
+                                  + (f" ({description})" if description else ""), params["error"], description)
+    if not params.get("code"):
+        raise CallbackError("the authorization response has no code")
+    return params["code"]
+
+
+def _scope_param(scopes: list[str] | None) -> dict:
+    """The ``scope`` parameter, omitted when there is no scope (§Scope Selection Strategy)."""
+    return {"scope": " ".join(scopes)} if scopes else {}
+
+
+def _secret_method(server: ServerMetadata) -> str:
+    """RFC 8414 §2: without ``token_endpoint_auth_methods_supported`` the default is client_secret_basic."""
+    if server.supports("token_endpoint_auth_methods_supported", "client_secret_basic", ("client_secret_basic",)):
+        return "client_secret_basic"
+    if server.supports("token_endpoint_auth_methods_supported", "client_secret_post"):
+        return "client_secret_post"
+    return "client_secret_basic"
+
+
+def _registered(redirect_uri: str, registered: Iterable[str]) -> bool:
+    """True when ``redirect_uri`` is registered; a loopback one matches on any port (RFC 8252 §7.3)."""
+    def key(uri: str):
+        parts = urlsplit(uri)
+        loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+        return parts.scheme, parts.hostname, None if loopback else parts.port, parts.path
+    return key(redirect_uri) in {key(uri) for uri in registered}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def _discard(response) -> None:
+    """Read and release a response the caller will not see (its connection goes back to the pool)."""
+    try:
+        _ = response.content
+    except Exception:  # a broken body changes nothing here
+        pass
+    response.close()
+
+
+def _hold_request(seconds: float) -> None:
+    """Tell the HTTP transport (if this runs on one of its threads) that the request waits for the user."""
+    from ..http.client import hold_current_request
+
+    hold_current_request(seconds)

@@ -1,0 +1,283 @@
+"""A request as one side of a session sees it: :class:`RequestContext` (one the peer sent, being
+served) and :class:`PendingRequest` (one we sent, waiting for its answer); and :class:`Dispatcher`,
+the role that gives incoming requests their meaning.  Their engine is
+:class:`mcp_ref.session.Session`, which re-exports them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError, TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from . import jsonrpc
+from .errors import RequestCancelled, RequestTimeout
+from .lifecycle import PROGRESS_MESSAGE
+
+if TYPE_CHECKING:
+    from .envelope import Envelope
+
+log = logging.getLogger("mcp_ref.session")  # its messages are the session's
+
+#: Guards the Events made on first use (a request's ``cancelled``, a session's ``closed``).
+EVENTS_LOCK = threading.Lock()
+
+
+class Default(enum.Enum):
+    """The type of :data:`DEFAULT`, "use the default": where ``None`` already means something (no
+    timeout), a parameter left out is ``DEFAULT`` (``timeout: float | None | Default = DEFAULT``)."""
+
+    DEFAULT = "DEFAULT"
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: "Use the default" (see :class:`Default`).
+DEFAULT: Final = Default.DEFAULT
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+
+
+class Channel(Protocol):
+    """What a request needs of its session (:class:`~mcp_ref.session.Session` is one): to
+    send a notification, and to know the negotiated revision."""
+
+    def notify(self, method: str, params: dict | None = None, *, related_request_id=None) -> None: ...
+
+    def protocol_version_at_least(self, revision: str) -> bool: ...
+
+
+class Dispatcher(Protocol):
+    """The role (server or client) that gives methods their meaning."""
+
+    def answer_at_once(self, method: str, params: dict | None) -> dict | None:
+        """The result of a request the role answers on the reader thread as it arrives, never
+        queued behind busy handlers (a handshake-era ``ping``); None: the request goes to
+        :meth:`handle_request` on a handler thread."""
+        ...
+
+    def handle_request(self, context: RequestContext, method: str, params: dict) -> dict: ...
+
+    def handle_notification(self, method: str, params: dict) -> None: ...
+
+    def batches_allowed(self) -> bool: ...
+
+
+class RequestContext:
+    """What a handler knows about the request it serves, and what it may do.
+
+    ``cancelled`` is an Event set when the peer cancels the request; a handler
+    that runs long should check ``is_cancelled`` (or call
+    ``check_cancelled()``) and stop.  ``report_progress`` sends progress only
+    when the requester asked for it, and only until the request has ended (:meth:`end`).
+    """
+
+    __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
+                 "envelope", "role_state", "deferred", "_on_end", "started", "ended",
+                 "_progress_lock")
+
+    def __init__(self, session: Channel, request_id: jsonrpc.RequestId, method: str, params: dict):
+        self.session = session
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
+        self.progress_token = token if jsonrpc.valid_id(token) else None
+        self._cancelled: threading.Event | None = None  # made when first needed: most requests never are
+        self._last_progress: float | None = None
+        #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
+        #: dispatcher; None in the handshake era.
+        self.envelope: Envelope | None = None
+        #: What the role (the dispatcher) keeps about this request while it serves it: the server
+        #: keeps its per-request state here (``mcp_ref.server.seams.RequestState``).  None until set.
+        self.role_state: Any = None
+        #: True once the handler kept the request open past its return (:meth:`defer`).
+        self.deferred = False
+        self._on_end: Callable[[], None] | None = None
+        #: True once a handler thread took the request (it may wait in the queue of requests before).
+        self.started = False
+        self.ended = False  # True once the request has ended (:meth:`end`)
+        # orders a progress report against the end; only a request that asked for progress has any
+        self._progress_lock = None if self.progress_token is None else threading.Lock()
+
+    def defer(self, on_end: Callable[[], None]) -> None:
+        """Keep the request open after the handler returns: its answer comes later, from
+        :meth:`Session.answer_deferred`, or never.
+
+        For a request whose work is waiting, not computing (a 2026-07-28 ``subscriptions/listen``
+        stream): no handler thread is held while it stays open.  It still counts against the
+        connection's ``max_incoming``.  ``on_end`` is called once if the request ends without
+        that answer: the peer cancelled it, or the connection ended.  What the handler returns
+        is then ignored.
+        """
+        self._on_end = on_end
+        self.deferred = True
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """The Event set when the request is cancelled (wait on it, or set it to cancel)."""
+        if self._cancelled is None:
+            with EVENTS_LOCK:
+                if self._cancelled is None:
+                    self._cancelled = threading.Event()
+        return self._cancelled
+
+    @cancelled.setter
+    def cancelled(self, event: threading.Event) -> None:
+        self._cancelled = event
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once the peer has sent ``notifications/cancelled`` for this request."""
+        event = self._cancelled
+        return event is not None and event.is_set()
+
+    def check_cancelled(self) -> None:
+        """Raise :class:`RequestCancelled` if the peer cancelled this request."""
+        if self.is_cancelled:
+            raise RequestCancelled(f"request {self.request_id!r} was cancelled by the peer")
+
+    def end(self) -> Callable[[], None] | None:
+        """The request has ended (answered, or unanswered): its progress stops, on any transport
+        and from any thread (2025-11-25 basic/utilities/progress: "MUST stop after completion").
+        Returns, once, the ``on_end`` given to :meth:`defer` (called if it ended unanswered)."""
+        # a report being written is written first, before the answer (no lock: none was asked for)
+        with self._progress_lock or contextlib.nullcontext():
+            self.ended = True
+            on_end, self._on_end = self._on_end, None
+        return on_end
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` for this request; False when no progress was asked for,
+        or the request has ended (:meth:`end`: the report is dropped).
+
+        2025-11-25 basic/utilities/progress: "The progress value MUST increase
+        with each notification, even if the total is unknown."
+        """
+        lock = self._progress_lock
+        if lock is None or self.progress_token is None:  # none asked for (or a task took it over)
+            return False
+        with lock:
+            if self.ended:
+                return False
+            if self._last_progress is not None and progress <= self._last_progress:
+                raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+            self._last_progress = progress
+            params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+            if total is not None:
+                params["total"] = total
+            if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
+                params["message"] = message
+            related = self.request_id
+            self.session.notify("notifications/progress", params, related_request_id=related)
+        return True
+
+
+class PendingRequest(Future):
+    """An outgoing request in flight: a :class:`concurrent.futures.Future` that the session's reader
+    thread settles with the answer.  Wait for it with ``result()``, or ``cancel()`` it.
+
+    ``result()`` waits on the future for at most the time left before the request's deadline; on
+    timeout the request leaves the session's table, the peer is sent ``notifications/cancelled``
+    and :class:`RequestTimeout` is raised.  ``set_result``/``set_exception`` return False (rather
+    than raise) when the request was settled already: the first one wins."""
+
+    def __init__(self, forget: Callable[[Any], Any], send_cancel: Callable[[Any, str | None], None],
+                 request_id, method, timeout, on_progress, reset_on_progress, max_total_timeout):
+        """``forget(id)`` takes the request out of its session's table (None if the answer won the
+        race); ``send_cancel(id, reason)`` tells the peer it is cancelled."""
+        super().__init__()
+        now = time.monotonic() if timeout is not None or max_total_timeout is not None else 0.0
+        self._forget = forget
+        self._send_cancel = send_cancel
+        self.id = request_id
+        self.method = method
+        self.timeout = timeout
+        self.deadline = None if timeout is None else now + timeout
+        self.hard_deadline = None if max_total_timeout is None else now + max_total_timeout
+        self.on_progress = on_progress
+        self.reset_on_progress = reset_on_progress
+
+    def set_result(self, result: Any) -> bool:  # type: ignore[override]
+        """Settle the request with its result; False if it was settled already."""
+        try:
+            super().set_result(result)
+        except InvalidStateError:
+            return False
+        return True
+
+    def set_exception(self, exception: BaseException | None) -> bool:  # type: ignore[override]
+        """Settle the request with an error (``result()`` raises it); False if it was settled already."""
+        try:
+            super().set_exception(exception)
+        except InvalidStateError:
+            return False
+        return True
+
+    def settle(self, result: Any, error: BaseException | None) -> bool:
+        """Settle with ``error`` if there is one, else with ``result`` (the reader's one call)."""
+        return self.set_result(result) if error is None else self.set_exception(error)
+
+    def result(self, timeout: float | None = None) -> dict:
+        """Wait for the answer: the ``result`` dict, or raise.
+
+        Raises :class:`McpError` for an error answer, :class:`RequestTimeout`
+        when the timeout (possibly reset by progress) or the total cap
+        expires — the peer is then sent ``notifications/cancelled`` — and
+        :class:`ConnectionClosed` / :class:`RequestCancelled`.  An answer that is
+        itself a TimeoutError is the request's outcome, raised as it is.
+        ``timeout`` is accepted for the Future interface; the request's own deadlines apply.
+        """
+        while True:
+            wait = self.deadline
+            if self.hard_deadline is not None:
+                wait = self.hard_deadline if wait is None else min(wait, self.hard_deadline)
+            try:
+                return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
+            except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
+                if self.done():  # the outcome itself is a TimeoutError (or came just now): it is ours
+                    return super().result(0)
+            now = time.monotonic()
+            hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
+            if not hard_expired and self.deadline is not None and now < self.deadline:
+                continue  # progress moved the deadline while we waited
+            if self._forget(self.id) is None:  # the answer won the race: it is being settled
+                self.deadline = self.hard_deadline = None
+                continue
+            if self.method not in ("initialize", "server/discover"):
+                # cancellation §Behavior Requirements: "The initialize request MUST NOT be cancelled by
+                # clients"; nor is the 2026-07-28 era probe: a server that does not answer it is taken
+                # for a handshake-era server, which never began any work for it.
+                self._send_cancel(self.id, "timeout")
+            limit = "total time limit" if hard_expired else f"timeout of {self.timeout:g} s"
+            self.set_exception(RequestTimeout(f"{self.method}: no answer within the {limit}"))
+
+    def cancel(self, reason: str | None = None) -> bool:  # type: ignore[override]
+        """Cancel the request: the peer gets ``notifications/cancelled``; ``result()`` raises RequestCancelled.
+
+        Returns False if the answer had already arrived.
+        2025-11-25 basic/utilities/cancellation: "The initialize request MUST NOT be cancelled by clients".
+        """
+        if self.method == "initialize":
+            raise ValueError("the initialize request must not be cancelled")
+        if self._forget(self.id) is None:
+            return False
+        self._send_cancel(self.id, reason)
+        self.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
+        return True
+
+
+def run_logged(callback: Callable, args: tuple) -> None:
+    """``callback(*args)``; an exception is logged, never raised."""
+    try:
+        callback(*args)
+    except Exception:
+        log.exception("callback %r failed", callback)

@@ -1,0 +1,691 @@
+"""One JSON-RPC endpoint over one connection: the engine under Client and Server.
+
+Threads, and what each one does:
+
+* the **reader** (one per connection, for its whole life) reads messages, parses them and routes them
+  in arrival order: an answer settles its future, a notification is handled, a request is handed to
+* the **handler pool**, a :class:`concurrent.futures.ThreadPoolExecutor` of at most ``max_workers``
+  threads (or the ``executor`` given), which runs the handlers of incoming requests; so a handler
+  may ask the peer and wait while the reader reads the answer;
+* the **callback thread** (one, started when first needed) runs user callbacks for notifications
+  (progress, log messages, list changes) in the order they arrived, so a slow or re-entrant callback
+  cannot stall the reader;
+* any number of **caller** threads send requests and wait on their futures.
+
+Outgoing requests live in ``_pending``, a dict of ``Future``s (:class:`PendingRequest`) keyed by
+request id under ``_lock``; a
+request is registered *before* it is written, so an answer can never arrive for an id we do not know.
+``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`.
+
+The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
+of a *dispatcher* (the server or client role), which provides ``answer_at_once(method, params)``,
+``handle_request(context, method, params)``, ``handle_notification(method, params)`` and
+``batches_allowed()``.  What it asks of the
+connection is :class:`mcp_ref.transport.Transport`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from . import jsonrpc
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    SERVER_BUSY,
+    ConnectionClosed,
+    InvalidRequest,
+    McpError,
+    MessageTooLarge,
+    ParseError,
+    RequestCancelled,
+)
+from .jsonrpc import ErrorResponse, Notification, Request, Response
+from .lifecycle import OPTIONAL_ERROR_ID
+from .request import (
+    DEFAULT,
+    EVENTS_LOCK,
+    Default,
+    Dispatcher,
+    PendingRequest,
+    ProgressCallback,
+    RequestContext,
+    run_logged,
+)
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from .batch import Batch
+    from .callback_queue import CallbackQueue
+    from .handler_pool import HandlerPool
+    from .transport import Transport
+
+__all__ = ["Session", "RequestContext", "PendingRequest", "Dispatcher", "ProgressCallback", "DEFAULT_TIMEOUT",
+           "DEFAULT_MAX_INCOMING", "DEFAULT_MAX_TOTAL_FACTOR", "DEFAULT_MAX_CALLBACKS", "DEFAULT_MAX_CALLBACK_BYTES"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 60.0
+#: Incoming requests one connection holds at once (running or waiting for a handler thread). Past it a
+#: request is answered at once with -32000 (:class:`~mcp_ref.errors.ServerBusy`), never queued without bound.
+DEFAULT_MAX_INCOMING = 1024
+
+#: User callbacks for the peer's notifications (progress, log messages, list changes) waiting at
+#: once for the callback thread, and the bytes of the messages that brought them.  Past either a
+#: notification's callback is dropped with a warning: a peer that sends faster than the callbacks
+#: run must not grow this side without bound.  A callback that settles a request is never dropped.
+DEFAULT_MAX_CALLBACKS = 1024
+DEFAULT_MAX_CALLBACK_BYTES = 16 * 1024 * 1024
+
+#: With ``reset_timeout_on_progress`` and no ``max_total_timeout``, the total is capped at this many timeouts.
+DEFAULT_MAX_TOTAL_FACTOR = 10
+
+
+class Session:
+    """A JSON-RPC endpoint over one transport (see the module docstring).
+
+    ``default_timeout`` applies to every outgoing request that does not pass
+    its own; ``max_workers`` bounds concurrently running incoming handlers, and
+    ``max_incoming`` the incoming requests held at once (running or queued for a
+    handler), and separately the queued ones cancelled before a thread took them: past
+    either a request is refused with -32000 (``ServerBusy``).
+    ``trace``, when set, is called as ``trace("-->", data)`` for every message
+    written and ``trace("<--", data)`` for every message read.  ``executor``
+    runs the handlers instead of a pool of the session's own.  ``max_callbacks`` and
+    ``max_callback_bytes`` bound the notification callbacks waiting for the callback thread
+    (see :meth:`call_soon`).  ``ids`` numbers our requests (default 1, 2, 3, ...).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        dispatcher: Dispatcher,
+        *,
+        default_timeout: float | None = DEFAULT_TIMEOUT,
+        max_workers: int = 32,
+        max_incoming: int = DEFAULT_MAX_INCOMING,
+        name: str = "mcp",
+        trace: Callable[[str, bytes], None] | None = None,
+        executor: Executor | None = None,
+        max_callbacks: int = DEFAULT_MAX_CALLBACKS,
+        max_callback_bytes: int = DEFAULT_MAX_CALLBACK_BYTES,
+        ids: Iterator[jsonrpc.RequestId] | None = None,
+    ):
+        self.transport, self.dispatcher = transport, dispatcher
+        self.default_timeout = default_timeout
+        self.max_incoming = max_incoming
+        self.name = name
+        self.trace = trace
+        self._ids: Iterator[jsonrpc.RequestId] = ids if ids is not None else itertools.count(1)
+        self._lock = threading.Lock()
+        self._pending: dict[Any, PendingRequest] = {}
+        self._progress: dict[Any, PendingRequest] = {}
+        self._lasting: set[Any] = set()  # requests whose progress outlives their answer (end_progress)
+        self._incoming: dict[Any, RequestContext] = {}
+        transport.attach(self)  # its view of our requests (OutgoingRequests): deadlines, failures, holds
+        self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
+        if max_workers < 1 and executor is None:
+            raise ValueError("max_workers must be greater than 0")
+        self.max_workers = max_workers
+        #: Callbacks that may wait for the callback thread at once, and the bytes of the messages that brought them (see :meth:`call_soon`).
+        self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
+
+    # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
+    protocol_version: str | None = None  #: The negotiated revision; set by the role once ``initialize`` completes.
+    _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
+    _pool: HandlerPool | None = None  # our handler threads (handler_pool.py), made for the first request to run
+    _started = False
+    _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
+    _callbacks_ended = False
+    _receiving = 0  # the size of the message the reader handles now: a callback it queues is charged
+    _reader: threading.Thread | None = None
+    _closing = False  # close() called, or the connection is fully finished
+    _input_ended = False  # the peer can no longer answer requests
+    _closed_event: threading.Event | None = None  # made when someone waits for the end
+    _ended = False
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start reading (once)."""
+        if not self._started:
+            self._started = True
+            self._reader = threading.Thread(target=self._read, name=f"{self.name}-reader", daemon=True)
+            self._reader.start()
+
+    @property
+    def _busy(self) -> dict:
+        return {"code": SERVER_BUSY, "message": f"Server busy: {self.max_incoming} requests are already in progress "
+                                                "on this connection; retry when some have finished",
+                "data": {"maxIncoming": self.max_incoming}}
+
+    def close(self) -> None:
+        """Close the connection; every pending request fails with ConnectionClosed. Idempotent."""
+        with self._lock:
+            if self._closing:
+                return
+            self._closing = True
+            pending_ids = [] if self._input_ended else [p.id for p in self._pending.values() if p.method != "initialize"]
+        if self._pool is not None:
+            self._pool.stop()  # queued requests never run (their contexts are cancelled below)
+        # Tell the peer to stop work on what we will no longer wait for, so it can
+        # finish promptly (a stdio server answers what it received before exiting).
+        for request_id in pending_ids:
+            self._send_cancel(request_id, "the connection is closing", while_closing=True)
+        self._fail_pending("connection closed")
+        try:
+            self.transport.close()
+        except Exception:  # closing must not raise
+            log.debug("error while closing transport", exc_info=True)
+        self._end_all_deferred()
+        for context in list(self._incoming.values()):
+            context.cancelled.set()
+        self._end_callbacks(wait=False)
+        if not self._started or self._reader is threading.current_thread():  # else the end of input sets it
+            self._set_closed()
+
+    def wait_closed(self, timeout: float | None = None) -> bool:
+        """Block until the connection has ended; False on timeout."""
+        return self.closed.wait(timeout)
+
+    @property
+    def closed(self) -> threading.Event:
+        """Set when the connection has ended and every handler has finished."""
+        with EVENTS_LOCK:
+            if self._closed_event is None:
+                self._closed_event = threading.Event()
+                if self._ended:
+                    self._closed_event.set()
+            return self._closed_event
+
+    def _set_closed(self) -> None:
+        with EVENTS_LOCK:
+            self._ended = True
+            event = self._closed_event
+        if event is not None:
+            event.set()
+
+    @property
+    def is_closed(self) -> bool:
+        """True once ``close()`` was called or the input ended."""
+        return self._closing or self._input_ended
+
+    def protocol_version_at_least(self, revision: str) -> bool:
+        """True when the negotiated revision is ``revision`` or newer (or none is negotiated yet)."""
+        return self.protocol_version is None or self.protocol_version >= revision
+
+    # -- sending ----------------------------------------------------------------
+
+    def send_request(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        timeout: float | None | Default = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_total_timeout: float | None = None,
+        related_request_id: jsonrpc.RequestId | None = None,
+        before_write: Callable[[jsonrpc.RequestId], None] | None = None,
+        progress_outlives_answer: bool = False,
+    ) -> PendingRequest:
+        """Send a request without waiting; returns its :class:`PendingRequest`.
+
+        ``timeout=...`` means the session's default; ``None`` waits forever.  With ``on_progress``, the
+        request carries ``_meta.progressToken`` and each ``notifications/progress`` for it calls
+        ``on_progress(progress, total, message)`` on the callback thread.  ``reset_timeout_on_progress``
+        restarts the timeout at each progress report; ``max_total_timeout`` caps the total (by default,
+        with reset, ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id`` names the
+        incoming request on whose behalf this one is sent (see :meth:`mcp_ref.transport.Transport.write`).
+        ``before_write(request_id)`` runs once the id is chosen and before the request is written, so a
+        caller can route what the peer sends about it (a listen stream's notifications) from the start.
+        ``progress_outlives_answer`` keeps calling ``on_progress`` after the answer, until
+        :meth:`end_progress` (the answer only starts the work the progress is about).
+        """
+        timeout = self.default_timeout if timeout is DEFAULT else timeout
+        if reset_timeout_on_progress and max_total_timeout is None and timeout is not None:
+            # 2025-11-25 basic/lifecycle §Timeouts: "SHOULD always enforce a maximum timeout, regardless of progress notifications".
+            max_total_timeout = timeout * DEFAULT_MAX_TOTAL_FACTOR
+        with self._lock:
+            if self._closing or self._input_ended:
+                raise ConnectionClosed(f"{method}: the connection is closed")
+            request_id = next(self._ids)
+            pending = self._pending[request_id] = PendingRequest(
+                self._forget, self._send_cancel, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout)
+            if on_progress is not None:
+                params = dict(params or {})
+                params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
+                self._progress[request_id] = pending
+                if progress_outlives_answer:  # its token lasts until end_progress
+                    self._lasting.add(request_id)
+        try:
+            if before_write is not None:
+                before_write(request_id)
+            self._write(Request(request_id, method, params), related=related_request_id)
+        except Exception:
+            self._forget(request_id)
+            raise
+        return pending
+
+    def request(self, method: str, params: dict | None = None, **options) -> dict:
+        """Send a request and wait for its result (see :meth:`send_request` for the options)."""
+        return self.send_request(method, params, **options).result()
+
+    def notify(self, method: str, params: dict | None = None, *, related_request_id=None) -> None:
+        """Send a notification (``related_request_id``: see :meth:`send_request`)."""
+        self._write(Notification(method, params), related=related_request_id)
+
+    def _write(self, message, *, while_closing: bool = False, related=None) -> None:
+        data = jsonrpc.serialize_answering(message, self.name)
+        if isinstance(message, (Response, ErrorResponse)):
+            related = message.id
+        elif isinstance(message, list):
+            # a batch's answers travel together, with the first request whose id was readable
+            related = next((m.id for m in message if m.id is not None), None)
+        if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
+            raise ConnectionClosed("the connection is closed")
+        if self.trace is not None:
+            self.trace("-->", data)
+        try:
+            self.transport.write(data, message, related)
+        except (OSError, ValueError) as exc:
+            raise ConnectionClosed(f"cannot write to the connection: {exc}") from None
+
+    def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
+        """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
+        null_id = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
+        return ErrorResponse(request_id, error, null_id=null_id)
+
+    def _reply(self, reply) -> None:
+        try:
+            self._write(reply)
+        except ConnectionClosed:
+            log.debug("%s: dropped a reply, the connection is closed", self.name)
+
+    def holds(self, request_id, *, ours: bool) -> bool:
+        """True while ``request_id`` is open here: one of ours awaiting its answer (``ours``), or
+        one of the peer's being served (HTTP with shared state asks before forwarding a message)."""
+        with self._lock:
+            return request_id in (self._pending if ours else self._incoming)
+
+    def end_progress(self, pending: PendingRequest) -> None:
+        """Stop calling ``pending``'s ``on_progress``, sent with ``progress_outlives_answer``: it was
+        called after the answer too, until now."""
+        with self._lock:
+            self._lasting.discard(pending.id)
+            self._progress.pop(pending.id, None)
+
+    def _forget(self, request_id) -> PendingRequest | None:
+        with self._lock:
+            if self._progress and request_id not in self._lasting:
+                self._progress.pop(request_id, None)
+            return self._pending.pop(request_id, None)
+
+    def _send_cancel(self, request_id, reason: str | None, *, while_closing: bool = False) -> None:
+        params: dict[str, Any] = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        with contextlib.suppress(ConnectionClosed):
+            self._write(Notification("notifications/cancelled", params), while_closing=while_closing)
+
+    # -- what a transport may do to our requests (transport.py OutgoingRequests) ----------
+
+    def request_deadline(self, request_id) -> float | None:
+        """When we stop waiting for ``request_id``'s answer (``time.monotonic()``): its timeout, or with
+        ``reset_timeout_on_progress`` its total cap; None: never, or it is not in flight."""
+        request = self._pending.get(request_id)
+        if request is None:
+            return None
+        return request.hard_deadline if request.reset_on_progress else request.deadline
+
+    def fail_request(self, request_id, error: Exception) -> None:
+        """One request of ours failed on this side (the transport says so): its caller gets ``error``."""
+        if (request := self._forget(request_id)) is not None:
+            request.set_exception(error)  # the first settle wins
+
+    def hold_request(self, request_id, seconds: float) -> None:
+        """One request of ours waits on this side (the transport says so): its deadline moves on by ``seconds``."""
+        with self._lock:
+            request = self._pending.get(request_id)
+            if request is not None and request.deadline is not None:
+                request.deadline = max(request.deadline, time.monotonic() + seconds + (request.timeout or 0))
+
+    def _fail_pending(self, why: str) -> None:
+        if not (self._pending or self._progress):  # (none is added once closing or the input ended)
+            return
+        with self._lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._progress.clear()
+            self._lasting.clear()
+        for request in pending:
+            request.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
+
+    def call_soon(self, callback: Callable, *args, keep: bool = False) -> bool:
+        """Run a user callback on the callback thread, in arrival order; errors are logged.
+
+        Bounded (:class:`~mcp_ref.callback_queue.CallbackQueue`): the message the reader thread
+        is handling is charged; ``keep=True`` (a callback that settles a request, or ends a stream,
+        once) is never dropped.  False when it was dropped.
+        """
+        cost = self._receiving if threading.current_thread() is self._reader else 0
+        if self._callbacks is None:
+            from .callback_queue import CallbackQueue
+
+            with EVENTS_LOCK:
+                if self._callbacks is None and not self._callbacks_ended:
+                    self._callbacks = CallbackQueue(self.name, self)
+        queue = self._callbacks
+        return False if queue is None else queue.submit(callback, args, cost, keep=keep)
+
+    def _end_callbacks(self, *, wait: bool) -> None:
+        with EVENTS_LOCK:
+            self._callbacks_ended = True
+            queue = self._callbacks
+        if queue is not None:
+            queue.shutdown(wait=wait)
+
+    # -- receiving --------------------------------------------------------------
+
+    def _read(self) -> None:
+        """The reader thread's life: read, parse and route in arrival order until the input ends."""
+        try:
+            while True:
+                try:
+                    data = self.transport.read()
+                except MessageTooLarge as exc:
+                    log.warning("%s: %s", self.name, exc)
+                    self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": str(exc)}))
+                    continue
+                if data is None:
+                    break
+                try:
+                    self.receive(data)
+                except Exception:  # nothing a peer sends may end the reader
+                    log.exception("%s: a message could not be handled and was dropped", self.name)
+        except Exception as exc:  # the transport itself failed: the connection ends
+            if not self._closing:
+                log.warning("%s: connection failed: %s", self.name, exc)
+        finally:
+            self._end_of_input()
+
+    def _end_of_input(self) -> None:
+        # The peer can no longer answer: fail what waits on it, then let the handlers already running finish and reply.
+        with self._lock:
+            self._input_ended = True
+        self._fail_pending("the connection ended")
+        self._end_all_deferred()
+        if self._pool is not None:  # the queued requests still run, and every handler ends
+            self._pool.drain(join=threading.current_thread() is self._reader)
+        self._end_callbacks(wait=True)
+        try:
+            self.transport.close()
+        except Exception:
+            log.debug("error while closing transport", exc_info=True)
+        with self._lock:
+            self._closing = True
+        self._set_closed()
+
+    def receive(self, data: bytes) -> None:
+        """Handle one transport message (a message or a batch), on the reader thread."""
+        if self.trace is not None:
+            self.trace("<--", data)
+        self._receiving = len(data)  # what a callback queued for this message is charged (call_soon)
+        if jsonrpc.starts_batch(data) and not self.dispatcher.batches_allowed():
+            # Refused before it is parsed: a batch costs nothing where the revision has none.
+            self._refuse_batch()
+            return
+        try:
+            message = jsonrpc.parse(data)
+        except (ParseError, InvalidRequest) as exc:
+            log.warning("%s: %s", self.name, exc.message)
+            if isinstance(exc, InvalidRequest) and exc.answer:
+                # A malformed answer is never answered back (JSON-RPC §5); the request it
+                # answers fails with the reason at once, rather than waiting for its timeout.
+                self.fail_request(exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}"))
+                return
+            self._reply(self._unreadable_id_error(exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None))
+            return
+        self.dispatch(message)
+
+    def dispatch(self, message, *, inline: bool = False) -> None:
+        """Handle one already-parsed message, or a batch list (see :func:`jsonrpc.parse`).
+
+        Transports that parse for themselves (HTTP validates the body before
+        routing it) call this instead of :meth:`receive`; it is thread-safe.
+        ``inline=True`` runs a request's handler in the calling thread and
+        returns when it has answered — for a transport that has a thread per
+        request anyway (an HTTP POST) and must never be the reader thread.
+        """
+        if isinstance(message, list):
+            self._receive_batch(message)
+        else:
+            self._route(message, None, inline)
+
+    def _refuse_batch(self) -> None:
+        # 2025-06-18 changelog: "Remove support for JSON-RPC batching".
+        self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
+
+    def _receive_batch(self, items: list) -> None:
+        if not self.dispatcher.batches_allowed():
+            self._refuse_batch()
+            return
+        from .batch import receive_batch
+
+        receive_batch(items, self._route, self._unreadable_id_error, self._write)
+
+    def _route(self, message, batch: Batch | None, inline: bool = False) -> None:
+        if isinstance(message, Request):
+            self._start_handler(message, batch, inline)
+        elif isinstance(message, Notification):
+            self._receive_notification(message)
+        else:
+            self._receive_answer(message)
+
+    def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
+        at_once = self.dispatcher.answer_at_once(request.method, request.params)
+        if at_once is not None:  # the role's answer, here on the reader thread, never queued behind busy handlers
+            with self._lock:
+                duplicate = request.id in self._incoming
+            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, at_once)
+            batch.add(reply) if batch else self._reply(reply)
+            return
+        params = request.params or {}
+        context = RequestContext(self, request.id, request.method, params)
+        pool = None  # our pool, when it runs the handler
+        with self._lock:
+            duplicate = request.id in self._incoming
+            busy = not duplicate and (len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming)
+            if not duplicate and not busy:
+                self._incoming[request.id] = context
+                ours = not inline and self._executor is None  # on our pool (handler_pool.py)
+                refused = ours and (self._closing or self._input_ended)
+                if ours and not refused:
+                    if self._pool is None:  # the first request to run on our threads
+                        from .handler_pool import HandlerPool
+
+                        self._pool = HandlerPool(self.name, self.max_workers, self._run_handler)
+                    pool = self._pool
+        if duplicate or busy:
+            # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
+            reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
+            if busy:
+                log.warning("%s: %d requests in progress; refused %s", self.name, self.max_incoming, request.method)
+            batch.add(reply) if batch else self._reply(reply)
+            return
+        if inline:
+            self._run_handler(request, context, batch)
+            return
+        if self._executor is not None:
+            try:
+                self._executor.submit(self._run_handler, request, context, batch)
+            except RuntimeError:  # the pool is shut down: the connection is closing
+                refused = True
+        elif pool is not None:
+            refused = not pool.submit((request, context, batch))
+        if refused:
+            self._leave(request.id, context)
+            batch.add(None) if batch else None
+
+    def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
+        with self._lock:
+            withdrawn = self._incoming.get(request.id) is not context
+            context.started = True
+            if withdrawn:
+                self._withdrawn -= 1
+        if withdrawn:  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
+            if batch is not None:
+                batch.add(None)
+            self.transport.request_finished(request.id)
+            return
+        reply: Response | ErrorResponse | None
+        fatal = None  # a handler's sys.exit() or Ctrl-C: answered, then (on the main thread only) raised again
+        try:
+            result = self.dispatcher.handle_request(context, request.method, context.params)
+            if context.deferred:
+                if context.is_cancelled:  # cancelled before it was deferred: it ends here
+                    self._leave(request.id, context)
+                    self._end_deferred(context)
+                return  # the answer comes later (answer_deferred), or the request ends unanswered
+            reply = Response(request.id, result)
+        except McpError as exc:
+            reply = ErrorResponse(request.id, exc.to_error())
+        except RequestCancelled:
+            reply = None
+        except BaseException as exc:  # never leak internals to the peer (nor leave the request unanswered)
+            log.exception("%s: handler for %s failed", self.name, request.method)
+            reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
+            fatal = exc if isinstance(exc, (SystemExit, KeyboardInterrupt)) and threading.current_thread() is threading.main_thread() else None
+        context.end()  # no progress after the answer, from a thread the handler left behind either
+        self._leave(request.id, context)
+        if context.is_cancelled:
+            # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
+            reply = None
+        if batch is not None:
+            batch.add(reply)
+        elif reply is not None:
+            self._reply(reply)
+        if reply is None:
+            self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
+        if fatal is not None:
+            raise fatal
+
+    def _leave(self, request_id, context: RequestContext) -> None:
+        """Take a request out of the table of incoming ones, if it is still there (and is this one)."""
+        with self._lock:
+            if self._incoming.get(request_id) is context:
+                del self._incoming[request_id]
+
+    def cancel_incoming(self, request_id) -> bool:
+        """Cancel a request the peer sent, as its ``notifications/cancelled`` would (False: none in progress).
+
+        The handler's context reports ``is_cancelled``, and no answer is sent.  Transports use it
+        when no one can receive the answer any more (an HTTP client gone with nothing to resume).
+        2025-11-25 basic/utilities/cancellation: "The initialize request MUST NOT be cancelled".
+        """
+        with self._lock:
+            context = self._incoming.get(request_id)
+            if context is None or context.method == "initialize":
+                return False
+            if context.deferred or not context.started:
+                # No handler is running to take it out of the table: a deferred request, or one still waiting for
+                # a thread (its handler will not run), leaves it now, so cancelling a flood of queued requests
+                # makes room at once; the queued jobs left behind are counted (_withdrawn), bounded like the table.
+                del self._incoming[request_id]
+                if not context.deferred:
+                    self._withdrawn += 1
+        context.cancelled.set()
+        if context.deferred:
+            self._end_deferred(context)
+        return True
+
+    def answer_deferred(self, request_id, result: dict) -> bool:
+        """Send the answer of a request whose handler deferred it (:meth:`RequestContext.defer`);
+        False if it is no longer open (cancelled, or the connection ended)."""
+        with self._lock:
+            context = self._incoming.get(request_id)
+            if context is None or not context.deferred:
+                return False
+            del self._incoming[request_id]
+        context.end()  # no progress after the answer
+        self._reply(Response(request_id, result))
+        return True
+
+    def _end_deferred(self, context: RequestContext) -> None:
+        """A deferred request ended with no answer: tell its owner, and the transport."""
+        on_end = context.end()
+        if on_end is not None:
+            run_logged(on_end, ())
+        try:
+            self.transport.request_finished(context.request_id)
+        except Exception:  # a closing transport may refuse; nothing is left to end
+            log.debug("%s: request_finished failed", self.name, exc_info=True)
+
+    def _end_all_deferred(self) -> None:
+        if not self._incoming:
+            return
+        with self._lock:
+            deferred = [c for c in self._incoming.values() if c.deferred]
+            for context in deferred:
+                del self._incoming[context.request_id]
+        for context in deferred:
+            context.cancelled.set()
+            self._end_deferred(context)
+
+    def _receive_notification(self, note: Notification) -> None:
+        params = note.params or {}
+        method = note.method
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if not jsonrpc.valid_id(request_id):
+                log.debug("%s: dropped a cancellation whose requestId is not a string or integer", self.name)
+                return
+            if not self.cancel_incoming(request_id):
+                # Not one of the peer's requests to us.  2026-07-28 cancellation: a server "MUST send
+                # notifications/cancelled referencing a subscriptions/listen request ID when it tears
+                # down that subscription stream": the role decides what it means.
+                self._handle_notification(method, params)
+            return  # unknown or finished requests: "MAY ignore" (cancellation §Behavior Requirements)
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            if not jsonrpc.valid_id(token):  # schema ProgressToken: a string or an integer
+                log.debug("%s: dropped progress whose progressToken is not a string or integer", self.name)
+                return
+            with self._lock:
+                pending = self._progress.get(token)
+            if pending is not None:
+                if pending.reset_on_progress and pending.timeout is not None:
+                    pending.deadline = time.monotonic() + pending.timeout
+                self.call_soon(pending.on_progress, params.get("progress"), params.get("total"), params.get("message"))
+            else:
+                log.debug("%s: progress for an unknown token dropped", self.name)
+            return
+        self._handle_notification(method, params)
+
+    def _handle_notification(self, method: str, params: dict) -> None:
+        try:
+            self.dispatcher.handle_notification(method, params)
+        except Exception:  # a bad notification must not end the connection
+            log.exception("%s: handling %s failed", self.name, method)
+
+    def _receive_answer(self, answer) -> None:
+        if (pending := self._forget(answer.id) if answer.id is not None else None) is None:
+            if isinstance(answer, ErrorResponse) and answer.id is None:
+                log.warning("%s: the peer reported an error: %s", self.name, answer.error.get("message"))
+            else:
+                log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
+            return
+        result, error = (answer.result, None) if isinstance(answer, Response) else (None, McpError.from_error(answer.error))
+        # With progress: after the progress callbacks queued, so a caller sees every report before its result.
+        if pending.on_progress is None or not self.call_soon(pending.settle, result, error, keep=True):
+            pending.settle(result, error)
+
+
+_ID_IN_USE = {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}

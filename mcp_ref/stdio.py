@@ -1,0 +1,307 @@
+"""The stdio transport: newline-delimited JSON over a pair of byte streams.
+
+2025-11-25 basic/transports §stdio: "Messages are delimited by newlines, and
+MUST NOT contain embedded newlines."  "The server MUST NOT write anything to
+its stdout that is not a valid MCP message."  The serialiser never emits a
+newline inside a message (it escapes every control character), so writing is
+``data + b"\\n"``.
+
+:class:`StreamTransport` wraps any two binary streams (a server's own stdin
+and stdout); :class:`SubprocessTransport` starts a server process in its own
+process group and, on close, shuts it down in the order the spec gives —
+close its stdin, wait, SIGTERM, wait, SIGKILL — to the whole group, so the
+children of launchers like ``npx`` or ``uvx`` are not left behind, and (Linux) to its
+descendants outside the group (:mod:`mcp_ref.process_tree`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO, cast
+
+from .errors import MessageTooLarge
+from .transport import Transport
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+#: The longest stderr line of a server's kept (``stderr="capture"``) or handed to a callback (bytes);
+#: the rest of a longer line is read and dropped, so a server's stderr costs bounded memory.
+MAX_STDERR_LINE = 16 * 1024
+#: What ends a stderr line cut at :data:`MAX_STDERR_LINE`.
+TRUNCATED = " [... line truncated]"
+#: Linux: a server starts with this variable first in its environment, holding its own token after
+#: those of the clients above it; every descendant inherits it (:mod:`.process_tree` finds them).
+ENV_MARKER = "MCP_REF_STDIO_TREE"
+MAX_ENVIRON = 64 * 1024  # the bytes of a process's environment searched for the token
+
+
+class StreamTransport(Transport):
+    """Newline-delimited messages over a readable and a writable binary stream.
+
+    A line longer than ``max_message_size`` bytes is read to its end and
+    discarded, and ``read()`` raises :class:`MessageTooLarge` so the session
+    can answer with an error and go on to the next line.  Writes from several
+    threads are serialised (one lock), so lines never interleave.
+    """
+
+    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+        self.reader = reader
+        self.writer = writer
+        self.max_message_size = max_message_size
+        self._write_lock = threading.Lock()
+
+    def read(self) -> bytes | None:
+        """The next non-empty line without its line ending; None at end of input."""
+        limit = self.max_message_size
+        while True:
+            line = self.reader.readline(limit + 1)
+            if not line:
+                return None
+            if len(line) > limit and not line.endswith(b"\n"):
+                self._discard_rest_of_line()
+                raise MessageTooLarge(f"Invalid Request: message larger than the limit of {limit} bytes")
+            line = line.rstrip(b"\r\n")
+            if line.strip():
+                return line
+
+    def _discard_rest_of_line(self) -> None:
+        while True:
+            chunk = self.reader.readline(65536)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    def write(self, data: bytes, message=None, related=None) -> None:
+        """Write one message and its newline, and flush (``message`` and ``related`` do not matter here)."""
+        with self._write_lock:
+            self.writer.write(data + b"\n")
+            self.writer.flush()
+
+    def close(self) -> None:
+        """Close the writing side (the peer sees end of input)."""
+        with contextlib.suppress(OSError, ValueError):  # already closed, or the peer has gone
+            self.writer.close()
+
+
+class SubprocessTransport(StreamTransport):
+    """Start ``command`` and talk to it over its stdin/stdout.
+
+    ``stderr``: ``"inherit"`` (the default: the server's stderr goes to ours),
+    ``"capture"`` (lines are kept in ``stderr_lines``, the last 1,000, and
+    logged at DEBUG), ``"discard"``, or a callable taking each decoded line.  A line
+    longer than :data:`MAX_STDERR_LINE` bytes is cut there (ending with :data:`TRUNCATED`).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: dict | None = None,
+        cwd: str | None = None,
+        stderr: str | Callable[[str], None] = "inherit",
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        shutdown_timeout: float = 2.0,
+    ):
+        if isinstance(command, str):
+            raise TypeError("command must be a list of arguments, e.g. ['python', 'server.py']")
+        self.command = list(command)
+        self.shutdown_timeout = shutdown_timeout
+        self.stderr_lines: collections.deque[str] = collections.deque(maxlen=1000)
+        stderr_target = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE) if isinstance(stderr, str) else subprocess.PIPE
+        if isinstance(stderr, str) and stderr not in ("inherit", "discard", "capture"):
+            raise ValueError(f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}")
+        full_env = None if env is None else {**os.environ, **env}  # env adds to ours
+        self._token: bytes | None = None
+        if os.path.isdir("/proc/self"):  # Linux: the token its descendants inherit (ENV_MARKER)
+            token = f"{os.getpid()}.{os.urandom(8).hex()}"
+            rest = {**os.environ, **(env or {})}
+            above = rest.pop(ENV_MARKER, "")
+            full_env = {ENV_MARKER: f"{above}:{token}" if above else token, **rest}
+            self._token = token.encode()
+        options: dict = {}
+        if os.name == "posix":
+            options["start_new_session"] = True  # its own session and process group
+        else:
+            options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        self.process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr_target,
+            env=full_env,
+            cwd=cwd,
+            **options,
+        )
+        # Both pipes exist: stdin and stdout were opened with subprocess.PIPE.
+        super().__init__(cast(IO[bytes], self.process.stdout), cast(IO[bytes], self.process.stdin), max_message_size=max_message_size)
+        # Its start time: no process started before it can be its descendant (nor carry its token).
+        self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
+        self._closed = False
+        self._reading = False
+        self._close_lock = threading.Lock()
+        self._stderr_thread: threading.Thread | None = None
+        if stderr_target is subprocess.PIPE:
+            sink = stderr if callable(stderr) else self._keep_stderr_line
+            self._stderr_thread = threading.Thread(target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True)
+            self._stderr_thread.start()
+
+    def _keep_stderr_line(self, line: str) -> None:
+        self.stderr_lines.append(line)
+        log.debug("server stderr: %s", line)
+
+    def _pump_stderr(self, sink: Callable[[str], None]) -> None:
+        stream = self.process.stderr
+        if stream is None:
+            return
+        skipping = False  # the rest of a line already cut at MAX_STDERR_LINE
+        for raw in iter(lambda: stream.readline(MAX_STDERR_LINE), b""):
+            ended = raw.endswith(b"\n")
+            if skipping:
+                skipping = not ended
+                continue
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not ended and len(raw) >= MAX_STDERR_LINE:
+                skipping, line = True, line + TRUNCATED
+            try:
+                sink(line)
+            except Exception:
+                log.exception("stderr callback failed")
+        stream.close()  # at end of file, by the only thread that reads it
+
+    def release(self) -> None:
+        """Close the output pipes when no reader thread ever took them (the server has exited)."""
+        if not self._reading and self.process.poll() is not None:
+            cast(IO[bytes], self.process.stdout).close()
+        if self._stderr_thread is None and self.process.stderr is not None:
+            self.process.stderr.close()
+
+    def read(self) -> bytes | None:
+        """The next message from the server's stdout; at its end the pipe is closed (None)."""
+        self._reading = True
+        message = super().read()
+        if message is None:
+            cast(IO[bytes], self.process.stdout).close()  # the reader thread is the only one that reads it
+        return message
+
+    def close(self) -> None:
+        """Shut the server down (2025-11-25 basic/lifecycle §Shutdown, stdio).
+
+        "the client SHOULD initiate shutdown by: First, closing the input
+        stream to the child process (the server); Waiting for the server to
+        exit, or sending SIGTERM if the server does not exit within a
+        reasonable time; Sending SIGKILL if the server does not exit within a
+        reasonable time after SIGTERM".  Signals go to the whole process group.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        # Before the server can exit and orphan them: its descendants, which may have left its
+        # process group (setsid) or their parent (a double fork), out of the group's reach.
+        tree = self._descendants()
+        with contextlib.suppress(OSError):
+            cast(IO[bytes], self.process.stdin).close()
+        exited = _wait(self.process, self.shutdown_timeout)
+        if os.name != "posix":
+            if not exited:
+                self.process.terminate()
+                if not _wait(self.process, self.shutdown_timeout):
+                    self.process.kill()
+                    self.process.wait()
+            return
+        if not exited or tree is not None or _group_may_live(self.process.pid):
+            from .process_tree import end_server  # it did not go by itself, or left processes
+
+            end_server(self.process, tree, self.shutdown_timeout)
+        self._finish_stderr()
+
+    def _descendants(self):
+        """Linux: the server's descendants (a :class:`~.process_tree.ProcessTree`), or None when
+        it has none: no child, and no other process carrying its token."""
+        token, server = self._token, self.process.pid
+        # Once reaped (returncode set), its pid may be another process's.
+        if token is None or self.process.returncode is not None:
+            return None
+        since = self._since
+
+        def carriers() -> list[int]:  # the processes started since the server that carry its token
+            recent = [pid for pid in _pids() if pid != server and _lineage(pid)[1] >= since]
+            return [pid for pid in recent if _carries(pid, token)]
+
+        if not any(_lineage(pid)[0] == server for pid in _pids()) and not carriers():
+            return None
+        from .process_tree import ProcessTree
+
+        return ProcessTree(server, carriers)
+
+    def _finish_stderr(self) -> None:
+        # Let the pump read what the server wrote before it exited, so that after close()
+        # ``stderr_lines`` (or the callback) has seen every line.  Bounded: a process
+        # outside the group may still hold the pipe open.
+        if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
+            self._stderr_thread.join(self.shutdown_timeout)
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status, once it has exited."""
+        return self.process.poll()
+
+
+def _wait(process: subprocess.Popen, timeout: float) -> bool:
+    try:
+        process.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _group_may_live(group: int) -> bool:
+    """True while ``group`` has a process (a zombie too: :mod:`.process_tree` tells them apart)."""
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _pids() -> list[int]:
+    """Linux: every process's pid."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _lineage(pid: int) -> tuple[int, int]:
+    """Linux: the parent of ``pid`` and its start time (clock ticks after boot); (0, 0) if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return 0, 0
+
+
+def _carries(pid: int, token: bytes) -> bool:
+    """Linux: True when the environment ``pid`` was started with holds ``token``."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return token in environ.read(MAX_ENVIRON)
+    except OSError:  # gone, or another user's
+        return False
+
+
+def server_streams() -> tuple[IO[bytes], IO[bytes]]:
+    """The real stdin/stdout of this process, with ``sys.stdout`` pointed at stderr.
+
+    A stdio server must write nothing but protocol messages to stdout, so a
+    stray ``print()`` in a tool goes to stderr instead of corrupting the stream.
+    """
+    reader = sys.stdin.buffer
+    writer = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    return reader, writer

@@ -1,1 +1,0 @@
-"""Transports: how messages move between client and server."""

@@ -1,0 +1,83 @@
+"""What can still be read of a message nested too deep to parse: the id of an answer.
+
+A peer's answer nested past :data:`~mcp_ref.jsonrpc.MAX_NESTING` (``{"jsonrpc": "2.0", "id": 7,
+"result": [[[[...]]]]}``) is refused, as any JSON that deep is; but its request, left waiting, would
+fail only at its timeout.  :func:`answer_id` reads the top level of the text alone (the nested
+values are skipped, never parsed) and :func:`too_deep` makes the refusal name that request, so the
+session fails it at once (JSON-RPC 2.0 §5: an answer is never answered back).  Loaded only when
+such a message comes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .errors import InvalidRequest, ParseError
+
+#: The most pieces of text (strings, runs of brackets, what lies between) :func:`answer_id` reads:
+#: its cost stays small whatever the message; an answer whose id lies further waits its timeout.
+MAX_TOKENS = 100_000
+#: A string, a run of opening brackets, a run of closing ones, or anything up to the next of those.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[^"\[\]{}]+')
+
+
+def answer_id(text: str):
+    """The id of the answer ``text`` is (an object with ``id`` and ``result`` or ``error`` at its
+    top level, and no ``method``), or None: not an answer, or its id is not a string or an integer.
+    It stops once the id and the result (or error) are seen, or after :data:`MAX_TOKENS` pieces."""
+    # the top level's keys (as written), each with its value's text ("": a nested value)
+    top: dict[str, str] = {}
+    depth, key, value_next = 0, None, False
+    for seen, match in enumerate(_TOKENS.finditer(text)):
+        token = match.group()
+        if seen == MAX_TOKENS:
+            return None
+        if token[0] in "[{":
+            if depth == 0 and token[0] != "{":
+                return None  # not an object: a batch, or not a message
+            if depth == 1 and key is not None:
+                top[key], key, value_next = "", None, False  # a nested value: skipped, never read
+            depth += len(token)
+        elif token[0] in "]}":
+            depth -= len(token)
+            if depth < 1:
+                break
+        elif depth != 1:
+            continue
+        elif key is None:
+            key = token if token[0] == '"' else None  # between members: a comma, blanks
+        elif token[0] == '"':
+            if value_next:
+                top[key], key, value_next = token, None, False
+        else:  # a colon, and maybe a number, true, false or null, up to a comma
+            before, colon, after = token.partition(":")
+            value_next = value_next or bool(colon)
+            value = (after if colon else before).split(",", 1)[0].strip()
+            if value_next and value:
+                top[key], key, value_next = value, None, False
+        if '"id"' in top and ('"result"' in top or '"error"' in top):
+            break
+    if '"method"' in top or not ('"result"' in top or '"error"' in top):
+        return None
+    try:
+        request_id = json.loads(top.get('"id"') or "null")
+    except ValueError:
+        return None
+    valid = isinstance(request_id, str) or (
+        isinstance(request_id, int) and not isinstance(request_id, bool)
+    )
+    return request_id if valid else None
+
+
+def too_deep(text: str, limit: int) -> ParseError | InvalidRequest:
+    """The refusal of ``text``, nested deeper than ``limit``: a parse error, or, for an answer whose
+    id can be read, an invalid answer naming that id (the session fails its request at once)."""
+    message = f"JSON nested deeper than the limit of {limit}"
+    request_id = answer_id(text)
+    if request_id is None:
+        return ParseError(f"Parse error: {message}")
+    refusal = InvalidRequest(f"Invalid Request: {message}")
+    refusal.request_id = request_id
+    refusal.answer = True
+    return refusal
