@@ -10,11 +10,11 @@ import pytest
 
 from mcp_ref.core.media import Image
 from mcp_ref.core.types import CallToolResult, ImageContent, TextContent
+from mcp_ref.server.docstrings import parse_docstring
 from mcp_ref.server.signatures import (
     ArgumentPlan,
     compile_arguments,
     output_schema_for,
-    parse_docstring,
     to_jsonable,
     type_schema,
 )
