@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict, Un
 import pytest
 
 from mcp_ref.media import Image
+from mcp_ref.server.docstrings import parse_docstring
 from mcp_ref.server.signatures import (
     ArgumentPlan,
     compile_arguments,
     output_schema_for,
-    parse_docstring,
     to_jsonable,
     type_schema,
 )

@@ -26,7 +26,7 @@ Where each rule is applied:
 - rate limits: :meth:`Policy.admit`, called for every request before it is routed (the
   extension's ``intercept_request``); over HTTP its middleware step calls it before dispatch
   (``http_middleware``), so a refused request gets 429 with ``Retry-After``;
-- OAuth scopes (``@server.tool(scopes=[...])``): :meth:`Policy.missing_scopes`, which the HTTP
+- OAuth scopes (``@server.tool(scopes=[...])``): :meth:`Server.required_scopes`, which the HTTP
   transport asks before dispatch (403 ``insufficient_scope``, 2025-11-25 §Scope Challenge
   Handling).  Unlike ``authorize``, a scope-protected item stays listed: the client must see it to
   know it should ask for the scope (step-up authorization).  A hidden item needs no scope: the
@@ -277,13 +277,6 @@ class Policy(Extension):
         if action == "resources/read":
             return entry if self.visible_resource(principal, name, found, request=request) is not None else None
         return self.visible(principal, action, name, entry, request)
-
-    def missing_scopes(self, principal: Principal | None, entry) -> tuple[str, ...]:
-        """The OAuth scopes ``entry`` needs that ``principal``'s token lacks (none without a token)."""
-        scopes = getattr(entry, "scopes", ()) if entry is not None else ()
-        if not scopes or principal is None or not principal.authenticated:
-            return ()
-        return tuple(scope for scope in scopes if scope not in principal.scopes)
 
     def check_subscriptions(self, principal: Principal, server: Server, uris) -> None:
         """Raise :class:`LimitExceeded` if subscribing to ``uris`` too would take ``principal`` past

@@ -72,7 +72,7 @@ from ..server.seams import Caller, state_of
 from ..server.tools import run_tool
 from ..state.stores import TERMINAL, iso_now
 from ..versions import MODERN_VERSIONS
-from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, finish, mode_of, store_of, task_capable
+from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, mode_of, run_task, store_of, task_capable
 
 __all__ = ["Tasks2025Extension", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
 
@@ -286,21 +286,12 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
         task_context.end()
         settle(task, result)
 
-    def work() -> None:
-        stop_watching = store.watch(task)
-        try:
-            if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
-                finish(task, call, record)
-        except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded
-            log.warning("task %s: %s", task.id, exc.message)
-        finally:
-            task_context.end()
-            stop_watching()
-            store.ended(task)
-            caller.announce()
+    def after() -> None:
+        task_context.end()
+        caller.announce()
 
     created = wire_of(task.record())  # as created (working): the work may end before the answer goes
-    store.start(task, work)
+    store.start(task, lambda: run_task(store, task, call, record, after))
     log.info("task %s created for tools/call %s", task.id, tool.name)
     return {"task": created}
 

@@ -43,7 +43,7 @@ __all__ = [
     "TasksExtension",
     "HANDLERS",
     "intercept_call",
-    "finish",
+    "run_task",
     "store_of",
     "mode_of",
     "check_option",
@@ -205,33 +205,39 @@ def begin(
     state.mark(MARK, state.runner)
     task_context.cancelled = task.cancelled
 
-    def work() -> None:
-        stop_watching = store.watch(task)
-        try:
-            if (
-                task.begin_run()
-            ):  # else cancelled while it waited for a run slot: the handler never runs
-                finish(task, lambda: run(task_context))
-        except (
-            McpError
-        ) as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
-            log.warning("task %s: %s", task.id, exc.message)
-        finally:
-            stop_watching()
-            store.ended(task)
-
     created = task.to_wire(
         detailed=False
     )  # as created (working): the work may end before the answer goes
-    store.start(task, work)
+    store.start(task, lambda: run_task(store, task, lambda: run(task_context)))
     return {**created, "resultType": TASK}
 
 
-def finish(
-    task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None = None
+def run_task(
+    store: TaskStore,
+    task: Task,
+    call: Callable[[], dict],
+    settle: Callable[[dict], None] | None = None,
+    after: Callable[[], None] | None = None,
 ) -> None:
-    """Run a task's handler (``call()``) and record how it ended; ``settle(result)`` records a result
-    (default: ``completed``; 2025-11-25's tasks fail on ``isError``, :mod:`mcp_ref.extensions.tasks_2025`)."""
+    """A task's work, on a worker of ``store``: unless cancelled while it waited for a run slot, run
+    its handler (``call()``) and record how it ended; then ``after()``.  ``settle(result)`` records
+    a result (default: ``completed``; 2025-11-25's tasks fail on ``isError``,
+    :mod:`mcp_ref.extensions.tasks_2025`)."""
+    stop_watching = store.watch(task)
+    try:
+        if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
+            _finish(task, call, settle)
+    except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
+        log.warning("task %s: %s", task.id, exc.message)
+    finally:
+        stop_watching()
+        store.ended(task)
+        if after is not None:
+            after()
+
+
+def _finish(task: Task, call: Callable[[], dict], settle: Callable[[dict], None] | None) -> None:
+    """Run a task's handler (``call()``) and record how it ended."""
     try:
         result = call()
     except RequestCancelled:

@@ -38,18 +38,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams
 from ..signing import Keyring
-from .seams import MRTR_METHODS, InputRequired, state_of
+from .seams import InputRequired, state_of
 
 if TYPE_CHECKING:
     from ..request import RequestContext
     from ..sampling_and_elicitation import SamplingMessage
     from ..types import Tool
 
-__all__ = ["InputRequired", "SUPPORTED_METHODS", "Elicit", "ElicitUrl", "Sample", "ListRoots", "Ask",
+__all__ = ["InputRequired", "Elicit", "ElicitUrl", "Sample", "ListRoots", "Ask",
            "answer_all", "Inputs", "inputs_of", "read_inputs", "seal_state", "open_state", "digest"]
-
-#: basic/patterns/mrtr §Supported Requests (declared in :mod:`mcp_ref.server.seams`).
-SUPPORTED_METHODS = MRTR_METHODS
 
 #: The largest ``requestState`` accepted or sent (bytes); the answers it carries count against it.
 MAX_STATE_BYTES = 256 * 1024

@@ -249,14 +249,6 @@ def schema_and_converter(tp: Any) -> tuple[dict, Callable[[Any], Any]]:
 # Functions
 
 
-def __getattr__(name: str) -> Any:
-    if name == "parse_docstring":  # its home is mcp_ref.server.docstrings (loaded when needed)
-        from .docstrings import parse_docstring
-
-        return parse_docstring
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def describe(doc: str | None) -> tuple[str | None, dict[str, str]]:
     """``(summary, {parameter: description})`` of a docstring (:func:`~mcp_ref.server.docstrings.
     parse_docstring`); a one-line docstring is its own summary, without loading the parser."""

@@ -34,13 +34,13 @@ from .base import ASSUMED_VERSION
 from .events import EventStore, MemoryEventStore
 from .http_session import HttpSession
 from .middleware import Admission, Endpoints, HttpCall, HttpMiddleware, Middleware
-from .modern import ModernExchange
+from .oneshot import Exchange
 from .sessions import MemorySessionTable, SessionRecord, SessionTable
 from .status import STATUS_OF, STATUS_OF_CODE, HttpError, modern_status
 from .streams import CLOSE, END, Stream
 
 __all__ = [
     "ASSUMED_VERSION", "CLOSE", "END", "Admission", "Endpoints", "EventStore", "HttpCall", "HttpError", "HttpMiddleware", "HttpSession",
-    "McpWsgiApp", "MemoryEventStore", "MemorySessionTable", "Middleware", "ModernExchange", "STATUS_OF",
+    "McpWsgiApp", "MemoryEventStore", "MemorySessionTable", "Middleware", "Exchange", "STATUS_OF",
     "STATUS_OF_CODE", "SessionRecord", "SessionTable", "Stream", "modern_status",
 ]

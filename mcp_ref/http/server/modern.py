@@ -15,13 +15,10 @@ from ...versions import MODERN_VERSIONS
 from ..headers import check_request_headers
 from .base import HttpAppBase, peer_of
 from .http_session import HttpSession
-from .oneshot import Exchange, one_shot
+from .oneshot import one_shot
 from .replies import cgi_name, held
 from .status import HttpError
 from .streamable import StreamableHttp
-
-#: The name :class:`~.oneshot.Exchange` had when only 2026-07-28 POSTs used it.
-ModernExchange = Exchange
 
 
 class ModernHttp:

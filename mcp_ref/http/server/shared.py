@@ -297,10 +297,6 @@ class SharedSessions:
         """See :meth:`.homes.Homes.let_go`."""
         self.homes.let_go(session, for_good=for_good)
 
-    def worker_alive(self, worker: str) -> bool:
-        """See :meth:`.homes.Homes.worker_alive`."""
-        return self.homes.worker_alive(worker)
-
     # -- messages for another worker ----------------------------------------------------------------
 
     def route(self, session: HttpSession, items: list) -> list:
@@ -471,7 +467,7 @@ class SharedSessions:
                     self.ended(session_id)
                     return
             self.claim(session)  # its home gone? this worker takes over (at most every CLAIM_EVERY)
-            if writer is not None and not self.worker_alive(writer):
+            if writer is not None and not self.homes.worker_alive(writer):
                 # the worker running that request has gone (its stored events were sent above): no
                 # answer will come; the stream ends at once, and the client fails the request
                 return
