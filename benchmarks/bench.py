@@ -99,7 +99,7 @@ HTTP_HEADERS = {
 }
 # The same tools/call in the stateless 2026-07-28 revision: the per-request envelope in _meta,
 # the version, method and tool name mirrored in headers (mcp_ref's
-# transports.http_headers.request_headers writes the same; tests/test_bench.py checks it).
+# transports.http_headers.request_headers writes the same; tests/workbench/test_bench.py checks it).
 MODERN_PROTOCOL_VERSION = "2026-07-28"
 MODERN_TOOLS_CALL_BODY = (
     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"},'

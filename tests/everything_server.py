@@ -1,5 +1,5 @@
 """The reference TypeScript "everything" server (``npx -y @modelcontextprotocol/server-everything``),
-started once per test module by the interop tests (tests/test_interop.py, test_interop_tasks.py,
+started once per test module by the interop tests (tests/interop/test_interop.py, test_interop_tasks.py,
 test_hosted_tasks.py): a connected Client, or a skip naming why it could not be fetched or started."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Most tool schemas are plain: an object of named properties, each of one JSON typ
 required.  For those, :func:`quick_check` compiles a direct test that accepts what is certainly
 valid in about a microsecond; anything it does not accept (and every other schema) goes to
 jsonschema, which decides, and words the error.  So the quick test can only save time: it never
-accepts what jsonschema would refuse (``tests/test_validation.py`` checks the two agree).
+accepts what jsonschema would refuse (``tests/protocol/test_validation.py`` checks the two agree).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A server for tests/test_client_approval.py: tools that ask the client for each of the three things
+"""A server for tests/extensions/test_client_approval.py: tools that ask the client for each of the three things
 it answers (sampling, elicitation, roots) and report, as JSON, what came back — the answer, or the
 JSON-RPC error the client sent instead (the handshake era; in 2026-07-28 a refused request never
 reaches the server).

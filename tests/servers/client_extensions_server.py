@@ -1,4 +1,4 @@
-"""A server for tests/test_client_extensions.py: tools that show what a client's extensions added.
+"""A server for tests/extensions/test_client_extensions.py: tools that show what a client's extensions added.
 
 ``confirm`` asks the client a question with a method of a third party's (``acme/confirm``) when
 the client declared it (the handshake era: the server may send requests of its own), and reports

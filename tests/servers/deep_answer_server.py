@@ -1,7 +1,7 @@
 """A stdio server, written by hand (no mcp_ref), whose answer to ``tools/call`` of ``deep`` nests
 its result 100,000 deep: ``[[[[...]]]]`` as the content, its id before the result (argv[1]
 ``first``) or after it (``last``).  Every other tool call is answered ``still here``
-(tests/test_hardening_framing.py)."""
+(tests/protocol/test_hardening_framing.py)."""
 
 import json
 import sys

@@ -1,4 +1,4 @@
-"""A server whose every string carries terminal escape sequences (tests/test_hardening_small.py):
+"""A server whose every string carries terminal escape sequences (tests/protocol/test_hardening_small.py):
 OSC 52 (writes the clipboard), CSI (clears the screen, moves the cursor), a carriage return, C1
 CSI (U+009B), DEL and a bidi override, in its name, version, title, instructions, tool names and
 descriptions, results, progress messages, error messages, resources, prompts and its stderr.

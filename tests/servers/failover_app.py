@@ -1,4 +1,4 @@
-"""The app of tests/test_failover.py, run by gunicorn as deployments of one worker each sharing the
+"""The app of tests/state/test_failover.py, run by gunicorn as deployments of one worker each sharing the
 Redis that ``MCP_REF_STATE`` names: handshake-era sessions served by every worker, and a worker
 killed under them.  Every answer says which process gave it.
 """

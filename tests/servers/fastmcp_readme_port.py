@@ -1,5 +1,5 @@
 # server.py: the shapes of FastMCP's README server (v2), written as a FastMCP user writes them, on mcp_ref.
-# Our own text; each line that had to change is marked "mcp_ref:" (issue 23; tests/test_fastmcp_port.py runs it).
+# Our own text; each line that had to change is marked "mcp_ref:" (issue 23; tests/server/test_fastmcp_port.py runs it).
 import asyncio
 from datetime import datetime, timezone
 from decimal import Decimal

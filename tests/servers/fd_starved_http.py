@@ -1,4 +1,4 @@
-"""An HTTP server that runs itself out of file descriptors, for tests/test_connections.py.
+"""An HTTP server that runs itself out of file descriptors, for tests/http/test_connections.py.
 
 It serves the demo on 127.0.0.1 (port 0), prints ``cap <max_connections fitted to the open-file
 limit>``, then (unless given ``--no-starve``) opens /dev/null until no descriptor is left,

@@ -1,4 +1,4 @@
-"""A server for tests/test_client_features.py: tools that call back into the client
+"""A server for tests/client/test_client_features.py: tools that call back into the client
 (sampling, roots, elicitation) and tools that make the server send each notification."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A server for tests/test_logging_completion.py.
+"""A server for tests/server/test_logging_completion.py.
 
 ``feature_logging.py``                 logging (the ``emit`` tool) and completions
 ``feature_logging.py no-completions``  the same prompt and template, no completion handlers

@@ -1,4 +1,4 @@
-"""A server for tests/test_prompts.py: prompts with arguments and every kind of content."""
+"""A server for tests/server/test_prompts.py: prompts with arguments and every kind of content."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A server for tests/test_resources.py: ``feature_resources.py <directory>``.
+"""A server for tests/server/test_resources.py: ``feature_resources.py <directory>``.
 
 Static text and blob resources, templates, subscriptions (the ``touch`` tool
 sends resources/updated), run-time registration (list_changed), and every file

@@ -1,4 +1,4 @@
-"""A server for tests/test_tools.py.
+"""A server for tests/server/test_tools.py.
 
 ``feature_tools.py``        tools exercising schemas, validation, errors, structured output
 ``feature_tools.py paged``  page_size=2, exactly five tools (t1..t5) and five prompts (p1..p5)

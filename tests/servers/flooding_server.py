@@ -3,7 +3,7 @@ sending ``count`` notifications of ``kind`` (``log``: notifications/message with
 data; ``progress``: notifications/progress for the call's token), as fast as the pipe takes them.
 Before its handshake answer it writes ``stderr`` bytes to stderr with no newline, then a line
 ``after``.  The client must keep what waits for its callbacks bounded
-(tests/test_hardening_client_bounds.py)."""
+(tests/client/test_hardening_client_bounds.py)."""
 
 import json
 import sys

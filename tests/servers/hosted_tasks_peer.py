@@ -1,4 +1,4 @@
-"""A raw 2025-11-25 stdio server for tests/test_hosted_tasks.py: it sends the client whatever requests
+"""A raw 2025-11-25 stdio server for tests/extensions/test_hosted_tasks.py: it sends the client whatever requests
 the test asks for, and reports the client's answers.
 
     python tests/servers/hosted_tasks_peer.py [VERSION]

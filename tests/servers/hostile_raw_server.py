@@ -1,7 +1,7 @@
 """A stdio "server" that answers the handshake, then, before each answer to a ping, sends the
 client what a buggy or hostile server might: notifications with unhashable ids and tokens, JSON
 nested 100,000 deep, NaN, a line that is not JSON, an answer to a request never made.  The
-client must drop or log each and keep its connection (tests/test_hardening.py)."""
+client must drop or log each and keep its connection (tests/protocol/test_hardening.py)."""
 
 import json
 import sys

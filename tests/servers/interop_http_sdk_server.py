@@ -1,6 +1,6 @@
 """tests/servers/interop_sdk_server.py's official-SDK server, served over HTTP by uvicorn.
 
-Used by tests/test_interop_http.py::
+Used by tests/interop/test_interop_http.py::
 
     python interop_http_sdk_server.py --port PORT [--transport streamable|sse] [--stateless] [--json-response]
 

@@ -1,6 +1,6 @@
 """The official MCP Python SDK's OAuth client, logging in to a protected MCP server and calling ``echo``.
 
-Used by tests/test_interop_oauth.py::
+Used by tests/interop/test_interop_oauth.py::
 
     python interop_sdk_oauth_client.py http://127.0.0.1:PORT/mcp
 

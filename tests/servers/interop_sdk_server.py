@@ -1,6 +1,6 @@
 """An MCP server written with the official Python SDK (mcp 2.x MCPServer, formerly FastMCP).
 
-Used by tests/test_interop.py to check that mcp_ref's client and CLI work
+Used by tests/interop/test_interop.py to check that mcp_ref's client and CLI work
 against a server this project did not write: tools with progress, logging and
 structured output, a resource, a resource template and a prompt, over stdio.
 """

@@ -1,4 +1,4 @@
-"""Test server for tests/test_lifecycle.py: tools only (no prompts, no resources), no instructions.
+"""Test server for tests/protocol/test_lifecycle.py: tools only (no prompts, no resources), no instructions.
 
 ``titled`` has a title and an output schema (fields newer revisions add);
 ``try_sampling`` and ``raw_sampling`` show what happens when the client did

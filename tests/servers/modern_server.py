@@ -1,4 +1,4 @@
-"""A server for the 2026-07-28 tests (tests/test_modern_server.py): MRTR asks in every shape,
+"""A server for the 2026-07-28 tests (tests/server/test_modern_server.py): MRTR asks in every shape,
 per-request logging, caching hints with a per-resource override, x-mcp-header parameters, and
 tools that change the listings or a resource (for subscriptions/listen).
 

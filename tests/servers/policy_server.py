@@ -1,4 +1,4 @@
-"""A server for tests/test_policy.py: access control, rate limits and subscription bounds.
+"""A server for tests/extensions/test_policy.py: access control, rate limits and subscription bounds.
 
 ``policy_server.py``          ``build()``: hidden items, per-item limits, a cap of 3 subscribed resources
 ``policy_server.py global``   ``build_global()``: the server-wide limit of 5 requests per minute

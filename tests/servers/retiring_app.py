@@ -1,4 +1,4 @@
-"""The app of tests/test_gunicorn_stop.py's retiring workers (gunicorn TTIN/TTOU): the demo
+"""The app of tests/http/test_gunicorn_stop.py's retiring workers (gunicorn TTIN/TTOU): the demo
 server, whose ``close()`` (called by mcp_ref.http.gunicorn_hooks when the worker is told to
 stop) writes a line naming its pid to stderr once the mcp_ref app is closed."""
 

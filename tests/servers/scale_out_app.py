@@ -1,4 +1,4 @@
-"""The app of tests/test_scale_out.py, run by gunicorn as two deployments of one worker each.
+"""The app of tests/state/test_scale_out.py, run by gunicorn as two deployments of one worker each.
 
 Its state is the one ``MCP_REF_STATE`` names (Redis), or, unset, each process's own memory: the
 documented single-process behaviour, the control.  Every answer says which process gave it.

@@ -1,4 +1,4 @@
-"""The demo server plus a resource and a prompt whose functions raise, for tests/test_bad_input.py.
+"""The demo server plus a resource and a prompt whose functions raise, for tests/protocol/test_bad_input.py.
 
 Tool exceptions become ``isError`` results; a failing resource or prompt
 function is how a handler exception reaches the JSON-RPC layer (-32603).

@@ -1,4 +1,4 @@
-"""Test server for tests/test_session.py (mcp_ref's own Server on stdio).
+"""Test server for tests/protocol/test_session.py (mcp_ref's own Server on stdio).
 
 * ``gated(n)`` returns ``n`` only once the gate is open; the client opens it
   by sending ``notifications/roots/list_changed`` (``Client.set_roots``), so a

@@ -1,4 +1,4 @@
-"""A server for the tasks extension tests (tests/test_tasks.py): tools that become tasks.
+"""A server for the tasks extension tests (tests/extensions/test_tasks.py): tools that become tasks.
 
     python tests/servers/tasks_server.py        # over stdio
 """

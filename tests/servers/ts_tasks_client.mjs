@@ -2,7 +2,7 @@
 //
 //     MCP_TS_SDK=/path/to/node_modules/@modelcontextprotocol/sdk node ts_tasks_client.mjs COMMAND [ARG ...]
 //
-// Used by tests/test_interop_ts_client_tasks.py.  MCP_TS_SDK is the SDK package's directory (1.x,
+// Used by tests/interop/test_interop_ts_client_tasks.py.  MCP_TS_SDK is the SDK package's directory (1.x,
 // with client.experimental.tasks); COMMAND is the server (tests/servers/tasks_server.py, usually
 // behind tests/servers/stdio_proxy.py so that the test sees the traffic).  The client declares the
 // elicitation capability (it accepts: {confirm: true}, or the name "Ada"), connects over stdio,

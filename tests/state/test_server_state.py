@@ -5,7 +5,7 @@ on Redis (:mod:`mcp_ref.state.redis`, on the pytest worker's real ``redis-server
 in a key namespace of its own: tests/redis_fixture.py); both must pass the same tests.  Time is a
 :class:`Clock` the test moves: the Redis stores take an injected clock too (their scripts are then
 given its time instead of Redis's), so no test sleeps.  What only Redis does (keys expiring on
-Redis's clock, namespaces, a fork, faults) is in tests/test_redis_state.py.
+Redis's clock, namespaces, a fork, faults) is in tests/state/test_redis_state.py.
 """
 
 from __future__ import annotations

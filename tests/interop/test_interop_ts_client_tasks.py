@@ -1,6 +1,6 @@
 """The official TypeScript SDK's client as the requestor of 2025-11-25 tasks, against an mcp_ref server.
 
-The other direction of tests/test_interop_tasks.py.  tests/servers/ts_tasks_client.mjs (Node, ESM)
+The other direction of tests/interop/test_interop_tasks.py.  tests/servers/ts_tasks_client.mjs (Node, ESM)
 imports the SDK (``@modelcontextprotocol/sdk`` 1.x, the copy ``npx`` fetched with the reference
 everything server) and drives tests/servers/tasks_server.py over stdio through
 tests/servers/stdio_proxy.py, which logs the traffic.  The script prints what the SDK saw (one
@@ -8,7 +8,7 @@ JSON object); the tests check it, and check the log: every message valid against
 schema, and the server's side of the rules of basic/utilities/tasks (2025-11-25).
 
 Skipped, saying why, when node or npx is missing or no SDK with ``client.experimental.tasks`` can be
-found in the npx cache (it is fetched by running the everything server once, as tests/test_interop.py
+found in the npx cache (it is fetched by running the everything server once, as tests/interop/test_interop.py
 does).  One run of the script serves every test here (about 2 s).
 """
 

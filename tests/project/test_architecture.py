@@ -1,6 +1,6 @@
 """The package's shape: no import circle among mcp_ref's modules, no module reading another
 module's private (underscored) names, the transport contract probed nowhere, and a cheap import.
-It also holds the two measures the budgets of tests/test_layers.py count in: ``code_tokens`` (a
+It also holds the two measures the budgets of tests/project/test_layers.py count in: ``code_tokens`` (a
 module's size, whatever its layout) and ``extension_mentions`` (where the code speaks of an extra).
 
 Each checker is also run on a small package written here with the defect, so a checker that
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "mcp_ref"
+PACKAGE = Path(__file__).resolve().parents[2] / "mcp_ref"
 
 #: Underscored names that are public API of the standard library (namedtuple's, os._exit ...).
 STDLIB_PUBLIC = {"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make"}

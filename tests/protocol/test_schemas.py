@@ -22,7 +22,7 @@ from mcp_ref import SUPPORTED_VERSIONS, schemas
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
-EXAMPLES = Path(__file__).resolve().parent / "spec_examples" / "2026-07-28"
+EXAMPLES = Path(__file__).resolve().parents[1] / "spec_examples" / "2026-07-28"
 
 # What marks each revision's schema: its dialect, types it introduced (or still has), and types
 # it does not have (dropped, or not yet introduced).

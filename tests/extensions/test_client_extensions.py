@@ -185,7 +185,7 @@ def test_the_checker_finds_a_mention_and_an_import(tmp_path):
 
 def docs_example() -> dict:
     """The names the last ``python`` block of docs/extensions-client.md defines."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "extensions-client.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "extensions-client.md").read_text()
     block = text.split("```python\n")[-1].split("```")[0]
     names: dict = {}
     exec(compile(block, "docs/extensions-client.md", "exec"), names)  # the test runs the docs' own code

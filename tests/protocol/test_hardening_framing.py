@@ -34,7 +34,7 @@ from mcp_ref import Client, InvalidRequest, MCPRefError, RequestTimeout
 from mcp_ref.http.framing import MAX_INTERIM
 from mcp_ref.http.sse import sse_event
 
-SERVERS = Path(__file__).parent / "servers"
+SERVERS = Path(__file__).parents[1] / "servers"
 OK = {"content": [{"type": "text", "text": "ok"}]}
 DEEP = b"[" * 100_000 + b"]" * 100_000
 #: The timeout of a call that must fail at once: far past the bound its return is waited for.

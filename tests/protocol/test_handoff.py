@@ -328,7 +328,7 @@ def test_a_handler_raising_system_exit_is_answered_and_its_slot_freed(raised, ca
 
 UNCLOSED = """
 import json, sys, threading
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:]
 from test_handoff import Role
 from mcp_ref.session import Session
 from mcp_ref.memory import Channel, MemoryTransport
@@ -346,6 +346,6 @@ print("answered", flush=True)
 def test_a_session_never_closed_does_not_hold_the_interpreter_at_exit():
     """The executor's threads are not daemons, so a handler thread left waiting for the next request
     would keep the process alive for ever after its main thread ends."""
-    tests = str(Path(__file__).resolve().parent)
-    done = subprocess.run([sys.executable, "-c", UNCLOSED, tests], capture_output=True, text=True, timeout=WAIT)
+    tests = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-c", UNCLOSED, tests, str(Path(__file__).resolve().parent)], capture_output=True, text=True, timeout=WAIT)
     assert done.returncode == 0 and done.stdout == "answered\n", done.stderr

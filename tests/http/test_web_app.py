@@ -29,7 +29,7 @@ from test_http_deploy import LineReader, stop, wait_for_port
 
 from mcp_ref import Client, Context, Server
 
-SERVERS = os.path.join(os.path.dirname(__file__), "servers")
+SERVERS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "servers")
 needs_gunicorn = pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed")
 
 
@@ -90,8 +90,8 @@ def test_ctx_http_is_none_in_memory():
 @pytest.mark.slow
 def test_ctx_http_is_none_over_stdio(tmp_path):
     script = tmp_path / "server.py"
-    here = os.path.dirname(__file__)
-    script.write_text(f"import sys\nsys.path.insert(0, {here!r})\nfrom test_web_app import http_server\n"
+    here = os.path.dirname(os.path.dirname(__file__))
+    script.write_text(f"import sys\nsys.path[:0] = [{here!r}, {os.path.dirname(__file__)!r}]\nfrom test_web_app import http_server\n"
                       "http_server().run()\n")
     with Client.stdio([sys.executable, str(script)], timeout=WAIT) as client:
         assert client.call_tool("seen").structured_content == {"http": None}

@@ -28,7 +28,7 @@ BLOCKS = {
     "Client.in_memory(server)": "test_in_memory_example_runs",
     "# http_server.py": "test_http_examples_run",
     "gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app": "test_http_deploy_commands_serve",
-    "gunicorn_hooks": "SKIP: Redis and two gunicorn deployments; tests/test_scale_out.py runs the same gunicorn command "
+    "gunicorn_hooks": "SKIP: Redis and two gunicorn deployments; tests/state/test_scale_out.py runs the same gunicorn command "
                       "line (-c python:mcp_ref.http.gunicorn_hooks) against a real Redis",
     'Client.http("http://127.0.0.1:8000/mcp", headers': "test_http_examples_run",
     "# http_server_limits.py": "test_http_examples_run",
@@ -40,7 +40,7 @@ BLOCKS = {
     'rate_limit="100/minute"': "test_policy_examples_build_what_they_say",
     "server_request_limit=": "test_approve_example_runs_as_pasted",
     "mcp-ref call TARGET add a=1 b=2": "test_cli_commands_run",
-    "python benchmarks/bench.py --state-only": "SKIP: the benchmark runs for minutes; tests/test_bench.py runs "
+    "python benchmarks/bench.py --state-only": "SKIP: the benchmark runs for minutes; tests/workbench/test_bench.py runs "
                                                 "--help and a --state-only --quick round",
 }
 
@@ -456,7 +456,7 @@ def test_cli_commands_run(tmp_path):
 
     _write_server_example(tmp_path, docs=False)
     demo = shlex.quote(f"{sys.executable} -m mcp_ref serve-demo")
-    # server-everything needs Node and the npm registry (tests/test_interop.py runs it): the verb is run on the demo
+    # server-everything needs Node and the npm registry (tests/interop/test_interop.py runs it): the verb is run on the demo
     everything = '"npx -y @modelcontextprotocol/server-everything"'
     port = free_port()
     http_demo = _start(f"mcp-ref serve-demo --http 127.0.0.1:{port}", tmp_path)

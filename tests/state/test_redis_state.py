@@ -1,6 +1,6 @@
 """What only the Redis stores do (mcp_ref.state.redis.stores): namespaced keys that expire on
 Redis's clock, a lease, a pool of each process's own after a fork, and faults (Redis stopped,
-stalled, restarted).  The contract every store keeps is tests/test_server_state.py, run on both.
+stalled, restarted).  The contract every store keeps is tests/state/test_server_state.py, run on both.
 
 The fault tests start a ``redis-server`` of their own (tests/redis_fixture.py's RedisServer), so
 stopping it disturbs no other test of the pytest worker.
@@ -289,7 +289,7 @@ def test_a_redis_url_names_the_shared_state(redis_url):
         assert isinstance(state.buckets(), RedisBuckets) and isinstance(state.counters(), RedisCounters)
         assert create(state.task_records(), "t") == "created"
         assert isinstance(state.held_sets(), RedisHeldSets)
-        assert state.session_table().shared  # the HTTP app's sessions on Redis too (tests/test_http_state.py)
+        assert state.session_table().shared  # the HTTP app's sessions on Redis too (tests/http/test_http_state.py)
     finally:
         state.close()
     assert RedisState.from_url(redis_url, fail_closed=True).buckets().fail_closed  # type: ignore[attr-defined]

@@ -390,7 +390,7 @@ def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
 def test_a_task_param_in_tools_call_is_ignored(connect, wire):
     # basic/utilities/tasks §Task Support and Handling: a receiver that did not declare task support
     # "MUST process the request normally, ignoring the task field".  (A server with a task-capable
-    # tool, as the demo, declares it: tests/test_tasks_2025.py.)
+    # tool, as the demo, declares it: tests/extensions/test_tasks_2025.py.)
     client = connect(TASKLESS, protocol_version="2025-11-25")
     assert "tasks" not in client.server_capabilities
     params = {"name": "echo", "arguments": {"text": "hi"}, "task": {"ttl": 1000}}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SERVERS, WAIT, Collector, Workers, command_label, run_threads
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 # -- Collector ------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Issue 9 §1: mcp_ref's OAuth client (``mcp_ref.OAuth``) against the demo authorization server and a
 protected mcp_ref server, over real HTTP: discovery, registration, PKCE, tokens, refresh, step-up,
-stores.  The failure cases are in tests/test_oauth_errors.py."""
+stores.  The failure cases are in tests/oauth/test_oauth_errors.py."""
 
 from __future__ import annotations
 

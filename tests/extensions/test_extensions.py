@@ -19,7 +19,7 @@ from mcp_ref import Client, Extension, McpError, Server
 
 WAIT = 30.0
 ERAS = ("handshake", "modern")
-DOC = Path(__file__).resolve().parent.parent / "docs" / "extensions.md"
+DOC = Path(__file__).resolve().parents[1].parent / "docs" / "extensions.md"
 
 
 def example_source() -> str:
@@ -144,7 +144,7 @@ def imported_modules(path: Path) -> list[str]:
 
 
 def test_the_servers_modules_import_no_extension_but_in_the_shorthand():
-    server_dir = Path(__file__).resolve().parent.parent / "mcp_ref" / "server"
+    server_dir = Path(__file__).resolve().parents[1].parent / "mcp_ref" / "server"
     offending = {
         path.name: [name for name in imported_modules(path) if name.startswith(EXTENSION_PACKAGES)]
         for path in sorted(server_dir.glob("*.py"))

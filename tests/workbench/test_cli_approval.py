@@ -224,7 +224,7 @@ def test_what_the_server_sends_cannot_redraw_the_terminal():
 
 @pytest.mark.slow
 def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp_path):
-    session_server = f'"{sys.executable}" "{Path(__file__).parent / "servers" / "session_server.py"}"'
+    session_server = f'"{sys.executable}" "{Path(__file__).parents[1] / "servers" / "session_server.py"}"'
     term = terminal(["call", "--era", "handshake", session_server, "sample_briefly", "timeout=0.5",
                      "--sampling-command", sampling_command(tmp_path)])
     term.expect("Allow? [y/N] ")

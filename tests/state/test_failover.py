@@ -159,7 +159,7 @@ def test_a_home_whose_lease_lapsed_steps_down_when_another_worker_claims_it(redi
     home whose heartbeat came later than its lease (a stalled process, Redis out of reach) only
     seemed dead: the worker that claimed the session tells it, and it stops sending the session's
     change notifications, so the client hears each change once.  Two workers in this process
-    (tests/test_shared_sessions.py's), the lapse made by stopping a's heartbeat and ending its
+    (tests/state/test_shared_sessions.py's), the lapse made by stopping a's heartbeat and ending its
     lease in Redis."""
     a, b = Worker("a", redis_url, keepalive=0.5), Worker("b", redis_url, keepalive=0.5)
     try:

@@ -353,7 +353,7 @@ def test_a_task_that_outlives_the_callers_bound_is_a_timeout():
 
 def test_in_the_handshake_era_a_task_is_a_2025_11_25_one_and_before_it_task_changes_nothing():
     """The same tools serve the handshake era: at 2025-11-25 a task-augmented call becomes a task of
-    that revision (``{task}``, followed with tasks/get and tasks/result: tests/test_tasks_2025.py);
+    that revision (``{task}``, followed with tasks/get and tasks/result: tests/extensions/test_tasks_2025.py);
     before it the server declares no tasks and the call simply answers."""
     with Client.in_memory(TASKS.build(), era="handshake", protocol_version="2025-06-18", timeout=WAIT) as client:
         assert "tasks" not in client.server_capabilities

@@ -493,7 +493,7 @@ def test_the_settings_are_checked():
 
 # -- review: what a server may make the client hold or do without bound -------------------------
 
-FLOODING = [sys.executable, str(Path(__file__).resolve().parent / "servers" / "flooding_server.py")]
+FLOODING = [sys.executable, str(Path(__file__).resolve().parents[1] / "servers" / "flooding_server.py")]
 
 
 @pytest.mark.parametrize("bound", ["count", "bytes"])

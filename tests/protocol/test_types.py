@@ -55,7 +55,7 @@ from mcp_ref.types import (
     resource_contents_from_wire,
 )
 
-EXAMPLES = Path(__file__).resolve().parent / "spec_examples" / "2026-07-28"
+EXAMPLES = Path(__file__).resolve().parents[1] / "spec_examples" / "2026-07-28"
 
 MODELS = sorted(
     # The wire types of the three modules (mcp_ref.media holds only Image and Audio: constructors of

@@ -6,7 +6,7 @@ Each client reaches its server over an in-process transport, named as one caller
 two connections are one principal.  A place is let go when its connection unsubscribes or its
 stream ends; a connection that ended without a word lets go at its worker's next heartbeat
 (called here, not waited for).  A worker that dies is the held sets' own test
-(tests/test_server_state.py, tests/test_redis_state.py).
+(tests/state/test_server_state.py, tests/state/test_redis_state.py).
 """
 
 from __future__ import annotations

@@ -587,7 +587,7 @@ def _terminal_session(args: list[str], answers: list[tuple[str, str]]) -> str:
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_elicitation_is_answered_at_the_terminal_and_checked():
     out = _terminal_session(["call", TARGET, "ask_user"], [
-        ("Allow? [y/N] ", "y"),  # the request is shown and approved first (tests/test_cli_approval.py)
+        ("Allow? [y/N] ", "y"),  # the request is shown and approved first (tests/workbench/test_cli_approval.py)
         ("Name (string), or !decline: ", "Ada"),
         ('colour (red/green/blue) ["blue"], or !decline: ', "purple"),  # not one of the choices: asked again
         ('colour (red/green/blue) ["blue"], or !decline: ', "green"),

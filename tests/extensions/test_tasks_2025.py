@@ -1,7 +1,7 @@
 """The experimental tasks of 2025-11-25 (basic/utilities/tasks), server side: mcp_ref.extensions.tasks_2025.
 
 The server is tests/servers/tasks_server.py (the same tools serve the 2026-07-28 extension,
-tests/test_tasks.py): in this process, driven with mcp_ref's client sending raw requests
+tests/extensions/test_tasks.py): in this process, driven with mcp_ref's client sending raw requests
 (``client.request``); over stdio a real subprocess fed raw JSON lines; over HTTP raw POSTs to a real
 socket.  Every message is checked against the 2025-11-25 schema (WireChecker: CreateTaskResult,
 GetTaskResult, GetTaskPayloadResult, ListTasksResult, CancelTaskResult, TaskStatusNotification).
