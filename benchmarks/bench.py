@@ -91,7 +91,10 @@ BASELINE_HTTP_SERVER = os.path.join(SERVERS_DIR, "baseline_http.py")
 HTTP_PATH = "/mcp"
 HTTP_PROTOCOL_VERSION = "2025-11-25"
 # One tools/call, POSTed as is (no session: the servers under load are stateless).
-TOOLS_CALL_BODY = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}' % ECHO_TEXT
+TOOLS_CALL_BODY = (
+    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}'
+    % ECHO_TEXT
+)
 HTTP_HEADERS = {
     "Content-Type": "application/json",
     "Accept": "application/json, text/event-stream",
@@ -104,7 +107,8 @@ MODERN_PROTOCOL_VERSION = "2026-07-28"
 MODERN_TOOLS_CALL_BODY = (
     '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"},'
     '"_meta":{"io.modelcontextprotocol/protocolVersion":"%s","io.modelcontextprotocol/clientCapabilities":{},'
-    '"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}' % (ECHO_TEXT, MODERN_PROTOCOL_VERSION)
+    '"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}'
+    % (ECHO_TEXT, MODERN_PROTOCOL_VERSION)
 )
 MODERN_HTTP_HEADERS = {
     "Content-Type": "application/json",
@@ -115,7 +119,10 @@ MODERN_HTTP_HEADERS = {
 }
 #: The eras measured over HTTP (mcp_ref's ``Client(era=...)`` names), and each one's bare POST.
 HTTP_ERAS = ("handshake", "modern")
-BARE_POSTS = {"handshake": (TOOLS_CALL_BODY, HTTP_HEADERS), "modern": (MODERN_TOOLS_CALL_BODY, MODERN_HTTP_HEADERS)}
+BARE_POSTS = {
+    "handshake": (TOOLS_CALL_BODY, HTTP_HEADERS),
+    "modern": (MODERN_TOOLS_CALL_BODY, MODERN_HTTP_HEADERS),
+}
 ERA_LABELS = {"handshake": "handshake", "modern": MODERN_PROTOCOL_VERSION}
 
 
@@ -234,7 +241,14 @@ def _measure_import(statement, reps, env):
         base = run(cmd_base)
         mod = run(cmd_mod)
         diffs.append((mod - base) * 1000.0)
-        proc = subprocess.run(cmd_itime, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.run(
+            cmd_itime,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         us = _importtime_us(proc.stderr)
         if us is not None:
             itimes.append(us / 1000.0)
@@ -297,7 +311,9 @@ def bench_mcp_ref(calls, rounds, warmup, concurrency=CONCURRENCY):
     from mcp_ref import Client
 
     with Client.stdio(_mcp_ref_server_cmd(), env=_child_env()) as client:
-        return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
+        return _threaded_rounds(
+            client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency
+        )
 
 
 #: The stdio figures of each era: (name, pinned to one CPU, threads sharing the client).
@@ -322,8 +338,15 @@ def bench_mcp_ref_stdio_eras(calls, rounds, warmup, tree=None):
     out = {}
     for era in HTTP_ERAS:
         for mode, pin, threads in STDIO_MODES:
-            spec = {"mode": "stdio", "era": era, "pin": pin, "threads": threads, "calls": calls, "rounds": rounds,
-                    "warmup": warmup}
+            spec = {
+                "mode": "stdio",
+                "era": era,
+                "pin": pin,
+                "threads": threads,
+                "calls": calls,
+                "rounds": rounds,
+                "warmup": warmup,
+            }
             r = bench_side.run_side(tree or _repo_root(), spec)
             cell = out.setdefault(era, {})[mode] = {}
             for name in STDIO_FIGURES:
@@ -341,9 +364,23 @@ def print_stdio_era_table(figures, out=sys.stdout):
             cell = stdio.get(era, {}).get(mode)
             if cell:
                 us = ["n/a" if cell[k] is None else "%.1f" % cell[k] for k in STDIO_FIGURES[1:]]
-                lines.append(("%s, %s" % (ERA_LABELS[era], STDIO_MODE_LABELS[mode]), _fmt(cell["rate"], "/s"), *us, ""))
+                lines.append(
+                    (
+                        "%s, %s" % (ERA_LABELS[era], STDIO_MODE_LABELS[mode]),
+                        _fmt(cell["rate"], "/s"),
+                        *us,
+                        "",
+                    )
+                )
     if lines:
-        head = ("mcp_ref stdio tools/call", "calls/s", "wall us/call", "client CPU us/call", "server CPU us/call", "")
+        head = (
+            "mcp_ref stdio tools/call",
+            "calls/s",
+            "wall us/call",
+            "client CPU us/call",
+            "server CPU us/call",
+            "",
+        )
         _print_rows(head, lines, out)
 
 
@@ -376,7 +413,9 @@ async def _sdk_rounds(session, calls, rounds, warmup, concurrency):
             _sdk_echo_check(await call("echo", args))
         seq_rates.append(calls / (time.perf_counter() - t0))
 
-    shares = [calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)]
+    shares = [
+        calls // concurrency + (1 if i < calls % concurrency else 0) for i in range(concurrency)
+    ]
 
     async def worker(n):
         for _ in range(n):
@@ -454,7 +493,9 @@ class HttpServerProcess:
 
     def __enter__(self):
         last_error = None
-        for _ in range(3):  # another process may take the free port between our probe and the server's bind
+        for _ in range(
+            3
+        ):  # another process may take the free port between our probe and the server's bind
             try:
                 self._start()
                 return self
@@ -488,14 +529,17 @@ class HttpServerProcess:
                 tail = self.stderr_tail()
                 if "address already in use" in tail.lower():
                     raise _PortLost(tail)
-                raise RuntimeError("%s exited with status %s: %s" % (self.name, self.proc.returncode, tail))
+                raise RuntimeError(
+                    "%s exited with status %s: %s" % (self.name, self.proc.returncode, tail)
+                )
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        "%s did not accept connections within %.0f s: %s" % (self.name, self.start_timeout, self.stderr_tail())
+                        "%s did not accept connections within %.0f s: %s"
+                        % (self.name, self.start_timeout, self.stderr_tail())
                     ) from None
                 time.sleep(0.05)
 
@@ -571,7 +615,8 @@ def check_bare_tools_call(server, era="handshake"):
         text = None
     if status != 200 or text != ECHO_TEXT:
         raise RuntimeError(
-            "%s: a bare %s tools/call POST got HTTP %s %r, not the echo result" % (server.name, ERA_LABELS[era], status, body[:300])
+            "%s: a bare %s tools/call POST got HTTP %s %r, not the echo result"
+            % (server.name, ERA_LABELS[era], status, body[:300])
         )
     server.check_alive()  # the answer came from our server, not from whoever else holds the port
 
@@ -587,7 +632,9 @@ def bench_mcp_ref_http(url, calls, rounds, warmup, concurrency=CONCURRENCY, era=
     with Client.http(url, era=era) as client:
         if client.era != era:
             raise RuntimeError("Client.http(era=%r) settled on the %r era" % (era, client.era))
-        return _threaded_rounds(client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency)
+        return _threaded_rounds(
+            client.call_tool, _mcp_ref_echo_check, calls, rounds, warmup, concurrency
+        )
 
 
 async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency, era):
@@ -603,9 +650,17 @@ async def _bench_sdk_http_async(url, calls, rounds, warmup, concurrency, era):
         async with ClientSession(read, write) as session:
             if era == "modern":
                 if not hasattr(session, "discover"):
-                    raise RuntimeError("this SDK's ClientSession has no discover(): no %s client" % MODERN_PROTOCOL_VERSION)
-                await session.discover()  # the 2026-07-28 probe: no handshake, an envelope on every request
-                if getattr(session, "protocol_version", MODERN_PROTOCOL_VERSION) != MODERN_PROTOCOL_VERSION:
+                    raise RuntimeError(
+                        "this SDK's ClientSession has no discover(): no %s client"
+                        % MODERN_PROTOCOL_VERSION
+                    )
+                await (
+                    session.discover()
+                )  # the 2026-07-28 probe: no handshake, an envelope on every request
+                if (
+                    getattr(session, "protocol_version", MODERN_PROTOCOL_VERSION)
+                    != MODERN_PROTOCOL_VERSION
+                ):
                     raise RuntimeError("the SDK client settled on %r" % (session.protocol_version,))
             else:
                 await session.initialize()
@@ -655,7 +710,14 @@ def run_wrk(url, duration, script_path, connections=CONCURRENCY, threads=WRK_THR
         script_path,
         url,
     ]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=duration + 60, check=False)
+    proc = subprocess.run(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=duration + 60,
+        check=False,
+    )
     out = proc.stdout
     match = re.search(r"Requests/sec:\s*([0-9.]+)", out)
     if proc.returncode != 0 or not match:
@@ -756,13 +818,17 @@ def bench_capacity(targets, runs, duration, generator, warmup_duration=1):
     def one(url, era, seconds):
         if generator == "wrk":
             if era not in scripts:
-                fd, scripts[era] = tempfile.mkstemp(prefix="mcp_ref_bench_wrk_%s_" % era, suffix=".lua")
+                fd, scripts[era] = tempfile.mkstemp(
+                    prefix="mcp_ref_bench_wrk_%s_" % era, suffix=".lua"
+                )
                 with os.fdopen(fd, "w", encoding="utf-8") as f:
                     f.write(wrk_script(era))
             return run_wrk(url, seconds, scripts[era])
         return run_python_load(url, seconds, era=era)
 
-    results = {key: {"runs": [], "cpu_us_runs": [], "non_2xx": 0, "socket_errors": 0} for key in targets}
+    results = {
+        key: {"runs": [], "cpu_us_runs": [], "non_2xx": 0, "socket_errors": 0} for key in targets
+    }
     try:
         if warmup_duration:
             for url, era, _ in targets.values():
@@ -823,7 +889,9 @@ def _print_rows(head, lines, out):
     last = len(head) - 1
 
     def fmt_row(r):
-        cells = [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, last)] + [r[last]]
+        cells = (
+            [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, last)] + [r[last]]
+        )
         return "  ".join(cells).rstrip()
 
     print(fmt_row(head), file=out)
@@ -849,7 +917,12 @@ def print_table(figures, out=sys.stdout):
     ]
     for era in HTTP_ERAS:
         rows += [
-            ("HTTP echo calls, %s, sequential" % ERA_LABELS[era], _http_key(era, "sequential"), "calls/s", "higher is better"),
+            (
+                "HTTP echo calls, %s, sequential" % ERA_LABELS[era],
+                _http_key(era, "sequential"),
+                "calls/s",
+                "higher is better",
+            ),
             (
                 "HTTP echo calls, %s, %d concurrent" % (ERA_LABELS[era], CONCURRENCY),
                 _http_key(era, "concurrent"),
@@ -859,9 +932,16 @@ def print_table(figures, out=sys.stdout):
         ]
     for era in HTTP_ERAS:
         rows.append(
-            ("HTTP server capacity, %s (%s)" % (ERA_LABELS[era], load), _http_key(era, "capacity"), "req/s", "higher is better")
+            (
+                "HTTP server capacity, %s (%s)" % (ERA_LABELS[era], load),
+                _http_key(era, "capacity"),
+                "req/s",
+                "higher is better",
+            )
         )
-    rows = [r for r in rows if any(figures[side].get(r[1]) is not None for side in ("mcp_ref", "sdk"))]
+    rows = [
+        r for r in rows if any(figures[side].get(r[1]) is not None for side in ("mcp_ref", "sdk"))
+    ]
     head = ("figure", "mcp_ref", "SDK (mcp)", "mcp_ref/SDK", "")
     lines = []
     for label, key, unit, sense in rows:
@@ -882,21 +962,26 @@ def era_ratios(figures):
     ratios = {}
     for side in ("mcp_ref", "sdk"):
         ratios[side] = {
-            _http_key("handshake", name): _ratio(figures[side].get(_http_key("modern", name)), figures[side].get(_http_key("handshake", name)))
+            _http_key("handshake", name): _ratio(
+                figures[side].get(_http_key("modern", name)),
+                figures[side].get(_http_key("handshake", name)),
+            )
             for name in ("sequential", "concurrent", "capacity")
         }
         modern_runs = figures[side].get(_http_key("modern", "capacity") + "_runs") or []
         handshake_runs = figures[side].get(_http_key("handshake", "capacity") + "_runs") or []
         if modern_runs and len(modern_runs) == len(handshake_runs) and all(handshake_runs):
             ratios[side][_http_key("handshake", "capacity")] = _median(
-                [m / h for m, h in zip(modern_runs, handshake_runs)])
+                [m / h for m, h in zip(modern_runs, handshake_runs)]
+            )
         # Serving speed, from the server's CPU time per request: handshake / 2026-07-28, so that
         # above 1 still means 2026-07-28 is faster.  Paired as capacity is.
         modern_cpu = figures[side].get(_http_key("modern", "cpu_us") + "_runs") or []
         handshake_cpu = figures[side].get(_http_key("handshake", "cpu_us") + "_runs") or []
         ratios[side]["http_cpu_us"] = (
             _median([h / m for m, h in zip(modern_cpu, handshake_cpu)])
-            if modern_cpu and len(modern_cpu) == len(handshake_cpu) and all(modern_cpu) else None
+            if modern_cpu and len(modern_cpu) == len(handshake_cpu) and all(modern_cpu)
+            else None
         )
     return ratios
 
@@ -955,7 +1040,12 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
 
     def fail(side, what, exc):
         nonlocal ok
-        msg = "%s %s failed: %s: %s" % ("mcp_ref" if side == "mcp_ref" else "SDK", what, type(exc).__name__, exc)
+        msg = "%s %s failed: %s: %s" % (
+            "mcp_ref" if side == "mcp_ref" else "SDK",
+            what,
+            type(exc).__name__,
+            exc,
+        )
         figures["notes"].append(msg)
         note("note: " + msg)
         if side == "mcp_ref":
@@ -963,7 +1053,9 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
 
     sides = []
     if not ns.skip_mcp_ref:
-        sides.append(("mcp_ref", MCP_REF_HTTP_SERVER, "mcp_ref Server.run_http", bench_mcp_ref_http))
+        sides.append(
+            ("mcp_ref", MCP_REF_HTTP_SERVER, "mcp_ref Server.run_http", bench_mcp_ref_http)
+        )
     if sdk_ok:
         sides.append(("sdk", SDK_HTTP_SERVER, "SDK MCPServer under uvicorn", bench_sdk_http))
 
@@ -972,7 +1064,9 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
         stateless = {}
         for side, script, name, _ in sides:
             try:
-                server = stack.enter_context(HttpServerProcess(name + " (stateless)", script, ["1"]))
+                server = stack.enter_context(
+                    HttpServerProcess(name + " (stateless)", script, ["1"])
+                )
                 check_bare_tools_call(server)
                 stateless[side] = server
             except Exception as exc:
@@ -982,7 +1076,9 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
         for side, script, name, bench in sides:
             try:
                 if ns.http_stateful:
-                    server = stack.enter_context(HttpServerProcess(name + " (sessions)", script, ["0"]))
+                    server = stack.enter_context(
+                        HttpServerProcess(name + " (sessions)", script, ["0"])
+                    )
                 elif side in stateless:
                     server = stateless[side]
                 else:
@@ -1025,7 +1121,9 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
         if targets:
             try:
                 baseline = stack.enter_context(
-                    HttpServerProcess("stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER)
+                    HttpServerProcess(
+                        "stdlib ThreadingHTTPServer (canned JSON)", BASELINE_HTTP_SERVER
+                    )
                 )
                 check_bare_tools_call(baseline)
                 targets[("baseline", "handshake")] = (baseline.url, "handshake", baseline.proc.pid)
@@ -1040,7 +1138,11 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
             try:
                 results = bench_capacity(targets, ns.load_runs, ns.load_duration, generator)
             except Exception as exc:
-                fail("mcp_ref" if any(side == "mcp_ref" for side, _ in targets) else "sdk", "server capacity run", exc)
+                fail(
+                    "mcp_ref" if any(side == "mcp_ref" for side, _ in targets) else "sdk",
+                    "server capacity run",
+                    exc,
+                )
                 results = {}
             for (side, era), r in results.items():
                 key = _http_key(era, "capacity")
@@ -1059,9 +1161,16 @@ def run_http_benchmarks(ns, figures, sdk_ok, note):
                     )
                     figures["notes"].append(msg)
                     note("note: " + msg)
-                cpu = "" if r["cpu_us"] is None else "; server CPU %.0f us/request (runs: %s)" % (
-                    r["cpu_us"], ", ".join("%.0f" % x for x in r["cpu_us_runs"]))
-                note("  %s: %s (runs: %s)%s" % (what, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"]), cpu))
+                cpu = (
+                    ""
+                    if r["cpu_us"] is None
+                    else "; server CPU %.0f us/request (runs: %s)"
+                    % (r["cpu_us"], ", ".join("%.0f" % x for x in r["cpu_us_runs"]))
+                )
+                note(
+                    "  %s: %s (runs: %s)%s"
+                    % (what, _fmt(r["median"], "/s"), ", ".join("%.0f" % x for x in r["runs"]), cpu)
+                )
             for side in stateless.values():
                 try:
                     side.check_alive()
@@ -1078,8 +1187,8 @@ def print_http_notes(figures, ns, out=sys.stdout):
     print(
         "HTTP echo calls: tools/call over Streamable HTTP (JSON replies, keep-alive), each server in its own"
         " process, %s; mcp_ref Client.http with %d threads, the SDK's streamable_http_client + ClientSession with"
-        " %d asyncio tasks; median of %d rounds of %d calls.  Handshake: Client.http(era=\"handshake\") / the SDK's"
-        " initialize(), then each call a POST at 2025-11-25; 2026-07-28: Client.http(era=\"modern\") / the SDK's"
+        ' %d asyncio tasks; median of %d rounds of %d calls.  Handshake: Client.http(era="handshake") / the SDK\'s'
+        ' initialize(), then each call a POST at 2025-11-25; 2026-07-28: Client.http(era="modern") / the SDK\'s'
         " discover(), then each call a POST with its _meta envelope and Mcp-Method/Mcp-Name headers, same server."
         % (
             "with sessions" if ns.http_stateful else "stateless",
@@ -1093,7 +1202,10 @@ def print_http_notes(figures, ns, out=sys.stdout):
     if settings.get("load_generator") == "wrk":
         how = "wrk -t%d -c%d -d%ds" % (WRK_THREADS, CONCURRENCY, ns.load_duration)
     else:
-        how = "the Python load generator (%d threads, keep-alive http.client; wrk not used)" % CONCURRENCY
+        how = (
+            "the Python load generator (%d threads, keep-alive http.client; wrk not used)"
+            % CONCURRENCY
+        )
     print(
         "HTTP server capacity: bare tools/call POSTs (no session; stateless servers, JSON replies) from %s,"
         " median of %d runs; the handshake era's POST (MCP-Protocol-Version: %s) and 2026-07-28's (its _meta"
@@ -1146,12 +1258,29 @@ def _parse_args(argv):
         description="Print import-time figures, and tools/call throughput over stdio and Streamable HTTP,"
         " for mcp_ref and the official SDK.",
     )
-    p.add_argument("--quick", action="store_true", help="few calls and rounds: a smoke test, not a measurement")
-    p.add_argument("--calls", type=int, default=None, help="calls per round (default 2000; 200 with --quick)")
-    p.add_argument("--rounds", type=int, default=None, help="timed rounds per figure (default 5; 2 with --quick)")
-    p.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 200; 20 with --quick)")
     p.add_argument(
-        "--import-reps", type=int, default=None, help="subprocess pairs per import figure (default 15; 3 with --quick)"
+        "--quick", action="store_true", help="few calls and rounds: a smoke test, not a measurement"
+    )
+    p.add_argument(
+        "--calls", type=int, default=None, help="calls per round (default 2000; 200 with --quick)"
+    )
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="timed rounds per figure (default 5; 2 with --quick)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="untimed calls first (default 200; 20 with --quick)",
+    )
+    p.add_argument(
+        "--import-reps",
+        type=int,
+        default=None,
+        help="subprocess pairs per import figure (default 15; 3 with --quick)",
     )
     p.add_argument("--json", action="store_true", help="also print all figures as one JSON object")
     p.add_argument("--skip-mcp-ref", action="store_true", help="do not measure mcp_ref")
@@ -1177,13 +1306,29 @@ def _parse_args(argv):
         " mcp_ref's standard-library server",
     )
     p.add_argument(
-        "--state-calls", type=int, default=None, help="calls per round of the shared-state rows (default 2000; 100 with --quick)"
+        "--state-calls",
+        type=int,
+        default=None,
+        help="calls per round of the shared-state rows (default 2000; 100 with --quick)",
     )
     p.add_argument(
-        "--state-changes", type=int, default=None, help="changes timed for the change -> listener delay (default 100; 5 with --quick)"
+        "--state-changes",
+        type=int,
+        default=None,
+        help="changes timed for the change -> listener delay (default 100; 5 with --quick)",
     )
-    p.add_argument("--http-calls", type=int, default=None, help="calls per round over HTTP (default 1000; 100 with --quick)")
-    p.add_argument("--http-rounds", type=int, default=None, help="timed rounds per HTTP figure (default: --rounds)")
+    p.add_argument(
+        "--http-calls",
+        type=int,
+        default=None,
+        help="calls per round over HTTP (default 1000; 100 with --quick)",
+    )
+    p.add_argument(
+        "--http-rounds",
+        type=int,
+        default=None,
+        help="timed rounds per HTTP figure (default: --rounds)",
+    )
     p.add_argument(
         "--http-stateful",
         action="store_true",
@@ -1195,8 +1340,18 @@ def _parse_args(argv):
         default="auto",
         help="server capacity load: wrk (auto: when on PATH) or the Python fallback",
     )
-    p.add_argument("--load-duration", type=int, default=None, help="seconds per capacity run (default 5; 1 with --quick)")
-    p.add_argument("--load-runs", type=int, default=None, help="capacity runs per server (default 5; 1 with --quick)")
+    p.add_argument(
+        "--load-duration",
+        type=int,
+        default=None,
+        help="seconds per capacity run (default 5; 1 with --quick)",
+    )
+    p.add_argument(
+        "--load-runs",
+        type=int,
+        default=None,
+        help="capacity runs per server (default 5; 1 with --quick)",
+    )
     p.add_argument(
         "--against",
         metavar="REV",
@@ -1205,8 +1360,12 @@ def _parse_args(argv):
         " changes), alternated in one run: stdio pinned and unpinned per era, the HTTP client, HTTP server capacity,"
         " import time; prints medians and HEAD/REV (see bench_against.py)",
     )
-    p.add_argument("--pairs", type=int, default=None,
-                   help="with --against: alternated HEAD/REV processes per client figure (default 5; 1 with --quick)")
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help="with --against: alternated HEAD/REV processes per client figure (default 5; 1 with --quick)",
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -1249,8 +1408,18 @@ def _parse_args(argv):
         p.error("--state-server gunicorn: gunicorn is not installed")
     if ns.load_generator == "wrk" and _wrk_path() is None:
         p.error("--load-generator wrk: wrk is not on PATH")
-    for name in ("calls", "rounds", "pairs", "import_reps", "http_calls", "http_rounds", "load_duration", "load_runs",
-                 "state_calls", "state_changes"):
+    for name in (
+        "calls",
+        "rounds",
+        "pairs",
+        "import_reps",
+        "http_calls",
+        "http_rounds",
+        "load_duration",
+        "load_runs",
+        "state_calls",
+        "state_changes",
+    ):
         if getattr(ns, name) < 1:
             p.error("--%s must be at least 1" % name.replace("_", "-"))
     if ns.warmup < 0:
@@ -1279,10 +1448,25 @@ def main(argv=None):
     if ns.against is not None:
         import bench_against
 
-        print("benchmarks/bench.py --against %s: Python %s, %s CPUs; %d pairs; stdio %d calls x %d rounds (+%d warm-up);"
-              " HTTP %d calls x %d rounds; capacity %d s x %d runs; %d import pairs"
-              % (ns.against, sys.version.split()[0], os.cpu_count(), ns.pairs, ns.calls, ns.rounds, ns.warmup,
-                 ns.http_calls, ns.http_rounds, ns.load_duration, ns.load_runs, ns.import_reps), flush=True)
+        print(
+            "benchmarks/bench.py --against %s: Python %s, %s CPUs; %d pairs; stdio %d calls x %d rounds (+%d warm-up);"
+            " HTTP %d calls x %d rounds; capacity %d s x %d runs; %d import pairs"
+            % (
+                ns.against,
+                sys.version.split()[0],
+                os.cpu_count(),
+                ns.pairs,
+                ns.calls,
+                ns.rounds,
+                ns.warmup,
+                ns.http_calls,
+                ns.http_rounds,
+                ns.load_duration,
+                ns.load_runs,
+                ns.import_reps,
+            ),
+            flush=True,
+        )
         try:
             _, ok = bench_against.run_against(ns, lambda msg: print(msg, flush=True))
         except bench_against.ExportError as exc:
@@ -1322,11 +1506,23 @@ def main(argv=None):
     }
 
     if others:
-        sizes = "%d calls x %d rounds (+%d warm-up), %d import pairs" % (ns.calls, ns.rounds, ns.warmup, ns.import_reps)
+        sizes = "%d calls x %d rounds (+%d warm-up), %d import pairs" % (
+            ns.calls,
+            ns.rounds,
+            ns.warmup,
+            ns.import_reps,
+        )
     else:
         sizes = "shared-state rows only: %d calls x %d rounds (+%d warm-up), %d changes" % (
-            ns.state_calls, ns.rounds, ns.warmup, ns.state_changes)
-    note("benchmarks/bench.py: Python %s on %s, %s CPUs; %s" % (figures["python"], figures["platform"], figures["cpus"], sizes))
+            ns.state_calls,
+            ns.rounds,
+            ns.warmup,
+            ns.state_changes,
+        )
+    note(
+        "benchmarks/bench.py: Python %s on %s, %s CPUs; %s"
+        % (figures["python"], figures["platform"], figures["cpus"], sizes)
+    )
 
     failed = False  # an mcp_ref measurement failed: exit status 1 (SDK trouble is only noted)
     sdk_ok = not ns.skip_sdk and others and _module_available("mcp")
@@ -1353,7 +1549,11 @@ def main(argv=None):
     if sdk_ok and not ns.http_only:
         import_cases += [
             ("sdk", "import", "import mcp"),
-            ("sdk", "import_client", "from mcp import ClientSession; from mcp.client.stdio import stdio_client"),
+            (
+                "sdk",
+                "import_client",
+                "from mcp import ClientSession; from mcp.client.stdio import stdio_client",
+            ),
             ("sdk", "import_both", SDK_CLIENT_AND_SERVER),
         ]
     for side, key, statement in import_cases:
@@ -1371,17 +1571,34 @@ def main(argv=None):
         figures[side][key + "_importtime"] = r["importtime_median_ms"]
         figures[side][key + "_importtime_samples_ms"] = r["importtime_samples_ms"]
         figures[side][key + "_statement"] = statement
-        note("%s: %s wall, %s by -X importtime" % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms")))
+        note(
+            "%s: %s wall, %s by -X importtime"
+            % (statement, _fmt(r["median_ms"], "ms"), _fmt(r["importtime_median_ms"], "ms"))
+        )
 
     # round trips
     if not ns.skip_mcp_ref and not ns.http_only and others:
         try:
-            r = figures["mcp_ref"]["stdio"] = bench_mcp_ref_stdio_eras(ns.calls, ns.rounds, ns.warmup)
+            r = figures["mcp_ref"]["stdio"] = bench_mcp_ref_stdio_eras(
+                ns.calls, ns.rounds, ns.warmup
+            )
             for era in HTTP_ERAS:
-                note("mcp_ref stdio echo, %s: %s" % (ERA_LABELS[era], "; ".join(
-                    "%s %s (CPU per call: client %s + server %s us)" % (
-                        STDIO_MODE_LABELS[mode], _fmt(r[era][mode]["rate"], "/s"), _fmt(r[era][mode]["client_us"], "us"),
-                        _fmt(r[era][mode]["server_us"], "us")) for mode, _, _ in STDIO_MODES)))
+                note(
+                    "mcp_ref stdio echo, %s: %s"
+                    % (
+                        ERA_LABELS[era],
+                        "; ".join(
+                            "%s %s (CPU per call: client %s + server %s us)"
+                            % (
+                                STDIO_MODE_LABELS[mode],
+                                _fmt(r[era][mode]["rate"], "/s"),
+                                _fmt(r[era][mode]["client_us"], "us"),
+                                _fmt(r[era][mode]["server_us"], "us"),
+                            )
+                            for mode, _, _ in STDIO_MODES
+                        ),
+                    )
+                )
         except Exception as exc:
             msg = "mcp_ref stdio figures per era failed: %s: %s" % (type(exc).__name__, exc)
             figures["notes"].append(msg)
@@ -1394,7 +1611,11 @@ def main(argv=None):
                 figures["mcp_ref"][key + "_rounds"] = r[key]["rounds"]
             note(
                 "mcp_ref echo: %s sequential, %s with %d threads"
-                % (_fmt(r["sequential"]["median"], "/s"), _fmt(r["concurrent"]["median"], "/s"), CONCURRENCY)
+                % (
+                    _fmt(r["sequential"]["median"], "/s"),
+                    _fmt(r["concurrent"]["median"], "/s"),
+                    CONCURRENCY,
+                )
             )
         except Exception as exc:
             msg = "mcp_ref round trips failed: %s: %s" % (type(exc).__name__, exc)
@@ -1409,7 +1630,11 @@ def main(argv=None):
                 figures["sdk"][key + "_rounds"] = r[key]["rounds"]
             note(
                 "SDK echo: %s sequential, %s with %d asyncio tasks"
-                % (_fmt(r["sequential"]["median"], "/s"), _fmt(r["concurrent"]["median"], "/s"), CONCURRENCY)
+                % (
+                    _fmt(r["sequential"]["median"], "/s"),
+                    _fmt(r["concurrent"]["median"], "/s"),
+                    CONCURRENCY,
+                )
             )
         except Exception as exc:
             msg = "SDK round trips failed: %s: %s" % (type(exc).__name__, exc)
@@ -1426,10 +1651,18 @@ def main(argv=None):
         if not state_bench.run_state_benchmarks(ns, figures, note):
             failed = True
 
-    for key in ("import", "import_importtime", "import_client", "import_client_importtime", "import_both"):
+    for key in (
+        "import",
+        "import_importtime",
+        "import_client",
+        "import_client_importtime",
+        "import_both",
+    ):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
     for key in ("sequential", "concurrent") + tuple(
-        _http_key(era, name) for era in HTTP_ERAS for name in ("sequential", "concurrent", "capacity")
+        _http_key(era, name)
+        for era in HTTP_ERAS
+        for name in ("sequential", "concurrent", "capacity")
     ):
         figures["ratios"][key] = _ratio(figures["mcp_ref"].get(key), figures["sdk"].get(key))
     figures["era_ratios"] = era_ratios(figures)
@@ -1442,7 +1675,11 @@ def main(argv=None):
     if figures["mcp_ref"].get("stdio"):
         print()
         print_stdio_era_table(figures)
-    if not ns.skip_http and others and any(v is not None for side in figures["era_ratios"].values() for v in side.values()):
+    if (
+        not ns.skip_http
+        and others
+        and any(v is not None for side in figures["era_ratios"].values() for v in side.values())
+    ):
         print()
         print_era_table(figures)
     if state_bench is not None and figures.get("state", {}).get("redis"):
@@ -1473,12 +1710,14 @@ def print_stdio_notes(figures, ns, out=sys.stdout):
     print(
         "import package: `import mcp_ref` / `import mcp`; import client: `from mcp_ref import Client` /"
         " `from mcp import ClientSession` + stdio_client; import client + server: `from mcp_ref import Client, Server` /"
-        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached; median of %d)." % ns.import_reps,
+        " `from mcp import ClientSession` + the SDK's server class (warm, bytecode cached; median of %d)."
+        % ns.import_reps,
         file=out,
     )
     print(
         "echo calls: tools/call over stdio to a server of the same implementation; mcp_ref with %d threads"
-        " on one Client, the SDK with %d asyncio tasks on one ClientSession." % (CONCURRENCY, CONCURRENCY),
+        " on one Client, the SDK with %d asyncio tasks on one ClientSession."
+        % (CONCURRENCY, CONCURRENCY),
         file=out,
     )
     if figures["mcp_ref"].get("stdio"):

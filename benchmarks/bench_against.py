@@ -38,12 +38,29 @@ ERA_LABELS = {"handshake": "handshake", "modern": "2026-07-28"}
 #: The thresholds of issue 24's "Done when" (HEAD/REV of the figure named).
 TARGETS = (
     ("stdio sequential pinned, %s: calls/s >= 1.3x", "stdio_pinned_%s_rate", ">=", 1.3, ERAS),
-    ("stdio sequential pinned, %s, by CPU time: client + server CPU/call <= 0.77x (1/1.3)", "stdio_pinned_%s_cpu_us",
-     "<=", 1 / 1.3, ERAS),
+    (
+        "stdio sequential pinned, %s, by CPU time: client + server CPU/call <= 0.77x (1/1.3)",
+        "stdio_pinned_%s_cpu_us",
+        "<=",
+        1 / 1.3,
+        ERAS,
+    ),
     ("HTTP client, 8 threads, %s: calls/s >= 2x", "http_client_%s_rate", ">=", 2.0, ERAS),
     ("import Client, Server: time <= 0.7x", "import_both_ms", "<=", 0.7, (None,)),
-    ("import Client, Server, by the child's CPU time: <= 0.7x", "import_both_cpu_ms", "<=", 0.7, (None,)),
-    ("HTTP server capacity, %s: within noise or better (>= 0.95x)", "capacity_%s_rps", ">=", 0.95, ERAS),
+    (
+        "import Client, Server, by the child's CPU time: <= 0.7x",
+        "import_both_cpu_ms",
+        "<=",
+        0.7,
+        (None,),
+    ),
+    (
+        "HTTP server capacity, %s: within noise or better (>= 0.95x)",
+        "capacity_%s_rps",
+        ">=",
+        0.95,
+        ERAS,
+    ),
 )
 
 
@@ -76,17 +93,25 @@ def export_tree(repo, rev, dest):
     import subprocess
 
     commit = _git(repo, "rev-parse", "--verify", "--end-of-options", rev + "^{commit}")
-    archive = subprocess.Popen(["git", "-C", repo, "archive", "--format=tar", commit], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+    archive = subprocess.Popen(
+        ["git", "-C", repo, "archive", "--format=tar", commit],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
-        untar = subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout, capture_output=True, timeout=300)
+        untar = subprocess.run(
+            ["tar", "-x", "-C", dest], stdin=archive.stdout, capture_output=True, timeout=300
+        )
     finally:
         archive.stdout.close()
         err = archive.stderr.read().decode("utf-8", "replace")
         archive.stderr.close()
         status = archive.wait(60)
     if status != 0 or untar.returncode != 0:
-        raise ExportError("git archive %s | tar -x failed: %s %s" % (rev, err.strip(), untar.stderr.decode().strip()))
+        raise ExportError(
+            "git archive %s | tar -x failed: %s %s"
+            % (rev, err.strip(), untar.stderr.decode().strip())
+        )
     if not os.path.isfile(os.path.join(dest, "mcp_ref", "__init__.py")):
         raise ExportError("revision %s has no mcp_ref package" % rev)
     return commit
@@ -120,9 +145,19 @@ def measure_imports(trees, reps, pycache, cwd, statement=IMPORT_STATEMENT):
             raise subprocess.CalledProcessError(child.returncode, cmd)
         return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
 
-    for side, env in envs.items():  # which mcp_ref each side imports; and the bytecode written, untimed
-        where = subprocess.run([sys.executable, "-c", "import mcp_ref; print(mcp_ref.__file__)"], env=env, cwd=cwd,
-                               check=True, capture_output=True, text=True, timeout=120).stdout.strip()
+    for (
+        side,
+        env,
+    ) in envs.items():  # which mcp_ref each side imports; and the bytecode written, untimed
+        where = subprocess.run(
+            [sys.executable, "-c", "import mcp_ref; print(mcp_ref.__file__)"],
+            env=env,
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout.strip()
         if not os.path.realpath(where).startswith(os.path.realpath(trees[side]) + os.sep):
             raise RuntimeError("%s imports %s, not the mcp_ref of %s" % (side, where, trees[side]))
         run([sys.executable, "-c", statement], env)
@@ -135,8 +170,16 @@ def measure_imports(trees, reps, pycache, cwd, statement=IMPORT_STATEMENT):
             wall, cpu = run([sys.executable, "-c", statement], envs[side])
             samples[side].append((wall - base_wall) * 1000.0)
             cpus[side].append((cpu - base_cpu) * 1000.0)
-            done = subprocess.run([sys.executable, "-X", "importtime", "-c", statement], env=envs[side], cwd=cwd,
-                                  check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120)
+            done = subprocess.run(
+                [sys.executable, "-X", "importtime", "-c", statement],
+                env=envs[side],
+                cwd=cwd,
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=120,
+            )
             us = bench._importtime_us(done.stderr)
             if us is not None:
                 itimes[side].append(us / 1000.0)
@@ -162,11 +205,21 @@ def run_against(ns, note):
             head = _git(repo, "rev-parse", "--short", "HEAD")
         except ExportError:
             head = "?"
-        note("HEAD = the work tree %s (git HEAD %s, uncommitted changes included); REV = %s (%s), exported to %s"
-             % (repo, head, ns.against, commit[:12], rev_tree))
-        figures = {"against": ns.against, "commit": commit, "head": head, "samples": {}, "notes": []}
+        note(
+            "HEAD = the work tree %s (git HEAD %s, uncommitted changes included); REV = %s (%s), exported to %s"
+            % (repo, head, ns.against, commit[:12], rev_tree)
+        )
+        figures = {
+            "against": ns.against,
+            "commit": commit,
+            "head": head,
+            "samples": {},
+            "notes": [],
+        }
         ok = _measure_all(ns, note, trees, pycache, neutral, figures)
-    figures["medians"] = {key: {"HEAD": h, "REV": r, "ratio": x} for key, (h, r, x) in ratios(figures).items()}
+    figures["medians"] = {
+        key: {"HEAD": h, "REV": r, "ratio": x} for key, (h, r, x) in ratios(figures).items()
+    }
     print()
     print_against(figures)
     if ns.json:
@@ -201,12 +254,23 @@ def _measure_all(ns, note, trees, pycache, cwd, figures):
 
     base = {"calls": ns.calls, "rounds": ns.rounds, "warmup": ns.warmup}
     for era in ERAS:
-        for pinned, threads, tag in ((True, 1, "stdio_pinned_%s_" % era), (False, 8, "stdio_8threads_%s_" % era)):
-            what = "stdio, %s, %s" % (ERA_LABELS[era], "sequential pinned" if pinned else "8 threads unpinned")
+        for pinned, threads, tag in (
+            (True, 1, "stdio_pinned_%s_" % era),
+            (False, 8, "stdio_8threads_%s_" % era),
+        ):
+            what = "stdio, %s, %s" % (
+                ERA_LABELS[era],
+                "sequential pinned" if pinned else "8 threads unpinned",
+            )
             note("%s: %d pairs ..." % (what, ns.pairs))
             try:
-                sides_of(lambda side, e=era, p=pinned, t=threads: dict(base, mode="stdio", era=e, pin=p, threads=t),
-                         tag, ns.pairs)
+                sides_of(
+                    lambda side, e=era, p=pinned, t=threads: dict(
+                        base, mode="stdio", era=e, pin=p, threads=t
+                    ),
+                    tag,
+                    ns.pairs,
+                )
             except Exception as exc:
                 fail(what, exc)
     if not ns.skip_http:
@@ -235,8 +299,14 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
         servers = {}
         for side in SIDES:
             try:
-                server = stack.enter_context(bench.HttpServerProcess(
-                    "%s's stateless echo" % side, bench.MCP_REF_HTTP_SERVER, ["1"], env=side_env(trees[side], pycache)))
+                server = stack.enter_context(
+                    bench.HttpServerProcess(
+                        "%s's stateless echo" % side,
+                        bench.MCP_REF_HTTP_SERVER,
+                        ["1"],
+                        env=side_env(trees[side], pycache),
+                    )
+                )
                 bench.check_bare_tools_call(server)
                 servers[side] = server
             except Exception as exc:
@@ -244,12 +314,25 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
         if "REV" in servers:
             rev = servers["REV"]
             for era in ERAS:
-                note("HTTP client, 8 threads, %s, against REV's server: %d pairs ..." % (ERA_LABELS[era], ns.pairs))
+                note(
+                    "HTTP client, 8 threads, %s, against REV's server: %d pairs ..."
+                    % (ERA_LABELS[era], ns.pairs)
+                )
                 try:
-                    sides_of(lambda side, e=era: {"mode": "http", "era": e, "url": rev.url, "server_pid": rev.proc.pid,
-                                                  "calls": ns.http_calls, "rounds": ns.http_rounds, "warmup": ns.warmup,
-                                                  "threads": 8},
-                             "http_client_%s_" % era, ns.pairs)
+                    sides_of(
+                        lambda side, e=era: {
+                            "mode": "http",
+                            "era": e,
+                            "url": rev.url,
+                            "server_pid": rev.proc.pid,
+                            "calls": ns.http_calls,
+                            "rounds": ns.http_rounds,
+                            "warmup": ns.warmup,
+                            "threads": 8,
+                        },
+                        "http_client_%s_" % era,
+                        ns.pairs,
+                    )
                     rev.check_alive()
                 except Exception as exc:
                     fail("HTTP client, %s" % ERA_LABELS[era], exc)
@@ -259,31 +342,46 @@ def _http_figures(ns, note, trees, pycache, cwd, figures, sides_of, fail):
                 try:
                     for side in SIDES:
                         bench.check_bare_tools_call(servers[side], era)
-                    targets.update({(side, era): (servers[side].url, era, servers[side].proc.pid) for side in SIDES})
+                    targets.update(
+                        {
+                            (side, era): (servers[side].url, era, servers[side].proc.pid)
+                            for side in SIDES
+                        }
+                    )
                 except Exception as exc:
                     fail("a bare %s POST" % ERA_LABELS[era], exc)
         if targets:
-            note("HTTP server capacity (%s): %d s x %d runs per target, interleaved ..."
-                 % (generator, ns.load_duration, ns.load_runs))
+            note(
+                "HTTP server capacity (%s): %d s x %d runs per target, interleaved ..."
+                % (generator, ns.load_duration, ns.load_runs)
+            )
             try:
                 results = bench.bench_capacity(targets, ns.load_runs, ns.load_duration, generator)
             except Exception as exc:
                 fail("HTTP server capacity", exc)
                 results = {}
             for (side, era), r in results.items():
-                figures["samples"].setdefault("capacity_%s_rps" % era, {s: [] for s in SIDES})[side] = r["runs"]
-                figures["samples"].setdefault("capacity_%s_cpu_us" % era, {s: [] for s in SIDES})[side] = r["cpu_us_runs"]
+                figures["samples"].setdefault("capacity_%s_rps" % era, {s: [] for s in SIDES})[
+                    side
+                ] = r["runs"]
+                figures["samples"].setdefault("capacity_%s_cpu_us" % era, {s: [] for s in SIDES})[
+                    side
+                ] = r["cpu_us_runs"]
                 if r["non_2xx"] or r["socket_errors"]:
-                    figures["notes"].append("%s %s under load: %d non-2xx, %d socket errors"
-                                            % (side, era, r["non_2xx"], r["socket_errors"]))
+                    figures["notes"].append(
+                        "%s %s under load: %d non-2xx, %d socket errors"
+                        % (side, era, r["non_2xx"], r["socket_errors"])
+                    )
 
 
 def rows():
     """The table's rows: (label, key, unit, sense)."""
     out = []
-    for tags, whats in (("stdio_pinned_%s_", "stdio sequential, pinned to 1 CPU, %s"),
-                        ("stdio_8threads_%s_", "stdio 8 threads, unpinned, %s"),
-                        ("http_client_%s_", "HTTP client, 8 threads, one Client, %s")):
+    for tags, whats in (
+        ("stdio_pinned_%s_", "stdio sequential, pinned to 1 CPU, %s"),
+        ("stdio_8threads_%s_", "stdio 8 threads, unpinned, %s"),
+        ("http_client_%s_", "HTTP client, 8 threads, one Client, %s"),
+    ):
         for era in ERAS:
             tag, what = tags % era, whats % ERA_LABELS[era]
             out += [
@@ -295,7 +393,12 @@ def rows():
             ]
     for era in ERAS:
         out += [
-            ("HTTP server capacity, %s: req/s" % ERA_LABELS[era], "capacity_%s_rps" % era, "/s", "higher"),
+            (
+                "HTTP server capacity, %s: req/s" % ERA_LABELS[era],
+                "capacity_%s_rps" % era,
+                "/s",
+                "higher",
+            ),
             ("  server CPU us/request", "capacity_%s_cpu_us" % era, "us", "lower"),
         ]
     out.append(("import Client, Server (warm, -c minus pass)", "import_both_ms", "ms", "lower"))
@@ -332,25 +435,50 @@ def print_against(figures, out=sys.stdout):
             continue
         head, rev, ratio = table[key]
         units = {"/s": "", "us": "", "ms": " ms"}[unit]
-        lines.append((label, _fmt(head, unit) + units, _fmt(rev, unit) + units,
-                      "n/a" if ratio is None else "%.2fx" % ratio, "%s is better" % sense))
-    bench._print_rows(("figure (medians)", "HEAD", "REV " + figures["against"], "HEAD/REV", ""), lines, out)
+        lines.append(
+            (
+                label,
+                _fmt(head, unit) + units,
+                _fmt(rev, unit) + units,
+                "n/a" if ratio is None else "%.2fx" % ratio,
+                "%s is better" % sense,
+            )
+        )
+    bench._print_rows(
+        ("figure (medians)", "HEAD", "REV " + figures["against"], "HEAD/REV", ""), lines, out
+    )
     print(file=out)
     print("Targets (issue 24, HEAD against %s):" % figures["against"], file=out)
     for label, key, op, bound, eras in TARGETS:
         for era in eras:
             name = key % era if era else key
             ratio = table.get(name, (None, None, None))[2]
-            verdict = "n/a" if ratio is None else ("met" if (ratio >= bound if op == ">=" else ratio <= bound) else "NOT met")
-            print("  %s: %s (%s)" % (label % ERA_LABELS[era] if era else label, verdict,
-                                     "n/a" if ratio is None else "%.2fx" % ratio), file=out)
+            verdict = (
+                "n/a"
+                if ratio is None
+                else ("met" if (ratio >= bound if op == ">=" else ratio <= bound) else "NOT met")
+            )
+            print(
+                "  %s: %s (%s)"
+                % (
+                    label % ERA_LABELS[era] if era else label,
+                    verdict,
+                    "n/a" if ratio is None else "%.2fx" % ratio,
+                ),
+                file=out,
+            )
     for era in ERAS:  # pinned: the wall time should be the two processes' CPU time
         for side in SIDES:
-            wall = _median(figures["samples"].get("stdio_pinned_%s_wall_us" % era, {}).get(side, []))
+            wall = _median(
+                figures["samples"].get("stdio_pinned_%s_wall_us" % era, {}).get(side, [])
+            )
             cpu = _median(figures["samples"].get("stdio_pinned_%s_cpu_us" % era, {}).get(side, []))
             if wall and cpu and wall > 1.1 * cpu:
-                print("note: %s, %s, pinned: wall %.0f us/call against %.0f us of client + server CPU: the CPU was shared"
-                      " with other work, so the wall and calls/s figures are inflated; compare the CPU rows"
-                      % (side, ERA_LABELS[era], wall, cpu), file=out)
+                print(
+                    "note: %s, %s, pinned: wall %.0f us/call against %.0f us of client + server CPU: the CPU was shared"
+                    " with other work, so the wall and calls/s figures are inflated; compare the CPU rows"
+                    % (side, ERA_LABELS[era], wall, cpu),
+                    file=out,
+                )
     for msg in figures["notes"]:
         print("note: " + msg, file=out)

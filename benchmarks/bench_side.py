@@ -40,7 +40,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 STDIO_SERVER = os.path.join(HERE, "servers", "mcp_ref_stdio_echo.py")
 ECHO_TEXT = "hi"
 #: Environment variables that would distort a child interpreter's figures.
-DISTORTING_ENV = ("PYTHONPROFILEIMPORTTIME", "PYTHONDEVMODE", "PYTHONTRACEMALLOC", "PYTHONDONTWRITEBYTECODE")
+DISTORTING_ENV = (
+    "PYTHONPROFILEIMPORTTIME",
+    "PYTHONDEVMODE",
+    "PYTHONTRACEMALLOC",
+    "PYTHONDONTWRITEBYTECODE",
+)
 
 
 # --------------------------------------------------------------------------
@@ -211,8 +216,12 @@ def timed_rounds(call, calls, rounds, warmup, threads=1, server_pid=None):
         out["wall_us"].append(elapsed * 1e6 / calls)
         out["rate"].append(calls / elapsed)
         out["client_us"].append((c1 - c0) / 1e3 / calls)
-        out["server_us"].append((s1 - s0) / 1e3 / calls if s0 is not None and s1 is not None else None)
-        out["cpu_us"].append(None if out["server_us"][-1] is None else out["client_us"][-1] + out["server_us"][-1])
+        out["server_us"].append(
+            (s1 - s0) / 1e3 / calls if s0 is not None and s1 is not None else None
+        )
+        out["cpu_us"].append(
+            None if out["server_us"][-1] is None else out["client_us"][-1] + out["server_us"][-1]
+        )
     if None in out["server_us"]:
         out["server_us"] = out["cpu_us"] = []
     for key in ("wall_us", "client_us", "server_us", "cpu_us", "rate"):
@@ -239,7 +248,9 @@ def run(spec):
 
     era = spec["era"]
     if spec["mode"] == "stdio":
-        client = Client.stdio([sys.executable, spec.get("server", STDIO_SERVER)], env=dict(os.environ), era=era)
+        client = Client.stdio(
+            [sys.executable, spec.get("server", STDIO_SERVER)], env=dict(os.environ), era=era
+        )
     else:
         client = Client.http(spec["url"], era=era)
     with client:
@@ -250,12 +261,25 @@ def run(spec):
             if len(kids) != 1:
                 raise RuntimeError("expected one child process (the server), found %r" % (kids,))
             server_pid = kids[0]
-            server_cpus = sorted(os.sched_getaffinity(server_pid))  # the CPUs it may use: the client's mask
+            server_cpus = sorted(
+                os.sched_getaffinity(server_pid)
+            )  # the CPUs it may use: the client's mask
         else:
             server_pid, server_cpus = spec.get("server_pid"), None
-        figures = timed_rounds(_echo_call(client), spec["calls"], spec["rounds"], spec["warmup"],
-                               spec.get("threads", 1), server_pid)
-    figures.update(era=era, pinned_cpu=cpu, server_cpus=server_cpus, mcp_ref_file=os.path.abspath(mcp_ref.__file__))
+        figures = timed_rounds(
+            _echo_call(client),
+            spec["calls"],
+            spec["rounds"],
+            spec["warmup"],
+            spec.get("threads", 1),
+            server_pid,
+        )
+    figures.update(
+        era=era,
+        pinned_cpu=cpu,
+        server_cpus=server_cpus,
+        mcp_ref_file=os.path.abspath(mcp_ref.__file__),
+    )
     return figures
 
 
@@ -285,11 +309,17 @@ def run_side(tree, spec, cwd=None, timeout=900.0, pycache=None):
     with tempfile.TemporaryDirectory(prefix="mcp_ref_bench_side_") as neutral:
         done = subprocess.run(
             [sys.executable, os.path.abspath(__file__), json.dumps(spec)],
-            env=side_env(tree, pycache), cwd=cwd or neutral, capture_output=True, text=True, timeout=timeout,
+            env=side_env(tree, pycache),
+            cwd=cwd or neutral,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     if done.returncode != 0:
-        raise RuntimeError("bench_side %s (%s) failed with status %s: %s"
-                           % (spec.get("mode"), spec.get("era"), done.returncode, done.stderr.strip()[-1500:]))
+        raise RuntimeError(
+            "bench_side %s (%s) failed with status %s: %s"
+            % (spec.get("mode"), spec.get("era"), done.returncode, done.stderr.strip()[-1500:])
+        )
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     root = os.path.realpath(tree) + os.sep
     if not os.path.realpath(figures["mcp_ref_file"]).startswith(root):

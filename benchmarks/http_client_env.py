@@ -43,21 +43,41 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     options = parser.parse_args()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}",
-                               "--quiet-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcp_ref",
+            "serve-demo",
+            "--http",
+            f"127.0.0.1:{port}",
+            "--quiet-server",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port)
         url = f"http://127.0.0.1:{port}/mcp"
-        clients = {"env scan": Client.http(url, era=options.era), "read once": Client.http(url, era=options.era)}
-        clients["env scan"].session.transport.http.trust_env = True  # requests' default: scan on every request
+        clients = {
+            "env scan": Client.http(url, era=options.era),
+            "read once": Client.http(url, era=options.era),
+        }
+        clients[
+            "env scan"
+        ].session.transport.http.trust_env = True  # requests' default: scan on every request
         figures: dict[str, list[tuple[float, float]]] = {name: [] for name in clients}
         for _ in range(options.rounds):
             for name, client in clients.items():
                 cpu, wall = time.process_time(), time.perf_counter()
                 for _ in range(options.calls):
                     client.call_tool("echo", {"text": "x"})
-                figures[name].append(((time.process_time() - cpu) / options.calls * 1e6,
-                                      options.calls / (time.perf_counter() - wall)))
+                figures[name].append(
+                    (
+                        (time.process_time() - cpu) / options.calls * 1e6,
+                        options.calls / (time.perf_counter() - wall),
+                    )
+                )
         for client in clients.values():
             client.close()
     finally:
@@ -65,9 +85,13 @@ def main() -> None:
         server.wait(10)
     cpu = {name: statistics.median(c for c, _ in rounds) for name, rounds in figures.items()}
     for name, rounds in figures.items():
-        print(f"{name:9s}  client CPU/call {cpu[name]:6.0f} µs   calls/s {statistics.median(r for _, r in rounds):6.0f}")
-    print(f"client CPU per call, env scan / read once: {cpu['env scan'] / cpu['read once']:.2f}x "
-          f"({options.era} era, {options.rounds} rounds of {options.calls} calls, medians)")
+        print(
+            f"{name:9s}  client CPU/call {cpu[name]:6.0f} µs   calls/s {statistics.median(r for _, r in rounds):6.0f}"
+        )
+    print(
+        f"client CPU per call, env scan / read once: {cpu['env scan'] / cpu['read once']:.2f}x "
+        f"({options.era} era, {options.rounds} rounds of {options.calls} calls, medians)"
+    )
 
 
 if __name__ == "__main__":

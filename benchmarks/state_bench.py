@@ -118,14 +118,18 @@ class RedisProcess:
             stats = client.info("commandstats")
         finally:
             client.close()
-        return sum(int(stats.get("cmdstat_" + name, {}).get("calls", 0)) for name in ("evalsha", "eval"))
+        return sum(
+            int(stats.get("cmdstat_" + name, {}).get("calls", 0)) for name in ("evalsha", "eval")
+        )
 
     def version(self):
         """The server's version (``6.2.14``), or None."""
         import re
         import subprocess
 
-        done = subprocess.run([self.binary, "--version"], capture_output=True, text=True, timeout=WAIT, check=False)
+        done = subprocess.run(
+            [self.binary, "--version"], capture_output=True, text=True, timeout=WAIT, check=False
+        )
         match = re.search(r"v=(\S+)", done.stdout)
         return match.group(1) if match else None
 
@@ -142,9 +146,25 @@ class RedisProcess:
                 self.port = probe.getsockname()[1]
             ready = threading.Event()
             self.proc = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self._dir.name, "--protected-mode", "no"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                [
+                    self.binary,
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    self._dir.name,
+                    "--protected-mode",
+                    "no",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
             )
             threading.Thread(target=self._read, args=(self.proc, ready), daemon=True).start()
             if ready.wait(WAIT) and self.proc.poll() is None:
@@ -271,10 +291,15 @@ def bench_rate_limited_calls(targets, calls, rounds, warmup, redis):
     order = list(targets)
     for n in range(rounds):
         for mode in order if n % 2 == 0 else order[::-1]:  # alternate who goes first
-            per_round[mode].append(_round(targets[mode], calls, pids[mode], None if mode == "memory" else redis))
+            per_round[mode].append(
+                _round(targets[mode], calls, pids[mode], None if mode == "memory" else redis)
+            )
     for mode, samples in per_round.items():
         if mode != "memory" and min(r["redis_scripts"] for r in samples) < 1:
-            raise RuntimeError("the deployment given MCP_REF_STATE (%s) ran less than one Redis script per call" % mode)
+            raise RuntimeError(
+                "the deployment given MCP_REF_STATE (%s) ran less than one Redis script per call"
+                % mode
+            )
     results = {}
     for mode, samples in per_round.items():
         figures = {}
@@ -320,12 +345,19 @@ def bench_change_delay(changer, listener, changes, tag):
             changer.call_tool("add_tool", {"name": "added_%s_%d" % (tag, n)})
             with arrived:
                 if not arrived.wait_for(lambda seen=seen: len(arrivals) > seen, WAIT):
-                    raise RuntimeError("no tools/list_changed within %.0f s of change %d" % (WAIT, n))
+                    raise RuntimeError(
+                        "no tools/list_changed within %.0f s of change %d" % (WAIT, n)
+                    )
                 if n >= 2:
                     delays.append((arrivals[seen] - t0) * 1000.0)
         with arrived:
             extra = len(arrivals) - (changes + 2)
-    return {"median_ms": _median(delays), "p99_ms": _percentile(delays, 0.99), "samples_ms": delays, "extra": extra}
+    return {
+        "median_ms": _median(delays),
+        "p99_ms": _percentile(delays, 0.99),
+        "samples_ms": delays,
+        "extra": extra,
+    }
 
 
 def run_state_benchmarks(ns, figures, note):
@@ -348,14 +380,18 @@ def run_state_benchmarks(ns, figures, note):
     if kind == "auto":
         kind = "gunicorn" if importlib.util.find_spec("gunicorn") is not None else "stdlib"
     state = figures["state"] = {
-        "server": "gunicorn -w 1 -k gthread --threads 8" if kind == "gunicorn" else "Server.run_http (standard library)",
+        "server": "gunicorn -w 1 -k gthread --threads 8"
+        if kind == "gunicorn"
+        else "Server.run_http (standard library)",
         "calls": ns.state_calls,
         "rounds": ns.rounds,
         "warmup": ns.warmup,
         "changes": ns.state_changes,
     }
     if kind == "stdlib" and ns.state_server == "auto":
-        msg = "gunicorn not installed: the shared-state rows run on mcp_ref's standard-library server"
+        msg = (
+            "gunicorn not installed: the shared-state rows run on mcp_ref's standard-library server"
+        )
         figures["notes"].append(msg)
         note("note: " + msg)
     try:
@@ -368,8 +404,12 @@ def run_state_benchmarks(ns, figures, note):
                 server = bench.HttpServerProcess(name, STATE_APP, [kind, sessions], env=_env(url))
                 return stack.enter_context(server)
 
-            with contextlib.ExitStack() as modern:  # the 2026-07-28 deployments, stopped before the handshake rows
-                _modern_rows(ns, figures, note, state, redis, shared, lambda *args: deploy(modern, *args))
+            with (
+                contextlib.ExitStack() as modern
+            ):  # the 2026-07-28 deployments, stopped before the handshake rows
+                _modern_rows(
+                    ns, figures, note, state, redis, shared, lambda *args: deploy(modern, *args)
+                )
             _handshake_rows(ns, note, state, redis, shared, lambda *args: deploy(stack, *args))
     except Exception as exc:
         msg = "mcp_ref shared-state benchmark failed: %s: %s" % (type(exc).__name__, exc)
@@ -387,29 +427,56 @@ def _modern_rows(ns, figures, note, state, redis, shared, deploy):
     on_redis = deploy("mcp_ref, state on Redis (A)", shared)
     other = deploy("mcp_ref, state on Redis (B)", shared)
     with contextlib.ExitStack() as stack:
-        clients = {mode: stack.enter_context(contextlib.closing(_connect(server.url)))
-                   for mode, server in (("memory", memory), ("redis", on_redis), ("other", other))}
-        note("shared state: rate-limited tools/call, %d calls x %d rounds (+%d warm-up), %s vs redis-server %s ..."
-             % (ns.state_calls, ns.rounds, ns.warmup, "in memory", state["redis_version"] or "?"))
-        calls = bench_rate_limited_calls({"memory": clients["memory"], "redis": clients["redis"]},
-                                         ns.state_calls, ns.rounds, ns.warmup, redis)
+        clients = {
+            mode: stack.enter_context(contextlib.closing(_connect(server.url)))
+            for mode, server in (("memory", memory), ("redis", on_redis), ("other", other))
+        }
+        note(
+            "shared state: rate-limited tools/call, %d calls x %d rounds (+%d warm-up), %s vs redis-server %s ..."
+            % (ns.state_calls, ns.rounds, ns.warmup, "in memory", state["redis_version"] or "?")
+        )
+        calls = bench_rate_limited_calls(
+            {"memory": clients["memory"], "redis": clients["redis"]},
+            ns.state_calls,
+            ns.rounds,
+            ns.warmup,
+            redis,
+        )
         state["p50_diff_ms"] = calls.pop("p50_diff_ms")
         state.update(calls)
         for mode in ("memory", "redis"):
             r = state[mode]
-            note("  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s" % (
-                mode, r["p50_ms"], r["p99_ms"], _us(r["cpu_us"]),
-                "" if mode == "memory" else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r))))
+            note(
+                "  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s"
+                % (
+                    mode,
+                    r["p50_ms"],
+                    r["p99_ms"],
+                    _us(r["cpu_us"]),
+                    ""
+                    if mode == "memory"
+                    else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r)),
+                )
+            )
         note("shared state: change -> listener, %d changes each ..." % ns.state_changes)
         tag = "%d" % os.getpid()
-        state["delay_redis_other_worker"] = bench_change_delay(clients["redis"], clients["other"], ns.state_changes, tag + "r")
-        state["delay_memory_same_worker"] = bench_change_delay(clients["memory"], clients["memory"], ns.state_changes, tag + "m")
-        for key, what in (("delay_redis_other_worker", "Redis, to the other deployment"),
-                          ("delay_memory_same_worker", "in memory, same worker")):
+        state["delay_redis_other_worker"] = bench_change_delay(
+            clients["redis"], clients["other"], ns.state_changes, tag + "r"
+        )
+        state["delay_memory_same_worker"] = bench_change_delay(
+            clients["memory"], clients["memory"], ns.state_changes, tag + "m"
+        )
+        for key, what in (
+            ("delay_redis_other_worker", "Redis, to the other deployment"),
+            ("delay_memory_same_worker", "in memory, same worker"),
+        ):
             r = state[key]
             note("  %s: median %.2f ms, p99 %.2f ms" % (what, r["median_ms"], r["p99_ms"]))
             if r["extra"]:
-                msg = "%s: %d more tools/list_changed than changes (delays suspect)" % (what, r["extra"])
+                msg = "%s: %d more tools/list_changed than changes (delays suspect)" % (
+                    what,
+                    r["extra"],
+                )
                 figures["notes"].append(msg)
                 note("note: " + msg)
     for server in (memory, on_redis, other):
@@ -426,24 +493,47 @@ def _handshake_rows(ns, note, state, redis, shared, deploy):
     away = deploy("mcp_ref, sessions on Redis (B)", shared, "sessions")
     calls = ns.state_calls
     with contextlib.ExitStack() as stack:
-        clients = {mode: stack.enter_context(contextlib.closing(_connect(server.url, "handshake")))
-                   for mode, server in (("memory", memory), ("redis", home), ("other", home))}
+        clients = {
+            mode: stack.enter_context(contextlib.closing(_connect(server.url, "handshake")))
+            for mode, server in (("memory", memory), ("redis", home), ("other", home))
+        }
         if not all(client.connection.session.transport.session_id for client in clients.values()):
-            raise RuntimeError("a handshake-era client got no session (Mcp-Session-Id): the app is stateless")
+            raise RuntimeError(
+                "a handshake-era client got no session (Mcp-Session-Id): the app is stateless"
+            )
         _redirect(clients["other"], away.url)  # made on A; every call from here on goes to B
-        note("shared state: handshake-era rate-limited tools/call, %d calls x %d rounds (+%d warm-up), in memory,"
-             " on Redis, and a session made on A served by B ..." % (calls, ns.rounds, ns.warmup))
+        note(
+            "shared state: handshake-era rate-limited tools/call, %d calls x %d rounds (+%d warm-up), in memory,"
+            " on Redis, and a session made on A served by B ..." % (calls, ns.rounds, ns.warmup)
+        )
         results = bench_rate_limited_calls(clients, calls, ns.rounds, ns.warmup, redis)
         results.pop("p50_diff_ms", None)
-        pids = {mode: int(client.call_tool("pid").content[0].text) for mode, client in clients.items()}
+        pids = {
+            mode: int(client.call_tool("pid").content[0].text) for mode, client in clients.items()
+        }
     if pids["other"] == pids["redis"]:
-        raise RuntimeError("the session made on deployment A was still served by A after its client moved to B")
+        raise RuntimeError(
+            "the session made on deployment A was still served by A after its client moved to B"
+        )
     state["handshake"] = results
-    for mode, what in (("memory", "in memory"), ("redis", "on Redis"), ("other", "on Redis, made on A, served by B")):
+    for mode, what in (
+        ("memory", "in memory"),
+        ("redis", "on Redis"),
+        ("other", "on Redis, made on A, served by B"),
+    ):
         r = results[mode]
-        note("  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s" % (
-            what, r["p50_ms"], r["p99_ms"], _us(r["cpu_us"]),
-            "" if mode == "memory" else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r))))
+        note(
+            "  %s: p50 %.3f ms, p99 %.3f ms, server CPU %s us/call%s"
+            % (
+                what,
+                r["p50_ms"],
+                r["p99_ms"],
+                _us(r["cpu_us"]),
+                ""
+                if mode == "memory"
+                else ", redis-server CPU %s us/call, %s" % (_us(r["redis_cpu_us"]), _trips(r)),
+            )
+        )
     for server in (memory, home, away):
         server.check_alive()
 
@@ -470,25 +560,57 @@ def print_state_table(figures, out=sys.stdout):
     if not memory or not redis:
         return
     lines = [
-        ("rate-limited tools/call, p50 latency", _ms(memory["p50_ms"]), _ms(redis["p50_ms"]),
-         "n/a" if state["p50_diff_ms"] is None else "%+.3f ms" % state["p50_diff_ms"],
-         "lower is better"),
-        ("rate-limited tools/call, p99 latency", _ms(memory["p99_ms"]), _ms(redis["p99_ms"]),
-         "%+.3f ms" % (redis["p99_ms"] - memory["p99_ms"]), "lower is better"),
+        (
+            "rate-limited tools/call, p50 latency",
+            _ms(memory["p50_ms"]),
+            _ms(redis["p50_ms"]),
+            "n/a" if state["p50_diff_ms"] is None else "%+.3f ms" % state["p50_diff_ms"],
+            "lower is better",
+        ),
+        (
+            "rate-limited tools/call, p99 latency",
+            _ms(memory["p99_ms"]),
+            _ms(redis["p99_ms"]),
+            "%+.3f ms" % (redis["p99_ms"] - memory["p99_ms"]),
+            "lower is better",
+        ),
     ]
     if memory["cpu_us"] is not None and redis["cpu_us"] is not None:
-        lines.append(("mcp_ref server CPU per call", "%.0f us" % memory["cpu_us"], "%.0f us" % redis["cpu_us"],
-                      "%+.0f us" % (redis["cpu_us"] - memory["cpu_us"]), "user + system, the serving process"))
+        lines.append(
+            (
+                "mcp_ref server CPU per call",
+                "%.0f us" % memory["cpu_us"],
+                "%.0f us" % redis["cpu_us"],
+                "%+.0f us" % (redis["cpu_us"] - memory["cpu_us"]),
+                "user + system, the serving process",
+            )
+        )
     if redis["redis_cpu_us"] is not None:
-        lines.append(("redis-server CPU per call", "-", "%.0f us" % redis["redis_cpu_us"], "",
-                      "apart from the above; " + _trips(redis)))
+        lines.append(
+            (
+                "redis-server CPU per call",
+                "-",
+                "%.0f us" % redis["redis_cpu_us"],
+                "",
+                "apart from the above; " + _trips(redis),
+            )
+        )
     far, near = state.get("delay_redis_other_worker"), state.get("delay_memory_same_worker")
     if far and near:
         for label, key in (("median", "median_ms"), ("p99", "p99_ms")):
-            lines.append(("change -> listener, %s" % label, _ms(near[key], 2), _ms(far[key], 2), "",
-                          "memory: same worker; Redis: the other deployment"))
+            lines.append(
+                (
+                    "change -> listener, %s" % label,
+                    _ms(near[key], 2),
+                    _ms(far[key], 2),
+                    "",
+                    "memory: same worker; Redis: the other deployment",
+                )
+            )
     lines.extend(_handshake_lines(state.get("handshake") or {}))
-    bench._print_rows(("shared state (issue 22)", "in memory", "Redis", "Redis - memory", ""), lines, out)
+    bench._print_rows(
+        ("shared state (issue 22)", "in memory", "Redis", "Redis - memory", ""), lines, out
+    )
 
 
 def _handshake_lines(handshake):
@@ -498,25 +620,62 @@ def _handshake_lines(handshake):
         return []
 
     def diff(r, key, unit, digits):
-        value = r.get("p50_diff_ms") if key == "p50_ms" else (
-            None if r[key] is None or memory[key] is None else r[key] - memory[key])
+        value = (
+            r.get("p50_diff_ms")
+            if key == "p50_ms"
+            else (None if r[key] is None or memory[key] is None else r[key] - memory[key])
+        )
         return "n/a" if value is None else "%+.*f %s" % (digits, value, unit)
 
     lines = []
-    for label, r, what in (("handshake tools/call", redis, "in a session (2025-11-25), on the deployment that made it"),
-                           ("handshake, other deployment", other, "the session made on A, every call sent to B")):
+    for label, r, what in (
+        (
+            "handshake tools/call",
+            redis,
+            "in a session (2025-11-25), on the deployment that made it",
+        ),
+        ("handshake, other deployment", other, "the session made on A, every call sent to B"),
+    ):
         if not r:
             continue
-        lines.append((label + ", p50 latency", _ms(memory["p50_ms"]), _ms(r["p50_ms"]), diff(r, "p50_ms", "ms", 3),
-                      what + "; lower is better"))
-        lines.append((label + ", p99 latency", _ms(memory["p99_ms"]), _ms(r["p99_ms"]), diff(r, "p99_ms", "ms", 3),
-                      "lower is better"))
+        lines.append(
+            (
+                label + ", p50 latency",
+                _ms(memory["p50_ms"]),
+                _ms(r["p50_ms"]),
+                diff(r, "p50_ms", "ms", 3),
+                what + "; lower is better",
+            )
+        )
+        lines.append(
+            (
+                label + ", p99 latency",
+                _ms(memory["p99_ms"]),
+                _ms(r["p99_ms"]),
+                diff(r, "p99_ms", "ms", 3),
+                "lower is better",
+            )
+        )
         if memory["cpu_us"] is not None and r["cpu_us"] is not None:
-            lines.append((label + ", server CPU", "%.0f us" % memory["cpu_us"], "%.0f us" % r["cpu_us"],
-                          diff(r, "cpu_us", "us", 0), "user + system, the serving process"))
+            lines.append(
+                (
+                    label + ", server CPU",
+                    "%.0f us" % memory["cpu_us"],
+                    "%.0f us" % r["cpu_us"],
+                    diff(r, "cpu_us", "us", 0),
+                    "user + system, the serving process",
+                )
+            )
         if r["redis_cpu_us"] is not None:
-            lines.append((label + ", redis-server CPU", "-", "%.0f us" % r["redis_cpu_us"], "",
-                          "per call, apart from the above; " + _trips(r)))
+            lines.append(
+                (
+                    label + ", redis-server CPU",
+                    "-",
+                    "%.0f us" % r["redis_cpu_us"],
+                    "",
+                    "per call, apart from the above; " + _trips(r),
+                )
+            )
     return lines
 
 
@@ -539,7 +698,8 @@ def print_state_notes(figures, out=sys.stdout):
         "  change -> listener: from just before a client on deployment A calls a tool that adds a tool, to"
         " notifications/tools/list_changed arriving at a client listening (subscriptions/listen) on deployment B,"
         " A and B single-worker and sharing the Redis; %d changes, each a new tool name. In memory, for"
-        " reference: listener and change on the same worker (another worker never hears it)." % state["changes"],
+        " reference: listener and change on the same worker (another worker never hears it)."
+        % state["changes"],
         file=out,
     )
     handshake = state.get("handshake") or {}

@@ -45,16 +45,16 @@ _HOMES = {
     "session": "Session RequestContext PendingRequest",
     "request": "DEFAULT Default",
     "errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
-        "InternalError ResourceNotFound UrlElicitationRequired HeaderMismatchError "
-        "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
-        "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
-        "ServerBusy LimitExceeded RequestRefused",
+    "InternalError ResourceNotFound UrlElicitationRequired HeaderMismatchError "
+    "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
+    "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
+    "ServerBusy LimitExceeded RequestRefused",
     "extensions.ratelimit": "RateLimit",
     "server.principal": "Principal",
     "extension": "Extension",
     "extensions.approval": "ServerRequest",
     "types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
-        "TextResourceContents BlobResourceContents CallToolResult Tool",
+    "TextResourceContents BlobResourceContents CallToolResult Tool",
     "media": "Image Audio",
     "sampling_and_elicitation": "CreateMessageParams CreateMessageResult ElicitParams ElicitResult",
     "feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",

@@ -41,8 +41,23 @@ from .media import Audio, Image
 from .oauth.client import OAuth
 from .oauth.errors import AuthorizationError
 from .request import DEFAULT, Default
-from .sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
-from .server import Context, Elicit, ElicitUrl, ListRoots, PromptError, ResourceError, Sample, Server, ToolError
+from .sampling_and_elicitation import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
+)
+from .server import (
+    Context,
+    Elicit,
+    ElicitUrl,
+    ListRoots,
+    PromptError,
+    ResourceError,
+    Sample,
+    Server,
+    ToolError,
+)
 from .server.principal import Principal
 from .session import PendingRequest, RequestContext, Session
 from .types import (

@@ -11,7 +11,9 @@ from .errors import INVALID_REQUEST, InvalidRequest
 from .jsonrpc import ErrorResponse, Request
 
 
-def receive_batch(items: list, route: Callable, error: Callable, write: Callable[[list], None]) -> None:
+def receive_batch(
+    items: list, route: Callable, error: Callable, write: Callable[[list], None]
+) -> None:
     """Route each item of an incoming batch (``route(item, batch)``); their answers go together through ``write``.
 
     An unreadable item is answered with ``error(error_dict, request_id)`` (the session's error for a message
@@ -25,7 +27,15 @@ def receive_batch(items: list, route: Callable, error: Callable, write: Callable
         elif isinstance(item, Request) and item.method == "initialize":
             # 2025-03-26 basic/lifecycle: "The initialize request MUST NOT be part of a JSON-RPC batch".
             batch.expect()
-            batch.add(ErrorResponse(item.id, {"code": INVALID_REQUEST, "message": "Invalid Request: initialize must not be part of a batch"}))
+            batch.add(
+                ErrorResponse(
+                    item.id,
+                    {
+                        "code": INVALID_REQUEST,
+                        "message": "Invalid Request: initialize must not be part of a batch",
+                    },
+                )
+            )
         else:
             if isinstance(item, Request):
                 batch.expect()
@@ -40,7 +50,9 @@ class Batch:
         """``write`` sends the array of answers to the peer."""
         self.write = write
         self.replies: list = []
-        self.outstanding = 1  # the "seal" reference: nothing is sent before all items are dispatched
+        self.outstanding = (
+            1  # the "seal" reference: nothing is sent before all items are dispatched
+        )
         self.lock = threading.Lock()
 
     def expect(self) -> None:

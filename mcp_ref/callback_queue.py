@@ -22,7 +22,9 @@ from .request import run_logged
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
-_running: weakref.WeakSet[CallbackQueue] = weakref.WeakSet()  # queues whose thread has started (for the exit)
+_running: weakref.WeakSet[CallbackQueue] = (
+    weakref.WeakSet()
+)  # queues whose thread has started (for the exit)
 
 
 class Limits(Protocol):
@@ -70,16 +72,23 @@ class CallbackQueue:
                 self._queued_bytes += cost
                 self._items.append((callback, args, cost))
                 if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name=f"{self.name}-callbacks", daemon=True)
+                    self._thread = threading.Thread(
+                        target=self._run, name=f"{self.name}-callbacks", daemon=True
+                    )
                     self._thread.start()
                     _running.add(self)
                 else:
                     self._ready.notify()
         if full and not keep:
             if dropped & (dropped - 1) == 0:  # the 1st, 2nd, 4th, 8th ...: no log flood
-                log.warning("%s: %d callback(s) dropped: the peer sends notifications faster than the callbacks "
-                            "run (more than %d waiting, or %d bytes; max_callbacks, max_callback_bytes)",
-                            self.name, dropped, limit, limit_bytes)
+                log.warning(
+                    "%s: %d callback(s) dropped: the peer sends notifications faster than the callbacks "
+                    "run (more than %d waiting, or %d bytes; max_callbacks, max_callback_bytes)",
+                    self.name,
+                    dropped,
+                    limit,
+                    limit_bytes,
+                )
             return False
         return True
 

@@ -102,12 +102,18 @@ def read_envelope(params: object) -> Envelope | None:
         raise InvalidParams(f"Invalid params: _meta {CLIENT_INFO} must be an object")
     level = meta.get(LOG_LEVEL)
     if level is not None and level not in LOG_LEVELS:
-        raise InvalidParams(f"Invalid params: _meta {LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}")
+        raise InvalidParams(
+            f"Invalid params: _meta {LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}"
+        )
     return Envelope(version, capabilities, info, level)
 
 
-def request_meta(version: str, capabilities: dict[str, Any], client_info: dict[str, Any] | None = None,
-                 log_level: str | None = None) -> dict[str, Any]:
+def request_meta(
+    version: str,
+    capabilities: dict[str, Any],
+    client_info: dict[str, Any] | None = None,
+    log_level: str | None = None,
+) -> dict[str, Any]:
     """The client's ``_meta`` for one modern request (required fields, then the optional ones)."""
     meta: dict[str, Any] = {PROTOCOL_VERSION: version, CLIENT_CAPABILITIES: capabilities}
     if client_info:
@@ -117,7 +123,9 @@ def request_meta(version: str, capabilities: dict[str, Any], client_info: dict[s
     return meta
 
 
-def complete(result: dict[str, Any], server_info: dict[str, Any] | None, result_type: str = COMPLETE) -> dict[str, Any]:
+def complete(
+    result: dict[str, Any], server_info: dict[str, Any] | None, result_type: str = COMPLETE
+) -> dict[str, Any]:
     """``result`` as a modern result: its ``resultType`` (basic/index: results "MUST include a
     resultType field") and, in ``_meta``, the server's identity (servers "SHOULD include"
     ``io.modelcontextprotocol/serverInfo`` "in every result's ``_meta``")."""

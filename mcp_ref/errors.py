@@ -165,14 +165,20 @@ class LimitExceeded(McpError):
     def rate(cls, what: str, limit, retry_after: float) -> LimitExceeded:
         """The error for a request over the rate limit ``limit`` (a RateLimit) on ``what``."""
         wait = max(0.001, math.ceil(retry_after * 1000 - 1e-6) / 1000)  # whole ms, rounded up
-        return cls(f"Rate limit exceeded: {what} allows {limit.count} per {limit.seconds:g} s; retry in {wait:g} s",
-                   data={"limit": str(limit), "retryAfter": wait})
+        return cls(
+            f"Rate limit exceeded: {what} allows {limit.count} per {limit.seconds:g} s; retry in {wait:g} s",
+            data={"limit": str(limit), "retryAfter": wait},
+        )
 
     @property
     def retry_after(self) -> float | None:
         """Seconds until a retry may be admitted (``data.retryAfter``), or None."""
         value = self.data.get("retryAfter") if isinstance(self.data, dict) else None
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return (
+            float(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+            else None
+        )
 
 
 class RequestRefused(McpError):
@@ -202,9 +208,14 @@ class MissingRequiredClientCapabilityError(McpError):
     code = MISSING_REQUIRED_CLIENT_CAPABILITY
 
     @classmethod
-    def needing(cls, capabilities: dict[str, Any], why: str) -> MissingRequiredClientCapabilityError:
+    def needing(
+        cls, capabilities: dict[str, Any], why: str
+    ) -> MissingRequiredClientCapabilityError:
         """The error for a request that needs ``capabilities`` (e.g. ``{"elicitation": {}}``)."""
-        return cls(f"Missing required client capability: {why}", data={"requiredCapabilities": capabilities})
+        return cls(
+            f"Missing required client capability: {why}",
+            data={"requiredCapabilities": capabilities},
+        )
 
     @property
     def required_capabilities(self) -> dict[str, Any]:
@@ -233,8 +244,10 @@ class UnsupportedProtocolVersionError(McpError):
     @classmethod
     def naming(cls, requested: object, supported: Iterable[str]) -> UnsupportedProtocolVersionError:
         """The error for a request that asked for ``requested``, listing ``supported``."""
-        return cls(f"Unsupported protocol version: {requested!r}",
-                   data={"supported": list(supported), "requested": requested})
+        return cls(
+            f"Unsupported protocol version: {requested!r}",
+            data={"supported": list(supported), "requested": requested},
+        )
 
     @property
     def supported(self) -> list[str]:
@@ -245,9 +258,21 @@ class UnsupportedProtocolVersionError(McpError):
 
 _BY_CODE = {
     cls.code: cls
-    for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams, InternalError, ResourceNotFound,
-                UrlElicitationRequired, ServerBusy, LimitExceeded, RequestRefused, HeaderMismatchError, MissingRequiredClientCapabilityError,
-                UnsupportedProtocolVersionError)
+    for cls in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        ResourceNotFound,
+        UrlElicitationRequired,
+        ServerBusy,
+        LimitExceeded,
+        RequestRefused,
+        HeaderMismatchError,
+        MissingRequiredClientCapabilityError,
+        UnsupportedProtocolVersionError,
+    )
 }
 
 

@@ -144,7 +144,9 @@ def parse(data: bytes | str) -> Message | list[Message | InvalidRequest]:
         if not obj:
             raise _invalid("Invalid Request: empty batch")
         if len(obj) > MAX_BATCH:
-            raise _invalid(f"Invalid Request: a batch of {len(obj)} messages; the limit is {MAX_BATCH}")
+            raise _invalid(
+                f"Invalid Request: a batch of {len(obj)} messages; the limit is {MAX_BATCH}"
+            )
         items: list[Message | InvalidRequest] = []
         for item in obj:
             try:
@@ -194,7 +196,9 @@ def from_dict(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise _invalid("Invalid Request: a message must be a JSON object")
     raw_id = obj.get("id")
-    usable_id = raw_id if type(raw_id) is int or type(raw_id) is str else None  # valid_id() of decoded JSON
+    usable_id = (
+        raw_id if type(raw_id) is int or type(raw_id) is str else None
+    )  # valid_id() of decoded JSON
     if obj.get("jsonrpc") != "2.0":
         raise _invalid('Invalid Request: "jsonrpc" must be "2.0"', usable_id)
     if "method" in obj:
@@ -222,14 +226,20 @@ def from_dict(obj: Any) -> Message:
         return Response(usable_id, result)
     error = obj["error"]
     if not isinstance(error, dict) or not isinstance(error.get("code"), int):
-        raise _invalid('Invalid Request: "error" must be an object with an integer "code"', usable_id, answer=True)
+        raise _invalid(
+            'Invalid Request: "error" must be an object with an integer "code"',
+            usable_id,
+            answer=True,
+        )
     if raw_id is not None and usable_id is None:
         raise _invalid('Invalid Request: bad "id" in error response')
     # An error without an id (or with id null) answers a message whose id could not be read.
     return ErrorResponse(usable_id, error)
 
 
-def _invalid(message: str, request_id: RequestId | None = None, *, answer: bool = False) -> InvalidRequest:
+def _invalid(
+    message: str, request_id: RequestId | None = None, *, answer: bool = False
+) -> InvalidRequest:
     exc = InvalidRequest(message)
     exc.request_id = request_id
     exc.answer = answer
@@ -270,7 +280,9 @@ def serialize_answering(message: Message | list[Message], name: str = "session")
         if isinstance(message, list):
             return serialize_items([_encodable(m, name) for m in message])
         if not isinstance(message, Response):
-            raise ValueError(f"{getattr(message, 'method', 'message')}: cannot be sent as JSON: {exc}") from None
+            raise ValueError(
+                f"{getattr(message, 'method', 'message')}: cannot be sent as JSON: {exc}"
+            ) from None
         return serialize(_encodable(message, name))
 
 
@@ -280,7 +292,12 @@ def _encodable(message: Message, name: str) -> Message:
         return message
     except (ValueError, TypeError, RecursionError) as exc:
         logging.getLogger("mcp_ref.session").error(
-            "%s: the answer to request %r is not JSON (%s); answering Internal error", name,
-            getattr(message, "id", None), exc)
-        return ErrorResponse(getattr(message, "id", None),
-                             {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"})
+            "%s: the answer to request %r is not JSON (%s); answering Internal error",
+            name,
+            getattr(message, "id", None),
+            exc,
+        )
+        return ErrorResponse(
+            getattr(message, "id", None),
+            {"code": INTERNAL_ERROR, "message": "Internal error: the result is not valid JSON"},
+        )

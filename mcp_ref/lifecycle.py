@@ -26,8 +26,22 @@ from dataclasses import dataclass
 from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersionError
 from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
-__all__ = ["SUPPORTED_VERSIONS", "LATEST_VERSION", "at_least", "batches_allowed", "server_choose_version",
-           "client_accept_version", "SERVER", "CLIENT", "Phase", "Every", "Rules", "RULES", "TRANSITIONS", "Lifecycle"]
+__all__ = [
+    "SUPPORTED_VERSIONS",
+    "LATEST_VERSION",
+    "at_least",
+    "batches_allowed",
+    "server_choose_version",
+    "client_accept_version",
+    "SERVER",
+    "CLIENT",
+    "Phase",
+    "Every",
+    "Rules",
+    "RULES",
+    "TRANSITIONS",
+    "Lifecycle",
+]
 
 # The revision in which each feature first appeared (see spec_notes/revisions.md).
 AUDIO_CONTENT = "2025-03-26"
@@ -146,8 +160,8 @@ RULES: dict[tuple[str, Phase], Rules] = {
         notify={"notifications/message"},
         refusal="Invalid Request: {method} before initialize",
         unsent="{method}: the client has not initialized this connection yet",
-        spec="2025-11-25 basic/lifecycle §Initialization: \"The client SHOULD NOT send requests other than "
-             "pings before the server has responded to the initialize request.\"",
+        spec='2025-11-25 basic/lifecycle §Initialization: "The client SHOULD NOT send requests other than '
+        'pings before the server has responded to the initialize request."',
     ),
     (SERVER, Phase.AWAITING_INITIALIZED): Rules(
         receive=Every("initialize"),
@@ -155,8 +169,8 @@ RULES: dict[tuple[str, Phase], Rules] = {
         notify=Every(),
         refusal=_AFTER_INITIALIZE,
         unsent="{method}: the client has not sent notifications/initialized yet",
-        spec="2025-11-25 basic/lifecycle §Initialization: \"The server SHOULD NOT send requests other than "
-             "pings and logging before receiving the initialized notification.\"",
+        spec='2025-11-25 basic/lifecycle §Initialization: "The server SHOULD NOT send requests other than '
+        'pings and logging before receiving the initialized notification."',
     ),
     (SERVER, Phase.OPERATING): Rules(
         receive=Every("initialize"),
@@ -164,8 +178,8 @@ RULES: dict[tuple[str, Phase], Rules] = {
         notify=Every(),
         refusal=_AFTER_INITIALIZE,
         unsent="",
-        spec="2025-11-25 basic/lifecycle §Operation: both parties \"Respect the negotiated protocol version\" "
-             "and \"Only use capabilities that were successfully negotiated\" (checked per feature).",
+        spec='2025-11-25 basic/lifecycle §Operation: both parties "Respect the negotiated protocol version" '
+        'and "Only use capabilities that were successfully negotiated" (checked per feature).',
     ),
     (CLIENT, Phase.AWAITING_INITIALIZE): Rules(
         receive=Every(),  # liberal in what it accepts: the duty above is the server's
@@ -175,8 +189,8 @@ RULES: dict[tuple[str, Phase], Rules] = {
         notify={"notifications/cancelled"},
         refusal="",
         unsent="{method}: the server has not answered initialize yet",
-        spec="2025-11-25 basic/lifecycle §Initialization: \"The client SHOULD NOT send requests other than "
-             "pings before the server has responded to the initialize request.\"",
+        spec='2025-11-25 basic/lifecycle §Initialization: "The client SHOULD NOT send requests other than '
+        'pings before the server has responded to the initialize request."',
     ),
     (CLIENT, Phase.OPERATING): Rules(
         receive=Every(),
@@ -184,13 +198,15 @@ RULES: dict[tuple[str, Phase], Rules] = {
         notify=Every(),
         refusal="",
         unsent="",
-        spec="2025-11-25 basic/lifecycle §Initialization: \"After successful initialization, the client MUST "
-             "send an initialized notification to indicate it is ready to begin normal operations.\"",
+        spec='2025-11-25 basic/lifecycle §Initialization: "After successful initialization, the client MUST '
+        'send an initialized notification to indicate it is ready to begin normal operations."',
     ),
 }
 
 # The events that move a phase.
-INITIALIZE_ANSWERED = "initialize answered"  # server: it answers initialize; client: it accepts the answer
+INITIALIZE_ANSWERED = (
+    "initialize answered"  # server: it answers initialize; client: it accepts the answer
+)
 INITIALIZED_RECEIVED = "notifications/initialized received"
 STATELESS = "stateless request"  # a request served with no handshake on its connection
 

@@ -16,14 +16,32 @@ __all__ = ["Image", "Audio", "sniff_mime_type", "media_block", "BYTES_RESULT_URI
 
 #: The first bytes of the media formats a tool's ``bytes`` result is recognised as.
 _SIGNATURES = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"), (b"OggS", "audio/ogg"), (b"fLaC", "audio/flac"), (b"ID3", "audio/mpeg"),
-    (b"\xff\xfb", "audio/mpeg"), (b"\xff\xf3", "audio/mpeg"), (b"\xff\xf2", "audio/mpeg"),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+    (b"ID3", "audio/mpeg"),
+    (b"\xff\xfb", "audio/mpeg"),
+    (b"\xff\xf3", "audio/mpeg"),
+    (b"\xff\xf2", "audio/mpeg"),
 )
 _FORMATS = {
-    "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
-    "svg": "image/svg+xml", "bmp": "image/bmp", "wav": "audio/wav", "mp3": "audio/mpeg", "ogg": "audio/ogg",
-    "flac": "audio/flac", "m4a": "audio/mp4", "aac": "audio/aac", "webm": "audio/webm",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "svg": "image/svg+xml",
+    "bmp": "image/bmp",
+    "wav": "audio/wav",
+    "mp3": "audio/mpeg",
+    "ogg": "audio/ogg",
+    "flac": "audio/flac",
+    "m4a": "audio/mp4",
+    "aac": "audio/aac",
+    "webm": "audio/webm",
 }
 #: The URI of a tool's ``bytes`` result of no recognised format, sent as an embedded blob.
 BYTES_RESULT_URI = "mcp-ref:tool-result"
@@ -41,8 +59,14 @@ def media_block(data: bytes) -> dict[str, Any]:
     encoded = base64.b64encode(data).decode("ascii")
     mime = sniff_mime_type(data)
     if mime is None:
-        return {"type": "resource", "resource": {"uri": BYTES_RESULT_URI, "mimeType": "application/octet-stream",
-                                                 "blob": encoded}}
+        return {
+            "type": "resource",
+            "resource": {
+                "uri": BYTES_RESULT_URI,
+                "mimeType": "application/octet-stream",
+                "blob": encoded,
+            },
+        }
     return {"type": mime.partition("/")[0], "data": encoded, "mimeType": mime}
 
 
@@ -61,8 +85,11 @@ def _media(kind: str, path: Any, data: bytes | None, format: str | None) -> tupl
     if mime is None and format:
         mime = f"{kind}/{format.lower()}"
     if mime is None or not mime.startswith(kind + "/"):
-        raise ValueError(f"{kind.title()}(): cannot tell the {kind} format; pass format= (e.g. 'png')"
-                         if mime is None else f"{kind.title()}(): this is {mime}, not an {kind}")
+        raise ValueError(
+            f"{kind.title()}(): cannot tell the {kind} format; pass format= (e.g. 'png')"
+            if mime is None
+            else f"{kind.title()}(): this is {mime}, not an {kind}"
+        )
     return base64.b64encode(data).decode("ascii"), mime
 
 
@@ -73,8 +100,14 @@ class Image(ImageContent):
     It is an :class:`ImageContent`, so it goes anywhere one does.
     """
 
-    def __init__(self, path: Any = None, *, data: bytes | None = None, format: str | None = None,
-                 annotations: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        path: Any = None,
+        *,
+        data: bytes | None = None,
+        format: str | None = None,
+        annotations: dict[str, Any] | None = None,
+    ):
         encoded, mime = _media("image", path, data, format)
         super().__init__(data=encoded, mime_type=mime, annotations=annotations)
 
@@ -82,7 +115,13 @@ class Image(ImageContent):
 class Audio(AudioContent):
     """Audio in a tool's result: ``Audio(path="note.wav")`` or ``Audio(data=wav_bytes, format="wav")`` (2025-03-26 on)."""
 
-    def __init__(self, path: Any = None, *, data: bytes | None = None, format: str | None = None,
-                 annotations: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        path: Any = None,
+        *,
+        data: bytes | None = None,
+        format: str | None = None,
+        annotations: dict[str, Any] | None = None,
+    ):
         encoded, mime = _media("audio", path, data, format)
         super().__init__(data=encoded, mime_type=mime, annotations=annotations)

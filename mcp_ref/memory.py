@@ -39,7 +39,9 @@ class Channel:
     def put(self, data: bytes) -> None:
         """Append one message, waiting while the channel is full; OSError once either end has closed."""
         with self._cond:
-            while len(self._items) >= self.limit and not (self._reader_closed or self._writer_closed):
+            while len(self._items) >= self.limit and not (
+                self._reader_closed or self._writer_closed
+            ):
                 self._cond.wait()
             if self._reader_closed:
                 raise OSError("the other end of the in-memory connection has closed")

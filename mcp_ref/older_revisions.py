@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .lifecycle import AUDIO_CONTENT, ICONS, RESOURCE_LINKS, STRUCTURED_OUTPUT, TITLES, TOOL_ANNOTATIONS, at_least
+from .lifecycle import (
+    AUDIO_CONTENT,
+    ICONS,
+    RESOURCE_LINKS,
+    STRUCTURED_OUTPUT,
+    TITLES,
+    TOOL_ANNOTATIONS,
+    at_least,
+)
 
 __all__ = ["strip_newer_fields", "content_for_revision"]
 
@@ -26,7 +34,9 @@ _NEWER_FIELDS = {
 }
 
 
-def strip_newer_fields(obj: dict[str, Any], version: str | None, *, keep_annotations: bool = False) -> dict[str, Any]:
+def strip_newer_fields(
+    obj: dict[str, Any], version: str | None, *, keep_annotations: bool = False
+) -> dict[str, Any]:
     """A copy of a listed tool/resource/prompt without the fields ``version`` lacks.
 
     Resource and content ``annotations`` exist since 2024-11-05, only tool
@@ -37,7 +47,11 @@ def strip_newer_fields(obj: dict[str, Any], version: str | None, *, keep_annotat
     out = {}
     for key, value in obj.items():
         since = _NEWER_FIELDS.get(key)
-        if since is not None and version < since and not (keep_annotations and key == "annotations"):
+        if (
+            since is not None
+            and version < since
+            and not (keep_annotations and key == "annotations")
+        ):
             continue
         out[key] = value
     return out
@@ -53,8 +67,11 @@ def content_for_revision(block: dict[str, Any], version: str | None) -> dict[str
     """
     kind = block.get("type")
     if kind == "audio" and not at_least(version, AUDIO_CONTENT):
-        return {"type": "text", "text": f"[audio content ({block.get('mimeType', 'unknown type')}) "
-                                        f"cannot be sent with protocol version {version}]"}
+        return {
+            "type": "text",
+            "text": f"[audio content ({block.get('mimeType', 'unknown type')}) "
+            f"cannot be sent with protocol version {version}]",
+        }
     if kind == "resource_link" and not at_least(version, RESOURCE_LINKS):
         name = block.get("name") or block.get("uri")
         return {"type": "text", "text": f"Resource {name}: {block.get('uri')}"}

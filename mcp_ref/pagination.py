@@ -54,7 +54,11 @@ class Paginator:
 
     __slots__ = ("page_size", "keyring")
 
-    def __init__(self, page_size: int = 100, secret: bytes | str | Sequence[bytes | str] | Keyring | None = None) -> None:
+    def __init__(
+        self,
+        page_size: int = 100,
+        secret: bytes | str | Sequence[bytes | str] | Keyring | None = None,
+    ) -> None:
         """Validate ``page_size`` (an int >= 1) and store the signing keys."""
         if isinstance(page_size, bool) or not isinstance(page_size, int):
             raise TypeError(f"page_size must be an int, not {type(page_size).__name__}")
@@ -74,7 +78,11 @@ class Paginator:
         if offset < 0:
             raise ValueError("offset must be >= 0")
         payload = b"%d:%s" % (offset, kind.encode("utf-8"))
-        return base64.urlsafe_b64encode(payload + self.keyring.tag(payload, _TAG_BYTES)).rstrip(b"=").decode("ascii")
+        return (
+            base64.urlsafe_b64encode(payload + self.keyring.tag(payload, _TAG_BYTES))
+            .rstrip(b"=")
+            .decode("ascii")
+        )
 
     def read_cursor(self, cursor: str, *, kind: str) -> int:
         """Return the offset in ``cursor``; raise InvalidCursor unless it is
@@ -95,7 +103,9 @@ class Paginator:
             raise InvalidCursor("cursor offset is malformed")
         return int(offset)
 
-    def page(self, items: Sequence[_T], cursor: str | None, *, kind: str) -> tuple[list[_T], str | None]:
+    def page(
+        self, items: Sequence[_T], cursor: str | None, *, kind: str
+    ) -> tuple[list[_T], str | None]:
         """Return ``(page, next_cursor)`` for ``items`` starting at ``cursor``.
 
         ``cursor`` None means the first page; ``next_cursor`` is None on the
@@ -109,9 +119,9 @@ class Paginator:
         return page, (self.make_cursor(end, kind=kind) if end < len(items) else None)
 
 
-
-def follow_cursors(fetch: Callable[[str | None], dict], method: str,
-                   max_pages: int = DEFAULT_MAX_PAGES) -> Iterator[dict]:
+def follow_cursors(
+    fetch: Callable[[str | None], dict], method: str, max_pages: int = DEFAULT_MAX_PAGES
+) -> Iterator[dict]:
     """The client's side: the results of ``fetch(cursor)`` page after page, starting with None and
     following each page's ``nextCursor`` until a page has none.
 
@@ -141,5 +151,8 @@ def follow_cursors(fetch: Callable[[str | None], dict], method: str,
             raise McpError(f"{method}: the server repeated a pagination cursor")
         seen.add(digest)
         if pages >= max_pages:
-            raise LimitExceeded(f"{method}: the server still had more after {max_pages} pages; this client "
-                                f"follows at most {max_pages} (max_pages)", data={"limit": max_pages})
+            raise LimitExceeded(
+                f"{method}: the server still had more after {max_pages} pages; this client "
+                f"follows at most {max_pages} (max_pages)",
+                data={"limit": max_pages},
+            )

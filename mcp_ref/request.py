@@ -48,7 +48,9 @@ class Channel(Protocol):
     """What a request needs of its session (:class:`~mcp_ref.session.Session` is one): to
     send a notification, and to know the negotiated revision."""
 
-    def notify(self, method: str, params: dict | None = None, *, related_request_id=None) -> None: ...
+    def notify(
+        self, method: str, params: dict | None = None, *, related_request_id=None
+    ) -> None: ...
 
     def protocol_version_at_least(self, revision: str) -> bool: ...
 
@@ -78,9 +80,22 @@ class RequestContext:
     when the requester asked for it, and only until the request has ended (:meth:`end`).
     """
 
-    __slots__ = ("session", "request_id", "method", "params", "progress_token", "_cancelled", "_last_progress",
-                 "envelope", "role_state", "deferred", "_on_end", "started", "ended",
-                 "_progress_lock")
+    __slots__ = (
+        "session",
+        "request_id",
+        "method",
+        "params",
+        "progress_token",
+        "_cancelled",
+        "_last_progress",
+        "envelope",
+        "role_state",
+        "deferred",
+        "_on_end",
+        "started",
+        "ended",
+        "_progress_lock",
+    )
 
     def __init__(self, session: Channel, request_id: jsonrpc.RequestId, method: str, params: dict):
         self.session = session
@@ -91,7 +106,9 @@ class RequestContext:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
         self.progress_token = token if jsonrpc.valid_id(token) else None
-        self._cancelled: threading.Event | None = None  # made when first needed: most requests never are
+        self._cancelled: threading.Event | None = (
+            None  # made when first needed: most requests never are
+        )
         self._last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
         #: dispatcher; None in the handshake era.
@@ -155,7 +172,9 @@ class RequestContext:
             on_end, self._on_end = self._on_end, None
         return on_end
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
         """Send ``notifications/progress`` for this request; False when no progress was asked for,
         or the request has ended (:meth:`end`: the report is dropped).
 
@@ -190,8 +209,17 @@ class PendingRequest(Future):
     and :class:`RequestTimeout` is raised.  ``set_result``/``set_exception`` return False (rather
     than raise) when the request was settled already: the first one wins."""
 
-    def __init__(self, forget: Callable[[Any], Any], send_cancel: Callable[[Any, str | None], None],
-                 request_id, method, timeout, on_progress, reset_on_progress, max_total_timeout):
+    def __init__(
+        self,
+        forget: Callable[[Any], Any],
+        send_cancel: Callable[[Any, str | None], None],
+        request_id,
+        method,
+        timeout,
+        on_progress,
+        reset_on_progress,
+        max_total_timeout,
+    ):
         """``forget(id)`` takes the request out of its session's table (None if the answer won the
         race); ``send_cancel(id, reason)`` tells the peer it is cancelled."""
         super().__init__()
@@ -243,7 +271,9 @@ class PendingRequest(Future):
             try:
                 return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
             except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
-                if self.done():  # the outcome itself is a TimeoutError (or came just now): it is ours
+                if (
+                    self.done()
+                ):  # the outcome itself is a TimeoutError (or came just now): it is ours
                     return super().result(0)
             now = time.monotonic()
             hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
@@ -271,7 +301,9 @@ class PendingRequest(Future):
         if self._forget(self.id) is None:
             return False
         self._send_cancel(self.id, reason)
-        self.set_exception(RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else "")))
+        self.set_exception(
+            RequestCancelled(f"{self.method} was cancelled" + (f": {reason}" if reason else ""))
+        )
         return True
 
 

@@ -67,8 +67,18 @@ if TYPE_CHECKING:
     from .handler_pool import HandlerPool
     from .transport import Transport
 
-__all__ = ["Session", "RequestContext", "PendingRequest", "Dispatcher", "ProgressCallback", "DEFAULT_TIMEOUT",
-           "DEFAULT_MAX_INCOMING", "DEFAULT_MAX_TOTAL_FACTOR", "DEFAULT_MAX_CALLBACKS", "DEFAULT_MAX_CALLBACK_BYTES"]
+__all__ = [
+    "Session",
+    "RequestContext",
+    "PendingRequest",
+    "Dispatcher",
+    "ProgressCallback",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_MAX_INCOMING",
+    "DEFAULT_MAX_TOTAL_FACTOR",
+    "DEFAULT_MAX_CALLBACKS",
+    "DEFAULT_MAX_CALLBACK_BYTES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -127,9 +137,13 @@ class Session:
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
-        self._lasting: set[Any] = set()  # requests whose progress outlives their answer (end_progress)
+        self._lasting: set[Any] = (
+            set()
+        )  # requests whose progress outlives their answer (end_progress)
         self._incoming: dict[Any, RequestContext] = {}
-        transport.attach(self)  # its view of our requests (OutgoingRequests): deadlines, failures, holds
+        transport.attach(
+            self
+        )  # its view of our requests (OutgoingRequests): deadlines, failures, holds
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
@@ -138,13 +152,19 @@ class Session:
         self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
 
     # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
-    protocol_version: str | None = None  #: The negotiated revision; set by the role once ``initialize`` completes.
+    protocol_version: str | None = (
+        None  #: The negotiated revision; set by the role once ``initialize`` completes.
+    )
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
-    _pool: HandlerPool | None = None  # our handler threads (handler_pool.py), made for the first request to run
+    _pool: HandlerPool | None = (
+        None  # our handler threads (handler_pool.py), made for the first request to run
+    )
     _started = False
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
-    _receiving = 0  # the size of the message the reader handles now: a callback it queues is charged
+    _receiving = (
+        0  # the size of the message the reader handles now: a callback it queues is charged
+    )
     _reader: threading.Thread | None = None
     _closing = False  # close() called, or the connection is fully finished
     _input_ended = False  # the peer can no longer answer requests
@@ -157,14 +177,19 @@ class Session:
         """Start reading (once)."""
         if not self._started:
             self._started = True
-            self._reader = threading.Thread(target=self._read, name=f"{self.name}-reader", daemon=True)
+            self._reader = threading.Thread(
+                target=self._read, name=f"{self.name}-reader", daemon=True
+            )
             self._reader.start()
 
     @property
     def _busy(self) -> dict:
-        return {"code": SERVER_BUSY, "message": f"Server busy: {self.max_incoming} requests are already in progress "
-                                                "on this connection; retry when some have finished",
-                "data": {"maxIncoming": self.max_incoming}}
+        return {
+            "code": SERVER_BUSY,
+            "message": f"Server busy: {self.max_incoming} requests are already in progress "
+            "on this connection; retry when some have finished",
+            "data": {"maxIncoming": self.max_incoming},
+        }
 
     def close(self) -> None:
         """Close the connection; every pending request fails with ConnectionClosed. Idempotent."""
@@ -172,7 +197,11 @@ class Session:
             if self._closing:
                 return
             self._closing = True
-            pending_ids = [] if self._input_ended else [p.id for p in self._pending.values() if p.method != "initialize"]
+            pending_ids = (
+                []
+                if self._input_ended
+                else [p.id for p in self._pending.values() if p.method != "initialize"]
+            )
         if self._pool is not None:
             self._pool.stop()  # queued requests never run (their contexts are cancelled below)
         # Tell the peer to stop work on what we will no longer wait for, so it can
@@ -188,7 +217,9 @@ class Session:
         for context in list(self._incoming.values()):
             context.cancelled.set()
         self._end_callbacks(wait=False)
-        if not self._started or self._reader is threading.current_thread():  # else the end of input sets it
+        if (
+            not self._started or self._reader is threading.current_thread()
+        ):  # else the end of input sets it
             self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
@@ -258,7 +289,15 @@ class Session:
                 raise ConnectionClosed(f"{method}: the connection is closed")
             request_id = next(self._ids)
             pending = self._pending[request_id] = PendingRequest(
-                self._forget, self._send_cancel, request_id, method, timeout, on_progress, reset_timeout_on_progress, max_total_timeout)
+                self._forget,
+                self._send_cancel,
+                request_id,
+                method,
+                timeout,
+                on_progress,
+                reset_timeout_on_progress,
+                max_total_timeout,
+            )
             if on_progress is not None:
                 params = dict(params or {})
                 params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
@@ -289,7 +328,11 @@ class Session:
         elif isinstance(message, list):
             # a batch's answers travel together, with the first request whose id was readable
             related = next((m.id for m in message if m.id is not None), None)
-        if self._closing and not while_closing and not isinstance(message, (Response, ErrorResponse, list)):
+        if (
+            self._closing
+            and not while_closing
+            and not isinstance(message, (Response, ErrorResponse, list))
+        ):
             raise ConnectionClosed("the connection is closed")
         if self.trace is not None:
             self.trace("-->", data)
@@ -333,7 +376,9 @@ class Session:
         if reason:
             params["reason"] = reason
         with contextlib.suppress(ConnectionClosed):
-            self._write(Notification("notifications/cancelled", params), while_closing=while_closing)
+            self._write(
+                Notification("notifications/cancelled", params), while_closing=while_closing
+            )
 
     # -- what a transport may do to our requests (transport.py OutgoingRequests) ----------
 
@@ -355,7 +400,9 @@ class Session:
         with self._lock:
             request = self._pending.get(request_id)
             if request is not None and request.deadline is not None:
-                request.deadline = max(request.deadline, time.monotonic() + seconds + (request.timeout or 0))
+                request.deadline = max(
+                    request.deadline, time.monotonic() + seconds + (request.timeout or 0)
+                )
 
     def _fail_pending(self, why: str) -> None:
         if not (self._pending or self._progress):  # (none is added once closing or the input ended)
@@ -366,7 +413,9 @@ class Session:
             self._progress.clear()
             self._lasting.clear()
         for request in pending:
-            request.set_exception(ConnectionClosed(f"{request.method}: {why} before an answer arrived"))
+            request.set_exception(
+                ConnectionClosed(f"{request.method}: {why} before an answer arrived")
+            )
 
     def call_soon(self, callback: Callable, *args, keep: bool = False) -> bool:
         """Run a user callback on the callback thread, in arrival order; errors are logged.
@@ -402,7 +451,9 @@ class Session:
                     data = self.transport.read()
                 except MessageTooLarge as exc:
                     log.warning("%s: %s", self.name, exc)
-                    self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": str(exc)}))
+                    self._reply(
+                        self._unreadable_id_error({"code": INVALID_REQUEST, "message": str(exc)})
+                    )
                     continue
                 if data is None:
                     break
@@ -437,7 +488,9 @@ class Session:
         """Handle one transport message (a message or a batch), on the reader thread."""
         if self.trace is not None:
             self.trace("<--", data)
-        self._receiving = len(data)  # what a callback queued for this message is charged (call_soon)
+        self._receiving = len(
+            data
+        )  # what a callback queued for this message is charged (call_soon)
         if jsonrpc.starts_batch(data) and not self.dispatcher.batches_allowed():
             # Refused before it is parsed: a batch costs nothing where the revision has none.
             self._refuse_batch()
@@ -449,9 +502,15 @@ class Session:
             if isinstance(exc, InvalidRequest) and exc.answer:
                 # A malformed answer is never answered back (JSON-RPC §5); the request it
                 # answers fails with the reason at once, rather than waiting for its timeout.
-                self.fail_request(exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}"))
+                self.fail_request(
+                    exc.request_id, InvalidRequest(f"the peer's answer is not valid: {exc.message}")
+                )
                 return
-            self._reply(self._unreadable_id_error(exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None))
+            self._reply(
+                self._unreadable_id_error(
+                    exc.to_error(), exc.request_id if isinstance(exc, InvalidRequest) else None
+                )
+            )
             return
         self.dispatch(message)
 
@@ -471,7 +530,14 @@ class Session:
 
     def _refuse_batch(self) -> None:
         # 2025-06-18 changelog: "Remove support for JSON-RPC batching".
-        self._reply(self._unreadable_id_error({"code": INVALID_REQUEST, "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"}))
+        self._reply(
+            self._unreadable_id_error(
+                {
+                    "code": INVALID_REQUEST,
+                    "message": "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version",
+                }
+            )
+        )
 
     def _receive_batch(self, items: list) -> None:
         if not self.dispatcher.batches_allowed():
@@ -491,10 +557,16 @@ class Session:
 
     def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
         at_once = self.dispatcher.answer_at_once(request.method, request.params)
-        if at_once is not None:  # the role's answer, here on the reader thread, never queued behind busy handlers
+        if (
+            at_once is not None
+        ):  # the role's answer, here on the reader thread, never queued behind busy handlers
             with self._lock:
                 duplicate = request.id in self._incoming
-            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, at_once)
+            reply = (
+                ErrorResponse(request.id, _ID_IN_USE)
+                if duplicate
+                else Response(request.id, at_once)
+            )
             batch.add(reply) if batch else self._reply(reply)
             return
         params = request.params or {}
@@ -502,7 +574,9 @@ class Session:
         pool = None  # our pool, when it runs the handler
         with self._lock:
             duplicate = request.id in self._incoming
-            busy = not duplicate and (len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming)
+            busy = not duplicate and (
+                len(self._incoming) >= self.max_incoming or self._withdrawn >= self.max_incoming
+            )
             if not duplicate and not busy:
                 self._incoming[request.id] = context
                 ours = not inline and self._executor is None  # on our pool (handler_pool.py)
@@ -517,7 +591,12 @@ class Session:
             # MCP basic §Requests: "The request ID MUST NOT have been previously used by the requestor within the same session."
             reply = ErrorResponse(request.id, _ID_IN_USE if duplicate else self._busy)
             if busy:
-                log.warning("%s: %d requests in progress; refused %s", self.name, self.max_incoming, request.method)
+                log.warning(
+                    "%s: %d requests in progress; refused %s",
+                    self.name,
+                    self.max_incoming,
+                    request.method,
+                )
             batch.add(reply) if batch else self._reply(reply)
             return
         if inline:
@@ -540,7 +619,9 @@ class Session:
             context.started = True
             if withdrawn:
                 self._withdrawn -= 1
-        if withdrawn:  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
+        if (
+            withdrawn
+        ):  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
             if batch is not None:
                 batch.add(None)
             self.transport.request_finished(request.id)
@@ -559,10 +640,17 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except BaseException as exc:  # never leak internals to the peer (nor leave the request unanswered)
+        except (
+            BaseException
+        ) as exc:  # never leak internals to the peer (nor leave the request unanswered)
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
-            fatal = exc if isinstance(exc, (SystemExit, KeyboardInterrupt)) and threading.current_thread() is threading.main_thread() else None
+            fatal = (
+                exc
+                if isinstance(exc, (SystemExit, KeyboardInterrupt))
+                and threading.current_thread() is threading.main_thread()
+                else None
+            )
         context.end()  # no progress after the answer, from a thread the handler left behind either
         self._leave(request.id, context)
         if context.is_cancelled:
@@ -573,7 +661,9 @@ class Session:
         elif reply is not None:
             self._reply(reply)
         if reply is None:
-            self.transport.request_finished(request.id)  # e.g. HTTP: end the stream that waited for this answer
+            self.transport.request_finished(
+                request.id
+            )  # e.g. HTTP: end the stream that waited for this answer
         if fatal is not None:
             raise fatal
 
@@ -645,7 +735,10 @@ class Session:
         if method == "notifications/cancelled":
             request_id = params.get("requestId")
             if not jsonrpc.valid_id(request_id):
-                log.debug("%s: dropped a cancellation whose requestId is not a string or integer", self.name)
+                log.debug(
+                    "%s: dropped a cancellation whose requestId is not a string or integer",
+                    self.name,
+                )
                 return
             if not self.cancel_incoming(request_id):
                 # Not one of the peer's requests to us.  2026-07-28 cancellation: a server "MUST send
@@ -656,14 +749,21 @@ class Session:
         if method == "notifications/progress":
             token = params.get("progressToken")
             if not jsonrpc.valid_id(token):  # schema ProgressToken: a string or an integer
-                log.debug("%s: dropped progress whose progressToken is not a string or integer", self.name)
+                log.debug(
+                    "%s: dropped progress whose progressToken is not a string or integer", self.name
+                )
                 return
             with self._lock:
                 pending = self._progress.get(token)
             if pending is not None:
                 if pending.reset_on_progress and pending.timeout is not None:
                     pending.deadline = time.monotonic() + pending.timeout
-                self.call_soon(pending.on_progress, params.get("progress"), params.get("total"), params.get("message"))
+                self.call_soon(
+                    pending.on_progress,
+                    params.get("progress"),
+                    params.get("total"),
+                    params.get("message"),
+                )
             else:
                 log.debug("%s: progress for an unknown token dropped", self.name)
             return
@@ -678,14 +778,25 @@ class Session:
     def _receive_answer(self, answer) -> None:
         if (pending := self._forget(answer.id) if answer.id is not None else None) is None:
             if isinstance(answer, ErrorResponse) and answer.id is None:
-                log.warning("%s: the peer reported an error: %s", self.name, answer.error.get("message"))
+                log.warning(
+                    "%s: the peer reported an error: %s", self.name, answer.error.get("message")
+                )
             else:
                 log.warning("%s: dropped an answer to unknown request id %r", self.name, answer.id)
             return
-        result, error = (answer.result, None) if isinstance(answer, Response) else (None, McpError.from_error(answer.error))
+        result, error = (
+            (answer.result, None)
+            if isinstance(answer, Response)
+            else (None, McpError.from_error(answer.error))
+        )
         # With progress: after the progress callbacks queued, so a caller sees every report before its result.
-        if pending.on_progress is None or not self.call_soon(pending.settle, result, error, keep=True):
+        if pending.on_progress is None or not self.call_soon(
+            pending.settle, result, error, keep=True
+        ):
             pending.settle(result, error)
 
 
-_ID_IN_USE = {"code": INVALID_REQUEST, "message": "Invalid Request: this request id is already in use"}
+_ID_IN_USE = {
+    "code": INVALID_REQUEST,
+    "message": "Invalid Request: this request id is already in use",
+}

@@ -35,7 +35,9 @@ class Keyring:
     def verify(self, payload: bytes, tag: bytes) -> bool:
         """True when ``tag`` is the HMAC of ``payload`` under any key (compared in constant time)."""
         return bool(tag) and any(
-            hmac.compare_digest(tag, hmac.new(key, payload, hashlib.sha256).digest()[:len(tag)]) for key in self._keys)
+            hmac.compare_digest(tag, hmac.new(key, payload, hashlib.sha256).digest()[: len(tag)])
+            for key in self._keys
+        )
 
 
 def _keys(secret: bytes | str | Sequence[bytes | str]) -> tuple[bytes, ...]:

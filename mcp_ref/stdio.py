@@ -52,7 +52,13 @@ class StreamTransport(Transport):
     threads are serialised (one lock), so lines never interleave.
     """
 
-    def __init__(self, reader: IO[bytes], writer: IO[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE):
+    def __init__(
+        self,
+        reader: IO[bytes],
+        writer: IO[bytes],
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ):
         self.reader = reader
         self.writer = writer
         self.max_message_size = max_message_size
@@ -67,7 +73,9 @@ class StreamTransport(Transport):
                 return None
             if len(line) > limit and not line.endswith(b"\n"):
                 self._discard_rest_of_line()
-                raise MessageTooLarge(f"Invalid Request: message larger than the limit of {limit} bytes")
+                raise MessageTooLarge(
+                    f"Invalid Request: message larger than the limit of {limit} bytes"
+                )
             line = line.rstrip(b"\r\n")
             if line.strip():
                 return line
@@ -114,9 +122,15 @@ class SubprocessTransport(StreamTransport):
         self.command = list(command)
         self.shutdown_timeout = shutdown_timeout
         self.stderr_lines: collections.deque[str] = collections.deque(maxlen=1000)
-        stderr_target = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE) if isinstance(stderr, str) else subprocess.PIPE
+        stderr_target = (
+            {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE)
+            if isinstance(stderr, str)
+            else subprocess.PIPE
+        )
         if isinstance(stderr, str) and stderr not in ("inherit", "discard", "capture"):
-            raise ValueError(f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}")
+            raise ValueError(
+                f"stderr must be 'inherit', 'capture', 'discard' or a callable, not {stderr!r}"
+            )
         full_env = None if env is None else {**os.environ, **env}  # env adds to ours
         self._token: bytes | None = None
         if os.path.isdir("/proc/self"):  # Linux: the token its descendants inherit (ENV_MARKER)
@@ -140,7 +154,11 @@ class SubprocessTransport(StreamTransport):
             **options,
         )
         # Both pipes exist: stdin and stdout were opened with subprocess.PIPE.
-        super().__init__(cast(IO[bytes], self.process.stdout), cast(IO[bytes], self.process.stdin), max_message_size=max_message_size)
+        super().__init__(
+            cast(IO[bytes], self.process.stdout),
+            cast(IO[bytes], self.process.stdin),
+            max_message_size=max_message_size,
+        )
         # Its start time: no process started before it can be its descendant (nor carry its token).
         self._since = _lineage(self.process.pid)[1] if self._token is not None else 0
         self._closed = False
@@ -149,7 +167,9 @@ class SubprocessTransport(StreamTransport):
         self._stderr_thread: threading.Thread | None = None
         if stderr_target is subprocess.PIPE:
             sink = stderr if callable(stderr) else self._keep_stderr_line
-            self._stderr_thread = threading.Thread(target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True)
+            self._stderr_thread = threading.Thread(
+                target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True
+            )
             self._stderr_thread.start()
 
     def _keep_stderr_line(self, line: str) -> None:
@@ -187,7 +207,9 @@ class SubprocessTransport(StreamTransport):
         self._reading = True
         message = super().read()
         if message is None:
-            cast(IO[bytes], self.process.stdout).close()  # the reader thread is the only one that reads it
+            cast(
+                IO[bytes], self.process.stdout
+            ).close()  # the reader thread is the only one that reads it
         return message
 
     def close(self) -> None:
@@ -245,7 +267,10 @@ class SubprocessTransport(StreamTransport):
         # Let the pump read what the server wrote before it exited, so that after close()
         # ``stderr_lines`` (or the callback) has seen every line.  Bounded: a process
         # outside the group may still hold the pipe open.
-        if self._stderr_thread is not None and self._stderr_thread is not threading.current_thread():
+        if (
+            self._stderr_thread is not None
+            and self._stderr_thread is not threading.current_thread()
+        ):
             self._stderr_thread.join(self.shutdown_timeout)
 
     @property

@@ -57,14 +57,16 @@ def _parse(template: str) -> list[tuple[str, str] | str]:
             operator, body = "+", body[1:]
         elif body[:1] and body[0] in _LEVEL3_OPERATORS + _RESERVED_OPERATORS:
             raise ValueError(
-                f"operator {body[0]!r} in {template[start:end + 1]!r} is not supported "
+                f"operator {body[0]!r} in {template[start : end + 1]!r} is not supported "
                 "(only level 1 '{var}' and level 2 '{+var}')"
             )
         if not body:
-            raise ValueError(f"empty variable name at position {start} in URI template {template!r}")
+            raise ValueError(
+                f"empty variable name at position {start} in URI template {template!r}"
+            )
         if "," in body or body.endswith("*") or ":" in body:
             raise ValueError(
-                f"{template[start:end + 1]!r} uses level 3/4 syntax (lists, prefixes or explode), "
+                f"{template[start : end + 1]!r} uses level 3/4 syntax (lists, prefixes or explode), "
                 "which is not supported"
             )
         if not _VARNAME.fullmatch(body):

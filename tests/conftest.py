@@ -72,7 +72,9 @@ class InMemory:
         with self._lock:
             module = self._modules.get(self.script)
             if module is None:
-                spec = importlib.util.spec_from_file_location(f"test_server_{self.script}", SERVERS / f"{self.script}.py")
+                spec = importlib.util.spec_from_file_location(
+                    f"test_server_{self.script}", SERVERS / f"{self.script}.py"
+                )
                 module = importlib.util.module_from_spec(spec)
                 spec.loader.exec_module(module)
                 self._modules[self.script] = module
@@ -100,15 +102,27 @@ class WireChecker(WireValidator):
 
     def sent(self, method: str | None = None) -> list[dict]:
         """Messages this side wrote (optionally only those with ``method``)."""
-        return [m for d, m in self.messages if d == "-->" and (method is None or (isinstance(m, dict) and m.get("method") == method))]
+        return [
+            m
+            for d, m in self.messages
+            if d == "-->"
+            and (method is None or (isinstance(m, dict) and m.get("method") == method))
+        ]
 
     def received(self, method: str | None = None) -> list[dict]:
         """Messages this side read (optionally only those with ``method``)."""
-        return [m for d, m in self.messages if d == "<--" and (method is None or (isinstance(m, dict) and m.get("method") == method))]
+        return [
+            m
+            for d, m in self.messages
+            if d == "<--"
+            and (method is None or (isinstance(m, dict) and m.get("method") == method))
+        ]
 
     def assert_valid(self) -> None:
         """Fail the test if any message broke the schema."""
-        assert not self.errors, "messages not valid against the official schema:\n" + "\n".join(self.errors[:20])
+        assert not self.errors, "messages not valid against the official schema:\n" + "\n".join(
+            self.errors[:20]
+        )
 
 
 @pytest.fixture
@@ -146,7 +160,9 @@ def connect(wire):
             watch_stderr(command_label(command), lambda: lines.items)
         client = Client.stdio(command, trace=wire, **options)
         if options["stderr"] == "capture":
-            watch_stderr(command_label(command), lambda: list(client.session.transport.stderr_lines))
+            watch_stderr(
+                command_label(command), lambda: list(client.session.transport.stderr_lines)
+            )
         clients.append(client)
         return client
 
@@ -163,8 +179,12 @@ def client_over(kind: str, server: InMemory, serve, *, trace, **options):
 
     options.setdefault("timeout", WAIT)
     if kind == "stdio":
-        return Client.stdio([sys.executable, str(SERVERS / f"{server.script}.py")], trace=trace, stderr="discard",
-                            **options)
+        return Client.stdio(
+            [sys.executable, str(SERVERS / f"{server.script}.py")],
+            trace=trace,
+            stderr="discard",
+            **options,
+        )
     if kind == "http":
         return Client.http(serve(server.build(), keepalive=0.2).mcp, trace=trace, **options)
     return Client.in_memory(server.build(), trace=trace, **options)
@@ -193,12 +213,17 @@ class RawPeer:
 
     def __init__(self, command=None, env=None):
         self.proc = subprocess.Popen(
-            command or DEMO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            command or DEMO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             env={**os.environ, **(env or {})},
         )
         self.lines: queue.Queue = queue.Queue()
         self.stderr: list[bytes] = []
-        self.stderr_done = threading.Event()  # set once stderr has ended and every line is in ``stderr``
+        self.stderr_done = (
+            threading.Event()
+        )  # set once stderr has ended and every line is in ``stderr``
         threading.Thread(target=self._pump, daemon=True).start()
         threading.Thread(target=self._pump_stderr, daemon=True).start()
 
@@ -224,8 +249,18 @@ class RawPeer:
         return None if line is None else json.loads(line)
 
     def initialize(self, version: str = "2025-11-25") -> dict:
-        self.send_json({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        self.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
         reply = self.recv()
         self.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
@@ -328,20 +363,34 @@ def run_cli(*args: str, timeout: float = 60, stdin: str = "") -> subprocess.Comp
             thread.join(timeout)
         finally:
             sys.stdin, sys.stdout, sys.stderr = saved
-    assert not thread.is_alive(), f"mcp-ref {' '.join(args)} still running after {timeout} s:\n{err.getvalue()}"
+    assert not thread.is_alive(), (
+        f"mcp-ref {' '.join(args)} still running after {timeout} s:\n{err.getvalue()}"
+    )
     if "error" in outcome:
         raise outcome["error"]
-    proc = subprocess.CompletedProcess(["mcp-ref", *args], outcome["code"], out.getvalue(), err.getvalue())
+    proc = subprocess.CompletedProcess(
+        ["mcp-ref", *args], outcome["code"], out.getvalue(), err.getvalue()
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
 
-def run_cli_process(*args: str, timeout: float = 60, stdin: str | None = None, env: dict | None = None,
-                    ) -> subprocess.CompletedProcess:
+def run_cli_process(
+    *args: str,
+    timeout: float = 60,
+    stdin: str | None = None,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess:
     """Run ``python -m mcp_ref ARGS`` as a subprocess (stdin: ``stdin``, or empty); whatever happens,
     no traceback on stderr."""
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", *args], input=stdin or "", capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_ref", *args],
+        input=stdin or "",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -425,7 +474,9 @@ class Collector:
         with self._cond:
             return list(self._items[mark:])
 
-    def wait_until(self, predicate: Callable[[list], bool], *, since: int = 0, timeout: float = WAIT) -> list:
+    def wait_until(
+        self, predicate: Callable[[list], bool], *, since: int = 0, timeout: float = WAIT
+    ) -> list:
         """Wait until ``predicate(items[since:])`` holds and return those items; fail after ``timeout`` s."""
         with self._cond:
             ok = self._cond.wait_for(lambda: predicate(self._items[since:]), timeout)
@@ -456,7 +507,10 @@ class Workers:
         self.failures: list[tuple[int, BaseException]] = []
         self._lock = threading.Lock()
         name = getattr(target, "__name__", "worker")
-        self.threads = [threading.Thread(target=self._run, args=(i,), name=f"{name}-{i}", daemon=True) for i in range(n)]
+        self.threads = [
+            threading.Thread(target=self._run, args=(i,), name=f"{name}-{i}", daemon=True)
+            for i in range(n)
+        ]
 
     def _run(self, i: int) -> None:
         try:
@@ -483,8 +537,12 @@ class Workers:
             return list(self.results)
         problems = [f"thread {i} failed{_where(exc)}: {_one_line(exc)}" for i, exc in failures]
         problems += [f"thread {i} still running after {timeout} s" for i in stuck]
-        summary = f"{len(failures)} of {len(self.threads)} threads failed, {len(stuck)} did not finish:\n"
-        raise AssertionError(summary + "\n".join(problems)) from (failures[0][1] if failures else None)
+        summary = (
+            f"{len(failures)} of {len(self.threads)} threads failed, {len(stuck)} did not finish:\n"
+        )
+        raise AssertionError(summary + "\n".join(problems)) from (
+            failures[0][1] if failures else None
+        )
 
 
 def run_threads(target: Callable[[int], object], n: int, *, timeout: float = WAIT) -> list:
@@ -524,12 +582,20 @@ class PoolPeer:
         self.updates = Collector()
         self.changes = Collector()
         self.stderr = Collector()
-        self.unwatch = watch_stderr(f"{command_label(command)}, {version}", lambda: self.stderr.items, keep=True)
+        self.unwatch = watch_stderr(
+            f"{command_label(command)}, {version}", lambda: self.stderr.items, keep=True
+        )
         options.setdefault("timeout", WAIT)
         try:
             self.client = Client.stdio(
-                command, protocol_version=version, trace=self.wire, stderr=self.stderr,
-                on_log=self.logs, on_resource_updated=self.updates, on_list_changed=self.changes, **options,
+                command,
+                protocol_version=version,
+                trace=self.wire,
+                stderr=self.stderr,
+                on_log=self.logs,
+                on_resource_updated=self.updates,
+                on_list_changed=self.changes,
+                **options,
             )
         except BaseException:
             self.unwatch()  # shown for this test only: the pool never holds this peer
@@ -571,7 +637,9 @@ class ClientPool:
     def assert_valid_since(self, snapshot: dict) -> None:
         """Fail if any message since ``snapshot`` broke the official schema."""
         with self._lock:
-            new = [e for key, p in self.peers.items() for e in p.wire.errors[snapshot.get(key, 0):]]
+            new = [
+                e for key, p in self.peers.items() for e in p.wire.errors[snapshot.get(key, 0) :]
+            ]
         assert not new, "messages not valid against the official schema:\n" + "\n".join(new[:20])
 
     def close(self) -> None:
@@ -599,7 +667,11 @@ def client_pool(command: Sequence[str] | Callable[..., Sequence[str]], *, scope:
     needs = list(inspect.signature(command).parameters) if callable(command) else []
 
     def pool_fixture(request):
-        argv = command(*(request.getfixturevalue(name) for name in needs)) if callable(command) else command
+        argv = (
+            command(*(request.getfixturevalue(name) for name in needs))
+            if callable(command)
+            else command
+        )
         pool = ClientPool(argv)
         _live_pools.append(pool)
         try:
@@ -608,7 +680,11 @@ def client_pool(command: Sequence[str] | Callable[..., Sequence[str]], *, scope:
             _live_pools.remove(pool)
             pool.close()
 
-    what = "a server made from the fixtures " + ", ".join(needs) if callable(command) else command_label(command)
+    what = (
+        "a server made from the fixtures " + ", ".join(needs)
+        if callable(command)
+        else command_label(command)
+    )
     pool_fixture.__doc__ = f"A ClientPool of {what}, shared by the tests of one {scope}."
     return pytest.fixture(scope=scope)(pool_fixture)
 
@@ -650,14 +726,21 @@ class _Watched:
         got = self.read()
         if isinstance(got, (str, bytes)):
             got = got.splitlines()
-        return [(line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)).rstrip("\r\n") for line in got]
+        return [
+            (line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)).rstrip(
+                "\r\n"
+            )
+            for line in got
+        ]
 
 
 _watched: list[_Watched] = []
 _SHOWN = pytest.StashKey[bool]()
 
 
-def watch_stderr(label: str, read: Callable[[], object], *, keep: bool = False) -> Callable[[], None]:
+def watch_stderr(
+    label: str, read: Callable[[], object], *, keep: bool = False
+) -> Callable[[], None]:
     """Show a server's stderr in the report of a test that fails, as a section "server stderr (<label>)".
 
     ``read()`` returns what the server wrote so far: a str, bytes, or a list of
@@ -698,7 +781,7 @@ def pytest_runtest_makereport(item, call):
     seen: dict[str, int] = {}
     for watched in list(_watched):
         try:
-            text = "\n".join(watched.lines()[watched.start:])
+            text = "\n".join(watched.lines()[watched.start :])
         except Exception as exc:
             text = f"(could not read it: {exc!r})"
         if not text:
@@ -734,10 +817,17 @@ class ServerProcess:
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         self._errfile = open(log, "wb")
-        self.proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._errfile, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._errfile,
+            cwd=ROOT,
+        )
         # Shared by many tests: shown (what it wrote meanwhile) in the report of any test that fails.
-        self.unwatch = watch_stderr(command_label(command), lambda: self.log.read_bytes(), keep=True)
+        self.unwatch = watch_stderr(
+            command_label(command), lambda: self.log.read_bytes(), keep=True
+        )
         try:
             self._wait_for_port()
         except BaseException:
@@ -752,13 +842,17 @@ class ServerProcess:
         # other portable sign that uvicorn (or our WsgiServer) has started listening.
         while True:
             if self.proc.poll() is not None:
-                pytest.fail(f"the server exited with {self.proc.returncode} before listening:\n{self.stderr()}")
+                pytest.fail(
+                    f"the server exited with {self.proc.returncode} before listening:\n{self.stderr()}"
+                )
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1.0).close()
                 return
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"the server did not listen on port {self.port} within {STARTUP:.0f} s:\n{self.stderr()}")
+                    pytest.fail(
+                        f"the server did not listen on port {self.port} within {STARTUP:.0f} s:\n{self.stderr()}"
+                    )
                 time.sleep(0.05)
 
     def stderr(self) -> str:
@@ -785,11 +879,17 @@ def _sdk_http_server(tmp_path_factory, name: str, *options: str):
 
     for module, install in (("mcp", "mcp"), ("uvicorn", "uvicorn")):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"serving the official SDK's HTTP apps needs `{install}` (pip install mcp uvicorn)")
+            pytest.skip(
+                f"serving the official SDK's HTTP apps needs `{install}` (pip install mcp uvicorn)"
+            )
     from http_fixtures import free_port
 
     port = free_port()
-    server = ServerProcess([*SDK_HTTP_SERVER, "--port", str(port), *options], port, tmp_path_factory.mktemp(name) / "stderr")
+    server = ServerProcess(
+        [*SDK_HTTP_SERVER, "--port", str(port), *options],
+        port,
+        tmp_path_factory.mktemp(name) / "stderr",
+    )
     return server
 
 

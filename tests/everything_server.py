@@ -28,12 +28,22 @@ def everything_client(request_timeout: float = 30.0, **options) -> Iterator[Clie
     began = time.monotonic()
     try:
         # The initialize request's timeout bounds the npx download and the server's start.
-        client = Client.stdio(EVERYTHING, stderr="capture", timeout=EVERYTHING_START, shutdown_timeout=2.0, **options)
-    except (ConnectionClosed, RequestTimeout, OSError) as exc:  # could not fetch or start it: skip, with the reason
-        pytest.skip(f"could not start {' '.join(EVERYTHING)} within {EVERYTHING_START:.0f} s "
-                    f"({time.monotonic() - began:.1f} s): {type(exc).__name__}: {exc}")
+        client = Client.stdio(
+            EVERYTHING, stderr="capture", timeout=EVERYTHING_START, shutdown_timeout=2.0, **options
+        )
+    except (
+        ConnectionClosed,
+        RequestTimeout,
+        OSError,
+    ) as exc:  # could not fetch or start it: skip, with the reason
+        pytest.skip(
+            f"could not start {' '.join(EVERYTHING)} within {EVERYTHING_START:.0f} s "
+            f"({time.monotonic() - began:.1f} s): {type(exc).__name__}: {exc}"
+        )
     client.session.default_timeout = request_timeout
-    unwatch = watch_stderr(command_label(EVERYTHING), lambda: list(client.session.transport.stderr_lines), keep=True)
+    unwatch = watch_stderr(
+        command_label(EVERYTHING), lambda: list(client.session.transport.stderr_lines), keep=True
+    )
     try:
         yield client
     finally:

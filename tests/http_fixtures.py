@@ -37,8 +37,12 @@ class Served:
         self.port = httpd.port
         self.mcp = self.url + "/mcp"
         self.sse = self.url + "/sse"
-        self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       name=f"test-httpd-{httpd.port}", daemon=True)
+        self.thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"test-httpd-{httpd.port}",
+            daemon=True,
+        )
 
     def start(self) -> Served:
         self.thread.start()
@@ -110,7 +114,11 @@ class HeaderRecorder:
         self.lock = threading.Lock()
 
     def __call__(self, environ, start_response):
-        headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
+        headers = {
+            key[5:].replace("_", "-").lower(): value
+            for key, value in environ.items()
+            if key.startswith("HTTP_")
+        }
         if environ.get("CONTENT_TYPE"):
             headers["content-type"] = environ["CONTENT_TYPE"]
         with self.lock:
@@ -162,7 +170,9 @@ class SseReader:
             if any(event[k] is not None for k in ("id", "event", "data", "retry")):
                 return event
 
-    def messages(self, until_id=None, checker: WireChecker | None = None) -> list[tuple[str | None, dict]]:
+    def messages(
+        self, until_id=None, checker: WireChecker | None = None
+    ) -> list[tuple[str | None, dict]]:
         """(event id, message) for every data-carrying event, until the answer to ``until_id`` or the end."""
         out = []
         while True:
@@ -209,8 +219,11 @@ def notification(method: str, params=None) -> dict:
 
 
 def init_params(version: str = LATEST, capabilities=None) -> dict:
-    return {"protocolVersion": version, "capabilities": capabilities or {},
-            "clientInfo": {"name": "raw-http-test", "version": "0"}}
+    return {
+        "protocolVersion": version,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": "raw-http-test", "version": "0"},
+    }
 
 
 class RawSession:
@@ -265,7 +278,9 @@ class RawSession:
 
     def initialize(self, version: str = LATEST, capabilities=None, *, initialized=True):
         """initialize (+ notifications/initialized); returns the HTTP response of the initialize POST."""
-        response = self.post(request("initialize", init_params(version, capabilities), self.next_id()), version=False)
+        response = self.post(
+            request("initialize", init_params(version, capabilities), self.next_id()), version=False
+        )
         body = self.receive_json(response)
         assert "result" in body, body
         self.session_id = response.headers.get("Mcp-Session-Id")
@@ -392,9 +407,17 @@ class RoundRobin:
                     balancer.served.append(turn)
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in RoundRobin.HOP_BY_HOP}
-                with requests.request(self.command, balancer.upstreams[turn] + self.path, data=body,
-                                      headers=headers, stream=True, timeout=TIMEOUT) as answer:
+                headers = {
+                    k: v for k, v in self.headers.items() if k.lower() not in RoundRobin.HOP_BY_HOP
+                }
+                with requests.request(
+                    self.command,
+                    balancer.upstreams[turn] + self.path,
+                    data=body,
+                    headers=headers,
+                    stream=True,
+                    timeout=TIMEOUT,
+                ) as answer:
                     self.send_response(answer.status_code)
                     for name, value in answer.headers.items():
                         if name.lower() not in RoundRobin.HOP_BY_HOP:
@@ -414,8 +437,12 @@ class RoundRobin:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       name="test-round-robin", daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="test-round-robin",
+            daemon=True,
+        )
         self.thread.start()
 
     def stop(self) -> None:

@@ -68,10 +68,25 @@ class RedisServer:
         for _attempt in range(3):  # the free port may be taken between finding it and binding it
             ready = threading.Event()
             process = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "yes" if self.persistent else "no",
-                 "--dir", str(self.directory), "--protected-mode", "no"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                [
+                    self.binary,
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "yes" if self.persistent else "no",
+                    "--dir",
+                    str(self.directory),
+                    "--protected-mode",
+                    "no",
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
             )
             threading.Thread(target=self._pump, args=(process, ready), daemon=True).start()
             if ready.wait(START_WITHIN) and process.poll() is None:

@@ -30,15 +30,33 @@ class Pki:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
         now = datetime.datetime.now(datetime.timezone.utc)
         self.certificate = (
-            x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(self.key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                                         data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                                         crl_sign=True, encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False)
-            .sign(self.key, hashes.SHA256()))
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(self.key.public_key()), critical=False
+            )
+            .sign(self.key, hashes.SHA256())
+        )
         self.ca_path = root / f"ca-{id(self)}.pem"
         self.ca_path.write_bytes(self._pem(self.certificate))
 
@@ -67,19 +85,30 @@ class Pki:
         certificate = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-            .issuer_name(self.certificate.subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .issuer_name(self.certificate.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName(alternatives), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False)
-            .sign(self.key, hashes.SHA256()))
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
+                critical=False,
+            )
+            .sign(self.key, hashes.SHA256())
+        )
         stem = self.root / f"{names[0].replace(':', '_')}-{x509.random_serial_number()}"
         cert_path, key_path = stem.with_suffix(".crt"), stem.with_suffix(".key")
         cert_path.write_bytes(self._pem(certificate))
-        key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
+        key_path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
         return str(cert_path), str(key_path)
 
 
@@ -98,7 +127,9 @@ class TlsServed(Served):
         self.context.load_cert_chain(*cert)
 
 
-def start_tls(server, cert: tuple[str, str], *, wrap=None, client_ca: str | None = None, **options) -> TlsServed:
+def start_tls(
+    server, cert: tuple[str, str], *, wrap=None, client_ca: str | None = None, **options
+) -> TlsServed:
     """Serve ``server`` over https with ``cert``; ``client_ca``: client certificates it signs are required."""
     from mcp_ref.http.wsgi_server import WsgiServer
 
@@ -112,7 +143,9 @@ def start_tls(server, cert: tuple[str, str], *, wrap=None, client_ca: str | None
         def get_request(self):
             connection, address = super().get_request()
             # The handshake happens on the connection's own thread, at its first read.
-            return context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False), address
+            return context.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            ), address
 
     app = server.wsgi_app(**options)
     httpd = TlsWsgiServer(("127.0.0.1", 0), wrap(app) if wrap else app)

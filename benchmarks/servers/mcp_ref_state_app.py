@@ -62,8 +62,13 @@ def run_gunicorn(port, stateless=True):
     class App(BaseApplication):
         def load_config(self):
             for key, value in {
-                "bind": "127.0.0.1:%d" % port, "workers": 1, "worker_class": "gthread", "threads": 8,
-                "graceful_timeout": 2, "loglevel": "warning", "keepalive": 30,
+                "bind": "127.0.0.1:%d" % port,
+                "workers": 1,
+                "worker_class": "gthread",
+                "threads": 8,
+                "graceful_timeout": 2,
+                "loglevel": "warning",
+                "keepalive": 30,
             }.items():
                 self.cfg.set(key, value)
 

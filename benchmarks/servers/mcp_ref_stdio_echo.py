@@ -14,7 +14,9 @@ the ``mcp_ref`` it imports is the one first on ``PYTHONPATH``.
 
 import sys
 
-from mcp_ref_http_echo import build_server  # the same echo server (this file's folder is on sys.path)
+from mcp_ref_http_echo import (
+    build_server,
+)  # the same echo server (this file's folder is on sys.path)
 
 
 def main():

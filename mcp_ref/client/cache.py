@@ -83,12 +83,20 @@ class ResultCache:
             self._entries.move_to_end(key)
             self.hits += 1
             result = entry[1]
-        return copy.deepcopy(result)  # each caller its own: a caller changing its result changes no other's
+        return copy.deepcopy(
+            result
+        )  # each caller its own: a caller changing its result changes no other's
 
     def put(self, key: tuple | None, result: dict) -> None:
         """Keep ``result`` for as long as its ``ttlMs`` says (not at all for 0, absent or negative)."""
         ttl = result.get("ttlMs")
-        if key is None or self.max_entries <= 0 or not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
+        if (
+            key is None
+            or self.max_entries <= 0
+            or not isinstance(ttl, int)
+            or isinstance(ttl, bool)
+            or ttl <= 0
+        ):
             return
         with self._lock:
             self._entries[key] = (self._clock() + ttl / 1000, result)
@@ -101,7 +109,11 @@ class ResultCache:
         with self._lock:
             if method == "notifications/resources/updated":
                 uri = (params or {}).get("uri")
-                stale = [k for k in self._entries if k[0] == "resources/read" and json.loads(k[1]) == [uri]]
+                stale = [
+                    k
+                    for k in self._entries
+                    if k[0] == "resources/read" and json.loads(k[1]) == [uri]
+                ]
             else:
                 methods = INVALIDATES.get(method, ())
                 stale = [k for k in self._entries if k[0] in methods]

@@ -31,13 +31,26 @@ class Call:
     #: ``input_required`` rounds answered so far (2026-07-28; a result reached through any is not cached).
     rounds = 0
 
-    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict,
-                 declares: tuple[str, ...] = ()):
-        self._connection, self.method, self._params, self._options = connection, method, params, options
+    def __init__(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict | None,
+        options: dict,
+        declares: tuple[str, ...] = (),
+    ):
+        self._connection, self.method, self._params, self._options = (
+            connection,
+            method,
+            params,
+            options,
+        )
         #: The extensions its 2026-07-28 per-request capabilities declare (on every round).
         self.declares = declares
         #: The JSON-RPC request on the wire now.
-        self.pending: PendingRequest = connection.send_request(method, params, declares=declares, **options)
+        self.pending: PendingRequest = connection.send_request(
+            method, params, declares=declares, **options
+        )
 
     @property
     def id(self):

@@ -49,7 +49,12 @@ if TYPE_CHECKING:
         ResourceTemplate,
         Root,
     )
-    from ..sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+    from ..sampling_and_elicitation import (
+        CreateMessageParams,
+        CreateMessageResult,
+        ElicitParams,
+        ElicitResult,
+    )
     from ..types import Implementation
     from .cache import ResultCache
     from .listening import Subscription
@@ -142,8 +147,14 @@ class Client:
         self.extensions: tuple[Extension, ...] = ()
         for extension in (*extensions, *self._shorthand(approve, server_request_limit, tasks)):
             self.add_extension(extension)
-        if not isinstance(probe_timeout, (int, float)) or isinstance(probe_timeout, bool) or not probe_timeout > 0:
-            raise ValueError(f"probe_timeout must be a positive number of seconds, not {probe_timeout!r}")
+        if (
+            not isinstance(probe_timeout, (int, float))
+            or isinstance(probe_timeout, bool)
+            or not probe_timeout > 0
+        ):
+            raise ValueError(
+                f"probe_timeout must be a positive number of seconds, not {probe_timeout!r}"
+            )
         #: Seconds the era probe waits for a stdio server that does not answer ``server/discover``.
         self.probe_timeout = probe_timeout
         self.client_info = {"name": name, "version": version}
@@ -162,18 +173,25 @@ class Client:
         self.on_elicitation_complete = on_elicitation_complete
         self.cache_size = cache_size
         #: The dispatcher: the handshake, the lifecycle, what the server sends.
-        self.connection = ClientConnection(self, transport, default_timeout=timeout, name="mcp-client", trace=trace)
+        self.connection = ClientConnection(
+            self, transport, default_timeout=timeout, name="mcp-client", trace=trace
+        )
         #: The JSON-RPC session under it (the reader thread, pending requests, timeouts).
         self.session = self.connection.session
         self.session.start()
         try:
             self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
             self._shorthand_options({})  # what the server offers may need an extension at once
-            if on_log is not None and log_level is not None:  # logs arrive by default (mcp_ref.client.logs)
+            if (
+                on_log is not None and log_level is not None
+            ):  # logs arrive by default (mcp_ref.client.logs)
                 from .logs import ask_for_logs
+
                 ask_for_logs(self, log_level)
             if self.on_list_changed is not None and self.connection.modern:
-                self.connection.feed.start(initialize_timeout if initialize_timeout is not DEFAULT else timeout)
+                self.connection.feed.start(
+                    initialize_timeout if initialize_timeout is not DEFAULT else timeout
+                )
         except BaseException:
             self.close()
             raise
@@ -198,8 +216,12 @@ class Client:
         from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, SubprocessTransport
 
         transport = SubprocessTransport(
-            command, env=env, cwd=cwd, stderr=stderr,
-            max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE, shutdown_timeout=shutdown_timeout,
+            command,
+            env=env,
+            cwd=cwd,
+            stderr=stderr,
+            max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
+            shutdown_timeout=shutdown_timeout,
         )
         try:
             return cls(transport, **options)
@@ -210,7 +232,9 @@ class Client:
             transport.release()  # nobody may have read its output yet
             if isinstance(exc, ConnectionClosed) and transport.returncode is not None:
                 # The server exited before answering: its status is the first clue.
-                raise ConnectionClosed(f"{exc} (the server exited with status {transport.returncode})") from exc
+                raise ConnectionClosed(
+                    f"{exc} (the server exited with status {transport.returncode})"
+                ) from exc
             raise
 
     @classmethod
@@ -248,9 +272,20 @@ class Client:
 
         if transport == "sse" and options.get("era", AUTO) == AUTO:
             options["era"] = HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
-        return cls(open_transport(url, headers=headers, auth=auth, mode=transport, connect_timeout=connect_timeout,
-                                  verify=verify, max_message_size=max_message_size, min_retry_delay=min_retry_delay,
-                                  max_retry_delay=max_retry_delay), **options)
+        return cls(
+            open_transport(
+                url,
+                headers=headers,
+                auth=auth,
+                mode=transport,
+                connect_timeout=connect_timeout,
+                verify=verify,
+                max_message_size=max_message_size,
+                min_retry_delay=min_retry_delay,
+                max_retry_delay=max_retry_delay,
+            ),
+            **options,
+        )
 
     @classmethod
     def in_memory(cls, server, **options) -> Client:
@@ -287,7 +322,9 @@ class Client:
             caps["sampling"] = {}
             if self.sampling_tools and lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS):
                 caps["sampling"]["tools"] = {}
-        if self.elicitation_handler is not None and lifecycle.at_least(version, lifecycle.ELICITATION):
+        if self.elicitation_handler is not None and lifecycle.at_least(
+            version, lifecycle.ELICITATION
+        ):
             if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
                 caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
             else:
@@ -331,8 +368,14 @@ class Client:
         return cast(str, self.connection.protocol_version)  # set by connect(), in __init__
 
     @property
-    def _answer(self) -> Any:  # the server's DiscoverResult (modern) or InitializeResult, set by connect()
-        return self.connection.discover_result if self.connection.modern else self.connection.initialize_result
+    def _answer(
+        self,
+    ) -> Any:  # the server's DiscoverResult (modern) or InitializeResult, set by connect()
+        return (
+            self.connection.discover_result
+            if self.connection.modern
+            else self.connection.initialize_result
+        )
 
     @property
     def server_info(self) -> Implementation | None:
@@ -346,7 +389,9 @@ class Client:
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        if name in _DECLARING and "connection" in self.__dict__:  # what the modern envelopes say changed
+        if (
+            name in _DECLARING and "connection" in self.__dict__
+        ):  # what the modern envelopes say changed
             self.connection.metas.clear()
 
     @property
@@ -371,7 +416,9 @@ class Client:
     def _require(self, capability: str, method: str) -> dict:
         # 2025-11-25 basic/lifecycle §Operation: both parties MUST "Only use capabilities that were successfully negotiated".
         if capability not in (capabilities := self._answer.capabilities):
-            raise CapabilityError(f"{method}: the server did not declare the {capability} capability")
+            raise CapabilityError(
+                f"{method}: the server did not declare the {capability} capability"
+            )
         return capabilities
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
@@ -392,6 +439,7 @@ class Client:
 
     def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
         from ..feature_types import Page
+
         self._require(capability, method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
         items = [build(item) for item in result.get(key, [])]
@@ -441,9 +489,15 @@ class Client:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        options.update(timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset_timeout_on_progress,
-                       max_total_timeout=max_total_timeout)
-        return ToolCall(self.connection.start("tools/call", params, **self._shorthand_options(options)))
+        options.update(
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_total_timeout=max_total_timeout,
+        )
+        return ToolCall(
+            self.connection.start("tools/call", params, **self._shorthand_options(options))
+        )
 
     def call_tool(self, name: str, arguments: dict | None = None, **options) -> CallToolResult:
         """Call a tool and wait for its result.
@@ -465,24 +519,38 @@ class Client:
     def list_resources(self) -> list[Resource]:
         """Every resource, following pagination."""
         from ..feature_types import Resource
+
         return self._all("resources/list", "resources", Resource.from_wire, "resources")
 
     def list_resources_page(self, cursor: str | None = None) -> Page:
         """One page of resources."""
         from ..feature_types import Resource
+
         return self._page("resources/list", "resources", Resource.from_wire, cursor, "resources")
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
         from ..feature_types import ResourceTemplate
-        return self._all("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources")
+
+        return self._all(
+            "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources"
+        )
 
     def list_resource_templates_page(self, cursor: str | None = None) -> Page:
         """One page of resource templates."""
         from ..feature_types import ResourceTemplate
-        return self._page("resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, cursor, "resources")
 
-    def read_resource(self, uri: str, *, timeout: float | None | Default = DEFAULT) -> ReadResourceResult:
+        return self._page(
+            "resources/templates/list",
+            "resourceTemplates",
+            ResourceTemplate.from_wire,
+            cursor,
+            "resources",
+        )
+
+    def read_resource(
+        self, uri: str, *, timeout: float | None | Default = DEFAULT
+    ) -> ReadResourceResult:
         """Read a resource's contents (raises ResourceNotFound for an unknown URI, in either era).
 
         2026-07-28 server/resources §Error Handling: a resource that is not found is -32602 with
@@ -540,7 +608,9 @@ class Client:
         """
         from .listening import build_filter
 
-        wanted = build_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
+        wanted = build_filter(
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris
+        )
         stream = self.connection.streams.open(wanted, on_notification)
         stream.wait_acknowledged(self.session.default_timeout if timeout is DEFAULT else timeout)
         return stream
@@ -550,20 +620,25 @@ class Client:
     def list_prompts(self) -> list[Prompt]:
         """Every prompt, following pagination."""
         from ..feature_types import Prompt
+
         return self._all("prompts/list", "prompts", Prompt.from_wire, "prompts")
 
     def list_prompts_page(self, cursor: str | None = None) -> Page:
         """One page of prompts."""
         from ..feature_types import Prompt
+
         return self._page("prompts/list", "prompts", Prompt.from_wire, cursor, "prompts")
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
         """Render a prompt; argument values are sent as strings, as the spec's ``{[key]: string}`` requires."""
         from ..feature_types import GetPromptResult
+
         self._require("prompts", "prompts/get")
         params: dict[str, Any] = {"name": name}
         if arguments:
-            params["arguments"] = {k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()}
+            params["arguments"] = {
+                k: v if isinstance(v, str) else json.dumps(v) for k, v in arguments.items()
+            }
         return GetPromptResult.from_wire(self.connection.request("prompts/get", params))
 
     # logging and completion
@@ -578,23 +653,39 @@ class Client:
         """
         self._require("logging", "logging/setLevel")
         if self.connection.modern and level is not None and level not in envelope.LOG_LEVELS:
-            raise ValueError(f"level must be one of {', '.join(envelope.LOG_LEVELS)}, not {level!r}")
+            raise ValueError(
+                f"level must be one of {', '.join(envelope.LOG_LEVELS)}, not {level!r}"
+            )
         if not self.connection.modern:
             self.connection.request("logging/setLevel", {"level": level})
         self.connection.log_level = level
 
-    def complete(self, *, argument: str, value: str, prompt: str | None = None, resource: str | None = None,
-                 context: dict | None = None) -> Completion:
+    def complete(
+        self,
+        *,
+        argument: str,
+        value: str,
+        prompt: str | None = None,
+        resource: str | None = None,
+        context: dict | None = None,
+    ) -> Completion:
         """Ask for completions of a prompt argument (``prompt=name``) or template variable (``resource=template``)."""
         from ..feature_types import Completion
+
         if (prompt is None) == (resource is None):
             raise TypeError("complete() takes exactly one of prompt= or resource=")
         if lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
             self._require("completions", "completion/complete")
-        ref = {"type": "ref/prompt", "name": prompt} if prompt is not None else {"type": "ref/resource", "uri": resource}
+        ref = (
+            {"type": "ref/prompt", "name": prompt}
+            if prompt is not None
+            else {"type": "ref/resource", "uri": resource}
+        )
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
         if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
-            params["context"] = {"arguments": context}  # CompleteRequest.context: 2025-06-18 and later
+            params["context"] = {
+                "arguments": context
+            }  # CompleteRequest.context: 2025-06-18 and later
         result = self.connection.request("completion/complete", params)
         return Completion.from_wire(result.get("completion", {}))
 
@@ -612,35 +703,47 @@ class Client:
         capability was declared).
         """
         if self._roots is None:
-            raise CapabilityError("this client did not declare the roots capability (pass roots= when creating it)")
+            raise CapabilityError(
+                "this client did not declare the roots capability (pass roots= when creating it)"
+            )
         self._roots = _as_roots(roots)
-        if not self.connection.modern:  # 2026-07-28: the server asks for roots each time (input_required)
+        if (
+            not self.connection.modern
+        ):  # 2026-07-28: the server asks for roots each time (input_required)
             self.connection.notify("notifications/roots/list_changed")
 
     # -- the shorthand: the one place the client names this package's extensions; the keyword arguments
     # build theirs, task= and the *_task methods find the era's tasks extension (added when first needed).
 
     @staticmethod
-    def _shorthand(approve: ApproveHook | None, server_request_limit: Any, tasks: bool) -> list[Extension]:
+    def _shorthand(
+        approve: ApproveHook | None, server_request_limit: Any, tasks: bool
+    ) -> list[Extension]:
         """The keyword arguments' extensions, the limit first (a refused request makes no task), the
         hook last (a client-hosted task runs it, as the spec's diagram "Task-Augmented Sampling
         Request" shows the user's review after the CreateTaskResult)."""
         built: list[Extension] = []
         if server_request_limit is not None:
             from ..extensions.approval import ServerRequestLimit
+
             built.append(ServerRequestLimit(server_request_limit))
         if tasks:
             from ..extensions.hosted_tasks import HostedTasks
+
             built.append(HostedTasks())
         if approve is not None:
             from ..extensions.approval import Approval
+
             built.append(Approval(approve))
         return built
 
     @property
     def hosted_tasks(self) -> Any:
         """``tasks=True``'s store (:class:`~mcp_ref.extensions.hosted_tasks.HostedTasks`), or None."""
-        return next((extension for extension in self.extensions if extension.name == "client-hosted tasks"), None)
+        return next(
+            (extension for extension in self.extensions if extension.name == "client-hosted tasks"),
+            None,
+        )
 
     @property
     def server_request_limiter(self) -> Any:
@@ -678,11 +781,14 @@ class Client:
     def list_tasks(self, cursor: str | None = None) -> Page:
         """``tasks/list`` (2025-11-25): one page of the server's tasks (Task dicts); ``next_cursor`` for the next."""
         from ..extensions.client_tasks_2025 import list_tasks
+
         return list_tasks(self, cursor)
 
     def task_result(self, task_id: str) -> CallToolResult:
         """``tasks/result`` (2025-11-25) of a tool call's task: waits until it ends (a JSON-RPC error raises)."""
-        return CallToolResult.from_wire(self.connection.request("tasks/result", {"taskId": task_id}))
+        return CallToolResult.from_wire(
+            self.connection.request("tasks/result", {"taskId": task_id})
+        )
 
 
 class ToolCall(calls.ToolCall):
@@ -693,9 +799,19 @@ class ToolCall(calls.ToolCall):
         """The id of the task the server made of the call (``task=True``), once it made one."""
         return getattr(self.call, "task_id", None)
 
-_DECLARING = {"_roots", "sampling_handler", "sampling_tools", "elicitation_handler", "elicitation_modes", "extensions", "client_info"}
+
+_DECLARING = {
+    "_roots",
+    "sampling_handler",
+    "sampling_tools",
+    "elicitation_handler",
+    "elicitation_modes",
+    "extensions",
+    "client_info",
+}
 
 
 def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:
     from .roots import as_root
+
     return [as_root(r) for r in roots]

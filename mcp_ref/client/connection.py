@@ -57,11 +57,16 @@ PROBE_TIMEOUT = 10.0
 
 #: Every request a client answers (``ping``: :meth:`ClientConnection.answer_at_once`), and the module of this package that
 #: answers it (:func:`answering_module`), loaded with the first such request.
-ANSWERED = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
+ANSWERED = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
-CACHED_METHODS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list",
-                            "resources/read"})
+CACHED_METHODS = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+)
 
 
 class AnsweringModule(Protocol):
@@ -87,7 +92,7 @@ class IncomingRequest:
     #: Its context: its id, whether the server cancelled it, its progress.
     context: RequestContext
     method: str
-    params: dict
+    params: dict[str, Any]
 
 
 def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
@@ -102,16 +107,22 @@ def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None
         return era, None
     if protocol_version in MODERN_VERSIONS:
         if era == HANDSHAKE:
-            raise ValueError(f"{protocol_version} is a modern revision; the handshake era speaks "
-                             f"{', '.join(SUPPORTED_VERSIONS)}")
+            raise ValueError(
+                f"{protocol_version} is a modern revision; the handshake era speaks "
+                f"{', '.join(SUPPORTED_VERSIONS)}"
+            )
         return MODERN, protocol_version
     if protocol_version in SUPPORTED_VERSIONS:
         if era == MODERN:
-            raise ValueError(f"{protocol_version} is a handshake-era revision; the modern era speaks "
-                             f"{', '.join(MODERN_VERSIONS)}")
+            raise ValueError(
+                f"{protocol_version} is a handshake-era revision; the modern era speaks "
+                f"{', '.join(MODERN_VERSIONS)}"
+            )
         return HANDSHAKE, protocol_version
-    raise ValueError(f"unsupported protocol version {protocol_version!r}; mcp_ref speaks "
-                     f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}")
+    raise ValueError(
+        f"unsupported protocol version {protocol_version!r}; mcp_ref speaks "
+        f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
+    )
 
 
 class ClientConnection:
@@ -149,7 +160,9 @@ class ClientConnection:
         #: transport (see ``transport.py``).
         self.http_hooks: Any = getattr(transport, "http_hooks", None)
         if self.http_hooks is not None:
-            self.http_hooks.set_reinitialize(self.initialize)  # Streamable HTTP: a new session after 404
+            self.http_hooks.set_reinitialize(
+                self.initialize
+            )  # Streamable HTTP: a new session after 404
 
     @property
     def protocol_version(self) -> str | None:
@@ -188,8 +201,13 @@ class ClientConnection:
 
     # -- choosing the era ----------------------------------------------------------------------
 
-    def connect(self, era: str, pinned: str | None, timeout: float | None | Default = DEFAULT,
-                probe_timeout: float = PROBE_TIMEOUT) -> None:
+    def connect(
+        self,
+        era: str,
+        pinned: str | None,
+        timeout: float | None | Default = DEFAULT,
+        probe_timeout: float = PROBE_TIMEOUT,
+    ) -> None:
         """Speak the modern era if the server does (``era`` ``"auto"`` or ``"modern"``), else the handshake.
 
         2026-07-28 basic/versioning §Backward Compatibility: a client for both eras "detects
@@ -207,11 +225,15 @@ class ClientConnection:
                 version, result = modern.probe(self, pinned, wait, bounded=bounded)
             except modern.LegacyServer as legacy:
                 if era == MODERN:
-                    raise McpError(f"the server does not speak {pinned or 'a modern revision'}: it did not answer server/"
-                                   f"discover as a 2026-07-28 server does ({legacy.__cause__ or 'a handshake-era server?'})") from None
+                    raise McpError(
+                        f"the server does not speak {pinned or 'a modern revision'}: it did not answer server/"
+                        f"discover as a 2026-07-28 server does ({legacy.__cause__ or 'a handshake-era server?'})"
+                    ) from None
                 if legacy.args[0] is not None:
                     self.client.requested_version = legacy.args[0]
-                log.debug("server/discover was not answered as a modern server would: falling back to initialize")
+                log.debug(
+                    "server/discover was not answered as a modern server would: falling back to initialize"
+                )
             else:
                 self._become_modern(version, result)
                 return
@@ -243,14 +265,20 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        result = InitializeResult.from_wire(self.request("initialize", params, **({} if timeout is DEFAULT else {"timeout": timeout})))
+        result = InitializeResult.from_wire(
+            self.request(
+                "initialize", params, **({} if timeout is DEFAULT else {"timeout": timeout})
+            )
+        )
         # "If the client does not support the version in the server's response, it SHOULD disconnect."
         version = lifecycle.client_accept_version(result.protocol_version)
 
         def negotiated() -> None:
             self.session.protocol_version = version
             self.initialize_result = result
-            self.tools_changed += 1  # a new session (after a 404: perhaps a new server) lists its tools anew
+            self.tools_changed += (
+                1  # a new session (after a 404: perhaps a new server) lists its tools anew
+            )
 
         self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated)
         if self.http_hooks is not None:  # HTTP: the version header from now on, the GET stream
@@ -258,7 +286,9 @@ class ClientConnection:
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
-        if self.log_level is not None:  # a new session (Streamable HTTP's 404) forgot the level asked of the old one
+        if (
+            self.log_level is not None
+        ):  # a new session (Streamable HTTP's 404) forgot the level asked of the old one
             self.request("logging/setLevel", {"level": self.log_level})
 
     # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
@@ -289,14 +319,17 @@ class ClientConnection:
 
     # -- sending -----------------------------------------------------------------------------
 
-    def send_request(self, method: str, params: dict | None = None, *, declares: tuple[str, ...] = (),
-                     **options) -> PendingRequest:
+    def send_request(
+        self, method: str, params: dict | None = None, *, declares: tuple[str, ...] = (), **options
+    ) -> PendingRequest:
         """Send one JSON-RPC request without waiting (CapabilityError, unsent, when the lifecycle
         forbids it now); in the modern era it carries the envelope, its capabilities declaring the
         extensions named in ``declares`` too (2026-07-28 per-request capabilities)."""
         self.lifecycle.check_send(method)
         if self.modern:
-            params = self._modern.with_envelope(params, self._modern.envelope_meta(self, declares=declares))
+            params = self._modern.with_envelope(
+                params, self._modern.envelope_meta(self, declares=declares)
+            )
         return self.session.send_request(method, params, **options)
 
     def start(self, method: str, params: dict | None = None, **options) -> Call:
@@ -331,7 +364,9 @@ class ClientConnection:
             return cached
         call = self.start(method, params, **options)
         result = call.result()
-        if cache is not None and call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
+        if (
+            cache is not None and call.rounds == 0
+        ):  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
             cache.put(key, result)
         return result
 
@@ -347,7 +382,10 @@ class ClientConnection:
         if method == "notifications/resources/updated":
             callback, argument = client.on_resource_updated, params.get("uri")
         elif method.startswith("notifications/") and method.endswith("/list_changed"):
-            callback, argument = client.on_list_changed, method[len("notifications/"):-len("/list_changed")]
+            callback, argument = (
+                client.on_list_changed,
+                method[len("notifications/") : -len("/list_changed")],
+            )
         else:
             return
         if callback is not None:
@@ -383,7 +421,14 @@ class ClientConnection:
         """
         version = self.session.protocol_version
         extensions = self.client.extensions
-        handler = next((found for extension in extensions if (found := extension.methods(version).get(method))), None)
+        handler = next(
+            (
+                found
+                for extension in extensions
+                if (found := extension.methods(version).get(method))
+            ),
+            None,
+        )
         if handler is None and method not in ANSWERED:
             raise MethodNotFound(f"Method not found: {method}")
         self.lifecycle.check_receive(method)

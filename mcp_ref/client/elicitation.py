@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 def offered(connection: Connection) -> None:
     """Raise MethodNotFound unless this client answers ``elicitation/create`` (a handler, and a
     revision that has elicitation)."""
-    if connection.client.elicitation_handler is None or \
-            not lifecycle.at_least(connection.protocol_version, lifecycle.ELICITATION):
+    if connection.client.elicitation_handler is None or not lifecycle.at_least(
+        connection.protocol_version, lifecycle.ELICITATION
+    ):
         raise MethodNotFound("Method not found: this client does not offer elicitation")
 
 
@@ -34,7 +35,9 @@ def create(connection: Connection, context: RequestContext, params: dict) -> dic
     mode = request.mode or "form"
     if mode not in client.elicitation_modes:
         raise InvalidParams(f"Invalid params: this client does not support {mode}-mode elicitation")
-    result = result_dict(call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context))
+    result = result_dict(
+        call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context)
+    )
     if mode == "form" and result.get("action") == "accept":
         result["content"] = apply_defaults(request.requested_schema, result.get("content"))
     return result

@@ -67,8 +67,14 @@ class Connection(Protocol):
     def protocol_version(self) -> str | None:
         """The revision in use."""
 
-    def send_request(self, method: str, params: dict | None = None, *, declares: tuple[str, ...] = (),
-                     **options: Any) -> PendingRequest:
+    def send_request(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        declares: tuple[str, ...] = (),
+        **options: Any,
+    ) -> PendingRequest:
         """Send one request without waiting."""
 
     def request(self, method: str, params: dict | None = None, **options: Any) -> dict:

@@ -40,7 +40,11 @@ log = logging.getLogger(__name__)
 
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 #: The filter's list-changed fields, and the listing each names (subscriptions §Notification Filter).
-LIST_FIELDS = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+LIST_FIELDS = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
 #: Consecutive failed attempts to re-open the callbacks' stream before giving up (logged).
 MAX_REOPENS = 5
 #: Seconds before the first re-open; each further attempt waits twice as long.
@@ -49,11 +53,15 @@ REOPEN_DELAY = 0.5
 NotificationCallback = Callable[[str, dict], None]
 
 
-def build_filter(*, tools: bool = False, prompts: bool = False, resources: bool = False,
-                 resource_uris=()) -> dict:
+def build_filter(
+    *, tools: bool = False, prompts: bool = False, resources: bool = False, resource_uris=()
+) -> dict:
     """A SubscriptionFilter object: the list changes and resource URIs a stream should carry."""
-    wanted: dict[str, Any] = {LIST_FIELDS[k]: True for k, on in
-                              (("tools", tools), ("prompts", prompts), ("resources", resources)) if on}
+    wanted: dict[str, Any] = {
+        LIST_FIELDS[k]: True
+        for k, on in (("tools", tools), ("prompts", prompts), ("resources", resources))
+        if on
+    }
     uris = sorted(set(resource_uris))
     if not all(isinstance(uri, str) and uri for uri in uris):
         raise ValueError("resource_uris must be non-empty strings")
@@ -64,8 +72,11 @@ def build_filter(*, tools: bool = False, prompts: bool = False, resources: bool 
 
 def honoured(wanted: dict, capabilities: dict) -> dict:
     """The part of filter ``wanted`` a server declaring ``capabilities`` can honour."""
-    agreed: dict[str, Any] = {field: True for kind, field in LIST_FIELDS.items()
-              if wanted.get(field) and capabilities.get(kind, {}).get("listChanged")}
+    agreed: dict[str, Any] = {
+        field: True
+        for kind, field in LIST_FIELDS.items()
+        if wanted.get(field) and capabilities.get(kind, {}).get("listChanged")
+    }
     if wanted.get("resourceSubscriptions") and capabilities.get("resources", {}).get("subscribe"):
         agreed["resourceSubscriptions"] = list(wanted["resourceSubscriptions"])
     return agreed
@@ -93,8 +104,13 @@ class Subscription:
     says whether the server ended it with a result rather than dropping it.
     """
 
-    def __init__(self, streams: Streams, requested: dict,
-                 on_notification: NotificationCallback | None, on_end: Callable[[Subscription], None] | None = None):
+    def __init__(
+        self,
+        streams: Streams,
+        requested: dict,
+        on_notification: NotificationCallback | None,
+        on_end: Callable[[Subscription], None] | None = None,
+    ):
         self.streams = streams
         self.connection = streams.connection
         self.requested = requested
@@ -157,7 +173,9 @@ class Subscription:
             self._settled.set()
             return
         if self.acknowledged is None:
-            log.debug("%s arrived on listen stream %r before its acknowledgment: dropped", method, self.id)
+            log.debug(
+                "%s arrived on listen stream %r before its acknowledgment: dropped", method, self.id
+            )
             return
         if self.on_notification is not None:
             self.connection.session.call_soon(self.on_notification, method, params)
@@ -180,7 +198,9 @@ class Subscription:
         self._ended.set()
         self._settled.set()
         if self._on_end is not None:
-            self.connection.session.call_soon(self._on_end, self, keep=True)  # once per stream: never dropped
+            self.connection.session.call_soon(
+                self._on_end, self, keep=True
+            )  # once per stream: never dropped
 
     def wait_acknowledged(self, timeout: float | None) -> None:
         """Wait for the acknowledgment; raise what ended the stream first, or RequestTimeout."""
@@ -190,7 +210,9 @@ class Subscription:
         if self.acknowledged is None:
             if isinstance(self.error, McpError):
                 raise self.error
-            raise McpError(f"the listen stream ended before it was acknowledged: {self.error or 'closed'}")
+            raise McpError(
+                f"the listen stream ended before it was acknowledged: {self.error or 'closed'}"
+            )
 
 
 class CallbackFeed:
@@ -213,8 +235,10 @@ class CallbackFeed:
         """The filter the callbacks need now, limited to what the server declares."""
         client = self.connection.client
         caps = client.server_capabilities
-        lists = {kind: client.on_list_changed is not None and bool(caps.get(kind, {}).get("listChanged"))
-                 for kind in LIST_FIELDS}
+        lists = {
+            kind: client.on_list_changed is not None and bool(caps.get(kind, {}).get("listChanged"))
+            for kind in LIST_FIELDS
+        }
         return honoured(build_filter(**lists, resource_uris=self.uris), caps)
 
     def update(self, timeout: float | None, *, reopening: bool = False) -> None:
@@ -244,7 +268,9 @@ class CallbackFeed:
             old.close()
         current = self.stream
         if current is not None and current._ended.is_set():
-            self._ended(current)  # it ended before it became the current one: _ended ignored it then
+            self._ended(
+                current
+            )  # it ended before it became the current one: _ended ignored it then
 
     def start(self, timeout: float | None) -> None:
         """Open the stream the callbacks need, when the client connects.  2026-07-28: change
@@ -255,8 +281,11 @@ class CallbackFeed:
         try:
             self.update(timeout)
         except McpError as exc:
-            log.warning("the server declares change notifications but refused subscriptions/listen (%s): "
-                        "on_list_changed and on_resource_updated will not be called", exc)
+            log.warning(
+                "the server declares change notifications but refused subscriptions/listen (%s): "
+                "on_list_changed and on_resource_updated will not be called",
+                exc,
+            )
 
     def stop(self) -> None:
         """Close the stream for good (the client is closing)."""
@@ -279,16 +308,21 @@ class CallbackFeed:
             if self._revived is stream:
                 return  # both the callback thread and update() saw it end: one re-open
             self._revived = stream
-        log.info("the listen stream behind the change callbacks ended (%s); opening it again",
-                 "the server closed it" if stream.ended_gracefully else stream.error)
+        log.info(
+            "the listen stream behind the change callbacks ended (%s); opening it again",
+            "the server closed it" if stream.ended_gracefully else stream.error,
+        )
         threading.Thread(target=self._reopen, name="mcp-client-relisten", daemon=True).start()
 
     def _reopen(self) -> None:
         while not self._stopped.is_set():
             self._failures += 1
             if self._failures > MAX_REOPENS:
-                log.warning("gave up re-opening the listen stream after %d attempts: change callbacks "
-                            "are no longer fed", MAX_REOPENS)
+                log.warning(
+                    "gave up re-opening the listen stream after %d attempts: change callbacks "
+                    "are no longer fed",
+                    MAX_REOPENS,
+                )
                 return
             if self._stopped.wait(REOPEN_DELAY * 2 ** (self._failures - 1)):
                 return
@@ -353,19 +387,30 @@ class Streams:
         else:
             connection.request("resources/unsubscribe", {"uri": uri})
 
-    def open(self, wanted: dict, on_notification: NotificationCallback | None,
-             on_end: Callable | None = None) -> Subscription:
+    def open(
+        self,
+        wanted: dict,
+        on_notification: NotificationCallback | None,
+        on_end: Callable | None = None,
+    ) -> Subscription:
         """Open a stream of the change notifications in filter ``wanted``; not yet acknowledged."""
         connection = self.connection
         stream = Subscription(self, wanted, on_notification, on_end)
         if connection.modern:
+
             def register(request_id) -> None:
                 stream.id = request_id
                 with self._lock:
                     self._by_id[request_id] = stream
 
-            stream.attach(connection.send_request("subscriptions/listen", {"notifications": wanted}, timeout=None,
-                                                  before_write=register))
+            stream.attach(
+                connection.send_request(
+                    "subscriptions/listen",
+                    {"notifications": wanted},
+                    timeout=None,
+                    before_write=register,
+                )
+            )
             return stream
         agreed = honoured(wanted, connection.client.server_capabilities)
         with self._lock:

@@ -39,6 +39,10 @@ def ask_for_logs(client: Any, level: str) -> bool:
     try:
         client.set_logging_level(level)
     except McpError as exc:
-        log.warning("the server refused log level %r (%s): on_log gets only what it sends unasked", level, exc)
+        log.warning(
+            "the server refused log level %r (%s): on_log gets only what it sends unasked",
+            level,
+            exc,
+        )
         return False
     return True

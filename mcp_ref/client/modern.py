@@ -55,7 +55,16 @@ from .calls import MAX_INPUT_ROUNDS, Call
 if TYPE_CHECKING:
     from .interfaces import Connection
 
-__all__ = ["MAX_INPUT_ROUNDS", "ModernCall", "LegacyServer", "probe", "pick_version", "with_envelope", "envelope_meta", "adopt_version"]
+__all__ = [
+    "MAX_INPUT_ROUNDS",
+    "ModernCall",
+    "LegacyServer",
+    "probe",
+    "pick_version",
+    "with_envelope",
+    "envelope_meta",
+    "adopt_version",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +73,9 @@ MAX_REISSUES = 2
 
 #: Errors only a modern server sends (basic/versioning §Backward Compatibility: "a recognized modern
 #: JSON-RPC error ... identifies a modern server").
-MODERN_ERROR_CODES = frozenset({HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
+MODERN_ERROR_CODES = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
 
 
 def pick_version(offered: list, pinned: str | None) -> str | None:
@@ -79,8 +90,9 @@ class LegacyServer(Exception):
     """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
 
 
-def probe(connection: Connection, pinned: str | None, timeout: float | None,
-          *, bounded: float | None) -> tuple[str, DiscoverResult]:
+def probe(
+    connection: Connection, pinned: str | None, timeout: float | None, *, bounded: float | None
+) -> tuple[str, DiscoverResult]:
     """Ask ``server/discover``; return the version to speak and the server's answer.
 
     Raises :class:`LegacyServer` when the answer says the server is handshake-only:
@@ -106,10 +118,13 @@ def probe(connection: Connection, pinned: str | None, timeout: float | None,
             if choice is None or retried:
                 handshake = [v for v in SUPPORTED_VERSIONS if v in exc.supported]
                 if handshake and pinned is None:
-                    raise LegacyServer(handshake[0]) from None  # it offers a handshake revision we speak
+                    raise LegacyServer(
+                        handshake[0]
+                    ) from None  # it offers a handshake revision we speak
                 raise UnsupportedProtocolVersionError(
                     f"the server speaks {', '.join(exc.supported) or 'no listed version'}; "
-                    f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}") from None
+                    f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
+                ) from None
             version, retried = choice, True
             continue
         except McpError as exc:
@@ -124,8 +139,11 @@ def probe(connection: Connection, pinned: str | None, timeout: float | None,
             result = DiscoverResult.from_wire(raw)
         except TypeError:
             result = None
-        if result is None or not isinstance(result.supported_versions, list) \
-                or not isinstance(result.capabilities, dict):
+        if (
+            result is None
+            or not isinstance(result.supported_versions, list)
+            or not isinstance(result.capabilities, dict)
+        ):
             # Not a DiscoverResult: a server that answers any method it does not know with
             # something; "any other" answer than a modern one identifies a legacy server.
             raise LegacyServer(None)
@@ -137,7 +155,8 @@ def probe(connection: Connection, pinned: str | None, timeout: float | None,
                 raise LegacyServer(handshake[0])
             raise UnsupportedProtocolVersionError(
                 f"the server speaks {', '.join(offered) or 'no listed version'}; mcp_ref speaks "
-                f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}")
+                f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
+            )
         return choice, result
 
 
@@ -150,7 +169,9 @@ def with_envelope(params: dict | None, meta: dict) -> dict:
     return out
 
 
-def envelope_meta(connection: Connection, version: str | None = None, *, declares: tuple[str, ...] = ()) -> dict:
+def envelope_meta(
+    connection: Connection, version: str | None = None, *, declares: tuple[str, ...] = ()
+) -> dict:
     """The ``_meta`` of a modern request: version, capabilities, client info, log level.
 
     2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
@@ -168,8 +189,13 @@ def envelope_meta(connection: Connection, version: str | None = None, *, declare
         capabilities = connection.client.capabilities(version)
         if declares:
             extensions: dict[str, dict] = {name: {} for name in declares}
-            capabilities = {**capabilities, "extensions": {**extensions, **capabilities.get("extensions", {})}}
-        meta = connection.metas[key] = envelope.request_meta(version, capabilities, connection.client.client_info, key[2])
+            capabilities = {
+                **capabilities,
+                "extensions": {**extensions, **capabilities.get("extensions", {})},
+            }
+        meta = connection.metas[key] = envelope.request_meta(
+            version, capabilities, connection.client.client_info, key[2]
+        )
     return meta
 
 
@@ -185,14 +211,22 @@ class ModernCall(Call):
     """One request of the caller's, across the rounds the modern era may need (see the module
     docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
 
-    def __init__(self, connection: Connection, method: str, params: dict | None, options: dict,
-                 declares: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict | None,
+        options: dict,
+        declares: tuple[str, ...] = (),
+    ):
         on_progress = options.get("on_progress")
         if on_progress is not None:
             from .mrtr import ProgressAcrossRounds
 
             options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
-        self._cancelled: str | None = None  # no lock: cancel() and the rounds each write their side, then read the other's
+        self._cancelled: str | None = (
+            None  # no lock: cancel() and the rounds each write their side, then read the other's
+        )
         self._contexts: list[RequestContext] = []  # of the input handlers running now
         super().__init__(connection, method, params, options, declares)
 
@@ -231,7 +265,9 @@ class ModernCall(Call):
                 headers_retried = True
                 self._resend(params)
                 continue
-            kind = result.get("resultType", envelope.COMPLETE)  # absent: "MUST treat ... as complete"
+            kind = result.get(
+                "resultType", envelope.COMPLETE
+            )  # absent: "MUST treat ... as complete"
             if kind == envelope.COMPLETE:
                 return result
             if kind != envelope.INPUT_REQUIRED:
@@ -244,14 +280,20 @@ class ModernCall(Call):
     def settle(self, kind: str, result: dict) -> dict:
         """The final result of an answer whose ``resultType`` is neither complete nor input_required:
         an error here; a call that declares an extension defining ``kind`` overrides it."""
-        raise McpError(f"{self.method}: the server answered with resultType {kind!r}, which this "
-                       f"client did not ask for")
+        raise McpError(
+            f"{self.method}: the server answered with resultType {kind!r}, which this "
+            f"client did not ask for"
+        )
 
     def _resend(self, params: dict | None) -> None:
         self._check_cancelled()
         # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
-        self.pending = self._connection.send_request(self.method, params, declares=self.declares, **self._options)
-        if self._cancelled is not None:  # cancel() came meanwhile, perhaps seeing the previous request only
+        self.pending = self._connection.send_request(
+            self.method, params, declares=self.declares, **self._options
+        )
+        if (
+            self._cancelled is not None
+        ):  # cancel() came meanwhile, perhaps seeing the previous request only
             self.pending.cancel(self._cancelled)
 
     @property

@@ -43,30 +43,44 @@ def next_round(call: InputCall, params: dict | None, result: dict) -> dict:
 def too_many_rounds(call: InputCall) -> LimitExceeded:
     """The error of a call whose server still asks for input after ``max_input_rounds`` rounds."""
     limit = call.max_input_rounds
-    return LimitExceeded(f"{call.method}: the server still needed input after {limit} rounds; this client "
-                         f"answers at most {limit} (max_input_rounds)", data={"limit": limit})
+    return LimitExceeded(
+        f"{call.method}: the server still needed input after {limit} rounds; this client "
+        f"answers at most {limit} (max_input_rounds)",
+        data={"limit": limit},
+    )
 
 
 def answer(call: InputCall, requests: Any) -> dict:
     """The ``inputResponses`` for an ``inputRequests`` map, from the client's handlers."""
     if not isinstance(requests, dict) or len(requests) > MAX_INPUT_REQUESTS:
-        raise McpError(f"{call.method}: the server's inputRequests is not a map of at most "
-                       f"{MAX_INPUT_REQUESTS} requests")
+        raise McpError(
+            f"{call.method}: the server's inputRequests is not a map of at most "
+            f"{MAX_INPUT_REQUESTS} requests"
+        )
     connection = call.connection
     responses: dict[str, Any] = {}
     for key, ask in requests.items():
         method = ask.get("method") if isinstance(ask, dict) else None
         params = ask.get("params") if isinstance(ask, dict) else None
         if not isinstance(method, str) or not connection.answers(method):
-            raise McpError(f"{call.method}: the server asked for {method!r}, which no client answers")
-        context = RequestContext(connection.session, f"{call.pending.id}:{key}", method,
-                                 params if isinstance(params, dict) else {})
+            raise McpError(
+                f"{call.method}: the server asked for {method!r}, which no client answers"
+            )
+        context = RequestContext(
+            connection.session,
+            f"{call.pending.id}:{key}",
+            method,
+            params if isinstance(params, dict) else {},
+        )
         with call.input_handler(context):
             try:
                 responses[key] = connection.handle_request(context, method, context.params)
             except McpError as exc:
-                raise type(exc)(f"{call.method}: could not give the server's {method} input: {exc.message}",
-                                code=exc.code, data=exc.data) from None
+                raise type(exc)(
+                    f"{call.method}: could not give the server's {method} input: {exc.message}",
+                    code=exc.code,
+                    data=exc.data,
+                ) from None
     return responses
 
 

@@ -38,7 +38,9 @@ def offered(connection: Connection) -> None:
 def list_roots(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``roots/list``: the client's roots."""
     offered(connection)  # so roots is not None
-    return result_dict({"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]})
+    return result_dict(
+        {"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}
+    )
 
 
 HANDLERS = {"roots/list": list_roots}

@@ -25,17 +25,27 @@ def create_message(connection: Connection, context: RequestContext, params: dict
     client = connection.client
     offered(connection)
     max_tokens = params.get("maxTokens")
-    if not isinstance(params.get("messages"), list) or not isinstance(max_tokens, int) or isinstance(max_tokens, bool):
+    if (
+        not isinstance(params.get("messages"), list)
+        or not isinstance(max_tokens, int)
+        or isinstance(max_tokens, bool)
+    ):
         # schema CreateMessageRequest: messages is an array, maxTokens an integer.
-        raise InvalidParams("Invalid params: sampling/createMessage needs a messages array and an integer maxTokens")
+        raise InvalidParams(
+            "Invalid params: sampling/createMessage needs a messages array and an integer maxTokens"
+        )
     try:
         request = CreateMessageParams.from_wire(params)
     except (TypeError, KeyError) as exc:
         raise InvalidParams(f"Invalid params: {exc}") from None
-    if (request.tools is not None or request.tool_choice is not None) and "tools" not in client.capabilities().get("sampling", {}):
+    if (
+        request.tools is not None or request.tool_choice is not None
+    ) and "tools" not in client.capabilities().get("sampling", {}):
         # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
         raise InvalidParams("Invalid params: this client did not declare sampling.tools")
-    return result_dict(call_handler(cast("Callable[..., Any]", client.sampling_handler), request, context))
+    return result_dict(
+        call_handler(cast("Callable[..., Any]", client.sampling_handler), request, context)
+    )
 
 
 HANDLERS = {"sampling/createMessage": create_message}

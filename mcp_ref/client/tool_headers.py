@@ -75,16 +75,24 @@ class KnownTools:
         from ..types import Tool
 
         name = (params or {}).get("name")
-        if method != "tools/call" or not isinstance(name, str) or self.input_schema(name) is not None:
+        if (
+            method != "tools/call"
+            or not isinstance(name, str)
+            or self.input_schema(name) is not None
+        ):
             return False
         connection = self.connection
 
         def fetch(cursor: str | None) -> dict:
             result = connection.request("tools/list", {"cursor": cursor} if cursor else None)
-            connection.usable_tools([Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)])
+            connection.usable_tools(
+                [Tool.from_wire(t) for t in result.get("tools", []) if isinstance(t, dict)]
+            )
             return result
 
-        for _ in follow_cursors(fetch, "tools/list", connection.client.max_pages):  # bounded as Client.list_tools
+        for _ in follow_cursors(
+            fetch, "tools/list", connection.client.max_pages
+        ):  # bounded as Client.list_tools
             pass
         schema = self.input_schema(name)
         return schema is not None and bool(header_params(schema))

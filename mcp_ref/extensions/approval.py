@@ -124,8 +124,11 @@ class ServerRequestLimit(Extension):
         if call.method in GATED and self.limit is not None:
             wait = self.limiter.take(LIMIT_KEY, self.limit)
             if wait > 0:
-                log.warning("refused the server's %s: over the limit of %s server requests to this client",
-                            call.method, self.limit)
+                log.warning(
+                    "refused the server's %s: over the limit of %s server requests to this client",
+                    call.method,
+                    self.limit,
+                )
                 raise LimitExceeded.rate("server requests to this client", self.limit, wait)
         return proceed()
 
@@ -169,13 +172,21 @@ class Approval(Extension):
             return None
         if isinstance(verdict, ServerRequest):
             if verdict.method != method:
-                log.error("the approve hook turned the server's %s into %s: refused", method, verdict.method)
+                log.error(
+                    "the approve hook turned the server's %s into %s: refused",
+                    method,
+                    verdict.method,
+                )
                 return None
             verdict = verdict.params
         if isinstance(verdict, dict):
             return copy.deepcopy(verdict)
-        log.error("the approve hook returned %s for the server's %s (expected True, False, a ServerRequest or "
-                  "a dict of params): refused", type(verdict).__name__, method)
+        log.error(
+            "the approve hook returned %s for the server's %s (expected True, False, a ServerRequest or "
+            "a dict of params): refused",
+            type(verdict).__name__,
+            method,
+        )
         return None
 
 

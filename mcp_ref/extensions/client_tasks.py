@@ -63,8 +63,14 @@ class ClientTasks(Extension):
 
     name = EXTENSION
 
-    def start_request(self, connection: Connection, method: str, params: dict | None, options: dict,
-                      start: Callable[[str, dict | None, dict], Any]) -> Any:
+    def start_request(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict | None,
+        options: dict,
+        start: Callable[[str, dict | None, dict], Any],
+    ) -> Any:
         """Take the ``task`` option out (2026-07-28 only: 2025-11-25's tasks are another extension's)."""
         if not connection.modern:
             return start(method, params, options)
@@ -131,7 +137,11 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
         raise McpError(f"{call.method}: the server's task handle has no taskId")
     call.task_id = task_id
     ttl = created.get("ttlMs")
-    limits = [time.monotonic() + ttl / 1000] if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0 else []
+    limits = (
+        [time.monotonic() + ttl / 1000]
+        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0
+        else []
+    )
     if max_total is not None:
         limits.append(time.monotonic() + max_total)
     deadline = min(limits) if limits else None
@@ -148,12 +158,18 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
             return result
         if status == "failed":
             error = state.get("error")
-            raise McpError.from_error(error if isinstance(error, dict) else {"code": -32603, "message": "task failed"})
+            raise McpError.from_error(
+                error if isinstance(error, dict) else {"code": -32603, "message": "task failed"}
+            )
         if status == "cancelled":
             raise RequestCancelled(f"{call.method}: task {task_id} was cancelled")
         if status == "input_required":
             requests = state.get("inputRequests")
-            fresh = {k: v for k, v in requests.items() if k not in answered} if isinstance(requests, dict) else {}
+            fresh = (
+                {k: v for k, v in requests.items() if k not in answered}
+                if isinstance(requests, dict)
+                else {}
+            )
             if fresh:
                 rounds += 1
                 if rounds > call.max_input_rounds:
@@ -169,15 +185,21 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
                     _cancel(connection, task_id, options)
                     raise
                 answered.update(responses)
-                ClientTasks.request(connection, "tasks/update", {"taskId": task_id, "inputResponses": responses},
-                                    **options)
+                ClientTasks.request(
+                    connection,
+                    "tasks/update",
+                    {"taskId": task_id, "inputResponses": responses},
+                    **options,
+                )
                 state = ClientTasks.request(connection, "tasks/get", {"taskId": task_id}, **options)
                 continue
         wait = interval(state)
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise RequestTimeout(f"{call.method}: task {task_id} did not finish in time (status {status})")
+                raise RequestTimeout(
+                    f"{call.method}: task {task_id} did not finish in time (status {status})"
+                )
             wait = min(wait, left)
         if stop.wait(wait):
             _cancel(connection, task_id, options)

@@ -84,7 +84,9 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 #: Per connection: tool name → its ``taskSupport``, from the last ``tools/list`` this module made, and
 #: the connection's ``tools_changed`` then (a listing older than the last ``tools/list_changed`` is
 #: not used).  Bounded by the server's listing (``Client(max_pages=)``); replaced, never grown.
-_SUPPORT: weakref.WeakKeyDictionary[ClientConnection, tuple[int, dict[str, str]]] = weakref.WeakKeyDictionary()
+_SUPPORT: weakref.WeakKeyDictionary[ClientConnection, tuple[int, dict[str, str]]] = (
+    weakref.WeakKeyDictionary()
+)
 _SUPPORT_LOCK = threading.Lock()
 
 
@@ -127,9 +129,14 @@ def task_support(client: Client, name: str) -> str:
         known = {}
         try:
             tools = client.list_tools()
-        except McpError as exc:  # e.g. a cursor another worker signed: call the tool as usual, learn later
-            log.warning("could not list the tools to learn whether %s runs as a task (%s): calling it as usual",
-                        name, exc)
+        except (
+            McpError
+        ) as exc:  # e.g. a cursor another worker signed: call the tool as usual, learn later
+            log.warning(
+                "could not list the tools to learn whether %s runs as a task (%s): calling it as usual",
+                name,
+                exc,
+            )
             return FORBIDDEN
         for tool in tools:
             support = _mapping(tool.execution).get("taskSupport")
@@ -144,7 +151,9 @@ def task_metadata(task: Any) -> dict | None:
     """``params.task`` for the caller's ``task`` option: True → ``{}``, ``{"ttl": ms}`` as given, falsy → None."""
     if isinstance(task, dict):
         ttl = task.get("ttl")
-        if set(task) - {"ttl"} or (ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0)):
+        if set(task) - {"ttl"} or (
+            ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0)
+        ):
             raise ValueError(f"task must be True or {{'ttl': milliseconds}}, not {task!r}")
         return dict(task)
     return {} if task else None
@@ -163,14 +172,24 @@ class ClientTasks2025(Extension):
         """Keep the client: its listing says which tools take tasks."""
         self.client = host
 
-    def start_request(self, connection: ClientConnection, method: str, params: dict | None, options: dict,
-                      start: Callable[[str, dict | None, dict], Any]) -> Any:
+    def start_request(
+        self,
+        connection: ClientConnection,
+        method: str,
+        params: dict | None,
+        options: dict,
+        start: Callable[[str, dict | None, dict], Any],
+    ) -> Any:
         """Take the ``task`` option out (the handshake era only: 2026-07-28's is another extension's);
         a request without it (``client.request(...)``) is sent as it is."""
         if connection.modern or self.client is None or "task" not in options:
             return start(method, params, options)
         task = options.pop("task")
-        if method != "tools/call" or params is None or "tasks" not in self.client.server_capabilities:
+        if (
+            method != "tools/call"
+            or params is None
+            or "tasks" not in self.client.server_capabilities
+        ):
             return start(method, params, options)
         return start_call(self.client, params, task, options, start)
 
@@ -191,8 +210,13 @@ class ClientTasks2025(Extension):
         return connection.request(method, params)
 
 
-def start_call(client: Client, params: dict, task: Any, options: dict,
-               start: Callable[[str, dict | None, dict], Any]) -> Call:
+def start_call(
+    client: Client,
+    params: dict,
+    task: Any,
+    options: dict,
+    start: Callable[[str, dict | None, dict], Any],
+) -> Call:
     """Start a handshake-era ``tools/call`` to a server that declares ``tasks``: a task when the
     module docstring's rules say so (:class:`LegacyTaskCall`), else as ``start`` does."""
     metadata = task_metadata(task)
@@ -223,7 +247,9 @@ class LegacyTaskCall(Call):
         self._finished = False
         self._follow: PendingRequest | None = None  # the tasks/get or tasks/result in flight
         # tasks §Task Progress Notifications: the token "remains valid throughout the task lifetime"
-        super().__init__(connection, "tools/call", params, {**options, "progress_outlives_answer": True})
+        super().__init__(
+            connection, "tools/call", params, {**options, "progress_outlives_answer": True}
+        )
 
     def done(self) -> bool:
         """True once the call has settled: its result fetched, or the ``tools/call`` answered with no task."""
@@ -253,14 +279,18 @@ class LegacyTaskCall(Call):
             return False  # the server ran it as a normal request, which has answered
         self.task_id = task["taskId"]
         try:
-            self._connection.request("tasks/cancel", {"taskId": task["taskId"]}, **self.request_options())
+            self._connection.request(
+                "tasks/cancel", {"taskId": task["taskId"]}, **self.request_options()
+            )
         except InvalidParams:
             return False  # "already in a terminal status" (§Task Cancellation): it had finished
         except (McpError, ConnectionError, TimeoutError):
             log.debug("tasks/cancel of %s failed", task["taskId"], exc_info=True)
         with self._lock:
             self._stop.set()
-            self._finished = True  # settled: result() raises RequestCancelled, a second cancel() is False
+            self._finished = (
+                True  # settled: result() raises RequestCancelled, a second cancel() is False
+            )
             follow = self._follow
         if follow is not None:
             follow.cancel(reason)  # wake a follower waiting on tasks/result or tasks/get
@@ -280,7 +310,11 @@ class LegacyTaskCall(Call):
 
     def _follow_task(self, task: dict) -> dict:
         task_id = self.task_id = task["taskId"]
-        limits = [time.monotonic() + self._options["max_total_timeout"]] if self._options.get("max_total_timeout") else []
+        limits = (
+            [time.monotonic() + self._options["max_total_timeout"]]
+            if self._options.get("max_total_timeout")
+            else []
+        )
         ttl = task.get("ttl")
         if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:  # null: "unlimited"
             limits.append(time.monotonic() + ttl / 1000)
@@ -295,14 +329,19 @@ class LegacyTaskCall(Call):
                 limit = self._connection.client.max_input_rounds
                 if rounds > limit:
                     self._abandon(task_id)
-                    raise LimitExceeded(f"tools/call: task {task_id} still needed input after {limit} rounds; this "
-                                        f"client answers at most {limit} (max_input_rounds)", data={"limit": limit})
+                    raise LimitExceeded(
+                        f"tools/call: task {task_id} still needed input after {limit} rounds; this "
+                        f"client answers at most {limit} (max_input_rounds)",
+                        data={"limit": limit},
+                    )
             previous = status
             if status in TERMINAL or status == "input_required":
                 try:
                     return self._send("tasks/result", task_id, deadline)
                 except (RequestTimeout, McpError) as exc:
-                    if status in TERMINAL or (isinstance(exc, RequestTimeout) and _expired(deadline)):
+                    if status in TERMINAL or (
+                        isinstance(exc, RequestTimeout) and _expired(deadline)
+                    ):
                         raise
                     # Still running: tasks/result timed out or the receiver stopped waiting (busy, its own
                     # bound), or the task ended with this error.  Polling resumes and tells which (a task
@@ -330,7 +369,9 @@ class LegacyTaskCall(Call):
         with self._lock:
             if self._stop.is_set():
                 raise RequestCancelled(f"tools/call: cancelled (task {task_id})")
-            self._follow = pending = self._connection.send_request(method, {"taskId": task_id}, timeout=timeout)
+            self._follow = pending = self._connection.send_request(
+                method, {"taskId": task_id}, timeout=timeout
+            )
         try:
             return pending.result()
         except RequestCancelled:
@@ -360,9 +401,15 @@ class LegacyTaskCall(Call):
 def list_tasks(client: Client, cursor: str | None = None) -> Page:
     """``tasks/list`` (2025-11-25 §Listing Tasks): one page of the server's tasks, each a Task dict;
     CapabilityError unless the server declared ``tasks.list``."""
-    if client.era != "handshake" or not isinstance(_mapping(client.server_capabilities.get("tasks")).get("list"), dict):
-        raise CapabilityError("tasks/list: the server did not declare the tasks.list capability (2025-11-25)")
-    result = client.connection.request("tasks/list", {"cursor": cursor} if cursor is not None else None)
+    if client.era != "handshake" or not isinstance(
+        _mapping(client.server_capabilities.get("tasks")).get("list"), dict
+    ):
+        raise CapabilityError(
+            "tasks/list: the server did not declare the tasks.list capability (2025-11-25)"
+        )
+    result = client.connection.request(
+        "tasks/list", {"cursor": cursor} if cursor is not None else None
+    )
     tasks = result.get("tasks")
     if not isinstance(tasks, list):
         raise McpError("tasks/list: the answer has no tasks list")

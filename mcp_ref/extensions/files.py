@@ -24,8 +24,15 @@ from ..server.resources import RegisteredResource, build_resource
 from ..types import BlobResourceContents, TextResourceContents
 from ..uri_template import UriTemplate
 
-__all__ = ["FileRoot", "FileRootExtension", "PathOutsideRoot", "FileTooLarge", "is_text", "file_root",
-           "DEFAULT_MAX_FILE_SIZE"]
+__all__ = [
+    "FileRoot",
+    "FileRootExtension",
+    "PathOutsideRoot",
+    "FileTooLarge",
+    "is_text",
+    "file_root",
+    "DEFAULT_MAX_FILE_SIZE",
+]
 
 #: The largest file a FileRoot reads (``max_file_size``): a resource is sent whole, in one message.
 DEFAULT_MAX_FILE_SIZE = 8 * 1024 * 1024
@@ -114,10 +121,24 @@ class FileRoot:
     name (the operator made that second name); one leading outside never is.
     """
 
-    __slots__ = ("root", "max_file_size", "allow_hidden", "follow_links", "_real", "_prefix", "_exact_names")
+    __slots__ = (
+        "root",
+        "max_file_size",
+        "allow_hidden",
+        "follow_links",
+        "_real",
+        "_prefix",
+        "_exact_names",
+    )
 
-    def __init__(self, root: str | os.PathLike, *, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-                 allow_hidden: bool = False, follow_links: bool = False) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        *,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        allow_hidden: bool = False,
+        follow_links: bool = False,
+    ) -> None:
         """Resolve and check ``root`` (which may itself be reached through a link)."""
         path = Path(root)
         if not path.is_dir():
@@ -225,7 +246,12 @@ class FileRoot:
         most ``max_file_size`` bytes are read (:class:`FileTooLarge` beyond).
         """
         path = self.resolve(relative)
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+        flags = (
+            os.O_RDONLY
+            | getattr(os, "O_NONBLOCK", 0)
+            | getattr(os, "O_NOFOLLOW", 0)
+            | getattr(os, "O_BINARY", 0)
+        )
         fd = os.open(path, flags)
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fd)
@@ -266,9 +292,15 @@ class FileRoot:
 # -- as resources of a server ------------------------------------------------------------
 
 
-def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = None, max_file_size: int | None = None,
-              allow_hidden: bool = False,
-              follow_links: bool = False) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
+def file_root(
+    root: str,
+    uri_prefix: str | None = None,
+    *,
+    name: str | None = None,
+    max_file_size: int | None = None,
+    allow_hidden: bool = False,
+    follow_links: bool = False,
+) -> tuple[str, RegisteredResource, Callable[[], Iterator[dict]]]:
     """What :meth:`~mcp_ref.server.Server.add_file_root` registers for directory ``root``.
 
     Returns ``(template, entry, list_files)``: the URI template ``prefix{+path}``, the
@@ -282,8 +314,12 @@ def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = No
     -32602 with its size and the limit.  Files are listed under their
     canonical URI (``a%20b.txt`` for ``a b.txt``).
     """
-    files = FileRoot(root, max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
-                     allow_hidden=allow_hidden, follow_links=follow_links)
+    files = FileRoot(
+        root,
+        max_file_size=DEFAULT_MAX_FILE_SIZE if max_file_size is None else max_file_size,
+        allow_hidden=allow_hidden,
+        follow_links=follow_links,
+    )
     prefix = uri_prefix if uri_prefix is not None else files.root.as_uri() + "/"
     template = UriTemplate(prefix + "{+path}")
 
@@ -294,23 +330,37 @@ def file_root(root: str, uri_prefix: str | None = None, *, name: str | None = No
         try:
             data, mime_type = files.read(path)
         except FileTooLarge as exc:
-            raise InvalidParams(f"Resource too large: {uri} is over this server's limit of {exc.limit} bytes",
-                                data={"uri": uri}) from None
-        except OSError:  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
+            raise InvalidParams(
+                f"Resource too large: {uri} is over this server's limit of {exc.limit} bytes",
+                data={"uri": uri},
+            ) from None
+        except (
+            OSError
+        ):  # outside the root, hidden, missing, a directory, unreadable, a name too long ...
             raise ResourceNotFound(f"Resource not found: {uri}", data={"uri": uri}) from None
         if is_text(data, mime_type):
-            return TextResourceContents(uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type)
-        return BlobResourceContents(uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+            return TextResourceContents(
+                uri=uri, text=data.decode("utf-8", "replace"), mime_type=mime_type
+            )
+        return BlobResourceContents(
+            uri=uri, blob=base64.b64encode(data).decode("ascii"), mime_type=mime_type
+        )
 
     def list_files():
         for relative in files.list():
             # listed under the spelling a read must use (a space as %20): the one authorize judges
             uri = template.expand(path=relative)
-            if template.match_canonical(uri) == {"path": relative}:  # else no URI reads it ("%41" in a name)
+            if template.match_canonical(uri) == {
+                "path": relative
+            }:  # else no URI reads it ("%41" in a name)
                 yield {"uri": uri, "name": relative}
 
-    entry = build_resource(read_file, template.template, name=name or f"files under {files.root.name}",
-                           description=f"Files under {files.root}")
+    entry = build_resource(
+        read_file,
+        template.template,
+        name=name or f"files under {files.root.name}",
+        description=f"Files under {files.root}",
+    )
     # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
     # for resources/subscribe and the listen streams too, not only when read
     entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))

@@ -89,7 +89,10 @@ log = logging.getLogger(__name__)
 #: The one revision with client-hosted tasks (2026-07-28 removed them: SEP-2663 §Supported Methods).
 VERSION = "2025-11-25"
 #: The server's requests a client may run as tasks, and their path in ``capabilities.tasks.requests``.
-AUGMENTABLE = {"sampling/createMessage": ("sampling", "createMessage"), "elicitation/create": ("elicitation", "create")}
+AUGMENTABLE = {
+    "sampling/createMessage": ("sampling", "createMessage"),
+    "elicitation/create": ("elicitation", "create"),
+}
 #: The requests about tasks this client answers.
 TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 #: The ``_meta`` key tying a message to its task (§Related Task Metadata).
@@ -147,8 +150,12 @@ class HostedTask:
         task: dict[str, Any] = {"taskId": self.task_id, "status": self.status}
         if self.status_message is not None:
             task["statusMessage"] = self.status_message
-        task.update(createdAt=self.created_at, lastUpdatedAt=self.updated_at, ttl=self.ttl_ms,
-                    pollInterval=self.poll_interval_ms)
+        task.update(
+            createdAt=self.created_at,
+            lastUpdatedAt=self.updated_at,
+            ttl=self.ttl_ms,
+            pollInterval=self.poll_interval_ms,
+        )
         return task
 
     def move(self, status: str, message: str | None) -> None:
@@ -207,14 +214,22 @@ class HostedTasks(Extension):
         """``tasks/*`` on a connection that negotiated 2025-11-25 (elsewhere -32601, as without ``tasks=True``)."""
         if version != VERSION:
             return {}
-        return {"tasks/get": self._get, "tasks/result": self._result, "tasks/list": self._list,
-                "tasks/cancel": self._cancel}
+        return {
+            "tasks/get": self._get,
+            "tasks/result": self._result,
+            "tasks/list": self._list,
+            "tasks/cancel": self._cancel,
+        }
 
     def intercept_request(self, call: IncomingRequest, proceed: Callable[[], Any]) -> Any:
         """A sampling or elicitation request carrying ``task`` at 2025-11-25 becomes a task, whose
         work is ``proceed()`` on a worker; the others go on."""
         connection = call.connection
-        if call.method not in AUGMENTABLE or "task" not in call.params or connection.protocol_version != VERSION:
+        if (
+            call.method not in AUGMENTABLE
+            or "task" not in call.params
+            or connection.protocol_version != VERSION
+        ):
             return proceed()
         return self._accept(call, proceed)
 
@@ -236,7 +251,9 @@ class HostedTasks(Extension):
             with self._lock:
                 self._tasks.pop(task.task_id, None)
             raise
-        log.info("client-hosted task %s: %s accepted (ttl %d ms)", task.task_id, method, task.ttl_ms)
+        log.info(
+            "client-hosted task %s: %s accepted (ttl %d ms)", task.task_id, method, task.ttl_ms
+        )
         return {"task": task.wire()}
 
     def _ttl(self, meta: Any) -> int:
@@ -246,21 +263,34 @@ class HostedTasks(Extension):
         if ttl is None:
             return self.default_ttl_ms
         if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
-            raise InvalidParams("Invalid params: task.ttl must be a non-negative integer of milliseconds")
-        return min(max(ttl, MIN_TTL_MS), self.max_ttl_ms)  # §TTL and Resource Management 3: MAY override
+            raise InvalidParams(
+                "Invalid params: task.ttl must be a non-negative integer of milliseconds"
+            )
+        return min(
+            max(ttl, MIN_TTL_MS), self.max_ttl_ms
+        )  # §TTL and Resource Management 3: MAY override
 
     def _create(self, method: str, ttl_ms: int) -> HostedTask:
         with self._lock:
             self._purge()
             if len(self._tasks) >= self.max_tasks:
                 for task_id in [t.task_id for t in self._tasks.values() if t.status == CANCELLED]:
-                    del self._tasks[task_id]  # §Task Cancellation 4: cancelled tasks MAY be deleted at any time
+                    del self._tasks[
+                        task_id
+                    ]  # §Task Cancellation 4: cancelled tasks MAY be deleted at any time
                     if len(self._tasks) < self.max_tasks:
                         break
             if len(self._tasks) >= self.max_tasks:
-                log.warning("refused a client-hosted task for the server's %s: %d tasks kept already", method, self.max_tasks)
-                raise ServerBusy(f"Client busy: it keeps {self.max_tasks} tasks already; retry when some have "
-                                 "expired", data={"maxTasks": self.max_tasks})
+                log.warning(
+                    "refused a client-hosted task for the server's %s: %d tasks kept already",
+                    method,
+                    self.max_tasks,
+                )
+                raise ServerBusy(
+                    f"Client busy: it keeps {self.max_tasks} tasks already; retry when some have "
+                    "expired",
+                    data={"maxTasks": self.max_tasks},
+                )
             self._numbers += 1
             task = HostedTask(self._numbers, method, ttl_ms, self.poll_interval_ms, self.clock())
             self._tasks[task.task_id] = task
@@ -271,10 +301,16 @@ class HostedTasks(Extension):
             if self._pool is None:
                 self._pool = TaskPool(self.max_running, 0, MemoryTaskQueue(self.max_tasks))
                 self._pool.max_tasks = self.max_tasks
-            if not self._watching:  # when the connection ends, every task still working is told to stop
+            if (
+                not self._watching
+            ):  # when the connection ends, every task still working is told to stop
                 self._watching = True
-                threading.Thread(target=self._watch, args=(connection,), name="mcp-hosted-tasks-watch",
-                                 daemon=True).start()
+                threading.Thread(
+                    target=self._watch,
+                    args=(connection,),
+                    name="mcp-hosted-tasks-watch",
+                    daemon=True,
+                ).start()
             return self._pool
 
     def _watch(self, connection: Connection) -> None:
@@ -294,14 +330,22 @@ class HostedTasks(Extension):
         except McpError as exc:
             self._finish(task, error=exc.to_error())
         except RequestCancelled:
-            self._finish(task, error={"code": INTERNAL_ERROR, "message": CANCELLED_MESSAGE.format(task_id=task.task_id)})
+            self._finish(
+                task,
+                error={
+                    "code": INTERNAL_ERROR,
+                    "message": CANCELLED_MESSAGE.format(task_id=task.task_id),
+                },
+            )
         except Exception:  # never leak internals to the peer
             log.exception("client-hosted task %s: the handler of %s failed", task.task_id, method)
             self._finish(task, error={"code": INTERNAL_ERROR, "message": "Internal error"})
         else:
             self._finish(task, result=result)
 
-    def _finish(self, task: HostedTask, *, result: dict | None = None, error: dict | None = None) -> None:
+    def _finish(
+        self, task: HostedTask, *, result: dict | None = None, error: dict | None = None
+    ) -> None:
         with self._lock:
             if task.status in TERMINAL:
                 return  # §Task Cancellation 3: a cancelled task "MUST remain in cancelled status"
@@ -334,7 +378,10 @@ class HostedTasks(Extension):
         task = self._tasks.get(task_id)
         if task is None:
             # §Protocol Errors: "Invalid or nonexistent taskId ...: -32602"; an expired task is purged.
-            raise InvalidParams("Failed to retrieve task: Task not found (unknown, or expired)", data={"taskId": task_id})
+            raise InvalidParams(
+                "Failed to retrieve task: Task not found (unknown, or expired)",
+                data={"taskId": task_id},
+            )
         return task
 
     def _get(self, connection: Connection, context: RequestContext, params: dict) -> dict:
@@ -347,15 +394,20 @@ class HostedTasks(Extension):
             waiting = not task.done.is_set()
             if waiting:
                 if self._waiters >= self.max_result_waiters:
-                    raise ServerBusy(f"Client busy: {self.max_result_waiters} tasks/result requests wait already; "
-                                     "poll tasks/get and retry", data={"maxResultWaiters": self.max_result_waiters})
+                    raise ServerBusy(
+                        f"Client busy: {self.max_result_waiters} tasks/result requests wait already; "
+                        "poll tasks/get and retry",
+                        data={"maxResultWaiters": self.max_result_waiters},
+                    )
                 self._waiters += 1
         if waiting:
             try:
                 # §Result Retrieval 3: a task not yet terminal "MUST block the response until" it is.
                 while not task.done.wait(max(0.0, min(WAKE_SECONDS, task.expires - self.clock()))):
                     if context.is_cancelled or connection.session.is_closed:
-                        raise RequestCancelled("the tasks/result request ended before its task")  # no answer is sent
+                        raise RequestCancelled(
+                            "the tasks/result request ended before its task"
+                        )  # no answer is sent
                     if self.clock() >= task.expires:
                         break
             finally:
@@ -363,13 +415,20 @@ class HostedTasks(Extension):
                     self._waiters -= 1
         with self._lock:
             task = self._find(params)  # expired meanwhile: -32602
-            if task.status not in TERMINAL:  # pragma: no cover - done is set only for terminal or deleted tasks
+            if (
+                task.status not in TERMINAL
+            ):  # pragma: no cover - done is set only for terminal or deleted tasks
                 raise McpError("Internal error: the task is not finished", code=INTERNAL_ERROR)
             result, error = task.result, task.error
         if result is None:
             # §Result Retrieval 4: "exactly what the underlying request would have returned": its error.
-            raise McpError.from_error(error or {"code": INTERNAL_ERROR,
-                                                "message": CANCELLED_MESSAGE.format(task_id=task.task_id)})
+            raise McpError.from_error(
+                error
+                or {
+                    "code": INTERNAL_ERROR,
+                    "message": CANCELLED_MESSAGE.format(task_id=task.task_id),
+                }
+            )
         # §Related Task Metadata: tasks/result "MUST include this metadata in its response".
         meta = dict(result.get("_meta") or {})
         meta[RELATED_TASK] = {"taskId": task.task_id}
@@ -383,9 +442,12 @@ class HostedTasks(Extension):
         with self._lock:
             self._purge()
             if after > self._numbers:
-                raise InvalidParams("Invalid params: a tasks/list cursor this client did not give", data={"cursor": cursor})
+                raise InvalidParams(
+                    "Invalid params: a tasks/list cursor this client did not give",
+                    data={"cursor": cursor},
+                )
             later = [t for t in self._tasks.values() if t.number > after]
-            page = later[:self.page_size]
+            page = later[: self.page_size]
             result: dict[str, Any] = {"tasks": [t.wire() for t in page]}
             if len(later) > len(page):
                 # §Task Listing 2: "MUST include a nextCursor in the response if more tasks are available".
@@ -397,8 +459,10 @@ class HostedTasks(Extension):
             task = self._find(params)
             if task.status in TERMINAL:
                 # §Task Cancellation 1: "MUST reject cancellation requests for tasks already in a terminal status".
-                raise InvalidParams(f"Cannot cancel task: already in terminal status '{task.status}'",
-                                    data={"taskId": task.task_id, "status": task.status})
+                raise InvalidParams(
+                    f"Cannot cancel task: already in terminal status '{task.status}'",
+                    data={"taskId": task.task_id, "status": task.status},
+                )
             # §Task Cancellation 2: "MUST transition the task to cancelled status before sending the response".
             task.move(CANCELLED, "The task was cancelled by request.")
             wire = task.wire()
@@ -416,9 +480,11 @@ def _read_cursor(cursor: Any) -> int:
     """The task number a ``tasks/list`` cursor stands for; -32602 for one this store did not make."""
     try:
         text = base64.urlsafe_b64decode(cursor.encode()).decode() if isinstance(cursor, str) else ""
-        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX):].isdigit():
-            return int(text[len(_CURSOR_PREFIX):])
+        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX) :].isdigit():
+            return int(text[len(_CURSOR_PREFIX) :])
     except (binascii.Error, UnicodeError, ValueError):
         pass
     # §Protocol Errors: "Invalid or nonexistent cursor in tasks/list: -32602".
-    raise InvalidParams("Invalid params: a tasks/list cursor this client did not give", data={"cursor": cursor})
+    raise InvalidParams(
+        "Invalid params: a tasks/list cursor this client did not give", data={"cursor": cursor}
+    )

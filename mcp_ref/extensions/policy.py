@@ -52,8 +52,20 @@ if TYPE_CHECKING:
     from ..server.seams import Registry as Server
     from ..state.stores import Buckets
 
-__all__ = ["Principal", "Policy", "Authorize", "ACTIONS", "LISTING_ACTIONS", "LISTING_NAMES",
-           "UpdateCoalescer", "item_of", "entry_key", "limit_of", "OPTION", "DEFAULT_MAX_SUBSCRIBED_RESOURCES"]
+__all__ = [
+    "Principal",
+    "Policy",
+    "Authorize",
+    "ACTIONS",
+    "LISTING_ACTIONS",
+    "LISTING_NAMES",
+    "UpdateCoalescer",
+    "item_of",
+    "entry_key",
+    "limit_of",
+    "OPTION",
+    "DEFAULT_MAX_SUBSCRIBED_RESOURCES",
+]
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +77,6 @@ ACTIONS = {
     "completion/complete": "the prompt's name, or the resource template's URI template",
     "resources/subscribe": "the resource's URI",
 }
-
 
 
 #: ``authorize(principal, action, name) -> bool``.
@@ -101,13 +112,21 @@ class Policy(Extension):
 
     name = "policy"
 
-    def __init__(self, *, authorize: Authorize | None = None, rate_limit=None,
-                 max_subscribed_resources: int | None = None, resource_update_interval: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, buckets: Buckets | None = None):
+    def __init__(
+        self,
+        *,
+        authorize: Authorize | None = None,
+        rate_limit=None,
+        max_subscribed_resources: int | None = None,
+        resource_update_interval: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        buckets: Buckets | None = None,
+    ):
         if authorize is not None and not callable(authorize):
             raise TypeError("authorize must be a function (principal, action, name) -> bool")
-        if max_subscribed_resources is not None and (not isinstance(max_subscribed_resources, int)
-                                                     or max_subscribed_resources < 0):
+        if max_subscribed_resources is not None and (
+            not isinstance(max_subscribed_resources, int) or max_subscribed_resources < 0
+        ):
             raise ValueError("max_subscribed_resources must be a whole number >= 0, or None")
         if resource_update_interval is not None and not resource_update_interval >= 0:
             raise ValueError("resource_update_interval must be a number of seconds >= 0, or None")
@@ -158,7 +177,9 @@ class Policy(Extension):
 
     def coalescer(self, send: Callable[[str, dict], None]) -> UpdateCoalescer:
         """The :class:`UpdateCoalescer` of ``resource_update_interval``, sending with ``send(uri, params)``."""
-        return UpdateCoalescer(cast(float, self.resource_update_interval), send, lambda: self.clock())
+        return UpdateCoalescer(
+            cast(float, self.resource_update_interval), send, lambda: self.clock()
+        )
 
     def admit_request(self, principal: Principal, method: str, params: Any) -> None:
         """Count one request now (before dispatch), or raise :class:`LimitExceeded`."""
@@ -182,7 +203,9 @@ class Policy(Extension):
 
     # -- access control ---------------------------------------------------------------------
 
-    def allows(self, principal: Principal, action: str, name: str, request: dict | None = None) -> bool:
+    def allows(
+        self, principal: Principal, action: str, name: str, request: dict | None = None
+    ) -> bool:
         """Whether ``principal`` may use the item ``name`` for ``action``.
 
         ``request`` is the params of the request being served: ``authorize`` is asked each
@@ -213,11 +236,23 @@ class Policy(Extension):
         except Exception:  # a broken policy must fail closed, quietly for the peer
             # logged with its traceback at most once a minute: a peer can make it fail on every request
             quiet = self._warnings.take("authorize failed", _WARNINGS)
-            log.log(logging.DEBUG if quiet else logging.ERROR, "authorize failed for %s on %s; denied",
-                    principal.id, action, exc_info=True)  # not the name: it may carry the caller's values
+            log.log(
+                logging.DEBUG if quiet else logging.ERROR,
+                "authorize failed for %s on %s; denied",
+                principal.id,
+                action,
+                exc_info=True,
+            )  # not the name: it may carry the caller's values
             return False
 
-    def visible(self, principal: Principal | None, action: str, name: str, entry, request: dict | None = None):
+    def visible(
+        self,
+        principal: Principal | None,
+        action: str,
+        name: str,
+        entry,
+        request: dict | None = None,
+    ):
         """``entry`` if ``principal`` may use it for ``action``, else None: "not found" alike.
 
         ``authorize`` is asked about ``name`` whether or not ``entry`` exists (None: missing), so
@@ -229,16 +264,28 @@ class Policy(Extension):
         allowed = self.allows(principal, action, name, request)
         return entry if allowed else None
 
-    def visible_resource(self, principal: Principal | None, uri: str, found, action: str = "resources/read",
-                         request: dict | None = None):
+    def visible_resource(
+        self,
+        principal: Principal | None,
+        uri: str,
+        found,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ):
         """``found`` (``Server.find_resource(uri)``) if ``principal`` may use that resource for
         ``action``, else None: "not found" alike.  See :meth:`resource_allowed`."""
         if principal is None or self.authorize is None:
             return found
         return found if self.resource_allowed(principal, uri, found, action, request) else None
 
-    def resource_allowed(self, principal: Principal, uri: str, found, action: str = "resources/read",
-                         request: dict | None = None) -> bool:
+    def resource_allowed(
+        self,
+        principal: Principal,
+        uri: str,
+        found,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> bool:
         """Whether ``principal`` may use the resource ``uri`` (``found``: ``Server.find_resource(uri)``,
         None when nothing serves it) for ``action``.
 
@@ -258,7 +305,9 @@ class Policy(Extension):
             names.insert(0, found[0].listing["uriTemplate"])
         actions = ("resources/read",) if action == "resources/read" else ("resources/read", action)
         for name in names:
-            verdicts = [self.allows(principal, asked, name, request) for asked in actions]  # all of them
+            verdicts = [
+                self.allows(principal, asked, name, request) for asked in actions
+            ]  # all of them
             if not all(verdicts):
                 return False
         return True
@@ -275,7 +324,11 @@ class Policy(Extension):
         whether or not the item exists: see :meth:`visible`)."""
         action, name, entry, found = item
         if action == "resources/read":
-            return entry if self.visible_resource(principal, name, found, request=request) is not None else None
+            return (
+                entry
+                if self.visible_resource(principal, name, found, request=request) is not None
+                else None
+            )
         return self.visible(principal, action, name, entry, request)
 
     def check_subscriptions(self, principal: Principal, server: Server, uris) -> None:
@@ -293,10 +346,15 @@ class Policy(Extension):
         held |= server.subscriptions.resources_of(principal.id)
         total = len(held | set(uris))
         if total > cap:
-            self._warn(principal, f"subscription cap {cap}: refused {len(uris)} more resources "
-                                  f"(holding {len(held)})")
-            raise LimitExceeded(f"Too many subscriptions: at most {cap} resources per caller ({len(held)} held); "
-                                "unsubscribe from some first", data={"limit": cap})
+            self._warn(
+                principal,
+                f"subscription cap {cap}: refused {len(uris)} more resources (holding {len(held)})",
+            )
+            raise LimitExceeded(
+                f"Too many subscriptions: at most {cap} resources per caller ({len(held)} held); "
+                "unsubscribe from some first",
+                data={"limit": cap},
+            )
 
     # -- rate limits ------------------------------------------------------------------------
 
@@ -337,8 +395,9 @@ class Policy(Extension):
             self._warn(principal, f"rate limit {limit}: refused {method}")
             raise LimitExceeded.rate("this server", limit, wait)
         self._warn(principal, f"rate limit {limit} on {entry_key(entry)}: refused {method}")
-        raise LimitExceeded.rate(f"{cast(str, action).split('/')[0][:-1]} {entry_key(entry)}", limit, wait)
-
+        raise LimitExceeded.rate(
+            f"{cast(str, action).split('/')[0][:-1]} {entry_key(entry)}", limit, wait
+        )
 
     def _warn(self, principal: Principal, message: str) -> None:
         """Log a refusal: a warning at most once a minute per principal, the rest at debug level,
@@ -373,7 +432,9 @@ class UpdateCoalescer:
     needed, gone when idle) sends what is due and forgets what has been quiet for an interval.
     """
 
-    def __init__(self, interval: float, send: Callable[[str, dict], None], clock: Callable[[], float]):
+    def __init__(
+        self, interval: float, send: Callable[[str, dict], None], clock: Callable[[], float]
+    ):
         self.interval = interval
         self.send = send
         self.clock = clock
@@ -398,7 +459,9 @@ class UpdateCoalescer:
     def _schedule(self, due: float, uri: str) -> None:
         heapq.heappush(self._due, (due, uri))
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="mcp-resource-updates", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, name="mcp-resource-updates", daemon=True
+            )
             self._thread.start()
         self._cond.notify()
 

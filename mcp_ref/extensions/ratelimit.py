@@ -31,10 +31,22 @@ from dataclasses import dataclass
 
 from ..state.stores import DEFAULT_MAX_KEYS, EVICTION_SAMPLE, Buckets, MemoryBuckets, take_each
 
-_UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
-          "m": 60.0, "min": 60.0, "minute": 60.0, "minutes": 60.0,
-          "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
-          "d": 86400.0, "day": 86400.0, "days": 86400.0}
+_UNITS = {
+    "s": 1.0,
+    "sec": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
+}
 _LIMIT = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*")
 
 #: DEFAULT_MAX_KEYS: how many buckets a :class:`RateLimiter` keeps at most (see the module docstring);
@@ -60,7 +72,9 @@ class RateLimit:
         """``"100/minute"``, ``"10/second"``, ``"5/hour"``, ``"1000/day"``, ``"20/10s"``, ``"3/5 min"``."""
         match = _LIMIT.fullmatch(text.lower()) if isinstance(text, str) else None
         if match is None or match.group(3) not in _UNITS:
-            raise ValueError(f"not a rate limit: {text!r} (write it as \"100/minute\", \"10/second\" or \"20/10s\")")
+            raise ValueError(
+                f'not a rate limit: {text!r} (write it as "100/minute", "10/second" or "20/10s")'
+            )
         count, multiple, unit = match.groups()
         return cls(int(count), float(multiple or 1) * _UNITS[unit])
 
@@ -73,7 +87,9 @@ class RateLimit:
             return cls.parse(value)
         if isinstance(value, tuple) and len(value) == 2:
             return cls(value[0], float(value[1]))
-        raise TypeError(f"a rate limit is a string such as \"100/minute\", not {type(value).__name__}")
+        raise TypeError(
+            f'a rate limit is a string such as "100/minute", not {type(value).__name__}'
+        )
 
     @property
     def rate(self) -> float:
@@ -92,8 +108,13 @@ class RateLimiter:
     docstring), whose ``clock`` (seconds, monotonic) is the time source; tests replace it.
     """
 
-    def __init__(self, *, max_keys: int = DEFAULT_MAX_KEYS, clock: Callable[[], float] = time.monotonic,
-                 store: Buckets | None = None):
+    def __init__(
+        self,
+        *,
+        max_keys: int = DEFAULT_MAX_KEYS,
+        clock: Callable[[], float] = time.monotonic,
+        store: Buckets | None = None,
+    ):
         if max_keys < 1:
             raise ValueError("max_keys must be at least 1")
         if store is None:

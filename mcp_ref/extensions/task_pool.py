@@ -66,8 +66,10 @@ class TaskPool:
         key = task_id if task_id is not None else f"work-{next(self._numbers)}"
         with self._cond:
             if not self.queue.push(key):
-                raise ServerBusy(f"Server busy: {len(self.queue)} tasks wait for a run slot; retry later",
-                                 data={"maxTasks": self.max_tasks})
+                raise ServerBusy(
+                    f"Server busy: {len(self.queue)} tasks wait for a run slot; retry later",
+                    data={"maxTasks": self.max_tasks},
+                )
             self._work_of[key] = work
             self._dispatch()
 
@@ -79,7 +81,9 @@ class TaskPool:
             self._cond.notify_all()
         elif self._threads < self.workers + self.max_waiting:
             self._threads += 1
-            threading.Thread(target=self._work, name=f"mcp-task-{next(self._numbers)}", daemon=True).start()
+            threading.Thread(
+                target=self._work, name=f"mcp-task-{next(self._numbers)}", daemon=True
+            ).start()
 
     def _work(self) -> None:
         while True:
@@ -99,7 +103,9 @@ class TaskPool:
                 work = None
                 while work is None:
                     key = self.queue.pop()
-                    if key is None:  # the queue lost ids (a shared queue): what is left runs in order
+                    if (
+                        key is None
+                    ):  # the queue lost ids (a shared queue): what is left runs in order
                         key = next(iter(self._work_of))
                     work = self._work_of.pop(key, None)
                 self._running += 1
@@ -126,8 +132,11 @@ class TaskPool:
             return
         with self._cond:
             if self._waiting >= self.max_waiting:
-                raise ServerBusy(f"Server busy: {self.max_waiting} tasks are waiting for input already; "
-                                 "this one cannot wait too (try again later)", data={"maxWaiting": self.max_waiting})
+                raise ServerBusy(
+                    f"Server busy: {self.max_waiting} tasks are waiting for input already; "
+                    "this one cannot wait too (try again later)",
+                    data={"maxWaiting": self.max_waiting},
+                )
             self._waiting += 1
             self._running -= 1
             self._local.slot = False
@@ -148,4 +157,3 @@ class TaskPool:
                 self._running += 1
                 self._local.slot = True
                 self._dispatch()
-

@@ -86,7 +86,13 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 TASK = "task"
 #: What ``Server.tool(task=...)`` accepts (the tool's ``options["task"]``).
 OPTIONAL, REQUIRED = "optional", "required"
-WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = "working", "input_required", "completed", "failed", "cancelled"
+WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED = (
+    "working",
+    "input_required",
+    "completed",
+    "failed",
+    "cancelled",
+)
 
 DEFAULT_MAX_TASKS = 1024
 LEASE_SECONDS = 30.0  #: seconds a task's lease lasts in shared records (renewed every third of it)
@@ -101,7 +107,9 @@ DEFAULT_MAX_TASKS_PER_PRINCIPAL = 16
 #: Input requests one task may have outstanding at once, and keys it may hand out over its life.
 MAX_OUTSTANDING = 64
 MAX_KEYS = 4096
-RECHECK = 1.0  #: seconds at most between a waiting handler's looks at its record (a lost bus message)
+RECHECK = (
+    1.0  #: seconds at most between a waiting handler's looks at its record (a lost bus message)
+)
 
 
 def declared(context: RequestContext) -> bool:
@@ -132,9 +140,14 @@ def wire_of(record: dict, detailed: bool = True) -> dict:
     """The Task object of a record (:class:`~mcp_ref.state.stores.TaskRecords`); ``detailed`` adds
     what its status carries (DetailedTask: ``inputRequests``, ``result`` or ``error``)."""
     status = record["status"]
-    wire: dict[str, Any] = {"taskId": record["taskId"], "status": status, "createdAt": record["createdAt"],
-                            "lastUpdatedAt": record["lastUpdatedAt"], "ttlMs": record["ttlMs"],
-                            "pollIntervalMs": record["pollIntervalMs"]}
+    wire: dict[str, Any] = {
+        "taskId": record["taskId"],
+        "status": status,
+        "createdAt": record["createdAt"],
+        "lastUpdatedAt": record["lastUpdatedAt"],
+        "ttlMs": record["ttlMs"],
+        "pollIntervalMs": record["pollIntervalMs"],
+    }
     if record.get("statusMessage") is not None:
         wire["statusMessage"] = record["statusMessage"]
     if detailed:
@@ -159,8 +172,16 @@ class Task:
     Without ``records`` the task keeps its record in a store of its own.
     """
 
-    def __init__(self, task_id: str, owner: str | None, ttl_ms: int | None, poll_interval_ms: int,
-                 caller: str | None = None, *, records: TaskRecords | None = None):
+    def __init__(
+        self,
+        task_id: str,
+        owner: str | None,
+        ttl_ms: int | None,
+        poll_interval_ms: int,
+        caller: str | None = None,
+        *,
+        records: TaskRecords | None = None,
+    ):
         self.id = task_id
         #: Who may see and answer it (``Principal.id`` of a verified caller; None: whoever has the id).
         self.owner = owner
@@ -177,24 +198,49 @@ class Task:
         self.cancelled = threading.Event()
         if records is None:
             records = MemoryTaskRecords()
-            records.create(task_id, self.new_record(), ttl=None, caller=self.caller, max_per_caller=None,
-                           max_total=1)
+            records.create(
+                task_id,
+                self.new_record(),
+                ttl=None,
+                caller=self.caller,
+                max_per_caller=None,
+                max_total=1,
+            )
         self.records: TaskRecords = records
         self._last: dict | None = None  # the record last read (shown once it expired)
 
     def new_record(self) -> dict:
         """The record of a task just created (``working``, not started)."""
         now = _now()
-        return {"taskId": self.id, "owner": self.owner, "caller": self.caller, "status": WORKING,
-                "statusMessage": None, "createdAt": now, "lastUpdatedAt": now, "ttlMs": self.ttl_ms,
-                "pollIntervalMs": self.poll_interval_ms, "started": False, "cancelRequested": False,
-                "result": None, "error": None, "inputRequests": {}, "inputResponses": {}}
+        return {
+            "taskId": self.id,
+            "owner": self.owner,
+            "caller": self.caller,
+            "status": WORKING,
+            "statusMessage": None,
+            "createdAt": now,
+            "lastUpdatedAt": now,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+            "started": False,
+            "cancelRequested": False,
+            "result": None,
+            "error": None,
+            "inputRequests": {},
+            "inputResponses": {},
+        }
 
     @classmethod
     def of_record(cls, record: dict, records: TaskRecords) -> Task:
         """A handle on a task known only by its record (run elsewhere, or by no one any more)."""
-        task = cls(record["taskId"], record["owner"], record["ttlMs"], record["pollIntervalMs"], record["caller"],
-                   records=records)
+        task = cls(
+            record["taskId"],
+            record["owner"],
+            record["ttlMs"],
+            record["pollIntervalMs"],
+            record["caller"],
+            records=records,
+        )
         task._last = record
         return task
 
@@ -204,7 +250,9 @@ class Task:
         if record is not None:
             self._last = record
         elif self._last is None:
-            raise InvalidParams(f"Invalid params: no task {self.id!r} (it does not exist, or has expired)")
+            raise InvalidParams(
+                f"Invalid params: no task {self.id!r} (it does not exist, or has expired)"
+            )
         return self._last if record is None else record
 
     @property
@@ -239,10 +287,21 @@ class Task:
         with self.lock:
             self.lock.notify_all()
 
-    def finish(self, status: str, *, result: dict | None = None, error: dict | None = None,
-               message: str | None = None) -> None:
+    def finish(
+        self,
+        status: str,
+        *,
+        result: dict | None = None,
+        error: dict | None = None,
+        message: str | None = None,
+    ) -> None:
         """End the task: ``completed`` with a result, ``failed`` with a JSON-RPC error, or ``cancelled``."""
-        changes: dict[str, Any] = {"status": status, "result": result, "error": error, "inputRequests": {}}
+        changes: dict[str, Any] = {
+            "status": status,
+            "result": result,
+            "error": error,
+            "inputRequests": {},
+        }
         if message is not None:
             changes["statusMessage"] = message
         with self.lock:
@@ -253,7 +312,9 @@ class Task:
         """Set ``statusMessage`` (what ``ctx.report_progress`` does inside a task)."""
         self._change({"statusMessage": message})
 
-    def ask(self, asks: list[Ask], deadline: float | None, input_timeout: float | None = None) -> list:
+    def ask(
+        self, asks: list[Ask], deadline: float | None, input_timeout: float | None = None
+    ) -> list:
         """Park in ``input_required`` until ``tasks/update`` answered every ask; their answers, read.
 
         ``deadline`` (monotonic) is the task's time to live; ``input_timeout`` (seconds) bounds this
@@ -264,39 +325,61 @@ class Task:
         """
         waited_until = None if input_timeout is None else time.monotonic() + input_timeout
         with self.lock:
-            if len(asks) + len(self.outstanding) > MAX_OUTSTANDING or self._keys + len(asks) > MAX_KEYS:
+            if (
+                len(asks) + len(self.outstanding) > MAX_OUTSTANDING
+                or self._keys + len(asks) > MAX_KEYS
+            ):
                 raise McpError(f"task {self.id}: too many input requests", code=INTERNAL_ERROR)
             keyed = []
             for ask in asks:
                 self._keys += 1
-                keyed.append(replace(ask, key=f"{ask.key}.{self._keys}" if ask.key in self.answers else ask.key))
+                keyed.append(
+                    replace(
+                        ask, key=f"{ask.key}.{self._keys}" if ask.key in self.answers else ask.key
+                    )
+                )
             keys = [ask.key for ask in keyed]
             for ask in keyed:
                 self.answers.pop(ask.key, None)
                 self.outstanding[ask.key] = ask
             try:
-                if not self.records.put_inputs(self.id, {ask.key: ask.input_request() for ask in keyed}):
-                    raise RequestCancelled(f"task {self.id} was cancelled")  # ended (or expired) meanwhile
+                if not self.records.put_inputs(
+                    self.id, {ask.key: ask.input_request() for ask in keyed}
+                ):
+                    raise RequestCancelled(
+                        f"task {self.id} was cancelled"
+                    )  # ended (or expired) meanwhile
                 self.lock.notify_all()
                 while True:
                     record = self.records.get(self.id)
-                    if record is None or record["status"] in TERMINAL or record["cancelRequested"] \
-                            or self.cancelled.is_set():
+                    if (
+                        record is None
+                        or record["status"] in TERMINAL
+                        or record["cancelRequested"]
+                        or self.cancelled.is_set()
+                    ):
                         if record is None and deadline is not None and time.monotonic() >= deadline:
-                            raise McpError(f"task {self.id}: its time to live ran out while it waited for input",
-                                           code=INTERNAL_ERROR)
+                            raise McpError(
+                                f"task {self.id}: its time to live ran out while it waited for input",
+                                code=INTERNAL_ERROR,
+                            )
                         raise RequestCancelled(f"task {self.id} was cancelled")
                     if all(key in record["inputResponses"] for key in keys):
                         break
                     now = time.monotonic()
                     if deadline is not None and now >= deadline:
                         self.records.withdraw_inputs(self.id, keys)
-                        raise McpError(f"task {self.id}: its time to live ran out while it waited for input",
-                                       code=INTERNAL_ERROR)
+                        raise McpError(
+                            f"task {self.id}: its time to live ran out while it waited for input",
+                            code=INTERNAL_ERROR,
+                        )
                     if waited_until is not None and now >= waited_until:
                         self.records.withdraw_inputs(self.id, keys)
-                        raise LimitExceeded(f"no input came within {input_timeout:g} s (tasks/update); "
-                                            "the task stopped waiting", data={"limit": input_timeout})
+                        raise LimitExceeded(
+                            f"no input came within {input_timeout:g} s (tasks/update); "
+                            "the task stopped waiting",
+                            data={"limit": input_timeout},
+                        )
                     ends = [end for end in (deadline, waited_until) if end is not None]
                     self.lock.wait(min(min(ends) - now, RECHECK) if ends else RECHECK)
                 answers = self.records.take_responses(self.id, keys)
@@ -324,7 +407,9 @@ class Task:
             if ask is not None:
                 answer_all([ask], {key: value})  # -32602 for an answer that is not a valid result
             elif not isinstance(value, dict):
-                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be a result object")
+                raise InvalidParams(
+                    f"Invalid params: inputResponses[{key!r}] must be a result object"
+                )
             taken[key] = value
         if taken and self.records.put_responses(self.id, taken):
             self.wake()
@@ -350,8 +435,13 @@ class Task:
     def begin_run(self) -> bool:
         """A run slot came: True if the handler may start now, False if the task was cancelled (or
         ended) while it waited for one; then it never runs."""
-        if self.cancelled.is_set() or self.records.transition(
-                self.id, {"started": True}, when={"cancelRequested": [False]}) is None:
+        if (
+            self.cancelled.is_set()
+            or self.records.transition(
+                self.id, {"started": True}, when={"cancelRequested": [False]}
+            )
+            is None
+        ):
             self._change({"status": CANCELLED})
             return False
         return True
@@ -372,21 +462,37 @@ class TaskStore(TaskPool):
     (channel ``tasks/<id>``).
     """
 
-    def __init__(self, *, max_tasks: int = DEFAULT_MAX_TASKS, ttl_ms: int | None = DEFAULT_TTL_MS,
-                 poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS, workers: int = DEFAULT_WORKERS,
-                 max_waiting: int = DEFAULT_MAX_WAITING, input_timeout: float | None = DEFAULT_INPUT_TIMEOUT,
-                 max_tasks_per_principal: int | None = DEFAULT_MAX_TASKS_PER_PRINCIPAL,
-                 records: TaskRecords | None = None, queue: TaskQueue | None = None, bus: Bus | None = None):
+    def __init__(
+        self,
+        *,
+        max_tasks: int = DEFAULT_MAX_TASKS,
+        ttl_ms: int | None = DEFAULT_TTL_MS,
+        poll_interval_ms: int = DEFAULT_POLL_INTERVAL_MS,
+        workers: int = DEFAULT_WORKERS,
+        max_waiting: int = DEFAULT_MAX_WAITING,
+        input_timeout: float | None = DEFAULT_INPUT_TIMEOUT,
+        max_tasks_per_principal: int | None = DEFAULT_MAX_TASKS_PER_PRINCIPAL,
+        records: TaskRecords | None = None,
+        queue: TaskQueue | None = None,
+        bus: Bus | None = None,
+    ):
         if ttl_ms is not None and (not isinstance(ttl_ms, int) or ttl_ms <= 0):
             # tasks-wire-field-renames: ttlMs is null (unlimited) or a positive integer.
-            raise ValueError("ttl_ms must be a positive number of milliseconds, or None for unlimited")
+            raise ValueError(
+                "ttl_ms must be a positive number of milliseconds, or None for unlimited"
+            )
         _whole("workers", workers, 1)
         _whole("max_waiting", max_waiting, 0)
         if max_tasks_per_principal is not None:
             _whole("max_tasks_per_principal", max_tasks_per_principal, 1)
-        if input_timeout is not None and (isinstance(input_timeout, bool) or not isinstance(input_timeout, (int, float))
-                                          or not input_timeout > 0):
-            raise ValueError("input_timeout must be a positive number of seconds, or None (until the task's TTL)")
+        if input_timeout is not None and (
+            isinstance(input_timeout, bool)
+            or not isinstance(input_timeout, (int, float))
+            or not input_timeout > 0
+        ):
+            raise ValueError(
+                "input_timeout must be a positive number of seconds, or None (until the task's TTL)"
+            )
         self.max_tasks = max_tasks
         self.ttl_ms = ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -397,14 +503,20 @@ class TaskStore(TaskPool):
         #: The tasks this process made (their live parts), until they end or expire; at most max_tasks.
         self._live: dict[str, Task] = {}
         self._lock = threading.Lock()
-        self._leases: threading.Thread | None = None  # renews the leases of shared records (see _hold_lease)
+        self._leases: threading.Thread | None = (
+            None  # renews the leases of shared records (see _hold_lease)
+        )
         self._leases_stop = threading.Event()
-        TaskPool.__init__(self, workers, max_waiting, queue if queue is not None else MemoryTaskQueue(max_tasks))
+        TaskPool.__init__(
+            self, workers, max_waiting, queue if queue is not None else MemoryTaskQueue(max_tasks)
+        )
 
     def __len__(self) -> int:
         return self.records.count()
 
-    def create(self, owner: str | None, caller: str | None = None, *, ttl_ms: Any = DEFAULT, **fields: Any) -> Task:
+    def create(
+        self, owner: str | None, caller: str | None = None, *, ttl_ms: Any = DEFAULT, **fields: Any
+    ) -> Task:
         """A new task of ``owner`` (who may find it), counted against ``caller`` (default: ``owner``);
         ``ttl_ms``: its own time to live (default: the store's); ``fields``: more of its record.
 
@@ -415,18 +527,38 @@ class TaskStore(TaskPool):
         key = caller if caller is not None else owner
         self._forget_expired()
         ttl_ms = self.ttl_ms if ttl_ms is DEFAULT else ttl_ms
-        task = Task(secrets.token_urlsafe(16), owner, ttl_ms, self.poll_interval_ms, key, records=self.records)
+        task = Task(
+            secrets.token_urlsafe(16),
+            owner,
+            ttl_ms,
+            self.poll_interval_ms,
+            key,
+            records=self.records,
+        )
         cap = self.max_tasks_per_principal
-        verdict = self.records.create(task.id, {**task.new_record(), **fields}, caller=key, max_per_caller=cap,
-                                      max_total=self.max_tasks, ttl=None if ttl_ms is None else ttl_ms / 1000)
+        verdict = self.records.create(
+            task.id,
+            {**task.new_record(), **fields},
+            caller=key,
+            max_per_caller=cap,
+            max_total=self.max_tasks,
+            ttl=None if ttl_ms is None else ttl_ms / 1000,
+        )
         if verdict == "caller_full":
-            raise LimitExceeded(f"Too many tasks: at most {cap} unfinished tasks per caller; wait for one to "
-                                "finish, or cancel one (tasks/cancel)", data={"limit": cap})
+            raise LimitExceeded(
+                f"Too many tasks: at most {cap} unfinished tasks per caller; wait for one to "
+                "finish, or cancel one (tasks/cancel)",
+                data={"limit": cap},
+            )
         if verdict != "created":
-            raise ServerBusy(f"Server busy: {self.max_tasks} tasks are in progress; retry later",
-                             data={"maxTasks": self.max_tasks})
+            raise ServerBusy(
+                f"Server busy: {self.max_tasks} tasks are in progress; retry later",
+                data={"maxTasks": self.max_tasks},
+            )
         with self._lock:
-            if len(self._live) >= self.max_tasks:  # forget the handles of tasks the records no longer hold
+            if (
+                len(self._live) >= self.max_tasks
+            ):  # forget the handles of tasks the records no longer hold
                 for task_id in [t for t in self._live if self.records.get(t) is None]:
                     del self._live[task_id]
             self._live[task.id] = task
@@ -447,8 +579,12 @@ class TaskStore(TaskPool):
             log.warning("task %s: its lease could not be taken (%s)", task.id, exc.message)
         with self._lock:
             if self._leases is None:
-                self._leases = threading.Thread(target=self._renew_leases, args=(renew,), daemon=True,
-                                                name="mcp_ref-task-leases")
+                self._leases = threading.Thread(
+                    target=self._renew_leases,
+                    args=(renew,),
+                    daemon=True,
+                    name="mcp_ref-task-leases",
+                )
                 self._leases.start()
 
     def _renew_leases(self, renew: Callable[[str, float], bool]) -> None:
@@ -457,11 +593,15 @@ class TaskStore(TaskPool):
                 held = list(self._live.values())
             for task in held:
                 try:
-                    if not renew(task.id, LEASE_SECONDS):  # ended elsewhere, failed by its lease, or expired
+                    if not renew(
+                        task.id, LEASE_SECONDS
+                    ):  # ended elsewhere, failed by its lease, or expired
                         self.ended(task)
                         task.wake({"event": "cancel"})
                 except McpError as exc:  # the store is unreachable: try again next round
-                    log.warning("task %s: its lease could not be renewed (%s)", task.id, exc.message)
+                    log.warning(
+                        "task %s: its lease could not be renewed (%s)", task.id, exc.message
+                    )
 
     def find(self, task_id: object, owner: str | None) -> Task:
         """The task ``task_id`` of ``owner``, or -32602 (SEP-2663 §Protocol Errors: "Invalid or
@@ -473,7 +613,9 @@ class TaskStore(TaskPool):
         self._forget_expired()
         record = self.records.get(task_id)
         if record is None or record["owner"] != owner:
-            raise InvalidParams(f"Invalid params: no task {task_id!r} (it does not exist, or has expired)")
+            raise InvalidParams(
+                f"Invalid params: no task {task_id!r} (it does not exist, or has expired)"
+            )
         with self._lock:
             task = self._live.get(task_id)
         return task if task is not None else Task.of_record(record, self.records)

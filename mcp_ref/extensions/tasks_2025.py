@@ -136,8 +136,12 @@ class Tasks2025Extension(Extension):
         "forbidden", the default)."""
         result = proceed()
         caller = call.caller
-        if call.method != "tools/list" or call.context.envelope is not None or caller.protocol_version != VERSION \
-                or "tasks" not in caller.capabilities:
+        if (
+            call.method != "tools/list"
+            or call.context.envelope is not None
+            or caller.protocol_version != VERSION
+            or "tasks" not in caller.capabilities
+        ):
             return result
         tools = []
         for item in result.get("tools", ()):
@@ -146,8 +150,9 @@ class Tasks2025Extension(Extension):
             tools.append(item if mode is None else {**item, "execution": {"taskSupport": mode}})
         return {**result, "tools": tools}
 
-    def intercept_tool_call(self, caller: Any, tool: Any, arguments: Any, context: Any,
-                            run: Callable[[Any], Any]) -> Any:
+    def intercept_tool_call(
+        self, caller: Any, tool: Any, arguments: Any, context: Any, run: Callable[[Any], Any]
+    ) -> Any:
         """See :func:`intercept_call`."""
         return intercept_call(caller, tool, arguments, context, run)
 
@@ -185,7 +190,9 @@ def requestor(connection: Any) -> str | None:
         return None
     if isinstance(peer, str) and peer.startswith("http-session:"):
         return peer  # every worker sharing the session names it so
-    with _OWN_IDS_LOCK:  # stdio, in memory: this connection (two stdio processes never share "stdio")
+    with (
+        _OWN_IDS_LOCK
+    ):  # stdio, in memory: this connection (two stdio processes never share "stdio")
         own = _OWN_IDS.get(connection)
         if own is None:
             own = _OWN_IDS[connection] = "connection:" + secrets.token_urlsafe(12)
@@ -205,8 +212,13 @@ def owner_of(connection: Any) -> str:
 def wire_of(record: dict) -> dict:
     """The 2025-11-25 ``Task`` of a record (:class:`~mcp_ref.state.stores.TaskRecords`): ``ttl``
     (an integer or null) and ``pollInterval`` where the 2026-07-28 one says ``ttlMs``/``pollIntervalMs``."""
-    wire: dict[str, Any] = {"taskId": record["taskId"], "status": record["status"], "createdAt": record["createdAt"],
-                            "lastUpdatedAt": record["lastUpdatedAt"], "ttl": record["ttlMs"]}
+    wire: dict[str, Any] = {
+        "taskId": record["taskId"],
+        "status": record["status"],
+        "createdAt": record["createdAt"],
+        "lastUpdatedAt": record["lastUpdatedAt"],
+        "ttl": record["ttlMs"],
+    }
     if record.get("pollIntervalMs") is not None:
         wire["pollInterval"] = record["pollIntervalMs"]
     if record.get("statusMessage") is not None:
@@ -224,25 +236,42 @@ def related(params: dict | None, task_id: str) -> dict:
 # -- the call ----------------------------------------------------------------------------------------
 
 
-def intercept_call(connection: Caller, tool: Any, arguments: dict | None, context: RequestContext,
-                   run: Callable[[RequestContext], dict]) -> dict:
+def intercept_call(
+    connection: Caller,
+    tool: Any,
+    arguments: dict | None,
+    context: RequestContext,
+    run: Callable[[RequestContext], dict],
+) -> dict:
     """The ``tools/call`` interceptor of the 2025-11-25 tasks: acts only on a handshake-era request
     at 2025-11-25 on a connection that was told of the ``tasks`` capability; otherwise the call runs."""
-    if context.envelope is not None or connection.protocol_version != VERSION or "tasks" not in connection.capabilities:
-        return run(context)  # §Task Support and Handling: no capability declared, ``task`` is ignored
+    if (
+        context.envelope is not None
+        or connection.protocol_version != VERSION
+        or "tasks" not in connection.capabilities
+    ):
+        return run(
+            context
+        )  # §Task Support and Handling: no capability declared, ``task`` is ignored
     wanted = context.params.get("task")
     mode = mode_of(tool)
-    if arguments is None and mode is None:  # invalid arguments of a tool that is never a task: run answers
+    if (
+        arguments is None and mode is None
+    ):  # invalid arguments of a tool that is never a task: run answers
         return run(context)
     if wanted is None:
         if mode == "required":
             # §Tool-Level Negotiation: "Servers MUST return a -32601 (Method not found) error if a
             # client does not attempt to do so."
-            raise MethodNotFound(f"Method not found: tool {tool.name} runs only as a task (add params.task)")
+            raise MethodNotFound(
+                f"Method not found: tool {tool.name} runs only as a task (add params.task)"
+            )
         return run(context)
     if mode is None:
         # §Tool-Level Negotiation: taskSupport absent or "forbidden": "Servers SHOULD return a -32601".
-        raise MethodNotFound(f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)")
+        raise MethodNotFound(
+            f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)"
+        )
     store = store_of(connection.server)
     return begin(connection, tool, arguments, context, run, granted_ttl(wanted, store.ttl_ms))
 
@@ -251,7 +280,7 @@ def granted_ttl(wanted: object, ceiling: int | None) -> int | None:
     """The ``ttl`` (ms) a task gets for ``params.task`` (TaskMetadata): the one asked for, capped by
     the store's (``ceiling``, None: unlimited) and at least :data:`MIN_TTL_MS`; the store's without one."""
     if not isinstance(wanted, dict):
-        raise InvalidParams("Invalid params: task must be an object ({\"ttl\": milliseconds})")
+        raise InvalidParams('Invalid params: task must be an object ({"ttl": milliseconds})')
     ttl = wanted.get("ttl")
     if ttl is None:
         return ceiling
@@ -261,8 +290,14 @@ def granted_ttl(wanted: object, ceiling: int | None) -> int | None:
     return ttl if ceiling is None else min(ttl, ceiling)
 
 
-def begin(connection: Caller, tool: Any, arguments: dict | None, context: RequestContext,
-          run: Callable[[RequestContext], dict], ttl_ms: int | None) -> dict:
+def begin(
+    connection: Caller,
+    tool: Any,
+    arguments: dict | None,
+    context: RequestContext,
+    run: Callable[[RequestContext], dict],
+    ttl_ms: int | None,
+) -> dict:
     """Create the task, start its handler on the store's workers, and answer the CreateTaskResult
     (§Result Retrieval: "as soon as possible after accepting the task").  ``arguments`` None: they
     were invalid, and ``run`` gives the isError result the task fails with."""
@@ -270,13 +305,17 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
     task = store.create(owner_of(connection), connection.principal.id, ttl_ms=ttl_ms, era=VERSION)
     caller = TaskCaller(connection, task, store)
     task_context = RequestContext(caller, f"task:{task.id}", context.method, context.params)
-    task_context.progress_token = context.progress_token  # progress §Behavior Requirements 3: valid until it ends
+    task_context.progress_token = (
+        context.progress_token
+    )  # progress §Behavior Requirements 3: valid until it ends
     task_context.cancelled = task.cancelled
     state_of(task_context).mark(MARK, RUNNING)
     if arguments is None:
+
         def call() -> dict:
             return run(task_context)
     else:
+
         def call() -> dict:  # the handler sees the connection through the task (TaskCaller)
             return run_tool(cast(Caller, caller), tool, arguments, task_context)
 
@@ -290,7 +329,9 @@ def begin(connection: Caller, tool: Any, arguments: dict | None, context: Reques
         task_context.end()
         caller.announce()
 
-    created = wire_of(task.record())  # as created (working): the work may end before the answer goes
+    created = wire_of(
+        task.record()
+    )  # as created (working): the work may end before the answer goes
     store.start(task, lambda: run_task(store, task, call, record, after))
     log.info("task %s created for tools/call %s", task.id, tool.name)
     return {"task": created}
@@ -308,11 +349,21 @@ def settle(task: Any, result: dict) -> None:
 
 def failure_message(result: dict) -> str:
     """A failed tool result's ``statusMessage``: its first text, shortened."""
-    text = next((block.get("text") for block in result.get("content") or []
-                 if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)), None)
+    text = next(
+        (
+            block.get("text")
+            for block in result.get("content") or []
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ),
+        None,
+    )
     if not text:
         return "Tool execution failed"
-    return "Tool execution failed: " + (text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 3] + "...")
+    return "Tool execution failed: " + (
+        text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+    )
 
 
 # -- the handler's view of the connection --------------------------------------------------------------
@@ -348,13 +399,22 @@ class TaskCaller:
         """As the connection's session (the task's progress goes through this object)."""
         return bool(self.connection.session.protocol_version_at_least(revision))
 
-    def notify(self, method: str, params: dict | None = None, *, related_request_id: Any = None) -> None:
+    def notify(
+        self, method: str, params: dict | None = None, *, related_request_id: Any = None
+    ) -> None:
         """Send a notification of the task (progress, a log message ...), with the related-task ``_meta``."""
         target, request_id = self.route()
         target.notify(method, related(params, self.task.id), related_request_id=request_id)
 
-    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id: Any = None,
-            envelope: Any = None) -> bool:
+    def log(
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        related_request_id: Any = None,
+        envelope: Any = None,
+    ) -> bool:
         """``notifications/message`` at the connection's level (``logging/setLevel``), tied to the task."""
         from ..server.logging import log_message
 
@@ -364,7 +424,14 @@ class TaskCaller:
         self.notify("notifications/message", params)
         return True
 
-    def request(self, method: str, params: dict | None, *, timeout: Any = DEFAULT, related_request_id: Any = None) -> dict:
+    def request(
+        self,
+        method: str,
+        params: dict | None,
+        *,
+        timeout: Any = DEFAULT,
+        related_request_id: Any = None,
+    ) -> dict:
         """Ask the client (``elicitation/create``, ``sampling/createMessage``, ``roots/list``) for the task.
 
         The task is ``input_required`` while the answer is awaited (§Input Required Status: the
@@ -378,7 +445,11 @@ class TaskCaller:
         self.announce()
         try:
             with self.store.waiting_for_input():
-                return self._ask(method, related(params, task.id), self.store.input_timeout if timeout is DEFAULT else timeout)
+                return self._ask(
+                    method,
+                    related(params, task.id),
+                    self.store.input_timeout if timeout is DEFAULT else timeout,
+                )
         finally:
             records.withdraw_inputs(task.id, [key])
             self.announce()
@@ -393,9 +464,13 @@ class TaskCaller:
         target, request_id = self.route(INPUT_ROUTE_WAIT)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            target.lifecycle.check_send(method)  # CapabilityError when the connection may not send it now
+            target.lifecycle.check_send(
+                method
+            )  # CapabilityError when the connection may not send it now
             left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            pending = target.session.send_request(method, params, timeout=left, related_request_id=request_id)
+            pending = target.session.send_request(
+                method, params, timeout=left, related_request_id=request_id
+            )
             pending.add_done_callback(lambda _pending: task.wake())
             moved = None
             with task.lock:
@@ -403,11 +478,17 @@ class TaskCaller:
                     if pending.deadline is not None and time.monotonic() >= pending.deadline:
                         break  # result() below times out (and tells the client)
                     latest = waiters.latest(task.id)
-                    if request_id is not None and latest is not None and latest != (target, request_id):
+                    if (
+                        request_id is not None
+                        and latest is not None
+                        and latest != (target, request_id)
+                    ):
                         moved = latest
                         break
                     task.lock.wait(RECHECK)
-            if moved is not None and pending.cancel("asked again on a newer tasks/result of the task"):
+            if moved is not None and pending.cancel(
+                "asked again on a newer tasks/result of the task"
+            ):
                 target, request_id = moved
                 continue
             if task.cancelled.is_set() and not pending.done():
@@ -435,23 +516,35 @@ class Waiters:
     """The ``tasks/result`` requests waiting in this process, by task: at most ``limit`` at once
     (one more is refused, -32000).  The latest of a task's is where its messages go."""
 
-    def __init__(self, limit: int = MAX_RESULT_WAITERS, per_connection: int = MAX_RESULT_WAITERS_PER_CONNECTION):
+    def __init__(
+        self,
+        limit: int = MAX_RESULT_WAITERS,
+        per_connection: int = MAX_RESULT_WAITERS_PER_CONNECTION,
+    ):
         self.limit = limit
         self.per_connection = per_connection
         self._cond = threading.Condition()
         self._open: dict[str, list[tuple[Any, Any]]] = {}
         self._count = 0
-        self._of_connection: dict[Any, int] = {}  # waiting requests per connection (bounded by limit)
+        self._of_connection: dict[
+            Any, int
+        ] = {}  # waiting requests per connection (bounded by limit)
 
     @contextmanager
     def waiting(self, task_id: str, connection: Any, request_id: Any) -> Iterator[None]:
         """Around one ``tasks/result`` request's wait for its task."""
         entry = (connection, request_id)
         with self._cond:
-            if self._count >= self.limit or self._of_connection.get(connection, 0) >= self.per_connection:
+            if (
+                self._count >= self.limit
+                or self._of_connection.get(connection, 0) >= self.per_connection
+            ):
                 limit = self.limit if self._count >= self.limit else self.per_connection
-                raise ServerBusy(f"Server busy: {limit} tasks/result requests are waiting already; poll "
-                                 "tasks/get and retry later", data={"maxWaiters": limit})
+                raise ServerBusy(
+                    f"Server busy: {limit} tasks/result requests are waiting already; poll "
+                    "tasks/get and retry later",
+                    data={"maxWaiters": limit},
+                )
             self._open.setdefault(task_id, []).append(entry)
             self._count += 1
             self._of_connection[connection] = self._of_connection.get(connection, 0) + 1
@@ -469,7 +562,9 @@ class Waiters:
                 if left:
                     self._of_connection[connection] = left
 
-    def latest(self, task_id: str, wait: float = 0.0, stop: threading.Event | None = None) -> tuple[Any, Any] | None:
+    def latest(
+        self, task_id: str, wait: float = 0.0, stop: threading.Event | None = None
+    ) -> tuple[Any, Any] | None:
         """The latest open ``tasks/result`` of ``task_id``: ``(connection, request id)``; or None when
         none opens within ``wait`` seconds (or ``stop`` is set)."""
         deadline = time.monotonic() + wait
@@ -515,7 +610,9 @@ def _task_of(connection: Caller, params: dict, method: str) -> Any:
     _offered(connection, method)
     task = store_of(connection.server).find(params.get("taskId"), owner_of(connection))
     if task.record().get("era") != VERSION:  # a 2026-07-28 task (never the case: owners differ)
-        raise InvalidParams(f"Invalid params: no task {task.id!r} (it does not exist, or has expired)")
+        raise InvalidParams(
+            f"Invalid params: no task {task.id!r} (it does not exist, or has expired)"
+        )
     return task
 
 
@@ -552,8 +649,11 @@ def _ended(task: Any, records: Any, context: RequestContext, deadline: float) ->
             context.check_cancelled()  # the client gave up this tasks/result: no answer
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ServerBusy(f"Task {task.id} is still {record['status']} after {RESULT_WAIT:g} s; it goes on: "
-                                 "poll tasks/get and call tasks/result again", data={"taskId": task.id})
+                raise ServerBusy(
+                    f"Task {task.id} is still {record['status']} after {RESULT_WAIT:g} s; it goes on: "
+                    "poll tasks/get and call tasks/result again",
+                    data={"taskId": task.id},
+                )
             task.lock.wait(min(left, RECHECK))
 
 
@@ -561,14 +661,20 @@ def list_tasks(connection: Caller, context: RequestContext, params: dict) -> dic
     """``tasks/list``: one page of this requestor's tasks (§Listing Tasks); a bad cursor is -32602."""
     _offered(connection, "tasks/list")
     if requestor(connection) is None:  # not declared to such a requestor (§Task Isolation)
-        raise MethodNotFound("Method not found: tasks/list (this server cannot tell requestors apart here)")
+        raise MethodNotFound(
+            "Method not found: tasks/list (this server cannot tell requestors apart here)"
+        )
     cursor = params.get("cursor")
     if cursor is not None and not isinstance(cursor, str):
         raise InvalidParams("Invalid params: cursor must be a string")
-    records, next_cursor = store_of(connection.server).records.list(owner_of(connection), cursor, LIST_PAGE)
+    records, next_cursor = store_of(connection.server).records.list(
+        owner_of(connection), cursor, LIST_PAGE
+    )
     result: dict[str, Any] = {"tasks": [wire_of(record) for record in records]}
     if next_cursor is not None:
-        result["nextCursor"] = next_cursor  # "MUST include a nextCursor ... if more tasks are available"
+        result["nextCursor"] = (
+            next_cursor  # "MUST include a nextCursor ... if more tasks are available"
+        )
     return result
 
 
@@ -578,15 +684,29 @@ def cancel_task(connection: Caller, context: RequestContext, params: dict) -> di
     handler is asked to stop.  A terminal task: -32602."""
     task = _task_of(connection, params, "tasks/cancel")
     store = store_of(connection.server)
-    record = store.records.transition(task.id, {"status": CANCELLED, "cancelRequested": True, "inputRequests": {},
-                                                "statusMessage": "The task was cancelled by request.",
-                                                "lastUpdatedAt": iso_now()})
+    record = store.records.transition(
+        task.id,
+        {
+            "status": CANCELLED,
+            "cancelRequested": True,
+            "inputRequests": {},
+            "statusMessage": "The task was cancelled by request.",
+            "lastUpdatedAt": iso_now(),
+        },
+    )
     if record is None:  # terminal already (or expired just now)
         status = task.record()["status"]
-        raise InvalidParams(f"Invalid params: cannot cancel task {task.id!r}: already in terminal status {status!r}")
+        raise InvalidParams(
+            f"Invalid params: cannot cancel task {task.id!r}: already in terminal status {status!r}"
+        )
     store.cancel(task)  # wakes its handler here, or tells the process running it (the bus)
     log.info("task %s cancelled", task.id)
     return wire_of(record)
 
 
-HANDLERS = {"tasks/get": get_task, "tasks/result": task_result, "tasks/list": list_tasks, "tasks/cancel": cancel_task}
+HANDLERS = {
+    "tasks/get": get_task,
+    "tasks/result": task_result,
+    "tasks/list": list_tasks,
+    "tasks/cancel": cancel_task,
+}

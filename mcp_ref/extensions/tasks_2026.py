@@ -225,9 +225,13 @@ def run_task(
     :mod:`mcp_ref.extensions.tasks_2025`)."""
     stop_watching = store.watch(task)
     try:
-        if task.begin_run():  # else cancelled while it waited for a run slot: the handler never runs
+        if (
+            task.begin_run()
+        ):  # else cancelled while it waited for a run slot: the handler never runs
             _finish(task, call, settle)
-    except McpError as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
+    except (
+        McpError
+    ) as exc:  # its (shared) store is unreachable: nothing can be recorded; its lease says
         log.warning("task %s: %s", task.id, exc.message)
     finally:
         stop_watching()

@@ -134,7 +134,9 @@ class Inbox:
     def put_streamed(self, data: bytes) -> bool:
         """Add a message a server's stream brought, waiting for room; False (dropped) once closed."""
         with self._changed:
-            while self._items and (len(self._items) >= self.limit or self._bytes + len(data) > self.limit_bytes):
+            while self._items and (
+                len(self._items) >= self.limit or self._bytes + len(data) > self.limit_bytes
+            ):
                 if self._closed:
                     return False
                 self._changed.wait()
@@ -197,12 +199,18 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
     if status == 401:
         import re
 
-        found = re.search(r'resource_metadata="?([^",\s]+)', headers.get("WWW-Authenticate", "") or "")
+        found = re.search(
+            r'resource_metadata="?([^",\s]+)', headers.get("WWW-Authenticate", "") or ""
+        )
         where = f" (its resource metadata: {found.group(1)})" if found else ""
         if credentials:
-            return f"the server refused the credentials sent (auth= or an Authorization header){where}"
-        return ("this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
-                f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}")
+            return (
+                f"the server refused the credentials sent (auth= or an Authorization header){where}"
+            )
+        return (
+            "this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
+            f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}"
+        )
     return ""
 
 
@@ -364,7 +372,9 @@ class BoundedLines:
         if len(line) > MAX_CHUNK_LINE:
             import http.client
 
-            raise http.client.LineTooLong("a chunk-size line")  # "got more than 65536 bytes when reading ..."
+            raise http.client.LineTooLong(
+                "a chunk-size line"
+            )  # "got more than 65536 bytes when reading ..."
         return line
 
     def __getattr__(self, name: str):
@@ -451,7 +461,11 @@ def note_answers(data: str, awaiting: set) -> None:
     except ValueError:  # not JSON: the session refuses it
         return
     for item in message if isinstance(message, list) else [message]:
-        if isinstance(item, dict) and "method" not in item and ("result" in item or "error" in item):
+        if (
+            isinstance(item, dict)
+            and "method" not in item
+            and ("result" in item or "error" in item)
+        ):
             awaiting.discard(item.get("id"))
 
 

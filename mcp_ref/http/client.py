@@ -91,9 +91,23 @@ from .origins import CrossOriginRefused, same_origin
 from .sse import SseParser
 
 __all__ = [
-    "HttpClientTransport", "ClientHooks", "HttpTransportError", "hold_current_request", "unreachable", "read_body", "discard_body",
-    "stream_chunks", "DEFAULT_MAX_MESSAGE_SIZE", "DEFAULT_RETRY_MS", "MAX_RESUMES", "MIN_RETRY_DELAY",
-    "MAX_RETRY_DELAY", "MAX_ERROR_BODY", "READ_SIZE", "MAX_EVENT_ID", "MAX_CHUNK_LINE",
+    "HttpClientTransport",
+    "ClientHooks",
+    "HttpTransportError",
+    "hold_current_request",
+    "unreachable",
+    "read_body",
+    "discard_body",
+    "stream_chunks",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "DEFAULT_RETRY_MS",
+    "MAX_RESUMES",
+    "MIN_RETRY_DELAY",
+    "MAX_RETRY_DELAY",
+    "MAX_ERROR_BODY",
+    "READ_SIZE",
+    "MAX_EVENT_ID",
+    "MAX_CHUNK_LINE",
 ]
 
 #: The old private name of :class:`~mcp_ref.http.bounded_reads.Cursor` (tests use it).
@@ -114,14 +128,25 @@ def hold_current_request(seconds: float) -> None:
 MAX_RESUMES = 10
 
 
-def open_transport(url: str, *, mode: str, max_message_size: int | None, min_retry_delay: float | None,
-                   max_retry_delay: float | None, **options: Any) -> HttpClientTransport:
+def open_transport(
+    url: str,
+    *,
+    mode: str,
+    max_message_size: int | None,
+    min_retry_delay: float | None,
+    max_retry_delay: float | None,
+    **options: Any,
+) -> HttpClientTransport:
     """The transport :meth:`mcp_ref.Client.http` connects with (defaults filled in; the 2024-11-05
     SSE stream opened first when ``mode`` is ``"sse"``)."""
     http = HttpClientTransport(
-        url, mode=mode, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
+        url,
+        mode=mode,
+        max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE,
         min_retry_delay=MIN_RETRY_DELAY if min_retry_delay is None else min_retry_delay,
-        max_retry_delay=MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay, **options)
+        max_retry_delay=MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay,
+        **options,
+    )
     if mode == "sse":
         http.start_legacy()
     return http
@@ -169,7 +194,11 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
 
         if mode not in ("auto", "streamable", "sse"):
             raise ValueError(f"mode must be 'auto', 'streamable' or 'sse', not {mode!r}")
-        if isinstance(max_message_size, bool) or not isinstance(max_message_size, int) or max_message_size < 1:
+        if (
+            isinstance(max_message_size, bool)
+            or not isinstance(max_message_size, int)
+            or max_message_size < 1
+        ):
             raise ValueError(f"max_message_size must be a positive int, not {max_message_size!r}")
         if not 0 <= min_retry_delay <= max_retry_delay:
             raise ValueError("min_retry_delay and max_retry_delay must satisfy 0 <= min <= max")
@@ -200,7 +229,9 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
         self.legacy_endpoint: str | None = None
         self._incoming = Inbox()  # bounded: a stream's thread waits for room (http_plumbing.Inbox)
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="mcp-http-client")
+        self._pool = ThreadPoolExecutor(
+            max_workers=max_workers, thread_name_prefix="mcp-http-client"
+        )
         self._closed = threading.Event()
         self._renew_lock = threading.Lock()
         self._generation = 0
@@ -254,14 +285,19 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 self._pool.submit(self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it
-                self._pool.submit(self._send_request, data, message, threading.get_ident() == self._renewer)
+                self._pool.submit(
+                    self._send_request, data, message, threading.get_ident() == self._renewer
+                )
         elif self._stateless:
             self._modern_notification(message)
         else:
             try:
                 self._send_other(data)
             finally:
-                if isinstance(message, Notification) and message.method == "notifications/cancelled":
+                if (
+                    isinstance(message, Notification)
+                    and message.method == "notifications/cancelled"
+                ):
                     # Told the server; its stream for that request is read no longer (2025-11-25
                     # basic/transports: disconnecting is not cancelling, so the notification goes first).
                     self._abandon((message.params or {}).get("requestId"))
@@ -288,7 +324,9 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         self.protocol_version = protocol_version
         if self.mode != "sse" and (self._listener is None or not self._listener.is_alive()):
             answered = threading.Event()
-            self._listener = threading.Thread(target=self._listen, args=(answered,), name="mcp-http-listen", daemon=True)
+            self._listener = threading.Thread(
+                target=self._listen, args=(answered,), name="mcp-http-listen", daemon=True
+            )
             self._listener.start()
             answered.wait(self.connect_timeout)
 
@@ -301,8 +339,14 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             # basic/transports §Session Management: clients "SHOULD send an HTTP DELETE to the
             # MCP endpoint with the Mcp-Session-Id header, to explicitly terminate the session".
             try:
-                discard_body(self.http.delete(self.url, headers=self._headers(), stream=True,
-                                              timeout=(self.connect_timeout, 5)))
+                discard_body(
+                    self.http.delete(
+                        self.url,
+                        headers=self._headers(),
+                        stream=True,
+                        timeout=(self.connect_timeout, 5),
+                    )
+                )
             except Exception:  # closing must not raise
                 log.debug("DELETE of the session failed", exc_info=True)
         with self._responses_lock:
@@ -330,8 +374,13 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         """POST ``data``; the body is left unread (``stream``): read it with :func:`read_body`."""
         headers = self._headers()
         headers["Content-Type"] = "application/json"
-        return self.http.post(self.url, data=data, headers=headers, stream=True,
-                              timeout=(self.connect_timeout, read_timeout))
+        return self.http.post(
+            self.url,
+            data=data,
+            headers=headers,
+            stream=True,
+            timeout=(self.connect_timeout, read_timeout),
+        )
 
     def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
         """POST ``request`` and deliver its answer (on a worker)."""
@@ -340,7 +389,11 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if request.method != "initialize" and not renewing and not self._session_ready.wait(self.connect_timeout * 3):
+            if (
+                request.method != "initialize"
+                and not renewing
+                and not self._session_ready.wait(self.connect_timeout * 3)
+            ):
                 raise HttpTransportError("timed out waiting for a new session")
             else:
                 generation, sent_with = self._generation, self.session_id
@@ -446,16 +499,28 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             self._read_stream(response, request, resumable=resumable)
         else:
             response.close()
-            self._fail(request.id, f"unexpected Content-Type {content_type!r} in the answer to {request.method}")
+            self._fail(
+                request.id,
+                f"unexpected Content-Type {content_type!r} in the answer to {request.method}",
+            )
 
     def _too_large(self, request: Request, what: str) -> RequestFailed:
         """The failure of ``request`` whose ``what`` (answer, SSE event) went past ``max_message_size``."""
         limit = self.max_message_size
-        log.warning("%s: the server's %s is larger than the limit of %d bytes; the request fails",
-                    request.method, what, limit)
-        return RequestFailed(request.id, LimitExceeded(
-            f"{request.method}: the server's {what} is larger than this client's limit of {limit} bytes "
-            f"(max_message_size)", data={"limit": limit}))
+        log.warning(
+            "%s: the server's %s is larger than the limit of %d bytes; the request fails",
+            request.method,
+            what,
+            limit,
+        )
+        return RequestFailed(
+            request.id,
+            LimitExceeded(
+                f"{request.method}: the server's {what} is larger than this client's limit of {limit} bytes "
+                f"(max_message_size)",
+                data={"limit": limit},
+            ),
+        )
 
     def _send_other(self, data: bytes) -> None:
         import requests
@@ -512,8 +577,12 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                     if event.too_large:
                         if strict:
                             raise EventTooLarge
-                        log.warning("dropped an SSE event from %s larger than the limit of %d bytes "
-                                    "(max_message_size)", self.url, self.max_message_size)
+                        log.warning(
+                            "dropped an SSE event from %s larger than the limit of %d bytes "
+                            "(max_message_size)",
+                            self.url,
+                            self.max_message_size,
+                        )
                         continue
                     yield event
         except EventTooLarge:
@@ -571,13 +640,22 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 # more for this request (the process running it stopped, or it ended unanswered).
                 # Asking again would get the same; the caller hears it now, not at its timeout.
                 for request_id in awaiting:
-                    self._fail(request_id, "the server ended the resumed stream without an answer "
-                               "(the request was lost on the server, e.g. its worker stopped)")
+                    self._fail(
+                        request_id,
+                        "the server ended the resumed stream without an answer "
+                        "(the request was lost on the server, e.g. its worker stopped)",
+                    )
                 return
             if not resumable:
                 for request_id in awaiting:
-                    self._incoming.put(RequestFailed(request_id, ResponseStreamLost(
-                        f"the response stream from {self.url} broke before the answer")))
+                    self._incoming.put(
+                        RequestFailed(
+                            request_id,
+                            ResponseStreamLost(
+                                f"the response stream from {self.url} broke before the answer"
+                            ),
+                        )
+                    )
                 return
             # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
             # Last-Event-ID, after waiting the server's retry interval.
@@ -592,15 +670,18 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 headers = self._headers("text/event-stream")
                 headers["Last-Event-ID"] = cursor.last_id
                 bound = read_bound(self._requests, request.id)
-                response = self.http.get(self.url, headers=headers, stream=True,
-                                         timeout=(self.connect_timeout, bound))
+                response = self.http.get(
+                    self.url, headers=headers, stream=True, timeout=(self.connect_timeout, bound)
+                )
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
                 continue
             if not response.ok:
                 response.close()
                 for request_id in awaiting:
-                    self._fail(request_id, f"resuming the stream failed: HTTP {response.status_code}")
+                    self._fail(
+                        request_id, f"resuming the stream failed: HTTP {response.status_code}"
+                    )
                 return
             if not self._track(request.id, response):
                 return
@@ -620,7 +701,9 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 if cursor.last_id:
                     headers["Last-Event-ID"] = cursor.last_id
                 try:
-                    response = self.http.get(self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None))
+                    response = self.http.get(
+                        self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None)
+                    )
                 finally:
                     answered.set()
                 if response.status_code == 405:
@@ -666,7 +749,9 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         error: dict = {"code": -32603, "message": message}
         if status is not None:
             error["data"] = {"httpStatus": status}
-        self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+        self._incoming.put(
+            json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+        )
 
     def _credentials(self) -> bool:
         """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization header."""
@@ -687,14 +772,22 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}
-        first = method in ("initialize", "server/discover")  # a 404 later is a lost session, or the method's
-        hint = advice(response.status_code, self.url, response.headers, credentials=self._credentials()) \
-            if response.status_code == 401 or (response.status_code == 404 and first) else ""
+        first = method in (
+            "initialize",
+            "server/discover",
+        )  # a 404 later is a lost session, or the method's
+        hint = (
+            advice(
+                response.status_code, self.url, response.headers, credentials=self._credentials()
+            )
+            if response.status_code == 401 or (response.status_code == 404 and first)
+            else ""
+        )
         if hint:
             error["message"] = f"{error['message'].rstrip('. ')}. {hint[0].upper()}{hint[1:]}"
         error.setdefault("data", {})
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
-        self._incoming.put(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
-
-
+        self._incoming.put(
+            json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+        )

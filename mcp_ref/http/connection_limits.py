@@ -77,8 +77,16 @@ class ConnectionLimits:
     @property
     def tick(self) -> float:
         """How often the watchdog looks at deadlines: a fifth of the shortest, at most half a second."""
-        return max(0.01, min(0.5, self.header_timeout / 5, self.keepalive_timeout / 5,
-                             self.body_timeout / 5, self.write_timeout / 5))
+        return max(
+            0.01,
+            min(
+                0.5,
+                self.header_timeout / 5,
+                self.keepalive_timeout / 5,
+                self.body_timeout / 5,
+                self.write_timeout / 5,
+            ),
+        )
 
 
 #: File descriptors kept free of connections when the cap is fitted to ``RLIMIT_NOFILE``:
@@ -201,7 +209,9 @@ class DeadlineSocketIO(io.RawIOBase):
     def overdue(self, now: float) -> bool:
         """True if a read or a write is past its deadline."""
         read_by, write_by = self.read_by, self.write_by
-        return (read_by is not None and read_by <= now) or (write_by is not None and write_by <= now)
+        return (read_by is not None and read_by <= now) or (
+            write_by is not None and write_by <= now
+        )
 
 
 def _run_callback(callback: Callable[[], None]) -> None:
@@ -291,7 +301,9 @@ class Watchdog:
         with self.lock:
             self.watched.add(socket_io)
             if self.thread is None and not self.stopped.is_set():
-                self.thread = threading.Thread(target=self._run, name="mcp-ref-watchdog", daemon=True)
+                self.thread = threading.Thread(
+                    target=self._run, name="mcp-ref-watchdog", daemon=True
+                )
                 self.thread.start()
 
     def forget(self, socket_io: DeadlineSocketIO) -> None:
@@ -383,15 +395,22 @@ class ConnectionTable:
         if victim is None:
             return True
         if end is not None:
-            log.info("connection cap (%d) reached with no idle connection: ended a long-lived stream of the "
-                     "client holding the most (%s)", self.cap, client)
+            log.info(
+                "connection cap (%d) reached with no idle connection: ended a long-lived stream of the "
+                "client holding the most (%s)",
+                self.cap,
+                client,
+            )
             try:
                 end()  # the stream ends gracefully; its connection then closes (``wait`` says so)
                 return True
             except Exception:  # then it is closed as an idle one is
                 log.exception("error while ending a stream to make room")
         else:
-            log.info("connection cap (%d) reached: closed the connection that waited longest for a request", self.cap)
+            log.info(
+                "connection cap (%d) reached: closed the connection that waited longest for a request",
+                self.cap,
+            )
         try:
             victim.shutdown(socket.SHUT_RDWR)  # its blocked read returns at once
         except OSError:
@@ -538,5 +557,7 @@ def fitted_cap(cap: int) -> int:
     if soft == resource.RLIM_INFINITY or soft - FD_RESERVE >= cap:
         return cap
     fitted = max(8, soft - FD_RESERVE)
-    log.info("max_connections lowered from %d to %d to fit the open-file limit (%d)", cap, fitted, soft)
+    log.info(
+        "max_connections lowered from %d to %d to fit the open-file limit (%d)", cap, fitted, soft
+    )
     return fitted

@@ -99,7 +99,9 @@ def close_on_stop(app: Any, signals: Iterable[int] = STOP_SIGNALS) -> StopCloser
     pass the mcp_ref app)."""
     close = getattr(app, "close", None)
     if not callable(close):
-        log.warning("%r has no close(): its streams end only when gunicorn stops waiting for them", app)
+        log.warning(
+            "%r has no close(): its streams end only when gunicorn stops waiting for them", app
+        )
         return None
     closer = StopCloser(close)
     for number in signals:

@@ -22,10 +22,16 @@ from collections.abc import Callable
 from ..errors import HeaderMismatchError
 
 #: §Standard Request Headers: the body field ``Mcp-Name`` mirrors, by method.
-NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-               # the tasks extension (SEP-2663 §Streamable HTTP: Routing Headers): "the client MUST set the
-               # Mcp-Name header ... to the value of params.taskId".
-               "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+NAME_SOURCE = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # the tasks extension (SEP-2663 §Streamable HTTP: Routing Headers): "the client MUST set the
+    # Mcp-Name header ... to the value of params.taskId".
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 PARAM_PREFIX = "Mcp-Param-"
 #: RFC 9110 §5.6.2 ``tchar``: what a header name (and so an ``x-mcp-header`` value) may hold.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
@@ -59,7 +65,9 @@ def encode_value(value: str | int | bool) -> str:
     looks_encoded = text.startswith(_SENTINEL_PREFIX) and text.endswith(_SENTINEL_SUFFIX)
     if text == "" or (_SAFE_PLAIN.match(text) and not looks_encoded):
         return text
-    return _SENTINEL_PREFIX + base64.b64encode(text.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
+    return (
+        _SENTINEL_PREFIX + base64.b64encode(text.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
+    )
 
 
 def decode_value(text: str) -> str:
@@ -72,9 +80,11 @@ def decode_value(text: str) -> str:
     if not _FIELD_VALUE.match(text):
         raise ValueError("the header value holds characters a header may not carry")
     text = text.strip(" \t")
-    if not (text.startswith(_SENTINEL_PREFIX) and text.endswith(_SENTINEL_SUFFIX) and len(text) >= 11):
+    if not (
+        text.startswith(_SENTINEL_PREFIX) and text.endswith(_SENTINEL_SUFFIX) and len(text) >= 11
+    ):
         return text
-    encoded = text[len(_SENTINEL_PREFIX):-len(_SENTINEL_SUFFIX)]
+    encoded = text[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
     try:
         return base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
@@ -106,23 +116,37 @@ def header_params(input_schema: object) -> list[tuple[tuple[str, ...], str]]:
 
 def _collect(schema: dict, path: tuple, reachable: bool, found: list, depth: int = 0) -> None:
     if depth > 64:
-        raise InvalidHeaderDeclaration("the inputSchema is nested too deeply to check its x-mcp-header declarations")
+        raise InvalidHeaderDeclaration(
+            "the inputSchema is nested too deeply to check its x-mcp-header declarations"
+        )
     if "x-mcp-header" in schema and path:
         name = schema["x-mcp-header"]
         where = ".".join(path)
         if not reachable:
-            raise InvalidHeaderDeclaration(f"x-mcp-header on {where} is not reachable through properties alone")
+            raise InvalidHeaderDeclaration(
+                f"x-mcp-header on {where} is not reachable through properties alone"
+            )
         if not isinstance(name, str) or not name or not _TOKEN.match(name):
-            raise InvalidHeaderDeclaration(f"x-mcp-header on {where} must be a non-empty header-name token, not {name!r}")
+            raise InvalidHeaderDeclaration(
+                f"x-mcp-header on {where} must be a non-empty header-name token, not {name!r}"
+            )
         if schema.get("type") not in ("string", "integer", "boolean"):
-            raise InvalidHeaderDeclaration(f"x-mcp-header on {where} needs a string, integer or boolean property")
+            raise InvalidHeaderDeclaration(
+                f"x-mcp-header on {where} needs a string, integer or boolean property"
+            )
         found.append((path, name))
     for key, value in schema.items():
         if key == "properties" and isinstance(value, dict):
             for prop, sub in value.items():
                 if isinstance(sub, dict):
                     _collect(sub, path + (str(prop),), reachable, found, depth + 1)
-        elif isinstance(value, dict) and key not in ("x-mcp-header", "const", "default", "enum", "examples"):
+        elif isinstance(value, dict) and key not in (
+            "x-mcp-header",
+            "const",
+            "default",
+            "enum",
+            "examples",
+        ):
             _collect(value, path + (f"<{key}>",), False, found, depth + 1)
         elif isinstance(value, list) and key not in ("enum", "examples", "required", "type"):
             for item in value:
@@ -141,7 +165,9 @@ def _value_at(arguments: object, path: tuple[str, ...]):
 # -- the client's headers, the server's check ------------------------------------------------------
 
 
-def request_headers(method: str, params: dict | None, input_schema: dict | None = None) -> dict[str, str]:
+def request_headers(
+    method: str, params: dict | None, input_schema: dict | None = None
+) -> dict[str, str]:
     """The ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` headers of one request (client side)."""
     headers = {"Mcp-Method": method}
     source = NAME_SOURCE.get(method)
@@ -151,13 +177,21 @@ def request_headers(method: str, params: dict | None, input_schema: dict | None 
         for path, name in header_params(input_schema):
             value = _value_at(params.get("arguments"), path)
             # §Server Behavior: a null or absent value: "Client MUST omit the header".
-            if isinstance(value, (str, bool)) or (isinstance(value, int) and abs(value) <= MAX_SAFE_INTEGER):
+            if isinstance(value, (str, bool)) or (
+                isinstance(value, int) and abs(value) <= MAX_SAFE_INTEGER
+            ):
                 headers[PARAM_PREFIX + name] = encode_value(value)
     return headers
 
 
-def check_request_headers(header: Callable[[str], str | None], method: str, params: dict,
-                          input_schema: dict | None = None, *, declared: list | None = None) -> None:
+def check_request_headers(
+    header: Callable[[str], str | None],
+    method: str,
+    params: dict,
+    input_schema: dict | None = None,
+    *,
+    declared: list | None = None,
+) -> None:
     """Raise HeaderMismatchError unless the request's headers match its body (server side).
 
     ``header(name)`` returns a request header or None.  §Server Validation: "A required
@@ -171,7 +205,9 @@ def check_request_headers(header: Callable[[str], str | None], method: str, para
     if sent is None:
         raise HeaderMismatchError("Header mismatch: the Mcp-Method header is missing")
     if sent.strip(" \t") != method:
-        raise HeaderMismatchError(f"Header mismatch: Mcp-Method {sent.strip()!r} does not match the body's method {method!r}")
+        raise HeaderMismatchError(
+            f"Header mismatch: Mcp-Method {sent.strip()!r} does not match the body's method {method!r}"
+        )
     source = NAME_SOURCE.get(method)
     if source is not None:
         _check_one(header("Mcp-Name"), params.get(source), "Mcp-Name")
@@ -187,14 +223,23 @@ def check_request_headers(header: Callable[[str], str | None], method: str, para
 
 
 def _check_one(sent: str | None, value: object, label: str) -> None:
-    if value is None:  # nothing in the body: the handler answers a missing name; a parameter's header is unexpected
+    if (
+        value is None
+    ):  # nothing in the body: the handler answers a missing name; a parameter's header is unexpected
         if sent is not None and label != "Mcp-Name":
-            raise HeaderMismatchError(f"Header mismatch: {label} is sent but the body has no value for it")
+            raise HeaderMismatchError(
+                f"Header mismatch: {label} is sent but the body has no value for it"
+            )
         return
     if sent is None:
         raise HeaderMismatchError(f"Header mismatch: the {label} header is missing")
-    if sent == value and sent.isascii() and sent.isprintable() and not sent.startswith((" ", _SENTINEL_PREFIX)) \
-            and not sent.endswith(" "):
+    if (
+        sent == value
+        and sent.isascii()
+        and sent.isprintable()
+        and not sent.startswith((" ", _SENTINEL_PREFIX))
+        and not sent.endswith(" ")
+    ):
         return  # the common case: a plain value, sent as it is in the body
     try:
         decoded = decode_value(sent)
@@ -229,13 +274,19 @@ def _same_integer(decoded: str, value: float, label: str) -> bool:
     (``10**400``, ``1e400``, a fraction) is refused with HeaderMismatch, whatever the header says.
     """
     if isinstance(value, float):
-        if not (value.is_integer() and abs(value) <= MAX_SAFE_INTEGER):  # NaN and infinities are not integers
-            raise HeaderMismatchError(f"Header mismatch: {label}: the body's value is not an integer "
-                                      f"within the safe range (-(2**53-1) to 2**53-1)")
+        if not (
+            value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
+        ):  # NaN and infinities are not integers
+            raise HeaderMismatchError(
+                f"Header mismatch: {label}: the body's value is not an integer "
+                f"within the safe range (-(2**53-1) to 2**53-1)"
+            )
         value = int(value)
     elif abs(value) > MAX_SAFE_INTEGER:
-        raise HeaderMismatchError(f"Header mismatch: {label}: the body's integer is outside the safe range "
-                                  f"(-(2**53-1) to 2**53-1)")
+        raise HeaderMismatchError(
+            f"Header mismatch: {label}: the body's integer is outside the safe range "
+            f"(-(2**53-1) to 2**53-1)"
+        )
     if len(decoded) > _MAX_INTEGER_TEXT:
         return False
     number = _INTEGER_TEXT.match(decoded)

@@ -34,7 +34,9 @@ class LegacySseClient:
         _incoming: Inbox
         _closed: threading.Event
 
-        def _events(self, response, cursor: Cursor | None = None, *, strict: bool = False) -> Iterator[Any]: ...
+        def _events(
+            self, response, cursor: Cursor | None = None, *, strict: bool = False
+        ) -> Iterator[Any]: ...
 
     def start_legacy(self, timeout: float = 10.0) -> None:
         """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait for
@@ -49,8 +51,12 @@ class LegacySseClient:
 
             response = None
             try:
-                response = self.http.get(self.url, headers={"Accept": "text/event-stream"}, stream=True,
-                                         timeout=(self.connect_timeout, None))
+                response = self.http.get(
+                    self.url,
+                    headers={"Accept": "text/event-stream"},
+                    stream=True,
+                    timeout=(self.connect_timeout, None),
+                )
                 if not response.ok:
                     failure.append(self._refused(response, fallback))
                     response.close()
@@ -68,7 +74,9 @@ class LegacySseClient:
                 if self.legacy_endpoint is not None:
                     log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
                 if response is not None:
-                    abort(response)  # the stream ends now, not when the exception's frames are collected
+                    abort(
+                        response
+                    )  # the stream ends now, not when the exception's frames are collected
                 failure.append(exc.with_traceback(None))
             finally:
                 ready.set()
@@ -78,19 +86,30 @@ class LegacySseClient:
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
         ready.wait(timeout)
-        if failure and isinstance(failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)):
+        if failure and isinstance(
+            failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)
+        ):
             raise failure[0]
         if not ready.is_set() or self.legacy_endpoint is None:
-            raise HttpTransportError(f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}")
+            raise HttpTransportError(
+                f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}"
+            )
 
     def _refused(self, response, fallback: bool) -> HttpTransportError:
         """The error of a GET for the SSE stream answered with an HTTP error, saying what to do
         about a 404 or a 401 (:func:`~mcp_ref.http.bounded_reads.advice`)."""
         tried = "a Streamable HTTP POST and an HTTP+SSE GET" if fallback else "an HTTP+SSE GET"
-        hint = advice(response.status_code, self.url, response.headers, usual="/mcp" if fallback else "/sse",
-                      credentials=self.http.auth is not None or "Authorization" in self.http.headers)
-        error = HttpTransportError(f"HTTP {response.status_code} {response.reason} from {self.url} "
-                                   f"(to {tried}){'. ' + hint[0].upper() + hint[1:] if hint else ''}")
+        hint = advice(
+            response.status_code,
+            self.url,
+            response.headers,
+            usual="/mcp" if fallback else "/sse",
+            credentials=self.http.auth is not None or "Authorization" in self.http.headers,
+        )
+        error = HttpTransportError(
+            f"HTTP {response.status_code} {response.reason} from {self.url} "
+            f"(to {tried}){'. ' + hint[0].upper() + hint[1:] if hint else ''}"
+        )
         error.status = response.status_code
         return error
 
@@ -105,8 +124,10 @@ class LegacySseClient:
         if not same_origin(endpoint, self.url):
             raise CrossOriginRefused("the HTTP+SSE endpoint event", self.url, endpoint)
         if "@" in urlsplit(endpoint).netloc:
-            raise HttpTransportError(f"the HTTP+SSE endpoint event from {self.url} names a URL with user "
-                                     "credentials in it; refused")
+            raise HttpTransportError(
+                f"the HTTP+SSE endpoint event from {self.url} names a URL with user "
+                "credentials in it; refused"
+            )
         return endpoint
 
     def _legacy_post(self, data: bytes) -> None:
@@ -114,10 +135,17 @@ class LegacySseClient:
 
         try:
             # Set: write() checks it, and start_legacy() raises without it.
-            response = self.http.post(cast(str, self.legacy_endpoint), data=data, headers={"Content-Type": "application/json"},
-                                      stream=True, timeout=(self.connect_timeout, 60))
+            response = self.http.post(
+                cast(str, self.legacy_endpoint),
+                data=data,
+                headers={"Content-Type": "application/json"},
+                stream=True,
+                timeout=(self.connect_timeout, 60),
+            )
             discard_body(response)  # "Accepted"; the answer comes on the SSE stream
         except (requests.RequestException, AuthorizationError) as exc:
             raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
         if not response.ok:
-            raise OSError(f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}")
+            raise OSError(
+                f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}"
+            )

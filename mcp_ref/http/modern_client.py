@@ -20,7 +20,15 @@ from .. import envelope
 from ..errors import AuthorizationError
 from ..jsonrpc import Notification, Request
 from ..transport import OutgoingRequests
-from .bounded_reads import Inbox, RequestFailed, no_answer, read_bound, sending, timed_out, unreachable
+from .bounded_reads import (
+    Inbox,
+    RequestFailed,
+    no_answer,
+    read_bound,
+    sending,
+    timed_out,
+    unreachable,
+)
 from .origins import CrossOriginRefused
 
 log = logging.getLogger(__name__)
@@ -51,11 +59,20 @@ class ModernPosts:
 
         params = request.params if isinstance(request.params, dict) else {}
         # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                   # a modern request (envelope.is_modern): its _meta is a dict
-                   "MCP-Protocol-Version": str(cast(dict, envelope.meta_of(params))[envelope.PROTOCOL_VERSION])}
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            # a modern request (envelope.is_modern): its _meta is a dict
+            "MCP-Protocol-Version": str(
+                cast(dict, envelope.meta_of(params))[envelope.PROTOCOL_VERSION]
+            ),
+        }
         schema = None
-        if request.method == "tools/call" and self._input_schema is not None and isinstance(params.get("name"), str):
+        if (
+            request.method == "tools/call"
+            and self._input_schema is not None
+            and isinstance(params.get("name"), str)
+        ):
             schema = self._input_schema(params["name"])
         try:
             headers.update(request_headers(request.method, params, schema))
@@ -71,8 +88,13 @@ class ModernPosts:
         self._begin(request.id)
         try:
             bound = read_bound(self._requests, request.id)
-            response = self.http.post(self.url, data=data, headers=self._modern_headers(request), stream=True,
-                                      timeout=(self.connect_timeout, bound))
+            response = self.http.post(
+                self.url,
+                data=data,
+                headers=self._modern_headers(request),
+                stream=True,
+                timeout=(self.connect_timeout, bound),
+            )
             if self._track(request.id, response):
                 self._deliver(response, request, resumable=False)
         except (requests.ConnectionError, requests.Timeout) as exc:
@@ -84,7 +106,9 @@ class ModernPosts:
         except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            if self._abandoned_now(request.id):  # its response was closed under the reader: a normal end
+            if self._abandoned_now(
+                request.id
+            ):  # its response was closed under the reader: a normal end
                 log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
             else:
                 log.exception("HTTP request failed")
@@ -103,5 +127,7 @@ class ModernPosts:
         if isinstance(message, Notification) and message.method == "notifications/cancelled":
             self._abandon((message.params or {}).get("requestId"))
         else:
-            log.debug("notification %s not sent: 2026-07-28 HTTP has no client notifications",
-                      getattr(message, "method", "?"))
+            log.debug(
+                "notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                getattr(message, "method", "?"),
+            )

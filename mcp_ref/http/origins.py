@@ -31,9 +31,11 @@ class CrossOriginRefused(MCPRefError, ConnectionError):
     """
 
     def __init__(self, what: str, named: str, elsewhere: str):
-        super().__init__(f"refused {what} from {origin_text(named)} to another origin, {origin_text(elsewhere)}: "
-                         f"credentials, headers and messages go only to {origin_text(named)} "
-                         "(connect to the other URL directly if you trust it)")
+        super().__init__(
+            f"refused {what} from {origin_text(named)} to another origin, {origin_text(elsewhere)}: "
+            f"credentials, headers and messages go only to {origin_text(named)} "
+            "(connect to the other URL directly if you trust it)"
+        )
         self.named, self.elsewhere = origin_text(named), origin_text(elsewhere)
 
 
@@ -48,7 +50,11 @@ def origin(url: str) -> tuple[str, str, int | None]:
         port = parts.port
     except ValueError:
         port = -1
-    return scheme, (parts.hostname or "").lower(), port if port is not None else _DEFAULT_PORTS.get(scheme)
+    return (
+        scheme,
+        (parts.hostname or "").lower(),
+        port if port is not None else _DEFAULT_PORTS.get(scheme),
+    )
 
 
 def same_origin(a: str, b: str) -> bool:
@@ -104,7 +110,9 @@ def names_this_machine(host: str | None) -> bool:
     import ipaddress
 
     try:
-        address: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(name.split("%", 1)[0])
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(
+            name.split("%", 1)[0]
+        )
     except ValueError:
         if not _NUMERIC_HOST.fullmatch(name):
             return False

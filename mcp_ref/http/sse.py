@@ -26,8 +26,13 @@ _RETRY_DIGITS = 9
 _BOM = b"\xef\xbb\xbf"
 
 
-def sse_event(data: bytes = b"", *, event_id: str | None = None, event: str | None = None,
-              retry: int | None = None) -> bytes:
+def sse_event(
+    data: bytes = b"",
+    *,
+    event_id: str | None = None,
+    event: str | None = None,
+    retry: int | None = None,
+) -> bytes:
     """The bytes of one event.  ``data`` may hold newlines: each line becomes a ``data:`` field."""
     parts = []
     if event_id is not None:
@@ -54,8 +59,14 @@ class SseEvent:
 
     __slots__ = ("data", "event", "id", "retry", "too_large")
 
-    def __init__(self, event: str = "message", data: str = "", id: str | None = None,
-                 retry: int | None = None, too_large: bool = False):
+    def __init__(
+        self,
+        event: str = "message",
+        data: str = "",
+        id: str | None = None,
+        retry: int | None = None,
+        too_large: bool = False,
+    ):
         self.event = event
         self.data = data
         self.id = id
@@ -63,8 +74,10 @@ class SseEvent:
         self.too_large = too_large
 
     def __repr__(self) -> str:
-        return (f"SseEvent(event={self.event!r}, {len(self.data)} chars of data, id={self.id!r}, "
-                f"retry={self.retry!r}{', too_large' if self.too_large else ''})")
+        return (
+            f"SseEvent(event={self.event!r}, {len(self.data)} chars of data, id={self.id!r}, "
+            f"retry={self.retry!r}{', too_large' if self.too_large else ''})"
+        )
 
 
 class SseParser:
@@ -78,7 +91,11 @@ class SseParser:
     """
 
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE):
-        if isinstance(max_event_size, bool) or not isinstance(max_event_size, int) or max_event_size < 1:
+        if (
+            isinstance(max_event_size, bool)
+            or not isinstance(max_event_size, int)
+            or max_event_size < 1
+        ):
             raise ValueError(f"max_event_size must be a positive int, not {max_event_size!r}")
         self.max_event_size = max_event_size
         #: The stream's last event ID (WHATWG "last event ID string"); None until one is dispatched.
@@ -88,7 +105,9 @@ class SseParser:
         self._partial: list[bytes] = []  # the current line, while its end has not arrived
         self._partial_size = 0
         self._skipping_line = False  # the current line went past the bound: drop it to its end
-        self._after_cr = False  # the last chunk ended with CR: a LF first in the next ends that line
+        self._after_cr = (
+            False  # the last chunk ended with CR: a LF first in the next ends that line
+        )
         self._started = False  # the BOM check is done
         self._out: list[SseEvent] = []  # the events of the chunk being fed
         self._reset_event()
@@ -185,10 +204,12 @@ class SseParser:
         elif name == b"id":
             if b"\0" not in value:  # "If the field value does not contain U+0000 NULL"
                 self._id_buffer = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only (and not empty)
+        elif (
+            name == b"retry" and value.isdigit()
+        ):  # bytes.isdigit: ASCII digits only (and not empty)
             # WHATWG HTML §9.2.6: "If the field value consists of only ASCII digits, then interpret
             # the field value as an integer in base ten ... Otherwise, ignore the field."
-            retry = int(value) if len(value) <= _RETRY_DIGITS else 10 ** _RETRY_DIGITS
+            retry = int(value) if len(value) <= _RETRY_DIGITS else 10**_RETRY_DIGITS
             self.retry = self._event_retry = retry
         # any other field is ignored
 
@@ -199,5 +220,11 @@ class SseParser:
         self._reset_event()
         if too_large or not data:
             return  # reported when it went past the bound; "If the data buffer is an empty string ... return"
-        self._out.append(SseEvent(kind.decode("utf-8", "replace") or "message",
-                                  b"\n".join(data).decode("utf-8", "replace"), self.last_id, retry))
+        self._out.append(
+            SseEvent(
+                kind.decode("utf-8", "replace") or "message",
+                b"\n".join(data).decode("utf-8", "replace"),
+                self.last_id,
+                retry,
+            )
+        )

@@ -45,7 +45,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import unquote
 
-from .connection_limits import ConnectionLimits, ConnectionTable, DeadlineSocketIO, Lingerer, Watchdog, fitted_cap
+from .connection_limits import (
+    ConnectionLimits,
+    ConnectionTable,
+    DeadlineSocketIO,
+    Lingerer,
+    Watchdog,
+    fitted_cap,
+)
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +232,9 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             key = _CGI_KEYS.get(name)
             if key is None:
                 key = "HTTP_" + name.upper().replace("-", "_")
-                if len(_CGI_KEYS) < 512:  # the names clients send are few; a flood of new ones is not kept
+                if (
+                    len(_CGI_KEYS) < 512
+                ):  # the names clients send are few; a flood of new ones is not kept
                     _CGI_KEYS[name] = key
             if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
                 continue
@@ -256,7 +265,13 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         command, path, version = words
         number = version[5:]
         if number not in ("1.0", "1.1"):
-            if len(number) == 3 and number[0].isdigit() and number[1] == "." and number[2].isdigit() and number >= "2.0":
+            if (
+                len(number) == 3
+                and number[0].isdigit()
+                and number[1] == "."
+                and number[2].isdigit()
+                and number >= "2.0"
+            ):
                 self.send_error(505, f"HTTP version not supported ({version})")
             else:
                 self.send_error(400, f"Bad request version {version[:20]!r}")
@@ -274,7 +289,9 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             self.send_error(400, "Conflicting Content-Length fields")
             return False
         options = {token.strip().lower() for token in headers.get("Connection", "").split(",")}
-        self.close_connection = "close" in options or (version == "HTTP/1.0" and "keep-alive" not in options)
+        self.close_connection = "close" in options or (
+            version == "HTTP/1.0" and "keep-alive" not in options
+        )
         if headers.get("Expect", "").lower() == "100-continue" and version == "HTTP/1.1":
             if not self.handle_expect_100():
                 return False
@@ -303,7 +320,9 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             line = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(line) > MAX_HEADER_LINE:
                 self.send_error(431, "Request header field too long")
-                return None  # answered: the caller's "headers is None" ends the request, no traceback
+                return (
+                    None  # answered: the caller's "headers is None" ends the request, no traceback
+                )
             if line in (b"\r\n", b"\n", b""):
                 break
             if count >= MAX_HEADERS:
@@ -407,7 +426,9 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     def _send_sized(self, state: dict, chunks: list) -> None:
         """A complete body: headers and body leave in one flush."""
         sized = any(name.lower() == "content-length" for name, _ in state["headers"])
-        self._send_head(state, () if sized else [("Content-Length", str(sum(len(c) for c in chunks)))])
+        self._send_head(
+            state, () if sized else [("Content-Length", str(sum(len(c) for c in chunks)))]
+        )
         for chunk in chunks:
             self.wfile.write(chunk)
         self.wfile.flush()
@@ -436,11 +457,18 @@ class WsgiServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], app: Callable, handler=WsgiRequestHandler,
-                 limits: ConnectionLimits | None = None):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        app: Callable,
+        handler=WsgiRequestHandler,
+        limits: ConnectionLimits | None = None,
+    ):
         self.app = app
         self.limits = limits or ConnectionLimits()
-        self.connections = ConnectionTable(fitted_cap(self.limits.max_connections), self.limits.evict_streams)
+        self.connections = ConnectionTable(
+            fitted_cap(self.limits.max_connections), self.limits.evict_streams
+        )
         self.watchdog = Watchdog(self.limits.tick, self.limits.peer_check_interval)
         self.lingerer = Lingerer()
         self.accept_backoff = 0.0
@@ -457,7 +485,10 @@ class WsgiServer(ThreadingHTTPServer):
                 first = self.accept_backoff == 0.0
                 self.accept_backoff = min(max(self.accept_backoff * 2, 0.01), 0.5)
                 (log.warning if first else log.debug)(
-                    "cannot accept a connection (%s); pausing %.2f s", os.strerror(exc.errno), self.accept_backoff)
+                    "cannot accept a connection (%s); pausing %.2f s",
+                    os.strerror(exc.errno),
+                    self.accept_backoff,
+                )
                 time.sleep(self.accept_backoff)
             raise
         self.accept_backoff = 0.0
@@ -468,8 +499,11 @@ class WsgiServer(ThreadingHTTPServer):
     def process_request(self, request, client_address) -> None:
         """Serve the connection on a thread of its own, or refuse it with 503 when at the cap."""
         if not self.connections.admit(request):
-            log.warning("connection cap (%d) reached with every connection at work: refused %s",
-                        self.connections.cap, client_address[0])
+            log.warning(
+                "connection cap (%d) reached with every connection at work: refused %s",
+                self.connections.cap,
+                client_address[0],
+            )
             self.lingerer.refuse(request)
             return
         try:

@@ -28,7 +28,9 @@ def _jwt():
     try:
         import jwt
     except ImportError:
-        raise ImportError('signing JWTs needs the auth extra, PyJWT with cryptography: pip install "PyJWT[crypto]"') from None
+        raise ImportError(
+            'signing JWTs needs the auth extra, PyJWT with cryptography: pip install "PyJWT[crypto]"'
+        ) from None
     return jwt
 
 
@@ -41,8 +43,14 @@ def client_assertion(private_key, client_id: str, server, *, algorithm: str = "R
     """
     jwt = _jwt()
     now = int(time.time())
-    claims = {"iss": client_id, "sub": client_id, "aud": server.issuer, "iat": now,
-              "exp": now + ASSERTION_LIFETIME, "jti": secrets.token_urlsafe(16)}
+    claims = {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": server.issuer,
+        "iat": now,
+        "exp": now + ASSERTION_LIFETIME,
+        "jti": secrets.token_urlsafe(16),
+    }
     if isinstance(private_key, str):
         private_key = private_key.encode()
     return jwt.encode(claims, private_key, algorithm=algorithm)
@@ -58,8 +66,17 @@ class IdJagExchange:
     bounded by ``timeout``.  Needs no JWT library: the ID-JAG is passed on as it comes.
     """
 
-    def __init__(self, token_endpoint: str, id_token: str, *, client_id: str | None = None,
-                 client_secret: str | None = None, scopes=None, timeout: float = 30.0, http=None):
+    def __init__(
+        self,
+        token_endpoint: str,
+        id_token: str,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        scopes=None,
+        timeout: float = 30.0,
+        http=None,
+    ):
         self.token_endpoint, self.id_token = token_endpoint, id_token
         self.client_id, self.client_secret = client_id, client_secret
         self.scopes, self.timeout, self._http = scopes, timeout, http
@@ -67,8 +84,14 @@ class IdJagExchange:
     def __call__(self, server, resource: str) -> str:
         import requests
 
-        form = {"grant_type": TOKEN_EXCHANGE, "requested_token_type": ID_JAG, "subject_token": self.id_token,
-                "subject_token_type": ID_TOKEN, "audience": server.issuer, "resource": resource}
+        form = {
+            "grant_type": TOKEN_EXCHANGE,
+            "requested_token_type": ID_JAG,
+            "subject_token": self.id_token,
+            "subject_token_type": ID_TOKEN,
+            "audience": server.issuer,
+            "resource": resource,
+        }
         if self.scopes:
             form["scope"] = " ".join(self.scopes)
         auth = None
@@ -77,23 +100,42 @@ class IdJagExchange:
         elif self.client_id:
             form["client_id"] = self.client_id
         try:
-            response = (self._http or requests).post(self.token_endpoint, data=form, auth=auth, timeout=self.timeout,
-                                                     headers={"Accept": "application/json"}, allow_redirects=False)
+            response = (self._http or requests).post(
+                self.token_endpoint,
+                data=form,
+                auth=auth,
+                timeout=self.timeout,
+                headers={"Accept": "application/json"},
+                allow_redirects=False,
+            )
         except requests.RequestException as exc:
-            raise TokenError(f"cannot reach the identity provider {self.token_endpoint}: {type(exc).__name__}") from None
+            raise TokenError(
+                f"cannot reach the identity provider {self.token_endpoint}: {type(exc).__name__}"
+            ) from None
         try:
             answer = response.json()
         except (ValueError, json.JSONDecodeError):
             answer = None
         if not isinstance(answer, dict):
-            raise TokenError(f"the identity provider {self.token_endpoint} answered HTTP {response.status_code} "
-                             "without a JSON object", status=response.status_code)
+            raise TokenError(
+                f"the identity provider {self.token_endpoint} answered HTTP {response.status_code} "
+                "without a JSON object",
+                status=response.status_code,
+            )
         if not response.ok:
             raw_code = answer.get("error")
             code = raw_code if isinstance(raw_code, str) else ""
-            raise TokenError(f"the identity provider {self.token_endpoint} refused the token exchange: "
-                             f"{code or 'no error code'}", code, response.status_code)
-        if answer.get("issued_token_type") != ID_JAG or not isinstance(answer.get("access_token"), str):
-            raise TokenError(f"the identity provider {self.token_endpoint} did not issue an ID-JAG "
-                             f"(issued_token_type {answer.get('issued_token_type')!r})")
+            raise TokenError(
+                f"the identity provider {self.token_endpoint} refused the token exchange: "
+                f"{code or 'no error code'}",
+                code,
+                response.status_code,
+            )
+        if answer.get("issued_token_type") != ID_JAG or not isinstance(
+            answer.get("access_token"), str
+        ):
+            raise TokenError(
+                f"the identity provider {self.token_endpoint} did not issue an ID-JAG "
+                f"(issued_token_type {answer.get('issued_token_type')!r})"
+            )
         return answer["access_token"]

@@ -25,8 +25,10 @@ from .errors import AuthorizationTimeout, CallbackError
 
 log = logging.getLogger(__name__)
 
-_DONE_PAGE = (b"<!doctype html><meta charset=utf-8><title>mcp-ref</title>"
-              b"<p>Authorization complete. You may close this window and return to the application.</p>")
+_DONE_PAGE = (
+    b"<!doctype html><meta charset=utf-8><title>mcp-ref</title>"
+    b"<p>Authorization complete. You may close this window and return to the application.</p>"
+)
 #: Requests to other paths (a favicon ...) the listener answers 404 before giving up on them.
 MAX_STRAY_REQUESTS = 32
 
@@ -62,7 +64,9 @@ class _Listener(Protocol):
 
 
 def _announce(url: str) -> None:
-    print(f"mcp-ref: to authorize, open this URL in a browser:\n  {url}", file=sys.stderr, flush=True)
+    print(
+        f"mcp-ref: to authorize, open this URL in a browser:\n  {url}", file=sys.stderr, flush=True
+    )
 
 
 class LoopbackBrowser:
@@ -75,8 +79,14 @@ class LoopbackBrowser:
     loopback IP redirect URIs".
     """
 
-    def __init__(self, *, open_browser: bool = True, host: str = "127.0.0.1", path: str = "/callback",
-                 announce: Callable[[str], None] | None = _announce):
+    def __init__(
+        self,
+        *,
+        open_browser: bool = True,
+        host: str = "127.0.0.1",
+        path: str = "/callback",
+        announce: Callable[[str], None] | None = _announce,
+    ):
         self.open_browser, self.host, self.path, self.announce = open_browser, host, path, announce
         self._server: _Listener | None = None
 
@@ -112,13 +122,17 @@ class LoopbackBrowser:
         if self.open_browser:
             import webbrowser
 
-            threading.Thread(target=webbrowser.open, args=(url,), name="mcp-ref-browser", daemon=True).start()
+            threading.Thread(
+                target=webbrowser.open, args=(url,), name="mcp-ref-browser", daemon=True
+            ).start()
         deadline = time.monotonic() + timeout
         server = self._server
         while server.callback is None:
             left = deadline - time.monotonic()
             if left <= 0 or server.strays > MAX_STRAY_REQUESTS:
-                raise AuthorizationTimeout(f"no redirect from the authorization server within {timeout:g} s")
+                raise AuthorizationTimeout(
+                    f"no redirect from the authorization server within {timeout:g} s"
+                )
             server.timeout = left
             server.handle_request()
         return server.callback
@@ -151,7 +165,9 @@ def _callback_request_class():
             self.end_headers()
             self.wfile.write(_DONE_PAGE)
 
-        def log_message(self, format: str, *args) -> None:  # never log the query (it holds the code)
+        def log_message(
+            self, format: str, *args
+        ) -> None:  # never log the query (it holds the code)
             log.debug("callback listener: %s", self.command)
 
     return CallbackRequest
@@ -200,10 +216,14 @@ def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:
     try:
         response = (http or requests).get(url, allow_redirects=False, timeout=timeout)
     except requests.RequestException as exc:
-        raise CallbackError(f"cannot reach the authorization endpoint: {type(exc).__name__}") from None
+        raise CallbackError(
+            f"cannot reach the authorization endpoint: {type(exc).__name__}"
+        ) from None
     location = response.headers.get("Location")
     response.close()
     if response.status_code not in (301, 302, 303, 307, 308) or not location:
-        raise CallbackError(f"the authorization endpoint answered HTTP {response.status_code} instead of a redirect "
-                            "(it needs a person at a browser)")
+        raise CallbackError(
+            f"the authorization endpoint answered HTTP {response.status_code} instead of a redirect "
+            "(it needs a person at a browser)"
+        )
     return location

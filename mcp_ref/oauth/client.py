@@ -144,10 +144,18 @@ class OAuth(_AuthBase):
         if grant == GRANT_JWT_BEARER and assertion is None:
             raise ValueError("the jwt-bearer grant needs an assertion=")
         self.client_id, self.client_secret, self.issuer = client_id, client_secret, issuer
-        self.client_metadata_url, self.client_name, self.application_type = client_metadata_url, client_name, application_type
+        self.client_metadata_url, self.client_name, self.application_type = (
+            client_metadata_url,
+            client_name,
+            application_type,
+        )
         self.scopes = list(scopes) if scopes is not None else None
         self.grant, self.token_endpoint_auth_method = grant, token_endpoint_auth_method
-        self.private_key, self.signing_algorithm, self.assertion = private_key, signing_algorithm, assertion
+        self.private_key, self.signing_algorithm, self.assertion = (
+            private_key,
+            signing_algorithm,
+            assertion,
+        )
         self.handler = handler
         self.store: TokenStore = store if store is not None else MemoryStore()
         self.max_step_ups, self.timeout, self.login_timeout = max_step_ups, timeout, login_timeout
@@ -158,7 +166,9 @@ class OAuth(_AuthBase):
             self.dpop = DPoPKey()
         self._http = http
         self._lock = threading.RLock()
-        self._server_url: str | None = None  # the MCP endpoint this object authorizes for (the first one it sees)
+        self._server_url: str | None = (
+            None  # the MCP endpoint this object authorizes for (the first one it sees)
+        )
         self._tokens: dict | None = None
         self._loaded = False
 
@@ -184,12 +194,18 @@ class OAuth(_AuthBase):
         challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
         if response.status_code == 403 and challenge.error != "insufficient_scope":
             return response  # forbidden for another reason: not ours to fix
-        log.info("%s answered %s (WWW-Authenticate: %s): authorizing", _origin(response.url), response.status_code,
-                 response.headers.get("WWW-Authenticate", "none"))
+        log.info(
+            "%s answered %s (WWW-Authenticate: %s): authorizing",
+            _origin(response.url),
+            response.status_code,
+            response.headers.get("WWW-Authenticate", "none"),
+        )
         if response.status_code == 403 and self.max_step_ups < 1:
             _discard(response)
-            raise InsufficientScope(f"{_origin(response.url)} requires scope {challenge.params.get('scope', '')!r}; "
-                                    "step-ups are off (max_step_ups=0)")
+            raise InsufficientScope(
+                f"{_origin(response.url)} requires scope {challenge.params.get('scope', '')!r}; "
+                "step-ups are off (max_step_ups=0)"
+            )
         sent = response.request.headers.get("Authorization")
         step_ups = nonce_retries = 0
         while True:
@@ -205,11 +221,17 @@ class OAuth(_AuthBase):
             sent = retry.headers.get("Authorization")
             challenge = bearer_challenge(response.headers.get("WWW-Authenticate"))
             if response.status_code == 401:
-                if self.dpop is not None and challenge.error == "use_dpop_nonce" and nonce_retries < 1:
+                if (
+                    self.dpop is not None
+                    and challenge.error == "use_dpop_nonce"
+                    and nonce_retries < 1
+                ):
                     nonce_retries += 1  # RFC 9449 §9: once more, with the resource server's nonce
                     continue
                 _discard(response)
-                raise Unauthorized(f"{_origin(retry.url)} refused the request with a newly obtained token (HTTP 401)")
+                raise Unauthorized(
+                    f"{_origin(retry.url)} refused the request with a newly obtained token (HTTP 401)"
+                )
             if response.status_code != 403 or challenge.error != "insufficient_scope":
                 self._refuse_redirect_elsewhere(response)
                 return response
@@ -218,15 +240,22 @@ class OAuth(_AuthBase):
             step_ups += 1
             if step_ups >= self.max_step_ups:
                 _discard(response)
-                raise InsufficientScope(f"{_origin(retry.url)} still requires scope {challenge.params.get('scope', '')!r} "
-                                        f"after {step_ups} authorization(s); giving up")
+                raise InsufficientScope(
+                    f"{_origin(retry.url)} still requires scope {challenge.params.get('scope', '')!r} "
+                    f"after {step_ups} authorization(s); giving up"
+                )
 
     def _tokens_after(self, response, challenge: Challenge, sent: str | None) -> dict:
         """The tokens to retry with, after ``response`` (401 or 403) refused ``sent`` (under the lock)."""
         tokens = self._usable_tokens()
         if response.status_code == 401:
             nonce = response.headers.get("DPoP-Nonce")
-            if self.dpop is not None and challenge.error == "use_dpop_nonce" and nonce and tokens is not None:
+            if (
+                self.dpop is not None
+                and challenge.error == "use_dpop_nonce"
+                and nonce
+                and tokens is not None
+            ):
                 self.dpop.nonces[_origin(response.request.url)] = nonce
                 return tokens  # RFC 9449 §9: the same token, a proof with the server's nonce
             if tokens is not None and self._authorization_value(tokens) != sent:
@@ -240,9 +269,13 @@ class OAuth(_AuthBase):
         wanted = list(dict.fromkeys((challenge.scope or []) + sorted(granted)))
         if not set(wanted) - granted:
             # The token already has every scope named: authorizing again cannot help.
-            raise InsufficientScope(f"{_origin(response.request.url)} requires scope {' '.join(challenge.scope or [])!r}, "
-                                    "which the token already has; giving up")
-        log.info("the server needs more scope (%s): authorizing again", " ".join(challenge.scope or []))
+            raise InsufficientScope(
+                f"{_origin(response.request.url)} requires scope {' '.join(challenge.scope or [])!r}, "
+                "which the token already has; giving up"
+            )
+        log.info(
+            "the server needs more scope (%s): authorizing again", " ".join(challenge.scope or [])
+        )
         return self._obtain(response.request.url, challenge, scopes=wanted)
 
     def _refuse_redirect_elsewhere(self, response) -> None:
@@ -291,7 +324,9 @@ class OAuth(_AuthBase):
 
     def _keep(self, tokens: dict | None) -> dict | None:
         self._tokens = tokens
-        key = tokens_key(cast(str, self._server_url))  # set by _for_this_server(), as in _usable_tokens()
+        key = tokens_key(
+            cast(str, self._server_url)
+        )  # set by _for_this_server(), as in _usable_tokens()
         if tokens is None:
             self.store.delete(key)
         else:
@@ -315,7 +350,9 @@ class OAuth(_AuthBase):
             raise CrossOriginRefused("to send a token", resource, request.url)
         request.headers["Authorization"] = self._authorization_value(tokens)
         if self.dpop is not None and tokens.get("token_type", "").lower() == "dpop":
-            request.headers["DPoP"] = self.dpop.proof(request.method, request.url, access_token=tokens["access_token"])
+            request.headers["DPoP"] = self.dpop.proof(
+                request.method, request.url, access_token=tokens["access_token"]
+            )
 
     def logout(self) -> None:
         """Forget the tokens for the server (the registration with its authorization server stays)."""
@@ -332,50 +369,86 @@ class OAuth(_AuthBase):
             self._http = requests.Session()  # never this object as its auth: no token goes to an AS
         return self._http
 
-    def _discover(self, server_url: str, challenge: Challenge) -> tuple[ResourceMetadata | None, ServerMetadata]:
+    def _discover(
+        self, server_url: str, challenge: Challenge
+    ) -> tuple[ResourceMetadata | None, ServerMetadata]:
         http = self._session()
         resource = discover_resource(http, server_url, challenge, timeout=self.timeout)
         if resource is None:
             log.info("no protected resource metadata for %s: the 2025-03-26 discovery", server_url)
             return None, legacy_authorization_server(http, server_url, timeout=self.timeout)
-        issuer = resource.authorization_servers[0]  # RFC 9728 §7.6: the client's choice; the first one
+        issuer = resource.authorization_servers[
+            0
+        ]  # RFC 9728 §7.6: the client's choice; the first one
         return resource, discover_authorization_server(http, issuer, timeout=self.timeout)
 
     def _obtain(self, url: str, challenge: Challenge, scopes: list[str] | None = None) -> dict:
         """Run discovery, registration and the grant; keep and return the new tokens."""
-        server_url = canonical(url.split("?", 1)[0]) if self._server_url is None else self._server_url
+        server_url = (
+            canonical(url.split("?", 1)[0]) if self._server_url is None else self._server_url
+        )
         resource_meta, server = self._discover(server_url, challenge)
         # §Resource Parameter Implementation: the MCP server's URI exactly as its metadata names it
         # (the audience it will check), else its canonical URI.
         resource = resource_meta.resource if resource_meta else server_url
         if scopes is None:
             # §Scope Selection Strategy: the challenge's scope, else scopes_supported, else none.
-            scopes = challenge.scope or self.scopes or (resource_meta.scopes_supported if resource_meta else None) or []
+            scopes = (
+                challenge.scope
+                or self.scopes
+                or (resource_meta.scopes_supported if resource_meta else None)
+                or []
+            )
         if self.grant == GRANT_CLIENT_CREDENTIALS:
             client = self._preregistered(server)
-            answer = self._token_request(server, client, {"grant_type": "client_credentials",
-                                                          **_scope_param(scopes), "resource": resource})
+            answer = self._token_request(
+                server,
+                client,
+                {"grant_type": "client_credentials", **_scope_param(scopes), "resource": resource},
+            )
         elif self.grant == GRANT_JWT_BEARER:
-            client = self._preregistered(server) if self.client_id else {"client_id": None, "method": "none"}
+            client = (
+                self._preregistered(server)
+                if self.client_id
+                else {"client_id": None, "method": "none"}
+            )
             if isinstance(self.assertion, str):
-                self._bind(server)  # a fixed JWT is a credential too (a callable mints one per server)
-            source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)  # __init__ refuses None here
+                self._bind(
+                    server
+                )  # a fixed JWT is a credential too (a callable mints one per server)
+            source = cast(
+                "str | Callable[[ServerMetadata, str], str]", self.assertion
+            )  # __init__ refuses None here
             assertion = source if isinstance(source, str) else source(server, resource)
-            answer = self._token_request(server, client, {"grant_type": GRANT_JWT_BEARER, "assertion": assertion,
-                                                          **_scope_param(scopes), "resource": resource})
+            answer = self._token_request(
+                server,
+                client,
+                {
+                    "grant_type": GRANT_JWT_BEARER,
+                    "assertion": assertion,
+                    **_scope_param(scopes),
+                    "resource": resource,
+                },
+            )
         else:
             answer = self._authorization_code(server, resource, scopes)
         tokens = self._tokens_from(answer, server, resource, scopes)
         self._keep(tokens)
         return tokens
 
-    def _tokens_from(self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str]) -> dict:
+    def _tokens_from(
+        self, answer: dict, server: ServerMetadata, resource: str, scopes: list[str]
+    ) -> dict:
         expires_in = answer.get("expires_in")
         tokens = {
-            "issuer": server.issuer, "resource": resource,
-            "access_token": answer["access_token"], "token_type": answer.get("token_type", "Bearer"),
+            "issuer": server.issuer,
+            "resource": resource,
+            "access_token": answer["access_token"],
+            "token_type": answer.get("token_type", "Bearer"),
             "scope": answer["scope"] if isinstance(answer.get("scope"), str) else " ".join(scopes),
-            "expires_at": time.time() + expires_in if isinstance(expires_in, (int, float)) and expires_in > 0 else None,
+            "expires_at": time.time() + expires_in
+            if isinstance(expires_in, (int, float)) and expires_in > 0
+            else None,
             "token_endpoint": server.token_endpoint,
         }
         if isinstance(answer.get("refresh_token"), str):
@@ -387,25 +460,39 @@ class OAuth(_AuthBase):
         issuer = tokens.get("issuer")
         client = self.store.load(client_key(issuer)) if issuer else None
         if client is None and self.client_id and issuer and self.issuer in (None, issuer):
-            self.issuer = issuer  # §Authorization Server Binding: the credentials stay with this issuer
+            self.issuer = (
+                issuer  # §Authorization Server Binding: the credentials stay with this issuer
+            )
             client = self._client_record(self.client_id, self.client_secret)
-        if client is None or not issuer or not tokens.get("token_endpoint"):  # (a client implies an issuer)
+        if (
+            client is None or not issuer or not tokens.get("token_endpoint")
+        ):  # (a client implies an issuer)
             return self._keep(None)
         server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
-        params = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "resource": tokens["resource"]}
+        params = {
+            "grant_type": "refresh_token",
+            "refresh_token": tokens["refresh_token"],
+            "resource": tokens["resource"],
+        }
         try:
             answer = self._token_request(server, client, params)
         except AuthorizationError as exc:
             log.info("refreshing the token failed (%s): authorizing again", exc)
             return self._keep(None)
-        kept = self._tokens_from(answer, server, tokens["resource"], tokens.get("scope", "").split())
+        kept = self._tokens_from(
+            answer, server, tokens["resource"], tokens.get("scope", "").split()
+        )
         if "refresh_token" not in kept:
-            kept["refresh_token"] = tokens["refresh_token"]  # OAuth 2.1 §4.3.3: the old one stays valid
+            kept["refresh_token"] = tokens[
+                "refresh_token"
+            ]  # OAuth 2.1 §4.3.3: the old one stays valid
         return self._keep(kept)
 
     # -- client identity -----------------------------------------------------------------------
 
-    def _client_record(self, client_id: str, secret: str | None, method: str | None = None, **extra) -> dict:
+    def _client_record(
+        self, client_id: str, secret: str | None, method: str | None = None, **extra
+    ) -> dict:
         return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
 
     def _bind(self, server: ServerMetadata) -> None:
@@ -420,19 +507,29 @@ class OAuth(_AuthBase):
                 # server whose metadata later names another one never gets the secret there.
                 self.issuer = server.issuer
         if self.issuer != server.issuer:
-            raise RegistrationError(f"the client's credentials are for {self.issuer}, but the server now names "
-                                    f"{server.issuer}; refusing to use them there")
+            raise RegistrationError(
+                f"the client's credentials are for {self.issuer}, but the server now names "
+                f"{server.issuer}; refusing to use them there"
+            )
 
     def _preregistered(self, server: ServerMetadata) -> dict:
         """The pre-registered credentials, refused with another authorization server (:meth:`_bind`)."""
         self._bind(server)
         method = self.token_endpoint_auth_method
         if method is None:
-            method = "private_key_jwt" if self.private_key is not None else _secret_method(server) if self.client_secret else "none"
+            method = (
+                "private_key_jwt"
+                if self.private_key is not None
+                else _secret_method(server)
+                if self.client_secret
+                else "none"
+            )
         # every caller checks client_id first (for the client_credentials grant, __init__)
         return self._client_record(cast(str, self.client_id), self.client_secret, method)
 
-    def _client_for(self, server: ServerMetadata, handler: AuthorizationHandler) -> tuple[dict, str]:
+    def _client_for(
+        self, server: ServerMetadata, handler: AuthorizationHandler
+    ) -> tuple[dict, str]:
         """The client identity to use with ``server`` and the redirect URI, in the spec's order."""
         if self.client_id:
             client = self._preregistered(server)
@@ -442,52 +539,89 @@ class OAuth(_AuthBase):
             redirect = handler.redirect_uri(stored.get("redirect_uris", ()))
             if _registered(redirect, stored.get("redirect_uris", ())):
                 return stored, redirect
-        if self.client_metadata_url and server.raw.get("client_id_metadata_document_supported") is True:
-            return self._client_record(self.client_metadata_url, None, "none"), handler.redirect_uri()
+        if (
+            self.client_metadata_url
+            and server.raw.get("client_id_metadata_document_supported") is True
+        ):
+            return self._client_record(
+                self.client_metadata_url, None, "none"
+            ), handler.redirect_uri()
         if server.registration_endpoint:
             redirect = handler.redirect_uri()
             client = self._register(server, redirect)
             self.store.save(client_key(server.issuer), client)
             return client, redirect
-        raise RegistrationError(f"no client id for {server.issuer}: nothing pre-registered, no Client ID Metadata "
-                                "Document support, no registration endpoint")
+        raise RegistrationError(
+            f"no client id for {server.issuer}: nothing pre-registered, no Client ID Metadata "
+            "Document support, no registration endpoint"
+        )
 
     def _register(self, server: ServerMetadata, redirect_uri: str) -> dict:
         """RFC 7591 Dynamic Client Registration, with ``application_type`` (2026-07-28
         client-registration §Application Type: clients "MUST specify an appropriate application_type")."""
-        method = self.token_endpoint_auth_method or ("none" if server.supports("token_endpoint_auth_methods_supported", "none")
-                                                     else _secret_method(server))
+        method = self.token_endpoint_auth_method or (
+            "none"
+            if server.supports("token_endpoint_auth_methods_supported", "none")
+            else _secret_method(server)
+        )
         loopback = urlsplit(redirect_uri).hostname in ("127.0.0.1", "localhost", "::1")
-        body = {"client_name": self.client_name, "redirect_uris": [redirect_uri],
-                "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-                "token_endpoint_auth_method": method,
-                "application_type": self.application_type or ("native" if loopback else "web")}
+        body = {
+            "client_name": self.client_name,
+            "redirect_uris": [redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "application_type": self.application_type or ("native" if loopback else "web"),
+        }
         if self.scopes:
             body["scope"] = " ".join(self.scopes)
         # _client_for() registers only with a registration_endpoint
-        answer = self._post(cast(str, server.registration_endpoint), json_body=body, what="registration", error=RegistrationError)
+        answer = self._post(
+            cast(str, server.registration_endpoint),
+            json_body=body,
+            what="registration",
+            error=RegistrationError,
+        )
         if not isinstance(answer.get("client_id"), str) or not answer["client_id"]:
-            raise RegistrationError(f"the registration endpoint {server.registration_endpoint} answered no client_id")
+            raise RegistrationError(
+                f"the registration endpoint {server.registration_endpoint} answered no client_id"
+            )
         uris = answer.get("redirect_uris")
-        return self._client_record(answer["client_id"], answer.get("client_secret") if isinstance(answer.get("client_secret"), str) else None,
-                                   answer.get("token_endpoint_auth_method") or method,
-                                   redirect_uris=uris if isinstance(uris, list) else [redirect_uri])
+        return self._client_record(
+            answer["client_id"],
+            answer.get("client_secret") if isinstance(answer.get("client_secret"), str) else None,
+            answer.get("token_endpoint_auth_method") or method,
+            redirect_uris=uris if isinstance(uris, list) else [redirect_uri],
+        )
 
     # -- the authorization code grant ----------------------------------------------------------
 
     def _authorization_code(self, server: ServerMetadata, resource: str, scopes: list[str]) -> dict:
         server.require_pkce()
         if not server.authorization_endpoint:
-            raise MetadataError(f"the authorization server {server.issuer} has no authorization_endpoint")
+            raise MetadataError(
+                f"the authorization server {server.issuer} has no authorization_endpoint"
+            )
         # Checked again here, whoever built ``server``: this URL goes to the user's browser.
-        check_url(server.authorization_endpoint, f"the authorization_endpoint of {server.issuer}", referrer=server.issuer)
+        check_url(
+            server.authorization_endpoint,
+            f"the authorization_endpoint of {server.issuer}",
+            referrer=server.issuer,
+        )
         handler = self.handler or LoopbackBrowser()
         try:
             client, redirect_uri = self._client_for(server, handler)
             verifier, state = pkce.new_verifier(), secrets.token_urlsafe(24)
-            params = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect_uri,
-                      "code_challenge": pkce.challenge(verifier), "code_challenge_method": "S256", "state": state,
-                      **_scope_param(scopes), "resource": resource}
+            params = {
+                "response_type": "code",
+                "client_id": client["client_id"],
+                "redirect_uri": redirect_uri,
+                "code_challenge": pkce.challenge(verifier),
+                "code_challenge_method": "S256",
+                "state": state,
+                **_scope_param(scopes),
+                "resource": resource,
+            }
             endpoint = server.authorization_endpoint
             url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params, quote_via=quote)
             _hold_request(self.login_timeout + self.timeout)
@@ -495,9 +629,17 @@ class OAuth(_AuthBase):
         finally:
             handler.close()  # the listener stops with the flow (redirect_uri() starts it again next time)
         code = _check_callback(callback, state, server)
-        return self._token_request(server, client, {"grant_type": "authorization_code", "code": code,
-                                                    "redirect_uri": redirect_uri, "code_verifier": verifier,
-                                                    "resource": resource})
+        return self._token_request(
+            server,
+            client,
+            {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": redirect_uri,
+                "code_verifier": verifier,
+                "resource": resource,
+            },
+        )
 
     # -- the token endpoint --------------------------------------------------------------------
 
@@ -517,20 +659,41 @@ class OAuth(_AuthBase):
         elif method == "private_key_jwt":
             from .assertions import client_assertion
 
-            params["client_assertion_type"] = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-            params["client_assertion"] = client_assertion(self.private_key, client["client_id"], server,
-                                                          algorithm=self.signing_algorithm)
-        answer = self._post(server.token_endpoint, form=params, headers=headers, auth=auth, what="token", error=TokenError)
+            params["client_assertion_type"] = (
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            )
+            params["client_assertion"] = client_assertion(
+                self.private_key, client["client_id"], server, algorithm=self.signing_algorithm
+            )
+        answer = self._post(
+            server.token_endpoint,
+            form=params,
+            headers=headers,
+            auth=auth,
+            what="token",
+            error=TokenError,
+        )
         if not isinstance(answer.get("access_token"), str) or not answer["access_token"]:
             raise TokenError(f"the token endpoint {server.token_endpoint} answered no access_token")
         token_type = answer.get("token_type")
         if not isinstance(token_type, str) or token_type.lower() not in ("bearer", "dpop"):
-            raise TokenError(f"the token endpoint {server.token_endpoint} answered token_type {token_type!r}, "
-                             "not Bearer or DPoP")
+            raise TokenError(
+                f"the token endpoint {server.token_endpoint} answered token_type {token_type!r}, "
+                "not Bearer or DPoP"
+            )
         return answer
 
-    def _post(self, url: str, *, what: str, error: type, form: dict | None = None, json_body: dict | None = None,
-              headers: dict | None = None, auth=None) -> dict:
+    def _post(
+        self,
+        url: str,
+        *,
+        what: str,
+        error: type,
+        form: dict | None = None,
+        json_body: dict | None = None,
+        headers: dict | None = None,
+        auth=None,
+    ) -> dict:
         """POST to an authorization server endpoint: the JSON object it answered, or raise ``error``."""
         import requests
 
@@ -540,10 +703,20 @@ class OAuth(_AuthBase):
             if self.dpop is not None and what == "token":
                 headers["DPoP"] = self.dpop.proof("POST", url)
             try:
-                response = self._session().post(url, data=form, json=json_body, headers=headers, auth=auth,
-                                                timeout=self.timeout, allow_redirects=False, stream=True)
+                response = self._session().post(
+                    url,
+                    data=form,
+                    json=json_body,
+                    headers=headers,
+                    auth=auth,
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                    stream=True,
+                )
             except requests.RequestException as exc:
-                raise error(f"cannot reach the {what} endpoint {url}: {type(exc).__name__}") from None
+                raise error(
+                    f"cannot reach the {what} endpoint {url}: {type(exc).__name__}"
+                ) from None
             with response:
                 body = bounded_body(response, MAX_TOKEN_RESPONSE_BYTES)
             try:
@@ -552,10 +725,14 @@ class OAuth(_AuthBase):
                 answer = None
             if not isinstance(answer, dict):
                 kind = response.headers.get("Content-Type", "no Content-Type").split(";")[0]
-                if response.is_redirect:  # never followed: the form holds the code, the verifier, the secret
+                if (
+                    response.is_redirect
+                ):  # never followed: the form holds the code, the verifier, the secret
                     kind += " (a redirect, not followed)"
-                raise error(f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
-                            **({"status": response.status_code} if error is TokenError else {}))
+                raise error(
+                    f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
+                    **({"status": response.status_code} if error is TokenError else {}),
+                )
             nonce = response.headers.get("DPoP-Nonce")
             if self.dpop is not None and nonce:
                 self.dpop.nonces[_origin(url)] = nonce
@@ -571,7 +748,9 @@ class OAuth(_AuthBase):
             if error is TokenError:
                 raise TokenError(message, code, response.status_code)
             raise error(message)
-        raise error(f"the {what} endpoint {url} kept asking for a new DPoP nonce")  # pragma: no cover
+        raise error(
+            f"the {what} endpoint {url} kept asking for a new DPoP nonce"
+        )  # pragma: no cover
 
 
 def _check_callback(callback: str | dict, state: str, server: ServerMetadata) -> str:
@@ -593,16 +772,26 @@ def _check_callback(callback: str | dict, state: str, server: ServerMetadata) ->
     params = {k: v[0] for k, v in values.items()}
     if "iss" in params:
         if params["iss"] != server.issuer:
-            raise CallbackError(f"the authorization response came from issuer {params['iss']!r}, not {server.issuer!r}; "
-                                "discarded (RFC 9207)")
+            raise CallbackError(
+                f"the authorization response came from issuer {params['iss']!r}, not {server.issuer!r}; "
+                "discarded (RFC 9207)"
+            )
     elif server.raw.get("authorization_response_iss_parameter_supported") is True:
-        raise CallbackError(f"the authorization response lacks the iss that {server.issuer} promises; discarded (RFC 9207)")
+        raise CallbackError(
+            f"the authorization response lacks the iss that {server.issuer} promises; discarded (RFC 9207)"
+        )
     if not secrets.compare_digest(params.get("state", "").encode(), state.encode()):
-        raise CallbackError("the authorization response's state does not match the request's; discarded")
+        raise CallbackError(
+            "the authorization response's state does not match the request's; discarded"
+        )
     if "error" in params:
         description = params.get("error_description")
-        raise AuthorizationDenied(f"the authorization server refused: {params['error']}"
-                                  + (f" ({description})" if description else ""), params["error"], description)
+        raise AuthorizationDenied(
+            f"the authorization server refused: {params['error']}"
+            + (f" ({description})" if description else ""),
+            params["error"],
+            description,
+        )
     if not params.get("code"):
         raise CallbackError("the authorization response has no code")
     return params["code"]
@@ -615,7 +804,9 @@ def _scope_param(scopes: list[str] | None) -> dict:
 
 def _secret_method(server: ServerMetadata) -> str:
     """RFC 8414 §2: without ``token_endpoint_auth_methods_supported`` the default is client_secret_basic."""
-    if server.supports("token_endpoint_auth_methods_supported", "client_secret_basic", ("client_secret_basic",)):
+    if server.supports(
+        "token_endpoint_auth_methods_supported", "client_secret_basic", ("client_secret_basic",)
+    ):
         return "client_secret_basic"
     if server.supports("token_endpoint_auth_methods_supported", "client_secret_post"):
         return "client_secret_post"
@@ -624,10 +815,12 @@ def _secret_method(server: ServerMetadata) -> str:
 
 def _registered(redirect_uri: str, registered: Iterable[str]) -> bool:
     """True when ``redirect_uri`` is registered; a loopback one matches on any port (RFC 8252 §7.3)."""
+
     def key(uri: str):
         parts = urlsplit(uri)
         loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
         return parts.scheme, parts.hostname, None if loopback else parts.port, parts.path
+
     return key(redirect_uri) in {key(uri) for uri in registered}
 
 

@@ -149,25 +149,36 @@ class ServerMetadata:
         if self.legacy:
             return  # 2025-03-26: no metadata, so nothing to check; PKCE is used all the same
         if not self.supports("code_challenge_methods_supported", "S256"):
-            raise PkceUnsupported(f"the authorization server {self.issuer} does not advertise PKCE with S256 "
-                                  "(code_challenge_methods_supported); refusing to authorize with it")
+            raise PkceUnsupported(
+                f"the authorization server {self.issuer} does not advertise PKCE with S256 "
+                "(code_challenge_methods_supported); refusing to authorize with it"
+            )
 
 
-def fetch_json(http, url: str, *, timeout: float, headers: dict[str, str] | None = None) -> tuple[int, object]:
+def fetch_json(
+    http, url: str, *, timeout: float, headers: dict[str, str] | None = None
+) -> tuple[int, object]:
     """GET ``url``: (status, the JSON body or None).  Bounded by ``timeout`` and :data:`MAX_METADATA_BYTES`."""
     import requests
 
     try:
-        response = http.get(url, headers={"Accept": "application/json", **(headers or {})}, timeout=timeout,
-                            stream=True, allow_redirects=False)
+        response = http.get(
+            url,
+            headers={"Accept": "application/json", **(headers or {})},
+            timeout=timeout,
+            stream=True,
+            allow_redirects=False,
+        )
     except requests.RequestException as exc:
         raise MetadataError(f"cannot fetch {url}: {type(exc).__name__}") from None
     with response:
         if response.is_redirect:
             # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
-            raise MetadataError(f"{url} answered HTTP {response.status_code}, a redirect to "
-                                f"{_origin_of(urljoin(url, response.headers.get('Location', '')))}; metadata "
-                                "is fetched from the URL the spec gives, redirects are not followed")
+            raise MetadataError(
+                f"{url} answered HTTP {response.status_code}, a redirect to "
+                f"{_origin_of(urljoin(url, response.headers.get('Location', '')))}; metadata "
+                "is fetched from the URL the spec gives, redirects are not followed"
+            )
         if not response.ok:
             return response.status_code, None
         body = bounded_body(response, MAX_METADATA_BYTES)
@@ -176,8 +187,10 @@ def fetch_json(http, url: str, *, timeout: float, headers: dict[str, str] | None
     try:
         return response.status_code, json.loads(body)
     except ValueError:
-        raise MetadataError(f"{url} did not answer JSON metadata "
-                            f"(Content-Type {response.headers.get('Content-Type', 'none')!r})") from None
+        raise MetadataError(
+            f"{url} did not answer JSON metadata "
+            f"(Content-Type {response.headers.get('Content-Type', 'none')!r})"
+        ) from None
 
 
 def bounded_body(response, limit: int) -> bytes:
@@ -186,7 +199,7 @@ def bounded_body(response, limit: int) -> bytes:
     if response._content is False:  # not read yet (requests' marker)
         response._content = response.raw.read(limit + 1, decode_content=True) or b""
         response._content_consumed = True
-    return response._content[:limit + 1]
+    return response._content[: limit + 1]
 
 
 def _shown(url: object) -> str:
@@ -240,12 +253,20 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
         # after the checks below had read another host, and bidi controls disguise a URL the user sees.
         raise MetadataError(f"{what} is not a well-formed URL (not ASCII): {_shown(url)}; refused")
     loopback = is_loopback(parts.hostname)
-    if names_this_machine(parts.hostname) and referrer is not None and not names_this_machine(urlsplit(referrer).hostname):
-        raise MetadataError(f"{what} points at this machine ({_shown(url)}) although {_origin_of(referrer)} "
-                            "is not on it; refused")
+    if (
+        names_this_machine(parts.hostname)
+        and referrer is not None
+        and not names_this_machine(urlsplit(referrer).hostname)
+    ):
+        raise MetadataError(
+            f"{what} points at this machine ({_shown(url)}) although {_origin_of(referrer)} "
+            "is not on it; refused"
+        )
     if scheme == "http" and not loopback:
-        raise MetadataError(f"{what} is plain http on a host that is not loopback: {_shown(url)}; authorization "
-                            "server endpoints MUST be served over HTTPS (2025-11-25 §Communication Security)")
+        raise MetadataError(
+            f"{what} is plain http on a host that is not loopback: {_shown(url)}; authorization "
+            "server endpoints MUST be served over HTTPS (2025-11-25 §Communication Security)"
+        )
     return url
 
 
@@ -267,8 +288,14 @@ def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
     origin = f"{parts.scheme}://{parts.netloc}"
     urls = []
     if challenge.resource_metadata:
-        urls.append(check_url(challenge.resource_metadata, "the resource_metadata URL of the WWW-Authenticate "
-                              f"challenge from {_origin_of(server_url)}", referrer=server_url))
+        urls.append(
+            check_url(
+                challenge.resource_metadata,
+                "the resource_metadata URL of the WWW-Authenticate "
+                f"challenge from {_origin_of(server_url)}",
+                referrer=server_url,
+            )
+        )
     path = parts.path.rstrip("/")
     if path:
         urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
@@ -276,7 +303,9 @@ def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
     return list(dict.fromkeys(urls))
 
 
-def discover_resource(http, server_url: str, challenge: Challenge, *, timeout: float) -> ResourceMetadata | None:
+def discover_resource(
+    http, server_url: str, challenge: Challenge, *, timeout: float
+) -> ResourceMetadata | None:
     """The protected resource metadata of ``server_url``; None when none is published (a 2025-03-26 server).
 
     RFC 9728 §3.3: the ``resource`` in it must be the resource the client asked about, else the
@@ -291,15 +320,30 @@ def discover_resource(http, server_url: str, challenge: Challenge, *, timeout: f
         if not isinstance(body, dict) or not isinstance(body.get("resource"), str):
             raise MetadataError(f"the protected resource metadata at {url} has no 'resource'")
         servers = body.get("authorization_servers")
-        if not isinstance(servers, list) or not servers or not all(isinstance(s, str) and s for s in servers):
-            raise MetadataError(f"the protected resource metadata at {url} names no authorization_servers")
-        check_url(body["resource"], f"the resource of the protected resource metadata at {url}", referrer=server_url)
+        if (
+            not isinstance(servers, list)
+            or not servers
+            or not all(isinstance(s, str) and s for s in servers)
+        ):
+            raise MetadataError(
+                f"the protected resource metadata at {url} names no authorization_servers"
+            )
+        check_url(
+            body["resource"],
+            f"the resource of the protected resource metadata at {url}",
+            referrer=server_url,
+        )
         for server in servers:
-            check_issuer(server, f"an authorization server named by the protected resource metadata at {url}",
-                         referrer=server_url)
+            check_issuer(
+                server,
+                f"an authorization server named by the protected resource metadata at {url}",
+                referrer=server_url,
+            )
         if not covers(body["resource"], server_url):
-            raise MetadataError(f"the protected resource metadata at {url} is for {body['resource']}, "
-                                f"not {server_url}; refusing it (RFC 9728 §3.3)")
+            raise MetadataError(
+                f"the protected resource metadata at {url} is for {body['resource']}, "
+                f"not {server_url}; refusing it (RFC 9728 §3.3)"
+            )
         scopes = body.get("scopes_supported")
         scopes = [s for s in scopes if isinstance(s, str)] if isinstance(scopes, list) else None
         return ResourceMetadata(body["resource"], servers, scopes, url, body)
@@ -321,10 +365,15 @@ def authorization_server_metadata_urls(issuer: str) -> list[str]:
     origin = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
     if not path:
-        return [f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration"]
-    return [f"{origin}/.well-known/oauth-authorization-server{path}",
-            f"{origin}/.well-known/openid-configuration{path}",
-            f"{origin}{path}/.well-known/openid-configuration"]
+        return [
+            f"{origin}/.well-known/oauth-authorization-server",
+            f"{origin}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}/.well-known/openid-configuration{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ]
 
 
 def discover_authorization_server(http, issuer: str, *, timeout: float) -> ServerMetadata:
@@ -337,7 +386,9 @@ def discover_authorization_server(http, issuer: str, *, timeout: float) -> Serve
             log.debug("no authorization server metadata at %s (HTTP %s)", url, status)
             continue
         return server_metadata(body, url, issuer)
-    raise MetadataError(f"no authorization server metadata for {issuer} at any of its well-known URLs")
+    raise MetadataError(
+        f"no authorization server metadata for {issuer} at any of its well-known URLs"
+    )
 
 
 def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
@@ -350,24 +401,38 @@ def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
     if not isinstance(body, dict):
         raise MetadataError(f"the authorization server metadata at {url} is not a JSON object")
     if body.get("issuer") != issuer:
-        raise MetadataError(f"the authorization server metadata at {url} is for issuer {body.get('issuer')!r}, "
-                            f"not {issuer!r}; refusing it")
+        raise MetadataError(
+            f"the authorization server metadata at {url} is for issuer {body.get('issuer')!r}, "
+            f"not {issuer!r}; refusing it"
+        )
     for name in ("token_endpoint",):
         if not isinstance(body.get(name), str) or not body[name]:
             raise MetadataError(f"the authorization server metadata at {url} lacks {name}")
     for name in ("authorization_endpoint", "registration_endpoint"):
         if name in body and not isinstance(body[name], str):
-            raise MetadataError(f"the authorization server metadata at {url} has a {name} that is not a URL")
+            raise MetadataError(
+                f"the authorization server metadata at {url} has a {name} that is not a URL"
+            )
     check_issuer(issuer, f"the issuer of the authorization server metadata at {url}")
     for name, value in body.items():
         # Every endpoint (RFC 8414 §2 and its registry: *_endpoint, jwks_uri), used here or not.
         if isinstance(value, str) and (name.endswith("_endpoint") or name == "jwks_uri"):
-            check_url(value, f"the {name} of the authorization server metadata at {url}", referrer=issuer)
-    return ServerMetadata(body["issuer"], body.get("authorization_endpoint"), body["token_endpoint"],
-                          body.get("registration_endpoint"), body, url)
+            check_url(
+                value, f"the {name} of the authorization server metadata at {url}", referrer=issuer
+            )
+    return ServerMetadata(
+        body["issuer"],
+        body.get("authorization_endpoint"),
+        body["token_endpoint"],
+        body.get("registration_endpoint"),
+        body,
+        url,
+    )
 
 
-def legacy_authorization_server(http, server_url: str, *, timeout: float, protocol_version: str = "2025-03-26") -> ServerMetadata:
+def legacy_authorization_server(
+    http, server_url: str, *, timeout: float, protocol_version: str = "2025-03-26"
+) -> ServerMetadata:
     """2025-03-26 basic/authorization §2.3: the authorization base URL is the MCP server's origin;
     clients "MUST follow the OAuth 2.0 Authorization Server Metadata protocol" there, and "MUST
     include the header MCP-Protocol-Version"; without metadata (§2.3.3) "clients MUST use the
@@ -377,11 +442,22 @@ def legacy_authorization_server(http, server_url: str, *, timeout: float, protoc
     origin = f"{parts.scheme}://{parts.netloc}"
     check_issuer(origin, "the authorization server (the MCP server's origin, 2025-03-26 §2.3)")
     url = f"{origin}/.well-known/oauth-authorization-server"
-    status, body = fetch_json(http, url, timeout=timeout, headers={"MCP-Protocol-Version": protocol_version})
+    status, body = fetch_json(
+        http, url, timeout=timeout, headers={"MCP-Protocol-Version": protocol_version}
+    )
     if body is not None:
         return server_metadata(body, url, origin)
     if status != 404:
-        raise MetadataError(f"{url} answered HTTP {status}; cannot discover the authorization server")
+        raise MetadataError(
+            f"{url} answered HTTP {status}; cannot discover the authorization server"
+        )
     log.debug("no metadata at %s: the 2025-03-26 default endpoints", url)
-    return ServerMetadata(origin, f"{origin}/authorize", f"{origin}/token", f"{origin}/register",
-                          {"issuer": origin}, url, legacy=True)
+    return ServerMetadata(
+        origin,
+        f"{origin}/authorize",
+        f"{origin}/token",
+        f"{origin}/register",
+        {"issuer": origin},
+        url,
+        legacy=True,
+    )

@@ -45,13 +45,19 @@ class DPoPKey:
             import jwt
             from cryptography.hazmat.primitives.asymmetric import ec
         except ImportError:
-            raise ImportError('DPoP needs the auth extra, PyJWT with cryptography: pip install "PyJWT[crypto]"') from None
+            raise ImportError(
+                'DPoP needs the auth extra, PyJWT with cryptography: pip install "PyJWT[crypto]"'
+            ) from None
         self._jwt = jwt  # PyJWT, which signs the proofs
         self._key = ec.generate_private_key(ec.SECP256R1())
         numbers = self._key.public_key().public_numbers()
         #: RFC 9449 §4.2: the public key, in the proof's header.
-        self.jwk = {"kty": "EC", "crv": "P-256",
-                    "x": _b64url(numbers.x.to_bytes(32, "big")), "y": _b64url(numbers.y.to_bytes(32, "big"))}
+        self.jwk = {
+            "kty": "EC",
+            "crv": "P-256",
+            "x": _b64url(numbers.x.to_bytes(32, "big")),
+            "y": _b64url(numbers.y.to_bytes(32, "big")),
+        }
         #: The latest nonce each origin asked for (RFC 9449 §8, §9).
         self.nonces: dict[str, str] = _Nonces()
 
@@ -59,11 +65,20 @@ class DPoPKey:
         """A DPoP proof for one request: RFC 9449 §4.2 (``htu`` without query and fragment)."""
         parts = urlsplit(url)
         origin = f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-        claims = {"jti": secrets.token_urlsafe(16), "htm": method.upper(),
-                  "htu": f"{origin}{parts.path or '/'}", "iat": int(time.time())}
+        claims = {
+            "jti": secrets.token_urlsafe(16),
+            "htm": method.upper(),
+            "htu": f"{origin}{parts.path or '/'}",
+            "iat": int(time.time()),
+        }
         if access_token is not None:
             claims["ath"] = _b64url(hashlib.sha256(access_token.encode("ascii")).digest())
         nonce = self.nonces.get(origin)
         if nonce:
             claims["nonce"] = nonce
-        return self._jwt.encode(claims, self._key, algorithm=self.algorithm, headers={"typ": "dpop+jwt", "jwk": self.jwk})
+        return self._jwt.encode(
+            claims,
+            self._key,
+            algorithm=self.algorithm,
+            headers={"typ": "dpop+jwt", "jwk": self.jwk},
+        )

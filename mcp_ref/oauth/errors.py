@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from ..errors import AuthorizationError
 
-__all__ = ["AuthorizationError", "MetadataError", "PkceUnsupported", "RegistrationError", "CallbackError",
-           "AuthorizationDenied", "AuthorizationTimeout", "TokenError", "InsufficientScope", "Unauthorized"]
+__all__ = [
+    "AuthorizationError",
+    "MetadataError",
+    "PkceUnsupported",
+    "RegistrationError",
+    "CallbackError",
+    "AuthorizationDenied",
+    "AuthorizationTimeout",
+    "TokenError",
+    "InsufficientScope",
+    "Unauthorized",
+]
 
 
 class MetadataError(AuthorizationError):

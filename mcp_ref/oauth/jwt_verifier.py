@@ -62,14 +62,31 @@ from .resource import AccessInfo, canonical
 log = logging.getLogger(__name__)
 
 #: The algorithms accepted unless the verifier is told otherwise: asymmetric signatures only.
-DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+DEFAULT_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
 #: Every algorithm the verifier can be configured with, by key family (RFC 7518 §3.1, RFC 8037 §3.1).
 #: HMAC (``HS*``) and ``none`` are absent on purpose (RFC 8725 §2.1): a verifier holding only
 #: public keys must never treat one as a shared secret.
 ALGORITHM_FAMILIES = {
-    "RS256": ("RSA", None), "RS384": ("RSA", None), "RS512": ("RSA", None),
-    "PS256": ("RSA", None), "PS384": ("RSA", None), "PS512": ("RSA", None),
-    "ES256": ("EC", "P-256"), "ES384": ("EC", "P-384"), "ES512": ("EC", "P-521"),
+    "RS256": ("RSA", None),
+    "RS384": ("RSA", None),
+    "RS512": ("RSA", None),
+    "PS256": ("RSA", None),
+    "PS384": ("RSA", None),
+    "PS512": ("RSA", None),
+    "ES256": ("EC", "P-256"),
+    "ES384": ("EC", "P-384"),
+    "ES512": ("EC", "P-521"),
     "EdDSA": ("OKP", None),
 }
 #: Curves of OKP keys usable with EdDSA (RFC 8037 §3.1).
@@ -130,17 +147,31 @@ class JwtVerifier:
     a bad configuration (or a JWK Set dict with no usable key).
     """
 
-    def __init__(self, jwks: str | dict, *, issuer: str, audience: str | Iterable[str],
-                 algorithms: Iterable[str] = DEFAULT_ALGORITHMS, leeway: float = 30.0, timeout: float = 5.0,
-                 require_at_jwt: bool = False, scope_claims: Iterable[str] = ("scope", "scp"),
-                 client_id_claims: Iterable[str] = ("client_id", "azp"),
-                 refetch_interval: float = 30.0, min_ttl: float = 60.0, max_ttl: float = 3600.0,
-                 max_bytes: int = MAX_JWKS_BYTES, max_keys: int = MAX_JWKS_KEYS,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        jwks: str | dict,
+        *,
+        issuer: str,
+        audience: str | Iterable[str],
+        algorithms: Iterable[str] = DEFAULT_ALGORITHMS,
+        leeway: float = 30.0,
+        timeout: float = 5.0,
+        require_at_jwt: bool = False,
+        scope_claims: Iterable[str] = ("scope", "scp"),
+        client_id_claims: Iterable[str] = ("client_id", "azp"),
+        refetch_interval: float = 30.0,
+        min_ttl: float = 60.0,
+        max_ttl: float = 3600.0,
+        max_bytes: int = MAX_JWKS_BYTES,
+        max_keys: int = MAX_JWKS_KEYS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         try:
             import jwt
         except ImportError as exc:
-            raise ImportError("JwtVerifier needs PyJWT with cryptography (the auth extra): pip install 'PyJWT[crypto]'") from exc
+            raise ImportError(
+                "JwtVerifier needs PyJWT with cryptography (the auth extra): pip install 'PyJWT[crypto]'"
+            ) from exc
         self._jwt = jwt
         if not isinstance(issuer, str) or not issuer:
             raise ValueError("issuer must be a non-empty string")
@@ -156,12 +187,22 @@ class JwtVerifier:
         if refused or not self.algorithms:
             # RFC 8725 §2.1 / §3.1: "none", and an HMAC algorithm keyed with a public key, are how
             # tokens get forged; only asymmetric algorithms are accepted here.
-            raise ValueError(f"JwtVerifier accepts asymmetric algorithms only ({', '.join(ALGORITHM_FAMILIES)}); "
-                             f"refused: {', '.join(map(str, refused)) or 'an empty list'}")
+            raise ValueError(
+                f"JwtVerifier accepts asymmetric algorithms only ({', '.join(ALGORITHM_FAMILIES)}); "
+                f"refused: {', '.join(map(str, refused)) or 'an empty list'}"
+            )
         if not 0 <= leeway <= 300:
             raise ValueError("leeway must be between 0 and 300 seconds")
-        if not (timeout > 0 and refetch_interval >= 0 and 0 < min_ttl <= max_ttl and max_bytes > 0 and max_keys > 0):
-            raise ValueError("timeout, refetch_interval, min_ttl <= max_ttl, max_bytes and max_keys must be positive")
+        if not (
+            timeout > 0
+            and refetch_interval >= 0
+            and 0 < min_ttl <= max_ttl
+            and max_bytes > 0
+            and max_keys > 0
+        ):
+            raise ValueError(
+                "timeout, refetch_interval, min_ttl <= max_ttl, max_bytes and max_keys must be positive"
+            )
         self.leeway = float(leeway)
         self.timeout = float(timeout)
         self.require_at_jwt = require_at_jwt
@@ -184,7 +225,13 @@ class JwtVerifier:
         elif isinstance(jwks, str):
             parts = urlsplit(jwks)
             # RFC 8414 §2: jwks_uri "MUST use the https scheme"; http is allowed on loopback only.
-            if not (parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname))) or not parts.netloc:
+            if (
+                not (
+                    parts.scheme == "https"
+                    or (parts.scheme == "http" and is_loopback(parts.hostname))
+                )
+                or not parts.netloc
+            ):
                 raise ValueError("the JWK Set URL must be https (http only on a loopback address)")
             self.jwks_url = jwks
             self._state = _KeySet(0, (), float("-inf"), float("-inf"))
@@ -201,7 +248,10 @@ class JwtVerifier:
             log.debug("JWT access token refused: %s", refused)
             return None
         except Exception as exc:  # fail closed; the message could quote the token, so only its type
-            log.warning("JWT access token refused: verification failed unexpectedly (%s)", type(exc).__name__)
+            log.warning(
+                "JWT access token refused: verification failed unexpectedly (%s)",
+                type(exc).__name__,
+            )
             return None
 
     def _verify(self, token: str) -> AccessInfo:
@@ -218,7 +268,9 @@ class JwtVerifier:
             # from the token; "none" and HS* are never on that list.
             raise _Refused(f"alg {_short(alg)} is not one of {', '.join(self.algorithms)}")
         if "crit" in header:
-            raise _Refused("a crit header names extensions this verifier does not understand (RFC 7515 §4.1.11)")
+            raise _Refused(
+                "a crit header names extensions this verifier does not understand (RFC 7515 §4.1.11)"
+            )
         self._check_type(header.get("typ"))
         kid = header.get("kid")
         if kid is not None and not isinstance(kid, str):
@@ -227,9 +279,22 @@ class JwtVerifier:
         if key is None:
             raise _Refused(f"no signing key for kid {_short(kid)} and alg {alg} in the JWK Set")
         try:
-            claims = jwt.decode(token, key.key, algorithms=[alg], issuer=self.issuer, leeway=self.leeway,
-                                options={"require": ["exp", "iss", "aud"], "verify_aud": False, "verify_signature": True,
-                                         "verify_exp": True, "verify_nbf": True, "verify_iat": True, "verify_iss": True})
+            claims = jwt.decode(
+                token,
+                key.key,
+                algorithms=[alg],
+                issuer=self.issuer,
+                leeway=self.leeway,
+                options={
+                    "require": ["exp", "iss", "aud"],
+                    "verify_aud": False,
+                    "verify_signature": True,
+                    "verify_exp": True,
+                    "verify_nbf": True,
+                    "verify_iat": True,
+                    "verify_iss": True,
+                },
+            )
         except jwt.ExpiredSignatureError:
             raise _Refused("expired (exp)") from None
         except jwt.ImmatureSignatureError:
@@ -269,20 +334,32 @@ class JwtVerifier:
             raise _Refused("issued by another issuer (iss)")
         audience = claims.get("aud")
         audience = [audience] if isinstance(audience, str) else audience
-        if not isinstance(audience, list) or not audience or not all(isinstance(a, str) for a in audience):
+        if (
+            not isinstance(audience, list)
+            or not audience
+            or not all(isinstance(a, str) for a in audience)
+        ):
             raise _Refused("aud is not a string or a list of strings")
         # RFC 8707, MCP basic/authorization §Token Audience Binding and Validation, RFC 9068 §4:
         # the token must have been issued for this resource.
         if not any(_canonical_or_none(a) in self.audiences for a in audience):
             raise _Refused("issued for another audience (aud)")
-        client_id = next((claims[name] for name in self.client_id_claims if claims.get(name) is not None), None)
+        client_id = next(
+            (claims[name] for name in self.client_id_claims if claims.get(name) is not None), None
+        )
         if not isinstance(client_id, str) or not client_id:
             raise _Refused(f"no client id ({' or '.join(self.client_id_claims)})")
         subject = claims.get("sub")
         if subject is not None and not isinstance(subject, str):
             raise _Refused("sub is not a string")
-        return AccessInfo(client_id=client_id, subject=subject, scopes=self._scopes(claims), expires_at=float(exp),
-                          audience=tuple(a for a in audience if _canonical_or_none(a) is not None), claims=claims)
+        return AccessInfo(
+            client_id=client_id,
+            subject=subject,
+            scopes=self._scopes(claims),
+            expires_at=float(exp),
+            audience=tuple(a for a in audience if _canonical_or_none(a) is not None),
+            claims=claims,
+        )
 
     def _scopes(self, claims: dict[str, Any]) -> tuple[str, ...]:
         """``scope``: space-separated (RFC 9068 §2.2.3); ``scp``: a list of strings, or a string."""
@@ -319,7 +396,9 @@ class JwtVerifier:
 
     def _refresh(self, seen_generation: int) -> None:
         """Fetch the JWK Set, unless another thread just did or the last attempt is too recent."""
-        if not self._fetch_lock.acquire(timeout=2 * self.timeout + 1.0):  # a fetch takes at most about 2 x timeout
+        if not self._fetch_lock.acquire(
+            timeout=2 * self.timeout + 1.0
+        ):  # a fetch takes at most about 2 x timeout
             log.warning("gave up waiting for another thread's JWK Set fetch")
             return
         try:
@@ -334,7 +413,9 @@ class JwtVerifier:
             except JwksError as exc:
                 log.warning("JWK Set %s not refreshed: %s", self.jwks_url, exc)
                 return
-            self._state = _KeySet(self._state.generation + 1, keys, now + ttl, now + ttl + self.max_ttl)
+            self._state = _KeySet(
+                self._state.generation + 1, keys, now + ttl, now + ttl + self.max_ttl
+            )
         finally:
             self._fetch_lock.release()
 
@@ -344,9 +425,16 @@ class JwtVerifier:
 
         deadline = time.monotonic() + self.timeout
         try:  # (only a set with a URL is refreshed: _key_for)
-            with requests.get(cast(str, self.jwks_url), timeout=self.timeout, allow_redirects=False, stream=True,
-                              headers={"Accept": "application/jwk-set+json, application/json",
-                                       "Accept-Encoding": "identity"}) as answer:
+            with requests.get(
+                cast(str, self.jwks_url),
+                timeout=self.timeout,
+                allow_redirects=False,
+                stream=True,
+                headers={
+                    "Accept": "application/jwk-set+json, application/json",
+                    "Accept-Encoding": "identity",
+                },
+            ) as answer:
                 if answer.status_code != 200:
                     raise JwksError(f"the JWK Set answered HTTP {answer.status_code}")
                 length = answer.headers.get("Content-Length", "")
@@ -394,7 +482,9 @@ class JwtVerifier:
             except JwksError as exc:
                 log.debug("JWK Set key %d skipped: %s", index, exc)
         if not keys:
-            raise JwksError(f"the JWK Set has no usable signing key for {', '.join(self.algorithms)}")
+            raise JwksError(
+                f"the JWK Set has no usable signing key for {', '.join(self.algorithms)}"
+            )
         return tuple(keys)
 
     def _load_key(self, entry) -> _Key:
@@ -405,7 +495,9 @@ class JwtVerifier:
         if kid is not None and not isinstance(kid, str):
             raise JwksError("kid is not a string")
         if any(member in entry for member in PRIVATE_MEMBERS):
-            raise JwksError("it holds private or symmetric key material")  # never published; "oct" keys too
+            raise JwksError(
+                "it holds private or symmetric key material"
+            )  # never published; "oct" keys too
         if entry.get("use", "sig") != "sig":  # RFC 7517 §4.2
             raise JwksError("its use is not sig")
         ops = entry.get("key_ops")
@@ -413,9 +505,15 @@ class JwtVerifier:
             raise JwksError("its key_ops do not include verify")
         # RFC 8725 §3.1: each key is used with one algorithm: its "alg" if it declares one, else
         # only the algorithms of its family (and curve).
-        usable = [alg for alg in self.algorithms if _fits(alg, kty, crv) and (declared is None or declared == alg)]
+        usable = [
+            alg
+            for alg in self.algorithms
+            if _fits(alg, kty, crv) and (declared is None or declared == alg)
+        ]
         if not usable:
-            raise JwksError(f"kty {_short(kty)} / alg {_short(declared)} fits none of the algorithms accepted")
+            raise JwksError(
+                f"kty {_short(kty)} / alg {_short(declared)} fits none of the algorithms accepted"
+            )
         try:
             key = self._jwt.PyJWK(entry, algorithm=usable[0]).key
         except (self._jwt.PyJWTError, ValueError, TypeError, KeyError) as exc:

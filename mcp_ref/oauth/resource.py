@@ -34,8 +34,7 @@ METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 class TokenVerifier(Protocol):
     """Turns a bearer token into :class:`AccessInfo`, or None when the token is not valid."""
 
-    def verify(self, token: str) -> AccessInfo | None:
-        ...
+    def verify(self, token: str) -> AccessInfo | None: ...
 
 
 class IntrospectionVerifier:
@@ -45,7 +44,14 @@ class IntrospectionVerifier:
     endpoint (HTTP Basic).  Each verification is one request, bounded by ``timeout``.
     """
 
-    def __init__(self, introspection_endpoint: str, client_id: str, client_secret: str, *, timeout: float = 10.0):
+    def __init__(
+        self,
+        introspection_endpoint: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        timeout: float = 10.0,
+    ):
         self.endpoint = introspection_endpoint
         self.credentials = (client_id, client_secret)
         self.timeout = timeout
@@ -56,20 +62,33 @@ class IntrospectionVerifier:
         try:
             # No redirect is followed: a 307/308 would carry the token (in the body) and, to the same
             # host, the credentials to wherever it points.  A redirect is a failed introspection.
-            answer = requests.post(self.endpoint, data={"token": token}, auth=self.credentials, timeout=self.timeout,
-                                   allow_redirects=False)
+            answer = requests.post(
+                self.endpoint,
+                data={"token": token},
+                auth=self.credentials,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
             body = answer.json() if answer.status_code == 200 else {}
         except (requests.RequestException, ValueError):
             return None
-        if not isinstance(body, dict) or body.get("active") is not True or not isinstance(body.get("client_id"), str):
+        if (
+            not isinstance(body, dict)
+            or body.get("active") is not True
+            or not isinstance(body.get("client_id"), str)
+        ):
             return None
         audience = body.get("aud", ())
         return AccessInfo(
-            client_id=body["client_id"], subject=body.get("sub"),
+            client_id=body["client_id"],
+            subject=body.get("sub"),
             scopes=tuple(str(body.get("scope", "")).split()),
             expires_at=body.get("exp") if isinstance(body.get("exp"), (int, float)) else None,
-            audience=(audience,) if isinstance(audience, str) else tuple(a for a in audience if isinstance(a, str)),
-            claims=body)
+            audience=(audience,)
+            if isinstance(audience, str)
+            else tuple(a for a in audience if isinstance(a, str)),
+            claims=body,
+        )
 
 
 class Challenge(Exception):
@@ -89,11 +108,22 @@ class ProtectedResource:
     needed for every request; ``scopes_supported`` are advertised.
     """
 
-    def __init__(self, verifier: TokenVerifier, authorization_servers: Iterable[str] | Callable[[dict[str, Any]], list[str]],
-                 *, resource: str | None = None, scopes_supported: Iterable[str] = (), required_scopes: Iterable[str] = ()):
+    def __init__(
+        self,
+        verifier: TokenVerifier,
+        authorization_servers: Iterable[str] | Callable[[dict[str, Any]], list[str]],
+        *,
+        resource: str | None = None,
+        scopes_supported: Iterable[str] = (),
+        required_scopes: Iterable[str] = (),
+    ):
         self.verifier = verifier
         #: The issuers to name; or a function of the request's environ that returns them.
-        self.authorization_servers = authorization_servers if callable(authorization_servers) else list(authorization_servers)
+        self.authorization_servers = (
+            authorization_servers
+            if callable(authorization_servers)
+            else list(authorization_servers)
+        )
         self.resource = canonical(resource) if resource else None
         self.scopes_supported = list(scopes_supported)
         self.required_scopes = tuple(required_scopes)
@@ -102,7 +132,9 @@ class ProtectedResource:
         """The canonical URL of this resource (RFC 8707 §2): configured, or from the request."""
         if self.resource:
             return self.resource
-        return canonical(f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}{path}")
+        return canonical(
+            f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}{path}"
+        )
 
     def metadata_url(self, environ: dict[str, Any], path: str) -> str:
         """Where this resource's metadata is served (RFC 9728 §3.1: the well-known prefix, then the path)."""
@@ -112,9 +144,11 @@ class ProtectedResource:
     def metadata(self, environ: dict[str, Any], path: str) -> dict[str, Any]:
         """RFC 9728 protected resource metadata."""
         servers = self.authorization_servers
-        body = {"resource": self.resource_url(environ, path),
-                "authorization_servers": servers(environ) if callable(servers) else servers,
-                "bearer_methods_supported": ["header"]}
+        body = {
+            "resource": self.resource_url(environ, path),
+            "authorization_servers": servers(environ) if callable(servers) else servers,
+            "bearer_methods_supported": ["header"],
+        }
         if self.scopes_supported:
             body["scopes_supported"] = self.scopes_supported
         return body
@@ -125,31 +159,55 @@ class ProtectedResource:
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise Challenge("401 Unauthorized", "Unauthorized: a bearer token is required", self._challenge(environ, path))
+            raise Challenge(
+                "401 Unauthorized",
+                "Unauthorized: a bearer token is required",
+                self._challenge(environ, path),
+            )
         info = self.verifier.verify(token)
         resource = self.resource_url(environ, path)
         if info is None or (info.expires_at is not None and info.expires_at < time.time()):
-            raise Challenge("401 Unauthorized", "Unauthorized: the token is not valid or has expired",
-                            self._challenge(environ, path, error="invalid_token"))
+            raise Challenge(
+                "401 Unauthorized",
+                "Unauthorized: the token is not valid or has expired",
+                self._challenge(environ, path, error="invalid_token"),
+            )
         if resource not in {canonical(a) for a in info.audience}:
             # The token was issued for another resource: accepting it would let one server replay
             # its clients' tokens to another (§Token Audience Binding and Validation).
-            raise Challenge("401 Unauthorized", "Unauthorized: the token was not issued for this resource",
-                            self._challenge(environ, path, error="invalid_token"))
+            raise Challenge(
+                "401 Unauthorized",
+                "Unauthorized: the token was not issued for this resource",
+                self._challenge(environ, path, error="invalid_token"),
+            )
         missing = [scope for scope in self.required_scopes if scope not in info.scopes]
         if missing:
             raise self.insufficient_scope(environ, path, missing)
         return info
 
-    def insufficient_scope(self, environ: dict[str, Any], path: str, scopes: Iterable[str]) -> Challenge:
+    def insufficient_scope(
+        self, environ: dict[str, Any], path: str, scopes: Iterable[str]
+    ) -> Challenge:
         """A 403 naming the scopes needed (2025-11-25 §Scope Challenge Handling; RFC 6750 §3.1)."""
         needed = " ".join(sorted(set(self.required_scopes) | set(scopes)))
-        return Challenge("403 Forbidden", f"Forbidden: this needs the scope(s) {needed}",
-                         self._challenge(environ, path, error="insufficient_scope", scope=needed))
+        return Challenge(
+            "403 Forbidden",
+            f"Forbidden: this needs the scope(s) {needed}",
+            self._challenge(environ, path, error="insufficient_scope", scope=needed),
+        )
 
-    def _challenge(self, environ: dict[str, Any], path: str, *, error: str | None = None, scope: str | None = None) -> str:
+    def _challenge(
+        self,
+        environ: dict[str, Any],
+        path: str,
+        *,
+        error: str | None = None,
+        scope: str | None = None,
+    ) -> str:
         parts = [f'resource_metadata="{self.metadata_url(environ, path)}"']
-        scope = scope if scope is not None else " ".join(self.required_scopes or self.scopes_supported)
+        scope = (
+            scope if scope is not None else " ".join(self.required_scopes or self.scopes_supported)
+        )
         if scope:
             parts.append(f'scope="{scope}"')
         if error:

@@ -31,14 +31,11 @@ MAX_RECORDS = 1024
 class TokenStore(Protocol):
     """A key-value store of JSON objects (see the module docstring for the keys)."""
 
-    def load(self, key: str) -> dict[str, Any] | None:
-        ...
+    def load(self, key: str) -> dict[str, Any] | None: ...
 
-    def save(self, key: str, value: dict[str, Any]) -> None:
-        ...
+    def save(self, key: str, value: dict[str, Any]) -> None: ...
 
-    def delete(self, key: str) -> None:
-        ...
+    def delete(self, key: str) -> None: ...
 
 
 def client_key(issuer: str) -> str:
@@ -94,11 +91,17 @@ class FileStore(MemoryStore):
                 records = json.load(file)
         except (OSError, ValueError):
             return {}
-        return {k: v for k, v in records.items() if isinstance(v, dict)} if isinstance(records, dict) else {}
+        return (
+            {k: v for k, v in records.items() if isinstance(v, dict)}
+            if isinstance(records, dict)
+            else {}
+        )
 
     def _write(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=".tokens-", dir=self.path.parent)  # mode 0600
+        descriptor, temporary = tempfile.mkstemp(
+            prefix=".tokens-", dir=self.path.parent
+        )  # mode 0600
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as file:
                 json.dump(self._records, file, indent=1, sort_keys=True)

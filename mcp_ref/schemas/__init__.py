@@ -63,7 +63,9 @@ _lock = threading.RLock()
 
 def _check_version(version: str) -> None:
     if version not in VERSIONS:
-        raise UnknownVersion(f"no MCP schema for protocol version {version!r}; packaged: {', '.join(VERSIONS)}")
+        raise UnknownVersion(
+            f"no MCP schema for protocol version {version!r}; packaged: {', '.join(VERSIONS)}"
+        )
 
 
 @functools.cache
@@ -140,5 +142,7 @@ def errors(version: str, type_name: str, instance) -> list[str]:
 
     Each line reads ``"<type_name>: <what is wrong> at /<JSON pointer>"``.
     """
-    return [f"{type_name}: {e.message} at /{'/'.join(map(str, e.absolute_path))}"
-            for e in validator(version, type_name).iter_errors(instance)]
+    return [
+        f"{type_name}: {e.message} at /{'/'.join(map(str, e.absolute_path))}"
+        for e in validator(version, type_name).iter_errors(instance)
+    ]

@@ -48,14 +48,34 @@ if TYPE_CHECKING:
 #: What this package exports, and the module of each (imported on first use: a server loads only
 #: the features it uses).
 _EXPORTS = {
-    "Server": "registry", "ServerConnection": "connection", "Context": "context", "ToolError": "tools",
-    "ResourceError": "tools", "PromptError": "tools",
-    "LOG_LEVELS": "logging", "Elicit": "input_required", "ElicitUrl": "input_required",
-    "Sample": "input_required", "ListRoots": "input_required", "InputRequired": "input_required",
+    "Server": "registry",
+    "ServerConnection": "connection",
+    "Context": "context",
+    "ToolError": "tools",
+    "ResourceError": "tools",
+    "PromptError": "tools",
+    "LOG_LEVELS": "logging",
+    "Elicit": "input_required",
+    "ElicitUrl": "input_required",
+    "Sample": "input_required",
+    "ListRoots": "input_required",
+    "InputRequired": "input_required",
 }
 
-__all__ = ["Server", "ServerConnection", "Context", "ToolError", "ResourceError", "PromptError", "LOG_LEVELS",
-           "Elicit", "ElicitUrl", "Sample", "ListRoots", "InputRequired"]
+__all__ = [
+    "Server",
+    "ServerConnection",
+    "Context",
+    "ToolError",
+    "ResourceError",
+    "PromptError",
+    "LOG_LEVELS",
+    "Elicit",
+    "ElicitUrl",
+    "Sample",
+    "ListRoots",
+    "InputRequired",
+]
 
 
 def __getattr__(name: str) -> Any:

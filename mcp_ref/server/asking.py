@@ -97,23 +97,37 @@ def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
         return _prepare_elicit(ctx, ask, version, number)
     if isinstance(ask, ElicitUrl):
         if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
-            raise CapabilityError(f"URL-mode elicitation does not exist in protocol version {version}")
-        caps = client_capability(ctx, "elicitation", "elicitation/create", {"elicitation": {"url": {}}})
+            raise CapabilityError(
+                f"URL-mode elicitation does not exist in protocol version {version}"
+            )
+        caps = client_capability(
+            ctx, "elicitation", "elicitation/create", {"elicitation": {"url": {}}}
+        )
         if "url" not in (caps or {}):
-            raise missing(ctx, {"elicitation": {"url": {}}}, "the client did not declare URL-mode elicitation")
+            raise missing(
+                ctx, {"elicitation": {"url": {}}}, "the client did not declare URL-mode elicitation"
+            )
         params = {"mode": "url", "message": ask.message, "url": ask.url}
         if envelope is None:
             if not ask.elicitation_id:
                 raise ValueError("URL-mode elicitation needs an elicitation_id before 2026-07-28")
             params["elicitationId"] = ask.elicitation_id
-        return Ask(ask.key or f"elicitation-{number}", "elicitation/create", params, ElicitResult.from_wire)
+        return Ask(
+            ask.key or f"elicitation-{number}", "elicitation/create", params, ElicitResult.from_wire
+        )
     if isinstance(ask, Sample):
         return _prepare_sample(ctx, ask, version, number)
     if isinstance(ask, ListRoots):
         client_capability(ctx, "roots", "roots/list", {"roots": {}})
-        return Ask(ask.key or f"roots-{number}", "roots/list", None if envelope is None else {},
-                   lambda result: Answers(Root.from_wire(r) for r in result.get("roots", [])))
-    raise TypeError(f"gather() takes Elicit, ElicitUrl, Sample or ListRoots, not {type(ask).__name__}")
+        return Ask(
+            ask.key or f"roots-{number}",
+            "roots/list",
+            None if envelope is None else {},
+            lambda result: Answers(Root.from_wire(r) for r in result.get("roots", [])),
+        )
+    raise TypeError(
+        f"gather() takes Elicit, ElicitUrl, Sample or ListRoots, not {type(ask).__name__}"
+    )
 
 
 def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -> Ask:
@@ -131,7 +145,9 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
     caps = client_capability(ctx, "elicitation", "elicitation/create", {"elicitation": {}})
     if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) and caps and "form" not in caps:
         # 2025-11-25 client/elicitation: an empty object means form mode only; otherwise "form" must be listed.
-        raise missing(ctx, {"elicitation": {"form": {}}}, "the client did not declare form-mode elicitation")
+        raise missing(
+            ctx, {"elicitation": {"form": {}}}, "the client did not declare form-mode elicitation"
+        )
     params: dict[str, Any] = {"message": ask.message, "requestedSchema": schema}
     if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
         params["mode"] = "form"
@@ -141,7 +157,9 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
         if result.action == "accept" and result.content is not None:
             problem = first_error(validator_for(schema), result.content)
             if problem:
-                raise InvalidParams(f"elicitation reply does not match the requested schema: {problem}")
+                raise InvalidParams(
+                    f"elicitation reply does not match the requested schema: {problem}"
+                )
             if convert is not None:
                 try:  # a value the type's annotations refuse (a constraint on a field)
                     result.data = convert(result.content)
@@ -162,7 +180,9 @@ def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -
     if ask.tools is not None or ask.tool_choice is not None:
         # 2025-11-25 client/sampling: servers MUST NOT send tools unless the client declared sampling.tools.
         if not lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS) or "tools" not in sampling:
-            raise missing(ctx, {"sampling": {"tools": {}}}, "the client did not declare sampling.tools")
+            raise missing(
+                ctx, {"sampling": {"tools": {}}}, "the client did not declare sampling.tools"
+            )
     messages = ask.messages
     if isinstance(messages, str):
         messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
@@ -171,29 +191,55 @@ def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -
         "maxTokens": ask.max_tokens,
     }
     for name, value in (
-        ("systemPrompt", ask.system_prompt), ("temperature", ask.temperature), ("stopSequences", ask.stop_sequences),
-        ("modelPreferences", ask.model_preferences), ("includeContext", ask.include_context),
+        ("systemPrompt", ask.system_prompt),
+        ("temperature", ask.temperature),
+        ("stopSequences", ask.stop_sequences),
+        ("modelPreferences", ask.model_preferences),
+        ("includeContext", ask.include_context),
         ("metadata", ask.metadata),
-        ("tools", [t.to_wire() if isinstance(t, WireModel) else t for t in ask.tools] if ask.tools is not None else None),
+        (
+            "tools",
+            [t.to_wire() if isinstance(t, WireModel) else t for t in ask.tools]
+            if ask.tools is not None
+            else None,
+        ),
         ("toolChoice", ask.tool_choice),
     ):
         if value is not None:
             params[name] = value
-    return Ask(ask.key or f"sampling-{number}", "sampling/createMessage", params, CreateMessageResult.from_wire)
+    return Ask(
+        ask.key or f"sampling-{number}",
+        "sampling/createMessage",
+        params,
+        CreateMessageResult.from_wire,
+    )
 
 
-def gather(prepared: list[Ask], runner: Any, connection: Caller, request: RequestContext,
-           timeout: float | None | Default) -> Answers[Any]:
+def gather(
+    prepared: list[Ask],
+    runner: Any,
+    connection: Caller,
+    request: RequestContext,
+    timeout: float | None | Default,
+) -> Answers[Any]:
     """The answers to asks already prepared (:meth:`Context.gather <mcp_ref.server.context.Context.gather>`),
     for the handler of ``request``: from the client (handshake era), from the client's retry (2026-07-28),
     or through ``runner`` (what runs the handler outside its request, when an extension does; else None)."""
     from .input_required import answer_all, inputs_of
 
-    if runner is not None:  # an extension runs the handler elsewhere: it gets the answers its own way
+    if (
+        runner is not None
+    ):  # an extension runs the handler elsewhere: it gets the answers its own way
         return Answers(runner.ask(prepared))
     if request.envelope is None:
-        return Answers(ask.read(connection.request(ask.method, ask.params, timeout=timeout,
-                                                   related_request_id=request.request_id)) for ask in prepared)
+        return Answers(
+            ask.read(
+                connection.request(
+                    ask.method, ask.params, timeout=timeout, related_request_id=request.request_id
+                )
+            )
+            for ask in prepared
+        )
     if request.method not in MRTR_METHODS:
         # basic/patterns/mrtr §Supported Requests: only tools/call, prompts/get and resources/read.
         raise CapabilityError(f"{request.method} cannot ask the client for input (2026-07-28 MRTR)")

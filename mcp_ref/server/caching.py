@@ -15,14 +15,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .seams import Registry as Server
 
-CACHEABLE = frozenset({"server/discover", "tools/list", "prompts/list", "resources/list",
-                       "resources/templates/list", "resources/read"})
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 SCOPES = ("public", "private")
 
 
 def check_hints(ttl_ms: int | None, cache_scope: str | None) -> tuple:
     """``(ttl_ms, cache_scope)`` after checking them (a whole number >= 0; "public" or "private")."""
-    if ttl_ms is not None and (isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0):
+    if ttl_ms is not None and (
+        isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0
+    ):
         raise ValueError(f"ttl_ms must be a whole number of milliseconds >= 0, not {ttl_ms!r}")
     if cache_scope is not None and cache_scope not in SCOPES:
         raise ValueError(f"cache_scope must be 'public' or 'private', not {cache_scope!r}")

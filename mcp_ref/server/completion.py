@@ -21,8 +21,14 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     """``completion/complete``: the registered completion function's candidates (at most 100 are sent)."""
     ref = params.get("ref")
     argument = params.get("argument")
-    if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
-        raise InvalidParams("Invalid params: completion/complete needs ref and argument {name, value}")
+    if (
+        not isinstance(ref, dict)
+        or not isinstance(argument, dict)
+        or not isinstance(argument.get("name"), str)
+    ):
+        raise InvalidParams(
+            "Invalid params: completion/complete needs ref and argument {name, value}"
+        )
     server = connection.server
     gate = server.gate
     principal = connection.principal if gate.restricts else None
@@ -32,31 +38,45 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     # and a missing one cost the same.  A template is named by its exact string (its one spelling).
     if ref_type == "ref/prompt":
         key = ref.get("name")
-        if not isinstance(key, str) or not _may_complete(gate, principal, "prompts/get", key, params) \
-                or server.get_prompt(key) is None:
+        if (
+            not isinstance(key, str)
+            or not _may_complete(gate, principal, "prompts/get", key, params)
+            or server.get_prompt(key) is None
+        ):
             raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
     elif ref_type == "ref/resource":
         key = ref.get("uri")
-        if not isinstance(key, str) or not _may_complete(gate, principal, "resources/read", key, params) \
-                or not server.has_resource_uri(key):
+        if (
+            not isinstance(key, str)
+            or not _may_complete(gate, principal, "resources/read", key, params)
+            or not server.has_resource_uri(key)
+        ):
             raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
     else:
         raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
     completion_context = params.get("context")
     if completion_context is not None and (
-            not isinstance(completion_context, dict) or not isinstance(completion_context.get("arguments") or {}, dict)):
-        raise InvalidParams("Invalid params: completion/complete context must be {arguments: {...}}")
+        not isinstance(completion_context, dict)
+        or not isinstance(completion_context.get("arguments") or {}, dict)
+    ):
+        raise InvalidParams(
+            "Invalid params: completion/complete context must be {arguments: {...}}"
+        )
     handler = server.get_completion(ref_type, key)
     values: list = []
     if handler is not None:
         context_args = (completion_context or {}).get("arguments") or {}
         extra = {}
         name = server.completion_context(ref_type, key)
-        if name is not None:  # the function wants to know who asks (e.g. to offer only what they may see)
+        if (
+            name is not None
+        ):  # the function wants to know who asks (e.g. to offer only what they may see)
             from .context import Context
 
             extra[name] = Context(connection, context)
-        values = list(handler(argument["name"], str(argument.get("value", "")), context_args, **extra) or [])
+        values = list(
+            handler(argument["name"], str(argument.get("value", "")), context_args, **extra) or []
+        )
     completion: dict[str, Any] = {"values": [str(v) for v in values[:MAX_VALUES]]}
     if len(values) > MAX_VALUES:
         completion["total"] = len(values)
@@ -72,7 +92,9 @@ def _may_complete(gate: Gate, principal, action: str, key: str, request: dict) -
     if principal is None:
         return True
     # both asked, even after a denial: a hidden item costs what a missing one does
-    verdicts = [gate.allows(principal, asked, key, request) for asked in (action, "completion/complete")]
+    verdicts = [
+        gate.allows(principal, asked, key, request) for asked in (action, "completion/complete")
+    ]
     return all(verdicts)
 
 
@@ -83,5 +105,9 @@ def context_parameter(func: Callable) -> str | None:
 
     try:
         return compile_arguments(func, skip_types=(Context,)).context_param
-    except (TypeError, ValueError, NameError):  # hints it cannot read: called without a Context, as before
+    except (
+        TypeError,
+        ValueError,
+        NameError,
+    ):  # hints it cannot read: called without a Context, as before
         return None

@@ -47,7 +47,9 @@ def _accepts(schema: dict, value: Any) -> bool:
         return False
     if t == "object" and "properties" in schema:
         props = schema["properties"]
-        return all(k in props for k in value) and all(k in value for k in schema.get("required", ()))
+        return all(k in props for k in value) and all(
+            k in value for k in schema.get("required", ())
+        )
     return True
 
 
@@ -129,8 +131,9 @@ def literal(args: tuple) -> tuple[dict, _Converter | None]:
     return schema, lambda v: members.get(v, v)
 
 
-def dataclass_schema(tp: type, seen: tuple, analyse: _Analyse, hints: dict,
-                     add_default: Callable[[dict, Any], None]) -> tuple[dict, _Converter]:
+def dataclass_schema(
+    tp: type, seen: tuple, analyse: _Analyse, hints: dict, add_default: Callable[[dict, Any], None]
+) -> tuple[dict, _Converter]:
     """``(schema, converter)`` of dataclass ``tp`` whose resolved type hints are ``hints``; ``add_default``
     puts a field's default on its schema."""
     props: dict[str, Any] = {}

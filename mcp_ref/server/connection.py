@@ -27,7 +27,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import envelope as envelopes, lifecycle
-from ..errors import CapabilityError, InternalError, InvalidParams, InvalidRequest, MethodNotFound, ResourceNotFound
+from ..errors import (
+    CapabilityError,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ResourceNotFound,
+)
 from ..lifecycle import Lifecycle, Phase
 from ..request import DEFAULT, Default
 from ..session import RequestContext, Session
@@ -39,7 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_SERIALS = itertools.count(1)  # names connections without a better caller id (ServerConnection.peer)
+_SERIALS = itertools.count(
+    1
+)  # names connections without a better caller id (ServerConnection.peer)
 _ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
 
@@ -64,7 +73,9 @@ class MethodTable(Mapping):
     def get(self, method: str, default: Any = None) -> Any:
         """The handler of ``method`` (loaded on first use), else ``default``: the hot path, with no KeyError."""
         handler = self._loaded.get(method)
-        return handler if handler is not None else self[method] if method in self._specs else default
+        return (
+            handler if handler is not None else self[method] if method in self._specs else default
+        )
 
     def __iter__(self):
         return iter(self._specs)
@@ -112,20 +123,27 @@ def initialize(connection: ServerConnection, context: RequestContext, params: di
 
 #: The handlers of the features, by method, as "module:function" (the same in both eras).
 _FEATURES = {
-    "tools/list": "tools:list_tools", "tools/call": "tools:call_tool",
-    "resources/list": "resources:list_resources", "resources/templates/list": "resources:list_templates",
+    "tools/list": "tools:list_tools",
+    "tools/call": "tools:call_tool",
+    "resources/list": "resources:list_resources",
+    "resources/templates/list": "resources:list_templates",
     "resources/read": "resources:read_resource",
-    "prompts/list": "prompts:list_prompts", "prompts/get": "prompts:get_prompt",
+    "prompts/list": "prompts:list_prompts",
+    "prompts/get": "prompts:get_prompt",
     "completion/complete": "completion:complete",
 }
 
 #: Every request method a server answers, and its handler.  (``ping``: :meth:`ServerConnection.answer_at_once`.)
-METHODS = MethodTable({
-    "initialize": initialize,
-    **_FEATURES,
-    "resources/subscribe": "resources:subscribe", "resources/unsubscribe": "resources:unsubscribe",
-    "logging/setLevel": "logging:set_level",
-})
+METHODS = MethodTable(
+    {
+        "initialize": initialize,
+        **_FEATURES,
+        "resources/subscribe": "resources:subscribe",
+        "resources/unsubscribe": "resources:unsubscribe",
+        "logging/setLevel": "logging:set_level",
+    }
+)
+
 
 def discover(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
     """``server/discover`` (2026-07-28 server/discover): versions, capabilities and instructions.
@@ -133,8 +151,10 @@ def discover(connection: ServerConnection, context: RequestContext, params: dict
     "Servers MUST implement it."  The server's identity rides in ``_meta``, as on every modern result.
     """
     server = connection.server
-    result = {"supportedVersions": envelopes.supported_versions(),
-              "capabilities": server.capabilities(connection.version_for(context))}
+    result = {
+        "supportedVersions": envelopes.supported_versions(),
+        "capabilities": server.capabilities(connection.version_for(context)),
+    }
     if server.instructions:
         result["instructions"] = server.instructions
     return result
@@ -145,21 +165,28 @@ def discover(connection: ServerConnection, context: RequestContext, params: dict
 #: ``resources/unsubscribe`` (changelog, "Remove ping, logging/setLevel ..."; "Replace ...
 #: resources/subscribe/resources/unsubscribe with subscriptions/listen").
 #: (An extension's methods are added per server: ``Extension.methods``, ``Server.extension_method``.)
-MODERN_METHODS = MethodTable({
-    "server/discover": discover,
-    **_FEATURES,
-    # returns None: the request stays open (context.defer), so its result is never used
-    "subscriptions/listen": "subscriptions:listen",
-})
+MODERN_METHODS = MethodTable(
+    {
+        "server/discover": discover,
+        **_FEATURES,
+        # returns None: the request stays open (context.defer), so its result is never used
+        "subscriptions/listen": "subscriptions:listen",
+    }
+)
 
 #: The capability a method needs: 2025-11-25 basic/lifecycle §Operation, "Only use capabilities
 #: that were successfully negotiated".  (``completion/complete`` needs none at 2024-11-05, which
 #: had the method but not the capability.)
 CAPABILITY_OF = {
-    "tools/list": "tools", "tools/call": "tools",
-    "resources/list": "resources", "resources/templates/list": "resources", "resources/read": "resources",
-    "resources/subscribe": "resources", "resources/unsubscribe": "resources",
-    "prompts/list": "prompts", "prompts/get": "prompts",
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
     "logging/setLevel": "logging",
     "completion/complete": "completions",
 }
@@ -209,7 +236,9 @@ class ServerConnection:
         subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
         principal = self._principal
         if principal is None or principal.auth is not self.auth:
-            principal = self._principal = Principal.of(self.auth, self.peer or f"connection-{self._serial}")
+            principal = self._principal = Principal.of(
+                self.auth, self.peer or f"connection-{self._serial}"
+            )
         return principal
 
     @property
@@ -248,13 +277,19 @@ class ServerConnection:
     def negotiated(self) -> dict:
         """What this connection negotiated (JSON-able): what another process needs to serve its
         session too (:meth:`resume`; HTTP with a shared session table)."""
-        return {"version": self.protocol_version, "clientCapabilities": self.client_capabilities,
-                "clientInfo": self.client_info, "logLevel": self.log_level, "subscriptions": sorted(self.subscriptions)}
+        return {
+            "version": self.protocol_version,
+            "clientCapabilities": self.client_capabilities,
+            "clientInfo": self.client_info,
+            "logLevel": self.log_level,
+            "subscriptions": sorted(self.subscriptions),
+        }
 
     def resume(self, negotiated: dict, *, initialized: bool) -> None:
         """Serve a session another process negotiated (from its :meth:`negotiated`), or take up
         what changed there (a log level, subscriptions); ``initialized``: the client has sent
         ``notifications/initialized`` (2025-11-25 basic/lifecycle §Initialization)."""
+
         def apply() -> None:
             self.session.protocol_version = negotiated["version"]
             self.client_capabilities = dict(negotiated.get("clientCapabilities") or {})
@@ -293,13 +328,20 @@ class ServerConnection:
         method table, lifecycle, capabilities."""
         hooks = self.server.request_hooks
         if hooks:
-            return run_chain(hooks, Call(self, context, method, params), lambda: self._route(context, method, params))
+            return run_chain(
+                hooks,
+                Call(self, context, method, params),
+                lambda: self._route(context, method, params),
+            )
         return self._route(context, method, params)
 
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
-        modern: envelopes.Envelope | None = read[1] if read is not None and read[0] == context.request_id \
-            else envelopes.read_envelope(params)  # -32602 / -32022 for a broken envelope
+        modern: envelopes.Envelope | None = (
+            read[1]
+            if read is not None and read[0] == context.request_id
+            else envelopes.read_envelope(params)
+        )  # -32602 / -32022 for a broken envelope
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
         handler = METHODS.get(method) or self.server.extension_method(method, self.protocol_version)
@@ -311,7 +353,9 @@ class ServerConnection:
             self._require_capability(capability, method)
         return handler(self, context, params)
 
-    def handle_modern(self, context: RequestContext, method: str, params: dict, modern: envelopes.Envelope) -> dict:
+    def handle_modern(
+        self, context: RequestContext, method: str, params: dict, modern: envelopes.Envelope
+    ) -> dict:
         """Serve one 2026-07-28 request on its own: no handshake, no state from earlier requests.
 
         basic/index §Statelessness: "Servers MUST NOT rely on prior requests over the same
@@ -326,33 +370,50 @@ class ServerConnection:
         context.envelope = modern
         capability = CAPABILITY_OF.get(method)
         if capability is not None and not server.offers(capability, modern.version):
-            raise MethodNotFound(f"Method not found: this server does not offer {capability} ({method})")
+            raise MethodNotFound(
+                f"Method not found: this server does not offer {capability} ({method})"
+            )
         # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the authenticated principal".
         if method in MRTR_METHODS and ("requestState" in params or "inputResponses" in params):
             from . import input_required  # a retry: only then is MRTR's machinery loaded
 
-            state_of(context).inputs = input_required.read_inputs(params, method, server.keyring, self.owner)
+            state_of(context).inputs = input_required.read_inputs(
+                params, method, server.keyring, self.owner
+            )
         try:
             result = handler(self, context, params)
             if context.deferred:
                 return result  # a subscriptions/listen stream: its answer, if any, comes later
         except InputRequired as asked:
-            if method not in MRTR_METHODS:  # a handler of another method asked: a bug in the handler
-                log.error("%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
-                          "for %s", server.name, method, ", ".join(sorted(MRTR_METHODS)))
+            if (
+                method not in MRTR_METHODS
+            ):  # a handler of another method asked: a bug in the handler
+                log.error(
+                    "%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
+                    "for %s",
+                    server.name,
+                    method,
+                    ", ".join(sorted(MRTR_METHODS)),
+                )
                 raise InternalError("Internal error") from None
             from . import input_required
 
-            state = input_required.seal_state(input_required.inputs_of(context), method, params, server.keyring,
-                                              self.owner)
+            state = input_required.seal_state(
+                input_required.inputs_of(context), method, params, server.keyring, self.owner
+            )
             # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
-            return envelopes.complete({"inputRequests": asked.requests, "requestState": state},
-                                      server.server_info(modern.version), envelopes.INPUT_REQUIRED)
+            return envelopes.complete(
+                {"inputRequests": asked.requests, "requestState": state},
+                server.server_info(modern.version),
+                envelopes.INPUT_REQUIRED,
+            )
         except ResourceNotFound as exc:
             # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
             raise InvalidParams(exc.message, data=exc.data) from None
         result = dict(result)
-        if method != "tools/call":  # the one modern method that is never cacheable, and the most frequent
+        if (
+            method != "tools/call"
+        ):  # the one modern method that is never cacheable, and the most frequent
             from . import caching
 
             caching.add_hints(server, method, params, result)
@@ -368,7 +429,9 @@ class ServerConnection:
         be counted once more, should a request with that id ever reach the dispatcher).
         """
         admitted = self.admitted
-        with _ADMITTED_LOCK:  # concurrent POSTs of one session; the pop in _admit is atomic on its own
+        with (
+            _ADMITTED_LOCK
+        ):  # concurrent POSTs of one session; the pop in _admit is atomic on its own
             admitted[request_id] = None
             while len(admitted) > self.session.max_incoming:
                 admitted.pop(next(iter(admitted)), None)
@@ -380,7 +443,9 @@ class ServerConnection:
         """The transport this connection is served on."""
         return self.session.transport
 
-    def dispatch(self, message, *, inline: bool = False, envelope: envelopes.Envelope | None = None) -> None:
+    def dispatch(
+        self, message, *, inline: bool = False, envelope: envelopes.Envelope | None = None
+    ) -> None:
         """Hand an already-parsed message (or batch) to the session (see :meth:`Session.dispatch`).
 
         ``envelope``: the 2026-07-28 envelope of ``message`` (a request), when the transport already
@@ -417,13 +482,21 @@ class ServerConnection:
         return read_resource(self, context, {"uri": uri})
 
     def _require_capability(self, capability: str, method: str) -> None:
-        if capability == "completions" and not lifecycle.at_least(self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY):
+        if capability == "completions" and not lifecycle.at_least(
+            self.protocol_version, lifecycle.COMPLETIONS_CAPABILITY
+        ):
             return  # 2024-11-05 had completion/complete but no capability for it
         declared = self.capabilities.get(capability)
         if declared is None:
-            raise MethodNotFound(f"Method not found: this server does not offer {capability} ({method})")
-        if method in ("resources/subscribe", "resources/unsubscribe") and not declared.get("subscribe"):
-            raise MethodNotFound(f"Method not found: this server does not support subscriptions ({method})")
+            raise MethodNotFound(
+                f"Method not found: this server does not offer {capability} ({method})"
+            )
+        if method in ("resources/subscribe", "resources/unsubscribe") and not declared.get(
+            "subscribe"
+        ):
+            raise MethodNotFound(
+                f"Method not found: this server does not support subscriptions ({method})"
+            )
 
     def handle_notification(self, method: str, params: dict) -> None:
         """Lifecycle and roots notifications; anything else is ignored."""
@@ -438,16 +511,28 @@ class ServerConnection:
 
     # -- sending to the client --------------------------------------------------------------
 
-    def request(self, method: str, params: dict | None, *, timeout: float | None | Default = DEFAULT,
-                related_request_id=None) -> dict:
+    def request(
+        self,
+        method: str,
+        params: dict | None,
+        *,
+        timeout: float | None | Default = DEFAULT,
+        related_request_id=None,
+    ) -> dict:
         """Send a request to the client and wait for its result (CapabilityError when out of phase)."""
         self.lifecycle.check_send(method)
-        return self.session.request(method, params, timeout=timeout, related_request_id=related_request_id)
+        return self.session.request(
+            method, params, timeout=timeout, related_request_id=related_request_id
+        )
 
     def notify(self, method: str, params: dict | None = None, *, related_request_id=None) -> None:
         """Send a notification to the client (dropped quietly when out of phase or the connection has closed)."""
         if not self.lifecycle.may_notify(method):
-            log.debug("notification %s dropped: not allowed in phase %s", method, self.lifecycle.phase.value)
+            log.debug(
+                "notification %s dropped: not allowed in phase %s",
+                method,
+                self.lifecycle.phase.value,
+            )
             return
         try:
             self.session.notify(method, params, related_request_id=related_request_id)
@@ -461,8 +546,15 @@ class ServerConnection:
             raise CapabilityError(f"{method}: the client did not declare the {name} capability")
         return caps
 
-    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id=None,
-            envelope: envelopes.Envelope | None = None) -> bool:
+    def log(
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        related_request_id=None,
+        envelope: envelopes.Envelope | None = None,
+    ) -> bool:
         """Send ``notifications/message`` if ``level`` is at or above the client's chosen level.
 
         For a 2026-07-28 request (``envelope``) that level is the request's own: "If absent, the
@@ -482,7 +574,9 @@ class ServerConnection:
         if params is None:
             return False
         try:  # no lifecycle to consult: the request itself opted in
-            self.session.notify("notifications/message", params, related_request_id=related_request_id)
+            self.session.notify(
+                "notifications/message", params, related_request_id=related_request_id
+            )
         except ConnectionError:
             log.debug("notifications/message dropped: connection closed")
         return True

@@ -66,7 +66,11 @@ class Context:
     def client_capabilities(self) -> dict:
         """The client's capabilities: the request's own (2026-07-28), else those declared in ``initialize``."""
         envelope = self.request.envelope
-        return self.connection.client_capabilities if envelope is None else envelope.client_capabilities
+        return (
+            self.connection.client_capabilities
+            if envelope is None
+            else envelope.client_capabilities
+        )
 
     @property
     def client_info(self) -> dict:
@@ -114,7 +118,9 @@ class Context:
         self.request.check_cancelled()
         return done(None)
 
-    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> Done[bool]:
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> Done[bool]:
         """Send progress for this request (only if the client asked for it by sending a progress token).
 
         When an extension runs the handler outside the request (``RequestState.runner``), the
@@ -122,7 +128,9 @@ class Context:
         """
         runner = self._runner()
         if runner is not None:
-            runner.report(message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}"))
+            runner.report(
+                message or (f"{progress:g}/{total:g}" if total is not None else f"{progress:g}")
+            )
             return done(True)
         return done(self.request.report_progress(progress, total, message))
 
@@ -162,8 +170,15 @@ class Context:
         """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its
         ``logging/setLevel`` (handshake era) or this request's ``io.modelcontextprotocol/logLevel``
         (2026-07-28, where a request without one gets no log messages at all)."""
-        return done(self.connection.log(level, data, logger, related_request_id=self.request_id,
-                                         envelope=self.request.envelope))
+        return done(
+            self.connection.log(
+                level,
+                data,
+                logger,
+                related_request_id=self.request_id,
+                envelope=self.request.envelope,
+            )
+        )
 
     def debug(self, data: Any, logger: str | None = None) -> Done[bool]:
         """``log("debug", ...)``."""
@@ -207,11 +222,31 @@ class Context:
         """
         from .input_required import Sample
 
-        return self.gather(Sample(messages, max_tokens, system_prompt, temperature, stop_sequences, model_preferences,
-                                  include_context, metadata, tools, tool_choice, key=key), timeout=timeout)[0]
+        return self.gather(
+            Sample(
+                messages,
+                max_tokens,
+                system_prompt,
+                temperature,
+                stop_sequences,
+                model_preferences,
+                include_context,
+                metadata,
+                tools,
+                tool_choice,
+                key=key,
+            ),
+            timeout=timeout,
+        )[0]
 
-    def elicit(self, message: str, schema: dict | type, *, key: str | None = None,
-               timeout: float | None | Default = DEFAULT) -> ElicitResult:
+    def elicit(
+        self,
+        message: str,
+        schema: dict | type,
+        *,
+        key: str | None = None,
+        timeout: float | None | Default = DEFAULT,
+    ) -> ElicitResult:
         """Ask the user for structured input (form-mode ``elicitation/create``, 2025-06-18 and later).
 
         ``schema`` is a flat object schema of primitive properties, or a dataclass (or
@@ -223,15 +258,24 @@ class Context:
 
         return self.gather(Elicit(message, schema, key=key), timeout=timeout)[0]
 
-    def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None,
-                   timeout: float | None | Default = DEFAULT) -> ElicitResult:
+    def elicit_url(
+        self,
+        message: str,
+        url: str,
+        elicitation_id: str | None = None,
+        *,
+        key: str | None = None,
+        timeout: float | None | Default = DEFAULT,
+    ) -> ElicitResult:
         """Send the user to a URL (URL-mode elicitation, 2025-11-25 and later; ``elicitation_id``
         is the handshake era's, required there and gone in 2026-07-28)."""
         from .input_required import ElicitUrl
 
         return self.gather(ElicitUrl(message, url, elicitation_id, key=key), timeout=timeout)[0]
 
-    def list_roots(self, *, key: str | None = None, timeout: float | None | Default = DEFAULT) -> Answers[Root]:
+    def list_roots(
+        self, *, key: str | None = None, timeout: float | None | Default = DEFAULT
+    ) -> Answers[Root]:
         """The client's roots (``roots/list``)."""
         from .input_required import ListRoots
 
@@ -248,7 +292,13 @@ class Context:
         """
         from .asking import gather
 
-        return gather([self._prepare(ask) for ask in asks], self._runner(), self.connection, self.request, timeout)
+        return gather(
+            [self._prepare(ask) for ask in asks],
+            self._runner(),
+            self.connection,
+            self.request,
+            timeout,
+        )
 
     def _prepare(self, ask) -> Ask:
         """An ``Elicit`` / ``ElicitUrl`` / ``Sample`` / ``ListRoots`` as a request this client can take."""
@@ -274,9 +324,16 @@ class Context:
         2026-07-28 removed it: the client learns the outcome by retrying (CapabilityError there).
         """
         version = self.protocol_version
-        if not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE) or self.request.envelope is not None:
-            raise CapabilityError(f"notifications/elicitation/complete does not exist in protocol version {version}")
-        self.connection.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+        if (
+            not lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE)
+            or self.request.envelope is not None
+        ):
+            raise CapabilityError(
+                f"notifications/elicitation/complete does not exist in protocol version {version}"
+            )
+        self.connection.notify(
+            "notifications/elicitation/complete", {"elicitationId": elicitation_id}
+        )
         return done(None)
 
 
@@ -295,7 +352,9 @@ def done(value: _T) -> Done[_T]:
     return Done(value)
 
 
-def with_context(plan: ArgumentPlan, kwargs: dict, connection: Caller, request: RequestContext) -> dict:
+def with_context(
+    plan: ArgumentPlan, kwargs: dict, connection: Caller, request: RequestContext
+) -> dict:
     """``kwargs`` plus a :class:`Context` for the parameter annotated with it, if the function has one."""
     if plan.context_param is not None:
         kwargs[plan.context_param] = Context(connection, request)

@@ -12,13 +12,32 @@ import re
 __all__ = ["parse_docstring"]
 
 _PARAM_SECTIONS = {
-    "args", "arguments", "parameters", "params", "keyword args",
-    "keyword arguments", "kwargs", "other parameters",
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "kwargs",
+    "other parameters",
 }
 _ALL_SECTIONS = _PARAM_SECTIONS | {
-    "returns", "return", "yields", "yield", "raises", "examples", "example",
-    "notes", "note", "attributes", "see also", "references", "warnings",
-    "warning", "todo", "methods",
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "examples",
+    "example",
+    "notes",
+    "note",
+    "attributes",
+    "see also",
+    "references",
+    "warnings",
+    "warning",
+    "todo",
+    "methods",
 }
 _GOOGLE_HEADER = re.compile(r"^([A-Za-z ]+?)\s*:\s*$")
 _NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
@@ -55,7 +74,12 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
         line = lines[i]
         stripped = line.strip()
         indent = _indent(line)
-        if stripped and i + 1 < n and _NUMPY_RULE.match(lines[i + 1]) and not _NUMPY_RULE.match(line):
+        if (
+            stripped
+            and i + 1 < n
+            and _NUMPY_RULE.match(lines[i + 1])
+            and not _NUMPY_RULE.match(line)
+        ):
             summary_end = i if summary_end is None else summary_end
             i += 2
             if stripped.lower() not in _PARAM_SECTIONS:

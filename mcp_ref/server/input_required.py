@@ -45,8 +45,21 @@ if TYPE_CHECKING:
     from ..sampling_and_elicitation import SamplingMessage
     from ..types import Tool
 
-__all__ = ["InputRequired", "Elicit", "ElicitUrl", "Sample", "ListRoots", "Ask",
-           "answer_all", "Inputs", "inputs_of", "read_inputs", "seal_state", "open_state", "digest"]
+__all__ = [
+    "InputRequired",
+    "Elicit",
+    "ElicitUrl",
+    "Sample",
+    "ListRoots",
+    "Ask",
+    "answer_all",
+    "Inputs",
+    "inputs_of",
+    "read_inputs",
+    "seal_state",
+    "open_state",
+    "digest",
+]
 
 #: The largest ``requestState`` accepted or sent (bytes); the answers it carries count against it.
 MAX_STATE_BYTES = 256 * 1024
@@ -144,13 +157,17 @@ def answer_all(asks: list[Ask], answers: dict[str, Any]) -> list[Any]:
         value = answers[ask.key]
         if not isinstance(value, dict):
             # §Error Handling: "Servers SHOULD validate that the data provided by the client is a valid InputResponses object".
-            raise InvalidParams(f"Invalid params: inputResponses[{ask.key!r}] must be a {ask.method} result object")
+            raise InvalidParams(
+                f"Invalid params: inputResponses[{ask.key!r}] must be a {ask.method} result object"
+            )
         try:
             results.append(ask.read(value))
         except InvalidParams:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise InvalidParams(f"Invalid params: inputResponses[{ask.key!r}] is not a valid {ask.method} result ({exc})") from None
+            raise InvalidParams(
+                f"Invalid params: inputResponses[{ask.key!r}] is not a valid {ask.method} result ({exc})"
+            ) from None
     return results
 
 
@@ -180,8 +197,12 @@ def inputs_of(context: RequestContext) -> Inputs:
 def digest(method: str, params: dict) -> str:
     """An identifier for the originating request: the method and its salient parameters (those
     that are not the envelope or the MRTR fields), so state is refused on any other request."""
-    salient = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
-    raw = json.dumps([method, salient], sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    salient = {
+        k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")
+    }
+    raw = json.dumps(
+        [method, salient], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode("utf-8")
     return base64.urlsafe_b64encode(hashlib.sha256(raw).digest()[:16]).rstrip(b"=").decode("ascii")
 
 
@@ -197,17 +218,27 @@ def read_inputs(params: dict, method: str, keyring: Keyring, principal: str | No
         return Inputs()  # a first request: nothing to check
     answers: dict = {}
     if "requestState" in params:
-        answers.update(open_state(params["requestState"], method, digest(method, params), keyring, principal))
+        answers.update(
+            open_state(params["requestState"], method, digest(method, params), keyring, principal)
+        )
     if "inputResponses" in params:
         responses = params["inputResponses"]
         if not isinstance(responses, dict):
-            raise InvalidParams("Invalid params: inputResponses must be an object mapping keys to results")
+            raise InvalidParams(
+                "Invalid params: inputResponses must be an object mapping keys to results"
+            )
         answers.update(responses)
     return Inputs(answers)
 
 
-def seal_state(inputs: Inputs, method: str, params: dict, keyring: Keyring, principal: str | None,
-               ttl: float = STATE_TTL) -> str:
+def seal_state(
+    inputs: Inputs,
+    method: str,
+    params: dict,
+    keyring: Keyring,
+    principal: str | None,
+    ttl: float = STATE_TTL,
+) -> str:
     """The ``requestState`` for the next round: the answers used so far, bound to this request,
     this caller and an expiry, with an HMAC tag.
 
@@ -216,7 +247,9 @@ def seal_state(inputs: Inputs, method: str, params: dict, keyring: Keyring, prin
     list and match no one.
     """
     if principal is not None and not isinstance(principal, str):
-        raise TypeError(f"the caller sealed in requestState must be a string id, not {type(principal).__name__}")
+        raise TypeError(
+            f"the caller sealed in requestState must be a string id, not {type(principal).__name__}"
+        )
     payload = {
         "m": method,
         "d": digest(method, params),
@@ -227,11 +260,15 @@ def seal_state(inputs: Inputs, method: str, params: dict, keyring: Keyring, prin
     raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     token = _b64(raw) + "." + _b64(keyring.tag(raw, _TAG_BYTES))
     if len(token) > MAX_STATE_BYTES:
-        raise InvalidParams(f"Invalid params: the answers gathered for this request exceed {MAX_STATE_BYTES} bytes")
+        raise InvalidParams(
+            f"Invalid params: the answers gathered for this request exceed {MAX_STATE_BYTES} bytes"
+        )
     return token
 
 
-def open_state(token: object, method: str, request_digest: str, keyring: Keyring, principal: str | None) -> dict[str, Any]:
+def open_state(
+    token: object, method: str, request_digest: str, keyring: Keyring, principal: str | None
+) -> dict[str, Any]:
     """The answers sealed in ``token``, or -32602 when it does not verify for this request."""
     if not isinstance(token, str) or not token:
         raise InvalidParams("Invalid params: requestState must be a non-empty string")
@@ -243,7 +280,9 @@ def open_state(token: object, method: str, request_digest: str, keyring: Keyring
     except (binascii.Error, ValueError):
         raise InvalidParams("Invalid params: requestState was not issued by this server") from None
     if len(raw_tag) != _TAG_BYTES or not keyring.verify(raw, raw_tag):
-        raise InvalidParams("Invalid params: requestState was not issued by this server or was changed")
+        raise InvalidParams(
+            "Invalid params: requestState was not issued by this server or was changed"
+        )
     try:
         payload = json.loads(raw)
     except ValueError:
@@ -258,7 +297,9 @@ def open_state(token: object, method: str, request_digest: str, keyring: Keyring
     if not (sealed is None or isinstance(sealed, str)) or sealed != principal:
         raise InvalidParams("Invalid params: requestState belongs to another caller")
     if not isinstance(payload.get("x"), int) or payload["x"] < time.time():
-        raise InvalidParams("Invalid params: requestState has expired; send the request again without it")
+        raise InvalidParams(
+            "Invalid params: requestState has expired; send the request again without it"
+        )
     return payload["a"]
 
 

@@ -31,7 +31,9 @@ class Lifespan:
 
     def __init__(self, server: Any, fn: Any):
         if not callable(fn):
-            raise TypeError(f"lifespan must be a callable taking the server, not {type(fn).__name__}")
+            raise TypeError(
+                f"lifespan must be a callable taking the server, not {type(fn).__name__}"
+            )
         self.server = server
         self.fn = fn
         self.entered = False
@@ -59,7 +61,9 @@ class Lifespan:
                 elif hasattr(manager, "__enter__"):
                     self.value = manager.__enter__()
                 else:
-                    raise TypeError(f"lifespan(server) must return a context manager, not {type(manager).__name__}")
+                    raise TypeError(
+                        f"lifespan(server) must return a context manager, not {type(manager).__name__}"
+                    )
                 self._manager, self.entered = manager, True
             return self.value
 
@@ -77,4 +81,3 @@ class Lifespan:
                 loop.run_until_complete(manager.__aexit__(None, None, None))
             finally:
                 loop.close()
-

@@ -42,9 +42,9 @@ def list_page(connection: Caller, context: RequestContext, params: dict, kind: s
     version = connection.version_for(context)
     from ..older_revisions import strip_newer_fields  # loaded by the first listing
 
-    result: dict[str, Any] = {key: [strip_newer_fields(item, version, keep_annotations=keep_annotations)
-                                    for item in page]}
+    result: dict[str, Any] = {
+        key: [strip_newer_fields(item, version, keep_annotations=keep_annotations) for item in page]
+    }
     if next_cursor:
         result["nextCursor"] = next_cursor
     return result
-

@@ -20,9 +20,11 @@ _RANK = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
 #: Why ``logging/setLevel`` is refused over stateless HTTP (the answer's message).
-STATELESS_REFUSAL = ("logging/setLevel cannot apply over stateless HTTP: each request is served on its own, so a level "
-                     "set by one would not reach the next; use the 2026-07-28 revision (each request carries its "
-                     "io.modelcontextprotocol/logLevel) or a stateful session")
+STATELESS_REFUSAL = (
+    "logging/setLevel cannot apply over stateless HTTP: each request is served on its own, so a level "
+    "set by one would not reach the next; use the 2026-07-28 revision (each request carries its "
+    "io.modelcontextprotocol/logLevel) or a stateful session"
+)
 
 
 def set_level(connection: Caller, context: RequestContext, params: dict) -> dict:

@@ -44,9 +44,16 @@ class RegisteredPrompt:
         return self._validator
 
 
-def build_prompt(func: Callable, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, icons: list | None = None, scopes=(),
-                 options: dict[str, Any] | None = None) -> RegisteredPrompt:
+def build_prompt(
+    func: Callable,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    icons: list | None = None,
+    scopes=(),
+    options: dict[str, Any] | None = None,
+) -> RegisteredPrompt:
     """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
@@ -54,17 +61,23 @@ def build_prompt(func: Callable, *, name: str | None = None, title: str | None =
     properties = plan.schema.get("properties", {})
     required = tuple(plan.schema.get("required", ()))
     arguments = [
-        drop_none({"name": arg, "description": spec.get("description"), "required": arg in required})
+        drop_none(
+            {"name": arg, "description": spec.get("description"), "required": arg in required}
+        )
         for arg, spec in properties.items()
     ]
-    listing = drop_none({
-        "name": name,
-        "title": title,
-        "description": description if description is not None else plan.description,
-        "arguments": arguments,
-        "icons": icons,
-    })
-    return RegisteredPrompt(name, func, plan, listing, required, tuple(scopes), options=dict(options or {}))
+    listing = drop_none(
+        {
+            "name": name,
+            "title": title,
+            "description": description if description is not None else plan.description,
+            "arguments": arguments,
+            "icons": icons,
+        }
+    )
+    return RegisteredPrompt(
+        name, func, plan, listing, required, tuple(scopes), options=dict(options or {})
+    )
 
 
 # -- the handlers ---------------------------------------------------------------------------------
@@ -82,7 +95,9 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
     prompt = None
     if isinstance(name, str):
         # hidden (the gate): unknown, at the same cost (asked about a missing name too, once per request)
-        prompt = server.gate.visible(connection.principal, "prompts/get", name, server.get_prompt(name), params)
+        prompt = server.gate.visible(
+            connection.principal, "prompts/get", name, server.get_prompt(name), params
+        )
     if prompt is None:
         # 2025-11-25 server/prompts §Error Handling: "Invalid prompt name: -32602".
         raise InvalidParams(f"Invalid params: unknown prompt {name!r}")
@@ -92,11 +107,15 @@ def get_prompt(connection: Caller, context: RequestContext, params: dict) -> dic
     missing = [arg for arg in prompt.required if arg not in arguments]
     if missing:
         # "Missing required arguments: -32602".
-        raise InvalidParams(f"Invalid params: missing required argument(s) for prompt {name}: {', '.join(missing)}")
+        raise InvalidParams(
+            f"Invalid params: missing required argument(s) for prompt {name}: {', '.join(missing)}"
+        )
     known = prompt.plan.schema.get("properties", {})
     unknown = [arg for arg in arguments if arg not in known]
     if unknown:
-        raise InvalidParams(f"Invalid params: unknown argument(s) for prompt {name}: {', '.join(unknown)}")
+        raise InvalidParams(
+            f"Invalid params: unknown argument(s) for prompt {name}: {', '.join(unknown)}"
+        )
     arguments = _coerce_arguments(prompt, arguments)
     problem = first_error(prompt.validator(), arguments)
     if problem is not None:
@@ -164,4 +183,6 @@ def prompt_message(message: Any) -> dict:
         return {"role": message["role"], "content": content}
     if isinstance(message, WireModel):
         return {"role": "user", "content": message.to_wire()}
-    raise TypeError(f"a prompt must return strings, PromptMessage or role/content dicts, not {type(message).__name__}")
+    raise TypeError(
+        f"a prompt must return strings, PromptMessage or role/content dicts, not {type(message).__name__}"
+    )

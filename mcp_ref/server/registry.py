@@ -113,7 +113,9 @@ class Server(Shorthand):
         self._templates: list[RegisteredResource] = []
         self._resource_lists: list[Callable[[], Iterable[dict]]] = []
         self._prompts: dict[str, RegisteredPrompt] = {}
-        self._completions: dict[tuple[str, str], tuple[Callable, str | None]] = {}  # (function, its Context parameter)
+        self._completions: dict[
+            tuple[str, str], tuple[Callable, str | None]
+        ] = {}  # (function, its Context parameter)
         self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
         self._max_subscriptions = max_subscriptions
         self._subscriptions: Any = None
@@ -122,7 +124,9 @@ class Server(Shorthand):
         #: The extensions' ``intercept_request`` and ``intercept_tool_call``, the first outermost.
         self.request_hooks: list[Middleware] = []
         self.tool_call_hooks: list[ToolCallInterceptor] = []
-        self._methods: dict[str | None, dict[str, Handler]] = {}  # version -> the extensions' methods
+        self._methods: dict[
+            str | None, dict[str, Handler]
+        ] = {}  # version -> the extensions' methods
         self._context_attributes: dict[str, Callable[[Any], Any]] = {}
         self._take_shorthand(**shorthand)  # the state first: an extension's setup may ask for it
         for extension in extensions:
@@ -158,7 +162,9 @@ class Server(Shorthand):
 
             with self._registry_lock:
                 if self._subscriptions is None:
-                    self._subscriptions = Subscriptions(self._max_subscriptions, self.shared_store("counters"))
+                    self._subscriptions = Subscriptions(
+                        self._max_subscriptions, self.shared_store("counters")
+                    )
                 hub = self._subscriptions
         return hub
 
@@ -168,10 +174,21 @@ class Server(Shorthand):
     def tool(self, name: _F, /) -> _F: ...
 
     @overload
-    def tool(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
-             input_schema: dict | None = None, output_schema: dict | None = None, annotations: dict | None = None,
-             icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
-             headers: dict[str, str] | None = None, **options: Any) -> Callable[[_F], _F]: ...
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict | None = None,
+        output_schema: dict | None = None,
+        annotations: dict | None = None,
+        icons: list | None = None,
+        meta: dict | None = None,
+        scopes: Iterable[str] = (),
+        headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> Callable[[_F], _F]: ...
 
     def tool(
         self,
@@ -210,23 +227,54 @@ class Server(Shorthand):
 
         def register(func: _F) -> _F:
             self.add_tool(
-                func, name=name, title=title, description=description, input_schema=input_schema,
-                output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                headers=headers, **options,
+                func,
+                name=name,
+                title=title,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                scopes=scopes,
+                headers=headers,
+                **options,
             )
             return func
 
         return register
 
-    def add_tool(self, func: Callable, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, input_schema: dict | None = None,
-                 output_schema: dict | None = None, annotations: dict | None = None,
-                 icons: list | None = None, meta: dict | None = None, scopes: Iterable[str] = (),
-                 headers: dict[str, str] | None = None, **options: Any) -> None:
+    def add_tool(
+        self,
+        func: Callable,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict | None = None,
+        output_schema: dict | None = None,
+        annotations: dict | None = None,
+        icons: list | None = None,
+        meta: dict | None = None,
+        scopes: Iterable[str] = (),
+        headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
-        tool = build_tool(func, name=name, title=title, description=description, input_schema=input_schema,
-                          output_schema=output_schema, annotations=annotations, icons=icons, meta=meta, scopes=scopes,
-                          headers=headers, options=self._take_options(options))
+        tool = build_tool(
+            func,
+            name=name,
+            title=title,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            scopes=scopes,
+            headers=headers,
+            options=self._take_options(options),
+        )
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))
@@ -275,23 +323,60 @@ class Server(Shorthand):
         """
 
         def register(func: _F) -> _F:
-            self.add_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
-                              size=size, annotations=annotations, icons=icons, scopes=scopes,
-                              ttl_ms=ttl_ms, cache_scope=cache_scope, **options)
+            self.add_resource(
+                func,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                scopes=scopes,
+                ttl_ms=ttl_ms,
+                cache_scope=cache_scope,
+                **options,
+            )
             return func
 
         return register
 
-    def add_resource(self, func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
-                     description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                     annotations: dict | None = None, icons: list | None = None, scopes: Iterable[str] = (),
-                     ttl_ms: int | None = None, cache_scope: str | None = None, **options: Any) -> None:
+    def add_resource(
+        self,
+        func: Callable,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: dict | None = None,
+        icons: list | None = None,
+        scopes: Iterable[str] = (),
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
+        **options: Any,
+    ) -> None:
         """Register a resource or resource template (see :meth:`resource`)."""
         from .resources import build_resource
 
-        entry = build_resource(func, uri, name=name, title=title, description=description, mime_type=mime_type,
-                               size=size, annotations=annotations, icons=icons, scopes=scopes,
-                               ttl_ms=ttl_ms, cache_scope=cache_scope, options=self._take_options(options))
+        entry = build_resource(
+            func,
+            uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            size=size,
+            annotations=annotations,
+            icons=icons,
+            scopes=scopes,
+            ttl_ms=ttl_ms,
+            cache_scope=cache_scope,
+            options=self._take_options(options),
+        )
         self._add_resource_entry(entry)
 
     def _add_resource_entry(self, entry: RegisteredResource) -> None:
@@ -299,7 +384,10 @@ class Server(Shorthand):
         with self._registry_lock:
             if entry.template is not None:
                 kept = [t for t in self._templates if t.listing["uriTemplate"] != uri]
-                self._templates = [*kept, replacing(len(kept) < len(self._templates), "resource template", uri, entry)]
+                self._templates = [
+                    *kept,
+                    replacing(len(kept) < len(self._templates), "resource template", uri, entry),
+                ]
             else:
                 self._resources[uri] = replacing(uri in self._resources, "resource", uri, entry)
         self._announce("resources", self._listeners("resources", uri))
@@ -312,10 +400,14 @@ class Server(Shorthand):
                 self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
         self._announce("resources", listeners)
 
-    def add_listed_resources(self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]]) -> None:
+    def add_listed_resources(
+        self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]]
+    ) -> None:
         """Register a resource template and the function listing the resources it serves (their
         ``Resource`` dicts, in ``resources/list`` after the registered resources): a file root."""
-        with self._registry_lock:  # listed before it is announced: a client listing at once sees them
+        with (
+            self._registry_lock
+        ):  # listed before it is announced: a client listing at once sees them
             self._resource_lists.append(list_items)
         self._add_resource_entry(entry)
 
@@ -340,7 +432,9 @@ class Server(Shorthand):
                 return template, variables
         return None
 
-    def required_scopes(self, method: str, params: Any, principal: Principal | None = None) -> tuple[str, ...]:
+    def required_scopes(
+        self, method: str, params: Any, principal: Principal | None = None
+    ) -> tuple[str, ...]:
         """The OAuth scopes a request needs that ``principal`` lacks (all of them without one): those of
         the tool, resource or prompt it names, if ``principal`` may see it (else none: a 403 would tell
         it exists)."""
@@ -357,7 +451,9 @@ class Server(Shorthand):
             return ()
         return tuple(scope for scope in scopes if scope not in principal.scopes)
 
-    def visible_tool(self, principal: Principal | None, name: str, params: dict | None = None) -> RegisteredTool | None:
+    def visible_tool(
+        self, principal: Principal | None, name: str, params: dict | None = None
+    ) -> RegisteredTool | None:
         """The tool ``name`` if ``principal`` may use it (the :attr:`gate`), else None: "not found" alike.
         ``params``: the request being served (its verdicts are asked once)."""
         return self.gate.visible(principal, "tools/call", name, self.get_tool(name), params)
@@ -387,12 +483,18 @@ class Server(Shorthand):
         None (asked whether or not the item exists)."""
         action, name, entry, found = item
         if action == "resources/read":
-            return entry if self.gate.visible_resource(principal, name, found, request=request) is not None else None
+            return (
+                entry
+                if self.gate.visible_resource(principal, name, found, request=request) is not None
+                else None
+            )
         return self.gate.visible(principal, action, name, entry, request)
 
     def has_resource_uri(self, uri: str) -> bool:
         """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
-        return uri in self._resources or any(t.listing["uriTemplate"] == uri for t in list(self._templates))
+        return uri in self._resources or any(
+            t.listing["uriTemplate"] == uri for t in list(self._templates)
+        )
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -400,11 +502,27 @@ class Server(Shorthand):
     def prompt(self, name: _F, /) -> _F: ...
 
     @overload
-    def prompt(self, name: str | None = None, *, title: str | None = None, description: str | None = None,
-               icons: list | None = None, scopes: Iterable[str] = (), **options: Any) -> Callable[[_F], _F]: ...
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list | None = None,
+        scopes: Iterable[str] = (),
+        **options: Any,
+    ) -> Callable[[_F], _F]: ...
 
-    def prompt(self, name: str | Callable | None = None, *, title: str | None = None, description: str | None = None,
-               icons: list | None = None, scopes: Iterable[str] = (), **options: Any) -> Any:
+    def prompt(
+        self,
+        name: str | Callable | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list | None = None,
+        scopes: Iterable[str] = (),
+        **options: Any,
+    ) -> Any:
         """Decorator: register a prompt.  Its parameters are the prompt's arguments.
 
         The function returns a string (one user message), a PromptMessage or ``{"role", "content"}`` dict,
@@ -416,22 +534,46 @@ class Server(Shorthand):
             return name
 
         def register(func: _F) -> _F:
-            self.add_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
-                            **options)
+            self.add_prompt(
+                func,
+                name=name,
+                title=title,
+                description=description,
+                icons=icons,
+                scopes=scopes,
+                **options,
+            )
             return func
 
         return register
 
-    def add_prompt(self, func: Callable, *, name: str | None = None, title: str | None = None,
-                   description: str | None = None, icons: list | None = None, scopes: Iterable[str] = (),
-                   **options: Any) -> None:
+    def add_prompt(
+        self,
+        func: Callable,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list | None = None,
+        scopes: Iterable[str] = (),
+        **options: Any,
+    ) -> None:
         """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
         from .prompts import build_prompt
 
-        prompt = build_prompt(func, name=name, title=title, description=description, icons=icons, scopes=scopes,
-                              options=self._take_options(options))
+        prompt = build_prompt(
+            func,
+            name=name,
+            title=title,
+            description=description,
+            icons=icons,
+            scopes=scopes,
+            options=self._take_options(options),
+        )
         with self._registry_lock:
-            self._prompts[prompt.name] = replacing(prompt.name in self._prompts, "prompt", prompt.name, prompt)
+            self._prompts[prompt.name] = replacing(
+                prompt.name in self._prompts, "prompt", prompt.name, prompt
+            )
         self._announce("prompts", self._listeners("prompts", prompt.name))
 
     def remove_prompt(self, name: str) -> None:
@@ -447,7 +589,9 @@ class Server(Shorthand):
 
     # -- completion ------------------------------------------------------------------------
 
-    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[_F], _F]:
+    def completion(
+        self, *, prompt: str | None = None, resource: str | None = None
+    ) -> Callable[[_F], _F]:
         """Decorator: complete the arguments of a prompt or the variables of a resource template.
 
         The function is called as ``func(argument_name, value, context_arguments)``
@@ -571,8 +715,12 @@ class Server(Shorthand):
                 return extension
             extension.setup(self)
             extensions = [*self._extensions, extension]
-            self.request_hooks = [e.intercept_request for e in extensions if _overrides(e, "intercept_request")]
-            self.tool_call_hooks = [e.intercept_tool_call for e in extensions if _overrides(e, "intercept_tool_call")]
+            self.request_hooks = [
+                e.intercept_request for e in extensions if _overrides(e, "intercept_request")
+            ]
+            self.tool_call_hooks = [
+                e.intercept_tool_call for e in extensions if _overrides(e, "intercept_tool_call")
+            ]
             attributes: dict[str, Callable[[Any], Any]] = {}
             for installed in reversed(extensions):  # the first added wins a name two declare
                 attributes.update(installed.context_attributes())
@@ -596,7 +744,9 @@ class Server(Shorthand):
             methods = {}
             for extension in reversed(self._extensions):
                 methods.update(extension.methods(version))
-            if len(self._methods) < len(SUPPORTED_VERSIONS) + len(MODERN_VERSIONS):  # bounded: a peer's version
+            if len(self._methods) < len(SUPPORTED_VERSIONS) + len(
+                MODERN_VERSIONS
+            ):  # bounded: a peer's version
                 self._methods[version] = methods
         return methods.get(method)
 

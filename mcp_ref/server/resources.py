@@ -43,32 +43,52 @@ class RegisteredResource:
     accepts: Callable[[dict[str, str]], bool] | None = None
 
 
-def build_resource(func: Callable, uri: str, *, name: str | None = None, title: str | None = None,
-                   description: str | None = None, mime_type: str | None = None, size: int | None = None,
-                   annotations: dict | None = None, icons: list | None = None, scopes=(),
-                   ttl_ms: int | None = None, cache_scope: str | None = None,
-                   options: dict[str, Any] | None = None) -> RegisteredResource:
+def build_resource(
+    func: Callable,
+    uri: str,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    mime_type: str | None = None,
+    size: int | None = None,
+    annotations: dict | None = None,
+    icons: list | None = None,
+    scopes=(),
+    ttl_ms: int | None = None,
+    cache_scope: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> RegisteredResource:
     """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     is_template = UriTemplate.is_template(uri)
-    listing = drop_none({
-        "uriTemplate" if is_template else "uri": uri,
-        "name": name or func.__name__,
-        "title": title,
-        "description": description if description is not None else plan.description,
-        "mimeType": mime_type,
-        "size": None if is_template else size,
-        "annotations": annotations,
-        "icons": icons,
-    })
+    listing = drop_none(
+        {
+            "uriTemplate" if is_template else "uri": uri,
+            "name": name or func.__name__,
+            "title": title,
+            "description": description if description is not None else plan.description,
+            "mimeType": mime_type,
+            "size": None if is_template else size,
+            "annotations": annotations,
+            "icons": icons,
+        }
+    )
     cache = None
     if ttl_ms is not None or cache_scope is not None:
         from .caching import check_hints
 
         cache = check_hints(ttl_ms, cache_scope)
-    return RegisteredResource(listing, func, plan, UriTemplate(uri) if is_template else None, tuple(scopes), cache,
-                              options=dict(options or {}))
+    return RegisteredResource(
+        listing,
+        func,
+        plan,
+        UriTemplate(uri) if is_template else None,
+        tuple(scopes),
+        cache,
+        options=dict(options or {}),
+    )
 
 
 # -- the handlers ---------------------------------------------------------------------------------
@@ -134,7 +154,9 @@ def visible_resource(connection: Caller, uri: str, action: str, request: dict | 
     ``authorize`` is asked about it whether or not it exists, once per ``request`` (its params):
     a hidden resource and a missing one cost the same and answer the same."""
     server = connection.server
-    return server.gate.visible_resource(connection.principal, uri, server.find_resource(uri), action, request)
+    return server.gate.visible_resource(
+        connection.principal, uri, server.find_resource(uri), action, request
+    )
 
 
 def unsubscribe(connection: Caller, context: RequestContext, params: dict) -> dict:
@@ -173,12 +195,24 @@ def contents(uri: str, entry: RegisteredResource, value: Any) -> list:
     mime_type = entry.listing.get("mimeType")
     if isinstance(value, (TextResourceContents, BlobResourceContents)):
         return [value.to_wire()]
-    if isinstance(value, list) and all(isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value):
+    if isinstance(value, list) and all(
+        isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value
+    ):
         return [v.to_wire() for v in value]
     if isinstance(value, (bytes, bytearray)):
-        return [{"uri": uri, "mimeType": mime_type or "application/octet-stream",
-                 "blob": base64.b64encode(value).decode("ascii")}]
+        return [
+            {
+                "uri": uri,
+                "mimeType": mime_type or "application/octet-stream",
+                "blob": base64.b64encode(value).decode("ascii"),
+            }
+        ]
     if isinstance(value, str):
         return [{"uri": uri, "mimeType": mime_type or "text/plain", "text": value}]
-    return [{"uri": uri, "mimeType": mime_type or "application/json",
-             "text": json.dumps(to_jsonable(value), ensure_ascii=False)}]
+    return [
+        {
+            "uri": uri,
+            "mimeType": mime_type or "application/json",
+            "text": json.dumps(to_jsonable(value), ensure_ascii=False),
+        }
+    ]

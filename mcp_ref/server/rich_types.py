@@ -33,10 +33,20 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, get_args, get_origin
 
-__all__ = ["analyse", "constrained", "field_default", "jsonable", "template_arguments", "text_to_json", "typeddict"]
+__all__ = [
+    "analyse",
+    "constrained",
+    "field_default",
+    "jsonable",
+    "template_arguments",
+    "text_to_json",
+    "typeddict",
+]
 
 _Converter = Callable[[Any], Any]
-_TD_WRAPPERS = tuple(w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w)
+_TD_WRAPPERS = tuple(
+    w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
+)
 
 
 def _parser(kind: str, parse: Callable[[str], Any]) -> _Converter:
@@ -70,8 +80,10 @@ def _decimal(value: Any) -> decimal.Decimal:
     return number
 
 
-_DURATION = re.compile(r"(-)?P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
-                       r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+_DURATION = re.compile(
+    r"(-)?P(?:(\d+(?:\.\d+)?)W)?(?:(\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?"
+)
 
 
 def _timedelta(value: Any) -> dt.timedelta:
@@ -102,14 +114,28 @@ def _duration_text(delta: dt.timedelta) -> str:
     seconds = f"{micros / 1_000_000:f}".rstrip("0").rstrip(".")
     clock = "".join(f"{n}{unit}" for n, unit in ((hours, "H"), (minutes, "M")) if n)
     clock += f"{seconds}S" if micros or not (days or clock) else ""
-    return ("-" if delta < dt.timedelta(0) else "") + "P" + (f"{days}D" if days else "") + (f"T{clock}" if clock else "")
+    return (
+        ("-" if delta < dt.timedelta(0) else "")
+        + "P"
+        + (f"{days}D" if days else "")
+        + (f"T{clock}" if clock else "")
+    )
 
 
 #: The standard library's rich scalars: their JSON Schema and their converter from JSON.
 _SCALARS: dict[type, tuple[dict, _Converter]] = {
-    dt.datetime: ({"type": "string", "format": "date-time"}, _parser("ISO 8601 date-time", _iso_datetime)),
-    dt.date: ({"type": "string", "format": "date"}, _parser("ISO 8601 date", dt.date.fromisoformat)),
-    dt.time: ({"type": "string", "format": "time"}, _parser("ISO 8601 time", dt.time.fromisoformat)),
+    dt.datetime: (
+        {"type": "string", "format": "date-time"},
+        _parser("ISO 8601 date-time", _iso_datetime),
+    ),
+    dt.date: (
+        {"type": "string", "format": "date"},
+        _parser("ISO 8601 date", dt.date.fromisoformat),
+    ),
+    dt.time: (
+        {"type": "string", "format": "time"},
+        _parser("ISO 8601 time", dt.time.fromisoformat),
+    ),
     uuid.UUID: ({"type": "string", "format": "uuid"}, _parser("UUID", uuid.UUID)),
     decimal.Decimal: ({"type": ["number", "string"]}, _decimal),
     dt.timedelta: ({"type": ["string", "number"], "format": "duration"}, _timedelta),
@@ -122,8 +148,11 @@ def _pydantic_loaded() -> bool:
 
 def _is_model(tp: Any) -> bool:
     """True for a pydantic (v2) model class, without importing pydantic."""
-    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) \
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
         and callable(getattr(tp, "model_validate", None))
+    )
 
 
 def _for_pydantic(tp: Any) -> bool:
@@ -131,7 +160,9 @@ def _for_pydantic(tp: Any) -> bool:
     only those go to pydantic's TypeAdapter, so ``bytes`` or ``object`` stay refused whether or not the
     program happens to have loaded pydantic."""
     module = getattr(tp, "__module__", None) or ""
-    return module.split(".")[0] in ("pydantic", "pydantic_core") or hasattr(tp, "__get_pydantic_core_schema__")
+    return module.split(".")[0] in ("pydantic", "pydantic_core") or hasattr(
+        tp, "__get_pydantic_core_schema__"
+    )
 
 
 def _inline(schema: Any, defs: dict, stack: tuple = ()) -> Any:
@@ -143,7 +174,7 @@ def _inline(schema: Any, defs: dict, stack: tuple = ()) -> Any:
         return schema
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        name = ref[len("#/$defs/"):]
+        name = ref[len("#/$defs/") :]
         if name in stack:
             raise TypeError(f"recursive type {name} is not supported")
         rest = {k: v for k, v in schema.items() if k != "$ref"}
@@ -226,7 +257,9 @@ def _wrapper_name(hint: Any) -> str | None:
             return None
 
 
-def typeddict(tp: type, seen: tuple, analyse: Callable, hints: dict) -> tuple[dict, _Converter | None]:
+def typeddict(
+    tp: type, seen: tuple, analyse: Callable, hints: dict
+) -> tuple[dict, _Converter | None]:
     """``(JSON Schema, converter)`` of a TypedDict whose resolved type hints are ``hints``; ``analyse``
     describes each value (:mod:`mcp_ref.server.signatures`' own analysis)."""
     # __required_keys__ misses Required/NotRequired written as strings (PEP 563),
@@ -260,10 +293,18 @@ def typeddict(tp: type, seen: tuple, analyse: Callable, hints: dict) -> tuple[di
 
 # -- Annotated metadata ---------------------------------------------------------------------------
 
-_BOUNDS = {"gt": "exclusiveMinimum", "ge": "minimum", "lt": "exclusiveMaximum", "le": "maximum",
-           "multiple_of": "multipleOf"}
-_LENGTHS = {"string": ("minLength", "maxLength"), "array": ("minItems", "maxItems"),
-            "object": ("minProperties", "maxProperties")}
+_BOUNDS = {
+    "gt": "exclusiveMinimum",
+    "ge": "minimum",
+    "lt": "exclusiveMaximum",
+    "le": "maximum",
+    "multiple_of": "multipleOf",
+}
+_LENGTHS = {
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+    "object": ("minProperties", "maxProperties"),
+}
 
 
 def _markers(metadata: Iterable[Any]) -> Iterable[Any]:
@@ -283,7 +324,11 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
     schema = dict(schema)
     kind = schema.get("type") if isinstance(schema.get("type"), str) else None
     for marker in _markers(metadata):
-        for attribute, keyword in (("description", "description"), ("title", "title"), ("examples", "examples")):
+        for attribute, keyword in (
+            ("description", "description"),
+            ("title", "title"),
+            ("examples", "examples"),
+        ):
             value = getattr(marker, attribute, None)
             if value is not None:
                 schema[keyword] = " ".join(value.split()) if attribute == "description" else value
@@ -291,7 +336,9 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
             value = getattr(marker, attribute, None)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 schema[keyword] = value
-        for attribute, keyword in zip(("min_length", "max_length"), _LENGTHS.get(kind or "", ()), strict=False):
+        for attribute, keyword in zip(
+            ("min_length", "max_length"), _LENGTHS.get(kind or "", ()), strict=False
+        ):
             value = getattr(marker, attribute, None)
             if isinstance(value, int):
                 schema[keyword] = value
@@ -372,7 +419,9 @@ def template_arguments(plan: Any, variables: dict) -> dict:
     values = {}
     for name, value in variables.items():
         try:
-            values[name] = text_to_json(properties.get(name, {}), value) if isinstance(value, str) else value
+            values[name] = (
+                text_to_json(properties.get(name, {}), value) if isinstance(value, str) else value
+            )
         except ValueError as exc:
             raise InvalidParams(f"Invalid params: template variable {name}: {exc}") from None
     try:

@@ -97,7 +97,6 @@ class Registry(Protocol):
     def connections(self) -> list: ...
 
 
-
 class Caller(Protocol):
     """What a feature handler sees of the connection serving its request
     (:class:`~mcp_ref.server.ServerConnection` is the one)."""
@@ -128,12 +127,28 @@ class Caller(Protocol):
 
     def version_for(self, context: RequestContext) -> str | None: ...
 
-    def request(self, method: str, params: dict | None, *, timeout: Any = ..., related_request_id: Any = None) -> dict: ...
+    def request(
+        self,
+        method: str,
+        params: dict | None,
+        *,
+        timeout: Any = ...,
+        related_request_id: Any = None,
+    ) -> dict: ...
 
-    def notify(self, method: str, params: dict | None = None, *, related_request_id: Any = None) -> None: ...
+    def notify(
+        self, method: str, params: dict | None = None, *, related_request_id: Any = None
+    ) -> None: ...
 
-    def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id: Any = None,
-            envelope: Any = None) -> bool: ...
+    def log(
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        related_request_id: Any = None,
+        envelope: Any = None,
+    ) -> bool: ...
 
     def require_client_capability(self, name: str, method: str) -> dict: ...
 
@@ -248,8 +263,12 @@ def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
 DEFAULT_MAX_SUBSCRIPTIONS = 1024
 
 #: The action that decides whether an item of each listing is listed (what a gate is asked).
-LISTING_ACTIONS = {"tools": "tools/call", "resources": "resources/read", "templates": "resources/read",
-                   "prompts": "prompts/get"}
+LISTING_ACTIONS = {
+    "tools": "tools/call",
+    "resources": "resources/read",
+    "templates": "resources/read",
+    "prompts": "prompts/get",
+}
 #: The field of a listed item that is its ``name`` for the gate.
 LISTING_NAMES = {"tools": "name", "resources": "uri", "templates": "uriTemplate", "prompts": "name"}
 
@@ -268,16 +287,36 @@ class Gate(Protocol):
     #: list-changed notifications go only to those who see the item).
     restricts: bool
 
-    def allows(self, principal: Principal, action: str, name: str, request: dict | None = None) -> bool: ...
+    def allows(
+        self, principal: Principal, action: str, name: str, request: dict | None = None
+    ) -> bool: ...
 
-    def visible(self, principal: Principal | None, action: str, name: str, entry: Any,
-                request: dict | None = None) -> Any: ...
+    def visible(
+        self,
+        principal: Principal | None,
+        action: str,
+        name: str,
+        entry: Any,
+        request: dict | None = None,
+    ) -> Any: ...
 
-    def resource_allowed(self, principal: Principal, uri: str, found: Any, action: str = "resources/read",
-                         request: dict | None = None) -> bool: ...
+    def resource_allowed(
+        self,
+        principal: Principal,
+        uri: str,
+        found: Any,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> bool: ...
 
-    def visible_resource(self, principal: Principal | None, uri: str, found: Any, action: str = "resources/read",
-                         request: dict | None = None) -> Any: ...
+    def visible_resource(
+        self,
+        principal: Principal | None,
+        uri: str,
+        found: Any,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> Any: ...
 
     def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list: ...
 
@@ -287,22 +326,42 @@ class OpenGate:
 
     restricts = False
 
-    def allows(self, principal: Principal, action: str, name: str, request: dict | None = None) -> bool:
+    def allows(
+        self, principal: Principal, action: str, name: str, request: dict | None = None
+    ) -> bool:
         """Always True."""
         return True
 
-    def visible(self, principal: Principal | None, action: str, name: str, entry: Any,
-                request: dict | None = None) -> Any:
+    def visible(
+        self,
+        principal: Principal | None,
+        action: str,
+        name: str,
+        entry: Any,
+        request: dict | None = None,
+    ) -> Any:
         """``entry`` itself."""
         return entry
 
-    def resource_allowed(self, principal: Principal, uri: str, found: Any, action: str = "resources/read",
-                         request: dict | None = None) -> bool:
+    def resource_allowed(
+        self,
+        principal: Principal,
+        uri: str,
+        found: Any,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> bool:
         """Always True."""
         return True
 
-    def visible_resource(self, principal: Principal | None, uri: str, found: Any, action: str = "resources/read",
-                         request: dict | None = None) -> Any:
+    def visible_resource(
+        self,
+        principal: Principal | None,
+        uri: str,
+        found: Any,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> Any:
         """``found`` itself."""
         return found
 
@@ -320,17 +379,30 @@ OPEN = OpenGate()
 #: ``hook(caller, tool, arguments, context, run) -> result`` around running a tool (an extension's
 #: ``intercept_tool_call``): ``run(context)`` runs it (an extension may run it later, elsewhere);
 #: ``arguments`` None: invalid, ``run`` answers the isError result.
-ToolCallInterceptor = Callable[[Caller, Any, Any, "RequestContext", Callable[["RequestContext"], dict]], dict]
+ToolCallInterceptor = Callable[
+    [Caller, Any, Any, "RequestContext", Callable[["RequestContext"], dict]], dict
+]
 
 
-def intercept(interceptors: Iterable[ToolCallInterceptor], caller: Caller, tool: Any, arguments: dict | None,
-              context: RequestContext, run: Callable[[RequestContext], dict]) -> dict:
+def intercept(
+    interceptors: Iterable[ToolCallInterceptor],
+    caller: Caller,
+    tool: Any,
+    arguments: dict | None,
+    context: RequestContext,
+    run: Callable[[RequestContext], dict],
+) -> dict:
     """``run(context)`` wrapped in every interceptor, the first outermost."""
     for interceptor in reversed(list(interceptors)):
         run = _wrapped(interceptor, caller, tool, arguments, run)
     return run(context)
 
 
-def _wrapped(interceptor: ToolCallInterceptor, caller: Caller, tool: Any, arguments: dict | None,
-             run: Callable[[RequestContext], dict]) -> Callable[[RequestContext], dict]:
+def _wrapped(
+    interceptor: ToolCallInterceptor,
+    caller: Caller,
+    tool: Any,
+    arguments: dict | None,
+    run: Callable[[RequestContext], dict],
+) -> Callable[[RequestContext], dict]:
     return lambda context: interceptor(caller, tool, arguments, context, run)

@@ -168,7 +168,9 @@ class Serving:
         self._bus_unsubscribe = bus.subscribe(CHANGES, self._hear)
         self._bus = bus
         on_reconnect = getattr(bus, "on_reconnect", None)
-        if on_reconnect is not None:  # a shared bus: what was published while it was cut off is gone
+        if (
+            on_reconnect is not None
+        ):  # a shared bus: what was published while it was cut off is gone
             on_reconnect(self._reannounce)
 
     def _reannounce(self) -> None:
@@ -187,9 +189,15 @@ class Serving:
     def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str | None]:
         """Who is told that item ``name`` of ``kind`` changed (asked before a removal): see
         :meth:`_local_listeners`; with a bus, its receivers ask."""
-        if not self._served:  # this process's start (a worker's tools, at import): nobody is told, no bus is made
+        if (
+            not self._served
+        ):  # this process's start (a worker's tools, at import): nobody is told, no bus is made
             return [], None, None
-        return ([], None, name) if self._bus_in_use() is not None else (*self._local_listeners(kind, name), name)
+        return (
+            ([], None, name)
+            if self._bus_in_use() is not None
+            else (*self._local_listeners(kind, name), name)
+        )
 
     def _bus_in_use(self) -> Any:
         """The bus, if changes go through one: made now when the state is shared (a change made here
@@ -216,8 +224,11 @@ class Serving:
                 verdicts[principal.id] = gate.allows(principal, action, name)
             return verdicts[principal.id]
 
-        streams = set(self.subscriptions.streams(lambda stream: concerned(stream.connection.principal))
-                      if self._subscriptions is not None else ())
+        streams = set(
+            self.subscriptions.streams(lambda stream: concerned(stream.connection.principal))
+            if self._subscriptions is not None
+            else ()
+        )
         return [c for c in self.connections() if concerned(c.principal)], streams.__contains__
 
     def _announce(self, kind: str, listeners: tuple) -> None:
@@ -252,7 +263,14 @@ class Serving:
 
     # -- serving ----------------------------------------------------------------------------------
 
-    def run(self, transport: str = "stdio", *, host: str | None = None, port: int | None = None, **options) -> None:
+    def run(
+        self,
+        transport: str = "stdio",
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        **options,
+    ) -> None:
         """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
 
         As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
@@ -269,16 +287,25 @@ class Serving:
         if transport == "stdio":
             self.run_stdio(**options)
         elif transport in ("http", "streamable-http", "sse"):
-            path = options.get("sse_path", "/sse") if transport == "sse" else options.get("path", "/mcp")
+            path = (
+                options.get("sse_path", "/sse")
+                if transport == "sse"
+                else options.get("path", "/mcp")
+            )
             kind = "HTTP+SSE" if transport == "sse" else "Streamable HTTP"
             if "on_ready" not in options:
-                options["on_ready"] = lambda httpd: print(f"serving {self.name} at {httpd.url}{path} ({kind})",
-                                                          file=sys.stderr, flush=True)
+                options["on_ready"] = lambda httpd: print(
+                    f"serving {self.name} at {httpd.url}{path} ({kind})",
+                    file=sys.stderr,
+                    flush=True,
+                )
             from .settings import address
 
             self.run_http(*address(host, port), **options)
         else:
-            raise ValueError(f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}")
+            raise ValueError(
+                f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}"
+            )
 
     def run_stdio(self, *, max_message_size: int | None = None) -> None:
         """Serve one client on this process's stdin/stdout until stdin ends.
@@ -290,8 +317,12 @@ class Serving:
         from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
 
         reader, writer = server_streams()
-        transport = StreamTransport(reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE)
-        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")  # enters the lifespan
+        transport = StreamTransport(
+            reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE
+        )
+        connection = self.connect(
+            transport, name=f"{self.name}-stdio", peer="stdio"
+        )  # enters the lifespan
         try:
             while not connection.session.wait_closed(1.0):
                 pass

@@ -25,9 +25,16 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
 #: The MCP log levels as Python's (``MCP_REF_LOG_LEVEL`` takes either spelling, any case).
-PYTHON_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
-                 "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
-                 "emergency": logging.CRITICAL}
+PYTHON_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
 
 
 def address(host: str | None, port: int | None) -> tuple[str, int]:

@@ -43,10 +43,14 @@ def state_from(choice: Any) -> Any:
         try:
             from ..state.redis import RedisState
         except ImportError as exc:  # redis-py missing
-            raise ImportError(f"{STATE_ENV} / state={where!r} needs the redis extra: "
-                              "pip install 'redis[hiredis]>=5'") from exc
+            raise ImportError(
+                f"{STATE_ENV} / state={where!r} needs the redis extra: "
+                "pip install 'redis[hiredis]>=5'"
+            ) from exc
         return RedisState.from_url(choice)
-    raise ValueError(f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {where!r}")
+    raise ValueError(
+        f"{STATE_ENV} / state=: not a state backend URL (redis://host:port/db): {where!r}"
+    )
 
 
 class Shorthand(Serving):
@@ -55,19 +59,35 @@ class Shorthand(Serving):
     add_extension: Callable[[Any], Any]
     _chosen_state = staticmethod(state_from)
 
-    def _take_shorthand(self, *, authorize: Callable[[Principal, str, str], bool] | None = None,
-                        rate_limit: Any = None, max_subscribed_resources: Any = _DEFAULT,
-                        resource_update_interval: float | None = None, state: Any = None,
-                        **unknown: Any) -> None:
+    def _take_shorthand(
+        self,
+        *,
+        authorize: Callable[[Principal, str, str], bool] | None = None,
+        rate_limit: Any = None,
+        max_subscribed_resources: Any = _DEFAULT,
+        resource_update_interval: float | None = None,
+        state: Any = None,
+        **unknown: Any,
+    ) -> None:
         if unknown:
-            raise TypeError(f"Server() got unexpected keyword argument(s): {', '.join(sorted(unknown))}")
-        self._state_choice = state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
+            raise TypeError(
+                f"Server() got unexpected keyword argument(s): {', '.join(sorted(unknown))}"
+            )
+        self._state_choice = (
+            state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
+        )
         self._built: dict[str, Any] = {}
         self._subscribed_cap = max_subscribed_resources
         self._updates: Any = None
-        settings = {"authorize": authorize, "rate_limit": rate_limit,
-                    "resource_update_interval": resource_update_interval}
-        if any(value is not None for value in settings.values()) or max_subscribed_resources is not _DEFAULT:
+        settings = {
+            "authorize": authorize,
+            "rate_limit": rate_limit,
+            "resource_update_interval": resource_update_interval,
+        }
+        if (
+            any(value is not None for value in settings.values())
+            or max_subscribed_resources is not _DEFAULT
+        ):
             self._build("limits", settings)
 
     def _build(self, key: str, settings: dict[str, Any] | None = None) -> Any:
@@ -77,7 +97,9 @@ class Shorthand(Serving):
             with self._registry_lock:
                 extension = self._built.get(key)
                 if extension is None:
-                    extension = self._built[key] = self.add_extension(self._new(key, settings or {}))
+                    extension = self._built[key] = self.add_extension(
+                        self._new(key, settings or {})
+                    )
                     if key == "tasks":  # the 2025-11-25 protocol, on the same store
                         from ..extensions.tasks_2025 import Tasks2025Extension
 
@@ -92,8 +114,11 @@ class Shorthand(Serving):
         from ..extensions.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
 
         cap = self._subscribed_cap
-        return Policy(max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
-                      buckets=self.shared_store("buckets"), **settings)
+        return Policy(
+            max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
+            buckets=self.shared_store("buckets"),
+            **settings,
+        )
 
     @property
     def policy(self) -> Any:
@@ -115,7 +140,9 @@ class Shorthand(Serving):
         with the extensions they need added."""
         unknown = sorted(options.keys() - set(ITEM_OPTIONS))
         if unknown:
-            raise TypeError(f"unexpected option(s): {', '.join(unknown)} (known: {', '.join(ITEM_OPTIONS)})")
+            raise TypeError(
+                f"unexpected option(s): {', '.join(unknown)} (known: {', '.join(ITEM_OPTIONS)})"
+            )
         taken = {option: value for option, value in options.items() if value is not None}
         if "task" in taken:
             from ..extensions.tasks_2026 import check_option
@@ -133,8 +160,12 @@ class Shorthand(Serving):
         ``check_subscriptions``), or None."""
         limits = self._built.get("limits")
         if limits is None and self._subscribed_cap is not None:
-            limits = self._build("limits")  # the default cap: the extension is loaded on the first subscription
-        return limits if limits is not None and limits.max_subscribed_resources is not None else None
+            limits = self._build(
+                "limits"
+            )  # the default cap: the extension is loaded on the first subscription
+        return (
+            limits if limits is not None and limits.max_subscribed_resources is not None else None
+        )
 
     def notify_resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` to every client subscribed to ``uri`` (handshake-era
@@ -143,24 +174,41 @@ class Shorthand(Serving):
         limits: Any = self._built.get("limits")
         interval = limits.resource_update_interval if limits is not None else None
         if not interval:
-            self._publish_resource_updated({"uri": uri})  # Serving: to this process's subscribers, or on the bus
+            self._publish_resource_updated(
+                {"uri": uri}
+            )  # Serving: to this process's subscribers, or on the bus
             return
         with self._registry_lock:
             if self._updates is None or self._updates.interval != interval:
-                self._updates = limits.coalescer(lambda _uri, params: self._publish_resource_updated(params))
+                self._updates = limits.coalescer(
+                    lambda _uri, params: self._publish_resource_updated(params)
+                )
             updates = self._updates
         updates.announce(uri, {"uri": uri})
 
-    def add_file_root(self, root: str, *, uri_prefix: str | None = None, name: str | None = None,
-                      max_file_size: int | None = None, allow_hidden: bool = False,
-                      follow_links: bool = False) -> str:
+    def add_file_root(
+        self,
+        root: str,
+        *,
+        uri_prefix: str | None = None,
+        name: str | None = None,
+        max_file_size: int | None = None,
+        allow_hidden: bool = False,
+        follow_links: bool = False,
+    ) -> str:
         """Serve every file under directory ``root`` as a resource, confined to that directory: a
         :class:`~mcp_ref.extensions.files.FileRootExtension` (see it for the options).  Returns the URI
         template registered."""
         from ..extensions.files import FileRootExtension
 
-        extension = FileRootExtension(root, uri_prefix, name=name, max_file_size=max_file_size,
-                                      allow_hidden=allow_hidden, follow_links=follow_links)
+        extension = FileRootExtension(
+            root,
+            uri_prefix,
+            name=name,
+            max_file_size=max_file_size,
+            allow_hidden=allow_hidden,
+            follow_links=follow_links,
+        )
         self.add_extension(extension)
         return extension.template
 
@@ -173,8 +221,14 @@ class Shorthand(Serving):
 
         return McpWsgiApp(cast(Any, self), **options)
 
-    def http_server(self, host: str = "127.0.0.1", port: int = 8000, *, connection_limits: Any = None,
-                    **options: Any) -> Any:
+    def http_server(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        connection_limits: Any = None,
+        **options: Any,
+    ) -> Any:
         """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet (port 0: a
         free one; ``.port``, ``.url``): call ``serve_forever()`` and ``shutdown()``.
         ``connection_limits`` (:class:`~mcp_ref.http.wsgi_server.ConnectionLimits`) bounds its
@@ -183,8 +237,14 @@ class Shorthand(Serving):
 
         return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
 
-    def run_http(self, host: str = "127.0.0.1", port: int = 8000, *, on_ready: Callable | None = None,
-                 **options: Any) -> None:
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        on_ready: Callable | None = None,
+        **options: Any,
+    ) -> None:
         """Serve over HTTP on the standard library until interrupted (127.0.0.1 by default): the
         lifespan entered, :meth:`http_server` bound, ``on_ready(httpd)`` called (default: a line on
         stderr saying ``httpd.url``), then served; the options are :meth:`http_server`'s."""
@@ -192,7 +252,11 @@ class Shorthand(Serving):
         try:
             httpd = self.http_server(host, port, **options)
             if on_ready is None:
-                print(f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}", file=sys.stderr, flush=True)
+                print(
+                    f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             else:
                 on_ready(httpd)
             try:
@@ -216,4 +280,7 @@ def _plain_call(ctx: Any) -> Callable[[], Any]:
     return lambda: done(False)
 
 
-_SHORTHAND_CONTEXT: dict[str, Callable[[Any], Any]] = {"start_task": _plain_call, "in_task": lambda ctx: False}
+_SHORTHAND_CONTEXT: dict[str, Callable[[Any], Any]] = {
+    "start_task": _plain_call,
+    "in_task": lambda ctx: False,
+}

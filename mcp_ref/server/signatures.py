@@ -68,7 +68,9 @@ def to_jsonable(value: Any) -> Any:
         }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
-    from .rich_types import jsonable  # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
+    from .rich_types import (
+        jsonable,
+    )  # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
 
     return jsonable(value)
 
@@ -146,7 +148,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
-    if origin in _UNION_ORIGINS:  # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+    if (
+        origin in _UNION_ORIGINS
+    ):  # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
         from .compound_types import union
 
         return union(args, seen, _analyse)
@@ -221,7 +225,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return _analyse(tp.__supertype__, seen)
     if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
         return _analyse(tp.__value__, seen)
-    from .rich_types import analyse  # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+    from .rich_types import (
+        analyse,
+    )  # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
 
     return analyse(tp)
 
@@ -384,14 +390,18 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []
     context_param: str | None = None
-    defaults: list[tuple[str, Callable[[], Any]]] = []  # the values of Field() defaults, filled in by convert
+    defaults: list[
+        tuple[str, Callable[[], Any]]
+    ] = []  # the values of Field() defaults, filled in by convert
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
         if p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{name}: positional-only parameter {p.name!r} is not supported")
         hint, default = hints.get(p.name, Any), p.default
-        if type(default).__name__ == "FieldInfo":  # pydantic's ``x: int = Field(3, description=...)``
+        if (
+            type(default).__name__ == "FieldInfo"
+        ):  # pydantic's ``x: int = Field(3, description=...)``
             from .rich_types import field_default
 
             hint, default, fill = field_default(hint, default, p.empty)
@@ -450,16 +460,26 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         schema = type_schema(ret)
     except (TypeError, ValueError) as exc:
         if "unsupported type annotation" not in str(exc):
-            return None, False  # JSON all the same (a dict with int keys ...), but no schema to promise
-        raise TypeError(f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})") from None
-    if isinstance(base, type) and schema.get("type") == "object":  # a dataclass, TypedDict, pydantic model
+            return (
+                None,
+                False,
+            )  # JSON all the same (a dict with int keys ...), but no schema to promise
+        raise TypeError(
+            f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})"
+        ) from None
+    if (
+        isinstance(base, type) and schema.get("type") == "object"
+    ):  # a dataclass, TypedDict, pydantic model
         return schema, False
     if origin in _MAP_ORIGINS:
         args = get_args(base)
         if not args or args[0] is str:
             return schema, False
     if not schema or (schema.get("type") == "string" and "format" not in schema):
-        return None, False  # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
+        return (
+            None,
+            False,
+        )  # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
 
 

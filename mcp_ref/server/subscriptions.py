@@ -51,7 +51,11 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 log = logging.getLogger(__name__)
 
 #: The list-changed filter fields, and the listing each names (subscriptions §Notification Filter).
-LIST_FIELDS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
+LIST_FIELDS = {
+    "toolsListChanged": "tools",
+    "promptsListChanged": "prompts",
+    "resourcesListChanged": "resources",
+}
 #: Resource URIs one listen may name; past it the listen is refused (-32602): the work a
 #: request causes stays bounded by its size, and a client wanting more opens more streams.
 MAX_RESOURCE_URIS = 1024
@@ -90,18 +94,26 @@ class Filter:
                 lists.add(kind)
         uris = notifications.get("resourceSubscriptions", [])
         if not isinstance(uris, list) or not all(isinstance(uri, str) for uri in uris):
-            raise InvalidParams("Invalid params: notifications.resourceSubscriptions must be an array of strings")
+            raise InvalidParams(
+                "Invalid params: notifications.resourceSubscriptions must be an array of strings"
+            )
         if len(uris) > MAX_RESOURCE_URIS:
-            raise InvalidParams(f"Invalid params: one subscriptions/listen may name at most {MAX_RESOURCE_URIS} "
-                                "resources; open another stream for more")
+            raise InvalidParams(
+                f"Invalid params: one subscriptions/listen may name at most {MAX_RESOURCE_URIS} "
+                "resources; open another stream for more"
+            )
         if any(len(uri) > MAX_URI_LENGTH or not uri for uri in uris):
-            raise InvalidParams(f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters")
+            raise InvalidParams(
+                f"Invalid params: a resource URI must have 1 to {MAX_URI_LENGTH} characters"
+            )
         return cls(frozenset(lists), frozenset(uris))
 
     def agreed(self, capabilities: dict) -> Filter:
         """The part of this filter a server declaring ``capabilities`` honours: list changes of
         what it declares ``listChanged`` for, and resource updates if it declares ``subscribe``."""
-        lists = frozenset(kind for kind in self.lists if capabilities.get(kind, {}).get("listChanged"))
+        lists = frozenset(
+            kind for kind in self.lists if capabilities.get(kind, {}).get("listChanged")
+        )
         uris = self.uris if capabilities.get("resources", {}).get("subscribe") else frozenset()
         return Filter(lists, uris)
 
@@ -116,15 +128,25 @@ class Filter:
         """True when a notification ``method`` with ``params`` belongs on this stream."""
         if method == "notifications/resources/updated":
             return params.get("uri") in self.uris
-        kind = method[len("notifications/"):-len("/list_changed")] if method.endswith("/list_changed") else None
+        kind = (
+            method[len("notifications/") : -len("/list_changed")]
+            if method.endswith("/list_changed")
+            else None
+        )
         return kind in self.lists
 
 
 class Subscription:
     """One open ``subscriptions/listen`` stream: the connection it is on, its id, its filter."""
 
-    def __init__(self, connection: ServerConnection, request_id, agreed: Filter, version: str,
-                 hidden: frozenset = frozenset()):
+    def __init__(
+        self,
+        connection: ServerConnection,
+        request_id,
+        agreed: Filter,
+        version: str,
+        hidden: frozenset = frozenset(),
+    ):
         self.connection = connection
         self.id = request_id
         self.filter = agreed
@@ -137,7 +159,9 @@ class Subscription:
 
     def wants(self, method: str, params: dict) -> bool:
         """True when a notification belongs on this stream (its filter, less hidden resources)."""
-        return self.filter.wants(method, params) and not (self.hidden and params.get("uri") in self.hidden)
+        return self.filter.wants(method, params) and not (
+            self.hidden and params.get("uri") in self.hidden
+        )
 
     def send(self, method: str, params: dict) -> None:
         """Send one notification on the stream, tagged with its id (subscriptions §Receiving
@@ -164,14 +188,19 @@ class Subscription:
         result = {"_meta": {envelope.SUBSCRIPTION_ID: self.id}}
         result = envelope.complete(result, self.connection.server.server_info(self.version))
         with self.lock:
-            self.send("notifications/cancelled", {"requestId": self.id, "reason": "the server ended the subscription"})
+            self.send(
+                "notifications/cancelled",
+                {"requestId": self.id, "reason": "the server ended the subscription"},
+            )
             return self.connection.session.answer_deferred(self.id, result)
 
 
 class Subscriptions:
     """The open ``subscriptions/listen`` streams of one server (at most ``max_subscriptions``)."""
 
-    def __init__(self, max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS, counters: Counters | None = None):
+    def __init__(
+        self, max_subscriptions: int = DEFAULT_MAX_SUBSCRIPTIONS, counters: Counters | None = None
+    ):
         self.max_subscriptions = max_subscriptions
         #: Where the open streams are counted (:class:`~mcp_ref.state.stores.Counters`, key
         #: :data:`STREAMS`): shared by the processes of one server, the bound is theirs together.
@@ -210,8 +239,13 @@ class Subscriptions:
         with self._lock:
             return self._lock.wait_for(lambda: len(self._open) <= count, timeout)
 
-    def publish(self, method: str, params: dict | None = None, *,
-                which: Callable[[Subscription], bool] | None = None) -> int:
+    def publish(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        which: Callable[[Subscription], bool] | None = None,
+    ) -> int:
         """Send a change notification on every stream whose filter asks for it (and ``which``
         picks, when given); how many did."""
         params = params or {}
@@ -289,7 +323,9 @@ class Subscriptions:
                 table.setdefault(SUBSCRIBED + who, set()).update(stream.filter.uris)
         return table
 
-    def check_resources(self, cap: Any, principal: Principal, server: Any, uris: Collection[str]) -> None:
+    def check_resources(
+        self, cap: Any, principal: Principal, server: Any, uris: Collection[str]
+    ) -> None:
         """Raise :class:`LimitExceeded` if subscribing ``principal`` to ``uris`` too would take it past
         ``cap.max_subscribed_resources`` distinct resources (``cap``: ``server.subscription_cap()``).
 
@@ -304,14 +340,21 @@ class Subscriptions:
             return
         limit = cap.max_subscribed_resources
         added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
-        if not added:  # a connection here may have ended without a word: say the truth, then ask again
+        if (
+            not added
+        ):  # a connection here may have ended without a word: say the truth, then ask again
             held.hold_only(self.resources_here(server))
             added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
         if not added:
-            raise LimitExceeded(f"Too many subscriptions: at most {limit} resources per caller ({count} held); "
-                                "unsubscribe from some first", data={"limit": limit})
+            raise LimitExceeded(
+                f"Too many subscriptions: at most {limit} resources per caller ({count} held); "
+                "unsubscribe from some first",
+                data={"limit": limit},
+            )
 
-    def let_go(self, principal_id: str, server: Any, uris: Collection[str], *, locked: bool = False) -> None:
+    def let_go(
+        self, principal_id: str, server: Any, uris: Collection[str], *, locked: bool = False
+    ) -> None:
         """``uris`` of ``principal_id`` that no connection or stream of this process holds any more
         leave the shared held sets (nothing to do without them).  ``locked``: the caller holds
         ``subscription_lock`` already."""
@@ -355,7 +398,11 @@ def _say_held(hub_ref: weakref.ref, server_ref: weakref.ref) -> Callable[[], Non
 
 def _declares_tasks(context: RequestContext) -> bool:
     """True when a request's own client capabilities declare the tasks extension."""
-    extensions = context.envelope.client_capabilities.get("extensions") if context.envelope is not None else None
+    extensions = (
+        context.envelope.client_capabilities.get("extensions")
+        if context.envelope is not None
+        else None
+    )
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
@@ -369,12 +416,18 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
     requested": :meth:`Filter.wants`.
     """
     notifications = params.get("notifications")
-    if isinstance(notifications, dict) and "taskIds" in notifications and not _declares_tasks(context):
+    if (
+        isinstance(notifications, dict)
+        and "taskIds" in notifications
+        and not _declares_tasks(context)
+    ):
         # SEP-2663 §Task Status Notifications: a client asking for them without the extension "MUST"
         # get -32021.  (mcp_ref sends none: a declaring client's taskIds are left out of the
         # acknowledgment, as any type the server does not support.)
-        raise MissingRequiredClientCapabilityError.needing({"extensions": {TASKS_EXTENSION: {}}},
-                                                           "task status notifications need the tasks extension")
+        raise MissingRequiredClientCapabilityError.needing(
+            {"extensions": {TASKS_EXTENSION: {}}},
+            "task status notifications need the tasks extension",
+        )
     asked = Filter.from_wire(notifications)
     server = connection.server
     _ = server.bus  # from now on changes reach the streams through the bus (mcp_ref.state.stores)
@@ -388,14 +441,18 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
 
         def hidden_from_caller(uri: str) -> bool:
             # one rule for all: not registered (yet) is judged by its name alone, at the same cost
-            return not gate.resource_allowed(principal, uri, server.find_resource(uri), "resources/subscribe")
+            return not gate.resource_allowed(
+                principal, uri, server.find_resource(uri), "resources/subscribe"
+            )
 
         hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
     # a modern-only method: the request's envelope gives its version
     subscription = Subscription(connection, context.request_id, agreed, cast(str, version), hidden)
     hub = server.subscriptions
     cap = server.subscription_cap()
-    with subscription.lock:  # registered first, so nothing is missed; acknowledged before anything is sent
+    with (
+        subscription.lock
+    ):  # registered first, so nothing is missed; acknowledged before anything is sent
         if cap is None:
             opened = hub.open(subscription)
         else:
@@ -405,8 +462,14 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
                 if not opened:
                     hub.let_go(connection.principal.id, server, agreed.uris, locked=True)
         if not opened:
-            raise ServerBusy(f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "
-                             "retry when some have closed", data={"maxSubscriptions": hub.max_subscriptions})
+            raise ServerBusy(
+                f"Server busy: {hub.max_subscriptions} subscriptions/listen streams are open; "
+                "retry when some have closed",
+                data={"maxSubscriptions": hub.max_subscriptions},
+            )
         context.defer(lambda: hub.end(subscription))
-        subscription.send("notifications/subscriptions/acknowledged", {"notifications": subscription.filter.to_wire()})
+        subscription.send(
+            "notifications/subscriptions/acknowledged",
+            {"notifications": subscription.filter.to_wire()},
+        )
     return None

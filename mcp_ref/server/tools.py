@@ -22,7 +22,13 @@ from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
 from ..types import CallToolResult, WireModel, drop_none, text_block
 from .context import Context, with_context
 from .seams import OPEN, Caller, intercept
-from .signatures import ArgumentPlan, compile_arguments, output_schema_for, runs_in_thread, to_jsonable
+from .signatures import (
+    ArgumentPlan,
+    compile_arguments,
+    output_schema_for,
+    runs_in_thread,
+    to_jsonable,
+)
 from .validation import first_error, validator_for
 
 if TYPE_CHECKING:
@@ -87,15 +93,27 @@ class RegisteredTool:
     def output_validator(self) -> Any:
         """The validator of ``outputSchema`` (built on first use)."""
         if self._output_validator is None:
-            self._output_validator = validator_for(self.output_schema or {})  # called only when it has one
+            self._output_validator = validator_for(
+                self.output_schema or {}
+            )  # called only when it has one
         return self._output_validator
 
 
-def build_tool(func: Callable, *, name: str | None = None, title: str | None = None,
-               description: str | None = None, input_schema: dict | None = None,
-               output_schema: dict | None = None, annotations: dict | None = None,
-               icons: list | None = None, meta: dict | None = None, scopes=(),
-               headers: dict[str, str] | None = None, options: dict[str, Any] | None = None) -> RegisteredTool:
+def build_tool(
+    func: Callable,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    input_schema: dict | None = None,
+    output_schema: dict | None = None,
+    annotations: dict | None = None,
+    icons: list | None = None,
+    meta: dict | None = None,
+    scopes=(),
+    headers: dict[str, str] | None = None,
+    options: dict[str, Any] | None = None,
+) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here.
     ``options``: what extensions read of it (checked by them when it is registered)."""
     func = runs_in_thread(func)
@@ -105,29 +123,40 @@ def build_tool(func: Callable, *, name: str | None = None, title: str | None = N
     for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
         if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
             # server/tools §Tool: inputSchema and outputSchema are JSON Schemas of type "object".
-            raise ValueError(f"tool {name}: {label} must be a JSON Schema object with \"type\": \"object\"")
+            raise ValueError(
+                f'tool {name}: {label} must be a JSON Schema object with "type": "object"'
+            )
     wrapped = False
     if output_schema is None:
         output_schema, wrapped = output_schema_for(func, f"tool {name}")
-    listing = drop_none({
-        "name": name,
-        "title": title,
-        "description": description if description is not None else plan.description,
-        "inputSchema": input_schema if input_schema is not None else plan.schema,
-        "outputSchema": output_schema,
-        "annotations": annotations,
-        "icons": icons,
-        "_meta": meta,
-    })
+    listing = drop_none(
+        {
+            "name": name,
+            "title": title,
+            "description": description if description is not None else plan.description,
+            "inputSchema": input_schema if input_schema is not None else plan.schema,
+            "outputSchema": output_schema,
+            "annotations": annotations,
+            "icons": icons,
+            "_meta": meta,
+        }
+    )
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
-    tool = RegisteredTool(name, func, plan, listing, output_schema, wrapped, scopes=tuple(scopes),
-                          options=dict(options or {}))
+    tool = RegisteredTool(
+        name,
+        func,
+        plan,
+        listing,
+        output_schema,
+        wrapped,
+        scopes=tuple(scopes),
+        options=dict(options or {}),
+    )
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
         tool.output_validator()
     return tool
-
 
 
 def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict:
@@ -140,7 +169,9 @@ def with_header_params(tool: str, schema: dict, headers: dict[str, str]) -> dict
     properties = schema.get("properties", {})
     for param, header in headers.items():
         if param not in properties:
-            raise ValueError(f"tool {tool}: headers names {param!r}, which is not one of its parameters")
+            raise ValueError(
+                f"tool {tool}: headers names {param!r}, which is not one of its parameters"
+            )
         properties[param]["x-mcp-header"] = header
     try:
         header_params(schema)
@@ -153,7 +184,11 @@ def replacing(present: bool, kind: str, name: str, entry: Any) -> Any:
     """``entry``, after a UserWarning when ``present``: a name registered twice (as the official SDK warns);
     the later registration replaces the earlier one."""
     if present:
-        warnings.warn(f"{kind} {name!r} is registered already: this registration replaces it", UserWarning, stacklevel=4)
+        warnings.warn(
+            f"{kind} {name!r} is registered already: this registration replaces it",
+            UserWarning,
+            stacklevel=4,
+        )
     return entry
 
 
@@ -165,8 +200,11 @@ def check_tool_name(name: str) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError("a tool needs a non-empty string name")
     if not _TOOL_NAME.fullmatch(name):
-        warnings.warn(f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
-                      f"A-Z, a-z, 0-9, '_', '-' and '.'", stacklevel=5)
+        warnings.warn(
+            f"tool name {name!r} does not follow the spec's guidance: 1-128 characters of "
+            f"A-Z, a-z, 0-9, '_', '-' and '.'",
+            stacklevel=5,
+        )
 
 
 # -- the handlers ---------------------------------------------------------------------------------
@@ -198,16 +236,31 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         arguments = {}
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
-    validator = tool.input_validator()  # a plain schema's compiled test first: no call into jsonschema
-    problem = None if validator.quick is not None and validator.quick(arguments) else first_error(validator, arguments)
+    validator = (
+        tool.input_validator()
+    )  # a plain schema's compiled test first: no call into jsonschema
+    problem = (
+        None
+        if validator.quick is not None and validator.quick(arguments)
+        else first_error(validator, arguments)
+    )
     if problem is None and not tool.declared.issuperset(arguments):
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     hooks = server.tool_call_hooks
     if hooks:  # the extensions' intercept_tool_call; invalid arguments reach them as None (run answers them)
-        return intercept(hooks, connection, tool, arguments if problem is None else None, context,
-                         lambda run_context: run_tool(connection, tool, arguments, run_context) if problem is None
-                         else bad_arguments(connection, run_context, name, problem))
+        return intercept(
+            hooks,
+            connection,
+            tool,
+            arguments if problem is None else None,
+            context,
+            lambda run_context: (
+                run_tool(connection, tool, arguments, run_context)
+                if problem is None
+                else bad_arguments(connection, run_context, name, problem)
+            ),
+        )
     if problem is not None:
         return bad_arguments(connection, context, name, problem)
     return run_tool(connection, tool, arguments, context)
@@ -222,7 +275,9 @@ def bad_arguments(connection: Caller, context: RequestContext, name: str, proble
     raise InvalidParams(message)
 
 
-def run_tool(connection: Caller, tool: RegisteredTool, arguments: dict, context: RequestContext) -> dict:
+def run_tool(
+    connection: Caller, tool: RegisteredTool, arguments: dict, context: RequestContext
+) -> dict:
     """Call the tool's function with valid ``arguments`` and shape what it returns (or raised)."""
     name = tool.name
     try:  # valid JSON may still be a bad value: an ISO date that does not exist, a pydantic validator's no
@@ -240,10 +295,16 @@ def run_tool(connection: Caller, tool: RegisteredTool, arguments: dict, context:
         # The tool needs something this client did not declare (sampling, roots, elicitation):
         # the client's situation, not an internal error; say which, with no traceback.
         log.info("tool %s cannot run for this client: %s", name, exc)
-        return {"content": [text_block(f"Tool {name} cannot run for this client: {exc}")], "isError": True}
+        return {
+            "content": [text_block(f"Tool {name} cannot run for this client: {exc}")],
+            "isError": True,
+        }
     except Exception:  # the client sees a generic error, stderr the traceback
         log.exception("tool %s failed", name)
-        return {"content": [text_block(f"Tool {name} failed with an internal error")], "isError": True}
+        return {
+            "content": [text_block(f"Tool {name} failed with an internal error")],
+            "isError": True,
+        }
     return tool_result(tool, value, connection.version_for(context))
 
 
@@ -258,17 +319,29 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     naming the problem when the value has no JSON form (a type its annotation did not announce)."""
     try:
         return shape_result(tool, value, version)
-    except (TypeError, ValueError) as exc:  # json.dumps: "Object of type X is not JSON serializable", a NaN ...
+    except (
+        TypeError,
+        ValueError,
+    ) as exc:  # json.dumps: "Object of type X is not JSON serializable", a NaN ...
         log.error("tool %s returned a value that cannot be serialised: %s", tool.name, exc)
-        return {"content": [text_block(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")],
-                "isError": True}
+        return {
+            "content": [
+                text_block(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")
+            ],
+            "isError": True,
+        }
 
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
     """:func:`tool_result` without the guard: TypeError or ValueError when ``value`` has no JSON form."""
     if isinstance(value, CallToolResult):
         result = value.to_wire()
-    elif isinstance(value, dict) and "content" in value and tool.output_schema is None and isinstance(value["content"], list):
+    elif (
+        isinstance(value, dict)
+        and "content" in value
+        and tool.output_schema is None
+        and isinstance(value["content"], list)
+    ):
         result = dict(value)  # an already-shaped CallToolResult dict
     else:
         result = {"content": as_content(value)}
@@ -280,14 +353,23 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
         problem = None if structured is None else first_error(tool.output_validator(), structured)
         if structured is None or problem:
             # 2025-11-25 server/tools §Output Schema: "Servers MUST provide structured results that conform to this schema."
-            log.error("tool %s returned output that does not match its outputSchema: %s", tool.name, problem)
-            return {"content": [text_block(f"Tool {tool.name} produced invalid output")], "isError": True}
+            log.error(
+                "tool %s returned output that does not match its outputSchema: %s",
+                tool.name,
+                problem,
+            )
+            return {
+                "content": [text_block(f"Tool {tool.name} produced invalid output")],
+                "isError": True,
+            }
     if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         del result["structuredContent"]
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
         from ..older_revisions import content_for_revision  # loaded only for an older peer
 
-        result["content"] = [content_for_revision(block, version) for block in result.get("content", [])]
+        result["content"] = [
+            content_for_revision(block, version) for block in result.get("content", [])
+        ]
     return result
 
 
@@ -310,6 +392,8 @@ def as_content(value: Any) -> list:
         from ..media import media_block
 
         return [media_block(bytes(value))]
-    if isinstance(value, (list, tuple)) and any(isinstance(v, (WireModel, bytes, bytearray)) for v in value):
+    if isinstance(value, (list, tuple)) and any(
+        isinstance(v, (WireModel, bytes, bytearray)) for v in value
+    ):
         return [block for item in value for block in as_content(item)]
     return [text_block(json.dumps(to_jsonable(value), ensure_ascii=False))]

@@ -29,7 +29,11 @@ def validator_for(schema: dict) -> Any:
     import jsonschema  # heavy: loaded on first validation
 
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
-    if dialect is not None and jsonschema.validators.validator_for({"$schema": dialect}, default=cast(Any, None)) is None:
+    if (
+        dialect is not None
+        and jsonschema.validators.validator_for({"$schema": dialect}, default=cast(Any, None))
+        is None
+    ):
         raise ValueError(f"unsupported JSON Schema dialect {dialect!r}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
@@ -65,20 +69,45 @@ class Validator:
 
 #: The JSON types as a parsed JSON document holds them (``json.loads`` makes exactly these
 #: classes: a subclass, or a float that is a whole number for "integer", goes to jsonschema).
-_TYPE_TESTS: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
-                                            "boolean": (bool,), "null": (type(None),), "array": (list,), "object": (dict,)}
+_TYPE_TESTS: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "array": (list,),
+    "object": (dict,),
+}
 #: Keywords that never make an instance invalid (annotations; ``format`` too, which jsonschema
 #: does not assert without a format checker, and none is given here).
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly",
-                          "writeOnly", "$comment", "format"})
-_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$comment",
+        "format",
+    }
+)
+_OBJECT_KEYWORDS = (
+    frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
+)
 #: The dialects in which ``type``, ``properties``, ``required`` and ``additionalProperties`` mean
 #: the same (draft 3's ``required`` does not).
-_QUICK_DIALECTS = frozenset({
-    "https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2019-09/schema",
-    "http://json-schema.org/draft-07/schema#", "http://json-schema.org/draft-07/schema",
-    "http://json-schema.org/draft-06/schema#", "http://json-schema.org/draft-06/schema",
-})
+_QUICK_DIALECTS = frozenset(
+    {
+        "https://json-schema.org/draft/2020-12/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-07/schema",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-06/schema",
+    }
+)
 
 
 def quick_check(schema: Any) -> Callable[[Any], bool] | None:
@@ -89,24 +118,36 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
     name or a list) plus annotations, ``required`` names, and ``additionalProperties`` true or
     false.  Anything else (``$ref``, ``enum``, bounds, nested objects ...) is jsonschema's alone.
     """
-    if not isinstance(schema, dict) or schema.get("type") != "object" or not schema.keys() <= _OBJECT_KEYWORDS:
+    if (
+        not isinstance(schema, dict)
+        or schema.get("type") != "object"
+        or not schema.keys() <= _OBJECT_KEYWORDS
+    ):
         return None
     if "$schema" in schema and schema["$schema"] not in _QUICK_DIALECTS:
         return None
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     additional = schema.get("additionalProperties", True)
-    if not isinstance(properties, dict) or not isinstance(required, list) or not isinstance(additional, bool):
+    if (
+        not isinstance(properties, dict)
+        or not isinstance(required, list)
+        or not isinstance(additional, bool)
+    ):
         return None
     if not all(isinstance(name, str) for name in required):
         return None
-    tests: dict[str, Any] = {}  # the exact classes (a frozenset) a property's value may have; None: any value
+    tests: dict[
+        str, Any
+    ] = {}  # the exact classes (a frozenset) a property's value may have; None: any value
     for name, sub in properties.items():
         if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
             return None
         kinds = sub.get("type")
         kinds = kinds if isinstance(kinds, list) or kinds is None else [kinds]
-        if kinds is not None and not (kinds and all(isinstance(k, str) and k in _TYPE_TESTS for k in kinds)):
+        if kinds is not None and not (
+            kinds and all(isinstance(k, str) and k in _TYPE_TESTS for k in kinds)
+        ):
             return None
         tests[name] = None if kinds is None else frozenset(t for k in kinds for t in _TYPE_TESTS[k])
     needed = frozenset(required)
@@ -166,7 +207,18 @@ def json_message(error: Any) -> str:
         extra = [name for name in instance if name not in allowed]
         if extra:
             return f"unexpected propert{'y' if len(extra) == 1 else 'ies'} {', '.join(_json(n) for n in extra)}"
-    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-                "minItems", "maxItems", "pattern", "format", "multipleOf"):
+    if kind in (
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "pattern",
+        "format",
+        "multipleOf",
+    ):
         return f"{_json(instance)} does not satisfy {kind} {_json(expected)}"
     return error.message

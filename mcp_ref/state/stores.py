@@ -201,7 +201,9 @@ class MemoryCounters:
         """See :meth:`Counters.acquire`."""
         with self._lock:
             held = self._counts.get(key, 0)
-            if (limit is not None and held >= limit) or (not held and len(self._counts) >= self.max_keys):
+            if (limit is not None and held >= limit) or (
+                not held and len(self._counts) >= self.max_keys
+            ):
                 return False
             self._counts[key] = held + 1
             return True
@@ -298,7 +300,9 @@ class MemoryBus:
         with self._lock:
             subscribers = self._channels.setdefault(channel, {})
             if len(subscribers) >= self.max_subscribers:
-                raise OverflowError(f"channel {channel!r} has {self.max_subscribers} subscribers already")
+                raise OverflowError(
+                    f"channel {channel!r} has {self.max_subscribers} subscribers already"
+                )
             subscribers[number] = callback
 
         def unsubscribe() -> None:
@@ -334,8 +338,16 @@ class TaskRecords(Protocol):
 
     clock: Clock
 
-    def create(self, task_id: str, record: dict, *, ttl: float | None, caller: str | None,
-               max_per_caller: int | None, max_total: int) -> str:
+    def create(
+        self,
+        task_id: str,
+        record: dict,
+        *,
+        ttl: float | None,
+        caller: str | None,
+        max_per_caller: int | None,
+        max_total: int,
+    ) -> str:
         """Add a record kept ``ttl`` seconds (None: until deleted).  Atomic with its bounds:
         ``"caller_full"`` when ``caller`` has ``max_per_caller`` unfinished tasks, ``"full"`` when
         ``max_total`` records exist and none has finished (else the oldest finished one is dropped),
@@ -344,8 +356,13 @@ class TaskRecords(Protocol):
     def get(self, task_id: str) -> dict | None:
         """The record (a copy), or None: no such task, or it expired."""
 
-    def transition(self, task_id: str, changes: Mapping[str, Any], *,
-                   when: Mapping[str, Collection] | None = None) -> dict | None:
+    def transition(
+        self,
+        task_id: str,
+        changes: Mapping[str, Any],
+        *,
+        when: Mapping[str, Collection] | None = None,
+    ) -> dict | None:
         """Set the fields ``changes`` names, if the record exists, is not terminal, and each field
         ``when`` names has one of the values listed; the record after, or None (nothing changed)."""
 
@@ -372,7 +389,9 @@ class TaskRecords(Protocol):
     def count(self, caller: str | None = None) -> int:
         """The records held; with ``caller``, that caller's unfinished tasks."""
 
-    def list(self, owner: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+    def list(
+        self, owner: str | None, cursor: str | None, limit: int
+    ) -> tuple[list[dict], str | None]:
         """``tasks/list`` (2025-11-25 basic/utilities/tasks §Listing Tasks, §Task Isolation): copies of the
         unexpired records whose ``owner`` (as created) is ``owner`` (None: None), in creation order, at most
         ``limit`` (put in 1..:data:`MAX_PAGE`), after ``cursor`` (None: from the first); and the next page's
@@ -394,8 +413,13 @@ def cursor_position(owner: str | None, cursor: object, newest: float = float("in
     """The creation number a :func:`page_cursor` continues after (0 for None), or InvalidParams:
     malformed, made for another owner, or past ``newest`` (the last number given)."""
     position, _, tag = cursor.partition(".") if isinstance(cursor, str) else ("0", "", "")
-    if cursor is not None and not (position.isascii() and position.isdigit() and len(position) <= 15
-                                   and 0 < int(position) <= newest and tag == owner_digest(owner)[:12]):
+    if cursor is not None and not (
+        position.isascii()
+        and position.isdigit()
+        and len(position) <= 15
+        and 0 < int(position) <= newest
+        and tag == owner_digest(owner)[:12]
+    ):
         raise InvalidParams("Invalid cursor: not one this server gave for your tasks/list")
     return int(position)
 
@@ -410,20 +434,39 @@ class MemoryTaskRecords:
         self._expires: dict[str, float] = {}
         self._created = 0  # the last creation number given
         self._order: dict[str, tuple[int, str | None]] = {}  # id -> (creation number, owner)
-        self._owned: dict[str | None, list[tuple[int, str]]] = {}  # owner -> (number, id), ascending
+        self._owned: dict[
+            str | None, list[tuple[int, str]]
+        ] = {}  # owner -> (number, id), ascending
         self._lock = threading.Lock()
 
-    def create(self, task_id: str, record: dict, *, ttl: float | None, caller: str | None,
-               max_per_caller: int | None, max_total: int) -> str:
+    def create(
+        self,
+        task_id: str,
+        record: dict,
+        *,
+        ttl: float | None,
+        caller: str | None,
+        max_per_caller: int | None,
+        max_total: int,
+    ) -> str:
         """See :meth:`TaskRecords.create`."""
         with self._lock:
             self._sweep()
             records = self._records
-            if max_per_caller is not None and sum(
-                    1 for r in records.values() if r["caller"] == caller and r["status"] not in TERMINAL) >= max_per_caller:
+            if (
+                max_per_caller is not None
+                and sum(
+                    1
+                    for r in records.values()
+                    if r["caller"] == caller and r["status"] not in TERMINAL
+                )
+                >= max_per_caller
+            ):
                 return "caller_full"
             if len(records) >= max_total:
-                finished = next((tid for tid, r in records.items() if r["status"] in TERMINAL), None)
+                finished = next(
+                    (tid for tid, r in records.items() if r["status"] in TERMINAL), None
+                )
                 if finished is None:
                     return "full"
                 self._drop(finished)
@@ -442,12 +485,19 @@ class MemoryTaskRecords:
             record = self._live(task_id)
             return None if record is None else _json(record)
 
-    def transition(self, task_id: str, changes: Mapping[str, Any], *,
-                   when: Mapping[str, Collection] | None = None) -> dict | None:
+    def transition(
+        self,
+        task_id: str,
+        changes: Mapping[str, Any],
+        *,
+        when: Mapping[str, Collection] | None = None,
+    ) -> dict | None:
         """See :meth:`TaskRecords.transition`."""
         with self._lock:
             record = self._open(task_id)
-            if record is None or any(record.get(name) not in values for name, values in (when or {}).items()):
+            if record is None or any(
+                record.get(name) not in values for name, values in (when or {}).items()
+            ):
                 return None
             record.update(_json(dict(changes)))
             return _json(record)
@@ -510,7 +560,11 @@ class MemoryTaskRecords:
         with self._lock:
             if caller is None:
                 return len(self._records)
-            return sum(1 for r in self._records.values() if r["caller"] == caller and r["status"] not in TERMINAL)
+            return sum(
+                1
+                for r in self._records.values()
+                if r["caller"] == caller and r["status"] not in TERMINAL
+            )
 
     # (holding the lock)
 
@@ -549,17 +603,23 @@ class MemoryTaskRecords:
 
     # listing, last: in the class body the name ``list`` would hide the builtin from the annotations after it
 
-    def list(self, owner: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+    def list(
+        self, owner: str | None, cursor: str | None, limit: int
+    ) -> tuple[list[dict], str | None]:
         """See :meth:`TaskRecords.list`."""
         limit = max(1, min(limit, MAX_PAGE))
         with self._lock:
             after = cursor_position(owner, cursor, self._created)
             entries, page = self._owned.get(owner, []), []  # type: list[tuple[int, str]], list[tuple[int, dict]]
-            while len(page) <= limit and (at := bisect.bisect_right(entries, after, key=itemgetter(0))) < len(entries):
+            while len(page) <= limit and (
+                at := bisect.bisect_right(entries, after, key=itemgetter(0))
+            ) < len(entries):
                 after, task_id = entries[at]
                 if (record := self._live(task_id)) is not None:
                     page.append((after, _json(record)))
-            return [record for _, record in page[:limit]], page_cursor(owner, page[-2][0]) if len(page) > limit else None
+            return [record for _, record in page[:limit]], page_cursor(owner, page[-2][0]) if len(
+                page
+            ) > limit else None
 
     def index_size(self) -> int:
         """The entries :meth:`list`'s indexes hold (two per record held): their cost in memory."""
@@ -622,6 +682,7 @@ class MemoryTaskQueue:
 
 
 # -- the deployment's choice: one State, whose stores a server uses ------------------------------------
+
 
 class State(Protocol):
     """Where a deployment keeps what its processes must share: ``Server(state=...)``.

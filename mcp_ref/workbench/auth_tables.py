@@ -65,7 +65,9 @@ class MemoryAuthTable:
     def __init__(self, limit: int, *, clock: Clock = time.monotonic):
         self.limit = limit
         self.clock = clock
-        self.items: collections.OrderedDict[str, tuple[str, float, bool]] = collections.OrderedDict()
+        self.items: collections.OrderedDict[str, tuple[str, float, bool]] = (
+            collections.OrderedDict()
+        )
         self.lock = threading.Lock()
 
     def put(self, key: str, value: Any, *, ttl: float | None = None, pinned: bool = False) -> None:
@@ -75,7 +77,9 @@ class MemoryAuthTable:
         with self.lock:
             self.items.pop(key, None)
             self.items[key] = (text, expires, pinned)
-            if len(self.items) > self.limit:  # full: what expired goes first (one pass, only when full)
+            if (
+                len(self.items) > self.limit
+            ):  # full: what expired goes first (one pass, only when full)
                 self._sweep()
             while len(self.items) > self.limit:
                 oldest = next((k for k, (_, _, kept) in self.items.items() if not kept), None)
@@ -155,7 +159,13 @@ class RegisteredClient:
     @classmethod
     def from_json(cls, data: dict) -> RegisteredClient:
         """The client :meth:`to_json` gave."""
-        return cls(**{**data, "redirect_uris": tuple(data["redirect_uris"]), "grant_types": tuple(data["grant_types"])})
+        return cls(
+            **{
+                **data,
+                "redirect_uris": tuple(data["redirect_uris"]),
+                "grant_types": tuple(data["grant_types"]),
+            }
+        )
 
 
 @dataclass

@@ -18,7 +18,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import ConnectionClosed, McpError, MissingRequiredClientCapabilityError, RequestTimeout
+from ..errors import (
+    ConnectionClosed,
+    McpError,
+    MissingRequiredClientCapabilityError,
+    RequestTimeout,
+)
 
 #: Resources read and prompts got at most (the rest are listed, not fetched).
 MAX_READS = 20
@@ -69,16 +74,32 @@ class Checker:
         """Every check, in order; the schema verdict last (it covers every message exchanged)."""
         caps = self.client.server_capabilities
         info = self.client.server_info
-        server = f"server {info.name} {info.version}" if info is not None else "the server did not name itself"
+        server = (
+            f"server {info.name} {info.version}"
+            if info is not None
+            else "the server did not name itself"
+        )
         if self.client.era == "modern":  # 2026-07-28: no handshake, no ping
-            self.add("server/discover: a protocol version both sides speak", PASS,
-                     "basic/versioning §Protocol Version Negotiation", f"chose {self.version}; {server}")
+            self.add(
+                "server/discover: a protocol version both sides speak",
+                PASS,
+                "basic/versioning §Protocol Version Negotiation",
+                f"chose {self.version}; {server}",
+            )
             if info is None:
-                self.add("results name the server", WARN, "basic/index §_meta",
-                         "servers SHOULD include io.modelcontextprotocol/serverInfo in every result's _meta")
+                self.add(
+                    "results name the server",
+                    WARN,
+                    "basic/index §_meta",
+                    "servers SHOULD include io.modelcontextprotocol/serverInfo in every result's _meta",
+                )
         else:
-            self.add("initialize: a protocol version both sides speak", PASS, "basic/lifecycle §Version Negotiation",
-                     f"negotiated {self.version}; {server}")
+            self.add(
+                "initialize: a protocol version both sides speak",
+                PASS,
+                "basic/lifecycle §Version Negotiation",
+                f"negotiated {self.version}; {server}",
+            )
             self.attempt("ping answers an empty result", "basic/utilities/ping", self._ping)
         if "tools" in caps:
             self._tools()
@@ -86,8 +107,13 @@ class Checker:
             self._resources()
         if "prompts" in caps:
             self._prompts()
-        self._expect_error("an unknown method is -32601", "basic §JSON-RPC (Method not found)",
-                           "mcp-ref/check-no-such-method", {}, -32601)
+        self._expect_error(
+            "an unknown method is -32601",
+            "basic §JSON-RPC (Method not found)",
+            "mcp-ref/check-no-such-method",
+            {},
+            -32601,
+        )
         self._invalid_params(caps)
         self._schema()
         return self.findings
@@ -107,14 +133,26 @@ class Checker:
             tools.extend(self.client.list_tools())
             return f"{len(tools)} tool(s), every page"
 
-        if not self.attempt("tools/list (following every cursor)", "server/tools §Listing Tools", listing):
+        if not self.attempt(
+            "tools/list (following every cursor)", "server/tools §Listing Tools", listing
+        ):
             return
         odd = [t.name for t in tools if not re.fullmatch(r"[A-Za-z0-9_.\-]{1,128}", t.name or "")]
         if odd:
-            self.add("tool names follow the naming guidance", WARN, "server/tools §Tool Names",
-                     "names SHOULD be 1-128 of A-Z a-z 0-9 _ - .: " + ", ".join(map(repr, odd[:5])))
-        self._expect_error("an invalid cursor is -32602", "server/utilities/pagination §Error Handling",
-                           "tools/list", {"cursor": "mcp-ref-check: not a cursor"}, -32602, should=True)
+            self.add(
+                "tool names follow the naming guidance",
+                WARN,
+                "server/tools §Tool Names",
+                "names SHOULD be 1-128 of A-Z a-z 0-9 _ - .: " + ", ".join(map(repr, odd[:5])),
+            )
+        self._expect_error(
+            "an invalid cursor is -32602",
+            "server/utilities/pagination §Error Handling",
+            "tools/list",
+            {"cursor": "mcp-ref-check: not a cursor"},
+            -32602,
+            should=True,
+        )
         if self.call_tools:
             for tool in tools[:MAX_CALLS]:
                 self._call(tool)
@@ -125,22 +163,38 @@ class Checker:
         try:
             result = self.client.call_tool(tool.name, arguments, timeout=CALL_TIMEOUT)
         except RequestTimeout:
-            self.add(check, WARN, "server/tools §Calling Tools",
-                     f"no answer within {CALL_TIMEOUT:g} s with {arguments}; cancelled (basic/utilities/cancellation)")
+            self.add(
+                check,
+                WARN,
+                "server/tools §Calling Tools",
+                f"no answer within {CALL_TIMEOUT:g} s with {arguments}; cancelled (basic/utilities/cancellation)",
+            )
             return
-        except MissingRequiredClientCapabilityError as exc:  # 2026-07-28: the right answer to this client
-            self.add(check, WARN, "basic/index §Error Codes (-32021)",
-                     f"needs client capabilities this check does not declare: {exc.required_capabilities}")
+        except (
+            MissingRequiredClientCapabilityError
+        ) as exc:  # 2026-07-28: the right answer to this client
+            self.add(
+                check,
+                WARN,
+                "basic/index §Error Codes (-32021)",
+                f"needs client capabilities this check does not declare: {exc.required_capabilities}",
+            )
             return
         except (McpError, ConnectionClosed) as exc:
             self.add(check, FAIL, "server/tools §Calling Tools", f"{type(exc).__name__}: {exc}")
             return
         if result.is_error:
             text = " ".join(getattr(b, "text", "") for b in result.content)[:200]
-            self.add(check, WARN, "server/tools §Error Handling", f"isError with {arguments}: {text}")
+            self.add(
+                check, WARN, "server/tools §Error Handling", f"isError with {arguments}: {text}"
+            )
         elif tool.output_schema is not None and result.structured_content is None:
-            self.add(check, FAIL, "server/tools §Output Schema",
-                     "the tool declares an outputSchema but sent no structuredContent (servers MUST)")
+            self.add(
+                check,
+                FAIL,
+                "server/tools §Output Schema",
+                "the tool declares an outputSchema but sent no structuredContent (servers MUST)",
+            )
         else:
             self.add(check, PASS, "server/tools §Calling Tools", f"arguments {arguments}")
 
@@ -151,14 +205,24 @@ class Checker:
             resources.extend(self.client.list_resources())
             return f"{len(resources)} resource(s), every page"
 
-        self.attempt("resources/list (following every cursor)", "server/resources §Listing Resources", listing)
-        self.attempt("resources/templates/list (following every cursor)", "server/resources §Resource Templates",
-                     lambda: f"{len(self.client.list_resource_templates())} template(s)")
+        self.attempt(
+            "resources/list (following every cursor)",
+            "server/resources §Listing Resources",
+            listing,
+        )
+        self.attempt(
+            "resources/templates/list (following every cursor)",
+            "server/resources §Resource Templates",
+            lambda: f"{len(self.client.list_resource_templates())} template(s)",
+        )
         for resource in resources[:MAX_READS]:
+
             def read(uri: str = resource.uri) -> str:
                 return self._read(uri)
 
-            self.attempt(f"resources/read {resource.uri}", "server/resources §Reading Resources", read)
+            self.attempt(
+                f"resources/read {resource.uri}", "server/resources §Reading Resources", read
+            )
 
     def _read(self, uri: str) -> str:
         contents = self.client.read_resource(uri).contents
@@ -173,34 +237,55 @@ class Checker:
             prompts.extend(self.client.list_prompts())
             return f"{len(prompts)} prompt(s), every page"
 
-        self.attempt("prompts/list (following every cursor)", "server/prompts §Listing Prompts", listing)
+        self.attempt(
+            "prompts/list (following every cursor)", "server/prompts §Listing Prompts", listing
+        )
         simple = [p for p in prompts if not any(a.required for a in p.arguments or [])]
         for prompt in simple[:MAX_READS]:
+
             def get(name: str = prompt.name) -> str:
                 return f"{len(self.client.get_prompt(name).messages)} message(s)"
 
             self.attempt(f"prompts/get {prompt.name}", "server/prompts §Getting a Prompt", get)
 
     def _invalid_params(self, caps: dict) -> None:
-        for capability, method in (("tools", "tools/call"), ("resources", "resources/read"), ("prompts", "prompts/get")):
+        for capability, method in (
+            ("tools", "tools/call"),
+            ("resources", "resources/read"),
+            ("prompts", "prompts/get"),
+        ):
             if capability in caps:
-                self._expect_error(f"{method} without its required params is -32602", "basic §JSON-RPC (Invalid params)",
-                                   method, {}, -32602)
+                self._expect_error(
+                    f"{method} without its required params is -32602",
+                    "basic §JSON-RPC (Invalid params)",
+                    method,
+                    {},
+                    -32602,
+                )
                 return
 
-    def _expect_error(self, check: str, section: str, method: str, params: dict, code: int, should: bool = False) -> None:
+    def _expect_error(
+        self, check: str, section: str, method: str, params: dict, code: int, should: bool = False
+    ) -> None:
         try:
             self.client.request(method, params)
         except McpError as exc:
             if exc.code == code:
                 self.add(check, PASS, section, f"{exc.code} {exc}")
             else:
-                self.add(check, WARN if should else FAIL, section, f"answered {exc.code} {exc}, not {code}")
+                self.add(
+                    check,
+                    WARN if should else FAIL,
+                    section,
+                    f"answered {exc.code} {exc}, not {code}",
+                )
             return
         except (RequestTimeout, ConnectionClosed) as exc:
             self.add(check, FAIL, section, f"{type(exc).__name__}: {exc}")
             return
-        self.add(check, WARN if should else FAIL, section, f"answered with a result, not error {code}")
+        self.add(
+            check, WARN if should else FAIL, section, f"answered with a result, not error {code}"
+        )
 
     def _schema(self) -> None:
         # The server's messages: this command's own probes are invalid on purpose.
@@ -208,17 +293,32 @@ class Checker:
         section = "schema.json (the official JSON Schema)"
         count = len(self.validator.messages)
         if errors:
-            quoted = "; ".join(errors[:MAX_QUOTED]) + (f"; ... {len(errors) - MAX_QUOTED} more" if len(errors) > MAX_QUOTED else "")
-            self.add(f"every message from the server matches the {self.version} schema", FAIL, section, quoted)
+            quoted = "; ".join(errors[:MAX_QUOTED]) + (
+                f"; ... {len(errors) - MAX_QUOTED} more" if len(errors) > MAX_QUOTED else ""
+            )
+            self.add(
+                f"every message from the server matches the {self.version} schema",
+                FAIL,
+                section,
+                quoted,
+            )
         else:
-            self.add(f"every message from the server matches the {self.version} schema", PASS, section,
-                     f"{count} message(s) checked")
+            self.add(
+                f"every message from the server matches the {self.version} schema",
+                PASS,
+                section,
+                f"{count} message(s) checked",
+            )
 
 
 def example_arguments(schema: dict) -> dict:
     """Arguments that satisfy ``schema`` (an ``inputSchema``): each required property, simply filled."""
     properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    return {name: example_value(properties.get(name, {})) for name in schema.get("required", []) if name in properties}
+    return {
+        name: example_value(properties.get(name, {}))
+        for name in schema.get("required", [])
+        if name in properties
+    }
 
 
 def example_value(prop: Any, depth: int = 0) -> Any:
@@ -240,7 +340,11 @@ def example_value(prop: Any, depth: int = 0) -> Any:
         return example_arguments(prop) if prop.get("properties") else {}
     if kind == "array":
         items = prop.get("items")
-        return [example_value(items, depth + 1)] * prop.get("minItems", 0) if isinstance(items, dict) else []
+        return (
+            [example_value(items, depth + 1)] * prop.get("minItems", 0)
+            if isinstance(items, dict)
+            else []
+        )
     if kind in ("integer", "number"):
         low = prop.get("minimum", prop["exclusiveMinimum"] + 1 if "exclusiveMinimum" in prop else 1)
         return int(low) if kind == "integer" else float(low)
@@ -261,8 +365,11 @@ def table(findings: list[Finding]) -> str:
     """The findings as a plain-text table: status, check, section, detail."""
     rows = [(f.status.upper(), f.check, f.section, f.detail.replace("\n", " ")) for f in findings]
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
-    lines = [f"{status:<{widths[0]}}  {check:<{widths[1]}}  {section}" + (f"\n{'':<{widths[0]}}  {'':<{widths[1]}}  {detail}"
-             if detail else "") for status, check, section, detail in rows]
+    lines = [
+        f"{status:<{widths[0]}}  {check:<{widths[1]}}  {section}"
+        + (f"\n{'':<{widths[0]}}  {'':<{widths[1]}}  {detail}" if detail else "")
+        for status, check, section, detail in rows
+    ]
     counts = report(findings)["counts"]
     lines.append(f"\n{counts[PASS]} passed, {counts[WARN]} warning(s), {counts[FAIL]} failed")
     return "\n".join(lines)

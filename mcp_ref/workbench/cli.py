@@ -62,9 +62,16 @@ from .terminal import safe
 #: The MCP log levels (2025-11-25 server/utilities/logging), lowest first: ``--log-level``'s choices.
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 #: Each as a level of Python's logging (``serve-demo --log-level``).
-PYTHON_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "notice": logging.INFO, "warning": logging.WARNING,
-                 "error": logging.ERROR, "critical": logging.CRITICAL, "alert": logging.CRITICAL,
-                 "emergency": logging.CRITICAL}
+PYTHON_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,50 +98,120 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     def default(value):
         return value if defaults else argparse.SUPPRESS
 
-    parser.add_argument("--json", action="store_true", default=default(False),
-                        help="print the raw result as JSON (errors too, as {\"error\": ...})")
-    parser.add_argument("--trace", action="store_true", default=default(False),
-                        help="print every JSON-RPC message on stderr (--> sent, <-- received; with serve-demo, "
-                             "as the server sends and receives them)")
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default=default(None), metavar="LEVEL",
-                        help="client verbs: show the server's log messages at LEVEL and above on stderr; serve-demo: "
-                             "the server's own log level on stderr (default warning). LEVEL: " + ", ".join(LOG_LEVELS))
-    parser.add_argument("--timeout", type=_seconds, default=default(60.0), metavar="SECONDS",
-                        help="the longest each request may take (default 60); past it, exit 6")
-    parser.add_argument("--connect-timeout", type=_seconds, default=default(30.0), metavar="SECONDS",
-                        help="the longest launching or reaching the server and the handshake may take (default 30)")
-    parser.add_argument("--quiet", action="store_true", default=default(False), help="no progress display")
-    parser.add_argument("--quiet-server", action="store_true", default=default(False),
-                        help="hide a launched server's stderr (shown again, its last lines, if it fails)")
-    parser.add_argument("--diagram", metavar="FILE.md", default=default(None),
-                        help="write the conversation as a Mermaid sequence diagram to FILE.md")
-    parser.add_argument("--root", action="append", default=default([]), metavar="PATH",
-                        help="declare the roots capability with this directory as a root (repeatable)")
-    parser.add_argument("--sampling-command", metavar="CMD", default=default(None),
-                        help="answer the server's sampling requests by running CMD: the conversation on its "
-                             "stdin, its stdout the model's reply")
-    parser.add_argument("--yes", action="store_true", default=default(False),
-                        help="answer the server's sampling and elicitation requests without asking (otherwise "
-                             "each is shown and asked about on a terminal, and refused without one)")
-    parser.add_argument("--answer-timeout", type=_seconds, default=default(ANSWER_TIMEOUT), metavar="SECONDS",
-                        help="the longest a question on the terminal waits for your answer (default "
-                             f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled")
-    parser.add_argument("--header", action="append", default=default([]), metavar="'NAME: VALUE'",
-                        help="an HTTP header for URL targets (repeatable)")
-    parser.add_argument("--no-browser", action="store_true", default=default(False),
-                        help="for a protected server: print the authorization URL, do not open a browser")
-    parser.add_argument("--transport", choices=("auto", "streamable", "sse"), default=default("auto"),
-                        help="for URL targets: Streamable HTTP with fallback (auto), or one of them")
-    parser.add_argument("--era", choices=("auto", "modern", "handshake"), default=default("auto"),
-                        help="the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
-                             "handshake (auto); or only one of them")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=default(False),
+        help='print the raw result as JSON (errors too, as {"error": ...})',
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        default=default(False),
+        help="print every JSON-RPC message on stderr (--> sent, <-- received; with serve-demo, "
+        "as the server sends and receives them)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=default(None),
+        metavar="LEVEL",
+        help="client verbs: show the server's log messages at LEVEL and above on stderr; serve-demo: "
+        "the server's own log level on stderr (default warning). LEVEL: " + ", ".join(LOG_LEVELS),
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=default(60.0),
+        metavar="SECONDS",
+        help="the longest each request may take (default 60); past it, exit 6",
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=_seconds,
+        default=default(30.0),
+        metavar="SECONDS",
+        help="the longest launching or reaching the server and the handshake may take (default 30)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", default=default(False), help="no progress display"
+    )
+    parser.add_argument(
+        "--quiet-server",
+        action="store_true",
+        default=default(False),
+        help="hide a launched server's stderr (shown again, its last lines, if it fails)",
+    )
+    parser.add_argument(
+        "--diagram",
+        metavar="FILE.md",
+        default=default(None),
+        help="write the conversation as a Mermaid sequence diagram to FILE.md",
+    )
+    parser.add_argument(
+        "--root",
+        action="append",
+        default=default([]),
+        metavar="PATH",
+        help="declare the roots capability with this directory as a root (repeatable)",
+    )
+    parser.add_argument(
+        "--sampling-command",
+        metavar="CMD",
+        default=default(None),
+        help="answer the server's sampling requests by running CMD: the conversation on its "
+        "stdin, its stdout the model's reply",
+    )
+    parser.add_argument(
+        "--yes",
+        action="store_true",
+        default=default(False),
+        help="answer the server's sampling and elicitation requests without asking (otherwise "
+        "each is shown and asked about on a terminal, and refused without one)",
+    )
+    parser.add_argument(
+        "--answer-timeout",
+        type=_seconds,
+        default=default(ANSWER_TIMEOUT),
+        metavar="SECONDS",
+        help="the longest a question on the terminal waits for your answer (default "
+        f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=default([]),
+        metavar="'NAME: VALUE'",
+        help="an HTTP header for URL targets (repeatable)",
+    )
+    parser.add_argument(
+        "--no-browser",
+        action="store_true",
+        default=default(False),
+        help="for a protected server: print the authorization URL, do not open a browser",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("auto", "streamable", "sse"),
+        default=default("auto"),
+        help="for URL targets: Streamable HTTP with fallback (auto), or one of them",
+    )
+    parser.add_argument(
+        "--era",
+        choices=("auto", "modern", "handshake"),
+        default=default("auto"),
+        help="the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
+        "handshake (auto); or only one of them",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     from ..versions import __version__
 
-    parser = _Parser(prog="mcp-ref", description="A synchronous MCP client, and a demo of the whole protocol.")
+    parser = _Parser(
+        prog="mcp-ref", description="A synchronous MCP client, and a demo of the whole protocol."
+    )
     parser.add_argument("--version", action="version", version=f"mcp-ref {__version__}")
     _global_options(parser, defaults=True)
     after_verb = _Parser(add_help=False)
@@ -145,7 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     def verb(name: str, help: str, *, needs_target: bool = True):  # argparse's word
         sub = verbs.add_parser(name, help=help, parents=[after_verb])
         if needs_target:
-            sub.add_argument("target", metavar="TARGET", help='server command line ("python server.py") or URL')
+            sub.add_argument(
+                "target", metavar="TARGET", help='server command line ("python server.py") or URL'
+            )
         return sub
 
     verb("info", "server info, negotiated version, capabilities, instructions")
@@ -153,8 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
         verb(listing, f"list {listing}")
     call = verb("call", "call a tool")
     call.add_argument("tool", metavar="TOOL")
-    call.add_argument("pairs", nargs="*", metavar="KEY=VALUE",
-                      help="arguments, read as the tool's inputSchema says (text=123 stays a string for a string parameter)")
+    call.add_argument(
+        "pairs",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="arguments, read as the tool's inputSchema says (text=123 stays a string for a string parameter)",
+    )
     args_help = "arguments as one JSON object: inline, - (read from stdin) or @FILE (KEY=VALUE pairs override)"
     call.add_argument("--args", metavar="JSON|-|@FILE", help=args_help)
     read = verb("read", "read a resource")
@@ -163,27 +246,69 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("name", metavar="NAME")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE")
     prompt.add_argument("--args", metavar="JSON|-|@FILE", help=args_help)
-    install = verb("install", "add the server (a command line) to a desktop client's MCP configuration file "
-                              "(Claude Desktop's claude_desktop_config.json)")
-    install.add_argument("--name", help="the entry's name (default: the server's own name, asked by launching it)")
-    install.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                         help="an environment variable the client sets for the server (repeatable)")
-    install.add_argument("--config", metavar="PATH",
-                         help="the configuration file (default: Claude Desktop's, where this system keeps it)")
-    install.add_argument("--print", action="store_true", dest="print_only",
-                         help="print the entry as JSON, write nothing")
-    install.add_argument("--force", action="store_true", help="replace an entry of the same name that differs")
-    check = verb("check", "check a server against the official schema and the spec's rules (exit 5 if anything fails)")
-    check.add_argument("--call-tools", action="store_true",
-                       help="also call every tool once with arguments built from its inputSchema (tools may have side effects)")
-    logout = verb("logout", "forget the cached authorization (tokens, registration) for a server URL", needs_target=False)
+    install = verb(
+        "install",
+        "add the server (a command line) to a desktop client's MCP configuration file "
+        "(Claude Desktop's claude_desktop_config.json)",
+    )
+    install.add_argument(
+        "--name", help="the entry's name (default: the server's own name, asked by launching it)"
+    )
+    install.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an environment variable the client sets for the server (repeatable)",
+    )
+    install.add_argument(
+        "--config",
+        metavar="PATH",
+        help="the configuration file (default: Claude Desktop's, where this system keeps it)",
+    )
+    install.add_argument(
+        "--print",
+        action="store_true",
+        dest="print_only",
+        help="print the entry as JSON, write nothing",
+    )
+    install.add_argument(
+        "--force", action="store_true", help="replace an entry of the same name that differs"
+    )
+    check = verb(
+        "check",
+        "check a server against the official schema and the spec's rules (exit 5 if anything fails)",
+    )
+    check.add_argument(
+        "--call-tools",
+        action="store_true",
+        help="also call every tool once with arguments built from its inputSchema (tools may have side effects)",
+    )
+    logout = verb(
+        "logout",
+        "forget the cached authorization (tokens, registration) for a server URL",
+        needs_target=False,
+    )
     logout.add_argument("target", metavar="URL")
-    verb("demo", "walk through every MCP feature against the bundled demo server", needs_target=False)
+    verb(
+        "demo", "walk through every MCP feature against the bundled demo server", needs_target=False
+    )
     serve = verb("serve-demo", "run the demo server on stdio (or --http)", needs_target=False)
-    serve.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead")
-    serve.add_argument("--stateless", action="store_true", help="with --http: no sessions (any worker answers any request)")
-    serve.add_argument("--auth", action="store_true",
-                       help="with --http: an OAuth protected resource, with the demo authorization server on the same port")
+    serve.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at /mcp and HTTP+SSE at /sse instead",
+    )
+    serve.add_argument(
+        "--stateless",
+        action="store_true",
+        help="with --http: no sessions (any worker answers any request)",
+    )
+    serve.add_argument(
+        "--auth",
+        action="store_true",
+        help="with --http: an OAuth protected resource, with the demo authorization server on the same port",
+    )
     return parser
 
 
@@ -198,7 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, extra = parser.parse_known_args(argv)
         if extra:
             # KEY=VALUE pairs may also come after options (``call T tool --args '{...}' b=2``).
-            if getattr(args, "pairs", None) is None or any(item.startswith("-") or "=" not in item for item in extra):
+            if getattr(args, "pairs", None) is None or any(
+                item.startswith("-") or "=" not in item for item in extra
+            ):
                 parser.error(f"unrecognized arguments: {' '.join(extra)}")
             args.pairs.extend(extra)
     except SystemExit as exc:  # usage errors (exit 1), --help and --version (exit 0)
@@ -256,7 +383,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             try:
                 recorder.write(args.diagram, f"mcp-ref {' '.join(_shown_argv(argv))}")
             except OSError as exc:
-                print(f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}", file=sys.stderr)
+                print(
+                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}",
+                    file=sys.stderr,
+                )
 
 
 def _silence_stdout() -> None:
@@ -266,7 +396,11 @@ def _silence_stdout() -> None:
 
     try:
         fd = sys.stdout.fileno()
-    except (OSError, ValueError, io.UnsupportedOperation):  # not a file (captured): nothing will flush to a pipe
+    except (
+        OSError,
+        ValueError,
+        io.UnsupportedOperation,
+    ):  # not a file (captured): nothing will flush to a pipe
         return
     os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
 
@@ -279,7 +413,14 @@ def _shown_argv(argv) -> list[str]:
         if skip:
             skip = False
             continue
-        if word in ("--diagram", "--timeout", "--connect-timeout", "--header", "--sampling-command", "--root"):
+        if word in (
+            "--diagram",
+            "--timeout",
+            "--connect-timeout",
+            "--header",
+            "--sampling-command",
+            "--root",
+        ):
             skip = True
             continue
         if not word.startswith("--"):
@@ -293,7 +434,12 @@ def _demo(args, trace, recorder=None) -> int:
     from .walkthrough import run
 
     try:
-        return run(trace=trace, timeout=args.timeout, era=args.era, on_section=recorder.note if recorder else None)
+        return run(
+            trace=trace,
+            timeout=args.timeout,
+            era=args.era,
+            on_section=recorder.note if recorder else None,
+        )
     except (ConnectionClosed, RequestTimeout, McpError, OSError) as exc:
         raise CliError(f"the demo could not run its server: {exc}", EXIT_UNREACHABLE) from None
 
@@ -361,7 +507,9 @@ class _Trace:
     def _flush(self) -> None:
         hidden = self.look_alikes.take_hidden()
         if hidden:
-            self.stream.write(f"... {hidden} more message(s) shaped like those above (only ids and values differ)\n")
+            self.stream.write(
+                f"... {hidden} more message(s) shaped like those above (only ids and values differ)\n"
+            )
 
     def close(self) -> None:
         """Print the count still pending."""
@@ -377,7 +525,10 @@ def _logout(args) -> int:
     if not args.target.startswith(("http://", "https://")):
         raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
     if logout(args.target):
-        print(f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})", file=sys.stderr)
+        print(
+            f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})",
+            file=sys.stderr,
+        )
     else:
         print(f"mcp-ref: no cached authorization for {args.target}", file=sys.stderr)
     return EXIT_OK
@@ -393,32 +544,52 @@ def _serve_demo(args, tracer: _Trace | None = None) -> int:
             # What each connection sends (stdio, each HTTP session or request), and on stdio what it reads;
             # over HTTP what it reads is each POST's body, traced by _TracedBodies before the app reads it.
             plain, plain_app = server.new_connection, server.wsgi_app
-            server.new_connection = lambda transport, **options: plain(transport, **{"trace": tracer, **options})
+            server.new_connection = lambda transport, **options: plain(
+                transport, **{"trace": tracer, **options}
+            )
             server.wsgi_app = lambda **options: _TracedBodies(plain_app(**options), tracer)
         return server
 
     if args.http is None:
         if args.stateless or args.auth:
-            raise CliError(f"{'--stateless' if args.stateless else '--auth'} goes with --http", EXIT_USAGE)
+            raise CliError(
+                f"{'--stateless' if args.stateless else '--auth'} goes with --http", EXIT_USAGE
+            )
         traced(build_server()).run_stdio()
         return EXIT_OK
     host, sep, port = args.http.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise CliError(f"--http takes HOST:PORT with a port from 0 to 65535, not {args.http!r}", EXIT_USAGE)
+        raise CliError(
+            f"--http takes HOST:PORT with a port from 0 to 65535, not {args.http!r}", EXIT_USAGE
+        )
     mode = "stateless " if args.stateless else ""
 
     def announce(httpd) -> None:
-        print(f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
-              file=sys.stderr, flush=True)
+        print(
+            f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     try:
         if args.auth:
-            _serve_protected_demo(traced(build_protected_server()), host.strip("[]") or "127.0.0.1", int(port),
-                                  args.stateless)
+            _serve_protected_demo(
+                traced(build_protected_server()),
+                host.strip("[]") or "127.0.0.1",
+                int(port),
+                args.stateless,
+            )
         else:
-            traced(build_server()).run_http(host.strip("[]") or "127.0.0.1", int(port), stateless=args.stateless, on_ready=announce)
+            traced(build_server()).run_http(
+                host.strip("[]") or "127.0.0.1",
+                int(port),
+                stateless=args.stateless,
+                on_ready=announce,
+            )
     except OSError as exc:  # the port is taken, the address is not ours, ...
-        raise CliError(f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE) from None
+        raise CliError(
+            f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE
+        ) from None
     return EXIT_OK
 
 
@@ -458,8 +629,12 @@ def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None
     from .demo_auth_server import DEMO_CLIENT_ID, protected_app
 
     httpd = WsgiServer((host, port), protected_app(server, stateless=stateless))
-    print(f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
-          f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})", file=sys.stderr, flush=True)
+    print(
+        f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
+        f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:

@@ -48,7 +48,9 @@ class StdinLines:
     #: How often a waiting question looks at its request's cancellation, in seconds.
     CHECK = 0.1
 
-    def __init__(self, timeout: float | None = ANSWER_TIMEOUT, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, timeout: float | None = ANSWER_TIMEOUT, *, clock: Callable[[], float] = time.monotonic
+    ):
         self._lock = threading.Lock()
         # (its number, the line); bounded: the reader waits for questions
         self._lines: queue.Queue = queue.Queue(maxsize=64)
@@ -82,7 +84,9 @@ class StdinLines:
                 if context is not None and context.is_cancelled:
                     return None
                 if deadline is not None and self.clock() >= deadline:
-                    raise AnswerTimeout(f"no answer within {self.timeout:g} s (--answer-timeout)") from None
+                    raise AnswerTimeout(
+                        f"no answer within {self.timeout:g} s (--answer-timeout)"
+                    ) from None
                 continue
             if line and since is not None and number < since:
                 continue  # typed before the question was asked
@@ -91,7 +95,9 @@ class StdinLines:
     def _start(self) -> None:
         if self._reader is None:
             # sys.stdin as it is at the first question (a test's in-process run swaps it)
-            self._reader = threading.Thread(target=self._read, args=(sys.stdin,), name="mcp-ref-stdin", daemon=True)
+            self._reader = threading.Thread(
+                target=self._read, args=(sys.stdin,), name="mcp-ref-stdin", daemon=True
+            )
             self._reader.start()
 
     def _read(self, stream) -> None:
@@ -153,8 +159,12 @@ class Approval:
         what = "sampling" if request.method == "sampling/createMessage" else "elicitation"
         why = no_terminal()
         if why is not None:
-            print(f"mcp-ref: refused the server's {what} request: {why} to ask you on "
-                  f"(--yes answers such requests without asking)", file=sys.stderr, flush=True)
+            print(
+                f"mcp-ref: refused the server's {what} request: {why} to ask you on "
+                f"(--yes answers such requests without asking)",
+                file=sys.stderr,
+                flush=True,
+            )
             return False
         with self.user.terminal:
             since = self.user.lines.mark()  # asked from here: before the prompt shows, not after
@@ -193,7 +203,9 @@ def describe_request(request, server: str | None = None) -> str:
             lines.append(f"  [system] {_shown(params['systemPrompt'])}")
         for message in params.get("messages") or []:
             if isinstance(message, dict):
-                lines.append(f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}")
+                lines.append(
+                    f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}"
+                )
         lines.append(f"  maxTokens: {_shown(params.get('maxTokens'))}")
         tools = [t.get("name") for t in params.get("tools") or [] if isinstance(t, dict)]
         if tools:
@@ -208,8 +220,10 @@ def describe_request(request, server: str | None = None) -> str:
             host = urlsplit(url).hostname or "?"
         except ValueError:  # e.g. an unclosed "[": shown as it is, the host unknown
             host = "?"
-        return (f"mcp-ref: {who} asks you to open a URL: {message}\n"
-                f"  url:  {_shown(url)}\n  host: {_shown(host)}\n")
+        return (
+            f"mcp-ref: {who} asks you to open a URL: {message}\n"
+            f"  url:  {_shown(url)}\n  host: {_shown(host)}\n"
+        )
     requested = params.get("requestedSchema")
     schema: dict = requested if isinstance(requested, dict) else {}
     required = set(schema.get("required") or ())
@@ -223,14 +237,18 @@ def describe_request(request, server: str | None = None) -> str:
         if "default" in prop:
             notes.append(f"default {json.dumps(prop['default'])}")
         fields.append(f"{_shown(name)} ({_shown(', '.join(notes))})")
-    return (f"mcp-ref: {who} asks for your input: {message}\n"
-            f"  fields: {', '.join(fields) or '(none)'}\n")
+    return (
+        f"mcp-ref: {who} asks for your input: {message}\n"
+        f"  fields: {', '.join(fields) or '(none)'}\n"
+    )
 
 
 def _choices(prop: dict) -> list:
     """The values a requested field allows: its ``enum``, or the ``const`` of each ``oneOf`` option
     (empty: any value of its type)."""
-    return prop.get("enum") or [c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)]
+    return prop.get("enum") or [
+        c.get("const") for c in prop.get("oneOf", []) if isinstance(c, dict)
+    ]
 
 
 def _content_text(content) -> str:
@@ -244,7 +262,9 @@ def _content_text(content) -> str:
         elif kind in ("image", "audio"):
             parts.append(f"[{kind} {_shown(block.get('mimeType'))}]")
         elif kind == "tool_use":
-            parts.append(f"[tool_use {_shown(block.get('name'))} {_shown(json.dumps(block.get('input')))}]")
+            parts.append(
+                f"[tool_use {_shown(block.get('name'))} {_shown(json.dumps(block.get('input')))}]"
+            )
         else:
             parts.append(f"[{_shown(kind)}]")
     return " ".join(parts)
@@ -275,14 +295,23 @@ class SamplingCommand:
         for message in params.messages:
             lines.append(f"[{message.role}] {describe_content(message.content)}")
         try:
-            done = subprocess.run(self.command, input="\n".join(lines) + "\n", capture_output=True, text=True,
-                                  timeout=self.timeout)
+            done = subprocess.run(
+                self.command,
+                input="\n".join(lines) + "\n",
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise InternalError(f"the sampling command could not answer: {exc}") from None
         if done.returncode != 0:
             raise InternalError(f"the sampling command exited with status {done.returncode}")
-        return CreateMessageResult(role="assistant", content=TextContent(text=done.stdout.strip()),
-                                   model=self.command[0], stop_reason="endTurn")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(text=done.stdout.strip()),
+            model=self.command[0],
+            stop_reason="endTurn",
+        )
 
 
 _EOF, _DECLINE, _INVALID, _WITHDRAWN = object(), object(), object(), object()
@@ -335,10 +364,18 @@ class AskTheUser:
         choices = _choices(prop)
         hint = "/".join(map(str, choices)) if choices else kind
         default = prop.get("default")
-        suffix = f" [{json.dumps(default)}]" if default is not None else ("" if required else " (optional)")
+        suffix = (
+            f" [{json.dumps(default)}]"
+            if default is not None
+            else ("" if required else " (optional)")
+        )
         # the title, the name, the choices and the type are the server's words: shown escaped
-        since = None if no_terminal() else self.user.lines.mark()  # asked from here: before the prompt shows
-        sys.stderr.write(f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: ")
+        since = (
+            None if no_terminal() else self.user.lines.mark()
+        )  # asked from here: before the prompt shows
+        sys.stderr.write(
+            f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: "
+        )
         sys.stderr.flush()
         try:
             line = self.user.lines.read(context, since=since)
@@ -359,13 +396,19 @@ class AskTheUser:
             print("    a value is required", file=sys.stderr)
             return _INVALID
         booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
-        readers: dict[str, Any] = {"integer": int, "number": float, "boolean": lambda t: booleans[t.lower()]}
+        readers: dict[str, Any] = {
+            "integer": int,
+            "number": float,
+            "boolean": lambda t: booleans[t.lower()],
+        }
         try:
             value = readers.get(kind, str)(text)
         except (ValueError, KeyError):
             print(f"    not a {one_line(kind)}: {json.dumps(text)}", file=sys.stderr)
             return _INVALID
         if choices and value not in choices:
-            print(f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr)
+            print(
+                f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr
+            )
             return _INVALID
         return value

@@ -97,11 +97,17 @@ def schema_type(prop: Any, root: dict | None = None, depth: int = 0) -> str:
         return "any"
     ref = prop.get("$ref")
     if isinstance(ref, str):
-        name = ref.replace("#", "/").rstrip("/").rsplit("/", 1)[-1]  # the last part of a path or a fragment
+        name = (
+            ref.replace("#", "/").rstrip("/").rsplit("/", 1)[-1]
+        )  # the last part of a path or a fragment
         section = ref[2:].split("/", 1)[0] if ref.startswith("#/") else None
         defs = (root or {}).get(section) if section in ("$defs", "definitions") else None
         target = defs.get(name) if isinstance(defs, dict) else None
-        return schema_type(target, root, depth + 1) if isinstance(target, dict) and depth < 4 else name or "any"
+        return (
+            schema_type(target, root, depth + 1)
+            if isinstance(target, dict) and depth < 4
+            else name or "any"
+        )
     if isinstance(prop.get("enum"), list) and prop["enum"]:
         shown = [_short_json(value) for value in prop["enum"][:MAX_CHOICES]]
         return "|".join(shown) + ("|…" if len(prop["enum"]) > MAX_CHOICES else "")
@@ -155,15 +161,23 @@ class Progress:
         fraction = None
         if of is not None and shown != "?" and of != "?" and float(total) > 0:
             ratio = float(progress) / float(total)
-            fraction = None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)  # json reads "NaN": no bar
+            fraction = (
+                None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)
+            )  # json reads "NaN": no bar
         if self.tty and fraction is not None:
             filled = int(20 * fraction)
-            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}" + (f" {message}" if message else "")
+            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}" + (
+                f" {message}" if message else ""
+            )
             self.stream.write(text + "\x1b[K")
             self.drawn = True
         else:
-            self.stream.write(f"mcp-ref: progress {shown}" + (f"/{of}" if of else "") + (f" {message}" if message else "")
-                              + "\n")
+            self.stream.write(
+                f"mcp-ref: progress {shown}"
+                + (f"/{of}" if of else "")
+                + (f" {message}" if message else "")
+                + "\n"
+            )
         self.stream.flush()
 
     def done(self) -> None:

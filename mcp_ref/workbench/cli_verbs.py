@@ -15,7 +15,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .cli_output import Progress, describe_content, describe_prompt, describe_tool, one_line, print_content, print_json
+from .cli_output import (
+    Progress,
+    describe_content,
+    describe_prompt,
+    describe_tool,
+    one_line,
+    print_content,
+    print_json,
+)
 from .terminal import safe
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
@@ -35,7 +43,9 @@ class CliError(Exception):
         self.error = error
 
 
-def parse_pairs(pairs: Sequence[str], *, coerce: bool = True, schema: dict | None = None) -> dict[str, Any]:
+def parse_pairs(
+    pairs: Sequence[str], *, coerce: bool = True, schema: dict | None = None
+) -> dict[str, Any]:
     """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}``.
 
     With ``schema`` (a tool's ``inputSchema`` properties), each value is read as its property
@@ -53,7 +63,9 @@ def parse_pairs(pairs: Sequence[str], *, coerce: bool = True, schema: dict | Non
         except ValueError:
             parsed = value
         if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
-            parsed = value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+            parsed = (
+                value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+            )
         out[key] = parsed
     return out
 
@@ -107,7 +119,13 @@ def _wants_string(prop: Any) -> bool:
     if kinds is None and "enum" in prop:
         return all(isinstance(v, str) for v in prop["enum"])
     kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
-    return "string" in kinds and not set(kinds) & {"number", "integer", "boolean", "array", "object"}
+    return "string" in kinds and not set(kinds) & {
+        "number",
+        "integer",
+        "boolean",
+        "array",
+        "object",
+    }
 
 
 def combine_hooks(*hooks: Callable | None) -> Callable | None:
@@ -129,15 +147,21 @@ def client_options(args, trace) -> dict:
 
     from .cli_answers import Approval, AskTheUser, SamplingCommand, User
 
-    options: dict[str, Any] = {"timeout": args.timeout, "initialize_timeout": args.connect_timeout, "trace": trace,
-                               "era": args.era}
+    options: dict[str, Any] = {
+        "timeout": args.timeout,
+        "initialize_timeout": args.connect_timeout,
+        "trace": trace,
+        "era": args.era,
+    }
     if args.root:
         options["roots"] = [Path(path).resolve().as_uri() for path in args.root]
     if args.sampling_command:
         options["sampling_handler"] = SamplingCommand(args.sampling_command, args.timeout)
     # Elicitation is always declared: on a terminal the user is asked; without one it is declined
     # (unless --yes, which reads the answers from stdin).  Approval decides, before either handler runs.
-    user = User(args.answer_timeout)  # every question of this command, at the terminal or from stdin
+    user = User(
+        args.answer_timeout
+    )  # every question of this command, at the terminal or from stdin
     if getattr(args, "log_level", None):
         options["on_log"] = show_server_log  # asked for at --log-level once connected: see run_verb
     options["elicitation_handler"] = AskTheUser(user)
@@ -165,14 +189,25 @@ def connect(args, trace):
                 raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
             headers[name.strip()] = value.strip()
         auth = None
-        if not any(name.lower() == "authorization" for name in headers):  # an explicit token is the user's choice
+        if not any(
+            name.lower() == "authorization" for name in headers
+        ):  # an explicit token is the user's choice
             from .login import command_oauth
 
-            auth = command_oauth(open_browser=not args.no_browser, trace=sys.stderr if args.trace else None,
-                                 timeout=args.connect_timeout)
+            auth = command_oauth(
+                open_browser=not args.no_browser,
+                trace=sys.stderr if args.trace else None,
+                timeout=args.connect_timeout,
+            )
         try:
-            return Client.http(args.target, headers=headers, auth=auth, transport=args.transport,
-                               connect_timeout=args.connect_timeout, **client_options(args, trace))
+            return Client.http(
+                args.target,
+                headers=headers,
+                auth=auth,
+                transport=args.transport,
+                connect_timeout=args.connect_timeout,
+                **client_options(args, trace),
+            )
         except AuthorizationError as exc:
             raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
         except ServerUnreachable as exc:
@@ -180,31 +215,58 @@ def connect(args, trace):
         except McpError as exc:
             refused = _http_refusal(exc)
             if refused is not None:
-                given = "the Authorization header given with --header" if auth is None else "the authorization"
-                raise CliError(f"authorization failed: the server refused {given}: {refused.message}", EXIT_AUTH,
-                               refused.to_error()) from None
+                given = (
+                    "the Authorization header given with --header"
+                    if auth is None
+                    else "the authorization"
+                )
+                raise CliError(
+                    f"authorization failed: the server refused {given}: {refused.message}",
+                    EXIT_AUTH,
+                    refused.to_error(),
+                ) from None
             if "HTTP 404" in str(exc) and not args.target.rstrip("/").endswith(("/mcp", "/sse")):
-                raise CliError(f"{args.target} answered 404 Not Found: MCP servers usually listen at a path such as "
-                               f"{args.target.rstrip('/')}/mcp (Streamable HTTP) or /sse", EXIT_UNREACHABLE) from None
-            raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE, exc.to_error()) from None
+                raise CliError(
+                    f"{args.target} answered 404 Not Found: MCP servers usually listen at a path such as "
+                    f"{args.target.rstrip('/')}/mcp (Streamable HTTP) or /sse",
+                    EXIT_UNREACHABLE,
+                ) from None
+            raise CliError(
+                f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE, exc.to_error()
+            ) from None
         except (ConnectionClosed, RequestTimeout, OSError) as exc:
-            raise CliError(f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE) from None
+            raise CliError(
+                f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE
+            ) from None
         except UnsupportedProtocolVersionError as exc:
-            raise CliError(f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE) from None
+            raise CliError(
+                f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE
+            ) from None
     command = shlex.split(args.target)
     if not command:
         raise CliError("TARGET is empty", EXIT_USAGE)
     stderr = ServerStderr(args.quiet_server)
     try:
         # getattr: install's --env, set for the launch that asks the server's name
-        return Client.stdio(command, stderr=stderr, env=getattr(args, "server_env", None), **client_options(args, trace))
+        return Client.stdio(
+            command,
+            stderr=stderr,
+            env=getattr(args, "server_env", None),
+            **client_options(args, trace),
+        )
     except FileNotFoundError:
-        raise CliError(f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE) from None
+        raise CliError(
+            f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE
+        ) from None
     except PermissionError:
-        raise CliError(f"cannot launch {command[0]!r}: permission denied", EXIT_UNREACHABLE) from None
+        raise CliError(
+            f"cannot launch {command[0]!r}: permission denied", EXIT_UNREACHABLE
+        ) from None
     except (ConnectionClosed, RequestTimeout, OSError) as exc:
-        raise CliError(f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
-                       EXIT_UNREACHABLE) from None
+        raise CliError(
+            f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
+            EXIT_UNREACHABLE,
+        ) from None
     except (McpError, UnsupportedProtocolVersionError) as exc:
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
 
@@ -218,7 +280,11 @@ def _http_refusal(exc: BaseException):
         if seen is None:
             return None
         data = getattr(seen, "data", None)
-        if isinstance(data, dict) and data.get("httpStatus") in (401, 403) and hasattr(seen, "to_error"):
+        if (
+            isinstance(data, dict)
+            and data.get("httpStatus") in (401, 403)
+            and hasattr(seen, "to_error")
+        ):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
@@ -227,9 +293,17 @@ def _http_refusal(exc: BaseException):
 def show_server_log(message) -> None:
     """``Client(on_log=...)`` for ``--log-level``: each log message the server sends, one line on stderr
     (``mcp-ref: server log LEVEL [LOGGER]: DATA``; the server's words shown escaped)."""
-    data = message.data if isinstance(message.data, str) else json.dumps(message.data, ensure_ascii=False)
+    data = (
+        message.data
+        if isinstance(message.data, str)
+        else json.dumps(message.data, ensure_ascii=False)
+    )
     logger = f" [{one_line(message.logger)}]" if message.logger else ""
-    print(f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}", file=sys.stderr, flush=True)
+    print(
+        f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 class ServerStderr:
@@ -244,7 +318,9 @@ class ServerStderr:
         self.transport = None
 
     def __call__(self, line: str) -> None:
-        line = safe(line, newline="\\n")  # the server's own output: no escape sequence reaches the terminal
+        line = safe(
+            line, newline="\\n"
+        )  # the server's own output: no escape sequence reaches the terminal
         self.lines.append(line)
         if not self.quiet:
             print(line, file=sys.stderr, flush=True)
@@ -259,7 +335,14 @@ class ServerStderr:
 
 def run_verb(args, trace) -> int:
     """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`)."""
-    from ..errors import AuthorizationError, CapabilityError, ConnectionClosed, McpError, RequestRefused, RequestTimeout
+    from ..errors import (
+        AuthorizationError,
+        CapabilityError,
+        ConnectionClosed,
+        McpError,
+        RequestRefused,
+        RequestTimeout,
+    )
     from .cli_answers import Approval
 
     if args.verb == "check":
@@ -268,14 +351,24 @@ def run_verb(args, trace) -> int:
         args.validator = WireValidator()
         trace = combine_hooks(trace, args.validator)
     if args.verb in ("call", "prompt"):
-        args.arguments = read_arguments(args.args)  # before launching anything: a usage error costs nothing
+        args.arguments = read_arguments(
+            args.args
+        )  # before launching anything: a usage error costs nothing
         bad = sorted(name for name, value in args.arguments.items() if not isinstance(value, str))
-        if args.verb == "prompt" and bad:  # 2025-11-25 server/prompts: a prompt's arguments are strings
-            raise CliError(f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
-                           EXIT_USAGE)
+        if (
+            args.verb == "prompt" and bad
+        ):  # 2025-11-25 server/prompts: a prompt's arguments are strings
+            raise CliError(
+                f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
+                EXIT_USAGE,
+            )
     client = connect(args, trace)
     approval = getattr(args, "approval", None)
-    if isinstance(approval, Approval) and client.server_info is not None and client.server_info.name:
+    if (
+        isinstance(approval, Approval)
+        and client.server_info is not None
+        and client.server_info.name
+    ):
         approval.server = client.server_info.name  # who asks, in the words the server chose
     try:
         with client:
@@ -285,12 +378,16 @@ def run_verb(args, trace) -> int:
     except McpError as exc:
         refused = _http_refusal(exc)
         if refused is not None:
-            raise CliError(f"authorization failed: {refused.message}", EXIT_AUTH, refused.to_error()) from None
+            raise CliError(
+                f"authorization failed: {refused.message}", EXIT_AUTH, refused.to_error()
+            ) from None
         if isinstance(exc, RequestRefused) and client.era == "modern":
             # 2026-07-28: refused here (no terminal, or the user said no); nothing was sent.  (In the
             # handshake era a -1 comes from the server: its tool failed on our refusal.)
             raise CliError(exc.message, EXIT_ERROR, exc.to_error()) from None
-        raise CliError(f"the server answered with an error: {exc}", EXIT_ERROR, exc.to_error()) from None
+        raise CliError(
+            f"the server answered with an error: {exc}", EXIT_ERROR, exc.to_error()
+        ) from None
     except CapabilityError as exc:
         raise CliError(str(exc), EXIT_ERROR) from None
     except AuthorizationError as exc:
@@ -305,7 +402,10 @@ def _ask_for_logs(client, level: str) -> None:
     """``--log-level``: ask for the server's log messages at ``level`` and above (2026-07-28: the
     ``logLevel`` of each request's ``_meta``; the handshake era: ``logging/setLevel``)."""
     if "logging" not in client.server_capabilities:
-        print("mcp-ref: the server does not declare logging: --log-level has nothing to show", file=sys.stderr)
+        print(
+            "mcp-ref: the server does not declare logging: --log-level has nothing to show",
+            file=sys.stderr,
+        )
         return
     client.set_logging_level(level)
 
@@ -317,17 +417,26 @@ def _info(client, args) -> int:
     if args.json:
         # The server's own answer, to server/discover (2026-07-28) or to initialize, with protocolVersion
         # the version negotiated in both eras (initialize's answer has it; server/discover's lists them).
-        print_json({**(client.discover_result or client.initialize_result).raw, "protocolVersion": client.protocol_version})
+        print_json(
+            {
+                **(client.discover_result or client.initialize_result).raw,
+                "protocolVersion": client.protocol_version,
+            }
+        )
         return EXIT_OK
     # Every string below is the server's: each is shown through mcp_ref.workbench.terminal.safe.
     info = client.server_info
     if info is not None:
-        print(f"server:       {one_line(info.name)} {one_line(info.version)}"
-              + (f" ({one_line(info.title)})" if info.title else ""))
+        print(
+            f"server:       {one_line(info.name)} {one_line(info.version)}"
+            + (f" ({one_line(info.title)})" if info.title else "")
+        )
     print(f"protocol:     {one_line(client.protocol_version)}")
     if client.era == "modern":
-        print(f"era:          modern (no session; server/discover lists "
-              f"{one_line(', '.join(map(str, client.discover_result.supported_versions)))})")
+        print(
+            f"era:          modern (no session; server/discover lists "
+            f"{one_line(', '.join(map(str, client.discover_result.supported_versions)))})"
+        )
     else:
         print("era:          handshake (initialize)")
     print(f"capabilities: {one_line(', '.join(sorted(client.server_capabilities))) or '(none)'}")
@@ -355,12 +464,21 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _call(client, args) -> int:
-    arguments: dict[str, Any] = dict(args.arguments)  # --args (read_arguments), then KEY=VALUE pairs over them
+    arguments: dict[str, Any] = dict(
+        args.arguments
+    )  # --args (read_arguments), then KEY=VALUE pairs over them
     if args.pairs:
         properties: dict | None = None
         if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
             # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
-            properties = next((t.input_schema.get("properties", {}) for t in client.list_tools() if t.name == args.tool), {})
+            properties = next(
+                (
+                    t.input_schema.get("properties", {})
+                    for t in client.list_tools()
+                    if t.name == args.tool
+                ),
+                {},
+            )
         arguments.update(parse_pairs(args.pairs, schema=properties))
     progress = None if args.quiet else Progress(sys.stderr)
     try:
@@ -391,8 +509,10 @@ def _read(client, args) -> int:
             text = safe(contents.text)
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         else:
-            print(f"[blob {one_line(contents.mime_type or 'application/octet-stream')}, {len(contents.blob) * 3 // 4} "
-                  f"bytes: use --json for the data]")
+            print(
+                f"[blob {one_line(contents.mime_type or 'application/octet-stream')}, {len(contents.blob) * 3 // 4} "
+                f"bytes: use --json for the data]"
+            )
     return EXIT_OK
 
 
@@ -424,8 +544,14 @@ _VERBS = {
     "check": _check,
     "info": _info,
     "tools": _listing("list_tools", "tools", describe_tool),
-    "resources": _listing("list_resources", "resources", lambda r: f"{r.uri}  {r.name}" + (f" ({r.mime_type})" if r.mime_type else "")),
-    "templates": _listing("list_resource_templates", "resourceTemplates", lambda t: f"{t.uri_template}  {t.name}"),
+    "resources": _listing(
+        "list_resources",
+        "resources",
+        lambda r: f"{r.uri}  {r.name}" + (f" ({r.mime_type})" if r.mime_type else ""),
+    ),
+    "templates": _listing(
+        "list_resource_templates", "resourceTemplates", lambda t: f"{t.uri_template}  {t.name}"
+    ),
     "prompts": _listing("list_prompts", "prompts", describe_prompt),
     "call": _call,
     "read": _read,

@@ -167,7 +167,11 @@ def build_server() -> Server:
     @server.tool()
     def log_levels(ctx: Context) -> str:
         """Send one log message at each level; the client's logging/setLevel filters them."""
-        sent = [level for level in ("debug", "info", "warning", "error") if ctx.log(level, f"a {level} message", "demo")]
+        sent = [
+            level
+            for level in ("debug", "info", "warning", "error")
+            if ctx.log(level, f"a {level} message", "demo")
+        ]
         return "sent: " + ", ".join(sent)
 
     @server.tool()
@@ -186,7 +190,11 @@ def build_server() -> Server:
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "title": "Name"},
-                    "colour": {"type": "string", "enum": ["red", "green", "blue"], "default": "blue"},
+                    "colour": {
+                        "type": "string",
+                        "enum": ["red", "green", "blue"],
+                        "default": "blue",
+                    },
                 },
                 "required": ["name"],
             },
@@ -229,10 +237,17 @@ def build_server() -> Server:
             owner = added.get(name)
             if owner not in (None, caller) or (owner is None and server.get_tool(name) is not None):
                 raise ToolError(f"the name {name} is taken: choose another")
-            if owner is None and sum(1 for who in added.values() if who == caller) >= MAX_ADDED_PER_CALLER:
-                raise ToolError(f"you have added {MAX_ADDED_PER_CALLER} tools, the most one caller may")
+            if (
+                owner is None
+                and sum(1 for who in added.values() if who == caller) >= MAX_ADDED_PER_CALLER
+            ):
+                raise ToolError(
+                    f"you have added {MAX_ADDED_PER_CALLER} tools, the most one caller may"
+                )
             if owner is None and len(added) >= MAX_ADDED_TOOLS:
-                oldest = next(iter(added))  # makes room; removed while still its owner's (only it is told)
+                oldest = next(
+                    iter(added)
+                )  # makes room; removed while still its owner's (only it is told)
                 server.remove_tool(oldest)
                 del added[oldest]
             added[name] = caller  # owned before it exists: no one else ever sees it
@@ -264,8 +279,13 @@ def build_server() -> Server:
     # -- resources ----------------------------------------------------------------------
 
     # A page that never changes: 2026-07-28 clients may keep it an hour, and share it (caching hints).
-    @server.resource("demo://readme", mime_type="text/markdown", description="What this server is.",
-                     ttl_ms=3_600_000, cache_scope="public")
+    @server.resource(
+        "demo://readme",
+        mime_type="text/markdown",
+        description="What this server is.",
+        ttl_ms=3_600_000,
+        cache_scope="public",
+    )
     def readme() -> str:
         return "# mcp_ref demo\n\nEvery MCP feature, one small example each.\n"
 
@@ -273,11 +293,15 @@ def build_server() -> Server:
     def pixel_png() -> bytes:
         return base64.b64decode(PIXEL_PNG)
 
-    @server.resource("demo://counter", mime_type="text/plain", description="A number bump_counter increments.")
+    @server.resource(
+        "demo://counter", mime_type="text/plain", description="A number bump_counter increments."
+    )
     def counter_value() -> str:
         return str(counter["value"])
 
-    @server.resource("demo://greeting/{name}", mime_type="text/plain", description="A greeting for anyone.")
+    @server.resource(
+        "demo://greeting/{name}", mime_type="text/plain", description="A greeting for anyone."
+    )
     def greeting(name: str) -> str:
         return f"Hello, {name}!"
 
@@ -298,8 +322,14 @@ def build_server() -> Server:
         """Ask for a code review, with the readme attached."""
         return [
             {"role": "user", "content": f"Please review this code:\n{code}"},
-            {"role": "user", "content": EmbeddedResource(resource=TextResourceContents(
-                uri="demo://readme", text=readme(), mime_type="text/markdown"))},
+            {
+                "role": "user",
+                "content": EmbeddedResource(
+                    resource=TextResourceContents(
+                        uri="demo://readme", text=readme(), mime_type="text/markdown"
+                    )
+                ),
+            },
             {"role": "assistant", "content": "Happy to. Looking at it now."},
         ]
 
@@ -335,11 +365,15 @@ def server_command(*cli_args: str) -> list[str]:
     """
     import os
 
-    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds mcp_ref/
+    home = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    )  # holds mcp_ref/
     if cli_args:
         code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.cli import main; sys.exit(main({list(cli_args)!r}))"
     else:
-        code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.demo import main; main()"
+        code = (
+            f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.demo import main; main()"
+        )
     return [sys.executable, "-c", code]
 
 

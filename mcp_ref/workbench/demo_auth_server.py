@@ -77,9 +77,16 @@ _LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 class OAuthError(Exception):
     """An error answered as RFC 6749 §5.2 JSON with an HTTP status."""
 
-    def __init__(self, error: str, description: str, status: str = "400 Bad Request", headers: Iterable = ()):
+    def __init__(
+        self, error: str, description: str, status: str = "400 Bad Request", headers: Iterable = ()
+    ):
         super().__init__(description)
-        self.error, self.description, self.status, self.headers = error, description, status, list(headers)
+        self.error, self.description, self.status, self.headers = (
+            error,
+            description,
+            status,
+            list(headers),
+        )
 
 
 class DemoAuthorizationServer:
@@ -95,11 +102,20 @@ class DemoAuthorizationServer:
     wall clock with shared tables (the workers of several hosts share no monotonic clock).
     """
 
-    def __init__(self, issuer: str | None = None, *, scopes: Iterable[str] = DEFAULT_SCOPES,
-                 code_lifetime: float = 60.0, token_lifetime: float = 3600.0,
-                 max_clients: int = 1000, max_grants: int = 10_000, clock: Callable[[], float] | None = None,
-                 allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None,
-                 state: Any = None):
+    def __init__(
+        self,
+        issuer: str | None = None,
+        *,
+        scopes: Iterable[str] = DEFAULT_SCOPES,
+        code_lifetime: float = 60.0,
+        token_lifetime: float = 3600.0,
+        max_clients: int = 1000,
+        max_grants: int = 10_000,
+        clock: Callable[[], float] | None = None,
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        state: Any = None,
+    ):
         self.issuer = issuer.rstrip("/") if issuer else None
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self.allowed_origins = None if allowed_origins is None else list(allowed_origins)
@@ -122,9 +138,13 @@ class DemoAuthorizationServer:
         self._caller = threading.local()
         #: The pre-registered client: answered from here (no store needed: a worker starts, and the
         #: demo client works, while a shared store is unreachable or after it restarted empty).
-        self.demo_client = RegisteredClient(DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo")
+        self.demo_client = RegisteredClient(
+            DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo"
+        )
         try:
-            self.clients.put(DEMO_CLIENT_ID, self.demo_client, pinned=True)  # counted in the bound, never evicted
+            self.clients.put(
+                DEMO_CLIENT_ID, self.demo_client, pinned=True
+            )  # counted in the bound, never evicted
         except ConnectionError:  # the shared table has warned; answering for it needs no table
             pass
 
@@ -134,34 +154,69 @@ class DemoAuthorizationServer:
         self._caller.address = environ.get("REMOTE_ADDR") or ""
         try:
             self._check_host_and_origin(environ)
-            issuer = self.issuer or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
+            issuer = (
+                self.issuer
+                or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
+            )
             route = (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO") or "/")
-            if route in (("GET", "/.well-known/oauth-authorization-server"), ("GET", "/.well-known/openid-configuration")):
+            if route in (
+                ("GET", "/.well-known/oauth-authorization-server"),
+                ("GET", "/.well-known/openid-configuration"),
+            ):
                 return _json(start_response, "200 OK", self.metadata(issuer))
             if route == ("POST", "/register"):
                 return _json(start_response, "201 Created", self.register(_json_body(environ)))
             if route == ("GET", "/authorize"):
                 location = self.authorize(_query(environ), issuer)
-                start_response("302 Found", [("Location", location), ("Content-Length", "0"), ("Cache-Control", "no-store")])
+                start_response(
+                    "302 Found",
+                    [
+                        ("Location", location),
+                        ("Content-Length", "0"),
+                        ("Cache-Control", "no-store"),
+                    ],
+                )
                 return [b""]
             if route == ("POST", "/token"):
-                return _json(start_response, "200 OK", self.token(_form_body(environ), environ.get("HTTP_AUTHORIZATION")),
-                             no_store=True)
+                return _json(
+                    start_response,
+                    "200 OK",
+                    self.token(_form_body(environ), environ.get("HTTP_AUTHORIZATION")),
+                    no_store=True,
+                )
             if route == ("POST", "/introspect"):
-                return _json(start_response, "200 OK", self.introspect(_form_body(environ), environ.get("HTTP_AUTHORIZATION"),
-                                                                       issuer), no_store=True)
+                return _json(
+                    start_response,
+                    "200 OK",
+                    self.introspect(_form_body(environ), environ.get("HTTP_AUTHORIZATION"), issuer),
+                    no_store=True,
+                )
             raise OAuthError("not_found", "no such endpoint", "404 Not Found")
         except OAuthError as exc:
             body = {"error": exc.error, "error_description": exc.description}
             return _json(start_response, exc.status, body, headers=exc.headers, no_store=True)
         except ConnectionError:  # a shared table's store is unreachable (the table has warned)
-            body = {"error": "temporarily_unavailable", "error_description": "the authorization server's store is "
-                    "unreachable; retry later"}
-            return _json(start_response, "503 Service Unavailable", body, headers=[("Retry-After", "5")], no_store=True)
+            body = {
+                "error": "temporarily_unavailable",
+                "error_description": "the authorization server's store is unreachable; retry later",
+            }
+            return _json(
+                start_response,
+                "503 Service Unavailable",
+                body,
+                headers=[("Retry-After", "5")],
+                no_store=True,
+            )
         except Exception:  # a bug, not the client's doing: logged here, never sent
-            log.exception("the demo authorization server failed on %s %s", environ.get("REQUEST_METHOD"),
-                          (environ.get("PATH_INFO") or "/")[:200])
-            body = {"error": "server_error", "error_description": "the authorization server failed; see its log"}
+            log.exception(
+                "the demo authorization server failed on %s %s",
+                environ.get("REQUEST_METHOD"),
+                (environ.get("PATH_INFO") or "/")[:200],
+            )
+            body = {
+                "error": "server_error",
+                "error_description": "the authorization server failed; see its log",
+            }
             return _json(start_response, "500 Internal Server Error", body, no_store=True)
 
     def _check_host_and_origin(self, environ: dict) -> None:
@@ -190,7 +245,10 @@ class DemoAuthorizationServer:
             "grant_types_supported": ["authorization_code", "refresh_token"],
             "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
-            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "introspection_endpoint_auth_methods_supported": [
+                "client_secret_basic",
+                "client_secret_post",
+            ],
             "authorization_response_iss_parameter_supported": True,
             "client_id_metadata_document_supported": True,
         }
@@ -198,26 +256,53 @@ class DemoAuthorizationServer:
     def register(self, body: dict) -> dict:
         """RFC 7591 §3: register a client from its metadata; 400 ``invalid_redirect_uri`` / ``invalid_client_metadata``."""
         uris = body.get("redirect_uris")
-        if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris) or len(uris) > 20:
+        if (
+            not isinstance(uris, list)
+            or not uris
+            or not all(isinstance(u, str) for u in uris)
+            or len(uris) > 20
+        ):
             raise OAuthError("invalid_redirect_uri", "redirect_uris must be a list of 1 to 20 URIs")
         for uri in uris:
             _check_redirect_uri(uri)
-        method = body.get("token_endpoint_auth_method", "client_secret_basic")  # RFC 7591 §2: the default
+        method = body.get(
+            "token_endpoint_auth_method", "client_secret_basic"
+        )  # RFC 7591 §2: the default
         if method not in AUTH_METHODS:
-            raise OAuthError("invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
+            raise OAuthError(
+                "invalid_client_metadata",
+                f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}",
+            )
         grants = body.get("grant_types", ["authorization_code"])
-        if not isinstance(grants, list) or not all(g in ("authorization_code", "refresh_token") for g in grants):
-            raise OAuthError("invalid_client_metadata", "grant_types may list authorization_code and refresh_token only")
+        if not isinstance(grants, list) or not all(
+            g in ("authorization_code", "refresh_token") for g in grants
+        ):
+            raise OAuthError(
+                "invalid_client_metadata",
+                "grant_types may list authorization_code and refresh_token only",
+            )
         name = body.get("client_name")
         if name is not None and (not isinstance(name, str) or len(name) > 200):
-            raise OAuthError("invalid_client_metadata", "client_name must be a string of at most 200 characters")
+            raise OAuthError(
+                "invalid_client_metadata", "client_name must be a string of at most 200 characters"
+            )
         client = RegisteredClient(
-            client_id=secrets.token_urlsafe(16), redirect_uris=tuple(uris), token_endpoint_auth_method=method,
-            client_secret=None if method == "none" else secrets.token_urlsafe(32), client_name=name,
-            grant_types=tuple(grants))
+            client_id=secrets.token_urlsafe(16),
+            redirect_uris=tuple(uris),
+            token_endpoint_auth_method=method,
+            client_secret=None if method == "none" else secrets.token_urlsafe(32),
+            client_name=name,
+            grant_types=tuple(grants),
+        )
         self.clients.put(client.client_id, client)
-        answer = {"client_id": client.client_id, "client_id_issued_at": client.issued_at, "redirect_uris": list(uris),
-                  "token_endpoint_auth_method": method, "grant_types": list(grants), "response_types": ["code"]}
+        answer = {
+            "client_id": client.client_id,
+            "client_id_issued_at": client.issued_at,
+            "redirect_uris": list(uris),
+            "token_endpoint_auth_method": method,
+            "grant_types": list(grants),
+            "response_types": ["code"],
+        }
         if name is not None:
             answer["client_name"] = name
         if client.client_secret is not None:
@@ -232,13 +317,17 @@ class DemoAuthorizationServer:
         redirect_uri = query.get("redirect_uri")
         if redirect_uri is None and len(client.redirect_uris) == 1:
             redirect_uri = client.redirect_uris[0]
-        if redirect_uri is None or not any(_redirect_matches(redirect_uri, known) for known in client.redirect_uris):
+        if redirect_uri is None or not any(
+            _redirect_matches(redirect_uri, known) for known in client.redirect_uris
+        ):
             # Never redirect to a URI the client did not register: that would be an open redirect.
             raise OAuthError("invalid_request", "redirect_uri is not one this client registered")
         state = query.get("state")
 
         def refuse(error: str, description: str) -> str:
-            return _with_query(redirect_uri, error=error, error_description=description, state=state, iss=issuer)
+            return _with_query(
+                redirect_uri, error=error, error_description=description, state=state, iss=issuer
+            )
 
         if query.get("response_type") != "code":
             return refuse("unsupported_response_type", "only response_type=code is supported")
@@ -250,10 +339,22 @@ class DemoAuthorizationServer:
             return refuse("invalid_scope", f"unknown scope(s): {' '.join(sorted(unknown))}")
         resource = query.get("resource")
         if resource is not None and not _absolute(resource):
-            return refuse("invalid_target", "resource must be an absolute URI without a fragment (RFC 8707)")
+            return refuse(
+                "invalid_target", "resource must be an absolute URI without a fragment (RFC 8707)"
+            )
         code = secrets.token_urlsafe(32)
-        self.codes.put(code, Grant(client.client_id, scope, resource, self.clock() + self.code_lifetime,
-                                   redirect_uri=redirect_uri, challenge=query["code_challenge"]), ttl=self.code_lifetime)
+        self.codes.put(
+            code,
+            Grant(
+                client.client_id,
+                scope,
+                resource,
+                self.clock() + self.code_lifetime,
+                redirect_uri=redirect_uri,
+                challenge=query["code_challenge"],
+            ),
+            ttl=self.code_lifetime,
+        )
         return _with_query(redirect_uri, code=code, state=state, iss=issuer)
 
     def token(self, form: dict, authorization: str | None) -> dict:
@@ -264,37 +365,64 @@ class DemoAuthorizationServer:
             # Single use (OAuth 2.1 §4.1.3), taken in one atomic step: gone whatever happens next.
             grant = self.codes.take(form.get("code", ""))
             if grant is None or grant.client_id != client.client_id or grant.expires < self.clock():
-                raise OAuthError("invalid_grant", "the code is unknown, used, expired or not this client's")
+                raise OAuthError(
+                    "invalid_grant", "the code is unknown, used, expired or not this client's"
+                )
             if form.get("redirect_uri", grant.redirect_uri) != grant.redirect_uri:
-                raise OAuthError("invalid_grant", "redirect_uri differs from the authorization request's")
-            if not pkce.verifies(form.get("code_verifier"), grant.challenge or ""):  # a code always has one
-                raise OAuthError("invalid_grant", "the code_verifier does not match the code_challenge")
+                raise OAuthError(
+                    "invalid_grant", "redirect_uri differs from the authorization request's"
+                )
+            if not pkce.verifies(
+                form.get("code_verifier"), grant.challenge or ""
+            ):  # a code always has one
+                raise OAuthError(
+                    "invalid_grant", "the code_verifier does not match the code_challenge"
+                )
         elif grant_type == "refresh_token":
-            grant = self.refresh_tokens.take(form.get("refresh_token", ""))  # rotation: each is used once
+            grant = self.refresh_tokens.take(
+                form.get("refresh_token", "")
+            )  # rotation: each is used once
             if grant is None or grant.client_id != client.client_id:
-                raise OAuthError("invalid_grant", "the refresh token is unknown, used or not this client's")
+                raise OAuthError(
+                    "invalid_grant", "the refresh token is unknown, used or not this client's"
+                )
             wanted = form.get("scope")
             if wanted is not None:
                 if not set(wanted.split()) <= set(grant.scope.split()):
-                    raise OAuthError("invalid_scope", "a refresh may narrow the scope, never widen it")
+                    raise OAuthError(
+                        "invalid_scope", "a refresh may narrow the scope, never widen it"
+                    )
                 grant = Grant(grant.client_id, wanted, grant.resource, grant.expires, grant.subject)
         else:
-            raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+            raise OAuthError(
+                "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
+            )
         resource = form.get("resource")
         if resource is not None and grant.resource is not None and resource != grant.resource:
-            raise OAuthError("invalid_target", "resource differs from the one authorized (RFC 8707)")
+            raise OAuthError(
+                "invalid_target", "resource differs from the one authorized (RFC 8707)"
+            )
         return self._issue(client, grant.scope, grant.resource or resource, grant.subject)
 
     def introspect(self, form: dict, authorization: str | None, issuer: str) -> dict:
         """RFC 7662: what a token stands for, to a client that authenticates with a secret."""
         caller = self._authenticate(form, authorization)
         if caller.client_secret is None:
-            raise OAuthError("invalid_client", "introspection needs a confidential client", "401 Unauthorized")
+            raise OAuthError(
+                "invalid_client", "introspection needs a confidential client", "401 Unauthorized"
+            )
         info = self.verify(form.get("token", ""))
         if info is None:
             return {"active": False}
-        answer = {"active": True, "client_id": info.client_id, "scope": info.scope, "sub": info.subject,
-                  "exp": int(time.time() + info.expires - self.clock()), "iss": issuer, "token_type": "Bearer"}
+        answer = {
+            "active": True,
+            "client_id": info.client_id,
+            "scope": info.scope,
+            "sub": info.subject,
+            "exp": int(time.time() + info.expires - self.clock()),
+            "iss": issuer,
+            "token_type": "Bearer",
+        }
         if info.resource:
             answer["aud"] = info.resource
         return answer
@@ -308,7 +436,9 @@ class DemoAuthorizationServer:
         if cached is not None:
             return cached
         if len(client_id) > MAX_CLIENT_ID_URL:
-            raise OAuthError("invalid_client", f"a client_id URL is at most {MAX_CLIENT_ID_URL} characters")
+            raise OAuthError(
+                "invalid_client", f"a client_id URL is at most {MAX_CLIENT_ID_URL} characters"
+            )
         # A document on this machine (http://localhost/...) only for a caller on this machine: a
         # remote one must not make this server a probe of its own loopback services (SSRF;
         # draft-ietf-oauth-client-id-metadata-document §6).
@@ -331,13 +461,25 @@ class DemoAuthorizationServer:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _issue(self, client: RegisteredClient, scope: str, resource: str | None, subject: str) -> dict:
+    def _issue(
+        self, client: RegisteredClient, scope: str, resource: str | None, subject: str
+    ) -> dict:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         expires = self.clock() + self.token_lifetime
-        self.access_tokens.put(access, Grant(client.client_id, scope, resource, expires, subject), ttl=self.token_lifetime)
-        answer = {"access_token": access, "token_type": "Bearer", "expires_in": int(self.token_lifetime)}
+        self.access_tokens.put(
+            access,
+            Grant(client.client_id, scope, resource, expires, subject),
+            ttl=self.token_lifetime,
+        )
+        answer = {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": int(self.token_lifetime),
+        }
         if "refresh_token" in client.grant_types:
-            self.refresh_tokens.put(refresh, Grant(client.client_id, scope, resource, float("inf"), subject))
+            self.refresh_tokens.put(
+                refresh, Grant(client.client_id, scope, resource, float("inf"), subject)
+            )
             answer["refresh_token"] = refresh
         if scope:
             answer["scope"] = scope
@@ -350,21 +492,40 @@ class DemoAuthorizationServer:
         if authorization is not None and basic:
             try:
                 # RFC 6749 §2.3.1: the id and secret are form-urlencoded (UTF-8), then Base64 (RFC 7617).
-                decoded = base64.b64decode(authorization[6:].strip(" \t").encode("ascii"), validate=True).decode("utf-8")
+                decoded = base64.b64decode(
+                    authorization[6:].strip(" \t").encode("ascii"), validate=True
+                ).decode("utf-8")
                 client_id, _, secret = decoded.partition(":")
-                client_id, secret = unquote(client_id, errors="strict"), unquote(secret, errors="strict")
+                client_id, secret = (
+                    unquote(client_id, errors="strict"),
+                    unquote(secret, errors="strict"),
+                )
             except (ValueError, UnicodeError):  # non-ASCII, not Base64, not UTF-8
-                raise OAuthError("invalid_client", "malformed Basic credentials", "401 Unauthorized",
-                                 [("WWW-Authenticate", 'Basic realm="demo"')]) from None
+                raise OAuthError(
+                    "invalid_client",
+                    "malformed Basic credentials",
+                    "401 Unauthorized",
+                    [("WWW-Authenticate", 'Basic realm="demo"')],
+                ) from None
             method = "client_secret_basic"
         else:
             client_id, secret = str(form.get("client_id", "")), form.get("client_secret")
             method = "client_secret_post" if secret is not None else "none"
         client = self.client(client_id)
-        if client is None or client.token_endpoint_auth_method != method or (method != "none" and (
-                client.client_secret is None or not _same_secret(secret, client.client_secret))):
-            raise OAuthError("invalid_client", "client authentication failed", "401 Unauthorized",
-                             [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [])
+        if (
+            client is None
+            or client.token_endpoint_auth_method != method
+            or (
+                method != "none"
+                and (client.client_secret is None or not _same_secret(secret, client.client_secret))
+            )
+        ):
+            raise OAuthError(
+                "invalid_client",
+                "client authentication failed",
+                "401 Unauthorized",
+                [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [],
+            )
         return client
 
 
@@ -379,16 +540,24 @@ class LocalVerifier:
 
         try:
             grant = self.server.verify(token)
-        except ConnectionError:  # a shared table is unreachable: not valid, as a failed introspection
+        except (
+            ConnectionError
+        ):  # a shared table is unreachable: not valid, as a failed introspection
             return None
         if grant is None:
             return None
-        return AccessInfo(client_id=grant.client_id, subject=grant.subject, scopes=tuple(grant.scope.split()),
-                          expires_at=time.time() + grant.expires - self.server.clock(),
-                          audience=(grant.resource,) if grant.resource else ())
+        return AccessInfo(
+            client_id=grant.client_id,
+            subject=grant.subject,
+            scopes=tuple(grant.scope.split()),
+            expires_at=time.time() + grant.expires - self.server.clock(),
+            audience=(grant.resource,) if grant.resource else (),
+        )
 
 
-def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, **wsgi_options) -> Callable:
+def protected_app(
+    server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, **wsgi_options
+) -> Callable:
     """``server`` as a protected resource and this demo authorization server, on one origin (one WSGI app).
 
     The authorization server's endpoints (its metadata, ``/authorize``, ``/token``, ``/register``,
@@ -400,22 +569,37 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
     """
     from ..oauth.resource import ProtectedResource
 
-    authorization = DemoAuthorizationServer(scopes=scopes_supported, allowed_hosts=wsgi_options.get("allowed_hosts"),
-                                            allowed_origins=wsgi_options.get("allowed_origins"),
-                                            state=server.shared_state)
+    authorization = DemoAuthorizationServer(
+        scopes=scopes_supported,
+        allowed_hosts=wsgi_options.get("allowed_hosts"),
+        allowed_origins=wsgi_options.get("allowed_origins"),
+        state=server.shared_state,
+    )
 
     def same_origin(environ: dict) -> list[str]:
         # The issuer is the origin of the request: the port may be 0 until the server is bound.
         # Only asked once the MCP app has found the request's Host allowed (its rebinding guard).
-        return [f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"]
+        return [
+            f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
+        ]
 
     # Every request needs the first scope (mcp:tools): a 401 names only it, and a tool that needs
     # more (the protected demo's whoami, mcp:admin) is reached by a step-up.
-    resource = ProtectedResource(authorization.token_verifier(), same_origin, scopes_supported=scopes_supported,
-                                 required_scopes=tuple(scopes_supported)[:1])
+    resource = ProtectedResource(
+        authorization.token_verifier(),
+        same_origin,
+        scopes_supported=scopes_supported,
+        required_scopes=tuple(scopes_supported)[:1],
+    )
     mcp = server.wsgi_app(auth=resource, **wsgi_options)
-    endpoints = {"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration", "/authorize", "/token",
-                 "/register", "/introspect"}
+    endpoints = {
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+        "/authorize",
+        "/token",
+        "/register",
+        "/introspect",
+    }
 
     def app(environ, start_response):
         if (environ.get("PATH_INFO") or "/") in endpoints:
@@ -428,7 +612,9 @@ def protected_app(server, *, scopes_supported: Iterable[str] = DEFAULT_SCOPES, *
 # -- client metadata documents ---------------------------------------------------------------------
 
 
-def fetch_client_metadata(url: str, *, loopback_documents: bool = True) -> tuple[RegisteredClient, float]:
+def fetch_client_metadata(
+    url: str, *, loopback_documents: bool = True
+) -> tuple[RegisteredClient, float]:
     """Fetch and check the Client ID Metadata Document at ``url``: (the client it describes, seconds to keep it).
 
     Bounded and careful (draft-ietf-oauth-client-id-metadata-document §6, "Server-Side Request
@@ -451,14 +637,22 @@ def fetch_client_metadata(url: str, *, loopback_documents: bool = True) -> tuple
         raise OAuthError("invalid_client", "the client_id URL is malformed") from None
     host = parts.hostname or ""
     loopback = loopback_documents and is_loopback(host)
-    if not parts.path or parts.path == "/" or (parts.scheme != "https" and not (parts.scheme == "http" and loopback)):
-        raise OAuthError("invalid_client", "a client_id URL must be https (http only on loopback) with a path")
+    if (
+        not parts.path
+        or parts.path == "/"
+        or (parts.scheme != "https" and not (parts.scheme == "http" and loopback))
+    ):
+        raise OAuthError(
+            "invalid_client", "a client_id URL must be https (http only on loopback) with a path"
+        )
     if parts.username is not None or parts.password is not None:
         raise OAuthError("invalid_client", "a client_id URL carries no user name or password")
     port = port or (443 if parts.scheme == "https" else 80)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
     deadline = time.monotonic() + DOCUMENT_TIMEOUT
-    for address in _checked_addresses(host, port, loopback):  # each checked; the first that connects
+    for address in _checked_addresses(
+        host, port, loopback
+    ):  # each checked; the first that connects
         fetched = _get_document(parts.scheme, host, address, port, parts.netloc, target, deadline)
         if fetched is not None:
             data, cache_control = fetched
@@ -470,17 +664,24 @@ def fetch_client_metadata(url: str, *, loopback_documents: bool = True) -> tuple
     except (ValueError, RecursionError):
         raise OAuthError("invalid_client", "the client metadata document is not JSON") from None
     if not isinstance(document, dict) or document.get("client_id") != url:
-        raise OAuthError("invalid_client", "the client metadata document's client_id is not its URL")
+        raise OAuthError(
+            "invalid_client", "the client metadata document's client_id is not its URL"
+        )
     uris = document.get("redirect_uris")
     if not isinstance(document.get("client_name"), str) or not isinstance(uris, list) or not uris:
-        raise OAuthError("invalid_client", "the client metadata document needs client_name and redirect_uris")
+        raise OAuthError(
+            "invalid_client", "the client metadata document needs client_name and redirect_uris"
+        )
     for uri in uris:
         if not isinstance(uri, str):
             raise OAuthError("invalid_client", "redirect_uris must be strings")
         _check_redirect_uri(uri)
     method = document.get("token_endpoint_auth_method", "none")
     if method != "none":
-        raise OAuthError("invalid_client", "the demo accepts metadata-document clients with token_endpoint_auth_method none")
+        raise OAuthError(
+            "invalid_client",
+            "the demo accepts metadata-document clients with token_endpoint_auth_method none",
+        )
     client = RegisteredClient(url, tuple(uris), "none", None, document["client_name"])
     return client, _max_age(cache_control)
 
@@ -496,8 +697,9 @@ def _max_age(cache_control: str) -> float:
     return DOCUMENT_TTL
 
 
-def _get_document(scheme: str, host: str, address: str, port: int, netloc: str, target: str,
-                  deadline: float) -> tuple[bytes, str] | None:
+def _get_document(
+    scheme: str, host: str, address: str, port: int, netloc: str, target: str, deadline: float
+) -> tuple[bytes, str] | None:
     """GET ``target`` from ``address`` (already checked), as ``host``: (the body, its Cache-Control);
     None when the address does not take the connection (the caller tries the next).
 
@@ -512,22 +714,41 @@ def _get_document(scheme: str, host: str, address: str, port: int, netloc: str, 
     timeout = urllib3.Timeout(connect=left, read=left)
     pool: urllib3.HTTPConnectionPool
     if scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(address, port, timeout=timeout, retries=False, maxsize=1,
-                                           server_hostname=host, assert_hostname=host, cert_reqs="CERT_REQUIRED")
+        pool = urllib3.HTTPSConnectionPool(
+            address,
+            port,
+            timeout=timeout,
+            retries=False,
+            maxsize=1,
+            server_hostname=host,
+            assert_hostname=host,
+            cert_reqs="CERT_REQUIRED",
+        )
     else:
         pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False, maxsize=1)
     try:
-        answer = pool.urlopen("GET", target, headers={"Host": netloc, "Accept": "application/json",
-                                                      "Accept-Encoding": "identity"},
-                              redirect=False, retries=False, preload_content=False, decode_content=False)
+        answer = pool.urlopen(
+            "GET",
+            target,
+            headers={"Host": netloc, "Accept": "application/json", "Accept-Encoding": "identity"},
+            redirect=False,
+            retries=False,
+            preload_content=False,
+            decode_content=False,
+        )
         try:
             if answer.status != 200:
-                raise OAuthError("invalid_client", f"the client metadata document answered HTTP {answer.status}")
+                raise OAuthError(
+                    "invalid_client", f"the client metadata document answered HTTP {answer.status}"
+                )
             data = b""
             for chunk in answer.stream(4096, decode_content=False):
                 data += chunk
                 if len(data) > MAX_DOCUMENT:
-                    raise OAuthError("invalid_client", f"the client metadata document is over {MAX_DOCUMENT} bytes")
+                    raise OAuthError(
+                        "invalid_client",
+                        f"the client metadata document is over {MAX_DOCUMENT} bytes",
+                    )
                 if time.monotonic() > deadline:
                     raise OAuthError("invalid_client", "the client metadata document took too long")
             return data, answer.headers.get("Cache-Control", "")
@@ -536,7 +757,9 @@ def _get_document(scheme: str, host: str, address: str, port: int, netloc: str, 
     except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError):
         return None
     except (urllib3.exceptions.HTTPError, OSError):
-        raise OAuthError("invalid_client", "the client metadata document could not be fetched") from None
+        raise OAuthError(
+            "invalid_client", "the client metadata document could not be fetched"
+        ) from None
     finally:
         pool.close()
 
@@ -593,7 +816,9 @@ def _same_secret(given: object, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))
 
 
-def _json(start_response, status: str, body: dict, *, headers: Iterable = (), no_store: bool = False) -> list:
+def _json(
+    start_response, status: str, body: dict, *, headers: Iterable = (), no_store: bool = False
+) -> list:
     data = json.dumps(body).encode()
     out = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
     if no_store:  # RFC 6749 §5.1: token responses are never cached
@@ -608,7 +833,9 @@ def _read_body(environ: dict) -> bytes:
     except ValueError:
         raise OAuthError("invalid_request", "bad Content-Length") from None
     if length > MAX_BODY:
-        raise OAuthError("invalid_request", f"the body is over {MAX_BODY} bytes", "413 Payload Too Large")
+        raise OAuthError(
+            "invalid_request", f"the body is over {MAX_BODY} bytes", "413 Payload Too Large"
+        )
     return environ["wsgi.input"].read(length) if length > 0 else b""
 
 
@@ -625,7 +852,9 @@ def _json_body(environ: dict) -> dict:
 def _form_body(environ: dict) -> dict:
     if not (environ.get("CONTENT_TYPE") or "").startswith("application/x-www-form-urlencoded"):
         raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
-    return _single_values(parse_qs(_read_body(environ).decode("utf-8", "replace"), keep_blank_values=True))
+    return _single_values(
+        parse_qs(_read_body(environ).decode("utf-8", "replace"), keep_blank_values=True)
+    )
 
 
 def _query(environ: dict) -> dict:
@@ -657,11 +886,17 @@ def _absolute(uri: str) -> bool:
 def _check_redirect_uri(uri: str) -> None:
     """OAuth 2.1 §2.3.1 and RFC 8252: https, or http on a loopback host; absolute, no fragment."""
     if not _absolute(uri):
-        raise OAuthError("invalid_redirect_uri", "a redirect URI must be absolute and carry no fragment")
+        raise OAuthError(
+            "invalid_redirect_uri", "a redirect URI must be absolute and carry no fragment"
+        )
     parts = urlsplit(uri)
-    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK + ("::1",)):
+    if parts.scheme == "https" or (
+        parts.scheme == "http" and parts.hostname in _LOOPBACK + ("::1",)
+    ):
         return
-    raise OAuthError("invalid_redirect_uri", "a redirect URI must use https, or http on a loopback address")
+    raise OAuthError(
+        "invalid_redirect_uri", "a redirect URI must use https, or http on a loopback address"
+    )
 
 
 def _redirect_matches(given: str, registered: str) -> bool:
@@ -672,8 +907,14 @@ def _redirect_matches(given: str, registered: str) -> bool:
         a, b = urlsplit(given), urlsplit(registered)
     except ValueError:
         return False
-    return (a.scheme == b.scheme == "http" and a.hostname == b.hostname and a.hostname in _LOOPBACK
-            and a.path == b.path and a.query == b.query and not a.fragment)
+    return (
+        a.scheme == b.scheme == "http"
+        and a.hostname == b.hostname
+        and a.hostname in _LOOPBACK
+        and a.path == b.path
+        and a.query == b.query
+        and not a.fragment
+    )
 
 
 def _with_query(uri: str, **params) -> str:

@@ -55,7 +55,9 @@ class LookAlikes:
         self.shown, self.size = shown, recent
         self.recent: collections.OrderedDict[str, int] = collections.OrderedDict()
         self.hidden = 0
-        self.hidden_requests: collections.OrderedDict[tuple[str, str | int], None] = collections.OrderedDict()
+        self.hidden_requests: collections.OrderedDict[tuple[str, str | int], None] = (
+            collections.OrderedDict()
+        )
 
     def admit_message(self, direction: str, message: Any, key: str) -> bool:
         """:meth:`admit` for one JSON-RPC message, keeping a request and its answer together: the
@@ -120,7 +122,9 @@ class Recorder:
             if len(self.methods) < 10_000:
                 self.methods[(direction, message["id"])] = message["method"]
         if isinstance(message, dict) and message.get("method") is None and "result" in message:
-            info = message["result"].get("serverInfo") if isinstance(message["result"], dict) else None
+            info = (
+                message["result"].get("serverInfo") if isinstance(message["result"], dict) else None
+            )
             if isinstance(info, dict) and isinstance(info.get("name"), str):
                 self.server = info["name"]
         if not self.look_alikes.admit_message(direction, message, direction + shape(message)):
@@ -168,8 +172,14 @@ class Recorder:
             self._note_hidden()
             lines = list(self.lines)
             if self.unshown:
-                lines.append(f"    Note over C,S: ... and {self.unshown} more message(s), not drawn")
-        head = ["sequenceDiagram", "    participant C as Client (mcp-ref)", f"    participant S as {_short(self.server, 40)}"]
+                lines.append(
+                    f"    Note over C,S: ... and {self.unshown} more message(s), not drawn"
+                )
+        head = [
+            "sequenceDiagram",
+            "    participant C as Client (mcp-ref)",
+            f"    participant S as {_short(self.server, 40)}",
+        ]
         return f"# {title}\n\n```mermaid\n" + "\n".join(head + lines) + "\n```\n"
 
     def write(self, path: str, title: str) -> None:

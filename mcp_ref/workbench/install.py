@@ -55,7 +55,9 @@ MAX_CONFIG_SIZE = 4 * 1024 * 1024
 NEW_FILE_MODE = 0o600
 
 
-def config_path(platform: str | None = None, env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+def config_path(
+    platform: str | None = None, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> Path:
     """Where Claude Desktop keeps ``claude_desktop_config.json`` on ``platform`` (``sys.platform`` by default;
     ``env``: the environment, ``os.environ`` by default; ``home``: the user's home folder)."""
     platform = platform or sys.platform
@@ -79,9 +81,14 @@ def server_entry(command_line: str, env: dict[str, str] | None = None) -> dict[s
     command = words[0]
     found = shutil.which(command)
     if found is None:
-        raise CliError(f"cannot install {command!r}: command not found (on PATH or as a path)", EXIT_USAGE)
+        raise CliError(
+            f"cannot install {command!r}: command not found (on PATH or as a path)", EXIT_USAGE
+        )
     # Absolute, but symbolic links kept: a virtual environment's python is a link to the base one.
-    args = [os.path.abspath(word) if not word.startswith("-") and os.path.exists(word) else word for word in words[1:]]
+    args = [
+        os.path.abspath(word) if not word.startswith("-") and os.path.exists(word) else word
+        for word in words[1:]
+    ]
     entry: dict[str, Any] = {"command": os.path.abspath(found), "args": args}
     if env:
         entry["env"] = dict(env)
@@ -95,21 +102,32 @@ def add_entry(config: Any, name: str, entry: dict, *, force: bool) -> tuple[dict
         raise CliError("the configuration file is not a JSON object: not touched", EXIT_USAGE)
     servers = config.get("mcpServers", {})
     if not isinstance(servers, dict):
-        raise CliError('the configuration file\'s "mcpServers" is not a JSON object: not touched', EXIT_USAGE)
+        raise CliError(
+            'the configuration file\'s "mcpServers" is not a JSON object: not touched', EXIT_USAGE
+        )
     old = servers.get(name)
     if old == entry:
         return config, "unchanged"
     if old is not None and not force:
-        raise CliError(f"the configuration already has a server named {name!r}, launched otherwise "
-                       f"({safe(json.dumps(old))}): --force replaces it, --name NAME adds another", EXIT_USAGE)
-    return {**config, "mcpServers": {**servers, name: entry}}, "added" if old is None else "replaced"
+        raise CliError(
+            f"the configuration already has a server named {name!r}, launched otherwise "
+            f"({safe(json.dumps(old))}): --force replaces it, --name NAME adds another",
+            EXIT_USAGE,
+        )
+    return {
+        **config,
+        "mcpServers": {**servers, name: entry},
+    }, "added" if old is None else "replaced"
 
 
 def install(args) -> int:
     """``mcp-ref install``: print (``--print``) or write the entry; the exit code."""
     if args.target.startswith(("http://", "https://")):
-        raise CliError("Claude Desktop's configuration file launches servers on stdio: install takes a server "
-                       "command line, not a URL (add a remote server in the client's own settings)", EXIT_USAGE)
+        raise CliError(
+            "Claude Desktop's configuration file launches servers on stdio: install takes a server "
+            "command line, not a URL (add a remote server in the client's own settings)",
+            EXIT_USAGE,
+        )
     env = {}
     for pair in args.env:
         key, sep, value = pair.partition("=")
@@ -126,14 +144,19 @@ def install(args) -> int:
     updated, what = add_entry(config, name, entry, force=args.force)
     shown = one_line(path)
     if what == "unchanged":
-        print(f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change",
-              file=sys.stderr)
+        print(
+            f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change",
+            file=sys.stderr,
+        )
         return EXIT_OK
     backup = _write(path, updated)
     kept = len(updated["mcpServers"]) - 1
-    print(f"mcp-ref: {what} the server {one_line(name)} in {shown} ({kept} other server(s) kept"
-          + (f"; the previous file is {one_line(backup)}" if backup else "")
-          + "); restart the client to load it", file=sys.stderr)
+    print(
+        f"mcp-ref: {what} the server {one_line(name)} in {shown} ({kept} other server(s) kept"
+        + (f"; the previous file is {one_line(backup)}" if backup else "")
+        + "); restart the client to load it",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
@@ -146,10 +169,15 @@ def _server_name(args, env: dict[str, str]) -> str:
     with client:
         name = client.server_info.name if client.server_info is not None else None
     if not isinstance(name, str) or not name.strip():
-        raise CliError("the server gave no name (serverInfo.name): name the entry with --name", EXIT_USAGE)
+        raise CliError(
+            "the server gave no name (serverInfo.name): name the entry with --name", EXIT_USAGE
+        )
     if one_line(name) != name:  # it would show in the desktop client as it pleases (U+202E ...)
-        raise CliError(f"the server's name (serverInfo.name) {one_line(name)} holds control or "
-                       "bidirectional characters: name the entry with --name", EXIT_USAGE)
+        raise CliError(
+            f"the server's name (serverInfo.name) {one_line(name)} holds control or "
+            "bidirectional characters: name the entry with --name",
+            EXIT_USAGE,
+        )
     return name
 
 
@@ -169,8 +197,10 @@ def _read(path: Path) -> Any:
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
-        raise CliError(f"{path} is not valid JSON ({exc}): not touched; fix it or name another with --config",
-                       EXIT_USAGE) from None
+        raise CliError(
+            f"{path} is not valid JSON ({exc}): not touched; fix it or name another with --config",
+            EXIT_USAGE,
+        ) from None
 
 
 def _write(path: Path, config: dict) -> Path | None:

@@ -22,10 +22,22 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .terminal import safe
 
 #: Names whose values never reach a trace: tokens, codes, verifiers, secrets, assertions.
-SECRET_NAMES = frozenset({
-    "access_token", "refresh_token", "id_token", "code", "code_verifier", "client_secret", "assertion",
-    "client_assertion", "subject_token", "actor_token", "password", "registration_access_token",
-})
+SECRET_NAMES = frozenset(
+    {
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "code",
+        "code_verifier",
+        "client_secret",
+        "assertion",
+        "client_assertion",
+        "subject_token",
+        "actor_token",
+        "password",
+        "registration_access_token",
+    }
+)
 REDACTED = "[redacted]"
 
 
@@ -41,8 +53,13 @@ def command_oauth(*, open_browser: bool = True, trace=None, timeout: float = 30.
     from ..oauth.client import OAuth
     from ..oauth.store import FileStore
 
-    return OAuth(client_name="mcp-ref", store=FileStore(cache_path()), handler=LoopbackBrowser(open_browser=open_browser),
-                 http=traced_http(trace) if trace is not None else None, timeout=timeout)
+    return OAuth(
+        client_name="mcp-ref",
+        store=FileStore(cache_path()),
+        handler=LoopbackBrowser(open_browser=open_browser),
+        http=traced_http(trace) if trace is not None else None,
+        timeout=timeout,
+    )
 
 
 def logout(url: str) -> bool:
@@ -75,7 +92,12 @@ def redact_url(url: str) -> str:
     parts = urlsplit(url)
     if not parts.query:
         return url
-    query = urlencode([(k, REDACTED if k in SECRET_NAMES else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)])
+    query = urlencode(
+        [
+            (k, REDACTED if k in SECRET_NAMES else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+    )
     return urlunsplit(parts._replace(query=query))
 
 
@@ -89,7 +111,12 @@ def _body(data, content_type: str) -> str:
         except ValueError:
             return "(not JSON)"
     if "x-www-form-urlencoded" in content_type:
-        return urlencode([(k, REDACTED if k in SECRET_NAMES else v) for k, v in parse_qsl(text, keep_blank_values=True)])
+        return urlencode(
+            [
+                (k, REDACTED if k in SECRET_NAMES else v)
+                for k, v in parse_qsl(text, keep_blank_values=True)
+            ]
+        )
     return f"({len(text)} bytes of {content_type or 'unknown type'})"
 
 
@@ -100,13 +127,17 @@ def describe(response) -> str:
     from ..oauth.discovery import MAX_METADATA_BYTES, bounded_body
 
     try:
-        received = _body(bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", ""))
+        received = _body(
+            bounded_body(response, MAX_METADATA_BYTES), response.headers.get("Content-Type", "")
+        )
     except Exception:  # a stream already consumed: say nothing of its body
         received = ""
     location = response.headers.get("Location")
-    return (f"http> {request.method} {redact_url(request.url)}{' ' + sent if sent else ''}\n"
-            f"http< {response.status_code}{' Location: ' + redact_url(location) if location else ''}"
-            f"{' ' + received if received else ''}")
+    return (
+        f"http> {request.method} {redact_url(request.url)}{' ' + sent if sent else ''}\n"
+        f"http< {response.status_code}{' Location: ' + redact_url(location) if location else ''}"
+        f"{' ' + received if received else ''}"
+    )
 
 
 def traced_http(stream=None):
@@ -119,7 +150,11 @@ def traced_http(stream=None):
     def show(response, **kwargs):
         # The peer's words (a Content-Type, a Location) reach the terminal: escape sequences shown,
         # never obeyed (mcp_ref.workbench.terminal); each exchange stays on its two lines.
-        print("\n".join(safe(line, newline="\\n") for line in describe(response).split("\n", 1)), file=out, flush=True)
+        print(
+            "\n".join(safe(line, newline="\\n") for line in describe(response).split("\n", 1)),
+            file=out,
+            flush=True,
+        )
         return response
 
     session.hooks["response"].append(show)

@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 
 #: What :func:`safe` escapes (tab and line feed are handled by its arguments).
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+)
 
 
 def _escaped(char: str) -> str:
@@ -38,7 +40,9 @@ def safe(value: object, *, newline: str = "\n") -> str:
     text = value if isinstance(value, str) else str(value)
     if not _UNSAFE.search(text):
         return text  # the common case: nothing to do, one scan
-    return _UNSAFE.sub(lambda match: newline if match.group() == "\n" else _escaped(match.group()), text)
+    return _UNSAFE.sub(
+        lambda match: newline if match.group() == "\n" else _escaped(match.group()), text
+    )
 
 
 def safe_json(text: str) -> str:
@@ -47,4 +51,7 @@ def safe_json(text: str) -> str:
     strings JSON holds no such character; inside one, ``\\u`` escapes mean the same text.)"""
     if not _UNSAFE.search(text):
         return text
-    return _UNSAFE.sub(lambda match: match.group() if match.group() == "\n" else f"\\u{ord(match.group()):04x}", text)
+    return _UNSAFE.sub(
+        lambda match: match.group() if match.group() == "\n" else f"\\u{ord(match.group()):04x}",
+        text,
+    )

@@ -23,9 +23,20 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, cast
 
 from ..client import Client
-from ..errors import InvalidParams, LimitExceeded, RequestCancelled, RequestTimeout, ResourceNotFound
+from ..errors import (
+    InvalidParams,
+    LimitExceeded,
+    RequestCancelled,
+    RequestTimeout,
+    ResourceNotFound,
+)
 from ..feature_types import LogMessage
-from ..sampling_and_elicitation import CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult
+from ..sampling_and_elicitation import (
+    CreateMessageParams,
+    CreateMessageResult,
+    ElicitParams,
+    ElicitResult,
+)
 from ..types import DiscoverResult, ImageContent, TextContent, TextResourceContents
 from .demo import server_command
 from .terminal import safe
@@ -67,7 +78,9 @@ class _Steps:
         self.failures: list[str] = []
         self.number = 0
         self.on_section = on_section
-        self.pending: list[str] = []  # the server's stderr lines not shown yet (bounded: MAX_PENDING)
+        self.pending: list[
+            str
+        ] = []  # the server's stderr lines not shown yet (bounded: MAX_PENDING)
         self.dropped = 0
         self.arrived = threading.Condition()
 
@@ -77,7 +90,11 @@ class _Steps:
         self.show_server_stderr()
         self.number += 1
         print(f"\n{self.number}. {title}", flush=True)
-        code = ([f"demo.py: {server}"] if server else []) + ([f"walkthrough.py: {client}"] if client else []) + list(more)
+        code = (
+            ([f"demo.py: {server}"] if server else [])
+            + ([f"walkthrough.py: {client}"] if client else [])
+            + list(more)
+        )
         if code:
             print(f"   code: {'; '.join(code)}", flush=True)
         if self.on_section is not None:
@@ -112,7 +129,9 @@ class _Steps:
         """Print the server's stderr lines held so far; with ``until``, first wait (at most ``timeout``
         seconds) for a line holding that text.  True if ``until`` was seen (or not asked for)."""
         with self.arrived:
-            seen = until is None or self.arrived.wait_for(lambda: any(until in line for line in self.pending), timeout)
+            seen = until is None or self.arrived.wait_for(
+                lambda: any(until in line for line in self.pending), timeout
+            )
             lines, self.pending = self.pending, []
             dropped, self.dropped = self.dropped, 0
         if dropped:
@@ -125,7 +144,12 @@ class _Steps:
 def _sampling_handler(params: CreateMessageParams) -> CreateMessageResult:
     """A stand-in for the host's language model: it answers by echoing the question in capitals."""
     question = params.messages[-1].content.text
-    return CreateMessageResult(role="assistant", content=TextContent(text=question.upper()), model="shouty-1", stop_reason="endTurn")
+    return CreateMessageResult(
+        role="assistant",
+        content=TextContent(text=question.upper()),
+        model="shouty-1",
+        stop_reason="endTurn",
+    )
 
 
 def _elicitation_handler(params: ElicitParams) -> ElicitResult:
@@ -133,8 +157,13 @@ def _elicitation_handler(params: ElicitParams) -> ElicitResult:
     return ElicitResult(action="accept", content={"name": "Ada"})
 
 
-def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 60.0, era: str = "auto",
-        on_section: Callable[[str], None] | None = None) -> int:
+def run(
+    *,
+    trace: Callable[[str, bytes], None] | None = None,
+    timeout: float = 60.0,
+    era: str = "auto",
+    on_section: Callable[[str], None] | None = None,
+) -> int:
     """Run the walkthrough; returns the exit code (0 when every step behaved).
 
     ``era``: ``"auto"`` (the tour in the 2026-07-28 era, then once more in the handshake era,
@@ -145,19 +174,28 @@ def run(*, trace: Callable[[str, bytes], None] | None = None, timeout: float = 6
     started = time.perf_counter()
     print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.", flush=True)
     if era in ("auto", "modern"):
-        steps.heading("The 2026-07-28 era: no handshake, every request names its version and capabilities")
+        steps.heading(
+            "The 2026-07-28 era: no handshake, every request names its version and capabilities"
+        )
         _tour(steps, trace, timeout, "modern")
     if era in ("auto", "handshake"):
-        steps.heading("The same tour in the handshake era (2024-11-05 to 2025-11-25): initialize, one session")
+        steps.heading(
+            "The same tour in the handshake era (2024-11-05 to 2025-11-25): initialize, one session"
+        )
         _tour(steps, trace, timeout, "handshake")
         _authorization(steps, trace, timeout)
     elapsed = time.perf_counter() - started
     steps.show_server_stderr()
     if steps.failures:
-        print(f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)), flush=True)
+        print(
+            f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)),
+            flush=True,
+        )
         return 1
-    print(f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.",
-          flush=True)
+    print(
+        f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.",
+        flush=True,
+    )
     return 0
 
 
@@ -190,8 +228,12 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
         _concurrency(client, steps)
         steps.section("Shutdown", "main", "_tour")
         if modern:
-            steps.say("the listen stream is cancelled (notifications/cancelled), then stdin is closed")
-        steps.say("closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)")
+            steps.say(
+                "the listen stream is cancelled (notifications/cancelled), then stdin is closed"
+            )
+        steps.say(
+            "closing stdin, then waiting for the server to exit (SIGTERM, SIGKILL if it would not)"
+        )
     code = cast("SubprocessTransport", client.session.transport).returncode  # Client.stdio()'s
     steps.show_server_stderr()  # all of it: closing waited for the server's stderr to end
     steps.check(code == 0, f"the server exited by itself with status {code}")
@@ -199,48 +241,71 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
 
 def _lifecycle(client: Client, steps: _Steps) -> None:
     if client.era == "modern":
-        steps.section("Discovery (server/discover replaces initialize)", "build_server", "_lifecycle")
+        steps.section(
+            "Discovery (server/discover replaces initialize)", "build_server", "_lifecycle"
+        )
         discovered = cast(DiscoverResult, client.discover_result)  # the modern era discovers
         steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}")
-        steps.check(client.protocol_version == "2026-07-28" and client.initialize_result is None,
-                    "no initialize: each request carries protocolVersion and clientCapabilities in _meta")
+        steps.check(
+            client.protocol_version == "2026-07-28" and client.initialize_result is None,
+            "no initialize: each request carries protocolVersion and clientCapabilities in _meta",
+        )
     else:
         steps.section("Initialization", "build_server", "_lifecycle")
     info = client.server_info
     named = f"{info.name} {info.version}" if info is not None else "(no serverInfo)"
     steps.say(f"server {named}, protocol {client.protocol_version}")
     steps.say(f"server capabilities: {', '.join(sorted(client.server_capabilities))}")
-    steps.say(f"client capabilities: {', '.join(sorted(client.capabilities(client.protocol_version)))}")
+    steps.say(
+        f"client capabilities: {', '.join(sorted(client.capabilities(client.protocol_version)))}"
+    )
     steps.say(f"instructions: {client.instructions}")
     client.ping()
-    steps.check(True, "ping answered" if client.era == "handshake" else
-                "ping() asked server/discover again (2026-07-28 has no ping)")
+    steps.check(
+        True,
+        "ping answered"
+        if client.era == "handshake"
+        else "ping() asked server/discover again (2026-07-28 has no ping)",
+    )
     if client.era == "modern":
-        steps.check(bool(client.connection.feed.stream and client.connection.feed.stream.acknowledged),
-                    "a subscriptions/listen stream is open for the change callbacks, and acknowledged")
+        steps.check(
+            bool(client.connection.feed.stream and client.connection.feed.stream.acknowledged),
+            "a subscriptions/listen stream is open for the change callbacks, and acknowledged",
+        )
 
 
 def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.section("Tools", "echo, add, weather, pixel, divide, add_tool", "_tools")
     first = client.list_tools_page()
     tools = client.list_tools()
-    steps.check(len(tools) > len(first.items) and first.next_cursor is not None,
-                f"{len(tools)} tools, listed {len(first.items)} per page with an opaque cursor")
+    steps.check(
+        len(tools) > len(first.items) and first.next_cursor is not None,
+        f"{len(tools)} tools, listed {len(first.items)} per page with an opaque cursor",
+    )
     steps.say("tools: " + ", ".join(t.name for t in tools))
     result = client.call_tool("echo", {"text": "hello, MCP"})
-    steps.check(_text_of(result.content[0]) == "hello, MCP", f"echo -> {_text_of(result.content[0])!r}")
+    steps.check(
+        _text_of(result.content[0]) == "hello, MCP", f"echo -> {_text_of(result.content[0])!r}"
+    )
     result = client.call_tool("add", {"a": 2, "b": 40})
     steps.check(_text_of(result.content[0]) == "42", f"add(2, 40) -> {_text_of(result.content[0])}")
     result = client.call_tool("weather", {"city": "Lisbon"})
-    steps.check(result.structured_content == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
-                f"weather -> structuredContent {result.structured_content}")
+    steps.check(
+        result.structured_content
+        == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
+        f"weather -> structuredContent {result.structured_content}",
+    )
     result = client.call_tool("pixel")
     image = result.content[0]
-    steps.check(isinstance(image, ImageContent), f"pixel -> an {getattr(image, 'mime_type', None)} image")
+    steps.check(
+        isinstance(image, ImageContent), f"pixel -> an {getattr(image, 'mime_type', None)} image"
+    )
     result = client.call_tool("divide", {"a": 1, "b": 0})
     steps.check(bool(result.is_error), f"divide(1, 0) -> isError: {result.text!r}")
     result = client.call_tool("add", {"a": "two", "b": 1})
-    steps.check(bool(result.is_error), f"add('two', 1) -> rejected by the input schema: {result.text!r}")
+    steps.check(
+        bool(result.is_error), f"add('two', 1) -> rejected by the input schema: {result.text!r}"
+    )
     try:
         client.call_tool("no_such_tool")
         steps.check(False, "an unknown tool should be a protocol error")
@@ -250,34 +315,55 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     kinds = inbox.wait("list_changed")
     where = " on the subscriptions/listen stream" if client.era == "modern" else ""
     steps.check("tools" in kinds, f"add_tool -> notifications/tools/list_changed{where}")
-    steps.check(client.call_tool("late_arrival").text == "I am late_arrival", "the new tool answers")
+    steps.check(
+        client.call_tool("late_arrival").text == "I am late_arrival", "the new tool answers"
+    )
 
 
 def _progress_and_cancellation(client: Client, steps: _Steps) -> None:
-    steps.section("Progress, cancellation, timeouts", "count_slowly, wait_for_cancel", "_progress_and_cancellation")
+    steps.section(
+        "Progress, cancellation, timeouts",
+        "count_slowly, wait_for_cancel",
+        "_progress_and_cancellation",
+    )
     seen: list = []
-    result = client.call_tool("count_slowly", {"steps": 4, "delay": 0.01},
-                              on_progress=lambda p, total, message: seen.append((p, total, message)))
-    steps.check(len(seen) == 4 and seen[-1][0] == 4, f"count_slowly(4) reported progress {[s[0] for s in seen]} then {result.text!r}")
+    result = client.call_tool(
+        "count_slowly",
+        {"steps": 4, "delay": 0.01},
+        on_progress=lambda p, total, message: seen.append((p, total, message)),
+    )
+    steps.check(
+        len(seen) == 4 and seen[-1][0] == 4,
+        f"count_slowly(4) reported progress {[s[0] for s in seen]} then {result.text!r}",
+    )
     call = client.start_tool_call("wait_for_cancel")
     call.cancel("the user changed their mind")
     try:
         call.result()
         steps.check(False, "a cancelled call should not return")
     except RequestCancelled:
-        steps.check(True, "wait_for_cancel cancelled -> notifications/cancelled sent, no response expected")
+        steps.check(
+            True, "wait_for_cancel cancelled -> notifications/cancelled sent, no response expected"
+        )
     began = time.monotonic()
     try:
         client.call_tool("wait_for_cancel", timeout=0.2)
         steps.check(False, "the call should have timed out")
     except RequestTimeout as exc:
-        steps.check(True, f"timeout after {time.monotonic() - began:.2f} s -> {exc}; the server was told to stop")
+        steps.check(
+            True,
+            f"timeout after {time.monotonic() - began:.2f} s -> {exc}; the server was told to stop",
+        )
 
 
 def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.section("Logging", "log_levels", "_logging")
     client.set_logging_level("warning")
-    how = "each request's _meta carries logLevel warning" if client.era == "modern" else "logging/setLevel warning"
+    how = (
+        "each request's _meta carries logLevel warning"
+        if client.era == "modern"
+        else "logging/setLevel warning"
+    )
     result = client.call_tool("log_levels")
     messages: list[LogMessage] = inbox.wait("log", 2)
     levels = [m.level for m in messages]
@@ -285,25 +371,39 @@ def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
 
 
 def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
-    steps.section("Sampling, elicitation, roots (the server asks the client)", "ask_llm, ask_user, show_roots",
-                  "_client_features, _sampling_handler, _elicitation_handler")
+    steps.section(
+        "Sampling, elicitation, roots (the server asks the client)",
+        "ask_llm, ask_user, show_roots",
+        "_client_features, _sampling_handler, _elicitation_handler",
+    )
     if client.era == "modern":
-        steps.say("2026-07-28: the server answers input_required with its asks; the client's handlers answer;")
+        steps.say(
+            "2026-07-28: the server answers input_required with its asks; the client's handlers answer;"
+        )
         steps.say("the client retries with inputResponses and the signed requestState")
     result = client.call_tool("ask_llm", {"question": "what is mcp?"})
     steps.check(result.text == "shouty-1 says: WHAT IS MCP?", f"ask_llm -> {result.text!r}")
     result = client.call_tool("ask_user")
-    steps.check(result.text == "hello Ada, who likes blue", f"ask_user -> {result.text!r} (colour filled from the schema default)")
+    steps.check(
+        result.text == "hello Ada, who likes blue",
+        f"ask_user -> {result.text!r} (colour filled from the schema default)",
+    )
     result = client.call_tool("show_roots")
     steps.check("file:///home/demo/project" in result.text, f"show_roots -> {result.text!r}")
     client.set_roots([{"uri": "file:///home/demo/other", "name": "other"}])
     result = client.call_tool("show_roots")
-    how = "asked again with the next request" if client.era == "modern" else "notifications/roots/list_changed"
+    how = (
+        "asked again with the next request"
+        if client.era == "modern"
+        else "notifications/roots/list_changed"
+    )
     steps.check("other" in result.text, f"after set_roots ({how}): {result.text!r}")
 
 
 def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
-    steps.section("Resources", "readme, pixel_png, counter_value, greeting, bump_counter", "_resources")
+    steps.section(
+        "Resources", "readme, pixel_png, counter_value, greeting, bump_counter", "_resources"
+    )
     resources = client.list_resources()
     templates = client.list_resource_templates()
     steps.say("resources: " + ", ".join(r.uri for r in resources))
@@ -311,17 +411,25 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     read = client.read_resource("demo://readme")
     text = read.contents[0]
     readme = _text_of(text) or ""
-    steps.check(readme.startswith("# mcp_ref demo"), f"read demo://readme -> {text.mime_type}, {len(readme)} chars")
+    steps.check(
+        readme.startswith("# mcp_ref demo"),
+        f"read demo://readme -> {text.mime_type}, {len(readme)} chars",
+    )
     if client.era == "modern":
         hits = client.cache.hits
         client.read_resource("demo://readme")
-        steps.check(client.cache.hits == hits + 1,
-                    f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, cacheScope {(read.raw or {}).get('cacheScope')}: "
-                    "read again from the client's cache, no request")
+        steps.check(
+            client.cache.hits == hits + 1,
+            f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, cacheScope {(read.raw or {}).get('cacheScope')}: "
+            "read again from the client's cache, no request",
+        )
     blob = client.read_resource("demo://pixel.png").contents[0]
     steps.check(hasattr(blob, "blob"), f"read demo://pixel.png -> base64 blob, {blob.mime_type}")
     greeting = client.read_resource("demo://greeting/Grace").contents[0]
-    steps.check(_text_of(greeting) == "Hello, Grace!", f"read demo://greeting/Grace (template) -> {_text_of(greeting)!r}")
+    steps.check(
+        _text_of(greeting) == "Hello, Grace!",
+        f"read demo://greeting/Grace (template) -> {_text_of(greeting)!r}",
+    )
     try:
         client.read_resource("demo://nowhere")
         steps.check(False, "an unknown resource should be an error")
@@ -331,72 +439,118 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     client.subscribe("demo://counter")
     client.call_tool("bump_counter")
     updates = inbox.wait("updated")
-    how = ("the listen stream re-opened with demo://counter in its filter" if client.era == "modern"
-           else "resources/subscribe demo://counter")
-    steps.check(updates == ["demo://counter"], f"{how}; bump_counter -> notifications/resources/updated")
-    steps.say(f"demo://counter now reads {_text_of(client.read_resource('demo://counter').contents[0])}")
+    how = (
+        "the listen stream re-opened with demo://counter in its filter"
+        if client.era == "modern"
+        else "resources/subscribe demo://counter"
+    )
+    steps.check(
+        updates == ["demo://counter"], f"{how}; bump_counter -> notifications/resources/updated"
+    )
+    steps.say(
+        f"demo://counter now reads {_text_of(client.read_resource('demo://counter').contents[0])}"
+    )
     client.unsubscribe("demo://counter")
 
 
 def _prompts_and_completion(client: Client, steps: _Steps) -> None:
-    steps.section("Prompts and completion", "greet, review, complete_greet, complete_greeting",
-                  "_prompts_and_completion")
+    steps.section(
+        "Prompts and completion",
+        "greet, review, complete_greet, complete_greeting",
+        "_prompts_and_completion",
+    )
     prompts = client.list_prompts()
     steps.say("prompts: " + ", ".join(p.name for p in prompts))
     result = client.get_prompt("greet", {"name": "Grace", "style": "formal"})
-    steps.check(_text_of(result.messages[0].content) == "Good day, Grace.", f"greet -> {_text_of(result.messages[0].content)!r}")
+    steps.check(
+        _text_of(result.messages[0].content) == "Good day, Grace.",
+        f"greet -> {_text_of(result.messages[0].content)!r}",
+    )
     result = client.get_prompt("review", {"code": "print('hi')"})
-    steps.check([m.content.type for m in result.messages] == ["text", "resource", "text"],
-                "review -> a text message, an embedded resource, an assistant reply")
+    steps.check(
+        [m.content.type for m in result.messages] == ["text", "resource", "text"],
+        "review -> a text message, an embedded resource, an assistant reply",
+    )
     try:
         client.get_prompt("greet")
         steps.check(False, "a missing required argument should be an error")
     except InvalidParams as exc:
         steps.check(True, f"greet without name -> error {exc.code}")
     completion = client.complete(prompt="greet", argument="name", value="Al")
-    steps.check(completion.values == ["Alan", "Alonzo"], f"complete greet.name 'Al' -> {completion.values}")
+    steps.check(
+        completion.values == ["Alan", "Alonzo"], f"complete greet.name 'Al' -> {completion.values}"
+    )
     completion = client.complete(resource="demo://greeting/{name}", argument="name", value="g")
-    steps.check(completion.values == ["Grace"], f"complete demo://greeting/{{name}} 'g' -> {completion.values}")
+    steps.check(
+        completion.values == ["Grace"],
+        f"complete demo://greeting/{{name}} 'g' -> {completion.values}",
+    )
 
 
 def _policy(client: Client, steps: _Steps) -> None:
     """Who may call what, and how often (``Server(authorize=..., rate_limit=...)``)."""
-    steps.section("Policy: who may see and call what, and how often", "demo_policy, admin_report, roll_dice", "_policy")
+    steps.section(
+        "Policy: who may see and call what, and how often",
+        "demo_policy, admin_report, roll_dice",
+        "_policy",
+    )
     listed = {tool.name for tool in client.list_tools()}
-    steps.check("admin_report" not in listed and "roll_dice" in listed,
-                "admin_report (for the mcp:admin scope) is left out of tools/list: this caller has no token")
+    steps.check(
+        "admin_report" not in listed and "roll_dice" in listed,
+        "admin_report (for the mcp:admin scope) is left out of tools/list: this caller has no token",
+    )
     try:
         client.call_tool("admin_report")
         steps.check(False, "calling admin_report anyway is refused")
     except InvalidParams as exc:
-        steps.check("Unknown tool" in exc.message,
-                    f"calling it anyway answers as for a tool that does not exist: {exc.code} {exc.message}")
-    rolls = [client.call_tool("roll_dice", {"sides": 6}).structured_content["result"] for _ in range(3)]
-    steps.check(all(1 <= roll <= 6 for roll in rolls), f"roll_dice allows 3 calls a minute per caller: {rolls}")
+        steps.check(
+            "Unknown tool" in exc.message,
+            f"calling it anyway answers as for a tool that does not exist: {exc.code} {exc.message}",
+        )
+    rolls = [
+        client.call_tool("roll_dice", {"sides": 6}).structured_content["result"] for _ in range(3)
+    ]
+    steps.check(
+        all(1 <= roll <= 6 for roll in rolls),
+        f"roll_dice allows 3 calls a minute per caller: {rolls}",
+    )
     try:
         client.call_tool("roll_dice", {"sides": 6})
         steps.check(False, "a fourth roll within the minute is refused")
     except LimitExceeded as exc:
-        steps.check(exc.retry_after is not None and exc.retry_after > 0,
-                    f"the fourth is refused: {exc.code} {exc.message} (data.retryAfter {exc.retry_after} s; "
-                    "over HTTP the status is 429 with Retry-After)")
+        steps.check(
+            exc.retry_after is not None and exc.retry_after > 0,
+            f"the fourth is refused: {exc.code} {exc.message} (data.retryAfter {exc.retry_after} s; "
+            "over HTTP the status is 429 with Retry-After)",
+        )
         # The server logs each refusal (a warning, on its stderr): shown here, where it happened.
-        steps.check(steps.show_server_stderr(until="rate limit"), "the server logged the refusal on its stderr")
+        steps.check(
+            steps.show_server_stderr(until="rate limit"),
+            "the server logged the refusal on its stderr",
+        )
 
 
 def _tasks(client: Client, steps: _Steps) -> None:
-    steps.section("Tasks (the 2026-07-28 extension and 2025-11-25's tasks)", "build_report", "_tasks")
+    steps.section(
+        "Tasks (the 2026-07-28 extension and 2025-11-25's tasks)", "build_report", "_tasks"
+    )
     call = client.start_tool_call("build_report", {"topic": "MCP"}, task=True)
     result = call.result()
     if client.era == "modern":
-        steps.check(call.task_id is not None and result.text == "A short report on MCP: it works.",
-                    f"build_report -> a task ({(call.task_id or '')[:8]}...), polled with tasks/get -> {result.text!r}")
+        steps.check(
+            call.task_id is not None and result.text == "A short report on MCP: it works.",
+            f"build_report -> a task ({(call.task_id or '')[:8]}...), polled with tasks/get -> {result.text!r}",
+        )
     elif client.protocol_version == "2025-11-25":  # the experimental tasks of the handshake era
-        steps.check(call.task_id is not None and result.text == "A short report on MCP: it works.",
-                    f"build_report -> a 2025-11-25 task ({(call.task_id or '')[:8]}...), tasks/get then tasks/result -> {result.text!r}")
+        steps.check(
+            call.task_id is not None and result.text == "A short report on MCP: it works.",
+            f"build_report -> a 2025-11-25 task ({(call.task_id or '')[:8]}...), tasks/get then tasks/result -> {result.text!r}",
+        )
     else:
-        steps.check(call.task_id is None and result.text == "A short report on MCP: it works.",
-                    f"build_report -> no tasks before 2025-11-25: the plain result {result.text!r}")
+        steps.check(
+            call.task_id is None and result.text == "A short report on MCP: it works.",
+            f"build_report -> no tasks before 2025-11-25: the plain result {result.text!r}",
+        )
 
 
 def _concurrency(client: Client, steps: _Steps) -> None:
@@ -416,7 +570,10 @@ def _concurrency(client: Client, steps: _Steps) -> None:
     for t in threads:
         t.join(30)
     elapsed = time.perf_counter() - began
-    steps.check(not errors, f"8 threads x 25 calls, every answer matched its request ({200 / elapsed:,.0f} calls/s)")
+    steps.check(
+        not errors,
+        f"8 threads x 25 calls, every answer matched its request ({200 / elapsed:,.0f} calls/s)",
+    )
 
 
 def _authorization(steps: _Steps, trace, timeout: float) -> None:
@@ -432,10 +589,20 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
     from ..oauth.client import OAuth
     from .login import redact_url, traced_http
 
-    steps.section("Authorization (OAuth 2.1, over HTTP)", "build_protected_server, whoami", "_authorization",
-                  "demo_auth_server.py: protected_app")
+    steps.section(
+        "Authorization (OAuth 2.1, over HTTP)",
+        "build_protected_server, whoami",
+        "_authorization",
+        "demo_auth_server.py: protected_app",
+    )
     command = server_command("serve-demo", "--http", "127.0.0.1:0", "--auth")
-    server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         found = None
         for _ in range(20):  # its first lines; the one that says where it listens
@@ -448,14 +615,23 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
             return
         url = found.group(1)
         steps.say(f"started `mcp-ref serve-demo --http --auth`: {url}")
-        probe = requests.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "ping"}, timeout=timeout,
-                              headers={"Accept": "application/json, text/event-stream"})
-        steps.check(probe.status_code == 401, f"a request without a token: {probe.status_code}, "
-                                              f"WWW-Authenticate: {probe.headers.get('WWW-Authenticate')}")
+        probe = requests.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 0, "method": "ping"},
+            timeout=timeout,
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+        steps.check(
+            probe.status_code == 401,
+            f"a request without a token: {probe.status_code}, "
+            f"WWW-Authenticate: {probe.headers.get('WWW-Authenticate')}",
+        )
         http = traced_http(sys.stderr) if trace is not None else requests.Session()
 
         def narrate(response, **kwargs):
-            steps.say(f"{response.request.method} {redact_url(response.request.url)} -> {response.status_code}")
+            steps.say(
+                f"{response.request.method} {redact_url(response.request.url)} -> {response.status_code}"
+            )
 
         http.hooks["response"].append(narrate)
 
@@ -465,15 +641,24 @@ def _authorization(steps: _Steps, trace, timeout: float) -> None:
 
         auth = OAuth(authorize=browser, http=http, client_name="mcp-ref demo walkthrough")
         with Client.http(url, auth=auth, timeout=timeout, trace=trace) as client:
-            steps.check(client.call_tool("echo", {"text": "signed in"}).text == "signed in",
-                        "the request, sent again with the token, is answered (scope mcp:tools)")
+            steps.check(
+                client.call_tool("echo", {"text": "signed in"}).text == "signed in",
+                "the request, sent again with the token, is answered (scope mcp:tools)",
+            )
             answer = client.call_tool("whoami", {}).text
-            steps.check("mcp:admin" in answer, f"whoami needs mcp:admin: 403 insufficient_scope, a step-up, then: {answer}")
+            steps.check(
+                "mcp:admin" in answer,
+                f"whoami needs mcp:admin: 403 insufficient_scope, a step-up, then: {answer}",
+            )
             listed = {tool.name for tool in client.list_tools()}
             report = client.call_tool("admin_report", {}).text
-            steps.check("admin_report" in listed and report.startswith("admin report for oauth:"),
-                        f"with mcp:admin, admin_report is listed and answers: {report}")
-        steps.say("no token, code or secret is printed: `mcp-ref --trace demo` shows every exchange, redacted")
+            steps.check(
+                "admin_report" in listed and report.startswith("admin report for oauth:"),
+                f"with mcp:admin, admin_report is listed and answers: {report}",
+            )
+        steps.say(
+            "no token, code or secret is printed: `mcp-ref --trace demo` shows every exchange, redacted"
+        )
     finally:
         server.terminate()
         try:

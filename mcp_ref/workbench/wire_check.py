@@ -57,6 +57,7 @@ NOTIFICATION_TYPES = {
     "notifications/tasks/status": "TaskStatusNotification",
 }
 
+
 class WireValidator:
     """A ``trace`` hook that validates every message against the negotiated revision's schema.
 
@@ -78,7 +79,9 @@ class WireValidator:
         self.errors: list[str] = []
         #: The errors of the messages received (the peer's own faults; ``errors`` has both ways).
         self.received_errors: list[str] = []
-        self.methods: dict[tuple[str, object], tuple[str, str | None]] = {}  # (method, its modern version)
+        self.methods: dict[
+            tuple[str, object], tuple[str, str | None]
+        ] = {}  # (method, its modern version)
         self.augmented: set[tuple[str, object]] = set()  # 2025-11-25 requests with params.task
         #: The revision of the last 2026-07-28-era request seen (None: none yet).
         self.modern_version: str | None = None
@@ -101,17 +104,33 @@ class WireValidator:
                     # a handshake-era request: its answer is not a modern one, even when an earlier
                     # conversation in the same trace used the same id for a modern request
                     self.methods[(direction, item["id"])] = (item["method"], None)
-                elif isinstance(item, dict) and "method" not in item and self._asked_modern(direction, item):
+                elif (
+                    isinstance(item, dict)
+                    and "method" not in item
+                    and self._asked_modern(direction, item)
+                ):
                     self._check(direction, item, None)
                     continue
-                if self.version is None and self.modern_version is not None and isinstance(item, dict) \
-                        and "id" not in item:  # a notification in a conversation with no handshake
+                if (
+                    self.version is None
+                    and self.modern_version is not None
+                    and isinstance(item, dict)
+                    and "id" not in item
+                ):  # a notification in a conversation with no handshake
                     self._check(direction, item, self.modern_version)
                     continue
                 if self.version is None:
-                    if isinstance(item, dict) and item.get("method") == "initialize" and isinstance(item.get("params"), dict):
+                    if (
+                        isinstance(item, dict)
+                        and item.get("method") == "initialize"
+                        and isinstance(item.get("params"), dict)
+                    ):
                         self.asked = item["params"].get("protocolVersion")
-                    if isinstance(item, dict) and isinstance(item.get("result"), dict) and "protocolVersion" in item["result"]:
+                    if (
+                        isinstance(item, dict)
+                        and isinstance(item.get("result"), dict)
+                        and "protocolVersion" in item["result"]
+                    ):
                         self.version = item["result"]["protocolVersion"]
                         backlog, self._backlog = self._backlog, []
                         for d, m in backlog:
@@ -143,7 +162,12 @@ class WireValidator:
             version = self.schema_version
         if version is None:
             if not self._unchecked:  # said once, and the test fails: nothing passes unchecked
-                self._found(direction, [f"protocol version {self.version!r} has no official schema: its messages cannot be checked"])
+                self._found(
+                    direction,
+                    [
+                        f"protocol version {self.version!r} has no official schema: its messages cannot be checked"
+                    ],
+                )
             self._unchecked = True
             return
         if not isinstance(msg, dict):
@@ -167,16 +191,27 @@ class WireValidator:
             if isinstance(result, dict) and result.get("resultType") == "task":
                 # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
                 self._found(direction, task_errors(result))
-            elif isinstance(result, dict) and result.get("resultType") == "input_required" \
-                    and "InputRequiredResult" in known:
+            elif (
+                isinstance(result, dict)
+                and result.get("resultType") == "input_required"
+                and "InputRequiredResult" in known
+            ):
                 self._found(direction, schemas.errors(version, "InputRequiredResult", result))
-            elif isinstance(result, dict) and "task" in result and (_asked_way(direction), msg.get("id")) in self.augmented \
-                    and "CreateTaskResult" in known:  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
+            elif (
+                isinstance(result, dict)
+                and "task" in result
+                and (_asked_way(direction), msg.get("id")) in self.augmented
+                and "CreateTaskResult" in known
+            ):  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
                 self._found(direction, schemas.errors(version, "CreateTaskResult", result))
             elif types and types[1] in known:
                 self._found(direction, schemas.errors(version, types[1], result))
         elif "error" in msg:
-            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in schemas.type_names(version) else "JSONRPCError"
+            name = (
+                "JSONRPCErrorResponse"
+                if "JSONRPCErrorResponse" in schemas.type_names(version)
+                else "JSONRPCError"
+            )
             if msg.get("id") is not None or version >= "2025-11-25":
                 self._found(direction, schemas.errors(version, name, msg))
 
@@ -197,7 +232,9 @@ def _modern_version(msg) -> str | None:
         return None
     params = msg.get("params")
     meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    version = (
+        meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    )
     return version if isinstance(version, str) and version in schemas.VERSIONS else None
 
 
@@ -212,5 +249,9 @@ def task_errors(result: dict) -> list[str]:
     ttl = result.get("ttlMs", "absent")
     if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool)):
         errors.append("CreateTaskResult: ttlMs must be an integer or null")
-    errors += [f"CreateTaskResult: unexpected {name}" for name in ("result", "error", "inputRequests") if name in result]
+    errors += [
+        f"CreateTaskResult: unexpected {name}"
+        for name in ("result", "error", "inputRequests")
+        if name in result
+    ]
     return errors

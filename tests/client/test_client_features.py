@@ -53,26 +53,45 @@ def reply_to(wire, method: str) -> dict:
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 @pytest.mark.parametrize("as_dict", [False, True], ids=["object", "dict"])
-def test_sampling_handler_gets_params_and_its_result_reaches_the_tool(connect, wire, version, as_dict):
+def test_sampling_handler_gets_params_and_its_result_reaches_the_tool(
+    connect, wire, version, as_dict
+):
     seen: list = []
 
     def handler(params):
         seen.append(params)
-        result = CreateMessageResult(role="assistant", content=TextContent(text="forty-two"), model="test-model", stop_reason="endTurn")
+        result = CreateMessageResult(
+            role="assistant",
+            content=TextContent(text="forty-two"),
+            model="test-model",
+            stop_reason="endTurn",
+        )
         return result.to_wire() if as_dict else result
 
     client = connect(CLIENT, protocol_version=version, sampling_handler=handler)
     assert sent_capabilities(wire)["sampling"] == {}
     result = client.call_tool("sample", {"question": "The meaning?"})
     assert json.loads(result.content[0].text) == {
-        "type": "CreateMessageResult", "role": "assistant", "model": "test-model", "stop_reason": "endTurn",
-        "content_type": "TextContent", "text": "forty-two",
+        "type": "CreateMessageResult",
+        "role": "assistant",
+        "model": "test-model",
+        "stop_reason": "endTurn",
+        "content_type": "TextContent",
+        "text": "forty-two",
     }
     (params,) = seen
     assert isinstance(params, CreateMessageParams)
     assert isinstance(params.messages[0], SamplingMessage) and params.messages[0].role == "user"
-    assert isinstance(params.messages[0].content, TextContent) and params.messages[0].content.text == "The meaning?"
-    assert (params.max_tokens, params.system_prompt, params.temperature, params.stop_sequences) == (64, "Be brief.", 0.25, ["STOP"])
+    assert (
+        isinstance(params.messages[0].content, TextContent)
+        and params.messages[0].content.text == "The meaning?"
+    )
+    assert (params.max_tokens, params.system_prompt, params.temperature, params.stop_sequences) == (
+        64,
+        "Be brief.",
+        0.25,
+        ["STOP"],
+    )
     assert params.model_preferences == {"hints": [{"name": "small"}], "speedPriority": 0.75}
     assert (params.include_context, params.metadata) == ("none", {"trace": "t-1"})
     assert params.raw == wire.received("sampling/createMessage")[0]["params"]
@@ -81,7 +100,9 @@ def test_sampling_handler_gets_params_and_its_result_reaches_the_tool(connect, w
 def test_sampling_without_a_handler_is_a_capability_error_in_the_server(connect, wire):
     client = connect(CLIENT)
     assert "sampling" not in sent_capabilities(wire)
-    assert client.call_tool("sample", {"question": "?"}).content[0].text.startswith("CapabilityError")
+    assert (
+        client.call_tool("sample", {"question": "?"}).content[0].text.startswith("CapabilityError")
+    )
     assert wire.received("sampling/createMessage") == []
 
 
@@ -90,10 +111,16 @@ def test_sampling_without_a_handler_is_a_capability_error_in_the_server(connect,
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_roots_are_listed_and_changes_reach_the_server(connect, wire, version):
-    client = connect(CLIENT, protocol_version=version, roots=[Root(uri="file:///work/a", name="A"), "file:///work/b"])
+    client = connect(
+        CLIENT,
+        protocol_version=version,
+        roots=[Root(uri="file:///work/a", name="A"), "file:///work/b"],
+    )
     assert sent_capabilities(wire)["roots"] == {"listChanged": True}
     assert json.loads(client.call_tool("roots").content[0].text) == [
-        {"uri": "file:///work/a", "name": "A"}, {"uri": "file:///work/b", "name": None}]
+        {"uri": "file:///work/a", "name": "A"},
+        {"uri": "file:///work/b", "name": None},
+    ]
 
     client.set_roots([{"uri": "file:///work/c", "name": "C"}])
     assert len(wire.sent("notifications/roots/list_changed")) == 1
@@ -104,7 +131,9 @@ def test_roots_are_listed_and_changes_reach_the_server(connect, wire, version):
     client.set_roots(["file:///work/d"])
     changes = json.loads(client.call_tool("roots_changed", {"at_least": 2}).content[0].text)
     assert changes == {"count": 2, "roots": [{"uri": "file:///work/d"}]}
-    assert json.loads(client.call_tool("roots").content[0].text) == [{"uri": "file:///work/d", "name": None}]
+    assert json.loads(client.call_tool("roots").content[0].text) == [
+        {"uri": "file:///work/d", "name": None}
+    ]
     assert client.roots == [Root(uri="file:///work/d")]
 
 
@@ -122,14 +151,30 @@ def test_without_roots_there_is_no_capability(connect, wire):
 
 
 @pytest.mark.parametrize("version", ELICITING)
-@pytest.mark.parametrize("answer, expected", [
-    ({"action": "accept", "content": {"name": "Ada"}},
-     {"action": "accept", "content": {"name": "Ada", "age": 30, "colour": "blue", "subscribed": True}}),
-    (ElicitResult(action="accept", content={"name": "Bo", "colour": "red", "subscribed": False}),
-     {"action": "accept", "content": {"name": "Bo", "age": 30, "colour": "red", "subscribed": False}}),
-    ({"action": "decline"}, {"action": "decline", "content": None}),
-    (ElicitResult(action="cancel"), {"action": "cancel", "content": None}),
-], ids=["defaults-filled", "user-values-kept", "decline", "cancel"])
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        (
+            {"action": "accept", "content": {"name": "Ada"}},
+            {
+                "action": "accept",
+                "content": {"name": "Ada", "age": 30, "colour": "blue", "subscribed": True},
+            },
+        ),
+        (
+            ElicitResult(
+                action="accept", content={"name": "Bo", "colour": "red", "subscribed": False}
+            ),
+            {
+                "action": "accept",
+                "content": {"name": "Bo", "age": 30, "colour": "red", "subscribed": False},
+            },
+        ),
+        ({"action": "decline"}, {"action": "decline", "content": None}),
+        (ElicitResult(action="cancel"), {"action": "cancel", "content": None}),
+    ],
+    ids=["defaults-filled", "user-values-kept", "decline", "cancel"],
+)
 def test_form_elicitation(connect, wire, version, answer, expected):
     seen: list = []
 
@@ -138,20 +183,28 @@ def test_form_elicitation(connect, wire, version, answer, expected):
         return answer
 
     client = connect(CLIENT, protocol_version=version, elicitation_handler=handler)
-    assert sent_capabilities(wire)["elicitation"] == ({"form": {}} if version >= "2025-11-25" else {})
+    assert sent_capabilities(wire)["elicitation"] == (
+        {"form": {}} if version >= "2025-11-25" else {}
+    )
     assert json.loads(client.call_tool("ask").content[0].text) == expected
     (params,) = seen
     assert isinstance(params, ElicitParams)
     assert (params.message, params.requested_schema) == ("Who are you?", ELICIT_SCHEMA)
     assert params.mode == ("form" if version >= "2025-11-25" else None)
     # The defaults were applied by the client, on the wire (SEP-1034).
-    assert reply_to(wire, "elicitation/create") == {k: v for k, v in expected.items() if v is not None}
+    assert reply_to(wire, "elicitation/create") == {
+        k: v for k, v in expected.items() if v is not None
+    }
 
 
 @pytest.mark.parametrize("version", PRE_ELICITATION)
 def test_eliciting_before_2025_06_18_is_a_capability_error(connect, wire, version):
     seen: list = []
-    client = connect(CLIENT, protocol_version=version, elicitation_handler=lambda p: seen.append(p) or {"action": "cancel"})
+    client = connect(
+        CLIENT,
+        protocol_version=version,
+        elicitation_handler=lambda p: seen.append(p) or {"action": "cancel"},
+    )
     assert "elicitation" not in sent_capabilities(wire)  # it does not exist at this revision
     text = client.call_tool("ask").content[0].text
     assert text.startswith("CapabilityError") and version in text
@@ -164,7 +217,13 @@ def test_eliciting_before_2025_06_18_is_a_capability_error(connect, wire, versio
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_callbacks_for_log_progress_updates_and_list_changed(connect, wire, version):
     logs, updates, changes, progress = Collector(), Collector(), Collector(), Collector()
-    client = connect(CLIENT, protocol_version=version, on_log=logs, on_resource_updated=updates, on_list_changed=changes)
+    client = connect(
+        CLIENT,
+        protocol_version=version,
+        on_log=logs,
+        on_resource_updated=updates,
+        on_list_changed=changes,
+    )
     client.subscribe("feature://watched")
     result = client.call_tool("notify_all", on_progress=progress)
     assert result.content[0].text == "notified"
@@ -230,7 +289,11 @@ def test_sampling_with_tools(connect, wire):
 
     def handler(params):
         seen.append(params)
-        return {"role": "assistant", "content": {"type": "text", "text": "sunny"}, "model": "tool-model"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "sunny"},
+            "model": "tool-model",
+        }
 
     client = connect(UNTESTED, sampling_handler=handler, sampling_tools=True)
     assert sent_capabilities(wire)["sampling"] == {"tools": {}}
@@ -241,14 +304,24 @@ def test_sampling_with_tools(connect, wire):
 
 
 def test_sampling_tools_is_declared_only_from_2025_11_25(connect, wire):
-    connect(UNTESTED, protocol_version="2025-06-18", sampling_tools=True, sampling_handler=lambda params: None)
+    connect(
+        UNTESTED,
+        protocol_version="2025-06-18",
+        sampling_tools=True,
+        sampling_handler=lambda params: None,
+    )
     assert sent_capabilities(wire)["sampling"] == {}
 
 
 def test_sampling_with_tools_needs_the_clients_sampling_tools(connect, wire):
     seen: list = []
-    client = connect(UNTESTED, sampling_handler=lambda params: seen.append(params) or {
-        "role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"})
+    client = connect(
+        UNTESTED,
+        sampling_handler=lambda params: (
+            seen.append(params)
+            or {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
+        ),
+    )
     assert sent_capabilities(wire)["sampling"] == {}
     # The server refuses to send it ...
     text = client.call_tool("sample_with_tools").content[0].text
@@ -256,12 +329,26 @@ def test_sampling_with_tools_needs_the_clients_sampling_tools(connect, wire):
     assert wire.received("sampling/createMessage") == []
     # ... and sent anyway, the client answers -32602 without calling its handler.
     message = {"role": "user", "content": {"type": "text", "text": "Weather?"}}
-    assert sent_anyway(client, "sampling/createMessage", {
-        "messages": [message], "maxTokens": 5, "tools": [WEATHER_TOOL]})["error"] == -32602
-    assert sent_anyway(client, "sampling/createMessage", {
-        "messages": [message], "maxTokens": 5, "toolChoice": {"mode": "none"}})["error"] == -32602
+    assert (
+        sent_anyway(
+            client,
+            "sampling/createMessage",
+            {"messages": [message], "maxTokens": 5, "tools": [WEATHER_TOOL]},
+        )["error"]
+        == -32602
+    )
+    assert (
+        sent_anyway(
+            client,
+            "sampling/createMessage",
+            {"messages": [message], "maxTokens": 5, "toolChoice": {"mode": "none"}},
+        )["error"]
+        == -32602
+    )
     assert seen == []
-    assert "result" in sent_anyway(client, "sampling/createMessage", {"messages": [message], "maxTokens": 5})
+    assert "result" in sent_anyway(
+        client, "sampling/createMessage", {"messages": [message], "maxTokens": 5}
+    )
     assert len(seen) == 1
 
 
@@ -273,26 +360,42 @@ def test_url_elicitation_end_to_end(connect, wire):
         seen.append(params)
         return {"action": "accept"}
 
-    client = connect(UNTESTED, elicitation_handler=handler, elicitation_modes=("form", "url"),
-                     on_elicitation_complete=completed)
+    client = connect(
+        UNTESTED,
+        elicitation_handler=handler,
+        elicitation_modes=("form", "url"),
+        on_elicitation_complete=completed,
+    )
     assert sent_capabilities(wire)["elicitation"] == {"form": {}, "url": {}}
     arguments = {"url": "https://example.com/login", "elicitation_id": "el-1"}
     assert client.call_tool("elicit_url", arguments).content[0].text == "accept"
     (params,) = seen
     assert isinstance(params, ElicitParams)
     assert (params.mode, params.message, params.url, params.elicitation_id) == (
-        "url", "Please sign in", "https://example.com/login", "el-1")
+        "url",
+        "Please sign in",
+        "https://example.com/login",
+        "el-1",
+    )
     assert params.requested_schema is None
     # notifications/elicitation/complete reaches the callback (on the callback thread).
     assert completed.wait_for(1) == ["el-1"]
-    assert [n["params"] for n in wire.received("notifications/elicitation/complete")] == [{"elicitationId": "el-1"}]
+    assert [n["params"] for n in wire.received("notifications/elicitation/complete")] == [
+        {"elicitationId": "el-1"}
+    ]
 
 
 def test_a_form_only_client_refuses_url_elicitation(connect, wire):
     seen: list = []
-    client = connect(UNTESTED, elicitation_handler=lambda params: seen.append(params) or {"action": "accept"})
+    client = connect(
+        UNTESTED, elicitation_handler=lambda params: seen.append(params) or {"action": "accept"}
+    )
     assert sent_capabilities(wire)["elicitation"] == {"form": {}}
-    text = client.call_tool("elicit_url", {"url": "https://example.com", "elicitation_id": "e"}).content[0].text
+    text = (
+        client.call_tool("elicit_url", {"url": "https://example.com", "elicitation_id": "e"})
+        .content[0]
+        .text
+    )
     assert text.startswith("CapabilityError") and "URL-mode" in text
     assert wire.received("elicitation/create") == []
     # Sent anyway: -32602, and the user is not asked.
@@ -302,7 +405,11 @@ def test_a_form_only_client_refuses_url_elicitation(connect, wire):
 
 
 def test_a_url_only_client_is_not_sent_a_form(connect, wire):
-    client = connect(UNTESTED, elicitation_handler=lambda params: {"action": "decline"}, elicitation_modes=("url",))
+    client = connect(
+        UNTESTED,
+        elicitation_handler=lambda params: {"action": "decline"},
+        elicitation_modes=("url",),
+    )
     assert sent_capabilities(wire)["elicitation"] == {"url": {}}
     text = client.call_tool("elicit_form").content[0].text
     assert text.startswith("CapabilityError") and "form" in text
@@ -317,11 +424,17 @@ def test_a_client_without_an_elicitation_handler_answers_method_not_found(connec
 
 
 def test_server_rejects_accepted_content_that_breaks_the_schema(connect, wire):
-    answers = [{"action": "accept", "content": {"name": 42}}, {"action": "accept", "content": {"name": "Ada"}}]
+    answers = [
+        {"action": "accept", "content": {"name": 42}},
+        {"action": "accept", "content": {"name": "Ada"}},
+    ]
     client = connect(UNTESTED, elicitation_handler=lambda params: answers.pop(0))
     text = client.call_tool("elicit_form").content[0].text
     assert text.startswith("InvalidParams") and "does not match the requested schema" in text
-    assert json.loads(client.call_tool("elicit_form").content[0].text) == {"action": "accept", "content": {"name": "Ada"}}
+    assert json.loads(client.call_tool("elicit_form").content[0].text) == {
+        "action": "accept",
+        "content": {"name": "Ada"},
+    }
 
 
 def test_a_client_without_roots_answers_roots_list_with_method_not_found(connect, wire):
@@ -333,7 +446,12 @@ def test_a_client_without_roots_answers_roots_list_with_method_not_found(connect
 def test_roots_must_be_file_uris(tmp_path):
     record = tmp_path / "received"
     with pytest.raises(ValueError, match="file://"):
-        Client.stdio([*RAW_SERVER, "silent-init", str(record)], roots=["http://x"], stderr="capture", shutdown_timeout=5)
+        Client.stdio(
+            [*RAW_SERVER, "silent-init", str(record)],
+            roots=["http://x"],
+            stderr="capture",
+            shutdown_timeout=5,
+        )
     # Refused before anything was sent; the server that had been started was shut down.
     assert record.read_text().splitlines() == ["EOF"]
 
@@ -347,23 +465,40 @@ def answer_sampling(params):
     return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
 
 
-@pytest.mark.parametrize("params", [
-    {"messages": [USER_MESSAGE]},  # no maxTokens
-    {"maxTokens": 5},  # no messages
-    {"messages": "Hello?", "maxTokens": 5},  # messages not an array
-    {"messages": USER_MESSAGE, "maxTokens": 5},  # messages an object, not an array
-    {"messages": [42], "maxTokens": 5},  # a message that is not an object
-    {"messages": [{"role": "user"}], "maxTokens": 5},  # a message without content
-    {"messages": [{"role": "user", "content": {"type": "text"}}], "maxTokens": 5},  # a text block without text
-    {"messages": [USER_MESSAGE], "maxTokens": "five"},  # maxTokens not an integer
-], ids=["no-max-tokens", "no-messages", "messages-string", "messages-object", "message-not-object",
-        "message-without-content", "text-without-text", "max-tokens-string"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"messages": [USER_MESSAGE]},  # no maxTokens
+        {"maxTokens": 5},  # no messages
+        {"messages": "Hello?", "maxTokens": 5},  # messages not an array
+        {"messages": USER_MESSAGE, "maxTokens": 5},  # messages an object, not an array
+        {"messages": [42], "maxTokens": 5},  # a message that is not an object
+        {"messages": [{"role": "user"}], "maxTokens": 5},  # a message without content
+        {
+            "messages": [{"role": "user", "content": {"type": "text"}}],
+            "maxTokens": 5,
+        },  # a text block without text
+        {"messages": [USER_MESSAGE], "maxTokens": "five"},  # maxTokens not an integer
+    ],
+    ids=[
+        "no-max-tokens",
+        "no-messages",
+        "messages-string",
+        "messages-object",
+        "message-not-object",
+        "message-without-content",
+        "text-without-text",
+        "max-tokens-string",
+    ],
+)
 def test_malformed_sampling_params_are_invalid_params(connect, wire, params):
     seen: list = []
     client = connect(UNTESTED, sampling_handler=lambda p: seen.append(p) or answer_sampling(p))
     assert sent_anyway(client, "sampling/createMessage", params)["error"] == -32602
     assert seen == []  # the handler never ran
-    assert "result" in sent_anyway(client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5})
+    assert "result" in sent_anyway(
+        client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5}
+    )
     # The request the server sent on purpose breaks the schema; everything else must not.
     assert wire.errors and all(e.startswith("CreateMessageRequest:") for e in wire.errors)
     wire.errors.clear()
@@ -376,7 +511,9 @@ def test_a_sampling_handler_that_raises_mcp_error_answers_with_its_code(connect,
         raise McpError("User rejected sampling request", code=-1)
 
     client = connect(UNTESTED, sampling_handler=handler)
-    answer = sent_anyway(client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5})
+    answer = sent_anyway(
+        client, "sampling/createMessage", {"messages": [USER_MESSAGE], "maxTokens": 5}
+    )
     assert answer == {"error": -1, "message": "User rejected sampling request"}
     (sent,) = [m for m in wire.sent() if "error" in m]
     assert sent["error"] == {"code": -1, "message": "User rejected sampling request"}
@@ -386,12 +523,19 @@ def test_tasks_are_ignored_or_method_not_found_by_the_client(connect, wire):
     seen: list = []
     client = connect(UNTESTED, sampling_handler=lambda p: seen.append(p) or answer_sampling(p))
     assert "tasks" not in sent_capabilities(wire)
-    for method, params in (("tasks/get", {"taskId": "t"}), ("tasks/result", {"taskId": "t"}),
-                           ("tasks/list", {}), ("tasks/cancel", {"taskId": "t"})):
+    for method, params in (
+        ("tasks/get", {"taskId": "t"}),
+        ("tasks/result", {"taskId": "t"}),
+        ("tasks/list", {}),
+        ("tasks/cancel", {"taskId": "t"}),
+    ):
         assert sent_anyway(client, method, params)["error"] == -32601, method
     # A task-augmented sampling request is processed normally: the plain result, not a CreateTaskResult.
-    answer = sent_anyway(client, "sampling/createMessage", {
-        "messages": [USER_MESSAGE], "maxTokens": 5, "task": {"ttl": 1000}})
+    answer = sent_anyway(
+        client,
+        "sampling/createMessage",
+        {"messages": [USER_MESSAGE], "maxTokens": 5, "task": {"ttl": 1000}},
+    )
     assert answer == {"result": answer_sampling(None)}
     (params,) = seen
     assert params.raw["task"] == {"ttl": 1000}
@@ -410,8 +554,11 @@ def test_url_elicitation_required_error_reaches_the_client_as_its_class(connect,
         client.call_tool("needs_sign_in")
     assert caught.value.code == -32042 and caught.value.elicitations == [SIGN_IN]
     (answer,) = [m for m in wire.received() if "error" in m]
-    assert answer["error"] == {"code": -32042, "message": "This request requires sign-in",
-                               "data": {"elicitations": [SIGN_IN]}}
+    assert answer["error"] == {
+        "code": -32042,
+        "message": "This request requires sign-in",
+        "data": {"elicitations": [SIGN_IN]},
+    }
 
 
 def test_set_roots_refuses_a_non_file_uri_and_keeps_the_old_roots(connect, wire):

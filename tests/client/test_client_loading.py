@@ -28,11 +28,25 @@ server.run_stdio()
 """
 
 #: Loaded only when used: listings, listen streams, the cache, the answering modules, the extras, HTTP.
-ON_DEMAND = ("mcp_ref.client.listening", "mcp_ref.client.cache", "mcp_ref.client.sampling",
-             "mcp_ref.client.elicitation", "mcp_ref.client.roots", "mcp_ref.client.callbacks",
-             "mcp_ref.client.tool_headers", "mcp_ref.client.interfaces", "mcp_ref.pagination")
-NEVER_PLAIN = ("mcp_ref.extensions", "mcp_ref.oauth", "mcp_ref.workbench", "mcp_ref.http.http",
-               "mcp_ref.http.sse", "requests")
+ON_DEMAND = (
+    "mcp_ref.client.listening",
+    "mcp_ref.client.cache",
+    "mcp_ref.client.sampling",
+    "mcp_ref.client.elicitation",
+    "mcp_ref.client.roots",
+    "mcp_ref.client.callbacks",
+    "mcp_ref.client.tool_headers",
+    "mcp_ref.client.interfaces",
+    "mcp_ref.pagination",
+)
+NEVER_PLAIN = (
+    "mcp_ref.extensions",
+    "mcp_ref.oauth",
+    "mcp_ref.workbench",
+    "mcp_ref.http.http",
+    "mcp_ref.http.sse",
+    "requests",
+)
 
 
 def loaded(tmp_path, body: str) -> set[str]:
@@ -41,26 +55,34 @@ def loaded(tmp_path, body: str) -> set[str]:
     server = tmp_path / "server.py"
     server.write_text(SERVER)
     script = tmp_path / "client.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import json, sys
         from mcp_ref import Client
         command = [sys.executable, sys.argv[1]]
-    """) + textwrap.dedent(body) + textwrap.dedent("""
+    """)
+        + textwrap.dedent(body)
+        + textwrap.dedent("""
         names = sorted(m for m in sys.modules if m.startswith(("mcp_ref", "requests")))
         print(json.dumps(names))
-    """))
-    done = subprocess.run([sys.executable, str(script), str(server)], capture_output=True, text=True,
-                          timeout=6 * WAIT)
+    """)
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), str(server)], capture_output=True, text=True, timeout=6 * WAIT
+    )
     assert done.returncode == 0, done.stderr
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 @pytest.mark.slow
 def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use(tmp_path):
-    modules = loaded(tmp_path, """
+    modules = loaded(
+        tmp_path,
+        """
         with Client.stdio(command, era="handshake") as client:
             assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
-    """)
+    """,
+    )
     assert "mcp_ref.client.calls" in modules  # the probe: the script really ran a client
     assert "mcp_ref.client.modern" not in modules
     assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
@@ -68,11 +90,14 @@ def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use
 
 @pytest.mark.slow
 def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_not_use(tmp_path):
-    modules = loaded(tmp_path, """
+    modules = loaded(
+        tmp_path,
+        """
         with Client.stdio(command) as client:
             assert client.era == "modern"
             assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
-    """)
+    """,
+    )
     assert "mcp_ref.client.modern" in modules
     assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
 
@@ -80,20 +105,29 @@ def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_no
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_what_the_caller_asks_for_is_loaded_when_it_asks(tmp_path, era):
-    modules = loaded(tmp_path, f"""
+    modules = loaded(
+        tmp_path,
+        f"""
         with Client.stdio(command, era={era!r}, approve=lambda request: True, server_request_limit="5/minute",
                           roots=["file:///tmp"], on_list_changed=print) as client:
             assert [tool.name for tool in client.list_tools()] == ["add"]
             assert client.call_tool("add", {{"a": 1, "b": 2}}, task=True).structured_content == {{"result": 3}}
             with client.listen(tools=True):
                 pass
-    """)
-    wanted = {"mcp_ref.pagination", "mcp_ref.client.roots", "mcp_ref.client.listening",
-              "mcp_ref.extensions.ratelimit"}
+    """,
+    )
+    wanted = {
+        "mcp_ref.pagination",
+        "mcp_ref.client.roots",
+        "mcp_ref.client.listening",
+        "mcp_ref.extensions.ratelimit",
+    }
     if era == "modern":
         wanted |= {"mcp_ref.client.cache", "mcp_ref.extensions.client_tasks"}
     assert wanted <= modules
-    assert not any(m.startswith(("mcp_ref.http.http", "requests", "mcp_ref.oauth")) for m in modules)
+    assert not any(
+        m.startswith(("mcp_ref.http.http", "requests", "mcp_ref.oauth")) for m in modules
+    )
 
 
 def test_the_defaults_named_in_the_client_are_those_of_the_modules_it_does_not_load():

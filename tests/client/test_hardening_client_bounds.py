@@ -30,7 +30,11 @@ from mcp_ref.http.sse import SseParser, sse_event
 from mcp_ref.pagination import DEFAULT_MAX_PAGES
 from mcp_ref.stdio import DEFAULT_MAX_MESSAGE_SIZE
 
-CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
 ERAS = ["handshake", "modern"]
 OK = {"content": [{"type": "text", "text": "ok"}]}
 
@@ -93,7 +97,11 @@ class Hostile:
                 start_response(status, headers)
                 return out
         elif environ["REQUEST_METHOD"] == "GET":
-            headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+            headers = {
+                k[5:].replace("_", "-").lower(): v
+                for k, v in environ.items()
+                if k.startswith("HTTP_")
+            }
             self.gets.append((time.monotonic(), headers))
             if self.get is not None:
                 status, headers, out = self.get(headers)
@@ -119,7 +127,9 @@ def padded(size: int) -> dict:
 @pytest.fixture
 def hostile(serve):
     box: list[Hostile] = []
-    served = serve(build_server(), keepalive=0.2, wrap=lambda app: box.append(Hostile(app)) or box[0])
+    served = serve(
+        build_server(), keepalive=0.2, wrap=lambda app: box.append(Hostile(app)) or box[0]
+    )
     served.hostile = box[0]
     yield served
     box[0].release.set()
@@ -150,16 +160,24 @@ def still_serves(client: Client) -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("framing", ["content-length", "chunked"])
-def test_a_json_answer_past_max_message_size_fails_its_request_and_the_client_goes_on(hostile, connect, era, framing):
+def test_a_json_answer_past_max_message_size_fails_its_request_and_the_client_goes_on(
+    hostile, connect, era, framing
+):
     def big(message):
         body = answer(message, padded(200_000))
         if framing == "content-length":
-            return "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))], [body]
+            return (
+                "200 OK",
+                [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+                [body],
+            )
         return "200 OK", [("Content-Type", "application/json")], iter([body[:1000], body[1000:]])
 
     hostile.hostile.posts["tools/call:big"] = big
     client = connect(era, max_message_size=64 * 1024)
-    with pytest.raises(LimitExceeded, match="limit of 65536 bytes \\(max_message_size\\)") as failed:
+    with pytest.raises(
+        LimitExceeded, match="limit of 65536 bytes \\(max_message_size\\)"
+    ) as failed:
         client.call_tool("big")
     assert failed.value.data == {"limit": 65536}
     still_serves(client)
@@ -169,8 +187,11 @@ def test_a_content_length_past_the_limit_is_refused_before_the_body_is_read(host
     # The server promises 200 MB and sends a few bytes, then holds: a client that read the body
     # would wait for the rest until its timeout; one that checks Content-Length fails at once.
     def promise(message):
-        return "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(200 * 1024 * 1024))], \
-            _then(b'{"jsonrpc":"2.0",', hostile.hostile.hold())
+        return (
+            "200 OK",
+            [("Content-Type", "application/json"), ("Content-Length", str(200 * 1024 * 1024))],
+            _then(b'{"jsonrpc":"2.0",', hostile.hostile.hold()),
+        )
 
     hostile.hostile.posts["tools/call:big"] = promise
     client = connect(max_message_size=1024 * 1024)
@@ -189,9 +210,15 @@ def _then(first: bytes, rest):
 def test_the_default_limit_is_stdios_and_holds_over_http(hostile, connect):
     assert DEFAULT_MAX_MESSAGE_SIZE == 4 * 1024 * 1024
     hostile.hostile.posts["tools/call:big"] = lambda m: (
-        "200 OK", [("Content-Type", "application/json")], [answer(m, padded(5 * 1024 * 1024))])
+        "200 OK",
+        [("Content-Type", "application/json")],
+        [answer(m, padded(5 * 1024 * 1024))],
+    )
     hostile.hostile.posts["tools/call:large"] = lambda m: (
-        "200 OK", [("Content-Type", "application/json")], [answer(m, padded(3 * 1024 * 1024))])
+        "200 OK",
+        [("Content-Type", "application/json")],
+        [answer(m, padded(3 * 1024 * 1024))],
+    )
     client = connect()
     with pytest.raises(LimitExceeded, match=f"limit of {DEFAULT_MAX_MESSAGE_SIZE} bytes"):
         client.call_tool("big")
@@ -205,17 +232,25 @@ def test_an_sse_event_past_max_message_size_fails_its_request(hostile, connect, 
     def big(message):
         data = answer(message, padded(300_000))
         if shape == "many-lines":
-            data = data.replace(b'"x', b'"x\n')  # not JSON any more, but never parsed: too large first
+            data = data.replace(
+                b'"x', b'"x\n'
+            )  # not JSON any more, but never parsed: too large first
             event = sse_event(data.replace(b"xxxx", b"xxxx\n"))
         else:
             event = sse_event(data)
         if shape == "one-huge-chunk":  # one HTTP chunk of 300 kB
             return "200 OK", [("Content-Type", "text/event-stream")], iter([event])
-        return "200 OK", [("Content-Type", "text/event-stream")], _then(event, hostile.hostile.hold())
+        return (
+            "200 OK",
+            [("Content-Type", "text/event-stream")],
+            _then(event, hostile.hostile.hold()),
+        )
 
     hostile.hostile.posts["tools/call:big"] = big
     client = connect(era, max_message_size=100_000)
-    with pytest.raises(LimitExceeded, match="SSE event is larger than this client's limit of 100000 bytes"):
+    with pytest.raises(
+        LimitExceeded, match="SSE event is larger than this client's limit of 100000 bytes"
+    ):
         client.call_tool("big")
     still_serves(client)
 
@@ -227,6 +262,7 @@ def test_an_sse_line_that_never_ends_is_bounded(hostile, connect):
             for _ in range(64):  # 4 MiB of one line, in 64 KiB pieces
                 yield b"x" * 65536
             yield from hostile.hostile.hold()
+
         return "200 OK", [("Content-Type", "text/event-stream")], body()
 
     hostile.hostile.posts["tools/call:big"] = endless
@@ -236,16 +272,22 @@ def test_an_sse_line_that_never_ends_is_bounded(hostile, connect):
     still_serves(client)
 
 
-def test_a_too_large_event_on_the_standalone_stream_is_dropped_and_the_stream_goes_on(hostile, connect, caplog):
+def test_a_too_large_event_on_the_standalone_stream_is_dropped_and_the_stream_goes_on(
+    hostile, connect, caplog
+):
     changed = threading.Event()
     note = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}'
 
     def stream(headers):
         def body():
-            yield sse_event(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"'
-                            + b"x" * 200_000 + b'"}}')
+            yield sse_event(
+                b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"'
+                + b"x" * 200_000
+                + b'"}}'
+            )
             yield sse_event(note)
             yield from hostile.hostile.hold()
+
         return "200 OK", [("Content-Type", "text/event-stream")], body()
 
     hostile.hostile.get = stream
@@ -272,9 +314,14 @@ def test_bodies_nobody_needs_are_not_read_to_their_end(hostile, connect, case):
         finally:
             ended.set()
 
-    script = (lambda m: ("500 Internal Server Error", [("Content-Type", "application/json")], flood())) \
-        if case == "error-status" else (lambda m: ("202 Accepted", [], flood()))
-    hostile.hostile.posts["tools/call:big" if case == "error-status" else "notifications/roots/list_changed"] = script
+    script = (
+        (lambda m: ("500 Internal Server Error", [("Content-Type", "application/json")], flood()))
+        if case == "error-status"
+        else (lambda m: ("202 Accepted", [], flood()))
+    )
+    hostile.hostile.posts[
+        "tools/call:big" if case == "error-status" else "notifications/roots/list_changed"
+    ] = script
     client = connect(roots=["file:///tmp"])
     if case == "error-status":
         with pytest.raises(McpError, match="HTTP 500"):
@@ -296,7 +343,9 @@ def test_an_event_of_many_short_data_lines_is_parsed_in_linear_time(hostile, con
     # fraction of a second: 2 s is a bound a slow machine keeps and the old code never could.
     def lines(message):
         result = {**OK, "_meta": {"padding": [0] * 150_000}}
-        data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}, indent=0).encode()
+        data = json.dumps(
+            {"jsonrpc": "2.0", "id": message["id"], "result": result}, indent=0
+        ).encode()
         event = sse_event(data)
         assert len(event) > 1_300_000 and event.count(b"\n") > 150_000
         return "200 OK", [("Content-Type", "text/event-stream")], [event]
@@ -327,10 +376,20 @@ def test_the_parser_follows_whatwg_and_costs_one_pass():
     assert [(e.too_large, e.data) for e in parser.feed(b"q\n\ndata: ok\n\n")] == [(False, "ok")]
 
 
-@pytest.mark.parametrize(("value", "taken"), [
-    (b"-1", None), (b"1.5", None), (b"5x", None), (b"", None), (b" 5", None), (b"\xd9\xa3", None),
-    (b"0", 0), (b"250", 250), (b"99999999999999999999999", 10**9),
-])
+@pytest.mark.parametrize(
+    ("value", "taken"),
+    [
+        (b"-1", None),
+        (b"1.5", None),
+        (b"5x", None),
+        (b"", None),
+        (b" 5", None),
+        (b"\xd9\xa3", None),
+        (b"0", 0),
+        (b"250", 250),
+        (b"99999999999999999999999", 10**9),
+    ],
+)
 def test_retry_is_taken_only_when_all_ascii_digits(value, taken):
     # WHATWG HTML §9.2.6: "If the field value consists of only ASCII digits ... Otherwise, ignore the field."
     parser = SseParser()
@@ -339,7 +398,9 @@ def test_retry_is_taken_only_when_all_ascii_digits(value, taken):
 
 
 def test_the_reconnect_delay_is_clamped():
-    transport = http_client.HttpClientTransport("http://127.0.0.1:9/mcp", min_retry_delay=0.2, max_retry_delay=5.0)
+    transport = http_client.HttpClientTransport(
+        "http://127.0.0.1:9/mcp", min_retry_delay=0.2, max_retry_delay=5.0
+    )
     try:
         cursor = http_client._Cursor()
         for retry_ms, delay in ((0, 0.2), (1000, 1.0), (10**9, 5.0)):
@@ -363,8 +424,12 @@ def test_retry_minus_one_is_ignored_when_a_request_stream_is_resumed(hostile, co
             yield b"id: p1\nretry: 300\ndata:\n\n"
             yield b"retry: -1\nid: p2\ndata:\n\n"
             closed.append(time.monotonic())
+
         hostile.hostile.get = lambda headers: (
-            "200 OK", [("Content-Type", "text/event-stream")], [sse_event(answer(message, OK), event_id="p3")])
+            "200 OK",
+            [("Content-Type", "text/event-stream")],
+            [sse_event(answer(message, OK), event_id="p3")],
+        )
         return "200 OK", [("Content-Type", "text/event-stream")], body()
 
     hostile.hostile.posts["tools/call:drop"] = drop
@@ -402,8 +467,11 @@ def test_endless_new_cursors_stop_at_max_pages(hostile, connect):
     served = count()
 
     def page(message):
-        return "200 OK", [("Content-Type", "application/json")], \
-            [answer(message, {"tools": [], "nextCursor": f"c{next(served)}"})]
+        return (
+            "200 OK",
+            [("Content-Type", "application/json")],
+            [answer(message, {"tools": [], "nextCursor": f"c{next(served)}"})],
+        )
 
     hostile.hostile.posts["tools/list"] = page
     client = connect(max_pages=50)
@@ -420,8 +488,10 @@ def test_endless_new_cursors_stop_at_max_pages(hostile, connect):
 def test_the_default_page_bound(hostile, connect):
     asked = count()
     hostile.hostile.posts["prompts/list"] = lambda m: (
-        "200 OK", [("Content-Type", "application/json")],
-        [answer(m, {"prompts": [], "nextCursor": f"p{next(asked)}"})])
+        "200 OK",
+        [("Content-Type", "application/json")],
+        [answer(m, {"prompts": [], "nextCursor": f"p{next(asked)}"})],
+    )
     client = connect()
     with pytest.raises(LimitExceeded, match=f"after {DEFAULT_MAX_PAGES} pages"):
         client.list_prompts()
@@ -429,11 +499,16 @@ def test_the_default_page_bound(hostile, connect):
     still_serves(client)
 
 
-@pytest.mark.parametrize("cursors", [["a", "b", "a"], ["a", "a"], ["a", {"not": "a string"}], ["a", 7]])
+@pytest.mark.parametrize(
+    "cursors", [["a", "b", "a"], ["a", "a"], ["a", {"not": "a string"}], ["a", 7]]
+)
 def test_a_repeated_or_malformed_cursor_is_an_error(hostile, connect, cursors):
     pages = iter(cursors)
     hostile.hostile.posts["tools/list"] = lambda m: (
-        "200 OK", [("Content-Type", "application/json")], [answer(m, {"tools": [], "nextCursor": next(pages)})])
+        "200 OK",
+        [("Content-Type", "application/json")],
+        [answer(m, {"tools": [], "nextCursor": next(pages)})],
+    )
     client = connect()
     with pytest.raises(McpError, match="repeated a pagination cursor|nextCursor is not a string"):
         client.list_tools()
@@ -457,13 +532,18 @@ def test_a_task_that_keeps_asking_is_cancelled_after_max_input_rounds(hostile, c
     options = {} if limit is None else {"max_input_rounds": limit}
     client = connect("modern", elicitation_handler=confirm, trace=wire, **options)
     rounds = limit or 16
-    with pytest.raises(LimitExceeded, match=f"after {rounds} rounds.*\\(max_input_rounds\\)") as failed:
+    with pytest.raises(
+        LimitExceeded, match=f"after {rounds} rounds.*\\(max_input_rounds\\)"
+    ) as failed:
         client.call_tool("ask_forever", task=True)
     assert failed.value.data == {"limit": rounds}
     assert next(asked) == rounds  # the handler ran once a round, no more
     assert len(wire.sent("tasks/update")) == rounds
     cancels = wire.sent("tasks/cancel")
-    assert len(cancels) == 1 and cancels[0]["params"]["taskId"] == wire.sent("tasks/update")[0]["params"]["taskId"]
+    assert (
+        len(cancels) == 1
+        and cancels[0]["params"]["taskId"] == wire.sent("tasks/update")[0]["params"]["taskId"]
+    )
     still_serves(client)
 
 
@@ -488,12 +568,17 @@ def test_the_settings_are_checked():
     with pytest.raises(ValueError, match="max_message_size"):
         http_client.HttpClientTransport("http://127.0.0.1:9/mcp", max_message_size=0)
     with pytest.raises(ValueError, match="min_retry_delay"):
-        http_client.HttpClientTransport("http://127.0.0.1:9/mcp", min_retry_delay=5, max_retry_delay=1)
+        http_client.HttpClientTransport(
+            "http://127.0.0.1:9/mcp", min_retry_delay=5, max_retry_delay=1
+        )
 
 
 # -- review: what a server may make the client hold or do without bound -------------------------
 
-FLOODING = [sys.executable, str(Path(__file__).resolve().parents[1] / "servers" / "flooding_server.py")]
+FLOODING = [
+    sys.executable,
+    str(Path(__file__).resolve().parents[1] / "servers" / "flooding_server.py"),
+]
 
 
 @pytest.mark.parametrize("bound", ["count", "bytes"])
@@ -516,10 +601,16 @@ def test_a_flood_of_notifications_waits_for_the_callbacks_in_a_bounded_queue(bou
         else:
             session.max_callback_bytes, size, n = 400_000, 50_000, 200
         with caplog.at_level(logging.WARNING, logger="mcp_ref.session"):
-            assert client.call_tool("flood", {"kind": "log", "count": n, "size": size}).content[0].text == f"sent {n}"
+            assert (
+                client.call_tool("flood", {"kind": "log", "count": n, "size": size}).content[0].text
+                == f"sent {n}"
+            )
             queue = session._callbacks  # the CallbackQueue (callback_queue.py)
             assert queue._queued <= 8 and queue._queued_bytes <= 400_000
-        assert "callback(s) dropped" in caplog.text and "max_callbacks, max_callback_bytes" in caplog.text
+        assert (
+            "callback(s) dropped" in caplog.text
+            and "max_callbacks, max_callback_bytes" in caplog.text
+        )
         gate.set()
         assert client.call_tool("flood", {"kind": "log", "count": 0}).content[0].text == "sent 0"
         assert len(seen) <= 9
@@ -541,8 +632,15 @@ def test_the_answer_after_a_flood_of_progress_is_never_dropped():
     try:
         client.connection.session.max_callbacks = 2
         outcome: list = []
-        caller = threading.Thread(target=lambda: outcome.append(client.call_tool(
-            "flood", {"kind": "progress", "count": 500}, on_progress=lambda *a: gate.wait(WAIT))))
+        caller = threading.Thread(
+            target=lambda: outcome.append(
+                client.call_tool(
+                    "flood",
+                    {"kind": "progress", "count": 500},
+                    on_progress=lambda *a: gate.wait(WAIT),
+                )
+            )
+        )
         caller.start()
         assert answered.wait(WAIT)
         gate.set()
@@ -558,7 +656,9 @@ def test_a_stderr_line_that_never_ends_is_cut():
     1,000 of them were kept).  A line is cut at MAX_STDERR_LINE; the next line is whole."""
     from mcp_ref.stdio import MAX_STDERR_LINE, TRUNCATED
 
-    client = Client.stdio([*FLOODING, str(20 * 1024 * 1024)], era="handshake", timeout=WAIT, stderr="capture")
+    client = Client.stdio(
+        [*FLOODING, str(20 * 1024 * 1024)], era="handshake", timeout=WAIT, stderr="capture"
+    )
     try:
         assert client.call_tool("flood", {"count": 0}).content[0].text == "sent 0"
         transport = client.connection.session.transport
@@ -586,6 +686,7 @@ def test_a_stream_the_client_gave_up_on_is_closed(hostile, connect, era):
                     time.sleep(0.01)
             finally:
                 closed.set()
+
         return "200 OK", [("Content-Type", "text/event-stream")], body()
 
     hostile.hostile.posts["tools/call:echo"] = script
@@ -637,7 +738,9 @@ class RawHttp:
                         headers[name.strip().lower()] = value.strip()
                     body = reader.read(int(headers.get("content-length", 0)))
                     if not request_line.startswith(b"POST"):
-                        conn.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+                        conn.sendall(
+                            b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"
+                        )
                         continue
                     message = json.loads(body)
                     if "id" not in message:
@@ -657,14 +760,21 @@ class RawHttp:
                         self.release.wait(WAIT)
                         return
                     if message["method"] == "initialize":
-                        result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {"tools": {}},
-                                  "serverInfo": {"name": "raw", "version": "0"}}
+                        result = {
+                            "protocolVersion": message["params"]["protocolVersion"],
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "raw", "version": "0"},
+                        }
                     else:
                         called = message["method"] == "tools/call"
-                        result = {"content": [{"type": "text", "text": "still here"}]} if called else {}
+                        result = (
+                            {"content": [{"type": "text", "text": "still here"}]} if called else {}
+                        )
                     out = answer(message, result)
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                                 % (len(out), out))
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                        % (len(out), out)
+                    )
             except OSError:
                 return
 
@@ -728,13 +838,19 @@ def test_a_gzip_encoded_sse_answer_is_decoded_and_bounded(raw_http, size):
     def call(message) -> bytes:
         packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip
         if size == 100:
-            event = b"event: message\ndata: " + answer(message, {"content": [{"type": "text", "text": "gz"}]}) + b"\n\n"
+            event = (
+                b"event: message\ndata: "
+                + answer(message, {"content": [{"type": "text", "text": "gz"}]})
+                + b"\n\n"
+            )
             raw = packer.compress(event)
         else:
             raw = packer.compress(b"event: message\ndata: ") + packer.compress(b"x" * size)
         raw += packer.flush()
-        return (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
-                b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(raw), raw))
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(raw), raw)
+        )
 
     client = raw_http(call)
     if size == 100:
@@ -745,7 +861,9 @@ def test_a_gzip_encoded_sse_answer_is_decoded_and_bounded(raw_http, size):
     still_serves(client)
 
 
-def test_a_listen_stream_that_ends_at_once_is_not_reopened_for_ever(hostile, connect, monkeypatch, caplog):
+def test_a_listen_stream_that_ends_at_once_is_not_reopened_for_ever(
+    hostile, connect, monkeypatch, caplog
+):
     """2026-07-28: a server that acknowledges each ``subscriptions/listen`` and ends it at once (no
     notification) had the client listen again every 0.5 s for ever (each success reset the count).
     Such re-opened streams count as failed attempts: after MAX_REOPENS the client stops."""
@@ -759,20 +877,29 @@ def test_a_listen_stream_that_ends_at_once_is_not_reopened_for_ever(hostile, con
         listens.append(time.monotonic())
         if len(listens) > listening.MAX_REOPENS:
             enough.set()
-        ack = {"jsonrpc": "2.0", "method": listening.ACKNOWLEDGED,
-               "params": {"notifications": message["params"]["notifications"],
-                          "_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]}}}
+        ack = {
+            "jsonrpc": "2.0",
+            "method": listening.ACKNOWLEDGED,
+            "params": {
+                "notifications": message["params"]["notifications"],
+                "_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]},
+            },
+        }
+
         def body():
             yield sse_event(json.dumps(ack).encode())
             hostile.hostile.release.wait(0.05)  # a moment after the acknowledgment, the stream ends
             yield sse_event(answer(message, {}))
+
         return "200 OK", [("Content-Type", "text/event-stream")], body()
 
     hostile.hostile.posts["subscriptions/listen"] = script
     with caplog.at_level(logging.WARNING, logger="mcp_ref.client.listening"):
         client = connect("modern", on_list_changed=lambda kind: None)
         assert enough.wait(WAIT), listens
-        assert not threading.Event().wait(0.5)  # the back-off is 0.16 s by now: more would have come
+        assert not threading.Event().wait(
+            0.5
+        )  # the back-off is 0.16 s by now: more would have come
     assert len(listens) == 1 + listening.MAX_REOPENS
     assert "gave up re-opening the listen stream" in caplog.text
     still_serves(client)
@@ -783,9 +910,14 @@ def test_a_deeply_nested_event_on_a_request_stream_does_not_end_the_request(host
     """An SSE event nested 100,000 deep before the answer: the session refuses it (MAX_NESTING), and
     the transport's own look at it (does it answer the request?) no longer raises RecursionError,
     which failed the request ("HTTP request failed") with a traceback in the log."""
+
     def script(message):
         deep = b"[" * 100_000 + b"]" * 100_000
-        return "200 OK", [("Content-Type", "text/event-stream")], [sse_event(deep), sse_event(answer(message, OK))]
+        return (
+            "200 OK",
+            [("Content-Type", "text/event-stream")],
+            [sse_event(deep), sse_event(answer(message, OK))],
+        )
 
     hostile.hostile.posts["tools/call:echo"] = script
     client = connect(era)

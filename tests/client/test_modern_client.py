@@ -44,10 +44,17 @@ def envelopes(wire: WireChecker) -> list[dict]:
 
 @pytest.mark.slow
 def test_a_dual_era_server_is_spoken_to_in_2026_over_stdio(connect, wire):
-    client = connect([sys.executable, str(SERVERS / "modern_server.py")], elicitation_handler=name_answer)
+    client = connect(
+        [sys.executable, str(SERVERS / "modern_server.py")], elicitation_handler=name_answer
+    )
     assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
-    assert client.initialize_result is None and client.discover_result.supported_versions[0] == "2026-07-28"
-    assert client.server_info.name == "modern" and client.instructions == "Tests the 2026-07-28 era."
+    assert (
+        client.initialize_result is None
+        and client.discover_result.supported_versions[0] == "2026-07-28"
+    )
+    assert (
+        client.server_info.name == "modern" and client.instructions == "Tests the 2026-07-28 era."
+    )
     assert client.call_tool("echo", {"text": "hi"}).text == "hi"
     assert client.call_tool("greet").text == "Hello, Ada!"
     methods = [m["method"] for m in wire.sent() if "method" in m]
@@ -61,7 +68,9 @@ def test_a_dual_era_server_is_spoken_to_in_2026_over_stdio(connect, wire):
 @pytest.mark.parametrize("mode", ["legacy", "silent"])
 def test_a_handshake_only_server_gets_initialize_after_the_probe(mode, wire):
     # "silent" never answers the probe: the client waits probe_timeout for it (not the default 10 s)
-    with Client.stdio([*SCRIPTED, mode], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.5) as client:
+    with Client.stdio(
+        [*SCRIPTED, mode], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.5
+    ) as client:
         assert (client.era, client.protocol_version) == ("handshake", "2025-06-18")
         assert client.call_tool("echo", {"text": "still works"}).text == "still works"
     methods = [m["method"] for m in wire.sent() if "method" in m]
@@ -71,7 +80,9 @@ def test_a_handshake_only_server_gets_initialize_after_the_probe(mode, wire):
 
 def test_the_probe_waits_probe_timeout_for_a_silent_server_and_no_longer(wire):
     started = time.monotonic()
-    with Client.stdio([*SCRIPTED, "silent"], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.2) as client:
+    with Client.stdio(
+        [*SCRIPTED, "silent"], trace=wire, timeout=WAIT, stderr="capture", probe_timeout=0.2
+    ) as client:
         assert client.era == "handshake" and client.probe_timeout == 0.2
     probe, initialize = wire.sent("server/discover"), wire.sent("initialize")
     assert len(probe) == 1 and len(initialize) == 1
@@ -86,11 +97,15 @@ def test_probe_timeout_must_be_a_positive_number(bad):
 
 def test_pinning_the_modern_era_against_a_legacy_server_is_a_clear_error():
     with pytest.raises(McpError, match="does not speak 2026-07-28"):
-        Client.stdio([*SCRIPTED, "legacy"], protocol_version="2026-07-28", timeout=WAIT, stderr="capture")
+        Client.stdio(
+            [*SCRIPTED, "legacy"], protocol_version="2026-07-28", timeout=WAIT, stderr="capture"
+        )
 
 
 def test_unsupported_version_is_retried_with_one_from_the_servers_list(wire):
-    with Client.stdio([*SCRIPTED, "reject-first"], trace=wire, timeout=WAIT, stderr="capture") as client:
+    with Client.stdio(
+        [*SCRIPTED, "reject-first"], trace=wire, timeout=WAIT, stderr="capture"
+    ) as client:
         assert client.era == "modern"
         assert client.call_tool("anything", {}).text == "ok"
     discovers = wire.sent("server/discover")
@@ -102,12 +117,15 @@ def test_a_modern_server_with_no_common_version_is_refused():
         Client.stdio([*SCRIPTED, "modern-only"], timeout=WAIT, stderr="capture")
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"era": "modern", "protocol_version": "2025-11-25"}, "handshake-era revision"),
-    ({"era": "handshake", "protocol_version": "2026-07-28"}, "modern revision"),
-    ({"era": "sometimes"}, "era must be one of"),
-    ({"protocol_version": "1999-01-01"}, "unsupported protocol version"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"era": "modern", "protocol_version": "2025-11-25"}, "handshake-era revision"),
+        ({"era": "handshake", "protocol_version": "2026-07-28"}, "modern revision"),
+        ({"era": "sometimes"}, "era must be one of"),
+        ({"protocol_version": "1999-01-01"}, "unsupported protocol version"),
+    ],
+)
 def test_contradictory_choices_are_refused_before_connecting(options, message):
     with pytest.raises(ValueError, match=message):
         Client.in_memory(MODERN.build(), **options)
@@ -118,15 +136,27 @@ def test_contradictory_choices_are_refused_before_connecting(options, message):
 
 def test_input_required_is_answered_by_the_handlers_and_retried(connect, wire):
     seen = []
-    client = connect(MODERN, elicitation_handler=lambda p: seen.append(p.message) or name_answer(p),
-                     sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "hi"},
-                                                 "model": "m"},
-                     roots=["file:///work"])
+    client = connect(
+        MODERN,
+        elicitation_handler=lambda p: seen.append(p.message) or name_answer(p),
+        sampling_handler=lambda p: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "hi"},
+            "model": "m",
+        },
+        roots=["file:///work"],
+    )
     assert client.call_tool("two_rounds").text == "Ada likes blue"
     assert seen == ["What is your name?", "What is your favourite colour?"]
     calls = wire.sent("tools/call")
-    assert len({c["id"] for c in calls}) == len(calls) == 3  # mrtr: "The JSON-RPC id MUST be different"
-    answers = [m["result"] for m in wire.received() if m.get("result", {}).get("resultType") == "input_required"]
+    assert (
+        len({c["id"] for c in calls}) == len(calls) == 3
+    )  # mrtr: "The JSON-RPC id MUST be different"
+    answers = [
+        m["result"]
+        for m in wire.received()
+        if m.get("result", {}).get("resultType") == "input_required"
+    ]
     for call, answer in zip(calls[1:], answers, strict=True):
         assert call["params"]["requestState"] == answer["requestState"]  # echoed exactly
         assert set(call["params"]["inputResponses"]) == set(answer["inputRequests"])
@@ -152,9 +182,13 @@ def test_a_server_that_asks_forever_is_bounded():
     @server.tool()
     def ask(ctx: Context) -> str:
         """Asks again on every run."""
-        return ctx.elicit("again?", {"type": "object", "properties": {}}, key=f"k{next(count)}").action
+        return ctx.elicit(
+            "again?", {"type": "object", "properties": {}}, key=f"k{next(count)}"
+        ).action
 
-    with Client.in_memory(server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}) as client:
+    with Client.in_memory(
+        server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}
+    ) as client:
         with pytest.raises(McpError, match=f"after {modern.MAX_INPUT_ROUNDS} rounds"):
             client.call_tool("ask")
         assert client.call_tool  # the client still works
@@ -172,19 +206,27 @@ def test_progress_across_rounds_only_increases(connect):
         return ctx.elicit("ok?", {"type": "object", "properties": {}}).action
 
     seen = []
-    with Client.in_memory(server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}) as client:
-        assert client.call_tool("steps", on_progress=lambda p, t, m: seen.append(p)).text == "accept"
+    with Client.in_memory(
+        server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}
+    ) as client:
+        assert (
+            client.call_tool("steps", on_progress=lambda p, t, m: seen.append(p)).text == "accept"
+        )
     assert seen == [1, 2]
 
 
 def test_log_level_travels_in_meta_and_resource_not_found_keeps_its_class(connect, wire):
     logs = []
-    client = connect(MODERN, on_log=logs.append, log_level=None)  # on_log's default level asks nothing
+    client = connect(
+        MODERN, on_log=logs.append, log_level=None
+    )  # on_log's default level asks nothing
     client.call_tool("chatty")
     client.set_logging_level("info")
     client.call_tool("chatty")
     client.close()
-    assert [m.data for m in logs] == ["an info line"]  # none before the level was set; none below info
+    assert [m.data for m in logs] == [
+        "an info line"
+    ]  # none before the level was set; none below info
     assert envelopes(wire)[-1]["io.modelcontextprotocol/logLevel"] == "info"
     with Client.in_memory(MODERN.build(), timeout=WAIT) as other:
         with pytest.raises(ResourceNotFound) as caught:
@@ -210,11 +252,17 @@ def test_http_requests_carry_the_headers_and_no_session(serve, http_client):
     assert client.era == "modern" and client.session.transport.session_id is None
     # A tool with x-mcp-header parameters, called before listing: the server says -32020, the client
     # learns the tool's schema and retries with the headers.
-    assert client.call_tool("routed", {"region": "eu west", "count": 3, "dry_run": True}).text == "eu west:3:True:"
+    assert (
+        client.call_tool("routed", {"region": "eu west", "count": 3, "dry_run": True}).text
+        == "eu west:3:True:"
+    )
     assert client.call_tool("greet").text == "Hello, Ada!"
     assert client.read_resource("test://stable").contents[0].text == "always"
     requests_seen = [(m, headers) for m, path, headers in recorder_box["r"].requests if m == "POST"]
-    assert all("mcp-session-id" not in h and h["mcp-protocol-version"] == "2026-07-28" for _, h in requests_seen)
+    assert all(
+        "mcp-session-id" not in h and h["mcp-protocol-version"] == "2026-07-28"
+        for _, h in requests_seen
+    )
     assert all(m != "GET" for m, _, _ in recorder_box["r"].requests)  # no standalone stream
     routed = [h for _, h in requests_seen if h.get("mcp-name") == "routed"]
     assert routed[-1]["mcp-param-region"] == "eu west" and routed[-1]["mcp-param-count"] == "3"
@@ -239,7 +287,9 @@ def test_http_cancel_closes_the_requests_stream(serve, http_client):
         return "cancelled"
 
     recorders = []
-    client = http_client(serve(server, wrap=lambda app: recorders.append(HeaderRecorder(app)) or recorders[0]).mcp)
+    client = http_client(
+        serve(server, wrap=lambda app: recorders.append(HeaderRecorder(app)) or recorders[0]).mcp
+    )
     assert client.era == "modern"
     progressed = threading.Event()
     call = client.start_tool_call("wait", on_progress=lambda *a: progressed.set())
@@ -249,7 +299,10 @@ def test_http_cancel_closes_the_requests_stream(serve, http_client):
     with pytest.raises(RequestCancelled):
         call.result()
     # The session's cancellation became the closed stream: no notification was POSTed.
-    assert [h.get("mcp-method") for h in recorders[0].seen("POST")] == ["server/discover", "tools/call"]
+    assert [h.get("mcp-method") for h in recorders[0].seen("POST")] == [
+        "server/discover",
+        "tools/call",
+    ]
 
 
 # -- the cache (2026-07-28 server/utilities/caching) -------------------------------------------------
@@ -258,8 +311,11 @@ def test_http_cancel_closes_the_requests_stream(serve, http_client):
 def test_fresh_results_come_from_the_cache_until_a_change_invalidates_them(connect, wire):
     changed = threading.Event()
     updated = threading.Event()
-    client = connect(MODERN, on_list_changed=lambda kind: changed.set(),
-                     on_resource_updated=lambda uri: updated.set())
+    client = connect(
+        MODERN,
+        on_list_changed=lambda kind: changed.set(),
+        on_resource_updated=lambda uri: updated.set(),
+    )
     first = [t.name for t in client.list_tools()]  # the server says ttlMs 60000
     assert [t.name for t in client.list_tools()] == first
     assert len(wire.sent("tools/list")) == 1 and client.cache.hits == 1
@@ -290,7 +346,9 @@ def test_a_result_reached_through_input_required_is_not_cached(connect, wire):
     key = cache.key("resources/read", {"uri": "x", "inputResponses": {}, "requestState": "s"})
     assert key is None  # caching §Cache Key: a retry's result "MUST NOT be cached"
     cache.put(cache.key("tools/list", {}), {"tools": [], "ttlMs": 60_000})
-    cached = cache.get(cache.key("tools/list", {"_meta": {"other": 1}}))  # _meta is not part of the key
+    cached = cache.get(
+        cache.key("tools/list", {"_meta": {"other": 1}})
+    )  # _meta is not part of the key
     assert cached == {"tools": [], "ttlMs": 60_000}
     cached["tools"].append("mine")  # a caller's copy: the cache keeps its own
     assert cache.get(cache.key("tools/list", None))["tools"] == []
@@ -303,7 +361,9 @@ def test_the_cache_is_bounded_and_expires_by_the_clock():
     cache = ResultCache(max_entries=2, clock=lambda: now[0])
     for uri in ("a", "b", "c"):
         cache.put(cache.key("resources/read", {"uri": uri}), {"contents": [], "ttlMs": 1000})
-    assert len(cache) == 2 and cache.get(cache.key("resources/read", {"uri": "a"})) is None  # oldest dropped
+    assert (
+        len(cache) == 2 and cache.get(cache.key("resources/read", {"uri": "a"})) is None
+    )  # oldest dropped
     assert cache.get(cache.key("resources/read", {"uri": "c"})) is not None
     for ttl in (0, -5, None, "60", True):  # caching §Time-to-Live: not fresh at all
         cache.put(cache.key("tools/list", {}), {"tools": [], "ttlMs": ttl})
@@ -339,10 +399,12 @@ def test_a_broken_http_response_stream_is_re_issued_as_a_new_request(serve, http
                     if not events:
                         events.append(data)
                         write(data)
+
                 return first_event_only
 
             body = app(environ, cut)
             return [b"".join(body)] if not events else []
+
         return middleware
 
     client = http_client(serve(MODERN.build(), wrap=break_first_stream).mcp)
@@ -350,5 +412,9 @@ def test_a_broken_http_response_stream_is_re_issued_as_a_new_request(serve, http
     assert client.call_tool("chatty").text == "logged"
     assert broken == [True]
     calls = client.wire.sent("tools/call")
-    assert len(calls) == 2 and calls[0]["id"] != calls[1]["id"] and calls[0]["params"] == calls[1]["params"]
+    assert (
+        len(calls) == 2
+        and calls[0]["id"] != calls[1]["id"]
+        and calls[0]["params"] == calls[1]["params"]
+    )
     client.wire.assert_valid()

@@ -24,7 +24,9 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[2])
+)  # run from a checkout without installing
 
 from mcp_ref import (
     MODERN_VERSIONS,
@@ -45,6 +47,7 @@ def scenario(name: str):
     def register(func):
         SCENARIOS[name] = func
         return func
+
     return register
 
 
@@ -55,9 +58,15 @@ def connect(url: str, **options) -> Client:
         options.setdefault("protocol_version", version)  # a 2026-07-28 revision pins the modern era
     options.setdefault("name", "mcp-ref-conformance-client")
     options.setdefault("timeout", 20)
-    if os.environ.get("MCP_CONFORMANCE_TRACE"):  # every JSON-RPC message on stderr (the suite keeps it)
-        options.setdefault("trace", lambda direction, data: print(direction, data.decode(errors="replace").strip(),
-                                                                  file=sys.stderr, flush=True))
+    if os.environ.get(
+        "MCP_CONFORMANCE_TRACE"
+    ):  # every JSON-RPC message on stderr (the suite keeps it)
+        options.setdefault(
+            "trace",
+            lambda direction, data: print(
+                direction, data.decode(errors="replace").strip(), file=sys.stderr, flush=True
+            ),
+        )
     return Client.http(url, **options)
 
 
@@ -73,7 +82,10 @@ def session(url: str, **options):
         yield client
     except BaseException:
         if not close_within(client, CLOSE_TIMEOUT):  # keep the first failure; mention this one
-            print(f"client.py: Client.close() did not return within {CLOSE_TIMEOUT:.0f} s either", file=sys.stderr)
+            print(
+                f"client.py: Client.close() did not return within {CLOSE_TIMEOUT:.0f} s either",
+                file=sys.stderr,
+            )
         raise
     if not close_within(client, CLOSE_TIMEOUT):
         raise CloseHung(f"Client.close() did not return within {CLOSE_TIMEOUT:.0f} s")
@@ -113,6 +125,7 @@ def tools_call(url: str) -> None:
 @scenario("elicitation-sep1034-client-defaults")
 def elicitation_defaults(url: str) -> None:
     """Accept the server's elicitation leaving every field empty: the client fills in the schema's defaults (SEP-1034)."""
+
     def accept_with_defaults(params):
         return ElicitResult(action="accept", content={})
 
@@ -154,6 +167,7 @@ def request_metadata(url: str) -> None:
 def request_state(url: str) -> None:
     """Call the four MRTR tools: answer input_required with the elicitation handler, retry with a new id,
     echo requestState exactly and only when one came, and never mix rounds across calls (SEP-2322)."""
+
     def confirm(params):
         return ElicitResult(action="accept", content={"confirmed": True})
 
@@ -212,16 +226,31 @@ def oauth_for(name: str, context: dict) -> OAuth:
     from mcp_ref.oauth.browser import follow_redirect
 
     if name.startswith("auth/client-credentials-"):
-        return OAuth(context["client_id"], context.get("client_secret"), grant="client_credentials",
-                     private_key=context.get("private_key_pem"), signing_algorithm=context.get("signing_algorithm", "ES256"))
+        return OAuth(
+            context["client_id"],
+            context.get("client_secret"),
+            grant="client_credentials",
+            private_key=context.get("private_key_pem"),
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
     if name == "auth/enterprise-managed-authorization":
-        exchange = IdJagExchange(context["idp_token_endpoint"], context["idp_id_token"], client_id=context.get("idp_client_id"))
+        exchange = IdJagExchange(
+            context["idp_token_endpoint"],
+            context["idp_id_token"],
+            client_id=context.get("idp_client_id"),
+        )
         return OAuth(context["client_id"], context["client_secret"], assertion=exchange)
     if name == "auth/wif-jwt-bearer":
         return OAuth(context.get("client_id"), assertion=context["valid_jwt"])
-    return OAuth(context.get("client_id"), context.get("client_secret"), issuer=context.get("issuer"),
-                 client_metadata_url=CIMD_URL, authorize=follow_redirect, dpop=name.startswith("auth/dpop"),
-                 client_name="mcp-ref-conformance-client")
+    return OAuth(
+        context.get("client_id"),
+        context.get("client_secret"),
+        issuer=context.get("issuer"),
+        client_metadata_url=CIMD_URL,
+        authorize=follow_redirect,
+        dpop=name.startswith("auth/dpop"),
+        client_name="mcp-ref-conformance-client",
+    )
 
 
 def authorized(name: str, url: str) -> None:
@@ -243,7 +272,9 @@ def authorized(name: str, url: str) -> None:
         print(f"client.py: refused as the scenario requires: {exc}", file=sys.stderr)
         return
     if refusal is not None:
-        raise SystemExit(f"the scenario requires a refusal ({refusal.__name__}), yet the calls succeeded")
+        raise SystemExit(
+            f"the scenario requires a refusal ({refusal.__name__}), yet the calls succeeded"
+        )
 
 
 #: The auth scenarios whose server misbehaves on purpose: the client must stop with this error.
@@ -272,7 +303,13 @@ def main(argv: list[str]) -> int:
         print(f"client.py: context {context}", file=sys.stderr)
     try:
         run(url)
-    except (McpError, OSError, TimeoutError, CloseHung, AuthorizationError) as exc:  # protocol errors, refused connections, timeouts
+    except (
+        McpError,
+        OSError,
+        TimeoutError,
+        CloseHung,
+        AuthorizationError,
+    ) as exc:  # protocol errors, refused connections, timeouts
         return failed(name, f"{type(exc).__name__}: {exc}")
     except SystemExit as exc:
         return failed(name, str(exc.code))

@@ -61,7 +61,13 @@ class Suite:
 
     @property
     def label(self) -> str:
-        kind = "requirements " if self.requirements else "" if self.suite == "all" else f"{self.suite} "
+        kind = (
+            "requirements "
+            if self.requirements
+            else ""
+            if self.suite == "all"
+            else f"{self.suite} "
+        )
         return f"{self.side} {kind}{self.spec_version}"
 
     def selection(self) -> list[str]:
@@ -104,7 +110,9 @@ class Outcome:
     unexpected: list = field(default_factory=list)
     stale: list = field(default_factory=list)
     expected: list = field(default_factory=list)
-    problems: list = field(default_factory=list)  # the runner's own troubles (server did not start ...)
+    problems: list = field(
+        default_factory=list
+    )  # the runner's own troubles (server did not start ...)
 
     @property
     def ok(self) -> bool:
@@ -136,7 +144,9 @@ def load_baseline(path: Path) -> dict[str, list[str]]:
             continue
         item = line.strip()
         if not item.startswith("- ") or key is None:
-            raise SystemExit(f"{path}:{number}: expected '- scenario' or '- scenario:check-id', got {raw!r}")
+            raise SystemExit(
+                f"{path}:{number}: expected '- scenario' or '- scenario:check-id', got {raw!r}"
+            )
         out[key].append(item[2:].strip().strip("'\""))
     return out
 
@@ -161,7 +171,9 @@ def compare(scenarios: dict[str, list[dict]], entries: list[str]) -> tuple[list,
             continue
         listed = per_check.get(scenario, set())
         for check in failing:
-            (expected if check.get("id") in listed else unexpected).append(f"{scenario}:{check.get('id')}")
+            (expected if check.get("id") in listed else unexpected).append(
+                f"{scenario}:{check.get('id')}"
+            )
         for check_id in sorted(listed):
             statuses = {c.get("status") for c in checks if c.get("id") == check_id}
             if statuses and statuses <= {"SUCCESS", "INFO"} and "SUCCESS" in statuses:
@@ -179,8 +191,16 @@ def client_results(out_dir: Path) -> dict[str, str]:
     results: dict[str, str] = {}
     for path in sorted(out_dir.rglob("stdout.txt")):
         name = _STAMP.sub("", path.parent.relative_to(out_dir).as_posix())
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.startswith("client.py: RESULT ")]
-        results[name] = lines[-1][len("client.py: RESULT "):] if lines else "no RESULT line (the client crashed or was killed)"
+        lines = [
+            line
+            for line in path.read_text(errors="replace").splitlines()
+            if line.startswith("client.py: RESULT ")
+        ]
+        results[name] = (
+            lines[-1][len("client.py: RESULT ") :]
+            if lines
+            else "no RESULT line (the client crashed or was killed)"
+        )
     return results
 
 
@@ -191,12 +211,14 @@ def read_checks(out_dir: Path, side: str) -> dict[str, list[dict]]:
         name = _STAMP.sub("", path.parent.relative_to(out_dir).as_posix())
         for prefix in ("server-", "authorization-server-"):
             if side in ("server", "authorization") and name.startswith(prefix):
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
                 break
         try:
             checks = json.loads(path.read_text())
         except ValueError as exc:
-            checks = [{"id": name, "status": "FAILURE", "errorMessage": f"unreadable checks.json: {exc}"}]
+            checks = [
+                {"id": name, "status": "FAILURE", "errorMessage": f"unreadable checks.json: {exc}"}
+            ]
         scenarios.setdefault(name, []).extend(checks)
     return scenarios
 
@@ -246,8 +268,16 @@ def run_tool(args: list[str], log_path: Path, on_line=None) -> int:
     """
     print("$", " ".join(args), flush=True)
     with open(log_path, "w") as log:
-        process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            args,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         timed_out = threading.Event()
 
         def kill() -> None:
@@ -286,7 +316,9 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
     common = suite.selection() + ["-o", str(out_dir)]
-    if baseline.exists() and suite.side != "authorization":  # the authorization command takes no baseline
+    if (
+        baseline.exists() and suite.side != "authorization"
+    ):  # the authorization command takes no baseline
         common += ["--expected-failures", str(baseline)]
     if verbose:
         common.append("--verbose")
@@ -295,18 +327,28 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
         port = free_port()
         server_log = work / f"{suite.name}.server.log"
         with open(server_log, "w") as log:
-            server = subprocess.Popen([sys.executable, str(HERE / "server.py"), "--port", str(port)], cwd=ROOT,
-                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+            server = subprocess.Popen(
+                [sys.executable, str(HERE / "server.py"), "--port", str(port)],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         try:
             problem = wait_for_port(port, server, SERVER_READY_TIMEOUT)
             if problem:
                 outcome.problems.append(problem)
             else:
                 outcome.tool_exit = run_tool(
-                    tool_command(npx) + ["server", "--url", f"http://127.0.0.1:{port}/mcp"] + common,
-                    work / f"{suite.name}.log")
+                    tool_command(npx)
+                    + ["server", "--url", f"http://127.0.0.1:{port}/mcp"]
+                    + common,
+                    work / f"{suite.name}.log",
+                )
                 if server.poll() is not None:
-                    outcome.problems.append(f"server.py died during the suite (status {server.returncode})")
+                    outcome.problems.append(
+                        f"server.py died during the suite (status {server.returncode})"
+                    )
         finally:
             stop(server)
         if outcome.problems or verbose:
@@ -317,11 +359,14 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
         # The tool splits --command on spaces and appends the scenario server's URL.
         command = f"{sys.executable} {(HERE / 'client.py').relative_to(ROOT).as_posix()}"
         if " " in sys.executable:
-            outcome.problems.append(f"the tool cannot run a Python whose path has a space: {sys.executable}")
+            outcome.problems.append(
+                f"the tool cannot run a Python whose path has a space: {sys.executable}"
+            )
         else:
             outcome.tool_exit = run_tool(
                 tool_command(npx) + ["client", "--command", command] + common,
-                work / f"{suite.name}.log")
+                work / f"{suite.name}.log",
+            )
     outcome.scenarios = read_checks(out_dir, suite.side)
     for checks in outcome.scenarios.values():
         for check in checks:
@@ -337,7 +382,9 @@ def run_suite(suite: Suite, npx: str, work: Path, baseline: Path, verbose: bool)
         # A client scenario whose client never reached the scenario server can record no check at all
         # (initialize does), which the tool counts as a pass.
         if not checks and scenario not in entries:
-            outcome.problems.append(f"{scenario}: recorded no checks (did the {suite.side} side run at all?)")
+            outcome.problems.append(
+                f"{scenario}: recorded no checks (did the {suite.side} side run at all?)"
+            )
     if suite.side == "client":
         # The client's own verdict, as the pseudo-check SCENARIO:client-result (the tool ignores an entry
         # naming a check it never emits; this runner treats it like any other baseline entry).
@@ -363,8 +410,21 @@ def run_authorization(outcome: Outcome, npx: str, work: Path, common: list[str])
     port, callback_port = free_port(), free_port()
     server_log = work / f"{outcome.suite.name}.server.log"
     with open(server_log, "w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"],
-                                  cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mcp_ref",
+                "serve-demo",
+                "--http",
+                f"127.0.0.1:{port}",
+                "--auth",
+            ],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     pending: list[str] = []
 
     def browse(line: str) -> None:
@@ -382,9 +442,22 @@ def run_authorization(outcome: Outcome, npx: str, work: Path, common: list[str])
             return
         base = f"http://127.0.0.1:{port}"
         outcome.tool_exit = run_tool(
-            tool_command(npx) + ["authorization", "--url", base, "--client-id", "mcp-ref-demo", "--resource", f"{base}/mcp",
-                                 "-p", str(callback_port)] + common,
-            work / f"{outcome.suite.name}.log", on_line=browse)
+            tool_command(npx)
+            + [
+                "authorization",
+                "--url",
+                base,
+                "--client-id",
+                "mcp-ref-demo",
+                "--resource",
+                f"{base}/mcp",
+                "-p",
+                str(callback_port),
+            ]
+            + common,
+            work / f"{outcome.suite.name}.log",
+            on_line=browse,
+        )
     finally:
         stop(server)
 
@@ -392,12 +465,22 @@ def run_authorization(outcome: Outcome, npx: str, work: Path, common: list[str])
 def find_npx() -> str:
     npx = os.environ.get("CONFORMANCE_NPX") or shutil.which("npx")
     if not npx:
-        raise SystemExit("run.py: npx not found; install Node 22 or newer (.ci/conformance.sh does)")
+        raise SystemExit(
+            "run.py: npx not found; install Node 22 or newer (.ci/conformance.sh does)"
+        )
     node = shutil.which("node")  # npx runs its packages with the first node on PATH
-    version = subprocess.run([node, "--version"], check=False, capture_output=True, text=True).stdout.strip() if node else ""
+    version = (
+        subprocess.run(
+            [node, "--version"], check=False, capture_output=True, text=True
+        ).stdout.strip()
+        if node
+        else ""
+    )
     match = re.match(r"v(\d+)", version)
     if not match or int(match.group(1)) < 22:
-        raise SystemExit(f"run.py: the conformance suite needs Node 22 or newer; found {version or 'no node'}")
+        raise SystemExit(
+            f"run.py: the conformance suite needs Node 22 or newer; found {version or 'no node'}"
+        )
     return npx
 
 
@@ -405,8 +488,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="*", help="suite names (default: all)")
     parser.add_argument("--list", action="store_true", help="list the suites and exit")
-    parser.add_argument("--baseline", type=Path, default=BASELINE, help="the expected-failures file")
-    parser.add_argument("--output", type=Path, help="where results go (default: a temporary directory, kept)")
+    parser.add_argument(
+        "--baseline", type=Path, default=BASELINE, help="the expected-failures file"
+    )
+    parser.add_argument(
+        "--output", type=Path, help="where results go (default: a temporary directory, kept)"
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.list:
@@ -426,8 +513,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n===== conformance summary =====")
     for o in outcomes:
         name = o.suite.label
-        for label, items in (("expected failure (baseline)", o.expected), ("UNEXPECTED FAILURE", o.unexpected),
-                             ("STALE baseline entry (now passes)", o.stale), ("PROBLEM", o.problems)):
+        for label, items in (
+            ("expected failure (baseline)", o.expected),
+            ("UNEXPECTED FAILURE", o.unexpected),
+            ("STALE baseline entry (now passes)", o.stale),
+            ("PROBLEM", o.problems),
+        ):
             for item in items:
                 print(f"  {name}: {label}: {item}")
         if o.tool_exit not in (0, None) and not (o.unexpected or o.stale or o.problems):
@@ -435,8 +526,10 @@ def main(argv: list[str] | None = None) -> int:
     for o in outcomes:
         extra = f", {o.warnings} warnings" if o.warnings else ""
         verdict = "ok" if o.ok else "FAILED"
-        print(f"{o.suite.label}: {o.passed} passed, {o.failed} failed{extra} "
-              f"({len(o.expected)} expected by baseline) [{verdict}]")
+        print(
+            f"{o.suite.label}: {o.passed} passed, {o.failed} failed{extra} "
+            f"({len(o.expected)} expected by baseline) [{verdict}]"
+        )
     print(f"results: {work}")
     total_passed = sum(o.passed for o in outcomes)
     total_failed = sum(len(o.unexpected) + len(o.stale) + len(o.problems) for o in outcomes)

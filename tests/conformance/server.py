@@ -20,7 +20,9 @@ import wave
 import zlib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run from a checkout without installing
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[2])
+)  # run from a checkout without installing
 
 from mcp_ref import (
     AudioContent,
@@ -42,11 +44,18 @@ from mcp_ref import (
 
 def _png_1x1_red() -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
     pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte 0, then one red pixel
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
 
 
 def _wav_silence(seconds: float = 0.05, rate: int = 8000) -> bytes:
@@ -93,8 +102,13 @@ def test_audio_content():
 @server.tool()
 def test_embedded_resource():
     """Return one embedded text resource."""
-    return EmbeddedResource(resource=TextResourceContents(
-        uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."))
+    return EmbeddedResource(
+        resource=TextResourceContents(
+            uri="test://embedded-resource",
+            mime_type="text/plain",
+            text="This is an embedded resource content.",
+        )
+    )
 
 
 @server.tool()
@@ -103,9 +117,13 @@ def test_multiple_content_types() -> list:
     return [
         TextContent(text="Multiple content types test:"),
         ImageContent(data=PNG_B64, mime_type="image/png"),
-        EmbeddedResource(resource=TextResourceContents(
-            uri="test://mixed-content-resource", mime_type="application/json",
-            text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")))),
+        EmbeddedResource(
+            resource=TextResourceContents(
+                uri="test://mixed-content-resource",
+                mime_type="application/json",
+                text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+            )
+        ),
     ]
 
 
@@ -147,7 +165,9 @@ def test_sampling(prompt: str, ctx: Context) -> str:
     answer = ctx.sample(prompt, max_tokens=100)
     content = answer.content
     text = getattr(content, "text", None)
-    return f"LLM response: {text if text is not None else json.dumps(answer.to_wire().get('content'))}"
+    return (
+        f"LLM response: {text if text is not None else json.dumps(answer.to_wire().get('content'))}"
+    )
 
 
 @server.tool()
@@ -157,61 +177,97 @@ def test_elicitation(message: str, ctx: Context) -> str:
     Args:
         message: The message to show the user.
     """
-    result = ctx.elicit(message, {
-        "type": "object",
-        "properties": {
-            "username": {"type": "string", "description": "User's response"},
-            "email": {"type": "string", "description": "User's email address"},
+    result = ctx.elicit(
+        message,
+        {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
         },
-        "required": ["username", "email"],
-    })
+    )
     return f"User response: action={result.action}, content={json.dumps(result.content)}"
 
 
 @server.tool()
 def test_elicitation_sep1034_defaults(ctx: Context) -> str:
     """Elicit with a default value for every primitive type (SEP-1034)."""
-    result = ctx.elicit("Please review and update the form fields with defaults", {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "description": "User name", "default": "John Doe"},
-            "age": {"type": "integer", "description": "User age", "default": 30},
-            "score": {"type": "number", "description": "User score", "default": 95.5},
-            "status": {"type": "string", "description": "User status",
-                       "enum": ["active", "inactive", "pending"], "default": "active"},
-            "verified": {"type": "boolean", "description": "Verification status", "default": True},
+    result = ctx.elicit(
+        "Please review and update the form fields with defaults",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "description": "User status",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active",
+                },
+                "verified": {
+                    "type": "boolean",
+                    "description": "Verification status",
+                    "default": True,
+                },
+            },
+            "required": [],
         },
-        "required": [],
-    })
+    )
     return f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
 
 
 @server.tool()
 def test_elicitation_sep1330_enums(ctx: Context) -> str:
     """Elicit with the five enum schema variants (SEP-1330)."""
-    result = ctx.elicit("Please choose from the enum fields", {
-        "type": "object",
-        "properties": {
-            "untitledSingle": {"type": "string", "description": "Untitled single-select",
-                               "enum": ["option1", "option2", "option3"]},
-            "titledSingle": {"type": "string", "description": "Titled single-select", "oneOf": [
-                {"const": "value1", "title": "First Option"},
-                {"const": "value2", "title": "Second Option"},
-                {"const": "value3", "title": "Third Option"},
-            ]},
-            "legacyEnum": {"type": "string", "description": "Legacy titled enum (enumNames, deprecated)",
-                           "enum": ["opt1", "opt2", "opt3"],
-                           "enumNames": ["Option One", "Option Two", "Option Three"]},
-            "untitledMulti": {"type": "array", "description": "Untitled multi-select",
-                              "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-            "titledMulti": {"type": "array", "description": "Titled multi-select", "items": {"anyOf": [
-                {"const": "value1", "title": "First Choice"},
-                {"const": "value2", "title": "Second Choice"},
-                {"const": "value3", "title": "Third Choice"},
-            ]}},
+    result = ctx.elicit(
+        "Please choose from the enum fields",
+        {
+            "type": "object",
+            "properties": {
+                "untitledSingle": {
+                    "type": "string",
+                    "description": "Untitled single-select",
+                    "enum": ["option1", "option2", "option3"],
+                },
+                "titledSingle": {
+                    "type": "string",
+                    "description": "Titled single-select",
+                    "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"},
+                    ],
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "description": "Legacy titled enum (enumNames, deprecated)",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "description": "Untitled multi-select",
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                },
+                "titledMulti": {
+                    "type": "array",
+                    "description": "Titled multi-select",
+                    "items": {
+                        "anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"},
+                        ]
+                    },
+                },
+            },
+            "required": [],
         },
-        "required": [],
-    })
+    )
     return f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
 
 
@@ -240,13 +296,31 @@ JSON_SCHEMA_2020_12 = {
 }
 
 
-@server.tool(name="json_schema_2020_12_tool", description="Tool with JSON Schema 2020-12 features",
-             input_schema=JSON_SCHEMA_2020_12)
-def json_schema_2020_12_tool(name: str | None = None, address: dict | None = None, contactMethod: str | None = None,
-                             phone: str | None = None, email: str | None = None) -> str:
-    return "Received: " + json.dumps({k: v for k, v in {
-        "name": name, "address": address, "contactMethod": contactMethod, "phone": phone, "email": email,
-    }.items() if v is not None})
+@server.tool(
+    name="json_schema_2020_12_tool",
+    description="Tool with JSON Schema 2020-12 features",
+    input_schema=JSON_SCHEMA_2020_12,
+)
+def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: dict | None = None,
+    contactMethod: str | None = None,
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
+    return "Received: " + json.dumps(
+        {
+            k: v
+            for k, v in {
+                "name": name,
+                "address": address,
+                "contactMethod": contactMethod,
+                "phone": phone,
+                "email": email,
+            }.items()
+            if v is not None
+        }
+    )
 
 
 @server.tool()
@@ -258,7 +332,9 @@ def test_reconnection(ctx: Context) -> str:
     """
     ctx.info("Reconnection test started")
     ctx.close_sse_stream()
-    ctx.request.cancelled.wait(0.2)  # long enough that the answer comes after the client reconnected
+    ctx.request.cancelled.wait(
+        0.2
+    )  # long enough that the answer comes after the client reconnected
     return "Reconnection test completed successfully"
 
 
@@ -314,8 +390,11 @@ def test_input_required_result_list_roots(ctx: Context) -> str:
 @server.tool()
 def test_input_required_result_request_state(ctx: Context) -> str:
     """MRTR with requestState: ask for confirmation (key confirm); the state carries the round."""
-    answer = ctx.elicit("Confirm?", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-                        key="confirm")
+    answer = ctx.elicit(
+        "Confirm?",
+        {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        key="confirm",
+    )
     return "state-ok" if (answer.content or {}).get("ok") else "state-not-confirmed"
 
 
@@ -327,25 +406,32 @@ def test_input_required_result_multiple_inputs(ctx: Context) -> str:
         Sample("Generate a greeting", max_tokens=50, key="greeting"),
         ListRoots(key="client_roots"),
     )
-    return (f"name={(name.content or {}).get('name')} greeting={getattr(greeting.content, 'text', '')} "
-            f"roots={len(roots)}")
+    return (
+        f"name={(name.content or {}).get('name')} greeting={getattr(greeting.content, 'text', '')} "
+        f"roots={len(roots)}"
+    )
 
 
 @server.tool()
 def test_input_required_result_multi_round(ctx: Context) -> str:
     """MRTR over two rounds: a name (step1), then a colour (step2)."""
     name = ctx.elicit("What is your name?", NAME_SCHEMA, key="step1")
-    color = ctx.elicit("What is your favourite colour?",
-                       {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
-                       key="step2")
+    color = ctx.elicit(
+        "What is your favourite colour?",
+        {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2",
+    )
     return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}"
 
 
 @server.tool()
 def test_input_required_result_tampered_state(ctx: Context) -> str:
     """MRTR whose requestState is checked: a changed state is refused (-32602)."""
-    answer = ctx.elicit("Confirm?", {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-                        key="confirm")
+    answer = ctx.elicit(
+        "Confirm?",
+        {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        key="confirm",
+    )
     return "confirmed" if (answer.content or {}).get("ok") else "not confirmed"
 
 
@@ -372,7 +458,11 @@ def test_header_params(region: str, query: str = "", priority: int = 0) -> str:
 
 # -- the tasks extension (io.modelcontextprotocol/tasks, SEP-2663), the tasks-* scenarios ----------
 
-CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
 
 
 @server.tool()
@@ -420,7 +510,9 @@ def multi_input(ctx: Context) -> str:
     """A task that asks two things at once."""
     ctx.start_task()
     first, second = ctx.gather(
-        Elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name"),
+        Elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name"
+        ),
         Elicit("Sure?", CONFIRM, key="sure"),
     )
     return f"{first.content.get('name')} / {second.content.get('name')}"
@@ -429,16 +521,22 @@ def multi_input(ctx: Context) -> str:
 @server.tool(task="optional")
 def test_tool_with_task(ctx: Context) -> str:
     """Ask the user's name first (input_required, before the task), then greet them as a task."""
-    answer = ctx.elicit("What is your name?", {"type": "object", "properties": {"name": {"type": "string"}},
-                                               "required": ["name"]}, key="user_name")
+    answer = ctx.elicit(
+        "What is your name?",
+        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        key="user_name",
+    )
     ctx.start_task()
     return f"Hello, {answer.content['name']}!"
 
 
 def _come_or_go(kind: str, name: str) -> str:
     """Register ``name`` (a tool or a prompt), or unregister it if present: a list change."""
-    find, add, remove = ((server.get_tool, server.add_tool, server.remove_tool) if kind == "tools"
-                         else (server.get_prompt, server.add_prompt, server.remove_prompt))
+    find, add, remove = (
+        (server.get_tool, server.add_tool, server.remove_tool)
+        if kind == "tools"
+        else (server.get_prompt, server.add_prompt, server.remove_prompt)
+    )
     if find(name) is None:
         add(lambda: "here for now", name=name, description="Comes and goes")
     else:
@@ -461,37 +559,59 @@ def test_trigger_prompt_change() -> str:
 @server.prompt()
 def test_input_required_result_prompt(ctx: Context) -> str:
     """A prompt that asks the user for context first (MRTR on prompts/get)."""
-    answer = ctx.elicit("What context should the prompt use?",
-                        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
-                        key="user_context")
+    answer = ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+        key="user_context",
+    )
     return f"Use this context: {(answer.content or {}).get('context')}"
 
 
 # -- resources ---------------------------------------------------------------------------------
 
 
-@server.resource("test://static-text", name="static-text", description="A static text resource",
-                 mime_type="text/plain")
+@server.resource(
+    "test://static-text",
+    name="static-text",
+    description="A static text resource",
+    mime_type="text/plain",
+)
 def static_text() -> str:
     return "This is the content of the static text resource."
 
 
-@server.resource("test://static-binary", name="static-binary", description="A static binary resource (a PNG)",
-                 mime_type="image/png")
+@server.resource(
+    "test://static-binary",
+    name="static-binary",
+    description="A static binary resource (a PNG)",
+    mime_type="image/png",
+)
 def static_binary() -> bytes:
     return PNG
 
 
-@server.resource("test://template/{id}/data", name="template-data", description="Data for an id",
-                 mime_type="application/json")
+@server.resource(
+    "test://template/{id}/data",
+    name="template-data",
+    description="Data for an id",
+    mime_type="application/json",
+)
 def template_data(id: str) -> TextResourceContents:
     return TextResourceContents(
-        uri=f"test://template/{id}/data", mime_type="application/json",
-        text=json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")))
+        uri=f"test://template/{id}/data",
+        mime_type="application/json",
+        text=json.dumps(
+            {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
+        ),
+    )
 
 
-@server.resource("test://watched-resource", name="watched-resource",
-                 description="A resource that can be subscribed to", mime_type="text/plain")
+@server.resource(
+    "test://watched-resource",
+    name="watched-resource",
+    description="A resource that can be subscribed to",
+    mime_type="text/plain",
+)
 def watched_resource() -> str:
     return "Watched resource content"
 
@@ -524,9 +644,19 @@ def test_prompt_with_embedded_resource(resourceUri: str) -> list:
         resourceUri: URI of the resource to embed
     """
     return [
-        PromptMessage(role="user", content=EmbeddedResource(resource=TextResourceContents(
-            uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."))),
-        PromptMessage(role="user", content=TextContent(text="Please process the embedded resource above.")),
+        PromptMessage(
+            role="user",
+            content=EmbeddedResource(
+                resource=TextResourceContents(
+                    uri=resourceUri,
+                    mime_type="text/plain",
+                    text="Embedded resource content for testing.",
+                )
+            ),
+        ),
+        PromptMessage(
+            role="user", content=TextContent(text="Please process the embedded resource above.")
+        ),
     ]
 
 
@@ -563,7 +693,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--path", default="/mcp")
     parser.add_argument("--stateless", action="store_true", help="serve without sessions")
-    parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP")
+    parser.add_argument(
+        "--stdio", action="store_true", help="serve on stdin/stdout instead of HTTP"
+    )
     args = parser.parse_args(argv)
     if args.stdio:
         server.run_stdio()

@@ -24,10 +24,17 @@ from mcp_ref.types import TextContent
 APPROVAL = InMemory("approval_server")
 TASKS = InMemory("tasks_server")
 ROOT = "file:///tmp/approval-root"
-NAME = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}, "required": ["name"]}
+NAME = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "title": "Name"}},
+    "required": ["name"],
+}
 SAMPLING, ELICITATION, ROOTS = "sampling/createMessage", "elicitation/create", "roots/list"
-KINDS_AND_ERAS = [pytest.param(kind, era, id=f"{kind}-{era}") for kind in ("stdio", "http")
-                  for era in ("handshake", "modern")]
+KINDS_AND_ERAS = [
+    pytest.param(kind, era, id=f"{kind}-{era}")
+    for kind in ("stdio", "http")
+    for era in ("handshake", "modern")
+]
 
 
 class Handlers:
@@ -39,14 +46,21 @@ class Handlers:
 
     def sample(self, params) -> CreateMessageResult:
         self.sampled.append(params)
-        return CreateMessageResult(role="assistant", model="test-model",
-                                   content=TextContent(text=f"model saw: {params.messages[0].content.text} "
-                                                            f"(max {params.max_tokens})"))
+        return CreateMessageResult(
+            role="assistant",
+            model="test-model",
+            content=TextContent(
+                text=f"model saw: {params.messages[0].content.text} (max {params.max_tokens})"
+            ),
+        )
 
     def elicit(self, params) -> ElicitResult:
         self.elicited.append(params)
         properties = (params.requested_schema or {}).get("properties", {})
-        content = {key: True if spec.get("type") == "boolean" else "Ada" for key, spec in properties.items()}
+        content = {
+            key: True if spec.get("type") == "boolean" else "Ada"
+            for key, spec in properties.items()
+        }
         return ElicitResult(action="accept", content=content)
 
 
@@ -117,8 +131,12 @@ def test_the_hook_sees_each_request_with_its_params(kind, era, client, handlers)
     assert hook.methods() == [SAMPLING, ELICITATION, ROOTS]
     assert {request.era for request in hook.seen} == {era}
     sampling, elicitation, roots = (request.params for request in hook.seen)
-    assert sampling["messages"] == [{"role": "user", "content": {"type": "text", "text": "hello there"}}]
-    assert sampling["systemPrompt"] == "Be brief." and sampling["maxTokens"] == 1  # (its own change)
+    assert sampling["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "hello there"}}
+    ]
+    assert (
+        sampling["systemPrompt"] == "Be brief." and sampling["maxTokens"] == 1
+    )  # (its own change)
     assert elicitation["message"] == "Who are you?" and elicitation["requestedSchema"] == NAME
     assert {k: v for k, v in roots.items() if k != "_meta"} == {}
     assert [p.max_tokens for p in handlers.sampled] == [32]
@@ -134,18 +152,25 @@ def test_refusals_are_answered_as_the_spec_says(kind, era, client, handlers, wir
     # 2026-07-28: the retry's inputResponses).
     assert tool(c, "ask") == {"action": "decline", "content": None}
     if era == "handshake":
-        assert {"jsonrpc": "2.0", "id": wire.received(ELICITATION)[0]["id"], "result": {"action": "decline"}} \
-            in wire.sent()
+        assert {
+            "jsonrpc": "2.0",
+            "id": wire.received(ELICITATION)[0]["id"],
+            "result": {"action": "decline"},
+        } in wire.sent()
     else:
         retry = [m for m in wire.sent("tools/call") if "inputResponses" in m["params"]]
         assert [m["params"]["inputResponses"] for m in retry] == [{"ask": {"action": "decline"}}]
 
     # Sampling and roots: error -1 (handshake: the server's tool sees it; 2026-07-28: the caller's
     # request fails with it, and no retry is sent).
-    for name, arguments, message in (("sample", {"text": "hi"}, "User rejected sampling request"),
-                                     ("roots", {}, "The user refused to share roots")):
+    for name, arguments, message in (
+        ("sample", {"text": "hi"}, "User rejected sampling request"),
+        ("roots", {}, "The user refused to share roots"),
+    ):
         if era == "handshake":
-            assert tool(c, name, **arguments) == {"error": {"code": -1, "message": message, "data": None}}
+            assert tool(c, name, **arguments) == {
+                "error": {"code": -1, "message": message, "data": None}
+            }
         else:
             sent = len(wire.sent("tools/call"))
             with pytest.raises(RequestRefused) as caught:
@@ -153,7 +178,9 @@ def test_refusals_are_answered_as_the_spec_says(kind, era, client, handlers, wir
             assert caught.value.code == -1 and message in caught.value.message
             assert len(wire.sent("tools/call")) == sent + 1  # the first round only: no retry
     assert hook.methods() == [ELICITATION, SAMPLING, ROOTS]
-    assert handlers.sampled == [] and handlers.elicited == []  # a refused request never reaches its handler
+    assert (
+        handlers.sampled == [] and handlers.elicited == []
+    )  # a refused request never reaches its handler
 
 
 # -- editing a request ----------------------------------------------------------------------------------
@@ -163,12 +190,19 @@ def test_refusals_are_answered_as_the_spec_says(kind, era, client, handlers, wir
 @pytest.mark.parametrize("kind, era", [("http", "handshake"), ("stdio", "modern")])
 def test_an_edited_sampling_request_is_what_the_handler_answers(kind, era, client, handlers):
     edited = [{"role": "user", "content": {"type": "text", "text": "a gentler question"}}]
-    hook = Recorder(lambda request: request.replace(messages=edited, maxTokens=8, systemPrompt=None))
+    hook = Recorder(
+        lambda request: request.replace(messages=edited, maxTokens=8, systemPrompt=None)
+    )
     c = client(kind, era, approve=hook)
-    assert tool(c, "sample", text="an unkind question")["text"] == "model saw: a gentler question (max 8)"
+    assert (
+        tool(c, "sample", text="an unkind question")["text"]
+        == "model saw: a gentler question (max 8)"
+    )
     [params] = handlers.sampled
     assert params.system_prompt is None and params.max_tokens == 8
-    assert hook.seen[0].params["messages"][0]["content"]["text"] == "an unkind question"  # what the server asked
+    assert (
+        hook.seen[0].params["messages"][0]["content"]["text"] == "an unkind question"
+    )  # what the server asked
 
 
 @pytest.mark.slow
@@ -196,16 +230,27 @@ def test_edited_params_still_pass_the_handlers_checks(client, handlers):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("verdict", [
-    pytest.param(lambda request: None, id="None"),
-    pytest.param(lambda request: "yes", id="a string"),
-    pytest.param(lambda request: ServerRequest(SAMPLING, {"messages": [], "maxTokens": 1}), id="another method"),
-])
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        pytest.param(lambda request: None, id="None"),
+        pytest.param(lambda request: "yes", id="a string"),
+        pytest.param(
+            lambda request: ServerRequest(SAMPLING, {"messages": [], "maxTokens": 1}),
+            id="another method",
+        ),
+    ],
+)
 def test_a_hook_answering_anything_else_refuses(verdict, client, caplog):
     c = client("stdio", "handshake", approve=verdict)
     with caplog.at_level(logging.ERROR, logger="mcp_ref.extensions.approval"):
-        assert tool(c, "roots") == {"error": {"code": -1, "message": "The user refused to share roots", "data": None}}
-    assert any(record.levelno == logging.ERROR and ROOTS in record.getMessage() for record in caplog.records)
+        assert tool(c, "roots") == {
+            "error": {"code": -1, "message": "The user refused to share roots", "data": None}
+        }
+    assert any(
+        record.levelno == logging.ERROR and ROOTS in record.getMessage()
+        for record in caplog.records
+    )
 
 
 # -- a hook that raises ---------------------------------------------------------------------------------
@@ -221,13 +266,19 @@ def test_a_hook_that_raises_refuses_without_leaking(kind, era, client, handlers,
     with caplog.at_level(logging.ERROR, logger="mcp_ref.extensions.approval"):
         assert tool(c, "ask") == {"action": "decline", "content": None}
         if era == "handshake":
-            assert tool(c, "sample", text="hi")["error"] == {"code": -1, "message": "User rejected sampling request",
-                                                             "data": None}
+            assert tool(c, "sample", text="hi")["error"] == {
+                "code": -1,
+                "message": "User rejected sampling request",
+                "data": None,
+            }
         else:
             with pytest.raises(RequestRefused, match="User rejected sampling request"):
                 c.call_tool("sample", {"text": "hi"})
     failures = [record for record in caplog.records if record.exc_info]
-    assert [record.exc_info[0] for record in failures] == [RuntimeError, RuntimeError]  # logged, with the traceback
+    assert [record.exc_info[0] for record in failures] == [
+        RuntimeError,
+        RuntimeError,
+    ]  # logged, with the traceback
     assert ELICITATION in failures[0].getMessage() and SAMPLING in failures[1].getMessage()
     sent = json.dumps([message for direction, message in wire.messages if direction == "-->"])
     assert "private detail" not in sent and "Traceback" not in sent and "RuntimeError" not in sent
@@ -241,7 +292,9 @@ def test_a_hook_that_raises_refuses_without_leaking(kind, era, client, handlers,
 def test_the_hook_sees_a_tasks_input_requests(client, handlers):
     hook = Recorder(lambda request: False)
     c = client("stdio", "modern", server=TASKS, approve=hook)
-    assert c.call_tool("confirm", {"filename": "a.txt"}, task=True).content[0].text == "kept a.txt"  # declined
+    assert (
+        c.call_tool("confirm", {"filename": "a.txt"}, task=True).content[0].text == "kept a.txt"
+    )  # declined
     assert hook.methods() == [ELICITATION] and hook.seen[0].params["message"] == "Delete a.txt?"
     assert hook.seen[0].era == "modern" and handlers.elicited == []
 
@@ -266,7 +319,9 @@ class FakeClock:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind, era", KINDS_AND_ERAS)
-def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(kind, era, client, caplog):
+def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(
+    kind, era, client, caplog
+):
     hook = Recorder()
     c = client(kind, era, approve=hook, server_request_limit="3/minute")
     clock = c.server_request_limiter.clock = FakeClock()
@@ -274,7 +329,9 @@ def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(ki
     def one_call(i: int) -> dict:
         try:
             return tool(c, "roots")
-        except LimitExceeded as exc:  # 2026-07-28: the caller's request fails with the client's refusal
+        except (
+            LimitExceeded
+        ) as exc:  # 2026-07-28: the caller's request fails with the client's refusal
             assert era == "modern"
             return {"error": {"code": exc.code, "message": exc.message, "data": exc.data}}
 
@@ -287,7 +344,9 @@ def test_the_limit_holds_under_concurrent_callers_and_resets_after_its_window(ki
 
     with caplog.at_level(logging.WARNING, logger="mcp_ref.extensions.approval"):
         admitted, refused = burst()
-        assert len(admitted) == 3 and len(hook.seen) == 3  # exactly the limit; the hook sees only those
+        assert (
+            len(admitted) == 3 and len(hook.seen) == 3
+        )  # exactly the limit; the hook sees only those
         assert {e["code"] for e in refused} == {-32005} and len(refused) == 5
         assert {e["data"]["limit"] for e in refused} == {"3/60s"}
         assert all(e["data"]["retryAfter"] > 0 for e in refused)
@@ -304,10 +363,15 @@ def test_the_limit_is_logged_with_the_method_and_limit_never_the_params(client, 
     c = client("stdio", "handshake", server_request_limit="1/minute")
     c.server_request_limiter.clock = FakeClock()
     with caplog.at_level(logging.DEBUG, logger="mcp_ref.client"):
-        assert tool(c, "sample", text="my secret words")["text"] == "model saw: my secret words (max 32)"
+        assert (
+            tool(c, "sample", text="my secret words")["text"]
+            == "model saw: my secret words (max 32)"
+        )
         error = tool(c, "sample", text="my secret words")["error"]
     assert error["code"] == -32005 and error["data"]["limit"] == "1/60s"
-    assert error["message"].startswith("Rate limit exceeded: server requests to this client allows 1 per 60 s")
+    assert error["message"].startswith(
+        "Rate limit exceeded: server requests to this client allows 1 per 60 s"
+    )
     [warning] = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert SAMPLING in warning.getMessage() and "1/60s" in warning.getMessage()
     assert "secret" not in caplog.text
@@ -347,4 +411,6 @@ def test_a_task_whose_input_is_refused_is_cancelled_not_left_waiting(client, han
     with pytest.raises(LimitExceeded):
         call.result()  # the first ask is answered; the second round's two are over the limit
     assert call.task_id is not None
-    assert c.get_task(call.task_id)["status"] == "cancelled"  # not parked in input_required until its ttl
+    assert (
+        c.get_task(call.task_id)["status"] == "cancelled"
+    )  # not parked in input_required until its ttl

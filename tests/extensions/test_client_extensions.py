@@ -90,7 +90,9 @@ class Refuser(Extension):
 @ERAS
 def test_an_extension_declares_a_capability_and_answers_a_method_of_its_own(era):
     confirmer = Confirmer()
-    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", extensions=[confirmer]) as client:
+    with Client.stdio(
+        SERVER, era=era, timeout=WAIT, stderr="discard", extensions=[confirmer]
+    ) as client:
         assert confirmer.host is client  # setup(host) ran
         assert client.capabilities()["experimental"] == {CONFIRM: {}}
         seen = json.loads(client.call_tool("confirm", {"question": "ship it?"}).text)
@@ -113,7 +115,9 @@ def test_without_the_extension_the_method_is_not_found_and_nothing_is_declared()
 @ERAS
 def test_an_extension_sees_every_request_both_ways_and_takes_its_own_option(era):
     recorder = Recorder()
-    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"]) as client:
+    with Client.stdio(
+        SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"]
+    ) as client:
         client.add_extension(recorder)
         client.request("tools/list", None, note="first")
         assert json.loads(client.call_tool("roots").text) == ["file:///work"]
@@ -121,13 +125,21 @@ def test_an_extension_sees_every_request_both_ways_and_takes_its_own_option(era)
     sent = [method for method, _note in recorder.sent]
     assert recorder.sent[0] == ("tools/list", "first")
     assert "tools/call" in sent and sent[-1] == ("server/discover" if era == "modern" else "ping")
-    assert recorder.answered == ["roots/list"]  # a request of the server's, or an inputRequests entry
+    assert recorder.answered == [
+        "roots/list"
+    ]  # a request of the server's, or an inputRequests entry
 
 
 @ERAS
 def test_a_refusal_reaches_the_server_and_the_connection_goes_on(era):
-    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"],
-                      extensions=[Refuser()]) as client:
+    with Client.stdio(
+        SERVER,
+        era=era,
+        timeout=WAIT,
+        stderr="discard",
+        roots=["file:///work"],
+        extensions=[Refuser()],
+    ) as client:
         # Handshake era: the server's roots/list is answered with the error, which its tool call
         # then fails with; 2026-07-28: the client does not answer the inputRequests entry.
         with pytest.raises(McpError, match="these roots are private"):
@@ -139,7 +151,9 @@ def test_a_refusal_reaches_the_server_and_the_connection_goes_on(era):
 # -- the client's protocol modules name no extension (issue 33) ---------------------------------
 
 #: Words that name one of this package's extensions (a NAME token containing one is a mention).
-EXTENSION_WORDS = re.compile(r"polic|rate.?limit|ratelimit|task|approval|redis|\bbus\b|oauth|wsgi|authoriz", re.I)
+EXTENSION_WORDS = re.compile(
+    r"polic|rate.?limit|ratelimit|task|approval|redis|\bbus\b|oauth|wsgi|authoriz", re.I
+)
 #: The comment that opens the shorthand, the one section of client.py that may name them.
 SHORTHAND = "# -- the shorthand"
 
@@ -155,11 +169,17 @@ def stray_mentions(package: Path) -> list[str]:
         if path.name == "client.py" and SHORTHAND in text:
             start = text[: text.index(SHORTHAND)].count("\n") + 1
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.NAME and token.start[0] < start and EXTENSION_WORDS.search(token.string):
+            if (
+                token.type == tokenize.NAME
+                and token.start[0] < start
+                and EXTENSION_WORDS.search(token.string)
+            ):
                 found.append(f"{path.name}:{token.start[0]}: {token.string}")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ImportFrom) and node.lineno < start:
-                module = (node.module or "").removeprefix("mcp_ref.")  # from ..extras.x / mcp_ref.extensions.x
+                module = (node.module or "").removeprefix(
+                    "mcp_ref."
+                )  # from ..extras.x / mcp_ref.extensions.x
                 if module.split(".")[0] in ("extras", "auth", "workbench"):
                     found.append(f"{path.name}:{node.lineno}: import {module}")
     return sorted(found)
@@ -175,9 +195,14 @@ def test_the_client_protocol_modules_name_no_extension_outside_the_shorthand():
 
 
 def test_the_checker_finds_a_mention_and_an_import(tmp_path):
-    (tmp_path / "connection.py").write_text("def f(call):\n    from ..extras import thing\n    call.task_id = 1\n")
+    (tmp_path / "connection.py").write_text(
+        "def f(call):\n    from ..extras import thing\n    call.task_id = 1\n"
+    )
     (tmp_path / "client.py").write_text(f"limit = 1\n{SHORTHAND}\nfrom ..extras import approval\n")
-    assert stray_mentions(tmp_path) == ["connection.py:2: import extras", "connection.py:3: task_id"]
+    assert stray_mentions(tmp_path) == [
+        "connection.py:2: import extras",
+        "connection.py:3: task_id",
+    ]
 
 
 # -- the example of docs/extensions-client.md ---------------------------------------------------
@@ -188,15 +213,18 @@ def docs_example() -> dict:
     text = (Path(__file__).resolve().parents[2] / "docs" / "extensions-client.md").read_text()
     block = text.split("```python\n")[-1].split("```")[0]
     names: dict = {}
-    exec(compile(block, "docs/extensions-client.md", "exec"), names)  # the test runs the docs' own code
+    exec(
+        compile(block, "docs/extensions-client.md", "exec"), names
+    )  # the test runs the docs' own code
     return names
 
 
 @ERAS
 def test_the_documented_audit_log_works_as_the_docs_say(era):
     audit = docs_example()["AuditLog"]()
-    with Client.stdio(SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"],
-                      extensions=[audit]) as client:
+    with Client.stdio(
+        SERVER, era=era, timeout=WAIT, stderr="discard", roots=["file:///work"], extensions=[audit]
+    ) as client:
         seen = json.loads(client.call_tool("confirm", {"question": "ship it?"}).text)
         client.call_tool("roots")
     assert seen["declared"] is True

@@ -37,9 +37,23 @@ TOOLS = [
 NOW = "2025-11-25T10:30:00Z"
 
 
-def task(task_id: str, status: str = "working", *, ttl: int | None = 60000, poll: int | None = 10, **extra) -> dict:
+def task(
+    task_id: str,
+    status: str = "working",
+    *,
+    ttl: int | None = 60000,
+    poll: int | None = 10,
+    **extra,
+) -> dict:
     """A schema-valid Task."""
-    out = {"taskId": task_id, "status": status, "createdAt": NOW, "lastUpdatedAt": NOW, "ttl": ttl, **extra}
+    out = {
+        "taskId": task_id,
+        "status": status,
+        "createdAt": NOW,
+        "lastUpdatedAt": NOW,
+        "ttl": ttl,
+        **extra,
+    }
     if poll is not None:
         out["pollInterval"] = poll
     return out
@@ -70,14 +84,19 @@ class Receiver:
 
     def __init__(self, capabilities: dict | None = None, tools: list | None = None):
         self.client_end, self.end = memory_pair()
-        self.capabilities = {"tools": {}, "tasks": TASKS_CAPABILITY} if capabilities is None else capabilities
+        self.capabilities = (
+            {"tools": {}, "tasks": TASKS_CAPABILITY} if capabilities is None else capabilities
+        )
         self.received: list[dict] = []
         self.lock = threading.Lock()
         self.answers: dict = {}
         self.ids = itertools.count(1)
         self.handlers: dict = {
-            "initialize": lambda p: {"protocolVersion": VERSION, "capabilities": self.capabilities,
-                                     "serverInfo": {"name": "scripted", "version": "1"}},
+            "initialize": lambda p: {
+                "protocolVersion": VERSION,
+                "capabilities": self.capabilities,
+                "serverInfo": {"name": "scripted", "version": "1"},
+            },
             "tools/list": lambda p: {"tools": TOOLS if tools is None else tools},
         }
         threading.Thread(target=self._read, daemon=True).start()
@@ -99,9 +118,17 @@ class Receiver:
         try:
             if handler is None:
                 raise Refuse(-32601, f"Method not found: {message['method']}")
-            reply = {"jsonrpc": "2.0", "id": message["id"], "result": handler(message.get("params") or {})}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": handler(message.get("params") or {}),
+            }
         except Refuse as refused:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": refused.code, "message": refused.message}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {"code": refused.code, "message": refused.message},
+            }
         try:
             self.end.write(json.dumps(reply).encode())
         except OSError:
@@ -112,7 +139,11 @@ class Receiver:
         request_id = f"s{next(self.ids)}"
         slot: list = [threading.Event()]
         self.answers[request_id] = slot
-        self.end.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode())
+        self.end.write(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            ).encode()
+        )
         assert slot[0].wait(WAIT), f"the client did not answer {method}"
         return slot[1]
 
@@ -131,16 +162,32 @@ class Script:
     (the last one again and again); ``tasks/result`` answers ``result`` (or raises ``error``) once the
     task is terminal, and blocks until then — as §Result Retrieval says — or until ``released``."""
 
-    def __init__(self, receiver: Receiver, statuses: list[str], *, result: dict | None = None,
-                 error: Refuse | None = None, ttl: int | None = 60000, poll: int | None = 10):
+    def __init__(
+        self,
+        receiver: Receiver,
+        statuses: list[str],
+        *,
+        result: dict | None = None,
+        error: Refuse | None = None,
+        ttl: int | None = 60000,
+        poll: int | None = 10,
+    ):
         self.receiver, self.statuses, self.ttl, self.poll = receiver, list(statuses), ttl, poll
-        self.result = result if result is not None or error is not None else text_result("done", "t1")
+        self.result = (
+            result if result is not None or error is not None else text_result("done", "t1")
+        )
         self.error = error
         self.status = "working"
         self.released = threading.Event()
         self.on_result = None  # what tasks/result does first (e.g. ask the client something)
-        receiver.handlers.update({
-            "tools/call": self.call, "tasks/get": self.get, "tasks/result": self.fetch, "tasks/cancel": self.cancel})
+        receiver.handlers.update(
+            {
+                "tools/call": self.call,
+                "tasks/get": self.get,
+                "tasks/result": self.fetch,
+                "tasks/cancel": self.cancel,
+            }
+        )
 
     def task(self) -> dict:
         return task("t1", self.status, ttl=self.ttl, poll=self.poll)
@@ -206,14 +253,19 @@ def test_task_true_augments_an_optional_tool_and_follows_it(scripted):
     assert [m["params"] for m in receiver.sent("tasks/get")] == [{"taskId": "t1"}] * 3
     assert len(receiver.sent("tasks/result")) == 1 and receiver.sent("tasks/cancel") == []
     # tasks/get, tasks/result: no related-task _meta from the requestor (§Associating Task-Related Messages)
-    assert all("_meta" not in m["params"] for m in receiver.sent("tasks/get") + receiver.sent("tasks/result"))
+    assert all(
+        "_meta" not in m["params"]
+        for m in receiver.sent("tasks/get") + receiver.sent("tasks/result")
+    )
 
 
 def test_a_required_tool_is_a_task_without_task_true_and_the_listing_is_reused(scripted):
     receiver, client = scripted()
     Script(receiver, ["completed"])
     assert client.call_tool("batch").text == "done"  # "clients MUST invoke the tool as a task"
-    assert client.call_tool("slow").text == "ran slow at once"  # optional, not asked for: a normal call
+    assert (
+        client.call_tool("slow").text == "ran slow at once"
+    )  # optional, not asked for: a normal call
     assert [m["params"].get("task") for m in receiver.sent("tools/call")] == [{}, None]
     assert len(receiver.sent("tools/list")) == 1  # taskSupport learnt once per listing
 
@@ -221,11 +273,17 @@ def test_a_required_tool_is_a_task_without_task_true_and_the_listing_is_reused(s
 def test_a_tools_list_changed_makes_the_client_learn_task_support_again(scripted):
     tools = [dict(tool, execution=dict(tool.get("execution") or {})) for tool in TOOLS]
     changed = threading.Event()
-    receiver, client = scripted(tools=tools, on_list_changed=lambda kind: kind == "tools" and changed.set())
+    receiver, client = scripted(
+        tools=tools, on_list_changed=lambda kind: kind == "tools" and changed.set()
+    )
     Script(receiver, ["completed"])
-    assert client.call_tool("slow").text == "ran slow at once"  # optional, not asked for: a normal call
+    assert (
+        client.call_tool("slow").text == "ran slow at once"
+    )  # optional, not asked for: a normal call
     next(tool for tool in tools if tool["name"] == "slow")["execution"]["taskSupport"] = "required"
-    receiver.end.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).encode())
+    receiver.end.write(
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).encode()
+    )
     assert changed.wait(WAIT)
     assert client.call_tool("slow").text == "done"  # required now: called as a task
     assert [m["params"].get("task") for m in receiver.sent("tools/call")] == [None, {}]
@@ -236,7 +294,9 @@ def test_a_tools_list_changed_makes_the_client_learn_task_support_again(scripted
 def test_a_forbidden_or_unlisted_tool_is_never_a_task(scripted, tool):
     receiver, client = scripted()
     Script(receiver, ["completed"])
-    assert client.call_tool(tool, task=True).text == f"ran {tool} at once"  # "MUST NOT attempt to invoke the tool as a task"
+    assert (
+        client.call_tool(tool, task=True).text == f"ran {tool} at once"
+    )  # "MUST NOT attempt to invoke the tool as a task"
     assert "task" not in receiver.sent("tools/call")[0]["params"]
 
 
@@ -246,7 +306,9 @@ def test_a_listing_that_fails_means_a_usual_call_and_is_tried_again_later(script
     receiver, client = scripted()
     Script(receiver, ["completed"])
     listed = receiver.handlers["tools/list"]
-    receiver.handlers["tools/list"] = lambda p: (_ for _ in ()).throw(Refuse(-32602, "Invalid params: invalid cursor"))
+    receiver.handlers["tools/list"] = lambda p: (_ for _ in ()).throw(
+        Refuse(-32602, "Invalid params: invalid cursor")
+    )
     with caplog.at_level("WARNING", logger="mcp_ref.extensions.client_tasks_2025"):
         assert client.call_tool("slow", task=True).text == "ran slow at once"
     assert "could not list the tools to learn whether slow runs as a task" in caplog.text
@@ -255,12 +317,17 @@ def test_a_listing_that_fails_means_a_usual_call_and_is_tried_again_later(script
     assert [m["params"].get("task") for m in receiver.sent("tools/call")] == [None, {}]
 
 
-@pytest.mark.parametrize("capabilities", [{"tools": {}}, {"tools": {}, "tasks": {"list": {}, "cancel": {}}}],
-                         ids=["no-tasks", "no-tools-call"])
+@pytest.mark.parametrize(
+    "capabilities",
+    [{"tools": {}}, {"tools": {}, "tasks": {"list": {}, "cancel": {}}}],
+    ids=["no-tasks", "no-tools-call"],
+)
 def test_without_tasks_requests_tools_call_no_call_is_a_task(scripted, capabilities):
     receiver, client = scripted(capabilities)
     Script(receiver, ["completed"])
-    assert client.call_tool("batch", task=True).text == "ran batch at once"  # rule 1: "regardless of taskSupport"
+    assert (
+        client.call_tool("batch", task=True).text == "ran batch at once"
+    )  # rule 1: "regardless of taskSupport"
     assert "task" not in receiver.sent("tools/call")[0]["params"]
 
 
@@ -298,9 +365,20 @@ def test_input_required_opens_tasks_result_and_the_elicitation_is_answered_there
     answers: list = []
 
     def ask_then_finish():  # §Input Required Status: the request carries the related-task metadata
-        answers.append(receiver.ask("elicitation/create", {
-            "mode": "form", "message": "which?", "_meta": {RELATED_TASK: {"taskId": "t1"}},
-            "requestedSchema": {"type": "object", "properties": {"choice": {"type": "string"}}}}))
+        answers.append(
+            receiver.ask(
+                "elicitation/create",
+                {
+                    "mode": "form",
+                    "message": "which?",
+                    "_meta": {RELATED_TASK: {"taskId": "t1"}},
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"choice": {"type": "string"}},
+                    },
+                },
+            )
+        )
         script.status = "completed"
         script.result = text_result(f"chose {answers[0]['result']['content']['choice']}", "t1")
         script.released.set()
@@ -324,15 +402,24 @@ def test_a_tasks_result_that_times_out_in_input_required_goes_back_to_polling(sc
             script.released.clear()
 
     script.on_result = hold_the_first
-    result = client.call_tool("slow", task=True, timeout=0.3)  # §Retrieving Task Results: polling may resume
+    result = client.call_tool(
+        "slow", task=True, timeout=0.3
+    )  # §Retrieving Task Results: polling may resume
     assert result.text == "done"
     assert len(receiver.sent("tasks/result")) == 2 and len(receiver.sent("tasks/get")) == 3
-    assert receiver.sent("notifications/cancelled")[0]["params"]["requestId"] == receiver.sent("tasks/result")[0]["id"]
+    assert (
+        receiver.sent("notifications/cancelled")[0]["params"]["requestId"]
+        == receiver.sent("tasks/result")[0]["id"]
+    )
 
 
 def test_a_tasks_result_refused_while_the_task_runs_goes_back_to_polling(scripted):
     receiver, client = scripted()
-    script = Script(receiver, ["input_required", "working", "failed"], error=Refuse(-32603, "it broke at the end"))
+    script = Script(
+        receiver,
+        ["input_required", "working", "failed"],
+        error=Refuse(-32603, "it broke at the end"),
+    )
     fetch = receiver.handlers["tasks/result"]
     refused: list = []
 
@@ -352,7 +439,9 @@ def test_a_tasks_result_refused_while_the_task_runs_goes_back_to_polling(scripte
 def test_a_task_asking_for_input_again_and_again_is_cancelled_after_max_input_rounds(scripted):
     receiver, client = scripted(max_input_rounds=2)
     Script(receiver, ["input_required", "working"] * 5)
-    receiver.handlers["tasks/result"] = lambda params: (_ for _ in ()).throw(Refuse(-32000, "still going"))
+    receiver.handlers["tasks/result"] = lambda params: (_ for _ in ()).throw(
+        Refuse(-32000, "still going")
+    )
     with pytest.raises(LimitExceeded) as exceeded:
         client.call_tool("slow", task=True)
     assert exceeded.value.data == {"limit": 2}
@@ -362,7 +451,9 @@ def test_a_task_asking_for_input_again_and_again_is_cancelled_after_max_input_ro
 def test_a_failed_task_returns_its_is_error_result(scripted):
     receiver, client = scripted()
     Script(receiver, ["failed"], result=text_result("the tool broke", "t1", is_error=True))
-    result = client.call_tool("slow", task=True)  # §Task Execution Errors: isError → failed, tasks/result has it
+    result = client.call_tool(
+        "slow", task=True
+    )  # §Task Execution Errors: isError → failed, tasks/result has it
     assert result.is_error and result.text == "the tool broke"
 
 
@@ -388,9 +479,15 @@ def test_the_task_ttl_and_max_total_timeout_bound_the_wait(scripted, bound):
     Script(receiver, ["working"], ttl=300 if bound == "ttl" else None, poll=50)
     began = time.monotonic()
     with pytest.raises(RequestTimeout):
-        client.call_tool("slow", task=True, **({"max_total_timeout": 0.3} if bound == "max_total_timeout" else {}))
+        client.call_tool(
+            "slow",
+            task=True,
+            **({"max_total_timeout": 0.3} if bound == "max_total_timeout" else {}),
+        )
     assert time.monotonic() - began < WAIT / 2
-    assert [m["params"] for m in receiver.sent("tasks/cancel")] == [{"taskId": "t1"}]  # abandoned, as a timed-out request
+    assert [m["params"] for m in receiver.sent("tasks/cancel")] == [
+        {"taskId": "t1"}
+    ]  # abandoned, as a timed-out request
 
 
 def test_the_poll_interval_is_respected_and_clamped(scripted):
@@ -461,7 +558,10 @@ def test_cancel_of_a_task_that_ended_meanwhile_is_false(scripted):
 def test_the_task_methods_of_the_client(scripted):
     receiver, client = scripted()
     script = Script(receiver, ["working"])
-    pages = {None: {"tasks": [task("t1")], "nextCursor": "p2"}, "p2": {"tasks": [task("t2", "completed")]}}
+    pages = {
+        None: {"tasks": [task("t1")], "nextCursor": "p2"},
+        "p2": {"tasks": [task("t2", "completed")]},
+    }
     receiver.handlers["tasks/list"] = lambda params: pages[params.get("cursor")]
     page = client.list_tasks()
     assert [t["taskId"] for t in page.items] == ["t1"] and page.next_cursor == "p2"
@@ -479,7 +579,9 @@ def test_the_task_methods_of_the_client(scripted):
 
 
 def test_list_tasks_needs_the_tasks_list_capability(scripted):
-    receiver, client = scripted({"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}})
+    receiver, client = scripted(
+        {"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
+    )
     with pytest.raises(CapabilityError):
         client.list_tasks()
     assert receiver.sent("tasks/list") == []
@@ -496,17 +598,21 @@ def test_a_client_of_a_server_without_tasks_never_loads_the_module(tmp_path):
         "def echo(text: str) -> str:\n"
         "    'Echo.'\n"
         "    return text\n"
-        "server.run_stdio()\n")
+        "server.run_stdio()\n"
+    )
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys\n"
         "from mcp_ref import Client\n"
         "with Client.stdio([sys.executable, sys.argv[1]], protocol_version='2025-11-25') as c:\n"
         "    assert c.call_tool('echo', {'text': 'x'}, task=True).text == 'x'\n"
-        "print('mcp_ref.extensions.client_tasks_2025' in sys.modules)\n")
+        "print('mcp_ref.extensions.client_tasks_2025' in sys.modules)\n"
+    )
     import subprocess
 
-    done = subprocess.run([sys.executable, str(script), str(server)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(script), str(server)], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
 
@@ -546,12 +652,16 @@ def test_mcp_ref_client_and_server_at_2025_11_25(kind, wire, serve):
         if watching.is_set() and direction == "-->" and b'"tasks/get"' in data:
             polled.set()
 
-    with client_over(kind, TASKS_SERVER, serve, trace=trace, protocol_version=VERSION, elicitation_handler=elicit) as client:
+    with client_over(
+        kind, TASKS_SERVER, serve, trace=trace, protocol_version=VERSION, elicitation_handler=elicit
+    ) as client:
         assert client.server_capabilities["tasks"] == TASKS_CAPABILITY
         # a required tool, asking three questions during its task (through tasks/result)
         call = client.start_tool_call("confirm", {"filename": "a.txt"})
         result = call.result()
-        assert result.text == "Ada deleted a.txt (True)" and result.meta[RELATED_TASK] == {"taskId": call.task_id}
+        assert result.text == "Ada deleted a.txt (True)" and result.meta[RELATED_TASK] == {
+            "taskId": call.task_id
+        }
         assert [a.meta[RELATED_TASK]["taskId"] for a in asked] == [call.task_id] * 3
         assert wire.sent("tools/call")[-1]["params"]["task"] == {}
         assert wire.sent("tasks/result") and client.get_task(call.task_id)["status"] == "completed"
@@ -580,8 +690,12 @@ def test_mcp_ref_client_and_server_at_2025_11_25(kind, wire, serve):
         # ... and its progress, sent by the task after the CreateTaskResult, reaches on_progress
         # (§Task Progress Notifications: the token "remains valid throughout the task lifetime")
         steps, progressed = [], threading.Event()
-        call = client.start_tool_call("compute", {"n": 3}, task=True,
-                                      on_progress=lambda *p: (steps.append(p[2]), progressed.set()))
+        call = client.start_tool_call(
+            "compute",
+            {"n": 3},
+            task=True,
+            on_progress=lambda *p: (steps.append(p[2]), progressed.set()),
+        )
         assert progressed.wait(WAIT) and steps == ["half way"]
         client.call_tool("release")
         assert call.result().text == "3 squared is 9" and call.task_id

@@ -48,12 +48,22 @@ def test_read_and_mime(tree):
     assert fr.read("docs/a.txt") == (b"alpha", "text/plain")
     assert fr.read("docs/deep/b.json") == (b'{"b": 1}', "application/json")
     assert fr.read("docs/image.bin") == (b"\x00\x01\x02", "application/octet-stream")
-    for other_spelling in ("./docs//a.txt", "./docs/a.txt", "docs//a.txt", "docs/./a.txt", "docs/a.txt/"):
-        with pytest.raises(PathOutsideRoot):  # one spelling per file (issue 20): never read as docs/a.txt
+    for other_spelling in (
+        "./docs//a.txt",
+        "./docs/a.txt",
+        "docs//a.txt",
+        "docs/./a.txt",
+        "docs/a.txt/",
+    ):
+        with pytest.raises(
+            PathOutsideRoot
+        ):  # one spelling per file (issue 20): never read as docs/a.txt
             fr.read(other_spelling)
 
 
-@pytest.mark.parametrize("name, mime", [("x.py", "text/x-python"), ("x.csv", "text/csv"), ("x.html", "text/html")])
+@pytest.mark.parametrize(
+    "name, mime", [("x.py", "text/x-python"), ("x.csv", "text/csv"), ("x.html", "text/html")]
+)
 def test_text_mime_types(tmp_path, name, mime):
     (tmp_path / name).write_text("data")
     assert FileRoot(tmp_path).read(name)[1] == mime
@@ -100,7 +110,9 @@ def test_missing_and_directory(tree):
         fr.resolve("docs")
     with pytest.raises(IsADirectoryError):
         fr.read("docs/deep")
-    with pytest.raises(PathOutsideRoot):  # a trailing slash or an empty path is no file's spelling (issue 20)
+    with pytest.raises(
+        PathOutsideRoot
+    ):  # a trailing slash or an empty path is no file's spelling (issue 20)
         fr.read("docs/deep/")
     with pytest.raises(PathOutsideRoot):
         fr.resolve("")

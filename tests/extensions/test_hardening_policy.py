@@ -58,15 +58,22 @@ def build(tmp_path):
     prefix = root.resolve().as_uri() + "/"
 
     def denied(name: str) -> bool:
-        return (name in (prefix + "secret.txt", "hidden_tool", "hidden_prompt", "mem://doc/hidden", "notes://secret")
-                or name.startswith((prefix + "private/", "docs://private/")))
+        return name in (
+            prefix + "secret.txt",
+            "hidden_tool",
+            "hidden_prompt",
+            "mem://doc/hidden",
+            "notes://secret",
+        ) or name.startswith((prefix + "private/", "docs://private/"))
 
     recorder = Recorder(denied)
     server = Server("hardening-policy", authorize=recorder)
     server.add_file_root(str(root))
     server.add_tool(lambda: "open", name="open_tool")
     server.add_tool(lambda: "hidden", name="hidden_tool")
-    server.add_tool(lambda: "limited", name="limited_tool", rate_limit="1000/minute")  # item limits on: admit asks
+    server.add_tool(
+        lambda: "limited", name="limited_tool", rate_limit="1000/minute"
+    )  # item limits on: admit asks
     server.add_prompt(lambda: "hi", name="open_prompt")
     server.add_prompt(lambda: "hidden", name="hidden_prompt")
     server.completion(prompt="hidden_prompt")(lambda argument, value, context: ["x"])
@@ -84,7 +91,9 @@ def text_of(client: Client, uri: str) -> str:
 
 def shape(exc: McpError, name: str) -> list:
     """An error with the name it was about taken out: a hidden or odd spelling's must equal a missing one's."""
-    return json.loads(json.dumps([exc.code, exc.message, exc.data]).replace(json.dumps(name)[1:-1], "<name>"))
+    return json.loads(
+        json.dumps([exc.code, exc.message, exc.data]).replace(json.dumps(name)[1:-1], "<name>")
+    )
 
 
 def refusal(attempt, name: str) -> list:
@@ -97,14 +106,44 @@ def refusal(attempt, name: str) -> list:
 
 # Every spelling of a denied file but its own: each must answer as a missing file, never its content.
 SPELLINGS = [
-    "./secret.txt", "secret.txt/", ".//secret.txt", "./private/key.txt",  # the issue's four
-    "private//key.txt", "private/./key.txt", "private/key.txt/", "./private//key.txt", "private/key.txt//",
-    "sub/../secret.txt", "private/../secret.txt", "%2e/secret.txt", "%2E/secret.txt", "%2e%2e/served/secret.txt",
-    "secre%74.txt", "%73ecret.txt", "secret%2Etxt", "secret%2etxt", "%70rivate/key.txt",
-    "private%2Fkey.txt", "private%2fkey.txt", ".%2Fsecret.txt", "private%2F.%2Fkey.txt",
-    "/secret.txt", "//secret.txt", "private\\key.txt", "private%5Ckey.txt", "secret.txt%00", "secret.txt%00.png",
-    "secret.txt?x=1", "secret.txt#top", "secret.txt%3Fx", "secret.txt%23top",
-    "Secret.txt", "SECRET.TXT", "secret.txt.", "secret.txt%20", " secret.txt",
+    "./secret.txt",
+    "secret.txt/",
+    ".//secret.txt",
+    "./private/key.txt",  # the issue's four
+    "private//key.txt",
+    "private/./key.txt",
+    "private/key.txt/",
+    "./private//key.txt",
+    "private/key.txt//",
+    "sub/../secret.txt",
+    "private/../secret.txt",
+    "%2e/secret.txt",
+    "%2E/secret.txt",
+    "%2e%2e/served/secret.txt",
+    "secre%74.txt",
+    "%73ecret.txt",
+    "secret%2Etxt",
+    "secret%2etxt",
+    "%70rivate/key.txt",
+    "private%2Fkey.txt",
+    "private%2fkey.txt",
+    ".%2Fsecret.txt",
+    "private%2F.%2Fkey.txt",
+    "/secret.txt",
+    "//secret.txt",
+    "private\\key.txt",
+    "private%5Ckey.txt",
+    "secret.txt%00",
+    "secret.txt%00.png",
+    "secret.txt?x=1",
+    "secret.txt#top",
+    "secret.txt%3Fx",
+    "secret.txt%23top",
+    "Secret.txt",
+    "SECRET.TXT",
+    "secret.txt.",
+    "secret.txt%20",
+    " secret.txt",
 ]
 
 
@@ -123,7 +162,9 @@ def test_no_other_spelling_of_a_denied_file_is_served(tmp_path, era):
         listed = {r.uri for r in client.list_resources()}
         assert prefix + "a%20b.txt" in listed and prefix + "secret.txt" not in listed
         assert text_of(client, prefix + "a%20b.txt") == "spaced"
-        assert refusal(client.read_resource, prefix + "a b.txt") == missing  # not the listed spelling
+        assert (
+            refusal(client.read_resource, prefix + "a b.txt") == missing
+        )  # not the listed spelling
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -148,9 +189,21 @@ def test_templates_serve_one_spelling_only(tmp_path, era):
     server, _, _ = build(tmp_path)
     with Client.in_memory(server, era=era, timeout=WAIT) as client:
         missing = refusal(client.read_resource, "mem://doc/gone")
-        for spelling in ("notes://secre%74", "notes://%73ecret", "notes://secret%", "notes://.", "notes://..",
-                         "notes://%2E", "docs://./private/x", "docs://private/./x", "docs://private/../private/x",
-                         "docs://%70rivate/x", "docs://private%2Fx", "docs://a/%2e%2e/private/x", "docs://private%2fx"):
+        for spelling in (
+            "notes://secre%74",
+            "notes://%73ecret",
+            "notes://secret%",
+            "notes://.",
+            "notes://..",
+            "notes://%2E",
+            "docs://./private/x",
+            "docs://private/./x",
+            "docs://private/../private/x",
+            "docs://%70rivate/x",
+            "docs://private%2Fx",
+            "docs://a/%2e%2e/private/x",
+            "docs://private%2fx",
+        ):
             assert refusal(client.read_resource, spelling) == missing, spelling
         assert text_of(client, "notes://open") == "NOTE-open"  # still served
         assert text_of(client, "notes://a%2Fb") == "NOTE-a/b"  # {name}'s own spelling of a "/"
@@ -161,8 +214,15 @@ def test_subscribe_and_completion_take_the_same_canonical_form(tmp_path):
     server, prefix, _ = build(tmp_path)
     with Client.in_memory(server, era="handshake", timeout=WAIT) as client:
         missing = refusal(client.subscribe, prefix + "gone-too.txt/")
-        for spelling in ("./secret.txt", "secret.txt/", ".//secret.txt", "./private/key.txt", "secre%74.txt",
-                         "private%2Fkey.txt", "secret.txt"):
+        for spelling in (
+            "./secret.txt",
+            "secret.txt/",
+            ".//secret.txt",
+            "./private/key.txt",
+            "secre%74.txt",
+            "private%2Fkey.txt",
+            "secret.txt",
+        ):
             assert refusal(client.subscribe, prefix + spelling) == missing, spelling
         client.subscribe(prefix + "public.txt")  # the allowed file: subscribed
         template = prefix + "{+path}"
@@ -171,7 +231,11 @@ def test_subscribe_and_completion_take_the_same_canonical_form(tmp_path):
             return client.complete(argument="path", value="", resource=uri)
 
         unknown = refusal(complete, "mem://gone/{x}")
-        for spelling in (template.replace("served", "serve%64"), template + "/", template.replace("{", "%7B")):
+        for spelling in (
+            template.replace("served", "serve%64"),
+            template + "/",
+            template.replace("{", "%7B"),
+        ):
             assert refusal(complete, spelling) == unknown, spelling
         assert complete(template).values == []  # the template's own spelling: known, no suggestions
         assert text_of(client, prefix + "public.txt") == "public content"
@@ -180,12 +244,34 @@ def test_subscribe_and_completion_take_the_same_canonical_form(tmp_path):
 # -- the cost: the same questions for hidden and missing, each once per request --------------------------
 
 PAIRS = [
-    ("tool", lambda c, n: c.call_tool(n), "hidden_tool", "no_such_tool", [("tools/call", "<name>")]),
-    ("prompt", lambda c, n: c.get_prompt(n), "hidden_prompt", "no_such_prompt", [("prompts/get", "<name>")]),
-    ("resource", lambda c, n: c.read_resource(n), "mem://doc/hidden", "mem://doc/gone",
-     [("resources/read", "<name>")]),
-    ("completion", lambda c, n: c.complete(argument="a", value="", prompt=n), "hidden_prompt", "no_such_prompt",
-     [("prompts/get", "<name>"), ("completion/complete", "<name>")]),
+    (
+        "tool",
+        lambda c, n: c.call_tool(n),
+        "hidden_tool",
+        "no_such_tool",
+        [("tools/call", "<name>")],
+    ),
+    (
+        "prompt",
+        lambda c, n: c.get_prompt(n),
+        "hidden_prompt",
+        "no_such_prompt",
+        [("prompts/get", "<name>")],
+    ),
+    (
+        "resource",
+        lambda c, n: c.read_resource(n),
+        "mem://doc/hidden",
+        "mem://doc/gone",
+        [("resources/read", "<name>")],
+    ),
+    (
+        "completion",
+        lambda c, n: c.complete(argument="a", value="", prompt=n),
+        "hidden_prompt",
+        "no_such_prompt",
+        [("prompts/get", "<name>"), ("completion/complete", "<name>")],
+    ),
 ]
 
 
@@ -208,15 +294,26 @@ def check_costs(client: Client, recorder: Recorder, prefix: str, era: str) -> No
     asked_hidden = questions(recorder, prefix + "secret.txt")
     refusal(client.read_resource, prefix + "gone.txt")
     asked_missing = questions(recorder, prefix + "gone.txt")
-    assert asked_hidden == asked_missing == [("resources/read", prefix + "{+path}"), ("resources/read", "<name>")]
-    if era == "handshake":  # resources/subscribe: reading and subscribing, both asked, hidden or missing
+    assert (
+        asked_hidden
+        == asked_missing
+        == [("resources/read", prefix + "{+path}"), ("resources/read", "<name>")]
+    )
+    if (
+        era == "handshake"
+    ):  # resources/subscribe: reading and subscribing, both asked, hidden or missing
         refusal(client.subscribe, "mem://doc/hidden")
         asked_hidden = questions(recorder, "mem://doc/hidden")
         refusal(client.subscribe, "mem://doc/gone")
-        assert asked_hidden == questions(recorder, "mem://doc/gone") == [
-            ("resources/read", "<name>"), ("resources/subscribe", "<name>")]
+        assert (
+            asked_hidden
+            == questions(recorder, "mem://doc/gone")
+            == [("resources/read", "<name>"), ("resources/subscribe", "<name>")]
+        )
     assert client.call_tool("limited_tool").content[0].text == "limited"  # serving goes on
-    assert questions(recorder, "limited_tool") == [("tools/call", "<name>")]  # the limit and the call: one question
+    assert questions(recorder, "limited_tool") == [
+        ("tools/call", "<name>")
+    ]  # the limit and the call: one question
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -231,7 +328,12 @@ def test_hidden_and_missing_cost_the_same_questions_over_http(tmp_path, era, ser
     server, prefix, recorder = build(tmp_path)
     with Client.http(serve(server).mcp, era=era, timeout=WAIT) as client:
         check_costs(client, recorder, prefix, era)
-        for spelling in ("./secret.txt", "secret.txt/", ".//secret.txt", "./private/key.txt"):  # the issue's own
+        for spelling in (
+            "./secret.txt",
+            "secret.txt/",
+            ".//secret.txt",
+            "./private/key.txt",
+        ):  # the issue's own
             refusal(client.read_resource, prefix + spelling)
         assert text_of(client, prefix + "public.txt") == "public content"
 
@@ -240,7 +342,9 @@ def test_handlers_on_the_pool_cost_the_same_for_hidden_and_missing(tmp_path, ser
     """``inline_handlers=False``: the rate limit is counted on the POST's thread, the handler runs on
     another, which asks again (the verdicts stay with a thread); hidden and missing still alike."""
     server, _, recorder = build(tmp_path)
-    with Client.http(serve(server, inline_handlers=False).mcp, era="handshake", timeout=WAIT) as client:
+    with Client.http(
+        serve(server, inline_handlers=False).mcp, era="handshake", timeout=WAIT
+    ) as client:
         recorder.take()
         hidden = refusal(lambda n: client.call_tool(n), "hidden_tool")
         asked_hidden = questions(recorder, "hidden_tool")
@@ -280,7 +384,9 @@ def test_the_file_root_never_reads_a_second_spelling(tmp_path):
     for spelling in ("./d/f.txt", "d//f.txt", "d/./f.txt", "d/f.txt/", "d/", "", "/d/f.txt"):
         with pytest.raises(PathOutsideRoot):
             root.read(spelling)
-    root._exact_names = True  # as on macOS and Windows: each name checked as its directory stores it
+    root._exact_names = (
+        True  # as on macOS and Windows: each name checked as its directory stores it
+    )
     assert root.read("d/f.txt")[0] == b"x"
     with pytest.raises(FileNotFoundError):
         root.read("D/f.txt")

@@ -76,8 +76,11 @@ def build(**task_options) -> Server:
     @server.tool()
     def everything(ctx: Context) -> str:
         """Elicitation, sampling and roots in one round."""
-        name, sample, roots = ctx.gather(Elicit("Name?", NAME, key="name"), Sample("Say hi", max_tokens=5, key="hi"),
-                                         ListRoots(key="roots"))
+        name, sample, roots = ctx.gather(
+            Elicit("Name?", NAME, key="name"),
+            Sample("Say hi", max_tokens=5, key="hi"),
+            ListRoots(key="roots"),
+        )
         return f"{name.content['name']}|{sample.content.text}|{','.join(r.uri for r in roots)}"
 
     @server.tool(task="required")
@@ -106,18 +109,33 @@ class Caller:
 
     def ask(self, method: str, params: dict) -> dict:
         self.next_id += 1
-        params = {**params, "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION,
-                                      "io.modelcontextprotocol/clientCapabilities": ALL_CAPS,
-                                      "io.modelcontextprotocol/clientInfo": {"name": "hardening", "version": "0"}}}
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": VERSION, **request_headers(method, params)}
+        params = {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": VERSION,
+                "io.modelcontextprotocol/clientCapabilities": ALL_CAPS,
+                "io.modelcontextprotocol/clientInfo": {"name": "hardening", "version": "0"},
+            },
+        }
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": VERSION,
+            **request_headers(method, params),
+        }
         if self.token is not None:
             headers["Authorization"] = f"Bearer {self.token}"
-        reply = requests.post(self.url, json={"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
-                              headers={k: v for k, v in headers.items() if v is not None}, timeout=TIMEOUT)
+        reply = requests.post(
+            self.url,
+            json={"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params},
+            headers={k: v for k, v in headers.items() if v is not None},
+            timeout=TIMEOUT,
+        )
         assert reply.status_code in (200, 202, 400), (reply.status_code, reply.text)
         if reply.headers.get("Content-Type", "").startswith("text/event-stream"):
-            return [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")][-1]
+            return [
+                json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")
+            ][-1]
         return reply.json()
 
     def call(self, name: str, **params) -> dict:
@@ -149,20 +167,36 @@ def test_mrtr_round_trips_complete_for_the_same_bearer_caller(serve):
     assert alice.text("whoami") == "oauth:hardening-client:alice"
     first = alice.call("greet")["result"]
     assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"]
-    done = alice.call("greet", inputResponses={"user_name": accept(name="Ada")}, requestState=first["requestState"])
-    assert "error" not in done, done  # the old code: -32602 "requestState belongs to another caller"
+    done = alice.call(
+        "greet",
+        inputResponses={"user_name": accept(name="Ada")},
+        requestState=first["requestState"],
+    )
+    assert "error" not in done, (
+        done
+    )  # the old code: -32602 "requestState belongs to another caller"
     assert done["result"]["content"][0]["text"] == "Hello, Ada!"
     # two rounds: the first answer rides in the sealed state, which must open for its own caller
     one = alice.call("two_rounds")["result"]
-    two = alice.call("two_rounds", inputResponses={"first": accept(name="Ada")}, requestState=one["requestState"])
-    assert two["result"]["resultType"] == "input_required" and list(two["result"]["inputRequests"]) == ["last"]
-    three = alice.call("two_rounds", inputResponses={"last": accept(name="Lovelace")},
-                       requestState=two["result"]["requestState"])
+    two = alice.call(
+        "two_rounds", inputResponses={"first": accept(name="Ada")}, requestState=one["requestState"]
+    )
+    assert two["result"]["resultType"] == "input_required" and list(
+        two["result"]["inputRequests"]
+    ) == ["last"]
+    three = alice.call(
+        "two_rounds",
+        inputResponses={"last": accept(name="Lovelace")},
+        requestState=two["result"]["requestState"],
+    )
     assert three["result"]["content"][0]["text"] == "Ada Lovelace"
     # elicitation, sampling and roots together
     asked = alice.call("everything")["result"]
-    answers = {"name": accept(name="Ada"), "roots": {"roots": [{"uri": "file:///work"}]},
-               "hi": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}}
+    answers = {
+        "name": accept(name="Ada"),
+        "roots": {"roots": [{"uri": "file:///work"}]},
+        "hi": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"},
+    }
     answer = alice.call("everything", inputResponses=answers, requestState=asked["requestState"])
     assert answer["result"]["content"][0]["text"] == "Ada|hi|file:///work"
 
@@ -174,10 +208,19 @@ def test_mcp_ref_client_answers_elicitation_sampling_and_roots_over_oauth(serve)
         request.headers["Authorization"] = "Bearer alice-token"
         return request
 
-    with Client.http(url, era="modern", auth=bearer, timeout=WAIT, roots=["file:///work"],
-                     elicitation_handler=lambda p: accept(name="Ada"),
-                     sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "hi"},
-                                                 "model": "m"}) as client:
+    with Client.http(
+        url,
+        era="modern",
+        auth=bearer,
+        timeout=WAIT,
+        roots=["file:///work"],
+        elicitation_handler=lambda p: accept(name="Ada"),
+        sampling_handler=lambda p: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "hi"},
+            "model": "m",
+        },
+    ) as client:
         assert client.call_tool("two_rounds").text == "Ada Ada"
         assert client.call_tool("everything").text == "Ada|hi|file:///work"
 
@@ -186,15 +229,23 @@ def test_a_request_state_replayed_by_another_principal_is_refused_as_another_cal
     url = protected(serve, build())
     alice, bob = Caller(url, "alice-token"), Caller(url, "bob-token")
     one = alice.call("two_rounds")["result"]
-    two = alice.call("two_rounds", inputResponses={"first": accept(name="Ada")}, requestState=one["requestState"])
+    two = alice.call(
+        "two_rounds", inputResponses={"first": accept(name="Ada")}, requestState=one["requestState"]
+    )
     state = two["result"]["requestState"]  # carries alice's answer
-    stolen = bob.call("two_rounds", inputResponses={"last": accept(name="Mallory")}, requestState=state)
+    stolen = bob.call(
+        "two_rounds", inputResponses={"last": accept(name="Mallory")}, requestState=state
+    )
     assert stolen["error"]["code"] == -32602
-    assert stolen["error"]["message"] == f"Invalid params: {ANOTHER_CALLER}"  # the reason: not the request, not expiry
+    assert (
+        stolen["error"]["message"] == f"Invalid params: {ANOTHER_CALLER}"
+    )  # the reason: not the request, not expiry
     assert "result" not in stolen
     # the server still serves both: bob asks afresh, alice finishes with her own state
     assert bob.call("two_rounds")["result"]["resultType"] == "input_required"
-    mine = alice.call("two_rounds", inputResponses={"last": accept(name="Lovelace")}, requestState=state)
+    mine = alice.call(
+        "two_rounds", inputResponses={"last": accept(name="Lovelace")}, requestState=state
+    )
     assert mine["result"]["content"][0]["text"] == "Ada Lovelace"
 
 
@@ -208,10 +259,21 @@ def test_state_sealed_for_no_token_or_in_the_old_tuple_form_opens_for_no_bearer_
         # sealed by this server's own key, so only the caller check can refuse it
         state = seal(server, "tools/call", params, sealed, {"user_name": accept(name="Eve")})
         refused = alice.call("greet", requestState=state)
-        assert refused["error"] == {"code": -32602, "message": f"Invalid params: {ANOTHER_CALLER}"}, sealed
+        assert refused["error"] == {
+            "code": -32602,
+            "message": f"Invalid params: {ANOTHER_CALLER}",
+        }, sealed
     # the control: the same forgery sealed for alice's own id opens (so the refusals above were the caller check)
-    own = alice.call("greet", requestState=seal(server, "tools/call", params, "oauth:hardening-client:alice",
-                                                {"user_name": accept(name="Eve")}))
+    own = alice.call(
+        "greet",
+        requestState=seal(
+            server,
+            "tools/call",
+            params,
+            "oauth:hardening-client:alice",
+            {"user_name": accept(name="Eve")},
+        ),
+    )
     assert own["result"]["content"][0]["text"] == "Hello, Eve!"
     assert alice.call("greet")["result"]["resultType"] == "input_required"
 
@@ -219,8 +281,13 @@ def test_state_sealed_for_no_token_or_in_the_old_tuple_form_opens_for_no_bearer_
 def seal(server: Server, method: str, params: dict, principal, answers: dict) -> str:
     """A requestState sealed with ``server``'s key for any ``principal`` value (the wire format of
     mcp_ref.server.input_required, built by hand to forge the old tuple-turned-list form)."""
-    payload = {"m": method, "d": input_required.digest(method, params), "p": principal,
-               "x": int(time.time() + 600), "a": answers}
+    payload = {
+        "m": method,
+        "d": input_required.digest(method, params),
+        "p": principal,
+        "x": int(time.time() + 600),
+        "a": answers,
+    }
     raw = json.dumps(payload, separators=(",", ":")).encode()
 
     def b64(data: bytes) -> str:
@@ -232,8 +299,13 @@ def seal(server: Server, method: str, params: dict, principal, answers: dict) ->
 def test_sealing_refuses_a_caller_that_is_not_a_string():
     server = build()
     with pytest.raises(TypeError):  # a tuple would come back from JSON as a list and never match
-        input_required.seal_state(input_required.Inputs(), "tools/call", {"name": "greet"}, server.keyring,
-                                  ("client", "alice"))  # type: ignore[arg-type]
+        input_required.seal_state(
+            input_required.Inputs(),
+            "tools/call",
+            {"name": "greet"},
+            server.keyring,
+            ("client", "alice"),
+        )  # type: ignore[arg-type]
 
 
 # -- class 5: tasks waiting for input ---------------------------------------------------------------
@@ -279,9 +351,15 @@ def test_tasks_parked_for_input_do_not_starve_the_pool(serve):
     assert "waiting for input" in refused["error"]["message"]
     # the parked tasks are still theirs to answer, and finish
     for n, task_id in enumerate(waiting):
-        callers[n % 2].ask("tasks/update", {"taskId": task_id, "inputResponses": {"go": accept(go=True)}})
+        callers[n % 2].ask(
+            "tasks/update", {"taskId": task_id, "inputResponses": {"go": accept(go=True)}}
+        )
     for n, task_id in enumerate(waiting):
-        state = poll(callers[n % 2], task_id, lambda t: t["status"] != "working" and t["status"] != "input_required")
+        state = poll(
+            callers[n % 2],
+            task_id,
+            lambda t: t["status"] != "working" and t["status"] != "input_required",
+        )
         assert state["status"] == "completed" and state["result"]["content"][0]["text"] == "went on"
     assert server.tasks.waiting == 0
     # the room is back: a task may wait for input again
@@ -294,7 +372,10 @@ def test_a_task_waits_for_input_only_input_timeout_seconds(serve):
     task_id = start(alice, "park")
     state = poll(alice, task_id, lambda t: t["status"] not in ("working", "input_required"))
     assert state["status"] == "failed" and state["error"]["code"] == -32005
-    assert "no input came within 0.3 s" in state["statusMessage"] and "tasks/update" in state["statusMessage"]
+    assert (
+        "no input came within 0.3 s" in state["statusMessage"]
+        and "tasks/update" in state["statusMessage"]
+    )
     # the one worker is free again
     done = poll(alice, start(alice, "quick"), lambda t: t["status"] == "completed")
     assert done["result"]["content"][0]["text"] == "quick done"
@@ -324,17 +405,28 @@ def test_a_principal_finds_only_its_own_tasks_by_its_string_id(serve):
     task_id = parked(alice)
     task = server.tasks.find(task_id, "oauth:hardening-client:alice")
     assert task.owner == "oauth:hardening-client:alice"
-    for method, params in (("tasks/get", {}), ("tasks/update", {"inputResponses": {"go": accept(go=False)}}),
-                           ("tasks/cancel", {})):
+    for method, params in (
+        ("tasks/get", {}),
+        ("tasks/update", {"inputResponses": {"go": accept(go=False)}}),
+        ("tasks/cancel", {}),
+    ):
         refused = bob.ask(method, {"taskId": task_id, **params})
         assert refused["error"]["code"] == -32602, method
     alice.ask("tasks/update", {"taskId": task_id, "inputResponses": {"go": accept(go=False)}})
-    assert poll(alice, task_id, lambda t: t["status"] == "completed")["result"]["content"][0]["text"] == "stopped"
+    assert (
+        poll(alice, task_id, lambda t: t["status"] == "completed")["result"]["content"][0]["text"]
+        == "stopped"
+    )
 
 
 def test_the_store_rejects_settings_that_bound_nothing():
-    for options in ({"workers": 0}, {"max_waiting": -1}, {"input_timeout": 0},
-                    {"max_tasks_per_principal": 0}, {"workers": 1.5}):
+    for options in (
+        {"workers": 0},
+        {"max_waiting": -1},
+        {"input_timeout": 0},
+        {"max_tasks_per_principal": 0},
+        {"workers": 1.5},
+    ):
         with pytest.raises(ValueError):
             TaskStore(**options)
 
@@ -411,8 +503,16 @@ def test_a_task_cancelled_before_it_ran_never_runs_and_frees_its_place_at_once(s
         assert over_before["result"]["resultType"] == "task", over_before
     finally:
         release.set()
-    assert poll(alice, holding, lambda t: t["status"] == "completed")["result"]["content"][0]["text"] == "held"
+    assert (
+        poll(alice, holding, lambda t: t["status"] == "completed")["result"]["content"][0]["text"]
+        == "held"
+    )
     quick = over_before["result"]["taskId"]
-    assert poll(alice, quick, lambda t: t["status"] == "completed")  # queued after the cancelled one
-    assert effects == [] and alice.ask("tasks/get", {"taskId": queued})["result"]["status"] == "cancelled"
+    assert poll(
+        alice, quick, lambda t: t["status"] == "completed"
+    )  # queued after the cancelled one
+    assert (
+        effects == []
+        and alice.ask("tasks/get", {"taskId": queued})["result"]["status"] == "cancelled"
+    )
     assert alice.text("whoami") == "oauth:hardening-client:alice"

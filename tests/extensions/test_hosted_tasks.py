@@ -32,7 +32,10 @@ PEER = [sys.executable, str(SERVERS / "hosted_tasks_peer.py")]
 RELATED = "io.modelcontextprotocol/related-task"
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 ELICIT = {"message": "Your name?", "requestedSchema": NAME_SCHEMA}
-SAMPLE = {"messages": [{"role": "user", "content": {"type": "text", "text": "Hello?"}}], "maxTokens": 5}
+SAMPLE = {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "Hello?"}}],
+    "maxTokens": 5,
+}
 ACCEPTED = {"action": "accept", "content": {"name": "Ada"}}
 SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
 BOTH = {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}}
@@ -95,9 +98,17 @@ def arrival(client: Client, *requests: tuple[str, object]) -> list[dict]:
     return json.loads(client.call_tool("send", {"requests": wanted}).content[0].text)
 
 
-def create(client: Client, method: str = "elicitation/create", params: dict | None = None, **task) -> dict:
+def create(
+    client: Client, method: str = "elicitation/create", params: dict | None = None, **task
+) -> dict:
     """Have the peer send a task-augmented request; the Task the client answered with."""
-    (answer,) = ask(client, (method, {**(params or (ELICIT if method == "elicitation/create" else SAMPLE)), "task": task}))
+    (answer,) = ask(
+        client,
+        (
+            method,
+            {**(params or (ELICIT if method == "elicitation/create" else SAMPLE)), "task": task},
+        ),
+    )
     assert set(answer["result"]) == {"task"}, answer
     return answer["result"]["task"]
 
@@ -137,18 +148,28 @@ def error_code(answer: dict) -> int:
 
 @pytest.mark.slow
 def test_the_tasks_capability_names_the_requests_the_client_has_handlers_for(peer, wire):
-    client, _ = peer(tasks=True, elicitation_handler=lambda p: ACCEPTED, sampling_handler=lambda p: SAMPLED)
+    client, _ = peer(
+        tasks=True, elicitation_handler=lambda p: ACCEPTED, sampling_handler=lambda p: SAMPLED
+    )
     # 2025-11-25 §Client Capabilities; "The set of capabilities in capabilities.tasks.requests is exhaustive".
     declared = json.loads(client.call_tool("capabilities").content[0].text)
     assert declared["tasks"] == {"list": {}, "cancel": {}, "requests": BOTH}
     only, _ = peer(tasks=True, elicitation_handler=lambda p: ACCEPTED)
-    assert json.loads(only.call_tool("capabilities").content[0].text)["tasks"]["requests"] == {"elicitation": {"create": {}}}
+    assert json.loads(only.call_tool("capabilities").content[0].text)["tasks"]["requests"] == {
+        "elicitation": {"create": {}}
+    }
     none, _ = peer(tasks=True)
-    assert json.loads(none.call_tool("capabilities").content[0].text)["tasks"] == {"list": {}, "cancel": {}, "requests": {}}
+    assert json.loads(none.call_tool("capabilities").content[0].text)["tasks"] == {
+        "list": {},
+        "cancel": {},
+        "requests": {},
+    }
     plain, _ = peer(elicitation_handler=lambda p: ACCEPTED)
     assert "tasks" not in json.loads(plain.call_tool("capabilities").content[0].text)
     # Another revision: 2026-07-28 removed client-hosted tasks; older ones never had the capability.
-    assert "tasks" not in client.capabilities("2026-07-28") and "tasks" not in client.capabilities("2025-06-18")
+    assert "tasks" not in client.capabilities("2026-07-28") and "tasks" not in client.capabilities(
+        "2025-06-18"
+    )
 
 
 # -- the lifecycle ---------------------------------------------------------------------------------
@@ -167,13 +188,20 @@ def test_an_elicitation_task_is_answered_at_once_and_tasks_result_waits_for_its_
     tid = {"taskId": task["taskId"]}
     (got,) = ask(client, ("tasks/get", tid))
     assert got["result"]["status"] == "working" and got["result"]["taskId"] == task["taskId"]
-    assert RELATED not in got["result"].get("_meta", {})  # §Associating Task-Related Messages: SHOULD NOT
+    assert RELATED not in got["result"].get(
+        "_meta", {}
+    )  # §Associating Task-Related Messages: SHOULD NOT
     (listed,) = ask(client, ("tasks/list", None))
     assert [t["taskId"] for t in listed["result"]["tasks"]] == [task["taskId"]]
 
     # tasks/result blocks (on a handler thread, not the reader): a tasks/get sent after it is answered first.
-    polled = tap.when(lambda d, m: d == "-->" and isinstance(m.get("result"), dict)
-                      and m["result"].get("taskId") == task["taskId"])
+    polled = tap.when(
+        lambda d, m: (
+            d == "-->"
+            and isinstance(m.get("result"), dict)
+            and m["result"].get("taskId") == task["taskId"]
+        )
+    )
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(arrival, client, ("tasks/result", tid), ("tasks/get", tid))
         assert polled.wait(WAIT)
@@ -184,8 +212,13 @@ def test_an_elicitation_task_is_answered_at_once_and_tasks_result_waits_for_its_
     # §Result Retrieval: exactly the underlying result, with related-task in _meta (MUST).
     assert second["index"] == 0 and second["result"] == {**ACCEPTED, "_meta": {RELATED: tid}}
 
-    (done, again, cancel) = ask(client, ("tasks/get", tid), ("tasks/result", tid), ("tasks/cancel", tid))
-    assert done["result"]["status"] == "completed" and done["result"]["lastUpdatedAt"] >= task["createdAt"]
+    (done, again, cancel) = ask(
+        client, ("tasks/get", tid), ("tasks/result", tid), ("tasks/cancel", tid)
+    )
+    assert (
+        done["result"]["status"] == "completed"
+        and done["result"]["lastUpdatedAt"] >= task["createdAt"]
+    )
     assert again["result"] == second["result"]
     # §Task Cancellation 1: a terminal task's cancellation is rejected with -32602.
     assert error_code(cancel) == -32602 and "completed" in cancel["error"]["message"]
@@ -201,9 +234,15 @@ def test_a_cancelled_task_stays_cancelled_and_its_handler_is_told(peer, wire):
     (cancel,) = ask(client, ("tasks/cancel", tid))
     # §Task Cancellation 2: moved to cancelled "before sending the response"; the answer is the Task.
     assert cancel["result"]["status"] == "cancelled" and cancel["result"]["statusMessage"]
-    assert gate.cancelled.wait(WAIT) and gate.left.wait(WAIT)  # the handler saw context.cancelled, then returned
-    (got, twice, result) = ask(client, ("tasks/get", tid), ("tasks/cancel", tid), ("tasks/result", tid))
-    assert got["result"]["status"] == "cancelled"  # §Task Cancellation 3: its late result changed nothing
+    assert gate.cancelled.wait(WAIT) and gate.left.wait(
+        WAIT
+    )  # the handler saw context.cancelled, then returned
+    (got, twice, result) = ask(
+        client, ("tasks/get", tid), ("tasks/cancel", tid), ("tasks/result", tid)
+    )
+    assert (
+        got["result"]["status"] == "cancelled"
+    )  # §Task Cancellation 3: its late result changed nothing
     assert error_code(twice) == -32602
     assert error_code(result) == -32603 and "cancelled" in result["error"]["message"]
 
@@ -218,8 +257,15 @@ def test_a_handler_error_fails_the_task_and_tasks_result_returns_that_error(peer
     (result,) = ask(client, ("tasks/result", tid))
     (got,) = ask(client, ("tasks/get", tid))  # after tasks/result: the task is terminal
     # §Task Execution Errors: failed, with a statusMessage; tasks/result "MUST return that same JSON-RPC error".
-    assert result["error"] == {"code": -32000, "message": "The model is unavailable", "data": {"retry": True}}
-    assert got["result"]["status"] == "failed" and got["result"]["statusMessage"] == "The model is unavailable"
+    assert result["error"] == {
+        "code": -32000,
+        "message": "The model is unavailable",
+        "data": {"retry": True},
+    }
+    assert (
+        got["result"]["status"] == "failed"
+        and got["result"]["statusMessage"] == "The model is unavailable"
+    )
 
 
 def test_a_sampling_task_completes_with_the_handlers_result(peer, wire):
@@ -235,14 +281,22 @@ def test_a_sampling_task_completes_with_the_handlers_result(peer, wire):
 def test_protocol_errors_are_32602(peer, wire):
     client, _ = peer(tasks=True, elicitation_handler=lambda p: ACCEPTED)
     unknown = {"taskId": "no-such-task"}
-    answers = ask(client, ("tasks/get", unknown), ("tasks/result", unknown), ("tasks/cancel", unknown),
-                  ("tasks/get", {"taskId": 42}), ("tasks/list", {"cursor": "not-a-cursor-of-ours"}),
-                  ("elicitation/create", {**ELICIT, "task": "soon"}),
-                  ("elicitation/create", {**ELICIT, "task": {"ttl": -5}}))
+    answers = ask(
+        client,
+        ("tasks/get", unknown),
+        ("tasks/result", unknown),
+        ("tasks/cancel", unknown),
+        ("tasks/get", {"taskId": 42}),
+        ("tasks/list", {"cursor": "not-a-cursor-of-ours"}),
+        ("elicitation/create", {**ELICIT, "task": "soon"}),
+        ("elicitation/create", {**ELICIT, "task": {"ttl": -5}}),
+    )
     # §Protocol Errors: unknown taskId, bad cursor -> -32602; and a malformed task field.
     assert [error_code(a) for a in answers] == [-32602] * 7
     # The peer broke the schema on purpose (taskId 42, task "soon"); nothing else may.
-    assert wire.errors and all(e.startswith(("GetTaskRequest:", "ElicitRequest:")) for e in wire.errors)
+    assert wire.errors and all(
+        e.startswith(("GetTaskRequest:", "ElicitRequest:")) for e in wire.errors
+    )
     wire.errors.clear()
     # §TTL and Resource Management 3: the receiver MAY override the requested ttl; the Task says which.
     assert create(client, ttl=0)["ttl"] == hosted_tasks.MIN_TTL_MS
@@ -258,7 +312,9 @@ def test_tasks_list_is_paged_with_an_opaque_cursor(peer, wire):
     cursor = first["result"]["nextCursor"]
     (second,) = ask(client, ("tasks/list", {"cursor": cursor}))
     # §Task Listing 2: nextCursor only while more tasks are available.
-    assert [t["taskId"] for t in second["result"]["tasks"]] == made[2:] and "nextCursor" not in second["result"]
+    assert [t["taskId"] for t in second["result"]["tasks"]] == made[
+        2:
+    ] and "nextCursor" not in second["result"]
 
 
 # -- the usual checks still apply ------------------------------------------------------------------
@@ -272,15 +328,25 @@ def test_a_refusal_by_the_approve_hook_is_the_tasks_outcome(peer, wire):
         shown(request)
         return False
 
-    client, _ = peer(tasks=True, approve=approve, elicitation_handler=lambda p: ran(p) or ACCEPTED,
-                     sampling_handler=lambda p: ran(p) or SAMPLED)
+    client, _ = peer(
+        tasks=True,
+        approve=approve,
+        elicitation_handler=lambda p: ran(p) or ACCEPTED,
+        sampling_handler=lambda p: ran(p) or SAMPLED,
+    )
     elicit = create(client, ttl=30_000)
     sample = create(client, "sampling/createMessage", ttl=30_000)
-    (declined, refused) = ask(client, ("tasks/result", {"taskId": elicit["taskId"]}),
-                              ("tasks/result", {"taskId": sample["taskId"]}))
+    (declined, refused) = ask(
+        client,
+        ("tasks/result", {"taskId": elicit["taskId"]}),
+        ("tasks/result", {"taskId": sample["taskId"]}),
+    )
     (failed,) = ask(client, ("tasks/get", {"taskId": sample["taskId"]}))
     # 2025-11-25 client/elicitation: a refused elicitation is declined; client/sampling §Error Handling: -1.
-    assert declined["result"] == {"action": "decline", "_meta": {RELATED: {"taskId": elicit["taskId"]}}}
+    assert declined["result"] == {
+        "action": "decline",
+        "_meta": {RELATED: {"taskId": elicit["taskId"]}},
+    }
     assert refused["error"] == {"code": -1, "message": "User rejected sampling request"}
     assert failed["result"]["status"] == "failed"
     assert [r.method for r in shown.items] == ["elicitation/create", "sampling/createMessage"]
@@ -289,9 +355,13 @@ def test_a_refusal_by_the_approve_hook_is_the_tasks_outcome(peer, wire):
 
 
 def test_the_server_request_limit_refuses_before_any_task_is_made(peer, wire):
-    client, _ = peer(tasks=True, server_request_limit=(1, 3600), elicitation_handler=lambda p: ACCEPTED)
+    client, _ = peer(
+        tasks=True, server_request_limit=(1, 3600), elicitation_handler=lambda p: ACCEPTED
+    )
     task = create(client, ttl=30_000)
-    (over, listed) = ask(client, ("elicitation/create", {**ELICIT, "task": {}}), ("tasks/list", None))
+    (over, listed) = ask(
+        client, ("elicitation/create", {**ELICIT, "task": {}}), ("tasks/list", None)
+    )
     assert error_code(over) == -32005  # LimitExceeded, answered at once
     assert [t["taskId"] for t in listed["result"]["tasks"]] == [task["taskId"]]
 
@@ -326,7 +396,11 @@ def test_waiting_tasks_result_requests_are_bounded(peer, wire):
     client.hosted_tasks.max_result_waiters = 1
     task = create(client, ttl=30_000)
     tid = {"taskId": task["taskId"]}
-    refused = tap.when(lambda d, m: d == "-->" and isinstance(m.get("error"), dict) and m["error"]["code"] == -32000)
+    refused = tap.when(
+        lambda d, m: (
+            d == "-->" and isinstance(m.get("error"), dict) and m["error"]["code"] == -32000
+        )
+    )
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(arrival, client, ("tasks/result", tid), ("tasks/result", tid))
         assert refused.wait(WAIT)  # the second waiter is refused at once; the first still waits
@@ -369,16 +443,26 @@ def test_closing_the_client_tells_a_running_task_to_stop(peer, wire):
 
 
 @pytest.mark.parametrize("pinned, answered", [("2025-06-18", None), (None, "2025-06-18")])
-def test_at_another_revision_task_is_ignored_and_tasks_methods_are_not_found(peer, wire, pinned, answered):
+def test_at_another_revision_task_is_ignored_and_tasks_methods_are_not_found(
+    peer, wire, pinned, answered
+):
     ran = Collector()
-    client, _ = peer(*([answered] if answered else []), protocol_version=pinned, tasks=True,
-                     elicitation_handler=lambda p: ran(p) or ACCEPTED)
+    client, _ = peer(
+        *([answered] if answered else []),
+        protocol_version=pinned,
+        tasks=True,
+        elicitation_handler=lambda p: ran(p) or ACCEPTED,
+    )
     assert client.protocol_version == "2025-06-18"
     declared = json.loads(client.call_tool("capabilities").content[0].text)
     # Pinned to 2025-06-18 the client never declares it; asking 2025-11-25 it does, but the server chose 2025-06-18.
     assert ("tasks" in declared) == (pinned is None)
-    answers = ask(client, ("elicitation/create", {**ELICIT, "task": {"ttl": 1000}}), ("tasks/get", {"taskId": "t"}),
-                  ("tasks/list", None))
+    answers = ask(
+        client,
+        ("elicitation/create", {**ELICIT, "task": {"ttl": 1000}}),
+        ("tasks/get", {"taskId": "t"}),
+        ("tasks/list", None),
+    )
     # §Task Support and Handling 1: processed normally, the task field ignored; tasks/* unknown.
     assert answers[0]["result"] == ACCEPTED and len(ran) == 1
     assert [error_code(a) for a in answers[1:]] == [-32601, -32601]
@@ -393,14 +477,22 @@ def test_in_the_2026_07_28_era_no_request_declares_the_capability(wire):
         """Echo ``text``."""
         return text
 
-    with Client.in_memory(server, era="modern", tasks=True, trace=wire, timeout=WAIT,
-                          elicitation_handler=lambda p: ACCEPTED) as client:
+    with Client.in_memory(
+        server,
+        era="modern",
+        tasks=True,
+        trace=wire,
+        timeout=WAIT,
+        elicitation_handler=lambda p: ACCEPTED,
+    ) as client:
         assert client.era == "modern"
         assert client.call_tool("echo", {"text": "hi"}).text == "hi"
     requests = [m for m in wire.sent() if "method" in m and "id" in m]
     assert requests
     for message in requests:
-        assert "tasks" not in message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        assert (
+            "tasks" not in message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        )
 
 
 # -- the reference TypeScript server ---------------------------------------------------------------
@@ -410,10 +502,16 @@ def test_in_the_2026_07_28_era_no_request_declares_the_capability(wire):
 def everything():
     """A tasks=True Client on the everything server (2025-11-25), or a skip when it cannot start in time."""
     wire = WireChecker()
-    with everything_client(trace=wire, protocol_version="2025-11-25", tasks=True,
-                           elicitation_handler=lambda p: {"action": "accept", "content": {
-                               "name": "Ada", "favoriteColor": "Blue", "agreeToTerms": True}},
-                           sampling_handler=lambda p: {**SAMPLED, "content": {"type": "text", "text": "sampled!"}}) as client:
+    with everything_client(
+        trace=wire,
+        protocol_version="2025-11-25",
+        tasks=True,
+        elicitation_handler=lambda p: {
+            "action": "accept",
+            "content": {"name": "Ada", "favoriteColor": "Blue", "agreeToTerms": True},
+        },
+        sampling_handler=lambda p: {**SAMPLED, "content": {"type": "text", "text": "sampled!"}},
+    ) as client:
         yield client, wire
 
 
@@ -424,7 +522,9 @@ def test_everything_server_runs_an_elicitation_as_a_client_hosted_task(everythin
     assert "trigger-elicitation-request-async" in {tool.name for tool in client.list_tools()}
     result = client.call_tool("trigger-elicitation-request-async")
     # It sent elicitation/create with task {ttl: 600000}, polled our tasks/get, then called tasks/result.
-    assert result.text.startswith("[COMPLETED] User provided the requested information!"), result.text
+    assert result.text.startswith("[COMPLETED] User provided the requested information!"), (
+        result.text
+    )
     assert "- Name: Ada" in result.text
     (elicit,) = wire.received("elicitation/create")
     assert elicit["params"]["task"] == {"ttl": 600000}

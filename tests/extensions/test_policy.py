@@ -24,15 +24,28 @@ from mcp_ref.oauth.resource import AccessInfo, ProtectedResource
 POLICY = InMemory("policy_server", "build")
 ERAS = ("modern", "handshake")
 TRANSPORTS = ("stdio", "http")
-VISIBLE_TOOLS = {"alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item",
-                 "remove_item", "touch"}
+VISIBLE_TOOLS = {
+    "alpha",
+    "beta",
+    "gamma",
+    "epsilon",
+    "limited",
+    "audit",
+    "advance",
+    "whoami",
+    "add_item",
+    "remove_item",
+    "touch",
+}
 
 
 def open_client(transport: str, era: str, serve, variant: str = "", **options) -> Client:
     """A Client of policy_server (``variant``: its factory) over ``transport``, speaking ``era``."""
     options.setdefault("timeout", WAIT)
     if transport == "stdio":
-        command = [sys.executable, str(SERVERS / "policy_server.py")] + ([variant] if variant else [])
+        command = [sys.executable, str(SERVERS / "policy_server.py")] + (
+            [variant] if variant else []
+        )
         return Client.stdio(command, era=era, stderr="discard", **options)
     factory = {"": "build", "global": "build_global", "storm": "build_storm"}[variant]
     return Client.http(serve(InMemory("policy_server", factory).build()).mcp, era=era, **options)
@@ -65,13 +78,36 @@ def every_page(fetch) -> list[list]:
 @pytest.mark.slow
 def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
     tools = every_page(client.list_tools_page)
-    assert all(len(page) <= 2 for page in tools)  # page_size=2: pages are of the caller's own listing
-    assert [t.name for page in tools for t in page] == sorted(VISIBLE_TOOLS, key=[
-        "alpha", "beta", "gamma", "epsilon", "limited", "audit", "advance", "whoami", "add_item", "remove_item",
-        "touch"].index)
+    assert all(
+        len(page) <= 2 for page in tools
+    )  # page_size=2: pages are of the caller's own listing
+    assert [t.name for page in tools for t in page] == sorted(
+        VISIBLE_TOOLS,
+        key=[
+            "alpha",
+            "beta",
+            "gamma",
+            "epsilon",
+            "limited",
+            "audit",
+            "advance",
+            "whoami",
+            "add_item",
+            "remove_item",
+            "touch",
+        ].index,
+    )
     resources = [r.uri for page in every_page(client.list_resources_page) for r in page]
-    assert resources == ["mem://public/1", "mem://public/2", "mem://public/3", "mem://public/4", "files://public.txt"]
-    templates = [t.uri_template for page in every_page(client.list_resource_templates_page) for t in page]
+    assert resources == [
+        "mem://public/1",
+        "mem://public/2",
+        "mem://public/3",
+        "mem://public/4",
+        "files://public.txt",
+    ]
+    templates = [
+        t.uri_template for page in every_page(client.list_resource_templates_page) for t in page
+    ]
     assert templates == ["mem://items/{item}", "files://{+path}"]
     prompts = [p.name for page in every_page(client.list_prompts_page) for p in page]
     assert prompts == ["greet", "summary"]
@@ -79,32 +115,90 @@ def test_hidden_items_stay_hidden_in_every_listing_and_page(client):
 
 def _as_missing(exc: McpError, hidden: str, missing: str) -> tuple:
     """An error with the name it was about replaced, to compare a hidden item's with a missing one's."""
-    text = json.dumps([exc.code, exc.message, exc.data]).replace(hidden, "<name>").replace(missing, "<name>")
+    text = (
+        json.dumps([exc.code, exc.message, exc.data])
+        .replace(hidden, "<name>")
+        .replace(missing, "<name>")
+    )
     return json.loads(text)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("attempt, hidden, missing", [
-    (lambda c, name: c.call_tool(name), "secret_delta", "no_such_tool"),
-    (lambda c, name: c.call_tool(name), "secret_limited", "no_such_tool"),  # hidden beats its scope and limit
-    (lambda c, uri: c.read_resource(uri), "mem://secret/doc", "mem://gone/doc"),
-    (lambda c, uri: c.read_resource(uri), "mem://secret/7", "mem://gone/7"),  # a hidden template's URI
-    (lambda c, uri: c.read_resource(uri), "mem://vault/7", "mem://gone/7"),  # the template is hidden, not the URI
-    (lambda c, uri: c.read_resource(uri), "files://secret.txt", "files://gone.txt"),  # a hidden file
-    (lambda c, uri: c.read_resource(uri), "files://secre%74.txt", "files://gone.txt"),  # ... spelled otherwise
-    (lambda c, uri: c.read_resource(uri), "mem://items/secre%74", "mem://gone/7"),  # a hidden name, encoded
-    (lambda c, name: c.get_prompt(name), "secret_brief", "no_such_prompt"),
-    (lambda c, name: c.complete(argument="x", value="", prompt=name), "secret_brief", "no_such_prompt"),
-    (lambda c, name: c.complete(argument="who", value="", prompt=name), "greet", "no_such_prompt"),  # no completion
-    (lambda c, uri: c.complete(argument="item", value="", resource=uri), "mem://secret/{item}", "mem://gone/{item}"),
-], ids=["tool", "scoped-tool", "resource", "template-resource", "hidden-template", "file", "file-encoded",
-        "encoded-name", "prompt", "completion", "completion-denied", "template-completion"])
+@pytest.mark.parametrize(
+    "attempt, hidden, missing",
+    [
+        (lambda c, name: c.call_tool(name), "secret_delta", "no_such_tool"),
+        (
+            lambda c, name: c.call_tool(name),
+            "secret_limited",
+            "no_such_tool",
+        ),  # hidden beats its scope and limit
+        (lambda c, uri: c.read_resource(uri), "mem://secret/doc", "mem://gone/doc"),
+        (
+            lambda c, uri: c.read_resource(uri),
+            "mem://secret/7",
+            "mem://gone/7",
+        ),  # a hidden template's URI
+        (
+            lambda c, uri: c.read_resource(uri),
+            "mem://vault/7",
+            "mem://gone/7",
+        ),  # the template is hidden, not the URI
+        (
+            lambda c, uri: c.read_resource(uri),
+            "files://secret.txt",
+            "files://gone.txt",
+        ),  # a hidden file
+        (
+            lambda c, uri: c.read_resource(uri),
+            "files://secre%74.txt",
+            "files://gone.txt",
+        ),  # ... spelled otherwise
+        (
+            lambda c, uri: c.read_resource(uri),
+            "mem://items/secre%74",
+            "mem://gone/7",
+        ),  # a hidden name, encoded
+        (lambda c, name: c.get_prompt(name), "secret_brief", "no_such_prompt"),
+        (
+            lambda c, name: c.complete(argument="x", value="", prompt=name),
+            "secret_brief",
+            "no_such_prompt",
+        ),
+        (
+            lambda c, name: c.complete(argument="who", value="", prompt=name),
+            "greet",
+            "no_such_prompt",
+        ),  # no completion
+        (
+            lambda c, uri: c.complete(argument="item", value="", resource=uri),
+            "mem://secret/{item}",
+            "mem://gone/{item}",
+        ),
+    ],
+    ids=[
+        "tool",
+        "scoped-tool",
+        "resource",
+        "template-resource",
+        "hidden-template",
+        "file",
+        "file-encoded",
+        "encoded-name",
+        "prompt",
+        "completion",
+        "completion-denied",
+        "template-completion",
+    ],
+)
 def test_a_hidden_item_answers_exactly_as_a_missing_one(client, attempt, hidden, missing):
     with pytest.raises(McpError) as refused_hidden:
         attempt(client, hidden)
     with pytest.raises(McpError) as refused_missing:
         attempt(client, missing)
-    assert _as_missing(refused_hidden.value, hidden, missing) == _as_missing(refused_missing.value, hidden, missing)
+    assert _as_missing(refused_hidden.value, hidden, missing) == _as_missing(
+        refused_missing.value, hidden, missing
+    )
     assert client.call_tool("alpha").content[0].text == "alpha"  # the connection goes on
 
 
@@ -118,27 +212,42 @@ def test_a_hidden_item_changing_is_not_announced_to_those_who_cannot_see_it(tran
             heard.append(what)
             cond.notify_all()
 
-    with open_client(transport, era, serve, on_list_changed=hear, on_resource_updated=hear) as client:
+    with open_client(
+        transport, era, serve, on_list_changed=hear, on_resource_updated=hear
+    ) as client:
         client.subscribe("mem://public/1")
-        client.call_tool("add_item", {"name": "secret_new"})  # hidden from this caller: not announced to it
+        client.call_tool(
+            "add_item", {"name": "secret_new"}
+        )  # hidden from this caller: not announced to it
         client.call_tool("add_item", {"name": "public_new"})
         client.call_tool("remove_item", {"name": "secret_new"})
         assert "public_new" in {t.name for t in client.list_tools()}
         client.call_tool("remove_item", {"name": "public_new"})
-        client.call_tool("touch", {"uri": "mem://public/1"})  # a marker: it comes after them all, on the same stream
+        client.call_tool(
+            "touch", {"uri": "mem://public/1"}
+        )  # a marker: it comes after them all, on the same stream
         with cond:
             assert cond.wait_for(lambda: "mem://public/1" in heard, WAIT)
-        assert heard == ["tools", "tools", "mem://public/1"]  # the changes it can see, not the hidden ones
+        assert heard == [
+            "tools",
+            "tools",
+            "mem://public/1",
+        ]  # the changes it can see, not the hidden ones
 
 
 def test_a_removal_is_announced_to_those_authorize_let_see_it_while_it_existed():
     from mcp_ref import Server
 
     # an authorize that reads the item from the registry: it must be asked before the item is gone
-    server = Server("lookup", authorize=lambda who, action, name: server.get_tool(name).listing["description"] == "open")
+    server = Server(
+        "lookup",
+        authorize=lambda who, action, name: server.get_tool(name).listing["description"] == "open",
+    )
     server.add_tool(lambda: "x", name="visible", description="open")
     changed = threading.Event()
-    with Client.in_memory(server, era="handshake", timeout=WAIT, on_list_changed=lambda kind: changed.set()) as client:
+    with Client.in_memory(
+        server, era="handshake", timeout=WAIT, on_list_changed=lambda kind: changed.set()
+    ) as client:
         assert [t.name for t in client.list_tools()] == ["visible"]
         server.remove_tool("visible")
         assert changed.wait(WAIT)
@@ -146,7 +255,10 @@ def test_a_removal_is_announced_to_those_authorize_let_see_it_while_it_existed()
 
 @pytest.mark.slow
 def test_completion_functions_can_offer_each_caller_only_its_own(client):
-    assert client.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport"]
+    assert client.complete(argument="topic", value="s", prompt="summary").values == [
+        "science",
+        "sport",
+    ]
 
 
 @pytest.mark.slow
@@ -172,12 +284,20 @@ def test_a_listen_stream_never_carries_a_hidden_resource(transport, serve):
             if params.get("uri") == "mem://public/1":
                 arrived.set()
 
-        with client.listen(resource_uris=["mem://secret/doc", "mem://public/1", "mem://gone/doc"],
-                           on_notification=collect) as stream:
+        with client.listen(
+            resource_uris=["mem://secret/doc", "mem://public/1", "mem://gone/doc"],
+            on_notification=collect,
+        ) as stream:
             # acknowledged like an unknown URI: the acknowledgment does not tell which exist
-            assert stream.acknowledged["resourceSubscriptions"] == ["mem://gone/doc", "mem://public/1", "mem://secret/doc"]
+            assert stream.acknowledged["resourceSubscriptions"] == [
+                "mem://gone/doc",
+                "mem://public/1",
+                "mem://secret/doc",
+            ]
             client.call_tool("touch", {"uri": "mem://secret/doc"})
-            client.call_tool("touch", {"uri": "mem://public/1"})  # after the secret one, on the same stream
+            client.call_tool(
+                "touch", {"uri": "mem://public/1"}
+            )  # after the secret one, on the same stream
             assert arrived.wait(WAIT)
         assert seen == ["mem://public/1"]
 
@@ -192,7 +312,10 @@ class Tokens:
         self.audience = ()
 
     def verify(self, token: str):
-        users = {"alice-token": ("alice", ("admin",), {"team": "ops"}), "bob-token": ("bob", (), {"team": "sales"})}
+        users = {
+            "alice-token": ("alice", ("admin",), {"team": "ops"}),
+            "bob-token": ("bob", (), {"team": "sales"}),
+        }
         if token not in users:
             return None
         subject, scopes, claims = users[token]
@@ -211,24 +334,37 @@ def bearer(token: str):
 def protected(serve):
     """policy_server behind a bearer token (alice: admin; bob: none): its /mcp URL."""
     tokens = Tokens()
-    served = serve(app=POLICY.build().wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"])))
+    served = serve(
+        app=POLICY.build().wsgi_app(auth=ProtectedResource(tokens, ["https://as.example"]))
+    )
     tokens.audience = (served.mcp,)
     return served.mcp
 
 
 @pytest.mark.parametrize("era", ERAS)
 def test_what_a_principal_sees_and_may_call_follows_its_token(protected, era):
-    with Client.http(protected, era=era, auth=bearer("alice-token"), timeout=WAIT) as alice, \
-            Client.http(protected, era=era, auth=bearer("bob-token"), timeout=WAIT) as bob:
+    with (
+        Client.http(protected, era=era, auth=bearer("alice-token"), timeout=WAIT) as alice,
+        Client.http(protected, era=era, auth=bearer("bob-token"), timeout=WAIT) as bob,
+    ):
         me = alice.call_tool("whoami").structured_content
         assert me == {"id": "oauth:policy-client:alice", "scopes": ["admin"], "authenticated": True}
         assert bob.call_tool("whoami").structured_content["id"] == "oauth:policy-client:bob"
-        assert {"secret_delta", "secret_zeta", "secret_limited"} <= {t.name for t in alice.list_tools()}
+        assert {"secret_delta", "secret_zeta", "secret_limited"} <= {
+            t.name for t in alice.list_tools()
+        }
         assert not any("secret" in t.name for t in bob.list_tools())
         assert alice.call_tool("secret_delta").content[0].text == "secret_delta"
         assert alice.read_resource("mem://secret/doc").contents[0].text == "the secret"
-        assert alice.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport", "secrets"]
-        assert bob.complete(argument="topic", value="s", prompt="summary").values == ["science", "sport"]
+        assert alice.complete(argument="topic", value="s", prompt="summary").values == [
+            "science",
+            "sport",
+            "secrets",
+        ]
+        assert bob.complete(argument="topic", value="s", prompt="summary").values == [
+            "science",
+            "sport",
+        ]
         with pytest.raises(McpError) as refused:
             bob.call_tool("secret_delta")
         assert refused.value.code == -32602 and "httpStatus" not in (refused.value.data or {})
@@ -246,31 +382,63 @@ def test_what_a_principal_sees_and_may_call_follows_its_token(protected, era):
 
 
 def test_a_hidden_scoped_tool_is_not_found_not_forbidden_over_raw_http(protected):
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "Authorization": "Bearer bob-token"}
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "Authorization": "Bearer bob-token",
+    }
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
     answer = requests.post(protected, json=init, headers=headers, timeout=WAIT)
-    session = {**headers, "Mcp-Session-Id": answer.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
+    session = {
+        **headers,
+        "Mcp-Session-Id": answer.headers["Mcp-Session-Id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
     for name, status in (("secret_limited", 200), ("audit", 403)):
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name}}
         answer = requests.post(protected, json=call, headers=session, timeout=WAIT)
         assert answer.status_code == status, (name, answer.text)
-    assert "Unknown tool: secret_limited" in requests.post(
-        protected, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "secret_limited"}},
-        headers=session, timeout=WAIT).text
+    assert (
+        "Unknown tool: secret_limited"
+        in requests.post(
+            protected,
+            json={
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "secret_limited"},
+            },
+            headers=session,
+            timeout=WAIT,
+        ).text
+    )
 
 
 @pytest.mark.slow
 def test_the_principal_of_each_transport(serve):
     with open_client("stdio", "handshake", serve) as client:
-        assert client.call_tool("whoami").structured_content == {"id": "stdio", "scopes": [], "authenticated": False}
+        assert client.call_tool("whoami").structured_content == {
+            "id": "stdio",
+            "scopes": [],
+            "authenticated": False,
+        }
     with open_client("http", "modern", serve) as client:
         assert client.call_tool("whoami").structured_content["id"] == "http-client:127.0.0.1"
     with open_client("http", "handshake", serve) as client:
         first = client.call_tool("whoami").structured_content["id"]
         assert first.startswith("http-session:") and len(first) == len("http-session:") + 16
-        assert client.call_tool("whoami").structured_content["id"] == first  # stable for the session
+        assert (
+            client.call_tool("whoami").structured_content["id"] == first
+        )  # stable for the session
         assert client.session.transport.session_id not in first  # the session id is a credential
     stateless = serve(POLICY.build(), stateless=True)
     with Client.http(stateless.mcp, era="handshake", timeout=WAIT) as client:
@@ -300,7 +468,9 @@ def test_a_tool_limit_holds_under_concurrent_callers_and_resets_after_its_window
     refusals = [o for o in outcomes if isinstance(o, LimitExceeded)]
     assert len(refusals) == 5
     for refusal in refusals:
-        assert refusal.code == -32005 and 0 < refusal.retry_after <= 20.001  # 3 a minute: one every 20 s
+        assert (
+            refusal.code == -32005 and 0 < refusal.retry_after <= 20.001
+        )  # 3 a minute: one every 20 s
         assert refusal.data["limit"] == "3/60s"
     assert client.call_tool("alpha").content[0].text == "alpha"  # other tools are not limited by it
     client.call_tool("advance", {"seconds": 20})  # one token back
@@ -311,17 +481,27 @@ def test_a_tool_limit_holds_under_concurrent_callers_and_resets_after_its_window
     assert [client.call_tool("limited").content[0].text for _ in range(3)] == ["done"] * 3
 
 
-MODERN_CALL_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                       "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "alpha"}
+MODERN_CALL_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "alpha",
+}
 
 
 def raw_call(url: str, era: str, request_id: int) -> requests.Response:
     params = {"name": "alpha", "arguments": {}}
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "MCP-Protocol-Version": "2025-11-25"}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
     if era == "modern":
-        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                           "io.modelcontextprotocol/clientCapabilities": {}}
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
         headers = MODERN_CALL_HEADERS
     body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
     return requests.post(url, json=body, headers=headers, timeout=WAIT)
@@ -338,7 +518,10 @@ def test_over_the_server_limit_http_answers_429_with_retry_after(era, serve):
     assert retry_after.isdigit() and int(retry_after) == 12  # 5 a minute: a token every 12 s
     body = refused.json()
     assert body["id"] == 6 and body["error"]["code"] == -32005
-    assert math.ceil(body["error"]["data"]["retryAfter"]) == 12 and body["error"]["data"]["limit"] == "5/60s"
+    assert (
+        math.ceil(body["error"]["data"]["retryAfter"]) == 12
+        and body["error"]["data"]["limit"] == "5/60s"
+    )
     server.policy.clock.advance(12)
     assert raw_call(url, era, 7).status_code == 200
     assert raw_call(url, era, 8).status_code == 429
@@ -368,7 +551,9 @@ def test_a_client_refused_at_its_first_request_is_told_so_not_downgraded(serve):
         Client.http(served.mcp, timeout=WAIT)  # its server/discover got 429: not a legacy server
     assert refused.value.data["httpStatus"] == 429
     methods = [headers.get("mcp-method") for headers in served.httpd.app.seen("POST")]
-    assert methods == ["tools/call"] * 5 + ["server/discover"]  # no initialize: no fallback to the handshake
+    assert methods == ["tools/call"] * 5 + [
+        "server/discover"
+    ]  # no initialize: no fallback to the handshake
 
 
 # -- subscriptions ----------------------------------------------------------------------------------
@@ -443,7 +628,10 @@ def test_one_listen_naming_more_than_the_cap_is_refused(transport, serve):
             with pytest.raises(LimitExceeded):
                 client.listen(resource_uris=["mem://public/3", "mem://public/4"])
             with client.listen(resource_uris=["mem://public/2", "mem://public/3"]) as second:
-                assert second.acknowledged["resourceSubscriptions"] == ["mem://public/2", "mem://public/3"]
+                assert second.acknowledged["resourceSubscriptions"] == [
+                    "mem://public/2",
+                    "mem://public/3",
+                ]
 
 
 @pytest.mark.slow
@@ -459,13 +647,23 @@ def test_a_storm_of_updates_is_coalesced_to_one_per_interval(serve):
         with open_client(transport, era, serve, "storm", on_resource_updated=on_updated) as client:
             client.subscribe("mem://public/1")
             client.subscribe("mem://public/2")
-            assert client.call_tool("touch", {"uri": "mem://public/1", "times": 500}).content[0].text == "touched"
+            assert (
+                client.call_tool("touch", {"uri": "mem://public/1", "times": 500}).content[0].text
+                == "touched"
+            )
             with cond:  # the first at once, the last when the interval ends; nothing queued between
-                assert cond.wait_for(lambda: updates.count("mem://public/1") == 2, WAIT), (transport, era, updates)
+                assert cond.wait_for(lambda: updates.count("mem://public/1") == 2, WAIT), (
+                    transport,
+                    era,
+                    updates,
+                )
             client.call_tool("touch", {"uri": "mem://public/2"})
             with cond:
                 assert cond.wait_for(lambda: "mem://public/2" in updates, WAIT)
-            assert updates == ["mem://public/1", "mem://public/1", "mem://public/2"], (transport, era)
+            assert updates == ["mem://public/1", "mem://public/1", "mem://public/2"], (
+                transport,
+                era,
+            )
 
     for transport in TRANSPORTS:
         for era in ERAS:
@@ -483,24 +681,32 @@ def test_ping_is_not_counted_against_the_limit(transport, serve):
     with client:
         for _ in range(20):
             client.ping()  # answered by the session: no bucket is touched
-        assert [client.call_tool("alpha").content[0].text for _ in range(4)] == ["alpha"] * 4  # initialize was 1
+        assert [client.call_tool("alpha").content[0].text for _ in range(4)] == [
+            "alpha"
+        ] * 4  # initialize was 1
         with pytest.raises(LimitExceeded):
             client.call_tool("alpha")
         if transport == "http":
             connections = server.connections()
-            assert len(connections) == 1 and not connections[0].admitted  # nothing left behind by the pre-count
+            assert (
+                len(connections) == 1 and not connections[0].admitted
+            )  # nothing left behind by the pre-count
 
 
 def test_the_legacy_http_sse_transport_applies_the_same_policy(serve):
     served = serve(POLICY.build())
     with Client.http(served.sse, transport="sse", timeout=WAIT) as client:
-        assert client.session.transport.legacy_endpoint  # HTTP+SSE: POSTs to the endpoint the stream named
+        assert (
+            client.session.transport.legacy_endpoint
+        )  # HTTP+SSE: POSTs to the endpoint the stream named
         assert {t.name for t in client.list_tools()} == VISIBLE_TOOLS
         with pytest.raises(McpError) as refused:
             client.call_tool("secret_delta")
         assert refused.value.message == "Unknown tool: secret_delta"
         assert client.call_tool("whoami").structured_content["id"].startswith("http-session:")
         assert [client.call_tool("limited").content[0].text for _ in range(3)] == ["done"] * 3
-        with pytest.raises(LimitExceeded) as limited:  # counted at dispatch: the error comes on the SSE stream
+        with pytest.raises(
+            LimitExceeded
+        ) as limited:  # counted at dispatch: the error comes on the SSE stream
             client.call_tool("limited")
         assert limited.value.retry_after == 20.0

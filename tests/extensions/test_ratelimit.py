@@ -22,16 +22,27 @@ class Clock:
         return self.now
 
 
-@pytest.mark.parametrize("text, count, seconds", [
-    ("100/minute", 100, 60), ("10/second", 10, 1), ("5/hour", 5, 3600), ("1000/day", 1000, 86400),
-    ("20/10s", 20, 10), ("3 / 5 min", 3, 300), ("1/0.5s", 1, 0.5), ("7/M", 7, 60),
-])
+@pytest.mark.parametrize(
+    "text, count, seconds",
+    [
+        ("100/minute", 100, 60),
+        ("10/second", 10, 1),
+        ("5/hour", 5, 3600),
+        ("1000/day", 1000, 86400),
+        ("20/10s", 20, 10),
+        ("3 / 5 min", 3, 300),
+        ("1/0.5s", 1, 0.5),
+        ("7/M", 7, 60),
+    ],
+)
 def test_rate_limits_are_read_from_text(text, count, seconds):
     assert RateLimit.parse(text) == RateLimit(count, seconds)
     assert RateLimit.of(text) == RateLimit.of((count, seconds)) == RateLimit(count, seconds)
 
 
-@pytest.mark.parametrize("text", ["", "100", "100/fortnight", "0/minute", "-1/minute", "ten/minute", "5/0s", "5/m/s"])
+@pytest.mark.parametrize(
+    "text", ["", "100", "100/fortnight", "0/minute", "-1/minute", "ten/minute", "5/0s", "5/m/s"]
+)
 def test_a_malformed_rate_limit_is_refused_with_its_form(text):
     with pytest.raises(ValueError) as refused:
         RateLimit.parse(text)
@@ -45,7 +56,9 @@ def test_a_bucket_admits_its_burst_then_one_per_interval():
     assert [limiter.take("k", limit) for _ in range(3)] == [0.0, 0.0, 0.0]
     assert limiter.take("k", limit) == pytest.approx(20.0)  # one token every 20 s
     clock.now += 10
-    assert limiter.take("k", limit) == pytest.approx(10.0)  # refused: nothing taken, half a token there
+    assert limiter.take("k", limit) == pytest.approx(
+        10.0
+    )  # refused: nothing taken, half a token there
     clock.now += 10
     assert limiter.take("k", limit) == 0.0
     clock.now += 600  # a long rest fills the bucket, never past its burst

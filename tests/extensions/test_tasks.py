@@ -45,7 +45,9 @@ class Raw:
         peer = self.peer
         if isinstance(peer, StdioPeer):
             peer.next_id += 1
-            peer.peer.send_json({"jsonrpc": "2.0", "id": peer.next_id, "method": method, "params": params})
+            peer.peer.send_json(
+                {"jsonrpc": "2.0", "id": peer.next_id, "method": method, "params": params}
+            )
             while True:
                 message = peer.peer.recv()
                 assert message is not None
@@ -56,14 +58,25 @@ class Raw:
         from mcp_ref.http.headers import request_headers
 
         peer.next_id += 1
-        sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2026-07-28", **request_headers(method, params), **headers}
-        reply = requests.post(peer.url, json={"jsonrpc": "2.0", "id": peer.next_id, "method": method, "params": params},
-                              headers=sent, timeout=WAIT)
+        sent = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            **request_headers(method, params),
+            **headers,
+        }
+        reply = requests.post(
+            peer.url,
+            json={"jsonrpc": "2.0", "id": peer.next_id, "method": method, "params": params},
+            headers=sent,
+            timeout=WAIT,
+        )
         return reply.json()
 
     def call(self, name: str, arguments=None, capabilities=None, **headers) -> dict:
-        return self.ask("tools/call", {"name": name, "arguments": arguments or {}}, capabilities, **headers)
+        return self.ask(
+            "tools/call", {"name": name, "arguments": arguments or {}}, capabilities, **headers
+        )
 
 
 @pytest.fixture(params=["stdio", "http"])
@@ -82,7 +95,10 @@ def created(answer: dict) -> dict:
     assert isinstance(result["taskId"], str) and result["status"] == "working"
     assert ISO.match(result["createdAt"]) and ISO.match(result["lastUpdatedAt"])
     assert isinstance(result["ttlMs"], int) and result["ttlMs"] > 0 and result["pollIntervalMs"] > 0
-    assert not {"task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval"} & result.keys()
+    assert (
+        not {"task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval"}
+        & result.keys()
+    )
     return result
 
 
@@ -118,8 +134,13 @@ def test_a_declaring_client_gets_a_task_it_can_poll_and_an_undeclaring_one_the_r
     assert got["result"]["taskId"] == task["taskId"] and got["result"]["resultType"] == "complete"
     assert got["result"]["status"] == "working" and "requestState" not in got["result"]
     assert raw.call("release")["result"]["content"][0]["text"] == "released"
-    sync = raw.call("compute", {"n": 4}, capabilities={})  # SEP-2663: never a task to a non-declaring client
-    assert sync["result"]["resultType"] == "complete" and sync["result"]["content"][0]["text"] == "4 squared is 16"
+    sync = raw.call(
+        "compute", {"n": 4}, capabilities={}
+    )  # SEP-2663: never a task to a non-declaring client
+    assert (
+        sync["result"]["resultType"] == "complete"
+        and sync["result"]["content"][0]["text"] == "4 squared is 16"
+    )
     plain = raw.call("plain", {"text": "hi"})
     assert plain["result"]["resultType"] == "complete" and "taskId" not in plain["result"]
 
@@ -135,7 +156,9 @@ def test_a_required_task_without_the_extension_is_missing_capability(raw):
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
 def test_task_methods_need_the_extension_then_a_known_id(raw, method):
     params = {"taskId": "no-such-task", "inputResponses": {}}
-    assert raw.ask(method, params, capabilities={})["error"]["code"] == -32021  # checked before the id
+    assert (
+        raw.ask(method, params, capabilities={})["error"]["code"] == -32021
+    )  # checked before the id
     assert raw.ask(method, params)["error"]["code"] == -32602
 
 
@@ -148,36 +171,62 @@ def test_methods_the_extension_removed_are_not_found(raw, method):
 @pytest.mark.slow
 def test_input_inside_a_task_goes_through_tasks_update(raw):
     task_id = created(raw.call("confirm", {"filename": "a.txt"}))["taskId"]
-    state = poll(raw, task_id, lambda t: t["status"] != "working")  # it reaches its ask on its own thread
+    state = poll(
+        raw, task_id, lambda t: t["status"] != "working"
+    )  # it reaches its ask on its own thread
     assert state["status"] == "input_required" and list(state["inputRequests"]) == ["confirm"]
     assert state["inputRequests"]["confirm"]["method"] == "elicitation/create"
     # Keys not outstanding are ignored (SEP-2663), even malformed: the acknowledgement is empty.
-    ack = raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {"unknown": {"ignored": True}}})["result"]
+    ack = raw.ask(
+        "tasks/update", {"taskId": task_id, "inputResponses": {"unknown": {"ignored": True}}}
+    )["result"]
     assert ack == {"resultType": "complete", "_meta": ack["_meta"]}
     bad = raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {"confirm": "yes"}})
     assert bad["error"]["code"] == -32602  # an outstanding ask's answer that is not a result object
-    raw.ask("tasks/update", {"taskId": task_id,
-                             "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}}})
-    state = poll(raw, task_id, lambda t: t["status"] == "input_required" and "name" in t["inputRequests"])
+    raw.ask(
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}},
+        },
+    )
+    state = poll(
+        raw, task_id, lambda t: t["status"] == "input_required" and "name" in t["inputRequests"]
+    )
     # Keys are unique over the task's life: the second "confirm" ask has a key of its own.
     second = sorted(state["inputRequests"])
     assert second[0] != "confirm" and second[0].startswith("confirm") and second[1] == "name"
-    raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {
-        "name": {"action": "accept", "content": {"name": "Ada"}}}})  # a part: the other stays
+    raw.ask(
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {"name": {"action": "accept", "content": {"name": "Ada"}}},
+        },
+    )  # a part: the other stays
     state = raw.ask("tasks/get", {"taskId": task_id})["result"]
     assert state["status"] == "input_required" and list(state["inputRequests"]) == [second[0]]
-    raw.ask("tasks/update", {"taskId": task_id, "inputResponses": {
-        second[0]: {"action": "accept", "content": {"confirm": False}}}})
+    raw.ask(
+        "tasks/update",
+        {
+            "taskId": task_id,
+            "inputResponses": {second[0]: {"action": "accept", "content": {"confirm": False}}},
+        },
+    )
     state = poll(raw, task_id, lambda t: t["status"] == "completed")
     assert state["result"]["content"][0]["text"] == "Ada deleted a.txt (False)"
-    assert "_meta" not in state["result"] or "io.modelcontextprotocol/related-task" not in state["result"]["_meta"]
+    assert (
+        "_meta" not in state["result"]
+        or "io.modelcontextprotocol/related-task" not in state["result"]["_meta"]
+    )
 
 
 @pytest.mark.slow
 def test_a_cancelled_task_ends_cancelled_and_cancel_is_acknowledged_even_when_finished(raw):
     task_id = created(raw.call("forever"))["taskId"]
     ack = raw.ask("tasks/cancel", {"taskId": task_id})["result"]
-    assert ack["resultType"] == "complete" and not {"taskId", "status", "result", "error"} & ack.keys()
+    assert (
+        ack["resultType"] == "complete" and not {"taskId", "status", "result", "error"} & ack.keys()
+    )
     state = poll(raw, task_id, lambda t: t["status"] in ("cancelled", "completed", "failed"))
     assert state["status"] == "cancelled"
     assert raw.ask("tasks/cancel", {"taskId": task_id})["result"]["resultType"] == "complete"
@@ -220,7 +269,11 @@ def test_failures_are_failed_and_tool_errors_completed(raw):
     for task_id in (failing, erring):
         state = poll(raw, task_id, lambda t: t["status"] != "working")
         if task_id == failing:
-            assert state["status"] == "failed" and state["error"]["code"] == -32603 and "result" not in state
+            assert (
+                state["status"] == "failed"
+                and state["error"]["code"] == -32603
+                and "result" not in state
+            )
         else:
             assert state["status"] == "completed" and state["result"]["isError"] is True
 
@@ -230,10 +283,16 @@ def test_asks_before_the_task_are_input_required_rounds(raw):
     first = raw.call("ask_then_task")["result"]
     assert first["resultType"] == "input_required" and "taskId" not in first
     (key,) = first["inputRequests"]
-    answer = raw.peer.ask("tools/call", {
-        "name": "ask_then_task", "arguments": {}, "_meta": meta(WITH_TASKS),
-        "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
-        "requestState": first["requestState"]})
+    answer = raw.peer.ask(
+        "tools/call",
+        {
+            "name": "ask_then_task",
+            "arguments": {},
+            "_meta": meta(WITH_TASKS),
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}},
+            "requestState": first["requestState"],
+        },
+    )
     task = created(answer)
     state = poll(raw, task["taskId"], lambda t: t["status"] != "working")
     assert state["result"]["content"][0]["text"] == "Hello, Alice!"
@@ -251,7 +310,10 @@ def test_task_notifications_on_a_listen_stream_need_the_extension(raw):
 def test_the_http_routing_header_must_name_the_task(serve):
     raw = Raw(HttpPeer(serve(TASKS.build())))
     task_id = created(raw.call("forever"))["taskId"]
-    assert raw.ask("tasks/get", {"taskId": task_id}, **{"Mcp-Name": task_id})["result"]["taskId"] == task_id
+    assert (
+        raw.ask("tasks/get", {"taskId": task_id}, **{"Mcp-Name": task_id})["result"]["taskId"]
+        == task_id
+    )
     wrong = raw.ask("tasks/get", {"taskId": task_id}, **{"Mcp-Name": "another-task"})
     assert wrong["error"]["code"] == -32020
     raw.ask("tasks/cancel", {"taskId": task_id})
@@ -278,7 +340,10 @@ def test_the_store_is_bounded_and_tasks_belong_to_their_creator():
 
 def answers(params):
     schema = params.requested_schema["properties"]
-    return {"action": "accept", "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"}}
+    return {
+        "action": "accept",
+        "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"},
+    }
 
 
 def clients(kind: str, serve, **options):
@@ -296,7 +361,10 @@ def kind(request):
 def test_call_tool_with_task_polls_to_the_same_result(kind, serve):
     client, wire = clients(kind, serve)
     with client:
-        assert client.call_tool("confirm", {"filename": "b.txt"}, task=True).text == "Ada deleted b.txt (True)"
+        assert (
+            client.call_tool("confirm", {"filename": "b.txt"}, task=True).text
+            == "Ada deleted b.txt (True)"
+        )
         assert client.call_tool("ask_then_task", task=True).text == "Hello, Ada!"
         assert client.call_tool("tool_error", task=True).is_error
         with pytest.raises(McpError) as failed:
@@ -304,11 +372,22 @@ def test_call_tool_with_task_polls_to_the_same_result(kind, serve):
         assert failed.value.code == -32603 and "refused" in failed.value.message
         # the extension travels on the requests that asked for it, and only on them
         calls = wire.sent("tools/call")
-        assert all(EXTENSION in m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
-                   for m in calls)
-        assert {m["method"] for m in wire.sent() if m.get("method", "").startswith("tasks/")} == {"tasks/get", "tasks/update"}
+        assert all(
+            EXTENSION
+            in m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            for m in calls
+        )
+        assert {m["method"] for m in wire.sent() if m.get("method", "").startswith("tasks/")} == {
+            "tasks/get",
+            "tasks/update",
+        }
         assert client.call_tool("plain", {"text": "x"}).text == "x"
-        assert "extensions" not in wire.sent("tools/call")[-1]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        assert (
+            "extensions"
+            not in wire.sent("tools/call")[-1]["params"]["_meta"][
+                "io.modelcontextprotocol/clientCapabilities"
+            ]
+        )
     wire.assert_valid()
 
 
@@ -332,7 +411,9 @@ def test_cancelling_a_task_sends_tasks_cancel(kind, serve):
         waiter.join(WAIT)
         assert outcome and isinstance(outcome[0], RequestCancelled)
         assert call.task_id and wire.sent("tasks/cancel")[-1]["params"]["taskId"] == call.task_id
-        assert not wire.sent("notifications/cancelled")  # SEP-2663: "MUST NOT be used for task cancellation"
+        assert not wire.sent(
+            "notifications/cancelled"
+        )  # SEP-2663: "MUST NOT be used for task cancellation"
         state = client.get_task(call.task_id)
         assert state["taskId"] == call.task_id
     wire.assert_valid()
@@ -355,7 +436,9 @@ def test_in_the_handshake_era_a_task_is_a_2025_11_25_one_and_before_it_task_chan
     """The same tools serve the handshake era: at 2025-11-25 a task-augmented call becomes a task of
     that revision (``{task}``, followed with tasks/get and tasks/result: tests/extensions/test_tasks_2025.py);
     before it the server declares no tasks and the call simply answers."""
-    with Client.in_memory(TASKS.build(), era="handshake", protocol_version="2025-06-18", timeout=WAIT) as client:
+    with Client.in_memory(
+        TASKS.build(), era="handshake", protocol_version="2025-06-18", timeout=WAIT
+    ) as client:
         assert "tasks" not in client.server_capabilities
         assert client.call_tool("plain", {"text": "x"}, task=True).text == "x"
         call = client.start_tool_call("compute", {"n": 5}, task=True)
@@ -367,7 +450,9 @@ def test_in_the_handshake_era_a_task_is_a_2025_11_25_one_and_before_it_task_chan
         call = client.start_tool_call("compute", {"n": 5}, task=True)
         client.call_tool("release")
         assert call.result().text == "5 squared is 25" and call.task_id is not None
-        created = next(m["result"] for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"])
+        created = next(
+            m["result"] for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"]
+        )
         assert created["task"]["taskId"] == call.task_id and "resultType" not in created
         assert not wire.sent("tasks/update")  # the 2026-07-28 extension's method: not in this era
     wire.assert_valid()
@@ -391,7 +476,9 @@ def test_a_created_task_is_answered_as_created_even_when_its_work_ends_first():
 
     server.tasks = RunsAtOnce()
     with Client.in_memory(server, timeout=WAIT) as client:
-        created = client.connection.send_request("tools/call", {"name": "quick"}, declares=(EXTENSION,)).result()
+        created = client.connection.send_request(
+            "tools/call", {"name": "quick"}, declares=(EXTENSION,)
+        ).result()
         assert created["resultType"] == "task" and created["status"] == "working"
         assert client.get_task(created["taskId"])["status"] == "completed"
         assert client.call_tool("quick", task=True).content[0].text == "quick"

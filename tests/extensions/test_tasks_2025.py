@@ -32,7 +32,10 @@ CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 def answers(params):
     """The elicitation handler: confirm, and the name Ada."""
     schema = params.requested_schema["properties"]
-    return {"action": "accept", "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"}}
+    return {
+        "action": "accept",
+        "content": {"confirm": True} if "confirm" in schema else {"name": "Ada"},
+    }
 
 
 @pytest.fixture
@@ -45,8 +48,13 @@ def legacy():
         wire = WireChecker()
         options.setdefault("elicitation_handler", answers)
         options.setdefault("protocol_version", VERSION)
-        client = Client.in_memory(server if server is not None else TASKS.build(), era="handshake", timeout=WAIT,
-                                  trace=wire, **options)
+        client = Client.in_memory(
+            server if server is not None else TASKS.build(),
+            era="handshake",
+            timeout=WAIT,
+            trace=wire,
+            **options,
+        )
         opened.append((client, wire))
         return client, wire
 
@@ -58,10 +66,16 @@ def legacy():
 
 def create(client, name: str, arguments=None, **task) -> dict:
     """``tools/call`` augmented with ``task``: the Task of its CreateTaskResult."""
-    answer = client.request("tools/call", {"name": name, "arguments": arguments or {}, "task": task})
+    answer = client.request(
+        "tools/call", {"name": name, "arguments": arguments or {}, "task": task}
+    )
     assert set(answer) == {"task"} and schema_errors(VERSION, "CreateTaskResult", answer) == []
     created = answer["task"]
-    assert created["status"] == "working" and isinstance(created["ttl"], int) and created["pollInterval"] > 0
+    assert (
+        created["status"] == "working"
+        and isinstance(created["ttl"], int)
+        and created["pollInterval"] > 0
+    )
     return created
 
 
@@ -96,15 +110,21 @@ def code_of(call) -> int:
 def test_the_capability_and_execution_are_declared_at_2025_11_25_only(legacy):
     client, wire = legacy()
     assert client.server_capabilities["tasks"] == CAPABILITY
-    support = {tool["name"]: tool.get("execution") for tool in client.request("tools/list", {})["tools"]}
-    assert support["compute"] == {"taskSupport": "optional"} and support["forever"] == {"taskSupport": "required"}
+    support = {
+        tool["name"]: tool.get("execution") for tool in client.request("tools/list", {})["tools"]
+    }
+    assert support["compute"] == {"taskSupport": "optional"} and support["forever"] == {
+        "taskSupport": "required"
+    }
     assert support["plain"] is None and support["release"] is None  # absent: "forbidden"
     # 2025-06-18: no tasks, no execution (the revision has neither)
     older, _ = legacy(protocol_version="2025-06-18")
     assert "tasks" not in older.server_capabilities
     assert all("execution" not in tool for tool in older.request("tools/list", {})["tools"])
     assert code_of(lambda: older.request("tasks/get", {"taskId": "x"})) == -32601
-    plain = older.request("tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}})  # task ignored
+    plain = older.request(
+        "tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}}
+    )  # task ignored
     assert plain["content"] == [{"type": "text", "text": "x"}]
 
 
@@ -119,18 +139,45 @@ def test_at_2026_07_28_nothing_of_it_shows():
     wire.assert_valid()
 
 
-def test_a_plain_call_of_an_optional_tool_is_a_plain_call_and_two_calls_are_method_not_found(legacy):
+def test_a_plain_call_of_an_optional_tool_is_a_plain_call_and_two_calls_are_method_not_found(
+    legacy,
+):
     client, wire = legacy()
     client.request("tools/call", {"name": "release", "arguments": {}})
-    assert client.request("tools/call", {"name": "compute", "arguments": {"n": 3}})["content"][0]["text"] == "3 squared is 9"
+    assert (
+        client.request("tools/call", {"name": "compute", "arguments": {"n": 3}})["content"][0][
+            "text"
+        ]
+        == "3 squared is 9"
+    )
     # §Tool-Level Negotiation: a required tool without task "MUST" be -32601; task on a tool
     # without task support "SHOULD" be -32601.
-    assert code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {}})) == -32601
+    assert (
+        code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {}}))
+        == -32601
+    )
     # ... before its arguments are looked at: bad ones change nothing
-    assert code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {"nope": 1}})) == -32601
-    assert code_of(lambda: client.request("tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}})) == -32601
-    assert code_of(lambda: client.request("tools/call", {"name": "compute", "arguments": {}, "task": 5})) == -32602
-    assert wire.errors == ["CallToolRequest: 5 is not of type 'object' at /params/task"]  # ours, on purpose
+    assert (
+        code_of(lambda: client.request("tools/call", {"name": "forever", "arguments": {"nope": 1}}))
+        == -32601
+    )
+    assert (
+        code_of(
+            lambda: client.request(
+                "tools/call", {"name": "plain", "arguments": {"text": "x"}, "task": {}}
+            )
+        )
+        == -32601
+    )
+    assert (
+        code_of(
+            lambda: client.request("tools/call", {"name": "compute", "arguments": {}, "task": 5})
+        )
+        == -32602
+    )
+    assert wire.errors == [
+        "CallToolRequest: 5 is not of type 'object' at /params/task"
+    ]  # ours, on purpose
     wire.errors.clear()
 
 
@@ -148,15 +195,19 @@ def test_a_task_answers_at_once_and_tasks_result_blocks_until_it_ends(legacy):
     assert not waiting.done()
     client.request("tools/call", {"name": "release", "arguments": {}})
     result = waiting.result()
-    assert result["content"] == [{"type": "text", "text": "5 squared is 25"}] and related_to(result, task["taskId"])
+    assert result["content"] == [{"type": "text", "text": "5 squared is 25"}] and related_to(
+        result, task["taskId"]
+    )
     done = client.request("tasks/get", {"taskId": task["taskId"]})
     assert done["status"] == "completed" and done["createdAt"] == task["createdAt"]
     assert RELATED not in done.get("_meta", {})  # §Related Task Metadata: not on tasks/get
     # tasks/result of an ended task answers at once, the same
     assert client.request("tasks/result", {"taskId": task["taskId"]}) == result
     statuses = [m["params"]["status"] for m in wire.received("notifications/tasks/status")]
-    assert statuses[-1] == "completed" and all(RELATED not in m["params"].get("_meta", {})
-                                               for m in wire.received("notifications/tasks/status"))
+    assert statuses[-1] == "completed" and all(
+        RELATED not in m["params"].get("_meta", {})
+        for m in wire.received("notifications/tasks/status")
+    )
 
 
 def test_the_requested_ttl_is_capped_and_unknown_ids_are_invalid_params(legacy):
@@ -165,16 +216,25 @@ def test_the_requested_ttl_is_capped_and_unknown_ids_are_invalid_params(legacy):
     assert create(client, "forever", ttl=1)["ttl"] == tasks_2025.MIN_TTL_MS
     assert create(client, "forever")["ttl"] == 3_600_000
     for method in ("tasks/get", "tasks/result", "tasks/cancel"):
-        assert code_of(lambda method=method: client.request(method, {"taskId": "no-such-task"})) == -32602
+        assert (
+            code_of(lambda method=method: client.request(method, {"taskId": "no-such-task"}))
+            == -32602
+        )
 
 
 def test_a_tool_error_fails_the_task_and_tasks_result_returns_it(legacy):
     client, _ = legacy()
     task = create(client, "tool_error")
     result = client.request("tasks/result", {"taskId": task["taskId"]})
-    assert result["isError"] is True and result["content"][0]["text"] == "no luck" and related_to(result, task["taskId"])
+    assert (
+        result["isError"] is True
+        and result["content"][0]["text"] == "no luck"
+        and related_to(result, task["taskId"])
+    )
     failed = client.request("tasks/get", {"taskId": task["taskId"]})
-    assert failed["status"] == "failed" and "no luck" in failed["statusMessage"]  # §Task Execution Errors
+    assert (
+        failed["status"] == "failed" and "no luck" in failed["statusMessage"]
+    )  # §Task Execution Errors
 
 
 def test_a_json_rpc_error_fails_the_task_and_tasks_result_raises_the_same(legacy):
@@ -200,7 +260,9 @@ def test_cancel_makes_the_task_cancelled_before_it_answers_and_a_second_cancel_i
     assert cancelled["taskId"] == task["taskId"] and cancelled["status"] == "cancelled"
     assert client.request("tasks/get", {"taskId": task["taskId"]})["status"] == "cancelled"
     assert code_of(lambda: client.request("tasks/cancel", {"taskId": task["taskId"]})) == -32602
-    assert code_of(lambda: client.request("tasks/result", {"taskId": task["taskId"]})) == -32602  # no result
+    assert (
+        code_of(lambda: client.request("tasks/result", {"taskId": task["taskId"]})) == -32602
+    )  # no result
     # a finished task cannot be cancelled either (§Task Cancellation), and stays as it ended
     ended = create(client, "tool_error")
     poll(client, ended["taskId"], lambda t: t["status"] == "failed")
@@ -231,8 +293,12 @@ def test_tasks_list_is_paged_and_each_requestor_sees_only_its_own(legacy, monkey
 # -- input, progress and logs during a task ---------------------------------------------------------------
 
 
-def test_an_elicitation_of_a_task_carries_related_task_and_the_task_waits_in_input_required(legacy, monkeypatch):
-    monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", 0)  # no tasks/result is open when it asks: ask at once
+def test_an_elicitation_of_a_task_carries_related_task_and_the_task_waits_in_input_required(
+    legacy, monkeypatch
+):
+    monkeypatch.setattr(
+        tasks_2025, "INPUT_ROUTE_WAIT", 0
+    )  # no tasks/result is open when it asks: ask at once
     asked = threading.Event()
     go_on = threading.Event()
 
@@ -253,7 +319,9 @@ def test_an_elicitation_of_a_task_carries_related_task_and_the_task_waits_in_inp
     # and the client's answers too (§Related Task Metadata: "responses related to a task MUST include" it)
     asked_ids = {m["id"] for m in elicitations}
     replies = [m for m in wire.sent() if m.get("id") in asked_ids and "result" in m]
-    assert len(replies) == 3 and all(m["result"]["_meta"][RELATED] == {"taskId": task["taskId"]} for m in replies)
+    assert len(replies) == 3 and all(
+        m["result"]["_meta"][RELATED] == {"taskId": task["taskId"]} for m in replies
+    )
     statuses = [m["params"]["status"] for m in wire.received("notifications/tasks/status")]
     assert "input_required" in statuses and statuses[-1] == "completed"
 
@@ -269,7 +337,10 @@ def test_progress_and_log_messages_of_a_task_reach_the_client_with_related_task(
         return "done"
 
     client, wire = legacy(server)
-    answer = client.request("tools/call", {"name": "noisy", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}})
+    answer = client.request(
+        "tools/call",
+        {"name": "noisy", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}},
+    )
     task_id = answer["task"]["taskId"]
     assert client.request("tasks/result", {"taskId": task_id})["content"][0]["text"] == "done"
     [progress] = wire.received("notifications/progress")
@@ -294,12 +365,20 @@ def test_cancelling_a_task_waiting_for_input_withdraws_its_request(monkeypatch):
         if direction == "<--" and b"notifications/cancelled" in data:
             seen_cancel.set()
 
-    with Client.in_memory(TASKS.build(), era="handshake", protocol_version=VERSION, timeout=WAIT, trace=trace,
-                          elicitation_handler=blocked) as client:
+    with Client.in_memory(
+        TASKS.build(),
+        era="handshake",
+        protocol_version=VERSION,
+        timeout=WAIT,
+        trace=trace,
+        elicitation_handler=blocked,
+    ) as client:
         task = create(client, "confirm", {"filename": "d.txt"})
         assert asked.wait(WAIT)
         assert client.request("tasks/cancel", {"taskId": task["taskId"]})["status"] == "cancelled"
-        assert seen_cancel.wait(WAIT)  # the elicitation is withdrawn (notifications/cancelled names it)
+        assert seen_cancel.wait(
+            WAIT
+        )  # the elicitation is withdrawn (notifications/cancelled names it)
         release.set()
         [withdrawn] = wire.received("notifications/cancelled")
         assert withdrawn["params"]["requestId"] == wire.received("elicitation/create")[0]["id"]
@@ -319,22 +398,44 @@ def test_a_task_belongs_to_the_verified_principal_else_to_the_session():
 
     token = object()
     # two sessions of one user: one owner (§Task Isolation: bound to the authorization context)
-    assert tasks_2025.owner_of(connection(token, "http-session:a")) == tasks_2025.owner_of(connection(token, "http-session:b"))
+    assert tasks_2025.owner_of(connection(token, "http-session:a")) == tasks_2025.owner_of(
+        connection(token, "http-session:b")
+    )
     # without a token: the session (every worker names an HTTP session alike), or the connection itself
-    assert tasks_2025.owner_of(connection(None, "http-session:a")) != tasks_2025.owner_of(connection(None, "http-session:b"))
-    assert tasks_2025.owner_of(connection(None, "stdio")) != tasks_2025.owner_of(connection(None, "stdio"))
-    assert tasks_2025.requestor(connection(None, "http-client:127.0.0.1")) is None  # stateless: no one to bind to
+    assert tasks_2025.owner_of(connection(None, "http-session:a")) != tasks_2025.owner_of(
+        connection(None, "http-session:b")
+    )
+    assert tasks_2025.owner_of(connection(None, "stdio")) != tasks_2025.owner_of(
+        connection(None, "stdio")
+    )
+    assert (
+        tasks_2025.requestor(connection(None, "http-client:127.0.0.1")) is None
+    )  # stateless: no one to bind to
     # never a 2026-07-28 task's owner (the principal's id, or None)
-    assert all(tasks_2025.owner_of(connection(t, "stdio")).startswith("2025-11-25|") for t in (token, None))
+    assert all(
+        tasks_2025.owner_of(connection(t, "stdio")).startswith("2025-11-25|") for t in (token, None)
+    )
 
 
 def test_over_stateless_http_tasks_work_unlisted(serve):
     http = Http(serve(TASKS.build(), stateless=True).mcp)
-    init = http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "s", "version": "0"}})
+    init = http.ask(
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "s", "version": "0"},
+        },
+    )
     # §Task Isolation: "receivers that cannot identify requestors SHOULD NOT declare the tasks.list capability"
-    assert init["result"]["capabilities"]["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
+    assert init["result"]["capabilities"]["tasks"] == {
+        "cancel": {},
+        "requests": {"tools": {"call": {}}},
+    }
     assert http.session is None
-    task = http.ask("tools/call", {"name": "tool_error", "arguments": {}, "task": {}})["result"]["task"]
+    task = http.ask("tools/call", {"name": "tool_error", "arguments": {}, "task": {}})["result"][
+        "task"
+    ]
     result = http.ask("tasks/result", {"taskId": task["taskId"]})["result"]  # whoever holds the id
     assert result["isError"] is True and related_to(result, task["taskId"])
     assert http.ask("tasks/list", {})["error"]["code"] == -32601
@@ -365,7 +466,9 @@ def test_one_connections_waiting_tasks_results_are_bounded_and_polling_goes_on(l
         waiting.append(client.session.send_request("tasks/result", {"taskId": task_id}))
         assert waiters.latest(task_id, WAIT) is not None  # it waits now
     assert code_of(lambda: client.request("tasks/result", {"taskId": tasks[cap]})) == -32000
-    assert client.request("tasks/get", {"taskId": tasks[0]})["status"] == "working"  # polling is served
+    assert (
+        client.request("tasks/get", {"taskId": tasks[0]})["status"] == "working"
+    )  # polling is served
     theirs = create(other, "forever")["taskId"]
     pending = other.session.send_request("tasks/result", {"taskId": theirs})
     assert waiters.latest(theirs, WAIT) is not None  # the other connection's own count
@@ -406,11 +509,19 @@ class Lines:
 @pytest.mark.slow
 def test_over_stdio(raw_peer):
     lines = Lines(raw_peer(SERVER))
-    init = lines.ask("initialize", {"protocolVersion": VERSION, "capabilities": {},
-                                    "clientInfo": {"name": "raw", "version": "0"}})
+    init = lines.ask(
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
     assert init["result"]["capabilities"]["tasks"] == CAPABILITY
     lines.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    task = lines.ask("tools/call", {"name": "compute", "arguments": {"n": 4}, "task": {"ttl": 30_000}})["result"]["task"]
+    task = lines.ask(
+        "tools/call", {"name": "compute", "arguments": {"n": 4}, "task": {"ttl": 30_000}}
+    )["result"]["task"]
     assert lines.ask("tasks/get", {"taskId": task["taskId"]})["result"]["status"] == "working"
     lines.ask("tools/call", {"name": "release", "arguments": {}})
     result = lines.ask("tasks/result", {"taskId": task["taskId"]})["result"]
@@ -429,8 +540,11 @@ class Http:
     def post(self, message: dict, **options):
         import requests
 
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": VERSION}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": VERSION,
+        }
         if self.session is not None:
             headers["Mcp-Session-Id"] = self.session
         self.wire("-->", json.dumps(message).encode())
@@ -440,7 +554,9 @@ class Http:
         """POST a request; its answer's messages (SSE or JSON) arrive in the queue (None once it ends);
         ``self.reply`` is its HTTP response."""
         self.next_id += 1
-        reply = self.post({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}, stream=True)
+        reply = self.post(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}, stream=True
+        )
         if self.session is None:
             self.session = reply.headers.get("Mcp-Session-Id")
         self.reply = reply
@@ -452,7 +568,9 @@ class Http:
             else:
                 try:
                     for line in reply.iter_lines():
-                        if line.startswith(b"data:") and line[5:].strip():  # (a priming event has no data)
+                        if (
+                            line.startswith(b"data:") and line[5:].strip()
+                        ):  # (a priming event has no data)
                             messages.put(json.loads(line[5:]))
                 except Exception:  # the test closed the response under this reader
                     pass
@@ -476,32 +594,59 @@ class Http:
 
 
 def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, monkeypatch):
-    monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", WAIT)  # the ask waits for the tasks/result below
+    monkeypatch.setattr(
+        tasks_2025, "INPUT_ROUTE_WAIT", WAIT
+    )  # the ask waits for the tasks/result below
     served = serve(TASKS.build())
     http = Http(served.mcp)
-    init = http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {"elicitation": {}},
-                                   "clientInfo": {"name": "raw", "version": "0"}})
+    init = http.ask(
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
     assert init["result"]["capabilities"]["tasks"] == CAPABILITY and http.session
     assert http.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
-    task = http.ask("tools/call", {"name": "confirm", "arguments": {"filename": "c.txt"}, "task": {}})["result"]["task"]
+    task = http.ask(
+        "tools/call", {"name": "confirm", "arguments": {"filename": "c.txt"}, "task": {}}
+    )["result"]["task"]
     result_id, stream = http.stream("tasks/result", {"taskId": task["taskId"]})
     asked = 0
     while True:
         message = http.next(stream)
-        if message.get("id") == result_id and "method" not in message:  # (the server numbers its own requests)
+        if (
+            message.get("id") == result_id and "method" not in message
+        ):  # (the server numbers its own requests)
             break
-        if message.get("method") == "elicitation/create":  # on the tasks/result stream, tied to the task
+        if (
+            message.get("method") == "elicitation/create"
+        ):  # on the tasks/result stream, tied to the task
             assert related_to(message, task["taskId"])
             asked += 1
             schema = message["params"]["requestedSchema"]["properties"]
             content = {"confirm": True} if "confirm" in schema else {"name": "Grace"}
-            answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"action": "accept", "content": content}}
+            answer = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": {"action": "accept", "content": content},
+            }
             assert http.post(answer).status_code == 202
     assert asked == 3
-    assert message["result"]["content"][0]["text"] == "Grace deleted c.txt (True)" and related_to(message["result"], task["taskId"])
+    assert message["result"]["content"][0]["text"] == "Grace deleted c.txt (True)" and related_to(
+        message["result"], task["taskId"]
+    )
     # another session never sees this one's tasks
     other = Http(served.mcp)
-    other.ask("initialize", {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "b", "version": "0"}})
+    other.ask(
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "b", "version": "0"},
+        },
+    )
     other.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert other.ask("tasks/get", {"taskId": task["taskId"]})["error"]["code"] == -32602
     assert other.ask("tasks/list", {})["result"]["tasks"] == []
@@ -510,28 +655,50 @@ def test_over_http_the_asks_of_a_task_come_on_its_tasks_result_stream(serve, mon
     other.wire.assert_valid()
 
 
-def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the_first(serve, monkeypatch):
+def test_over_http_an_ask_moves_to_a_newer_tasks_result_when_the_client_left_the_first(
+    serve, monkeypatch
+):
     """§Retrieving Task Results: "clients MAY disconnect from an SSE stream opened by the server in
     response to a tasks/result request at any time"; asking again, the client gets the ask again."""
     monkeypatch.setattr(tasks_2025, "INPUT_ROUTE_WAIT", WAIT)
     http = Http(serve(TASKS.build()).mcp)
-    http.ask("initialize", {"protocolVersion": VERSION, "capabilities": {"elicitation": {}},
-                            "clientInfo": {"name": "raw", "version": "0"}})
+    http.ask(
+        "initialize",
+        {
+            "protocolVersion": VERSION,
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
     http.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    task = http.ask("tools/call", {"name": "confirm", "arguments": {"filename": "e.txt"}, "task": {}})["result"]["task"]
+    task = http.ask(
+        "tools/call", {"name": "confirm", "arguments": {"filename": "e.txt"}, "task": {}}
+    )["result"]["task"]
     _, first = http.stream("tasks/result", {"taskId": task["taskId"]})
     left = http.next(first)
     assert left["method"] == "elicitation/create" and related_to(left, task["taskId"])
-    http.reply.raw.connection.sock.shutdown(socket.SHUT_RDWR)  # the client leaves that stream, unanswered
+    http.reply.raw.connection.sock.shutdown(
+        socket.SHUT_RDWR
+    )  # the client leaves that stream, unanswered
     result_id, second = http.stream("tasks/result", {"taskId": task["taskId"]})
     again = http.next(second)
-    assert again["method"] == "elicitation/create" and again["params"] == left["params"] and again["id"] != left["id"]
+    assert (
+        again["method"] == "elicitation/create"
+        and again["params"] == left["params"]
+        and again["id"] != left["id"]
+    )
     message = again
     while not (message.get("id") == result_id and "method" not in message):
         if message.get("method") == "elicitation/create":  # the first one again, then the next two
             schema = message["params"]["requestedSchema"]["properties"]
             content = {"confirm": True} if "confirm" in schema else {"name": "Lin"}
-            http.post({"jsonrpc": "2.0", "id": message["id"], "result": {"action": "accept", "content": content}})
+            http.post(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {"action": "accept", "content": content},
+                }
+            )
         message = http.next(second)
     assert message["result"]["content"][0]["text"] == "Lin deleted e.txt (True)"
     http.wire.assert_valid()

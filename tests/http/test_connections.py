@@ -36,8 +36,14 @@ PING = json.dumps(request("ping", None, 1)).encode()
 
 
 def head(path: str = "/mcp", length: int = len(PING), extra: bytes = b"") -> bytes:
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            f"Accept: {ACCEPT_BOTH}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {length}\r\n").encode() + extra + b"\r\n"
+    return (
+        (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Accept: {ACCEPT_BOTH}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {length}\r\n"
+        ).encode()
+        + extra
+        + b"\r\n"
+    )
 
 
 def connect(port: int) -> socket.socket:
@@ -169,13 +175,17 @@ def test_idle_connections_end_and_a_kept_alive_one_waits_its_own_limit(serve):
 
 def test_floods_of_idle_and_trickling_connections_never_lock_out_a_client(serve):
     cap = 20
-    srv = serve(limits=ConnectionLimits(max_connections=cap, header_timeout=60, keepalive_timeout=60))
+    srv = serve(
+        limits=ConnectionLimits(max_connections=cap, header_timeout=60, keepalive_timeout=60)
+    )
     before = len(connection_threads())
     flood = []
     for n in range(300):
         sock = connect(srv.port)
         if n % 2:
-            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head begun, never finished
+            sock.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            )  # a head begun, never finished
         flood.append(sock)
     assert len(connection_threads()) - before <= cap + MAX_LINGERING  # not a thread a socket
     with Client.http(srv.mcp, timeout=WAIT) as client:  # the longest waiters make room for it
@@ -187,38 +197,59 @@ def test_floods_of_idle_and_trickling_connections_never_lock_out_a_client(serve)
 
 
 def test_when_every_connection_is_at_work_a_newcomer_gets_a_503_it_can_read(serve):
-    srv = serve(keepalive=0.1, limits=ConnectionLimits(max_connections=3, evict_streams=False))  # streams as work
+    srv = serve(
+        keepalive=0.1, limits=ConnectionLimits(max_connections=3, evict_streams=False)
+    )  # streams as work
     streams = [requests.get(srv.sse, stream=True, timeout=(WAIT, WAIT)) for _ in range(3)]
     readers = [SseReader(response) for response in streams]
     assert all(reader.next()["event"] == "endpoint" for reader in readers)  # all three at work
     for _ in range(20):  # each one refused, and each refusal read whole (never a reset)
-        response = requests.post(srv.mcp, data=json.dumps(request("initialize", init_params())),
-                                 headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}, timeout=(WAIT, WAIT))
+        response = requests.post(
+            srv.mcp,
+            data=json.dumps(request("initialize", init_params())),
+            headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"},
+            timeout=(WAIT, WAIT),
+        )
         assert response.status_code == 503 and response.headers["Retry-After"] == "1"
         assert response.json()["error"]["message"].startswith("Server busy")
-    with connect(srv.port) as sock:  # still sending when refused: what it sends is read and dropped,
-        sock.sendall(head(length=8_000_000) + b" " * 8_000_000)  # so its send completes (no broken pipe)
+    with connect(
+        srv.port
+    ) as sock:  # still sending when refused: what it sends is read and dropped,
+        sock.sendall(
+            head(length=8_000_000) + b" " * 8_000_000
+        )  # so its send completes (no broken pipe)
         assert status_of(sock).split()[1] == b"503"
     released = threading.Event()
     release = srv.httpd.connections.release
     srv.httpd.connections.release = lambda sock: (release(sock), released.set())
     readers[0].close()  # one stream ends (the server learns it at its next keep-alive line)
     assert released.wait(WAIT)
-    response = requests.post(srv.mcp, data=json.dumps(request("initialize", init_params())),
-                             headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}, timeout=(WAIT, WAIT))
+    response = requests.post(
+        srv.mcp,
+        data=json.dumps(request("initialize", init_params())),
+        headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"},
+        timeout=(WAIT, WAIT),
+    )
     assert response.status_code == 200  # room again
     for reader in readers[1:]:
         reader.close()
 
 
 def test_a_quiet_sse_stream_outlives_every_timeout(serve):
-    srv = serve(keepalive=60, limits=ConnectionLimits(header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3))
+    srv = serve(
+        keepalive=60,
+        limits=ConnectionLimits(header_timeout=0.3, keepalive_timeout=0.3, body_timeout=0.3),
+    )
     stream = SseReader(requests.get(srv.sse, stream=True, timeout=(WAIT, WAIT)))
     endpoint = stream.next()["data"]
     with connect(srv.port) as idle:  # opened after the stream: when the server ends it, the
         assert closed_by_server(idle)  # stream has been quiet for longer than every timeout
-    posted = requests.post(srv.url + endpoint, data=json.dumps(request("initialize", init_params("2024-11-05"), 7)),
-                           headers={"Content-Type": "application/json"}, timeout=(WAIT, WAIT))
+    posted = requests.post(
+        srv.url + endpoint,
+        data=json.dumps(request("initialize", init_params("2024-11-05"), 7)),
+        headers={"Content-Type": "application/json"},
+        timeout=(WAIT, WAIT),
+    )
     assert posted.status_code == 202
     answer = json.loads(stream.next()["data"])  # the stream still carries the answer
     assert answer["id"] == 7 and answer["result"]["protocolVersion"] == "2024-11-05"
@@ -247,15 +278,27 @@ def flooding_server(**events) -> Server:
 
 
 def chatter_call(count: int, size: int = 100, request_id: int = 2) -> dict:
-    return request("tools/call", {"name": "chatter", "arguments": {"count": count, "size": size},
-                                  "_meta": {"progressToken": "p"}}, request_id)
+    return request(
+        "tools/call",
+        {
+            "name": "chatter",
+            "arguments": {"count": count, "size": size},
+            "_meta": {"progressToken": "p"},
+        },
+        request_id,
+    )
 
 
 def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_session):
     finished = threading.Event()
-    srv = serve(flooding_server(finished=finished, cancelled=threading.Event()), stateless=True,
-                limits=ConnectionLimits(write_timeout=0.5))
-    body = json.dumps(chatter_call(400, size=64 * 1024)).encode()  # 25 MB of events, more than socket buffers hold
+    srv = serve(
+        flooding_server(finished=finished, cancelled=threading.Event()),
+        stateless=True,
+        limits=ConnectionLimits(write_timeout=0.5),
+    )
+    body = json.dumps(
+        chatter_call(400, size=64 * 1024)
+    ).encode()  # 25 MB of events, more than socket buffers hold
     with LogEvent("mcp_ref.http.wsgi_server", "timed out") as timed_out, connect(srv.port) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         sock.sendall(head(length=len(body)) + body)  # and never read
@@ -275,12 +318,17 @@ def test_a_client_that_stops_reading_is_cut_at_the_write_timeout(serve, raw_sess
 
 
 @pytest.mark.slow
-def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resuming_get(serve, raw_session, caplog):
+def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resuming_get(
+    serve, raw_session, caplog
+):
     from mcp_ref.http.server import MemoryEventStore
 
     finished, go = threading.Event(), threading.Event()
-    srv = serve(flooding_server(finished=finished, cancelled=threading.Event(), go=go), stream_backlog=50,
-                event_store=MemoryEventStore(max_events=100_000))  # the store must not be what bounds it
+    srv = serve(
+        flooding_server(finished=finished, cancelled=threading.Event(), go=go),
+        stream_backlog=50,
+        event_store=MemoryEventStore(max_events=100_000),
+    )  # the store must not be what bounds it
     session = raw_session(srv.mcp)
     session.initialize()
     response = session.post(chatter_call(20_000), stream=True)
@@ -294,9 +342,13 @@ def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resu
     assert sum("is full" in r.getMessage() for r in caplog.records) == 1  # one line, not 20,000
     resumed = SseReader(session.get(headers={"Last-Event-ID": seen}))
     messages = [m for _, m in resumed.messages(2)]
-    assert messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"] == "done"  # the answer is never lost
+    assert (
+        messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"] == "done"
+    )  # the answer is never lost
     assert resumed.next() is None  # the response has ended, and with it the stream
-    assert list(srv.app.sessions[session.session_id].by_id) == ["s"]  # an ended stream is not kept in the session
+    assert list(srv.app.sessions[session.session_id].by_id) == [
+        "s"
+    ]  # an ended stream is not kept in the session
     # The first event, the few written before the server noticed the drop, the backlog, the answer:
     assert len(messages) <= 1 + 10 + 50 + 1, len(messages)
 
@@ -304,9 +356,17 @@ def test_a_dropped_post_stream_keeps_a_bounded_backlog_and_its_answer_for_a_resu
 def test_a_stateless_request_whose_client_has_gone_is_cancelled(serve):
     cancelled = threading.Event()
     srv = serve(flooding_server(finished=threading.Event(), cancelled=cancelled), stateless=True)
-    response = requests.post(srv.mcp, data=json.dumps(chatter_call(10**9)), stream=True, timeout=(WAIT, WAIT),
-                             headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json",
-                                      "MCP-Protocol-Version": "2025-11-25"})
+    response = requests.post(
+        srv.mcp,
+        data=json.dumps(chatter_call(10**9)),
+        stream=True,
+        timeout=(WAIT, WAIT),
+        headers={
+            "Accept": ACCEPT_BOTH,
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2025-11-25",
+        },
+    )
     reader = SseReader(response)
     assert json.loads(reader.next()["data"])["method"] == "notifications/progress"
     reader.close()  # nothing can resume a stateless stream: no one can receive the answer
@@ -324,8 +384,14 @@ def start_fd_server(limit: int, *args: str):
     def low_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
-    proc = subprocess.Popen([sys.executable, str(SERVERS / "fd_starved_http.py"), *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=low_limit)
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVERS / "fd_starved_http.py"), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=low_limit,
+    )
     lines: queue.Queue = queue.Queue()
     seen: list[str] = []
 
@@ -379,7 +445,9 @@ def test_out_of_file_descriptors_the_accept_loop_pauses_and_serves_when_they_ret
             sock.sendall(head() + PING)
             next_line(lines, "err", "cannot accept a connection")
             spent, began = cpu_seconds(proc.pid), time.monotonic()
-            for _ in range(3):  # pauses of 0.02, 0.04 ... 0.32, then 0.5 s each: eight tries in ~1.6 s
+            for _ in range(
+                3
+            ):  # pauses of 0.02, 0.04 ... 0.32, then 0.5 s each: eight tries in ~1.6 s
                 next_line(lines, "err", "pausing 0.50 s")
             assert time.monotonic() - began > 1.0  # it paused ...
             assert cpu_seconds(proc.pid) - spent < 0.3  # ... rather than spin
@@ -391,7 +459,9 @@ def test_out_of_file_descriptors_the_accept_loop_pauses_and_serves_when_they_ret
         proc.wait(WAIT)
 
 
-def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thread(monkeypatch, caplog):
+def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thread(
+    monkeypatch, caplog
+):
     """The accept loop interrupted (KeyboardInterrupt) just after starting a connection's thread:
     socketserver then "shuts down" the request from the accept loop.  The socket must not be
     closed under the running thread (its next write would fail with EBADF and a traceback); the
@@ -409,6 +479,7 @@ def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thre
             began.set()
             release.wait(WAIT)
             yield b"late"
+
         return body()
 
     handlers: list[threading.Thread] = []
@@ -417,7 +488,9 @@ def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thre
     def interrupted(self, request, client_address):
         before = set(threading.enumerate())
         real_process_request(self, request, client_address)
-        handlers.extend(t for t in set(threading.enumerate()) - before if t.name != "mcp-ref-watchdog")
+        handlers.extend(
+            t for t in set(threading.enumerate()) - before if t.name != "mcp-ref-watchdog"
+        )
         assert began.wait(WAIT)
         raise KeyboardInterrupt  # as Ctrl-C would, between the thread's start and the loop's next turn
 
@@ -444,34 +517,54 @@ def test_ctrl_c_while_a_connection_starts_never_closes_its_socket_under_its_thre
 # -- the request head, parsed by WsgiRequestHandler.parse_request (RFC 9112) ----------------------------
 
 
-@pytest.mark.parametrize("extra, status", [
-    (b"X-Folded: one\r\n two\r\n", b"400"),                  # obsolete line folding (§5.2)
-    (b"X-Space : before the colon\r\n", b"400"),             # whitespace before the colon (§5.1)
-    (b"X-Bare: a\rb\r\n", b"400"),                           # a bare CR (§2.2)
-    (b"Bad Name: x\r\n", b"400"),                            # a field name that is not a token
-    (b"NoColon\r\n", b"400"),
-    (b"Content-Length: 999\r\n", b"400"),                    # a second Content-Length that disagrees (§6.3)
-    (b"Transfer-Encoding: chunked\r\n", b"411"),             # only Content-Length frames a body here
-    (b"".join(b"X-%d: v\r\n" % n for n in range(100)), b"431"),  # too many fields
-    (b"X-Long: " + b"v" * 70_000 + b"\r\n", b"431"),         # a field line too long
-], ids=["folding", "space-before-colon", "bare-cr", "bad-name", "no-colon", "two-lengths", "chunked",
-        "too-many", "too-long"])
+@pytest.mark.parametrize(
+    "extra, status",
+    [
+        (b"X-Folded: one\r\n two\r\n", b"400"),  # obsolete line folding (§5.2)
+        (b"X-Space : before the colon\r\n", b"400"),  # whitespace before the colon (§5.1)
+        (b"X-Bare: a\rb\r\n", b"400"),  # a bare CR (§2.2)
+        (b"Bad Name: x\r\n", b"400"),  # a field name that is not a token
+        (b"NoColon\r\n", b"400"),
+        (b"Content-Length: 999\r\n", b"400"),  # a second Content-Length that disagrees (§6.3)
+        (b"Transfer-Encoding: chunked\r\n", b"411"),  # only Content-Length frames a body here
+        (b"".join(b"X-%d: v\r\n" % n for n in range(100)), b"431"),  # too many fields
+        (b"X-Long: " + b"v" * 70_000 + b"\r\n", b"431"),  # a field line too long
+    ],
+    ids=[
+        "folding",
+        "space-before-colon",
+        "bare-cr",
+        "bad-name",
+        "no-colon",
+        "two-lengths",
+        "chunked",
+        "too-many",
+        "too-long",
+    ],
+)
 def test_a_malformed_request_head_is_refused_and_the_server_goes_on(serve, extra, status):
     served = serve()
     with connect(served.httpd.port) as sock:
         sock.sendall(head(extra=extra) + PING)
         assert status_of(sock).split()[1] == status
-    assert requests.get(served.url + "/.well-known/oauth-protected-resource", timeout=WAIT).status_code in (200, 404)
+    assert requests.get(
+        served.url + "/.well-known/oauth-protected-resource", timeout=WAIT
+    ).status_code in (200, 404)
 
 
-@pytest.mark.parametrize("line, status", [
-    (b"POST /mcp HTTP/2.0", b"505"), (b"POST /mcp HTTP/1.x", b"400"), (b"POST /mcp", b"400"),
-    (b"POST  /mcp HTTP/1.1", b"400"),
-])
+@pytest.mark.parametrize(
+    "line, status",
+    [
+        (b"POST /mcp HTTP/2.0", b"505"),
+        (b"POST /mcp HTTP/1.x", b"400"),
+        (b"POST /mcp", b"400"),
+        (b"POST  /mcp HTTP/1.1", b"400"),
+    ],
+)
 def test_a_bad_request_line_is_refused(serve, line, status):
     served = serve()
     with connect(served.httpd.port) as sock:
-        sock.sendall(line + b"\r\n" + head()[head().index(b"\r\n") + 2:] + PING)
+        sock.sendall(line + b"\r\n" + head()[head().index(b"\r\n") + 2 :] + PING)
         assert status_of(sock).split()[1] == status
 
 
@@ -485,7 +578,9 @@ def test_keep_alive_follows_the_version_and_connection_and_expect_continue_is_an
     with connect(port) as sock:  # HTTP/1.1, Connection: close
         sock.sendall(head(extra=b"Connection: close\r\n") + PING)
         assert closed_by_server(sock)
-    with connect(port) as sock:  # Expect: 100-continue gets its interim answer before the body is sent
+    with connect(
+        port
+    ) as sock:  # Expect: 100-continue gets its interim answer before the body is sent
         sock.sendall(head(extra=b"Expect: 100-continue\r\n"))
         reader = sock.makefile("rb")
         assert reader.readline().startswith(b"HTTP/1.1 100")
@@ -498,7 +593,9 @@ def test_keep_alive_follows_the_version_and_connection_and_expect_continue_is_an
 def echo_headers_app(environ, start_response):
     """A WSGI app answering with the values of the X-Pad and X-Spaces headers it was given."""
     body = json.dumps([environ.get("HTTP_X_PAD"), environ.get("HTTP_X_SPACES")]).encode()
-    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    start_response(
+        "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    )
     return [body]
 
 
@@ -516,8 +613,15 @@ def test_field_values_are_trimmed_in_time_linear_in_their_length(ending):
     spaces = b"a" + b" " * 60_000 + b"b"
     try:
         with connect(httpd.port) as sock:
-            lines = [b"GET / HTTP/1.1", b"Host: 127.0.0.1", b"X-Pad: \t a b \t ", b"X-Spaces: " + spaces + b"  ",
-                     b"Connection: close", b"", b""]
+            lines = [
+                b"GET / HTTP/1.1",
+                b"Host: 127.0.0.1",
+                b"X-Pad: \t a b \t ",
+                b"X-Spaces: " + spaces + b"  ",
+                b"Connection: close",
+                b"",
+                b"",
+            ]
             sock.sendall(ending.join(lines))
             reader = sock.makefile("rb")
             assert reader.readline().split()[1] == b"200"

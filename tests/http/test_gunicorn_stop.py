@@ -22,8 +22,9 @@ from test_http_deploy import LineReader, free_port, start_gunicorn, stop, wait_f
 
 from mcp_ref import Client
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None,
-                                reason="gunicorn is not installed (test extra)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)"
+)
 
 #: gunicorn's own default: without the hooks, how long a stop waited for the streams.
 GRACEFUL_TIMEOUT = 30
@@ -33,20 +34,43 @@ GRACEFUL_TIMEOUT = 30
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGQUIT], ids=["graceful", "quick"])
 def test_a_stopped_worker_ends_its_listen_and_get_streams_at_once(stop_signal):
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-c", "python:mcp_ref.http.gunicorn_hooks", "-k", "gthread",
-               "-w", "1", "--threads", "8", "--graceful-timeout", str(GRACEFUL_TIMEOUT), "-b", f"127.0.0.1:{port}",
-               "--chdir", str(SERVERS), "scale_out_app:wsgi_app"]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-c",
+        "python:mcp_ref.http.gunicorn_hooks",
+        "-k",
+        "gthread",
+        "-w",
+        "1",
+        "--threads",
+        "8",
+        "--graceful-timeout",
+        str(GRACEFUL_TIMEOUT),
+        "-b",
+        f"127.0.0.1:{port}",
+        "--chdir",
+        str(SERVERS),
+        "scale_out_app:wsgi_app",
+    ]
     env = {key: value for key, value in os.environ.items() if key != "MCP_REF_STATE"}
     env.update(SCALE_OUT_STATELESS="0")  # handshake-era sessions, so a GET stream
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
     errors = LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/mcp"
         heard = threading.Event()
-        with Client.http(url, era="handshake", timeout=WAIT, on_list_changed=lambda kind: heard.set()) as old, \
-                Client.http(url, era="modern", timeout=WAIT) as new:
+        with (
+            Client.http(
+                url, era="handshake", timeout=WAIT, on_list_changed=lambda kind: heard.set()
+            ) as old,
+            Client.http(url, era="modern", timeout=WAIT) as new,
+        ):
             old.call_tool("add_tool", {"name": "late"})
             assert heard.wait(WAIT)  # the GET stream is open: it carried the list change
             stream = new.listen(tools=True)
@@ -84,10 +108,26 @@ def test_workers_retired_by_ttou_close_their_app_and_exit_at_once():
     machine; the next test makes it certain).  Each retired worker now closes its app and exits
     at once."""
     proc, errors, _port = start_gunicorn(
-        ["-c", "python:mcp_ref.http.gunicorn_hooks", "-k", "gthread", "-w", "1",
-         "--threads", "2", "--timeout", str(GRACEFUL_TIMEOUT),
-         "--graceful-timeout", str(GRACEFUL_TIMEOUT), "--chdir", str(SERVERS),
-         "retiring_app:wsgi_app"], {}, None)
+        [
+            "-c",
+            "python:mcp_ref.http.gunicorn_hooks",
+            "-k",
+            "gthread",
+            "-w",
+            "1",
+            "--threads",
+            "2",
+            "--timeout",
+            str(GRACEFUL_TIMEOUT),
+            "--graceful-timeout",
+            str(GRACEFUL_TIMEOUT),
+            "--chdir",
+            str(SERVERS),
+            "retiring_app:wsgi_app",
+        ],
+        {},
+        None,
+    )
     try:
         workers = [int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1))]
         for _ in range(ROUNDS):
@@ -96,8 +136,10 @@ def test_workers_retired_by_ttou_close_their_app_and_exit_at_once():
             proc.send_signal(signal.SIGTTOU)  # the oldest worker retires
             retired = workers.pop(0)
             # within WAIT, well before the worker timeout that would kill a stuck one
-            wait_for_every(errors, [rf"mcp_ref app closed in pid {retired}\b",
-                                    rf"Worker exiting \(pid: {retired}\)"])
+            wait_for_every(
+                errors,
+                [rf"mcp_ref app closed in pid {retired}\b", rf"Worker exiting \(pid: {retired}\)"],
+            )
     finally:
         stop(proc)
     log = "".join(errors.all)
@@ -136,6 +178,10 @@ print("handled", len(calls) > 1, flush=True)
 
 
 def test_the_stop_hook_may_be_entered_again_from_inside_itself():
-    done = subprocess.run([sys.executable, "-c", REENTERED_HOOK % WAIT], capture_output=True,
-                          text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, "-c", REENTERED_HOOK % WAIT],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+    )
     assert done.stdout.split() == ["closed", "handled", "True"], (done.stdout, done.stderr)

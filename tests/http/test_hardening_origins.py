@@ -37,7 +37,9 @@ class Httpd:
     def __init__(self, app):
         self.httpd = WsgiServer(("127.0.0.1", 0), app)
         self.url = self.httpd.url
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def stop(self) -> None:
@@ -58,14 +60,23 @@ class Recorder:
     def __call__(self, environ, start_response):
         import io
 
-        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        headers = {
+            k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")
+        }
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         with self.lock:
-            self.requests.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), headers, body))
+            self.requests.append(
+                (environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), headers, body)
+            )
         if self.app is not None:
             return self.app({**environ, "wsgi.input": io.BytesIO(body)}, start_response)
-        start_response("401 Unauthorized", [("Content-Type", "application/json"),
-                                            ("WWW-Authenticate", 'Bearer error="invalid_token"')])
+        start_response(
+            "401 Unauthorized",
+            [
+                ("Content-Type", "application/json"),
+                ("WWW-Authenticate", 'Bearer error="invalid_token"'),
+            ],
+        )
         return [b'{"error": "unauthorized"}']
 
     def seen(self) -> list:
@@ -84,8 +95,14 @@ class Redirector:
         if self.to is None:
             return self.app(environ, start_response)
         self.sent += 1
-        start_response(f"{self.status} Redirect", [("Location", self.to), ("Content-Length", "0"),
-                                                   ("Set-Cookie", "a-session=cookie-secret; Path=/")])
+        start_response(
+            f"{self.status} Redirect",
+            [
+                ("Location", self.to),
+                ("Content-Length", "0"),
+                ("Set-Cookie", "a-session=cookie-secret; Path=/"),
+            ],
+        )
         return [b""]
 
 
@@ -192,7 +209,9 @@ def test_a_same_origin_redirect_is_followed_with_the_headers(stop_after):
 
     def moved(environ, start_response):
         if environ["PATH_INFO"] == "/old":
-            start_response("308 Permanent Redirect", [("Location", "/mcp"), ("Content-Length", "0")])
+            start_response(
+                "308 Permanent Redirect", [("Location", "/mcp"), ("Content-Length", "0")]
+            )
             return [b""]
         return seen(environ, start_response)
 
@@ -232,13 +251,17 @@ def test_a_token_never_follows_a_redirect_to_another_origin(protected):
     fails with CrossOriginRefused, and the same client keeps working against A."""
     a, a_httpd, b, b_httpd = protected
     auth = OAuth(authorize=follow_redirect, timeout=WAIT)
-    with Client.http(a_httpd.url + "/mcp", auth=auth, headers={"X-Api-Key": "user-secret-key"}, timeout=WAIT) as client:
+    with Client.http(
+        a_httpd.url + "/mcp", auth=auth, headers={"X-Api-Key": "user-secret-key"}, timeout=WAIT
+    ) as client:
         assert client.call_tool("whoami").content[0].text
         token = auth._tokens["access_token"]
         a.to = b_httpd.url + "/mcp"
         with pytest.raises(Exception) as caught:  # its type is asserted below, after the leak check
             client.call_tool("whoami")
-        assert not [headers for _, _, headers, _ in b.seen() if token in str(headers)], "the token reached B"
+        assert not [headers for _, _, headers, _ in b.seen() if token in str(headers)], (
+            "the token reached B"
+        )
         assert b.seen() == []
         assert_refused(caught.value, a_httpd.url, b_httpd.url)
         assert token not in str(caught.value)
@@ -259,11 +282,16 @@ def test_the_oauth_hook_on_a_plain_requests_session_refuses_too(protected):
     a.to = b_httpd.url + "/mcp"
     ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
     with pytest.raises(CrossOriginRefused) as caught:
-        session.post(a_httpd.url + "/mcp", json=ping, headers={"X-Api-Key": "user-secret-key"}, timeout=WAIT)
+        session.post(
+            a_httpd.url + "/mcp", json=ping, headers={"X-Api-Key": "user-secret-key"}, timeout=WAIT
+        )
     assert_refused(caught.value, a_httpd.url, b_httpd.url)
     assert b.seen() == []
     a.to = None
-    assert session.post(a_httpd.url + "/mcp", json=ping, timeout=WAIT).status_code in (200, 400)  # A answers again
+    assert session.post(a_httpd.url + "/mcp", json=ping, timeout=WAIT).status_code in (
+        200,
+        400,
+    )  # A answers again
 
 
 def test_the_token_is_never_applied_off_its_resources_origin(protected):
@@ -277,7 +305,9 @@ def test_the_token_is_never_applied_off_its_resources_origin(protected):
     with pytest.raises(CrossOriginRefused):
         auth._apply(request, auth._tokens)
     assert "Authorization" not in request.headers
-    assert requests.post(b_httpd.url + "/mcp", auth=auth, timeout=WAIT).status_code == 401  # sent bare
+    assert (
+        requests.post(b_httpd.url + "/mcp", auth=auth, timeout=WAIT).status_code == 401
+    )  # sent bare
     assert not any("authorization" in headers for _, _, headers, _ in b.seen())
 
 
@@ -320,7 +350,9 @@ def legacy_pair(stop_after):
     return a, a_httpd, b, b_httpd
 
 
-@pytest.mark.parametrize("form", ["absolute", "scheme-relative", "other-host-name", "https", "javascript"])
+@pytest.mark.parametrize(
+    "form", ["absolute", "scheme-relative", "other-host-name", "https", "javascript"]
+)
 def test_an_endpoint_event_naming_another_origin_is_refused(stop_after, form):
     """The ``endpoint`` event names B (however spelled): refused before any POST, with the origins named;
     B saw nothing; a new client connects once A names its own endpoint."""
@@ -334,12 +366,16 @@ def test_an_endpoint_event_naming_another_origin_is_refused(stop_after, form):
         "javascript": lambda data: "javascript:alert(1)",
     }[form]
     with pytest.raises(ConnectionError) as caught:
-        Client.http(a_httpd.url + "/sse", transport="sse", headers=SECRET_HEADERS, timeout=WAIT).close()
+        Client.http(
+            a_httpd.url + "/sse", transport="sse", headers=SECRET_HEADERS, timeout=WAIT
+        ).close()
     assert isinstance(caught.value, CrossOriginRefused), caught.value
     assert origin_text(a_httpd.url) in str(caught.value) and "endpoint" in str(caught.value)
     assert b.seen() == []
     a.rewrite = None
-    with Client.http(a_httpd.url + "/sse", transport="sse", headers=SECRET_HEADERS, timeout=WAIT) as client:
+    with Client.http(
+        a_httpd.url + "/sse", transport="sse", headers=SECRET_HEADERS, timeout=WAIT
+    ) as client:
         assert client.call_tool("hello").content[0].text == "hello"
     assert b.seen() == []
 
@@ -385,11 +421,30 @@ def test_the_command_refuses_a_redirect_with_its_header(stop_after, tmp_path):
 
     a, a_httpd, b, b_httpd = redirecting_pair(stop_after)
     environment = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), BROWSER="false")
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", "--timeout", str(WAIT), "tools", a_httpd.url + "/mcp",
-                           "--header", "Authorization: Bearer cli-secret", "--header", "X-Api-Key: cli-secret-key"],
-                          capture_output=True, text=True, timeout=WAIT * 3, env=environment, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcp_ref",
+            "--timeout",
+            str(WAIT),
+            "tools",
+            a_httpd.url + "/mcp",
+            "--header",
+            "Authorization: Bearer cli-secret",
+            "--header",
+            "X-Api-Key: cli-secret-key",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+        env=environment,
+        check=False,
+    )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
-    assert origin_text(a_httpd.url) in proc.stderr and origin_text(b_httpd.url) in proc.stderr, proc.stderr
+    assert origin_text(a_httpd.url) in proc.stderr and origin_text(b_httpd.url) in proc.stderr, (
+        proc.stderr
+    )
     assert "cli-secret" not in proc.stderr
     assert b.seen() == []
 
@@ -403,16 +458,26 @@ def test_origins_compare_scheme_host_and_effective_port():
     assert not same_origin("http://a.example/", "https://a.example/")
     assert not same_origin("http://127.0.0.1:1/", "http://127.0.0.1:2/")
     assert not same_origin("http://127.0.0.1:1/", "http://localhost:1/")
-    assert not same_origin("http://a.example:99999/", "http://a.example:99999/x")  # an unreadable port matches nothing
+    assert not same_origin(
+        "http://a.example:99999/", "http://a.example:99999/x"
+    )  # an unreadable port matches nothing
     assert origin_text("http://user:pw@[::1]:8080/p?q#f") == "http://[::1]:8080"
-    assert [is_loopback(h) for h in ("localhost", "127.0.0.1", "127.9.9.9", "::1", "[::1]")] == [True] * 5
-    assert not any(is_loopback(h) for h in ("example.com", "10.0.0.1", "127.0.0.1.nip.io", "", None))
+    assert [is_loopback(h) for h in ("localhost", "127.0.0.1", "127.9.9.9", "::1", "[::1]")] == [
+        True
+    ] * 5
+    assert not any(
+        is_loopback(h) for h in ("example.com", "10.0.0.1", "127.0.0.1.nip.io", "", None)
+    )
 
 
 def test_a_refusal_is_a_connection_error_with_a_one_line_message():
-    exc = CrossOriginRefused("a redirect", "http://127.0.0.1:1/mcp?token=x", "http://evil.example/steal?token=y")
+    exc = CrossOriginRefused(
+        "a redirect", "http://127.0.0.1:1/mcp?token=x", "http://evil.example/steal?token=y"
+    )
     assert isinstance(exc, ConnectionError)
-    assert str(exc).startswith("refused a redirect from http://127.0.0.1:1 to another origin, http://evil.example")
+    assert str(exc).startswith(
+        "refused a redirect from http://127.0.0.1:1 to another origin, http://evil.example"
+    )
     assert "token=" not in str(exc) and json.dumps(str(exc))  # no path or query of either URL
 
 
@@ -423,7 +488,9 @@ def test_token_introspection_follows_no_redirect(stop_after):
 
     def introspection(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/json")])
-        return [json.dumps({"active": True, "client_id": "c", "sub": "ada", "scope": "read"}).encode()]
+        return [
+            json.dumps({"active": True, "client_id": "c", "sub": "ada", "scope": "read"}).encode()
+        ]
 
     b = Recorder(introspection)
     b_httpd = serve(b, stop_after)
@@ -431,7 +498,10 @@ def test_token_introspection_follows_no_redirect(stop_after):
     a_httpd = serve(a, stop_after)
     verifier = IntrospectionVerifier(a_httpd.url + "/introspect", "rs", "rs-secret", timeout=WAIT)
     assert verifier.verify("the-token").subject == "ada"  # A answers: the token is active
-    for to in (b_httpd.url + "/introspect", a_httpd.url + "/elsewhere"):  # another origin, or A's own
+    for to in (
+        b_httpd.url + "/introspect",
+        a_httpd.url + "/elsewhere",
+    ):  # another origin, or A's own
         a.to = to
         assert verifier.verify("the-token") is None  # a redirect is a failed introspection
     assert b.seen() == []

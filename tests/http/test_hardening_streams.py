@@ -32,8 +32,11 @@ FREED_WITHIN = 2.0
 
 
 def meta() -> dict:
-    return {"io.modelcontextprotocol/protocolVersion": V26, "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "streams-test", "version": "0"}}
+    return {
+        "io.modelcontextprotocol/protocolVersion": V26,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "streams-test", "version": "0"},
+    }
 
 
 def wait_until(predicate, timeout: float = WAIT) -> bool:
@@ -50,7 +53,9 @@ def wait_until(predicate, timeout: float = WAIT) -> bool:
 def connection_threads(before: frozenset = frozenset()) -> int:
     """The live threads serving an HTTP connection, not counting ``before`` (a snapshot: a thread
     of an earlier test's server on this worker may still be ending, and must not count either way)."""
-    return sum("process_request_thread" in t.name and t not in before for t in threading.enumerate())
+    return sum(
+        "process_request_thread" in t.name and t not in before for t in threading.enumerate()
+    )
 
 
 def connection_thread_set() -> frozenset:
@@ -61,8 +66,12 @@ def connection_thread_set() -> frozenset:
 def streams_server(events: dict | None = None) -> Server:
     """A tool that waits until it is cancelled (or released), telling the test what happened."""
     events = events if events is not None else {}
-    events.update(started=threading.Semaphore(0), cancelled=threading.Semaphore(0), finished=threading.Semaphore(0),
-                  release=threading.Event())
+    events.update(
+        started=threading.Semaphore(0),
+        cancelled=threading.Semaphore(0),
+        finished=threading.Semaphore(0),
+        release=threading.Event(),
+    )
     server = Server("streams")
 
     @server.tool()
@@ -84,8 +93,17 @@ def streams_server(events: dict | None = None) -> Server:
 # -- raw HTTP ---------------------------------------------------------------------------------------
 
 
-def raw_http(port: int, method: str, path: str, headers: dict, body: bytes = b"", *, source: str = "127.0.0.1",
-             keep: bool = True, read: bool = True):
+def raw_http(
+    port: int,
+    method: str,
+    path: str,
+    headers: dict,
+    body: bytes = b"",
+    *,
+    source: str = "127.0.0.1",
+    keep: bool = True,
+    read: bool = True,
+):
     """Send one request on a new socket from ``source``; its response (:class:`Raw`), or with
     ``read=False`` the socket, nothing read."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT, source_address=(source, 0))
@@ -98,7 +116,11 @@ def raw_http(port: int, method: str, path: str, headers: dict, body: bytes = b""
 
 
 def post(port: int, message: dict, *, version: str = V26, session: str | None = None, **options):
-    headers = {"Content-Type": "application/json", "Accept": ACCEPT_BOTH, "MCP-Protocol-Version": version}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": ACCEPT_BOTH,
+        "MCP-Protocol-Version": version,
+    }
     if version == V26:
         headers.update(request_headers(message["method"], message.get("params")))
     if session is not None:
@@ -130,16 +152,26 @@ def initialize(port: int, version: str = LATEST) -> str:
     assert raw.status == 200
     session = raw.headers["mcp-session-id"]
     raw.sock.close()
-    note = post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, version=version, session=session,
-                keep=False)
+    note = post(
+        port,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        version=version,
+        session=session,
+        keep=False,
+    )
     assert note.status == 202
     note.sock.close()
     return session
 
 
 def standalone_get(port: int, session: str, **options) -> Raw:
-    return raw_http(port, "GET", "/mcp", {"Accept": "text/event-stream", "Mcp-Session-Id": session,
-                                          "MCP-Protocol-Version": LATEST}, **options)
+    return raw_http(
+        port,
+        "GET",
+        "/mcp",
+        {"Accept": "text/event-stream", "Mcp-Session-Id": session, "MCP-Protocol-Version": LATEST},
+        **options,
+    )
 
 
 class Raw:
@@ -213,8 +245,12 @@ class Raw:
 
 def test_dropped_listen_streams_free_their_threads_and_slots_at_once(serve):
     count = 40
-    srv = serve(streams_server(), keepalive=60, max_streams_per_client=None,
-                limits=ConnectionLimits(max_connections=count, evict_streams=False))
+    srv = serve(
+        streams_server(),
+        keepalive=60,
+        max_streams_per_client=None,
+        limits=ConnectionLimits(max_connections=count, evict_streams=False),
+    )
     hub, table = srv.app.server.subscriptions, srv.httpd.connections
     before = connection_thread_set()
     streams = [listen(srv.port, n + 1) for n in range(count)]
@@ -223,8 +259,9 @@ def test_dropped_listen_streams_free_their_threads_and_slots_at_once(serve):
     started = time.monotonic()
     for n, stream in enumerate(streams):
         stream.drop(reset=bool(n % 2))  # half closed, half reset; no cancellation sent
-    assert wait_until(lambda: len(hub) == 0 and table.count == 0 and connection_threads(before) == 0, FREED_WITHIN), \
-        (len(hub), table.count, connection_threads(before))
+    assert wait_until(
+        lambda: len(hub) == 0 and table.count == 0 and connection_threads(before) == 0, FREED_WITHIN
+    ), (len(hub), table.count, connection_threads(before))
     freed = time.monotonic() - started
     assert srv.app.streams_held() == 0
     assert discover(srv.port) == 200, f"freed in {freed:.2f} s, yet a new client is refused"
@@ -248,7 +285,13 @@ def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind):
     one is not ("Disconnection SHOULD NOT be interpreted as the client cancelling"), but the thread
     that relayed its stream is freed at once and the handler runs on."""
     events: dict = {}
-    options = {"stateless": True} if kind == "stateless" else {"inline_handlers": False} if kind == "stateful" else {}
+    options = (
+        {"stateless": True}
+        if kind == "stateless"
+        else {"inline_handlers": False}
+        if kind == "stateful"
+        else {}
+    )
     srv = serve(streams_server(events), keepalive=60, **options)
     table = srv.httpd.connections
     before = connection_thread_set()
@@ -258,10 +301,14 @@ def test_a_post_whose_handler_waits_is_ended_when_its_client_goes(serve, kind):
         assert events["started"].acquire(timeout=WAIT)
     for call in calls:
         call.close()
-    assert wait_until(lambda: table.count == 0 and connection_threads(before) == 0, FREED_WITHIN), \
-        (table.count, connection_threads(before))
+    assert wait_until(lambda: table.count == 0 and connection_threads(before) == 0, FREED_WITHIN), (
+        table.count,
+        connection_threads(before),
+    )
     if kind == "stateful":
-        assert not events["cancelled"].acquire(blocking=False)  # the handlers run on, for a resuming GET
+        assert not events["cancelled"].acquire(
+            blocking=False
+        )  # the handlers run on, for a resuming GET
         events["release"].set()
         for _ in calls:
             assert events["finished"].acquire(timeout=WAIT)
@@ -277,7 +324,9 @@ def test_dropped_get_streams_free_their_slots_and_keep_their_sessions(serve):
     sessions = [initialize(srv.port) for _ in range(4)]
     streams = [standalone_get(srv.port, session) for session in sessions]
     assert all(stream.status == 200 for stream in streams)
-    assert wait_until(lambda: all(srv.app.sessions[s].standalone.consumer is not None for s in sessions))
+    assert wait_until(
+        lambda: all(srv.app.sessions[s].standalone.consumer is not None for s in sessions)
+    )
     for stream in streams:
         stream.drop()
     assert wait_until(lambda: table.count == 0, FREED_WITHIN), table.count
@@ -295,7 +344,10 @@ def test_dropped_legacy_streams_end_their_sessions_at_once(serve):
     assert len(srv.app.sessions) == 4
     for stream in streams:
         stream.drop(reset=True)
-    assert wait_until(lambda: table.count == 0 and not srv.app.sessions, FREED_WITHIN), (table.count, len(srv.app.sessions))
+    assert wait_until(lambda: table.count == 0 and not srv.app.sessions, FREED_WITHIN), (
+        table.count,
+        len(srv.app.sessions),
+    )
     assert discover(srv.port) == 200
 
 
@@ -306,9 +358,14 @@ def test_a_pipelined_request_is_not_taken_for_a_close(serve):
     hub, watchdog = srv.app.server.subscriptions, srv.httpd.watchdog
     stream = listen(srv.port)
     ping = json.dumps(request("server/discover", {"_meta": meta()}, 2)).encode()
-    stream.sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        b"Accept: " + ACCEPT_BOTH.encode() + b"\r\nMCP-Protocol-Version: " + V26.encode() +
-                        b"\r\nMcp-Method: server/discover\r\nContent-Length: %d\r\n\r\n%s" % (len(ping), ping))
+    stream.sock.sendall(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: "
+        + ACCEPT_BOTH.encode()
+        + b"\r\nMCP-Protocol-Version: "
+        + V26.encode()
+        + b"\r\nMcp-Method: server/discover\r\nContent-Length: %d\r\n\r\n%s" % (len(ping), ping)
+    )
     checks = threading.Semaphore(0)
     check = watchdog._check_peers
     watchdog._check_peers = lambda: (check(), checks.release())
@@ -327,14 +384,21 @@ def test_a_pipelined_request_is_not_taken_for_a_close(serve):
 def test_at_the_cap_the_oldest_stream_of_the_heaviest_client_ends_gracefully(serve):
     """subscriptions §Graceful Closure: a server ending a subscription "SHOULD respond to the original
     subscriptions/listen request with a completion result before closing the stream"."""
-    srv = serve(streams_server(), keepalive=60, max_streams_per_client=None, limits=ConnectionLimits(max_connections=4))
+    srv = serve(
+        streams_server(),
+        keepalive=60,
+        max_streams_per_client=None,
+        limits=ConnectionLimits(max_connections=4),
+    )
     hub = srv.app.server.subscriptions
     light = listen(srv.port, 1, source="127.0.0.3")  # the oldest stream, of a client holding one
     heavy = [listen(srv.port, n, source="127.0.0.2") for n in (2, 3, 4)]
     assert len(hub) == 4 and srv.httpd.connections.count == 4
     assert discover(srv.port) == 200  # the table was full of streams: one made room
     cancelled, answer = heavy[0].message(), heavy[0].message()
-    assert cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == 2
+    assert (
+        cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == 2
+    )
     assert answer["id"] == 2 and answer["result"]["resultType"] == "complete"
     assert answer["result"]["_meta"][SUBSCRIPTION_ID] == 2
     assert heavy[0].event() is None and heavy[0].ended_by_server()
@@ -354,17 +418,33 @@ def test_at_the_cap_a_get_stream_is_closed_with_a_retry_and_resumes(serve):
         assert wait_until(lambda: srv.httpd.connections.count == 0)
         sessions.append(initialize(srv.port))
     first, second = sessions
-    assert wait_until(lambda: srv.httpd.connections.count == 0)  # the second initialize's connection too (a cap of 2)
-    streams = [standalone_get(srv.port, first, source="127.0.0.2"), standalone_get(srv.port, second, source="127.0.0.3")]
-    assert wait_until(lambda: srv.httpd.connections.count == 2 and not srv.httpd.connections.waiting)
+    assert wait_until(
+        lambda: srv.httpd.connections.count == 0
+    )  # the second initialize's connection too (a cap of 2)
+    streams = [
+        standalone_get(srv.port, first, source="127.0.0.2"),
+        standalone_get(srv.port, second, source="127.0.0.3"),
+    ]
+    assert wait_until(
+        lambda: srv.httpd.connections.count == 2 and not srv.httpd.connections.waiting
+    )
     priming = streams[0].event()
     assert priming is not None and priming["id"] and "retry" in priming  # the stream's first event
     assert discover(srv.port) == 200
     closing = streams[0].event()
     assert closing is not None and closing["retry"] == "1000" and closing["id"] != priming["id"]
     assert streams[0].event() is None and streams[0].ended_by_server()
-    resumed = raw_http(srv.port, "GET", "/mcp", {"Accept": "text/event-stream", "Mcp-Session-Id": first,
-                                                 "MCP-Protocol-Version": LATEST, "Last-Event-ID": closing["id"]})
+    resumed = raw_http(
+        srv.port,
+        "GET",
+        "/mcp",
+        {
+            "Accept": "text/event-stream",
+            "Mcp-Session-Id": first,
+            "MCP-Protocol-Version": LATEST,
+            "Last-Event-ID": closing["id"],
+        },
+    )
     assert resumed.status == 200
     for stream in (resumed, streams[1]):
         stream.drop()
@@ -377,10 +457,16 @@ def test_one_client_past_its_stream_cap_gets_a_clear_429_and_others_are_served(s
     srv = serve(streams_server(), keepalive=60, max_streams_per_client=3)
     hub = srv.app.server.subscriptions
     held = [listen(srv.port, n) for n in (1, 2, 3)]
-    refused = post(srv.port, request("subscriptions/listen", {"_meta": meta(), "notifications": {}}, 4))
+    refused = post(
+        srv.port, request("subscriptions/listen", {"_meta": meta(), "notifications": {}}, 4)
+    )
     assert refused.status == 429 and refused.headers["retry-after"] == "5"
     error = json.loads(refused.body())
-    assert error["id"] == 4 and error["error"]["code"] == -32005 and error["error"]["data"] == {"limit": 3}
+    assert (
+        error["id"] == 4
+        and error["error"]["code"] == -32005
+        and error["error"]["data"] == {"limit": 3}
+    )
     assert "Too many open streams" in error["error"]["message"]
     refused.drop()
     session = initialize(srv.port)  # a GET stream counts against the same client

@@ -49,15 +49,25 @@ def test_every_feature_over_streamable_http(serve, handshake_http_client, tmp_pa
 
     def sampling(params):
         samples.append(params)
-        return {"role": "assistant", "content": {"type": "text", "text": "forty-two"}, "model": "stub-llm"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "forty-two"},
+            "model": "stub-llm",
+        }
 
     def elicitation(params):
         elicits.append(params)
         return {"action": "accept", "content": {"name": "Ada", "colour": "green"}}
 
-    client = handshake_http_client(srv.mcp, sampling_handler=sampling, elicitation_handler=elicitation,
-                         roots=[tmp_path.as_uri()], on_log=logs, on_resource_updated=updated,
-                         on_list_changed=changed)
+    client = handshake_http_client(
+        srv.mcp,
+        sampling_handler=sampling,
+        elicitation_handler=elicitation,
+        roots=[tmp_path.as_uri()],
+        on_log=logs,
+        on_resource_updated=updated,
+        on_list_changed=changed,
+    )
     assert client.protocol_version == LATEST
     assert client.server_info.name == "mcp-ref-demo"
     assert {t.name for t in client.list_tools()} >= {"echo", "count_slowly", "ask_llm", "ask_user"}
@@ -71,7 +81,10 @@ def test_every_feature_over_streamable_http(serve, handshake_http_client, tmp_pa
     assert [p[0] for p in progress.wait_for(4)] == [1, 2, 3, 4]
 
     # Server-to-client requests travel on the POST's stream; the answers are POSTed back.
-    assert text(client.call_tool("ask_llm", {"question": "meaning of life?"})) == "stub-llm says: forty-two"
+    assert (
+        text(client.call_tool("ask_llm", {"question": "meaning of life?"}))
+        == "stub-llm says: forty-two"
+    )
     assert samples and samples[0].messages[0].content.text == "meaning of life?"
     assert text(client.call_tool("ask_user")) == "hello Ada, who likes green"
     assert elicits and elicits[0].message == "Who are you?"
@@ -93,7 +106,10 @@ def test_every_feature_over_streamable_http(serve, handshake_http_client, tmp_pa
     # Resources, prompts, completion.
     assert "demo://readme" in {r.uri for r in client.list_resources()}
     assert client.read_resource("demo://greeting/Grace").contents[0].text == "Hello, Grace!"
-    assert client.get_prompt("greet", {"name": "Ada", "style": "formal"}).messages[0].content.text == "Good day, Ada."
+    assert (
+        client.get_prompt("greet", {"name": "Ada", "style": "formal"}).messages[0].content.text
+        == "Good day, Ada."
+    )
     assert client.complete(prompt="greet", argument="name", value="Al").values == ["Alan", "Alonzo"]
     client.ping()
 
@@ -110,10 +126,20 @@ def test_every_feature_over_streamable_http(serve, handshake_http_client, tmp_pa
 def test_older_revisions_over_streamable_http(serve, handshake_http_client, version):
     srv = serve()
     progress = Collector()
-    client = handshake_http_client(srv.mcp, protocol_version=version,
-                         sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
+    client = handshake_http_client(
+        srv.mcp,
+        protocol_version=version,
+        sampling_handler=lambda p: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "ok"},
+            "model": "m",
+        },
+    )
     assert client.protocol_version == version
-    assert text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress)) == "counted to 2"
+    assert (
+        text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress))
+        == "counted to 2"
+    )
     assert len(progress.wait_for(2)) == 2
     assert text(client.call_tool("ask_llm", {"question": "q"})) == "m says: ok"
 
@@ -154,10 +180,15 @@ def test_headers_session_id_protocol_version_and_delete_on_close(serve, handshak
         assert headers["mcp-session-id"] == session_id
         assert headers["mcp-protocol-version"] == LATEST
     for headers in posts:
-        assert {t.strip() for t in headers["accept"].split(",")} >= {"application/json", "text/event-stream"}
+        assert {t.strip() for t in headers["accept"].split(",")} >= {
+            "application/json",
+            "text/event-stream",
+        }
         assert headers["content-type"].split(";")[0] == "application/json"
     gets = recorder.seen("GET")
-    assert gets and all(h["mcp-session-id"] == session_id and "text/event-stream" in h["accept"] for h in gets)
+    assert gets and all(
+        h["mcp-session-id"] == session_id and "text/event-stream" in h["accept"] for h in gets
+    )
     assert all(h["mcp-protocol-version"] == LATEST for h in gets)
     deletes = recorder.seen("DELETE")
     assert len(deletes) == 1 and deletes[0]["mcp-session-id"] == session_id
@@ -177,7 +208,11 @@ def test_a_404_starts_a_new_session_once_transparently(serve, handshake_http_cli
     old = client.session.transport.session_id
     assert text(client.call_tool("echo", {"text": "before"})) == "before"
     if how == "raw DELETE":
-        response = requests.delete(srv.mcp, headers={"Mcp-Session-Id": old, "MCP-Protocol-Version": LATEST}, timeout=TIMEOUT)
+        response = requests.delete(
+            srv.mcp,
+            headers={"Mcp-Session-Id": old, "MCP-Protocol-Version": LATEST},
+            timeout=TIMEOUT,
+        )
         assert response.status_code == 200
     else:
         assert srv.app.end_session(old)
@@ -257,7 +292,10 @@ def test_requests_during_a_session_renewal_succeed(serve, handshake_http_client)
         except Exception as exc:
             results[label] = exc
 
-    threads = {label: threading.Thread(target=call, args=(label,)) for label in ("in-flight", "renewer", "meanwhile")}
+    threads = {
+        label: threading.Thread(target=call, args=(label,))
+        for label in ("in-flight", "renewer", "meanwhile")
+    }
     try:
         threads["in-flight"].start()  # POSTed with the old id; held until the renewal starts
         threads["renewer"].start()  # 404 -> starts the renewal (its initialize is held)
@@ -272,7 +310,9 @@ def test_requests_during_a_session_renewal_succeed(serve, handshake_http_client)
         gate.release.set()
     for thread in threads.values():
         thread.join(WAIT)
-    assert results == {"in-flight": "in-flight", "renewer": "renewer", "meanwhile": "meanwhile"}, results
+    assert results == {"in-flight": "in-flight", "renewer": "renewer", "meanwhile": "meanwhile"}, (
+        results
+    )
     assert len(client.wire.sent("initialize")) == 2
     assert len(srv.app.sessions) == 1
 
@@ -289,7 +329,13 @@ class CutStreams:
     At most ``times`` responses are cut."""
 
     def __init__(self, app, method: str, after: int, abrupt: bool, times: int = 1):
-        self.app, self.method, self.after, self.abrupt, self.left = app, method, after, abrupt, times
+        self.app, self.method, self.after, self.abrupt, self.left = (
+            app,
+            method,
+            after,
+            abrupt,
+            times,
+        )
         self.cuts = 0
         self.lock = threading.Lock()
 
@@ -298,7 +344,10 @@ class CutStreams:
 
         def spy(status, headers, exc_info=None):
             write = start_response(status, headers, exc_info)
-            sse = any(n.lower() == "content-type" and v.startswith("text/event-stream") for n, v in headers)
+            sse = any(
+                n.lower() == "content-type" and v.startswith("text/event-stream")
+                for n, v in headers
+            )
             if sse and environ["REQUEST_METHOD"] == self.method:
                 with self.lock:
                     if self.left > 0:
@@ -346,7 +395,9 @@ class CutStreams:
 @pytest.mark.parametrize("abrupt", [False, True], ids=["closed-early", "dropped"])
 def test_client_resumes_a_post_stream(serve, handshake_http_client, abrupt):
     box = []
-    srv = serve(retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "POST", 2, abrupt)) or box[0])
+    srv = serve(
+        retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "POST", 2, abrupt)) or box[0]
+    )
     client = handshake_http_client(srv.mcp)
     progress = Collector()
     result = client.call_tool("count_slowly", {"steps": 6, "delay": 0.03}, on_progress=progress)
@@ -354,13 +405,18 @@ def test_client_resumes_a_post_stream(serve, handshake_http_client, abrupt):
     assert box[0].cuts == 1
     assert [p[0] for p in progress.wait_for(6)] == [1, 2, 3, 4, 5, 6]  # nothing lost
     assert len(client.wire.received("notifications/progress")) == 6  # nothing duplicated
-    answers = [m for m in client.wire.received() if m.get("id") == client.wire.sent("tools/call")[0]["id"]]
+    answers = [
+        m for m in client.wire.received() if m.get("id") == client.wire.sent("tools/call")[0]["id"]
+    ]
     assert len(answers) == 1
 
 
 def test_client_resumes_the_standalone_stream(serve, handshake_http_client):
     box = []
-    srv = serve(retry_ms=20, wrap=lambda app: box.append(CutStreams(app, "GET", 1, False, times=3)) or box[0])
+    srv = serve(
+        retry_ms=20,
+        wrap=lambda app: box.append(CutStreams(app, "GET", 1, False, times=3)) or box[0],
+    )
     client = handshake_http_client(srv.mcp)
     updated, changed = Collector(), Collector()
     client.on_resource_updated, client.on_list_changed = updated, changed
@@ -406,7 +462,12 @@ def test_eight_threads_on_one_client(serve, handshake_http_client):
         for i in range(8):
             assert text(client.call_tool("echo", {"text": f"{n}:{i}"})) == f"{n}:{i}"
         progress = Collector()
-        assert text(client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress)) == "counted to 3"
+        assert (
+            text(
+                client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress)
+            )
+            == "counted to 3"
+        )
         assert [p[0] for p in progress.wait_for(3)] == [1, 2, 3]
 
     run_threads(run, 8, timeout=WAIT * 3)  # fails with every thread's failure listed
@@ -423,7 +484,10 @@ def test_client_against_a_stateless_server(serve, handshake_http_client):
     assert client.session.transport.session_id is None
     assert text(client.call_tool("echo", {"text": "x"})) == "x"
     progress = Collector()
-    assert text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress)) == "counted to 2"
+    assert (
+        text(client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=progress))
+        == "counted to 2"
+    )
     assert len(progress.wait_for(2)) == 2
     assert srv.app.sessions == {}
 
@@ -457,7 +521,9 @@ def test_unreachable_url_fails_fast():
 
 
 @pytest.mark.parametrize("inline", [True, False], ids=["inline", "pooled"])
-def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, handshake_http_client, inline):
+def test_server_closes_a_stream_mid_call_and_the_client_resumes(
+    serve, handshake_http_client, inline
+):
     # SSE polling (2025-11-25 basic/transports §Sending Messages 6): the server ends the connection
     # without ending the stream; the client waits `retry` and resumes with GET + Last-Event-ID.
     server = Server("polling")
@@ -471,7 +537,12 @@ def test_server_closes_a_stream_mid_call_and_the_client_resumes(serve, handshake
         return f"closed={closed}"
 
     box = []
-    srv = serve(server, retry_ms=30, inline_handlers=inline, wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
+    srv = serve(
+        server,
+        retry_ms=30,
+        inline_handlers=inline,
+        wrap=lambda app: box.append(HeaderRecorder(app)) or box[0],
+    )
     client = handshake_http_client(srv.mcp)
     progress = Collector()
     assert text(client.call_tool("polled", on_progress=progress)) == "closed=True"
@@ -496,7 +567,9 @@ def test_custom_headers_and_a_requests_auth_hook_reach_the_server(serve, handsha
     assert text(client.call_tool("echo", {"text": "authorised"})) == "authorised"
     client.close()
     seen = box[0].seen()
-    assert seen and all(h.get("authorization") == "Bearer t0ken" and h.get("x-team") == "blue" for h in seen), seen
+    assert seen and all(
+        h.get("authorization") == "Bearer t0ken" and h.get("x-team") == "blue" for h in seen
+    ), seen
     assert {"POST", "DELETE"} <= {m for m, _, _ in box[0].requests}
 
 
@@ -557,7 +630,6 @@ def test_the_proxy_variables_are_honoured(serve, monkeypatch, bypass):
         assert seen and seen[0].startswith(b"POST " + srv.mcp.encode()), seen
     finally:
         proxy.close()
-
 
 
 # -- one HTTP stack: every request goes through requests -------------------------------------------

@@ -19,7 +19,15 @@ import time
 
 import pytest
 import requests
-from conftest import WAIT, WireChecker, check_trace, command_label, run_cli, run_threads, watch_stderr
+from conftest import (
+    WAIT,
+    WireChecker,
+    check_trace,
+    command_label,
+    run_cli,
+    run_threads,
+    watch_stderr,
+)
 from http_fixtures import (
     ACCEPT_BOTH,
     LATEST,
@@ -100,7 +108,9 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = WAIT) -> N
     raise AssertionError(f"nothing listens on port {port} after {timeout} s")
 
 
-def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[subprocess.Popen, LineReader, int]:
+def start_gunicorn(
+    options: list[str], env: dict, state: str | None
+) -> tuple[subprocess.Popen, LineReader, int]:
     """``gunicorn`` with ``options`` (worker class, app, ...) on a free loopback port, its environment
     this process's plus ``env``, ``MCP_REF_STATE`` set to ``state`` (None: unset); waits until it
     listens.  Returns the process, its stderr reader (watched for tracebacks) and the port.
@@ -115,8 +125,14 @@ def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[su
     for _ in range(3):
         port = free_port()
         command = [sys.executable, "-m", "gunicorn", *options, "-b", f"127.0.0.1:{port}"]
-        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environ,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environ,
+            start_new_session=True,
+        )
         proc.own_group = True  # type: ignore[attr-defined]  # stop() ends the workers too
         errors = LineReader(proc.stderr)
         watch_stderr(command_label(command), lambda errors=errors: list(errors.all))
@@ -132,29 +148,54 @@ def start_gunicorn(options: list[str], env: dict, state: str | None) -> tuple[su
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("gunicorn") is None,
+    reason="gunicorn is not installed (pip install gunicorn; in the test extra)",
+)
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_demo_under_gunicorn_two_workers_stateless(era):
     """Several workers, no sticky sessions: the 2026-07-28 era is stateless by design, and the
     handshake era is served statelessly by mcp_ref (each worker answers any request)."""
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "8", "-b", f"127.0.0.1:{port}",
-               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.workbench.demo:wsgi_app"]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-k",
+        "gthread",
+        "-w",
+        "2",
+        "--threads",
+        "8",
+        "-b",
+        f"127.0.0.1:{port}",
+        "--access-logfile",
+        "-",
+        "--access-logformat",
+        "%(p)s %(m)s %(U)s %(s)s",
+        "mcp_ref.workbench.demo:wsgi_app",
+    ]
     # README "Every worker of a stateless deployment must share one secret": the cursors of tools/list
     # (which a 2025-11-25 client sends to learn each tool's taskSupport) verify on either worker.
     env = {**os.environ, "MCP_REF_SECRET": "two-workers-" + "0" * 32}
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env
+    )
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         wait_for_port(port, proc)
         url = f"http://127.0.0.1:{port}/mcp"
-        workers = {int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)) for _ in range(2)}
+        workers = {
+            int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)) for _ in range(2)
+        }
         calls_per_thread = 25
 
         def run(n: int) -> WireChecker:
             checker = WireChecker()
-            with Client.http(url, trace=checker, timeout=WAIT, headers={"Connection": "close"}, era=era) as client:
+            with Client.http(
+                url, trace=checker, timeout=WAIT, headers={"Connection": "close"}, era=era
+            ) as client:
                 assert client.session.transport.session_id is None  # stateless
                 assert client.era == era
                 for i in range(calls_per_thread):
@@ -173,9 +214,15 @@ def test_demo_under_gunicorn_two_workers_stateless(era):
         assert tool_calls == 8 * calls_per_thread
 
         # A bare request, no initialize, no session: any worker answers it.
-        response = requests.post(url, json=request("tools/call", {"name": "echo", "arguments": {"text": "raw"}}),
-                                 headers={"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": LATEST}, timeout=TIMEOUT)
-        assert response.status_code == 200 and response.json()["result"]["content"][0]["text"] == "raw"
+        response = requests.post(
+            url,
+            json=request("tools/call", {"name": "echo", "arguments": {"text": "raw"}}),
+            headers={"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": LATEST},
+            timeout=TIMEOUT,
+        )
+        assert (
+            response.status_code == 200 and response.json()["result"]["content"][0]["text"] == "raw"
+        )
         assert response.headers.get("Server", "").startswith("gunicorn")
         assert "Mcp-Session-Id" not in response.headers
 
@@ -202,31 +249,61 @@ def test_demo_under_gunicorn_two_workers_stateless(era):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (pip install gunicorn; in the test extra)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("gunicorn") is None,
+    reason="gunicorn is not installed (pip install gunicorn; in the test extra)",
+)
 def test_pagination_across_three_gunicorn_workers_with_a_shared_secret():
     """Issue 7 class 9: a cursor minted by one worker is accepted by every other (MCP_REF_SECRET)."""
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "3", "--threads", "4", "-b", f"127.0.0.1:{port}",
-               "--access-logfile", "-", "--access-logformat", "%(p)s %(m)s %(U)s %(s)s", "mcp_ref.workbench.demo:wsgi_app"]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-k",
+        "gthread",
+        "-w",
+        "3",
+        "--threads",
+        "4",
+        "-b",
+        f"127.0.0.1:{port}",
+        "--access-logfile",
+        "-",
+        "--access-logformat",
+        "%(p)s %(m)s %(U)s %(s)s",
+        "mcp_ref.workbench.demo:wsgi_app",
+    ]
     env = {**os.environ, "MCP_REF_SECRET": "new-shared-secret,old-shared-secret"}
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env
+    )
     access, errors = LineReader(proc.stdout), LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         wait_for_port(port, proc)
-        workers = {int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)) for _ in range(3)}
+        workers = {
+            int(errors.wait_for(r"Booting worker with pid: (\d+)").group(1)) for _ in range(3)
+        }
         url = f"http://127.0.0.1:{port}/mcp"
         headers = {"Accept": ACCEPT_BOTH, "MCP-Protocol-Version": LATEST, "Connection": "close"}
 
         def tools_list(cursor, request_id):
             params = {"cursor": cursor} if cursor else None
-            response = requests.post(url, json=request("tools/list", params, request_id), headers=headers, timeout=TIMEOUT)
+            response = requests.post(
+                url,
+                json=request("tools/list", params, request_id),
+                headers=headers,
+                timeout=TIMEOUT,
+            )
             assert response.status_code == 200, response.text
             return response.json()
 
         first = tools_list(None, 1)["result"]
         assert first.get("nextCursor"), first  # the demo lists five tools a page
-        for n in range(20):  # each follow-up on a new connection: workers take turns as the kernel pleases
+        for n in range(
+            20
+        ):  # each follow-up on a new connection: workers take turns as the kernel pleases
             page = tools_list(first["nextCursor"], 100 + n)
             assert "result" in page and page["result"]["tools"], page
         answered: dict[int, int] = {}
@@ -252,24 +329,47 @@ def test_stateless_requests_need_no_state_from_another_instance():
 
     with serving(stateless=True) as first, serving(stateless=True) as second:
         headers = {"Accept": ACCEPT_BOTH}
-        init = requests.post(first.mcp, json=request("initialize", {
-            "protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "lb", "version": "1"}}),
-            headers=headers, timeout=TIMEOUT)
+        init = requests.post(
+            first.mcp,
+            json=request(
+                "initialize",
+                {
+                    "protocolVersion": LATEST,
+                    "capabilities": {},
+                    "clientInfo": {"name": "lb", "version": "1"},
+                },
+            ),
+            headers=headers,
+            timeout=TIMEOUT,
+        )
         assert init.status_code == 200 and "Mcp-Session-Id" not in init.headers
         headers["MCP-Protocol-Version"] = init.json()["result"]["protocolVersion"]
-        note = requests.post(second.mcp, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                             headers=headers, timeout=TIMEOUT)
+        note = requests.post(
+            second.mcp,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+            timeout=TIMEOUT,
+        )
         assert note.status_code == 202
-        call = requests.post(second.mcp, json=request("tools/call", {"name": "echo", "arguments": {"text": "elsewhere"}}, 2),
-                             headers=headers, timeout=TIMEOUT)
-        assert call.status_code == 200 and call.json()["result"]["content"][0]["text"] == "elsewhere"
+        call = requests.post(
+            second.mcp,
+            json=request("tools/call", {"name": "echo", "arguments": {"text": "elsewhere"}}, 2),
+            headers=headers,
+            timeout=TIMEOUT,
+        )
+        assert (
+            call.status_code == 200 and call.json()["result"]["content"][0]["text"] == "elsewhere"
+        )
 
 
 # -- mounted under a prefix next to a Flask app --------------------------------------------------
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("flask") is None, reason="flask is not installed (pip install flask; in the test extra)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("flask") is None,
+    reason="flask is not installed (pip install flask; in the test extra)",
+)
 def test_mounted_under_a_prefix_next_to_flask():
     from flask import Flask
     from werkzeug.middleware.dispatcher import DispatcherMiddleware
@@ -282,18 +382,26 @@ def test_mounted_under_a_prefix_next_to_flask():
     def hello():
         return {"hello": "from flask"}
 
-    mcp_app = build_server().wsgi_app(keepalive=0.2)  # short keep-alives: see test_closing_an_sse_client_is_prompt
+    mcp_app = build_server().wsgi_app(
+        keepalive=0.2
+    )  # short keep-alives: see test_closing_an_sse_client_is_prompt
     recorder = HeaderRecorder(mcp_app)
     flask_app.wsgi_app = DispatcherMiddleware(flask_app.wsgi_app, {"/tools": recorder})
     served = start(app=flask_app)
     try:
         base = served.url
         checker = WireChecker()
-        with Client.http(base + "/tools/mcp", trace=checker, timeout=WAIT, era="handshake") as client:
+        with Client.http(
+            base + "/tools/mcp", trace=checker, timeout=WAIT, era="handshake"
+        ) as client:
             assert client.session.transport.mode == "streamable"
             assert client.call_tool("echo", {"text": "mounted"}).content[0].text == "mounted"
             progress = []
-            result = client.call_tool("count_slowly", {"steps": 2, "delay": 0.01}, on_progress=lambda *a: progress.append(a))
+            result = client.call_tool(
+                "count_slowly",
+                {"steps": 2, "delay": 0.01},
+                on_progress=lambda *a: progress.append(a),
+            )
             assert result.content[0].text == "counted to 2"
             assert client.session.transport.session_id in mcp_app.sessions
         checker.assert_valid()
@@ -306,14 +414,28 @@ def test_mounted_under_a_prefix_next_to_flask():
         assert requests.get(base + "/mcp", timeout=TIMEOUT).status_code == 404  # Flask's, not ours
 
         # The legacy endpoint event carries the prefix.
-        stream = requests.get(base + "/tools/sse", headers={"Accept": "text/event-stream"}, stream=True, timeout=TIMEOUT)
+        stream = requests.get(
+            base + "/tools/sse",
+            headers={"Accept": "text/event-stream"},
+            stream=True,
+            timeout=TIMEOUT,
+        )
         event = SseReader(stream).next()
         stream.close()
-        assert event["event"] == "endpoint" and event["data"].startswith("/tools/messages?session_id="), event
+        assert event["event"] == "endpoint" and event["data"].startswith(
+            "/tools/messages?session_id="
+        ), event
         legacy_checker = WireChecker()
-        with Client.http(base + "/tools/sse", transport="sse", trace=legacy_checker, timeout=WAIT) as client:
-            assert client.session.transport.legacy_endpoint.startswith(base + "/tools/messages?session_id=")
-            assert client.call_tool("echo", {"text": "legacy mounted"}).content[0].text == "legacy mounted"
+        with Client.http(
+            base + "/tools/sse", transport="sse", trace=legacy_checker, timeout=WAIT
+        ) as client:
+            assert client.session.transport.legacy_endpoint.startswith(
+                base + "/tools/messages?session_id="
+            )
+            assert (
+                client.call_tool("echo", {"text": "legacy mounted"}).content[0].text
+                == "legacy mounted"
+            )
         legacy_checker.assert_valid()
         # And the auto fallback finds it through the prefix too.
         with Client.http(base + "/tools/sse", trace=WireChecker(), timeout=WAIT) as client:
@@ -373,7 +495,9 @@ def test_cli_transport_sse(recorded):
 
 
 def test_cli_header_reaches_the_server(recorded):
-    proc, _ = traced("--header", "X-Test: 1", "--header", "X-Other:two", "call", recorded.mcp, "echo", "text=h")
+    proc, _ = traced(
+        "--header", "X-Test: 1", "--header", "X-Other:two", "call", recorded.mcp, "echo", "text=h"
+    )
     assert proc.returncode == 0, proc.stderr
     assert recorded.recorder.requests
     for _, _, headers in recorded.recorder.requests:
@@ -393,7 +517,9 @@ def test_cli_unreachable_url_exits_4():
 
 def test_cli_url_that_is_not_mcp_exits_4(serve):
     srv = serve()
-    proc = run_cli("--timeout", "5", "info", srv.url + "/nowhere", timeout=WAIT * 2)  # asserts: no Traceback
+    proc = run_cli(
+        "--timeout", "5", "info", srv.url + "/nowhere", timeout=WAIT * 2
+    )  # asserts: no Traceback
     assert proc.returncode == 4, (proc.stdout, proc.stderr)
     assert "404" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
@@ -401,24 +527,36 @@ def test_cli_url_that_is_not_mcp_exits_4(serve):
 @pytest.mark.slow
 @pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
 def test_serve_demo_http(stateless):
-    command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", "127.0.0.1:0"] + (["--stateless"] if stateless else [])
+    command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", "127.0.0.1:0"] + (
+        ["--stateless"] if stateless else []
+    )
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
     try:
-        found = errors.wait_for(r"serving the demo at (http://127\.0\.0\.1:\d+)/mcp \((stateless )?Streamable HTTP\)")
+        found = errors.wait_for(
+            r"serving the demo at (http://127\.0\.0\.1:\d+)/mcp \((stateless )?Streamable HTTP\)"
+        )
         base = found.group(1)
         assert bool(found.group(2)) == stateless
         proc_cli, _ = traced("call", base + "/mcp", "echo", "text=hi")
         assert proc_cli.returncode == 0 and proc_cli.stdout == "hi\n", proc_cli.stderr
-        init = requests.post(base + "/mcp", data=json.dumps(request("initialize", init_params())),
-                             headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"}, timeout=TIMEOUT)
+        init = requests.post(
+            base + "/mcp",
+            data=json.dumps(request("initialize", init_params())),
+            headers={"Accept": ACCEPT_BOTH, "Content-Type": "application/json"},
+            timeout=TIMEOUT,
+        )
         assert init.status_code == 200
         assert ("Mcp-Session-Id" in init.headers) != stateless
         get = requests.get(base + "/mcp", headers={"Accept": "text/event-stream"}, timeout=TIMEOUT)
-        assert get.status_code == (405 if stateless else 400)  # stateless: no stream; else: no session id
+        assert get.status_code == (
+            405 if stateless else 400
+        )  # stateless: no stream; else: no session id
         # Both transports at once: the legacy endpoint is there as well.
-        stream = requests.get(base + "/sse", headers={"Accept": "text/event-stream"}, stream=True, timeout=TIMEOUT)
+        stream = requests.get(
+            base + "/sse", headers={"Accept": "text/event-stream"}, stream=True, timeout=TIMEOUT
+        )
         assert SseReader(stream).next()["event"] == "endpoint"
         stream.close()
     finally:
@@ -431,28 +569,52 @@ def test_serve_demo_http(stateless):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("a2wsgi", "uvicorn", "starlette")),
-                    reason="the ASGI recipe needs a2wsgi, uvicorn and starlette (in the test extra)")
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("a2wsgi", "uvicorn", "starlette")),
+    reason="the ASGI recipe needs a2wsgi, uvicorn and starlette (in the test extra)",
+)
 def test_the_asgi_recipe_serves_and_streams():
     from conftest import SERVERS
 
     port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "asgi_mount:app", "--app-dir", str(SERVERS), "--port", str(port),
-               "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "asgi_mount:app",
+        "--app-dir",
+        str(SERVERS),
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     errors = LineReader(proc.stderr)
     watch_stderr(command_label(command), lambda: list(errors.all))
     try:
         wait_for_port(port, proc)
-        assert requests.get(f"http://127.0.0.1:{port}/health", timeout=WAIT).text == "ok"  # Starlette's own route
+        assert (
+            requests.get(f"http://127.0.0.1:{port}/health", timeout=WAIT).text == "ok"
+        )  # Starlette's own route
         changed = threading.Event()
         # The handshake era: list changes come on its GET stream.
-        with Client.http(f"http://127.0.0.1:{port}/mcp", timeout=WAIT, on_list_changed=lambda kind: changed.set(),
-                         era="handshake") as client:
-            assert client.call_tool("echo", {"text": "through asgi"}).content[0].text == "through asgi"
+        with Client.http(
+            f"http://127.0.0.1:{port}/mcp",
+            timeout=WAIT,
+            on_list_changed=lambda kind: changed.set(),
+            era="handshake",
+        ) as client:
+            assert (
+                client.call_tool("echo", {"text": "through asgi"}).content[0].text == "through asgi"
+            )
             # Streamed, not buffered: each progress event arrives while the tool still runs.
             seen: list[float] = []
-            client.call_tool("count_slowly", {"steps": 3, "delay": 0.4}, on_progress=lambda *a: seen.append(time.monotonic()))
+            client.call_tool(
+                "count_slowly",
+                {"steps": 3, "delay": 0.4},
+                on_progress=lambda *a: seen.append(time.monotonic()),
+            )
             done = time.monotonic()
             assert len(seen) == 3 and done - seen[0] > 0.5, (seen, done)
             # The standalone GET stream works through the adapter too.

@@ -56,7 +56,11 @@ def test_what_the_client_adds_itself_never_waits():
     assert inbox.put_streamed(b"from the server")
     for item in (b"an answer a worker read", None):
         inbox.put(item)  # returns at once although the inbox is full
-    assert [inbox.get(), inbox.get(), inbox.get()] == [b"from the server", b"an answer a worker read", None]
+    assert [inbox.get(), inbox.get(), inbox.get()] == [
+        b"from the server",
+        b"an answer a worker read",
+        None,
+    ]
 
 
 def test_a_server_that_floods_a_held_client_waits_on_its_stream(serve):
@@ -84,13 +88,20 @@ def test_a_server_that_floods_a_held_client_waits_on_its_stream(serve):
             assert release.wait(WAIT)  # the reader is held on the first line
 
     lines: list[str] = []
-    with Client.http(srv.mcp, era="handshake", timeout=WAIT, trace=trace,
-                     on_log=lambda message: lines.append(message.data)) as client:
+    with Client.http(
+        srv.mcp,
+        era="handshake",
+        timeout=WAIT,
+        trace=trace,
+        on_log=lambda message: lines.append(message.data),
+    ) as client:
         inbox = client.session.transport._incoming
         inbox.limit = 4
         inbox_of.append(inbox)
         answers: list = []
-        call = threading.Thread(target=lambda: answers.append(client.call_tool("flood", {"count": 40})))
+        call = threading.Thread(
+            target=lambda: answers.append(client.call_tool("flood", {"count": 40}))
+        )
         call.start()
         assert holding.wait(WAIT)
         with inbox._changed:

@@ -172,7 +172,9 @@ def test_sampling_round_trip_raw(serve, raw_session):
     srv = serve()
     session = raw_session(srv.mcp)
     session.initialize(capabilities={"sampling": {}})
-    request_id, response = session.call("tools/call", tool("ask_llm", {"question": "2+2?"}), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("ask_llm", {"question": "2+2?"}), stream=True
+    )
     assert response.status_code == 200 and response.headers["Content-Type"] == "text/event-stream"
     reader = SseReader(response)
     asked = None
@@ -184,8 +186,15 @@ def test_sampling_round_trip_raw(serve, raw_session):
             message = json.loads(event["data"])
             if message.get("method") == "sampling/createMessage":
                 asked = message
-    reply = {"jsonrpc": "2.0", "id": asked["id"],
-             "result": {"role": "assistant", "content": {"type": "text", "text": "four"}, "model": "test-model"}}
+    reply = {
+        "jsonrpc": "2.0",
+        "id": asked["id"],
+        "result": {
+            "role": "assistant",
+            "content": {"type": "text", "text": "four"},
+            "model": "test-model",
+        },
+    }
     answer_post = session.post(reply)
     assert answer_post.status_code == 202 and answer_post.content == b""
     rest = [m for _, m in reader.messages(request_id, session.checker)]
@@ -197,14 +206,18 @@ def test_sampling_round_trip_raw(serve, raw_session):
 # -- protocol version header ------------------------------------------------------------------
 
 
-def test_protocol_version_header_unsupported_or_not_negotiated_is_400_absent_is_accepted(serve, raw_session):
+def test_protocol_version_header_unsupported_or_not_negotiated_is_400_absent_is_accepted(
+    serve, raw_session
+):
     srv = serve()
     session = raw_session(srv.mcp)
     session.initialize()
     response = session.call("tools/list", headers={"MCP-Protocol-Version": "1999-01-01"})[1]
     body = assert_http_error(response, 400)
     assert "1999-01-01" in body["error"]["message"]
-    request_id, response = session.call("tools/list", version=False)  # absent: 2025-03-26 is assumed
+    request_id, response = session.call(
+        "tools/list", version=False
+    )  # absent: 2025-03-26 is assumed
     answer, _ = session.result(response, request_id)
     assert answer["result"]["tools"]
     request_id, response = session.call("ping", headers={"MCP-Protocol-Version": LATEST})
@@ -263,8 +276,16 @@ def test_body_over_max_body_size_is_413(serve, raw_session):
     connection = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=WAIT)
     try:
         body = json.dumps(big).encode()
-        connection.request("POST", "/mcp", body=body, headers={
-            "Content-Type": JSON_CT, "Accept": ACCEPT_BOTH, "Mcp-Session-Id": session.session_id})
+        connection.request(
+            "POST",
+            "/mcp",
+            body=body,
+            headers={
+                "Content-Type": JSON_CT,
+                "Accept": ACCEPT_BOTH,
+                "Mcp-Session-Id": session.session_id,
+            },
+        )
         answer = connection.getresponse()
         assert answer.status == 413
         assert not error_body_errors(json.loads(answer.read()))
@@ -314,15 +335,21 @@ def test_bad_origin_is_403(serve, raw_session):
 
 
 def test_allowed_hosts_and_origins_widen_the_check(serve, raw_session):
-    srv = serve(allowed_hosts=["mcp.example.com", "127.0.0.1"], allowed_origins=["https://app.example.com"])
+    srv = serve(
+        allowed_hosts=["mcp.example.com", "127.0.0.1"], allowed_origins=["https://app.example.com"]
+    )
     session = raw_session(srv.mcp)
-    response = session.post(request("initialize", init_params(), 1), headers={"Host": "mcp.example.com"})
+    response = session.post(
+        request("initialize", init_params(), 1), headers={"Host": "mcp.example.com"}
+    )
     assert response.status_code == 200, response.text
     session.checker("<--", response.content)
     session.session_id = response.headers["Mcp-Session-Id"]
     session.version = response.json()["result"]["protocolVersion"]
     headers = {"Host": "mcp.example.com", "Origin": "https://app.example.com"}
-    assert session.post(notification("notifications/initialized"), headers=headers).status_code == 202
+    assert (
+        session.post(notification("notifications/initialized"), headers=headers).status_code == 202
+    )
     request_id, response = session.call("ping", headers=headers)
     assert session.result(response, request_id)[0]["result"] == {}
     assert_http_error(session.call("ping", headers={"Host": "other.example.com"})[1], 403)
@@ -330,7 +357,10 @@ def test_allowed_hosts_and_origins_widen_the_check(serve, raw_session):
     # "*" allows anything.
     open_srv = serve(allowed_hosts=["*"], allowed_origins=["*"])
     anyone = raw_session(open_srv.mcp)
-    response = anyone.post(request("initialize", init_params()), headers={"Host": "whatever.test", "Origin": "https://x.test"})
+    response = anyone.post(
+        request("initialize", init_params()),
+        headers={"Host": "whatever.test", "Origin": "https://x.test"},
+    )
     assert response.status_code == 200, response.text
     anyone.checker("<--", response.content)
 
@@ -341,7 +371,9 @@ def test_allowed_hosts_and_origins_widen_the_check(serve, raw_session):
 def test_unknown_path_is_404_and_put_is_405_with_allow(serve, raw_session):
     srv = serve()
     for path in ("/", "/mcp/", "/nope", "/mcpx"):
-        response = requests.post(srv.url + path, json=request("ping"), headers={"Accept": ACCEPT_BOTH}, timeout=TIMEOUT)
+        response = requests.post(
+            srv.url + path, json=request("ping"), headers={"Accept": ACCEPT_BOTH}, timeout=TIMEOUT
+        )
         assert_http_error(response, 404)
     response = requests.get(srv.url + "/nope", timeout=TIMEOUT)
     assert_http_error(response, 404)
@@ -364,7 +396,9 @@ def test_plain_call_is_json_streaming_call_is_sse_with_priming_event(serve, raw_
     answer, _ = session.result(response, request_id)
     assert answer["result"]["content"][0]["text"] in ("5", "5.0")
 
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": 3, "delay": 0.01}, "tok"), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": 3, "delay": 0.01}, "tok"), stream=True
+    )
     assert response.status_code == 200
     assert response.headers["Content-Type"] == "text/event-stream"
     assert "no-cache" in response.headers["Cache-Control"]
@@ -372,9 +406,13 @@ def test_plain_call_is_json_streaming_call_is_sse_with_priming_event(serve, raw_
     reader = SseReader(response)
     priming = reader.next()
     # 2025-11-25 basic/transports: an event ID and an empty data field, and a retry hint.
-    assert priming["id"] and priming["data"] == "" and priming["retry"] == str(srv.app.retry_ms), priming
+    assert priming["id"] and priming["data"] == "" and priming["retry"] == str(srv.app.retry_ms), (
+        priming
+    )
     messages = reader.messages(request_id, session.checker)
-    progress = [m["params"]["progress"] for _, m in messages if m.get("method") == "notifications/progress"]
+    progress = [
+        m["params"]["progress"] for _, m in messages if m.get("method") == "notifications/progress"
+    ]
     assert progress == [1, 2, 3]
     assert all(m["params"]["progressToken"] == "tok" for _, m in messages[:-1])
     assert is_answer(messages[-1][1], request_id)
@@ -394,7 +432,9 @@ def test_no_priming_event_before_2025_11_25(serve, raw_session):
     srv = serve()
     session = raw_session(srv.mcp)
     session.initialize("2025-06-18")
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, 7), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, 7), stream=True
+    )
     reader = SseReader(response)
     first = reader.next()
     assert first["data"], first  # the first event already carries a message
@@ -409,7 +449,9 @@ def test_json_response_true_forces_json(serve, raw_session):
     session.initialize()
     standalone = SseReader(session.get())
     assert standalone.next()["data"] == ""  # priming: attached
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, "p"))
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, "p")
+    )
     assert response.headers["Content-Type"] == JSON_CT
     answer, _ = session.result(response, request_id)
     assert answer["result"]["content"][0]["text"] == "counted to 2"
@@ -442,9 +484,11 @@ def test_batch_at_2025_03_26_is_answered_as_an_array(serve, raw_session):
     srv = serve()
     session = raw_session(srv.mcp)
     session.initialize("2025-03-26")
-    batch = [request("tools/call", tool("echo", {"text": "a"}), 10),
-             request("tools/call", tool("echo", {"text": "b"}), 11),
-             notification("notifications/roots/list_changed")]
+    batch = [
+        request("tools/call", tool("echo", {"text": "a"}), 10),
+        request("tools/call", tool("echo", {"text": "b"}), 11),
+        notification("notifications/roots/list_changed"),
+    ]
     response = session.post(batch)
     assert response.status_code == 200
     body = session.receive_json(response)
@@ -524,7 +568,9 @@ def test_stateless_mode(serve, raw_session):
         request_id, response = cold.call("tools/call", tool("echo", {"text": "cold"}))
         assert cold.result(response, request_id)[0]["result"]["content"][0]["text"] == "cold"
     # Progress still streams on the POST's own stream.
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, "s"), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, "s"), stream=True
+    )
     answer, before = session.result(response, request_id)
     assert [m["params"]["progress"] for m in before] == [1, 2]
     assert answer["result"]["content"][0]["text"] == "counted to 2"
@@ -567,7 +613,9 @@ def test_standalone_stream_carries_server_notifications_once(serve, raw_session)
     assert session.result(response, request_id)[0]["result"] == {}
 
     # A call that streams progress on its POST, while the standalone stream is open.
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": 3, "delay": 0.01}, "x"), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": 3, "delay": 0.01}, "x"), stream=True
+    )
     answer, before = session.result(response, request_id)
     assert [m["params"]["progress"] for m in before] == [1, 2, 3]
 
@@ -613,7 +661,9 @@ def test_post_stream_resumes_after_a_dropped_connection(serve, raw_session):
     session = raw_session(srv.mcp)
     session.initialize()
     steps = 8
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": steps, "delay": 0.05}, "r"), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": steps, "delay": 0.05}, "r"), stream=True
+    )
     reader = SseReader(response)
     priming = reader.next()
     assert priming["data"] == "" and priming["id"]
@@ -629,8 +679,16 @@ def test_post_stream_resumes_after_a_dropped_connection(serve, raw_session):
     ids = [eid for eid, _ in rest]
     assert all(eid and eid.rpartition(".")[0] == last_id.rpartition(".")[0] for eid in ids), ids
     numbers = [event_number(eid) for eid in ids]
-    assert numbers == sorted(numbers) and numbers[0] > event_number(last_id) and len(set(numbers)) == len(numbers)
-    progress = [m["params"]["progress"] for _, m in seen + rest[:-1] if m.get("method") == "notifications/progress"]
+    assert (
+        numbers == sorted(numbers)
+        and numbers[0] > event_number(last_id)
+        and len(set(numbers)) == len(numbers)
+    )
+    progress = [
+        m["params"]["progress"]
+        for _, m in seen + rest[:-1]
+        if m.get("method") == "notifications/progress"
+    ]
     assert progress == list(range(1, steps + 1))  # nothing lost, nothing duplicated
     assert [m for _, m in rest].count(rest[-1][1]) == 1
 
@@ -640,10 +698,14 @@ def test_post_stream_resumes_after_it_ended(serve, raw_session):
     srv = serve()
     session = raw_session(srv.mcp)
     session.initialize()
-    request_id, response = session.call("tools/call", tool("count_slowly", {"steps": 4, "delay": 0.01}, "e"), stream=True)
+    request_id, response = session.call(
+        "tools/call", tool("count_slowly", {"steps": 4, "delay": 0.01}, "e"), stream=True
+    )
     reader = SseReader(response)
     priming = reader.next()
-    all_events = reader.messages(request_id, session.checker)  # read everything, but pretend we saw only priming
+    all_events = reader.messages(
+        request_id, session.checker
+    )  # read everything, but pretend we saw only priming
     response.close()
     replay = session.get(headers={"Last-Event-ID": priming["id"]})
     assert replay.status_code == 200
@@ -682,9 +744,15 @@ def test_standalone_stream_resumes_after_a_dropped_connection(serve, raw_session
     session.result(response, request_id)
     events += read_until(resumed, session.checker, method_is("notifications/tools/list_changed"))
     methods = [m.get("method") for _, m in events]
-    assert methods == ["notifications/resources/updated"] * 3 + ["notifications/tools/list_changed"], methods
+    assert methods == ["notifications/resources/updated"] * 3 + [
+        "notifications/tools/list_changed"
+    ], methods
     numbers = [event_number(eid) for eid, _ in events]
-    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers) and numbers[0] > event_number(last_id)
+    assert (
+        numbers == sorted(numbers)
+        and len(set(numbers)) == len(numbers)
+        and numbers[0] > event_number(last_id)
+    )
     resumed.close()
 
 
@@ -693,7 +761,9 @@ def test_last_event_id_of_another_session_is_not_replayed(serve, raw_session):
     alice, mallory = raw_session(srv.mcp), raw_session(srv.mcp)
     alice.initialize()
     mallory.initialize()
-    request_id, response = alice.call("tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, "a"), stream=True)
+    request_id, response = alice.call(
+        "tools/call", tool("count_slowly", {"steps": 2, "delay": 0.01}, "a"), stream=True
+    )
     reader = SseReader(response)
     priming = reader.next()
     reader.messages(request_id, alice.checker)
@@ -718,8 +788,12 @@ def test_keep_alive_and_no_nagle_stall(serve, raw_session):
     session = raw_session(srv.mcp)
     session.initialize()
     connection = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=WAIT)
-    headers = {"Content-Type": JSON_CT, "Accept": ACCEPT_BOTH, "Mcp-Session-Id": session.session_id,
-               "MCP-Protocol-Version": session.version}
+    headers = {
+        "Content-Type": JSON_CT,
+        "Accept": ACCEPT_BOTH,
+        "Mcp-Session-Id": session.session_id,
+        "MCP-Protocol-Version": session.version,
+    }
     times = []
     try:
         sock = None
@@ -766,8 +840,15 @@ def test_a_cancelled_batch_item_ends_its_post(serve, raw_session):
     (2025-03-26 has batches; cancellation §Behavior Requirements: no response for the cancelled request)."""
     raw = raw_session(serve().mcp)
     raw.initialize("2025-03-26")
-    item = request("tools/call", {"name": "count_slowly", "arguments": {"steps": 1000, "delay": 0.05},
-                                  "_meta": {"progressToken": "p"}}, 7)
+    item = request(
+        "tools/call",
+        {
+            "name": "count_slowly",
+            "arguments": {"steps": 1000, "delay": 0.05},
+            "_meta": {"progressToken": "p"},
+        },
+        7,
+    )
     response = raw.post([item], stream=True)
     events = SseReader(response)
     assert events.next()["data"]  # its first progress: the item runs
@@ -809,5 +890,7 @@ def test_a_get_resuming_a_stream_answered_inline_ends_with_it(serve, raw_session
     rest = SseReader(replay).messages(None, session.checker)  # to the end of the body
     assert time.monotonic() - started < WAIT / 2  # ended with the request, not at a read timeout
     assert rest and rest[0][1].get("method") == "notifications/progress"  # what it missed, replayed
-    assert all(m.get("method") == "notifications/progress" or m.get("id") == request_id for _, m in rest)
+    assert all(
+        m.get("method") == "notifications/progress" or m.get("id") == request_id for _, m in rest
+    )
     response.close()

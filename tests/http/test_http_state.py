@@ -57,20 +57,31 @@ class Clock:
 
 
 def protocol_members(protocol) -> dict[str, inspect.Signature]:
-    return {name: inspect.signature(member) for name, member in vars(protocol).items()
-            if callable(member) and (not name.startswith("_") or name == "__len__")}
+    return {
+        name: inspect.signature(member)
+        for name, member in vars(protocol).items()
+        if callable(member) and (not name.startswith("_") or name == "__len__")
+    }
 
 
-@pytest.mark.parametrize("implementation, protocol", [
-    (MemorySessionTable, SessionTable), (RedisSessionTable, SessionTable), (MemoryEventStore, EventStore),
-    (RedisEventStore, EventStore)])
+@pytest.mark.parametrize(
+    "implementation, protocol",
+    [
+        (MemorySessionTable, SessionTable),
+        (RedisSessionTable, SessionTable),
+        (MemoryEventStore, EventStore),
+        (RedisEventStore, EventStore),
+    ],
+)
 def test_the_in_memory_state_implements_its_protocol(implementation, protocol):
     members = protocol_members(protocol)
     assert members  # the protocol is really read
     for name, signature in members.items():
         mine = inspect.signature(getattr(implementation, name))
         assert list(mine.parameters) == list(signature.parameters), name
-        assert [p.kind for p in mine.parameters.values()] == [p.kind for p in signature.parameters.values()], name
+        assert [p.kind for p in mine.parameters.values()] == [
+            p.kind for p in signature.parameters.values()
+        ], name
 
 
 def test_a_protocol_check_that_can_fail():
@@ -93,7 +104,6 @@ def redis_connections(redis_url):
     yield connect
     for connection in made:
         connection.close()
-
 
 
 # -- the session table: one contract, on memory and on Redis ---------------------------------------
@@ -120,19 +130,38 @@ def test_a_session_table_keeps_each_sessions_record_and_state(session_tables):
     table = session_tables()()
     table.add("a")
     table.add("b", {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]}, "level": None})
-    assert table.get("a") == {"created": 1000.0, "last_seen": 1000.0, "established": False, "state": {}}
-    assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]}, "level": None}
+    assert table.get("a") == {
+        "created": 1000.0,
+        "last_seen": 1000.0,
+        "established": False,
+        "state": {},
+    }
+    assert table.get("b")["state"] == {
+        "version": "2025-06-18",
+        "client": {"name": "c", "n": [1, {}]},
+        "level": None,
+    }
     assert table.update("b", {"level": "debug", "subscriptions": []})  # merged: its other keys stay
-    assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "c", "n": [1, {}]},
-                                       "level": "debug", "subscriptions": []}
+    assert table.get("b")["state"] == {
+        "version": "2025-06-18",
+        "client": {"name": "c", "n": [1, {}]},
+        "level": "debug",
+        "subscriptions": [],
+    }
     assert table.update("b", {"level": None, "client": {"name": "d"}})  # None: the key is removed
-    assert table.get("b")["state"] == {"version": "2025-06-18", "client": {"name": "d"}, "subscriptions": []}
+    assert table.get("b")["state"] == {
+        "version": "2025-06-18",
+        "client": {"name": "d"},
+        "subscriptions": [],
+    }
     assert table.update("b", {"level": "debug", "gone": None})  # removing a key it lacks is nothing
     copy = table.get("b")
     copy["state"]["level"] = "mutated"
     assert table.get("b")["state"]["level"] == "debug"  # a copy, not the table's own
     assert table.remove("b") and not table.remove("b")
-    assert not table.update("b", {"level": "info"}) and table.get("b") is None  # gone: False, not brought back
+    assert (
+        not table.update("b", {"level": "info"}) and table.get("b") is None
+    )  # gone: False, not brought back
     assert table.alive([]) == set() and table.alive(["a", "b", "c", "a"]) == {"a"}
     table.add("a", {"version": "x"})  # an id added again is a new record
     assert table.get("a")["state"] == {"version": "x"} and len(table) == 1
@@ -144,12 +173,21 @@ def test_the_session_table_expires_by_its_clock(session_tables):
     table = session_tables(idle_timeout=60, handshake_timeout=5, clock=clock)()
     table.add("a")
     table.add("b")
-    assert table.touch("b") and not table.touch("nobody")  # "b" came back after initialize: established
+    assert table.touch("b") and not table.touch(
+        "nobody"
+    )  # "b" came back after initialize: established
     assert table.get("b")["established"] and not table.get("a")["established"]
     clock.now += 5.5
-    assert table.is_expired("a") and not table.is_expired("b")  # the handshake timeout is for "a" only
+    assert table.is_expired("a") and not table.is_expired(
+        "b"
+    )  # the handshake timeout is for "a" only
     assert table.touch("b", established=False)  # seen: stays established
-    assert table.get("b") == {"created": 1000.0, "last_seen": 1005.5, "established": True, "state": {}}
+    assert table.get("b") == {
+        "created": 1000.0,
+        "last_seen": 1005.5,
+        "established": True,
+        "state": {},
+    }
     expired = table.expired()
     assert expired == ["a"]
     if table.shared:  # removed by the call that returned it: one worker hears of each
@@ -162,7 +200,12 @@ def test_the_session_table_expires_by_its_clock(session_tables):
         table.touch("b")
         assert table.expired() == [] and not table.is_expired("b")  # touched: not expired any more
         assert table.remove("b")
-    assert not table.remove("a") and table.get("a") is None and not table.is_expired("a") and len(table) == 0
+    assert (
+        not table.remove("a")
+        and table.get("a") is None
+        and not table.is_expired("a")
+        and len(table) == 0
+    )
     table.add("c")
     clock.now += 6
     if table.shared:  # an expired session touched is gone for every worker, at once
@@ -184,19 +227,27 @@ def test_expired_sessions_are_each_heard_once_across_workers(session_tables):
     if one.shared:
         assert sorted(everything) == sorted(ids)  # each id once, to one of the eight callers
     else:
-        assert all(sorted(batch) == sorted(ids) for batch in heard)  # in memory the caller removes them
+        assert all(
+            sorted(batch) == sorted(ids) for batch in heard
+        )  # in memory the caller removes them
 
 
 def test_the_session_table_is_bounded_and_evicts_the_oldest_unproven_session(session_tables):
     clock = Clock()
     worker = session_tables(max_sessions=3, clock=clock)
-    one, two = worker(), worker()  # two workers, one cap: max_sessions counts the deployment's sessions
+    one, two = (
+        worker(),
+        worker(),
+    )  # two workers, one cap: max_sessions counts the deployment's sessions
     for number, (session_id, table) in enumerate([("old", one), ("proven", two), ("young", one)]):
         clock.now += number
         assert table.make_room() == (True, None)
         table.add(session_id)
     two.touch("proven")
-    assert two.make_room() == (True, "old")  # the oldest that never came back, whichever worker made it
+    assert two.make_room() == (
+        True,
+        "old",
+    )  # the oldest that never came back, whichever worker made it
     assert one.get("old") is None and len(one) == 2 and len(two) == 2
     clock.now += 1
     two.add("new")
@@ -204,7 +255,10 @@ def test_the_session_table_is_bounded_and_evicts_the_oldest_unproven_session(ses
     one.add("newer")
     two.touch("new")
     one.touch("newer")
-    assert one.make_room() == (False, None) and two.make_room() == (False, None)  # every session established: 503
+    assert one.make_room() == (False, None) and two.make_room() == (
+        False,
+        None,
+    )  # every session established: 503
     assert len(one) == 3
 
 
@@ -231,7 +285,9 @@ def test_a_redis_session_table_keeps_nothing_for_ever(redis_connections):
     table = RedisSessionTable(connection, idle_timeout=100, handshake_timeout=10)
     table.add("a", {"version": "v"})
     record, every = table.record_key("a"), connection.key("sessions")
-    assert 0 < connection.client.pttl(record) <= (2 * 10 + 60) * 1000  # twice its timeout, and a margin
+    assert (
+        0 < connection.client.pttl(record) <= (2 * 10 + 60) * 1000
+    )  # twice its timeout, and a margin
     table.touch("a")
     assert (2 * 10 + 60) * 1000 < connection.client.pttl(record) <= (2 * 100 + 60) * 1000
     assert 0 < connection.client.pttl(every) <= (2 * 100 + 60) * 1000
@@ -258,10 +314,17 @@ def test_a_redis_session_table_without_redis_says_503_or_degrades(own_redis, cap
         own_redis.stop()
         started = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="mcp_ref.state.redis.stores"):
-            for call in (table.make_room, lambda: table.add("b"), lambda: table.get("a"), lambda: len(table)):
+            for call in (
+                table.make_room,
+                lambda: table.add("b"),
+                lambda: table.get("a"),
+                lambda: len(table),
+            ):
                 with pytest.raises(SessionTableUnavailable) as refused:
                     call()
-                assert isinstance(refused.value, ConnectionError)  # what the transport answers 503 for
+                assert isinstance(
+                    refused.value, ConnectionError
+                )  # what the transport answers 503 for
             assert table.touch("a")  # nothing recorded, no raise: not known to be gone
             assert table.update("a", {"level": "debug"})  # not known to be gone
             assert not table.is_expired("a") and table.expired() == [] and not table.remove("a")
@@ -335,8 +398,18 @@ def test_the_event_store_refuses_ids_it_never_issued(event_stores):
     first = store.store("s1", "p1", b"one")
     number = first.rpartition(".")[2]
     assert int(number) >= 1  # <stream id>.<n>: what the transport and its clients expect
-    for foreign in [f"p2.{number}", number, f".{number}", "p1.", "p1.x", "p1.-1", "p1.1e3", "p1.\u00b2",
-                    "p1." + "9" * 40, f"p1.{number}.0"]:
+    for foreign in [
+        f"p2.{number}",
+        number,
+        f".{number}",
+        "p1.",
+        "p1.x",
+        "p1.-1",
+        "p1.1e3",
+        "p1.\u00b2",
+        "p1." + "9" * 40,
+        f"p1.{number}.0",
+    ]:
         assert store.replay_after("s1", foreign) is None, foreign
     assert store.replay_after("s1", first) == ("p1", [])
 
@@ -347,7 +420,9 @@ def test_event_ids_are_unique_and_growing_in_a_session_across_writers(event_stor
     numbers = [int(eid.rpartition(".")[2]) for batch in ids for eid in batch]
     assert len(set(numbers)) == 400
     for batch in ids:
-        assert [int(eid.rpartition(".")[2]) for eid in batch] == sorted(int(eid.rpartition(".")[2]) for eid in batch)
+        assert [int(eid.rpartition(".")[2]) for eid in batch] == sorted(
+            int(eid.rpartition(".")[2]) for eid in batch
+        )
 
 
 class ObservedMemoryEventStore(MemoryEventStore):
@@ -428,29 +503,43 @@ def test_an_event_store_numbers_its_stream_ends_and_never_replays_them(event_wor
     other = store.store("s1", "p2", b"elsewhere")
     second = store.store("s1", "p1", b"two")
     store.end_stream("s1", "p1")
-    assert store.replay_after("s1", first) == ("p1", [(second, b"two")])  # the end marker is no event
+    assert store.replay_after("s1", first) == (
+        "p1",
+        [(second, b"two")],
+    )  # the end marker is no event
     started = time.monotonic()
     generation, start = store.claim_stream("s1", "p1")
     assert (generation, start) == (1, 0)  # the first follower; nothing delivered yet
     found = store.wait_after("s1", "p1", 0, WAIT, generation)
-    assert found.events == [(first, b"one"), (second, b"two")] and found.ended and not found.superseded
+    assert (
+        found.events == [(first, b"one"), (second, b"two")] and found.ended and not found.superseded
+    )
     assert found.last > event_number(second)  # the marker is numbered, and was read
-    assert store.wait_after("s1", "p1", event_number(second), WAIT, generation) == Followed([], True, found.last, False)
+    assert store.wait_after("s1", "p1", event_number(second), WAIT, generation) == Followed(
+        [], True, found.last, False
+    )
     other_generation, _ = store.claim_stream("s1", "p2")
-    assert store.wait_after("s1", "p2", 0, WAIT, other_generation) == Followed([(other, b"elsewhere")], False,
-                                                                                found.last, False)
+    assert store.wait_after("s1", "p2", 0, WAIT, other_generation) == Followed(
+        [(other, b"elsewhere")], False, found.last, False
+    )
     assert time.monotonic() - started < WAIT / 2  # each at once: there was something to answer
-    assert store.wait_after("s1", "p9", 0, WAIT, 1).superseded  # never claimed: no follower of it may read
+    assert store.wait_after(
+        "s1", "p9", 0, WAIT, 1
+    ).superseded  # never claimed: no follower of it may read
 
 
 def test_a_follower_is_woken_by_another_workers_store_and_stream_end(event_workers, follow):
     worker = event_workers()
     one, two = worker(), worker()
     generation, _ = one.claim_stream("s1", "p1")
-    waiting = follow(one, "s1", "p1", 0, 30.0, generation)  # far longer than the test waits: a wake-up
+    waiting = follow(
+        one, "s1", "p1", 0, 30.0, generation
+    )  # far longer than the test waits: a wake-up
     try:
         stored = two.store("s1", "p1", b"hello")
-        assert waiting.result(WAIT) == Followed([(stored, b"hello")], False, event_number(stored), False)
+        assert waiting.result(WAIT) == Followed(
+            [(stored, b"hello")], False, event_number(stored), False
+        )
         waiting = follow(one, "s1", "p1", event_number(stored), 30.0, generation)
         two.end_stream("s1", "p1")
         found = waiting.result(WAIT)
@@ -468,32 +557,47 @@ def test_a_newer_follower_supersedes_the_older_on_any_worker_at_once(event_worke
     waiting = follow(one, "s1", "s", 0, 30.0, old)
     new, start = two.claim_stream("s1", "s")  # a GET on another worker (2025-11-25: no broadcast)
     assert new == old + 1 and start == 0
-    assert waiting.result(WAIT) == Followed([], False, 0, True)  # woken by the claim: not its timeout
+    assert waiting.result(WAIT) == Followed(
+        [], False, 0, True
+    )  # woken by the claim: not its timeout
     stored = one.store("s1", "s", b"only once")
     assert two.wait_after("s1", "s", 0, WAIT, new).events == [(stored, b"only once")]
     assert one.wait_after("s1", "s", 0, WAIT, old) == Followed([], False, 0, True)  # never sees it
     one.leave_stream("s1", "s", old)  # the superseded one leaving takes nothing of the newer's
-    assert two.wait_after("s1", "s", event_number(stored), 0, new) == Followed([], False, event_number(stored), False)
+    assert two.wait_after("s1", "s", event_number(stored), 0, new) == Followed(
+        [], False, event_number(stored), False
+    )
     two.leave_stream("s1", "s", new)
-    generation, _ = two.claim_stream("s2", "s")  # another session: no earlier wake-up still on its way
+    generation, _ = two.claim_stream(
+        "s2", "s"
+    )  # another session: no earlier wake-up still on its way
     waiting = follow(two, "s2", "s", 0, 30.0, generation)
     one.forget("s2")  # the session ended: its follower on every worker ends at once
     assert waiting.result(WAIT) == Followed([], False, 0, True)
     two.leave_stream("s2", "s", generation)
 
 
-def test_the_standalone_streams_cursor_outlives_its_followers_and_a_post_streams_does_not(event_workers):
+def test_the_standalone_streams_cursor_outlives_its_followers_and_a_post_streams_does_not(
+    event_workers,
+):
     store = event_workers()()
     generation, start = store.claim_stream("s1", "s")
     sent = [store.store("s1", "s", b"a"), store.store("s1", "s", b"b")]
     found = store.wait_after("s1", "s", start, WAIT, generation)
     assert [event_id for event_id, _ in found.events] == sent
-    assert store.wait_after("s1", "s", found.last, 0, generation).events == []  # delivered up to found.last
+    assert (
+        store.wait_after("s1", "s", found.last, 0, generation).events == []
+    )  # delivered up to found.last
     store.leave_stream("s1", "s", generation)
     missed = store.store("s1", "s", b"sent while no one followed")
     again, start = store.claim_stream("s1", "s")
-    assert (again, start) == (generation + 1, found.last)  # a GET without Last-Event-ID starts there
-    assert store.wait_after("s1", "s", start, WAIT, again).events == [(missed, b"sent while no one followed")]
+    assert (again, start) == (
+        generation + 1,
+        found.last,
+    )  # a GET without Last-Event-ID starts there
+    assert store.wait_after("s1", "s", start, WAIT, again).events == [
+        (missed, b"sent while no one followed")
+    ]
     store.leave_stream("s1", "s", again)
     first, _ = store.claim_stream("s1", "p1")
     newest, _ = store.claim_stream("s1", "p1")
@@ -515,7 +619,9 @@ def test_a_follower_advances_past_other_streams_events(event_workers):
     found = store.wait_after("s1", "s", 0, WAIT, generation)
     assert found == Followed([(mine, b"mine")], False, event_number(mine), False)
     more = [store.store("s1", "p1", b"more") for _ in range(3)]
-    assert store.wait_after("s1", "s", found.last, 0, generation) == Followed([], False, event_number(more[-1]), False)
+    assert store.wait_after("s1", "s", found.last, 0, generation) == Followed(
+        [], False, event_number(more[-1]), False
+    )
     if isinstance(store, ObservedRedisEventStore):
         store.reads.clear()
         store.wait_after("s1", "s", event_number(more[-1]), 0, generation)
@@ -562,13 +668,18 @@ def test_a_redis_store_keeps_one_subscription_per_session_followed(redis_connect
 
 def test_a_redis_follower_without_wake_ups_still_gets_every_event(redis_connections):
     """No subscription (``max_followed=0``: as when a wake-up is lost): the waiter reads again at its timeout."""
-    deaf, writer = RedisEventStore(redis_connections(), max_followed=0), RedisEventStore(redis_connections())
+    deaf, writer = (
+        RedisEventStore(redis_connections(), max_followed=0),
+        RedisEventStore(redis_connections()),
+    )
     try:
         generation, _ = deaf.claim_stream("s1", "p1")
         assert deaf.following("s1") == 1 and deaf.bus.subscribers(deaf.channel("s1")) == 0
         waiting = ThreadPoolExecutor(1).submit(deaf.wait_after, "s1", "p1", 0, 0.5, generation)
         stored = writer.store("s1", "p1", b"late")
-        assert waiting.result(WAIT) == Followed([(stored, b"late")], False, event_number(stored), False)
+        assert waiting.result(WAIT) == Followed(
+            [(stored, b"late")], False, event_number(stored), False
+        )
         deaf.leave_stream("s1", "p1", generation)
     finally:
         writer.close()
@@ -582,13 +693,18 @@ def test_a_redis_follower_without_redis_is_refused_or_waits_its_timeout(own_redi
         stored = store.store("s1", "p1", b"one")
         generation, _ = store.claim_stream("s1", "p1")
         own_redis.stop()
-        with pytest.raises(EventStoreUnavailable) as refused:  # 503: no follower starts at a wrong place
+        with pytest.raises(
+            EventStoreUnavailable
+        ) as refused:  # 503: no follower starts at a wrong place
             store.claim_stream("s1", "s")
         assert isinstance(refused.value, ConnectionError) and store.following("s1") == 1
         started = time.monotonic()
         assert store.wait_after("s1", "p1", 0, 0.3, generation) == Followed([], False, 0, False)
         assert 0.3 <= time.monotonic() - started < WAIT  # waited its timeout: no busy loop, no hang
-        assert store.end_stream("s1", "p1") is None and store.leave_stream("s1", "p1", generation) is None
+        assert (
+            store.end_stream("s1", "p1") is None
+            and store.leave_stream("s1", "p1", generation) is None
+        )
         assert store.following("s1") == 0
         own_redis.start()  # empty again (no persistence)
         assert store.replay_after("s1", stored) is None
@@ -617,14 +733,19 @@ def test_a_redis_event_store_expires_a_sessions_keys_after_their_last_use(redis_
     store = RedisEventStore(connection, expire_after=90)
     stored = store.store("s1", "p1", b"one")
     generation, _ = store.claim_stream("s1", "s")
-    store.wait_after("s1", "s", event_number(stored), 0, generation)  # the standalone cursor: at stored
+    store.wait_after(
+        "s1", "s", event_number(stored), 0, generation
+    )  # the standalone cursor: at stored
     store.leave_stream("s1", "s", generation)
     keys = store.keys("s1")
     assert all(key.startswith(connection.namespace + ":") for key in keys)
     for name in keys:
         assert 0 < connection.client.pttl(name) <= 90_000  # refreshed by each store, claim and read
     connection.client.delete(keys[0], keys[1])  # the events and counter expired; the cursor did not
-    assert store.claim_stream("s1", "s") == (generation + 1, 0)  # back to the (new) numbering's start
+    assert store.claim_stream("s1", "s") == (
+        generation + 1,
+        0,
+    )  # back to the (new) numbering's start
     store.forget("s1")
     assert connection.client.exists(*keys) == 0
 
@@ -643,12 +764,18 @@ def test_no_redis_key_or_channel_names_a_session_id(redis_connections):
         generation, _ = store.claim_stream(session_id, "s")
         store.wait_after(session_id, "s", event_number(event), 0, generation)
         store.end_stream(session_id, "p1")
-        names = [_text(key) for key in connection.client.scan_iter(match=connection.namespace + ":*", count=1000)]
+        names = [
+            _text(key)
+            for key in connection.client.scan_iter(match=connection.namespace + ":*", count=1000)
+        ]
         names += [_text(channel) for channel in connection.client.pubsub_channels()]
         digest = session_digest(session_id)
         assert any(digest in name for name in names)  # the check looks at the session's names
         assert [name for name in names if session_id in name or session_id[:8] in name] == []
-        assert table.alive([session_id, "gone"]) == {session_id} and table.get(session_id)["state"]["level"] == "debug"
+        assert (
+            table.alive([session_id, "gone"]) == {session_id}
+            and table.get(session_id)["state"]["level"] == "debug"
+        )
         store.leave_stream(session_id, "s", generation)
     finally:
         store.close()
@@ -664,25 +791,37 @@ def test_a_redis_event_store_without_redis_degrades_and_says_so(caplog):
     try:
         with caplog.at_level(logging.WARNING, logger="mcp_ref.state.redis.http_stores"):
             unkept = store.store(session_id, "p1", b"one")
-            assert unkept.rpartition(".")[0] == "p1"  # still names its stream: a live stream still sends it
+            assert (
+                unkept.rpartition(".")[0] == "p1"
+            )  # still names its stream: a live stream still sends it
             assert store.store(session_id, "p1", b"two") != unkept
             assert store.replay_after(session_id, unkept) is None
-            assert store.replay_after(session_id, "p1.1") is None  # Redis not asked, or not reachable: no replay
+            assert (
+                store.replay_after(session_id, "p1.1") is None
+            )  # Redis not asked, or not reachable: no replay
             store.forget(session_id)  # no raise: the keys expire
         assert store.failures == 4
-        warnings = [r.getMessage() for r in caplog.records if "event store: could not" in r.getMessage()]
+        warnings = [
+            r.getMessage() for r in caplog.records if "event store: could not" in r.getMessage()
+        ]
         assert len(warnings) == 1 and "lost unless sent live" in warnings[0]  # once a minute
         assert session_id[:8] not in warnings[0] and session_digest(session_id)[:8] in warnings[0]
     finally:
         connection.close()
 
 
-def test_a_stream_resumes_over_http_from_the_redis_event_store(serve, raw_session, redis_connections):
+def test_a_stream_resumes_over_http_from_the_redis_event_store(
+    serve, raw_session, redis_connections
+):
     """The transport takes the Redis store's ids as its own: GET with Last-Event-ID replays what was missed."""
     srv = serve(event_store=RedisEventStore(redis_connections()))
     session = raw_session(srv.mcp)
     session.initialize()
-    arguments = {"name": "count_slowly", "arguments": {"steps": 3, "delay": 0.01}, "_meta": {"progressToken": "r"}}
+    arguments = {
+        "name": "count_slowly",
+        "arguments": {"steps": 3, "delay": 0.01},
+        "_meta": {"progressToken": "r"},
+    }
     request_id, response = session.call("tools/call", arguments, stream=True)
     reader = SseReader(response)
     priming = reader.next()
@@ -691,13 +830,18 @@ def test_a_stream_resumes_over_http_from_the_redis_event_store(serve, raw_sessio
     replay = session.get(headers={"Last-Event-ID": priming["id"]})
     assert replay.status_code == 200
     rest = SseReader(replay).messages(None, session.checker)
-    assert [m for _, m in rest] == [m for _, m in everything] and len(rest) == 4  # 3 progress, the answer
+    assert [m for _, m in rest] == [m for _, m in everything] and len(
+        rest
+    ) == 4  # 3 progress, the answer
     assert [eid for eid, _ in rest] == [eid for eid, _ in everything]
 
 
 def test_every_refusal_has_its_status_in_the_one_table():
-    kinds = [value for value in vars(statuses).values()
-             if isinstance(value, type) and issubclass(value, HttpError)]
+    kinds = [
+        value
+        for value in vars(statuses).values()
+        if isinstance(value, type) and issubclass(value, HttpError)
+    ]
     assert len(kinds) >= 10
     for kind in kinds:
         assert kind in STATUS_OF, kind
@@ -740,25 +884,35 @@ class Refuse(Middleware):
             raise statuses.Forbidden("Forbidden: not today")
 
 
-def test_a_middleware_in_the_chain_sees_each_request_and_refuses_with_the_tables_status(serve, raw_session):
+def test_a_middleware_in_the_chain_sees_each_request_and_refuses_with_the_tables_status(
+    serve, raw_session
+):
     srv = serve()
     mine = Refuse()
-    assert [type(m).__name__ for m in srv.app.middleware] == ["Admission"]  # no auth; the demo's rate limits
+    assert [type(m).__name__ for m in srv.app.middleware] == [
+        "Admission"
+    ]  # no auth; the demo's rate limits
     srv.app.middleware.insert(0, mine)
     assert requests.get(srv.url + "/hello", timeout=TIMEOUT).text == "hello"
     session = raw_session(srv.mcp)
     session.initialize()
     assert session.call("ping")[1].status_code == 200
     refused = session.call("tools/list")[1]
-    assert refused.status_code == 403 and refused.json()["error"]["message"] == "Forbidden: not today"
+    assert (
+        refused.status_code == 403 and refused.json()["error"]["message"] == "Forbidden: not today"
+    )
     assert mine.seen == ["ping", "tools/list"]
 
 
 def test_the_auth_middleware_loads_only_with_auth():
-    code = ("import sys\nfrom mcp_ref import Server\nfrom mcp_ref.http.server import McpWsgiApp\n"
-            "app = McpWsgiApp(Server('x'))\n"
-            "print(json.dumps(sorted(m for m in sys.modules if 'protected' in m or m.startswith('mcp_ref.oauth'))))")
-    done = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, timeout=WAIT)
+    code = (
+        "import sys\nfrom mcp_ref import Server\nfrom mcp_ref.http.server import McpWsgiApp\n"
+        "app = McpWsgiApp(Server('x'))\n"
+        "print(json.dumps(sorted(m for m in sys.modules if 'protected' in m or m.startswith('mcp_ref.oauth'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import json\n" + code], capture_output=True, text=True, timeout=WAIT
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []
 
@@ -775,11 +929,17 @@ def imports_in(path: Path) -> list[str]:
 
 def test_no_transport_imports_the_workbench_and_every_http_module_is_small():
     transports = PACKAGE.parent
-    found = {str(p.relative_to(transports)): name for p in transports.rglob("*.py")
-             for name in imports_in(p) if "workbench" in name}
+    found = {
+        str(p.relative_to(transports)): name
+        for p in transports.rglob("*.py")
+        for name in imports_in(p)
+        if "workbench" in name
+    }
     assert found == {}
     assert len(list(PACKAGE.glob("*.py"))) >= 8  # really split
-    assert {p.name: n for p in PACKAGE.glob("*.py") if (n := len(p.read_text().splitlines())) >= 700} == {}
+    assert {
+        p.name: n for p in PACKAGE.glob("*.py") if (n := len(p.read_text().splitlines())) >= 700
+    } == {}
 
 
 def test_the_import_checker_can_fail(tmp_path):

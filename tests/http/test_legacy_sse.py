@@ -31,7 +31,12 @@ class LegacyRaw:
     def __init__(self, base_url: str, sse_path: str = "/sse"):
         self.checker = WireChecker()
         self.http = requests.Session()
-        self.response = self.http.get(base_url + sse_path, headers={"Accept": "text/event-stream"}, stream=True, timeout=TIMEOUT)
+        self.response = self.http.get(
+            base_url + sse_path,
+            headers={"Accept": "text/event-stream"},
+            stream=True,
+            timeout=TIMEOUT,
+        )
         assert self.response.status_code == 200, self.response.text
         assert self.response.headers["Content-Type"] == "text/event-stream"
         self.reader = SseReader(self.response)
@@ -43,7 +48,13 @@ class LegacyRaw:
     def post(self, message, **kwargs):
         data = json.dumps(message).encode()
         self.checker("-->", data)
-        return self.http.post(self.endpoint, data=data, headers={"Content-Type": "application/json"}, timeout=TIMEOUT, **kwargs)
+        return self.http.post(
+            self.endpoint,
+            data=data,
+            headers={"Content-Type": "application/json"},
+            timeout=TIMEOUT,
+            **kwargs,
+        )
 
     def next_message(self) -> dict:
         while True:
@@ -101,13 +112,28 @@ def test_post_messages_is_202_and_the_answer_arrives_on_the_stream(serve, legacy
     srv = serve()
     session = legacy_raw(srv.url)
     session.initialize(version)
-    response = session.post(request("tools/call", {"name": "echo", "arguments": {"text": "over sse"}}, 2))
+    response = session.post(
+        request("tools/call", {"name": "echo", "arguments": {"text": "over sse"}}, 2)
+    )
     assert response.status_code == 202
     answer = session.next_message()
-    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "over sse"}]}}
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {"content": [{"type": "text", "text": "over sse"}]},
+    }
     # Progress and a server-to-client request (sampling) share the one stream.
-    response = session.post(request("tools/call", {"name": "count_slowly", "arguments": {"steps": 2, "delay": 0.01},
-                                                   "_meta": {"progressToken": "p"}}, 3))
+    response = session.post(
+        request(
+            "tools/call",
+            {
+                "name": "count_slowly",
+                "arguments": {"steps": 2, "delay": 0.01},
+                "_meta": {"progressToken": "p"},
+            },
+            3,
+        )
+    )
     assert response.status_code == 202
     seen = [session.next_message() for _ in range(3)]
     assert [m.get("method") for m in seen] == ["notifications/progress"] * 2 + [None]
@@ -115,8 +141,17 @@ def test_post_messages_is_202_and_the_answer_arrives_on_the_stream(serve, legacy
     session.post(request("tools/call", {"name": "ask_llm", "arguments": {"question": "hm?"}}, 4))
     asked = session.next_message()
     assert asked["method"] == "sampling/createMessage"
-    reply = session.post({"jsonrpc": "2.0", "id": asked["id"], "result": {
-        "role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "stub"}})
+    reply = session.post(
+        {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "yes"},
+                "model": "stub",
+            },
+        }
+    )
     assert reply.status_code == 202
     answer = session.next_message()
     assert answer["id"] == 4 and answer["result"]["content"][0]["text"] == "stub says: yes"
@@ -126,19 +161,32 @@ def test_unknown_or_missing_session_id(serve, legacy_raw):
     srv = serve()
     body = json.dumps(request("ping")).encode()
     headers = {"Content-Type": "application/json"}
-    response = requests.post(srv.url + "/messages?session_id=nope", data=body, headers=headers, timeout=TIMEOUT)
+    response = requests.post(
+        srv.url + "/messages?session_id=nope", data=body, headers=headers, timeout=TIMEOUT
+    )
     assert response.status_code == 404 and not error_body_errors(response.json())
     response = requests.post(srv.url + "/messages", data=body, headers=headers, timeout=TIMEOUT)
     assert response.status_code == 400 and not error_body_errors(response.json())
     # A Streamable HTTP session id is not a legacy session.
-    init = requests.post(srv.mcp, data=json.dumps(request("initialize", init_params())),
-                         headers={**headers, "Accept": ACCEPT_BOTH}, timeout=TIMEOUT)
+    init = requests.post(
+        srv.mcp,
+        data=json.dumps(request("initialize", init_params())),
+        headers={**headers, "Accept": ACCEPT_BOTH},
+        timeout=TIMEOUT,
+    )
     streamable_id = init.headers["Mcp-Session-Id"]
-    response = requests.post(srv.url + f"/messages?session_id={streamable_id}", data=body, headers=headers, timeout=TIMEOUT)
+    response = requests.post(
+        srv.url + f"/messages?session_id={streamable_id}",
+        data=body,
+        headers=headers,
+        timeout=TIMEOUT,
+    )
     assert response.status_code == 404
     # Wrong media type and malformed JSON on a real session.
     session = legacy_raw(srv.url)
-    response = session.http.post(session.endpoint, data=body, headers={"Content-Type": "text/plain"}, timeout=TIMEOUT)
+    response = session.http.post(
+        session.endpoint, data=body, headers={"Content-Type": "text/plain"}, timeout=TIMEOUT
+    )
     assert response.status_code == 415
     response = session.http.post(session.endpoint, data=b"{oops", headers=headers, timeout=TIMEOUT)
     assert response.status_code == 400 and response.json()["error"]["code"] == -32700
@@ -156,7 +204,9 @@ def test_a_legacy_session_that_never_posted_makes_room(serve, legacy_raw):
     idle = legacy_raw(srv.url)  # opened its stream, never sent a message
     newcomer = legacy_raw(srv.url)
     newcomer.initialize("2024-11-05")
-    assert list(srv.app.sessions) == [parse_qs(urlsplit(newcomer.endpoint_data).query)["session_id"][0]]
+    assert list(srv.app.sessions) == [
+        parse_qs(urlsplit(newcomer.endpoint_data).query)["session_id"][0]
+    ]
     assert idle.reader.next() is None  # the idle one's stream was ended
 
 
@@ -164,7 +214,9 @@ def test_legacy_sse_off_is_404(serve):
     srv = serve(legacy_sse=False)
     response = requests.get(srv.sse, headers={"Accept": "text/event-stream"}, timeout=TIMEOUT)
     assert response.status_code == 404 and not error_body_errors(response.json())
-    response = requests.post(srv.url + "/messages?session_id=x", json=request("ping"), timeout=TIMEOUT)
+    response = requests.post(
+        srv.url + "/messages?session_id=x", json=request("ping"), timeout=TIMEOUT
+    )
     assert response.status_code == 404
     with pytest.raises(Exception) as info:
         Client_http(srv.sse, transport="sse")
@@ -189,12 +241,26 @@ def test_client_with_transport_sse(serve, http_client, version):
     # test_closing_an_sse_client_is_prompt), so keep the server chatty.
     srv = serve(keepalive=0.2, wrap=lambda app: box.append(HeaderRecorder(app)) or box[0])
     progress, updated = Collector(), Collector()
-    client = http_client(srv.sse, transport="sse", protocol_version=version, on_resource_updated=updated,
-                         sampling_handler=lambda p: {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"})
+    client = http_client(
+        srv.sse,
+        transport="sse",
+        protocol_version=version,
+        on_resource_updated=updated,
+        sampling_handler=lambda p: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "hi"},
+            "model": "m",
+        },
+    )
     assert client.protocol_version == version
     assert client.session.transport.mode == "sse"
     assert client.call_tool("echo", {"text": "legacy"}).content[0].text == "legacy"
-    assert client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress).content[0].text == "counted to 3"
+    assert (
+        client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, on_progress=progress)
+        .content[0]
+        .text
+        == "counted to 3"
+    )
     assert [v[0] for v in progress.wait_for(3)] == [1, 2, 3]
     assert client.call_tool("ask_llm", {"question": "q"}).content[0].text == "m says: hi"
     client.subscribe("demo://counter")
@@ -214,7 +280,9 @@ def test_auto_falls_back_to_sse(serve, http_client):
     methods = [(method, path) for method, path, _ in box[0].requests]
     assert methods[0] == ("POST", "/sse") and ("GET", "/sse") in methods
     assert ("POST", "/messages") in methods
-    assert len(client.wire.sent("initialize")) == 1  # the same initialize, sent again over the new transport
+    assert (
+        len(client.wire.sent("initialize")) == 1
+    )  # the same initialize, sent again over the new transport
 
 
 def test_auto_against_streamable_does_not_fall_back(serve, http_client):
@@ -252,7 +320,9 @@ def test_a_slow_reader_never_loses_an_answer_in_silence(serve, legacy_raw, caplo
     statuses: dict[int, int] = {}
     with caplog.at_level("WARNING"):
         for n in range(150):
-            response = session.post(request("tools/call", {"name": "echo", "arguments": {"text": big}}, n))
+            response = session.post(
+                request("tools/call", {"name": "echo", "arguments": {"text": big}}, n)
+            )
             if response.status_code == 404:
                 # An answer under way found the stream full while we were still posting: the
                 # session has ended (the other half of the policy), and the log says why.
@@ -261,7 +331,10 @@ def test_a_slow_reader_never_loses_an_answer_in_silence(serve, legacy_raw, caplo
             statuses[n] = response.status_code
             assert response.status_code in (202, 503), response.text
             if response.status_code == 503:
-                assert response.headers.get("Retry-After") and "event stream is full" in response.json()["error"]["message"]
+                assert (
+                    response.headers.get("Retry-After")
+                    and "event stream is full" in response.json()["error"]["message"]
+                )
         accepted = {n for n, status in statuses.items() if status == 202}
         assert len(accepted) < 150  # the backpressure did engage
         answered = set()
@@ -313,5 +386,7 @@ def test_a_full_standalone_stream_of_streamable_http_drops_a_notification_with_a
         note = Notification("notifications/tools/list_changed")
         session.write(serialize(note), note)
     assert "are dropped until there is room" in caplog.text
-    assert session.id in app.sessions and not session.closed  # it carries no answers: the session goes on
+    assert (
+        session.id in app.sessions and not session.closed
+    )  # it carries no answers: the session goes on
     app.close()

@@ -22,7 +22,9 @@ MODERN = "2026-07-28"
 ERAS = ("handshake", "modern")
 
 
-def oneshot_server(started: threading.Event | None = None, cancelled: threading.Event | None = None) -> Server:
+def oneshot_server(
+    started: threading.Event | None = None, cancelled: threading.Event | None = None
+) -> Server:
     server = Server("oneshot")
 
     @server.tool()
@@ -63,8 +65,15 @@ def oneshot_server(started: threading.Event | None = None, cancelled: threading.
     return server
 
 
-def post(era: str, name: str, arguments: dict, *, request_id=1, progress: bool = False,
-         method: str = "tools/call") -> tuple[bytes, dict]:
+def post(
+    era: str,
+    name: str,
+    arguments: dict,
+    *,
+    request_id=1,
+    progress: bool = False,
+    method: str = "tools/call",
+) -> tuple[bytes, dict]:
     """A bare tools/call (or ``method``) POST of ``era`` (no session, no initialize): its body and headers."""
     params: dict = {"name": name, "arguments": arguments}
     meta: dict = {}
@@ -72,8 +81,13 @@ def post(era: str, name: str, arguments: dict, *, request_id=1, progress: bool =
         meta["progressToken"] = "p"
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if era == "modern":
-        meta.update({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
-                     "io.modelcontextprotocol/logLevel": "info"})
+        meta.update(
+            {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/logLevel": "info",
+            }
+        )
         headers.update({"MCP-Protocol-Version": MODERN, "Mcp-Method": method, "Mcp-Name": name})
     else:
         headers["MCP-Protocol-Version"] = "2025-11-25"
@@ -96,7 +110,11 @@ def send(srv, era: str, name: str, arguments: dict, **options) -> tuple[int, str
     finally:
         conn.close()
     if content_type.startswith("text/event-stream"):
-        messages = [json.loads(line[5:]) for line in data.splitlines() if line.startswith("data:") and line[5:].strip()]
+        messages = [
+            json.loads(line[5:])
+            for line in data.splitlines()
+            if line.startswith("data:") and line[5:].strip()
+        ]
     else:
         messages = [json.loads(data)] if data else []
     return response.status, content_type, messages
@@ -132,10 +150,16 @@ def test_a_stateless_post_is_answered_without_a_session_object(serve, count_sess
 def test_errors_of_a_stateless_post(serve, era):
     srv = serve(oneshot_server(), stateless=True)
     status, _, messages = send(srv, era, "nope", {})
-    assert status == 200 and messages[0]["error"]["code"] == -32602 and "Unknown tool" in messages[0]["error"]["message"]
+    assert (
+        status == 200
+        and messages[0]["error"]["code"] == -32602
+        and "Unknown tool" in messages[0]["error"]["message"]
+    )
     status, _, messages = send(srv, era, "x", {}, method="nothing/here")
     assert messages[0]["error"]["code"] == -32601
-    assert status == (404 if era == "modern" else 200)  # 2026-07-28 maps some codes to HTTP statuses
+    assert status == (
+        404 if era == "modern" else 200
+    )  # 2026-07-28 maps some codes to HTTP statuses
     # invalid arguments: a tool error the model can see (2025-11-25 and on), validated as ever
     status, _, messages = send(srv, era, "echo", {"text": 3})
     assert status == 200 and messages[0]["result"]["isError"] is True
@@ -147,7 +171,10 @@ def test_notifications_make_a_stateless_reply_an_sse_stream(serve, count_session
     srv = serve(oneshot_server(), stateless=True)
     status, content_type, messages = send(srv, era, "steps", {"count": 2}, progress=True)
     assert status == 200 and content_type.startswith("text/event-stream")
-    assert [m.get("method") for m in messages] == ["notifications/progress"] * 2 + ["notifications/message", None]
+    assert [m.get("method") for m in messages] == ["notifications/progress"] * 2 + [
+        "notifications/message",
+        None,
+    ]
     assert [m["params"]["progress"] for m in messages[:2]] == [1, 2]
     assert messages[-1]["result"]["content"][0]["text"] == "stepped 2"
     assert count_sessions[0] == 0
@@ -184,7 +211,10 @@ def test_a_stateless_post_whose_client_closes_is_cancelled(serve, count_sessions
     body, headers = post(era, "wait_for_cancel", {})
     sock = socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT)
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    sock.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    sock.sendall(
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
     assert started.wait(WAIT)
     sock.close()
     assert cancelled.wait(WAIT)

@@ -30,7 +30,9 @@ from test_http_deploy import LineReader, stop, wait_for_port
 from mcp_ref import Client, Context, Server
 
 SERVERS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "servers")
-needs_gunicorn = pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed")
+needs_gunicorn = pytest.mark.skipif(
+    importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed"
+)
 
 
 def http_server() -> Server:
@@ -42,10 +44,18 @@ def http_server() -> Server:
         http = ctx.http
         if http is None:
             return {"http": None}
-        return {"agent": http.headers.get("x-agent"), "agent_title": http.headers.get("X-Agent"),
-                "has_lower": "content-type" in http.headers, "seq": http.headers.get("X-Seq"),
-                "cookies": http.cookies, "remote": http.remote_addr, "method": http.method, "path": http.path,
-                "user": http.user, "environ": "wsgi.input" in http.environ}
+        return {
+            "agent": http.headers.get("x-agent"),
+            "agent_title": http.headers.get("X-Agent"),
+            "has_lower": "content-type" in http.headers,
+            "seq": http.headers.get("X-Seq"),
+            "cookies": http.cookies,
+            "remote": http.remote_addr,
+            "method": http.method,
+            "path": http.path,
+            "user": http.user,
+            "environ": "wsgi.input" in http.environ,
+        }
 
     return server
 
@@ -69,7 +79,11 @@ def test_ctx_http_is_the_request_of_each_call(serve, how):
     two calls of one session came on two HTTP requests, and each sees its own."""
     stateless = how == "stateless"
     srv = serve(http_server(), wrap=Numbered, stateless=stateless)
-    url, options = (srv.sse, {"transport": "sse"}) if how == "sse" else (srv.mcp, {"era": "modern" if how == "modern" else "handshake"})
+    url, options = (
+        (srv.sse, {"transport": "sse"})
+        if how == "sse"
+        else (srv.mcp, {"era": "modern" if how == "modern" else "handshake"})
+    )
     headers = {"X-Agent": "agent/1", "Cookie": 'user=alice; theme="dark"; user=shadow'}
     with Client.http(url, headers=headers, timeout=WAIT, **options) as client:
         first = client.call_tool("seen").structured_content
@@ -79,7 +93,9 @@ def test_ctx_http_is_the_request_of_each_call(serve, how):
     assert first["remote"] == "127.0.0.1" and first["method"] == "POST" and first["environ"]
     assert first["path"] == ("/messages" if how == "sse" else "/mcp")
     assert first["user"] == "carol"
-    assert int(second["seq"]) > int(first["seq"])  # another HTTP request: its own headers, not the session's first
+    assert int(second["seq"]) > int(
+        first["seq"]
+    )  # another HTTP request: its own headers, not the session's first
 
 
 def test_ctx_http_is_none_in_memory():
@@ -91,8 +107,10 @@ def test_ctx_http_is_none_in_memory():
 def test_ctx_http_is_none_over_stdio(tmp_path):
     script = tmp_path / "server.py"
     here = os.path.dirname(os.path.dirname(__file__))
-    script.write_text(f"import sys\nsys.path[:0] = [{here!r}, {os.path.dirname(__file__)!r}]\nfrom test_web_app import http_server\n"
-                      "http_server().run()\n")
+    script.write_text(
+        f"import sys\nsys.path[:0] = [{here!r}, {os.path.dirname(__file__)!r}]\nfrom test_web_app import http_server\n"
+        "http_server().run()\n"
+    )
     with Client.stdio([sys.executable, str(script)], timeout=WAIT) as client:
         assert client.call_tool("seen").structured_content == {"http": None}
 
@@ -104,8 +122,12 @@ def test_a_refused_host_is_told_about_allowed_hosts_and_logged_once(serve, caplo
     srv = serve(http_server())
     caplog.set_level(logging.WARNING, logger="mcp_ref.http.server.base")
     for _ in range(3):
-        answer = requests.post(srv.mcp, json=request(1, "initialize", init_params()), timeout=TIMEOUT,
-                               headers={"Host": "myapp.example.com", "Accept": ACCEPT_BOTH})
+        answer = requests.post(
+            srv.mcp,
+            json=request(1, "initialize", init_params()),
+            timeout=TIMEOUT,
+            headers={"Host": "myapp.example.com", "Accept": ACCEPT_BOTH},
+        )
         assert answer.status_code == 403
         message = answer.json()["error"]["message"]
         assert "host 'myapp.example.com' is not allowed" in message
@@ -118,8 +140,12 @@ def test_a_refused_host_is_told_about_allowed_hosts_and_logged_once(serve, caplo
 
 def test_an_allowed_host_list_names_itself_in_the_refusal(serve):
     srv = serve(http_server(), allowed_hosts=["api.example.com"])
-    answer = requests.post(srv.mcp, json=request(1, "initialize", init_params()), timeout=TIMEOUT,
-                           headers={"Host": "myapp.example.com", "Accept": ACCEPT_BOTH})
+    answer = requests.post(
+        srv.mcp,
+        json=request(1, "initialize", init_params()),
+        timeout=TIMEOUT,
+        headers={"Host": "myapp.example.com", "Accept": ACCEPT_BOTH},
+    )
     assert answer.status_code == 403
     assert "allowed_hosts is ['api.example.com']" in answer.json()["error"]["message"]
 
@@ -129,9 +155,11 @@ def test_an_allowed_host_list_names_itself_in_the_refusal(serve):
 
 def single_threaded(app):
     """What gunicorn's sync worker says of itself (PEP 3333 ``wsgi.multithread``)."""
+
     def call(environ, start_response):
         environ["wsgi.multithread"], environ["wsgi.multiprocess"] = False, True
         return app(environ, start_response)
+
     return call
 
 
@@ -139,11 +167,20 @@ def test_single_threaded_worker_refuses_long_lived_streams(serve):
     """GET's standalone stream: 405 (basic/transports allows it); the 2024-11-05 GET: 405; a
     2026-07-28 subscriptions/listen: a JSON-RPC error; requests and their answers still work."""
     srv = serve(http_server(), wrap=single_threaded)
-    with Client.http(srv.mcp, era="handshake", timeout=WAIT) as client:  # its GET refused: it goes on without one
+    with Client.http(
+        srv.mcp, era="handshake", timeout=WAIT
+    ) as client:  # its GET refused: it goes on without one
         assert client.call_tool("seen").structured_content["method"] == "POST"
         session_id = client.session.transport.session_id
-        get = requests.get(srv.mcp, timeout=TIMEOUT, headers={"Accept": "text/event-stream", "Mcp-Session-Id": session_id,
-                                                                "MCP-Protocol-Version": LATEST})
+        get = requests.get(
+            srv.mcp,
+            timeout=TIMEOUT,
+            headers={
+                "Accept": "text/event-stream",
+                "Mcp-Session-Id": session_id,
+                "MCP-Protocol-Version": LATEST,
+            },
+        )
         assert get.status_code == 405 and "gthread" in get.json()["error"]["message"], get.text
         assert "GET" not in get.headers["Allow"]
         assert client.call_tool("seen").structured_content["method"] == "POST"
@@ -159,8 +196,22 @@ def test_single_threaded_worker_refuses_long_lived_streams(serve):
 def test_gunicorn_sync_worker_answers_get_with_405_and_keeps_serving():
     """For real: one sync worker.  Were the GET held, the POST after it would wait for gunicorn's timeout."""
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-k", "sync", "-w", "1", "--timeout", "30", "-b", f"127.0.0.1:{port}",
-               "--chdir", SERVERS, "sync_worker_app:app"]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-k",
+        "sync",
+        "-w",
+        "1",
+        "--timeout",
+        "30",
+        "-b",
+        f"127.0.0.1:{port}",
+        "--chdir",
+        SERVERS,
+        "sync_worker_app:app",
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     LineReader(proc.stdout)
     errors = LineReader(proc.stderr)
@@ -170,8 +221,15 @@ def test_gunicorn_sync_worker_answers_get_with_405_and_keeps_serving():
         url = f"http://127.0.0.1:{port}/mcp"
         with Client.http(url, era="handshake", timeout=WAIT) as client:
             session_id = client.session.transport.session_id
-            get = requests.get(url, timeout=TIMEOUT, headers={"Accept": "text/event-stream",
-                                                                "Mcp-Session-Id": session_id, "MCP-Protocol-Version": LATEST})
+            get = requests.get(
+                url,
+                timeout=TIMEOUT,
+                headers={
+                    "Accept": "text/event-stream",
+                    "Mcp-Session-Id": session_id,
+                    "MCP-Protocol-Version": LATEST,
+                },
+            )
             assert get.status_code == 405, get.text
             assert "sync worker" in get.json()["error"]["message"]
             assert client.call_tool("add", {"a": 2, "b": 3}).structured_content == {"result": 5}
@@ -190,8 +248,23 @@ def gunicorn_site(framework: str, app: str, options: tuple[str, ...] = ()):
     if importlib.util.find_spec(framework) is None or importlib.util.find_spec("gunicorn") is None:
         pytest.skip(f"{framework} and gunicorn are needed (the test extra)")
     port = free_port()
-    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "8",
-               *options, "-b", f"127.0.0.1:{port}", "--chdir", SERVERS, app]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "-k",
+        "gthread",
+        "-w",
+        "1",
+        "--threads",
+        "8",
+        *options,
+        "-b",
+        f"127.0.0.1:{port}",
+        "--chdir",
+        SERVERS,
+        app,
+    ]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     LineReader(proc.stdout)
     errors = LineReader(proc.stderr)
@@ -214,12 +287,23 @@ def test_django_view_mounts_the_app_with_its_user(django_site, era):
     site, errors = django_site
     watch_stderr("gunicorn django_app", lambda: list(errors.all))
     cookie = {"Cookie": "user=alice", "X-Agent": "django-test"}
-    assert requests.get(site + "/", headers=cookie, timeout=TIMEOUT).text == "hello alice"  # the rest of the site
+    assert (
+        requests.get(site + "/", headers=cookie, timeout=TIMEOUT).text == "hello alice"
+    )  # the rest of the site
     with Client.http(site + "/tools/mcp", headers=cookie, era=era, timeout=WAIT) as client:
         seen = client.call_tool("whoami").structured_content
-        assert seen == {"user": "alice", "path": "/tools/mcp", "method": "POST", "cookie": "alice", "agent": "django-test"}
+        assert seen == {
+            "user": "alice",
+            "path": "/tools/mcp",
+            "method": "POST",
+            "cookie": "alice",
+            "agent": "django-test",
+        }
         steps: list = []
-        assert client.call_tool("count", {"n": 3}, on_progress=lambda *p: steps.append(p)).text == "counted 3"
+        assert (
+            client.call_tool("count", {"n": 3}, on_progress=lambda *p: steps.append(p)).text
+            == "counted 3"
+        )
         assert [p[0] for p in steps] == [1, 2, 3]  # SSE events through the view, in order
 
 
@@ -235,12 +319,16 @@ def test_django_view_streams_sse_both_ways(django_site):
         asked.append(params.message)
         return {"action": "accept", "content": {"ok": True}}
 
-    with Client.http(site + "/tools/mcp", era="handshake", elicitation_handler=answer, timeout=WAIT) as client:
+    with Client.http(
+        site + "/tools/mcp", era="handshake", elicitation_handler=answer, timeout=WAIT
+    ) as client:
         assert client.call_tool("confirm", {"question": "ship it?"}).text == "accept:True"
     assert asked == ["ship it?"]
     # The 2024-11-05 transport: its session is a GET stream held through the view, and its endpoint
     # event names the mount prefix.
-    with Client.http(site + "/tools/sse", transport="sse", headers={"Cookie": "user=bob"}, timeout=WAIT) as client:
+    with Client.http(
+        site + "/tools/sse", transport="sse", headers={"Cookie": "user=bob"}, timeout=WAIT
+    ) as client:
         seen = client.call_tool("whoami").structured_content
         assert seen["user"] == "bob" and seen["path"] == "/tools/messages"
 
@@ -267,11 +355,22 @@ def test_flask_route_mounts_the_app_with_its_user_and_streams_sse(flask_site, er
         asked.append(params.message)
         return {"action": "accept", "content": {"ok": True}}
 
-    with Client.http(site + "/tools/mcp", headers=cookie, era=era, elicitation_handler=answer, timeout=WAIT) as client:
+    with Client.http(
+        site + "/tools/mcp", headers=cookie, era=era, elicitation_handler=answer, timeout=WAIT
+    ) as client:
         seen = client.call_tool("whoami").structured_content
-        assert seen == {"user": "carol", "path": "/tools/mcp", "method": "POST", "cookie": "carol", "agent": "flask-test"}
+        assert seen == {
+            "user": "carol",
+            "path": "/tools/mcp",
+            "method": "POST",
+            "cookie": "carol",
+            "agent": "flask-test",
+        }
         steps: list = []
-        assert client.call_tool("count", {"n": 3}, on_progress=lambda *p: steps.append(p)).text == "counted 3"
+        assert (
+            client.call_tool("count", {"n": 3}, on_progress=lambda *p: steps.append(p)).text
+            == "counted 3"
+        )
         assert [p[0] for p in steps] == [1, 2, 3]  # SSE events through the route, in order
         assert client.call_tool("confirm", {"question": "ship it?"}).text == "accept:True"
     assert asked == ["ship it?"]

@@ -224,8 +224,14 @@ def test_every_recipe_refuses_an_oversize_body_before_reading_it(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option, why", [({"worker_threads": 2}, "half of this worker's 2 threads"),
-                                         ({"max_streams": 1}, "max_streams")], ids=["threads", "max"])
+@pytest.mark.parametrize(
+    "option, why",
+    [
+        ({"worker_threads": 2}, "half of this worker's 2 threads"),
+        ({"max_streams": 1}, "max_streams"),
+    ],
+    ids=["threads", "max"],
+)
 def test_an_app_told_its_threads_refuses_a_listen_past_its_share(serve, option, why):
     """``worker_threads=`` (a server without gunicorn's hooks; 2 threads: 1 stream) or
     ``max_streams=1``: the second listen gets the JSON-RPC error (503, with the listen's id), the

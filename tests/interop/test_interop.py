@@ -20,7 +20,16 @@ import sys
 import time
 
 import pytest
-from conftest import DEMO, SERVERS, WireChecker, check_trace, command_label, live_group_members, run_cli, watch_stderr
+from conftest import (
+    DEMO,
+    SERVERS,
+    WireChecker,
+    check_trace,
+    command_label,
+    live_group_members,
+    run_cli,
+    watch_stderr,
+)
 from everything_server import EVERYTHING, EVERYTHING_START, everything_client
 
 from mcp_ref import CapabilityError, Client, McpError
@@ -36,7 +45,9 @@ try:
 except ImportError:
     HAVE_SDK = False
 
-needs_sdk = pytest.mark.skipif(not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+needs_sdk = pytest.mark.skipif(
+    not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`) is not installed"
+)
 #: Other programs' servers and clients, each started for real: slow (`pytest -m "not slow"` leaves them out).
 pytestmark = pytest.mark.slow
 
@@ -74,38 +85,56 @@ def test_sdk_client_against_mcp_ref_demo_server(tmp_path):
         sampled.append(params)
         question = params.messages[-1].content.text
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text=question[::-1]), model="sdk-model",
-            stop_reason="endTurn")
+            role="assistant",
+            content=types.TextContent(type="text", text=question[::-1]),
+            model="sdk-model",
+            stop_reason="endTurn",
+        )
 
     async def on_progress(value, total, message):
         progress.append((value, total, message))
 
     errors = tmp_path / "stderr"
-    watch_stderr(command_label([*PROXY, "--", *DEMO]), lambda: errors.read_bytes() if errors.exists() else b"")
+    watch_stderr(
+        command_label([*PROXY, "--", *DEMO]),
+        lambda: errors.read_bytes() if errors.exists() else b"",
+    )
 
     async def scenario():
-        params = StdioServerParameters(command=PROXY[0], args=[*PROXY[1:], "--log", str(log), "--", *DEMO])
+        params = StdioServerParameters(
+            command=PROXY[0], args=[*PROXY[1:], "--log", str(log), "--", *DEMO]
+        )
         with open(errors, "w") as errlog:
             with anyio.fail_after(60):
                 async with stdio_client(params, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write, sampling_callback=sampling_callback) as session:
+                    async with ClientSession(
+                        read, write, sampling_callback=sampling_callback
+                    ) as session:
                         init = await session.initialize()
                         assert init.protocol_version == "2025-11-25"
                         assert init.server_info.name == "mcp-ref-demo"
                         assert init.server_info.version == "1.0.0"
                         assert init.instructions.startswith("A demo of every MCP feature")
-                        assert init.capabilities.tools is not None and init.capabilities.prompts is not None
+                        assert (
+                            init.capabilities.tools is not None
+                            and init.capabilities.prompts is not None
+                        )
                         assert init.capabilities.resources.subscribe is True
 
                         names, cursor = [], None
                         while True:
                             page = await session.list_tools(
-                                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+                                params=types.PaginatedRequestParams(cursor=cursor)
+                                if cursor
+                                else None
+                            )
                             names += [tool.name for tool in page.tools]
                             cursor = page.next_cursor
                             if not cursor:
                                 break
-                        assert names[:2] == ["echo", "add"] and "ask_llm" in names and len(names) > 5
+                        assert (
+                            names[:2] == ["echo", "add"] and "ask_llm" in names and len(names) > 5
+                        )
 
                         result = await session.call_tool("echo", {"text": "hello from the SDK"})
                         assert result.is_error is False
@@ -113,13 +142,23 @@ def test_sdk_client_against_mcp_ref_demo_server(tmp_path):
 
                         result = await session.call_tool("weather", {"city": "Oslo"})
                         assert result.structured_content == {
-                            "city": "Oslo", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
+                            "city": "Oslo",
+                            "temperature": 21.5,
+                            "unit": "celsius",
+                            "conditions": "sunny",
+                        }
 
                         result = await session.call_tool("divide", {"a": 1, "b": 0})
-                        assert result.is_error is True and result.content[0].text == "Cannot divide by zero"
+                        assert (
+                            result.is_error is True
+                            and result.content[0].text == "Cannot divide by zero"
+                        )
 
-                        result = await session.call_tool("count_slowly", {"steps": 3, "delay": 0.01},
-                                                         progress_callback=on_progress)
+                        result = await session.call_tool(
+                            "count_slowly",
+                            {"steps": 3, "delay": 0.01},
+                            progress_callback=on_progress,
+                        )
                         assert result.content[0].text == "counted to 3"
 
                         with pytest.raises(MCPError) as caught:
@@ -145,7 +184,9 @@ def test_sdk_client_against_mcp_ref_demo_server(tmp_path):
     assert sampled[0].max_tokens == 100 and sampled[0].system_prompt == "Answer briefly."
     checker = checked_log(log)
     assert checker.version == "2025-11-25"
-    assert checker.sent("sampling/createMessage") == [] and checker.received("sampling/createMessage")
+    assert checker.sent("sampling/createMessage") == [] and checker.received(
+        "sampling/createMessage"
+    )
     checker.assert_valid()  # both the SDK's messages and our server's
 
 
@@ -166,7 +207,10 @@ def test_mcp_ref_client_against_sdk_server(connect, wire, era, version):
     tools = {tool.name: tool for tool in client.list_tools()}
     assert set(tools) == {"echo", "add", "count", "fail"}
     assert tools["add"].input_schema["required"] == ["a", "b"]
-    assert tools["add"].output_schema["properties"]["total"] == {"title": "Total", "type": "integer"}
+    assert tools["add"].output_schema["properties"]["total"] == {
+        "title": "Total",
+        "type": "integer",
+    }
 
     assert client.call_tool("echo", {"text": "hi"}).text == "hi"
     result = client.call_tool("add", {"a": 2, "b": 40})
@@ -174,12 +218,18 @@ def test_mcp_ref_client_against_sdk_server(connect, wire, era, version):
     assert not result.is_error
 
     seen: list = []
-    result = client.call_tool("count", {"steps": 3}, on_progress=lambda p, total, message: seen.append((p, total, message)))
+    result = client.call_tool(
+        "count",
+        {"steps": 3},
+        on_progress=lambda p, total, message: seen.append((p, total, message)),
+    )
     assert result.text == "counted to 3"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
     result = client.call_tool("fail", {"message": "boom"})
-    assert result.is_error and result.text.endswith("boom")  # the SDK prefixes "Error executing tool fail: "
+    assert result.is_error and result.text.endswith(
+        "boom"
+    )  # the SDK prefixes "Error executing tool fail: "
     # The 2025-11-25 spec makes an unknown tool a protocol error (-32602); mcp 2.x's MCPServer
     # answers with an isError result instead.  Our client must handle either.
     try:
@@ -194,7 +244,11 @@ def test_mcp_ref_client_against_sdk_server(connect, wire, era, version):
     assert client.read_resource("sdk://square/7").contents[0].text == "49"
 
     [prompt] = client.list_prompts()
-    assert prompt.name == "greet" and prompt.arguments[0].name == "name" and prompt.arguments[0].required
+    assert (
+        prompt.name == "greet"
+        and prompt.arguments[0].name == "name"
+        and prompt.arguments[0].required
+    )
     assert client.get_prompt("greet", {"name": "Ada"}).messages[0].content.text == "Hello, Ada!"
 
     # The SDK's ctx.info() sends notifications/message; they reach on_log (on the callback thread,
@@ -235,8 +289,10 @@ def test_cli_verbs_against_sdk_server(sdk_streamable):
     target = sdk_streamable.url + "/mcp"
     proc = run_cli("tools", target)
     assert proc.returncode == 0
-    assert proc.stdout.splitlines()[:2] == ["echo(text: string)  Echo the text back.",
-                                            "add(a: integer, b: integer)  Add two integers, as structured output."]
+    assert proc.stdout.splitlines()[:2] == [
+        "echo(text: string)  Echo the text back.",
+        "add(a: integer, b: integer)  Add two integers, as structured output.",
+    ]
 
     proc = run_cli("call", target, "echo", "text=hello")
     assert (proc.returncode, proc.stdout) == (0, "hello\n")
@@ -265,7 +321,10 @@ def test_cli_against_a_server_from_pypi():
     cli = run_cli
     proc = cli("tools", target)
     assert proc.returncode == 0
-    assert [line.split("(")[0] for line in proc.stdout.splitlines()] == ["get_current_time", "convert_time"]
+    assert [line.split("(")[0] for line in proc.stdout.splitlines()] == [
+        "get_current_time",
+        "convert_time",
+    ]
     proc = cli("--json", "--trace", "call", target, "get_current_time", "timezone=UTC")
     assert proc.returncode == 0
     assert json.loads(json.loads(proc.stdout)["content"][0]["text"])["timezone"] == "UTC"
@@ -320,7 +379,9 @@ def test_everything_server(everything):
 def test_everything_server_shuts_down_without_orphans(everything):
     """npx -> sh -> node: closing must leave nothing of the group running."""
     # A client of its own (the fixture's is still in use); the fixture proved npx can start it.
-    client = Client.stdio(EVERYTHING, stderr="capture", timeout=EVERYTHING_START, shutdown_timeout=2.0)
+    client = Client.stdio(
+        EVERYTHING, stderr="capture", timeout=EVERYTHING_START, shutdown_timeout=2.0
+    )
     leader = client.session.transport.process
     assert os.getpgid(leader.pid) == leader.pid != os.getpgid(0)
     client.close()
@@ -330,5 +391,3 @@ def test_everything_server_shuts_down_without_orphans(everything):
     while live_group_members(leader.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert live_group_members(leader.pid) == []
-
-

@@ -38,12 +38,15 @@ try:
 except ImportError:
     HAVE_UVICORN = False
 
-needs_sdk = pytest.mark.skipif(not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+needs_sdk = pytest.mark.skipif(
+    not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`) is not installed"
+)
 #: Other programs' servers and clients, each started for real: slow (`pytest -m "not slow"` leaves them out).
 pytestmark = pytest.mark.slow
 needs_sdk_server = pytest.mark.skipif(
     not (HAVE_SDK and HAVE_UVICORN),
-    reason="serving the official SDK's HTTP apps needs both `mcp` and `uvicorn` (pip install mcp uvicorn)")
+    reason="serving the official SDK's HTTP apps needs both `mcp` and `uvicorn` (pip install mcp uvicorn)",
+)
 
 
 # -- server subprocesses: the SDK's (sdk_streamable, sdk_stateless, sdk_sse) are conftest's, one per test run
@@ -53,7 +56,9 @@ needs_sdk_server = pytest.mark.skipif(
 def demo_http(tmp_path_factory):
     """``mcp-ref serve-demo --http 127.0.0.1:PORT`` in a subprocess."""
     port = free_port()
-    server = ServerProcess([*DEMO, "--http", f"127.0.0.1:{port}"], port, tmp_path_factory.mktemp("demo") / "stderr")
+    server = ServerProcess(
+        [*DEMO, "--http", f"127.0.0.1:{port}"], port, tmp_path_factory.mktemp("demo") / "stderr"
+    )
     yield server
     server.stop()
 
@@ -112,7 +117,9 @@ def tapped_http_client(checker: WireChecker, exchanges: list, **options):
                 elif name == "data":
                     data.append(value)
             text = "\n".join(data)
-            if event in (None, "", "message") and text.strip():  # not "endpoint", nor priming events
+            if (
+                event in (None, "", "message") and text.strip()
+            ):  # not "endpoint", nor priming events
                 checker("<--", text.encode())
 
         async def aclose(self):
@@ -141,7 +148,9 @@ def tapped_http_client(checker: WireChecker, exchanges: list, **options):
     return httpx.AsyncClient(transport=Tap(), **options)
 
 
-def run_sdk_client(url: str, transport: str, scenario, *, sampling_callback=None) -> tuple[WireChecker, list]:
+def run_sdk_client(
+    url: str, transport: str, scenario, *, sampling_callback=None
+) -> tuple[WireChecker, list]:
     """Run ``await scenario(session)`` in an SDK ClientSession over ``transport`` ("streamable" or
     "sse") to ``url``, bounded by 3 * WAIT; returns the tapped traffic and the HTTP exchanges."""
     import anyio
@@ -151,7 +160,9 @@ def run_sdk_client(url: str, transport: str, scenario, *, sampling_callback=None
 
     def factory(headers=None, timeout=None, auth=None):  # the SDK's McpHttpClientFactory signature
         options = {"headers": headers, "timeout": timeout, "auth": auth}
-        return tapped_http_client(checker, exchanges, **{k: v for k, v in options.items() if v is not None})
+        return tapped_http_client(
+            checker, exchanges, **{k: v for k, v in options.items() if v is not None}
+        )
 
     async def main():
         with anyio.fail_after(3 * WAIT):
@@ -159,19 +170,26 @@ def run_sdk_client(url: str, transport: str, scenario, *, sampling_callback=None
                 if transport == "sse":
                     from mcp.client.sse import sse_client
 
-                    streams = await stack.enter_async_context(sse_client(url, httpx_client_factory=factory))
+                    streams = await stack.enter_async_context(
+                        sse_client(url, httpx_client_factory=factory)
+                    )
                 else:
                     try:  # mcp 2.x: the caller hands over (and owns) the HTTP client
                         from mcp.client.streamable_http import streamable_http_client
                     except ImportError:  # mcp 1.x: a factory, like sse_client's
                         from mcp.client.streamable_http import streamablehttp_client
 
-                        streams = await stack.enter_async_context(streamablehttp_client(url, httpx_client_factory=factory))
+                        streams = await stack.enter_async_context(
+                            streamablehttp_client(url, httpx_client_factory=factory)
+                        )
                     else:
                         http = await stack.enter_async_context(factory())
-                        streams = await stack.enter_async_context(streamable_http_client(url, http_client=http))
+                        streams = await stack.enter_async_context(
+                            streamable_http_client(url, http_client=http)
+                        )
                 session = await stack.enter_async_context(
-                    ClientSession(streams[0], streams[1], sampling_callback=sampling_callback))
+                    ClientSession(streams[0], streams[1], sampling_callback=sampling_callback)
+                )
                 await scenario(session)
 
     anyio.run(main)
@@ -188,8 +206,11 @@ def test_sdk_client_streamable_http_against_demo(demo_http):
         sampled.append(params)
         question = params.messages[-1].content.text
         return types.CreateMessageResult(
-            role="assistant", content=types.TextContent(type="text", text=question[::-1]), model="sdk-model",
-            stop_reason="endTurn")
+            role="assistant",
+            content=types.TextContent(type="text", text=question[::-1]),
+            model="sdk-model",
+            stop_reason="endTurn",
+        )
 
     async def on_progress(value, total, message):
         progress.append((value, total, message))
@@ -202,7 +223,9 @@ def test_sdk_client_streamable_http_against_demo(demo_http):
 
         names, cursor = [], None
         while True:
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            page = await session.list_tools(
+                params=types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            )
             names += [tool.name for tool in page.tools]
             cursor = page.next_cursor
             if not cursor:
@@ -212,7 +235,9 @@ def test_sdk_client_streamable_http_against_demo(demo_http):
         result = await session.call_tool("echo", {"text": "hello over Streamable HTTP"})
         assert result.is_error is False and result.content[0].text == "hello over Streamable HTTP"
 
-        result = await session.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, progress_callback=on_progress)
+        result = await session.call_tool(
+            "count_slowly", {"steps": 3, "delay": 0.01}, progress_callback=on_progress
+        )
         assert result.content[0].text == "counted to 3"
 
         with pytest.raises(MCPError) as caught:
@@ -231,20 +256,33 @@ def test_sdk_client_streamable_http_against_demo(demo_http):
         assert result.is_error is False
         assert result.content[0].text == "sdk-model says: ?pcm si tahw"
 
-    checker, exchanges = run_sdk_client(demo_http.url + "/mcp", "streamable", scenario,
-                                        sampling_callback=sampling_callback)
+    checker, exchanges = run_sdk_client(
+        demo_http.url + "/mcp", "streamable", scenario, sampling_callback=sampling_callback
+    )
     assert progress == [(1, 3, "step 1 of 3"), (2, 3, "step 2 of 3"), (3, 3, "step 3 of 3")]
-    assert len(sampled) == 1 and sampled[0].max_tokens == 100 and sampled[0].system_prompt == "Answer briefly."
+    assert (
+        len(sampled) == 1
+        and sampled[0].max_tokens == 100
+        and sampled[0].system_prompt == "Answer briefly."
+    )
 
     assert checker.version == "2025-11-25"
     assert len(checker.received("notifications/progress")) == 3
-    assert len(checker.received("sampling/createMessage")) == 1 and checker.sent("sampling/createMessage") == []
-    [answer] = [m for m in checker.sent() if m.get("id") == checker.received("sampling/createMessage")[0]["id"]
-                and "result" in m]
+    assert (
+        len(checker.received("sampling/createMessage")) == 1
+        and checker.sent("sampling/createMessage") == []
+    )
+    [answer] = [
+        m
+        for m in checker.sent()
+        if m.get("id") == checker.received("sampling/createMessage")[0]["id"] and "result" in m
+    ]
     assert answer["result"]["model"] == "sdk-model"
     checker.assert_valid()  # the SDK's messages and our server's, both ways
     assert {path for _, path, _ in exchanges} == {"/mcp"}
-    assert any(method == "DELETE" and 200 <= status < 300 for method, _, status in exchanges)  # session ended
+    assert any(
+        method == "DELETE" and 200 <= status < 300 for method, _, status in exchanges
+    )  # session ended
     assert f"mcp-ref: serving the demo at {demo_http.url}/mcp" in demo_http.stderr()
 
 
@@ -264,18 +302,28 @@ def test_sdk_client_legacy_sse_against_demo(demo_http):
     checker, exchanges = run_sdk_client(demo_http.url + "/sse", "sse", scenario)
     assert checker.version == "2025-11-25"
     assert [m["method"] for m in checker.sent() if "method" in m] == [
-        "initialize", "notifications/initialized", "tools/list", "tools/call", "resources/read"]
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+        "resources/read",
+    ]
     assert len([m for m in checker.received() if "result" in m]) == 4
     checker.assert_valid()
     assert exchanges[0][:2] == ("GET", "/sse") and exchanges[0][2] == 200
     posts = {(path, status) for method, path, status in exchanges if method == "POST"}
-    assert len(posts) == 1 and next(iter(posts))[1] in (200, 202)  # every POST to the endpoint event's URL
+    assert len(posts) == 1 and next(iter(posts))[1] in (
+        200,
+        202,
+    )  # every POST to the endpoint event's URL
 
 
 # -- (b) our client and CLI, the SDK's server ---------------------------------------------------------
 
 
-def _exercise_sdk_server(client, *, progress_expected: bool = True, version: str = "2025-11-25") -> None:
+def _exercise_sdk_server(
+    client, *, progress_expected: bool = True, version: str = "2025-11-25"
+) -> None:
     """What the SDK server offers, through mcp_ref's Client (any transport)."""
     assert client.server_info.name == "interop-sdk-server"
     assert client.protocol_version == version
@@ -284,14 +332,21 @@ def _exercise_sdk_server(client, *, progress_expected: bool = True, version: str
 
     tools = {tool.name: tool for tool in client.list_tools()}
     assert set(tools) == {"echo", "add", "count", "fail"}
-    assert tools["add"].output_schema["properties"]["total"] == {"title": "Total", "type": "integer"}
+    assert tools["add"].output_schema["properties"]["total"] == {
+        "title": "Total",
+        "type": "integer",
+    }
 
     assert client.call_tool("echo", {"text": "hi"}).text == "hi"
     result = client.call_tool("add", {"a": 2, "b": 40})
     assert result.structured_content == {"a": 2, "b": 40, "total": 42} and not result.is_error
 
     seen: list = []
-    result = client.call_tool("count", {"steps": 3}, on_progress=lambda p, total, message: seen.append((p, total, message)))
+    result = client.call_tool(
+        "count",
+        {"steps": 3},
+        on_progress=lambda p, total, message: seen.append((p, total, message)),
+    )
     assert result.text == "counted to 3"
     expected = [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     if progress_expected:
@@ -328,7 +383,9 @@ def test_client_http_against_sdk_streamable_server(sdk_streamable, http_client):
     assert wire.version == "2025-11-25"
     [call] = [m for m in wire.sent("tools/call") if m["params"]["name"] == "count"]
     token = call["params"]["_meta"]["progressToken"]
-    assert [n["params"]["progressToken"] for n in wire.received("notifications/progress")] == [token] * 3
+    assert [n["params"]["progressToken"] for n in wire.received("notifications/progress")] == [
+        token
+    ] * 3
     wire.assert_valid()  # the http_client fixture checks again after closing
 
 
@@ -352,13 +409,17 @@ def test_cli_against_sdk_streamable_server(sdk_streamable):
 
     proc = run_cli("tools", url, timeout=3 * WAIT)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[:2] == ["echo(text: string)  Echo the text back.",
-                                            "add(a: integer, b: integer)  Add two integers, as structured output."]
+    assert proc.stdout.splitlines()[:2] == [
+        "echo(text: string)  Echo the text back.",
+        "add(a: integer, b: integer)  Add two integers, as structured output.",
+    ]
 
     proc = run_cli("call", url, "echo", "text=hello", timeout=3 * WAIT)
     assert (proc.returncode, proc.stdout) == (0, "hello\n"), proc.stderr
 
-    proc = run_cli("--json", "--trace", "--era", "handshake", "call", url, "count", "steps=2", timeout=3 * WAIT)
+    proc = run_cli(
+        "--json", "--trace", "--era", "handshake", "call", url, "count", "steps=2", timeout=3 * WAIT
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["content"][0]["text"] == "counted to 2"
     checker = check_trace(proc.stderr)
@@ -381,8 +442,12 @@ def test_client_sse_against_sdk_sse_server(sdk_sse, http_client):
 @needs_sdk_server
 def test_client_http_falls_back_to_sdk_sse_server(sdk_sse, http_client):
     # The premise of the fallback: the SDK's SSE app refuses an initialize POSTed to /sse.
-    answer = requests.post(sdk_sse.url + "/sse", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"},
-                           headers={"Accept": "application/json, text/event-stream"}, timeout=(WAIT, WAIT))
+    answer = requests.post(
+        sdk_sse.url + "/sse",
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize"},
+        headers={"Accept": "application/json, text/event-stream"},
+        timeout=(WAIT, WAIT),
+    )
     assert answer.status_code in (400, 404, 405), answer.status_code
 
     client = http_client(sdk_sse.url + "/sse")  # transport="auto"
@@ -408,7 +473,11 @@ def test_cli_sse_against_sdk_sse_server(sdk_sse):
     checker = check_trace(proc.stderr)
     # a=1 could be a number or a string: the CLI reads the tool's inputSchema first (tools/list).
     # First the 2026-07-28 probe (refused: a handshake-era server), then initialize, through the fallback.
-    assert [m["method"] for m in checker.sent() if "method" in m] == ["server/discover", "initialize",
-                                                                     "notifications/initialized", "tools/list",
-                                                                     "tools/call"]
+    assert [m["method"] for m in checker.sent() if "method" in m] == [
+        "server/discover",
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ]
     checker.assert_valid()

@@ -29,10 +29,14 @@ from test_http_deploy import LineReader, stop
 from test_interop import checked_log
 from test_interop_http import tapped_http_client
 
-pytest.importorskip("mcp", reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+pytest.importorskip(
+    "mcp", reason="the official MCP Python SDK (`pip install mcp`) is not installed"
+)
 #: The official SDK's client, against our server started for real: slow (`pytest -m "not slow"` leaves it out).
 pytestmark = pytest.mark.slow
-sdk_versions = pytest.importorskip("mcp_types.version", reason="this mcp predates the 2026-07-28 revision")
+sdk_versions = pytest.importorskip(
+    "mcp_types.version", reason="this mcp predates the 2026-07-28 revision"
+)
 if "2026-07-28" not in sdk_versions.MODERN_PROTOCOL_VERSIONS:
     pytest.skip("this mcp does not speak the 2026-07-28 revision", allow_module_level=True)
 
@@ -59,8 +63,12 @@ class Answers:
     async def sampling(self, context, params):
         self.sampled.append(params)
         question = params.messages[-1].content.text
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=question[::-1]),
-                                         model="sdk-model", stop_reason="endTurn")
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=question[::-1]),
+            model="sdk-model",
+            stop_reason="endTurn",
+        )
 
     async def elicitation(self, context, params):
         self.elicited.append(params)
@@ -77,10 +85,16 @@ async def exercise(client, mode: str, answers: Answers) -> int:
     assert client.protocol_version == MODERN
     if mode == "auto":  # what server/discover said
         discovered = client.session.discover_result
-        assert discovered.supported_versions[0] == MODERN and "2025-11-25" in discovered.supported_versions
+        assert (
+            discovered.supported_versions[0] == MODERN
+            and "2025-11-25" in discovered.supported_versions
+        )
         assert client.server_info.name == "mcp-ref-demo" and client.server_info.version == "1.0.0"
         assert client.instructions.startswith("A demo of every MCP feature")
-        assert client.server_capabilities.tools is not None and client.server_capabilities.prompts is not None
+        assert (
+            client.server_capabilities.tools is not None
+            and client.server_capabilities.prompts is not None
+        )
     assert client.session.initialize_result is None
 
     names, cursor, pages = [], None, 0
@@ -97,13 +111,22 @@ async def exercise(client, mode: str, answers: Answers) -> int:
     result = await client.call_tool("echo", {"text": "hello at 2026-07-28"})
     assert result.is_error is False and result.content[0].text == "hello at 2026-07-28"
 
-    result = await client.call_tool("weather", {"city": "Oslo"})  # the SDK checks it against the outputSchema
-    assert result.structured_content == {"city": "Oslo", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
+    result = await client.call_tool(
+        "weather", {"city": "Oslo"}
+    )  # the SDK checks it against the outputSchema
+    assert result.structured_content == {
+        "city": "Oslo",
+        "temperature": 21.5,
+        "unit": "celsius",
+        "conditions": "sunny",
+    }
 
     result = await client.call_tool("divide", {"a": 1, "b": 0})
     assert result.is_error is True and result.content[0].text == "Cannot divide by zero"
 
-    result = await client.call_tool("count_slowly", {"steps": 3, "delay": 0.01}, progress_callback=answers.on_progress)
+    result = await client.call_tool(
+        "count_slowly", {"steps": 3, "delay": 0.01}, progress_callback=answers.on_progress
+    )
     assert result.content[0].text == "counted to 3"
 
     with pytest.raises(MCPError) as caught:
@@ -111,7 +134,10 @@ async def exercise(client, mode: str, answers: Answers) -> int:
     assert caught.value.error.code == -32602
 
     read = await client.read_resource("demo://readme")
-    assert read.contents[0].text.startswith("# mcp_ref demo") and read.contents[0].mime_type == "text/markdown"
+    assert (
+        read.contents[0].text.startswith("# mcp_ref demo")
+        and read.contents[0].mime_type == "text/markdown"
+    )
     read = await client.read_resource("demo://greeting/Ada")  # from a template
     assert read.contents[0].text == "Hello, Ada!"
 
@@ -138,9 +164,14 @@ def run_sdk_client(transport, mode: str) -> tuple[Answers, int]:
     async def main():
         with anyio.fail_after(3 * WAIT):
             async with AsyncExitStack() as stack:
-                client = Client(await transport(stack), mode=mode, read_timeout_seconds=WAIT,
-                                client_info=types.Implementation(**CLIENT_INFO),
-                                sampling_callback=answers.sampling, elicitation_callback=answers.elicitation)
+                client = Client(
+                    await transport(stack),
+                    mode=mode,
+                    read_timeout_seconds=WAIT,
+                    client_info=types.Implementation(**CLIENT_INFO),
+                    sampling_callback=answers.sampling,
+                    elicitation_callback=answers.elicitation,
+                )
                 await stack.enter_async_context(client)
                 pages.append(await exercise(client, mode, answers))
 
@@ -159,7 +190,9 @@ def check_modern_traffic(checker: WireChecker, mode: str, pages: int) -> None:
     assert checker.modern_version == MODERN
     sent = checker.sent()
     assert checker.sent("initialize") == [] and checker.sent("notifications/initialized") == []
-    assert [m for m in sent if "method" in m and "id" not in m] == []  # 2026-07-28: no client notifications
+    assert [
+        m for m in sent if "method" in m and "id" not in m
+    ] == []  # 2026-07-28: no client notifications
     requests = [m for m in sent if "method" in m]
     for request in requests:
         meta = request["params"]["_meta"]
@@ -171,16 +204,38 @@ def check_modern_traffic(checker: WireChecker, mode: str, pages: int) -> None:
 
     methods = [m["method"] for m in requests]
     calls = [m["params"]["name"] for m in requests if m["method"] == "tools/call"]
-    expected = ["tools/list"] * pages + ["tools/call"] * 5 + ["resources/read"] * 2 + ["prompts/get"] + ["tools/call"] * 4
+    expected = (
+        ["tools/list"] * pages
+        + ["tools/call"] * 5
+        + ["resources/read"] * 2
+        + ["prompts/get"]
+        + ["tools/call"] * 4
+    )
     assert methods == (["server/discover"] if mode == "auto" else []) + expected
-    assert calls == ["echo", "weather", "divide", "count_slowly", "no_such_tool", "ask_user", "ask_user", "ask_llm", "ask_llm"]
+    assert calls == [
+        "echo",
+        "weather",
+        "divide",
+        "count_slowly",
+        "no_such_tool",
+        "ask_user",
+        "ask_user",
+        "ask_llm",
+        "ask_llm",
+    ]
 
     results = {m["id"]: m["result"] for m in checker.received() if "result" in m}
-    assert all(result["resultType"] in ("complete", "input_required") for result in results.values())
-    assert all(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-ref-demo"
-               for result in results.values())
+    assert all(
+        result["resultType"] in ("complete", "input_required") for result in results.values()
+    )
+    assert all(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-ref-demo"
+        for result in results.values()
+    )
     for tool, kind in (("ask_user", "elicitation/create"), ("ask_llm", "sampling/createMessage")):
-        first, retry = [m for m in requests if m["method"] == "tools/call" and m["params"]["name"] == tool]
+        first, retry = [
+            m for m in requests if m["method"] == "tools/call" and m["params"]["name"] == tool
+        ]
         asked = results[first["id"]]
         assert asked["resultType"] == "input_required" and "inputResponses" not in first["params"]
         [(key, ask)] = asked["inputRequests"].items()
@@ -201,9 +256,14 @@ def test_sdk_client_settles_on_2026_over_stdio(tmp_path, mode):
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     log, errors = tmp_path / "traffic.log", tmp_path / "stderr"
-    watch_stderr(command_label([*PROXY, "--", *DEMO]), lambda: errors.read_bytes() if errors.exists() else b"")
+    watch_stderr(
+        command_label([*PROXY, "--", *DEMO]),
+        lambda: errors.read_bytes() if errors.exists() else b"",
+    )
 
-    params = StdioServerParameters(command=PROXY[0], args=[*PROXY[1:], "--log", str(log), "--", *DEMO])
+    params = StdioServerParameters(
+        command=PROXY[0], args=[*PROXY[1:], "--log", str(log), "--", *DEMO]
+    )
     with open(errors, "w") as errlog:
 
         async def transport(stack):
@@ -222,12 +282,21 @@ class DemoOverHttp:
 
     def __init__(self, stateless: bool):
         self.command = [*DEMO, "--http", "127.0.0.1:0"] + (["--stateless"] if stateless else [])
-        self.proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            self.command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.errors = LineReader(self.proc.stderr)
-        self.unwatch = watch_stderr(command_label(self.command), lambda: list(self.errors.all), keep=True)
+        self.unwatch = watch_stderr(
+            command_label(self.command), lambda: list(self.errors.all), keep=True
+        )
         try:  # the port it got: from the line it prints once it listens
-            self.url = self.errors.wait_for(r"serving the demo at (http://127\.0\.0\.1:\d+/mcp) ").group(1)
+            self.url = self.errors.wait_for(
+                r"serving the demo at (http://127\.0\.0\.1:\d+/mcp) "
+            ).group(1)
         except BaseException:
             self.stop()
             raise
@@ -259,8 +328,11 @@ def test_sdk_client_settles_on_2026_over_streamable_http(demo_http, mode):
         replies.append(dict(response.headers))
 
     async def transport(stack):
-        http = await stack.enter_async_context(tapped_http_client(
-            checker, exchanges, event_hooks={"request": [on_request], "response": [on_response]}))
+        http = await stack.enter_async_context(
+            tapped_http_client(
+                checker, exchanges, event_hooks={"request": [on_request], "response": [on_response]}
+            )
+        )
         return streamable_http_client(demo_http.url, http_client=http)
 
     _, pages = run_sdk_client(transport, mode)

@@ -21,7 +21,9 @@ import requests
 from conftest import SERVERS, WAIT, watch_stderr
 from test_http_deploy import LineReader, stop
 
-pytest.importorskip("mcp", reason="the official MCP Python SDK (`pip install mcp`) is not installed")
+pytest.importorskip(
+    "mcp", reason="the official MCP Python SDK (`pip install mcp`) is not installed"
+)
 #: The official SDK's OAuth client, against our server started for real: slow (`pytest -m "not slow"` leaves it out).
 pytestmark = pytest.mark.slow
 
@@ -43,12 +45,23 @@ def protected_demo():
 
 
 def test_the_sdk_oauth_client_logs_in_and_calls_a_tool(protected_demo):
-    anonymous = requests.post(protected_demo, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                              headers={"Accept": "application/json, text/event-stream"}, timeout=WAIT)
-    assert anonymous.status_code == 401 and "Bearer" in anonymous.headers.get("WWW-Authenticate", "")
+    anonymous = requests.post(
+        protected_demo,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers={"Accept": "application/json, text/event-stream"},
+        timeout=WAIT,
+    )
+    assert anonymous.status_code == 401 and "Bearer" in anonymous.headers.get(
+        "WWW-Authenticate", ""
+    )
 
     # The script bounds itself to 30 s (anyio.fail_after); this bound only catches a hung interpreter.
-    run = subprocess.run([sys.executable, str(SDK_OAUTH_CLIENT), protected_demo], capture_output=True, text=True,
-                         timeout=60, check=False)
+    run = subprocess.run(
+        [sys.executable, str(SDK_OAUTH_CLIENT), protected_demo],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == "sdk-oauth\n", run.stdout + run.stderr

@@ -75,8 +75,10 @@ def sdk() -> Path:
             pass
         found = _sdk_candidates()
     if not found:
-        pytest.skip("no @modelcontextprotocol/sdk with client.experimental.tasks in the npx cache "
-                    "(~/.npm/_npx/*/node_modules/@modelcontextprotocol/sdk)")
+        pytest.skip(
+            "no @modelcontextprotocol/sdk with client.experimental.tasks in the npx cache "
+            "(~/.npm/_npx/*/node_modules/@modelcontextprotocol/sdk)"
+        )
     return found[-1][1]
 
 
@@ -89,8 +91,11 @@ class Run:
 
     def answer_to(self, request: dict) -> dict:
         """The server's answer to a request the client sent."""
-        return next(m for d, m in self.wire.messages
-                    if d == "<--" and m.get("id") == request["id"] and "method" not in m)
+        return next(
+            m
+            for d, m in self.wire.messages
+            if d == "<--" and m.get("id") == request["id"] and "method" not in m
+        )
 
     def calls(self, name: str) -> list[dict]:
         """The ``tools/call`` requests of tool ``name``."""
@@ -98,8 +103,11 @@ class Run:
 
     def about(self, task_id: str) -> list[tuple[str, dict]]:
         """Messages naming ``task_id`` (status notifications left out), in wire order."""
-        return [(d, m) for d, m in self.wire.messages
-                if task_id in json.dumps(m) and m.get("method") != "notifications/tasks/status"]
+        return [
+            (d, m)
+            for d, m in self.wire.messages
+            if task_id in json.dumps(m) and m.get("method") != "notifications/tasks/status"
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -113,13 +121,20 @@ def run(sdk, tmp_path_factory) -> Iterator[Run]:
     unwatch = watch_stderr(command_label(command), lambda: errors, keep=True)
     try:
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env)
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env
+            )
         except subprocess.TimeoutExpired as exc:
-            errors.append(exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or ""))
+            errors.append(
+                exc.stderr.decode(errors="replace")
+                if isinstance(exc.stderr, bytes)
+                else str(exc.stderr or "")
+            )
             pytest.fail(f"the TypeScript client did not end within {RUN_TIMEOUT:g} s")
         errors.append(done.stderr)
-        assert done.returncode == 0 and done.stdout.strip(), \
+        assert done.returncode == 0 and done.stdout.strip(), (
             f"the TypeScript client failed (exit {done.returncode}): {done.stdout.strip()}"
+        )
         seen = json.loads(done.stdout.strip().splitlines()[-1])
         assert seen.get("done") and not seen.get("fatal"), seen
         wire = WireChecker()
@@ -144,26 +159,43 @@ def test_the_sdk_sees_the_capability_and_each_tools_task_support(run):
     # §Server Capabilities: the server supports tasks/list, tasks/cancel and task-augmented tools/call.
     assert seen["taskCapability"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     # §Tool-Level Negotiation: execution.taskSupport, absent for a tool that never runs as a task.
-    assert seen["taskSupport"] == {"plain": None, "compute": "optional", "release": None, "forever": "required",
-                                   "tool_error": "required", "protocol_error": "required", "confirm": "required",
-                                   "ask_then_task": "optional"}
+    assert seen["taskSupport"] == {
+        "plain": None,
+        "compute": "optional",
+        "release": None,
+        "forever": "required",
+        "tool_error": "required",
+        "protocol_error": "required",
+        "confirm": "required",
+        "ask_then_task": "optional",
+    }
 
 
 def test_a_task_augmented_call_through_call_tool_stream(run):
     compute = run.seen["compute"]
     task_id = compute["taskId"]
     assert compute["messages"][0] == "taskCreated" and compute["messages"][-1] == "result"
-    assert compute["created"]["status"] == "working" and compute["created"]["ttl"] == 60000  # the ttl asked for
+    assert (
+        compute["created"]["status"] == "working" and compute["created"]["ttl"] == 60000
+    )  # the ttl asked for
     assert compute["released"] == "released"
     assert compute["text"] == "7 squared is 49"
-    assert compute["meta"] == {RELATED: {"taskId": task_id}}  # §Related Task Metadata: MUST on tasks/result
+    assert compute["meta"] == {
+        RELATED: {"taskId": task_id}
+    }  # §Related Task Metadata: MUST on tasks/result
     # Task progress: the call's progressToken stays valid; the notification carries related-task.
-    assert [(p["progress"], p["total"], p["message"]) for p in compute["progress"]] == [(1, 2, "half way")]
-    (progress,) = [m for m in run.wire.received("notifications/progress") if task_id in json.dumps(m)]
+    assert [(p["progress"], p["total"], p["message"]) for p in compute["progress"]] == [
+        (1, 2, "half way")
+    ]
+    (progress,) = [
+        m for m in run.wire.received("notifications/progress") if task_id in json.dumps(m)
+    ]
     assert progress["params"]["_meta"] == {RELATED: {"taskId": task_id}}
     (request,) = run.calls("compute")
     assert request["params"]["task"] == {"ttl": 60000}
-    assert run.answer_to(request)["result"]["task"]["taskId"] == task_id  # CreateTaskResult, at once
+    assert (
+        run.answer_to(request)["result"]["task"]["taskId"] == task_id
+    )  # CreateTaskResult, at once
     flow = [m.get("method") for d, m in run.about(task_id) if d == "-->"]
     assert flow[:1] == ["tasks/get"] and flow.count("tasks/result") == 1
 
@@ -177,34 +209,52 @@ def test_an_elicitation_of_a_task_reaches_the_sdk_with_related_task(run):
     asked = run.seen["elicitations"]
     assert [(e["message"], e["keys"]) for e in asked][:1] == [("Delete notes.txt?", ["confirm"])]
     assert sorted(e["message"] for e in asked[1:]) == ["Sure?", "Your name?"]
-    assert all(e["meta"] == {RELATED: {"taskId": task_id}} and e["extraTaskId"] == task_id for e in asked)
+    assert all(
+        e["meta"] == {RELATED: {"taskId": task_id}} and e["extraTaskId"] == task_id for e in asked
+    )
     # The result reflects the answers (confirm: true, the name Ada), with the related-task _meta.
     assert confirm["text"] == "Ada deleted notes.txt (True)"
     assert confirm["meta"] == {RELATED: {"taskId": task_id}}
     assert run.seen["confirmStatusAfter"] == "completed"
     # On the wire: the asks came while the SDK's tasks/result of the task was open.
     flow = run.about(task_id)
-    opened = next(i for i, (d, m) in enumerate(flow) if d == "-->" and m.get("method") == "tasks/result")
-    answered = next(i for i, (d, m) in enumerate(flow) if d == "<--" and m.get("id") == flow[opened][1]["id"]
-                    and "method" not in m)
-    elicits = [i for i, (d, m) in enumerate(flow) if d == "<--" and m.get("method") == "elicitation/create"]
+    opened = next(
+        i for i, (d, m) in enumerate(flow) if d == "-->" and m.get("method") == "tasks/result"
+    )
+    answered = next(
+        i
+        for i, (d, m) in enumerate(flow)
+        if d == "<--" and m.get("id") == flow[opened][1]["id"] and "method" not in m
+    )
+    elicits = [
+        i for i, (d, m) in enumerate(flow) if d == "<--" and m.get("method") == "elicitation/create"
+    ]
     assert len(elicits) == 3 and all(opened < i < answered for i in elicits)
     # The task went input_required and back (the receiver "SHOULD move the task to the input_required status").
     statuses = [n["status"] for n in run.seen["statusNotifications"] if n["taskId"] == task_id]
-    assert statuses.count("input_required") >= 2 and statuses[-1] == "completed"  # the last two asks may overlap
+    assert (
+        statuses.count("input_required") >= 2 and statuses[-1] == "completed"
+    )  # the last two asks may overlap
 
 
 def test_tasks_list_and_tasks_cancel(run):
     seen = run.seen
     listed = {task["taskId"]: task["status"] for task in seen["listed"]}
-    assert listed == {seen["compute"]["taskId"]: "completed", seen["confirm"]["taskId"]: "completed"}
+    assert listed == {
+        seen["compute"]["taskId"]: "completed",
+        seen["confirm"]["taskId"]: "completed",
+    }
     assert seen["listedNextCursor"] is None
     # §Task Cancellation: a task in a terminal status is -32602.
     assert seen["cancelFinished"]["error"]["code"] == -32602
     assert "terminal status 'completed'" in seen["cancelFinished"]["error"]["message"]
     # A running task is cancelled before the answer, stays so, and a second cancel is -32602.
     forever = seen["forever"]
-    assert (forever["created"], forever["cancelled"], forever["after"]) == ("working", "cancelled", "cancelled")
+    assert (forever["created"], forever["cancelled"], forever["after"]) == (
+        "working",
+        "cancelled",
+        "cancelled",
+    )
     assert forever["cancelAgain"]["error"]["code"] == -32602
     # tasks/get, tasks/list, tasks/cancel answers carry no related-task _meta (SHOULD NOT).
     for method in ("tasks/get", "tasks/list", "tasks/cancel"):
@@ -228,10 +278,18 @@ def test_a_failed_task_and_its_result(run):
     task_id = failed["taskId"]
     # §Task Execution Errors: an isError tool result fails the task, with a statusMessage ...
     assert failed["status"] == "failed" and failed["messages"][-1] == "error"
-    gets = [run.answer_to(m)["result"] for m in run.wire.sent("tasks/get") if m["params"]["taskId"] == task_id]
+    gets = [
+        run.answer_to(m)["result"]
+        for m in run.wire.sent("tasks/get")
+        if m["params"]["taskId"] == task_id
+    ]
     assert gets[-1]["statusMessage"] == "Tool execution failed: no luck"
     # ... and tasks/result returns exactly what the call would have: the isError result.
-    assert failed["payload"] == {"isError": True, "text": "no luck", "meta": {RELATED: {"taskId": task_id}}}
+    assert failed["payload"] == {
+        "isError": True,
+        "text": "no luck",
+        "meta": {RELATED: {"taskId": task_id}},
+    }
 
 
 def test_status_notifications_carry_the_full_task_without_related_task(run):
@@ -239,7 +297,10 @@ def test_status_notifications_carry_the_full_task_without_related_task(run):
     notes = run.seen["statusNotifications"]
     ended = {n["taskId"]: n["status"] for n in notes}
     seen = run.seen
-    assert ended[seen["compute"]["taskId"]] == "completed" and ended[seen["failed"]["taskId"]] == "failed"
+    assert (
+        ended[seen["compute"]["taskId"]] == "completed"
+        and ended[seen["failed"]["taskId"]] == "failed"
+    )
     assert ended[seen["forever"]["taskId"]] == "cancelled"
     # §Task Notifications: "SHOULD NOT include the io.modelcontextprotocol/related-task metadata".
     assert all(RELATED not in (n.get("_meta") or {}) for n in notes)

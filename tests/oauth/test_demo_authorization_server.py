@@ -23,7 +23,9 @@ def served(app: DemoAuthorizationServer):
     from mcp_ref.http.wsgi_server import WsgiServer
 
     httpd = WsgiServer(("127.0.0.1", 0), app)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield httpd
@@ -40,15 +42,33 @@ def auth_server():
         yield httpd
 
 
-def authorize(url: str, *, client_id=DEMO_CLIENT_ID, redirect_uri="http://127.0.0.1:53682/callback", verifier=None,
-              **extra) -> dict:
+def authorize(
+    url: str,
+    *,
+    client_id=DEMO_CLIENT_ID,
+    redirect_uri="http://127.0.0.1:53682/callback",
+    verifier=None,
+    **extra,
+) -> dict:
     """One authorization request; the query of the redirect it answers with."""
     verifier = verifier or pkce.new_verifier()
-    params = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s-1",
-              "code_challenge": pkce.challenge(verifier), "code_challenge_method": "S256", "resource": RESOURCE,
-              "scope": "mcp:tools", **extra}
-    answer = requests.get(url + "/authorize", params={k: v for k, v in params.items() if v is not None},
-                          allow_redirects=False, timeout=WAIT)
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": redirect_uri,
+        "state": "s-1",
+        "code_challenge": pkce.challenge(verifier),
+        "code_challenge_method": "S256",
+        "resource": RESOURCE,
+        "scope": "mcp:tools",
+        **extra,
+    }
+    answer = requests.get(
+        url + "/authorize",
+        params={k: v for k, v in params.items() if v is not None},
+        allow_redirects=False,
+        timeout=WAIT,
+    )
     assert answer.status_code == 302, answer.text
     location = answer.headers["Location"]
     assert location.startswith(redirect_uri + "?")
@@ -62,18 +82,32 @@ def token(url: str, **form) -> requests.Response:
 def code_flow(url: str, verifier: str | None = None) -> dict:
     verifier = verifier or pkce.new_verifier()
     query = authorize(url, verifier=verifier)
-    answer = token(url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
-                   redirect_uri="http://127.0.0.1:53682/callback", code_verifier=verifier, resource=RESOURCE)
+    answer = token(
+        url,
+        grant_type="authorization_code",
+        code=query["code"],
+        client_id=DEMO_CLIENT_ID,
+        redirect_uri="http://127.0.0.1:53682/callback",
+        code_verifier=verifier,
+        resource=RESOURCE,
+    )
     assert answer.status_code == 200, answer.text
     return answer.json()
 
 
 def test_metadata_is_rfc_8414(auth_server):
-    meta = requests.get(auth_server.url + "/.well-known/oauth-authorization-server", timeout=WAIT).json()
+    meta = requests.get(
+        auth_server.url + "/.well-known/oauth-authorization-server", timeout=WAIT
+    ).json()
     assert meta["issuer"] == auth_server.url
     assert meta["code_challenge_methods_supported"] == ["S256"]
     assert meta["authorization_response_iss_parameter_supported"] is True
-    for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "introspection_endpoint"):
+    for endpoint in (
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+        "introspection_endpoint",
+    ):
         assert meta[endpoint].startswith(auth_server.url + "/")
 
 
@@ -81,32 +115,68 @@ def test_the_code_flow_with_pkce_state_iss_and_a_resource_bound_token(auth_serve
     url = auth_server.url
     query = authorize(url, verifier="v" * 43)
     assert query["state"] == "s-1" and query["iss"] == url  # RFC 9207
-    answer = token(url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
-                   redirect_uri="http://127.0.0.1:53682/callback", code_verifier="v" * 43, resource=RESOURCE)
+    answer = token(
+        url,
+        grant_type="authorization_code",
+        code=query["code"],
+        client_id=DEMO_CLIENT_ID,
+        redirect_uri="http://127.0.0.1:53682/callback",
+        code_verifier="v" * 43,
+        resource=RESOURCE,
+    )
     tokens = answer.json()
     assert answer.headers["Cache-Control"] == "no-store"
-    assert tokens["token_type"] == "Bearer" and tokens["scope"] == "mcp:tools" and tokens["refresh_token"]
+    assert (
+        tokens["token_type"] == "Bearer"
+        and tokens["scope"] == "mcp:tools"
+        and tokens["refresh_token"]
+    )
     grant = auth_server.app.verify(tokens["access_token"])
-    assert grant.resource == RESOURCE and grant.scope == "mcp:tools"  # its audience, and what it may do
+    assert (
+        grant.resource == RESOURCE and grant.scope == "mcp:tools"
+    )  # its audience, and what it may do
 
 
 def test_a_code_is_single_use_and_bound_to_its_verifier(auth_server):
     url = auth_server.url
     verifier = pkce.new_verifier()
     query = authorize(url, verifier=verifier)
-    wrong = token(url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
-                  redirect_uri="http://127.0.0.1:53682/callback", code_verifier=pkce.new_verifier())
+    wrong = token(
+        url,
+        grant_type="authorization_code",
+        code=query["code"],
+        client_id=DEMO_CLIENT_ID,
+        redirect_uri="http://127.0.0.1:53682/callback",
+        code_verifier=pkce.new_verifier(),
+    )
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
-    again = token(url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
-                  redirect_uri="http://127.0.0.1:53682/callback", code_verifier=verifier)
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"  # a failed try used it up
+    again = token(
+        url,
+        grant_type="authorization_code",
+        code=query["code"],
+        client_id=DEMO_CLIENT_ID,
+        redirect_uri="http://127.0.0.1:53682/callback",
+        code_verifier=verifier,
+    )
+    assert (
+        again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    )  # a failed try used it up
     assert query["code"] not in again.text  # never repeated back
 
 
 def test_an_unregistered_redirect_is_refused_without_redirecting(auth_server):
-    answer = requests.get(auth_server.url + "/authorize", allow_redirects=False, timeout=WAIT, params={
-        "response_type": "code", "client_id": DEMO_CLIENT_ID, "redirect_uri": "https://evil.example/callback",
-        "code_challenge": pkce.challenge(pkce.new_verifier()), "code_challenge_method": "S256"})
+    answer = requests.get(
+        auth_server.url + "/authorize",
+        allow_redirects=False,
+        timeout=WAIT,
+        params={
+            "response_type": "code",
+            "client_id": DEMO_CLIENT_ID,
+            "redirect_uri": "https://evil.example/callback",
+            "code_challenge": pkce.challenge(pkce.new_verifier()),
+            "code_challenge_method": "S256",
+        },
+    )
     assert answer.status_code == 400 and "Location" not in answer.headers
 
 
@@ -119,58 +189,126 @@ def test_loopback_redirects_match_on_any_port_and_pkce_s256_is_required(auth_ser
 
 def test_dynamic_registration_then_a_confidential_client_with_basic_auth(auth_server):
     url = auth_server.url
-    registered = requests.post(url + "/register", json={"redirect_uris": ["http://127.0.0.1/cb"], "client_name": "t",
-                                                        "grant_types": ["authorization_code", "refresh_token"]}, timeout=WAIT)
+    registered = requests.post(
+        url + "/register",
+        json={
+            "redirect_uris": ["http://127.0.0.1/cb"],
+            "client_name": "t",
+            "grant_types": ["authorization_code", "refresh_token"],
+        },
+        timeout=WAIT,
+    )
     assert registered.status_code == 201
     client = registered.json()
     assert client["token_endpoint_auth_method"] == "client_secret_basic" and client["client_secret"]
     verifier = pkce.new_verifier()
-    query = authorize(url, client_id=client["client_id"], redirect_uri="http://127.0.0.1:4000/cb", verifier=verifier)
+    query = authorize(
+        url,
+        client_id=client["client_id"],
+        redirect_uri="http://127.0.0.1:4000/cb",
+        verifier=verifier,
+    )
     basic = base64.b64encode(f"{client['client_id']}:{client['client_secret']}".encode()).decode()
-    answer = requests.post(url + "/token", headers={"Authorization": f"Basic {basic}"}, timeout=WAIT, data={
-        "grant_type": "authorization_code", "code": query["code"], "redirect_uri": "http://127.0.0.1:4000/cb",
-        "code_verifier": verifier})
+    answer = requests.post(
+        url + "/token",
+        headers={"Authorization": f"Basic {basic}"},
+        timeout=WAIT,
+        data={
+            "grant_type": "authorization_code",
+            "code": query["code"],
+            "redirect_uri": "http://127.0.0.1:4000/cb",
+            "code_verifier": verifier,
+        },
+    )
     assert answer.status_code == 200, answer.text
     forged = base64.b64encode(f"{client['client_id']}:wrong".encode()).decode()
-    refused = requests.post(url + "/token", headers={"Authorization": f"Basic {forged}"}, timeout=WAIT,
-                            data={"grant_type": "refresh_token", "refresh_token": answer.json()["refresh_token"]})
+    refused = requests.post(
+        url + "/token",
+        headers={"Authorization": f"Basic {forged}"},
+        timeout=WAIT,
+        data={"grant_type": "refresh_token", "refresh_token": answer.json()["refresh_token"]},
+    )
     assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"
     # Introspection, for a confidential client: what the token stands for.
-    info = requests.post(url + "/introspect", headers={"Authorization": f"Basic {basic}"}, timeout=WAIT,
-                         data={"token": answer.json()["access_token"]}).json()
+    info = requests.post(
+        url + "/introspect",
+        headers={"Authorization": f"Basic {basic}"},
+        timeout=WAIT,
+        data={"token": answer.json()["access_token"]},
+    ).json()
     assert info["active"] and info["aud"] == RESOURCE and info["client_id"] == client["client_id"]
-    gone = requests.post(url + "/introspect", headers={"Authorization": f"Basic {basic}"}, timeout=WAIT,
-                         data={"token": "not-a-token"}).json()
+    gone = requests.post(
+        url + "/introspect",
+        headers={"Authorization": f"Basic {basic}"},
+        timeout=WAIT,
+        data={"token": "not-a-token"},
+    ).json()
     assert gone == {"active": False}
 
 
-@pytest.mark.parametrize("body, error", [
-    ({"redirect_uris": ["http://evil.example/cb"]}, "invalid_redirect_uri"),  # http, not loopback
-    ({"redirect_uris": ["https://ok.example/cb#frag"]}, "invalid_redirect_uri"),
-    ({"redirect_uris": []}, "invalid_redirect_uri"),
-    ({"redirect_uris": ["https://ok.example/cb"], "token_endpoint_auth_method": "private_key_jwt"}, "invalid_client_metadata"),
-    ({"redirect_uris": ["https://ok.example/cb"], "grant_types": ["password"]}, "invalid_client_metadata"),
-])
+@pytest.mark.parametrize(
+    "body, error",
+    [
+        (
+            {"redirect_uris": ["http://evil.example/cb"]},
+            "invalid_redirect_uri",
+        ),  # http, not loopback
+        ({"redirect_uris": ["https://ok.example/cb#frag"]}, "invalid_redirect_uri"),
+        ({"redirect_uris": []}, "invalid_redirect_uri"),
+        (
+            {
+                "redirect_uris": ["https://ok.example/cb"],
+                "token_endpoint_auth_method": "private_key_jwt",
+            },
+            "invalid_client_metadata",
+        ),
+        (
+            {"redirect_uris": ["https://ok.example/cb"], "grant_types": ["password"]},
+            "invalid_client_metadata",
+        ),
+    ],
+)
 def test_bad_registrations_are_refused_with_rfc_7591_errors(auth_server, body, error):
     answer = requests.post(auth_server.url + "/register", json=body, timeout=WAIT)
     assert answer.status_code == 400 and answer.json()["error"] == error
 
 
 def test_an_oversized_body_is_refused_unread(auth_server):
-    answer = requests.post(auth_server.url + "/register", data=b"{" + b" " * 70_000 + b"}",
-                           headers={"Content-Type": "application/json"}, timeout=WAIT)
+    answer = requests.post(
+        auth_server.url + "/register",
+        data=b"{" + b" " * 70_000 + b"}",
+        headers={"Content-Type": "application/json"},
+        timeout=WAIT,
+    )
     assert answer.status_code == 413
 
 
 def test_refresh_tokens_rotate_and_never_widen_the_scope(auth_server):
     url = auth_server.url
     first = code_flow(url)
-    second = token(url, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=DEMO_CLIENT_ID)
+    second = token(
+        url,
+        grant_type="refresh_token",
+        refresh_token=first["refresh_token"],
+        client_id=DEMO_CLIENT_ID,
+    )
     assert second.status_code == 200 and second.json()["refresh_token"] != first["refresh_token"]
-    reused = token(url, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=DEMO_CLIENT_ID)
-    assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"  # rotated: the old one is gone
-    wider = token(url, grant_type="refresh_token", refresh_token=second.json()["refresh_token"], client_id=DEMO_CLIENT_ID,
-                  scope="mcp:tools mcp:admin")
+    reused = token(
+        url,
+        grant_type="refresh_token",
+        refresh_token=first["refresh_token"],
+        client_id=DEMO_CLIENT_ID,
+    )
+    assert (
+        reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    )  # rotated: the old one is gone
+    wider = token(
+        url,
+        grant_type="refresh_token",
+        refresh_token=second.json()["refresh_token"],
+        client_id=DEMO_CLIENT_ID,
+        scope="mcp:tools mcp:admin",
+    )
     assert wider.status_code == 400 and wider.json()["error"] == "invalid_scope"
 
 
@@ -183,8 +321,15 @@ def test_codes_and_access_tokens_expire_by_the_clock():
         verifier = pkce.new_verifier()
         query = authorize(url, verifier=verifier)
         now[0] += 61.0  # past the code's lifetime
-        late = token(url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
-                     redirect_uri="http://127.0.0.1:53682/callback", code_verifier=verifier, resource=RESOURCE)
+        late = token(
+            url,
+            grant_type="authorization_code",
+            code=query["code"],
+            client_id=DEMO_CLIENT_ID,
+            redirect_uri="http://127.0.0.1:53682/callback",
+            code_verifier=verifier,
+            resource=RESOURCE,
+        )
         assert late.status_code == 400 and late.json()["error"] == "invalid_grant"
 
         tokens = code_flow(url)  # a code used at once is good
@@ -196,23 +341,41 @@ def test_codes_and_access_tokens_expire_by_the_clock():
         now[0] += 2.0
         assert app.verify(tokens["access_token"]) is None  # expired
         assert app.token_verifier().verify(tokens["access_token"]) is None
-        renewed = token(url, grant_type="refresh_token", refresh_token=tokens["refresh_token"], client_id=DEMO_CLIENT_ID)
-        assert renewed.status_code == 200 and app.verify(renewed.json()["access_token"]) is not None  # the refresh token lives on
+        renewed = token(
+            url,
+            grant_type="refresh_token",
+            refresh_token=tokens["refresh_token"],
+            client_id=DEMO_CLIENT_ID,
+        )
+        assert (
+            renewed.status_code == 200 and app.verify(renewed.json()["access_token"]) is not None
+        )  # the refresh token lives on
 
 
 def test_a_token_request_for_another_resource_is_refused(auth_server):
     verifier = pkce.new_verifier()
     query = authorize(auth_server.url, verifier=verifier)
-    answer = token(auth_server.url, grant_type="authorization_code", code=query["code"], client_id=DEMO_CLIENT_ID,
-                   redirect_uri="http://127.0.0.1:53682/callback", code_verifier=verifier, resource="http://other/mcp")
+    answer = token(
+        auth_server.url,
+        grant_type="authorization_code",
+        code=query["code"],
+        client_id=DEMO_CLIENT_ID,
+        redirect_uri="http://127.0.0.1:53682/callback",
+        code_verifier=verifier,
+        resource="http://other/mcp",
+    )
     assert answer.status_code == 400 and answer.json()["error"] == "invalid_target"
 
 
 def test_the_tables_are_bounded():
     app = DemoAuthorizationServer(max_clients=5)
     for _ in range(50):
-        app.register({"redirect_uris": ["https://c.example/cb"], "token_endpoint_auth_method": "none"})
-    assert len(app.clients) == 5 and app.clients.get(DEMO_CLIENT_ID) is not None  # the pre-registered one stays
+        app.register(
+            {"redirect_uris": ["https://c.example/cb"], "token_endpoint_auth_method": "none"}
+        )
+    assert (
+        len(app.clients) == 5 and app.clients.get(DEMO_CLIENT_ID) is not None
+    )  # the pre-registered one stays
 
 
 # -- Client ID Metadata Documents ---------------------------------------------------------------------
@@ -227,11 +390,15 @@ def documents():
 
     def app(environ, start_response):
         body, headers = served.get(environ["PATH_INFO"], (b"", []))
-        start_response("200 OK" if body else "404 Not Found", [("Content-Length", str(len(body)))] + headers)
+        start_response(
+            "200 OK" if body else "404 Not Found", [("Content-Length", str(len(body)))] + headers
+        )
         return [body]
 
     httpd = WsgiServer(("127.0.0.1", 0), app)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     httpd.serve = lambda path, body, headers=(): served.__setitem__(path, (body, list(headers)))
     yield httpd
@@ -243,37 +410,83 @@ def documents():
 def document(client_id: str, **fields) -> bytes:
     import json
 
-    return json.dumps({"client_id": client_id, "client_name": "doc client",
-                       "redirect_uris": ["http://127.0.0.1/callback"], **fields}).encode()
+    return json.dumps(
+        {
+            "client_id": client_id,
+            "client_name": "doc client",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+            **fields,
+        }
+    ).encode()
 
 
 def test_a_client_metadata_document_is_a_client(auth_server, documents):
     client_id = documents.url + "/oauth/client.json"
     documents.serve("/oauth/client.json", document(client_id))
-    assert requests.get(auth_server.url + "/.well-known/oauth-authorization-server",
-                        timeout=WAIT).json()["client_id_metadata_document_supported"] is True
+    assert (
+        requests.get(
+            auth_server.url + "/.well-known/oauth-authorization-server", timeout=WAIT
+        ).json()["client_id_metadata_document_supported"]
+        is True
+    )
     verifier = pkce.new_verifier()
-    query = authorize(auth_server.url, client_id=client_id, redirect_uri="http://127.0.0.1:7777/callback", verifier=verifier)
-    answer = token(auth_server.url, grant_type="authorization_code", code=query["code"], client_id=client_id,
-                   redirect_uri="http://127.0.0.1:7777/callback", code_verifier=verifier)
+    query = authorize(
+        auth_server.url,
+        client_id=client_id,
+        redirect_uri="http://127.0.0.1:7777/callback",
+        verifier=verifier,
+    )
+    answer = token(
+        auth_server.url,
+        grant_type="authorization_code",
+        code=query["code"],
+        client_id=client_id,
+        redirect_uri="http://127.0.0.1:7777/callback",
+        code_verifier=verifier,
+    )
     assert answer.status_code == 200, answer.text
 
 
-@pytest.mark.parametrize("problem", ["wrong client_id", "no redirect_uris", "too big", "not json", "missing"])
-def test_a_bad_client_metadata_document_is_refused_without_a_redirect(auth_server, documents, problem):
+@pytest.mark.parametrize(
+    "problem", ["wrong client_id", "no redirect_uris", "too big", "not json", "missing"]
+)
+def test_a_bad_client_metadata_document_is_refused_without_a_redirect(
+    auth_server, documents, problem
+):
     client_id = documents.url + "/client.json"
-    body = {"wrong client_id": document(client_id + "x"), "no redirect_uris": document(client_id, redirect_uris=[]),
-            "too big": document(client_id, padding="x" * 20_000), "not json": b"<html>", "missing": b""}[problem]
+    body = {
+        "wrong client_id": document(client_id + "x"),
+        "no redirect_uris": document(client_id, redirect_uris=[]),
+        "too big": document(client_id, padding="x" * 20_000),
+        "not json": b"<html>",
+        "missing": b"",
+    }[problem]
     documents.serve("/client.json", body)
-    answer = requests.get(auth_server.url + "/authorize", allow_redirects=False, timeout=WAIT, params={
-        "response_type": "code", "client_id": client_id, "redirect_uri": "http://127.0.0.1/callback",
-        "code_challenge": pkce.challenge(pkce.new_verifier()), "code_challenge_method": "S256"})
+    answer = requests.get(
+        auth_server.url + "/authorize",
+        allow_redirects=False,
+        timeout=WAIT,
+        params={
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": "http://127.0.0.1/callback",
+            "code_challenge": pkce.challenge(pkce.new_verifier()),
+            "code_challenge_method": "S256",
+        },
+    )
     assert answer.status_code == 400 and "Location" not in answer.headers
     assert answer.json()["error"] == "invalid_client"
 
 
-@pytest.mark.parametrize("client_id", ["https://10.0.0.1/client.json", "https://169.254.169.254/latest/meta-data",
-                                       "http://example.com/client.json", "https://[fd00::1]/c.json"])
+@pytest.mark.parametrize(
+    "client_id",
+    [
+        "https://10.0.0.1/client.json",
+        "https://169.254.169.254/latest/meta-data",
+        "http://example.com/client.json",
+        "https://[fd00::1]/c.json",
+    ],
+)
 def test_private_network_and_plain_http_documents_are_never_fetched(client_id):
     from mcp_ref.workbench.demo_auth_server import OAuthError, fetch_client_metadata
 

@@ -25,4 +25,6 @@ def test_a_proof_verifies_with_its_own_header_key_and_names_the_request():
     assert claims["htm"] == "POST" and claims["htu"] == "https://rs.example/mcp"
     digest = base64.urlsafe_b64encode(hashlib.sha256(b"token-1").digest()).rstrip(b"=").decode()
     assert claims["ath"] == digest and claims["nonce"] == "n-1"
-    assert "ath" not in jwt.decode(key.proof("GET", "https://rs.example/"), public, algorithms=["ES256"])
+    assert "ath" not in jwt.decode(
+        key.proof("GET", "https://rs.example/"), public, algorithms=["ES256"]
+    )

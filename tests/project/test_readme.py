@@ -29,7 +29,7 @@ BLOCKS = {
     "# http_server.py": "test_http_examples_run",
     "gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app": "test_http_deploy_commands_serve",
     "gunicorn_hooks": "SKIP: Redis and two gunicorn deployments; tests/state/test_scale_out.py runs the same gunicorn command "
-                      "line (-c python:mcp_ref.http.gunicorn_hooks) against a real Redis",
+    "line (-c python:mcp_ref.http.gunicorn_hooks) against a real Redis",
     'Client.http("http://127.0.0.1:8000/mcp", headers': "test_http_examples_run",
     "# http_server_limits.py": "test_http_examples_run",
     "# ask_server.py": "test_two_eras_example_asks_in_one_round_and_completes_on_the_retry",
@@ -41,7 +41,7 @@ BLOCKS = {
     "server_request_limit=": "test_approve_example_runs_as_pasted",
     "mcp-ref call TARGET add a=1 b=2": "test_cli_commands_run",
     "python benchmarks/bench.py --state-only": "SKIP: the benchmark runs for minutes; tests/workbench/test_bench.py runs "
-                                                "--help and a --state-only --quick round",
+    "--help and a --state-only --quick round",
 }
 
 
@@ -55,11 +55,18 @@ def test_every_readme_block_is_run_or_skipped_with_a_reason():
     assert len(blocks) == README.count("\n```") // 2  # every fence opened is closed, none missed
     for marker, how in BLOCKS.items():
         holders = [b for b in blocks if marker in b]
-        assert len(holders) == 1, f"marker {marker!r} is in {len(holders)} README blocks, not exactly one"
-        assert how.startswith("SKIP: ") and len(how) > 20 or callable(globals().get(how)), (marker, how)
+        assert len(holders) == 1, (
+            f"marker {marker!r} is in {len(holders)} README blocks, not exactly one"
+        )
+        assert how.startswith("SKIP: ") and len(how) > 20 or callable(globals().get(how)), (
+            marker,
+            how,
+        )
     for block in blocks:
         markers = [m for m in BLOCKS if m in block]
-        assert len(markers) == 1, f"README block without exactly one entry in test_readme.BLOCKS: {block[:200]!r}"
+        assert len(markers) == 1, (
+            f"README block without exactly one entry in test_readme.BLOCKS: {block[:200]!r}"
+        )
 
 
 def _block(marker: str) -> str:
@@ -74,15 +81,21 @@ def _commands(block: str) -> list[str]:
 
 def _env(tmp_path) -> dict:
     """This interpreter's bin first on PATH (``python``, ``mcp-ref``), and a cache of the test's own."""
-    return dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-                XDG_CACHE_HOME=str(tmp_path / "cache"))
+    return dict(
+        os.environ,
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+    )
 
 
 def test_readme_opens_with_the_two_setup_commands():
     first_block = _blocks()[0].strip().splitlines()
     assert first_block == ['pip install -e ".[test]" && mcp-ref demo', "python -m pytest"]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "\npython -m pytest\n" in ci and 'pip install --quiet --disable-pip-version-check -e ".[test]"' in ci
+    assert (
+        "\npython -m pytest\n" in ci
+        and 'pip install --quiet --disable-pip-version-check -e ".[test]"' in ci
+    )
 
 
 @pytest.mark.slow
@@ -90,7 +103,9 @@ def test_client_tour_runs(tmp_path):
     tour = _block("print(client.server_info.name, client.protocol_version)")
     script = tmp_path / "tour.py"
     script.write_text(tour)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "mcp-ref-demo 2026-07-28"
@@ -102,19 +117,28 @@ def test_client_tour_runs(tmp_path):
 def test_listen_example_runs_in_both_eras(tmp_path):
     script = tmp_path / "listen.py"
     script.write_text(_block("# listen.py"))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
     assert done.returncode == 0, done.stderr
     ack = "{'toolsListChanged': True, 'resourceSubscriptions': ['demo://counter']}"
     assert done.stdout.splitlines() == [
-        f"2026-07-28 {ack}", "notifications/resources/updated", "notifications/tools/list_changed",
-        f"2025-11-25 {ack}", "notifications/resources/updated", "notifications/tools/list_changed"]
+        f"2026-07-28 {ack}",
+        "notifications/resources/updated",
+        "notifications/tools/list_changed",
+        f"2025-11-25 {ack}",
+        "notifications/resources/updated",
+        "notifications/tools/list_changed",
+    ]
 
 
 @pytest.mark.slow
 def test_tasks_example_runs(tmp_path):
     script = tmp_path / "tasks.py"
     script.write_text(_block("# tasks.py"))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["2026-07-28 built docs True", "2025-11-25 built docs True"]
 
@@ -136,16 +160,29 @@ def test_server_example_serves(tmp_path, connect):
     client = connect(
         [sys.executable, str(script)],
         cwd=str(ROOT),  # docs/ is found beside the script, whatever the working directory
-        sampling_handler=lambda params: CreateMessageResult(role="assistant", content=TextContent(text="hello"), model="m"),
+        sampling_handler=lambda params: CreateMessageResult(
+            role="assistant", content=TextContent(text="hello"), model="m"
+        ),
     )
     assert client.instructions == "Try the add tool."
     assert client.call_tool("add", {"a": 1, "b": 2}).content[0].text == "3"
-    assert client.call_tool("weather", {"city": "Oslo"}).structured_content == {"city": "Oslo", "celsius": 21.5}
+    assert client.call_tool("weather", {"city": "Oslo"}).structured_content == {
+        "city": "Oslo",
+        "celsius": 21.5,
+    }
     progress = []
-    assert client.call_tool("slow", {"steps": 2}, on_progress=lambda p, t, m: progress.append(p)).content[0].text == "hello"
+    assert (
+        client.call_tool("slow", {"steps": 2}, on_progress=lambda p, t, m: progress.append(p))
+        .content[0]
+        .text
+        == "hello"
+    )
     assert progress == [1, 2]
     assert client.read_resource("notes://todo").contents[0].text == "a note called todo"
-    assert client.get_prompt("greet", {"name": "Ada", "style": "formal"}).messages[0].content.text == "Good day, Ada."
+    assert (
+        client.get_prompt("greet", {"name": "Ada", "style": "formal"}).messages[0].content.text
+        == "Good day, Ada."
+    )
     docs = [r.uri for r in client.list_resources() if r.uri.endswith("hello.txt")]
     assert len(docs) == 1 and client.read_resource(docs[0]).contents[0].text == "hello from docs\n"
 
@@ -155,7 +192,9 @@ def test_in_memory_example_runs(tmp_path):
     example = _block("Client.in_memory(server)")
     script = tmp_path / "in_memory.py"
     script.write_text(example)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -164,13 +203,18 @@ def test_shop_example_runs(tmp_path):
     """Rich types both ways, an awaited ctx.info, the lifespan's value, and a ResourceError's message."""
     script = tmp_path / "shop.py"
     script.write_text(_block("# shop.py"))
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
     assert done.returncode == 0, done.stderr
     # the on_log callback prints from its own thread: its line may come between ours, so look for the texts
     # (each print has one argument: one write, never split by the other thread's)
     assert done.stdout.count("tea") >= 2  # the log line, and the resource read
-    for text in ("ordering tea for 4.20, due 01 March", "4.20 2026-03-01",
-                 "-32603 no order 00000000-0000-0000-0000-000000000000"):
+    for text in (
+        "ordering tea for 4.20, due 01 March",
+        "4.20 2026-03-01",
+        "-32603 no order 00000000-0000-0000-0000-000000000000",
+    ):
         assert text in done.stdout, (text, done.stdout)
 
 
@@ -189,8 +233,14 @@ def test_callbacks_example_runs(tmp_path):
     _write_server_example(tmp_path, docs=False)
     script = tmp_path / "callbacks.py"
     script.write_text(_block("sampling_handler=lambda params"))
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
-                          timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+    )
     assert done.returncode == 0, done.stderr
     # slow() asked the client's model, and the handler answered.  (The on_log callback prints from
     # its own thread, so its words may interleave with ours: look for the text, not a whole line.)
@@ -207,7 +257,9 @@ def _serve_over_http(tmp_path, marker: str):
     port = free_port()
     script = tmp_path / marker.lstrip("# ")
     script.write_text(_block(marker).replace("port=8000", f"port={port}"))
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], cwd=tmp_path, stderr=subprocess.PIPE, text=True
+    )
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
     assert f":{port}/mcp" in lines.get(timeout=WAIT), "the server did not announce its address"
@@ -221,8 +273,14 @@ def test_http_examples_run(tmp_path):
         proc, port = _serve_over_http(tmp_path, marker)
         try:
             client = tmp_path / "http_client.py"
-            client.write_text(_block('Client.http("http://127.0.0.1:8000/mcp", headers').replace(":8000", f":{port}"))
-            done = subprocess.run([sys.executable, str(client)], capture_output=True, text=True, timeout=WAIT * 3)
+            client.write_text(
+                _block('Client.http("http://127.0.0.1:8000/mcp", headers').replace(
+                    ":8000", f":{port}"
+                )
+            )
+            done = subprocess.run(
+                [sys.executable, str(client)], capture_output=True, text=True, timeout=WAIT * 3
+            )
             assert done.returncode == 0, done.stderr
             assert done.stdout.split() == ["5"]
         finally:
@@ -239,13 +297,27 @@ def test_oauth_client_example_logs_in_to_the_protected_demo(tmp_path):
     from test_http_deploy import LineReader, stop
 
     port = free_port()
-    command = [sys.executable, "-m", "mcp_ref", "serve-demo", "--http", f"127.0.0.1:{port}", "--auth"]
+    command = [
+        sys.executable,
+        "-m",
+        "mcp_ref",
+        "serve-demo",
+        "--http",
+        f"127.0.0.1:{port}",
+        "--auth",
+    ]
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         LineReader(demo.stderr).wait_for("serving the demo")
         script = tmp_path / "oauth_client.py"
         script.write_text(_block("# oauth_client.py").replace("8000", str(port)))
-        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3, cwd=tmp_path)
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=WAIT * 3,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0 and done.stdout == "signed in\n", done.stderr
         assert (tmp_path / "tokens.json").exists()
     finally:
@@ -258,7 +330,9 @@ def test_protected_server_example_builds_a_protected_app(tmp_path):
     import json
 
     script = tmp_path / "protected_server.py"
-    script.write_text(_block("# protected_server.py") + """
+    script.write_text(
+        _block("# protected_server.py")
+        + """
 import io, json
 def call(path, method="GET"):
     seen = {}
@@ -271,12 +345,23 @@ seen, body = call("/.well-known/oauth-protected-resource/mcp")
 print(json.dumps(json.loads(body)))
 seen, _ = call("/mcp", "POST")
 print(seen["status"], seen["headers"].get("WWW-Authenticate"))
-""")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3, cwd=tmp_path)
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     metadata, challenge = done.stdout.splitlines()
     assert json.loads(metadata)["authorization_servers"] == ["https://auth.example.com"]
-    assert challenge.startswith("401") and 'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert (
+        challenge.startswith("401")
+        and 'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"'
+        in challenge
+    )
 
 
 def test_two_eras_example_asks_in_one_round_and_completes_on_the_retry(tmp_path):
@@ -293,22 +378,44 @@ def test_two_eras_example_asks_in_one_round_and_completes_on_the_retry(tmp_path)
 
     from mcp_ref.http.headers import request_headers
 
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}}}
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}},
+    }
     params = {"name": "plan", "arguments": {"city": "Lyon"}, "_meta": meta}
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
-               **request_headers("tools/call", params)}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        **request_headers("tools/call", params),
+    }
 
     def post(request_id, body_params):
         body = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": body_params}
-        return requests.post(served.mcp, json=body, headers=headers, timeout=TIMEOUT).json()["result"]
+        return requests.post(served.mcp, json=body, headers=headers, timeout=TIMEOUT).json()[
+            "result"
+        ]
 
     with serving(module.server) as served:
         first = post(1, params)
-        assert first["resultType"] == "input_required" and set(first["inputRequests"]) == {"who", "idea"}
-        done = post(2, {**params, "requestState": first["requestState"], "inputResponses": {
-            "who": {"action": "accept", "content": {"name": "Ada"}},
-            "idea": {"role": "assistant", "content": {"type": "text", "text": "the old town"}, "model": "m"}}})
+        assert first["resultType"] == "input_required" and set(first["inputRequests"]) == {
+            "who",
+            "idea",
+        }
+        done = post(
+            2,
+            {
+                **params,
+                "requestState": first["requestState"],
+                "inputResponses": {
+                    "who": {"action": "accept", "content": {"name": "Ada"}},
+                    "idea": {
+                        "role": "assistant",
+                        "content": {"type": "text", "text": "the old town"},
+                        "model": "m",
+                    },
+                },
+            },
+        )
     assert done["content"][0]["text"] == "Ada goes to Lyon: the old town"
 
 
@@ -318,16 +425,24 @@ def test_policy_examples_build_what_they_say():
     scope = {}
     exec(compile(server_block, "README policy example", "exec"), scope)
     server = scope["server"]
-    assert str(server.policy.rate_limit) == "100/60s" and server.get_tool("send_mail").options["rate_limit"].count == 5
+    assert (
+        str(server.policy.rate_limit) == "100/60s"
+        and server.get_tool("send_mail").options["rate_limit"].count == 5
+    )
     principal = __import__("mcp_ref").Principal
     assert scope["authorize"](principal("p"), "tools/call", "admin_reset") is False
-    assert scope["authorize"](principal("p", frozenset({"admin"})), "tools/call", "admin_reset") is True
+    assert (
+        scope["authorize"](principal("p", frozenset({"admin"})), "tools/call", "admin_reset")
+        is True
+    )
     compile(client_block, "README approve example", "exec")
     approve_source = client_block.split("client = ")[0]
     exec(compile(approve_source, "README approve hook", "exec"), scope)
     from mcp_ref import ServerRequest
 
-    edited = scope["approve"](ServerRequest("sampling/createMessage", {"messages": [], "maxTokens": 999}))
+    edited = scope["approve"](
+        ServerRequest("sampling/createMessage", {"messages": [], "maxTokens": 999})
+    )
     assert edited.params["maxTokens"] == 200
     assert scope["approve"](ServerRequest("roots/list", {})) is False
 
@@ -338,15 +453,21 @@ def test_approve_example_runs_as_pasted(tmp_path):
     _write_server_example(tmp_path, docs=False)
     script = tmp_path / "approve.py"
     script.write_text(_block("server_request_limit="))
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
-                          timeout=WAIT * 3)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+    )
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)  # five pip installs and a venv: ~20 s alone, more on a busy machine
 def test_install_commands_work_in_a_fresh_venv(tmp_path):
-    """"Using mcp_ref in your own project": each pip line, in a new virtual environment.
+    """ "Using mcp_ref in your own project": each pip line, in a new virtual environment.
 
     The checkout is a copy of this tree (building leaves nothing behind in it), the git URL this
     repository's (``git+file://``).  The venv sees the packages of the interpreter running the suite
@@ -364,42 +485,82 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
     checkout.mkdir()
     for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, checkout / name)
-    shutil.copytree(ROOT / "mcp_ref", checkout / "mcp_ref", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "mcp_ref", checkout / "mcp_ref", ignore=shutil.ignore_patterns("__pycache__")
+    )
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT * 3)
     python = str(venv / "bin" / "python")
     venv_purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, timeout=WAIT, check=True,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
     ).stdout.strip()
-    ours = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()]
-    (Path(venv_purelib) / "running_interpreter.pth").write_text("\n".join(dict.fromkeys(ours)) + "\n")
+    ours = [
+        sysconfig.get_paths()["purelib"],
+        sysconfig.get_paths()["platlib"],
+        *site.getsitepackages(),
+    ]
+    (Path(venv_purelib) / "running_interpreter.pth").write_text(
+        "\n".join(dict.fromkeys(ours)) + "\n"
+    )
     commands = _commands(_block("git+https://git.example.com/you/mcp_ref.git"))
     assert [c.split()[:2] for c in commands] == [["pip", "install"]] * 4
     assert "No matching distribution" in README and '"mcp-ref @ file:///path/to/mcp_ref"' in README
-    commands.append('pip install "mcp-ref @ file:///path/to/mcp_ref"')  # the requirements line the prose gives
+    commands.append(
+        'pip install "mcp-ref @ file:///path/to/mcp_ref"'
+    )  # the requirements line the prose gives
     for command in commands:
         if "git+" in command and not (ROOT / ".git").exists():
             continue  # not a git checkout (an sdist): no URL to install from
-        command = (command.replace("git+https://git.example.com/you/mcp_ref.git@main", f"git+file://localhost{ROOT}")
-                   .replace("/path/to/mcp_ref", str(checkout)))
+        command = command.replace(
+            "git+https://git.example.com/you/mcp_ref.git@main", f"git+file://localhost{ROOT}"
+        ).replace("/path/to/mcp_ref", str(checkout))
         args = shlex.split(command)[2:]
-        done = subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", *args],
-                              capture_output=True, text=True, timeout=WAIT * 12, cwd=tmp_path)
+        done = subprocess.run(
+            [python, "-m", "pip", "install", "-q", "--no-index", "--no-build-isolation", *args],
+            capture_output=True,
+            text=True,
+            timeout=WAIT * 12,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, (command, done.stderr)
-        where = subprocess.run([python, "-c", "import mcp_ref, mcp_ref.server; print(mcp_ref.server.__file__)"],
-                               capture_output=True, text=True, timeout=WAIT, cwd=tmp_path)
-        assert where.returncode == 0 and where.stdout.startswith(str(tmp_path)), (command, where.stdout, where.stderr)
+        where = subprocess.run(
+            [python, "-c", "import mcp_ref, mcp_ref.server; print(mcp_ref.server.__file__)"],
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            cwd=tmp_path,
+        )
+        assert where.returncode == 0 and where.stdout.startswith(str(tmp_path)), (
+            command,
+            where.stdout,
+            where.stderr,
+        )
         if "[auth" in command:
-            from_venv = subprocess.run([python, "-c", "import jwt, cryptography"], capture_output=True, timeout=WAIT)
+            from_venv = subprocess.run(
+                [python, "-c", "import jwt, cryptography"], capture_output=True, timeout=WAIT
+            )
             assert from_venv.returncode == 0, command
-    command = subprocess.run([str(venv / "bin" / "mcp-ref"), "--help"], capture_output=True, text=True, timeout=WAIT)
+    command = subprocess.run(
+        [str(venv / "bin" / "mcp-ref"), "--help"], capture_output=True, text=True, timeout=WAIT
+    )
     assert command.returncode == 0 and "usage" in command.stdout.lower()
 
 
 def _start(command: str, tmp_path, stdin=None) -> subprocess.Popen:
-    return subprocess.Popen(["bash", "-c", command], cwd=tmp_path, env=_env(tmp_path), stdin=stdin,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -429,7 +590,9 @@ def test_http_deploy_commands_serve(tmp_path):
     from http_fixtures import free_port
     from test_http_deploy import LineReader, wait_for_port
 
-    serve, export, gunicorn = _commands(_block("gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app"))
+    serve, export, gunicorn = _commands(
+        _block("gunicorn -k gthread -w 2 --threads 8 mcp_ref.workbench.demo:wsgi_app")
+    )
     port = free_port()
     demo = _start(serve.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), tmp_path)
     try:
@@ -464,37 +627,80 @@ def test_cli_commands_run(tmp_path):
     try:
         LineReader(http_demo.stderr).wait_for("serving the demo")
         for line in _commands(_block("mcp-ref call TARGET add a=1 b=2")):
-            line = re.sub(r"\s*\[[^]]*\]", "", line).replace("TARGET", demo).replace(everything, demo)
+            line = (
+                re.sub(r"\s*\[[^]]*\]", "", line).replace("TARGET", demo).replace(everything, demo)
+            )
             verbs = re.match(r"mcp-ref (\S+)", line).group(1).split("|")
             for verb in verbs:
                 command = line.replace("|".join(verbs), verb, 1)
                 if "serve-demo --http" in command:
                     other = free_port()
-                    server = _start(command.replace("127.0.0.1:8000", f"127.0.0.1:{other}"), tmp_path)
+                    server = _start(
+                        command.replace("127.0.0.1:8000", f"127.0.0.1:{other}"), tmp_path
+                    )
                     try:
                         LineReader(server.stderr).wait_for("serving the demo")
-                        if "--auth" in command:  # a protected resource: its metadata, and 401 without a token
+                        if (
+                            "--auth" in command
+                        ):  # a protected resource: its metadata, and 401 without a token
                             import requests
 
                             base = f"http://127.0.0.1:{other}"
-                            metadata = requests.get(f"{base}/.well-known/oauth-protected-resource/mcp", timeout=WAIT)
-                            assert metadata.status_code == 200 and metadata.json()["authorization_servers"]
-                            assert requests.post(f"{base}/mcp", json={}, timeout=WAIT).status_code == 401
+                            metadata = requests.get(
+                                f"{base}/.well-known/oauth-protected-resource/mcp", timeout=WAIT
+                            )
+                            assert (
+                                metadata.status_code == 200
+                                and metadata.json()["authorization_servers"]
+                            )
+                            assert (
+                                requests.post(f"{base}/mcp", json={}, timeout=WAIT).status_code
+                                == 401
+                            )
                         else:
                             assert _answers(f"http://127.0.0.1:{other}/mcp") == "hi"
                     finally:
                         _stop(server)
-                elif command.startswith("mcp-ref serve-demo"):  # stdio: answers a ping, ends with its input
-                    done = subprocess.run(["bash", "-c", command], input='{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
-                                          capture_output=True, text=True, timeout=WAIT * 3, env=_env(tmp_path))
-                    assert done.returncode == 0 and '"id":1' in done.stdout.replace(" ", ""), (command, done.stderr)
+                elif command.startswith(
+                    "mcp-ref serve-demo"
+                ):  # stdio: answers a ping, ends with its input
+                    done = subprocess.run(
+                        ["bash", "-c", command],
+                        input='{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+                        capture_output=True,
+                        text=True,
+                        timeout=WAIT * 3,
+                        env=_env(tmp_path),
+                    )
+                    assert done.returncode == 0 and '"id":1' in done.stdout.replace(" ", ""), (
+                        command,
+                        done.stderr,
+                    )
                 else:
                     command = command.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
-                    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=WAIT * 3,
-                                          cwd=tmp_path, env=_env(tmp_path))
+                    done = subprocess.run(
+                        ["bash", "-c", command],
+                        capture_output=True,
+                        text=True,
+                        timeout=WAIT * 3,
+                        cwd=tmp_path,
+                        env=_env(tmp_path),
+                    )
                     assert done.returncode == 0, (command, done.stdout, done.stderr)
                 ran.append(verb)
     finally:
         _stop(http_demo)
-    assert {"info", "tools", "resources", "templates", "prompts", "call", "read", "prompt", "check", "serve-demo",
-            "logout", "install"} <= set(ran)
+    assert {
+        "info",
+        "tools",
+        "resources",
+        "templates",
+        "prompts",
+        "call",
+        "read",
+        "prompt",
+        "check",
+        "serve-demo",
+        "logout",
+        "install",
+    } <= set(ran)

@@ -30,7 +30,9 @@ MAX_NOQA = 30
 
 #: A container name not followed by ``[`` (its parameters): ``dict`` or ``Callable[[dict], Any]``
 #: are bare, ``dict[str, Any]`` is not.  ``typing``'s capitalised aliases count too.
-BARE = re.compile(r"(?<!\w)(list|dict|set|tuple|frozenset|Callable|List|Dict|Set|Tuple|FrozenSet)\b(?!\s*\[)")
+BARE = re.compile(
+    r"(?<!\w)(list|dict|set|tuple|frozenset|Callable|List|Dict|Set|Tuple|FrozenSet)\b(?!\s*\[)"
+)
 
 
 def bare_annotations(source: str, where: str = "<source>") -> list[str]:
@@ -43,7 +45,9 @@ def bare_annotations(source: str, where: str = "<source>") -> list[str]:
             if isinstance(statement, ast.AnnAssign):
                 text = ast.unparse(statement.annotation)
                 if BARE.search(text):
-                    found.append(f"{where}:{statement.lineno}: {node.name}.{ast.unparse(statement.target)}: {text}")
+                    found.append(
+                        f"{where}:{statement.lineno}: {node.name}.{ast.unparse(statement.target)}: {text}"
+                    )
     return found
 
 
@@ -75,7 +79,9 @@ def test_the_scan_finds_bare_containers():
 def test_no_bare_container_annotations_in_class_bodies():
     found = []
     for path in package_sources():
-        found += bare_annotations(path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent)))
+        found += bare_annotations(
+            path.read_text(encoding="utf-8"), str(path.relative_to(PACKAGE.parent))
+        )
     assert found == [], "give these their precise types:\n" + "\n".join(found)
 
 
@@ -98,7 +104,7 @@ def test_few_type_ignores_and_noqa():
     assert noqa <= MAX_NOQA, at
 
 
-USER_FILE = '''
+USER_FILE = """
 import mcp_ref
 from mcp_ref import Client, Server
 
@@ -130,7 +136,7 @@ with Client.in_memory(server) as client:
     reveal_type(client)
     reveal_type(client.call_tool("x", {}))
     reveal_type(client.list_tools())
-'''
+"""
 
 #: What mypy must reveal, line by line (a constructor's revealed type ends with what it makes).
 EXPECTED = [
@@ -155,11 +161,25 @@ def test_a_users_code_sees_mcp_ref_types(tmp_path):
     # --follow-imports=silent checks the user's file only, as for an installed package.
     env["MYPYPATH"] = str(PACKAGE.parent)
     run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
-         "--follow-imports=silent", "user.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--follow-imports=silent",
+            "user.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    revealed = re.findall(r'^user\.py:\d+: note: Revealed type is "(.*)"$', run.stdout, re.MULTILINE)
+    revealed = re.findall(
+        r'^user\.py:\d+: note: Revealed type is "(.*)"$', run.stdout, re.MULTILINE
+    )
     assert run.returncode == 0 and len(revealed) == len(EXPECTED), run.stdout + run.stderr
     for shown, expected in zip(revealed, EXPECTED, strict=True):
         assert shown != "Any" and re.fullmatch(expected, shown), (shown, expected)

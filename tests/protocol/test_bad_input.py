@@ -17,7 +17,13 @@ import threading
 import pytest
 from conftest import DEMO, SERVERS, WAIT, RawPeer, command_label, schema_errors, watch_stderr
 
-from mcp_ref.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from mcp_ref.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+)
 
 FAILING_DEMO = [sys.executable, str(SERVERS / "session_demo_failing.py")]
 SECRET = "secret-detail-in-/srv/private/boom.py"
@@ -30,7 +36,9 @@ class Peer(RawPeer):
     """A RawPeer whose stderr lines can be waited for, and that remembers every reply."""
 
     def __init__(self, command):
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.lines: queue.Queue = queue.Queue()
         self.stderr_lines: queue.Queue = queue.Queue()
         self.stderr: list[str] = []
@@ -124,34 +132,54 @@ def assert_error_id(reply, request_id, version):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("data", [
-    b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n',
-    b"this is not json\n",
-    b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}}\n',
-    b"\xff\xfe\xfd\n",
-    b'{"jsonrpc": "2.0", "id": 1, "method": "\xc3\x28"}\n',
-], ids=["truncated", "text", "trailing-brace", "invalid-utf8", "invalid-utf8-in-string"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping"\n',
+        b"this is not json\n",
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}}\n',
+        b"\xff\xfe\xfd\n",
+        b'{"jsonrpc": "2.0", "id": 1, "method": "\xc3\x28"}\n',
+    ],
+    ids=["truncated", "text", "trailing-brace", "invalid-utf8", "invalid-utf8-in-string"],
+)
 def test_parse_errors_get_32700_without_an_id(peer, data):
     peer.send(data)
     expect_error(peer.recv(), PARSE_ERROR, None)
     peer.assert_alive()
 
 
-@pytest.mark.parametrize("message, request_id", [
-    (42, None),
-    ("a string", None),
-    (None, None),
-    ([], None),  # an empty array is one Invalid Request, not an (empty) batch reply
-    ({"jsonrpc": "1.0", "id": "v1", "method": "ping"}, "v1"),
-    ({"id": "no-version", "method": "ping"}, "no-version"),
-    ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
-    ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None),
-    ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, None),
-    ({"jsonrpc": "2.0", "id": "m", "method": 7}, "m"),
-    ({"jsonrpc": "2.0", "id": "p", "method": "tools/list", "params": [1]}, "p"),
-    ({"jsonrpc": "2.0", "id": "nothing"}, "nothing"),
-], ids=["number", "string", "null", "empty-array", "jsonrpc-1.0", "no-jsonrpc", "null-id", "bool-id",
-        "float-id", "method-not-string", "params-array", "no-method"])
+@pytest.mark.parametrize(
+    "message, request_id",
+    [
+        (42, None),
+        ("a string", None),
+        (None, None),
+        ([], None),  # an empty array is one Invalid Request, not an (empty) batch reply
+        ({"jsonrpc": "1.0", "id": "v1", "method": "ping"}, "v1"),
+        ({"id": "no-version", "method": "ping"}, "no-version"),
+        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, None),
+        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, None),
+        ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, None),
+        ({"jsonrpc": "2.0", "id": "m", "method": 7}, "m"),
+        ({"jsonrpc": "2.0", "id": "p", "method": "tools/list", "params": [1]}, "p"),
+        ({"jsonrpc": "2.0", "id": "nothing"}, "nothing"),
+    ],
+    ids=[
+        "number",
+        "string",
+        "null",
+        "empty-array",
+        "jsonrpc-1.0",
+        "no-jsonrpc",
+        "null-id",
+        "bool-id",
+        "float-id",
+        "method-not-string",
+        "params-array",
+        "no-method",
+    ],
+)
 def test_invalid_requests_get_32600(peer, message, request_id):
     peer.send_json(message)
     expect_error(peer.recv(), INVALID_REQUEST, request_id)
@@ -160,35 +188,68 @@ def test_invalid_requests_get_32600(peer, message, request_id):
 
 def test_unknown_method_gets_32601(peer):
     expect_error(peer.call("tools/explode", {}, request_id="u1"), METHOD_NOT_FOUND, "u1")
-    expect_error(peer.call("sampling/createMessage", {"messages": [], "maxTokens": 1}, request_id="u2"),
-                 METHOD_NOT_FOUND, "u2")  # a client method, sent to a server
+    expect_error(
+        peer.call("sampling/createMessage", {"messages": [], "maxTokens": 1}, request_id="u2"),
+        METHOD_NOT_FOUND,
+        "u2",
+    )  # a client method, sent to a server
     peer.assert_alive()
 
 
-@pytest.mark.parametrize("method, params", [
-    ("tools/call", {"name": "echo", "arguments": "not an object"}),
-    ("tools/call", {"name": "echo", "arguments": [1, 2]}),
-    ("tools/call", {"name": 5}),
-    ("tools/call", {}),
-    ("tools/call", {"name": "no-such-tool"}),
-    ("resources/read", {}),
-    ("resources/read", {"uri": 5}),
-    ("prompts/get", {"name": "greet", "arguments": {"name": 5}}),
-    ("prompts/get", {"name": "greet"}),
-    ("prompts/get", {"name": "greet", "arguments": "x"}),
-    ("tools/list", {"cursor": "not-a-cursor"}),
-    ("tools/list", {"cursor": 5}),
-    ("logging/setLevel", {"level": "loud"}),
-    ("logging/setLevel", {"level": ["debug"]}),
-    ("completion/complete", {"ref": {"type": "ref/prompt", "name": ["greet"]}, "argument": {"name": "a", "value": "v"}}),
-    ("completion/complete", {"ref": {"type": "ref/resource", "uri": {"u": 1}}, "argument": {"name": "a", "value": "v"}}),
-    ("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "A"},
-                             "context": ["not", "an", "object"]}),
-    ("completion/complete", {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "A"},
-                             "context": {"arguments": "x"}}),
-    ("completion/complete", {"ref": "x", "argument": {"name": "a", "value": "v"}}),
-    ("completion/complete", {"ref": {"type": "ref/unknown"}, "argument": {"name": "a", "value": "v"}}),
-])
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("tools/call", {"name": "echo", "arguments": "not an object"}),
+        ("tools/call", {"name": "echo", "arguments": [1, 2]}),
+        ("tools/call", {"name": 5}),
+        ("tools/call", {}),
+        ("tools/call", {"name": "no-such-tool"}),
+        ("resources/read", {}),
+        ("resources/read", {"uri": 5}),
+        ("prompts/get", {"name": "greet", "arguments": {"name": 5}}),
+        ("prompts/get", {"name": "greet"}),
+        ("prompts/get", {"name": "greet", "arguments": "x"}),
+        ("tools/list", {"cursor": "not-a-cursor"}),
+        ("tools/list", {"cursor": 5}),
+        ("logging/setLevel", {"level": "loud"}),
+        ("logging/setLevel", {"level": ["debug"]}),
+        (
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": ["greet"]},
+                "argument": {"name": "a", "value": "v"},
+            },
+        ),
+        (
+            "completion/complete",
+            {
+                "ref": {"type": "ref/resource", "uri": {"u": 1}},
+                "argument": {"name": "a", "value": "v"},
+            },
+        ),
+        (
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "greet"},
+                "argument": {"name": "name", "value": "A"},
+                "context": ["not", "an", "object"],
+            },
+        ),
+        (
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "greet"},
+                "argument": {"name": "name", "value": "A"},
+                "context": {"arguments": "x"},
+            },
+        ),
+        ("completion/complete", {"ref": "x", "argument": {"name": "a", "value": "v"}}),
+        (
+            "completion/complete",
+            {"ref": {"type": "ref/unknown"}, "argument": {"name": "a", "value": "v"}},
+        ),
+    ],
+)
 def test_bad_params_get_32602(peer, method, params):
     reply = peer.call(method, params)
     expect_error(reply, INVALID_PARAMS, reply["id"])
@@ -198,16 +259,25 @@ def test_bad_params_get_32602(peer, method, params):
 @pytest.mark.parametrize("token", [[1], {"t": 1}, 1.5, True, None])
 def test_progress_is_not_sent_for_an_invalid_progress_token(peer, token):
     # A ProgressToken is a string or an integer; the call is served, without (schema-invalid) progress.
-    reply = peer.call("tools/call", {"name": "count_slowly", "arguments": {"steps": 2, "delay": 0.001},
-                                     "_meta": {"progressToken": token}})
+    reply = peer.call(
+        "tools/call",
+        {
+            "name": "count_slowly",
+            "arguments": {"steps": 2, "delay": 0.001},
+            "_meta": {"progressToken": token},
+        },
+    )
     assert reply["result"]["content"] == [{"type": "text", "text": "counted to 2"}]
     peer.assert_alive()
 
 
-@pytest.mark.parametrize("method, params", [
-    ("resources/read", {"uri": "test://boom"}),
-    ("prompts/get", {"name": "broken"}),
-])
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("resources/read", {"uri": "test://boom"}),
+        ("prompts/get", {"name": "broken"}),
+    ],
+)
 def test_handler_exception_gets_a_generic_32603_and_details_go_to_stderr(peer, method, params):
     reply = peer.call(method, params, request_id=f"boom-{method}")
     expect_error(reply, INTERNAL_ERROR, f"boom-{method}")
@@ -230,42 +300,77 @@ def test_a_message_over_the_size_limit_is_refused_and_the_next_one_served(peer):
     peer.assert_alive()
 
 
-@pytest.mark.parametrize("message", [
-    {"jsonrpc": "2.0", "id": "nobody-asked", "result": {}},
-    {"jsonrpc": "2.0", "id": 123456, "result": {"content": []}},
-    {"jsonrpc": "2.0", "id": "nobody-asked", "error": {"code": -32603, "message": "oops"}},
-    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "your parse error"}},
-], ids=["result", "int-id-result", "error", "null-id-error"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "id": "nobody-asked", "result": {}},
+        {"jsonrpc": "2.0", "id": 123456, "result": {"content": []}},
+        {"jsonrpc": "2.0", "id": "nobody-asked", "error": {"code": -32603, "message": "oops"}},
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "your parse error"}},
+    ],
+    ids=["result", "int-id-result", "error", "null-id-error"],
+)
 def test_an_answer_to_an_unknown_id_is_dropped(peer, message):
     peer.send_json(message)
     peer.assert_alive()  # the next line read is the ping's answer: nothing was sent back
 
 
-@pytest.mark.parametrize("message", [
-    {"jsonrpc": "2.0", "method": "notifications/who_knows"},
-    {"jsonrpc": "2.0", "method": "notifications/who_knows", "params": {"a": [1]}},
-    {"jsonrpc": "2.0", "method": "tools/list"},  # a request method sent as a notification
-    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "never-sent"}},
-    {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}},
-], ids=["unknown", "unknown-with-params", "request-as-notification", "cancel-unknown", "progress-unknown"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "method": "notifications/who_knows"},
+        {"jsonrpc": "2.0", "method": "notifications/who_knows", "params": {"a": [1]}},
+        {"jsonrpc": "2.0", "method": "tools/list"},  # a request method sent as a notification
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "never-sent"},
+        },
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": "t", "progress": 1},
+        },
+    ],
+    ids=[
+        "unknown",
+        "unknown-with-params",
+        "request-as-notification",
+        "cancel-unknown",
+        "progress-unknown",
+    ],
+)
 def test_an_unknown_or_unexpected_notification_is_ignored(peer, message):
     peer.send_json(message)
     peer.assert_alive()
 
 
 def test_a_duplicate_in_flight_request_id_gets_32600(peer):
-    peer.send_json({"jsonrpc": "2.0", "id": "dup", "method": "tools/call",
-                    "params": {"name": "wait_for_cancel", "arguments": {"seconds": WAIT}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": "dup",
+            "method": "tools/call",
+            "params": {"name": "wait_for_cancel", "arguments": {"seconds": WAIT}},
+        }
+    )
     expect_error(peer.call("ping", request_id="dup"), INVALID_REQUEST, "dup")
     peer.assert_alive()
-    peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "dup"}})
+    peer.send_json(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "dup"}}
+    )
     peer.cancelled.add("dup")
     peer.assert_alive()
 
 
 @pytest.mark.slow
 def test_a_batch_at_2025_11_25_gets_one_32600(peer):
-    peer.send_json([{"jsonrpc": "2.0", "id": "b1", "method": "ping"}, {"jsonrpc": "2.0", "id": "b2", "method": "ping"}])
+    peer.send_json(
+        [
+            {"jsonrpc": "2.0", "id": "b1", "method": "ping"},
+            {"jsonrpc": "2.0", "id": "b2", "method": "ping"},
+        ]
+    )
     expect_error(peer.recv(), INVALID_REQUEST, None)
     peer.assert_alive()  # and neither ping in the batch was answered
 
@@ -310,10 +415,17 @@ def check_batch_reply(version, reply):
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_batch_of_requests_gets_an_array_of_answers(raw_peer, version):
     peer = batch_peer(raw_peer, version)
-    peer.send_json([
-        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
-        {"jsonrpc": "2.0", "id": "two", "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}}},
-    ])
+    peer.send_json(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {
+                "jsonrpc": "2.0",
+                "id": "two",
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+            },
+        ]
+    )
     reply = peer.recv()
     assert isinstance(reply, list) and len(reply) == 2
     by_id = {item["id"]: item for item in reply}
@@ -326,13 +438,15 @@ def test_batch_of_requests_gets_an_array_of_answers(raw_peer, version):
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_batch_with_notifications_and_bad_items(raw_peer, version):
     peer = batch_peer(raw_peer, version)
-    peer.send_json([
-        {"jsonrpc": "2.0", "method": "notifications/who_knows"},
-        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
-        42,
-        {"jsonrpc": "1.0", "id": "old", "method": "ping"},
-        {"jsonrpc": "2.0", "id": 2, "method": "no/such/method"},
-    ])
+    peer.send_json(
+        [
+            {"jsonrpc": "2.0", "method": "notifications/who_knows"},
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            42,
+            {"jsonrpc": "1.0", "id": "old", "method": "ping"},
+            {"jsonrpc": "2.0", "id": 2, "method": "no/such/method"},
+        ]
+    )
     reply = peer.recv()
     assert isinstance(reply, list)
     assert len(reply) == 4  # the notification gets no entry
@@ -350,10 +464,12 @@ def test_batch_with_notifications_and_bad_items(raw_peer, version):
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_batch_of_only_notifications_gets_no_reply(raw_peer, version):
     peer = batch_peer(raw_peer, version)
-    peer.send_json([
-        {"jsonrpc": "2.0", "method": "notifications/who_knows"},
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
-    ])
+    peer.send_json(
+        [
+            {"jsonrpc": "2.0", "method": "notifications/who_knows"},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}},
+        ]
+    )
     peer.send_json({"jsonrpc": "2.0", "id": "after", "method": "ping"})
     assert peer.recv() == {"jsonrpc": "2.0", "id": "after", "result": {}}
 
@@ -362,11 +478,21 @@ def test_batch_of_only_notifications_gets_no_reply(raw_peer, version):
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_initialize_inside_a_batch_is_refused(raw_peer, version):
     peer = batch_peer(raw_peer, version)
-    peer.send_json([
-        {"jsonrpc": "2.0", "id": "init-again", "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
-        {"jsonrpc": "2.0", "id": "p", "method": "ping"},
-    ])
+    peer.send_json(
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": "init-again",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            },
+            {"jsonrpc": "2.0", "id": "p", "method": "ping"},
+        ]
+    )
     reply = peer.recv()
     assert isinstance(reply, list) and len(reply) == 2
     by_id = {item["id"]: item for item in reply}
@@ -379,8 +505,20 @@ def test_initialize_inside_a_batch_is_refused(raw_peer, version):
 @pytest.mark.parametrize("version", BATCH_VERSIONS)
 def test_initialize_in_a_batch_before_initialization_is_refused(raw_peer, version):
     peer = raw_peer(DEMO)
-    peer.send_json([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}])
+    peer.send_json(
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        ]
+    )
     reply = peer.recv()
     errors = reply if isinstance(reply, list) else [reply]
     assert [e["error"]["code"] for e in errors] == [INVALID_REQUEST]
@@ -395,7 +533,12 @@ def test_initialize_in_a_batch_before_initialization_is_refused(raw_peer, versio
 @pytest.mark.parametrize("version", NO_BATCH_VERSIONS)
 def test_batches_are_refused_from_2025_06_18(raw_peer, version):
     peer = batch_peer(raw_peer, version)
-    peer.send_json([{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}])
+    peer.send_json(
+        [
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        ]
+    )
     reply = peer.recv()
     assert isinstance(reply, dict), "a batch must get a single error object, not an array"
     assert_error_id(reply, None, version)
@@ -417,8 +560,11 @@ BATCH_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py"), "batch-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
-@pytest.mark.parametrize("data, code", [(b"this is not json\n", PARSE_ERROR), (b"42\n", INVALID_REQUEST)],
-                         ids=["invalid-json", "not-an-object"])
+@pytest.mark.parametrize(
+    "data, code",
+    [(b"this is not json\n", PARSE_ERROR), (b"42\n", INVALID_REQUEST)],
+    ids=["invalid-json", "not-an-object"],
+)
 def test_an_unreadable_id_is_answered_with_id_null_before_2025_11_25(raw_peer, version, data, code):
     peer = batch_peer(raw_peer, version)
     peer.send(data)
@@ -438,7 +584,10 @@ def test_a_batch_received_by_the_client(connect, wire, version):
     (batch,) = [m for m in wire.received() if isinstance(m, list)]
     assert [m["id"] for m in batch] == ["s1", "s2"]
     if version in BATCH_VERSIONS:
-        assert reply == [{"jsonrpc": "2.0", "id": "s1", "result": {}}, {"jsonrpc": "2.0", "id": "s2", "result": {}}]
+        assert reply == [
+            {"jsonrpc": "2.0", "id": "s1", "result": {}},
+            {"jsonrpc": "2.0", "id": "s2", "result": {}},
+        ]
         if version == "2025-03-26":
             assert schema_errors(version, "JSONRPCBatchResponse", reply) == []
     else:

@@ -42,6 +42,8 @@ ERAS = ["handshake", "modern"]
 def exactly(message: str, code: int = -32603) -> str:
     """A ``pytest.raises(match=)`` pattern for an McpError whose message is ``message`` and nothing more."""
     return f"^{re.escape(message)} \\(code {code}\\)$"
+
+
 SECRET = "secret-detail-5c1e"
 
 
@@ -60,7 +62,9 @@ def feature_server() -> Server:
     @server.resource("note://{name}")
     def note(name: str) -> str:
         if name == "gone":
-            raise ResourceNotFound(f"Resource not found: note://{name}", data={"uri": f"note://{name}"})
+            raise ResourceNotFound(
+                f"Resource not found: note://{name}", data={"uri": f"note://{name}"}
+            )
         raise ResourceError(f"no note may be called {name}")
 
     @server.resource("note://crash")
@@ -101,7 +105,9 @@ def test_resource_error_reaches_the_client_with_its_message(client):
     assert caught.value.data == {"uri": "note://refused"}
     with pytest.raises(InternalError, match=exactly("a ToolError in a resource keeps its message")):
         client.read_resource("note://tool-error")
-    with pytest.raises(InternalError, match=exactly("no note may be called x")):  # a template's handler too
+    with pytest.raises(
+        InternalError, match=exactly("no note may be called x")
+    ):  # a template's handler too
         client.read_resource("note://x")
 
 
@@ -117,18 +123,26 @@ def test_prompt_error_reaches_the_client_with_its_message(client):
     assert client.get_prompt("greet", {"who": "Ada"}).messages[0].content.text == "Hello Ada"
     with pytest.raises(InternalError) as caught:
         client.get_prompt("greet", {"who": "boss"})
-    assert (caught.value.code, caught.value.message) == (-32603, "this prompt cannot greet the boss")
+    assert (caught.value.code, caught.value.message) == (
+        -32603,
+        "this prompt cannot greet the boss",
+    )
     with pytest.raises(InternalError, match=exactly("a ToolError in a prompt keeps its message")):
         client.get_prompt("greet", {"who": "tool"})
 
 
 def test_other_exceptions_stay_a_bare_internal_error(client, caplog):
     caplog.set_level(logging.ERROR)
-    for call in (lambda: client.read_resource("note://crash"), lambda: client.get_prompt("greet", {"who": "crash"})):
+    for call in (
+        lambda: client.read_resource("note://crash"),
+        lambda: client.get_prompt("greet", {"who": "crash"}),
+    ):
         with pytest.raises(InternalError) as caught:
             call()
         assert caught.value.message == "Internal error" and caught.value.data is None
-    logged = "\n".join(record.getMessage() + "\n" + (record.exc_text or "") for record in caplog.records)
+    logged = "\n".join(
+        record.getMessage() + "\n" + (record.exc_text or "") for record in caplog.records
+    )
     assert SECRET in logged and "Traceback" in logged  # the details are in the server's log
 
 
@@ -140,7 +154,9 @@ def test_a_resource_error_in_a_tool_is_an_is_error_result(client):
 def test_the_errors_are_exported_where_tool_error_is():
     import mcp_ref.server as server_package
 
-    assert server_package.ResourceError is ResourceError and server_package.PromptError is PromptError
+    assert (
+        server_package.ResourceError is ResourceError and server_package.PromptError is PromptError
+    )
     assert issubclass(ResourceError, ToolError) and issubclass(PromptError, ToolError)
 
 
@@ -175,9 +191,14 @@ def test_over_stdio_the_message_travels_and_the_traceback_stays_on_stderr(tmp_pa
         if SECRET in line:
             crashed.set()
 
-    with Client.stdio([sys.executable, str(script)], era=era, stderr=on_stderr,
-                      trace=lambda direction, data: received.append(data.decode()) if direction == "<--" else None) \
-            as client:
+    with Client.stdio(
+        [sys.executable, str(script)],
+        era=era,
+        stderr=on_stderr,
+        trace=lambda direction, data: (
+            received.append(data.decode()) if direction == "<--" else None
+        ),
+    ) as client:
         with pytest.raises(InternalError, match=exactly("the archive is offline until 6 pm")):
             client.read_resource("note://refused")
         with pytest.raises(InternalError) as caught:
@@ -221,20 +242,30 @@ def works(url: str, **options) -> None:
 
 
 @pytest.mark.parametrize("era", HTTP_ERAS)
-@pytest.mark.parametrize("path, suggested, why", [
-    ("", "/mcp", "MCP servers are usually at /mcp — try "),
-    ("/", "/mcp", "MCP servers are usually at /mcp — try "),
-    ("/mcp/", "/mcp", "try "),
-], ids=["bare", "slash", "mcp-slash"])
-def test_a_url_without_mcp_or_with_a_trailing_slash_says_which_url_to_try(serve, era, path, suggested, why):
+@pytest.mark.parametrize(
+    "path, suggested, why",
+    [
+        ("", "/mcp", "MCP servers are usually at /mcp — try "),
+        ("/", "/mcp", "MCP servers are usually at /mcp — try "),
+        ("/mcp/", "/mcp", "try "),
+    ],
+    ids=["bare", "slash", "mcp-slash"],
+)
+def test_a_url_without_mcp_or_with_a_trailing_slash_says_which_url_to_try(
+    serve, era, path, suggested, why
+):
     served = serve(small_server())
     exc = connect_error(served.url + path, era=era)
     assert isinstance(exc, McpError), repr(exc)
     assert "HTTP 404" in exc.message  # (the CLI keys its own advice on it)
-    assert f"Nothing is served at {path or '/'}: {why}{served.url}{suggested}" in exc.message, exc.message
+    assert f"Nothing is served at {path or '/'}: {why}{served.url}{suggested}" in exc.message, (
+        exc.message
+    )
     if path.endswith("/mcp/"):
         assert "(without the trailing slash)" in exc.message
-    if era != "modern":  # (2026-07-28 only: "does not speak a modern revision", the HTTP error named in it)
+    if (
+        era != "modern"
+    ):  # (2026-07-28 only: "does not speak a modern revision", the HTTP error named in it)
         assert isinstance(exc, InternalError) and exc.data == {"httpStatus": 404}
     works(served.url + suggested, era=era)
 
@@ -242,15 +273,22 @@ def test_a_url_without_mcp_or_with_a_trailing_slash_says_which_url_to_try(serve,
 def test_another_path_suggests_mcp_under_it(serve):
     served = serve(small_server())
     exc = connect_error(served.url + "/api")
-    assert f"Nothing is served at /api: MCP servers are usually at /mcp — try {served.url}/api/mcp" in str(exc)
+    assert (
+        f"Nothing is served at /api: MCP servers are usually at /mcp — try {served.url}/api/mcp"
+        in str(exc)
+    )
 
 
 def test_each_transport_names_its_usual_path(serve):
     served = serve(small_server())
-    exc = connect_error(served.url, transport="streamable")  # the server's own JSON-RPC error, the advice after it
+    exc = connect_error(
+        served.url, transport="streamable"
+    )  # the server's own JSON-RPC error, the advice after it
     assert isinstance(exc, McpError) and exc.data["httpStatus"] == 404
     assert f"try {served.url}/mcp" in exc.message
-    exc = connect_error(served.url, transport="sse")  # the HTTP+SSE transport: its stream is at /sse
+    exc = connect_error(
+        served.url, transport="sse"
+    )  # the HTTP+SSE transport: its stream is at /sse
     assert isinstance(exc, HttpTransportError) and exc.status == 404
     assert f"HTTP+SSE servers are usually at /sse — try {served.sse}" in str(exc)
     exc = connect_error(served.sse + "/", transport="sse")
@@ -266,7 +304,9 @@ def protected(serve):
 
     authorization = DemoAuthorizationServer()
     issuer = serve(app=authorization)
-    return serve(small_server(), auth=ProtectedResource(authorization.token_verifier(), [issuer.url]))
+    return serve(
+        small_server(), auth=ProtectedResource(authorization.token_verifier(), [issuer.url])
+    )
 
 
 @pytest.mark.parametrize("era", HTTP_ERAS)
@@ -274,7 +314,9 @@ def test_a_protected_server_without_auth_says_to_pass_auth(protected, era):
     exc = connect_error(protected.mcp, era=era)
     assert isinstance(exc, McpError), repr(exc)
     assert "HTTP 401" in exc.message
-    assert "This server needs authorization: pass auth=OAuth() to Client.http" in exc.message, exc.message
+    assert "This server needs authorization: pass auth=OAuth() to Client.http" in exc.message, (
+        exc.message
+    )
     found = re.search(r"its resource metadata: (\S+)\)", exc.message)
     assert found, exc.message
     # the URL named is the server's RFC 9728 metadata, naming this endpoint
@@ -287,4 +329,7 @@ def test_a_protected_server_without_auth_says_to_pass_auth(protected, era):
 def test_credentials_the_server_refuses_are_named_as_refused(protected):
     exc = connect_error(protected.mcp, headers={"Authorization": "Bearer not-a-token"})
     assert isinstance(exc, McpError) and "HTTP 401" in exc.message
-    assert "The server refused the credentials sent" in exc.message and "auth=OAuth()" not in exc.message
+    assert (
+        "The server refused the credentials sent" in exc.message
+        and "auth=OAuth()" not in exc.message
+    )

@@ -39,13 +39,25 @@ from mcp_ref.errors import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_ref.oauth import errors as auth_errors
 from mcp_ref.stdio import SubprocessTransport
 
-OAUTH_ERRORS = ["AuthorizationError", "MetadataError", "PkceUnsupported", "RegistrationError", "CallbackError",
-                "AuthorizationDenied", "AuthorizationTimeout", "TokenError", "InsufficientScope", "Unauthorized"]
+OAUTH_ERRORS = [
+    "AuthorizationError",
+    "MetadataError",
+    "PkceUnsupported",
+    "RegistrationError",
+    "CallbackError",
+    "AuthorizationDenied",
+    "AuthorizationTimeout",
+    "TokenError",
+    "InsufficientScope",
+    "Unauthorized",
+]
 
 
 def _fresh_python(code: str) -> str:
     """Run ``code`` in a new interpreter (nothing of mcp_ref loaded yet); its stdout."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=WAIT, cwd=ROOT
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -54,7 +66,11 @@ def _fresh_python(code: str) -> str:
 
 
 def test_the_root_of_the_oauth_errors_is_one_class_under_its_three_names():
-    assert mcp_ref.AuthorizationError is auth_errors.AuthorizationError is core_errors.AuthorizationError
+    assert (
+        mcp_ref.AuthorizationError
+        is auth_errors.AuthorizationError
+        is core_errors.AuthorizationError
+    )
 
 
 @pytest.mark.parametrize("name", OAUTH_ERRORS[1:])
@@ -87,7 +103,12 @@ def test_the_oauth_errors_keep_their_fields_and_second_parents():
 def test_the_core_has_no_import_statement_of_auth():
     tree = ast.parse(Path(core_errors.__file__).read_text())
     imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
-    imported += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+    imported += [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    ]
     assert imported and not [name for name in imported if "auth" in name]
 
 
@@ -109,8 +130,13 @@ def test_the_version_error_has_one_name():
 
 
 def test_a_received_minus_32022_is_the_version_error_with_its_supported_list():
-    received = McpError.from_error({"code": -32022, "message": "Unsupported protocol version",
-                                    "data": {"supported": ["2026-07-28", 7], "requested": "2099-01-01"}})
+    received = McpError.from_error(
+        {
+            "code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28", 7], "requested": "2099-01-01"},
+        }
+    )
     with pytest.raises(mcp_ref.UnsupportedProtocolVersionError) as caught:
         raise received
     assert caught.value.supported == ["2026-07-28"]  # only the strings
@@ -124,26 +150,42 @@ def test_a_server_refuses_an_unknown_version_with_the_one_class():
 
 
 def test_a_client_refusing_the_servers_version_raises_the_one_class():
-    transport = SubprocessTransport([sys.executable, str(SERVERS / "lifecycle_bad_version.py")],
-                                    stderr="capture", shutdown_timeout=WAIT)
+    transport = SubprocessTransport(
+        [sys.executable, str(SERVERS / "lifecycle_bad_version.py")],
+        stderr="capture",
+        shutdown_timeout=WAIT,
+    )
     with pytest.raises(mcp_ref.UnsupportedProtocolVersionError) as caught:
         Client(transport, timeout=WAIT, era="handshake")
     error = caught.value
-    assert isinstance(error, mcp_ref.UnsupportedProtocolVersionError) and isinstance(error, McpError)
+    assert isinstance(error, mcp_ref.UnsupportedProtocolVersionError) and isinstance(
+        error, McpError
+    )
     assert "1999-01-01" in error.message and error.data is None and error.supported == []
-    assert transport.returncode == 3  # the client still disconnected (the script exits 3 on end of input)
+    assert (
+        transport.returncode == 3
+    )  # the client still disconnected (the script exits 3 on end of input)
 
 
 # -- the rarely used types, in modules of their own ---------------------------------------------------
 
 
-@pytest.mark.parametrize("name, home", [
-    ("Image", media), ("Audio", media), ("media_block", media), ("sniff_mime_type", media),
-    ("BYTES_RESULT_URI", media), ("SamplingMessage", sampling_and_elicitation),
-    ("CreateMessageParams", sampling_and_elicitation), ("CreateMessageResult", sampling_and_elicitation),
-    ("ElicitParams", sampling_and_elicitation), ("ElicitResult", sampling_and_elicitation),
-    *[(name, feature_types) for name in feature_types.__all__],
-])
+@pytest.mark.parametrize(
+    "name, home",
+    [
+        ("Image", media),
+        ("Audio", media),
+        ("media_block", media),
+        ("sniff_mime_type", media),
+        ("BYTES_RESULT_URI", media),
+        ("SamplingMessage", sampling_and_elicitation),
+        ("CreateMessageParams", sampling_and_elicitation),
+        ("CreateMessageResult", sampling_and_elicitation),
+        ("ElicitParams", sampling_and_elicitation),
+        ("ElicitResult", sampling_and_elicitation),
+        *[(name, feature_types) for name in feature_types.__all__],
+    ],
+)
 def test_a_rarely_used_type_lives_in_its_own_module_only(name, home):
     assert not hasattr(core_types, name)
     if name in mcp_ref.__all__:
@@ -155,13 +197,18 @@ def test_core_types_and_the_lifecycle_load_none_of_the_modules_of_their_own():
         "import sys\n"
         "from mcp_ref import lifecycle, types\n"
         "apart = ('sampling_and_elicitation', 'media', 'feature_types', 'older_revisions')\n"
-        "print([f'mcp_ref.versions.{m}' in sys.modules for m in apart])\n")
+        "print([f'mcp_ref.versions.{m}' in sys.modules for m in apart])\n"
+    )
     assert out == "[False, False, False, False]"
 
 
 def test_the_older_revision_shaping_has_one_home():
     from mcp_ref import older_revisions
 
-    assert not hasattr(lifecycle, "strip_newer_fields") and not hasattr(lifecycle, "content_for_revision")
-    block = older_revisions.content_for_revision({"type": "audio", "data": "", "mimeType": "audio/wav"}, "2024-11-05")
+    assert not hasattr(lifecycle, "strip_newer_fields") and not hasattr(
+        lifecycle, "content_for_revision"
+    )
+    block = older_revisions.content_for_revision(
+        {"type": "audio", "data": "", "mimeType": "audio/wav"}, "2024-11-05"
+    )
     assert block["type"] == "text"

@@ -21,11 +21,20 @@ from mcp_ref.http.origins import CrossOriginRefused
 from mcp_ref.oauth.errors import AuthorizationError
 
 
-@pytest.mark.parametrize("kind, second", [
-    (McpError, None), (ConnectionClosed, ConnectionError), (ServerUnreachable, ConnectionError),
-    (ResponseStreamLost, ConnectionError), (RequestTimeout, TimeoutError), (CapabilityError, None),
-    (AuthorizationError, None), (HttpTransportError, ConnectionError), (CrossOriginRefused, ConnectionError),
-])
+@pytest.mark.parametrize(
+    "kind, second",
+    [
+        (McpError, None),
+        (ConnectionClosed, ConnectionError),
+        (ServerUnreachable, ConnectionError),
+        (ResponseStreamLost, ConnectionError),
+        (RequestTimeout, TimeoutError),
+        (CapabilityError, None),
+        (AuthorizationError, None),
+        (HttpTransportError, ConnectionError),
+        (CrossOriginRefused, ConnectionError),
+    ],
+)
 def test_every_error_kind_sits_under_the_root(kind, second):
     assert issubclass(kind, mcp_ref.MCPRefError)
     if second is not None:
@@ -45,5 +54,7 @@ def test_the_root_catches_what_a_peer_answers_and_a_timeout():
             client.call_tool("nope")
         assert isinstance(caught.value, McpError)
     with pytest.raises(mcp_ref.MCPRefError) as caught:
-        Client.http("http://127.0.0.1:9/mcp", timeout=WAIT, connect_timeout=2)  # nothing listens on port 9
+        Client.http(
+            "http://127.0.0.1:9/mcp", timeout=WAIT, connect_timeout=2
+        )  # nothing listens on port 9
     assert isinstance(caught.value, ConnectionError)

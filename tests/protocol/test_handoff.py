@@ -88,9 +88,11 @@ class Role:
 
 def held(role):
     """A method that holds its handler until the test sets ``role.release``."""
+
     def hold(context, params):
         assert role.release.wait(WAIT)
         return {"held": params.get("n")}
+
     return hold
 
 
@@ -118,14 +120,20 @@ def close_both(client, server):
 
 @pytest.mark.parametrize("max_workers", [1, 2])
 def test_a_handler_calling_back_into_the_peer_works_with_few_workers(max_workers):
-    def ask(context, params):  # the handler asks the peer and waits: someone else must read the answer
+    def ask(
+        context, params
+    ):  # the handler asks the peer and waits: someone else must read the answer
         return {"echo": context.session.request("echo", {"n": params["n"]}, timeout=WAIT)["n"]}
 
-    client, server, watched = pair(Role(ask=ask), Role(echo=lambda context, params: params), max_workers=max_workers)
+    client, server, watched = pair(
+        Role(ask=ask), Role(echo=lambda context, params: params), max_workers=max_workers
+    )
     calls = [client.send_request("ask", {"n": n}, timeout=WAIT) for n in range(20)]
     assert [call.result() for call in calls] == [{"echo": n} for n in range(20)]
     assert watched.most == 1  # never two threads inside read() at once
-    assert watched.readers == {f"{server.name}-reader{server._reader.ident}"}  # one reader, all along
+    assert watched.readers == {
+        f"{server.name}-reader{server._reader.ident}"
+    }  # one reader, all along
     assert len(threads_named(server.name)) <= max_workers + 1
     close_both(client, server)
 
@@ -150,7 +158,9 @@ def test_requests_queued_beyond_max_incoming_are_refused_with_server_busy():
     role = Role()
     role.methods["hold"] = held(role)
     client, server, _ = pair(role, max_workers=1, max_incoming=3)
-    calls = [client.send_request("hold", {"n": n}, timeout=WAIT) for n in range(3)]  # one runs, two wait
+    calls = [
+        client.send_request("hold", {"n": n}, timeout=WAIT) for n in range(3)
+    ]  # one runs, two wait
     role.wait_running(1)
     refused = client.send_request("hold", {"n": 3}, timeout=WAIT)
     with pytest.raises(McpError) as busy:
@@ -202,10 +212,14 @@ def test_handlers_running_at_end_of_input_finish_and_reply_before_closed_is_set(
     role = Role()
     role.methods["hold"] = held(role)
     inbox, outbox = Channel(), Channel()
-    server = Session(MemoryTransport(inbox, outbox), role, name=f"handoff{next(NAMES)}", max_workers=2)
+    server = Session(
+        MemoryTransport(inbox, outbox), role, name=f"handoff{next(NAMES)}", max_workers=2
+    )
     server.start()
     for n in range(3):  # two run, one waits for a slot
-        inbox.put(json.dumps({"jsonrpc": "2.0", "id": n, "method": "hold", "params": {"n": n}}).encode())
+        inbox.put(
+            json.dumps({"jsonrpc": "2.0", "id": n, "method": "hold", "params": {"n": n}}).encode()
+        )
     role.wait_running(2)
     inbox.close_writer()  # end of input
     assert not server.closed.is_set()  # two handlers are still running (and one request waits)
@@ -250,7 +264,9 @@ def test_a_shared_executor_still_runs_the_handlers_and_inline_dispatch_runs_in_t
     from mcp_ref.jsonrpc import Request
 
     inbox, outbox = Channel(), Channel()
-    alone = Session(MemoryTransport(inbox, outbox), role, name=f"handoff{next(NAMES)}")  # never started: fed by dispatch
+    alone = Session(
+        MemoryTransport(inbox, outbox), role, name=f"handoff{next(NAMES)}"
+    )  # never started: fed by dispatch
     alone.dispatch(Request(7, "where", {}), inline=True)
     assert json.loads(outbox.get())["result"]["thread"] == threading.current_thread().name
     alone.dispatch(Request(8, "where", {}))  # not inline: one of its own threads runs it
@@ -302,25 +318,36 @@ def test_requests_read_while_initialize_runs_wait_for_its_answer():
     client, server, _ = pair(role, max_workers=4)
     first = client.send_request("initialize", {}, timeout=WAIT)
     second = client.send_request("other", {}, timeout=WAIT)
-    assert client.request("ping", timeout=WAIT) == {}  # read after "other": so "other" was read, and waits
+    assert (
+        client.request("ping", timeout=WAIT) == {}
+    )  # read after "other": so "other" was read, and waits
     assert not other_started.wait(0.5)  # bounded: it must not start while initialize runs
     gate.set()
     assert first.result() == {} and second.result() == {"after": True}
     close_both(client, server)
 
 
-@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt(), asyncio.CancelledError(), GeneratorExit()])
+@pytest.mark.parametrize(
+    "raised", [SystemExit(3), KeyboardInterrupt(), asyncio.CancelledError(), GeneratorExit()]
+)
 def test_a_handler_raising_system_exit_is_answered_and_its_slot_freed(raised, caplog):
     """Any BaseException (an async tool's CancelledError too) is answered and frees the request's slot."""
+
     def leave(context, params):
         raise raised
 
-    client, server, _ = pair(Role(leave=leave, ok=lambda context, params: {"ok": True}), max_workers=1, max_incoming=1)
+    client, server, _ = pair(
+        Role(leave=leave, ok=lambda context, params: {"ok": True}), max_workers=1, max_incoming=1
+    )
     with pytest.raises(McpError) as failed:
         client.request("leave", {}, timeout=WAIT)
-    assert failed.value.code == -32603 and failed.value.message == "Internal error"  # nothing of it reaches the peer
+    assert (
+        failed.value.code == -32603 and failed.value.message == "Internal error"
+    )  # nothing of it reaches the peer
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and "handler for leave failed" in errors[0].getMessage()  # once, not re-raised off the main thread
+    assert (
+        len(errors) == 1 and "handler for leave failed" in errors[0].getMessage()
+    )  # once, not re-raised off the main thread
     # Its request left the table (max_incoming=1: else the next one is refused as busy) and a thread still serves.
     assert client.request("ok", {}, timeout=WAIT) == {"ok": True}
     close_both(client, server)
@@ -347,5 +374,10 @@ def test_a_session_never_closed_does_not_hold_the_interpreter_at_exit():
     """The executor's threads are not daemons, so a handler thread left waiting for the next request
     would keep the process alive for ever after its main thread ends."""
     tests = str(Path(__file__).resolve().parents[1])
-    done = subprocess.run([sys.executable, "-c", UNCLOSED, tests, str(Path(__file__).resolve().parent)], capture_output=True, text=True, timeout=WAIT)
+    done = subprocess.run(
+        [sys.executable, "-c", UNCLOSED, tests, str(Path(__file__).resolve().parent)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
     assert done.returncode == 0 and done.stdout == "answered\n", done.stderr

@@ -42,8 +42,13 @@ def rss_kib(pid: int) -> int:
 def test_unhashable_ids_and_tokens_in_notifications_are_dropped(raw_peer, version):
     peer = raw_peer()
     peer.initialize(version)
-    for params in ({"requestId": [1, 2]}, {"requestId": {"a": 1}}, {"requestId": None},
-                   {"progressToken": {"a": 1}, "progress": 1}, {"progressToken": [1], "progress": 2}):
+    for params in (
+        {"requestId": [1, 2]},
+        {"requestId": {"a": 1}},
+        {"requestId": None},
+        {"progressToken": {"a": 1}, "progress": 1},
+        {"progressToken": [1], "progress": 2},
+    ):
         method = "notifications/cancelled" if "requestId" in params else "notifications/progress"
         peer.send_json({"jsonrpc": "2.0", "method": method, "params": params})
     ping_answered(peer)  # nothing was answered for the notifications, and the server still serves
@@ -51,8 +56,11 @@ def test_unhashable_ids_and_tokens_in_notifications_are_dropped(raw_peer, versio
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["2025-11-25", "2024-11-05"])
-@pytest.mark.parametrize("line", [DEEP_ARRAY, DEEP_OBJECT, b'{"a":' * 65 + b"1" + b"}" * 65],
-                         ids=["array-100000-deep", "object-100000-deep", "object-65-deep"])
+@pytest.mark.parametrize(
+    "line",
+    [DEEP_ARRAY, DEEP_OBJECT, b'{"a":' * 65 + b"1" + b"}" * 65],
+    ids=["array-100000-deep", "object-100000-deep", "object-65-deep"],
+)
 def test_json_nested_too_deep_is_an_error_and_the_server_goes_on(raw_peer, version, line):
     peer = raw_peer()
     peer.initialize(version)
@@ -72,7 +80,14 @@ def test_nesting_up_to_the_limit_is_served(raw_peer):
     deep = {"text": "x"}
     for _ in range(jsonrpc.MAX_NESTING - 6):  # the envelope adds its own levels
         deep = {"n": deep}
-    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"deep": deep}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"deep": deep}},
+        }
+    )
     assert peer.recv()["result"]["content"][0]["text"] == "hi"
 
 
@@ -81,7 +96,11 @@ def test_nesting_up_to_the_limit_is_served(raw_peer):
 def test_non_json_literals_are_parse_errors(raw_peer, literal):
     peer = raw_peer()
     peer.initialize()
-    peer.send(b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":' + literal + b"}}}\n")
+    peer.send(
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":'
+        + literal
+        + b"}}}\n"
+    )
     error = peer.recv()["error"]
     assert error["code"] == PARSE_ERROR and "not a JSON value" in error["message"]
     ping_answered(peer)
@@ -106,9 +125,13 @@ def test_a_huge_batch_is_refused_before_its_items_are_built(raw_peer):
     started = time.monotonic()
     peer.send(b"[0" + b",0" * 1_500_000 + b"]\n")  # 3 MB: one and a half million items
     error = peer.recv()["error"]
-    assert error["code"] == INVALID_REQUEST and f"the limit is {jsonrpc.MAX_BATCH}" in error["message"]
+    assert (
+        error["code"] == INVALID_REQUEST and f"the limit is {jsonrpc.MAX_BATCH}" in error["message"]
+    )
     assert time.monotonic() - started < WAIT / 2
-    assert rss_kib(peer.proc.pid) - before < 150_000  # KiB: a small multiple of the 3 MB sent, not 1.4 GB
+    assert (
+        rss_kib(peer.proc.pid) - before < 150_000
+    )  # KiB: a small multiple of the 3 MB sent, not 1.4 GB
     ping_answered(peer)
 
 
@@ -127,7 +150,9 @@ def test_a_batch_where_the_revision_has_none_is_refused_unparsed(raw_peer):
 def test_a_batch_at_the_limit_is_served(raw_peer):
     peer = raw_peer()
     peer.initialize("2025-03-26")
-    peer.send_json([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(jsonrpc.MAX_BATCH)])
+    peer.send_json(
+        [{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(jsonrpc.MAX_BATCH)]
+    )
     answers = peer.recv()
     assert len(answers) == jsonrpc.MAX_BATCH and all(a["result"] == {} for a in answers)
 
@@ -160,7 +185,11 @@ def test_a_result_json_cannot_carry_is_an_internal_error_and_the_connection_goes
 
 def test_a_value_json_cannot_carry_is_never_sent():
     with pytest.raises(ValueError):
-        jsonrpc.serialize(jsonrpc.Notification("notifications/progress", {"progressToken": 1, "progress": math.inf}))
+        jsonrpc.serialize(
+            jsonrpc.Notification(
+                "notifications/progress", {"progressToken": 1, "progress": math.inf}
+            )
+        )
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
@@ -186,7 +215,9 @@ def test_an_http_batch_of_only_invalid_items_gets_their_errors(serve, raw_sessio
     assert [(m["id"], m["error"]["code"]) for m in body] == [(None, INVALID_REQUEST)] * 3
     # Notifications with an invalid item: the notification is taken, the item answered.
     response = session.post([notification("notifications/roots/list_changed"), "x"], check=False)
-    assert response.status_code == 200 and [m["error"]["code"] for m in response.json()] == [INVALID_REQUEST]
+    assert response.status_code == 200 and [m["error"]["code"] for m in response.json()] == [
+        INVALID_REQUEST
+    ]
     assert session.result(session.post(request("ping", None, 99)), 99)[0]["result"] == {}
 
 
@@ -207,7 +238,9 @@ def test_a_rotated_secret_accepts_cursors_of_the_old_one():
     old, rotated = Paginator(5, secret="old"), Paginator(5, secret="new,old")
     assert rotated.read_cursor(old.make_cursor(5, kind="tools"), kind="tools") == 5
     with pytest.raises(InvalidCursor):
-        old.read_cursor(rotated.make_cursor(5, kind="tools"), kind="tools")  # signed with the new key
+        old.read_cursor(
+            rotated.make_cursor(5, kind="tools"), kind="tools"
+        )  # signed with the new key
     assert Paginator(5, secret=[b"k1", "k2"]).configured and not Paginator(5).configured
     with pytest.raises(ValueError):
         Paginator(5, secret="")
@@ -216,10 +249,19 @@ def test_a_rotated_secret_accepts_cursors_of_the_old_one():
 def page_two_at(first_url: str, second_url: str):
     import requests
 
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
-    first = requests.post(first_url, json=request("tools/list", None, 1), headers=headers, timeout=WAIT).json()
-    return requests.post(second_url, json=request("tools/list", {"cursor": first["result"]["nextCursor"]}, 2),
-                         headers=headers, timeout=WAIT).json()
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    first = requests.post(
+        first_url, json=request("tools/list", None, 1), headers=headers, timeout=WAIT
+    ).json()
+    return requests.post(
+        second_url,
+        json=request("tools/list", {"cursor": first["result"]["nextCursor"]}, 2),
+        headers=headers,
+        timeout=WAIT,
+    ).json()
 
 
 def test_a_cursor_from_one_instance_is_accepted_by_another_with_the_same_secret(monkeypatch):
@@ -231,7 +273,9 @@ def test_a_cursor_from_one_instance_is_accepted_by_another_with_the_same_secret(
     assert page["result"]["tools"], page
 
 
-def test_without_a_shared_secret_another_instance_refuses_the_cursor_and_a_warning_says_why(monkeypatch, caplog):
+def test_without_a_shared_secret_another_instance_refuses_the_cursor_and_a_warning_says_why(
+    monkeypatch, caplog
+):
     from http_fixtures import serving
 
     monkeypatch.delenv("MCP_REF_SECRET", raising=False)
@@ -271,7 +315,9 @@ def test_a_file_over_the_size_cap_is_refused_without_being_read(tmp_path):
             client.read_resource("files://big.bin")
         assert caught.value.code == INVALID_PARAMS and str(tmp_path) not in caught.value.message
         assert client.read_resource("files://small.txt").contents[0].text == "small"
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB: never read whole
+    assert (
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000
+    )  # KiB: never read whole
 
 
 def test_the_size_cap_is_a_setting(tmp_path):
@@ -287,7 +333,9 @@ def test_hidden_files_are_neither_listed_nor_readable_unless_allowed(tmp_path):
     (tmp_path / ".git" / "config").write_text("[core]")
     (tmp_path / "visible.txt").write_text("ok")
     with Client.in_memory(file_root_server(tmp_path), timeout=WAIT) as client:
-        assert [r.uri for r in client.list_resources() if r.uri.startswith("files://")] == ["files://visible.txt"]
+        assert [r.uri for r in client.list_resources() if r.uri.startswith("files://")] == [
+            "files://visible.txt"
+        ]
         for uri in ("files://.env", "files://.git/config", "files://./.env", "files://sub/../.env"):
             with pytest.raises(ResourceNotFound):  # not found: existence does not leak
                 client.read_resource(uri)
@@ -331,9 +379,13 @@ def test_a_file_swapped_for_a_fifo_after_resolving_is_refused_unread(tmp_path, m
     resolved = root.resolve("swap")  # checked: a regular file ...
     os.unlink(resolved)
     os.mkfifo(resolved)  # ... then swapped for a FIFO before it is opened
-    monkeypatch.setattr(FileRoot, "resolve", lambda self, relative: resolved)  # the check already passed
+    monkeypatch.setattr(
+        FileRoot, "resolve", lambda self, relative: resolved
+    )  # the check already passed
     outcome = []
-    thread = threading.Thread(target=lambda: outcome.append(_read_or_error(root, "swap")), daemon=True)
+    thread = threading.Thread(
+        target=lambda: outcome.append(_read_or_error(root, "swap")), daemon=True
+    )
     thread.start()
     thread.join(WAIT)
     assert not thread.is_alive() and outcome == ["PermissionError"]
@@ -361,22 +413,30 @@ def raw_http(port: int, head: bytes) -> bytes:
 
 def ping_request(host_lines: bytes, extra: bytes = b"") -> bytes:
     body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
-    return (b"POST /mcp HTTP/1.1\r\n" + host_lines + extra + b"Content-Type: application/json\r\n"
-            b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"
-            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return (
+        b"POST /mcp HTTP/1.1\r\n" + host_lines + extra + b"Content-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n"
+        b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
 
 
-@pytest.mark.parametrize("host_lines", [
-    b"Host: 127.0.0.1:1,evil.com\r\n",
-    b"Host: 127.0.0.1\r\nHost: evil.com\r\n",
-    b"Host: evil.com@127.0.0.1\r\n",
-    b"Host: 127.0.0.1 evil.com\r\n",
-    b"Host: \r\n",
-], ids=["list", "duplicated", "userinfo", "space", "empty"])
+@pytest.mark.parametrize(
+    "host_lines",
+    [
+        b"Host: 127.0.0.1:1,evil.com\r\n",
+        b"Host: 127.0.0.1\r\nHost: evil.com\r\n",
+        b"Host: evil.com@127.0.0.1\r\n",
+        b"Host: 127.0.0.1 evil.com\r\n",
+        b"Host: \r\n",
+    ],
+    ids=["list", "duplicated", "userinfo", "space", "empty"],
+)
 def test_a_malformed_host_is_refused_by_the_rebinding_guard(serve, host_lines):
     srv = serve(stateless=True)
     assert raw_http(srv.port, ping_request(host_lines)).split()[1] == b"403"
-    assert raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n")).split()[1] == b"200"  # a good one still passes
+    assert (
+        raw_http(srv.port, ping_request(b"Host: 127.0.0.1\r\n")).split()[1] == b"200"
+    )  # a good one still passes
 
 
 def test_a_bare_cr_in_a_header_value_is_refused(serve):
@@ -405,15 +465,33 @@ def test_a_flood_of_requests_is_refused_past_the_limit_not_queued_without_bound(
     flood = DEFAULT_MAX_INCOMING + 500
     call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_for_cancel","arguments":{"seconds":30}}}'
     peer.send(("\n".join(call % i for i in range(flood)) + "\n").encode())
-    refused = [peer.recv() for _ in range(flood - DEFAULT_MAX_INCOMING)]  # only the refusals come back now
-    assert all(m["error"]["code"] == SERVER_BUSY and "Server busy" in m["error"]["message"] for m in refused)
+    refused = [
+        peer.recv() for _ in range(flood - DEFAULT_MAX_INCOMING)
+    ]  # only the refusals come back now
+    assert all(
+        m["error"]["code"] == SERVER_BUSY and "Server busy" in m["error"]["message"]
+        for m in refused
+    )
     assert sorted(m["id"] for m in refused) == list(range(DEFAULT_MAX_INCOMING, flood))
     ping_answered(peer)  # answered on the reader, whatever the handlers are doing
-    assert thread_count(peer.proc.pid) < 32 + 10  # the handler pool's bound, not one thread a request
+    assert (
+        thread_count(peer.proc.pid) < 32 + 10
+    )  # the handler pool's bound, not one thread a request
     assert rss_kib(peer.proc.pid) - before < 100_000
-    for i in range(DEFAULT_MAX_INCOMING):  # let them go: the held requests end, and there is room again
-        peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}})
-    peer.send_json({"jsonrpc": "2.0", "id": "echo", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "room"}}})
+    for i in range(
+        DEFAULT_MAX_INCOMING
+    ):  # let them go: the held requests end, and there is room again
+        peer.send_json(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": i}}
+        )
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": "echo",
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "room"}},
+        }
+    )
     while True:
         message = peer.recv()
         if message.get("id") == "echo":
@@ -453,11 +531,15 @@ def test_http_sessions_share_one_handler_pool(serve, raw_session):
     sessions = [raw_session(srv.mcp) for _ in range(20)]
     for session in sessions:
         session.initialize()
-        request_id, response = session.call("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        request_id, response = session.call(
+            "tools/call", {"name": "echo", "arguments": {"text": "x"}}
+        )
         assert session.result(response, request_id)[0]["result"]["content"][0]["text"] == "x"
     import threading
 
-    handler_threads = [t for t in threading.enumerate() if t.name.startswith(("mcp-http-handler", "http-"))]
+    handler_threads = [
+        t for t in threading.enumerate() if t.name.startswith(("mcp-http-handler", "http-"))
+    ]
     assert len(handler_threads) <= srv.app.handler_threads  # not a pool of its own per session
 
 
@@ -474,7 +556,9 @@ def test_a_flood_of_bare_initializes_cannot_lock_out_a_real_client(serve, raw_se
     established.initialize()  # comes back after initialize: it keeps its place
     headers = {"Accept": "application/json, text/event-stream"}
     for n in range(200):  # 20 times the table, never coming back
-        response = requests.post(srv.mcp, json=request("initialize", init_params(), n), headers=headers, timeout=WAIT)
+        response = requests.post(
+            srv.mcp, json=request("initialize", init_params(), n), headers=headers, timeout=WAIT
+        )
         assert response.status_code == 200, response.text
     assert len(srv.app.sessions) <= 10
     with Client.http(srv.mcp, timeout=WAIT) as client:  # a real client still gets in
@@ -487,8 +571,17 @@ def test_when_every_session_is_established_a_newcomer_gets_503(serve, raw_sessio
     srv = serve(max_sessions=2)
     for session in (raw_session(srv.mcp), raw_session(srv.mcp)):
         session.initialize()
-    response = raw_session(srv.mcp).post(request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                                 "clientInfo": {"name": "late", "version": "1"}}), version=False)
+    response = raw_session(srv.mcp).post(
+        request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "late", "version": "1"},
+            },
+        ),
+        version=False,
+    )
     assert response.status_code == 503 and response.headers.get("Retry-After")
 
 
@@ -497,11 +590,19 @@ def test_a_session_that_never_came_back_expires_after_the_handshake_timeout(serv
     from http_fixtures import init_params
 
     srv = serve(handshake_timeout=0.2)
-    response = requests.post(srv.mcp, json=request("initialize", init_params(), 1),
-                             headers={"Accept": "application/json, text/event-stream"}, timeout=WAIT)
+    response = requests.post(
+        srv.mcp,
+        json=request("initialize", init_params(), 1),
+        headers={"Accept": "application/json, text/event-stream"},
+        timeout=WAIT,
+    )
     stale = response.headers["Mcp-Session-Id"]
-    time.sleep(1.1)  # time must pass: past the handshake timeout, and the sweep's once-a-second pace
-    raw_session(srv.mcp).initialize()  # an initialize sweeps; this session comes back at once, so it stays
+    time.sleep(
+        1.1
+    )  # time must pass: past the handshake timeout, and the sweep's once-a-second pace
+    raw_session(
+        srv.mcp
+    ).initialize()  # an initialize sweeps; this session comes back at once, so it stays
     assert stale not in srv.app.sessions and len(srv.app.sessions) == 1
 
 
@@ -518,7 +619,9 @@ def test_requests_cancelled_while_queued_are_bounded_too(raw_peer):
     call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"wait_for_cancel","arguments":{"seconds":30}}}'
     cancel = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}'
     pairs = DEFAULT_MAX_INCOMING + 300
-    lines = [held % n for n in range(32)]  # every handler thread busy: what follows waits in the queue
+    lines = [
+        held % n for n in range(32)
+    ]  # every handler thread busy: what follows waits in the queue
     for n in range(pairs):
         lines += [call % n, cancel % n]
     peer.send(("\n".join(lines) + "\n").encode())
@@ -528,4 +631,10 @@ def test_requests_cancelled_while_queued_are_bounded_too(raw_peer):
     ping_answered(peer)
     assert thread_count(peer.proc.pid) < 32 + 10
     for n in range(32):  # let the held ones go: the server can then end when its input does
-        peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": f"held-{n}"}})
+        peer.send_json(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": f"held-{n}"},
+            }
+        )

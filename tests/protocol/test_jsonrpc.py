@@ -17,7 +17,9 @@ def dumps(obj) -> bytes:
 
 
 def test_method_and_id_is_a_request():
-    message = parse(dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "c"}}))
+    message = parse(
+        dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "c"}})
+    )
     assert message == Request(1, "tools/list", {"cursor": "c"})
 
 
@@ -31,19 +33,25 @@ def test_id_and_result_is_a_response():
 
 
 def test_id_and_error_is_an_error_response():
-    message = parse(dumps({"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "nope"}}))
+    message = parse(
+        dumps({"jsonrpc": "2.0", "id": 9, "error": {"code": -32601, "message": "nope"}})
+    )
     assert message == ErrorResponse(9, {"code": -32601, "message": "nope"})
 
 
 def test_error_response_with_null_id_is_accepted():
     # JSON-RPC 2.0 §5: id null when the request's id could not be read.
-    message = parse(dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}))
+    message = parse(
+        dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+    )
     assert message == ErrorResponse(None, {"code": -32700, "message": "Parse error"})
 
 
 def test_classification_is_by_key_presence_not_by_value():
     # "params": null is the same as no params; a falsy id 0 or "" is still an id.
-    assert parse(dumps({"jsonrpc": "2.0", "id": 0, "method": "ping", "params": None})) == Request(0, "ping", None)
+    assert parse(dumps({"jsonrpc": "2.0", "id": 0, "method": "ping", "params": None})) == Request(
+        0, "ping", None
+    )
     assert parse(dumps({"jsonrpc": "2.0", "id": "", "method": "ping"})) == Request("", "ping", None)
     assert parse(dumps({"jsonrpc": "2.0", "id": 0, "result": {}})) == Response(0, {})
 
@@ -90,18 +98,27 @@ def test_jsonrpc_must_be_2_0_and_a_readable_id_is_kept(version):
     assert info.value.request_id == 7
 
 
-@pytest.mark.parametrize("obj, request_id", [
-    ({"jsonrpc": "2.0", "id": "m", "method": 5}, "m"),  # method not a string
-    ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1, 2]}, 3),  # positional params
-    ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": "x"}, 3),
-    ({"jsonrpc": "2.0", "method": "note", "params": 1}, None),  # notification with bad params
-    ({"jsonrpc": "2.0", "id": 4}, 4),  # no method, result or error
-    ({"jsonrpc": "2.0", "id": 4, "result": {}, "error": {"code": 1, "message": "x"}}, 4),  # both
-    ({"jsonrpc": "2.0", "id": 5, "result": [1]}, 5),  # result not an object
-    ({"jsonrpc": "2.0", "id": 6, "error": "bad"}, 6),  # error not an object
-    ({"jsonrpc": "2.0", "id": 6, "error": {"code": "x", "message": "m"}}, 6),  # code not an integer
-    ({"jsonrpc": "2.0", "result": {}}, None),  # a response without an id
-])
+@pytest.mark.parametrize(
+    "obj, request_id",
+    [
+        ({"jsonrpc": "2.0", "id": "m", "method": 5}, "m"),  # method not a string
+        ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": [1, 2]}, 3),  # positional params
+        ({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": "x"}, 3),
+        ({"jsonrpc": "2.0", "method": "note", "params": 1}, None),  # notification with bad params
+        ({"jsonrpc": "2.0", "id": 4}, 4),  # no method, result or error
+        (
+            {"jsonrpc": "2.0", "id": 4, "result": {}, "error": {"code": 1, "message": "x"}},
+            4,
+        ),  # both
+        ({"jsonrpc": "2.0", "id": 5, "result": [1]}, 5),  # result not an object
+        ({"jsonrpc": "2.0", "id": 6, "error": "bad"}, 6),  # error not an object
+        (
+            {"jsonrpc": "2.0", "id": 6, "error": {"code": "x", "message": "m"}},
+            6,
+        ),  # code not an integer
+        ({"jsonrpc": "2.0", "result": {}}, None),  # a response without an id
+    ],
+)
 def test_malformed_messages_are_invalid_requests_with_their_readable_id(obj, request_id):
     with pytest.raises(InvalidRequest) as info:
         parse(dumps(obj))
@@ -123,15 +140,19 @@ def test_an_empty_batch_is_one_invalid_request():
 
 
 def test_batch_items_are_classified_one_by_one_with_per_item_errors():
-    items = parse(dumps([
-        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        42,
-        {"jsonrpc": "1.0", "id": "x", "method": "ping"},
-        {"jsonrpc": "2.0", "id": None, "method": "ping"},
-        {"jsonrpc": "2.0", "id": 2, "result": {}},
-        [],
-    ]))
+    items = parse(
+        dumps(
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                42,
+                {"jsonrpc": "1.0", "id": "x", "method": "ping"},
+                {"jsonrpc": "2.0", "id": None, "method": "ping"},
+                {"jsonrpc": "2.0", "id": 2, "result": {}},
+                [],
+            ]
+        )
+    )
     assert isinstance(items, list) and len(items) == 7
     assert items[0] == Request(1, "ping", None)
     assert items[1] == Notification("notifications/initialized", None)
@@ -149,27 +170,33 @@ def test_a_batch_of_one_is_still_a_list():
 # -- parse errors ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("data", [
-    b'{"jsonrpc": "2.0", "id": 1, "method": "ping"',  # truncated
-    b"{'jsonrpc': '2.0'}",  # single quotes
-    b"",
-    b"   ",
-    b"nul",
-    b'{"a": 1} {"b": 2}',  # two documents
-    b"[1,]",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping"',  # truncated
+        b"{'jsonrpc': '2.0'}",  # single quotes
+        b"",
+        b"   ",
+        b"nul",
+        b'{"a": 1} {"b": 2}',  # two documents
+        b"[1,]",
+    ],
+)
 def test_invalid_json_is_a_parse_error(data):
     with pytest.raises(ParseError) as info:
         parse(data)
     assert info.value.code == PARSE_ERROR
 
 
-@pytest.mark.parametrize("data", [
-    b'{"jsonrpc": "2.0", "method": "\xff"}',
-    b"\xc3\x28",  # invalid 2-byte sequence
-    b'"\xed\xa0\x80"',  # an encoded surrogate
-    b"\xfe\xff",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"jsonrpc": "2.0", "method": "\xff"}',
+        b"\xc3\x28",  # invalid 2-byte sequence
+        b'"\xed\xa0\x80"',  # an encoded surrogate
+        b"\xfe\xff",
+    ],
+)
 def test_invalid_utf8_is_a_parse_error(data):
     with pytest.raises(ParseError) as info:
         parse(data)
@@ -187,15 +214,18 @@ def test_utf8_text_survives_parsing():
 
 # -- serialisation -----------------------------------------------------------------------
 
-NASTY = "line1\nline2\r\n\u2028\u2029\x00\x1b\t\"\\ 😀 é"
+NASTY = 'line1\nline2\r\n\u2028\u2029\x00\x1b\t"\\ 😀 é'
 
 
-@pytest.mark.parametrize("message", [
-    Request(1, "tools/call", {"name": "echo", "arguments": {"text": NASTY}}),
-    Notification("notifications/message", {"level": "info", "data": NASTY}),
-    Response("id\n2", {"content": [{"type": "text", "text": NASTY}]}),
-    ErrorResponse(None, {"code": -32603, "message": NASTY}),
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        Request(1, "tools/call", {"name": "echo", "arguments": {"text": NASTY}}),
+        Notification("notifications/message", {"level": "info", "data": NASTY}),
+        Response("id\n2", {"content": [{"type": "text", "text": NASTY}]}),
+        ErrorResponse(None, {"code": -32603, "message": NASTY}),
+    ],
+)
 def test_serialize_never_emits_a_newline_or_raw_control_character(message):
     data = serialize(message)
     assert isinstance(data, bytes)
@@ -213,16 +243,19 @@ def test_serialize_a_batch_without_newlines():
     assert parse(data) == batch
 
 
-@pytest.mark.parametrize("message", [
-    Request("r-1", "ping"),
-    Request(0, "tools/list", {}),
-    Notification("notifications/initialized"),
-    Notification("notifications/progress", {"progressToken": "t", "progress": 0.5, "total": 1}),
-    Response(42, {}),
-    Response("x", {"nested": {"a": [1, 2.5, None, True, "s"]}}),
-    ErrorResponse(3, {"code": -32602, "message": "bad", "data": {"why": [1]}}),
-    ErrorResponse(None, {"code": -32700, "message": "Parse error"}),
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        Request("r-1", "ping"),
+        Request(0, "tools/list", {}),
+        Notification("notifications/initialized"),
+        Notification("notifications/progress", {"progressToken": "t", "progress": 0.5, "total": 1}),
+        Response(42, {}),
+        Response("x", {"nested": {"a": [1, 2.5, None, True, "s"]}}),
+        ErrorResponse(3, {"code": -32602, "message": "bad", "data": {"why": [1]}}),
+        ErrorResponse(None, {"code": -32700, "message": "Parse error"}),
+    ],
+)
 def test_round_trip(message):
     data = serialize(message)
     assert parse(data) == message
@@ -230,12 +263,19 @@ def test_round_trip(message):
 
 
 def test_wire_form_of_each_kind():
-    assert json.loads(serialize(Request(1, "ping"))) == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert json.loads(serialize(Request(1, "ping"))) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "ping",
+    }
     assert json.loads(serialize(Notification("n"))) == {"jsonrpc": "2.0", "method": "n"}
     assert json.loads(serialize(Response(1, {}))) == {"jsonrpc": "2.0", "id": 1, "result": {}}
     # An unreadable id: omitted (2025-11-25 basic §Error Responses), or null for older peers (JSON-RPC 2.0 §5).
     assert json.loads(serialize(ErrorResponse(None, {"code": 1, "message": "m"}))) == {
-        "jsonrpc": "2.0", "error": {"code": 1, "message": "m"}}
-    assert json.loads(serialize(ErrorResponse(None, {"code": 1, "message": "m"}, null_id=True))) == {
-        "jsonrpc": "2.0", "id": None, "error": {"code": 1, "message": "m"}}
+        "jsonrpc": "2.0",
+        "error": {"code": 1, "message": "m"},
+    }
+    assert json.loads(
+        serialize(ErrorResponse(None, {"code": 1, "message": "m"}, null_id=True))
+    ) == {"jsonrpc": "2.0", "id": None, "error": {"code": 1, "message": "m"}}
     assert b" " not in serialize(Request(1, "a", {"b": [1, 2]}))  # compact separators

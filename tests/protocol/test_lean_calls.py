@@ -41,8 +41,12 @@ class Table:
         self.cancels.append((request_id, reason))
 
 
-def pending_request(table: Table, method: str = "tools/call", timeout: float | None = WAIT) -> PendingRequest:
-    table.pending = PendingRequest(table.forget, table.send_cancel, 7, method, timeout, None, False, None)
+def pending_request(
+    table: Table, method: str = "tools/call", timeout: float | None = WAIT
+) -> PendingRequest:
+    table.pending = PendingRequest(
+        table.forget, table.send_cancel, 7, method, timeout, None, False, None
+    )
     return table.pending
 
 
@@ -70,7 +74,9 @@ def test_the_first_settle_wins_when_threads_race():
         else:
             with pytest.raises(ValueError, match=str(winner)):
                 pending.result()
-        assert not pending.set_result({"late": True}) and called == [pending]  # a late settle changes nothing
+        assert not pending.set_result({"late": True}) and called == [
+            pending
+        ]  # a late settle changes nothing
 
 
 def test_done_callbacks_run_once_and_at_once_when_already_settled(caplog):
@@ -104,7 +110,9 @@ class WatchedCondition(threading.Condition):
 
 
 def test_every_thread_waiting_on_one_request_wakes_with_its_answer():
-    pending = pending_request(Table(), timeout=None)  # no deadline: a thread left waiting fails run_threads
+    pending = pending_request(
+        Table(), timeout=None
+    )  # no deadline: a thread left waiting fails run_threads
     gate = pending._condition = WatchedCondition()
 
     def wait(i: int) -> dict:
@@ -135,7 +143,9 @@ def test_a_timeout_tells_the_peer_and_raises_request_timeout():
 
 
 def test_an_answer_that_wins_the_race_with_the_timeout_is_the_outcome():
-    table = Table(answered=True)  # the reader took the answer from the table just as the time ran out
+    table = Table(
+        answered=True
+    )  # the reader took the answer from the table just as the time ran out
     pending = pending_request(table, timeout=0.01)
 
     def settle_when_forgotten() -> None:
@@ -194,10 +204,18 @@ def test_the_envelope_follows_the_log_level_the_handlers_and_the_client_info(rec
     assert envelope()[LOG_LEVEL] == "debug"
     client.set_logging_level(None)
     assert LOG_LEVEL not in envelope()
-    client.sampling_handler = lambda params: {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+    client.sampling_handler = lambda params: {
+        "role": "assistant",
+        "content": {"type": "text", "text": "hi"},
+        "model": "m",
+    }
     assert envelope()[CLIENT_CAPABILITIES] == {"roots": {}, "sampling": {}}
     client.elicitation_handler = lambda params: {"action": "decline"}
-    assert envelope()[CLIENT_CAPABILITIES] == {"roots": {}, "sampling": {}, "elicitation": {"form": {}}}
+    assert envelope()[CLIENT_CAPABILITIES] == {
+        "roots": {},
+        "sampling": {},
+        "elicitation": {"form": {}},
+    }
     client.client_info = {"name": "renamed", "version": "2"}
     assert envelope()[CLIENT_INFO] == {"name": "renamed", "version": "2"}
     client.set_roots(["file:///b"])

@@ -43,7 +43,11 @@ def check_error(version, reply, code):
 
 
 def initialize_params(version):
-    return {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    return {
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
 
 
 # -- version negotiation ---------------------------------------------------------------------
@@ -81,17 +85,30 @@ def test_unknown_version_gets_the_servers_latest(raw_peer, asked):
     assert reply["result"]["protocolVersion"] == LATEST
     assert schema_errors(LATEST, "InitializeResult", reply["result"]) == []
     peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    assert "tools" in request(peer, 2, "tools/list")["result"]  # the connection works at that version
+    assert (
+        "tools" in request(peer, 2, "tools/list")["result"]
+    )  # the connection works at that version
 
 
 @pytest.mark.slow
 def test_initialize_without_a_string_version_is_invalid_params(raw_peer):
     peer = raw_peer()
-    reply = request(peer, 1, "initialize", {"protocolVersion": 20250618, "capabilities": {},
-                                            "clientInfo": {"name": "raw", "version": "0"}})
+    reply = request(
+        peer,
+        1,
+        "initialize",
+        {
+            "protocolVersion": 20250618,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    )
     check_error(LATEST, reply, -32602)
     # It did not count as the initialize: a proper one still works.
-    assert request(peer, 2, "initialize", initialize_params(LATEST))["result"]["protocolVersion"] == LATEST
+    assert (
+        request(peer, 2, "initialize", initialize_params(LATEST))["result"]["protocolVersion"]
+        == LATEST
+    )
 
 
 def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
@@ -110,9 +127,16 @@ def test_client_refuses_an_unsupported_version_and_shuts_the_server_down(wire):
 def test_requests_before_initialize_are_refused_but_ping_is_answered(raw_peer):
     peer = raw_peer()
     check_error(LATEST, request(peer, 1, "tools/list"), INVALID_REQUEST)
-    check_error(LATEST, request(peer, 2, "tools/call", {"name": "echo", "arguments": {"text": "x"}}), INVALID_REQUEST)
+    check_error(
+        LATEST,
+        request(peer, 2, "tools/call", {"name": "echo", "arguments": {"text": "x"}}),
+        INVALID_REQUEST,
+    )
     assert request(peer, 3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
-    assert request(peer, 4, "initialize", initialize_params(LATEST))["result"]["protocolVersion"] == LATEST
+    assert (
+        request(peer, 4, "initialize", initialize_params(LATEST))["result"]["protocolVersion"]
+        == LATEST
+    )
     peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert request(peer, 5, "tools/list")["result"]["tools"]
 
@@ -149,7 +173,9 @@ def test_server_capabilities_follow_what_is_registered(connect):
     client = connect(LIFECYCLE_SERVER)
     assert set(client.server_capabilities) == {"tools", "logging"}
     demo = connect(DEMO_IN_PROCESS)
-    assert {"tools", "resources", "prompts", "logging", "completions"} <= set(demo.server_capabilities)
+    assert {"tools", "resources", "prompts", "logging", "completions"} <= set(
+        demo.server_capabilities
+    )
 
 
 @pytest.mark.slow
@@ -161,7 +187,10 @@ def test_server_without_prompts_answers_prompts_methods_with_method_not_found(ra
     check_error(LATEST, request(peer, 3, "resources/list"), METHOD_NOT_FOUND)
     check_error(LATEST, request(peer, 4, "resources/read", {"uri": "x://y"}), METHOD_NOT_FOUND)
     assert [t["name"] for t in request(peer, 5, "tools/list")["result"]["tools"]] == [
-        "titled", "try_sampling", "raw_sampling"]
+        "titled",
+        "try_sampling",
+        "raw_sampling",
+    ]
 
 
 @pytest.mark.slow
@@ -204,8 +233,14 @@ def test_client_without_sampling_answers_sampling_with_method_not_found(connect,
 
 @pytest.mark.slow
 def test_client_with_sampling_declares_it_and_is_asked(connect, wire):
-    client = connect(LIFECYCLE_SERVER, sampling_handler=lambda params: {
-        "role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})
+    client = connect(
+        LIFECYCLE_SERVER,
+        sampling_handler=lambda params: {
+            "role": "assistant",
+            "content": {"type": "text", "text": "ok"},
+            "model": "m",
+        },
+    )
     assert wire.sent("initialize")[0]["params"]["capabilities"] == {"sampling": {}}
     assert client.call_tool("try_sampling").content[0].text == "sampling worked"
     assert client.call_tool("raw_sampling").content[0].text == "answered"
@@ -218,7 +253,9 @@ def test_client_with_sampling_declares_it_and_is_asked(connect, wire):
 def test_structured_content_only_from_2025_06_18(connect, wire, version):
     client = connect(DEMO_IN_PROCESS, protocol_version=version)
     result = client.call_tool("weather", {"city": "Oslo"})
-    raw = [m for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"]][0]["result"]
+    raw = [m for m in wire.received() if m.get("id") == wire.sent("tools/call")[0]["id"]][0][
+        "result"
+    ]
     expected = {"city": "Oslo", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
     if version >= "2025-06-18":
         assert raw["structuredContent"] == expected
@@ -249,7 +286,12 @@ def test_prompt_titles_only_from_2025_06_18(connect, wire, version):
     client = connect(DEMO_IN_PROCESS, protocol_version=version)
     prompts = client.list_prompts()
     greet = [p for p in prompts if p.name == "greet"][0]
-    listed = [p for m in wire.received() if "result" in m and "prompts" in m["result"] for p in m["result"]["prompts"]]
+    listed = [
+        p
+        for m in wire.received()
+        if "result" in m and "prompts" in m["result"]
+        for p in m["result"]["prompts"]
+    ]
     listed_greet = [p for p in listed if p["name"] == "greet"][0]
     if version >= "2025-06-18":
         assert listed_greet["title"] == "Greet someone"
@@ -266,11 +308,21 @@ def test_tool_annotations_only_from_2025_03_26(connect, wire, version):
     assert ("annotations" in echo) == (version >= "2025-03-26")
 
 
-@pytest.mark.parametrize("version, declared", [
-    ("2024-11-05", None), ("2025-03-26", None), ("2025-06-18", {}), ("2025-11-25", {"form": {}}),
-])
+@pytest.mark.parametrize(
+    "version, declared",
+    [
+        ("2024-11-05", None),
+        ("2025-03-26", None),
+        ("2025-06-18", {}),
+        ("2025-11-25", {"form": {}}),
+    ],
+)
 def test_elicitation_declared_only_from_2025_06_18(connect, wire, version, declared):
-    connect(DEMO_IN_PROCESS, protocol_version=version, elicitation_handler=lambda params: {"action": "decline"})
+    connect(
+        DEMO_IN_PROCESS,
+        protocol_version=version,
+        elicitation_handler=lambda params: {"action": "decline"},
+    )
     capabilities = wire.sent("initialize")[0]["params"]["capabilities"]
     assert capabilities.get("elicitation") == declared
 
@@ -279,8 +331,11 @@ def test_elicitation_declared_only_from_2025_06_18(connect, wire, version, decla
 def test_progress_message_only_from_2025_03_26(connect, wire, version):
     client = connect(DEMO_IN_PROCESS, protocol_version=version)
     messages = []
-    client.call_tool("count_slowly", {"steps": 2, "delay": 0.001},
-                     on_progress=lambda progress, total, message: messages.append(message))
+    client.call_tool(
+        "count_slowly",
+        {"steps": 2, "delay": 0.001},
+        on_progress=lambda progress, total, message: messages.append(message),
+    )
     notes = wire.received("notifications/progress")
     assert len(notes) == 2
     if version >= "2025-03-26":
@@ -295,7 +350,11 @@ def test_completions_capability_only_from_2025_03_26(connect, version):
     client = connect(DEMO_IN_PROCESS, protocol_version=version)
     assert ("completions" in client.server_capabilities) == (version >= "2025-03-26")
     # completion/complete itself works at every revision (2024-11-05 had it without a capability).
-    assert client.complete(prompt="greet", argument="name", value="A").values == ["Ada", "Alan", "Alonzo"]
+    assert client.complete(prompt="greet", argument="name", value="A").values == [
+        "Ada",
+        "Alan",
+        "Alonzo",
+    ]
 
 
 # -- behaviour spec_notes listed as untested ------------------------------------------------------
@@ -305,24 +364,40 @@ RAW_SERVER = [sys.executable, str(SERVERS / "untested_raw_server.py")]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("params", [
-    {"protocolVersion": LATEST, "clientInfo": {"name": "raw", "version": "0"}},
-    {"protocolVersion": LATEST, "capabilities": {}},
-    {"protocolVersion": LATEST, "capabilities": [], "clientInfo": {"name": "raw", "version": "0"}},
-    {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": "raw"},
-], ids=["no-capabilities", "no-client-info", "capabilities-not-object", "client-info-not-object"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"protocolVersion": LATEST, "clientInfo": {"name": "raw", "version": "0"}},
+        {"protocolVersion": LATEST, "capabilities": {}},
+        {
+            "protocolVersion": LATEST,
+            "capabilities": [],
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+        {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": "raw"},
+    ],
+    ids=["no-capabilities", "no-client-info", "capabilities-not-object", "client-info-not-object"],
+)
 def test_initialize_without_capabilities_or_client_info_is_invalid_params(raw_peer, params):
     peer = raw_peer()
     check_error(LATEST, request(peer, 1, "initialize", params), -32602)
     # It did not count as the initialize: a proper one still works.
-    assert request(peer, 2, "initialize", initialize_params(LATEST))["result"]["protocolVersion"] == LATEST
+    assert (
+        request(peer, 2, "initialize", initialize_params(LATEST))["result"]["protocolVersion"]
+        == LATEST
+    )
 
 
 def test_client_refuses_an_unsupported_protocol_version_before_sending_anything(tmp_path):
     record = tmp_path / "received"
     with pytest.raises(ValueError, match="1999-01-01"):
-        Client.stdio([*RAW_SERVER, "silent-init", str(record)], protocol_version="1999-01-01", stderr="capture",
-                     timeout=WAIT, shutdown_timeout=WAIT)
+        Client.stdio(
+            [*RAW_SERVER, "silent-init", str(record)],
+            protocol_version="1999-01-01",
+            stderr="capture",
+            timeout=WAIT,
+            shutdown_timeout=WAIT,
+        )
     # Nothing was written, and the server process that had been started was shut down (stdin closed).
     assert record.read_text().splitlines() == ["EOF"]
 
@@ -332,8 +407,17 @@ def test_a_cancel_for_initialize_is_ignored(raw_peer):
     peer = raw_peer([*UNTESTED, "slow-init"])
     # The server holds its initialize result until roots/list_changed arrives, so the
     # cancel is certainly read while initialize is in flight.
-    init = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": initialize_params(LATEST)}
-    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "init", "reason": "x"}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": "init",
+        "method": "initialize",
+        "params": initialize_params(LATEST),
+    }
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": "init", "reason": "x"},
+    }
     release = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
     peer.send(b"".join(json.dumps(m).encode() + b"\n" for m in (init, cancel, release)))
     reply = peer.recv()
@@ -345,12 +429,17 @@ def test_a_cancel_for_initialize_is_ignored(raw_peer):
 @pytest.mark.slow
 def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
     peer = raw_peer(UNTESTED)
-    params = {"protocolVersion": LATEST, "capabilities": {"roots": {"listChanged": True}},
-              "clientInfo": {"name": "raw", "version": "0"}}
+    params = {
+        "protocolVersion": LATEST,
+        "capabilities": {"roots": {"listChanged": True}},
+        "clientInfo": {"name": "raw", "version": "0"},
+    }
     assert request(peer, "init", "initialize", params)["result"]["protocolVersion"] == LATEST
     # No notifications/initialized yet. basic/lifecycle: the server "SHOULD NOT send requests
     # other than pings and logging before receiving the initialized notification".
-    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ping_client"}})
+    peer.send_json(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ping_client"}}
+    )
     ping = peer.recv()
     assert ping["method"] == "ping" and "id" in ping, ping
     assert schema_errors(LATEST, "PingRequest", ping) == []
@@ -365,9 +454,13 @@ def test_server_may_ping_but_not_ask_the_client_before_initialized(raw_peer):
     peer.send_json({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "roots"}})
     ask = peer.recv()
     assert ask["method"] == "roots/list", ask
-    peer.send_json({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///work"}]}})
+    peer.send_json(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///work"}]}}
+    )
     reply = peer.recv()
-    assert reply["id"] == 3 and json.loads(reply["result"]["content"][0]["text"]) == ["file:///work"]
+    assert reply["id"] == 3 and json.loads(reply["result"]["content"][0]["text"]) == [
+        "file:///work"
+    ]
 
 
 # -- spec_notes items ------------------------------------------------------------------------------

@@ -37,7 +37,9 @@ def test_a_new_server_answers_only_initialize_and_ping():
 
 def test_the_server_phases_in_order():
     life = Lifecycle(SERVER)
-    assert not life.advance(INITIALIZED_RECEIVED)  # initialized before initialize: no such transition
+    assert not life.advance(
+        INITIALIZED_RECEIVED
+    )  # initialized before initialize: no such transition
     assert life.phase is Phase.AWAITING_INITIALIZE
     assert life.advance(INITIALIZE_ANSWERED)
     assert life.phase is Phase.AWAITING_INITIALIZED

@@ -11,7 +11,15 @@ import threading
 import pytest
 from conftest import WAIT, WireChecker
 
-from mcp_ref import Client, ConnectionClosed, Context, CreateMessageResult, RequestCancelled, Server, TextContent
+from mcp_ref import (
+    Client,
+    ConnectionClosed,
+    Context,
+    CreateMessageResult,
+    RequestCancelled,
+    Server,
+    TextContent,
+)
 from mcp_ref.memory import Channel, memory_pair
 
 
@@ -62,22 +70,36 @@ def wire():
 def test_a_client_in_memory_speaks_the_whole_protocol(wire, era, version):
     server, _ = build_server()
     progress = []
-    sampling = lambda params: CreateMessageResult(role="assistant", content=TextContent(text="hi!"), model="m")  # noqa: E731
-    with Client.in_memory(server, trace=wire, timeout=WAIT, sampling_handler=sampling, era=era) as client:
+
+    def sampling(params):
+        return CreateMessageResult(role="assistant", content=TextContent(text="hi!"), model="m")
+
+    with Client.in_memory(
+        server, trace=wire, timeout=WAIT, sampling_handler=sampling, era=era
+    ) as client:
         assert client.server_info.name == "memory-test"
         assert client.protocol_version == version
         assert [t.name for t in client.list_tools()] == ["add", "count", "ask", "wait"]
         assert client.call_tool("add", {"a": 2, "b": 3}).content[0].text == "5"
-        assert client.call_tool("count", {"steps": 3}, on_progress=lambda *p: progress.append(p)).content[0].text == "counted"
+        assert (
+            client.call_tool("count", {"steps": 3}, on_progress=lambda *p: progress.append(p))
+            .content[0]
+            .text
+            == "counted"
+        )
         assert [p[0] for p in progress] == [1, 2, 3]
-        assert client.call_tool("ask").content[0].text == "hi!"  # the server called back into the client
+        assert (
+            client.call_tool("ask").content[0].text == "hi!"
+        )  # the server called back into the client
         assert client.read_resource("memo://note").contents[0].text == "a note"
         client.ping()
     assert wire.sent("tools/call")
     if era == "handshake":  # the server sent a request ...
         assert wire.received("sampling/createMessage")
     else:  # ... or answered input_required, and the client retried with the sample
-        assert [m for m in wire.received() if m.get("result", {}).get("resultType") == "input_required"]
+        assert [
+            m for m in wire.received() if m.get("result", {}).get("resultType") == "input_required"
+        ]
         assert [m for m in wire.sent("tools/call") if "inputResponses" in m["params"]]
 
 
@@ -115,10 +137,13 @@ def test_many_threads_share_one_in_memory_client():
     server, _ = build_server()
     results, errors = [], []
     with Client.in_memory(server, timeout=WAIT) as client:
+
         def work(n: int) -> None:
             try:
                 for i in range(20):
-                    results.append(client.call_tool("add", {"a": n, "b": i}).content[0].text == str(n + i))
+                    results.append(
+                        client.call_tool("add", {"a": n, "b": i}).content[0].text == str(n + i)
+                    )
             except Exception as exc:
                 errors.append(exc)
 

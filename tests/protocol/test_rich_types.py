@@ -76,10 +76,21 @@ def rich_server() -> Server:
         return when + dt.timedelta(days=days)
 
     @server.tool
-    def kinds(day: dt.date, at: dt.time, ident: uuid.UUID, amount: Decimal, where: Path, colour: Colour) -> dict:
+    def kinds(
+        day: dt.date, at: dt.time, ident: uuid.UUID, amount: Decimal, where: Path, colour: Colour
+    ) -> dict:
         """Every rich scalar as a parameter: what arrived, by type name."""
-        return {name: type(value).__name__ for name, value in
-                {"day": day, "at": at, "ident": ident, "amount": amount, "where": where, "colour": colour}.items()}
+        return {
+            name: type(value).__name__
+            for name, value in {
+                "day": day,
+                "at": at,
+                "ident": ident,
+                "amount": amount,
+                "where": where,
+                "colour": colour,
+            }.items()
+        }
 
     @server.tool
     def greet(person: Person) -> Person:
@@ -103,9 +114,11 @@ def rich_server() -> Server:
         return ID
 
     @server.tool
-    def described(city: Annotated[str, Field(description="The city's name", min_length=2, max_length=40)],
-                  count: Annotated[int, Field(description="How many", ge=1, le=10)] = 3,
-                  legacy: Annotated[str, "A bare string describes too"] = "x") -> str:
+    def described(
+        city: Annotated[str, Field(description="The city's name", min_length=2, max_length=40)],
+        count: Annotated[int, Field(description="How many", ge=1, le=10)] = 3,
+        legacy: Annotated[str, "A bare string describes too"] = "x",
+    ) -> str:
         """pydantic's Field in Annotated: its description and constraints."""
         return f"{city}:{count}:{legacy}"
 
@@ -172,18 +185,47 @@ def test_rich_scalars_have_the_schema_their_annotation_implies(latest):
     assert props["amount"] == {"type": ["number", "string"]}
     assert props["where"] == {"type": "string", "format": "path"}
     assert props["colour"] == {"type": "string", "enum": ["red", "green"]}
-    assert tool_named(latest, "shift").input_schema["properties"]["when"] == {"type": "string", "format": "date-time"}
+    assert tool_named(latest, "shift").input_schema["properties"]["when"] == {
+        "type": "string",
+        "format": "date-time",
+    }
 
 
 def test_rich_arguments_arrive_as_their_python_types(client):
-    result = client.call_tool("kinds", {"day": "2025-03-04", "at": "05:06:07", "ident": str(ID), "amount": "1.10",
-                                        "where": "/tmp/x", "colour": "green"})
+    result = client.call_tool(
+        "kinds",
+        {
+            "day": "2025-03-04",
+            "at": "05:06:07",
+            "ident": str(ID),
+            "amount": "1.10",
+            "where": "/tmp/x",
+            "colour": "green",
+        },
+    )
     assert not result.is_error, result
-    assert result.structured_content == {"day": "date", "at": "time", "ident": "UUID", "amount": "Decimal",
-                                         "where": "PosixPath" if sys.platform != "win32" else "WindowsPath",
-                                         "colour": "Colour"}
-    assert client.call_tool("kinds", {"day": "2025-03-04", "at": "05:06", "ident": str(ID), "amount": 2.5,
-                                      "where": "p", "colour": "red"}).structured_content["amount"] == "Decimal"
+    assert result.structured_content == {
+        "day": "date",
+        "at": "time",
+        "ident": "UUID",
+        "amount": "Decimal",
+        "where": "PosixPath" if sys.platform != "win32" else "WindowsPath",
+        "colour": "Colour",
+    }
+    assert (
+        client.call_tool(
+            "kinds",
+            {
+                "day": "2025-03-04",
+                "at": "05:06",
+                "ident": str(ID),
+                "amount": 2.5,
+                "where": "p",
+                "colour": "red",
+            },
+        ).structured_content["amount"]
+        == "Decimal"
+    )
 
 
 def test_a_datetime_goes_in_and_comes_out_as_iso_8601(client):
@@ -194,19 +236,41 @@ def test_a_datetime_goes_in_and_comes_out_as_iso_8601(client):
         assert result.structured_content == {"result": "2025-03-06T05:06:07+00:00"}
 
 
-@pytest.mark.parametrize("arguments, named", [
-    ({"when": "the day after tomorrow"}, "when: 'the day after tomorrow' is not a valid ISO 8601 date-time"),
-    ({"when": "2025-02-30T00:00:00"}, "when: '2025-02-30T00:00:00' is not a valid ISO 8601 date-time"),
-])
+@pytest.mark.parametrize(
+    "arguments, named",
+    [
+        (
+            {"when": "the day after tomorrow"},
+            "when: 'the day after tomorrow' is not a valid ISO 8601 date-time",
+        ),
+        (
+            {"when": "2025-02-30T00:00:00"},
+            "when: '2025-02-30T00:00:00' is not a valid ISO 8601 date-time",
+        ),
+    ],
+)
 def test_a_bad_rich_value_is_refused_as_bad_arguments_naming_it(client, arguments, named):
     assert named in refused(client, "shift", arguments)
 
 
 def test_bad_uuid_decimal_and_enum_values_are_refused(client):
-    good = {"day": "2025-03-04", "at": "05:06", "ident": str(ID), "amount": "1", "where": "p", "colour": "red"}
-    assert "ident: 'nope' is not a valid UUID" in refused(client, "kinds", {**good, "ident": "nope"})
-    assert "amount: 'lots' is not a decimal number" in refused(client, "kinds", {**good, "amount": "lots"})
-    assert "amount: 'NaN' is not a finite decimal number" in refused(client, "kinds", {**good, "amount": "NaN"})
+    good = {
+        "day": "2025-03-04",
+        "at": "05:06",
+        "ident": str(ID),
+        "amount": "1",
+        "where": "p",
+        "colour": "red",
+    }
+    assert "ident: 'nope' is not a valid UUID" in refused(
+        client, "kinds", {**good, "ident": "nope"}
+    )
+    assert "amount: 'lots' is not a decimal number" in refused(
+        client, "kinds", {**good, "amount": "lots"}
+    )
+    assert "amount: 'NaN' is not a finite decimal number" in refused(
+        client, "kinds", {**good, "amount": "NaN"}
+    )
     assert refused(client, "kinds", {**good, "colour": "blue"})  # the schema's enum refuses it
 
 
@@ -216,8 +280,11 @@ def test_a_pydantic_model_parameter_uses_pydantics_schema_inlined(latest):
     assert "$defs" in expected  # the model really has a submodel: the reference is inlined
     assert "$ref" not in str(schema) and "$defs" not in schema
     assert schema["properties"]["address"] == {**expected["$defs"]["Address"]}
-    assert schema["properties"]["age"] == expected["properties"]["age"] == {
-        "description": "Age in years", "minimum": 0, "title": "Age", "type": "integer"}
+    assert (
+        schema["properties"]["age"]
+        == expected["properties"]["age"]
+        == {"description": "Age in years", "minimum": 0, "title": "Age", "type": "integer"}
+    )
     assert schema["required"] == expected["required"]
 
 
@@ -225,19 +292,34 @@ def test_a_pydantic_model_goes_in_and_comes_out(client):
     person = {"name": "ada", "age": 36, "address": {"street": "1 Rue"}, "born": "1815-12-10"}
     result = client.call_tool("greet", {"person": person})
     assert not result.is_error, result
-    out = {"name": "ADA", "age": 36, "address": {"street": "1 Rue", "city": "Paris"}, "born": "1815-12-10"}
+    out = {
+        "name": "ADA",
+        "age": 36,
+        "address": {"street": "1 Rue", "city": "Paris"},
+        "born": "1815-12-10",
+    }
     if client.protocol_version >= "2025-06-18":
         assert result.structured_content == out  # an object: not wrapped
-    assert tool_named(client, "greet").output_schema["properties"]["address"]["properties"]["city"]["default"] == "Paris"
+    assert (
+        tool_named(client, "greet").output_schema["properties"]["address"]["properties"]["city"][
+            "default"
+        ]
+        == "Paris"
+    )
 
 
 def test_a_pydantic_validation_failure_is_refused_as_bad_arguments(client):
     # Valid against the JSON Schema except the constraint, which jsonschema catches: -32602 / isError.
-    message = refused(client, "greet", {"person": {"name": "x", "age": -1, "address": {"street": "s"}}})
+    message = refused(
+        client, "greet", {"person": {"name": "x", "age": -1, "address": {"street": "s"}}}
+    )
     assert "age" in message
     # A date that does not exist passes the schema (format is not asserted) and fails in pydantic.
-    message = refused(client, "greet", {"person": {"name": "x", "age": 1, "address": {"street": "s"},
-                                                   "born": "2025-02-30"}})
+    message = refused(
+        client,
+        "greet",
+        {"person": {"name": "x", "age": 1, "address": {"street": "s"}, "born": "2025-02-30"}},
+    )
     assert message.startswith("Invalid arguments for tool greet: person:") and "born" in message
     assert "errors.pydantic.dev" not in message
 
@@ -249,8 +331,18 @@ def test_a_dataclass_holding_rich_values_is_structured_content(client):
     person = {"name": "ada", "age": 36, "address": {"street": "1 Rue"}}
     result = client.call_tool("book", {"guest": person, "price": "12.50"})
     assert not result.is_error, result
-    expected = {"id": str(ID), "at": "2025-03-04T05:06:07+00:00", "price": "12.50", "colour": "green",
-                "guest": {"name": "ada", "age": 36, "address": {"street": "1 Rue", "city": "Paris"}, "born": None}}
+    expected = {
+        "id": str(ID),
+        "at": "2025-03-04T05:06:07+00:00",
+        "price": "12.50",
+        "colour": "green",
+        "guest": {
+            "name": "ada",
+            "age": 36,
+            "address": {"street": "1 Rue", "city": "Paris"},
+            "born": None,
+        },
+    }
     import json
 
     assert json.loads(result.content[0].text) == expected
@@ -271,15 +363,20 @@ def test_decimal_and_uuid_returns(client):
 
 def test_a_type_made_for_pydantic_goes_through_its_type_adapter(client):
     assert tool_named(client, "site").input_schema["properties"]["url"]["format"] == "uri"
-    assert client.call_tool("site", {"url": "https://example.com/a"}).content[0].text == '"https://example.com/a"'
+    assert (
+        client.call_tool("site", {"url": "https://example.com/a"}).content[0].text
+        == '"https://example.com/a"'
+    )
     assert "url:" in refused(client, "site", {"url": "not a url"})
 
 
 def test_a_value_with_no_json_form_is_an_is_error_result_naming_it(client):
     result = client.call_tool("liar")
     assert result.is_error
-    assert result.content[0].text == ("Tool liar returned a value that cannot be serialised: "
-                                      "Object of type Opaque is not JSON serializable")
+    assert result.content[0].text == (
+        "Tool liar returned a value that cannot be serialised: "
+        "Object of type Opaque is not JSON serializable"
+    )
 
 
 def test_a_return_type_with_no_json_form_is_refused_at_registration():
@@ -288,7 +385,9 @@ def test_a_return_type_with_no_json_form_is_refused_at_registration():
     def opaque() -> Opaque:
         return Opaque()
 
-    with pytest.raises(TypeError, match=r"tool opaque: return type .*Opaque.* cannot be serialised"):
+    with pytest.raises(
+        TypeError, match=r"tool opaque: return type .*Opaque.* cannot be serialised"
+    ):
         server.add_tool(opaque)
 
     def opaque_list() -> list[Opaque]:
@@ -318,9 +417,24 @@ def test_a_parameter_type_with_no_json_form_is_refused_at_registration():
 
 def test_annotated_field_gives_description_and_constraints(client):
     props = tool_named(client, "described").input_schema["properties"]
-    assert props["city"] == {"type": "string", "description": "The city's name", "minLength": 2, "maxLength": 40}
-    assert props["count"] == {"type": "integer", "description": "How many", "minimum": 1, "maximum": 10, "default": 3}
-    assert props["legacy"] == {"type": "string", "description": "A bare string describes too", "default": "x"}
+    assert props["city"] == {
+        "type": "string",
+        "description": "The city's name",
+        "minLength": 2,
+        "maxLength": 40,
+    }
+    assert props["count"] == {
+        "type": "integer",
+        "description": "How many",
+        "minimum": 1,
+        "maximum": 10,
+        "default": 3,
+    }
+    assert props["legacy"] == {
+        "type": "string",
+        "description": "A bare string describes too",
+        "default": "x",
+    }
     assert client.call_tool("described", {"city": "Oslo", "count": 2}).content[0].text == "Oslo:2:x"
     assert refused(client, "described", {"city": "Oslo", "count": 11})
     assert refused(client, "described", {"city": "O"})
@@ -332,13 +446,18 @@ def test_annotated_field_gives_description_and_constraints(client):
 def test_template_variables_arrive_converted_to_their_annotations(client):
     contents = client.read_resource("users://42/profile").contents[0]
     assert contents.text == '{"id": 42, "type": "int"}'
-    assert client.read_resource("days://2025-03-04/green").contents[0].text == "2025-03-04 Tuesday GREEN"
+    assert (
+        client.read_resource("days://2025-03-04/green").contents[0].text
+        == "2025-03-04 Tuesday GREEN"
+    )
 
 
 def test_a_template_variable_that_is_not_its_type_is_invalid_params(client):
     with pytest.raises(InvalidParams, match="template variable user_id: 'abc' is not a integer"):
         client.read_resource("users://abc/profile")
-    with pytest.raises(InvalidParams, match="template variable day: '2025-13-01' is not a valid ISO 8601 date"):
+    with pytest.raises(
+        InvalidParams, match="template variable day: '2025-13-01' is not a valid ISO 8601 date"
+    ):
         client.read_resource("days://2025-13-01/red")
     with pytest.raises(McpError, match="template variable colour: 'blue' is not one of"):
         client.read_resource("days://2025-03-04/blue")
@@ -354,7 +473,10 @@ def test_registering_a_name_twice_warns_and_the_later_one_wins():
     def echo(x: int) -> int:
         return x
 
-    with pytest.warns(UserWarning, match="tool 'echo' is registered already: this registration replaces it"):
+    with pytest.warns(
+        UserWarning, match="tool 'echo' is registered already: this registration replaces it"
+    ):
+
         @server.tool(name="echo")
         def echo2(x: int) -> int:
             return x * 10
@@ -387,7 +509,8 @@ def test_registering_a_name_twice_warns_and_the_later_one_wins():
 @pytest.mark.slow
 def test_a_server_with_rich_types_but_no_pydantic_never_loads_pydantic(tmp_path):
     script = tmp_path / "server.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import datetime, sys, uuid
         from decimal import Decimal
         from mcp_ref import Client, Server
@@ -403,7 +526,8 @@ def test_a_server_with_rich_types_but_no_pydantic_never_loads_pydantic(tmp_path)
         assert result.structured_content == {"when": "2025-02-01", "amount": "1.5",
                                              "id": "00000000-0000-0000-0000-000000000001"}, result
         print("pydantic" in sys.modules)
-    """))
+    """)
+    )
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
@@ -416,8 +540,11 @@ def field_server() -> Server:
     server = Server("fields")
 
     @server.tool
-    def order(item: str = Field(description="What to order"), count: int = Field(2, ge=1, description="How many"),
-              notes: list[str] = Field(default_factory=list)) -> str:  # noqa: B008 - pydantic's Field as defaults
+    def order(
+        item: str = Field(description="What to order"),
+        count: int = Field(2, ge=1, description="How many"),
+        notes: list[str] = Field(default_factory=list),  # noqa: B008 - pydantic's Field
+    ) -> str:
         """pydantic's Field as the default, as FastMCP users write it."""
         return f"{count} x {item} {notes}"
 
@@ -444,17 +571,40 @@ def test_a_field_default_gives_the_schema_and_the_value_when_left_out(fields):
     schema = tool_named(fields, "order").input_schema
     assert schema["required"] == ["item"]
     assert schema["properties"]["item"] == {"type": "string", "description": "What to order"}
-    assert schema["properties"]["count"] == {"type": "integer", "minimum": 1, "description": "How many", "default": 2}
-    assert schema["properties"]["notes"] == {"type": "array", "items": {"type": "string"}, "default": []}
+    assert schema["properties"]["count"] == {
+        "type": "integer",
+        "minimum": 1,
+        "description": "How many",
+        "default": 2,
+    }
+    assert schema["properties"]["notes"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "default": [],
+    }
     assert fields.call_tool("order", {"item": "tea"}).text == "2 x tea []"
-    assert fields.call_tool("order", {"item": "tea", "count": 5, "notes": ["hot"]}).text == "5 x tea ['hot']"
+    assert (
+        fields.call_tool("order", {"item": "tea", "count": 5, "notes": ["hot"]}).text
+        == "5 x tea ['hot']"
+    )
     assert refused(fields, "order", {"item": "tea", "count": 0})
     assert refused(fields, "order", {})
 
 
-@pytest.mark.parametrize("given, doubled", [("PT1H30M", "PT3H"), (90.5, "PT3M1S"), ("P1W", "P14D"),
-                                            ("-PT1S", "-PT2S"), (0, "PT0S"), ("P1DT0.25S", "P2DT0.5S")])
-def test_a_timedelta_goes_in_as_seconds_or_iso_8601_and_comes_out_as_iso_8601(fields, given, doubled):
+@pytest.mark.parametrize(
+    "given, doubled",
+    [
+        ("PT1H30M", "PT3H"),
+        (90.5, "PT3M1S"),
+        ("P1W", "P14D"),
+        ("-PT1S", "-PT2S"),
+        (0, "PT0S"),
+        ("P1DT0.25S", "P2DT0.5S"),
+    ],
+)
+def test_a_timedelta_goes_in_as_seconds_or_iso_8601_and_comes_out_as_iso_8601(
+    fields, given, doubled
+):
     result = fields.call_tool("double", {"wait": given})
     assert not result.is_error and result.structured_content == {"result": doubled}
 
@@ -466,7 +616,13 @@ def test_a_bad_duration_is_refused_naming_it(fields, bad):
 
 def test_a_date_return_is_wrapped_structured_output(fields):
     tool = tool_named(fields, "today")
-    assert tool.output_schema == {"type": "object", "properties": {"result": {"type": "string", "format": "date"}},
-                                  "required": ["result"]}
+    assert tool.output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "string", "format": "date"}},
+        "required": ["result"],
+    }
     result = fields.call_tool("today")
-    assert result.structured_content == {"result": "2025-03-04"} and result.content[0].text == '"2025-03-04"'
+    assert (
+        result.structured_content == {"result": "2025-03-04"}
+        and result.content[0].text == '"2025-03-04"'
+    )

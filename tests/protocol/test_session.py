@@ -7,7 +7,16 @@ import threading
 import time
 
 import pytest
-from conftest import DEMO_IN_PROCESS, SERVERS, WAIT, InMemory, Workers, handshake_era, run_threads, schema_errors
+from conftest import (
+    DEMO_IN_PROCESS,
+    SERVERS,
+    WAIT,
+    InMemory,
+    Workers,
+    handshake_era,
+    run_threads,
+    schema_errors,
+)
 
 from mcp_ref import Client, ConnectionClosed, InvalidRequest, RequestCancelled, RequestTimeout
 from mcp_ref.session import DEFAULT_MAX_TOTAL_FACTOR
@@ -45,7 +54,10 @@ def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
 
     def worker(t: int) -> None:
         try:
-            mine = [(t * 1000 + i, client.start_tool_call("gated", {"n": t * 1000 + i})) for i in range(per_thread)]
+            mine = [
+                (t * 1000 + i, client.start_tool_call("gated", {"n": t * 1000 + i}))
+                for i in range(per_thread)
+            ]
             calls[t] = mine
             started.wait()
             assert gate_open.wait(WAIT)
@@ -70,7 +82,9 @@ def test_hundreds_of_requests_in_flight_from_many_threads(connect, wire):
     workers.join(WAIT * 2)  # fails with every thread's failure listed
     # Every request got exactly one answer, carrying its own id.
     init_id = wire.sent("initialize")[0]["id"]
-    answers = [m["id"] for m in wire.received() if ("result" in m or "error" in m) and m["id"] != init_id]
+    answers = [
+        m["id"] for m in wire.received() if ("result" in m or "error" in m) and m["id"] != init_id
+    ]
     asked = [m["id"] for m in wire.sent("tools/call")]
     assert sorted(answers) == sorted(asked) and len(asked) == threads_count * per_thread
 
@@ -109,7 +123,9 @@ def test_progress_callbacks_arrive_in_order_before_the_result(connect, wire):
     assert seen == [(step, 8, f"step {step} of 8") for step in range(1, 9)]
     assert caller not in threads  # callbacks run on the session's callback thread
     token = wire.sent("tools/call")[0]["params"]["_meta"]["progressToken"]
-    assert {n["params"]["progressToken"] for n in wire.received("notifications/progress")} == {token}
+    assert {n["params"]["progressToken"] for n in wire.received("notifications/progress")} == {
+        token
+    }
 
 
 def test_without_on_progress_no_token_is_sent_and_no_progress_arrives(connect, wire):
@@ -122,7 +138,9 @@ def test_without_on_progress_no_token_is_sent_and_no_progress_arrives(connect, w
 def test_slow_call_without_progress_reset_times_out(connect):
     client = connect(DEMO_IN_PROCESS)
     with pytest.raises(RequestTimeout):
-        client.call_tool("count_slowly", {"steps": 10, "delay": 0.1}, timeout=0.5, on_progress=lambda *a: None)
+        client.call_tool(
+            "count_slowly", {"steps": 10, "delay": 0.1}, timeout=0.5, on_progress=lambda *a: None
+        )
 
 
 def test_progress_resets_the_timeout_of_a_slow_call(connect):
@@ -130,7 +148,10 @@ def test_progress_resets_the_timeout_of_a_slow_call(connect):
     steps = []
     start = time.monotonic()
     result = client.call_tool(
-        "count_slowly", {"steps": 20, "delay": 0.05}, timeout=0.5, reset_timeout_on_progress=True,
+        "count_slowly",
+        {"steps": 20, "delay": 0.05},
+        timeout=0.5,
+        reset_timeout_on_progress=True,
         on_progress=lambda progress, total, message: steps.append(progress),
     )
     assert result.content[0].text == "counted to 20"
@@ -142,13 +163,19 @@ def test_max_total_timeout_caps_a_call_kept_alive_by_progress(connect, wire):
     client = connect(DEMO_IN_PROCESS)
     steps = []
     call = client.start_tool_call(
-        "count_slowly", {"steps": 20, "delay": 0.05}, timeout=0.5, reset_timeout_on_progress=True,
-        max_total_timeout=0.7, on_progress=lambda progress, total, message: steps.append(progress),
+        "count_slowly",
+        {"steps": 20, "delay": 0.05},
+        timeout=0.5,
+        reset_timeout_on_progress=True,
+        max_total_timeout=0.7,
+        on_progress=lambda progress, total, message: steps.append(progress),
     )
     with pytest.raises(RequestTimeout, match="total time limit"):
         call.result()
     assert steps and steps[-1] < 20  # it was still progressing when the cap cut it off
-    assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [call.request_id]
+    assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [
+        call.request_id
+    ]
 
 
 # -- cancellation ---------------------------------------------------------------------------------
@@ -157,7 +184,9 @@ def test_max_total_timeout_caps_a_call_kept_alive_by_progress(connect, wire):
 def started_block(client, key: str, **arguments):
     """A ``block`` call, once its handler runs on the server (its first progress says so)."""
     running = threading.Event()
-    call = client.start_tool_call("block", {"key": key, **arguments}, on_progress=lambda *_: running.set())
+    call = client.start_tool_call(
+        "block", {"key": key, **arguments}, on_progress=lambda *_: running.set()
+    )
     assert running.wait(WAIT)
     return call
 
@@ -172,7 +201,8 @@ def test_client_cancels_a_call(connect, wire):
     assert call.done()
     assert call.cancel() is False  # already settled
     assert [c["params"] for c in wire.sent("notifications/cancelled")] == [
-        {"requestId": call.request_id, "reason": "user pressed stop"}]
+        {"requestId": call.request_id, "reason": "user pressed stop"}
+    ]
     # The handler on the server saw ctx.is_cancelled ...
     assert client.call_tool("recorded", {"key": "c1"}).content[0].text == "cancelled"
     # ... and, once everything the server wrote has been read, no answer to the cancelled call was sent.
@@ -193,11 +223,19 @@ def test_cancelling_one_call_leaves_the_others_alone(connect, wire):
 
 def test_initialize_cannot_be_cancelled(connect, wire):
     client = connect(DEMO_IN_PROCESS)
-    pending = client.session.send_request("initialize", {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+    pending = client.session.send_request(
+        "initialize",
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "x", "version": "1"},
+        },
+    )
     with pytest.raises(ValueError):
         pending.cancel()
-    with pytest.raises(InvalidRequest):  # the server refuses a second initialize; it was not cancelled
+    with pytest.raises(
+        InvalidRequest
+    ):  # the server refuses a second initialize; it was not cancelled
         pending.result()
     assert wire.sent("notifications/cancelled") == []
 
@@ -211,7 +249,11 @@ def test_server_cancels_its_request_to_the_client(connect, wire):
         try:
             if context.cancelled.wait(WAIT):
                 saw_cancel.set()
-            return {"role": "assistant", "content": {"type": "text", "text": "too late"}, "model": "slow"}
+            return {
+                "role": "assistant",
+                "content": {"type": "text", "text": "too late"},
+                "model": "slow",
+            }
         finally:
             handler_done.set()
 
@@ -225,8 +267,9 @@ def test_server_cancels_its_request_to_the_client(connect, wire):
     assert saw_cancel.wait(WAIT), "the client's handler context was not marked cancelled"
     assert handler_done.wait(WAIT)
     closed_completely(client)  # every handler has finished, every reply has been traced
-    assert not [m for m in wire.sent() if m.get("id") == asked[0]["id"] and "method" not in m], \
+    assert not [m for m in wire.sent() if m.get("id") == asked[0]["id"] and "method" not in m], (
         "a cancelled request was answered"
+    )
 
 
 # -- ping -----------------------------------------------------------------------------------------
@@ -259,7 +302,9 @@ def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, 
     def sampling(params):
         # The client's handler calls back into the server while the server's tool waits for it.
         question = params.messages[0].content.text
-        echoed = holder["client"].call_tool("echo", {"text": f"answer to {question}"}).content[0].text
+        echoed = (
+            holder["client"].call_tool("echo", {"text": f"answer to {question}"}).content[0].text
+        )
         return {"role": "assistant", "content": {"type": "text", "text": echoed}, "model": "nested"}
 
     client = holder["client"] = connect(DEMO_IN_PROCESS, sampling_handler=sampling)
@@ -268,7 +313,10 @@ def test_callbacks_into_the_peer_while_other_calls_run_do_not_deadlock(connect, 
         for i in range(5):
             reply = client.call_tool("ask_llm", {"question": f"q{t}.{i}"})
             assert reply.content[0].text == f"nested says: answer to q{t}.{i}"
-            assert client.call_tool("add", {"a": t, "b": i}).content[0].text in (f"{t + i}", f"{float(t + i)}")
+            assert client.call_tool("add", {"a": t, "b": i}).content[0].text in (
+                f"{t + i}",
+                f"{float(t + i)}",
+            )
 
     run_threads(worker, 8, timeout=WAIT * 2)  # a deadlocked worker shows as "still running"
     assert len(wire.received("sampling/createMessage")) == 40
@@ -349,8 +397,14 @@ def test_a_timed_out_initialize_is_not_cancelled(tmp_path, wire):
     record = tmp_path / "received"
     start = time.monotonic()
     with pytest.raises(RequestTimeout, match="initialize"):
-        Client.stdio([*RAW_SERVER, "silent-init", str(record)], timeout=0.3, stderr="capture", trace=wire, era="handshake",
-                     shutdown_timeout=WAIT)
+        Client.stdio(
+            [*RAW_SERVER, "silent-init", str(record)],
+            timeout=0.3,
+            stderr="capture",
+            trace=wire,
+            era="handshake",
+            shutdown_timeout=WAIT,
+        )
     assert time.monotonic() - start < WAIT / 2
     # The failed client closed the server's stdin and waited for it to exit: the record is complete.
     lines = record.read_text().splitlines()
@@ -376,21 +430,32 @@ def test_progress_reset_without_a_cap_is_capped_at_ten_timeouts(connect, wire):
     client = connect(UNTESTED)
     progress = []
     start = time.monotonic()
-    call = client.start_tool_call("progress_forever", {"key": "capped"}, timeout=0.2, reset_timeout_on_progress=True,
-                                  on_progress=lambda value, total, message: progress.append(value))
+    call = client.start_tool_call(
+        "progress_forever",
+        {"key": "capped"},
+        timeout=0.2,
+        reset_timeout_on_progress=True,
+        on_progress=lambda value, total, message: progress.append(value),
+    )
     with pytest.raises(RequestTimeout, match="total time limit"):
         call.result()
     elapsed = time.monotonic() - start
-    assert 1.5 <= elapsed <= 6, elapsed  # 10 x 0.2 s, though progress kept resetting the 0.2 s timeout
+    assert 1.5 <= elapsed <= 6, (
+        elapsed
+    )  # 10 x 0.2 s, though progress kept resetting the 0.2 s timeout
     assert len(progress) >= 10
-    assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [call.request_id]
+    assert [c["params"]["requestId"] for c in wire.sent("notifications/cancelled")] == [
+        call.request_id
+    ]
     assert client.call_tool("recorded", {"key": "capped"}).content[0].text == "cancelled"
 
 
 def test_non_increasing_progress_is_refused_in_the_tool(connect, wire):
     client = connect(UNTESTED)
     seen = []
-    result = client.call_tool("bad_progress", on_progress=lambda value, total, message: seen.append(value))
+    result = client.call_tool(
+        "bad_progress", on_progress=lambda value, total, message: seen.append(value)
+    )
     first, again, lower, last = json.loads(result.content[0].text)
     assert first is True and last is True
     assert again.startswith("ValueError") and lower.startswith("ValueError")
@@ -403,7 +468,11 @@ def test_client_handler_reports_progress_on_a_server_request(connect, wire):
     def sampling(params, context):
         context.report_progress(1, 3, "thinking")
         context.report_progress(2, 3)
-        return {"role": "assistant", "content": {"type": "text", "text": "done"}, "model": "progressive"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "done"},
+            "model": "progressive",
+        }
 
     client = connect(UNTESTED, sampling_handler=sampling)
     answer = json.loads(client.call_tool("sample_with_progress").content[0].text)
@@ -420,17 +489,27 @@ def test_client_handler_reports_progress_on_a_server_request(connect, wire):
 @pytest.mark.parametrize("params", [{"reason": "no id"}, {}], ids=["reason-only", "empty"])
 def test_a_cancel_without_request_id_is_ignored(raw_peer, params):
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-    assert schema_errors("2025-11-25", "CancelledNotification", cancel) == []  # requestId is optional there
+    assert (
+        schema_errors("2025-11-25", "CancelledNotification", cancel) == []
+    )  # requestId is optional there
     peer = raw_peer()
     peer.initialize("2025-11-25")
-    peer.send_json({"jsonrpc": "2.0", "id": "w", "method": "tools/call",
-                    "params": {"name": "wait_for_cancel", "arguments": {"seconds": 0.5}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": "w",
+            "method": "tools/call",
+            "params": {"name": "wait_for_cancel", "arguments": {"seconds": 0.5}},
+        }
+    )
     peer.send_json(cancel)
     peer.send_json({"jsonrpc": "2.0", "id": "p", "method": "ping"})
     assert peer.recv() == {"jsonrpc": "2.0", "id": "p", "result": {}}
     # The call in flight was not taken for the cancelled one: it ran to its end and was answered.
     reply = peer.recv()
-    assert reply["id"] == "w" and reply["result"]["content"] == [{"type": "text", "text": "not cancelled"}]
+    assert reply["id"] == "w" and reply["result"]["content"] == [
+        {"type": "text", "text": "not cancelled"}
+    ]
 
 
 # -- spec_notes items ------------------------------------------------------------------------------
@@ -450,10 +529,18 @@ def test_an_answer_after_the_caller_cancelled_is_dropped(connect, wire, caplog):
             call.result()
         # The server reads the cancel, sends the late answer, then reads and answers this call.
         assert client.call_tool("echo", {"text": "next"}).content[0].text == "next"
-    assert wire.sent("notifications/cancelled")[0]["params"] == {"requestId": call.request_id, "reason": "changed my mind"}
+    assert wire.sent("notifications/cancelled")[0]["params"] == {
+        "requestId": call.request_id,
+        "reason": "changed my mind",
+    }
     late = [m for m in wire.received() if m.get("id") == call.request_id]
-    assert late == [{"jsonrpc": "2.0", "id": call.request_id,
-                     "result": {"content": [{"type": "text", "text": "late answer"}]}}]
+    assert late == [
+        {
+            "jsonrpc": "2.0",
+            "id": call.request_id,
+            "result": {"content": [{"type": "text", "text": "late answer"}]},
+        }
+    ]
     assert any("dropped an answer to unknown request id" in r.getMessage() for r in caplog.records)
     with pytest.raises(RequestCancelled):  # the late answer did not settle the cancelled call
         call.result()

@@ -87,8 +87,12 @@ def test_well_behaved_server_exits_on_stdin_eof_with_status_0(connect):
 
 def test_server_that_ignores_stdin_eof_gets_sigterm(tmp_path):
     marker = tmp_path / "marker"
-    client = Client.stdio([*STUBBORN, "linger", "--marker", str(marker)], stderr="capture",
-                          shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    client = Client.stdio(
+        [*STUBBORN, "linger", "--marker", str(marker)],
+        stderr="capture",
+        shutdown_timeout=SHUTDOWN,
+        timeout=WAIT,
+    )
     transport = client.session.transport
     assert client.call_tool("whoami").text == str(transport.process.pid)
     began = time.monotonic()
@@ -104,8 +108,12 @@ def test_server_that_ignores_stdin_eof_gets_sigterm(tmp_path):
 @pytest.mark.slow
 def test_server_that_ignores_sigterm_gets_sigkill(tmp_path):
     marker = tmp_path / "marker"
-    client = Client.stdio([*STUBBORN, "ignore-term", "--marker", str(marker)], stderr="capture",
-                          shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    client = Client.stdio(
+        [*STUBBORN, "ignore-term", "--marker", str(marker)],
+        stderr="capture",
+        shutdown_timeout=SHUTDOWN,
+        timeout=WAIT,
+    )
     transport = client.session.transport
     began = time.monotonic()
     client.close()
@@ -129,8 +137,12 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
     """npx-style: the launcher dies on SIGTERM without passing it on; the real server must still go."""
     pidfile = tmp_path / "pid"
     marker = tmp_path / "marker"
-    client = Client.stdio([*LAUNCHER, *STUBBORN, mode, "--pidfile", str(pidfile), "--marker", str(marker)],
-                          stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    client = Client.stdio(
+        [*LAUNCHER, *STUBBORN, mode, "--pidfile", str(pidfile), "--marker", str(marker)],
+        stderr="capture",
+        shutdown_timeout=SHUTDOWN,
+        timeout=WAIT,
+    )
     launcher = client.session.transport.process
     # The handshake was answered by the grandchild, which wrote its pid before serving.
     grandchild = int(pidfile.read_text())
@@ -149,19 +161,38 @@ def test_no_orphans_behind_a_launcher(tmp_path, mode):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="descendants are found through /proc (Linux)")
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self"), reason="descendants are found through /proc (Linux)"
+)
 def test_a_descendant_that_left_the_process_group_is_ended_too(tmp_path):
     """The launcher's child calls setsid: signals to the group miss it, so close() finds it by parent links."""
     pidfile = tmp_path / "pid"
     marker = tmp_path / "marker"
-    client = Client.stdio([*LAUNCHER, "--setsid", *STUBBORN, "linger", "--pidfile", str(pidfile), "--marker", str(marker)],
-                          stderr="capture", shutdown_timeout=SHUTDOWN, timeout=WAIT)
+    client = Client.stdio(
+        [
+            *LAUNCHER,
+            "--setsid",
+            *STUBBORN,
+            "linger",
+            "--pidfile",
+            str(pidfile),
+            "--marker",
+            str(marker),
+        ],
+        stderr="capture",
+        shutdown_timeout=SHUTDOWN,
+        timeout=WAIT,
+    )
     launcher = client.session.transport.process
     grandchild = int(pidfile.read_text())
-    assert os.getsid(grandchild) == grandchild != os.getsid(launcher.pid)  # out of the launcher's session and group
+    assert (
+        os.getsid(grandchild) == grandchild != os.getsid(launcher.pid)
+    )  # out of the launcher's session and group
     try:
         client.close()
-        assert _wait_gone(grandchild), f"the server in its own session (pid {grandchild}) outlived client.close()"
+        assert _wait_gone(grandchild), (
+            f"the server in its own session (pid {grandchild}) outlived client.close()"
+        )
         assert _read(marker).split()[:2] == ["eof", "SIGTERM"]  # asked nicely first
     finally:
         if _alive(grandchild):
@@ -217,9 +248,12 @@ def test_no_progress_reaches_the_client_after_the_answer():
     token = call["params"]["_meta"]["progressToken"]
     received = [json.loads(data) for direction, data in wire if direction == "<--"]
     answer = next(index for index, item in enumerate(received) if item.get("id") == call["id"])
-    progress = [index for index, message in enumerate(received)
-                if message.get("method") == "notifications/progress"
-                and message["params"]["progressToken"] == token]
+    progress = [
+        index
+        for index, message in enumerate(received)
+        if message.get("method") == "notifications/progress"
+        and message["params"]["progressToken"] == token
+    ]
     assert progress and max(progress) < answer  # the one sent while it ran; none after its answer
 
 
@@ -252,7 +286,9 @@ def test_stderr_inherit_goes_to_our_stderr(capfd):
 @pytest.mark.slow
 def test_stderr_discard(capfd):
     client = Client.stdio(CHATTY, stderr="discard", timeout=WAIT)
-    assert client.call_tool("shout", {"text": "gone"}).text == "GONE"  # writing to stderr did not fail
+    assert (
+        client.call_tool("shout", {"text": "gone"}).text == "GONE"
+    )  # writing to stderr did not fail
     client.close()
     err = capfd.readouterr().err
     assert "chatty" not in err and "gone" not in err
@@ -285,7 +321,14 @@ def test_bad_stderr_mode_is_rejected():
 def test_print_in_a_tool_does_not_corrupt_stdout(raw_peer):
     peer = raw_peer(CHATTY)
     assert peer.initialize()["result"]["serverInfo"]["name"] == "chatty"
-    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "shout", "arguments": {"text": "noise"}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "shout", "arguments": {"text": "noise"}},
+        }
+    )
     peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "ping"})
     replies = {}
     while len(replies) < 2:
@@ -302,11 +345,27 @@ def test_print_in_a_tool_does_not_corrupt_stdout(raw_peer):
 @pytest.mark.slow
 def test_server_answers_what_it_received_before_stdin_eof(raw_peer):
     peer = raw_peer(DEMO)
-    peer.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+    )
     peer.send_json({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    peer.send_json({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                    "params": {"name": "count_slowly", "arguments": {"steps": 3}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "count_slowly", "arguments": {"steps": 3}},
+        }
+    )
     peer.proc.stdin.close()  # at once: the tool has barely started
     seen = []
     while True:
@@ -328,7 +387,7 @@ def test_embedded_newlines_are_escaped_and_round_trip(wire):
         raw.append(data)
         wire(direction, data)
 
-    text = "line one\nline two\r\n\ttabbed \u2028 \"quoted\" \\ end\n"
+    text = 'line one\nline two\r\n\ttabbed \u2028 "quoted" \\ end\n'
     with Client.stdio(DEMO, stderr="capture", trace=trace, timeout=WAIT) as client:
         assert client.call_tool("echo", {"text": text}).text == text
     assert raw and all(b"\n" not in data and b"\r" not in data for data in raw)
@@ -339,7 +398,14 @@ def test_embedded_newlines_are_escaped_and_round_trip(wire):
 def test_raw_response_to_multiline_text_is_one_line(raw_peer):
     peer = raw_peer(DEMO)
     peer.initialize()
-    peer.send_json({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "a\nb\n"}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "a\nb\n"}},
+        }
+    )
     line = peer.lines.get(timeout=WAIT)
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert json.loads(line)["result"]["content"][0]["text"] == "a\nb\n"
@@ -348,12 +414,22 @@ def test_raw_response_to_multiline_text_is_one_line(raw_peer):
 @pytest.mark.slow
 def test_server_accepts_crlf_line_endings(raw_peer):
     peer = raw_peer(DEMO)
-    init = {"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crlf", "version": "0"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": "i",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "crlf", "version": "0"},
+        },
+    }
     peer.send(json.dumps(init).encode() + b"\r\n")
     assert peer.recv()["result"]["protocolVersion"] == "2025-11-25"
     peer.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\r\n')
-    peer.send(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "crlf"}}}\r\n')
+    peer.send(
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "crlf"}}}\r\n'
+    )
     reply = peer.recv()
     assert reply["id"] == 2 and reply["result"]["content"][0]["text"] == "crlf"
     assert peer.close() == 0
@@ -379,10 +455,14 @@ UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
 def test_env_reaches_the_server_on_top_of_ours(connect, monkeypatch):
     monkeypatch.setenv("MCP_REF_TEST_SHADOWED", "ours")
     monkeypatch.setenv("MCP_REF_TEST_INHERITED", "inherited")
-    client = connect(UNTESTED, env={"MCP_REF_TEST_ADDED": "added", "MCP_REF_TEST_SHADOWED": "theirs"})
+    client = connect(
+        UNTESTED, env={"MCP_REF_TEST_ADDED": "added", "MCP_REF_TEST_SHADOWED": "theirs"}
+    )
     assert client.call_tool("env", {"name": "MCP_REF_TEST_ADDED"}).text == "added"
     assert client.call_tool("env", {"name": "MCP_REF_TEST_SHADOWED"}).text == "theirs"
-    assert client.call_tool("env", {"name": "MCP_REF_TEST_INHERITED"}).text == "inherited"  # merged, not replaced
+    assert (
+        client.call_tool("env", {"name": "MCP_REF_TEST_INHERITED"}).text == "inherited"
+    )  # merged, not replaced
     plain = connect(UNTESTED)
     assert plain.call_tool("env", {"name": "MCP_REF_TEST_ADDED"}).text == "<unset>"
     assert plain.call_tool("env", {"name": "MCP_REF_TEST_SHADOWED"}).text == "ours"

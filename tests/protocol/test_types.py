@@ -60,9 +60,15 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "spec_examples" / "2026-07-28"
 MODELS = sorted(
     # The wire types of the three modules (mcp_ref.media holds only Image and Audio: constructors of
     # ImageContent and AudioContent from a path or bytes, not wire types).
-    (obj for module in (types, feature_types, sampling_and_elicitation) for obj in vars(module).values()
-     if isinstance(obj, type) and issubclass(obj, WireModel) and obj is not WireModel
-     and obj.__module__ == module.__name__),
+    (
+        obj
+        for module in (types, feature_types, sampling_and_elicitation)
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, WireModel)
+        and obj is not WireModel
+        and obj.__module__ == module.__name__
+    ),
     key=lambda cls: cls.__name__,
 )
 
@@ -92,12 +98,16 @@ SOURCES: dict[type, list[tuple[str, object]]] = {
     LogMessage: [("LoggingMessageNotificationParams", None)],
     Completion: [("CompleteResult", _each("completion"))],
     UnknownContent: [("ToolUseContent", None), ("ToolResultContent", None)],
-    Implementation: [("DiscoverResult", lambda doc: doc["_meta"]["io.modelcontextprotocol/serverInfo"])],
+    Implementation: [
+        ("DiscoverResult", lambda doc: doc["_meta"]["io.modelcontextprotocol/serverInfo"])
+    ],
 }
 
 
 def example_cases() -> list:
-    assert EXAMPLES.is_dir(), f"{EXAMPLES} is missing: the spec's examples are part of the test suite"
+    assert EXAMPLES.is_dir(), (
+        f"{EXAMPLES} is missing: the spec's examples are part of the test suite"
+    )
     cases = []
     for cls in MODELS:
         for folder, extract in [(cls.__name__, None)] + SOURCES.get(cls, []):
@@ -105,7 +115,11 @@ def example_cases() -> list:
                 found = json.loads(path.read_text())
                 found = extract(found) if extract else found
                 for i, instance in enumerate(found if isinstance(found, list) else [found]):
-                    cases.append(pytest.param(cls, instance, path, id=f"{cls.__name__}-{folder}/{path.stem}#{i}"))
+                    cases.append(
+                        pytest.param(
+                            cls, instance, path, id=f"{cls.__name__}-{folder}/{path.stem}#{i}"
+                        )
+                    )
     return cases
 
 
@@ -113,15 +127,44 @@ def example_cases() -> list:
 HANDMADE: dict[type, list[dict]] = {
     Implementation: [
         {"name": "srv", "version": "1.0"},
-        {"name": "srv", "version": "1.0", "title": "Server", "description": "d", "websiteUrl": "https://x.test",
-         "icons": [{"src": "https://x.test/i.png"}]},
+        {
+            "name": "srv",
+            "version": "1.0",
+            "title": "Server",
+            "description": "d",
+            "websiteUrl": "https://x.test",
+            "icons": [{"src": "https://x.test/i.png"}],
+        },
     ],
-    TextResourceContents: [{"uri": "a://b", "text": "t"}, {"uri": "a://b", "text": "", "mimeType": "text/plain", "_meta": {"k": 1}}],
-    BlobResourceContents: [{"uri": "a://b", "blob": "AAE=", "mimeType": "application/octet-stream"}],
-    TextContent: [{"type": "text", "text": "hi"}, {"type": "text", "text": "hi", "annotations": {"priority": 0.5}, "_meta": {}}],
+    TextResourceContents: [
+        {"uri": "a://b", "text": "t"},
+        {"uri": "a://b", "text": "", "mimeType": "text/plain", "_meta": {"k": 1}},
+    ],
+    BlobResourceContents: [
+        {"uri": "a://b", "blob": "AAE=", "mimeType": "application/octet-stream"}
+    ],
+    TextContent: [
+        {"type": "text", "text": "hi"},
+        {"type": "text", "text": "hi", "annotations": {"priority": 0.5}, "_meta": {}},
+    ],
     ImageContent: [{"type": "image", "data": "iVBO", "mimeType": "image/png"}],
-    AudioContent: [{"type": "audio", "data": "UklG", "mimeType": "audio/wav", "annotations": {"audience": ["user"]}}],
-    ResourceLink: [{"type": "resource_link", "uri": "file:///a", "name": "a", "size": 3, "mimeType": "text/plain"}],
+    AudioContent: [
+        {
+            "type": "audio",
+            "data": "UklG",
+            "mimeType": "audio/wav",
+            "annotations": {"audience": ["user"]},
+        }
+    ],
+    ResourceLink: [
+        {
+            "type": "resource_link",
+            "uri": "file:///a",
+            "name": "a",
+            "size": 3,
+            "mimeType": "text/plain",
+        }
+    ],
     EmbeddedResource: [
         {"type": "resource", "resource": {"uri": "a://b", "text": "t"}},
         {"type": "resource", "resource": {"uri": "a://b", "blob": "AA=="}},
@@ -129,53 +172,139 @@ HANDMADE: dict[type, list[dict]] = {
     UnknownContent: [{"type": "hologram", "frames": 3}],
     Tool: [
         {"name": "t", "inputSchema": {"type": "object"}},
-        {"name": "t", "title": "T", "description": "d", "inputSchema": {"type": "object", "properties": {}},
-         "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}, "execution": {"taskSupport": "optional"},
-         "icons": [], "_meta": {"m": 1}},
+        {
+            "name": "t",
+            "title": "T",
+            "description": "d",
+            "inputSchema": {"type": "object", "properties": {}},
+            "outputSchema": {"type": "object"},
+            "annotations": {"readOnlyHint": True},
+            "execution": {"taskSupport": "optional"},
+            "icons": [],
+            "_meta": {"m": 1},
+        },
     ],
     CallToolResult: [
         {"content": []},
         {"content": [], "isError": False},
-        {"content": [{"type": "text", "text": "x"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}], "isError": True},
+        {
+            "content": [
+                {"type": "text", "text": "x"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"},
+            ],
+            "isError": True,
+        },
         {"content": [], "structuredContent": {"a": [1, 2]}, "_meta": {"k": "v"}},
     ],
-    Resource: [{"uri": "a://b", "name": "b", "size": 0, "annotations": {"lastModified": "2025-01-01T00:00:00Z"}}],
+    Resource: [
+        {
+            "uri": "a://b",
+            "name": "b",
+            "size": 0,
+            "annotations": {"lastModified": "2025-01-01T00:00:00Z"},
+        }
+    ],
     ResourceTemplate: [{"uriTemplate": "a://{x}", "name": "x", "mimeType": "text/plain"}],
-    ReadResourceResult: [{"contents": [{"uri": "a://b", "text": "t"}, {"uri": "a://c", "blob": "AA=="}]}],
-    PromptArgument: [{"name": "a"}, {"name": "a", "title": "A", "description": "d", "required": False}],
-    Prompt: [{"name": "p"}, {"name": "p", "arguments": [{"name": "a", "required": True}], "description": "d"}],
-    PromptMessage: [{"role": "assistant", "content": {"type": "resource", "resource": {"uri": "a://b", "text": "t"}}}],
-    GetPromptResult: [{"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}], "description": "d"}],
+    ReadResourceResult: [
+        {"contents": [{"uri": "a://b", "text": "t"}, {"uri": "a://c", "blob": "AA=="}]}
+    ],
+    PromptArgument: [
+        {"name": "a"},
+        {"name": "a", "title": "A", "description": "d", "required": False},
+    ],
+    Prompt: [
+        {"name": "p"},
+        {"name": "p", "arguments": [{"name": "a", "required": True}], "description": "d"},
+    ],
+    PromptMessage: [
+        {
+            "role": "assistant",
+            "content": {"type": "resource", "resource": {"uri": "a://b", "text": "t"}},
+        }
+    ],
+    GetPromptResult: [
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "x"}}],
+            "description": "d",
+        }
+    ],
     Root: [{"uri": "file:///r"}, {"uri": "file:///r", "name": "R", "_meta": {}}],
-    SamplingMessage: [{"role": "user", "content": {"type": "text", "text": "q"}},
-                      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
-    CreateMessageParams: [{"messages": [{"role": "user", "content": {"type": "text", "text": "q"}}], "maxTokens": 5,
-                           "systemPrompt": "s", "includeContext": "none", "temperature": 0.5, "stopSequences": ["x"],
-                           "modelPreferences": {"hints": [{"name": "m"}]}, "metadata": {}, "toolChoice": {"mode": "auto"}}],
-    CreateMessageResult: [{"role": "assistant", "content": {"type": "text", "text": "a"}, "model": "m", "stopReason": "endTurn"}],
-    ElicitParams: [{"message": "m", "requestedSchema": {"type": "object", "properties": {}}},
-                   {"mode": "url", "message": "m", "url": "https://x.test", "elicitationId": "e1"}],
+    SamplingMessage: [
+        {"role": "user", "content": {"type": "text", "text": "q"}},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+    ],
+    CreateMessageParams: [
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "q"}}],
+            "maxTokens": 5,
+            "systemPrompt": "s",
+            "includeContext": "none",
+            "temperature": 0.5,
+            "stopSequences": ["x"],
+            "modelPreferences": {"hints": [{"name": "m"}]},
+            "metadata": {},
+            "toolChoice": {"mode": "auto"},
+        }
+    ],
+    CreateMessageResult: [
+        {
+            "role": "assistant",
+            "content": {"type": "text", "text": "a"},
+            "model": "m",
+            "stopReason": "endTurn",
+        }
+    ],
+    ElicitParams: [
+        {"message": "m", "requestedSchema": {"type": "object", "properties": {}}},
+        {"mode": "url", "message": "m", "url": "https://x.test", "elicitationId": "e1"},
+    ],
     ElicitResult: [{"action": "accept", "content": {"a": 1}}, {"action": "decline"}],
     DiscoverResult: [
-        {"supportedVersions": ["2026-07-28"], "capabilities": {}, "resultType": "complete", "ttlMs": 0,
-         "cacheScope": "private"},
-        {"supportedVersions": ["2026-07-28", "2025-11-25"], "capabilities": {"tools": {}}, "instructions": "use it",
-         "ttlMs": 60000, "cacheScope": "public", "resultType": "complete",
-         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}},
+        {
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {},
+            "resultType": "complete",
+            "ttlMs": 0,
+            "cacheScope": "private",
+        },
+        {
+            "supportedVersions": ["2026-07-28", "2025-11-25"],
+            "capabilities": {"tools": {}},
+            "instructions": "use it",
+            "ttlMs": 60000,
+            "cacheScope": "public",
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}},
+        },
     ],
     InitializeResult: [
-        {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
-        {"protocolVersion": "2024-11-05", "capabilities": {"tools": {"listChanged": True}},
-         "serverInfo": {"name": "s", "version": "1"}, "instructions": "use it", "_meta": {"x": 1}},
+        {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"},
+        },
+        {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "s", "version": "1"},
+            "instructions": "use it",
+            "_meta": {"x": 1},
+        },
     ],
-    LogMessage: [{"level": "error", "data": {"any": ["json"]}, "logger": "db"}, {"level": "info", "data": None}],
+    LogMessage: [
+        {"level": "error", "data": {"any": ["json"]}, "logger": "db"},
+        {"level": "info", "data": None},
+    ],
     Completion: [{"values": ["a", "b"], "total": 10, "hasMore": True}, {"values": []}],
 }
 
 
 def handmade_cases() -> list:
-    return [pytest.param(cls, instance, None, id=f"{cls.__name__}#{i}")
-            for cls, instances in HANDMADE.items() for i, instance in enumerate(instances)]
+    return [
+        pytest.param(cls, instance, None, id=f"{cls.__name__}#{i}")
+        for cls, instances in HANDMADE.items()
+        for i, instance in enumerate(instances)
+    ]
 
 
 def modelled_keys(cls) -> set[str]:
@@ -226,15 +355,18 @@ def test_every_example_folder_named_like_a_type_is_used():
 # -- nested types, dispatch, edits -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("data, cls", [
-    ({"type": "text", "text": "x"}, TextContent),
-    ({"type": "image", "data": "AA==", "mimeType": "image/png"}, ImageContent),
-    ({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}, AudioContent),
-    ({"type": "resource_link", "uri": "a://b", "name": "b"}, ResourceLink),
-    ({"type": "resource", "resource": {"uri": "a://b", "text": "t"}}, EmbeddedResource),
-    ({"type": "tool_use", "id": "1", "name": "n", "input": {}}, UnknownContent),
-    ({"text": "no type"}, UnknownContent),
-])
+@pytest.mark.parametrize(
+    "data, cls",
+    [
+        ({"type": "text", "text": "x"}, TextContent),
+        ({"type": "image", "data": "AA==", "mimeType": "image/png"}, ImageContent),
+        ({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}, AudioContent),
+        ({"type": "resource_link", "uri": "a://b", "name": "b"}, ResourceLink),
+        ({"type": "resource", "resource": {"uri": "a://b", "text": "t"}}, EmbeddedResource),
+        ({"type": "tool_use", "id": "1", "name": "n", "input": {}}, UnknownContent),
+        ({"text": "no type"}, UnknownContent),
+    ],
+)
 def test_content_from_wire_picks_the_class_by_type(data, cls):
     block = content_from_wire(copy.deepcopy(data))
     assert type(block) is cls
@@ -243,13 +375,22 @@ def test_content_from_wire_picks_the_class_by_type(data, cls):
 
 def test_resource_contents_are_told_apart_by_key():
     assert type(resource_contents_from_wire({"uri": "a://b", "text": "t"})) is TextResourceContents
-    assert type(resource_contents_from_wire({"uri": "a://b", "blob": "AA=="})) is BlobResourceContents
+    assert (
+        type(resource_contents_from_wire({"uri": "a://b", "blob": "AA=="})) is BlobResourceContents
+    )
 
 
 def test_nested_objects_are_typed():
-    result = GetPromptResult.from_wire({"messages": [
-        {"role": "user", "content": {"type": "resource", "resource": {"uri": "a://b", "blob": "AA=="}}},
-    ]})
+    result = GetPromptResult.from_wire(
+        {
+            "messages": [
+                {
+                    "role": "user",
+                    "content": {"type": "resource", "resource": {"uri": "a://b", "blob": "AA=="}},
+                },
+            ]
+        }
+    )
     message = result.messages[0]
     assert isinstance(message, PromptMessage) and isinstance(message.content, EmbeddedResource)
     assert isinstance(message.content.resource, BlobResourceContents)
@@ -269,10 +410,18 @@ def test_edits_reach_the_wire_and_none_removes_a_key():
 
 
 def test_snake_case_fields_map_to_camel_case_and_meta():
-    params = CreateMessageParams(messages=[SamplingMessage(role="user", content=TextContent(text="q"))], max_tokens=3,
-                                 stop_sequences=["s"], meta={"progressToken": 1})
-    assert params.to_wire() == {"messages": [{"role": "user", "content": {"type": "text", "text": "q"}}],
-                                "maxTokens": 3, "stopSequences": ["s"], "_meta": {"progressToken": 1}}
+    params = CreateMessageParams(
+        messages=[SamplingMessage(role="user", content=TextContent(text="q"))],
+        max_tokens=3,
+        stop_sequences=["s"],
+        meta={"progressToken": 1},
+    )
+    assert params.to_wire() == {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "q"}}],
+        "maxTokens": 3,
+        "stopSequences": ["s"],
+        "_meta": {"progressToken": 1},
+    }
 
 
 @pytest.mark.parametrize("cls", [Tool, TextContent, Root])
@@ -285,4 +434,3 @@ def test_from_wire_rejects_non_objects(cls, value):
 def test_from_wire_returns_an_instance_unchanged():
     root = Root(uri="file:///r")
     assert Root.from_wire(root) is root
-

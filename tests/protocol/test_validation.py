@@ -14,19 +14,42 @@ PLAIN_SCHEMAS = [
     {"type": "object"},
     {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     {"type": "object", "properties": {"n": {"type": "integer", "title": "N", "default": 3}}},
-    {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": ["number", "null"]}},
-     "required": ["x"], "additionalProperties": False},
-    {"type": "object", "properties": {"flag": {"type": "boolean"}, "any": {}, "when": {"type": "string", "format": "date"}},
-     "additionalProperties": True, "$schema": "https://json-schema.org/draft/2020-12/schema"},
-    {"type": "object", "properties": {"items": {"type": "array"}, "opts": {"type": "object"}},
-     "required": ["items", "opts"], "$schema": "http://json-schema.org/draft-07/schema#"},
+    {
+        "type": "object",
+        "properties": {"x": {"type": "number"}, "y": {"type": ["number", "null"]}},
+        "required": ["x"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {
+            "flag": {"type": "boolean"},
+            "any": {},
+            "when": {"type": "string", "format": "date"},
+        },
+        "additionalProperties": True,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+    },
+    {
+        "type": "object",
+        "properties": {"items": {"type": "array"}, "opts": {"type": "object"}},
+        "required": ["items", "opts"],
+        "$schema": "http://json-schema.org/draft-07/schema#",
+    },
 ]
 
 NOT_PLAIN = [
     {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}},
     {"type": "object", "properties": {"s": {"enum": ["a", "b"]}}},
-    {"type": "object", "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}}}}},
-    {"type": "object", "properties": {"r": {"$ref": "#/$defs/r"}}, "$defs": {"r": {"type": "string"}}},
+    {
+        "type": "object",
+        "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}}}},
+    },
+    {
+        "type": "object",
+        "properties": {"r": {"$ref": "#/$defs/r"}},
+        "$defs": {"r": {"type": "string"}},
+    },
     {"type": "object", "additionalProperties": {"type": "string"}},
     {"type": "object", "minProperties": 1},
     {"type": "object", "$schema": "http://json-schema.org/draft-03/schema#"},
@@ -51,7 +74,9 @@ def instances(schema):
 def test_the_quick_test_accepts_only_what_jsonschema_accepts(schema):
     quick = quick_check(schema)
     assert quick is not None, "a plain schema gets a quick test"
-    reference = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    reference = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )(schema)
     validator = validator_for(schema)
     accepted = 0
     for instance in instances(schema):

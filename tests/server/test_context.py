@@ -39,31 +39,48 @@ def context_server() -> Server:
         await ctx.check_cancelled()
         await ctx.sleep(0)
         sampled = await ctx.sample("The meaning?", max_tokens=10)
-        answered = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        answered = await ctx.elicit(
+            "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
         roots = await ctx.list_roots()
         contents = await ctx.read_resource("memo://note")
         gathered = await ctx.gather()
-        return json.dumps({
-            "sent": sent, "sampled": sampled.content.text, "sampled_type": type(sampled).__name__,
-            "answered": answered.content, "answered_type": type(answered).__name__,
-            "roots": [r.uri for r in roots], "contents": [c.text for c in contents], "gathered": gathered,
-            "task": await ctx.start_task(),
-        })
+        return json.dumps(
+            {
+                "sent": sent,
+                "sampled": sampled.content.text,
+                "sampled_type": type(sampled).__name__,
+                "answered": answered.content,
+                "answered_type": type(answered).__name__,
+                "roots": [r.uri for r in roots],
+                "contents": [c.text for c in contents],
+                "gathered": gathered,
+                "task": await ctx.start_task(),
+            }
+        )
 
     @server.tool()
     def sync_everything(ctx: Context) -> str:
         """The same calls in a plain function: no await, the values as before."""
         sent = ctx.info("sync info")
         sampled = ctx.sample("The meaning?", max_tokens=10)
-        answered = ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        answered = ctx.elicit(
+            "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
         roots = ctx.list_roots()
         contents = ctx.read_resource("memo://note")
-        return json.dumps({
-            "sent": bool(sent), "sent_is_true": sent == True,  # noqa: E712 - Done compares as its value
-            "sampled": sampled.content.text, "answered": answered.content, "roots": [r.uri for r in roots],
-            "contents": [c.text for c in contents], "roots_is_list": isinstance(roots, list),
-            "task": bool(ctx.start_task()),
-        })
+        return json.dumps(
+            {
+                "sent": bool(sent),
+                "sent_is_true": sent == True,  # noqa: E712 - Done compares as its value
+                "sampled": sampled.content.text,
+                "answered": answered.content,
+                "roots": [r.uri for r in roots],
+                "contents": [c.text for c in contents],
+                "roots_is_list": isinstance(roots, list),
+                "task": bool(ctx.start_task()),
+            }
+        )
 
     @server.tool()
     async def async_without_await(ctx: Context) -> str:
@@ -76,13 +93,21 @@ def context_server() -> Server:
 
 def connect(server: Server, era: str, logs: queue.Queue) -> Client:
     def sample(params):
-        return CreateMessageResult(role="assistant", content=TextContent(text="forty-two"), model="m")
+        return CreateMessageResult(
+            role="assistant", content=TextContent(text="forty-two"), model="m"
+        )
 
     def elicit(params):
         return ElicitResult(action="accept", content={"name": "Ada"})
 
-    client = Client.in_memory(server, era=era, on_log=logs.put, sampling_handler=sample,
-                              elicitation_handler=elicit, roots=["file:///work"])
+    client = Client.in_memory(
+        server,
+        era=era,
+        on_log=logs.put,
+        sampling_handler=sample,
+        elicitation_handler=elicit,
+        roots=["file:///work"],
+    )
     client.set_logging_level("debug")
     return client
 
@@ -105,18 +130,30 @@ def test_every_context_call_can_be_awaited_in_an_async_tool(era):
     logs: queue.Queue = queue.Queue()
     progress: list = []
     with connect(context_server(), era, logs) as client:
-        result = client.call_tool("async_everything", on_progress=lambda *args: progress.append(args))
+        result = client.call_tool(
+            "async_everything", on_progress=lambda *args: progress.append(args)
+        )
         assert not result.is_error, result.content
         answer = json.loads(result.content[0].text)
         assert answer == {
-            "sent": True, "sampled": "forty-two", "sampled_type": "CreateMessageResult",
-            "answered": {"name": "Ada"}, "answered_type": "ElicitResult", "roots": ["file:///work"],
-            "contents": ["remember"], "gathered": [], "task": False,
+            "sent": True,
+            "sampled": "forty-two",
+            "sampled_type": "CreateMessageResult",
+            "answered": {"name": "Ada"},
+            "answered_type": "ElicitResult",
+            "roots": ["file:///work"],
+            "contents": ["remember"],
+            "gathered": [],
+            "task": False,
         }
         got = drain(logs, 5)
-        assert [(m.level, m.data) for m in got] == [("info", "async info"), ("debug", "async debug"),
-                                                    ("warning", "async warning"), ("error", "async error"),
-                                                    ("notice", "async notice")]
+        assert [(m.level, m.data) for m in got] == [
+            ("info", "async info"),
+            ("debug", "async debug"),
+            ("warning", "async warning"),
+            ("error", "async error"),
+            ("notice", "async notice"),
+        ]
         assert got[2].logger == "mine"
         assert progress == [(1, 2, "half")]
 
@@ -126,13 +163,21 @@ def test_the_same_calls_work_unawaited_in_a_plain_tool(era):
     logs: queue.Queue = queue.Queue()
     with connect(context_server(), era, logs) as client:
         answer = json.loads(client.call_tool("sync_everything").content[0].text)
-        assert answer == {"sent": True, "sent_is_true": True, "sampled": "forty-two", "answered": {"name": "Ada"},
-                          "roots": ["file:///work"], "contents": ["remember"], "roots_is_list": True, "task": False}
+        assert answer == {
+            "sent": True,
+            "sent_is_true": True,
+            "sampled": "forty-two",
+            "answered": {"name": "Ada"},
+            "roots": ["file:///work"],
+            "contents": ["remember"],
+            "roots_is_list": True,
+            "task": False,
+        }
         assert client.call_tool("async_without_await").content[0].text == "ok"
         assert {m.data for m in until(logs, "not awaited")} == {"sync info", "not awaited"}
 
 
-TYPED_USER = '''
+TYPED_USER = """
 from mcp_ref import Server
 from mcp_ref.server import Context
 
@@ -159,7 +204,7 @@ def plain(ctx: Context) -> str:
     roots = ctx.list_roots()
     reveal_type(sampled)
     return f"{sampled.model} {len(roots)} {roots[0].uri}"
-'''
+"""
 
 
 @pytest.mark.slow
@@ -174,14 +219,30 @@ def test_awaited_and_plain_context_calls_type_check_for_a_user(tmp_path):
 
     (tmp_path / "user.py").write_text(TYPED_USER, encoding="utf-8")
     env = dict(os.environ, MYPYPATH=str(pathlib.Path(mcp_ref.__file__).resolve().parent.parent))
-    run = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
-                          "--follow-imports=silent", "user.py"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--follow-imports=silent",
+            "user.py",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     revealed = re.findall(r'Revealed type is "(.*)"', run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert revealed == ["mcp_ref.sampling_and_elicitation.CreateMessageResult",
-                        "mcp_ref.server.asking.Answers[mcp_ref.feature_types.Root]",
-                        "mcp_ref.sampling_and_elicitation.CreateMessageResult"], run.stdout
+    assert revealed == [
+        "mcp_ref.sampling_and_elicitation.CreateMessageResult",
+        "mcp_ref.server.asking.Answers[mcp_ref.feature_types.Root]",
+        "mcp_ref.sampling_and_elicitation.CreateMessageResult",
+    ], run.stdout
 
 
 # -- the lifespan ---------------------------------------------------------------------------------
@@ -191,6 +252,7 @@ def lifespan_server(events: list, *, asynchronous: bool = False, fail: bool = Fa
     import contextlib
 
     if asynchronous:
+
         @contextlib.asynccontextmanager
         async def lifespan(server):
             import asyncio
@@ -200,6 +262,7 @@ def lifespan_server(events: list, *, asynchronous: bool = False, fail: bool = Fa
             yield {"db": "async pool"}
             events.append("exit")
     else:
+
         @contextlib.contextmanager
         def lifespan(server):
             if fail:
@@ -227,7 +290,9 @@ def lifespan_server(events: list, *, asynchronous: bool = False, fail: bool = Fa
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("era", ERAS)
-def test_the_lifespan_is_entered_at_the_first_connection_and_its_value_reaches_tools(era, asynchronous):
+def test_the_lifespan_is_entered_at_the_first_connection_and_its_value_reaches_tools(
+    era, asynchronous
+):
     events: list = []
     server = lifespan_server(events, asynchronous=asynchronous)
     assert events == [] and server.lifespan_context is None
@@ -299,7 +364,9 @@ def test_run_stdio_enters_the_lifespan_at_start_and_exits_it_at_the_end(tmp_path
     with client:
         assert lines.get(timeout=WAIT) == "lifespan: enter"
         assert client.call_tool("ready").structured_content == {"result": True}
-    assert lines.get(timeout=WAIT) == "lifespan: exit"  # the server ran it on end of input, before exiting
+    assert (
+        lines.get(timeout=WAIT) == "lifespan: exit"
+    )  # the server ran it on end of input, before exiting
 
 
 def test_a_wsgi_app_enters_the_lifespan_at_its_first_request_and_close_exits_it():
@@ -329,7 +396,9 @@ def test_run_http_enters_the_lifespan_before_serving_and_exits_it_when_serving_e
     events: list = []
     server = lifespan_server(events)
     ready: queue.Queue = queue.Queue()
-    thread = threading.Thread(target=server.run_http, args=("127.0.0.1", 0), kwargs={"on_ready": ready.put}, daemon=True)
+    thread = threading.Thread(
+        target=server.run_http, args=("127.0.0.1", 0), kwargs={"on_ready": ready.put}, daemon=True
+    )
     thread.start()
     httpd = ready.get(timeout=WAIT)
     assert events == [("enter", "lifespan")]  # before any request
@@ -367,7 +436,9 @@ def test_run_takes_host_port_and_log_level_from_the_environment(tmp_path):
     script.write_text(HTTP_SCRIPT)
     env = dict(os.environ, MCP_REF_HOST="127.0.0.1", MCP_REF_PORT="0", MCP_REF_LOG_LEVEL="debug")
     env.pop("MCP_REF_STATE", None)
-    proc = subprocess.Popen([sys.executable, str(script)], env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stderr=subprocess.PIPE, text=True
+    )
     lines: queue.Queue = queue.Queue()
 
     def read() -> None:
@@ -385,7 +456,9 @@ def test_run_takes_host_port_and_log_level_from_the_environment(tmp_path):
         # mcp_ref's own records reach stderr through run()'s handler (its format: level, then logger).
         assert any(" WARNING mcp_ref.http.server" in earlier for earlier in seen[:-1]), seen
         url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", line)
-        assert url and not url.group(1).endswith(":0/mcp"), line  # port 0 from MCP_REF_PORT: a free one
+        assert url and not url.group(1).endswith(":0/mcp"), (
+            line
+        )  # port 0 from MCP_REF_PORT: a free one
         with Client.http(url.group(1)) as client:
             assert client.call_tool("hello").content[0].text == "hello"
     finally:

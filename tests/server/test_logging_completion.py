@@ -19,7 +19,9 @@ SCRIPT = SERVERS / "feature_logging.py"
 CITIES = "feature://cities/{country}/{city}"
 
 
-pool = client_pool([sys.executable, str(SCRIPT)])  # module-scoped fixtures; each test's messages must be schema-valid
+pool = client_pool(
+    [sys.executable, str(SCRIPT)]
+)  # module-scoped fixtures; each test's messages must be schema-valid
 bare_pool = client_pool([sys.executable, str(SCRIPT), "no-completions"])
 
 
@@ -33,13 +35,17 @@ def test_set_level_filters_log_messages(pool, version, level):
     peer.client.set_logging_level(level)
     mark = peer.logs.mark()
     sent = json.loads(peer.client.call_tool("emit").content[0].text)
-    expected = list(LOG_LEVELS[LOG_LEVELS.index(level):])
+    expected = list(LOG_LEVELS[LOG_LEVELS.index(level) :])
     assert sent == expected
     # Messages arrive in order and "emergency" always passes: once it is here, every other one is too.
-    logs = peer.logs.wait_until(lambda items: any(m.level == "emergency" for m in items), since=mark)
+    logs = peer.logs.wait_until(
+        lambda items: any(m.level == "emergency" for m in items), since=mark
+    )
     assert all(isinstance(m, LogMessage) for m in logs)
     assert [m.level for m in logs] == expected
-    assert [(m.logger, m.data) for m in logs] == [("feature", {"seq": LOG_LEVELS.index(level), "level": level}) for level in expected]
+    assert [(m.logger, m.data) for m in logs] == [
+        ("feature", {"seq": LOG_LEVELS.index(level), "level": level}) for level in expected
+    ]
 
 
 @pytest.mark.slow
@@ -57,7 +63,9 @@ def test_invalid_level_is_invalid_params(raw_peer, version, level):
     checker("<--", json.dumps(reply).encode())
     checker.assert_valid()
     # The connection is still fine, and a valid level is accepted.
-    peer.send_json({"jsonrpc": "2.0", "id": 8, "method": "logging/setLevel", "params": {"level": "error"}})
+    peer.send_json(
+        {"jsonrpc": "2.0", "id": 8, "method": "logging/setLevel", "params": {"level": "error"}}
+    )
     assert peer.recv() == {"jsonrpc": "2.0", "id": 8, "result": {}}
 
 
@@ -72,7 +80,9 @@ def test_complete_prompt_argument(pool, version):
     assert not completion.has_more and completion.total is None
 
 
-@pytest.mark.parametrize("value, count, total", [("", 100, 250), ("1", 100, 111), ("24", 11, None), ("249", 1, None)])
+@pytest.mark.parametrize(
+    "value, count, total", [("", 100, 250), ("1", 100, 111), ("24", 11, None), ("249", 1, None)]
+)
 def test_complete_returns_at_most_100_values(pool, value, count, total):
     peer = pool.peer()
     completion = peer.client.complete(prompt="pick", argument="number", value=value)
@@ -95,13 +105,26 @@ def test_complete_template_variables(pool, version):
 
 def test_complete_template_variable_with_context(pool):
     client = pool.client("2025-06-18")  # context.arguments came in 2025-06-18
-    assert client.complete(resource=CITIES, argument="city", value="l", context={"country": "fr"}).values == ["Lyon", "Lille"]
-    assert client.complete(resource=CITIES, argument="city", value="b", context={"country": "fr"}).values == []
-    assert client.complete(resource=CITIES, argument="city", value="b", context={"country": "de"}).values == ["Berlin", "Bonn"]
+    assert client.complete(
+        resource=CITIES, argument="city", value="l", context={"country": "fr"}
+    ).values == ["Lyon", "Lille"]
+    assert (
+        client.complete(
+            resource=CITIES, argument="city", value="b", context={"country": "fr"}
+        ).values
+        == []
+    )
+    assert client.complete(
+        resource=CITIES, argument="city", value="b", context={"country": "de"}
+    ).values == ["Berlin", "Bonn"]
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
-@pytest.mark.parametrize("ref", [{"prompt": "no_such_prompt"}, {"resource": "feature://no/{such}"}], ids=["prompt", "template"])
+@pytest.mark.parametrize(
+    "ref",
+    [{"prompt": "no_such_prompt"}, {"resource": "feature://no/{such}"}],
+    ids=["prompt", "template"],
+)
 def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
     with pytest.raises(InvalidParams) as caught:
         pool.client(version).complete(argument="x", value="", **ref)
@@ -112,7 +135,9 @@ def test_complete_unknown_reference_is_invalid_params(pool, version, ref):
 def test_server_without_completions_raises_capability_error(bare_pool, version):
     peer = bare_pool.peer(version)
     assert "completions" not in peer.client.server_capabilities
-    assert "prompts" in peer.client.server_capabilities  # the prompt is there, its completion is not
+    assert (
+        "prompts" in peer.client.server_capabilities
+    )  # the prompt is there, its completion is not
     with pytest.raises(CapabilityError):
         peer.client.complete(prompt="pick", argument="number", value="1")
     with pytest.raises(CapabilityError):
@@ -133,7 +158,6 @@ def test_no_completion_handler_at_2024_11_05_gives_no_values(bare_pool):
     assert len(peer.wire.sent("completion/complete")) == 1
 
 
-
 # -- behaviour spec_notes listed as untested ------------------------------------------------------
 
 UNTESTED = [sys.executable, str(SERVERS / "untested_server.py")]
@@ -147,8 +171,17 @@ def test_server_without_completions_answers_method_not_found(raw_peer, version):
     peer = raw_peer(UNTESTED)
     reply = peer.initialize(version)
     assert "completions" not in reply["result"]["capabilities"]
-    peer.send_json({"jsonrpc": "2.0", "id": 5, "method": "completion/complete", "params": {
-        "ref": {"type": "ref/resource", "uri": "untested://x/{y}"}, "argument": {"name": "y", "value": ""}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "completion/complete",
+            "params": {
+                "ref": {"type": "ref/resource", "uri": "untested://x/{y}"},
+                "argument": {"name": "y", "value": ""},
+            },
+        }
+    )
     answer = peer.recv()
     assert answer["id"] == 5 and answer["error"]["code"] == -32601, answer
     checker("<--", json.dumps(answer).encode())
@@ -159,7 +192,9 @@ def test_server_without_completions_answers_method_not_found(raw_peer, version):
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 def test_completion_context_is_sent_only_from_2025_06_18(pool, version):
     peer = pool.peer(version)
-    values = peer.client.complete(resource=CITIES, argument="city", value="b", context={"country": "fr"}).values
+    values = peer.client.complete(
+        resource=CITIES, argument="city", value="b", context={"country": "fr"}
+    ).values
     sent = peer.wire.sent("completion/complete")[-1]["params"]
     if version >= "2025-06-18":
         assert sent["context"] == {"arguments": {"country": "fr"}}
@@ -182,14 +217,27 @@ def test_log_messages_are_sent_before_notifications_initialized(raw_peer, versio
     # after the initialize answer but without ever sending notifications/initialized.
     checker = WireChecker(version)
     peer = raw_peer(NOTES_SERVER)
-    peer.send_json({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    peer.send_json(
+        {
+            "jsonrpc": "2.0",
+            "id": "init",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+    )
     assert peer.recv()["result"]["protocolVersion"] == version
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "log_one"}}
     peer.send_json(call)
     log, answer = peer.recv(), peer.recv()
-    assert log == {"jsonrpc": "2.0", "method": "notifications/message",
-                   "params": {"level": "info", "data": {"note": "hello"}, "logger": "notes"}}
+    assert log == {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "data": {"note": "hello"}, "logger": "notes"},
+    }
     assert answer["id"] == 1 and answer["result"]["content"] == [{"type": "text", "text": "logged"}]
     checker("-->", json.dumps(call).encode())
     for message in (log, answer):
@@ -219,14 +267,14 @@ def emitted(era: str, **options) -> tuple[list, list]:
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_on_log_gets_info_and_above_by_default_in_both_eras(era):
     sent, received = emitted(era)
-    assert sent == received == list(LOG_LEVELS[LOG_LEVELS.index("info"):])
+    assert sent == received == list(LOG_LEVELS[LOG_LEVELS.index("info") :])
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ["handshake", "modern"])
 def test_log_level_chooses_the_default_and_none_asks_nothing(era):
     assert emitted(era, log_level="debug")[0] == list(LOG_LEVELS)
-    assert emitted(era, log_level="error")[0] == list(LOG_LEVELS[LOG_LEVELS.index("error"):])
+    assert emitted(era, log_level="error")[0] == list(LOG_LEVELS[LOG_LEVELS.index("error") :])
     # Nothing asked: a 2026-07-28 server sends nothing, a handshake-era one (mcp_ref) everything.
     assert emitted(era, log_level=None)[0] == ([] if era == "modern" else list(LOG_LEVELS))
 
@@ -257,15 +305,32 @@ def test_set_level_over_stateless_http_is_refused_with_the_reason(caplog):
     try:
         url = f"{httpd.url}/mcp"
         version = "2025-11-25"
-        reply = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}},
-                              headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": version},
-                              timeout=WAIT)
+        reply = requests.post(
+            url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "logging/setLevel",
+                "params": {"level": "error"},
+            },
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": version,
+            },
+            timeout=WAIT,
+        )
         error = reply.json()["error"]
-        assert error["code"] == -32600 and "stateless HTTP" in error["message"] and "2026-07-28" in error["message"]
+        assert (
+            error["code"] == -32600
+            and "stateless HTTP" in error["message"]
+            and "2026-07-28" in error["message"]
+        )
         # A client with on_log still connects (the refusal is logged), and each call's logs reach it.
         logs: queue.Queue = queue.Queue()
-        with caplog.at_level("WARNING", logger="mcp_ref.client.logs"), \
-                Client.http(url, era="handshake", on_log=logs.put) as client:
+        with (
+            caplog.at_level("WARNING", logger="mcp_ref.client.logs"),
+            Client.http(url, era="handshake", on_log=logs.put) as client,
+        ):
             sent = json.loads(client.call_tool("emit").content[0].text)
             assert sent == list(LOG_LEVELS)  # the server's own default: every level
             assert [logs.get(timeout=WAIT).level for _ in sent] == sent

@@ -23,9 +23,12 @@ ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 def meta(capabilities=None, **extra) -> dict:
-    return {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": {} if capabilities is None else capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"}, **extra}
+    return {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {} if capabilities is None else capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+        **extra,
+    }
 
 
 def call(name: str, arguments=None, capabilities=None, **params) -> dict:
@@ -35,8 +38,11 @@ def call(name: str, arguments=None, capabilities=None, **params) -> dict:
 def check_answer(answer: dict, method: str) -> dict:
     """The answer, after checking it against the 2026-07-28 schema (result or error by code)."""
     if "error" in answer:
-        kind = {-32020: "HeaderMismatchError", -32021: "MissingRequiredClientCapabilityError",
-                -32022: "UnsupportedProtocolVersionError"}.get(answer["error"]["code"], "JSONRPCErrorResponse")
+        kind = {
+            -32020: "HeaderMismatchError",
+            -32021: "MissingRequiredClientCapabilityError",
+            -32022: "UnsupportedProtocolVersionError",
+        }.get(answer["error"]["code"], "JSONRPCErrorResponse")
         assert schema_errors(VERSION, kind, answer) == []
         return answer
     result = answer["result"]
@@ -47,10 +53,16 @@ def check_answer(answer: dict, method: str) -> dict:
 
         assert task_errors(result) == []
     else:
-        kind = {"server/discover": "DiscoverResult", "tools/list": "ListToolsResult", "tools/call": "CallToolResult",
-                "prompts/get": "GetPromptResult", "resources/read": "ReadResourceResult",
-                "prompts/list": "ListPromptsResult", "resources/list": "ListResourcesResult",
-                "resources/templates/list": "ListResourceTemplatesResult"}[method]
+        kind = {
+            "server/discover": "DiscoverResult",
+            "tools/list": "ListToolsResult",
+            "tools/call": "CallToolResult",
+            "prompts/get": "GetPromptResult",
+            "resources/read": "ReadResourceResult",
+            "prompts/list": "ListPromptsResult",
+            "resources/list": "ListResourcesResult",
+            "resources/templates/list": "ListResourceTemplatesResult",
+        }[method]
         assert schema_errors(VERSION, kind, result) == []
     return answer
 
@@ -67,7 +79,9 @@ class StdioPeer:
 
     def ask(self, method: str, params: dict, **_headers) -> dict:
         self.next_id += 1
-        self.peer.send_json({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        self.peer.send_json(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        )
         while True:
             message = self.peer.recv()
             assert message is not None, "the server ended its output"
@@ -87,16 +101,28 @@ class HttpPeer:
         from mcp_ref.http.headers import request_headers
 
         self.next_id += 1
-        sent = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": VERSION, **request_headers(method, params)}
+        sent = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": VERSION,
+            **request_headers(method, params),
+        }
         sent.update(headers)
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        reply = requests.post(self.url, json=body, headers={k: v for k, v in sent.items() if v is not None},
-                              timeout=TIMEOUT)
+        reply = requests.post(
+            self.url,
+            json=body,
+            headers={k: v for k, v in sent.items() if v is not None},
+            timeout=TIMEOUT,
+        )
         self.last_status = reply.status_code
-        assert "Mcp-Session-Id" not in reply.headers  # streamable-http: "do not mint or echo session IDs"
+        assert (
+            "Mcp-Session-Id" not in reply.headers
+        )  # streamable-http: "do not mint or echo session IDs"
         if reply.headers.get("Content-Type", "").startswith("text/event-stream"):
-            answers = [json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")]
+            answers = [
+                json.loads(line[5:]) for line in reply.text.splitlines() if line.startswith("data:")
+            ]
             return check_answer(answers[-1], method)
         return check_answer(reply.json(), method)
 
@@ -116,19 +142,33 @@ def test_discover_names_every_version_the_capabilities_and_the_server(peer):
     result = peer.ask("server/discover", {"_meta": meta()})["result"]
     assert result["supportedVersions"][0] == VERSION and "2025-11-25" in result["supportedVersions"]
     assert {"tools", "resources", "prompts"} <= result["capabilities"].keys()
-    assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "modern", "version": "2.0"}
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == {
+        "name": "modern",
+        "version": "2.0",
+    }
     assert result["instructions"] == "Tests the 2026-07-28 era."
-    assert (result["resultType"], result["ttlMs"], result["cacheScope"]) == ("complete", 60000, "public")
+    assert (result["resultType"], result["ttlMs"], result["cacheScope"]) == (
+        "complete",
+        60000,
+        "public",
+    )
 
 
 @pytest.mark.slow
 def test_every_result_carries_its_type_and_the_server_and_listings_their_cache_hints(peer):
     for method in ("tools/list", "prompts/list", "resources/list", "resources/templates/list"):
         result = peer.ask(method, {"_meta": meta()})["result"]
-        assert result["resultType"] == "complete" and (result["ttlMs"], result["cacheScope"]) == (60000, "public")
+        assert result["resultType"] == "complete" and (result["ttlMs"], result["cacheScope"]) == (
+            60000,
+            "public",
+        )
         assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "modern"
     called = peer.ask("tools/call", call("echo", {"text": "hi"}))["result"]
-    assert called["content"][0]["text"] == "hi" and called["resultType"] == "complete" and "ttlMs" not in called
+    assert (
+        called["content"][0]["text"] == "hi"
+        and called["resultType"] == "complete"
+        and "ttlMs" not in called
+    )
 
 
 @pytest.mark.slow
@@ -141,19 +181,32 @@ def test_a_resource_overrides_the_servers_cache_hints(peer):
 
 @pytest.mark.slow
 def test_tools_are_listed_in_the_same_order_every_time(peer):
-    names = [[t["name"] for t in peer.ask("tools/list", {"_meta": meta()})["result"]["tools"]] for _ in range(3)]
+    names = [
+        [t["name"] for t in peer.ask("tools/list", {"_meta": meta()})["result"]["tools"]]
+        for _ in range(3)
+    ]
     assert names[0] == names[1] == names[2] and names[0][0] == "echo"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("broken", [
-    {},
-    {"io.modelcontextprotocol/clientCapabilities": {}},
-    {"io.modelcontextprotocol/protocolVersion": VERSION},
-    {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": []},
-    {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {},
-     "io.modelcontextprotocol/logLevel": "loud"},
-], ids=["empty", "no-version", "no-capabilities", "capabilities-not-object", "bad-log-level"])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {},
+        {"io.modelcontextprotocol/clientCapabilities": {}},
+        {"io.modelcontextprotocol/protocolVersion": VERSION},
+        {
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": [],
+        },
+        {
+            "io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/logLevel": "loud",
+        },
+    ],
+    ids=["empty", "no-version", "no-capabilities", "capabilities-not-object", "bad-log-level"],
+)
 def test_a_malformed_envelope_is_invalid_params_and_the_server_goes_on(peer, broken):
     answer = peer.ask("tools/list", {"_meta": broken}, **{"MCP-Protocol-Version": VERSION})
     if isinstance(peer, StdioPeer) and "io.modelcontextprotocol/protocolVersion" not in broken:
@@ -168,20 +221,44 @@ def test_a_malformed_envelope_is_invalid_params_and_the_server_goes_on(peer, bro
 
 @pytest.mark.slow
 def test_an_unsupported_version_lists_the_supported_ones(peer):
-    answer = peer.ask("server/discover", {"_meta": {**meta(), "io.modelcontextprotocol/protocolVersion": "1900-01-01"}},
-                      **{"MCP-Protocol-Version": "1900-01-01"})
+    answer = peer.ask(
+        "server/discover",
+        {"_meta": {**meta(), "io.modelcontextprotocol/protocolVersion": "1900-01-01"}},
+        **{"MCP-Protocol-Version": "1900-01-01"},
+    )
     assert answer["error"]["code"] == -32022
-    assert answer["error"]["data"]["requested"] == "1900-01-01" and VERSION in answer["error"]["data"]["supported"]
+    assert (
+        answer["error"]["data"]["requested"] == "1900-01-01"
+        and VERSION in answer["error"]["data"]["supported"]
+    )
     if isinstance(peer, HttpPeer):
         assert peer.last_status == 400
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe",
-                                    "resources/unsubscribe", "no/such/method"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "no/such/method",
+    ],
+)
 def test_methods_removed_in_2026_are_not_found(peer, method):
-    answer = peer.ask(method, {"_meta": meta(), "uri": "test://stable", "level": "info",
-                               "protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}})
+    answer = peer.ask(
+        method,
+        {
+            "_meta": meta(),
+            "uri": "test://stable",
+            "level": "info",
+            "protocolVersion": VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "x", "version": "0"},
+        },
+    )
     assert answer["error"]["code"] == -32601
     if isinstance(peer, HttpPeer):
         assert peer.last_status == 404
@@ -190,7 +267,9 @@ def test_methods_removed_in_2026_are_not_found(peer, method):
 @pytest.mark.slow
 def test_resource_not_found_is_invalid_params_naming_the_uri(peer):
     answer = peer.ask("resources/read", {"uri": "test://missing", "_meta": meta()})
-    assert answer["error"]["code"] == -32602 and answer["error"]["data"] == {"uri": "test://missing"}
+    assert answer["error"]["code"] == -32602 and answer["error"]["data"] == {
+        "uri": "test://missing"
+    }
 
 
 # -- logging per request -----------------------------------------------------------------------------
@@ -205,7 +284,9 @@ def test_log_messages_only_for_a_request_that_asks_and_at_its_level(raw_peer):
     params["_meta"]["io.modelcontextprotocol/logLevel"] = "info"
     peer.send_json({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params})
     logged = peer.recv()
-    assert logged["method"] == "notifications/message" and logged["params"]["data"] == "an info line"
+    assert (
+        logged["method"] == "notifications/message" and logged["params"]["data"] == "an info line"
+    )
     assert schema_errors(VERSION, "LoggingMessageNotification", logged) == []
     assert peer.recv()["id"] == 2  # the debug line stayed below the level
 
@@ -219,8 +300,12 @@ def test_an_ask_ends_in_input_required_and_the_retry_completes(peer):
     assert first["resultType"] == "input_required"
     assert first["inputRequests"]["user_name"]["method"] == "elicitation/create"
     assert first["inputRequests"]["user_name"]["params"]["requestedSchema"]["required"] == ["name"]
-    retry = call("greet", capabilities=ALL_CAPS, requestState=first["requestState"],
-                 inputResponses={"user_name": {"action": "accept", "content": {"name": "Ada"}}})
+    retry = call(
+        "greet",
+        capabilities=ALL_CAPS,
+        requestState=first["requestState"],
+        inputResponses={"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+    )
     assert peer.ask("tools/call", retry)["result"]["content"][0]["text"] == "Hello, Ada!"
 
 
@@ -228,13 +313,29 @@ def test_an_ask_ends_in_input_required_and_the_retry_completes(peer):
 def test_two_rounds_carry_the_first_answer_in_the_state(peer):
     r1 = peer.ask("tools/call", call("two_rounds", capabilities=ALL_CAPS))["result"]
     assert list(r1["inputRequests"]) == ["elicitation-1"]
-    r2 = peer.ask("tools/call", call("two_rounds", capabilities=ALL_CAPS, requestState=r1["requestState"],
-                                      inputResponses={"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}}))
+    r2 = peer.ask(
+        "tools/call",
+        call(
+            "two_rounds",
+            capabilities=ALL_CAPS,
+            requestState=r1["requestState"],
+            inputResponses={"elicitation-1": {"action": "accept", "content": {"name": "Ada"}}},
+        ),
+    )
     r2 = r2["result"]
-    assert list(r2["inputRequests"]) == ["elicitation-2"] and r2["requestState"] != r1["requestState"]
+    assert (
+        list(r2["inputRequests"]) == ["elicitation-2"] and r2["requestState"] != r1["requestState"]
+    )
     # only the new answer is sent: the first rides in the state
-    r3 = peer.ask("tools/call", call("two_rounds", capabilities=ALL_CAPS, requestState=r2["requestState"],
-                                      inputResponses={"elicitation-2": {"action": "accept", "content": {"color": "red"}}}))
+    r3 = peer.ask(
+        "tools/call",
+        call(
+            "two_rounds",
+            capabilities=ALL_CAPS,
+            requestState=r2["requestState"],
+            inputResponses={"elicitation-2": {"action": "accept", "content": {"color": "red"}}},
+        ),
+    )
     assert r3["result"]["content"][0]["text"] == "Ada likes red"
 
 
@@ -242,20 +343,40 @@ def test_two_rounds_carry_the_first_answer_in_the_state(peer):
 def test_several_asks_come_in_one_round(peer):
     first = peer.ask("tools/call", call("everything", capabilities=ALL_CAPS))["result"]
     assert {k: v["method"] for k, v in first["inputRequests"].items()} == {
-        "name": "elicitation/create", "hi": "sampling/createMessage", "roots": "roots/list"}
-    answers = {"name": {"action": "accept", "content": {"name": "Ada"}},
-               "hi": {"role": "assistant", "content": {"type": "text", "text": "hi!"}, "model": "m"},
-               "roots": {"roots": [{"uri": "file:///a"}]}}
-    retry = call("everything", capabilities=ALL_CAPS, requestState=first["requestState"], inputResponses=answers)
+        "name": "elicitation/create",
+        "hi": "sampling/createMessage",
+        "roots": "roots/list",
+    }
+    answers = {
+        "name": {"action": "accept", "content": {"name": "Ada"}},
+        "hi": {"role": "assistant", "content": {"type": "text", "text": "hi!"}, "model": "m"},
+        "roots": {"roots": [{"uri": "file:///a"}]},
+    }
+    retry = call(
+        "everything",
+        capabilities=ALL_CAPS,
+        requestState=first["requestState"],
+        inputResponses=answers,
+    )
     assert peer.ask("tools/call", retry)["result"]["content"][0]["text"] == "Ada|hi!|file:///a"
 
 
 @pytest.mark.slow
 def test_a_missing_answer_is_asked_again_and_extra_answers_are_ignored(peer):
-    wrong = call("greet", capabilities=ALL_CAPS, inputResponses={"other": {"action": "accept", "content": {}}})
+    wrong = call(
+        "greet",
+        capabilities=ALL_CAPS,
+        inputResponses={"other": {"action": "accept", "content": {}}},
+    )
     assert peer.ask("tools/call", wrong)["result"]["inputRequests"].keys() == {"user_name"}
-    extra = call("greet", capabilities=ALL_CAPS, inputResponses={
-        "user_name": {"action": "accept", "content": {"name": "Bo"}}, "junk": {"x": 1}})
+    extra = call(
+        "greet",
+        capabilities=ALL_CAPS,
+        inputResponses={
+            "user_name": {"action": "accept", "content": {"name": "Bo"}},
+            "junk": {"x": 1},
+        },
+    )
     assert peer.ask("tools/call", extra)["result"]["content"][0]["text"] == "Hello, Bo!"
 
 
@@ -275,7 +396,10 @@ def test_a_forged_or_misplaced_request_state_is_refused(peer, change):
         params["requestState"] = 42
     answer = peer.ask("tools/call", params)
     assert answer["error"]["code"] == -32602
-    assert peer.ask("tools/call", call("echo", {"text": "still here"}))["result"]["content"][0]["text"] == "still here"
+    assert (
+        peer.ask("tools/call", call("echo", {"text": "still here"}))["result"]["content"][0]["text"]
+        == "still here"
+    )
 
 
 @pytest.mark.slow
@@ -298,16 +422,26 @@ def test_an_ask_the_client_cannot_answer_is_missing_capability_naming_it(peer):
 def test_a_prompt_can_ask_too(peer):
     first = peer.ask("prompts/get", {"name": "with_context", "_meta": meta(ALL_CAPS)})["result"]
     assert first["inputRequests"]["ctx"]["method"] == "elicitation/create"
-    retry = {"name": "with_context", "_meta": meta(ALL_CAPS), "requestState": first["requestState"],
-             "inputResponses": {"ctx": {"action": "accept", "content": {"context": "tests"}}}}
-    assert peer.ask("prompts/get", retry)["result"]["messages"][0]["content"]["text"] == "Use: tests"
+    retry = {
+        "name": "with_context",
+        "_meta": meta(ALL_CAPS),
+        "requestState": first["requestState"],
+        "inputResponses": {"ctx": {"action": "accept", "content": {"context": "tests"}}},
+    }
+    assert (
+        peer.ask("prompts/get", retry)["result"]["messages"][0]["content"]["text"] == "Use: tests"
+    )
 
 
 def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve):
     one, two = HttpPeer(serve(MODERN.build())), HttpPeer(serve(MODERN.build()))
     first = one.ask("tools/call", call("greet", capabilities=ALL_CAPS))["result"]
-    retry = call("greet", capabilities=ALL_CAPS, requestState=first["requestState"],
-                 inputResponses={"user_name": {"action": "accept", "content": {"name": "Cy"}}})
+    retry = call(
+        "greet",
+        capabilities=ALL_CAPS,
+        requestState=first["requestState"],
+        inputResponses={"user_name": {"action": "accept", "content": {"name": "Cy"}}},
+    )
     assert two.ask("tools/call", retry)["result"]["content"][0]["text"] == "Hello, Cy!"
     other = HttpPeer(serve(InMemory("modern_server", "build", "another-secret").build()))
     assert other.ask("tools/call", retry)["error"]["code"] == -32602
@@ -316,29 +450,37 @@ def test_the_state_is_accepted_by_another_instance_with_the_same_secret(serve):
 # -- HTTP headers ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("headers, code", [
-    ({"Mcp-Method": "tools/list"}, -32020),
-    ({"Mcp-Method": None}, -32020),
-    ({"Mcp-Name": "other"}, -32020),
-    ({"Mcp-Name": None}, -32020),
-    ({"MCP-Protocol-Version": "2025-11-25"}, -32020),
-    ({"MCP-Protocol-Version": None}, -32020),
-    ({"Mcp-Param-Region": "eu"}, -32020),
-    ({"Mcp-Param-Region": None}, -32020),
-    ({"Mcp-Param-Count": "3"}, -32020),
-    ({"Mcp-Param-Region": "=?base64?dXM=?="}, None),  # "us", encoded
-    ({"Mcp-Param-Region": "=?base64?dXM?="}, -32020),  # unpadded Base64 is not valid
-    ({"Mcp-Param-Count": "2.0"}, None),  # integers compare as numbers
-    ({"mcp-param-dry-run": "true"}, -32020),  # a header for a value the body does not have
-], ids=lambda v: repr(v))
+@pytest.mark.parametrize(
+    "headers, code",
+    [
+        ({"Mcp-Method": "tools/list"}, -32020),
+        ({"Mcp-Method": None}, -32020),
+        ({"Mcp-Name": "other"}, -32020),
+        ({"Mcp-Name": None}, -32020),
+        ({"MCP-Protocol-Version": "2025-11-25"}, -32020),
+        ({"MCP-Protocol-Version": None}, -32020),
+        ({"Mcp-Param-Region": "eu"}, -32020),
+        ({"Mcp-Param-Region": None}, -32020),
+        ({"Mcp-Param-Count": "3"}, -32020),
+        ({"Mcp-Param-Region": "=?base64?dXM=?="}, None),  # "us", encoded
+        ({"Mcp-Param-Region": "=?base64?dXM?="}, -32020),  # unpadded Base64 is not valid
+        ({"Mcp-Param-Count": "2.0"}, None),  # integers compare as numbers
+        ({"mcp-param-dry-run": "true"}, -32020),  # a header for a value the body does not have
+    ],
+    ids=lambda v: repr(v),
+)
 def test_headers_that_disagree_with_the_body_are_a_header_mismatch(serve, headers, code):
     from mcp_ref.http.headers import request_headers
 
     server = MODERN.build()
     peer = HttpPeer(serve(server))
     params = call("routed", {"region": "us", "count": 2})
-    correct = request_headers("tools/call", params, server.get_tool("routed").listing["inputSchema"])
-    assert correct["Mcp-Param-Count"] == "2" and "Mcp-Param-Dry-Run" not in correct  # absent values: no header
+    correct = request_headers(
+        "tools/call", params, server.get_tool("routed").listing["inputSchema"]
+    )
+    assert (
+        correct["Mcp-Param-Count"] == "2" and "Mcp-Param-Dry-Run" not in correct
+    )  # absent values: no header
     answer = peer.ask("tools/call", params, **{**correct, **headers})
     if code is None:
         assert answer["result"]["content"][0]["text"] == "us:2:False:"
@@ -356,24 +498,55 @@ def test_the_client_side_header_rules():
         request_headers,
     )
 
-    assert encode_value("us-west1") == "us-west1" and encode_value(True) == "true" and encode_value(-7) == "-7"
+    assert (
+        encode_value("us-west1") == "us-west1"
+        and encode_value(True) == "true"
+        and encode_value(-7) == "-7"
+    )
     for value in ("Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?="):
-        assert encode_value(value).startswith("=?base64?") and decode_value(encode_value(value)) == value
-    assert encode_value("Hello, 世界") == "=?base64?SGVsbG8sIOS4lueVjA==?="  # the spec's own example
-    headers = request_headers("tools/call", {"name": "routed", "arguments": {"region": "eu", "count": None}},
-                              MODERN.build().get_tool("routed").listing["inputSchema"])
+        assert (
+            encode_value(value).startswith("=?base64?")
+            and decode_value(encode_value(value)) == value
+        )
+    assert (
+        encode_value("Hello, 世界") == "=?base64?SGVsbG8sIOS4lueVjA==?="
+    )  # the spec's own example
+    headers = request_headers(
+        "tools/call",
+        {"name": "routed", "arguments": {"region": "eu", "count": None}},
+        MODERN.build().get_tool("routed").listing["inputSchema"],
+    )
     assert headers == {"Mcp-Method": "tools/call", "Mcp-Name": "routed", "Mcp-Param-Region": "eu"}
-    for bad in ({"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}},
-                {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "A B"}}},
-                {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": ""}}},
-                {"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "X"},
-                                                  "b": {"type": "string", "x-mcp-header": "x"}}},
-                {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}}},
-                {"type": "object", "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "X"}}}]}):
+    for bad in (
+        {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}},
+        {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": "A B"}}},
+        {"type": "object", "properties": {"x": {"type": "string", "x-mcp-header": ""}}},
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "x-mcp-header": "X"},
+                "b": {"type": "string", "x-mcp-header": "x"},
+            },
+        },
+        {
+            "type": "object",
+            "properties": {
+                "a": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}
+            },
+        },
+        {
+            "type": "object",
+            "anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "X"}}}],
+        },
+    ):
         with pytest.raises(InvalidHeaderDeclaration):
             header_params(bad)
-    nested = {"type": "object", "properties": {"o": {"type": "object", "properties": {
-        "k": {"type": "integer", "x-mcp-header": "K"}}}}}
+    nested = {
+        "type": "object",
+        "properties": {
+            "o": {"type": "object", "properties": {"k": {"type": "integer", "x-mcp-header": "K"}}}
+        },
+    }
     assert header_params(nested) == [(("o", "k"), "K")]
 
 

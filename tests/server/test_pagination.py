@@ -108,7 +108,9 @@ def test_make_and_read_cursor_roundtrip():
             assert p.read_cursor(p.make_cursor(offset, kind=kind), kind=kind) == offset
 
 
-@pytest.mark.parametrize("size, exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "size, exc", [(0, ValueError), (-1, ValueError), (1.5, TypeError), (True, TypeError)]
+)
 def test_page_size_validation(size, exc):
     with pytest.raises(exc):
         Paginator(page_size=size)
@@ -138,7 +140,9 @@ def test_client_refuses_a_repeated_cursor_instead_of_looping(connect, wire):
 def test_resource_templates_over_several_pages(connect, wire):
     client = connect(UNTESTED_TEMPLATES)
     templates = client.list_resource_templates()
-    assert [(t.name, t.uri_template) for t in templates] == [(f"t{i}", f"untested://t{i}/{{x}}") for i in range(1, 6)]
+    assert [(t.name, t.uri_template) for t in templates] == [
+        (f"t{i}", f"untested://t{i}/{{x}}") for i in range(1, 6)
+    ]
     assert len(wire.sent("resources/templates/list")) == 3  # pages of 2, 2 and 1
     first = client.list_resource_templates_page()
     assert [t.name for t in first.items] == ["t1", "t2"] and first.next_cursor

@@ -53,7 +53,9 @@ def test_list_prompts_with_argument_descriptions(pool, version):
 
 def test_get_prompt_with_arguments(pool):
     peer = pool.peer()
-    result = peer.client.get_prompt("summarize", {"text": "A long story.", "style": "long", "max_words": 30})
+    result = peer.client.get_prompt(
+        "summarize", {"text": "A long story.", "style": "long", "max_words": 30}
+    )
     assert isinstance(result, GetPromptResult)
     assert result.description == "Summarise a text in a given style."
     assert len(result.messages) == 1
@@ -61,26 +63,45 @@ def test_get_prompt_with_arguments(pool):
     assert isinstance(message, PromptMessage) and message.role == "user"
     assert isinstance(message.content, TextContent)
     # max_words went over the wire as the string "30" and reached the function as an int.
-    assert message.content.text == "Summarise in a long style, at most 30 words (int):\nA long story."
+    assert (
+        message.content.text == "Summarise in a long style, at most 30 words (int):\nA long story."
+    )
     sent = peer.wire.sent("prompts/get")[-1]["params"]
-    assert sent == {"name": "summarize", "arguments": {"text": "A long story.", "style": "long", "max_words": "30"}}
+    assert sent == {
+        "name": "summarize",
+        "arguments": {"text": "A long story.", "style": "long", "max_words": "30"},
+    }
 
 
 def test_get_prompt_applies_defaults(pool):
     result = pool.client().get_prompt("summarize", {"text": "Short."})
-    assert result.messages[0].content.text == "Summarise in a short style, at most 50 words (int):\nShort."
+    assert (
+        result.messages[0].content.text
+        == "Summarise in a short style, at most 50 words (int):\nShort."
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
-@pytest.mark.parametrize("name, arguments", [
-    ("summarize", {}),
-    ("summarize", {"style": "long"}),
-    ("summarize", {"text": "x", "colour": "red"}),
-    ("summarize", {"text": "x", "max_words": "many"}),
-    ("summarize", {"text": "x", "style": "medium"}),
-    ("no_such_prompt", {}),
-], ids=["no-arguments", "missing-required", "unknown-argument", "not-an-integer", "not-a-literal", "unknown-prompt"])
+@pytest.mark.parametrize(
+    "name, arguments",
+    [
+        ("summarize", {}),
+        ("summarize", {"style": "long"}),
+        ("summarize", {"text": "x", "colour": "red"}),
+        ("summarize", {"text": "x", "max_words": "many"}),
+        ("summarize", {"text": "x", "style": "medium"}),
+        ("no_such_prompt", {}),
+    ],
+    ids=[
+        "no-arguments",
+        "missing-required",
+        "unknown-argument",
+        "not-an-integer",
+        "not-a-literal",
+        "unknown-prompt",
+    ],
+)
 def test_bad_prompt_requests_are_invalid_params(pool, version, name, arguments):
     with pytest.raises(InvalidParams) as caught:
         pool.client(version).get_prompt(name, arguments)
@@ -97,20 +118,33 @@ def test_messages_of_several_roles(pool):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"])  # audio came in 2025-03-26
+@pytest.mark.parametrize(
+    "version", [v for v in SUPPORTED_VERSIONS if v >= "2025-03-26"]
+)  # audio came in 2025-03-26
 def test_messages_with_text_image_audio_and_embedded_resources(pool, version):
     messages = pool.client(version).get_prompt("media").messages
-    assert [type(m.content) for m in messages] == [TextContent, ImageContent, AudioContent, EmbeddedResource, EmbeddedResource]
+    assert [type(m.content) for m in messages] == [
+        TextContent,
+        ImageContent,
+        AudioContent,
+        EmbeddedResource,
+        EmbeddedResource,
+    ]
     text, image, audio, embedded_text, embedded_blob = (m.content for m in messages)
     assert text.text == "Look at these."
     assert (image.data, image.mime_type) == (IMAGE, "image/png")
     assert base64.b64decode(image.data).startswith(b"\x89PNG")
     assert (audio.data, audio.mime_type) == (AUDIO, "audio/wav")
     assert isinstance(embedded_text.resource, TextResourceContents)
-    assert (embedded_text.resource.uri, embedded_text.resource.text, embedded_text.resource.mime_type) == (
-        "feature://notes.md", "# Notes\n", "text/markdown")
+    assert (
+        embedded_text.resource.uri,
+        embedded_text.resource.text,
+        embedded_text.resource.mime_type,
+    ) == ("feature://notes.md", "# Notes\n", "text/markdown")
     assert isinstance(embedded_blob.resource, BlobResourceContents)
-    assert base64.b64decode(embedded_blob.resource.blob) == base64.b64decode(BLOB) == bytes(range(64))
+    assert (
+        base64.b64decode(embedded_blob.resource.blob) == base64.b64decode(BLOB) == bytes(range(64))
+    )
     assert [m.role for m in messages] == ["user"] * 4 + ["assistant"]
     assert messages[1].content.raw == {"type": "image", "data": IMAGE, "mimeType": "image/png"}
 
@@ -119,8 +153,17 @@ def test_messages_with_text_image_audio_and_embedded_resources(pool, version):
 def test_audio_becomes_a_text_note_for_a_2024_11_05_peer(pool):
     # AudioContent does not exist before 2025-03-26: the message must stay valid for that schema.
     messages = pool.client("2024-11-05").get_prompt("media").messages
-    assert [type(m.content) for m in messages] == [TextContent, ImageContent, TextContent, EmbeddedResource, EmbeddedResource]
-    assert messages[2].content.text == "[audio content (audio/wav) cannot be sent with protocol version 2024-11-05]"
+    assert [type(m.content) for m in messages] == [
+        TextContent,
+        ImageContent,
+        TextContent,
+        EmbeddedResource,
+        EmbeddedResource,
+    ]
+    assert (
+        messages[2].content.text
+        == "[audio content (audio/wav) cannot be sent with protocol version 2024-11-05]"
+    )
 
 
 # -- spec_notes items ------------------------------------------------------------------------------

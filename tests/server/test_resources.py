@@ -53,7 +53,11 @@ pool = client_pool(lambda tree: [sys.executable, str(SCRIPT), str(tree)])
 @pytest.fixture
 def prefix(pool, tree):
     """The URI prefix of the file root, as the template listing announces it."""
-    templates = [t.uri_template for t in pool.client().list_resource_templates() if t.uri_template.endswith("{+path}")]
+    templates = [
+        t.uri_template
+        for t in pool.client().list_resource_templates()
+        if t.uri_template.endswith("{+path}")
+    ]
     assert templates == [tree.resolve().as_uri() + "/{+path}"]
     return templates[0][: -len("{+path}")]
 
@@ -100,7 +104,11 @@ def test_list_resources_page(pool):
 
 def test_template_listing(pool, prefix):
     templates = {t.uri_template: t for t in pool.client().list_resource_templates()}
-    assert set(templates) == {"feature://items/{id}", "feature://users/{user}/posts/{post}", prefix + "{+path}"}
+    assert set(templates) == {
+        "feature://items/{id}",
+        "feature://users/{user}/posts/{post}",
+        prefix + "{+path}",
+    }
     item = templates["feature://items/{id}"]
     assert (item.name, item.description, item.mime_type) == ("item", "One item.", "text/plain")
     assert templates[prefix + "{+path}"].name == "project files"
@@ -112,7 +120,11 @@ def test_template_listing(pool, prefix):
 def test_read_text(pool):
     contents = read_one(pool.client(), "feature://text")
     assert isinstance(contents, TextResourceContents)
-    assert (contents.uri, contents.mime_type, contents.text) == ("feature://text", "text/plain", TEXT)
+    assert (contents.uri, contents.mime_type, contents.text) == (
+        "feature://text",
+        "text/plain",
+        TEXT,
+    )
 
 
 @pytest.mark.slow
@@ -125,28 +137,34 @@ def test_read_blob_round_trips_every_byte(pool):
     assert "text" not in contents.raw
 
 
-@pytest.mark.parametrize("uri, text", [
-    ("feature://items/42", "item [42]"),
-    ("feature://items/a%20b", "item [a b]"),
-    ("feature://items/x%2Fy%3Fz", "item [x/y?z]"),
-    ("feature://items/%C3%A9t%C3%A9", "item [été]"),
-    ("feature://users/ada/posts/7", "post [7] by [ada]"),
-    ("feature://users/J%C3%BCrgen%20K/posts/%23hash", "post [#hash] by [Jürgen K]"),
-])
+@pytest.mark.parametrize(
+    "uri, text",
+    [
+        ("feature://items/42", "item [42]"),
+        ("feature://items/a%20b", "item [a b]"),
+        ("feature://items/x%2Fy%3Fz", "item [x/y?z]"),
+        ("feature://items/%C3%A9t%C3%A9", "item [été]"),
+        ("feature://users/ada/posts/7", "post [7] by [ada]"),
+        ("feature://users/J%C3%BCrgen%20K/posts/%23hash", "post [#hash] by [Jürgen K]"),
+    ],
+)
 def test_template_match_percent_decodes(pool, uri, text):
     contents = read_one(pool.client(), uri)
     assert (contents.uri, contents.text) == (uri, text)
 
 
-@pytest.mark.parametrize("uri", [
-    "feature://nope",
-    "feature://items/",  # a {var} matches a non-empty run
-    "feature://items/a/b",  # ... with no "/"
-    "feature://users/ada/posts",
-    "feature://users/ada/posts/7/extra",
-    "other://text",
-    "feature://TEXT",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "feature://nope",
+        "feature://items/",  # a {var} matches a non-empty run
+        "feature://items/a/b",  # ... with no "/"
+        "feature://users/ada/posts",
+        "feature://users/ada/posts/7/extra",
+        "other://text",
+        "feature://TEXT",
+    ],
+)
 def test_unknown_uri_is_resource_not_found(pool, uri):
     error = not_found(pool.client(), uri)
     assert error.data == {"uri": uri}
@@ -195,10 +213,13 @@ def test_list_changed_when_a_resource_is_added(pool):
 # -- the file root ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("relative, mime_type, text", [
-    ("a.txt", "text/plain", "alpha\n"),
-    ("sub/b.md", "text/markdown", "# bee\n"),
-])
+@pytest.mark.parametrize(
+    "relative, mime_type, text",
+    [
+        ("a.txt", "text/plain", "alpha\n"),
+        ("sub/b.md", "text/markdown", "# bee\n"),
+    ],
+)
 def test_file_root_reads_text(pool, prefix, relative, mime_type, text):
     contents = read_one(pool.client(), prefix + relative)
     assert isinstance(contents, TextResourceContents)
@@ -213,8 +234,12 @@ def test_file_root_reads_binary_as_blob(pool, prefix):
 
 
 def test_file_root_listing_hides_what_it_must(pool, prefix):
-    listed = [r.uri[len(prefix):] for r in pool.client().list_resources() if r.uri.startswith(prefix)]
-    assert listed == FILES  # no dot files or directories, no symlink (or symlinked directory) leading outside
+    listed = [
+        r.uri[len(prefix) :] for r in pool.client().list_resources() if r.uri.startswith(prefix)
+    ]
+    assert (
+        listed == FILES
+    )  # no dot files or directories, no symlink (or symlinked directory) leading outside
 
 
 ESCAPES = [
@@ -239,7 +264,9 @@ ESCAPES = [
 @pytest.mark.parametrize("escape", ESCAPES)
 def test_file_root_refuses_every_escape_as_not_found(pool, prefix, tree, escape):
     secret = str((tree.parent / "outside" / "secret.txt").resolve())
-    relative = {"{absolute}": secret, "{absolute-encoded}": secret.replace("/", "%2F")}.get(escape, escape)
+    relative = {"{absolute}": secret, "{absolute-encoded}": secret.replace("/", "%2F")}.get(
+        escape, escape
+    )
     peer = pool.peer()
     mark = len(peer.wire.messages)
     not_found(peer.client, prefix + relative)
@@ -259,8 +286,12 @@ def test_resource_and_template_listings_follow_the_revision(connect, wire, versi
     client = connect(NOTES_SERVER, protocol_version=version)
     (resource,) = client.list_resources()
     (template,) = client.list_resource_templates()
-    expected = {"name": "full", "description": "Every optional field.", "mimeType": "text/plain",
-                "annotations": ANNOTATIONS}  # annotations exist at every revision
+    expected = {
+        "name": "full",
+        "description": "Every optional field.",
+        "mimeType": "text/plain",
+        "annotations": ANNOTATIONS,
+    }  # annotations exist at every revision
     if version >= "2025-06-18":
         expected["title"] = "A full resource"
     if version >= "2025-11-25":

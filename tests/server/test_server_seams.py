@@ -51,7 +51,9 @@ def test_an_extensions_intercept_request_sees_every_request_and_can_refuse_one()
         with pytest.raises(McpError) as refused:
             client.call_tool("secret", {})
         assert refused.value.code == -32600 and "middleware" in refused.value.message
-    assert seen[0] in ("initialize", "server/discover") and seen.count("tools/call") == 2  # every request
+    assert (
+        seen[0] in ("initialize", "server/discover") and seen.count("tools/call") == 2
+    )  # every request
 
 
 def test_a_custom_gate_hides_an_item_from_listings_and_calls():
@@ -122,12 +124,20 @@ PLAIN = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_a_plain_server_loads_none_of_the_extras():
-    out = subprocess.run([sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PLAIN], capture_output=True, text=True, timeout=60, check=True
+    )
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert "mcp_ref.server.tools" in loaded  # the probe saw the server's modules
-    for name in ("mcp_ref.extensions", "mcp_ref.server.subscriptions", "mcp_ref.server.prompts",
-                 "mcp_ref.server.resources", "mcp_ref.server.completion", "mcp_ref.uri_template",
-                 "mcp_ref.pagination"):
+    for name in (
+        "mcp_ref.extensions",
+        "mcp_ref.server.subscriptions",
+        "mcp_ref.server.prompts",
+        "mcp_ref.server.resources",
+        "mcp_ref.server.completion",
+        "mcp_ref.uri_template",
+        "mcp_ref.pagination",
+    ):
         assert not any(m == name or m.startswith(name + ".") for m in loaded), name
 
 

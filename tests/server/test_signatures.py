@@ -191,7 +191,9 @@ def test_unsupported_parameter_named_in_error():
 
 
 def test_compile_basic_google_docstring():
-    def search(query: str, limit: int = 10, exact: bool = False, mode: Color = Color.GREEN) -> list[str]:
+    def search(
+        query: str, limit: int = 10, exact: bool = False, mode: Color = Color.GREEN
+    ) -> list[str]:
         """Search the index
         for documents.
 
@@ -343,7 +345,9 @@ def test_context_type_without_skip_is_unsupported():
         compile_arguments(f)
 
 
-@pytest.mark.parametrize("src", ["def f(*args: int): pass", "def f(**kw: int): pass", "def f(a: int, /): pass"])
+@pytest.mark.parametrize(
+    "src", ["def f(*args: int): pass", "def f(**kw: int): pass", "def f(a: int, /): pass"]
+)
 def test_variadic_and_positional_only_rejected(src):
     ns: dict = {}
     exec(src, ns)
@@ -431,9 +435,12 @@ def test_convert_rich_types():
     assert plan.schema["properties"]["tags"]["default"] == []
     assert plan.schema["properties"]["level"]["default"] == 1
 
-    assert plan.convert({"shape": {"name": "s", "points": []}, "colors": [], "pair": [0, 0], "maybe": None})[
-        "maybe"
-    ] is None
+    assert (
+        plan.convert(
+            {"shape": {"name": "s", "points": []}, "colors": [], "pair": [0, 0], "maybe": None}
+        )["maybe"]
+        is None
+    )
 
 
 @dataclass
@@ -485,8 +492,13 @@ def test_output_schema_for():
 
     assert output_schema_for(a) == (type_schema(Point), False)
     assert output_schema_for(b) == (type_schema(Movie), False)
-    assert output_schema_for(c) == ({"type": "object", "additionalProperties": {"type": "integer"}}, False)
-    assert output_schema_for(d) == wrapped({"type": "integer"})  # not an object: {"result": ...}, as the SDK does
+    assert output_schema_for(c) == (
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        False,
+    )
+    assert output_schema_for(d) == wrapped(
+        {"type": "integer"}
+    )  # not an object: {"result": ...}, as the SDK does
     assert output_schema_for(e) == (None, False)
     assert output_schema_for(g) == wrapped(type_schema(list[Point]))
     assert output_schema_for(h) == (None, False)  # JSON keys are strings: no schema for int keys

@@ -24,11 +24,13 @@ from mcp_ref import Client, Server
 MODERN = InMemory("modern_server")
 ACK = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-TYPES = {ACK: "SubscriptionsAcknowledgedNotification",
-         "notifications/tools/list_changed": "ToolListChangedNotification",
-         "notifications/prompts/list_changed": "PromptListChangedNotification",
-         "notifications/resources/updated": "ResourceUpdatedNotification",
-         "notifications/cancelled": "CancelledNotification"}
+TYPES = {
+    ACK: "SubscriptionsAcknowledgedNotification",
+    "notifications/tools/list_changed": "ToolListChangedNotification",
+    "notifications/prompts/list_changed": "PromptListChangedNotification",
+    "notifications/resources/updated": "ResourceUpdatedNotification",
+    "notifications/cancelled": "CancelledNotification",
+}
 
 
 def checked(message: dict) -> dict:
@@ -59,15 +61,27 @@ class StdioServer:
     def listen(self, **notifications) -> StdioStream:
         self.next_id += 1
         stream = StdioStream(self, self.next_id)
-        self.peer.send_json({"jsonrpc": "2.0", "id": stream.id, "method": "subscriptions/listen",
-                             "params": listen_params(**notifications)})
+        self.peer.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": stream.id,
+                "method": "subscriptions/listen",
+                "params": listen_params(**notifications),
+            }
+        )
         return stream
 
     def call(self, tool: str, **arguments) -> dict:
         """Call a tool and wait for its answer; what else arrives meanwhile is kept for the streams."""
         self.next_id += 1
-        self.peer.send_json({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                             "params": {"name": tool, "arguments": arguments, "_meta": meta()}})
+        self.peer.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments, "_meta": meta()},
+            }
+        )
         return self.wait_for(lambda m: m.get("id") == self.next_id and "method" not in m)
 
     backlog: list
@@ -102,8 +116,13 @@ class StdioStream:
         return checked(self.server.wait_for(mine))
 
     def cancel(self) -> None:
-        self.server.peer.send_json({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                    "params": {"requestId": self.id, "reason": "done"}})
+        self.server.peer.send_json(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": self.id, "reason": "done"},
+            }
+        )
 
 
 class HttpServer:
@@ -117,8 +136,12 @@ class HttpServer:
         from mcp_ref.http.headers import request_headers
 
         self.next_id += 1
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": VERSION, **request_headers(method, params)}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": VERSION,
+            **request_headers(method, params),
+        }
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
         return requests.post(self.served.mcp, json=body, headers=headers, timeout=WAIT, **options)
 
@@ -183,7 +206,10 @@ def test_the_acknowledgment_comes_first_and_every_notification_is_tagged(server)
     stream = server.listen(toolsListChanged=True, resourceSubscriptions=["test://stable"])
     ack = stream.next()
     assert is_ack_of(ack, stream)
-    assert ack["params"]["notifications"] == {"toolsListChanged": True, "resourceSubscriptions": ["test://stable"]}
+    assert ack["params"]["notifications"] == {
+        "toolsListChanged": True,
+        "resourceSubscriptions": ["test://stable"],
+    }
     assert server.call("change_tools")["result"]["content"][0]["text"] == "changed"
     changed = stream.next()
     assert changed["method"] == "notifications/tools/list_changed"
@@ -228,16 +254,43 @@ def test_types_the_revision_does_not_define_are_left_out_of_the_acknowledgment(s
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notifications", [
-    None, [], {"toolsListChanged": "yes"}, {"resourceSubscriptions": "test://stable"},
-    {"resourceSubscriptions": [1]}, {"resourceSubscriptions": [""]},
-    {"resourceSubscriptions": [f"test://{i}" for i in range(1025)]},
-], ids=["missing", "array", "not-boolean", "uris-not-array", "uri-not-string", "empty-uri", "too-many-uris"])
+@pytest.mark.parametrize(
+    "notifications",
+    [
+        None,
+        [],
+        {"toolsListChanged": "yes"},
+        {"resourceSubscriptions": "test://stable"},
+        {"resourceSubscriptions": [1]},
+        {"resourceSubscriptions": [""]},
+        {"resourceSubscriptions": [f"test://{i}" for i in range(1025)]},
+    ],
+    ids=[
+        "missing",
+        "array",
+        "not-boolean",
+        "uris-not-array",
+        "uri-not-string",
+        "empty-uri",
+        "too-many-uris",
+    ],
+)
 def test_a_malformed_filter_is_invalid_params_and_the_server_goes_on(server, notifications):
-    params = {"_meta": meta()} if notifications is None else {"_meta": meta(), "notifications": notifications}
+    params = (
+        {"_meta": meta()}
+        if notifications is None
+        else {"_meta": meta(), "notifications": notifications}
+    )
     if isinstance(server, StdioServer):
         server.next_id += 1
-        server.peer.send_json({"jsonrpc": "2.0", "id": server.next_id, "method": "subscriptions/listen", "params": params})
+        server.peer.send_json(
+            {
+                "jsonrpc": "2.0",
+                "id": server.next_id,
+                "method": "subscriptions/listen",
+                "params": params,
+            }
+        )
         answer = checked(server.wait_for(lambda m: m.get("id") == server.next_id))
     else:
         reply = server.post("subscriptions/listen", params)
@@ -262,8 +315,11 @@ def test_a_cancelled_stream_gets_nothing_more(server):
     if isinstance(server, StdioServer):
         # The cancelled stream was not answered (cancellation: "SHOULD NOT send a response"),
         # and the change went to the open one only.
-        assert all(m.get("id") != first.id and m.get("params", {}).get("_meta", {}).get(SUBSCRIPTION_ID) != first.id
-                   for m in server.backlog)
+        assert all(
+            m.get("id") != first.id
+            and m.get("params", {}).get("_meta", {}).get(SUBSCRIPTION_ID) != first.id
+            for m in server.backlog
+        )
 
 
 @pytest.mark.slow
@@ -273,7 +329,10 @@ def test_the_server_ends_its_streams_with_a_result(server):
     assert server.call("end_streams")["result"]["content"][0]["text"] == "1"
     # basic/patterns/cancellation: the server "MUST send notifications/cancelled referencing" it...
     cancelled = stream.next()
-    assert cancelled["method"] == "notifications/cancelled" and cancelled["params"]["requestId"] == stream.id
+    assert (
+        cancelled["method"] == "notifications/cancelled"
+        and cancelled["params"]["requestId"] == stream.id
+    )
     # ...and subscriptions §Graceful Closure: it "SHOULD respond ... with a completion result".
     end = stream.next()
     assert end["id"] == stream.id
@@ -313,7 +372,10 @@ def test_a_server_without_the_feature_agrees_to_nothing():
     bare = Server("bare")  # no tools, prompts or resources: no listChanged, no subscribe
     with Client.in_memory(bare, era="modern", timeout=WAIT) as client:
         with client.listen(tools=True, resource_uris=["test://x"]) as stream:
-            assert stream.requested == {"toolsListChanged": True, "resourceSubscriptions": ["test://x"]}
+            assert stream.requested == {
+                "toolsListChanged": True,
+                "resourceSubscriptions": ["test://x"],
+            }
             assert stream.acknowledged == {}
 
 
@@ -359,13 +421,20 @@ def transport(request):
 @pytest.mark.slow
 def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, serve):
     changed, updated = Events(), Events()
-    client, watch = modern_clients(transport, serve, on_list_changed=changed, on_resource_updated=updated)
+    client, watch = modern_clients(
+        transport, serve, on_list_changed=changed, on_resource_updated=updated
+    )
     with client:
         assert client.protocol_version == VERSION
-        assert watch.acks.acquire(timeout=WAIT)  # the stream was open before the constructor returned
+        assert watch.acks.acquire(
+            timeout=WAIT
+        )  # the stream was open before the constructor returned
         (listen,) = watch.wire.sent("subscriptions/listen")
-        assert listen["params"]["notifications"] == {"toolsListChanged": True, "promptsListChanged": True,
-                                                     "resourcesListChanged": True}
+        assert listen["params"]["notifications"] == {
+            "toolsListChanged": True,
+            "promptsListChanged": True,
+            "resourcesListChanged": True,
+        }
         client.call_tool("change_tools")
         assert changed.next() == "tools"
         client.call_tool("change_prompts")
@@ -374,7 +443,12 @@ def test_the_callbacks_are_fed_by_a_listen_stream_in_the_2026_era(transport, ser
         client.call_tool("touch", {"uri": "test://stable"})
         assert updated.next() == "test://stable"
         client.unsubscribe("test://stable")
-        assert watch.wire.sent("subscriptions/listen")[-1]["params"]["notifications"].get("resourceSubscriptions") is None
+        assert (
+            watch.wire.sent("subscriptions/listen")[-1]["params"]["notifications"].get(
+                "resourceSubscriptions"
+            )
+            is None
+        )
     watch.wire.assert_valid()
 
 
@@ -397,8 +471,13 @@ def test_listen_is_the_same_code_in_both_eras(era, transport, serve):
     client, watch = modern_clients(transport, serve, era=era)
     got = Events()
     with client:
-        with client.listen(prompts=True, resource_uris=["test://stable"], on_notification=got) as stream:
-            assert stream.acknowledged == {"promptsListChanged": True, "resourceSubscriptions": ["test://stable"]}
+        with client.listen(
+            prompts=True, resource_uris=["test://stable"], on_notification=got
+        ) as stream:
+            assert stream.acknowledged == {
+                "promptsListChanged": True,
+                "resourceSubscriptions": ["test://stable"],
+            }
             client.call_tool("change_tools")  # not asked for
             client.call_tool("change_prompts")
             method, params = got.next()
@@ -408,7 +487,9 @@ def test_listen_is_the_same_code_in_both_eras(era, transport, serve):
             assert (method, params["uri"]) == ("notifications/resources/updated", "test://stable")
         assert stream.closed and not stream.ended_gracefully and stream.error is None
         if era == "handshake":
-            assert watch.wire.sent("resources/unsubscribe")[-1]["params"] == {"uri": "test://stable"}
+            assert watch.wire.sent("resources/unsubscribe")[-1]["params"] == {
+                "uri": "test://stable"
+            }
         client.call_tool("change_prompts")
         assert client.call_tool("echo", {"text": "after"}).content[0].text == "after"
         assert got.items.empty()

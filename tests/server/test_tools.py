@@ -60,11 +60,15 @@ def rejected(client, name: str, arguments: dict) -> bool:
     try:
         result = client.call_tool(name, arguments)
     except InvalidParams as exc:
-        assert client.protocol_version < "2025-11-25", "2025-11-25 must report bad arguments as a tool error"
+        assert client.protocol_version < "2025-11-25", (
+            "2025-11-25 must report bad arguments as a tool error"
+        )
         assert exc.code == -32602
         return True
     if result.is_error:
-        assert client.protocol_version >= "2025-11-25", "before 2025-11-25 bad arguments are a -32602 error"
+        assert client.protocol_version >= "2025-11-25", (
+            "before 2025-11-25 bad arguments are a -32602 error"
+        )
         return True
     return False
 
@@ -100,13 +104,17 @@ def _tampered(cursor: str) -> str:
     return base64.urlsafe_b64encode(b"0" + raw[1:]).rstrip(b"=").decode()
 
 
-@pytest.mark.parametrize("forge", [
-    lambda good: "not-a-cursor",
-    lambda good: "",
-    _tampered,
-    lambda good: good[:-3],
-    lambda good: base64.urlsafe_b64encode(b"2:tools").decode(),
-], ids=["garbage", "empty", "tampered-offset", "truncated", "unsigned"])
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda good: "not-a-cursor",
+        lambda good: "",
+        _tampered,
+        lambda good: good[:-3],
+        lambda good: base64.urlsafe_b64encode(b"2:tools").decode(),
+    ],
+    ids=["garbage", "empty", "tampered-offset", "truncated", "unsigned"],
+)
 def test_forged_cursor_is_invalid_params(paged_pool, forge):
     client = paged_pool.client()
     good = client.list_tools_page().next_cursor
@@ -119,7 +127,9 @@ def test_tools_cursor_is_refused_by_prompts_list(paged_pool):
     client = paged_pool.client()
     cursor = client.list_tools_page().next_cursor
     assert [p.name for p in client.list_prompts()] == ["p1", "p2", "p3", "p4", "p5"]
-    assert [p.name for p in client.list_prompts_page(client.list_prompts_page().next_cursor).items] == ["p3", "p4"]
+    assert [
+        p.name for p in client.list_prompts_page(client.list_prompts_page().next_cursor).items
+    ] == ["p3", "p4"]
     with pytest.raises(InvalidParams) as caught:
         client.list_prompts_page(cursor)
     assert caught.value.code == -32602
@@ -138,8 +148,16 @@ def test_input_schema_is_derived_from_hints_and_docstring(pool):
             "f": {"type": "number", "description": "A float."},
             "s": {"type": "string", "description": "A string."},
             "b": {"type": "boolean", "description": "A boolean."},
-            "items": {"type": "array", "items": {"type": "integer"}, "description": "Some integers."},
-            "mapping": {"type": "object", "additionalProperties": {"type": "number"}, "description": "Names to numbers."},
+            "items": {
+                "type": "array",
+                "items": {"type": "integer"},
+                "description": "Some integers.",
+            },
+            "mapping": {
+                "type": "object",
+                "additionalProperties": {"type": "number"},
+                "description": "Names to numbers.",
+            },
             "color": {"type": "string", "enum": ["red", "green"], "description": "A colour."},
             "point": {
                 "type": "object",
@@ -147,8 +165,17 @@ def test_input_schema_is_derived_from_hints_and_docstring(pool):
                 "required": ["x"],
                 "description": "A point.",
             },
-            "mode": {"type": "string", "enum": ["fast", "slow"], "description": "How fast.", "default": "fast"},
-            "maybe": {"type": ["string", "null"], "description": "Perhaps a string.", "default": None},
+            "mode": {
+                "type": "string",
+                "enum": ["fast", "slow"],
+                "description": "How fast.",
+                "default": "fast",
+            },
+            "maybe": {
+                "type": ["string", "null"],
+                "description": "Perhaps a string.",
+                "default": None,
+            },
         },
         "required": ["i", "f", "s", "b", "items", "mapping", "color", "point"],
     }
@@ -158,21 +185,42 @@ def test_explicit_schema_and_description_are_listed_and_enforced(pool):
     client = pool.client()
     tool = tool_named(client, "explicit")
     assert tool.description == "A tool with a hand-written schema."
-    assert tool.input_schema == {"type": "object", "properties": {"n": {"type": "integer", "minimum": 10}}, "required": ["n"]}
+    assert tool.input_schema == {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 10}},
+        "required": ["n"],
+    }
     assert client.call_tool("explicit", {"n": 12}).content[0].text == "n=12"
     assert rejected(client, "explicit", {"n": 9})  # the explicit "minimum", which no hint gave
 
 
 def test_enum_and_dataclass_arguments_arrive_as_python_objects(pool):
     client = pool.client()
-    result = client.call_tool("hints", {
-        "i": 3, "f": 2.5, "s": "x", "b": True, "items": [1, 2], "mapping": {"k": 1.5},
-        "color": "green", "point": {"x": 3},
-    })
+    result = client.call_tool(
+        "hints",
+        {
+            "i": 3,
+            "f": 2.5,
+            "s": "x",
+            "b": True,
+            "items": [1, 2],
+            "mapping": {"k": 1.5},
+            "color": "green",
+            "point": {"x": 3},
+        },
+    )
     assert not result.is_error
     assert json.loads(result.content[0].text) == {
-        "i": "int", "f": "float", "s": "str", "b": "bool", "items": ["int", "int"], "mapping": "dict",
-        "color": "Color.GREEN", "point": "Point(3,0)", "mode": "fast", "maybe": None,
+        "i": "int",
+        "f": "float",
+        "s": "str",
+        "b": "bool",
+        "items": ["int", "int"],
+        "mapping": "dict",
+        "color": "Color.GREEN",
+        "point": "Point(3,0)",
+        "mode": "fast",
+        "maybe": None,
     }
 
 
@@ -180,7 +228,11 @@ def test_enum_and_dataclass_arguments_arrive_as_python_objects(pool):
 
 
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
-@pytest.mark.parametrize("arguments", [{"n": "seven"}, {}, {"n": 1, "label": 5}], ids=["wrong-type", "missing", "wrong-optional"])
+@pytest.mark.parametrize(
+    "arguments",
+    [{"n": "seven"}, {}, {"n": 1, "label": 5}],
+    ids=["wrong-type", "missing", "wrong-optional"],
+)
 def test_invalid_arguments_never_reach_the_handler(pool, version, arguments):
     client = pool.client(version)
     count = int(client.call_tool("recorded").content[0].text)
@@ -210,10 +262,19 @@ def test_internal_exception_becomes_an_opaque_tool_error(pool):
     result = peer.client.call_tool("crash")
     assert result.is_error is True
     wire_text = json.dumps(peer.wire.received()[-1])
-    for leak in ("secret-detail-7f3a", "/srv/private", "Traceback", "RuntimeError", "feature_tools.py", 'File "'):
+    for leak in (
+        "secret-detail-7f3a",
+        "/srv/private",
+        "Traceback",
+        "RuntimeError",
+        "feature_tools.py",
+        'File "',
+    ):
         assert leak not in result.text and leak not in wire_text
     # The details went to the server's log (its stderr) instead.
-    peer.stderr.wait_until(lambda lines: any("secret-detail-7f3a" in line for line in lines), since=mark)
+    peer.stderr.wait_until(
+        lambda lines: any("secret-detail-7f3a" in line for line in lines), since=mark
+    )
 
 
 def test_tool_error_message_is_shown(pool):
@@ -267,7 +328,12 @@ def test_output_breaking_its_schema_is_a_tool_error(pool, version):
 def test_annotations_are_listed_from_2025_03_26(pool, version):
     tool = tool_named(pool.client(version), "annotated")
     if version >= "2025-03-26":
-        assert tool.annotations == {"title": "Careful", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+        assert tool.annotations == {
+            "title": "Careful",
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "openWorldHint": False,
+        }
     else:
         assert tool.annotations is None and "annotations" not in tool.raw
 
@@ -307,10 +373,14 @@ def test_declared_draft07_schema_is_validated_as_draft07(pool, version):
     assert not rejected(client, "default_dialect", {"c": 1, "d": 2})
 
 
-@pytest.mark.parametrize("schema", [
-    {"$schema": "https://example.com/my-own-dialect", "type": "object"},
-    {"type": "object", "properties": {"a": {"type": "no-such-type"}}},
-], ids=["unsupported-dialect", "invalid-schema"])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": "https://example.com/my-own-dialect", "type": "object"},
+        {"type": "object", "properties": {"a": {"type": "no-such-type"}}},
+    ],
+    ids=["unsupported-dialect", "invalid-schema"],
+)
 def test_a_schema_that_cannot_be_validated_is_refused_at_registration(schema):
     # 2025-11-25 basic §JSON Schema Usage: unsupported dialects MUST be handled "by returning an
     # appropriate error" — here, before the tool is ever listed.
@@ -350,15 +420,27 @@ def test_audio_and_resource_links_in_results_follow_the_revision(connect, wire, 
     (audio,) = client.call_tool("audio").content
     (link,) = client.call_tool("link").content
     if version >= "2025-03-26":
-        assert isinstance(audio, AudioContent) and (audio.data, audio.mime_type) == (AUDIO_DATA, "audio/wav")
+        assert isinstance(audio, AudioContent) and (audio.data, audio.mime_type) == (
+            AUDIO_DATA,
+            "audio/wav",
+        )
     else:
         assert isinstance(audio, TextContent)
-        assert audio.text == f"[audio content (audio/wav) cannot be sent with protocol version {version}]"
+        assert (
+            audio.text
+            == f"[audio content (audio/wav) cannot be sent with protocol version {version}]"
+        )
     if version >= "2025-06-18":
         assert isinstance(link, ResourceLink)
-        assert (link.uri, link.name, link.mime_type) == ("file:///srv/notes.txt", "notes", "text/plain")
+        assert (link.uri, link.name, link.mime_type) == (
+            "file:///srv/notes.txt",
+            "notes",
+            "text/plain",
+        )
     else:
-        assert isinstance(link, TextContent) and link.text == "Resource notes: file:///srv/notes.txt"
+        assert (
+            isinstance(link, TextContent) and link.text == "Resource notes: file:///srv/notes.txt"
+        )
 
 
 @pytest.mark.slow
@@ -377,11 +459,18 @@ def test_mcp_error_raised_in_a_tool_is_the_json_rpc_error(connect, wire):
     client = connect(UNTESTED)
     with pytest.raises(McpError) as caught:
         client.call_tool("fail_custom")
-    assert (caught.value.code, caught.value.message, caught.value.data) == (-32001, "custom failure", {"why": "testing"})
+    assert (caught.value.code, caught.value.message, caught.value.data) == (
+        -32001,
+        "custom failure",
+        {"why": "testing"},
+    )
     call_id = wire.sent("tools/call")[-1]["id"]
     (answer,) = [m for m in wire.received() if m.get("id") == call_id]
-    assert answer == {"jsonrpc": "2.0", "id": call_id,
-                      "error": {"code": -32001, "message": "custom failure", "data": {"why": "testing"}}}
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": call_id,
+        "error": {"code": -32001, "message": "custom failure", "data": {"why": "testing"}},
+    }
 
 
 # -- tasks (2025-11-25) are not implemented: what a peer that uses them gets --------------------------
@@ -394,15 +483,22 @@ def test_a_task_param_in_tools_call_is_ignored(connect, wire):
     client = connect(TASKLESS, protocol_version="2025-11-25")
     assert "tasks" not in client.server_capabilities
     params = {"name": "echo", "arguments": {"text": "hi"}, "task": {"ttl": 1000}}
-    assert client.request("tools/call", params) == {"content": [{"type": "text", "text": "hi"}]}  # no CreateTaskResult
+    assert client.request("tools/call", params) == {
+        "content": [{"type": "text", "text": "hi"}]
+    }  # no CreateTaskResult
     assert wire.sent("tools/call")[0]["params"]["task"] == {"ttl": 1000}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method, params", [
-    ("tasks/get", {"taskId": "t-1"}), ("tasks/result", {"taskId": "t-1"}),
-    ("tasks/list", {}), ("tasks/cancel", {"taskId": "t-1"}),
-])
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("tasks/get", {"taskId": "t-1"}),
+        ("tasks/result", {"taskId": "t-1"}),
+        ("tasks/list", {}),
+        ("tasks/cancel", {"taskId": "t-1"}),
+    ],
+)
 def test_tasks_methods_are_method_not_found_by_the_server(connect, wire, method, params):
     client = connect(TASKLESS, protocol_version="2025-11-25")
     with pytest.raises(McpError) as caught:
@@ -519,7 +615,10 @@ def habits():
 
 def test_decorators_work_without_parentheses(habits):
     assert habits.call_tool("bare", {"x": 1}).content[0].text == "bare 1"
-    assert habits.get_prompt("bare_prompt", {"topic": "tea"}).messages[0].content.text == "talk about tea"
+    assert (
+        habits.get_prompt("bare_prompt", {"topic": "tea"}).messages[0].content.text
+        == "talk about tea"
+    )
 
 
 def test_an_async_tool_runs_to_completion(habits):
@@ -530,8 +629,11 @@ def test_an_async_tool_runs_to_completion(habits):
 @pytest.mark.slow
 def test_non_object_returns_are_wrapped_as_the_sdk_does(habits):
     tools = {t.name: t for t in habits.list_tools()}
-    assert tools["numbers"].output_schema == {"type": "object", "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
-                                              "required": ["result"]}
+    assert tools["numbers"].output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["result"],
+    }
     assert habits.call_tool("numbers").structured_content == {"result": [1, 2, 3]}
     assert tools["bare"].output_schema is None  # str: text content says it all
 
@@ -543,7 +645,10 @@ def test_media_returns_are_content_not_structured_output(habits):
         assert tools[name].output_schema is None, name
     picture = habits.call_tool("picture")
     assert picture.structured_content is None
-    assert picture.content[0].mime_type == "image/png" and base64.b64decode(picture.content[0].data) == PNG
+    assert (
+        picture.content[0].mime_type == "image/png"
+        and base64.b64decode(picture.content[0].data) == PNG
+    )
     assert habits.call_tool("sound").content[0].mime_type == "audio/wav"
     assert habits.call_tool("raw_png").content[0].mime_type == "image/png"
     blob = habits.call_tool("raw_other").content[0]
@@ -597,7 +702,11 @@ def test_elicit_with_a_dataclass_gives_an_instance_and_read_resource_reads_our_o
 
     with Client.in_memory(server, elicitation_handler=handler) as client:
         assert client.call_tool("ask").content[0].text == "Person Ada TIRED rain"
-    assert asked[0]["properties"]["mood"] == {"type": "string", "enum": ["happy", "tired"], "default": "happy"}
+    assert asked[0]["properties"]["mood"] == {
+        "type": "string",
+        "enum": ["happy", "tired"],
+        "default": "happy",
+    }
     assert "data" not in ElicitResult(action="accept", content={}, data=1).to_wire()  # never sent
 
 
@@ -611,13 +720,16 @@ def test_validation_messages_speak_json_not_python():
         return a + b
 
     with Client.in_memory(server) as client:
+
         def message(arguments):
             result = client.call_tool("add", arguments)
             assert result.is_error
             return result.content[0].text
 
         assert message({"a": "x"}).endswith('a: "x" is not of type "number"')
-        assert message({"a": True}).endswith("a: true is not of type \"number\"")
-        assert message({"a": None}).endswith("a: null is not of type \"number\"")
+        assert message({"a": True}).endswith('a: true is not of type "number"')
+        assert message({"a": None}).endswith('a: null is not of type "number"')
         assert message({"b": 1}).endswith('"a" is a required property')
-        assert message({"a": 1, "mode": "slow"}).endswith('mode: "slow" is not one of ["fast", "exact"]')
+        assert message({"a": 1, "mode": "slow"}).endswith(
+            'mode: "slow" is not one of ["fast", "exact"]'
+        )

@@ -16,7 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, McpError, Server
 
-NAME = {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}, "required": ["name"]}
+NAME = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "title": "Name"}},
+    "required": ["name"],
+}
 
 
 def _error(exc: McpError) -> str:

@@ -22,7 +22,9 @@ EVIL = f"{OSC52}{CSI}\rX\x9b31m\x7f\u202e"
 
 
 def build() -> Server:
-    server = Server(f"esc{EVIL}", version=f"1{EVIL}", title=f"T{EVIL}", instructions=f"Read me{EVIL}")
+    server = Server(
+        f"esc{EVIL}", version=f"1{EVIL}", title=f"T{EVIL}", instructions=f"Read me{EVIL}"
+    )
 
     @server.tool(name="shout", description=f"Shouts{EVIL}")
     def shout() -> str:

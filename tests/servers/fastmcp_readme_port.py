@@ -8,7 +8,7 @@ from uuid import UUID, uuid5
 
 from pydantic import BaseModel, Field
 
-from mcp_ref import Context, Server as FastMCP  # mcp_ref: was `from fastmcp import FastMCP, Context`
+from mcp_ref import Context, Server as FastMCP  # mcp_ref: was: from fastmcp import FastMCP, Context
 
 mcp = FastMCP("Demo 🚀")
 
@@ -52,13 +52,19 @@ class Receipt(BaseModel):
 @mcp.tool
 def place_order(order: Order, unit_price: Decimal) -> Receipt:
     """Place an order; the receipt says what it costs."""
-    return Receipt(order_id=uuid5(UUID(int=0), order.item), placed_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
-                   total=unit_price * order.quantity, order=order)
+    return Receipt(
+        order_id=uuid5(UUID(int=0), order.item),
+        placed_at=datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc),
+        total=unit_price * order.quantity,
+        order=order,
+    )
 
 
 @mcp.tool
-def get_weather(city: Annotated[str, Field(description="The city to look up")],
-                unit: Literal["celsius", "fahrenheit"] = "celsius") -> dict:
+def get_weather(
+    city: Annotated[str, Field(description="The city to look up")],
+    unit: Literal["celsius", "fahrenheit"] = "celsius",
+) -> dict:
     """The weather in a city."""
     return {"city": city, "temperature": 22.5 if unit == "celsius" else 72.5, "unit": unit}
 
@@ -68,7 +74,9 @@ async def long_running_task(task_name: str, ctx: Context, steps: int = 5) -> str
     """Execute a task with progress updates."""
     await ctx.info(f"Starting: {task_name}")
     for i in range(steps):
-        await ctx.report_progress(progress=(i + 1) / steps, total=1.0, message=f"Step {i + 1}/{steps}")
+        await ctx.report_progress(
+            progress=(i + 1) / steps, total=1.0, message=f"Step {i + 1}/{steps}"
+        )
         await asyncio.sleep(0)
     return f"Task '{task_name}' completed"
 

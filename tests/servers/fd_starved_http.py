@@ -13,7 +13,9 @@ import threading
 
 from mcp_ref.workbench.demo import build_server
 
-logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+logging.basicConfig(
+    level=logging.DEBUG, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s"
+)
 httpd = build_server().http_server("127.0.0.1", 0, stateless=True)
 print("cap", httpd.connections.cap, flush=True)
 threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()

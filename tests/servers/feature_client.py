@@ -42,16 +42,26 @@ def build() -> Server:
         try:
             reply = ctx.sample(
                 [{"role": "user", "content": {"type": "text", "text": question}}],
-                max_tokens=64, system_prompt="Be brief.", temperature=0.25, stop_sequences=["STOP"],
+                max_tokens=64,
+                system_prompt="Be brief.",
+                temperature=0.25,
+                stop_sequences=["STOP"],
                 model_preferences={"hints": [{"name": "small"}], "speedPriority": 0.75},
-                include_context="none", metadata={"trace": "t-1"},
+                include_context="none",
+                metadata={"trace": "t-1"},
             )
         except CapabilityError as exc:
             return f"CapabilityError: {exc}"
-        return json.dumps({
-            "type": type(reply).__name__, "role": reply.role, "model": reply.model, "stop_reason": reply.stop_reason,
-            "content_type": type(reply.content).__name__, "text": getattr(reply.content, "text", None),
-        })
+        return json.dumps(
+            {
+                "type": type(reply).__name__,
+                "role": reply.role,
+                "model": reply.model,
+                "stop_reason": reply.stop_reason,
+                "content_type": type(reply.content).__name__,
+                "text": getattr(reply.content, "text", None),
+            }
+        )
 
     @server.tool()
     def roots(ctx: Context) -> str:
@@ -62,7 +72,9 @@ def build() -> Server:
     def roots_changed(at_least: int) -> str:
         """Wait (bounded) until on_roots_list_changed has run ``at_least`` times; report the count and last roots."""
         with roots_cond:
-            roots_cond.wait_for(lambda: roots_changes["count"] >= at_least, timeout=5.0)  # < the client's WAIT
+            roots_cond.wait_for(
+                lambda: roots_changes["count"] >= at_least, timeout=5.0
+            )  # < the client's WAIT
             return json.dumps(roots_changes)
 
     @server.tool()

@@ -22,7 +22,11 @@ def build(completions: bool) -> Server:
     @server.tool()
     def emit(ctx: Context) -> str:
         """Log one message at every level, lowest first; return the levels that passed the filter."""
-        sent = [level for seq, level in enumerate(LOG_LEVELS) if ctx.log(level, {"seq": seq, "level": level}, "feature")]
+        sent = [
+            level
+            for seq, level in enumerate(LOG_LEVELS)
+            if ctx.log(level, {"seq": seq, "level": level}, "feature")
+        ]
         return json.dumps(sent)
 
     @server.prompt()
@@ -35,6 +39,7 @@ def build(completions: bool) -> Server:
         return f"{city}, {country}"
 
     if completions:
+
         @server.completion(prompt="pick")
         def complete_pick(argument: str, value: str, context: dict) -> list[str]:
             if argument == "number":
@@ -46,7 +51,12 @@ def build(completions: bool) -> Server:
             if argument == "country":
                 return [c for c in CITIES if c.startswith(value)]
             countries = [context["country"]] if "country" in context else list(CITIES)
-            return [c for country in countries for c in CITIES.get(country, []) if c.lower().startswith(value.lower())]
+            return [
+                c
+                for country in countries
+                for c in CITIES.get(country, [])
+                if c.lower().startswith(value.lower())
+            ]
 
     return server
 

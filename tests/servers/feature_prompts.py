@@ -51,10 +51,22 @@ def build() -> Server:
             {"role": "user", "content": "Look at these."},
             {"role": "user", "content": ImageContent(data=IMAGE, mime_type="image/png")},
             {"role": "user", "content": AudioContent(data=AUDIO, mime_type="audio/wav")},
-            {"role": "user", "content": EmbeddedResource(resource=TextResourceContents(
-                uri="feature://notes.md", text="# Notes\n", mime_type="text/markdown"))},
-            {"role": "assistant", "content": EmbeddedResource(resource=BlobResourceContents(
-                uri="feature://bytes.bin", blob=BLOB, mime_type="application/octet-stream"))},
+            {
+                "role": "user",
+                "content": EmbeddedResource(
+                    resource=TextResourceContents(
+                        uri="feature://notes.md", text="# Notes\n", mime_type="text/markdown"
+                    )
+                ),
+            },
+            {
+                "role": "assistant",
+                "content": EmbeddedResource(
+                    resource=BlobResourceContents(
+                        uri="feature://bytes.bin", blob=BLOB, mime_type="application/octet-stream"
+                    )
+                ),
+            },
         ]
 
     @server.prompt(description="Explicitly described.")

@@ -38,7 +38,12 @@ DRAFT7 = "http://json-schema.org/draft-07/schema#"
 # "dependencies" is a draft-07 keyword (2020-12 ignores it); "dependentRequired" is 2020-12 (draft-07 ignores it).
 DIALECT_PROBE = {
     "type": "object",
-    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}, "d": {"type": "integer"}},
+    "properties": {
+        "a": {"type": "integer"},
+        "b": {"type": "integer"},
+        "c": {"type": "integer"},
+        "d": {"type": "integer"},
+    },
     "dependencies": {"a": ["b"]},
     "dependentRequired": {"c": ["d"]},
 }
@@ -46,9 +51,11 @@ DIALECT_PROBE = {
 
 def paged() -> Server:
     server = Server("feature-tools-paged", page_size=2)
+
     def numbered(i: int):
         def tool() -> str:
             return f"tool {i}"
+
         return tool
 
     for i in range(1, 6):
@@ -92,17 +99,32 @@ def full() -> Server:
             mode: How fast.
             maybe: Perhaps a string.
         """
-        return json.dumps({
-            "i": type(i).__name__, "f": type(f).__name__, "s": type(s).__name__, "b": type(b).__name__,
-            "items": [type(x).__name__ for x in items], "mapping": type(mapping).__name__,
-            "color": f"{type(color).__name__}.{color.name}" if isinstance(color, Color) else repr(color),
-            "point": f"{type(point).__name__}({point.x},{point.y})" if isinstance(point, Point) else repr(point),
-            "mode": mode, "maybe": maybe,
-        })
+        return json.dumps(
+            {
+                "i": type(i).__name__,
+                "f": type(f).__name__,
+                "s": type(s).__name__,
+                "b": type(b).__name__,
+                "items": [type(x).__name__ for x in items],
+                "mapping": type(mapping).__name__,
+                "color": f"{type(color).__name__}.{color.name}"
+                if isinstance(color, Color)
+                else repr(color),
+                "point": f"{type(point).__name__}({point.x},{point.y})"
+                if isinstance(point, Point)
+                else repr(point),
+                "mode": mode,
+                "maybe": maybe,
+            }
+        )
 
     @server.tool(
         description="A tool with a hand-written schema.",
-        input_schema={"type": "object", "properties": {"n": {"type": "integer", "minimum": 10}}, "required": ["n"]},
+        input_schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer", "minimum": 10}},
+            "required": ["n"],
+        },
     )
     def explicit(n) -> str:
         """This docstring is not the description."""
@@ -146,14 +168,25 @@ def full() -> Server:
         """A structured weather report."""
         return Report(city=city, temperature=21.5, tags=["sunny", "calm"])
 
-    @server.tool(output_schema={
-        "type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"],
-    })
+    @server.tool(
+        output_schema={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+        }
+    )
     def broken_output() -> dict:
         """Returns data that breaks its own outputSchema."""
         return {"count": "many"}
 
-    @server.tool(annotations={"title": "Careful", "readOnlyHint": True, "destructiveHint": False, "openWorldHint": False})
+    @server.tool(
+        annotations={
+            "title": "Careful",
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "openWorldHint": False,
+        }
+    )
     def annotated() -> str:
         """A tool with annotations."""
         return "annotated"
@@ -162,7 +195,9 @@ def full() -> Server:
     def mutate(action: Literal["add", "remove"], name: str) -> str:
         """Add or remove a tool at run time."""
         if action == "add":
-            server.add_tool(lambda: f"I am {name}", name=name, description=f"added at run time: {name}")
+            server.add_tool(
+                lambda: f"I am {name}", name=name, description=f"added at run time: {name}"
+            )
         else:
             server.remove_tool(name)
         return f"{action} {name}"

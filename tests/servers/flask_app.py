@@ -22,11 +22,13 @@ def mcp(rest: str) -> Response:
     # The body is left unread, to the app: it checks Content-Length against its max_body_size before
     # reading, and reads a chunked body no further than that (request.get_data() would hold it all).
     environ = dict(request.environ)
-    environ.update({
-        "SCRIPT_NAME": request.environ.get("SCRIPT_NAME", "") + PREFIX,
-        "PATH_INFO": "/" + rest,
-        "mcp_ref.user": request.cookies.get("user", "anonymous"),  # ctx.http.user
-    })
+    environ.update(
+        {
+            "SCRIPT_NAME": request.environ.get("SCRIPT_NAME", "") + PREFIX,
+            "PATH_INFO": "/" + rest,
+            "mcp_ref.user": request.cookies.get("user", "anonymous"),  # ctx.http.user
+        }
+    )
     reply = call_wsgi(mcp_app, environ)
     return Response(reply.body, status=reply.status, headers=reply.headers)
 

@@ -21,8 +21,11 @@ def main() -> None:
             if stderr:
                 sys.stderr.buffer.write(b"e" * stderr + b"\nafter\n")
                 sys.stderr.flush()
-            result = {"protocolVersion": params["protocolVersion"], "capabilities": {"logging": {}, "tools": {}},
-                      "serverInfo": {"name": "flooding", "version": "0"}}
+            result = {
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"logging": {}, "tools": {}},
+                "serverInfo": {"name": "flooding", "version": "0"},
+            }
         elif message["method"] == "tools/call" and params.get("name") == "flood":
             args = params.get("arguments") or {}
             kind, n, size = args.get("kind"), int(args.get("count", 0)), int(args.get("size", 10))
@@ -30,16 +33,26 @@ def main() -> None:
             for i in range(n):
                 if kind == "progress":
                     note = {"progressToken": token, "progress": i + 1}
-                    out.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
-                                          "params": note}).encode() + b"\n")
+                    out.write(
+                        json.dumps(
+                            {"jsonrpc": "2.0", "method": "notifications/progress", "params": note}
+                        ).encode()
+                        + b"\n"
+                    )
                 else:
                     note = {"level": "info", "data": "x" * size}
-                    out.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
-                                          "params": note}).encode() + b"\n")
+                    out.write(
+                        json.dumps(
+                            {"jsonrpc": "2.0", "method": "notifications/message", "params": note}
+                        ).encode()
+                        + b"\n"
+                    )
             result = {"content": [{"type": "text", "text": f"sent {n}"}]}
         else:
             result = {}
-        out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n")
+        out.write(
+            json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n"
+        )
         out.flush()
 
 

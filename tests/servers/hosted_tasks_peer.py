@@ -20,10 +20,20 @@ import sys
 
 VERSION = sys.argv[1] if len(sys.argv) > 1 else None
 TOOLS = [
-    {"name": "send", "description": "Send requests to the client; their answers",
-     "inputSchema": {"type": "object", "properties": {"requests": {"type": "array"}}, "required": ["requests"]}},
-    {"name": "capabilities", "description": "The client's declared capabilities",
-     "inputSchema": {"type": "object"}},
+    {
+        "name": "send",
+        "description": "Send requests to the client; their answers",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"requests": {"type": "array"}},
+            "required": ["requests"],
+        },
+    },
+    {
+        "name": "capabilities",
+        "description": "The client's declared capabilities",
+        "inputSchema": {"type": "object"},
+    },
 ]
 ids = itertools.count(1)
 
@@ -41,8 +51,13 @@ def read():
 
 
 def text(request_id, value):
-    send({"jsonrpc": "2.0", "id": request_id,
-          "result": {"content": [{"type": "text", "text": json.dumps(value)}]}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "result": {"content": [{"type": "text", "text": json.dumps(value)}]},
+        }
+    )
 
 
 def ask(requests):
@@ -63,7 +78,13 @@ def ask(requests):
             answer.update({key: message[key] for key in ("result", "error") if key in message})
             answers.append(answer)
         elif "method" in message and "id" in message:
-            send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "busy sending"}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": "busy sending"},
+                }
+            )
     return answers
 
 
@@ -77,9 +98,17 @@ def main():
         params = message.get("params") or {}
         if method == "initialize":
             capabilities = params.get("capabilities", {})
-            send({"jsonrpc": "2.0", "id": request_id, "result": {
-                "protocolVersion": VERSION or params.get("protocolVersion"), "capabilities": {"tools": {}},
-                "serverInfo": {"name": "hosted-tasks-peer", "version": "1"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {
+                        "protocolVersion": VERSION or params.get("protocolVersion"),
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "hosted-tasks-peer", "version": "1"},
+                    },
+                }
+            )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": request_id, "result": {}})
         elif method == "tools/list":
@@ -89,7 +118,13 @@ def main():
         elif method == "tools/call" and params.get("name") == "capabilities":
             text(request_id, capabilities)
         else:
-            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"Method not found: {method}"}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": -32601, "message": f"Method not found: {method}"},
+                }
+            )
 
 
 if __name__ == "__main__":

@@ -25,12 +25,17 @@ def main() -> None:
         if "id" not in message or "method" not in message:
             continue  # notifications and answers (to a ping of ours: none) need no reply
         if message["method"] == "initialize":
-            result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
-                      "serverInfo": {"name": "hostile", "version": "0"}}
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {},
+                "serverInfo": {"name": "hostile", "version": "0"},
+            }
         else:
             out.write(b"\n".join(GARBAGE) + b"\n")
             result = {}
-        out.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n")
+        out.write(
+            json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode() + b"\n"
+        )
         out.flush()
 
 

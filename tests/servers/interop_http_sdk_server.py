@@ -42,7 +42,9 @@ def main() -> None:
     args = parser.parse_args()
     app = build_app(args.transport, stateless=args.stateless, json_response=args.json_response)
     # A short graceful shutdown: open SSE streams must not hold up SIGTERM for long.
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1)
+    uvicorn.run(
+        app, host="127.0.0.1", port=args.port, log_level="warning", timeout_graceful_shutdown=1
+    )
 
 
 if __name__ == "__main__":

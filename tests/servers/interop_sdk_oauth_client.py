@@ -73,19 +73,25 @@ class Browser:
         async with httpx.AsyncClient(follow_redirects=False, timeout=TIMEOUT) as http:
             response = await http.get(authorization_url)
         if response.status_code not in (302, 303, 307) or "location" not in response.headers:
-            raise RuntimeError(f"the authorization endpoint answered {response.status_code}, not a redirect: "
-                               f"{response.text[:500]}")
+            raise RuntimeError(
+                f"the authorization endpoint answered {response.status_code}, not a redirect: "
+                f"{response.text[:500]}"
+            )
         self.location = response.headers["location"]
 
     async def callback_handler(self):
         if self.location is None:
             raise RuntimeError("the authorization endpoint was not visited")
-        query = {name: values[0] for name, values in parse_qs(urlsplit(self.location).query).items()}
+        query = {
+            name: values[0] for name, values in parse_qs(urlsplit(self.location).query).items()
+        }
         if "code" not in query:
             raise RuntimeError(f"the authorization response carries no code: {self.location}")
         if AuthorizationCodeResult is None:
             return query["code"], query.get("state")
-        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+        return AuthorizationCodeResult(
+            code=query["code"], state=query.get("state"), iss=query.get("iss")
+        )
 
 
 async def call_echo(url: str) -> str:

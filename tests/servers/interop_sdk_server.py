@@ -18,7 +18,9 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import Context, FastMCP as MCPServer  # type: ignore[no-redef]
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
-warnings.simplefilter("ignore")  # deprecation notices (e.g. logging in 2026-07-28) must not clutter stderr
+warnings.simplefilter(
+    "ignore"
+)  # deprecation notices (e.g. logging in 2026-07-28) must not clutter stderr
 
 server = MCPServer("interop-sdk-server", instructions="An official-SDK server for interop tests.")
 

@@ -13,8 +13,15 @@ for line in sys.stdin.buffer:
         continue
     message = json.loads(line)
     if message.get("method") == "initialize":
-        reply = {"jsonrpc": "2.0", "id": message["id"], "result": {
-            "protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "ancient", "version": "0"}}}
+        reply = {
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {
+                "protocolVersion": "1999-01-01",
+                "capabilities": {},
+                "serverInfo": {"name": "ancient", "version": "0"},
+            },
+        }
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
     else:

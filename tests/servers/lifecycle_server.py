@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from mcp_ref import CapabilityError, Context, McpError, Server
 
-logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="lifecycle-server: %(levelname)s: %(message)s")
+logging.basicConfig(
+    level=logging.WARNING, stream=sys.stderr, format="lifecycle-server: %(levelname)s: %(message)s"
+)
 
 server = Server("lifecycle-test", version="2.0", title="Lifecycle test server")
 
@@ -43,7 +45,10 @@ def try_sampling(ctx: Context) -> str:
 @server.tool()
 def raw_sampling(ctx: Context) -> str:
     """Send sampling/createMessage without checking the client's capabilities."""
-    params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
+    params = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+        "maxTokens": 5,
+    }
     try:
         ctx.connection.request("sampling/createMessage", params, timeout=10)
     except McpError as exc:

@@ -16,12 +16,20 @@ from mcp_ref import Context, Elicit, ListRoots, Sample, Server
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 COLOR = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
-RUNS: list[str] = []  # what each run of ``two_rounds`` saw, in process (the in-memory tests read it)
+RUNS: list[
+    str
+] = []  # what each run of ``two_rounds`` saw, in process (the in-memory tests read it)
 
 
 def build(secret: str | None = "modern-test-secret") -> Server:
-    server = Server("modern", version="2.0", instructions="Tests the 2026-07-28 era.", secret=secret,
-                    ttl_ms=60_000, cache_scope="public")
+    server = Server(
+        "modern",
+        version="2.0",
+        instructions="Tests the 2026-07-28 era.",
+        secret=secret,
+        ttl_ms=60_000,
+        cache_scope="public",
+    )
 
     @server.tool()
     def echo(text: str) -> str:
@@ -32,7 +40,11 @@ def build(secret: str | None = "modern-test-secret") -> Server:
     def greet(ctx: Context) -> str:
         """Ask the user's name, then greet them (one ask, key ``user_name``)."""
         answer = ctx.elicit("What is your name?", NAME, key="user_name")
-        return f"Hello, {answer.content['name']}!" if answer.action == "accept" else f"No name ({answer.action})"
+        return (
+            f"Hello, {answer.content['name']}!"
+            if answer.action == "accept"
+            else f"No name ({answer.action})"
+        )
 
     @server.tool()
     def two_rounds(ctx: Context) -> str:
@@ -45,8 +57,11 @@ def build(secret: str | None = "modern-test-secret") -> Server:
     @server.tool()
     def everything(ctx: Context) -> str:
         """Three asks in one round: a form, a sample and the roots."""
-        name, sample, roots = ctx.gather(Elicit("Name?", NAME, key="name"), Sample("Say hi", max_tokens=5, key="hi"),
-                                         ListRoots(key="roots"))
+        name, sample, roots = ctx.gather(
+            Elicit("Name?", NAME, key="name"),
+            Sample("Say hi", max_tokens=5, key="hi"),
+            ListRoots(key="roots"),
+        )
         return f"{name.content['name']}|{sample.content.text}|{','.join(r.uri for r in roots)}"
 
     @server.tool()
@@ -66,7 +81,9 @@ def build(secret: str | None = "modern-test-secret") -> Server:
         """A tool whose region, count and dry_run travel in Mcp-Param-* headers too."""
         return f"{region}:{count}:{dry_run}:{note}"
 
-    @server.resource("test://fresh", ttl_ms=0, cache_scope="private", description="Changes on every read")
+    @server.resource(
+        "test://fresh", ttl_ms=0, cache_scope="private", description="Changes on every read"
+    )
     def fresh() -> str:
         return "now"
 
@@ -74,7 +91,9 @@ def build(secret: str | None = "modern-test-secret") -> Server:
     def stable() -> str:
         return "always"
 
-    @server.resource("test://asks", description="Asks the reader's name first (MRTR on resources/read)")
+    @server.resource(
+        "test://asks", description="Asks the reader's name first (MRTR on resources/read)"
+    )
     def asks(ctx: Context) -> str:
         answer = ctx.elicit("Who is reading?", NAME, key="reader")
         return f"read by {answer.content['name']}"
@@ -82,13 +101,23 @@ def build(secret: str | None = "modern-test-secret") -> Server:
     @server.prompt()
     def with_context(ctx: Context) -> str:
         """A prompt that asks for context first."""
-        answer = ctx.elicit("Context?", {"type": "object", "properties": {"context": {"type": "string"}},
-                                         "required": ["context"]}, key="ctx")
+        answer = ctx.elicit(
+            "Context?",
+            {
+                "type": "object",
+                "properties": {"context": {"type": "string"}},
+                "required": ["context"],
+            },
+            key="ctx",
+        )
         return f"Use: {answer.content['context']}"
 
     def come_or_go(kind: str) -> str:
-        find, add, remove = ((server.get_tool, server.add_tool, server.remove_tool) if kind == "tools"
-                             else (server.get_prompt, server.add_prompt, server.remove_prompt))
+        find, add, remove = (
+            (server.get_tool, server.add_tool, server.remove_tool)
+            if kind == "tools"
+            else (server.get_prompt, server.add_prompt, server.remove_prompt)
+        )
         if find("extra") is None:
             add(lambda: "extra", name="extra", description=f"Added by change_{kind}")
         else:

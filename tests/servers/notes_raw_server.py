@@ -19,7 +19,11 @@ def send(message) -> None:
 
 
 def text_result(request_id, text: str) -> dict:
-    return {"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": text}]}}
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {"content": [{"type": "text", "text": text}]},
+    }
 
 
 def main() -> None:
@@ -31,9 +35,17 @@ def main() -> None:
         method = message.get("method")
         params = message.get("params") or {}
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": message["id"], "result": {
-                "protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
-                "serverInfo": {"name": "notes-raw", "version": "0"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {
+                        "protocolVersion": params["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "notes-raw", "version": "0"},
+                    },
+                }
+            )
         elif method == "ping":
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif method == "tools/call" and params.get("name") == "stubborn":

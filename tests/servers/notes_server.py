@@ -28,22 +28,42 @@ from mcp_ref.types import ResourceLink
 ICONS = [{"src": "https://example.com/notes.png", "mimeType": "image/png", "sizes": ["48x48"]}]
 ANNOTATIONS = {"audience": ["user"], "priority": 0.5}
 WEBSITE = "https://example.com/notes-server"
-SIGN_IN = {"mode": "url", "message": "Sign in to continue", "url": "https://example.com/sign-in",
-           "elicitationId": "sign-in-1"}
-LINK = {"type": "resource_link", "uri": "file:///srv/notes.txt", "name": "notes", "mimeType": "text/plain"}
+SIGN_IN = {
+    "mode": "url",
+    "message": "Sign in to continue",
+    "url": "https://example.com/sign-in",
+    "elicitationId": "sign-in-1",
+}
+LINK = {
+    "type": "resource_link",
+    "uri": "file:///srv/notes.txt",
+    "name": "notes",
+    "mimeType": "text/plain",
+}
 
 
 def build() -> Server:
     server = Server("notes", version="1.0", title="Notes server", website_url=WEBSITE)
 
-    @server.resource("notes://full", title="A full resource", icons=ICONS, annotations=ANNOTATIONS,
-                     mime_type="text/plain", size=5)
+    @server.resource(
+        "notes://full",
+        title="A full resource",
+        icons=ICONS,
+        annotations=ANNOTATIONS,
+        mime_type="text/plain",
+        size=5,
+    )
     def full() -> str:
         """Every optional field."""
         return "full!"
 
-    @server.resource("notes://full/{x}", title="A full template", icons=ICONS, annotations=ANNOTATIONS,
-                     mime_type="text/plain")
+    @server.resource(
+        "notes://full/{x}",
+        title="A full template",
+        icons=ICONS,
+        annotations=ANNOTATIONS,
+        mime_type="text/plain",
+    )
     def full_template(x: str) -> str:
         """Every optional field, as a template."""
         return f"full {x}"
@@ -56,13 +76,25 @@ def build() -> Server:
     @server.prompt()
     def link() -> dict:
         """A resource link."""
-        return {"role": "user", "content": ResourceLink(uri=LINK["uri"], name=LINK["name"], mime_type=LINK["mimeType"])}
+        return {
+            "role": "user",
+            "content": ResourceLink(uri=LINK["uri"], name=LINK["name"], mime_type=LINK["mimeType"]),
+        }
 
     @server.prompt()
     def link_result() -> GetPromptResult:
         """A resource link, in a ready-made GetPromptResult."""
-        return GetPromptResult(messages=[PromptMessage(role="assistant", content=ResourceLink(
-            uri=LINK["uri"], name=LINK["name"], mime_type=LINK["mimeType"]))], description="made by hand")
+        return GetPromptResult(
+            messages=[
+                PromptMessage(
+                    role="assistant",
+                    content=ResourceLink(
+                        uri=LINK["uri"], name=LINK["name"], mime_type=LINK["mimeType"]
+                    ),
+                )
+            ],
+            description="made by hand",
+        )
 
     @server.tool()
     def log_one(ctx: Context) -> str:
@@ -73,11 +105,15 @@ def build() -> Server:
     @server.tool()
     def needs_sign_in() -> str:
         """Cannot proceed until the user signs in (URL-mode elicitation)."""
-        raise UrlElicitationRequired("This request requires sign-in", data={"elicitations": [SIGN_IN]})
+        raise UrlElicitationRequired(
+            "This request requires sign-in", data={"elicitations": [SIGN_IN]}
+        )
 
     return server
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="notes-server: %(levelname)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="notes-server: %(levelname)s: %(message)s"
+    )
     build().run_stdio()

@@ -85,7 +85,11 @@ def _common(server: Server) -> Server:
     def whoami(ctx: Context) -> dict:
         """The caller as the server sees it."""
         principal = ctx.principal
-        return {"id": principal.id, "scopes": sorted(principal.scopes), "authenticated": principal.authenticated}
+        return {
+            "id": principal.id,
+            "scopes": sorted(principal.scopes),
+            "authenticated": principal.authenticated,
+        }
 
     @server.tool()
     def add_item(name: str) -> str:
@@ -111,8 +115,12 @@ def _common(server: Server) -> Server:
     server.add_resource(lambda: "the secret", "mem://secret/doc", name="secretdoc")
     server.add_resource(lambda item: f"item {item}", "mem://items/{item}", name="items")
     server.add_resource(lambda item: f"secret {item}", "mem://secret/{item}", name="secrets")
-    server.add_resource(lambda key: f"vault {key}", "mem://vault/{key}", name="vault")  # hidden as a template
-    server.add_file_root(str(FILES), uri_prefix="files://")  # secret.txt is hidden, public.txt is not
+    server.add_resource(
+        lambda key: f"vault {key}", "mem://vault/{key}", name="vault"
+    )  # hidden as a template
+    server.add_file_root(
+        str(FILES), uri_prefix="files://"
+    )  # secret.txt is hidden, public.txt is not
 
     server.add_prompt(lambda who: f"hello {who}", name="greet")
     server.add_prompt(lambda topic: f"about {topic}", name="summary")
@@ -121,7 +129,11 @@ def _common(server: Server) -> Server:
     @server.completion(prompt="summary")
     def topics(argument, value, context, ctx: Context):
         """Suggestions that depend on who asks: "secrets" for admins only."""
-        return [t for t in ("science", "sport", "secrets") if t.startswith(value) and authorize(ctx.principal, "", t)]
+        return [
+            t
+            for t in ("science", "sport", "secrets")
+            if t.startswith(value) and authorize(ctx.principal, "", t)
+        ]
 
     @server.completion(prompt="secret_brief")
     def briefs(argument, value, context):
@@ -140,8 +152,15 @@ def _common(server: Server) -> Server:
 
 def build() -> Server:
     """Hidden items, per-item rate limits, at most 3 subscribed resources per caller."""
-    return _common(Server("policy", authorize=authorize, page_size=2, max_subscribed_resources=3,
-                          rate_limit="1000/minute"))
+    return _common(
+        Server(
+            "policy",
+            authorize=authorize,
+            page_size=2,
+            max_subscribed_resources=3,
+            rate_limit="1000/minute",
+        )
+    )
 
 
 def build_global() -> Server:

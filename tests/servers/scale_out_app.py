@@ -34,8 +34,11 @@ def until_cancelled(ctx: Context) -> str:
 @server.tool()
 def greet(ctx: Context) -> str:
     """One round of input (MRTR): the retry may reach another worker, with the sealed requestState."""
-    answer = ctx.elicit("What is your name?", {"type": "object", "properties": {"name": {"type": "string"}},
-                                               "required": ["name"]}, key="user_name")
+    answer = ctx.elicit(
+        "What is your name?",
+        {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        key="user_name",
+    )
     return f"Hello, {answer.content['name']}, from pid {os.getpid()}!"
 
 

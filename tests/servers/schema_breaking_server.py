@@ -19,8 +19,11 @@ TOOLS = [{"name": "bad tool!", "inputSchema": {"type": "string"}}]
 def answer(request):
     method = request.get("method")
     if method == "initialize":
-        return {"protocolVersion": "2025-11-25", "serverInfo": {"name": "schema-breaker", "version": "0"},
-                "capabilities": {"tools": {}, "resources": {}, "prompts": {}}}
+        return {
+            "protocolVersion": "2025-11-25",
+            "serverInfo": {"name": "schema-breaker", "version": "0"},
+            "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+        }
     if method == "ping":
         return []
     if method == "tools/list":

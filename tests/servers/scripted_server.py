@@ -16,7 +16,10 @@ import sys
 
 MODE = sys.argv[1]
 MODERN = "2026-07-28"
-TOOL = {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}
+TOOL = {
+    "name": "echo",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
 
 
 def send(message):
@@ -38,9 +41,17 @@ def legacy(message, state):
             state["ready"] = True
         return
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": request_id, "result": {
-            "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
-            "serverInfo": {"name": "legacy", "version": "1"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "legacy", "version": "1"},
+                },
+            }
+        )
     elif not state.get("ready"):
         if MODE == "legacy":
             error(request_id, -32600, "Invalid Request: not initialized")
@@ -48,7 +59,13 @@ def legacy(message, state):
         send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": [TOOL]}})
     elif method == "tools/call":
         text = message["params"].get("arguments", {}).get("text", "")
-        send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": text}]}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"content": [{"type": "text", "text": text}]},
+            }
+        )
     else:
         error(request_id, -32601, f"Method not found: {method}")
 
@@ -57,19 +74,45 @@ def modern(message, state):
     method, request_id = message.get("method"), message.get("id")
     if request_id is None:
         return
-    version = (message.get("params") or {}).get("_meta", {}).get("io.modelcontextprotocol/protocolVersion")
+    version = (
+        (message.get("params") or {})
+        .get("_meta", {})
+        .get("io.modelcontextprotocol/protocolVersion")
+    )
     supported = ["2099-01-01"] if MODE == "modern-only" else [MODERN]
     if not state.get("rejected") or version not in supported:
         state["rejected"] = True
-        error(request_id, -32022, "Unsupported protocol version", {"supported": supported, "requested": version})
+        error(
+            request_id,
+            -32022,
+            "Unsupported protocol version",
+            {"supported": supported, "requested": version},
+        )
     elif method == "server/discover":
-        send({"jsonrpc": "2.0", "id": request_id, "result": {
-            "resultType": "complete", "supportedVersions": supported, "capabilities": {"tools": {}},
-            "ttlMs": 0, "cacheScope": "private",
-            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {
+                    "resultType": "complete",
+                    "supportedVersions": supported,
+                    "capabilities": {"tools": {}},
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                    "_meta": {
+                        "io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}
+                    },
+                },
+            }
+        )
     elif method == "tools/call":
-        send({"jsonrpc": "2.0", "id": request_id, "result": {"resultType": "complete",
-                                                             "content": [{"type": "text", "text": "ok"}]}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]},
+            }
+        )
     else:
         error(request_id, -32601, f"Method not found: {method}")
 

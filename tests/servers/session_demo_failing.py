@@ -11,7 +11,9 @@ from mcp_ref.workbench.demo import build_server
 
 SECRET = "secret-detail-in-/srv/private/boom.py"
 
-logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="demo-failing: %(levelname)s: %(message)s")
+logging.basicConfig(
+    level=logging.WARNING, stream=sys.stderr, format="demo-failing: %(levelname)s: %(message)s"
+)
 
 server = build_server()
 

@@ -15,7 +15,9 @@ import threading
 
 from mcp_ref import Context, RequestTimeout, Server, ToolError
 
-logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="session-server: %(levelname)s: %(message)s")
+logging.basicConfig(
+    level=logging.WARNING, stream=sys.stderr, format="session-server: %(levelname)s: %(message)s"
+)
 
 server = Server("session-test", version="1.0")
 gate = threading.Event()

@@ -1,6 +1,6 @@
 """A server for the tasks extension tests (tests/extensions/test_tasks.py): tools that become tasks.
 
-    python tests/servers/tasks_server.py        # over stdio
+python tests/servers/tasks_server.py        # over stdio
 """
 
 from __future__ import annotations
@@ -13,7 +13,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp_ref import Context, Elicit, McpError, Server, ToolError
 
-CONFIRM = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
@@ -67,7 +71,9 @@ def build() -> Server:
         answer = ctx.elicit(f"Delete {filename}?", CONFIRM, key="confirm")
         if not (answer.action == "accept" and answer.content["confirm"]):
             return f"kept {filename}"
-        first, second = ctx.gather(Elicit("Your name?", NAME, key="name"), Elicit("Sure?", CONFIRM, key="confirm"))
+        first, second = ctx.gather(
+            Elicit("Your name?", NAME, key="name"), Elicit("Sure?", CONFIRM, key="confirm")
+        )
         return f"{first.content['name']} deleted {filename} ({second.content['confirm']})"
 
     @server.tool(task="optional")

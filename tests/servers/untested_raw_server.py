@@ -1,18 +1,18 @@
 """A raw (hand-written JSON lines) stdio server that misbehaves on purpose.
 
-    python untested_raw_server.py silent-init FILE
-        Never answers anything.  Appends every line it receives to FILE, and ``EOF``
-        when its stdin ends (then exits 0), so a test can read afterwards exactly what
-        the client sent.
-    python untested_raw_server.py repeat-cursor
-        Answers initialize (tools only) and ping; every tools/list result carries the
-        same nextCursor.  After five tools/list it stops answering them, so a client that
-        keeps following the cursor times out instead of looping forever.
-    python untested_raw_server.py batch-ping
-        Answers initialize (tools only) at the version asked for.  On
-        notifications/initialized it sends the client a JSON-RPC batch of two pings
-        (ids "s1" and "s2").  A tools/call is answered — once the client's reply to the
-        batch has arrived — with that reply, as JSON text.
+python untested_raw_server.py silent-init FILE
+    Never answers anything.  Appends every line it receives to FILE, and ``EOF``
+    when its stdin ends (then exits 0), so a test can read afterwards exactly what
+    the client sent.
+python untested_raw_server.py repeat-cursor
+    Answers initialize (tools only) and ping; every tools/list result carries the
+    same nextCursor.  After five tools/list it stops answering them, so a client that
+    keeps following the cursor times out instead of looping forever.
+python untested_raw_server.py batch-ping
+    Answers initialize (tools only) at the version asked for.  On
+    notifications/initialized it sends the client a JSON-RPC batch of two pings
+    (ids "s1" and "s2").  A tools/call is answered — once the client's reply to the
+    batch has arrived — with that reply, as JSON text.
 """
 
 import json
@@ -25,11 +25,15 @@ def send(message) -> None:
 
 
 def initialize_result(message) -> dict:
-    return {"jsonrpc": "2.0", "id": message["id"], "result": {
-        "protocolVersion": message["params"]["protocolVersion"],
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "untested-raw", "version": "0"},
-    }}
+    return {
+        "jsonrpc": "2.0",
+        "id": message["id"],
+        "result": {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "untested-raw", "version": "0"},
+        },
+    }
 
 
 def silent_init(path: str) -> None:
@@ -54,8 +58,16 @@ def repeat_cursor() -> None:
             send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         elif method == "tools/list" and pages < 5:
             pages += 1
-            send({"jsonrpc": "2.0", "id": message["id"], "result": {
-                "tools": [{"name": "again", "inputSchema": {"type": "object"}}], "nextCursor": "same-cursor"}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "result": {
+                        "tools": [{"name": "again", "inputSchema": {"type": "object"}}],
+                        "nextCursor": "same-cursor",
+                    },
+                }
+            )
 
 
 def batch_ping() -> None:
@@ -68,7 +80,12 @@ def batch_ping() -> None:
         if isinstance(message, dict) and message.get("method") == "initialize":
             send(initialize_result(message))
         elif isinstance(message, dict) and message.get("method") == "notifications/initialized":
-            send([{"jsonrpc": "2.0", "id": "s1", "method": "ping"}, {"jsonrpc": "2.0", "id": "s2", "method": "ping"}])
+            send(
+                [
+                    {"jsonrpc": "2.0", "id": "s1", "method": "ping"},
+                    {"jsonrpc": "2.0", "id": "s2", "method": "ping"},
+                ]
+            )
         elif isinstance(message, dict) and message.get("method") == "tools/call":
             waiting.append(message["id"])
         elif isinstance(message, dict) and "method" in message:
@@ -77,8 +94,13 @@ def batch_ping() -> None:
             answer = message  # a list (the batch's answers) or one error object
         if answer is not None:
             for request_id in waiting:
-                send({"jsonrpc": "2.0", "id": request_id, "result": {
-                    "content": [{"type": "text", "text": json.dumps(answer)}]}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": request_id,
+                        "result": {"content": [{"type": "text", "text": json.dumps(answer)}]},
+                    }
+                )
             waiting = []
 
 

@@ -39,7 +39,11 @@ ICONS = [{"src": "https://example.com/icon.png", "mimeType": "image/png", "sizes
 WEATHER_TOOL = {
     "name": "get_weather",
     "description": "The weather in a city.",
-    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "inputSchema": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
 }
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 AUDIO_DATA = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="
@@ -135,7 +139,12 @@ def full(slow_init: bool = False) -> Server:
     def sample_with_tools(ctx: Context) -> str:
         """Sampling with tools (needs the client's sampling.tools)."""
         try:
-            reply = ctx.sample("Weather in Oslo?", max_tokens=50, tools=[WEATHER_TOOL], tool_choice={"mode": "auto"})
+            reply = ctx.sample(
+                "Weather in Oslo?",
+                max_tokens=50,
+                tools=[WEATHER_TOOL],
+                tool_choice={"mode": "auto"},
+            )
         except CapabilityError as exc:
             return _error_text(exc)
         return f"{reply.model}: {reply.content.text}"
@@ -144,10 +153,16 @@ def full(slow_init: bool = False) -> Server:
     def sample_with_progress(ctx: Context) -> str:
         """Sampling whose request carries a progress token; returns the progress the client reported."""
         progress: list = []
-        params = {"messages": [{"role": "user", "content": {"type": "text", "text": "slowly"}}], "maxTokens": 5}
+        params = {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "slowly"}}],
+            "maxTokens": 5,
+        }
         pending = ctx.connection.session.send_request(
-            "sampling/createMessage", params, timeout=5,
-            on_progress=lambda value, total, message: progress.append([value, total, message]))
+            "sampling/createMessage",
+            params,
+            timeout=5,
+            on_progress=lambda value, total, message: progress.append([value, total, message]),
+        )
         reply = pending.result()
         return json.dumps({"model": reply["model"], "progress": progress})
 
@@ -202,6 +217,7 @@ def templates() -> Server:
     def make(i: int):
         def read(x: str) -> str:
             return f"template {i}: {x}"
+
         return read
 
     for i in range(1, 6):
@@ -210,6 +226,12 @@ def templates() -> Server:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="untested-server: %(levelname)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="untested-server: %(levelname)s: %(message)s",
+    )
     mode = sys.argv[1] if len(sys.argv) > 1 else "full"
-    {"full": full, "slow-init": lambda: full(slow_init=True), "templates": templates}[mode]().run_stdio()
+    {"full": full, "slow-init": lambda: full(slow_init=True), "templates": templates}[
+        mode
+    ]().run_stdio()

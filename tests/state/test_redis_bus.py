@@ -40,10 +40,16 @@ def buses():
 
 
 def test_the_redis_bus_implements_the_bus_protocol():
-    members = {name: inspect.signature(m) for name, m in vars(Bus).items() if callable(m) and not name.startswith("_")}
+    members = {
+        name: inspect.signature(m)
+        for name, m in vars(Bus).items()
+        if callable(m) and not name.startswith("_")
+    }
     assert set(members) == {"publish", "subscribe"}
     for name, signature in members.items():
-        assert list(inspect.signature(getattr(RedisBus, name)).parameters) == list(signature.parameters), name
+        assert list(inspect.signature(getattr(RedisBus, name)).parameters) == list(
+            signature.parameters
+        ), name
 
 
 def test_two_processes_hear_each_others_publishes_each_exactly_once(buses, redis_url):
@@ -67,7 +73,9 @@ def test_namespaces_and_channels_isolate(buses, redis_server):
     heard, other_channel = Collector(), Collector()
     first.subscribe("changes", heard)
     first.subscribe("tasks/1", other_channel)
-    assert second.publish("changes", {"n": 1}) == 0  # nobody subscribes that channel in its namespace
+    assert (
+        second.publish("changes", {"n": 1}) == 0
+    )  # nobody subscribes that channel in its namespace
     assert first.publish("changes", {"n": 2}) == 1
     heard.wait_for(1)
     first.publish("tasks/1", {"n": 3})
@@ -92,7 +100,9 @@ def test_messages_arrive_in_order_and_each_subscriber_has_its_own_copy(buses, re
     assert not any("touched" in m for m in heard.items) and len(mutating) == 300
 
 
-def test_a_slow_callback_blocks_neither_publish_nor_reading_and_a_full_queue_drops(buses, redis_url, caplog):
+def test_a_slow_callback_blocks_neither_publish_nor_reading_and_a_full_queue_drops(
+    buses, redis_url, caplog
+):
     listener, publisher = buses(redis_url, max_queue=3), buses(redis_url)
     gate, entered, heard = threading.Event(), threading.Event(), Collector()
 
@@ -171,7 +181,9 @@ def test_the_last_local_subscriber_leaving_unsubscribes_from_redis(buses, redis_
     assert publisher.publish("tasks/9", {}) == 0
 
 
-def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(own_redis, buses, caplog):
+def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_its_hooks(
+    own_redis, buses, caplog
+):
     listener = buses(own_redis.url, min_backoff=0.02, max_backoff=0.2)
     publisher = buses(own_redis.url)
     heard, reconnected = Collector(), Collector()
@@ -184,7 +196,9 @@ def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_i
         own_redis.stop()
         assert listener.wait_for(lambda: not listener.connected, WAIT)
         started = time.monotonic()
-        assert publisher.publish("changes", {"n": "lost"}) == 0  # no raise, no hang: counted and logged
+        assert (
+            publisher.publish("changes", {"n": "lost"}) == 0
+        )  # no raise, no hang: counted and logged
         assert publisher.publish("changes", {"n": "lost"}) == 0
         late = Collector()
         listener.subscribe("late", late)  # while down: registered, not waited for
@@ -193,24 +207,32 @@ def test_redis_stopped_and_restarted_the_bus_reconnects_resubscribes_and_calls_i
         own_redis.start()  # same port
         reconnected.wait_for(1)
     assert listener.connected and listener.reconnects == 1
-    assert listener.confirmed("changes") and listener.confirmed("late")  # every channel subscribed again
+    assert listener.confirmed("changes") and listener.confirmed(
+        "late"
+    )  # every channel subscribed again
     assert publisher.publish("changes", {"n": 2}) == 1
     assert publisher.publish("late", {"n": 3}) == 1
     assert heard.wait_for(2) == [{"n": 1}, {"n": 2}] and late.wait_for(1) == [{"n": 3}]
     messages = [r.getMessage() for r in caplog.records]
-    assert sum("a publish on 'changes' failed" in m for m in messages) == 1  # rate-limited: once a minute
+    assert (
+        sum("a publish on 'changes' failed" in m for m in messages) == 1
+    )  # rate-limited: once a minute
     assert any("lost the pub/sub connection" in m for m in messages)
     assert any("connected to Redis again" in m for m in messages)
 
 
 @pytest.mark.slow
 def test_a_silent_connection_is_found_by_the_heartbeat(own_redis, buses):
-    listener = buses(own_redis.url, heartbeat=0.2, socket_timeout=1.0, min_backoff=0.02, max_backoff=0.1)
+    listener = buses(
+        own_redis.url, heartbeat=0.2, socket_timeout=1.0, min_backoff=0.02, max_backoff=0.1
+    )
     publisher = buses(own_redis.url)
     heard, reconnected = Collector(), Collector()
     listener.subscribe("changes", heard)
     listener.on_reconnect(lambda: reconnected("again"))
-    publisher.connection.client.execute_command("CLIENT", "PAUSE", "1500", "ALL")  # Redis answers nobody
+    publisher.connection.client.execute_command(
+        "CLIENT", "PAUSE", "1500", "ALL"
+    )  # Redis answers nobody
     reconnected.wait_for(1)  # the PING went unanswered: reconnected once Redis answered again
     assert publisher.publish("changes", {"n": 1}) == 1
     assert heard.wait_for(1) == [{"n": 1}]
@@ -245,7 +267,9 @@ def test_a_forked_child_gets_a_listener_of_its_own(buses, redis_url):
     child.start()
     try:
         assert ready.get(timeout=WAIT) is True
-        assert bus.publish("changes", {"n": 1}) == 2  # the parent and the child, one connection each
+        assert (
+            bus.publish("changes", {"n": 1}) == 2
+        )  # the parent and the child, one connection each
         assert results.get(timeout=WAIT) == [{"n": 1}]
         assert heard.wait_for(1) == [{"n": 1}]
     finally:

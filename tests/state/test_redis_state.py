@@ -38,13 +38,29 @@ TASKS = (EXTENSION,)
 
 
 def record(task_id: str, caller: str = "alice", status: str = "working") -> dict:
-    return {"taskId": task_id, "owner": caller, "caller": caller, "status": status, "statusMessage": None,
-            "createdAt": "t", "lastUpdatedAt": "t", "ttlMs": 1000, "pollIntervalMs": 10, "started": False,
-            "cancelRequested": False, "result": None, "error": None, "inputRequests": {}, "inputResponses": {}}
+    return {
+        "taskId": task_id,
+        "owner": caller,
+        "caller": caller,
+        "status": status,
+        "statusMessage": None,
+        "createdAt": "t",
+        "lastUpdatedAt": "t",
+        "ttlMs": 1000,
+        "pollIntervalMs": 10,
+        "started": False,
+        "cancelRequested": False,
+        "result": None,
+        "error": None,
+        "inputRequests": {},
+        "inputResponses": {},
+    }
 
 
 def create(records, task_id: str, caller: str = "alice", ttl: float | None = 60.0) -> str:
-    return records.create(task_id, record(task_id, caller), ttl=ttl, caller=caller, max_per_caller=5, max_total=10)
+    return records.create(
+        task_id, record(task_id, caller), ttl=ttl, caller=caller, max_per_caller=5, max_total=10
+    )
 
 
 @pytest.fixture
@@ -77,7 +93,9 @@ def test_the_namespace_is_taken_out_of_the_url_and_the_rest_kept():
     from mcp_ref.state.redis.connection import split_url
 
     assert split_url("redis://:pw@host:6380/2?namespace=app&socket_keepalive=1") == (
-        "redis://:pw@host:6380/2?socket_keepalive=1", "app")
+        "redis://:pw@host:6380/2?socket_keepalive=1",
+        "app",
+    )
     assert split_url("redis://host/0")[1] == "mcp_ref"
 
 
@@ -106,7 +124,9 @@ def test_a_bucket_expires_once_it_would_be_full_again(connection):
     for _ in range(9):
         buckets.take("alice", 10, 60.0)
     assert 59000 < connection.client.pttl(key) <= 60000  # empty: full again in a minute
-    assert buckets.take("alice", 10, 60.0) == pytest.approx(6.0, abs=0.1)  # Redis's clock: a little has passed
+    assert buckets.take("alice", 10, 60.0) == pytest.approx(
+        6.0, abs=0.1
+    )  # Redis's clock: a little has passed
 
 
 def test_a_refilled_bucket_is_forgotten_on_redis_clock(connection):
@@ -127,7 +147,9 @@ def test_a_refilled_bucket_is_forgotten_on_redis_clock(connection):
                 break
         else:
             pytest.fail("the bucket never expired")
-        assert len(buckets) == 0 and buckets.take("quick", 1, 0.05) == 0.0  # full again: a new bucket
+        assert (
+            len(buckets) == 0 and buckets.take("quick", 1, 0.05) == 0.0
+        )  # full again: a new bucket
     finally:
         expired.close()
 
@@ -135,8 +157,12 @@ def test_a_refilled_bucket_is_forgotten_on_redis_clock(connection):
 def test_a_counter_back_at_zero_leaves_no_key(connection):
     counters = RedisCounters(connection)
     assert counters.acquire("streams", None) and counters.acquire("streams", None)
-    assert counters.release("streams") == 1 and connection.client.exists(connection.key("count", "streams"))
-    assert counters.release("streams") == 0 and not connection.client.exists(connection.key("count", "streams"))
+    assert counters.release("streams") == 1 and connection.client.exists(
+        connection.key("count", "streams")
+    )
+    assert counters.release("streams") == 0 and not connection.client.exists(
+        connection.key("count", "streams")
+    )
 
 
 def test_a_record_and_its_parts_expire_with_its_ttl(connection):
@@ -164,13 +190,25 @@ def test_every_task_key_expires_after_the_last_record_it_may_name(connection):
     client = connection.client
     assert create(records, "short", caller="alice", ttl=30.0) == "created"
     assert create(records, "long", caller="bob", ttl=90.0) == "created"
-    assert records.transition("short", {"status": "completed"})["status"] == "completed"  # joins :done
+    assert (
+        records.transition("short", {"status": "completed"})["status"] == "completed"
+    )  # joins :done
     assert [task["taskId"] for task in records.list("bob", None, 10)[0]] == ["long"]
     names = {key.decode() for key in client.scan_iter(match=connection.key("*"))}
-    indexes = {connection.key("tasks", *part) for part in
-               ((), ("seq",), ("expires",), ("owners",), ("callers",), ("done",),
-                ("owner", owner_digest("alice")), ("owner", owner_digest("bob")),
-                ("open", owner_digest("bob")))}
+    indexes = {
+        connection.key("tasks", *part)
+        for part in (
+            (),
+            ("seq",),
+            ("expires",),
+            ("owners",),
+            ("callers",),
+            ("done",),
+            ("owner", owner_digest("alice")),
+            ("owner", owner_digest("bob")),
+            ("open", owner_digest("bob")),
+        )
+    }
     assert indexes <= names, names
     ttls = {name: client.pttl(name) for name in names}
     assert all(ttl > 0 for ttl in ttls.values()), ttls  # every key expires
@@ -184,7 +222,9 @@ def test_every_task_key_expires_after_the_last_record_it_may_name(connection):
         assert client.pttl(name) == -1  # kept while it lives
     assert records.delete("kept")
     assert create(records, "next", caller="dave", ttl=10.0) == "created"
-    assert 85_000 < client.pttl(connection.key("tasks")) <= 90_000 + INDEX_MARGIN_MS  # expires again
+    assert (
+        85_000 < client.pttl(connection.key("tasks")) <= 90_000 + INDEX_MARGIN_MS
+    )  # expires again
 
 
 def test_a_lease_that_runs_out_reads_as_failed_and_frees_its_callers_place(connection):
@@ -201,7 +241,11 @@ def test_a_lease_that_runs_out_reads_as_failed_and_frees_its_callers_place(conne
     assert records.get("leased")["status"] == "input_required" and records.count("alice") == 2
     clock.now += 1.0
     failed = records.get("leased")
-    assert failed["status"] == FAILED and failed["error"] == stores.LEASE_ERROR and failed["inputRequests"] == {}
+    assert (
+        failed["status"] == FAILED
+        and failed["error"] == stores.LEASE_ERROR
+        and failed["inputRequests"] == {}
+    )
     assert records.count("alice") == 1  # no longer counted against its caller
     assert not records.renew_lease("leased", 10.0)  # the worker learns its task is over
     assert records.transition("leased", {"status": COMPLETED}) is None  # terminal is final
@@ -219,8 +263,11 @@ def test_a_forked_child_makes_its_own_pool(connection):
     if pid == 0:  # the child: exit code 0 only if it used a pool of its own
         code = 1
         try:
-            if connection.client.connection_pool is not parent_pool and records.get("parent") is not None \
-                    and create(records, "child") == "created":
+            if (
+                connection.client.connection_pool is not parent_pool
+                and records.get("parent") is not None
+                and create(records, "child") == "created"
+            ):
                 code = 0
         finally:
             os._exit(code)
@@ -232,7 +279,9 @@ def test_a_forked_child_makes_its_own_pool(connection):
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the forked child did not exit")
     assert os.waitstatus_to_exitcode(waited[0]) == 0
-    assert records.get("child") is not None  # the parent's pool still works, and sees the child's record
+    assert (
+        records.get("child") is not None
+    )  # the parent's pool still works, and sees the child's record
     assert connection.client.connection_pool is parent_pool
 
 
@@ -248,7 +297,11 @@ def test_a_worker_killed_holding_places_frees_them_after_its_ttl(connection):
     pid = os.fork()
     if pid == 0:  # the child: two places of its own, then it waits to be killed
         try:
-            if counters.token != parent_token and counters.acquire("streams", 3) and counters.acquire("streams", 3):
+            if (
+                counters.token != parent_token
+                and counters.acquire("streams", 3)
+                and counters.acquire("streams", 3)
+            ):
                 os.write(ready_w, b"+")
                 os.read(block_r, 1)  # never written: only SIGKILL ends this
         finally:
@@ -286,10 +339,14 @@ def test_a_redis_url_names_the_shared_state(redis_url):
     state = state_from(redis_url)
     try:
         assert isinstance(state, RedisState) and state.shared
-        assert isinstance(state.buckets(), RedisBuckets) and isinstance(state.counters(), RedisCounters)
+        assert isinstance(state.buckets(), RedisBuckets) and isinstance(
+            state.counters(), RedisCounters
+        )
         assert create(state.task_records(), "t") == "created"
         assert isinstance(state.held_sets(), RedisHeldSets)
-        assert state.session_table().shared  # the HTTP app's sessions on Redis too (tests/http/test_http_state.py)
+        assert (
+            state.session_table().shared
+        )  # the HTTP app's sessions on Redis too (tests/http/test_http_state.py)
     finally:
         state.close()
     assert RedisState.from_url(redis_url, fail_closed=True).buckets().fail_closed  # type: ignore[attr-defined]
@@ -307,25 +364,43 @@ def test_redis_stopped_then_restarted_no_crash_no_hang_then_all_works(own_server
     connection = Connection(f"{own_server.url}?namespace=faults", socket_timeout=1.0)
     buckets, closed = RedisBuckets(connection), RedisBuckets(connection, fail_closed=True)
     counters, records = RedisCounters(connection), RedisTaskRecords(connection)
-    assert buckets.take("k", 2, 60.0) == 0.0 and counters.acquire("c", 5) and create(records, "before") == "created"
+    assert (
+        buckets.take("k", 2, 60.0) == 0.0
+        and counters.acquire("c", 5)
+        and create(records, "before") == "created"
+    )
 
     own_server.stop()
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger=stores.__name__):
         # the fallback: this process's own buckets (a full bucket of its own), one warning a minute
-        assert [buckets.take("k", 2, 60.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(30.0, abs=0.5)]
+        assert [buckets.take("k", 2, 60.0) for _ in range(3)] == [
+            0.0,
+            0.0,
+            pytest.approx(30.0, abs=0.5),
+        ]
         with pytest.raises(ServerBusy):
             closed.take("k", 2, 60.0)
-        assert not counters.acquire("c", 5) and counters.release("c") == 0 and counters.count("c") == 0
+        assert (
+            not counters.acquire("c", 5) and counters.release("c") == 0 and counters.count("c") == 0
+        )
         with pytest.raises(McpError) as unreachable:
             records.get("before")
-        assert unreachable.value.code == -32603 and unreachable.value.message == "the task store is unreachable"
+        assert (
+            unreachable.value.code == -32603
+            and unreachable.value.message == "the task store is unreachable"
+        )
         with pytest.raises(McpError):
             create(records, "during")
     assert time.monotonic() - started < WAIT
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert sum("rate limits" in w for w in warnings) == 2  # each store warns once, not once per call
-    assert sum("counters" in w for w in warnings) == 1 and sum("task records" in w for w in warnings) == 1
+    assert (
+        sum("rate limits" in w for w in warnings) == 2
+    )  # each store warns once, not once per call
+    assert (
+        sum("counters" in w for w in warnings) == 1
+        and sum("task records" in w for w in warnings) == 1
+    )
 
     own_server.start()  # same port, empty (no persistence here), no scripts loaded: EVAL reloads them
     assert buckets.take("k", 2, 60.0) == 0.0 and counters.acquire("c", 5)
@@ -382,7 +457,9 @@ def test_tasks_get_answers_an_error_while_the_task_store_is_unreachable(own_serv
     connection.close()
 
 
-def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_them_fail(connection, monkeypatch):
+def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_them_fail(
+    connection, monkeypatch
+):
     """extensions/tasks.py: the process holding a task renews its lease every third of LEASE_SECONDS; a
     process that stops renewing (it died) leaves the task to read ``failed`` once the lease runs out."""
     from mcp_ref.extensions import tasks as tasks_module
@@ -402,7 +479,9 @@ def test_a_task_store_keeps_renewing_its_tasks_leases_and_a_stopped_one_lets_the
     assert record["status"] == FAILED and "stopped" in record["error"]["message"]
 
 
-def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own_server, caplog, monkeypatch):
+def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(
+    own_server, caplog, monkeypatch
+):
     """Its work cannot record that it began: it logs why (no traceback) and leaves the record to its
     lease; the worker thread lives on and runs the next task once Redis is back."""
     monkeypatch.setattr(stores, "FINAL_WRITE_PAUSES", ())  # the held task's end is not retried here
@@ -423,18 +502,29 @@ def test_a_task_that_starts_while_the_store_is_down_is_a_warning_not_a_crash(own
     connection = Connection(f"{own_server.url}?namespace=starts", socket_timeout=1.0)
     server.tasks = TaskStore(records=RedisTaskRecords(connection), workers=1, poll_interval_ms=10)
     with Client.in_memory(server) as client:
-        held = client.connection.send_request("tools/call", {"name": "hold"}, declares=TASKS).result()
-        queued = client.connection.send_request("tools/call", {"name": "quick"}, declares=TASKS).result()
+        held = client.connection.send_request(
+            "tools/call", {"name": "hold"}, declares=TASKS
+        ).result()
+        queued = client.connection.send_request(
+            "tools/call", {"name": "quick"}, declares=TASKS
+        ).result()
         assert held["resultType"] == queued["resultType"] == "task"
         own_server.stop()
         with caplog.at_level(logging.WARNING):
             release.set()  # the slot frees: "quick" starts with its store down
             deadline = time.monotonic() + WAIT
-            while not any("quick" in r.getMessage() or queued["taskId"] in r.getMessage() for r in caplog.records) \
-                    and time.monotonic() < deadline:
+            while (
+                not any(
+                    "quick" in r.getMessage() or queued["taskId"] in r.getMessage()
+                    for r in caplog.records
+                )
+                and time.monotonic() < deadline
+            ):
                 release.wait(0.05)
         said = [r for r in caplog.records if queued["taskId"] in r.getMessage()]
-        assert said and all(r.levelno == logging.WARNING and r.exc_info is None for r in said), caplog.text
+        assert said and all(r.levelno == logging.WARNING and r.exc_info is None for r in said), (
+            caplog.text
+        )
         assert not any("a task's work failed" in r.getMessage() for r in caplog.records)
         own_server.start()
         assert client.call_tool("quick", task=True).text == "quick"  # the worker lives on
@@ -463,7 +553,9 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
     server.tasks = TaskStore(records=records, poll_interval_ms=10)
     try:
         with Client.in_memory(server) as client:
-            task_id = client.connection.send_request("tools/call", {"name": "hold"}, declares=TASKS).result()["taskId"]
+            task_id = client.connection.send_request(
+                "tools/call", {"name": "hold"}, declares=TASKS
+            ).result()["taskId"]
             assert running.wait(WAIT)  # it began (recorded) while Redis was up
             redis.stop()
             release.set()  # it ends now, with Redis down: its final write fails, and is tried again
@@ -471,7 +563,9 @@ def test_a_tasks_outcome_written_while_redis_is_down_is_retried_not_lost(tmp_pat
             gone.wait(0.5)  # a few tries fail meanwhile
             redis.start()  # the same port, the same data
             deadline = time.monotonic() + WAIT
-            while (records.get(task_id) or {}).get("status") != COMPLETED and time.monotonic() < deadline:
+            while (records.get(task_id) or {}).get(
+                "status"
+            ) != COMPLETED and time.monotonic() < deadline:
                 release.wait(0.05)
             record = records.get(task_id)
             assert record is not None and record["status"] == COMPLETED
@@ -499,7 +593,10 @@ def test_a_place_given_back_while_redis_is_down_is_given_back_once_it_is_up(tmp_
         assert holder.release("streams") == 0  # given back here; Redis cannot hear it
         sets.release("alice", {"a"})
         redis.start()
-        assert holder.count("streams") == 1 and other.members("alice") == {"a", "b"}  # still taken there
+        assert holder.count("streams") == 1 and other.members("alice") == {
+            "a",
+            "b",
+        }  # still taken there
         holder.beat()
         sets.beat()
         assert holder.count("streams") == 0 and holder.count("kept") == 1

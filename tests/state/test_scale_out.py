@@ -26,7 +26,10 @@ from mcp_ref.extensions.client_tasks import EXTENSION
 TASKS = (EXTENSION,)
 
 pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("gunicorn") is None, reason="gunicorn is not installed (test extra)"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("gunicorn") is None,
+        reason="gunicorn is not installed (test extra)",
+    ),
     pytest.mark.slow,
 ]
 
@@ -34,18 +37,42 @@ pytestmark = [
 class Deployment:
     """``gunicorn -w <workers>`` serving scale_out_app on a free port; ``url`` is its MCP endpoint."""
 
-    def __init__(self, state: str | None, server_limit: str, workers: int = 1, stateless: bool = True,
-                 protected: bool = False):
+    def __init__(
+        self,
+        state: str | None,
+        server_limit: str,
+        workers: int = 1,
+        stateless: bool = True,
+        protected: bool = False,
+    ):
         self.proc, self.errors, self.port = start_gunicorn(
-            ["-c", "python:mcp_ref.http.gunicorn_hooks", "-k", "gthread", "-w", str(workers), "--threads", "8",
-             "--chdir", str(SERVERS), "scale_out_app:wsgi_app"],
-            {"MCP_REF_SECRET": "scale-out-test-secret", "SCALE_OUT_SERVER_LIMIT": server_limit,
-             "SCALE_OUT_STATELESS": "1" if stateless else "0", "SCALE_OUT_PROTECTED": "1" if protected else "0"},
-            state)
+            [
+                "-c",
+                "python:mcp_ref.http.gunicorn_hooks",
+                "-k",
+                "gthread",
+                "-w",
+                str(workers),
+                "--threads",
+                "8",
+                "--chdir",
+                str(SERVERS),
+                "scale_out_app:wsgi_app",
+            ],
+            {
+                "MCP_REF_SECRET": "scale-out-test-secret",
+                "SCALE_OUT_SERVER_LIMIT": server_limit,
+                "SCALE_OUT_STATELESS": "1" if stateless else "0",
+                "SCALE_OUT_PROTECTED": "1" if protected else "0",
+            },
+            state,
+        )
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 
     def stop(self) -> None:
-        stop(self.proc, signal.SIGINT)  # gunicorn's quick shutdown: a graceful one waits for open streams
+        stop(
+            self.proc, signal.SIGINT
+        )  # gunicorn's quick shutdown: a graceful one waits for open streams
         assert "Traceback" not in "".join(self.errors.all), "".join(self.errors.all)
 
 
@@ -58,14 +85,23 @@ def two_deployments(request):
     ``protected=True``: a protected resource (bearer tokens: :func:`bearer`)."""
     started: list[Deployment] = []
 
-    def start(state: str | None, server_limit: str = "100/minute", *, three_workers: bool = False,
-              stateless: bool = True, protected: bool = False) -> tuple[Deployment, Deployment]:
+    def start(
+        state: str | None,
+        server_limit: str = "100/minute",
+        *,
+        three_workers: bool = False,
+        stateless: bool = True,
+        protected: bool = False,
+    ) -> tuple[Deployment, Deployment]:
         options = {"stateless": stateless, "protected": protected}
         if three_workers:
             one = Deployment(state, server_limit, workers=3, **options)
             started.append(one)
             return one, one
-        pair = (Deployment(state, server_limit, **options), Deployment(state, server_limit, **options))
+        pair = (
+            Deployment(state, server_limit, **options),
+            Deployment(state, server_limit, **options),
+        )
         started.extend(pair)
         return pair
 
@@ -111,7 +147,10 @@ def alternate(clients: tuple[Client, Client], calls: int, tool: str) -> list[str
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
 def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_url, shared, era):
     a, b = two_deployments(redis_url if shared else None)
-    with Client.http(a.url, timeout=WAIT, era=era) as on_a, Client.http(b.url, timeout=WAIT, era=era) as on_b:
+    with (
+        Client.http(a.url, timeout=WAIT, era=era) as on_a,
+        Client.http(b.url, timeout=WAIT, era=era) as on_b,
+    ):
         assert on_a.call_tool("whoami").content[0].text != on_b.call_tool("whoami").content[0].text
         outcomes = alternate((on_a, on_b), 8, "limited")
     # "3/minute" for one caller (every request comes from 127.0.0.1: one principal): shared, three
@@ -119,10 +158,13 @@ def test_a_tools_rate_limit_counts_every_worker_together(two_deployments, redis_
     assert outcomes.count("ok") == (3 if shared else 6), outcomes
 
 
-def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_answers(two_deployments,
-                                                                                     redis_url):
+def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_answers(
+    two_deployments, redis_url
+):
     a, b = two_deployments(redis_url, three_workers=True)
-    clients = [Client.http(a.url, timeout=WAIT) for _ in range(4)]  # four connections: the kernel spreads them
+    clients = [
+        Client.http(a.url, timeout=WAIT) for _ in range(4)
+    ]  # four connections: the kernel spreads them
     try:
         outcomes = []
         for n in range(12):
@@ -132,10 +174,17 @@ def test_in_one_deployment_of_three_workers_the_limits_hold_whichever_worker_ans
             except LimitExceeded:
                 outcomes.append("limited")
         assert outcomes.count("ok") == 3, outcomes  # the tool's limit, whichever worker answered
-        tasks = [c.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()["taskId"]
-                 for c in clients[:2]]
+        tasks = [
+            c.connection.send_request(
+                "tools/call", {"name": "until_cancelled"}, declares=TASKS
+            ).result()["taskId"]
+            for c in clients[:2]
+        ]
         for client in clients:  # every connection, whichever worker holds it, finds both tasks
-            assert [client.get_task(task_id)["status"] for task_id in tasks] == ["working", "working"]
+            assert [client.get_task(task_id)["status"] for task_id in tasks] == [
+                "working",
+                "working",
+            ]
         for task_id in tasks:
             clients[3].cancel_task(task_id)
     finally:
@@ -154,20 +203,23 @@ def test_the_servers_rate_limit_counts_every_worker_together(two_deployments, re
 
 
 @TOKENS
-def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(two_deployments,
-                                                                               redis_url, token):
+def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(
+    two_deployments, redis_url, token
+):
     """The handshake era: without a token the caller is its session (with one, its principal), so
     one session, its requests sent to each deployment in turn (RoundRobin), is held to the one
     limit."""
     from http_fixtures import RoundRobin
 
-    a, b = two_deployments(redis_url, server_limit="10/minute", stateless=False,
-                           protected=token is not None)
+    a, b = two_deployments(
+        redis_url, server_limit="10/minute", stateless=False, protected=token is not None
+    )
     balancer = RoundRobin([a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")])
     outcomes = []
     try:
-        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake",
-                         headers=bearer(token)) as client:
+        with Client.http(
+            balancer.url + "/mcp", timeout=WAIT, era="handshake", headers=bearer(token)
+        ) as client:
             for _ in range(16):
                 try:
                     client.call_tool("whoami")
@@ -185,14 +237,18 @@ def test_the_servers_rate_limit_holds_for_one_handshake_session_served_by_both(t
 def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deployments, redis_url):
     a, b = two_deployments(redis_url)
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
-        created = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()
+        created = on_a.connection.send_request(
+            "tools/call", {"name": "until_cancelled"}, declares=TASKS
+        ).result()
         assert created["resultType"] == "task", created
         task_id = created["taskId"]
         # SEP-2663: a created task is not returned until "a tasks/get for the returned taskId would resolve".
         assert on_b.get_task(task_id)["status"] == "working"
         on_b.cancel_task(task_id)
         status, pause, deadline = None, threading.Event(), time.monotonic() + WAIT
-        while time.monotonic() < deadline:  # polling is how the extension reports (SEP-2663 §Task Polling)
+        while (
+            time.monotonic() < deadline
+        ):  # polling is how the extension reports (SEP-2663 §Task Polling)
             status = on_a.get_task(task_id)["status"]
             if status != "working":
                 break
@@ -204,13 +260,17 @@ def test_a_task_made_on_one_worker_is_seen_and_cancelled_on_the_other(two_deploy
 def test_without_shared_state_another_worker_knows_no_task(two_deployments):
     a, b = two_deployments(None)
     with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
-        task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()["taskId"]
+        task_id = on_a.connection.send_request(
+            "tools/call", {"name": "until_cancelled"}, declares=TASKS
+        ).result()["taskId"]
         with pytest.raises(McpError):
             on_b.get_task(task_id)  # the documented single-process behaviour
         on_a.cancel_task(task_id)
 
 
-def test_a_tool_added_on_one_worker_is_announced_to_a_listener_on_the_other(two_deployments, redis_url):
+def test_a_tool_added_on_one_worker_is_announced_to_a_listener_on_the_other(
+    two_deployments, redis_url
+):
     a, b = two_deployments(redis_url)
     heard: list[tuple[str, dict]] = []
     arrived = threading.Event()
@@ -237,7 +297,9 @@ def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
         from mcp_ref import Server
 
         server = Server("reconnects", state=f"{redis.url}?namespace=reconnect")
-        server.add_tool(lambda: "here", name="present")  # a server with tools offers tools/list_changed
+        server.add_tool(
+            lambda: "here", name="present"
+        )  # a server with tools offers tools/list_changed
         # Retried every 0.2 s at most (5 s by default): the test waits for the reconnection, not the backoff.
         server.shared_state.bus().max_backoff = 0.2
         heard = threading.Event()
@@ -253,14 +315,23 @@ def test_after_redis_comes_back_the_listeners_are_told_to_list_again(tmp_path):
 
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
 
 
 @TOKENS
 @pytest.mark.parametrize("shared", [True, False], ids=["redis", "memory"])
-def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis_url, shared,
-                                                                           token):
+def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(
+    redis_url, shared, token
+):
     """With the state shared, a handshake-era session made on A is served by B (from its record);
     without it (the control), B answers 404 (the spec's "session not found").  With a bearer token,
     the same: the record's principal is the caller's on B too (issue 32), and another user's token
@@ -273,12 +344,29 @@ def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis
     try:
         made = requests.post(a.url, json=INIT, headers={**HEADERS, **bearer(token)}, timeout=WAIT)
         assert made.status_code == 200, made.text
-        headers = {**HEADERS, **bearer(token), "Mcp-Session-Id": made.headers["Mcp-Session-Id"],
-                   "MCP-Protocol-Version": "2025-11-25"}
-        initialized = requests.post(b.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                                    headers=headers, timeout=WAIT)
-        asked = requests.post(b.url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                                           "params": {"name": "whoami", "arguments": {}}}, headers=headers, timeout=WAIT)
+        headers = {
+            **HEADERS,
+            **bearer(token),
+            "Mcp-Session-Id": made.headers["Mcp-Session-Id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        initialized = requests.post(
+            b.url,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+            timeout=WAIT,
+        )
+        asked = requests.post(
+            b.url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "whoami", "arguments": {}},
+            },
+            headers=headers,
+            timeout=WAIT,
+        )
         if shared:
             assert initialized.status_code == 202
             answered_by_b = asked.json()["result"]["content"][0]["text"]
@@ -286,8 +374,9 @@ def test_a_handshake_session_made_on_one_deployment_is_served_by_the_other(redis
             assert session_count(redis_url) == 1  # no orphan session was made
             if token is not None:
                 listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
-                as_bob = requests.post(b.url, json=listing, headers={**headers, **bearer("bob-token")},
-                                       timeout=WAIT)
+                as_bob = requests.post(
+                    b.url, json=listing, headers={**headers, **bearer("bob-token")}, timeout=WAIT
+                )
                 assert as_bob.status_code == 404
         else:
             assert (initialized.status_code, asked.status_code) == (404, 404)
@@ -309,19 +398,41 @@ def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url, token):
     b = Deployment(redis_url, "100/minute", stateless=False, protected=token is not None)
     try:
         made = requests.post(a.url, json=INIT, headers={**HEADERS, **bearer(token)}, timeout=WAIT)
-        headers = {**HEADERS, **bearer(token), "Mcp-Session-Id": made.headers["Mcp-Session-Id"],
-                   "MCP-Protocol-Version": "2025-11-25"}
-        requests.post(a.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=WAIT)
-        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "polled", "arguments": {}}}
-        reader = SseReader(requests.post(a.url, json=call, headers=headers, stream=True, timeout=WAIT))
+        headers = {
+            **HEADERS,
+            **bearer(token),
+            "Mcp-Session-Id": made.headers["Mcp-Session-Id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        requests.post(
+            a.url,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers=headers,
+            timeout=WAIT,
+        )
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "polled", "arguments": {}},
+        }
+        reader = SseReader(
+            requests.post(a.url, json=call, headers=headers, stream=True, timeout=WAIT)
+        )
         first = [reader.next() for _ in range(3)]  # priming, "step one", the retry event
         reader.close()
         assert json.loads(first[1]["data"])["params"]["data"].startswith("step one on pid")
-        resumed = requests.get(b.url, headers={**headers, "Accept": "text/event-stream", "Last-Event-ID": first[2]["id"]},
-                               stream=True, timeout=WAIT)
+        resumed = requests.get(
+            b.url,
+            headers={**headers, "Accept": "text/event-stream", "Last-Event-ID": first[2]["id"]},
+            stream=True,
+            timeout=WAIT,
+        )
         messages = [message for _, message in SseReader(resumed).messages()]
         assert messages[0]["params"]["data"] == "step two"
-        assert messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"].startswith("done on pid")
+        assert messages[-1]["id"] == 2 and messages[-1]["result"]["content"][0]["text"].startswith(
+            "done on pid"
+        )
     finally:
         a.stop()
         b.stop()
@@ -330,31 +441,49 @@ def test_a_post_stream_is_resumed_on_the_other_deployment(redis_url, token):
 def whoami(deployment: Deployment, headers: dict) -> str:
     import requests
 
-    answer = requests.post(deployment.url, json={"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                                                  "params": {"name": "whoami", "arguments": {}}},
-                           headers=headers, timeout=WAIT)
+    answer = requests.post(
+        deployment.url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {"name": "whoami", "arguments": {}},
+        },
+        headers=headers,
+        timeout=WAIT,
+    )
     return answer.json()["result"]["content"][0]["text"]
 
 
 @TOKENS
 @pytest.mark.parametrize("layout", ["two deployments", "three workers"])
-def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshake_feature(two_deployments, redis_url,
-                                                                                          layout, token):
+def test_a_client_behind_a_balancer_without_sticky_sessions_keeps_every_handshake_feature(
+    two_deployments, redis_url, layout, token
+):
     """Each request to the next upstream in turn (RoundRobin, a connection per request): the session,
     an elicitation whose answer is posted to another worker than the one asking, a change heard on the
     GET stream wherever it is held, and the session deleted everywhere at the end; one session all
     along (no 404 made the client start an orphan one)."""
     from http_fixtures import RoundRobin
 
-    a, b = two_deployments(redis_url, three_workers=layout == "three workers", stateless=False,
-                           protected=token is not None)
+    a, b = two_deployments(
+        redis_url,
+        three_workers=layout == "three workers",
+        stateless=False,
+        protected=token is not None,
+    )
     upstreams = sorted({a.url.removesuffix("/mcp"), b.url.removesuffix("/mcp")})
     balancer = RoundRobin(upstreams)
     changed = threading.Event()
     try:
-        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake", on_list_changed=lambda kind: changed.set(),
-                         headers=bearer(token),
-                         elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}}) as client:
+        with Client.http(
+            balancer.url + "/mcp",
+            timeout=WAIT,
+            era="handshake",
+            on_list_changed=lambda kind: changed.set(),
+            headers=bearer(token),
+            elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}},
+        ) as client:
             # served by more than one worker, one session: two deployments alternate; three workers behind
             # one port share its accepts as the kernel wakes them (an idle one may win many in a row)
             pids: set = set()
@@ -378,9 +507,16 @@ def test_a_tool_added_on_one_worker_reaches_a_handshake_get_stream_on_the_other(
     b = Deployment(redis_url, "100/minute", stateless=False, protected=token is not None)
     changed = threading.Event()
     try:
-        with Client.http(b.url, timeout=WAIT, era="handshake", headers=bearer(token),
-                         on_list_changed=lambda kind: changed.set()) as on_b, \
-                Client.http(a.url, timeout=WAIT, era="handshake", headers=bearer(token)) as on_a:
+        with (
+            Client.http(
+                b.url,
+                timeout=WAIT,
+                era="handshake",
+                headers=bearer(token),
+                on_list_changed=lambda kind: changed.set(),
+            ) as on_b,
+            Client.http(a.url, timeout=WAIT, era="handshake", headers=bearer(token)) as on_a,
+        ):
             on_b.list_tools()  # the GET stream is open once the session is (the client opens it at once)
             on_a.call_tool("add_tool", {"name": "from_a"})
             assert changed.wait(WAIT)  # heard on B's GET stream, through the bus
@@ -400,19 +536,30 @@ def test_an_mrtr_retry_is_answered_by_the_other_worker(redis_url, token):
     try:
         on_a, on_b = Caller(a.url, token), Caller(b.url, token)
         first = on_a.call("greet")["result"]
-        assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"]
-        done = on_b.call("greet", inputResponses={"user_name": accept(name="Ada")}, requestState=first["requestState"])
+        assert first["resultType"] == "input_required" and list(first["inputRequests"]) == [
+            "user_name"
+        ]
+        done = on_b.call(
+            "greet",
+            inputResponses={"user_name": accept(name="Ada")},
+            requestState=first["requestState"],
+        )
         assert "error" not in done, done
         worker_a, worker_b = on_a.text("whoami"), on_b.text("whoami")
-        assert worker_a != worker_b and done["result"]["content"][0]["text"] == f"Hello, Ada, from {worker_b}!"
+        assert (
+            worker_a != worker_b
+            and done["result"]["content"][0]["text"] == f"Hello, Ada, from {worker_b}!"
+        )
         if token is not None:  # another user's token cannot open alice's state, on any worker
-            bob = Caller(b.url, "bob-token").call("greet", inputResponses={"user_name": accept(name="Eve")},
-                                                  requestState=first["requestState"])
+            bob = Caller(b.url, "bob-token").call(
+                "greet",
+                inputResponses={"user_name": accept(name="Eve")},
+                requestState=first["requestState"],
+            )
             assert "error" in bob and "another caller" in bob["error"]["message"], bob
     finally:
         a.stop()
         b.stop()
-
 
 
 def test_redis_stopped_and_restarted_mid_run_costs_no_crash_and_no_hang(tmp_path):
@@ -426,11 +573,18 @@ def test_redis_stopped_and_restarted_mid_run_costs_no_crash_and_no_hang(tmp_path
     b = Deployment(f"{redis.url}?namespace=faults", "100/minute")
     try:
         with Client.http(a.url, timeout=WAIT) as on_a, Client.http(b.url, timeout=WAIT) as on_b:
-            task_id = on_a.connection.send_request("tools/call", {"name": "until_cancelled"}, declares=TASKS).result()["taskId"]
+            task_id = on_a.connection.send_request(
+                "tools/call", {"name": "until_cancelled"}, declares=TASKS
+            ).result()["taskId"]
             redis.stop()
             started = time.monotonic()
-            assert on_a.call_tool("whoami").content[0].text.startswith("pid ")  # no shared store needed
-            assert alternate((on_a, on_b), 2, "limited") == ["ok", "ok"]  # counted in each process meanwhile
+            assert (
+                on_a.call_tool("whoami").content[0].text.startswith("pid ")
+            )  # no shared store needed
+            assert alternate((on_a, on_b), 2, "limited") == [
+                "ok",
+                "ok",
+            ]  # counted in each process meanwhile
             with pytest.raises(McpError) as unreachable:
                 on_b.get_task(task_id)
             assert unreachable.value.code == -32603 and "unreachable" in unreachable.value.message
@@ -441,4 +595,6 @@ def test_redis_stopped_and_restarted_mid_run_costs_no_crash_and_no_hang(tmp_path
         a.stop()
         b.stop()
         redis.stop()
-    assert any("Redis" in line or "redis" in line for line in a.errors.all + b.errors.all)  # it was said
+    assert any(
+        "Redis" in line or "redis" in line for line in a.errors.all + b.errors.all
+    )  # it was said

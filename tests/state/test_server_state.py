@@ -147,10 +147,14 @@ def test_buckets_take_from_several_in_one_call_stopping_at_the_first_refusal(buc
     # one call (one round trip to a shared store) for a request under two limits: the server's, the tool's
     assert buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)]) == (-1, 0.0)
     index, wait = buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)])
-    assert index == 1 and wait == pytest.approx(60.0)  # the tool's bucket is empty: a minute for one token
+    assert index == 1 and wait == pytest.approx(
+        60.0
+    )  # the tool's bucket is empty: a minute for one token
     assert [buckets.take("server", 5, 60.0) for _ in range(3)] == [0.0, 0.0, 0.0]  # its last three
     index, wait = buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)])
-    assert index == 0 and wait == pytest.approx(12.0)  # the server's is empty (taken 5 of 5): the tool's untouched
+    assert index == 0 and wait == pytest.approx(
+        12.0
+    )  # the server's is empty (taken 5 of 5): the tool's untouched
     clock.now += 60.0
     assert buckets.take_all([("server", 5, 60.0), ("tool", 1, 60.0)]) == (-1, 0.0)
     assert buckets.take_all([]) == (-1, 0.0)
@@ -158,8 +162,10 @@ def test_buckets_take_from_several_in_one_call_stopping_at_the_first_refusal(buc
 
 def test_buckets_forget_refilled_ones_and_keep_their_bound(buckets, clock):
     if not isinstance(buckets, MemoryBuckets):
-        pytest.skip("in memory only: Redis forgets a bucket on its own clock (PEXPIRE, see "
-                    "test_redis_state.py) and is bounded by its maxmemory")
+        pytest.skip(
+            "in memory only: Redis forgets a bucket on its own clock (PEXPIRE, see "
+            "test_redis_state.py) and is bounded by its maxmemory"
+        )
     buckets.take("quiet", 1, 1.0)
     clock.now += 10.0  # refilled: indistinguishable from new
     buckets.take("other", 1, 1.0)
@@ -219,7 +225,10 @@ def holders(request, clock, kind: str, **options):
     made = connection(request)
     kind_class = {"counters": RedisCounters, "held": RedisHeldSets}[kind]
     options = {"holder_ttl": 5.0, "beat_every": 3600.0, "clock": clock, **options}
-    stores = kind_class(made, **options), kind_class(made, holder_ttl=5.0, beat_every=3600.0, clock=clock)
+    stores = (
+        kind_class(made, **options),
+        kind_class(made, holder_ttl=5.0, beat_every=3600.0, clock=clock),
+    )
     for store in stores:
         request.addfinalizer(store.close)
     assert stores[0].token != stores[1].token
@@ -231,7 +240,9 @@ def redis_only(request):
     request.getfixturevalue("redis_url")  # skipped (failed under CI) without a redis-server
 
 
-def test_a_holder_that_stops_beating_frees_its_places_and_a_beating_one_keeps_them(request, clock, redis_only):
+def test_a_holder_that_stops_beating_frees_its_places_and_a_beating_one_keeps_them(
+    request, clock, redis_only
+):
     # ``live`` beats every 10 ms (its real thread); ``dead`` never beats: a worker killed holding places
     live, dead = holders(request, clock, "counters", beat_every=0.01)
     assert live.acquire("streams", 3) and dead.acquire("streams", 3) and dead.acquire("streams", 3)
@@ -242,7 +253,9 @@ def test_a_holder_that_stops_beating_frees_its_places_and_a_beating_one_keeps_th
         assert live.beaten.wait_for(lambda: live.beats > seen + 1, WAIT)
     clock.now += 2.0  # 1006: dead's last word (1000) is 6 s old, past its 5 s
     assert live.count("streams") == 1  # dead's two places are gone, live's stays
-    assert live.acquire("streams", 3) and live.acquire("streams", 3) and not live.acquire("streams", 3)
+    assert (
+        live.acquire("streams", 3) and live.acquire("streams", 3) and not live.acquire("streams", 3)
+    )
 
 
 def test_a_holder_that_comes_back_says_its_places_again(request, clock, redis_only):
@@ -253,7 +266,9 @@ def test_a_holder_that_comes_back_says_its_places_again(request, clock, redis_on
     clock.now += 6.0
     assert other.count("streams") == 0  # one seemed dead
     one.beat()
-    assert other.count("streams") == 1 and not (other.acquire("streams", 2) and other.acquire("streams", 2))
+    assert other.count("streams") == 1 and not (
+        other.acquire("streams", 2) and other.acquire("streams", 2)
+    )
     assert one.release("streams") == 1  # one's place back; other's one place left
 
 
@@ -308,7 +323,9 @@ def test_held_sets_take_the_last_place_once_under_contention(request, clock, red
 def test_a_memory_state_has_no_held_sets():
     from mcp_ref.state.stores import MemoryState
 
-    assert MemoryState().held_sets() is None  # one process: its connections and streams are the truth
+    assert (
+        MemoryState().held_sets() is None
+    )  # one process: its connections and streams are the truth
 
 
 # -- the bus ----------------------------------------------------------------------------------------
@@ -355,9 +372,23 @@ def test_the_memory_bus_bounds_subscribers_per_channel():
 
 
 def record(task_id: str, caller: str = "alice", status: str = "working") -> dict:
-    return {"taskId": task_id, "owner": caller, "caller": caller, "status": status, "statusMessage": None,
-            "createdAt": "t", "lastUpdatedAt": "t", "ttlMs": 1000, "pollIntervalMs": 10, "started": False,
-            "cancelRequested": False, "result": None, "error": None, "inputRequests": {}, "inputResponses": {}}
+    return {
+        "taskId": task_id,
+        "owner": caller,
+        "caller": caller,
+        "status": status,
+        "statusMessage": None,
+        "createdAt": "t",
+        "lastUpdatedAt": "t",
+        "ttlMs": 1000,
+        "pollIntervalMs": 10,
+        "started": False,
+        "cancelRequested": False,
+        "result": None,
+        "error": None,
+        "inputRequests": {},
+        "inputResponses": {},
+    }
 
 
 def create(records, task_id: str, caller: str = "alice", **bounds) -> str:
@@ -383,20 +414,29 @@ def test_a_record_read_is_a_copy_and_a_terminal_one_never_changes(records):
     got["status"] = "tampered"
     assert records.get("t")["status"] == "working"
     assert records.transition("t", {"statusMessage": "half"})["statusMessage"] == "half"
-    assert records.transition("t", {"status": CANCELLED}, when={"started": [True]}) is None  # condition failed
-    assert records.transition("t", {"status": CANCELLED}, when={"started": [False]})["status"] == CANCELLED
+    assert (
+        records.transition("t", {"status": CANCELLED}, when={"started": [True]}) is None
+    )  # condition failed
+    assert (
+        records.transition("t", {"status": CANCELLED}, when={"started": [False]})["status"]
+        == CANCELLED
+    )
     for change in ({"status": COMPLETED}, {"statusMessage": "again"}):
         assert records.transition("t", change) is None
     assert not records.put_inputs("t", {"k": {"method": "roots/list"}})
     assert records.put_responses("t", {"k": {}}) == []
-    assert records.get("t")["status"] == CANCELLED and records.transition("missing", {"x": 1}) is None
+    assert (
+        records.get("t")["status"] == CANCELLED and records.transition("missing", {"x": 1}) is None
+    )
 
 
 def test_records_carry_input_requests_and_responses(records):
     create(records, "t")
     assert records.put_inputs("t", {"a": {"method": "roots/list"}, "b": {"method": "roots/list"}})
     assert records.get("t")["status"] == INPUT_REQUIRED
-    assert records.put_responses("t", {"a": {"roots": []}, "unknown": {}}) == ["a"]  # others ignored
+    assert records.put_responses("t", {"a": {"roots": []}, "unknown": {}}) == [
+        "a"
+    ]  # others ignored
     assert records.get("t")["status"] == INPUT_REQUIRED  # b is still outstanding
     assert records.put_responses("t", {"b": {"roots": [1]}}) == ["b"]
     assert records.get("t")["status"] == "working" and records.get("t")["inputRequests"] == {}
@@ -424,11 +464,20 @@ def test_records_expire_with_the_clock(records, clock):
 # -- task records: listing (2025-11-25 tasks/list) --------------------------------------------------
 
 
-def owned(records, task_id: str, owner: str | None, ttl: float | None = 60.0, status: str = "working",
-          **bounds) -> None:
+def owned(
+    records,
+    task_id: str,
+    owner: str | None,
+    ttl: float | None = 60.0,
+    status: str = "working",
+    **bounds,
+) -> None:
     """A record of ``owner`` (its caller too), with no bound in the way unless given."""
     options = {"max_per_caller": None, "max_total": 1000, **bounds}
-    assert records.create(task_id, record(task_id, owner, status), ttl=ttl, caller=owner, **options) == "created"
+    assert (
+        records.create(task_id, record(task_id, owner, status), ttl=ttl, caller=owner, **options)
+        == "created"
+    )
 
 
 def pages(records, owner: str | None, limit: int) -> list[list[str]]:
@@ -449,7 +498,8 @@ def index_entries(records) -> int:
         return records.index_size()
     client, key = records.connection.client, records.connection.key
     return client.hlen(key("tasks", "owners")) + sum(
-        client.zcard(index) for index in client.scan_iter(match=key("tasks", "owner", "*")))
+        client.zcard(index) for index in client.scan_iter(match=key("tasks", "owner", "*"))
+    )
 
 
 def test_records_list_pages_an_owners_records_in_creation_order(records):
@@ -460,9 +510,15 @@ def test_records_list_pages_an_owners_records_in_creation_order(records):
         if n % 3 == 0:
             owned(records, f"n{n}", None)
     assert pages(records, "alice", 3) == [["a0", "a1", "a2"], ["a3", "a4", "a5"], ["a6"]]
-    assert pages(records, "alice", 7) == [[f"a{n}" for n in range(7)]]  # no empty page after a full one
+    assert pages(records, "alice", 7) == [
+        [f"a{n}" for n in range(7)]
+    ]  # no empty page after a full one
     assert pages(records, "bob", 2) == [["b1", "b3"], ["b5"]]
-    assert pages(records, None, 1) == [["n0"], ["n3"], ["n6"]]  # None: the records whose owner is None
+    assert pages(records, None, 1) == [
+        ["n0"],
+        ["n3"],
+        ["n6"],
+    ]  # None: the records whose owner is None
     assert pages(records, "carol", 5) == [[]]
     assert pages(records, "alice", 0) == [[f"a{n}"] for n in range(7)]  # a limit is at least 1
     listed, _ = records.list("bob", None, 10_000)  # and at most MAX_PAGE
@@ -493,16 +549,33 @@ def test_records_list_refuses_a_bad_cursor_with_invalid_params(records):
     _, nobodys = records.list(None, None, 1)  # owner None has no record: no cursor
     assert alices is not None and nobodys is None
     number, _, tag = alices.partition(".")
-    bad = ["", "x", "1", "1.", ".1", f"-1.{tag}", f"0.{tag}", f"1e3.{tag}", f"{'9' * 16}.{tag}",
-           f"{number}.{tag}x", f"{number}.{tag[:-1]}", page_cursor("alice", 99),  # a position never reached
-           page_cursor("bob", int(number)), page_cursor(None, int(number)), 12, ["a0"]]
+    bad = [
+        "",
+        "x",
+        "1",
+        "1.",
+        ".1",
+        f"-1.{tag}",
+        f"0.{tag}",
+        f"1e3.{tag}",
+        f"{'9' * 16}.{tag}",
+        f"{number}.{tag}x",
+        f"{number}.{tag[:-1]}",
+        page_cursor("alice", 99),  # a position never reached
+        page_cursor("bob", int(number)),
+        page_cursor(None, int(number)),
+        12,
+        ["a0"],
+    ]
     for cursor in bad:
         with pytest.raises(InvalidParams) as refused:
             records.list("alice", cursor, 1)
         assert refused.value.code == -32602, cursor
     with pytest.raises(InvalidParams):
         records.list("bob", alices, 1)  # another owner's cursor
-    assert [listed["taskId"] for listed in records.list("alice", alices, 1)[0]] == ["a1"]  # the good one
+    assert [listed["taskId"] for listed in records.list("alice", alices, 1)[0]] == [
+        "a1"
+    ]  # the good one
 
 
 def test_a_deleted_records_cursor_pages_on_after_its_place(records):
@@ -528,10 +601,14 @@ def test_the_listing_index_goes_with_the_records(records, clock):
         owned(records, f"s{n}", secret, ttl=5.0 if n % 2 else None, max_total=9)
         owned(records, f"a{n}", "alice", ttl=None, status=COMPLETED, max_total=9)
     assert index_entries(records) == 2 * records.count() == 2 * 9
-    assert pages(records, "alice", 10) == [["a3", "a4", "a5"]]  # full, the oldest finished records made room
+    assert pages(records, "alice", 10) == [
+        ["a3", "a4", "a5"]
+    ]  # full, the oldest finished records made room
     if not isinstance(records, MemoryTaskRecords):
         client = records.connection.client
-        assert not [key for key in client.scan_iter(match=records.connection.key("*")) if b"s3cr3t" in key]
+        assert not [
+            key for key in client.scan_iter(match=records.connection.key("*")) if b"s3cr3t" in key
+        ]
     clock.now += 6.0
     assert sorted(records.sweep()) == ["s1", "s3", "s5"]
     for n in (0, 2, 4):
@@ -542,7 +619,9 @@ def test_the_listing_index_goes_with_the_records(records, clock):
     assert pages(records, secret, 5) == [[]]
 
 
-def test_a_record_redis_forgot_on_its_own_is_not_listed_and_leaves_the_index(request, clock, redis_only):
+def test_a_record_redis_forgot_on_its_own_is_not_listed_and_leaves_the_index(
+    request, clock, redis_only
+):
     # Redis expires a record's keys on its own clock (or evicts them under maxmemory) before the
     # expiry index says so: the listing checks each record it pages over, and forgets a gone one.
     from mcp_ref.state.redis import RedisTaskRecords
@@ -576,8 +655,16 @@ def parked_work(store: TaskStore, task, outcome: list):
         try:
             if task.begin_run():
                 try:
-                    (answer,) = TaskRun(task, {}, store).ask([Ask("go", "elicitation/create", {"message": "go?"},
-                                                                  lambda value: value["action"])])
+                    (answer,) = TaskRun(task, {}, store).ask(
+                        [
+                            Ask(
+                                "go",
+                                "elicitation/create",
+                                {"message": "go?"},
+                                lambda value: value["action"],
+                            )
+                        ]
+                    )
                     task.finish(COMPLETED, result={"content": [{"type": "text", "text": answer}]})
                 except RequestCancelled:
                     task.finish(CANCELLED)
@@ -603,7 +690,9 @@ def test_another_process_answers_tasks_get_update_and_cancel_from_the_records(re
     assert records.wait_for("put_inputs")
     seen = there.find(task.id, "alice")
     assert seen is not task and seen.to_wire()["status"] == INPUT_REQUIRED
-    assert seen.to_wire()["inputRequests"] == {"go": {"method": "elicitation/create", "params": {"message": "go?"}}}
+    assert seen.to_wire()["inputRequests"] == {
+        "go": {"method": "elicitation/create", "params": {"message": "go?"}}
+    }
     with pytest.raises(McpError) as invalid:
         there.update(seen, {"go": "not an object"})
     assert invalid.value.code == -32602
@@ -654,7 +743,9 @@ def test_a_servers_rate_limits_are_counted_in_the_store_it_is_given(buckets, clo
     with Client.in_memory(server) as client:
         buckets.calls.clear()
         assert client.call_tool("echo", {"text": "a"}).text == "a"
-        assert buckets.calls == ["take_all"]  # one call of the store per request, whatever its limits
+        assert buckets.calls == [
+            "take_all"
+        ]  # one call of the store per request, whatever its limits
         client.call_tool("echo", {"text": "b"})
         with pytest.raises(LimitExceeded):
             client.call_tool("echo", {"text": "c"})
@@ -695,8 +786,9 @@ def test_list_changes_and_resource_updates_travel_on_the_bus_it_is_given():
         got.set()
 
     updated = threading.Event()
-    with Client.in_memory(server, on_list_changed=on_list_changed,
-                          on_resource_updated=lambda uri: updated.set()) as client:
+    with Client.in_memory(
+        server, on_list_changed=on_list_changed, on_resource_updated=lambda uri: updated.set()
+    ) as client:
         client.subscribe("note://a")
         server.add_tool(lambda: "x", name="late")
         assert got.wait(WAIT) and heard == ["tools"]
@@ -720,7 +812,9 @@ def test_a_workers_start_is_not_announced_to_the_other_workers_clients():
     first.bus = bus
     heard: list[str] = []
     updated = threading.Event()
-    with Client.in_memory(first, on_list_changed=heard.append, on_resource_updated=lambda uri: updated.set()) as client:
+    with Client.in_memory(
+        first, on_list_changed=heard.append, on_resource_updated=lambda uri: updated.set()
+    ) as client:
         client.subscribe("note://a")
         second = Server("worker")
         second.bus = bus
@@ -728,7 +822,9 @@ def test_a_workers_start_is_not_announced_to_the_other_workers_clients():
         with Client.in_memory(second) as its_client:
             assert [tool.name for tool in its_client.list_tools()] == ["a"]
             second.add_tool(lambda: "x", name="late")  # a change, while it serves
-            second.notify_resource_updated("note://a")  # after it on the bus: once this arrives, so has the change
+            second.notify_resource_updated(
+                "note://a"
+            )  # after it on the bus: once this arrives, so has the change
             assert updated.wait(WAIT)
     assert heard == ["tools"]
 

@@ -63,7 +63,9 @@ class Worker:
         @server.tool()
         def ask(ctx: Context, tag: str = "") -> str:
             """Asks the client (elicitation/create): its answer may come back to another worker."""
-            answer = ctx.elicit(f"Your name{tag}?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            answer = ctx.elicit(
+                f"Your name{tag}?", {"type": "object", "properties": {"name": {"type": "string"}}}
+            )
             return f"{answer.content['name']} via {name}"
 
         @server.tool()
@@ -162,8 +164,10 @@ def workers(redis_url, request):
     made: list[Worker] = []
 
     def make(n: int = 2, **options) -> list[Worker]:
-        new = [Worker(f"w{len(made) + i}", redis_url, request.param, keepalive=0.5, **options)
-               for i in range(n)]
+        new = [
+            Worker(f"w{len(made) + i}", redis_url, request.param, keepalive=0.5, **options)
+            for i in range(n)
+        ]
         made.extend(new)
         return new
 
@@ -264,13 +268,21 @@ def test_a_client_through_a_balancer_without_sticky_sessions_works_as_with_one_p
             logged.set()
 
     try:
-        with Client.http(balancer.url + "/mcp", timeout=WAIT, era="handshake", headers=a.headers,
-                         elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}},
-                         on_list_changed=lambda kind: changed.set(), on_resource_updated=lambda uri: updated.set(),
-                         on_log=on_log) as client:
+        with Client.http(
+            balancer.url + "/mcp",
+            timeout=WAIT,
+            era="handshake",
+            headers=a.headers,
+            elicitation_handler=lambda params: {"action": "accept", "content": {"name": "Ada"}},
+            on_list_changed=lambda kind: changed.set(),
+            on_resource_updated=lambda uri: updated.set(),
+            on_log=on_log,
+        ) as client:
             answered_by = {client.call_tool("whoami").content[0].text for _ in range(4)}
             assert answered_by == {"w0", "w1"}
-            for _ in range(2):  # the answer to elicitation/create reaches the worker that asked, wherever posted
+            for _ in range(
+                2
+            ):  # the answer to elicitation/create reaches the worker that asked, wherever posted
                 assert client.call_tool("ask").content[0].text.startswith("Ada via w")
             client.set_logging_level("warning")
             for _ in range(2):
@@ -301,7 +313,9 @@ def test_a_log_level_set_on_one_worker_is_obeyed_on_the_other_before_the_bus_tel
     a, b = workers()
     raw = a.raw()
     raw.initialize()
-    request_id, response = tool_call(on(raw, b), "whoami")  # B holds a replica: no level yet (every level)
+    request_id, response = tool_call(
+        on(raw, b), "whoami"
+    )  # B holds a replica: no level yet (every level)
     assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w1"
     held, release = threading.Event(), threading.Event()
 
@@ -318,7 +332,9 @@ def test_a_log_level_set_on_one_worker_is_obeyed_on_the_other_before_the_bus_tel
         request_id, response = tool_call(on(raw, b), "chatty")
         answer, before = raw.result(response, request_id)
         assert answer["result"]["content"][0]["text"] == "w1"
-        logged = [m["params"]["level"] for m in before if m.get("method") == "notifications/message"]
+        logged = [
+            m["params"]["level"] for m in before if m.get("method") == "notifications/message"
+        ]
         assert logged == ["warning", "error"], before
     finally:
         release.set()
@@ -334,8 +350,12 @@ def test_the_redis_session_table_counts_each_change_and_a_touch_says_how_many(re
     try:
         table = state.session_table()
         table.add("g", {"version": "2025-11-25"})
-        assert table.touch_generation("g") == (True, 0) and "generation" not in table.get("g")  # absent: 0
-        assert table.update("g", {"logLevel": "warning"}) and table.update("g", {"sub:memo://x": True})
+        assert table.touch_generation("g") == (True, 0) and "generation" not in table.get(
+            "g"
+        )  # absent: 0
+        assert table.update("g", {"logLevel": "warning"}) and table.update(
+            "g", {"sub:memo://x": True}
+        )
         assert table.touch_generation("g") == (True, 2) and table.get("g")["generation"] == 2
         assert table.touch("g") and table.remove("g")
         assert table.touch_generation("g") == (False, None) and not table.touch("g")
@@ -360,7 +380,10 @@ def test_a_post_stream_is_resumed_on_the_other_worker(workers):
     assert resumed.status_code == 200
     messages = [message for _, message in SseReader(resumed).messages()]  # to the stream's end
     assert [m.get("params", {}).get("data") for m in messages[:-1]] == ["step two"]
-    assert messages[-1]["id"] == request_id and messages[-1]["result"]["content"][0]["text"] == "done on w0"
+    assert (
+        messages[-1]["id"] == request_id
+        and messages[-1]["result"]["content"][0]["text"] == "done on w0"
+    )
 
 
 def test_a_post_stream_closed_for_polling_is_followed_live_on_the_other_worker(workers):
@@ -376,12 +399,16 @@ def test_a_post_stream_closed_for_polling_is_followed_live_on_the_other_worker(w
     for _ in range(3):
         events.append(reader.next())  # priming, "step one", then the retry event (SSE polling)
     reader.close()  # (an inline handler's response ends when it returns: the client leaves at the retry)
-    assert [json.loads(e["data"])["params"]["data"] for e in events if e["data"]] == ["step one on w0"]
+    assert [json.loads(e["data"])["params"]["data"] for e in events if e["data"]] == [
+        "step one on w0"
+    ]
     assert events[-1]["retry"] is not None
     a.release.set()
     resumed = SseReader(on(raw, b).get(headers={"Last-Event-ID": events[-1]["id"]}))
     step_two = next_within(resumed)
-    assert json.loads(step_two["data"])["params"]["data"] == "step two"  # heard while the request still runs
+    assert (
+        json.loads(step_two["data"])["params"]["data"] == "step two"
+    )  # heard while the request still runs
     a.release_again.set()
     messages = [message for _, message in resumed.messages()]
     assert len(messages) == 1 and messages[0]["id"] == request_id
@@ -402,7 +429,9 @@ def test_a_cancellation_posted_to_one_worker_reaches_the_request_on_the_other(wo
     reader.close()
 
 
-def test_the_get_stream_on_one_worker_hears_a_change_made_on_the_other_and_resumes_on_a_third(workers):
+def test_the_get_stream_on_one_worker_hears_a_change_made_on_the_other_and_resumes_on_a_third(
+    workers,
+):
     a, b, c = workers(3)
     raw = a.raw()
     raw.initialize()
@@ -426,7 +455,9 @@ def test_deleted_on_one_worker_the_session_ends_on_every_worker_and_its_streams_
     tool_call(on(raw, b), "whoami")  # b holds a replica now
     stream = on(raw, b).get()
     assert on(raw, a).delete().status_code == 200
-    assert SseReader(stream).messages() == []  # b's GET stream ends (no hang: the reader's timeout bounds it)
+    assert (
+        SseReader(stream).messages() == []
+    )  # b's GET stream ends (no hang: the reader's timeout bounds it)
     for worker in (a, b):
         assert on(raw, worker).post(request("tools/list", None, raw.next_id())).status_code == 404
 
@@ -435,9 +466,18 @@ def test_the_session_cap_counts_every_worker(workers):
     a, b = workers(max_sessions=2)
     for worker in (a, b):
         worker.raw().initialize()
-    refused = b.raw().post(request("initialize", {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1),
-        version=False)
+    refused = b.raw().post(
+        request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+            1,
+        ),
+        version=False,
+    )
     assert refused.status_code == 503
 
 
@@ -448,12 +488,21 @@ def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream
 
     a, b = workers()
     listen = {"Accept": "text/event-stream", **a.headers}
-    stream = SseReader(requests.get(a.served.sse, headers=listen, stream=True, timeout=(WAIT, WAIT)))
+    stream = SseReader(
+        requests.get(a.served.sse, headers=listen, stream=True, timeout=(WAIT, WAIT))
+    )
     endpoint = stream.next()
     assert endpoint["event"] == "endpoint"
     post_to_b = b.served.url + endpoint["data"]
-    init = request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {},
-                                  "clientInfo": {"name": "t", "version": "1"}}, 1)
+    init = request(
+        "initialize",
+        {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+        1,
+    )
     assert requests.post(post_to_b, json=init, headers=b.headers, timeout=WAIT).status_code == 202
     assert json.loads(next_within(stream)["data"])["result"]["protocolVersion"] == "2024-11-05"
     initialized = notification("notifications/initialized")
@@ -461,7 +510,9 @@ def test_a_2024_11_05_message_posted_to_another_worker_is_answered_on_the_stream
     call = request("tools/call", {"name": "whoami", "arguments": {}}, 2)
     assert requests.post(post_to_b, json=call, headers=b.headers, timeout=WAIT).status_code == 202
     answer = json.loads(next_within(stream)["data"])
-    assert answer["id"] == 2 and answer["result"]["content"][0]["text"] == "w0"  # served where the stream is
+    assert (
+        answer["id"] == 2 and answer["result"]["content"][0]["text"] == "w0"
+    )  # served where the stream is
     stream.close()
     unknown = b.served.url + "/messages?session_id=unknown"
     assert requests.post(unknown, json=call, headers=b.headers, timeout=WAIT).status_code == 404
@@ -476,7 +527,9 @@ def test_when_the_home_worker_exits_another_worker_sends_the_sessions_change_not
     stream = SseReader(on(raw, b).get())
     assert stream.next()["id"]  # priming: b follows the session's standalone stream
     a.stop()  # the home exits (cleanly: gunicorn's stop, with mcp_ref.http.gunicorn_hooks)
-    request_id, response = tool_call(on(raw, b), "add_tool", {"tool": "after_a"})  # b serves, and claims the home
+    request_id, response = tool_call(
+        on(raw, b), "add_tool", {"tool": "after_a"}
+    )  # b serves, and claims the home
     assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "added after_a"
     heard = next_within(stream)
     assert json.loads(heard["data"])["method"] == "notifications/tools/list_changed"
@@ -502,11 +555,22 @@ def test_redis_stopped_and_restarted_under_shared_sessions(tmp_path):
         started = time.monotonic()
         request_id, response = tool_call(on(raw, a), "whoami")  # held by a: served
         assert raw.result(response, request_id)[0]["result"]["content"][0]["text"] == "w0"
-        refused = on(raw, b).post(request("tools/list", None, raw.next_id()))  # b must read the record
+        refused = on(raw, b).post(
+            request("tools/list", None, raw.next_id())
+        )  # b must read the record
         assert refused.status_code == 503 and refused.headers["Retry-After"]
-        fresh = b.raw().post(request("initialize", {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}, 1),
-            version=False)
+        fresh = b.raw().post(
+            request(
+                "initialize",
+                {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+                1,
+            ),
+            version=False,
+        )
         assert fresh.status_code == 503
         assert time.monotonic() - started < WAIT  # bounded by the socket timeouts
         redis.start()  # with its data
@@ -516,7 +580,6 @@ def test_redis_stopped_and_restarted_under_shared_sessions(tmp_path):
         a.stop()
         b.stop()
         redis.stop()
-
 
 
 def elicitation_of(reader: SseReader) -> dict:
@@ -529,7 +592,9 @@ def elicitation_of(reader: SseReader) -> dict:
                 return message
 
 
-def test_requests_to_the_client_from_two_workers_never_share_an_id_and_each_answer_reaches_its_asker(workers):
+def test_requests_to_the_client_from_two_workers_never_share_an_id_and_each_answer_reaches_its_asker(
+    workers,
+):
     """basic §Requests: an id "MUST NOT have been previously used by the requestor within the same
     session"; two workers asking at once use ids that name them, and each answer, posted to the
     other worker on purpose, reaches the one that asked."""
@@ -543,15 +608,27 @@ def test_requests_to_the_client_from_two_workers_never_share_an_id_and_each_answ
         ids_and_readers.append((request_id, reader, elicitation_of(reader)))
     (a_call, a_reader, a_asks), (b_call, b_reader, b_asks) = ids_and_readers
     assert a_asks["id"] != b_asks["id"]
-    for asked, worker, name in ((b_asks, a, "bee"), (a_asks, b, "ay")):  # each answer to the other worker
-        answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": name}}}
+    for asked, worker, name in (
+        (b_asks, a, "bee"),
+        (a_asks, b, "ay"),
+    ):  # each answer to the other worker
+        answer = {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"name": name}},
+        }
         assert on(raw, worker).post(answer).status_code == 202
-    for request_id, reader, expected in ((a_call, a_reader, "ay via w0"), (b_call, b_reader, "bee via w1")):
+    for request_id, reader, expected in (
+        (a_call, a_reader, "ay via w0"),
+        (b_call, b_reader, "bee via w1"),
+    ):
         messages = [m for _, m in reader.messages(request_id)]
         assert messages[-1]["result"]["content"][0]["text"] == expected
 
 
-def test_a_newer_get_stream_takes_the_standalone_stream_over_from_an_older_one_on_another_worker(workers):
+def test_a_newer_get_stream_takes_the_standalone_stream_over_from_an_older_one_on_another_worker(
+    workers,
+):
     """2025-11-25 basic/transports: the server "MUST NOT broadcast the same message across multiple
     streams": the newer GET (say, a reconnect that reached another worker) takes over; the older ends."""
     a, b = workers()
@@ -574,8 +651,13 @@ def test_what_was_sent_before_the_first_get_reaches_it(workers):
     raw.initialize()
     tool_call(on(raw, b), "add_tool", {"tool": "early"})  # announced before any GET
     stream = SseReader(on(raw, b).get())
-    events = [next_within(stream), next_within(stream)]  # the priming event and the change, in either order
-    assert ["notifications/tools/list_changed"] == [json.loads(e["data"])["method"] for e in events if e["data"]]
+    events = [
+        next_within(stream),
+        next_within(stream),
+    ]  # the priming event and the change, in either order
+    assert ["notifications/tools/list_changed"] == [
+        json.loads(e["data"])["method"] for e in events if e["data"]
+    ]
     stream.close()
 
 

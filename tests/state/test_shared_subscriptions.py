@@ -57,8 +57,11 @@ def refused(call, *args, **kwargs) -> LimitExceeded:
 
 def test_one_callers_subscriptions_are_capped_over_every_worker_in_the_handshake_era(workers):
     one, two = workers
-    with connect(one, "alice", "handshake") as on_one, connect(two, "alice", "handshake") as on_two, \
-            connect(two, "bob", "handshake") as bob:
+    with (
+        connect(one, "alice", "handshake") as on_one,
+        connect(two, "alice", "handshake") as on_two,
+        connect(two, "bob", "handshake") as bob,
+    ):
         on_one.subscribe("mem://r/1")
         on_one.subscribe("mem://r/2")
         on_two.subscribe("mem://r/2")  # held on the other worker: counted once
@@ -90,7 +93,9 @@ def test_one_callers_listen_streams_are_capped_over_every_worker_at_2026_07_28(w
             assert second.acknowledged["resourceSubscriptions"] == ["mem://r/2", "mem://r/3"]
             refused(on_one.listen, resource_uris=["mem://r/4"])
             first.close()
-            assert one.subscriptions.wait_at_most(0, WAIT)  # one has noticed: r/1 let go, r/2 is two's
+            assert one.subscriptions.wait_at_most(
+                0, WAIT
+            )  # one has noticed: r/1 let go, r/2 is two's
             with on_one.listen(resource_uris=["mem://r/1"]):
                 refused(on_two.listen, resource_uris=["mem://r/4"])
         assert two.subscriptions.wait_at_most(0, WAIT)

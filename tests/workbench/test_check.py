@@ -23,21 +23,31 @@ def by_status(report: dict, status: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("era, version, first", [
-    ("auto", "2026-07-28", "server/discover: a protocol version both sides speak"),
-    ("handshake", "2025-11-25", "ping answers an empty result"),
-])
+@pytest.mark.parametrize(
+    "era, version, first",
+    [
+        ("auto", "2026-07-28", "server/discover: a protocol version both sides speak"),
+        ("handshake", "2025-11-25", "ping answers an empty result"),
+    ],
+)
 def test_the_demo_passes_every_check(era, version, first):
     code, report = check(DEMO, "--era", era)
     assert code == 0 and report["ok"], report
     assert report["counts"]["fail"] == 0 and report["counts"]["warn"] == 0
     checks = {f["check"] for f in report["findings"]}
-    for expected in (first, "tools/list (following every cursor)", "an invalid cursor is -32602",
-                     "resources/read demo://readme", "an unknown method is -32601",
-                     "tools/call without its required params is -32602",
-                     f"every message from the server matches the {version} schema"):
+    for expected in (
+        first,
+        "tools/list (following every cursor)",
+        "an invalid cursor is -32602",
+        "resources/read demo://readme",
+        "an unknown method is -32601",
+        "tools/call without its required params is -32602",
+        f"every message from the server matches the {version} schema",
+    ):
         assert expected in checks
-    assert all(f["section"].startswith(f"{version} ") for f in report["findings"])  # each names its spec section
+    assert all(
+        f["section"].startswith(f"{version} ") for f in report["findings"]
+    )  # each names its spec section
 
 
 @pytest.mark.slow
@@ -45,10 +55,15 @@ def test_call_tools_calls_each_tool_with_schema_valid_arguments():
     code, report = check(DEMO, "--call-tools")
     assert code == 0, report
     passed = by_status(report, "pass")
-    assert "tools/call echo with example arguments" in passed and "tools/call divide with example arguments" in passed
+    assert (
+        "tools/call echo with example arguments" in passed
+        and "tools/call divide with example arguments" in passed
+    )
     # A tool that needs what this client did not declare is a warning, with the reason.
     warned = by_status(report, "warn")
-    assert "{'sampling': {}}" in warned["tools/call ask_llm with example arguments"]  # -32021 names it
+    assert (
+        "{'sampling': {}}" in warned["tools/call ask_llm with example arguments"]
+    )  # -32021 names it
     # One that runs on (it waits to be cancelled) is bounded, cancelled, and said so.
     assert "no answer within 5 s" in warned["tools/call wait_for_cancel with example arguments"]
 
@@ -62,7 +77,11 @@ def test_a_server_that_breaks_the_spec_is_caught_precisely():
     assert "answered with a result" in failed["tools/call without its required params is -32602"]
     assert "no contents" in failed["resources/read 5"]
     schema = failed["every message from the server matches the 2025-11-25 schema"]
-    for fault in ("/tools/0/inputSchema/type", "5 is not of type 'string' at /resources/0/uri", "'robot' is not one of"):
+    for fault in (
+        "/tools/0/inputSchema/type",
+        "5 is not of type 'string' at /resources/0/uri",
+        "'robot' is not one of",
+    ):
         assert fault in schema
     assert "'bad tool!'" in warned["tool names follow the naming guidance"]
     assert "answered with a result" in warned["an invalid cursor is -32602"]  # a SHOULD: a warning
@@ -78,11 +97,16 @@ def test_the_table_reads_as_a_table():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the official MCP Python SDK is not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mcp") is None, reason="the official MCP Python SDK is not installed"
+)
 def test_the_official_sdks_server_passes_with_what_it_really_gets_wrong(sdk_streamable):
     # tests/servers/interop_sdk_server.py over Streamable HTTP: one process for the whole run (conftest)
     code, report = check(sdk_streamable.url + "/mcp", "--call-tools")
     assert code == 0, report
     assert report["counts"]["fail"] == 0
     # It accepts an invalid cursor (the spec: SHOULD answer -32602): reported as a warning, precisely.
-    assert by_status(report, "warn")["an invalid cursor is -32602"] == "answered with a result, not error -32602"
+    assert (
+        by_status(report, "warn")["an invalid cursor is -32602"]
+        == "answered with a result, not error -32602"
+    )

@@ -57,10 +57,15 @@ def test_info():
     assert "era:          modern (no session; server/discover lists 2026-07-28, 2025-11-25" in out
     assert "capabilities: completions, extensions, logging, prompts, resources, tools" in out
     assert '  extensions: {"io.modelcontextprotocol/tasks": {}}' in out
-    assert '  resources: {"subscribe": true, "listChanged": true}' in out  # delivered on subscriptions/listen
+    assert (
+        '  resources: {"subscribe": true, "listChanged": true}' in out
+    )  # delivered on subscriptions/listen
     handshake = cli("info", "--era", "handshake", TARGET)
     assert handshake.returncode == 0, handshake.stderr
-    assert "protocol:     2025-11-25" in handshake.stdout and "era:          handshake (initialize)" in handshake.stdout
+    assert (
+        "protocol:     2025-11-25" in handshake.stdout
+        and "era:          handshake (initialize)" in handshake.stdout
+    )
     assert '  resources: {"subscribe": true, "listChanged": true}' in handshake.stdout
     assert "instructions: A demo of every MCP feature. Start with the echo tool." in out
 
@@ -110,7 +115,12 @@ def test_call_coerces_values_that_are_json():
 
 @pytest.mark.slow
 def test_call_keeps_values_that_are_not_json_as_strings():
-    proc = cli("call", TARGET, "echo", "text=[1,", )
+    proc = cli(
+        "call",
+        TARGET,
+        "echo",
+        "text=[1,",
+    )
     assert (proc.returncode, proc.stdout) == (0, "[1,\n")
     proc = cli("call", TARGET, "echo", "text=hello world=yes")  # only the first "=" splits
     assert (proc.returncode, proc.stdout) == (0, "hello world=yes\n")
@@ -124,7 +134,9 @@ def test_call_with_args_json():
     assert (proc.returncode, proc.stdout) == (0, "3\n")
     proc = cli("call", TARGET, "add", "b=40", "--args", '{"a": 1, "b": 2}')  # pairs override --args
     assert (proc.returncode, proc.stdout) == (0, "41\n")
-    proc = cli("call", TARGET, "add", "--args", '{"a": 1, "b": 2}', "b=40")  # also when they come after it
+    proc = cli(
+        "call", TARGET, "add", "--args", '{"a": 1, "b": 2}', "b=40"
+    )  # also when they come after it
     assert (proc.returncode, proc.stdout) == (0, "41\n")
     proc = cli("call", TARGET, "add", "--args", '{"a": 1}', "--bogus")
     assert proc.returncode == 1 and "unrecognized arguments: --bogus" in proc.stderr
@@ -135,7 +147,11 @@ def test_call_structured_output_and_image():
     proc = cli("--json", "call", TARGET, "weather", "city=Lisbon")
     assert proc.returncode == 0
     assert json.loads(proc.stdout)["structuredContent"] == {
-        "city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"}
+        "city": "Lisbon",
+        "temperature": 21.5,
+        "unit": "celsius",
+        "conditions": "sunny",
+    }
     proc = cli("call", TARGET, "pixel")
     assert proc.returncode == 0 and proc.stdout.startswith("[image image/png, ")
 
@@ -182,15 +198,29 @@ def test_json_outputs_equal_the_raw_results(direct):
         return json.loads(proc.stdout)
 
     # the 2026-07-28 era: no initialize; protocolVersion added, the version negotiated
-    assert as_json("info", TARGET) == {**direct.discover_result.raw, "protocolVersion": "2026-07-28"}
-    assert as_json("call", TARGET, "add", "a=1", "b=2") == direct.call_tool("add", {"a": 1, "b": 2}).raw
+    assert as_json("info", TARGET) == {
+        **direct.discover_result.raw,
+        "protocolVersion": "2026-07-28",
+    }
+    assert (
+        as_json("call", TARGET, "add", "a=1", "b=2")
+        == direct.call_tool("add", {"a": 1, "b": 2}).raw
+    )
     assert as_json("read", TARGET, "demo://readme") == direct.read_resource("demo://readme").raw
-    assert as_json("read", TARGET, "demo://pixel.png") == direct.read_resource("demo://pixel.png").raw
-    assert as_json("prompt", TARGET, "greet", "name=Ada") == direct.get_prompt("greet", {"name": "Ada"}).raw
+    assert (
+        as_json("read", TARGET, "demo://pixel.png") == direct.read_resource("demo://pixel.png").raw
+    )
+    assert (
+        as_json("prompt", TARGET, "greet", "name=Ada")
+        == direct.get_prompt("greet", {"name": "Ada"}).raw
+    )
     assert as_json("tools", TARGET) == {"tools": _all_pages(direct, "tools/list", "tools")}
-    assert as_json("resources", TARGET) == {"resources": _all_pages(direct, "resources/list", "resources")}
+    assert as_json("resources", TARGET) == {
+        "resources": _all_pages(direct, "resources/list", "resources")
+    }
     assert as_json("templates", TARGET) == {
-        "resourceTemplates": _all_pages(direct, "resources/templates/list", "resourceTemplates")}
+        "resourceTemplates": _all_pages(direct, "resources/templates/list", "resourceTemplates")
+    }
     assert as_json("prompts", TARGET) == {"prompts": _all_pages(direct, "prompts/list", "prompts")}
 
 
@@ -198,9 +228,14 @@ def test_json_outputs_equal_the_raw_results(direct):
 def test_json_of_a_tool_error_is_the_raw_result_and_exits_5():
     proc = cli("--json", "call", TARGET, "divide", "a=1", "b=0")
     assert proc.returncode == 5
-    result = json.loads(proc.stdout)  # as received: in the 2026-07-28 era with resultType and the server's _meta
+    result = json.loads(
+        proc.stdout
+    )  # as received: in the 2026-07-28 era with resultType and the server's _meta
     assert {k: result[k] for k in ("content", "isError", "resultType")} == {
-        "content": [{"type": "text", "text": "Cannot divide by zero"}], "isError": True, "resultType": "complete"}
+        "content": [{"type": "text", "text": "Cannot divide by zero"}],
+        "isError": True,
+        "resultType": "complete",
+    }
 
 
 # -- --trace -------------------------------------------------------------------------------------
@@ -215,7 +250,10 @@ def test_trace_shows_every_message_and_each_is_schema_valid():
     assert lines and all(line.startswith(("--> {", "<-- {")) for line in lines), proc.stderr
     checker = check_trace(proc.stderr)
     assert checker.modern_version == "2026-07-28"
-    assert [m["method"] for m in checker.sent() if "method" in m] == ["server/discover", "tools/call"]
+    assert [m["method"] for m in checker.sent() if "method" in m] == [
+        "server/discover",
+        "tools/call",
+    ]
     assert checker.received()[-1]["result"]["content"] == [{"type": "text", "text": "traced"}]
     checker.assert_valid()
 
@@ -223,22 +261,40 @@ def test_trace_shows_every_message_and_each_is_schema_valid():
 @pytest.mark.slow
 def test_trace_demo_is_schema_valid_end_to_end():
     """The acceptance criterion: ``mcp-ref --trace demo`` exits 0 and every traced message is valid."""
-    proc = run_cli_process("--trace", "demo", timeout=120)  # the real command, as the README shows it
+    proc = run_cli_process(
+        "--trace", "demo", timeout=120
+    )  # the real command, as the README shows it
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Every step behaved" in proc.stdout
     assert "FAIL" not in proc.stdout
     checker = check_trace(proc.stderr)
     assert checker.version == "2025-11-25"
     methods = {m.get("method") for _, m in checker.messages if isinstance(m, dict)}
-    for method in ("initialize", "tools/call", "notifications/progress", "notifications/cancelled",
-                   "sampling/createMessage", "elicitation/create", "roots/list", "resources/subscribe",
-                   "notifications/resources/updated", "completion/complete", "notifications/message",
-                   # the 2026-07-28 tour, first
-                   "server/discover", "subscriptions/listen", "notifications/subscriptions/acknowledged",
-                   "tasks/get"):
+    for method in (
+        "initialize",
+        "tools/call",
+        "notifications/progress",
+        "notifications/cancelled",
+        "sampling/createMessage",
+        "elicitation/create",
+        "roots/list",
+        "resources/subscribe",
+        "notifications/resources/updated",
+        "completion/complete",
+        "notifications/message",
+        # the 2026-07-28 tour, first
+        "server/discover",
+        "subscriptions/listen",
+        "notifications/subscriptions/acknowledged",
+        "tasks/get",
+    ):
         assert method in methods, method
     assert checker.modern_version == "2026-07-28"
-    results = [m["result"] for _, m in checker.messages if isinstance(m, dict) and isinstance(m.get("result"), dict)]
+    results = [
+        m["result"]
+        for _, m in checker.messages
+        if isinstance(m, dict) and isinstance(m.get("result"), dict)
+    ]
     kinds = {r.get("resultType") for r in results}
     assert {"input_required", "task", "complete"} <= kinds  # an MRTR round trip and a task
     assert any(r.get("ttlMs") == 3_600_000 for r in results)  # the cache hints
@@ -269,7 +325,9 @@ def test_the_real_command_exits_with_mains_code(launcher):
         command = [sys.executable, "-m", "mcp_ref"]
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        proc = subprocess.run([*command, *args], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        proc = subprocess.run(
+            [*command, *args], capture_output=True, text=True, timeout=RUN_TIMEOUT
+        )
         assert "Traceback" not in proc.stderr, proc.stderr
         return proc
 
@@ -293,7 +351,9 @@ def test_main_leaves_nothing_behind_between_runs():
     before = (list(root.handlers), root.level)
     for _ in range(2):
         assert cli("--trace", "call", TARGET, "echo", "text=again").stdout == "again\n"
-        assert cli("--yes", "call", TARGET, "ask_user").returncode == 0  # reads stdin: end of input, cancelled
+        assert (
+            cli("--yes", "call", TARGET, "ask_user").returncode == 0
+        )  # reads stdin: end of input, cancelled
     assert (list(root.handlers), root.level) == before
     for thread in threading.enumerate():
         if thread.name == "mcp-ref-stdin":  # each read its end of input, and ends
@@ -304,13 +364,16 @@ def test_main_leaves_nothing_behind_between_runs():
 # -- exit codes and errors -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ["frobnicate"],                      # unknown verb
-    [],                                  # no verb
-    ["info"],                            # missing TARGET
-    ["call", TARGET],                    # missing TOOL
-    ["--timeout", "soon", "info", TARGET],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["frobnicate"],  # unknown verb
+        [],  # no verb
+        ["info"],  # missing TARGET
+        ["call", TARGET],  # missing TOOL
+        ["--timeout", "soon", "info", TARGET],
+    ],
+)
 def test_usage_errors_exit_1(args):
     proc = cli(*args)
     assert proc.returncode == 1
@@ -319,13 +382,16 @@ def test_usage_errors_exit_1(args):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args, message", [
-    (["call", TARGET, "echo", "textonly"], "mcp-ref: expected KEY=VALUE, got 'textonly'"),
-    (["call", TARGET, "echo", "=x"], "mcp-ref: expected KEY=VALUE, got '=x'"),
-    (["call", TARGET, "echo", "--args", "[1]"], "mcp-ref: --args must be a JSON object"),
-    (["prompt", TARGET, "greet", "name"], "mcp-ref: expected KEY=VALUE, got 'name'"),
-    (["info", ""], "mcp-ref: TARGET is empty"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["call", TARGET, "echo", "textonly"], "mcp-ref: expected KEY=VALUE, got 'textonly'"),
+        (["call", TARGET, "echo", "=x"], "mcp-ref: expected KEY=VALUE, got '=x'"),
+        (["call", TARGET, "echo", "--args", "[1]"], "mcp-ref: --args must be a JSON object"),
+        (["prompt", TARGET, "greet", "name"], "mcp-ref: expected KEY=VALUE, got 'name'"),
+        (["info", ""], "mcp-ref: TARGET is empty"),
+    ],
+)
 def test_bad_arguments_exit_1_with_one_line(args, message):
     proc = cli(*args)
     assert proc.returncode == 1
@@ -351,7 +417,10 @@ def test_server_that_writes_garbage_and_exits_exits_4():
     assert proc.returncode == 4
     # A warning about the unparsable line may come first; the error is the last line.
     lines = proc.stderr.strip().splitlines()
-    assert lines[-1].startswith("mcp-ref: the server") and "did not complete the handshake" in lines[-1]
+    assert (
+        lines[-1].startswith("mcp-ref: the server")
+        and "did not complete the handshake" in lines[-1]
+    )
     assert all(line.startswith("mcp-ref: ") for line in lines)
 
 
@@ -364,12 +433,15 @@ def test_tool_error_exits_5():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("args, text", [
-    (["call", TARGET, "no_such_tool"], "(code -32602)"),
-    (["read", TARGET, "demo://nowhere"], "(code -32602)"),  # 2026-07-28: -32602 with data.uri
-    (["prompt", TARGET, "no_such_prompt"], "(code -32602)"),
-    (["prompt", TARGET, "greet"], "missing required argument"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["call", TARGET, "no_such_tool"], "(code -32602)"),
+        (["read", TARGET, "demo://nowhere"], "(code -32602)"),  # 2026-07-28: -32602 with data.uri
+        (["prompt", TARGET, "no_such_prompt"], "(code -32602)"),
+        (["prompt", TARGET, "greet"], "missing required argument"),
+    ],
+)
 def test_json_rpc_errors_exit_5(args, text):
     proc = cli(*args)
     assert proc.returncode == 5
@@ -388,12 +460,16 @@ def test_request_timeout_exits_6():
 # -- issue 8: one line, never a traceback ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ("serve-demo", "--stateless"),
-    ("serve-demo", "--auth"),
-    ("serve-demo", "--http", "foo"),
-    ("serve-demo", "--http", "127.0.0.1:99999"),
-], ids=["stateless-without-http", "auth-without-http", "not-host-port", "port-out-of-range"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("serve-demo", "--stateless"),
+        ("serve-demo", "--auth"),
+        ("serve-demo", "--http", "foo"),
+        ("serve-demo", "--http", "127.0.0.1:99999"),
+    ],
+    ids=["stateless-without-http", "auth-without-http", "not-host-port", "port-out-of-range"],
+)
 def test_serve_demo_usage_errors_are_one_line(args):
     proc = cli(*args)
     assert proc.returncode == 1
@@ -414,8 +490,14 @@ def test_serve_demo_on_a_port_in_use_is_one_line():
 @pytest.mark.slow
 def test_output_cut_short_by_head_is_not_an_error():
     """``mcp-ref tools TARGET | head -1``: the reader leaves early; no BrokenPipeError, exit 0."""
-    proc = subprocess.run(f"{sys.executable} -m mcp_ref tools '{TARGET}' | head -1; exit ${{PIPESTATUS[0]}}",
-                          shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    proc = subprocess.run(
+        f"{sys.executable} -m mcp_ref tools '{TARGET}' | head -1; exit ${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
     assert proc.stdout.startswith("echo(text: string)") and len(proc.stdout.splitlines()) == 1
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
     assert proc.returncode == 0
@@ -433,15 +515,22 @@ def test_a_server_that_cannot_be_reached_is_said_so(tmp_path):
 @pytest.mark.slow
 def test_demo_runs_from_a_folder_holding_a_shadowing_mcp_ref(tmp_path):
     """Run from the folder that contains a clone named mcp_ref: the demo's server must not import the clone folder."""
-    (tmp_path / "mcp_ref").mkdir()  # what a clone looks like from its parent: a folder, no __init__.py
+    (
+        tmp_path / "mcp_ref"
+    ).mkdir()  # what a clone looks like from its parent: a folder, no __init__.py
     script = "import sys; sys.argv = ['mcp-ref', 'demo']; from mcp_ref.workbench.cli import main; sys.exit(main())"
     from pathlib import Path
 
     import mcp_ref
 
     home = str(Path(mcp_ref.__file__).resolve().parent.parent)
-    proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {home!r}); {script}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    proc = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {home!r}); {script}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Every step behaved" in proc.stdout
 
@@ -473,15 +562,22 @@ def test_a_request_that_times_out_has_its_own_exit_code():
 def test_json_errors_are_json_too():
     proc = cli("--json", "call", TARGET, "no_such_tool")
     assert proc.returncode == 5
-    assert json.loads(proc.stdout) == {"error": {"code": -32602, "message": "Unknown tool: no_such_tool"}, "exitCode": 5}
-    proc = cli("--json", "call", TARGET, "divide", "a=1", "b=0")  # an isError result: the result itself, isError true
+    assert json.loads(proc.stdout) == {
+        "error": {"code": -32602, "message": "Unknown tool: no_such_tool"},
+        "exitCode": 5,
+    }
+    proc = cli(
+        "--json", "call", TARGET, "divide", "a=1", "b=0"
+    )  # an isError result: the result itself, isError true
     assert proc.returncode == 5 and json.loads(proc.stdout)["isError"] is True
 
 
 @pytest.mark.slow
 def test_key_value_pairs_follow_the_input_schema():
     proc = cli("--json", "call", TARGET, "echo", "text=123")
-    assert json.loads(proc.stdout)["content"][0]["text"] == "123"  # a string parameter: the string "123"
+    assert (
+        json.loads(proc.stdout)["content"][0]["text"] == "123"
+    )  # a string parameter: the string "123"
     proc = cli("--json", "call", TARGET, "add", "a=2", "b=0.5")
     assert json.loads(proc.stdout)["structuredContent"] == {"result": 2.5}  # numbers stay numbers
 
@@ -489,16 +585,25 @@ def test_key_value_pairs_follow_the_input_schema():
 @pytest.mark.slow
 def test_tools_marks_optional_parameters():
     out = cli("tools", TARGET).stdout  # an optional parameter: its default, or without one "?"
-    assert 'weather(city: string, unit: "celsius"|"fahrenheit" = "celsius")' in out and "(seconds: number = 30.0)" in out
+    assert (
+        'weather(city: string, unit: "celsius"|"fahrenheit" = "celsius")' in out
+        and "(seconds: number = 30.0)" in out
+    )
 
 
 @pytest.mark.slow
 def test_long_calls_report_progress_unless_quiet():
     proc = cli("call", TARGET, "count_slowly", "steps=3", "delay=0.01")
     assert [line for line in proc.stderr.splitlines() if "progress" in line] == [
-        "mcp-ref: progress 1/3 step 1 of 3", "mcp-ref: progress 2/3 step 2 of 3", "mcp-ref: progress 3/3 step 3 of 3"]
+        "mcp-ref: progress 1/3 step 1 of 3",
+        "mcp-ref: progress 2/3 step 2 of 3",
+        "mcp-ref: progress 3/3 step 3 of 3",
+    ]
     assert proc.stdout.strip() == "counted to 3"
-    assert "progress" not in cli("call", TARGET, "count_slowly", "steps=3", "delay=0.01", "--quiet").stderr
+    assert (
+        "progress"
+        not in cli("call", TARGET, "count_slowly", "steps=3", "delay=0.01", "--quiet").stderr
+    )
 
 
 def test_a_server_that_exits_before_answering_is_explained():
@@ -525,9 +630,13 @@ def test_roots_and_a_sampling_command_make_the_cli_a_full_client(tmp_path):
     proc = cli("call", TARGET, "show_roots", "--root", str(tmp_path))
     assert proc.returncode == 0 and tmp_path.resolve().as_uri() in proc.stdout
     upper = f'"{sys.executable}" -c "import sys; print(sys.stdin.read().upper())"'
-    proc = cli("call", TARGET, "ask_llm", "question=hi", "--sampling-command", upper, "--yes")  # no terminal to ask on
+    proc = cli(
+        "call", TARGET, "ask_llm", "question=hi", "--sampling-command", upper, "--yes"
+    )  # no terminal to ask on
     assert proc.returncode == 0, proc.stderr
-    assert "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout  # the conversation went through the command
+    assert (
+        "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout
+    )  # the conversation went through the command
 
 
 @pytest.mark.slow
@@ -535,14 +644,18 @@ def test_a_tool_needing_an_undeclared_capability_is_explained_in_one_line():
     # 2026-07-28: the server refuses the request with -32021 MissingRequiredClientCapability.
     proc = cli("call", TARGET, "ask_llm", "question=hi")
     assert proc.returncode == 5
-    assert one_error_line(proc) == ("mcp-ref: the server answered with an error: Missing required client capability: "
-                                    "sampling/createMessage: the client did not declare the sampling capability "
-                                    "(code -32021)")
+    assert one_error_line(proc) == (
+        "mcp-ref: the server answered with an error: Missing required client capability: "
+        "sampling/createMessage: the client did not declare the sampling capability "
+        "(code -32021)"
+    )
     # The handshake era: the tool itself fails, and says why.
     proc = cli("call", "--era", "handshake", TARGET, "ask_llm", "question=hi")
     assert proc.returncode == 5
-    assert proc.stdout.strip() == ("Tool ask_llm cannot run for this client: sampling/createMessage: "
-                                   "the client did not declare the sampling capability")
+    assert proc.stdout.strip() == (
+        "Tool ask_llm cannot run for this client: sampling/createMessage: "
+        "the client did not declare the sampling capability"
+    )
     assert "Traceback" not in proc.stderr
 
 
@@ -554,7 +667,13 @@ def _terminal_session(args: list[str], answers: list[tuple[str, str]]) -> str:
     import time
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_ref", *args], stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_ref", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        close_fds=True,
+    )
     os.close(slave)
     seen = b""
     mark = 0  # where to look for the next prompt: after the last one answered
@@ -586,12 +705,21 @@ def _terminal_session(args: list[str], answers: list[tuple[str, str]]) -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_elicitation_is_answered_at_the_terminal_and_checked():
-    out = _terminal_session(["call", TARGET, "ask_user"], [
-        ("Allow? [y/N] ", "y"),  # the request is shown and approved first (tests/workbench/test_cli_approval.py)
-        ("Name (string), or !decline: ", "Ada"),
-        ('colour (red/green/blue) ["blue"], or !decline: ', "purple"),  # not one of the choices: asked again
-        ('colour (red/green/blue) ["blue"], or !decline: ', "green"),
-    ])
+    out = _terminal_session(
+        ["call", TARGET, "ask_user"],
+        [
+            (
+                "Allow? [y/N] ",
+                "y",
+            ),  # the request is shown and approved first (tests/workbench/test_cli_approval.py)
+            ("Name (string), or !decline: ", "Ada"),
+            (
+                'colour (red/green/blue) ["blue"], or !decline: ',
+                "purple",
+            ),  # not one of the choices: asked again
+            ('colour (red/green/blue) ["blue"], or !decline: ', "green"),
+        ],
+    )
     assert "the server asks: Who are you?" in out
     assert "must be one of" in out
     assert "hello Ada, who likes green" in out
@@ -601,14 +729,21 @@ def test_elicitation_is_answered_at_the_terminal_and_checked():
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_an_unanswered_terminal_question_times_out_with_a_clear_message():
     # Issue 20 (9a): a question on the terminal waits --answer-timeout seconds, not for ever.
-    out = _terminal_session(["call", "--answer-timeout", "0.5", TARGET, "ask_user"], [
-        ("Allow? [y/N] ", "y"),
-        ("Name (string), or !decline: ", "Ada"),  # then nobody answers the colour
-    ])
+    out = _terminal_session(
+        ["call", "--answer-timeout", "0.5", TARGET, "ask_user"],
+        [
+            ("Allow? [y/N] ", "y"),
+            ("Name (string), or !decline: ", "Ada"),  # then nobody answers the colour
+        ],
+    )
     assert "no answer within 0.5 s (--answer-timeout): the request is cancelled" in out
     assert "the user chose to cancel" in out
-    out = _terminal_session(["call", "--answer-timeout", "0.5", TARGET, "ask_user"], [])  # nobody approves
-    assert "no answer within 0.5 s (--answer-timeout): refused the server's elicitation request" in out
+    out = _terminal_session(
+        ["call", "--answer-timeout", "0.5", TARGET, "ask_user"], []
+    )  # nobody approves
+    assert (
+        "no answer within 0.5 s (--answer-timeout): refused the server's elicitation request" in out
+    )
     assert "the user chose to decline" in out
 
 
@@ -622,12 +757,23 @@ def test_diagram_draws_the_conversation_as_mermaid(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert text.startswith("# mcp-ref call ") and "```mermaid\nsequenceDiagram\n" in text
-    arrows = [line.strip() for line in text.splitlines() if line.startswith("    ") and "participant" not in line]
-    assert arrows[:2] == ["C->>S: server/discover #1", "S-->>C: #1 server/discover result"]  # no handshake
+    arrows = [
+        line.strip()
+        for line in text.splitlines()
+        if line.startswith("    ") and "participant" not in line
+    ]
+    assert arrows[:2] == [
+        "C->>S: server/discover #1",
+        "S-->>C: #1 server/discover result",
+    ]  # no handshake
     call = next(i for i, a in enumerate(arrows) if a.startswith("C->>S: tools/call count_slowly #"))
-    assert arrows[call + 1: call + 4] == ["S--)C: notifications/progress"] * 3  # notifications: dashed, open
+    assert (
+        arrows[call + 1 : call + 4] == ["S--)C: notifications/progress"] * 3
+    )  # notifications: dashed, open
     assert arrows[call + 4] == "Note over C,S: ... 2 more message(s) like those above"
-    assert arrows[call + 5].startswith("S-->>C: #") and arrows[call + 5].endswith("tools/call result")
+    assert arrows[call + 5].startswith("S-->>C: #") and arrows[call + 5].endswith(
+        "tools/call result"
+    )
     assert "step 1 of 5" not in text  # payloads are elided
 
 
@@ -653,8 +799,17 @@ def test_the_trace_never_shows_an_answer_whose_request_it_hid():
     out = io.StringIO()
     trace = _Trace(out)
     for n in range(1, 6):
-        trace("-->", json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                                 "params": {"name": "echo", "arguments": {"text": str(n)}}}).encode())
+        trace(
+            "-->",
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": n,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": str(n)}},
+                }
+            ).encode(),
+        )
     for n in (5, 4, 1, 2, 3):  # the hidden requests' answers arrive first
         trace("<--", json.dumps({"jsonrpc": "2.0", "id": n, "result": {"content": []}}).encode())
     trace.close()
@@ -669,8 +824,14 @@ def test_the_demo_diagram_is_committed_and_linked():
     from conftest import ROOT
 
     diagram = (ROOT / "docs" / "demo-diagram.md").read_text()
-    assert "```mermaid\nsequenceDiagram" in diagram and "tools/call echo" in diagram and "sampling/createMessage" in diagram
-    assert "Note over C,S: 2. Tools\n" in diagram and "Note over C,S: 23. Authorization" in diagram  # sections noted
+    assert (
+        "```mermaid\nsequenceDiagram" in diagram
+        and "tools/call echo" in diagram
+        and "sampling/createMessage" in diagram
+    )
+    assert (
+        "Note over C,S: 2. Tools\n" in diagram and "Note over C,S: 23. Authorization" in diagram
+    )  # sections noted
     assert "docs/demo-diagram.md" in (ROOT / "README.md").read_text()
 
 
@@ -678,7 +839,10 @@ def test_the_demo_diagram_is_committed_and_linked():
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal")
 def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
     out = _terminal_session(["call", TARGET, "count_slowly", "steps=4", "delay=0.01"], [])
-    assert "\r[#####---------------] 1/4 step 1 of 4" in out and "\r[####################] 4/4 step 4 of 4" in out
+    assert (
+        "\r[#####---------------] 1/4 step 1 of 4" in out
+        and "\r[####################] 4/4 step 4 of 4" in out
+    )
     assert "mcp-ref: progress" not in out  # the line form is for pipes and files
     assert "counted to 4" in out
 
@@ -688,7 +852,12 @@ def test_a_demo_whose_server_cannot_start_is_one_line(monkeypatch, capsys):
     from mcp_ref.workbench import walkthrough
     from mcp_ref.workbench.cli import main
 
-    monkeypatch.setattr(walkthrough, "server_command", lambda: [sys.executable, "-c", "raise SystemExit(3)"])
+    monkeypatch.setattr(
+        walkthrough, "server_command", lambda: [sys.executable, "-c", "raise SystemExit(3)"]
+    )
     assert main(["demo", "--timeout", "10"]) == 4
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("mcp-ref: the demo could not run its server:") and "exited with status 3" in err[-1]
+    assert (
+        err[-1].startswith("mcp-ref: the demo could not run its server:")
+        and "exited with status 3" in err[-1]
+    )

@@ -32,8 +32,10 @@ def sampling_command(tmp_path) -> str:
     """A --sampling-command that upper-cases the conversation and leaves a mark that it ran."""
     mark = tmp_path / "sampled"
     script = tmp_path / "model.py"
-    script.write_text(f"import pathlib, sys\npathlib.Path({str(mark)!r}).write_text('ran')\n"
-                      "print(sys.stdin.read().upper())\n")
+    script.write_text(
+        f"import pathlib, sys\npathlib.Path({str(mark)!r}).write_text('ran')\n"
+        "print(sys.stdin.read().upper())\n"
+    )
     return f'"{sys.executable}" "{script}"'
 
 
@@ -43,15 +45,32 @@ def sampling_command(tmp_path) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_without_a_terminal_sampling_is_refused_and_said_why(era, tmp_path):
-    proc = cli("call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path))
+    proc = cli(
+        "call",
+        "--era",
+        era,
+        TARGET,
+        "ask_llm",
+        "question=hi",
+        "--sampling-command",
+        sampling_command(tmp_path),
+    )
     assert proc.returncode == 5
     lines = proc.stderr.strip().splitlines()
-    assert lines[0] == f"mcp-ref: refused the server's sampling request: stdin is not a terminal to ask you on {NOTE}"
+    assert (
+        lines[0]
+        == f"mcp-ref: refused the server's sampling request: stdin is not a terminal to ask you on {NOTE}"
+    )
     if era == "modern":  # 2026-07-28: refused here; the call fails without a retry
-        assert lines[1] == ("mcp-ref: tools/call: could not give the server's sampling/createMessage input: "
-                            "User rejected sampling request")
+        assert lines[1] == (
+            "mcp-ref: tools/call: could not give the server's sampling/createMessage input: "
+            "User rejected sampling request"
+        )
     else:  # the server's tool got error -1, and failed with it
-        assert lines[1] == "mcp-ref: the server answered with an error: User rejected sampling request (code -1)"
+        assert (
+            lines[1]
+            == "mcp-ref: the server answered with an error: User rejected sampling request (code -1)"
+        )
     assert not (tmp_path / "sampled").exists()  # the model was never asked
 
 
@@ -61,8 +80,10 @@ def test_without_a_terminal_elicitation_is_declined_and_said_why(era):
     proc = cli("call", "--era", era, TARGET, "ask_user", stdin="Ada\n")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "the user chose to decline"  # what the server saw
-    assert proc.stderr.strip() == (f"mcp-ref: refused the server's elicitation request: stdin is not a terminal "
-                                   f"to ask you on {NOTE}")
+    assert proc.stderr.strip() == (
+        f"mcp-ref: refused the server's elicitation request: stdin is not a terminal "
+        f"to ask you on {NOTE}"
+    )
 
 
 def test_without_a_terminal_over_http_too(serve):
@@ -76,8 +97,17 @@ def test_without_a_terminal_over_http_too(serve):
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ["modern", "handshake"])
 def test_yes_answers_without_asking(era, tmp_path, serve):
-    proc = cli("--yes", "call", "--era", era, TARGET, "ask_llm", "question=hi", "--sampling-command",
-               sampling_command(tmp_path))
+    proc = cli(
+        "--yes",
+        "call",
+        "--era",
+        era,
+        TARGET,
+        "ask_llm",
+        "question=hi",
+        "--sampling-command",
+        sampling_command(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "[SYSTEM] ANSWER BRIEFLY." in proc.stdout and "[USER] HI" in proc.stdout
     assert "Allow?" not in proc.stderr and "refused" not in proc.stderr
@@ -104,8 +134,13 @@ class Terminal:
         import pty
 
         self.master, slave = pty.openpty()
-        self.proc = subprocess.Popen([sys.executable, "-m", "mcp_ref", *args], stdin=slave, stdout=slave,
-                                     stderr=slave, close_fds=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcp_ref", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            close_fds=True,
+        )
         os.close(slave)
         self.seen = b""
         self.mark = 0
@@ -127,7 +162,7 @@ class Terminal:
         import time
 
         deadline = time.monotonic() + timeout
-        while text.encode() not in self.seen[self.mark:]:
+        while text.encode() not in self.seen[self.mark :]:
             left = deadline - time.monotonic()
             assert left > 0 and self._read(left), f"{text!r} not printed; got:\n{self.output}"
         self.mark = self.seen.index(text.encode(), self.mark) + len(text)
@@ -171,10 +206,14 @@ def terminal():
 
 @pytest.mark.slow
 def test_on_a_terminal_sampling_is_shown_and_asked_about(terminal, tmp_path):
-    term = terminal(["call", TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path)])
+    term = terminal(
+        ["call", TARGET, "ask_llm", "question=hi", "--sampling-command", sampling_command(tmp_path)]
+    )
     shown = term.expect("Allow? [y/N] ")
     assert 'the server "mcp-ref-demo" asks to sample your model (--sampling-command):' in shown
-    assert "[system] Answer briefly." in shown and "[user] hi" in shown and "maxTokens: 100" in shown
+    assert (
+        "[system] Answer briefly." in shown and "[user] hi" in shown and "maxTokens: 100" in shown
+    )
     assert not (tmp_path / "sampled").exists()  # nothing is answered before the user says so
     term.type("y")
     assert term.finish() == 0, term.output
@@ -183,8 +222,18 @@ def test_on_a_terminal_sampling_is_shown_and_asked_about(terminal, tmp_path):
 
 @pytest.mark.slow
 def test_on_a_terminal_no_refuses(terminal, tmp_path):
-    term = terminal(["call", "--era", "handshake", TARGET, "ask_llm", "question=hi", "--sampling-command",
-                     sampling_command(tmp_path)])
+    term = terminal(
+        [
+            "call",
+            "--era",
+            "handshake",
+            TARGET,
+            "ask_llm",
+            "question=hi",
+            "--sampling-command",
+            sampling_command(tmp_path),
+        ]
+    )
     term.expect("Allow? [y/N] ")
     term.type("n")
     assert term.finish() == 5
@@ -212,21 +261,51 @@ def test_what_the_server_sends_cannot_redraw_the_terminal():
     from mcp_ref import ServerRequest
     from mcp_ref.workbench.cli_answers import describe_request
 
-    text = describe_request(ServerRequest("elicitation/create", {
-        "message": "Who?\x1b[2K\rAllow? [y/N] y\nsecond line", "requestedSchema": {"type": "object", "properties": {}}}))
+    text = describe_request(
+        ServerRequest(
+            "elicitation/create",
+            {
+                "message": "Who?\x1b[2K\rAllow? [y/N] y\nsecond line",
+                "requestedSchema": {"type": "object", "properties": {}},
+            },
+        )
+    )
     assert "\x1b" not in text and "\r" not in text
     assert "Who?\\x1b[2K\\rAllow? [y/N] y\n    second line" in text
-    url = describe_request(ServerRequest("elicitation/create", {
-        "mode": "url", "message": "Connect your account", "url": "https://auth.example.com/connect?x=1"}), "weather\x07")
-    assert url.startswith('mcp-ref: the server "weather\\x07" asks you to open a URL: Connect your account\n')
+    url = describe_request(
+        ServerRequest(
+            "elicitation/create",
+            {
+                "mode": "url",
+                "message": "Connect your account",
+                "url": "https://auth.example.com/connect?x=1",
+            },
+        ),
+        "weather\x07",
+    )
+    assert url.startswith(
+        'mcp-ref: the server "weather\\x07" asks you to open a URL: Connect your account\n'
+    )
     assert "url:  https://auth.example.com/connect?x=1" in url and "host: auth.example.com" in url
 
 
 @pytest.mark.slow
 def test_a_question_the_server_withdraws_does_not_hold_the_command(terminal, tmp_path):
-    session_server = f'"{sys.executable}" "{Path(__file__).parents[1] / "servers" / "session_server.py"}"'
-    term = terminal(["call", "--era", "handshake", session_server, "sample_briefly", "timeout=0.5",
-                     "--sampling-command", sampling_command(tmp_path)])
+    session_server = (
+        f'"{sys.executable}" "{Path(__file__).parents[1] / "servers" / "session_server.py"}"'
+    )
+    term = terminal(
+        [
+            "call",
+            "--era",
+            "handshake",
+            session_server,
+            "sample_briefly",
+            "timeout=0.5",
+            "--sampling-command",
+            sampling_command(tmp_path),
+        ]
+    )
     term.expect("Allow? [y/N] ")
     # Nobody answers: the server gives up after 0.5 s and cancels its request; the question is
     # withdrawn, the tool's answer printed, and the command ends without waiting for Enter.
@@ -242,7 +321,12 @@ def test_after_the_end_of_input_every_question_reads_the_end_at_once(monkeypatch
 
     monkeypatch.setattr(sys, "stdin", io.StringIO("Ada\n"))
     lines = StdinLines()
-    assert [lines.read() for _ in range(4)] == ["Ada\n", "", "", ""]  # a second form is cancelled, not waited on
+    assert [lines.read() for _ in range(4)] == [
+        "Ada\n",
+        "",
+        "",
+        "",
+    ]  # a second form is cancelled, not waited on
 
 
 @pytest.mark.slow
@@ -275,4 +359,6 @@ def test_on_a_terminal_a_late_answer_to_a_withdrawn_question_approves_nothing():
     lines._read_so_far = 1
     since = lines.mark()  # the next question is asked (before its prompt is written)
     lines._lines.put((1, "n\n"))  # typed once the next question is asked
-    assert lines.read(since=since) == "n\n"  # the next question takes only what is typed after it is asked
+    assert (
+        lines.read(since=since) == "n\n"
+    )  # the next question takes only what is typed after it is asked

@@ -48,14 +48,22 @@ def env(tmp_path):
     script = tmp_path / "browser.py"
     script.write_text(BROWSER_SCRIPT)
     opened = tmp_path / "opened"
-    environment = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"),
-                       BROWSER=f"{sys.executable} {script} {opened} %s")
+    environment = dict(
+        os.environ,
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        BROWSER=f"{sys.executable} {script} {opened} %s",
+    )
     return environment, opened, tmp_path / "cache" / "mcp-ref" / "tokens.json"
 
 
 def mcp_ref(environment, *args):
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", "--timeout", str(WAIT), *args], capture_output=True,
-                          text=True, timeout=WAIT * 3, env=environment)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_ref", "--timeout", str(WAIT), *args],
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 3,
+        env=environment,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
@@ -65,8 +73,13 @@ def test_the_first_call_logs_in_through_the_browser_and_the_next_needs_none(prot
     first = mcp_ref(environment, "call", protected_demo, "echo", "text=hi")
     assert first.returncode == 0 and first.stdout == "hi\n", first.stderr
     assert opened.exists() and "/authorize?" in opened.read_text()
-    assert "open this URL in a browser" in first.stderr  # printed as well, for a browser that does not open
-    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o600 and stat.S_IMODE(os.stat(cache.parent).st_mode) == 0o700
+    assert (
+        "open this URL in a browser" in first.stderr
+    )  # printed as well, for a browser that does not open
+    assert (
+        stat.S_IMODE(os.stat(cache).st_mode) == 0o600
+        and stat.S_IMODE(os.stat(cache.parent).st_mode) == 0o700
+    )
     opened.unlink()
     second = mcp_ref(environment, "tools", protected_demo)
     assert second.returncode == 0 and "echo" in second.stdout and not opened.exists(), second.stderr
@@ -77,12 +90,16 @@ def test_logout_forgets_the_login(protected_demo, env):
     environment, opened, cache = env
     assert mcp_ref(environment, "info", protected_demo).returncode == 0
     records = json.loads(cache.read_text())
-    assert any(key.startswith("tokens ") for key in records) and any(key.startswith("client ") for key in records)
+    assert any(key.startswith("tokens ") for key in records) and any(
+        key.startswith("client ") for key in records
+    )
     out = mcp_ref(environment, "logout", protected_demo)
     assert out.returncode == 0 and "forgot" in out.stderr
     assert json.loads(cache.read_text()) == {}
     opened.unlink()
-    assert mcp_ref(environment, "info", protected_demo).returncode == 0 and opened.exists()  # the browser again
+    assert (
+        mcp_ref(environment, "info", protected_demo).returncode == 0 and opened.exists()
+    )  # the browser again
     assert "no cached authorization" in mcp_ref(environment, "logout", protected_demo + "x").stderr
 
 
@@ -90,8 +107,15 @@ def test_trace_shows_the_flow_with_secrets_redacted(protected_demo, env):
     environment, _, cache = env
     proc = mcp_ref(environment, "--trace", "call", protected_demo, "echo", "text=t")
     assert proc.returncode == 0, proc.stderr
-    for step in ("http> GET ", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server",
-                 "http> POST ", "/register", "/token", "[redacted]"):
+    for step in (
+        "http> GET ",
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-authorization-server",
+        "http> POST ",
+        "/register",
+        "/token",
+        "[redacted]",
+    ):
         assert step in proc.stderr, step
     tokens = next(v for k, v in json.loads(cache.read_text()).items() if k.startswith("tokens "))
     for secret in (tokens["access_token"], tokens["refresh_token"]):
@@ -102,8 +126,19 @@ def test_trace_shows_the_flow_with_secrets_redacted(protected_demo, env):
 def test_no_browser_only_prints_the_url(protected_demo, env):
     """``--no-browser``: the URL on stderr, no browser; whoever opens it completes the login."""
     environment, opened, _ = env
-    command = [sys.executable, "-m", "mcp_ref", "--no-browser", "--timeout", str(WAIT), "info", protected_demo]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    command = [
+        sys.executable,
+        "-m",
+        "mcp_ref",
+        "--no-browser",
+        "--timeout",
+        str(WAIT),
+        "info",
+        protected_demo,
+    ]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
+    )
     errors = LineReader(proc.stderr)
     try:
         url = errors.wait_for(r"^\s+(http://\S+/authorize\?\S+)").group(1)
@@ -125,30 +160,48 @@ def test_a_failed_authorization_is_one_line_and_exit_7(env):
     def protected(environ, start_response):
         base = f"http://{environ['HTTP_HOST']}"
         if environ["PATH_INFO"].startswith("/.well-known/oauth-protected-resource"):
-            body = json.dumps({"resource": base + "/mcp", "authorization_servers": ["http://127.0.0.1:9/"]}).encode()
+            body = json.dumps(
+                {"resource": base + "/mcp", "authorization_servers": ["http://127.0.0.1:9/"]}
+            ).encode()
             start_response("200 OK", [("Content-Type", "application/json")])
             return [body]
-        start_response("401 Unauthorized", [("WWW-Authenticate", f'Bearer resource_metadata="{base}/.well-known/'
-                                             'oauth-protected-resource/mcp"'), ("Content-Length", "0")])
+        start_response(
+            "401 Unauthorized",
+            [
+                (
+                    "WWW-Authenticate",
+                    f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"',
+                ),
+                ("Content-Length", "0"),
+            ],
+        )
         return [b""]
 
     httpd = WsgiServer(("127.0.0.1", 0), protected)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         proc = mcp_ref(environment, "tools", httpd.url + "/mcp")
     finally:
         httpd.shutdown()
         httpd.server_close()
     assert proc.returncode == 7, (proc.returncode, proc.stderr)
-    assert proc.stderr.startswith("mcp-ref: authorization failed:") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert (
+        proc.stderr.startswith("mcp-ref: authorization failed:")
+        and len(proc.stderr.strip().splitlines()) == 1
+    ), proc.stderr
 
 
 @pytest.mark.parametrize("era", ["auto", "modern", "handshake"])
 def test_a_bad_header_token_exits_with_the_auth_code(protected_demo, era):
     """Issue 23 item 7: a token given with --header that the server refuses (401) is exit 7, not 4, in
     every era (2026-07-28's probe reads the 401 as "not a modern server": the 401 behind it is found)."""
-    proc = run_cli("tools", protected_demo, "--era", era, "--header", "Authorization: Bearer not-a-token")
+    proc = run_cli(
+        "tools", protected_demo, "--era", era, "--header", "Authorization: Bearer not-a-token"
+    )
     assert proc.returncode == 7, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
-        "mcp-ref: authorization failed: the server refused the Authorization header given with --header: HTTP 401"), lines
+        "mcp-ref: authorization failed: the server refused the Authorization header given with --header: HTTP 401"
+    ), lines

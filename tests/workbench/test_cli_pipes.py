@@ -43,22 +43,32 @@ def one_error_line(proc) -> str:
 @pytest.mark.slow
 def test_args_from_stdin_and_from_a_file(tmp_path):
     piped = run_cli_process("call", TARGET, "add", "--args", "-", "b=40", stdin='{"a": 2, "b": 1}')
-    assert piped.returncode == 0 and piped.stdout == "42\n", piped.stderr  # KEY=VALUE pairs override --args
+    assert piped.returncode == 0 and piped.stdout == "42\n", (
+        piped.stderr
+    )  # KEY=VALUE pairs override --args
     arguments = tmp_path / "args.json"
     arguments.write_text(json.dumps({"name": "Ada", "style": "formal"}), encoding="utf-8")
     proc = run_cli("prompt", TARGET, "greet", "--args", f"@{arguments}")
     assert proc.returncode == 0 and proc.stdout == "[user] Good day, Ada.\n", proc.stderr
     # Refused before anything is launched: one line, exit 1.
-    assert one_error_line(run_cli("call", TARGET, "add", "--args", "-", stdin="[1, 2]")) == \
-        "mcp-ref: --args - (stdin) must be a JSON object"
+    assert (
+        one_error_line(run_cli("call", TARGET, "add", "--args", "-", stdin="[1, 2]"))
+        == "mcp-ref: --args - (stdin) must be a JSON object"
+    )
     assert one_error_line(run_cli("call", TARGET, "add", "--args", "-", stdin="{oops")).startswith(
-        "mcp-ref: --args - (stdin) is not valid JSON:")
+        "mcp-ref: --args - (stdin) is not valid JSON:"
+    )
     missing = run_cli("call", TARGET, "add", "--args", f"@{tmp_path / 'nowhere.json'}")
-    assert missing.returncode == 1 and "cannot read" in one_error_line(missing) and "No such file" in missing.stderr
+    assert (
+        missing.returncode == 1
+        and "cannot read" in one_error_line(missing)
+        and "No such file" in missing.stderr
+    )
     arguments.write_text('{"name": "Ada", "style": 2}', encoding="utf-8")
     wrong = run_cli("prompt", TARGET, "greet", "--args", f"@{arguments}")
     assert wrong.returncode == 1 and one_error_line(wrong) == (
-        "mcp-ref: prompt arguments must be strings; --args gives other JSON for: style")
+        "mcp-ref: prompt arguments must be strings; --args gives other JSON for: style"
+    )
 
 
 # -- tools: types and enums ------------------------------------------------------------------------
@@ -68,8 +78,13 @@ def test_args_from_stdin_and_from_a_file(tmp_path):
 def test_tools_shows_parameter_types_and_enums():
     lines = run_cli("tools", TARGET).stdout.splitlines()
     assert lines[0] == "echo(text: string)  Return the text unchanged."
-    assert 'weather(city: string, unit: "celsius"|"fahrenheit" = "celsius")  Report the weather' in "\n".join(lines)
-    assert any(line.startswith("count_slowly(steps: integer, delay: number = 0.05)") for line in lines)
+    assert (
+        'weather(city: string, unit: "celsius"|"fahrenheit" = "celsius")  Report the weather'
+        in "\n".join(lines)
+    )
+    assert any(
+        line.startswith("count_slowly(steps: integer, delay: number = 0.05)") for line in lines
+    )
 
 
 def test_schema_types_follow_refs_unions_arrays_and_formats():
@@ -78,7 +93,10 @@ def test_schema_types_follow_refs_unions_arrays_and_formats():
 
     schema = {
         "type": "object",
-        "$defs": {"Unit": {"enum": ["c", "f"]}, "Point": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        "$defs": {
+            "Unit": {"enum": ["c", "f"]},
+            "Point": {"type": "object", "properties": {"x": {"type": "number"}}},
+        },
         "properties": {
             "when": {"type": "string", "format": "date-time"},
             "unit": {"$ref": "#/$defs/Unit"},
@@ -91,8 +109,10 @@ def test_schema_types_follow_refs_unions_arrays_and_formats():
         "required": ["when", "unit"],
     }
     tool = Tool.from_wire({"name": "plan", "inputSchema": schema})
-    assert describe_tool(tool) == ('plan(when: string<date-time>, unit: "c"|"f", where?: object|null, '
-                                   'tags?: (string|integer)[], mode?: "fast", other?: Thing, anything?: any)')
+    assert describe_tool(tool) == (
+        'plan(when: string<date-time>, unit: "c"|"f", where?: object|null, '
+        'tags?: (string|integer)[], mode?: "fast", other?: Thing, anything?: any)'
+    )
     assert schema_type({"enum": list(range(20))}) == "0|1|2|3|4|5|6|7|…"
     looping = {"$defs": {"A": {"$ref": "#/$defs/A"}}}
     assert schema_type({"$ref": "#/$defs/A"}, looping) == "A"  # bounded: a loop of refs ends
@@ -106,7 +126,9 @@ def test_a_failed_launchs_stderr_is_shown_once():
     server = f'"{sys.executable}" -c "import sys; print(\'boom: no config\', file=sys.stderr); sys.exit(3)"'
     proc = run_cli("tools", server)
     assert proc.returncode == 4 and "exited with status 3" in proc.stderr
-    assert proc.stderr.count("boom: no config") == 1, proc.stderr  # passed through as it came, not repeated
+    assert proc.stderr.count("boom: no config") == 1, (
+        proc.stderr
+    )  # passed through as it came, not repeated
 
 
 # -- --json info: the negotiated version, both eras ------------------------------------------------
@@ -119,7 +141,9 @@ def test_json_info_carries_the_negotiated_version(era, version):
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert info["protocolVersion"] == version
-    assert ("supportedVersions" in info) == (era == "modern") and ("serverInfo" in info) == (era == "handshake")
+    assert ("supportedVersions" in info) == (era == "modern") and ("serverInfo" in info) == (
+        era == "handshake"
+    )
 
 
 # -- --trace serve-demo ----------------------------------------------------------------------------
@@ -129,29 +153,46 @@ def test_json_info_carries_the_negotiated_version(era, version):
 def test_trace_serve_demo_traces_the_server_side_on_stdio():
     proc = run_cli("tools", f'"{sys.executable}" -m mcp_ref --trace serve-demo')
     assert proc.returncode == 0 and proc.stdout.startswith("echo(")  # stdout stays the protocol's
-    received = [json.loads(line[4:]) for line in proc.stderr.splitlines() if line.startswith("<-- ")]
+    received = [
+        json.loads(line[4:]) for line in proc.stderr.splitlines() if line.startswith("<-- ")
+    ]
     sent = [json.loads(line[4:]) for line in proc.stderr.splitlines() if line.startswith("--> ")]
-    assert received[0]["method"] == "server/discover" and "result" in sent[0] and sent[0]["id"] == received[0]["id"]
+    assert (
+        received[0]["method"] == "server/discover"
+        and "result" in sent[0]
+        and sent[0]["id"] == received[0]["id"]
+    )
     assert [m["method"] for m in received].count("tools/list") == 3  # every page
 
 
 @pytest.mark.slow
 def test_trace_serve_demo_traces_the_server_side_over_http():
     command = [sys.executable, "-m", "mcp_ref", "--trace", "serve-demo", "--http", "127.0.0.1:0"]
-    server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
+    server = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     errors = LineReader(server.stderr)
     watch_stderr("serve-demo --trace --http", lambda: list(errors.all))
     try:
         url = errors.wait_for(r"serving the demo at (http://127\.0\.0\.1:\d+/mcp)").group(1)
         for era in ("modern", "handshake"):
-            assert run_cli("call", url, "--era", era, "echo", "text=over http").stdout == "over http\n"
+            assert (
+                run_cli("call", url, "--era", era, "echo", "text=over http").stdout == "over http\n"
+            )
         errors.wait_for(r'^--> .*"over http"')  # the handshake era's answer: the last message
     finally:
         stop(server, signal.SIGINT)
     traced = [json.loads(line[4:]) for line in errors.all if line.startswith(("<-- ", "--> "))]
     methods = [message.get("method") for message in traced]
-    assert "server/discover" in methods and "initialize" in methods and methods.count("tools/call") == 2
+    assert (
+        "server/discover" in methods
+        and "initialize" in methods
+        and methods.count("tools/call") == 2
+    )
 
 
 # -- --log-level -----------------------------------------------------------------------------------
@@ -163,8 +204,10 @@ def test_log_level_shows_the_servers_log_messages(era):
     proc = run_cli("call", "--era", era, "--log-level", "warning", TARGET, "log_levels")
     assert proc.returncode == 0, proc.stderr
     logged = [line for line in proc.stderr.splitlines() if line.startswith("mcp-ref: server log ")]
-    assert logged == ["mcp-ref: server log warning [demo]: a warning message",
-                      "mcp-ref: server log error [demo]: a error message"], proc.stderr
+    assert logged == [
+        "mcp-ref: server log warning [demo]: a warning message",
+        "mcp-ref: server log error [demo]: a error message",
+    ], proc.stderr
     quiet = run_cli("call", "--era", era, TARGET, "log_levels")  # without it, none is shown
     assert quiet.returncode == 0 and "server log" not in quiet.stderr
 
@@ -174,14 +217,18 @@ def test_log_level_of_serve_demo_is_the_servers_own_log():
     def refusals(*options: str) -> list[str]:
         command = [sys.executable, "-m", "mcp_ref", *options, "serve-demo"]
         with Client.stdio(command, stderr="capture", timeout=WAIT) as client:
-            for _ in range(4):  # the demo's roll_dice allows 3 a minute: the fourth is refused, and logged
+            for _ in range(
+                4
+            ):  # the demo's roll_dice allows 3 a minute: the fourth is refused, and logged
                 try:
                     client.call_tool("roll_dice", {})
                 except LimitExceeded:  # the fourth
                     pass
         return [line for line in client.session.transport.stderr_lines if "rate limit" in line]
 
-    assert refusals() == ["mcp-ref: WARNING: rate limit 3/60s on roll_dice: refused tools/call, from stdio"]
+    assert refusals() == [
+        "mcp-ref: WARNING: rate limit 3/60s on roll_dice: refused tools/call, from stdio"
+    ]
     assert refusals("--log-level", "error") == []
 
 
@@ -193,32 +240,57 @@ def test_install_prints_and_writes_claude_desktops_configuration(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     (tmp_path / "server.py").write_text("from mcp_ref.workbench.demo import main\nmain()\n")
     python = Path(sys.executable)
-    printed = run_cli("install", f'"{python}" server.py', "--name", "weather", "--env", "API_KEY=k=1", "--print")
+    printed = run_cli(
+        "install", f'"{python}" server.py', "--name", "weather", "--env", "API_KEY=k=1", "--print"
+    )
     assert printed.returncode == 0, printed.stderr
-    entry = {"command": str(python), "args": [str(tmp_path / "server.py")], "env": {"API_KEY": "k=1"}}
-    assert json.loads(printed.stdout) == {"mcpServers": {"weather": entry}}  # a relative file made absolute
+    entry = {
+        "command": str(python),
+        "args": [str(tmp_path / "server.py")],
+        "env": {"API_KEY": "k=1"},
+    }
+    assert json.loads(printed.stdout) == {
+        "mcpServers": {"weather": entry}
+    }  # a relative file made absolute
 
     config = tmp_path / "claude" / "claude_desktop_config.json"
     config.parent.mkdir()
-    before = {"globalShortcut": "Ctrl+Space", "mcpServers": {"other": {"command": "node", "args": ["x.js"]}}}
+    before = {
+        "globalShortcut": "Ctrl+Space",
+        "mcpServers": {"other": {"command": "node", "args": ["x.js"]}},
+    }
     config.write_text(json.dumps(before))
     # No --name: the server is launched once, and its own name (serverInfo.name) is the entry's.
     proc = run_cli("install", f'"{python}" server.py', "--config", str(config))
     assert proc.returncode == 0, proc.stderr
     written = json.loads(config.read_text())
-    assert written == {**before, "mcpServers": {**before["mcpServers"],
-                                                 "mcp-ref-demo": {"command": str(python), "args": [str(tmp_path / "server.py")]}}}
-    assert json.loads((config.parent / "claude_desktop_config.json.bak").read_text()) == before  # backed up first
-    assert "added the server mcp-ref-demo" in proc.stderr and "1 other server(s) kept" in proc.stderr
+    assert written == {
+        **before,
+        "mcpServers": {
+            **before["mcpServers"],
+            "mcp-ref-demo": {"command": str(python), "args": [str(tmp_path / "server.py")]},
+        },
+    }
+    assert (
+        json.loads((config.parent / "claude_desktop_config.json.bak").read_text()) == before
+    )  # backed up first
+    assert (
+        "added the server mcp-ref-demo" in proc.stderr and "1 other server(s) kept" in proc.stderr
+    )
 
-    same = run_cli("install", f'"{python}" server.py', "--config", str(config), "--name", "mcp-ref-demo")
+    same = run_cli(
+        "install", f'"{python}" server.py', "--config", str(config), "--name", "mcp-ref-demo"
+    )
     assert same.returncode == 0 and "nothing to change" in same.stderr
     other = run_cli("install", f'"{python}" server.py', "--config", str(config), "--name", "other")
     assert other.returncode == 1 and "--force" in one_error_line(other)
     assert json.loads(config.read_text()) == written  # untouched
-    forced = run_cli("install", f'"{python}" server.py', "--config", str(config), "--name", "other", "--force")
-    assert forced.returncode == 0 and json.loads(config.read_text())["mcpServers"]["other"]["args"] == [
-        str(tmp_path / "server.py")]
+    forced = run_cli(
+        "install", f'"{python}" server.py', "--config", str(config), "--name", "other", "--force"
+    )
+    assert forced.returncode == 0 and json.loads(config.read_text())["mcpServers"]["other"][
+        "args"
+    ] == [str(tmp_path / "server.py")]
 
     config.write_text('{"mcpServers": {"other": ')  # not JSON: never overwritten
     broken = run_cli("install", f'"{python}" server.py', "--config", str(config), "--name", "x")
@@ -264,8 +336,19 @@ def test_install_creates_a_configuration_holding_secrets_readable_by_its_owner_o
 
     def install(name: str) -> None:
         # The real command, under the umask that gives a new file 0644 by default.
-        argv = [sys.executable, "-m", "mcp_ref", "install", TARGET, "--name", name,
-                "--env", "API_KEY=secret", "--config", str(config)]
+        argv = [
+            sys.executable,
+            "-m",
+            "mcp_ref",
+            "install",
+            TARGET,
+            "--name",
+            name,
+            "--env",
+            "API_KEY=secret",
+            "--config",
+            str(config),
+        ]
         umask_022 = ["sh", "-c", 'umask 022 && exec "$@"', "sh"]
         proc = subprocess.run([*umask_022, *argv], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
@@ -288,42 +371,79 @@ def test_install_finds_the_configuration_where_each_system_keeps_it():
     from mcp_ref.workbench.install import config_path
 
     home = Path("/home/ada")
-    assert config_path("darwin", {}, home) == home / "Library/Application Support/Claude/claude_desktop_config.json"
-    assert config_path("win32", {"APPDATA": "C:/Users/ada/AppData/Roaming"}, home) == \
-        Path("C:/Users/ada/AppData/Roaming/Claude/claude_desktop_config.json")
+    assert (
+        config_path("darwin", {}, home)
+        == home / "Library/Application Support/Claude/claude_desktop_config.json"
+    )
+    assert config_path("win32", {"APPDATA": "C:/Users/ada/AppData/Roaming"}, home) == Path(
+        "C:/Users/ada/AppData/Roaming/Claude/claude_desktop_config.json"
+    )
     assert config_path("linux", {}, home) == home / ".config/Claude/claude_desktop_config.json"
-    assert config_path("linux", {"XDG_CONFIG_HOME": "/cfg"}, home) == Path("/cfg/Claude/claude_desktop_config.json")
+    assert config_path("linux", {"XDG_CONFIG_HOME": "/cfg"}, home) == Path(
+        "/cfg/Claude/claude_desktop_config.json"
+    )
 
 
 # -- the demo: in order, pointing at its code, noted in the diagram --------------------------------
 
 
 def _defined(path: Path) -> set[str]:
-    return {node.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
+    return {
+        node.name
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.FunctionDef)
+    }
 
 
 @pytest.mark.slow
 def test_the_demo_prints_in_order_points_at_its_code_and_notes_its_sections(tmp_path):
     diagram = tmp_path / "demo.md"
     # stdout and stderr into one pipe, as `mcp-ref demo 2>&1 | less` reads it
-    proc = subprocess.run([sys.executable, "-m", "mcp_ref", "demo", "--era", "modern", "--diagram", str(diagram)],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=WAIT * 6)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcp_ref", "demo", "--era", "modern", "--diagram", str(diagram)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=WAIT * 6,
+    )
     out = proc.stdout
     assert proc.returncode == 0, out
     lines = out.splitlines()
-    refused = lines.index("   server stderr: rate limit 3/60s on roll_dice: refused tools/call, from stdio")
-    policy = next(i for i, line in enumerate(lines) if line.endswith(". Policy: who may see and call what, and how often"))
-    tasks = next(i for i, line in enumerate(lines) if line.endswith(". Tasks (the 2026-07-28 extension and 2025-11-25's tasks)"))
-    assert policy < refused < tasks < next(i for i, line in enumerate(lines) if line.startswith("Every step behaved"))
+    refused = lines.index(
+        "   server stderr: rate limit 3/60s on roll_dice: refused tools/call, from stdio"
+    )
+    policy = next(
+        i
+        for i, line in enumerate(lines)
+        if line.endswith(". Policy: who may see and call what, and how often")
+    )
+    tasks = next(
+        i
+        for i, line in enumerate(lines)
+        if line.endswith(". Tasks (the 2026-07-28 extension and 2025-11-25's tasks)")
+    )
+    assert (
+        policy
+        < refused
+        < tasks
+        < next(i for i, line in enumerate(lines) if line.startswith("Every step behaved"))
+    )
     sections = [i for i, line in enumerate(lines) if re.match(r"\d+\. ", line)]
     assert len(sections) == 11
-    for i in sections:  # each section's next line names the code that implements it, and that code exists
-        assert lines[i + 1].startswith("   code: demo.py: "), lines[i:i + 2]
-        for group in lines[i + 1][len("   code: "):].split("; "):
+    for i in (
+        sections
+    ):  # each section's next line names the code that implements it, and that code exists
+        assert lines[i + 1].startswith("   code: demo.py: "), lines[i : i + 2]
+        for group in lines[i + 1][len("   code: ") :].split("; "):
             file, _, names = group.partition(": ")
             missing = set(names.split(", ")) - _defined(WORKBENCH / file)
             assert not missing, f"{lines[i]}: {file} has no {missing}"
-    notes = [line.strip() for line in diagram.read_text().splitlines() if line.strip().startswith("Note over C,S: ")]
+    notes = [
+        line.strip()
+        for line in diagram.read_text().splitlines()
+        if line.strip().startswith("Note over C,S: ")
+    ]
     titles = [line for line in notes if "more message(s)" not in line]
     assert titles[0].startswith("Note over C,S: The 2026-07-28 era") and titles[1:] == [
-        f"Note over C,S: {lines[i]}" for i in sections]
+        f"Note over C,S: {lines[i]}" for i in sections
+    ]

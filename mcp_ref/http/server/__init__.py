@@ -40,7 +40,25 @@ from .status import STATUS_OF, STATUS_OF_CODE, HttpError, modern_status
 from .streams import CLOSE, END, Stream
 
 __all__ = [
-    "ASSUMED_VERSION", "CLOSE", "END", "Admission", "Endpoints", "EventStore", "HttpCall", "HttpError", "HttpMiddleware", "HttpSession",
-    "McpWsgiApp", "MemoryEventStore", "MemorySessionTable", "Middleware", "Exchange", "STATUS_OF",
-    "STATUS_OF_CODE", "SessionRecord", "SessionTable", "Stream", "modern_status",
+    "ASSUMED_VERSION",
+    "CLOSE",
+    "END",
+    "Admission",
+    "Endpoints",
+    "EventStore",
+    "HttpCall",
+    "HttpError",
+    "HttpMiddleware",
+    "HttpSession",
+    "McpWsgiApp",
+    "MemoryEventStore",
+    "MemorySessionTable",
+    "Middleware",
+    "Exchange",
+    "STATUS_OF",
+    "STATUS_OF_CODE",
+    "SessionRecord",
+    "SessionTable",
+    "Stream",
+    "modern_status",
 ]

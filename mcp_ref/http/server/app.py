@@ -133,7 +133,9 @@ class McpWsgiApp(HttpAppBase):
         # basic/transports §Sending Messages: "The client MUST include an Accept header,
         # listing both application/json and text/event-stream as supported content types."
         if not accepts_json_and_sse(environ.get("HTTP_ACCEPT", "")):
-            raise NotAcceptable("Not Acceptable: Accept must list application/json and text/event-stream")
+            raise NotAcceptable(
+                "Not Acceptable: Accept must list application/json and text/event-stream"
+            )
         message = self.read_message(environ)
         if self.modern.handles(environ, message):
             return self.modern.post(environ, start_response, message)

@@ -62,10 +62,12 @@ ASSUMED_VERSION = "2025-03-26"
 #: Why a long-lived stream is refused under a WSGI server that runs one request at a time per
 #: worker process (``wsgi.multithread`` false: gunicorn's default ``sync`` worker): the stream
 #: would hold the worker, and every other request waits (or the worker is killed at its timeout).
-SINGLE_THREADED = ("this WSGI server runs one request at a time per worker (wsgi.multithread is false, e.g. "
-                   "gunicorn's default sync worker), where a long-lived stream would hold the worker until its "
-                   "timeout; requests and their answers work as they are; for server-initiated messages serve "
-                   "with threads (gunicorn -k gthread --threads 8)")
+SINGLE_THREADED = (
+    "this WSGI server runs one request at a time per worker (wsgi.multithread is false, e.g. "
+    "gunicorn's default sync worker), where a long-lived stream would hold the worker until its "
+    "timeout; requests and their answers work as they are; for server-initiated messages serve "
+    "with threads (gunicorn -k gthread --threads 8)"
+)
 
 
 def peer_of(environ: dict) -> str:
@@ -160,12 +162,27 @@ class HttpAppBase:
         self.stateless = stateless
         self.json_response = json_response
         # Both or neither: sessions of this process's own in a shared table would be swept by other workers.
-        shared = server.shared_state if not stateless and event_store is None and session_table is None else None
+        shared = (
+            server.shared_state
+            if not stateless and event_store is None and session_table is None
+            else None
+        )
         if shared is not None and getattr(shared, "shared", False):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
-            event_store = event_store if event_store is not None else shared.event_store(expire_after=session_idle_timeout)
-            session_table = session_table if session_table is not None else shared.session_table(
-                max_sessions=max_sessions, idle_timeout=session_idle_timeout, handshake_timeout=handshake_timeout)
+            event_store = (
+                event_store
+                if event_store is not None
+                else shared.event_store(expire_after=session_idle_timeout)
+            )
+            session_table = (
+                session_table
+                if session_table is not None
+                else shared.session_table(
+                    max_sessions=max_sessions,
+                    idle_timeout=session_idle_timeout,
+                    handshake_timeout=handshake_timeout,
+                )
+            )
         self.event_store = event_store if event_store is not None else MemoryEventStore()
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
         self._hosts_seen: dict[str, bool] = {}  # Host value -> allowed (bounded: _VERDICTS_KEPT)
@@ -198,13 +215,23 @@ class HttpAppBase:
         #: The sessions of this process, by id: their streams and connections (live objects).
         self.sessions: dict[str, HttpSession] = {}
         #: What any worker may ask of a session (exists, established, last seen): bounded, with expiry.
-        self.session_table: SessionTable = session_table if session_table is not None else MemorySessionTable(
-            max_sessions=max_sessions, idle_timeout=session_idle_timeout, handshake_timeout=handshake_timeout)
+        self.session_table: SessionTable = (
+            session_table
+            if session_table is not None
+            else MemorySessionTable(
+                max_sessions=max_sessions,
+                idle_timeout=session_idle_timeout,
+                handshake_timeout=handshake_timeout,
+            )
+        )
         self._sessions_lock = threading.Lock()
         #: True when every worker serves every session (handshake era): the session table and the event
         #: store are shared (``Server(state="redis://...")``; see :mod:`.shared`).  Otherwise a session
         #: lives in the process that made it.
-        self.shared = bool(getattr(self.session_table, "shared", False) and getattr(self.event_store, "shared", False))
+        self.shared = bool(
+            getattr(self.session_table, "shared", False)
+            and getattr(self.event_store, "shared", False)
+        )
         self.shared_sessions = SharedSessions(self)
         #: The paths it serves (what a middleware step needs to know of the routing).
         self.endpoints = Endpoints(path, sse_path, messages_path)
@@ -213,9 +240,12 @@ class HttpAppBase:
         self.middleware: list[HttpMiddleware] = default_chain(self)
         if stateless and not server.paginator.configured:
             # Stateless mode is for several workers, each of which must accept the others' cursors.
-            log.warning("%s: serving statelessly with no configured secret: a pagination cursor made by one "
-                        "worker is refused by the others; set MCP_REF_SECRET (or Server(secret=...)) to the same "
-                        "value for every worker", server.name)
+            log.warning(
+                "%s: serving statelessly with no configured secret: a pagination cursor made by one "
+                "worker is refused by the others; set MCP_REF_SECRET (or Server(secret=...)) to the same "
+                "value for every worker",
+                server.name,
+            )
         self._last_sweep = time.monotonic()
         self._pool: ThreadPoolExecutor | None = None
         self._told_single_threaded = False
@@ -241,17 +271,23 @@ class HttpAppBase:
         allowed = self._hosts_seen.get(host)
         if allowed is None:
             allowed = host_allowed(host, self.allowed_hosts)
-            if len(self._hosts_seen) < VERDICTS_KEPT:  # a client sends one Host: a flood of others is judged each time
+            if (
+                len(self._hosts_seen) < VERDICTS_KEPT
+            ):  # a client sends one Host: a flood of others is judged each time
                 self._hosts_seen[host] = allowed
-                if not allowed:  # once per host (bounded like the verdicts): a refused deployment says why
+                if (
+                    not allowed
+                ):  # once per host (bounded like the verdicts): a refused deployment says why
                     log.warning("%s", self._host_refusal(host))
         if not allowed:
             raise Forbidden(f"Forbidden: {self._host_refusal(host)}")
         origin = environ.get("HTTP_ORIGIN")
         if origin and not origin_allowed(origin, self.allowed_origins):
-            raise Forbidden(f"Forbidden: origin {origin!r} is not allowed; a browser page served from it may "
-                            f"use this server only if it is listed in allowed_origins=[...] (McpWsgiApp, "
-                            f"Server.run_http, Server.wsgi_app)")
+            raise Forbidden(
+                f"Forbidden: origin {origin!r} is not allowed; a browser page served from it may "
+                f"use this server only if it is listed in allowed_origins=[...] (McpWsgiApp, "
+                f"Server.run_http, Server.wsgi_app)"
+            )
 
     def _host_refusal(self, host: str) -> str:
         """Why ``host`` is refused, and what lets it in: ``allowed_hosts=`` (issue 23: a bare 403 left
@@ -259,11 +295,16 @@ class HttpAppBase:
         name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
         if not name:
             return "the request has no Host header (HTTP/1.1 requires one)"
-        where = "by default only local names (localhost, 127.0.0.1, ::1) are" if self.allowed_hosts is None \
+        where = (
+            "by default only local names (localhost, 127.0.0.1, ::1) are"
+            if self.allowed_hosts is None
             else f"allowed_hosts is {self.allowed_hosts!r}"
-        return (f"host {host!r} is not allowed ({where}: DNS-rebinding protection); to serve it, pass "
-                f"allowed_hosts=[{name!r}] to McpWsgiApp, Server.run_http or Server.wsgi_app "
-                f"(['*'] allows any, for a server behind a proxy that checks Host itself)")
+        )
+        return (
+            f"host {host!r} is not allowed ({where}: DNS-rebinding protection); to serve it, pass "
+            f"allowed_hosts=[{name!r}] to McpWsgiApp, Server.run_http or Server.wsgi_app "
+            f"(['*'] allows any, for a server behind a proxy that checks Host itself)"
+        )
 
     def bind(self, session: HttpSession, environ: dict) -> None:
         """A new session belongs to the principal that created it (its client and user).
@@ -273,8 +314,11 @@ class HttpAppBase:
         session.principal = environ.get("mcp_ref.oauth")
         connection = cast(Connection, session.connection)  # bound before it is called
         connection.auth = session.principal
-        connection.peer = (peer_of(environ) if session.id is None else
-                           "http-session:" + hashlib.sha256(session.id.encode()).hexdigest()[:16])
+        connection.peer = (
+            peer_of(environ)
+            if session.id is None
+            else "http-session:" + hashlib.sha256(session.id.encode()).hexdigest()[:16]
+        )
 
     def check_principal(self, session: HttpSession, environ: dict) -> None:
         """The same principal only: another's token on this session id gets 404, as if it did not exist."""
@@ -284,7 +328,9 @@ class HttpAppBase:
         # compared by the canonical identity, as a replica on another worker compares its record's
         if principal_id_of(session.principal) != principal_id_of(caller):
             raise NotFound("Session not found: start a new session with initialize")
-        cast(Connection, session.connection).auth = caller  # the latest token's scopes (after a step-up)
+        cast(
+            Connection, session.connection
+        ).auth = caller  # the latest token's scopes (after a step-up)
 
     def refuse_if_single_threaded(self, environ: dict, what: str, request_id=None) -> None:
         """Refuse a long-lived stream (``what``) under a WSGI server with ``wsgi.multithread`` false.
@@ -295,16 +341,22 @@ class HttpAppBase:
         offer an SSE stream at this endpoint".  A 2026-07-28 ``subscriptions/listen`` (a POST) gets
         a JSON-RPC -32601 error with the same reason.  Logged once per application.
         """
-        if environ.get("wsgi.multithread") is not False:  # PEP 3333 requires the key; absent: not known to be
+        if (
+            environ.get("wsgi.multithread") is not False
+        ):  # PEP 3333 requires the key; absent: not known to be
             return
         if not self._told_single_threaded:
             self._told_single_threaded = True
             log.warning("%s: %s refused: %s", self.server.name, what, SINGLE_THREADED)
         if request_id is not None:
-            raise HttpError.modern(MethodNotFound(f"Method not found: {what} is not served here: {SINGLE_THREADED}"),
-                                   request_id)
-        raise MethodNotAllowed(f"Method not allowed: {what} is not offered here: {SINGLE_THREADED}",
-                               headers=[("Allow", "POST, DELETE")])
+            raise HttpError.modern(
+                MethodNotFound(f"Method not found: {what} is not served here: {SINGLE_THREADED}"),
+                request_id,
+            )
+        raise MethodNotAllowed(
+            f"Method not allowed: {what} is not offered here: {SINGLE_THREADED}",
+            headers=[("Allow", "POST, DELETE")],
+        )
 
     # -- the body ------------------------------------------------------------------------
 
@@ -320,7 +372,11 @@ class HttpAppBase:
         if length > self.max_body_size:
             discard_body(environ["wsgi.input"], length)
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
-        body = environ["wsgi.input"].read(length) if length else environ["wsgi.input"].read(self.max_body_size + 1)
+        body = (
+            environ["wsgi.input"].read(length)
+            if length
+            else environ["wsgi.input"].read(self.max_body_size + 1)
+        )
         if len(body) > self.max_body_size:
             # No Content-Length (chunked): not drained.  Its end is unknown, and a client that
             # stalls mid-body would hold this thread until the body deadline with no answer sent.
@@ -350,8 +406,16 @@ class HttpAppBase:
         sessions: its requests to the client numbered ``<worker>-<n>``, unique across workers)."""
         if isinstance(transport, HttpSession) and transport.shared:
             ids = self.shared_sessions.request_ids()
-            return cast(Connection, self.server.new_connection(transport, executor=self.handler_pool(), name=name, ids=ids))
-        return cast(Connection, self.server.new_connection(transport, executor=self.handler_pool(), name=name))
+            return cast(
+                Connection,
+                self.server.new_connection(
+                    transport, executor=self.handler_pool(), name=name, ids=ids
+                ),
+            )
+        return cast(
+            Connection,
+            self.server.new_connection(transport, executor=self.handler_pool(), name=name),
+        )
 
     def live_session(self, session_id: str) -> HttpSession | None:
         """The session ``session_id`` of this process, if there is one."""
@@ -378,16 +442,22 @@ class HttpAppBase:
             if session is None and self.server.shared_state is not None:
                 # Several workers share a state, but not the sessions (a session table or an event store
                 # of this process's own was given): a session lives in the worker that made it.
-                raise NotFound("Session not found on this worker: a session lives in the worker that "
-                               "created it; route by Mcp-Session-Id (sticky sessions), serve stateless, "
-                               "or use the 2026-07-28 revision; start a new session with initialize")
+                raise NotFound(
+                    "Session not found on this worker: a session lives in the worker that "
+                    "created it; route by Mcp-Session-Id (sticky sessions), serve stateless, "
+                    "or use the 2026-07-28 revision; start a new session with initialize"
+                )
             raise NotFound("Session not found: start a new session with initialize")
         self.check_version(environ)
         self.check_principal(session, environ)
-        self.session_table.touch(session_id)  # seen now, and established: it came back after initialize
+        self.session_table.touch(
+            session_id
+        )  # seen now, and established: it came back after initialize
         return self._same_version(environ, session)
 
-    def _shared_session_for(self, environ: dict, session_id: str, session: HttpSession | None) -> HttpSession:
+    def _shared_session_for(
+        self, environ: dict, session_id: str, session: HttpSession | None
+    ) -> HttpSession:
         """:meth:`session_for` when every worker serves every session (:mod:`.shared`): the session of
         this process, or a replica built from its record; 404 once the table no longer has it."""
         self.check_version(environ)
@@ -395,12 +465,16 @@ class HttpAppBase:
             session = self.shared_sessions.replica(session_id, environ)
         else:
             self.check_principal(session, environ)
-        if not self.shared_sessions.touch(session):  # gone, or expired: everywhere (else up to date)
+        if not self.shared_sessions.touch(
+            session
+        ):  # gone, or expired: everywhere (else up to date)
             self.end_here(session, for_good=True)
             self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")
         self._reconcile()
-        self.shared_sessions.claim(session)  # its home gone? then this worker sends its change notifications
+        self.shared_sessions.claim(
+            session
+        )  # its home gone? then this worker sends its change notifications
         return self._same_version(environ, session)
 
     @staticmethod
@@ -409,8 +483,10 @@ class HttpAppBase:
         if version is not None and session.version is not None and version != session.version:
             # 2025-11-25 basic/transports §Protocol Version Header: the client sends "the protocol
             # version negotiated during initialization"; a different one is invalid for this session.
-            raise BadRequest(f"Bad Request: MCP-Protocol-Version {version!r} is not the "
-                             f"version negotiated for this session ({session.version})")
+            raise BadRequest(
+                f"Bad Request: MCP-Protocol-Version {version!r} is not the "
+                f"version negotiated for this session ({session.version})"
+            )
         return session
 
     def adopt(self, session: HttpSession) -> HttpSession:
@@ -444,7 +520,9 @@ class HttpAppBase:
             self.sessions[session_id] = session
         if self.shared:
             try:
-                self.shared_sessions.record(session)  # its record, for every worker; this one its home
+                self.shared_sessions.record(
+                    session
+                )  # its record, for every worker; this one its home
             except BaseException:
                 self.end_here(session, for_good=True)
                 self._let_place_go(session_id)
@@ -491,7 +569,9 @@ class HttpAppBase:
         if self._pool is None:
             with self._sessions_lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=self.handler_threads, thread_name_prefix="mcp-http-handler")
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=self.handler_threads, thread_name_prefix="mcp-http-handler"
+                    )
         return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
@@ -507,9 +587,14 @@ class HttpAppBase:
         ``max_sessions``."""
         fits, evicted = table_call(self.session_table.make_room, session_id)
         if not fits:
-            raise ServiceUnavailable("Service Unavailable: too many sessions", headers=[("Retry-After", "5")])
+            raise ServiceUnavailable(
+                "Service Unavailable: too many sessions", headers=[("Retry-After", "5")]
+            )
         if evicted is not None:
-            log.info("session table full (%d): ended a session that never came back after initialize", self.max_sessions)
+            log.info(
+                "session table full (%d): ended a session that never came back after initialize",
+                self.max_sessions,
+            )
             self._ended_elsewhere_too(evicted)
 
     def _sweep(self) -> None:
@@ -519,7 +604,9 @@ class HttpAppBase:
         self._last_sweep = now
         with self._sessions_lock:
             mine = dict(self.sessions)
-        if self.shared:  # a shared table hands each expired id to one worker, which tells the others
+        if (
+            self.shared
+        ):  # a shared table hands each expired id to one worker, which tells the others
             for session_id in table_call(self.session_table.expired):
                 self._ended_elsewhere_too(session_id)
             self._reconcile()
@@ -599,6 +686,7 @@ class HttpAppBase:
         respond to the original subscriptions/listen request with a completion result before
         closing the stream".  Then the server's lifespan is exited (``Server(lifespan=...)``).
         """
+
         def mine(subscription: Any) -> bool:
             transport = subscription.connection.transport
             return isinstance(transport, HttpSession) and transport.app is self
@@ -662,8 +750,14 @@ class HttpAppBase:
         return self._requests.held(client)
 
     @staticmethod
-    def watch(environ: dict, stream: Stream, token: object, *, long_lived: bool = False,
-              end: Callable[[object], None] | None = None) -> None:
+    def watch(
+        environ: dict,
+        stream: Stream,
+        token: object,
+        *,
+        long_lived: bool = False,
+        end: Callable[[object], None] | None = None,
+    ) -> None:
         """Let the WSGI server end ``token``'s response when its client closes the connection,
         and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
         same as a close).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket

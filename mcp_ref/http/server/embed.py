@@ -78,7 +78,9 @@ class _Pipe:
             self.cond.notify_all()
 
 
-def call_wsgi(app: Callable, environ: dict, *, backlog: int = 64, thread_name: str = "mcp-embedded") -> WsgiResponse:
+def call_wsgi(
+    app: Callable, environ: dict, *, backlog: int = 64, thread_name: str = "mcp-embedded"
+) -> WsgiResponse:
     """Call the WSGI application ``app`` with ``environ`` on a thread of its own; returns once it
     has called ``start_response``, with the rest of its answer still coming in ``body``.
 
@@ -137,7 +139,11 @@ def call_wsgi(app: Callable, environ: dict, *, backlog: int = 64, thread_name: s
         while pipe.status is None and not pipe.ended:
             pipe.cond.wait()  # every answer calls start_response, or fails (``ended``)
         if pipe.status is None:
-            raise pipe.error if pipe.error is not None else RuntimeError("the WSGI application never answered")
+            raise (
+                pipe.error
+                if pipe.error is not None
+                else RuntimeError("the WSGI application never answered")
+            )
         status, headers = pipe.status, pipe.headers
 
     def body() -> Iterator[bytes]:

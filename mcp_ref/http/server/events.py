@@ -44,7 +44,9 @@ class EventStore(Protocol):
 
         Atomic: numbering and appending are one step (two writers never get the same id)."""
 
-    def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+    def replay_after(
+        self, session_id: str, event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The stream ``event_id`` belongs to and its events after it; None if unknown.
 
         One consistent read: no event stored meanwhile is half seen."""
@@ -61,8 +63,9 @@ class EventStore(Protocol):
         streams"): ``(its generation, the number up to which the stream was delivered)`` — a follower
         without ``Last-Event-ID`` starts there, so what was sent while no one followed still arrives."""
 
-    def wait_after(self, session_id: str, stream_id: str, number: int, timeout: float | None,
-                   generation: int) -> Followed:
+    def wait_after(
+        self, session_id: str, stream_id: str, number: int, timeout: float | None, generation: int
+    ) -> Followed:
         """The stream's events numbered after ``number`` (see :class:`Followed`); when there are none
         yet, waits up to ``timeout`` seconds for one (or for :meth:`wake`).  Follower ``generation``
         records that the stream was delivered up to ``number`` (unless it was superseded)."""
@@ -123,8 +126,9 @@ class MemoryEventStore:
             self._changed.notify_all()  # an earlier follower sees it is superseded
             return follow[0], follow[1]
 
-    def wait_after(self, session_id: str, stream_id: str, number: int, timeout: float | None,
-                   generation: int) -> Followed:
+    def wait_after(
+        self, session_id: str, stream_id: str, number: int, timeout: float | None, generation: int
+    ) -> Followed:
         """See :meth:`EventStore.wait_after`."""
         with self._lock:
             found = self._after(session_id, stream_id, number, generation)
@@ -164,7 +168,9 @@ class MemoryEventStore:
         with self._lock:
             self._changed.notify_all()
 
-    def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+    def replay_after(
+        self, session_id: str, event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events of ``event_id``'s stream after it (None: an id this session never issued, or forgot)."""
         stream_id = event_id.rpartition(".")[0]
         with self._lock:

@@ -97,10 +97,14 @@ class HttpSession(Transport):
         if answers is not None:
             self.notes.forget(answers)
         if self.saving and answers is not None:
-            changes = [self.saving.pop(request_id) for request_id in answers if request_id in self.saving]
+            changes = [
+                self.saving.pop(request_id) for request_id in answers if request_id in self.saving
+            ]
             if not isinstance(message, ErrorResponse):
                 for change in changes:
-                    self.app.shared_sessions.save(self, change)  # every worker knows before the client does
+                    self.app.shared_sessions.save(
+                        self, change
+                    )  # every worker knows before the client does
         with self.lock:
             stream = self.by_request.get(related) if related is not None else None
             end = False
@@ -110,7 +114,9 @@ class HttpSession(Transport):
                     self.by_request.pop(request_id, None)
                 end = not stream.answers
             elif stream is not None and stream.answers is not None and self.app.json_response:
-                stream = None  # JSON-only replies: what is not the answer goes to the standalone stream
+                stream = (
+                    None  # JSON-only replies: what is not the answer goes to the standalone stream
+                )
         if stream is None:
             if answers is not None and self.kind != "legacy":
                 # basic/transports §Listening: the server "MUST NOT send a JSON-RPC response on the
@@ -136,7 +142,9 @@ class HttpSession(Transport):
         if not stream.put(data, end=end):
             self._overflow(stream, answers)
         elif end and stream.orphaned:
-            self.settle(stream)  # the answer of a POST whose client has gone: keep it where a GET finds it
+            self.settle(
+                stream
+            )  # the answer of a POST whose client has gone: keep it where a GET finds it
 
     def _spill(self, stream: Stream, data: bytes, end: bool) -> bool:
         """Shared: a POST stream whose client has gone is written through to the event store (with
@@ -144,7 +152,9 @@ class HttpSession(Transport):
         with stream.cond:
             if not stream.orphaned or stream.consumer is not None:
                 return False
-            for queued in [item for item in stream.items if isinstance(item, bytes)]:  # in order, before this one
+            for queued in [
+                item for item in stream.items if isinstance(item, bytes)
+            ]:  # in order, before this one
                 self.app.event_store.store(cast(str, self.id), stream.id, queued)
             stream.items.clear()
             self.app.event_store.store(cast(str, self.id), stream.id, data)
@@ -171,14 +181,24 @@ class HttpSession(Transport):
         POST: the message is dropped with a log line.
         """
         if self.kind == "legacy":
-            log.warning("legacy session %s: its event stream holds %d undelivered messages (the client reads "
-                        "too slowly); the session is ended rather than lose an answer", (self.id or "")[:8], stream.limit)
+            log.warning(
+                "legacy session %s: its event stream holds %d undelivered messages (the client reads "
+                "too slowly); the session is ended rather than lose an answer",
+                (self.id or "")[:8],
+                stream.limit,
+            )
             self.app.end_session(cast(str, self.id))  # a legacy session has an id
         else:
-            if stream.dropped == 1:  # once a spell: a client that stopped reading must not flood the log
-                log.warning("session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
-                            "or has gone); its messages other than the answer are dropped until there is room",
-                            (self.id or "")[:8], stream.id, stream.limit)
+            if (
+                stream.dropped == 1
+            ):  # once a spell: a client that stopped reading must not flood the log
+                log.warning(
+                    "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
+                    "or has gone); its messages other than the answer are dropped until there is room",
+                    (self.id or "")[:8],
+                    stream.id,
+                    stream.limit,
+                )
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
@@ -235,9 +255,15 @@ class HttpSession(Transport):
         for stream in streams:
             stream.end()
             if self.shared and stream is not self.standalone:
-                self.mark_end(stream)  # its request ends with this worker's hold: a follower elsewhere stops
-        if self.shared:  # its events stay for the other workers (``SharedSessions.ended`` forgets them)
-            self.app.event_store.wake(cast(str, self.id))  # this process's followers see it has ended
+                self.mark_end(
+                    stream
+                )  # its request ends with this worker's hold: a follower elsewhere stops
+        if (
+            self.shared
+        ):  # its events stay for the other workers (``SharedSessions.ended`` forgets them)
+            self.app.event_store.wake(
+                cast(str, self.id)
+            )  # this process's followers see it has ended
         elif self.id is not None:
             self.app.event_store.forget(self.id)
 
@@ -245,7 +271,11 @@ class HttpSession(Transport):
 
     def open_stream(self, request_ids: list) -> Stream:
         """A stream for the answers to ``request_ids`` (registered before they are dispatched)."""
-        stream = Stream(f"p{next(self._numbers)}{self._suffix}", answers=request_ids, limit=self.app.stream_backlog)
+        stream = Stream(
+            f"p{next(self._numbers)}{self._suffix}",
+            answers=request_ids,
+            limit=self.app.stream_backlog,
+        )
         with self.lock:
             if any(request_id in self.by_request for request_id in request_ids):
                 # basic §Requests: an id "MUST NOT have been previously used by the requestor
@@ -293,7 +323,10 @@ class HttpSession(Transport):
                 stream.items.append(END)
             for request_id in pending:
                 if self.connection is not None and self.connection.cancel_incoming(request_id):
-                    log.debug("stateless request %r cancelled: its client has gone and nothing can resume it", request_id)
+                    log.debug(
+                        "stateless request %r cancelled: its client has gone and nothing can resume it",
+                        request_id,
+                    )
             self.forget_stream(stream)
             return
         with stream.cond:
@@ -303,7 +336,9 @@ class HttpSession(Transport):
             stream.items.clear()
             stream.items.append(END)  # a GET that took the stream just before still sees its end
             for data in undelivered:
-                self.app.event_store.store(cast(str, self.id), stream.id, data)  # not stateless: it has an id
+                self.app.event_store.store(
+                    cast(str, self.id), stream.id, data
+                )  # not stateless: it has an id
         self.forget_stream(stream)
 
     def forget_stream(self, stream: Stream) -> None:

@@ -28,8 +28,12 @@ class LegacySse:
         """2024-11-05 basic/transports §HTTP with SSE: "When a client connects, the server MUST send
         an endpoint event containing a URI for the client to use for sending messages."""
         app = self.app
-        app.refuse_if_single_threaded(environ, "the 2024-11-05 HTTP+SSE transport (its session is a held GET)")
-        release = app.hold_stream(environ)  # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
+        app.refuse_if_single_threaded(
+            environ, "the 2024-11-05 HTTP+SSE transport (its session is a held GET)"
+        )
+        release = app.hold_stream(
+            environ
+        )  # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
         try:
             session = app.new_session("legacy", "sse")
             app.bind(session, environ)
@@ -55,7 +59,9 @@ class LegacySse:
                 item = stream.take(token, self.app.keepalive)
                 if item is END:
                     return
-                if item is None and self.app.shared:  # its stream is open: it is in use, whatever worker takes its POSTs
+                if (
+                    item is None and self.app.shared
+                ):  # its stream is open: it is in use, whatever worker takes its POSTs
                     self._touch(cast(str, session.id))
                 yield KEEPALIVE if item is None else sse_event(item, event="message")
         finally:
@@ -66,7 +72,9 @@ class LegacySse:
     def _touch(self, session_id: str) -> None:
         try:
             self.app.session_table.touch(session_id)
-        except ConnectionError:  # the table is unreachable: the stream goes on; it is touched again later
+        except (
+            ConnectionError
+        ):  # the table is unreachable: the stream goes on; it is touched again later
             pass
 
     def post(self, environ: dict, start_response):
@@ -76,11 +84,17 @@ class LegacySse:
         if not session_id:
             raise BadRequest("Bad Request: missing session_id")
         session = app.live_session(session_id)
-        if session is None and app.shared:  # its stream is on another worker: the message goes there
+        if (
+            session is None and app.shared
+        ):  # its stream is on another worker: the message goes there
             message = app.read_message(environ)
-            app.check_messages(environ, message if isinstance(message, list) else [message], app.sse_path)
+            app.check_messages(
+                environ, message if isinstance(message, list) else [message], app.sse_path
+            )
             app.shared_sessions.forward_legacy(environ, session_id, message)
-            start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
+            start_response(
+                "202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")]
+            )
             return [b"Accepted"]
         if session is None or session.kind != "legacy" or session.closed:
             raise NotFound("Session not found")
@@ -88,13 +102,23 @@ class LegacySse:
         if cast(Stream, session.standalone).full():  # a legacy session's
             # Backpressure: the stream that carries the answers is full; refuse new work until the
             # client has read it, rather than accept a request whose answer would have no room.
-            raise ServiceUnavailable("Service Unavailable: the event stream is full; retry once "
-                                     "the client has read it", headers=[("Retry-After", "1")])
+            raise ServiceUnavailable(
+                "Service Unavailable: the event stream is full; retry once the client has read it",
+                headers=[("Retry-After", "1")],
+            )
         message = app.read_message(environ)
-        app.check_messages(environ, message if isinstance(message, list) else [message], app.sse_path)
+        app.check_messages(
+            environ, message if isinstance(message, list) else [message], app.sse_path
+        )
         app.session_table.touch(session_id)
-        session.notes.note([m.id for m in (message if isinstance(message, list) else [message])
-                            if isinstance(m, Request)], environ)  # Context.http
+        session.notes.note(
+            [
+                m.id
+                for m in (message if isinstance(message, list) else [message])
+                if isinstance(m, Request)
+            ],
+            environ,
+        )  # Context.http
         cast(Connection, session.connection).dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]

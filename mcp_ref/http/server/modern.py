@@ -26,7 +26,9 @@ class ModernHttp:
 
     def __init__(self, app: HttpAppBase):
         self.app = app
-        self.streamable = StreamableHttp(app)  # a subscriptions/listen stream is answered as a POST's
+        self.streamable = StreamableHttp(
+            app
+        )  # a subscriptions/listen stream is answered as a POST's
 
     @staticmethod
     def handles(environ: dict, message) -> bool:
@@ -104,15 +106,23 @@ class ModernHttp:
         against it (-32020), the version itself (-32022), then ``Mcp-Method`` / ``Mcp-Name`` /
         ``Mcp-Param-*`` against the body (-32020).  Returns the request's envelope."""
         meta = envelope.meta_of(request.params)
-        if meta is None or envelope.PROTOCOL_VERSION not in meta or envelope.CLIENT_CAPABILITIES not in meta:
-            raise InvalidParams(f"Invalid params: a {MODERN_VERSIONS[0]} request's _meta must carry "
-                                f"{envelope.PROTOCOL_VERSION} and {envelope.CLIENT_CAPABILITIES}")
+        if (
+            meta is None
+            or envelope.PROTOCOL_VERSION not in meta
+            or envelope.CLIENT_CAPABILITIES not in meta
+        ):
+            raise InvalidParams(
+                f"Invalid params: a {MODERN_VERSIONS[0]} request's _meta must carry "
+                f"{envelope.PROTOCOL_VERSION} and {envelope.CLIENT_CAPABILITIES}"
+            )
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if header is None:
             raise HeaderMismatchError("Header mismatch: the MCP-Protocol-Version header is missing")
         if header.strip(" \t") != meta[envelope.PROTOCOL_VERSION]:
-            raise HeaderMismatchError(f"Header mismatch: MCP-Protocol-Version {header.strip()!r} does not match "
-                                      f"_meta {envelope.PROTOCOL_VERSION} {meta[envelope.PROTOCOL_VERSION]!r}")
+            raise HeaderMismatchError(
+                f"Header mismatch: MCP-Protocol-Version {header.strip()!r} does not match "
+                f"_meta {envelope.PROTOCOL_VERSION} {meta[envelope.PROTOCOL_VERSION]!r}"
+            )
         # -32022 for a version this server does not speak; never None: _meta names a version (checked above)
         modern = cast(envelope.Envelope, envelope.read_envelope(request.params))
         params = request.params if isinstance(request.params, dict) else {}
@@ -122,8 +132,14 @@ class ModernHttp:
             # Asked whether or not the tool exists, and only once: the dispatch, on this thread,
             # reuses the verdict, so hidden and missing cost the same.
             server = self.app.server
-            principal = Principal.of(environ.get("mcp_ref.oauth"), peer_of(environ)) if server.gate.restricts else None
+            principal = (
+                Principal.of(environ.get("mcp_ref.oauth"), peer_of(environ))
+                if server.gate.restricts
+                else None
+            )
             tool = server.visible_tool(principal, params["name"], request.params)
             declared = tool.header_declarations if tool is not None else None
-        check_request_headers(lambda name: environ.get(cgi_name(name)), request.method, params, declared=declared)
+        check_request_headers(
+            lambda name: environ.get(cgi_name(name)), request.method, params, declared=declared
+        )
         return modern

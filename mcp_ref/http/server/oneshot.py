@@ -25,8 +25,13 @@ from .status import modern_status
 log = logging.getLogger(__name__)
 
 
-def one_shot(app: HttpAppBase, environ: dict, start_response, request: Request,
-             modern: envelope.Envelope | None = None):
+def one_shot(
+    app: HttpAppBase,
+    environ: dict,
+    start_response,
+    request: Request,
+    modern: envelope.Envelope | None = None,
+):
     """Serve one POSTed request that belongs to no session, on this thread: a 2026-07-28 request
     (``modern``, its envelope already read), or a handshake-era one in stateless mode (its version
     from the ``MCP-Protocol-Version`` header, 400 for one not spoken).
@@ -39,7 +44,9 @@ def one_shot(app: HttpAppBase, environ: dict, start_response, request: Request,
     version = None if modern is not None else app.check_version(environ)
     exchange = Exchange(app, request.id, start_response, modern=modern is not None)
     exchange.http = HttpRequest(environ)
-    connection = exchange.connection = app.new_connection(exchange, "http-modern" if modern else "http-stateless")
+    connection = exchange.connection = app.new_connection(
+        exchange, "http-modern" if modern else "http-stateless"
+    )
     if version is not None:
         connection.assume_initialized(version)
     connection.auth = environ.get("mcp_ref.oauth")
@@ -71,12 +78,19 @@ class Exchange(Transport):
     """
 
     def __init__(self, app: HttpAppBase, request_id, start_response, *, modern: bool = True):
-        self.app, self.request_id, self.start_response, self.modern = app, request_id, start_response, modern
+        self.app, self.request_id, self.start_response, self.modern = (
+            app,
+            request_id,
+            start_response,
+            modern,
+        )
         self.connection: Connection | None = None
         self.lock = threading.Lock()
         self.answer: bytes | None = None
         self.status = "200 OK"
-        self.write_sse: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
+        self.write_sse: Callable[[bytes], object] | None = (
+            None  # the WSGI write callable, once streaming
+        )
         self.done = self.broken = self.answered = False
         #: The POST this request came in on (``Context.http``).
         self.http: HttpRequest | None = None
@@ -133,7 +147,9 @@ class Exchange(Transport):
         if self.done or self.broken:
             return
         self.broken = True
-        log.debug("one-request POST %r: its client closed the connection; cancelled", self.request_id)
+        log.debug(
+            "one-request POST %r: its client closed the connection; cancelled", self.request_id
+        )
         if self.connection is not None:
             self.connection.cancel_incoming(self.request_id)
 
@@ -144,8 +160,13 @@ class Exchange(Transport):
             if self.write_sse is not None:
                 return []  # streamed, answer included
             if self.answer is not None:
-                self.start_response(self.status, [("Content-Type", "application/json"),
-                                                  ("Content-Length", str(len(self.answer)))])
+                self.start_response(
+                    self.status,
+                    [
+                        ("Content-Type", "application/json"),
+                        ("Content-Length", str(len(self.answer))),
+                    ],
+                )
                 return [self.answer]
         self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
         return [b""]

@@ -43,11 +43,17 @@ class ProtectedResourceCheck(Middleware):
 
         paths = self.endpoints
         path = call.path
-        if call.method == "GET" and path in (METADATA_PREFIX, METADATA_PREFIX + paths.path, METADATA_PREFIX + paths.sse_path):
+        if call.method == "GET" and path in (
+            METADATA_PREFIX,
+            METADATA_PREFIX + paths.path,
+            METADATA_PREFIX + paths.sse_path,
+        ):
             # RFC 9728 §3.1: the metadata of the resource at PATH is at the well-known prefix + PATH.
-            resource_path = path[len(METADATA_PREFIX):] or paths.path
+            resource_path = path[len(METADATA_PREFIX) :] or paths.path
             body = json.dumps(self.auth.metadata(call.environ, resource_path)).encode()
-            call.start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            call.start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
             return [body]
         if path not in (paths.path, paths.sse_path, paths.messages_path):
             return None
@@ -73,7 +79,9 @@ class ScopeChallenge(Middleware):
         caller = environ.get("mcp_ref.oauth")
         if caller is None:
             return
-        principal = Principal.of(caller, "")  # an item hidden from it needs no scope (the server's gate)
+        principal = Principal.of(
+            caller, ""
+        )  # an item hidden from it needs no scope (the server's gate)
         missing: set[str] = set()
         for item in messages:
             if isinstance(item, Request):
@@ -94,4 +102,7 @@ class ResourceServer(Extension):
 
     def http_middleware(self, app: Any) -> list[Any]:
         """:class:`ProtectedResourceCheck`, then :class:`ScopeChallenge`, for ``app``'s paths."""
-        return [ProtectedResourceCheck(self.auth, app.endpoints), ScopeChallenge(self.auth, app.server)]
+        return [
+            ProtectedResourceCheck(self.auth, app.endpoints),
+            ScopeChallenge(self.auth, app.server),
+        ]

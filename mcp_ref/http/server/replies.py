@@ -28,8 +28,11 @@ class ReplyOwner(Protocol):
     event_store: EventStore
 
 
-SSE_HEADERS = [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache, no-transform"),
-                ("X-Accel-Buffering", "no")]
+SSE_HEADERS = [
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache, no-transform"),
+    ("X-Accel-Buffering", "no"),
+]
 
 
 @functools.lru_cache(maxsize=256)
@@ -43,7 +46,10 @@ def priming_event(app: ReplyOwner, session: HttpSession, stream: Stream) -> byte
     of an event ID and an empty data field in order to prime the client to reconnect"."""
     if session.kind == "stateless" or not lifecycle.at_least(session.version, lifecycle.ICONS):
         return b""
-    return sse_event(event_id=app.event_store.store(cast(str, session.id), stream.id, b""), retry=app.retry_ms)
+    return sse_event(
+        event_id=app.event_store.store(cast(str, session.id), stream.id, b""), retry=app.retry_ms
+    )
+
 
 def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: bytes) -> bytes:
     """One message as an SSE event, kept in the event store (stateless streams cannot be resumed)."""
@@ -56,19 +62,30 @@ class DirectReply:
     """The response of a POST whose handler runs inline (see ``StreamableHttp.answer_inline``)."""
 
     def __init__(self, app: ReplyOwner, session: HttpSession, stream: Stream, start_response):
-        self.app, self.session, self.stream, self.start_response = app, session, stream, start_response
+        self.app, self.session, self.stream, self.start_response = (
+            app,
+            session,
+            stream,
+            start_response,
+        )
         self.lock = threading.Lock()
         self.answer: bytes | None = None
-        self.write: Callable[[bytes], object] | None = None  # the WSGI write callable, once streaming
+        self.write: Callable[[bytes], object] | None = (
+            None  # the WSGI write callable, once streaming
+        )
         self.broken = False
         self.done = False  # finish() was called: the response belongs to the WSGI server now
-        self.status = "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
+        self.status = (
+            "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
+        )
 
     def send(self, data: bytes, end: bool) -> bool:
         """Deliver one message of the stream; False once the client has gone or resumed
         elsewhere (the message is then queued for the resuming GET instead)."""
         with self.lock:
-            with self.stream.cond:  # atomic with a resuming GET's take-over (see StreamableHttp.get)
+            with (
+                self.stream.cond
+            ):  # atomic with a resuming GET's take-over (see StreamableHttp.get)
                 if self.done:
                     return False  # late: a thread the handler started; never write into a finished response
                 if self.broken or self.stream.consumer is not None:
@@ -79,12 +96,15 @@ class DirectReply:
                         self.answer = data  # the answer alone: a JSON reply, sent by finish()
                         return True
                     self.write = self.start_response("200 OK", SSE_HEADERS)
-                    chunk = (priming_event(self.app, self.session, self.stream)
-                             + message_event(self.app, self.session, self.stream, data))
+                    chunk = priming_event(self.app, self.session, self.stream) + message_event(
+                        self.app, self.session, self.stream, data
+                    )
                 else:
                     chunk = message_event(self.app, self.session, self.stream, data)
                 if end and self.session.shared:
-                    self.session.mark_end(self.stream)  # after its answer: a follower elsewhere stops there
+                    self.session.mark_end(
+                        self.stream
+                    )  # after its answer: a follower elsewhere stops there
             try:
                 self.write(chunk)
             except Exception as exc:  # the client went away; the event is in the store
@@ -93,7 +113,9 @@ class DirectReply:
                 self.broken = True
                 self.stream.orphan()
                 if self.session.kind == "stateless":
-                    self.session.settle(self.stream)  # nothing can resume it: the handler is cancelled
+                    self.session.settle(
+                        self.stream
+                    )  # nothing can resume it: the handler is cancelled
             return True
 
     def client_gone(self) -> None:
@@ -119,12 +141,18 @@ class DirectReply:
                 if self.broken:
                     return
                 self.broken = True
-                self.stream.orphaned = True  # under its lock: queued from here on, for the resuming GET
+                self.stream.orphaned = (
+                    True  # under its lock: queued from here on, for the resuming GET
+                )
                 if self.write is None:
                     self.write = self.start_response("200 OK", SSE_HEADERS)
                 # SSE polling is for stateful streams only (close_stream): the session has an id
-                chunk = sse_event(event_id=self.app.event_store.store(cast(str, self.session.id), self.stream.id, b""),
-                                  retry=self.app.retry_ms)
+                chunk = sse_event(
+                    event_id=self.app.event_store.store(
+                        cast(str, self.session.id), self.stream.id, b""
+                    ),
+                    retry=self.app.retry_ms,
+                )
             try:
                 self.write(chunk)
             except Exception:  # already gone: the client resumes all the same
@@ -137,7 +165,13 @@ class DirectReply:
             if self.write is not None:
                 return []
             if self.answer is not None:
-                self.start_response(self.status, [("Content-Type", "application/json"), ("Content-Length", str(len(self.answer)))])
+                self.start_response(
+                    self.status,
+                    [
+                        ("Content-Type", "application/json"),
+                        ("Content-Length", str(len(self.answer))),
+                    ],
+                )
                 return [self.answer]
             self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
             return [b""]
@@ -147,7 +181,9 @@ class HeldStream:
     """The WSGI body of a long-lived stream: when the response ends (PEP 3333: the server calls
     ``close``, started or not), its client's count is released and ``cleanup`` runs."""
 
-    def __init__(self, body, release: Callable[[], None], cleanup: Callable[[], None] | None = None):
+    def __init__(
+        self, body, release: Callable[[], None], cleanup: Callable[[], None] | None = None
+    ):
         self.body, self.release, self.cleanup = body, release, cleanup
 
     def __iter__(self):
@@ -208,5 +244,3 @@ def accepts(accept: str, media_type: str) -> bool:
         if value in (media_type, f"{kind}/*", "*/*"):
             return True
     return False
-
-

@@ -113,8 +113,14 @@ class MemorySessionTable:
 
     shared = False
 
-    def __init__(self, *, max_sessions: int = 1000, idle_timeout: float = 30 * 60, handshake_timeout: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        *,
+        max_sessions: int = 1000,
+        idle_timeout: float = 30 * 60,
+        handshake_timeout: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.handshake_timeout = handshake_timeout
@@ -130,12 +136,17 @@ class MemorySessionTable:
         with self._lock:
             timeout = self.handshake_timeout
             stale = [held for held, since in self._reserved.items() if now - since > timeout]
-            for held in stale:  # an initialize that never ended (its caller gone): its place is free
+            for (
+                held
+            ) in stale:  # an initialize that never ended (its caller gone): its place is free
                 del self._reserved[held]
             victim = None
             if len(self._records) + len(self._reserved) >= self.max_sessions:
-                unproven = [(record["created"], known) for known, record in self._records.items()
-                            if not record["established"]]
+                unproven = [
+                    (record["created"], known)
+                    for known, record in self._records.items()
+                    if not record["established"]
+                ]
                 if not unproven:
                     return False, None
                 victim = min(unproven)[1]
@@ -149,8 +160,9 @@ class MemorySessionTable:
         now = self.clock()
         with self._lock:
             self._reserved.pop(session_id, None)
-            self._records[session_id] = SessionRecord(created=now, last_seen=now, established=False,
-                                                      state=as_stored(state or {}))
+            self._records[session_id] = SessionRecord(
+                created=now, last_seen=now, established=False, state=as_stored(state or {})
+            )
 
     def update(self, session_id: str, state: dict) -> bool:
         """See :meth:`SessionTable.update`."""
@@ -171,7 +183,11 @@ class MemorySessionTable:
         """See :meth:`SessionTable.get` (a copy)."""
         with self._lock:
             record = self._records.get(session_id)
-            return None if record is None else SessionRecord(**{**record, "state": dict(record["state"])})
+            return (
+                None
+                if record is None
+                else SessionRecord(**{**record, "state": dict(record["state"])})
+            )
 
     def touch(self, session_id: str, *, established: bool = True) -> bool:
         """See :meth:`SessionTable.touch` (an expired session is the caller's to end: see :meth:`is_expired`)."""
@@ -195,7 +211,11 @@ class MemorySessionTable:
         """See :meth:`SessionTable.expired`."""
         now = self.clock()
         with self._lock:
-            return [session_id for session_id, record in self._records.items() if self._stale(record, now)]
+            return [
+                session_id
+                for session_id, record in self._records.items()
+                if self._stale(record, now)
+            ]
 
     def remove(self, session_id: str) -> bool:
         """See :meth:`SessionTable.remove`."""
@@ -209,4 +229,6 @@ class MemorySessionTable:
 
     def _stale(self, record: SessionRecord, now: float) -> bool:
         idle = now - record["last_seen"]
-        return idle > self.idle_timeout or (not record["established"] and idle > self.handshake_timeout)
+        return idle > self.idle_timeout or (
+            not record["established"] and idle > self.handshake_timeout
+        )

@@ -183,7 +183,9 @@ class SharedSessions:
         session = HttpSession(app, session_id, kind="streamable")
         connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
         app.bind(session, environ)
-        connection.resume(_negotiated(state), initialized=record is not None and record["established"])
+        connection.resume(
+            _negotiated(state), initialized=record is not None and record["established"]
+        )
         session.generation = None if record is None else record.get("generation", 0)
         session.home_worker = state.get("home")
         existing = app.adopt(session)
@@ -217,7 +219,9 @@ class SharedSessions:
         if not alive:
             return False
         if generation is None and touch_generation is not None:
-            return True  # the store could not say (a fault, already logged): served as the replica is
+            return (
+                True  # the store could not say (a fault, already logged): served as the replica is
+            )
         if generation is None or generation != session.generation:
             self.refresh(session)
         return True
@@ -244,8 +248,13 @@ class SharedSessions:
         if not state.get("legacy") or not owned_by(state, caller):
             raise NotFound("Session not found")
         table_call(self.app.session_table.touch, session_id)
-        self._publish(session_id, "legacy", to=state.get("home"), data=jsonrpc.serialize(message).decode(),
-                      principal=state.get("principal"))
+        self._publish(
+            session_id,
+            "legacy",
+            to=state.get("home"),
+            data=jsonrpc.serialize(message).decode(),
+            principal=state.get("principal"),
+        )
 
     @staticmethod
     def change_of(request: Any) -> dict | None:
@@ -254,8 +263,14 @@ class SharedSessions:
         params = request.params if isinstance(request.params, dict) else {}
         if request.method == "logging/setLevel" and isinstance(params.get("level"), str):
             return {"logLevel": params["level"]}
-        if request.method in ("resources/subscribe", "resources/unsubscribe") and isinstance(params.get("uri"), str):
-            return {SUBSCRIBED + params["uri"]: True if request.method == "resources/subscribe" else None}
+        if request.method in ("resources/subscribe", "resources/unsubscribe") and isinstance(
+            params.get("uri"), str
+        ):
+            return {
+                SUBSCRIBED + params["uri"]: True
+                if request.method == "resources/subscribe"
+                else None
+            }
         return None
 
     def save(self, session: HttpSession, change: dict) -> None:
@@ -284,7 +299,9 @@ class SharedSessions:
         message lost, an expiry found by another worker)."""
         if not held:
             return []
-        alive = table_call(self.app.session_table.alive, [cast(str, session.id) for session in held])
+        alive = table_call(
+            self.app.session_table.alive, [cast(str, session.id) for session in held]
+        )
         return [session for session in held if session.id not in alive]
 
     # -- the home: who sends a session's change notifications (.homes) ------------------------------
@@ -321,8 +338,11 @@ class SharedSessions:
                     if session.forwarding is None:
                         session.forwarding = Budget(FORWARD_RATE, FORWARD_BURST)
                     if not session.forwarding.take():
-                        log.warning("session %s: cancellations for requests on other workers come too fast; "
-                                    "one was dropped", session_id[:8])
+                        log.warning(
+                            "session %s: cancellations for requests on other workers come too fast; "
+                            "one was dropped",
+                            session_id[:8],
+                        )
                         continue
                 self._publish(session_id, "message", to=to, data=jsonrpc.serialize(item).decode())
         return here
@@ -336,9 +356,15 @@ class SharedSessions:
         if isinstance(item, Notification):
             params = item.params or {}
             if item.method == "notifications/cancelled":
-                return jsonrpc.valid_id(params.get("requestId")) and connection.holds(params["requestId"], ours=False)
-            if item.method == "notifications/progress":  # our requests' progress tokens are their ids
-                return jsonrpc.valid_id(params.get("progressToken")) and connection.holds(params["progressToken"], ours=True)
+                return jsonrpc.valid_id(params.get("requestId")) and connection.holds(
+                    params["requestId"], ours=False
+                )
+            if (
+                item.method == "notifications/progress"
+            ):  # our requests' progress tokens are their ids
+                return jsonrpc.valid_id(params.get("progressToken")) and connection.holds(
+                    params["progressToken"], ours=True
+                )
         return None
 
     def listen(self) -> None:
@@ -347,8 +373,10 @@ class SharedSessions:
         with self._lock:
             if not self._listening:
                 bus = self.app.server.bus
-                self._listening = [bus.subscribe(SESSIONS, self._hear),
-                                   bus.subscribe(f"{SESSIONS}:{self.worker}", self._hear)]
+                self._listening = [
+                    bus.subscribe(SESSIONS, self._hear),
+                    bus.subscribe(f"{SESSIONS}:{self.worker}", self._hear),
+                ]
 
     def close(self) -> None:
         """Stop hearing them (the application closes), and let go of every home this worker held."""
@@ -361,7 +389,9 @@ class SharedSessions:
     def _publish(self, session_id: str, kind: str, *, to: str | None = None, **fields: Any) -> None:
         self.listen()
         channel = SESSIONS if to is None else f"{SESSIONS}:{to}"
-        self.app.server.bus.publish(channel, {"session": session_id, "kind": kind, "from": self.worker, **fields})
+        self.app.server.bus.publish(
+            channel, {"session": session_id, "kind": kind, "from": self.worker, **fields}
+        )
 
     def _hear(self, message: dict) -> None:
         """A message of another worker's about a session: acted on only where the session is held."""
@@ -379,12 +409,19 @@ class SharedSessions:
         elif kind == "state":
             try:
                 self.refresh(session)
-            except ServiceUnavailable:  # the table is unreachable: the next change brings it up to date
-                log.warning("session %s: could not read its record after a change", cast(str, session.id)[:8])
+            except (
+                ServiceUnavailable
+            ):  # the table is unreachable: the next change brings it up to date
+                log.warning(
+                    "session %s: could not read its record after a change",
+                    cast(str, session.id)[:8],
+                )
         elif kind in ("message", "legacy") and isinstance(message.get("data"), str):
             try:
                 item = jsonrpc.parse(message["data"].encode())
-            except Exception:  # a worker of this deployment sent it; never let it end the bus's thread
+            except (
+                Exception
+            ):  # a worker of this deployment sent it; never let it end the bus's thread
                 log.warning("dropped an unreadable session message from another worker")
                 return
             if kind == "legacy":  # a 2024-11-05 POST another worker took for this session's stream
@@ -395,8 +432,9 @@ class SharedSessions:
 
     # -- following a stream in the shared event store -----------------------------------------------
 
-    def follow(self, environ: dict, start_response, session: HttpSession, stream_id: str,
-               after: int | None) -> Any:
+    def follow(
+        self, environ: dict, start_response, session: HttpSession, stream_id: str, after: int | None
+    ) -> Any:
         """A GET's SSE body: the events of ``stream_id`` (the standalone stream, or a POST's being
         resumed) after number ``after`` (None: the standalone stream from where its last follower left
         it, with a priming event), stored by whichever worker, until the stream or the session ends,
@@ -408,7 +446,9 @@ class SharedSessions:
         """
         app = self.app
         session_id = cast(str, session.id)
-        release = app.hold_stream(environ)  # every follower is long-lived: counted against its client's cap
+        release = app.hold_stream(
+            environ
+        )  # every follower is long-lived: counted against its client's cap
         try:
             generation, delivered = table_call(app.event_store.claim_stream, session_id, stream_id)
         except BaseException:
@@ -430,13 +470,26 @@ class SharedSessions:
         if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
             # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
             # of an event ID and an empty data field in order to prime the client to reconnect"
-            priming = sse_event(event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms)
+            priming = sse_event(
+                event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms
+            )
         start_response("200 OK", SSE_HEADERS)
-        body = self._events(session, stream_id, delivered if after is None else after, generation, ending, priming)
-        return held(body, release, lambda: app.event_store.leave_stream(session_id, stream_id, generation))
+        body = self._events(
+            session, stream_id, delivered if after is None else after, generation, ending, priming
+        )
+        return held(
+            body, release, lambda: app.event_store.leave_stream(session_id, stream_id, generation)
+        )
 
-    def _events(self, session: HttpSession, stream_id: str, number: int, generation: int, ending: list,
-                priming: bytes):
+    def _events(
+        self,
+        session: HttpSession,
+        stream_id: str,
+        number: int,
+        generation: int,
+        ending: list,
+        priming: bytes,
+    ):
         app = self.app
         store, session_id = app.event_store, cast(str, session.id)
         writer = None if stream_id == STANDALONE else stream_id.rpartition("-")[2]  # p<n>-<worker>
@@ -446,8 +499,12 @@ class SharedSessions:
             yield priming
         while not session.closed:
             if ending:
-                if ending[0] == "close":  # SSE polling, to make room: a retry, then this connection ends
-                    yield sse_event(event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms)
+                if (
+                    ending[0] == "close"
+                ):  # SSE polling, to make room: a retry, then this connection ends
+                    yield sse_event(
+                        event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms
+                    )
                 return
             # woken by a store, a claim, the session's end, or the watcher when a worker has gone
             found = store.wait_after(session_id, stream_id, number, wait, generation)
@@ -528,8 +585,11 @@ def _recorded(negotiated: dict) -> dict:
 def _negotiated(state: dict) -> dict:
     """A record's state as ``Connection.resume`` takes it."""
     negotiated = {key: value for key, value in state.items() if not key.startswith(SUBSCRIBED)}
-    negotiated["subscriptions"] = sorted(key[len(SUBSCRIBED):] for key, value in state.items()
-                                         if key.startswith(SUBSCRIBED) and value)
+    negotiated["subscriptions"] = sorted(
+        key[len(SUBSCRIBED) :]
+        for key, value in state.items()
+        if key.startswith(SUBSCRIBED) and value
+    )
     return negotiated
 
 

@@ -31,8 +31,16 @@ class HttpError(Exception):
     error whose status follows its code (:meth:`modern`).
     """
 
-    def __init__(self, message: str, code: int = INVALID_REQUEST, *, headers: Iterable = (), request_id=None,
-                 data=None, status: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        code: int = INVALID_REQUEST,
+        *,
+        headers: Iterable = (),
+        request_id=None,
+        data=None,
+        status: str | None = None,
+    ):
         super().__init__(message)
         self.message, self.code, self.headers = message, code, list(headers)
         self.request_id, self.data = request_id, data
@@ -41,8 +49,13 @@ class HttpError(Exception):
     @classmethod
     def modern(cls, exc: McpError, request_id) -> HttpError:
         """A 2026-07-28 error raised before the request reached its handler, with its HTTP status."""
-        return cls(exc.message, exc.code, request_id=request_id, data=exc.data,
-                   status=modern_status(exc.code, before_dispatch=True))
+        return cls(
+            exc.message,
+            exc.code,
+            request_id=request_id,
+            data=exc.data,
+            status=modern_status(exc.code, before_dispatch=True),
+        )
 
 
 class BadRequest(HttpError):
@@ -141,8 +154,14 @@ def refusal(exc: LimitExceeded, request_id) -> HttpError:
     """A request refused over a rate limit before dispatch: 429 Too Many Requests with
     ``Retry-After`` (RFC 6585 §4), its body the JSON-RPC error (-32005, ``data.retryAfter``)."""
     retry = str(max(1, math.ceil(exc.retry_after or 1)))
-    return HttpError(exc.message, exc.code, headers=[("Retry-After", retry)], request_id=request_id, data=exc.data,
-                     status=status_of(exc))
+    return HttpError(
+        exc.message,
+        exc.code,
+        headers=[("Retry-After", retry)],
+        request_id=request_id,
+        data=exc.data,
+        status=status_of(exc),
+    )
 
 
 def error_answer(start_response, exc: HttpError) -> list[bytes]:
@@ -154,5 +173,8 @@ def error_answer(start_response, exc: HttpError) -> list[bytes]:
     if exc.request_id is not None:
         answer["id"] = exc.request_id
     body = json.dumps(answer).encode()
-    start_response(exc.status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *exc.headers])
+    start_response(
+        exc.status,
+        [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *exc.headers],
+    )
     return [body]

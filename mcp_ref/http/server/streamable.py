@@ -52,11 +52,15 @@ class StreamableHttp:
             return self.accept_without_requests(environ, start_response, message, items)
         app.check_messages(environ, items, app.path)
         if app.stateless and isinstance(message, Request) and app.inline_handlers:
-            return one_shot(app, environ, start_response, message)  # no session, stream or event store
+            return one_shot(
+                app, environ, start_response, message
+            )  # no session, stream or event store
         session = app.transient_session(environ) if app.stateless else app.session_for(environ)
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             app.finish_transient(session)
-            raise BadRequest("Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+            raise BadRequest(
+                "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
+            )
         connection = session.connection
         assert connection is not None  # every session handed out is bound
         try:
@@ -91,25 +95,41 @@ class StreamableHttp:
         session = None if app.stateless else app.session_for(environ)
         version = app.check_version(environ) if session is None else session.version
         if isinstance(message, list) and not lifecycle.batches_allowed(version):
-            raise BadRequest("Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version")
+            raise BadRequest(
+                "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
+            )
         valid = [m for m in items if not isinstance(m, InvalidRequest)]
         if session is not None and session.shared:
             # what answers or cancels a request open on another worker goes there (.shared)
             for item in app.shared_sessions.route(session, valid):
                 cast(Connection, session.connection).dispatch(item)
-        elif session is not None and valid:  # stateless mode: notifications and answers reach no connection
-            cast(Connection, session.connection).dispatch(valid if isinstance(message, list) else valid[0])
+        elif (
+            session is not None and valid
+        ):  # stateless mode: notifications and answers reach no connection
+            cast(Connection, session.connection).dispatch(
+                valid if isinstance(message, list) else valid[0]
+            )
         invalid = [m for m in items if isinstance(m, InvalidRequest)]
         if invalid:
             # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
-            body = jsonrpc.serialize_items([ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid])
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            body = jsonrpc.serialize_items(
+                [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
+            )
+            start_response(
+                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+            )
             return [body]
         start_response("202 Accepted", [("Content-Length", "0")])
         return [b""]
 
-    def answer_inline(self, session: HttpSession, stream: Stream, request: Request, start_response,
-                      environ: dict | None = None):
+    def answer_inline(
+        self,
+        session: HttpSession,
+        stream: Stream,
+        request: Request,
+        start_response,
+        environ: dict | None = None,
+    ):
         """Serve a POSTed request on this thread: JSON if the handler sends only its answer,
         otherwise an SSE stream written as the handler goes (WSGI ``write``), so progress,
         logs and requests to the client reach it at once.  No hand-off to another thread.
@@ -166,8 +186,14 @@ class StreamableHttp:
         start_response("200 OK", headers)
         return [answer]
 
-    def answer(self, session: HttpSession, stream: Stream, start_response, environ: dict | None = None,
-               end: Callable[[object], None] | None = None):
+    def answer(
+        self,
+        session: HttpSession,
+        stream: Stream,
+        start_response,
+        environ: dict | None = None,
+        end: Callable[[object], None] | None = None,
+    ):
         """The HTTP response for a POSTed request: JSON if the answer comes first and alone, else SSE.
 
         Its client closing the connection ends it at once (``McpWsgiApp.watch``); with ``end``, it is
@@ -184,7 +210,10 @@ class StreamableHttp:
             if first is END:  # cancelled: no answer will come
                 start_response("202 Accepted", [("Content-Length", "0")])
                 return [b""]
-            start_response(stream.status, [("Content-Type", "application/json"), ("Content-Length", str(len(first)))])
+            start_response(
+                stream.status,
+                [("Content-Type", "application/json"), ("Content-Length", str(len(first)))],
+            )
             return [first]
         start_response("200 OK", SSE_HEADERS)
         return self.events(session, stream, token, first)
@@ -204,12 +233,17 @@ class StreamableHttp:
             while True:
                 if item is END:
                     if session.shared and stream.consumer is token and stream.ended:
-                        session.mark_end(stream)  # its answer was the last event: followers elsewhere stop
+                        session.mark_end(
+                            stream
+                        )  # its answer was the last event: followers elsewhere stop
                     return
                 if item is CLOSE:
                     # "it SHOULD send an SSE event with a standard retry field before closing the connection"
                     # only a stateful stream is closed for polling (close_stream): its session has an id
-                    yield sse_event(event_id=app.event_store.store(cast(str, session.id), stream.id, b""), retry=app.retry_ms)
+                    yield sse_event(
+                        event_id=app.event_store.store(cast(str, session.id), stream.id, b""),
+                        retry=app.retry_ms,
+                    )
                     return
                 yield KEEPALIVE if item is None else message_event(app, session, stream, item)
                 item = stream.take(token, app.keepalive)
@@ -222,7 +256,10 @@ class StreamableHttp:
         """The standalone SSE stream of a session, or (``Last-Event-ID``) the resumption of a stream."""
         app = self.app
         if app.stateless:
-            raise MethodNotAllowed("Method not allowed: stateless mode has no standalone stream", headers=[("Allow", "POST")])
+            raise MethodNotAllowed(
+                "Method not allowed: stateless mode has no standalone stream",
+                headers=[("Allow", "POST")],
+            )
         if not accepts(environ.get("HTTP_ACCEPT", ""), "text/event-stream"):
             raise NotAcceptable("Not Acceptable: Accept must list text/event-stream")
         session = app.session_for(environ)
@@ -233,9 +270,12 @@ class StreamableHttp:
             number = event_number(resumed) if resumed else None
             if number is None or app.event_store.replay_after(session_id, resumed) is None:
                 app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-                return app.shared_sessions.follow(environ, start_response, session, STANDALONE, None)
-            return app.shared_sessions.follow(environ, start_response, session,
-                                              resumed.rpartition(".")[0], number)
+                return app.shared_sessions.follow(
+                    environ, start_response, session, STANDALONE, None
+                )
+            return app.shared_sessions.follow(
+                environ, start_response, session, resumed.rpartition(".")[0], number
+            )
         if not last_event_id or app.event_store.replay_after(session_id, last_event_id) is None:
             # No resumption (or an id this session never issued): the standalone stream, a
             # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be
@@ -246,17 +286,27 @@ class StreamableHttp:
             standalone = session.standalone
             assert standalone is not None  # a stateful session's
             token = standalone.attach()
-            app.watch(environ, standalone, token, long_lived=True, end=close_for_polling(standalone))
+            app.watch(
+                environ, standalone, token, long_lived=True, end=close_for_polling(standalone)
+            )
             start_response("200 OK", SSE_HEADERS)
-            return held(self.events(session, standalone, token, None), release, lambda: standalone.detach(token))
+            return held(
+                self.events(session, standalone, token, None),
+                release,
+                lambda: standalone.detach(token),
+            )
         # basic/transports §Resumability: "the server MAY use this header to replay messages
         # that would have been sent after the last event ID, on the stream that was disconnected".
         with session.lock:
             stream = session.by_id.get(last_event_id.rpartition(".")[0])
-        if stream is None:  # that stream has ended and been delivered, or never was: replay what is kept
+        if (
+            stream is None
+        ):  # that stream has ended and been delivered, or never was: replay what is kept
             found = app.event_store.replay_after(session_id, last_event_id)
             start_response("200 OK", SSE_HEADERS)
-            return [sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data]
+            return [
+                sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data
+            ]
         long_lived = stream is session.standalone
         if long_lived:  # a POST's stream ends with its request: resuming it holds a worker no longer than the POST did
             app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
@@ -268,14 +318,19 @@ class StreamableHttp:
             found = app.event_store.replay_after(session_id, last_event_id)
         app.watch(environ, stream, token, long_lived=long_lived, end=close_for_polling(stream))
         start_response("200 OK", SSE_HEADERS)
-        return held(self.events(session, stream, token, None, found[1] if found else ()), release,
-                    lambda: stream.detach(token))
+        return held(
+            self.events(session, stream, token, None, found[1] if found else ()),
+            release,
+            lambda: stream.detach(token),
+        )
 
     def delete(self, environ: dict, start_response):
         """End the session the request names (basic/transports §Session Management)."""
         app = self.app
         if app.stateless:
-            raise MethodNotAllowed("Method not allowed: stateless mode has no sessions", headers=[("Allow", "POST")])
+            raise MethodNotAllowed(
+                "Method not allowed: stateless mode has no sessions", headers=[("Allow", "POST")]
+            )
         app.end(app.session_for(environ))
         start_response("200 OK", [("Content-Length", "0")])
         return [b""]

@@ -18,7 +18,14 @@ from .connection import Connection
 from .holders import RedisCounters, RedisHeldSets
 from .stores import RedisBuckets, RedisTaskRecords
 
-__all__ = ["Connection", "RedisBuckets", "RedisCounters", "RedisHeldSets", "RedisState", "RedisTaskRecords"]
+__all__ = [
+    "Connection",
+    "RedisBuckets",
+    "RedisCounters",
+    "RedisHeldSets",
+    "RedisState",
+    "RedisTaskRecords",
+]
 
 
 class RedisState:
@@ -34,7 +41,9 @@ class RedisState:
     def __init__(self, connection: Connection, *, fail_closed: bool = False):
         self.connection = connection
         self.fail_closed = fail_closed
-        self._made: list[Any] = []  # the stores with threads or connections of their own, closed by close()
+        self._made: list[
+            Any
+        ] = []  # the stores with threads or connections of their own, closed by close()
         self._bus: Any = None
 
     @classmethod

@@ -37,7 +37,9 @@ from .stores import FAULTS, NOW, Faults, InjectableClock, Script
 #: Expired entries one put forgets at most (bounded work per call).
 SWEEP_LIMIT = 100
 
-TABLE = Script(NOW + """
+TABLE = Script(
+    NOW
+    + """
 local op, P, key = ARGV[1], ARGV[2], ARGV[3]
 local now = clock(ARGV[4], 1000)
 local ORDER, PINNED, EXP, SEQ = P .. 'order', P .. 'pinned', P .. 'expires', P .. 'seq'
@@ -103,7 +105,8 @@ elseif op == 'len' then
   return redis.call('ZCARD', ORDER) + redis.call('SCARD', PINNED)
 end
 return redis.error_reply('unknown operation ' .. op)
-""".replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT)))
+""".replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT))
+)
 
 
 class RedisAuthTable(InjectableClock):
@@ -123,12 +126,20 @@ class RedisAuthTable(InjectableClock):
             return TABLE(self.connection.client, [], [op, self.prefix, key, self.now(1000), *more])
         except FAULTS as error:
             self.faults(error, f"the {self.name} table answers ConnectionError until it is back")
-            raise ConnectionError(f"the authorization server's {self.name} table is unreachable") from error
+            raise ConnectionError(
+                f"the authorization server's {self.name} table is unreachable"
+            ) from error
 
     def put(self, key: str, value: Any, *, ttl: float | None = None, pinned: bool = False) -> None:
         """See ``AuthTable.put`` (one script: set, order, evict the oldest unpinned while over the limit)."""
-        self._run("put", key, json.dumps(value), "" if ttl is None else repr(ttl * 1000.0), "1" if pinned else "",
-                  self.limit)
+        self._run(
+            "put",
+            key,
+            json.dumps(value),
+            "" if ttl is None else repr(ttl * 1000.0),
+            "1" if pinned else "",
+            self.limit,
+        )
 
     def get(self, key: str) -> Any | None:
         """See ``AuthTable.get``."""

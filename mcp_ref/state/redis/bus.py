@@ -65,20 +65,32 @@ class RedisBus:
     be down it does not wait (the listener subscribes the channel when it is back).
     """
 
-    def __init__(self, connection: Any, *, max_queue: int = DEFAULT_MAX_QUEUE,
-                 max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS, subscribe_timeout: float | None = None,
-                 heartbeat: float = HEARTBEAT, min_backoff: float = MIN_BACKOFF, max_backoff: float = MAX_BACKOFF):
+    def __init__(
+        self,
+        connection: Any,
+        *,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        max_subscribers: int = DEFAULT_MAX_SUBSCRIBERS,
+        subscribe_timeout: float | None = None,
+        heartbeat: float = HEARTBEAT,
+        min_backoff: float = MIN_BACKOFF,
+        max_backoff: float = MAX_BACKOFF,
+    ):
         if max_queue < 1 or max_subscribers < 1:
             raise ValueError("max_queue and max_subscribers must be at least 1")
         self.connection = connection
         self.max_queue = max_queue
         self.max_subscribers = max_subscribers
-        self.subscribe_timeout = connection.socket_timeout if subscribe_timeout is None else subscribe_timeout
+        self.subscribe_timeout = (
+            connection.socket_timeout if subscribe_timeout is None else subscribe_timeout
+        )
         self.heartbeat = heartbeat
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
         self.dropped = self.failed_publishes = self.received = self.reconnects = 0
         self.closed = False
-        self._channels: dict[str, dict[int, Callback]] = {}  # local channel -> subscriber number -> callback
+        self._channels: dict[
+            str, dict[int, Callback]
+        ] = {}  # local channel -> subscriber number -> callback
         self._hooks: dict[int, Callable[[], None]] = {}
         self._numbers = itertools.count(1)
         self._prefix = connection.key("bus", "")
@@ -88,19 +100,27 @@ class RedisBus:
     def _fresh_process(self) -> None:
         """This process's part: locks, threads, the pub/sub connection (none yet), the queue."""
         self._pid = os.getpid()
-        self._cond = threading.Condition(threading.RLock())  # everything below, and the tables above
+        self._cond = threading.Condition(
+            threading.RLock()
+        )  # everything below, and the tables above
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._queue: collections.deque[tuple[str | None, Any]] = collections.deque()  # (None, None): the hooks
+        self._queue: collections.deque[tuple[str | None, Any]] = (
+            collections.deque()
+        )  # (None, None): the hooks
         self._queued = 0  # messages in the queue (hooks are not counted: they are never dropped)
         self._pubsub: Any = None
         self._connected = False
         self._connecting = False
         self._dirty: set[str] = set()  # channels whose Redis subscription must be brought in line
         self._on_redis: set[str] = set()  # channels subscribed on this connection (sent)
-        self._sent: dict[str, int] = {}  # SUBSCRIBEs sent / confirmed on this connection, by channel
+        self._sent: dict[
+            str, int
+        ] = {}  # SUBSCRIBEs sent / confirmed on this connection, by channel
         self._acked: dict[str, int] = {}
-        self._control = self.connection.key("bus~", os.urandom(8).hex())  # wakes this process's listener
+        self._control = self.connection.key(
+            "bus~", os.urandom(8).hex()
+        )  # wakes this process's listener
         self._warnings = Throttled(log)
 
     # -- the Bus interface --------------------------------------------------------------------------
@@ -110,7 +130,9 @@ class RedisBus:
         try:
             data = json_text(message)
             return int(self.connection.client.publish(self._prefix + channel, data))
-        except Exception as error:  # Redis down, or an unencodable message: never the request's failure
+        except (
+            Exception
+        ) as error:  # Redis down, or an unencodable message: never the request's failure
             with self._cond:
                 self.failed_publishes += 1
             self._warn("publish", "bus: a publish on %r failed (%s)", channel, error)
@@ -127,7 +149,9 @@ class RedisBus:
                 raise RuntimeError("the bus is closed")
             subscribers = self._channels.setdefault(channel, {})
             if len(subscribers) >= self.max_subscribers:
-                raise OverflowError(f"channel {channel!r} has {self.max_subscribers} subscribers already")
+                raise OverflowError(
+                    f"channel {channel!r} has {self.max_subscribers} subscribers already"
+                )
             subscribers[number] = callback
             new = len(subscribers) == 1
             if new:
@@ -225,7 +249,9 @@ class RedisBus:
         """The listener: connect, read, and on a failure reconnect after a backoff, until stopped."""
         failures, lost = 0, False
         while not self._stop.is_set():
-            if failures and self._stop.wait(min(self.max_backoff, self.min_backoff * 2 ** (failures - 1))):
+            if failures and self._stop.wait(
+                min(self.max_backoff, self.min_backoff * 2 ** (failures - 1))
+            ):
                 break
             try:
                 pubsub = self._open()
@@ -238,13 +264,17 @@ class RedisBus:
                 if lost:
                     with self._cond:
                         self.reconnects += 1
-                        self._put((None, None), counted=False)  # the hooks' turn, after what was queued
+                        self._put(
+                            (None, None), counted=False
+                        )  # the hooks' turn, after what was queued
                     log.warning("bus: connected to Redis again; every channel subscribed again")
                 failures, lost = 0, False
                 self._read(pubsub)
             except Exception as error:
                 failures, lost = failures + 1, True
-                self._down(pubsub, "bus: lost the pub/sub connection to Redis (%s); reconnecting", error)
+                self._down(
+                    pubsub, "bus: lost the pub/sub connection to Redis (%s); reconnecting", error
+                )
             else:
                 self._down(pubsub, "", None)
 
@@ -274,8 +304,13 @@ class RedisBus:
             self._cond.notify_all()
         timeout = self.connection.socket_timeout
         # Its own client: no retries and no health checks of redis-py's (this loop owns reconnecting).
-        client = redis.Redis.from_url(self.connection.url, socket_timeout=timeout, socket_connect_timeout=timeout,
-                                      retry=Retry(NoBackoff(), 0), health_check_interval=0)
+        client = redis.Redis.from_url(
+            self.connection.url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+            health_check_interval=0,
+        )
         pubsub = client.pubsub()
         try:
             pubsub.subscribe(self._control)
@@ -327,13 +362,13 @@ class RedisBus:
         wanted = [c for c in dirty if c in self._channels and c not in self._on_redis]
         unwanted = [c for c in dirty if c not in self._channels and c in self._on_redis]
         for start in range(0, len(wanted), 1000):
-            batch = wanted[start:start + 1000]
+            batch = wanted[start : start + 1000]
             pubsub.subscribe(*(self._prefix + c for c in batch))
             for channel in batch:
                 self._sent[channel] = self._sent.get(channel, 0) + 1
             self._on_redis.update(batch)
         for start in range(0, len(unwanted), 1000):
-            batch = unwanted[start:start + 1000]
+            batch = unwanted[start : start + 1000]
             pubsub.unsubscribe(*(self._prefix + c for c in batch))
             self._on_redis.difference_update(batch)
 
@@ -341,8 +376,12 @@ class RedisBus:
         """One message read from the pub/sub connection."""
         kind, name = message["type"], message.get("channel")
         name = name.decode() if isinstance(name, bytes) else name
-        if kind in ("message", "subscribe", "unsubscribe") and name is not None and name.startswith(self._prefix):
-            channel = name[len(self._prefix):]
+        if (
+            kind in ("message", "subscribe", "unsubscribe")
+            and name is not None
+            and name.startswith(self._prefix)
+        ):
+            channel = name[len(self._prefix) :]
             with self._cond:
                 if kind == "message":
                     self.received += 1
@@ -353,13 +392,21 @@ class RedisBus:
                         dropped = 0
                 elif kind == "subscribe":
                     self._acked[channel] = self._acked.get(channel, 0) + 1
-                elif channel not in self._channels and self._acked.get(channel) == self._sent.get(channel):
+                elif channel not in self._channels and self._acked.get(channel) == self._sent.get(
+                    channel
+                ):
                     self._sent.pop(channel, None)  # unsubscribed and settled: forget its counts
                     self._acked.pop(channel, None)
                 self._cond.notify_all()
             if kind == "message" and dropped:
-                self._warn("drop", "bus: the delivery queue is full (%d messages): a message on %r was dropped "
-                           "(%d dropped in all)", self.max_queue, channel, dropped)
+                self._warn(
+                    "drop",
+                    "bus: the delivery queue is full (%d messages): a message on %r was dropped "
+                    "(%d dropped in all)",
+                    self.max_queue,
+                    channel,
+                    dropped,
+                )
 
     def _put(self, item: tuple[str | None, Any], *, counted: bool) -> bool:
         """Queue an item for the delivery thread (holding the lock); False when the queue is full."""
@@ -400,13 +447,25 @@ class RedisBus:
 
     def _confirmed(self, channel: str) -> bool:
         sent = self._sent.get(channel)
-        return self._connected and channel in self._on_redis and sent is not None and self._acked.get(channel, 0) >= sent
+        return (
+            self._connected
+            and channel in self._on_redis
+            and sent is not None
+            and self._acked.get(channel, 0) >= sent
+        )
 
     def _wait_confirmed(self, channel: str) -> None:
         """Until Redis confirmed ``channel``, the listener is known to be down, or the timeout."""
         with self._cond:
-            self._cond.wait_for(lambda: self._confirmed(channel) or self.closed or channel not in self._channels
-                                or not (self._connected or self._connecting), self.subscribe_timeout)
+            self._cond.wait_for(
+                lambda: (
+                    self._confirmed(channel)
+                    or self.closed
+                    or channel not in self._channels
+                    or not (self._connected or self._connecting)
+                ),
+                self.subscribe_timeout,
+            )
 
     def _wake(self) -> None:
         """Wake the listener (a message on this process's control channel): it has work."""

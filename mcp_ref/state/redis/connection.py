@@ -52,7 +52,13 @@ def split_url(url: str) -> tuple[str, str]:
 class Connection:
     """A deployment's Redis: the URL, the namespace, and this process's client (see the module docstring)."""
 
-    def __init__(self, url: str, *, socket_timeout: float = SOCKET_TIMEOUT, max_connections: int = MAX_CONNECTIONS):
+    def __init__(
+        self,
+        url: str,
+        *,
+        socket_timeout: float = SOCKET_TIMEOUT,
+        max_connections: int = MAX_CONNECTIONS,
+    ):
         self.url, self.namespace = split_url(url)
         self.socket_timeout = socket_timeout
         self.max_connections = max_connections
@@ -74,9 +80,13 @@ class Connection:
                     import redis  # the redis extra: pip install "mcp-ref[redis]"
 
                     pool = redis.BlockingConnectionPool.from_url(
-                        self.url, max_connections=self.max_connections, timeout=self.socket_timeout,
-                        socket_timeout=self.socket_timeout, socket_connect_timeout=self.socket_timeout,
-                        health_check_interval=30)
+                        self.url,
+                        max_connections=self.max_connections,
+                        timeout=self.socket_timeout,
+                        socket_timeout=self.socket_timeout,
+                        socket_connect_timeout=self.socket_timeout,
+                        health_check_interval=30,
+                    )
                     self._client = redis.Redis(connection_pool=pool)
                     self._pid = pid
         return self._client

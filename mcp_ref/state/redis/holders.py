@@ -47,7 +47,9 @@ HOLDER_TTL = 30.0
 
 #: The prelude of every holder script: the time (milliseconds), and ``alive(token)``, True for the
 #: caller (``ARGV[2]``: it is asking, so it is alive) and for a holder whose time has not passed.
-LIVE = NOW + """
+LIVE = (
+    NOW
+    + """
 local now = clock(ARGV[1], 1000)
 local me = ARGV[2]
 local known = {}
@@ -62,6 +64,7 @@ local function alive(holders, token)
   return ok
 end
 """
+)
 
 #: ``ns:holders`` says the caller is alive ``ARGV[3]`` ms more; the key and ``keys`` live ``ARGV[4]`` ms.
 STAY = """
@@ -73,7 +76,10 @@ end
 """
 
 #: The places of the live holders of counter ``KEYS[1]`` (the dead ones' deleted).
-COUNTED = LIVE + STAY + """
+COUNTED = (
+    LIVE
+    + STAY
+    + """
 local function counted()
   local held, total = redis.call('HGETALL', KEYS[1]), 0
   for i = 1, #held, 2 do
@@ -83,25 +89,35 @@ local function counted()
   return total
 end
 """
+)
 
 #: KEYS counter, holders; ARGV now, token, ttl, keep, limit: one place more unless at the limit.
-COUNT_ACQUIRE = Script(COUNTED + """
+COUNT_ACQUIRE = Script(
+    COUNTED
+    + """
 local limit = tonumber(ARGV[5])
 if limit and counted() >= limit then return 0 end
 redis.call('HINCRBY', KEYS[1], me, 1)
 stay(KEYS[2], {KEYS[1]})
 return 1
-""")
+"""
+)
 #: KEYS counter, holders; ARGV now, token: one place of the caller's less; the places left.
-COUNT_RELEASE = Script(COUNTED + """
+COUNT_RELEASE = Script(
+    COUNTED
+    + """
 local left = tonumber(redis.call('HGET', KEYS[1], me) or '0') - 1
 if left > 0 then redis.call('HSET', KEYS[1], me, left) else redis.call('HDEL', KEYS[1], me) end
 return counted()
-""")
+"""
+)
 #: KEYS counter, holders; ARGV now, token.
 COUNT_READ = Script(COUNTED + "return counted()")
 #: KEYS holders, counter...; ARGV now, token, ttl, keep, then each counter's places (0: none).
-COUNT_BEAT = Script(LIVE + STAY + """
+COUNT_BEAT = Script(
+    LIVE
+    + STAY
+    + """
 local kept = {}
 for i = 2, #KEYS do
   local n = tonumber(ARGV[3 + i])
@@ -111,10 +127,14 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if #kept == 0 then redis.call('ZREM', KEYS[1], me) else stay(KEYS[1], kept) end
 return 1
-""")
+"""
+)
 
 #: The distinct members of the live holders of held set ``KEYS[1]`` (the dead ones' fields deleted).
-MEMBERS = LIVE + STAY + """
+MEMBERS = (
+    LIVE
+    + STAY
+    + """
 local function members()
   local have, distinct = {}, 0
   for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
@@ -127,10 +147,13 @@ local function members()
   return have, distinct
 end
 """
+)
 
 #: KEYS set, holders; ARGV now, token, ttl, keep, limit, members...: hold them too unless the set's
 #: distinct members would then be over the limit; ``{1 or 0, distinct members held}``.
-HOLD = Script(MEMBERS + """
+HOLD = Script(
+    MEMBERS
+    + """
 local limit = tonumber(ARGV[5])
 local have, distinct = members()
 local more = 0
@@ -141,21 +164,31 @@ if limit and distinct + more > limit then return {0, distinct} end
 for i = 6, #ARGV do redis.call('HSET', KEYS[1], me .. ' ' .. ARGV[i], 1) end
 stay(KEYS[2], {KEYS[1]})
 return {1, distinct + more}
-""")
+"""
+)
 #: KEYS set; ARGV now, token, members...: the caller holds them no longer.
-LET_GO = Script(LIVE + """
+LET_GO = Script(
+    LIVE
+    + """
 for i = 3, #ARGV do redis.call('HDEL', KEYS[1], me .. ' ' .. ARGV[i]) end
 return 1
-""")
+"""
+)
 #: KEYS set, holders; ARGV now, token: the distinct members of the live holders.
-MEMBERS_READ = Script(MEMBERS + """
+MEMBERS_READ = Script(
+    MEMBERS
+    + """
 local have, list = members(), {}
 for member in pairs(have) do list[#list + 1] = member end
 return list
-""")
+"""
+)
 #: KEYS holders, set...; ARGV now, token, ttl, keep, then per set: n, its n members.  The caller
 #: holds exactly these now (its other fields in these sets deleted).
-HELD_BEAT = Script(LIVE + STAY + """
+HELD_BEAT = Script(
+    LIVE
+    + STAY
+    + """
 local at, kept = 5, {}
 for i = 2, #KEYS do
   local mine = {}
@@ -171,7 +204,8 @@ end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if #kept == 0 then redis.call('ZREM', KEYS[1], me) else stay(KEYS[1], kept) end
 return 1
-""")
+"""
+)
 
 
 class Holder(InjectableClock):
@@ -190,8 +224,14 @@ class Holder(InjectableClock):
     #: What a key holds when nothing is held (0 places, no members).
     nothing: Callable[[], Any] = int
 
-    def __init__(self, connection: Connection, *, holder_ttl: float = HOLDER_TTL,
-                 beat_every: float | None = None, clock: Clock | None = None):
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        holder_ttl: float = HOLDER_TTL,
+        beat_every: float | None = None,
+        clock: Clock | None = None,
+    ):
         if not holder_ttl > 0 or (beat_every is not None and not beat_every > 0):
             raise ValueError("holder_ttl and beat_every must be positive numbers of seconds")
         InjectableClock.__init__(self, clock)
@@ -212,7 +252,9 @@ class Holder(InjectableClock):
         self.beaten = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
-        self._table: dict[str, Any] = {}  # key -> what this process holds of it (never an empty entry)
+        self._table: dict[
+            str, Any
+        ] = {}  # key -> what this process holds of it (never an empty entry)
         self._unsaid: set[str] = set()  # keys whose Redis side may differ from the table (a fault)
 
     def _head(self) -> list:
@@ -240,8 +282,12 @@ class Holder(InjectableClock):
     def _keep_beating(self) -> None:
         """Something is held (or unsaid) now: make sure the heartbeat runs (holding the lock)."""
         if self._beater is None and not self.closed:
-            self._beater = threading.Thread(target=self._beat_loop, args=(self._stop,), daemon=True,
-                                            name=f"mcp_ref-{self.kind}-holder")
+            self._beater = threading.Thread(
+                target=self._beat_loop,
+                args=(self._stop,),
+                daemon=True,
+                name=f"mcp_ref-{self.kind}-holder",
+            )
             self._beater.start()
 
     def _beat_loop(self, stop: threading.Event) -> None:
@@ -308,8 +354,13 @@ class RedisCounters(Holder):
         """See :meth:`mcp_ref.state.stores.Counters.acquire`."""
         with self._lock:
             try:
-                added = bool(COUNT_ACQUIRE(self.connection.client, self._keys(key),
-                                           self._args("" if limit is None else limit)))
+                added = bool(
+                    COUNT_ACQUIRE(
+                        self.connection.client,
+                        self._keys(key),
+                        self._args("" if limit is None else limit),
+                    )
+                )
             except FAULTS as error:
                 self.faults(error, "new places are refused until it is back")
                 return False
@@ -342,8 +393,11 @@ class RedisCounters(Holder):
 
     def _write(self, whole: Mapping[str, Any]) -> None:
         keys = list(whole)
-        COUNT_BEAT(self.connection.client, [self.connection.key("holders"), *map(self._key, keys)],
-                   self._args(*(whole[key] for key in keys)))
+        COUNT_BEAT(
+            self.connection.client,
+            [self.connection.key("holders"), *map(self._key, keys)],
+            self._args(*(whole[key] for key in keys)),
+        )
 
 
 class RedisHeldSets(Holder):
@@ -372,11 +426,16 @@ class RedisHeldSets(Holder):
         with self._lock:
             mine = self._table.get(key, set())
             try:
-                verdict = HOLD(self.connection.client, self._keys(key),
-                               self._args("" if limit is None else limit, *sorted(members)))
+                verdict = HOLD(
+                    self.connection.client,
+                    self._keys(key),
+                    self._args("" if limit is None else limit, *sorted(members)),
+                )
                 added, distinct = bool(verdict[0]), int(verdict[1])
             except FAULTS as error:
-                self._unreachable(error, key, "held sets are counted in each process until it is back")
+                self._unreachable(
+                    error, key, "held sets are counted in each process until it is back"
+                )
                 added = limit is None or len(mine | members) <= limit
                 distinct = len(mine | members) if added else len(mine)
             if added and members:
@@ -400,7 +459,10 @@ class RedisHeldSets(Holder):
     def members(self, key: str) -> set[str]:
         """See :meth:`mcp_ref.state.stores.HeldSets.members`."""
         try:
-            return {reply_text(m) for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())}
+            return {
+                reply_text(m)
+                for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())
+            }
         except FAULTS as error:
             self.faults(error, "only this process's own are known")
             with self._lock:
@@ -429,7 +491,9 @@ class RedisHeldSets(Holder):
         args = self._args()
         for key in keys:
             args += [len(whole[key]), *sorted(whole[key])]
-        HELD_BEAT(self.connection.client, [self.connection.key("holders"), *map(self._key, keys)], args)
+        HELD_BEAT(
+            self.connection.client, [self.connection.key("holders"), *map(self._key, keys)], args
+        )
 
 
 def _restarter(holder_ref: weakref.ref) -> Callable[[], None]:

@@ -199,7 +199,9 @@ class _Follow:
         self.followers = 0  # claims not yet left
         self.waiters = 0  # threads in wait_after
         self.wakes = 0  # wake-ups so far: a waiter waits until they move
-        self.tried = False  # a subscription was made (or tried): counted in RedisEventStore._subscriptions
+        self.tried = (
+            False  # a subscription was made (or tried): counted in RedisEventStore._subscriptions
+        )
         self.unsubscribe: Any = None
         self.ready = threading.Event()  # the subscription is made (or given up)
 
@@ -216,10 +218,19 @@ class RedisEventStore:
 
     shared = True
 
-    def __init__(self, connection: Any, *, max_events: int = 1000, expire_after: float = DEFAULT_EXPIRE_AFTER,
-                 bus: Any = None, max_followed: int = DEFAULT_MAX_FOLLOWED):
+    def __init__(
+        self,
+        connection: Any,
+        *,
+        max_events: int = 1000,
+        expire_after: float = DEFAULT_EXPIRE_AFTER,
+        bus: Any = None,
+        max_followed: int = DEFAULT_MAX_FOLLOWED,
+    ):
         if max_events < 1 or expire_after <= 0 or max_followed < 0:
-            raise ValueError("max_events must be at least 1, expire_after positive and max_followed not negative")
+            raise ValueError(
+                "max_events must be at least 1, expire_after positive and max_followed not negative"
+            )
         self.connection = connection
         self.max_events = max_events
         self.expire_after = expire_after
@@ -274,7 +285,11 @@ class RedisEventStore:
         """Keep one event; the oldest of the session goes past ``max_events`` (one atomic script,
         which also wakes the session's followers on every worker)."""
         number = self._keep(session_id, stream_id, data, end=False)
-        return f"{stream_id}.unkept-{next(self._unkept)}" if number is None else f"{stream_id}.{number}"
+        return (
+            f"{stream_id}.unkept-{next(self._unkept)}"
+            if number is None
+            else f"{stream_id}.{number}"
+        )
 
     def end_stream(self, session_id: str, stream_id: str) -> None:
         """See ``EventStore.end_stream``: a marker entry (``end`` = 1), numbered like an event."""
@@ -283,15 +298,30 @@ class RedisEventStore:
     def _keep(self, session_id: str, stream_id: str, data: bytes, *, end: bool) -> int | None:
         """Append one entry (the store script); its number, or None when Redis could not be reached."""
         try:
-            number = _STORE(self.connection.client, self.keys(session_id),
-                            [self.max_events, self._expiry, stream_id, data, "1" if end else "0",
-                             self._wake_channel(session_id)])
+            number = _STORE(
+                self.connection.client,
+                self.keys(session_id),
+                [
+                    self.max_events,
+                    self._expiry,
+                    stream_id,
+                    data,
+                    "1" if end else "0",
+                    self._wake_channel(session_id),
+                ],
+            )
         except Exception as error:  # Redis down: only a live stream still carries the event
-            self._failed("end a stream of" if end else "store an event (lost unless sent live) of", session_id, error)
+            self._failed(
+                "end a stream of" if end else "store an event (lost unless sent live) of",
+                session_id,
+                error,
+            )
             return None
         return int(number)
 
-    def replay_after(self, session_id: str, event_id: str) -> tuple[str, list[tuple[str, bytes]]] | None:
+    def replay_after(
+        self, session_id: str, event_id: str
+    ) -> tuple[str, list[tuple[str, bytes]]] | None:
         """The events of ``event_id``'s stream after it (None: an id this session never issued, or
         forgot, or Redis could not be asked)."""
         stream_id, _, number = event_id.rpartition(".")
@@ -299,16 +329,25 @@ class RedisEventStore:
             return None
         first = f"0-{number}"
         try:
-            entries = self.connection.client.xrange(self.key(session_id), first, "+")  # one consistent read
+            entries = self.connection.client.xrange(
+                self.key(session_id), first, "+"
+            )  # one consistent read
         except Exception as error:
             self._failed("replay the events of", session_id, error)
             return None
         mine = stream_id.encode()
-        if not entries or reply_text(entries[0][0]) != first or entries[0][1].get(b"stream") != mine:
+        if (
+            not entries
+            or reply_text(entries[0][0]) != first
+            or entries[0][1].get(b"stream") != mine
+        ):
             return None
         # §Resumability and Redelivery: never another stream's messages (nor a stream's end marker).
-        return stream_id, [(f"{stream_id}.{reply_text(entry).partition('-')[2]}", fields[b"data"])
-                           for entry, fields in entries[1:] if fields.get(b"stream") == mine and b"end" not in fields]
+        return stream_id, [
+            (f"{stream_id}.{reply_text(entry).partition('-')[2]}", fields[b"data"])
+            for entry, fields in entries[1:]
+            if fields.get(b"stream") == mine and b"end" not in fields
+        ]
 
     def forget(self, session_id: str) -> None:
         """Drop every key of the session; its followers on every worker are woken (and superseded)."""
@@ -327,8 +366,11 @@ class RedisEventStore:
         follow = self._enter(session_id, follower=True)
         claimed = False
         try:
-            answer = _CLAIM(self.connection.client, self.keys(session_id),
-                            [stream_id, self._expiry, self._wake_channel(session_id), self._token])
+            answer = _CLAIM(
+                self.connection.client,
+                self.keys(session_id),
+                [stream_id, self._expiry, self._wake_channel(session_id), self._token],
+            )
             claimed = True
         except FAULTS as error:
             self._failed("start following a stream of", session_id, error)
@@ -339,8 +381,9 @@ class RedisEventStore:
         self.wake(session_id)  # this process's earlier follower sees at once that it is superseded
         return int(answer[0]), int(answer[1])
 
-    def wait_after(self, session_id: str, stream_id: str, number: int, timeout: float | None,
-                   generation: int) -> Followed:
+    def wait_after(
+        self, session_id: str, stream_id: str, number: int, timeout: float | None, generation: int
+    ) -> Followed:
         """See ``EventStore.wait_after``: one read script (more only while it meets nothing but other
         streams' entries, :data:`READ_COUNT` at a time); when it finds nothing, a wait for a store or
         claim of any worker, or :meth:`wake`, or ``timeout`` (None: :data:`MAX_WAIT`), then one more read."""
@@ -360,7 +403,9 @@ class RedisEventStore:
                 return Followed([], False, number, False)
             if left <= 0:
                 return found
-            return self._read(session_id, stream_id, found.last, generation) or Followed([], False, found.last, False)
+            return self._read(session_id, stream_id, found.last, generation) or Followed(
+                [], False, found.last, False
+            )
         finally:
             self._release(session_id, follow, follower=False)
 
@@ -368,7 +413,11 @@ class RedisEventStore:
         """See ``EventStore.leave_stream``: a POST stream's generation and cursor go if ``generation``
         is its newest (one script); this process's subscription goes with its last follower of the session."""
         try:
-            _LEAVE(self.connection.client, [self.keys(session_id)[2]], [stream_id, generation, STANDALONE])
+            _LEAVE(
+                self.connection.client,
+                [self.keys(session_id)[2]],
+                [stream_id, generation, STANDALONE],
+            )
         except Exception as error:  # left to expire
             self._failed("stop following a stream of", session_id, error)
         with self._lock:
@@ -395,22 +444,41 @@ class RedisEventStore:
         if bus is not None:
             bus.close()
 
-    def _read(self, session_id: str, stream_id: str, number: int, generation: int) -> Followed | None:
+    def _read(
+        self, session_id: str, stream_id: str, number: int, generation: int
+    ) -> Followed | None:
         """One read of the stream after ``number`` (the read script; again while a full batch held
         only other streams' entries: at most what ``max_events`` allows); None when Redis could not
         be asked."""
         keys, last = self.keys(session_id), number
         for _batch in range(self.max_events // READ_COUNT + 2):
             try:
-                answer = _READ(self.connection.client, keys,
-                               [stream_id, generation, last, READ_COUNT, self._expiry, f"0-{max(0, last) + 1}"])
+                answer = _READ(
+                    self.connection.client,
+                    keys,
+                    [
+                        stream_id,
+                        generation,
+                        last,
+                        READ_COUNT,
+                        self._expiry,
+                        f"0-{max(0, last) + 1}",
+                    ],
+                )
             except Exception as error:
                 self._failed("follow a stream of", session_id, error)
                 return None
             if int(answer[0]):
                 return Followed([], False, number, True)
-            ended, last, count, rest = bool(int(answer[1])), int(answer[2]), int(answer[3]), answer[4:]
-            events = [(f"{stream_id}.{int(rest[i])}", bytes(rest[i + 1])) for i in range(0, len(rest), 2)]
+            ended, last, count, rest = (
+                bool(int(answer[1])),
+                int(answer[2]),
+                int(answer[3]),
+                answer[4:],
+            )
+            events = [
+                (f"{stream_id}.{int(rest[i])}", bytes(rest[i + 1])) for i in range(0, len(rest), 2)
+            ]
             if events or ended or count < READ_COUNT:
                 return Followed(events, ended, last, False)
         return Followed([], False, last, False)  # a writer outpaced the reads: the caller reads on
@@ -432,14 +500,20 @@ class RedisEventStore:
                 self._subscriptions += 1
             elif not follow.tried:
                 return follow  # past max_followed: followed without wake-ups (their timeouts)
-        if not start:  # another claim is subscribing: wait for it (bounded by the bus's subscribe_timeout)
+        if (
+            not start
+        ):  # another claim is subscribing: wait for it (bounded by the bus's subscribe_timeout)
             follow.ready.wait(MAX_WAIT)
             return follow
         unsubscribe = None
         try:  # returns once Redis confirmed it (bounded by the bus's subscribe_timeout)
-            unsubscribe = self.bus.subscribe(self.channel(session_id), lambda message: self._wake(follow, message))
+            unsubscribe = self.bus.subscribe(
+                self.channel(session_id), lambda message: self._wake(follow, message)
+            )
         except Exception as error:  # the bus is closed or full: followed without wake-ups
-            self._warnings.warning("follow", "event store: could not follow a session on the bus (%s)", error)
+            self._warnings.warning(
+                "follow", "event store: could not follow a session on the bus (%s)", error
+            )
         finally:
             with self._lock:
                 follow.unsubscribe = unsubscribe
@@ -484,5 +558,10 @@ class RedisEventStore:
         session by the first 8 digits of its digest (its id is a secret)."""
         with self._lock:
             self.failures += 1
-        self._warnings.warning("failure", "event store: could not %s session %s… on Redis (%s)",
-                               what, session_digest(session_id)[:8], error)
+        self._warnings.warning(
+            "failure",
+            "event store: could not %s session %s… on Redis (%s)",
+            what,
+            session_digest(session_id)[:8],
+            error,
+        )

@@ -99,7 +99,9 @@ def session_digest(session_id: str) -> str:
 
 #: One script, one operation: ``ARGV`` is ``op, prefix, session digest, now ('' for Redis's), idle
 #: timeout, handshake timeout``, then the operation's own.
-SESSIONS = Script(NOW + """
+SESSIONS = Script(
+    NOW
+    + """
 local op, P, id = ARGV[1], ARGV[2], ARGV[3]  -- id: the session's digest (session_digest)
 local now = clock(ARGV[4], 1)
 local idle, handshake = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -206,7 +208,8 @@ elseif op == 'remove' then
   return 0
 end
 return redis.error_reply('unknown operation ' .. op)
-""".replace("@@MARGIN@@", repr(MARGIN)))
+""".replace("@@MARGIN@@", repr(MARGIN))
+)
 
 
 class SessionTableUnavailable(ConnectionError):
@@ -223,8 +226,15 @@ class RedisSessionTable(InjectableClock):
 
     shared = True
 
-    def __init__(self, connection: Connection, *, max_sessions: int = 1000, idle_timeout: float = 30 * 60,
-                 handshake_timeout: float = 30.0, clock: Any = None):
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        max_sessions: int = 1000,
+        idle_timeout: float = 30 * 60,
+        handshake_timeout: float = 30.0,
+        clock: Any = None,
+    ):
         if max_sessions < 1 or idle_timeout <= 0 or handshake_timeout <= 0:
             raise ValueError("max_sessions must be at least 1, and the timeouts positive")
         InjectableClock.__init__(self, clock)
@@ -241,12 +251,23 @@ class RedisSessionTable(InjectableClock):
         """One operation of :data:`SESSIONS` on the session's digest ('' for none: the operations on
         the whole table); a fault raises :class:`SessionTableUnavailable`."""
         try:
-            return SESSIONS(self.connection.client, [],
-                            [op, self.prefix, session_id and session_digest(session_id), self.now(1),
-                             repr(float(self.idle_timeout)),
-                             repr(float(self.handshake_timeout)), *more])
+            return SESSIONS(
+                self.connection.client,
+                [],
+                [
+                    op,
+                    self.prefix,
+                    session_id and session_digest(session_id),
+                    self.now(1),
+                    repr(float(self.idle_timeout)),
+                    repr(float(self.handshake_timeout)),
+                    *more,
+                ],
+            )
         except FAULTS as error:
-            raise self._unavailable(error, _CONSEQUENCE.get(op, "new sessions are answered 503 until it is back")) from error
+            raise self._unavailable(
+                error, _CONSEQUENCE.get(op, "new sessions are answered 503 until it is back")
+            ) from error
 
     def _try(self, op: str, session_id: str, *more: Any) -> Any:
         """:meth:`_run`, None on a fault (already logged): for the operations that degrade."""
@@ -279,13 +300,21 @@ class RedisSessionTable(InjectableClock):
         try:
             held = self.connection.client.hgetall(self.record_key(session_id))
         except FAULTS as error:
-            raise self._unavailable(error, "requests naming a session are answered 503 until it is back") from error
+            raise self._unavailable(
+                error, "requests naming a session are answered 503 until it is back"
+            ) from error
         fields = {reply_text(name): reply_text(value) for name, value in held.items()}
         if "created" not in fields:
             return None
-        state = {name[2:]: json.loads(value) for name, value in fields.items() if name.startswith("s:")}
-        record: SessionRecord = {"created": float(fields["created"]), "last_seen": float(fields["last_seen"]),
-                                 "established": fields.get("established") == "1", "state": state}
+        state = {
+            name[2:]: json.loads(value) for name, value in fields.items() if name.startswith("s:")
+        }
+        record: SessionRecord = {
+            "created": float(fields["created"]),
+            "last_seen": float(fields["last_seen"]),
+            "established": fields.get("established") == "1",
+            "state": state,
+        }
         if "generation" in fields:  # absent: never updated (0)
             record["generation"] = int(fields["generation"])
         return record
@@ -303,7 +332,9 @@ class RedisSessionTable(InjectableClock):
         except FAULTS as error:
             self._unavailable(error, "no session is found gone until it is back")
             return set(session_ids)
-        return {session_id for session_id, exists in zip(session_ids, held, strict=True) if int(exists)}
+        return {
+            session_id for session_id, exists in zip(session_ids, held, strict=True) if int(exists)
+        }
 
     def record_key(self, session_id: str) -> str:
         """The Redis key of a session's record (named by :func:`session_digest`, never the id)."""
@@ -316,7 +347,9 @@ class RedisSessionTable(InjectableClock):
         again; ``expired`` will not return it).  True on a fault: not known to be gone."""
         return self.touch_generation(session_id, established=established)[0]
 
-    def touch_generation(self, session_id: str, *, established: bool = True) -> tuple[bool, int | None]:
+    def touch_generation(
+        self, session_id: str, *, established: bool = True
+    ) -> tuple[bool, int | None]:
         """:meth:`touch`, and the record's ``generation`` (how many times ``update`` changed it), in
         the same script: a worker whose replica took up an older one reads the record again before
         serving the request (``SharedSessions.touch``).  ``(False, None)``: gone; ``(True, None)``
@@ -345,7 +378,9 @@ class RedisSessionTable(InjectableClock):
         try:
             return int(self.connection.client.zcard(self.prefix + "sessions"))
         except FAULTS as error:
-            raise self._unavailable(error, "the session count is unknown until it is back") from error
+            raise self._unavailable(
+                error, "the session count is unknown until it is back"
+            ) from error
 
     def _unavailable(self, error: Exception, consequence: str) -> SessionTableUnavailable:
         """Count and log (at most once a minute) a fault; the exception to raise for it."""

@@ -47,10 +47,21 @@ from typing import Any
 try:
     import redis
 except ImportError as missing:  # pragma: no cover - the extra is not installed
-    raise ImportError('shared state on Redis needs the redis extra, redis-py: pip install "redis[hiredis]>=5"') from missing
+    raise ImportError(
+        'shared state on Redis needs the redis extra, redis-py: pip install "redis[hiredis]>=5"'
+    ) from missing
 
 from ...errors import InternalError, InvalidParams, ServerBusy
-from ..stores import MAX_PAGE, TERMINAL, Clock, MemoryBuckets, cursor_position, iso_now, owner_digest, page_cursor
+from ..stores import (
+    MAX_PAGE,
+    TERMINAL,
+    Clock,
+    MemoryBuckets,
+    cursor_position,
+    iso_now,
+    owner_digest,
+    page_cursor,
+)
 from .connection import Connection, Throttled, json_text, reply_text
 
 log = logging.getLogger(__name__)
@@ -144,7 +155,9 @@ class Faults:
             self.connection.client.connection_pool.disconnect(inuse_connections=False)
         except Exception:  # best effort: the next command makes a new connection anyway
             pass
-        self.warnings.warning("fault", "%s: Redis is unreachable (%s); %s", self.what, error, consequence)
+        self.warnings.warning(
+            "fault", "%s: Redis is unreachable (%s); %s", self.what, error, consequence
+        )
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -179,7 +192,9 @@ class InjectableClock:
 #: tool's): refill, test and take on Redis's clock, then PEXPIRE the bucket until it would be full
 #: again.  KEYS the buckets, ARGV the time then ``count, seconds`` per bucket; stops at the first
 #: refusal and answers ``"<index> <wait>"`` (index -1: every bucket gave a token).
-TAKE_ALL = Script(NOW + """
+TAKE_ALL = Script(
+    NOW
+    + """
 local now = clock(ARGV[1], 1)
 for i, key in ipairs(KEYS) do
   local count, seconds = tonumber(ARGV[2 * i]), tonumber(ARGV[2 * i + 1])
@@ -196,7 +211,8 @@ for i, key in ipairs(KEYS) do
   if wait > 0 then return (i - 1) .. ' ' .. string.format('%.17g', wait) end
 end
 return '-1 0'
-""")
+"""
+)
 
 
 class RedisBuckets(InjectableClock):
@@ -211,7 +227,9 @@ class RedisBuckets(InjectableClock):
     ServerBusy (-32000, "retry later": the limit is not known to be exceeded, it cannot be checked).
     """
 
-    def __init__(self, connection: Connection, *, fail_closed: bool = False, clock: Clock | None = None):
+    def __init__(
+        self, connection: Connection, *, fail_closed: bool = False, clock: Clock | None = None
+    ):
         InjectableClock.__init__(self, clock)
         self.connection = connection
         self.fail_closed = fail_closed
@@ -230,12 +248,19 @@ class RedisBuckets(InjectableClock):
         for _key, count, seconds in items:
             args += [count, repr(float(seconds))]
         try:
-            answer = reply_text(TAKE_ALL(self.connection.client, [self.connection.key("bucket", key) for key, _, _ in items],
-                                   args))
+            answer = reply_text(
+                TAKE_ALL(
+                    self.connection.client,
+                    [self.connection.key("bucket", key) for key, _, _ in items],
+                    args,
+                )
+            )
         except FAULTS as error:
             if self.fail_closed:
                 self.faults(error, "requests under a rate limit are refused (fail_closed)")
-                raise ServerBusy("Server busy: the rate limit cannot be checked now; retry later") from error
+                raise ServerBusy(
+                    "Server busy: the rate limit cannot be checked now; retry later"
+                ) from error
             self.faults(error, "rate limits are counted in each process until it is back")
             self.fallback.clock = self.clock
             return self.fallback.take_all(items)
@@ -265,7 +290,9 @@ def _glob_escape(text: str) -> str:
 
 # -- task records ---------------------------------------------------------------------------------
 
-RECORDS = Script(NOW + """
+RECORDS = Script(
+    NOW
+    + """
 local op, P, iso, id = ARGV[1], ARGV[2], ARGV[4], ARGV[5]
 local now = clock(ARGV[3], 1000)
 local ALL, DONE, EXP, CALLERS = P .. 'tasks', P .. 'tasks:done', P .. 'tasks:expires', P .. 'tasks:callers'
@@ -527,9 +554,10 @@ elseif op == 'renew_lease' then
 end
 return redis.error_reply('unknown operation ' .. op)
 """.replace("@@SWEEP_LIMIT@@", str(SWEEP_LIMIT))
-   .replace("@@MARGIN_MS@@", str(INDEX_MARGIN_MS))
-   .replace("@@LEASE_ERROR@@", "[[" + json_text(LEASE_ERROR) + "]]")
-   .replace("@@LEASE_MESSAGE@@", "[[" + json_text(LEASE_ERROR["message"]) + "]]"))
+    .replace("@@MARGIN_MS@@", str(INDEX_MARGIN_MS))
+    .replace("@@LEASE_ERROR@@", "[[" + json_text(LEASE_ERROR) + "]]")
+    .replace("@@LEASE_MESSAGE@@", "[[" + json_text(LEASE_ERROR["message"]) + "]]")
+)
 
 #: The record fields kept in hashes of their own (one entry per key), not as one JSON text.
 PARTS = ("inputRequests", "inputResponses")
@@ -573,8 +601,11 @@ class RedisTaskRecords(InjectableClock):
 
     def _run(self, op: str, task_id: str, *args: Any) -> Any:
         try:
-            return RECORDS(self.connection.client, [],
-                           [op, self.connection.key(""), self.now(1000), json_text(iso_now()), task_id, *args])
+            return RECORDS(
+                self.connection.client,
+                [],
+                [op, self.connection.key(""), self.now(1000), json_text(iso_now()), task_id, *args],
+            )
         except FAULTS as error:
             if is_out_of_memory(error):
                 self.faults(error, "task writes answer -32000 (retry later) until memory is freed")
@@ -591,22 +622,43 @@ class RedisTaskRecords(InjectableClock):
         record["inputRequests"], record["inputResponses"] = _pairs(inputs), _pairs(answers)
         return record
 
-    def create(self, task_id: str, record: dict, *, ttl: float | None, caller: str | None,
-               max_per_caller: int | None, max_total: int) -> str:
+    def create(
+        self,
+        task_id: str,
+        record: dict,
+        *,
+        ttl: float | None,
+        caller: str | None,
+        max_per_caller: int | None,
+        max_total: int,
+    ) -> str:
         """See :meth:`mcp_ref.state.stores.TaskRecords.create`."""
         fields = {key: value for key, value in record.items() if key not in PARTS}
-        verdict = self._run("create", task_id, owner_digest(caller), "" if max_per_caller is None else max_per_caller,
-                            max_total, "" if ttl is None else max(1, math.ceil(ttl * 1000)),
-                            owner_digest(record.get("owner")), *_flat(fields),
-                            *_flat(record.get("inputRequests") or {}), *_flat(record.get("inputResponses") or {}))
+        verdict = self._run(
+            "create",
+            task_id,
+            owner_digest(caller),
+            "" if max_per_caller is None else max_per_caller,
+            max_total,
+            "" if ttl is None else max(1, math.ceil(ttl * 1000)),
+            owner_digest(record.get("owner")),
+            *_flat(fields),
+            *_flat(record.get("inputRequests") or {}),
+            *_flat(record.get("inputResponses") or {}),
+        )
         return reply_text(verdict)
 
     def get(self, task_id: str) -> dict | None:
         """See :meth:`mcp_ref.state.stores.TaskRecords.get`."""
         return self._record(self._run("get", task_id))
 
-    def transition(self, task_id: str, changes: Mapping[str, Any], *,
-                   when: Mapping[str, Collection] | None = None) -> dict | None:
+    def transition(
+        self,
+        task_id: str,
+        changes: Mapping[str, Any],
+        *,
+        when: Mapping[str, Collection] | None = None,
+    ) -> dict | None:
         """See :meth:`mcp_ref.state.stores.TaskRecords.transition` (``when``'s values are compared
         by their JSON text: meant for scalars, as the tasks extension uses it)."""
         conditions: list[Any] = [len(when or {})]
@@ -614,8 +666,13 @@ class RedisTaskRecords(InjectableClock):
             conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
         fields = {key: value for key, value in changes.items() if key not in PARTS}
-        args = (replace, *conditions, *_flat(fields), *_flat(changes.get("inputRequests") or {}),
-                *_flat(changes.get("inputResponses") or {}))
+        args = (
+            replace,
+            *conditions,
+            *_flat(fields),
+            *_flat(changes.get("inputRequests") or {}),
+            *_flat(changes.get("inputResponses") or {}),
+        )
         final = changes.get("status") in TERMINAL
         pause = threading.Event()  # never set: a bounded wait between tries
         for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
@@ -624,7 +681,9 @@ class RedisTaskRecords(InjectableClock):
             except (InternalError, ServerBusy):  # unreachable, or out of memory
                 if wait is None:  # an ordinary write fails at once; a final one after its tries
                     raise
-                pause.wait(wait)  # the outcome of a task is retried, not lost: Redis may be back soon
+                pause.wait(
+                    wait
+                )  # the outcome of a task is retried, not lost: Redis may be back soon
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def put_inputs(self, task_id: str, requests: Mapping[str, dict]) -> bool:
@@ -666,15 +725,21 @@ class RedisTaskRecords(InjectableClock):
         """
         return bool(self._run("renew_lease", task_id, max(1, math.ceil(seconds * 1000))))
 
-    def list(self, owner: str | None, cursor: str | None, limit: int) -> tuple[list[dict], str | None]:
+    def list(
+        self, owner: str | None, cursor: str | None, limit: int
+    ) -> tuple[list[dict], str | None]:
         """See :meth:`mcp_ref.state.stores.TaskRecords.list`: one script, reading the owner's index
         (``ns:tasks:owner:<digest>``) from the cursor's position on, so the work is the page's (and
         the expired records it meets, which it forgets: at most :data:`SWEEP_LIMIT` a call; past
         them the page may be short, with a cursor to go on from)."""
-        after = cursor_position(owner, cursor)  # the format and the owner here; the script: a position given
+        after = cursor_position(
+            owner, cursor
+        )  # the format and the owner here; the script: a position given
         answer = self._run("list", "", owner_digest(owner), after, max(1, min(limit, MAX_PAGE)))
         if not isinstance(answer, list):
             raise InvalidParams("Invalid cursor: not one this server gave for your tasks/list")
         position, *snapshots = answer
         records = [record for record in map(self._record, snapshots) if record is not None]
-        return records, page_cursor(owner, int(reply_text(position))) if reply_text(position) else None
+        return records, page_cursor(owner, int(reply_text(position))) if reply_text(
+            position
+        ) else None

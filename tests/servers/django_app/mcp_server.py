@@ -9,14 +9,21 @@ server = Server("django-mounted")
 def whoami(ctx: Context) -> dict:
     """Who the Django app says is calling, and the HTTP request the call came in on."""
     http = ctx.http
-    return {"user": str(http.user), "path": http.path, "method": http.method,
-            "cookie": http.cookies.get("user"), "agent": http.headers.get("x-agent")}
+    return {
+        "user": str(http.user),
+        "path": http.path,
+        "method": http.method,
+        "cookie": http.cookies.get("user"),
+        "agent": http.headers.get("x-agent"),
+    }
 
 
 @server.tool()
 def confirm(question: str, ctx: Context) -> str:
     """Ask the user (an elicitation on this POST's SSE stream), then answer with the reply."""
-    reply = ctx.elicit(question, {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
+    reply = ctx.elicit(
+        question, {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    )
     return f"{reply.action}:{(reply.content or {}).get('ok')}"
 
 

@@ -23,11 +23,14 @@ def mcp(request, rest: str):
     # The body is left unread, to the app: it checks Content-Length against its max_body_size before
     # reading, and reads a chunked body (which request.body would see empty) no further than that.
     environ = dict(request.META)
-    environ.update({
-        "SCRIPT_NAME": request.META.get("SCRIPT_NAME", "") + PREFIX,  # the 2024-11-05 endpoint event names it
-        "PATH_INFO": "/" + rest,
-        "mcp_ref.user": request.user,  # ctx.http.user
-    })
+    environ.update(
+        {
+            "SCRIPT_NAME": request.META.get("SCRIPT_NAME", "")
+            + PREFIX,  # the 2024-11-05 endpoint event names it
+            "PATH_INFO": "/" + rest,
+            "mcp_ref.user": request.user,  # ctx.http.user
+        }
+    )
     reply = call_wsgi(mcp_app, environ)
     response = StreamingHttpResponse(reply.body, status=reply.status_code, reason=reply.reason)
     for name, value in reply.headers:
