@@ -927,7 +927,8 @@ def imports_in(path: Path) -> list[str]:
     return names
 
 
-def test_no_transport_imports_the_workbench_and_every_http_module_is_small():
+def test_no_transport_imports_the_workbench_and_the_http_server_is_split():
+    """(Each module's size is held by test_layers' code-token cap, whatever the layout.)"""
     transports = PACKAGE.parent
     found = {
         str(p.relative_to(transports)): name
@@ -937,9 +938,6 @@ def test_no_transport_imports_the_workbench_and_every_http_module_is_small():
     }
     assert found == {}
     assert len(list(PACKAGE.glob("*.py"))) >= 8  # really split
-    assert {
-        p.name: n for p in PACKAGE.glob("*.py") if (n := len(p.read_text().splitlines())) >= 700
-    } == {}
 
 
 def test_the_import_checker_can_fail(tmp_path):
