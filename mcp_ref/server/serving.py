@@ -20,9 +20,6 @@ from .seams import LISTING_ACTIONS, OPEN
 if TYPE_CHECKING:
     from .seams import Gate, Registry
 
-#: The bus channel of change notifications (list changes, resource updates).
-CHANGES = "changes"
-
 
 class Serving:
     """How a server is served (a base of :class:`~mcp_ref.server.Server`)."""
@@ -31,8 +28,9 @@ class Serving:
     _connections: weakref.WeakSet[ServerConnection]
     _subscriptions: Any
     subscriptions: Any
-    _bus: Any = None
-    _bus_unsubscribe: Callable[[], None] | None = None
+    #: Carries changes to every process's listeners (:class:`~mcp_ref.state.changes.Relay`), once
+    #: made (:meth:`_relay_in_use`); None: changes go straight to this process's listeners.
+    _relay: Any = None
     _state_choice: Any
     _state: Any = None
     _registry_lock: threading.RLock
@@ -42,6 +40,7 @@ class Serving:
     _served = False
     #: The shorthand's (:class:`~mcp_ref.server.Server`): the state a choice names; serving over HTTP.
     _chosen_state: Callable[[Any], Any]
+    _changes_relay: Callable[[], Any]
     run_http: Callable[..., None]
 
     @property
@@ -118,11 +117,10 @@ class Serving:
     def add_connection(self, connection: ServerConnection) -> None:
         """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly).
 
-        With a shared state (``Server(state=...)``), the first connection subscribes this process to
-        the deployment's change bus, so that a change made on another worker reaches it too."""
+        With a shared state (``Server(state=...)``), the first connection makes this process hear the
+        deployment's changes (:meth:`_relay_in_use`), so that a change made on another worker reaches it too."""
         self._connections.add(connection)
-        if self._bus is None and self._state_choice is not None:
-            self.bus  # noqa: B018 - made and subscribed now
+        self._relay_in_use()
 
     def remove_connection(self, connection: ServerConnection) -> None:
         """Send ``connection`` no more change notifications (another process sends them now)."""
@@ -143,44 +141,24 @@ class Serving:
         connection.session.start()
         return connection
 
-    # -- change notifications: straight to this process's listeners, or through the bus -----------
+    # -- change notifications: straight to this process's listeners, or through the relay ---------
 
-    @property
-    def bus(self) -> Any:
-        """The change bus (:class:`~mcp_ref.state.stores.Bus`; made in memory when first asked for, as
-        a ``subscriptions/listen`` stream does): the server publishes each change on channel
-        :data:`CHANGES`, and this process's connections and listen streams hear it (filtered for their
-        callers here, on the receiving side).  Until there is one, changes go to them directly."""
-        if self._bus is None:
-            shared = self.shared_state
-            if shared is not None:
-                self.bus = shared.bus()
-            else:
-                from ..state.stores import MemoryBus
-
-                self.bus = MemoryBus()
-        return self._bus
-
-    @bus.setter
-    def bus(self, bus: Any) -> None:
-        if self._bus_unsubscribe is not None:
-            self._bus_unsubscribe()
-        self._bus_unsubscribe = bus.subscribe(CHANGES, self._hear)
-        self._bus = bus
-        on_reconnect = getattr(bus, "on_reconnect", None)
-        if (
-            on_reconnect is not None
-        ):  # a shared bus: what was published while it was cut off is gone
-            on_reconnect(self._reannounce)
+    def _relay_in_use(self) -> Any:
+        """The relay (:mod:`mcp_ref.state.changes`), if changes go through one: made now when the
+        state is shared (a change made here must reach the other processes' listeners even if no
+        listener ever connected here).  None: changes go to this process's listeners directly."""
+        if self._relay is None and self._state_choice is not None:
+            return self._changes_relay()
+        return self._relay
 
     def _reannounce(self) -> None:
-        """The bus came back after an outage: tell this process's listeners that every list may have
+        """The relay came back after an outage: tell this process's listeners that every list may have
         changed (a change announced meanwhile on another worker never arrived); they list again."""
         for kind in ("tools", "prompts", "resources"):
             self._deliver(kind, (self.connections(), None))
 
     def _hear(self, message: dict) -> None:
-        """A change from the bus, delivered to this process's connections and streams."""
+        """A change from the relay, delivered to this process's connections and streams."""
         if message.get("kind") == "list_changed":
             self._deliver(message["list"], self._local_listeners(message["list"], message["name"]))
         elif message.get("kind") == "resource_updated":
@@ -188,23 +166,16 @@ class Serving:
 
     def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str | None]:
         """Who is told that item ``name`` of ``kind`` changed (asked before a removal): see
-        :meth:`_local_listeners`; with a bus, its receivers ask."""
+        :meth:`_local_listeners`; with a relay, its receivers ask."""
         if (
             not self._served
-        ):  # this process's start (a worker's tools, at import): nobody is told, no bus is made
+        ):  # this process's start (a worker's tools, at import): nobody is told, no relay is made
             return [], None, None
         return (
             ([], None, name)
-            if self._bus_in_use() is not None
+            if self._relay_in_use() is not None
             else (*self._local_listeners(kind, name), name)
         )
-
-    def _bus_in_use(self) -> Any:
-        """The bus, if changes go through one: made now when the state is shared (a change made here
-        must reach the other processes' listeners even if no listener ever connected here)."""
-        if self._bus is None and self._state_choice is not None:
-            return self.bus
-        return self._bus
 
     def _local_listeners(self, kind: str, name: str) -> tuple[list, Callable | None]:
         """This process's listeners of item ``name`` of ``kind``: ``(connections, which streams)``.
@@ -232,11 +203,11 @@ class Serving:
         return [c for c in self.connections() if concerned(c.principal)], streams.__contains__
 
     def _announce(self, kind: str, listeners: tuple) -> None:
-        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`), or on the bus."""
+        """``notifications/{kind}/list_changed`` to ``listeners`` (see :meth:`_listeners`), or on the relay."""
         if listeners[2] is None:
             return  # see _listeners
-        if self._bus is not None:
-            self._bus.publish(CHANGES, {"kind": "list_changed", "list": kind, "name": listeners[2]})
+        if self._relay is not None:
+            self._relay.publish({"kind": "list_changed", "list": kind, "name": listeners[2]})
         else:
             self._deliver(kind, listeners[:2])
 
@@ -248,9 +219,10 @@ class Serving:
             self._subscriptions.publish(f"notifications/{kind}/list_changed", which=which)
 
     def _publish_resource_updated(self, params: dict) -> None:
-        """``notifications/resources/updated`` (``params``) to the subscribers of its URI, or on the bus."""
-        if self._bus_in_use() is not None:
-            self._bus.publish(CHANGES, {"kind": "resource_updated", "params": params})
+        """``notifications/resources/updated`` (``params``) to the subscribers of its URI, or on the relay."""
+        relay = self._relay_in_use()
+        if relay is not None:
+            relay.publish({"kind": "resource_updated", "params": params})
         else:
             self._deliver_resource_updated(params)
 

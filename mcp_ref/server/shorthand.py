@@ -135,6 +135,32 @@ class Shorthand(Serving):
     def tasks(self, store: Any) -> None:
         self._build("tasks").store = store
 
+    def _changes_relay(self) -> Any:
+        """The relay of this server's change notifications across processes
+        (:class:`~mcp_ref.state.changes.Relay`), made now if need be: on the shared state's bus, or
+        one in memory (a ``subscriptions/listen`` stream asks for it)."""
+        if self._relay is None:
+            from ..state.changes import Relay
+
+            self._relay = Relay.on_state(self._hear, self._reannounce, self.shared_state)
+        return self._relay
+
+    def _relay_through(self, channel: Any) -> None:
+        from ..state.changes import Relay
+
+        if self._relay is not None:
+            self._relay.close()
+        self._relay = Relay(self._hear, self._reannounce, channel)
+
+    bus = property(
+        lambda self: self._changes_relay().bus,
+        _relay_through,
+        doc="""The change bus (:class:`~mcp_ref.state.stores.Bus`; made when first asked for: the
+        shared state's, or one in memory): the server publishes each change on it, and this
+        process's connections and listen streams hear it (:mod:`mcp_ref.state.changes`).  Set it to
+        relay the changes through another (tests: two servers on one bus).""",
+    )
+
     def _take_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """An item's options for extensions (``@server.tool(task=..., rate_limit=...)``), checked,
         with the extensions they need added."""
