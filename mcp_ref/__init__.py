@@ -40,8 +40,6 @@ _HOMES = {
     "client": "Client ToolCall",
     "server": "Server Context ToolError ResourceError PromptError Elicit ElicitUrl Sample ListRoots",
     "http.connection_limits": "ConnectionLimits",
-    "oauth.client": "OAuth",
-    "oauth.errors": "AuthorizationError",
     "session": "Session RequestContext PendingRequest",
     "request": "DEFAULT Default",
     "errors": "MCPRefError McpError ParseError InvalidRequest MethodNotFound InvalidParams "
@@ -49,10 +47,8 @@ _HOMES = {
     "MissingRequiredClientCapabilityError UnsupportedProtocolVersionError ConnectionClosed "
     "ServerUnreachable RequestTimeout RequestCancelled CapabilityError "
     "ServerBusy LimitExceeded RequestRefused",
-    "extensions.ratelimit": "RateLimit",
     "server.principal": "Principal",
     "extension": "Extension",
-    "extensions.approval": "ServerRequest",
     "types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
     "TextResourceContents BlobResourceContents CallToolResult Tool",
     "media": "Image Audio",
@@ -60,12 +56,19 @@ _HOMES = {
     "feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
+#: The names exported from the extras (OAuth, the extensions): their modules are in the extras' own
+#: table (:data:`mcp_ref.extensions.EXPORTS`), read when one of them is first asked for.
+_FROM_EXTRAS = "OAuth AuthorizationError RateLimit ServerRequest".split()
 
-__all__ = [*_EXPORTS]
+__all__ = [*_EXPORTS, *_FROM_EXTRAS]
 
 
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
+    if module is None and name in _FROM_EXTRAS:
+        from .extensions import EXPORTS
+
+        module = EXPORTS[name]
     if module is None:
         raise AttributeError(f"module 'mcp_ref' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)

@@ -12,8 +12,9 @@ Laid out like :mod:`mcp_ref.server`, by spec area:
 ================  ==========================================================
 module            one idea
 ================  ==========================================================
-``client``        :class:`Client`: the public API (what the caller sends), and the
-                  shorthand that builds this package's extensions
+``client``        :class:`Client`: the public API (what the caller sends)
+``shorthand``     the keyword arguments and methods that build and use this package's
+                  extensions (``approve=``, ``task=``, ``get_task`` ...; loaded when used)
 ``connection``    :class:`ClientConnection`: one connection's dispatcher —
                   the era, the handshake and lifecycle, and what the server sends
 ``calls``         one request of the caller's (all a handshake-era request is)

@@ -16,7 +16,8 @@ context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the
 sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
 
 Everything beyond the protocol is an extension (:mod:`mcp_ref.extension`); the keyword arguments
-and methods standing for this package's own (``approve=``, ``task=`` ...) are one section of Client.
+and methods standing for this package's own (``approve=``, ``task=`` ...) are the shorthand,
+:mod:`mcp_ref.client.shorthand`, loaded the first time one of them is used.
 """
 
 from __future__ import annotations
@@ -67,8 +68,6 @@ DEFAULT_CACHE_SIZE = 256
 
 SamplingHandler = Callable[["CreateMessageParams"], "CreateMessageResult | dict"]
 ElicitationHandler = Callable[["ElicitParams"], "ElicitResult | dict"]
-#: ``approve(request)`` or ``approve(request, context)``: True, False, or the edited request to answer.
-ApproveHook = Callable[..., Any]
 
 
 class Client:
@@ -100,7 +99,9 @@ class Client:
     request (2026-07-28 ``input_required``) or one task (then cancelled with ``tasks/cancel``). The
     size of one message is the transport's: ``max_message_size`` of :meth:`stdio` and :meth:`http`
     (4 MiB).  ``tasks=True`` runs the server's 2025-11-25 task-augmented sampling and elicitation
-    requests as client-hosted tasks (:mod:`mcp_ref.extensions.hosted_tasks`).
+    requests as client-hosted tasks (:mod:`mcp_ref.extensions.hosted_tasks`).  These three, and
+    ``get_task``, ``cancel_task``, ``list_tasks``, ``task_result``, ``hosted_tasks`` and
+    ``server_request_limiter``, are the shorthand's (:mod:`mcp_ref.client.shorthand`).
     """
 
     def __init__(
@@ -125,13 +126,11 @@ class Client:
         on_elicitation_complete: Callable[[str], None] | None = None,
         trace: Callable[[str, bytes], None] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
-        approve: ApproveHook | None = None,
-        server_request_limit: Any = None,
         max_pages: int = DEFAULT_MAX_PAGES,
         max_input_rounds: int = MAX_INPUT_ROUNDS,
         probe_timeout: float = PROBE_TIMEOUT,
-        tasks: bool = False,
         extensions: Iterable[Extension] = (),
+        **shorthand: Any,
     ):
         era, pinned = resolve_era(era, protocol_version)
         for setting, value in (("max_pages", max_pages), ("max_input_rounds", max_input_rounds)):
@@ -145,7 +144,11 @@ class Client:
         self._extensions_lock = threading.RLock()
         #: Its extensions, the first given outermost (add one with :meth:`add_extension`).
         self.extensions: tuple[Extension, ...] = ()
-        for extension in (*extensions, *self._shorthand(approve, server_request_limit, tasks)):
+        if shorthand:
+            from .shorthand import build
+
+            extensions = (*extensions, *build(**shorthand))
+        for extension in extensions:
             self.add_extension(extension)
         if (
             not isinstance(probe_timeout, (int, float))
@@ -712,92 +715,42 @@ class Client:
         ):  # 2026-07-28: the server asks for roots each time (input_required)
             self.connection.notify("notifications/roots/list_changed")
 
-    # -- the shorthand: the one place the client names this package's extensions; the keyword arguments
-    # build theirs, task= and the *_task methods find the era's tasks extension (added when first needed).
-
-    @staticmethod
-    def _shorthand(
-        approve: ApproveHook | None, server_request_limit: Any, tasks: bool
-    ) -> list[Extension]:
-        """The keyword arguments' extensions, the limit first (a refused request makes no task), the
-        hook last (a client-hosted task runs it, as the spec's diagram "Task-Augmented Sampling
-        Request" shows the user's review after the CreateTaskResult)."""
-        built: list[Extension] = []
-        if server_request_limit is not None:
-            from ..extensions.approval import ServerRequestLimit
-
-            built.append(ServerRequestLimit(server_request_limit))
-        if tasks:
-            from ..extensions.hosted_tasks import HostedTasks
-
-            built.append(HostedTasks())
-        if approve is not None:
-            from ..extensions.approval import Approval
-
-            built.append(Approval(approve))
-        return built
-
-    @property
-    def hosted_tasks(self) -> Any:
-        """``tasks=True``'s store (:class:`~mcp_ref.extensions.hosted_tasks.HostedTasks`), or None."""
-        return next(
-            (extension for extension in self.extensions if extension.name == "client-hosted tasks"),
-            None,
-        )
-
-    @property
-    def server_request_limiter(self) -> Any:
-        """``server_request_limit``'s :class:`~mcp_ref.extensions.ratelimit.RateLimiter` (its ``clock`` is replaceable), or None."""
-        return next((e.limiter for e in self.extensions if e.name == "server request limit"), None)  # type: ignore[attr-defined]
-
-    def _tasks(self) -> Any:
-        """The era's tasks extension, added if the client has none."""
-        if self.connection.modern:
-            from ..extensions.client_tasks import ClientTasks as kind
-        else:
-            from ..extensions.client_tasks_2025 import ClientTasks2025 as kind  # type: ignore[assignment]
-        with self._extensions_lock:
-            if not any(isinstance(extension, kind) for extension in self.extensions):
-                self.add_extension(kind())
-            return next(extension for extension in self.extensions if isinstance(extension, kind))
+    # -- the shorthand (mcp_ref.client.shorthand): its methods and properties, and call options
 
     def _shorthand_options(self, options: dict) -> dict:
-        """``options`` with ``task`` for the era's tasks extension, added when needed: in 2026-07-28 when
-        asked for a task; in the handshake era as soon as the server offers tasks (a tool may require one)."""
-        task = options.pop("task", False)
-        if task if self.connection.modern else "tasks" in self.server_capabilities:
-            options["task"] = task
-            self._tasks()
+        """``options`` as the shorthand takes them (:func:`~mcp_ref.client.shorthand.take_options`):
+        loaded when a call asks for ``task``, or a handshake-era server offers that capability."""
+        if "task" in options or (
+            not self.connection.modern and "tasks" in self.server_capabilities
+        ):
+            from .shorthand import take_options
+
+            return take_options(self, options)
         return options
 
-    def get_task(self, task_id: str) -> dict:
-        """``tasks/get``: a task's state as the server reports it (2025-11-25 a Task; 2026-07-28 with its result)."""
-        return self._tasks().request(self.connection, "tasks/get", {"taskId": task_id})
-
-    def cancel_task(self, task_id: str) -> dict:
-        """``tasks/cancel``: stop a task (2025-11-25: the cancelled Task, -32602 for an ended one; 2026-07-28: {})."""
-        return self._tasks().request(self.connection, "tasks/cancel", {"taskId": task_id})
-
-    def list_tasks(self, cursor: str | None = None) -> Page:
-        """``tasks/list`` (2025-11-25): one page of the server's tasks (Task dicts); ``next_cursor`` for the next."""
-        from ..extensions.client_tasks_2025 import list_tasks
-
-        return list_tasks(self, cursor)
-
-    def task_result(self, task_id: str) -> CallToolResult:
-        """``tasks/result`` (2025-11-25) of a tool call's task: waits until it ends (a JSON-RPC error raises)."""
-        return CallToolResult.from_wire(
-            self.connection.request("tasks/result", {"taskId": task_id})
-        )
+    def __getattr__(self, name: str) -> Any:
+        """The shorthand's members (``get_task``, ``hosted_tasks`` ...), looked up on first use."""
+        return _shorthand_member(self, name, "Client")
 
 
 class ToolCall(calls.ToolCall):
-    """A ``tools/call`` in flight (:class:`mcp_ref.client.calls.ToolCall`), with the shorthand's ``task_id``."""
+    """A ``tools/call`` in flight (:class:`mcp_ref.client.calls.ToolCall`), with the shorthand's
+    members (``task_id``: :mod:`mcp_ref.client.shorthand`)."""
 
-    @property
-    def task_id(self) -> str | None:
-        """The id of the task the server made of the call (``task=True``), once it made one."""
-        return getattr(self.call, "task_id", None)
+    def __getattr__(self, name: str) -> Any:
+        """The shorthand's members, looked up on first use."""
+        return _shorthand_member(self, name, "ToolCall")
+
+
+def _shorthand_member(owner: Any, name: str, kind: str) -> Any:
+    """``owner.name`` from the shorthand's members for ``kind`` (``"Client"``, ``"ToolCall"``:
+    :data:`mcp_ref.client.shorthand.MEMBERS`); a private or special name is never there (and
+    loads nothing)."""
+    if name.startswith("_"):
+        raise AttributeError(f"{type(owner).__name__!r} object has no attribute {name!r}")
+    from .shorthand import MEMBERS, member
+
+    return member(owner, name, MEMBERS[kind])
 
 
 _DECLARING = {

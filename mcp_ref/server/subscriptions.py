@@ -430,7 +430,9 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
         )
     asked = Filter.from_wire(notifications)
     server = connection.server
-    _ = server.bus  # from now on changes reach the streams through the bus (mcp_ref.state.stores)
+    # From now on changes reach the streams through the bus (the shorthand's Server.bus, made now:
+    # mcp_ref.state.changes); the protocol's Registry does not declare it.
+    _ = cast(Any, server).bus
     version = connection.version_for(context)
     agreed = asked.agreed(server.capabilities(version))
     gate = server.gate

@@ -37,6 +37,7 @@ ON_DEMAND = (
     "mcp_ref.client.callbacks",
     "mcp_ref.client.tool_headers",
     "mcp_ref.client.interfaces",
+    "mcp_ref.client.shorthand",
     "mcp_ref.pagination",
 )
 NEVER_PLAIN = (
@@ -121,6 +122,7 @@ def test_what_the_caller_asks_for_is_loaded_when_it_asks(tmp_path, era):
         "mcp_ref.client.roots",
         "mcp_ref.client.listening",
         "mcp_ref.extensions.ratelimit",
+        "mcp_ref.client.shorthand",
     }
     if era == "modern":
         wanted |= {"mcp_ref.client.cache", "mcp_ref.extensions.client_tasks"}
@@ -137,3 +139,30 @@ def test_the_defaults_named_in_the_client_are_those_of_the_modules_it_does_not_l
     assert client.DEFAULT_MAX_PAGES == pagination.DEFAULT_MAX_PAGES
     assert client.DEFAULT_CACHE_SIZE == cache.DEFAULT_MAX_ENTRIES
     assert connection.CACHED_METHODS == set(cache.CACHEABLE)
+
+
+def test_the_shorthands_members_are_the_clients_own_and_no_other_name_is():
+    """Issue 33 item 4: the client's shorthand (mcp_ref.client.shorthand) is loaded on first use,
+    its members bound to the client (and the tool call) as if they were its own."""
+    from mcp_ref import Client, Server
+
+    server = Server("plain")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    with pytest.raises(TypeError, match="unexpected keyword argument.*bogus"):
+        Client.in_memory(server, bogus=1)
+    with Client.in_memory(server, server_request_limit="5/minute", era="handshake") as client:
+        assert client.hosted_tasks is None
+        assert client.server_request_limiter is not None
+        assert client.get_task.__self__ is client and callable(client.cancel_task)
+        call = client.start_tool_call("add", {"a": 1, "b": 2})
+        assert call.result().structured_content == {"result": 3} and call.task_id is None
+        for missing in ("nothing_here", "_tasks", "__getstate_x__"):
+            with pytest.raises(AttributeError, match=missing):
+                getattr(client, missing)
+        with pytest.raises(AttributeError, match="nothing_here"):
+            call.nothing_here  # noqa: B018

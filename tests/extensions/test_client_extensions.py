@@ -154,29 +154,24 @@ def test_a_refusal_reaches_the_server_and_the_connection_goes_on(era):
 EXTENSION_WORDS = re.compile(
     r"polic|rate.?limit|ratelimit|task|approval|redis|\bbus\b|oauth|wsgi|authoriz", re.I
 )
-#: The comment that opens the shorthand, the one section of client.py that may name them.
-SHORTHAND = "# -- the shorthand"
+#: The client's shorthand (mcp_ref.client.shorthand), the one module of the client that may name them.
+SHORTHAND = "shorthand.py"
 
 
 def stray_mentions(package: Path) -> list[str]:
     """``file:line: name`` for each mention of an extension in the client package ``package``
-    outside client.py's shorthand (from its opening comment to the end of the module), and for
-    each import of ``extras``, ``auth`` or ``workbench`` there."""
+    outside its shorthand module (:data:`SHORTHAND`), and for each import of ``extras``, ``auth``
+    or ``workbench`` there."""
     found = []
     for path in sorted(package.glob("*.py")):
+        if path.name == SHORTHAND:
+            continue
         text = path.read_text()
-        start = len(text.splitlines()) + 1
-        if path.name == "client.py" and SHORTHAND in text:
-            start = text[: text.index(SHORTHAND)].count("\n") + 1
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if (
-                token.type == tokenize.NAME
-                and token.start[0] < start
-                and EXTENSION_WORDS.search(token.string)
-            ):
+            if token.type == tokenize.NAME and EXTENSION_WORDS.search(token.string):
                 found.append(f"{path.name}:{token.start[0]}: {token.string}")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, ast.ImportFrom) and node.lineno < start:
+            if isinstance(node, ast.ImportFrom):
                 module = (node.module or "").removeprefix(
                     "mcp_ref."
                 )  # from ..extras.x / mcp_ref.extensions.x
@@ -189,16 +184,15 @@ def test_the_client_protocol_modules_name_no_extension_outside_the_shorthand():
     import mcp_ref.client
 
     package = Path(mcp_ref.client.__file__).parent
-    # The one exception: Client's own keyword argument ``tasks`` (its parameter, and its use).
-    assert [m for m in stray_mentions(package) if not m.endswith(": tasks")] == []
-    assert len([m for m in stray_mentions(package) if m.startswith("client.py:")]) == 2
+    assert (package / SHORTHAND).exists()
+    assert stray_mentions(package) == []
 
 
 def test_the_checker_finds_a_mention_and_an_import(tmp_path):
     (tmp_path / "connection.py").write_text(
         "def f(call):\n    from ..extras import thing\n    call.task_id = 1\n"
     )
-    (tmp_path / "client.py").write_text(f"limit = 1\n{SHORTHAND}\nfrom ..extras import approval\n")
+    (tmp_path / SHORTHAND).write_text("from ..extras import approval\ntask_id = 1\n")
     assert stray_mentions(tmp_path) == [
         "connection.py:2: import extras",
         "connection.py:3: task_id",

@@ -357,4 +357,7 @@ def test_every_export_is_typed_for_a_users_checker():
             assert statement.level == 1
             for alias in statement.names:
                 typed[alias.name] = statement.module or ""
-    assert typed == dict(mcp_ref._EXPORTS)
+    from mcp_ref.extensions import EXPORTS as from_extras
+
+    assert sorted(from_extras) == sorted(mcp_ref._FROM_EXTRAS)
+    assert typed == {**mcp_ref._EXPORTS, **from_extras}
