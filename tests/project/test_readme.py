@@ -489,7 +489,10 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
         ROOT / "mcp_ref", checkout / "mcp_ref", ignore=shutil.ignore_patterns("__pycache__")
     )
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT * 3)
+    # making a venv runs ensurepip: as slow as a pip install on a loaded machine
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=WAIT * 12)
+    # the venv's own package, not a tree PYTHONPATH names (a worktree under test)
+    clean_env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     python = str(venv / "bin" / "python")
     venv_purelib = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -497,6 +500,7 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
         text=True,
         timeout=WAIT,
         check=True,
+        env=clean_env,
     ).stdout.strip()
     ours = [
         sysconfig.get_paths()["purelib"],
@@ -525,6 +529,7 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
             text=True,
             timeout=WAIT * 12,
             cwd=tmp_path,
+            env=clean_env,
         )
         assert done.returncode == 0, (command, done.stderr)
         where = subprocess.run(
@@ -533,6 +538,7 @@ def test_install_commands_work_in_a_fresh_venv(tmp_path):
             text=True,
             timeout=WAIT,
             cwd=tmp_path,
+            env=clean_env,
         )
         assert where.returncode == 0 and where.stdout.startswith(str(tmp_path)), (
             command,
