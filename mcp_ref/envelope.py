@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidParams, UnsupportedProtocolVersionError
-from .versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from .lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"

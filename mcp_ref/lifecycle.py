@@ -24,11 +24,12 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from .errors import CapabilityError, InvalidRequest, UnsupportedProtocolVersionError
-from .versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
 __all__ = [
+    "__version__",
     "SUPPORTED_VERSIONS",
     "LATEST_VERSION",
+    "MODERN_VERSIONS",
     "at_least",
     "batches_allowed",
     "server_choose_version",
@@ -42,6 +43,16 @@ __all__ = [
     "TRANSITIONS",
     "Lifecycle",
 ]
+
+#: This package's version (``mcp_ref.__version__``).
+__version__ = "0.1.0"
+
+#: The protocol revisions mcp_ref speaks with a handshake (``initialize``), newest first.
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_VERSION = SUPPORTED_VERSIONS[0]
+#: The modern revisions (no ``initialize``: each request carries its version in ``_meta``), newest
+#: first.  A server answers them beside SUPPORTED_VERSIONS (see :mod:`mcp_ref.envelope`).
+MODERN_VERSIONS = ("2026-07-28",)
 
 # The revision in which each feature first appeared (see spec_notes/revisions.md).
 AUDIO_CONTENT = "2025-03-26"

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import envelope, lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
+from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, ProgressCallback
 from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
-from ..versions import MODERN_VERSIONS, __version__
 from . import calls
 from .calls import MAX_INPUT_ROUNDS
 from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era

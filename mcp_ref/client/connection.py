@@ -32,11 +32,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import envelope, lifecycle
 from ..errors import CapabilityError, McpError, MethodNotFound
-from ..lifecycle import Lifecycle
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS, Lifecycle
 from ..request import DEFAULT, Default
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult
-from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .calls import Call
 
 if TYPE_CHECKING:

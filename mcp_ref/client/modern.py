@@ -47,9 +47,9 @@ from ..errors import (
     ResponseStreamLost,
     UnsupportedProtocolVersionError,
 )
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from ..session import RequestContext
 from ..types import DiscoverResult
-from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .calls import MAX_INPUT_ROUNDS, Call
 
 if TYPE_CHECKING:

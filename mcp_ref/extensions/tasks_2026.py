@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import INTERNAL_ERROR, InvalidParams, McpError, RequestCancelled
 from ..extension import Extension
+from ..lifecycle import MODERN_VERSIONS
 from ..request import RequestContext
 from ..server.input_required import Inputs
 from ..server.seams import RequestState, state_of
-from ..versions import MODERN_VERSIONS
 from .tasks import (
     CANCELLED,
     COMPLETED,

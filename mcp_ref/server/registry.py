@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .. import lifecycle
-from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Gate, Handler, Middleware, ToolCallInterceptor

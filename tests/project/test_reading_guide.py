@@ -27,7 +27,6 @@ END = "<!-- end of the generated reading guide -->"
 #: package __init__ files of the roles aside), checked against what they load.
 READING_ORDER = [
     "mcp_ref/__init__.py",
-    "mcp_ref/versions.py",
     "mcp_ref/jsonrpc.py",
     "mcp_ref/errors.py",
     "mcp_ref/lifecycle.py",

@@ -10,8 +10,8 @@ from typing import cast
 from ... import envelope
 from ...errors import HeaderMismatchError, InvalidParams, McpError
 from ...jsonrpc import Request
+from ...lifecycle import MODERN_VERSIONS
 from ...server.principal import Principal
-from ...versions import MODERN_VERSIONS
 from ..headers import check_request_headers
 from .base import HttpAppBase, peer_of
 from .http_session import HttpSession
