@@ -36,7 +36,7 @@ from .tasks import (
 )
 
 if TYPE_CHECKING:
-    from ..envelope import Envelope
+    from ..lifecycle import Envelope
     from ..server.seams import Caller as ServerConnection
 
 __all__ = [

@@ -30,7 +30,6 @@ READING_ORDER = [
     "mcp_ref/jsonrpc.py",
     "mcp_ref/errors.py",
     "mcp_ref/lifecycle.py",
-    "mcp_ref/envelope.py",
     "mcp_ref/types.py",
     "mcp_ref/transport.py",
     "mcp_ref/request.py",

@@ -34,8 +34,8 @@ from mcp_ref import (
     sampling_and_elicitation,
     types as core_types,
 )
-from mcp_ref.envelope import read_envelope, request_meta
 from mcp_ref.errors import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_ref.lifecycle import read_envelope, request_meta
 from mcp_ref.oauth import errors as auth_errors
 from mcp_ref.stdio import SubprocessTransport
 
