@@ -28,7 +28,6 @@ module            one idea
 ``completion``    ``completion/complete``
 ``logging``       ``logging/setLevel`` and which log messages are sent
 ``input_required`` 2026-07-28 MRTR: asks answered by the client's retry
-``caching``       2026-07-28 ``ttlMs`` / ``cacheScope`` on cacheable results
 ================  ==========================================================
 """
 

@@ -192,6 +192,45 @@ CAPABILITY_OF = {
 }
 
 
+# -- caching hints (2026-07-28 server/utilities/caching) -------------------------------------------
+# ``ttlMs`` and ``cacheScope`` on cacheable results, added by the dispatcher of a modern request.
+# "Servers MUST include caching hints on results with resultType: "complete"
+# returned by" ``server/discover``, the four listings and ``resources/read``;
+# "Servers MUST provide a ttlMs value that is >= 0".  Interim
+# ``input_required`` results carry none.  The hints come from
+# ``Server(ttl_ms=, cache_scope=)``, and for ``resources/read`` from the
+# resource itself when it sets its own (``@server.resource(uri, ttl_ms=...)``).
+
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
+
+def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
+    """Put the caching hints on a complete ``result`` of ``method``, if it is cacheable."""
+    if method not in CACHEABLE:
+        return
+    ttl_ms, scope = server.cache_hints
+    if method == "resources/read":
+        uri = params.get("uri")
+        found = server.find_resource(uri) if isinstance(uri, str) else None
+        if found is not None and found[0].cache is not None:
+            own_ttl, own_scope = found[0].cache
+            ttl_ms = ttl_ms if own_ttl is None else own_ttl
+            scope = scope if own_scope is None else own_scope
+    if server.gate.restricts and method != "server/discover":
+        scope = "private"  # what a caller may see is its own: a shared cache must not keep it
+    result.setdefault("ttlMs", ttl_ms)
+    result.setdefault("cacheScope", scope)
+
+
 class ServerConnection:
     """The server side of one connection: the session's dispatcher and the negotiated state.
 
@@ -414,9 +453,7 @@ class ServerConnection:
         if (
             method != "tools/call"
         ):  # the one modern method that is never cacheable, and the most frequent
-            from . import caching
-
-            caching.add_hints(server, method, params, result)
+            add_hints(server, method, params, result)
         return lifecycle.complete_result(result, server.server_info(modern.version))
 
     def mark_admitted(self, request_id) -> None:

@@ -104,7 +104,7 @@ class Server(Shorthand):
         if (ttl_ms, cache_scope) == (0, "private"):
             self.cache_hints: tuple = (ttl_ms, cache_scope)
         else:
-            from .caching import check_hints
+            from .resources import check_hints
 
             self.cache_hints = check_hints(ttl_ms, cache_scope)
         self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None

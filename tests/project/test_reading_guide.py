@@ -46,7 +46,6 @@ READING_ORDER = [
     "mcp_ref/server/tools.py",
     "mcp_ref/server/signatures.py",
     "mcp_ref/server/validation.py",
-    "mcp_ref/server/caching.py",
     "mcp_ref/client/client.py",
     "mcp_ref/client/connection.py",
     "mcp_ref/client/calls.py",
