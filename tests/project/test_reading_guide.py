@@ -36,7 +36,7 @@ READING_ORDER = [
     "mcp_ref/session.py",
     "mcp_ref/handler_pool.py",
     "mcp_ref/stdio.py",
-    "mcp_ref/server/registry.py",
+    "mcp_ref/server/server.py",
     "mcp_ref/server/serving.py",
     "mcp_ref/server/shorthand.py",
     "mcp_ref/server/seams.py",

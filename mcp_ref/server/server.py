@@ -1,4 +1,4 @@
-"""The registry: :class:`Server`, what it offers and how to serve it.
+"""The server: :class:`Server`, what it offers and how to serve it.
 
 A ``Server`` holds what is registered (tools, resources, templates, prompts,
 completions) and the connections it serves.  It answers nothing itself: each
