@@ -33,10 +33,10 @@ from __future__ import annotations
 import importlib
 
 #: Where each exported name lives; it is imported on first use, so ``import mcp_ref`` stays cheap.
-#: (``versions``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is
+#: (``lifecycle``: the package's version and the protocol revisions it speaks; MODERN_VERSIONS is
 #: 2026-07-28, the era with no handshake.)
 _HOMES = {
-    "versions": "__version__ SUPPORTED_VERSIONS LATEST_VERSION MODERN_VERSIONS",
+    "lifecycle": "__version__ SUPPORTED_VERSIONS LATEST_VERSION MODERN_VERSIONS",
     "client": "Client ToolCall",
     "server": "Server Context ToolError ResourceError PromptError Elicit ElicitUrl Sample ListRoots",
     "http.connection_limits": "ConnectionLimits",

@@ -37,6 +37,7 @@ from .feature_types import (
     Root,
 )
 from .http.connection_limits import ConnectionLimits
+from .lifecycle import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __version__
 from .media import Audio, Image
 from .oauth.client import OAuth
 from .oauth.errors import AuthorizationError
@@ -71,7 +72,6 @@ from .types import (
     TextResourceContents,
     Tool,
 )
-from .versions import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __version__
 
 __all__ = [
     "AuthorizationError",

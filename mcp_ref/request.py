@@ -20,7 +20,7 @@ from .errors import RequestCancelled, RequestTimeout
 from .lifecycle import PROGRESS_MESSAGE
 
 if TYPE_CHECKING:
-    from .envelope import Envelope
+    from .lifecycle import Envelope
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
@@ -110,7 +110,7 @@ class RequestContext:
             None  # made when first needed: most requests never are
         )
         self._last_progress: float | None = None
-        #: A 2026-07-28 request's own protocol fields (``mcp_ref.envelope.Envelope``), set by the
+        #: A 2026-07-28 request's own protocol fields (``mcp_ref.lifecycle.Envelope``), set by the
         #: dispatcher; None in the handshake era.
         self.envelope: Envelope | None = None
         #: What the role (the dispatcher) keeps about this request while it serves it: the server

@@ -27,12 +27,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import envelope, lifecycle
+from .. import lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
+from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, ProgressCallback
 from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
-from ..versions import MODERN_VERSIONS, __version__
 from . import calls
 from .calls import MAX_INPUT_ROUNDS
 from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era
@@ -655,9 +655,9 @@ class Client:
         off again (basic/index: "If absent, the server MUST NOT send any notifications/message ...").
         """
         self._require("logging", "logging/setLevel")
-        if self.connection.modern and level is not None and level not in envelope.LOG_LEVELS:
+        if self.connection.modern and level is not None and level not in lifecycle.LOG_LEVELS:
             raise ValueError(
-                f"level must be one of {', '.join(envelope.LOG_LEVELS)}, not {level!r}"
+                f"level must be one of {', '.join(lifecycle.LOG_LEVELS)}, not {level!r}"
             )
         if not self.connection.modern:
             self.connection.request("logging/setLevel", {"level": level})

@@ -30,13 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from .. import envelope, lifecycle
+from .. import lifecycle
 from ..errors import CapabilityError, McpError, MethodNotFound
-from ..lifecycle import Lifecycle
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS, Lifecycle
 from ..request import DEFAULT, Default
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult
-from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .calls import Call
 
 if TYPE_CHECKING:
@@ -398,7 +397,7 @@ class ClientConnection:
         """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
         other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
         response"; 2026-07-28 removed ping (a modern one goes on, to -32601)."""
-        return {} if method == "ping" and not envelope.is_modern(params) else None
+        return {} if method == "ping" and not lifecycle.is_modern(params) else None
 
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
@@ -454,7 +453,7 @@ class ClientConnection:
             # caching §Interaction with Notifications: a change notification "invalidates the cached response".
             self._cache.invalidate(method, params)
         meta = params.get("_meta")
-        subscription = meta.get(envelope.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        subscription = meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         if subscription is not None:
             # subscriptions §Receiving Notifications: "clients MUST use this field to correlate
             # notifications with their originating subscription".

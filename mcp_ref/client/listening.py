@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import envelope
+from .. import lifecycle
 from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
 
 if TYPE_CHECKING:
@@ -468,4 +468,4 @@ class Streams:
 def subscription_id(params: dict):
     """The ``io.modelcontextprotocol/subscriptionId`` of a notification's ``_meta`` (None: none)."""
     meta = params.get("_meta")
-    return meta.get(envelope.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+    return meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None

@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..envelope import LOG_LEVELS
 from ..errors import McpError
+from ..lifecycle import LOG_LEVELS
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import envelope
+from .. import lifecycle
 from ..errors import (
     HEADER_MISMATCH,
     LIMIT_EXCEEDED,
@@ -47,9 +47,9 @@ from ..errors import (
     ResponseStreamLost,
     UnsupportedProtocolVersionError,
 )
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from ..session import RequestContext
 from ..types import DiscoverResult
-from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .calls import MAX_INPUT_ROUNDS, Call
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def envelope_meta(
                 **capabilities,
                 "extensions": {**extensions, **capabilities.get("extensions", {})},
             }
-        meta = connection.metas[key] = envelope.request_meta(
+        meta = connection.metas[key] = lifecycle.request_meta(
             version, capabilities, connection.client.client_info, key[2]
         )
     return meta
@@ -266,11 +266,11 @@ class ModernCall(Call):
                 self._resend(params)
                 continue
             kind = result.get(
-                "resultType", envelope.COMPLETE
+                "resultType", lifecycle.COMPLETE
             )  # absent: "MUST treat ... as complete"
-            if kind == envelope.COMPLETE:
+            if kind == lifecycle.COMPLETE:
                 return result
-            if kind != envelope.INPUT_REQUIRED:
+            if kind != lifecycle.INPUT_REQUIRED:
                 return self.settle(kind, result)
             from . import mrtr
 

@@ -67,11 +67,11 @@ from typing import Any, cast
 
 from ..errors import InvalidParams, McpError, MethodNotFound, RequestCancelled, ServerBusy
 from ..extension import Extension
+from ..lifecycle import MODERN_VERSIONS
 from ..request import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
 from ..server.tools import run_tool
 from ..state.stores import TERMINAL, iso_now
-from ..versions import MODERN_VERSIONS
 from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, mode_of, run_task, store_of, task_capable
 
 __all__ = ["Tasks2025Extension", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import INTERNAL_ERROR, InvalidParams, McpError, RequestCancelled
 from ..extension import Extension
+from ..lifecycle import MODERN_VERSIONS
 from ..request import RequestContext
 from ..server.input_required import Inputs
 from ..server.seams import RequestState, state_of
-from ..versions import MODERN_VERSIONS
 from .tasks import (
     CANCELLED,
     COMPLETED,
@@ -36,7 +36,7 @@ from .tasks import (
 )
 
 if TYPE_CHECKING:
-    from ..envelope import Envelope
+    from ..lifecycle import Envelope
     from ..server.seams import Caller as ServerConnection
 
 __all__ = [

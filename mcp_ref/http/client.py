@@ -51,7 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 from urllib.parse import urljoin
 
-from .. import envelope
+from .. import lifecycle
 from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost
 from ..jsonrpc import Notification, Request
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
@@ -281,7 +281,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         if self.mode == "sse" and self.legacy_endpoint is not None:
             self._legacy_post(data)
         elif isinstance(message, Request):
-            if envelope.is_modern(message.params):
+            if lifecycle.is_modern(message.params):
                 self._pool.submit(self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it

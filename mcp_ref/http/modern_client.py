@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import envelope
+from .. import lifecycle
 from ..errors import AuthorizationError
 from ..jsonrpc import Notification, Request
 from ..transport import OutgoingRequests
@@ -62,9 +62,9 @@ class ModernPosts:
         headers = {
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
-            # a modern request (envelope.is_modern): its _meta is a dict
+            # a modern request (lifecycle.is_modern): its _meta is a dict
             "MCP-Protocol-Version": str(
-                cast(dict, envelope.meta_of(params))[envelope.PROTOCOL_VERSION]
+                cast(dict, lifecycle.meta_of(params))[lifecycle.PROTOCOL_VERSION]
             ),
         }
         schema = None

@@ -17,7 +17,7 @@ The package is laid out by spec area, so each module lines up with a note in
 ================  ==========================================================
 module            one idea
 ================  ==========================================================
-``registry``      :class:`Server`: what is registered, and how to serve it
+``server``        :class:`Server`: what is registered, and how to serve it
 ``connection``    :class:`ServerConnection`: one connection's dispatcher —
                   the method table, the lifecycle and capability gates
 ``context``       :class:`Context`: what a handler sees of its request
@@ -28,7 +28,6 @@ module            one idea
 ``completion``    ``completion/complete``
 ``logging``       ``logging/setLevel`` and which log messages are sent
 ``input_required`` 2026-07-28 MRTR: asks answered by the client's retry
-``caching``       2026-07-28 ``ttlMs`` / ``cacheScope`` on cacheable results
 ================  ==========================================================
 """
 
@@ -42,13 +41,13 @@ if TYPE_CHECKING:
     from .context import Context
     from .input_required import Elicit, ElicitUrl, InputRequired, ListRoots, Sample
     from .logging import LOG_LEVELS
-    from .registry import Server
+    from .server import Server
     from .tools import PromptError, ResourceError, ToolError
 
 #: What this package exports, and the module of each (imported on first use: a server loads only
 #: the features it uses).
 _EXPORTS = {
-    "Server": "registry",
+    "Server": "server",
     "ServerConnection": "connection",
     "Context": "context",
     "ToolError": "tools",

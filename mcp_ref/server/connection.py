@@ -6,7 +6,7 @@ served on its own (:meth:`ServerConnection.handle_modern`); any other belongs
 to the handshake era.  Each era applies, in order, its method table (an
 unknown method is -32601), its gate (handshake: the lifecycle table
 :data:`mcp_ref.lifecycle.RULES`, out of phase is -32600; modern: the request's
-envelope, :func:`mcp_ref.envelope.read_envelope`), and the declared
+envelope, :func:`mcp_ref.lifecycle.read_envelope`), and the declared
 capabilities (a feature the server did not declare is -32601).  Then the
 feature's handler runs: each is a plain function
 ``handler(caller, context, params) -> result`` in the feature's module, the
@@ -26,7 +26,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import envelope as envelopes, lifecycle
+from .. import lifecycle
 from ..errors import (
     CapabilityError,
     InternalError,
@@ -152,7 +152,7 @@ def discover(connection: ServerConnection, context: RequestContext, params: dict
     """
     server = connection.server
     result = {
-        "supportedVersions": envelopes.supported_versions(),
+        "supportedVersions": lifecycle.supported_versions(),
         "capabilities": server.capabilities(connection.version_for(context)),
     }
     if server.instructions:
@@ -192,6 +192,45 @@ CAPABILITY_OF = {
 }
 
 
+# -- caching hints (2026-07-28 server/utilities/caching) -------------------------------------------
+# ``ttlMs`` and ``cacheScope`` on cacheable results, added by the dispatcher of a modern request.
+# "Servers MUST include caching hints on results with resultType: "complete"
+# returned by" ``server/discover``, the four listings and ``resources/read``;
+# "Servers MUST provide a ttlMs value that is >= 0".  Interim
+# ``input_required`` results carry none.  The hints come from
+# ``Server(ttl_ms=, cache_scope=)``, and for ``resources/read`` from the
+# resource itself when it sets its own (``@server.resource(uri, ttl_ms=...)``).
+
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
+
+def add_hints(server: Server, method: str, params: dict, result: dict) -> None:
+    """Put the caching hints on a complete ``result`` of ``method``, if it is cacheable."""
+    if method not in CACHEABLE:
+        return
+    ttl_ms, scope = server.cache_hints
+    if method == "resources/read":
+        uri = params.get("uri")
+        found = server.find_resource(uri) if isinstance(uri, str) else None
+        if found is not None and found[0].cache is not None:
+            own_ttl, own_scope = found[0].cache
+            ttl_ms = ttl_ms if own_ttl is None else own_ttl
+            scope = scope if own_scope is None else own_scope
+    if server.gate.restricts and method != "server/discover":
+        scope = "private"  # what a caller may see is its own: a shared cache must not keep it
+    result.setdefault("ttlMs", ttl_ms)
+    result.setdefault("cacheScope", scope)
+
+
 class ServerConnection:
     """The server side of one connection: the session's dispatcher and the negotiated state.
 
@@ -221,7 +260,7 @@ class ServerConnection:
     stateless = False  # True: served without a session, one request only (assume_initialized)
     #: ``(request id, Envelope)`` when the transport already read that request's envelope
     #: (2026-07-28 HTTP checks it against the headers first): not read twice.
-    envelope_read: tuple[Any, envelopes.Envelope] | None = None
+    envelope_read: tuple[Any, lifecycle.Envelope] | None = None
     #: Who is calling (``mcp_ref.oauth.resource.AccessInfo``), when the transport authenticates
     #: its requests (HTTP with ``auth=``); None otherwise.  ``Context.auth`` reads it.
     auth: Any = None
@@ -313,7 +352,7 @@ class ServerConnection:
         """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
         other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
         response"; 2026-07-28 removed ping, so a modern one is -32601 (``handle_modern``)."""
-        return {} if method == "ping" and not envelopes.is_modern(params) else None
+        return {} if method == "ping" and not lifecycle.is_modern(params) else None
 
     def batches_allowed(self) -> bool:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
@@ -337,10 +376,10 @@ class ServerConnection:
 
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
-        modern: envelopes.Envelope | None = (
+        modern: lifecycle.Envelope | None = (
             read[1]
             if read is not None and read[0] == context.request_id
-            else envelopes.read_envelope(params)
+            else lifecycle.read_envelope(params)
         )  # -32602 / -32022 for a broken envelope
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
@@ -354,7 +393,7 @@ class ServerConnection:
         return handler(self, context, params)
 
     def handle_modern(
-        self, context: RequestContext, method: str, params: dict, modern: envelopes.Envelope
+        self, context: RequestContext, method: str, params: dict, modern: lifecycle.Envelope
     ) -> dict:
         """Serve one 2026-07-28 request on its own: no handshake, no state from earlier requests.
 
@@ -402,10 +441,10 @@ class ServerConnection:
                 input_required.inputs_of(context), method, params, server.keyring, self.owner
             )
             # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
-            return envelopes.complete(
+            return lifecycle.complete_result(
                 {"inputRequests": asked.requests, "requestState": state},
                 server.server_info(modern.version),
-                envelopes.INPUT_REQUIRED,
+                lifecycle.INPUT_REQUIRED,
             )
         except ResourceNotFound as exc:
             # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
@@ -414,10 +453,8 @@ class ServerConnection:
         if (
             method != "tools/call"
         ):  # the one modern method that is never cacheable, and the most frequent
-            from . import caching
-
-            caching.add_hints(server, method, params, result)
-        return envelopes.complete(result, server.server_info(modern.version))
+            add_hints(server, method, params, result)
+        return lifecycle.complete_result(result, server.server_info(modern.version))
 
     def mark_admitted(self, request_id) -> None:
         """An HTTP middleware step admitted (counted) this request before dispatch: :meth:`take_admitted`
@@ -444,7 +481,7 @@ class ServerConnection:
         return self.session.transport
 
     def dispatch(
-        self, message, *, inline: bool = False, envelope: envelopes.Envelope | None = None
+        self, message, *, inline: bool = False, envelope: lifecycle.Envelope | None = None
     ) -> None:
         """Hand an already-parsed message (or batch) to the session (see :meth:`Session.dispatch`).
 
@@ -553,7 +590,7 @@ class ServerConnection:
         logger: str | None = None,
         *,
         related_request_id=None,
-        envelope: envelopes.Envelope | None = None,
+        envelope: lifecycle.Envelope | None = None,
     ) -> bool:
         """Send ``notifications/message`` if ``level`` is at or above the client's chosen level.
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..envelope import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
 from ..errors import InvalidParams, InvalidRequest
+from ..lifecycle import LOG_LEVELS  # one list for both eras: logging/setLevel and _meta logLevel
 
 if TYPE_CHECKING:
     from ..request import RequestContext

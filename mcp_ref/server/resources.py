@@ -43,6 +43,22 @@ class RegisteredResource:
     accepts: Callable[[dict[str, str]], bool] | None = None
 
 
+#: 2026-07-28 server/utilities/caching: the values of ``cacheScope`` (the hints are added to a
+#: result by :func:`mcp_ref.server.connection.add_hints`).
+CACHE_SCOPES = ("public", "private")
+
+
+def check_hints(ttl_ms: int | None, cache_scope: str | None) -> tuple:
+    """``(ttl_ms, cache_scope)`` after checking them (a whole number >= 0; "public" or "private")."""
+    if ttl_ms is not None and (
+        isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or ttl_ms < 0
+    ):
+        raise ValueError(f"ttl_ms must be a whole number of milliseconds >= 0, not {ttl_ms!r}")
+    if cache_scope is not None and cache_scope not in CACHE_SCOPES:
+        raise ValueError(f"cache_scope must be 'public' or 'private', not {cache_scope!r}")
+    return ttl_ms, cache_scope
+
+
 def build_resource(
     func: Callable,
     uri: str,
@@ -77,8 +93,6 @@ def build_resource(
     )
     cache = None
     if ttl_ms is not None or cache_scope is not None:
-        from .caching import check_hints
-
         cache = check_hints(ttl_ms, cache_scope)
     return RegisteredResource(
         listing,

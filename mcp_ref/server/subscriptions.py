@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import envelope
+from .. import lifecycle
 from ..errors import InvalidParams, LimitExceeded, MissingRequiredClientCapabilityError, ServerBusy
 from ..state.stores import Counters, HeldSets, MemoryCounters
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS
@@ -168,7 +168,7 @@ class Subscription:
         Notifications: every notification "carry ``io.modelcontextprotocol/subscriptionId`` in
         ``_meta``")."""
         tagged = dict(params)
-        tagged["_meta"] = {**params.get("_meta", {}), envelope.SUBSCRIPTION_ID: self.id}
+        tagged["_meta"] = {**params.get("_meta", {}), lifecycle.SUBSCRIPTION_ID: self.id}
         try:
             with self.lock:
                 self.connection.session.notify(method, tagged, related_request_id=self.id)
@@ -185,8 +185,8 @@ class Subscription:
         request with a completion result before closing the stream" (the answer ends an HTTP
         stream, so the notification goes first).
         """
-        result = {"_meta": {envelope.SUBSCRIPTION_ID: self.id}}
-        result = envelope.complete(result, self.connection.server.server_info(self.version))
+        result = {"_meta": {lifecycle.SUBSCRIPTION_ID: self.id}}
+        result = lifecycle.complete_result(result, self.connection.server.server_info(self.version))
         with self.lock:
             self.send(
                 "notifications/cancelled",

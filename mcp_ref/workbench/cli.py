@@ -207,7 +207,7 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    from ..versions import __version__
+    from ..lifecycle import __version__
 
     parser = _Parser(
         prog="mcp-ref", description="A synchronous MCP client, and a demo of the whole protocol."

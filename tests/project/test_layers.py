@@ -43,8 +43,8 @@ LAYERS = {
 PROTOCOL = "protocol"
 ROLES = {"server", "client"}
 #: The cap on one module's code tokens: the largest module had 4,449 (workbench/demo_auth_server.py,
-#: issue 33's review; the next, server/registry.py, 4,434), with a little room.  A module that
-#: grows past it holds more than one idea: split it.
+#: issue 33's review; the next, server/registry.py, now server/server.py, 4,434), with a little
+#: room.  A module that grows past it holds more than one idea: split it.
 MAX_MODULE_TOKENS = 4_600
 
 
@@ -205,10 +205,10 @@ NOT_PLAIN = (
 #: client, asked one tools/call in each era, load together.  These are the figures measured on
 #: the tree at the end of issue 33's second round (formatted, laid out); lower them as the work lands.
 #: The issue's targets: 16 modules, 26,000 code tokens, 30 extension mentions in 2 modules.
-PLAIN_MAX_MODULES = 29  # target 16
-PLAIN_MAX_TOKENS = 39_100  # target 26_000
-PLAIN_MAX_MENTIONS = 28  # target 30
-PLAIN_MAX_MENTIONING_MODULES = 1  # target 2
+PLAIN_MAX_MODULES = 26  # target 16
+PLAIN_MAX_TOKENS = 38_950  # target 26_000
+PLAIN_MAX_MENTIONS = 28  # target 30 (met)
+PLAIN_MAX_MENTIONING_MODULES = 1  # target 2 (met)
 
 
 def over_budget(

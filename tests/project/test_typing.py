@@ -145,7 +145,7 @@ EXPECTED = [
     r"def \(name: (builtins\.)?str\) -> (builtins\.)?str",
     r"def \(\) -> (builtins\.)?bytes",
     r"def \(.*\) -> mcp_ref\.client\.client\.Client",
-    r"def \(.*\) -> mcp_ref\.server\.registry\.Server",
+    r"def \(.*\) -> mcp_ref\.server\.server\.Server",
     r"def \(.*\) -> mcp_ref\.errors\.McpError",
     r"mcp_ref\.client\.client\.Client",
     r"mcp_ref\.types\.CallToolResult",

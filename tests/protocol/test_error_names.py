@@ -34,8 +34,8 @@ from mcp_ref import (
     sampling_and_elicitation,
     types as core_types,
 )
-from mcp_ref.envelope import read_envelope, request_meta
 from mcp_ref.errors import UNSUPPORTED_PROTOCOL_VERSION
+from mcp_ref.lifecycle import read_envelope, request_meta
 from mcp_ref.oauth import errors as auth_errors
 from mcp_ref.stdio import SubprocessTransport
 
@@ -197,7 +197,7 @@ def test_core_types_and_the_lifecycle_load_none_of_the_modules_of_their_own():
         "import sys\n"
         "from mcp_ref import lifecycle, types\n"
         "apart = ('sampling_and_elicitation', 'media', 'feature_types', 'older_revisions')\n"
-        "print([f'mcp_ref.versions.{m}' in sys.modules for m in apart])\n"
+        "print([f'mcp_ref.{m}' in sys.modules for m in apart])\n"
     )
     assert out == "[False, False, False, False]"
 

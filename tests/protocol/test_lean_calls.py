@@ -20,7 +20,7 @@ from conftest import WAIT, run_threads
 
 from mcp_ref import Client, Context, RequestTimeout, Server
 from mcp_ref.client import modern
-from mcp_ref.envelope import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from mcp_ref.lifecycle import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from mcp_ref.session import PendingRequest
 
 

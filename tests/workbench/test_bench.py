@@ -160,16 +160,16 @@ def _benchmark(name: str = "bench"):
 
 
 def test_the_2026_post_is_what_an_mcp_ref_client_sends():
-    from mcp_ref import envelope
+    from mcp_ref import lifecycle
     from mcp_ref.http.headers import request_headers
 
     bench = _benchmark()
     body = json.loads(bench.MODERN_TOOLS_CALL_BODY)
     assert body["method"] == "tools/call" and body["params"]["name"] == "echo"
     meta = body["params"]["_meta"]
-    assert meta[envelope.PROTOCOL_VERSION] == bench.MODERN_PROTOCOL_VERSION
-    assert meta[envelope.CLIENT_CAPABILITIES] == {} and "name" in meta[envelope.CLIENT_INFO]
-    assert envelope.is_modern(body["params"])
+    assert meta[lifecycle.PROTOCOL_VERSION] == bench.MODERN_PROTOCOL_VERSION
+    assert meta[lifecycle.CLIENT_CAPABILITIES] == {} and "name" in meta[lifecycle.CLIENT_INFO]
+    assert lifecycle.is_modern(body["params"])
     headers = bench.MODERN_HTTP_HEADERS
     assert headers["MCP-Protocol-Version"] == bench.MODERN_PROTOCOL_VERSION
     for name, value in request_headers("tools/call", body["params"]).items():

@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from ... import jsonrpc
 from ...errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
+from ...lifecycle import SUPPORTED_VERSIONS
 from ...server.principal import principal_id, principal_id_of
-from ...versions import SUPPORTED_VERSIONS
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
 from .host import Connection, Host

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ... import envelope as envelopes
+from ... import lifecycle
 from ...errors import LimitExceeded
 from ...jsonrpc import Request
 from .host import Connection
@@ -100,7 +100,7 @@ class Admission(Middleware):
         """429 over a limit."""
         if not isinstance(message, Request):
             return
-        if message.method == "ping" and not envelopes.is_modern(message.params):
+        if message.method == "ping" and not lifecycle.is_modern(message.params):
             return
         try:
             self.admit(connection.principal, message.method, message.params)

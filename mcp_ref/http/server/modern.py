@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import cast
 
-from ... import envelope
+from ... import lifecycle
 from ...errors import HeaderMismatchError, InvalidParams, McpError
 from ...jsonrpc import Request
+from ...lifecycle import MODERN_VERSIONS
 from ...server.principal import Principal
-from ...versions import MODERN_VERSIONS
 from ..headers import check_request_headers
 from .base import HttpAppBase, peer_of
 from .http_session import HttpSession
@@ -41,7 +41,7 @@ class ModernHttp:
             return False
         if environ.get("HTTP_MCP_PROTOCOL_VERSION", "").strip() in MODERN_VERSIONS:
             return True
-        return isinstance(message, Request) and envelope.is_modern(message.params)
+        return isinstance(message, Request) and lifecycle.is_modern(message.params)
 
     def post(self, environ: dict, start_response, message):
         """Serve one 2026-07-28 POST: check its headers against its body, then answer it on this thread.
@@ -63,7 +63,7 @@ class ModernHttp:
             return self.listen(environ, start_response, message, modern)
         return one_shot(app, environ, start_response, message, modern)
 
-    def listen(self, environ: dict, start_response, message: Request, modern: envelope.Envelope):
+    def listen(self, environ: dict, start_response, message: Request, modern: lifecycle.Envelope):
         """A ``subscriptions/listen`` POST: a long-lived stream (2026-07-28 streamable-http §Receiving
         Messages).  Its handler acknowledges and defers, so no thread but this one waits; the stream
         carries the change notifications, with keep-alive comments, until either side ends it.
@@ -101,30 +101,30 @@ class ModernHttp:
             raise
         return held(body, release)
 
-    def check_headers(self, environ: dict, request: Request) -> envelope.Envelope:
+    def check_headers(self, environ: dict, request: Request) -> lifecycle.Envelope:
         """The order the spec implies: the envelope's required fields (-32602), the version header
         against it (-32020), the version itself (-32022), then ``Mcp-Method`` / ``Mcp-Name`` /
         ``Mcp-Param-*`` against the body (-32020).  Returns the request's envelope."""
-        meta = envelope.meta_of(request.params)
+        meta = lifecycle.meta_of(request.params)
         if (
             meta is None
-            or envelope.PROTOCOL_VERSION not in meta
-            or envelope.CLIENT_CAPABILITIES not in meta
+            or lifecycle.PROTOCOL_VERSION not in meta
+            or lifecycle.CLIENT_CAPABILITIES not in meta
         ):
             raise InvalidParams(
                 f"Invalid params: a {MODERN_VERSIONS[0]} request's _meta must carry "
-                f"{envelope.PROTOCOL_VERSION} and {envelope.CLIENT_CAPABILITIES}"
+                f"{lifecycle.PROTOCOL_VERSION} and {lifecycle.CLIENT_CAPABILITIES}"
             )
         header = environ.get("HTTP_MCP_PROTOCOL_VERSION")
         if header is None:
             raise HeaderMismatchError("Header mismatch: the MCP-Protocol-Version header is missing")
-        if header.strip(" \t") != meta[envelope.PROTOCOL_VERSION]:
+        if header.strip(" \t") != meta[lifecycle.PROTOCOL_VERSION]:
             raise HeaderMismatchError(
                 f"Header mismatch: MCP-Protocol-Version {header.strip()!r} does not match "
-                f"_meta {envelope.PROTOCOL_VERSION} {meta[envelope.PROTOCOL_VERSION]!r}"
+                f"_meta {lifecycle.PROTOCOL_VERSION} {meta[lifecycle.PROTOCOL_VERSION]!r}"
             )
         # -32022 for a version this server does not speak; never None: _meta names a version (checked above)
-        modern = cast(envelope.Envelope, envelope.read_envelope(request.params))
+        modern = cast(lifecycle.Envelope, lifecycle.read_envelope(request.params))
         params = request.params if isinstance(request.params, dict) else {}
         declared = None
         if request.method == "tools/call" and isinstance(params.get("name"), str):

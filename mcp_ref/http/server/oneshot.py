@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import cast
 
-from ... import envelope
+from ... import lifecycle
 from ...jsonrpc import ErrorResponse, Request, Response
 from ...transport import Transport
 from ..sse import sse_event
@@ -30,7 +30,7 @@ def one_shot(
     environ: dict,
     start_response,
     request: Request,
-    modern: envelope.Envelope | None = None,
+    modern: lifecycle.Envelope | None = None,
 ):
     """Serve one POSTed request that belongs to no session, on this thread: a 2026-07-28 request
     (``modern``, its envelope already read), or a handshake-era one in stateless mode (its version

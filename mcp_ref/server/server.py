@@ -1,4 +1,4 @@
-"""The registry: :class:`Server`, what it offers and how to serve it.
+"""The server: :class:`Server`, what it offers and how to serve it.
 
 A ``Server`` holds what is registered (tools, resources, templates, prompts,
 completions) and the connections it serves.  It answers nothing itself: each
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .. import lifecycle
-from ..versions import MODERN_VERSIONS, SUPPORTED_VERSIONS
+from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
 from .connection import ServerConnection
 from .principal import Principal
 from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Gate, Handler, Middleware, ToolCallInterceptor
@@ -104,7 +104,7 @@ class Server(Shorthand):
         if (ttl_ms, cache_scope) == (0, "private"):
             self.cache_hints: tuple = (ttl_ms, cache_scope)
         else:
-            from .caching import check_hints
+            from .resources import check_hints
 
             self.cache_hints = check_hints(ttl_ms, cache_scope)
         self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
