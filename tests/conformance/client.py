@@ -295,7 +295,7 @@ def main(argv: list[str]) -> int:
         print("usage: client.py URL (with MCP_CONFORMANCE_SCENARIO set)", file=sys.stderr)
         return 1
     url = argv[1]
-    run = (lambda url: authorized(name, url)) if name.startswith("oauth/") else SCENARIOS.get(name)
+    run = (lambda url: authorized(name, url)) if name.startswith("auth/") else SCENARIOS.get(name)
     if run is None:
         return not_implemented(name, f"unknown scenario; known: {', '.join(sorted(SCENARIOS))}")
     context = os.environ.get("MCP_CONFORMANCE_CONTEXT")
