@@ -53,6 +53,7 @@ from .request import (
     EVENTS_LOCK,
     Default,
     Dispatcher,
+    HandlerPool,
     PendingRequest,
     ProgressCallback,
     RequestContext,
@@ -64,7 +65,6 @@ if TYPE_CHECKING:
 
     from .batch import Batch
     from .callback_queue import CallbackQueue
-    from .handler_pool import HandlerPool
     from .transport import Transport
 
 __all__ = [
@@ -157,7 +157,7 @@ class Session:
     )
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
     _pool: HandlerPool | None = (
-        None  # our handler threads (handler_pool.py), made for the first request to run
+        None  # our handler threads (HandlerPool), made for the first request to run
     )
     _started = False
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
@@ -579,12 +579,10 @@ class Session:
             )
             if not duplicate and not busy:
                 self._incoming[request.id] = context
-                ours = not inline and self._executor is None  # on our pool (handler_pool.py)
+                ours = not inline and self._executor is None  # on our HandlerPool
                 refused = ours and (self._closing or self._input_ended)
                 if ours and not refused:
                     if self._pool is None:  # the first request to run on our threads
-                        from .handler_pool import HandlerPool
-
                         self._pool = HandlerPool(self.name, self.max_workers, self._run_handler)
                     pool = self._pool
         if duplicate or busy:

@@ -34,7 +34,6 @@ READING_ORDER = [
     "mcp_ref/transport.py",
     "mcp_ref/request.py",
     "mcp_ref/session.py",
-    "mcp_ref/handler_pool.py",
     "mcp_ref/stdio.py",
     "mcp_ref/server/server.py",
     "mcp_ref/server/serving.py",
