@@ -31,7 +31,6 @@ READING_ORDER = [
     "mcp_ref/errors.py",
     "mcp_ref/lifecycle.py",
     "mcp_ref/types.py",
-    "mcp_ref/transport.py",
     "mcp_ref/request.py",
     "mcp_ref/session.py",
     "mcp_ref/stdio.py",
