@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import threading
 
-from .transport import Transport
+from .session import Transport
 
 #: Messages one direction holds before its writer waits.
 DEFAULT_LIMIT = 1024

@@ -21,7 +21,7 @@ The session knows JSON-RPC, timeouts, cancellation and progress; what a method *
 of a *dispatcher* (the server or client role), which provides ``answer_at_once(method, params)``,
 ``handle_request(context, method, params)``, ``handle_notification(method, params)`` and
 ``batches_allowed()``.  What it asks of the
-connection is :class:`mcp_ref.transport.Transport`.
+connection is :class:`Transport`, the transport contract (below).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import jsonrpc
 from .errors import (
@@ -53,6 +53,7 @@ from .request import (
     EVENTS_LOCK,
     Default,
     Dispatcher,
+    HandlerPool,
     PendingRequest,
     ProgressCallback,
     RequestContext,
@@ -64,11 +65,11 @@ if TYPE_CHECKING:
 
     from .batch import Batch
     from .callback_queue import CallbackQueue
-    from .handler_pool import HandlerPool
-    from .transport import Transport
 
 __all__ = [
     "Session",
+    "Transport",
+    "OutgoingRequests",
     "RequestContext",
     "PendingRequest",
     "Dispatcher",
@@ -81,6 +82,114 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+# -- the transport contract ----------------------------------------------------------------
+
+
+class OutgoingRequests(Protocol):
+    """What a transport may do to the requests its session sent and waits on (see
+    :meth:`Transport.attach`).
+
+    A transport that sends each request on its own (HTTP) learns some things about one itself:
+    the server could not be reached, refused it, or the user is being asked to authorize it.
+    """
+
+    def request_deadline(self, request_id: jsonrpc.RequestId) -> float | None:
+        """The ``time.monotonic()`` at which the session stops waiting for ``request_id``'s answer
+        (None: it waits forever, or the request is not in flight)."""
+        ...
+
+    def fail_request(self, request_id: jsonrpc.RequestId, error: Exception) -> None:
+        """Fail ``request_id`` here with ``error`` (what its caller gets); nothing once it is answered."""
+        ...
+
+    def hold_request(self, request_id: jsonrpc.RequestId, seconds: float) -> None:
+        """``request_id`` waits on this side for up to ``seconds`` (a person authorizing in a browser):
+        its timeout is extended by that much, as the wait is not the peer's delay."""
+        ...
+
+
+class Transport:
+    """The transport contract, and the base class of every transport: everything the session asks
+    of a connection, in five members.
+
+    A transport moves whole messages.  Three methods are the core, as in ``requests``' adapters
+    (``send`` / ``close``): :meth:`Transport.read`, :meth:`Transport.write` and
+    :meth:`Transport.close`.  Two hooks have defaults that do nothing, so a stream transport (stdio,
+    in-memory, a socket) overrides only the core:
+
+    =====================  ===========================  ==========================================
+    member                 called by                    overridden by
+    =====================  ===========================  ==========================================
+    ``read``               the session's reader thread  every transport (HTTP server: never read,
+                                                        fed through ``Session.dispatch``)
+    ``write``              the session, from any thread every transport
+    ``close``              the session                  every transport
+    ``attach``             the session, once, at start  a transport that fails or delays our
+                                                        requests itself (the HTTP client)
+    ``request_finished``   the session                  a transport with a stream per request
+                                                        (the HTTP server ends that stream)
+    =====================  ===========================  ==========================================
+
+    ``write`` may be called from several threads at once: a transport whose messages share one byte
+    stream serialises them itself (stdio holds a lock), one that sends each on its own (HTTP) does not
+    need to.
+
+    **What only HTTP needs is not here.**  The HTTP adapters offer it through one optional attribute,
+    ``http_hooks``, which the roles look up with ``getattr(transport, "http_hooks", None)`` (None on
+    every other transport):
+
+    * the HTTP client transport's (:class:`mcp_ref.http.bounded_reads.ClientHooks`): the client
+      role tells it how to start a new session after a 404 (``set_reinitialize``), the negotiated
+      version (``initialized``), and that there is no session any more (2026-07-28, ``stateless``);
+      with them it also knows each request gets an HTTP status and mirrors its body in headers;
+    * the HTTP server transports' (:class:`mcp_ref.http.server.request.ServerHooks`):
+      the server's ``Context`` asks for the HTTP request a request came in on (``http_request``) and
+      closes a request's SSE stream for polling (``close_stream``).
+
+    Nothing else is looked up on a transport, and nothing is patched onto one.
+    """
+
+    def read(self) -> bytes | None:
+        """Block until one whole message arrives and return its bytes; None at end of input.
+
+        May raise :class:`~mcp_ref.errors.MessageTooLarge` for a message over the
+        transport's limit (already discarded); any other exception ends the connection.
+        """
+        raise NotImplementedError
+
+    def write(
+        self, data: bytes, message: Any = None, related: jsonrpc.RequestId | None = None
+    ) -> None:
+        """Send one message: ``data`` is its bytes, ``message`` the object they encode.
+
+        ``related`` is the id of the incoming request this message belongs to (a
+        response's own id, or the request whose handler sent it); None for
+        messages that belong to no request.  Stream transports ignore both; HTTP
+        uses them to choose the request or stream a message travels on.  Raise
+        ``OSError`` (or ``ValueError``) when the connection is gone.  May be called
+        from several threads at once.
+        """
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the connection (for a subprocess: end it).  Must be idempotent."""
+        raise NotImplementedError
+
+    # -- hooks: each has a default that does nothing -----------------------------------
+
+    def attach(self, requests: OutgoingRequests) -> None:
+        """Called once by the session before it reads: ``requests`` are the ones it sends.
+
+        A transport that sends each request on its own bounds its reads by a request's deadline
+        and fails or holds one it learnt about (the HTTP client).  Default: ignored."""
+
+    def request_finished(self, request_id: jsonrpc.RequestId) -> None:
+        """The handler of incoming request ``request_id`` ended without an answer (it was cancelled).
+
+        HTTP ends the stream that waited for that answer.  Default: nothing."""
+
 
 DEFAULT_TIMEOUT = 60.0
 #: Incoming requests one connection holds at once (running or waiting for a handler thread). Past it a
@@ -157,7 +266,7 @@ class Session:
     )
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
     _pool: HandlerPool | None = (
-        None  # our handler threads (handler_pool.py), made for the first request to run
+        None  # our handler threads (HandlerPool), made for the first request to run
     )
     _started = False
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
@@ -274,7 +383,7 @@ class Session:
         ``on_progress(progress, total, message)`` on the callback thread.  ``reset_timeout_on_progress``
         restarts the timeout at each progress report; ``max_total_timeout`` caps the total (by default,
         with reset, ``DEFAULT_MAX_TOTAL_FACTOR`` times the timeout).  ``related_request_id`` names the
-        incoming request on whose behalf this one is sent (see :meth:`mcp_ref.transport.Transport.write`).
+        incoming request on whose behalf this one is sent (see :meth:`Transport.write`).
         ``before_write(request_id)`` runs once the id is chosen and before the request is written, so a
         caller can route what the peer sends about it (a listen stream's notifications) from the start.
         ``progress_outlives_answer`` keeps calling ``on_progress`` after the answer, until
@@ -380,7 +489,7 @@ class Session:
                 Notification("notifications/cancelled", params), while_closing=while_closing
             )
 
-    # -- what a transport may do to our requests (transport.py OutgoingRequests) ----------
+    # -- what a transport may do to our requests (OutgoingRequests, above) ----------
 
     def request_deadline(self, request_id) -> float | None:
         """When we stop waiting for ``request_id``'s answer (``time.monotonic()``): its timeout, or with
@@ -579,12 +688,10 @@ class Session:
             )
             if not duplicate and not busy:
                 self._incoming[request.id] = context
-                ours = not inline and self._executor is None  # on our pool (handler_pool.py)
+                ours = not inline and self._executor is None  # on our HandlerPool
                 refused = ours and (self._closing or self._input_ended)
                 if ours and not refused:
                     if self._pool is None:  # the first request to run on our threads
-                        from .handler_pool import HandlerPool
-
                         self._pool = HandlerPool(self.name, self.max_workers, self._run_handler)
                     pool = self._pool
         if duplicate or busy:

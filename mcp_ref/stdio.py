@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, cast
 
 from .errors import MessageTooLarge
-from .transport import Transport
+from .session import Transport
 
 log = logging.getLogger(__name__)
 

@@ -156,7 +156,7 @@ class ClientConnection:
         self.tools_changed = 0
         #: What the HTTP client transport offers beyond the transport contract
         #: (``transports.http_client.ClientHooks``); None off HTTP.  The one optional lookup on a
-        #: transport (see ``transport.py``).
+        #: transport (see ``session.py`` ``Transport``).
         self.http_hooks: Any = getattr(transport, "http_hooks", None)
         if self.http_hooks is not None:
             self.http_hooks.set_reinitialize(

@@ -20,10 +20,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
-from ..transport import OutgoingRequests, RequestId
+from ..session import OutgoingRequests
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
+
+#: A request's id (a str or an int, :data:`mcp_ref.jsonrpc.RequestId`), kept loose: a worker
+#: thread that sends none reports ``None``.
+RequestId = Any
 
 #: The request a worker thread is sending, ``(transport, request id)`` (so that an auth hook can say
 #: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`).
@@ -59,7 +63,7 @@ MAX_INBOX_BYTES = 16 * 1024 * 1024
 
 class ClientHooks(Protocol):
     """What the HTTP client transport offers beyond the transport contract, as its ``http_hooks``
-    (:mod:`mcp_ref.transport`): the client role finds them with
+    (:class:`mcp_ref.session.Transport`): the client role finds them with
     ``getattr(transport, "http_hooks", None)``, None off HTTP, and calls them."""
 
     def set_reinitialize(self, reinitialize: Callable[[], None]) -> None:
@@ -82,7 +86,7 @@ class RequestFailed:
     The server could not be reached, or refused the request at the HTTP level.  ``error`` is the
     exception the request's caller gets (e.g. :class:`~mcp_ref.errors.ServerUnreachable`, a
     ``ConnectionError``); nothing was received, so nothing is traced as received.  The transport's
-    ``read`` hands it to the session (:meth:`~mcp_ref.transport.OutgoingRequests.fail_request`)
+    ``read`` hands it to the session (:meth:`~mcp_ref.session.OutgoingRequests.fail_request`)
     in its turn: after the messages put before it (an answer that came first wins).
     """
 
@@ -96,7 +100,7 @@ class RequestFailed:
 class RequestHeld:
     """What a worker puts in the :class:`Inbox`: one request is held up on this side for up to
     ``seconds`` (the user authorizes in a browser); the transport's ``read`` extends the request's
-    timeout by that much (:meth:`~mcp_ref.transport.OutgoingRequests.hold_request`).
+    timeout by that much (:meth:`~mcp_ref.session.OutgoingRequests.hold_request`).
     """
 
     __slots__ = ("request_id", "seconds")
@@ -216,7 +220,7 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
 
 def read_bound(requests: OutgoingRequests | None, request_id) -> float | None:
     """The bound (seconds) on each read of the answer to our request ``request_id`` (``requests``:
-    the session's, given by :meth:`~mcp_ref.transport.Transport.attach`): until the session
+    the session's, given by :meth:`~mcp_ref.session.Transport.attach`): until the session
     stops waiting for it (its timeout; with ``reset_timeout_on_progress``, its total cap), and
     :data:`READ_GRACE` more; None: no bound."""
     deadline = requests.request_deadline(request_id) if requests is not None else None

@@ -54,8 +54,8 @@ from urllib.parse import urljoin
 from .. import lifecycle
 from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost
 from ..jsonrpc import Notification, Request
+from ..session import OutgoingRequests, Transport
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
-from ..transport import OutgoingRequests, Transport
 from .bounded_reads import (
     DEFAULT_RETRY_MS,
     MAX_CHUNK_LINE,

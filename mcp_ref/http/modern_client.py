@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import lifecycle
 from ..errors import AuthorizationError
 from ..jsonrpc import Notification, Request
-from ..transport import OutgoingRequests
+from ..session import OutgoingRequests
 from .bounded_reads import (
     Inbox,
     RequestFailed,

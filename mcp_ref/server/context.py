@@ -93,7 +93,7 @@ class Context:
     @property
     def _http_hooks(self) -> Any:
         # What the HTTP server transports offer beyond the transport contract
-        # (http/server/request.py ServerHooks); None off HTTP (see transport.py).
+        # (http/server/request.py ServerHooks); None off HTTP (see session.py Transport).
         return getattr(self.connection.session.transport, "http_hooks", None)
 
     @property

@@ -224,8 +224,8 @@ def test_no_module_reads_another_modules_private_names():
 
 @pytest.mark.slow
 def test_the_transport_contract_is_never_probed():
-    """Every hook is declared on core.transport.Transport: nothing looks one up by name, except the
-    HTTP adapters' one optional ``http_hooks`` (see transport.py)."""
+    """Every hook is declared on session.Transport: nothing looks one up by name, except the
+    HTTP adapters' one optional ``http_hooks`` (see session.py Transport)."""
     offenders = []
     for name, path in modules(PACKAGE).items():
         for node in ast.walk(syntax_tree(path)):
@@ -249,8 +249,8 @@ def test_every_transport_derives_from_the_base_class():
     from mcp_ref.http.client import HttpClientTransport
     from mcp_ref.http.server import HttpSession
     from mcp_ref.memory import MemoryTransport
+    from mcp_ref.session import Transport
     from mcp_ref.stdio import StreamTransport, SubprocessTransport
-    from mcp_ref.transport import Transport
 
     for cls in (
         StreamTransport,

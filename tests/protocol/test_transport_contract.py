@@ -10,7 +10,7 @@ from conftest import ROOT, WAIT
 
 import mcp_ref.session
 from mcp_ref import Client, Server
-from mcp_ref.transport import Transport
+from mcp_ref.session import Transport
 
 SESSION = mcp_ref.session.__file__
 CONTRACT = {"read", "write", "close", "attach", "request_finished"}

@@ -1,7 +1,7 @@
 """One MCP session over HTTP (:class:`HttpSession`): the transport of one server connection.
 
 Outgoing messages are routed by the request they relate to (see
-:meth:`~mcp_ref.transport.Transport.write`): answers, and what a handler sends while serving a
+:meth:`~mcp_ref.session.Transport.write`): answers, and what a handler sends while serving a
 request, go to that request's POST stream; everything else to the standalone GET stream.  "Session"
 here is the HTTP session (``Mcp-Session-Id``, or a legacy ``session_id``, or none: stateless); the
 JSON-RPC session belongs to the connection and is never reached from here.
@@ -15,7 +15,7 @@ import threading
 from typing import Any, Protocol, cast
 
 from ...jsonrpc import ErrorResponse, Response
-from ...transport import Transport
+from ...session import Transport
 from .events import EventStore
 from .host import Connection
 from .request import HttpRequest, RequestNotes, ServerHooks

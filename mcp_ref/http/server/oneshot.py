@@ -14,7 +14,7 @@ from typing import cast
 
 from ... import lifecycle
 from ...jsonrpc import ErrorResponse, Request, Response
-from ...transport import Transport
+from ...session import Transport
 from ..sse import sse_event
 from .base import HttpAppBase, peer_of
 from .host import Connection

@@ -150,7 +150,7 @@ class HttpRequest:
 
 class ServerHooks(Protocol):
     """What the HTTP server transports offer beyond the transport contract, as their ``http_hooks``
-    (:mod:`mcp_ref.transport`): the server's ``Context`` finds them with
+    (:class:`mcp_ref.session.Transport`): the server's ``Context`` finds them with
     ``getattr(transport, "http_hooks", None)``, None off HTTP."""
 
     def http_request(self, request_id) -> HttpRequest | None:
