@@ -20,18 +20,23 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
+from ..jsonrpc import RequestId
 from ..session import OutgoingRequests
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
 
-#: A request's id (a str or an int, :data:`mcp_ref.jsonrpc.RequestId`), kept loose: a worker
-#: thread that sends none reports ``None``.
-RequestId = Any
-
 #: The request a worker thread is sending, ``(transport, request id)`` (so that an auth hook can say
-#: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`).
+#: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`); read it with
+#: :func:`sent_request`.
 sending = threading.local()
+
+
+def sent_request() -> tuple[Any, RequestId | None]:
+    """``(transport, request id)`` of the request this thread is sending (:data:`sending`);
+    ``(None, None)`` on a thread that sends none."""
+    return getattr(sending, "request", (None, None))
+
 
 #: The SSE ``retry`` (milliseconds) until a server sends one.
 DEFAULT_RETRY_MS = 1000
@@ -426,7 +431,7 @@ def watch(sock) -> None:
     from now on, the session giving up on that request (its timeout, a cancellation) shuts it down,
     even before the answer's status line and headers came (each read is bounded too,
     :func:`read_bound`; this is the deadline over them all).  Nothing on another thread."""
-    transport, request_id = getattr(sending, "request", (None, None))
+    transport, request_id = sent_request()
     if transport is not None and sock is not None:
         transport.awaiting(request_id, Underway(sock))
 

@@ -80,6 +80,7 @@ from .bounded_reads import (
     read_bound,
     resolve_environment,
     sending,
+    sent_request,
     stream_chunks,
     timed_out,
     unanswered,
@@ -119,8 +120,8 @@ log = logging.getLogger(__name__)
 def hold_current_request(seconds: float) -> None:
     """Extend the timeout of the request this thread is sending by ``seconds`` (see
     :class:`~mcp_ref.http.bounded_reads.RequestHeld`); nothing when this is not a transport's worker."""
-    transport, request_id = getattr(sending, "request", (None, None))
-    if transport is not None:
+    transport, request_id = sent_request()
+    if transport is not None and request_id is not None:
         transport._incoming.put(RequestHeld(request_id, seconds))
 
 
