@@ -25,11 +25,12 @@ from .seams import OPEN, Caller, intercept
 from .signatures import (
     ArgumentPlan,
     compile_arguments,
+    first_error,
     output_schema_for,
     runs_in_thread,
     to_jsonable,
+    validator_for,
 )
-from .validation import first_error, validator_for
 
 if TYPE_CHECKING:
     from ..request import RequestContext
