@@ -281,6 +281,24 @@ def test_a_plain_server_or_client_loads_a_small_core_and_no_extra(
     )
 
 
+#: The server modules a plain stdio server loads: the Server, one connection's dispatcher, tools,
+#: and the schemas of a function's signature (with their validation).  Serving over HTTP, the
+#: shorthand, the seams, principals, Context and where changes go load only when used.
+PLAIN_SERVER_MODULES = {
+    "mcp_ref.server",
+    "mcp_ref.server.server",
+    "mcp_ref.server.connection",
+    "mcp_ref.server.tools",
+    "mcp_ref.server.signatures",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", ["server-handshake", "server-modern"])
+def test_a_plain_server_loads_only_its_five_server_modules(plain_runs, run):
+    assert {m for m in plain_runs[run] if m.startswith("mcp_ref.server")} == PLAIN_SERVER_MODULES
+
+
 @pytest.mark.slow
 def test_a_plain_server_and_client_together_load_a_small_core(plain_runs):
     """Issue 33's measure of the protocol readable alone (now: 18 modules, 33,315 code tokens,
