@@ -133,7 +133,7 @@ def prepare(ctx: Asker, ask: Any, number: int) -> Ask:
 def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -> Ask:
     from ..sampling_and_elicitation import ElicitResult
     from .input_required import Ask
-    from .validation import first_error, validator_for
+    from .signatures import first_error, validator_for
 
     schema, convert = ask.schema, None
     if isinstance(schema, type):

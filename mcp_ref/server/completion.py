@@ -4,7 +4,7 @@ arguments and resource-template variables."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidParams
 from .signatures import compile_arguments
@@ -12,6 +12,9 @@ from .signatures import compile_arguments
 if TYPE_CHECKING:
     from ..request import RequestContext
     from .seams import Caller, Gate
+
+#: A completion function: the decorator hands it back unchanged.
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: server/utilities/completion §CompleteResult: "values ... Must not exceed 100 items".
 MAX_VALUES = 100
@@ -96,6 +99,21 @@ def _may_complete(gate: Gate, principal, action: str, key: str, request: dict) -
         gate.allows(principal, asked, key, request) for asked in (action, "completion/complete")
     ]
     return all(verdicts)
+
+
+def registering(completions: dict, prompt: str | None, resource: str | None) -> Callable[[_F], _F]:
+    """``Server.completion``'s decorator: it keeps the function it is given in ``completions`` (the
+    server's), under ``("ref/prompt", prompt)`` or ``("ref/resource", resource)``, with its
+    ``Context`` parameter (:func:`context_parameter`)."""
+    if (prompt is None) == (resource is None):
+        raise TypeError("completion() takes exactly one of prompt= or resource=")
+    key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
+
+    def register(func: _F) -> _F:
+        completions[key] = (func, context_parameter(func))
+        return func
+
+    return register
 
 
 def context_parameter(func: Callable) -> str | None:

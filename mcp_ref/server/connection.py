@@ -38,11 +38,10 @@ from ..errors import (
 from ..lifecycle import Lifecycle, Phase
 from ..request import DEFAULT, Default
 from ..session import RequestContext, Session
-from .principal import Principal
-from .seams import MRTR_METHODS, Call, Handler, InputRequired, run_chain, state_of
 
 if TYPE_CHECKING:
-    from .seams import Registry as Server
+    from .principal import Principal
+    from .seams import Handler, Registry as Server
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +191,66 @@ CAPABILITY_OF = {
 }
 
 
+#: Open ``subscriptions/listen`` streams a server holds by default (``Server(max_subscriptions=)``).
+DEFAULT_MAX_SUBSCRIPTIONS = 1024
+
+
+# -- the item gate of a server without one -------------------------------------------------------
+
+
+class OpenGate:
+    """The default :class:`~mcp_ref.server.seams.Gate`: every principal may use every item."""
+
+    restricts = False
+
+    def allows(
+        self, principal: Principal, action: str, name: str, request: dict | None = None
+    ) -> bool:
+        """Always True."""
+        return True
+
+    def visible(
+        self,
+        principal: Principal | None,
+        action: str,
+        name: str,
+        entry: Any,
+        request: dict | None = None,
+    ) -> Any:
+        """``entry`` itself."""
+        return entry
+
+    def resource_allowed(
+        self,
+        principal: Principal,
+        uri: str,
+        found: Any,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> bool:
+        """Always True."""
+        return True
+
+    def visible_resource(
+        self,
+        principal: Principal | None,
+        uri: str,
+        found: Any,
+        action: str = "resources/read",
+        request: dict | None = None,
+    ) -> Any:
+        """``found`` itself."""
+        return found
+
+    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
+        """All of ``items``."""
+        return items
+
+
+#: The gate of a server none of whose extensions has one.
+OPEN = OpenGate()
+
+
 # -- caching hints (2026-07-28 server/utilities/caching) -------------------------------------------
 # ``ttlMs`` and ``cacheScope`` on cacheable results, added by the dispatcher of a modern request.
 # "Servers MUST include caching hints on results with resultType: "complete"
@@ -275,6 +334,8 @@ class ServerConnection:
         subject when there is one, else :attr:`peer`.  Follows ``auth`` (a step-up's new scopes)."""
         principal = self._principal
         if principal is None or principal.auth is not self.auth:
+            from .principal import Principal  # a plain stdio server never asks who calls
+
             principal = self._principal = Principal.of(
                 self.auth, self.peer or f"connection-{self._serial}"
             )
@@ -367,6 +428,11 @@ class ServerConnection:
         method table, lifecycle, capabilities."""
         hooks = self.server.request_hooks
         if hooks:
+            from .seams import (
+                Call,
+                run_chain,
+            )  # the extensions' seams: loaded by the first extension
+
             return run_chain(
                 hooks,
                 Call(self, context, method, params),
@@ -412,21 +478,34 @@ class ServerConnection:
             raise MethodNotFound(
                 f"Method not found: this server does not offer {capability} ({method})"
             )
-        # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the authenticated principal".
-        if method in MRTR_METHODS and ("requestState" in params or "inputResponses" in params):
-            from . import input_required  # a retry: only then is MRTR's machinery loaded
+        if "requestState" in params or "inputResponses" in params:
+            # a retry: only then is MRTR's machinery loaded
+            from .seams import MRTR_METHODS, state_of
 
-            state_of(context).inputs = input_required.read_inputs(
-                params, method, server.keyring, self.owner
-            )
+            if method in MRTR_METHODS:
+                from . import input_required
+
+                # basic/patterns/mrtr §Server Requirements: the state SHOULD include "the
+                # authenticated principal".
+                state_of(context).inputs = input_required.read_inputs(
+                    params, method, server.keyring, self.owner
+                )
         try:
             result = handler(self, context, params)
             if context.deferred:
                 return result  # a subscriptions/listen stream: its answer, if any, comes later
-        except InputRequired as asked:
-            if (
-                method not in MRTR_METHODS
-            ):  # a handler of another method asked: a bug in the handler
+        except ResourceNotFound as exc:
+            # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
+            raise InvalidParams(exc.message, data=exc.data) from None
+        except BaseException as exc:
+            # A handler's ask whose answer the request lacks raises InputRequired (a BaseException,
+            # so that its own ``except Exception`` cannot swallow it); the ask loaded its module.
+            # Any other exception goes on to the session, which answers it.
+            from .seams import MRTR_METHODS, InputRequired
+
+            if not isinstance(exc, InputRequired):
+                raise
+            if method not in MRTR_METHODS:  # a handler of another method asked: a bug in it
                 log.error(
                     "%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
                     "for %s",
@@ -442,13 +521,10 @@ class ServerConnection:
             )
             # basic/patterns/mrtr: "Servers MUST include at least one of inputRequests or requestState".
             return lifecycle.complete_result(
-                {"inputRequests": asked.requests, "requestState": state},
+                {"inputRequests": exc.requests, "requestState": state},
                 server.server_info(modern.version),
                 lifecycle.INPUT_REQUIRED,
             )
-        except ResourceNotFound as exc:
-            # 2026-07-28 changelog: "Change resource not found error code from -32002 to -32602".
-            raise InvalidParams(exc.message, data=exc.data) from None
         result = dict(result)
         if (
             method != "tools/call"
@@ -514,9 +590,7 @@ class ServerConnection:
     def read_own_resource(self, context: RequestContext, uri: str) -> dict:
         """This server's ``resources/read`` of ``uri`` for a handler already serving ``context``
         (no gates: the request being served already passed them)."""
-        from .resources import read_resource
-
-        return read_resource(self, context, {"uri": uri})
+        return METHODS["resources/read"](self, context, {"uri": uri})
 
     def _require_capability(self, capability: str, method: str) -> None:
         if capability == "completions" and not lifecycle.at_least(

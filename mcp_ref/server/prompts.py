@@ -13,9 +13,8 @@ from ..feature_types import GetPromptResult, PromptMessage
 from ..types import WireModel, drop_none, text_block
 from .context import Context, with_context
 from .listing import list_page
-from .signatures import ArgumentPlan, compile_arguments, runs_in_thread
+from .signatures import ArgumentPlan, compile_arguments, first_error, runs_in_thread, validator_for
 from .tools import ToolError
-from .validation import first_error, validator_for
 
 if TYPE_CHECKING:
     from ..request import RequestContext

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from ..uri_template import UriTemplate
 from .context import Context, with_context
 from .listing import list_page
 from .signatures import ArgumentPlan, compile_arguments, runs_in_thread, to_jsonable
-from .tools import ToolError
+from .tools import ToolError, replacing
 
 if TYPE_CHECKING:
     from ..request import RequestContext
@@ -46,6 +46,72 @@ class RegisteredResource:
 #: 2026-07-28 server/utilities/caching: the values of ``cacheScope`` (the hints are added to a
 #: result by :func:`mcp_ref.server.connection.add_hints`).
 CACHE_SCOPES = ("public", "private")
+
+
+class ResourceTable:
+    """A server's resources (by URI) and templates, and the functions listing the resources a file
+    root serves (``Server.add_listed_resources``).  The server holds one from its first resource,
+    and its registry lock around every change."""
+
+    def __init__(self) -> None:
+        self.resources: dict[str, RegisteredResource] = {}
+        self.templates: list[RegisteredResource] = []
+        self.lists: list[Callable[[], Iterable[dict]]] = []
+
+    def __len__(self) -> int:
+        """How many resources and templates it holds (none: the server offers no resources)."""
+        return len(self.resources) + len(self.templates)
+
+    def add(
+        self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]] | None = None
+    ) -> str:
+        """Keep ``entry`` (replacing, with a UserWarning, one at the same URI or template); its URI."""
+        uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
+        if (
+            list_items is not None
+        ):  # listed before it is announced: a client listing at once sees them
+            self.lists.append(list_items)
+        if entry.template is not None:
+            kept = [t for t in self.templates if t.listing["uriTemplate"] != uri]
+            replaced = len(kept) < len(self.templates)
+            self.templates = [*kept, replacing(replaced, "resource template", uri, entry)]
+        else:
+            self.resources[uri] = replacing(uri in self.resources, "resource", uri, entry)
+        return uri
+
+    def remove(self, uri: str) -> None:
+        """Forget the resource or template at ``uri`` (nothing if there is none)."""
+        if self.resources.pop(uri, None) is None:
+            self.templates = [t for t in self.templates if t.listing["uriTemplate"] != uri]
+
+    def find(self, uri: str) -> tuple[RegisteredResource, dict] | None:
+        """``Server.find_resource``: the resource answering ``uri`` and the template variables it
+        matched (a template in its canonical spelling only), or None."""
+        entry = self.resources.get(uri)
+        if entry is not None:
+            return entry, {}
+        for template in list(self.templates):
+            pattern = template.template
+            variables = pattern.match_canonical(uri) if pattern is not None else None
+            if variables is not None and (template.accepts is None or template.accepts(variables)):
+                return template, variables
+        return None
+
+    def has_uri(self, uri: str) -> bool:
+        """True when ``uri`` is a registered resource URI or template."""
+        return uri in self.resources or any(
+            t.listing["uriTemplate"] == uri for t in list(self.templates)
+        )
+
+    def listings(self, kind: str) -> list[dict]:
+        """The listed form of every resource (then the files of every file root) for
+        ``"resources"``, of every template for ``"templates"``."""
+        if kind == "templates":
+            return [t.listing for t in list(self.templates)]
+        items = [r.listing for r in list(self.resources.values())]
+        for provider in list(self.lists):
+            items.extend(provider())
+        return items
 
 
 def check_hints(ttl_ms: int | None, cache_scope: str | None) -> tuple:

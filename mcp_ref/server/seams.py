@@ -1,9 +1,11 @@
 """The server's seams: where extensions (:class:`~mcp_ref.extension.Extension`) and an
 application plug into a server without the core of the server knowing them.
 
-Declared here, below every feature module (this module imports only ``core`` and
+Declared here, below every feature module (this module imports only the protocol modules and
 :mod:`~mcp_ref.server.principal`), so that a feature handler, the dispatcher and an extension can
-all name them without importing one another:
+all name them without importing one another.  A plain server never loads it: its Protocols are
+types (imported under ``TYPE_CHECKING``), and the rest is asked for only by an extension, a gate,
+a principal, a ``Context`` or a 2026-07-28 handler's ask.
 
 * :class:`Caller` — what a feature handler is given of the connection it serves (the narrow
   interface: who calls, which revision, sending to the client, the registry's lookups).  Handlers
@@ -12,12 +14,16 @@ all name them without importing one another:
 * **Around dispatch** — each extension's ``intercept_request(call, proceed)`` around the routing
   of every request (:class:`Call`; :func:`run_chain`).
 * **The item gate** — ``Server.gate`` (:class:`Gate`): the one place that answers "may principal P
-  use item X" and "filter this listing for P".  Default :data:`OPEN`: everything visible; an
-  extension with a ``gate`` puts it there.
+  use item X" and "filter this listing for P" (and :func:`item_of`, :func:`required_scopes`:
+  which item a request names, which scopes it needs).  Default
+  :data:`~mcp_ref.server.connection.OPEN`: everything visible; an extension with a ``gate`` puts
+  it there.
 * **Around a tool** — each extension's ``intercept_tool_call(caller, tool, arguments, context,
   run)`` around running a tool (:func:`intercept`).
 * :class:`RequestState` — what the server keeps per request on ``RequestContext.role_state``
   (the 2026-07-28 MRTR answers, what extensions keep about it).
+* **What extensions add** — :func:`hooks_of`, :func:`declare`, :func:`methods_of`: a server's
+  extensions' hooks, capabilities and methods, gathered when the server asks.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..lifecycle import MODERN_VERSIONS
 from .principal import Principal
 
 if TYPE_CHECKING:
@@ -256,9 +263,6 @@ def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
 # -- the item gate ---------------------------------------------------------------------------------------
 
 
-#: Open ``subscriptions/listen`` streams a server holds by default (``Server(max_subscriptions=)``).
-DEFAULT_MAX_SUBSCRIPTIONS = 1024
-
 #: The action that decides whether an item of each listing is listed (what a gate is asked).
 LISTING_ACTIONS = {
     "tools": "tools/call",
@@ -318,57 +322,57 @@ class Gate(Protocol):
     def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list: ...
 
 
-class OpenGate:
-    """The default :class:`Gate`: every principal may use every item."""
-
-    restricts = False
-
-    def allows(
-        self, principal: Principal, action: str, name: str, request: dict | None = None
-    ) -> bool:
-        """Always True."""
-        return True
-
-    def visible(
-        self,
-        principal: Principal | None,
-        action: str,
-        name: str,
-        entry: Any,
-        request: dict | None = None,
-    ) -> Any:
-        """``entry`` itself."""
-        return entry
-
-    def resource_allowed(
-        self,
-        principal: Principal,
-        uri: str,
-        found: Any,
-        action: str = "resources/read",
-        request: dict | None = None,
-    ) -> bool:
-        """Always True."""
-        return True
-
-    def visible_resource(
-        self,
-        principal: Principal | None,
-        uri: str,
-        found: Any,
-        action: str = "resources/read",
-        request: dict | None = None,
-    ) -> Any:
-        """``found`` itself."""
-        return found
-
-    def filter_listing(self, principal: Principal | None, kind: str, items: list) -> list:
-        """All of ``items``."""
-        return items
+def item_of(server: Registry, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
+    """``Server.item_of``: ``(action, name, entry, found)`` of the item a request addresses, or None
+    when it names none (``entry`` None: nothing by that name; ``found``: ``Server.find_resource``'s
+    answer for a resource, else None)."""
+    if not isinstance(params, dict):
+        return None
+    if method == "tools/call":
+        name = params.get("name")
+        return (method, name, server.get_tool(name), None) if isinstance(name, str) else None
+    if method == "prompts/get":
+        name = params.get("name")
+        return (method, name, server.get_prompt(name), None) if isinstance(name, str) else None
+    if method in ("resources/read", "resources/subscribe"):
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            return None
+        found = server.find_resource(uri)
+        return ("resources/read", uri, found[0] if found is not None else None, found)
+    return None
 
 
-#: The gate of a server none of whose extensions has one.
-OPEN = OpenGate()
+def visible_item(
+    server: Registry, principal: Principal, item: tuple, request: dict | None = None
+) -> Any:
+    """``Server.visible_item``: the entry of an :func:`item_of` answer if ``principal`` may use it
+    (the server's gate), else None (asked whether or not the item exists)."""
+    action, name, entry, found = item
+    if action == "resources/read":
+        visible = server.gate.visible_resource(principal, name, found, request=request)
+        return entry if visible is not None else None
+    return server.gate.visible(principal, action, name, entry, request)
+
+
+def required_scopes(
+    server: Registry, method: str, params: Any, principal: Principal | None = None
+) -> tuple[str, ...]:
+    """``Server.required_scopes``: the OAuth scopes a request needs that ``principal`` lacks (all of
+    them without one): those of the tool, resource or prompt it names, if ``principal`` may see it
+    (else none: a 403 would tell it exists)."""
+    item = item_of(server, method, params) if method != "resources/subscribe" else None
+    if item is None:
+        return ()
+    if principal is None:
+        return item[2].scopes if item[2] is not None else ()
+    # asked whether or not the item exists (hidden and missing cost the same); the handler
+    # reuses the verdict (the gate: Policy.allows, ``request``)
+    entry = visible_item(server, principal, item, params)
+    scopes = getattr(entry, "scopes", ()) if entry is not None else ()
+    if not scopes or not principal.authenticated:
+        return ()
+    return tuple(scope for scope in scopes if scope not in principal.scopes)
 
 
 # -- around running a tool ----------------------------------------------------------------------------------
@@ -403,3 +407,48 @@ def _wrapped(
     run: Callable[[RequestContext], dict],
 ) -> Callable[[RequestContext], dict]:
     return lambda context: interceptor(caller, tool, arguments, context, run)
+
+
+# -- what a server's extensions add ---------------------------------------------------------------
+
+
+def hooks_of(
+    extensions: list,
+) -> tuple[list[Middleware], list[ToolCallInterceptor], dict[str, Callable[[Any], Any]]]:
+    """What ``extensions`` (a server's, in the order added) add around every request and every tool
+    call (their own ``intercept_request`` and ``intercept_tool_call``, the first outermost: the
+    base's do nothing, and are not asked), and to a handler's ``Context`` (``context_attributes``:
+    the first added wins a name two declare)."""
+    from ..extension import Extension
+
+    def overridden(hook: str) -> list:
+        base = getattr(Extension, hook)
+        return [getattr(e, hook) for e in extensions if getattr(type(e), hook) is not base]
+
+    attributes: dict[str, Callable[[Any], Any]] = {}
+    for extension in reversed(extensions):
+        attributes.update(extension.context_attributes())
+    return overridden("intercept_request"), overridden("intercept_tool_call"), attributes
+
+
+def declare(extensions: list, version: str | None, caller: Any, capabilities: dict) -> None:
+    """Add to ``capabilities`` (``Server.capabilities``) what ``extensions`` declare at ``version``
+    to ``caller``: at 2026-07-28 each one's settings under its name in ``extensions``; before,
+    the capabilities it declares."""
+    for extension in extensions:
+        declared = extension.capabilities(version, caller)
+        if declared is None:
+            continue
+        if version in MODERN_VERSIONS:  # 2026-07-28: an extension's settings, under its name
+            capabilities.setdefault("extensions", {})[extension.name] = declared
+        else:
+            capabilities.update(declared)
+
+
+def methods_of(extensions: list, version: str | None) -> dict[str, Handler]:
+    """The request methods ``extensions`` answer at ``version``, and their handlers (the first
+    added wins a method two give)."""
+    methods: dict[str, Handler] = {}
+    for extension in reversed(extensions):
+        methods.update(extension.methods(version))
+    return methods

@@ -7,12 +7,15 @@ the feature modules, which ask the registry through the public lookups below
 (:meth:`Server.get_tool`, :meth:`Server.listings`, :meth:`Server.find_resource` ...).
 
 What a server does not use it does not load: prompts, resources, completion, subscriptions and
-pagination are imported when first registered or asked for.  Everything beyond the protocol plugs
-in as an extension (:class:`~mcp_ref.extension.Extension`, ``Server(extensions=[...])``):
-the server asks its list of extensions, and knows none of them by name.  The one exception is the
-section at the end of :class:`Server`, "the shorthand": the keyword arguments that build the
-project's own extensions (``Server(authorize=, rate_limit=, state=)``, ``server.tasks``,
-``@server.tool(task=, rate_limit=)``, ``server.add_file_root``, ``run_http``).
+pagination are imported when first registered or asked for; serving over HTTP
+(:mod:`mcp_ref.http.server.serving`) when asked for; where changes go
+(:mod:`mcp_ref.state.changes`) at the first change made while serving.  Everything beyond the
+protocol plugs in as an extension (:class:`~mcp_ref.extension.Extension`,
+``Server(extensions=[...])``): the server asks its list of extensions, and knows none of them by
+name.  The one exception is the section at the end of :class:`Server`, "the shorthand": the
+keyword arguments and members that build the project's own extensions, each handing over to
+:mod:`mcp_ref.server.shorthand` (``Server(authorize=, rate_limit=, state=)``, ``server.tasks``,
+``@server.tool(task=, rate_limit=)``, ``server.add_file_root``).
 """
 
 from __future__ import annotations
@@ -25,18 +28,19 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .. import lifecycle
 from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS
-from .connection import ServerConnection
-from .principal import Principal
-from .seams import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, Gate, Handler, Middleware, ToolCallInterceptor
-from .shorthand import Shorthand
+from .connection import DEFAULT_MAX_SUBSCRIPTIONS, OPEN, ServerConnection
 from .tools import RegisteredTool, build_tool, replacing
 
 if TYPE_CHECKING:
     from ..extension import Extension
     from ..pagination import Paginator
     from ..signing import Keyring
+    from ..state.changes import Changes
+    from .principal import Principal
     from .prompts import RegisteredPrompt
-    from .resources import RegisteredResource
+    from .resources import RegisteredResource, ResourceTable
+    from .seams import Gate, Handler, Middleware, ToolCallInterceptor
+    from .shorthand import Shorthand
 
 #: The environment variable holding the server's secret (:data:`mcp_ref.pagination.SECRET_ENV`).
 SECRET_ENV = "MCP_REF_SECRET"
@@ -45,7 +49,7 @@ SECRET_ENV = "MCP_REF_SECRET"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class Server(Shorthand):
+class Server:
     """An MCP server: what it offers, and how to serve it.
 
     ``instructions`` is sent to clients in the initialize result.
@@ -94,7 +98,7 @@ class Server(Shorthand):
         **shorthand: Any,
     ):
         self.name, self.version, self.title, self.instructions = name, version, title, instructions
-        self.website_url, self.lifespan = website_url, lifespan
+        self.website_url = website_url
         secret = (os.environ.get(SECRET_ENV) or None) if secret is None else secret
         self._registry_lock = threading.RLock()
         self._page_size, self._secret = page_size, secret
@@ -109,9 +113,7 @@ class Server(Shorthand):
             self.cache_hints = check_hints(ttl_ms, cache_scope)
         self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
         self._tools: dict[str, RegisteredTool] = {}
-        self._resources: dict[str, RegisteredResource] = {}
-        self._templates: list[RegisteredResource] = []
-        self._resource_lists: list[Callable[[], Iterable[dict]]] = []
+        self._resource_table: ResourceTable | None = None  # made at the first resource
         self._prompts: dict[str, RegisteredPrompt] = {}
         self._completions: dict[
             tuple[str, str], tuple[Callable, str | None]
@@ -128,7 +130,16 @@ class Server(Shorthand):
             str | None, dict[str, Handler]
         ] = {}  # version -> the extensions' methods
         self._context_attributes: dict[str, Callable[[Any], Any]] = {}
-        self._take_shorthand(**shorthand)  # the state first: an extension's setup may ask for it
+        self._lifespan: Any = None
+        self.lifespan = lifespan  # made a mcp_ref.server.lifespan.Lifespan if given
+        #: True once this process serves (:meth:`serves`): what it registered before is its start, the
+        #: same on every worker of a deployment, and not announced to the others' clients.
+        self._served = False
+        self._changes: Changes | None = None  # where changes go (made at the first: _changes_of)
+        self._shorthand: Shorthand | None = None
+        if shorthand or os.environ.get("MCP_REF_STATE"):  # shorthand.STATE_ENV
+            # the state first: an extension's setup may ask for it
+            self._shorthand_of().take(**shorthand)
         for extension in extensions:
             self.add_extension(extension)
 
@@ -273,7 +284,7 @@ class Server(Shorthand):
             meta=meta,
             scopes=scopes,
             headers=headers,
-            options=self._take_options(options),
+            options=self._item_options(options),
         )
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
@@ -375,29 +386,28 @@ class Server(Shorthand):
             scopes=scopes,
             ttl_ms=ttl_ms,
             cache_scope=cache_scope,
-            options=self._take_options(options),
+            options=self._item_options(options),
         )
         self._add_resource_entry(entry)
 
-    def _add_resource_entry(self, entry: RegisteredResource) -> None:
-        uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
+    def _add_resource_entry(
+        self, entry: RegisteredResource, list_items: Callable[[], Iterable[dict]] | None = None
+    ) -> None:
         with self._registry_lock:
-            if entry.template is not None:
-                kept = [t for t in self._templates if t.listing["uriTemplate"] != uri]
-                self._templates = [
-                    *kept,
-                    replacing(len(kept) < len(self._templates), "resource template", uri, entry),
-                ]
-            else:
-                self._resources[uri] = replacing(uri in self._resources, "resource", uri, entry)
+            table = self._resource_table
+            if table is None:
+                from .resources import ResourceTable
+
+                table = self._resource_table = ResourceTable()
+            uri = table.add(entry, list_items)
         self._announce("resources", self._listeners("resources", uri))
 
     def remove_resource(self, uri: str) -> None:
         """Unregister a resource or template; announces ``resources/list_changed``."""
         listeners = self._listeners("resources", uri)  # asked while it still exists
         with self._registry_lock:
-            if self._resources.pop(uri, None) is None:
-                self._templates = [t for t in self._templates if t.listing["uriTemplate"] != uri]
+            if self._resource_table is not None:
+                self._resource_table.remove(uri)
         self._announce("resources", listeners)
 
     def add_listed_resources(
@@ -405,11 +415,7 @@ class Server(Shorthand):
     ) -> None:
         """Register a resource template and the function listing the resources it serves (their
         ``Resource`` dicts, in ``resources/list`` after the registered resources): a file root."""
-        with (
-            self._registry_lock
-        ):  # listed before it is announced: a client listing at once sees them
-            self._resource_lists.append(list_items)
-        self._add_resource_entry(entry)
+        self._add_resource_entry(entry, list_items)
 
     def find_resource(self, uri: str) -> tuple[RegisteredResource, dict] | None:
         """The resource answering ``uri`` and the template variables it matched, or None.
@@ -422,34 +428,18 @@ class Server(Shorthand):
         the subscriptions and the resource's own function all judge the one string.  A file root
         also finds no path it would refuse to read (``a//b``, ``a/``: :meth:`FileRoot.is_canonical`).
         """
-        entry = self._resources.get(uri)
-        if entry is not None:
-            return entry, {}
-        for template in list(self._templates):
-            pattern = template.template
-            variables = pattern.match_canonical(uri) if pattern is not None else None
-            if variables is not None and (template.accepts is None or template.accepts(variables)):
-                return template, variables
-        return None
+        table = self._resource_table
+        return None if table is None else table.find(uri)
 
     def required_scopes(
         self, method: str, params: Any, principal: Principal | None = None
     ) -> tuple[str, ...]:
         """The OAuth scopes a request needs that ``principal`` lacks (all of them without one): those of
         the tool, resource or prompt it names, if ``principal`` may see it (else none: a 403 would tell
-        it exists)."""
-        item = self.item_of(method, params) if method != "resources/subscribe" else None
-        if item is None:
-            return ()
-        if principal is None:
-            return item[2].scopes if item[2] is not None else ()
-        # asked whether or not the item exists (hidden and missing cost the same); the handler
-        # reuses the verdict (the gate: Policy.allows, ``request``)
-        entry = self.visible_item(principal, item, params)
-        scopes = getattr(entry, "scopes", ()) if entry is not None else ()
-        if not scopes or not principal.authenticated:
-            return ()
-        return tuple(scope for scope in scopes if scope not in principal.scopes)
+        it exists).  See :func:`mcp_ref.server.seams.required_scopes`."""
+        from .seams import required_scopes  # the item gate's: asked of a request over HTTP
+
+        return required_scopes(self, method, params, principal)
 
     def visible_tool(
         self, principal: Principal | None, name: str, params: dict | None = None
@@ -461,40 +451,21 @@ class Server(Shorthand):
     def item_of(self, method: str, params: Any) -> tuple[str, str, Any, Any] | None:
         """``(action, name, entry, found)`` of the item a request addresses, or None when it names none
         (``entry`` None: nothing by that name; ``found``: :meth:`find_resource`'s answer for a
-        resource, else None)."""
-        if not isinstance(params, dict):
-            return None
-        if method == "tools/call":
-            name = params.get("name")
-            return (method, name, self.get_tool(name), None) if isinstance(name, str) else None
-        if method == "prompts/get":
-            name = params.get("name")
-            return (method, name, self.get_prompt(name), None) if isinstance(name, str) else None
-        if method in ("resources/read", "resources/subscribe"):
-            uri = params.get("uri")
-            if not isinstance(uri, str):
-                return None
-            found = self.find_resource(uri)
-            return ("resources/read", uri, found[0] if found is not None else None, found)
-        return None
+        resource, else None).  See :func:`mcp_ref.server.seams.item_of`."""
+        from .seams import item_of
+
+        return item_of(self, method, params)
 
     def visible_item(self, principal: Principal, item: tuple, request: dict | None = None) -> Any:
         """The entry of an :meth:`item_of` answer if ``principal`` may use it (the :attr:`gate`), else
         None (asked whether or not the item exists)."""
-        action, name, entry, found = item
-        if action == "resources/read":
-            return (
-                entry
-                if self.gate.visible_resource(principal, name, found, request=request) is not None
-                else None
-            )
-        return self.gate.visible(principal, action, name, entry, request)
+        from .seams import visible_item
+
+        return visible_item(self, principal, item, request)
 
     def has_resource_uri(self, uri: str) -> bool:
         """True when ``uri`` is a registered resource URI or template (as ``ref/resource`` names one)."""
-        return uri in self._resources or any(
-            t.listing["uriTemplate"] == uri for t in list(self._templates)
-        )
+        return self._resource_table is not None and self._resource_table.has_uri(uri)
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -568,7 +539,7 @@ class Server(Shorthand):
             description=description,
             icons=icons,
             scopes=scopes,
-            options=self._take_options(options),
+            options=self._item_options(options),
         )
         with self._registry_lock:
             self._prompts[prompt.name] = replacing(
@@ -600,17 +571,9 @@ class Server(Shorthand):
         (``ctx.principal``): 2025-11-25 server/utilities/completion §Security, "Control access to
         sensitive suggestions".
         """
-        if (prompt is None) == (resource is None):
-            raise TypeError("completion() takes exactly one of prompt= or resource=")
-        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", str(resource))
+        from .completion import registering
 
-        def register(func: _F) -> _F:
-            from .completion import context_parameter
-
-            self._completions[key] = (func, context_parameter(func))
-            return func
-
-        return register
+        return registering(self._completions, prompt, resource)
 
     def get_completion(self, ref_type: str, name: str) -> Callable | None:
         """The completion function for ``(ref_type, prompt name or template URI)``, or None."""
@@ -631,13 +594,9 @@ class Server(Shorthand):
         """
         if kind == "tools":
             return [t.listing for t in list(self._tools.values())]
-        if kind == "resources":
-            items = [r.listing for r in list(self._resources.values())]
-            for provider in list(self._resource_lists):
-                items.extend(provider())
-            return items
-        if kind == "templates":
-            return [t.listing for t in list(self._templates)]
+        if kind in ("resources", "templates"):
+            table = self._resource_table
+            return [] if table is None else table.listings(kind)
         if kind == "prompts":
             return [p.listing for p in list(self._prompts.values())]
         raise ValueError(f"unknown listing {kind!r}")
@@ -648,7 +607,7 @@ class Server(Shorthand):
         caps: dict[str, Any] = {"logging": {}}
         if self._tools:
             caps["tools"] = {"listChanged": True}
-        if self._resources or self._templates:
+        if self._resource_table:  # a resource or a template
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if self._prompts:
             caps["prompts"] = {"listChanged": True}
@@ -656,14 +615,10 @@ class Server(Shorthand):
             caps["completions"] = {}
         # 2026-07-28: listChanged and subscribe keep their meaning; the notifications they promise
         # travel on subscriptions/listen streams (mcp_ref.server.subscriptions).
-        for extension in self._extensions:
-            declared = extension.capabilities(version, caller)
-            if declared is None:
-                continue
-            if version in MODERN_VERSIONS:  # 2026-07-28: an extension's settings, under its name
-                caps.setdefault("extensions", {})[extension.name] = declared
-            else:
-                caps.update(declared)
+        if self._extensions:
+            from .seams import declare
+
+            declare(self._extensions, version, caller, caps)
         return caps
 
     def offers(self, capability: str, version: str | None = None) -> bool:
@@ -671,7 +626,7 @@ class Server(Shorthand):
         if capability == "tools":
             return bool(self._tools)
         if capability == "resources":
-            return bool(self._resources or self._templates)
+            return bool(self._resource_table)
         if capability == "prompts":
             return bool(self._prompts)
         return capability in self.capabilities(version)
@@ -714,23 +669,19 @@ class Server(Shorthand):
             if any(installed is extension for installed in self._extensions):
                 return extension
             extension.setup(self)
+            from .seams import hooks_of  # where extensions plug in: loaded with the first one
+
             extensions = [*self._extensions, extension]
-            self.request_hooks = [
-                e.intercept_request for e in extensions if _overrides(e, "intercept_request")
-            ]
-            self.tool_call_hooks = [
-                e.intercept_tool_call for e in extensions if _overrides(e, "intercept_tool_call")
-            ]
-            attributes: dict[str, Callable[[Any], Any]] = {}
-            for installed in reversed(extensions):  # the first added wins a name two declare
-                attributes.update(installed.context_attributes())
-            self._methods, self._context_attributes, self._extensions = {}, attributes, extensions
+            self.request_hooks, self.tool_call_hooks, self._context_attributes = hooks_of(
+                extensions
+            )
+            self._methods, self._extensions = {}, extensions
         return extension
 
     @property
     def gate(self) -> Gate:
         """Which items each principal may see and use (:class:`~mcp_ref.server.seams.Gate`): the first
-        extension's that has one, else every item to everyone (:data:`~mcp_ref.server.seams.OPEN`)."""
+        extension's that has one, else every item to everyone (:data:`~mcp_ref.server.connection.OPEN`)."""
         for extension in self._extensions:
             gate = extension.gate
             if gate is not None:
@@ -741,9 +692,9 @@ class Server(Shorthand):
         """The handler an extension gives ``method`` at ``version`` (the first added wins), or None."""
         methods = self._methods.get(version)
         if methods is None:
-            methods = {}
-            for extension in reversed(self._extensions):
-                methods.update(extension.methods(version))
+            from .seams import methods_of
+
+            methods = methods_of(self._extensions, version)
             if len(self._methods) < len(SUPPORTED_VERSIONS) + len(
                 MODERN_VERSIONS
             ):  # bounded: a peer's version
@@ -752,11 +703,298 @@ class Server(Shorthand):
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
         """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
-        return self._context_attributes.get(name) or self._shorthand_context(name)
+        attribute = self._context_attributes.get(name)
+        if (
+            attribute is None
+        ):  # ctx.start_task, ctx.in_task of a server without tasks: the shorthand's
+            from .shorthand import CONTEXT_DEFAULTS
 
+            attribute = CONTEXT_DEFAULTS.get(name)
+        return attribute
 
-def _overrides(extension: Extension, hook: str) -> bool:
-    """True when ``extension`` has its own ``hook`` (the base's does nothing: it is not asked)."""
-    from ..extension import Extension  # loaded with the first extension: a plain server has none
+    # -- the lifespan (mcp_ref.server.lifespan: when it is entered and exited) -----------------------
 
-    return getattr(type(extension), hook) is not getattr(Extension, hook)
+    @property
+    def lifespan(self) -> Callable[[Any], Any] | None:
+        """``Server(lifespan=fn)``: ``fn(server)`` gives a (sync or async) context manager; None: none."""
+        return None if self._lifespan is None else self._lifespan.fn
+
+    @lifespan.setter
+    def lifespan(self, fn: Callable[[Any], Any] | None) -> None:
+        self._lifespan = None
+        if fn is not None:  # a server without one never loads mcp_ref.server.lifespan
+            from .lifespan import Lifespan
+
+            self._lifespan = Lifespan(self, fn)
+
+    @property
+    def lifespan_context(self) -> Any:
+        """What ``Server(lifespan=fn)``'s context manager gave, while it is entered; else None."""
+        return None if self._lifespan is None else self._lifespan.value
+
+    def enter_lifespan(self) -> Any:
+        """Enter ``Server(lifespan=...)`` unless entered (serving does, at its start); its value, or None."""
+        return None if self._lifespan is None else self._lifespan.enter()
+
+    def exit_lifespan(self) -> None:
+        """Exit ``Server(lifespan=...)`` if it is entered (the end of ``run()``, ``app.close()``)."""
+        if self._lifespan is not None:
+            self._lifespan.exit()
+
+    # -- connections ------------------------------------------------------------------------------
+
+    def new_connection(self, transport, **session_options) -> ServerConnection:
+        """A connection serving this server on ``transport``: not started, and not yet told of changes.
+
+        For transports that feed the session themselves (HTTP); see :meth:`connect`
+        for the usual path.  ``session_options`` are :class:`~mcp_ref.session.Session`'s.
+        The server's lifespan is entered first, if it is not (a WSGI app has no start).
+        """
+        self.enter_lifespan()
+        self._served = True
+        return ServerConnection(self, transport, **session_options)
+
+    def serves(self) -> None:
+        """Mark the end of this process's start (an HTTP application is made for this server, or a first
+        connection): a tool, prompt or resource registered from now on is announced as a change, to
+        every worker's clients when the state is shared; what was registered before is not."""
+        self._served = True
+
+    def add_connection(self, connection: ServerConnection) -> None:
+        """Send ``connection`` list-changed and resource-updated notifications from now on (held weakly).
+
+        With a shared state (``Server(state=...)``), the first connection makes this process hear the
+        deployment's changes (:meth:`~mcp_ref.state.changes.Changes.relay_in_use`), so that a change
+        made on another worker reaches it too."""
+        self._connections.add(connection)
+        if self.shared_state is not None:
+            self._changes_of().relay_in_use()
+
+    def remove_connection(self, connection: ServerConnection) -> None:
+        """Send ``connection`` no more change notifications (another process sends them now)."""
+        self._connections.discard(connection)
+
+    def connections(self) -> list[ServerConnection]:
+        """The connections that receive list-changed and resource-updated notifications."""
+        return list(self._connections)
+
+    def connect(self, transport, *, peer: str | None = None, **session_options) -> ServerConnection:
+        """Serve one connection on ``transport``; returns it (its reader thread is running).
+
+        ``peer`` names the caller when no token does (``ctx.principal.id``; default ``connection-<n>``).
+        """
+        connection = self.new_connection(transport, **session_options)
+        connection.peer = peer
+        self.add_connection(connection)
+        connection.session.start()
+        return connection
+
+    # -- change notifications (mcp_ref.state.changes: to this process's listeners, or the relay) --
+
+    def _changes_of(self) -> Changes:
+        """Where this server's changes go, made on first use: a server that registers everything
+        before it serves, and never updates a resource, never loads :mod:`mcp_ref.state.changes`."""
+        if self._changes is None:
+            from ..state.changes import Changes
+
+            with self._registry_lock:
+                if self._changes is None:
+                    self._changes = Changes(self, lambda: self._subscriptions)
+        return self._changes
+
+    def _listeners(self, kind: str, name: str) -> tuple[list, Callable | None, str | None]:
+        """Who is told that item ``name`` of ``kind`` changed (asked before a removal):
+        :meth:`Changes.listeners <mcp_ref.state.changes.Changes.listeners>`.  Nobody during this
+        process's start (a worker's tools, at import): no relay is made."""
+        if not self._served:
+            return [], None, None
+        return self._changes_of().listeners(kind, name)
+
+    def _announce(self, kind: str, listeners: tuple) -> None:
+        """``notifications/{kind}/list_changed`` to ``listeners`` (:meth:`_listeners`), or on the relay."""
+        if listeners[2] is not None:  # see _listeners
+            self._changes_of().announce(kind, listeners)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` to every client subscribed to ``uri`` (handshake-era
+        ``resources/subscribe``, 2026-07-28 listen streams); with ``resource_update_interval``, once
+        per interval (:class:`~mcp_ref.extensions.policy.UpdateCoalescer`)."""
+        self._changes_of().resource_updated(uri, self._shorthand)
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    def run(
+        self,
+        transport: str = "stdio",
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        **options,
+    ) -> None:
+        """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
+
+        As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
+        :meth:`run_http`, which serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE
+        transport at ``/sse`` from one server; the name only chooses which address is announced.
+        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.  From the environment
+        (:mod:`mcp_ref.server.settings`): ``MCP_REF_HOST`` / ``MCP_REF_PORT`` (default 127.0.0.1:8000),
+        and ``MCP_REF_LOG_LEVEL``, mcp_ref's own log records on stderr from that level.
+        """
+        if os.environ.get("MCP_REF_LOG_LEVEL"):  # settings.LOG_LEVEL_ENV
+            from .settings import log_level_from_environment, log_to_stderr
+
+            log_to_stderr(log_level_from_environment() or 0)
+        if transport == "stdio":
+            self.run_stdio(**options)
+        else:  # over HTTP, loaded only then (a name that is not a transport: ValueError there)
+            from ..http.server.serving import run_named
+
+            run_named(self, transport, host, port, **options)
+
+    def run_stdio(self, *, max_message_size: int | None = None) -> None:
+        """Serve one client on this process's stdin/stdout until stdin ends.
+
+        Logs go to stderr; ``print()`` in a handler is redirected to stderr so
+        stdout carries only protocol messages.  On end of input, the requests
+        already received are answered before this returns; then the lifespan is exited.
+        """
+        from ..stdio import DEFAULT_MAX_MESSAGE_SIZE, StreamTransport, server_streams
+
+        reader, writer = server_streams()
+        transport = StreamTransport(
+            reader, writer, max_message_size=max_message_size or DEFAULT_MAX_MESSAGE_SIZE
+        )
+        connection = self.connect(transport, name=f"{self.name}-stdio", peer="stdio")
+        try:  # connect entered the lifespan
+            while not connection.session.wait_closed(1.0):
+                pass
+        finally:
+            self.exit_lifespan()
+
+    def wsgi_app(self, **options: Any) -> Any:
+        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``):
+        options are :class:`~mcp_ref.http.server.McpWsgiApp`'s (``path``, ``stateless``,
+        ``allowed_hosts``, ``auth``: the OAuth resource server ...).  Mount it anywhere WSGI runs
+        (gunicorn, Flask, Django), or :meth:`run_http`; its ``close()`` exits the lifespan."""
+        from ..http.server.serving import wsgi_app  # serving over HTTP: loaded only then
+
+        return wsgi_app(self, **options)
+
+    def http_server(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        connection_limits: Any = None,
+        **options: Any,
+    ) -> Any:
+        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet (port 0: a
+        free one; ``.port``, ``.url``): call ``serve_forever()`` and ``shutdown()``.
+        ``connection_limits`` (:class:`~mcp_ref.http.wsgi_server.ConnectionLimits`) bounds its
+        connections; the other options are :meth:`wsgi_app`'s."""
+        from ..http.server.serving import http_server
+
+        return http_server(self, host, port, connection_limits=connection_limits, **options)
+
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        on_ready: Callable | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve over HTTP on the standard library until interrupted (127.0.0.1 by default): the
+        lifespan entered, :meth:`http_server` bound, ``on_ready(httpd)`` called (default: a line on
+        stderr saying ``httpd.url``), then served; the options are :meth:`http_server`'s."""
+        from ..http.server.serving import run_http
+
+        run_http(self, host, port, on_ready=on_ready, **options)
+
+    # -- the shorthand (mcp_ref.server.shorthand: the keywords that build the project's extensions) --
+
+    def _shorthand_of(self) -> Shorthand:
+        """What the shorthand keeps for this server, made when a shorthand keyword or member is
+        first used (a plain server never loads :mod:`mcp_ref.server.shorthand`)."""
+        if self._shorthand is None:
+            from .shorthand import Shorthand
+
+            with self._registry_lock:
+                if self._shorthand is None:
+                    self._shorthand = Shorthand(self, self._registry_lock)
+        return self._shorthand
+
+    def _item_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """An item's options for extensions (``@server.tool(task=..., rate_limit=...)``), checked,
+        with the extensions they need added."""
+        return self._shorthand_of().take_options(options) if options else {}
+
+    @property
+    def shared_state(self) -> Any:
+        """The deployment's :class:`~mcp_ref.state.stores.State` when one was chosen (``state=`` or
+        ``MCP_REF_STATE``), else None: every store is this process's own, made in memory."""
+        return None if self._shorthand is None else self._shorthand.shared_state()
+
+    def shared_store(self, kind: str) -> Any:
+        """The chosen state's store of ``kind`` (``"buckets"``, ``"counters"``, ``"task_records"``,
+        ``"bus"``), or None: an extension makes its own in memory (``Extension.setup`` asks)."""
+        state = self.shared_state
+        return None if state is None else getattr(state, kind)()
+
+    @property
+    def policy(self) -> Any:
+        """Who may see and call what, and how often (:class:`~mcp_ref.extensions.policy.Policy`; added on first use)."""
+        return self._shorthand_of().build("limits")
+
+    @property
+    def tasks(self) -> Any:
+        """The store (:class:`~mcp_ref.extensions.tasks.TaskStore`) of the tasks extensions, both protocols,
+        added on first use; replace it to change its bounds (``server.tasks = TaskStore(max_tasks=...)``)."""
+        return self._shorthand_of().build("tasks").store
+
+    @tasks.setter
+    def tasks(self, store: Any) -> None:
+        self._shorthand_of().build("tasks").store = store
+
+    @property
+    def bus(self) -> Any:
+        """The change bus (:class:`~mcp_ref.state.stores.Bus`; made when first asked for: the
+        shared state's, or one in memory): the server publishes each change on it, and this
+        process's connections and listen streams hear it (:mod:`mcp_ref.state.changes`).  Set it to
+        relay the changes through another (tests: two servers on one bus)."""
+        return self._changes_of().relay_on_bus().bus
+
+    @bus.setter
+    def bus(self, channel: Any) -> None:
+        self._changes_of().relay_through(channel)
+
+    def subscription_cap(self) -> Any:
+        """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
+        the policy extension, made now if need be, with ``subscription_lock`` and
+        ``check_subscriptions``), or None."""
+        return self._shorthand_of().subscription_cap()
+
+    def add_file_root(
+        self,
+        root: str,
+        *,
+        uri_prefix: str | None = None,
+        name: str | None = None,
+        max_file_size: int | None = None,
+        allow_hidden: bool = False,
+        follow_links: bool = False,
+    ) -> str:
+        """Serve every file under directory ``root`` as a resource, confined to that directory: a
+        :class:`~mcp_ref.extensions.files.FileRootExtension` (see it for the options).  Returns the URI
+        template registered."""
+        from .shorthand import add_file_root
+
+        return add_file_root(
+            self,
+            root,
+            uri_prefix,
+            name=name,
+            max_file_size=max_file_size,
+            allow_hidden=allow_hidden,
+            follow_links=follow_links,
+        )

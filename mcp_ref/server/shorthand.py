@@ -1,19 +1,17 @@
 """The shorthand: the keyword arguments that build the project's own extensions, in one place.
 
 ``Server(authorize=, rate_limit=, ..., state=)``, ``server.policy``, ``server.tasks``, ``@server.tool(task=,
-rate_limit=)``, ``server.add_file_root()``, ``server.wsgi_app()``/``run_http()`` each build an extension
-(:mod:`mcp_ref.extensions`, :mod:`mcp_ref.http.server.protected`), loaded when asked for, and add
-it as any other (``Server.add_extension``).  The protocol modules know only the interface.
+rate_limit=)`` and ``server.add_file_root()`` each build an extension (:mod:`mcp_ref.extensions`),
+loaded when asked for, and add it as any other (``Server.add_extension``).  The protocol modules
+know only the interface.  This module itself is loaded only when one of them is used (or the
+environment names a shared state, ``MCP_REF_STATE``): a plain server never loads it.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
-
-from .serving import Serving
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..extension import Extension
@@ -53,13 +51,21 @@ def state_from(choice: Any) -> Any:
     )
 
 
-class Shorthand(Serving):
-    """The shorthand of :class:`~mcp_ref.server.Server` (a base of it; see the module docstring)."""
+class Shorthand:
+    """What the shorthand keeps for one :class:`~mcp_ref.server.Server`: the state it chose, and the
+    extensions it built (``"limits"``: the :class:`~mcp_ref.extensions.policy.Policy`; ``"tasks"``:
+    both task protocols).  Made by the server when a shorthand keyword or member is first used."""
 
-    add_extension: Callable[[Any], Any]
-    _chosen_state = staticmethod(state_from)
+    def __init__(self, server: Any, lock: Any):
+        self.server = server
+        self.lock = lock  # the server's registry lock: what it builds, it adds to the server
+        self.state_choice = os.environ.get(STATE_ENV, "").strip() or None
+        self.state: Any = None
+        self.built: dict[str, Any] = {}
+        self.subscribed_cap: Any = _DEFAULT
+        self.updates: Any = None
 
-    def _take_shorthand(
+    def take(
         self,
         *,
         authorize: Callable[[Principal, str, str], bool] | None = None,
@@ -69,16 +75,15 @@ class Shorthand(Serving):
         state: Any = None,
         **unknown: Any,
     ) -> None:
+        """Take ``Server(...)``'s shorthand keywords: the state first (an extension's setup may ask
+        for it), then the policy extension if any of its settings is given."""
         if unknown:
             raise TypeError(
                 f"Server() got unexpected keyword argument(s): {', '.join(sorted(unknown))}"
             )
-        self._state_choice = (
-            state if state is not None else os.environ.get(STATE_ENV, "").strip() or None
-        )
-        self._built: dict[str, Any] = {}
-        self._subscribed_cap = max_subscribed_resources
-        self._updates: Any = None
+        if state is not None:
+            self.state_choice = state
+        self.subscribed_cap = max_subscribed_resources
         settings = {
             "authorize": authorize,
             "rate_limit": rate_limit,
@@ -88,22 +93,30 @@ class Shorthand(Serving):
             any(value is not None for value in settings.values())
             or max_subscribed_resources is not _DEFAULT
         ):
-            self._build("limits", settings)
+            self.build("limits", settings)
 
-    def _build(self, key: str, settings: dict[str, Any] | None = None) -> Any:
-        """The extension the shorthand built for ``key`` (``"limits"``, ``"tasks"``), built now if need be."""
-        extension = self._built.get(key)
+    def shared_state(self) -> Any:
+        """The chosen state (``Server.shared_state``), made on first use; None: none was chosen."""
+        if self.state is None and self.state_choice is not None:
+            with self.lock:
+                if self.state is None:
+                    self.state = state_from(self.state_choice)
+        return self.state
+
+    def build(self, key: str, settings: dict[str, Any] | None = None) -> Any:
+        """The extension built for ``key`` (``"limits"``, ``"tasks"``), built now if need be."""
+        extension = self.built.get(key)
         if extension is None:
-            with self._registry_lock:
-                extension = self._built.get(key)
+            with self.lock:
+                extension = self.built.get(key)
                 if extension is None:
-                    extension = self._built[key] = self.add_extension(
+                    extension = self.built[key] = self.server.add_extension(
                         self._new(key, settings or {})
                     )
                     if key == "tasks":  # the 2025-11-25 protocol, on the same store
                         from ..extensions.tasks_2025 import Tasks2025Extension
 
-                        self.add_extension(Tasks2025Extension())
+                        self.server.add_extension(Tasks2025Extension())
         return extension
 
     def _new(self, key: str, settings: dict[str, Any]) -> Extension:
@@ -113,55 +126,14 @@ class Shorthand(Serving):
             return TasksExtension()
         from ..extensions.policy import DEFAULT_MAX_SUBSCRIBED_RESOURCES, Policy
 
-        cap = self._subscribed_cap
+        cap = self.subscribed_cap
         return Policy(
             max_subscribed_resources=DEFAULT_MAX_SUBSCRIBED_RESOURCES if cap is _DEFAULT else cap,
-            buckets=self.shared_store("buckets"),
+            buckets=self.server.shared_store("buckets"),
             **settings,
         )
 
-    @property
-    def policy(self) -> Any:
-        """Who may see and call what, and how often (:class:`~mcp_ref.extensions.policy.Policy`; added on first use)."""
-        return self._build("limits")
-
-    @property
-    def tasks(self) -> Any:
-        """The store (:class:`~mcp_ref.extensions.tasks.TaskStore`) of the tasks extensions, both protocols,
-        added on first use; replace it to change its bounds (``server.tasks = TaskStore(max_tasks=...)``)."""
-        return self._build("tasks").store
-
-    @tasks.setter
-    def tasks(self, store: Any) -> None:
-        self._build("tasks").store = store
-
-    def _changes_relay(self) -> Any:
-        """The relay of this server's change notifications across processes
-        (:class:`~mcp_ref.state.changes.Relay`), made now if need be: on the shared state's bus, or
-        one in memory (a ``subscriptions/listen`` stream asks for it)."""
-        if self._relay is None:
-            from ..state.changes import Relay
-
-            self._relay = Relay.on_state(self._hear, self._reannounce, self.shared_state)
-        return self._relay
-
-    def _relay_through(self, channel: Any) -> None:
-        from ..state.changes import Relay
-
-        if self._relay is not None:
-            self._relay.close()
-        self._relay = Relay(self._hear, self._reannounce, channel)
-
-    bus = property(
-        lambda self: self._changes_relay().bus,
-        _relay_through,
-        doc="""The change bus (:class:`~mcp_ref.state.stores.Bus`; made when first asked for: the
-        shared state's, or one in memory): the server publishes each change on it, and this
-        process's connections and listen streams hear it (:mod:`mcp_ref.state.changes`).  Set it to
-        relay the changes through another (tests: two servers on one bus).""",
-    )
-
-    def _take_options(self, options: dict[str, Any]) -> dict[str, Any]:
+    def take_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """An item's options for extensions (``@server.tool(task=..., rate_limit=...)``), checked,
         with the extensions they need added."""
         unknown = sorted(options.keys() - set(ITEM_OPTIONS))
@@ -174,130 +146,43 @@ class Shorthand(Serving):
             from ..extensions.tasks_2026 import check_option
 
             check_option(taken["task"])
-            self._build("tasks")  # the tasks extensions: their methods, interceptors, capabilities
+            self.build("tasks")  # the tasks extensions: their methods, interceptors, capabilities
         if "rate_limit" in taken:
-            limits = self._build("limits")
+            limits = self.build("limits")
             taken["rate_limit"] = limits.take_item_limit(taken["rate_limit"])
         return taken
 
     def subscription_cap(self) -> Any:
-        """What bounds the resources one principal is subscribed to (``max_subscribed_resources``:
-        the policy extension, made now if need be, with ``subscription_lock`` and
-        ``check_subscriptions``), or None."""
-        limits = self._built.get("limits")
-        if limits is None and self._subscribed_cap is not None:
-            limits = self._build(
-                "limits"
-            )  # the default cap: the extension is loaded on the first subscription
+        """``Server.subscription_cap``: the policy extension (made now for the default cap), or None."""
+        limits = self.built.get("limits")
+        if limits is None and self.subscribed_cap is not None:
+            limits = self.build("limits")  # the default cap: loaded on the first subscription
         return (
             limits if limits is not None and limits.max_subscribed_resources is not None else None
         )
 
-    def notify_resource_updated(self, uri: str) -> None:
-        """Send ``notifications/resources/updated`` to every client subscribed to ``uri`` (handshake-era
-        ``resources/subscribe``, 2026-07-28 listen streams); with ``resource_update_interval``, once
-        per interval (:class:`~mcp_ref.extensions.policy.UpdateCoalescer`)."""
-        limits: Any = self._built.get("limits")
+    def update_coalescer(self, publish: Callable[[dict], None]) -> Any:
+        """With ``resource_update_interval``, what sends each resource's updates at most once per
+        interval through ``publish(params)`` (:class:`~mcp_ref.extensions.policy.UpdateCoalescer`);
+        else None: each update is sent at once."""
+        limits: Any = self.built.get("limits")
         interval = limits.resource_update_interval if limits is not None else None
         if not interval:
-            self._publish_resource_updated(
-                {"uri": uri}
-            )  # Serving: to this process's subscribers, or on the bus
-            return
-        with self._registry_lock:
-            if self._updates is None or self._updates.interval != interval:
-                self._updates = limits.coalescer(
-                    lambda _uri, params: self._publish_resource_updated(params)
-                )
-            updates = self._updates
-        updates.announce(uri, {"uri": uri})
+            return None
+        with self.lock:
+            if self.updates is None or self.updates.interval != interval:
+                self.updates = limits.coalescer(lambda _uri, params: publish(params))
+            return self.updates
 
-    def add_file_root(
-        self,
-        root: str,
-        *,
-        uri_prefix: str | None = None,
-        name: str | None = None,
-        max_file_size: int | None = None,
-        allow_hidden: bool = False,
-        follow_links: bool = False,
-    ) -> str:
-        """Serve every file under directory ``root`` as a resource, confined to that directory: a
-        :class:`~mcp_ref.extensions.files.FileRootExtension` (see it for the options).  Returns the URI
-        template registered."""
-        from ..extensions.files import FileRootExtension
 
-        extension = FileRootExtension(
-            root,
-            uri_prefix,
-            name=name,
-            max_file_size=max_file_size,
-            allow_hidden=allow_hidden,
-            follow_links=follow_links,
-        )
-        self.add_extension(extension)
-        return extension.template
+def add_file_root(server: Any, root: str, uri_prefix: str | None, **options: Any) -> str:
+    """``Server.add_file_root``: a :class:`~mcp_ref.extensions.files.FileRootExtension` added;
+    the URI template it registered."""
+    from ..extensions.files import FileRootExtension
 
-    def wsgi_app(self, **options: Any) -> Any:
-        """This server as a WSGI application (Streamable HTTP at ``/mcp``, HTTP+SSE at ``/sse``):
-        options are :class:`~mcp_ref.http.server.McpWsgiApp`'s (``path``, ``stateless``,
-        ``allowed_hosts``, ``auth``: the OAuth resource server ...).  Mount it anywhere WSGI runs
-        (gunicorn, Flask, Django), or :meth:`run_http`; its ``close()`` exits the lifespan."""
-        from ..http.server import McpWsgiApp
-
-        return McpWsgiApp(cast(Any, self), **options)
-
-    def http_server(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        *,
-        connection_limits: Any = None,
-        **options: Any,
-    ) -> Any:
-        """A standard-library HTTP server for :meth:`wsgi_app`, bound but not serving yet (port 0: a
-        free one; ``.port``, ``.url``): call ``serve_forever()`` and ``shutdown()``.
-        ``connection_limits`` (:class:`~mcp_ref.http.wsgi_server.ConnectionLimits`) bounds its
-        connections; the other options are :meth:`wsgi_app`'s."""
-        from ..http.wsgi_server import WsgiServer
-
-        return WsgiServer((host, port), self.wsgi_app(**options), limits=connection_limits)
-
-    def run_http(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        *,
-        on_ready: Callable | None = None,
-        **options: Any,
-    ) -> None:
-        """Serve over HTTP on the standard library until interrupted (127.0.0.1 by default): the
-        lifespan entered, :meth:`http_server` bound, ``on_ready(httpd)`` called (default: a line on
-        stderr saying ``httpd.url``), then served; the options are :meth:`http_server`'s."""
-        self.enter_lifespan()
-        try:
-            httpd = self.http_server(host, port, **options)
-            if on_ready is None:
-                print(
-                    f"serving {self.name} at {httpd.url}{options.get('path', '/mcp')}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            else:
-                on_ready(httpd)
-            try:
-                httpd.serve_forever()
-            except KeyboardInterrupt:
-                pass
-            finally:
-                httpd.server_close()
-                httpd.app.close()  # exits the lifespan too
-        finally:
-            self.exit_lifespan()
-
-    def _shorthand_context(self, name: str) -> Callable[[Any], Any] | None:
-        """``ctx.start_task()`` (False: a plain call) and ``ctx.in_task`` of a server without tasks."""
-        return _SHORTHAND_CONTEXT.get(name)
+    extension = FileRootExtension(root, uri_prefix, **options)
+    server.add_extension(extension)
+    return extension.template
 
 
 def _plain_call(ctx: Any) -> Callable[[], Any]:
@@ -306,7 +191,8 @@ def _plain_call(ctx: Any) -> Callable[[], Any]:
     return lambda: done(False)
 
 
-_SHORTHAND_CONTEXT: dict[str, Callable[[Any], Any]] = {
+#: ``ctx.start_task()`` (False: a plain call) and ``ctx.in_task`` of a server without tasks.
+CONTEXT_DEFAULTS: dict[str, Callable[[Any], Any]] = {
     "start_task": _plain_call,
     "in_task": lambda ctx: False,
 }

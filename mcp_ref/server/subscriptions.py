@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import lifecycle
 from ..errors import InvalidParams, LimitExceeded, MissingRequiredClientCapabilityError, ServerBusy
 from ..state.stores import Counters, HeldSets, MemoryCounters
-from .seams import DEFAULT_MAX_SUBSCRIPTIONS
+from .connection import DEFAULT_MAX_SUBSCRIPTIONS
 
 if TYPE_CHECKING:
     from ..request import RequestContext

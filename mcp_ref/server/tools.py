@@ -20,19 +20,21 @@ from typing import TYPE_CHECKING, Any
 from .. import lifecycle
 from ..errors import CapabilityError, InvalidParams, McpError, RequestCancelled
 from ..types import CallToolResult, WireModel, drop_none, text_block
-from .context import Context, with_context
-from .seams import OPEN, Caller, intercept
+from .connection import OPEN
 from .signatures import (
     ArgumentPlan,
     compile_arguments,
+    context_types,
+    first_error,
     output_schema_for,
     runs_in_thread,
     to_jsonable,
+    validator_for,
 )
-from .validation import first_error, validator_for
 
 if TYPE_CHECKING:
     from ..request import RequestContext
+    from .seams import Caller
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +119,7 @@ def build_tool(
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here.
     ``options``: what extensions read of it (checked by them when it is registered)."""
     func = runs_in_thread(func)
-    plan = compile_arguments(func, skip_types=(Context,))
+    plan = compile_arguments(func, skip_types=context_types())
     name = name or func.__name__
     check_tool_name(name)
     for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
@@ -249,6 +251,8 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
     hooks = server.tool_call_hooks
     if hooks:  # the extensions' intercept_tool_call; invalid arguments reach them as None (run answers them)
+        from .seams import intercept  # the extensions' seams: loaded by the first extension already
+
         return intercept(
             hooks,
             connection,
@@ -284,9 +288,12 @@ def run_tool(
         arguments = tool.plan.convert(arguments)
     except ValueError as exc:
         return bad_arguments(connection, context, name, exc)
-    kwargs = with_context(tool.plan, arguments, connection, context)
+    if tool.plan.context_param is not None:  # its Context annotation loaded the module already
+        from .context import with_context
+
+        arguments = with_context(tool.plan, arguments, connection, context)
     try:
-        value = tool.func(**kwargs)
+        value = tool.func(**arguments)
     except (McpError, RequestCancelled):
         raise
     except ToolError as exc:

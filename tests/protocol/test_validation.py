@@ -1,11 +1,11 @@
-"""mcp_ref.server.validation: the quick test for plain object schemas never disagrees with jsonschema."""
+"""mcp_ref.server.signatures: the quick test for plain object schemas never disagrees with jsonschema."""
 
 import itertools
 
 import jsonschema
 import pytest
 
-from mcp_ref.server.validation import Validator, first_error, quick_check, validator_for
+from mcp_ref.server.signatures import Validator, first_error, quick_check, validator_for
 
 # Values of every JSON type, and the edge cases between them.
 VALUES = ["", "hi", 0, 1, -7, 1.0, 2.5, True, False, None, [], [1], {}, {"a": 1}]

@@ -13,7 +13,7 @@ import pytest
 from mcp_ref import Client, Server
 from mcp_ref.errors import InvalidRequest, McpError
 from mcp_ref.extension import Extension
-from mcp_ref.server.seams import OPEN
+from mcp_ref.server.connection import OPEN
 
 WAIT = 10.0
 
