@@ -31,7 +31,8 @@ def http_server(
 ) -> WsgiServer:
     """A standard-library HTTP server for :func:`wsgi_app`, bound but not serving yet
     (``Server.http_server``)."""
-    return WsgiServer((host, port), wsgi_app(server, **options), limits=connection_limits)
+    # server.wsgi_app, not wsgi_app(server): a server (or a tool wrapping it) may wrap its own app
+    return WsgiServer((host, port), server.wsgi_app(**options), limits=connection_limits)
 
 
 def run_http(
