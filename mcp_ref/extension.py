@@ -49,7 +49,7 @@ replaced before ``proceed()``, which may be called later on another thread), in 
   request the client sends: return ``start(method, params, options)`` (a call with ``result()``,
   ``cancel()`` and ``done()``), perhaps with its params or options changed (an option of its own
   taken out, as ``task`` of ``client.call_tool(..., task=True)``), or a call of its own that takes
-  over how the answer is awaited (:class:`~mcp_ref.client.calls.Call` is the one to extend).
+  over how the answer is awaited (:class:`~mcp_ref.client.connection.Call` is the one to extend).
 """
 
 from __future__ import annotations

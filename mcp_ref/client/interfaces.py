@@ -1,9 +1,8 @@
 """The narrow views the client's modules have of one another, for type checking only.
 
 The client's modules are layered: :mod:`~mcp_ref.client.client` (the public API) over
-:mod:`~mcp_ref.client.connection` (the dispatcher) over what it loads when it is needed —
-:mod:`~mcp_ref.client.calls` and the 2026-07-28 era's :mod:`~mcp_ref.client.modern`, the listen
-streams, the result cache and the answering modules (sampling, elicitation, roots).  A lower module that
+:mod:`~mcp_ref.client.connection` (the dispatcher and the caller's requests in both eras) over
+what it loads when it is needed — the 2026-07-28 era's input rounds, the listen streams, the result cache and the answering modules (sampling, elicitation, roots).  A lower module that
 holds an object of a higher one is typed with a Protocol from here, never with the class, so that
 no module imports one above it, not even for the type checker.  Modules import this one under
 ``if TYPE_CHECKING:``: it never loads at run time.

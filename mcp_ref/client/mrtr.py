@@ -4,7 +4,7 @@ A modern server that needs the client's input answers ``resultType: "input_requi
 ``inputRequests`` (a map of sampling, elicitation and roots requests) and perhaps a
 ``requestState``.  The client answers each with the handlers that answer a handshake-era server's
 requests, and sends the request again, with a new id, carrying ``inputResponses`` and the state
-echoed exactly.  :class:`~mcp_ref.client.modern.ModernCall` drives the rounds; this module makes
+echoed exactly.  :class:`~mcp_ref.client.connection.ModernCall` drives the rounds; this module makes
 each one.  It loads when a server first asks for input.
 
 Bounded: at most ``Client(max_input_rounds=)`` rounds per call, at most :data:`MAX_INPUT_REQUESTS`

@@ -50,7 +50,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..client.calls import Call
+from ..client.connection import Call
 from ..errors import (
     CapabilityError,
     ConnectionClosed,

@@ -46,8 +46,6 @@ READING_ORDER = [
     "mcp_ref/server/validation.py",
     "mcp_ref/client/client.py",
     "mcp_ref/client/connection.py",
-    "mcp_ref/client/calls.py",
-    "mcp_ref/client/modern.py",
 ]
 
 SKIPPED_TOKENS = {
