@@ -16,9 +16,12 @@ module            one idea
 ``shorthand``     the keyword arguments and methods that build and use this package's
                   extensions (``approve=``, ``task=``, ``get_task`` ...; loaded when used)
 ``connection``    :class:`ClientConnection`: one connection's dispatcher —
-                  the era, the handshake and lifecycle, and what the server sends;
-                  a request of the caller's in either era (``Call``, ``ModernCall``:
-                  the 2026-07-28 probe, envelope and retries)
+                  the era, the handshake and lifecycle; a request of the caller's in
+                  either era (``Call``, ``ModernCall``: the 2026-07-28 probe, envelope
+                  and retries)
+``answering``     what the server sends: its requests answered (extensions' methods,
+                  then the modules below), its notifications routed to streams and
+                  callbacks (loaded with the first)
 ``mrtr``          answering a modern server's input requests (loaded when asked)
 ``listening``     listen streams and the change callbacks' stream
 ``cache``         2026-07-28 results kept by their ``ttlMs``

@@ -5,9 +5,8 @@ server sends.
 :class:`~mcp_ref.server.connection.ServerConnection` is on the other side.  It chooses the era
 when it connects (:meth:`ClientConnection.connect`: the 2026-07-28 probe, else the handshake),
 keeps what was negotiated or discovered, gates what the client sends by the lifecycle table
-(:data:`mcp_ref.lifecycle.RULES`), starts the caller's requests, answers the server's requests
-through the feature modules (:data:`ANSWERED`) and hands notifications to the client's callbacks
-on the callback thread.
+(:data:`mcp_ref.lifecycle.RULES`), starts the caller's requests, and hands the server's
+requests and notifications to :mod:`mcp_ref.client.answering`.
 
 A request of the caller's (``client.call_tool()``, ``client.request()`` ...) is a :class:`Call`:
 in the handshake era one JSON-RPC request and its answer.  In the 2026-07-28 era it is a
@@ -33,10 +32,10 @@ protocol version and capabilities in ``_meta`` (:func:`with_envelope`).
 What only some clients need loads when it is first needed, so a plain client reads none of it:
 listen streams (:mod:`mcp_ref.client.listening`), the result cache
 (:mod:`mcp_ref.client.cache`), the tool headers of HTTP (:mod:`mcp_ref.client.tool_headers`), the
-answering modules.  What the client's extensions add (:class:`~mcp_ref.extension.Extension`)
-reaches it through two doors only: :meth:`ClientConnection.start` passes every request the client
-sends through their ``start_request`` hooks (which may return a call of their own: extend
-:class:`Call` or :class:`ModernCall`, whose ``settle`` receives a ``resultType`` of theirs),
+answering of the server's requests and notifications (:mod:`mcp_ref.client.answering`).  What
+the client's extensions add (:class:`~mcp_ref.extension.Extension`) reaches it through two doors
+only: :meth:`ClientConnection.start` passes every request the client their ``start_request`` hooks (which may return a call of their own: extend :class:`Call` or
+:class:`ModernCall`, whose ``settle`` receives a ``resultType`` of theirs),
 :meth:`ClientConnection.handle_request` every request of the server's through their methods and
 ``intercept_request`` hooks.
 """
@@ -44,13 +43,11 @@ sends through their ``start_request`` hooks (which may return a call of their ow
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
 from ..errors import (
@@ -62,7 +59,6 @@ from ..errors import (
     HeaderMismatchError,
     LimitExceeded,
     McpError,
-    MethodNotFound,
     RequestCancelled,
     RequestTimeout,
     ResponseStreamLost,
@@ -100,44 +96,11 @@ MAX_REISSUES = 2
 MODERN_ERROR_CODES = frozenset(
     {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
 )
-#: Every request a client answers (``ping``: :meth:`ClientConnection.answer_at_once`), and the module of this package that
-#: answers it (:func:`answering_module`), loaded with the first such request.
-ANSWERED = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
 CACHED_METHODS = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
-
-
-class AnsweringModule(Protocol):
-    """A module answering some of the server's requests (sampling, elicitation, roots)."""
-
-    HANDLERS: dict[str, Callable[..., dict[str, Any]]]
-    OFFERED: dict[str, Callable[..., None]]
-
-
-def answering_module(method: str) -> AnsweringModule:
-    """The module that answers ``method`` (one of :data:`ANSWERED`)."""
-    return cast(AnsweringModule, importlib.import_module(f"{__package__}.{ANSWERED[method]}"))
-
-
-@dataclass
-class IncomingRequest:
-    """A request of the server's as the client's extensions' ``intercept_request`` see it (the
-    ``call``): an interceptor may replace ``params`` (an edited request) or ``context`` (the request
-    then runs under another one, e.g. a task's) before it calls ``proceed()``."""
-
-    #: The connection it came on (``connection.modern``: the era; ``connection.client``: the client).
-    connection: ClientConnection
-    #: Its context: its id, whether the server cancelled it, its progress.
-    context: RequestContext
-    method: str
-    params: dict[str, Any]
 
 
 def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
@@ -414,21 +377,6 @@ class ClientConnection:
             raise CapabilityError(self.lifecycle.rules.unsent.format(method=method))
         self.session.notify(method, params)
 
-    def notify_callbacks(self, method: str, params: dict) -> None:
-        """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread)."""
-        client = self.client
-        if method == "notifications/resources/updated":
-            callback, argument = client.on_resource_updated, params.get("uri")
-        elif method.startswith("notifications/") and method.endswith("/list_changed"):
-            callback, argument = (
-                client.on_list_changed,
-                method[len("notifications/") : -len("/list_changed")],
-            )
-        else:
-            return
-        if callback is not None:
-            self.session.call_soon(callback, argument)
-
     # -- the Dispatcher protocol: what the server sends ---------------------------------------
 
     @staticmethod
@@ -446,77 +394,25 @@ class ClientConnection:
     def answers(method: str) -> bool:
         """True for a request a client answers (sampling, elicitation, roots): what an
         ``input_required`` round may ask for (2026-07-28 mrtr §InputRequests)."""
+        from .answering import ANSWERED  # the round then answers it: see handle_request
+
         return method in ANSWERED
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Answer the server's requests — in both eras (a 2026-07-28 ``inputRequests`` entry comes
-        here too, from :class:`ModernCall`): with a method of one of the
-        client's extensions (``methods(version)``), else sampling, elicitation or roots.
+        """Answer a request of the server's, in both eras
+        (:func:`mcp_ref.client.answering.answer_request`)."""
+        # Loaded with the first request of the server's: a plain client is sent none.
+        from .answering import answer_request
 
-        A request the client answers (what it does not offer is -32601 and reaches no extension)
-        then passes every extension's ``intercept_request``, the first given outermost, before its
-        handler: they may refuse it, edit it, or answer it otherwise.
-        """
-        version = self.session.protocol_version
-        extensions = self.client.extensions
-        handler = next(
-            (
-                found
-                for extension in extensions
-                if (found := extension.methods(version).get(method))
-            ),
-            None,
-        )
-        if handler is None and method not in ANSWERED:
-            raise MethodNotFound(f"Method not found: {method}")
-        self.lifecycle.check_receive(method)
-        if handler is None:
-            module = answering_module(method)
-            module.OFFERED[method](self)
-            handler = module.HANDLERS[method]
-        call = IncomingRequest(self, context, method, params)
-
-        def answer() -> dict:
-            return handler(self, call.context, call.params)
-
-        proceed = answer
-        for extension in reversed(extensions):
-            proceed = functools.partial(extension.intercept_request, call, proceed)
-        return proceed()
+        return answer_request(self, context, method, params)
 
     def handle_notification(self, method: str, params: dict) -> None:
-        """Route the server's notifications: a listen stream's to that stream (by its
-        ``subscriptionId``), the rest to the client's callbacks (on the callback thread)."""
-        client = self.client
-        if self._cache is not None:
-            # caching §Interaction with Notifications: a change notification "invalidates the cached response".
-            self._cache.invalidate(method, params)
-        meta = params.get("_meta")
-        subscription = meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        if subscription is not None:
-            # subscriptions §Receiving Notifications: "clients MUST use this field to correlate
-            # notifications with their originating subscription".
-            if self._streams is None:
-                log.debug("dropped %s for unknown subscription %r", method, subscription)
-            else:
-                self._streams.deliver(subscription, method, params)
-            return
-        if method == "notifications/message":
-            if client.on_log is not None:
-                from ..feature_types import LogMessage
+        """Route a notification of the server's to a listen stream or the client's callbacks
+        (:func:`mcp_ref.client.answering.route_notification`)."""
+        # Loaded with the first notification of the server's: a plain client is sent none.
+        from .answering import route_notification
 
-                self.session.call_soon(client.on_log, LogMessage.from_wire(params))
-        elif method == "notifications/elicitation/complete":
-            # client/elicitation: clients MUST ignore ids they do not know; the callback decides.
-            if client.on_elicitation_complete is not None:
-                self.session.call_soon(client.on_elicitation_complete, params.get("elicitationId"))
-        elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
-            self.tools_changed += 1 if method == "notifications/tools/list_changed" else 0
-            self.notify_callbacks(method, params)
-            if self._streams is not None:
-                self._streams.deliver_local(method, params)
-        else:
-            log.debug("ignored notification %s", method)
+        route_notification(self, method, params, self._cache, self._streams)
 
 
 # -- the caller's requests: a Call in either era, a ModernCall's rounds in 2026-07-28 -------------

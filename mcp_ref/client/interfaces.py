@@ -61,6 +61,8 @@ class Connection(Protocol):
     modern: bool
     log_level: str | None
     metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]]
+    #: ``tools/list_changed`` received and sessions begun so far.
+    tools_changed: int
 
     @property
     def protocol_version(self) -> str | None:
@@ -84,9 +86,6 @@ class Connection(Protocol):
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer one request of the server's."""
-
-    def notify_callbacks(self, method: str, params: dict) -> None:
-        """Hand a change notification to the client's callbacks."""
 
     def usable_tools(self, tools: list) -> list:
         """The listed tools a caller may use (their header declarations checked over HTTP)."""

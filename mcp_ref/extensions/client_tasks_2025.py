@@ -67,7 +67,8 @@ from ..session import PendingRequest
 from .client_tasks import interval
 
 if TYPE_CHECKING:
-    from ..client.connection import ClientConnection, IncomingRequest
+    from ..client.answering import IncomingRequest
+    from ..client.connection import ClientConnection
     from ..types import Tool
 
 log = logging.getLogger(__name__)

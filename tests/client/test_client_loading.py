@@ -30,6 +30,7 @@ server.run_stdio()
 
 #: Loaded only when used: listings, listen streams, the cache, the answering modules, the extras, HTTP.
 ON_DEMAND = (
+    "mcp_ref.client.answering",
     "mcp_ref.client.listening",
     "mcp_ref.client.cache",
     "mcp_ref.client.sampling",
