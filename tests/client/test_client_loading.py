@@ -41,6 +41,7 @@ ON_DEMAND = (
     "mcp_ref.client.interfaces",
     "mcp_ref.client.shorthand",
     "mcp_ref.pagination",
+    "mcp_ref.stdio_stderr",
 )
 NEVER_PLAIN = (
     "mcp_ref.extensions",
