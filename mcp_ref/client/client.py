@@ -13,7 +13,8 @@ The server may call back: pass ``sampling_handler``, ``elicitation_handler`` and
 declare those capabilities (a handler is called as ``handler(params)``, or ``handler(params,
 context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the server gave up);
 ``on_log``, ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What the server
-sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
+sends is handled by :class:`~mcp_ref.client.connection.ClientConnection` (answered in
+:mod:`mcp_ref.client.answering`, loaded with the first request or notification).
 
 Everything beyond the protocol is an extension (:mod:`mcp_ref.extension`); the keyword arguments
 and methods standing for this package's own (``approve=``, ``task=`` ...) are the shorthand,
