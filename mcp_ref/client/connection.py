@@ -390,14 +390,6 @@ class ClientConnection:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
         return lifecycle.batches_allowed(self.session.protocol_version)
 
-    @staticmethod
-    def answers(method: str) -> bool:
-        """True for a request a client answers (sampling, elicitation, roots): what an
-        ``input_required`` round may ask for (2026-07-28 mrtr §InputRequests)."""
-        from .answering import ANSWERED  # the round then answers it: see handle_request
-
-        return method in ANSWERED
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer a request of the server's, in both eras
         (:func:`mcp_ref.client.answering.answer_request`)."""

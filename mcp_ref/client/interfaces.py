@@ -81,9 +81,6 @@ class Connection(Protocol):
     def request(self, method: str, params: dict | None = None, **options: Any) -> dict:
         """Send a request and wait for its final result."""
 
-    def answers(self, method: str) -> bool:
-        """True for a request of the server's that a client answers."""
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer one request of the server's."""
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LimitExceeded, McpError
 from ..session import RequestContext
+from .answering import ANSWERED
 
 if TYPE_CHECKING:
     from .interfaces import InputCall
@@ -62,7 +63,8 @@ def answer(call: InputCall, requests: Any) -> dict:
     for key, ask in requests.items():
         method = ask.get("method") if isinstance(ask, dict) else None
         params = ask.get("params") if isinstance(ask, dict) else None
-        if not isinstance(method, str) or not connection.answers(method):
+        # mrtr §InputRequests: sampling, elicitation or roots, what a client answers
+        if not isinstance(method, str) or method not in ANSWERED:
             raise McpError(
                 f"{call.method}: the server asked for {method!r}, which no client answers"
             )
