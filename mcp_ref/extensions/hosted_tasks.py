@@ -93,8 +93,6 @@ AUGMENTABLE = {
     "sampling/createMessage": ("sampling", "createMessage"),
     "elicitation/create": ("elicitation", "create"),
 }
-#: The requests about tasks this client answers.
-TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
 #: The ``_meta`` key tying a message to its task (§Related Task Metadata).
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 WORKING, COMPLETED, FAILED, CANCELLED = "working", "completed", "failed", "cancelled"

@@ -3,7 +3,8 @@
 :func:`read_body` takes a whole answer (or gives up past a bound, the connection closed),
 :func:`stream_chunks` hands over an SSE body as it arrives (never more than :data:`READ_SIZE` at a
 time, each line under it bounded), :class:`Cursor` keeps where an SSE stream stands for resuming
-it, :func:`abort` closes a response under a blocked reader, :func:`unreachable` words a failed
+it, :func:`abort` closes a response under a blocked reader, :class:`Underway` is the socket a
+request of ours waits on (what giving up on it shuts down), :func:`unreachable` words a failed
 connection, and :class:`Inbox` holds what the streams bring until the session's reader takes it.
 :mod:`mcp_ref.http.client` (and its era parts, :mod:`~mcp_ref.http.modern_client`
 and :mod:`~mcp_ref.http.legacy_client`) use them.
@@ -20,18 +21,23 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
+from ..jsonrpc import RequestId
 from ..session import OutgoingRequests
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
 
-#: A request's id (a str or an int, :data:`mcp_ref.jsonrpc.RequestId`), kept loose: a worker
-#: thread that sends none reports ``None``.
-RequestId = Any
-
 #: The request a worker thread is sending, ``(transport, request id)`` (so that an auth hook can say
-#: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`).
+#: it waits for the user: :func:`mcp_ref.http.client.hold_current_request`); read it with
+#: :func:`sent_request`.
 sending = threading.local()
+
+
+def sent_request() -> tuple[Any, RequestId | None]:
+    """``(transport, request id)`` of the request this thread is sending (:data:`sending`);
+    ``(None, None)`` on a thread that sends none."""
+    return getattr(sending, "request", (None, None))
+
 
 #: The SSE ``retry`` (milliseconds) until a server sends one.
 DEFAULT_RETRY_MS = 1000
@@ -403,53 +409,88 @@ def discard_body(response) -> None:
 
 
 class Underway:
-    """The socket a worker waits on for the head of an answer (:func:`watch`): what :func:`abort`
-    shuts down when the session gives up on the request before the answer's response exists."""
+    """The socket carrying one request of ours and its answer, from the moment its worker waits
+    for the answer (:func:`watch`) until the connection goes back to requests' pool
+    (:meth:`released`): what giving up on the request (its timeout, a cancellation) shuts down,
+    waking the worker, even before the answer's status line and headers came.
 
-    __slots__ = ("sock",)
+    Only that socket, and only while it still carries this request: back in the pool, the
+    connection carries the next request, which a late shutdown would break.  The response itself
+    is never touched from here: the worker reading it alone closes it (a urllib3 response is not
+    for two threads: a second one closing it puts its connection back in the pool while the
+    worker may still be closing it, and the worker's close then lands on the next request there,
+    ``ResponseNotReady``).
+    """
+
+    __slots__ = ("sock", "_lock", "_released")
 
     def __init__(self, sock):
         self.sock = sock
+        self._lock = threading.Lock()  # a shutdown and the release never cross
+        self._released = False
 
     def abort_now(self) -> None:
-        """Shut the socket down, waking the worker that waits on it."""
-        import socket
+        """Shut the socket down, waking the worker that waits on it; nothing once released."""
+        with self._lock:
+            if not self._released:
+                shut_down(self.sock)
 
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    def released(self) -> None:
+        """The connection goes back to the pool (its answer read, or the connection closed)."""
+        with self._lock:
+            self._released = True
 
 
-def watch(sock) -> None:
+def watch(sock) -> Underway | None:
     """``sock`` is about to carry the answer to the request this thread sends (:data:`sending`):
     from now on, the session giving up on that request (its timeout, a cancellation) shuts it down,
     even before the answer's status line and headers came (each read is bounded too,
-    :func:`read_bound`; this is the deadline over them all).  Nothing on another thread."""
-    transport, request_id = getattr(sending, "request", (None, None))
-    if transport is not None and sock is not None:
-        transport.awaiting(request_id, Underway(sock))
+    :func:`read_bound`; this is the deadline over them all).  The :class:`Underway` the transport
+    was given (its connection tells it :meth:`~Underway.released`); None on another thread."""
+    transport, request_id = sent_request()
+    if transport is None or sock is None:
+        return None
+    underway = Underway(sock)
+    transport.awaiting(request_id, underway)
+    return underway
+
+
+def shut_down(sock) -> None:
+    """Shut ``sock`` down in both directions, waking a thread blocked reading it (an error, e.g.
+    the socket already closed, is ignored: then nobody reads it)."""
+    import socket
+
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def wake(answer) -> None:
+    """Wake the worker waiting on ``answer``, the answer to a request the session gave up on: an
+    :class:`Underway` (:meth:`~Underway.abort_now`), or a response whose connection nobody watched
+    (a SOCKS proxy's; urllib3's own connection class), whose socket is shut down while the response
+    still holds its connection (a check not ordered with the connection's return to the pool, as
+    an :class:`Underway`'s is).  Nothing is closed here: the worker closes what it reads."""
+    if isinstance(answer, Underway):
+        answer.abort_now()
+        return
+    sock = getattr(getattr(answer.raw, "connection", None), "sock", None)
+    if sock is not None:
+        shut_down(sock)
 
 
 def abort(response) -> None:
     """Close a streaming response even while another thread is blocked reading it.
 
     ``response.close()`` waits for that reader; shutting the socket down first
-    wakes it at once (the reader then sees the end of the stream).
+    wakes it at once (the reader then sees the end of the stream).  Called by the response's own
+    reader, or when the whole transport closes (giving up on one request: :func:`wake`).
     """
-    import socket
-
-    stop = getattr(response, "abort_now", None)
-    if stop is not None:  # an answer that has not come yet (Underway)
-        stop()
-        return
     connection = getattr(response.raw, "_connection", None)
     sock = getattr(connection, "sock", None)
     if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        shut_down(sock)
     response.close()
 
 

@@ -8,7 +8,7 @@ they export is importable from here.  Every HTTP request goes through one ``requ
 (its adapter: :func:`~mcp_ref.http.framing.framing_adapter`).
 
 The session reads whole messages from :meth:`HttpClientTransport.read`.  Every
-source of messages feeds one queue behind it (a bounded ``http_plumbing.Inbox``:
+source of messages feeds one queue behind it (a bounded ``bounded_reads.Inbox``:
 a stream's thread waits for room): JSON replies to POSTs, the SSE streams those
 POSTs may open, and the standalone GET stream.  Writing a request
 POSTs it on a worker thread and returns, so the session's timeouts,
@@ -71,6 +71,7 @@ from .bounded_reads import (
     Inbox,
     RequestFailed,
     RequestHeld,
+    Underway,
     abort,
     advice,
     discard_body,
@@ -80,10 +81,12 @@ from .bounded_reads import (
     read_bound,
     resolve_environment,
     sending,
+    sent_request,
     stream_chunks,
     timed_out,
     unanswered,
     unreachable,
+    wake,
 )
 from .legacy_client import LegacySseClient
 from .modern_client import ModernPosts
@@ -119,8 +122,8 @@ log = logging.getLogger(__name__)
 def hold_current_request(seconds: float) -> None:
     """Extend the timeout of the request this thread is sending by ``seconds`` (see
     :class:`~mcp_ref.http.bounded_reads.RequestHeld`); nothing when this is not a transport's worker."""
-    transport, request_id = getattr(sending, "request", (None, None))
-    if transport is not None:
+    transport, request_id = sent_request()
+    if transport is not None and request_id is not None:
         transport._incoming.put(RequestHeld(request_id, seconds))
 
 
@@ -228,7 +231,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         self.protocol_version: str | None = None
         self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
         self.legacy_endpoint: str | None = None
-        self._incoming = Inbox()  # bounded: a stream's thread waits for room (http_plumbing.Inbox)
+        self._incoming = Inbox()  # bounded: a stream's thread waits for room (bounded_reads.Inbox)
         self._pool = ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="mcp-http-client"
         )
@@ -241,12 +244,14 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         self._listener: threading.Thread | None = None
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
-        #: 2026-07-28: no session; each request's open response, by id (closing it cancels the request).
+        #: 2026-07-28: no session (see modern_client).
         self._stateless = False
         self._input_schema: Callable[[str], dict | None] | None = None
-        self._modern_responses: dict = {}
         # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
-        # or a cancellation): their response is closed and not resumed (_abandon).  Bounded by the workers.
+        # or a cancellation): their socket is shut down and they are not resumed (_abandon).  Each
+        # running request's answer on its way, by id: the Underway its socket is watched by (a
+        # response, on a connection nobody watched).  All bounded by the workers.
+        self._underway: dict = {}
         self._running: set = set()
         self._abandoned: set = set()
         self._requests: OutgoingRequests | None = None  # the session's (attach)
@@ -420,7 +425,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
             self._incoming.put(RequestFailed(request.id, failure))
         except requests.RequestException as exc:
-            if not self._abandoned_now(request.id):  # else its response was closed under the reader
+            if not self._abandoned_now(request.id):  # else: shut down under its reader
                 self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
@@ -443,42 +448,53 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         with self._responses_lock:
             self._running.discard(request_id)
             self._abandoned.discard(request_id)
-            self._modern_responses.pop(request_id, None)
+            self._underway.pop(request_id, None)
 
-    def awaiting(self, request_id, underway) -> None:
-        """A worker waits for the head of ``request_id``'s answer (``http_plumbing.watch``)."""
-        self._track(request_id, underway)
-
-    def _track(self, request_id, response) -> bool:
-        """Remember ``response`` as the one carrying ``request_id``'s answer; False (``response``
-        closed) when the session has given up on that request meanwhile."""
+    def awaiting(self, request_id, underway: Underway) -> None:
+        """A worker waits for ``request_id``'s answer on ``underway``'s socket
+        (:func:`~mcp_ref.http.bounded_reads.watch`); shut down at once if the session has given up
+        on that request meanwhile."""
         with self._responses_lock:
             abandoned = request_id in self._abandoned
             if not abandoned:
-                self._modern_responses[request_id] = response
+                self._underway[request_id] = underway
+        if abandoned:
+            underway.abort_now()
+
+    def _track(self, request_id, response) -> bool:
+        """``response`` carries ``request_id``'s answer: True to read it; False (``response``
+        closed, by this worker, whose response it is) when the session has given up on that
+        request meanwhile.  Its socket is watched already (:meth:`awaiting`); a response on a
+        connection nobody watched is kept for :meth:`_abandon` itself."""
+        with self._responses_lock:
+            abandoned = request_id in self._abandoned
+            if not abandoned and not isinstance(self._underway.get(request_id), Underway):
+                self._underway[request_id] = response
         if abandoned:
             abort(response)
         return not abandoned
 
     def _abandoned_now(self, request_id) -> bool:
-        """True when the session gave up on ``request_id`` (see :meth:`_abandon`): its response was
-        closed on purpose, so an error reading it is the end of that read, not a failure."""
+        """True when the session gave up on ``request_id`` (see :meth:`_abandon`): its socket was
+        shut down on purpose, so an error reading it is the end of that read, not a failure."""
         with self._responses_lock:
             return request_id in self._abandoned
 
     def _abandon(self, request_id) -> None:
         """The session no longer waits for ``request_id`` (its timeout passed, or it was cancelled):
-        close the response that would carry its answer, now or when it arrives, and do not resume it.
-        A server that keeps such a stream open (keep-alives, endless notifications) would otherwise
-        hold a worker and a connection for ever, and after ``max_workers`` of them no request of
-        this client would be sent again."""
+        shut down the socket that would carry its answer, now or when it is watched, so that its
+        worker stops reading and closes the response; the stream is not resumed.  A server that
+        keeps such a stream open (keep-alives, endless notifications) would otherwise hold a worker
+        and a connection for ever, and after ``max_workers`` of them no request of this client
+        would be sent again.  Only that request's own socket, while it carries the request
+        (:class:`~mcp_ref.http.bounded_reads.Underway`); the response is closed by its worker."""
         with self._responses_lock:
             if request_id not in self._running:
                 return
             self._abandoned.add(request_id)
-            response = self._modern_responses.pop(request_id, None)
-        if response is not None:
-            abort(response)
+            underway = self._underway.pop(request_id, None)
+        if underway is not None:
+            wake(underway)
 
     def _deliver(self, response, request: Request, *, resumable: bool = True) -> None:
         if response.status_code == 202:

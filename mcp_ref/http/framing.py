@@ -67,10 +67,13 @@ def _adapter_class():
 
     class Watched:
         response_class = FinalResponse
+        #: The request this connection carries, from its wait for the answer until the connection
+        #: is back in the pool (:class:`~mcp_ref.http.bounded_reads.Underway`).
+        underway = None
 
         def getresponse(self, *args, **options):
             """urllib3's, the socket first watched: giving up on the request shuts it down."""
-            watch(self.sock)
+            self.underway = watch(self.sock)
             return super().getresponse(*args, **options)
 
     class PlainConnection(Watched, connection.HTTPConnection):
@@ -79,10 +82,20 @@ def _adapter_class():
     class TlsConnection(Watched, connection.HTTPSConnection):
         pass
 
-    class PlainPool(urllib3.HTTPConnectionPool):
+    class Returned:
+        def _put_conn(self, conn):
+            """urllib3's, the connection's request released first: giving up on it no longer
+            touches the socket, which carries the next request from now on."""
+            underway = getattr(conn, "underway", None)
+            if underway is not None:
+                conn.underway = None
+                underway.released()
+            return super()._put_conn(conn)
+
+    class PlainPool(Returned, urllib3.HTTPConnectionPool):
         ConnectionCls = PlainConnection
 
-    class TlsPool(urllib3.HTTPSConnectionPool):
+    class TlsPool(Returned, urllib3.HTTPSConnectionPool):
         ConnectionCls = TlsConnection
 
     pools = {"http": PlainPool, "https": TlsPool}

@@ -106,9 +106,7 @@ class ModernPosts:
         except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            if self._abandoned_now(
-                request.id
-            ):  # its response was closed under the reader: a normal end
+            if self._abandoned_now(request.id):  # its socket was shut down under the reader
                 log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
             else:
                 log.exception("HTTP request failed")

@@ -646,7 +646,7 @@ class OAuth(_AuthBase):
     def _token_request(self, server: ServerMetadata, client: dict, params: dict) -> dict:
         """POST to the token endpoint, authenticated as ``client["method"]`` says; the token answer."""
         params = {k: v for k, v in params.items() if v is not None}
-        headers, auth = {}, None
+        headers = {}
         method = client.get("method") or "none"
         if client.get("client_id") and method in ("none", "client_secret_post", "private_key_jwt"):
             params["client_id"] = client["client_id"]
@@ -669,7 +669,6 @@ class OAuth(_AuthBase):
             server.token_endpoint,
             form=params,
             headers=headers,
-            auth=auth,
             what="token",
             error=TokenError,
         )
@@ -692,7 +691,6 @@ class OAuth(_AuthBase):
         form: dict | None = None,
         json_body: dict | None = None,
         headers: dict | None = None,
-        auth=None,
     ) -> dict:
         """POST to an authorization server endpoint: the JSON object it answered, or raise ``error``."""
         import requests
@@ -708,7 +706,6 @@ class OAuth(_AuthBase):
                     data=form,
                     json=json_body,
                     headers=headers,
-                    auth=auth,
                     timeout=self.timeout,
                     allow_redirects=False,
                     stream=True,

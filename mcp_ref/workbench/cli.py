@@ -92,117 +92,150 @@ def _seconds(text: str) -> float:
     return value
 
 
+#: The options every verb takes: (flag, default, the rest of ``add_argument``'s keywords).
+_GLOBAL_OPTIONS: tuple[tuple[str, object, dict], ...] = (
+    (
+        "--json",
+        False,
+        {
+            "action": "store_true",
+            "help": 'print the raw result as JSON (errors too, as {"error": ...})',
+        },
+    ),
+    (
+        "--trace",
+        False,
+        {
+            "action": "store_true",
+            "help": "print every JSON-RPC message on stderr (--> sent, <-- received; with "
+            "serve-demo, as the server sends and receives them)",
+        },
+    ),
+    (
+        "--log-level",
+        None,
+        {
+            "choices": LOG_LEVELS,
+            "metavar": "LEVEL",
+            "help": "client verbs: show the server's log messages at LEVEL and above on stderr; "
+            "serve-demo: the server's own log level on stderr (default warning). LEVEL: "
+            + ", ".join(LOG_LEVELS),
+        },
+    ),
+    (
+        "--timeout",
+        60.0,
+        {
+            "type": _seconds,
+            "metavar": "SECONDS",
+            "help": "the longest each request may take (default 60); past it, exit 6",
+        },
+    ),
+    (
+        "--connect-timeout",
+        30.0,
+        {
+            "type": _seconds,
+            "metavar": "SECONDS",
+            "help": "the longest launching or reaching the server and the handshake may take "
+            "(default 30)",
+        },
+    ),
+    ("--quiet", False, {"action": "store_true", "help": "no progress display"}),
+    (
+        "--quiet-server",
+        False,
+        {
+            "action": "store_true",
+            "help": "hide a launched server's stderr (shown again, its last lines, if it fails)",
+        },
+    ),
+    (
+        "--diagram",
+        None,
+        {
+            "metavar": "FILE.md",
+            "help": "write the conversation as a Mermaid sequence diagram to FILE.md",
+        },
+    ),
+    (
+        "--root",
+        [],
+        {
+            "action": "append",
+            "metavar": "PATH",
+            "help": "declare the roots capability with this directory as a root (repeatable)",
+        },
+    ),
+    (
+        "--sampling-command",
+        None,
+        {
+            "metavar": "CMD",
+            "help": "answer the server's sampling requests by running CMD: the conversation on "
+            "its stdin, its stdout the model's reply",
+        },
+    ),
+    (
+        "--yes",
+        False,
+        {
+            "action": "store_true",
+            "help": "answer the server's sampling and elicitation requests without asking "
+            "(otherwise each is shown and asked about on a terminal, and refused without one)",
+        },
+    ),
+    (
+        "--answer-timeout",
+        ANSWER_TIMEOUT,
+        {
+            "type": _seconds,
+            "metavar": "SECONDS",
+            "help": "the longest a question on the terminal waits for your answer (default "
+            f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled",
+        },
+    ),
+    (
+        "--header",
+        [],
+        {
+            "action": "append",
+            "metavar": "'NAME: VALUE'",
+            "help": "an HTTP header for URL targets (repeatable)",
+        },
+    ),
+    (
+        "--no-browser",
+        False,
+        {
+            "action": "store_true",
+            "help": "for a protected server: print the authorization URL, do not open a browser",
+        },
+    ),
+    (
+        "--transport",
+        "auto",
+        {
+            "choices": ("auto", "streamable", "sse"),
+            "help": "for URL targets: Streamable HTTP with fallback (auto), or one of them",
+        },
+    ),
+    (
+        "--era",
+        "auto",
+        {
+            "choices": ("auto", "modern", "handshake"),
+            "help": "the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
+            "handshake (auto); or only one of them",
+        },
+    ),
+)
+
+
 def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     """The options every verb takes, before or after it (after it, they override)."""
-
-    def default(value):
-        return value if defaults else argparse.SUPPRESS
-
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=default(False),
-        help='print the raw result as JSON (errors too, as {"error": ...})',
-    )
-    parser.add_argument(
-        "--trace",
-        action="store_true",
-        default=default(False),
-        help="print every JSON-RPC message on stderr (--> sent, <-- received; with serve-demo, "
-        "as the server sends and receives them)",
-    )
-    parser.add_argument(
-        "--log-level",
-        choices=LOG_LEVELS,
-        default=default(None),
-        metavar="LEVEL",
-        help="client verbs: show the server's log messages at LEVEL and above on stderr; serve-demo: "
-        "the server's own log level on stderr (default warning). LEVEL: " + ", ".join(LOG_LEVELS),
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=default(60.0),
-        metavar="SECONDS",
-        help="the longest each request may take (default 60); past it, exit 6",
-    )
-    parser.add_argument(
-        "--connect-timeout",
-        type=_seconds,
-        default=default(30.0),
-        metavar="SECONDS",
-        help="the longest launching or reaching the server and the handshake may take (default 30)",
-    )
-    parser.add_argument(
-        "--quiet", action="store_true", default=default(False), help="no progress display"
-    )
-    parser.add_argument(
-        "--quiet-server",
-        action="store_true",
-        default=default(False),
-        help="hide a launched server's stderr (shown again, its last lines, if it fails)",
-    )
-    parser.add_argument(
-        "--diagram",
-        metavar="FILE.md",
-        default=default(None),
-        help="write the conversation as a Mermaid sequence diagram to FILE.md",
-    )
-    parser.add_argument(
-        "--root",
-        action="append",
-        default=default([]),
-        metavar="PATH",
-        help="declare the roots capability with this directory as a root (repeatable)",
-    )
-    parser.add_argument(
-        "--sampling-command",
-        metavar="CMD",
-        default=default(None),
-        help="answer the server's sampling requests by running CMD: the conversation on its "
-        "stdin, its stdout the model's reply",
-    )
-    parser.add_argument(
-        "--yes",
-        action="store_true",
-        default=default(False),
-        help="answer the server's sampling and elicitation requests without asking (otherwise "
-        "each is shown and asked about on a terminal, and refused without one)",
-    )
-    parser.add_argument(
-        "--answer-timeout",
-        type=_seconds,
-        default=default(ANSWER_TIMEOUT),
-        metavar="SECONDS",
-        help="the longest a question on the terminal waits for your answer (default "
-        f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled",
-    )
-    parser.add_argument(
-        "--header",
-        action="append",
-        default=default([]),
-        metavar="'NAME: VALUE'",
-        help="an HTTP header for URL targets (repeatable)",
-    )
-    parser.add_argument(
-        "--no-browser",
-        action="store_true",
-        default=default(False),
-        help="for a protected server: print the authorization URL, do not open a browser",
-    )
-    parser.add_argument(
-        "--transport",
-        choices=("auto", "streamable", "sse"),
-        default=default("auto"),
-        help="for URL targets: Streamable HTTP with fallback (auto), or one of them",
-    )
-    parser.add_argument(
-        "--era",
-        choices=("auto", "modern", "handshake"),
-        default=default("auto"),
-        help="the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
-        "handshake (auto); or only one of them",
-    )
+    for flag, default, options in _GLOBAL_OPTIONS:  # ("append" copies a list default before adding)
+        parser.add_argument(flag, default=default if defaults else argparse.SUPPRESS, **options)
 
 
 def build_parser() -> argparse.ArgumentParser:

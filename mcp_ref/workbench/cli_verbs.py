@@ -178,7 +178,6 @@ def connect(args, trace):
         McpError,
         RequestTimeout,
         ServerUnreachable,
-        UnsupportedProtocolVersionError,
     )
 
     if args.target.startswith(("http://", "https://")):
@@ -238,10 +237,6 @@ def connect(args, trace):
             raise CliError(
                 f"cannot reach the server {args.target}: {exc}", EXIT_UNREACHABLE
             ) from None
-        except UnsupportedProtocolVersionError as exc:
-            raise CliError(
-                f"cannot initialize with {args.target}: {exc}", EXIT_UNREACHABLE
-            ) from None
     command = shlex.split(args.target)
     if not command:
         raise CliError("TARGET is empty", EXIT_USAGE)
@@ -267,7 +262,7 @@ def connect(args, trace):
             f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
             EXIT_UNREACHABLE,
         ) from None
-    except (McpError, UnsupportedProtocolVersionError) as exc:
+    except McpError as exc:  # UnsupportedProtocolVersionError too
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
 
 

@@ -977,6 +977,123 @@ def test_a_slow_request_keeps_its_timeout_and_can_be_cancelled(serve, era):
         assert client.call_tool("echo", {"text": "still"}).text == "still"
 
 
+@pytest.mark.parametrize("era", ERAS)
+def test_a_call_given_up_on_as_its_answer_comes_leaves_the_next_call_alone(serve, monkeypatch, era):
+    """Giving up on a request (its timeout, a cancellation) as its answer comes touches nothing
+    but the socket of that answer: the worker reading the answer alone closes it.
+
+    A flake: a call cancelled just as its answer came (here a 202, the request taken without an
+    answer, which the worker closes), and the next call failed with ``('Connection aborted.',
+    ResponseNotReady())``.  The caller's thread closed the response too, which put its
+    connection back in requests' pool while the worker was still closing it; the next request
+    took that connection, and the worker's close landed on it between its request and its
+    answer.  The events are ordered here: the worker is held inside its close of the connection,
+    the call is cancelled, and the next request, sent, waits for its answer while the worker's
+    close completes."""
+    srv, seen = scripted(serve)
+    answer, closing, go, closed = (threading.Event() for _ in range(4))
+    cancelled = threading.Event()
+    waiting: dict = {}  # request id -> the worker thread waiting for its answer
+    slow: dict = {}  # "id": the slow call's request id
+
+    def taken(environ, start_response):  # the request taken; no answer on this response
+        answer.wait(WAIT)
+        start_response("202 Accepted", [("Content-Length", "0")])
+        return [b""]
+
+    with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+        transport = client.session.transport
+        pool = transport.http.get_adapter(srv.mcp).poolmanager.connection_from_url(srv.mcp)
+        close_connection, awaiting = pool.ConnectionCls.close, transport.awaiting
+
+        def held_close(connection):  # the slow call's worker, closing its answer's connection
+            worker = waiting.get(slow.get("id"))
+            if threading.current_thread() is not worker or closing.is_set():
+                return close_connection(connection)
+            closing.set()
+            go.wait(WAIT)
+            close_connection(connection)
+            closed.set()
+
+        def held_awaiting(request_id, underway):  # a worker waits for the head of an answer
+            waiting[request_id] = threading.current_thread()
+            if cancelled.is_set() and not go.is_set():  # the next request, sent
+                go.set()
+                closed.wait(WAIT)
+            awaiting(request_id, underway)
+
+        monkeypatch.setattr(pool.ConnectionCls, "close", held_close)
+        monkeypatch.setattr(transport, "awaiting", held_awaiting)
+        seen.answer = taken
+        call = client.start_tool_call("slow")
+        slow["id"] = call.request_id
+        answer.set()
+        assert closing.wait(WAIT)
+        seen.answer = None
+        assert call.cancel("enough")
+        cancelled.set()
+        assert client.call_tool("echo", {"text": "still"}).text == "still"
+        assert closed.is_set()
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_a_call_given_up_on_once_its_answer_is_read_spares_the_next_call_on_its_socket(
+    serve, monkeypatch, era
+):
+    """Its answer read, a request's connection is back in requests' pool and may carry the next
+    request: giving up on the first request then (its answer not yet handed to the session) must
+    not shut that socket down.  The events are ordered here: the first call's worker is held
+    with the answer read; the next call is sent on the same connection (the pool hands out the
+    last one returned) and waits for its answer; then the first call is cancelled."""
+    import io
+
+    srv, seen = scripted(serve)
+    first_answer, read, handover, second_sent, second_answer = (threading.Event() for _ in range(5))
+    socks: dict = {}  # request id -> the socket its answer comes on
+    waiting: dict = {}  # request id -> the worker thread waiting for its answer
+    first: dict = {}  # "id": the first call's request id
+
+    def in_turn(environ, start_response):  # each answer when the test says
+        body = environ["wsgi.input"].read()
+        environ["wsgi.input"] = io.BytesIO(body)
+        if b'"first"' in body:
+            first_answer.wait(WAIT)
+        else:
+            second_sent.set()
+            second_answer.wait(WAIT)
+        return seen.app(environ, start_response)
+
+    with Client.http(srv.mcp, era=era, timeout=WAIT) as client:
+        transport = client.session.transport
+        awaiting, put = transport.awaiting, transport._incoming.put
+
+        def watched(request_id, underway):  # a worker waits for the head of an answer
+            socks[request_id] = underway.sock
+            waiting[request_id] = threading.current_thread()
+            awaiting(request_id, underway)
+
+        def held_put(item):  # the first call's worker hands its answer, read, to the session
+            if threading.current_thread() is waiting.get(first.get("id")) and not read.is_set():
+                read.set()
+                handover.wait(WAIT)
+            put(item)
+
+        monkeypatch.setattr(transport, "awaiting", watched)
+        monkeypatch.setattr(transport._incoming, "put", held_put)
+        seen.answer = in_turn
+        call = client.start_tool_call("echo", {"text": "first"})
+        first["id"] = call.request_id
+        first_answer.set()
+        assert read.wait(WAIT)
+        second = client.start_tool_call("echo", {"text": "second"})
+        assert second_sent.wait(WAIT)
+        assert call.cancel("enough")
+        second_answer.set()
+        handover.set()
+        assert second.result().text == "second"
+        assert socks[second.request_id] is socks[call.request_id]
+
+
 # -- over https: requests' TLS settings, as given ------------------------------------------------
 
 

@@ -404,18 +404,12 @@ class HttpAppBase:
     def new_connection(self, transport: Any, name: str) -> Connection:
         """A connection of the server served on ``transport``, its handlers on the shared pool (shared
         sessions: its requests to the client numbered ``<worker>-<n>``, unique across workers)."""
-        if isinstance(transport, HttpSession) and transport.shared:
-            ids = self.shared_sessions.request_ids()
-            return cast(
-                Connection,
-                self.server.new_connection(
-                    transport, executor=self.handler_pool(), name=name, ids=ids
-                ),
-            )
-        return cast(
-            Connection,
-            self.server.new_connection(transport, executor=self.handler_pool(), name=name),
+        shared = isinstance(transport, HttpSession) and transport.shared
+        options = {"ids": self.shared_sessions.request_ids()} if shared else {}
+        connection = self.server.new_connection(
+            transport, executor=self.handler_pool(), name=name, **options
         )
+        return cast(Connection, connection)
 
     def live_session(self, session_id: str) -> HttpSession | None:
         """The session ``session_id`` of this process, if there is one."""

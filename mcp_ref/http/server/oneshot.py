@@ -18,7 +18,7 @@ from ...session import Transport
 from ..sse import sse_event
 from .base import HttpAppBase, peer_of
 from .host import Connection
-from .replies import SSE_HEADERS
+from .replies import SSE_HEADERS, json_body
 from .request import HttpRequest, ServerHooks
 from .status import modern_status
 
@@ -159,17 +159,7 @@ class Exchange(Transport):
             self.done = True
             if self.write_sse is not None:
                 return []  # streamed, answer included
-            if self.answer is not None:
-                self.start_response(
-                    self.status,
-                    [
-                        ("Content-Type", "application/json"),
-                        ("Content-Length", str(len(self.answer))),
-                    ],
-                )
-                return [self.answer]
-        self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
-        return [b""]
+            return json_body(self.start_response, self.status, self.answer)
 
     def read(self) -> bytes | None:
         """Never called: the WSGI application feeds the exchange."""

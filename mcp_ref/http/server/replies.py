@@ -164,17 +164,18 @@ class DirectReply:
             self.done = True
             if self.write is not None:
                 return []
-            if self.answer is not None:
-                self.start_response(
-                    self.status,
-                    [
-                        ("Content-Type", "application/json"),
-                        ("Content-Length", str(len(self.answer))),
-                    ],
-                )
-                return [self.answer]
-            self.start_response("202 Accepted", [("Content-Length", "0")])  # cancelled: no answer
-            return [b""]
+            return json_body(self.start_response, self.status, self.answer)
+
+
+def json_body(start_response: Callable, status: str, answer: bytes | None) -> list:
+    """The WSGI body of a POST answered at once: ``answer`` (JSON) with ``status``, or 202 and no
+    body when there is none (the request was cancelled: no answer is sent)."""
+    if answer is None:
+        start_response("202 Accepted", [("Content-Length", "0")])
+        return [b""]
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
+    start_response(status, headers)
+    return [answer]
 
 
 class HeldStream:

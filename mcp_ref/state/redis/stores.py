@@ -271,12 +271,11 @@ class RedisBuckets(InjectableClock):
         """The buckets held (by SCAN, looking at :data:`MAX_SCANNED` keys at most; 0 when Redis is
         unreachable)."""
         pattern = _glob_escape(self.connection.key("bucket", "")) + "*"
-        held = scanned = 0
+        held = 0
         try:
             for _key in self.connection.client.scan_iter(match=pattern, count=1000):
                 held += 1
-                scanned += 1
-                if scanned >= MAX_SCANNED:
+                if held >= MAX_SCANNED:
                     break
         except FAULTS as error:
             self.faults(error, "the buckets cannot be counted")
