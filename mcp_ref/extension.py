@@ -41,7 +41,7 @@ to merge into the client's own (a key replaces the client's, the ``extensions`` 
 in 2026-07-28 every request declares them anew.  ``methods(version)`` answers the server's requests
 (an extension's method wins over the client's own sampling, elicitation and roots);
 ``intercept_request(call, proceed)`` runs around answering each of them (``call`` is a
-:class:`~mcp_ref.client.connection.IncomingRequest`: ``method``, ``params`` and ``context`` may be
+:class:`~mcp_ref.client.answering.IncomingRequest`: ``method``, ``params`` and ``context`` may be
 replaced before ``proceed()``, which may be called later on another thread), in both eras (in
 2026-07-28 around each of the ``inputRequests`` a result carries).  And:
 
@@ -49,7 +49,7 @@ replaced before ``proceed()``, which may be called later on another thread), in 
   request the client sends: return ``start(method, params, options)`` (a call with ``result()``,
   ``cancel()`` and ``done()``), perhaps with its params or options changed (an option of its own
   taken out, as ``task`` of ``client.call_tool(..., task=True)``), or a call of its own that takes
-  over how the answer is awaited (:class:`~mcp_ref.client.calls.Call` is the one to extend).
+  over how the answer is awaited (:class:`~mcp_ref.client.connection.Call` is the one to extend).
 """
 
 from __future__ import annotations

@@ -32,11 +32,6 @@ from .session import Transport
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-#: The longest stderr line of a server's kept (``stderr="capture"``) or handed to a callback (bytes);
-#: the rest of a longer line is read and dropped, so a server's stderr costs bounded memory.
-MAX_STDERR_LINE = 16 * 1024
-#: What ends a stderr line cut at :data:`MAX_STDERR_LINE`.
-TRUNCATED = " [... line truncated]"
 #: Linux: a server starts with this variable first in its environment, holding its own token after
 #: those of the clients above it; every descendant inherits it (:mod:`.process_tree` finds them).
 ENV_MARKER = "MCP_REF_STDIO_TREE"
@@ -104,7 +99,8 @@ class SubprocessTransport(StreamTransport):
     ``stderr``: ``"inherit"`` (the default: the server's stderr goes to ours),
     ``"capture"`` (lines are kept in ``stderr_lines``, the last 1,000, and
     logged at DEBUG), ``"discard"``, or a callable taking each decoded line.  A line
-    longer than :data:`MAX_STDERR_LINE` bytes is cut there (ending with :data:`TRUNCATED`).
+    longer than :data:`~mcp_ref.stdio_stderr.MAX_STDERR_LINE` bytes is cut there (ending with
+    :data:`~mcp_ref.stdio_stderr.TRUNCATED`; :mod:`mcp_ref.stdio_stderr`).
     """
 
     def __init__(
@@ -165,35 +161,16 @@ class SubprocessTransport(StreamTransport):
         self._reading = False
         self._close_lock = threading.Lock()
         self._stderr_thread: threading.Thread | None = None
-        if stderr_target is subprocess.PIPE:
+        if stderr_target is subprocess.PIPE and self.process.stderr is not None:
+            # Loaded only when the server's stderr is read here ("capture" or a callable).
+            from .stdio_stderr import start_reading
+
             sink = stderr if callable(stderr) else self._keep_stderr_line
-            self._stderr_thread = threading.Thread(
-                target=self._pump_stderr, args=(sink,), name="mcp-stderr", daemon=True
-            )
-            self._stderr_thread.start()
+            self._stderr_thread = start_reading(self.process.stderr, sink)
 
     def _keep_stderr_line(self, line: str) -> None:
         self.stderr_lines.append(line)
         log.debug("server stderr: %s", line)
-
-    def _pump_stderr(self, sink: Callable[[str], None]) -> None:
-        stream = self.process.stderr
-        if stream is None:
-            return
-        skipping = False  # the rest of a line already cut at MAX_STDERR_LINE
-        for raw in iter(lambda: stream.readline(MAX_STDERR_LINE), b""):
-            ended = raw.endswith(b"\n")
-            if skipping:
-                skipping = not ended
-                continue
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if not ended and len(raw) >= MAX_STDERR_LINE:
-                skipping, line = True, line + TRUNCATED
-            try:
-                sink(line)
-            except Exception:
-                log.exception("stderr callback failed")
-        stream.close()  # at end of file, by the only thread that reads it
 
     def release(self) -> None:
         """Close the output pipes when no reader thread ever took them (the server has exited)."""

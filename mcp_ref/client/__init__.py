@@ -16,9 +16,12 @@ module            one idea
 ``shorthand``     the keyword arguments and methods that build and use this package's
                   extensions (``approve=``, ``task=``, ``get_task`` ...; loaded when used)
 ``connection``    :class:`ClientConnection`: one connection's dispatcher —
-                  the era, the handshake and lifecycle, and what the server sends
-``calls``         one request of the caller's (all a handshake-era request is)
-``modern``        the 2026-07-28 era: the probe, the envelope, the retries
+                  the era, the handshake and lifecycle; a request of the caller's in
+                  either era (``Call``, ``ModernCall``: the 2026-07-28 probe, envelope
+                  and retries)
+``answering``     what the server sends: its requests answered (extensions' methods,
+                  then the modules below), its notifications routed to streams and
+                  callbacks (loaded with the first)
 ``mrtr``          answering a modern server's input requests (loaded when asked)
 ``listening``     listen streams and the change callbacks' stream
 ``cache``         2026-07-28 results kept by their ``ttlMs``
@@ -30,7 +33,7 @@ module            one idea
 ``roots``         answering ``roots/list``; what a root may be
 ================  ==========================================================
 
-Only ``client``, ``connection`` and ``calls`` load with a plain client; the rest load when used.
+Only ``client`` and ``connection`` load with a plain client; the rest load when used.
 What a client adds beyond the protocol is an extension (:mod:`mcp_ref.extension`), given to
 ``Client(extensions=[...])``; this package's own (approval, the client's rate limit, the task
 protocols, client-hosted tasks) live in :mod:`mcp_ref.extensions`.

@@ -1,14 +1,18 @@
 """Calling the user's handlers: ``handler(params)``, or ``handler(params, context)`` when it takes
-two arguments (the context tells a long-running handler that the server cancelled its request)."""
+two arguments (the context tells a long-running handler that the server cancelled its request);
+and the change callbacks (``on_list_changed``, ``on_resource_updated``)."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..session import RequestContext
 from ..types import WireModel
+
+if TYPE_CHECKING:
+    from .interfaces import Connection
 
 
 def call_handler(handler: Callable, params: Any, context: RequestContext) -> Any:
@@ -34,3 +38,19 @@ def result_dict(value: Any) -> dict:
     if isinstance(value, dict):
         return dict(value)
     raise TypeError(f"a handler must return a result object or dict, not {type(value).__name__}")
+
+
+def notify_callbacks(connection: Connection, method: str, params: dict) -> None:
+    """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread)."""
+    client = connection.client
+    if method == "notifications/resources/updated":
+        callback, argument = client.on_resource_updated, params.get("uri")
+    elif method.startswith("notifications/") and method.endswith("/list_changed"):
+        callback, argument = (
+            client.on_list_changed,
+            method[len("notifications/") : -len("/list_changed")],
+        )
+    else:
+        return
+    if callback is not None:
+        connection.session.call_soon(callback, argument)

@@ -13,7 +13,8 @@ The server may call back: pass ``sampling_handler``, ``elicitation_handler`` and
 declare those capabilities (a handler is called as ``handler(params)``, or ``handler(params,
 context)`` if it takes two arguments: ``context.is_cancelled`` then tells it the server gave up);
 ``on_log``, ``on_resource_updated`` and ``on_list_changed`` receive notifications.  What the server
-sends is handled by :class:`~mcp_ref.client.connection.ClientConnection`.
+sends is handled by :class:`~mcp_ref.client.connection.ClientConnection` (answered in
+:mod:`mcp_ref.client.answering`, loaded with the first request or notification).
 
 Everything beyond the protocol is an extension (:mod:`mcp_ref.extension`); the keyword arguments
 and methods standing for this package's own (``approve=``, ``task=`` ...) are the shorthand,
@@ -31,11 +32,18 @@ from .. import lifecycle
 from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceNotFound
 from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
-from ..session import DEFAULT_TIMEOUT, ProgressCallback
+from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
 from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
-from . import calls
-from .calls import MAX_INPUT_ROUNDS
-from .connection import AUTO, HANDSHAKE, MODERN, PROBE_TIMEOUT, ClientConnection, resolve_era
+from .connection import (
+    AUTO,
+    HANDSHAKE,
+    MAX_INPUT_ROUNDS,
+    MODERN,
+    PROBE_TIMEOUT,
+    Call,
+    ClientConnection,
+    resolve_era,
+)
 
 if TYPE_CHECKING:
     from ..extension import Extension
@@ -733,9 +741,39 @@ class Client:
         return _shorthand_member(self, name, "Client")
 
 
-class ToolCall(calls.ToolCall):
-    """A ``tools/call`` in flight (:class:`mcp_ref.client.calls.ToolCall`), with the shorthand's
-    members (``task_id``: :mod:`mcp_ref.client.shorthand`)."""
+class ToolCall:
+    """A ``tools/call`` in flight (from :meth:`Client.start_tool_call`): ``result()`` or ``cancel()``.
+
+    One call may take several requests on the wire (2026-07-28 input rounds and retries, an
+    extension's call's own requests): ``request_id`` is the ``tools/call``'s current one.  The
+    shorthand's members (``task_id``: :mod:`mcp_ref.client.shorthand`) are looked up on first use."""
+
+    def __init__(self, call: Call):
+        self.call = call
+
+    @property
+    def pending(self) -> PendingRequest:
+        """The JSON-RPC request on the wire now."""
+        return self.call.pending
+
+    @property
+    def request_id(self):
+        """The JSON-RPC id of the call (of its current round, in the 2026-07-28 era)."""
+        return self.call.id
+
+    def result(self) -> CallToolResult:
+        """Wait for the tool's result (raises RequestTimeout, RequestCancelled, McpError ...)."""
+        return CallToolResult.from_wire(self.call.result())
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the call (over stdio the server is sent ``notifications/cancelled``; over
+        2026-07-28 HTTP the request's response stream is closed; an extension's call may do
+        otherwise); False if it had finished."""
+        return self.call.cancel(reason)
+
+    def done(self) -> bool:
+        """True once the call has settled."""
+        return self.call.done()
 
     def __getattr__(self, name: str) -> Any:
         """The shorthand's members, looked up on first use."""

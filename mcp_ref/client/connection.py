@@ -1,46 +1,77 @@
-"""The client side of one connection: its era, the lifecycle, and what the server sends.
+"""The client side of one connection: its era, the lifecycle, the caller's requests, and what the
+server sends.
 
 :class:`ClientConnection` is the session's dispatcher, as
-:class:`~mcp_ref.server.connection.ServerConnection` is on the other side.  It
-chooses the era when it connects (:meth:`ClientConnection.connect`: the
-2026-07-28 probe, else the handshake), keeps what was negotiated or discovered,
-gates what the client sends by the lifecycle table
-(:data:`mcp_ref.lifecycle.RULES`), starts the caller's requests
-(:mod:`mcp_ref.client.calls`), answers the server's requests through the feature
-modules (:data:`ANSWERED`) and hands notifications to the client's callbacks on
-the callback thread.
+:class:`~mcp_ref.server.connection.ServerConnection` is on the other side.  It chooses the era
+when it connects (:meth:`ClientConnection.connect`: the 2026-07-28 probe, else the handshake),
+keeps what was negotiated or discovered, gates what the client sends by the lifecycle table
+(:data:`mcp_ref.lifecycle.RULES`), starts the caller's requests, and hands the server's
+requests and notifications to :mod:`mcp_ref.client.answering`.
+
+A request of the caller's (``client.call_tool()``, ``client.request()`` ...) is a :class:`Call`:
+in the handshake era one JSON-RPC request and its answer.  In the 2026-07-28 era it is a
+:class:`ModernCall`, which may take several requests on the wire, each with a new id:
+
+* ``input_required`` (MRTR, 2026-07-28 basic/patterns/mrtr): the client answers the
+  ``inputRequests`` with its sampling, elicitation and roots handlers — the same ones that answer
+  a handshake-era server's requests — and retries with ``inputResponses`` and the
+  ``requestState`` echoed exactly (:mod:`mcp_ref.client.mrtr`, loaded at the first such round);
+* ``UnsupportedProtocolVersionError`` (-32022): retry with a version from its ``supported`` list
+  (basic/versioning: the client "SHOULD select a mutually supported version from the
+  ``supported`` list and retry the request");
+* a lost HTTP response stream: re-issue the request with a new id (changelog, SEP-2575:
+  "clients MUST re-issue it as a new request with a new request ID");
+* ``HeaderMismatch`` (-32020) for a tool whose ``x-mcp-header`` parameters the client had not
+  seen: list the tools, then retry once with the headers.
+
+Every one of these is bounded (``Client(max_input_rounds=)``, default :data:`MAX_INPUT_ROUNDS`;
+:data:`MAX_REISSUES`; one version retry, one header retry).  A modern server has no handshake:
+the client learns its era once (:func:`probe`), and from then on every request names its own
+protocol version and capabilities in ``_meta`` (:func:`with_envelope`).
 
 What only some clients need loads when it is first needed, so a plain client reads none of it:
-the 2026-07-28 era (:mod:`mcp_ref.client.modern`: the probe, the per-request envelope, the
-``input_required`` rounds), listen streams (:mod:`mcp_ref.client.listening`), the result cache
+listen streams (:mod:`mcp_ref.client.listening`), the result cache
 (:mod:`mcp_ref.client.cache`), the tool headers of HTTP (:mod:`mcp_ref.client.tool_headers`), the
-answering modules.  What the client's extensions add (:class:`~mcp_ref.extension.Extension`)
-reaches it through two doors only: :meth:`ClientConnection.start` passes every request the client
-sends through their ``start_request`` hooks, :meth:`ClientConnection.handle_request` every request
-of the server's through their methods and ``intercept_request`` hooks.
+answering of the server's requests and notifications (:mod:`mcp_ref.client.answering`).  What
+the client's extensions add (:class:`~mcp_ref.extension.Extension`) reaches it through two doors
+only: :meth:`ClientConnection.start` passes every request the client their ``start_request`` hooks (which may return a call of their own: extend :class:`Call` or
+:class:`ModernCall`, whose ``settle`` receives a ``resultType`` of theirs),
+:meth:`ClientConnection.handle_request` every request of the server's through their methods and
+``intercept_request`` hooks.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
-from ..errors import CapabilityError, McpError, MethodNotFound
+from ..errors import (
+    HEADER_MISMATCH,
+    LIMIT_EXCEEDED,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    CapabilityError,
+    HeaderMismatchError,
+    LimitExceeded,
+    McpError,
+    RequestCancelled,
+    RequestTimeout,
+    ResponseStreamLost,
+    UnsupportedProtocolVersionError,
+)
 from ..lifecycle import MODERN_VERSIONS, SUPPORTED_VERSIONS, Lifecycle
 from ..request import DEFAULT, Default
 from ..session import PendingRequest, RequestContext, Session
 from ..types import DiscoverResult, InitializeResult
-from .calls import Call
 
 if TYPE_CHECKING:
     from .cache import ResultCache
-    from .interfaces import ClientSettings
+    from .interfaces import ClientSettings, Connection
     from .listening import CallbackFeed, Streams
     from .tool_headers import KnownTools
 
@@ -53,45 +84,23 @@ ERAS = (AUTO, MODERN, HANDSHAKE)
 #: (stdio §Backward Compatibility: "does not respond within a reasonable timeout: the server is
 #: legacy"); the default of ``Client(probe_timeout=)``.
 PROBE_TIMEOUT = 10.0
+#: ``input_required`` rounds one request may take before the client gives up (a server that asks
+#: forever must not hold the caller forever; 2026-07-28 mrtr lets a server ask again and again).
+#: The default of ``Client(max_input_rounds=)``, which bounds a task's input rounds too.
+MAX_INPUT_ROUNDS = 16
+#: Times a request whose HTTP response stream broke is re-issued before the caller gets the error.
+MAX_REISSUES = 2
 
-#: Every request a client answers (``ping``: :meth:`ClientConnection.answer_at_once`), and the module of this package that
-#: answers it (:func:`answering_module`), loaded with the first such request.
-ANSWERED = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
+#: Errors only a modern server sends (basic/versioning §Backward Compatibility: "a recognized modern
+#: JSON-RPC error ... identifies a modern server").
+MODERN_ERROR_CODES = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
 #: The methods whose 2026-07-28 results may be cached: :data:`mcp_ref.client.cache.CACHEABLE`'s keys
 #: (named here so that a request of another method does not load the cache).
 CACHED_METHODS = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
-
-
-class AnsweringModule(Protocol):
-    """A module answering some of the server's requests (sampling, elicitation, roots)."""
-
-    HANDLERS: dict[str, Callable[..., dict[str, Any]]]
-    OFFERED: dict[str, Callable[..., None]]
-
-
-def answering_module(method: str) -> AnsweringModule:
-    """The module that answers ``method`` (one of :data:`ANSWERED`)."""
-    return cast(AnsweringModule, importlib.import_module(f"{__package__}.{ANSWERED[method]}"))
-
-
-@dataclass
-class IncomingRequest:
-    """A request of the server's as the client's extensions' ``intercept_request`` see it (the
-    ``call``): an interceptor may replace ``params`` (an edited request) or ``context`` (the request
-    then runs under another one, e.g. a task's) before it calls ``proceed()``."""
-
-    #: The connection it came on (``connection.modern``: the era; ``connection.client``: the client).
-    connection: ClientConnection
-    #: Its context: its id, whether the server cancelled it, its progress.
-    context: RequestContext
-    method: str
-    params: dict[str, Any]
 
 
 def resolve_era(era: str, protocol_version: str | None) -> tuple[str, str | None]:
@@ -145,9 +154,8 @@ class ClientConnection:
         self.modern = False
         #: The log level asked for: every modern request carries it; a handshake-era re-initialize asks it again.
         self.log_level: str | None = None
-        #: The modern ``_meta`` envelopes built (:func:`mcp_ref.client.modern.envelope_meta`); emptied when what the client declares changes.
+        #: The modern ``_meta`` envelopes built (:func:`envelope_meta`); emptied when what the client declares changes.
         self.metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]] = {}
-        self._modern: Any = None  # mcp_ref.client.modern, once the connection speaks that era
         self._lock = threading.Lock()
         self._streams: Streams | None = None
         self._cache: ResultCache | None = None
@@ -210,19 +218,17 @@ class ClientConnection:
         """Speak the modern era if the server does (``era`` ``"auto"`` or ``"modern"``), else the handshake.
 
         2026-07-28 basic/versioning §Backward Compatibility: a client for both eras "detects
-        the server's era with transport-specific mechanics": :func:`mcp_ref.client.modern.probe`,
+        the server's era with transport-specific mechanics": :func:`probe`,
         which waits at most ``probe_timeout`` seconds for an answer on a stream transport.
         ``pinned`` is a revision the caller insists on (None: the newest).
         """
         wait = self.session.default_timeout if timeout is DEFAULT else timeout
         if era != HANDSHAKE:
-            from . import modern
-
             # over HTTP every request gets an HTTP status: the probe needs no timeout of its own
             bounded = None if self.http_hooks is not None else probe_timeout
             try:
-                version, result = modern.probe(self, pinned, wait, bounded=bounded)
-            except modern.LegacyServer as legacy:
+                version, result = probe(self, pinned, wait, bounded=bounded)
+            except LegacyServer as legacy:
                 if era == MODERN:
                     raise McpError(
                         f"the server does not speak {pinned or 'a modern revision'}: it did not answer server/"
@@ -239,12 +245,10 @@ class ClientConnection:
         self.initialize(timeout)
 
     def _become_modern(self, version: str, result: DiscoverResult) -> None:
-        from . import modern
-
         def discovered() -> None:
             self.session.protocol_version = version
             self.discover_result = result
-            self._modern, self.modern = modern, True
+            self.modern = True
 
         self.lifecycle.advance(lifecycle.STATELESS, discovered)
         if self.http_hooks is not None:  # HTTP: no session from now on; the Mcp-Param-* headers
@@ -326,9 +330,7 @@ class ClientConnection:
         extensions named in ``declares`` too (2026-07-28 per-request capabilities)."""
         self.lifecycle.check_send(method)
         if self.modern:
-            params = self._modern.with_envelope(
-                params, self._modern.envelope_meta(self, declares=declares)
-            )
+            params = with_envelope(params, envelope_meta(self, declares=declares))
         return self.session.send_request(method, params, **options)
 
     def start(self, method: str, params: dict | None = None, **options) -> Call:
@@ -343,12 +345,12 @@ class ClientConnection:
         return start(method, params, options)
 
     def send_call(self, method: str, params: dict | None, options: dict) -> Call:
-        """Start a request (the innermost step of :meth:`start`): a :class:`~mcp_ref.client.calls.Call`,
-        or in the modern era a :class:`~mcp_ref.client.modern.ModernCall`, which may take several rounds."""
+        """Start a request (the innermost step of :meth:`start`): a :class:`Call`, or in
+        the modern era a :class:`ModernCall`, which may take several rounds."""
         declares = options.pop("declares", ())
         if not self.modern:
             return Call(self, method, params, options, declares)
-        return self._modern.ModernCall(self, method, params, options, declares)
+        return ModernCall(self, method, params, options, declares)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
@@ -375,21 +377,6 @@ class ClientConnection:
             raise CapabilityError(self.lifecycle.rules.unsent.format(method=method))
         self.session.notify(method, params)
 
-    def notify_callbacks(self, method: str, params: dict) -> None:
-        """Hand a change notification to ``on_list_changed`` / ``on_resource_updated`` (callback thread)."""
-        client = self.client
-        if method == "notifications/resources/updated":
-            callback, argument = client.on_resource_updated, params.get("uri")
-        elif method.startswith("notifications/") and method.endswith("/list_changed"):
-            callback, argument = (
-                client.on_list_changed,
-                method[len("notifications/") : -len("/list_changed")],
-            )
-        else:
-            return
-        if callback is not None:
-            self.session.call_soon(callback, argument)
-
     # -- the Dispatcher protocol: what the server sends ---------------------------------------
 
     @staticmethod
@@ -403,78 +390,333 @@ class ClientConnection:
         """Batches are part of 2024-11-05 and 2025-03-26 only."""
         return lifecycle.batches_allowed(self.session.protocol_version)
 
-    @staticmethod
-    def answers(method: str) -> bool:
-        """True for a request a client answers (sampling, elicitation, roots): what an
-        ``input_required`` round may ask for (2026-07-28 mrtr §InputRequests)."""
-        return method in ANSWERED
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
-        """Answer the server's requests — in both eras (a 2026-07-28 ``inputRequests`` entry comes
-        here too, from :class:`~mcp_ref.client.modern.ModernCall`): with a method of one of the
-        client's extensions (``methods(version)``), else sampling, elicitation or roots.
+        """Answer a request of the server's, in both eras
+        (:func:`mcp_ref.client.answering.answer_request`)."""
+        # Loaded with the first request of the server's: a plain client is sent none.
+        from .answering import answer_request
 
-        A request the client answers (what it does not offer is -32601 and reaches no extension)
-        then passes every extension's ``intercept_request``, the first given outermost, before its
-        handler: they may refuse it, edit it, or answer it otherwise.
-        """
-        version = self.session.protocol_version
-        extensions = self.client.extensions
-        handler = next(
-            (
-                found
-                for extension in extensions
-                if (found := extension.methods(version).get(method))
-            ),
-            None,
-        )
-        if handler is None and method not in ANSWERED:
-            raise MethodNotFound(f"Method not found: {method}")
-        self.lifecycle.check_receive(method)
-        if handler is None:
-            module = answering_module(method)
-            module.OFFERED[method](self)
-            handler = module.HANDLERS[method]
-        call = IncomingRequest(self, context, method, params)
-
-        def answer() -> dict:
-            return handler(self, call.context, call.params)
-
-        proceed = answer
-        for extension in reversed(extensions):
-            proceed = functools.partial(extension.intercept_request, call, proceed)
-        return proceed()
+        return answer_request(self, context, method, params)
 
     def handle_notification(self, method: str, params: dict) -> None:
-        """Route the server's notifications: a listen stream's to that stream (by its
-        ``subscriptionId``), the rest to the client's callbacks (on the callback thread)."""
-        client = self.client
-        if self._cache is not None:
-            # caching §Interaction with Notifications: a change notification "invalidates the cached response".
-            self._cache.invalidate(method, params)
-        meta = params.get("_meta")
-        subscription = meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        if subscription is not None:
-            # subscriptions §Receiving Notifications: "clients MUST use this field to correlate
-            # notifications with their originating subscription".
-            if self._streams is None:
-                log.debug("dropped %s for unknown subscription %r", method, subscription)
-            else:
-                self._streams.deliver(subscription, method, params)
-            return
-        if method == "notifications/message":
-            if client.on_log is not None:
-                from ..feature_types import LogMessage
+        """Route a notification of the server's to a listen stream or the client's callbacks
+        (:func:`mcp_ref.client.answering.route_notification`)."""
+        # Loaded with the first notification of the server's: a plain client is sent none.
+        from .answering import route_notification
 
-                self.session.call_soon(client.on_log, LogMessage.from_wire(params))
-        elif method == "notifications/elicitation/complete":
-            # client/elicitation: clients MUST ignore ids they do not know; the callback decides.
-            if client.on_elicitation_complete is not None:
-                self.session.call_soon(client.on_elicitation_complete, params.get("elicitationId"))
-        elif method == "notifications/resources/updated" or method.endswith("/list_changed"):
-            self.tools_changed += 1 if method == "notifications/tools/list_changed" else 0
-            self.notify_callbacks(method, params)
-            if self._streams is not None:
-                self._streams.deliver_local(method, params)
-        else:
-            log.debug("ignored notification %s", method)
+        route_notification(self, method, params, self._cache, self._streams)
+
+
+# -- the caller's requests: a Call in either era, a ModernCall's rounds in 2026-07-28 -------------
+
+
+class Call:
+    """One request of the caller's: ``result()`` waits for its result, ``cancel()`` stops it."""
+
+    #: ``input_required`` rounds answered so far (2026-07-28; a result reached through any is not cached).
+    rounds = 0
+
+    def __init__(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict | None,
+        options: dict,
+        declares: tuple[str, ...] = (),
+    ):
+        self._connection, self.method, self._params, self._options = (
+            connection,
+            method,
+            params,
+            options,
+        )
+        #: The extensions its 2026-07-28 per-request capabilities declare (on every round).
+        self.declares = declares
+        #: The JSON-RPC request on the wire now.
+        self.pending: PendingRequest = connection.send_request(
+            method, params, declares=declares, **options
+        )
+
+    @property
+    def id(self):
+        """The JSON-RPC id of the request on the wire now."""
+        return self.pending.id
+
+    @property
+    def connection(self) -> Connection:
+        """The connection the call travels on."""
+        return self._connection
+
+    def done(self) -> bool:
+        """True once the call has settled."""
+        return self.pending.done()
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the request (the server is told, as the transport requires); False if it had finished."""
+        return self.pending.cancel(reason)
+
+    def result(self) -> dict:
+        """Wait for the result (raises RequestTimeout, RequestCancelled, McpError ...)."""
+        return self.pending.result()
+
+
+class ModernCall(Call):
+    """One request of the caller's, across the rounds the modern era may need (see the module
+    docstring).  ``result()`` waits for the final result; ``cancel()`` stops it at any round."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict | None,
+        options: dict,
+        declares: tuple[str, ...] = (),
+    ):
+        on_progress = options.get("on_progress")
+        if on_progress is not None:
+            from .mrtr import ProgressAcrossRounds
+
+            options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
+        self._cancelled: str | None = (
+            None  # no lock: cancel() and the rounds each write their side, then read the other's
+        )
+        self._contexts: list[RequestContext] = []  # of the input handlers running now
+        super().__init__(connection, method, params, options, declares)
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the request (the server is told, as the transport requires); False if it had finished."""
+        self._cancelled = reason or "cancelled"
+        for context in list(self._contexts):
+            context.cancelled.set()
+        return self.pending.cancel(reason)
+
+    def result(self) -> dict:
+        """Wait for the final result: answer ``input_required`` rounds, retry as the module says."""
+        connection = self._connection
+        reissues = 0
+        version_retried = headers_retried = False
+        params = self._params
+        while True:
+            try:
+                result = self.pending.result()
+            except UnsupportedProtocolVersionError as exc:
+                if version_retried:
+                    raise
+                version_retried = True
+                adopt_version(connection, exc)
+                self._resend(params)
+                continue
+            except ResponseStreamLost:
+                if reissues >= MAX_REISSUES:
+                    raise
+                reissues += 1
+                self._resend(params)
+                continue
+            except HeaderMismatchError:
+                if headers_retried or not connection.learn_tool_headers(self.method, params):
+                    raise
+                headers_retried = True
+                self._resend(params)
+                continue
+            kind = result.get(
+                "resultType", lifecycle.COMPLETE
+            )  # absent: "MUST treat ... as complete"
+            if kind == lifecycle.COMPLETE:
+                return result
+            if kind != lifecycle.INPUT_REQUIRED:
+                return self.settle(kind, result)
+            from . import mrtr
+
+            params = mrtr.next_round(self, self._params, result)
+            self._resend(params)
+
+    def settle(self, kind: str, result: dict) -> dict:
+        """The final result of an answer whose ``resultType`` is neither complete nor input_required:
+        an error here; a call that declares an extension defining ``kind`` overrides it."""
+        raise McpError(
+            f"{self.method}: the server answered with resultType {kind!r}, which this "
+            f"client did not ask for"
+        )
+
+    def _resend(self, params: dict | None) -> None:
+        self._check_cancelled()
+        # mrtr: "The JSON-RPC id MUST be different between the initial request and the retry".
+        self.pending = self._connection.send_request(
+            self.method, params, declares=self.declares, **self._options
+        )
+        if (
+            self._cancelled is not None
+        ):  # cancel() came meanwhile, perhaps seeing the previous request only
+            self.pending.cancel(self._cancelled)
+
+    @property
+    def max_input_rounds(self) -> int:
+        """Rounds of input requests the client answers for this call (``Client(max_input_rounds=)``)."""
+        return self._connection.client.max_input_rounds
+
+    def too_many_rounds(self) -> LimitExceeded:
+        """The error of a call whose server still asks for input after :attr:`max_input_rounds` rounds."""
+        from .mrtr import too_many_rounds
+
+        return too_many_rounds(self)
+
+    def request_options(self) -> dict:
+        """The call's options that apply to each request it sends (its timeout)."""
+        return {"timeout": self._options["timeout"]} if "timeout" in self._options else {}
+
+    def answer(self, requests: Any) -> dict:
+        """The ``inputResponses`` for an ``inputRequests`` map (of an ``input_required`` result, or of
+        a task), from the client's handlers (:func:`mcp_ref.client.mrtr.answer`)."""
+        from .mrtr import answer
+
+        return answer(self, requests)
+
+    @contextmanager
+    def input_handler(self, context: RequestContext) -> Iterator[None]:
+        """While an input handler serves ``context``: cancelling the call cancels it too."""
+        self._contexts.append(context)
+        try:
+            self._check_cancelled()  # after the append: a cancel() that comes later sees the context
+            yield
+        finally:
+            self._contexts.remove(context)
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled is not None:
+            raise RequestCancelled(f"{self.method}: cancelled ({self._cancelled})")
+
+
+# -- the 2026-07-28 era: the probe, the per-request envelope, the version retry -------------------
+
+
+def pick_version(offered: list, pinned: str | None) -> str | None:
+    """The modern version to speak, given the versions a server offers: the pinned one if offered,
+    else the newest modern version both sides know; None when there is none."""
+    if pinned is not None:
+        return pinned if pinned in offered else None
+    return next((v for v in MODERN_VERSIONS if v in offered), None)
+
+
+class LegacyServer(Exception):
+    """The probe found a handshake-era server (internal: the connection falls back to ``initialize``)."""
+
+
+def probe(
+    connection: Connection,
+    pinned: str | None,
+    timeout: float | None,
+    *,
+    bounded: float | None,
+) -> tuple[str, DiscoverResult]:
+    """Ask ``server/discover``; return the version to speak and the server's answer.
+
+    Raises :class:`LegacyServer` when the answer says the server is handshake-only:
+    any error that is not a recognized modern one or, with ``bounded`` (stream
+    transports, where no HTTP status drives the fallback: ``Client(probe_timeout=)``,
+    in seconds), no answer within that time.  2026-07-28 basic/transports/stdio §Backward Compatibility:
+    "The fallback MUST NOT be keyed to one specific error code".  A modern error
+    is raised as it is (-32022 is handled here: one retry with a supported version).
+    """
+    version = pinned or MODERN_VERSIONS[0]
+    wait = timeout
+    if bounded is not None:
+        wait = bounded if timeout is None else min(timeout, bounded)
+    retried = False
+    while True:
+        params = {"_meta": envelope_meta(connection, version)}
+        try:
+            raw = connection.session.request("server/discover", params, timeout=wait)
+        except UnsupportedProtocolVersionError as exc:
+            # A modern server that does not speak ``version``: "Use one of the versions in its
+            # advertised supported list. Do not fall back to initialize."
+            choice = pick_version(exc.supported, pinned)
+            if choice is None or retried:
+                handshake = [v for v in SUPPORTED_VERSIONS if v in exc.supported]
+                if handshake and pinned is None:
+                    raise LegacyServer(
+                        handshake[0]
+                    ) from None  # it offers a handshake revision we speak
+                raise UnsupportedProtocolVersionError(
+                    f"the server speaks {', '.join(exc.supported) or 'no listed version'}; "
+                    f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
+                ) from None
+            version, retried = choice, True
+            continue
+        except McpError as exc:
+            if exc.code in MODERN_ERROR_CODES or exc.code == LIMIT_EXCEEDED:
+                raise  # a modern refusal; and a rate-limited probe says nothing of the era: try later
+            raise LegacyServer(None) from exc
+        except RequestTimeout:
+            if bounded is not None:
+                raise LegacyServer(None) from None
+            raise
+        try:
+            result = DiscoverResult.from_wire(raw)
+        except TypeError:
+            result = None
+        if (
+            result is None
+            or not isinstance(result.supported_versions, list)
+            or not isinstance(result.capabilities, dict)
+        ):
+            # Not a DiscoverResult: a server that answers any method it does not know with
+            # something; "any other" answer than a modern one identifies a legacy server.
+            raise LegacyServer(None)
+        offered = [v for v in result.supported_versions if isinstance(v, str)]
+        choice = pick_version(offered, pinned) if version not in offered else version
+        if choice is None:
+            handshake = [v for v in SUPPORTED_VERSIONS if v in offered]
+            if handshake and pinned is None:
+                raise LegacyServer(handshake[0])
+            raise UnsupportedProtocolVersionError(
+                f"the server speaks {', '.join(offered) or 'no listed version'}; mcp_ref speaks "
+                f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
+            )
+        return choice, result
+
+
+def with_envelope(params: dict | None, meta: dict) -> dict:
+    """A copy of a request's params with the envelope's keys added to its ``_meta`` (keys the caller
+    put there, such as trace context, are kept)."""
+    out = dict(params or {})
+    own = out.get("_meta")
+    out["_meta"] = {**own, **meta} if isinstance(own, dict) else dict(meta)
+    return out
+
+
+def envelope_meta(
+    connection: Connection, version: str | None = None, *, declares: tuple[str, ...] = ()
+) -> dict:
+    """The ``_meta`` of a modern request: version, capabilities, client info, log level.
+
+    2026-07-28 basic/index §_meta: every request carries ``protocolVersion`` and
+    ``clientCapabilities``; ``clientInfo`` "SHOULD" be on every request.  ``declares``: extensions
+    its capabilities declare too (an extension declared "in its per-request capabilities", SEP-2663),
+    with no settings.  Built once per version, ``declares`` (a few: the calls of the client's
+    extensions) and log level (9 of them), and kept in ``connection.metas``, which the client
+    empties when what it declares changes; shared, so never changed.
+    """
+    # Given (the server/discover probe), or chosen by then: every other modern request follows connect().
+    version = cast(str, version or connection.protocol_version)
+    key = (version, declares, connection.log_level)
+    meta = connection.metas.get(key)
+    if meta is None:
+        capabilities = connection.client.capabilities(version)
+        if declares:
+            extensions: dict[str, dict] = {name: {} for name in declares}
+            capabilities = {
+                **capabilities,
+                "extensions": {**extensions, **capabilities.get("extensions", {})},
+            }
+        meta = connection.metas[key] = lifecycle.request_meta(
+            version, capabilities, connection.client.client_info, key[2]
+        )
+    return meta
+
+
+def adopt_version(connection: Connection, error: UnsupportedProtocolVersionError) -> None:
+    """After -32022 for a request: speak a version from the error's ``supported`` list, or re-raise it."""
+    choice = pick_version(error.supported, connection.client.pinned_version)
+    if choice is None:
+        raise error
+    connection.session.protocol_version = choice

@@ -1,9 +1,8 @@
 """The narrow views the client's modules have of one another, for type checking only.
 
 The client's modules are layered: :mod:`~mcp_ref.client.client` (the public API) over
-:mod:`~mcp_ref.client.connection` (the dispatcher) over what it loads when it is needed —
-:mod:`~mcp_ref.client.calls` and the 2026-07-28 era's :mod:`~mcp_ref.client.modern`, the listen
-streams, the result cache and the answering modules (sampling, elicitation, roots).  A lower module that
+:mod:`~mcp_ref.client.connection` (the dispatcher and the caller's requests in both eras) over
+what it loads when it is needed — the 2026-07-28 era's input rounds, the listen streams, the result cache and the answering modules (sampling, elicitation, roots).  A lower module that
 holds an object of a higher one is typed with a Protocol from here, never with the class, so that
 no module imports one above it, not even for the type checker.  Modules import this one under
 ``if TYPE_CHECKING:``: it never loads at run time.
@@ -62,6 +61,8 @@ class Connection(Protocol):
     modern: bool
     log_level: str | None
     metas: dict[tuple[str, tuple[str, ...], str | None], dict[str, Any]]
+    #: ``tools/list_changed`` received and sessions begun so far.
+    tools_changed: int
 
     @property
     def protocol_version(self) -> str | None:
@@ -80,14 +81,8 @@ class Connection(Protocol):
     def request(self, method: str, params: dict | None = None, **options: Any) -> dict:
         """Send a request and wait for its final result."""
 
-    def answers(self, method: str) -> bool:
-        """True for a request of the server's that a client answers."""
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer one request of the server's."""
-
-    def notify_callbacks(self, method: str, params: dict) -> None:
-        """Hand a change notification to the client's callbacks."""
 
     def usable_tools(self, tools: list) -> list:
         """The listed tools a caller may use (their header declarations checked over HTTP)."""

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
 from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
+from .callbacks import notify_callbacks
 
 if TYPE_CHECKING:
     from .interfaces import Connection
@@ -297,7 +298,7 @@ class CallbackFeed:
 
     def _deliver(self, method: str, params: dict) -> None:
         self._failures = 0  # the stream works: a later drop starts the count of attempts again
-        self.connection.notify_callbacks(method, params)
+        notify_callbacks(self.connection, method, params)
 
     def _ended(self, stream: Subscription) -> None:
         """A stream ended (on the callback thread): if it is the current one and the client did

@@ -4,7 +4,7 @@ A modern server that needs the client's input answers ``resultType: "input_requi
 ``inputRequests`` (a map of sampling, elicitation and roots requests) and perhaps a
 ``requestState``.  The client answers each with the handlers that answer a handshake-era server's
 requests, and sends the request again, with a new id, carrying ``inputResponses`` and the state
-echoed exactly.  :class:`~mcp_ref.client.modern.ModernCall` drives the rounds; this module makes
+echoed exactly.  :class:`~mcp_ref.client.connection.ModernCall` drives the rounds; this module makes
 each one.  It loads when a server first asks for input.
 
 Bounded: at most ``Client(max_input_rounds=)`` rounds per call, at most :data:`MAX_INPUT_REQUESTS`
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LimitExceeded, McpError
 from ..session import RequestContext
+from .answering import ANSWERED
 
 if TYPE_CHECKING:
     from .interfaces import InputCall
@@ -62,7 +63,8 @@ def answer(call: InputCall, requests: Any) -> dict:
     for key, ask in requests.items():
         method = ask.get("method") if isinstance(ask, dict) else None
         params = ask.get("params") if isinstance(ask, dict) else None
-        if not isinstance(method, str) or not connection.answers(method):
+        # mrtr §InputRequests: sampling, elicitation or roots, what a client answers
+        if not isinstance(method, str) or method not in ANSWERED:
             raise McpError(
                 f"{call.method}: the server asked for {method!r}, which no client answers"
             )

@@ -57,7 +57,7 @@ from ..extension import Extension
 from .ratelimit import RateLimit, RateLimiter
 
 if TYPE_CHECKING:
-    from ..client.connection import IncomingRequest
+    from ..client.answering import IncomingRequest
 
 log = logging.getLogger(__name__)
 

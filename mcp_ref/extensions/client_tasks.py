@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..client.modern import ModernCall
+from ..client.connection import ModernCall
 from ..errors import McpError, RequestCancelled, RequestTimeout
 from ..extension import Extension
 

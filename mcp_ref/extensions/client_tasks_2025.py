@@ -50,7 +50,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..client.calls import Call
+from ..client.connection import Call
 from ..errors import (
     CapabilityError,
     ConnectionClosed,
@@ -67,7 +67,8 @@ from ..session import PendingRequest
 from .client_tasks import interval
 
 if TYPE_CHECKING:
-    from ..client.connection import ClientConnection, IncomingRequest
+    from ..client.answering import IncomingRequest
+    from ..client.connection import ClientConnection
     from ..types import Tool
 
 log = logging.getLogger(__name__)

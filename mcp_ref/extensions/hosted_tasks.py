@@ -81,7 +81,7 @@ from ..state.stores import TERMINAL, MemoryTaskQueue, iso_now
 from .task_pool import TaskPool
 
 if TYPE_CHECKING:
-    from ..client.connection import IncomingRequest
+    from ..client.answering import IncomingRequest
     from ..client.interfaces import ClientSettings, Connection
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,6 @@
-"""What a client loads: a plain one reads no extra, no 2026-07-28 code when pinned to the handshake
-era, and no feature module it does not use; each loads when the caller asks for it (issue 21).
+"""What a client loads: a plain one reads no extra and no feature module it does not use; each
+loads when the caller asks for it (issue 21).  Both eras' calls live beside the connection
+(``mcp_ref.client.connection``); only what answers the server and the features load on demand.
 
 Each case runs a real client in a fresh interpreter (real stdio server subprocess) and reads its
 ``sys.modules``.
@@ -29,6 +30,7 @@ server.run_stdio()
 
 #: Loaded only when used: listings, listen streams, the cache, the answering modules, the extras, HTTP.
 ON_DEMAND = (
+    "mcp_ref.client.answering",
     "mcp_ref.client.listening",
     "mcp_ref.client.cache",
     "mcp_ref.client.sampling",
@@ -39,6 +41,7 @@ ON_DEMAND = (
     "mcp_ref.client.interfaces",
     "mcp_ref.client.shorthand",
     "mcp_ref.pagination",
+    "mcp_ref.stdio_stderr",
 )
 NEVER_PLAIN = (
     "mcp_ref.extensions",
@@ -76,7 +79,7 @@ def loaded(tmp_path, body: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use(tmp_path):
+def test_a_plain_handshake_client_loads_nothing_it_does_not_use(tmp_path):
     modules = loaded(
         tmp_path,
         """
@@ -84,13 +87,13 @@ def test_a_plain_handshake_client_loads_no_2026_code_and_nothing_it_does_not_use
             assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
     """,
     )
-    assert "mcp_ref.client.calls" in modules  # the probe: the script really ran a client
-    assert "mcp_ref.client.modern" not in modules
+    assert "mcp_ref.client.connection" in modules  # the probe: the script really ran a client
+    assert "mcp_ref.client.mrtr" not in modules
     assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
 
 
 @pytest.mark.slow
-def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_not_use(tmp_path):
+def test_a_plain_modern_client_loads_nothing_it_does_not_use(tmp_path):
     modules = loaded(
         tmp_path,
         """
@@ -99,7 +102,8 @@ def test_a_plain_modern_client_loads_the_2026_module_and_nothing_else_it_does_no
             assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
     """,
     )
-    assert "mcp_ref.client.modern" in modules
+    assert "mcp_ref.client.connection" in modules
+    assert "mcp_ref.client.mrtr" not in modules  # no input_required round
     assert sorted(m for m in modules if m.startswith(ON_DEMAND + NEVER_PLAIN)) == []
 
 

@@ -654,7 +654,7 @@ def test_the_answer_after_a_flood_of_progress_is_never_dropped():
 def test_a_stderr_line_that_never_ends_is_cut():
     """``stderr="capture"`` kept each line whole: 20 MB with no newline was one 20 MB string (and
     1,000 of them were kept).  A line is cut at MAX_STDERR_LINE; the next line is whole."""
-    from mcp_ref.stdio import MAX_STDERR_LINE, TRUNCATED
+    from mcp_ref.stdio_stderr import MAX_STDERR_LINE, TRUNCATED
 
     client = Client.stdio(
         [*FLOODING, str(20 * 1024 * 1024)], era="handshake", timeout=WAIT, stderr="capture"

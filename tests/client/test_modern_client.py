@@ -25,7 +25,7 @@ from mcp_ref import (
     Server,
     UnsupportedProtocolVersionError,
 )
-from mcp_ref.client import modern
+from mcp_ref.client.connection import MAX_INPUT_ROUNDS
 
 MODERN = InMemory("modern_server")
 SCRIPTED = [sys.executable, str(SERVERS / "scripted_server.py")]
@@ -189,10 +189,10 @@ def test_a_server_that_asks_forever_is_bounded():
     with Client.in_memory(
         server, timeout=WAIT, elicitation_handler=lambda p: {"action": "accept", "content": {}}
     ) as client:
-        with pytest.raises(McpError, match=f"after {modern.MAX_INPUT_ROUNDS} rounds"):
+        with pytest.raises(McpError, match=f"after {MAX_INPUT_ROUNDS} rounds"):
             client.call_tool("ask")
         assert client.call_tool  # the client still works
-    assert next(count) == modern.MAX_INPUT_ROUNDS + 1
+    assert next(count) == MAX_INPUT_ROUNDS + 1
 
 
 def test_progress_across_rounds_only_increases(connect):

@@ -40,8 +40,6 @@ READING_ORDER = [
     "mcp_ref/server/signatures.py",
     "mcp_ref/client/client.py",
     "mcp_ref/client/connection.py",
-    "mcp_ref/client/calls.py",
-    "mcp_ref/client/modern.py",
 ]
 
 SKIPPED_TOKENS = {

@@ -19,7 +19,7 @@ import pytest
 from conftest import WAIT, run_threads
 
 from mcp_ref import Client, Context, RequestTimeout, Server
-from mcp_ref.client import modern
+from mcp_ref.client.connection import envelope_meta
 from mcp_ref.lifecycle import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from mcp_ref.session import PendingRequest
 
@@ -228,7 +228,7 @@ def test_a_callers_own_meta_and_the_tasks_extension_stay_with_their_request(reco
     assert metas[-1]["trace"] == "abc" and metas[-1][PROTOCOL_VERSION] == "2026-07-28"
     client.call_tool("record")
     assert "trace" not in metas[-1]
-    tasked = modern.envelope_meta(client.connection, declares=("io.modelcontextprotocol/tasks",))
+    tasked = envelope_meta(client.connection, declares=("io.modelcontextprotocol/tasks",))
     assert "extensions" in tasked[CLIENT_CAPABILITIES]
     client.call_tool("record")
     assert "extensions" not in metas[-1][CLIENT_CAPABILITIES]
@@ -236,10 +236,10 @@ def test_a_callers_own_meta_and_the_tasks_extension_stay_with_their_request(reco
 
 def test_another_revision_gets_its_own_envelope(recorded):
     client, _metas = recorded
-    speaking = modern.envelope_meta(client.connection)
-    other = modern.envelope_meta(client.connection, "2099-01-01")  # a version adopted after -32022
+    speaking = envelope_meta(client.connection)
+    other = envelope_meta(client.connection, "2099-01-01")  # a version adopted after -32022
     assert (speaking[PROTOCOL_VERSION], other[PROTOCOL_VERSION]) == ("2026-07-28", "2099-01-01")
-    assert modern.envelope_meta(client.connection) is speaking
+    assert envelope_meta(client.connection) is speaking
 
 
 @pytest.mark.parametrize("era", ["handshake", "modern"])
