@@ -153,14 +153,15 @@ EXPECTED = [
 ]
 
 
-@pytest.mark.slow
-def test_a_users_code_sees_mcp_ref_types(tmp_path):
-    (tmp_path / "user.py").write_text(USER_FILE, encoding="utf-8")
+def run_mypy(tmp_path: pathlib.Path, source: str) -> subprocess.CompletedProcess:
+    """mypy on ``source`` as a user's ``user.py``, run as a user runs it: from another directory,
+    with no project configuration."""
+    (tmp_path / "user.py").write_text(source, encoding="utf-8")
     env = dict(os.environ)
     # The editable install is an import hook mypy cannot follow: point it at the source tree.
     # --follow-imports=silent checks the user's file only, as for an installed package.
     env["MYPYPATH"] = str(PACKAGE.parent)
-    run = subprocess.run(
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -177,9 +178,51 @@ def test_a_users_code_sees_mcp_ref_types(tmp_path):
         text=True,
         timeout=120,
     )
+
+
+@pytest.mark.slow
+def test_a_users_code_sees_mcp_ref_types(tmp_path):
+    run = run_mypy(tmp_path, USER_FILE)
     revealed = re.findall(
         r'^user\.py:\d+: note: Revealed type is "(.*)"$', run.stdout, re.MULTILINE
     )
     assert run.returncode == 0 and len(revealed) == len(EXPECTED), run.stdout + run.stderr
     for shown, expected in zip(revealed, EXPECTED, strict=True):
         assert shown != "Any" and re.fullmatch(expected, shown), (shown, expected)
+
+
+#: A user's registrations with a wrong keyword value, each on a line marked ``# wrong``: the
+#: registration keywords are typed (the decorators' and ``add_*``'s), so mypy refuses each.
+WRONG_KEYWORDS = """
+from mcp_ref import Server
+
+server = Server("demo")
+
+
+def f() -> str:
+    return ""
+
+
+server.tool(title=3)  # wrong
+server.tool("name", scopes=7)  # wrong
+server.add_tool(f, input_schema="object")  # wrong
+server.resource("res://x", mime_type=3)  # wrong
+server.resource(3)  # wrong
+server.add_resource(f, "res://x", size="big")  # wrong
+server.prompt(description=1)  # wrong
+server.add_prompt(f, icons=2)  # wrong
+server.tool(title="ok", task="optional")(f)
+server.resource("res://y", rate_limit="5/minute")(f)
+"""
+
+
+@pytest.mark.slow
+def test_a_users_wrong_registration_keyword_is_refused(tmp_path):
+    run = run_mypy(tmp_path, WRONG_KEYWORDS)
+    refused = {int(line) for line in re.findall(r"^user\.py:(\d+): error:", run.stdout, re.M)}
+    wrong = {
+        number
+        for number, line in enumerate(WRONG_KEYWORDS.splitlines(), start=1)
+        if line.endswith("# wrong")
+    }
+    assert refused == wrong, run.stdout + run.stderr
