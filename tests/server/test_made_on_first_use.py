@@ -1,0 +1,85 @@
+"""What a server makes on first use, made once when two threads ask at the same moment.
+
+A server makes some of its parts only when first needed (the relay of its changes, the cache of its
+extensions' methods).  Two connections' handler threads may need one at once, or an extension may
+be added while a request is being dispatched: each test holds that moment open with events (a
+bus whose first subscriber waits for a second, an extension whose methods wait to be released) and
+checks that nothing is made twice and nothing added meanwhile is lost.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from conftest import WAIT
+
+from mcp_ref.memory import memory_pair
+from mcp_ref.server import Server
+from mcp_ref.state.changes import CHANGES
+from mcp_ref.state.stores import MemoryBus, MemoryState
+
+#: How long the first relay's subscription waits for a second one (none comes when they are made
+#: one at a time: the wait then ends by this bound, and the test goes on).
+HOLD = 1.0
+
+
+class HeldBus(MemoryBus):
+    """A bus shared by the deployment whose first subscriber to the changes channel waits (at most
+    :data:`HOLD`) for a second one: the moment two relays could be made at once, held open."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_in = threading.Event()
+        self.second_in = threading.Event()
+        self._count = 0
+        self._count_lock = threading.Lock()
+
+    def subscribe(self, channel, callback):
+        if channel == CHANGES:
+            with self._count_lock:
+                self._count += 1
+                first = self._count == 1
+            if first:
+                self.first_in.set()
+                self.second_in.wait(HOLD)
+            else:
+                self.second_in.set()
+        return super().subscribe(channel, callback)
+
+
+class SharedState(MemoryState):
+    """A state whose every ``bus()`` is the one bus (as Redis's is: one channel for every worker)."""
+
+    shared = True
+
+    def __init__(self) -> None:
+        self.one_bus = HeldBus()
+
+    def bus(self) -> HeldBus:
+        return self.one_bus
+
+
+def test_two_connections_arriving_at_once_make_one_relay_of_the_changes():
+    state = SharedState()
+    server = Server("first-use", state=state)
+    ends = []
+
+    def connect() -> None:
+        client_end, server_end = memory_pair()
+        ends.append(client_end)
+        server.connect(server_end)  # the first connection makes the relay: on the shared bus
+
+    first = threading.Thread(target=connect)
+    first.start()
+    assert state.one_bus.first_in.wait(WAIT)
+    second = threading.Thread(target=connect)
+    second.start()
+    first.join(WAIT)
+    second.join(WAIT)
+    try:
+        assert not first.is_alive() and not second.is_alive()
+        # Two relays would each hear every change, and every listener be told it twice.
+        assert state.one_bus.subscribers(CHANGES) == 1
+    finally:
+        for end in ends:
+            end.close()
