@@ -13,6 +13,7 @@ import threading
 
 from conftest import WAIT
 
+from mcp_ref.extension import Extension
 from mcp_ref.memory import memory_pair
 from mcp_ref.server import Server
 from mcp_ref.state.changes import CHANGES
@@ -83,3 +84,44 @@ def test_two_connections_arriving_at_once_make_one_relay_of_the_changes():
     finally:
         for end in ends:
             end.close()
+
+
+class HeldMethods(Extension):
+    """An extension whose first ``methods()`` waits until released: a request being dispatched."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def methods(self, version):
+        if not self.asked.is_set():
+            self.asked.set()
+            assert self.release.wait(WAIT)
+        return {"held/ping": lambda ctx, params: {}}
+
+
+class Later(Extension):
+    """An extension added while the first one's methods are being asked."""
+
+    def methods(self, version):
+        return {"later/ping": lambda ctx, params: {}}
+
+
+def test_an_extension_added_while_a_request_is_dispatched_keeps_its_methods():
+    held = HeldMethods()
+    server = Server("first-use", extensions=[held])
+    found = []
+    dispatch = threading.Thread(
+        target=lambda: found.append(server.extension_method("held/ping", "2025-11-25"))
+    )
+    dispatch.start()
+    try:
+        assert held.asked.wait(WAIT)
+        server.add_extension(Later())
+    finally:
+        held.release.set()
+        dispatch.join(WAIT)
+    assert found and found[0] is not None
+    # The methods built from the list before Later was added must not stand for the new list.
+    assert server.extension_method("later/ping", "2025-11-25") is not None
+    assert server.extension_method("held/ping", "2025-11-25") is not None
