@@ -75,11 +75,12 @@ class Changes:
         """The relay (made now if need be: on the shared state's bus, or one in memory)."""
         relay = self.relay
         if relay is None:
+            # The state first, outside this lock: making it takes the server's registry lock, which
+            # a registration holds while it asks for the relay (never the two in the other order).
+            shared_state = self.server.shared_state
             with self._relay_lock:
                 if self.relay is None:
-                    self.relay = Relay.on_state(
-                        self.hear, self.reannounce, self.server.shared_state
-                    )
+                    self.relay = Relay.on_state(self.hear, self.reannounce, shared_state)
                 relay = self.relay
         return relay
 

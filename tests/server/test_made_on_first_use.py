@@ -125,3 +125,41 @@ def test_an_extension_added_while_a_request_is_dispatched_keeps_its_methods():
     # The methods built from the list before Later was added must not stand for the new list.
     assert server.extension_method("later/ping", "2025-11-25") is not None
     assert server.extension_method("held/ping", "2025-11-25") is not None
+
+
+def test_the_relay_asked_for_during_a_registration_and_on_a_listen_at_once_is_made_without_deadlock():
+    holding = threading.Event()  # the registration holds the server's registry lock
+    asked = threading.Event()  # the listen's thread asks for the state
+    go = threading.Event()
+
+    class Watched(Server):
+        @property
+        def shared_state(self):
+            if threading.current_thread().name == "listen":
+                asked.set()
+            return super().shared_state
+
+    class AsksForTheBus(Extension):
+        """An extension whose setup (run under the server's registry lock) waits, then asks for
+        the bus: a registration that announces a change."""
+
+        def setup(self, host):
+            holding.set()
+            assert go.wait(WAIT)
+            _ = host.bus
+
+    server = Watched("first-use", state=MemoryState())
+    server._changes_of()  # where changes go, made (by a first change) but without its relay yet
+    # Daemons: deadlocked, they would otherwise keep the test run from ending.
+    registering = threading.Thread(
+        target=server.add_extension, args=(AsksForTheBus(),), daemon=True
+    )
+    listening = threading.Thread(target=lambda: server.bus, name="listen", daemon=True)
+    registering.start()
+    assert holding.wait(WAIT)
+    listening.start()
+    assert asked.wait(WAIT)
+    go.set()
+    registering.join(WAIT)
+    listening.join(WAIT)
+    assert not registering.is_alive() and not listening.is_alive()
