@@ -49,7 +49,7 @@ class HeldBus(MemoryBus):
 
 
 class SharedState(MemoryState):
-    """A state whose every ``bus()`` is the one bus (as Redis's is: one channel for every worker)."""
+    """A state whose every ``bus()`` is the one bus (as Redis's: one channel for every worker)."""
 
     shared = True
 
@@ -127,7 +127,7 @@ def test_an_extension_added_while_a_request_is_dispatched_keeps_its_methods():
     assert server.extension_method("held/ping", "2025-11-25") is not None
 
 
-def test_the_relay_asked_for_during_a_registration_and_on_a_listen_at_once_is_made_without_deadlock():
+def test_a_relay_asked_for_by_a_registration_and_a_listen_at_once_is_made_without_deadlock():
     holding = threading.Event()  # the registration holds the server's registry lock
     asked = threading.Event()  # the listen's thread asks for the state
     go = threading.Event()

@@ -43,7 +43,7 @@ def run_http(
     ``httpd.url``), then served."""
     server.enter_lifespan()
     try:
-        # server.http_server (as http_server above asks server.wsgi_app): a subclass may make its own
+        # server.http_server (as http_server above asks server.wsgi_app): a subclass may own one
         httpd = server.http_server(host, port, **options)
         if on_ready is None:
             print(
