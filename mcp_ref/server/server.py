@@ -675,7 +675,9 @@ class Server:
             self.request_hooks, self.tool_call_hooks, self._context_attributes = hooks_of(
                 extensions
             )
-            self._methods, self._extensions = {}, extensions
+            # The list first, then a new cache: see extension_method.
+            self._extensions = extensions
+            self._methods = {}
         return extension
 
     @property
@@ -690,15 +692,19 @@ class Server:
 
     def extension_method(self, method: str, version: str | None) -> Handler | None:
         """The handler an extension gives ``method`` at ``version`` (the first added wins), or None."""
-        methods = self._methods.get(version)
+        # The cache read before the extensions (add_extension replaces them in the other order):
+        # what is built from a list an extension was added to meanwhile goes into the cache that
+        # add_extension threw away, never into the new one.
+        cache = self._methods
+        methods = cache.get(version)
         if methods is None:
             from .seams import methods_of
 
             methods = methods_of(self._extensions, version)
-            if len(self._methods) < len(SUPPORTED_VERSIONS) + len(
+            if len(cache) < len(SUPPORTED_VERSIONS) + len(
                 MODERN_VERSIONS
             ):  # bounded: a peer's version
-                self._methods[version] = methods
+                cache[version] = methods
         return methods.get(method)
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:

@@ -11,6 +11,7 @@ serving (what it registers at its start is announced to no one), or its first re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -65,18 +66,30 @@ class Changes:
         self.server = server
         self.streams = streams
         self.relay: Relay | None = None
+        # Made or replaced by one thread at a time: two connections' first listen (or first
+        # connection, with a shared state) at once would each subscribe a relay on the bus, and
+        # every change would then be heard, and told, twice.
+        self._relay_lock = threading.Lock()
 
     def relay_on_bus(self) -> Relay:
         """The relay (made now if need be: on the shared state's bus, or one in memory)."""
-        if self.relay is None:
-            self.relay = Relay.on_state(self.hear, self.reannounce, self.server.shared_state)
-        return self.relay
+        relay = self.relay
+        if relay is None:
+            # The state first, outside this lock: making it takes the server's registry lock, which
+            # a registration holds while it asks for the relay (never the two in the other order).
+            shared_state = self.server.shared_state
+            with self._relay_lock:
+                if self.relay is None:
+                    self.relay = Relay.on_state(self.hear, self.reannounce, shared_state)
+                relay = self.relay
+        return relay
 
     def relay_through(self, bus: Bus) -> None:
         """Relay the changes through ``bus`` from now on (``Server.bus = ...``)."""
-        if self.relay is not None:
-            self.relay.close()
-        self.relay = Relay(self.hear, self.reannounce, bus)
+        with self._relay_lock:
+            if self.relay is not None:
+                self.relay.close()
+            self.relay = Relay(self.hear, self.reannounce, bus)
 
     def relay_in_use(self) -> Relay | None:
         """The relay, if changes go through one: made now when the state is shared (a change made

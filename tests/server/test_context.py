@@ -409,6 +409,37 @@ def test_run_http_enters_the_lifespan_before_serving_and_exits_it_when_serving_e
     assert not thread.is_alive() and events == [("enter", "lifespan"), "exit"]
 
 
+def test_run_over_http_serves_on_the_servers_own_http_server_and_run_http():
+    import threading
+
+    made: list = []
+
+    class OwnHttp(Server):
+        """A server that makes its own HTTP server and runs it its own way (both recorded)."""
+
+        def http_server(self, host="127.0.0.1", port=8000, **options):
+            made.append(("http_server", port))
+            return super().http_server(host, port, **options)
+
+        def run_http(self, host="127.0.0.1", port=8000, **options):
+            made.append(("run_http", port))
+            super().run_http(host, port, **options)
+
+    server = OwnHttp("own-http")
+    ready: queue.Queue = queue.Queue()
+    thread = threading.Thread(
+        target=server.run,
+        kwargs={"transport": "http", "port": 0, "on_ready": ready.put},
+        daemon=True,
+    )
+    thread.start()
+    httpd = ready.get(timeout=WAIT)
+    httpd.shutdown()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    assert made == [("run_http", 0), ("http_server", 0)]
+
+
 # -- settings from the environment ------------------------------------------------------------------
 
 HTTP_SCRIPT = '''

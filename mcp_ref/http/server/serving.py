@@ -43,7 +43,8 @@ def run_http(
     ``httpd.url``), then served."""
     server.enter_lifespan()
     try:
-        httpd = http_server(server, host, port, **options)
+        # server.http_server (as http_server above asks server.wsgi_app): a subclass may own one
+        httpd = server.http_server(host, port, **options)
         if on_ready is None:
             print(
                 f"serving {server.name} at {httpd.url}{options.get('path', '/mcp')}",
@@ -80,4 +81,4 @@ def run_named(
         options["on_ready"] = lambda httpd: print(
             f"serving {server.name} at {httpd.url}{path} ({kind})", file=sys.stderr, flush=True
         )
-    run_http(server, *address(host, port), **options)
+    server.run_http(*address(host, port), **options)
