@@ -203,6 +203,38 @@ def test_invalid_utf8_is_a_parse_error(data):
     assert info.value.code == PARSE_ERROR
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        ' \n{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":1,"method":"ping"}\r\n\t ',
+    ],
+)
+def test_blanks_around_a_message_are_allowed(text):
+    """The scanner is called straight for a message with nothing around it; blanks go to decode()."""
+    assert parse(text.encode()) == Request(1, "ping", None)
+
+
+def _json_says(text: str) -> str:
+    def refuse(name):
+        raise ValueError(f"{name} is not a JSON value")
+
+    try:
+        json.loads(text, parse_constant=refuse)
+    except ValueError as exc:
+        return f"Parse error: {exc}"
+    raise AssertionError(f"{text!r} is JSON")
+
+
+@pytest.mark.parametrize(
+    "text", ['{"a": 1} {"b": 2}', '{"a": 1}x', "", "  ", " x", '{"a": NaN}', "-Infinity", '{"a":']
+)
+def test_a_parse_error_says_what_json_says(text):
+    with pytest.raises(ParseError) as info:
+        parse(text.encode())
+    assert info.value.message == _json_says(text)
+
+
 def test_str_input_is_accepted_too():
     assert parse('{"jsonrpc":"2.0","id":1,"method":"ping"}') == Request(1, "ping", None)
 
