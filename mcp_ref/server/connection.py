@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import logging
+import sys
 import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -499,19 +500,19 @@ class ServerConnection:
             raise InvalidParams(exc.message, data=exc.data) from None
         except BaseException as exc:
             # A handler's ask whose answer the request lacks raises InputRequired (a BaseException,
-            # so that its own ``except Exception`` cannot swallow it); the ask loaded its module.
-            # Any other exception goes on to the session, which answers it.
-            from .seams import MRTR_METHODS, InputRequired
-
-            if not isinstance(exc, InputRequired):
+            # so that its own ``except Exception`` cannot swallow it); the ask loaded its module, so
+            # while seams is not loaded no exception can be one.  Any other exception goes on to
+            # the session, which answers it.
+            seams = sys.modules.get("mcp_ref.server.seams")
+            if seams is None or not isinstance(exc, seams.InputRequired):
                 raise
-            if method not in MRTR_METHODS:  # a handler of another method asked: a bug in it
+            if method not in seams.MRTR_METHODS:  # a handler of another method asked: a bug in it
                 log.error(
                     "%s: the handler of %s asked the client for input, which 2026-07-28 allows only "
                     "for %s",
                     server.name,
                     method,
-                    ", ".join(sorted(MRTR_METHODS)),
+                    ", ".join(sorted(seams.MRTR_METHODS)),
                 )
                 raise InternalError("Internal error") from None
             from . import input_required
