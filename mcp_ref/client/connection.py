@@ -424,12 +424,10 @@ class Call:
         options: dict,
         declares: tuple[str, ...] = (),
     ):
-        self._connection, self.method, self._params, self._options = (
-            connection,
-            method,
-            params,
-            options,
-        )
+        self._connection = connection
+        self.method = method
+        self._params = params
+        self._options = options
         #: The extensions its 2026-07-28 per-request capabilities declare (on every round).
         self.declares = declares
         #: The JSON-RPC request on the wire now.
