@@ -30,7 +30,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import lifecycle
 from ..errors import CapabilityError, McpError, RequestCancelled, RequestTimeout
 from .callbacks import notify_callbacks
 
@@ -199,9 +198,8 @@ class Subscription:
         self._ended.set()
         self._settled.set()
         if self._on_end is not None:
-            self.connection.session.call_soon(
-                self._on_end, self, keep=True
-            )  # once per stream: never dropped
+            # once per stream: never dropped
+            self.connection.session.call_soon(self._on_end, self, keep=True)
 
     def wait_acknowledged(self, timeout: float | None) -> None:
         """Wait for the acknowledgment; raise what ended the stream first, or RequestTimeout."""
@@ -269,9 +267,8 @@ class CallbackFeed:
             old.close()
         current = self.stream
         if current is not None and current._ended.is_set():
-            self._ended(
-                current
-            )  # it ended before it became the current one: _ended ignored it then
+            # it ended before it became the current one: _ended ignored it then
+            self._ended(current)
 
     def start(self, timeout: float | None) -> None:
         """Open the stream the callbacks need, when the client connects.  2026-07-28: change
@@ -348,20 +345,12 @@ class Streams:
         self._by_id: dict[Any, Subscription] = {}
         self._local: list[Subscription] = []
         self._lock = threading.Lock()
-        self._feed: CallbackFeed | None = None
-
-    @property
-    def feed(self) -> CallbackFeed:
-        """The stream behind the change callbacks and ``Client.subscribe`` (made when first needed)."""
-        with self._lock:
-            if self._feed is None:
-                self._feed = CallbackFeed(self)
-            return self._feed
+        #: The stream behind the change callbacks and ``Client.subscribe`` (opened when first needed).
+        self.feed = CallbackFeed(self)
 
     def stop_feed(self) -> None:
-        """Close the callbacks' stream for good, if there is one (the client is closing)."""
-        if self._feed is not None:
-            self._feed.stop()
+        """Close the callbacks' stream for good (the client is closing)."""
+        self.feed.stop()
 
     def subscribe(self, uri: str) -> None:
         """``Client.subscribe``: updates about ``uri`` to the callbacks — ``resources/subscribe``
@@ -425,7 +414,7 @@ class Streams:
 
     def subscribed_uris(self) -> set:
         """The URIs subscribed on a handshake-era server: the client's own and its open streams'."""
-        uris = set(self._feed.uris) if self._feed is not None else set()
+        uris = set(self.feed.uris)
         for stream in self._local:
             uris.update((stream.acknowledged or {}).get("resourceSubscriptions", ()))
         return uris
@@ -464,9 +453,3 @@ class Streams:
             local = [s for s in self._local if wants(s.acknowledged or {}, method, params)]
         for stream in local:
             stream.deliver(method, params)
-
-
-def subscription_id(params: dict):
-    """The ``io.modelcontextprotocol/subscriptionId`` of a notification's ``_meta`` (None: none)."""
-    meta = params.get("_meta")
-    return meta.get(lifecycle.SUBSCRIPTION_ID) if isinstance(meta, dict) else None

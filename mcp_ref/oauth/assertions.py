@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 
@@ -77,9 +76,13 @@ class IdJagExchange:
         timeout: float = 30.0,
         http=None,
     ):
-        self.token_endpoint, self.id_token = token_endpoint, id_token
-        self.client_id, self.client_secret = client_id, client_secret
-        self.scopes, self.timeout, self._http = scopes, timeout, http
+        self.token_endpoint = token_endpoint
+        self.id_token = id_token
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.scopes = scopes
+        self.timeout = timeout
+        self._http = http
 
     def __call__(self, server, resource: str) -> str:
         import requests
@@ -114,7 +117,7 @@ class IdJagExchange:
             ) from None
         try:
             answer = response.json()
-        except (ValueError, json.JSONDecodeError):
+        except ValueError:  # json.JSONDecodeError too
             answer = None
         if not isinstance(answer, dict):
             raise TokenError(

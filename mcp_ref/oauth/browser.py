@@ -13,6 +13,7 @@ receiving the redirect back.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
@@ -87,22 +88,26 @@ class LoopbackBrowser:
         path: str = "/callback",
         announce: Callable[[str], None] | None = _announce,
     ):
-        self.open_browser, self.host, self.path, self.announce = open_browser, host, path, announce
+        self.open_browser = open_browser
+        self.host = host
+        self.path = path
+        self.announce = announce
         self._server: _Listener | None = None
 
     def redirect_uri(self, registered: Sequence[str] = ()) -> str:
         from http.server import HTTPServer
 
         self.close()
+        handler = _callback_request_class()
         ports = [urlsplit(uri).port for uri in registered if urlsplit(uri).hostname == self.host]
         for port in [p for p in ports if p]:
             try:
-                server = cast(_Listener, HTTPServer((self.host, port), _CallbackRequest))
+                server = cast(_Listener, HTTPServer((self.host, port), handler))
                 break
             except OSError:
                 continue
         else:  # none registered, or none free: an ephemeral port (its OSError is the caller's)
-            server = cast(_Listener, HTTPServer((self.host, 0), _CallbackRequest))
+            server = cast(_Listener, HTTPServer((self.host, 0), handler))
         server.callback = None
         server.callback_path = self.path
         server.strays = 0
@@ -143,7 +148,9 @@ class LoopbackBrowser:
             self._server = None
 
 
+@functools.cache
 def _callback_request_class():
+    """The listener's request handler class, made on first use (http.server is imported only then)."""
     from http.server import BaseHTTPRequestHandler
 
     class CallbackRequest(BaseHTTPRequestHandler):
@@ -165,26 +172,11 @@ def _callback_request_class():
             self.end_headers()
             self.wfile.write(_DONE_PAGE)
 
-        def log_message(
-            self, format: str, *args
-        ) -> None:  # never log the query (it holds the code)
+        # never log the query (it holds the code)
+        def log_message(self, format: str, *args) -> None:
             log.debug("callback listener: %s", self.command)
 
     return CallbackRequest
-
-
-class _LazyHandlerClass:
-    """Builds the request handler class on first use (http.server is imported only then)."""
-
-    cls = None
-
-    def __call__(self, *args, **kwargs):
-        if _LazyHandlerClass.cls is None:
-            _LazyHandlerClass.cls = _callback_request_class()
-        return _LazyHandlerClass.cls(*args, **kwargs)
-
-
-_CallbackRequest = _LazyHandlerClass()
 
 
 class CallbackHandler:
@@ -192,7 +184,8 @@ class CallbackHandler:
     fixed ``redirect_uri`` (which must be registered with the authorization server, or be loopback)."""
 
     def __init__(self, redirect_uri: str, authorize: Callable[[str], str]):
-        self._redirect_uri, self._authorize = redirect_uri, authorize
+        self._redirect_uri = redirect_uri
+        self._authorize = authorize
 
     def redirect_uri(self, registered: Sequence[str] = ()) -> str:
         return self._redirect_uri

@@ -31,8 +31,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 
+from ..http.origins import CrossOriginRefused, same_origin
 from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
 from .discovery import (
@@ -143,22 +144,23 @@ class OAuth(_AuthBase):
             raise ValueError("the client_credentials grant needs a pre-registered client_id")
         if grant == GRANT_JWT_BEARER and assertion is None:
             raise ValueError("the jwt-bearer grant needs an assertion=")
-        self.client_id, self.client_secret, self.issuer = client_id, client_secret, issuer
-        self.client_metadata_url, self.client_name, self.application_type = (
-            client_metadata_url,
-            client_name,
-            application_type,
-        )
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.issuer = issuer
+        self.client_metadata_url = client_metadata_url
+        self.client_name = client_name
+        self.application_type = application_type
         self.scopes = list(scopes) if scopes is not None else None
-        self.grant, self.token_endpoint_auth_method = grant, token_endpoint_auth_method
-        self.private_key, self.signing_algorithm, self.assertion = (
-            private_key,
-            signing_algorithm,
-            assertion,
-        )
+        self.grant = grant
+        self.token_endpoint_auth_method = token_endpoint_auth_method
+        self.private_key = private_key
+        self.signing_algorithm = signing_algorithm
+        self.assertion = assertion
         self.handler = handler
         self.store: TokenStore = store if store is not None else MemoryStore()
-        self.max_step_ups, self.timeout, self.login_timeout = max_step_ups, timeout, login_timeout
+        self.max_step_ups = max_step_ups
+        self.timeout = timeout
+        self.login_timeout = login_timeout
         self.dpop = None
         if dpop:
             from .dpop import DPoPKey
@@ -166,9 +168,8 @@ class OAuth(_AuthBase):
             self.dpop = DPoPKey()
         self._http = http
         self._lock = threading.RLock()
-        self._server_url: str | None = (
-            None  # the MCP endpoint this object authorizes for (the first one it sees)
-        )
+        # the MCP endpoint this object authorizes for (the first one it sees)
+        self._server_url: str | None = None
         self._tokens: dict | None = None
         self._loaded = False
 
@@ -284,10 +285,6 @@ class OAuth(_AuthBase):
         proof, the caller's own) and body, and this hook rides along.  Same-origin redirects go on."""
         if not response.is_redirect:
             return
-        from urllib.parse import urljoin
-
-        from ..http.origins import CrossOriginRefused, same_origin
-
         target = urljoin(response.url, response.headers.get("Location", ""))
         if not same_origin(target, response.url):
             _discard(response)
@@ -298,8 +295,6 @@ class OAuth(_AuthBase):
     def _for_this_server(self, url: str) -> bool:
         """True when ``url`` is on the origin of the MCP server this object authorizes for (the first
         URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only."""
-        from ..http.origins import same_origin
-
         with self._lock:
             if self._server_url is None:
                 self._server_url = canonical(url.split("?", 1)[0])
@@ -343,8 +338,6 @@ class OAuth(_AuthBase):
 
         Never to a URL off the origin of the resource the tokens were issued for (RFC 8707 §2: the
         ``resource`` of the token request), whatever asked for them."""
-        from ..http.origins import CrossOriginRefused, same_origin
-
         resource = tokens.get("resource") or self._server_url or ""
         if not same_origin(request.url, resource):
             raise CrossOriginRefused("to send a token", resource, request.url)
@@ -377,9 +370,8 @@ class OAuth(_AuthBase):
         if resource is None:
             log.info("no protected resource metadata for %s: the 2025-03-26 discovery", server_url)
             return None, legacy_authorization_server(http, server_url, timeout=self.timeout)
-        issuer = resource.authorization_servers[
-            0
-        ]  # RFC 9728 §7.6: the client's choice; the first one
+        # RFC 9728 §7.6: the client's choice; the first one
+        issuer = resource.authorization_servers[0]
         return resource, discover_authorization_server(http, issuer, timeout=self.timeout)
 
     def _obtain(self, url: str, challenge: Challenge, scopes: list[str] | None = None) -> dict:
@@ -412,13 +404,11 @@ class OAuth(_AuthBase):
                 if self.client_id
                 else {"client_id": None, "method": "none"}
             )
+            # a fixed JWT is a credential too (a callable mints one per server)
             if isinstance(self.assertion, str):
-                self._bind(
-                    server
-                )  # a fixed JWT is a credential too (a callable mints one per server)
-            source = cast(
-                "str | Callable[[ServerMetadata, str], str]", self.assertion
-            )  # __init__ refuses None here
+                self._bind(server)
+            # __init__ refuses None here
+            source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)
             assertion = source if isinstance(source, str) else source(server, resource)
             answer = self._token_request(
                 server,
@@ -460,13 +450,11 @@ class OAuth(_AuthBase):
         issuer = tokens.get("issuer")
         client = self.store.load(client_key(issuer)) if issuer else None
         if client is None and self.client_id and issuer and self.issuer in (None, issuer):
-            self.issuer = (
-                issuer  # §Authorization Server Binding: the credentials stay with this issuer
-            )
-            client = self._client_record(self.client_id, self.client_secret)
-        if (
-            client is None or not issuer or not tokens.get("token_endpoint")
-        ):  # (a client implies an issuer)
+            # §Authorization Server Binding: the credentials stay with this issuer
+            self.issuer = issuer
+            client = _client_record(self.client_id, self.client_secret)
+        # (a client implies an issuer)
+        if client is None or not tokens.get("token_endpoint"):
             return self._keep(None)
         server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
         params = {
@@ -482,18 +470,11 @@ class OAuth(_AuthBase):
         kept = self._tokens_from(
             answer, server, tokens["resource"], tokens.get("scope", "").split()
         )
-        if "refresh_token" not in kept:
-            kept["refresh_token"] = tokens[
-                "refresh_token"
-            ]  # OAuth 2.1 §4.3.3: the old one stays valid
+        # OAuth 2.1 §4.3.3: the old refresh token stays valid
+        kept.setdefault("refresh_token", tokens["refresh_token"])
         return self._keep(kept)
 
     # -- client identity -----------------------------------------------------------------------
-
-    def _client_record(
-        self, client_id: str, secret: str | None, method: str | None = None, **extra
-    ) -> dict:
-        return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
 
     def _bind(self, server: ServerMetadata) -> None:
         """Raise :class:`RegistrationError` when ``server`` is another authorization server than the one
@@ -525,7 +506,7 @@ class OAuth(_AuthBase):
                 else "none"
             )
         # every caller checks client_id first (for the client_credentials grant, __init__)
-        return self._client_record(cast(str, self.client_id), self.client_secret, method)
+        return _client_record(cast(str, self.client_id), self.client_secret, method)
 
     def _client_for(
         self, server: ServerMetadata, handler: AuthorizationHandler
@@ -543,9 +524,7 @@ class OAuth(_AuthBase):
             self.client_metadata_url
             and server.raw.get("client_id_metadata_document_supported") is True
         ):
-            return self._client_record(
-                self.client_metadata_url, None, "none"
-            ), handler.redirect_uri()
+            return _client_record(self.client_metadata_url, None, "none"), handler.redirect_uri()
         if server.registration_endpoint:
             redirect = handler.redirect_uri()
             client = self._register(server, redirect)
@@ -587,7 +566,7 @@ class OAuth(_AuthBase):
                 f"the registration endpoint {server.registration_endpoint} answered no client_id"
             )
         uris = answer.get("redirect_uris")
-        return self._client_record(
+        return _client_record(
             answer["client_id"],
             answer.get("client_secret") if isinstance(answer.get("client_secret"), str) else None,
             answer.get("token_endpoint_auth_method") or method,
@@ -722,9 +701,8 @@ class OAuth(_AuthBase):
                 answer = None
             if not isinstance(answer, dict):
                 kind = response.headers.get("Content-Type", "no Content-Type").split(";")[0]
-                if (
-                    response.is_redirect
-                ):  # never followed: the form holds the code, the verifier, the secret
+                # never followed: the form holds the code, the verifier, the secret
+                if response.is_redirect:
                     kind += " (a redirect, not followed)"
                 raise error(
                     f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
@@ -792,6 +770,11 @@ def _check_callback(callback: str | dict, state: str, server: ServerMetadata) ->
     if not params.get("code"):
         raise CallbackError("the authorization response has no code")
     return params["code"]
+
+
+def _client_record(client_id: str, secret: str | None, method: str | None = None, **extra) -> dict:
+    """A client identity as the token requests use it: its id, secret and authentication method."""
+    return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
 
 
 def _scope_param(scopes: list[str] | None) -> dict:

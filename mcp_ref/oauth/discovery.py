@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+from ..http.origins import is_loopback, names_this_machine, origin_text, same_origin
 from .errors import MetadataError, PkceUnsupported
 from .resource import canonical
 
@@ -176,7 +177,7 @@ def fetch_json(
             # Not followed (its target would be fetched unchecked): said as such, not as "not JSON".
             raise MetadataError(
                 f"{url} answered HTTP {response.status_code}, a redirect to "
-                f"{_origin_of(urljoin(url, response.headers.get('Location', '')))}; metadata "
+                f"{origin_text(urljoin(url, response.headers.get('Location', '')))}; metadata "
                 "is fetched from the URL the spec gives, redirects are not followed"
             )
         if not response.ok:
@@ -226,8 +227,6 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
       spelling of this machine (``127.1``, ``0x7f.0.0.1``, ``2130706433``, ``0.0.0.0``,
       ``[::ffff:127.0.0.1]``, ``localhost.``, ``x.localhost``: :func:`~mcp_ref.http.origins.names_this_machine`).
     """
-    from ..http.origins import is_loopback, names_this_machine, same_origin
-
     if not isinstance(url, str) or not url:
         raise MetadataError(f"{what} is not a URL: {_shown(url)}")
     if len(url) > MAX_URL_LENGTH or _BAD_URL_CHARS.search(url):
@@ -259,7 +258,7 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
         and not names_this_machine(urlsplit(referrer).hostname)
     ):
         raise MetadataError(
-            f"{what} points at this machine ({_shown(url)}) although {_origin_of(referrer)} "
+            f"{what} points at this machine ({_shown(url)}) although {origin_text(referrer)} "
             "is not on it; refused"
         )
     if scheme == "http" and not loopback:
@@ -270,33 +269,31 @@ def check_url(url: object, what: str, *, referrer: str | None = None, query: boo
     return url
 
 
-def _origin_of(url: str) -> str:
-    from ..http.origins import origin_text
-
-    return origin_text(url)
-
-
 def check_issuer(issuer: object, what: str, *, referrer: str | None = None) -> str:
     """An authorization server's issuer identifier, checked as :func:`check_url` does, without a query."""
     return check_url(issuer, what, referrer=referrer, query=False)
 
 
+def _origin_and_path(url: str) -> tuple[str, str]:
+    """``scheme://netloc`` of ``url`` as written, and its path without a trailing slash."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+
+
 def resource_metadata_urls(server_url: str, challenge: Challenge) -> list[str]:
     """Where to look for the protected resource metadata, in the order the spec gives (the
     challenge's ``resource_metadata`` checked by :func:`check_url` first)."""
-    parts = urlsplit(server_url)
-    origin = f"{parts.scheme}://{parts.netloc}"
+    origin, path = _origin_and_path(server_url)
     urls = []
     if challenge.resource_metadata:
         urls.append(
             check_url(
                 challenge.resource_metadata,
                 "the resource_metadata URL of the WWW-Authenticate "
-                f"challenge from {_origin_of(server_url)}",
+                f"challenge from {origin_text(server_url)}",
                 referrer=server_url,
             )
         )
-    path = parts.path.rstrip("/")
     if path:
         urls.append(f"{origin}/.well-known/oauth-protected-resource{path}")
     urls.append(f"{origin}/.well-known/oauth-protected-resource")
@@ -361,9 +358,7 @@ def covers(resource: str, server_url: str) -> bool:
 
 def authorization_server_metadata_urls(issuer: str) -> list[str]:
     """2025-11-25 §Authorization Server Metadata Discovery, in its priority order."""
-    parts = urlsplit(issuer)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
+    origin, path = _origin_and_path(issuer)
     if not path:
         return [
             f"{origin}/.well-known/oauth-authorization-server",
@@ -405,9 +400,8 @@ def server_metadata(body: object, url: str, issuer: str) -> ServerMetadata:
             f"the authorization server metadata at {url} is for issuer {body.get('issuer')!r}, "
             f"not {issuer!r}; refusing it"
         )
-    for name in ("token_endpoint",):
-        if not isinstance(body.get(name), str) or not body[name]:
-            raise MetadataError(f"the authorization server metadata at {url} lacks {name}")
+    if not isinstance(body.get("token_endpoint"), str) or not body["token_endpoint"]:
+        raise MetadataError(f"the authorization server metadata at {url} lacks token_endpoint")
     for name in ("authorization_endpoint", "registration_endpoint"):
         if name in body and not isinstance(body[name], str):
             raise MetadataError(
@@ -438,8 +432,7 @@ def legacy_authorization_server(
     include the header MCP-Protocol-Version"; without metadata (§2.3.3) "clients MUST use the
     following default endpoint paths relative to the authorization base URL": /authorize,
     /token, /register."""
-    parts = urlsplit(server_url)
-    origin = f"{parts.scheme}://{parts.netloc}"
+    origin = _origin_and_path(server_url)[0]
     check_issuer(origin, "the authorization server (the MCP server's origin, 2025-03-26 §2.3)")
     url = f"{origin}/.well-known/oauth-authorization-server"
     status, body = fetch_json(

@@ -50,7 +50,8 @@ class AuthorizationDenied(AuthorizationError):
 
     def __init__(self, message: str, error: str = "", description: str | None = None):
         super().__init__(message)
-        self.error, self.description = error, description
+        self.error = error
+        self.description = description
 
 
 class AuthorizationTimeout(AuthorizationError, TimeoutError):
@@ -66,7 +67,8 @@ class TokenError(AuthorizationError):
 
     def __init__(self, message: str, error: str = "", status: int | None = None):
         super().__init__(message)
-        self.error, self.status = error, status
+        self.error = error
+        self.status = status
 
 
 class InsufficientScope(AuthorizationError):

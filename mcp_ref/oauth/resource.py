@@ -96,7 +96,9 @@ class Challenge(Exception):
 
     def __init__(self, status: str, message: str, www_authenticate: str):
         super().__init__(message)
-        self.status, self.message, self.www_authenticate = status, message, www_authenticate
+        self.status = status
+        self.message = message
+        self.www_authenticate = www_authenticate
 
 
 class ProtectedResource:
