@@ -20,17 +20,14 @@ module            one idea
                   either era (``Call``, ``ModernCall``: the 2026-07-28 probe, envelope
                   and retries)
 ``answering``     what the server sends: its requests answered (extensions' methods,
-                  then the modules below), its notifications routed to streams and
-                  callbacks (loaded with the first)
+                  else sampling, elicitation, roots; what a root may be), its
+                  notifications routed to streams and callbacks (loaded with the first)
 ``mrtr``          answering a modern server's input requests (loaded when asked)
 ``listening``     listen streams and the change callbacks' stream
 ``cache``         2026-07-28 results kept by their ``ttlMs``
 ``tool_headers``  the listed tools' ``x-mcp-header`` schemas (HTTP)
 ``interfaces``    the Protocols lower modules are typed with (no import up)
 ``callbacks``     calling the user's handlers and callbacks
-``sampling``      answering ``sampling/createMessage``
-``elicitation``   answering ``elicitation/create``
-``roots``         answering ``roots/list``; what a root may be
 ================  ==========================================================
 
 Only ``client`` and ``connection`` load with a plain client; the rest load when used.

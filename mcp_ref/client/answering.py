@@ -6,24 +6,25 @@ a plain client, which is sent neither, never reads it.
 
 A request (in both eras: a 2026-07-28 ``inputRequests`` entry comes here too, from
 :class:`~mcp_ref.client.connection.ModernCall`) is answered with a method of one of the client's
-extensions, else by the module of this package that answers it (:data:`ANSWERED`: sampling,
-elicitation, roots), after every extension's ``intercept_request``.  A notification goes to the
-listen stream that asked for it, or to the client's callbacks on the callback thread.
+extensions, else by this module's own answer (:data:`HANDLERS`: sampling, elicitation, roots),
+after every extension's ``intercept_request``.  A notification goes to the listen stream that
+asked for it, or to the client's callbacks on the callback thread.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
-from ..errors import MethodNotFound
+from ..errors import InvalidParams, MethodNotFound
+from ..feature_types import Root
+from ..sampling_and_elicitation import CreateMessageParams, ElicitParams
 from ..session import RequestContext
-from .callbacks import notify_callbacks
+from .callbacks import call_handler, notify_callbacks, result_dict
 
 if TYPE_CHECKING:
     from .cache import ResultCache
@@ -32,26 +33,134 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Every request a client answers (``ping``:
-#: :meth:`~mcp_ref.client.connection.ClientConnection.answer_at_once`), and the module of this
-#: package that answers it (:func:`answering_module`), loaded with the first such request.
-ANSWERED = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
+
+# -- sampling (2025-11-25 client/sampling): answering the server's ``sampling/createMessage`` ------
+
+
+def offers_sampling(connection: Connection) -> None:
+    """Raise MethodNotFound unless this client answers ``sampling/createMessage`` (it has a handler)."""
+    if connection.client.sampling_handler is None:
+        raise MethodNotFound("Method not found: this client does not offer sampling")
+
+
+def create_message(connection: Connection, context: RequestContext, params: dict) -> dict:
+    """``sampling/createMessage``: check the params, then ask the client's ``sampling_handler``."""
+    client = connection.client
+    offers_sampling(connection)
+    max_tokens = params.get("maxTokens")
+    if (
+        not isinstance(params.get("messages"), list)
+        or not isinstance(max_tokens, int)
+        or isinstance(max_tokens, bool)
+    ):
+        # schema CreateMessageRequest: messages is an array, maxTokens an integer.
+        raise InvalidParams(
+            "Invalid params: sampling/createMessage needs a messages array and an integer maxTokens"
+        )
+    try:
+        request = CreateMessageParams.from_wire(params)
+    except (TypeError, KeyError) as exc:
+        raise InvalidParams(f"Invalid params: {exc}") from None
+    if (
+        request.tools is not None or request.tool_choice is not None
+    ) and "tools" not in client.capabilities().get("sampling", {}):
+        # 2025-11-25 client/sampling: a client that did not declare sampling.tools MUST return an error.
+        raise InvalidParams("Invalid params: this client did not declare sampling.tools")
+    return result_dict(
+        call_handler(cast("Callable[..., Any]", client.sampling_handler), request, context)
+    )
+
+
+# -- elicitation (2025-06-18 and later, client/elicitation): answering ``elicitation/create`` ------
+
+
+def offers_elicitation(connection: Connection) -> None:
+    """Raise MethodNotFound unless this client answers ``elicitation/create`` (a handler, and a
+    revision that has elicitation)."""
+    if connection.client.elicitation_handler is None or not lifecycle.at_least(
+        connection.protocol_version, lifecycle.ELICITATION
+    ):
+        raise MethodNotFound("Method not found: this client does not offer elicitation")
+
+
+def elicit(connection: Connection, context: RequestContext, params: dict) -> dict:
+    """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
+    client = connection.client
+    offers_elicitation(connection)
+    try:
+        request = ElicitParams.from_wire(params)
+    except (TypeError, KeyError) as exc:
+        raise InvalidParams(f"Invalid params: {exc}") from None
+    mode = request.mode or "form"
+    if mode not in client.elicitation_modes:
+        raise InvalidParams(f"Invalid params: this client does not support {mode}-mode elicitation")
+    result = result_dict(
+        call_handler(cast("Callable[..., Any]", client.elicitation_handler), request, context)
+    )
+    if mode == "form" and result.get("action") == "accept":
+        result["content"] = apply_defaults(request.requested_schema, result.get("content"))
+    return result
+
+
+def apply_defaults(schema: dict | None, content: dict | None) -> dict:
+    """Fill fields the user left out with the schema's ``default`` values.
+
+    2025-11-25 client/elicitation (SEP-1034): primitive schemas may carry a
+    ``default``; a client that accepts should send it for fields left unset.
+    """
+    content = dict(content or {})
+    for key, spec in ((schema or {}).get("properties") or {}).items():
+        if key not in content and isinstance(spec, dict) and "default" in spec:
+            content[key] = spec["default"]
+    return content
+
+
+# -- roots (client/roots): what a root may be, and answering the server's ``roots/list`` -----------
+
+
+def as_root(value: Root | dict | str) -> Root:
+    """``value`` (a Root, its wire dict, or a URI string) as a :class:`~mcp_ref.types.Root`.
+
+    client/roots §Root: "uri: Unique identifier for the root. This MUST be a file:// URI".
+    """
+    if isinstance(value, Root):
+        root = value
+    elif isinstance(value, str):
+        root = Root(uri=value)
+    else:
+        root = Root.from_wire(value)
+    if not root.uri.startswith("file://"):
+        raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
+    return root
+
+
+def offers_roots(connection: Connection) -> None:
+    """Raise MethodNotFound unless this client answers ``roots/list`` (it was given roots)."""
+    if connection.client.roots is None:
+        raise MethodNotFound("Method not found: this client does not offer roots")
+
+
+def list_roots(connection: Connection, context: RequestContext, params: dict) -> dict:
+    """``roots/list``: the client's roots."""
+    offers_roots(connection)  # so roots is not None
+    return result_dict(
+        {"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}
+    )
+
+
+#: Every request a client answers itself (``ping``:
+#: :meth:`~mcp_ref.client.connection.ClientConnection.answer_at_once`), and its answer.
+HANDLERS = {
+    "sampling/createMessage": create_message,
+    "elicitation/create": elicit,
+    "roots/list": list_roots,
 }
-
-
-class AnsweringModule(Protocol):
-    """A module answering some of the server's requests (sampling, elicitation, roots)."""
-
-    HANDLERS: dict[str, Callable[..., dict[str, Any]]]
-    OFFERED: dict[str, Callable[..., None]]
-
-
-def answering_module(method: str) -> AnsweringModule:
-    """The module that answers ``method`` (one of :data:`ANSWERED`)."""
-    return cast(AnsweringModule, importlib.import_module(f"{__package__}.{ANSWERED[method]}"))
+#: Whether the client answers each method at all (checked before the request is shown to ``approve``).
+OFFERED = {
+    "sampling/createMessage": offers_sampling,
+    "elicitation/create": offers_elicitation,
+    "roots/list": offers_roots,
+}
 
 
 @dataclass
@@ -72,7 +181,7 @@ def answer_request(
     connection: Connection, context: RequestContext, method: str, params: dict
 ) -> dict:
     """Answer a request of the server's: with a method of one of the client's extensions
-    (``methods(version)``), else sampling, elicitation or roots.
+    (``methods(version)``), else sampling, elicitation or roots (:data:`HANDLERS`).
 
     A request the client answers (what it does not offer is -32601 and reaches no extension)
     then passes every extension's ``intercept_request``, the first given outermost, before its
@@ -84,13 +193,12 @@ def answer_request(
         (found for extension in extensions if (found := extension.methods(version).get(method))),
         None,
     )
-    if handler is None and method not in ANSWERED:
+    if handler is None and method not in HANDLERS:
         raise MethodNotFound(f"Method not found: {method}")
     connection.lifecycle.check_receive(method)
     if handler is None:
-        module = answering_module(method)
-        module.OFFERED[method](connection)
-        handler = module.HANDLERS[method]
+        OFFERED[method](connection)
+        handler = HANDLERS[method]
     call = IncomingRequest(connection, context, method, params)
 
     def answer() -> dict:

@@ -803,6 +803,6 @@ _DECLARING = {
 
 
 def _as_roots(roots: Iterable[Root | dict | str]) -> list[Root]:
-    from .roots import as_root
+    from .answering import as_root
 
     return [as_root(r) for r in roots]

@@ -2,7 +2,7 @@
 
 The client's modules are layered: :mod:`~mcp_ref.client.client` (the public API) over
 :mod:`~mcp_ref.client.connection` (the dispatcher and the caller's requests in both eras) over
-what it loads when it is needed — the 2026-07-28 era's input rounds, the listen streams, the result cache and the answering modules (sampling, elicitation, roots).  A lower module that
+what it loads when it is needed — the 2026-07-28 era's input rounds, the listen streams, the result cache and the answering of the server's requests (sampling, elicitation, roots).  A lower module that
 holds an object of a higher one is typed with a Protocol from here, never with the class, so that
 no module imports one above it, not even for the type checker.  Modules import this one under
 ``if TYPE_CHECKING:``: it never loads at run time.
@@ -21,7 +21,7 @@ from ..session import PendingRequest, RequestContext, Session
 
 
 class ClientSettings(Protocol):
-    """What the connection and the answering modules read of the :class:`~mcp_ref.client.Client`."""
+    """What the connection and the answering of requests read of the :class:`~mcp_ref.client.Client`."""
 
     requested_version: str
     pinned_version: str | None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import LimitExceeded, McpError
 from ..session import RequestContext
-from .answering import ANSWERED
+from .answering import HANDLERS
 
 if TYPE_CHECKING:
     from .interfaces import InputCall
@@ -64,7 +64,7 @@ def answer(call: InputCall, requests: Any) -> dict:
         method = ask.get("method") if isinstance(ask, dict) else None
         params = ask.get("params") if isinstance(ask, dict) else None
         # mrtr §InputRequests: sampling, elicitation or roots, what a client answers
-        if not isinstance(method, str) or method not in ANSWERED:
+        if not isinstance(method, str) or method not in HANDLERS:
             raise McpError(
                 f"{call.method}: the server asked for {method!r}, which no client answers"
             )

@@ -454,7 +454,7 @@ class OAuth(_AuthBase):
             self.issuer = issuer
             client = _client_record(self.client_id, self.client_secret)
         # (a client implies an issuer)
-        if client is None or not tokens.get("token_endpoint"):
+        if client is None or not issuer or not tokens.get("token_endpoint"):
             return self._keep(None)
         server = ServerMetadata(issuer, None, tokens["token_endpoint"], raw={"issuer": issuer})
         params = {

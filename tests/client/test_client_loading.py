@@ -28,14 +28,11 @@ def add(a: int, b: int) -> int:
 server.run_stdio()
 """
 
-#: Loaded only when used: listings, listen streams, the cache, the answering modules, the extras, HTTP.
+#: Loaded only when used: listings, listen streams, the cache, the answering of requests, the extras, HTTP.
 ON_DEMAND = (
     "mcp_ref.client.answering",
     "mcp_ref.client.listening",
     "mcp_ref.client.cache",
-    "mcp_ref.client.sampling",
-    "mcp_ref.client.elicitation",
-    "mcp_ref.client.roots",
     "mcp_ref.client.callbacks",
     "mcp_ref.client.tool_headers",
     "mcp_ref.client.interfaces",
@@ -123,7 +120,7 @@ def test_what_the_caller_asks_for_is_loaded_when_it_asks(tmp_path, era):
     )
     wanted = {
         "mcp_ref.pagination",
-        "mcp_ref.client.roots",
+        "mcp_ref.client.answering",
         "mcp_ref.client.listening",
         "mcp_ref.extensions.ratelimit",
         "mcp_ref.client.shorthand",
