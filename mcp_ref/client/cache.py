@@ -76,16 +76,14 @@ class ResultCache:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None or self._clock() >= entry[0]:
-                if entry is not None:
-                    del self._entries[key]
+                self._entries.pop(key, None)
                 self.misses += 1
                 return None
             self._entries.move_to_end(key)
             self.hits += 1
             result = entry[1]
-        return copy.deepcopy(
-            result
-        )  # each caller its own: a caller changing its result changes no other's
+        # each caller its own: a caller changing its result changes no other's
+        return copy.deepcopy(result)
 
     def put(self, key: tuple | None, result: dict) -> None:
         """Keep ``result`` for as long as its ``ttlMs`` says (not at all for 0, absent or negative)."""

@@ -87,9 +87,6 @@ class Connection(Protocol):
     def usable_tools(self, tools: list) -> list:
         """The listed tools a caller may use (their header declarations checked over HTTP)."""
 
-    def input_schema(self, tool: str) -> dict | None:
-        """The remembered input schema of ``tool``."""
-
     def learn_tool_headers(self, method: str, params: dict | None) -> bool:
         """List the tools to learn a call's header parameters; True when there are some."""
 

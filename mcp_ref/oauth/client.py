@@ -265,7 +265,7 @@ class OAuth(_AuthBase):
                 refreshed = self._refresh(tokens)
                 if refreshed is not None:
                     return refreshed
-            return self._obtain(response.request.url, challenge)
+            return self._obtain(challenge)
         granted = set((tokens or {}).get("scope", "").split())
         wanted = list(dict.fromkeys((challenge.scope or []) + sorted(granted)))
         if not set(wanted) - granted:
@@ -277,7 +277,7 @@ class OAuth(_AuthBase):
         log.info(
             "the server needs more scope (%s): authorizing again", " ".join(challenge.scope or [])
         )
-        return self._obtain(response.request.url, challenge, scopes=wanted)
+        return self._obtain(challenge, scopes=wanted)
 
     def _refuse_redirect_elsewhere(self, response) -> None:
         """Raise :class:`~mcp_ref.http.origins.CrossOriginRefused` for a redirect from the MCP
@@ -374,11 +374,9 @@ class OAuth(_AuthBase):
         issuer = resource.authorization_servers[0]
         return resource, discover_authorization_server(http, issuer, timeout=self.timeout)
 
-    def _obtain(self, url: str, challenge: Challenge, scopes: list[str] | None = None) -> dict:
+    def _obtain(self, challenge: Challenge, scopes: list[str] | None = None) -> dict:
         """Run discovery, registration and the grant; keep and return the new tokens."""
-        server_url = (
-            canonical(url.split("?", 1)[0]) if self._server_url is None else self._server_url
-        )
+        server_url = cast(str, self._server_url)  # set by _for_this_server(), as in _keep()
         resource_meta, server = self._discover(server_url, challenge)
         # §Resource Parameter Implementation: the MCP server's URI exactly as its metadata names it
         # (the audience it will check), else its canonical URI.
@@ -391,37 +389,28 @@ class OAuth(_AuthBase):
                 or (resource_meta.scopes_supported if resource_meta else None)
                 or []
             )
-        if self.grant == GRANT_CLIENT_CREDENTIALS:
-            client = self._preregistered(server)
-            answer = self._token_request(
-                server,
-                client,
-                {"grant_type": "client_credentials", **_scope_param(scopes), "resource": resource},
-            )
-        elif self.grant == GRANT_JWT_BEARER:
-            client = (
-                self._preregistered(server)
-                if self.client_id
-                else {"client_id": None, "method": "none"}
-            )
-            # a fixed JWT is a credential too (a callable mints one per server)
-            if isinstance(self.assertion, str):
-                self._bind(server)
-            # __init__ refuses None here
-            source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)
-            assertion = source if isinstance(source, str) else source(server, resource)
-            answer = self._token_request(
-                server,
-                client,
-                {
-                    "grant_type": GRANT_JWT_BEARER,
-                    "assertion": assertion,
-                    **_scope_param(scopes),
-                    "resource": resource,
-                },
-            )
-        else:
+        if self.grant == GRANT_AUTHORIZATION_CODE:
             answer = self._authorization_code(server, resource, scopes)
+        else:
+            if self.grant == GRANT_CLIENT_CREDENTIALS:
+                client = self._preregistered(server)
+                grant = {"grant_type": GRANT_CLIENT_CREDENTIALS}
+            else:  # the jwt-bearer grant
+                client = (
+                    self._preregistered(server)
+                    if self.client_id
+                    else {"client_id": None, "method": "none"}
+                )
+                # a fixed JWT is a credential too (a callable mints one per server)
+                if isinstance(self.assertion, str):
+                    self._bind(server)
+                # __init__ refuses None here
+                source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)
+                assertion = source if isinstance(source, str) else source(server, resource)
+                grant = {"grant_type": GRANT_JWT_BEARER, "assertion": assertion}
+            answer = self._token_request(
+                server, client, {**grant, **_scope_param(scopes), "resource": resource}
+            )
         tokens = self._tokens_from(answer, server, resource, scopes)
         self._keep(tokens)
         return tokens
@@ -784,11 +773,10 @@ def _scope_param(scopes: list[str] | None) -> dict:
 
 def _secret_method(server: ServerMetadata) -> str:
     """RFC 8414 §2: without ``token_endpoint_auth_methods_supported`` the default is client_secret_basic."""
-    if server.supports(
-        "token_endpoint_auth_methods_supported", "client_secret_basic", ("client_secret_basic",)
+    methods = "token_endpoint_auth_methods_supported"
+    if server.supports(methods, "client_secret_post") and not server.supports(
+        methods, "client_secret_basic"
     ):
-        return "client_secret_basic"
-    if server.supports("token_endpoint_auth_methods_supported", "client_secret_post"):
         return "client_secret_post"
     return "client_secret_basic"
 

@@ -199,8 +199,10 @@ class JwtVerifier:
         self.scope_claims = tuple(scope_claims)
         self.client_id_claims = tuple(client_id_claims)
         self.refetch_interval = float(refetch_interval)
-        self.min_ttl, self.max_ttl = float(min_ttl), float(max_ttl)
-        self.max_bytes, self.max_keys = int(max_bytes), int(max_keys)
+        self.min_ttl = float(min_ttl)
+        self.max_ttl = float(max_ttl)
+        self.max_bytes = int(max_bytes)
+        self.max_keys = int(max_keys)
         self._clock = clock
         self._fetch_lock = threading.Lock()
         self._attempted_at: float | None = None
@@ -449,11 +451,12 @@ class JwtVerifier:
         ttl = DEFAULT_TTL
         for directive in cache_control.lower().split(","):
             name, _, value = directive.strip().partition("=")
+            value = value.strip().strip('"')
             if name in ("no-store", "no-cache"):
                 ttl = 0.0
                 break
-            if name == "max-age" and value.strip().strip('"').isdigit():
-                ttl = float(value.strip().strip('"'))
+            if name == "max-age" and value.isdigit():
+                ttl = float(value)
         return min(max(ttl, self.min_ttl), self.max_ttl)
 
     def _parse(self, document) -> tuple[_Key, ...]:
@@ -478,7 +481,9 @@ class JwtVerifier:
     def _load_key(self, entry) -> _Key:
         if not isinstance(entry, dict):
             raise JwksError("not a JSON object")
-        kty, crv, declared = entry.get("kty"), entry.get("crv"), entry.get("alg")
+        kty = entry.get("kty")
+        crv = entry.get("crv")
+        declared = entry.get("alg")
         kid = entry.get("kid")
         if kid is not None and not isinstance(kid, str):
             raise JwksError("kid is not a string")
