@@ -370,7 +370,7 @@ class JwtVerifier:
     def _key_for(self, kid: str | None, alg: str) -> _Key | None:
         """The key for ``kid`` and ``alg``; one (rate-limited) refetch if the set is stale or lacks it."""
         state = self._state
-        stale = self.jwks_url is not None and self._clock() >= state.expires_at
+        stale = self._clock() >= state.expires_at  # never for a static set (expires_at is inf)
         if stale:
             self._refresh(state.generation)
             state = self._state
