@@ -64,9 +64,11 @@ class ResultCache:
     def key(method: str, params: dict | None) -> tuple | None:
         """The cache key of a request, or None when its result may not be kept."""
         shaping = CACHEABLE.get(method)
-        if shaping is None or _carries_more(params, shaping):
-            return None
         params = params or {}
+        # A request carrying parameters beyond those that shape its result (an MRTR retry's
+        # ``inputResponses`` / ``requestState``, or anything unknown): its result is not kept.
+        if shaping is None or any(name not in shaping and name != "_meta" for name in params):
+            return None
         return (method, json.dumps([params.get(name) for name in shaping], sort_keys=True))
 
     def get(self, key: tuple | None) -> dict | None:
@@ -125,9 +127,3 @@ class ResultCache:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-
-def _carries_more(params: dict | None, shaping: tuple) -> bool:
-    """True when a request carries parameters beyond those that shape its result (an MRTR retry's
-    ``inputResponses`` / ``requestState``, or anything unknown): its result is not kept."""
-    return any(name not in shaping and name != "_meta" for name in (params or {}))

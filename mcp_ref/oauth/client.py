@@ -592,7 +592,11 @@ class OAuth(_AuthBase):
             }
             endpoint = server.authorization_endpoint
             url = endpoint + ("&" if "?" in endpoint else "?") + urlencode(params, quote_via=quote)
-            _hold_request(self.login_timeout + self.timeout)
+            # Tell the HTTP transport (if this runs on one of its threads) that the request waits
+            # for the user.
+            from ..http.client import hold_current_request
+
+            hold_current_request(self.login_timeout + self.timeout)
             callback = handler.authorize(url, self.login_timeout)
         finally:
             handler.close()  # the listener stops with the flow (redirect_uri() starts it again next time)
@@ -804,10 +808,3 @@ def _discard(response) -> None:
     except Exception:  # a broken body changes nothing here
         pass
     response.close()
-
-
-def _hold_request(seconds: float) -> None:
-    """Tell the HTTP transport (if this runs on one of its threads) that the request waits for the user."""
-    from ..http.client import hold_current_request
-
-    hold_current_request(seconds)
