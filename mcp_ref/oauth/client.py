@@ -38,7 +38,6 @@ from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
 from .discovery import (
     Challenge,
-    ResourceMetadata,
     ServerMetadata,
     bearer_challenge,
     bounded_body,
@@ -362,22 +361,18 @@ class OAuth(_AuthBase):
             self._http = requests.Session()  # never this object as its auth: no token goes to an AS
         return self._http
 
-    def _discover(
-        self, server_url: str, challenge: Challenge
-    ) -> tuple[ResourceMetadata | None, ServerMetadata]:
-        http = self._session()
-        resource = discover_resource(http, server_url, challenge, timeout=self.timeout)
-        if resource is None:
-            log.info("no protected resource metadata for %s: the 2025-03-26 discovery", server_url)
-            return None, legacy_authorization_server(http, server_url, timeout=self.timeout)
-        # RFC 9728 §7.6: the client's choice; the first one
-        issuer = resource.authorization_servers[0]
-        return resource, discover_authorization_server(http, issuer, timeout=self.timeout)
-
     def _obtain(self, challenge: Challenge, scopes: list[str] | None = None) -> dict:
         """Run discovery, registration and the grant; keep and return the new tokens."""
         server_url = cast(str, self._server_url)  # set by _for_this_server(), as in _keep()
-        resource_meta, server = self._discover(server_url, challenge)
+        http = self._session()
+        resource_meta = discover_resource(http, server_url, challenge, timeout=self.timeout)
+        if resource_meta is None:
+            log.info("no protected resource metadata for %s: the 2025-03-26 discovery", server_url)
+            server = legacy_authorization_server(http, server_url, timeout=self.timeout)
+        else:
+            # RFC 9728 §7.6: the client's choice; the first one
+            issuer = resource_meta.authorization_servers[0]
+            server = discover_authorization_server(http, issuer, timeout=self.timeout)
         # §Resource Parameter Implementation: the MCP server's URI exactly as its metadata names it
         # (the audience it will check), else its canonical URI.
         resource = resource_meta.resource if resource_meta else server_url
