@@ -57,24 +57,34 @@ class MemoryStore:
 
     def load(self, key: str) -> dict[str, Any] | None:
         with self._lock:
-            value = self._records.get(key)
+            value = self._current().get(key)
             return dict(value) if value is not None else None
 
     def save(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:
-            self._records.pop(key, None)
-            self._records[key] = dict(value)
-            while len(self._records) > MAX_RECORDS:
-                del self._records[next(iter(self._records))]
+            records = self._current()
+            records.pop(key, None)
+            records[key] = dict(value)
+            while len(records) > MAX_RECORDS:
+                del records[next(iter(records))]
+            self._changed()
 
     def delete(self, key: str) -> None:
         with self._lock:
-            self._records.pop(key, None)
+            if self._current().pop(key, None) is not None:
+                self._changed()
 
     def keys(self) -> list[str]:
         """Every key held."""
         with self._lock:
-            return list(self._records)
+            return list(self._current())
+
+    def _current(self) -> dict[str, dict]:
+        """The records as they are now (under the lock)."""
+        return self._records
+
+    def _changed(self) -> None:
+        """The records changed (under the lock): nothing to do in memory."""
 
 
 class FileStore(MemoryStore):
@@ -85,23 +95,24 @@ class FileStore(MemoryStore):
         super().__init__()
         self.path = Path(path)
 
-    def _read(self) -> dict[str, Any]:
+    def _current(self) -> dict[str, dict]:
+        """The records as the file holds them now (another process may have changed it)."""
         try:
             with open(self.path, encoding="utf-8") as file:
                 records = json.load(file)
         except (OSError, ValueError):
-            return {}
-        return (
+            records = {}
+        self._records = (
             {k: v for k, v in records.items() if isinstance(v, dict)}
             if isinstance(records, dict)
             else {}
         )
+        return self._records
 
-    def _write(self) -> None:
+    def _changed(self) -> None:
+        """Write the records to the file, atomically."""
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=".tokens-", dir=self.path.parent
-        )  # mode 0600
+        descriptor, temporary = tempfile.mkstemp(prefix=".tokens-", dir=self.path.parent)  # 0600
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as file:
                 json.dump(self._records, file, indent=1, sort_keys=True)
@@ -113,25 +124,3 @@ class FileStore(MemoryStore):
             except OSError:
                 pass
             raise
-
-    def load(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            self._records = self._read()
-            return super().load(key)
-
-    def save(self, key: str, value: dict[str, Any]) -> None:
-        with self._lock:
-            self._records = self._read()
-            super().save(key, value)
-            self._write()
-
-    def delete(self, key: str) -> None:
-        with self._lock:
-            self._records = self._read()
-            if self._records.pop(key, None) is not None:
-                self._write()
-
-    def keys(self) -> list[str]:
-        with self._lock:
-            self._records = self._read()
-            return super().keys()
