@@ -24,7 +24,6 @@ import itertools
 import logging
 import sys
 import threading
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
@@ -52,39 +51,21 @@ _SERIALS = itertools.count(
 _ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
 
-class MethodTable(Mapping):
+class MethodTable(dict):
     """Request methods and their handlers, each named ``"module:function"`` (a module of this
     package) and loaded on first use, or given as a function."""
 
-    def __init__(self, specs: dict[str, Any]):
-        self._specs = specs
-        self._loaded: dict[str, Handler] = {}
-
     def __getitem__(self, method: str) -> Handler:
-        handler = self._loaded.get(method)
-        if handler is None:
-            spec = self._specs[method]
-            if isinstance(spec, str):
-                module, _, name = spec.partition(":")
-                spec = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-            handler = self._loaded[method] = spec
+        handler = super().__getitem__(method)
+        if isinstance(handler, str):
+            module, _, name = handler.partition(":")
+            handler = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+            self[method] = handler
         return handler
 
     def get(self, method: str, default: Any = None) -> Any:
-        """The handler of ``method`` (loaded on first use), else ``default``: the hot path, with no KeyError."""
-        handler = self._loaded.get(method)
-        return (
-            handler if handler is not None else self[method] if method in self._specs else default
-        )
-
-    def __iter__(self):
-        return iter(self._specs)
-
-    def __len__(self) -> int:
-        return len(self._specs)
-
-    def __contains__(self, method: object) -> bool:
-        return method in self._specs
+        """The handler of ``method`` (loaded on first use), else ``default``."""
+        return self[method] if method in self else default
 
 
 def initialize(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
@@ -102,14 +83,7 @@ def initialize(connection: ServerConnection, context: RequestContext, params: di
         raise InvalidParams("Invalid params: initialize needs capabilities and clientInfo objects")
     version = lifecycle.server_choose_version(requested)
     server = connection.server
-
-    def negotiated() -> None:
-        connection.session.protocol_version = version
-        connection.client_capabilities = capabilities
-        connection.client_info = client_info
-        connection.capabilities = server.capabilities(version, connection)
-
-    if not connection.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated):
+    if not connection.negotiate(lifecycle.INITIALIZE_ANSWERED, version, capabilities, client_info):
         raise InvalidRequest(connection.lifecycle.rules.refusal.format(method="initialize"))
     result = {
         "protocolVersion": version,
@@ -367,13 +341,22 @@ class ServerConnection:
         the ``MCP-Protocol-Version`` header instead.  The client's capabilities
         are unknown: requests to the client are refused.
         """
+        self.stateless = True
+        self.negotiate(lifecycle.STATELESS, version, {}, {})
 
-        def negotiated() -> None:
+    def negotiate(
+        self, event: str, version: str, client_capabilities: dict, client_info: dict
+    ) -> bool:
+        """Take the lifecycle's ``event`` (False: not now), recording what was negotiated as it
+        moves: the version, what the client declared, and the capabilities this server declares."""
+
+        def apply() -> None:
             self.session.protocol_version = version
+            self.client_capabilities = client_capabilities
+            self.client_info = client_info
             self.capabilities = self.server.capabilities(version, self)
 
-        self.stateless = True
-        self.lifecycle.advance(lifecycle.STATELESS, negotiated)
+        return self.lifecycle.advance(event, apply)
 
     def negotiated(self) -> dict:
         """What this connection negotiated (JSON-able): what another process needs to serve its
@@ -390,14 +373,12 @@ class ServerConnection:
         """Serve a session another process negotiated (from its :meth:`negotiated`), or take up
         what changed there (a log level, subscriptions); ``initialized``: the client has sent
         ``notifications/initialized`` (2025-11-25 basic/lifecycle §Initialization)."""
-
-        def apply() -> None:
-            self.session.protocol_version = negotiated["version"]
-            self.client_capabilities = dict(negotiated.get("clientCapabilities") or {})
-            self.client_info = dict(negotiated.get("clientInfo") or {})
-            self.capabilities = self.server.capabilities(negotiated["version"], self)
-
-        self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, apply)
+        self.negotiate(
+            lifecycle.INITIALIZE_ANSWERED,
+            negotiated["version"],
+            dict(negotiated.get("clientCapabilities") or {}),
+            dict(negotiated.get("clientInfo") or {}),
+        )
         if initialized:
             self.lifecycle.advance(lifecycle.INITIALIZED_RECEIVED)
         self.log_level = negotiated.get("logLevel")
@@ -674,17 +655,15 @@ class ServerConnection:
         """
         from .logging import log_message
 
-        if envelope is None:
-            params = log_message(level, data, logger, self.log_level)
-            if params is None:
-                return False
-            self.notify("notifications/message", params, related_request_id=related_request_id)
-            return True
-        if envelope.log_level is None:
+        chosen = self.log_level if envelope is None else envelope.log_level
+        if envelope is not None and chosen is None:
             return False
-        params = log_message(level, data, logger, envelope.log_level)
+        params = log_message(level, data, logger, chosen)
         if params is None:
             return False
+        if envelope is None:
+            self.notify("notifications/message", params, related_request_id=related_request_id)
+            return True
         try:  # no lifecycle to consult: the request itself opted in
             self.session.notify(
                 "notifications/message", params, related_request_id=related_request_id

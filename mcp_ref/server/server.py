@@ -272,20 +272,17 @@ class Server:
         **options: Any,
     ) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
-        tool = build_tool(
-            func,
-            name=name,
-            title=title,
-            description=description,
-            input_schema=input_schema,
-            output_schema=output_schema,
-            annotations=annotations,
-            icons=icons,
-            meta=meta,
-            scopes=scopes,
-            headers=headers,
-            options=self._item_options(options),
-        )
+        given = {
+            "name": name,
+            "title": title,
+            "description": description,
+            "inputSchema": input_schema,
+            "outputSchema": output_schema,
+            "annotations": annotations,
+            "icons": icons,
+            "_meta": meta,
+        }
+        tool = build_tool(func, given, scopes, headers, self._item_options(options))
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))

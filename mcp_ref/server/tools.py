@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -103,57 +103,41 @@ class RegisteredTool:
 
 def build_tool(
     func: Callable,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    input_schema: dict | None = None,
-    output_schema: dict | None = None,
-    annotations: dict | None = None,
-    icons: list | None = None,
-    meta: dict | None = None,
-    scopes=(),
+    given: dict[str, Any],
+    scopes: Iterable[str] = (),
     headers: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
 ) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here.
-    ``options``: what extensions read of it (checked by them when it is registered)."""
+    ``given``: its ``Tool`` fields as registered (``name``, ``title``, ``description``,
+    ``inputSchema``, ``outputSchema``, ``annotations``, ``icons``, ``_meta``; None: not given, the
+    function's own where it has one).  ``options``: what extensions read of it (checked by them
+    when it is registered)."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=context_types())
-    name = name or func.__name__
+    name = given["name"] or func.__name__
     check_tool_name(name)
-    for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+    for label, key in (("input_schema", "inputSchema"), ("output_schema", "outputSchema")):
+        schema = given[key]
         if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
             # server/tools §Tool: inputSchema and outputSchema are JSON Schemas of type "object".
             raise ValueError(
                 f'tool {name}: {label} must be a JSON Schema object with "type": "object"'
             )
     wrapped = False
+    output_schema = given["outputSchema"]
     if output_schema is None:
         output_schema, wrapped = output_schema_for(func, f"tool {name}")
-    listing = drop_none(
-        {
-            "name": name,
-            "title": title,
-            "description": description if description is not None else plan.description,
-            "inputSchema": input_schema if input_schema is not None else plan.schema,
-            "outputSchema": output_schema,
-            "annotations": annotations,
-            "icons": icons,
-            "_meta": meta,
-        }
-    )
+    listing = {**given, "name": name, "outputSchema": output_schema}
+    if listing["description"] is None:
+        listing["description"] = plan.description
+    if listing["inputSchema"] is None:
+        listing["inputSchema"] = plan.schema
+    listing = drop_none(listing)
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
     tool = RegisteredTool(
-        name,
-        func,
-        plan,
-        listing,
-        output_schema,
-        wrapped,
-        scopes=tuple(scopes),
-        options=dict(options or {}),
+        name, func, plan, listing, output_schema, wrapped, tuple(scopes), dict(options or {})
     )
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
