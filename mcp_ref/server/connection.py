@@ -174,45 +174,25 @@ DEFAULT_MAX_SUBSCRIPTIONS = 1024
 
 
 class OpenGate:
-    """The default :class:`~mcp_ref.server.seams.Gate`: every principal may use every item."""
+    """The default :class:`~mcp_ref.server.seams.Gate`: every principal may use every item.  Its
+    methods take the protocol's arguments, and read none but what they hand back."""
 
     restricts = False
 
-    def allows(
-        self, principal: Principal, action: str, name: str, request: dict | None = None
-    ) -> bool:
+    def allows(self, *question: Any, **options: Any) -> bool:
         """Always True."""
         return True
 
+    resource_allowed = allows  # always True too
+
     def visible(
-        self,
-        principal: Principal | None,
-        action: str,
-        name: str,
-        entry: Any,
-        request: dict | None = None,
+        self, principal: Any, action: str, name: str, entry: Any, *more: Any, **options: Any
     ) -> Any:
         """``entry`` itself."""
         return entry
 
-    def resource_allowed(
-        self,
-        principal: Principal,
-        uri: str,
-        found: Any,
-        action: str = "resources/read",
-        request: dict | None = None,
-    ) -> bool:
-        """Always True."""
-        return True
-
     def visible_resource(
-        self,
-        principal: Principal | None,
-        uri: str,
-        found: Any,
-        action: str = "resources/read",
-        request: dict | None = None,
+        self, principal: Any, uri: str, found: Any, *more: Any, **options: Any
     ) -> Any:
         """``found`` itself."""
         return found

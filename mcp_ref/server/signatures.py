@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import dataclasses
 import enum
+import functools
 import inspect
 import json
 import math
@@ -195,34 +196,25 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
             return typeddict(tp, seen + (tp,), _analyse, _hints(tp))
         origin = tp  # a bare container class such as ``list`` or ``dict``
 
-    if origin in _ARRAY_ORIGINS:
+    homogeneous = origin is tuple and len(args) == 2 and args[1] is Ellipsis  # tuple[T, ...]
+    if origin in _ARRAY_ORIGINS or homogeneous:
         schema = {"type": "array"}
         item_conv = None
         if args:
             items, item_conv = _analyse(args[0], seen)
             if items:
                 schema["items"] = items
+        make: Callable[[Any], Any] = tuple if homogeneous else list
         if origin in _SET_ORIGINS:
             schema["uniqueItems"] = True
             make = frozenset if origin is frozenset else set
-            if item_conv:
-                return schema, lambda v: make(map(item_conv, v))
-            return schema, make
         if item_conv:
-            return schema, lambda v: [item_conv(x) for x in v]
-        return schema, None
+            return schema, lambda v: make(map(item_conv, v))
+        return schema, None if make is list else make
 
     if origin is tuple:
-        schema = {"type": "array"}
         if not args:
-            return schema, tuple
-        if len(args) == 2 and args[1] is Ellipsis:
-            items, item_conv = _analyse(args[0], seen)
-            if items:
-                schema["items"] = items
-            if item_conv:
-                return schema, lambda v: tuple(map(item_conv, v))
-            return schema, tuple
+            return {"type": "array"}, tuple
         from .compound_types import fixed_tuple
 
         return fixed_tuple(args, seen, _analyse)
@@ -287,8 +279,9 @@ def describe(doc: str | None) -> tuple[str | None, dict[str, str]]:
     return parse_docstring(doc)
 
 
+@dataclasses.dataclass(slots=True, kw_only=True)
 class ArgumentPlan:
-    """The compiled description of a function's arguments.
+    """The compiled description of a function's arguments (made by :func:`compile_arguments`).
 
     Attributes:
         name: the function's name.
@@ -296,27 +289,16 @@ class ArgumentPlan:
         schema: JSON Schema object for the JSON arguments.
         context_param: name of the parameter that receives a context object
             (annotated with one of ``skip_types``), or None.
+        converters: ``(parameter, converter)`` for each parameter whose type needs one.
+        defaults: ``(parameter, fill)`` for each pydantic ``Field()`` default, filled in by :meth:`convert`.
     """
 
-    __slots__ = ("name", "description", "schema", "context_param", "_converters", "_defaults")
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        description: str | None,
-        schema: dict,
-        context_param: str | None = None,
-        converters: typing.Iterable[tuple[str, _Converter]] = (),
-        defaults: typing.Iterable[tuple[str, Callable[[], Any]]] = (),
-    ) -> None:
-        """Store the compiled parts; normally built by :func:`compile_arguments`."""
-        self.name = name
-        self.description = description
-        self.schema = schema
-        self.context_param = context_param
-        self._converters = tuple(converters)
-        self._defaults = tuple(defaults)
+    name: str
+    description: str | None
+    schema: dict[str, Any]
+    context_param: str | None = None
+    converters: tuple[tuple[str, _Converter], ...] = ()
+    defaults: tuple[tuple[str, Callable[[], Any]], ...] = ()
 
     def convert(self, arguments: typing.Mapping[str, Any]) -> dict[str, Any]:
         """Turn validated JSON ``arguments`` into keyword arguments for the function.
@@ -324,14 +306,11 @@ class ArgumentPlan:
         Returns a new dict; only parameters whose type needs it (Enum, dataclass, tuple, set, datetime,
         pydantic model ..., and containers of those) are converted.  ValueError (naming the parameter) for a bad value.
         """
-        converters = self._converters
-        if not converters and not self._defaults:
-            return dict(arguments)
         out = dict(arguments)
-        for name, fill in self._defaults:
+        for name, fill in self.defaults:
             if name not in out:
                 out[name] = fill()
-        for name, conv in converters:
+        for name, conv in self.converters:
             if name in out:
                 try:
                     out[name] = conv(out[name])
@@ -383,14 +362,12 @@ def runs_in_thread(func: Callable) -> Callable:
     if not inspect.iscoroutinefunction(func):
         return func
 
+    @functools.wraps(func)  # signature and type hints: the async function's
     def run(*args: Any, **kwargs: Any) -> Any:
         import asyncio
 
         return asyncio.run(func(*args, **kwargs))
 
-    cast(Any, run).__wrapped__ = func  # signature and type hints: the async function's
-    for attribute in ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__"):
-        setattr(run, attribute, getattr(func, attribute, None))
     return run
 
 
@@ -459,8 +436,8 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
         description=summary,
         schema=_object(props, required),
         context_param=context_param,
-        converters=converters,
-        defaults=defaults,
+        converters=tuple(converters),
+        defaults=tuple(defaults),
     )
 
 
@@ -551,15 +528,13 @@ def validator_for(schema: dict) -> Any:
     return Validator(cls(schema), quick_check(schema))
 
 
+@dataclasses.dataclass(slots=True)
 class Validator:
     """A schema's validator: ``quick`` (from :func:`quick_check`, or None) first, jsonschema's
     ``checker`` for whatever ``quick`` does not accept, and for the errors."""
 
-    __slots__ = ("checker", "quick")
-
-    def __init__(self, checker: Any, quick: Callable[[Any], bool] | None = None):
-        self.checker = checker
-        self.quick = quick
+    checker: Any
+    quick: Callable[[Any], bool] | None = None
 
     @property
     def schema(self) -> Any:

@@ -254,12 +254,17 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
     return run_tool(connection, tool, arguments, context)
 
 
+def error_result(message: str) -> dict:
+    """A ``CallToolResult`` reporting a failure the model should see: ``message``, ``isError``."""
+    return {"content": [text_block(message)], "isError": True}
+
+
 def bad_arguments(connection: Caller, context: RequestContext, name: str, problem: Any) -> dict:
     """Invalid arguments: -32602 before 2025-11-25, an ``isError`` result from it on."""
     message = f"Invalid arguments for tool {name}: {problem}"
     if lifecycle.at_least(connection.version_for(context), lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
         # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
-        return {"content": [text_block(message)], "isError": True}
+        return error_result(message)
     raise InvalidParams(message)
 
 
@@ -281,21 +286,15 @@ def run_tool(
     except (McpError, RequestCancelled):
         raise
     except ToolError as exc:
-        return {"content": [text_block(str(exc))], "isError": True}
+        return error_result(str(exc))
     except CapabilityError as exc:
         # The tool needs something this client did not declare (sampling, roots, elicitation):
         # the client's situation, not an internal error; say which, with no traceback.
         log.info("tool %s cannot run for this client: %s", name, exc)
-        return {
-            "content": [text_block(f"Tool {name} cannot run for this client: {exc}")],
-            "isError": True,
-        }
+        return error_result(f"Tool {name} cannot run for this client: {exc}")
     except Exception:  # the client sees a generic error, stderr the traceback
         log.exception("tool %s failed", name)
-        return {
-            "content": [text_block(f"Tool {name} failed with an internal error")],
-            "isError": True,
-        }
+        return error_result(f"Tool {name} failed with an internal error")
     return tool_result(tool, value, connection.version_for(context))
 
 
@@ -315,12 +314,7 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
         ValueError,
     ) as exc:  # json.dumps: "Object of type X is not JSON serializable", a NaN ...
         log.error("tool %s returned a value that cannot be serialised: %s", tool.name, exc)
-        return {
-            "content": [
-                text_block(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")
-            ],
-            "isError": True,
-        }
+        return error_result(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")
 
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
@@ -349,10 +343,7 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
                 tool.name,
                 problem,
             )
-            return {
-                "content": [text_block(f"Tool {tool.name} produced invalid output")],
-                "isError": True,
-            }
+            return error_result(f"Tool {tool.name} produced invalid output")
     if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         del result["structuredContent"]
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):
