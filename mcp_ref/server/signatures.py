@@ -59,7 +59,7 @@ _MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
 _TD_WRAPPERS = tuple(
     w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
 )
-_UNION_ORIGINS = (Union, getattr(types, "UnionType", Union))
+_UNION_ORIGINS = (Union, types.UnionType)
 _TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
 _SCALARS = frozenset({str, int, float, bool, _NONE})
 
@@ -410,7 +410,7 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
 
             hint, default, fill = field_default(hint, default, p.empty)
             defaults.append((p.name, fill))
-        if skip_types and _is_context(hint, tuple(skip_types)):
+        if skip_types and _is_context(hint, skip_types):
             if context_param is not None:
                 raise TypeError(
                     f"{name}: more than one context parameter ({context_param!r}, {p.name!r})"

@@ -222,36 +222,25 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         arguments = {}
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
-    validator = (
-        tool.input_validator()
-    )  # a plain schema's compiled test first: no call into jsonschema
-    problem = (
-        None
-        if validator.quick is not None and validator.quick(arguments)
-        else first_error(validator, arguments)
-    )
+    # a plain schema's compiled test first (Validator.is_valid): no call into jsonschema
+    problem = first_error(tool.input_validator(), arguments)
     if problem is None and not tool.declared.issuperset(arguments):
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
+
+    def run(run_context: RequestContext) -> dict:
+        if problem is not None:
+            return bad_arguments(connection, run_context, name, problem)
+        return run_tool(connection, tool, arguments, run_context)
+
     hooks = server.tool_call_hooks
     if hooks:  # the extensions' intercept_tool_call; invalid arguments reach them as None (run answers them)
         from .seams import intercept  # the extensions' seams: loaded by the first extension already
 
         return intercept(
-            hooks,
-            connection,
-            tool,
-            arguments if problem is None else None,
-            context,
-            lambda run_context: (
-                run_tool(connection, tool, arguments, run_context)
-                if problem is None
-                else bad_arguments(connection, run_context, name, problem)
-            ),
+            hooks, connection, tool, arguments if problem is None else None, context, run
         )
-    if problem is not None:
-        return bad_arguments(connection, context, name, problem)
-    return run_tool(connection, tool, arguments, context)
+    return run(context)
 
 
 def error_result(message: str) -> dict:
