@@ -504,9 +504,8 @@ class ServerConnection:
         be counted once more, should a request with that id ever reach the dispatcher).
         """
         admitted = self.admitted
-        with (
-            _ADMITTED_LOCK
-        ):  # concurrent POSTs of one session; the pop in _admit is atomic on its own
+        # concurrent POSTs of one session; the pop in _admit is atomic on its own
+        with _ADMITTED_LOCK:
             admitted[request_id] = None
             while len(admitted) > self.session.max_incoming:
                 admitted.pop(next(iter(admitted)), None)

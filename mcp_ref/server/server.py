@@ -125,18 +125,15 @@ class Server:
             self.cache_hints = check_hints(ttl_ms, cache_scope)
         self._tools: dict[str, RegisteredTool] = {}
         self._prompts: dict[str, RegisteredPrompt] = {}
-        self._completions: dict[
-            tuple[str, str], tuple[Callable, str | None]
-        ] = {}  # (function, its Context parameter)
+        # (function, its Context parameter)
+        self._completions: dict[tuple[str, str], tuple[Callable, str | None]] = {}
         self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
         self._max_subscriptions = max_subscriptions
         self._extensions: list[Extension] = []
         #: The extensions' ``intercept_request`` and ``intercept_tool_call``, the first outermost.
         self.request_hooks: list[Middleware] = []
         self.tool_call_hooks: list[ToolCallInterceptor] = []
-        self._methods: dict[
-            str | None, dict[str, Handler]
-        ] = {}  # version -> the extensions' methods
+        self._methods: dict[str | None, dict[str, Handler]] = {}  # version -> its methods
         self._context_attributes: dict[str, Callable[[Any], Any]] = {}
         self.lifespan = lifespan  # made a mcp_ref.server.lifespan.Lifespan if given
         if shorthand or os.environ.get("MCP_REF_STATE"):  # shorthand.STATE_ENV
@@ -150,15 +147,13 @@ class Server:
     @property
     def paginator(self) -> Paginator:
         """Pages every listing (``page_size``), and signs its cursors with :attr:`keyring`."""
-        paginator = self._paginator
-        if paginator is None:
+        if self._paginator is None:
             from ..pagination import Paginator
 
             with self._registry_lock:
                 if self._paginator is None:
                     self._paginator = Paginator(page_size=self._page_size, secret=self._secret)
-                paginator = self._paginator
-        return paginator
+        return self._paginator
 
     @property
     def keyring(self) -> Keyring:
@@ -169,8 +164,7 @@ class Server:
     def subscriptions(self) -> Any:
         """The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``;
         :class:`~mcp_ref.server.subscriptions.Subscriptions`)."""
-        hub = self._subscriptions
-        if hub is None:
+        if self._subscriptions is None:
             from .subscriptions import Subscriptions
 
             with self._registry_lock:
@@ -178,8 +172,7 @@ class Server:
                     self._subscriptions = Subscriptions(
                         self._max_subscriptions, self.shared_store("counters")
                     )
-                hub = self._subscriptions
-        return hub
+        return self._subscriptions
 
     # -- tools ----------------------------------------------------------------------
 

@@ -52,7 +52,14 @@ __all__ = [
 
 _NONE = type(None)
 _EMPTY = inspect.Parameter.empty
-_SIMPLE = {int: "integer", float: "number", str: "string", bool: "boolean", _NONE: "null"}
+_SIMPLE = {
+    int: "integer",
+    float: "number",
+    str: "string",
+    bool: "boolean",
+    _NONE: "null",
+    None: "null",
+}
 _SET_ORIGINS = (set, frozenset, cabc.Set, cabc.MutableSet)
 _ARRAY_ORIGINS = (list, cabc.Sequence, cabc.MutableSequence) + _SET_ORIGINS
 _MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
@@ -146,8 +153,6 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         simple = _SIMPLE.get(tp)
     except TypeError:  # unhashable annotation object
         simple = None
-    if tp is None:
-        simple = "null"
     if simple:
         return {"type": simple}, None
 
@@ -394,9 +399,8 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []
     context_param: str | None = None
-    defaults: list[
-        tuple[str, Callable[[], Any]]
-    ] = []  # the values of Field() defaults, filled in by convert
+    # the values of Field() defaults, filled in by convert
+    defaults: list[tuple[str, Callable[[], Any]]] = []
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
@@ -464,10 +468,8 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         schema = type_schema(ret)
     except (TypeError, ValueError) as exc:
         if "unsupported type annotation" not in str(exc):
-            return (
-                None,
-                False,
-            )  # JSON all the same (a dict with int keys ...), but no schema to promise
+            # JSON all the same (a dict with int keys ...), but no schema to promise
+            return None, False
         raise TypeError(
             f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})"
         ) from None
@@ -480,10 +482,8 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         if not args or args[0] is str:
             return schema, False
     if not schema or (schema.get("type") == "string" and "format" not in schema):
-        return (
-            None,
-            False,
-        )  # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
+        # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
+        return None, False
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
 
 
@@ -623,9 +623,8 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         return None
     if not all(isinstance(name, str) for name in required):
         return None
-    tests: dict[
-        str, Any
-    ] = {}  # the exact classes (a frozenset) a property's value may have; None: any value
+    # the exact classes (a frozenset) a property's value may have; None: any value
+    tests: dict[str, Any] = {}
     for name, sub in properties.items():
         if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
             return None

@@ -95,9 +95,8 @@ class RegisteredTool:
     def output_validator(self) -> Any:
         """The validator of ``outputSchema`` (built on first use)."""
         if self._output_validator is None:
-            self._output_validator = validator_for(
-                self.output_schema or {}
-            )  # called only when it has one
+            # called only when it has one
+            self._output_validator = validator_for(self.output_schema or {})
         return self._output_validator
 
 
