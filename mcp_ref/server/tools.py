@@ -286,9 +286,6 @@ def run_tool(
     return tool_result(tool, value, connection.version_for(context))
 
 
-HANDLERS = {"tools/list": list_tools, "tools/call": call_tool}
-
-
 # -- results ----------------------------------------------------------------------------------------
 
 
