@@ -45,9 +45,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_SERIALS = itertools.count(
-    1
-)  # names connections without a better caller id (ServerConnection.peer)
+#: Names connections without a better caller id (ServerConnection.peer).
+_SERIALS = itertools.count(1)
 _ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
 
@@ -390,10 +389,8 @@ class ServerConnection:
         method table, lifecycle, capabilities."""
         hooks = self.server.request_hooks
         if hooks:
-            from .seams import (
-                Call,
-                run_chain,
-            )  # the extensions' seams: loaded by the first extension
+            # the extensions' seams: loaded by the first extension
+            from .seams import Call, run_chain
 
             return run_chain(
                 hooks,
@@ -404,11 +401,12 @@ class ServerConnection:
 
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
+        # -32602 / -32022 for a broken envelope
         modern: lifecycle.Envelope | None = (
             read[1]
             if read is not None and read[0] == context.request_id
             else lifecycle.read_envelope(params)
-        )  # -32602 / -32022 for a broken envelope
+        )
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
         handler = METHODS.get(method) or self.server.extension_method(method, self.protocol_version)
@@ -488,9 +486,8 @@ class ServerConnection:
                 lifecycle.INPUT_REQUIRED,
             )
         result = dict(result)
-        if (
-            method != "tools/call"
-        ):  # the one modern method that is never cacheable, and the most frequent
+        # tools/call: the one modern method that is never cacheable, and the most frequent
+        if method != "tools/call":
             add_hints(server, method, params, result)
         return lifecycle.complete_result(result, server.server_info(modern.version))
 

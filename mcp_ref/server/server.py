@@ -687,18 +687,16 @@ class Server:
             from .seams import methods_of
 
             methods = methods_of(self._extensions, version)
-            if len(cache) < len(SUPPORTED_VERSIONS) + len(
-                MODERN_VERSIONS
-            ):  # bounded: a peer's version
+            # bounded: the version is a peer's
+            if len(cache) < len(SUPPORTED_VERSIONS) + len(MODERN_VERSIONS):
                 cache[version] = methods
         return methods.get(method)
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
         """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
         attribute = self._context_attributes.get(name)
-        if (
-            attribute is None
-        ):  # ctx.start_task, ctx.in_task of a server without tasks: the shorthand's
+        # ctx.start_task, ctx.in_task of a server without tasks: the shorthand's
+        if attribute is None:
             from .shorthand import CONTEXT_DEFAULTS
 
             attribute = CONTEXT_DEFAULTS.get(name)

@@ -96,9 +96,8 @@ def to_jsonable(value: Any) -> Any:
         }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
-    from .rich_types import (
-        jsonable,
-    )  # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
+    # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
+    from .rich_types import jsonable
 
     return jsonable(value)
 
@@ -174,9 +173,8 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
-    if (
-        origin in _UNION_ORIGINS
-    ):  # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+    # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+    if origin in _UNION_ORIGINS:
         from .compound_types import union
 
         return union(args, seen, _analyse)
@@ -242,9 +240,8 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return _analyse(tp.__supertype__, seen)
     if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
         return _analyse(tp.__value__, seen)
-    from .rich_types import (
-        analyse,
-    )  # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+    # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+    from .rich_types import analyse
 
     return analyse(tp)
 
@@ -407,9 +404,8 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
         if p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{name}: positional-only parameter {p.name!r} is not supported")
         hint, default = hints.get(p.name, Any), p.default
-        if (
-            type(default).__name__ == "FieldInfo"
-        ):  # pydantic's ``x: int = Field(3, description=...)``
+        # pydantic's ``x: int = Field(3, description=...)``
+        if type(default).__name__ == "FieldInfo":
             from .rich_types import field_default
 
             hint, default, fill = field_default(hint, default, p.empty)
@@ -473,9 +469,8 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         raise TypeError(
             f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})"
         ) from None
-    if (
-        isinstance(base, type) and schema.get("type") == "object"
-    ):  # a dataclass, TypedDict, pydantic model
+    # a dataclass, TypedDict, pydantic model
+    if isinstance(base, type) and schema.get("type") == "object":
         return schema, False
     if origin in _MAP_ORIGINS:
         args = get_args(base)
