@@ -24,7 +24,6 @@ import itertools
 import logging
 import sys
 import threading
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import lifecycle
@@ -46,45 +45,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_SERIALS = itertools.count(
-    1
-)  # names connections without a better caller id (ServerConnection.peer)
+#: Names connections without a better caller id (ServerConnection.peer).
+_SERIALS = itertools.count(1)
 _ADMITTED_LOCK = threading.Lock()  # guards ServerConnection.mark_admitted
 
 
-class MethodTable(Mapping):
+class MethodTable(dict):
     """Request methods and their handlers, each named ``"module:function"`` (a module of this
     package) and loaded on first use, or given as a function."""
 
-    def __init__(self, specs: dict[str, Any]):
-        self._specs = specs
-        self._loaded: dict[str, Handler] = {}
-
     def __getitem__(self, method: str) -> Handler:
-        handler = self._loaded.get(method)
-        if handler is None:
-            spec = self._specs[method]
-            if isinstance(spec, str):
-                module, _, name = spec.partition(":")
-                spec = getattr(importlib.import_module(f"{__package__}.{module}"), name)
-            handler = self._loaded[method] = spec
+        handler = super().__getitem__(method)
+        if isinstance(handler, str):
+            module, _, name = handler.partition(":")
+            handler = getattr(importlib.import_module(f"{__package__}.{module}"), name)
+            self[method] = handler
         return handler
 
     def get(self, method: str, default: Any = None) -> Any:
-        """The handler of ``method`` (loaded on first use), else ``default``: the hot path, with no KeyError."""
-        handler = self._loaded.get(method)
-        return (
-            handler if handler is not None else self[method] if method in self._specs else default
-        )
-
-    def __iter__(self):
-        return iter(self._specs)
-
-    def __len__(self) -> int:
-        return len(self._specs)
-
-    def __contains__(self, method: object) -> bool:
-        return method in self._specs
+        """The handler of ``method`` (loaded on first use), else ``default``."""
+        return self[method] if method in self else default
 
 
 def initialize(connection: ServerConnection, context: RequestContext, params: dict) -> dict:
@@ -102,14 +82,7 @@ def initialize(connection: ServerConnection, context: RequestContext, params: di
         raise InvalidParams("Invalid params: initialize needs capabilities and clientInfo objects")
     version = lifecycle.server_choose_version(requested)
     server = connection.server
-
-    def negotiated() -> None:
-        connection.session.protocol_version = version
-        connection.client_capabilities = capabilities
-        connection.client_info = client_info
-        connection.capabilities = server.capabilities(version, connection)
-
-    if not connection.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated):
+    if not connection.negotiate(lifecycle.INITIALIZE_ANSWERED, version, capabilities, client_info):
         raise InvalidRequest(connection.lifecycle.rules.refusal.format(method="initialize"))
     result = {
         "protocolVersion": version,
@@ -200,45 +173,25 @@ DEFAULT_MAX_SUBSCRIPTIONS = 1024
 
 
 class OpenGate:
-    """The default :class:`~mcp_ref.server.seams.Gate`: every principal may use every item."""
+    """The default :class:`~mcp_ref.server.seams.Gate`: every principal may use every item.  Its
+    methods take the protocol's arguments, and read none but what they hand back."""
 
     restricts = False
 
-    def allows(
-        self, principal: Principal, action: str, name: str, request: dict | None = None
-    ) -> bool:
+    def allows(self, *question: Any, **options: Any) -> bool:
         """Always True."""
         return True
 
+    resource_allowed = allows  # always True too
+
     def visible(
-        self,
-        principal: Principal | None,
-        action: str,
-        name: str,
-        entry: Any,
-        request: dict | None = None,
+        self, principal: Any, action: str, name: str, entry: Any, *more: Any, **options: Any
     ) -> Any:
         """``entry`` itself."""
         return entry
 
-    def resource_allowed(
-        self,
-        principal: Principal,
-        uri: str,
-        found: Any,
-        action: str = "resources/read",
-        request: dict | None = None,
-    ) -> bool:
-        """Always True."""
-        return True
-
     def visible_resource(
-        self,
-        principal: Principal | None,
-        uri: str,
-        found: Any,
-        action: str = "resources/read",
-        request: dict | None = None,
+        self, principal: Any, uri: str, found: Any, *more: Any, **options: Any
     ) -> Any:
         """``found`` itself."""
         return found
@@ -367,13 +320,22 @@ class ServerConnection:
         the ``MCP-Protocol-Version`` header instead.  The client's capabilities
         are unknown: requests to the client are refused.
         """
+        self.stateless = True
+        self.negotiate(lifecycle.STATELESS, version, {}, {})
 
-        def negotiated() -> None:
+    def negotiate(
+        self, event: str, version: str, client_capabilities: dict, client_info: dict
+    ) -> bool:
+        """Take the lifecycle's ``event`` (False: not now), recording what was negotiated as it
+        moves: the version, what the client declared, and the capabilities this server declares."""
+
+        def apply() -> None:
             self.session.protocol_version = version
+            self.client_capabilities = client_capabilities
+            self.client_info = client_info
             self.capabilities = self.server.capabilities(version, self)
 
-        self.stateless = True
-        self.lifecycle.advance(lifecycle.STATELESS, negotiated)
+        return self.lifecycle.advance(event, apply)
 
     def negotiated(self) -> dict:
         """What this connection negotiated (JSON-able): what another process needs to serve its
@@ -390,14 +352,12 @@ class ServerConnection:
         """Serve a session another process negotiated (from its :meth:`negotiated`), or take up
         what changed there (a log level, subscriptions); ``initialized``: the client has sent
         ``notifications/initialized`` (2025-11-25 basic/lifecycle §Initialization)."""
-
-        def apply() -> None:
-            self.session.protocol_version = negotiated["version"]
-            self.client_capabilities = dict(negotiated.get("clientCapabilities") or {})
-            self.client_info = dict(negotiated.get("clientInfo") or {})
-            self.capabilities = self.server.capabilities(negotiated["version"], self)
-
-        self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, apply)
+        self.negotiate(
+            lifecycle.INITIALIZE_ANSWERED,
+            negotiated["version"],
+            dict(negotiated.get("clientCapabilities") or {}),
+            dict(negotiated.get("clientInfo") or {}),
+        )
         if initialized:
             self.lifecycle.advance(lifecycle.INITIALIZED_RECEIVED)
         self.log_level = negotiated.get("logLevel")
@@ -429,10 +389,8 @@ class ServerConnection:
         method table, lifecycle, capabilities."""
         hooks = self.server.request_hooks
         if hooks:
-            from .seams import (
-                Call,
-                run_chain,
-            )  # the extensions' seams: loaded by the first extension
+            # the extensions' seams: loaded by the first extension
+            from .seams import Call, run_chain
 
             return run_chain(
                 hooks,
@@ -443,11 +401,12 @@ class ServerConnection:
 
     def _route(self, context: RequestContext, method: str, params: dict) -> dict:
         read = self.envelope_read
+        # -32602 / -32022 for a broken envelope
         modern: lifecycle.Envelope | None = (
             read[1]
             if read is not None and read[0] == context.request_id
             else lifecycle.read_envelope(params)
-        )  # -32602 / -32022 for a broken envelope
+        )
         if modern is not None:
             return self.handle_modern(context, method, params, modern)
         handler = METHODS.get(method) or self.server.extension_method(method, self.protocol_version)
@@ -527,9 +486,8 @@ class ServerConnection:
                 lifecycle.INPUT_REQUIRED,
             )
         result = dict(result)
-        if (
-            method != "tools/call"
-        ):  # the one modern method that is never cacheable, and the most frequent
+        # tools/call: the one modern method that is never cacheable, and the most frequent
+        if method != "tools/call":
             add_hints(server, method, params, result)
         return lifecycle.complete_result(result, server.server_info(modern.version))
 
@@ -543,9 +501,8 @@ class ServerConnection:
         be counted once more, should a request with that id ever reach the dispatcher).
         """
         admitted = self.admitted
-        with (
-            _ADMITTED_LOCK
-        ):  # concurrent POSTs of one session; the pop in _admit is atomic on its own
+        # concurrent POSTs of one session; the pop in _admit is atomic on its own
+        with _ADMITTED_LOCK:
             admitted[request_id] = None
             while len(admitted) > self.session.max_incoming:
                 admitted.pop(next(iter(admitted)), None)
@@ -674,17 +631,15 @@ class ServerConnection:
         """
         from .logging import log_message
 
-        if envelope is None:
-            params = log_message(level, data, logger, self.log_level)
-            if params is None:
-                return False
-            self.notify("notifications/message", params, related_request_id=related_request_id)
-            return True
-        if envelope.log_level is None:
+        chosen = self.log_level if envelope is None else envelope.log_level
+        if envelope is not None and chosen is None:
             return False
-        params = log_message(level, data, logger, envelope.log_level)
+        params = log_message(level, data, logger, chosen)
         if params is None:
             return False
+        if envelope is None:
+            self.notify("notifications/message", params, related_request_id=related_request_id)
+            return True
         try:  # no lifecycle to consult: the request itself opted in
             self.session.notify(
                 "notifications/message", params, related_request_id=related_request_id

@@ -80,6 +80,19 @@ class Server:
     ``lifespan(server)``: a context manager entered as serving starts, exited as it ends (``ctx.lifespan_context``).
     """
 
+    # Starting values, replaced on the instance when they change.
+    on_roots_list_changed: Callable[[ServerConnection], None] | None = None
+    _paginator: Paginator | None = None
+    _resource_table: ResourceTable | None = None  # made at the first resource
+    _subscriptions: Any = None
+    _server_info: tuple[Any, dict[str, Any]] | None = None
+    _lifespan: Any = None
+    #: True once this process serves (:meth:`serves`): what it registered before is its start, the
+    #: same on every worker of a deployment, and not announced to the others' clients.
+    _served = False
+    _changes: Changes | None = None  # where changes go (made at the first: _changes_of)
+    _shorthand: Shorthand | None = None
+
     def __init__(
         self,
         name: str,
@@ -102,7 +115,6 @@ class Server:
         secret = (os.environ.get(SECRET_ENV) or None) if secret is None else secret
         self._registry_lock = threading.RLock()
         self._page_size, self._secret = page_size, secret
-        self._paginator: Paginator | None = None
         if page_size != 100 or secret is not None:  # checked now (loaded at once when configured)
             self._paginator = self.paginator
         if (ttl_ms, cache_scope) == (0, "private"):
@@ -111,32 +123,19 @@ class Server:
             from .resources import check_hints
 
             self.cache_hints = check_hints(ttl_ms, cache_scope)
-        self.on_roots_list_changed: Callable[[ServerConnection], None] | None = None
         self._tools: dict[str, RegisteredTool] = {}
-        self._resource_table: ResourceTable | None = None  # made at the first resource
         self._prompts: dict[str, RegisteredPrompt] = {}
-        self._completions: dict[
-            tuple[str, str], tuple[Callable, str | None]
-        ] = {}  # (function, its Context parameter)
+        # (function, its Context parameter)
+        self._completions: dict[tuple[str, str], tuple[Callable, str | None]] = {}
         self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
         self._max_subscriptions = max_subscriptions
-        self._subscriptions: Any = None
-        self._server_info: tuple | None = None
         self._extensions: list[Extension] = []
         #: The extensions' ``intercept_request`` and ``intercept_tool_call``, the first outermost.
         self.request_hooks: list[Middleware] = []
         self.tool_call_hooks: list[ToolCallInterceptor] = []
-        self._methods: dict[
-            str | None, dict[str, Handler]
-        ] = {}  # version -> the extensions' methods
+        self._methods: dict[str | None, dict[str, Handler]] = {}  # version -> its methods
         self._context_attributes: dict[str, Callable[[Any], Any]] = {}
-        self._lifespan: Any = None
         self.lifespan = lifespan  # made a mcp_ref.server.lifespan.Lifespan if given
-        #: True once this process serves (:meth:`serves`): what it registered before is its start, the
-        #: same on every worker of a deployment, and not announced to the others' clients.
-        self._served = False
-        self._changes: Changes | None = None  # where changes go (made at the first: _changes_of)
-        self._shorthand: Shorthand | None = None
         if shorthand or os.environ.get("MCP_REF_STATE"):  # shorthand.STATE_ENV
             # the state first: an extension's setup may ask for it
             self._shorthand_of().take(**shorthand)
@@ -148,15 +147,13 @@ class Server:
     @property
     def paginator(self) -> Paginator:
         """Pages every listing (``page_size``), and signs its cursors with :attr:`keyring`."""
-        paginator = self._paginator
-        if paginator is None:
+        if self._paginator is None:
             from ..pagination import Paginator
 
             with self._registry_lock:
                 if self._paginator is None:
                     self._paginator = Paginator(page_size=self._page_size, secret=self._secret)
-                paginator = self._paginator
-        return paginator
+        return self._paginator
 
     @property
     def keyring(self) -> Keyring:
@@ -167,8 +164,7 @@ class Server:
     def subscriptions(self) -> Any:
         """The open 2026-07-28 ``subscriptions/listen`` streams (at most ``max_subscriptions``;
         :class:`~mcp_ref.server.subscriptions.Subscriptions`)."""
-        hub = self._subscriptions
-        if hub is None:
+        if self._subscriptions is None:
             from .subscriptions import Subscriptions
 
             with self._registry_lock:
@@ -176,8 +172,7 @@ class Server:
                     self._subscriptions = Subscriptions(
                         self._max_subscriptions, self.shared_store("counters")
                     )
-                hub = self._subscriptions
-        return hub
+        return self._subscriptions
 
     # -- tools ----------------------------------------------------------------------
 
@@ -272,20 +267,17 @@ class Server:
         **options: Any,
     ) -> None:
         """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
-        tool = build_tool(
-            func,
-            name=name,
-            title=title,
-            description=description,
-            input_schema=input_schema,
-            output_schema=output_schema,
-            annotations=annotations,
-            icons=icons,
-            meta=meta,
-            scopes=scopes,
-            headers=headers,
-            options=self._item_options(options),
-        )
+        given = {
+            "name": name,
+            "title": title,
+            "description": description,
+            "inputSchema": input_schema,
+            "outputSchema": output_schema,
+            "annotations": annotations,
+            "icons": icons,
+            "_meta": meta,
+        }
+        tool = build_tool(func, given, scopes, headers, self._item_options(options))
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))
@@ -577,13 +569,11 @@ class Server:
 
     def get_completion(self, ref_type: str, name: str) -> Callable | None:
         """The completion function for ``(ref_type, prompt name or template URI)``, or None."""
-        entry = self._completions.get((ref_type, name))
-        return entry[0] if entry is not None else None
+        return self._completions.get((ref_type, name), (None, None))[0]
 
     def completion_context(self, ref_type: str, name: str) -> str | None:
         """The parameter of that completion function annotated ``Context``, or None."""
-        entry = self._completions.get((ref_type, name))
-        return entry[1] if entry is not None else None
+        return self._completions.get((ref_type, name), (None, None))[1]
 
     # -- what the features read ----------------------------------------------------------------
 
@@ -684,11 +674,7 @@ class Server:
     def gate(self) -> Gate:
         """Which items each principal may see and use (:class:`~mcp_ref.server.seams.Gate`): the first
         extension's that has one, else every item to everyone (:data:`~mcp_ref.server.connection.OPEN`)."""
-        for extension in self._extensions:
-            gate = extension.gate
-            if gate is not None:
-                return gate
-        return OPEN
+        return next((e.gate for e in self._extensions if e.gate is not None), OPEN)
 
     def extension_method(self, method: str, version: str | None) -> Handler | None:
         """The handler an extension gives ``method`` at ``version`` (the first added wins), or None."""
@@ -701,18 +687,16 @@ class Server:
             from .seams import methods_of
 
             methods = methods_of(self._extensions, version)
-            if len(cache) < len(SUPPORTED_VERSIONS) + len(
-                MODERN_VERSIONS
-            ):  # bounded: a peer's version
+            # bounded: the version is a peer's
+            if len(cache) < len(SUPPORTED_VERSIONS) + len(MODERN_VERSIONS):
                 cache[version] = methods
         return methods.get(method)
 
     def context_attribute(self, name: str) -> Callable[[Any], Any] | None:
         """What gives ``ctx.<name>`` when an extension adds it to a handler's ``Context``, or None."""
         attribute = self._context_attributes.get(name)
-        if (
-            attribute is None
-        ):  # ctx.start_task, ctx.in_task of a server without tasks: the shorthand's
+        # ctx.start_task, ctx.in_task of a server without tasks: the shorthand's
+        if attribute is None:
             from .shorthand import CONTEXT_DEFAULTS
 
             attribute = CONTEXT_DEFAULTS.get(name)

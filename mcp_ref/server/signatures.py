@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections.abc as cabc
 import dataclasses
 import enum
+import functools
 import inspect
 import json
 import math
@@ -51,14 +52,21 @@ __all__ = [
 
 _NONE = type(None)
 _EMPTY = inspect.Parameter.empty
-_SIMPLE = {int: "integer", float: "number", str: "string", bool: "boolean", _NONE: "null"}
+_SIMPLE = {
+    int: "integer",
+    float: "number",
+    str: "string",
+    bool: "boolean",
+    _NONE: "null",
+    None: "null",
+}
 _SET_ORIGINS = (set, frozenset, cabc.Set, cabc.MutableSet)
 _ARRAY_ORIGINS = (list, cabc.Sequence, cabc.MutableSequence) + _SET_ORIGINS
 _MAP_ORIGINS = (dict, cabc.Mapping, cabc.MutableMapping)
 _TD_WRAPPERS = tuple(
     w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
 )
-_UNION_ORIGINS = (Union, getattr(types, "UnionType", Union))
+_UNION_ORIGINS = (Union, types.UnionType)
 _TYPE_ALIAS = getattr(typing, "TypeAliasType", ())
 _SCALARS = frozenset({str, int, float, bool, _NONE})
 
@@ -88,9 +96,8 @@ def to_jsonable(value: Any) -> Any:
         }
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(v) for v in value]
-    from .rich_types import (
-        jsonable,
-    )  # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
+    # a date, a UUID, a Decimal, a pydantic model ... (loaded for one)
+    from .rich_types import jsonable
 
     return jsonable(value)
 
@@ -145,8 +152,6 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         simple = _SIMPLE.get(tp)
     except TypeError:  # unhashable annotation object
         simple = None
-    if tp is None:
-        simple = "null"
     if simple:
         return {"type": simple}, None
 
@@ -168,9 +173,8 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return schema, conv
     if origin is not None and origin in _TD_WRAPPERS:
         return _analyse(args[0], seen)
-    if (
-        origin in _UNION_ORIGINS
-    ):  # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+    # compound_types: unions, Literals, Enums, dataclasses, tuple[A, B] (loaded for one)
+    if origin in _UNION_ORIGINS:
         from .compound_types import union
 
         return union(args, seen, _analyse)
@@ -195,34 +199,25 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
             return typeddict(tp, seen + (tp,), _analyse, _hints(tp))
         origin = tp  # a bare container class such as ``list`` or ``dict``
 
-    if origin in _ARRAY_ORIGINS:
+    homogeneous = origin is tuple and len(args) == 2 and args[1] is Ellipsis  # tuple[T, ...]
+    if origin in _ARRAY_ORIGINS or homogeneous:
         schema = {"type": "array"}
         item_conv = None
         if args:
             items, item_conv = _analyse(args[0], seen)
             if items:
                 schema["items"] = items
+        make: Callable[[Any], Any] = tuple if homogeneous else list
         if origin in _SET_ORIGINS:
             schema["uniqueItems"] = True
             make = frozenset if origin is frozenset else set
-            if item_conv:
-                return schema, lambda v: make(map(item_conv, v))
-            return schema, make
         if item_conv:
-            return schema, lambda v: [item_conv(x) for x in v]
-        return schema, None
+            return schema, lambda v: make(map(item_conv, v))
+        return schema, None if make is list else make
 
     if origin is tuple:
-        schema = {"type": "array"}
         if not args:
-            return schema, tuple
-        if len(args) == 2 and args[1] is Ellipsis:
-            items, item_conv = _analyse(args[0], seen)
-            if items:
-                schema["items"] = items
-            if item_conv:
-                return schema, lambda v: tuple(map(item_conv, v))
-            return schema, tuple
+            return {"type": "array"}, tuple
         from .compound_types import fixed_tuple
 
         return fixed_tuple(args, seen, _analyse)
@@ -245,9 +240,8 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         return _analyse(tp.__supertype__, seen)
     if _TYPE_ALIAS and isinstance(tp, _TYPE_ALIAS):
         return _analyse(tp.__value__, seen)
-    from .rich_types import (
-        analyse,
-    )  # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+    # datetime, UUID, Decimal, Path, pydantic models ...; TypeError for others
+    from .rich_types import analyse
 
     return analyse(tp)
 
@@ -287,8 +281,9 @@ def describe(doc: str | None) -> tuple[str | None, dict[str, str]]:
     return parse_docstring(doc)
 
 
+@dataclasses.dataclass(slots=True, kw_only=True)
 class ArgumentPlan:
-    """The compiled description of a function's arguments.
+    """The compiled description of a function's arguments (made by :func:`compile_arguments`).
 
     Attributes:
         name: the function's name.
@@ -296,27 +291,16 @@ class ArgumentPlan:
         schema: JSON Schema object for the JSON arguments.
         context_param: name of the parameter that receives a context object
             (annotated with one of ``skip_types``), or None.
+        converters: ``(parameter, converter)`` for each parameter whose type needs one.
+        defaults: ``(parameter, fill)`` for each pydantic ``Field()`` default, filled in by :meth:`convert`.
     """
 
-    __slots__ = ("name", "description", "schema", "context_param", "_converters", "_defaults")
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        description: str | None,
-        schema: dict,
-        context_param: str | None = None,
-        converters: typing.Iterable[tuple[str, _Converter]] = (),
-        defaults: typing.Iterable[tuple[str, Callable[[], Any]]] = (),
-    ) -> None:
-        """Store the compiled parts; normally built by :func:`compile_arguments`."""
-        self.name = name
-        self.description = description
-        self.schema = schema
-        self.context_param = context_param
-        self._converters = tuple(converters)
-        self._defaults = tuple(defaults)
+    name: str
+    description: str | None
+    schema: dict[str, Any]
+    context_param: str | None = None
+    converters: tuple[tuple[str, _Converter], ...] = ()
+    defaults: tuple[tuple[str, Callable[[], Any]], ...] = ()
 
     def convert(self, arguments: typing.Mapping[str, Any]) -> dict[str, Any]:
         """Turn validated JSON ``arguments`` into keyword arguments for the function.
@@ -324,14 +308,11 @@ class ArgumentPlan:
         Returns a new dict; only parameters whose type needs it (Enum, dataclass, tuple, set, datetime,
         pydantic model ..., and containers of those) are converted.  ValueError (naming the parameter) for a bad value.
         """
-        converters = self._converters
-        if not converters and not self._defaults:
-            return dict(arguments)
         out = dict(arguments)
-        for name, fill in self._defaults:
+        for name, fill in self.defaults:
             if name not in out:
                 out[name] = fill()
-        for name, conv in converters:
+        for name, conv in self.converters:
             if name in out:
                 try:
                     out[name] = conv(out[name])
@@ -383,14 +364,12 @@ def runs_in_thread(func: Callable) -> Callable:
     if not inspect.iscoroutinefunction(func):
         return func
 
+    @functools.wraps(func)  # signature and type hints: the async function's
     def run(*args: Any, **kwargs: Any) -> Any:
         import asyncio
 
         return asyncio.run(func(*args, **kwargs))
 
-    cast(Any, run).__wrapped__ = func  # signature and type hints: the async function's
-    for attribute in ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__"):
-        setattr(run, attribute, getattr(func, attribute, None))
     return run
 
 
@@ -417,23 +396,21 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
     required: list[str] = []
     converters: list[tuple[str, _Converter]] = []
     context_param: str | None = None
-    defaults: list[
-        tuple[str, Callable[[], Any]]
-    ] = []  # the values of Field() defaults, filled in by convert
+    # the values of Field() defaults, filled in by convert
+    defaults: list[tuple[str, Callable[[], Any]]] = []
     for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise TypeError(f"{name}: variadic parameter {p.name!r} is not supported")
         if p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{name}: positional-only parameter {p.name!r} is not supported")
         hint, default = hints.get(p.name, Any), p.default
-        if (
-            type(default).__name__ == "FieldInfo"
-        ):  # pydantic's ``x: int = Field(3, description=...)``
+        # pydantic's ``x: int = Field(3, description=...)``
+        if type(default).__name__ == "FieldInfo":
             from .rich_types import field_default
 
             hint, default, fill = field_default(hint, default, p.empty)
             defaults.append((p.name, fill))
-        if skip_types and _is_context(hint, tuple(skip_types)):
+        if skip_types and _is_context(hint, skip_types):
             if context_param is not None:
                 raise TypeError(
                     f"{name}: more than one context parameter ({context_param!r}, {p.name!r})"
@@ -459,8 +436,8 @@ def compile_arguments(func: Callable, *, skip_types: tuple[type, ...] = ()) -> A
         description=summary,
         schema=_object(props, required),
         context_param=context_param,
-        converters=converters,
-        defaults=defaults,
+        converters=tuple(converters),
+        defaults=tuple(defaults),
     )
 
 
@@ -487,26 +464,21 @@ def output_schema_for(func: Callable, owner: str = "") -> tuple[dict | None, boo
         schema = type_schema(ret)
     except (TypeError, ValueError) as exc:
         if "unsupported type annotation" not in str(exc):
-            return (
-                None,
-                False,
-            )  # JSON all the same (a dict with int keys ...), but no schema to promise
+            # JSON all the same (a dict with int keys ...), but no schema to promise
+            return None, False
         raise TypeError(
             f"{owner}: return type {ret!r} cannot be serialised as JSON ({exc})"
         ) from None
-    if (
-        isinstance(base, type) and schema.get("type") == "object"
-    ):  # a dataclass, TypedDict, pydantic model
+    # a dataclass, TypedDict, pydantic model
+    if isinstance(base, type) and schema.get("type") == "object":
         return schema, False
     if origin in _MAP_ORIGINS:
         args = get_args(base)
         if not args or args[0] is str:
             return schema, False
     if not schema or (schema.get("type") == "string" and "format" not in schema):
-        return (
-            None,
-            False,
-        )  # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
+        # a str's text says it all; a date, a UUID ... is wrapped, as FastMCP does
+        return None, False
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}, True
 
 
@@ -551,15 +523,13 @@ def validator_for(schema: dict) -> Any:
     return Validator(cls(schema), quick_check(schema))
 
 
+@dataclasses.dataclass(slots=True)
 class Validator:
     """A schema's validator: ``quick`` (from :func:`quick_check`, or None) first, jsonschema's
     ``checker`` for whatever ``quick`` does not accept, and for the errors."""
 
-    __slots__ = ("checker", "quick")
-
-    def __init__(self, checker: Any, quick: Callable[[Any], bool] | None = None):
-        self.checker = checker
-        self.quick = quick
+    checker: Any
+    quick: Callable[[Any], bool] | None = None
 
     @property
     def schema(self) -> Any:
@@ -648,9 +618,8 @@ def quick_check(schema: Any) -> Callable[[Any], bool] | None:
         return None
     if not all(isinstance(name, str) for name in required):
         return None
-    tests: dict[
-        str, Any
-    ] = {}  # the exact classes (a frozenset) a property's value may have; None: any value
+    # the exact classes (a frozenset) a property's value may have; None: any value
+    tests: dict[str, Any] = {}
     for name, sub in properties.items():
         if not isinstance(sub, dict) or not sub.keys() <= _ANNOTATIONS | {"type"}:
             return None

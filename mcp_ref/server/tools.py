@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -95,65 +95,48 @@ class RegisteredTool:
     def output_validator(self) -> Any:
         """The validator of ``outputSchema`` (built on first use)."""
         if self._output_validator is None:
-            self._output_validator = validator_for(
-                self.output_schema or {}
-            )  # called only when it has one
+            # called only when it has one
+            self._output_validator = validator_for(self.output_schema or {})
         return self._output_validator
 
 
 def build_tool(
     func: Callable,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    input_schema: dict | None = None,
-    output_schema: dict | None = None,
-    annotations: dict | None = None,
-    icons: list | None = None,
-    meta: dict | None = None,
-    scopes=(),
+    given: dict[str, Any],
+    scopes: Iterable[str] = (),
     headers: dict[str, str] | None = None,
     options: dict[str, Any] | None = None,
 ) -> RegisteredTool:
     """A :class:`RegisteredTool` for ``func`` (see :meth:`mcp_ref.server.Server.tool`); schemas are checked here.
-    ``options``: what extensions read of it (checked by them when it is registered)."""
+    ``given``: its ``Tool`` fields as registered (``name``, ``title``, ``description``,
+    ``inputSchema``, ``outputSchema``, ``annotations``, ``icons``, ``_meta``; None: not given, the
+    function's own where it has one).  ``options``: what extensions read of it (checked by them
+    when it is registered)."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=context_types())
-    name = name or func.__name__
+    name = given["name"] or func.__name__
     check_tool_name(name)
-    for label, schema in (("input_schema", input_schema), ("output_schema", output_schema)):
+    for label, key in (("input_schema", "inputSchema"), ("output_schema", "outputSchema")):
+        schema = given[key]
         if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
             # server/tools §Tool: inputSchema and outputSchema are JSON Schemas of type "object".
             raise ValueError(
                 f'tool {name}: {label} must be a JSON Schema object with "type": "object"'
             )
     wrapped = False
+    output_schema = given["outputSchema"]
     if output_schema is None:
         output_schema, wrapped = output_schema_for(func, f"tool {name}")
-    listing = drop_none(
-        {
-            "name": name,
-            "title": title,
-            "description": description if description is not None else plan.description,
-            "inputSchema": input_schema if input_schema is not None else plan.schema,
-            "outputSchema": output_schema,
-            "annotations": annotations,
-            "icons": icons,
-            "_meta": meta,
-        }
-    )
+    listing = {**given, "name": name, "outputSchema": output_schema}
+    if listing["description"] is None:
+        listing["description"] = plan.description
+    if listing["inputSchema"] is None:
+        listing["inputSchema"] = plan.schema
+    listing = drop_none(listing)
     if headers:
         listing["inputSchema"] = with_header_params(name, listing["inputSchema"], headers)
     tool = RegisteredTool(
-        name,
-        func,
-        plan,
-        listing,
-        output_schema,
-        wrapped,
-        scopes=tuple(scopes),
-        options=dict(options or {}),
+        name, func, plan, listing, output_schema, wrapped, tuple(scopes), dict(options or {})
     )
     tool.input_validator()  # a schema in an unsupported dialect, or an invalid one, fails here
     if output_schema is not None:
@@ -238,36 +221,30 @@ def call_tool(connection: Caller, context: RequestContext, params: dict) -> dict
         arguments = {}
     elif not isinstance(arguments, dict):
         raise InvalidParams("Invalid params: arguments must be an object")
-    validator = (
-        tool.input_validator()
-    )  # a plain schema's compiled test first: no call into jsonschema
-    problem = (
-        None
-        if validator.quick is not None and validator.quick(arguments)
-        else first_error(validator, arguments)
-    )
+    # a plain schema's compiled test first (Validator.is_valid): no call into jsonschema
+    problem = first_error(tool.input_validator(), arguments)
     if problem is None and not tool.declared.issuperset(arguments):
         # An argument the tool does not declare is the caller's mistake, not an internal error.
         problem = f"unexpected argument(s): {', '.join(sorted(arguments.keys() - tool.declared))}"
+
+    def run(run_context: RequestContext) -> dict:
+        if problem is not None:
+            return bad_arguments(connection, run_context, name, problem)
+        return run_tool(connection, tool, arguments, run_context)
+
     hooks = server.tool_call_hooks
     if hooks:  # the extensions' intercept_tool_call; invalid arguments reach them as None (run answers them)
         from .seams import intercept  # the extensions' seams: loaded by the first extension already
 
         return intercept(
-            hooks,
-            connection,
-            tool,
-            arguments if problem is None else None,
-            context,
-            lambda run_context: (
-                run_tool(connection, tool, arguments, run_context)
-                if problem is None
-                else bad_arguments(connection, run_context, name, problem)
-            ),
+            hooks, connection, tool, arguments if problem is None else None, context, run
         )
-    if problem is not None:
-        return bad_arguments(connection, context, name, problem)
-    return run_tool(connection, tool, arguments, context)
+    return run(context)
+
+
+def error_result(message: str) -> dict:
+    """A ``CallToolResult`` reporting a failure the model should see: ``message``, ``isError``."""
+    return {"content": [text_block(message)], "isError": True}
 
 
 def bad_arguments(connection: Caller, context: RequestContext, name: str, problem: Any) -> dict:
@@ -275,7 +252,7 @@ def bad_arguments(connection: Caller, context: RequestContext, name: str, proble
     message = f"Invalid arguments for tool {name}: {problem}"
     if lifecycle.at_least(connection.version_for(context), lifecycle.INPUT_ERRORS_AS_TOOL_ERRORS):
         # 2025-11-25 (SEP-1303): input validation errors are tool execution errors, so the model can see them.
-        return {"content": [text_block(message)], "isError": True}
+        return error_result(message)
     raise InvalidParams(message)
 
 
@@ -297,25 +274,16 @@ def run_tool(
     except (McpError, RequestCancelled):
         raise
     except ToolError as exc:
-        return {"content": [text_block(str(exc))], "isError": True}
+        return error_result(str(exc))
     except CapabilityError as exc:
         # The tool needs something this client did not declare (sampling, roots, elicitation):
         # the client's situation, not an internal error; say which, with no traceback.
         log.info("tool %s cannot run for this client: %s", name, exc)
-        return {
-            "content": [text_block(f"Tool {name} cannot run for this client: {exc}")],
-            "isError": True,
-        }
+        return error_result(f"Tool {name} cannot run for this client: {exc}")
     except Exception:  # the client sees a generic error, stderr the traceback
         log.exception("tool %s failed", name)
-        return {
-            "content": [text_block(f"Tool {name} failed with an internal error")],
-            "isError": True,
-        }
+        return error_result(f"Tool {name} failed with an internal error")
     return tool_result(tool, value, connection.version_for(context))
-
-
-HANDLERS = {"tools/list": list_tools, "tools/call": call_tool}
 
 
 # -- results ----------------------------------------------------------------------------------------
@@ -331,12 +299,7 @@ def tool_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
         ValueError,
     ) as exc:  # json.dumps: "Object of type X is not JSON serializable", a NaN ...
         log.error("tool %s returned a value that cannot be serialised: %s", tool.name, exc)
-        return {
-            "content": [
-                text_block(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")
-            ],
-            "isError": True,
-        }
+        return error_result(f"Tool {tool.name} returned a value that cannot be serialised: {exc}")
 
 
 def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
@@ -365,10 +328,7 @@ def shape_result(tool: RegisteredTool, value: Any, version: str | None) -> dict:
                 tool.name,
                 problem,
             )
-            return {
-                "content": [text_block(f"Tool {tool.name} produced invalid output")],
-                "isError": True,
-            }
+            return error_result(f"Tool {tool.name} produced invalid output")
     if structured is not None and not lifecycle.at_least(version, lifecycle.STRUCTURED_OUTPUT):
         del result["structuredContent"]
     if not lifecycle.at_least(version, lifecycle.RESOURCE_LINKS):

@@ -406,7 +406,7 @@ def test_convert_plain_params_returns_copy():
         pass
 
     plan = compile_arguments(f)
-    assert plan._converters == ()  # nothing to convert: fast path
+    assert plan.converters == ()  # nothing to convert: fast path
     args = {"a": 1, "b": ["x"], "c": {"k": 1}}
     out = plan.convert(args)
     assert out == args and out is not args
