@@ -291,24 +291,13 @@ class Checker:
         # The server's messages: this command's own probes are invalid on purpose.
         errors = list(self.validator.received_errors)
         section = "schema.json (the official JSON Schema)"
-        count = len(self.validator.messages)
+        detail = f"{len(self.validator.messages)} message(s) checked"
         if errors:
-            quoted = "; ".join(errors[:MAX_QUOTED]) + (
+            detail = "; ".join(errors[:MAX_QUOTED]) + (
                 f"; ... {len(errors) - MAX_QUOTED} more" if len(errors) > MAX_QUOTED else ""
             )
-            self.add(
-                f"every message from the server matches the {self.version} schema",
-                FAIL,
-                section,
-                quoted,
-            )
-        else:
-            self.add(
-                f"every message from the server matches the {self.version} schema",
-                PASS,
-                section,
-                f"{count} message(s) checked",
-            )
+        check = f"every message from the server matches the {self.version} schema"
+        self.add(check, FAIL if errors else PASS, section, detail)
 
 
 def example_arguments(schema: dict) -> dict:

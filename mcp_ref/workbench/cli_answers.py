@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..sampling_and_elicitation import CreateMessageResult, ElicitResult
 from .cli_output import describe_content, one_line
 from .terminal import safe
 
@@ -288,7 +289,6 @@ class SamplingCommand:
         import subprocess
 
         from ..errors import InternalError
-        from ..sampling_and_elicitation import CreateMessageResult
         from ..types import TextContent
 
         lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
@@ -314,7 +314,8 @@ class SamplingCommand:
         )
 
 
-_EOF, _DECLINE, _INVALID, _WITHDRAWN = object(), object(), object(), object()
+#: What :meth:`AskTheUser._ask_field` returns for an answer that does not do: the field is asked again.
+_INVALID = object()
 
 
 class AskTheUser:
@@ -329,37 +330,25 @@ class AskTheUser:
         self.user = user
 
     def __call__(self, params, context=None):
-        from ..sampling_and_elicitation import ElicitResult
-
         schema = params.requested_schema or {}
-        properties = schema.get("properties", {})
         required = set(schema.get("required", ()))
         with self.user.terminal:
             print(f"mcp-ref: the server asks: {_shown(params.message)}", file=sys.stderr)
             answers: dict[str, Any] = {}
-            for name, prop in properties.items():
-                while True:
+            for name, prop in schema.get("properties", {}).items():
+                value = _INVALID
+                while value is _INVALID:
                     value = self._ask_field(name, prop, name in required, context)
-                    if value is _WITHDRAWN:
-                        print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
-                        return ElicitResult(action="cancel")
-                    if isinstance(value, AnswerTimeout):
-                        # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
-                        print(f"\nmcp-ref: {value}: the request is cancelled", file=sys.stderr)
-                        return ElicitResult(action="cancel")
-                    if value is _EOF:
-                        return ElicitResult(action="cancel")
-                    if value is _DECLINE:
-                        return ElicitResult(action="decline")
-                    if value is not _INVALID:
-                        break
+                if isinstance(value, ElicitResult):  # the form ends here
+                    return value
                 if value is not None:
                     answers[name] = value
         return ElicitResult(action="accept", content=answers)
 
     def _ask_field(self, name: str, prop: dict, required: bool, context=None):
-        """One field, read from the terminal and checked against its schema: the value, None (left out), a
-        marker, or the :class:`AnswerTimeout` that ended the wait."""
+        """One field, read from the terminal and checked against its schema: the value, None (left out),
+        ``_INVALID`` (ask again), or the :class:`ElicitResult` that ends the form (the user declined,
+        the input ended, the wait timed out, the server withdrew its request)."""
         kind = prop.get("type", "string")
         choices = _choices(prop)
         hint = "/".join(map(str, choices)) if choices else kind
@@ -380,14 +369,16 @@ class AskTheUser:
         try:
             line = self.user.lines.read(context, since=since)
         except AnswerTimeout as exc:
-            return exc
+            # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
+            print(f"\nmcp-ref: {exc}: the request is cancelled", file=sys.stderr)
+            return ElicitResult(action="cancel")
         if line is None:
-            return _WITHDRAWN
-        if not line:
-            return _EOF
+            print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
+        if not line:  # withdrawn, or the end of input
+            return ElicitResult(action="cancel")
         text = line.strip()
         if text == "!decline":
-            return _DECLINE
+            return ElicitResult(action="decline")
         if not text:
             if default is not None:
                 return default

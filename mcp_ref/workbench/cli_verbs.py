@@ -63,9 +63,8 @@ def parse_pairs(
         except ValueError:
             parsed = value
         if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
-            parsed = (
-                value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
-            )
+            # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+            parsed = value
         out[key] = parsed
     return out
 
@@ -188,9 +187,8 @@ def connect(args, trace):
                 raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
             headers[name.strip()] = value.strip()
         auth = None
-        if not any(
-            name.lower() == "authorization" for name in headers
-        ):  # an explicit token is the user's choice
+        # an explicit token is the user's choice
+        if not any(name.lower() == "authorization" for name in headers):
             from .login import command_oauth
 
             auth = command_oauth(
@@ -313,9 +311,7 @@ class ServerStderr:
         self.transport = None
 
     def __call__(self, line: str) -> None:
-        line = safe(
-            line, newline="\\n"
-        )  # the server's own output: no escape sequence reaches the terminal
+        line = one_line(line)  # the server's own output: no escape sequence reaches the terminal
         self.lines.append(line)
         if not self.quiet:
             print(line, file=sys.stderr, flush=True)
@@ -346,25 +342,20 @@ def run_verb(args, trace) -> int:
         args.validator = WireValidator()
         trace = combine_hooks(trace, args.validator)
     if args.verb in ("call", "prompt"):
-        args.arguments = read_arguments(
-            args.args
-        )  # before launching anything: a usage error costs nothing
+        # before launching anything: a usage error costs nothing
+        args.arguments = read_arguments(args.args)
         bad = sorted(name for name, value in args.arguments.items() if not isinstance(value, str))
-        if (
-            args.verb == "prompt" and bad
-        ):  # 2025-11-25 server/prompts: a prompt's arguments are strings
+        # 2025-11-25 server/prompts: a prompt's arguments are strings
+        if args.verb == "prompt" and bad:
             raise CliError(
                 f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
                 EXIT_USAGE,
             )
     client = connect(args, trace)
     approval = getattr(args, "approval", None)
-    if (
-        isinstance(approval, Approval)
-        and client.server_info is not None
-        and client.server_info.name
-    ):
-        approval.server = client.server_info.name  # who asks, in the words the server chose
+    name = client.server_info.name if client.server_info is not None else None
+    if isinstance(approval, Approval) and name:
+        approval.server = name  # who asks, in the words the server chose
     try:
         with client:
             if getattr(args, "log_level", None):
@@ -459,9 +450,7 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _call(client, args) -> int:
-    arguments: dict[str, Any] = dict(
-        args.arguments
-    )  # --args (read_arguments), then KEY=VALUE pairs over them
+    arguments: dict[str, Any] = dict(args.arguments)  # --args, then KEY=VALUE pairs over them
     if args.pairs:
         properties: dict | None = None
         if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):

@@ -283,20 +283,16 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         f"{len(tools)} tools, listed {len(first.items)} per page with an opaque cursor",
     )
     steps.say("tools: " + ", ".join(t.name for t in tools))
-    result = client.call_tool("echo", {"text": "hello, MCP"})
+    echoed = client.call_tool("echo", {"text": "hello, MCP"}).text
+    steps.check(echoed == "hello, MCP", f"echo -> {echoed!r}")
+    total = client.call_tool("add", {"a": 2, "b": 40}).text
+    steps.check(total == "42", f"add(2, 40) -> {total}")
+    weather = client.call_tool("weather", {"city": "Lisbon"}).structured_content
     steps.check(
-        _text_of(result.content[0]) == "hello, MCP", f"echo -> {_text_of(result.content[0])!r}"
+        weather == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
+        f"weather -> structuredContent {weather}",
     )
-    result = client.call_tool("add", {"a": 2, "b": 40})
-    steps.check(_text_of(result.content[0]) == "42", f"add(2, 40) -> {_text_of(result.content[0])}")
-    result = client.call_tool("weather", {"city": "Lisbon"})
-    steps.check(
-        result.structured_content
-        == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
-        f"weather -> structuredContent {result.structured_content}",
-    )
-    result = client.call_tool("pixel")
-    image = result.content[0]
+    image = client.call_tool("pixel").content[0]
     steps.check(
         isinstance(image, ImageContent), f"pixel -> an {getattr(image, 'mime_type', None)} image"
     )
