@@ -217,9 +217,5 @@ class Records(Generic[R]):
         data = self.table.take(key)
         return None if data is None else self.kind.from_json(data)
 
-    def delete(self, key: str) -> bool:
-        """Forget ``key`` (see :meth:`AuthTable.delete`)."""
-        return self.table.delete(key)
-
     def __len__(self) -> int:
         return len(self.table)

@@ -169,8 +169,7 @@ class Approval:
             return False
         with self.user.terminal:
             since = self.user.lines.mark()  # asked from here: before the prompt shows, not after
-            sys.stderr.write(describe_request(request, self.server))
-            sys.stderr.write("Allow? [y/N] ")
+            sys.stderr.write(describe_request(request, self.server) + "Allow? [y/N] ")
             sys.stderr.flush()
             try:
                 answer = self.user.lines.read(context, since=since)
@@ -202,11 +201,11 @@ def describe_request(request, server: str | None = None) -> str:
         lines = [f"mcp-ref: {who} asks to sample your model (--sampling-command):"]
         if params.get("systemPrompt"):
             lines.append(f"  [system] {_shown(params['systemPrompt'])}")
-        for message in params.get("messages") or []:
-            if isinstance(message, dict):
-                lines.append(
-                    f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}"
-                )
+        lines += [
+            f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}"
+            for message in params.get("messages") or []
+            if isinstance(message, dict)
+        ]
         lines.append(f"  maxTokens: {_shown(params.get('maxTokens'))}")
         tools = [t.get("name") for t in params.get("tools") or [] if isinstance(t, dict)]
         if tools:
@@ -292,8 +291,9 @@ class SamplingCommand:
         from ..types import TextContent
 
         lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
-        for message in params.messages:
-            lines.append(f"[{message.role}] {describe_content(message.content)}")
+        lines += [
+            f"[{message.role}] {describe_content(message.content)}" for message in params.messages
+        ]
         try:
             done = subprocess.run(
                 self.command,
@@ -359,9 +359,8 @@ class AskTheUser:
             else ("" if required else " (optional)")
         )
         # the title, the name, the choices and the type are the server's words: shown escaped
-        since = (
-            None if no_terminal() else self.user.lines.mark()
-        )  # asked from here: before the prompt shows
+        # asked from here: before the prompt shows
+        since = None if no_terminal() else self.user.lines.mark()
         sys.stderr.write(
             f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: "
         )
@@ -380,10 +379,8 @@ class AskTheUser:
         if text == "!decline":
             return ElicitResult(action="decline")
         if not text:
-            if default is not None:
-                return default
-            if not required:
-                return None
+            if default is not None or not required:
+                return default  # None: left out
             print("    a value is required", file=sys.stderr)
             return _INVALID
         booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}

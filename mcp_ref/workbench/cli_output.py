@@ -156,28 +156,19 @@ class Progress:
 
     def __call__(self, progress, total=None, message=None) -> None:
         # Every value is the server's: numbers shown only as numbers, the message escaped.
-        message = one_line(message) if message else None
+        said = f" {one_line(message)}" if message else ""
         shown, of = number(progress), number(total) if total else None
         fraction = None
         if of is not None and shown != "?" and of != "?" and float(total) > 0:
             ratio = float(progress) / float(total)
-            fraction = (
-                None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)
-            )  # json reads "NaN": no bar
+            # json reads "NaN": no bar
+            fraction = None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)
         if self.tty and fraction is not None:
             filled = int(20 * fraction)
-            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}" + (
-                f" {message}" if message else ""
-            )
-            self.stream.write(text + "\x1b[K")
+            self.stream.write(f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}{said}\x1b[K")
             self.drawn = True
         else:
-            self.stream.write(
-                f"mcp-ref: progress {shown}"
-                + (f"/{of}" if of else "")
-                + (f" {message}" if message else "")
-                + "\n"
-            )
+            self.stream.write(f"mcp-ref: progress {shown}{f'/{of}' if of else ''}{said}\n")
         self.stream.flush()
 
     def done(self) -> None:

@@ -64,11 +64,13 @@ def config_path(
     environ: Mapping[str, str] = os.environ if env is None else env
     home = home or Path.home()
     if platform == "darwin":
-        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
-    if platform == "win32":
+        base = home / "Library" / "Application Support"
+    elif platform == "win32":
         base = Path(environ["APPDATA"]) if environ.get("APPDATA") else home / "AppData" / "Roaming"
-        return base / "Claude" / "claude_desktop_config.json"
-    base = Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
+    else:
+        base = (
+            Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
+        )
     return base / "Claude" / "claude_desktop_config.json"
 
 

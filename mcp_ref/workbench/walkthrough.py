@@ -78,25 +78,19 @@ class _Steps:
         self.failures: list[str] = []
         self.number = 0
         self.on_section = on_section
-        self.pending: list[
-            str
-        ] = []  # the server's stderr lines not shown yet (bounded: MAX_PENDING)
+        #: The server's stderr lines not shown yet (bounded: MAX_PENDING).
+        self.pending: list[str] = []
         self.dropped = 0
         self.arrived = threading.Condition()
 
-    def section(self, title: str, server: str = "", client: str = "", *more: str) -> None:
+    def section(self, title: str, server: str, client: str, *more: str) -> None:
         """A numbered section; ``server``: the functions of demo.py that implement it, ``client``: this
         module's; ``more``: others, as ``"FILE: NAME, NAME"`` (a file of mcp_ref/workbench)."""
         self.show_server_stderr()
         self.number += 1
         print(f"\n{self.number}. {title}", flush=True)
-        code = (
-            ([f"demo.py: {server}"] if server else [])
-            + ([f"walkthrough.py: {client}"] if client else [])
-            + list(more)
-        )
-        if code:
-            print(f"   code: {'; '.join(code)}", flush=True)
+        code = [f"demo.py: {server}", f"walkthrough.py: {client}", *more]
+        print(f"   code: {'; '.join(code)}", flush=True)
         if self.on_section is not None:
             self.on_section(f"{self.number}. {title}")
 
@@ -240,18 +234,16 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
 
 
 def _lifecycle(client: Client, steps: _Steps) -> None:
-    if client.era == "modern":
-        steps.section(
-            "Discovery (server/discover replaces initialize)", "build_server", "_lifecycle"
-        )
+    modern = client.era == "modern"
+    title = "Discovery (server/discover replaces initialize)" if modern else "Initialization"
+    steps.section(title, "build_server", "_lifecycle")
+    if modern:
         discovered = cast(DiscoverResult, client.discover_result)  # the modern era discovers
         steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}")
         steps.check(
             client.protocol_version == "2026-07-28" and client.initialize_result is None,
             "no initialize: each request carries protocolVersion and clientCapabilities in _meta",
         )
-    else:
-        steps.section("Initialization", "build_server", "_lifecycle")
     info = client.server_info
     named = f"{info.name} {info.version}" if info is not None else "(no serverInfo)"
     steps.say(f"server {named}, protocol {client.protocol_version}")
@@ -263,11 +255,11 @@ def _lifecycle(client: Client, steps: _Steps) -> None:
     client.ping()
     steps.check(
         True,
-        "ping answered"
-        if client.era == "handshake"
-        else "ping() asked server/discover again (2026-07-28 has no ping)",
+        "ping() asked server/discover again (2026-07-28 has no ping)"
+        if modern
+        else "ping answered",
     )
-    if client.era == "modern":
+    if modern:
         steps.check(
             bool(client.connection.feed.stream and client.connection.feed.stream.acknowledged),
             "a subscriptions/listen stream is open for the change callbacks, and acknowledged",
@@ -289,7 +281,8 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.check(total == "42", f"add(2, 40) -> {total}")
     weather = client.call_tool("weather", {"city": "Lisbon"}).structured_content
     steps.check(
-        weather == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
+        weather
+        == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
         f"weather -> structuredContent {weather}",
     )
     image = client.call_tool("pixel").content[0]
@@ -416,7 +409,8 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         client.read_resource("demo://readme")
         steps.check(
             client.cache.hits == hits + 1,
-            f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, cacheScope {(read.raw or {}).get('cacheScope')}: "
+            f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, "
+            f"cacheScope {(read.raw or {}).get('cacheScope')}: "
             "read again from the client's cache, no request",
         )
     blob = client.read_resource("demo://pixel.png").contents[0]

@@ -107,7 +107,7 @@ class WireValidator:
                 elif (
                     isinstance(item, dict)
                     and "method" not in item
-                    and self._asked_modern(direction, item)
+                    and self._request_of(direction, item)[1] is not None
                 ):
                     self._check(direction, item, None)
                     continue
@@ -152,9 +152,6 @@ class WireValidator:
         """``(method, modern version)`` of the request ``answer`` (sent in ``direction``) answers."""
         return self.methods.get((_asked_way(direction), answer.get("id")), (None, None))
 
-    def _asked_modern(self, direction: str, msg: dict) -> bool:
-        return self._request_of(direction, msg)[1] is not None
-
     def _check(self, direction: str, msg, version: str | None | Default = DEFAULT) -> None:
         if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
             version = self._request_of(direction, msg)[1] or version
@@ -173,21 +170,19 @@ class WireValidator:
         if not isinstance(msg, dict):
             return
         known = schemas.type_names(version)
+        # The schema type ``payload`` is checked as (None: none applies).
+        name: str | None = None
+        payload = msg
         if "method" in msg and "id" in msg:
             self.methods[(direction, msg["id"])] = (msg["method"], _modern_version(msg))
             if isinstance(msg.get("params"), dict) and "task" in msg["params"]:
                 self.augmented.add((direction, msg["id"]))
-            types = REQUEST_TYPES.get(msg["method"])
-            if types and types[0] in known:
-                self._found(direction, schemas.errors(version, types[0], msg))
+            name = REQUEST_TYPES.get(msg["method"], (None, None))[0]
         elif "method" in msg:
             name = NOTIFICATION_TYPES.get(msg["method"])
-            if name and name in known:
-                self._found(direction, schemas.errors(version, name, msg))
         elif "result" in msg:
             method = self._request_of(direction, msg)[0]
-            types = REQUEST_TYPES.get(method) if method is not None else None
-            result = msg["result"]
+            result = payload = msg["result"]
             if isinstance(result, dict) and result.get("resultType") == "task":
                 # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
                 self._found(direction, task_errors(result))
@@ -196,24 +191,20 @@ class WireValidator:
                 and result.get("resultType") == "input_required"
                 and "InputRequiredResult" in known
             ):
-                self._found(direction, schemas.errors(version, "InputRequiredResult", result))
+                name = "InputRequiredResult"
             elif (
                 isinstance(result, dict)
                 and "task" in result
                 and (_asked_way(direction), msg.get("id")) in self.augmented
                 and "CreateTaskResult" in known
             ):  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
-                self._found(direction, schemas.errors(version, "CreateTaskResult", result))
-            elif types and types[1] in known:
-                self._found(direction, schemas.errors(version, types[1], result))
-        elif "error" in msg:
-            name = (
-                "JSONRPCErrorResponse"
-                if "JSONRPCErrorResponse" in schemas.type_names(version)
-                else "JSONRPCError"
-            )
-            if msg.get("id") is not None or version >= "2025-11-25":
-                self._found(direction, schemas.errors(version, name, msg))
+                name = "CreateTaskResult"
+            else:
+                name = REQUEST_TYPES.get(method or "", (None, None))[1]
+        elif "error" in msg and (msg.get("id") is not None or version >= "2025-11-25"):
+            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in known else "JSONRPCError"
+        if name in known:
+            self._found(direction, schemas.errors(version, name, payload))
 
     def _found(self, direction: str, errors: list[str]) -> None:
         self.errors += errors
