@@ -56,6 +56,7 @@ from typing import Any
 from ..lifecycle import LOG_LEVELS
 from ..server.settings import PYTHON_LEVELS
 from .cli_answers import ANSWER_TIMEOUT
+from .cli_output import to_stderr
 from .cli_verbs import (
     EXIT_OK,
     EXIT_UNREACHABLE,
@@ -69,7 +70,7 @@ from .terminal import safe
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors exit 1, as documented
         self.print_usage(sys.stderr)
-        print(f"mcp-ref: error: {message}", file=sys.stderr)
+        to_stderr(f"mcp-ref: error: {message}")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -350,7 +351,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 
         return run_verb(args, trace)
     except CliError as exc:
-        print(f"mcp-ref: {safe(exc)}", file=sys.stderr)  # it may quote the server's words
+        to_stderr(f"mcp-ref: {safe(exc)}")  # it may quote the server's words
         if getattr(args, "json", False) and exc.code != EXIT_USAGE:
             # Scripts parse failures too: the JSON-RPC error as the server sent it, or ours.
             from .cli_output import print_json
@@ -372,9 +373,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             try:
                 recorder.write(args.diagram, f"mcp-ref {' '.join(_shown_argv(argv))}")
             except OSError as exc:
-                print(
-                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}",
-                    file=sys.stderr,
+                to_stderr(
+                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}"
                 )
 
 
@@ -510,12 +510,9 @@ def _logout(args) -> int:
     if not args.target.startswith(("http://", "https://")):
         raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
     if logout(args.target):
-        print(
-            f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})",
-            file=sys.stderr,
-        )
+        to_stderr(f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})")
     else:
-        print(f"mcp-ref: no cached authorization for {args.target}", file=sys.stderr)
+        to_stderr(f"mcp-ref: no cached authorization for {args.target}")
     return EXIT_OK
 
 
@@ -550,10 +547,8 @@ def _serve_demo(args, tracer: _Trace | None = None) -> int:
     mode = "stateless " if args.stateless else ""
 
     def announce(httpd) -> None:
-        print(
-            f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
-            file=sys.stderr,
-            flush=True,
+        to_stderr(
+            f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)"
         )
 
     address = (host.strip("[]") or "127.0.0.1", int(port))
@@ -606,11 +601,9 @@ def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None
     from .demo_auth_server import DEMO_CLIENT_ID, protected_app
 
     httpd = WsgiServer((host, port), protected_app(server, stateless=stateless))
-    print(
+    to_stderr(
         f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
-        f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})",
-        file=sys.stderr,
-        flush=True,
+        f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})"
     )
     try:
         httpd.serve_forever()

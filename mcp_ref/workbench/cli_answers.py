@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..sampling_and_elicitation import CreateMessageResult, ElicitResult
-from .cli_output import describe_content, one_line
+from .cli_output import describe_content, one_line, to_stderr
 from .terminal import safe
 
 #: Seconds a question on the terminal waits for an answer (``--answer-timeout``).
@@ -160,11 +160,9 @@ class Approval:
         what = "sampling" if request.method == "sampling/createMessage" else "elicitation"
         why = no_terminal()
         if why is not None:
-            print(
+            to_stderr(
                 f"mcp-ref: refused the server's {what} request: {why} to ask you on "
-                f"(--yes answers such requests without asking)",
-                file=sys.stderr,
-                flush=True,
+                f"(--yes answers such requests without asking)"
             )
             return False
         with self.user.terminal:
@@ -182,7 +180,7 @@ class Approval:
             answer = answer.strip().lower()
         if answer in ("y", "yes"):
             return True
-        print(f"mcp-ref: refused the server's {what} request", file=sys.stderr, flush=True)
+        to_stderr(f"mcp-ref: refused the server's {what} request")
         return False
 
 
@@ -333,7 +331,7 @@ class AskTheUser:
         schema = params.requested_schema or {}
         required = set(schema.get("required", ()))
         with self.user.terminal:
-            print(f"mcp-ref: the server asks: {_shown(params.message)}", file=sys.stderr)
+            to_stderr(f"mcp-ref: the server asks: {_shown(params.message)}")
             answers: dict[str, Any] = {}
             for name, prop in schema.get("properties", {}).items():
                 value = _INVALID
@@ -369,10 +367,10 @@ class AskTheUser:
             line = self.user.lines.read(context, since=since)
         except AnswerTimeout as exc:
             # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
-            print(f"\nmcp-ref: {exc}: the request is cancelled", file=sys.stderr)
+            to_stderr(f"\nmcp-ref: {exc}: the request is cancelled")
             return ElicitResult(action="cancel")
         if line is None:
-            print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
+            to_stderr("\nmcp-ref: the server withdrew its request")
         if not line:  # withdrawn, or the end of input
             return ElicitResult(action="cancel")
         text = line.strip()
@@ -381,7 +379,7 @@ class AskTheUser:
         if not text:
             if default is not None or not required:
                 return default  # None: left out
-            print("    a value is required", file=sys.stderr)
+            to_stderr("    a value is required")
             return _INVALID
         booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
         readers: dict[str, Any] = {
@@ -392,11 +390,9 @@ class AskTheUser:
         try:
             value = readers.get(kind, str)(text)
         except (ValueError, KeyError):
-            print(f"    not a {one_line(kind)}: {json.dumps(text)}", file=sys.stderr)
+            to_stderr(f"    not a {one_line(kind)}: {json.dumps(text)}")
             return _INVALID
         if choices and value not in choices:
-            print(
-                f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr
-            )
+            to_stderr(f"    must be one of {', '.join(json.dumps(c) for c in choices)}")
             return _INVALID
         return value

@@ -23,6 +23,7 @@ from .cli_output import (
     one_line,
     print_content,
     print_json,
+    to_stderr,
 )
 from .terminal import safe
 
@@ -292,11 +293,7 @@ def show_server_log(message) -> None:
         else json.dumps(message.data, ensure_ascii=False)
     )
     logger = f" [{one_line(message.logger)}]" if message.logger else ""
-    print(
-        f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}",
-        file=sys.stderr,
-        flush=True,
-    )
+    to_stderr(f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}")
 
 
 class ServerStderr:
@@ -314,7 +311,7 @@ class ServerStderr:
         line = one_line(line)  # the server's own output: no escape sequence reaches the terminal
         self.lines.append(line)
         if not self.quiet:
-            print(line, file=sys.stderr, flush=True)
+            to_stderr(line)
 
     def last_words(self) -> str:
         """``; its last stderr lines: ...`` for an error message, or nothing: nothing when the lines
@@ -388,10 +385,7 @@ def _ask_for_logs(client, level: str) -> None:
     """``--log-level``: ask for the server's log messages at ``level`` and above (2026-07-28: the
     ``logLevel`` of each request's ``_meta``; the handshake era: ``logging/setLevel``)."""
     if "logging" not in client.server_capabilities:
-        print(
-            "mcp-ref: the server does not declare logging: --log-level has nothing to show",
-            file=sys.stderr,
-        )
+        to_stderr("mcp-ref: the server does not declare logging: --log-level has nothing to show")
         return
     client.set_logging_level(level)
 
@@ -478,7 +472,7 @@ def _call(client, args) -> int:
             print_json(result.structured_content)
     if result.is_error:
         if not args.json:
-            print(f"mcp-ref: tool {args.tool} returned an error", file=sys.stderr)
+            to_stderr(f"mcp-ref: tool {args.tool} returned an error")
         return EXIT_ERROR
     return EXIT_OK
 

@@ -237,17 +237,13 @@ def build_server() -> Server:
             owner = added.get(name)
             if owner not in (None, caller) or (owner is None and server.get_tool(name) is not None):
                 raise ToolError(f"the name {name} is taken: choose another")
-            if (
-                owner is None
-                and sum(1 for who in added.values() if who == caller) >= MAX_ADDED_PER_CALLER
-            ):
+            if owner is None and list(added.values()).count(caller) >= MAX_ADDED_PER_CALLER:
                 raise ToolError(
                     f"you have added {MAX_ADDED_PER_CALLER} tools, the most one caller may"
                 )
             if owner is None and len(added) >= MAX_ADDED_TOOLS:
-                oldest = next(
-                    iter(added)
-                )  # makes room; removed while still its owner's (only it is told)
+                # makes room; removed while still its owner's (only it is told)
+                oldest = next(iter(added))
                 server.remove_tool(oldest)
                 del added[oldest]
             added[name] = caller  # owned before it exists: no one else ever sees it

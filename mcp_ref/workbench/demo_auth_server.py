@@ -479,9 +479,10 @@ class DemoAuthorizationServer:
 
     def _authenticate(self, form: dict, authorization: str | None) -> RegisteredClient:
         """RFC 6749 §2.3: HTTP Basic, or client_id (+ client_secret) in the body, as the client registered."""
-        basic = authorization is not None and authorization[:6].lower() == "basic "
+        authorization = authorization or ""
+        basic = authorization[:6].lower() == "basic "
         secret: str | None
-        if authorization is not None and basic:
+        if basic:
             try:
                 # RFC 6749 §2.3.1: the id and secret are form-urlencoded (UTF-8), then Base64 (RFC 7617).
                 decoded = base64.b64decode(
@@ -621,10 +622,8 @@ def fetch_client_metadata(
         raise OAuthError("invalid_client", "the client_id URL is malformed") from None
     host = parts.hostname or ""
     loopback = loopback_documents and is_loopback(host)
-    if (
-        not parts.path
-        or parts.path == "/"
-        or (parts.scheme != "https" and not (parts.scheme == "http" and loopback))
+    if parts.path in ("", "/") or (
+        parts.scheme != "https" and not (parts.scheme == "http" and loopback)
     ):
         raise OAuthError(
             "invalid_client", "a client_id URL must be https (http only on loopback) with a path"

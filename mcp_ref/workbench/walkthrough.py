@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     from ..stdio import SubprocessTransport
 
 
+def _show(text: str) -> None:
+    """Print a line of the walkthrough, flushed: the output reads in order through a pipe too."""
+    print(text, flush=True)
+
+
 def _text_of(item) -> str | None:
     """The text of a content block or of a resource's contents (None for an image, a blob ...)."""
     return item.text if isinstance(item, (TextContent, TextResourceContents)) else None
@@ -88,25 +93,25 @@ class _Steps:
         module's; ``more``: others, as ``"FILE: NAME, NAME"`` (a file of mcp_ref/workbench)."""
         self.show_server_stderr()
         self.number += 1
-        print(f"\n{self.number}. {title}", flush=True)
+        _show(f"\n{self.number}. {title}")
         code = [f"demo.py: {server}", f"walkthrough.py: {client}", *more]
-        print(f"   code: {'; '.join(code)}", flush=True)
+        _show(f"   code: {'; '.join(code)}")
         if self.on_section is not None:
             self.on_section(f"{self.number}. {title}")
 
     def heading(self, text: str) -> None:
         """An era's heading (and a note in the diagram)."""
         self.show_server_stderr()
-        print(f"\n== {text} ==", flush=True)
+        _show(f"\n== {text} ==")
         if self.on_section is not None:
             self.on_section(text)
 
     # Each line quotes what the server said: shown through mcp_ref.workbench.terminal.safe, as the CLI does.
     def say(self, text: str) -> None:
-        print(f"   {safe(text)}", flush=True)
+        _show(f"   {safe(text)}")
 
     def check(self, ok: bool, text: str) -> None:
-        print(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}", flush=True)
+        _show(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}")
         if not ok:
             self.failures.append(text)
 
@@ -129,9 +134,9 @@ class _Steps:
             lines, self.pending = self.pending, []
             dropped, self.dropped = self.dropped, 0
         if dropped:
-            print(f"   server stderr: ... {dropped} earlier line(s) not shown", flush=True)
+            _show(f"   server stderr: ... {dropped} earlier line(s) not shown")
         for line in lines:
-            print(f"   server stderr: {safe(line)}", flush=True)
+            _show(f"   server stderr: {safe(line)}")
         return seen
 
 
@@ -166,7 +171,7 @@ def run(
     """
     steps = _Steps(on_section)
     started = time.perf_counter()
-    print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.", flush=True)
+    _show("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
     if era in ("auto", "modern"):
         steps.heading(
             "The 2026-07-28 era: no handshake, every request names its version and capabilities"
@@ -181,14 +186,10 @@ def run(
     elapsed = time.perf_counter() - started
     steps.show_server_stderr()
     if steps.failures:
-        print(
-            f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)),
-            flush=True,
-        )
+        _show(f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)))
         return 1
-    print(
-        f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.",
-        flush=True,
+    _show(
+        f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message."
     )
     return 0
 
