@@ -95,49 +95,35 @@ class WireValidator:
             self.messages.append((direction, message))
             items = message if isinstance(message, list) else [message]
             for item in items:
+                if not isinstance(item, dict):
+                    continue  # not a JSON-RPC message: no type of the schema to check it as
                 modern = _modern_version(item)
                 if modern is not None:
                     self.modern_version = modern
                     self._check(direction, item, modern)
                     continue
-                if isinstance(item, dict) and "method" in item and "id" in item:
+                if "method" in item and "id" in item:
                     # a handshake-era request: its answer is not a modern one, even when an earlier
                     # conversation in the same trace used the same id for a modern request
                     self.methods[(direction, item["id"])] = (item["method"], None)
-                elif (
-                    isinstance(item, dict)
-                    and "method" not in item
-                    and self._request_of(direction, item)[1] is not None
-                ):
+                elif "method" not in item and self._request_of(direction, item)[1] is not None:
                     self._check(direction, item, None)
                     continue
-                if (
-                    self.version is None
-                    and self.modern_version is not None
-                    and isinstance(item, dict)
-                    and "id" not in item
-                ):  # a notification in a conversation with no handshake
+                if self.version is None and self.modern_version is not None and "id" not in item:
+                    # a notification in a conversation with no handshake
                     self._check(direction, item, self.modern_version)
                     continue
                 if self.version is None:
-                    if (
-                        isinstance(item, dict)
-                        and item.get("method") == "initialize"
-                        and isinstance(item.get("params"), dict)
-                    ):
+                    if item.get("method") == "initialize" and isinstance(item.get("params"), dict):
                         self.asked = item["params"].get("protocolVersion")
-                    if (
-                        isinstance(item, dict)
-                        and isinstance(item.get("result"), dict)
-                        and "protocolVersion" in item["result"]
-                    ):
-                        self.version = item["result"]["protocolVersion"]
-                        backlog, self._backlog = self._backlog, []
-                        for d, m in backlog:
-                            self._check(d, m)
-                    else:
+                    result = item.get("result")
+                    if not (isinstance(result, dict) and "protocolVersion" in result):
                         self._backlog.append((direction, item))
                         continue
+                    self.version = result["protocolVersion"]
+                    backlog, self._backlog = self._backlog, []
+                    for d, m in backlog:
+                        self._check(d, m)
                 self._check(direction, item)
 
     @property
@@ -152,8 +138,8 @@ class WireValidator:
         """``(method, modern version)`` of the request ``answer`` (sent in ``direction``) answers."""
         return self.methods.get((_asked_way(direction), answer.get("id")), (None, None))
 
-    def _check(self, direction: str, msg, version: str | None | Default = DEFAULT) -> None:
-        if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
+    def _check(self, direction: str, msg: dict, version: str | None | Default = DEFAULT) -> None:
+        if "method" not in msg:  # an answer: at its request's revision
             version = self._request_of(direction, msg)[1] or version
         if version is None or version is DEFAULT:
             version = self.schema_version
@@ -166,8 +152,6 @@ class WireValidator:
                     ],
                 )
             self._unchecked = True
-            return
-        if not isinstance(msg, dict):
             return
         known = schemas.type_names(version)
         # The schema type ``payload`` is checked as (None: none applies).
