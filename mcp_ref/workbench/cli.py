@@ -57,13 +57,7 @@ from ..lifecycle import LOG_LEVELS
 from ..server.settings import PYTHON_LEVELS
 from .cli_answers import ANSWER_TIMEOUT
 from .cli_output import to_stderr
-from .cli_verbs import (
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    CliError,
-    combine_hooks,
-)
+from .cli_verbs import EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, CliError, combine_hooks
 from .terminal import safe
 
 
@@ -92,17 +86,13 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         # ("append" copies a list default before adding)
         parser.add_argument(flag, default=default if defaults else argparse.SUPPRESS, **options)
 
-    option(
-        "--json",
-        False,
-        action="store_true",
-        help='print the raw result as JSON (errors too, as {"error": ...})',
-    )
-    option(
+    def switch(flag: str, help: str) -> None:  # argparse's word
+        option(flag, False, action="store_true", help=help)
+
+    switch("--json", 'print the raw result as JSON (errors too, as {"error": ...})')
+    switch(
         "--trace",
-        False,
-        action="store_true",
-        help="print every JSON-RPC message on stderr (--> sent, <-- received; with "
+        "print every JSON-RPC message on stderr (--> sent, <-- received; with "
         "serve-demo, as the server sends and receives them)",
     )
     option(
@@ -127,12 +117,10 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         metavar="SECONDS",
         help="the longest launching or reaching the server and the handshake may take (default 30)",
     )
-    option("--quiet", False, action="store_true", help="no progress display")
-    option(
+    switch("--quiet", "no progress display")
+    switch(
         "--quiet-server",
-        False,
-        action="store_true",
-        help="hide a launched server's stderr (shown again, its last lines, if it fails)",
+        "hide a launched server's stderr (shown again, its last lines, if it fails)",
     )
     option(
         "--diagram",
@@ -152,11 +140,9 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         help="answer the server's sampling requests by running CMD: the conversation on "
         "its stdin, its stdout the model's reply",
     )
-    option(
+    switch(
         "--yes",
-        False,
-        action="store_true",
-        help="answer the server's sampling and elicitation requests without asking "
+        "answer the server's sampling and elicitation requests without asking "
         "(otherwise each is shown and asked about on a terminal, and refused without one)",
     )
     option(
@@ -174,11 +160,8 @@ def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
         metavar="'NAME: VALUE'",
         help="an HTTP header for URL targets (repeatable)",
     )
-    option(
-        "--no-browser",
-        False,
-        action="store_true",
-        help="for a protected server: print the authorization URL, do not open a browser",
+    switch(
+        "--no-browser", "for a protected server: print the authorization URL, do not open a browser"
     )
     option(
         "--transport",
@@ -331,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     tracer = _Trace() if args.trace else None
     recorder = None
-    if getattr(args, "diagram", None):
+    if args.diagram:
         from .diagram import Recorder
 
         recorder = Recorder()
@@ -352,7 +335,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         return run_verb(args, trace)
     except CliError as exc:
         to_stderr(f"mcp-ref: {safe(exc)}")  # it may quote the server's words
-        if getattr(args, "json", False) and exc.code != EXIT_USAGE:
+        if args.json and exc.code != EXIT_USAGE:
             # Scripts parse failures too: the JSON-RPC error as the server sent it, or ours.
             from .cli_output import print_json
 

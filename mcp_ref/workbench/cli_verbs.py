@@ -15,6 +15,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import (
+    AuthorizationError,
+    CapabilityError,
+    ConnectionClosed,
+    McpError,
+    RequestRefused,
+    RequestTimeout,
+    ServerUnreachable,
+)
 from .cli_output import (
     Progress,
     describe_content,
@@ -162,7 +171,7 @@ def client_options(args, trace) -> dict:
     user = User(
         args.answer_timeout
     )  # every question of this command, at the terminal or from stdin
-    if getattr(args, "log_level", None):
+    if args.log_level:
         options["on_log"] = show_server_log  # asked for at --log-level once connected: see run_verb
     options["elicitation_handler"] = AskTheUser(user)
     options["approve"] = args.approval = Approval(args.yes, args.target, user)
@@ -172,13 +181,6 @@ def client_options(args, trace) -> dict:
 def connect(args, trace):
     """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`."""
     from ..client import Client
-    from ..errors import (
-        AuthorizationError,
-        ConnectionClosed,
-        McpError,
-        RequestTimeout,
-        ServerUnreachable,
-    )
 
     if args.target.startswith(("http://", "https://")):
         headers = {}
@@ -323,16 +325,6 @@ class ServerStderr:
 
 def run_verb(args, trace) -> int:
     """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`)."""
-    from ..errors import (
-        AuthorizationError,
-        CapabilityError,
-        ConnectionClosed,
-        McpError,
-        RequestRefused,
-        RequestTimeout,
-    )
-    from .cli_answers import Approval
-
     if args.verb == "check":
         from .wire_check import WireValidator
 
@@ -349,13 +341,11 @@ def run_verb(args, trace) -> int:
                 EXIT_USAGE,
             )
     client = connect(args, trace)
-    approval = getattr(args, "approval", None)
-    name = client.server_info.name if client.server_info is not None else None
-    if isinstance(approval, Approval) and name:
-        approval.server = name  # who asks, in the words the server chose
+    if client.server_info is not None and client.server_info.name:
+        args.approval.server = client.server_info.name  # who asks, in the words the server chose
     try:
         with client:
-            if getattr(args, "log_level", None):
+            if args.log_level:
                 _ask_for_logs(client, args.log_level)
             return _VERBS[args.verb](client, args)
     except McpError as exc:

@@ -694,13 +694,12 @@ def _get_document(
     left = deadline - time.monotonic()
     if left <= 0:
         raise OAuthError("invalid_client", "the client metadata document took too long")
-    timeout = urllib3.Timeout(connect=left, read=left)
-    pool: urllib3.HTTPConnectionPool
+    pool: urllib3.HTTPConnectionPool  # each given ``left`` seconds to connect, and to read
     if scheme == "https":
         pool = urllib3.HTTPSConnectionPool(
             address,
             port,
-            timeout=timeout,
+            timeout=left,
             retries=False,
             maxsize=1,
             server_hostname=host,
@@ -708,7 +707,7 @@ def _get_document(
             cert_reqs="CERT_REQUIRED",
         )
     else:
-        pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False, maxsize=1)
+        pool = urllib3.HTTPConnectionPool(address, port, timeout=left, retries=False, maxsize=1)
     try:
         answer = pool.urlopen(
             "GET",
