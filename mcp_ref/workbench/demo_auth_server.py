@@ -587,7 +587,7 @@ def protected_app(
     mcp = server.wsgi_app(auth=resource, **wsgi_options)
 
     def app(environ, start_response):
-        if (environ.get("PATH_INFO") or "/") in ENDPOINTS:
+        if environ.get("PATH_INFO") in ENDPOINTS:
             return authorization(environ, start_response)
         return mcp(environ, start_response)
 
@@ -760,15 +760,19 @@ def _checked_addresses(host: str, port: int, loopback: bool) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):
         raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved") from None
-    addresses = [str(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
+    # each address without its IPv6 scope (``fe80::1%eth0``)
+    addresses = [
+        str(info[4][0]).split("%")[0]
+        for info in infos
+        if info[0] in (socket.AF_INET, socket.AF_INET6)
+    ]
     if not addresses:
         raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved")
     for address in addresses:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        allowed = ip.is_loopback if loopback else _routable(ip)
-        if not allowed:
+        ip = ipaddress.ip_address(address)
+        if not (ip.is_loopback if loopback else _routable(ip)):
             raise OAuthError("invalid_client", "the client_id URL points into a private network")
-    return list(dict.fromkeys(address.split("%")[0] for address in addresses))
+    return list(dict.fromkeys(addresses))
 
 
 def _routable(ip) -> bool:
