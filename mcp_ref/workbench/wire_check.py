@@ -217,10 +217,11 @@ def task_errors(result: dict) -> list[str]:
     """What a CreateTaskResult (the tasks extension, SEP-2663 §Tasks) lacks: ``taskId``, ``status``,
     ``createdAt``, ``lastUpdatedAt`` and ``ttlMs`` (an integer or null); no ``result``, ``error``
     or ``inputRequests`` of its own."""
-    errors = []
-    for name in ("taskId", "status", "createdAt", "lastUpdatedAt"):
-        if not isinstance(result.get(name), str):
-            errors.append(f"CreateTaskResult: {name} must be a string")
+    errors = [
+        f"CreateTaskResult: {name} must be a string"
+        for name in ("taskId", "status", "createdAt", "lastUpdatedAt")
+        if not isinstance(result.get(name), str)
+    ]
     ttl = result.get("ttlMs", "absent")
     if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool)):
         errors.append("CreateTaskResult: ttlMs must be an integer or null")
