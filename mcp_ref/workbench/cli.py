@@ -363,16 +363,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 
 def _silence_stdout() -> None:
     """Point the process's stdout at /dev/null (when it is a real file descriptor)."""
-    import io
     import os
 
     try:
         fd = sys.stdout.fileno()
-    except (
-        OSError,
-        ValueError,
-        io.UnsupportedOperation,
-    ):  # not a file (captured): nothing will flush to a pipe
+    # not a file (captured): nothing will flush to a pipe (io.UnsupportedOperation is both)
+    except (OSError, ValueError):
         return
     os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
 
