@@ -89,23 +89,17 @@ class MemoryAuthTable:
 
     def get(self, key: str) -> Any | None:
         """See :meth:`AuthTable.get`."""
-        with self.lock:
-            held = self._live(key)
+        held = self._live(key)
         return None if held is None else json.loads(held)
 
     def take(self, key: str) -> Any | None:
         """See :meth:`AuthTable.take`."""
-        with self.lock:
-            held = self._live(key)
-            self.items.pop(key, None)
+        held = self._live(key, remove=True)
         return None if held is None else json.loads(held)
 
     def delete(self, key: str) -> bool:
         """See :meth:`AuthTable.delete`."""
-        with self.lock:
-            held = self._live(key)
-            self.items.pop(key, None)
-        return held is not None
+        return self._live(key, remove=True) is not None
 
     def __len__(self) -> int:
         with self.lock:
@@ -117,14 +111,15 @@ class MemoryAuthTable:
         for key in [k for k, (_, expires, _) in self.items.items() if expires < now]:
             del self.items[key]
 
-    def _live(self, key: str) -> str | None:
-        held = self.items.get(key)
-        if held is None:
-            return None
-        if held[1] < self.clock():
-            del self.items[key]
-            return None
-        return held[0]
+    def _live(self, key: str, *, remove: bool = False) -> str | None:
+        """The JSON text under ``key`` unless it expired (then it is forgotten); ``remove``: taken out
+        in the same step."""
+        with self.lock:
+            held = self.items.pop(key, None) if remove else self.items.get(key)
+            if held is None or held[1] < self.clock():
+                self.items.pop(key, None)  # expired: forgotten
+                return None
+            return held[0]
 
 
 def auth_table(state: Any, name: str, limit: int, clock: Clock | None) -> AuthTable:
@@ -216,10 +211,6 @@ class Records(Generic[R]):
         """The record under ``key``, removed in the same atomic step (single use), or None."""
         data = self.table.take(key)
         return None if data is None else self.kind.from_json(data)
-
-    def delete(self, key: str) -> bool:
-        """Forget ``key`` (see :meth:`AuthTable.delete`)."""
-        return self.table.delete(key)
 
     def __len__(self) -> int:
         return len(self.table)

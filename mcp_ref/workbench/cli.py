@@ -48,36 +48,23 @@ import logging
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+# The MCP log levels, lowest first: ``--log-level``'s choices; each as a level of Python's logging
+# (``serve-demo --log-level``).
+from ..lifecycle import LOG_LEVELS
+from ..server.settings import PYTHON_LEVELS
 from .cli_answers import ANSWER_TIMEOUT
-from .cli_verbs import (
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    CliError,
-    combine_hooks,
-)
+from .cli_output import to_stderr
+from .cli_verbs import EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, CliError, combine_hooks
 from .terminal import safe
-
-#: The MCP log levels (2025-11-25 server/utilities/logging), lowest first: ``--log-level``'s choices.
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-#: Each as a level of Python's logging (``serve-demo --log-level``).
-PYTHON_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # usage errors exit 1, as documented
         self.print_usage(sys.stderr)
-        print(f"mcp-ref: error: {message}", file=sys.stderr)
+        to_stderr(f"mcp-ref: error: {message}")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -92,150 +79,103 @@ def _seconds(text: str) -> float:
     return value
 
 
-#: The options every verb takes: (flag, default, the rest of ``add_argument``'s keywords).
-_GLOBAL_OPTIONS: tuple[tuple[str, object, dict], ...] = (
-    (
-        "--json",
-        False,
-        {
-            "action": "store_true",
-            "help": 'print the raw result as JSON (errors too, as {"error": ...})',
-        },
-    ),
-    (
-        "--trace",
-        False,
-        {
-            "action": "store_true",
-            "help": "print every JSON-RPC message on stderr (--> sent, <-- received; with "
-            "serve-demo, as the server sends and receives them)",
-        },
-    ),
-    (
-        "--log-level",
-        None,
-        {
-            "choices": LOG_LEVELS,
-            "metavar": "LEVEL",
-            "help": "client verbs: show the server's log messages at LEVEL and above on stderr; "
-            "serve-demo: the server's own log level on stderr (default warning). LEVEL: "
-            + ", ".join(LOG_LEVELS),
-        },
-    ),
-    (
-        "--timeout",
-        60.0,
-        {
-            "type": _seconds,
-            "metavar": "SECONDS",
-            "help": "the longest each request may take (default 60); past it, exit 6",
-        },
-    ),
-    (
-        "--connect-timeout",
-        30.0,
-        {
-            "type": _seconds,
-            "metavar": "SECONDS",
-            "help": "the longest launching or reaching the server and the handshake may take "
-            "(default 30)",
-        },
-    ),
-    ("--quiet", False, {"action": "store_true", "help": "no progress display"}),
-    (
-        "--quiet-server",
-        False,
-        {
-            "action": "store_true",
-            "help": "hide a launched server's stderr (shown again, its last lines, if it fails)",
-        },
-    ),
-    (
-        "--diagram",
-        None,
-        {
-            "metavar": "FILE.md",
-            "help": "write the conversation as a Mermaid sequence diagram to FILE.md",
-        },
-    ),
-    (
-        "--root",
-        [],
-        {
-            "action": "append",
-            "metavar": "PATH",
-            "help": "declare the roots capability with this directory as a root (repeatable)",
-        },
-    ),
-    (
-        "--sampling-command",
-        None,
-        {
-            "metavar": "CMD",
-            "help": "answer the server's sampling requests by running CMD: the conversation on "
-            "its stdin, its stdout the model's reply",
-        },
-    ),
-    (
-        "--yes",
-        False,
-        {
-            "action": "store_true",
-            "help": "answer the server's sampling and elicitation requests without asking "
-            "(otherwise each is shown and asked about on a terminal, and refused without one)",
-        },
-    ),
-    (
-        "--answer-timeout",
-        ANSWER_TIMEOUT,
-        {
-            "type": _seconds,
-            "metavar": "SECONDS",
-            "help": "the longest a question on the terminal waits for your answer (default "
-            f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled",
-        },
-    ),
-    (
-        "--header",
-        [],
-        {
-            "action": "append",
-            "metavar": "'NAME: VALUE'",
-            "help": "an HTTP header for URL targets (repeatable)",
-        },
-    ),
-    (
-        "--no-browser",
-        False,
-        {
-            "action": "store_true",
-            "help": "for a protected server: print the authorization URL, do not open a browser",
-        },
-    ),
-    (
-        "--transport",
-        "auto",
-        {
-            "choices": ("auto", "streamable", "sse"),
-            "help": "for URL targets: Streamable HTTP with fallback (auto), or one of them",
-        },
-    ),
-    (
-        "--era",
-        "auto",
-        {
-            "choices": ("auto", "modern", "handshake"),
-            "help": "the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
-            "handshake (auto); or only one of them",
-        },
-    ),
-)
-
-
 def _global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     """The options every verb takes, before or after it (after it, they override)."""
-    for flag, default, options in _GLOBAL_OPTIONS:  # ("append" copies a list default before adding)
+
+    def option(flag: str, default: object = None, **options: Any) -> None:
+        # ("append" copies a list default before adding)
         parser.add_argument(flag, default=default if defaults else argparse.SUPPRESS, **options)
+
+    def switch(flag: str, help: str) -> None:  # argparse's word
+        option(flag, False, action="store_true", help=help)
+
+    switch("--json", 'print the raw result as JSON (errors too, as {"error": ...})')
+    switch(
+        "--trace",
+        "print every JSON-RPC message on stderr (--> sent, <-- received; with "
+        "serve-demo, as the server sends and receives them)",
+    )
+    option(
+        "--log-level",
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        help="client verbs: show the server's log messages at LEVEL and above on stderr; "
+        "serve-demo: the server's own log level on stderr (default warning). LEVEL: "
+        + ", ".join(LOG_LEVELS),
+    )
+    option(
+        "--timeout",
+        60.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="the longest each request may take (default 60); past it, exit 6",
+    )
+    option(
+        "--connect-timeout",
+        30.0,
+        type=_seconds,
+        metavar="SECONDS",
+        help="the longest launching or reaching the server and the handshake may take (default 30)",
+    )
+    switch("--quiet", "no progress display")
+    switch(
+        "--quiet-server",
+        "hide a launched server's stderr (shown again, its last lines, if it fails)",
+    )
+    option(
+        "--diagram",
+        metavar="FILE.md",
+        help="write the conversation as a Mermaid sequence diagram to FILE.md",
+    )
+    option(
+        "--root",
+        [],
+        action="append",
+        metavar="PATH",
+        help="declare the roots capability with this directory as a root (repeatable)",
+    )
+    option(
+        "--sampling-command",
+        metavar="CMD",
+        help="answer the server's sampling requests by running CMD: the conversation on "
+        "its stdin, its stdout the model's reply",
+    )
+    switch(
+        "--yes",
+        "answer the server's sampling and elicitation requests without asking "
+        "(otherwise each is shown and asked about on a terminal, and refused without one)",
+    )
+    option(
+        "--answer-timeout",
+        ANSWER_TIMEOUT,
+        type=_seconds,
+        metavar="SECONDS",
+        help="the longest a question on the terminal waits for your answer (default "
+        f"{ANSWER_TIMEOUT:g}); past it the server's request is refused or cancelled",
+    )
+    option(
+        "--header",
+        [],
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="an HTTP header for URL targets (repeatable)",
+    )
+    switch(
+        "--no-browser", "for a protected server: print the authorization URL, do not open a browser"
+    )
+    option(
+        "--transport",
+        "auto",
+        choices=("auto", "streamable", "sse"),
+        help="for URL targets: Streamable HTTP with fallback (auto), or one of them",
+    )
+    option(
+        "--era",
+        "auto",
+        choices=("auto", "modern", "handshake"),
+        help="the protocol's era: 2026-07-28 when the server speaks it, else the initialize "
+        "handshake (auto); or only one of them",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -374,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     tracer = _Trace() if args.trace else None
     recorder = None
-    if getattr(args, "diagram", None):
+    if args.diagram:
         from .diagram import Recorder
 
         recorder = Recorder()
@@ -394,8 +334,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 
         return run_verb(args, trace)
     except CliError as exc:
-        print(f"mcp-ref: {safe(exc)}", file=sys.stderr)  # it may quote the server's words
-        if getattr(args, "json", False) and exc.code != EXIT_USAGE:
+        to_stderr(f"mcp-ref: {safe(exc)}")  # it may quote the server's words
+        if args.json and exc.code != EXIT_USAGE:
             # Scripts parse failures too: the JSON-RPC error as the server sent it, or ours.
             from .cli_output import print_json
 
@@ -416,36 +356,28 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             try:
                 recorder.write(args.diagram, f"mcp-ref {' '.join(_shown_argv(argv))}")
             except OSError as exc:
-                print(
-                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}",
-                    file=sys.stderr,
+                to_stderr(
+                    f"mcp-ref: cannot write the diagram to {args.diagram}: {exc.strerror or exc}"
                 )
 
 
 def _silence_stdout() -> None:
     """Point the process's stdout at /dev/null (when it is a real file descriptor)."""
-    import io
     import os
 
     try:
         fd = sys.stdout.fileno()
-    except (
-        OSError,
-        ValueError,
-        io.UnsupportedOperation,
-    ):  # not a file (captured): nothing will flush to a pipe
+    # not a file (captured): nothing will flush to a pipe (io.UnsupportedOperation is both)
+    except (OSError, ValueError):
         return
     os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
 
 
 def _shown_argv(argv) -> list[str]:
     """The command's arguments for a diagram's title: the verb and what follows, no options' values."""
-    words = list(sys.argv[1:] if argv is None else argv)
-    out, skip = [], False
+    words = iter(sys.argv[1:] if argv is None else argv)
+    out = []
     for word in words:
-        if skip:
-            skip = False
-            continue
         if word in (
             "--diagram",
             "--timeout",
@@ -454,9 +386,8 @@ def _shown_argv(argv) -> list[str]:
             "--sampling-command",
             "--root",
         ):
-            skip = True
-            continue
-        if not word.startswith("--"):
+            next(words, None)  # the option's value
+        elif not word.startswith("--"):
             out.append(word if len(word) <= 60 else word[:59] + "…")
     return out
 
@@ -558,12 +489,9 @@ def _logout(args) -> int:
     if not args.target.startswith(("http://", "https://")):
         raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
     if logout(args.target):
-        print(
-            f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})",
-            file=sys.stderr,
-        )
+        to_stderr(f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})")
     else:
-        print(f"mcp-ref: no cached authorization for {args.target}", file=sys.stderr)
+        to_stderr(f"mcp-ref: no cached authorization for {args.target}")
     return EXIT_OK
 
 
@@ -598,27 +526,16 @@ def _serve_demo(args, tracer: _Trace | None = None) -> int:
     mode = "stateless " if args.stateless else ""
 
     def announce(httpd) -> None:
-        print(
-            f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)",
-            file=sys.stderr,
-            flush=True,
+        to_stderr(
+            f"mcp-ref: serving the demo at {httpd.url}/mcp ({mode}Streamable HTTP) and {httpd.url}/sse (HTTP+SSE)"
         )
 
+    address = (host.strip("[]") or "127.0.0.1", int(port))
     try:
         if args.auth:
-            _serve_protected_demo(
-                traced(build_protected_server()),
-                host.strip("[]") or "127.0.0.1",
-                int(port),
-                args.stateless,
-            )
+            _serve_protected_demo(traced(build_protected_server()), *address, args.stateless)
         else:
-            traced(build_server()).run_http(
-                host.strip("[]") or "127.0.0.1",
-                int(port),
-                stateless=args.stateless,
-                on_ready=announce,
-            )
+            traced(build_server()).run_http(*address, stateless=args.stateless, on_ready=announce)
     except OSError as exc:  # the port is taken, the address is not ours, ...
         raise CliError(
             f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE
@@ -626,6 +543,7 @@ def _serve_demo(args, tracer: _Trace | None = None) -> int:
     return EXIT_OK
 
 
+@dataclass
 class _TracedBodies:
     """``serve-demo --http --trace``: a WSGI middleware handing each POST's body (a JSON-RPC message or a
     batch) to ``trace("<--", body)`` before the app reads it.  Bounded: a body is traced only when its
@@ -635,8 +553,8 @@ class _TracedBodies:
     #: The largest body traced (bytes): the app's default ``max_body_size``.
     MAX_TRACED_BODY = 4 * 1024 * 1024
 
-    def __init__(self, app, trace: _Trace):
-        self.app, self.trace = app, trace
+    app: Any
+    trace: _Trace
 
     def __call__(self, environ, start_response):
         import io
@@ -662,11 +580,9 @@ def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None
     from .demo_auth_server import DEMO_CLIENT_ID, protected_app
 
     httpd = WsgiServer((host, port), protected_app(server, stateless=stateless))
-    print(
+    to_stderr(
         f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
-        f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})",
-        file=sys.stderr,
-        flush=True,
+        f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})"
     )
     try:
         httpd.serve_forever()

@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .cli_output import describe_content, one_line
+from ..sampling_and_elicitation import CreateMessageResult, ElicitResult
+from .cli_output import describe_content, one_line, to_stderr
 from .terminal import safe
 
 #: Seconds a question on the terminal waits for an answer (``--answer-timeout``).
@@ -159,17 +160,14 @@ class Approval:
         what = "sampling" if request.method == "sampling/createMessage" else "elicitation"
         why = no_terminal()
         if why is not None:
-            print(
+            to_stderr(
                 f"mcp-ref: refused the server's {what} request: {why} to ask you on "
-                f"(--yes answers such requests without asking)",
-                file=sys.stderr,
-                flush=True,
+                f"(--yes answers such requests without asking)"
             )
             return False
         with self.user.terminal:
             since = self.user.lines.mark()  # asked from here: before the prompt shows, not after
-            sys.stderr.write(describe_request(request, self.server))
-            sys.stderr.write("Allow? [y/N] ")
+            sys.stderr.write(describe_request(request, self.server) + "Allow? [y/N] ")
             sys.stderr.flush()
             try:
                 answer = self.user.lines.read(context, since=since)
@@ -182,7 +180,7 @@ class Approval:
             answer = answer.strip().lower()
         if answer in ("y", "yes"):
             return True
-        print(f"mcp-ref: refused the server's {what} request", file=sys.stderr, flush=True)
+        to_stderr(f"mcp-ref: refused the server's {what} request")
         return False
 
 
@@ -201,11 +199,11 @@ def describe_request(request, server: str | None = None) -> str:
         lines = [f"mcp-ref: {who} asks to sample your model (--sampling-command):"]
         if params.get("systemPrompt"):
             lines.append(f"  [system] {_shown(params['systemPrompt'])}")
-        for message in params.get("messages") or []:
-            if isinstance(message, dict):
-                lines.append(
-                    f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}"
-                )
+        lines += [
+            f"  [{_shown(message.get('role'))}] {_content_text(message.get('content'))}"
+            for message in params.get("messages") or []
+            if isinstance(message, dict)
+        ]
         lines.append(f"  maxTokens: {_shown(params.get('maxTokens'))}")
         tools = [t.get("name") for t in params.get("tools") or [] if isinstance(t, dict)]
         if tools:
@@ -288,12 +286,12 @@ class SamplingCommand:
         import subprocess
 
         from ..errors import InternalError
-        from ..sampling_and_elicitation import CreateMessageResult
         from ..types import TextContent
 
         lines = [f"[system] {params.system_prompt}"] if params.system_prompt else []
-        for message in params.messages:
-            lines.append(f"[{message.role}] {describe_content(message.content)}")
+        lines += [
+            f"[{message.role}] {describe_content(message.content)}" for message in params.messages
+        ]
         try:
             done = subprocess.run(
                 self.command,
@@ -314,7 +312,8 @@ class SamplingCommand:
         )
 
 
-_EOF, _DECLINE, _INVALID, _WITHDRAWN = object(), object(), object(), object()
+#: What :meth:`AskTheUser._ask_field` returns for an answer that does not do: the field is asked again.
+_INVALID = object()
 
 
 class AskTheUser:
@@ -329,37 +328,25 @@ class AskTheUser:
         self.user = user
 
     def __call__(self, params, context=None):
-        from ..sampling_and_elicitation import ElicitResult
-
         schema = params.requested_schema or {}
-        properties = schema.get("properties", {})
         required = set(schema.get("required", ()))
         with self.user.terminal:
-            print(f"mcp-ref: the server asks: {_shown(params.message)}", file=sys.stderr)
+            to_stderr(f"mcp-ref: the server asks: {_shown(params.message)}")
             answers: dict[str, Any] = {}
-            for name, prop in properties.items():
-                while True:
+            for name, prop in schema.get("properties", {}).items():
+                value = _INVALID
+                while value is _INVALID:
                     value = self._ask_field(name, prop, name in required, context)
-                    if value is _WITHDRAWN:
-                        print("\nmcp-ref: the server withdrew its request", file=sys.stderr)
-                        return ElicitResult(action="cancel")
-                    if isinstance(value, AnswerTimeout):
-                        # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
-                        print(f"\nmcp-ref: {value}: the request is cancelled", file=sys.stderr)
-                        return ElicitResult(action="cancel")
-                    if value is _EOF:
-                        return ElicitResult(action="cancel")
-                    if value is _DECLINE:
-                        return ElicitResult(action="decline")
-                    if value is not _INVALID:
-                        break
+                if isinstance(value, ElicitResult):  # the form ends here
+                    return value
                 if value is not None:
                     answers[name] = value
         return ElicitResult(action="accept", content=answers)
 
     def _ask_field(self, name: str, prop: dict, required: bool, context=None):
-        """One field, read from the terminal and checked against its schema: the value, None (left out), a
-        marker, or the :class:`AnswerTimeout` that ended the wait."""
+        """One field, read from the terminal and checked against its schema: the value, None (left out),
+        ``_INVALID`` (ask again), or the :class:`ElicitResult` that ends the form (the user declined,
+        the input ended, the wait timed out, the server withdrew its request)."""
         kind = prop.get("type", "string")
         choices = _choices(prop)
         hint = "/".join(map(str, choices)) if choices else kind
@@ -370,9 +357,8 @@ class AskTheUser:
             else ("" if required else " (optional)")
         )
         # the title, the name, the choices and the type are the server's words: shown escaped
-        since = (
-            None if no_terminal() else self.user.lines.mark()
-        )  # asked from here: before the prompt shows
+        # asked from here: before the prompt shows
+        since = None if no_terminal() else self.user.lines.mark()
         sys.stderr.write(
             f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: "
         )
@@ -380,20 +366,20 @@ class AskTheUser:
         try:
             line = self.user.lines.read(context, since=since)
         except AnswerTimeout as exc:
-            return exc
+            # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
+            to_stderr(f"\nmcp-ref: {exc}: the request is cancelled")
+            return ElicitResult(action="cancel")
         if line is None:
-            return _WITHDRAWN
-        if not line:
-            return _EOF
+            to_stderr("\nmcp-ref: the server withdrew its request")
+        if not line:  # withdrawn, or the end of input
+            return ElicitResult(action="cancel")
         text = line.strip()
         if text == "!decline":
-            return _DECLINE
+            return ElicitResult(action="decline")
         if not text:
-            if default is not None:
-                return default
-            if not required:
-                return None
-            print("    a value is required", file=sys.stderr)
+            if default is not None or not required:
+                return default  # None: left out
+            to_stderr("    a value is required")
             return _INVALID
         booleans = {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}
         readers: dict[str, Any] = {
@@ -404,11 +390,9 @@ class AskTheUser:
         try:
             value = readers.get(kind, str)(text)
         except (ValueError, KeyError):
-            print(f"    not a {one_line(kind)}: {json.dumps(text)}", file=sys.stderr)
+            to_stderr(f"    not a {one_line(kind)}: {json.dumps(text)}")
             return _INVALID
         if choices and value not in choices:
-            print(
-                f"    must be one of {', '.join(json.dumps(c) for c in choices)}", file=sys.stderr
-            )
+            to_stderr(f"    must be one of {', '.join(json.dumps(c) for c in choices)}")
             return _INVALID
         return value

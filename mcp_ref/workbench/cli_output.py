@@ -23,6 +23,11 @@ def print_json(value: Any) -> None:
     print(safe_json(json.dumps(value, indent=2, ensure_ascii=False)))
 
 
+def to_stderr(text: str) -> None:
+    """Print a line for the user on stderr (what the command says, not what it answers), flushed."""
+    print(text, file=sys.stderr, flush=True)
+
+
 def number(value: Any) -> str:
     """A number from the server for the terminal (``12``, ``0.5``), or ``?`` for anything else
     (a string, a bool, an integer too large for a float)."""
@@ -118,17 +123,14 @@ def schema_type(prop: Any, root: dict | None = None, depth: int = 0) -> str:
             kinds = dict.fromkeys(schema_type(option, root, depth + 1) for option in prop[key])
             return "|".join(kinds)
     declared = prop.get("type")
-    names: list[str] = [declared] if isinstance(declared, str) else []
-    if isinstance(declared, list):
-        names = [kind for kind in declared if isinstance(kind, str)]
     out = []
-    for kind in names:
+    for kind in declared if isinstance(declared, list) else [declared]:
         if kind == "array" and isinstance(prop.get("items"), dict) and depth < 4:
             item = schema_type(prop["items"], root, depth + 1)
             out.append(f"({item})[]" if "|" in item else f"{item}[]")
         elif kind == "string" and isinstance(prop.get("format"), str):
             out.append(f"string<{prop['format']}>")
-        else:
+        elif isinstance(kind, str):
             out.append(kind)
     return "|".join(out) or "any"
 
@@ -156,28 +158,19 @@ class Progress:
 
     def __call__(self, progress, total=None, message=None) -> None:
         # Every value is the server's: numbers shown only as numbers, the message escaped.
-        message = one_line(message) if message else None
+        said = f" {one_line(message)}" if message else ""
         shown, of = number(progress), number(total) if total else None
         fraction = None
         if of is not None and shown != "?" and of != "?" and float(total) > 0:
             ratio = float(progress) / float(total)
-            fraction = (
-                None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)
-            )  # json reads "NaN": no bar
+            # json reads "NaN": no bar
+            fraction = None if math.isnan(ratio) else min(max(ratio, 0.0), 1.0)
         if self.tty and fraction is not None:
             filled = int(20 * fraction)
-            text = f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}" + (
-                f" {message}" if message else ""
-            )
-            self.stream.write(text + "\x1b[K")
+            self.stream.write(f"\r[{'#' * filled}{'-' * (20 - filled)}] {shown}/{of}{said}\x1b[K")
             self.drawn = True
         else:
-            self.stream.write(
-                f"mcp-ref: progress {shown}"
-                + (f"/{of}" if of else "")
-                + (f" {message}" if message else "")
-                + "\n"
-            )
+            self.stream.write(f"mcp-ref: progress {shown}{f'/{of}' if of else ''}{said}\n")
         self.stream.flush()
 
     def done(self) -> None:

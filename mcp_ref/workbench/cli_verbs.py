@@ -15,6 +15,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import (
+    AuthorizationError,
+    CapabilityError,
+    ConnectionClosed,
+    McpError,
+    RequestRefused,
+    RequestTimeout,
+    ServerUnreachable,
+)
 from .cli_output import (
     Progress,
     describe_content,
@@ -23,6 +32,7 @@ from .cli_output import (
     one_line,
     print_content,
     print_json,
+    to_stderr,
 )
 from .terminal import safe
 
@@ -63,9 +73,8 @@ def parse_pairs(
         except ValueError:
             parsed = value
         if schema is not None and not isinstance(parsed, str) and _wants_string(schema.get(key)):
-            parsed = (
-                value  # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
-            )
+            # a string parameter: 123 is the text "123" ("\"42\"" is still the string 42)
+            parsed = value
         out[key] = parsed
     return out
 
@@ -162,7 +171,7 @@ def client_options(args, trace) -> dict:
     user = User(
         args.answer_timeout
     )  # every question of this command, at the terminal or from stdin
-    if getattr(args, "log_level", None):
+    if args.log_level:
         options["on_log"] = show_server_log  # asked for at --log-level once connected: see run_verb
     options["elicitation_handler"] = AskTheUser(user)
     options["approve"] = args.approval = Approval(args.yes, args.target, user)
@@ -172,13 +181,6 @@ def client_options(args, trace) -> dict:
 def connect(args, trace):
     """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`."""
     from ..client import Client
-    from ..errors import (
-        AuthorizationError,
-        ConnectionClosed,
-        McpError,
-        RequestTimeout,
-        ServerUnreachable,
-    )
 
     if args.target.startswith(("http://", "https://")):
         headers = {}
@@ -188,9 +190,8 @@ def connect(args, trace):
                 raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
             headers[name.strip()] = value.strip()
         auth = None
-        if not any(
-            name.lower() == "authorization" for name in headers
-        ):  # an explicit token is the user's choice
+        # an explicit token is the user's choice
+        if not any(name.lower() == "authorization" for name in headers):
             from .login import command_oauth
 
             auth = command_oauth(
@@ -294,11 +295,7 @@ def show_server_log(message) -> None:
         else json.dumps(message.data, ensure_ascii=False)
     )
     logger = f" [{one_line(message.logger)}]" if message.logger else ""
-    print(
-        f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}",
-        file=sys.stderr,
-        flush=True,
-    )
+    to_stderr(f"mcp-ref: server log {one_line(message.level)}{logger}: {one_line(data)}")
 
 
 class ServerStderr:
@@ -313,12 +310,10 @@ class ServerStderr:
         self.transport = None
 
     def __call__(self, line: str) -> None:
-        line = safe(
-            line, newline="\\n"
-        )  # the server's own output: no escape sequence reaches the terminal
+        line = one_line(line)  # the server's own output: no escape sequence reaches the terminal
         self.lines.append(line)
         if not self.quiet:
-            print(line, file=sys.stderr, flush=True)
+            to_stderr(line)
 
     def last_words(self) -> str:
         """``; its last stderr lines: ...`` for an error message, or nothing: nothing when the lines
@@ -330,44 +325,27 @@ class ServerStderr:
 
 def run_verb(args, trace) -> int:
     """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`)."""
-    from ..errors import (
-        AuthorizationError,
-        CapabilityError,
-        ConnectionClosed,
-        McpError,
-        RequestRefused,
-        RequestTimeout,
-    )
-    from .cli_answers import Approval
-
     if args.verb == "check":
         from .wire_check import WireValidator
 
         args.validator = WireValidator()
         trace = combine_hooks(trace, args.validator)
     if args.verb in ("call", "prompt"):
-        args.arguments = read_arguments(
-            args.args
-        )  # before launching anything: a usage error costs nothing
+        # before launching anything: a usage error costs nothing
+        args.arguments = read_arguments(args.args)
         bad = sorted(name for name, value in args.arguments.items() if not isinstance(value, str))
-        if (
-            args.verb == "prompt" and bad
-        ):  # 2025-11-25 server/prompts: a prompt's arguments are strings
+        # 2025-11-25 server/prompts: a prompt's arguments are strings
+        if args.verb == "prompt" and bad:
             raise CliError(
                 f"prompt arguments must be strings; --args gives other JSON for: {', '.join(bad)}",
                 EXIT_USAGE,
             )
     client = connect(args, trace)
-    approval = getattr(args, "approval", None)
-    if (
-        isinstance(approval, Approval)
-        and client.server_info is not None
-        and client.server_info.name
-    ):
-        approval.server = client.server_info.name  # who asks, in the words the server chose
+    if client.server_info is not None and client.server_info.name:
+        args.approval.server = client.server_info.name  # who asks, in the words the server chose
     try:
         with client:
-            if getattr(args, "log_level", None):
+            if args.log_level:
                 _ask_for_logs(client, args.log_level)
             return _VERBS[args.verb](client, args)
     except McpError as exc:
@@ -397,10 +375,7 @@ def _ask_for_logs(client, level: str) -> None:
     """``--log-level``: ask for the server's log messages at ``level`` and above (2026-07-28: the
     ``logLevel`` of each request's ``_meta``; the handshake era: ``logging/setLevel``)."""
     if "logging" not in client.server_capabilities:
-        print(
-            "mcp-ref: the server does not declare logging: --log-level has nothing to show",
-            file=sys.stderr,
-        )
+        to_stderr("mcp-ref: the server does not declare logging: --log-level has nothing to show")
         return
     client.set_logging_level(level)
 
@@ -459,9 +434,7 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _call(client, args) -> int:
-    arguments: dict[str, Any] = dict(
-        args.arguments
-    )  # --args (read_arguments), then KEY=VALUE pairs over them
+    arguments: dict[str, Any] = dict(args.arguments)  # --args, then KEY=VALUE pairs over them
     if args.pairs:
         properties: dict | None = None
         if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
@@ -489,7 +462,7 @@ def _call(client, args) -> int:
             print_json(result.structured_content)
     if result.is_error:
         if not args.json:
-            print(f"mcp-ref: tool {args.tool} returned an error", file=sys.stderr)
+            to_stderr(f"mcp-ref: tool {args.tool} returned an error")
         return EXIT_ERROR
     return EXIT_OK
 

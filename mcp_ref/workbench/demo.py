@@ -114,12 +114,12 @@ def build_server() -> Server:
         """
         return text
 
-    @server.tool()
+    @server.tool
     def add(a: float, b: float) -> float:
         """Add two numbers."""
         return a + b
 
-    @server.tool()
+    @server.tool
     def weather(city: str, unit: Unit = Unit.CELSIUS) -> Weather:
         """Report the weather for a city, as structured output.
 
@@ -131,19 +131,19 @@ def build_server() -> Server:
         temperature = celsius if unit is Unit.CELSIUS else celsius * 9 / 5 + 32
         return Weather(city=city, temperature=temperature, unit=unit.value, conditions="sunny")
 
-    @server.tool()
+    @server.tool
     def pixel() -> ImageContent:
         """Return a tiny PNG image."""
         return ImageContent(data=PIXEL_PNG, mime_type="image/png")
 
-    @server.tool()
+    @server.tool
     def divide(a: float, b: float) -> float:
         """Divide a by b (fails, as a tool error, when b is 0)."""
         if b == 0:
             raise ToolError("Cannot divide by zero")
         return a / b
 
-    @server.tool()
+    @server.tool
     def count_slowly(steps: int, ctx: Context, delay: float = 0.05) -> str:
         """Count to `steps`, reporting progress at each step.
 
@@ -157,14 +157,14 @@ def build_server() -> Server:
             ctx.report_progress(step, steps, f"step {step} of {steps}")
         return f"counted to {steps}"
 
-    @server.tool()
+    @server.tool
     def wait_for_cancel(ctx: Context, seconds: float = 30.0) -> str:
         """Wait until the client cancels this call (or `seconds` pass)."""
         if ctx.request.cancelled.wait(seconds):
             ctx.check_cancelled()
         return "not cancelled"
 
-    @server.tool()
+    @server.tool
     def log_levels(ctx: Context) -> str:
         """Send one log message at each level; the client's logging/setLevel filters them."""
         sent = [
@@ -174,14 +174,14 @@ def build_server() -> Server:
         ]
         return "sent: " + ", ".join(sent)
 
-    @server.tool()
+    @server.tool
     def ask_llm(question: str, ctx: Context) -> str:
         """Ask the client's language model (sampling) and return its answer."""
         reply = ctx.sample(question, max_tokens=100, system_prompt="Answer briefly.")
         text = getattr(reply.content, "text", None) or str(reply.content)
         return f"{reply.model} says: {text}"
 
-    @server.tool()
+    @server.tool
     def ask_user(ctx: Context) -> str:
         """Ask the user for their name and favourite colour (elicitation)."""
         answer = ctx.elicit(
@@ -205,13 +205,13 @@ def build_server() -> Server:
         content = answer.content or {}
         return f"hello {content.get('name')}, who likes {content.get('colour', 'blue')}"
 
-    @server.tool()
+    @server.tool
     def show_roots(ctx: Context) -> str:
         """List the client's roots."""
         roots = ctx.list_roots()
         return "\n".join(f"{r.name or '(unnamed)'}: {r.uri}" for r in roots) or "no roots"
 
-    @server.tool()
+    @server.tool
     def bump_counter() -> int:
         """Add one to demo://counter; subscribers are told it changed."""
         with counter_lock:
@@ -220,7 +220,7 @@ def build_server() -> Server:
         server.notify_resource_updated("demo://counter")
         return value
 
-    @server.tool()
+    @server.tool
     def add_tool(name: str, ctx: Context) -> str:
         """Register a new tool called `name`, for you alone (clients get tools/list_changed).
 
@@ -237,17 +237,13 @@ def build_server() -> Server:
             owner = added.get(name)
             if owner not in (None, caller) or (owner is None and server.get_tool(name) is not None):
                 raise ToolError(f"the name {name} is taken: choose another")
-            if (
-                owner is None
-                and sum(1 for who in added.values() if who == caller) >= MAX_ADDED_PER_CALLER
-            ):
+            if owner is None and list(added.values()).count(caller) >= MAX_ADDED_PER_CALLER:
                 raise ToolError(
                     f"you have added {MAX_ADDED_PER_CALLER} tools, the most one caller may"
                 )
             if owner is None and len(added) >= MAX_ADDED_TOOLS:
-                oldest = next(
-                    iter(added)
-                )  # makes room; removed while still its owner's (only it is told)
+                # makes room; removed while still its owner's (only it is told)
+                oldest = next(iter(added))
                 server.remove_tool(oldest)
                 del added[oldest]
             added[name] = caller  # owned before it exists: no one else ever sees it
@@ -263,7 +259,7 @@ def build_server() -> Server:
         """Roll a die: at most 3 times a minute per caller (the fourth is refused, -32005 with retryAfter)."""
         return random.randint(1, max(1, sides))
 
-    @server.tool()
+    @server.tool
     def admin_report(ctx: Context) -> str:
         """Who is calling: only for callers holding the mcp:admin scope (hidden from everyone else)."""
         return f"admin report for {ctx.principal.id}"
@@ -317,7 +313,7 @@ def build_server() -> Server:
         """
         return f"Good day, {name}." if style == "formal" else f"Hey {name}!"
 
-    @server.prompt()
+    @server.prompt
     def review(code: str) -> list:
         """Ask for a code review, with the readme attached."""
         return [
@@ -363,11 +359,9 @@ def server_command(*cli_args: str) -> list[str]:
     (a clone's folder, say, run from its parent); this puts the folder of the package now
     imported in front instead.
     """
-    import os
+    from pathlib import Path
 
-    home = os.path.dirname(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    )  # holds mcp_ref/
+    home = str(Path(__file__).absolute().parents[2])  # holds mcp_ref/
     if cli_args:
         code = f"import sys; sys.path[0] = {home!r}; from mcp_ref.workbench.cli import main; sys.exit(main({list(cli_args)!r}))"
     else:
@@ -384,18 +378,17 @@ def __getattr__(name: str):
     # Built on first access, so importing this module stays cheap.
     if name == "wsgi_app":
         app = build_server().wsgi_app(stateless=True)
-        globals()["wsgi_app"] = app
-        return app
     # ``mcp_ref.workbench.demo:protected_wsgi_app`` — the protected demo and its authorization server
     # (``serve-demo --http --auth``), stateless, for several workers; with MCP_REF_STATE=redis://...
     # the authorization server's clients, codes and tokens are shared by every worker.
-    if name == "protected_wsgi_app":
+    elif name == "protected_wsgi_app":
         from .demo_auth_server import protected_app
 
         app = protected_app(build_protected_server(), stateless=True)
-        globals()["protected_wsgi_app"] = app
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = app
+    return app
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
@@ -72,6 +73,15 @@ MAX_CLIENT_ID_URL = 2048
 DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: The authorization server's endpoints: path -> the one HTTP method it answers.
+ENDPOINTS = {
+    "/.well-known/oauth-authorization-server": "GET",
+    "/.well-known/openid-configuration": "GET",
+    "/register": "POST",
+    "/authorize": "GET",
+    "/token": "POST",
+    "/introspect": "POST",
+}
 
 
 class OAuthError(Exception):
@@ -81,12 +91,10 @@ class OAuthError(Exception):
         self, error: str, description: str, status: str = "400 Bad Request", headers: Iterable = ()
     ):
         super().__init__(description)
-        self.error, self.description, self.status, self.headers = (
-            error,
-            description,
-            status,
-            list(headers),
-        )
+        self.error = error
+        self.description = description
+        self.status = status
+        self.headers = list(headers)
 
 
 class DemoAuthorizationServer:
@@ -129,9 +137,10 @@ class DemoAuthorizationServer:
         shared = getattr(state, "auth_table", None) is not None
         self.clock = clock or (time.time if shared else time.monotonic)
         self.clients = Records(auth_table(state, "clients", max_clients, clock), RegisteredClient)
-        self.codes = Records(auth_table(state, "codes", max_grants, clock), Grant)
-        self.access_tokens = Records(auth_table(state, "access_tokens", max_grants, clock), Grant)
-        self.refresh_tokens = Records(auth_table(state, "refresh_tokens", max_grants, clock), Grant)
+        self.codes, self.access_tokens, self.refresh_tokens = (
+            Records(auth_table(state, name, max_grants, clock), Grant)
+            for name in ("codes", "access_tokens", "refresh_tokens")
+        )
         # Client metadata documents, URL -> client: a cache each process keeps (any worker can fetch one).
         self.documents = Records(MemoryAuthTable(max_clients, clock=self.clock), RegisteredClient)
         #: The address of the caller of the request this thread serves (see :meth:`client`).
@@ -141,10 +150,8 @@ class DemoAuthorizationServer:
         self.demo_client = RegisteredClient(
             DEMO_CLIENT_ID, DEMO_REDIRECT_URIS, client_name="mcp-ref demo"
         )
-        try:
-            self.clients.put(
-                DEMO_CLIENT_ID, self.demo_client, pinned=True
-            )  # counted in the bound, never evicted
+        try:  # counted in the bound, never evicted
+            self.clients.put(DEMO_CLIENT_ID, self.demo_client, pinned=True)
         except ConnectionError:  # the shared table has warned; answering for it needs no table
             pass
 
@@ -153,59 +160,15 @@ class DemoAuthorizationServer:
     def __call__(self, environ: dict, start_response):
         self._caller.address = environ.get("REMOTE_ADDR") or ""
         try:
-            self._check_host_and_origin(environ)
-            issuer = (
-                self.issuer
-                or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
-            )
-            route = (environ.get("REQUEST_METHOD"), environ.get("PATH_INFO") or "/")
-            if route in (
-                ("GET", "/.well-known/oauth-authorization-server"),
-                ("GET", "/.well-known/openid-configuration"),
-            ):
-                return _json(start_response, "200 OK", self.metadata(issuer))
-            if route == ("POST", "/register"):
-                return _json(start_response, "201 Created", self.register(_json_body(environ)))
-            if route == ("GET", "/authorize"):
-                location = self.authorize(_query(environ), issuer)
-                start_response(
-                    "302 Found",
-                    [
-                        ("Location", location),
-                        ("Content-Length", "0"),
-                        ("Cache-Control", "no-store"),
-                    ],
-                )
-                return [b""]
-            if route == ("POST", "/token"):
-                return _json(
-                    start_response,
-                    "200 OK",
-                    self.token(_form_body(environ), environ.get("HTTP_AUTHORIZATION")),
-                    no_store=True,
-                )
-            if route == ("POST", "/introspect"):
-                return _json(
-                    start_response,
-                    "200 OK",
-                    self.introspect(_form_body(environ), environ.get("HTTP_AUTHORIZATION"), issuer),
-                    no_store=True,
-                )
-            raise OAuthError("not_found", "no such endpoint", "404 Not Found")
+            return self._route(environ, start_response)
         except OAuthError as exc:
-            body = {"error": exc.error, "error_description": exc.description}
-            return _json(start_response, exc.status, body, headers=exc.headers, no_store=True)
+            error = exc
         except ConnectionError:  # a shared table's store is unreachable (the table has warned)
-            body = {
-                "error": "temporarily_unavailable",
-                "error_description": "the authorization server's store is unreachable; retry later",
-            }
-            return _json(
-                start_response,
+            error = OAuthError(
+                "temporarily_unavailable",
+                "the authorization server's store is unreachable; retry later",
                 "503 Service Unavailable",
-                body,
-                headers=[("Retry-After", "5")],
-                no_store=True,
+                [("Retry-After", "5")],
             )
         except Exception:  # a bug, not the client's doing: logged here, never sent
             log.exception(
@@ -213,11 +176,42 @@ class DemoAuthorizationServer:
                 environ.get("REQUEST_METHOD"),
                 (environ.get("PATH_INFO") or "/")[:200],
             )
-            body = {
-                "error": "server_error",
-                "error_description": "the authorization server failed; see its log",
-            }
-            return _json(start_response, "500 Internal Server Error", body, no_store=True)
+            error = OAuthError(
+                "server_error",
+                "the authorization server failed; see its log",
+                "500 Internal Server Error",
+            )
+        body = {"error": error.error, "error_description": error.description}
+        return _json(start_response, error.status, body, headers=error.headers, no_store=True)
+
+    def _route(self, environ: dict, start_response) -> list:
+        self._check_host_and_origin(environ)
+        issuer = (
+            self.issuer
+            or f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST', 'localhost')}"
+        )
+        method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO") or "/"
+        if ENDPOINTS.get(path) != method:
+            raise OAuthError("not_found", "no such endpoint", "404 Not Found")
+        if path.startswith("/.well-known/"):
+            return _json(start_response, "200 OK", self.metadata(issuer))
+        if path == "/register":
+            return _json(start_response, "201 Created", self.register(_json_body(environ)))
+        if path == "/authorize":
+            location = self.authorize(_query(environ), issuer)
+            headers = [
+                ("Location", location),
+                ("Content-Length", "0"),
+                ("Cache-Control", "no-store"),
+            ]
+            start_response("302 Found", headers)
+            return [b""]
+        form, authorization = _form_body(environ), environ.get("HTTP_AUTHORIZATION")
+        if path == "/token":
+            answer = self.token(form, authorization)
+        else:
+            answer = self.introspect(form, authorization, issuer)
+        return _json(start_response, "200 OK", answer, no_store=True)
 
     def _check_host_and_origin(self, environ: dict) -> None:
         """The MCP endpoint's DNS-rebinding guard, on every route (2025-11-25 basic/transports
@@ -258,16 +252,14 @@ class DemoAuthorizationServer:
         uris = body.get("redirect_uris")
         if (
             not isinstance(uris, list)
-            or not uris
+            or not 1 <= len(uris) <= 20
             or not all(isinstance(u, str) for u in uris)
-            or len(uris) > 20
         ):
             raise OAuthError("invalid_redirect_uri", "redirect_uris must be a list of 1 to 20 URIs")
         for uri in uris:
             _check_redirect_uri(uri)
-        method = body.get(
-            "token_endpoint_auth_method", "client_secret_basic"
-        )  # RFC 7591 §2: the default
+        # RFC 7591 §2: client_secret_basic is the default
+        method = body.get("token_endpoint_auth_method", "client_secret_basic")
         if method not in AUTH_METHODS:
             raise OAuthError(
                 "invalid_client_metadata",
@@ -487,9 +479,10 @@ class DemoAuthorizationServer:
 
     def _authenticate(self, form: dict, authorization: str | None) -> RegisteredClient:
         """RFC 6749 §2.3: HTTP Basic, or client_id (+ client_secret) in the body, as the client registered."""
-        basic = authorization is not None and authorization[:6].lower() == "basic "
+        authorization = authorization or ""
+        basic = authorization[:6].lower() == "basic "
         secret: str | None
-        if authorization is not None and basic:
+        if basic:
             try:
                 # RFC 6749 §2.3.1: the id and secret are form-urlencoded (UTF-8), then Base64 (RFC 7617).
                 decoded = base64.b64decode(
@@ -529,11 +522,11 @@ class DemoAuthorizationServer:
         return client
 
 
+@dataclass
 class LocalVerifier:
     """The demo authorization server's tokens, verified in process, as ``mcp_ref.oauth.resource.AccessInfo``."""
 
-    def __init__(self, server: DemoAuthorizationServer):
-        self.server = server
+    server: DemoAuthorizationServer
 
     def verify(self, token: str):
         from ..oauth.resource import AccessInfo
@@ -592,17 +585,9 @@ def protected_app(
         required_scopes=tuple(scopes_supported)[:1],
     )
     mcp = server.wsgi_app(auth=resource, **wsgi_options)
-    endpoints = {
-        "/.well-known/oauth-authorization-server",
-        "/.well-known/openid-configuration",
-        "/authorize",
-        "/token",
-        "/register",
-        "/introspect",
-    }
 
     def app(environ, start_response):
-        if (environ.get("PATH_INFO") or "/") in endpoints:
+        if environ.get("PATH_INFO") in ENDPOINTS:
             return authorization(environ, start_response)
         return mcp(environ, start_response)
 
@@ -637,10 +622,8 @@ def fetch_client_metadata(
         raise OAuthError("invalid_client", "the client_id URL is malformed") from None
     host = parts.hostname or ""
     loopback = loopback_documents and is_loopback(host)
-    if (
-        not parts.path
-        or parts.path == "/"
-        or (parts.scheme != "https" and not (parts.scheme == "http" and loopback))
+    if parts.path in ("", "/") or (
+        parts.scheme != "https" and not (parts.scheme == "http" and loopback)
     ):
         raise OAuthError(
             "invalid_client", "a client_id URL must be https (http only on loopback) with a path"
@@ -711,13 +694,12 @@ def _get_document(
     left = deadline - time.monotonic()
     if left <= 0:
         raise OAuthError("invalid_client", "the client metadata document took too long")
-    timeout = urllib3.Timeout(connect=left, read=left)
-    pool: urllib3.HTTPConnectionPool
+    pool: urllib3.HTTPConnectionPool  # each given ``left`` seconds to connect, and to read
     if scheme == "https":
         pool = urllib3.HTTPSConnectionPool(
             address,
             port,
-            timeout=timeout,
+            timeout=left,
             retries=False,
             maxsize=1,
             server_hostname=host,
@@ -725,7 +707,7 @@ def _get_document(
             cert_reqs="CERT_REQUIRED",
         )
     else:
-        pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False, maxsize=1)
+        pool = urllib3.HTTPConnectionPool(address, port, timeout=left, retries=False, maxsize=1)
     try:
         answer = pool.urlopen(
             "GET",
@@ -772,29 +754,30 @@ def _checked_addresses(host: str, port: int, loopback: bool) -> list[str]:
     One address that is not refuses the host: a name with one public and one private address
     could otherwise be pointed at either.
     """
-    import ipaddress
     import socket
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):
         raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved") from None
-    addresses = [str(info[4][0]) for info in infos if info[0] in (socket.AF_INET, socket.AF_INET6)]
+    # each address without its IPv6 scope (``fe80::1%eth0``)
+    addresses = [
+        str(info[4][0]).split("%")[0]
+        for info in infos
+        if info[0] in (socket.AF_INET, socket.AF_INET6)
+    ]
     if not addresses:
         raise OAuthError("invalid_client", "the client_id URL's host cannot be resolved")
     for address in addresses:
-        ip = ipaddress.ip_address(address.split("%")[0])
-        allowed = ip.is_loopback if loopback else _routable(ip)
-        if not allowed:
+        ip = ipaddress.ip_address(address)
+        if not (ip.is_loopback if loopback else _routable(ip)):
             raise OAuthError("invalid_client", "the client_id URL points into a private network")
-    return list(dict.fromkeys(address.split("%")[0] for address in addresses))
+    return list(dict.fromkeys(addresses))
 
 
 def _routable(ip) -> bool:
     """``ip.is_global``, and so is any IPv4 address it embeds (``::ffff:10.0.0.1``, ``2002:a00:1::``,
     ``64:ff9b::10.0.0.1``, Teredo's): those reach the address they embed."""
-    import ipaddress
-
     if not ip.is_global:
         return False
     if ip.version == 6:

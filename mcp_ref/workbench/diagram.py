@@ -119,7 +119,7 @@ class Recorder:
 
     def _record(self, direction: str, message: Any) -> None:
         if isinstance(message, dict) and "method" in message and "id" in message:
-            if len(self.methods) < 10_000:
+            if len(self.methods) < 10_000:  # bounded: the rest are labelled without their method
                 self.methods[(direction, message["id"])] = message["method"]
         if isinstance(message, dict) and message.get("method") is None and "result" in message:
             info = (

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .cli_output import one_line, print_json
+from .cli_output import one_line, print_json, to_stderr
 from .cli_verbs import EXIT_OK, EXIT_USAGE, CliError
 from .terminal import safe, safe_json
 
@@ -64,11 +64,13 @@ def config_path(
     environ: Mapping[str, str] = os.environ if env is None else env
     home = home or Path.home()
     if platform == "darwin":
-        return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
-    if platform == "win32":
+        base = home / "Library" / "Application Support"
+    elif platform == "win32":
         base = Path(environ["APPDATA"]) if environ.get("APPDATA") else home / "AppData" / "Roaming"
-        return base / "Claude" / "claude_desktop_config.json"
-    base = Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
+    else:
+        base = (
+            Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
+        )
     return base / "Claude" / "claude_desktop_config.json"
 
 
@@ -144,18 +146,14 @@ def install(args) -> int:
     updated, what = add_entry(config, name, entry, force=args.force)
     shown = one_line(path)
     if what == "unchanged":
-        print(
-            f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change",
-            file=sys.stderr,
-        )
+        to_stderr(f"mcp-ref: {one_line(name)} is already in {shown}, as given: nothing to change")
         return EXIT_OK
     backup = _write(path, updated)
     kept = len(updated["mcpServers"]) - 1
-    print(
+    to_stderr(
         f"mcp-ref: {what} the server {one_line(name)} in {shown} ({kept} other server(s) kept"
         + (f"; the previous file is {one_line(backup)}" if backup else "")
-        + "); restart the client to load it",
-        file=sys.stderr,
+        + "); restart the client to load it"
     )
     return EXIT_OK
 

@@ -92,13 +92,13 @@ def redact_url(url: str) -> str:
     parts = urlsplit(url)
     if not parts.query:
         return url
-    query = urlencode(
-        [
-            (k, REDACTED if k in SECRET_NAMES else v)
-            for k, v in parse_qsl(parts.query, keep_blank_values=True)
-        ]
-    )
-    return urlunsplit(parts._replace(query=query))
+    return urlunsplit(parts._replace(query=_redact_form(parts.query)))
+
+
+def _redact_form(text: str) -> str:
+    """A query string or form body with the values of :data:`SECRET_NAMES` redacted."""
+    pairs = parse_qsl(text, keep_blank_values=True)
+    return urlencode([(k, REDACTED if k in SECRET_NAMES else v) for k, v in pairs])
 
 
 def _body(data, content_type: str) -> str:
@@ -111,12 +111,7 @@ def _body(data, content_type: str) -> str:
         except ValueError:
             return "(not JSON)"
     if "x-www-form-urlencoded" in content_type:
-        return urlencode(
-            [
-                (k, REDACTED if k in SECRET_NAMES else v)
-                for k, v in parse_qsl(text, keep_blank_values=True)
-            ]
-        )
+        return _redact_form(text)
     return f"({len(text)} bytes of {content_type or 'unknown type'})"
 
 

@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     from ..stdio import SubprocessTransport
 
 
+def _show(text: str) -> None:
+    """Print a line of the walkthrough, flushed: the output reads in order through a pipe too."""
+    print(text, flush=True)
+
+
 def _text_of(item) -> str | None:
     """The text of a content block or of a resource's contents (None for an image, a blob ...)."""
     return item.text if isinstance(item, (TextContent, TextResourceContents)) else None
@@ -78,41 +83,35 @@ class _Steps:
         self.failures: list[str] = []
         self.number = 0
         self.on_section = on_section
-        self.pending: list[
-            str
-        ] = []  # the server's stderr lines not shown yet (bounded: MAX_PENDING)
+        #: The server's stderr lines not shown yet (bounded: MAX_PENDING).
+        self.pending: list[str] = []
         self.dropped = 0
         self.arrived = threading.Condition()
 
-    def section(self, title: str, server: str = "", client: str = "", *more: str) -> None:
+    def section(self, title: str, server: str, client: str, *more: str) -> None:
         """A numbered section; ``server``: the functions of demo.py that implement it, ``client``: this
         module's; ``more``: others, as ``"FILE: NAME, NAME"`` (a file of mcp_ref/workbench)."""
         self.show_server_stderr()
         self.number += 1
-        print(f"\n{self.number}. {title}", flush=True)
-        code = (
-            ([f"demo.py: {server}"] if server else [])
-            + ([f"walkthrough.py: {client}"] if client else [])
-            + list(more)
-        )
-        if code:
-            print(f"   code: {'; '.join(code)}", flush=True)
+        _show(f"\n{self.number}. {title}")
+        code = [f"demo.py: {server}", f"walkthrough.py: {client}", *more]
+        _show(f"   code: {'; '.join(code)}")
         if self.on_section is not None:
             self.on_section(f"{self.number}. {title}")
 
     def heading(self, text: str) -> None:
         """An era's heading (and a note in the diagram)."""
         self.show_server_stderr()
-        print(f"\n== {text} ==", flush=True)
+        _show(f"\n== {text} ==")
         if self.on_section is not None:
             self.on_section(text)
 
     # Each line quotes what the server said: shown through mcp_ref.workbench.terminal.safe, as the CLI does.
     def say(self, text: str) -> None:
-        print(f"   {safe(text)}", flush=True)
+        _show(f"   {safe(text)}")
 
     def check(self, ok: bool, text: str) -> None:
-        print(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}", flush=True)
+        _show(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}")
         if not ok:
             self.failures.append(text)
 
@@ -135,9 +134,9 @@ class _Steps:
             lines, self.pending = self.pending, []
             dropped, self.dropped = self.dropped, 0
         if dropped:
-            print(f"   server stderr: ... {dropped} earlier line(s) not shown", flush=True)
+            _show(f"   server stderr: ... {dropped} earlier line(s) not shown")
         for line in lines:
-            print(f"   server stderr: {safe(line)}", flush=True)
+            _show(f"   server stderr: {safe(line)}")
         return seen
 
 
@@ -172,7 +171,7 @@ def run(
     """
     steps = _Steps(on_section)
     started = time.perf_counter()
-    print("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.", flush=True)
+    _show("mcp_ref demo: a client and the bundled demo server, talking MCP over stdio.")
     if era in ("auto", "modern"):
         steps.heading(
             "The 2026-07-28 era: no handshake, every request names its version and capabilities"
@@ -187,14 +186,10 @@ def run(
     elapsed = time.perf_counter() - started
     steps.show_server_stderr()
     if steps.failures:
-        print(
-            f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)),
-            flush=True,
-        )
+        _show(f"\n{len(steps.failures)} step(s) did not behave: " + safe("; ".join(steps.failures)))
         return 1
-    print(
-        f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message.",
-        flush=True,
+    _show(
+        f"\nEvery step behaved ({elapsed:.2f} s). Run `mcp-ref --trace demo` to see each JSON-RPC message."
     )
     return 0
 
@@ -240,18 +235,16 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
 
 
 def _lifecycle(client: Client, steps: _Steps) -> None:
-    if client.era == "modern":
-        steps.section(
-            "Discovery (server/discover replaces initialize)", "build_server", "_lifecycle"
-        )
+    modern = client.era == "modern"
+    title = "Discovery (server/discover replaces initialize)" if modern else "Initialization"
+    steps.section(title, "build_server", "_lifecycle")
+    if modern:
         discovered = cast(DiscoverResult, client.discover_result)  # the modern era discovers
         steps.say(f"server/discover -> versions {', '.join(discovered.supported_versions)}")
         steps.check(
             client.protocol_version == "2026-07-28" and client.initialize_result is None,
             "no initialize: each request carries protocolVersion and clientCapabilities in _meta",
         )
-    else:
-        steps.section("Initialization", "build_server", "_lifecycle")
     info = client.server_info
     named = f"{info.name} {info.version}" if info is not None else "(no serverInfo)"
     steps.say(f"server {named}, protocol {client.protocol_version}")
@@ -263,11 +256,11 @@ def _lifecycle(client: Client, steps: _Steps) -> None:
     client.ping()
     steps.check(
         True,
-        "ping answered"
-        if client.era == "handshake"
-        else "ping() asked server/discover again (2026-07-28 has no ping)",
+        "ping() asked server/discover again (2026-07-28 has no ping)"
+        if modern
+        else "ping answered",
     )
-    if client.era == "modern":
+    if modern:
         steps.check(
             bool(client.connection.feed.stream and client.connection.feed.stream.acknowledged),
             "a subscriptions/listen stream is open for the change callbacks, and acknowledged",
@@ -283,20 +276,17 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         f"{len(tools)} tools, listed {len(first.items)} per page with an opaque cursor",
     )
     steps.say("tools: " + ", ".join(t.name for t in tools))
-    result = client.call_tool("echo", {"text": "hello, MCP"})
+    echoed = client.call_tool("echo", {"text": "hello, MCP"}).text
+    steps.check(echoed == "hello, MCP", f"echo -> {echoed!r}")
+    total = client.call_tool("add", {"a": 2, "b": 40}).text
+    steps.check(total == "42", f"add(2, 40) -> {total}")
+    weather = client.call_tool("weather", {"city": "Lisbon"}).structured_content
     steps.check(
-        _text_of(result.content[0]) == "hello, MCP", f"echo -> {_text_of(result.content[0])!r}"
-    )
-    result = client.call_tool("add", {"a": 2, "b": 40})
-    steps.check(_text_of(result.content[0]) == "42", f"add(2, 40) -> {_text_of(result.content[0])}")
-    result = client.call_tool("weather", {"city": "Lisbon"})
-    steps.check(
-        result.structured_content
+        weather
         == {"city": "Lisbon", "temperature": 21.5, "unit": "celsius", "conditions": "sunny"},
-        f"weather -> structuredContent {result.structured_content}",
+        f"weather -> structuredContent {weather}",
     )
-    result = client.call_tool("pixel")
-    image = result.content[0]
+    image = client.call_tool("pixel").content[0]
     steps.check(
         isinstance(image, ImageContent), f"pixel -> an {getattr(image, 'mime_type', None)} image"
     )
@@ -420,7 +410,8 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         client.read_resource("demo://readme")
         steps.check(
             client.cache.hits == hits + 1,
-            f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, cacheScope {(read.raw or {}).get('cacheScope')}: "
+            f"caching hints ttlMs {(read.raw or {}).get('ttlMs')}, "
+            f"cacheScope {(read.raw or {}).get('cacheScope')}: "
             "read again from the client's cache, no request",
         )
     blob = client.read_resource("demo://pixel.png").contents[0]

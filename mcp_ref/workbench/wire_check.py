@@ -95,49 +95,35 @@ class WireValidator:
             self.messages.append((direction, message))
             items = message if isinstance(message, list) else [message]
             for item in items:
+                if not isinstance(item, dict):
+                    continue  # not a JSON-RPC message: no type of the schema to check it as
                 modern = _modern_version(item)
                 if modern is not None:
                     self.modern_version = modern
                     self._check(direction, item, modern)
                     continue
-                if isinstance(item, dict) and "method" in item and "id" in item:
+                if "method" in item and "id" in item:
                     # a handshake-era request: its answer is not a modern one, even when an earlier
                     # conversation in the same trace used the same id for a modern request
                     self.methods[(direction, item["id"])] = (item["method"], None)
-                elif (
-                    isinstance(item, dict)
-                    and "method" not in item
-                    and self._asked_modern(direction, item)
-                ):
+                elif "method" not in item and self._request_of(direction, item)[1] is not None:
                     self._check(direction, item, None)
                     continue
-                if (
-                    self.version is None
-                    and self.modern_version is not None
-                    and isinstance(item, dict)
-                    and "id" not in item
-                ):  # a notification in a conversation with no handshake
+                if self.version is None and self.modern_version is not None and "id" not in item:
+                    # a notification in a conversation with no handshake
                     self._check(direction, item, self.modern_version)
                     continue
                 if self.version is None:
-                    if (
-                        isinstance(item, dict)
-                        and item.get("method") == "initialize"
-                        and isinstance(item.get("params"), dict)
-                    ):
+                    if item.get("method") == "initialize" and isinstance(item.get("params"), dict):
                         self.asked = item["params"].get("protocolVersion")
-                    if (
-                        isinstance(item, dict)
-                        and isinstance(item.get("result"), dict)
-                        and "protocolVersion" in item["result"]
-                    ):
-                        self.version = item["result"]["protocolVersion"]
-                        backlog, self._backlog = self._backlog, []
-                        for d, m in backlog:
-                            self._check(d, m)
-                    else:
+                    result = item.get("result")
+                    if not (isinstance(result, dict) and "protocolVersion" in result):
                         self._backlog.append((direction, item))
                         continue
+                    self.version = result["protocolVersion"]
+                    backlog, self._backlog = self._backlog, []
+                    for d, m in backlog:
+                        self._check(d, m)
                 self._check(direction, item)
 
     @property
@@ -152,11 +138,8 @@ class WireValidator:
         """``(method, modern version)`` of the request ``answer`` (sent in ``direction``) answers."""
         return self.methods.get((_asked_way(direction), answer.get("id")), (None, None))
 
-    def _asked_modern(self, direction: str, msg: dict) -> bool:
-        return self._request_of(direction, msg)[1] is not None
-
-    def _check(self, direction: str, msg, version: str | None | Default = DEFAULT) -> None:
-        if isinstance(msg, dict) and "method" not in msg:  # an answer: at its request's revision
+    def _check(self, direction: str, msg: dict, version: str | None | Default = DEFAULT) -> None:
+        if "method" not in msg:  # an answer: at its request's revision
             version = self._request_of(direction, msg)[1] or version
         if version is None or version is DEFAULT:
             version = self.schema_version
@@ -170,24 +153,20 @@ class WireValidator:
                 )
             self._unchecked = True
             return
-        if not isinstance(msg, dict):
-            return
         known = schemas.type_names(version)
+        # The schema type ``payload`` is checked as (None: none applies).
+        name: str | None = None
+        payload = msg
         if "method" in msg and "id" in msg:
             self.methods[(direction, msg["id"])] = (msg["method"], _modern_version(msg))
             if isinstance(msg.get("params"), dict) and "task" in msg["params"]:
                 self.augmented.add((direction, msg["id"]))
-            types = REQUEST_TYPES.get(msg["method"])
-            if types and types[0] in known:
-                self._found(direction, schemas.errors(version, types[0], msg))
+            name = REQUEST_TYPES.get(msg["method"], (None, None))[0]
         elif "method" in msg:
             name = NOTIFICATION_TYPES.get(msg["method"])
-            if name and name in known:
-                self._found(direction, schemas.errors(version, name, msg))
         elif "result" in msg:
             method = self._request_of(direction, msg)[0]
-            types = REQUEST_TYPES.get(method) if method is not None else None
-            result = msg["result"]
+            result = payload = msg["result"]
             if isinstance(result, dict) and result.get("resultType") == "task":
                 # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
                 self._found(direction, task_errors(result))
@@ -196,24 +175,20 @@ class WireValidator:
                 and result.get("resultType") == "input_required"
                 and "InputRequiredResult" in known
             ):
-                self._found(direction, schemas.errors(version, "InputRequiredResult", result))
+                name = "InputRequiredResult"
             elif (
                 isinstance(result, dict)
                 and "task" in result
                 and (_asked_way(direction), msg.get("id")) in self.augmented
                 and "CreateTaskResult" in known
             ):  # 2025-11-25 tasks §Creating Tasks (a receiver may also ignore task)
-                self._found(direction, schemas.errors(version, "CreateTaskResult", result))
-            elif types and types[1] in known:
-                self._found(direction, schemas.errors(version, types[1], result))
-        elif "error" in msg:
-            name = (
-                "JSONRPCErrorResponse"
-                if "JSONRPCErrorResponse" in schemas.type_names(version)
-                else "JSONRPCError"
-            )
-            if msg.get("id") is not None or version >= "2025-11-25":
-                self._found(direction, schemas.errors(version, name, msg))
+                name = "CreateTaskResult"
+            else:
+                name = REQUEST_TYPES.get(method or "", (None, None))[1]
+        elif "error" in msg and (msg.get("id") is not None or version >= "2025-11-25"):
+            name = "JSONRPCErrorResponse" if "JSONRPCErrorResponse" in known else "JSONRPCError"
+        if name in known:
+            self._found(direction, schemas.errors(version, name, payload))
 
     def _found(self, direction: str, errors: list[str]) -> None:
         self.errors += errors
@@ -242,10 +217,11 @@ def task_errors(result: dict) -> list[str]:
     """What a CreateTaskResult (the tasks extension, SEP-2663 §Tasks) lacks: ``taskId``, ``status``,
     ``createdAt``, ``lastUpdatedAt`` and ``ttlMs`` (an integer or null); no ``result``, ``error``
     or ``inputRequests`` of its own."""
-    errors = []
-    for name in ("taskId", "status", "createdAt", "lastUpdatedAt"):
-        if not isinstance(result.get(name), str):
-            errors.append(f"CreateTaskResult: {name} must be a string")
+    errors = [
+        f"CreateTaskResult: {name} must be a string"
+        for name in ("taskId", "status", "createdAt", "lastUpdatedAt")
+        if not isinstance(result.get(name), str)
+    ]
     ttl = result.get("ttlMs", "absent")
     if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool)):
         errors.append("CreateTaskResult: ttlMs must be an integer or null")
