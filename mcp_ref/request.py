@@ -120,9 +120,8 @@ class RequestContext:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
         self.progress_token = token if jsonrpc.valid_id(token) else None
-        self._cancelled: threading.Event | None = (
-            None  # made when first needed: most requests never are
-        )
+        # made when first needed: most requests never are
+        self._cancelled: threading.Event | None = None
         self._last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.lifecycle.Envelope``), set by the
         #: dispatcher; None in the handshake era.
@@ -209,8 +208,9 @@ class RequestContext:
                 params["total"] = total
             if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
                 params["message"] = message
-            related = self.request_id
-            self.session.notify("notifications/progress", params, related_request_id=related)
+            self.session.notify(
+                "notifications/progress", params, related_request_id=self.request_id
+            )
         return True
 
 
@@ -285,9 +285,8 @@ class PendingRequest(Future):
             try:
                 return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
             except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
-                if (
-                    self.done()
-                ):  # the outcome itself is a TimeoutError (or came just now): it is ours
+                # the outcome itself is a TimeoutError (or came just now): it is ours
+                if self.done():
                     return super().result(0)
             now = time.monotonic()
             hard_expired = self.hard_deadline is not None and now >= self.hard_deadline

@@ -246,13 +246,11 @@ class Session:
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
-        self._lasting: set[Any] = (
-            set()
-        )  # requests whose progress outlives their answer (end_progress)
+        # requests whose progress outlives their answer (end_progress)
+        self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
-        transport.attach(
-            self
-        )  # its view of our requests (OutgoingRequests): deadlines, failures, holds
+        # its view of our requests (OutgoingRequests): deadlines, failures, holds
+        transport.attach(self)
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
@@ -261,13 +259,11 @@ class Session:
         self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
 
     # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
-    protocol_version: str | None = (
-        None  #: The negotiated revision; set by the role once ``initialize`` completes.
-    )
+    #: The negotiated revision; set by the role once ``initialize`` completes.
+    protocol_version: str | None = None
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
-    _pool: HandlerPool | None = (
-        None  # our handler threads (HandlerPool), made for the first request to run
-    )
+    # our handler threads (HandlerPool), made for the first request to run
+    _pool: HandlerPool | None = None
     _started = False
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
@@ -326,9 +322,8 @@ class Session:
         for context in list(self._incoming.values()):
             context.cancelled.set()
         self._end_callbacks(wait=False)
-        if (
-            not self._started or self._reader is threading.current_thread()
-        ):  # else the end of input sets it
+        # else the end of input sets it
+        if not self._started or self._reader is threading.current_thread():
             self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
@@ -431,18 +426,14 @@ class Session:
         self._write(Notification(method, params), related=related_request_id)
 
     def _write(self, message, *, while_closing: bool = False, related=None) -> None:
-        data = jsonrpc.serialize_answering(message, self.name)
         if isinstance(message, (Response, ErrorResponse)):
             related = message.id
         elif isinstance(message, list):
             # a batch's answers travel together, with the first request whose id was readable
             related = next((m.id for m in message if m.id is not None), None)
-        if (
-            self._closing
-            and not while_closing
-            and not isinstance(message, (Response, ErrorResponse, list))
-        ):
+        elif self._closing and not while_closing:  # answers still go out while closing
             raise ConnectionClosed("the connection is closed")
+        data = jsonrpc.serialize_answering(message, self.name)
         if self.trace is not None:
             self.trace("-->", data)
         try:
@@ -455,11 +446,15 @@ class Session:
         null_id = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
         return ErrorResponse(request_id, error, null_id=null_id)
 
-    def _reply(self, reply) -> None:
-        try:
-            self._write(reply)
-        except ConnectionClosed:
-            log.debug("%s: dropped a reply, the connection is closed", self.name)
+    def _reply(self, reply: Response | ErrorResponse | None, batch: Batch | None = None) -> None:
+        """Send ``reply`` (None: no answer), or give it to the batch the request came in."""
+        if batch is not None:
+            batch.add(reply)
+        elif reply is not None:
+            try:
+                self._write(reply)
+            except ConnectionClosed:
+                log.debug("%s: dropped a reply, the connection is closed", self.name)
 
     def holds(self, request_id, *, ours: bool) -> bool:
         """True while ``request_id`` is open here: one of ours awaiting its answer (``ours``), or
@@ -666,9 +661,8 @@ class Session:
 
     def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
         at_once = self.dispatcher.answer_at_once(request.method, request.params)
-        if (
-            at_once is not None
-        ):  # the role's answer, here on the reader thread, never queued behind busy handlers
+        # the role's answer, here on the reader thread, never queued behind busy handlers
+        if at_once is not None:
             with self._lock:
                 duplicate = request.id in self._incoming
             reply = (
@@ -676,7 +670,7 @@ class Session:
                 if duplicate
                 else Response(request.id, at_once)
             )
-            batch.add(reply) if batch else self._reply(reply)
+            self._reply(reply, batch)
             return
         params = request.params or {}
         context = RequestContext(self, request.id, request.method, params)
@@ -704,7 +698,7 @@ class Session:
                     self.max_incoming,
                     request.method,
                 )
-            batch.add(reply) if batch else self._reply(reply)
+            self._reply(reply, batch)
             return
         if inline:
             self._run_handler(request, context, batch)
@@ -718,7 +712,7 @@ class Session:
             refused = not pool.submit((request, context, batch))
         if refused:
             self._leave(request.id, context)
-            batch.add(None) if batch else None
+            self._reply(None, batch)
 
     def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:
@@ -726,11 +720,9 @@ class Session:
             context.started = True
             if withdrawn:
                 self._withdrawn -= 1
-        if (
-            withdrawn
-        ):  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
-            if batch is not None:
-                batch.add(None)
+        # cancelled while it waited for a thread (cancel_incoming): its handler never runs
+        if withdrawn:
+            self._reply(None, batch)
             self.transport.request_finished(request.id)
             return
         reply: Response | ErrorResponse | None
@@ -763,14 +755,9 @@ class Session:
         if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
             reply = None
-        if batch is not None:
-            batch.add(reply)
-        elif reply is not None:
-            self._reply(reply)
-        if reply is None:
-            self.transport.request_finished(
-                request.id
-            )  # e.g. HTTP: end the stream that waited for this answer
+        self._reply(reply, batch)
+        if reply is None:  # e.g. HTTP: end the stream that waited for this answer
+            self.transport.request_finished(request.id)
         if fatal is not None:
             raise fatal
 

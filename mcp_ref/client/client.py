@@ -193,9 +193,8 @@ class Client:
         try:
             self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
             self._shorthand_options({})  # what the server offers may need an extension at once
-            if (
-                on_log is not None and log_level is not None
-            ):  # logs arrive by default (mcp_ref.client.logs)
+            # logs arrive by default (mcp_ref.client.logs)
+            if on_log is not None and log_level is not None:
                 from .logs import ask_for_logs
 
                 ask_for_logs(self, log_level)
@@ -336,10 +335,8 @@ class Client:
         if self.elicitation_handler is not None and lifecycle.at_least(
             version, lifecycle.ELICITATION
         ):
-            if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
-                caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
-            else:
-                caps["elicitation"] = {}
+            url_mode = lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE)
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes} if url_mode else {}
         for extension in self.extensions:
             for key, value in (extension.capabilities(version, None) or {}).items():
                 merged = key in ("extensions", "experimental") and isinstance(caps.get(key), dict)
@@ -379,14 +376,10 @@ class Client:
         return cast(str, self.connection.protocol_version)  # set by connect(), in __init__
 
     @property
-    def _answer(
-        self,
-    ) -> Any:  # the server's DiscoverResult (modern) or InitializeResult, set by connect()
-        return (
-            self.connection.discover_result
-            if self.connection.modern
-            else self.connection.initialize_result
-        )
+    def _answer(self) -> Any:
+        """The server's DiscoverResult (modern) or InitializeResult, set by connect()."""
+        connection = self.connection
+        return connection.discover_result if connection.modern else connection.initialize_result
 
     @property
     def server_info(self) -> Implementation | None:
@@ -400,9 +393,8 @@ class Client:
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        if (
-            name in _DECLARING and "connection" in self.__dict__
-        ):  # what the modern envelopes say changed
+        # what the modern envelopes say changed
+        if name in _DECLARING and "connection" in self.__dict__:
             self.connection.metas.clear()
 
     @property
@@ -693,10 +685,9 @@ class Client:
             else {"type": "ref/resource", "uri": resource}
         )
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        # CompleteRequest.context: 2025-06-18 and later
         if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
-            params["context"] = {
-                "arguments": context
-            }  # CompleteRequest.context: 2025-06-18 and later
+            params["context"] = {"arguments": context}
         result = self.connection.request("completion/complete", params)
         return Completion.from_wire(result.get("completion", {}))
 
@@ -718,9 +709,8 @@ class Client:
                 "this client did not declare the roots capability (pass roots= when creating it)"
             )
         self._roots = _as_roots(roots)
-        if (
-            not self.connection.modern
-        ):  # 2026-07-28: the server asks for roots each time (input_required)
+        # 2026-07-28: the server asks for roots each time (input_required)
+        if not self.connection.modern:
             self.connection.notify("notifications/roots/list_changed")
 
     # -- the shorthand (mcp_ref.client.shorthand): its methods and properties, and call options
