@@ -82,8 +82,6 @@ class Dispatcher(Protocol):
 
     def handle_notification(self, method: str, params: dict) -> None: ...
 
-    def batches_allowed(self) -> bool: ...
-
 
 class RequestContext:
     """What a handler knows about the request it serves, and what it may do.

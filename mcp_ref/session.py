@@ -19,9 +19,9 @@ request is registered *before* it is written, so an answer can never arrive for 
 
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
 of a *dispatcher* (the server or client role), which provides ``answer_at_once(method, params)``,
-``handle_request(context, method, params)``, ``handle_notification(method, params)`` and
-``batches_allowed()``.  What it asks of the
-connection is :class:`Transport`, the transport contract (below).
+``handle_request(context, method, params)`` and ``handle_notification(method, params)``.  Whether
+a batch is allowed is the negotiated revision's (:func:`mcp_ref.lifecycle.batches_allowed`).  What
+it asks of the connection is :class:`Transport`, the transport contract (below).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .errors import (
     RequestCancelled,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
-from .lifecycle import OPTIONAL_ERROR_ID
+from .lifecycle import OPTIONAL_ERROR_ID, batches_allowed
 from .request import (
     DEFAULT,
     EVENTS_LOCK,
@@ -592,10 +592,9 @@ class Session:
         """Handle one transport message (a message or a batch), on the reader thread."""
         if self.trace is not None:
             self.trace("<--", data)
-        self._receiving = len(
-            data
-        )  # what a callback queued for this message is charged (call_soon)
-        if jsonrpc.starts_batch(data) and not self.dispatcher.batches_allowed():
+        # what a callback queued for this message is charged (call_soon)
+        self._receiving = len(data)
+        if jsonrpc.starts_batch(data) and not batches_allowed(self.protocol_version):
             # Refused before it is parsed: a batch costs nothing where the revision has none.
             self._refuse_batch()
             return
@@ -644,7 +643,7 @@ class Session:
         )
 
     def _receive_batch(self, items: list) -> None:
-        if not self.dispatcher.batches_allowed():
+        if not batches_allowed(self.protocol_version):
             self._refuse_batch()
             return
         from .batch import receive_batch
@@ -739,9 +738,8 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except (
-            BaseException
-        ) as exc:  # never leak internals to the peer (nor leave the request unanswered)
+        # never leak internals to the peer (nor leave the request unanswered)
+        except BaseException as exc:
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
             fatal = (

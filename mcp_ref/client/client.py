@@ -416,13 +416,12 @@ class Client:
 
     # -- requests --------------------------------------------------------------------------
 
-    def _require(self, capability: str, method: str) -> dict:
+    def _require(self, capability: str, method: str) -> None:
         # 2025-11-25 basic/lifecycle §Operation: both parties MUST "Only use capabilities that were successfully negotiated".
-        if capability not in (capabilities := self._answer.capabilities):
+        if capability not in self._answer.capabilities:
             raise CapabilityError(
                 f"{method}: the server did not declare the {capability} capability"
             )
-        return capabilities
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""

@@ -382,10 +382,6 @@ class ClientConnection:
         response"; 2026-07-28 removed ping (a modern one goes on, to -32601)."""
         return {} if method == "ping" and not lifecycle.is_modern(params) else None
 
-    def batches_allowed(self) -> bool:
-        """Batches are part of 2024-11-05 and 2025-03-26 only."""
-        return lifecycle.batches_allowed(self.session.protocol_version)
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer a request of the server's, in both eras
         (:func:`mcp_ref.client.answering.answer_request`)."""
@@ -497,31 +493,25 @@ class ModernCall(Call):
                     raise
                 version_retried = True
                 adopt_version(connection, exc)
-                self._resend(params)
-                continue
             except ResponseStreamLost:
                 if reissues >= MAX_REISSUES:
                     raise
                 reissues += 1
-                self._resend(params)
-                continue
             except HeaderMismatchError:
                 if headers_retried or not connection.learn_tool_headers(self.method, params):
                     raise
                 headers_retried = True
-                self._resend(params)
-                continue
-            kind = result.get(
-                "resultType", lifecycle.COMPLETE
-            )  # absent: "MUST treat ... as complete"
-            if kind == lifecycle.COMPLETE:
-                return result
-            if kind != lifecycle.INPUT_REQUIRED:
-                return self.settle(kind, result)
-            from . import mrtr
+            else:
+                # absent: "MUST treat ... as complete"
+                kind = result.get("resultType", lifecycle.COMPLETE)
+                if kind == lifecycle.COMPLETE:
+                    return result
+                if kind != lifecycle.INPUT_REQUIRED:
+                    return self.settle(kind, result)
+                from . import mrtr
 
-            params = mrtr.next_round(self, self._params, result)
-            self._resend(params)
+                params = mrtr.next_round(self, self._params, result)
+            self._resend(params)  # every way on is a request: a retry, or the next round
 
     def settle(self, kind: str, result: dict) -> dict:
         """The final result of an answer whose ``resultType`` is neither complete nor input_required:
