@@ -47,7 +47,7 @@ from .errors import (
     RequestCancelled,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
-from .lifecycle import OPTIONAL_ERROR_ID, batches_allowed
+from .lifecycle import OPTIONAL_ERROR_ID, at_least, batches_allowed
 from .request import (
     DEFAULT,
     EVENTS_LOCK,
@@ -354,7 +354,7 @@ class Session:
 
     def protocol_version_at_least(self, revision: str) -> bool:
         """True when the negotiated revision is ``revision`` or newer (or none is negotiated yet)."""
-        return self.protocol_version is None or self.protocol_version >= revision
+        return at_least(self.protocol_version, revision)
 
     # -- sending ----------------------------------------------------------------
 

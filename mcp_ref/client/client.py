@@ -33,7 +33,7 @@ from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceN
 from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
-from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
+from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool, WireModel
 from .connection import (
     AUTO,
     HANDSHAKE,
@@ -323,11 +323,10 @@ class Client:
         """The capabilities this client declares at ``version`` (default: the handshake revision it
         asks for), from the handlers it was given."""
         version = version or self.requested_version
-        modern_era = version in MODERN_VERSIONS
         caps: dict[str, Any] = {}
         if self._roots is not None:
             # 2026-07-28 has no roots list_changed (the server asks for the roots when it needs them).
-            caps["roots"] = {} if modern_era else {"listChanged": True}
+            caps["roots"] = {} if version in MODERN_VERSIONS else {"listChanged": True}
         if self.sampling_handler is not None:
             caps["sampling"] = {}
             if self.sampling_tools and lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS):
@@ -439,17 +438,19 @@ class Client:
             return
         self.connection.request("ping", None, timeout=timeout)
 
-    def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
+    def _page(self, method: str, item: type[WireModel], cursor: str | None = None) -> Page:
+        """One page of the listing ``method``, its items built as ``item``s (the capability it
+        needs is the method's first word: ``resources`` for ``resources/templates/list``)."""
         from ..feature_types import Page
 
-        self._require(capability, method)
+        self._require(method.split("/")[0], method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
-        items = [build(item) for item in result.get(key, [])]
+        items = [item.from_wire(data) for data in result.get(_LISTED[method], [])]
         if method == "tools/list":
             items = self.connection.usable_tools(items)
         return Page(items=items, next_cursor=result.get("nextCursor"), raw=result)
 
-    def _all(self, method: str, key: str, build, capability: str) -> list:
+    def _all(self, method: str, item: type[WireModel]) -> list:
         """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
         cursor is an error: :func:`mcp_ref.pagination.follow_cursors`)."""
         from ..pagination import follow_cursors
@@ -457,7 +458,7 @@ class Client:
         items: list = []
 
         def fetch(cursor: str | None) -> dict:
-            page = self._page(method, key, build, cursor, capability)
+            page = self._page(method, item, cursor)
             items.extend(page.items)
             return page.raw or {}
 
@@ -469,11 +470,11 @@ class Client:
 
     def list_tools(self) -> list[Tool]:
         """Every tool, following pagination."""
-        return self._all("tools/list", "tools", Tool.from_wire, "tools")
+        return self._all("tools/list", Tool)
 
     def list_tools_page(self, cursor: str | None = None) -> Page:
         """One page of tools; pass ``page.next_cursor`` for the next."""
-        return self._page("tools/list", "tools", Tool.from_wire, cursor, "tools")
+        return self._page("tools/list", Tool, cursor)
 
     def start_tool_call(
         self,
@@ -522,33 +523,25 @@ class Client:
         """Every resource, following pagination."""
         from ..feature_types import Resource
 
-        return self._all("resources/list", "resources", Resource.from_wire, "resources")
+        return self._all("resources/list", Resource)
 
     def list_resources_page(self, cursor: str | None = None) -> Page:
         """One page of resources."""
         from ..feature_types import Resource
 
-        return self._page("resources/list", "resources", Resource.from_wire, cursor, "resources")
+        return self._page("resources/list", Resource, cursor)
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
         from ..feature_types import ResourceTemplate
 
-        return self._all(
-            "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources"
-        )
+        return self._all("resources/templates/list", ResourceTemplate)
 
     def list_resource_templates_page(self, cursor: str | None = None) -> Page:
         """One page of resource templates."""
         from ..feature_types import ResourceTemplate
 
-        return self._page(
-            "resources/templates/list",
-            "resourceTemplates",
-            ResourceTemplate.from_wire,
-            cursor,
-            "resources",
-        )
+        return self._page("resources/templates/list", ResourceTemplate, cursor)
 
     def read_resource(
         self, uri: str, *, timeout: float | None | Default = DEFAULT
@@ -623,13 +616,13 @@ class Client:
         """Every prompt, following pagination."""
         from ..feature_types import Prompt
 
-        return self._all("prompts/list", "prompts", Prompt.from_wire, "prompts")
+        return self._all("prompts/list", Prompt)
 
     def list_prompts_page(self, cursor: str | None = None) -> Page:
         """One page of prompts."""
         from ..feature_types import Prompt
 
-        return self._page("prompts/list", "prompts", Prompt.from_wire, cursor, "prompts")
+        return self._page("prompts/list", Prompt, cursor)
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
         """Render a prompt; argument values are sent as strings, as the spec's ``{[key]: string}`` requires."""
@@ -779,6 +772,14 @@ def _shorthand_member(owner: Any, name: str, kind: str) -> Any:
 
     return member(owner, name, MEMBERS[kind])
 
+
+#: Each listing method's key in its result.
+_LISTED = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
 
 _DECLARING = {
     "_roots",
