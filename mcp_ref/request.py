@@ -351,11 +351,10 @@ class HandlerPool:
         self.max_workers = max_workers
         self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-handler")
         self.lock = threading.Lock()
-        self.idle = threading.Condition(self.lock)  # drain() waits here for jobs to reach 0
+        self.idle = threading.Condition(self.lock)  # drain() waits here for every job to end
         self.wakeup = threading.Condition(self.lock)  # runners wait here for a job
         self.queue: deque[Job] = deque()  # jobs waiting for a thread (bounded by max_incoming)
         self.held: deque[Job] = deque()  # jobs waiting for initialize (bounded by max_incoming)
-        self.jobs = 0  # jobs submitted (or held) whose run has not ended
         self.runners = 0  # executor runners taking jobs from the queue (at most max_workers)
         self.running = 0  # handlers running now
         self.holding = False  # an initialize handler runs: the jobs submitted meanwhile are held
@@ -371,7 +370,6 @@ class HandlerPool:
         with self.lock:
             if self.stopped:
                 return False
-            self.jobs += 1
             if self.holding:
                 self.held.append(job)
                 return True
@@ -383,7 +381,6 @@ class HandlerPool:
             with self.lock:
                 if job in self.queue:  # no thread took it: the caller refuses it
                     self.queue.remove(job)
-                    self.jobs -= 1
                     return False
         return True
 
@@ -428,7 +425,6 @@ class HandlerPool:
         starts = 0
         with self.lock:
             self.running -= 1
-            self.jobs -= 1
             if job[0].method == "initialize" and self.holding:
                 self.holding = False
                 while self.held and not self.holding:
@@ -446,7 +442,6 @@ class HandlerPool:
         running handlers finish, then the threads exit."""
         with self.lock:
             self.stopped = self.ending = True
-            self.jobs -= len(self.held) + len(self.queue)
             self.held.clear()
             self.queue.clear()
             self.wakeup.notify_all()
@@ -458,6 +453,6 @@ class HandlerPool:
         with self.lock:
             self.ending = True
             self.wakeup.notify_all()
-            while self.jobs > 0:
+            while self.queue or self.held or self.running:  # jobs not ended
                 self.idle.wait()
         self.executor.shutdown(wait=join)
