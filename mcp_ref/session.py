@@ -264,13 +264,12 @@ class Session:
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
     # our handler threads (HandlerPool), made for the first request to run
     _pool: HandlerPool | None = None
-    _started = False
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
     _receiving = (
         0  # the size of the message the reader handles now: a callback it queues is charged
     )
-    _reader: threading.Thread | None = None
+    _reader: threading.Thread | None = None  # made by start()
     _closing = False  # close() called, or the connection is fully finished
     _input_ended = False  # the peer can no longer answer requests
     _closed_event: threading.Event | None = None  # made when someone waits for the end
@@ -280,8 +279,7 @@ class Session:
 
     def start(self) -> None:
         """Start reading (once)."""
-        if not self._started:
-            self._started = True
+        if self._reader is None:
             self._reader = threading.Thread(
                 target=self._read, name=f"{self.name}-reader", daemon=True
             )
@@ -323,7 +321,7 @@ class Session:
             context.cancelled.set()
         self._end_callbacks(wait=False)
         # else the end of input sets it
-        if not self._started or self._reader is threading.current_thread():
+        if self._reader is None or self._reader is threading.current_thread():
             self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
