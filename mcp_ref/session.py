@@ -266,9 +266,8 @@ class Session:
     _pool: HandlerPool | None = None
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
-    _receiving = (
-        0  # the size of the message the reader handles now: a callback it queues is charged
-    )
+    # the size of the message the reader handles now: a callback it queues is charged
+    _receiving = 0
     _reader: threading.Thread | None = None  # made by start()
     _closing = False  # close() called, or the connection is fully finished
     _input_ended = False  # the peer can no longer answer requests
@@ -866,7 +865,7 @@ class Session:
             log.exception("%s: handling %s failed", self.name, method)
 
     def _receive_answer(self, answer) -> None:
-        if (pending := self._forget(answer.id) if answer.id is not None else None) is None:
+        if (pending := self._forget(answer.id)) is None:  # (no request of ours has the id None)
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 log.warning(
                     "%s: the peer reported an error: %s", self.name, answer.error.get("message")

@@ -266,11 +266,7 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        result = InitializeResult.from_wire(
-            self.request(
-                "initialize", params, **({} if timeout is DEFAULT else {"timeout": timeout})
-            )
-        )
+        result = InitializeResult.from_wire(self.request("initialize", params, timeout=timeout))
         # "If the client does not support the version in the server's response, it SHOULD disconnect."
         version = lifecycle.client_accept_version(result.protocol_version)
 
@@ -344,9 +340,7 @@ class ClientConnection:
         """Start a request (the innermost step of :meth:`start`): a :class:`Call`, or in
         the modern era a :class:`ModernCall`, which may take several rounds."""
         declares = options.pop("declares", ())
-        if not self.modern:
-            return Call(self, method, params, options, declares)
-        return ModernCall(self, method, params, options, declares)
+        return (ModernCall if self.modern else Call)(self, method, params, options, declares)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
