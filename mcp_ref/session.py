@@ -440,7 +440,7 @@ class Session:
 
     def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
         """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
-        null_id = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
+        null_id = not at_least(self.protocol_version, OPTIONAL_ERROR_ID)
         return ErrorResponse(request_id, error, null_id=null_id)
 
     def _reply(self, reply: Response | ErrorResponse | None, batch: Batch | None = None) -> None:
