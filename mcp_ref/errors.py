@@ -77,9 +77,7 @@ class McpError(MCPRefError):
     def from_error(cls, error: dict[str, Any]) -> McpError:
         """Build the most specific subclass for a received ``error`` object."""
         code = error.get("code", INTERNAL_ERROR)
-        message = error.get("message", "")
-        if not isinstance(message, str):
-            message = str(message)
+        message = str(error.get("message", ""))
         subclass = _BY_CODE.get(code, McpError)
         return subclass(message, code=code, data=error.get("data"))
 
@@ -252,28 +250,12 @@ class UnsupportedProtocolVersionError(McpError):
     @property
     def supported(self) -> list[str]:
         """The versions the server supports (from ``data``; empty when it did not say)."""
-        value = (self.data or {}).get("supported") if isinstance(self.data, dict) else None
+        value = self.data.get("supported") if isinstance(self.data, dict) else None
         return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-_BY_CODE = {
-    cls.code: cls
-    for cls in (
-        ParseError,
-        InvalidRequest,
-        MethodNotFound,
-        InvalidParams,
-        InternalError,
-        ResourceNotFound,
-        UrlElicitationRequired,
-        ServerBusy,
-        LimitExceeded,
-        RequestRefused,
-        HeaderMismatchError,
-        MissingRequiredClientCapabilityError,
-        UnsupportedProtocolVersionError,
-    )
-}
+#: Each JSON-RPC error code's class: every subclass of McpError above, by its ``code``.
+_BY_CODE = {cls.code: cls for cls in McpError.__subclasses__()}
 
 
 class ConnectionClosed(MCPRefError, ConnectionError):

@@ -196,9 +196,8 @@ def from_dict(obj: Any) -> Message:
     if not isinstance(obj, dict):
         raise _invalid("Invalid Request: a message must be a JSON object")
     raw_id = obj.get("id")
-    usable_id = (
-        raw_id if type(raw_id) is int or type(raw_id) is str else None
-    )  # valid_id() of decoded JSON
+    # valid_id() of decoded JSON
+    usable_id = raw_id if type(raw_id) is int or type(raw_id) is str else None
     if obj.get("jsonrpc") != "2.0":
         raise _invalid('Invalid Request: "jsonrpc" must be "2.0"', usable_id)
     if "method" in obj:

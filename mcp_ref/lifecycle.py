@@ -352,9 +352,8 @@ RULES: dict[tuple[str, Phase], Rules] = {
 }
 
 # The events that move a phase.
-INITIALIZE_ANSWERED = (
-    "initialize answered"  # server: it answers initialize; client: it accepts the answer
-)
+# server: it answers initialize; client: it accepts the answer
+INITIALIZE_ANSWERED = "initialize answered"
 INITIALIZED_RECEIVED = "notifications/initialized received"
 STATELESS = "stateless request"  # a request served with no handshake on its connection
 

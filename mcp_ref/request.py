@@ -82,8 +82,6 @@ class Dispatcher(Protocol):
 
     def handle_notification(self, method: str, params: dict) -> None: ...
 
-    def batches_allowed(self) -> bool: ...
-
 
 class RequestContext:
     """What a handler knows about the request it serves, and what it may do.
@@ -120,9 +118,8 @@ class RequestContext:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         # A ProgressToken is a string or an integer (schema); progress for any other token would be invalid.
         self.progress_token = token if jsonrpc.valid_id(token) else None
-        self._cancelled: threading.Event | None = (
-            None  # made when first needed: most requests never are
-        )
+        # made when first needed: most requests never are
+        self._cancelled: threading.Event | None = None
         self._last_progress: float | None = None
         #: A 2026-07-28 request's own protocol fields (``mcp_ref.lifecycle.Envelope``), set by the
         #: dispatcher; None in the handshake era.
@@ -209,8 +206,9 @@ class RequestContext:
                 params["total"] = total
             if message is not None and self.session.protocol_version_at_least(PROGRESS_MESSAGE):
                 params["message"] = message
-            related = self.request_id
-            self.session.notify("notifications/progress", params, related_request_id=related)
+            self.session.notify(
+                "notifications/progress", params, related_request_id=self.request_id
+            )
         return True
 
 
@@ -285,9 +283,8 @@ class PendingRequest(Future):
             try:
                 return super().result(None if wait is None else max(wait - time.monotonic(), 0.0))
             except (TimeoutError, FutureTimeout):  # one class from Python 3.11, two in 3.10
-                if (
-                    self.done()
-                ):  # the outcome itself is a TimeoutError (or came just now): it is ours
+                # the outcome itself is a TimeoutError (or came just now): it is ours
+                if self.done():
                     return super().result(0)
             now = time.monotonic()
             hard_expired = self.hard_deadline is not None and now >= self.hard_deadline
@@ -354,11 +351,10 @@ class HandlerPool:
         self.max_workers = max_workers
         self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-handler")
         self.lock = threading.Lock()
-        self.idle = threading.Condition(self.lock)  # drain() waits here for jobs to reach 0
+        self.idle = threading.Condition(self.lock)  # drain() waits here for every job to end
         self.wakeup = threading.Condition(self.lock)  # runners wait here for a job
         self.queue: deque[Job] = deque()  # jobs waiting for a thread (bounded by max_incoming)
         self.held: deque[Job] = deque()  # jobs waiting for initialize (bounded by max_incoming)
-        self.jobs = 0  # jobs submitted (or held) whose run has not ended
         self.runners = 0  # executor runners taking jobs from the queue (at most max_workers)
         self.running = 0  # handlers running now
         self.holding = False  # an initialize handler runs: the jobs submitted meanwhile are held
@@ -374,7 +370,6 @@ class HandlerPool:
         with self.lock:
             if self.stopped:
                 return False
-            self.jobs += 1
             if self.holding:
                 self.held.append(job)
                 return True
@@ -386,7 +381,6 @@ class HandlerPool:
             with self.lock:
                 if job in self.queue:  # no thread took it: the caller refuses it
                     self.queue.remove(job)
-                    self.jobs -= 1
                     return False
         return True
 
@@ -431,7 +425,6 @@ class HandlerPool:
         starts = 0
         with self.lock:
             self.running -= 1
-            self.jobs -= 1
             if job[0].method == "initialize" and self.holding:
                 self.holding = False
                 while self.held and not self.holding:
@@ -449,7 +442,6 @@ class HandlerPool:
         running handlers finish, then the threads exit."""
         with self.lock:
             self.stopped = self.ending = True
-            self.jobs -= len(self.held) + len(self.queue)
             self.held.clear()
             self.queue.clear()
             self.wakeup.notify_all()
@@ -461,6 +453,6 @@ class HandlerPool:
         with self.lock:
             self.ending = True
             self.wakeup.notify_all()
-            while self.jobs > 0:
+            while self.queue or self.held or self.running:  # jobs not ended
                 self.idle.wait()
         self.executor.shutdown(wait=join)

@@ -19,9 +19,9 @@ request is registered *before* it is written, so an answer can never arrive for 
 
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
 of a *dispatcher* (the server or client role), which provides ``answer_at_once(method, params)``,
-``handle_request(context, method, params)``, ``handle_notification(method, params)`` and
-``batches_allowed()``.  What it asks of the
-connection is :class:`Transport`, the transport contract (below).
+``handle_request(context, method, params)`` and ``handle_notification(method, params)``.  Whether
+a batch is allowed is the negotiated revision's (:func:`mcp_ref.lifecycle.batches_allowed`).  What
+it asks of the connection is :class:`Transport`, the transport contract (below).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .errors import (
     RequestCancelled,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
-from .lifecycle import OPTIONAL_ERROR_ID
+from .lifecycle import OPTIONAL_ERROR_ID, at_least, batches_allowed
 from .request import (
     DEFAULT,
     EVENTS_LOCK,
@@ -246,13 +246,11 @@ class Session:
         self._lock = threading.Lock()
         self._pending: dict[Any, PendingRequest] = {}
         self._progress: dict[Any, PendingRequest] = {}
-        self._lasting: set[Any] = (
-            set()
-        )  # requests whose progress outlives their answer (end_progress)
+        # requests whose progress outlives their answer (end_progress)
+        self._lasting: set[Any] = set()
         self._incoming: dict[Any, RequestContext] = {}
-        transport.attach(
-            self
-        )  # its view of our requests (OutgoingRequests): deadlines, failures, holds
+        # its view of our requests (OutgoingRequests): deadlines, failures, holds
+        transport.attach(self)
         self._executor = executor  # a shared pool runs the handlers instead of our threads (HTTP: every session's)
         if max_workers < 1 and executor is None:
             raise ValueError("max_workers must be greater than 0")
@@ -261,20 +259,16 @@ class Session:
         self.max_callbacks, self.max_callback_bytes = max_callbacks, max_callback_bytes
 
     # Where it stands: starting values, each set on the instance when it changes (an HTTP POST's session changes few).
-    protocol_version: str | None = (
-        None  #: The negotiated revision; set by the role once ``initialize`` completes.
-    )
+    #: The negotiated revision; set by the role once ``initialize`` completes.
+    protocol_version: str | None = None
     _withdrawn = 0  # requests cancelled while queued for a thread (their jobs end when taken); bounded by max_incoming
-    _pool: HandlerPool | None = (
-        None  # our handler threads (HandlerPool), made for the first request to run
-    )
-    _started = False
+    # our handler threads (HandlerPool), made for the first request to run
+    _pool: HandlerPool | None = None
     _callbacks: CallbackQueue | None = None  # made on the first callback: most sessions have none
     _callbacks_ended = False
-    _receiving = (
-        0  # the size of the message the reader handles now: a callback it queues is charged
-    )
-    _reader: threading.Thread | None = None
+    # the size of the message the reader handles now: a callback it queues is charged
+    _receiving = 0
+    _reader: threading.Thread | None = None  # made by start()
     _closing = False  # close() called, or the connection is fully finished
     _input_ended = False  # the peer can no longer answer requests
     _closed_event: threading.Event | None = None  # made when someone waits for the end
@@ -284,8 +278,7 @@ class Session:
 
     def start(self) -> None:
         """Start reading (once)."""
-        if not self._started:
-            self._started = True
+        if self._reader is None:
             self._reader = threading.Thread(
                 target=self._read, name=f"{self.name}-reader", daemon=True
             )
@@ -326,9 +319,8 @@ class Session:
         for context in list(self._incoming.values()):
             context.cancelled.set()
         self._end_callbacks(wait=False)
-        if (
-            not self._started or self._reader is threading.current_thread()
-        ):  # else the end of input sets it
+        # else the end of input sets it
+        if self._reader is None or self._reader is threading.current_thread():
             self._set_closed()
 
     def wait_closed(self, timeout: float | None = None) -> bool:
@@ -359,7 +351,7 @@ class Session:
 
     def protocol_version_at_least(self, revision: str) -> bool:
         """True when the negotiated revision is ``revision`` or newer (or none is negotiated yet)."""
-        return self.protocol_version is None or self.protocol_version >= revision
+        return at_least(self.protocol_version, revision)
 
     # -- sending ----------------------------------------------------------------
 
@@ -431,18 +423,14 @@ class Session:
         self._write(Notification(method, params), related=related_request_id)
 
     def _write(self, message, *, while_closing: bool = False, related=None) -> None:
-        data = jsonrpc.serialize_answering(message, self.name)
         if isinstance(message, (Response, ErrorResponse)):
             related = message.id
         elif isinstance(message, list):
             # a batch's answers travel together, with the first request whose id was readable
             related = next((m.id for m in message if m.id is not None), None)
-        if (
-            self._closing
-            and not while_closing
-            and not isinstance(message, (Response, ErrorResponse, list))
-        ):
+        elif self._closing and not while_closing:  # answers still go out while closing
             raise ConnectionClosed("the connection is closed")
+        data = jsonrpc.serialize_answering(message, self.name)
         if self.trace is not None:
             self.trace("-->", data)
         try:
@@ -452,14 +440,18 @@ class Session:
 
     def _unreadable_id_error(self, error: dict, request_id=None) -> ErrorResponse:
         """An error answer to a message whose id may not have been readable (see ErrorResponse)."""
-        null_id = self.protocol_version is not None and self.protocol_version < OPTIONAL_ERROR_ID
+        null_id = not at_least(self.protocol_version, OPTIONAL_ERROR_ID)
         return ErrorResponse(request_id, error, null_id=null_id)
 
-    def _reply(self, reply) -> None:
-        try:
-            self._write(reply)
-        except ConnectionClosed:
-            log.debug("%s: dropped a reply, the connection is closed", self.name)
+    def _reply(self, reply: Response | ErrorResponse | None, batch: Batch | None = None) -> None:
+        """Send ``reply`` (None: no answer), or give it to the batch the request came in."""
+        if batch is not None:
+            batch.add(reply)
+        elif reply is not None:
+            try:
+                self._write(reply)
+            except ConnectionClosed:
+                log.debug("%s: dropped a reply, the connection is closed", self.name)
 
     def holds(self, request_id, *, ours: bool) -> bool:
         """True while ``request_id`` is open here: one of ours awaiting its answer (``ours``), or
@@ -597,10 +589,9 @@ class Session:
         """Handle one transport message (a message or a batch), on the reader thread."""
         if self.trace is not None:
             self.trace("<--", data)
-        self._receiving = len(
-            data
-        )  # what a callback queued for this message is charged (call_soon)
-        if jsonrpc.starts_batch(data) and not self.dispatcher.batches_allowed():
+        # what a callback queued for this message is charged (call_soon)
+        self._receiving = len(data)
+        if jsonrpc.starts_batch(data) and not batches_allowed(self.protocol_version):
             # Refused before it is parsed: a batch costs nothing where the revision has none.
             self._refuse_batch()
             return
@@ -649,7 +640,7 @@ class Session:
         )
 
     def _receive_batch(self, items: list) -> None:
-        if not self.dispatcher.batches_allowed():
+        if not batches_allowed(self.protocol_version):
             self._refuse_batch()
             return
         from .batch import receive_batch
@@ -666,9 +657,8 @@ class Session:
 
     def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
         at_once = self.dispatcher.answer_at_once(request.method, request.params)
-        if (
-            at_once is not None
-        ):  # the role's answer, here on the reader thread, never queued behind busy handlers
+        # the role's answer, here on the reader thread, never queued behind busy handlers
+        if at_once is not None:
             with self._lock:
                 duplicate = request.id in self._incoming
             reply = (
@@ -676,7 +666,7 @@ class Session:
                 if duplicate
                 else Response(request.id, at_once)
             )
-            batch.add(reply) if batch else self._reply(reply)
+            self._reply(reply, batch)
             return
         params = request.params or {}
         context = RequestContext(self, request.id, request.method, params)
@@ -704,7 +694,7 @@ class Session:
                     self.max_incoming,
                     request.method,
                 )
-            batch.add(reply) if batch else self._reply(reply)
+            self._reply(reply, batch)
             return
         if inline:
             self._run_handler(request, context, batch)
@@ -718,7 +708,7 @@ class Session:
             refused = not pool.submit((request, context, batch))
         if refused:
             self._leave(request.id, context)
-            batch.add(None) if batch else None
+            self._reply(None, batch)
 
     def _run_handler(self, request: Request, context: RequestContext, batch: Batch | None) -> None:
         with self._lock:
@@ -726,11 +716,9 @@ class Session:
             context.started = True
             if withdrawn:
                 self._withdrawn -= 1
-        if (
-            withdrawn
-        ):  # cancelled while it waited for a thread (cancel_incoming): its handler never runs
-            if batch is not None:
-                batch.add(None)
+        # cancelled while it waited for a thread (cancel_incoming): its handler never runs
+        if withdrawn:
+            self._reply(None, batch)
             self.transport.request_finished(request.id)
             return
         reply: Response | ErrorResponse | None
@@ -747,9 +735,8 @@ class Session:
             reply = ErrorResponse(request.id, exc.to_error())
         except RequestCancelled:
             reply = None
-        except (
-            BaseException
-        ) as exc:  # never leak internals to the peer (nor leave the request unanswered)
+        # never leak internals to the peer (nor leave the request unanswered)
+        except BaseException as exc:
             log.exception("%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})
             fatal = (
@@ -763,14 +750,9 @@ class Session:
         if context.is_cancelled:
             # 2025-11-25 basic/utilities/cancellation: receivers "SHOULD NOT send a response for the cancelled request".
             reply = None
-        if batch is not None:
-            batch.add(reply)
-        elif reply is not None:
-            self._reply(reply)
-        if reply is None:
-            self.transport.request_finished(
-                request.id
-            )  # e.g. HTTP: end the stream that waited for this answer
+        self._reply(reply, batch)
+        if reply is None:  # e.g. HTTP: end the stream that waited for this answer
+            self.transport.request_finished(request.id)
         if fatal is not None:
             raise fatal
 
@@ -883,7 +865,7 @@ class Session:
             log.exception("%s: handling %s failed", self.name, method)
 
     def _receive_answer(self, answer) -> None:
-        if (pending := self._forget(answer.id) if answer.id is not None else None) is None:
+        if (pending := self._forget(answer.id)) is None:  # (no request of ours has the id None)
             if isinstance(answer, ErrorResponse) and answer.id is None:
                 log.warning(
                     "%s: the peer reported an error: %s", self.name, answer.error.get("message")

@@ -175,7 +175,7 @@ class SubprocessTransport(StreamTransport):
     def release(self) -> None:
         """Close the output pipes when no reader thread ever took them (the server has exited)."""
         if not self._reading and self.process.poll() is not None:
-            cast(IO[bytes], self.process.stdout).close()
+            self.reader.close()
         if self._stderr_thread is None and self.process.stderr is not None:
             self.process.stderr.close()
 
@@ -183,10 +183,8 @@ class SubprocessTransport(StreamTransport):
         """The next message from the server's stdout; at its end the pipe is closed (None)."""
         self._reading = True
         message = super().read()
-        if message is None:
-            cast(
-                IO[bytes], self.process.stdout
-            ).close()  # the reader thread is the only one that reads it
+        if message is None:  # the reader thread is the only one that reads it
+            self.reader.close()
         return message
 
     def close(self) -> None:
@@ -206,7 +204,7 @@ class SubprocessTransport(StreamTransport):
         # process group (setsid) or their parent (a double fork), out of the group's reach.
         tree = self._descendants()
         with contextlib.suppress(OSError):
-            cast(IO[bytes], self.process.stdin).close()
+            self.writer.close()
         exited = _wait(self.process, self.shutdown_timeout)
         if os.name != "posix":
             if not exited:
@@ -244,11 +242,9 @@ class SubprocessTransport(StreamTransport):
         # Let the pump read what the server wrote before it exited, so that after close()
         # ``stderr_lines`` (or the callback) has seen every line.  Bounded: a process
         # outside the group may still hold the pipe open.
-        if (
-            self._stderr_thread is not None
-            and self._stderr_thread is not threading.current_thread()
-        ):
-            self._stderr_thread.join(self.shutdown_timeout)
+        thread = self._stderr_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(self.shutdown_timeout)
 
     @property
     def returncode(self) -> int | None:

@@ -44,12 +44,11 @@ def wire_keys(cls: type) -> tuple[tuple[str, str], ...]:
     every dataclass field but ``raw`` and those marked ``metadata={"local": True}``."""
     keys = _WIRE_KEYS.get(cls)
     if keys is None:
-        keys = tuple(
+        keys = _WIRE_KEYS[cls] = tuple(
             (f.name, _camel(f.name))
             for f in dataclasses.fields(cls)
             if f.name != "raw" and not f.metadata.get("local")
         )
-        _WIRE_KEYS[cls] = keys
     return keys
 
 
@@ -234,13 +233,13 @@ class UnknownContent(WireModel):
     type: str | None = None
 
 
-_CONTENT_TYPES: dict[
-    str | None, type[TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource]
-] = {c.type: c for c in (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)}
-
 Content = (
     TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
 )
+
+_CONTENT_TYPES: dict[str | None, type[Content]] = {
+    c.type: c for c in (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
+}
 
 
 def text_block(text: str) -> dict[str, Any]:
@@ -254,15 +253,11 @@ def drop_none(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def content_from_wire(data: dict[str, Any]) -> Content:
-    """Build the content block class named by ``data["type"]``."""
-    cls = _CONTENT_TYPES.get(data.get("type")) if isinstance(data, dict) else None
-    if cls is None:
-        return (
-            UnknownContent.from_wire(data)
-            if isinstance(data, dict)
-            else UnknownContent(raw={"value": data})
-        )
-    return cls.from_wire(data)
+    """Build the content block class named by ``data["type"]`` (:class:`UnknownContent` for
+    another type, and for a block that is not a JSON object)."""
+    if not isinstance(data, dict):
+        return UnknownContent(raw={"value": data})
+    return _CONTENT_TYPES.get(data.get("type"), UnknownContent).from_wire(data)
 
 
 # -- Tools --------------------------------------------------------------------

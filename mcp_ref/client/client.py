@@ -33,7 +33,7 @@ from ..errors import CapabilityError, ConnectionClosed, InvalidParams, ResourceN
 from ..lifecycle import MODERN_VERSIONS, __version__
 from ..request import DEFAULT, Default
 from ..session import DEFAULT_TIMEOUT, PendingRequest, ProgressCallback
-from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool
+from ..types import CallToolResult, DiscoverResult, InitializeResult, Tool, WireModel
 from .connection import (
     AUTO,
     HANDSHAKE,
@@ -193,9 +193,8 @@ class Client:
         try:
             self.connection.connect(era, pinned, initialize_timeout, self.probe_timeout)
             self._shorthand_options({})  # what the server offers may need an extension at once
-            if (
-                on_log is not None and log_level is not None
-            ):  # logs arrive by default (mcp_ref.client.logs)
+            # logs arrive by default (mcp_ref.client.logs)
+            if on_log is not None and log_level is not None:
                 from .logs import ask_for_logs
 
                 ask_for_logs(self, log_level)
@@ -324,11 +323,10 @@ class Client:
         """The capabilities this client declares at ``version`` (default: the handshake revision it
         asks for), from the handlers it was given."""
         version = version or self.requested_version
-        modern_era = version in MODERN_VERSIONS
         caps: dict[str, Any] = {}
         if self._roots is not None:
             # 2026-07-28 has no roots list_changed (the server asks for the roots when it needs them).
-            caps["roots"] = {} if modern_era else {"listChanged": True}
+            caps["roots"] = {} if version in MODERN_VERSIONS else {"listChanged": True}
         if self.sampling_handler is not None:
             caps["sampling"] = {}
             if self.sampling_tools and lifecycle.at_least(version, lifecycle.SAMPLING_TOOLS):
@@ -336,10 +334,8 @@ class Client:
         if self.elicitation_handler is not None and lifecycle.at_least(
             version, lifecycle.ELICITATION
         ):
-            if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
-                caps["elicitation"] = {mode: {} for mode in self.elicitation_modes}
-            else:
-                caps["elicitation"] = {}
+            url_mode = lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE)
+            caps["elicitation"] = {mode: {} for mode in self.elicitation_modes} if url_mode else {}
         for extension in self.extensions:
             for key, value in (extension.capabilities(version, None) or {}).items():
                 merged = key in ("extensions", "experimental") and isinstance(caps.get(key), dict)
@@ -379,14 +375,10 @@ class Client:
         return cast(str, self.connection.protocol_version)  # set by connect(), in __init__
 
     @property
-    def _answer(
-        self,
-    ) -> Any:  # the server's DiscoverResult (modern) or InitializeResult, set by connect()
-        return (
-            self.connection.discover_result
-            if self.connection.modern
-            else self.connection.initialize_result
-        )
+    def _answer(self) -> Any:
+        """The server's DiscoverResult (modern) or InitializeResult, set by connect()."""
+        connection = self.connection
+        return connection.discover_result if connection.modern else connection.initialize_result
 
     @property
     def server_info(self) -> Implementation | None:
@@ -400,9 +392,8 @@ class Client:
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        if (
-            name in _DECLARING and "connection" in self.__dict__
-        ):  # what the modern envelopes say changed
+        # what the modern envelopes say changed
+        if name in _DECLARING and "connection" in self.__dict__:
             self.connection.metas.clear()
 
     @property
@@ -424,13 +415,12 @@ class Client:
 
     # -- requests --------------------------------------------------------------------------
 
-    def _require(self, capability: str, method: str) -> dict:
+    def _require(self, capability: str, method: str) -> None:
         # 2025-11-25 basic/lifecycle §Operation: both parties MUST "Only use capabilities that were successfully negotiated".
-        if capability not in (capabilities := self._answer.capabilities):
+        if capability not in self._answer.capabilities:
             raise CapabilityError(
                 f"{method}: the server did not declare the {capability} capability"
             )
-        return capabilities
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send any request and return its raw ``result`` dict (options as Session.send_request)."""
@@ -448,17 +438,19 @@ class Client:
             return
         self.connection.request("ping", None, timeout=timeout)
 
-    def _page(self, method: str, key: str, build, cursor: str | None, capability: str) -> Page:
+    def _page(self, method: str, item: type[WireModel], cursor: str | None = None) -> Page:
+        """One page of the listing ``method``, its items built as ``item``s (the capability it
+        needs is the method's first word: ``resources`` for ``resources/templates/list``)."""
         from ..feature_types import Page
 
-        self._require(capability, method)
+        self._require(method.split("/")[0], method)
         result = self.connection.request(method, {"cursor": cursor} if cursor is not None else None)
-        items = [build(item) for item in result.get(key, [])]
+        items = [item.from_wire(data) for data in result.get(_LISTED[method], [])]
         if method == "tools/list":
             items = self.connection.usable_tools(items)
         return Page(items=items, next_cursor=result.get("nextCursor"), raw=result)
 
-    def _all(self, method: str, key: str, build, capability: str) -> list:
+    def _all(self, method: str, item: type[WireModel]) -> list:
         """Every item of a listing, following its cursors (at most ``max_pages`` pages; a repeated
         cursor is an error: :func:`mcp_ref.pagination.follow_cursors`)."""
         from ..pagination import follow_cursors
@@ -466,7 +458,7 @@ class Client:
         items: list = []
 
         def fetch(cursor: str | None) -> dict:
-            page = self._page(method, key, build, cursor, capability)
+            page = self._page(method, item, cursor)
             items.extend(page.items)
             return page.raw or {}
 
@@ -478,11 +470,11 @@ class Client:
 
     def list_tools(self) -> list[Tool]:
         """Every tool, following pagination."""
-        return self._all("tools/list", "tools", Tool.from_wire, "tools")
+        return self._all("tools/list", Tool)
 
     def list_tools_page(self, cursor: str | None = None) -> Page:
         """One page of tools; pass ``page.next_cursor`` for the next."""
-        return self._page("tools/list", "tools", Tool.from_wire, cursor, "tools")
+        return self._page("tools/list", Tool, cursor)
 
     def start_tool_call(
         self,
@@ -531,33 +523,25 @@ class Client:
         """Every resource, following pagination."""
         from ..feature_types import Resource
 
-        return self._all("resources/list", "resources", Resource.from_wire, "resources")
+        return self._all("resources/list", Resource)
 
     def list_resources_page(self, cursor: str | None = None) -> Page:
         """One page of resources."""
         from ..feature_types import Resource
 
-        return self._page("resources/list", "resources", Resource.from_wire, cursor, "resources")
+        return self._page("resources/list", Resource, cursor)
 
     def list_resource_templates(self) -> list[ResourceTemplate]:
         """Every resource template, following pagination."""
         from ..feature_types import ResourceTemplate
 
-        return self._all(
-            "resources/templates/list", "resourceTemplates", ResourceTemplate.from_wire, "resources"
-        )
+        return self._all("resources/templates/list", ResourceTemplate)
 
     def list_resource_templates_page(self, cursor: str | None = None) -> Page:
         """One page of resource templates."""
         from ..feature_types import ResourceTemplate
 
-        return self._page(
-            "resources/templates/list",
-            "resourceTemplates",
-            ResourceTemplate.from_wire,
-            cursor,
-            "resources",
-        )
+        return self._page("resources/templates/list", ResourceTemplate, cursor)
 
     def read_resource(
         self, uri: str, *, timeout: float | None | Default = DEFAULT
@@ -632,13 +616,13 @@ class Client:
         """Every prompt, following pagination."""
         from ..feature_types import Prompt
 
-        return self._all("prompts/list", "prompts", Prompt.from_wire, "prompts")
+        return self._all("prompts/list", Prompt)
 
     def list_prompts_page(self, cursor: str | None = None) -> Page:
         """One page of prompts."""
         from ..feature_types import Prompt
 
-        return self._page("prompts/list", "prompts", Prompt.from_wire, cursor, "prompts")
+        return self._page("prompts/list", Prompt, cursor)
 
     def get_prompt(self, name: str, arguments: dict | None = None) -> GetPromptResult:
         """Render a prompt; argument values are sent as strings, as the spec's ``{[key]: string}`` requires."""
@@ -693,10 +677,9 @@ class Client:
             else {"type": "ref/resource", "uri": resource}
         )
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        # CompleteRequest.context: 2025-06-18 and later
         if context and lifecycle.at_least(self.protocol_version, lifecycle.COMPLETION_CONTEXT):
-            params["context"] = {
-                "arguments": context
-            }  # CompleteRequest.context: 2025-06-18 and later
+            params["context"] = {"arguments": context}
         result = self.connection.request("completion/complete", params)
         return Completion.from_wire(result.get("completion", {}))
 
@@ -718,9 +701,8 @@ class Client:
                 "this client did not declare the roots capability (pass roots= when creating it)"
             )
         self._roots = _as_roots(roots)
-        if (
-            not self.connection.modern
-        ):  # 2026-07-28: the server asks for roots each time (input_required)
+        # 2026-07-28: the server asks for roots each time (input_required)
+        if not self.connection.modern:
             self.connection.notify("notifications/roots/list_changed")
 
     # -- the shorthand (mcp_ref.client.shorthand): its methods and properties, and call options
@@ -790,6 +772,14 @@ def _shorthand_member(owner: Any, name: str, kind: str) -> Any:
 
     return member(owner, name, MEMBERS[kind])
 
+
+#: Each listing method's key in its result.
+_LISTED = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
 
 _DECLARING = {
     "_roots",

@@ -166,10 +166,8 @@ class ClientConnection:
         #: (``transports.http_client.ClientHooks``); None off HTTP.  The one optional lookup on a
         #: transport (see ``session.py`` ``Transport``).
         self.http_hooks: Any = getattr(transport, "http_hooks", None)
-        if self.http_hooks is not None:
-            self.http_hooks.set_reinitialize(
-                self.initialize
-            )  # Streamable HTTP: a new session after 404
+        if self.http_hooks is not None:  # Streamable HTTP: a new session after 404
+            self.http_hooks.set_reinitialize(self.initialize)
 
     @property
     def protocol_version(self) -> str | None:
@@ -268,20 +266,15 @@ class ClientConnection:
             "capabilities": client.capabilities(),
             "clientInfo": client.client_info,
         }
-        result = InitializeResult.from_wire(
-            self.request(
-                "initialize", params, **({} if timeout is DEFAULT else {"timeout": timeout})
-            )
-        )
+        result = InitializeResult.from_wire(self.request("initialize", params, timeout=timeout))
         # "If the client does not support the version in the server's response, it SHOULD disconnect."
         version = lifecycle.client_accept_version(result.protocol_version)
 
         def negotiated() -> None:
             self.session.protocol_version = version
             self.initialize_result = result
-            self.tools_changed += (
-                1  # a new session (after a 404: perhaps a new server) lists its tools anew
-            )
+            # a new session (after a 404: perhaps a new server) lists its tools anew
+            self.tools_changed += 1
 
         self.lifecycle.advance(lifecycle.INITIALIZE_ANSWERED, negotiated)
         if self.http_hooks is not None:  # HTTP: the version header from now on, the GET stream
@@ -289,9 +282,8 @@ class ClientConnection:
         # 2025-11-25 basic/lifecycle: "After successful initialization, the client MUST send
         # an initialized notification to indicate it is ready to begin normal operations."
         self.notify("notifications/initialized")
-        if (
-            self.log_level is not None
-        ):  # a new session (Streamable HTTP's 404) forgot the level asked of the old one
+        # a new session (Streamable HTTP's 404) forgot the level asked of the old one
+        if self.log_level is not None:
             self.request("logging/setLevel", {"level": self.log_level})
 
     # -- tools and their x-mcp-header parameters (2026-07-28 over HTTP) --------------------------
@@ -348,9 +340,7 @@ class ClientConnection:
         """Start a request (the innermost step of :meth:`start`): a :class:`Call`, or in
         the modern era a :class:`ModernCall`, which may take several rounds."""
         declares = options.pop("declares", ())
-        if not self.modern:
-            return Call(self, method, params, options, declares)
-        return ModernCall(self, method, params, options, declares)
+        return (ModernCall if self.modern else Call)(self, method, params, options, declares)
 
     def request(self, method: str, params: dict | None = None, **options) -> dict:
         """Send a request and wait for its final result (options as :meth:`Session.send_request`).
@@ -358,16 +348,16 @@ class ClientConnection:
         In the modern era a cacheable result still fresh by its ``ttlMs`` comes from
         :attr:`cache` instead of the server (2026-07-28 server/utilities/caching).
         """
-        cache = self.cache if self.modern and method in CACHED_METHODS else None
-        key = cache.key(method, params) if cache is not None else None
-        cached = cache.get(key) if cache is not None else None
+        if not self.modern or method not in CACHED_METHODS:
+            return self.start(method, params, **options).result()
+        cache = self.cache
+        key = cache.key(method, params)
+        cached = cache.get(key)
         if cached is not None:
             return cached
         call = self.start(method, params, **options)
         result = call.result()
-        if (
-            cache is not None and call.rounds == 0
-        ):  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
+        if call.rounds == 0:  # caching §Cache Key: results of MRTR retries "MUST NOT be cached"
             cache.put(key, result)
         return result
 
@@ -385,10 +375,6 @@ class ClientConnection:
         other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
         response"; 2026-07-28 removed ping (a modern one goes on, to -32601)."""
         return {} if method == "ping" and not lifecycle.is_modern(params) else None
-
-    def batches_allowed(self) -> bool:
-        """Batches are part of 2024-11-05 and 2025-03-26 only."""
-        return lifecycle.batches_allowed(self.session.protocol_version)
 
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer a request of the server's, in both eras
@@ -475,9 +461,8 @@ class ModernCall(Call):
             from .mrtr import ProgressAcrossRounds
 
             options = dict(options, on_progress=ProgressAcrossRounds(on_progress))
-        self._cancelled: str | None = (
-            None  # no lock: cancel() and the rounds each write their side, then read the other's
-        )
+        # no lock: cancel() and the rounds each write their side, then read the other's
+        self._cancelled: str | None = None
         self._contexts: list[RequestContext] = []  # of the input handlers running now
         super().__init__(connection, method, params, options, declares)
 
@@ -502,31 +487,25 @@ class ModernCall(Call):
                     raise
                 version_retried = True
                 adopt_version(connection, exc)
-                self._resend(params)
-                continue
             except ResponseStreamLost:
                 if reissues >= MAX_REISSUES:
                     raise
                 reissues += 1
-                self._resend(params)
-                continue
             except HeaderMismatchError:
                 if headers_retried or not connection.learn_tool_headers(self.method, params):
                     raise
                 headers_retried = True
-                self._resend(params)
-                continue
-            kind = result.get(
-                "resultType", lifecycle.COMPLETE
-            )  # absent: "MUST treat ... as complete"
-            if kind == lifecycle.COMPLETE:
-                return result
-            if kind != lifecycle.INPUT_REQUIRED:
-                return self.settle(kind, result)
-            from . import mrtr
+            else:
+                # absent: "MUST treat ... as complete"
+                kind = result.get("resultType", lifecycle.COMPLETE)
+                if kind == lifecycle.COMPLETE:
+                    return result
+                if kind != lifecycle.INPUT_REQUIRED:
+                    return self.settle(kind, result)
+                from . import mrtr
 
-            params = mrtr.next_round(self, self._params, result)
-            self._resend(params)
+                params = mrtr.next_round(self, self._params, result)
+            self._resend(params)  # every way on is a request: a retry, or the next round
 
     def settle(self, kind: str, result: dict) -> dict:
         """The final result of an answer whose ``resultType`` is neither complete nor input_required:
@@ -542,9 +521,8 @@ class ModernCall(Call):
         self.pending = self._connection.send_request(
             self.method, params, declares=self.declares, **self._options
         )
-        if (
-            self._cancelled is not None
-        ):  # cancel() came meanwhile, perhaps seeing the previous request only
+        # cancel() came meanwhile, perhaps seeing the previous request only
+        if self._cancelled is not None:
             self.pending.cancel(self._cancelled)
 
     @property
@@ -629,15 +607,7 @@ def probe(
             # advertised supported list. Do not fall back to initialize."
             choice = pick_version(exc.supported, pinned)
             if choice is None or retried:
-                handshake = [v for v in SUPPORTED_VERSIONS if v in exc.supported]
-                if handshake and pinned is None:
-                    raise LegacyServer(
-                        handshake[0]
-                    ) from None  # it offers a handshake revision we speak
-                raise UnsupportedProtocolVersionError(
-                    f"the server speaks {', '.join(exc.supported) or 'no listed version'}; "
-                    f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
-                ) from None
+                raise no_common_version(exc.supported, pinned) from None
             version, retried = choice, True
             continue
         except McpError as exc:
@@ -663,14 +633,21 @@ def probe(
         offered = [v for v in result.supported_versions if isinstance(v, str)]
         choice = pick_version(offered, pinned) if version not in offered else version
         if choice is None:
-            handshake = [v for v in SUPPORTED_VERSIONS if v in offered]
-            if handshake and pinned is None:
-                raise LegacyServer(handshake[0])
-            raise UnsupportedProtocolVersionError(
-                f"the server speaks {', '.join(offered) or 'no listed version'}; mcp_ref speaks "
-                f"{', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
-            )
+            raise no_common_version(offered, pinned)
         return choice, result
+
+
+def no_common_version(offered: list, pinned: str | None) -> Exception:
+    """What a probe raises when the server offers no modern version to speak: :class:`LegacyServer`
+    when it offers a handshake revision we speak (and none is pinned), else
+    :class:`UnsupportedProtocolVersionError`."""
+    handshake = [v for v in SUPPORTED_VERSIONS if v in offered]
+    if handshake and pinned is None:
+        return LegacyServer(handshake[0])
+    return UnsupportedProtocolVersionError(
+        f"the server speaks {', '.join(offered) or 'no listed version'}; "
+        f"mcp_ref speaks {', '.join(MODERN_VERSIONS + SUPPORTED_VERSIONS)}"
+    )
 
 
 def with_envelope(params: dict | None, meta: dict) -> dict:

@@ -376,10 +376,6 @@ class ServerConnection:
         response"; 2026-07-28 removed ping, so a modern one is -32601 (``handle_modern``)."""
         return {} if method == "ping" and not lifecycle.is_modern(params) else None
 
-    def batches_allowed(self) -> bool:
-        """Batches are part of 2024-11-05 and 2025-03-26 only."""
-        return lifecycle.batches_allowed(self.session.protocol_version)
-
     def version_for(self, context: RequestContext) -> str | None:
         """The revision a request speaks: its own (2026-07-28), else the one this connection negotiated."""
         return self.protocol_version if context.envelope is None else context.envelope.version
