@@ -126,9 +126,6 @@ def missing(why: str) -> MissingRequiredClientCapabilityError:
     return MissingRequiredClientCapabilityError.needing({"extensions": {EXTENSION: {}}}, why)
 
 
-_now = iso_now
-
-
 class StartTask(BaseException):
     """Raised by ``ctx.start_task()`` where a call becomes a task; ``tools/call`` catches it.
 
@@ -211,7 +208,7 @@ class Task:
 
     def new_record(self) -> dict:
         """The record of a task just created (``working``, not started)."""
-        now = _now()
+        now = iso_now()
         return {
             "taskId": self.id,
             "owner": self.owner,
@@ -253,7 +250,7 @@ class Task:
             raise InvalidParams(
                 f"Invalid params: no task {self.id!r} (it does not exist, or has expired)"
             )
-        return self._last if record is None else record
+        return self._last
 
     @property
     def status(self) -> str:
@@ -276,7 +273,9 @@ class Task:
 
     def _change(self, changes: dict, when: dict | None = None) -> bool:
         """One atomic change of the record (never of a terminal one); wakes the handler."""
-        changed = self.records.transition(self.id, {**changes, "lastUpdatedAt": _now()}, when=when)
+        changed = self.records.transition(
+            self.id, {**changes, "lastUpdatedAt": iso_now()}, when=when
+        )
         self.wake()
         return changed is not None
 
@@ -524,7 +523,6 @@ class TaskStore(TaskPool):
         durably created").  LimitExceeded (-32005) when ``caller`` has ``max_tasks_per_principal``
         unfinished tasks; ServerBusy (-32000) when ``max_tasks`` unfinished tasks exist.  Counting and
         adding are one atomic call of the records."""
-        key = caller if caller is not None else owner
         self._forget_expired()
         ttl_ms = self.ttl_ms if ttl_ms is DEFAULT else ttl_ms
         task = Task(
@@ -532,14 +530,14 @@ class TaskStore(TaskPool):
             owner,
             ttl_ms,
             self.poll_interval_ms,
-            key,
+            caller,
             records=self.records,
         )
         cap = self.max_tasks_per_principal
         verdict = self.records.create(
             task.id,
             {**task.new_record(), **fields},
-            caller=key,
+            caller=task.caller,
             max_per_caller=cap,
             max_total=self.max_tasks,
             ttl=None if ttl_ms is None else ttl_ms / 1000,
