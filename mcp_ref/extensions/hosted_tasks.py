@@ -428,9 +428,10 @@ class HostedTasks(Extension):
                 }
             )
         # §Related Task Metadata: tasks/result "MUST include this metadata in its response".
-        meta = dict(result.get("_meta") or {})
-        meta[RELATED_TASK] = {"taskId": task.task_id}
-        return {**result, "_meta": meta}
+        return {
+            **result,
+            "_meta": {**(result.get("_meta") or {}), RELATED_TASK: {"taskId": task.task_id}},
+        }
 
     def _list(self, connection: Connection, context: RequestContext, params: dict) -> dict:
         cursor = params.get("cursor")

@@ -261,8 +261,7 @@ class Policy(Extension):
         """
         if principal is None or self.authorize is None:
             return entry
-        allowed = self.allows(principal, action, name, request)
-        return entry if allowed else None
+        return entry if self.allows(principal, action, name, request) else None
 
     def visible_resource(
         self,

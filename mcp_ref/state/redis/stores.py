@@ -36,6 +36,7 @@ not allow.  Faults (Redis down, restarting, loading, a replica after a failover)
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -271,16 +272,12 @@ class RedisBuckets(InjectableClock):
         """The buckets held (by SCAN, looking at :data:`MAX_SCANNED` keys at most; 0 when Redis is
         unreachable)."""
         pattern = _glob_escape(self.connection.key("bucket", "")) + "*"
-        held = 0
         try:
-            for _key in self.connection.client.scan_iter(match=pattern, count=1000):
-                held += 1
-                if held >= MAX_SCANNED:
-                    break
+            keys = self.connection.client.scan_iter(match=pattern, count=1000)
+            return sum(1 for _key in itertools.islice(keys, MAX_SCANNED))
         except FAULTS as error:
             self.faults(error, "the buckets cannot be counted")
             return 0
-        return held
 
 
 def _glob_escape(text: str) -> str:
