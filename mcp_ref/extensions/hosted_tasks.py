@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import logging
 import threading
 import time
@@ -477,12 +478,10 @@ def _make_cursor(number: int) -> str:
 
 def _read_cursor(cursor: Any) -> int:
     """The task number a ``tasks/list`` cursor stands for; -32602 for one this store did not make."""
-    try:
+    with contextlib.suppress(binascii.Error, UnicodeError, ValueError):
         text = base64.urlsafe_b64decode(cursor.encode()).decode() if isinstance(cursor, str) else ""
         if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX) :].isdigit():
             return int(text[len(_CURSOR_PREFIX) :])
-    except (binascii.Error, UnicodeError, ValueError):
-        pass
     # §Protocol Errors: "Invalid or nonexistent cursor in tasks/list: -32602".
     raise InvalidParams(
         "Invalid params: a tasks/list cursor this client did not give", data={"cursor": cursor}
