@@ -57,7 +57,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -676,14 +676,14 @@ def _whole(name: str, value: object, least: int) -> None:
         raise ValueError(f"{name} must be a whole number >= {least}")
 
 
+@dataclass
 class TaskRun:
     """What a handler running as a task has: its :class:`Task`, and the answers of the
     ``input_required`` rounds that came before the task (replayed as they were)."""
 
-    def __init__(self, task: Task, before: dict, store: TaskStore | None = None):
-        self.task = task
-        self.before = before
-        self.store = store
+    task: Task
+    before: dict
+    store: TaskStore | None = None
 
     def report(self, message: str) -> None:
         """Set the task's ``statusMessage`` (``ctx.report_progress`` inside a task)."""
