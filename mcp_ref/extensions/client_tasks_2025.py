@@ -165,9 +165,8 @@ class ClientTasks2025(Extension):
     be a :class:`LegacyTaskCall` (:func:`start_call`); :meth:`request` sends ``tasks/*``."""
 
     name = "tasks 2025-11-25"
-
-    def __init__(self) -> None:
-        self.client: Client | None = None  # set by setup()
+    #: The client it serves (set by :meth:`setup`).
+    client: Client | None = None
 
     def setup(self, host: Client) -> None:
         """Keep the client: its listing says which tools take tasks."""

@@ -113,18 +113,23 @@ class Tasks2025Extension(Extension):
     ``tools/list`` of a connection told of it."""
 
     name = "tasks-2025-11-25"
-
-    def __init__(self) -> None:
-        self.server: Any = None
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
     def setup(self, host: Any) -> None:
         """Remember the server (its tools say what is task-capable)."""
         self.server = host
 
     def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
-        """``{"tasks": ...}`` at 2025-11-25 while some tool is task-capable (:func:`declare`)."""
-        capability = declare(self.server, version, peer)
-        return None if capability is None else {"tasks": capability}
+        """``{"tasks": ...}`` at 2025-11-25 (only) while some tool is task-capable; ``list`` unless
+        ``peer`` cannot be told apart from other requestors (§Task Isolation: such receivers
+        "SHOULD NOT declare the tasks.list capability")."""
+        if version != VERSION or not task_capable(self.server):
+            return None
+        capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
+        if peer is None or requestor(peer) is not None:
+            capability = {"list": {}, **capability}
+        return {"tasks": capability}
 
     def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
         """The handshake era's ``tasks/*`` (each answers only at 2025-11-25)."""
@@ -159,18 +164,6 @@ class Tasks2025Extension(Extension):
     def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
         """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""
         return CONTEXT_ATTRIBUTES
-
-
-def declare(server: Any, version: str | None, caller: Any = None) -> dict | None:
-    """The ``tasks`` capability at ``version`` (2025-11-25 only) while some tool is task-capable;
-    ``list`` unless ``caller`` cannot be told apart from other requestors (§Task Isolation: such
-    receivers "SHOULD NOT declare the tasks.list capability")."""
-    if version != VERSION or not task_capable(server):
-        return None
-    capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
-    if caller is None or requestor(caller) is not None:
-        capability = {"list": {}, **capability}
-    return capability
 
 
 # -- who a task belongs to ------------------------------------------------------------------------
