@@ -169,16 +169,17 @@ class HostedTasks(Extension):
     """
 
     name = "client-hosted tasks"
+    #: The client it serves (set by :meth:`setup`).
+    client: ClientSettings | None = None
+    max_tasks = MAX_TASKS
+    max_running = MAX_RUNNING
+    max_result_waiters = MAX_RESULT_WAITERS
+    default_ttl_ms = DEFAULT_TTL_MS
+    max_ttl_ms = MAX_TTL_MS
+    poll_interval_ms = POLL_INTERVAL_MS
+    page_size = PAGE_SIZE
 
     def __init__(self) -> None:
-        self.client: ClientSettings | None = None  # set by setup()
-        self.max_tasks = MAX_TASKS
-        self.max_running = MAX_RUNNING
-        self.max_result_waiters = MAX_RESULT_WAITERS
-        self.default_ttl_ms = DEFAULT_TTL_MS
-        self.max_ttl_ms = MAX_TTL_MS
-        self.poll_interval_ms = POLL_INTERVAL_MS
-        self.page_size = PAGE_SIZE
         self.clock = time.monotonic
         self._lock = threading.Lock()
         self._tasks: OrderedDict[str, HostedTask] = OrderedDict()

@@ -111,6 +111,8 @@ class Policy(Extension):
     """
 
     name = "policy"
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
     def __init__(
         self,
@@ -145,8 +147,6 @@ class Policy(Extension):
         self.subscription_lock = threading.Lock()
         #: The verdicts of the request each thread serves (``request``, ``verdicts``): see :meth:`allows`.
         self._asked = threading.local()
-        #: The server it serves (:meth:`setup`).
-        self.server: Any = None
 
     def setup(self, host: Any) -> None:
         """Serve ``host`` (a ``Server``): its items' own limits are found there."""

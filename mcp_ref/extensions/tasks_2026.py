@@ -118,10 +118,11 @@ class TasksExtension(Extension):
     :class:`~mcp_ref.extensions.tasks_2025.Tasks2025Extension` on the same store."""
 
     name = EXTENSION
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
     def __init__(self, store: TaskStore | None = None):
         self.store = store
-        self.server: Any = None
 
     def setup(self, host: Any) -> None:
         """Make the store, in the server's shared stores when it has them."""
