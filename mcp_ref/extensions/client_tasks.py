@@ -72,9 +72,7 @@ class ClientTasks(Extension):
         start: Callable[[str, dict | None, dict], Any],
     ) -> Any:
         """Take the ``task`` option out (2026-07-28 only: 2025-11-25's tasks are another extension's)."""
-        if not connection.modern:
-            return start(method, params, options)
-        if options.pop("task", False):
+        if connection.modern and options.pop("task", False):
             return TaskCall(connection, method, params, options)
         return start(method, params, options)
 
