@@ -137,14 +137,8 @@ def wire_of(record: dict, detailed: bool = True) -> dict:
     """The Task object of a record (:class:`~mcp_ref.state.stores.TaskRecords`); ``detailed`` adds
     what its status carries (DetailedTask: ``inputRequests``, ``result`` or ``error``)."""
     status = record["status"]
-    wire: dict[str, Any] = {
-        "taskId": record["taskId"],
-        "status": status,
-        "createdAt": record["createdAt"],
-        "lastUpdatedAt": record["lastUpdatedAt"],
-        "ttlMs": record["ttlMs"],
-        "pollIntervalMs": record["pollIntervalMs"],
-    }
+    fields = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
+    wire: dict[str, Any] = {field: record[field] for field in fields}
     if record.get("statusMessage") is not None:
         wire["statusMessage"] = record["statusMessage"]
     if detailed:
@@ -682,7 +676,7 @@ class TaskRun:
     ``input_required`` rounds that came before the task (replayed as they were)."""
 
     task: Task
-    before: dict
+    before: dict[str, Any]
     store: TaskStore | None = None
 
     def report(self, message: str) -> None:
