@@ -507,9 +507,8 @@ class Waiters:
         self._cond = threading.Condition()
         self._open: dict[str, list[tuple[Any, Any]]] = {}
         self._count = 0
-        self._of_connection: Counter[Any] = (
-            Counter()
-        )  # waiting requests per connection (bounded by limit)
+        # waiting requests per connection (bounded by limit)
+        self._of_connection: Counter[Any] = Counter()
 
     @contextmanager
     def waiting(self, task_id: str, connection: Any, request_id: Any) -> Iterator[None]:

@@ -115,9 +115,8 @@ class RedisBus:
         self._connecting = False
         self._dirty: set[str] = set()  # channels whose Redis subscription must be brought in line
         self._on_redis: set[str] = set()  # channels subscribed on this connection (sent)
-        self._sent: Counter[str] = (
-            Counter()
-        )  # SUBSCRIBEs sent / confirmed on this connection, by channel
+        # SUBSCRIBEs sent / confirmed on this connection, by channel
+        self._sent: Counter[str] = Counter()
         self._acked: Counter[str] = Counter()
         self._control = self.connection.key(
             "bus~", os.urandom(8).hex()
