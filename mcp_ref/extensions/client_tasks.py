@@ -72,9 +72,7 @@ class ClientTasks(Extension):
         start: Callable[[str, dict | None, dict], Any],
     ) -> Any:
         """Take the ``task`` option out (2026-07-28 only: 2025-11-25's tasks are another extension's)."""
-        if not connection.modern:
-            return start(method, params, options)
-        if options.pop("task", False):
+        if connection.modern and options.pop("task", False):
             return TaskCall(connection, method, params, options)
         return start(method, params, options)
 
@@ -129,6 +127,15 @@ def interval(task: dict, field: str = "pollIntervalMs") -> float:
     return min(max(poll / 1000, MIN_POLL), MAX_POLL)
 
 
+def deadline_of(ttl: Any, max_total: float | None) -> float | None:
+    """When following a task gives up (monotonic seconds): at the end of its ``ttl`` (milliseconds;
+    null: "unlimited") or ``max_total`` seconds from now, whichever comes first; None: neither."""
+    limits = [] if max_total is None else [max_total]
+    if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:
+        limits.append(ttl / 1000)
+    return time.monotonic() + min(limits) if limits else None
+
+
 def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: float | None) -> dict:
     """Drive the task ``created`` (a CreateTaskResult) to its end; the call's final result."""
     connection = call.connection
@@ -136,15 +143,7 @@ def follow(call: TaskCall, created: dict, stop: threading.Event, max_total: floa
     if not isinstance(task_id, str) or not task_id:
         raise McpError(f"{call.method}: the server's task handle has no taskId")
     call.task_id = task_id
-    ttl = created.get("ttlMs")
-    limits = (
-        [time.monotonic() + ttl / 1000]
-        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0
-        else []
-    )
-    if max_total is not None:
-        limits.append(time.monotonic() + max_total)
-    deadline = min(limits) if limits else None
+    deadline = deadline_of(created.get("ttlMs"), max_total)
     options = call.request_options()
     answered: set[str] = set()
     rounds = 0

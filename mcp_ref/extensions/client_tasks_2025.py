@@ -64,7 +64,7 @@ from ..extension import Extension
 from ..feature_types import Page
 from ..request import DEFAULT
 from ..session import PendingRequest
-from .client_tasks import interval
+from .client_tasks import deadline_of, interval
 
 if TYPE_CHECKING:
     from ..client.answering import IncomingRequest
@@ -165,9 +165,8 @@ class ClientTasks2025(Extension):
     be a :class:`LegacyTaskCall` (:func:`start_call`); :meth:`request` sends ``tasks/*``."""
 
     name = "tasks 2025-11-25"
-
-    def __init__(self) -> None:
-        self.client: Client | None = None  # set by setup()
+    #: The client it serves (set by :meth:`setup`).
+    client: Client | None = None
 
     def setup(self, host: Client) -> None:
         """Keep the client: its listing says which tools take tasks."""
@@ -279,14 +278,8 @@ class LegacyTaskCall(Call):
         if task is None:
             return False  # the server ran it as a normal request, which has answered
         self.task_id = task["taskId"]
-        try:
-            self._connection.request(
-                "tasks/cancel", {"taskId": task["taskId"]}, **self.request_options()
-            )
-        except InvalidParams:
-            return False  # "already in a terminal status" (§Task Cancellation): it had finished
-        except (McpError, ConnectionError, TimeoutError):
-            log.debug("tasks/cancel of %s failed", task["taskId"], exc_info=True)
+        if not self._abandon(task["taskId"]):
+            return False
         with self._lock:
             self._stop.set()
             self._finished = (
@@ -311,15 +304,7 @@ class LegacyTaskCall(Call):
 
     def _follow_task(self, task: dict) -> dict:
         task_id = self.task_id = task["taskId"]
-        limits = (
-            [time.monotonic() + self._options["max_total_timeout"]]
-            if self._options.get("max_total_timeout")
-            else []
-        )
-        ttl = task.get("ttl")
-        if isinstance(ttl, int) and not isinstance(ttl, bool) and ttl > 0:  # null: "unlimited"
-            limits.append(time.monotonic() + ttl / 1000)
-        deadline = min(limits) if limits else None
+        deadline = deadline_of(task.get("ttl"), self._options.get("max_total_timeout") or None)
         state, rounds, previous = task, 0, None
         while True:
             status = state.get("status")
@@ -390,13 +375,18 @@ class LegacyTaskCall(Call):
             with self._lock:
                 self._follow = None
 
-    def _abandon(self, task_id: str) -> None:
-        """Past the task's ttl or the call's ``max_total_timeout``: ``tasks/cancel``, best effort (the
-        caller stops waiting either way, as a timed-out request is cancelled)."""
+    def _abandon(self, task_id: str) -> bool:
+        """``tasks/cancel``, best effort: on :meth:`cancel`, and past the task's ttl or the call's
+        ``max_total_timeout`` (the caller stops waiting either way, as a timed-out request is
+        cancelled).  False when the server answers -32602: "already in a terminal status" (§Task
+        Cancellation), the task had finished."""
         try:
             self._connection.request("tasks/cancel", {"taskId": task_id}, **self.request_options())
+        except InvalidParams:
+            return False
         except (McpError, ConnectionError, TimeoutError):
             log.debug("tasks/cancel of %s failed", task_id, exc_info=True)
+        return True
 
 
 def list_tasks(client: Client, cursor: str | None = None) -> Page:

@@ -64,8 +64,6 @@ reach this store: ``tasks/list`` shows nothing to anyone else.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import threading
 import time
@@ -77,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import INTERNAL_ERROR, InvalidParams, McpError, RequestCancelled, ServerBusy
 from ..extension import Extension
 from ..session import RequestContext
-from ..state.stores import TERMINAL, MemoryTaskQueue, iso_now
+from ..state.stores import TERMINAL, MemoryTaskQueue, cursor_position, iso_now, page_cursor
 from .task_pool import TaskPool
 
 if TYPE_CHECKING:
@@ -115,7 +113,6 @@ WAKE_SECONDS = 0.25
 #: What a cancelled task's ``tasks/result`` answers: the underlying request never finished, so there
 #: is no result to return; -32603 as §Protocol Errors allows, saying why.
 CANCELLED_MESSAGE = "Task {task_id} was cancelled"
-_CURSOR_PREFIX = "hosted-tasks:"
 
 
 class HostedTask:
@@ -172,16 +169,17 @@ class HostedTasks(Extension):
     """
 
     name = "client-hosted tasks"
+    #: The client it serves (set by :meth:`setup`).
+    client: ClientSettings | None = None
+    max_tasks = MAX_TASKS
+    max_running = MAX_RUNNING
+    max_result_waiters = MAX_RESULT_WAITERS
+    default_ttl_ms = DEFAULT_TTL_MS
+    max_ttl_ms = MAX_TTL_MS
+    poll_interval_ms = POLL_INTERVAL_MS
+    page_size = PAGE_SIZE
 
     def __init__(self) -> None:
-        self.client: ClientSettings | None = None  # set by setup()
-        self.max_tasks = MAX_TASKS
-        self.max_running = MAX_RUNNING
-        self.max_result_waiters = MAX_RESULT_WAITERS
-        self.default_ttl_ms = DEFAULT_TTL_MS
-        self.max_ttl_ms = MAX_TTL_MS
-        self.poll_interval_ms = POLL_INTERVAL_MS
-        self.page_size = PAGE_SIZE
         self.clock = time.monotonic
         self._lock = threading.Lock()
         self._tasks: OrderedDict[str, HostedTask] = OrderedDict()
@@ -428,28 +426,29 @@ class HostedTasks(Extension):
                 }
             )
         # §Related Task Metadata: tasks/result "MUST include this metadata in its response".
-        meta = dict(result.get("_meta") or {})
-        meta[RELATED_TASK] = {"taskId": task.task_id}
-        return {**result, "_meta": meta}
+        return {
+            **result,
+            "_meta": {**(result.get("_meta") or {}), RELATED_TASK: {"taskId": task.task_id}},
+        }
 
     def _list(self, connection: Connection, context: RequestContext, params: dict) -> dict:
         cursor = params.get("cursor")
-        after = 0
-        if cursor is not None:
-            after = _read_cursor(cursor)
         with self._lock:
             self._purge()
-            if after > self._numbers:
+            try:
+                after = cursor_position(None, cursor, self._numbers)
+            except InvalidParams:
+                # §Protocol Errors: "Invalid or nonexistent cursor in tasks/list: -32602".
                 raise InvalidParams(
                     "Invalid params: a tasks/list cursor this client did not give",
                     data={"cursor": cursor},
-                )
+                ) from None
             later = [t for t in self._tasks.values() if t.number > after]
             page = later[: self.page_size]
             result: dict[str, Any] = {"tasks": [t.wire() for t in page]}
             if len(later) > len(page):
                 # §Task Listing 2: "MUST include a nextCursor in the response if more tasks are available".
-                result["nextCursor"] = _make_cursor(page[-1].number)
+                result["nextCursor"] = page_cursor(None, page[-1].number)
         return result
 
     def _cancel(self, connection: Connection, context: RequestContext, params: dict) -> dict:
@@ -468,21 +467,3 @@ class HostedTasks(Extension):
         task.done.set()
         log.info("client-hosted task %s: cancelled by the server", task.task_id)
         return wire
-
-
-def _make_cursor(number: int) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{number}".encode()).decode()
-
-
-def _read_cursor(cursor: Any) -> int:
-    """The task number a ``tasks/list`` cursor stands for; -32602 for one this store did not make."""
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode() if isinstance(cursor, str) else ""
-        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX) :].isdigit():
-            return int(text[len(_CURSOR_PREFIX) :])
-    except (binascii.Error, UnicodeError, ValueError):
-        pass
-    # §Protocol Errors: "Invalid or nonexistent cursor in tasks/list: -32602".
-    raise InvalidParams(
-        "Invalid params: a tasks/list cursor this client did not give", data={"cursor": cursor}
-    )

@@ -111,6 +111,8 @@ class Policy(Extension):
     """
 
     name = "policy"
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
     def __init__(
         self,
@@ -145,8 +147,6 @@ class Policy(Extension):
         self.subscription_lock = threading.Lock()
         #: The verdicts of the request each thread serves (``request``, ``verdicts``): see :meth:`allows`.
         self._asked = threading.local()
-        #: The server it serves (:meth:`setup`).
-        self.server: Any = None
 
     def setup(self, host: Any) -> None:
         """Serve ``host`` (a ``Server``): its items' own limits are found there."""
@@ -261,8 +261,7 @@ class Policy(Extension):
         """
         if principal is None or self.authorize is None:
             return entry
-        allowed = self.allows(principal, action, name, request)
-        return entry if allowed else None
+        return entry if self.allows(principal, action, name, request) else None
 
     def visible_resource(
         self,

@@ -117,10 +117,10 @@ class RateLimiter:
     ):
         if max_keys < 1:
             raise ValueError("max_keys must be at least 1")
-        if store is None:
-            store = MemoryBuckets(max_keys=max_keys, clock=clock)
         self.max_keys = max_keys
-        self.store: Buckets = store
+        self.store: Buckets = (
+            store if store is not None else MemoryBuckets(max_keys=max_keys, clock=clock)
+        )
 
     @property
     def clock(self) -> Callable[[], float]:

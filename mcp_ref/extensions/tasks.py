@@ -57,7 +57,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
@@ -126,9 +126,6 @@ def missing(why: str) -> MissingRequiredClientCapabilityError:
     return MissingRequiredClientCapabilityError.needing({"extensions": {EXTENSION: {}}}, why)
 
 
-_now = iso_now
-
-
 class StartTask(BaseException):
     """Raised by ``ctx.start_task()`` where a call becomes a task; ``tools/call`` catches it.
 
@@ -140,14 +137,8 @@ def wire_of(record: dict, detailed: bool = True) -> dict:
     """The Task object of a record (:class:`~mcp_ref.state.stores.TaskRecords`); ``detailed`` adds
     what its status carries (DetailedTask: ``inputRequests``, ``result`` or ``error``)."""
     status = record["status"]
-    wire: dict[str, Any] = {
-        "taskId": record["taskId"],
-        "status": status,
-        "createdAt": record["createdAt"],
-        "lastUpdatedAt": record["lastUpdatedAt"],
-        "ttlMs": record["ttlMs"],
-        "pollIntervalMs": record["pollIntervalMs"],
-    }
+    fields = ("taskId", "status", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs")
+    wire: dict[str, Any] = {field: record[field] for field in fields}
     if record.get("statusMessage") is not None:
         wire["statusMessage"] = record["statusMessage"]
     if detailed:
@@ -211,7 +202,7 @@ class Task:
 
     def new_record(self) -> dict:
         """The record of a task just created (``working``, not started)."""
-        now = _now()
+        now = iso_now()
         return {
             "taskId": self.id,
             "owner": self.owner,
@@ -253,7 +244,7 @@ class Task:
             raise InvalidParams(
                 f"Invalid params: no task {self.id!r} (it does not exist, or has expired)"
             )
-        return self._last if record is None else record
+        return self._last
 
     @property
     def status(self) -> str:
@@ -276,7 +267,9 @@ class Task:
 
     def _change(self, changes: dict, when: dict | None = None) -> bool:
         """One atomic change of the record (never of a terminal one); wakes the handler."""
-        changed = self.records.transition(self.id, {**changes, "lastUpdatedAt": _now()}, when=when)
+        changed = self.records.transition(
+            self.id, {**changes, "lastUpdatedAt": iso_now()}, when=when
+        )
         self.wake()
         return changed is not None
 
@@ -524,7 +517,6 @@ class TaskStore(TaskPool):
         durably created").  LimitExceeded (-32005) when ``caller`` has ``max_tasks_per_principal``
         unfinished tasks; ServerBusy (-32000) when ``max_tasks`` unfinished tasks exist.  Counting and
         adding are one atomic call of the records."""
-        key = caller if caller is not None else owner
         self._forget_expired()
         ttl_ms = self.ttl_ms if ttl_ms is DEFAULT else ttl_ms
         task = Task(
@@ -532,14 +524,14 @@ class TaskStore(TaskPool):
             owner,
             ttl_ms,
             self.poll_interval_ms,
-            key,
+            caller,
             records=self.records,
         )
         cap = self.max_tasks_per_principal
         verdict = self.records.create(
             task.id,
             {**task.new_record(), **fields},
-            caller=key,
+            caller=task.caller,
             max_per_caller=cap,
             max_total=self.max_tasks,
             ttl=None if ttl_ms is None else ttl_ms / 1000,
@@ -678,14 +670,14 @@ def _whole(name: str, value: object, least: int) -> None:
         raise ValueError(f"{name} must be a whole number >= {least}")
 
 
+@dataclass
 class TaskRun:
     """What a handler running as a task has: its :class:`Task`, and the answers of the
     ``input_required`` rounds that came before the task (replayed as they were)."""
 
-    def __init__(self, task: Task, before: dict, store: TaskStore | None = None):
-        self.task = task
-        self.before = before
-        self.store = store
+    task: Task
+    before: dict[str, Any]
+    store: TaskStore | None = None
 
     def report(self, message: str) -> None:
         """Set the task's ``statusMessage`` (``ctx.report_progress`` inside a task)."""

@@ -61,6 +61,7 @@ import secrets
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
@@ -72,6 +73,7 @@ from ..request import DEFAULT, RequestContext
 from ..server.seams import Caller, state_of
 from ..server.tools import run_tool
 from ..state.stores import TERMINAL, iso_now
+from . import tasks
 from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, mode_of, run_task, store_of, task_capable
 
 __all__ = ["Tasks2025Extension", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
@@ -111,20 +113,23 @@ class Tasks2025Extension(Extension):
     ``tools/list`` of a connection told of it."""
 
     name = "tasks-2025-11-25"
-
-    def __init__(self) -> None:
-        self.server: Any = None
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
     def setup(self, host: Any) -> None:
         """Remember the server (its tools say what is task-capable)."""
         self.server = host
 
     def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
-        """``{"tasks": ...}`` at 2025-11-25 while some tool is task-capable (:func:`declare`)."""
-        if version in MODERN_VERSIONS:
+        """``{"tasks": ...}`` at 2025-11-25 (only) while some tool is task-capable; ``list`` unless
+        ``peer`` cannot be told apart from other requestors (§Task Isolation: such receivers
+        "SHOULD NOT declare the tasks.list capability")."""
+        if version != VERSION or not task_capable(self.server):
             return None
-        capability = declare(self.server, version, peer)
-        return None if capability is None else {"tasks": capability}
+        capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
+        if peer is None or requestor(peer) is not None:
+            capability = {"list": {}, **capability}
+        return {"tasks": capability}
 
     def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
         """The handshake era's ``tasks/*`` (each answers only at 2025-11-25)."""
@@ -161,18 +166,6 @@ class Tasks2025Extension(Extension):
         return CONTEXT_ATTRIBUTES
 
 
-def declare(server: Any, version: str | None, caller: Any = None) -> dict | None:
-    """The ``tasks`` capability at ``version`` (2025-11-25 only) while some tool is task-capable;
-    ``list`` unless ``caller`` cannot be told apart from other requestors (§Task Isolation: such
-    receivers "SHOULD NOT declare the tasks.list capability")."""
-    if version != VERSION or not task_capable(server):
-        return None
-    capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
-    if caller is None or requestor(caller) is not None:
-        capability = {"list": {}, **capability}
-    return capability
-
-
 # -- who a task belongs to ------------------------------------------------------------------------
 
 _OWN_IDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -193,10 +186,7 @@ def requestor(connection: Any) -> str | None:
     with (
         _OWN_IDS_LOCK
     ):  # stdio, in memory: this connection (two stdio processes never share "stdio")
-        own = _OWN_IDS.get(connection)
-        if own is None:
-            own = _OWN_IDS[connection] = "connection:" + secrets.token_urlsafe(12)
-    return own
+        return _OWN_IDS.setdefault(connection, "connection:" + secrets.token_urlsafe(12))
 
 
 def owner_of(connection: Any) -> str:
@@ -212,17 +202,11 @@ def owner_of(connection: Any) -> str:
 def wire_of(record: dict) -> dict:
     """The 2025-11-25 ``Task`` of a record (:class:`~mcp_ref.state.stores.TaskRecords`): ``ttl``
     (an integer or null) and ``pollInterval`` where the 2026-07-28 one says ``ttlMs``/``pollIntervalMs``."""
-    wire: dict[str, Any] = {
-        "taskId": record["taskId"],
-        "status": record["status"],
-        "createdAt": record["createdAt"],
-        "lastUpdatedAt": record["lastUpdatedAt"],
-        "ttl": record["ttlMs"],
-    }
-    if record.get("pollIntervalMs") is not None:
-        wire["pollInterval"] = record["pollIntervalMs"]
-    if record.get("statusMessage") is not None:
-        wire["statusMessage"] = record["statusMessage"]
+    wire = tasks.wire_of(record, detailed=False)
+    wire["ttl"] = wire.pop("ttlMs")
+    poll = wire.pop("pollIntervalMs")
+    if poll is not None:
+        wire["pollInterval"] = poll
     return wire
 
 
@@ -272,8 +256,8 @@ def intercept_call(
         raise MethodNotFound(
             f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)"
         )
-    store = store_of(connection.server)
-    return begin(connection, tool, arguments, context, run, granted_ttl(wanted, store.ttl_ms))
+    ttl_ms = granted_ttl(wanted, store_of(connection.server).ttl_ms)
+    return begin(connection, tool, arguments, context, run, ttl_ms)
 
 
 def granted_ttl(wanted: object, ceiling: int | None) -> int | None:
@@ -310,14 +294,11 @@ def begin(
     )  # progress §Behavior Requirements 3: valid until it ends
     task_context.cancelled = task.cancelled
     state_of(task_context).mark(MARK, RUNNING)
-    if arguments is None:
 
-        def call() -> dict:
+    def call() -> dict:  # the handler sees the connection through the task (TaskCaller)
+        if arguments is None:
             return run(task_context)
-    else:
-
-        def call() -> dict:  # the handler sees the connection through the task (TaskCaller)
-            return run_tool(cast(Caller, caller), tool, arguments, task_context)
+        return run_tool(cast(Caller, caller), tool, arguments, task_context)
 
     def record(result: dict) -> None:
         # progress §Behavior Requirements: "Progress notifications MUST stop after completion" (the
@@ -526,20 +507,17 @@ class Waiters:
         self._cond = threading.Condition()
         self._open: dict[str, list[tuple[Any, Any]]] = {}
         self._count = 0
-        self._of_connection: dict[
-            Any, int
-        ] = {}  # waiting requests per connection (bounded by limit)
+        # waiting requests per connection (bounded by limit)
+        self._of_connection: Counter[Any] = Counter()
 
     @contextmanager
     def waiting(self, task_id: str, connection: Any, request_id: Any) -> Iterator[None]:
         """Around one ``tasks/result`` request's wait for its task."""
         entry = (connection, request_id)
         with self._cond:
-            if (
-                self._count >= self.limit
-                or self._of_connection.get(connection, 0) >= self.per_connection
-            ):
-                limit = self.limit if self._count >= self.limit else self.per_connection
+            full = self._count >= self.limit
+            if full or self._of_connection[connection] >= self.per_connection:
+                limit = self.limit if full else self.per_connection
                 raise ServerBusy(
                     f"Server busy: {limit} tasks/result requests are waiting already; poll "
                     "tasks/get and retry later",
@@ -547,20 +525,20 @@ class Waiters:
                 )
             self._open.setdefault(task_id, []).append(entry)
             self._count += 1
-            self._of_connection[connection] = self._of_connection.get(connection, 0) + 1
+            self._of_connection[connection] += 1
             self._cond.notify_all()
         try:
             yield
         finally:
             with self._cond:
-                entries = self._open.get(task_id, [])
+                entries = self._open[task_id]
                 entries.remove(entry)
                 if not entries:
-                    self._open.pop(task_id, None)
+                    del self._open[task_id]
                 self._count -= 1
-                left = self._of_connection.pop(connection) - 1
-                if left:
-                    self._of_connection[connection] = left
+                self._of_connection[connection] -= 1
+                if not self._of_connection[connection]:
+                    del self._of_connection[connection]
 
     def latest(
         self, task_id: str, wait: float = 0.0, stop: threading.Event | None = None
@@ -589,10 +567,7 @@ _WAITERS_LOCK = threading.Lock()
 def waiters_of(store: Any) -> Waiters:
     """The :class:`Waiters` of a task store (made on first use)."""
     with _WAITERS_LOCK:
-        waiters = _WAITERS.get(store)
-        if waiters is None:
-            waiters = _WAITERS[store] = Waiters()
-        return waiters
+        return _WAITERS.setdefault(store, Waiters())
 
 
 # -- the methods --------------------------------------------------------------------------------------

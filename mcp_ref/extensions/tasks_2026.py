@@ -118,10 +118,11 @@ class TasksExtension(Extension):
     :class:`~mcp_ref.extensions.tasks_2025.Tasks2025Extension` on the same store."""
 
     name = EXTENSION
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
     def __init__(self, store: TaskStore | None = None):
         self.store = store
-        self.server: Any = None
 
     def setup(self, host: Any) -> None:
         """Make the store, in the server's shared stores when it has them."""
@@ -134,9 +135,7 @@ class TasksExtension(Extension):
     def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
         """SEP-2663 §Capability Negotiation: the server "advertises the same extension in its own
         server/discover capabilities" (an empty object: no settings are defined)."""
-        if version not in MODERN_VERSIONS:
-            return None
-        return {} if task_capable(self.server) else None
+        return {} if version in MODERN_VERSIONS and task_capable(self.server) else None
 
     def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
         """``tasks/get``, ``tasks/update``, ``tasks/cancel`` at 2026-07-28."""

@@ -453,15 +453,7 @@ class MemoryTaskRecords:
         with self._lock:
             self._sweep()
             records = self._records
-            if (
-                max_per_caller is not None
-                and sum(
-                    1
-                    for r in records.values()
-                    if r["caller"] == caller and r["status"] not in TERMINAL
-                )
-                >= max_per_caller
-            ):
+            if max_per_caller is not None and self._unfinished(caller) >= max_per_caller:
                 return "caller_full"
             if len(records) >= max_total:
                 finished = next(
@@ -558,15 +550,16 @@ class MemoryTaskRecords:
     def count(self, caller: str | None = None) -> int:
         """See :meth:`TaskRecords.count`."""
         with self._lock:
-            if caller is None:
-                return len(self._records)
-            return sum(
-                1
-                for r in self._records.values()
-                if r["caller"] == caller and r["status"] not in TERMINAL
-            )
+            return len(self._records) if caller is None else self._unfinished(caller)
 
     # (holding the lock)
+
+    def _unfinished(self, caller: str | None) -> int:
+        return sum(
+            1
+            for r in self._records.values()
+            if r["caller"] == caller and r["status"] not in TERMINAL
+        )
 
     def _sweep(self) -> list[str]:
         now = self.clock()

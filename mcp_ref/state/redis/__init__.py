@@ -112,7 +112,5 @@ class RedisState:
         """Close what the stores opened (the bus's listener thread, ...) and this process's connections."""
         made, self._made, self._bus = self._made, [], None
         for store in made:
-            close = getattr(store, "close", None)
-            if close is not None:
-                close()
+            store.close()
         self.connection.close()

@@ -32,6 +32,7 @@ import os
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -114,10 +115,9 @@ class RedisBus:
         self._connecting = False
         self._dirty: set[str] = set()  # channels whose Redis subscription must be brought in line
         self._on_redis: set[str] = set()  # channels subscribed on this connection (sent)
-        self._sent: dict[
-            str, int
-        ] = {}  # SUBSCRIBEs sent / confirmed on this connection, by channel
-        self._acked: dict[str, int] = {}
+        # SUBSCRIBEs sent / confirmed on this connection, by channel
+        self._sent: Counter[str] = Counter()
+        self._acked: Counter[str] = Counter()
         self._control = self.connection.key(
             "bus~", os.urandom(8).hex()
         )  # wakes this process's listener
@@ -284,7 +284,7 @@ class RedisBus:
         deadline = time.monotonic() + self.connection.socket_timeout
         while True:
             with self._cond:
-                if all(self._acked.get(channel, 0) >= sent for channel, sent in self._sent.items()):
+                if all(self._acked[channel] >= sent for channel, sent in self._sent.items()):
                     return
             left = deadline - time.monotonic()
             if left <= 0:
@@ -323,7 +323,7 @@ class RedisBus:
                 if left <= 0:
                     raise ConnectionError("Redis did not confirm a subscription in time")
             with self._cond:
-                self._sent, self._acked, self._on_redis = {}, {}, set()
+                self._sent, self._acked, self._on_redis = Counter(), Counter(), set()
                 self._dirty = set(self._channels)
                 self._pubsub = pubsub
                 self._sync(pubsub)
@@ -364,8 +364,7 @@ class RedisBus:
         for start in range(0, len(wanted), 1000):
             batch = wanted[start : start + 1000]
             pubsub.subscribe(*(self._prefix + c for c in batch))
-            for channel in batch:
-                self._sent[channel] = self._sent.get(channel, 0) + 1
+            self._sent.update(batch)
             self._on_redis.update(batch)
         for start in range(0, len(unwanted), 1000):
             batch = unwanted[start : start + 1000]
@@ -382,23 +381,22 @@ class RedisBus:
             and name.startswith(self._prefix)
         ):
             channel = name[len(self._prefix) :]
+            dropped = 0
             with self._cond:
                 if kind == "message":
                     self.received += 1
                     if not self._put((channel, message["data"]), counted=True):
                         self.dropped += 1
                         dropped = self.dropped
-                    else:
-                        dropped = 0
                 elif kind == "subscribe":
-                    self._acked[channel] = self._acked.get(channel, 0) + 1
+                    self._acked[channel] += 1
                 elif channel not in self._channels and self._acked.get(channel) == self._sent.get(
                     channel
                 ):
                     self._sent.pop(channel, None)  # unsubscribed and settled: forget its counts
                     self._acked.pop(channel, None)
                 self._cond.notify_all()
-            if kind == "message" and dropped:
+            if dropped:
                 self._warn(
                     "drop",
                     "bus: the delivery queue is full (%d messages): a message on %r was dropped "
@@ -451,7 +449,7 @@ class RedisBus:
             self._connected
             and channel in self._on_redis
             and sent is not None
-            and self._acked.get(channel, 0) >= sent
+            and self._acked[channel] >= sent
         )
 
     def _wait_confirmed(self, channel: str) -> None:

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+from collections import Counter
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -109,7 +110,7 @@ class Throttled:
         self.logger = logger
         self._lock = threading.Lock()
         self._last: dict[str, float] = {}
-        self._held: dict[str, int] = {}
+        self._held: Counter[str] = Counter()
 
     def warning(self, kind: str, message: str, *args: Any) -> None:
         """Log ``message % args`` now, unless a warning of ``kind`` was logged less than
@@ -118,7 +119,7 @@ class Throttled:
         with self._lock:
             last = self._last.get(kind)
             if last is not None and now - last < WARN_EVERY:
-                self._held[kind] = self._held.get(kind, 0) + 1
+                self._held[kind] += 1
                 return
             self._last[kind] = now
             held = self._held.pop(kind, 0)

@@ -36,6 +36,7 @@ not allow.  Faults (Redis down, restarting, loading, a replica after a failover)
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -271,16 +272,12 @@ class RedisBuckets(InjectableClock):
         """The buckets held (by SCAN, looking at :data:`MAX_SCANNED` keys at most; 0 when Redis is
         unreachable)."""
         pattern = _glob_escape(self.connection.key("bucket", "")) + "*"
-        held = 0
         try:
-            for _key in self.connection.client.scan_iter(match=pattern, count=1000):
-                held += 1
-                if held >= MAX_SCANNED:
-                    break
+            keys = self.connection.client.scan_iter(match=pattern, count=1000)
+            return sum(1 for _key in itertools.islice(keys, MAX_SCANNED))
         except FAULTS as error:
             self.faults(error, "the buckets cannot be counted")
             return 0
-        return held
 
 
 def _glob_escape(text: str) -> str:
@@ -570,6 +567,14 @@ def _flat(mapping: Mapping[str, Any]) -> list[Any]:
     return [len(items), *items]
 
 
+def _split(record: Mapping[str, Any]) -> list[Any]:
+    """A record (or a change of one) as a script's three argument lists (:func:`_flat`): its own
+    fields, then its :data:`PARTS` (each empty when absent)."""
+    fields = {key: value for key, value in record.items() if key not in PARTS}
+    asks, answers = record.get("inputRequests") or {}, record.get("inputResponses") or {}
+    return [*_flat(fields), *_flat(asks), *_flat(answers)]
+
+
 def _pairs(flat: list) -> dict[str, Any]:
     """A hash read by a script (key, JSON text, ...) as a dict of JSON values."""
     return {reply_text(flat[i]): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
@@ -632,7 +637,6 @@ class RedisTaskRecords(InjectableClock):
         max_total: int,
     ) -> str:
         """See :meth:`mcp_ref.state.stores.TaskRecords.create`."""
-        fields = {key: value for key, value in record.items() if key not in PARTS}
         verdict = self._run(
             "create",
             task_id,
@@ -641,9 +645,7 @@ class RedisTaskRecords(InjectableClock):
             max_total,
             "" if ttl is None else max(1, math.ceil(ttl * 1000)),
             owner_digest(record.get("owner")),
-            *_flat(fields),
-            *_flat(record.get("inputRequests") or {}),
-            *_flat(record.get("inputResponses") or {}),
+            *_split(record),
         )
         return reply_text(verdict)
 
@@ -664,13 +666,10 @@ class RedisTaskRecords(InjectableClock):
         for name, values in (when or {}).items():
             conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
-        fields = {key: value for key, value in changes.items() if key not in PARTS}
         args = (
             replace,
             *conditions,
-            *_flat(fields),
-            *_flat(changes.get("inputRequests") or {}),
-            *_flat(changes.get("inputResponses") or {}),
+            *_split(changes),
         )
         final = changes.get("status") in TERMINAL
         pause = threading.Event()  # never set: a bounded wait between tries
