@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 
@@ -87,6 +88,9 @@ class IdJagExchange:
     def __call__(self, server, resource: str) -> str:
         import requests
 
+        from .client import MAX_TOKEN_RESPONSE_BYTES
+        from .discovery import bounded_body
+
         form = {
             "grant_type": TOKEN_EXCHANGE,
             "requested_token_type": ID_JAG,
@@ -110,13 +114,17 @@ class IdJagExchange:
                 timeout=self.timeout,
                 headers={"Accept": "application/json"},
                 allow_redirects=False,
+                stream=True,
             )
+            # read within the bound a token endpoint's answer has (a peer's body is never read whole)
+            with response:
+                body = bounded_body(response, MAX_TOKEN_RESPONSE_BYTES)
         except requests.RequestException as exc:
             raise TokenError(
                 f"cannot reach the identity provider {self.token_endpoint}: {type(exc).__name__}"
             ) from None
         try:
-            answer = response.json()
+            answer = json.loads(body) if len(body) <= MAX_TOKEN_RESPONSE_BYTES else None
         except ValueError:  # json.JSONDecodeError too
             answer = None
         if not isinstance(answer, dict):
