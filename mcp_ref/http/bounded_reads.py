@@ -6,8 +6,7 @@ time, each line under it bounded), :class:`Cursor` keeps where an SSE stream sta
 it, :func:`abort` closes a response under a blocked reader, :class:`Underway` is the socket a
 request of ours waits on (what giving up on it shuts down), :func:`unreachable` words a failed
 connection, and :class:`Inbox` holds what the streams bring until the session's reader takes it.
-:mod:`mcp_ref.http.client` (and its era parts, :mod:`~mcp_ref.http.modern_client`
-and :mod:`~mcp_ref.http.legacy_client`) use them.
+:mod:`mcp_ref.http.client` (and its HTTP+SSE part, :mod:`~mcp_ref.http.legacy_client`) use them.
 """
 
 from __future__ import annotations
@@ -185,7 +184,8 @@ class HttpTransportError(MCPRefError, ConnectionError):
 
 
 def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/mcp") -> str:
-    """What to do about an HTTP ``status`` answered at ``url`` ("" when there is nothing to say).
+    """What to do about an HTTP ``status`` answered at ``url``, a sentence ("" when there is nothing
+    to say)."
 
     404 at the first request: nothing is served there; the message names the URL to try (the same
     one without its trailing slash, or with ``usual`` — ``/mcp``, ``/sse`` for the HTTP+SSE
@@ -200,12 +200,12 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
         path = parts.path or "/"
         if path != "/" and path.endswith("/"):
             better = urlunsplit(parts._replace(path=path.rstrip("/") or "/"))
-            return f"nothing is served at {path}: try {better} (without the trailing slash)"
+            return f"Nothing is served at {path}: try {better} (without the trailing slash)"
         if path.endswith(usual):
-            return f"nothing is served at {path}: check the URL the server says it serves MCP at"
+            return f"Nothing is served at {path}: check the URL the server says it serves MCP at"
         better = urlunsplit(parts._replace(path=path.rstrip("/") + usual))
         servers = "HTTP+SSE servers" if usual == "/sse" else "MCP servers"
-        return f"nothing is served at {path}: {servers} are usually at {usual} — try {better}"
+        return f"Nothing is served at {path}: {servers} are usually at {usual} — try {better}"
     if status == 401:
         import re
 
@@ -215,10 +215,10 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
         where = f" (its resource metadata: {found.group(1)})" if found else ""
         if credentials:
             return (
-                f"the server refused the credentials sent (auth= or an Authorization header){where}"
+                f"The server refused the credentials sent (auth= or an Authorization header){where}"
             )
         return (
-            "this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
+            "This server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
             f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}"
         )
     return ""

@@ -1,8 +1,8 @@
 """MCP over HTTP, client side: Streamable HTTP, and the 2024-11-05 HTTP+SSE transport.
 
-One transport, :class:`HttpClientTransport`, in four modules: this one (Streamable HTTP with its
-session, the handshake era), :mod:`~mcp_ref.http.modern_client` (the 2026-07-28 era's one POST
-per request), :mod:`~mcp_ref.http.legacy_client` (the 2024-11-05 HTTP+SSE fallback) and
+One transport, :class:`HttpClientTransport`, in three modules: this one (Streamable HTTP with its
+session, the handshake era; then, in a section of its own, the 2026-07-28 era's one POST per
+request), :mod:`~mcp_ref.http.legacy_client` (the 2024-11-05 HTTP+SSE fallback) and
 :mod:`~mcp_ref.http.bounded_reads` (bodies and SSE streams read within bounds).  Every name
 they export is importable from here.  Every HTTP request goes through one ``requests.Session``
 (its adapter: :func:`~mcp_ref.http.framing.framing_adapter`).
@@ -31,7 +31,7 @@ What the spec asks of a client, and where it happens here:
   405 means an HTTP+SSE server, reached through GET and its ``endpoint`` event.
 
 A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern)
-request: see :mod:`~mcp_ref.http.modern_client`.
+request: see the section of that era below.
 
 What the server sends is bounded, as stdio bounds a line: a JSON answer and each
 SSE event by ``max_message_size`` (the Content-Length is checked first, then the
@@ -89,7 +89,6 @@ from .bounded_reads import (
     wake,
 )
 from .legacy_client import LegacySseClient
-from .modern_client import ModernPosts
 from .origins import CrossOriginRefused, same_origin
 from .sse import SseParser
 
@@ -155,7 +154,7 @@ def open_transport(
     return http
 
 
-class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
+class HttpClientTransport(LegacySseClient, Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -287,12 +286,11 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             self._legacy_post(data)
         elif isinstance(message, Request):
             if lifecycle.is_modern(message.params):
-                self._pool.submit(self._send_modern, data, message)
+                self._pool.submit(self._work, self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it
-                self._pool.submit(
-                    self._send_request, data, message, threading.get_ident() == self._renewer
-                )
+                renewing = threading.get_ident() == self._renewer
+                self._pool.submit(self._work, self._send_request, data, message, renewing)
         elif self._stateless:
             self._modern_notification(message)
         else:
@@ -387,40 +385,15 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             timeout=(self.connect_timeout, read_timeout),
         )
 
-    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
-        """POST ``request`` and deliver its answer (on a worker)."""
+    def _work(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
+        """Run ``send(data, request, *args)`` on a worker: it POSTs ``request`` and delivers its
+        answer; a failure fails that request (never the worker), in the words its caller needs."""
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if (
-                request.method != "initialize"
-                and not renewing
-                and not self._session_ready.wait(self.connect_timeout * 3)
-            ):
-                raise HttpTransportError("timed out waiting for a new session")
-            else:
-                generation, sent_with = self._generation, self.session_id
-                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
-            if request.method == "initialize":
-                if response.status_code in (400, 404, 405) and self.mode == "auto":
-                    # basic/transports §Backwards Compatibility: on such an answer the client
-                    # "should assume this is a server supporting the old HTTP+SSE transport".
-                    response.close()
-                    self.start_legacy()
-                    self._legacy_post(data)
-                    return
-                if response.ok:
-                    self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
-                    if self.mode == "auto":
-                        self.mode = "streamable"
-            elif response.status_code == 404 and sent_with and self._reinitialize is not None:
-                response.close()
-                self._renew_session(generation)
-                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
-            if self._track(request.id, response):
-                self._deliver(response, request)
+            send(data, request, *args)
         except (requests.ConnectionError, requests.Timeout) as exc:
             failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
             self._incoming.put(RequestFailed(request.id, failure))
@@ -429,16 +402,48 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
-        except AuthorizationError as exc:  # the auth hook (mcp_ref.oauth.OAuth) could not authorize
-            self._incoming.put(RequestFailed(request.id, exc))
-        except CrossOriginRefused as exc:  # a redirect to another origin, not followed
+        # AuthorizationError: the auth hook (mcp_ref.oauth.OAuth) could not authorize;
+        # CrossOriginRefused: a redirect to another origin, not followed
+        except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            log.exception("HTTP request failed")
-            self._fail(request.id, f"HTTP request failed: {exc}")
+            if self._abandoned_now(request.id):  # its socket was shut down under the reader
+                log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
+            else:
+                log.exception("HTTP request failed")
+                self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
             sending.request = (None, None)
             self._finish(request.id)
+
+    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
+        """POST a handshake-era ``request`` and deliver its answer (on a worker: :meth:`_work`)."""
+        if (
+            request.method != "initialize"
+            and not renewing
+            and not self._session_ready.wait(self.connect_timeout * 3)
+        ):
+            raise HttpTransportError("timed out waiting for a new session")
+        generation, sent_with = self._generation, self.session_id
+        response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+        if request.method == "initialize":
+            if response.status_code in (400, 404, 405) and self.mode == "auto":
+                # basic/transports §Backwards Compatibility: on such an answer the client
+                # "should assume this is a server supporting the old HTTP+SSE transport".
+                response.close()
+                self.start_legacy()
+                self._legacy_post(data)
+                return
+            if response.ok:
+                self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
+                if self.mode == "auto":
+                    self.mode = "streamable"
+        elif response.status_code == 404 and sent_with and self._reinitialize is not None:
+            response.close()
+            self._renew_session(generation)
+            response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+        if self._track(request.id, response):
+            self._deliver(response, request)
 
     def _begin(self, request_id) -> None:
         with self._responses_lock:
@@ -800,10 +805,75 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             else ""
         )
         if hint:
-            error["message"] = f"{error['message'].rstrip('. ')}. {hint[0].upper()}{hint[1:]}"
+            error["message"] = f"{error['message'].rstrip('. ')}. {hint}"
         error.setdefault("data", {})
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
         self._incoming.put(
             json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
         )
+
+    # -- the 2026-07-28 era: one POST per request, no session -------------------------------
+    # A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern) request, and
+    # travels as that revision's transport says (``_send_modern``): no session and no GET stream;
+    # the ``MCP-Protocol-Version`` header from its ``_meta``, ``Mcp-Method`` and ``Mcp-Name`` from
+    # its body, and ``Mcp-Param-*`` from the arguments its tool's ``x-mcp-header`` declarations name
+    # (:mod:`mcp_ref.http.headers`); a broken response stream is not resumed but reported
+    # (:class:`~mcp_ref.errors.ResponseStreamLost`: the client re-issues the request); cancelling
+    # closes the request's response stream instead of sending ``notifications/cancelled``, and no
+    # other notification is sent.
+
+    def _modern_headers(self, request: Request) -> dict:
+        """The headers of a modern request (2026-07-28 streamable-http §Request Metadata)."""
+        from .headers import InvalidHeaderDeclaration, request_headers
+
+        params = request.params if isinstance(request.params, dict) else {}
+        # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            # a modern request (lifecycle.is_modern): its _meta is a dict
+            "MCP-Protocol-Version": str(
+                cast(dict, lifecycle.meta_of(params))[lifecycle.PROTOCOL_VERSION]
+            ),
+        }
+        schema = None
+        if (
+            request.method == "tools/call"
+            and self._input_schema is not None
+            and isinstance(params.get("name"), str)
+        ):
+            schema = self._input_schema(params["name"])
+        try:
+            headers.update(request_headers(request.method, params, schema))
+        except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
+            headers.update(request_headers(request.method, params))
+        return headers
+
+    def _send_modern(self, data: bytes, request: Request) -> None:
+        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end;
+        on a worker: ``HttpClientTransport._work``)."""
+        response = self.http.post(
+            self.url,
+            data=data,
+            headers=self._modern_headers(request),
+            stream=True,
+            timeout=(self.connect_timeout, read_bound(self._requests, request.id)),
+        )
+        if self._track(request.id, response):
+            self._deliver(response, request, resumable=False)
+
+    def _modern_notification(self, message) -> None:
+        """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
+
+        2026-07-28 streamable-http §Cancellation: "Closing the SSE response stream MUST be treated
+        by the server as cancellation of that request"; the Note under §Sending Messages: "This
+        revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
+        """
+        if isinstance(message, Notification) and message.method == "notifications/cancelled":
+            self._abandon((message.params or {}).get("requestId"))
+        else:
+            log.debug(
+                "notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                getattr(message, "method", "?"),
+            )

@@ -108,7 +108,7 @@ class LegacySseClient:
         )
         error = HttpTransportError(
             f"HTTP {response.status_code} {response.reason} from {self.url} "
-            f"(to {tried}){'. ' + hint[0].upper() + hint[1:] if hint else ''}"
+            f"(to {tried}){'. ' + hint if hint else ''}"
         )
         error.status = response.status_code
         return error
