@@ -169,19 +169,11 @@ class HttpAppBase:
         )
         if shared is not None and getattr(shared, "shared", False):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
-            event_store = (
-                event_store
-                if event_store is not None
-                else shared.event_store(expire_after=session_idle_timeout)
-            )
-            session_table = (
-                session_table
-                if session_table is not None
-                else shared.session_table(
-                    max_sessions=max_sessions,
-                    idle_timeout=session_idle_timeout,
-                    handshake_timeout=handshake_timeout,
-                )
+            event_store = shared.event_store(expire_after=session_idle_timeout)
+            session_table = shared.session_table(
+                max_sessions=max_sessions,
+                idle_timeout=session_idle_timeout,
+                handshake_timeout=handshake_timeout,
             )
         self.event_store = event_store if event_store is not None else MemoryEventStore()
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
@@ -466,7 +458,7 @@ class HttpAppBase:
             self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")
         self._reconcile()
-        self.shared_sessions.claim(
+        self.shared_sessions.homes.claim(
             session
         )  # its home gone? then this worker sends its change notifications
         return self._same_version(environ, session)
@@ -648,7 +640,7 @@ class HttpAppBase:
             if session.id is not None and self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
         if session.shared:
-            self.shared_sessions.let_go(session, for_good=for_good)
+            self.shared_sessions.homes.let_go(session, for_good=for_good)
         if session.connection is not None:
             session.connection.close()
         session.close()

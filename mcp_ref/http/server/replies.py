@@ -169,7 +169,8 @@ class DirectReply:
 
 def json_body(start_response: Callable, status: str, answer: bytes | None) -> list:
     """The WSGI body of a POST answered at once: ``answer`` (JSON) with ``status``, or 202 and no
-    body when there is none (the request was cancelled: no answer is sent)."""
+    body when there is none (a request cancelled, so no answer is sent; only notifications and
+    answers were POSTed)."""
     if answer is None:
         start_response("202 Accepted", [("Content-Length", "0")])
         return [b""]

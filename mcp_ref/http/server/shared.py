@@ -304,16 +304,6 @@ class SharedSessions:
         )
         return [session for session in held if session.id not in alive]
 
-    # -- the home: who sends a session's change notifications (.homes) ------------------------------
-
-    def claim(self, session: HttpSession) -> None:
-        """See :meth:`.homes.Homes.claim`."""
-        self.homes.claim(session)
-
-    def let_go(self, session: HttpSession, *, for_good: bool) -> None:
-        """See :meth:`.homes.Homes.let_go`."""
-        self.homes.let_go(session, for_good=for_good)
-
     # -- messages for another worker ----------------------------------------------------------------
 
     def route(self, session: HttpSession, items: list) -> list:
@@ -523,7 +513,9 @@ class SharedSessions:
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-            self.claim(session)  # its home gone? this worker takes over (at most every CLAIM_EVERY)
+            self.homes.claim(
+                session
+            )  # its home gone? this worker takes over (at most every CLAIM_EVERY)
             if writer is not None and not self.homes.worker_alive(writer):
                 # the worker running that request has gone (its stored events were sent above): no
                 # answer will come; the stream ends at once, and the client fails the request

@@ -23,6 +23,7 @@ from .replies import (
     accepts,
     close_for_polling,
     held,
+    json_body,
     message_event,
     nothing,
     priming_event,
@@ -110,17 +111,11 @@ class StreamableHttp:
                 valid if isinstance(message, list) else valid[0]
             )
         invalid = [m for m in items if isinstance(m, InvalidRequest)]
-        if invalid:
-            # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
-            body = jsonrpc.serialize_items(
-                [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
-            )
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
-        start_response("202 Accepted", [("Content-Length", "0")])
-        return [b""]
+        # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
+        errors = [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
+        return json_body(
+            start_response, "200 OK", jsonrpc.serialize_items(errors) if errors else None
+        )
 
     def answer_inline(
         self,
@@ -207,14 +202,8 @@ class StreamableHttp:
             stream.detach(token)
             session.forget_stream(stream)
             app.finish_transient(session)
-            if first is END:  # cancelled: no answer will come
-                start_response("202 Accepted", [("Content-Length", "0")])
-                return [b""]
-            start_response(
-                stream.status,
-                [("Content-Type", "application/json"), ("Content-Length", str(len(first)))],
-            )
-            return [first]
+            # END: cancelled, no answer will come (202)
+            return json_body(start_response, stream.status, None if first is END else first)
         start_response("200 OK", SSE_HEADERS)
         return self.events(session, stream, token, first)
 
