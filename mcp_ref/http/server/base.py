@@ -20,7 +20,7 @@ from typing import Any, cast
 from ... import jsonrpc
 from ...errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
 from ...lifecycle import SUPPORTED_VERSIONS
-from ...server.principal import principal_id, principal_id_of
+from ...server.principal import principal_id_of
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
@@ -35,6 +35,8 @@ from .shares import (
     ClientCounts,
     ClientStreams,
     check_request_setting,
+    client_of,
+    peer_of,
     request_cap,
     too_many_requests,
 )
@@ -68,18 +70,6 @@ SINGLE_THREADED = (
     "timeout; requests and their answers work as they are; for server-initiated messages serve "
     "with threads (gunicorn -k gthread --threads 8)"
 )
-
-
-def peer_of(environ: dict) -> str:
-    """A caller without a token or a session: its address (``mcp_ref.server.principal.Principal``)."""
-    return "http-client:" + (environ.get("REMOTE_ADDR") or "unknown")
-
-
-def client_of(environ: dict) -> str:
-    """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
-    of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
-    caller = environ.get("mcp_ref.oauth")
-    return peer_of(environ) if caller is None else principal_id(caller)
 
 
 #: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so
@@ -689,11 +679,6 @@ class HttpAppBase:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
         self.server.exit_lifespan()  # entered at the first connection: a WSGI app has no start (lifespan.py)
-
-    @staticmethod
-    def client_of(environ: dict) -> str:
-        """See :func:`client_of`."""
-        return client_of(environ)
 
     # -- long-lived streams and clients that have gone ---------------------------------------
 

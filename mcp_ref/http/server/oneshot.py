@@ -16,10 +16,11 @@ from ... import lifecycle
 from ...jsonrpc import ErrorResponse, Request, Response
 from ...session import Transport
 from ..sse import sse_event
-from .base import HttpAppBase, peer_of
+from .base import HttpAppBase
 from .host import Connection
 from .replies import SSE_HEADERS, json_body
 from .request import HttpRequest, ServerHooks
+from .shares import peer_of
 from .status import modern_status
 
 log = logging.getLogger(__name__)

@@ -36,20 +36,21 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ... import jsonrpc, lifecycle
 from ...jsonrpc import ErrorResponse, Notification, Response
 from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
 from .homes import Homes
-from .http_session import HttpSession, SessionOwner
+from .http_session import HttpSession
 from .replies import SSE_HEADERS, held
+from .shares import client_of
 from .status import NotFound, ServiceUnavailable
 
-if TYPE_CHECKING:
-    from .host import Connection, Host
-    from .sessions import SessionTable
+if TYPE_CHECKING:  # the application this serves (its module imports this one)
+    from .base import HttpAppBase
+    from .host import Connection
 
 log = logging.getLogger(__name__)
 
@@ -98,44 +99,10 @@ def table_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         ) from None
 
 
-class SharedOwner(SessionOwner, Protocol):
-    """What :class:`SharedSessions` asks of its application (``HttpAppBase``)."""
-
-    server: Host
-    session_table: SessionTable
-    event_store: Any
-    keepalive: float
-    retry_ms: int
-
-    def new_connection(self, transport: Any, name: str) -> Connection:
-        """A connection of the server served on ``transport``."""
-
-    def bind(self, session: HttpSession, environ: dict) -> None:
-        """A session belongs to the principal of ``environ``."""
-
-    def adopt(self, session: HttpSession) -> HttpSession:
-        """Hold a replica in this process (or the one another request built first)."""
-
-    def live_session(self, session_id: str) -> HttpSession | None:
-        """This process's hold of a session, if any."""
-
-    def end_here(self, session: HttpSession, *, for_good: bool = False) -> None:
-        """End this process's hold of a session."""
-
-    def hold_stream(self, environ: dict, request_id: Any = None) -> Callable[[], None]:
-        """Count a long-lived stream against its client's cap; returns its release."""
-
-    def client_of(self, environ: dict) -> str:
-        """Who holds a stream (the caller's principal, else its address)."""
-
-    def shared_held(self) -> list[HttpSession]:
-        """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
-
-
 class SharedSessions:
     """The sessions of an application whose workers share them (``app.shared``; see the module docstring)."""
 
-    def __init__(self, app: SharedOwner):
+    def __init__(self, app: HttpAppBase):
         self.app = app
         self._serial = next(_APPS)
         self._listening: list[Callable[[], None]] = []
@@ -455,7 +422,7 @@ class SharedSessions:
             on_disconnect(lambda: end_with("gone"))
         hold = environ.get("mcp_ref.long_lived")
         if hold is not None:
-            hold(app.client_of(environ), lambda: end_with("close"))
+            hold(client_of(environ), lambda: end_with("close"))
         priming = b""
         if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
             # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
