@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
@@ -85,6 +86,7 @@ class ClientHooks(Protocol):
         ...
 
 
+@dataclass(slots=True)
 class RequestFailed:
     """What a worker puts in the :class:`Inbox` instead of a message: one request of ours failed here.
 
@@ -95,24 +97,19 @@ class RequestFailed:
     in its turn: after the messages put before it (an answer that came first wins).
     """
 
-    __slots__ = ("request_id", "error")
-
-    def __init__(self, request_id: RequestId, error: Exception):
-        self.request_id = request_id
-        self.error = error
+    request_id: RequestId
+    error: Exception
 
 
+@dataclass(slots=True)
 class RequestHeld:
     """What a worker puts in the :class:`Inbox`: one request is held up on this side for up to
     ``seconds`` (the user authorizes in a browser); the transport's ``read`` extends the request's
     timeout by that much (:meth:`~mcp_ref.session.OutgoingRequests.hold_request`).
     """
 
-    __slots__ = ("request_id", "seconds")
-
-    def __init__(self, request_id: RequestId, seconds: float):
-        self.request_id = request_id
-        self.seconds = seconds
+    request_id: RequestId
+    seconds: float
 
 
 class Inbox:
@@ -275,16 +272,14 @@ def unreachable(url: str, exc: Exception) -> ServerUnreachable:
     return ServerUnreachable(f"cannot reach {url}: {text}")
 
 
+@dataclass(slots=True)
 class Cursor:
     """Where an SSE stream stands: the last event id seen, the server's ``retry`` (ms; clamped
     where it is used, :meth:`~mcp_ref.http.client.HttpClientTransport.retry_delay`), and the events seen."""
 
-    __slots__ = ("events", "last_id", "retry_ms")
-
-    def __init__(self) -> None:
-        self.last_id: str | None = None
-        self.retry_ms = DEFAULT_RETRY_MS
-        self.events = 0
+    last_id: str | None = None
+    retry_ms: int = DEFAULT_RETRY_MS
+    events: int = 0
 
     def note(self, parser: SseParser, events: int) -> None:
         """Keep what ``parser`` has read so far (``events``: how many it just dispatched).

@@ -688,12 +688,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             if self._closed.wait(self._retry_delay(cursor)):
                 return
             try:
-                headers = self._headers("text/event-stream")
-                headers["Last-Event-ID"] = cursor.last_id
-                bound = read_bound(self._requests, request.id)
-                response = self.http.get(
-                    self.url, headers=headers, stream=True, timeout=(self.connect_timeout, bound)
-                )
+                response = self._get_stream(cursor, read_bound(self._requests, request.id))
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
                 continue
@@ -707,6 +702,16 @@ class HttpClientTransport(LegacySseClient, Transport):
             if not self._track(request.id, response):
                 return
 
+    def _get_stream(self, cursor: Cursor, read_timeout: float | None):
+        """GET the SSE stream at ``url`` (the body left unread), from after ``cursor``'s last event
+        id when it has one (2025-11-25 basic/transports §Resumability: ``Last-Event-ID``)."""
+        headers = self._headers("text/event-stream")
+        if cursor.last_id:
+            headers["Last-Event-ID"] = cursor.last_id
+        return self.http.get(
+            self.url, headers=headers, stream=True, timeout=(self.connect_timeout, read_timeout)
+        )
+
     def _listen(self, answered: threading.Event) -> None:
         """The standalone GET stream: server-to-client messages outside any request.
 
@@ -718,13 +723,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         while not self._closed.is_set():
             seen = cursor.events
             try:
-                headers = self._headers("text/event-stream")
-                if cursor.last_id:
-                    headers["Last-Event-ID"] = cursor.last_id
                 try:
-                    response = self.http.get(
-                        self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None)
-                    )
+                    response = self._get_stream(cursor, None)
                 finally:
                     answered.set()
                 if response.status_code == 405:

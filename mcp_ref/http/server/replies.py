@@ -46,9 +46,14 @@ def priming_event(app: ReplyOwner, session: HttpSession, stream: Stream) -> byte
     of an event ID and an empty data field in order to prime the client to reconnect"."""
     if session.kind == "stateless" or not lifecycle.at_least(session.version, lifecycle.ICONS):
         return b""
-    return sse_event(
-        event_id=app.event_store.store(cast(str, session.id), stream.id, b""), retry=app.retry_ms
-    )
+    return retry_event(app, cast(str, session.id), stream.id)
+
+
+def retry_event(app: ReplyOwner, session_id: str, stream_id: str) -> bytes:
+    """An event of ``stream_id`` with an id, no data and the ``retry`` hint, kept in the event
+    store: where its client resumes from, and how soon (a priming event; the last event before a
+    connection is closed for SSE polling)."""
+    return sse_event(event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms)
 
 
 def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: bytes) -> bytes:
@@ -147,12 +152,7 @@ class DirectReply:
                 if self.write is None:
                     self.write = self.start_response("200 OK", SSE_HEADERS)
                 # SSE polling is for stateful streams only (close_stream): the session has an id
-                chunk = sse_event(
-                    event_id=self.app.event_store.store(
-                        cast(str, self.session.id), self.stream.id, b""
-                    ),
-                    retry=self.app.retry_ms,
-                )
+                chunk = retry_event(self.app, cast(str, self.session.id), self.stream.id)
             try:
                 self.write(chunk)
             except Exception:  # already gone: the client resumes all the same

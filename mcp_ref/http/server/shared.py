@@ -44,7 +44,7 @@ from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
 from .homes import Homes
 from .http_session import HttpSession
-from .replies import SSE_HEADERS, held
+from .replies import SSE_HEADERS, held, retry_event
 from .shares import client_of
 from .status import NotFound, ServiceUnavailable
 
@@ -427,9 +427,7 @@ class SharedSessions:
         if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
             # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
             # of an event ID and an empty data field in order to prime the client to reconnect"
-            priming = sse_event(
-                event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms
-            )
+            priming = retry_event(app, session_id, stream_id)
         start_response("200 OK", SSE_HEADERS)
         body = self._events(
             session, stream_id, delivered if after is None else after, generation, ending, priming
@@ -459,9 +457,7 @@ class SharedSessions:
                 if (
                     ending[0] == "close"
                 ):  # SSE polling, to make room: a retry, then this connection ends
-                    yield sse_event(
-                        event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms
-                    )
+                    yield retry_event(app, session_id, stream_id)
                 return
             # woken by a store, a claim, the session's end, or the watcher when a worker has gone
             found = store.wait_after(session_id, stream_id, number, wait, generation)
