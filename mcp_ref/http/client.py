@@ -656,33 +656,27 @@ class HttpClientTransport(LegacySseClient, Transport):
                 return
             if not awaiting or self._closed.is_set() or request.id in self._abandoned:
                 return
+            # from here the request is unanswered: it fails now, or its stream is resumed
             if resumes and not broke and (cursor.events, cursor.last_id) == seen:
                 # The server ended the resumed stream with nothing after Last-Event-ID: it has no
                 # more for this request (the process running it stopped, or it ended unanswered).
                 # Asking again would get the same; the caller hears it now, not at its timeout.
-                for request_id in awaiting:
-                    self._fail(
-                        request_id,
-                        "the server ended the resumed stream without an answer "
-                        "(the request was lost on the server, e.g. its worker stopped)",
-                    )
+                self._fail(
+                    request.id,
+                    "the server ended the resumed stream without an answer "
+                    "(the request was lost on the server, e.g. its worker stopped)",
+                )
                 return
             if not resumable:
-                for request_id in awaiting:
-                    self._incoming.put(
-                        RequestFailed(
-                            request_id,
-                            ResponseStreamLost(
-                                f"the response stream from {self.url} broke before the answer"
-                            ),
-                        )
-                    )
+                lost = ResponseStreamLost(
+                    f"the response stream from {self.url} broke before the answer"
+                )
+                self._incoming.put(RequestFailed(request.id, lost))
                 return
             # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
             # Last-Event-ID, after waiting the server's retry interval.
             if cursor.last_id is None or resumes >= MAX_RESUMES:
-                for request_id in awaiting:
-                    self._fail(request_id, "the server closed the stream before answering")
+                self._fail(request.id, "the server closed the stream before answering")
                 return
             resumes += 1
             if self._closed.wait(self._retry_delay(cursor)):
@@ -694,10 +688,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 continue
             if not response.ok:
                 response.close()
-                for request_id in awaiting:
-                    self._fail(
-                        request_id, f"resuming the stream failed: HTTP {response.status_code}"
-                    )
+                self._fail(request.id, f"resuming the stream failed: HTTP {response.status_code}")
                 return
             if not self._track(request.id, response):
                 return
@@ -770,6 +761,10 @@ class HttpClientTransport(LegacySseClient, Transport):
         error: dict = {"code": -32603, "message": message}
         if status is not None:
             error["data"] = {"httpStatus": status}
+        self._answer_error(request_id, error)
+
+    def _answer_error(self, request_id, error: dict) -> None:
+        """Put a JSON-RPC error answer to ``request_id``, made here, in the incoming queue."""
         self._incoming.put(
             json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
         )
@@ -809,9 +804,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         error.setdefault("data", {})
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
-        self._incoming.put(
-            json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
-        )
+        self._answer_error(request_id, error)
 
     # -- the 2026-07-28 era: one POST per request, no session -------------------------------
     # A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern) request, and

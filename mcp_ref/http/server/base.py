@@ -412,7 +412,7 @@ class HttpAppBase:
             return self._shared_session_for(environ, session_id, session)
         if session is None or session.closed or self._expired(session):
             if session is not None:
-                self._end_session(session)
+                self.end(session)
             # "The server MAY terminate the session at any time, after which it MUST respond to
             # requests containing that session ID with HTTP 404 Not Found."
             if session is None and self.server.shared_state is not None:
@@ -590,7 +590,7 @@ class HttpAppBase:
         for session_id in self.session_table.expired():
             session = mine.get(session_id)
             if session is not None and self._expired(session):
-                self._end_session(session)
+                self.end(session)
 
     def _reconcile(self) -> None:
         """Shared: end the sessions this worker holds whose record is gone (an end it was not told of);
@@ -610,12 +610,14 @@ class HttpAppBase:
         with self._sessions_lock:
             session = self.sessions.get(session_id)
         if session is not None:
-            self._end_session(session)
+            self.end(session)
         elif self.shared:
             self.shared_sessions.ended(session_id)
 
-    def _end_session(self, session: HttpSession) -> None:
-        """End ``session`` everywhere: out of the table (every worker's next request for it gets 404)."""
+    def end(self, session: HttpSession) -> None:
+        """End ``session`` now, everywhere (its client deleted it; its stream, the whole legacy
+        session, closed; it expired): out of the table, so every worker's next request for it
+        gets 404."""
         self.end_here(session, for_good=True)
         if session.id is not None:
             self.session_table.remove(session.id)
@@ -648,12 +650,8 @@ class HttpAppBase:
                 self.shared_sessions.ended(session_id)
                 return True
             return False
-        self._end_session(session)
+        self.end(session)
         return True
-
-    def end(self, session: HttpSession) -> None:
-        """End ``session`` now (its client deleted it, or its stream, the whole legacy session, closed)."""
-        self._end_session(session)
 
     def close(self) -> None:
         """End every session and every 2026-07-28 listen stream (for a clean shutdown).
@@ -674,7 +672,7 @@ class HttpAppBase:
             if self.shared and session.kind == "streamable":
                 self.end_here(session)  # the other workers go on serving it
             else:
-                self._end_session(session)
+                self.end(session)
         self.shared_sessions.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
