@@ -63,26 +63,39 @@ def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: b
     return sse_event(data, event_id=app.event_store.store(cast(str, session.id), stream.id, data))
 
 
-class DirectReply:
+class InlineReply:
+    """The response of a POST whose handler runs on the POST's thread: the answer alone is a JSON
+    reply, sent by :meth:`finish` once the handler returns; a message before it makes the response
+    an SSE stream, written as the handler goes (``write_sse``)."""
+
+    def __init__(self, app: ReplyOwner, start_response):
+        self.app = app
+        self.start_response = start_response
+        self.lock = threading.Lock()
+        self.answer: bytes | None = None
+        #: The WSGI write callable, once streaming.
+        self.write_sse: Callable[[bytes], object] | None = None
+        #: Of a JSON answer; a 2026-07-28 error answer sets its own (modern_status).
+        self.status = "200 OK"
+        #: ``done``: finish() was called, the response belongs to the WSGI server now; ``broken``:
+        #: its client has gone (or, inline, resumed elsewhere).
+        self.done = self.broken = False
+
+    def finish(self) -> list:
+        """The WSGI body once the handler has returned."""
+        with self.lock:
+            self.done = True
+            if self.write_sse is not None:
+                return []  # streamed, answer included
+            return json_body(self.start_response, self.status, self.answer)
+
+
+class DirectReply(InlineReply):
     """The response of a POST whose handler runs inline (see ``StreamableHttp.answer_inline``)."""
 
     def __init__(self, app: ReplyOwner, session: HttpSession, stream: Stream, start_response):
-        self.app, self.session, self.stream, self.start_response = (
-            app,
-            session,
-            stream,
-            start_response,
-        )
-        self.lock = threading.Lock()
-        self.answer: bytes | None = None
-        self.write: Callable[[bytes], object] | None = (
-            None  # the WSGI write callable, once streaming
-        )
-        self.broken = False
-        self.done = False  # finish() was called: the response belongs to the WSGI server now
-        self.status = (
-            "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
-        )
+        super().__init__(app, start_response)
+        self.session, self.stream = session, stream
 
     def send(self, data: bytes, end: bool) -> bool:
         """Deliver one message of the stream; False once the client has gone or resumed
@@ -96,11 +109,11 @@ class DirectReply:
                 if self.broken or self.stream.consumer is not None:
                     self.broken = True
                     return False
-                if self.write is None:
+                if self.write_sse is None:
                     if end and self.app.json_response is not False:
                         self.answer = data  # the answer alone: a JSON reply, sent by finish()
                         return True
-                    self.write = self.start_response("200 OK", SSE_HEADERS)
+                    self.write_sse = self.start_response("200 OK", SSE_HEADERS)
                     chunk = priming_event(self.app, self.session, self.stream) + message_event(
                         self.app, self.session, self.stream, data
                     )
@@ -111,7 +124,7 @@ class DirectReply:
                         self.stream
                     )  # after its answer: a follower elsewhere stops there
             try:
-                self.write(chunk)
+                self.write_sse(chunk)
             except Exception as exc:  # the client went away; the event is in the store
                 # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
                 log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
@@ -149,22 +162,14 @@ class DirectReply:
                 self.stream.orphaned = (
                     True  # under its lock: queued from here on, for the resuming GET
                 )
-                if self.write is None:
-                    self.write = self.start_response("200 OK", SSE_HEADERS)
+                if self.write_sse is None:
+                    self.write_sse = self.start_response("200 OK", SSE_HEADERS)
                 # SSE polling is for stateful streams only (close_stream): the session has an id
                 chunk = retry_event(self.app, cast(str, self.session.id), self.stream.id)
             try:
-                self.write(chunk)
+                self.write_sse(chunk)
             except Exception:  # already gone: the client resumes all the same
                 pass
-
-    def finish(self) -> list:
-        """The WSGI body once the handler has returned."""
-        with self.lock:
-            self.done = True
-            if self.write is not None:
-                return []
-            return json_body(self.start_response, self.status, self.answer)
 
 
 def json_body(start_response: Callable, status: str, answer: bytes | None) -> list:
