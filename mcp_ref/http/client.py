@@ -271,12 +271,14 @@ class HttpClientTransport(LegacySseClient, Transport):
         (``RequestFailed``, ``RequestHeld``) goes to the session here, in turn with the messages."""
         while True:
             item = self._incoming.get()
-            if isinstance(item, RequestFailed) and self._requests is not None:
-                self._requests.fail_request(item.request_id, item.error)
-            elif isinstance(item, RequestHeld) and self._requests is not None:
-                self._requests.hold_request(item.request_id, item.seconds)
-            elif not isinstance(item, (RequestFailed, RequestHeld)):
+            if not isinstance(item, (RequestFailed, RequestHeld)):
                 return item
+            if self._requests is None:
+                continue
+            if isinstance(item, RequestFailed):
+                self._requests.fail_request(item.request_id, item.error)
+            else:
+                self._requests.hold_request(item.request_id, item.seconds)
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """POST one message (a request on a worker; the rest in order, here)."""
@@ -730,10 +732,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                         pass
             except requests.RequestException as exc:
                 log.debug("standalone stream dropped: %s", exc)
-            except AuthorizationError as exc:
-                log.warning("the standalone stream could not be authorized: %s", exc)
-                return
-            except CrossOriginRefused as exc:
+            except (AuthorizationError, CrossOriginRefused) as exc:  # not authorized, or redirected
                 log.warning("the standalone stream is not opened: %s", exc)
                 return
             except Exception:

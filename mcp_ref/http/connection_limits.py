@@ -77,16 +77,10 @@ class ConnectionLimits:
     @property
     def tick(self) -> float:
         """How often the watchdog looks at deadlines: a fifth of the shortest, at most half a second."""
-        return max(
-            0.01,
-            min(
-                0.5,
-                self.header_timeout / 5,
-                self.keepalive_timeout / 5,
-                self.body_timeout / 5,
-                self.write_timeout / 5,
-            ),
+        shortest = min(
+            self.header_timeout, self.keepalive_timeout, self.body_timeout, self.write_timeout
         )
+        return max(0.01, min(0.5, shortest / 5))
 
 
 #: File descriptors kept free of connections when the cap is fitted to ``RLIMIT_NOFILE``:

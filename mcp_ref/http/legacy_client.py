@@ -86,9 +86,7 @@ class LegacySseClient:
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
         ready.wait(timeout)
-        if failure and isinstance(
-            failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)
-        ):
+        if failure and isinstance(failure[0], Exception):  # else the text of a connection's failure
             raise failure[0]
         if not ready.is_set() or self.legacy_endpoint is None:
             raise HttpTransportError(

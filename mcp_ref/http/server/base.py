@@ -354,11 +354,7 @@ class HttpAppBase:
         if length > self.max_body_size:
             discard_body(environ["wsgi.input"], length)
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
-        body = (
-            environ["wsgi.input"].read(length)
-            if length
-            else environ["wsgi.input"].read(self.max_body_size + 1)
-        )
+        body = environ["wsgi.input"].read(length or self.max_body_size + 1)
         if len(body) > self.max_body_size:
             # No Content-Length (chunked): not drained.  Its end is unknown, and a client that
             # stalls mid-body would hold this thread until the body deadline with no answer sent.

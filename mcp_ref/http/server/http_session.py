@@ -96,7 +96,6 @@ class HttpSession(Transport):
             answers = [m.id for m in message]
         if answers is not None:
             self.notes.forget(answers)
-        if self.saving and answers is not None:
             changes = [
                 self.saving.pop(request_id) for request_id in answers if request_id in self.saving
             ]
@@ -106,7 +105,7 @@ class HttpSession(Transport):
                         self, change
                     )  # every worker knows before the client does
         with self.lock:
-            stream = self.by_request.get(related) if related is not None else None
+            stream = self.by_request.get(related)
             end = False
             if stream is not None and answers is not None:
                 for request_id in answers:

@@ -109,16 +109,14 @@ class DirectReply(InlineReply):
                 if self.broken or self.stream.consumer is not None:
                     self.broken = True
                     return False
+                chunk = b""
                 if self.write_sse is None:
                     if end and self.app.json_response is not False:
                         self.answer = data  # the answer alone: a JSON reply, sent by finish()
                         return True
                     self.write_sse = self.start_response("200 OK", SSE_HEADERS)
-                    chunk = priming_event(self.app, self.session, self.stream) + message_event(
-                        self.app, self.session, self.stream, data
-                    )
-                else:
-                    chunk = message_event(self.app, self.session, self.stream, data)
+                    chunk = priming_event(self.app, self.session, self.stream)
+                chunk += message_event(self.app, self.session, self.stream, data)
                 if end and self.session.shared:
                     self.session.mark_end(
                         self.stream
@@ -179,8 +177,9 @@ def json_body(start_response: Callable, status: str, answer: bytes | None) -> li
     if answer is None:
         start_response("202 Accepted", [("Content-Length", "0")])
         return [b""]
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
-    start_response(status, headers)
+    start_response(
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
+    )
     return [answer]
 
 

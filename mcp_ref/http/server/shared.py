@@ -142,18 +142,19 @@ class SharedSessions:
         stream's worker)."""
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
-        caller = environ.get("mcp_ref.oauth")
-        if not state.get("version") or not owned_by(state, caller):
+        if (
+            record is None
+            or not state.get("version")
+            or not owned_by(state, environ.get("mcp_ref.oauth"))
+        ):
             raise NotFound("Session not found: start a new session with initialize")
         self.listen()
         app = self.app
         session = HttpSession(app, session_id, kind="streamable")
         connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
         app.bind(session, environ)
-        connection.resume(
-            _negotiated(state), initialized=record is not None and record["established"]
-        )
-        session.generation = None if record is None else record.get("generation", 0)
+        connection.resume(_negotiated(state), initialized=record["established"])
+        session.generation = record.get("generation", 0)
         session.home_worker = state.get("home")
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
@@ -211,8 +212,7 @@ class SharedSessions:
         session, or another principal asks."""
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
-        caller = environ.get("mcp_ref.oauth")
-        if not state.get("legacy") or not owned_by(state, caller):
+        if not state.get("legacy") or not owned_by(state, environ.get("mcp_ref.oauth")):
             raise NotFound("Session not found")
         table_call(self.app.session_table.touch, session_id)
         self._publish(
