@@ -53,6 +53,7 @@ from .connection_limits import (
     Watchdog,
     fitted_cap,
 )
+from .headers import cgi_name
 
 log = logging.getLogger(__name__)
 
@@ -115,8 +116,6 @@ MAX_HEADER_LINE = 64 * 1024
 MAX_HEADERS = 100
 #: An HTTP version this server does not speak, later than 1.1 (505; any other version: 400).
 _LATER_VERSION = re.compile(r"[2-9]\.[0-9]")
-#: Header names already turned into their WSGI environ keys (``Mcp-Name`` -> ``HTTP_MCP_NAME``).
-_CGI_KEYS: dict[str, str] = {}
 
 
 class Headers:
@@ -229,13 +228,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "mcp_ref.slots": self.server.connections.cap,
         }
         for name, value in self.headers.items():
-            key = _CGI_KEYS.get(name)
-            if key is None:
-                key = "HTTP_" + name.upper().replace("-", "_")
-                if (
-                    len(_CGI_KEYS) < 512
-                ):  # the names clients send are few; a flood of new ones is not kept
-                    _CGI_KEYS[name] = key
+            key = cgi_name(name)
             if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
                 continue
             environ[key] = f"{environ[key]},{value}" if key in environ else value

@@ -5,7 +5,6 @@ handler runs on its own thread (:class:`DirectReply`), the body of a long-lived 
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -33,12 +32,6 @@ SSE_HEADERS = [
     ("Cache-Control", "no-cache, no-transform"),
     ("X-Accel-Buffering", "no"),
 ]
-
-
-@functools.lru_cache(maxsize=256)
-def cgi_name(header: str) -> str:
-    """The WSGI environ key of an HTTP header (``Mcp-Name`` -> ``HTTP_MCP_NAME``)."""
-    return "HTTP_" + header.upper().replace("-", "_")
 
 
 def priming_event(app: ReplyOwner, session: HttpSession, stream: Stream) -> bytes:
