@@ -216,8 +216,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         # would drop connections as soon as more requests than that are in flight.
         # Interim 1xx answers are skipped (RFC 9110 §15.2), not only 100 (http_framing).
         adapter = framing_adapter(pool_connections=2, pool_maxsize=max_workers + 2)
-        self.http.mount("http://", adapter)
-        self.http.mount("https://", adapter)
+        for scheme in ("http://", "https://"):
+            self.http.mount(scheme, adapter)
         self.http.headers.update(headers or {})
         self.http.auth = auth
         # Credentials and the caller's headers go only to the origin of ``url``: a redirect elsewhere

@@ -368,7 +368,7 @@ class ConnectionTable:
 
     def admit(self, sock: socket.socket) -> bool:
         """Count a new connection in, making room if at the cap (see the class); False: refuse it."""
-        end = None
+        victim = end = None
         with self.lock:
             if self.count - len(self.evicted) >= self.cap:
                 if len(self.evicted) >= MAX_LINGERING:
@@ -382,8 +382,6 @@ class ConnectionTable:
                 else:
                     return False
                 self.evicted.add(victim)
-            else:
-                victim = None
             self.count += 1
             self.waiting[sock] = None
         if victim is None:

@@ -19,13 +19,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .http_session import HttpSession
 
-if TYPE_CHECKING:  # the application this serves (its module imports this one)
-    from .base import HttpAppBase
-    from .host import Connection
+if TYPE_CHECKING:
+    from .host import Connection, Host
+    from .sessions import SessionTable
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +42,24 @@ CLAIM_EVERY = 1.0
 WORKERS = "workers"
 
 
+class HomeOwner(Protocol):
+    """What :class:`Homes` asks of its application (``HttpAppBase``)."""
+
+    server: Host
+    session_table: SessionTable
+    event_store: Any
+
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions served by every worker that this process holds now."""
+
+
 class Homes:
     """The homes of an application's shared sessions (see the module docstring).  ``worker`` names
     this worker (asked each time: a forked worker has a new name); ``publish(session_id, kind)``
     tells the other workers (``home``: this worker claimed it; ``homeless``: it let go)."""
 
     def __init__(
-        self, app: HttpAppBase, worker: Callable[[], str], publish: Callable[[str, str], None]
+        self, app: HomeOwner, worker: Callable[[], str], publish: Callable[[str, str], None]
     ):
         self.app = app
         self._worker = worker

@@ -36,21 +36,21 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ... import jsonrpc, lifecycle
 from ...jsonrpc import ErrorResponse, Notification, Response
 from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
 from .homes import Homes
-from .http_session import HttpSession
+from .http_session import HttpSession, SessionOwner
 from .replies import SSE_HEADERS, held, retry_event
 from .shares import client_of
 from .status import NotFound, ServiceUnavailable
 
-if TYPE_CHECKING:  # the application this serves (its module imports this one)
-    from .base import HttpAppBase
-    from .host import Connection
+if TYPE_CHECKING:
+    from .host import Connection, Host
+    from .sessions import SessionTable
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +99,41 @@ def table_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         ) from None
 
 
+class SharedOwner(SessionOwner, Protocol):
+    """What :class:`SharedSessions` asks of its application (``HttpAppBase``)."""
+
+    server: Host
+    session_table: SessionTable
+    event_store: Any
+    keepalive: float
+    retry_ms: int
+
+    def new_connection(self, transport: Any, name: str) -> Connection:
+        """A connection of the server served on ``transport``."""
+
+    def bind(self, session: HttpSession, environ: dict) -> None:
+        """A session belongs to the principal of ``environ``."""
+
+    def adopt(self, session: HttpSession) -> HttpSession:
+        """Hold a replica in this process (or the one another request built first)."""
+
+    def live_session(self, session_id: str) -> HttpSession | None:
+        """This process's hold of a session, if any."""
+
+    def end_here(self, session: HttpSession, *, for_good: bool = False) -> None:
+        """End this process's hold of a session."""
+
+    def hold_stream(self, environ: dict, request_id: Any = None) -> Callable[[], None]:
+        """Count a long-lived stream against its client's cap; returns its release."""
+
+    def shared_held(self) -> list[HttpSession]:
+        """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
+
+
 class SharedSessions:
     """The sessions of an application whose workers share them (``app.shared``; see the module docstring)."""
 
-    def __init__(self, app: HttpAppBase):
+    def __init__(self, app: SharedOwner):
         self.app = app
         self._serial = next(_APPS)
         self._listening: list[Callable[[], None]] = []
