@@ -768,10 +768,6 @@ class HttpClientTransport(LegacySseClient, Transport):
             json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
         )
 
-    def _credentials(self) -> bool:
-        """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization header."""
-        return self.http.auth is not None or "Authorization" in self.http.headers
-
     def _fail_http(self, request_id, response, method: str | None = None) -> None:
         """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
         holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401,

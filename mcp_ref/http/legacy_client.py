@@ -102,7 +102,7 @@ class LegacySseClient:
             self.url,
             response.headers,
             usual="/mcp" if fallback else "/sse",
-            credentials=self.http.auth is not None or "Authorization" in self.http.headers,
+            credentials=self._credentials(),
         )
         error = HttpTransportError(
             f"HTTP {response.status_code} {response.reason} from {self.url} "
@@ -110,6 +110,11 @@ class LegacySseClient:
         )
         error.status = response.status_code
         return error
+
+    def _credentials(self) -> bool:
+        """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization
+        header (the transport's, as every part of it asks)."""
+        return self.http.auth is not None or "Authorization" in self.http.headers
 
     def _checked_endpoint(self, data: str) -> str:
         """The URL an ``endpoint`` event names, resolved against ``url``; refused unless it is on the
