@@ -119,13 +119,16 @@ class DirectReply(InlineReply):
             except Exception as exc:  # the client went away; the event is in the store
                 # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
                 log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
-                self.broken = True
-                self.stream.orphan()
-                if self.session.kind == "stateless":
-                    self.session.settle(
-                        self.stream
-                    )  # nothing can resume it: the handler is cancelled
+                self._lost()
             return True
+
+    def _lost(self) -> None:
+        """Its client has gone: what follows is queued for a resuming GET; stateless, nothing can
+        resume it, so the handler is cancelled (``settle``)."""
+        self.broken = True
+        self.stream.orphan()
+        if self.session.kind == "stateless":
+            self.session.settle(self.stream)
 
     def client_gone(self) -> None:
         """The client closed the connection while the handler runs (the WSGI server noticed it;
@@ -135,11 +138,8 @@ class DirectReply(InlineReply):
         request"); stateless, nothing can resume it, so the handler is cancelled (``settle``)."""
         if self.done or self.broken:
             return
-        self.broken = True
         log.debug("POST stream %s: its client closed the connection", self.stream.id)
-        self.stream.orphan()
-        if self.session.kind == "stateless":
-            self.session.settle(self.stream)
+        self._lost()
 
     def close_connection(self) -> None:
         """SSE polling while the handler runs inline: send an event with ``retry``, then stop
