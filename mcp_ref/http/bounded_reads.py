@@ -6,8 +6,7 @@ time, each line under it bounded), :class:`Cursor` keeps where an SSE stream sta
 it, :func:`abort` closes a response under a blocked reader, :class:`Underway` is the socket a
 request of ours waits on (what giving up on it shuts down), :func:`unreachable` words a failed
 connection, and :class:`Inbox` holds what the streams bring until the session's reader takes it.
-:mod:`mcp_ref.http.client` (and its era parts, :mod:`~mcp_ref.http.modern_client`
-and :mod:`~mcp_ref.http.legacy_client`) use them.
+:mod:`mcp_ref.http.client` (and its HTTP+SSE part, :mod:`~mcp_ref.http.legacy_client`) use them.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
@@ -86,6 +86,7 @@ class ClientHooks(Protocol):
         ...
 
 
+@dataclass(slots=True)
 class RequestFailed:
     """What a worker puts in the :class:`Inbox` instead of a message: one request of ours failed here.
 
@@ -96,24 +97,19 @@ class RequestFailed:
     in its turn: after the messages put before it (an answer that came first wins).
     """
 
-    __slots__ = ("request_id", "error")
-
-    def __init__(self, request_id: RequestId, error: Exception):
-        self.request_id = request_id
-        self.error = error
+    request_id: RequestId
+    error: Exception
 
 
+@dataclass(slots=True)
 class RequestHeld:
     """What a worker puts in the :class:`Inbox`: one request is held up on this side for up to
     ``seconds`` (the user authorizes in a browser); the transport's ``read`` extends the request's
     timeout by that much (:meth:`~mcp_ref.session.OutgoingRequests.hold_request`).
     """
 
-    __slots__ = ("request_id", "seconds")
-
-    def __init__(self, request_id: RequestId, seconds: float):
-        self.request_id = request_id
-        self.seconds = seconds
+    request_id: RequestId
+    seconds: float
 
 
 class Inbox:
@@ -185,7 +181,8 @@ class HttpTransportError(MCPRefError, ConnectionError):
 
 
 def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/mcp") -> str:
-    """What to do about an HTTP ``status`` answered at ``url`` ("" when there is nothing to say).
+    """What to do about an HTTP ``status`` answered at ``url``, a sentence ("" when there is nothing
+    to say)."
 
     404 at the first request: nothing is served there; the message names the URL to try (the same
     one without its trailing slash, or with ``usual`` — ``/mcp``, ``/sse`` for the HTTP+SSE
@@ -200,12 +197,12 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
         path = parts.path or "/"
         if path != "/" and path.endswith("/"):
             better = urlunsplit(parts._replace(path=path.rstrip("/") or "/"))
-            return f"nothing is served at {path}: try {better} (without the trailing slash)"
+            return f"Nothing is served at {path}: try {better} (without the trailing slash)"
         if path.endswith(usual):
-            return f"nothing is served at {path}: check the URL the server says it serves MCP at"
+            return f"Nothing is served at {path}: check the URL the server says it serves MCP at"
         better = urlunsplit(parts._replace(path=path.rstrip("/") + usual))
         servers = "HTTP+SSE servers" if usual == "/sse" else "MCP servers"
-        return f"nothing is served at {path}: {servers} are usually at {usual} — try {better}"
+        return f"Nothing is served at {path}: {servers} are usually at {usual} — try {better}"
     if status == 401:
         import re
 
@@ -215,10 +212,10 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
         where = f" (its resource metadata: {found.group(1)})" if found else ""
         if credentials:
             return (
-                f"the server refused the credentials sent (auth= or an Authorization header){where}"
+                f"The server refused the credentials sent (auth= or an Authorization header){where}"
             )
         return (
-            "this server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
+            "This server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
             f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}"
         )
     return ""
@@ -275,16 +272,14 @@ def unreachable(url: str, exc: Exception) -> ServerUnreachable:
     return ServerUnreachable(f"cannot reach {url}: {text}")
 
 
+@dataclass(slots=True)
 class Cursor:
     """Where an SSE stream stands: the last event id seen, the server's ``retry`` (ms; clamped
     where it is used, :meth:`~mcp_ref.http.client.HttpClientTransport.retry_delay`), and the events seen."""
 
-    __slots__ = ("events", "last_id", "retry_ms")
-
-    def __init__(self) -> None:
-        self.last_id: str | None = None
-        self.retry_ms = DEFAULT_RETRY_MS
-        self.events = 0
+    last_id: str | None = None
+    retry_ms: int = DEFAULT_RETRY_MS
+    events: int = 0
 
     def note(self, parser: SseParser, events: int) -> None:
         """Keep what ``parser`` has read so far (``events``: how many it just dispatched).

@@ -1,8 +1,8 @@
 """MCP over HTTP, client side: Streamable HTTP, and the 2024-11-05 HTTP+SSE transport.
 
-One transport, :class:`HttpClientTransport`, in four modules: this one (Streamable HTTP with its
-session, the handshake era), :mod:`~mcp_ref.http.modern_client` (the 2026-07-28 era's one POST
-per request), :mod:`~mcp_ref.http.legacy_client` (the 2024-11-05 HTTP+SSE fallback) and
+One transport, :class:`HttpClientTransport`, in three modules: this one (Streamable HTTP with its
+session, the handshake era; then, in a section of its own, the 2026-07-28 era's one POST per
+request), :mod:`~mcp_ref.http.legacy_client` (the 2024-11-05 HTTP+SSE fallback) and
 :mod:`~mcp_ref.http.bounded_reads` (bodies and SSE streams read within bounds).  Every name
 they export is importable from here.  Every HTTP request goes through one ``requests.Session``
 (its adapter: :func:`~mcp_ref.http.framing.framing_adapter`).
@@ -31,7 +31,7 @@ What the spec asks of a client, and where it happens here:
   405 means an HTTP+SSE server, reached through GET and its ``endpoint`` event.
 
 A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern)
-request: see :mod:`~mcp_ref.http.modern_client`.
+request: see the section of that era below.
 
 What the server sends is bounded, as stdio bounds a line: a JSON answer and each
 SSE event by ``max_message_size`` (the Content-Length is checked first, then the
@@ -89,7 +89,6 @@ from .bounded_reads import (
     wake,
 )
 from .legacy_client import LegacySseClient
-from .modern_client import ModernPosts
 from .origins import CrossOriginRefused, same_origin
 from .sse import SseParser
 
@@ -155,7 +154,7 @@ def open_transport(
     return http
 
 
-class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
+class HttpClientTransport(LegacySseClient, Transport):
     """A client transport over HTTP.
 
     ``mode``: ``"auto"`` (Streamable HTTP, falling back to HTTP+SSE),
@@ -217,8 +216,8 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         # would drop connections as soon as more requests than that are in flight.
         # Interim 1xx answers are skipped (RFC 9110 §15.2), not only 100 (http_framing).
         adapter = framing_adapter(pool_connections=2, pool_maxsize=max_workers + 2)
-        self.http.mount("http://", adapter)
-        self.http.mount("https://", adapter)
+        for scheme in ("http://", "https://"):
+            self.http.mount(scheme, adapter)
         self.http.headers.update(headers or {})
         self.http.auth = auth
         # Credentials and the caller's headers go only to the origin of ``url``: a redirect elsewhere
@@ -272,12 +271,14 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         (``RequestFailed``, ``RequestHeld``) goes to the session here, in turn with the messages."""
         while True:
             item = self._incoming.get()
-            if isinstance(item, RequestFailed) and self._requests is not None:
-                self._requests.fail_request(item.request_id, item.error)
-            elif isinstance(item, RequestHeld) and self._requests is not None:
-                self._requests.hold_request(item.request_id, item.seconds)
-            elif not isinstance(item, (RequestFailed, RequestHeld)):
+            if not isinstance(item, (RequestFailed, RequestHeld)):
                 return item
+            if self._requests is None:
+                continue
+            if isinstance(item, RequestFailed):
+                self._requests.fail_request(item.request_id, item.error)
+            else:
+                self._requests.hold_request(item.request_id, item.seconds)
 
     def write(self, data: bytes, message=None, related=None) -> None:
         """POST one message (a request on a worker; the rest in order, here)."""
@@ -287,12 +288,11 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             self._legacy_post(data)
         elif isinstance(message, Request):
             if lifecycle.is_modern(message.params):
-                self._pool.submit(self._send_modern, data, message)
+                self._pool.submit(self._work, self._send_modern, data, message)
             else:
                 # the renewal's own requests (the log level asked again) go without waiting for it
-                self._pool.submit(
-                    self._send_request, data, message, threading.get_ident() == self._renewer
-                )
+                renewing = threading.get_ident() == self._renewer
+                self._pool.submit(self._work, self._send_request, data, message, renewing)
         elif self._stateless:
             self._modern_notification(message)
         else:
@@ -387,40 +387,15 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             timeout=(self.connect_timeout, read_timeout),
         )
 
-    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
-        """POST ``request`` and deliver its answer (on a worker)."""
+    def _work(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
+        """Run ``send(data, request, *args)`` on a worker: it POSTs ``request`` and delivers its
+        answer; a failure fails that request (never the worker), in the words its caller needs."""
         import requests
 
         sending.request = (self, request.id)
         self._begin(request.id)
         try:
-            if (
-                request.method != "initialize"
-                and not renewing
-                and not self._session_ready.wait(self.connect_timeout * 3)
-            ):
-                raise HttpTransportError("timed out waiting for a new session")
-            else:
-                generation, sent_with = self._generation, self.session_id
-                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
-            if request.method == "initialize":
-                if response.status_code in (400, 404, 405) and self.mode == "auto":
-                    # basic/transports §Backwards Compatibility: on such an answer the client
-                    # "should assume this is a server supporting the old HTTP+SSE transport".
-                    response.close()
-                    self.start_legacy()
-                    self._legacy_post(data)
-                    return
-                if response.ok:
-                    self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
-                    if self.mode == "auto":
-                        self.mode = "streamable"
-            elif response.status_code == 404 and sent_with and self._reinitialize is not None:
-                response.close()
-                self._renew_session(generation)
-                response = self._post(data, read_timeout=read_bound(self._requests, request.id))
-            if self._track(request.id, response):
-                self._deliver(response, request)
+            send(data, request, *args)
         except (requests.ConnectionError, requests.Timeout) as exc:
             failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
             self._incoming.put(RequestFailed(request.id, failure))
@@ -429,16 +404,48 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 self._fail(request.id, f"HTTP request to {self.url} failed: {exc}")
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
-        except AuthorizationError as exc:  # the auth hook (mcp_ref.oauth.OAuth) could not authorize
-            self._incoming.put(RequestFailed(request.id, exc))
-        except CrossOriginRefused as exc:  # a redirect to another origin, not followed
+        # AuthorizationError: the auth hook (mcp_ref.oauth.OAuth) could not authorize;
+        # CrossOriginRefused: a redirect to another origin, not followed
+        except (AuthorizationError, CrossOriginRefused) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
-            log.exception("HTTP request failed")
-            self._fail(request.id, f"HTTP request failed: {exc}")
+            if self._abandoned_now(request.id):  # its socket was shut down under the reader
+                log.debug("request %r: its abandoned response ended the read (%s)", request.id, exc)
+            else:
+                log.exception("HTTP request failed")
+                self._fail(request.id, f"HTTP request failed: {exc}")
         finally:
             sending.request = (None, None)
             self._finish(request.id)
+
+    def _send_request(self, data: bytes, request: Request, renewing: bool = False) -> None:
+        """POST a handshake-era ``request`` and deliver its answer (on a worker: :meth:`_work`)."""
+        if (
+            request.method != "initialize"
+            and not renewing
+            and not self._session_ready.wait(self.connect_timeout * 3)
+        ):
+            raise HttpTransportError("timed out waiting for a new session")
+        generation, sent_with = self._generation, self.session_id
+        response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+        if request.method == "initialize":
+            if response.status_code in (400, 404, 405) and self.mode == "auto":
+                # basic/transports §Backwards Compatibility: on such an answer the client
+                # "should assume this is a server supporting the old HTTP+SSE transport".
+                response.close()
+                self.start_legacy()
+                self._legacy_post(data)
+                return
+            if response.ok:
+                self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
+                if self.mode == "auto":
+                    self.mode = "streamable"
+        elif response.status_code == 404 and sent_with and self._reinitialize is not None:
+            response.close()
+            self._renew_session(generation)
+            response = self._post(data, read_timeout=read_bound(self._requests, request.id))
+        if self._track(request.id, response):
+            self._deliver(response, request)
 
     def _begin(self, request_id) -> None:
         with self._responses_lock:
@@ -651,56 +658,52 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                 return
             if not awaiting or self._closed.is_set() or request.id in self._abandoned:
                 return
+            # from here the request is unanswered: it fails now, or its stream is resumed
             if resumes and not broke and (cursor.events, cursor.last_id) == seen:
                 # The server ended the resumed stream with nothing after Last-Event-ID: it has no
                 # more for this request (the process running it stopped, or it ended unanswered).
                 # Asking again would get the same; the caller hears it now, not at its timeout.
-                for request_id in awaiting:
-                    self._fail(
-                        request_id,
-                        "the server ended the resumed stream without an answer "
-                        "(the request was lost on the server, e.g. its worker stopped)",
-                    )
+                self._fail(
+                    request.id,
+                    "the server ended the resumed stream without an answer "
+                    "(the request was lost on the server, e.g. its worker stopped)",
+                )
                 return
             if not resumable:
-                for request_id in awaiting:
-                    self._incoming.put(
-                        RequestFailed(
-                            request_id,
-                            ResponseStreamLost(
-                                f"the response stream from {self.url} broke before the answer"
-                            ),
-                        )
-                    )
+                lost = ResponseStreamLost(
+                    f"the response stream from {self.url} broke before the answer"
+                )
+                self._incoming.put(RequestFailed(request.id, lost))
                 return
             # 2025-11-25 basic/transports §Resumability: the client resumes with GET and
             # Last-Event-ID, after waiting the server's retry interval.
             if cursor.last_id is None or resumes >= MAX_RESUMES:
-                for request_id in awaiting:
-                    self._fail(request_id, "the server closed the stream before answering")
+                self._fail(request.id, "the server closed the stream before answering")
                 return
             resumes += 1
             if self._closed.wait(self._retry_delay(cursor)):
                 return
             try:
-                headers = self._headers("text/event-stream")
-                headers["Last-Event-ID"] = cursor.last_id
-                bound = read_bound(self._requests, request.id)
-                response = self.http.get(
-                    self.url, headers=headers, stream=True, timeout=(self.connect_timeout, bound)
-                )
+                response = self._get_stream(cursor, read_bound(self._requests, request.id))
             except requests.RequestException as exc:
                 log.debug("resuming the stream failed: %s", exc)
                 continue
             if not response.ok:
                 response.close()
-                for request_id in awaiting:
-                    self._fail(
-                        request_id, f"resuming the stream failed: HTTP {response.status_code}"
-                    )
+                self._fail(request.id, f"resuming the stream failed: HTTP {response.status_code}")
                 return
             if not self._track(request.id, response):
                 return
+
+    def _get_stream(self, cursor: Cursor, read_timeout: float | None):
+        """GET the SSE stream at ``url`` (the body left unread), from after ``cursor``'s last event
+        id when it has one (2025-11-25 basic/transports §Resumability: ``Last-Event-ID``)."""
+        headers = self._headers("text/event-stream")
+        if cursor.last_id:
+            headers["Last-Event-ID"] = cursor.last_id
+        return self.http.get(
+            self.url, headers=headers, stream=True, timeout=(self.connect_timeout, read_timeout)
+        )
 
     def _listen(self, answered: threading.Event) -> None:
         """The standalone GET stream: server-to-client messages outside any request.
@@ -713,13 +716,8 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         while not self._closed.is_set():
             seen = cursor.events
             try:
-                headers = self._headers("text/event-stream")
-                if cursor.last_id:
-                    headers["Last-Event-ID"] = cursor.last_id
                 try:
-                    response = self.http.get(
-                        self.url, headers=headers, stream=True, timeout=(self.connect_timeout, None)
-                    )
+                    response = self._get_stream(cursor, None)
                 finally:
                     answered.set()
                 if response.status_code == 405:
@@ -734,10 +732,7 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
                         pass
             except requests.RequestException as exc:
                 log.debug("standalone stream dropped: %s", exc)
-            except AuthorizationError as exc:
-                log.warning("the standalone stream could not be authorized: %s", exc)
-                return
-            except CrossOriginRefused as exc:
+            except (AuthorizationError, CrossOriginRefused) as exc:  # not authorized, or redirected
                 log.warning("the standalone stream is not opened: %s", exc)
                 return
             except Exception:
@@ -765,13 +760,13 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
         error: dict = {"code": -32603, "message": message}
         if status is not None:
             error["data"] = {"httpStatus": status}
+        self._answer_error(request_id, error)
+
+    def _answer_error(self, request_id, error: dict) -> None:
+        """Put a JSON-RPC error answer to ``request_id``, made here, in the incoming queue."""
         self._incoming.put(
             json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
         )
-
-    def _credentials(self) -> bool:
-        """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization header."""
-        return self.http.auth is not None or "Authorization" in self.http.headers
 
     def _fail_http(self, request_id, response, method: str | None = None) -> None:
         """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
@@ -800,10 +795,73 @@ class HttpClientTransport(ModernPosts, LegacySseClient, Transport):
             else ""
         )
         if hint:
-            error["message"] = f"{error['message'].rstrip('. ')}. {hint[0].upper()}{hint[1:]}"
+            error["message"] = f"{error['message'].rstrip('. ')}. {hint}"
         error.setdefault("data", {})
         if isinstance(error["data"], dict):
             error["data"]["httpStatus"] = response.status_code
-        self._incoming.put(
-            json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+        self._answer_error(request_id, error)
+
+    # -- the 2026-07-28 era: one POST per request, no session -------------------------------
+    # A request whose ``_meta`` names a protocol version is a 2026-07-28 (modern) request, and
+    # travels as that revision's transport says (``_send_modern``): no session and no GET stream;
+    # the ``MCP-Protocol-Version`` header from its ``_meta``, ``Mcp-Method`` and ``Mcp-Name`` from
+    # its body, and ``Mcp-Param-*`` from the arguments its tool's ``x-mcp-header`` declarations name
+    # (:mod:`mcp_ref.http.headers`); a broken response stream is not resumed but reported
+    # (:class:`~mcp_ref.errors.ResponseStreamLost`: the client re-issues the request); cancelling
+    # closes the request's response stream instead of sending ``notifications/cancelled``, and no
+    # other notification is sent.
+
+    def _modern_headers(self, request: Request) -> dict:
+        """The headers of a modern request (2026-07-28 streamable-http §Request Metadata)."""
+        from .headers import InvalidHeaderDeclaration, request_headers
+
+        params = request.params if isinstance(request.params, dict) else {}
+        # "MCP-Protocol-Version ... MUST match the protocolVersion in the request's _meta".
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            # a modern request (lifecycle.is_modern): its _meta is a dict
+            "MCP-Protocol-Version": str(
+                cast(dict, lifecycle.meta_of(params))[lifecycle.PROTOCOL_VERSION]
+            ),
+        }
+        schema = None
+        if (
+            request.method == "tools/call"
+            and self._input_schema is not None
+            and isinstance(params.get("name"), str)
+        ):
+            schema = self._input_schema(params["name"])
+        try:
+            headers.update(request_headers(request.method, params, schema))
+        except InvalidHeaderDeclaration:  # never remembered (usable_tools leaves such tools out)
+            headers.update(request_headers(request.method, params))
+        return headers
+
+    def _send_modern(self, data: bytes, request: Request) -> None:
+        """POST one modern request and deliver its answer (JSON, or an SSE stream read to the end;
+        on a worker: ``HttpClientTransport._work``)."""
+        response = self.http.post(
+            self.url,
+            data=data,
+            headers=self._modern_headers(request),
+            stream=True,
+            timeout=(self.connect_timeout, read_bound(self._requests, request.id)),
         )
+        if self._track(request.id, response):
+            self._deliver(response, request, resumable=False)
+
+    def _modern_notification(self, message) -> None:
+        """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
+
+        2026-07-28 streamable-http §Cancellation: "Closing the SSE response stream MUST be treated
+        by the server as cancellation of that request"; the Note under §Sending Messages: "This
+        revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
+        """
+        if isinstance(message, Notification) and message.method == "notifications/cancelled":
+            self._abandon((message.params or {}).get("requestId"))
+        else:
+            log.debug(
+                "notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                getattr(message, "method", "?"),
+            )

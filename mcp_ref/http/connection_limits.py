@@ -77,16 +77,10 @@ class ConnectionLimits:
     @property
     def tick(self) -> float:
         """How often the watchdog looks at deadlines: a fifth of the shortest, at most half a second."""
-        return max(
-            0.01,
-            min(
-                0.5,
-                self.header_timeout / 5,
-                self.keepalive_timeout / 5,
-                self.body_timeout / 5,
-                self.write_timeout / 5,
-            ),
+        shortest = min(
+            self.header_timeout, self.keepalive_timeout, self.body_timeout, self.write_timeout
         )
+        return max(0.01, min(0.5, shortest / 5))
 
 
 #: File descriptors kept free of connections when the cap is fitted to ``RLIMIT_NOFILE``:
@@ -374,7 +368,7 @@ class ConnectionTable:
 
     def admit(self, sock: socket.socket) -> bool:
         """Count a new connection in, making room if at the cap (see the class); False: refuse it."""
-        end = None
+        victim = end = None
         with self.lock:
             if self.count - len(self.evicted) >= self.cap:
                 if len(self.evicted) >= MAX_LINGERING:
@@ -388,8 +382,6 @@ class ConnectionTable:
                 else:
                     return False
                 self.evicted.add(victim)
-            else:
-                victim = None
             self.count += 1
             self.waiting[sock] = None
         if victim is None:

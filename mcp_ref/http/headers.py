@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable
 
@@ -41,6 +42,14 @@ _SAFE_PLAIN = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?\Z")
 _SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 #: §Schema Extension: integers "MUST be within the safe range for JavaScript".
 MAX_SAFE_INTEGER = 2**53 - 1
+
+
+#: The names clients send are few: each is turned into its key once (a flood of new ones is not
+#: kept past the bound, the names seen most recently are).
+@functools.lru_cache(maxsize=512)
+def cgi_name(header: str) -> str:
+    """The WSGI environ key of an HTTP header (``Mcp-Name`` -> ``HTTP_MCP_NAME``)."""
+    return "HTTP_" + header.upper().replace("-", "_")
 
 
 class InvalidHeaderDeclaration(ValueError):

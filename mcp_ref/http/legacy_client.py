@@ -86,9 +86,7 @@ class LegacySseClient:
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
         ready.wait(timeout)
-        if failure and isinstance(
-            failure[0], (AuthorizationError, HttpTransportError, CrossOriginRefused)
-        ):
+        if failure and isinstance(failure[0], Exception):  # else the text of a connection's failure
             raise failure[0]
         if not ready.is_set() or self.legacy_endpoint is None:
             raise HttpTransportError(
@@ -104,14 +102,19 @@ class LegacySseClient:
             self.url,
             response.headers,
             usual="/mcp" if fallback else "/sse",
-            credentials=self.http.auth is not None or "Authorization" in self.http.headers,
+            credentials=self._credentials(),
         )
         error = HttpTransportError(
             f"HTTP {response.status_code} {response.reason} from {self.url} "
-            f"(to {tried}){'. ' + hint[0].upper() + hint[1:] if hint else ''}"
+            f"(to {tried}){'. ' + hint if hint else ''}"
         )
         error.status = response.status_code
         return error
+
+    def _credentials(self) -> bool:
+        """Whether this client sends credentials of its own: an ``auth`` hook or an Authorization
+        header (the transport's, as every part of it asks)."""
+        return self.http.auth is not None or "Authorization" in self.http.headers
 
     def _checked_endpoint(self, data: str) -> str:
         """The URL an ``endpoint`` event names, resolved against ``url``; refused unless it is on the

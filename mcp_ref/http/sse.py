@@ -19,6 +19,8 @@ event stream", and bounds what one event may cost:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 #: The default bound on one event's data (and on one line), as stdio's on one message.
 DEFAULT_MAX_EVENT_SIZE = 4 * 1024 * 1024
 #: ``retry`` values are read up to this many digits; longer ones mean "very long" (10**9 ms).
@@ -50,6 +52,7 @@ def sse_event(
 KEEPALIVE = b": keep-alive\n\n"
 
 
+@dataclass(slots=True)
 class SseEvent:
     """One dispatched event: its type (``"message"`` unless the stream said otherwise), its data,
     the stream's last event ID (WHATWG: it persists from event to event), and ``retry`` (ms)
@@ -57,21 +60,11 @@ class SseEvent:
     went past the parser's ``max_event_size`` (its data, or one of its lines); that event is
     dropped, and this marker (``data`` empty) comes as soon as the bound is passed."""
 
-    __slots__ = ("data", "event", "id", "retry", "too_large")
-
-    def __init__(
-        self,
-        event: str = "message",
-        data: str = "",
-        id: str | None = None,
-        retry: int | None = None,
-        too_large: bool = False,
-    ):
-        self.event = event
-        self.data = data
-        self.id = id
-        self.retry = retry
-        self.too_large = too_large
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+    too_large: bool = False
 
     def __repr__(self) -> str:
         return (

@@ -53,6 +53,7 @@ from .connection_limits import (
     Watchdog,
     fitted_cap,
 )
+from .headers import cgi_name
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +114,8 @@ _TRIM = " \t"
 #: The longest header line, and the most header lines, a request may have (431 past either).
 MAX_HEADER_LINE = 64 * 1024
 MAX_HEADERS = 100
-#: Header names already turned into their WSGI environ keys (``Mcp-Name`` -> ``HTTP_MCP_NAME``).
-_CGI_KEYS: dict[str, str] = {}
+#: An HTTP version this server does not speak, later than 1.1 (505; any other version: 400).
+_LATER_VERSION = re.compile(r"[2-9]\.[0-9]")
 
 
 class Headers:
@@ -122,9 +123,7 @@ class Headers:
 
     def __init__(self, fields: Iterable[tuple[str, str]] = ()):
         self._fields: list[tuple[str, str]] = list(fields)
-        self._first: dict[str, str] = {}
-        for name, value in reversed(self._fields):
-            self._first[name.lower()] = value
+        self._first = {name.lower(): value for name, value in reversed(self._fields)}
 
     def add(self, name: str, value: str) -> None:
         self._fields.append((name, value))
@@ -229,13 +228,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             "mcp_ref.slots": self.server.connections.cap,
         }
         for name, value in self.headers.items():
-            key = _CGI_KEYS.get(name)
-            if key is None:
-                key = "HTTP_" + name.upper().replace("-", "_")
-                if (
-                    len(_CGI_KEYS) < 512
-                ):  # the names clients send are few; a flood of new ones is not kept
-                    _CGI_KEYS[name] = key
+            key = cgi_name(name)
             if key in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
                 continue
             environ[key] = f"{environ[key]},{value}" if key in environ else value
@@ -265,13 +258,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         command, path, version = words
         number = version[5:]
         if number not in ("1.0", "1.1"):
-            if (
-                len(number) == 3
-                and number[0].isdigit()
-                and number[1] == "."
-                and number[2].isdigit()
-                and number >= "2.0"
-            ):
+            if _LATER_VERSION.fullmatch(number):
                 self.send_error(505, f"HTTP version not supported ({version})")
             else:
                 self.send_error(400, f"Bad request version {version[:20]!r}")
@@ -407,10 +394,15 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
                 self.socket_io.expect(self.server.limits.body_timeout)
                 body.read()
 
-    def _send_head(self, state: dict, extra: Iterable[tuple[str, str]] = ()) -> None:
+    def _send_head(self, state: dict, length: int | None = None) -> None:
+        """The status line and headers; ``length``: the body's, sent as its Content-Length unless
+        the application gave one (neither: the body is chunked)."""
         self.socket_io.expect(None)  # answering: a long response (an SSE stream) is not a slow body
-        headers = list(state["headers"]) + list(extra)
+        headers = list(state["headers"])
         sized = any(name.lower() == "content-length" for name, _ in headers)
+        if not sized and length is not None:
+            headers.append(("Content-Length", str(length)))
+            sized = True
         head = [f"{self.protocol_version} {state['status']}\r\n"]
         for name, value in headers:
             head.append(f"{name}: {value}\r\n")
@@ -425,10 +417,7 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
 
     def _send_sized(self, state: dict, chunks: list) -> None:
         """A complete body: headers and body leave in one flush."""
-        sized = any(name.lower() == "content-length" for name, _ in state["headers"])
-        self._send_head(
-            state, () if sized else [("Content-Length", str(sum(len(c) for c in chunks)))]
-        )
+        self._send_head(state, sum(len(c) for c in chunks))
         for chunk in chunks:
             self.wfile.write(chunk)
         self.wfile.flush()

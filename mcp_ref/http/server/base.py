@@ -20,7 +20,7 @@ from typing import Any, cast
 from ... import jsonrpc
 from ...errors import PARSE_ERROR, InvalidRequest, MethodNotFound, ParseError
 from ...lifecycle import SUPPORTED_VERSIONS
-from ...server.principal import principal_id, principal_id_of
+from ...server.principal import principal_id_of
 from ..origins import host_allowed, origin_allowed
 from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
@@ -35,6 +35,8 @@ from .shares import (
     ClientCounts,
     ClientStreams,
     check_request_setting,
+    client_of,
+    peer_of,
     request_cap,
     too_many_requests,
 )
@@ -68,18 +70,6 @@ SINGLE_THREADED = (
     "timeout; requests and their answers work as they are; for server-initiated messages serve "
     "with threads (gunicorn -k gthread --threads 8)"
 )
-
-
-def peer_of(environ: dict) -> str:
-    """A caller without a token or a session: its address (``mcp_ref.server.principal.Principal``)."""
-    return "http-client:" + (environ.get("REMOTE_ADDR") or "unknown")
-
-
-def client_of(environ: dict) -> str:
-    """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
-    of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
-    caller = environ.get("mcp_ref.oauth")
-    return peer_of(environ) if caller is None else principal_id(caller)
 
 
 #: The most of a body over ``max_body_size`` that is read and dropped before the 413 is sent, so
@@ -169,19 +159,11 @@ class HttpAppBase:
         )
         if shared is not None and getattr(shared, "shared", False):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
-            event_store = (
-                event_store
-                if event_store is not None
-                else shared.event_store(expire_after=session_idle_timeout)
-            )
-            session_table = (
-                session_table
-                if session_table is not None
-                else shared.session_table(
-                    max_sessions=max_sessions,
-                    idle_timeout=session_idle_timeout,
-                    handshake_timeout=handshake_timeout,
-                )
+            event_store = shared.event_store(expire_after=session_idle_timeout)
+            session_table = shared.session_table(
+                max_sessions=max_sessions,
+                idle_timeout=session_idle_timeout,
+                handshake_timeout=handshake_timeout,
             )
         self.event_store = event_store if event_store is not None else MemoryEventStore()
         self.allowed_hosts = None if allowed_hosts is None else list(allowed_hosts)
@@ -372,11 +354,7 @@ class HttpAppBase:
         if length > self.max_body_size:
             discard_body(environ["wsgi.input"], length)
             raise PayloadTooLarge(f"Payload Too Large: the limit is {self.max_body_size} bytes")
-        body = (
-            environ["wsgi.input"].read(length)
-            if length
-            else environ["wsgi.input"].read(self.max_body_size + 1)
-        )
+        body = environ["wsgi.input"].read(length or self.max_body_size + 1)
         if len(body) > self.max_body_size:
             # No Content-Length (chunked): not drained.  Its end is unknown, and a client that
             # stalls mid-body would hold this thread until the body deadline with no answer sent.
@@ -430,7 +408,7 @@ class HttpAppBase:
             return self._shared_session_for(environ, session_id, session)
         if session is None or session.closed or self._expired(session):
             if session is not None:
-                self._end_session(session)
+                self.end(session)
             # "The server MAY terminate the session at any time, after which it MUST respond to
             # requests containing that session ID with HTTP 404 Not Found."
             if session is None and self.server.shared_state is not None:
@@ -466,7 +444,7 @@ class HttpAppBase:
             self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")
         self._reconcile()
-        self.shared_sessions.claim(
+        self.shared_sessions.homes.claim(
             session
         )  # its home gone? then this worker sends its change notifications
         return self._same_version(environ, session)
@@ -608,7 +586,7 @@ class HttpAppBase:
         for session_id in self.session_table.expired():
             session = mine.get(session_id)
             if session is not None and self._expired(session):
-                self._end_session(session)
+                self.end(session)
 
     def _reconcile(self) -> None:
         """Shared: end the sessions this worker holds whose record is gone (an end it was not told of);
@@ -628,12 +606,14 @@ class HttpAppBase:
         with self._sessions_lock:
             session = self.sessions.get(session_id)
         if session is not None:
-            self._end_session(session)
+            self.end(session)
         elif self.shared:
             self.shared_sessions.ended(session_id)
 
-    def _end_session(self, session: HttpSession) -> None:
-        """End ``session`` everywhere: out of the table (every worker's next request for it gets 404)."""
+    def end(self, session: HttpSession) -> None:
+        """End ``session`` now, everywhere (its client deleted it; its stream, the whole legacy
+        session, closed; it expired): out of the table, so every worker's next request for it
+        gets 404."""
         self.end_here(session, for_good=True)
         if session.id is not None:
             self.session_table.remove(session.id)
@@ -648,7 +628,7 @@ class HttpAppBase:
             if session.id is not None and self.sessions.get(session.id) is session:
                 del self.sessions[session.id]
         if session.shared:
-            self.shared_sessions.let_go(session, for_good=for_good)
+            self.shared_sessions.homes.let_go(session, for_good=for_good)
         if session.connection is not None:
             session.connection.close()
         session.close()
@@ -666,12 +646,8 @@ class HttpAppBase:
                 self.shared_sessions.ended(session_id)
                 return True
             return False
-        self._end_session(session)
+        self.end(session)
         return True
-
-    def end(self, session: HttpSession) -> None:
-        """End ``session`` now (its client deleted it, or its stream, the whole legacy session, closed)."""
-        self._end_session(session)
 
     def close(self) -> None:
         """End every session and every 2026-07-28 listen stream (for a clean shutdown).
@@ -692,16 +668,11 @@ class HttpAppBase:
             if self.shared and session.kind == "streamable":
                 self.end_here(session)  # the other workers go on serving it
             else:
-                self._end_session(session)
+                self.end(session)
         self.shared_sessions.close()
         if self._pool is not None:
             self._pool.shutdown(wait=False)
         self.server.exit_lifespan()  # entered at the first connection: a WSGI app has no start (lifespan.py)
-
-    @staticmethod
-    def client_of(environ: dict) -> str:
-        """See :func:`client_of`."""
-        return client_of(environ)
 
     # -- long-lived streams and clients that have gone ---------------------------------------
 

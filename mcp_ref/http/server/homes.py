@@ -220,10 +220,12 @@ class Homes:
                 if self._held is None and not self._watching.is_set():
                     state = self.app.server.shared_state
                     made = getattr(state, "held_sets", None)
-                    try:  # a short lease: a dead worker's sessions move within seconds (HOME_TTL)
-                        held = made(holder_ttl=HOME_TTL) if made is not None else None
-                    except TypeError:  # a state of the user's, its held sets without a lease
-                        held = made() if made is not None else None
+                    held = None
+                    if made is not None:
+                        try:  # a short lease: a dead worker's sessions move within seconds (HOME_TTL)
+                            held = made(holder_ttl=HOME_TTL)
+                        except TypeError:  # a state of the user's, its held sets without a lease
+                            held = made()
                     if held is not None:
                         held.hold(WORKERS, [self._worker()], None)  # alive while this process beats
                         threading.Thread(

@@ -72,7 +72,7 @@ class HttpSession(Transport):
         #: Shared: the budget of its cancellations forwarded to every worker (``shared.Budget``; made when needed).
         self.forwarding: Any = None
         #: Shared: this worker is the session's home (its connection sends the change notifications),
-        #: and when it may next try to become it (``SharedSessions.claim``).
+        #: and when it may next try to become it (``Homes.claim``).
         self.home = False
         self.claim_after = 0.0
         #: Shared: the worker that is its home, as this worker last heard (None: not known).
@@ -96,7 +96,6 @@ class HttpSession(Transport):
             answers = [m.id for m in message]
         if answers is not None:
             self.notes.forget(answers)
-        if self.saving and answers is not None:
             changes = [
                 self.saving.pop(request_id) for request_id in answers if request_id in self.saving
             ]
@@ -106,7 +105,7 @@ class HttpSession(Transport):
                         self, change
                     )  # every worker knows before the client does
         with self.lock:
-            stream = self.by_request.get(related) if related is not None else None
+            stream = self.by_request.get(related)
             end = False
             if stream is not None and answers is not None:
                 for request_id in answers:
@@ -152,11 +151,7 @@ class HttpSession(Transport):
         with stream.cond:
             if not stream.orphaned or stream.consumer is not None:
                 return False
-            for queued in [
-                item for item in stream.items if isinstance(item, bytes)
-            ]:  # in order, before this one
-                self.app.event_store.store(cast(str, self.id), stream.id, queued)
-            stream.items.clear()
+            self._store_queued(stream)  # in order, before this one
             self.app.event_store.store(cast(str, self.id), stream.id, data)
             if end:
                 self.mark_end(stream)
@@ -164,6 +159,13 @@ class HttpSession(Transport):
         if end:
             self.forget_stream(stream)
         return True
+
+    def _store_queued(self, stream: Stream) -> None:
+        """Move the messages ``stream`` holds undelivered to the event store, in order (under its
+        lock; a stateful session's: it has an id)."""
+        for data in [item for item in stream.items if isinstance(item, bytes)]:
+            self.app.event_store.store(cast(str, self.id), stream.id, data)
+        stream.items.clear()
 
     def mark_end(self, stream: Stream) -> None:
         """Shared: store the end of a POST stream once its last event is stored (its followers stop there)."""
@@ -303,10 +305,7 @@ class HttpSession(Transport):
             with stream.cond:
                 if not stream.orphaned or stream.consumer is not None:
                     return
-                undelivered = [item for item in stream.items if isinstance(item, bytes)]
-                stream.items.clear()
-                for data in undelivered:  # from now on written through (``_spill``)
-                    self.app.event_store.store(cast(str, self.id), stream.id, data)
+                self._store_queued(stream)  # from now on written through (``_spill``)
                 if stream.ended:
                     self.mark_end(stream)
                     stream.items.append(END)
@@ -332,13 +331,8 @@ class HttpSession(Transport):
         with stream.cond:
             if not stream.orphaned or not stream.ended:
                 return
-            undelivered = [item for item in stream.items if isinstance(item, bytes)]
-            stream.items.clear()
+            self._store_queued(stream)
             stream.items.append(END)  # a GET that took the stream just before still sees its end
-            for data in undelivered:
-                self.app.event_store.store(
-                    cast(str, self.id), stream.id, data
-                )  # not stateless: it has an id
         self.forget_stream(stream)
 
     def forget_stream(self, stream: Stream) -> None:

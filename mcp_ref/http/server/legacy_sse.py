@@ -84,41 +84,28 @@ class LegacySse:
         if not session_id:
             raise BadRequest("Bad Request: missing session_id")
         session = app.live_session(session_id)
-        if (
-            session is None and app.shared
-        ):  # its stream is on another worker: the message goes there
-            message = app.read_message(environ)
-            app.check_messages(
-                environ, message if isinstance(message, list) else [message], app.sse_path
-            )
-            app.shared_sessions.forward_legacy(environ, session_id, message)
-            start_response(
-                "202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")]
-            )
-            return [b"Accepted"]
-        if session is None or session.kind != "legacy" or session.closed:
-            raise NotFound("Session not found")
-        app.check_principal(session, environ)
-        if cast(Stream, session.standalone).full():  # a legacy session's
-            # Backpressure: the stream that carries the answers is full; refuse new work until the
-            # client has read it, rather than accept a request whose answer would have no room.
-            raise ServiceUnavailable(
-                "Service Unavailable: the event stream is full; retry once the client has read it",
-                headers=[("Retry-After", "1")],
-            )
+        # None, shared: its stream is on another worker, where the message goes
+        if session is not None or not app.shared:
+            if session is None or session.kind != "legacy" or session.closed:
+                raise NotFound("Session not found")
+            app.check_principal(session, environ)
+            if cast(Stream, session.standalone).full():  # a legacy session's
+                # Backpressure: the stream that carries the answers is full; refuse new work until
+                # the client has read it, rather than accept a request whose answer would have no room.
+                raise ServiceUnavailable(
+                    "Service Unavailable: the event stream is full; retry once the client has read it",
+                    headers=[("Retry-After", "1")],
+                )
         message = app.read_message(environ)
-        app.check_messages(
-            environ, message if isinstance(message, list) else [message], app.sse_path
-        )
-        app.session_table.touch(session_id)
-        session.notes.note(
-            [
-                m.id
-                for m in (message if isinstance(message, list) else [message])
-                if isinstance(m, Request)
-            ],
-            environ,
-        )  # Context.http
-        cast(Connection, session.connection).dispatch(message)
+        items = message if isinstance(message, list) else [message]
+        app.check_messages(environ, items, app.sse_path)
+        if session is None:
+            app.shared_sessions.forward_legacy(environ, session_id, message)
+        else:
+            app.session_table.touch(session_id)
+            session.notes.note(
+                [m.id for m in items if isinstance(m, Request)], environ
+            )  # Context.http
+            cast(Connection, session.connection).dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]

@@ -12,11 +12,12 @@ from ...errors import HeaderMismatchError, InvalidParams, McpError
 from ...jsonrpc import Request
 from ...lifecycle import MODERN_VERSIONS
 from ...server.principal import Principal
-from ..headers import check_request_headers
-from .base import HttpAppBase, peer_of
+from ..headers import cgi_name, check_request_headers
+from .base import HttpAppBase
 from .http_session import HttpSession
 from .oneshot import one_shot
-from .replies import cgi_name, held
+from .replies import held
+from .shares import peer_of
 from .status import HttpError
 from .streamable import StreamableHttp
 

@@ -8,18 +8,17 @@ none of which a one-request connection that nothing can resume needs.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
 from typing import cast
 
 from ... import lifecycle
 from ...jsonrpc import ErrorResponse, Request, Response
 from ...session import Transport
 from ..sse import sse_event
-from .base import HttpAppBase, peer_of
+from .base import HttpAppBase
 from .host import Connection
-from .replies import SSE_HEADERS, json_body
+from .replies import SSE_HEADERS, InlineReply
 from .request import HttpRequest, ServerHooks
+from .shares import peer_of
 from .status import modern_status
 
 log = logging.getLogger(__name__)
@@ -62,7 +61,7 @@ def one_shot(
     return exchange.finish()
 
 
-class Exchange(Transport):
+class Exchange(InlineReply, Transport):
     """The transport of one POSTed request that belongs to no session (:func:`one_shot`): its
     answer, and the notifications about it, written straight into the HTTP response.
 
@@ -78,20 +77,10 @@ class Exchange(Transport):
     """
 
     def __init__(self, app: HttpAppBase, request_id, start_response, *, modern: bool = True):
-        self.app, self.request_id, self.start_response, self.modern = (
-            app,
-            request_id,
-            start_response,
-            modern,
-        )
+        super().__init__(app, start_response)
+        self.request_id, self.modern = request_id, modern
         self.connection: Connection | None = None
-        self.lock = threading.Lock()
-        self.answer: bytes | None = None
-        self.status = "200 OK"
-        self.write_sse: Callable[[bytes], object] | None = (
-            None  # the WSGI write callable, once streaming
-        )
-        self.done = self.broken = self.answered = False
+        self.answered = False
         #: The POST this request came in on (``Context.http``).
         self.http: HttpRequest | None = None
 
@@ -152,14 +141,6 @@ class Exchange(Transport):
         )
         if self.connection is not None:
             self.connection.cancel_incoming(self.request_id)
-
-    def finish(self) -> list:
-        """The WSGI body once the handler has returned."""
-        with self.lock:
-            self.done = True
-            if self.write_sse is not None:
-                return []  # streamed, answer included
-            return json_body(self.start_response, self.status, self.answer)
 
     def read(self) -> bytes | None:
         """Never called: the WSGI application feeds the exchange."""

@@ -18,6 +18,7 @@ from ...jsonrpc import Request
 from ...server.principal import Principal
 from .host import Host
 from .middleware import Endpoints, HttpCall, Middleware
+from .replies import json_body
 from .status import HttpError, InsufficientScope, Unauthorized
 
 
@@ -51,10 +52,7 @@ class ProtectedResourceCheck(Middleware):
             # RFC 9728 §3.1: the metadata of the resource at PATH is at the well-known prefix + PATH.
             resource_path = path[len(METADATA_PREFIX) :] or paths.path
             body = json.dumps(self.auth.metadata(call.environ, resource_path)).encode()
-            call.start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
+            return json_body(call.start_response, "200 OK", body)
         if path not in (paths.path, paths.sse_path, paths.messages_path):
             return None
         resource_path = paths.sse_path if path == paths.messages_path else path

@@ -5,7 +5,6 @@ handler runs on its own thread (:class:`DirectReply`), the body of a long-lived 
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -35,20 +34,19 @@ SSE_HEADERS = [
 ]
 
 
-@functools.lru_cache(maxsize=256)
-def cgi_name(header: str) -> str:
-    """The WSGI environ key of an HTTP header (``Mcp-Name`` -> ``HTTP_MCP_NAME``)."""
-    return "HTTP_" + header.upper().replace("-", "_")
-
-
 def priming_event(app: ReplyOwner, session: HttpSession, stream: Stream) -> bytes:
     """2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
     of an event ID and an empty data field in order to prime the client to reconnect"."""
     if session.kind == "stateless" or not lifecycle.at_least(session.version, lifecycle.ICONS):
         return b""
-    return sse_event(
-        event_id=app.event_store.store(cast(str, session.id), stream.id, b""), retry=app.retry_ms
-    )
+    return retry_event(app, cast(str, session.id), stream.id)
+
+
+def retry_event(app: ReplyOwner, session_id: str, stream_id: str) -> bytes:
+    """An event of ``stream_id`` with an id, no data and the ``retry`` hint, kept in the event
+    store: where its client resumes from, and how soon (a priming event; the last event before a
+    connection is closed for SSE polling)."""
+    return sse_event(event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms)
 
 
 def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: bytes) -> bytes:
@@ -58,26 +56,39 @@ def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: b
     return sse_event(data, event_id=app.event_store.store(cast(str, session.id), stream.id, data))
 
 
-class DirectReply:
+class InlineReply:
+    """The response of a POST whose handler runs on the POST's thread: the answer alone is a JSON
+    reply, sent by :meth:`finish` once the handler returns; a message before it makes the response
+    an SSE stream, written as the handler goes (``write_sse``)."""
+
+    def __init__(self, app: ReplyOwner, start_response):
+        self.app = app
+        self.start_response = start_response
+        self.lock = threading.Lock()
+        self.answer: bytes | None = None
+        #: The WSGI write callable, once streaming.
+        self.write_sse: Callable[[bytes], object] | None = None
+        #: Of a JSON answer; a 2026-07-28 error answer sets its own (modern_status).
+        self.status = "200 OK"
+        #: ``done``: finish() was called, the response belongs to the WSGI server now; ``broken``:
+        #: its client has gone (or, inline, resumed elsewhere).
+        self.done = self.broken = False
+
+    def finish(self) -> list:
+        """The WSGI body once the handler has returned."""
+        with self.lock:
+            self.done = True
+            if self.write_sse is not None:
+                return []  # streamed, answer included
+            return json_body(self.start_response, self.status, self.answer)
+
+
+class DirectReply(InlineReply):
     """The response of a POST whose handler runs inline (see ``StreamableHttp.answer_inline``)."""
 
     def __init__(self, app: ReplyOwner, session: HttpSession, stream: Stream, start_response):
-        self.app, self.session, self.stream, self.start_response = (
-            app,
-            session,
-            stream,
-            start_response,
-        )
-        self.lock = threading.Lock()
-        self.answer: bytes | None = None
-        self.write: Callable[[bytes], object] | None = (
-            None  # the WSGI write callable, once streaming
-        )
-        self.broken = False
-        self.done = False  # finish() was called: the response belongs to the WSGI server now
-        self.status = (
-            "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
-        )
+        super().__init__(app, start_response)
+        self.session, self.stream = session, stream
 
     def send(self, data: bytes, end: bool) -> bool:
         """Deliver one message of the stream; False once the client has gone or resumed
@@ -91,32 +102,33 @@ class DirectReply:
                 if self.broken or self.stream.consumer is not None:
                     self.broken = True
                     return False
-                if self.write is None:
+                chunk = b""
+                if self.write_sse is None:
                     if end and self.app.json_response is not False:
                         self.answer = data  # the answer alone: a JSON reply, sent by finish()
                         return True
-                    self.write = self.start_response("200 OK", SSE_HEADERS)
-                    chunk = priming_event(self.app, self.session, self.stream) + message_event(
-                        self.app, self.session, self.stream, data
-                    )
-                else:
-                    chunk = message_event(self.app, self.session, self.stream, data)
+                    self.write_sse = self.start_response("200 OK", SSE_HEADERS)
+                    chunk = priming_event(self.app, self.session, self.stream)
+                chunk += message_event(self.app, self.session, self.stream, data)
                 if end and self.session.shared:
                     self.session.mark_end(
                         self.stream
                     )  # after its answer: a follower elsewhere stops there
             try:
-                self.write(chunk)
+                self.write_sse(chunk)
             except Exception as exc:  # the client went away; the event is in the store
                 # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
                 log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
-                self.broken = True
-                self.stream.orphan()
-                if self.session.kind == "stateless":
-                    self.session.settle(
-                        self.stream
-                    )  # nothing can resume it: the handler is cancelled
+                self._lost()
             return True
+
+    def _lost(self) -> None:
+        """Its client has gone: what follows is queued for a resuming GET; stateless, nothing can
+        resume it, so the handler is cancelled (``settle``)."""
+        self.broken = True
+        self.stream.orphan()
+        if self.session.kind == "stateless":
+            self.session.settle(self.stream)
 
     def client_gone(self) -> None:
         """The client closed the connection while the handler runs (the WSGI server noticed it;
@@ -126,11 +138,8 @@ class DirectReply:
         request"); stateless, nothing can resume it, so the handler is cancelled (``settle``)."""
         if self.done or self.broken:
             return
-        self.broken = True
         log.debug("POST stream %s: its client closed the connection", self.stream.id)
-        self.stream.orphan()
-        if self.session.kind == "stateless":
-            self.session.settle(self.stream)
+        self._lost()
 
     def close_connection(self) -> None:
         """SSE polling while the handler runs inline: send an event with ``retry``, then stop
@@ -144,37 +153,26 @@ class DirectReply:
                 self.stream.orphaned = (
                     True  # under its lock: queued from here on, for the resuming GET
                 )
-                if self.write is None:
-                    self.write = self.start_response("200 OK", SSE_HEADERS)
+                if self.write_sse is None:
+                    self.write_sse = self.start_response("200 OK", SSE_HEADERS)
                 # SSE polling is for stateful streams only (close_stream): the session has an id
-                chunk = sse_event(
-                    event_id=self.app.event_store.store(
-                        cast(str, self.session.id), self.stream.id, b""
-                    ),
-                    retry=self.app.retry_ms,
-                )
+                chunk = retry_event(self.app, cast(str, self.session.id), self.stream.id)
             try:
-                self.write(chunk)
+                self.write_sse(chunk)
             except Exception:  # already gone: the client resumes all the same
                 pass
-
-    def finish(self) -> list:
-        """The WSGI body once the handler has returned."""
-        with self.lock:
-            self.done = True
-            if self.write is not None:
-                return []
-            return json_body(self.start_response, self.status, self.answer)
 
 
 def json_body(start_response: Callable, status: str, answer: bytes | None) -> list:
     """The WSGI body of a POST answered at once: ``answer`` (JSON) with ``status``, or 202 and no
-    body when there is none (the request was cancelled: no answer is sent)."""
+    body when there is none (a request cancelled, so no answer is sent; only notifications and
+    answers were POSTed)."""
     if answer is None:
         start_response("202 Accepted", [("Content-Length", "0")])
         return [b""]
-    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
-    start_response(status, headers)
+    start_response(
+        status, [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))]
+    )
     return [answer]
 
 

@@ -44,7 +44,8 @@ from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
 from .homes import Homes
 from .http_session import HttpSession, SessionOwner
-from .replies import SSE_HEADERS, held
+from .replies import SSE_HEADERS, held, retry_event
+from .shares import client_of
 from .status import NotFound, ServiceUnavailable
 
 if TYPE_CHECKING:
@@ -125,9 +126,6 @@ class SharedOwner(SessionOwner, Protocol):
     def hold_stream(self, environ: dict, request_id: Any = None) -> Callable[[], None]:
         """Count a long-lived stream against its client's cap; returns its release."""
 
-    def client_of(self, environ: dict) -> str:
-        """Who holds a stream (the caller's principal, else its address)."""
-
     def shared_held(self) -> list[HttpSession]:
         """The sessions served by every worker that this process holds now (:mod:`.homes`)."""
 
@@ -175,18 +173,19 @@ class SharedSessions:
         stream's worker)."""
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
-        caller = environ.get("mcp_ref.oauth")
-        if not state.get("version") or not owned_by(state, caller):
+        if (
+            record is None
+            or not state.get("version")
+            or not owned_by(state, environ.get("mcp_ref.oauth"))
+        ):
             raise NotFound("Session not found: start a new session with initialize")
         self.listen()
         app = self.app
         session = HttpSession(app, session_id, kind="streamable")
         connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
         app.bind(session, environ)
-        connection.resume(
-            _negotiated(state), initialized=record is not None and record["established"]
-        )
-        session.generation = None if record is None else record.get("generation", 0)
+        connection.resume(_negotiated(state), initialized=record["established"])
+        session.generation = record.get("generation", 0)
         session.home_worker = state.get("home")
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
@@ -244,8 +243,7 @@ class SharedSessions:
         session, or another principal asks."""
         record = table_call(self.app.session_table.get, session_id)
         state = record["state"] if record is not None else {}
-        caller = environ.get("mcp_ref.oauth")
-        if not state.get("legacy") or not owned_by(state, caller):
+        if not state.get("legacy") or not owned_by(state, environ.get("mcp_ref.oauth")):
             raise NotFound("Session not found")
         table_call(self.app.session_table.touch, session_id)
         self._publish(
@@ -303,16 +301,6 @@ class SharedSessions:
             self.app.session_table.alive, [cast(str, session.id) for session in held]
         )
         return [session for session in held if session.id not in alive]
-
-    # -- the home: who sends a session's change notifications (.homes) ------------------------------
-
-    def claim(self, session: HttpSession) -> None:
-        """See :meth:`.homes.Homes.claim`."""
-        self.homes.claim(session)
-
-    def let_go(self, session: HttpSession, *, for_good: bool) -> None:
-        """See :meth:`.homes.Homes.let_go`."""
-        self.homes.let_go(session, for_good=for_good)
 
     # -- messages for another worker ----------------------------------------------------------------
 
@@ -465,14 +453,12 @@ class SharedSessions:
             on_disconnect(lambda: end_with("gone"))
         hold = environ.get("mcp_ref.long_lived")
         if hold is not None:
-            hold(app.client_of(environ), lambda: end_with("close"))
+            hold(client_of(environ), lambda: end_with("close"))
         priming = b""
         if after is None and lifecycle.at_least(session.version, lifecycle.ICONS):
             # 2025-11-25 basic/transports: the server "SHOULD immediately send an SSE event consisting
             # of an event ID and an empty data field in order to prime the client to reconnect"
-            priming = sse_event(
-                event_id=app.event_store.store(session_id, stream_id, b""), retry=app.retry_ms
-            )
+            priming = retry_event(app, session_id, stream_id)
         start_response("200 OK", SSE_HEADERS)
         body = self._events(
             session, stream_id, delivered if after is None else after, generation, ending, priming
@@ -502,9 +488,7 @@ class SharedSessions:
                 if (
                     ending[0] == "close"
                 ):  # SSE polling, to make room: a retry, then this connection ends
-                    yield sse_event(
-                        event_id=store.store(session_id, stream_id, b""), retry=app.retry_ms
-                    )
+                    yield retry_event(app, session_id, stream_id)
                 return
             # woken by a store, a claim, the session's end, or the watcher when a worker has gone
             found = store.wait_after(session_id, stream_id, number, wait, generation)
@@ -523,7 +507,9 @@ class SharedSessions:
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-            self.claim(session)  # its home gone? this worker takes over (at most every CLAIM_EVERY)
+            self.homes.claim(
+                session
+            )  # its home gone? this worker takes over (at most every CLAIM_EVERY)
             if writer is not None and not self.homes.worker_alive(writer):
                 # the worker running that request has gone (its stored events were sent above): no
                 # answer will come; the stream ends at once, and the client fails the request

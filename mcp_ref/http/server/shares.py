@@ -2,7 +2,7 @@
 its long-lived streams (``max_streams_per_client``) and its requests in flight
 (``max_requests_per_client``).
 
-A client is the principal of the request's token, else the peer's address (``base.client_of``).
+A client is the principal of the request's token, else the peer's address (:func:`client_of`).
 Past either cap the request is answered 429 Too Many Requests with ``Retry-After`` (RFC 6585 §4:
 the client sent too many requests; a per-client limit, where 503 would say the whole server is
 unavailable), its body a JSON-RPC error -32005 with ``data.limit``.
@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ...errors import LIMIT_EXCEEDED
+from ...server.principal import principal_id
 from .status import ServiceUnavailable, TooManyRequests
 
 #: The environ key in which a WSGI server tells how many requests it can serve at once (an int).
@@ -37,6 +38,18 @@ DEFAULT_REQUEST_SHARE = 0.25
 REQUESTS_RETRY_AFTER = "1"
 #: ``Retry-After`` past the cap of streams (a stream is long-lived).
 STREAMS_RETRY_AFTER = "5"
+
+
+def peer_of(environ: dict) -> str:
+    """A caller without a token or a session: its address (``mcp_ref.server.principal.Principal``)."""
+    return "http-client:" + (environ.get("REMOTE_ADDR") or "unknown")
+
+
+def client_of(environ: dict) -> str:
+    """Who holds a stream, for ``max_streams_per_client`` and the connection cap: the principal
+    of the request's token, else the peer's address (``mcp_ref.server.principal.Principal``)."""
+    caller = environ.get("mcp_ref.oauth")
+    return peer_of(environ) if caller is None else principal_id(caller)
 
 
 def check_request_setting(setting: int | float | None) -> None:
@@ -127,7 +140,7 @@ class ClientStreams:
     """The long-lived streams each client of ``app`` holds, against its
     ``max_streams_per_client`` (read at each stream, so it may be changed on a running app).
 
-    The client is its principal when it has a token, else its address (``base.client_of``): one
+    The client is its principal when it has a token, else its address (:func:`client_of`): one
     client cannot hold every connection slot with quiet streams while others are refused.  With a
     shared state (``Server(state="redis://...")``) the cap holds over every worker of the
     deployment: each stream also takes a place in the state's counters (:meth:`_hold_shared`).

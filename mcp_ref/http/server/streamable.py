@@ -23,9 +23,11 @@ from .replies import (
     accepts,
     close_for_polling,
     held,
+    json_body,
     message_event,
     nothing,
     priming_event,
+    retry_event,
 )
 from .shared import STANDALONE
 from .status import BadRequest, HttpError, MethodNotAllowed, NotAcceptable
@@ -110,17 +112,11 @@ class StreamableHttp:
                 valid if isinstance(message, list) else valid[0]
             )
         invalid = [m for m in items if isinstance(m, InvalidRequest)]
-        if invalid:
-            # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
-            body = jsonrpc.serialize_items(
-                [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
-            )
-            start_response(
-                "200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
-            )
-            return [body]
-        start_response("202 Accepted", [("Content-Length", "0")])
-        return [b""]
+        # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
+        errors = [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
+        return json_body(
+            start_response, "200 OK", jsonrpc.serialize_items(errors) if errors else None
+        )
 
     def answer_inline(
         self,
@@ -207,14 +203,8 @@ class StreamableHttp:
             stream.detach(token)
             session.forget_stream(stream)
             app.finish_transient(session)
-            if first is END:  # cancelled: no answer will come
-                start_response("202 Accepted", [("Content-Length", "0")])
-                return [b""]
-            start_response(
-                stream.status,
-                [("Content-Type", "application/json"), ("Content-Length", str(len(first)))],
-            )
-            return [first]
+            # END: cancelled, no answer will come (202)
+            return json_body(start_response, stream.status, None if first is END else first)
         start_response("200 OK", SSE_HEADERS)
         return self.events(session, stream, token, first)
 
@@ -240,10 +230,7 @@ class StreamableHttp:
                 if item is CLOSE:
                     # "it SHOULD send an SSE event with a standard retry field before closing the connection"
                     # only a stateful stream is closed for polling (close_stream): its session has an id
-                    yield sse_event(
-                        event_id=app.event_store.store(cast(str, session.id), stream.id, b""),
-                        retry=app.retry_ms,
-                    )
+                    yield retry_event(app, cast(str, session.id), stream.id)
                     return
                 yield KEEPALIVE if item is None else message_event(app, session, stream, item)
                 item = stream.take(token, app.keepalive)
@@ -264,58 +251,55 @@ class StreamableHttp:
             raise NotAcceptable("Not Acceptable: Accept must list text/event-stream")
         session = app.session_for(environ)
         session_id = cast(str, session.id)  # from the session table: stateful, it has an id
-        last_event_id = environ.get("HTTP_LAST_EVENT_ID")
-        if session.shared:  # every stream of the session is followed from the shared store
-            resumed = last_event_id or ""
-            number = event_number(resumed) if resumed else None
-            if number is None or app.event_store.replay_after(session_id, resumed) is None:
-                app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-                return app.shared_sessions.follow(
-                    environ, start_response, session, STANDALONE, None
-                )
-            return app.shared_sessions.follow(
-                environ, start_response, session, resumed.rpartition(".")[0], number
-            )
-        if not last_event_id or app.event_store.replay_after(session_id, last_event_id) is None:
+        last_event_id = environ.get("HTTP_LAST_EVENT_ID") or ""
+        # shared: every stream of the session is followed from the shared store, by event number
+        number = event_number(last_event_id) if session.shared else 0
+        stream: Stream | None
+        if (
+            not last_event_id
+            or number is None
+            or app.event_store.replay_after(session_id, last_event_id) is None
+        ):
             # No resumption (or an id this session never issued): the standalone stream, a
             # long-lived one (see McpWsgiApp.hold_stream, .watch).  At the connection cap it may be
             # closed with a retry: basic/transports §Listening, "The server MAY close the SSE stream
             # at any time", "sending a retry field and allowing the client to reconnect".
             app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-            release = app.hold_stream(environ)
-            standalone = session.standalone
-            assert standalone is not None  # a stateful session's
-            token = standalone.attach()
-            app.watch(
-                environ, standalone, token, long_lived=True, end=close_for_polling(standalone)
+            if session.shared:
+                return app.shared_sessions.follow(
+                    environ, start_response, session, STANDALONE, None
+                )
+            stream, last_event_id = session.standalone, ""
+        elif session.shared:
+            return app.shared_sessions.follow(
+                environ, start_response, session, last_event_id.rpartition(".")[0], number
             )
-            start_response("200 OK", SSE_HEADERS)
-            return held(
-                self.events(session, standalone, token, None),
-                release,
-                lambda: standalone.detach(token),
-            )
-        # basic/transports §Resumability: "the server MAY use this header to replay messages
-        # that would have been sent after the last event ID, on the stream that was disconnected".
-        with session.lock:
-            stream = session.by_id.get(last_event_id.rpartition(".")[0])
-        if (
-            stream is None
-        ):  # that stream has ended and been delivered, or never was: replay what is kept
-            found = app.event_store.replay_after(session_id, last_event_id)
-            start_response("200 OK", SSE_HEADERS)
-            return [
-                sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data
-            ]
+        else:
+            # basic/transports §Resumability: "the server MAY use this header to replay messages
+            # that would have been sent after the last event ID, on the stream that was disconnected".
+            with session.lock:
+                stream = session.by_id.get(last_event_id.rpartition(".")[0])
+            if stream is None:  # it has ended and been delivered, or never was: replay what is kept
+                found = app.event_store.replay_after(session_id, last_event_id)
+                start_response("200 OK", SSE_HEADERS)
+                return [
+                    sse_event(data, event_id=eid)
+                    for eid, data in (found[1] if found else ())
+                    if data
+                ]
+            if stream is session.standalone:  # a POST's stream ends with its request: resuming it
+                # holds a worker no longer than the POST did
+                app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
+        assert stream is not None  # a stateful session's
         long_lived = stream is session.standalone
-        if long_lived:  # a POST's stream ends with its request: resuming it holds a worker no longer than the POST did
-            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
         release = app.hold_stream(environ) if long_lived else nothing
         # Take the stream over and read what it missed in one step: an event is either already
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
         with stream.cond:
             token = stream.attach()
-            found = app.event_store.replay_after(session_id, last_event_id)
+            found = (
+                app.event_store.replay_after(session_id, last_event_id) if last_event_id else None
+            )
         app.watch(environ, stream, token, long_lived=long_lived, end=close_for_polling(stream))
         start_response("200 OK", SSE_HEADERS)
         return held(

@@ -15,11 +15,11 @@ thread per connection and a connection cap of its own, so it sets nothing here.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from ...errors import LIMIT_EXCEEDED
+from .shares import ClientCounts
 from .status import ServiceUnavailable
 
 #: The share of the worker's threads that an app's long-lived streams may hold together: the other
@@ -58,8 +58,7 @@ class StreamShare:
     def __init__(self, max_streams: int | None = None, worker_threads: int | None = None):
         self.max_streams = max_streams
         self.worker_threads = worker_threads
-        self.open = 0
-        self._lock = threading.Lock()
+        self._held = ClientCounts()  # one count: every client's streams together
 
     def limit(self) -> tuple[int | None, int | None]:
         """``(bound, threads)``: the streams allowed (None: no bound), the threads it comes from."""
@@ -74,30 +73,20 @@ class StreamShare:
         now, "due to a temporary overload") and a JSON-RPC error -32005 with ``data.limit``; for a
         2026-07-28 ``subscriptions/listen``, the error answers its request id."""
         bound, threads = self.limit()
-        with self._lock:
-            if bound is not None and self.open >= bound:
-                why = (
-                    "max_streams"
-                    if self.max_streams is not None
-                    else (f"half of this worker's {threads} threads")
-                )
-                raise ServiceUnavailable(
-                    f"Service Unavailable: this server holds as many long-lived streams as it "
-                    f"may ({bound}: {why}, so that other requests keep threads to run on); "
-                    "retry later",
-                    LIMIT_EXCEEDED,
-                    headers=[("Retry-After", "5")],
-                    request_id=request_id,
-                    data={"limit": bound},
-                )
-            self.open += 1
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            with self._lock:
-                if not released:
-                    released = True
-                    self.open -= 1
-
+        release = self._held.hold("streams", bound)
+        if release is None:
+            why = (
+                "max_streams"
+                if self.max_streams is not None
+                else (f"half of this worker's {threads} threads")
+            )
+            raise ServiceUnavailable(
+                f"Service Unavailable: this server holds as many long-lived streams as it "
+                f"may ({bound}: {why}, so that other requests keep threads to run on); "
+                "retry later",
+                LIMIT_EXCEEDED,
+                headers=[("Retry-After", "5")],
+                request_id=request_id,
+                data={"limit": bound},
+            )
         return release
