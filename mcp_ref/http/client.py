@@ -243,7 +243,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         self._listener: threading.Thread | None = None
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
-        #: 2026-07-28: no session (see modern_client).
+        #: 2026-07-28: no session (see the 2026-07-28 section below).
         self._stateless = False
         self._input_schema: Callable[[str], dict | None] | None = None
         # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
