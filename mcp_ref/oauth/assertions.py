@@ -88,8 +88,7 @@ class IdJagExchange:
     def __call__(self, server, resource: str) -> str:
         import requests
 
-        from .client import MAX_TOKEN_RESPONSE_BYTES
-        from .discovery import bounded_body
+        from .discovery import MAX_TOKEN_RESPONSE_BYTES, bounded_body
 
         form = {
             "grant_type": TOKEN_EXCHANGE,

@@ -37,6 +37,7 @@ from ..http.origins import CrossOriginRefused, same_origin
 from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
 from .discovery import (
+    MAX_TOKEN_RESPONSE_BYTES,
     Challenge,
     ServerMetadata,
     bearer_challenge,
@@ -61,8 +62,6 @@ from .store import MemoryStore, TokenStore, client_key, tokens_key
 
 log = logging.getLogger(__name__)
 
-#: A token answer larger than this is refused.
-MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 #: Tokens are refreshed this many seconds before they expire.
 REFRESH_MARGIN = 30.0
 

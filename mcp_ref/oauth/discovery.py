@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 #: A metadata document larger than this is refused (real ones are a few KiB).
 MAX_METADATA_BYTES = 256 * 1024
+#: A token endpoint's answer larger than this is refused (the MCP server's authorization server's,
+#: and the identity provider's in an ID-JAG exchange).
+MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 #: A URL from metadata longer than this is refused.
 MAX_URL_LENGTH = 8192
 #: Characters no URL from metadata may hold: whitespace, controls, and the backslash (which browsers

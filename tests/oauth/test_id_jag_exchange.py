@@ -12,7 +12,7 @@ import pytest
 from http_fixtures import serve  # noqa: F401 - a fixture
 
 from mcp_ref.oauth.assertions import ID_JAG, IdJagExchange
-from mcp_ref.oauth.client import MAX_TOKEN_RESPONSE_BYTES
+from mcp_ref.oauth.discovery import MAX_TOKEN_RESPONSE_BYTES
 from mcp_ref.oauth.errors import TokenError
 
 AUTHORIZATION_SERVER = SimpleNamespace(issuer="https://as.example")
