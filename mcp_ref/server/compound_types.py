@@ -100,13 +100,12 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
     if len(analysed) == 1:
         only = cast(_Converter, analysed[0][1])  # not None: any() above
         return schema, lambda v: None if v is None else only(v)
-    choices = [(s, c) for s, c in analysed]
 
     def convert_union(v: Any) -> Any:
         if v is None:
             return None
         refusal: ValueError | None = None
-        for s, c in choices:
+        for s, c in analysed:
             if not _accepts(s, v):
                 continue
             if c is None:
