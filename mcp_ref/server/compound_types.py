@@ -68,11 +68,7 @@ def enum_schema(values: list) -> dict:
     kinds = {_json_type(v) for v in values}
     if kinds == {"integer", "number"}:
         kinds = {"number"}
-    schema: dict[str, Any] = {}
-    if len(kinds) == 1:
-        schema["type"] = kinds.pop()
-    schema["enum"] = values
-    return schema
+    return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
 
 
 def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter | None]:

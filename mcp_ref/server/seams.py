@@ -28,6 +28,7 @@ a principal, a ``Context`` or a 2026-07-28 handler's ask.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -168,6 +169,7 @@ Handler = Callable[[Caller, "RequestContext", dict], dict]
 # -- per request -------------------------------------------------------------------------------------
 
 
+@dataclass(eq=False, slots=True)
 class RequestState:
     """What the server keeps about one request while it serves it (``RequestContext.role_state``).
 
@@ -178,12 +180,9 @@ class RequestState:
     ``marks``: what extensions note about the request, by their ``name`` (None until one does).
     """
 
-    __slots__ = ("inputs", "runner", "marks")
-
-    def __init__(self) -> None:
-        self.inputs: Any = None
-        self.runner: Any = None
-        self.marks: dict[str, Any] | None = None
+    inputs: Any = None
+    runner: Any = None
+    marks: dict[str, Any] | None = None
 
     def mark(self, name: str, value: Any) -> None:
         """Note ``value`` for the extension ``name``."""
@@ -248,16 +247,10 @@ Middleware = Callable[[Call, Callable[[], dict]], dict]
 
 def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
     """``last()`` wrapped in every middleware, the first outermost."""
-    if not middleware:
-        return last()
-    chain = list(middleware)
-
-    def step(index: int) -> dict:
-        if index == len(chain):
-            return last()
-        return chain[index](call, lambda: step(index + 1))
-
-    return step(0)
+    proceed = last
+    for hook in reversed(middleware):
+        proceed = functools.partial(hook, call, proceed)
+    return proceed()
 
 
 # -- the item gate ---------------------------------------------------------------------------------------

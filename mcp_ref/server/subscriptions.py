@@ -430,22 +430,21 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
     hidden: frozenset[str] = frozenset()
     if gate.restricts and agreed.uris:
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
+        # One rule for all: not registered (yet) is judged by its name alone, at the same cost.
         principal = connection.principal
-
-        def hidden_from_caller(uri: str) -> bool:
-            # one rule for all: not registered (yet) is judged by its name alone, at the same cost
-            return not gate.resource_allowed(
+        hidden = frozenset(
+            uri
+            for uri in agreed.uris
+            if not gate.resource_allowed(
                 principal, uri, server.find_resource(uri), "resources/subscribe"
             )
-
-        hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
+        )
     # a modern-only method: the request's envelope gives its version
     subscription = Subscription(connection, context.request_id, agreed, cast(str, version), hidden)
     hub = server.subscriptions
     cap = server.subscription_cap()
-    with (
-        subscription.lock
-    ):  # registered first, so nothing is missed; acknowledged before anything is sent
+    # registered first, so nothing is missed; acknowledged before anything is sent
+    with subscription.lock:
         if cap is None:
             opened = hub.open(subscription)
         else:
