@@ -225,9 +225,8 @@ def gather(
     or through ``runner`` (what runs the handler outside its request, when an extension does; else None)."""
     from .input_required import answer_all, inputs_of
 
-    if (
-        runner is not None
-    ):  # an extension runs the handler elsewhere: it gets the answers its own way
+    # an extension runs the handler elsewhere: it gets the answers its own way
+    if runner is not None:
         return Answers(runner.ask(prepared))
     if request.envelope is None:
         return Answers(

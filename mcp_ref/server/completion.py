@@ -122,9 +122,5 @@ def context_parameter(func: Callable) -> str | None:
 
     try:
         return compile_arguments(func, skip_types=(Context,)).context_param
-    except (
-        TypeError,
-        ValueError,
-        NameError,
-    ):  # hints it cannot read: called without a Context, as before
-        return None
+    except (TypeError, ValueError, NameError):
+        return None  # hints it cannot read: called without a Context, as before

@@ -67,9 +67,8 @@ class ResourceTable:
     ) -> str:
         """Keep ``entry`` (replacing, with a UserWarning, one at the same URI or template); its URI."""
         uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
-        if (
-            list_items is not None
-        ):  # listed before it is announced: a client listing at once sees them
+        # listed before it is announced: a client listing at once sees them
+        if list_items is not None:
             self.lists.append(list_items)
         if entry.template is not None:
             kept = [t for t in self.templates if t.listing["uriTemplate"] != uri]

@@ -29,6 +29,7 @@ a principal, a ``Context`` or a 2026-07-28 handler's ask.
 from __future__ import annotations
 
 import functools
+from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -418,9 +419,7 @@ def hooks_of(
         base = getattr(Extension, hook)
         return [getattr(e, hook) for e in extensions if getattr(type(e), hook) is not base]
 
-    attributes: dict[str, Callable[[Any], Any]] = {}
-    for extension in reversed(extensions):
-        attributes.update(extension.context_attributes())
+    attributes = dict(ChainMap(*(extension.context_attributes() for extension in extensions)))
     return overridden("intercept_request"), overridden("intercept_tool_call"), attributes
 
 
@@ -441,7 +440,4 @@ def declare(extensions: list, version: str | None, caller: Any, capabilities: di
 def methods_of(extensions: list, version: str | None) -> dict[str, Handler]:
     """The request methods ``extensions`` answer at ``version``, and their handlers (the first
     added wins a method two give)."""
-    methods: dict[str, Handler] = {}
-    for extension in reversed(extensions):
-        methods.update(extension.methods(version))
-    return methods
+    return dict(ChainMap(*(extension.methods(version) for extension in extensions)))

@@ -331,9 +331,8 @@ class Subscriptions:
             return
         limit = cap.max_subscribed_resources
         added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
-        if (
-            not added
-        ):  # a connection here may have ended without a word: say the truth, then ask again
+        # a connection here may have ended without a word: say the truth, then ask again
+        if not added:
             held.hold_only(self.resources_here(server))
             added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
         if not added:
