@@ -147,7 +147,7 @@ class Subscription:
     version: str
     #: Agreed URIs of resources the caller may not use: acknowledged like unknown ones, never
     #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.extensions.policy`).
-    hidden: frozenset = frozenset()
+    hidden: frozenset[str] = frozenset()
     #: Held while the acknowledgment is written: whatever else the stream carries waits for it.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
