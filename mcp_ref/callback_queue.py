@@ -22,9 +22,8 @@ from .request import run_logged
 
 log = logging.getLogger("mcp_ref.session")  # its messages are the session's
 
-_running: weakref.WeakSet[CallbackQueue] = (
-    weakref.WeakSet()
-)  # queues whose thread has started (for the exit)
+# queues whose thread has started (for the exit)
+_running: weakref.WeakSet[CallbackQueue] = weakref.WeakSet()
 
 
 class Limits(Protocol):

@@ -8,7 +8,7 @@ also importable from :mod:`mcp_ref.types` and ``mcp_ref``.
 from __future__ import annotations
 
 import base64
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from .types import AudioContent, ImageContent
 
@@ -93,35 +93,31 @@ def _media(kind: str, path: Any, data: bytes | None, format: str | None) -> tupl
     return base64.b64encode(data).decode("ascii"), mime
 
 
-class Image(ImageContent):
+class _FromFile:
+    """The constructor :class:`Image` and :class:`Audio` share: a file's ``path``, or ``data``."""
+
+    type: ClassVar[str]
+
+    def __init__(
+        self,
+        path: Any = None,
+        *,
+        data: bytes | None = None,
+        format: str | None = None,
+        annotations: dict[str, Any] | None = None,
+    ):
+        encoded, mime = _media(self.type, path, data, format)
+        # the content class after this one in the MRO: ImageContent or AudioContent
+        super().__init__(data=encoded, mime_type=mime, annotations=annotations)  # type: ignore[call-arg]
+
+
+class Image(_FromFile, ImageContent):
     """An image in a tool's result: ``Image(path="chart.png")`` or ``Image(data=png_bytes, format="png")``.
 
     The format comes from ``format``, else the file's suffix, else the data's first bytes.
     It is an :class:`ImageContent`, so it goes anywhere one does.
     """
 
-    def __init__(
-        self,
-        path: Any = None,
-        *,
-        data: bytes | None = None,
-        format: str | None = None,
-        annotations: dict[str, Any] | None = None,
-    ):
-        encoded, mime = _media("image", path, data, format)
-        super().__init__(data=encoded, mime_type=mime, annotations=annotations)
 
-
-class Audio(AudioContent):
+class Audio(_FromFile, AudioContent):
     """Audio in a tool's result: ``Audio(path="note.wav")`` or ``Audio(data=wav_bytes, format="wav")`` (2025-03-26 on)."""
-
-    def __init__(
-        self,
-        path: Any = None,
-        *,
-        data: bytes | None = None,
-        format: str | None = None,
-        annotations: dict[str, Any] | None = None,
-    ):
-        encoded, mime = _media("audio", path, data, format)
-        super().__init__(data=encoded, mime_type=mime, annotations=annotations)

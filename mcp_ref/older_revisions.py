@@ -44,17 +44,12 @@ def strip_newer_fields(
     """
     if version is None or version >= ICONS:
         return obj
-    out = {}
-    for key, value in obj.items():
-        since = _NEWER_FIELDS.get(key)
-        if (
-            since is not None
-            and version < since
-            and not (keep_annotations and key == "annotations")
-        ):
-            continue
-        out[key] = value
-    return out
+    return {
+        key: value
+        for key, value in obj.items()
+        # a field of every revision is newer than "" (kept by all)
+        if version >= _NEWER_FIELDS.get(key, "") or (keep_annotations and key == "annotations")
+    }
 
 
 def content_for_revision(block: dict[str, Any], version: str | None) -> dict[str, Any]:

@@ -18,14 +18,13 @@ the server already gave.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from .errors import LimitExceeded, McpError
-from .signing import Keyring
+from .signing import Keyring, b64url, unb64url
 
 __all__ = ["DEFAULT_MAX_PAGES", "InvalidCursor", "Paginator", "SECRET_ENV", "follow_cursors"]
 
@@ -78,11 +77,7 @@ class Paginator:
         if offset < 0:
             raise ValueError("offset must be >= 0")
         payload = b"%d:%s" % (offset, kind.encode("utf-8"))
-        return (
-            base64.urlsafe_b64encode(payload + self.keyring.tag(payload, _TAG_BYTES))
-            .rstrip(b"=")
-            .decode("ascii")
-        )
+        return b64url(payload + self.keyring.tag(payload, _TAG_BYTES))
 
     def read_cursor(self, cursor: str, *, kind: str) -> int:
         """Return the offset in ``cursor``; raise InvalidCursor unless it is
@@ -90,7 +85,7 @@ class Paginator:
         if not isinstance(cursor, str) or not cursor:
             raise InvalidCursor("cursor must be a non-empty string")
         try:
-            raw = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True)
+            raw = unb64url(cursor)
         except (binascii.Error, ValueError):
             raise InvalidCursor("cursor is not valid base64url") from None
         payload, tag = raw[:-_TAG_BYTES], raw[-_TAG_BYTES:]

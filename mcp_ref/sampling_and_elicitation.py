@@ -12,7 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .types import WireModel, content_from_wire, raw_field
+from .types import WireModel, content_from_wire
 
 _R = TypeVar("_R", bound="Awaitable")
 
@@ -41,7 +41,6 @@ class SamplingMessage(WireModel):
     role: str
     content: Any
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"content": content_from_wire}
 
 
@@ -60,7 +59,6 @@ class CreateMessageParams(WireModel):
     tools: list[dict[str, Any]] | None = None
     tool_choice: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"messages": SamplingMessage.from_wire}
 
 
@@ -73,7 +71,6 @@ class CreateMessageResult(WireModel, Awaitable):
     model: str
     stop_reason: str | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     _nested = {"content": content_from_wire}
 
     @property
@@ -96,7 +93,6 @@ class ElicitParams(WireModel):
     url: str | None = None
     elicitation_id: str | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
 
 
 @dataclass(kw_only=True)
@@ -110,5 +106,4 @@ class ElicitResult(WireModel, Awaitable):
     action: str
     content: dict[str, Any] | None = None
     meta: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = raw_field()
     data: Any = field(default=None, compare=False, metadata={"local": True})

@@ -9,6 +9,7 @@ keys: the first signs, every one verifies, so a deployment rotates a secret
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
@@ -52,3 +53,13 @@ def _keys(secret: bytes | str | Sequence[bytes | str]) -> tuple[bytes, ...]:
     if not keys or not all(keys):
         raise ValueError("a secret must be non-empty (bytes, a string, or a list of them)")
     return keys
+
+
+def b64url(data: bytes) -> str:
+    """``data`` in unpadded base64url (RFC 4648 §5), as a cursor or a ``requestState`` carries it."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def unb64url(text: str) -> bytes:
+    """The bytes of unpadded base64url ``text``; ``binascii.Error`` when it is not base64url."""
+    return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)

@@ -19,17 +19,14 @@ _PCT_TRIPLET = re.compile(r"(%[0-9A-Fa-f]{2})")
 _VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+(?:\.(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+)*")
 _LEVEL3_OPERATORS = "#./;?&"
 _RESERVED_OPERATORS = "=,!@|"
+#: What each expression matches: ``{+var}`` any non-empty run, ``{var}`` one without ``/ ? #``.
+_GROUPS = {"+": "(.+)", "": "([^/?#]+)"}
 
 
 def _encode_reserved(text: str) -> str:
     """Percent-encode ``text`` keeping reserved, unreserved and existing %XX triplets."""
     pieces = _PCT_TRIPLET.split(text)
     return "".join(p if i % 2 else quote(p, safe=_RESERVED) for i, p in enumerate(pieces))
-
-
-def _encode_simple(text: str) -> str:
-    """Percent-encode every character outside the unreserved set (UTF-8)."""
-    return quote(text, safe="")
 
 
 def _parse(template: str) -> list[tuple[str, str] | str]:
@@ -89,25 +86,14 @@ class UriTemplate:
         if not isinstance(template, str):
             raise TypeError(f"URI template must be a str, not {type(template).__name__}")
         self.template = template
-        parts = _parse(template)
-        self._parts: list[tuple[str, str] | str] = []
-        names: list[str] = []
-        pattern: list[str] = []
-        groups: list[str] = []
-        for part in parts:
-            if isinstance(part, str):
-                literal = _encode_reserved(part)
-                self._parts.append(literal)
-                pattern.append(re.escape(literal))
-            else:
-                operator, name = part
-                self._parts.append(part)
-                if name not in names:
-                    names.append(name)
-                groups.append(name)
-                pattern.append("(.+)" if operator == "+" else "([^/?#]+)")
-        self.variables: tuple[str, ...] = tuple(names)
-        self._groups = tuple(groups)
+        self._parts: list[tuple[str, str] | str] = [
+            _encode_reserved(part) if isinstance(part, str) else part for part in _parse(template)
+        ]
+        self._groups = tuple(part[1] for part in self._parts if not isinstance(part, str))
+        self.variables: tuple[str, ...] = tuple(dict.fromkeys(self._groups))
+        pattern = [
+            re.escape(part) if isinstance(part, str) else _GROUPS[part[0]] for part in self._parts
+        ]
         self._regex = re.compile("".join(pattern), re.DOTALL)
 
     @classmethod
@@ -137,7 +123,7 @@ class UriTemplate:
             if isinstance(value, (list, tuple, dict, set)):
                 raise TypeError(f"variable {name!r}: composite values are not supported")
             text = str(value)
-            out.append(_encode_reserved(text) if operator == "+" else _encode_simple(text))
+            out.append(_encode_reserved(text) if operator == "+" else quote(text, safe=""))
         return "".join(out)
 
     def match(self, uri: str) -> dict[str, str] | None:
@@ -173,9 +159,7 @@ class UriTemplate:
         for value in values.values():
             if "." in value and any(segment in (".", "..") for segment in value.split("/")):
                 return None
-        if self.expand(**values) != uri:
-            return None
-        return values
+        return values if self.expand(**values) == uri else None
 
     def __str__(self) -> str:
         """The template string."""

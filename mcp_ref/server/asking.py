@@ -173,7 +173,7 @@ def _prepare_elicit(ctx: Asker, ask: Elicit, version: str | None, number: int) -
 
 def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -> Ask:
     from ..sampling_and_elicitation import CreateMessageResult
-    from ..types import WireModel
+    from ..types import WireModel, drop_none
     from .input_required import Ask
 
     sampling = client_capability(ctx, "sampling", "sampling/createMessage", {"sampling": {}})
@@ -186,27 +186,25 @@ def _prepare_sample(ctx: Asker, ask: Sample, version: str | None, number: int) -
     messages = ask.messages
     if isinstance(messages, str):
         messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+    tools = ask.tools
     params: dict[str, Any] = {
         "messages": [m.to_wire() if isinstance(m, WireModel) else m for m in messages],
         "maxTokens": ask.max_tokens,
-    }
-    for name, value in (
-        ("systemPrompt", ask.system_prompt),
-        ("temperature", ask.temperature),
-        ("stopSequences", ask.stop_sequences),
-        ("modelPreferences", ask.model_preferences),
-        ("includeContext", ask.include_context),
-        ("metadata", ask.metadata),
-        (
-            "tools",
-            [t.to_wire() if isinstance(t, WireModel) else t for t in ask.tools]
-            if ask.tools is not None
-            else None,
+        **drop_none(
+            {
+                "systemPrompt": ask.system_prompt,
+                "temperature": ask.temperature,
+                "stopSequences": ask.stop_sequences,
+                "modelPreferences": ask.model_preferences,
+                "includeContext": ask.include_context,
+                "metadata": ask.metadata,
+                "tools": None
+                if tools is None
+                else [t.to_wire() if isinstance(t, WireModel) else t for t in tools],
+                "toolChoice": ask.tool_choice,
+            }
         ),
-        ("toolChoice", ask.tool_choice),
-    ):
-        if value is not None:
-            params[name] = value
+    }
     return Ask(
         ask.key or f"sampling-{number}",
         "sampling/createMessage",
@@ -227,9 +225,8 @@ def gather(
     or through ``runner`` (what runs the handler outside its request, when an extension does; else None)."""
     from .input_required import answer_all, inputs_of
 
-    if (
-        runner is not None
-    ):  # an extension runs the handler elsewhere: it gets the answers its own way
+    # an extension runs the handler elsewhere: it gets the answers its own way
+    if runner is not None:
         return Answers(runner.ask(prepared))
     if request.envelope is None:
         return Answers(

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
 #: A completion function: the decorator hands it back unchanged.
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+#: The two kinds of reference: the field naming the item, what using it is, and its name in errors.
+_REFS = {
+    "ref/prompt": ("name", "prompts/get", "prompt"),
+    "ref/resource": ("uri", "resources/read", "resource template"),
+}
 #: server/utilities/completion §CompleteResult: "values ... Must not exceed 100 items".
 MAX_VALUES = 100
 
@@ -39,24 +44,20 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
     # A prompt or template the caller may not use (or not complete) is unknown (mcp_ref.extensions.policy).
     # authorize is asked first, the same questions whether or not the name exists: a hidden item
     # and a missing one cost the same.  A template is named by its exact string (its one spelling).
-    if ref_type == "ref/prompt":
-        key = ref.get("name")
-        if (
-            not isinstance(key, str)
-            or not _may_complete(gate, principal, "prompts/get", key, params)
-            or server.get_prompt(key) is None
-        ):
-            raise InvalidParams(f"Invalid params: unknown prompt {key!r}")
-    elif ref_type == "ref/resource":
-        key = ref.get("uri")
-        if (
-            not isinstance(key, str)
-            or not _may_complete(gate, principal, "resources/read", key, params)
-            or not server.has_resource_uri(key)
-        ):
-            raise InvalidParams(f"Invalid params: unknown resource template {key!r}")
-    else:
+    if ref_type not in _REFS:
         raise InvalidParams(f"Invalid params: unknown reference type {ref_type!r}")
+    field, action, what = _REFS[ref_type]
+    key = ref.get(field)
+    if (
+        not isinstance(key, str)
+        or not _may_complete(gate, principal, action, key, params)
+        or not (
+            server.get_prompt(key) is not None
+            if ref_type == "ref/prompt"
+            else server.has_resource_uri(key)
+        )
+    ):
+        raise InvalidParams(f"Invalid params: unknown {what} {key!r}")
     completion_context = params.get("context")
     if completion_context is not None and (
         not isinstance(completion_context, dict)
@@ -71,9 +72,8 @@ def complete(connection: Caller, context: RequestContext, params: dict) -> dict:
         context_args = (completion_context or {}).get("arguments") or {}
         extra = {}
         name = server.completion_context(ref_type, key)
-        if (
-            name is not None
-        ):  # the function wants to know who asks (e.g. to offer only what they may see)
+        # the function wants to know who asks (e.g. to offer only what they may see)
+        if name is not None:
             from .context import Context
 
             extra[name] = Context(connection, context)
@@ -95,10 +95,9 @@ def _may_complete(gate: Gate, principal, action: str, key: str, request: dict) -
     if principal is None:
         return True
     # both asked, even after a denial: a hidden item costs what a missing one does
-    verdicts = [
-        gate.allows(principal, asked, key, request) for asked in (action, "completion/complete")
-    ]
-    return all(verdicts)
+    return all(
+        [gate.allows(principal, asked, key, request) for asked in (action, "completion/complete")]
+    )
 
 
 def registering(completions: dict, prompt: str | None, resource: str | None) -> Callable[[_F], _F]:
@@ -123,9 +122,5 @@ def context_parameter(func: Callable) -> str | None:
 
     try:
         return compile_arguments(func, skip_types=(Context,)).context_param
-    except (
-        TypeError,
-        ValueError,
-        NameError,
-    ):  # hints it cannot read: called without a Context, as before
-        return None
+    except (TypeError, ValueError, NameError):
+        return None  # hints it cannot read: called without a Context, as before

@@ -68,11 +68,7 @@ def enum_schema(values: list) -> dict:
     kinds = {_json_type(v) for v in values}
     if kinds == {"integer", "number"}:
         kinds = {"number"}
-    schema: dict[str, Any] = {}
-    if len(kinds) == 1:
-        schema["type"] = kinds.pop()
-    schema["enum"] = values
-    return schema
+    return {"type": kinds.pop(), "enum": values} if len(kinds) == 1 else {"enum": values}
 
 
 def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter | None]:
@@ -100,13 +96,12 @@ def union(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter
     if len(analysed) == 1:
         only = cast(_Converter, analysed[0][1])  # not None: any() above
         return schema, lambda v: None if v is None else only(v)
-    choices = [(s, c) for s, c in analysed]
 
     def convert_union(v: Any) -> Any:
         if v is None:
             return None
         refusal: ValueError | None = None
-        for s, c in choices:
+        for s, c in analysed:
             if not _accepts(s, v):
                 continue
             if c is None:

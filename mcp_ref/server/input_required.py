@@ -27,7 +27,6 @@ originating request".
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import json
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams
-from ..signing import Keyring
+from ..signing import Keyring, b64url, unb64url
 from .seams import InputRequired, state_of
 
 if TYPE_CHECKING:
@@ -162,8 +161,6 @@ def answer_all(asks: list[Ask], answers: dict[str, Any]) -> list[Any]:
             )
         try:
             results.append(ask.read(value))
-        except InvalidParams:
-            raise
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise InvalidParams(
                 f"Invalid params: inputResponses[{ask.key!r}] is not a valid {ask.method} result ({exc})"
@@ -203,7 +200,7 @@ def digest(method: str, params: dict) -> str:
     raw = json.dumps(
         [method, salient], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     ).encode("utf-8")
-    return base64.urlsafe_b64encode(hashlib.sha256(raw).digest()[:16]).rstrip(b"=").decode("ascii")
+    return b64url(hashlib.sha256(raw).digest()[:16])
 
 
 def read_inputs(params: dict, method: str, keyring: Keyring, principal: str | None) -> Inputs:
@@ -218,8 +215,8 @@ def read_inputs(params: dict, method: str, keyring: Keyring, principal: str | No
         return Inputs()  # a first request: nothing to check
     answers: dict = {}
     if "requestState" in params:
-        answers.update(
-            open_state(params["requestState"], method, digest(method, params), keyring, principal)
+        answers = open_state(
+            params["requestState"], method, digest(method, params), keyring, principal
         )
     if "inputResponses" in params:
         responses = params["inputResponses"]
@@ -258,7 +255,7 @@ def seal_state(
         "a": {key: inputs.answers[key] for key in sorted(inputs.used) if key in inputs.answers},
     }
     raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    token = _b64(raw) + "." + _b64(keyring.tag(raw, _TAG_BYTES))
+    token = b64url(raw) + "." + b64url(keyring.tag(raw, _TAG_BYTES))
     if len(token) > MAX_STATE_BYTES:
         raise InvalidParams(
             f"Invalid params: the answers gathered for this request exceed {MAX_STATE_BYTES} bytes"
@@ -276,7 +273,7 @@ def open_state(
         raise InvalidParams(f"Invalid params: requestState is over {MAX_STATE_BYTES} bytes")
     body, _, tag = token.partition(".")
     try:
-        raw, raw_tag = _unb64(body), _unb64(tag)
+        raw, raw_tag = unb64url(body), unb64url(tag)
     except (binascii.Error, ValueError):
         raise InvalidParams("Invalid params: requestState was not issued by this server") from None
     if len(raw_tag) != _TAG_BYTES or not keyring.verify(raw, raw_tag):
@@ -291,21 +288,12 @@ def open_state(
         raise InvalidParams("Invalid params: requestState is malformed")
     if payload.get("m") != method or payload.get("d") != request_digest:
         raise InvalidParams("Invalid params: requestState belongs to another request")
-    sealed = payload.get("p")
     # §Server Requirements: state bound to "the authenticated principal" opens for that principal only.
     # Strings are compared: a state of the old form (a list) or of no caller never opens for a caller.
-    if not (sealed is None or isinstance(sealed, str)) or sealed != principal:
+    if payload.get("p") != principal:
         raise InvalidParams("Invalid params: requestState belongs to another caller")
     if not isinstance(payload.get("x"), int) or payload["x"] < time.time():
         raise InvalidParams(
             "Invalid params: requestState has expired; send the request again without it"
         )
     return payload["a"]
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)

@@ -66,9 +66,8 @@ class Principal:
     @classmethod
     def of(cls, auth: AccessInfo | None, peer: str) -> Principal:
         """The principal of a connection: its token's, or its transport's ``peer`` id."""
-        if (
-            auth is None
-        ):  # the same few peers again and again (a stateless HTTP POST asks each time)
+        # the same few peers again and again (a stateless HTTP POST asks each time)
+        if auth is None:
             return _of_peer(peer) if cls is Principal else cls(peer)
         claims = getattr(auth, "claims", None) or {}
         return cls(principal_id(auth), frozenset(auth.scopes), claims, auth)
@@ -90,8 +89,7 @@ def principal_id_of(auth: Any) -> str | None:
     return None if auth is None else principal_id(auth)
 
 
-@lru_cache(
-    maxsize=256
-)  # bounded: past it the least recently seen peer is made again when it returns
+# bounded: past it the least recently seen peer is made again when it returns
+@lru_cache(maxsize=256)
 def _of_peer(peer: str) -> Principal:
     return Principal(peer)

@@ -154,16 +154,14 @@ HANDLERS = {"prompts/list": list_prompts, "prompts/get": get_prompt}
 def _coerce_arguments(prompt: RegisteredPrompt, arguments: dict) -> dict:
     """Prompt arguments arrive as strings; turn them into the declared JSON types where that is unambiguous."""
     properties = prompt.plan.schema.get("properties", {})
-    out = {}
+    out = dict(arguments)
     for key, value in arguments.items():
         kind = properties.get(key, {}).get("type")
         if kind in ("integer", "number", "boolean"):
             try:
-                parsed = json.loads(value)
+                out[key] = json.loads(value)
             except ValueError:
                 raise InvalidParams(f"Invalid params: argument {key} must be a {kind}") from None
-            value = parsed
-        out[key] = value
     return out
 
 

@@ -67,9 +67,8 @@ class ResourceTable:
     ) -> str:
         """Keep ``entry`` (replacing, with a UserWarning, one at the same URI or template); its URI."""
         uri = entry.listing.get("uriTemplate") or entry.listing["uri"]
-        if (
-            list_items is not None
-        ):  # listed before it is announced: a client listing at once sees them
+        # listed before it is announced: a client listing at once sees them
+        if list_items is not None:
             self.lists.append(list_items)
         if entry.template is not None:
             kept = [t for t in self.templates if t.listing["uriTemplate"] != uri]
@@ -272,27 +271,14 @@ def contents(uri: str, entry: RegisteredResource, value: Any) -> list:
     ``str`` is text, ``bytes`` a base64 blob, contents objects pass through,
     anything else is sent as JSON text.
     """
-    mime_type = entry.listing.get("mimeType")
-    if isinstance(value, (TextResourceContents, BlobResourceContents)):
-        return [value.to_wire()]
-    if isinstance(value, list) and all(
-        isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value
-    ):
-        return [v.to_wire() for v in value]
+    items = value if isinstance(value, list) else [value]
+    if all(isinstance(item, (TextResourceContents, BlobResourceContents)) for item in items):
+        return [item.to_wire() for item in items]
     if isinstance(value, (bytes, bytearray)):
-        return [
-            {
-                "uri": uri,
-                "mimeType": mime_type or "application/octet-stream",
-                "blob": base64.b64encode(value).decode("ascii"),
-            }
-        ]
-    if isinstance(value, str):
-        return [{"uri": uri, "mimeType": mime_type or "text/plain", "text": value}]
-    return [
-        {
-            "uri": uri,
-            "mimeType": mime_type or "application/json",
-            "text": json.dumps(to_jsonable(value), ensure_ascii=False),
-        }
-    ]
+        default, key, data = "application/octet-stream", "blob", base64.b64encode(value).decode()
+    elif isinstance(value, str):
+        default, key, data = "text/plain", "text", value
+    else:
+        default, key = "application/json", "text"
+        data = json.dumps(to_jsonable(value), ensure_ascii=False)
+    return [{"uri": uri, "mimeType": entry.listing.get("mimeType") or default, key: data}]

@@ -324,14 +324,10 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
     schema = dict(schema)
     kind = schema.get("type") if isinstance(schema.get("type"), str) else None
     for marker in _markers(metadata):
-        for attribute, keyword in (
-            ("description", "description"),
-            ("title", "title"),
-            ("examples", "examples"),
-        ):
-            value = getattr(marker, attribute, None)
+        for keyword in ("description", "title", "examples"):
+            value = getattr(marker, keyword, None)
             if value is not None:
-                schema[keyword] = " ".join(value.split()) if attribute == "description" else value
+                schema[keyword] = " ".join(value.split()) if keyword == "description" else value
         for attribute, keyword in _BOUNDS.items():
             value = getattr(marker, attribute, None)
             if isinstance(value, (int, float)) and not isinstance(value, bool):

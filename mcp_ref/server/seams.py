@@ -28,6 +28,8 @@ a principal, a ``Context`` or a 2026-07-28 handler's ask.
 
 from __future__ import annotations
 
+import functools
+from collections import ChainMap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -168,6 +170,7 @@ Handler = Callable[[Caller, "RequestContext", dict], dict]
 # -- per request -------------------------------------------------------------------------------------
 
 
+@dataclass(eq=False, slots=True)
 class RequestState:
     """What the server keeps about one request while it serves it (``RequestContext.role_state``).
 
@@ -178,12 +181,9 @@ class RequestState:
     ``marks``: what extensions note about the request, by their ``name`` (None until one does).
     """
 
-    __slots__ = ("inputs", "runner", "marks")
-
-    def __init__(self) -> None:
-        self.inputs: Any = None
-        self.runner: Any = None
-        self.marks: dict[str, Any] | None = None
+    inputs: Any = None
+    runner: Any = None
+    marks: dict[str, Any] | None = None
 
     def mark(self, name: str, value: Any) -> None:
         """Note ``value`` for the extension ``name``."""
@@ -248,16 +248,10 @@ Middleware = Callable[[Call, Callable[[], dict]], dict]
 
 def run_chain(middleware: list, call: Call, last: Callable[[], dict]) -> dict:
     """``last()`` wrapped in every middleware, the first outermost."""
-    if not middleware:
-        return last()
-    chain = list(middleware)
-
-    def step(index: int) -> dict:
-        if index == len(chain):
-            return last()
-        return chain[index](call, lambda: step(index + 1))
-
-    return step(0)
+    proceed = last
+    for hook in reversed(middleware):
+        proceed = functools.partial(hook, call, proceed)
+    return proceed()
 
 
 # -- the item gate ---------------------------------------------------------------------------------------
@@ -425,9 +419,7 @@ def hooks_of(
         base = getattr(Extension, hook)
         return [getattr(e, hook) for e in extensions if getattr(type(e), hook) is not base]
 
-    attributes: dict[str, Callable[[Any], Any]] = {}
-    for extension in reversed(extensions):
-        attributes.update(extension.context_attributes())
+    attributes = dict(ChainMap(*(extension.context_attributes() for extension in extensions)))
     return overridden("intercept_request"), overridden("intercept_tool_call"), attributes
 
 
@@ -448,7 +440,4 @@ def declare(extensions: list, version: str | None, caller: Any, capabilities: di
 def methods_of(extensions: list, version: str | None) -> dict[str, Handler]:
     """The request methods ``extensions`` answer at ``version``, and their handlers (the first
     added wins a method two give)."""
-    methods: dict[str, Handler] = {}
-    for extension in reversed(extensions):
-        methods.update(extension.methods(version))
-    return methods
+    return dict(ChainMap(*(extension.methods(version) for extension in extensions)))

@@ -32,7 +32,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import lifecycle
@@ -136,26 +136,20 @@ class Filter:
         return kind in self.lists
 
 
+@dataclass(eq=False)
 class Subscription:
-    """One open ``subscriptions/listen`` stream: the connection it is on, its id, its filter."""
+    """One open ``subscriptions/listen`` stream: the connection it is on, its id (the request's),
+    its agreed filter."""
 
-    def __init__(
-        self,
-        connection: ServerConnection,
-        request_id,
-        agreed: Filter,
-        version: str,
-        hidden: frozenset = frozenset(),
-    ):
-        self.connection = connection
-        self.id = request_id
-        self.filter = agreed
-        self.version = version
-        #: Agreed URIs of resources the caller may not use: acknowledged like unknown ones, never
-        #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.extensions.policy`).
-        self.hidden = hidden
-        #: Held while the acknowledgment is written: whatever else the stream carries waits for it.
-        self.lock = threading.RLock()
+    connection: ServerConnection
+    id: Any
+    filter: Filter
+    version: str
+    #: Agreed URIs of resources the caller may not use: acknowledged like unknown ones, never
+    #: delivered (``Server(authorize=...)``, :mod:`mcp_ref.extensions.policy`).
+    hidden: frozenset[str] = frozenset()
+    #: Held while the acknowledgment is written: whatever else the stream carries waits for it.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def wants(self, method: str, params: dict) -> bool:
         """True when a notification belongs on this stream (its filter, less hidden resources)."""
@@ -249,10 +243,7 @@ class Subscriptions:
         """Send a change notification on every stream whose filter asks for it (and ``which``
         picks, when given); how many did."""
         params = params or {}
-        with self._lock:
-            streams = [s for s in self._open.values() if s.wants(method, params)]
-        if which is not None:
-            streams = [s for s in streams if which(s)]
+        streams = self.streams(lambda s: s.wants(method, params) and (which is None or which(s)))
         for subscription in streams:
             subscription.send(method, params)
         return len(streams)
@@ -265,13 +256,10 @@ class Subscriptions:
 
     def resources_of(self, principal_id: str) -> set:
         """The resources the open streams of one principal name (``max_subscribed_resources``)."""
-        with self._lock:
-            streams = [s for s in self._open.values() if s.filter.uris]
-        held: set = set()
-        for stream in streams:
-            if stream.connection.principal.id == principal_id:
-                held |= stream.filter.uris
-        return held
+        streams = self.streams(
+            lambda s: bool(s.filter.uris) and s.connection.principal.id == principal_id
+        )
+        return set().union(*(stream.filter.uris for stream in streams))
 
     def close_all(self, which: Callable[[Subscription], bool] | None = None) -> int:
         """End every stream gracefully (e.g. at shutdown), or those ``which`` picks; how many.
@@ -311,16 +299,19 @@ class Subscriptions:
         """What this process's open connections (``resources/subscribe``) and listen streams hold,
         by held-set key (:data:`SUBSCRIBED` and the principal's id; only ``principal_id``'s, when
         given): the truth the shared held sets are told."""
+        held = [
+            (c.principal.id, c.subscriptions)
+            for c in server.connections()
+            if c.subscriptions and not c.session.is_closed
+        ]
+        held += [
+            (s.connection.principal.id, s.filter.uris)
+            for s in self.streams(lambda s: bool(s.filter.uris))
+        ]
         table: dict[str, set[str]] = {}
-        for connection in server.connections():
-            if connection.subscriptions and not connection.session.is_closed:
-                who = connection.principal.id
-                if principal_id is None or who == principal_id:
-                    table.setdefault(SUBSCRIBED + who, set()).update(connection.subscriptions)
-        for stream in self.streams(lambda s: bool(s.filter.uris)):
-            who = stream.connection.principal.id
+        for who, uris in held:
             if principal_id is None or who == principal_id:
-                table.setdefault(SUBSCRIBED + who, set()).update(stream.filter.uris)
+                table.setdefault(SUBSCRIBED + who, set()).update(uris)
         return table
 
     def check_resources(
@@ -340,9 +331,8 @@ class Subscriptions:
             return
         limit = cap.max_subscribed_resources
         added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
-        if (
-            not added
-        ):  # a connection here may have ended without a word: say the truth, then ask again
+        # a connection here may have ended without a word: say the truth, then ask again
+        if not added:
             held.hold_only(self.resources_here(server))
             added, count = held.hold(SUBSCRIBED + principal.id, uris, limit)
         if not added:
@@ -439,22 +429,21 @@ def listen(connection: ServerConnection, context: RequestContext, params: dict) 
     hidden: frozenset[str] = frozenset()
     if gate.restricts and agreed.uris:
         # A resource the caller may not use is agreed like an unknown one, and never delivered.
+        # One rule for all: not registered (yet) is judged by its name alone, at the same cost.
         principal = connection.principal
-
-        def hidden_from_caller(uri: str) -> bool:
-            # one rule for all: not registered (yet) is judged by its name alone, at the same cost
-            return not gate.resource_allowed(
+        hidden = frozenset(
+            uri
+            for uri in agreed.uris
+            if not gate.resource_allowed(
                 principal, uri, server.find_resource(uri), "resources/subscribe"
             )
-
-        hidden = frozenset(uri for uri in agreed.uris if hidden_from_caller(uri))
+        )
     # a modern-only method: the request's envelope gives its version
     subscription = Subscription(connection, context.request_id, agreed, cast(str, version), hidden)
     hub = server.subscriptions
     cap = server.subscription_cap()
-    with (
-        subscription.lock
-    ):  # registered first, so nothing is missed; acknowledged before anything is sent
+    # registered first, so nothing is missed; acknowledged before anything is sent
+    with subscription.lock:
         if cap is None:
             opened = hub.open(subscription)
         else:
