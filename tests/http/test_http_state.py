@@ -698,9 +698,13 @@ def test_a_redis_follower_without_redis_is_refused_or_waits_its_timeout(own_redi
         ) as refused:  # 503: no follower starts at a wrong place
             store.claim_stream("s1", "s")
         assert isinstance(refused.value, ConnectionError) and store.following("s1") == 1
-        started = time.monotonic()
-        assert store.wait_after("s1", "p1", 0, 0.3, generation) == Followed([], False, 0, False)
-        assert 0.3 <= time.monotonic() - started < WAIT  # waited its timeout: no busy loop, no hang
+        failures, started = store.failures, time.monotonic()
+        waiting = ThreadPoolExecutor(1).submit(store.wait_after, "s1", "p1", 0, 0.3, generation)
+        assert waiting.result(WAIT) == Followed([], False, 0, False)  # no hang: ended within WAIT
+        assert store.failures == failures + 1  # one read, failed, then the wait: no busy loop
+        # It waited its timeout, not returning at once for its caller to ask again: a lower bound
+        # that load cannot break (the deadline is taken inside the call, after `started`).
+        assert time.monotonic() - started >= 0.3
         assert (
             store.end_stream("s1", "p1") is None
             and store.leave_stream("s1", "p1", generation) is None
