@@ -177,6 +177,14 @@ def is_modern(params: object) -> bool:
     return meta is not None and PROTOCOL_VERSION in meta
 
 
+def answered_at_once(method: str, params: object) -> bool:
+    """True for a handshake-era ``ping``: the session answers it ``{}`` on its reader thread as it
+    arrives, never queued behind busy handlers.  basic/utilities/ping: "The receiver MUST respond
+    promptly with an empty response"; 2026-07-28 removed ping, so a modern one goes on to the role
+    (-32601)."""
+    return method == "ping" and not is_modern(params)
+
+
 def supported_versions() -> list[str]:
     """Every version a dual-era server answers, newest first (the ``supported`` list of -32022)."""
     return [*MODERN_VERSIONS, *SUPPORTED_VERSIONS]

@@ -72,12 +72,6 @@ class Channel(Protocol):
 class Dispatcher(Protocol):
     """The role (server or client) that gives methods their meaning."""
 
-    def answer_at_once(self, method: str, params: dict | None) -> dict | None:
-        """The result of a request the role answers on the reader thread as it arrives, never
-        queued behind busy handlers (a handshake-era ``ping``); None: the request goes to
-        :meth:`handle_request` on a handler thread."""
-        ...
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict: ...
 
     def handle_notification(self, method: str, params: dict) -> None: ...

@@ -18,8 +18,9 @@ request is registered *before* it is written, so an answer can never arrive for 
 ``close()`` (or end of input) fails every pending future with :class:`ConnectionClosed`.
 
 The session knows JSON-RPC, timeouts, cancellation and progress; what a method *means* is the business
-of a *dispatcher* (the server or client role), which provides ``answer_at_once(method, params)``,
-``handle_request(context, method, params)`` and ``handle_notification(method, params)``.  Whether
+of a *dispatcher* (the server or client role), which provides
+``handle_request(context, method, params)`` and ``handle_notification(method, params)``; a
+handshake-era ``ping`` the session answers itself (:func:`mcp_ref.lifecycle.answered_at_once`).  Whether
 a batch is allowed is the negotiated revision's (:func:`mcp_ref.lifecycle.batches_allowed`).  What
 it asks of the connection is :class:`Transport`, the transport contract (below).
 """
@@ -47,7 +48,7 @@ from .errors import (
     RequestCancelled,
 )
 from .jsonrpc import ErrorResponse, Notification, Request, Response
-from .lifecycle import OPTIONAL_ERROR_ID, at_least, batches_allowed
+from .lifecycle import OPTIONAL_ERROR_ID, answered_at_once, at_least, batches_allowed
 from .request import (
     DEFAULT,
     EVENTS_LOCK,
@@ -656,16 +657,11 @@ class Session:
             self._receive_answer(message)
 
     def _start_handler(self, request: Request, batch: Batch | None, inline: bool = False) -> None:
-        at_once = self.dispatcher.answer_at_once(request.method, request.params)
-        # the role's answer, here on the reader thread, never queued behind busy handlers
-        if at_once is not None:
+        # a handshake-era ping, answered here on the reader thread, never queued behind busy handlers
+        if answered_at_once(request.method, request.params):
             with self._lock:
                 duplicate = request.id in self._incoming
-            reply = (
-                ErrorResponse(request.id, _ID_IN_USE)
-                if duplicate
-                else Response(request.id, at_once)
-            )
+            reply = ErrorResponse(request.id, _ID_IN_USE) if duplicate else Response(request.id, {})
             self._reply(reply, batch)
             return
         params = request.params or {}

@@ -148,8 +148,8 @@ def list_roots(connection: Connection, context: RequestContext, params: dict) ->
     )
 
 
-#: Every request a client answers itself (``ping``:
-#: :meth:`~mcp_ref.client.connection.ClientConnection.answer_at_once`), and its answer.
+#: Every request a client answers itself (``ping``: the session's,
+#: :func:`mcp_ref.lifecycle.answered_at_once`), and its answer.
 HANDLERS = {
     "sampling/createMessage": create_message,
     "elicitation/create": elicit,

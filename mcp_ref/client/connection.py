@@ -369,13 +369,6 @@ class ClientConnection:
 
     # -- the Dispatcher protocol: what the server sends ---------------------------------------
 
-    @staticmethod
-    def answer_at_once(method: str, params: dict | None) -> dict | None:
-        """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
-        other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
-        response"; 2026-07-28 removed ping (a modern one goes on, to -32601)."""
-        return {} if method == "ping" and not lifecycle.is_modern(params) else None
-
     def handle_request(self, context: RequestContext, method: str, params: dict) -> dict:
         """Answer a request of the server's, in both eras
         (:func:`mcp_ref.client.answering.answer_request`)."""
@@ -442,6 +435,10 @@ class Call:
     def result(self) -> dict:
         """Wait for the result (raises RequestTimeout, RequestCancelled, McpError ...)."""
         return self.pending.result()
+
+    def request_options(self) -> dict:
+        """The call's options that apply to each request it sends (its timeout)."""
+        return {"timeout": self._options["timeout"]} if "timeout" in self._options else {}
 
 
 class ModernCall(Call):
@@ -535,10 +532,6 @@ class ModernCall(Call):
         from .mrtr import too_many_rounds
 
         return too_many_rounds(self)
-
-    def request_options(self) -> dict:
-        """The call's options that apply to each request it sends (its timeout)."""
-        return {"timeout": self._options["timeout"]} if "timeout" in self._options else {}
 
     def answer(self, requests: Any) -> dict:
         """The ``inputResponses`` for an ``inputRequests`` map (of an ``input_required`` result, or of

@@ -262,10 +262,6 @@ class LegacyTaskCall(Call):
         except Exception:  # an error answer: settled
             return True
 
-    def request_options(self) -> dict:
-        """The options of each request the follower sends (the call's timeout)."""
-        return {"timeout": self._options["timeout"]} if "timeout" in self._options else {}
-
     def cancel(self, reason: str | None = None) -> bool:
         """``tasks/cancel`` for the call's task (waiting first for the ``CreateTaskResult`` if it is
         still on its way: bounded by the call's timeout); False if the call or its task had ended."""

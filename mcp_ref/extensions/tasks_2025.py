@@ -105,6 +105,44 @@ RECHECK = 1.0
 MAX_MESSAGE = 200
 
 
+def intercept_call(
+    caller: Caller,
+    tool: Any,
+    arguments: dict | None,
+    context: RequestContext,
+    run: Callable[[RequestContext], dict],
+) -> dict:
+    """The ``tools/call`` interceptor of the 2025-11-25 tasks: acts only on a handshake-era request
+    at 2025-11-25 on a connection (``caller``) that was told of the ``tasks`` capability; otherwise the call runs."""
+    if (
+        context.envelope is not None
+        or caller.protocol_version != VERSION
+        or "tasks" not in caller.capabilities
+    ):
+        # §Task Support and Handling: no capability declared, ``task`` is ignored
+        return run(context)
+    wanted = context.params.get("task")
+    mode = mode_of(tool)
+    # invalid arguments of a tool that is never a task: run answers
+    if arguments is None and mode is None:
+        return run(context)
+    if wanted is None:
+        if mode == "required":
+            # §Tool-Level Negotiation: "Servers MUST return a -32601 (Method not found) error if a
+            # client does not attempt to do so."
+            raise MethodNotFound(
+                f"Method not found: tool {tool.name} runs only as a task (add params.task)"
+            )
+        return run(context)
+    if mode is None:
+        # §Tool-Level Negotiation: taskSupport absent or "forbidden": "Servers SHOULD return a -32601".
+        raise MethodNotFound(
+            f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)"
+        )
+    ttl_ms = granted_ttl(wanted, store_of(caller.server).ttl_ms)
+    return begin(caller, tool, arguments, context, run, ttl_ms)
+
+
 class Tasks2025Extension(Extension):
     """The experimental tasks of 2025-11-25 on a server, on the store of the 2026-07-28
     :class:`~mcp_ref.extensions.tasks_2026.TasksExtension` it follows (``server.tasks`` installs both):
@@ -155,11 +193,8 @@ class Tasks2025Extension(Extension):
             tools.append(item if mode is None else {**item, "execution": {"taskSupport": mode}})
         return {**result, "tools": tools}
 
-    def intercept_tool_call(
-        self, caller: Any, tool: Any, arguments: Any, context: Any, run: Callable[[Any], Any]
-    ) -> Any:
-        """See :func:`intercept_call`."""
-        return intercept_call(caller, tool, arguments, context, run)
+    #: The ``tools/call`` interceptor (:func:`intercept_call`).
+    intercept_tool_call = staticmethod(intercept_call)
 
     def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
         """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""
@@ -218,46 +253,6 @@ def related(params: dict | None, task_id: str) -> dict:
 
 
 # -- the call ----------------------------------------------------------------------------------------
-
-
-def intercept_call(
-    connection: Caller,
-    tool: Any,
-    arguments: dict | None,
-    context: RequestContext,
-    run: Callable[[RequestContext], dict],
-) -> dict:
-    """The ``tools/call`` interceptor of the 2025-11-25 tasks: acts only on a handshake-era request
-    at 2025-11-25 on a connection that was told of the ``tasks`` capability; otherwise the call runs."""
-    if (
-        context.envelope is not None
-        or connection.protocol_version != VERSION
-        or "tasks" not in connection.capabilities
-    ):
-        return run(
-            context
-        )  # §Task Support and Handling: no capability declared, ``task`` is ignored
-    wanted = context.params.get("task")
-    mode = mode_of(tool)
-    if (
-        arguments is None and mode is None
-    ):  # invalid arguments of a tool that is never a task: run answers
-        return run(context)
-    if wanted is None:
-        if mode == "required":
-            # §Tool-Level Negotiation: "Servers MUST return a -32601 (Method not found) error if a
-            # client does not attempt to do so."
-            raise MethodNotFound(
-                f"Method not found: tool {tool.name} runs only as a task (add params.task)"
-            )
-        return run(context)
-    if mode is None:
-        # §Tool-Level Negotiation: taskSupport absent or "forbidden": "Servers SHOULD return a -32601".
-        raise MethodNotFound(
-            f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)"
-        )
-    ttl_ms = granted_ttl(wanted, store_of(connection.server).ttl_ms)
-    return begin(connection, tool, arguments, context, run, ttl_ms)
 
 
 def granted_ttl(wanted: object, ceiling: int | None) -> int | None:

@@ -106,6 +106,32 @@ def in_task(ctx: Any) -> bool:
     return state_of(ctx.request).mark_of(MARK) not in (None, MAY_START)
 
 
+def intercept_call(
+    caller: ServerConnection,
+    tool: Any,
+    arguments: dict,
+    context: RequestContext,
+    run: Callable[[RequestContext], dict],
+) -> dict:
+    """The ``tools/call`` interceptor (``intercept_tool_call``): a
+    task-capable tool's call, from a client that declared the extension, may become a task where
+    its handler calls ``ctx.start_task()``."""
+    mode = mode_of(tool)
+    # invalid arguments: run answers them
+    if mode is None or context.envelope is None or arguments is None:
+        return run(context)
+    if declared(context):
+        state_of(context).mark(MARK, MAY_START)  # ctx.start_task() turns the call into a task
+    elif mode == REQUIRED:
+        # SEP-2663: a server "unable to service a request ... without returning CreateTaskResult
+        # MUST return an error with the code -32021", naming the extension.
+        raise missing(f"tool {tool.name} runs only as a task")
+    try:
+        return run(context)
+    except StartTask:
+        return begin(caller, context, run)
+
+
 #: What the tasks add to a handler's ``Context`` (both protocols).
 CONTEXT_ATTRIBUTES: dict[str, Callable[[Any], Any]] = {"start_task": start_task, "in_task": in_task}
 
@@ -141,42 +167,12 @@ class TasksExtension(Extension):
         """``tasks/get``, ``tasks/update``, ``tasks/cancel`` at 2026-07-28."""
         return HANDLERS if version in MODERN_VERSIONS else {}
 
-    def intercept_tool_call(
-        self, caller: Any, tool: Any, arguments: Any, context: Any, run: Callable[[Any], Any]
-    ) -> Any:
-        """See :func:`intercept_call`."""
-        return intercept_call(caller, tool, arguments, context, run)
+    #: The ``tools/call`` interceptor (:func:`intercept_call`).
+    intercept_tool_call = staticmethod(intercept_call)
 
     def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
         """``ctx.start_task()`` and ``ctx.in_task``."""
         return CONTEXT_ATTRIBUTES
-
-
-def intercept_call(
-    connection: ServerConnection,
-    tool: Any,
-    arguments: dict,
-    context: RequestContext,
-    run: Callable[[RequestContext], dict],
-) -> dict:
-    """The ``tools/call`` interceptor (``intercept_tool_call``): a
-    task-capable tool's call, from a client that declared the extension, may become a task where
-    its handler calls ``ctx.start_task()``."""
-    mode = mode_of(tool)
-    if (
-        mode is None or context.envelope is None or arguments is None
-    ):  # invalid arguments: run answers them
-        return run(context)
-    if declared(context):
-        state_of(context).mark(MARK, MAY_START)  # ctx.start_task() turns the call into a task
-    elif mode == REQUIRED:
-        # SEP-2663: a server "unable to service a request ... without returning CreateTaskResult
-        # MUST return an error with the code -32021", naming the extension.
-        raise missing(f"tool {tool.name} runs only as a task")
-    try:
-        return run(context)
-    except StartTask:
-        return begin(connection, context, run)
 
 
 def begin(

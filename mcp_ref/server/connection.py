@@ -106,7 +106,7 @@ _FEATURES = {
     "completion/complete": "completion:complete",
 }
 
-#: Every request method a server answers, and its handler.  (``ping``: :meth:`ServerConnection.answer_at_once`.)
+#: Every request method a server answers, and its handler.  (``ping``: the session's, :func:`mcp_ref.lifecycle.answered_at_once`.)
 METHODS = MethodTable(
     {
         "initialize": initialize,
@@ -368,13 +368,6 @@ class ServerConnection:
         return self.session.holds(request_id, ours=ours)
 
     # -- the Dispatcher protocol -------------------------------------------------------------
-
-    @staticmethod
-    def answer_at_once(method: str, params: dict | None) -> dict | None:
-        """A handshake-era ``ping``'s empty result, given on the session's reader thread (None: any
-        other request).  basic/utilities/ping: "The receiver MUST respond promptly with an empty
-        response"; 2026-07-28 removed ping, so a modern one is -32601 (``handle_modern``)."""
-        return {} if method == "ping" and not lifecycle.is_modern(params) else None
 
     def version_for(self, context: RequestContext) -> str | None:
         """The revision a request speaks: its own (2026-07-28), else the one this connection negotiated."""

@@ -72,9 +72,6 @@ class Role:
                 self.running -= 1
                 self.changed.notify_all()
 
-    def answer_at_once(self, method, params):
-        return {} if method == "ping" else None  # answered on the reader thread, never queued
-
     def handle_notification(self, method, params):
         pass
 
