@@ -783,10 +783,8 @@ class HttpClientTransport(LegacySseClient, Transport):
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}
-        first = method in (
-            "initialize",
-            "server/discover",
-        )  # a 404 later is a lost session, or the method's
+        # a 404 later is a lost session, or the method's
+        first = method in ("initialize", "server/discover")
         hint = (
             advice(
                 response.status_code, self.url, response.headers, credentials=self._credentials()

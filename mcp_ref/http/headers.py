@@ -232,9 +232,8 @@ def check_request_headers(
 
 
 def _check_one(sent: str | None, value: object, label: str) -> None:
-    if (
-        value is None
-    ):  # nothing in the body: the handler answers a missing name; a parameter's header is unexpected
+    # nothing in the body: the handler answers a missing name; a parameter's header is unexpected
+    if value is None:
         if sent is not None and label != "Mcp-Name":
             raise HeaderMismatchError(
                 f"Header mismatch: {label} is sent but the body has no value for it"
@@ -283,9 +282,8 @@ def _same_integer(decoded: str, value: float, label: str) -> bool:
     (``10**400``, ``1e400``, a fraction) is refused with HeaderMismatch, whatever the header says.
     """
     if isinstance(value, float):
-        if not (
-            value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
-        ):  # NaN and infinities are not integers
+        # NaN and infinities are not integers
+        if not (value.is_integer() and abs(value) <= MAX_SAFE_INTEGER):
             raise HeaderMismatchError(
                 f"Header mismatch: {label}: the body's value is not an integer "
                 f"within the safe range (-(2**53-1) to 2**53-1)"

@@ -74,9 +74,8 @@ class LegacySseClient:
                 if self.legacy_endpoint is not None:
                     log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
                 if response is not None:
-                    abort(
-                        response
-                    )  # the stream ends now, not when the exception's frames are collected
+                    # the stream ends now, not when the exception's frames are collected
+                    abort(response)
                 failure.append(exc.with_traceback(None))
             finally:
                 ready.set()

@@ -98,9 +98,8 @@ class SseParser:
         self._partial: list[bytes] = []  # the current line, while its end has not arrived
         self._partial_size = 0
         self._skipping_line = False  # the current line went past the bound: drop it to its end
-        self._after_cr = (
-            False  # the last chunk ended with CR: a LF first in the next ends that line
-        )
+        # the last chunk ended with CR: a LF first in the next ends that line
+        self._after_cr = False
         self._started = False  # the BOM check is done
         self._out: list[SseEvent] = []  # the events of the chunk being fed
         self._reset_event()
@@ -197,9 +196,8 @@ class SseParser:
         elif name == b"id":
             if b"\0" not in value:  # "If the field value does not contain U+0000 NULL"
                 self._id_buffer = value.decode("utf-8", "replace")
-        elif (
-            name == b"retry" and value.isdigit()
-        ):  # bytes.isdigit: ASCII digits only (and not empty)
+        elif name == b"retry" and value.isdigit():
+            # bytes.isdigit: ASCII digits only (and not empty)
             # WHATWG HTML §9.2.6: "If the field value consists of only ASCII digits, then interpret
             # the field value as an integer in base ten ... Otherwise, ignore the field."
             retry = int(value) if len(value) <= _RETRY_DIGITS else 10**_RETRY_DIGITS

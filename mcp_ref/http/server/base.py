@@ -26,7 +26,7 @@ from .events import EventStore, MemoryEventStore
 from .host import Connection, Host
 from .http_session import HttpSession
 from .middleware import Endpoints, HttpMiddleware
-from .replies import VERDICTS_KEPT
+from .replies import VERDICTS_KEPT, on_client_gone
 from .sessions import MemorySessionTable, SessionTable
 from .shared import SharedSessions, table_call
 from .shares import (
@@ -36,6 +36,7 @@ from .shares import (
     ClientStreams,
     check_request_setting,
     client_of,
+    once,
     peer_of,
     request_cap,
     too_many_requests,
@@ -253,13 +254,11 @@ class HttpAppBase:
         allowed = self._hosts_seen.get(host)
         if allowed is None:
             allowed = host_allowed(host, self.allowed_hosts)
-            if (
-                len(self._hosts_seen) < VERDICTS_KEPT
-            ):  # a client sends one Host: a flood of others is judged each time
+            # a client sends one Host: a flood of others is judged each time
+            if len(self._hosts_seen) < VERDICTS_KEPT:
                 self._hosts_seen[host] = allowed
-                if (
-                    not allowed
-                ):  # once per host (bounded like the verdicts): a refused deployment says why
+                # once per host (bounded like the verdicts): a refused deployment says why
+                if not allowed:
                     log.warning("%s", self._host_refusal(host))
         if not allowed:
             raise Forbidden(f"Forbidden: {self._host_refusal(host)}")
@@ -323,9 +322,8 @@ class HttpAppBase:
         offer an SSE stream at this endpoint".  A 2026-07-28 ``subscriptions/listen`` (a POST) gets
         a JSON-RPC -32601 error with the same reason.  Logged once per application.
         """
-        if (
-            environ.get("wsgi.multithread") is not False
-        ):  # PEP 3333 requires the key; absent: not known to be
+        # PEP 3333 requires the key; absent: not known to be
+        if environ.get("wsgi.multithread") is not False:
             return
         if not self._told_single_threaded:
             self._told_single_threaded = True
@@ -422,9 +420,8 @@ class HttpAppBase:
             raise NotFound("Session not found: start a new session with initialize")
         self.check_version(environ)
         self.check_principal(session, environ)
-        self.session_table.touch(
-            session_id
-        )  # seen now, and established: it came back after initialize
+        # seen now, and established: it came back after initialize
+        self.session_table.touch(session_id)
         return self._same_version(environ, session)
 
     def _shared_session_for(
@@ -437,16 +434,14 @@ class HttpAppBase:
             session = self.shared_sessions.replica(session_id, environ)
         else:
             self.check_principal(session, environ)
-        if not self.shared_sessions.touch(
-            session
-        ):  # gone, or expired: everywhere (else up to date)
+        # gone, or expired: everywhere (else up to date)
+        if not self.shared_sessions.touch(session):
             self.end_here(session, for_good=True)
             self.shared_sessions.ended(session_id)  # every other worker holding it ends it too
             raise NotFound("Session not found: start a new session with initialize")
         self._reconcile()
-        self.shared_sessions.homes.claim(
-            session
-        )  # its home gone? then this worker sends its change notifications
+        # its home gone? then this worker sends its change notifications
+        self.shared_sessions.homes.claim(session)
         return self._same_version(environ, session)
 
     @staticmethod
@@ -492,9 +487,8 @@ class HttpAppBase:
             self.sessions[session_id] = session
         if self.shared:
             try:
-                self.shared_sessions.record(
-                    session
-                )  # its record, for every worker; this one its home
+                # its record, for every worker; this one its home
+                self.shared_sessions.record(session)
             except BaseException:
                 self.end_here(session, for_good=True)
                 self._let_place_go(session_id)
@@ -576,9 +570,8 @@ class HttpAppBase:
         self._last_sweep = now
         with self._sessions_lock:
             mine = dict(self.sessions)
-        if (
-            self.shared
-        ):  # a shared table hands each expired id to one worker, which tells the others
+        # a shared table hands each expired id to one worker, which tells the others
+        if self.shared:
             for session_id in table_call(self.session_table.expired):
                 self._ended_elsewhere_too(session_id)
             self._reconcile()
@@ -686,12 +679,7 @@ class HttpAppBase:
         except BaseException:
             release_share()
             raise
-
-        def release() -> None:
-            release_client()
-            release_share()
-
-        return release
+        return once(release_client, release_share)
 
     def streams_held(self) -> int:
         """How many long-lived streams are open (every client's)."""
@@ -737,9 +725,7 @@ class HttpAppBase:
         stream is kept for a resuming GET instead: "Disconnection SHOULD NOT be interpreted as
         the client cancelling its request" (basic/transports §Sending Messages).
         """
-        on_disconnect = environ.get("mcp_ref.on_disconnect")
-        if on_disconnect is not None:
-            on_disconnect(lambda: stream.leave(token))
+        on_client_gone(environ, lambda: stream.leave(token))
         hold = environ.get("mcp_ref.long_lived") if long_lived else None
         if hold is not None:
             hold(client_of(environ), lambda: (end or stream.leave)(token))

@@ -89,9 +89,8 @@ class Homes:
         whatever it is subscribed to may have changed (:meth:`reannounce`): what changed while the
         session had no home is not lost."""
         held = self.store()
-        with (
-            self._claiming
-        ):  # one look at a time per session: a request's and the watcher's at once
+        # one look at a time per session: a request's and the watcher's at once
+        with self._claiming:
             now = time.monotonic()
             if session.home or not session.shared or held is None or now < session.claim_after:
                 return

@@ -101,9 +101,8 @@ class HttpSession(Transport):
             ]
             if not isinstance(message, ErrorResponse):
                 for change in changes:
-                    self.app.shared_sessions.save(
-                        self, change
-                    )  # every worker knows before the client does
+                    # every worker knows before the client does
+                    self.app.shared_sessions.save(self, change)
         with self.lock:
             stream = self.by_request.get(related)
             end = False
@@ -113,9 +112,8 @@ class HttpSession(Transport):
                     self.by_request.pop(request_id, None)
                 end = not stream.answers
             elif stream is not None and stream.answers is not None and self.app.json_response:
-                stream = (
-                    None  # JSON-only replies: what is not the answer goes to the standalone stream
-                )
+                # JSON-only replies: what is not the answer goes to the standalone stream
+                stream = None
         if stream is None:
             if answers is not None and self.kind != "legacy":
                 # basic/transports §Listening: the server "MUST NOT send a JSON-RPC response on the
@@ -141,9 +139,8 @@ class HttpSession(Transport):
         if not stream.put(data, end=end):
             self._overflow(stream, answers)
         elif end and stream.orphaned:
-            self.settle(
-                stream
-            )  # the answer of a POST whose client has gone: keep it where a GET finds it
+            # the answer of a POST whose client has gone: keep it where a GET finds it
+            self.settle(stream)
 
     def _spill(self, stream: Stream, data: bytes, end: bool) -> bool:
         """Shared: a POST stream whose client has gone is written through to the event store (with
@@ -191,9 +188,8 @@ class HttpSession(Transport):
             )
             self.app.end_session(cast(str, self.id))  # a legacy session has an id
         else:
-            if (
-                stream.dropped == 1
-            ):  # once a spell: a client that stopped reading must not flood the log
+            # once a spell: a client that stopped reading must not flood the log
+            if stream.dropped == 1:
                 log.warning(
                     "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
                     "or has gone); its messages other than the answer are dropped until there is room",
@@ -257,15 +253,12 @@ class HttpSession(Transport):
         for stream in streams:
             stream.end()
             if self.shared and stream is not self.standalone:
-                self.mark_end(
-                    stream
-                )  # its request ends with this worker's hold: a follower elsewhere stops
-        if (
-            self.shared
-        ):  # its events stay for the other workers (``SharedSessions.ended`` forgets them)
-            self.app.event_store.wake(
-                cast(str, self.id)
-            )  # this process's followers see it has ended
+                # its request ends with this worker's hold: a follower elsewhere stops
+                self.mark_end(stream)
+        # its events stay for the other workers (``SharedSessions.ended`` forgets them)
+        if self.shared:
+            # this process's followers see it has ended
+            self.app.event_store.wake(cast(str, self.id))
         elif self.id is not None:
             self.app.event_store.forget(self.id)
 

@@ -31,9 +31,8 @@ class LegacySse:
         app.refuse_if_single_threaded(
             environ, "the 2024-11-05 HTTP+SSE transport (its session is a held GET)"
         )
-        release = app.hold_stream(
-            environ
-        )  # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
+        # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
+        release = app.hold_stream(environ)
         try:
             session = app.new_session("legacy", "sse")
             app.bind(session, environ)
@@ -59,9 +58,8 @@ class LegacySse:
                 item = stream.take(token, self.app.keepalive)
                 if item is END:
                     return
-                if (
-                    item is None and self.app.shared
-                ):  # its stream is open: it is in use, whatever worker takes its POSTs
+                # its stream is open: it is in use, whatever worker takes its POSTs
+                if item is None and self.app.shared:
                     self._touch(cast(str, session.id))
                 yield KEEPALIVE if item is None else sse_event(item, event="message")
         finally:
@@ -72,9 +70,8 @@ class LegacySse:
     def _touch(self, session_id: str) -> None:
         try:
             self.app.session_table.touch(session_id)
-        except (
-            ConnectionError
-        ):  # the table is unreachable: the stream goes on; it is touched again later
+        except ConnectionError:
+            # the table is unreachable: the stream goes on; it is touched again later
             pass
 
     def post(self, environ: dict, start_response):
@@ -103,9 +100,8 @@ class LegacySse:
             app.shared_sessions.forward_legacy(environ, session_id, message)
         else:
             app.session_table.touch(session_id)
-            session.notes.note(
-                [m.id for m in items if isinstance(m, Request)], environ
-            )  # Context.http
+            # Context.http
+            session.notes.note([m.id for m in items if isinstance(m, Request)], environ)
             cast(Connection, session.connection).dispatch(message)
         start_response("202 Accepted", [("Content-Type", "text/plain"), ("Content-Length", "8")])
         return [b"Accepted"]

@@ -27,9 +27,8 @@ class ModernHttp:
 
     def __init__(self, app: HttpAppBase):
         self.app = app
-        self.streamable = StreamableHttp(
-            app
-        )  # a subscriptions/listen stream is answered as a POST's
+        # a subscriptions/listen stream is answered as a POST's
+        self.streamable = StreamableHttp(app)
 
     @staticmethod
     def handles(environ: dict, message) -> bool:

@@ -16,7 +16,7 @@ from ...session import Transport
 from ..sse import sse_event
 from .base import HttpAppBase
 from .host import Connection
-from .replies import SSE_HEADERS, InlineReply
+from .replies import SSE_HEADERS, InlineReply, on_client_gone
 from .request import HttpRequest, ServerHooks
 from .shares import peer_of
 from .status import modern_status
@@ -50,9 +50,7 @@ def one_shot(
         connection.assume_initialized(version)
     connection.auth = environ.get("mcp_ref.oauth")
     connection.peer = peer_of(environ)
-    on_disconnect = environ.get("mcp_ref.on_disconnect")
-    if on_disconnect is not None:
-        on_disconnect(exchange.client_gone)
+    on_client_gone(environ, exchange.client_gone)
     try:
         app.admit(environ, connection, request)
         connection.dispatch(request, inline=True, envelope=modern)  # read once, here; not again
@@ -122,23 +120,14 @@ class Exchange(InlineReply, Transport):
         try:
             write(sse_event(data))
         except Exception as exc:  # the client went away: that cancels the request
-            log.debug("one-request POST %r lost its connection: %s", self.request_id, exc)
-            self.broken = True
-            if self.connection is not None:
-                self.connection.cancel_incoming(self.request_id)
+            self.lost(exc)
 
-    def client_gone(self) -> None:
-        """The client closed the connection while the handler runs (the WSGI server noticed it;
-        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
-        write holds).  2026-07-28 streamable-http §Cancellation: closing the stream "MUST be
-        treated by the server as cancellation of that request", and the server "MUST NOT send
-        any further messages for it"."""
-        if self.done or self.broken:
-            return
+    def lost(self, why: object) -> None:
+        """Its client has gone (a write failed, or the WSGI server noticed the close).  2026-07-28
+        streamable-http §Cancellation: closing the stream "MUST be treated by the server as
+        cancellation of that request", and the server "MUST NOT send any further messages for it"."""
+        log.debug("one-request POST %r: %s; cancelled", self.request_id, why)
         self.broken = True
-        log.debug(
-            "one-request POST %r: its client closed the connection; cancelled", self.request_id
-        )
         if self.connection is not None:
             self.connection.cancel_incoming(self.request_id)
 

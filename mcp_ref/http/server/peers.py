@@ -132,9 +132,8 @@ class PeerWatcher:
         is no longer watched (what they are is the WSGI server's business)."""
         sock = entry[0]
         try:
-            if isinstance(
-                sock, ssl.SSLSocket
-            ):  # no peeking under TLS: the bytes may be a close_notify
+            # no peeking under TLS: the bytes may be a close_notify
+            if isinstance(sock, ssl.SSLSocket):
                 data = b"?"
             else:
                 data = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)

@@ -77,9 +77,8 @@ class ScopeChallenge(Middleware):
         caller = environ.get("mcp_ref.oauth")
         if caller is None:
             return
-        principal = Principal.of(
-            caller, ""
-        )  # an item hidden from it needs no scope (the server's gate)
+        # an item hidden from it needs no scope (the server's gate)
+        principal = Principal.of(caller, "")
         missing: set[str] = set()
         for item in messages:
             if isinstance(item, Request):

@@ -56,6 +56,15 @@ def message_event(app: ReplyOwner, session: HttpSession, stream: Stream, data: b
     return sse_event(data, event_id=app.event_store.store(cast(str, session.id), stream.id, data))
 
 
+def on_client_gone(environ: dict | None, callback: Callable[[], None]) -> None:
+    """Have ``callback()`` called if the client closes the connection while the response runs,
+    when the WSGI server can tell (its ``mcp_ref.on_disconnect``; see :mod:`.peers` for gunicorn);
+    otherwise a gone client is noticed at the response's next write."""
+    hook = None if environ is None else environ.get("mcp_ref.on_disconnect")
+    if hook is not None:
+        hook(callback)
+
+
 class InlineReply:
     """The response of a POST whose handler runs on the POST's thread: the answer alone is a JSON
     reply, sent by :meth:`finish` once the handler returns; a message before it makes the response
@@ -82,6 +91,17 @@ class InlineReply:
                 return []  # streamed, answer included
             return json_body(self.start_response, self.status, self.answer)
 
+    def client_gone(self) -> None:
+        """The client closed the connection while the handler runs (the WSGI server noticed it;
+        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
+        write holds): as when a write fails (:meth:`lost`), unless the response is over."""
+        if not (self.done or self.broken):
+            self.lost("its client closed the connection")
+
+    def lost(self, why: object) -> None:
+        """Its client has gone (``why``: how that was noticed); each reply says what follows."""
+        raise NotImplementedError
+
 
 class DirectReply(InlineReply):
     """The response of a POST whose handler runs inline (see ``StreamableHttp.answer_inline``)."""
@@ -94,9 +114,8 @@ class DirectReply(InlineReply):
         """Deliver one message of the stream; False once the client has gone or resumed
         elsewhere (the message is then queued for the resuming GET instead)."""
         with self.lock:
-            with (
-                self.stream.cond
-            ):  # atomic with a resuming GET's take-over (see StreamableHttp.get)
+            # atomic with a resuming GET's take-over (see StreamableHttp.get)
+            with self.stream.cond:
                 if self.done:
                     return False  # late: a thread the handler started; never write into a finished response
                 if self.broken or self.stream.consumer is not None:
@@ -111,35 +130,23 @@ class DirectReply(InlineReply):
                     chunk = priming_event(self.app, self.session, self.stream)
                 chunk += message_event(self.app, self.session, self.stream, data)
                 if end and self.session.shared:
-                    self.session.mark_end(
-                        self.stream
-                    )  # after its answer: a follower elsewhere stops there
+                    # after its answer: a follower elsewhere stops there
+                    self.session.mark_end(self.stream)
             try:
                 self.write_sse(chunk)
             except Exception as exc:  # the client went away; the event is in the store
-                # basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
-                log.debug("POST stream %s lost its connection: %s", self.stream.id, exc)
-                self._lost()
+                self.lost(exc)
             return True
 
-    def _lost(self) -> None:
-        """Its client has gone: what follows is queued for a resuming GET; stateless, nothing can
-        resume it, so the handler is cancelled (``settle``)."""
+    def lost(self, why: object) -> None:
+        """Its client has gone: what follows is queued for a resuming GET (basic/transports:
+        "Disconnection SHOULD NOT be interpreted as the client cancelling its request");
+        stateless, nothing can resume it, so the handler is cancelled (``settle``)."""
+        log.debug("POST stream %s: %s", self.stream.id, why)
         self.broken = True
         self.stream.orphan()
         if self.session.kind == "stateless":
             self.session.settle(self.stream)
-
-    def client_gone(self) -> None:
-        """The client closed the connection while the handler runs (the WSGI server noticed it;
-        called from its watchdog thread, so nothing here blocks or takes ``self.lock``, which a
-        write holds).  As when a write fails: what follows is queued for a resuming GET
-        (basic/transports: "Disconnection SHOULD NOT be interpreted as the client cancelling its
-        request"); stateless, nothing can resume it, so the handler is cancelled (``settle``)."""
-        if self.done or self.broken:
-            return
-        log.debug("POST stream %s: its client closed the connection", self.stream.id)
-        self._lost()
 
     def close_connection(self) -> None:
         """SSE polling while the handler runs inline: send an event with ``retry``, then stop
@@ -150,9 +157,8 @@ class DirectReply(InlineReply):
                 if self.broken:
                     return
                 self.broken = True
-                self.stream.orphaned = (
-                    True  # under its lock: queued from here on, for the resuming GET
-                )
+                # under its lock: queued from here on, for the resuming GET
+                self.stream.orphaned = True
                 if self.write_sse is None:
                     self.write_sse = self.start_response("200 OK", SSE_HEADERS)
                 # SSE polling is for stateful streams only (close_stream): the session has an id

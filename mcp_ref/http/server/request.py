@@ -32,10 +32,8 @@ class Headers(Mapping[str, str]):
         for key, value in environ.items():
             if key.startswith("HTTP_"):
                 name = key[5:]
-            elif key in (
-                "CONTENT_TYPE",
-                "CONTENT_LENGTH",
-            ):  # PEP 3333 keeps these two without the prefix
+            elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+                # PEP 3333 keeps these two without the prefix
                 name = key
             else:
                 continue

@@ -29,6 +29,7 @@ updates) are sent by the home's connection only, once per session.  See ``spec_n
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -44,7 +45,7 @@ from ...server.principal import principal_id_of
 from ..sse import KEEPALIVE, sse_event
 from .homes import Homes
 from .http_session import HttpSession, SessionOwner
-from .replies import SSE_HEADERS, held, retry_event
+from .replies import SSE_HEADERS, held, on_client_gone, retry_event
 from .shares import client_of
 from .status import NotFound, ServiceUnavailable
 
@@ -69,20 +70,18 @@ FORWARD_RATE, FORWARD_BURST = 20.0, 50
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
 
-_WORKER: list[str] = []
 _APPS = itertools.count(1)
 
 
+@functools.cache
 def worker_id() -> str:
     """This process's name among the deployment's workers: random, and a new one after ``fork``
     (gunicorn ``--preload`` forks workers from one loaded process)."""
-    if not _WORKER:
-        _WORKER.append(secrets.token_hex(4))
-    return _WORKER[0]
+    return secrets.token_hex(4)
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_WORKER.clear)
+    os.register_at_fork(after_in_child=worker_id.cache_clear)
 
 
 def table_call(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -218,9 +217,8 @@ class SharedSessions:
         if not alive:
             return False
         if generation is None and touch_generation is not None:
-            return (
-                True  # the store could not say (a fault, already logged): served as the replica is
-            )
+            # the store could not say (a fault, already logged): served as the replica is
+            return True
         if generation is None or generation != session.generation:
             self.refresh(session)
         return True
@@ -347,9 +345,8 @@ class SharedSessions:
                 return jsonrpc.valid_id(params.get("requestId")) and connection.holds(
                     params["requestId"], ours=False
                 )
-            if (
-                item.method == "notifications/progress"
-            ):  # our requests' progress tokens are their ids
+            # our requests' progress tokens are their ids
+            if item.method == "notifications/progress":
                 return jsonrpc.valid_id(params.get("progressToken")) and connection.holds(
                     params["progressToken"], ours=True
                 )
@@ -397,9 +394,8 @@ class SharedSessions:
         elif kind == "state":
             try:
                 self.refresh(session)
-            except (
-                ServiceUnavailable
-            ):  # the table is unreachable: the next change brings it up to date
+            except ServiceUnavailable:
+                # the table is unreachable: the next change brings it up to date
                 log.warning(
                     "session %s: could not read its record after a change",
                     cast(str, session.id)[:8],
@@ -407,9 +403,8 @@ class SharedSessions:
         elif kind in ("message", "legacy") and isinstance(message.get("data"), str):
             try:
                 item = jsonrpc.parse(message["data"].encode())
-            except (
-                Exception
-            ):  # a worker of this deployment sent it; never let it end the bus's thread
+            except Exception:
+                # a worker of this deployment sent it; never let it end the bus's thread
                 log.warning("dropped an unreadable session message from another worker")
                 return
             if kind == "legacy":  # a 2024-11-05 POST another worker took for this session's stream
@@ -434,9 +429,8 @@ class SharedSessions:
         """
         app = self.app
         session_id = cast(str, session.id)
-        release = app.hold_stream(
-            environ
-        )  # every follower is long-lived: counted against its client's cap
+        # every follower is long-lived: counted against its client's cap
+        release = app.hold_stream(environ)
         try:
             generation, delivered = table_call(app.event_store.claim_stream, session_id, stream_id)
         except BaseException:
@@ -448,9 +442,7 @@ class SharedSessions:
             ending.append(how)
             app.event_store.wake(session_id)
 
-        on_disconnect = environ.get("mcp_ref.on_disconnect")
-        if on_disconnect is not None:
-            on_disconnect(lambda: end_with("gone"))
+        on_client_gone(environ, lambda: end_with("gone"))
         hold = environ.get("mcp_ref.long_lived")
         if hold is not None:
             hold(client_of(environ), lambda: end_with("close"))
@@ -485,9 +477,8 @@ class SharedSessions:
             yield priming
         while not session.closed:
             if ending:
-                if (
-                    ending[0] == "close"
-                ):  # SSE polling, to make room: a retry, then this connection ends
+                # SSE polling, to make room: a retry, then this connection ends
+                if ending[0] == "close":
                     yield retry_event(app, session_id, stream_id)
                 return
             # woken by a store, a claim, the session's end, or the watcher when a worker has gone
@@ -507,9 +498,8 @@ class SharedSessions:
                     app.end_here(session, for_good=True)
                     self.ended(session_id)
                     return
-            self.homes.claim(
-                session
-            )  # its home gone? this worker takes over (at most every CLAIM_EVERY)
+            # its home gone? this worker takes over (at most every CLAIM_EVERY)
+            self.homes.claim(session)
             if writer is not None and not self.homes.worker_alive(writer):
                 # the worker running that request has gone (its stored events were sent above): no
                 # answer will come; the stream ends at once, and the client fails the request

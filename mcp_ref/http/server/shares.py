@@ -78,6 +78,19 @@ def request_cap(setting: int | float | None, environ: dict) -> int | None:
     return max(1, math.floor(slots * setting))
 
 
+def once(*releases: Callable[[], None]) -> Callable[[], None]:
+    """One release of ``releases`` (each called in turn) that acts only the first time it is
+    called: a place goes back once, however many ends a request or stream has."""
+    first = threading.Lock()  # the first call takes it
+
+    def release() -> None:
+        if first.acquire(blocking=False):
+            for each in releases:
+                each()
+
+    return release
+
+
 class ClientCounts:
     """How many of one kind (streams, requests) each client holds now, each under a cap."""
 
@@ -92,20 +105,16 @@ class ClientCounts:
             if cap is not None and held >= cap:
                 return None
             self._held[client] = held + 1
-        released = threading.Event()
 
         def release() -> None:
             with self._lock:
-                if released.is_set():
-                    return
-                released.set()
                 left = self._held.get(client, 1) - 1
                 if left > 0:
                     self._held[client] = left
                 else:
                     self._held.pop(client, None)
 
-        return release
+        return once(release)
 
     def held(self, client: str | None = None) -> int:
         """How many ``client`` holds (None: every client, together)."""
@@ -164,18 +173,7 @@ class ClientStreams:
         if release_here is None:
             raise too_many_streams(cast(int, cap), request_id)
         environ.pop(IN_FLIGHT_KEY, lambda: None)()  # waiting for events is not work
-        if give_back is None:
-            return release_here
-        release_shared = give_back
-        first_release = threading.Lock()  # the first release takes it: the place goes back once
-
-        def release() -> None:
-            if not first_release.acquire(blocking=False):
-                return
-            release_here()
-            release_shared()
-
-        return release
+        return release_here if give_back is None else once(release_here, give_back)
 
     def _hold_shared(self, client: str, cap: int | None, request_id) -> Callable[[], None] | None:
         """With a shared state, one place of ``client``'s streams taken in the deployment's counts

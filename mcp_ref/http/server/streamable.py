@@ -26,6 +26,7 @@ from .replies import (
     json_body,
     message_event,
     nothing,
+    on_client_gone,
     priming_event,
     retry_event,
 )
@@ -54,9 +55,8 @@ class StreamableHttp:
             return self.accept_without_requests(environ, start_response, message, items)
         app.check_messages(environ, items, app.path)
         if app.stateless and isinstance(message, Request) and app.inline_handlers:
-            return one_shot(
-                app, environ, start_response, message
-            )  # no session, stream or event store
+            # no session, stream or event store
+            return one_shot(app, environ, start_response, message)
         session = app.transient_session(environ) if app.stateless else app.session_for(environ)
         if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
             app.finish_transient(session)
@@ -105,9 +105,8 @@ class StreamableHttp:
             # what answers or cancels a request open on another worker goes there (.shared)
             for item in app.shared_sessions.route(session, valid):
                 cast(Connection, session.connection).dispatch(item)
-        elif (
-            session is not None and valid
-        ):  # stateless mode: notifications and answers reach no connection
+        elif session is not None and valid:
+            # stateless mode: notifications and answers reach no connection
             cast(Connection, session.connection).dispatch(
                 valid if isinstance(message, list) else valid[0]
             )
@@ -132,9 +131,7 @@ class StreamableHttp:
         A client that closes the connection meanwhile is noticed at once (``DirectReply.client_gone``)."""
         reply = DirectReply(self.app, session, stream, start_response)
         stream.direct = reply
-        on_disconnect = None if environ is None else environ.get("mcp_ref.on_disconnect")
-        if on_disconnect is not None:
-            on_disconnect(reply.client_gone)
+        on_client_gone(environ, reply.client_gone)
         try:
             cast(Connection, session.connection).dispatch(request, inline=True)
         finally:
@@ -223,9 +220,8 @@ class StreamableHttp:
             while True:
                 if item is END:
                     if session.shared and stream.consumer is token and stream.ended:
-                        session.mark_end(
-                            stream
-                        )  # its answer was the last event: followers elsewhere stop
+                        # its answer was the last event: followers elsewhere stop
+                        session.mark_end(stream)
                     return
                 if item is CLOSE:
                     # "it SHOULD send an SSE event with a standard retry field before closing the connection"

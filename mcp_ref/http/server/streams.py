@@ -48,21 +48,18 @@ class Stream:
         self.cond = threading.Condition()
         self.ended = False
         self.consumer: object | None = None
-        self.dropped = (
-            0  # messages refused since it became full (logged when it starts and when it ends)
-        )
+        # messages refused since it became full (logged when it starts and when it ends)
+        self.dropped = 0
         #: True once a response carried it and left with no other taking over (see HttpSession.settle)
         self.orphaned = False
-        self.direct: DirectWriter | None = (
-            None  # while a POST runs its handler inline: writes go straight to it
-        )
+        # while a POST runs its handler inline: writes go straight to it
+        self.direct: DirectWriter | None = None
         self.closing: object | None = None  # the consumer ended by ``leave(close=True)``
         self.status = (
             "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
         )
-        self.end_stored = (
-            False  # shared sessions: its end is in the event store (HttpSession.mark_end)
-        )
+        # shared sessions: its end is in the event store (HttpSession.mark_end)
+        self.end_stored = False
 
     def put(self, data: bytes, *, end: bool = False) -> bool:
         """Queue one message for the consumer; False (nothing queued) when the stream is full.
