@@ -192,7 +192,7 @@ class ClientConnection:
     def stop_feed(self) -> None:
         """Close the callbacks' stream for good, if one was made (the client is closing)."""
         if self._streams is not None:
-            self._streams.feed.stop()
+            self._streams.stop_feed()
 
     @property
     def cache(self) -> ResultCache:

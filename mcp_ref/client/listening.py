@@ -348,6 +348,10 @@ class Streams:
         #: The stream behind the change callbacks and ``Client.subscribe`` (opened when first needed).
         self.feed = CallbackFeed(self)
 
+    def stop_feed(self) -> None:
+        """Close the callbacks' stream for good (the client is closing)."""
+        self.feed.stop()
+
     def subscribe(self, uri: str) -> None:
         """``Client.subscribe``: updates about ``uri`` to the callbacks — ``resources/subscribe``
         (handshake era), or the callbacks' stream re-opened with ``uri`` in its filter (2026-07-28)."""
