@@ -37,16 +37,9 @@ log = logging.getLogger(__name__)
 # -- sampling (2025-11-25 client/sampling): answering the server's ``sampling/createMessage`` ------
 
 
-def offers_sampling(connection: Connection) -> None:
-    """Raise MethodNotFound unless this client answers ``sampling/createMessage`` (it has a handler)."""
-    if connection.client.sampling_handler is None:
-        raise MethodNotFound("Method not found: this client does not offer sampling")
-
-
 def create_message(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``sampling/createMessage``: check the params, then ask the client's ``sampling_handler``."""
     client = connection.client
-    offers_sampling(connection)
     max_tokens = params.get("maxTokens")
     if (
         not isinstance(params.get("messages"), list)
@@ -74,19 +67,9 @@ def create_message(connection: Connection, context: RequestContext, params: dict
 # -- elicitation (2025-06-18 and later, client/elicitation): answering ``elicitation/create`` ------
 
 
-def offers_elicitation(connection: Connection) -> None:
-    """Raise MethodNotFound unless this client answers ``elicitation/create`` (a handler, and a
-    revision that has elicitation)."""
-    if connection.client.elicitation_handler is None or not lifecycle.at_least(
-        connection.protocol_version, lifecycle.ELICITATION
-    ):
-        raise MethodNotFound("Method not found: this client does not offer elicitation")
-
-
 def elicit(connection: Connection, context: RequestContext, params: dict) -> dict:
     """``elicitation/create``: ask the client's ``elicitation_handler``, in a mode the client declared."""
     client = connection.client
-    offers_elicitation(connection)
     try:
         request = ElicitParams.from_wire(params)
     except (TypeError, KeyError) as exc:
@@ -134,15 +117,8 @@ def as_root(value: Root | dict | str) -> Root:
     return root
 
 
-def offers_roots(connection: Connection) -> None:
-    """Raise MethodNotFound unless this client answers ``roots/list`` (it was given roots)."""
-    if connection.client.roots is None:
-        raise MethodNotFound("Method not found: this client does not offer roots")
-
-
 def list_roots(connection: Connection, context: RequestContext, params: dict) -> dict:
-    """``roots/list``: the client's roots."""
-    offers_roots(connection)  # so roots is not None
+    """``roots/list``: the client's roots (:func:`check_offered` has seen that there are some)."""
     return result_dict(
         {"roots": [r.to_wire() for r in cast("list[Root]", connection.client.roots)]}
     )
@@ -155,12 +131,22 @@ HANDLERS = {
     "elicitation/create": elicit,
     "roots/list": list_roots,
 }
-#: Whether the client answers each method at all (checked before the request is shown to ``approve``).
-OFFERED = {
-    "sampling/createMessage": offers_sampling,
-    "elicitation/create": offers_elicitation,
-    "roots/list": offers_roots,
-}
+
+
+def check_offered(connection: Connection, method: str) -> None:
+    """Raise MethodNotFound unless this client answers ``method`` (one of :data:`HANDLERS`) at all:
+    sampling needs a handler; elicitation a handler and a revision that has it; roots, roots given.
+    Checked before the request is shown to the extensions (an ``approve``) or its handler runs."""
+    client = connection.client
+    offered = {
+        "sampling/createMessage": client.sampling_handler is not None,
+        "elicitation/create": client.elicitation_handler is not None
+        and lifecycle.at_least(connection.protocol_version, lifecycle.ELICITATION),
+        "roots/list": client.roots is not None,
+    }
+    if not offered[method]:
+        feature = method.partition("/")[0]
+        raise MethodNotFound(f"Method not found: this client does not offer {feature}")
 
 
 @dataclass
@@ -197,7 +183,7 @@ def answer_request(
         raise MethodNotFound(f"Method not found: {method}")
     connection.lifecycle.check_receive(method)
     if handler is None:
-        OFFERED[method](connection)
+        check_offered(connection, method)
         handler = HANDLERS[method]
     call = IncomingRequest(connection, context, method, params)
 

@@ -61,8 +61,8 @@ def answer(call: InputCall, requests: Any) -> dict:
     connection = call.connection
     responses: dict[str, Any] = {}
     for key, ask in requests.items():
-        method = ask.get("method") if isinstance(ask, dict) else None
-        params = ask.get("params") if isinstance(ask, dict) else None
+        ask = ask if isinstance(ask, dict) else {}
+        method, params = ask.get("method"), ask.get("params")
         # mrtr §InputRequests: sampling, elicitation or roots, what a client answers
         if not isinstance(method, str) or method not in HANDLERS:
             raise McpError(

@@ -191,12 +191,12 @@ class Grant:
 R = TypeVar("R", RegisteredClient, Grant)
 
 
+@dataclass
 class Records(Generic[R]):
     """An :class:`AuthTable` seen as records of one kind (``kind.to_json`` in, ``kind.from_json`` out)."""
 
-    def __init__(self, table: AuthTable, kind: type[R]):
-        self.table: AuthTable = table
-        self.kind: type[R] = kind
+    table: AuthTable
+    kind: type[R]
 
     def put(self, key: str, record: R, *, ttl: float | None = None, pinned: bool = False) -> None:
         """Keep ``record`` under ``key`` (see :meth:`AuthTable.put`)."""

@@ -13,6 +13,7 @@ exits 5 when anything failed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -216,12 +217,10 @@ class Checker:
             lambda: f"{len(self.client.list_resource_templates())} template(s)",
         )
         for resource in resources[:MAX_READS]:
-
-            def read(uri: str = resource.uri) -> str:
-                return self._read(uri)
-
             self.attempt(
-                f"resources/read {resource.uri}", "server/resources §Reading Resources", read
+                f"resources/read {resource.uri}",
+                "server/resources §Reading Resources",
+                functools.partial(self._read, resource.uri),
             )
 
     def _read(self, uri: str) -> str:

@@ -250,14 +250,9 @@ def connect(args, trace):
             env=getattr(args, "server_env", None),
             **client_options(args, trace),
         )
-    except FileNotFoundError:
-        raise CliError(
-            f"cannot launch {command[0]!r}: command not found", EXIT_UNREACHABLE
-        ) from None
-    except PermissionError:
-        raise CliError(
-            f"cannot launch {command[0]!r}: permission denied", EXIT_UNREACHABLE
-        ) from None
+    except (FileNotFoundError, PermissionError) as exc:
+        why = "command not found" if isinstance(exc, FileNotFoundError) else "permission denied"
+        raise CliError(f"cannot launch {command[0]!r}: {why}", EXIT_UNREACHABLE) from None
     except (ConnectionClosed, RequestTimeout, OSError) as exc:
         raise CliError(
             f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",

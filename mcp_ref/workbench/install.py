@@ -66,11 +66,9 @@ def config_path(
     if platform == "darwin":
         base = home / "Library" / "Application Support"
     elif platform == "win32":
-        base = Path(environ["APPDATA"]) if environ.get("APPDATA") else home / "AppData" / "Roaming"
+        base = Path(environ.get("APPDATA") or home / "AppData" / "Roaming")
     else:
-        base = (
-            Path(environ["XDG_CONFIG_HOME"]) if environ.get("XDG_CONFIG_HOME") else home / ".config"
-        )
+        base = Path(environ.get("XDG_CONFIG_HOME") or home / ".config")
     return base / "Claude" / "claude_desktop_config.json"
 
 

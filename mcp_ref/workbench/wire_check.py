@@ -167,14 +167,11 @@ class WireValidator:
         elif "result" in msg:
             method = self._request_of(direction, msg)[0]
             result = payload = msg["result"]
-            if isinstance(result, dict) and result.get("resultType") == "task":
+            result_type = result.get("resultType") if isinstance(result, dict) else None
+            if result_type == "task":
                 # The tasks extension's CreateTaskResult is not in the core schema (SEP-2663).
                 self._found(direction, task_errors(result))
-            elif (
-                isinstance(result, dict)
-                and result.get("resultType") == "input_required"
-                and "InputRequiredResult" in known
-            ):
+            elif result_type == "input_required" and "InputRequiredResult" in known:
                 name = "InputRequiredResult"
             elif (
                 isinstance(result, dict)
