@@ -252,9 +252,8 @@ class Holder(InjectableClock):
         self.beaten = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
-        self._table: dict[
-            str, Any
-        ] = {}  # key -> what this process holds of it (never an empty entry)
+        # key -> what this process holds of it (never an empty entry)
+        self._table: dict[str, Any] = {}
         self._unsaid: set[str] = set()  # keys whose Redis side may differ from the table (a fault)
 
     def _head(self) -> list:
