@@ -328,9 +328,8 @@ class RedisEventStore:
             return None
         first = f"0-{number}"
         try:
-            entries = self.connection.client.xrange(
-                self.key(session_id), first, "+"
-            )  # one consistent read
+            # one consistent read
+            entries = self.connection.client.xrange(self.key(session_id), first, "+")
         except Exception as error:
             self._failed("replay the events of", session_id, error)
             return None
