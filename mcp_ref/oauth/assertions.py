@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 
@@ -88,7 +87,7 @@ class IdJagExchange:
     def __call__(self, server, resource: str) -> str:
         import requests
 
-        from .discovery import MAX_TOKEN_RESPONSE_BYTES, bounded_body
+        from .discovery import MAX_TOKEN_RESPONSE_BYTES, bounded_json
 
         form = {
             "grant_type": TOKEN_EXCHANGE,
@@ -116,17 +115,12 @@ class IdJagExchange:
                 stream=True,
             )
             # read within the bound a token endpoint's answer has (a peer's body is never read whole)
-            with response:
-                body = bounded_body(response, MAX_TOKEN_RESPONSE_BYTES)
+            answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES)
         except requests.RequestException as exc:
             raise TokenError(
                 f"cannot reach the identity provider {self.token_endpoint}: {type(exc).__name__}"
             ) from None
-        try:
-            answer = json.loads(body) if len(body) <= MAX_TOKEN_RESPONSE_BYTES else None
-        except ValueError:  # json.JSONDecodeError too
-            answer = None
-        if not isinstance(answer, dict):
+        if answer is None:
             raise TokenError(
                 f"the identity provider {self.token_endpoint} answered HTTP {response.status_code} "
                 "without a JSON object",

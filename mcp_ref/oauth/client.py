@@ -24,7 +24,6 @@ checked before use (:func:`~mcp_ref.oauth.discovery.check_url`).
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import secrets
 import threading
@@ -41,7 +40,7 @@ from .discovery import (
     Challenge,
     ServerMetadata,
     bearer_challenge,
-    bounded_body,
+    bounded_json,
     check_url,
     discover_authorization_server,
     discover_resource,
@@ -680,13 +679,8 @@ class OAuth(_AuthBase):
                 raise error(
                     f"cannot reach the {what} endpoint {url}: {type(exc).__name__}"
                 ) from None
-            with response:
-                body = bounded_body(response, MAX_TOKEN_RESPONSE_BYTES)
-            try:
-                answer = json.loads(body) if len(body) <= MAX_TOKEN_RESPONSE_BYTES else None
-            except ValueError:
-                answer = None
-            if not isinstance(answer, dict):
+            answer = bounded_json(response, MAX_TOKEN_RESPONSE_BYTES)
+            if answer is None:
                 kind = response.headers.get("Content-Type", "no Content-Type").split(";")[0]
                 # never followed: the form holds the code, the verifier, the secret
                 if response.is_redirect:

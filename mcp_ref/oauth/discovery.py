@@ -206,6 +206,19 @@ def bounded_body(response, limit: int) -> bytes:
     return response._content[: limit + 1]
 
 
+def bounded_json(response, limit: int) -> dict | None:
+    """The JSON object of a streamed response's body, read within ``limit`` bytes
+    (:func:`bounded_body`; the response is closed after); None when the body is larger, or not a
+    JSON object."""
+    with response:
+        body = bounded_body(response, limit)
+    try:
+        answer = json.loads(body) if len(body) <= limit else None
+    except ValueError:  # json.JSONDecodeError too
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
 def _shown(url: object) -> str:
     """A URL from a peer, fit for a one-line message (quoted, at most 120 characters)."""
     text = repr(url)

@@ -31,9 +31,8 @@ class Relay:
         self.bus = bus
         self._unsubscribe = bus.subscribe(CHANGES, hear)
         on_reconnect = getattr(bus, "on_reconnect", None)
-        if (
-            on_reconnect is not None
-        ):  # a shared bus: what was published while it was cut off is gone
+        # a shared bus: what was published while it was cut off is gone
+        if on_reconnect is not None:
             on_reconnect(reannounce)
 
     @classmethod

@@ -434,9 +434,8 @@ class MemoryTaskRecords:
         self._expires: dict[str, float] = {}
         self._created = 0  # the last creation number given
         self._order: dict[str, tuple[int, str | None]] = {}  # id -> (creation number, owner)
-        self._owned: dict[
-            str | None, list[tuple[int, str]]
-        ] = {}  # owner -> (number, id), ascending
+        # owner -> (number, id), ascending
+        self._owned: dict[str | None, list[tuple[int, str]]] = {}
         self._lock = threading.Lock()
 
     def create(

@@ -41,9 +41,8 @@ class RedisState:
     def __init__(self, connection: Connection, *, fail_closed: bool = False):
         self.connection = connection
         self.fail_closed = fail_closed
-        self._made: list[
-            Any
-        ] = []  # the stores with threads or connections of their own, closed by close()
+        # the stores with threads or connections of their own, closed by close()
+        self._made: list[Any] = []
         self._bus: Any = None
 
     @classmethod

@@ -89,9 +89,8 @@ class RedisBus:
         self.min_backoff, self.max_backoff = min_backoff, max_backoff
         self.dropped = self.failed_publishes = self.received = self.reconnects = 0
         self.closed = False
-        self._channels: dict[
-            str, dict[int, Callback]
-        ] = {}  # local channel -> subscriber number -> callback
+        # local channel -> subscriber number -> callback
+        self._channels: dict[str, dict[int, Callback]] = {}
         self._hooks: dict[int, Callable[[], None]] = {}
         self._numbers = itertools.count(1)
         self._prefix = connection.key("bus", "")
@@ -101,14 +100,12 @@ class RedisBus:
     def _fresh_process(self) -> None:
         """This process's part: locks, threads, the pub/sub connection (none yet), the queue."""
         self._pid = os.getpid()
-        self._cond = threading.Condition(
-            threading.RLock()
-        )  # everything below, and the tables above
+        # everything below, and the tables above
+        self._cond = threading.Condition(threading.RLock())
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._queue: collections.deque[tuple[str | None, Any]] = (
-            collections.deque()
-        )  # (None, None): the hooks
+        # (None, None): the hooks
+        self._queue: collections.deque[tuple[str | None, Any]] = collections.deque()
         self._queued = 0  # messages in the queue (hooks are not counted: they are never dropped)
         self._pubsub: Any = None
         self._connected = False
@@ -118,9 +115,8 @@ class RedisBus:
         # SUBSCRIBEs sent / confirmed on this connection, by channel
         self._sent: Counter[str] = Counter()
         self._acked: Counter[str] = Counter()
-        self._control = self.connection.key(
-            "bus~", os.urandom(8).hex()
-        )  # wakes this process's listener
+        # wakes this process's listener
+        self._control = self.connection.key("bus~", os.urandom(8).hex())
         self._warnings = Throttled(log)
 
     # -- the Bus interface --------------------------------------------------------------------------
@@ -130,9 +126,8 @@ class RedisBus:
         try:
             data = json_text(message)
             return int(self.connection.client.publish(self._prefix + channel, data))
-        except (
-            Exception
-        ) as error:  # Redis down, or an unencodable message: never the request's failure
+        # Redis down, or an unencodable message: never the request's failure
+        except Exception as error:
             with self._cond:
                 self.failed_publishes += 1
             self._warn("publish", "bus: a publish on %r failed (%s)", channel, error)
@@ -264,9 +259,8 @@ class RedisBus:
                 if lost:
                     with self._cond:
                         self.reconnects += 1
-                        self._put(
-                            (None, None), counted=False
-                        )  # the hooks' turn, after what was queued
+                        # the hooks' turn, after what was queued
+                        self._put((None, None), counted=False)
                     log.warning("bus: connected to Redis again; every channel subscribed again")
                 failures, lost = 0, False
                 self._read(pubsub)

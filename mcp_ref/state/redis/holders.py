@@ -252,9 +252,8 @@ class Holder(InjectableClock):
         self.beaten = threading.Condition(self._lock)
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
-        self._table: dict[
-            str, Any
-        ] = {}  # key -> what this process holds of it (never an empty entry)
+        # key -> what this process holds of it (never an empty entry)
+        self._table: dict[str, Any] = {}
         self._unsaid: set[str] = set()  # keys whose Redis side may differ from the table (a fault)
 
     def _head(self) -> list:
@@ -392,11 +391,10 @@ class RedisCounters(Holder):
             return 0
 
     def _write(self, whole: Mapping[str, Any]) -> None:
-        keys = list(whole)
         COUNT_BEAT(
             self.connection.client,
-            [self.connection.key("holders"), *map(self._key, keys)],
-            self._args(*(whole[key] for key in keys)),
+            [self.connection.key("holders"), *map(self._key, whole)],
+            self._args(*whole.values()),
         )
 
 
@@ -487,12 +485,11 @@ class RedisHeldSets(Holder):
             on_beat()
 
     def _write(self, whole: Mapping[str, Any]) -> None:
-        keys = list(whole)
         args = self._args()
-        for key in keys:
-            args += [len(whole[key]), *sorted(whole[key])]
+        for members in whole.values():
+            args += [len(members), *sorted(members)]
         HELD_BEAT(
-            self.connection.client, [self.connection.key("holders"), *map(self._key, keys)], args
+            self.connection.client, [self.connection.key("holders"), *map(self._key, whole)], args
         )
 
 

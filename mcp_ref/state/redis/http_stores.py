@@ -199,9 +199,8 @@ class _Follow:
         self.followers = 0  # claims not yet left
         self.waiters = 0  # threads in wait_after
         self.wakes = 0  # wake-ups so far: a waiter waits until they move
-        self.tried = (
-            False  # a subscription was made (or tried): counted in RedisEventStore._subscriptions
-        )
+        # a subscription was made (or tried): counted in RedisEventStore._subscriptions
+        self.tried = False
         self.unsubscribe: Any = None
         self.ready = threading.Event()  # the subscription is made (or given up)
 
@@ -329,9 +328,8 @@ class RedisEventStore:
             return None
         first = f"0-{number}"
         try:
-            entries = self.connection.client.xrange(
-                self.key(session_id), first, "+"
-            )  # one consistent read
+            # one consistent read
+            entries = self.connection.client.xrange(self.key(session_id), first, "+")
         except Exception as error:
             self._failed("replay the events of", session_id, error)
             return None
@@ -498,9 +496,8 @@ class RedisEventStore:
                 self._subscriptions += 1
             elif not follow.tried:
                 return follow  # past max_followed: followed without wake-ups (their timeouts)
-        if (
-            not start
-        ):  # another claim is subscribing: wait for it (bounded by the bus's subscribe_timeout)
+        # another claim is subscribing: wait for it (bounded by the bus's subscribe_timeout)
+        if not start:
             follow.ready.wait(MAX_WAIT)
             return follow
         unsubscribe = None

@@ -405,7 +405,4 @@ _CONSEQUENCE = {
 
 def _fields(state: dict) -> list[str]:
     """``state`` as the record's hash fields: ``s:<name>``, the value's JSON text."""
-    fields: list[str] = []
-    for name, value in state.items():
-        fields += ["s:" + str(name), json_text(value)]
-    return fields
+    return [part for name, value in state.items() for part in ("s:" + str(name), json_text(value))]

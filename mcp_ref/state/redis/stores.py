@@ -561,9 +561,7 @@ PARTS = ("inputRequests", "inputResponses")
 
 def _flat(mapping: Mapping[str, Any]) -> list[Any]:
     """A mapping as a script's argument list: its length, then key, JSON text, key, JSON text..."""
-    items: list[Any] = []
-    for key, value in mapping.items():
-        items += [key, json_text(value)]
+    items = [part for key, value in mapping.items() for part in (key, json_text(value))]
     return [len(items), *items]
 
 
@@ -666,11 +664,7 @@ class RedisTaskRecords(InjectableClock):
         for name, values in (when or {}).items():
             conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
-        args = (
-            replace,
-            *conditions,
-            *_split(changes),
-        )
+        args = (replace, *conditions, *_split(changes))
         final = changes.get("status") in TERMINAL
         pause = threading.Event()  # never set: a bounded wait between tries
         for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
@@ -679,9 +673,8 @@ class RedisTaskRecords(InjectableClock):
             except (InternalError, ServerBusy):  # unreachable, or out of memory
                 if wait is None:  # an ordinary write fails at once; a final one after its tries
                     raise
-                pause.wait(
-                    wait
-                )  # the outcome of a task is retried, not lost: Redis may be back soon
+                # the outcome of a task is retried, not lost: Redis may be back soon
+                pause.wait(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def put_inputs(self, task_id: str, requests: Mapping[str, dict]) -> bool:
@@ -730,14 +723,12 @@ class RedisTaskRecords(InjectableClock):
         (``ns:tasks:owner:<digest>``) from the cursor's position on, so the work is the page's (and
         the expired records it meets, which it forgets: at most :data:`SWEEP_LIMIT` a call; past
         them the page may be short, with a cursor to go on from)."""
-        after = cursor_position(
-            owner, cursor
-        )  # the format and the owner here; the script: a position given
+        # the format and the owner here; the script: a position given
+        after = cursor_position(owner, cursor)
         answer = self._run("list", "", owner_digest(owner), after, max(1, min(limit, MAX_PAGE)))
         if not isinstance(answer, list):
             raise InvalidParams("Invalid cursor: not one this server gave for your tasks/list")
         position, *snapshots = answer
         records = [record for record in map(self._record, snapshots) if record is not None]
-        return records, page_cursor(owner, int(reply_text(position))) if reply_text(
-            position
-        ) else None
+        position = reply_text(position)
+        return records, page_cursor(owner, int(position)) if position else None
