@@ -218,10 +218,12 @@ def requestor(connection: Any) -> str | None:
         return None
     if isinstance(peer, str) and peer.startswith("http-session:"):
         return peer  # every worker sharing the session names it so
-    with (
-        _OWN_IDS_LOCK
-    ):  # stdio, in memory: this connection (two stdio processes never share "stdio")
-        return _OWN_IDS.setdefault(connection, "connection:" + secrets.token_urlsafe(12))
+    # stdio, in memory: this connection (two stdio processes never share "stdio")
+    with _OWN_IDS_LOCK:
+        own = _OWN_IDS.get(connection)
+        if own is None:  # made once: random bytes are not drawn for every call
+            own = _OWN_IDS[connection] = "connection:" + secrets.token_urlsafe(12)
+        return own
 
 
 def owner_of(connection: Any) -> str:
@@ -562,7 +564,10 @@ _WAITERS_LOCK = threading.Lock()
 def waiters_of(store: Any) -> Waiters:
     """The :class:`Waiters` of a task store (made on first use)."""
     with _WAITERS_LOCK:
-        return _WAITERS.setdefault(store, Waiters())
+        waiters = _WAITERS.get(store)
+        if waiters is None:
+            waiters = _WAITERS[store] = Waiters()
+        return waiters
 
 
 # -- the methods --------------------------------------------------------------------------------------

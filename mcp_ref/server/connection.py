@@ -64,7 +64,9 @@ class MethodTable(dict):
 
     def get(self, method: str, default: Any = None) -> Any:
         """The handler of ``method`` (loaded on first use), else ``default``."""
-        return self[method] if method in self else default
+        # one look-up for a loaded handler: this runs for every request
+        handler = super().get(method, default)
+        return self[method] if isinstance(handler, str) else handler
 
 
 def initialize(connection: ServerConnection, context: RequestContext, params: dict) -> dict:

@@ -674,7 +674,11 @@ class Server:
     def gate(self) -> Gate:
         """Which items each principal may see and use (:class:`~mcp_ref.server.seams.Gate`): the first
         extension's that has one, else every item to everyone (:data:`~mcp_ref.server.connection.OPEN`)."""
-        return next((e.gate for e in self._extensions if e.gate is not None), OPEN)
+        for extension in self._extensions:  # read for every call: one read of each gate
+            gate = extension.gate
+            if gate is not None:
+                return gate
+        return OPEN
 
     def extension_method(self, method: str, version: str | None) -> Handler | None:
         """The handler an extension gives ``method`` at ``version`` (the first added wins), or None."""

@@ -485,7 +485,9 @@ class RedisEventStore:
         """Count a follower (a claim: the session's first subscribes it on the bus, within
         ``max_followed``) or a waiting thread of the session; its :class:`_Follow`."""
         with self._lock:
-            follow = self._follows.setdefault(session_id, _Follow(self._lock))
+            follow = self._follows.get(session_id)
+            if follow is None:  # made once, not for every waiter
+                follow = self._follows[session_id] = _Follow(self._lock)
             if not follower:
                 follow.waiters += 1
                 return follow
