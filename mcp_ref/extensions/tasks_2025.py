@@ -74,9 +74,18 @@ from ..server.seams import Caller, state_of
 from ..server.tools import run_tool
 from ..state.stores import TERMINAL, iso_now
 from . import tasks
+from .tasks import Task, TaskStore
 from .tasks_2026 import CONTEXT_ATTRIBUTES, MARK, mode_of, run_task, store_of, task_capable
 
-__all__ = ["Tasks2025Extension", "wire_of", "owner_of", "intercept_call", "TaskCaller", "Waiters"]
+__all__ = [
+    "Tasks2025Extension",
+    "TaskReceiver",
+    "wire_of",
+    "owner_of",
+    "intercept_call",
+    "TaskCaller",
+    "Waiters",
+]
 
 log = logging.getLogger("mcp_ref.extensions.tasks")
 
@@ -139,66 +148,9 @@ def intercept_call(
         raise MethodNotFound(
             f"Method not found: tool {tool.name} does not run as a task (execution.taskSupport)"
         )
-    ttl_ms = granted_ttl(wanted, store_of(caller.server).ttl_ms)
+    ceiling = store_of(caller.server).ttl_ms
+    ttl_ms = granted_ttl(wanted, ceiling, ceiling)
     return begin(caller, tool, arguments, context, run, ttl_ms)
-
-
-class Tasks2025Extension(Extension):
-    """The experimental tasks of 2025-11-25 on a server, on the store of the 2026-07-28
-    :class:`~mcp_ref.extensions.tasks_2026.TasksExtension` it follows (``server.tasks`` installs both):
-    ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` as handshake-era methods,
-    a ``tools/call`` interceptor, the ``tasks`` capability, and ``execution.taskSupport`` in the
-    ``tools/list`` of a connection told of it."""
-
-    name = "tasks-2025-11-25"
-    #: The server it serves (:meth:`setup`).
-    server: Any = None
-
-    def setup(self, host: Any) -> None:
-        """Remember the server (its tools say what is task-capable)."""
-        self.server = host
-
-    def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
-        """``{"tasks": ...}`` at 2025-11-25 (only) while some tool is task-capable; ``list`` unless
-        ``peer`` cannot be told apart from other requestors (§Task Isolation: such receivers
-        "SHOULD NOT declare the tasks.list capability")."""
-        if version != VERSION or not task_capable(self.server):
-            return None
-        capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
-        if peer is None or requestor(peer) is not None:
-            capability = {"list": {}, **capability}
-        return {"tasks": capability}
-
-    def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
-        """The handshake era's ``tasks/*`` (each answers only at 2025-11-25)."""
-        return {} if version in MODERN_VERSIONS else HANDLERS
-
-    def intercept_request(self, call: Any, proceed: Callable[[], Any]) -> Any:
-        """``tools/list`` at 2025-11-25, to a connection told of the ``tasks`` capability: each
-        task-capable tool with ``execution.taskSupport`` (§Tool-Level Negotiation: absent means
-        "forbidden", the default)."""
-        result = proceed()
-        caller = call.caller
-        if (
-            call.method != "tools/list"
-            or call.context.envelope is not None
-            or caller.protocol_version != VERSION
-            or "tasks" not in caller.capabilities
-        ):
-            return result
-        tools = []
-        for item in result.get("tools", ()):
-            tool = self.server.get_tool(item.get("name"))
-            mode = None if tool is None else mode_of(tool)
-            tools.append(item if mode is None else {**item, "execution": {"taskSupport": mode}})
-        return {**result, "tools": tools}
-
-    #: The ``tools/call`` interceptor (:func:`intercept_call`).
-    intercept_tool_call = staticmethod(intercept_call)
-
-    def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
-        """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""
-        return CONTEXT_ATTRIBUTES
 
 
 # -- who a task belongs to ------------------------------------------------------------------------
@@ -257,14 +209,14 @@ def related(params: dict | None, task_id: str) -> dict:
 # -- the call ----------------------------------------------------------------------------------------
 
 
-def granted_ttl(wanted: object, ceiling: int | None) -> int | None:
+def granted_ttl(wanted: object, ceiling: int | None, default: int | None) -> int | None:
     """The ``ttl`` (ms) a task gets for ``params.task`` (TaskMetadata): the one asked for, capped by
-    the store's (``ceiling``, None: unlimited) and at least :data:`MIN_TTL_MS`; the store's without one."""
+    ``ceiling`` (None: unlimited) and at least :data:`MIN_TTL_MS`; ``default`` without one."""
     if not isinstance(wanted, dict):
         raise InvalidParams('Invalid params: task must be an object ({"ttl": milliseconds})')
     ttl = wanted.get("ttl")
     if ttl is None:
-        return ceiling
+        return default
     if isinstance(ttl, bool) or not isinstance(ttl, int) or ttl < 0:
         raise InvalidParams("Invalid params: task.ttl must be a whole number of milliseconds")
     ttl = max(ttl, MIN_TTL_MS)
@@ -573,51 +525,114 @@ def waiters_of(store: Any) -> Waiters:
 # -- the methods --------------------------------------------------------------------------------------
 
 
-def _offered(connection: Caller, method: str) -> None:
-    """-32601 unless this connection speaks 2025-11-25 and was told of the ``tasks`` capability."""
-    if connection.protocol_version != VERSION or "tasks" not in connection.capabilities:
-        raise MethodNotFound(f"Method not found: {method}")
+class TaskReceiver(Extension):
+    """The receiver of 2025-11-25 tasks (§Definitions: it "can be the client or the server"): it
+    answers the requestor's ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` from a
+    :class:`~mcp_ref.extensions.tasks.TaskStore`.  The server's (:class:`Tasks2025Extension`) and the
+    client's (:class:`~mcp_ref.extensions.hosted_tasks.HostedTasks`) differ only where their roles
+    do: where the store is, who owns a task and to whom the methods are offered (:meth:`tasks_of`),
+    and what ``tasks/result`` answers for a cancelled task (:meth:`no_result`)."""
 
+    @property
+    def page_size(self) -> int:
+        """Tasks per ``tasks/list`` page (:data:`LIST_PAGE`)."""
+        return LIST_PAGE
 
-def _task_of(connection: Caller, params: dict, method: str) -> Any:
-    """The task ``params.taskId`` names, if this requestor's (§Protocol Errors: an invalid or
-    nonexistent taskId is -32602; §Task Isolation: so is another requestor's)."""
-    _offered(connection, method)
-    task = store_of(connection.server).find(params.get("taskId"), owner_of(connection))
-    if task.record().get("era") != VERSION:  # a 2026-07-28 task (never the case: owners differ)
-        raise InvalidParams(
-            f"Invalid params: no task {task.id!r} (it does not exist, or has expired)"
+    def tasks_of(self, connection: Any, method: str) -> tuple[TaskStore, str | None]:
+        """The store and the owner of ``connection``'s tasks; -32601 unless it is offered ``method``."""
+        raise NotImplementedError
+
+    def no_result(self, task_id: str) -> McpError:
+        """``tasks/result`` of a cancelled task: -32602, it has no result."""
+        return InvalidParams(f"Invalid params: task {task_id!r} was cancelled: it has no result")
+
+    def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
+        """The handshake era's ``tasks/*`` (each answers only at 2025-11-25: :meth:`tasks_of`)."""
+        if version in MODERN_VERSIONS:
+            return {}
+        return {
+            "tasks/get": self.get_task,
+            "tasks/result": self.task_result,
+            "tasks/list": self.list_tasks,
+            "tasks/cancel": self.cancel_task,
+        }
+
+    def _task_of(self, connection: Any, params: dict, method: str) -> tuple[TaskStore, Task]:
+        """The store, and the task ``params.taskId`` names if this requestor's (§Protocol Errors: an
+        invalid or nonexistent taskId is -32602; §Task Isolation: so is another requestor's)."""
+        store, owner = self.tasks_of(connection, method)
+        task = store.find(params.get("taskId"), owner)
+        if task.record().get("era") != VERSION:  # a 2026-07-28 task (never the case: owners differ)
+            raise InvalidParams(
+                f"Invalid params: no task {task.id!r} (it does not exist, or has expired)"
+            )
+        return store, task
+
+    def get_task(self, connection: Any, context: RequestContext, params: dict) -> dict:
+        """``tasks/get``: the Task as it is now (§Getting Tasks)."""
+        return wire_of(self._task_of(connection, params, "tasks/get")[1].record())
+
+    def task_result(self, connection: Any, context: RequestContext, params: dict) -> dict:
+        """``tasks/result``: once the task has ended, exactly what the request would have answered,
+        with the related-task ``_meta``; or the same JSON-RPC error (§Result Retrieval: it "MUST block
+        the response until the task reaches a terminal status").  Bounded: see :data:`RESULT_WAIT`,
+        :data:`MAX_RESULT_WAITERS`."""
+        store, task = self._task_of(connection, params, "tasks/result")
+        with waiters_of(store).waiting(task.id, connection, context.request_id):
+            task.wake()  # an ask of the task waiting on an older tasks/result moves here (TaskCaller._ask)
+            record = _ended(task, store.records, context, time.monotonic() + RESULT_WAIT)
+        if record.get("result") is not None:  # completed, or failed with an isError result
+            return related(record["result"], task.id)
+        if record.get("error") is not None:
+            raise McpError.from_error(record["error"])
+        raise self.no_result(task.id)
+
+    def list_tasks(self, connection: Any, context: RequestContext, params: dict) -> dict:
+        """``tasks/list``: one page of this requestor's tasks (§Listing Tasks); a bad cursor is -32602."""
+        store, owner = self.tasks_of(connection, "tasks/list")
+        cursor = params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidParams("Invalid params: cursor must be a string")
+        records, next_cursor = store.records.list(owner, cursor, self.page_size)
+        result: dict[str, Any] = {"tasks": [wire_of(record) for record in records]}
+        if next_cursor is not None:
+            # "MUST include a nextCursor ... if more tasks are available"
+            result["nextCursor"] = next_cursor
+        return result
+
+    def cancel_task(self, connection: Any, context: RequestContext, params: dict) -> dict:
+        """``tasks/cancel``: the task moves to ``cancelled`` before the answer (§Task Cancellation: it
+        "MUST transition the task to cancelled status before sending the response", and stays so); its
+        handler is asked to stop.  A terminal task: -32602."""
+        store, task = self._task_of(connection, params, "tasks/cancel")
+        record = store.records.transition(
+            task.id,
+            {
+                "status": CANCELLED,
+                "cancelRequested": True,
+                "inputRequests": {},
+                "statusMessage": "The task was cancelled by request.",
+                "lastUpdatedAt": iso_now(),
+            },
         )
-    return task
-
-
-def get_task(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``tasks/get``: the Task as it is now (§Getting Tasks)."""
-    return wire_of(_task_of(connection, params, "tasks/get").record())
-
-
-def task_result(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``tasks/result``: once the task has ended, exactly what the call would have answered, with the
-    related-task ``_meta``; or the same JSON-RPC error (§Result Retrieval: it "MUST block the response
-    until the task reaches a terminal status").  Bounded: see :data:`RESULT_WAIT`, :data:`MAX_RESULT_WAITERS`."""
-    task = _task_of(connection, params, "tasks/result")
-    store = store_of(connection.server)
-    with waiters_of(store).waiting(task.id, connection, context.request_id):
-        task.wake()  # an ask of the task waiting on an older tasks/result moves here (TaskCaller._ask)
-        record = _ended(task, store.records, context, time.monotonic() + RESULT_WAIT)
-    if record.get("result") is not None:  # completed, or failed with an isError result
-        return related(record["result"], task.id)
-    if record.get("error") is not None:
-        raise McpError.from_error(record["error"])
-    raise InvalidParams(f"Invalid params: task {task.id!r} was cancelled: it has no result")
+        if record is None:  # terminal already (or expired just now)
+            status = task.record()["status"]
+            raise InvalidParams(
+                f"Invalid params: cannot cancel task {task.id!r}: already in terminal status {status!r}"
+            )
+        store.cancel(task)  # wakes its handler here, or tells the process running it (the bus)
+        log.info("task %s cancelled", task.id)
+        return wire_of(record)
 
 
 def _ended(task: Any, records: Any, context: RequestContext, deadline: float) -> dict:
-    """The task's record once terminal; -32602 if it expires meanwhile, -32000 past ``deadline``."""
+    """The task's record once terminal; -32602 if it expires meanwhile (its handler is told to stop),
+    -32000 past ``deadline``."""
     with task.lock:  # its handler (in this process) wakes it as the record changes
         while True:
             record = records.get(task.id)
             if record is None:
+                task.cancelled.set()
                 raise InvalidParams(f"Invalid params: task {task.id!r} has expired")
             if record["status"] in TERMINAL:
                 return dict(record)
@@ -632,56 +647,67 @@ def _ended(task: Any, records: Any, context: RequestContext, deadline: float) ->
             task.lock.wait(min(left, RECHECK))
 
 
-def list_tasks(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``tasks/list``: one page of this requestor's tasks (§Listing Tasks); a bad cursor is -32602."""
-    _offered(connection, "tasks/list")
-    if requestor(connection) is None:  # not declared to such a requestor (§Task Isolation)
-        raise MethodNotFound(
-            "Method not found: tasks/list (this server cannot tell requestors apart here)"
-        )
-    cursor = params.get("cursor")
-    if cursor is not None and not isinstance(cursor, str):
-        raise InvalidParams("Invalid params: cursor must be a string")
-    records, next_cursor = store_of(connection.server).records.list(
-        owner_of(connection), cursor, LIST_PAGE
-    )
-    result: dict[str, Any] = {"tasks": [wire_of(record) for record in records]}
-    if next_cursor is not None:
-        result["nextCursor"] = (
-            next_cursor  # "MUST include a nextCursor ... if more tasks are available"
-        )
-    return result
+class Tasks2025Extension(TaskReceiver):
+    """The experimental tasks of 2025-11-25 on a server, on the store of the 2026-07-28
+    :class:`~mcp_ref.extensions.tasks_2026.TasksExtension` it follows (``server.tasks`` installs both):
+    ``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` as handshake-era methods,
+    a ``tools/call`` interceptor, the ``tasks`` capability, and ``execution.taskSupport`` in the
+    ``tools/list`` of a connection told of it."""
 
+    name = "tasks-2025-11-25"
+    #: The server it serves (:meth:`setup`).
+    server: Any = None
 
-def cancel_task(connection: Caller, context: RequestContext, params: dict) -> dict:
-    """``tasks/cancel``: the task moves to ``cancelled`` before the answer (§Task Cancellation: it
-    "MUST transition the task to cancelled status before sending the response", and stays so); its
-    handler is asked to stop.  A terminal task: -32602."""
-    task = _task_of(connection, params, "tasks/cancel")
-    store = store_of(connection.server)
-    record = store.records.transition(
-        task.id,
-        {
-            "status": CANCELLED,
-            "cancelRequested": True,
-            "inputRequests": {},
-            "statusMessage": "The task was cancelled by request.",
-            "lastUpdatedAt": iso_now(),
-        },
-    )
-    if record is None:  # terminal already (or expired just now)
-        status = task.record()["status"]
-        raise InvalidParams(
-            f"Invalid params: cannot cancel task {task.id!r}: already in terminal status {status!r}"
-        )
-    store.cancel(task)  # wakes its handler here, or tells the process running it (the bus)
-    log.info("task %s cancelled", task.id)
-    return wire_of(record)
+    def setup(self, host: Any) -> None:
+        """Remember the server (its tools say what is task-capable)."""
+        self.server = host
 
+    def capabilities(self, version: str | None, peer: Any = None) -> dict | None:
+        """``{"tasks": ...}`` at 2025-11-25 (only) while some tool is task-capable; ``list`` unless
+        ``peer`` cannot be told apart from other requestors (§Task Isolation: such receivers
+        "SHOULD NOT declare the tasks.list capability")."""
+        if version != VERSION or not task_capable(self.server):
+            return None
+        capability: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
+        if peer is None or requestor(peer) is not None:
+            capability = {"list": {}, **capability}
+        return {"tasks": capability}
 
-HANDLERS = {
-    "tasks/get": get_task,
-    "tasks/result": task_result,
-    "tasks/list": list_tasks,
-    "tasks/cancel": cancel_task,
-}
+    def tasks_of(self, connection: Caller, method: str) -> tuple[TaskStore, str | None]:
+        """The server's store, and the :func:`owner_of` the connection; -32601 unless it speaks
+        2025-11-25 and was told of the ``tasks`` capability, and for ``tasks/list`` unless its
+        requestor can be told apart (it is not declared to such a requestor, §Task Isolation)."""
+        if connection.protocol_version != VERSION or "tasks" not in connection.capabilities:
+            raise MethodNotFound(f"Method not found: {method}")
+        if method == "tasks/list" and requestor(connection) is None:
+            raise MethodNotFound(
+                "Method not found: tasks/list (this server cannot tell requestors apart here)"
+            )
+        return store_of(self.server), owner_of(connection)
+
+    def intercept_request(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        """``tools/list`` at 2025-11-25, to a connection told of the ``tasks`` capability: each
+        task-capable tool with ``execution.taskSupport`` (§Tool-Level Negotiation: absent means
+        "forbidden", the default)."""
+        result = proceed()
+        caller = call.caller
+        if (
+            call.method != "tools/list"
+            or call.context.envelope is not None
+            or caller.protocol_version != VERSION
+            or "tasks" not in caller.capabilities
+        ):
+            return result
+        tools = []
+        for item in result.get("tools", ()):
+            tool = self.server.get_tool(item.get("name"))
+            mode = None if tool is None else mode_of(tool)
+            tools.append(item if mode is None else {**item, "execution": {"taskSupport": mode}})
+        return {**result, "tools": tools}
+
+    #: The ``tools/call`` interceptor (:func:`intercept_call`).
+    intercept_tool_call = staticmethod(intercept_call)
+
+    def context_attributes(self) -> dict[str, Callable[[Any], Any]]:
+        """``ctx.start_task()`` (True at once in a 2025-11-25 task) and ``ctx.in_task``."""
+        return CONTEXT_ATTRIBUTES
