@@ -583,6 +583,9 @@ class TaskStore(TaskPool):
         while not self._leases_stop.wait(LEASE_SECONDS / 3):
             with self._lock:
                 held = list(self._live.values())
+                if not held:  # nothing to renew: the thread ends (the next task held starts one)
+                    self._leases = None
+                    return
             for task in held:
                 try:
                     if not renew(
@@ -656,7 +659,10 @@ class TaskStore(TaskPool):
                 task.wake({"event": "cancel"})
 
     def cancel_all(self) -> None:
-        """Cancel every unfinished task this process runs (at shutdown)."""
+        """Cancel every unfinished task this process runs, and renew no lease any more (at shutdown:
+        the client's hosted tasks when its connection ends, :mod:`mcp_ref.extensions.hosted_tasks`).
+        A server has no such moment (an extension is never told its host closed): its lease thread
+        ends by itself once no task is held, and is a daemon."""
         self._leases_stop.set()
         with self._lock:
             tasks = list(self._live.values())

@@ -114,6 +114,11 @@ RECHECK = 1.0
 MAX_MESSAGE = 200
 
 
+def told(caller: Caller) -> bool:
+    """True for a connection at 2025-11-25 that was told of the ``tasks`` capability."""
+    return caller.protocol_version == VERSION and "tasks" in caller.capabilities
+
+
 def intercept_call(
     caller: Caller,
     tool: Any,
@@ -123,11 +128,7 @@ def intercept_call(
 ) -> dict:
     """The ``tools/call`` interceptor of the 2025-11-25 tasks: acts only on a handshake-era request
     at 2025-11-25 on a connection (``caller``) that was told of the ``tasks`` capability; otherwise the call runs."""
-    if (
-        context.envelope is not None
-        or caller.protocol_version != VERSION
-        or "tasks" not in caller.capabilities
-    ):
+    if context.envelope is not None or not told(caller):
         # §Task Support and Handling: no capability declared, ``task`` is ignored
         return run(context)
     wanted = context.params.get("task")
@@ -677,7 +678,7 @@ class Tasks2025Extension(TaskReceiver):
         """The server's store, and the :func:`owner_of` the connection; -32601 unless it speaks
         2025-11-25 and was told of the ``tasks`` capability, and for ``tasks/list`` unless its
         requestor can be told apart (it is not declared to such a requestor, §Task Isolation)."""
-        if connection.protocol_version != VERSION or "tasks" not in connection.capabilities:
+        if not told(connection):
             raise MethodNotFound(f"Method not found: {method}")
         if method == "tasks/list" and requestor(connection) is None:
             raise MethodNotFound(
@@ -691,12 +692,7 @@ class Tasks2025Extension(TaskReceiver):
         "forbidden", the default)."""
         result = proceed()
         caller = call.caller
-        if (
-            call.method != "tools/list"
-            or call.context.envelope is not None
-            or caller.protocol_version != VERSION
-            or "tasks" not in caller.capabilities
-        ):
+        if call.method != "tools/list" or call.context.envelope is not None or not told(caller):
             return result
         tools = []
         for item in result.get("tools", ()):
