@@ -30,10 +30,12 @@ builds; ``client.hosted_tasks`` finds it.
   §Task Execution Errors).  The handler's ``context.is_cancelled`` turns True on ``tasks/cancel``,
   when the task expires, and when the connection ends.
 * **Answering** (:meth:`HostedTasks.methods`: the server's handlers,
-  :class:`~mcp_ref.extensions.tasks_2025.TaskReceiver`, on the client's store) ``tasks/get`` (the Task), ``tasks/result`` (blocks until the task is terminal, then
-  exactly the underlying result with ``_meta["io.modelcontextprotocol/related-task"]``, or the same
-  JSON-RPC error; §Result Retrieval 2-4, §Related Task Metadata), ``tasks/list`` (by creation,
-  :attr:`HostedTasks.page_size` a page, an opaque ``nextCursor``; a cursor not ours: -32602) and
+  :class:`~mcp_ref.extensions.tasks_2025.TaskReceiver`, on the client's store) ``tasks/get`` (the
+  Task), ``tasks/result`` (blocks until the task is terminal, then exactly the underlying result
+  with ``_meta["io.modelcontextprotocol/related-task"]``, or the same JSON-RPC error; a cancelled
+  task's is -32603, it has no result; §Result Retrieval 2-4, §Related Task Metadata), ``tasks/list``
+  (by creation, :attr:`HostedTasks.page_size` a page, an opaque ``nextCursor``; a cursor not ours:
+  -32602) and
   ``tasks/cancel`` (a working task becomes ``cancelled`` before the answer, and stays so even if its
   handler then finishes; a terminal one: -32602; §Task Cancellation).  An unknown or expired
   ``taskId``: -32602 (§Protocol Errors).  No ``notifications/tasks/status`` are sent (a MAY).
