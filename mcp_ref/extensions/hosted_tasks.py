@@ -165,7 +165,7 @@ class HostedTasks(TaskReceiver):
         """The client's store (its tasks are the one connection's: nobody else reaches them)."""
         if connection.protocol_version != VERSION:
             raise MethodNotFound(f"Method not found: {method}")
-        return self.store(connection), None
+        return self._store_of(connection), None
 
     def no_result(self, task_id: str) -> McpError:
         """``tasks/result`` of a cancelled task: the request never finished, so there is no result to
@@ -185,7 +185,7 @@ class HostedTasks(TaskReceiver):
             return proceed()
         # §TTL and Resource Management 3: the receiver MAY override the requested ttl
         ttl_ms = granted_ttl(call.params["task"], self.max_ttl_ms, self.default_ttl_ms)
-        store = self.store(connection)
+        store = self._store_of(connection)
         task = store.create(None, ttl_ms=ttl_ms, era=VERSION)
         # The handler's context: the request's own (its progressToken stays valid, §Task Progress
         # Notifications) but cancelled by tasks/cancel, expiry or the connection's end.
@@ -196,7 +196,7 @@ class HostedTasks(TaskReceiver):
         log.info("client-hosted task %s: %s accepted (ttl %d ms)", task.id, method, ttl_ms)
         return {"task": created}
 
-    def store(self, connection: Connection) -> TaskStore:
+    def _store_of(self, connection: Connection) -> TaskStore:
         """The tasks (in memory), made with the first one from the limits above; when the
         connection ends, every task still working is told to stop (:meth:`TaskStore.cancel_all`)."""
         with self._lock:
