@@ -544,7 +544,7 @@ class TaskStore(TaskPool):
             )
         if verdict != "created":
             raise ServerBusy(
-                f"Server busy: {self.max_tasks} tasks are in progress; retry later",
+                f"Busy: {self.max_tasks} tasks are in progress; retry later",
                 data={"maxTasks": self.max_tasks},
             )
         with self._lock:

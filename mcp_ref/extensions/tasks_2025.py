@@ -469,7 +469,7 @@ class Waiters:
             if full or self._of_connection[connection] >= self.per_connection:
                 limit = self.limit if full else self.per_connection
                 raise ServerBusy(
-                    f"Server busy: {limit} tasks/result requests are waiting already; poll "
+                    f"Busy: {limit} tasks/result requests are waiting already; poll "
                     "tasks/get and retry later",
                     data={"maxWaiters": limit},
                 )
