@@ -126,6 +126,16 @@ class User:
         #: Held while the command talks with the user on the terminal.
         self.terminal = threading.RLock()
 
+    def ask(self, prompt: str, context=None) -> str | None:
+        """Write ``prompt`` on stderr and read the answer (:meth:`StdinLines.read`: "" at the end of
+        input, None when ``context``'s request was cancelled first; :class:`AnswerTimeout`).  On a
+        terminal only a line typed after the question counts: "asked" is marked before the prompt
+        shows, not after."""
+        since = None if no_terminal() else self.lines.mark()
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        return self.lines.read(context, since=since)
+
 
 def no_terminal() -> str | None:
     """Why the user cannot be asked here (stdin or stderr is not a terminal), or None when they can."""
@@ -166,11 +176,10 @@ class Approval:
             )
             return False
         with self.user.terminal:
-            since = self.user.lines.mark()  # asked from here: before the prompt shows, not after
-            sys.stderr.write(describe_request(request, self.server) + "Allow? [y/N] ")
-            sys.stderr.flush()
             try:
-                answer = self.user.lines.read(context, since=since)
+                answer = self.user.ask(
+                    describe_request(request, self.server) + "Allow? [y/N] ", context
+                )
             except AnswerTimeout as exc:
                 sys.stderr.write(f"\nmcp-ref: {exc}: refused the server's {what} request\n")
                 return False
@@ -357,14 +366,11 @@ class AskTheUser:
             else ("" if required else " (optional)")
         )
         # the title, the name, the choices and the type are the server's words: shown escaped
-        # asked from here: before the prompt shows
-        since = None if no_terminal() else self.user.lines.mark()
-        sys.stderr.write(
+        prompt = (
             f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: "
         )
-        sys.stderr.flush()
         try:
-            line = self.user.lines.read(context, since=since)
+            line = self.user.ask(prompt, context)
         except AnswerTimeout as exc:
             # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
             to_stderr(f"\nmcp-ref: {exc}: the request is cancelled")
