@@ -140,11 +140,9 @@ def _wants_string(prop: Any) -> bool:
 def combine_hooks(*hooks: Callable | None) -> Callable | None:
     """One ``trace`` hook calling each of ``hooks`` that is set (None when none is)."""
     live = [hook for hook in hooks if hook is not None]
-    if not live:
-        return None
-    if len(live) == 1:
-        return live[0]
-    return lambda direction, data: [hook(direction, data) for hook in live] and None
+    if len(live) > 1:
+        return lambda direction, data: [hook(direction, data) for hook in live] and None
+    return live[0] if live else None
 
 
 # -- connecting -----------------------------------------------------------------------------------
