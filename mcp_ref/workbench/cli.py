@@ -587,12 +587,9 @@ def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None
         f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
         f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})"
     )
-    try:
+    # closed on the way out (server_close), as Ctrl-C ends it quietly
+    with httpd, contextlib.suppress(KeyboardInterrupt):
         httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        httpd.server_close()
 
 
 if __name__ == "__main__":
