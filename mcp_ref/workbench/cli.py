@@ -43,8 +43,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
+import math
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -74,7 +76,7 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
+    if not 0 < value < math.inf:  # NaN is not between them either
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
     return value
 
@@ -192,19 +194,22 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     verbs.required = True
 
-    def verb(name: str, help: str, *, needs_target: bool = True):  # argparse's word
+    def verb(name: str, help: str, *positional: str, needs_target: bool = True):  # argparse's word
+        """A verb's parser: TARGET (unless not ``needs_target``), then each ``positional`` (its
+        metavar the name in capitals)."""
         sub = verbs.add_parser(name, help=help, parents=[after_verb])
         if needs_target:
             sub.add_argument(
                 "target", metavar="TARGET", help='server command line ("python server.py") or URL'
             )
+        for dest in positional:
+            sub.add_argument(dest, metavar=dest.upper())
         return sub
 
     verb("info", "server info, negotiated version, capabilities, instructions")
     for listing in ("tools", "resources", "templates", "prompts"):
         verb(listing, f"list {listing}")
-    call = verb("call", "call a tool")
-    call.add_argument("tool", metavar="TOOL")
+    call = verb("call", "call a tool", "tool")
     call.add_argument(
         "pairs",
         nargs="*",
@@ -213,10 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     args_help = "arguments as one JSON object: inline, - (read from stdin) or @FILE (KEY=VALUE pairs override)"
     call.add_argument("--args", metavar="JSON|-|@FILE", help=args_help)
-    read = verb("read", "read a resource")
-    read.add_argument("uri", metavar="URI")
-    prompt = verb("prompt", "get a prompt")
-    prompt.add_argument("name", metavar="NAME")
+    verb("read", "read a resource", "uri")
+    prompt = verb("prompt", "get a prompt", "name")
     prompt.add_argument("pairs", nargs="*", metavar="KEY=VALUE")
     prompt.add_argument("--args", metavar="JSON|-|@FILE", help=args_help)
     install = verb(
@@ -488,10 +491,11 @@ def _logout(args) -> int:
 
     if not args.target.startswith(("http://", "https://")):
         raise CliError(f"logout takes the URL of an HTTP server, not {args.target!r}", EXIT_USAGE)
-    if logout(args.target):
-        to_stderr(f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})")
-    else:
-        to_stderr(f"mcp-ref: no cached authorization for {args.target}")
+    to_stderr(
+        f"mcp-ref: forgot the authorization for {args.target} (in {cache_path()})"
+        if logout(args.target)
+        else f"mcp-ref: no cached authorization for {args.target}"
+    )
     return EXIT_OK
 
 
@@ -504,10 +508,9 @@ def _serve_demo(args, tracer: _Trace | None = None) -> int:
         if tracer is not None:
             # What each connection sends (stdio, each HTTP session or request), and on stdio what it reads;
             # over HTTP what it reads is each POST's body, traced by _TracedBodies before the app reads it.
-            plain, plain_app = server.new_connection, server.wsgi_app
-            server.new_connection = lambda transport, **options: plain(
-                transport, **{"trace": tracer, **options}
-            )
+            # (a trace given to new_connection itself wins over the partial's)
+            server.new_connection = functools.partial(server.new_connection, trace=tracer)
+            plain_app = server.wsgi_app
             server.wsgi_app = lambda **options: _TracedBodies(plain_app(**options), tracer)
         return server
 
@@ -584,12 +587,9 @@ def _serve_protected_demo(server, host: str, port: int, stateless: bool) -> None
         f"mcp-ref: serving the demo at {httpd.url}/mcp as an OAuth protected resource; its authorization "
         f"server is {httpd.url} (pre-registered public client: {DEMO_CLIENT_ID})"
     )
-    try:
+    # closed on the way out (server_close), as Ctrl-C ends it quietly
+    with httpd, contextlib.suppress(KeyboardInterrupt):
         httpd.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        httpd.server_close()
 
 
 if __name__ == "__main__":

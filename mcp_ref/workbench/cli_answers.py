@@ -126,6 +126,23 @@ class User:
         #: Held while the command talks with the user on the terminal.
         self.terminal = threading.RLock()
 
+    def ask(self, prompt: str, context=None, *, timed_out: str = "") -> str | None:
+        """Write ``prompt`` on stderr and read the answer: a line, "" at the end of input, or None
+        when none comes (said on stderr): the server withdrew its request (``context`` cancelled)
+        or ``--answer-timeout`` passed (then ``timed_out`` says what follows).  On a terminal only
+        a line typed after the question counts: "asked" is marked before the prompt shows."""
+        since = None if no_terminal() else self.lines.mark()
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        try:
+            line = self.lines.read(context, since=since)
+        except AnswerTimeout as exc:
+            to_stderr(f"\nmcp-ref: {exc}: {timed_out}")
+            return None
+        if line is None:
+            to_stderr("\nmcp-ref: the server withdrew its request")
+        return line
+
 
 def no_terminal() -> str | None:
     """Why the user cannot be asked here (stdin or stderr is not a terminal), or None when they can."""
@@ -166,19 +183,14 @@ class Approval:
             )
             return False
         with self.user.terminal:
-            since = self.user.lines.mark()  # asked from here: before the prompt shows, not after
-            sys.stderr.write(describe_request(request, self.server) + "Allow? [y/N] ")
-            sys.stderr.flush()
-            try:
-                answer = self.user.lines.read(context, since=since)
-            except AnswerTimeout as exc:
-                sys.stderr.write(f"\nmcp-ref: {exc}: refused the server's {what} request\n")
-                return False
-            if answer is None:
-                sys.stderr.write("\nmcp-ref: the server withdrew its request\n")
-                return False
-            answer = answer.strip().lower()
-        if answer in ("y", "yes"):
+            answer = self.user.ask(
+                describe_request(request, self.server) + "Allow? [y/N] ",
+                context,
+                timed_out=f"refused the server's {what} request",
+            )
+        if answer is None:
+            return False
+        if answer.strip().lower() in ("y", "yes"):
             return True
         to_stderr(f"mcp-ref: refused the server's {what} request")
         return False
@@ -357,21 +369,12 @@ class AskTheUser:
             else ("" if required else " (optional)")
         )
         # the title, the name, the choices and the type are the server's words: shown escaped
-        # asked from here: before the prompt shows
-        since = None if no_terminal() else self.user.lines.mark()
-        sys.stderr.write(
+        prompt = (
             f"  {one_line(prop.get('title') or name)} ({one_line(hint)}){suffix}, or !decline: "
         )
-        sys.stderr.flush()
-        try:
-            line = self.user.lines.read(context, since=since)
-        except AnswerTimeout as exc:
+        line = self.user.ask(prompt, context, timed_out="the request is cancelled")
+        if not line:  # withdrawn, timed out, or the end of input
             # client/elicitation §Response Actions: "cancel": dismissed without an explicit choice
-            to_stderr(f"\nmcp-ref: {exc}: the request is cancelled")
-            return ElicitResult(action="cancel")
-        if line is None:
-            to_stderr("\nmcp-ref: the server withdrew its request")
-        if not line:  # withdrawn, or the end of input
             return ElicitResult(action="cancel")
         text = line.strip()
         if text == "!decline":

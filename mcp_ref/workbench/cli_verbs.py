@@ -140,11 +140,9 @@ def _wants_string(prop: Any) -> bool:
 def combine_hooks(*hooks: Callable | None) -> Callable | None:
     """One ``trace`` hook calling each of ``hooks`` that is set (None when none is)."""
     live = [hook for hook in hooks if hook is not None]
-    if not live:
-        return None
-    if len(live) == 1:
-        return live[0]
-    return lambda direction, data: [hook(direction, data) for hook in live] and None
+    if len(live) > 1:
+        return lambda direction, data: [hook(direction, data) for hook in live] and None
+    return live[0] if live else None
 
 
 # -- connecting -----------------------------------------------------------------------------------
@@ -156,26 +154,25 @@ def client_options(args, trace) -> dict:
 
     from .cli_answers import Approval, AskTheUser, SamplingCommand, User
 
-    options: dict[str, Any] = {
+    # Elicitation is always declared: on a terminal the user is asked; without one it is declined
+    # (unless --yes, which reads the answers from stdin).  Approval decides, before either handler runs.
+    # One User: every question of this command, at the terminal or from stdin.
+    user = User(args.answer_timeout)
+    args.approval = Approval(args.yes, args.target, user)
+    return {
         "timeout": args.timeout,
         "initialize_timeout": args.connect_timeout,
         "trace": trace,
         "era": args.era,
+        "roots": [Path(path).resolve().as_uri() for path in args.root] or None,
+        "sampling_handler": (
+            SamplingCommand(args.sampling_command, args.timeout) if args.sampling_command else None
+        ),
+        # asked for at --log-level once connected: see run_verb
+        "on_log": show_server_log if args.log_level else None,
+        "elicitation_handler": AskTheUser(user),
+        "approve": args.approval,
     }
-    if args.root:
-        options["roots"] = [Path(path).resolve().as_uri() for path in args.root]
-    if args.sampling_command:
-        options["sampling_handler"] = SamplingCommand(args.sampling_command, args.timeout)
-    # Elicitation is always declared: on a terminal the user is asked; without one it is declined
-    # (unless --yes, which reads the answers from stdin).  Approval decides, before either handler runs.
-    user = User(
-        args.answer_timeout
-    )  # every question of this command, at the terminal or from stdin
-    if args.log_level:
-        options["on_log"] = show_server_log  # asked for at --log-level once connected: see run_verb
-    options["elicitation_handler"] = AskTheUser(user)
-    options["approve"] = args.approval = Approval(args.yes, args.target, user)
-    return options
 
 
 def connect(args, trace):
@@ -262,7 +259,7 @@ def connect(args, trace):
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
 
 
-def _http_refusal(exc: BaseException):
+def _http_refusal(exc: BaseException) -> McpError | None:
     """The :class:`~mcp_ref.errors.McpError` for an HTTP 401 or 403 behind ``exc`` (``exc`` itself,
     or one it was raised from or while handling: the probe of the 2026-07-28 era answers "not a modern
     server" for it), or None."""
@@ -270,13 +267,9 @@ def _http_refusal(exc: BaseException):
     for _ in range(8):  # bounded: a chain is short
         if seen is None:
             return None
-        data = getattr(seen, "data", None)
-        if (
-            isinstance(data, dict)
-            and data.get("httpStatus") in (401, 403)
-            and hasattr(seen, "to_error")
-        ):
-            return seen
+        if isinstance(seen, McpError) and isinstance(seen.data, dict):
+            if seen.data.get("httpStatus") in (401, 403):
+                return seen
         seen = seen.__cause__ or seen.__context__
     return None
 
@@ -302,7 +295,6 @@ class ServerStderr:
 
         self.quiet = quiet
         self.lines: collections.deque[str] = collections.deque(maxlen=10)
-        self.transport = None
 
     def __call__(self, line: str) -> None:
         line = one_line(line)  # the server's own output: no escape sequence reaches the terminal
@@ -429,20 +421,19 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _call(client, args) -> int:
-    arguments: dict[str, Any] = dict(args.arguments)  # --args, then KEY=VALUE pairs over them
-    if args.pairs:
-        properties: dict | None = None
-        if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
-            # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
-            properties = next(
-                (
-                    t.input_schema.get("properties", {})
-                    for t in client.list_tools()
-                    if t.name == args.tool
-                ),
-                {},
-            )
-        arguments.update(parse_pairs(args.pairs, schema=properties))
+    properties: dict | None = None
+    if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
+        # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
+        properties = next(
+            (
+                t.input_schema.get("properties", {})
+                for t in client.list_tools()
+                if t.name == args.tool
+            ),
+            {},
+        )
+    # --args, then KEY=VALUE pairs over them
+    arguments = {**args.arguments, **parse_pairs(args.pairs, schema=properties)}
     progress = None if args.quiet else Progress(sys.stderr)
     try:
         result = client.call_tool(args.tool, arguments, on_progress=progress)
@@ -480,8 +471,8 @@ def _read(client, args) -> int:
 
 
 def _prompt(client, args) -> int:
-    arguments = dict(args.arguments)  # --args, then KEY=VALUE pairs over them
-    arguments.update(parse_pairs(args.pairs, coerce=False))
+    # --args, then KEY=VALUE pairs over them
+    arguments = {**args.arguments, **parse_pairs(args.pairs, coerce=False)}
     result = client.get_prompt(args.name, arguments)
     if args.json:
         print_json(result.raw)

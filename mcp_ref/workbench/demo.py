@@ -341,7 +341,7 @@ def build_server() -> Server:
 
     @server.completion(resource="demo://greeting/{name}")
     def complete_greeting(argument: str, value: str, context: dict) -> list[str]:
-        return [n for n in names if n.lower().startswith(value.lower())]
+        return complete_greet("name", value, context)  # the same names as greet's
 
     return server
 

@@ -39,6 +39,7 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -201,34 +202,35 @@ def _read(path: Path) -> Any:
 
 def _write(path: Path, config: dict) -> Path | None:
     """Write ``config`` to ``path``: the old file copied to ``path.bak`` first (returned; None when
-    there was none), the new one written beside it and moved into place.  A new file is 0600
-    from its creation (it holds ``--env`` secrets); one that existed keeps its mode, as does its
-    copy."""
+    there was none), each written beside its place and moved into it (:func:`_replace`).  A new
+    file is 0600 from its creation (it holds ``--env`` secrets); one that existed keeps its mode,
+    as does its copy."""
     text = safe_json(json.dumps(config, indent=2, ensure_ascii=False)) + "\n"
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     backup = None
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         mode = os.stat(path).st_mode & 0o7777 if path.exists() else None
         if mode is not None:
             backup = path.with_name(path.name + ".bak")
-            _create(backup, path.read_bytes(), mode)
-        _create(temporary, text.encode("utf-8"), mode)
-        os.replace(temporary, path)
+            _replace(backup, path.read_bytes(), mode)
+        _replace(path, text.encode("utf-8"), mode)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        reason = exc.strerror or exc
-        raise CliError(f"cannot write {one_line(path)}: {reason}", EXIT_USAGE) from None
+        raise CliError(
+            f"cannot write {one_line(path)}: {exc.strerror or exc}", EXIT_USAGE
+        ) from None
     return backup
 
 
-def _create(path: Path, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a new file ``path`` (one there is replaced), readable by its owner only
-    while it is written, then given ``mode`` (None: kept 0600)."""
-    path.unlink(missing_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(path, flags, NEW_FILE_MODE)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
-    if mode is not None:
-        os.chmod(path, mode)
+def _replace(path: Path, data: bytes, mode: int | None) -> None:
+    """Put ``data`` in ``path`` whole: written to a new file beside it (``tempfile.mkstemp``: a name
+    of its own, created 0600, readable by its owner only while it is written), given ``mode``
+    (None: :data:`NEW_FILE_MODE`), then moved into place (a link at ``path`` is replaced, never followed)."""
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, NEW_FILE_MODE if mode is None else mode)
+        os.replace(temporary, path)
+    except OSError:
+        os.unlink(temporary)
+        raise

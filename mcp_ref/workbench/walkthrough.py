@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import IO, TYPE_CHECKING, cast
 
 from ..client import Client
@@ -55,26 +56,10 @@ def _text_of(item) -> str | None:
     return item.text if isinstance(item, (TextContent, TextResourceContents)) else None
 
 
-class _Inbox:
-    """Notifications received, with an Event per kind so steps can wait without sleeping."""
-
-    def __init__(self):
-        self.items: dict[str, list] = {}
-        self.lock = threading.Condition()
-
-    def put(self, kind: str, value) -> None:
-        with self.lock:
-            self.items.setdefault(kind, []).append(value)
-            self.lock.notify_all()
-
-    def wait(self, kind: str, count: int = 1, timeout: float = 5.0) -> list:
-        with self.lock:
-            self.lock.wait_for(lambda: len(self.items.get(kind, [])) >= count, timeout)
-            return list(self.items.get(kind, []))
-
-
 class _Steps:
-    """What the walkthrough prints: sections, lines, checks, and the demo server's stderr in between."""
+    """What the walkthrough prints: sections, lines, checks, and the demo server's stderr in between;
+    and what the client is told (its notifications, by kind), for the steps to wait on without
+    sleeping."""
 
     #: The demo server's stderr lines held until shown; past it, the oldest are dropped (and counted).
     MAX_PENDING = 100
@@ -86,6 +71,9 @@ class _Steps:
         #: The server's stderr lines not shown yet (bounded: MAX_PENDING).
         self.pending: list[str] = []
         self.dropped = 0
+        #: The notifications of this tour so far, by kind (``log``, ``updated``, ``list_changed``).
+        self.received: dict[str, list] = {}
+        #: Notified as a stderr line or a notification arrives.
         self.arrived = threading.Condition()
 
     def section(self, title: str, server: str, client: str, *more: str) -> None:
@@ -114,6 +102,18 @@ class _Steps:
         _show(f"   {'ok  ' if ok else 'FAIL'} {safe(text)}")
         if not ok:
             self.failures.append(text)
+
+    def put(self, kind: str, value) -> None:
+        """A notification the client was told of (``on_log``, ``on_resource_updated`` ...)."""
+        with self.arrived:
+            self.received.setdefault(kind, []).append(value)
+            self.arrived.notify_all()
+
+    def wait(self, kind: str, count: int = 1, timeout: float = 5.0) -> list:
+        """The notifications of ``kind`` received, once there are ``count`` (or ``timeout`` passed)."""
+        with self.arrived:
+            self.arrived.wait_for(lambda: len(self.received.get(kind, [])) >= count, timeout)
+            return list(self.received.get(kind, []))
 
     def server_stderr(self, line: str) -> None:
         """``Client.stdio(stderr=...)``: a line the demo server wrote on its stderr, held until shown."""
@@ -196,7 +196,7 @@ def run(
 
 def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
     """Every feature, in one era: the same client code, and what differs on the wire said as it goes."""
-    inbox = _Inbox()
+    steps.received = {}  # each tour waits for its own notifications
     with Client.stdio(
         server_command(),
         stderr=steps.server_stderr,  # shown in its section, in order (Steps.show_server_stderr)
@@ -206,17 +206,17 @@ def _tour(steps: _Steps, trace, timeout: float, era: str) -> None:
         sampling_handler=_sampling_handler,
         elicitation_handler=_elicitation_handler,
         roots=[{"uri": "file:///home/demo/project", "name": "project"}],
-        on_log=lambda m: inbox.put("log", m),
-        on_resource_updated=lambda uri: inbox.put("updated", uri),
-        on_list_changed=lambda kind: inbox.put("list_changed", kind),
+        on_log=lambda m: steps.put("log", m),
+        on_resource_updated=lambda uri: steps.put("updated", uri),
+        on_list_changed=lambda kind: steps.put("list_changed", kind),
     ) as client:
         modern = client.era == "modern"
         _lifecycle(client, steps)
-        _tools(client, steps, inbox)
+        _tools(client, steps)
         _progress_and_cancellation(client, steps)
-        _logging(client, steps, inbox)
-        _client_features(client, steps, inbox)
-        _resources(client, steps, inbox)
+        _logging(client, steps)
+        _client_features(client, steps)
+        _resources(client, steps)
         _prompts_and_completion(client, steps)
         _policy(client, steps)
         _tasks(client, steps)
@@ -267,7 +267,7 @@ def _lifecycle(client: Client, steps: _Steps) -> None:
         )
 
 
-def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+def _tools(client: Client, steps: _Steps) -> None:
     steps.section("Tools", "echo, add, weather, pixel, divide, add_tool", "_tools")
     first = client.list_tools_page()
     tools = client.list_tools()
@@ -302,7 +302,7 @@ def _tools(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     except InvalidParams as exc:
         steps.check(exc.code == -32602, f"unknown tool -> JSON-RPC error {exc.code}: {exc.message}")
     client.call_tool("add_tool", {"name": "late_arrival"})
-    kinds = inbox.wait("list_changed")
+    kinds = steps.wait("list_changed")
     where = " on the subscriptions/listen stream" if client.era == "modern" else ""
     steps.check("tools" in kinds, f"add_tool -> notifications/tools/list_changed{where}")
     steps.check(
@@ -346,7 +346,7 @@ def _progress_and_cancellation(client: Client, steps: _Steps) -> None:
         )
 
 
-def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+def _logging(client: Client, steps: _Steps) -> None:
     steps.section("Logging", "log_levels", "_logging")
     client.set_logging_level("warning")
     how = (
@@ -355,12 +355,12 @@ def _logging(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         else "logging/setLevel warning"
     )
     result = client.call_tool("log_levels")
-    messages: list[LogMessage] = inbox.wait("log", 2)
+    messages: list[LogMessage] = steps.wait("log", 2)
     levels = [m.level for m in messages]
     steps.check(levels == ["warning", "error"], f"{how}; received {levels} ({result.text})")
 
 
-def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+def _client_features(client: Client, steps: _Steps) -> None:
     steps.section(
         "Sampling, elicitation, roots (the server asks the client)",
         "ask_llm, ask_user, show_roots",
@@ -390,7 +390,7 @@ def _client_features(client: Client, steps: _Steps, inbox: _Inbox) -> None:
     steps.check("other" in result.text, f"after set_roots ({how}): {result.text!r}")
 
 
-def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
+def _resources(client: Client, steps: _Steps) -> None:
     steps.section(
         "Resources", "readme, pixel_png, counter_value, greeting, bump_counter", "_resources"
     )
@@ -429,7 +429,7 @@ def _resources(client: Client, steps: _Steps, inbox: _Inbox) -> None:
         steps.check(exc.code == expected, f"read demo://nowhere -> error {exc.code}")
     client.subscribe("demo://counter")
     client.call_tool("bump_counter")
-    updates = inbox.wait("updated")
+    updates = steps.wait("updated")
     how = (
         "the listen stream re-opened with demo://counter in its filter"
         if client.era == "modern"
@@ -543,20 +543,15 @@ def _tasks(client: Client, steps: _Steps) -> None:
 
 def _concurrency(client: Client, steps: _Steps) -> None:
     steps.section("Many threads, one session", "echo", "_concurrency")
-    errors: list = []
 
-    def worker(n: int) -> None:
-        for i in range(25):
-            text = f"{n}-{i}"
-            if client.call_tool("echo", {"text": text}).text != text:
-                errors.append(text)
+    def mismatched(n: int) -> list[str]:
+        """Thread ``n``'s 25 echo calls: the texts that did not come back as sent."""
+        texts = [f"{n}-{i}" for i in range(25)]
+        return [text for text in texts if client.call_tool("echo", {"text": text}).text != text]
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
     began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    with ThreadPoolExecutor(8) as pool:
+        errors = [text for texts in pool.map(mismatched, range(8)) for text in texts]
     elapsed = time.perf_counter() - began
     steps.check(
         not errors,

@@ -207,7 +207,7 @@ def _modern_version(msg) -> str | None:
     version = (
         meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
     )
-    return version if isinstance(version, str) and version in schemas.VERSIONS else None
+    return version if version in schemas.VERSIONS else None
 
 
 def task_errors(result: dict) -> list[str]:
