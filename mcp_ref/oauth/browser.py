@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 from urllib.parse import urlsplit
 
+from ..http.origins import LOCAL_HOSTS
 from .errors import AuthorizationTimeout, CallbackError
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,26 @@ class CallbackHandler:
 
     def close(self) -> None:
         pass
+
+
+def redirect_uri_matches(given: str, registered: str) -> bool:
+    """Whether the redirect URI ``given`` is the ``registered`` one: the same string, except that a
+    loopback ``http`` URI matches on any port (RFC 8252 §7.3).  The authorization server's check
+    (the demo's), and the client's when it reuses a stored registration."""
+    if given == registered:
+        return True
+    try:
+        a, b = urlsplit(given), urlsplit(registered)
+    except ValueError:
+        return False
+    return (
+        a.scheme == b.scheme == "http"
+        and a.hostname == b.hostname
+        and a.hostname in LOCAL_HOSTS
+        and a.path == b.path
+        and a.query == b.query
+        and not a.fragment
+    )
 
 
 def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:

@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 
-from ..http.origins import CrossOriginRefused, same_origin
+from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, same_origin
 from . import pkce
-from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
+from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser, redirect_uri_matches
 from .discovery import (
     MAX_TOKEN_RESPONSE_BYTES,
     Challenge,
@@ -499,8 +499,9 @@ class OAuth(_AuthBase):
             return client, handler.redirect_uri(client.get("redirect_uris", ()))
         stored = self.store.load(client_key(server.issuer))
         if stored is not None and stored.get("client_id"):
-            redirect = handler.redirect_uri(stored.get("redirect_uris", ()))
-            if _registered(redirect, stored.get("redirect_uris", ())):
+            registered = stored.get("redirect_uris", ())
+            redirect = handler.redirect_uri(registered)
+            if any(redirect_uri_matches(redirect, uri) for uri in registered):
                 return stored, redirect
         if (
             self.client_metadata_url
@@ -525,7 +526,7 @@ class OAuth(_AuthBase):
             if server.supports("token_endpoint_auth_methods_supported", "none")
             else _secret_method(server)
         )
-        loopback = urlsplit(redirect_uri).hostname in ("127.0.0.1", "localhost", "::1")
+        loopback = urlsplit(redirect_uri).hostname in LOCAL_HOSTS
         body = {
             "client_name": self.client_name,
             "redirect_uris": [redirect_uri],
@@ -771,17 +772,6 @@ def _secret_method(server: ServerMetadata) -> str:
     ):
         return "client_secret_post"
     return "client_secret_basic"
-
-
-def _registered(redirect_uri: str, registered: Iterable[str]) -> bool:
-    """True when ``redirect_uri`` is registered; a loopback one matches on any port (RFC 8252 §7.3)."""
-
-    def key(uri: str):
-        parts = urlsplit(uri)
-        loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
-        return parts.scheme, parts.hostname, None if loopback else parts.port, parts.path
-
-    return key(redirect_uri) in {key(uri) for uri in registered}
 
 
 def _origin(url: str) -> str:

@@ -50,8 +50,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from ..http.origins import host_allowed, is_loopback, origin_allowed
+from ..http.origins import LOCAL_HOSTS, host_allowed, is_loopback, origin_allowed
 from ..oauth import pkce
+from ..oauth.browser import redirect_uri_matches
+from ..oauth.discovery import cache_lifetime
 from .auth_tables import Grant, MemoryAuthTable, Records, RegisteredClient, auth_table
 
 log = logging.getLogger(__name__)
@@ -72,7 +74,6 @@ MAX_CLIENT_ID_URL = 2048
 #: The scopes the demo knows.
 DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
 #: The authorization server's endpoints: path -> the one HTTP method it answers.
 ENDPOINTS = {
     "/.well-known/oauth-authorization-server": "GET",
@@ -310,7 +311,7 @@ class DemoAuthorizationServer:
         if redirect_uri is None and len(client.redirect_uris) == 1:
             redirect_uri = client.redirect_uris[0]
         if redirect_uri is None or not any(
-            _redirect_matches(redirect_uri, known) for known in client.redirect_uris
+            redirect_uri_matches(redirect_uri, known) for known in client.redirect_uris
         ):
             # Never redirect to a URI the client did not register: that would be an open redirect.
             raise OAuthError("invalid_request", "redirect_uri is not one this client registered")
@@ -666,18 +667,8 @@ def fetch_client_metadata(
             "the demo accepts metadata-document clients with token_endpoint_auth_method none",
         )
     client = RegisteredClient(url, tuple(uris), "none", None, document["client_name"])
-    return client, _max_age(cache_control)
-
-
-def _max_age(cache_control: str) -> float:
-    """How long to keep a document: its ``max-age`` (``no-store``: 0), at most ``DOCUMENT_TTL``."""
-    for directive in cache_control.lower().split(","):
-        name, _, value = directive.strip().partition("=")
-        if name in ("no-store", "no-cache"):
-            return 0.0
-        if name == "max-age" and value.isdigit():
-            return min(float(value), DOCUMENT_TTL)
-    return DOCUMENT_TTL
+    # its max-age (no-store: 0), at most DOCUMENT_TTL
+    return client, min(cache_lifetime(cache_control, DOCUMENT_TTL), DOCUMENT_TTL)
 
 
 def _get_document(
@@ -873,30 +864,10 @@ def _check_redirect_uri(uri: str) -> None:
             "invalid_redirect_uri", "a redirect URI must be absolute and carry no fragment"
         )
     parts = urlsplit(uri)
-    if parts.scheme == "https" or (
-        parts.scheme == "http" and parts.hostname in _LOOPBACK + ("::1",)
-    ):
+    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOCAL_HOSTS):
         return
     raise OAuthError(
         "invalid_redirect_uri", "a redirect URI must use https, or http on a loopback address"
-    )
-
-
-def _redirect_matches(given: str, registered: str) -> bool:
-    """Exact match, except that a loopback http URI matches on any port (RFC 8252 §7.3)."""
-    if given == registered:
-        return True
-    try:
-        a, b = urlsplit(given), urlsplit(registered)
-    except ValueError:
-        return False
-    return (
-        a.scheme == b.scheme == "http"
-        and a.hostname == b.hostname
-        and a.hostname in _LOOPBACK
-        and a.path == b.path
-        and a.query == b.query
-        and not a.fragment
     )
 
 
