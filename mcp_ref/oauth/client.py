@@ -688,7 +688,7 @@ class OAuth(_AuthBase):
                     kind += " (a redirect, not followed)"
                 raise error(
                     f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
-                    **({"status": response.status_code} if error is TokenError else {}),
+                    status=response.status_code,
                 )
             nonce = response.headers.get("DPoP-Nonce")
             if self.dpop is not None and nonce:
@@ -702,9 +702,7 @@ class OAuth(_AuthBase):
             description = answer.get("error_description")
             detail = f" ({description})" if isinstance(description, str) and description else ""
             message = f"the {what} endpoint {url} answered HTTP {response.status_code}: {code or 'no error code'}{detail}"
-            if error is TokenError:
-                raise TokenError(message, code, response.status_code)
-            raise error(message)
+            raise error(message, code, response.status_code)
         raise error(
             f"the {what} endpoint {url} kept asking for a new DPoP nonce"
         )  # pragma: no cover

@@ -77,15 +77,12 @@ class MemoryAuthTable:
         with self.lock:
             self.items.pop(key, None)
             self.items[key] = (text, expires, pinned)
-            if (
-                len(self.items) > self.limit
-            ):  # full: what expired goes first (one pass, only when full)
+            # full: what expired goes first (one pass, only when full), then the oldest unpinned
+            if len(self.items) > self.limit:
                 self._sweep()
-            while len(self.items) > self.limit:
-                oldest = next((k for k, (_, _, kept) in self.items.items() if not kept), None)
-                if oldest is None:
-                    break
-                del self.items[oldest]
+                unpinned = [k for k, (_, _, kept) in self.items.items() if not kept]
+                for oldest in unpinned[: len(self.items) - self.limit]:
+                    del self.items[oldest]
 
     def get(self, key: str) -> Any | None:
         """See :meth:`AuthTable.get`."""
