@@ -385,22 +385,20 @@ class OAuth(_AuthBase):
         if self.grant == GRANT_AUTHORIZATION_CODE:
             answer = self._authorization_code(server, resource, scopes)
         else:
-            if self.grant == GRANT_CLIENT_CREDENTIALS:
-                client = self._preregistered(server)
-                grant = {"grant_type": GRANT_CLIENT_CREDENTIALS}
-            else:  # the jwt-bearer grant
-                client = (
-                    self._preregistered(server)
-                    if self.client_id
-                    else {"client_id": None, "method": "none"}
-                )
+            # (the client_credentials grant always has a client_id: __init__ checks it)
+            client = (
+                self._preregistered(server)
+                if self.client_id
+                else {"client_id": None, "method": "none"}
+            )
+            grant = {"grant_type": self.grant}
+            if self.grant == GRANT_JWT_BEARER:
                 # a fixed JWT is a credential too (a callable mints one per server)
                 if isinstance(self.assertion, str):
                     self._bind(server)
                 # __init__ refuses None here
                 source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)
-                assertion = source if isinstance(source, str) else source(server, resource)
-                grant = {"grant_type": GRANT_JWT_BEARER, "assertion": assertion}
+                grant["assertion"] = source if isinstance(source, str) else source(server, resource)
             answer = self._token_request(
                 server, client, {**grant, **_scope_param(scopes), "resource": resource}
             )

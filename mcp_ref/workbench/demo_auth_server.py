@@ -38,15 +38,16 @@ answered 400 here and never redirected (no open redirect).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hmac
 import ipaddress
 import json
 import logging
+import math
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
@@ -385,7 +386,7 @@ class DemoAuthorizationServer:
                     raise OAuthError(
                         "invalid_scope", "a refresh may narrow the scope, never widen it"
                     )
-                grant = Grant(grant.client_id, wanted, grant.resource, grant.expires, grant.subject)
+                grant = dataclasses.replace(grant, scope=wanted)
         else:
             raise OAuthError(
                 "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
@@ -458,21 +459,18 @@ class DemoAuthorizationServer:
         self, client: RegisteredClient, scope: str, resource: str | None, subject: str
     ) -> dict:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        expires = self.clock() + self.token_lifetime
-        self.access_tokens.put(
-            access,
-            Grant(client.client_id, scope, resource, expires, subject),
-            ttl=self.token_lifetime,
+        grant = Grant(
+            client.client_id, scope, resource, self.clock() + self.token_lifetime, subject
         )
+        self.access_tokens.put(access, grant, ttl=self.token_lifetime)
         answer = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": int(self.token_lifetime),
         }
         if "refresh_token" in client.grant_types:
-            self.refresh_tokens.put(
-                refresh, Grant(client.client_id, scope, resource, float("inf"), subject)
-            )
+            # a refresh token never expires (it is rotated on every use)
+            self.refresh_tokens.put(refresh, dataclasses.replace(grant, expires=math.inf))
             answer["refresh_token"] = refresh
         if scope:
             answer["scope"] = scope
@@ -523,7 +521,7 @@ class DemoAuthorizationServer:
         return client
 
 
-@dataclass
+@dataclasses.dataclass
 class LocalVerifier:
     """The demo authorization server's tokens, verified in process, as ``mcp_ref.oauth.resource.AccessInfo``."""
 
