@@ -706,7 +706,7 @@ class OAuth(_AuthBase):
         )  # pragma: no cover
 
 
-def _check_callback(callback: str | dict, state: str, server: ServerMetadata) -> str:
+def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
     """Validate the authorization response; its ``code``.
 
     2026-07-28 basic/authorization §Authorization Response Validation (RFC 9207 §2.4): a present
@@ -716,10 +716,7 @@ def _check_callback(callback: str | dict, state: str, server: ServerMetadata) ->
     and verify state parameters ... and discard any results that do not include or have a
     mismatch with the original state".
     """
-    if isinstance(callback, dict):
-        values = {k: v if isinstance(v, list) else [v] for k, v in callback.items()}
-    else:
-        values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
+    values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
     if any(len(v) != 1 for v in values.values()):
         raise CallbackError("the authorization response repeats a parameter; discarded")
     params = {k: v[0] for k, v in values.items()}
