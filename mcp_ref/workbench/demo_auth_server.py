@@ -75,6 +75,8 @@ MAX_CLIENT_ID_URL = 2048
 #: The scopes the demo knows.
 DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
+#: The challenge of a 401 to a client that authenticated with HTTP Basic (RFC 6749 §5.2).
+_BASIC_CHALLENGE = [("WWW-Authenticate", 'Basic realm="demo"')]
 #: The authorization server's endpoints: path -> the one HTTP method it answers.
 ENDPOINTS = {
     "/.well-known/oauth-authorization-server": "GET",
@@ -497,7 +499,7 @@ class DemoAuthorizationServer:
                     "invalid_client",
                     "malformed Basic credentials",
                     "401 Unauthorized",
-                    [("WWW-Authenticate", 'Basic realm="demo"')],
+                    _BASIC_CHALLENGE,
                 ) from None
             method = "client_secret_basic"
         else:
@@ -516,7 +518,7 @@ class DemoAuthorizationServer:
                 "invalid_client",
                 "client authentication failed",
                 "401 Unauthorized",
-                [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [],
+                _BASIC_CHALLENGE if basic else [],
             )
         return client
 
