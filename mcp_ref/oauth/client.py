@@ -165,8 +165,8 @@ class OAuth(_AuthBase):
             self.dpop = DPoPKey()
         self._http = http
         self._lock = threading.RLock()
-        # the MCP endpoint this object authorizes for (the first one it sees)
-        self._server_url: str | None = None
+        # the MCP endpoint this object authorizes for (the first one it sees; "" until then)
+        self._server_url = ""
         self._tokens: dict | None = None
         self._loaded = False
 
@@ -293,7 +293,7 @@ class OAuth(_AuthBase):
         """True when ``url`` is on the origin of the MCP server this object authorizes for (the first
         URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only."""
         with self._lock:
-            if self._server_url is None:
+            if not self._server_url:
                 self._server_url = canonical(url.split("?", 1)[0])
             return same_origin(url, self._server_url)
 
@@ -302,7 +302,7 @@ class OAuth(_AuthBase):
         with self._lock:
             if not self._loaded:
                 # _for_this_server(), which every request passes first, set _server_url
-                self._tokens = self.store.load(tokens_key(cast(str, self._server_url)))
+                self._tokens = self.store.load(tokens_key(self._server_url))
                 self._loaded = True
             tokens = self._tokens
             if tokens is None:
@@ -316,9 +316,8 @@ class OAuth(_AuthBase):
 
     def _keep(self, tokens: dict | None) -> dict | None:
         self._tokens = tokens
-        key = tokens_key(
-            cast(str, self._server_url)
-        )  # set by _for_this_server(), as in _usable_tokens()
+        # _server_url set by _for_this_server(), as in _usable_tokens()
+        key = tokens_key(self._server_url)
         if tokens is None:
             self.store.delete(key)
         else:
@@ -335,7 +334,7 @@ class OAuth(_AuthBase):
 
         Never to a URL off the origin of the resource the tokens were issued for (RFC 8707 §2: the
         ``resource`` of the token request), whatever asked for them."""
-        resource = tokens.get("resource") or self._server_url or ""
+        resource = tokens.get("resource") or self._server_url
         if not same_origin(request.url, resource):
             raise CrossOriginRefused("to send a token", resource, request.url)
         request.headers["Authorization"] = self._authorization_value(tokens)
@@ -347,7 +346,7 @@ class OAuth(_AuthBase):
     def logout(self) -> None:
         """Forget the tokens for the server (the registration with its authorization server stays)."""
         with self._lock:
-            if self._server_url is not None:
+            if self._server_url:
                 self._keep(None)
 
     # -- getting tokens ------------------------------------------------------------------------
@@ -361,7 +360,7 @@ class OAuth(_AuthBase):
 
     def _obtain(self, challenge: Challenge, scopes: list[str] | None = None) -> dict:
         """Run discovery, registration and the grant; keep and return the new tokens."""
-        server_url = cast(str, self._server_url)  # set by _for_this_server(), as in _keep()
+        server_url = self._server_url  # set by _for_this_server(), as in _keep()
         http = self._session()
         resource_meta = discover_resource(http, server_url, challenge, timeout=self.timeout)
         if resource_meta is None:
