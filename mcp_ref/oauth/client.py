@@ -388,7 +388,7 @@ class OAuth(_AuthBase):
             client = (
                 self._preregistered(server)
                 if self.client_id
-                else {"client_id": None, "method": "none"}
+                else _client_record(None, None, "none")
             )
             grant = {"grant_type": self.grant}
             if self.grant == GRANT_JWT_BEARER:
@@ -484,8 +484,7 @@ class OAuth(_AuthBase):
                 if self.client_secret
                 else "none"
             )
-        # every caller checks client_id first (for the client_credentials grant, __init__)
-        return _client_record(cast(str, self.client_id), self.client_secret, method)
+        return _client_record(self.client_id, self.client_secret, method)
 
     def _client_for(
         self, server: ServerMetadata, handler: AuthorizationHandler
@@ -746,7 +745,9 @@ def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
     return params["code"]
 
 
-def _client_record(client_id: str, secret: str | None, method: str | None = None, **extra) -> dict:
+def _client_record(
+    client_id: str | None, secret: str | None, method: str | None = None, **extra
+) -> dict:
     """A client identity as the token requests use it: its id, secret and authentication method."""
     return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
 
