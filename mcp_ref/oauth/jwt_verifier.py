@@ -96,8 +96,9 @@ DEFAULT_TTL = 300.0
 PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 
 
-class JwksError(Exception):
-    """The JWK Set could not be had or used: not fetched, too big, not a JWK Set, no usable key."""
+class JwksError(ValueError):
+    """The JWK Set could not be had or used: not fetched, too big, not a JWK Set, no usable key
+    (a ValueError: a JWK Set given as a dict with no usable key is a bad configuration)."""
 
 
 class _Refused(Exception):
@@ -210,11 +211,7 @@ class JwtVerifier:
         if isinstance(jwks, dict):
             #: The JWK Set's URL; None for a static set.
             self.jwks_url = None
-            try:
-                keys = self._parse(jwks)
-            except JwksError as exc:
-                raise ValueError(str(exc)) from None
-            self._state = _KeySet(1, keys, float("inf"), float("inf"))
+            self._state = _KeySet(1, self._parse(jwks), float("inf"), float("inf"))
         elif isinstance(jwks, str):
             parts = urlsplit(jwks)
             # RFC 8414 §2: jwks_uri "MUST use the https scheme"; http is allowed on loopback only.
