@@ -29,8 +29,11 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
+
+import requests
+from requests.auth import AuthBase
 
 from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, same_origin
 from . import pkce
@@ -69,16 +72,8 @@ GRANT_CLIENT_CREDENTIALS = "client_credentials"
 GRANT_JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _RETRIED = "_mcp_ref_oauth_retry"
 
-if TYPE_CHECKING:
-    from requests.auth import AuthBase as _AuthBase
-else:
-    try:  # the base class when requests is there (it always is at run time; kept lazy for type checkers)
-        from requests.auth import AuthBase as _AuthBase
-    except ImportError:  # pragma: no cover
-        _AuthBase = object
 
-
-class OAuth(_AuthBase):
+class OAuth(AuthBase):
     """OAuth 2.1 authorization for one MCP server (see the module docstring).
 
     Client identity (2025-11-25 §Client Registration Approaches, in its priority order):
@@ -353,8 +348,6 @@ class OAuth(_AuthBase):
 
     def _session(self):
         if self._http is None:
-            import requests
-
             self._http = requests.Session()  # never this object as its auth: no token goes to an AS
         return self._http
 
@@ -655,8 +648,6 @@ class OAuth(_AuthBase):
         headers: dict | None = None,
     ) -> dict:
         """POST to an authorization server endpoint: the JSON object it answered, or raise ``error``."""
-        import requests
-
         check_url(url, f"the {what} endpoint")  # a stored token_endpoint too (refresh)
         headers = {"Accept": "application/json", **(headers or {})}
         for attempt in (1, 2):
