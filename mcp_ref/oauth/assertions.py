@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
 
 from .errors import TokenError
 
@@ -55,6 +57,7 @@ def client_assertion(private_key, client_id: str, server, *, algorithm: str = "R
     return jwt.encode(claims, private_key, algorithm=algorithm)
 
 
+@dataclass(repr=False)  # no repr: it would show the ID token and the secret
 class IdJagExchange:
     """An ``assertion=`` for :class:`~mcp_ref.oauth.client.OAuth`: exchange ``id_token`` at the identity
     provider's ``token_endpoint`` for an ID-JAG naming the MCP server's authorization server
@@ -62,27 +65,18 @@ class IdJagExchange:
 
     ``client_id`` / ``client_secret`` authenticate this client to the identity provider (the
     secret with HTTP Basic; without one the id goes in the form).  Each call is one request,
-    bounded by ``timeout``.  Needs no JWT library: the ID-JAG is passed on as it comes.
+    bounded by ``timeout``, sent with ``http`` (a ``requests.Session``; None: ``requests`` itself).
+    Needs no JWT library: the ID-JAG is passed on as it comes.
     """
 
-    def __init__(
-        self,
-        token_endpoint: str,
-        id_token: str,
-        *,
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        scopes=None,
-        timeout: float = 30.0,
-        http=None,
-    ):
-        self.token_endpoint = token_endpoint
-        self.id_token = id_token
-        self.client_id = client_id
-        self.client_secret = client_secret
-        self.scopes = scopes
-        self.timeout = timeout
-        self._http = http
+    token_endpoint: str
+    id_token: str
+    _: KW_ONLY
+    client_id: str | None = None
+    client_secret: str | None = None
+    scopes: Any = None
+    timeout: float = 30.0
+    http: Any = None
 
     def __call__(self, server, resource: str) -> str:
         import requests
@@ -105,7 +99,7 @@ class IdJagExchange:
         elif self.client_id:
             form["client_id"] = self.client_id
         try:
-            response = (self._http or requests).post(
+            response = (self.http or requests).post(
                 self.token_endpoint,
                 data=form,
                 auth=auth,

@@ -13,16 +13,19 @@ receiving the redirect back.
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from ..http.origins import LOCAL_HOSTS
 from .errors import AuthorizationTimeout, CallbackError
+
+if TYPE_CHECKING:
+    from http.server import HTTPServer
 
 log = logging.getLogger(__name__)
 
@@ -48,20 +51,6 @@ class AuthorizationHandler(Protocol):
     def close(self) -> None:
         """Stop receiving (after :meth:`authorize`, or when the flow failed)."""
         ...
-
-
-class _Listener(Protocol):
-    """The loopback listener (an :class:`http.server.HTTPServer`) with the state its request handler keeps on it."""
-
-    callback: str | None  # the redirect's URL, once it came
-    callback_path: str
-    strays: int  # requests to other paths
-    timeout: float | None
-    server_address: tuple[Any, ...]
-
-    def handle_request(self) -> None: ...
-
-    def server_close(self) -> None: ...
 
 
 def _announce(url: str) -> None:
@@ -92,25 +81,28 @@ class LoopbackBrowser:
         self.host = host
         self.path = path
         self.announce = announce
-        self._server: _Listener | None = None
+        # the redirect's path and query once it came, and the requests to other paths (the
+        # listener's request handler keeps them here)
+        self._callback: str | None = None
+        self._strays = 0
+        self._server: HTTPServer | None = None
 
     def redirect_uri(self, registered: Sequence[str] = ()) -> str:
         from http.server import HTTPServer
 
         self.close()
-        handler = _callback_request_class()
+        handler = _callback_request_class(self)
         ports = [urlsplit(uri).port for uri in registered if urlsplit(uri).hostname == self.host]
         for port in [p for p in ports if p]:
             try:
-                server = cast(_Listener, HTTPServer((self.host, port), handler))
+                server = HTTPServer((self.host, port), handler)
                 break
             except OSError:
                 continue
         else:  # none registered, or none free: an ephemeral port (its OSError is the caller's)
-            server = cast(_Listener, HTTPServer((self.host, 0), handler))
-        server.callback = None
-        server.callback_path = self.path
-        server.strays = 0
+            server = HTTPServer((self.host, 0), handler)
+        self._callback = None
+        self._strays = 0
         self._server = server
         return f"http://{self.host}:{server.server_address[1]}{self.path}"
 
@@ -132,15 +124,15 @@ class LoopbackBrowser:
             ).start()
         deadline = time.monotonic() + timeout
         server = self._server
-        while server.callback is None:
+        while self._callback is None:
             left = deadline - time.monotonic()
-            if left <= 0 or server.strays > MAX_STRAY_REQUESTS:
+            if left <= 0 or self._strays > MAX_STRAY_REQUESTS:
                 raise AuthorizationTimeout(
                     f"no redirect from the authorization server within {timeout:g} s"
                 )
             server.timeout = left
             server.handle_request()
-        return server.callback
+        return f"http://{self.host}:{server.server_address[1]}{self._callback}"
 
     def close(self) -> None:
         if self._server is not None:
@@ -148,9 +140,8 @@ class LoopbackBrowser:
             self._server = None
 
 
-@functools.cache
-def _callback_request_class():
-    """The listener's request handler class, made on first use (http.server is imported only then)."""
+def _callback_request_class(browser: LoopbackBrowser):
+    """The request handler class of ``browser``'s listener (http.server is imported only then)."""
     from http.server import BaseHTTPRequestHandler
 
     class CallbackRequest(BaseHTTPRequestHandler):
@@ -159,13 +150,11 @@ def _callback_request_class():
         timeout = 10  # a connection that never sends its request does not hold the listener
 
         def do_GET(self) -> None:  # the http.server naming
-            server = cast(_Listener, self.server)  # LoopbackBrowser's
-            if urlsplit(self.path).path != server.callback_path:
-                server.strays += 1
+            if urlsplit(self.path).path != browser.path:
+                browser._strays += 1
                 self.send_error(404)
                 return
-            host, port = server.server_address[:2]
-            server.callback = f"http://{host}:{port}{self.path}"
+            browser._callback = self.path
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(_DONE_PAGE)))
@@ -195,6 +184,26 @@ class CallbackHandler:
 
     def close(self) -> None:
         pass
+
+
+def redirect_uri_matches(given: str, registered: str) -> bool:
+    """Whether the redirect URI ``given`` is the ``registered`` one: the same string, except that a
+    loopback ``http`` URI matches on any port (RFC 8252 §7.3).  The authorization server's check
+    (the demo's), and the client's when it reuses a stored registration."""
+    if given == registered:
+        return True
+    try:
+        a, b = urlsplit(given), urlsplit(registered)
+    except ValueError:
+        return False
+    return (
+        a.scheme == b.scheme == "http"
+        and a.hostname == b.hostname
+        and a.hostname in LOCAL_HOSTS
+        and a.path == b.path
+        and a.query == b.query
+        and not a.fragment
+    )
 
 
 def follow_redirect(url: str, *, timeout: float = 10.0, http=None) -> str:

@@ -29,12 +29,15 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 
-from ..http.origins import CrossOriginRefused, same_origin
+import requests
+from requests.auth import AuthBase
+
+from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, same_origin
 from . import pkce
-from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser
+from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser, redirect_uri_matches
 from .discovery import (
     MAX_TOKEN_RESPONSE_BYTES,
     Challenge,
@@ -69,16 +72,8 @@ GRANT_CLIENT_CREDENTIALS = "client_credentials"
 GRANT_JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _RETRIED = "_mcp_ref_oauth_retry"
 
-if TYPE_CHECKING:
-    from requests.auth import AuthBase as _AuthBase
-else:
-    try:  # the base class when requests is there (it always is at run time; kept lazy for type checkers)
-        from requests.auth import AuthBase as _AuthBase
-    except ImportError:  # pragma: no cover
-        _AuthBase = object
 
-
-class OAuth(_AuthBase):
+class OAuth(AuthBase):
     """OAuth 2.1 authorization for one MCP server (see the module docstring).
 
     Client identity (2025-11-25 §Client Registration Approaches, in its priority order):
@@ -165,8 +160,8 @@ class OAuth(_AuthBase):
             self.dpop = DPoPKey()
         self._http = http
         self._lock = threading.RLock()
-        # the MCP endpoint this object authorizes for (the first one it sees)
-        self._server_url: str | None = None
+        # the MCP endpoint this object authorizes for (the first one it sees; "" until then)
+        self._server_url = ""
         self._tokens: dict | None = None
         self._loaded = False
 
@@ -293,7 +288,7 @@ class OAuth(_AuthBase):
         """True when ``url`` is on the origin of the MCP server this object authorizes for (the first
         URL it saw): 2025-11-25 §Token Handling, a token goes to the server it was issued for only."""
         with self._lock:
-            if self._server_url is None:
+            if not self._server_url:
                 self._server_url = canonical(url.split("?", 1)[0])
             return same_origin(url, self._server_url)
 
@@ -302,7 +297,7 @@ class OAuth(_AuthBase):
         with self._lock:
             if not self._loaded:
                 # _for_this_server(), which every request passes first, set _server_url
-                self._tokens = self.store.load(tokens_key(cast(str, self._server_url)))
+                self._tokens = self.store.load(tokens_key(self._server_url))
                 self._loaded = True
             tokens = self._tokens
             if tokens is None:
@@ -316,9 +311,8 @@ class OAuth(_AuthBase):
 
     def _keep(self, tokens: dict | None) -> dict | None:
         self._tokens = tokens
-        key = tokens_key(
-            cast(str, self._server_url)
-        )  # set by _for_this_server(), as in _usable_tokens()
+        # _server_url set by _for_this_server(), as in _usable_tokens()
+        key = tokens_key(self._server_url)
         if tokens is None:
             self.store.delete(key)
         else:
@@ -335,7 +329,7 @@ class OAuth(_AuthBase):
 
         Never to a URL off the origin of the resource the tokens were issued for (RFC 8707 §2: the
         ``resource`` of the token request), whatever asked for them."""
-        resource = tokens.get("resource") or self._server_url or ""
+        resource = tokens.get("resource") or self._server_url
         if not same_origin(request.url, resource):
             raise CrossOriginRefused("to send a token", resource, request.url)
         request.headers["Authorization"] = self._authorization_value(tokens)
@@ -347,21 +341,19 @@ class OAuth(_AuthBase):
     def logout(self) -> None:
         """Forget the tokens for the server (the registration with its authorization server stays)."""
         with self._lock:
-            if self._server_url is not None:
+            if self._server_url:
                 self._keep(None)
 
     # -- getting tokens ------------------------------------------------------------------------
 
     def _session(self):
         if self._http is None:
-            import requests
-
             self._http = requests.Session()  # never this object as its auth: no token goes to an AS
         return self._http
 
     def _obtain(self, challenge: Challenge, scopes: list[str] | None = None) -> dict:
         """Run discovery, registration and the grant; keep and return the new tokens."""
-        server_url = cast(str, self._server_url)  # set by _for_this_server(), as in _keep()
+        server_url = self._server_url  # set by _for_this_server(), as in _keep()
         http = self._session()
         resource_meta = discover_resource(http, server_url, challenge, timeout=self.timeout)
         if resource_meta is None:
@@ -385,22 +377,20 @@ class OAuth(_AuthBase):
         if self.grant == GRANT_AUTHORIZATION_CODE:
             answer = self._authorization_code(server, resource, scopes)
         else:
-            if self.grant == GRANT_CLIENT_CREDENTIALS:
-                client = self._preregistered(server)
-                grant = {"grant_type": GRANT_CLIENT_CREDENTIALS}
-            else:  # the jwt-bearer grant
-                client = (
-                    self._preregistered(server)
-                    if self.client_id
-                    else {"client_id": None, "method": "none"}
-                )
+            # (the client_credentials grant always has a client_id: __init__ checks it)
+            client = (
+                self._preregistered(server)
+                if self.client_id
+                else _client_record(None, None, "none")
+            )
+            grant = {"grant_type": self.grant}
+            if self.grant == GRANT_JWT_BEARER:
                 # a fixed JWT is a credential too (a callable mints one per server)
                 if isinstance(self.assertion, str):
                     self._bind(server)
                 # __init__ refuses None here
                 source = cast("str | Callable[[ServerMetadata, str], str]", self.assertion)
-                assertion = source if isinstance(source, str) else source(server, resource)
-                grant = {"grant_type": GRANT_JWT_BEARER, "assertion": assertion}
+                grant["assertion"] = source if isinstance(source, str) else source(server, resource)
             answer = self._token_request(
                 server, client, {**grant, **_scope_param(scopes), "resource": resource}
             )
@@ -487,8 +477,7 @@ class OAuth(_AuthBase):
                 if self.client_secret
                 else "none"
             )
-        # every caller checks client_id first (for the client_credentials grant, __init__)
-        return _client_record(cast(str, self.client_id), self.client_secret, method)
+        return _client_record(self.client_id, self.client_secret, method)
 
     def _client_for(
         self, server: ServerMetadata, handler: AuthorizationHandler
@@ -499,8 +488,9 @@ class OAuth(_AuthBase):
             return client, handler.redirect_uri(client.get("redirect_uris", ()))
         stored = self.store.load(client_key(server.issuer))
         if stored is not None and stored.get("client_id"):
-            redirect = handler.redirect_uri(stored.get("redirect_uris", ()))
-            if _registered(redirect, stored.get("redirect_uris", ())):
+            registered = stored.get("redirect_uris", ())
+            redirect = handler.redirect_uri(registered)
+            if any(redirect_uri_matches(redirect, uri) for uri in registered):
                 return stored, redirect
         if (
             self.client_metadata_url
@@ -525,7 +515,7 @@ class OAuth(_AuthBase):
             if server.supports("token_endpoint_auth_methods_supported", "none")
             else _secret_method(server)
         )
-        loopback = urlsplit(redirect_uri).hostname in ("127.0.0.1", "localhost", "::1")
+        loopback = urlsplit(redirect_uri).hostname in LOCAL_HOSTS
         body = {
             "client_name": self.client_name,
             "redirect_uris": [redirect_uri],
@@ -658,8 +648,6 @@ class OAuth(_AuthBase):
         headers: dict | None = None,
     ) -> dict:
         """POST to an authorization server endpoint: the JSON object it answered, or raise ``error``."""
-        import requests
-
         check_url(url, f"the {what} endpoint")  # a stored token_endpoint too (refresh)
         headers = {"Accept": "application/json", **(headers or {})}
         for attempt in (1, 2):
@@ -687,7 +675,7 @@ class OAuth(_AuthBase):
                     kind += " (a redirect, not followed)"
                 raise error(
                     f"the {what} endpoint {url} answered HTTP {response.status_code} with {kind}, not a JSON object",
-                    **({"status": response.status_code} if error is TokenError else {}),
+                    status=response.status_code,
                 )
             nonce = response.headers.get("DPoP-Nonce")
             if self.dpop is not None and nonce:
@@ -701,15 +689,13 @@ class OAuth(_AuthBase):
             description = answer.get("error_description")
             detail = f" ({description})" if isinstance(description, str) and description else ""
             message = f"the {what} endpoint {url} answered HTTP {response.status_code}: {code or 'no error code'}{detail}"
-            if error is TokenError:
-                raise TokenError(message, code, response.status_code)
-            raise error(message)
+            raise error(message, code, response.status_code)
         raise error(
             f"the {what} endpoint {url} kept asking for a new DPoP nonce"
         )  # pragma: no cover
 
 
-def _check_callback(callback: str | dict, state: str, server: ServerMetadata) -> str:
+def _check_callback(callback: str, state: str, server: ServerMetadata) -> str:
     """Validate the authorization response; its ``code``.
 
     2026-07-28 basic/authorization §Authorization Response Validation (RFC 9207 §2.4): a present
@@ -719,10 +705,7 @@ def _check_callback(callback: str | dict, state: str, server: ServerMetadata) ->
     and verify state parameters ... and discard any results that do not include or have a
     mismatch with the original state".
     """
-    if isinstance(callback, dict):
-        values = {k: v if isinstance(v, list) else [v] for k, v in callback.items()}
-    else:
-        values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
+    values = parse_qs(urlsplit(callback).query, keep_blank_values=True)
     if any(len(v) != 1 for v in values.values()):
         raise CallbackError("the authorization response repeats a parameter; discarded")
     params = {k: v[0] for k, v in values.items()}
@@ -753,7 +736,9 @@ def _check_callback(callback: str | dict, state: str, server: ServerMetadata) ->
     return params["code"]
 
 
-def _client_record(client_id: str, secret: str | None, method: str | None = None, **extra) -> dict:
+def _client_record(
+    client_id: str | None, secret: str | None, method: str | None = None, **extra
+) -> dict:
     """A client identity as the token requests use it: its id, secret and authentication method."""
     return {"client_id": client_id, "client_secret": secret, "method": method, **extra}
 
@@ -771,17 +756,6 @@ def _secret_method(server: ServerMetadata) -> str:
     ):
         return "client_secret_post"
     return "client_secret_basic"
-
-
-def _registered(redirect_uri: str, registered: Iterable[str]) -> bool:
-    """True when ``redirect_uri`` is registered; a loopback one matches on any port (RFC 8252 §7.3)."""
-
-    def key(uri: str):
-        parts = urlsplit(uri)
-        loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
-        return parts.scheme, parts.hostname, None if loopback else parts.port, parts.path
-
-    return key(redirect_uri) in {key(uri) for uri in registered}
 
 
 def _origin(url: str) -> str:

@@ -219,6 +219,19 @@ def bounded_json(response, limit: int) -> dict | None:
     return answer if isinstance(answer, dict) else None
 
 
+def cache_lifetime(cache_control: str, default: float) -> float:
+    """Seconds a fetched document may be kept, by its ``Cache-Control``: its ``max-age`` (RFC 9111
+    §5.2.2.1), 0 for ``no-store`` or ``no-cache``, else ``default``."""
+    for directive in cache_control.lower().split(","):
+        name, _, value = directive.strip().partition("=")
+        value = value.strip().strip('"')
+        if name in ("no-store", "no-cache"):
+            return 0.0
+        if name == "max-age" and value.isdigit():
+            return float(value)
+    return default
+
+
 def _shown(url: object) -> str:
     """A URL from a peer, fit for a one-line message (quoted, at most 120 characters)."""
     text = repr(url)

@@ -11,18 +11,15 @@ Needs the ``auth`` extra (PyJWT with cryptography), imported here only.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import secrets
 import time
 from urllib.parse import urlsplit
 
+from .pkce import base64url
+
 #: Origins whose latest nonce is remembered; the oldest is forgotten past it.
 MAX_NONCES = 64
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 class _Nonces(dict):
@@ -55,8 +52,8 @@ class DPoPKey:
         self.jwk = {
             "kty": "EC",
             "crv": "P-256",
-            "x": _b64url(numbers.x.to_bytes(32, "big")),
-            "y": _b64url(numbers.y.to_bytes(32, "big")),
+            "x": base64url(numbers.x.to_bytes(32, "big")),
+            "y": base64url(numbers.y.to_bytes(32, "big")),
         }
         #: The latest nonce each origin asked for (RFC 9449 §8, §9).
         self.nonces: dict[str, str] = _Nonces()
@@ -72,7 +69,7 @@ class DPoPKey:
             "iat": int(time.time()),
         }
         if access_token is not None:
-            claims["ath"] = _b64url(hashlib.sha256(access_token.encode("ascii")).digest())
+            claims["ath"] = base64url(hashlib.sha256(access_token.encode("ascii")).digest())
         nonce = self.nonces.get(origin)
         if nonce:
             claims["nonce"] = nonce

@@ -33,7 +33,17 @@ class PkceUnsupported(AuthorizationError):
     (2025-11-25 basic/authorization §Authorization Code Protection: "MCP clients MUST refuse to proceed")."""
 
 
-class RegistrationError(AuthorizationError):
+class _EndpointError(AuthorizationError):
+    """An authorization server endpoint refused or answered nonsense: ``error`` is the OAuth error
+    code (``invalid_grant`` ...) or "" when the answer was not OAuth; ``status`` the HTTP status."""
+
+    def __init__(self, message: str, error: str = "", status: int | None = None):
+        super().__init__(message)
+        self.error = error
+        self.status = status
+
+
+class RegistrationError(_EndpointError):
     """The client could not register: the registration endpoint refused, or there is no way to get a client id."""
 
 
@@ -58,17 +68,12 @@ class AuthorizationTimeout(AuthorizationError, TimeoutError):
     """The redirect back from the authorization server did not come in time."""
 
 
-class TokenError(AuthorizationError):
+class TokenError(_EndpointError):
     """The token endpoint refused (an OAuth ``error``) or answered something that is not a token.
 
     ``error`` is the OAuth error code (``invalid_grant`` ...) or "" when the answer was not OAuth;
     ``status`` the HTTP status.
     """
-
-    def __init__(self, message: str, error: str = "", status: int | None = None):
-        super().__init__(message)
-        self.error = error
-        self.status = status
 
 
 class InsufficientScope(AuthorizationError):

@@ -57,6 +57,7 @@ from typing import Any, TypeGuard, cast
 from urllib.parse import urlsplit
 
 from ..http.origins import is_loopback
+from .discovery import cache_lifetime
 from .resource import AccessInfo, canonical
 
 log = logging.getLogger(__name__)
@@ -95,8 +96,9 @@ DEFAULT_TTL = 300.0
 PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 
 
-class JwksError(Exception):
-    """The JWK Set could not be had or used: not fetched, too big, not a JWK Set, no usable key."""
+class JwksError(ValueError):
+    """The JWK Set could not be had or used: not fetched, too big, not a JWK Set, no usable key
+    (a ValueError: a JWK Set given as a dict with no usable key is a bad configuration)."""
 
 
 class _Refused(Exception):
@@ -209,11 +211,7 @@ class JwtVerifier:
         if isinstance(jwks, dict):
             #: The JWK Set's URL; None for a static set.
             self.jwks_url = None
-            try:
-                keys = self._parse(jwks)
-            except JwksError as exc:
-                raise ValueError(str(exc)) from None
-            self._state = _KeySet(1, keys, float("inf"), float("inf"))
+            self._state = _KeySet(1, self._parse(jwks), float("inf"), float("inf"))
         elif isinstance(jwks, str):
             parts = urlsplit(jwks)
             # RFC 8414 §2: jwks_uri "MUST use the https scheme"; http is allowed on loopback only.
@@ -444,20 +442,9 @@ class JwtVerifier:
             document = json.loads(bytes(data))
         except ValueError:
             raise JwksError("the JWK Set is not JSON") from None
-        return self._parse(document), self._ttl(cache_control)
-
-    def _ttl(self, cache_control: str) -> float:
-        """Seconds to keep a fetched set: its ``max-age`` held within ``[min_ttl, max_ttl]`` (RFC 9111 §5.2.2.1)."""
-        ttl = DEFAULT_TTL
-        for directive in cache_control.lower().split(","):
-            name, _, value = directive.strip().partition("=")
-            value = value.strip().strip('"')
-            if name in ("no-store", "no-cache"):
-                ttl = 0.0
-                break
-            if name == "max-age" and value.isdigit():
-                ttl = float(value)
-        return min(max(ttl, self.min_ttl), self.max_ttl)
+        # held within [min_ttl, max_ttl]
+        ttl = cache_lifetime(cache_control, DEFAULT_TTL)
+        return self._parse(document), min(max(ttl, self.min_ttl), self.max_ttl)
 
     def _parse(self, document) -> tuple[_Key, ...]:
         """The usable signing keys of a JWK Set (RFC 7517 §5).  Raises JwksError if it has none."""

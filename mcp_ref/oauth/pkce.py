@@ -22,10 +22,14 @@ def new_verifier() -> str:
     return secrets.token_urlsafe(32)
 
 
+def base64url(data: bytes) -> str:
+    """Base64url without padding (RFC 7636 Appendix A; RFC 7515 §2, which DPoP proofs use too)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
 def challenge(verifier: str) -> str:
     """The S256 code challenge of ``verifier``: BASE64URL(SHA256(ASCII(verifier))), no padding."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    return base64url(hashlib.sha256(verifier.encode("ascii")).digest())
 
 
 def verifies(verifier: object, expected_challenge: str) -> bool:

@@ -91,16 +91,6 @@ class IntrospectionVerifier:
         )
 
 
-class Challenge(Exception):
-    """An authentication failure: the HTTP status and the ``WWW-Authenticate`` value to answer with."""
-
-    def __init__(self, status: str, message: str, www_authenticate: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.www_authenticate = www_authenticate
-
-
 class ProtectedResource:
     """The protected-resource side of an MCP server over HTTP (see the module docstring).
 
@@ -156,31 +146,30 @@ class ProtectedResource:
         return body
 
     def authenticate(self, environ: dict[str, Any], path: str) -> AccessInfo:
-        """The caller's :class:`AccessInfo`, or raise :class:`Challenge` (401 or 403)."""
+        """The caller's :class:`AccessInfo`, or raise the HTTP layer's 401
+        (:class:`~mcp_ref.http.server.status.Unauthorized`) or 403 ``insufficient_scope``."""
         header = environ.get("HTTP_AUTHORIZATION") or ""
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
-            raise Challenge(
-                "401 Unauthorized",
-                "Unauthorized: a bearer token is required",
-                self._challenge(environ, path),
-            )
+            raise self._refusal(environ, path, "Unauthorized: a bearer token is required")
         info = self.verifier.verify(token)
         resource = self.resource_url(environ, path)
         if info is None or (info.expires_at is not None and info.expires_at < time.time()):
-            raise Challenge(
-                "401 Unauthorized",
+            raise self._refusal(
+                environ,
+                path,
                 "Unauthorized: the token is not valid or has expired",
-                self._challenge(environ, path, error="invalid_token"),
+                error="invalid_token",
             )
         if resource not in {canonical(a) for a in info.audience}:
             # The token was issued for another resource: accepting it would let one server replay
             # its clients' tokens to another (§Token Audience Binding and Validation).
-            raise Challenge(
-                "401 Unauthorized",
+            raise self._refusal(
+                environ,
+                path,
                 "Unauthorized: the token was not issued for this resource",
-                self._challenge(environ, path, error="invalid_token"),
+                error="invalid_token",
             )
         missing = [scope for scope in self.required_scopes if scope not in info.scopes]
         if missing:
@@ -189,23 +178,31 @@ class ProtectedResource:
 
     def insufficient_scope(
         self, environ: dict[str, Any], path: str, scopes: Iterable[str]
-    ) -> Challenge:
-        """A 403 naming the scopes needed (2025-11-25 §Scope Challenge Handling; RFC 6750 §3.1)."""
+    ) -> Exception:
+        """A 403 naming the scopes needed (2025-11-25 §Scope Challenge Handling; RFC 6750 §3.1):
+        the HTTP layer's :class:`~mcp_ref.http.server.status.InsufficientScope`, to raise."""
         needed = " ".join(sorted(set(self.required_scopes) | set(scopes)))
-        return Challenge(
-            "403 Forbidden",
+        return self._refusal(
+            environ,
+            path,
             f"Forbidden: this needs the scope(s) {needed}",
-            self._challenge(environ, path, error="insufficient_scope", scope=needed),
+            error="insufficient_scope",
+            scope=needed,
         )
 
-    def _challenge(
+    def _refusal(
         self,
         environ: dict[str, Any],
         path: str,
+        message: str,
         *,
         error: str | None = None,
         scope: str | None = None,
-    ) -> str:
+    ) -> Exception:
+        """The HTTP layer's refusal with this resource's ``WWW-Authenticate`` challenge: 403 for
+        ``insufficient_scope``, else 401 (the status comes from the HTTP layer's table)."""
+        from ..http.server.status import InsufficientScope, Unauthorized
+
         parts = [f'resource_metadata="{self.metadata_url(environ, path)}"']
         scope = (
             scope if scope is not None else " ".join(self.required_scopes or self.scopes_supported)
@@ -214,7 +211,8 @@ class ProtectedResource:
             parts.append(f'scope="{scope}"')
         if error:
             parts.append(f'error="{error}"')
-        return "Bearer " + ", ".join(parts)
+        kind = InsufficientScope if error == "insufficient_scope" else Unauthorized
+        return kind(message, headers=[("WWW-Authenticate", "Bearer " + ", ".join(parts))])
 
 
 def canonical(uri: str) -> str:

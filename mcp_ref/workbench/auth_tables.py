@@ -77,25 +77,20 @@ class MemoryAuthTable:
         with self.lock:
             self.items.pop(key, None)
             self.items[key] = (text, expires, pinned)
-            if (
-                len(self.items) > self.limit
-            ):  # full: what expired goes first (one pass, only when full)
+            # full: what expired goes first (one pass, only when full), then the oldest unpinned
+            if len(self.items) > self.limit:
                 self._sweep()
-            while len(self.items) > self.limit:
-                oldest = next((k for k, (_, _, kept) in self.items.items() if not kept), None)
-                if oldest is None:
-                    break
-                del self.items[oldest]
+                unpinned = [k for k, (_, _, kept) in self.items.items() if not kept]
+                for oldest in unpinned[: len(self.items) - self.limit]:
+                    del self.items[oldest]
 
     def get(self, key: str) -> Any | None:
         """See :meth:`AuthTable.get`."""
-        held = self._live(key)
-        return None if held is None else json.loads(held)
+        return self._live(key)
 
     def take(self, key: str) -> Any | None:
         """See :meth:`AuthTable.take`."""
-        held = self._live(key, remove=True)
-        return None if held is None else json.loads(held)
+        return self._live(key, remove=True)
 
     def delete(self, key: str) -> bool:
         """See :meth:`AuthTable.delete`."""
@@ -111,15 +106,15 @@ class MemoryAuthTable:
         for key in [k for k, (_, expires, _) in self.items.items() if expires < now]:
             del self.items[key]
 
-    def _live(self, key: str, *, remove: bool = False) -> str | None:
-        """The JSON text under ``key`` unless it expired (then it is forgotten); ``remove``: taken out
-        in the same step."""
+    def _live(self, key: str, *, remove: bool = False) -> Any | None:
+        """The value under ``key`` (a copy, read from its JSON text) unless it expired (then it is
+        forgotten); ``remove``: taken out in the same step."""
         with self.lock:
             held = self.items.pop(key, None) if remove else self.items.get(key)
             if held is None or held[1] < self.clock():
                 self.items.pop(key, None)  # expired: forgotten
                 return None
-            return held[0]
+        return json.loads(held[0])
 
 
 def auth_table(state: Any, name: str, limit: int, clock: Clock | None) -> AuthTable:

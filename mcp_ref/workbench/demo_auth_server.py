@@ -38,20 +38,23 @@ answered 400 here and never redirected (no open redirect).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hmac
 import ipaddress
 import json
 import logging
+import math
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
-from ..http.origins import host_allowed, is_loopback, origin_allowed
+from ..http.origins import LOCAL_HOSTS, host_allowed, is_loopback, origin_allowed
 from ..oauth import pkce
+from ..oauth.browser import redirect_uri_matches
+from ..oauth.discovery import cache_lifetime
 from .auth_tables import Grant, MemoryAuthTable, Records, RegisteredClient, auth_table
 
 log = logging.getLogger(__name__)
@@ -72,7 +75,8 @@ MAX_CLIENT_ID_URL = 2048
 #: The scopes the demo knows.
 DEFAULT_SCOPES = ("mcp:tools", "mcp:admin")
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post")
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+#: The challenge of a 401 to a client that authenticated with HTTP Basic (RFC 6749 §5.2).
+_BASIC_CHALLENGE = [("WWW-Authenticate", 'Basic realm="demo"')]
 #: The authorization server's endpoints: path -> the one HTTP method it answers.
 ENDPOINTS = {
     "/.well-known/oauth-authorization-server": "GET",
@@ -310,7 +314,7 @@ class DemoAuthorizationServer:
         if redirect_uri is None and len(client.redirect_uris) == 1:
             redirect_uri = client.redirect_uris[0]
         if redirect_uri is None or not any(
-            _redirect_matches(redirect_uri, known) for known in client.redirect_uris
+            redirect_uri_matches(redirect_uri, known) for known in client.redirect_uris
         ):
             # Never redirect to a URI the client did not register: that would be an open redirect.
             raise OAuthError("invalid_request", "redirect_uri is not one this client registered")
@@ -384,7 +388,7 @@ class DemoAuthorizationServer:
                     raise OAuthError(
                         "invalid_scope", "a refresh may narrow the scope, never widen it"
                     )
-                grant = Grant(grant.client_id, wanted, grant.resource, grant.expires, grant.subject)
+                grant = dataclasses.replace(grant, scope=wanted)
         else:
             raise OAuthError(
                 "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
@@ -457,21 +461,18 @@ class DemoAuthorizationServer:
         self, client: RegisteredClient, scope: str, resource: str | None, subject: str
     ) -> dict:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        expires = self.clock() + self.token_lifetime
-        self.access_tokens.put(
-            access,
-            Grant(client.client_id, scope, resource, expires, subject),
-            ttl=self.token_lifetime,
+        grant = Grant(
+            client.client_id, scope, resource, self.clock() + self.token_lifetime, subject
         )
+        self.access_tokens.put(access, grant, ttl=self.token_lifetime)
         answer = {
             "access_token": access,
             "token_type": "Bearer",
             "expires_in": int(self.token_lifetime),
         }
         if "refresh_token" in client.grant_types:
-            self.refresh_tokens.put(
-                refresh, Grant(client.client_id, scope, resource, float("inf"), subject)
-            )
+            # a refresh token never expires (it is rotated on every use)
+            self.refresh_tokens.put(refresh, dataclasses.replace(grant, expires=math.inf))
             answer["refresh_token"] = refresh
         if scope:
             answer["scope"] = scope
@@ -498,7 +499,7 @@ class DemoAuthorizationServer:
                     "invalid_client",
                     "malformed Basic credentials",
                     "401 Unauthorized",
-                    [("WWW-Authenticate", 'Basic realm="demo"')],
+                    _BASIC_CHALLENGE,
                 ) from None
             method = "client_secret_basic"
         else:
@@ -517,12 +518,12 @@ class DemoAuthorizationServer:
                 "invalid_client",
                 "client authentication failed",
                 "401 Unauthorized",
-                [("WWW-Authenticate", 'Basic realm="demo"')] if basic else [],
+                _BASIC_CHALLENGE if basic else [],
             )
         return client
 
 
-@dataclass
+@dataclasses.dataclass
 class LocalVerifier:
     """The demo authorization server's tokens, verified in process, as ``mcp_ref.oauth.resource.AccessInfo``."""
 
@@ -666,18 +667,8 @@ def fetch_client_metadata(
             "the demo accepts metadata-document clients with token_endpoint_auth_method none",
         )
     client = RegisteredClient(url, tuple(uris), "none", None, document["client_name"])
-    return client, _max_age(cache_control)
-
-
-def _max_age(cache_control: str) -> float:
-    """How long to keep a document: its ``max-age`` (``no-store``: 0), at most ``DOCUMENT_TTL``."""
-    for directive in cache_control.lower().split(","):
-        name, _, value = directive.strip().partition("=")
-        if name in ("no-store", "no-cache"):
-            return 0.0
-        if name == "max-age" and value.isdigit():
-            return min(float(value), DOCUMENT_TTL)
-    return DOCUMENT_TTL
+    # its max-age (no-store: 0), at most DOCUMENT_TTL
+    return client, min(cache_lifetime(cache_control, DOCUMENT_TTL), DOCUMENT_TTL)
 
 
 def _get_document(
@@ -873,30 +864,10 @@ def _check_redirect_uri(uri: str) -> None:
             "invalid_redirect_uri", "a redirect URI must be absolute and carry no fragment"
         )
     parts = urlsplit(uri)
-    if parts.scheme == "https" or (
-        parts.scheme == "http" and parts.hostname in _LOOPBACK + ("::1",)
-    ):
+    if parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOCAL_HOSTS):
         return
     raise OAuthError(
         "invalid_redirect_uri", "a redirect URI must use https, or http on a loopback address"
-    )
-
-
-def _redirect_matches(given: str, registered: str) -> bool:
-    """Exact match, except that a loopback http URI matches on any port (RFC 8252 §7.3)."""
-    if given == registered:
-        return True
-    try:
-        a, b = urlsplit(given), urlsplit(registered)
-    except ValueError:
-        return False
-    return (
-        a.scheme == b.scheme == "http"
-        and a.hostname == b.hostname
-        and a.hostname in _LOOPBACK
-        and a.path == b.path
-        and a.query == b.query
-        and not a.fragment
     )
 
 

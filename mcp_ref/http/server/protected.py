@@ -19,14 +19,6 @@ from ...server.principal import Principal
 from .host import Host
 from .middleware import Endpoints, HttpCall, Middleware
 from .replies import json_body
-from .status import HttpError, InsufficientScope, Unauthorized
-
-
-def _refusal(challenge: Any) -> HttpError:
-    """A ``mcp_ref.oauth.resource.Challenge`` as the refusal the status table answers: 401, or 403
-    ``insufficient_scope`` (a token lacking a required scope)."""
-    kind = Unauthorized if challenge.status.startswith("401") else InsufficientScope
-    return kind(challenge.message, headers=[("WWW-Authenticate", challenge.www_authenticate)])
 
 
 class ProtectedResourceCheck(Middleware):
@@ -40,7 +32,7 @@ class ProtectedResourceCheck(Middleware):
 
     def on_request(self, call: HttpCall) -> list[bytes] | None:
         """The metadata (a finished answer), or None to go on with the caller known; 401 / 403."""
-        from ...oauth.resource import METADATA_PREFIX, Challenge
+        from ...oauth.resource import METADATA_PREFIX
 
         paths = self.endpoints
         path = call.path
@@ -56,10 +48,8 @@ class ProtectedResourceCheck(Middleware):
         if path not in (paths.path, paths.sse_path, paths.messages_path):
             return None
         resource_path = paths.sse_path if path == paths.messages_path else path
-        try:
-            call.environ["mcp_ref.oauth"] = self.auth.authenticate(call.environ, resource_path)
-        except Challenge as challenge:
-            raise _refusal(challenge) from None
+        # a 401 or 403 (Unauthorized, InsufficientScope) without a valid token
+        call.environ["mcp_ref.oauth"] = self.auth.authenticate(call.environ, resource_path)
         return None
 
 
@@ -84,7 +74,7 @@ class ScopeChallenge(Middleware):
             if isinstance(item, Request):
                 missing.update(self.server.required_scopes(item.method, item.params, principal))
         if missing:
-            raise _refusal(self.auth.insufficient_scope(environ, resource_path, missing))
+            raise self.auth.insufficient_scope(environ, resource_path, missing)
 
 
 class ResourceServer(Extension):
