@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, quote, urlencode, urljoin, urlsplit
 import requests
 from requests.auth import AuthBase
 
+from ..http.bounded_reads import discard_body
 from ..http.origins import LOCAL_HOSTS, CrossOriginRefused, same_origin
 from . import pkce
 from .browser import AuthorizationHandler, CallbackHandler, LoopbackBrowser, redirect_uri_matches
@@ -764,9 +765,9 @@ def _origin(url: str) -> str:
 
 
 def _discard(response) -> None:
-    """Read and release a response the caller will not see (its connection goes back to the pool)."""
+    """Release a response the caller will not see: its body read within ``MAX_ERROR_BODY`` (the
+    connection goes back to the pool), or its connection closed unread when it is longer."""
     try:
-        _ = response.content
-    except Exception:  # a broken body changes nothing here
+        discard_body(response)
+    except Exception:  # a broken body: read_body closed the response; nothing else changes
         pass
-    response.close()

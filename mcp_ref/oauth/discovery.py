@@ -220,16 +220,17 @@ def bounded_json(response, limit: int) -> dict | None:
 
 
 def cache_lifetime(cache_control: str, default: float) -> float:
-    """Seconds a fetched document may be kept, by its ``Cache-Control``: its ``max-age`` (RFC 9111
-    §5.2.2.1), 0 for ``no-store`` or ``no-cache``, else ``default``."""
+    """Seconds a fetched document may be kept, by its ``Cache-Control``: 0 when it says
+    ``no-store`` or ``no-cache`` anywhere (RFC 9111 §5.2.2.3, §5.2.2.5: it must not be reused
+    without checking), else its ``max-age`` (§5.2.2.1), else ``default``."""
+    directives: dict[str, str] = {}
     for directive in cache_control.lower().split(","):
         name, _, value = directive.strip().partition("=")
-        value = value.strip().strip('"')
-        if name in ("no-store", "no-cache"):
-            return 0.0
-        if name == "max-age" and value.isdigit():
-            return float(value)
-    return default
+        directives.setdefault(name, value.strip().strip('"'))
+    if "no-store" in directives or "no-cache" in directives:
+        return 0.0
+    max_age = directives.get("max-age", "")
+    return float(max_age) if max_age.isdigit() else default
 
 
 def _shown(url: object) -> str:

@@ -21,12 +21,18 @@ appears in logs or errors.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from ..http.bounded_reads import read_body
 from ..server.principal import AccessInfo
+
+#: The most of an introspection answer read (RFC 7662 §2.2): a longer one is a failed
+#: introspection, its connection closed unread.
+MAX_INTROSPECTION_BYTES = 64 * 1024
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 
@@ -68,8 +74,15 @@ class IntrospectionVerifier:
                 auth=self.credentials,
                 timeout=self.timeout,
                 allow_redirects=False,
+                stream=True,
             )
-            body = answer.json() if answer.status_code == 200 else {}
+            if answer.status_code != 200:
+                answer.close()
+                return None
+            # Read within MAX_INTROSPECTION_BYTES (read_body closes the answer): a longer answer
+            # is a failed introspection.
+            text = read_body(answer, MAX_INTROSPECTION_BYTES)
+            body = json.loads(text) if text else None
         except (requests.RequestException, ValueError):
             return None
         if (
@@ -78,7 +91,9 @@ class IntrospectionVerifier:
             or not isinstance(body.get("client_id"), str)
         ):
             return None
-        audience = body.get("aud", ())
+        audience = body.get("aud")
+        if not isinstance(audience, (str, list)):  # RFC 7662 §2.2: a string or an array of them
+            audience = ()
         return AccessInfo(
             client_id=body["client_id"],
             subject=body.get("sub"),

@@ -481,6 +481,42 @@ def test_a_refusal_is_a_connection_error_with_a_one_line_message():
     assert "token=" not in str(exc) and json.dumps(str(exc))  # no path or query of either URL
 
 
+def test_token_introspection_reads_a_bounded_answer(stop_after):
+    """An introspection answer is read within 64 KiB (a longer one is a failed introspection, its
+    connection closed unread), and an ``aud`` of the wrong type means no audience, not a crash."""
+    from mcp_ref.oauth.resource import MAX_INTROSPECTION_BYTES, IntrospectionVerifier
+
+    answers = {"pieces": 0, "aud": 7}
+    written = []
+    ended = threading.Event()
+
+    def introspection(environ, start_response):
+        body = json.dumps(
+            {"active": True, "client_id": "c", "sub": "ada", "aud": answers["aud"]}
+        ).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
+        try:
+            yield body[:-1]
+            for _ in range(answers["pieces"]):  # spaces inside the object: still valid JSON
+                written.append(MAX_INTROSPECTION_BYTES)
+                yield b" " * MAX_INTROSPECTION_BYTES
+            yield b"}"
+        finally:
+            ended.set()
+
+    httpd = serve(introspection, stop_after)
+    verifier = IntrospectionVerifier(httpd.url + "/introspect", "rs", "rs-secret", timeout=WAIT)
+    access = verifier.verify("the-token")
+    assert access is not None and access.subject == "ada" and access.audience == ()
+    answers["aud"] = ["https://mcp.example", 3]
+    assert verifier.verify("the-token").audience == ("https://mcp.example",)
+    ended.clear()
+    answers["pieces"] = 1024  # 64 MiB of spaces: too long
+    assert verifier.verify("the-token") is None
+    assert ended.wait(WAIT)  # the server gave up writing: the verifier hung up, unread
+    assert sum(written) < 512 * MAX_INTROSPECTION_BYTES
+
+
 def test_token_introspection_follows_no_redirect(stop_after):
     """``IntrospectionVerifier`` (RFC 7662) posts the caller's token to the authorization server: an
     introspection endpoint that redirects (307 keeps the body) must not carry the token anywhere."""

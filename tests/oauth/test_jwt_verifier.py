@@ -385,7 +385,10 @@ def test_cache_control_max_age_is_honoured_within_bounds(jwks, clock):
     app.cache_control = "no-store"  # held to min_ttl
     assert check.verify(token()) is not None and app.requests == 3
     clock.advance(61)
+    app.cache_control = "max-age=300, no-cache"  # no-cache wins wherever it stands: min_ttl
     assert check.verify(token()) is not None and app.requests == 4
+    clock.advance(61)
+    assert check.verify(token()) is not None and app.requests == 5
 
 
 def test_a_failed_refetch_keeps_the_last_good_set_for_a_bounded_time(jwks, clock):

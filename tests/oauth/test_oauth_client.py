@@ -223,3 +223,68 @@ def test_the_loopback_browser_receives_the_redirect(deployment):
         client.list_tools()
     redirect = parse_qs(urlsplit(announced[0]).query)["redirect_uri"][0]
     assert urlsplit(redirect).hostname == "127.0.0.1" and urlsplit(redirect).port
+
+
+class LongRefusals:
+    """A WSGI app wrapper that sends every 401 with a 64 MiB body (a hostile or broken server),
+    counting the bytes its server managed to write before the client hung up."""
+
+    SIZE = 64 * 1024 * 1024
+    PIECE = 64 * 1024
+
+    def __init__(self, app):
+        self.app, self.written, self.ended = app, 0, threading.Event()
+
+    def __call__(self, environ, start_response):
+        refused = []
+
+        def start(status, headers, exc_info=None):
+            if status.startswith("401"):
+                refused.append(True)
+                headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+                headers.append(("Content-Length", str(self.SIZE)))
+            return start_response(status, headers, exc_info)
+
+        body = self.app(environ, start)
+        return self.long_body(body) if refused else body
+
+    def long_body(self, body):
+        close = getattr(body, "close", None)
+        if close is not None:
+            close()
+        try:
+            for _ in range(self.SIZE // self.PIECE):
+                self.written += self.PIECE
+                yield b"x" * self.PIECE
+        finally:
+            self.ended.set()
+
+
+def test_a_long_401_body_is_not_read_before_the_retry():
+    """A 401's body is read within the error-body bound (64 KiB) before the client retries with
+    a token, or its connection is closed: a server sending 64 MiB there is not read whole."""
+    authorization = DemoAuthorizationServer(token_lifetime=3600)
+    as_httpd = serve(authorization)
+    server = Server("protected")
+
+    @server.tool
+    def ping_me() -> str:
+        """Answers pong."""
+        return "pong"
+
+    resource = ProtectedResource(
+        authorization.token_verifier(), [as_httpd.url], scopes_supported=["mcp:tools"]
+    )
+    refusals = LongRefusals(server.wsgi_app(auth=resource))
+    mcp_httpd = serve(refusals)
+    try:
+        with Client.http(
+            mcp_httpd.url + "/mcp", auth=OAuth(authorize=follow_redirect), timeout=WAIT
+        ) as client:
+            assert client.call_tool("ping_me", {}).content[0].text == "pong"
+        assert refusals.ended.wait(WAIT)
+        assert refusals.written < LongRefusals.SIZE // 2
+    finally:
+        for httpd in (as_httpd, mcp_httpd):
+            httpd.shutdown()
+            httpd.server_close()
