@@ -31,12 +31,11 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .connection import Throttled, json_text
+from .connection import Throttled, fresh_after_fork, json_text
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +94,11 @@ class RedisBus:
         self._numbers = itertools.count(1)
         self._prefix = connection.key("bus", "")
         self._fresh_process()
-        os.register_at_fork(after_in_child=_restarter(weakref.ref(self)))
+        fresh_after_fork(self)
 
     def _fresh_process(self) -> None:
-        """This process's part: locks, threads, the pub/sub connection (none yet), the queue."""
-        self._pid = os.getpid()
+        """This process's part: locks, threads, the pub/sub connection (none yet), the queue; in a
+        forked child whose bus has subscribers, its threads started again."""
         # everything below, and the tables above
         self._cond = threading.Condition(threading.RLock())
         self._stop = threading.Event()
@@ -118,6 +117,8 @@ class RedisBus:
         # wakes this process's listener
         self._control = self.connection.key("bus~", os.urandom(8).hex())
         self._warnings = Throttled(log)
+        if self._channels:
+            self._start()
 
     # -- the Bus interface --------------------------------------------------------------------------
 
@@ -130,7 +131,7 @@ class RedisBus:
         except Exception as error:
             with self._cond:
                 self.failed_publishes += 1
-            self._warn("publish", "bus: a publish on %r failed (%s)", channel, error)
+            self._warnings.warning("publish", "bus: a publish on %r failed (%s)", channel, error)
             return 0
 
     def subscribe(self, channel: str, callback: Callback) -> Callable[[], None]:
@@ -355,15 +356,14 @@ class RedisBus:
         dirty, self._dirty = self._dirty, set()
         wanted = [c for c in dirty if c in self._channels and c not in self._on_redis]
         unwanted = [c for c in dirty if c not in self._channels and c in self._on_redis]
-        for start in range(0, len(wanted), 1000):
-            batch = wanted[start : start + 1000]
-            pubsub.subscribe(*(self._prefix + c for c in batch))
-            self._sent.update(batch)
-            self._on_redis.update(batch)
-        for start in range(0, len(unwanted), 1000):
-            batch = unwanted[start : start + 1000]
-            pubsub.unsubscribe(*(self._prefix + c for c in batch))
-            self._on_redis.difference_update(batch)
+        # counted as sent before sending: a send that fails loses the connection, and the next
+        # one starts these counts again (_open)
+        self._sent.update(wanted)
+        self._on_redis.update(wanted)
+        self._on_redis.difference_update(unwanted)
+        for send, channels in ((pubsub.subscribe, wanted), (pubsub.unsubscribe, unwanted)):
+            for start in range(0, len(channels), 1000):  # at most 1000 channels a command
+                send(*(self._prefix + c for c in channels[start : start + 1000]))
 
     def _take(self, message: dict) -> None:
         """One message read from the pub/sub connection."""
@@ -391,7 +391,7 @@ class RedisBus:
                     self._acked.pop(channel, None)
                 self._cond.notify_all()
             if dropped:
-                self._warn(
+                self._warnings.warning(
                     "drop",
                     "bus: the delivery queue is full (%d messages): a message on %r was dropped "
                     "(%d dropped in all)",
@@ -474,16 +474,12 @@ class RedisBus:
             self._connected = self._connecting = False
             self._cond.notify_all()
         if message and not self._stop.is_set():
-            self._warn("listen", message, error)
+            self._warnings.warning("listen", message, error)
         if pubsub is not None:
             try:
                 pubsub.close()
             except Exception:  # already broken: nothing to release
                 pass
-
-    def _warn(self, kind: str, message: str, *args: Any) -> None:
-        """``log.warning`` at most once a minute per kind (:class:`~.connection.Throttled`)."""
-        self._warnings.warning(kind, message, *args)
 
 
 def _call(function: Callable, message: dict | None, what: str) -> None:
@@ -492,17 +488,3 @@ def _call(function: Callable, message: dict | None, what: str) -> None:
         function() if message is None else function(message)
     except Exception:  # one subscriber's failure is neither the bus's nor the other subscribers'
         log.exception("bus: %s failed", what)
-
-
-def _restarter(bus_ref: weakref.ref) -> Callable[[], None]:
-    """The at-fork hook of a bus: in the child, fresh locks and threads (the parent's are not there)."""
-
-    def after_fork_in_child() -> None:
-        bus = bus_ref()
-        if bus is None or bus.closed:
-            return
-        bus._fresh_process()
-        if bus._channels:
-            bus._start()
-
-    return after_fork_in_child

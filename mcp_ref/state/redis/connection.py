@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import Counter
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -99,6 +100,19 @@ class Connection:
         if client is not None and self._pid == os.getpid():
             client.close()
             client.connection_pool.disconnect()
+
+
+def fresh_after_fork(owner: Any) -> None:
+    """Call ``owner._fresh_process()`` in every forked child while ``owner`` lives: the parent's
+    locks, threads and token are not the child's (gunicorn ``--preload``)."""
+    owner_ref = weakref.ref(owner)
+
+    def after_fork_in_child() -> None:
+        owner = owner_ref()
+        if owner is not None:
+            owner._fresh_process()
+
+    os.register_at_fork(after_in_child=after_fork_in_child)
 
 
 class Throttled:

@@ -32,13 +32,12 @@ import logging
 import math
 import os
 import threading
-import weakref
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..stores import Clock
-from .connection import Connection, reply_text
-from .stores import FAULTS, NOW, Faults, InjectableClock, Script
+from .connection import Connection, fresh_after_fork, reply_text
+from .stores import FAULTS, NOW, RedisStore, Script
 
 log = logging.getLogger(__name__)
 
@@ -208,19 +207,17 @@ return 1
 )
 
 
-class Holder(InjectableClock):
+class Holder(RedisStore):
     """What a store whose places belong to this process shares: its token, its lock, its
     heartbeat (see the module docstring).  ``holder_ttl``: seconds its places outlive its last
     beat; ``beat_every``: seconds between beats (default a third of ``holder_ttl``); ``clock``: see
-    :class:`~.stores.InjectableClock`.  ``beats`` counts the beats (and wakes :attr:`beaten`).
+    :class:`~.stores.RedisStore`.  ``beats`` counts the beats (and wakes :attr:`beaten`).
 
     A subclass keeps in ``_table`` what this process holds (key -> places or members), and writes a
     whole holding with :meth:`_write`.  A key changed here while Redis was unreachable is "unsaid":
     the next beat that reaches Redis writes it too, so nothing given back meanwhile stays taken."""
 
     kind = ""
-    #: What the store is called in its warnings.
-    what = ""
     #: What a key holds when nothing is held (0 places, no members).
     nothing: Callable[[], Any] = int
 
@@ -234,18 +231,17 @@ class Holder(InjectableClock):
     ):
         if not holder_ttl > 0 or (beat_every is not None and not beat_every > 0):
             raise ValueError("holder_ttl and beat_every must be positive numbers of seconds")
-        InjectableClock.__init__(self, clock)
-        self.connection = connection
+        RedisStore.__init__(self, connection, clock)
         self.holder_ttl = holder_ttl
         self.beat_every = holder_ttl / 3 if beat_every is None else beat_every
-        self.faults = Faults(connection, self.what)
         self.beats = 0
         self.closed = False
         self._fresh_process()
-        os.register_at_fork(after_in_child=_restarter(weakref.ref(self)))
+        fresh_after_fork(self)
 
     def _fresh_process(self) -> None:
-        """This process's part: a token of its own, nothing held, no heartbeat yet."""
+        """This process's part: a token of its own, nothing held, no heartbeat yet (in a forked
+        child too: the parent's places are the parent's)."""
         self.token = f"{os.getpid()}-{os.urandom(6).hex()}"
         self._lock = threading.RLock()
         #: Notified after each beat (tests wait on it, with a timeout).
@@ -274,7 +270,7 @@ class Holder(InjectableClock):
 
     def _unreachable(self, error: Exception, key: str, consequence: str) -> None:
         """A write of ``key`` failed: it is said again at the next beat."""
-        self.faults(error, consequence)
+        self.fault(error, consequence)
         self._unsaid.add(key)
         self._keep_beating()
 
@@ -316,7 +312,7 @@ class Holder(InjectableClock):
         try:
             self._write(whole)
         except FAULTS as error:
-            self.faults(error, "this process's places are said again when it is back")
+            self.fault(error, "this process's places are said again when it is back")
             self._keep_beating()
             return
         self._unsaid.clear()
@@ -355,13 +351,13 @@ class RedisCounters(Holder):
             try:
                 added = bool(
                     COUNT_ACQUIRE(
-                        self.connection.client,
+                        self.connection,
                         self._keys(key),
                         self._args("" if limit is None else limit),
                     )
                 )
             except FAULTS as error:
-                self.faults(error, "new places are refused until it is back")
+                self.fault(error, "new places are refused until it is back")
                 return False
             if added:
                 self._table[key] = self._table.get(key, 0) + 1
@@ -377,7 +373,7 @@ class RedisCounters(Holder):
             else:
                 self._table.pop(key, None)
             try:
-                return int(COUNT_RELEASE(self.connection.client, self._keys(key), self._head()))
+                return int(COUNT_RELEASE(self.connection, self._keys(key), self._head()))
             except FAULTS as error:
                 self._unreachable(error, key, "a place given back reaches it when it is back")
                 return 0
@@ -385,14 +381,14 @@ class RedisCounters(Holder):
     def count(self, key: str) -> int:
         """See :meth:`mcp_ref.state.stores.Counters.count` (the live holders' places)."""
         try:
-            return int(COUNT_READ(self.connection.client, self._keys(key), self._head()))
+            return int(COUNT_READ(self.connection, self._keys(key), self._head()))
         except FAULTS as error:
-            self.faults(error, "counts read as 0")
+            self.fault(error, "counts read as 0")
             return 0
 
     def _write(self, whole: Mapping[str, Any]) -> None:
         COUNT_BEAT(
-            self.connection.client,
+            self.connection,
             [self.connection.key("holders"), *map(self._key, whole)],
             self._args(*whole.values()),
         )
@@ -425,7 +421,7 @@ class RedisHeldSets(Holder):
             mine = self._table.get(key, set())
             try:
                 verdict = HOLD(
-                    self.connection.client,
+                    self.connection,
                     self._keys(key),
                     self._args("" if limit is None else limit, *sorted(members)),
                 )
@@ -450,7 +446,7 @@ class RedisHeldSets(Holder):
             else:
                 self._table.pop(key, None)
             try:
-                LET_GO(self.connection.client, [self._key(key)], [*self._head(), *sorted(members)])
+                LET_GO(self.connection, [self._key(key)], [*self._head(), *sorted(members)])
             except FAULTS as error:
                 self._unreachable(error, key, "what is let go reaches it when it is back")
 
@@ -458,11 +454,10 @@ class RedisHeldSets(Holder):
         """See :meth:`mcp_ref.state.stores.HeldSets.members`."""
         try:
             return {
-                reply_text(m)
-                for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())
+                reply_text(m) for m in MEMBERS_READ(self.connection, self._keys(key), self._head())
             }
         except FAULTS as error:
-            self.faults(error, "only this process's own are known")
+            self.fault(error, "only this process's own are known")
             with self._lock:
                 return set(self._table.get(key, ()))
 
@@ -488,18 +483,4 @@ class RedisHeldSets(Holder):
         args = self._args()
         for members in whole.values():
             args += [len(members), *sorted(members)]
-        HELD_BEAT(
-            self.connection.client, [self.connection.key("holders"), *map(self._key, whole)], args
-        )
-
-
-def _restarter(holder_ref: weakref.ref) -> Callable[[], None]:
-    """The at-fork hook of a holder: in the child, a token of its own and nothing held (the
-    parent's places are the parent's; its lock and thread are not in the child)."""
-
-    def after_fork_in_child() -> None:
-        holder = holder_ref()
-        if holder is not None:
-            holder._fresh_process()
-
-    return after_fork_in_child
+        HELD_BEAT(self.connection, [self.connection.key("holders"), *map(self._key, whole)], args)

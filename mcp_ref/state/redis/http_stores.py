@@ -298,7 +298,7 @@ class RedisEventStore:
         """Append one entry (the store script); its number, or None when Redis could not be reached."""
         try:
             number = _STORE(
-                self.connection.client,
+                self.connection,
                 self.keys(session_id),
                 [
                     self.max_events,
@@ -350,7 +350,7 @@ class RedisEventStore:
     def forget(self, session_id: str) -> None:
         """Drop every key of the session; its followers on every worker are woken (and superseded)."""
         try:
-            _FORGET(self.connection.client, self.keys(session_id), [self._wake_channel(session_id)])
+            _FORGET(self.connection, self.keys(session_id), [self._wake_channel(session_id)])
         except Exception as error:  # left to expire
             self._failed("forget the events of", session_id, error)
         self.wake(session_id)
@@ -365,7 +365,7 @@ class RedisEventStore:
         claimed = False
         try:
             answer = _CLAIM(
-                self.connection.client,
+                self.connection,
                 self.keys(session_id),
                 [stream_id, self._expiry, self._wake_channel(session_id), self._token],
             )
@@ -412,7 +412,7 @@ class RedisEventStore:
         is its newest (one script); this process's subscription goes with its last follower of the session."""
         try:
             _LEAVE(
-                self.connection.client,
+                self.connection,
                 [self.keys(session_id)[2]],
                 [stream_id, generation, STANDALONE],
             )
@@ -452,7 +452,7 @@ class RedisEventStore:
         for _batch in range(self.max_events // READ_COUNT + 2):
             try:
                 answer = _READ(
-                    self.connection.client,
+                    self.connection,
                     keys,
                     [
                         stream_id,
