@@ -268,6 +268,15 @@ class Holder(RedisStore):
         """KEYS for a script on ``key``: its own, and the table of live holders."""
         return [self._key(key), self.connection.key("holders")]
 
+    def _hold(self, key: str, held: Any) -> None:
+        """This process holds ``held`` of ``key`` now (holding the lock): nothing, and the key leaves
+        the table; something, and the heartbeat runs."""
+        if held:
+            self._table[key] = held
+            self._keep_beating()
+        else:
+            self._table.pop(key, None)
+
     def _unreachable(self, error: Exception, key: str, consequence: str) -> None:
         """A write of ``key`` failed: it is said again at the next beat."""
         self.fault(error, consequence)
@@ -360,18 +369,13 @@ class RedisCounters(Holder):
                 self.fault(error, "new places are refused until it is back")
                 return False
             if added:
-                self._table[key] = self._table.get(key, 0) + 1
-                self._keep_beating()
+                self._hold(key, self._table.get(key, 0) + 1)
             return added
 
     def release(self, key: str) -> int:
         """See :meth:`mcp_ref.state.stores.Counters.release`: one of this process's places."""
         with self._lock:
-            held = self._table.get(key, 0)
-            if held > 1:
-                self._table[key] = held - 1
-            else:
-                self._table.pop(key, None)
+            self._hold(key, max(0, self._table.get(key, 0) - 1))
             try:
                 return int(COUNT_RELEASE(self.connection, self._keys(key), self._head()))
             except FAULTS as error:
@@ -432,19 +436,14 @@ class RedisHeldSets(Holder):
                 )
                 added = limit is None or len(mine | members) <= limit
                 distinct = len(mine | members) if added else len(mine)
-            if added and members:
-                self._table[key] = mine | members
-                self._keep_beating()
+            if added:
+                self._hold(key, mine | members)
             return added, distinct
 
     def release(self, key: str, members: Collection[str]) -> None:
         """See :meth:`mcp_ref.state.stores.HeldSets.release`."""
         with self._lock:
-            left = self._table.get(key, set()) - set(members)
-            if left:
-                self._table[key] = left
-            else:
-                self._table.pop(key, None)
+            self._hold(key, self._table.get(key, set()) - set(members))
             try:
                 LET_GO(self.connection, [self._key(key)], [*self._head(), *sorted(members)])
             except FAULTS as error:

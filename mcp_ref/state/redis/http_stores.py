@@ -168,10 +168,11 @@ end
 return answer
 """)
 
-# KEYS: the followers.  ARGV: stream id, generation, the standalone stream's id.
+# KEYS: the stream, the counter, the followers.  ARGV: stream id, generation, the standalone
+# stream's id.
 _LEAVE = Script("""
-if ARGV[1] ~= ARGV[3] and redis.call('HGET', KEYS[1], ARGV[1] .. ':g') == ARGV[2] then
-  redis.call('HDEL', KEYS[1], ARGV[1] .. ':g', ARGV[1] .. ':c')
+if ARGV[1] ~= ARGV[3] and redis.call('HGET', KEYS[3], ARGV[1] .. ':g') == ARGV[2] then
+  redis.call('HDEL', KEYS[3], ARGV[1] .. ':g', ARGV[1] .. ':c')
 end
 return 1
 """)
@@ -296,27 +297,19 @@ class RedisEventStore:
 
     def _keep(self, session_id: str, stream_id: str, data: bytes, *, end: bool) -> int | None:
         """Append one entry (the store script); its number, or None when Redis could not be reached."""
-        try:
-            number = _STORE(
-                self.connection,
-                self.keys(session_id),
-                [
-                    self.max_events,
-                    self._expiry,
-                    stream_id,
-                    data,
-                    "1" if end else "0",
-                    self._wake_channel(session_id),
-                ],
-            )
-        except Exception as error:  # Redis down: only a live stream still carries the event
-            self._failed(
-                "end a stream of" if end else "store an event (lost unless sent live) of",
-                session_id,
-                error,
-            )
-            return None
-        return int(number)
+        # Redis down: only a live stream still carries the event
+        number = self._script(
+            "end a stream of" if end else "store an event (lost unless sent live) of",
+            session_id,
+            _STORE,
+            self.max_events,
+            self._expiry,
+            stream_id,
+            data,
+            "1" if end else "0",
+            self._wake_channel(session_id),
+        )
+        return None if number is None else int(number)
 
     def replay_after(
         self, session_id: str, event_id: str
@@ -349,10 +342,8 @@ class RedisEventStore:
 
     def forget(self, session_id: str) -> None:
         """Drop every key of the session; its followers on every worker are woken (and superseded)."""
-        try:
-            _FORGET(self.connection, self.keys(session_id), [self._wake_channel(session_id)])
-        except Exception as error:  # left to expire
-            self._failed("forget the events of", session_id, error)
+        # on a failure, left to expire
+        self._script("forget the events of", session_id, _FORGET, self._wake_channel(session_id))
         self.wake(session_id)
 
     # -- following -----------------------------------------------------------------------------------
@@ -410,14 +401,10 @@ class RedisEventStore:
     def leave_stream(self, session_id: str, stream_id: str, generation: int) -> None:
         """See ``EventStore.leave_stream``: a POST stream's generation and cursor go if ``generation``
         is its newest (one script); this process's subscription goes with its last follower of the session."""
-        try:
-            _LEAVE(
-                self.connection,
-                [self.keys(session_id)[2]],
-                [stream_id, generation, STANDALONE],
-            )
-        except Exception as error:  # left to expire
-            self._failed("stop following a stream of", session_id, error)
+        # on a failure, left to expire
+        self._script(
+            "stop following a stream of", session_id, _LEAVE, stream_id, generation, STANDALONE
+        )
         with self._lock:
             follow = self._follows.get(session_id)
         if follow is not None:
@@ -448,23 +435,20 @@ class RedisEventStore:
         """One read of the stream after ``number`` (the read script; again while a full batch held
         only other streams' entries: at most what ``max_events`` allows); None when Redis could not
         be asked."""
-        keys, last = self.keys(session_id), number
+        last = number
         for _batch in range(self.max_events // READ_COUNT + 2):
-            try:
-                answer = _READ(
-                    self.connection,
-                    keys,
-                    [
-                        stream_id,
-                        generation,
-                        last,
-                        READ_COUNT,
-                        self._expiry,
-                        f"0-{max(0, last) + 1}",
-                    ],
-                )
-            except Exception as error:
-                self._failed("follow a stream of", session_id, error)
+            answer = self._script(
+                "follow a stream of",
+                session_id,
+                _READ,
+                stream_id,
+                generation,
+                last,
+                READ_COUNT,
+                self._expiry,
+                f"0-{max(0, last) + 1}",
+            )
+            if answer is None:
                 return None
             if int(answer[0]):
                 return Followed([], False, number, True)
@@ -549,6 +533,15 @@ class RedisEventStore:
         """Wake the follow's waiters (holding the lock)."""
         follow.wakes += 1
         follow.changed.notify_all()
+
+    def _script(self, what: str, session_id: str, script: Script, *args: Any) -> Any:
+        """Run ``script`` on the session's keys with ``args``; None when Redis could not be asked
+        (:meth:`_failed`: it could not ``what`` the session)."""
+        try:
+            return script(self.connection, self.keys(session_id), list(args))
+        except Exception as error:
+            self._failed(what, session_id, error)
+            return None
 
     def _failed(self, what: str, session_id: str, error: Exception) -> None:
         """Count a failure; log it at most once a minute (:class:`~.connection.Throttled`), naming the
