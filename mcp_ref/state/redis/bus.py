@@ -243,7 +243,8 @@ class RedisBus:
 
     def _listen(self) -> None:
         """The listener: connect, read, and on a failure reconnect after a backoff, until stopped."""
-        failures, lost = 0, False
+        # failures in a row: the connection was lost (or never made) when there are
+        failures = 0
         while not self._stop.is_set():
             if failures and self._stop.wait(
                 min(self.max_backoff, self.min_backoff * 2 ** (failures - 1))
@@ -252,21 +253,21 @@ class RedisBus:
             try:
                 pubsub = self._open()
             except Exception as error:
-                failures, lost = failures + 1, True
+                failures += 1
                 self._down(None, "bus: cannot reach Redis (%s); retrying", error)
                 continue
             try:
                 self._settle(pubsub)
-                if lost:
+                if failures:
                     with self._cond:
                         self.reconnects += 1
                         # the hooks' turn, after what was queued
                         self._put((None, None), counted=False)
                     log.warning("bus: connected to Redis again; every channel subscribed again")
-                failures, lost = 0, False
+                failures = 0
                 self._read(pubsub)
             except Exception as error:
-                failures, lost = failures + 1, True
+                failures += 1
                 self._down(
                     pubsub, "bus: lost the pub/sub connection to Redis (%s); reconnecting", error
                 )

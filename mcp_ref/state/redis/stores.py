@@ -662,17 +662,15 @@ class RedisTaskRecords(RedisStore):
             conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
         args = (replace, *conditions, *_split(changes))
-        final = changes.get("status") in TERMINAL
+        # an ordinary write fails at once; a final one after its tries: the outcome of a task is
+        # retried, not lost (Redis may be back soon)
         pause = threading.Event()  # never set: a bounded wait between tries
-        for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
+        for wait in FINAL_WRITE_PAUSES if changes.get("status") in TERMINAL else ():
             try:
                 return self._record(self._run("transition", task_id, *args))
             except (InternalError, ServerBusy):  # unreachable, or out of memory
-                if wait is None:  # an ordinary write fails at once; a final one after its tries
-                    raise
-                # the outcome of a task is retried, not lost: Redis may be back soon
                 pause.wait(wait)
-        raise AssertionError("unreachable")  # the loop returns or raises
+        return self._record(self._run("transition", task_id, *args))
 
     def put_inputs(self, task_id: str, requests: Mapping[str, dict]) -> bool:
         """See :meth:`mcp_ref.state.stores.TaskRecords.put_inputs`."""
