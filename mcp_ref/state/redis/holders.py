@@ -101,7 +101,7 @@ stay(KEYS[2], {KEYS[1]})
 return 1
 """
 )
-#: KEYS counter, holders; ARGV now, token: one place of the caller's less; the places left.
+#: KEYS counter, holders; ARGV now, token, ttl, keep: one place of the caller's less; the places left.
 COUNT_RELEASE = Script(
     COUNTED
     + """
@@ -110,7 +110,7 @@ if left > 0 then redis.call('HSET', KEYS[1], me, left) else redis.call('HDEL', K
 return counted()
 """
 )
-#: KEYS counter, holders; ARGV now, token.
+#: KEYS counter, holders; ARGV now, token, ttl, keep.
 COUNT_READ = Script(COUNTED + "return counted()")
 #: KEYS holders, counter...; ARGV now, token, ttl, keep, then each counter's places (0: none).
 COUNT_BEAT = Script(
@@ -165,15 +165,15 @@ stay(KEYS[2], {KEYS[1]})
 return {1, distinct + more}
 """
 )
-#: KEYS set; ARGV now, token, members...: the caller holds them no longer.
+#: KEYS set, holders; ARGV now, token, ttl, keep, members...: the caller holds them no longer.
 LET_GO = Script(
     LIVE
     + """
-for i = 3, #ARGV do redis.call('HDEL', KEYS[1], me .. ' ' .. ARGV[i]) end
+for i = 5, #ARGV do redis.call('HDEL', KEYS[1], me .. ' ' .. ARGV[i]) end
 return 1
 """
 )
-#: KEYS set, holders; ARGV now, token: the distinct members of the live holders.
+#: KEYS set, holders; ARGV now, token, ttl, keep: the distinct members of the live holders.
 MEMBERS_READ = Script(
     MEMBERS
     + """
@@ -252,21 +252,19 @@ class Holder(RedisStore):
         self._table: dict[str, Any] = {}
         self._unsaid: set[str] = set()  # keys whose Redis side may differ from the table (a fault)
 
-    def _head(self) -> list:
-        """ARGV's first two: the time (ms) and the token."""
-        return [self.now(1000), self.token]
-
     def _args(self, *more: Any) -> list:
-        """ARGV for a script that writes: the time, the token, the TTL and the keys' lifetime (ms), ``more``."""
+        """ARGV of every holder script: the time, the token, the TTL and the keys' lifetime (ms), then
+        ``more``."""
         ttl = max(1, math.ceil(self.holder_ttl * 1000))
-        return [*self._head(), ttl, 3 * ttl, *more]
+        return [self.now(1000), self.token, ttl, 3 * ttl, *more]
 
     def _key(self, key: str) -> str:
         return self.connection.key(self.kind, key)
 
-    def _keys(self, key: str) -> list[str]:
-        """KEYS for a script on ``key``: its own, and the table of live holders."""
-        return [self._key(key), self.connection.key("holders")]
+    def _run(self, script: Script, key: str, *more: Any) -> Any:
+        """``script`` on ``key``: KEYS its own and the table of live holders, ARGV :meth:`_args`."""
+        keys = [self._key(key), self.connection.key("holders")]
+        return script(self.connection, keys, self._args(*more))
 
     def _hold(self, key: str, held: Any) -> None:
         """This process holds ``held`` of ``key`` now (holding the lock): nothing, and the key leaves
@@ -358,13 +356,7 @@ class RedisCounters(Holder):
         """See :meth:`mcp_ref.state.stores.Counters.acquire`."""
         with self._lock:
             try:
-                added = bool(
-                    COUNT_ACQUIRE(
-                        self.connection,
-                        self._keys(key),
-                        self._args("" if limit is None else limit),
-                    )
-                )
+                added = bool(self._run(COUNT_ACQUIRE, key, "" if limit is None else limit))
             except FAULTS as error:
                 self.fault(error, "new places are refused until it is back")
                 return False
@@ -377,7 +369,7 @@ class RedisCounters(Holder):
         with self._lock:
             self._hold(key, max(0, self._table.get(key, 0) - 1))
             try:
-                return int(COUNT_RELEASE(self.connection, self._keys(key), self._head()))
+                return int(self._run(COUNT_RELEASE, key))
             except FAULTS as error:
                 self._unreachable(error, key, "a place given back reaches it when it is back")
                 return 0
@@ -385,7 +377,7 @@ class RedisCounters(Holder):
     def count(self, key: str) -> int:
         """See :meth:`mcp_ref.state.stores.Counters.count` (the live holders' places)."""
         try:
-            return int(COUNT_READ(self.connection, self._keys(key), self._head()))
+            return int(self._run(COUNT_READ, key))
         except FAULTS as error:
             self.fault(error, "counts read as 0")
             return 0
@@ -424,11 +416,7 @@ class RedisHeldSets(Holder):
         with self._lock:
             mine = self._table.get(key, set())
             try:
-                verdict = HOLD(
-                    self.connection,
-                    self._keys(key),
-                    self._args("" if limit is None else limit, *sorted(members)),
-                )
+                verdict = self._run(HOLD, key, "" if limit is None else limit, *sorted(members))
                 added, distinct = bool(verdict[0]), int(verdict[1])
             except FAULTS as error:
                 self._unreachable(
@@ -445,16 +433,14 @@ class RedisHeldSets(Holder):
         with self._lock:
             self._hold(key, self._table.get(key, set()) - set(members))
             try:
-                LET_GO(self.connection, [self._key(key)], [*self._head(), *sorted(members)])
+                self._run(LET_GO, key, *sorted(members))
             except FAULTS as error:
                 self._unreachable(error, key, "what is let go reaches it when it is back")
 
     def members(self, key: str) -> set[str]:
         """See :meth:`mcp_ref.state.stores.HeldSets.members`."""
         try:
-            return {
-                reply_text(m) for m in MEMBERS_READ(self.connection, self._keys(key), self._head())
-            }
+            return {reply_text(m) for m in self._run(MEMBERS_READ, key)}
         except FAULTS as error:
             self.fault(error, "only this process's own are known")
             with self._lock:
