@@ -106,7 +106,6 @@ class RedisBus:
         # (None, None): the hooks
         self._queue: collections.deque[tuple[str | None, Any]] = collections.deque()
         self._queued = 0  # messages in the queue (hooks are not counted: they are never dropped)
-        self._pubsub: Any = None
         self._connected = False
         self._connecting = False
         self._dirty: set[str] = set()  # channels whose Redis subscription must be brought in line
@@ -222,8 +221,8 @@ class RedisBus:
             self.closed = True
             self._stop.set()
             self._cond.notify_all()
-            threads, pubsub = list(self._threads), self._pubsub
-        if pubsub is not None and self._connected:
+            threads = list(self._threads)
+        if self._connected:
             self._wake()
         for thread in threads:
             if thread is not threading.current_thread():
@@ -321,7 +320,6 @@ class RedisBus:
             with self._cond:
                 self._sent, self._acked, self._on_redis = Counter(), Counter(), set()
                 self._dirty = set(self._channels)
-                self._pubsub = pubsub
                 self._sync(pubsub)
                 self._connected, self._connecting = True, False
                 self._cond.notify_all()
@@ -470,8 +468,6 @@ class RedisBus:
     def _down(self, pubsub: Any, message: str, error: Exception | None) -> None:
         """The pub/sub connection is gone (or never came): forget it, close it, say so."""
         with self._cond:
-            if pubsub is not None and self._pubsub is pubsub:
-                self._pubsub = None
             self._connected = self._connecting = False
             self._cond.notify_all()
         if message and not self._stop.is_set():
