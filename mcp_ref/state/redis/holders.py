@@ -332,9 +332,11 @@ class Holder(RedisStore):
         with self._lock:
             self.closed = True
             self._stop.set()
-            table, self._table = self._table, {}
-            if table or self._unsaid:
-                self._say({key: self.nothing() for key in table})
+            # every key held is said as holding nothing
+            self._unsaid.update(self._table)
+            self._table = {}
+            if self._unsaid:
+                self._say({})
 
 
 class RedisCounters(Holder):
@@ -450,9 +452,10 @@ class RedisHeldSets(Holder):
         """See :meth:`mcp_ref.state.stores.HeldSets.hold_only`."""
         with self._lock:
             new = {key: set(members) for key, members in table.items() if members}
-            gone: dict[str, set[str]] = {key: set() for key in self._table if key not in new}
+            # the keys no longer held are said as holding nothing (at the next beat too, if need be)
+            self._unsaid.update(self._table.keys() - new.keys())
             self._table = new
-            self._say({**gone, **new})
+            self._say(new)
             if new:
                 self._keep_beating()
 
