@@ -472,8 +472,7 @@ class MemoryTaskRecords:
     def get(self, task_id: str) -> dict | None:
         """See :meth:`TaskRecords.get`."""
         with self._lock:
-            record = self._live(task_id)
-            return None if record is None else _json(record)
+            return _json(self._live(task_id))  # a copy (None, no record, stays None)
 
     def transition(
         self,

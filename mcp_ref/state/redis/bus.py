@@ -94,7 +94,7 @@ class RedisBus:
         self._numbers = itertools.count(1)
         self._prefix = connection.key("bus", "")
         self._fresh_process()
-        fresh_after_fork(self)
+        fresh_after_fork(self._fresh_process)
 
     def _fresh_process(self) -> None:
         """This process's part: locks, threads, the pub/sub connection (none yet), the queue; in a

@@ -18,6 +18,7 @@ import threading
 import time
 import weakref
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -102,15 +103,15 @@ class Connection:
             client.connection_pool.disconnect()
 
 
-def fresh_after_fork(owner: Any) -> None:
-    """Call ``owner._fresh_process()`` in every forked child while ``owner`` lives: the parent's
-    locks, threads and token are not the child's (gunicorn ``--preload``)."""
-    owner_ref = weakref.ref(owner)
+def fresh_after_fork(fresh_process: Callable[[], None]) -> None:
+    """Call ``fresh_process`` (a method: held weakly, with its object) in every forked child: the
+    parent's locks, threads and token are not the child's (gunicorn ``--preload``)."""
+    method_ref = weakref.WeakMethod(fresh_process)
 
     def after_fork_in_child() -> None:
-        owner = owner_ref()
-        if owner is not None:
-            owner._fresh_process()
+        method = method_ref()
+        if method is not None:
+            method()
 
     os.register_at_fork(after_in_child=after_fork_in_child)
 

@@ -237,7 +237,7 @@ class Holder(RedisStore):
         self.beats = 0
         self.closed = False
         self._fresh_process()
-        fresh_after_fork(self)
+        fresh_after_fork(self._fresh_process)
 
     def _fresh_process(self) -> None:
         """This process's part: a token of its own, nothing held, no heartbeat yet (in a forked

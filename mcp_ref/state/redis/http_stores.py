@@ -82,9 +82,11 @@ import re
 import secrets
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...http.server.events import Followed
+from .bus import RedisBus
 from .connection import Throttled, reply_text
 from .sessions import session_digest
 from .stores import FAULTS, Script
@@ -191,19 +193,19 @@ class EventStoreUnavailable(ConnectionError):
     needs nothing of this module)."""
 
 
+@dataclass
 class _Follow:
     """This process's part in one session's streams: its followers and waiting threads, the
     wake-ups so far, the bus subscription."""
 
-    def __init__(self, lock: threading.Lock):
-        self.changed = threading.Condition(lock)
-        self.followers = 0  # claims not yet left
-        self.waiters = 0  # threads in wait_after
-        self.wakes = 0  # wake-ups so far: a waiter waits until they move
-        # a subscription was made (or tried): counted in RedisEventStore._subscriptions
-        self.tried = False
-        self.unsubscribe: Any = None
-        self.ready = threading.Event()  # the subscription is made (or given up)
+    changed: threading.Condition  # on the store's lock
+    followers: int = 0  # claims not yet left
+    waiters: int = 0  # threads in wait_after
+    wakes: int = 0  # wake-ups so far: a waiter waits until they move
+    # a subscription was made (or tried): counted in RedisEventStore._subscriptions
+    tried: bool = False
+    unsubscribe: Any = None
+    ready: threading.Event = field(default_factory=threading.Event)  # subscribed (or given up)
 
 
 class RedisEventStore:
@@ -236,7 +238,8 @@ class RedisEventStore:
         self.expire_after = expire_after
         self.max_followed = max_followed
         self.failures = 0
-        self._bus = bus
+        #: The :class:`~.bus.RedisBus` the followers' wake-ups come on (made here when not given).
+        self.bus = RedisBus(connection) if bus is None else bus
         self._own_bus = bus is None
         self._unkept = itertools.count(1)
         self._token = secrets.token_hex(8)  # names this store's claims on the bus
@@ -260,17 +263,6 @@ class RedisEventStore:
         """The bus channel on which each store or claim of the session wakes its followers (named by
         the session's digest: a channel name is seen by ``PUBSUB CHANNELS`` and in the bus's logs)."""
         return "events:" + session_digest(session_id)
-
-    @property
-    def bus(self) -> Any:
-        """The :class:`~.bus.RedisBus` the followers' wake-ups come on (made on first use when not given)."""
-        if self._bus is None:
-            from .bus import RedisBus
-
-            with self._lock:
-                if self._bus is None:
-                    self._bus = RedisBus(self.connection)
-        return self._bus
 
     @property
     def _expiry(self) -> int:
@@ -425,9 +417,8 @@ class RedisEventStore:
 
     def close(self) -> None:
         """Close the bus this store made (a given bus, and the connection, are the state's)."""
-        bus = self._bus if self._own_bus else None
-        if bus is not None:
-            bus.close()
+        if self._own_bus:
+            self.bus.close()
 
     def _read(
         self, session_id: str, stream_id: str, number: int, generation: int
@@ -471,7 +462,7 @@ class RedisEventStore:
         with self._lock:
             follow = self._follows.get(session_id)
             if follow is None:  # made once, not for every waiter
-                follow = self._follows[session_id] = _Follow(self._lock)
+                follow = self._follows[session_id] = _Follow(threading.Condition(self._lock))
             if not follower:
                 follow.waiters += 1
                 return follow
