@@ -155,7 +155,17 @@ class RedisBus:
             wake = new and self._connected
         if wake:
             self._wake()
-        self._wait_confirmed(channel)
+        with self._cond:
+            # until Redis confirmed the channel, the listener is known to be down, or the timeout
+            self._cond.wait_for(
+                lambda: (
+                    self._confirmed(channel)
+                    or self.closed
+                    or channel not in self._channels
+                    or not (self._connected or self._connecting)
+                ),
+                self.subscribe_timeout,
+            )
 
         def unsubscribe() -> None:
             with self._cond:
@@ -437,26 +447,12 @@ class RedisBus:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _confirmed(self, channel: str) -> bool:
-        sent = self._sent.get(channel)
+        # sent on this connection (at least once), and every SUBSCRIBE sent answered
         return (
             self._connected
             and channel in self._on_redis
-            and sent is not None
-            and self._acked[channel] >= sent
+            and 0 < self._sent[channel] <= self._acked[channel]
         )
-
-    def _wait_confirmed(self, channel: str) -> None:
-        """Until Redis confirmed ``channel``, the listener is known to be down, or the timeout."""
-        with self._cond:
-            self._cond.wait_for(
-                lambda: (
-                    self._confirmed(channel)
-                    or self.closed
-                    or channel not in self._channels
-                    or not (self._connected or self._connecting)
-                ),
-                self.subscribe_timeout,
-            )
 
     def _wake(self) -> None:
         """Wake the listener (a message on this process's control channel): it has work."""

@@ -207,6 +207,11 @@ class _Follow:
     unsubscribe: Any = None
     ready: threading.Event = field(default_factory=threading.Event)  # subscribed (or given up)
 
+    def wake(self) -> None:
+        """Wake the session's waiters (holding the store's lock)."""
+        self.wakes += 1
+        self.changed.notify_all()
+
 
 class RedisEventStore:
     """An :class:`~mcp_ref.http.server.events.EventStore` on Redis (see the module docstring).
@@ -407,7 +412,7 @@ class RedisEventStore:
         with self._lock:
             follow = self._follows.get(session_id)
             if follow is not None:
-                self._woken(follow)
+                follow.wake()
 
     def following(self, session_id: str) -> int:
         """How many followers of the session (claims not yet left) this process has now."""
@@ -514,16 +519,9 @@ class RedisEventStore:
         """A store's or claim's wake-up came on the bus (the delivery thread).  This store's own
         claims are skipped: ``claim_stream`` woke this process's followers itself, and a wake-up
         coming after the new follower's first read would only make it read again for nothing."""
-        if message.get("by") == self._token:
-            return
-        with self._lock:
-            self._woken(follow)
-
-    @staticmethod
-    def _woken(follow: _Follow) -> None:
-        """Wake the follow's waiters (holding the lock)."""
-        follow.wakes += 1
-        follow.changed.notify_all()
+        if message.get("by") != self._token:
+            with self._lock:
+                follow.wake()
 
     def _script(self, what: str, session_id: str, script: Script, *args: Any) -> Any:
         """Run ``script`` on the session's keys with ``args``; None when Redis could not be asked
