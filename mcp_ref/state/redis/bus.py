@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .connection import Throttled, fresh_after_fork, json_text
+from .connection import Throttled, fresh_after_fork, json_text, reply_text
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,7 @@ class RedisBus:
     def publish(self, channel: str, message: dict) -> int:
         """One ``PUBLISH``: the number of processes Redis delivered it to (0 on a failure, logged)."""
         try:
-            data = json_text(message)
-            return int(self.connection.client.publish(self._prefix + channel, data))
+            return int(self.connection.client.publish(self._prefix + channel, json_text(message)))
         # Redis down, or an unencodable message: never the request's failure
         except Exception as error:
             with self._cond:
@@ -376,13 +375,9 @@ class RedisBus:
 
     def _take(self, message: dict) -> None:
         """One message read from the pub/sub connection."""
-        kind, name = message["type"], message.get("channel")
-        name = name.decode() if isinstance(name, bytes) else name
-        if (
-            kind in ("message", "subscribe", "unsubscribe")
-            and name is not None
-            and name.startswith(self._prefix)
-        ):
+        # no channel (a PING's answer): '', which is no channel of the bus
+        kind, name = message["type"], reply_text(message.get("channel") or "")
+        if kind in ("message", "subscribe", "unsubscribe") and name.startswith(self._prefix):
             channel = name[len(self._prefix) :]
             dropped = 0
             with self._cond:
