@@ -23,26 +23,17 @@ CHANGES = "changes"
 
 class Relay:
     """One server's change notifications on ``bus``: :meth:`publish` sends one on channel
-    :data:`CHANGES`; ``hear(message)`` receives every one published there, by any process.
-    ``reannounce()`` is called when a shared bus comes back after an outage (what was published
-    meanwhile is gone: the listeners should list again)."""
+    :data:`CHANGES`; :meth:`Changes.hear` receives every one published there, by any process.
+    :meth:`Changes.reannounce` is called when a shared bus comes back after an outage (what was
+    published meanwhile is gone: the listeners should list again)."""
 
-    def __init__(self, hear: Callable[[dict], None], reannounce: Callable[[], None], bus: Bus):
+    def __init__(self, changes: Changes, bus: Bus):
         self.bus = bus
-        self._unsubscribe = bus.subscribe(CHANGES, hear)
+        self._unsubscribe = bus.subscribe(CHANGES, changes.hear)
         on_reconnect = getattr(bus, "on_reconnect", None)
         # a shared bus: what was published while it was cut off is gone
         if on_reconnect is not None:
-            on_reconnect(reannounce)
-
-    @classmethod
-    def on_state(
-        cls, hear: Callable[[dict], None], reannounce: Callable[[], None], shared_state: Any
-    ) -> Relay:
-        """A relay on the shared state's bus, or on one in this process's memory (``shared_state``
-        None: the state is not shared)."""
-        bus = shared_state.bus() if shared_state is not None else MemoryBus()
-        return cls(hear, reannounce, bus)
+            on_reconnect(changes.reannounce)
 
     def publish(self, message: dict) -> None:
         """Send ``message`` (a change) to every process's server, this one included."""
@@ -71,7 +62,8 @@ class Changes:
         self._relay_lock = threading.Lock()
 
     def relay_on_bus(self) -> Relay:
-        """The relay (made now if need be: on the shared state's bus, or one in memory)."""
+        """The relay (made now if need be: on the shared state's bus, or on one in this process's
+        memory when the state is not shared)."""
         relay = self.relay
         if relay is None:
             # The state first, outside this lock: making it takes the server's registry lock, which
@@ -79,7 +71,8 @@ class Changes:
             shared_state = self.server.shared_state
             with self._relay_lock:
                 if self.relay is None:
-                    self.relay = Relay.on_state(self.hear, self.reannounce, shared_state)
+                    bus = shared_state.bus() if shared_state is not None else MemoryBus()
+                    self.relay = Relay(self, bus)
                 relay = self.relay
         return relay
 
@@ -88,7 +81,7 @@ class Changes:
         with self._relay_lock:
             if self.relay is not None:
                 self.relay.close()
-            self.relay = Relay(self.hear, self.reannounce, bus)
+            self.relay = Relay(self, bus)
 
     def relay_in_use(self) -> Relay | None:
         """The relay, if changes go through one: made now when the state is shared (a change made

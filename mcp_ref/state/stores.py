@@ -115,12 +115,11 @@ class MemoryBuckets:
         rate = count / seconds
         with self._lock:
             now = self.clock()
-            bucket = self._buckets.get(key)
-            if bucket is None:
-                tokens = float(count)
-            else:
-                tokens = min(float(count), bucket[0] + (now - bucket[1]) * rate)
-                self._buckets.move_to_end(key)
+            # taken out and put back: the bucket goes to the recently used end
+            bucket = self._buckets.pop(key, None)
+            tokens = float(count)
+            if bucket is not None:
+                tokens = min(tokens, bucket[0] + (now - bucket[1]) * rate)
             wait = 0.0
             if tokens >= 1.0:
                 tokens -= 1.0
@@ -473,8 +472,7 @@ class MemoryTaskRecords:
     def get(self, task_id: str) -> dict | None:
         """See :meth:`TaskRecords.get`."""
         with self._lock:
-            record = self._live(task_id)
-            return None if record is None else _json(record)
+            return _json(self._live(task_id))  # a copy (None, no record, stays None)
 
     def transition(
         self,

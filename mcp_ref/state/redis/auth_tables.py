@@ -32,7 +32,7 @@ import json
 from typing import Any
 
 from .connection import Connection
-from .stores import FAULTS, NOW, Faults, InjectableClock, Script
+from .stores import FAULTS, NOW, RedisStore, Script
 
 #: Expired entries one put forgets at most (bounded work per call).
 SWEEP_LIMIT = 100
@@ -109,23 +109,23 @@ return redis.error_reply('unknown operation ' .. op)
 )
 
 
-class RedisAuthTable(InjectableClock):
+class RedisAuthTable(RedisStore):
     """One table of the demo authorization server on Redis (see the module docstring): the
     workbench's ``AuthTable`` interface, shared by every process on ``connection``."""
 
     def __init__(self, connection: Connection, name: str, *, limit: int, clock: Any = None):
-        InjectableClock.__init__(self, clock)
+        RedisStore.__init__(self, connection, clock)
         if not name or any(c in name for c in ": \r\n{}"):
             raise ValueError(f"not a usable table name: {name!r}")
-        self.connection, self.name, self.limit = connection, name, limit
+        self.name, self.limit = name, limit
         self.prefix = connection.key("auth", name, "")
-        self.faults = Faults(connection, f"the authorization server's {name} table")
+        self.what = f"the authorization server's {name} table"
 
     def _run(self, op: str, key: str, *more: Any) -> Any:
         try:
-            return TABLE(self.connection.client, [], [op, self.prefix, key, self.now(1000), *more])
+            return TABLE(self.connection, [], [op, self.prefix, key, self.now(1000), *more])
         except FAULTS as error:
-            self.faults(error, f"the {self.name} table answers ConnectionError until it is back")
+            self.fault(error, f"the {self.name} table answers ConnectionError until it is back")
             raise ConnectionError(
                 f"the authorization server's {self.name} table is unreachable"
             ) from error

@@ -31,12 +31,11 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .connection import Throttled, json_text
+from .connection import Throttled, fresh_after_fork, json_text, reply_text
 
 log = logging.getLogger(__name__)
 
@@ -95,11 +94,11 @@ class RedisBus:
         self._numbers = itertools.count(1)
         self._prefix = connection.key("bus", "")
         self._fresh_process()
-        os.register_at_fork(after_in_child=_restarter(weakref.ref(self)))
+        fresh_after_fork(self._fresh_process)
 
     def _fresh_process(self) -> None:
-        """This process's part: locks, threads, the pub/sub connection (none yet), the queue."""
-        self._pid = os.getpid()
+        """This process's part: locks, threads, the pub/sub connection (none yet), the queue; in a
+        forked child whose bus has subscribers, its threads started again."""
         # everything below, and the tables above
         self._cond = threading.Condition(threading.RLock())
         self._stop = threading.Event()
@@ -107,7 +106,6 @@ class RedisBus:
         # (None, None): the hooks
         self._queue: collections.deque[tuple[str | None, Any]] = collections.deque()
         self._queued = 0  # messages in the queue (hooks are not counted: they are never dropped)
-        self._pubsub: Any = None
         self._connected = False
         self._connecting = False
         self._dirty: set[str] = set()  # channels whose Redis subscription must be brought in line
@@ -118,19 +116,20 @@ class RedisBus:
         # wakes this process's listener
         self._control = self.connection.key("bus~", os.urandom(8).hex())
         self._warnings = Throttled(log)
+        if self._channels:
+            self._start()
 
     # -- the Bus interface --------------------------------------------------------------------------
 
     def publish(self, channel: str, message: dict) -> int:
         """One ``PUBLISH``: the number of processes Redis delivered it to (0 on a failure, logged)."""
         try:
-            data = json_text(message)
-            return int(self.connection.client.publish(self._prefix + channel, data))
+            return int(self.connection.client.publish(self._prefix + channel, json_text(message)))
         # Redis down, or an unencodable message: never the request's failure
         except Exception as error:
             with self._cond:
                 self.failed_publishes += 1
-            self._warn("publish", "bus: a publish on %r failed (%s)", channel, error)
+            self._warnings.warning("publish", "bus: a publish on %r failed (%s)", channel, error)
             return 0
 
     def subscribe(self, channel: str, callback: Callback) -> Callable[[], None]:
@@ -155,7 +154,17 @@ class RedisBus:
             wake = new and self._connected
         if wake:
             self._wake()
-        self._wait_confirmed(channel)
+        with self._cond:
+            # until Redis confirmed the channel, the listener is known to be down, or the timeout
+            self._cond.wait_for(
+                lambda: (
+                    self._confirmed(channel)
+                    or self.closed
+                    or channel not in self._channels
+                    or not (self._connected or self._connecting)
+                ),
+                self.subscribe_timeout,
+            )
 
         def unsubscribe() -> None:
             with self._cond:
@@ -221,8 +230,8 @@ class RedisBus:
             self.closed = True
             self._stop.set()
             self._cond.notify_all()
-            threads, pubsub = list(self._threads), self._pubsub
-        if pubsub is not None and self._connected:
+            threads = list(self._threads)
+        if self._connected:
             self._wake()
         for thread in threads:
             if thread is not threading.current_thread():
@@ -242,7 +251,8 @@ class RedisBus:
 
     def _listen(self) -> None:
         """The listener: connect, read, and on a failure reconnect after a backoff, until stopped."""
-        failures, lost = 0, False
+        # failures in a row: the connection was lost (or never made) when there are
+        failures = 0
         while not self._stop.is_set():
             if failures and self._stop.wait(
                 min(self.max_backoff, self.min_backoff * 2 ** (failures - 1))
@@ -251,21 +261,21 @@ class RedisBus:
             try:
                 pubsub = self._open()
             except Exception as error:
-                failures, lost = failures + 1, True
+                failures += 1
                 self._down(None, "bus: cannot reach Redis (%s); retrying", error)
                 continue
             try:
                 self._settle(pubsub)
-                if lost:
+                if failures:
                     with self._cond:
                         self.reconnects += 1
                         # the hooks' turn, after what was queued
                         self._put((None, None), counted=False)
                     log.warning("bus: connected to Redis again; every channel subscribed again")
-                failures, lost = 0, False
+                failures = 0
                 self._read(pubsub)
             except Exception as error:
-                failures, lost = failures + 1, True
+                failures += 1
                 self._down(
                     pubsub, "bus: lost the pub/sub connection to Redis (%s); reconnecting", error
                 )
@@ -319,7 +329,6 @@ class RedisBus:
             with self._cond:
                 self._sent, self._acked, self._on_redis = Counter(), Counter(), set()
                 self._dirty = set(self._channels)
-                self._pubsub = pubsub
                 self._sync(pubsub)
                 self._connected, self._connecting = True, False
                 self._cond.notify_all()
@@ -355,25 +364,20 @@ class RedisBus:
         dirty, self._dirty = self._dirty, set()
         wanted = [c for c in dirty if c in self._channels and c not in self._on_redis]
         unwanted = [c for c in dirty if c not in self._channels and c in self._on_redis]
-        for start in range(0, len(wanted), 1000):
-            batch = wanted[start : start + 1000]
-            pubsub.subscribe(*(self._prefix + c for c in batch))
-            self._sent.update(batch)
-            self._on_redis.update(batch)
-        for start in range(0, len(unwanted), 1000):
-            batch = unwanted[start : start + 1000]
-            pubsub.unsubscribe(*(self._prefix + c for c in batch))
-            self._on_redis.difference_update(batch)
+        # counted as sent before sending: a send that fails loses the connection, and the next
+        # one starts these counts again (_open)
+        self._sent.update(wanted)
+        self._on_redis.update(wanted)
+        self._on_redis.difference_update(unwanted)
+        for send, channels in ((pubsub.subscribe, wanted), (pubsub.unsubscribe, unwanted)):
+            for start in range(0, len(channels), 1000):  # at most 1000 channels a command
+                send(*(self._prefix + c for c in channels[start : start + 1000]))
 
     def _take(self, message: dict) -> None:
         """One message read from the pub/sub connection."""
-        kind, name = message["type"], message.get("channel")
-        name = name.decode() if isinstance(name, bytes) else name
-        if (
-            kind in ("message", "subscribe", "unsubscribe")
-            and name is not None
-            and name.startswith(self._prefix)
-        ):
+        # no channel (a PING's answer): '', which is no channel of the bus
+        kind, name = message["type"], reply_text(message.get("channel") or "")
+        if kind in ("message", "subscribe", "unsubscribe") and name.startswith(self._prefix):
             channel = name[len(self._prefix) :]
             dropped = 0
             with self._cond:
@@ -391,7 +395,7 @@ class RedisBus:
                     self._acked.pop(channel, None)
                 self._cond.notify_all()
             if dropped:
-                self._warn(
+                self._warnings.warning(
                     "drop",
                     "bus: the delivery queue is full (%d messages): a message on %r was dropped "
                     "(%d dropped in all)",
@@ -438,26 +442,12 @@ class RedisBus:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _confirmed(self, channel: str) -> bool:
-        sent = self._sent.get(channel)
+        # sent on this connection (at least once), and every SUBSCRIBE sent answered
         return (
             self._connected
             and channel in self._on_redis
-            and sent is not None
-            and self._acked[channel] >= sent
+            and 0 < self._sent[channel] <= self._acked[channel]
         )
-
-    def _wait_confirmed(self, channel: str) -> None:
-        """Until Redis confirmed ``channel``, the listener is known to be down, or the timeout."""
-        with self._cond:
-            self._cond.wait_for(
-                lambda: (
-                    self._confirmed(channel)
-                    or self.closed
-                    or channel not in self._channels
-                    or not (self._connected or self._connecting)
-                ),
-                self.subscribe_timeout,
-            )
 
     def _wake(self) -> None:
         """Wake the listener (a message on this process's control channel): it has work."""
@@ -469,21 +459,15 @@ class RedisBus:
     def _down(self, pubsub: Any, message: str, error: Exception | None) -> None:
         """The pub/sub connection is gone (or never came): forget it, close it, say so."""
         with self._cond:
-            if pubsub is not None and self._pubsub is pubsub:
-                self._pubsub = None
             self._connected = self._connecting = False
             self._cond.notify_all()
         if message and not self._stop.is_set():
-            self._warn("listen", message, error)
+            self._warnings.warning("listen", message, error)
         if pubsub is not None:
             try:
                 pubsub.close()
             except Exception:  # already broken: nothing to release
                 pass
-
-    def _warn(self, kind: str, message: str, *args: Any) -> None:
-        """``log.warning`` at most once a minute per kind (:class:`~.connection.Throttled`)."""
-        self._warnings.warning(kind, message, *args)
 
 
 def _call(function: Callable, message: dict | None, what: str) -> None:
@@ -492,17 +476,3 @@ def _call(function: Callable, message: dict | None, what: str) -> None:
         function() if message is None else function(message)
     except Exception:  # one subscriber's failure is neither the bus's nor the other subscribers'
         log.exception("bus: %s failed", what)
-
-
-def _restarter(bus_ref: weakref.ref) -> Callable[[], None]:
-    """The at-fork hook of a bus: in the child, fresh locks and threads (the parent's are not there)."""
-
-    def after_fork_in_child() -> None:
-        bus = bus_ref()
-        if bus is None or bus.closed:
-            return
-        bus._fresh_process()
-        if bus._channels:
-            bus._start()
-
-    return after_fork_in_child

@@ -16,7 +16,9 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -99,6 +101,19 @@ class Connection:
         if client is not None and self._pid == os.getpid():
             client.close()
             client.connection_pool.disconnect()
+
+
+def fresh_after_fork(fresh_process: Callable[[], None]) -> None:
+    """Call ``fresh_process`` (a method: held weakly, with its object) in every forked child: the
+    parent's locks, threads and token are not the child's (gunicorn ``--preload``)."""
+    method_ref = weakref.WeakMethod(fresh_process)
+
+    def after_fork_in_child() -> None:
+        method = method_ref()
+        if method is not None:
+            method()
+
+    os.register_at_fork(after_in_child=after_fork_in_child)
 
 
 class Throttled:

@@ -32,13 +32,12 @@ import logging
 import math
 import os
 import threading
-import weakref
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..stores import Clock
-from .connection import Connection, reply_text
-from .stores import FAULTS, NOW, Faults, InjectableClock, Script
+from .connection import Connection, fresh_after_fork, reply_text
+from .stores import FAULTS, NOW, RedisStore, Script
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +101,7 @@ stay(KEYS[2], {KEYS[1]})
 return 1
 """
 )
-#: KEYS counter, holders; ARGV now, token: one place of the caller's less; the places left.
+#: KEYS counter, holders; ARGV now, token, ttl, keep: one place of the caller's less; the places left.
 COUNT_RELEASE = Script(
     COUNTED
     + """
@@ -111,7 +110,7 @@ if left > 0 then redis.call('HSET', KEYS[1], me, left) else redis.call('HDEL', K
 return counted()
 """
 )
-#: KEYS counter, holders; ARGV now, token.
+#: KEYS counter, holders; ARGV now, token, ttl, keep.
 COUNT_READ = Script(COUNTED + "return counted()")
 #: KEYS holders, counter...; ARGV now, token, ttl, keep, then each counter's places (0: none).
 COUNT_BEAT = Script(
@@ -166,15 +165,15 @@ stay(KEYS[2], {KEYS[1]})
 return {1, distinct + more}
 """
 )
-#: KEYS set; ARGV now, token, members...: the caller holds them no longer.
+#: KEYS set, holders; ARGV now, token, ttl, keep, members...: the caller holds them no longer.
 LET_GO = Script(
     LIVE
     + """
-for i = 3, #ARGV do redis.call('HDEL', KEYS[1], me .. ' ' .. ARGV[i]) end
+for i = 5, #ARGV do redis.call('HDEL', KEYS[1], me .. ' ' .. ARGV[i]) end
 return 1
 """
 )
-#: KEYS set, holders; ARGV now, token: the distinct members of the live holders.
+#: KEYS set, holders; ARGV now, token, ttl, keep: the distinct members of the live holders.
 MEMBERS_READ = Script(
     MEMBERS
     + """
@@ -208,19 +207,17 @@ return 1
 )
 
 
-class Holder(InjectableClock):
+class Holder(RedisStore):
     """What a store whose places belong to this process shares: its token, its lock, its
     heartbeat (see the module docstring).  ``holder_ttl``: seconds its places outlive its last
     beat; ``beat_every``: seconds between beats (default a third of ``holder_ttl``); ``clock``: see
-    :class:`~.stores.InjectableClock`.  ``beats`` counts the beats (and wakes :attr:`beaten`).
+    :class:`~.stores.RedisStore`.  ``beats`` counts the beats (and wakes :attr:`beaten`).
 
     A subclass keeps in ``_table`` what this process holds (key -> places or members), and writes a
     whole holding with :meth:`_write`.  A key changed here while Redis was unreachable is "unsaid":
     the next beat that reaches Redis writes it too, so nothing given back meanwhile stays taken."""
 
     kind = ""
-    #: What the store is called in its warnings.
-    what = ""
     #: What a key holds when nothing is held (0 places, no members).
     nothing: Callable[[], Any] = int
 
@@ -234,18 +231,17 @@ class Holder(InjectableClock):
     ):
         if not holder_ttl > 0 or (beat_every is not None and not beat_every > 0):
             raise ValueError("holder_ttl and beat_every must be positive numbers of seconds")
-        InjectableClock.__init__(self, clock)
-        self.connection = connection
+        RedisStore.__init__(self, connection, clock)
         self.holder_ttl = holder_ttl
         self.beat_every = holder_ttl / 3 if beat_every is None else beat_every
-        self.faults = Faults(connection, self.what)
         self.beats = 0
         self.closed = False
         self._fresh_process()
-        os.register_at_fork(after_in_child=_restarter(weakref.ref(self)))
+        fresh_after_fork(self._fresh_process)
 
     def _fresh_process(self) -> None:
-        """This process's part: a token of its own, nothing held, no heartbeat yet."""
+        """This process's part: a token of its own, nothing held, no heartbeat yet (in a forked
+        child too: the parent's places are the parent's)."""
         self.token = f"{os.getpid()}-{os.urandom(6).hex()}"
         self._lock = threading.RLock()
         #: Notified after each beat (tests wait on it, with a timeout).
@@ -256,25 +252,32 @@ class Holder(InjectableClock):
         self._table: dict[str, Any] = {}
         self._unsaid: set[str] = set()  # keys whose Redis side may differ from the table (a fault)
 
-    def _head(self) -> list:
-        """ARGV's first two: the time (ms) and the token."""
-        return [self.now(1000), self.token]
-
     def _args(self, *more: Any) -> list:
-        """ARGV for a script that writes: the time, the token, the TTL and the keys' lifetime (ms), ``more``."""
+        """ARGV of every holder script: the time, the token, the TTL and the keys' lifetime (ms), then
+        ``more``."""
         ttl = max(1, math.ceil(self.holder_ttl * 1000))
-        return [*self._head(), ttl, 3 * ttl, *more]
+        return [self.now(1000), self.token, ttl, 3 * ttl, *more]
 
     def _key(self, key: str) -> str:
         return self.connection.key(self.kind, key)
 
-    def _keys(self, key: str) -> list[str]:
-        """KEYS for a script on ``key``: its own, and the table of live holders."""
-        return [self._key(key), self.connection.key("holders")]
+    def _run(self, script: Script, key: str, *more: Any) -> Any:
+        """``script`` on ``key``: KEYS its own and the table of live holders, ARGV :meth:`_args`."""
+        keys = [self._key(key), self.connection.key("holders")]
+        return script(self.connection, keys, self._args(*more))
+
+    def _hold(self, key: str, held: Any) -> None:
+        """This process holds ``held`` of ``key`` now (holding the lock): nothing, and the key leaves
+        the table; something, and the heartbeat runs."""
+        if held:
+            self._table[key] = held
+            self._keep_beating()
+        else:
+            self._table.pop(key, None)
 
     def _unreachable(self, error: Exception, key: str, consequence: str) -> None:
         """A write of ``key`` failed: it is said again at the next beat."""
-        self.faults(error, consequence)
+        self.fault(error, consequence)
         self._unsaid.add(key)
         self._keep_beating()
 
@@ -316,7 +319,7 @@ class Holder(InjectableClock):
         try:
             self._write(whole)
         except FAULTS as error:
-            self.faults(error, "this process's places are said again when it is back")
+            self.fault(error, "this process's places are said again when it is back")
             self._keep_beating()
             return
         self._unsaid.clear()
@@ -329,9 +332,11 @@ class Holder(InjectableClock):
         with self._lock:
             self.closed = True
             self._stop.set()
-            table, self._table = self._table, {}
-            if table or self._unsaid:
-                self._say({key: self.nothing() for key in table})
+            # every key held is said as holding nothing
+            self._unsaid.update(self._table)
+            self._table = {}
+            if self._unsaid:
+                self._say({})
 
 
 class RedisCounters(Holder):
@@ -353,31 +358,20 @@ class RedisCounters(Holder):
         """See :meth:`mcp_ref.state.stores.Counters.acquire`."""
         with self._lock:
             try:
-                added = bool(
-                    COUNT_ACQUIRE(
-                        self.connection.client,
-                        self._keys(key),
-                        self._args("" if limit is None else limit),
-                    )
-                )
+                added = bool(self._run(COUNT_ACQUIRE, key, "" if limit is None else limit))
             except FAULTS as error:
-                self.faults(error, "new places are refused until it is back")
+                self.fault(error, "new places are refused until it is back")
                 return False
             if added:
-                self._table[key] = self._table.get(key, 0) + 1
-                self._keep_beating()
+                self._hold(key, self._table.get(key, 0) + 1)
             return added
 
     def release(self, key: str) -> int:
         """See :meth:`mcp_ref.state.stores.Counters.release`: one of this process's places."""
         with self._lock:
-            held = self._table.get(key, 0)
-            if held > 1:
-                self._table[key] = held - 1
-            else:
-                self._table.pop(key, None)
+            self._hold(key, max(0, self._table.get(key, 0) - 1))
             try:
-                return int(COUNT_RELEASE(self.connection.client, self._keys(key), self._head()))
+                return int(self._run(COUNT_RELEASE, key))
             except FAULTS as error:
                 self._unreachable(error, key, "a place given back reaches it when it is back")
                 return 0
@@ -385,14 +379,14 @@ class RedisCounters(Holder):
     def count(self, key: str) -> int:
         """See :meth:`mcp_ref.state.stores.Counters.count` (the live holders' places)."""
         try:
-            return int(COUNT_READ(self.connection.client, self._keys(key), self._head()))
+            return int(self._run(COUNT_READ, key))
         except FAULTS as error:
-            self.faults(error, "counts read as 0")
+            self.fault(error, "counts read as 0")
             return 0
 
     def _write(self, whole: Mapping[str, Any]) -> None:
         COUNT_BEAT(
-            self.connection.client,
+            self.connection,
             [self.connection.key("holders"), *map(self._key, whole)],
             self._args(*whole.values()),
         )
@@ -424,11 +418,7 @@ class RedisHeldSets(Holder):
         with self._lock:
             mine = self._table.get(key, set())
             try:
-                verdict = HOLD(
-                    self.connection.client,
-                    self._keys(key),
-                    self._args("" if limit is None else limit, *sorted(members)),
-                )
+                verdict = self._run(HOLD, key, "" if limit is None else limit, *sorted(members))
                 added, distinct = bool(verdict[0]), int(verdict[1])
             except FAULTS as error:
                 self._unreachable(
@@ -436,33 +426,25 @@ class RedisHeldSets(Holder):
                 )
                 added = limit is None or len(mine | members) <= limit
                 distinct = len(mine | members) if added else len(mine)
-            if added and members:
-                self._table[key] = mine | members
-                self._keep_beating()
+            if added:
+                self._hold(key, mine | members)
             return added, distinct
 
     def release(self, key: str, members: Collection[str]) -> None:
         """See :meth:`mcp_ref.state.stores.HeldSets.release`."""
         with self._lock:
-            left = self._table.get(key, set()) - set(members)
-            if left:
-                self._table[key] = left
-            else:
-                self._table.pop(key, None)
+            self._hold(key, self._table.get(key, set()) - set(members))
             try:
-                LET_GO(self.connection.client, [self._key(key)], [*self._head(), *sorted(members)])
+                self._run(LET_GO, key, *sorted(members))
             except FAULTS as error:
                 self._unreachable(error, key, "what is let go reaches it when it is back")
 
     def members(self, key: str) -> set[str]:
         """See :meth:`mcp_ref.state.stores.HeldSets.members`."""
         try:
-            return {
-                reply_text(m)
-                for m in MEMBERS_READ(self.connection.client, self._keys(key), self._head())
-            }
+            return {reply_text(m) for m in self._run(MEMBERS_READ, key)}
         except FAULTS as error:
-            self.faults(error, "only this process's own are known")
+            self.fault(error, "only this process's own are known")
             with self._lock:
                 return set(self._table.get(key, ()))
 
@@ -470,9 +452,10 @@ class RedisHeldSets(Holder):
         """See :meth:`mcp_ref.state.stores.HeldSets.hold_only`."""
         with self._lock:
             new = {key: set(members) for key, members in table.items() if members}
-            gone: dict[str, set[str]] = {key: set() for key in self._table if key not in new}
+            # the keys no longer held are said as holding nothing (at the next beat too, if need be)
+            self._unsaid.update(self._table.keys() - new.keys())
             self._table = new
-            self._say({**gone, **new})
+            self._say(new)
             if new:
                 self._keep_beating()
 
@@ -488,18 +471,4 @@ class RedisHeldSets(Holder):
         args = self._args()
         for members in whole.values():
             args += [len(members), *sorted(members)]
-        HELD_BEAT(
-            self.connection.client, [self.connection.key("holders"), *map(self._key, whole)], args
-        )
-
-
-def _restarter(holder_ref: weakref.ref) -> Callable[[], None]:
-    """The at-fork hook of a holder: in the child, a token of its own and nothing held (the
-    parent's places are the parent's; its lock and thread are not in the child)."""
-
-    def after_fork_in_child() -> None:
-        holder = holder_ref()
-        if holder is not None:
-            holder._fresh_process()
-
-    return after_fork_in_child
+        HELD_BEAT(self.connection, [self.connection.key("holders"), *map(self._key, whole)], args)

@@ -82,9 +82,11 @@ import re
 import secrets
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...http.server.events import Followed
+from .bus import RedisBus
 from .connection import Throttled, reply_text
 from .sessions import session_digest
 from .stores import FAULTS, Script
@@ -168,10 +170,11 @@ end
 return answer
 """)
 
-# KEYS: the followers.  ARGV: stream id, generation, the standalone stream's id.
+# KEYS: the stream, the counter, the followers.  ARGV: stream id, generation, the standalone
+# stream's id.
 _LEAVE = Script("""
-if ARGV[1] ~= ARGV[3] and redis.call('HGET', KEYS[1], ARGV[1] .. ':g') == ARGV[2] then
-  redis.call('HDEL', KEYS[1], ARGV[1] .. ':g', ARGV[1] .. ':c')
+if ARGV[1] ~= ARGV[3] and redis.call('HGET', KEYS[3], ARGV[1] .. ':g') == ARGV[2] then
+  redis.call('HDEL', KEYS[3], ARGV[1] .. ':g', ARGV[1] .. ':c')
 end
 return 1
 """)
@@ -190,19 +193,24 @@ class EventStoreUnavailable(ConnectionError):
     needs nothing of this module)."""
 
 
+@dataclass
 class _Follow:
     """This process's part in one session's streams: its followers and waiting threads, the
     wake-ups so far, the bus subscription."""
 
-    def __init__(self, lock: threading.Lock):
-        self.changed = threading.Condition(lock)
-        self.followers = 0  # claims not yet left
-        self.waiters = 0  # threads in wait_after
-        self.wakes = 0  # wake-ups so far: a waiter waits until they move
-        # a subscription was made (or tried): counted in RedisEventStore._subscriptions
-        self.tried = False
-        self.unsubscribe: Any = None
-        self.ready = threading.Event()  # the subscription is made (or given up)
+    changed: threading.Condition  # on the store's lock
+    followers: int = 0  # claims not yet left
+    waiters: int = 0  # threads in wait_after
+    wakes: int = 0  # wake-ups so far: a waiter waits until they move
+    # a subscription was made (or tried): counted in RedisEventStore._subscriptions
+    tried: bool = False
+    unsubscribe: Any = None
+    ready: threading.Event = field(default_factory=threading.Event)  # subscribed (or given up)
+
+    def wake(self) -> None:
+        """Wake the session's waiters (holding the store's lock)."""
+        self.wakes += 1
+        self.changed.notify_all()
 
 
 class RedisEventStore:
@@ -235,7 +243,8 @@ class RedisEventStore:
         self.expire_after = expire_after
         self.max_followed = max_followed
         self.failures = 0
-        self._bus = bus
+        #: The :class:`~.bus.RedisBus` the followers' wake-ups come on (made here when not given).
+        self.bus = RedisBus(connection) if bus is None else bus
         self._own_bus = bus is None
         self._unkept = itertools.count(1)
         self._token = secrets.token_hex(8)  # names this store's claims on the bus
@@ -259,17 +268,6 @@ class RedisEventStore:
         """The bus channel on which each store or claim of the session wakes its followers (named by
         the session's digest: a channel name is seen by ``PUBSUB CHANNELS`` and in the bus's logs)."""
         return "events:" + session_digest(session_id)
-
-    @property
-    def bus(self) -> Any:
-        """The :class:`~.bus.RedisBus` the followers' wake-ups come on (made on first use when not given)."""
-        if self._bus is None:
-            from .bus import RedisBus
-
-            with self._lock:
-                if self._bus is None:
-                    self._bus = RedisBus(self.connection)
-        return self._bus
 
     @property
     def _expiry(self) -> int:
@@ -296,27 +294,19 @@ class RedisEventStore:
 
     def _keep(self, session_id: str, stream_id: str, data: bytes, *, end: bool) -> int | None:
         """Append one entry (the store script); its number, or None when Redis could not be reached."""
-        try:
-            number = _STORE(
-                self.connection.client,
-                self.keys(session_id),
-                [
-                    self.max_events,
-                    self._expiry,
-                    stream_id,
-                    data,
-                    "1" if end else "0",
-                    self._wake_channel(session_id),
-                ],
-            )
-        except Exception as error:  # Redis down: only a live stream still carries the event
-            self._failed(
-                "end a stream of" if end else "store an event (lost unless sent live) of",
-                session_id,
-                error,
-            )
-            return None
-        return int(number)
+        # Redis down: only a live stream still carries the event
+        number = self._script(
+            "end a stream of" if end else "store an event (lost unless sent live) of",
+            session_id,
+            _STORE,
+            self.max_events,
+            self._expiry,
+            stream_id,
+            data,
+            "1" if end else "0",
+            self._wake_channel(session_id),
+        )
+        return None if number is None else int(number)
 
     def replay_after(
         self, session_id: str, event_id: str
@@ -349,10 +339,8 @@ class RedisEventStore:
 
     def forget(self, session_id: str) -> None:
         """Drop every key of the session; its followers on every worker are woken (and superseded)."""
-        try:
-            _FORGET(self.connection.client, self.keys(session_id), [self._wake_channel(session_id)])
-        except Exception as error:  # left to expire
-            self._failed("forget the events of", session_id, error)
+        # on a failure, left to expire
+        self._script("forget the events of", session_id, _FORGET, self._wake_channel(session_id))
         self.wake(session_id)
 
     # -- following -----------------------------------------------------------------------------------
@@ -365,7 +353,7 @@ class RedisEventStore:
         claimed = False
         try:
             answer = _CLAIM(
-                self.connection.client,
+                self.connection,
                 self.keys(session_id),
                 [stream_id, self._expiry, self._wake_channel(session_id), self._token],
             )
@@ -410,14 +398,10 @@ class RedisEventStore:
     def leave_stream(self, session_id: str, stream_id: str, generation: int) -> None:
         """See ``EventStore.leave_stream``: a POST stream's generation and cursor go if ``generation``
         is its newest (one script); this process's subscription goes with its last follower of the session."""
-        try:
-            _LEAVE(
-                self.connection.client,
-                [self.keys(session_id)[2]],
-                [stream_id, generation, STANDALONE],
-            )
-        except Exception as error:  # left to expire
-            self._failed("stop following a stream of", session_id, error)
+        # on a failure, left to expire
+        self._script(
+            "stop following a stream of", session_id, _LEAVE, stream_id, generation, STANDALONE
+        )
         with self._lock:
             follow = self._follows.get(session_id)
         if follow is not None:
@@ -428,7 +412,7 @@ class RedisEventStore:
         with self._lock:
             follow = self._follows.get(session_id)
             if follow is not None:
-                self._woken(follow)
+                follow.wake()
 
     def following(self, session_id: str) -> int:
         """How many followers of the session (claims not yet left) this process has now."""
@@ -438,9 +422,8 @@ class RedisEventStore:
 
     def close(self) -> None:
         """Close the bus this store made (a given bus, and the connection, are the state's)."""
-        bus = self._bus if self._own_bus else None
-        if bus is not None:
-            bus.close()
+        if self._own_bus:
+            self.bus.close()
 
     def _read(
         self, session_id: str, stream_id: str, number: int, generation: int
@@ -448,23 +431,20 @@ class RedisEventStore:
         """One read of the stream after ``number`` (the read script; again while a full batch held
         only other streams' entries: at most what ``max_events`` allows); None when Redis could not
         be asked."""
-        keys, last = self.keys(session_id), number
+        last = number
         for _batch in range(self.max_events // READ_COUNT + 2):
-            try:
-                answer = _READ(
-                    self.connection.client,
-                    keys,
-                    [
-                        stream_id,
-                        generation,
-                        last,
-                        READ_COUNT,
-                        self._expiry,
-                        f"0-{max(0, last) + 1}",
-                    ],
-                )
-            except Exception as error:
-                self._failed("follow a stream of", session_id, error)
+            answer = self._script(
+                "follow a stream of",
+                session_id,
+                _READ,
+                stream_id,
+                generation,
+                last,
+                READ_COUNT,
+                self._expiry,
+                f"0-{max(0, last) + 1}",
+            )
+            if answer is None:
                 return None
             if int(answer[0]):
                 return Followed([], False, number, True)
@@ -487,7 +467,7 @@ class RedisEventStore:
         with self._lock:
             follow = self._follows.get(session_id)
             if follow is None:  # made once, not for every waiter
-                follow = self._follows[session_id] = _Follow(self._lock)
+                follow = self._follows[session_id] = _Follow(threading.Condition(self._lock))
             if not follower:
                 follow.waiters += 1
                 return follow
@@ -539,16 +519,18 @@ class RedisEventStore:
         """A store's or claim's wake-up came on the bus (the delivery thread).  This store's own
         claims are skipped: ``claim_stream`` woke this process's followers itself, and a wake-up
         coming after the new follower's first read would only make it read again for nothing."""
-        if message.get("by") == self._token:
-            return
-        with self._lock:
-            self._woken(follow)
+        if message.get("by") != self._token:
+            with self._lock:
+                follow.wake()
 
-    @staticmethod
-    def _woken(follow: _Follow) -> None:
-        """Wake the follow's waiters (holding the lock)."""
-        follow.wakes += 1
-        follow.changed.notify_all()
+    def _script(self, what: str, session_id: str, script: Script, *args: Any) -> Any:
+        """Run ``script`` on the session's keys with ``args``; None when Redis could not be asked
+        (:meth:`_failed`: it could not ``what`` the session)."""
+        try:
+            return script(self.connection, self.keys(session_id), list(args))
+        except Exception as error:
+            self._failed(what, session_id, error)
+            return None
 
     def _failed(self, what: str, session_id: str, error: Exception) -> None:
         """Count a failure; log it at most once a minute (:class:`~.connection.Throttled`), naming the

@@ -77,7 +77,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from .connection import Connection, json_text, reply_text
-from .stores import FAULTS, NOW, Faults, InjectableClock, Script
+from .stores import FAULTS, NOW, RedisStore, Script
 
 if TYPE_CHECKING:
     from ...http.server.sessions import SessionRecord
@@ -218,13 +218,14 @@ class SessionTableUnavailable(ConnectionError):
     (a builtin :class:`ConnectionError`, so the transport needs nothing of this module)."""
 
 
-class RedisSessionTable(InjectableClock):
+class RedisSessionTable(RedisStore):
     """A :class:`~mcp_ref.http.server.sessions.SessionTable` on Redis, shared by every
     process on ``connection`` (see the module docstring): at most ``max_sessions`` in the whole
     deployment; a session idle for ``idle_timeout`` seconds (``handshake_timeout`` until it is
     established) expires.  ``failures`` counts the Redis calls that failed."""
 
     shared = True
+    what = "session table"
 
     def __init__(
         self,
@@ -237,14 +238,12 @@ class RedisSessionTable(InjectableClock):
     ):
         if max_sessions < 1 or idle_timeout <= 0 or handshake_timeout <= 0:
             raise ValueError("max_sessions must be at least 1, and the timeouts positive")
-        InjectableClock.__init__(self, clock)
-        self.connection = connection
+        RedisStore.__init__(self, connection, clock)
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.handshake_timeout = handshake_timeout
         self.prefix = connection.key("")
         self.failures = 0
-        self.faults = Faults(connection, "session table")
         self._lock = threading.Lock()
 
     def _run(self, op: str, session_id: str, *more: Any) -> Any:
@@ -252,7 +251,7 @@ class RedisSessionTable(InjectableClock):
         the whole table); a fault raises :class:`SessionTableUnavailable`."""
         try:
             return SESSIONS(
-                self.connection.client,
+                self.connection,
                 [],
                 [
                     op,
@@ -386,7 +385,7 @@ class RedisSessionTable(InjectableClock):
         """Count and log (at most once a minute) a fault; the exception to raise for it."""
         with self._lock:
             self.failures += 1
-        self.faults(error, consequence)
+        self.fault(error, consequence)
         return SessionTableUnavailable("Service Unavailable: session store unreachable or full")
 
     def close(self) -> None:

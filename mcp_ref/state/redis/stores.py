@@ -118,7 +118,9 @@ class Script:
         self.source = source
         self.sha = hashlib.sha1(source.encode()).hexdigest()
 
-    def __call__(self, client: Any, keys: list[str], args: list[Any]) -> Any:
+    def __call__(self, connection: Connection, keys: list[str], args: list[Any]) -> Any:
+        """Run it with ``keys`` and ``args`` on this process's client of ``connection``."""
+        client = connection.client
         try:
             try:
                 return client.evalsha(self.sha, len(keys), *keys, *args)
@@ -133,17 +135,38 @@ class Script:
             raise
 
 
-class Faults:
-    """How a store copes with an unreachable Redis: a warning at most every :data:`~.connection.WARN_EVERY`
-    seconds, and the pool's idle connections dropped (after a restart each would fail once)."""
+class RedisStore:
+    """What every store on Redis has: its :class:`~.connection.Connection`; a ``clock`` (monotonic
+    seconds for whoever reads it; once a test sets it, the scripts use its time instead of Redis's);
+    and how it copes with an unreachable Redis (:meth:`fault`)."""
 
-    def __init__(self, connection: Connection, what: str):
-        self.connection, self.what = connection, what
+    #: What the store is called in its warnings.
+    what = ""
+
+    def __init__(self, connection: Connection, clock: Clock | None = None):
+        self.connection = connection
+        self.injected = clock
         self.warnings = Throttled(log)
 
-    def __call__(self, error: Exception, consequence: str) -> None:
-        """Note a fault: ``error`` happened, ``consequence`` is what the store does instead."""
-        if is_out_of_memory(error):  # the connection is fine: no writes until memory is freed
+    @property
+    def clock(self) -> Clock:
+        """The injected clock, else ``time.monotonic`` (the scripts then use Redis's ``TIME``)."""
+        return self.injected if self.injected is not None else time.monotonic
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.injected = clock
+
+    def now(self, scale: float) -> str:
+        """The time a script is given: the injected clock's (times ``scale``), else '' (Redis's)."""
+        return "" if self.injected is None else repr(self.injected() * scale)
+
+    def fault(self, error: Exception, consequence: str) -> None:
+        """Note a fault: ``error`` happened, ``consequence`` is what the store does instead.  A
+        warning at most every :data:`~.connection.WARN_EVERY` seconds, and the pool's idle
+        connections dropped (after a restart each would fail once)."""
+        # out of memory, the connection is fine: no writes until memory is freed
+        if isinstance(error, redis.exceptions.OutOfMemoryError):
             self.warnings.warning(
                 "full",
                 "%s: Redis is out of memory (maxmemory reached, it refuses writes: %s); %s",
@@ -159,32 +182,6 @@ class Faults:
         self.warnings.warning(
             "fault", "%s: Redis is unreachable (%s); %s", self.what, error, consequence
         )
-
-
-def is_out_of_memory(error: BaseException) -> bool:
-    """True when ``error`` is Redis refusing a write at its ``maxmemory`` (see :data:`FAULTS`)."""
-    return isinstance(error, redis.exceptions.OutOfMemoryError)
-
-
-class InjectableClock:
-    """A store's ``clock``: monotonic seconds for whoever reads it; once a test sets it, the
-    scripts use its time instead of Redis's."""
-
-    def __init__(self, clock: Clock | None):
-        self.injected = clock
-
-    @property
-    def clock(self) -> Clock:
-        """The injected clock, else ``time.monotonic`` (the scripts then use Redis's ``TIME``)."""
-        return self.injected if self.injected is not None else time.monotonic
-
-    @clock.setter
-    def clock(self, clock: Clock) -> None:
-        self.injected = clock
-
-    def now(self, scale: float) -> str:
-        """The time a script is given: the injected clock's (times ``scale``), else '' (Redis's)."""
-        return "" if self.injected is None else repr(self.injected() * scale)
 
 
 # -- rate-limit buckets ---------------------------------------------------------------------------
@@ -216,7 +213,7 @@ return '-1 0'
 )
 
 
-class RedisBuckets(InjectableClock):
+class RedisBuckets(RedisStore):
     """Token buckets (:class:`~mcp_ref.state.stores.Buckets`) shared by every process: one script
     per ``take`` (refill, test and take in one step, on Redis's clock), the bucket one hash that
     expires once it would be full again (a full bucket is a new one), so Redis holds only the
@@ -228,14 +225,14 @@ class RedisBuckets(InjectableClock):
     ServerBusy (-32000, "retry later": the limit is not known to be exceeded, it cannot be checked).
     """
 
+    what = "rate limits"
+
     def __init__(
         self, connection: Connection, *, fail_closed: bool = False, clock: Clock | None = None
     ):
-        InjectableClock.__init__(self, clock)
-        self.connection = connection
+        RedisStore.__init__(self, connection, clock)
         self.fail_closed = fail_closed
         self.fallback = MemoryBuckets(clock=self.clock)
-        self.faults = Faults(connection, "rate limits")
 
     def take(self, key: str, count: int, seconds: float) -> float:
         """See :meth:`mcp_ref.state.stores.Buckets.take` (:meth:`take_all` of one bucket)."""
@@ -251,18 +248,18 @@ class RedisBuckets(InjectableClock):
         try:
             answer = reply_text(
                 TAKE_ALL(
-                    self.connection.client,
+                    self.connection,
                     [self.connection.key("bucket", key) for key, _, _ in items],
                     args,
                 )
             )
         except FAULTS as error:
             if self.fail_closed:
-                self.faults(error, "requests under a rate limit are refused (fail_closed)")
+                self.fault(error, "requests under a rate limit are refused (fail_closed)")
                 raise ServerBusy(
                     "Server busy: the rate limit cannot be checked now; retry later"
                 ) from error
-            self.faults(error, "rate limits are counted in each process until it is back")
+            self.fault(error, "rate limits are counted in each process until it is back")
             self.fallback.clock = self.clock
             return self.fallback.take_all(items)
         index, wait = answer.split()
@@ -276,7 +273,7 @@ class RedisBuckets(InjectableClock):
             keys = self.connection.client.scan_iter(match=pattern, count=1000)
             return sum(1 for _key in itertools.islice(keys, MAX_SCANNED))
         except FAULTS as error:
-            self.faults(error, "the buckets cannot be counted")
+            self.fault(error, "the buckets cannot be counted")
             return 0
 
 
@@ -578,7 +575,7 @@ def _pairs(flat: list) -> dict[str, Any]:
     return {reply_text(flat[i]): json.loads(flat[i + 1]) for i in range(0, len(flat), 2)}
 
 
-class RedisTaskRecords(InjectableClock):
+class RedisTaskRecords(RedisStore):
     """The tasks extension's records (:class:`~mcp_ref.state.stores.TaskRecords`) shared by every
     process: each operation one script, so ``create`` checks ``max_tasks_per_principal`` and
     ``max_tasks`` in the step that adds (full: the oldest finished record is evicted, else refused),
@@ -596,23 +593,23 @@ class RedisTaskRecords(InjectableClock):
     usual.  A task's final write is retried either way (:data:`FINAL_WRITE_PAUSES`).
     """
 
+    what = "task records"
+
     def __init__(self, connection: Connection, *, clock: Clock | None = None):
-        InjectableClock.__init__(self, clock)
-        self.connection = connection
-        self.faults = Faults(connection, "task records")
+        RedisStore.__init__(self, connection, clock)
 
     def _run(self, op: str, task_id: str, *args: Any) -> Any:
         try:
             return RECORDS(
-                self.connection.client,
+                self.connection,
                 [],
                 [op, self.connection.key(""), self.now(1000), json_text(iso_now()), task_id, *args],
             )
         except FAULTS as error:
-            if is_out_of_memory(error):
-                self.faults(error, "task writes answer -32000 (retry later) until memory is freed")
+            if isinstance(error, redis.exceptions.OutOfMemoryError):
+                self.fault(error, "task writes answer -32000 (retry later) until memory is freed")
                 raise ServerBusy(FULL) from error
-            self.faults(error, "task requests answer -32603 until it is back")
+            self.fault(error, "task requests answer -32603 until it is back")
             raise InternalError("the task store is unreachable") from error
 
     @staticmethod
@@ -665,17 +662,15 @@ class RedisTaskRecords(InjectableClock):
             conditions += [name, len(values), *(json_text(value) for value in values)]
         replace = "".join(flag for flag, part in zip("io", PARTS, strict=True) if part in changes)
         args = (replace, *conditions, *_split(changes))
-        final = changes.get("status") in TERMINAL
+        # an ordinary write fails at once; a final one after its tries: the outcome of a task is
+        # retried, not lost (Redis may be back soon)
         pause = threading.Event()  # never set: a bounded wait between tries
-        for wait in (*FINAL_WRITE_PAUSES, None) if final else (None,):
+        for wait in FINAL_WRITE_PAUSES if changes.get("status") in TERMINAL else ():
             try:
                 return self._record(self._run("transition", task_id, *args))
             except (InternalError, ServerBusy):  # unreachable, or out of memory
-                if wait is None:  # an ordinary write fails at once; a final one after its tries
-                    raise
-                # the outcome of a task is retried, not lost: Redis may be back soon
                 pause.wait(wait)
-        raise AssertionError("unreachable")  # the loop returns or raises
+        return self._record(self._run("transition", task_id, *args))
 
     def put_inputs(self, task_id: str, requests: Mapping[str, dict]) -> bool:
         """See :meth:`mcp_ref.state.stores.TaskRecords.put_inputs`."""
