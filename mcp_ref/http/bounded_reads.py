@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
 from ..jsonrpc import RequestId
 from ..session import OutgoingRequests
+from .connection_limits import shut_down
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -448,17 +449,6 @@ def watch(sock) -> Underway | None:
     underway = Underway(sock)
     transport.awaiting(request_id, underway)
     return underway
-
-
-def shut_down(sock) -> None:
-    """Shut ``sock`` down in both directions, waking a thread blocked reading it (an error, e.g.
-    the socket already closed, is ignored: then nobody reads it)."""
-    import socket
-
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def wake(answer) -> None:

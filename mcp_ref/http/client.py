@@ -285,7 +285,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         if self._closed.is_set():
             raise OSError("the HTTP transport is closed")
         if self.mode == "sse" and self.legacy_endpoint is not None:
-            self._legacy_post(data)
+            self._send_other(data, legacy=True)
         elif isinstance(message, Request):
             if lifecycle.is_modern(message.params):
                 self._pool.submit(self._work, self._send_modern, data, message)
@@ -375,17 +375,23 @@ class HttpClientTransport(LegacySseClient, Transport):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _post(self, data: bytes, *, read_timeout: float | None = None):
-        """POST ``data``; the body is left unread (``stream``): read it with :func:`read_body`."""
-        headers = self._headers()
+    def _post(self, data: bytes, *, read_timeout: float | None = None, legacy: bool = False):
+        """POST ``data`` (``legacy``: to the 2024-11-05 endpoint, with none of the session's
+        headers); the body is left unread (``stream``): read it with :func:`read_body`."""
+        headers = {} if legacy else self._headers()
         headers["Content-Type"] = "application/json"
         return self.http.post(
-            self.url,
+            self._target(legacy),
             data=data,
             headers=headers,
             stream=True,
             timeout=(self.connect_timeout, read_timeout),
         )
+
+    def _target(self, legacy: bool) -> str:
+        """Where a message is POSTed: ``url``, or (``legacy``) the 2024-11-05 endpoint (set:
+        ``write`` checks it, and ``start_legacy`` raises without it)."""
+        return cast(str, self.legacy_endpoint) if legacy else self.url
 
     def _work(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
         """Run ``send(data, request, *args)`` on a worker: it POSTs ``request`` and delivers its
@@ -434,7 +440,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 # "should assume this is a server supporting the old HTTP+SSE transport".
                 response.close()
                 self.start_legacy()
-                self._legacy_post(data)
+                self._send_other(data, legacy=True)
                 return
             if response.ok:
                 self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
@@ -545,18 +551,22 @@ class HttpClientTransport(LegacySseClient, Transport):
             ),
         )
 
-    def _send_other(self, data: bytes) -> None:
+    def _send_other(self, data: bytes, legacy: bool = False) -> None:
+        """POST a notification or an answer (``legacy``: any message, to the 2024-11-05 endpoint,
+        its answer coming on the SSE stream); the reply says only "Accepted"."""
         import requests
 
         try:
-            response = self._post(data, read_timeout=60)
+            response = self._post(data, read_timeout=60, legacy=legacy)
             discard_body(response)  # a 202 has none; whatever a server sends is never kept
         except (requests.RequestException, AuthorizationError) as exc:
-            raise OSError(f"HTTP request to {self.url} failed: {exc}") from None
+            raise OSError(f"HTTP request to {self._target(legacy)} failed: {exc}") from None
         if response.status_code == 404 and self.session_id:
             log.debug("notification for an expired session dropped")
         elif not response.ok:
-            raise OSError(f"HTTP {response.status_code} {response.reason} from {self.url}")
+            raise OSError(
+                f"HTTP {response.status_code} {response.reason} from {self._target(legacy)}"
+            )
 
     def _renew_session(self, generation: int) -> None:
         """After a 404 for our session: start a new one, once, whoever saw the 404 first.

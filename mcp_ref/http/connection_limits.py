@@ -160,10 +160,7 @@ class DeadlineSocketIO(io.RawIOBase):
             callbacks, self._on_gone = self._on_gone, []
         for callback in callbacks:
             _run_callback(callback)
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        shut_down(self.sock)
 
     def expect(self, first: float | None, then: float | None = None) -> None:
         """A read phase: its end within ``first`` seconds (None: no deadline); see the class."""
@@ -206,6 +203,15 @@ class DeadlineSocketIO(io.RawIOBase):
         return (read_by is not None and read_by <= now) or (
             write_by is not None and write_by <= now
         )
+
+
+def shut_down(sock: socket.socket) -> None:
+    """Shut ``sock`` down in both directions, waking a thread blocked reading or writing it (an
+    error, e.g. the socket already closed, is ignored: then nobody uses it)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 def _run_callback(callback: Callable[[], None]) -> None:
@@ -313,10 +319,7 @@ class Watchdog:
             for socket_io in overdue:
                 socket_io.expired = True
                 log.debug("connection past its deadline: closed")
-                try:
-                    socket_io.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                shut_down(socket_io.sock)
 
     def _check_peers(self) -> None:
         """End the responses, running since the last look, whose client has closed the connection."""
@@ -403,10 +406,7 @@ class ConnectionTable:
                 "connection cap (%d) reached: closed the connection that waited longest for a request",
                 self.cap,
             )
-        try:
-            victim.shutdown(socket.SHUT_RDWR)  # its blocked read returns at once
-        except OSError:
-            pass
+        shut_down(victim)  # its blocked read returns at once
         return True
 
     def _stream_to_end(self) -> socket.socket:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import AuthorizationError
-from .bounded_reads import Cursor, HttpTransportError, Inbox, abort, advice, discard_body
+from .bounded_reads import Cursor, HttpTransportError, Inbox, abort, advice
 from .origins import CrossOriginRefused, same_origin
 
 log = logging.getLogger(__name__)
@@ -131,23 +131,3 @@ class LegacySseClient:
                 "credentials in it; refused"
             )
         return endpoint
-
-    def _legacy_post(self, data: bytes) -> None:
-        import requests
-
-        try:
-            # Set: write() checks it, and start_legacy() raises without it.
-            response = self.http.post(
-                cast(str, self.legacy_endpoint),
-                data=data,
-                headers={"Content-Type": "application/json"},
-                stream=True,
-                timeout=(self.connect_timeout, 60),
-            )
-            discard_body(response)  # "Accepted"; the answer comes on the SSE stream
-        except (requests.RequestException, AuthorizationError) as exc:
-            raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
-        if not response.ok:
-            raise OSError(
-                f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}"
-            )

@@ -52,6 +52,7 @@ from .connection_limits import (
     Lingerer,
     Watchdog,
     fitted_cap,
+    shut_down,
 )
 from .headers import cgi_name
 
@@ -523,10 +524,7 @@ class WsgiServer(ThreadingHTTPServer):
         if running is request:
             super().shutdown_request(request)
             return
-        try:
-            request.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        shut_down(request)
 
     def server_close(self) -> None:
         super().server_close()

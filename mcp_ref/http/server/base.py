@@ -596,8 +596,7 @@ class HttpAppBase:
 
     def _ended_elsewhere_too(self, session_id: str) -> None:
         """The table no longer has ``session_id``: end it here, and (shared) on every worker."""
-        with self._sessions_lock:
-            session = self.sessions.get(session_id)
+        session = self.live_session(session_id)
         if session is not None:
             self.end(session)
         elif self.shared:
@@ -632,8 +631,7 @@ class HttpAppBase:
 
         Returns False if there is no such session.
         """
-        with self._sessions_lock:
-            session = self.sessions.get(session_id)
+        session = self.live_session(session_id)
         if session is None:
             if self.shared and table_call(self.session_table.remove, session_id):
                 self.shared_sessions.ended(session_id)

@@ -69,7 +69,7 @@ class HttpSession(Transport):
         #: Request id -> what its success changes in the session's record (``SharedSessions.change_of``):
         #: saved for every worker before the answer goes out.  Bounded by the requests in progress.
         self.saving: dict = {}
-        #: Shared: the budget of its cancellations forwarded to every worker (``shared.Budget``; made when needed).
+        #: Shared: the budget of its cancellations forwarded to every worker (a one-key ``MemoryBuckets``; made when needed).
         self.forwarding: Any = None
         #: Shared: this worker is the session's home (its connection sends the change notifications),
         #: and when it may next try to become it (``Homes.claim``).

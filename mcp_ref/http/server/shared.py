@@ -64,8 +64,9 @@ RECONCILE_EVERY = 10.0
 #: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
 SUBSCRIBED = "sub:"
 #: A session's cancellations of requests running on other workers (sent to every worker): at most
-#: this many a second, in bursts of up to FORWARD_BURST; past it, dropped with a warning.
-FORWARD_RATE, FORWARD_BURST = 20.0, 50
+#: FORWARD_BURST at once, refilled over FORWARD_WINDOW seconds (20 a second); past it, dropped with
+#: a warning.
+FORWARD_BURST, FORWARD_WINDOW = 50, 2.5
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -322,8 +323,10 @@ class SharedSessions:
                     continue  # names no request of any worker's (or one of ours already over): dropped
                 if to is None:
                     if session.forwarding is None:
-                        session.forwarding = Budget(FORWARD_RATE, FORWARD_BURST)
-                    if not session.forwarding.take():
+                        from ...state.stores import MemoryBuckets
+
+                        session.forwarding = MemoryBuckets(max_keys=1)
+                    if session.forwarding.take(SESSIONS, FORWARD_BURST, FORWARD_WINDOW):
                         log.warning(
                             "session %s: cancellations for requests on other workers come too fast; "
                             "one was dropped",
@@ -507,27 +510,6 @@ class SharedSessions:
             if now - written >= app.keepalive:
                 written = now
                 yield KEEPALIVE
-
-
-class Budget:
-    """A token bucket, in memory: ``rate`` a second, up to ``burst`` at once (a session's forwarded cancellations)."""
-
-    def __init__(self, rate: float, burst: int):
-        self.rate, self.burst = rate, burst
-        self.tokens = float(burst)
-        self.stamp = time.monotonic()
-        self.lock = threading.Lock()
-
-    def take(self) -> bool:
-        """One token if there is one."""
-        with self.lock:
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            if self.tokens < 1:
-                return False
-            self.tokens -= 1
-            return True
 
 
 def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
