@@ -462,22 +462,30 @@ class HttpAppBase:
         with self._sessions_lock:
             return self.sessions.setdefault(cast(str, session.id), session)
 
-    def new_session(self, kind: str, name: str) -> HttpSession:
-        """A new session with an id (``streamable`` or ``legacy``), its connection made, its place
-        in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503 when the
-        table is full of sessions that all came back after ``initialize`` or are being
+    def new_session(self, environ: dict, kind: str, name: str) -> HttpSession:
+        """A new session with an id (``streamable`` or ``legacy``), made by :meth:`bound_session`,
+        its place in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503
+        when the table is full of sessions that all came back after ``initialize`` or are being
         initialized."""
         self._sweep()
         # basic/transports §Session Management: the session ID "SHOULD be globally unique and
         # cryptographically secure" and "MUST only contain visible ASCII characters".
         session_id = secrets.token_urlsafe(24)
         self._make_room(session_id)
-        session = HttpSession(self, session_id, kind=kind)
         try:
-            session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+            return self.bound_session(environ, session_id, kind, f"{name}-{session_id[:8]}")
         except BaseException:
-            self.abandon(session)
+            self._let_place_go(session_id)
             raise
+
+    def bound_session(
+        self, environ: dict, session_id: str | None, kind: str, name: str
+    ) -> HttpSession:
+        """A session of ``kind`` (``session_id`` None: one request's, no session the client names),
+        its connection made (named ``name``) and bound to the caller of ``environ`` (:meth:`bind`)."""
+        session = HttpSession(self, session_id, kind=kind)
+        session.connection = self.new_connection(session, name)
+        self.bind(session, environ)
         return session
 
     def register(self, session: HttpSession) -> None:
@@ -515,10 +523,8 @@ class HttpAppBase:
     def transient_session(self, environ: dict) -> HttpSession:
         """Stateless mode: a session and a connection for one request, at the header's version."""
         version = self.check_version(environ)
-        session = HttpSession(self, None, kind="stateless")
-        session.connection = self.new_connection(session, "http-stateless")
-        session.connection.assume_initialized(version)
-        self.bind(session, environ)
+        session = self.bound_session(environ, None, "stateless", "http-stateless")
+        cast(Connection, session.connection).assume_initialized(version)
         return session
 
     def finish_transient(self, session: HttpSession) -> None:

@@ -294,17 +294,6 @@ class HttpSession(Transport):
         """
         if stream is self.standalone:
             return
-        if self.shared:
-            with stream.cond:
-                if not stream.orphaned or stream.consumer is not None:
-                    return
-                self._store_queued(stream)  # from now on written through (``_spill``)
-                if stream.ended:
-                    self.mark_end(stream)
-                    stream.items.append(END)
-            if stream.ended:
-                self.forget_stream(stream)
-            return
         if self.kind == "stateless":
             with stream.cond:
                 if not stream.orphaned:
@@ -322,11 +311,22 @@ class HttpSession(Transport):
             self.forget_stream(stream)
             return
         with stream.cond:
-            if not stream.orphaned or not stream.ended:
+            # shared: moved to the event store even while its requests run, and from now on written
+            # through (``_spill``); otherwise only once it has ended
+            if (
+                stream.consumer is not None
+                or not stream.orphaned
+                or not (self.shared or stream.ended)
+            ):
                 return
             self._store_queued(stream)
-            stream.items.append(END)  # a GET that took the stream just before still sees its end
-        self.forget_stream(stream)
+            if stream.ended:
+                self.mark_end(stream)  # shared: its followers stop there
+                stream.items.append(
+                    END
+                )  # a GET that took the stream just before still sees its end
+        if stream.ended:
+            self.forget_stream(stream)
 
     def forget_stream(self, stream: Stream) -> None:
         """The session no longer knows ``stream`` (it has ended and been delivered, or stored)."""

@@ -34,8 +34,7 @@ class LegacySse:
         # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
         release = app.hold_stream(environ)
         try:
-            session = app.new_session("legacy", "sse")
-            app.bind(session, environ)
+            session = app.new_session(environ, "legacy", "sse")
             app.register(session)
             stream = session.standalone
             assert stream is not None  # a legacy session's

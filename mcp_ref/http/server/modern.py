@@ -14,7 +14,7 @@ from ...lifecycle import MODERN_VERSIONS
 from ...server.principal import Principal
 from ..headers import cgi_name, check_request_headers
 from .base import HttpAppBase
-from .http_session import HttpSession
+from .host import Connection
 from .oneshot import one_shot
 from .replies import held
 from .shares import peer_of
@@ -77,10 +77,9 @@ class ModernHttp:
         app.refuse_if_single_threaded(environ, "subscriptions/listen", message.id)
         release = app.hold_stream(environ, message.id)
         try:
-            session = HttpSession(app, None, kind="stateless")
+            session = app.bound_session(environ, None, "stateless", "http-modern")
             session.modern = True
-            connection = session.connection = app.new_connection(session, "http-modern")
-            app.bind(session, environ)
+            connection = cast(Connection, session.connection)
             try:
                 app.admit(environ, connection, message)
             except HttpError:

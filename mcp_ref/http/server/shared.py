@@ -108,11 +108,10 @@ class SharedOwner(SessionOwner, Protocol):
     keepalive: float
     retry_ms: int
 
-    def new_connection(self, transport: Any, name: str) -> Connection:
-        """A connection of the server served on ``transport``."""
-
-    def bind(self, session: HttpSession, environ: dict) -> None:
-        """A session belongs to the principal of ``environ``."""
+    def bound_session(
+        self, environ: dict, session_id: str | None, kind: str, name: str
+    ) -> HttpSession:
+        """A session, its connection made and bound to the caller of ``environ``."""
 
     def adopt(self, session: HttpSession) -> HttpSession:
         """Hold a replica in this process (or the one another request built first)."""
@@ -181,9 +180,8 @@ class SharedSessions:
             raise NotFound("Session not found: start a new session with initialize")
         self.listen()
         app = self.app
-        session = HttpSession(app, session_id, kind="streamable")
-        connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
-        app.bind(session, environ)
+        session = app.bound_session(environ, session_id, "streamable", f"http-{session_id[:8]}")
+        connection = cast("Connection", session.connection)
         connection.resume(_negotiated(state), initialized=record["established"])
         session.generation = record.get("generation", 0)
         session.home_worker = state.get("home")

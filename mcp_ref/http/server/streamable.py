@@ -151,13 +151,11 @@ class StreamableHttp:
         """``initialize``: a new session (none, stateless), named in ``Mcp-Session-Id`` once it succeeded."""
         app = self.app
         if app.stateless:
-            session = HttpSession(app, None, kind="stateless")
-            session.connection = app.new_connection(session, "http-stateless")
+            session = app.bound_session(environ, None, "stateless", "http-stateless")
         else:
-            session = app.new_session("streamable", "http")  # its place in the table held
+            session = app.new_session(environ, "streamable", "http")  # its place in the table held
         connection = cast(Connection, session.connection)
         try:
-            app.bind(session, environ)
             stream = session.open_stream([request.id])
             connection.dispatch(request)
             token = stream.attach()
@@ -250,7 +248,6 @@ class StreamableHttp:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID") or ""
         # shared: every stream of the session is followed from the shared store, by event number
         number = event_number(last_event_id) if session.shared else 0
-        stream: Stream | None
         if (
             not last_event_id
             or number is None
@@ -261,33 +258,24 @@ class StreamableHttp:
             # closed with a retry: basic/transports §Listening, "The server MAY close the SSE stream
             # at any time", "sending a retry field and allowing the client to reconnect".
             app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-            if session.shared:
-                return app.shared_sessions.follow(
-                    environ, start_response, session, STANDALONE, None
-                )
-            stream, last_event_id = session.standalone, ""
-        elif session.shared:
-            return app.shared_sessions.follow(
-                environ, start_response, session, last_event_id.rpartition(".")[0], number
-            )
-        else:
-            # basic/transports §Resumability: "the server MAY use this header to replay messages
-            # that would have been sent after the last event ID, on the stream that was disconnected".
-            with session.lock:
-                stream = session.by_id.get(last_event_id.rpartition(".")[0])
-            if stream is None:  # it has ended and been delivered, or never was: replay what is kept
-                found = app.event_store.replay_after(session_id, last_event_id)
-                start_response("200 OK", SSE_HEADERS)
-                return [
-                    sse_event(data, event_id=eid)
-                    for eid, data in (found[1] if found else ())
-                    if data
-                ]
-            if stream is session.standalone:  # a POST's stream ends with its request: resuming it
-                # holds a worker no longer than the POST did
-                app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-        assert stream is not None  # a stateful session's
+            last_event_id, number = "", None
+        stream_id = last_event_id.rpartition(".")[0] or STANDALONE
+        if session.shared:
+            return app.shared_sessions.follow(environ, start_response, session, stream_id, number)
+        # basic/transports §Resumability: "the server MAY use this header to replay messages
+        # that would have been sent after the last event ID, on the stream that was disconnected".
+        with session.lock:
+            stream = session.by_id.get(stream_id)
+        if stream is None:  # it has ended and been delivered, or never was: replay what is kept
+            found = app.event_store.replay_after(session_id, last_event_id)
+            start_response("200 OK", SSE_HEADERS)
+            return [
+                sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data
+            ]
         long_lived = stream is session.standalone
+        if long_lived and last_event_id:  # a POST's stream ends with its request: resuming it
+            # holds a worker no longer than the POST did
+            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
         release = app.hold_stream(environ) if long_lived else nothing
         # Take the stream over and read what it missed in one step: an event is either already
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
