@@ -399,7 +399,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         import requests
 
         sending.request = (self, request.id)
-        self._begin(request.id)
+        with self._responses_lock:
+            self._running.add(request.id)
         try:
             send(data, request, *args)
         except (requests.ConnectionError, requests.Timeout) as exc:
@@ -452,10 +453,6 @@ class HttpClientTransport(LegacySseClient, Transport):
             response = self._post(data, read_timeout=read_bound(self._requests, request.id))
         if self._track(request.id, response):
             self._deliver(response, request)
-
-    def _begin(self, request_id) -> None:
-        with self._responses_lock:
-            self._running.add(request_id)
 
     def _finish(self, request_id) -> None:
         with self._responses_lock:
@@ -793,13 +790,12 @@ class HttpClientTransport(LegacySseClient, Transport):
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}
-        # a 404 later is a lost session, or the method's
-        first = method in ("initialize", "server/discover")
+        # advice on a 404 to the first request only: a 404 later is a lost session, or the method's
         hint = (
             advice(
                 response.status_code, self.url, response.headers, credentials=self._credentials()
             )
-            if response.status_code == 401 or (response.status_code == 404 and first)
+            if response.status_code == 401 or method in ("initialize", "server/discover")
             else ""
         )
         if hint:

@@ -8,6 +8,7 @@ of this process, the long-lived streams each client holds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import secrets
@@ -708,16 +709,11 @@ class HttpAppBase:
 
     @staticmethod
     def watch(
-        environ: dict,
-        stream: Stream,
-        token: object,
-        *,
-        long_lived: bool = False,
-        end: Callable[[object], None] | None = None,
+        environ: dict, stream: Stream, token: object, end: Callable[[object], None] | None = None
     ) -> None:
         """Let the WSGI server end ``token``'s response when its client closes the connection,
-        and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
-        same as a close).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket
+        and, with ``end`` (a long-lived stream), to make room at its connection cap (``end(token)``;
+        ``stream.leave`` ends it as a close does).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket
         (:mod:`.peers`); under a server with neither, a gone client is noticed at the stream's
         next keep-alive write.  (The hooks are the environ keys
         ``mcp_ref.on_disconnect`` and ``mcp_ref.long_lived``, the seam to the WSGI server: this
@@ -730,6 +726,6 @@ class HttpAppBase:
         the client cancelling its request" (basic/transports §Sending Messages).
         """
         on_client_gone(environ, lambda: stream.leave(token))
-        hold = environ.get("mcp_ref.long_lived") if long_lived else None
-        if hold is not None:
-            hold(client_of(environ), lambda: (end or stream.leave)(token))
+        hold = environ.get("mcp_ref.long_lived")
+        if hold is not None and end is not None:
+            hold(client_of(environ), functools.partial(end, token))

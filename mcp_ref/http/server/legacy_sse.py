@@ -40,7 +40,7 @@ class LegacySse:
             assert stream is not None  # a legacy session's
             token = stream.attach()
             # The stream is the session: its client closing it, or the cap ending it, ends the session.
-            app.watch(environ, stream, token, long_lived=True)
+            app.watch(environ, stream, token, stream.leave)
         except BaseException:
             release()
             raise

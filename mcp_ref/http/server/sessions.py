@@ -136,9 +136,8 @@ class MemorySessionTable:
         with self._lock:
             timeout = self.handshake_timeout
             stale = [held for held, since in self._reserved.items() if now - since > timeout]
-            for (
-                held
-            ) in stale:  # an initialize that never ended (its caller gone): its place is free
+            # an initialize that never ended (its caller gone): its place is free
+            for held in stale:
                 del self._reserved[held]
             victim = None
             if len(self._records) + len(self._reserved) >= self.max_sessions:

@@ -51,7 +51,7 @@ from .status import NotFound, ServiceUnavailable
 
 if TYPE_CHECKING:
     from .host import Connection, Host
-    from .sessions import SessionTable
+    from .sessions import SessionRecord, SessionTable
 
 log = logging.getLogger(__name__)
 
@@ -181,13 +181,10 @@ class SharedSessions:
         self.listen()
         app = self.app
         session = app.bound_session(environ, session_id, "streamable", f"http-{session_id[:8]}")
-        connection = cast("Connection", session.connection)
-        connection.resume(_negotiated(state), initialized=record["established"])
-        session.generation = record.get("generation", 0)
-        session.home_worker = state.get("home")
+        take_up(session, record)
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
-            connection.close()
+            cast("Connection", session.connection).close()
             return existing
         # what changed between the read and now: the request's touch sees a newer generation (touch)
         return session
@@ -229,10 +226,7 @@ class SharedSessions:
         with self._refreshing[hash(session_id) % REFRESH_LOCKS]:
             record = table_call(self.app.session_table.get, session_id)
             if record is not None:
-                connection = cast("Connection", session.connection)
-                connection.resume(_negotiated(record["state"]), initialized=record["established"])
-                session.generation = record.get("generation", 0)
-                session.home_worker = record["state"].get("home")
+                take_up(session, record)
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
@@ -520,6 +514,17 @@ def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
     else:
         state.update(_recorded(cast("Connection", session.connection).negotiated()))
     return state
+
+
+def take_up(session: HttpSession, record: SessionRecord) -> None:
+    """Serve ``session`` as its record says now: what it negotiated, the generation of the record,
+    its home."""
+    state = record["state"]
+    cast("Connection", session.connection).resume(
+        _negotiated(state), initialized=record["established"]
+    )
+    session.generation = record.get("generation", 0)
+    session.home_worker = state.get("home")
 
 
 def owned_by(state: dict, caller: Any) -> bool:

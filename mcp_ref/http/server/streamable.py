@@ -192,7 +192,7 @@ class StreamableHttp:
         app = self.app
         token = stream.attach()
         if environ is not None:
-            app.watch(environ, stream, token, long_lived=end is not None, end=end)
+            app.watch(environ, stream, token, end)
         first = stream.take(token, None)
         if first is END or (app.json_response is not False and stream.drained_after_end()):
             stream.detach(token)
@@ -284,7 +284,7 @@ class StreamableHttp:
             found = (
                 app.event_store.replay_after(session_id, last_event_id) if last_event_id else None
             )
-        app.watch(environ, stream, token, long_lived=long_lived, end=close_for_polling(stream))
+        app.watch(environ, stream, token, close_for_polling(stream) if long_lived else None)
         start_response("200 OK", SSE_HEADERS)
         return held(
             self.events(session, stream, token, None, found[1] if found else ()),
