@@ -78,11 +78,8 @@ class _Body(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:
-        if self.left <= 0:
-            return 0
-        data = self.stream.read(min(len(buffer), self.left))
+        data = self.read(len(buffer))
         buffer[: len(data)] = data
-        self._count(len(data))
         return len(data)
 
     def read(self, size: int = -1) -> bytes:
@@ -91,13 +88,10 @@ class _Body(io.RawIOBase):
         if size <= 0:
             return b""
         data = self.stream.read(size)
-        self._count(len(data))
-        return data
-
-    def _count(self, size: int) -> None:
-        self.left -= size
+        self.left -= len(data)
         if self.left <= 0:
             self.socket_io.expect(None)
+        return data
 
 
 #: One header field line (RFC 9112 §5): a token name, a colon with no whitespace before it, a value

@@ -206,18 +206,17 @@ class SharedSessions:
         table = self.app.session_table
         session_id = cast(str, session.id)
         touch_generation = getattr(table, "touch_generation", None)
-        if touch_generation is None:
-            alive, generation = table_call(table.touch, session_id), None
-        else:
-            alive, generation = table_call(touch_generation, session_id)
-        if not alive:
-            return False
-        if generation is None and touch_generation is not None:
-            # the store could not say (a fault, already logged): served as the replica is
-            return True
-        if generation is None or generation != session.generation:
+        if touch_generation is None:  # a table that counts no generations: read every time
+            alive = table_call(table.touch, session_id)
+            if alive:
+                self.refresh(session)
+            return alive
+        alive, generation = table_call(touch_generation, session_id)
+        # generation None: the store could not say (a fault, already logged): served as the
+        # replica is
+        if alive and generation is not None and generation != session.generation:
             self.refresh(session)
-        return True
+        return alive
 
     def refresh(self, session: HttpSession) -> None:
         """Take up the session's record as it is now (another worker changed it).  One read at a time

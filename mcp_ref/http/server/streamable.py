@@ -58,14 +58,10 @@ class StreamableHttp:
             # no session, stream or event store
             return one_shot(app, environ, start_response, message)
         session = app.transient_session(environ) if app.stateless else app.session_for(environ)
-        if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
-            app.finish_transient(session)
-            raise BadRequest(
-                "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
-            )
         connection = session.connection
         assert connection is not None  # every session handed out is bound
         try:
+            refuse_batch(message, session.version)
             app.admit(environ, connection, message)
         except HttpError:
             app.finish_transient(session)
@@ -96,10 +92,7 @@ class StreamableHttp:
         app = self.app
         session = None if app.stateless else app.session_for(environ)
         version = app.check_version(environ) if session is None else session.version
-        if isinstance(message, list) and not lifecycle.batches_allowed(version):
-            raise BadRequest(
-                "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
-            )
+        refuse_batch(message, version)
         valid = [m for m in items if not isinstance(m, InvalidRequest)]
         if session is not None and session.shared:
             # what answers or cancels a request open on another worker goes there (.shared)
@@ -302,3 +295,11 @@ class StreamableHttp:
         app.end(app.session_for(environ))
         start_response("200 OK", [("Content-Length", "0")])
         return [b""]
+
+
+def refuse_batch(message, version: str | None) -> None:
+    """400 for a batch (``message`` a list) where the negotiated ``version`` has none."""
+    if isinstance(message, list) and not lifecycle.batches_allowed(version):
+        raise BadRequest(
+            "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
+        )
