@@ -293,18 +293,28 @@ class HttpClientTransport(LegacySseClient, Transport):
                 # the renewal's own requests (the log level asked again) go without waiting for it
                 renewing = threading.get_ident() == self._renewer
                 self._pool.submit(self._work, self._send_request, data, message, renewing)
-        elif self._stateless:
-            self._modern_notification(message)
         else:
+            cancelled = (
+                isinstance(message, Notification) and message.method == "notifications/cancelled"
+            )
             try:
-                self._send_other(data)
+                if not self._stateless:
+                    self._send_other(data)
+                elif not cancelled:
+                    # 2026-07-28: the Note under streamable-http §Sending Messages: "This revision
+                    # of the core protocol defines no client-to-server notifications over
+                    # Streamable HTTP".
+                    log.debug(
+                        "notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                        getattr(message, "method", "?"),
+                    )
             finally:
-                if (
-                    isinstance(message, Notification)
-                    and message.method == "notifications/cancelled"
-                ):
-                    # Told the server; its stream for that request is read no longer (2025-11-25
-                    # basic/transports: disconnecting is not cancelling, so the notification goes first).
+                if cancelled:
+                    # Its stream is read no longer.  Handshake era: the server was told first
+                    # (2025-11-25 basic/transports: disconnecting is not cancelling).  2026-07-28
+                    # streamable-http §Cancellation, no notification sent: "Closing the SSE
+                    # response stream MUST be treated by the server as cancellation of that
+                    # request".
                     self._abandon((message.params or {}).get("requestId"))
 
     def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
@@ -854,18 +864,3 @@ class HttpClientTransport(LegacySseClient, Transport):
         )
         if self._track(request.id, response):
             self._deliver(response, request, resumable=False)
-
-    def _modern_notification(self, message) -> None:
-        """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
-
-        2026-07-28 streamable-http §Cancellation: "Closing the SSE response stream MUST be treated
-        by the server as cancellation of that request"; the Note under §Sending Messages: "This
-        revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
-        """
-        if isinstance(message, Notification) and message.method == "notifications/cancelled":
-            self._abandon((message.params or {}).get("requestId"))
-        else:
-            log.debug(
-                "notification %s not sent: 2026-07-28 HTTP has no client notifications",
-                getattr(message, "method", "?"),
-            )

@@ -109,20 +109,20 @@ class DeadlineSocketIO(io.RawIOBase):
     TimeoutError, and the request handler closes the connection.
     """
 
+    read_by: float | None = None
+    then: float | None = None
+    write_by: float | None = None
+    expired = False
+    #: How many requests its responses have begun (:meth:`begin`); ``serving``: the number of the
+    #: request whose response is running (0: none); ``seen`` is the one the watchdog saw at its
+    #: last look: a response still running at the next is looked at.
+    requests = serving = seen = 0
+    #: True once the client is known to have closed the connection (see :class:`Watchdog`).
+    gone = False
+
     def __init__(self, sock: socket.socket, write_timeout: float):
         self.sock = sock
         self.write_timeout = write_timeout
-        self.read_by: float | None = None
-        self.then: float | None = None
-        self.write_by: float | None = None
-        self.expired = False
-        #: The number of the request whose response is running (0: none); ``seen`` is the one the
-        #: watchdog saw at its last look: a response still running at the next is looked at.
-        self.requests = 0
-        self.serving = 0
-        self.seen = 0
-        #: True once the client is known to have closed the connection (see :class:`Watchdog`).
-        self.gone = False
         self._on_gone: list[Callable[[], None]] = []
         self._gone_lock = threading.Lock()
 

@@ -44,6 +44,26 @@ class SessionOwner(Protocol):
 class HttpSession(Transport):
     """One MCP session over HTTP, and the transport of its ServerConnection."""
 
+    #: True once the session has ended (:meth:`close`).
+    closed = False
+    #: The server's connection this session is the transport of (bound before it is used).
+    connection: Connection | None = None
+    #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
+    principal: Any = None
+    #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
+    modern = False
+    #: Shared: the budget of its cancellations forwarded to every worker (a one-key
+    #: ``MemoryBuckets``; made when needed).
+    forwarding: Any = None
+    #: Shared: this worker is the session's home (its connection sends the change notifications),
+    #: and when it may next try to become it (``Homes.claim``).
+    home = False
+    claim_after = 0.0
+    #: Shared: the worker that is its home, as this worker last heard (None: not known).
+    home_worker: str | None = None
+    #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
+    generation: int | None = None
+
     def __init__(self, app: SessionOwner, session_id: str | None, *, kind: str = "streamable"):
         self.app = app
         self.id = session_id
@@ -56,29 +76,12 @@ class HttpSession(Transport):
         if self.standalone is not None:
             self.by_id["s"] = self.standalone
         self._numbers = itertools.count(1)
-        self.closed = False
-        #: The server's connection this session is the transport of (bound before it is used).
-        self.connection: Connection | None = None
-        #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
-        self.principal = None
-        #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
-        self.modern = False
         #: Served by every worker (:mod:`.shared`): its standalone stream and the POST streams whose
         #: client has gone are in the shared event store, followed from any worker.
         self.shared = app.shared and kind == "streamable"
         #: Request id -> what its success changes in the session's record (``SharedSessions.change_of``):
         #: saved for every worker before the answer goes out.  Bounded by the requests in progress.
         self.saving: dict = {}
-        #: Shared: the budget of its cancellations forwarded to every worker (a one-key ``MemoryBuckets``; made when needed).
-        self.forwarding: Any = None
-        #: Shared: this worker is the session's home (its connection sends the change notifications),
-        #: and when it may next try to become it (``Homes.claim``).
-        self.home = False
-        self.claim_after = 0.0
-        #: Shared: the worker that is its home, as this worker last heard (None: not known).
-        self.home_worker: str | None = None
-        #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
-        self.generation: int | None = None
         #: Shared: stream ids are unique across workers (an event id names its stream).
         self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
         #: The HTTP request each request in progress came in on (``Context.http``): per request, as a
