@@ -124,12 +124,13 @@ class Inbox:
     bounded by our own requests in flight.  The first message is always taken, whatever its size.
     """
 
+    _bytes = 0
+    _closed = False
+
     def __init__(self, limit: int = MAX_INBOX, limit_bytes: int = MAX_INBOX_BYTES):
         self.limit, self.limit_bytes = limit, limit_bytes
         self._items: collections.deque = collections.deque()
-        self._bytes = 0
         self._changed = threading.Condition(threading.Lock())
-        self._closed = False
 
     def put(self, item) -> None:
         """Add a message (or a ``RequestFailed``, ``RequestHeld``, None for the end) without waiting."""

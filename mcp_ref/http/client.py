@@ -176,6 +176,18 @@ class HttpClientTransport(LegacySseClient, Transport):
     (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.
     """
 
+    session_id: str | None = None
+    protocol_version: str | None = None
+    legacy_endpoint: str | None = None
+    _reinitialize: Callable[[], None] | None = None  # see set_reinitialize
+    _generation = 0
+    _renewer: int | None = None  # the thread starting a new session (see _renew_session)
+    _listener: threading.Thread | None = None
+    #: 2026-07-28: no session (see the 2026-07-28 section below).
+    _stateless = False
+    _input_schema: Callable[[str], dict | None] | None = None
+    _requests: OutgoingRequests | None = None  # the session's (attach)
+
     def __init__(
         self,
         url: str,
@@ -226,26 +238,16 @@ class HttpClientTransport(LegacySseClient, Transport):
         self.http.verify = verify
         resolve_environment(self.http, url)
         self.connect_timeout = connect_timeout
-        self.session_id: str | None = None
-        self.protocol_version: str | None = None
-        self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
-        self.legacy_endpoint: str | None = None
         self._incoming = Inbox()  # bounded: a stream's thread waits for room (bounded_reads.Inbox)
         self._pool = ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="mcp-http-client"
         )
         self._closed = threading.Event()
         self._renew_lock = threading.Lock()
-        self._generation = 0
         self._session_ready = threading.Event()  # cleared while a new session is being started
-        self._renewer: int | None = None  # the thread starting it (see _renew_session)
         self._session_ready.set()
-        self._listener: threading.Thread | None = None
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
-        #: 2026-07-28: no session (see the 2026-07-28 section below).
-        self._stateless = False
-        self._input_schema: Callable[[str], dict | None] | None = None
         # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
         # or a cancellation): their socket is shut down and they are not resumed (_abandon).  Each
         # running request's answer on its way, by id: the Underway its socket is watched by (a
@@ -253,7 +255,6 @@ class HttpClientTransport(LegacySseClient, Transport):
         self._underway: dict = {}
         self._running: set = set()
         self._abandoned: set = set()
-        self._requests: OutgoingRequests | None = None  # the session's (attach)
 
     # -- the Transport protocol ----------------------------------------------------------
 

@@ -289,13 +289,14 @@ class Watchdog:
     first connection and stops with the server.
     """
 
+    thread: threading.Thread | None = None
+
     def __init__(self, tick: float, peer_check: float | None = None):
         self.tick = tick
         self.peer_check = tick if peer_check is None else max(0.01, peer_check)
         self.lock = threading.Lock()
         self.watched: set[DeadlineSocketIO] = set()
         self.stopped = threading.Event()
-        self.thread: threading.Thread | None = None
 
     def watch(self, socket_io: DeadlineSocketIO) -> None:
         with self.lock:
@@ -360,11 +361,12 @@ class ConnectionTable:
     waiting and no stream is open is the newcomer refused (503).
     """
 
+    count = 0  # admitted and not yet released (evicted ones included until they end)
+
     def __init__(self, cap: int, evict_streams: bool = True):
         self.cap = cap
         self.evict_streams = evict_streams
         self.lock = threading.Lock()
-        self.count = 0  # admitted and not yet released (evicted ones included until they end)
         self.waiting: dict[socket.socket, None] = {}
         self.evicted: set[socket.socket] = set()
         self.streams: dict[socket.socket, tuple[str, Callable[[], None]]] = {}
@@ -463,12 +465,12 @@ class Lingerer:
     started when needed, ending when none is left.
     """
 
+    count = 0
+    running = closed = False
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.pending: list[socket.socket] = []
-        self.count = 0
-        self.running = False
-        self.closed = False
 
     def refuse(self, sock: socket.socket) -> None:
         """Send the 503 and close ``sock`` gently (never blocks)."""

@@ -154,6 +154,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     raw_requestline: bytes  # set by the base class's handle_one_request()
     # Parsed here (parse_request), not by the e-mail parser: get, get_all and items, as the base class uses them.
     headers: Headers  # type: ignore[assignment]  # not an email.message.Message, a duck-typed stand-in for one
+    first_request = True
+    streaming = False  # the running response registered as a long-lived stream
 
     def setup(self) -> None:
         """The socket's reads and writes go through :class:`DeadlineSocketIO`, under the server's watchdog."""
@@ -164,8 +166,6 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.server.watchdog.watch(self.socket_io)
         self.rfile = io.BufferedReader(self.socket_io, 64 * 1024)
         self.wfile = io.BufferedWriter(self.socket_io, self.wbufsize)
-        self.first_request = True
-        self.streaming = False  # the running response registered as a long-lived stream
 
     def _long_lived(self, client: str, end: Callable[[], None]) -> None:
         """``environ["mcp_ref.long_lived"]``: see the module."""
@@ -440,6 +440,7 @@ class WsgiServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+    accept_backoff = 0.0
 
     def __init__(
         self,
@@ -455,7 +456,6 @@ class WsgiServer(ThreadingHTTPServer):
         )
         self.watchdog = Watchdog(self.limits.tick, self.limits.peer_check_interval)
         self.lingerer = Lingerer()
-        self.accept_backoff = 0.0
         super().__init__(address, handler)
 
     def get_request(self):

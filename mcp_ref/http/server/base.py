@@ -115,6 +115,9 @@ def default_chain(app: Any) -> list[HttpMiddleware]:
 class HttpAppBase:
     """The shared machinery of :class:`~.app.McpWsgiApp` (see its options)."""
 
+    _pool: ThreadPoolExecutor | None = None
+    _told_single_threaded = False
+
     def __init__(
         self,
         server: Host,
@@ -231,8 +234,6 @@ class HttpAppBase:
                 server.name,
             )
         self._last_sweep = time.monotonic()
-        self._pool: ThreadPoolExecutor | None = None
-        self._told_single_threaded = False
 
     # -- the middleware's later stages -------------------------------------------------------
 
