@@ -738,13 +738,12 @@ class HttpClientTransport(LegacySseClient, Transport):
                     response = self._get_stream(cursor, None)
                 finally:
                     answered.set()
-                if response.status_code == 405:
-                    response.close()
-                    return  # "the server does not offer an SSE stream at this endpoint"
                 if not response.ok:
                     response.close()
-                    if response.status_code == 404:
-                        return  # the session is gone; a new one opens its own stream
+                    # 405: "the server does not offer an SSE stream at this endpoint"; 404: the
+                    # session is gone, and a new one opens its own stream
+                    if response.status_code in (404, 405):
+                        return
                 else:
                     for _ in self._relay(response, cursor):
                         pass

@@ -69,7 +69,7 @@ class LegacySseClient:
                         if not self._incoming.put_streamed(event.data.encode("utf-8")):
                             return  # closed while it waited for room
             except requests.RequestException as exc:
-                failure.append(str(exc))
+                failure.append(HttpTransportError(f"no endpoint event from {self.url}: {exc}"))
             except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
                 if self.legacy_endpoint is not None:
                     log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
@@ -85,12 +85,10 @@ class LegacySseClient:
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
         ready.wait(timeout)
-        if failure and isinstance(failure[0], Exception):  # else the text of a connection's failure
+        if failure:
             raise failure[0]
-        if not ready.is_set() or self.legacy_endpoint is None:
-            raise HttpTransportError(
-                f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}"
-            )
+        if self.legacy_endpoint is None:
+            raise HttpTransportError(f"no endpoint event from {self.url}: timed out")
 
     def _refused(self, response, fallback: bool) -> HttpTransportError:
         """The error of a GET for the SSE stream answered with an HTTP error, saying what to do

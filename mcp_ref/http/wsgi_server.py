@@ -302,9 +302,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             line = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(line) > MAX_HEADER_LINE:
                 self.send_error(431, "Request header field too long")
-                return (
-                    None  # answered: the caller's "headers is None" ends the request, no traceback
-                )
+                # answered: the caller's "headers is None" ends the request, no traceback
+                return None
             if line in (b"\r\n", b"\n", b""):
                 break
             if count >= MAX_HEADERS:

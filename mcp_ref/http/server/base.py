@@ -576,8 +576,6 @@ class HttpAppBase:
         if now - self._last_sweep < 1.0:
             return
         self._last_sweep = now
-        with self._sessions_lock:
-            mine = dict(self.sessions)
         # a shared table hands each expired id to one worker, which tells the others
         if self.shared:
             for session_id in table_call(self.session_table.expired):
@@ -585,7 +583,7 @@ class HttpAppBase:
             self._reconcile()
             return
         for session_id in self.session_table.expired():
-            session = mine.get(session_id)
+            session = self.live_session(session_id)
             if session is not None and self._expired(session):
                 self.end(session)
 

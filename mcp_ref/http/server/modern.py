@@ -16,7 +16,7 @@ from ..headers import cgi_name, check_request_headers
 from .base import HttpAppBase
 from .host import Connection
 from .oneshot import one_shot
-from .replies import held
+from .replies import held, json_body
 from .shares import peer_of
 from .status import HttpError
 from .streamable import StreamableHttp
@@ -52,8 +52,7 @@ class ModernHttp:
         if not isinstance(message, Request):
             # "This revision of the core protocol defines no client-to-server notifications over
             # Streamable HTTP": accepted, and there is nothing to do with them.
-            start_response("202 Accepted", [("Content-Length", "0")])
-            return [b""]
+            return json_body(start_response, "202 Accepted", None)
         try:
             modern = self.check_headers(environ, message)
         except McpError as exc:

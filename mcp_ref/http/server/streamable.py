@@ -103,9 +103,12 @@ class StreamableHttp:
             cast(Connection, session.connection).dispatch(
                 valid if isinstance(message, list) else valid[0]
             )
-        invalid = [m for m in items if isinstance(m, InvalidRequest)]
         # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
-        errors = [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
+        errors = [
+            ErrorResponse(m.request_id, m.to_error(), null_id=True)
+            for m in items
+            if isinstance(m, InvalidRequest)
+        ]
         return json_body(
             start_response, "200 OK", jsonrpc.serialize_items(errors) if errors else None
         )
