@@ -185,7 +185,7 @@ class HttpClientTransport(LegacySseClient, Transport):
     _listener: threading.Thread | None = None
     #: 2026-07-28: no session (see the 2026-07-28 section below).
     _stateless = False
-    _input_schema: Callable[[str], dict | None] | None = None
+    _input_schema: Callable[[str], dict[str, Any] | None] | None = None
     _requests: OutgoingRequests | None = None  # the session's (attach)
 
     def __init__(

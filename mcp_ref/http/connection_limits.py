@@ -237,11 +237,8 @@ def closed_by_peer(watched: list[DeadlineSocketIO]) -> list[DeadlineSocketIO]:
     pipelines its next request on a keep-alive connection, or is still sending a body) is not:
     nothing is read from it here, so its thread still reads it whole.
     """
-    by_fd: dict[int, DeadlineSocketIO] = {}
-    for socket_io in watched:
-        fd = socket_io.sock.fileno()
-        if fd >= 0:
-            by_fd[fd] = socket_io
+    by_fd = {socket_io.sock.fileno(): socket_io for socket_io in watched}
+    by_fd.pop(-1, None)  # a socket closed meanwhile (its number -1): no longer serving
     if not by_fd:
         return []
     try:

@@ -157,12 +157,13 @@ class HttpAppBase:
         self.stateless = stateless
         self.json_response = json_response
         # Both or neither: sessions of this process's own in a shared table would be swept by other workers.
-        shared = (
-            server.shared_state
-            if not stateless and event_store is None and session_table is None
-            else None
-        )
-        if shared is not None and getattr(shared, "shared", False):
+        shared = server.shared_state
+        if (
+            not stateless
+            and event_store is None
+            and session_table is None
+            and getattr(shared, "shared", False)
+        ):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
             event_store = shared.event_store(expire_after=session_idle_timeout)
             session_table = shared.session_table(
@@ -549,9 +550,10 @@ class HttpAppBase:
         return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
-        if cast(Stream, session.standalone).consumer is not None:  # a session of the table has one
-            return False  # a client is listening on its stream
-        return self.session_table.is_expired(cast(str, session.id))
+        """Idle too long, and no client listening on its stream (a session of the table has one)."""
+        return cast(Stream, session.standalone).consumer is None and self.session_table.is_expired(
+            cast(str, session.id)
+        )
 
     def _make_room(self, session_id: str) -> None:
         """Room for one more session, held for ``session_id``: when the table is full, the oldest

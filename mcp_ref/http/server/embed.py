@@ -140,11 +140,7 @@ def call_wsgi(
         while pipe.status is None and not pipe.ended:
             pipe.cond.wait()  # every answer calls start_response, or fails (``ended``)
         if pipe.status is None:
-            raise (
-                pipe.error
-                if pipe.error is not None
-                else RuntimeError("the WSGI application never answered")
-            )
+            raise pipe.error or RuntimeError("the WSGI application never answered")
         status, headers = pipe.status, pipe.headers
 
     def body() -> Iterator[bytes]:

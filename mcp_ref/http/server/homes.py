@@ -78,7 +78,7 @@ class Homes:
         session.home_worker = self._worker()
         held = self.store()
         if held is not None:
-            held.hold(home_key(session), [self._worker()], 1)
+            held.hold(home_key(session), [session.home_worker], 1)
 
     def claim(self, session: HttpSession) -> None:
         """Become the session's home if it has none: its home worker exited (it let go) or died

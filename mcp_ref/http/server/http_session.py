@@ -140,7 +140,7 @@ class HttpSession(Transport):
         if self.shared and self._spill(stream, data, end):
             return
         if not stream.put(data, end=end):
-            self._overflow(stream, answers)
+            self._overflow(stream)
         elif end and stream.orphaned:
             # the answer of a POST whose client has gone: keep it where a GET finds it
             self.settle(stream)
@@ -174,7 +174,7 @@ class HttpSession(Transport):
                 stream.end_stored = True
                 self.app.event_store.end_stream(cast(str, self.id), stream.id)
 
-    def _overflow(self, stream: Stream, answers) -> None:
+    def _overflow(self, stream: Stream) -> None:
         """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
 
         On the legacy transport the stream is the whole connection and carries the answers: the
@@ -190,16 +190,15 @@ class HttpSession(Transport):
                 stream.limit,
             )
             self.app.end_session(cast(str, self.id))  # a legacy session has an id
-        else:
-            # once a spell: a client that stopped reading must not flood the log
-            if stream.dropped == 1:
-                log.warning(
-                    "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
-                    "or has gone); its messages other than the answer are dropped until there is room",
-                    (self.id or "")[:8],
-                    stream.id,
-                    stream.limit,
-                )
+        # once a spell: a client that stopped reading must not flood the log
+        elif stream.dropped == 1:
+            log.warning(
+                "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
+                "or has gone); its messages other than the answer are dropped until there is room",
+                (self.id or "")[:8],
+                stream.id,
+                stream.limit,
+            )
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
@@ -235,11 +234,8 @@ class HttpSession(Transport):
             stream = self.by_request.get(request_id)
         if stream is None or self.kind != "streamable":
             return False
-        direct = stream.direct
-        if direct is not None:
-            direct.close_connection()
-        else:
-            stream.close_connection()
+        # the inline reply's connection, or the stream's consumer's
+        (stream.direct or stream).close_connection()
         return True
 
     def read(self) -> bytes | None:
