@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
 from ..jsonrpc import RequestId
 from ..session import OutgoingRequests
+from .connection_limits import shut_down
 from .sse import SseParser
 
 log = logging.getLogger(__name__)
@@ -123,12 +124,13 @@ class Inbox:
     bounded by our own requests in flight.  The first message is always taken, whatever its size.
     """
 
+    _bytes = 0
+    _closed = False
+
     def __init__(self, limit: int = MAX_INBOX, limit_bytes: int = MAX_INBOX_BYTES):
         self.limit, self.limit_bytes = limit, limit_bytes
         self._items: collections.deque = collections.deque()
-        self._bytes = 0
         self._changed = threading.Condition(threading.Lock())
-        self._closed = False
 
     def put(self, item) -> None:
         """Add a message (or a ``RequestFailed``, ``RequestHeld``, None for the end) without waiting."""
@@ -448,17 +450,6 @@ def watch(sock) -> Underway | None:
     underway = Underway(sock)
     transport.awaiting(request_id, underway)
     return underway
-
-
-def shut_down(sock) -> None:
-    """Shut ``sock`` down in both directions, waking a thread blocked reading it (an error, e.g.
-    the socket already closed, is ignored: then nobody reads it)."""
-    import socket
-
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def wake(answer) -> None:

@@ -176,6 +176,18 @@ class HttpClientTransport(LegacySseClient, Transport):
     (seconds) clamp the server's SSE ``retry`` before a stream is re-opened.
     """
 
+    session_id: str | None = None
+    protocol_version: str | None = None
+    legacy_endpoint: str | None = None
+    _reinitialize: Callable[[], None] | None = None  # see set_reinitialize
+    _generation = 0
+    _renewer: int | None = None  # the thread starting a new session (see _renew_session)
+    _listener: threading.Thread | None = None
+    #: 2026-07-28: no session (see the 2026-07-28 section below).
+    _stateless = False
+    _input_schema: Callable[[str], dict[str, Any] | None] | None = None
+    _requests: OutgoingRequests | None = None  # the session's (attach)
+
     def __init__(
         self,
         url: str,
@@ -226,26 +238,16 @@ class HttpClientTransport(LegacySseClient, Transport):
         self.http.verify = verify
         resolve_environment(self.http, url)
         self.connect_timeout = connect_timeout
-        self.session_id: str | None = None
-        self.protocol_version: str | None = None
-        self._reinitialize: Callable[[], None] | None = None  # see set_reinitialize
-        self.legacy_endpoint: str | None = None
         self._incoming = Inbox()  # bounded: a stream's thread waits for room (bounded_reads.Inbox)
         self._pool = ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="mcp-http-client"
         )
         self._closed = threading.Event()
         self._renew_lock = threading.Lock()
-        self._generation = 0
         self._session_ready = threading.Event()  # cleared while a new session is being started
-        self._renewer: int | None = None  # the thread starting it (see _renew_session)
         self._session_ready.set()
-        self._listener: threading.Thread | None = None
         self._open_responses: set = set()
         self._responses_lock = threading.Lock()
-        #: 2026-07-28: no session (see the 2026-07-28 section below).
-        self._stateless = False
-        self._input_schema: Callable[[str], dict | None] | None = None
         # Requests whose worker runs (both eras), and those of them the session gave up on (a timeout
         # or a cancellation): their socket is shut down and they are not resumed (_abandon).  Each
         # running request's answer on its way, by id: the Underway its socket is watched by (a
@@ -253,7 +255,6 @@ class HttpClientTransport(LegacySseClient, Transport):
         self._underway: dict = {}
         self._running: set = set()
         self._abandoned: set = set()
-        self._requests: OutgoingRequests | None = None  # the session's (attach)
 
     # -- the Transport protocol ----------------------------------------------------------
 
@@ -285,7 +286,7 @@ class HttpClientTransport(LegacySseClient, Transport):
         if self._closed.is_set():
             raise OSError("the HTTP transport is closed")
         if self.mode == "sse" and self.legacy_endpoint is not None:
-            self._legacy_post(data)
+            self._send_other(data, legacy=True)
         elif isinstance(message, Request):
             if lifecycle.is_modern(message.params):
                 self._pool.submit(self._work, self._send_modern, data, message)
@@ -293,18 +294,28 @@ class HttpClientTransport(LegacySseClient, Transport):
                 # the renewal's own requests (the log level asked again) go without waiting for it
                 renewing = threading.get_ident() == self._renewer
                 self._pool.submit(self._work, self._send_request, data, message, renewing)
-        elif self._stateless:
-            self._modern_notification(message)
         else:
+            cancelled = (
+                isinstance(message, Notification) and message.method == "notifications/cancelled"
+            )
             try:
-                self._send_other(data)
+                if not self._stateless:
+                    self._send_other(data)
+                elif not cancelled:
+                    # 2026-07-28: the Note under streamable-http §Sending Messages: "This revision
+                    # of the core protocol defines no client-to-server notifications over
+                    # Streamable HTTP".
+                    log.debug(
+                        "notification %s not sent: 2026-07-28 HTTP has no client notifications",
+                        getattr(message, "method", "?"),
+                    )
             finally:
-                if (
-                    isinstance(message, Notification)
-                    and message.method == "notifications/cancelled"
-                ):
-                    # Told the server; its stream for that request is read no longer (2025-11-25
-                    # basic/transports: disconnecting is not cancelling, so the notification goes first).
+                if cancelled:
+                    # Its stream is read no longer.  Handshake era: the server was told first
+                    # (2025-11-25 basic/transports: disconnecting is not cancelling).  2026-07-28
+                    # streamable-http §Cancellation, no notification sent: "Closing the SSE
+                    # response stream MUST be treated by the server as cancellation of that
+                    # request".
                     self._abandon((message.params or {}).get("requestId"))
 
     def stateless(self, input_schema: Callable[[str], dict | None]) -> None:
@@ -375,17 +386,23 @@ class HttpClientTransport(LegacySseClient, Transport):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _post(self, data: bytes, *, read_timeout: float | None = None):
-        """POST ``data``; the body is left unread (``stream``): read it with :func:`read_body`."""
-        headers = self._headers()
+    def _post(self, data: bytes, *, read_timeout: float | None = None, legacy: bool = False):
+        """POST ``data`` (``legacy``: to the 2024-11-05 endpoint, with none of the session's
+        headers); the body is left unread (``stream``): read it with :func:`read_body`."""
+        headers = {} if legacy else self._headers()
         headers["Content-Type"] = "application/json"
         return self.http.post(
-            self.url,
+            self._target(legacy),
             data=data,
             headers=headers,
             stream=True,
             timeout=(self.connect_timeout, read_timeout),
         )
+
+    def _target(self, legacy: bool) -> str:
+        """Where a message is POSTed: ``url``, or (``legacy``) the 2024-11-05 endpoint (set:
+        ``write`` checks it, and ``start_legacy`` raises without it)."""
+        return cast(str, self.legacy_endpoint) if legacy else self.url
 
     def _work(self, send: Callable[..., None], data: bytes, request: Request, *args: Any) -> None:
         """Run ``send(data, request, *args)`` on a worker: it POSTs ``request`` and delivers its
@@ -393,7 +410,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         import requests
 
         sending.request = (self, request.id)
-        self._begin(request.id)
+        with self._responses_lock:
+            self._running.add(request.id)
         try:
             send(data, request, *args)
         except (requests.ConnectionError, requests.Timeout) as exc:
@@ -434,7 +452,7 @@ class HttpClientTransport(LegacySseClient, Transport):
                 # "should assume this is a server supporting the old HTTP+SSE transport".
                 response.close()
                 self.start_legacy()
-                self._legacy_post(data)
+                self._send_other(data, legacy=True)
                 return
             if response.ok:
                 self.session_id = response.headers.get("Mcp-Session-Id") or self.session_id
@@ -446,10 +464,6 @@ class HttpClientTransport(LegacySseClient, Transport):
             response = self._post(data, read_timeout=read_bound(self._requests, request.id))
         if self._track(request.id, response):
             self._deliver(response, request)
-
-    def _begin(self, request_id) -> None:
-        with self._responses_lock:
-            self._running.add(request_id)
 
     def _finish(self, request_id) -> None:
         with self._responses_lock:
@@ -545,18 +559,22 @@ class HttpClientTransport(LegacySseClient, Transport):
             ),
         )
 
-    def _send_other(self, data: bytes) -> None:
+    def _send_other(self, data: bytes, legacy: bool = False) -> None:
+        """POST a notification or an answer (``legacy``: any message, to the 2024-11-05 endpoint,
+        its answer coming on the SSE stream); the reply says only "Accepted"."""
         import requests
 
         try:
-            response = self._post(data, read_timeout=60)
+            response = self._post(data, read_timeout=60, legacy=legacy)
             discard_body(response)  # a 202 has none; whatever a server sends is never kept
         except (requests.RequestException, AuthorizationError) as exc:
-            raise OSError(f"HTTP request to {self.url} failed: {exc}") from None
+            raise OSError(f"HTTP request to {self._target(legacy)} failed: {exc}") from None
         if response.status_code == 404 and self.session_id:
             log.debug("notification for an expired session dropped")
         elif not response.ok:
-            raise OSError(f"HTTP {response.status_code} {response.reason} from {self.url}")
+            raise OSError(
+                f"HTTP {response.status_code} {response.reason} from {self._target(legacy)}"
+            )
 
     def _renew_session(self, generation: int) -> None:
         """After a 404 for our session: start a new one, once, whoever saw the 404 first.
@@ -720,13 +738,12 @@ class HttpClientTransport(LegacySseClient, Transport):
                     response = self._get_stream(cursor, None)
                 finally:
                     answered.set()
-                if response.status_code == 405:
-                    response.close()
-                    return  # "the server does not offer an SSE stream at this endpoint"
                 if not response.ok:
                     response.close()
-                    if response.status_code == 404:
-                        return  # the session is gone; a new one opens its own stream
+                    # 405: "the server does not offer an SSE stream at this endpoint"; 404: the
+                    # session is gone, and a new one opens its own stream
+                    if response.status_code in (404, 405):
+                        return
                 else:
                     for _ in self._relay(response, cursor):
                         pass
@@ -783,13 +800,12 @@ class HttpClientTransport(LegacySseClient, Transport):
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}
-        # a 404 later is a lost session, or the method's
-        first = method in ("initialize", "server/discover")
+        # advice on a 404 to the first request only: a 404 later is a lost session, or the method's
         hint = (
             advice(
                 response.status_code, self.url, response.headers, credentials=self._credentials()
             )
-            if response.status_code == 401 or (response.status_code == 404 and first)
+            if response.status_code == 401 or method in ("initialize", "server/discover")
             else ""
         )
         if hint:
@@ -848,18 +864,3 @@ class HttpClientTransport(LegacySseClient, Transport):
         )
         if self._track(request.id, response):
             self._deliver(response, request, resumable=False)
-
-    def _modern_notification(self, message) -> None:
-        """A notification in the modern era: a cancellation closes the request's stream; no other is sent.
-
-        2026-07-28 streamable-http §Cancellation: "Closing the SSE response stream MUST be treated
-        by the server as cancellation of that request"; the Note under §Sending Messages: "This
-        revision of the core protocol defines no client-to-server notifications over Streamable HTTP".
-        """
-        if isinstance(message, Notification) and message.method == "notifications/cancelled":
-            self._abandon((message.params or {}).get("requestId"))
-        else:
-            log.debug(
-                "notification %s not sent: 2026-07-28 HTTP has no client notifications",
-                getattr(message, "method", "?"),
-            )

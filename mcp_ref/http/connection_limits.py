@@ -109,20 +109,20 @@ class DeadlineSocketIO(io.RawIOBase):
     TimeoutError, and the request handler closes the connection.
     """
 
+    read_by: float | None = None
+    then: float | None = None
+    write_by: float | None = None
+    expired = False
+    #: How many requests its responses have begun (:meth:`begin`); ``serving``: the number of the
+    #: request whose response is running (0: none); ``seen`` is the one the watchdog saw at its
+    #: last look: a response still running at the next is looked at.
+    requests = serving = seen = 0
+    #: True once the client is known to have closed the connection (see :class:`Watchdog`).
+    gone = False
+
     def __init__(self, sock: socket.socket, write_timeout: float):
         self.sock = sock
         self.write_timeout = write_timeout
-        self.read_by: float | None = None
-        self.then: float | None = None
-        self.write_by: float | None = None
-        self.expired = False
-        #: The number of the request whose response is running (0: none); ``seen`` is the one the
-        #: watchdog saw at its last look: a response still running at the next is looked at.
-        self.requests = 0
-        self.serving = 0
-        self.seen = 0
-        #: True once the client is known to have closed the connection (see :class:`Watchdog`).
-        self.gone = False
         self._on_gone: list[Callable[[], None]] = []
         self._gone_lock = threading.Lock()
 
@@ -160,10 +160,7 @@ class DeadlineSocketIO(io.RawIOBase):
             callbacks, self._on_gone = self._on_gone, []
         for callback in callbacks:
             _run_callback(callback)
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        shut_down(self.sock)
 
     def expect(self, first: float | None, then: float | None = None) -> None:
         """A read phase: its end within ``first`` seconds (None: no deadline); see the class."""
@@ -208,6 +205,15 @@ class DeadlineSocketIO(io.RawIOBase):
         )
 
 
+def shut_down(sock: socket.socket) -> None:
+    """Shut ``sock`` down in both directions, waking a thread blocked reading or writing it (an
+    error, e.g. the socket already closed, is ignored: then nobody uses it)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
 def _run_callback(callback: Callable[[], None]) -> None:
     try:
         callback()
@@ -231,11 +237,8 @@ def closed_by_peer(watched: list[DeadlineSocketIO]) -> list[DeadlineSocketIO]:
     pipelines its next request on a keep-alive connection, or is still sending a body) is not:
     nothing is read from it here, so its thread still reads it whole.
     """
-    by_fd: dict[int, DeadlineSocketIO] = {}
-    for socket_io in watched:
-        fd = socket_io.sock.fileno()
-        if fd >= 0:
-            by_fd[fd] = socket_io
+    by_fd = {socket_io.sock.fileno(): socket_io for socket_io in watched}
+    by_fd.pop(-1, None)  # a socket closed meanwhile (its number -1): no longer serving
     if not by_fd:
         return []
     try:
@@ -283,13 +286,14 @@ class Watchdog:
     first connection and stops with the server.
     """
 
+    thread: threading.Thread | None = None
+
     def __init__(self, tick: float, peer_check: float | None = None):
         self.tick = tick
         self.peer_check = tick if peer_check is None else max(0.01, peer_check)
         self.lock = threading.Lock()
         self.watched: set[DeadlineSocketIO] = set()
         self.stopped = threading.Event()
-        self.thread: threading.Thread | None = None
 
     def watch(self, socket_io: DeadlineSocketIO) -> None:
         with self.lock:
@@ -313,10 +317,7 @@ class Watchdog:
             for socket_io in overdue:
                 socket_io.expired = True
                 log.debug("connection past its deadline: closed")
-                try:
-                    socket_io.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                shut_down(socket_io.sock)
 
     def _check_peers(self) -> None:
         """End the responses, running since the last look, whose client has closed the connection."""
@@ -357,11 +358,12 @@ class ConnectionTable:
     waiting and no stream is open is the newcomer refused (503).
     """
 
+    count = 0  # admitted and not yet released (evicted ones included until they end)
+
     def __init__(self, cap: int, evict_streams: bool = True):
         self.cap = cap
         self.evict_streams = evict_streams
         self.lock = threading.Lock()
-        self.count = 0  # admitted and not yet released (evicted ones included until they end)
         self.waiting: dict[socket.socket, None] = {}
         self.evicted: set[socket.socket] = set()
         self.streams: dict[socket.socket, tuple[str, Callable[[], None]]] = {}
@@ -403,10 +405,7 @@ class ConnectionTable:
                 "connection cap (%d) reached: closed the connection that waited longest for a request",
                 self.cap,
             )
-        try:
-            victim.shutdown(socket.SHUT_RDWR)  # its blocked read returns at once
-        except OSError:
-            pass
+        shut_down(victim)  # its blocked read returns at once
         return True
 
     def _stream_to_end(self) -> socket.socket:
@@ -463,12 +462,12 @@ class Lingerer:
     started when needed, ending when none is left.
     """
 
+    count = 0
+    running = closed = False
+
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.pending: list[socket.socket] = []
-        self.count = 0
-        self.running = False
-        self.closed = False
 
     def refuse(self, sock: socket.socket) -> None:
         """Send the 503 and close ``sock`` gently (never blocks)."""

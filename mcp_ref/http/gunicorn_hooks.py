@@ -121,9 +121,10 @@ class StopCloser:
     worker at its timeout.
     """
 
+    woken = False
+
     def __init__(self, close: Callable[[], object]):
         self.close = close
-        self.woken = False
         self._read_end, self._write_end = os.pipe()
         os.set_blocking(self._write_end, False)  # a full pipe already holds a wake-up: never wait
         self.thread = threading.Thread(target=self._run, name="mcp_ref-close-on-stop", daemon=True)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import AuthorizationError
-from .bounded_reads import Cursor, HttpTransportError, Inbox, abort, advice, discard_body
+from .bounded_reads import Cursor, HttpTransportError, Inbox, abort, advice
 from .origins import CrossOriginRefused, same_origin
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class LegacySseClient:
                         if not self._incoming.put_streamed(event.data.encode("utf-8")):
                             return  # closed while it waited for room
             except requests.RequestException as exc:
-                failure.append(str(exc))
+                failure.append(HttpTransportError(f"no endpoint event from {self.url}: {exc}"))
             except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
                 if self.legacy_endpoint is not None:
                     log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
@@ -85,12 +85,10 @@ class LegacySseClient:
         self.mode = "sse"
         threading.Thread(target=run, name="mcp-sse-listen", daemon=True).start()
         ready.wait(timeout)
-        if failure and isinstance(failure[0], Exception):  # else the text of a connection's failure
+        if failure:
             raise failure[0]
-        if not ready.is_set() or self.legacy_endpoint is None:
-            raise HttpTransportError(
-                f"no endpoint event from {self.url}: {failure[0] if failure else 'timed out'}"
-            )
+        if self.legacy_endpoint is None:
+            raise HttpTransportError(f"no endpoint event from {self.url}: timed out")
 
     def _refused(self, response, fallback: bool) -> HttpTransportError:
         """The error of a GET for the SSE stream answered with an HTTP error, saying what to do
@@ -131,23 +129,3 @@ class LegacySseClient:
                 "credentials in it; refused"
             )
         return endpoint
-
-    def _legacy_post(self, data: bytes) -> None:
-        import requests
-
-        try:
-            # Set: write() checks it, and start_legacy() raises without it.
-            response = self.http.post(
-                cast(str, self.legacy_endpoint),
-                data=data,
-                headers={"Content-Type": "application/json"},
-                stream=True,
-                timeout=(self.connect_timeout, 60),
-            )
-            discard_body(response)  # "Accepted"; the answer comes on the SSE stream
-        except (requests.RequestException, AuthorizationError) as exc:
-            raise OSError(f"HTTP request to {self.legacy_endpoint} failed: {exc}") from None
-        if not response.ok:
-            raise OSError(
-                f"HTTP {response.status_code} {response.reason} from {self.legacy_endpoint}"
-            )

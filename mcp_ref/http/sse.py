@@ -83,6 +83,17 @@ class SseParser:
     ``retry`` value (ms), or None.
     """
 
+    #: The stream's last event ID (WHATWG "last event ID string"); None until one is dispatched.
+    last_id: str | None = None
+    #: The last valid ``retry`` field (ms), or None.
+    retry: int | None = None
+    _partial_size = 0
+    _skipping_line = False  # the current line went past the bound: drop it to its end
+    # the last chunk ended with CR: a LF first in the next ends that line
+    _after_cr = False
+    _started = False  # the BOM check is done
+    _id_buffer: str | None = None
+
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE):
         if (
             isinstance(max_event_size, bool)
@@ -91,19 +102,9 @@ class SseParser:
         ):
             raise ValueError(f"max_event_size must be a positive int, not {max_event_size!r}")
         self.max_event_size = max_event_size
-        #: The stream's last event ID (WHATWG "last event ID string"); None until one is dispatched.
-        self.last_id: str | None = None
-        #: The last valid ``retry`` field (ms), or None.
-        self.retry: int | None = None
         self._partial: list[bytes] = []  # the current line, while its end has not arrived
-        self._partial_size = 0
-        self._skipping_line = False  # the current line went past the bound: drop it to its end
-        # the last chunk ended with CR: a LF first in the next ends that line
-        self._after_cr = False
-        self._started = False  # the BOM check is done
         self._out: list[SseEvent] = []  # the events of the chunk being fed
         self._reset_event()
-        self._id_buffer: str | None = None
 
     def _reset_event(self) -> None:
         self._data: list[bytes] = []

@@ -52,6 +52,7 @@ from .connection_limits import (
     Lingerer,
     Watchdog,
     fitted_cap,
+    shut_down,
 )
 from .headers import cgi_name
 
@@ -77,11 +78,8 @@ class _Body(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:
-        if self.left <= 0:
-            return 0
-        data = self.stream.read(min(len(buffer), self.left))
+        data = self.read(len(buffer))
         buffer[: len(data)] = data
-        self._count(len(data))
         return len(data)
 
     def read(self, size: int = -1) -> bytes:
@@ -90,13 +88,10 @@ class _Body(io.RawIOBase):
         if size <= 0:
             return b""
         data = self.stream.read(size)
-        self._count(len(data))
-        return data
-
-    def _count(self, size: int) -> None:
-        self.left -= size
+        self.left -= len(data)
         if self.left <= 0:
             self.socket_io.expect(None)
+        return data
 
 
 #: One header field line (RFC 9112 §5): a token name, a colon with no whitespace before it, a value
@@ -159,6 +154,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
     raw_requestline: bytes  # set by the base class's handle_one_request()
     # Parsed here (parse_request), not by the e-mail parser: get, get_all and items, as the base class uses them.
     headers: Headers  # type: ignore[assignment]  # not an email.message.Message, a duck-typed stand-in for one
+    first_request = True
+    streaming = False  # the running response registered as a long-lived stream
 
     def setup(self) -> None:
         """The socket's reads and writes go through :class:`DeadlineSocketIO`, under the server's watchdog."""
@@ -169,8 +166,6 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
         self.server.watchdog.watch(self.socket_io)
         self.rfile = io.BufferedReader(self.socket_io, 64 * 1024)
         self.wfile = io.BufferedWriter(self.socket_io, self.wbufsize)
-        self.first_request = True
-        self.streaming = False  # the running response registered as a long-lived stream
 
     def _long_lived(self, client: str, end: Callable[[], None]) -> None:
         """``environ["mcp_ref.long_lived"]``: see the module."""
@@ -307,9 +302,8 @@ class WsgiRequestHandler(BaseHTTPRequestHandler):
             line = self.rfile.readline(MAX_HEADER_LINE + 1)
             if len(line) > MAX_HEADER_LINE:
                 self.send_error(431, "Request header field too long")
-                return (
-                    None  # answered: the caller's "headers is None" ends the request, no traceback
-                )
+                # answered: the caller's "headers is None" ends the request, no traceback
+                return None
             if line in (b"\r\n", b"\n", b""):
                 break
             if count >= MAX_HEADERS:
@@ -445,6 +439,7 @@ class WsgiServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+    accept_backoff = 0.0
 
     def __init__(
         self,
@@ -460,7 +455,6 @@ class WsgiServer(ThreadingHTTPServer):
         )
         self.watchdog = Watchdog(self.limits.tick, self.limits.peer_check_interval)
         self.lingerer = Lingerer()
-        self.accept_backoff = 0.0
         super().__init__(address, handler)
 
     def get_request(self):
@@ -523,10 +517,7 @@ class WsgiServer(ThreadingHTTPServer):
         if running is request:
             super().shutdown_request(request)
             return
-        try:
-            request.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        shut_down(request)
 
     def server_close(self) -> None:
         super().server_close()

@@ -8,6 +8,7 @@ of this process, the long-lived streams each client holds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import secrets
@@ -114,6 +115,9 @@ def default_chain(app: Any) -> list[HttpMiddleware]:
 class HttpAppBase:
     """The shared machinery of :class:`~.app.McpWsgiApp` (see its options)."""
 
+    _pool: ThreadPoolExecutor | None = None
+    _told_single_threaded = False
+
     def __init__(
         self,
         server: Host,
@@ -153,12 +157,13 @@ class HttpAppBase:
         self.stateless = stateless
         self.json_response = json_response
         # Both or neither: sessions of this process's own in a shared table would be swept by other workers.
-        shared = (
-            server.shared_state
-            if not stateless and event_store is None and session_table is None
-            else None
-        )
-        if shared is not None and getattr(shared, "shared", False):
+        shared = server.shared_state
+        if (
+            not stateless
+            and event_store is None
+            and session_table is None
+            and getattr(shared, "shared", False)
+        ):
             # A deployment's shared state keeps the sessions and their events where every worker reads them.
             event_store = shared.event_store(expire_after=session_idle_timeout)
             session_table = shared.session_table(
@@ -230,8 +235,6 @@ class HttpAppBase:
                 server.name,
             )
         self._last_sweep = time.monotonic()
-        self._pool: ThreadPoolExecutor | None = None
-        self._told_single_threaded = False
 
     # -- the middleware's later stages -------------------------------------------------------
 
@@ -462,22 +465,30 @@ class HttpAppBase:
         with self._sessions_lock:
             return self.sessions.setdefault(cast(str, session.id), session)
 
-    def new_session(self, kind: str, name: str) -> HttpSession:
-        """A new session with an id (``streamable`` or ``legacy``), its connection made, its place
-        in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503 when the
-        table is full of sessions that all came back after ``initialize`` or are being
+    def new_session(self, environ: dict, kind: str, name: str) -> HttpSession:
+        """A new session with an id (``streamable`` or ``legacy``), made by :meth:`bound_session`,
+        its place in the table held (:meth:`register` records it, :meth:`abandon` lets it go); 503
+        when the table is full of sessions that all came back after ``initialize`` or are being
         initialized."""
         self._sweep()
         # basic/transports §Session Management: the session ID "SHOULD be globally unique and
         # cryptographically secure" and "MUST only contain visible ASCII characters".
         session_id = secrets.token_urlsafe(24)
         self._make_room(session_id)
-        session = HttpSession(self, session_id, kind=kind)
         try:
-            session.connection = self.new_connection(session, f"{name}-{session_id[:8]}")
+            return self.bound_session(environ, session_id, kind, f"{name}-{session_id[:8]}")
         except BaseException:
-            self.abandon(session)
+            self._let_place_go(session_id)
             raise
+
+    def bound_session(
+        self, environ: dict, session_id: str | None, kind: str, name: str
+    ) -> HttpSession:
+        """A session of ``kind`` (``session_id`` None: one request's, no session the client names),
+        its connection made (named ``name``) and bound to the caller of ``environ`` (:meth:`bind`)."""
+        session = HttpSession(self, session_id, kind=kind)
+        session.connection = self.new_connection(session, name)
+        self.bind(session, environ)
         return session
 
     def register(self, session: HttpSession) -> None:
@@ -515,10 +526,8 @@ class HttpAppBase:
     def transient_session(self, environ: dict) -> HttpSession:
         """Stateless mode: a session and a connection for one request, at the header's version."""
         version = self.check_version(environ)
-        session = HttpSession(self, None, kind="stateless")
-        session.connection = self.new_connection(session, "http-stateless")
-        session.connection.assume_initialized(version)
-        self.bind(session, environ)
+        session = self.bound_session(environ, None, "stateless", "http-stateless")
+        cast(Connection, session.connection).assume_initialized(version)
         return session
 
     def finish_transient(self, session: HttpSession) -> None:
@@ -541,9 +550,10 @@ class HttpAppBase:
         return self._pool
 
     def _expired(self, session: HttpSession) -> bool:
-        if cast(Stream, session.standalone).consumer is not None:  # a session of the table has one
-            return False  # a client is listening on its stream
-        return self.session_table.is_expired(cast(str, session.id))
+        """Idle too long, and no client listening on its stream (a session of the table has one)."""
+        return cast(Stream, session.standalone).consumer is None and self.session_table.is_expired(
+            cast(str, session.id)
+        )
 
     def _make_room(self, session_id: str) -> None:
         """Room for one more session, held for ``session_id``: when the table is full, the oldest
@@ -568,8 +578,6 @@ class HttpAppBase:
         if now - self._last_sweep < 1.0:
             return
         self._last_sweep = now
-        with self._sessions_lock:
-            mine = dict(self.sessions)
         # a shared table hands each expired id to one worker, which tells the others
         if self.shared:
             for session_id in table_call(self.session_table.expired):
@@ -577,7 +585,7 @@ class HttpAppBase:
             self._reconcile()
             return
         for session_id in self.session_table.expired():
-            session = mine.get(session_id)
+            session = self.live_session(session_id)
             if session is not None and self._expired(session):
                 self.end(session)
 
@@ -596,8 +604,7 @@ class HttpAppBase:
 
     def _ended_elsewhere_too(self, session_id: str) -> None:
         """The table no longer has ``session_id``: end it here, and (shared) on every worker."""
-        with self._sessions_lock:
-            session = self.sessions.get(session_id)
+        session = self.live_session(session_id)
         if session is not None:
             self.end(session)
         elif self.shared:
@@ -632,8 +639,7 @@ class HttpAppBase:
 
         Returns False if there is no such session.
         """
-        with self._sessions_lock:
-            session = self.sessions.get(session_id)
+        session = self.live_session(session_id)
         if session is None:
             if self.shared and table_call(self.session_table.remove, session_id):
                 self.shared_sessions.ended(session_id)
@@ -704,16 +710,11 @@ class HttpAppBase:
 
     @staticmethod
     def watch(
-        environ: dict,
-        stream: Stream,
-        token: object,
-        *,
-        long_lived: bool = False,
-        end: Callable[[object], None] | None = None,
+        environ: dict, stream: Stream, token: object, end: Callable[[object], None] | None = None
     ) -> None:
         """Let the WSGI server end ``token``'s response when its client closes the connection,
-        and, ``long_lived``, to make room at its connection cap (``end(token)``, by default the
-        same as a close).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket
+        and, with ``end`` (a long-lived stream), to make room at its connection cap (``end(token)``;
+        ``stream.leave`` ends it as a close does).  Under gunicorn, ``mcp_ref.on_disconnect`` is served from its socket
         (:mod:`.peers`); under a server with neither, a gone client is noticed at the stream's
         next keep-alive write.  (The hooks are the environ keys
         ``mcp_ref.on_disconnect`` and ``mcp_ref.long_lived``, the seam to the WSGI server: this
@@ -726,6 +727,6 @@ class HttpAppBase:
         the client cancelling its request" (basic/transports §Sending Messages).
         """
         on_client_gone(environ, lambda: stream.leave(token))
-        hold = environ.get("mcp_ref.long_lived") if long_lived else None
-        if hold is not None:
-            hold(client_of(environ), lambda: (end or stream.leave)(token))
+        hold = environ.get("mcp_ref.long_lived")
+        if hold is not None and end is not None:
+            hold(client_of(environ), functools.partial(end, token))

@@ -45,14 +45,15 @@ class _Pipe:
     waiting; when full, the application's thread waits for the response to take one (its client
     reads too slowly: the same back-pressure a socket gives), or fails once the response is closed."""
 
+    status: str | None = None
+    error: BaseException | None = None
+    ended = gone = False
+
     def __init__(self, backlog: int):
         self.items: deque = deque()
         self.backlog = backlog
         self.cond = threading.Condition()
-        self.status: str | None = None
         self.headers: list[tuple[str, str]] = []
-        self.error: BaseException | None = None
-        self.ended = self.gone = False
 
     def put(self, item: Any) -> None:
         with self.cond:
@@ -139,11 +140,7 @@ def call_wsgi(
         while pipe.status is None and not pipe.ended:
             pipe.cond.wait()  # every answer calls start_response, or fails (``ended``)
         if pipe.status is None:
-            raise (
-                pipe.error
-                if pipe.error is not None
-                else RuntimeError("the WSGI application never answered")
-            )
+            raise pipe.error or RuntimeError("the WSGI application never answered")
         status, headers = pipe.status, pipe.headers
 
     def body() -> Iterator[bytes]:

@@ -58,6 +58,10 @@ class Homes:
     this worker (asked each time: a forked worker has a new name); ``publish(session_id, kind)``
     tells the other workers (``home``: this worker claimed it; ``homeless``: it let go)."""
 
+    _held: Any = None  # the state's HeldSets: each session's home, and the live workers
+    #: When the live workers were last read, and who they were (None: not known, Redis down).
+    _workers_seen: tuple[float, set[str] | None] = (0.0, None)
+
     def __init__(
         self, app: HomeOwner, worker: Callable[[], str], publish: Callable[[str, str], None]
     ):
@@ -65,9 +69,6 @@ class Homes:
         self._worker = worker
         self._publish = publish
         self._lock = threading.Lock()
-        self._held: Any = None  # the state's HeldSets: each session's home, and the live workers
-        #: When the live workers were last read, and who they were (None: not known, Redis down).
-        self._workers_seen: tuple[float, set[str] | None] = (0.0, None)
         self._claiming = threading.Lock()
         self._watching = threading.Event()  # set: the watcher thread stops (close)
 
@@ -77,7 +78,7 @@ class Homes:
         session.home_worker = self._worker()
         held = self.store()
         if held is not None:
-            held.hold(home_key(session), [self._worker()], 1)
+            held.hold(home_key(session), [session.home_worker], 1)
 
     def claim(self, session: HttpSession) -> None:
         """Become the session's home if it has none: its home worker exited (it let go) or died

@@ -44,6 +44,26 @@ class SessionOwner(Protocol):
 class HttpSession(Transport):
     """One MCP session over HTTP, and the transport of its ServerConnection."""
 
+    #: True once the session has ended (:meth:`close`).
+    closed = False
+    #: The server's connection this session is the transport of (bound before it is used).
+    connection: Connection | None = None
+    #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
+    principal: Any = None
+    #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
+    modern = False
+    #: Shared: the budget of its cancellations forwarded to every worker (a one-key
+    #: ``MemoryBuckets``; made when needed).
+    forwarding: Any = None
+    #: Shared: this worker is the session's home (its connection sends the change notifications),
+    #: and when it may next try to become it (``Homes.claim``).
+    home = False
+    claim_after = 0.0
+    #: Shared: the worker that is its home, as this worker last heard (None: not known).
+    home_worker: str | None = None
+    #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
+    generation: int | None = None
+
     def __init__(self, app: SessionOwner, session_id: str | None, *, kind: str = "streamable"):
         self.app = app
         self.id = session_id
@@ -56,29 +76,12 @@ class HttpSession(Transport):
         if self.standalone is not None:
             self.by_id["s"] = self.standalone
         self._numbers = itertools.count(1)
-        self.closed = False
-        #: The server's connection this session is the transport of (bound before it is used).
-        self.connection: Connection | None = None
-        #: Who created the session (``AccessInfo``) when the app is a protected resource; None otherwise.
-        self.principal = None
-        #: True for the one-request connection of a 2026-07-28 POST: its errors map to HTTP statuses.
-        self.modern = False
         #: Served by every worker (:mod:`.shared`): its standalone stream and the POST streams whose
         #: client has gone are in the shared event store, followed from any worker.
         self.shared = app.shared and kind == "streamable"
         #: Request id -> what its success changes in the session's record (``SharedSessions.change_of``):
         #: saved for every worker before the answer goes out.  Bounded by the requests in progress.
         self.saving: dict = {}
-        #: Shared: the budget of its cancellations forwarded to every worker (``shared.Budget``; made when needed).
-        self.forwarding: Any = None
-        #: Shared: this worker is the session's home (its connection sends the change notifications),
-        #: and when it may next try to become it (``Homes.claim``).
-        self.home = False
-        self.claim_after = 0.0
-        #: Shared: the worker that is its home, as this worker last heard (None: not known).
-        self.home_worker: str | None = None
-        #: Shared: the generation of its record this worker's connection took up (``SharedSessions.touch``).
-        self.generation: int | None = None
         #: Shared: stream ids are unique across workers (an event id names its stream).
         self._suffix = "-" + app.shared_sessions.worker if self.shared else ""
         #: The HTTP request each request in progress came in on (``Context.http``): per request, as a
@@ -137,7 +140,7 @@ class HttpSession(Transport):
         if self.shared and self._spill(stream, data, end):
             return
         if not stream.put(data, end=end):
-            self._overflow(stream, answers)
+            self._overflow(stream)
         elif end and stream.orphaned:
             # the answer of a POST whose client has gone: keep it where a GET finds it
             self.settle(stream)
@@ -171,7 +174,7 @@ class HttpSession(Transport):
                 stream.end_stored = True
                 self.app.event_store.end_stream(cast(str, self.id), stream.id)
 
-    def _overflow(self, stream: Stream, answers) -> None:
+    def _overflow(self, stream: Stream) -> None:
         """The stream is full (its client reads too slowly, or not at all): never lose a message in silence.
 
         On the legacy transport the stream is the whole connection and carries the answers: the
@@ -187,16 +190,15 @@ class HttpSession(Transport):
                 stream.limit,
             )
             self.app.end_session(cast(str, self.id))  # a legacy session has an id
-        else:
-            # once a spell: a client that stopped reading must not flood the log
-            if stream.dropped == 1:
-                log.warning(
-                    "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
-                    "or has gone); its messages other than the answer are dropped until there is room",
-                    (self.id or "")[:8],
-                    stream.id,
-                    stream.limit,
-                )
+        # once a spell: a client that stopped reading must not flood the log
+        elif stream.dropped == 1:
+            log.warning(
+                "session %s: stream %s is full (%d undelivered messages: its client reads too slowly "
+                "or has gone); its messages other than the answer are dropped until there is room",
+                (self.id or "")[:8],
+                stream.id,
+                stream.limit,
+            )
 
     def request_finished(self, request_id) -> None:
         """A request ended with no answer (it was cancelled): end its stream if nothing else waits."""
@@ -232,11 +234,8 @@ class HttpSession(Transport):
             stream = self.by_request.get(request_id)
         if stream is None or self.kind != "streamable":
             return False
-        direct = stream.direct
-        if direct is not None:
-            direct.close_connection()
-        else:
-            stream.close_connection()
+        # the inline reply's connection, or the stream's consumer's
+        (stream.direct or stream).close_connection()
         return True
 
     def read(self) -> bytes | None:
@@ -294,17 +293,6 @@ class HttpSession(Transport):
         """
         if stream is self.standalone:
             return
-        if self.shared:
-            with stream.cond:
-                if not stream.orphaned or stream.consumer is not None:
-                    return
-                self._store_queued(stream)  # from now on written through (``_spill``)
-                if stream.ended:
-                    self.mark_end(stream)
-                    stream.items.append(END)
-            if stream.ended:
-                self.forget_stream(stream)
-            return
         if self.kind == "stateless":
             with stream.cond:
                 if not stream.orphaned:
@@ -322,11 +310,22 @@ class HttpSession(Transport):
             self.forget_stream(stream)
             return
         with stream.cond:
-            if not stream.orphaned or not stream.ended:
+            # shared: moved to the event store even while its requests run, and from now on written
+            # through (``_spill``); otherwise only once it has ended
+            if (
+                stream.consumer is not None
+                or not stream.orphaned
+                or not (self.shared or stream.ended)
+            ):
                 return
             self._store_queued(stream)
-            stream.items.append(END)  # a GET that took the stream just before still sees its end
-        self.forget_stream(stream)
+            if stream.ended:
+                self.mark_end(stream)  # shared: its followers stop there
+                stream.items.append(
+                    END
+                )  # a GET that took the stream just before still sees its end
+        if stream.ended:
+            self.forget_stream(stream)
 
     def forget_stream(self, stream: Stream) -> None:
         """The session no longer knows ``stream`` (it has ended and been delivered, or stored)."""

@@ -5,6 +5,7 @@ session, and ends it when it closes.
 
 from __future__ import annotations
 
+import contextlib
 from typing import cast
 from urllib.parse import parse_qs
 
@@ -34,14 +35,13 @@ class LegacySse:
         # a long-lived stream (see McpWsgiApp.hold_stream, .watch)
         release = app.hold_stream(environ)
         try:
-            session = app.new_session("legacy", "sse")
-            app.bind(session, environ)
+            session = app.new_session(environ, "legacy", "sse")
             app.register(session)
             stream = session.standalone
             assert stream is not None  # a legacy session's
             token = stream.attach()
             # The stream is the session: its client closing it, or the cap ending it, ends the session.
-            app.watch(environ, stream, token, long_lived=True)
+            app.watch(environ, stream, token, stream.leave)
         except BaseException:
             release()
             raise
@@ -60,19 +60,13 @@ class LegacySse:
                     return
                 # its stream is open: it is in use, whatever worker takes its POSTs
                 if item is None and self.app.shared:
-                    self._touch(cast(str, session.id))
+                    with contextlib.suppress(ConnectionError):
+                        self.app.session_table.touch(cast(str, session.id))
                 yield KEEPALIVE if item is None else sse_event(item, event="message")
         finally:
             # The stream is the session: when it closes, the session ends.
             stream.detach(token)
             self.app.end(session)
-
-    def _touch(self, session_id: str) -> None:
-        try:
-            self.app.session_table.touch(session_id)
-        except ConnectionError:
-            # the table is unreachable: the stream goes on; it is touched again later
-            pass
 
     def post(self, environ: dict, start_response):
         """One message for the session ``?session_id=`` names: 202, its answer on the stream."""

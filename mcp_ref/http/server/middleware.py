@@ -105,5 +105,5 @@ class Admission(Middleware):
         try:
             self.admit(connection.principal, message.method, message.params)
         except LimitExceeded as exc:
-            raise refusal(exc, getattr(message, "id", None)) from None
+            raise refusal(exc, message.id) from None
         connection.mark_admitted(message.id)

@@ -14,9 +14,9 @@ from ...lifecycle import MODERN_VERSIONS
 from ...server.principal import Principal
 from ..headers import cgi_name, check_request_headers
 from .base import HttpAppBase
-from .http_session import HttpSession
+from .host import Connection
 from .oneshot import one_shot
-from .replies import held
+from .replies import held, json_body
 from .shares import peer_of
 from .status import HttpError
 from .streamable import StreamableHttp
@@ -52,8 +52,7 @@ class ModernHttp:
         if not isinstance(message, Request):
             # "This revision of the core protocol defines no client-to-server notifications over
             # Streamable HTTP": accepted, and there is nothing to do with them.
-            start_response("202 Accepted", [("Content-Length", "0")])
-            return [b""]
+            return json_body(start_response, "202 Accepted", None)
         try:
             modern = self.check_headers(environ, message)
         except McpError as exc:
@@ -77,10 +76,9 @@ class ModernHttp:
         app.refuse_if_single_threaded(environ, "subscriptions/listen", message.id)
         release = app.hold_stream(environ, message.id)
         try:
-            session = HttpSession(app, None, kind="stateless")
+            session = app.bound_session(environ, None, "stateless", "http-modern")
             session.modern = True
-            connection = session.connection = app.new_connection(session, "http-modern")
-            app.bind(session, environ)
+            connection = cast(Connection, session.connection)
             try:
                 app.admit(environ, connection, message)
             except HttpError:

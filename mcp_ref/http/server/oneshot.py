@@ -74,13 +74,14 @@ class Exchange(InlineReply, Transport):
     resume it).
     """
 
+    connection: Connection | None = None
+    answered = False
+    #: The POST this request came in on (``Context.http``).
+    http: HttpRequest | None = None
+
     def __init__(self, app: HttpAppBase, request_id, start_response, *, modern: bool = True):
         super().__init__(app, start_response)
         self.request_id, self.modern = request_id, modern
-        self.connection: Connection | None = None
-        self.answered = False
-        #: The POST this request came in on (``Context.http``).
-        self.http: HttpRequest | None = None
 
     @property
     def http_hooks(self) -> ServerHooks:

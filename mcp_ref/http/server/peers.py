@@ -49,11 +49,12 @@ Watch = tuple[socket.socket, list[Callable[[], None]]]
 class PeerWatcher:
     """One thread that polls sockets for their peer's close, and calls each one's callbacks once."""
 
+    _thread: threading.Thread | None = None
+
     def __init__(self) -> None:
         self.pid = os.getpid()  # a forked worker starts a watcher of its own
         self._watched: dict[int, Watch] = {}
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
 
     def watch(self, sock: socket.socket, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once when ``sock``'s peer has closed it (until :meth:`forget`)."""

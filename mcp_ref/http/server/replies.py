@@ -70,18 +70,19 @@ class InlineReply:
     reply, sent by :meth:`finish` once the handler returns; a message before it makes the response
     an SSE stream, written as the handler goes (``write_sse``)."""
 
+    answer: bytes | None = None
+    #: The WSGI write callable, once streaming.
+    write_sse: Callable[[bytes], object] | None = None
+    #: Of a JSON answer; a 2026-07-28 error answer sets its own (modern_status).
+    status = "200 OK"
+    #: ``done``: finish() was called, the response belongs to the WSGI server now; ``broken``:
+    #: its client has gone (or, inline, resumed elsewhere).
+    done = broken = False
+
     def __init__(self, app: ReplyOwner, start_response):
         self.app = app
         self.start_response = start_response
         self.lock = threading.Lock()
-        self.answer: bytes | None = None
-        #: The WSGI write callable, once streaming.
-        self.write_sse: Callable[[bytes], object] | None = None
-        #: Of a JSON answer; a 2026-07-28 error answer sets its own (modern_status).
-        self.status = "200 OK"
-        #: ``done``: finish() was called, the response belongs to the WSGI server now; ``broken``:
-        #: its client has gone (or, inline, resumed elsewhere).
-        self.done = self.broken = False
 
     def finish(self) -> list:
         """The WSGI body once the handler has returned."""

@@ -134,12 +134,12 @@ class MemorySessionTable:
         """See :meth:`SessionTable.make_room`."""
         now = self.clock()
         with self._lock:
-            timeout = self.handshake_timeout
-            stale = [held for held, since in self._reserved.items() if now - since > timeout]
-            for (
-                held
-            ) in stale:  # an initialize that never ended (its caller gone): its place is free
-                del self._reserved[held]
+            # an initialize that never ended (its caller gone): its place is free
+            self._reserved = {
+                held: since
+                for held, since in self._reserved.items()
+                if now - since <= self.handshake_timeout
+            }
             victim = None
             if len(self._records) + len(self._reserved) >= self.max_sessions:
                 unproven = [

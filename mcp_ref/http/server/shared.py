@@ -51,7 +51,7 @@ from .status import NotFound, ServiceUnavailable
 
 if TYPE_CHECKING:
     from .host import Connection, Host
-    from .sessions import SessionTable
+    from .sessions import SessionRecord, SessionTable
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +64,9 @@ RECONCILE_EVERY = 10.0
 #: The prefix of a record's key for each subscribed URI (one key each: two workers subscribing at once both count).
 SUBSCRIBED = "sub:"
 #: A session's cancellations of requests running on other workers (sent to every worker): at most
-#: this many a second, in bursts of up to FORWARD_BURST; past it, dropped with a warning.
-FORWARD_RATE, FORWARD_BURST = 20.0, 50
+#: FORWARD_BURST at once, refilled over FORWARD_WINDOW seconds (20 a second); past it, dropped with
+#: a warning.
+FORWARD_BURST, FORWARD_WINDOW = 50, 2.5
 #: Locks serializing the reads of records into replicas (a session's: by its id's hash), so that a
 #: request's read and the bus's never apply an older record over a newer one.
 REFRESH_LOCKS = 64
@@ -107,11 +108,10 @@ class SharedOwner(SessionOwner, Protocol):
     keepalive: float
     retry_ms: int
 
-    def new_connection(self, transport: Any, name: str) -> Connection:
-        """A connection of the server served on ``transport``."""
-
-    def bind(self, session: HttpSession, environ: dict) -> None:
-        """A session belongs to the principal of ``environ``."""
+    def bound_session(
+        self, environ: dict, session_id: str | None, kind: str, name: str
+    ) -> HttpSession:
+        """A session, its connection made and bound to the caller of ``environ``."""
 
     def adopt(self, session: HttpSession) -> HttpSession:
         """Hold a replica in this process (or the one another request built first)."""
@@ -180,15 +180,11 @@ class SharedSessions:
             raise NotFound("Session not found: start a new session with initialize")
         self.listen()
         app = self.app
-        session = HttpSession(app, session_id, kind="streamable")
-        connection = session.connection = app.new_connection(session, f"http-{session_id[:8]}")
-        app.bind(session, environ)
-        connection.resume(_negotiated(state), initialized=record["established"])
-        session.generation = record.get("generation", 0)
-        session.home_worker = state.get("home")
+        session = app.bound_session(environ, session_id, "streamable", f"http-{session_id[:8]}")
+        take_up(session, record)
         existing = app.adopt(session)
         if existing is not session:  # another request built it first
-            connection.close()
+            cast("Connection", session.connection).close()
             return existing
         # what changed between the read and now: the request's touch sees a newer generation (touch)
         return session
@@ -210,18 +206,17 @@ class SharedSessions:
         table = self.app.session_table
         session_id = cast(str, session.id)
         touch_generation = getattr(table, "touch_generation", None)
-        if touch_generation is None:
-            alive, generation = table_call(table.touch, session_id), None
-        else:
-            alive, generation = table_call(touch_generation, session_id)
-        if not alive:
-            return False
-        if generation is None and touch_generation is not None:
-            # the store could not say (a fault, already logged): served as the replica is
-            return True
-        if generation is None or generation != session.generation:
+        if touch_generation is None:  # a table that counts no generations: read every time
+            alive = table_call(table.touch, session_id)
+            if alive:
+                self.refresh(session)
+            return alive
+        alive, generation = table_call(touch_generation, session_id)
+        # generation None: the store could not say (a fault, already logged): served as the
+        # replica is
+        if alive and generation is not None and generation != session.generation:
             self.refresh(session)
-        return True
+        return alive
 
     def refresh(self, session: HttpSession) -> None:
         """Take up the session's record as it is now (another worker changed it).  One read at a time
@@ -230,10 +225,7 @@ class SharedSessions:
         with self._refreshing[hash(session_id) % REFRESH_LOCKS]:
             record = table_call(self.app.session_table.get, session_id)
             if record is not None:
-                connection = cast("Connection", session.connection)
-                connection.resume(_negotiated(record["state"]), initialized=record["established"])
-                session.generation = record.get("generation", 0)
-                session.home_worker = record["state"].get("home")
+                take_up(session, record)
 
     def forward_legacy(self, environ: dict, session_id: str, message: Any) -> None:
         """A 2024-11-05 POST for a session whose stream another worker holds: over the bus to it
@@ -322,8 +314,10 @@ class SharedSessions:
                     continue  # names no request of any worker's (or one of ours already over): dropped
                 if to is None:
                     if session.forwarding is None:
-                        session.forwarding = Budget(FORWARD_RATE, FORWARD_BURST)
-                    if not session.forwarding.take():
+                        from ...state.stores import MemoryBuckets
+
+                        session.forwarding = MemoryBuckets(max_keys=1)
+                    if session.forwarding.take(SESSIONS, FORWARD_BURST, FORWARD_WINDOW):
                         log.warning(
                             "session %s: cancellations for requests on other workers come too fast; "
                             "one was dropped",
@@ -509,27 +503,6 @@ class SharedSessions:
                 yield KEEPALIVE
 
 
-class Budget:
-    """A token bucket, in memory: ``rate`` a second, up to ``burst`` at once (a session's forwarded cancellations)."""
-
-    def __init__(self, rate: float, burst: int):
-        self.rate, self.burst = rate, burst
-        self.tokens = float(burst)
-        self.stamp = time.monotonic()
-        self.lock = threading.Lock()
-
-    def take(self) -> bool:
-        """One token if there is one."""
-        with self.lock:
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-            if self.tokens < 1:
-                return False
-            self.tokens -= 1
-            return True
-
-
 def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
     """What a session's record keeps for every worker (JSON-able): its home ``worker``, its
     principal (canonical: :func:`~mcp_ref.server.principal.principal_id_of`), and what it negotiated
@@ -540,6 +513,17 @@ def record_state(session: HttpSession, worker: str) -> dict[str, Any]:
     else:
         state.update(_recorded(cast("Connection", session.connection).negotiated()))
     return state
+
+
+def take_up(session: HttpSession, record: SessionRecord) -> None:
+    """Serve ``session`` as its record says now: what it negotiated, the generation of the record,
+    its home."""
+    state = record["state"]
+    cast("Connection", session.connection).resume(
+        _negotiated(state), initialized=record["established"]
+    )
+    session.generation = record.get("generation", 0)
+    session.home_worker = state.get("home")
 
 
 def owned_by(state: dict, caller: Any) -> bool:

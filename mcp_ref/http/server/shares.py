@@ -155,12 +155,13 @@ class ClientStreams:
     deployment: each stream also takes a place in the state's counters (:meth:`_hold_shared`).
     """
 
+    #: With a shared state: the deployment's counts (``Counters``, made at the first stream).
+    _shared: Any = None
+
     def __init__(self, app: Any):
         self.app = app
         #: This process's streams, by client.
         self.counts = ClientCounts()
-        #: With a shared state: the deployment's counts (``Counters``, made at the first stream).
-        self._shared: Any = None
         self._shared_lock = threading.Lock()
 
     def hold(self, client: str, environ: dict, request_id=None) -> Callable[[], None]:

@@ -58,14 +58,10 @@ class StreamableHttp:
             # no session, stream or event store
             return one_shot(app, environ, start_response, message)
         session = app.transient_session(environ) if app.stateless else app.session_for(environ)
-        if isinstance(message, list) and not lifecycle.batches_allowed(session.version):
-            app.finish_transient(session)
-            raise BadRequest(
-                "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
-            )
         connection = session.connection
         assert connection is not None  # every session handed out is bound
         try:
+            refuse_batch(message, session.version)
             app.admit(environ, connection, message)
         except HttpError:
             app.finish_transient(session)
@@ -96,10 +92,7 @@ class StreamableHttp:
         app = self.app
         session = None if app.stateless else app.session_for(environ)
         version = app.check_version(environ) if session is None else session.version
-        if isinstance(message, list) and not lifecycle.batches_allowed(version):
-            raise BadRequest(
-                "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
-            )
+        refuse_batch(message, version)
         valid = [m for m in items if not isinstance(m, InvalidRequest)]
         if session is not None and session.shared:
             # what answers or cancels a request open on another worker goes there (.shared)
@@ -110,9 +103,12 @@ class StreamableHttp:
             cast(Connection, session.connection).dispatch(
                 valid if isinstance(message, list) else valid[0]
             )
-        invalid = [m for m in items if isinstance(m, InvalidRequest)]
         # Batches exist only before 2025-11-25, whose errors to an unreadable id carry "id": null.
-        errors = [ErrorResponse(m.request_id, m.to_error(), null_id=True) for m in invalid]
+        errors = [
+            ErrorResponse(m.request_id, m.to_error(), null_id=True)
+            for m in items
+            if isinstance(m, InvalidRequest)
+        ]
         return json_body(
             start_response, "200 OK", jsonrpc.serialize_items(errors) if errors else None
         )
@@ -151,13 +147,11 @@ class StreamableHttp:
         """``initialize``: a new session (none, stateless), named in ``Mcp-Session-Id`` once it succeeded."""
         app = self.app
         if app.stateless:
-            session = HttpSession(app, None, kind="stateless")
-            session.connection = app.new_connection(session, "http-stateless")
+            session = app.bound_session(environ, None, "stateless", "http-stateless")
         else:
-            session = app.new_session("streamable", "http")  # its place in the table held
+            session = app.new_session(environ, "streamable", "http")  # its place in the table held
         connection = cast(Connection, session.connection)
         try:
-            app.bind(session, environ)
             stream = session.open_stream([request.id])
             connection.dispatch(request)
             token = stream.attach()
@@ -194,7 +188,7 @@ class StreamableHttp:
         app = self.app
         token = stream.attach()
         if environ is not None:
-            app.watch(environ, stream, token, long_lived=end is not None, end=end)
+            app.watch(environ, stream, token, end)
         first = stream.take(token, None)
         if first is END or (app.json_response is not False and stream.drained_after_end()):
             stream.detach(token)
@@ -250,7 +244,6 @@ class StreamableHttp:
         last_event_id = environ.get("HTTP_LAST_EVENT_ID") or ""
         # shared: every stream of the session is followed from the shared store, by event number
         number = event_number(last_event_id) if session.shared else 0
-        stream: Stream | None
         if (
             not last_event_id
             or number is None
@@ -261,33 +254,24 @@ class StreamableHttp:
             # closed with a retry: basic/transports §Listening, "The server MAY close the SSE stream
             # at any time", "sending a retry field and allowing the client to reconnect".
             app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-            if session.shared:
-                return app.shared_sessions.follow(
-                    environ, start_response, session, STANDALONE, None
-                )
-            stream, last_event_id = session.standalone, ""
-        elif session.shared:
-            return app.shared_sessions.follow(
-                environ, start_response, session, last_event_id.rpartition(".")[0], number
-            )
-        else:
-            # basic/transports §Resumability: "the server MAY use this header to replay messages
-            # that would have been sent after the last event ID, on the stream that was disconnected".
-            with session.lock:
-                stream = session.by_id.get(last_event_id.rpartition(".")[0])
-            if stream is None:  # it has ended and been delivered, or never was: replay what is kept
-                found = app.event_store.replay_after(session_id, last_event_id)
-                start_response("200 OK", SSE_HEADERS)
-                return [
-                    sse_event(data, event_id=eid)
-                    for eid, data in (found[1] if found else ())
-                    if data
-                ]
-            if stream is session.standalone:  # a POST's stream ends with its request: resuming it
-                # holds a worker no longer than the POST did
-                app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
-        assert stream is not None  # a stateful session's
+            last_event_id, number = "", None
+        stream_id = last_event_id.rpartition(".")[0] or STANDALONE
+        if session.shared:
+            return app.shared_sessions.follow(environ, start_response, session, stream_id, number)
+        # basic/transports §Resumability: "the server MAY use this header to replay messages
+        # that would have been sent after the last event ID, on the stream that was disconnected".
+        with session.lock:
+            stream = session.by_id.get(stream_id)
+        if stream is None:  # it has ended and been delivered, or never was: replay what is kept
+            found = app.event_store.replay_after(session_id, last_event_id)
+            start_response("200 OK", SSE_HEADERS)
+            return [
+                sse_event(data, event_id=eid) for eid, data in (found[1] if found else ()) if data
+            ]
         long_lived = stream is session.standalone
+        if long_lived and last_event_id:  # a POST's stream ends with its request: resuming it
+            # holds a worker no longer than the POST did
+            app.refuse_if_single_threaded(environ, "the standalone SSE stream (GET)")
         release = app.hold_stream(environ) if long_lived else nothing
         # Take the stream over and read what it missed in one step: an event is either already
         # stored (and replayed here) or not yet sent (and queued for this consumer) — never lost.
@@ -296,7 +280,7 @@ class StreamableHttp:
             found = (
                 app.event_store.replay_after(session_id, last_event_id) if last_event_id else None
             )
-        app.watch(environ, stream, token, long_lived=long_lived, end=close_for_polling(stream))
+        app.watch(environ, stream, token, close_for_polling(stream) if long_lived else None)
         start_response("200 OK", SSE_HEADERS)
         return held(
             self.events(session, stream, token, None, found[1] if found else ()),
@@ -314,3 +298,11 @@ class StreamableHttp:
         app.end(app.session_for(environ))
         start_response("200 OK", [("Content-Length", "0")])
         return [b""]
+
+
+def refuse_batch(message, version: str | None) -> None:
+    """400 for a batch (``message`` a list) where the negotiated ``version`` has none."""
+    if isinstance(message, list) and not lifecycle.batches_allowed(version):
+        raise BadRequest(
+            "Invalid Request: JSON-RPC batches are not supported by the negotiated protocol version"
+        )

@@ -40,26 +40,27 @@ class Stream:
     resuming after a drop) takes over, so no message is sent on two streams.
     """
 
+    ended = False
+    consumer: object | None = None
+    #: Messages refused since it became full (logged when it starts and when it ends).
+    dropped = 0
+    #: True once a response carried it and left with no other taking over (see HttpSession.settle).
+    orphaned = False
+    #: While a POST runs its handler inline: writes go straight to it.
+    direct: DirectWriter | None = None
+    #: The consumer ended by ``leave(close=True)``.
+    closing: object | None = None
+    #: Of a JSON answer; a 2026-07-28 error answer sets its own (modern_status).
+    status = "200 OK"
+    #: Shared sessions: its end is in the event store (HttpSession.mark_end).
+    end_stored = False
+
     def __init__(self, stream_id: str, answers: Iterable | None = None, limit: int | None = None):
         self.id = stream_id
         self.answers = set(answers) if answers is not None else None  # request ids that end it
         self.limit = limit  # undelivered messages it holds at most (None: no bound of its own)
         self.items: collections.deque = collections.deque()
         self.cond = threading.Condition()
-        self.ended = False
-        self.consumer: object | None = None
-        # messages refused since it became full (logged when it starts and when it ends)
-        self.dropped = 0
-        #: True once a response carried it and left with no other taking over (see HttpSession.settle)
-        self.orphaned = False
-        # while a POST runs its handler inline: writes go straight to it
-        self.direct: DirectWriter | None = None
-        self.closing: object | None = None  # the consumer ended by ``leave(close=True)``
-        self.status = (
-            "200 OK"  # of a JSON answer; a 2026-07-28 error answer sets its own (modern_status)
-        )
-        # shared sessions: its end is in the event store (HttpSession.mark_end)
-        self.end_stored = False
 
     def put(self, data: bytes, *, end: bool = False) -> bool:
         """Queue one message for the consumer; False (nothing queued) when the stream is full.

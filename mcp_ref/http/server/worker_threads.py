@@ -78,7 +78,7 @@ class StreamShare:
             why = (
                 "max_streams"
                 if self.max_streams is not None
-                else (f"half of this worker's {threads} threads")
+                else f"half of this worker's {threads} threads"
             )
             raise ServiceUnavailable(
                 f"Service Unavailable: this server holds as many long-lived streams as it "
