@@ -355,12 +355,11 @@ def file_root(
             }:  # else no URI reads it ("%41" in a name)
                 yield {"uri": uri, "name": relative}
 
-    entry = build_resource(
-        read_file,
-        template.template,
-        name=name or f"files under {files.root.name}",
-        description=f"Files under {files.root}",
-    )
+    given = {
+        "name": name or f"files under {files.root.name}",
+        "description": f"Files under {files.root}",
+    }
+    entry = build_resource(read_file, template.template, given)
     # a path the root would refuse ("./a", "a//b", "a/", ".env") names no resource at all: not found
     # for resources/subscribe and the listen streams too, not only when read
     entry.accepts = lambda variables: files.is_canonical(variables.get("path", ""))

@@ -1,4 +1,5 @@
-"""Unions, Literals, Enums, dataclasses and fixed-length tuples in tool, prompt and resource signatures.
+"""Unions, Literals, Enums, dataclasses, TypedDicts and fixed-length tuples in tool, prompt and
+resource signatures.
 
 :mod:`mcp_ref.server.signatures` describes the plain JSON types itself (``int``, ``str``, lists,
 dicts); this module, loaded the first time a signature holds one of the kinds above, gives their
@@ -12,14 +13,18 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Callable
-from typing import Any, cast
+import typing
+from collections.abc import Callable, Collection
+from typing import Any, cast, get_args, get_origin
 
-__all__ = ["dataclass_schema", "enum_schema", "fixed_tuple", "literal", "union"]
+__all__ = ["enum_schema", "fixed_tuple", "literal", "object_schema", "union"]
 
 _Converter = Callable[[Any], Any]
 _Analyse = Callable[[Any, tuple], "tuple[dict, _Converter | None]"]
 _NONE = type(None)
+_TD_WRAPPERS = tuple(
+    w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
+)
 
 _JSON_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "null": lambda v: v is None,
@@ -126,40 +131,75 @@ def literal(args: tuple) -> tuple[dict, _Converter | None]:
     return schema, lambda v: members.get(v, v)
 
 
-def dataclass_schema(
+def _required_key(name: str, hint: Any, required_keys: Collection[str]) -> bool:
+    """Whether a TypedDict's key ``name`` is required: ``Required``/``NotRequired`` on its resolved
+    hint (under Annotated too), else ``__required_keys__``, which misses the wrappers written as
+    strings (PEP 563)."""
+    while True:
+        origin = get_origin(hint)
+        if origin is not typing.Annotated and (origin is None or origin not in _TD_WRAPPERS):
+            return name in required_keys
+        wrapper = getattr(origin, "_name", None)
+        if wrapper in ("Required", "NotRequired"):
+            return wrapper == "Required"
+        hint = get_args(hint)[0]
+
+
+def object_schema(
     tp: type, seen: tuple, analyse: _Analyse, hints: dict, add_default: Callable[[dict, Any], None]
-) -> tuple[dict, _Converter]:
-    """``(schema, converter)`` of dataclass ``tp`` whose resolved type hints are ``hints``; ``add_default``
+) -> tuple[dict, _Converter | None]:
+    """``(schema, converter)`` of a dataclass or a TypedDict ``tp`` whose resolved type hints are
+    ``hints``: an object of its fields.  The converter converts the fields that need it and makes
+    the dataclass (a TypedDict stays a dict: no converter when no field needs one); ``add_default``
     puts a field's default on its schema."""
+    make: Callable[..., Any] = dict
+    if dataclasses.is_dataclass(tp):
+        make = tp
+        fields = [
+            (
+                f.name,
+                hints.get(f.name, Any),
+                f.default,
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(tp)
+            if f.init
+        ]
+    else:
+        required_keys = getattr(tp, "__required_keys__", frozenset(hints))
+        fields = [
+            (name, hint, dataclasses.MISSING, _required_key(name, hint, required_keys))
+            for name, hint in hints.items()
+        ]
     props: dict[str, Any] = {}
     required: list[str] = []
     convs: list[tuple[str, _Converter]] = []
-    for f in dataclasses.fields(tp):
-        if not f.init:
-            continue
-        schema, conv = analyse(hints.get(f.name, Any), seen)
-        schema = dict(schema)
-        if f.default is not dataclasses.MISSING:
-            add_default(schema, f.default)
-        elif f.default_factory is dataclasses.MISSING:
-            required.append(f.name)
-        props[f.name] = schema
+    for name, hint, default, needed in fields:
+        schema, conv = analyse(hint, seen)
+        if default is not dataclasses.MISSING:
+            schema = dict(schema)
+            add_default(schema, default)
+        if needed:
+            required.append(name)
+        props[name] = schema
         if conv:
-            convs.append((f.name, conv))
-
-    def convert_dataclass(v: Any) -> Any:
-        if not isinstance(v, dict):
-            return v
-        kwargs = dict(v)
-        for name, c in convs:
-            if name in kwargs:
-                kwargs[name] = c(kwargs[name])
-        return tp(**kwargs)
-
+            convs.append((name, conv))
     result: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         result["required"] = required
-    return result, convert_dataclass
+    if not convs and make is dict:
+        return result, None
+
+    def convert_object(v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        out = dict(v)
+        for name, c in convs:
+            if name in out:
+                out[name] = c(out[name])
+        return out if make is dict else make(**out)
+
+    return result, convert_object
 
 
 def fixed_tuple(args: tuple, seen: tuple, analyse: _Analyse) -> tuple[dict, _Converter]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,18 +45,16 @@ class RegisteredPrompt:
 
 def build_prompt(
     func: Callable,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    icons: list | None = None,
-    scopes=(),
+    given: dict[str, Any],
+    scopes: Iterable[str] = (),
     options: dict[str, Any] | None = None,
 ) -> RegisteredPrompt:
-    """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments."""
+    """A :class:`RegisteredPrompt` for ``func``: its parameters are the prompt's arguments.
+    ``given``: its ``Prompt`` fields as registered (``name``, ``title``, ``description``, ``icons``;
+    None: not given, the function's own where it has one)."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
-    name = name or func.__name__
+    name = given["name"] or func.__name__
     properties = plan.schema.get("properties", {})
     required = tuple(plan.schema.get("required", ()))
     arguments = [
@@ -65,17 +63,11 @@ def build_prompt(
         )
         for arg, spec in properties.items()
     ]
-    listing = drop_none(
-        {
-            "name": name,
-            "title": title,
-            "description": description if description is not None else plan.description,
-            "arguments": arguments,
-            "icons": icons,
-        }
-    )
+    listing = {**given, "name": name, "arguments": arguments}
+    if listing["description"] is None:
+        listing["description"] = plan.description
     return RegisteredPrompt(
-        name, func, plan, listing, required, tuple(scopes), options=dict(options or {})
+        name, func, plan, drop_none(listing), required, tuple(scopes), options=dict(options or {})
     )
 
 

@@ -127,45 +127,32 @@ def check_hints(ttl_ms: int | None, cache_scope: str | None) -> tuple:
 def build_resource(
     func: Callable,
     uri: str,
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    mime_type: str | None = None,
-    size: int | None = None,
-    annotations: dict | None = None,
-    icons: list | None = None,
-    scopes=(),
-    ttl_ms: int | None = None,
-    cache_scope: str | None = None,
+    given: dict[str, Any],
+    scopes: Iterable[str] = (),
+    cache: tuple[int | None, str | None] = (None, None),
     options: dict[str, Any] | None = None,
 ) -> RegisteredResource:
-    """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``."""
+    """A :class:`RegisteredResource` for ``func`` at ``uri`` — a template when ``uri`` has ``{variables}``.
+    ``given``: its ``Resource`` fields as registered (``name`` and ``description``, and any of
+    ``title``, ``mimeType``, ``size``, ``annotations``, ``icons``; None: not given, the function's
+    own where it has one).  ``cache``: its own caching hints ``(ttl_ms, cache_scope)``, None each
+    for the server's."""
     func = runs_in_thread(func)
     plan = compile_arguments(func, skip_types=(Context,))
     is_template = UriTemplate.is_template(uri)
-    listing = drop_none(
-        {
-            "uriTemplate" if is_template else "uri": uri,
-            "name": name or func.__name__,
-            "title": title,
-            "description": description if description is not None else plan.description,
-            "mimeType": mime_type,
-            "size": None if is_template else size,
-            "annotations": annotations,
-            "icons": icons,
-        }
-    )
-    cache = None
-    if ttl_ms is not None or cache_scope is not None:
-        cache = check_hints(ttl_ms, cache_scope)
+    listing = {"uriTemplate" if is_template else "uri": uri, **given}
+    listing["name"] = given["name"] or func.__name__
+    if listing["description"] is None:
+        listing["description"] = plan.description
+    if is_template:
+        listing.pop("size", None)  # a template has no size
     return RegisteredResource(
-        listing,
+        drop_none(listing),
         func,
         plan,
         UriTemplate(uri) if is_template else None,
         tuple(scopes),
-        cache,
+        None if cache == (None, None) else check_hints(*cache),
         options=dict(options or {}),
     )
 

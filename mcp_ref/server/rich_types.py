@@ -1,8 +1,7 @@
 """Rich types in tool, prompt and resource signatures: what FastMCP and the official SDK accept.
 
 :mod:`mcp_ref.server.signatures` describes the JSON types (``int``, ``str``, lists, dicts; dataclasses,
-Enums, Literals, unions through :mod:`~mcp_ref.server.compound_types`; TypedDicts through :func:`typeddict`
-here); this module, loaded only when a signature holds something else, adds:
+Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types`); this module, loaded only when a signature holds something else, adds:
 
 * ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (ISO 8601; the ``format``
   pydantic gives them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``);
@@ -31,7 +30,7 @@ import sys
 import typing
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, get_args, get_origin
+from typing import Any
 
 __all__ = [
     "analyse",
@@ -40,13 +39,9 @@ __all__ = [
     "jsonable",
     "template_arguments",
     "text_to_json",
-    "typeddict",
 ]
 
 _Converter = Callable[[Any], Any]
-_TD_WRAPPERS = tuple(
-    w for w in (getattr(typing, n, None) for n in ("Required", "NotRequired", "ReadOnly")) if w
-)
 
 
 def _parser(kind: str, parse: Callable[[str], Any]) -> _Converter:
@@ -239,56 +234,6 @@ def field_default(hint: Any, field: Any, required: Any) -> tuple[Any, Any, Calla
         return annotated, required, lambda: required
     value = field.default
     return annotated, value, lambda: value
-
-
-# -- TypedDict ------------------------------------------------------------------------------------
-
-
-def _wrapper_name(hint: Any) -> str | None:
-    """'Required'/'NotRequired' when ``hint`` is wrapped in one (under Annotated)."""
-    while True:
-        origin = get_origin(hint)
-        if origin is typing.Annotated or (origin is not None and origin in _TD_WRAPPERS):
-            name = getattr(origin, "_name", None)
-            if name in ("Required", "NotRequired"):
-                return name
-            hint = get_args(hint)[0]
-        else:
-            return None
-
-
-def typeddict(
-    tp: type, seen: tuple, analyse: Callable, hints: dict
-) -> tuple[dict, _Converter | None]:
-    """``(JSON Schema, converter)`` of a TypedDict whose resolved type hints are ``hints``; ``analyse``
-    describes each value (:mod:`mcp_ref.server.signatures`' own analysis)."""
-    # __required_keys__ misses Required/NotRequired written as strings (PEP 563),
-    # so an explicit wrapper on the resolved hint takes precedence.
-    required_keys = getattr(tp, "__required_keys__", frozenset(hints))
-    props: dict[str, Any] = {}
-    required: list[str] = []
-    convs: list[tuple[str, _Converter]] = []
-    for name, hint in hints.items():
-        wrapper = _wrapper_name(hint)
-        if wrapper == "Required" or (wrapper != "NotRequired" and name in required_keys):
-            required.append(name)
-        props[name], conv = analyse(hint, seen)
-        if conv:
-            convs.append((name, conv))
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required:
-        schema["required"] = required
-    if not convs:
-        return schema, None
-
-    def convert_typeddict(v: Any) -> Any:
-        out = dict(v)
-        for name, c in convs:
-            if name in out:
-                out[name] = c(out[name])
-        return out
-
-    return schema, convert_typeddict
 
 
 # -- Annotated metadata ---------------------------------------------------------------------------

@@ -365,21 +365,17 @@ class Server:
         """Register a resource or resource template (see :meth:`resource`)."""
         from .resources import build_resource
 
-        entry = build_resource(
-            func,
-            uri,
-            name=name,
-            title=title,
-            description=description,
-            mime_type=mime_type,
-            size=size,
-            annotations=annotations,
-            icons=icons,
-            scopes=scopes,
-            ttl_ms=ttl_ms,
-            cache_scope=cache_scope,
-            options=self._item_options(options),
-        )
+        given = {
+            "name": name,
+            "title": title,
+            "description": description,
+            "mimeType": mime_type,
+            "size": size,
+            "annotations": annotations,
+            "icons": icons,
+        }
+        options = self._item_options(options)
+        entry = build_resource(func, uri, given, scopes, (ttl_ms, cache_scope), options)
         self._add_resource_entry(entry)
 
     def _add_resource_entry(
@@ -524,15 +520,8 @@ class Server:
         """Register a prompt (see :meth:`prompt`); announces ``prompts/list_changed``."""
         from .prompts import build_prompt
 
-        prompt = build_prompt(
-            func,
-            name=name,
-            title=title,
-            description=description,
-            icons=icons,
-            scopes=scopes,
-            options=self._item_options(options),
-        )
+        given = {"name": name, "title": title, "description": description, "icons": icons}
+        prompt = build_prompt(func, given, scopes, self._item_options(options))
         with self._registry_lock:
             self._prompts[prompt.name] = replacing(
                 prompt.name in self._prompts, "prompt", prompt.name, prompt

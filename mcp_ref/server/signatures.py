@@ -190,13 +190,9 @@ def _analyse(tp: Any, seen: tuple) -> tuple[dict, _Converter | None]:
         if dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
             if tp in seen:
                 raise TypeError(f"recursive type {tp.__qualname__} is not supported")
-            if dataclasses.is_dataclass(tp):
-                from .compound_types import dataclass_schema
+            from .compound_types import object_schema
 
-                return dataclass_schema(tp, seen + (tp,), _analyse, _hints(tp), _add_default)
-            from .rich_types import typeddict  # loaded for a TypedDict only
-
-            return typeddict(tp, seen + (tp,), _analyse, _hints(tp))
+            return object_schema(tp, seen + (tp,), _analyse, _hints(tp), _add_default)
         origin = tp  # a bare container class such as ``list`` or ``dict``
 
     homogeneous = origin is tuple and len(args) == 2 and args[1] is Ellipsis  # tuple[T, ...]
