@@ -51,6 +51,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+import requests
+from requests.adapters import HTTPAdapter
+
 from ..http.origins import LOCAL_HOSTS, host_allowed, is_loopback, origin_allowed
 from ..oauth import pkce
 from ..oauth.browser import redirect_uri_matches
@@ -671,70 +674,86 @@ def fetch_client_metadata(
     return client, min(cache_lifetime(cache_control, DOCUMENT_TTL), DOCUMENT_TTL)
 
 
+class _AsHost(HTTPAdapter):
+    """requests' adapter for a URL that names an address already checked: TLS names ``host``
+    (SNI) and checks the certificate against ``host``, not the address; no retries."""
+
+    def __init__(self, host: str):
+        self.host = host  # before HTTPAdapter.__init__, which makes the pool manager
+        super().__init__(max_retries=0)
+
+    def init_poolmanager(self, connections, maxsize, block=False, **pool_kwargs):
+        """The pool manager, its HTTPS connections naming ``host``."""
+        pool_kwargs.update(server_hostname=self.host, assert_hostname=self.host)
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+
+
 def _get_document(
     scheme: str, host: str, address: str, port: int, netloc: str, target: str, deadline: float
 ) -> tuple[bytes, str] | None:
     """GET ``target`` from ``address`` (already checked), as ``host``: (the body, its Cache-Control);
     None when the address does not take the connection (the caller tries the next).
 
-    TLS goes to the address with the name as SNI and the certificate checked against the name.
-    Bounded: no retries, no redirects, all before ``deadline``, ``MAX_DOCUMENT`` bytes.
+    Through ``requests``, to the address itself (the URL names it; ``Host`` names ``host``); TLS
+    names ``host`` (SNI) and checks the certificate against it (:class:`_AsHost`).  Bounded: no
+    proxy, no retries, no redirects, all before ``deadline``, ``MAX_DOCUMENT`` bytes.
     """
-    import urllib3
+    from urllib3.exceptions import HTTPError as BrokenBody  # what requests' raw stream raises
 
     left = deadline - time.monotonic()
     if left <= 0:
         raise OAuthError("invalid_client", "the client metadata document took too long")
-    pool: urllib3.HTTPConnectionPool  # each given ``left`` seconds to connect, and to read
-    if scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
-            address,
-            port,
-            timeout=left,
-            retries=False,
-            maxsize=1,
-            server_hostname=host,
-            assert_hostname=host,
-            cert_reqs="CERT_REQUIRED",
-        )
-    else:
-        pool = urllib3.HTTPConnectionPool(address, port, timeout=left, retries=False, maxsize=1)
-    try:
-        answer = pool.urlopen(
-            "GET",
-            target,
-            headers={"Host": netloc, "Accept": "application/json", "Accept-Encoding": "identity"},
-            redirect=False,
-            retries=False,
-            preload_content=False,
-            decode_content=False,
-        )
+    literal = f"[{address}]" if ":" in address else address
+    with requests.Session() as session:
+        session.trust_env = False  # no proxy, no .netrc: the checked address itself
+        session.mount("http://", HTTPAdapter(max_retries=0))
+        session.mount("https://", _AsHost(host))
         try:
-            if answer.status != 200:
+            answer = session.get(
+                f"{scheme}://{literal}:{port}{target}",
+                headers={
+                    "Host": netloc,
+                    "Accept": "application/json",
+                    "Accept-Encoding": "identity",
+                },
+                timeout=left,  # to connect, and for each read
+                allow_redirects=False,
+                stream=True,
+            )
+        except requests.exceptions.SSLError:
+            raise OAuthError(
+                "invalid_client", "the client metadata document could not be fetched"
+            ) from None
+        except requests.ConnectionError:  # refused, unreachable, or no connection in time
+            return None
+        except requests.RequestException:
+            raise OAuthError(
+                "invalid_client", "the client metadata document could not be fetched"
+            ) from None
+        with answer:
+            if answer.status_code != 200:
                 raise OAuthError(
-                    "invalid_client", f"the client metadata document answered HTTP {answer.status}"
+                    "invalid_client",
+                    f"the client metadata document answered HTTP {answer.status_code}",
                 )
             data = b""
-            for chunk in answer.stream(4096, decode_content=False):
-                data += chunk
-                if len(data) > MAX_DOCUMENT:
-                    raise OAuthError(
-                        "invalid_client",
-                        f"the client metadata document is over {MAX_DOCUMENT} bytes",
-                    )
-                if time.monotonic() > deadline:
-                    raise OAuthError("invalid_client", "the client metadata document took too long")
+            try:  # the body as sent: a compressed one is not JSON
+                for chunk in answer.raw.stream(4096, decode_content=False):
+                    data += chunk
+                    if len(data) > MAX_DOCUMENT:
+                        raise OAuthError(
+                            "invalid_client",
+                            f"the client metadata document is over {MAX_DOCUMENT} bytes",
+                        )
+                    if time.monotonic() > deadline:
+                        raise OAuthError(
+                            "invalid_client", "the client metadata document took too long"
+                        )
+            except (OSError, BrokenBody):
+                raise OAuthError(
+                    "invalid_client", "the client metadata document could not be fetched"
+                ) from None
             return data, answer.headers.get("Cache-Control", "")
-        finally:
-            answer.release_conn()
-    except (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError):
-        return None
-    except (urllib3.exceptions.HTTPError, OSError):
-        raise OAuthError(
-            "invalid_client", "the client metadata document could not be fetched"
-        ) from None
-    finally:
-        pool.close()
 
 
 def _checked_addresses(host: str, port: int, loopback: bool) -> list[str]:

@@ -493,3 +493,36 @@ def test_private_network_and_plain_http_documents_are_never_fetched(client_id):
     with pytest.raises(OAuthError) as refused:
         fetch_client_metadata(client_id)
     assert refused.value.error == "invalid_client"
+
+
+def test_an_https_document_is_fetched_from_the_checked_address_naming_its_host(tmp_path):
+    """An https document is fetched from the address checked (here 127.0.0.1, as ``localhost``
+    resolves), naming the URL's host in TLS (SNI), its certificate checked: one signed by a CA
+    the fetch does not trust is refused, with nothing fetched."""
+    from tls_fixtures import Pki, start_tls
+
+    from mcp_ref.workbench.demo_auth_server import OAuthError, fetch_client_metadata
+
+    served_paths = []
+
+    def documents(environ, start_response):
+        served_paths.append(environ["PATH_INFO"])
+        start_response("404 Not Found", [("Content-Length", "0")])
+        return [b""]
+
+    class Documents:
+        def wsgi_app(self):
+            return documents
+
+    pki = Pki(tmp_path)
+    served = start_tls(Documents(), pki.cert("localhost"))
+    named = []
+    served.context.sni_callback = lambda sock, name, context: named.append(name)
+    try:
+        with pytest.raises(OAuthError) as refused:
+            fetch_client_metadata(f"https://localhost:{served.httpd.port}/client.json")
+        assert refused.value.error == "invalid_client"
+        assert refused.value.description == "the client metadata document could not be fetched"
+        assert named == ["localhost"] and served_paths == []
+    finally:
+        served.stop()
