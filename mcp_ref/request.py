@@ -4,12 +4,12 @@ the role that gives incoming requests their meaning; and :class:`HandlerPool`, t
 the handlers of one connection's incoming requests.  Their engine is
 :class:`mcp_ref.session.Session`, which re-exports the first three.
 
-The handlers run on :class:`HandlerPool`, a bounded :class:`concurrent.futures.ThreadPoolExecutor`
-(made with the first request a handler must run).  The session's reader thread only reads, parses
-and routes; each request it reads is submitted there, and one of at most ``max_workers`` threads
-runs its handler.  So a handler may ask the peer and wait: the reader reads the answer.  The
-requests submitted and not yet run are bounded by the session's ``max_incoming`` (each is in its
-table of incoming requests, or counted as withdrawn).
+The handlers run on :class:`HandlerPool`, a plain bounded
+:class:`concurrent.futures.ThreadPoolExecutor` (made with the first request a handler must run).
+The session's reader thread only reads, parses and routes; each request it reads is submitted
+there, and one of at most ``max_workers`` threads runs its handler.  So a handler may ask the peer
+and wait: the reader reads the answer.  The requests submitted and not yet run are bounded by the
+session's ``max_incoming`` (each is in its table of incoming requests, or counted as withdrawn).
 """
 
 from __future__ import annotations
@@ -321,39 +321,26 @@ def run_logged(callback: Callable, args: tuple) -> None:
 
 
 # -- the handlers of incoming requests -----------------------------------------------------
-#: How long a runner waits for the next job before its thread goes back to the executor.  The
-#: executor's threads are not daemons: one left waiting here would hold the interpreter at exit
-#: (a session never closed), which then waits at most this long.
-HANDLER_IDLE_SECONDS = 0.5
-
 #: A request to run: (request, context, batch), as the session's handler runner takes them.
 Job = tuple[Any, Any, Any]
 
 
 class HandlerPool:
-    """Runs ``run(request, context, batch)`` for each submitted job on at most ``max_workers``
-    threads named ``<name>-handler_<n>``; :meth:`stop` (close) and :meth:`drain` (end of input) end it.
+    """Runs ``run(request, context, batch)`` for each submitted job on a
+    :class:`~concurrent.futures.ThreadPoolExecutor` of at most ``max_workers`` threads named
+    ``<name>-handler_<n>``; :meth:`stop` (close) and :meth:`drain` (end of input) end it.
 
-    Jobs wait in ``queue``; each runner given to the executor runs queued jobs one after another, and
-    waits for the next while the connection lasts; a runner is submitted only when those running
-    cannot take a new job.  So a thread that has just answered takes the next request itself, instead
-    of the executor waking (or starting) another thread for every request."""
+    Each job is one ``executor.submit``; the jobs waiting for a thread wait in the executor's queue
+    (bounded by the session's ``max_incoming``).  The only scheme of the pool's own is the hold of
+    ``initialize`` (:meth:`submit`)."""
 
     def __init__(self, name: str, max_workers: int, run: Callable[..., None]):
         self.name = name
         self.run = run
-        self.max_workers = max_workers
         self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-handler")
-        self.lock = threading.Lock()
-        self.idle = threading.Condition(self.lock)  # drain() waits here for every job to end
-        self.wakeup = threading.Condition(self.lock)  # runners wait here for a job
-        self.queue: deque[Job] = deque()  # jobs waiting for a thread (bounded by max_incoming)
-        self.held: deque[Job] = deque()  # jobs waiting for initialize (bounded by max_incoming)
-        self.runners = 0  # executor runners taking jobs from the queue (at most max_workers)
-        self.running = 0  # handlers running now
-        self.holding = False  # an initialize handler runs: the jobs submitted meanwhile are held
-        self.stopped = False  # close(): the jobs not started yet never run
-        self.ending = False  # close() or end of input: a runner with no job left ends
+        self.lock = threading.Condition()  # drain() waits here for the held jobs to be submitted
+        # while an initialize handler runs, the jobs submitted meanwhile (bounded by max_incoming)
+        self.held: deque[Job] | None = None
 
     def submit(self, job: Job) -> bool:
         """Run ``job`` when a thread is free; False if no thread can take it (the pool is shut down).
@@ -362,91 +349,53 @@ class HandlerPool:
         handler runs wait until it has answered (notifications are still read and handled, and ping
         answered on the reader thread)."""
         with self.lock:
-            if self.stopped:
-                return False
-            if self.holding:
-                self.held.append(job)
-                return True
-            self.holding = job[0].method == "initialize"
-            self.queue.append(job)
-            start = self._needs_runner()
-            self.wakeup.notify()
-        if start and not self._start_runner():
-            with self.lock:
-                if job in self.queue:  # no thread took it: the caller refuses it
-                    self.queue.remove(job)
-                    return False
-        return True
+            if self.held is None:
+                return self._start(job)
+            self.held.append(job)
+            return True
 
-    def _needs_runner(self) -> bool:
-        """Under ``lock``: True (and counted) when the queued jobs need one more runner."""
-        if self.runners >= self.max_workers or self.runners - self.running >= len(self.queue):
-            return False
-        self.runners += 1
-        return True
-
-    def _start_runner(self) -> bool:
+    def _start(self, job: Job) -> bool:
+        """Under ``lock``: give ``job`` to the executor; an ``initialize`` holds the jobs after it."""
         try:
-            self.executor.submit(self._work)
+            self.executor.submit(self._work, job)
         except RuntimeError:  # shut down (the connection closed), or the interpreter is ending
-            with self.lock:
-                self.runners -= 1
             return False
+        if job[0].method == "initialize":
+            self.held = deque()
         return True
 
-    def _work(self) -> None:
-        """One executor runner: run queued jobs one after another, waiting for the next, until the end."""
-        while True:
-            with self.lock:
-                while not self.queue and not self.ending:
-                    if not self.wakeup.wait(HANDLER_IDLE_SECONDS) and not self.queue:
-                        break  # idle: the thread goes back to the executor
-                if not self.queue:
-                    self.runners -= 1
-                    return
-                job = self.queue.popleft()
-                self.running += 1
-            try:
-                if not self.stopped:
-                    self.run(*job)
-            except BaseException:  # a reply not sent, a handler's SystemExit: the pool goes on
-                log.exception("%s: a handler could not finish", self.name)
-            finally:
-                self._ended(job)
+    def _work(self, job: Job) -> None:
+        try:
+            self.run(*job)
+        except BaseException:  # a reply not sent, a handler's SystemExit: the pool goes on
+            log.exception("%s: a handler could not finish", self.name)
+        if job[0].method == "initialize":
+            self._release()
 
-    def _ended(self, job: Job) -> None:
-        """A job ended: an ``initialize`` lets the jobs it held into the queue; drain() is told."""
-        starts = 0
+    def _release(self) -> None:
+        """An ``initialize`` has answered: the jobs it held start, up to the next ``initialize``."""
         with self.lock:
-            self.running -= 1
-            if job[0].method == "initialize" and self.holding:
-                self.holding = False
-                while self.held and not self.holding:
-                    next_job = self.held.popleft()
-                    self.holding = next_job[0].method == "initialize"
-                    self.queue.append(next_job)
-                    starts += self._needs_runner()
-                    self.wakeup.notify()
-            self.idle.notify_all()
-        for _ in range(starts):
-            self._start_runner()  # if none can start (closing), this runner's loop takes the jobs
+            held, self.held = self.held, None
+            while held and self.held is None:
+                self._start(held.popleft())
+            if self.held is not None:
+                self.held = held
+            self.lock.notify_all()
 
     def stop(self) -> None:
         """close(): the held and queued jobs never run (the session cancels their contexts); the
         running handlers finish, then the threads exit."""
         with self.lock:
-            self.stopped = self.ending = True
-            self.held.clear()
-            self.queue.clear()
-            self.wakeup.notify_all()
-        self.executor.shutdown(wait=False)
+            self.held = None
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.lock.notify_all()
 
-    def drain(self, *, join: bool) -> None:
+    def drain(self) -> None:
         """At the end of input: the queued and held jobs still run; returns once every handler has
-        ended (``join``: and every thread has exited)."""
+        ended and every thread has exited."""
         with self.lock:
-            self.ending = True
-            self.wakeup.notify_all()
-            while self.queue or self.held or self.running:  # jobs not ended
-                self.idle.wait()
-        self.executor.shutdown(wait=join)
+            while (
+                self.held is not None
+            ):  # an initialize runs: the jobs it holds are still to submit
+                self.lock.wait()
+        self.executor.shutdown()

@@ -576,7 +576,7 @@ class Session:
         self._fail_pending("the connection ended")
         self._end_all_deferred()
         if self._pool is not None:  # the queued requests still run, and every handler ends
-            self._pool.drain(join=threading.current_thread() is self._reader)
+            self._pool.drain()
         self._end_callbacks(wait=True)
         try:
             self.transport.close()
