@@ -394,8 +394,7 @@ class HandlerPool:
         """At the end of input: the queued and held jobs still run; returns once every handler has
         ended and every thread has exited."""
         with self.lock:
-            while (
-                self.held is not None
-            ):  # an initialize runs: the jobs it holds are still to submit
+            # while an initialize runs, the jobs it holds are still to submit
+            while self.held is not None:
                 self.lock.wait()
         self.executor.shutdown()
