@@ -607,6 +607,8 @@ class TaskStore(TaskPool):
             raise InvalidParams("Invalid params: taskId must be a string")
         self._forget_expired()
         record = self.records.get(task_id)
+        if record is None:
+            self._forget_expired()  # it may have expired just now: a handler running it stops
         if record is None or record["owner"] != owner:
             raise InvalidParams(
                 f"Invalid params: no task {task_id!r} (it does not exist, or has expired)"

@@ -435,6 +435,9 @@ class MemoryTaskRecords:
         self._order: dict[str, tuple[int, str | None]] = {}  # id -> (creation number, owner)
         # owner -> (number, id), ascending
         self._owned: dict[str | None, list[tuple[int, str]]] = {}
+        # expired records a read forgot since the last sweep, which reports them (at most one entry
+        # a record: a forgotten one is not read again; create sweeps first)
+        self._forgotten: list[str] = []
         self._lock = threading.Lock()
 
     def create(
@@ -563,6 +566,8 @@ class MemoryTaskRecords:
         gone = [task_id for task_id, ends in self._expires.items() if now >= ends]
         for task_id in gone:
             self._drop(task_id)
+        gone += self._forgotten
+        self._forgotten = []
         return gone
 
     def _drop(self, task_id: str) -> bool:
@@ -579,6 +584,7 @@ class MemoryTaskRecords:
         ends = self._expires.get(task_id)
         if ends is not None and self.clock() >= ends:
             self._drop(task_id)
+            self._forgotten.append(task_id)  # the next sweep names it: its handler stops
             return None
         return self._records.get(task_id)
 

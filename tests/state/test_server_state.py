@@ -453,8 +453,11 @@ def test_records_expire_with_the_clock(records, clock):
     clock.now += 4.9
     assert records.get("short") is not None
     clock.now += 0.2
-    assert records.get("short") is None
-    assert records.sweep() == [] and records.count() == 1  # get already forgot it
+    assert records.get("short") is None and records.count() == 1  # a read forgets it
+    # In memory the next sweep names it, so the process running it stops it; on Redis that process
+    # is told by its lease instead (renew_lease: False), whichever process read the record.
+    assert records.sweep() == (["short"] if isinstance(records, MemoryTaskRecords) else [])
+    assert records.sweep() == []
     create(records, "next", ttl=1.0)
     clock.now += 2.0
     assert records.sweep() == ["next"] and records.get("forever") is not None
@@ -719,6 +722,29 @@ def test_expired_task_records_are_gone_for_every_process(records, clock):
     with pytest.raises(McpError) as gone:
         TaskStore(records=records).find(task.id, "alice")
     assert gone.value.code == -32602 and len(store) == 0
+
+
+def test_a_task_whose_record_a_read_found_expired_is_stopped(clock):
+    """An expired task's record that a read forgot (a tasks/list after its TTL) still stops the
+    handler this process runs for it (SEP-2663: after its TTL a server "MAY ... delete it"): the
+    next sweep names it (here tasks/get's).  It was lost: only a record still held was swept."""
+    store = TaskStore(records=MemoryTaskRecords(clock=clock), ttl_ms=1000)
+    task = store.create("alice")
+    running = threading.Event()
+
+    def work() -> None:
+        running.set()
+        task.cancelled.wait(WAIT)
+
+    store.run(work, task.id)
+    assert running.wait(WAIT)
+    clock.now += 1.5
+    assert store.records.list("alice", None, 10) == ([], None)  # a tasks/list forgets it
+    assert not task.cancelled.is_set()
+    with pytest.raises(McpError) as gone:
+        store.find(task.id, "alice")  # a tasks/get after it: the handler stops
+    assert gone.value.code == -32602
+    assert task.cancelled.is_set()
 
 
 def test_a_full_run_queue_refuses_new_work():
