@@ -2,7 +2,7 @@
 ``call``, ``read``, ``prompt``, ``check`` ..., and turn each failure into a :class:`CliError`
 (one line on stderr, an exit code).
 
-Exit codes: 0 ok, 1 usage, 4 cannot launch or reach the server (or no handshake), 5 the tool
+Exit codes: 0 ok, 2 usage, 4 cannot launch or reach the server (or no handshake), 5 the tool
 returned ``isError`` or the server answered with a JSON-RPC error, 6 a request timed out,
 7 authorization failed.
 """
@@ -36,8 +36,9 @@ from .cli_output import (
 )
 from .terminal import safe
 
-EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 1, 4, 5, 6, 7
-#: The most characters ``--args`` reads (inline, from stdin or from a file); past it, a usage error (exit 1).
+# Usage errors are 2, as argparse and the shell's own commands make them.
+EXIT_OK, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_ERROR, EXIT_TIMEOUT, EXIT_AUTH = 0, 2, 4, 5, 6, 7
+#: The most characters ``--args`` reads (inline, from stdin or from a file); past it, a usage error (exit 2).
 MAX_ARGUMENTS = 16 * 1024 * 1024
 
 
@@ -310,8 +311,10 @@ class ServerStderr:
         return "; its last stderr lines:\n  " + "\n  ".join(self.lines)
 
 
-def run_verb(args, trace) -> int:
-    """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`)."""
+def run_verb(args, hooks) -> int:
+    """Connect, run ``args.verb``, close; the exit code (failures raised as :class:`CliError`).
+    ``hooks``: the command's :class:`~mcp_ref.workbench.cli.Hooks` (its ``trace`` sees every message)."""
+    trace = hooks.trace
     if args.verb == "check":
         from .wire_check import WireValidator
 
@@ -319,6 +322,12 @@ def run_verb(args, trace) -> int:
         trace = combine_hooks(trace, args.validator)
     if args.verb in ("call", "prompt"):
         # before launching anything: a usage error costs nothing
+        if args.verb == "call" and args.tool is None and (args.pairs or args.args is not None):
+            raise CliError(
+                "arguments but no TOOL: name the tool before them (mcp-ref call TARGET TOOL "
+                "KEY=VALUE ...)",
+                EXIT_USAGE,
+            )
         args.arguments = read_arguments(args.args)
         bad = sorted(name for name, value in args.arguments.items() if not isinstance(value, str))
         # 2025-11-25 server/prompts: a prompt's arguments are strings
@@ -421,6 +430,8 @@ def _listing(method_all: str, key: str, describe):
 
 
 def _call(client, args) -> int:
+    if args.tool is None:
+        return _name_a_tool(client, args)
     properties: dict | None = None
     if any(_ambiguous(pair.partition("=")[2]) for pair in args.pairs):
         # "123" could be a number or a string: the tool's inputSchema says which (one tools/list).
@@ -451,6 +462,23 @@ def _call(client, args) -> int:
             to_stderr(f"mcp-ref: tool {args.tool} returned an error")
         return EXIT_ERROR
     return EXIT_OK
+
+
+def _name_a_tool(client, args) -> int:
+    """``call TARGET`` without a TOOL: the tools listed (as ``tools`` lists them) and a usage error
+    saying to name one."""
+    tools = client.list_tools()
+    if args.json:
+        print_json({"tools": [tool.to_wire() for tool in tools]})
+    for tool in tools if not args.json else ():
+        print(one_line(describe_tool(tool)))
+    if not tools:
+        raise CliError("name a tool: this server has none", EXIT_USAGE)
+    raise CliError(
+        f"name a tool: mcp-ref call TARGET TOOL [KEY=VALUE ...] (the server has {len(tools)}, "
+        "listed above)",
+        EXIT_USAGE,
+    )
 
 
 def _read(client, args) -> int:

@@ -121,8 +121,9 @@ def add_entry(config: Any, name: str, entry: dict, *, force: bool) -> tuple[dict
     }, "added" if old is None else "replaced"
 
 
-def install(args) -> int:
-    """``mcp-ref install``: print (``--print``) or write the entry; the exit code."""
+def install(args, hooks: object = None) -> int:
+    """``mcp-ref install``: print (``--print``) or write the entry; the exit code (``hooks``, the
+    command's tracing, is not used: nothing is traced)."""
     if args.target.startswith(("http://", "https://")):
         raise CliError(
             "Claude Desktop's configuration file launches servers on stdio: install takes a server "

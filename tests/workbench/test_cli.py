@@ -4,7 +4,7 @@ The command runs in the test's process (``cli.main(ARGS)``, stdout and stderr ca
 conftest.run_cli); a few tests run it for real, as ``python -m mcp_ref ...``, the ``mcp-ref``
 console script or on a pseudo-terminal, where the process is the point.
 
-Exit codes (mcp_ref/workbench/cli.py): 0 ok, 1 usage, 4 cannot launch or reach the
+Exit codes (mcp_ref/workbench/cli.py): 0 ok, 2 usage, 4 cannot launch or reach the
 server, 5 the tool returned ``isError`` or the server answered with a JSON-RPC
 error.  Errors are one line on stderr, never a traceback.
 """
@@ -139,7 +139,7 @@ def test_call_with_args_json():
     )  # also when they come after it
     assert (proc.returncode, proc.stdout) == (0, "41\n")
     proc = cli("call", TARGET, "add", "--args", '{"a": 1}', "--bogus")
-    assert proc.returncode == 1 and "unrecognized arguments: --bogus" in proc.stderr
+    assert proc.returncode == 2 and "unknown option --bogus" in proc.stderr
 
 
 @pytest.mark.slow
@@ -333,7 +333,7 @@ def test_the_real_command_exits_with_mains_code(launcher):
 
     version = run("--version")
     assert (version.returncode, version.stdout.strip()) == (0, f"mcp-ref {__version__}")
-    assert run("frobnicate").returncode == 1
+    assert run("frobnicate").returncode == 2
     assert run("info", "no-such-command-for-mcp-ref-tests").returncode == 4
     failed = run("call", TARGET, "divide", "a=1", "b=0")
     assert (failed.returncode, failed.stdout) == (5, "Cannot divide by zero\n")
@@ -370,13 +370,12 @@ def test_main_leaves_nothing_behind_between_runs():
         ["frobnicate"],  # unknown verb
         [],  # no verb
         ["info"],  # missing TARGET
-        ["call", TARGET],  # missing TOOL
         ["--timeout", "soon", "info", TARGET],
     ],
 )
-def test_usage_errors_exit_1(args):
+def test_usage_errors_exit_2(args):
     proc = cli(*args)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.strip().splitlines()[-1].startswith("mcp-ref: error: ")
 
@@ -389,12 +388,12 @@ def test_usage_errors_exit_1(args):
         (["call", TARGET, "echo", "=x"], "mcp-ref: expected KEY=VALUE, got '=x'"),
         (["call", TARGET, "echo", "--args", "[1]"], "mcp-ref: --args must be a JSON object"),
         (["prompt", TARGET, "greet", "name"], "mcp-ref: expected KEY=VALUE, got 'name'"),
-        (["info", ""], "mcp-ref: TARGET is empty"),
+        (["info", ""], "mcp-ref: error: TARGET is empty (see `mcp-ref info --help`)"),
     ],
 )
-def test_bad_arguments_exit_1_with_one_line(args, message):
+def test_bad_arguments_exit_2_with_one_line(args, message):
     proc = cli(*args)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert one_error_line(proc) == message
 
 
@@ -472,7 +471,7 @@ def test_request_timeout_exits_6():
 )
 def test_serve_demo_usage_errors_are_one_line(args):
     proc = cli(*args)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "--" in one_error_line(proc)
 
 
@@ -548,7 +547,7 @@ def test_global_options_also_work_after_the_verb():
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "soon"])
 def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(value):
     proc = cli("--timeout", value, "tools", TARGET)
-    assert proc.returncode == 1 and "--timeout" in proc.stderr
+    assert proc.returncode == 2 and "--timeout" in proc.stderr
 
 
 @pytest.mark.slow

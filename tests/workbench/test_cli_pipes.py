@@ -50,7 +50,7 @@ def test_args_from_stdin_and_from_a_file(tmp_path):
     arguments.write_text(json.dumps({"name": "Ada", "style": "formal"}), encoding="utf-8")
     proc = run_cli("prompt", TARGET, "greet", "--args", f"@{arguments}")
     assert proc.returncode == 0 and proc.stdout == "[user] Good day, Ada.\n", proc.stderr
-    # Refused before anything is launched: one line, exit 1.
+    # Refused before anything is launched: one line, exit 2.
     assert (
         one_error_line(run_cli("call", TARGET, "add", "--args", "-", stdin="[1, 2]"))
         == "mcp-ref: --args - (stdin) must be a JSON object"
@@ -60,13 +60,13 @@ def test_args_from_stdin_and_from_a_file(tmp_path):
     )
     missing = run_cli("call", TARGET, "add", "--args", f"@{tmp_path / 'nowhere.json'}")
     assert (
-        missing.returncode == 1
+        missing.returncode == 2
         and "cannot read" in one_error_line(missing)
         and "No such file" in missing.stderr
     )
     arguments.write_text('{"name": "Ada", "style": 2}', encoding="utf-8")
     wrong = run_cli("prompt", TARGET, "greet", "--args", f"@{arguments}")
-    assert wrong.returncode == 1 and one_error_line(wrong) == (
+    assert wrong.returncode == 2 and one_error_line(wrong) == (
         "mcp-ref: prompt arguments must be strings; --args gives other JSON for: style"
     )
 
@@ -283,7 +283,7 @@ def test_install_prints_and_writes_claude_desktops_configuration(tmp_path, monke
     )
     assert same.returncode == 0 and "nothing to change" in same.stderr
     other = run_cli("install", f'"{python}" server.py', "--config", str(config), "--name", "other")
-    assert other.returncode == 1 and "--force" in one_error_line(other)
+    assert other.returncode == 2 and "--force" in one_error_line(other)
     assert json.loads(config.read_text()) == written  # untouched
     forced = run_cli(
         "install", f'"{python}" server.py', "--config", str(config), "--name", "other", "--force"
@@ -294,10 +294,10 @@ def test_install_prints_and_writes_claude_desktops_configuration(tmp_path, monke
 
     config.write_text('{"mcpServers": {"other": ')  # not JSON: never overwritten
     broken = run_cli("install", f'"{python}" server.py', "--config", str(config), "--name", "x")
-    assert broken.returncode == 1 and "not valid JSON" in one_error_line(broken)
+    assert broken.returncode == 2 and "not valid JSON" in one_error_line(broken)
     assert config.read_text() == '{"mcpServers": {"other": '
     url = run_cli("install", "http://127.0.0.1:9/mcp", "--config", str(config))
-    assert url.returncode == 1 and "launches servers on stdio" in one_error_line(url)
+    assert url.returncode == 2 and "launches servers on stdio" in one_error_line(url)
 
 
 @pytest.mark.slow
@@ -307,7 +307,7 @@ def test_install_escapes_control_and_bidi_characters_and_refuses_a_server_name_w
     whose own name holds one is not installed under it."""
     named = run_cli_process("install", ESCAPE_SERVER, "--print")  # the name is the server's own
     refusal = named.stderr.splitlines()[-1]  # after the server's own stderr (shown escaped too)
-    assert named.returncode == 1 and refusal.endswith("name the entry with --name"), named.stderr
+    assert named.returncode == 2 and refusal.endswith("name the entry with --name"), named.stderr
     assert "\\x9b" in refusal and "\\u202e" in refusal
     assert not [char for char in OBEYED if char in named.stdout + named.stderr]
     hostile = "\x1b[2J\r\x9b31m\x7f\u202e"  # clear screen, CR, C1 CSI, DEL, bidi override
