@@ -474,7 +474,12 @@ def global_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, its errors raised as :class:`UsageError` (one line, not the whole usage)."""
+    """argparse, its errors raised as :class:`UsageError` (one line, not the whole usage), and no
+    abbreviated options (a server's ``--conn`` is not our ``--connect-timeout``)."""
+
+    def __init__(self, *args: Any, **options: Any):
+        options.setdefault("allow_abbrev", False)
+        super().__init__(*args, **options)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(message)
@@ -570,12 +575,42 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         args, extra = parser.parse_known_args(argv)
     except UsageError as exc:
         raise UsageError(_reworded(str(exc))) from None
-    unknown = [word for word in extra if word.startswith("-") and word != "-"]
-    if unknown:
-        raise UsageError(_unknown_option(args.verb, unknown[0]))
+    # What argparse did not take, in order after the words it did: more words, and options that
+    # are not ours (an unquoted server command's own: see _unknown_options).
     words = [*args.words, *extra]
-    _read_words(args, VERB_NAMES[args.verb], words, tail)
+    verb = VERB_NAMES[args.verb]
+    _unknown_options(verb, words, unquoted_command=tail is None and _unquoted(verb, words))
+    _read_words(args, verb, words, tail)
     return args
+
+
+def _is_option(word: str) -> bool:
+    return word.startswith("-") and word != "-"
+
+
+def _unquoted(verb: Verb, words: Sequence[str]) -> bool:
+    """True when ``words`` begin an unquoted server command (a first word that is not an option,
+    a URL or a quoted command line)."""
+    return (
+        verb.shape in ("target", "call", "prompt", "read")
+        and bool(words)
+        and not _is_option(words[0])
+        and not _whole_target(words[0])
+    )
+
+
+def _whole_target(word: str) -> bool:
+    """True for a word that is TARGET by itself: a URL, or a command line quoted as one word."""
+    return word.startswith(("http://", "https://")) or any(c.isspace() for c in word.strip())
+
+
+def _unknown_options(verb: Verb, words: Sequence[str], unquoted_command: bool) -> None:
+    """UsageError for an option that is not ours, unless it is part of an unquoted server command
+    (``mcp-ref tools python -m my_server``: after the command's first word, options we do not
+    know are the command's)."""
+    unknown = [word for word in words if _is_option(word)]
+    if unknown and not unquoted_command:
+        raise UsageError(_unknown_option(verb.name, unknown[0]))
 
 
 def _reworded(message: str) -> str:
@@ -677,7 +712,7 @@ def _split_target(verb: Verb, words: list[str]) -> tuple[str, list[str]]:
     first = words[0]
     if verb.shape == "target" or len(words) == 1:
         return _target_of(words), []
-    if first.startswith(("http://", "https://")) or " " in first.strip() or "\t" in first:
+    if _whole_target(first):
         return first, words[1:]  # a URL, or a quoted command line: the rest are the verb's
     if verb.shape == "read":
         return _target_of(words[:-1]), words[-1:]
@@ -688,7 +723,7 @@ def _split_target(verb: Verb, words: list[str]) -> tuple[str, list[str]]:
     if len(head) == 1:  # TARGET, then pairs: a NAME is missing
         return head[0], pairs
     name = head[-1]
-    if verb.shape == "call" and not pairs and _names_a_file(name):
+    if verb.shape == "call" and not pairs and (_names_a_file(name) or _is_option(name)):
         return _target_of(head), []  # `call python server.py`: the command, no TOOL
     return _target_of(head[:-1]), [name, *pairs]
 

@@ -89,11 +89,15 @@ def describe_tool(tool) -> str:
 
 #: Enum values shown at most by :func:`schema_type` (the rest: ``|…``); a value longer than this many characters is cut.
 MAX_CHOICES, MAX_VALUE = 8, 30
+#: An object's fields shown at most by :func:`schema_type` (the rest: ``…``), and how deep objects
+#: in objects are opened (deeper: the object's title, or ``object``).
+MAX_FIELDS, MAX_OBJECT_DEPTH = 8, 3
 
 
 def schema_type(prop: Any, root: dict | None = None, depth: int = 0) -> str:
     """A JSON Schema property as a short type: ``string``, ``integer|null``, ``"celsius"|"fahrenheit"``,
-    ``string[]``, ``string<date-time>``, ``Point`` (a ``$ref`` not followed), or ``any``.
+    ``string[]``, ``string<date-time>``, ``{x: number, y: number, label?: string}`` (an object's
+    fields: :func:`_object_type`), ``Point`` (a ``$ref`` not followed), or ``any``.
 
     ``$ref`` to ``#/$defs/NAME`` (or ``#/definitions/NAME``) is followed in ``root``, at most
     4 deep; enum and const values are shown as JSON (a string quoted), at most :data:`MAX_CHOICES`.
@@ -130,9 +134,33 @@ def schema_type(prop: Any, root: dict | None = None, depth: int = 0) -> str:
             out.append(f"({item})[]" if "|" in item else f"{item}[]")
         elif kind == "string" and isinstance(prop.get("format"), str):
             out.append(f"string<{prop['format']}>")
+        elif kind == "object":
+            out.append(_object_type(prop, root, depth))
         elif isinstance(kind, str):
             out.append(kind)
     return "|".join(out) or "any"
+
+
+def _object_type(prop: dict, root: dict | None, depth: int) -> str:
+    """An object schema's fields: ``{url: string, tags?: {name: string}[], …}`` (``?``: not
+    required), at most :data:`MAX_FIELDS` of them, opened :data:`MAX_OBJECT_DEPTH` deep; a map
+    (``additionalProperties`` only) as ``{*: integer}``; without either, ``object``."""
+    properties = prop.get("properties")
+    title = prop.get("title") if isinstance(prop.get("title"), str) else None
+    if depth >= MAX_OBJECT_DEPTH:
+        return title or "object"
+    if isinstance(properties, dict) and properties:
+        required = prop.get("required") if isinstance(prop.get("required"), list) else []
+        fields = [
+            f"{name}{'' if name in required else '?'}: {schema_type(field, root, depth + 1)}"
+            for name, field in list(properties.items())[:MAX_FIELDS]
+        ]
+        more = ", …" if len(properties) > MAX_FIELDS else ""
+        return "{" + ", ".join(fields) + more + "}"
+    values = prop.get("additionalProperties")
+    if isinstance(values, dict) and values:
+        return "{*: " + schema_type(values, root, depth + 1) + "}"
+    return "object"
 
 
 def _short_json(value: Any) -> str:
