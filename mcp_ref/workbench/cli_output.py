@@ -150,7 +150,7 @@ def _object_type(prop: dict, root: dict | None, depth: int) -> str:
     if depth >= MAX_OBJECT_DEPTH:
         return title or "object"
     if isinstance(properties, dict) and properties:
-        required = prop.get("required") if isinstance(prop.get("required"), list) else []
+        required = prop["required"] if isinstance(prop.get("required"), list) else []
         fields = [
             f"{name}{'' if name in required else '?'}: {schema_type(field, root, depth + 1)}"
             for name, field in list(properties.items())[:MAX_FIELDS]
