@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse(words)
     except UsageError as exc:
-        verb = verb_named_in(words)
+        verb = exc.verb or verb_named_in(words)
         see = f"mcp-ref {verb} --help" if verb else "mcp-ref --help"
         to_stderr(f"mcp-ref: error: {safe(exc)} (see `{see}`)")
         return EXIT_USAGE

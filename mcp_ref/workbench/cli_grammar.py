@@ -21,6 +21,7 @@ error is one line (:class:`UsageError`: what is wrong, and ``see `mcp-ref VERB -
 from __future__ import annotations
 
 import argparse
+import collections
 import difflib
 import math
 import os
@@ -34,7 +35,10 @@ from .cli_answers import ANSWER_TIMEOUT
 
 
 class UsageError(Exception):
-    """The command line is wrong: the message says what, in one line."""
+    """The command line is wrong: the message says what, in one line; ``verb`` is the verb it was
+    read for, when known."""
+
+    verb: str | None = None
 
 
 @dataclass(frozen=True)
@@ -577,11 +581,28 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(_reworded(str(exc))) from None
     # What argparse did not take, in order after the words it did: more words, and options that
     # are not ours (an unquoted server command's own: see _unknown_options).
-    words = [*args.words, *extra]
+    after_verb = argv[argv.index(args.verb) + 1 :] if args.verb in argv else argv
+    words = _in_order(after_verb, [*args.words, *extra])
     verb = VERB_NAMES[args.verb]
-    _unknown_options(verb, words, unquoted_command=tail is None and _unquoted(verb, words))
-    _read_words(args, verb, words, tail)
+    try:
+        _unknown_options(verb, words, unquoted_command=tail is None and _unquoted(verb, words))
+        _read_words(args, verb, words, tail)
+    except UsageError as exc:
+        exc.verb = verb.name
+        raise
     return args
+
+
+def _in_order(after_verb: Sequence[str], words: Sequence[str]) -> list[str]:
+    """``words`` (argparse's and the rest it left) in the order the command line gives them
+    (argparse keeps the words it took apart from those it left)."""
+    left = collections.Counter(words)
+    ordered = []
+    for word in after_verb:
+        if left[word] > 0:
+            left[word] -= 1
+            ordered.append(word)
+    return ordered
 
 
 def _is_option(word: str) -> bool:
@@ -702,6 +723,8 @@ def _read_words(
     if shape == "prompt" and name is None:
         raise UsageError("name the prompt: mcp-ref prompt TARGET NAME [KEY=VALUE ...]")
     if shape == "call":
+        if name is not None and _is_pair(name):  # `call a=1 -- command`: pairs, no TOOL
+            name, pairs = None, rest
         args.tool, args.pairs = name, pairs
     else:
         args.name, args.pairs = name, pairs

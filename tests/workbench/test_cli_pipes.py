@@ -110,7 +110,7 @@ def test_schema_types_follow_refs_unions_arrays_and_formats():
     }
     tool = Tool.from_wire({"name": "plan", "inputSchema": schema})
     assert describe_tool(tool) == (
-        'plan(when: string<date-time>, unit: "c"|"f", where?: object|null, '
+        'plan(when: string<date-time>, unit: "c"|"f", where?: {x?: number}|null, '
         'tags?: (string|integer)[], mode?: "fast", other?: Thing, anything?: any)'
     )
     assert schema_type({"enum": list(range(20))}) == "0|1|2|3|4|5|6|7|…"
