@@ -816,9 +816,15 @@ class Server:
     ) -> None:
         """Serve until stopped: ``run()`` on stdio, ``run(transport="http", host=, port=)`` over HTTP.
 
-        As ``FastMCP.run`` does.  ``"http"`` (or ``"streamable-http"``) and ``"sse"`` both run
-        :meth:`run_http`, which serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE
-        transport at ``/sse`` from one server; the name only chooses which address is announced.
+        As ``FastMCP.run`` does.  ``transport`` is one of:
+
+        * ``"stdio"`` (the default): :meth:`run_stdio`, this process's stdin and stdout;
+        * ``"streamable-http"`` (or ``"http"``) and ``"sse"``: both run :meth:`run_http`, which
+          serves Streamable HTTP at ``/mcp`` and the 2024-11-05 HTTP+SSE transport at ``/sse``
+          from one server; the name only chooses which address is announced on stderr.
+
+        Any other name is a ValueError.  ``mcp-ref run server.py [--http HOST:PORT]`` serves a
+        file's server without this call (``docs/command-line.md``).
         ``options`` go to :meth:`run_stdio` or :meth:`run_http`.  From the environment
         (:mod:`mcp_ref.server.settings`): ``MCP_REF_HOST`` / ``MCP_REF_PORT`` (default 127.0.0.1:8000),
         and ``MCP_REF_LOG_LEVEL``, mcp_ref's own log records on stderr from that level.
