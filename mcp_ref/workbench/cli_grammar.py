@@ -57,8 +57,6 @@ class Verb:
     #: "server" (``run``'s SERVER), or "none".
     shape: str = "target"
     options: Callable[[argparse.ArgumentParser], None] | None = None
-    #: With ``shape`` "target", "call", "prompt" or "read": whether TARGET may be a URL.
-    takes_urls: bool = True
 
 
 # -- the verbs' own options -----------------------------------------------------------------------
@@ -297,7 +295,6 @@ VERBS: tuple[Verb, ...] = (
         ),
         "mcp_ref.workbench.install:install",
         options=_install_options,
-        takes_urls=False,
     ),
     Verb(
         "run",
@@ -570,15 +567,16 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     if "--" in argv and verb_at is not None and argv.index("--") > verb_at:
         cut = argv.index("--")
         argv, tail = argv[:cut], argv[cut + 1 :]
-    if not argv or all(word.startswith("-") for word in argv) and verb_at is None:
-        if any(word in ("-h", "--help", "--version") for word in argv):
-            build_parser().parse_args(argv)  # prints, and exits 0
-        raise UsageError("name a verb: " + ", ".join(VERB_NAMES))
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
     except UsageError as exc:
         raise UsageError(_reworded(str(exc))) from None
+    if args.verb is None:  # options only
+        unknown = [word for word in extra if _is_option(word)]
+        raise UsageError(
+            f"unknown option {unknown[0]}" if unknown else "name a verb: " + ", ".join(VERB_NAMES)
+        )
     # What argparse did not take, in order after the words it did: more words, and options that
     # are not ours (an unquoted server command's own: see _unknown_options).
     after_verb = argv[argv.index(args.verb) + 1 :] if args.verb in argv else argv

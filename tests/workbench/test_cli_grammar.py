@@ -182,6 +182,8 @@ def test_an_unquoted_command_with_spaces_in_a_word_is_quoted_back():
         (["frobnicate"], "unknown verb 'frobnicate'; the verbs: info, tools,", None),
         (["tool", "x"], "unknown verb 'tool' (did you mean tools?)", None),
         ([], "name a verb: info, tools,", None),
+        (["--timeout", "5"], "name a verb: info, tools,", None),  # options, no verb
+        (["--bogus"], "unknown option --bogus", None),
         (["tools", "--bogus", "x"], "unknown option --bogus; if it is the server's, put", "tools"),
         # "info" the value of --log-level, "tools" the verb
         (["--log-level", "info", "tools", "--bogus", "x"], "unknown option --bogus", "tools"),
