@@ -116,7 +116,11 @@ def _import(spec: ServerSpec, server_args: Sequence[str]) -> Any:
         if not path.is_file():
             why = "is a directory" if path.is_dir() else "does not exist"
             raise LoadError(f"cannot load {spec.path}: the file {why}")
-        name = path.stem if path.stem.isidentifier() else "mcp_ref_run_server"
+        # its stem, as an import would name it; a name already taken (json.py, mcp.py with the
+        # SDK loaded) is left to what holds it, and the file gets one of its own
+        name = path.stem
+        if not name.isidentifier() or name in sys.modules:
+            name = f"mcp_ref_run_{name}" if name.isidentifier() else "mcp_ref_run_server"
         where = str(path.parent)
         argv = [str(spec.path), *server_args]
     else:

@@ -79,6 +79,25 @@ def test_run_a_file_on_stdio(project, tmp_path):
     assert "loading server.py" in lines
 
 
+def test_a_file_named_like_a_loaded_module_does_not_replace_it(tmp_path):
+    """json.py: served under a name of its own; the json the library uses is still the standard one."""
+    path = write(
+        tmp_path,
+        "json.py",
+        """
+        from mcp_ref import Server
+        server = Server("named-json")
+
+        @server.tool()
+        def greet(name: str) -> dict:
+            return {"hello": name}
+        """,
+    )
+    with Client.stdio([*RUN, str(path)], stderr="capture", timeout=WAIT) as client:
+        assert client.server_info.name == "named-json"
+        assert client.call_tool("greet", {"name": "Ada"}).structured_content == {"hello": "Ada"}
+
+
 def test_the_words_after_two_dashes_are_the_servers_argv(project):
     with Client.stdio(
         [*RUN, str(project / "server.py"), "--", "from-argv"], stderr="capture", timeout=WAIT
