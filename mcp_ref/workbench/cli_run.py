@@ -127,6 +127,8 @@ def _import(spec: ServerSpec, server_args: Sequence[str]) -> Any:
         name, where, argv = str(spec.module), os.getcwd(), [str(spec.module), *server_args]
         if where in sys.path:  # already importable: no second entry
             where = ""
+    # 2025-11-25 basic/transports §stdio: "The server **MUST NOT** write anything to its `stdout`
+    # that is not a valid MCP message": what the module prints while it loads goes to stderr.
     with _as_python_would(where, argv), contextlib.redirect_stdout(sys.stderr):
         try:
             if spec.path is not None:

@@ -25,7 +25,7 @@ What it writes, and what it never does:
   written to a temporary file beside it and moved into place, so the file is never half written.
 - The file holds ``--env`` values (secrets, often): a new one, and a new ``.bak``, is readable by
   its owner only (0600) from the moment it exists; an existing one keeps its mode (never widened).
-- A file that is not a JSON object (or whose ``mcpServers`` is not one) is not touched: exit 1.
+- A file that is not a JSON object (or whose ``mcpServers`` is not one) is not touched: exit 2.
 - ``--print`` prints the entry, as a ``{"mcpServers": {...}}`` object, and writes nothing.
 - What is printed, and the file written, show control and bidirectional characters escaped
   (:func:`~mcp_ref.workbench.terminal.safe`; in JSON as ``\\uXXXX``, the same JSON); a server
