@@ -731,10 +731,12 @@ def _read_words(
 def _split_target(verb: Verb, words: list[str]) -> tuple[str, list[str]]:
     """TARGET and the verb's other words, from the words after the verb (no ``--``)."""
     first = words[0]
-    if verb.shape == "target" or len(words) == 1:
-        return _target_of(words), []
+    if len(words) == 1:
+        return first, []
     if _whole_target(first):
         return first, words[1:]  # a URL, or a quoted command line: the rest are the verb's
+    if verb.shape == "target":
+        return _target_of(words), []
     if verb.shape == "read":
         return _target_of(words[:-1]), words[-1:]
     pairs_from = len(words)

@@ -190,6 +190,7 @@ def test_an_unquoted_command_with_spaces_in_a_word_is_quoted_back():
         (["call", "python server.py", "add", "--bogus"], "unknown option --bogus", "call"),
         (["read", "python server.py"], "read takes TARGET and one URI: name the URI", "read"),
         (["prompt", "python server.py"], "name the prompt", "prompt"),
+        (["tools", "python server.py", "extra"], "tools takes only TARGET, not 'extra'", "tools"),
         (
             [
                 "tools",
