@@ -191,6 +191,8 @@ def test_a_missing_object_is_named_with_what_the_file_holds(tmp_path):
         beta = Server("beta")
         def helper():
             pass
+        def broken():
+            raise RuntimeError("no config")
         """,
     )
     missing = run_fails(f"{path}:nope")
@@ -202,6 +204,41 @@ def test_a_missing_object_is_named_with_what_the_file_holds(tmp_path):
     assert f"holds 2 Servers (alpha, beta): name one, e.g. {path}:alpha" in last_line(several)
     not_a_server = run_fails(f"{path}:helper")
     assert "helper() returned a NoneType, not a mcp_ref Server" in last_line(not_a_server)
+    failing = run_fails(f"{path}:broken")
+    assert failing.returncode == 4
+    assert last_line(failing) == f"mcp-ref: {path}:broken() raised RuntimeError: no config"
+    assert 'in broken\n    raise RuntimeError("no config")' in failing.stderr  # its traceback
+
+
+@pytest.mark.parametrize(
+    "text, path, module, attribute",
+    [
+        ("server.py", "server.py", None, None),
+        ("dir/server.py:build", "dir/server.py", None, "build"),
+        ("pkg.mod:app.server", None, "pkg.mod", "app.server"),
+        ("pkg.mod", None, "pkg.mod", None),
+        ("C:\\srv\\server.py", "C:\\srv\\server.py", None, None),  # a drive, not :OBJ
+    ],
+)
+def test_server_specs(text, path, module, attribute):
+    from pathlib import Path
+
+    from mcp_ref.workbench.cli_run import parse_spec
+
+    spec = parse_spec(text)
+    assert (spec.path, spec.module, spec.attribute) == (
+        Path(path) if path else None,
+        module,
+        attribute,
+    )
+
+
+@pytest.mark.parametrize("text", ["server.py:", "not a module", ":obj"])
+def test_bad_server_specs_say_what_is_wrong(text):
+    from mcp_ref.workbench.cli_run import LoadError, parse_spec
+
+    with pytest.raises(LoadError):
+        parse_spec(text)
 
 
 def test_a_file_without_a_server_says_what_it_found(tmp_path):
