@@ -724,6 +724,9 @@ def _read_words(
         if name is not None and _is_pair(name):  # `call a=1 -- command`: pairs, no TOOL
             name, pairs = None, rest
         args.tool, args.pairs = name, pairs
+        if tail is None and name is not None and not pairs and len(words) > 2:
+            # unquoted, no KEY=VALUE: the last word taken as TOOL is a guess, said if launching fails
+            args.read_as = f"TARGET {target!r} and TOOL {name!r}"
     else:
         args.name, args.pairs = name, pairs
 

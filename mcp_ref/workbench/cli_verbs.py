@@ -250,14 +250,29 @@ def connect(args, trace):
         )
     except (FileNotFoundError, PermissionError) as exc:
         why = "command not found" if isinstance(exc, FileNotFoundError) else "permission denied"
-        raise CliError(f"cannot launch {command[0]!r}: {why}", EXIT_UNREACHABLE) from None
+        raise CliError(
+            f"cannot launch {command[0]!r}: {why}{_read_as(args)}", EXIT_UNREACHABLE
+        ) from None
     except (ConnectionClosed, RequestTimeout, OSError) as exc:
         raise CliError(
-            f"the server {command[0]!r} did not complete the handshake: {exc}{stderr.last_words()}",
+            f"the server {command[0]!r} did not complete the handshake: {exc}{_read_as(args)}"
+            f"{stderr.last_words()}",
             EXIT_UNREACHABLE,
         ) from None
     except McpError as exc:  # UnsupportedProtocolVersionError too
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
+
+
+def _read_as(args) -> str:
+    """A launch that failed after ``call`` split an unquoted command by guessing (no KEY=VALUE
+    words: the last word taken as the TOOL): how the words were read, and how to say otherwise."""
+    read_as = getattr(args, "read_as", None)
+    if not read_as:
+        return ""
+    return (
+        f" (the words were read as {read_as}; if the tool's name is not the last word, quote "
+        "the server's command or put it last, after --)"
+    )
 
 
 def _http_refusal(exc: BaseException) -> McpError | None:

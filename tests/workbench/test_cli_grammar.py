@@ -317,3 +317,17 @@ def test_object_fields_are_bounded_in_width_and_depth():
         == "{*: integer}"
     )
     assert schema_type({"type": "object"}) == "object"
+
+
+def test_a_failed_launch_says_how_an_unquoted_call_was_read():
+    """No KEY=VALUE words: the last word as TOOL is a guess; when the launch fails, it is said."""
+    guessed = run_cli("call", "no-such-command-for-mcp-ref-tests", "--flag", "tool")
+    assert guessed.returncode == 4
+    assert one_line(guessed).endswith(
+        "(the words were read as TARGET 'no-such-command-for-mcp-ref-tests --flag' and TOOL "
+        "'tool'; if the tool's name is not the last word, quote the server's command or put it "
+        "last, after --)"
+    )
+    # with KEY=VALUE words nothing was guessed
+    clear = run_cli("call", "no-such-command-for-mcp-ref-tests", "--flag", "tool", "a=1")
+    assert clear.returncode == 4 and "read as" not in clear.stderr
