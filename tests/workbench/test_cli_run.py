@@ -441,3 +441,15 @@ def test_server_run_transport_names(tmp_path):
         [sys.executable, str(path), "websocket"], capture_output=True, text=True, timeout=WAIT * 3
     )
     assert "transport must be 'stdio', 'http' (or 'streamable-http') or 'sse'" in bad.stderr
+
+
+def test_a_port_in_use_is_one_line_exit_4(project):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run_fails(str(project / "server.py"), "--http", f"127.0.0.1:{port}")
+    assert proc.returncode == 4
+    assert last_line(proc).startswith(f"mcp-ref: cannot listen on 127.0.0.1:{port}: ")
