@@ -503,7 +503,7 @@ def test_cli_header_reaches_the_server(recorded):
     for _, _, headers in recorded.recorder.requests:
         assert headers.get("x-test") == "1" and headers.get("x-other") == "two", headers
     proc = run_cli("--header", "no colon here", "info", recorded.mcp)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
 
 
 def test_cli_unreachable_url_exits_4():
