@@ -62,6 +62,20 @@ def _announce(name: str, args: Any, path: str = "/mcp", sse_path: str | None = "
     return announce
 
 
+def _with_host_note(announce):
+    """``announce``, then a note: bound beyond this machine, but only local Host names accepted."""
+
+    def announce_and_note(httpd) -> None:
+        announce(httpd)
+        to_stderr(
+            "mcp-ref: note: requests are accepted only with Host localhost or 127.0.0.1 "
+            "(DNS-rebinding protection); add --allowed-host NAME for each name clients reach "
+            "this server by"
+        )
+
+    return announce_and_note
+
+
 def serve_demo(args: Any, hooks: Any) -> int:
     """``serve-demo``: the demo server on stdio, or over HTTP (``--auth``: as an OAuth protected
     resource, with the demo authorization server on the same port)."""
@@ -127,8 +141,11 @@ def run_user_server(args: Any, hooks: Any) -> int:
         options["allowed_hosts"] = [*LOCAL_HOSTS, *args.allowed_host]
     name = repr(server.name) if server.name else "the server"
     sse_path = None if args.no_sse else args.sse_path
+    announce = _announce(name, args, args.path, sse_path)
+    if address[0] not in ("127.0.0.1", "localhost", "::1") and not args.allowed_host:
+        announce = _with_host_note(announce)
     try:
-        server.run_http(*address, on_ready=_announce(name, args, args.path, sse_path), **options)
+        server.run_http(*address, on_ready=announce, **options)
     except OSError as exc:
         raise CliError(
             f"cannot listen on {args.http}: {exc.strerror or exc}", EXIT_UNREACHABLE

@@ -453,3 +453,25 @@ def test_a_port_in_use_is_one_line_exit_4(project):
         proc = run_fails(str(project / "server.py"), "--http", f"127.0.0.1:{port}")
     assert proc.returncode == 4
     assert last_line(proc).startswith(f"mcp-ref: cannot listen on 127.0.0.1:{port}: ")
+
+
+def test_bound_beyond_this_machine_a_note_names_allowed_host(project):
+    """--http 0.0.0.0:0 without --allowed-host: the announcement, then a note naming the option."""
+    from test_http_deploy import LineReader
+
+    proc = subprocess.Popen(
+        [*RUN, str(project / "server.py"), "--http", "0.0.0.0:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = LineReader(proc.stderr)
+        port = lines.wait_for(r"^mcp-ref: serving 'notes' at http://0\.0\.0\.0:(\d+)/mcp").group(1)
+        lines.wait_for("^mcp-ref: note: .*add --allowed-host NAME")
+        with Client.http(f"http://127.0.0.1:{port}/mcp", timeout=WAIT) as client:  # it serves
+            assert greet(client) == "hello Ada"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(WAIT) == 0
