@@ -1,8 +1,8 @@
 """The README tells the truth: its set-up commands, and its code examples run as written.
 
 Every fenced block of the README is accounted for in ``BLOCKS``: a marker (text found in that block
-and no other) and the test that runs it, or ``SKIP: <reason>``.  A block added without an entry
-fails ``test_every_readme_block_is_run_or_skipped_with_a_reason``.
+and no other) and the test that runs it, or ``SKIP: <reason>``; tests/docs/test_docs_blocks.py
+fails for a block added without an entry.
 """
 
 import os
@@ -48,25 +48,6 @@ BLOCKS = {
 def _blocks() -> list[str]:
     """Every fenced code block of the README, whatever its language."""
     return re.findall(r"^```[a-z]*\n(.*?)^```", README, re.S | re.M)
-
-
-def test_every_readme_block_is_run_or_skipped_with_a_reason():
-    blocks = _blocks()
-    assert len(blocks) == README.count("\n```") // 2  # every fence opened is closed, none missed
-    for marker, how in BLOCKS.items():
-        holders = [b for b in blocks if marker in b]
-        assert len(holders) == 1, (
-            f"marker {marker!r} is in {len(holders)} README blocks, not exactly one"
-        )
-        assert how.startswith("SKIP: ") and len(how) > 20 or callable(globals().get(how)), (
-            marker,
-            how,
-        )
-    for block in blocks:
-        markers = [m for m in BLOCKS if m in block]
-        assert len(markers) == 1, (
-            f"README block without exactly one entry in test_readme.BLOCKS: {block[:200]!r}"
-        )
 
 
 def _block(marker: str) -> str:
