@@ -89,3 +89,30 @@ def run_python(
         text=True,
         timeout=timeout,
     )
+
+
+def start_shell(command: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start a shell command line as a page shows it, in a process group of its own (stderr piped)."""
+    return subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env or environment(cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def stop_shell(proc: subprocess.Popen, timeout: float) -> None:
+    """SIGINT to the command's process group (bash and what it started), then wait; SIGKILL if stuck."""
+    import signal
+
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout)
