@@ -179,3 +179,12 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path):
         "b.md: c.md (no such file)",
         "b.md: a.md#three (no such heading)",
     ]
+
+
+def test_the_guide_index_links_every_page_of_the_guide():
+    """docs/README.md reaches every page of docs/, so that none is found only by chance."""
+    index = ROOT / "docs" / "README.md"
+    linked = {target.partition("#")[0] for target in LINK.findall(index.read_text())}
+    for page in pages():
+        if page.parent == index.parent and page != index:
+            assert page.name in linked, f"docs/README.md does not link {page.name}"
