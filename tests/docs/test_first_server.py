@@ -173,3 +173,14 @@ def test_two_eras_example_asks_in_one_round_and_completes_on_the_retry(tmp_path)
             },
         )
     assert done["content"][0]["text"] == "Ada goes to Lyon: the old town"
+
+
+def test_the_lifespan_is_introduced_with_the_threads_its_handlers_run_on():
+    """Issue 34, item 3: where the lifespan is introduced, say that handlers run on other threads."""
+    text = " ".join(PAGE.read_text().split())
+    assert (
+        "Handlers run on the server's worker threads, not on the thread that entered the "
+        "lifespan: a resource tied to one thread, such as a `sqlite3` connection, needs the "
+        "pattern in [the lifespan page](lifespan.md)." in text
+    )
+    assert "database pool here" not in text  # the README's old hint, which sqlite3 broke

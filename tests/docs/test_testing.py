@@ -37,3 +37,11 @@ def test_the_page_tests_pass_under_pytest(tmp_path):
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed" in done.stdout, done.stdout
+
+
+def test_the_page_says_what_an_in_memory_client_does_with_the_lifespan():
+    text = " ".join(PAGE.read_text().split())
+    assert (
+        "An in-memory client enters the server's lifespan if it is not entered and leaves it "
+        "when it closes; see [the lifespan page](lifespan.md)." in text
+    )
