@@ -52,6 +52,7 @@ _HOMES = {
     "types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
     "TextResourceContents BlobResourceContents CallToolResult Tool",
     "media": "Image Audio",
+    "per_thread": "PerThread",
     "sampling_and_elicitation": "CreateMessageParams CreateMessageResult ElicitParams ElicitResult",
     "feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }

@@ -307,15 +307,9 @@ class Client:
         side of the connection ends when the client closes.  Keywords are
         :class:`Client`'s.
         """
-        from ..memory import memory_pair
+        from ..memory import open_client
 
-        client_end, server_end = memory_pair()
-        server.connect(server_end, name=f"{server.name}-memory")
-        try:
-            return cls(client_end, **options)
-        except BaseException:
-            client_end.close()  # the server's side sees end of input
-            raise
+        return open_client(cls, server, options)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -406,6 +400,12 @@ class Client:
         self.connection.stop_feed()
         self.session.close()
         self.session.wait_closed(5.0)
+        self._after_close()
+
+    def _after_close(self):  # type: () -> None
+        """What :meth:`close` runs last, once the connection has ended: nothing.  A client of
+        ``Client.in_memory`` lets go of the server's lifespan here (its exit's exception comes out
+        of ``close()``): :func:`mcp_ref.memory.open_client` sets it on the instance."""
 
     def __enter__(self) -> Client:
         return self
