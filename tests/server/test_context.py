@@ -1,6 +1,6 @@
 """The Context as FastMCP users write it (issue 23 item 2): ``await ctx.info(...)`` and every other
 Context call inside ``async def`` tools, the same calls without ``await`` in plain tools.  In memory,
-both eras.  (The lifespan, ``ctx.lifespan_context``: test_lifespan.py.)
+both eras.  (The lifespan, ``ctx.lifespan_context``: test_lifespan_holds.py.)
 """
 
 from __future__ import annotations
