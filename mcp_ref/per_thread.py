@@ -87,6 +87,8 @@ class PerThread(Generic[T]):
             if not closed:
                 key = next(self._keys)
                 finalizer = weakref.finalize(slot, self._thread_ended, key, value)
+                # not at interpreter exit, from the main thread: the process's end frees it
+                finalizer.atexit = False
                 self._made[key] = (finalizer, threading.get_ident())
         if closed:  # closed while the factory ran
             self._close_value(value)

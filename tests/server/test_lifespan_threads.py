@@ -417,3 +417,32 @@ def test_objects_without_close_are_simply_let_go():
     with PerThread(dict) as per_thread:
         per_thread.get()["x"] = 1
         assert per_thread.get() == {"x": 1}
+
+
+AT_EXIT = """
+import sqlite3, threading
+from mcp_ref import PerThread
+
+per_thread = PerThread(lambda: sqlite3.connect(":memory:"))
+made = threading.Event()
+
+def hold():
+    per_thread.get()
+    made.set()
+    threading.Event().wait()  # a daemon thread that never ends: the interpreter exits under it
+
+threading.Thread(target=hold, daemon=True).start()
+assert made.wait(10)
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_an_interpreter_that_exits_without_close_does_not_close_from_the_wrong_thread(tmp_path):
+    script = tmp_path / "exits.py"
+    script.write_text(AT_EXIT)
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=6 * WAIT
+    )
+    assert run.returncode == 0 and run.stdout == "exiting\n"
+    assert run.stderr == ""  # no "SQLite objects created in a thread ..." at exit
