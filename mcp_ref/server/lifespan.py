@@ -16,8 +16,11 @@ when the last that holds it lets go.  Two kinds of holder:
 * **in-memory clients** (counted): each ``Client.in_memory(server)`` holds it from its start to
   its ``close()``.  Several open at once share one entered lifespan; the last to close exits it,
   after the server's side of its connection has finished its handlers, and an exception the exit
-  raises comes out of that ``client.close()`` (out of the ``with`` block).  So each test that
-  opens its own in-memory client gets a freshly entered lifespan.
+  raises comes out of that ``client.close()`` (out of the ``with`` block); a handler that ignores
+  its cancellation past ``mcp_ref.memory.SERVER_END_WAIT`` is waited for on a thread, which exits
+  the lifespan when it ends and logs what that raised.  So each test that opens its own in-memory
+  client gets a freshly entered lifespan.  (``server.new_connection()`` holds nothing: its callers
+  do.)
 
 While serving holds it, an in-memory client closing does not exit it; while an in-memory client
 holds it, ``exit_lifespan()`` (the end of ``run()``, ``app.close()``) leaves it to the last client
