@@ -158,18 +158,27 @@ class PerThread(Generic[T]):
 #: Words of the message ``sqlite3`` raises for an object used on another thread than its own.
 _SQLITE_THREAD = "can only be used in that same thread"
 
+#: What :func:`thread_hint` adds to the log line.
+_HINT = (
+    ": a sqlite3 connection made on another thread (in the lifespan?) was used on a handler"
+    " thread; handlers run on the connection's handler threads, not the lifespan's: make one per"
+    " thread with mcp_ref.PerThread, or connect with check_same_thread=False and a lock"
+    " (docs/lifespan.md)"
+)
+
 
 def thread_hint(exc: BaseException) -> str:
     """What a server's log line adds after a handler raised ``exc``: for ``sqlite3``'s
-    ``ProgrammingError`` about threads, the cause and the way out; else "".  For the log only: the
-    client is told no more than before."""
-    if type(exc).__module__ == "sqlite3" and _SQLITE_THREAD in str(exc):
-        return (
-            ": a sqlite3 connection made on another thread (in the lifespan?) was used on a handler"
-            " thread; handlers run on the connection's handler threads, not the lifespan's: make"
-            " one per thread with mcp_ref.PerThread, or connect with check_same_thread=False and a"
-            " lock (docs/lifespan.md)"
-        )
+    ``ProgrammingError`` about threads (``exc``, or what it was raised from or during: the first
+    few of its chain), the cause and the way out; else "".  For the log only: the client is told no
+    more than before."""
+    link: BaseException | None = exc
+    for _ in range(8):  # a chain is short, and may loop (an exception raised from itself)
+        if link is None:
+            break
+        if type(link).__module__ == "sqlite3" and _SQLITE_THREAD in str(link):
+            return _HINT
+        link = link.__cause__ or link.__context__
     return ""
 
 

@@ -446,3 +446,28 @@ def test_an_interpreter_that_exits_without_close_does_not_close_from_the_wrong_t
     )
     assert run.returncode == 0 and run.stdout == "exiting\n"
     assert run.stderr == ""  # no "SQLite objects created in a thread ..." at exit
+
+
+def test_the_hint_finds_the_sqlite_error_a_handler_raised_from_and_nothing_else():
+    from mcp_ref.per_thread import thread_hint
+
+    def used_on_another_thread() -> BaseException:
+        connection: list = []
+        thread = threading.Thread(target=lambda: connection.append(sqlite3.connect(":memory:")))
+        thread.start()
+        thread.join(WAIT)
+        try:
+            connection[0].execute("SELECT 1")
+        except sqlite3.ProgrammingError as exc:
+            return exc
+        raise AssertionError("sqlite3 used the connection on another thread")
+
+    cause = used_on_another_thread()
+    assert "PerThread" in thread_hint(cause)
+    wrapped = RuntimeError("the bookmarks could not be read")
+    wrapped.__cause__ = cause
+    assert "PerThread" in thread_hint(wrapped)
+    looped = ValueError("raised from itself")
+    looped.__context__ = looped
+    assert thread_hint(looped) == ""
+    assert thread_hint(sqlite3.ProgrammingError("Cannot operate on a closed database.")) == ""
