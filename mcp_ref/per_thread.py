@@ -48,12 +48,13 @@ class PerThread(Generic[T]):
 
     ``close(obj)`` closes one (default None: the object's own ``close()``, if it has one).  An object
     is closed when the thread that made it ends, on that thread; :meth:`close` (the end of the
-    ``with`` block) closes the others from the thread that calls it.  An object that refuses to be
-    closed from there (``sqlite3.connect(path)`` without ``check_same_thread=False``: its
-    ``close()`` checks the thread) is dropped instead: neither PerThread nor the thread that made it
-    keeps a reference to it, so it is freed when nothing else refers to it (a ``sqlite3`` connection closes its database
-    then, from any thread), and a DEBUG record of ``mcp_ref.per_thread`` says so.  Any other
-    failure to close is raised by :meth:`close`, after every object was tried.  Thread-safe.
+    ``with`` block) closes the others from the thread that calls it.  One of another thread whose
+    close raises there (``sqlite3.connect(path)`` without ``check_same_thread=False``: its
+    ``close()`` checks the thread) is dropped instead: neither PerThread nor the thread that made
+    it keeps a reference to it, so it is freed when nothing else refers to it (a ``sqlite3``
+    connection closes its database then, from any thread), and a DEBUG record of
+    ``mcp_ref.per_thread`` says so.  A failure to close one of the calling thread's is raised by
+    :meth:`close`, after every object was tried.  Thread-safe.
     """
 
     def __init__(self, factory: Callable[[], T], close: Callable[[T], Any] | None = None):
