@@ -109,6 +109,47 @@ def test_another_failure_is_logged_as_before(caplog):
     assert record.getMessage() == "tool broken failed"
 
 
+WRONG_SERVER = '''
+import contextlib, sqlite3, sys
+from mcp_ref import Server
+from mcp_ref.server import Context
+
+@contextlib.contextmanager
+def lifespan(server):
+    db = sqlite3.connect(sys.argv[1])  # made on the thread that enters the lifespan
+    yield db
+    db.close()
+
+server = Server("bookmarks", lifespan=lifespan)
+
+@server.tool()
+def import_bookmarks(urls: list[str], ctx: Context) -> int:
+    """Add bookmarks; how many there are."""
+    return ctx.lifespan_context.execute("SELECT 1").fetchone()[0]
+
+server.run()
+'''
+
+
+@pytest.mark.slow
+def test_over_stdio_the_servers_stderr_says_why_the_tool_failed(tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text(WRONG_SERVER)
+    lines: list = []
+    with Client.stdio(
+        [sys.executable, str(script), str(tmp_path / "b.db")], stderr=lines.append, timeout=WAIT
+    ) as client:
+        result = client.call_tool("import_bookmarks", {"urls": []})
+        assert result.is_error
+        assert result.content[0].text == "Tool import_bookmarks failed with an internal error"
+    # Python's default logging (no configuration): the line, then the traceback
+    assert lines[0].startswith(
+        "tool import_bookmarks failed: a sqlite3 connection made on another thread"
+    ), lines
+    assert "mcp_ref.PerThread" in lines[0]
+    assert any("can only be used in that same thread" in line for line in lines)
+
+
 # -- PerThread: one connection per handler thread ------------------------------------------------------
 
 
