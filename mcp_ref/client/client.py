@@ -306,6 +306,12 @@ class Client:
         stdio, with no subprocess — for tests and for embedding.  The server's
         side of the connection ends when the client closes.  Keywords are
         :class:`Client`'s.
+
+        The server's lifespan (``Server(lifespan=...)``) is entered as it connects, unless it is,
+        and held until :meth:`close`: the last in-memory client open on the server to close exits
+        it (unless the server is also being served: ``run()``, a WSGI app), and what that exit
+        raises comes out of its ``close()``.  So each test with its own client gets a freshly
+        entered lifespan (:mod:`mcp_ref.server.lifespan`, ``docs/lifespan.md``).
         """
         from ..memory import open_client
 
