@@ -91,6 +91,10 @@ def enforced(
             )
         checks.append(_native_check(marker, kind, base))
     if by_pydantic:
+        if kind in ("datetime", "time") and convert is not None:
+            # pydantic takes a naive date-time; mcp_ref's converter refuses it first, so the
+            # parameter's rule (an RFC 3339 value with its offset) is the same with or without markers
+            return _checked_first(convert, _by_pydantic(annotation))
         return _by_pydantic(annotation)
     if not checks:
         return convert
@@ -230,6 +234,14 @@ def _bound(attribute: str, value: Any, kind: str | None, base: Any) -> Any:
         raise TypeError(
             f"cannot enforce {attribute}={value!r} on {_named(base)}: the bound is not a {kind}"
         )
+    if kind in ("datetime", "time") and value.utcoffset() is None:
+        # every datetime and time argument arrives aware (rich_types: RFC 3339 needs the offset),
+        # and an aware value does not compare with a naive one
+        raise TypeError(
+            f"cannot enforce {attribute}={value!r} on {_named(base)}: the bound has no time zone, "
+            "and every argument arrives with its offset: give the bound a tzinfo "
+            "(e.g. tzinfo=datetime.timezone.utc)"
+        )
     if kind == "timedelta" and not isinstance(value, dt.timedelta):
         try:
             return dt.timedelta(seconds=float(value))
@@ -357,6 +369,16 @@ def _checking(convert: _Converter | None, checks: list[_Check]) -> _Converter:
         return converted
 
     return convert_and_check
+
+
+def _checked_first(convert: _Converter, validate: _Converter) -> _Converter:
+    """``validate`` (pydantic's) on the JSON value, once ``convert`` (mcp_ref's) has accepted it."""
+
+    def convert_then_validate(value: Any) -> Any:
+        convert(value)
+        return validate(value)
+
+    return convert_then_validate
 
 
 # -- pydantic's markers: pydantic's own validation --------------------------------------------------
