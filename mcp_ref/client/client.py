@@ -280,11 +280,10 @@ class Client:
         """
         from ..http.client import open_transport
 
-        if transport == "sse" and options.get("era", AUTO) == AUTO:
-            options["era"] = HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
         return cls(
-            open_transport(
+            open_transport(  # may set options["era"] (to "handshake" for the 2024-11-05 transport)
                 url,
+                client_options=options,
                 headers=headers,
                 auth=auth,
                 mode=transport,
