@@ -601,12 +601,12 @@ class HttpClientTransport(LegacySseClient, Transport):
     def _not_mcp(self, method: str, answer: str, status: int = 200) -> ServerUnreachable:
         """The failure of a first request (``initialize``, ``server/discover``) whose ``answer``
         shows no MCP server is at the URL (:func:`~mcp_ref.http.not_reached.not_mcp`)."""
-        # a 5xx: not_mcp says a proxy or the server failed; else where MCP servers usually are
-        hint = "" if status >= 500 else advice(status, self.url, {}, credentials=False)
-        hint = hint if hint or status >= 500 else elsewhere(self.url)
-        return not_mcp(
-            self.url, status, answer, f"{'an' if method[0] in 'aeiou' else 'a'} {method} POST", hint
-        )
+        if status >= 500:
+            hint = ""  # not_mcp says the server, or a proxy in front of it, failed
+        else:
+            hint = advice(status, self.url, {}, credentials=False) or elsewhere(self.url)
+        tried = f"{'an' if method[0] in 'aeiou' else 'a'} {method} POST"
+        return not_mcp(self.url, status, answer, tried, hint)
 
     def _too_large(self, request: Request, what: str) -> RequestFailed:
         """The failure of ``request`` whose ``what`` (answer, SSE event) went past ``max_message_size``."""
@@ -861,8 +861,9 @@ class HttpClientTransport(LegacySseClient, Transport):
 
     def _fail_http(self, request_id, response, method: str | None = None) -> None:
         """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
-        holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401,
-        or a 404 to the first request (:func:`~mcp_ref.http.bounded_reads.advice`)."""
+        holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401
+        (:func:`~mcp_ref.http.not_reached.advice`).  An answer to the first request that is not
+        MCP's own refusal fails it with :class:`~mcp_ref.errors.ServerUnreachable` instead."""
         body = read_body(response, MAX_ERROR_BODY)  # None: too long to be an error's; not read
         try:
             parsed = json.loads(body) if body else None
@@ -876,7 +877,7 @@ class HttpClientTransport(LegacySseClient, Transport):
             failure = self._not_mcp(cast(str, method), status, response.status_code)
             self._incoming.put(RequestFailed(request_id, failure))
             return
-        if isinstance(error, dict) and isinstance(error.get("code"), int):
+        if isinstance(error, dict) and answered:
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}
