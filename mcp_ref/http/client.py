@@ -89,6 +89,7 @@ from .bounded_reads import (
 from .legacy_client import LegacySseClient
 from .not_reached import (
     advice,
+    checked_url,
     content_kind,
     elsewhere,
     not_mcp,
@@ -238,6 +239,7 @@ class HttpClientTransport(LegacySseClient, Transport):
 
         if mode not in ("auto", "streamable", "sse"):
             raise ValueError(f"mode must be 'auto', 'streamable' or 'sse', not {mode!r}")
+        checked_url(url)
         if (
             isinstance(max_message_size, bool)
             or not isinstance(max_message_size, int)

@@ -25,6 +25,7 @@ from ..errors import ServerUnreachable
 
 __all__ = [
     "advice",
+    "checked_url",
     "content_kind",
     "elsewhere",
     "no_answer_within",
@@ -37,6 +38,28 @@ __all__ = [
 #: basic/authorization) and a rate limit (429).  Any other error status to a first request, without
 #: a JSON-RPC error in its body, is no MCP answer.
 _MCP_STATUSES = frozenset({401, 403, 429})
+
+
+def checked_url(url: str) -> str:
+    """``url``, or ValueError when it cannot name an MCP server over HTTP: a scheme other than
+    ``http``/``https`` (or none: ``localhost:8000/mcp``), or no host; the message says what to
+    write instead."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        good = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        good = good and (parts.port is None or parts.port > 0)  # the port: ValueError past 65535
+    except (ValueError, TypeError, AttributeError):  # not a str, an unclosed [, a bad port
+        good = False
+    if not good:
+        better = f"http://{url}" if isinstance(url, str) and "://" not in url else None
+        hint = f": try {better}" if better else ""
+        raise ValueError(
+            "the server URL must be http:// or https://, with a host (and a port from 1 to 65535), "
+            f"not {url!r}{hint}"
+        )
+    return url
 
 
 def refusal_of_mcp(status: int, has_jsonrpc_error: bool) -> bool:

@@ -605,3 +605,49 @@ def test_a_404_after_the_session_starts_a_new_one_and_no_server_then_is_unreacha
         wrapped[0].gone.clear()
         assert client.call_tool("echo", {"text": "three"}).text == "three"
         assert client.session.transport.session_id not in (None, first)  # a new session
+
+
+@pytest.mark.parametrize(
+    "url, hint",
+    [
+        ("localhost:8000/mcp", ": try http://localhost:8000/mcp"),
+        ("127.0.0.1:8000", ": try http://127.0.0.1:8000"),
+        ("ftp://example.com/mcp", ""),
+        ("http://", ""),
+        ("http://example.com:99999/mcp", ""),
+        ("http://[::1/mcp", ""),
+    ],
+)
+def test_a_url_that_names_no_http_server_is_refused_before_anything_is_sent(url, hint):
+    """Before, these reached requests and came back as McpError -32603 ("No connection adapters
+    were found"); a URL is the caller's to fix, so it is a ValueError that says how."""
+    with pytest.raises(ValueError) as caught:
+        Client.http(url, connect_timeout=WAIT)
+    assert not isinstance(caught.value, McpError)
+    assert str(caught.value) == (
+        "the server URL must be http:// or https://, with a host (and a port from 1 to 65535), "
+        f"not {url!r}{hint}"
+    )
+
+
+def test_the_command_line_says_the_same_in_one_line(not_mcp):
+    """The CLI keeps its handling: ServerUnreachable is exit status 4 with its message on one
+    line, a URL that names no server a usage error (1); never a traceback (run_cli checks)."""
+    from conftest import run_cli
+
+    refused = f"http://127.0.0.1:{closed_port()}/mcp"
+    cases = [
+        (refused, 4, f"mcp-ref: cannot reach {refused}: connection refused. Is the server running"),
+        (not_mcp.url + "/html", 4, f"mcp-ref: nothing answers MCP at {not_mcp.url}/html (a text"),
+        (
+            not_mcp.url,
+            4,
+            f"Nothing is served at /: MCP servers are usually at /mcp — try {not_mcp.url}/mcp",
+        ),
+        ("http://", 1, "mcp-ref: the server URL must be http:// or https://, with a host"),
+    ]
+    for url, status, words in cases:
+        proc = run_cli("--connect-timeout", str(WAIT), "tools", url)
+        assert proc.returncode == status, proc.stderr
+        assert words in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
