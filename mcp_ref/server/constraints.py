@@ -12,6 +12,8 @@ validator function is out of its reach.  So every marker in ``Annotated[T, ...]`
 * annotated_types' ``Gt``, ``Ge``, ``Lt``, ``Le``, ``Interval``, ``MultipleOf``, ``MinLen``,
   ``MaxLen``, ``Len``, ``Predicate``, ``Not``: checked here, on the converted value (a Decimal, a
   datetime, a timedelta ...), without pydantic;
+* a ``tzinfo`` on a ``datetime`` (``Annotated[datetime, ZoneInfo("Europe/Paris")]``): the zone a
+  value sent without an offset is taken in (:func:`mcp_ref.server.rich_types.in_zone`);
 * anything else (``annotated_types.Unit``, ``Timezone``, an object of another library): refused
   at registration (TypeError naming it), as is a bound that cannot apply to ``T`` (``Ge(0)`` on a
   list, a datetime bound on a date).
@@ -35,7 +37,7 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any, Union, get_args, get_origin
 
-from .rich_types import jsonable
+from .rich_types import in_zone, jsonable
 
 __all__ = ["enforced"]
 
@@ -69,8 +71,12 @@ def enforced(
     kind = _kind(cls)
     checks: list[_Check] = []
     by_pydantic = False
+    zone = None
     for marker in _flattened(metadata):
         if _is_documentation(marker):
+            continue
+        if isinstance(marker, dt.tzinfo):
+            zone = _default_zone(marker, kind, base)
             continue
         family = _family(marker)
         if family == "pydantic":
@@ -90,6 +96,13 @@ def enforced(
                 "remove it or check the value in the function"
             )
         checks.append(_native_check(marker, kind, base))
+    if zone is not None:
+        if by_pydantic:
+            raise TypeError(
+                f"cannot enforce a default zone ({zone}) on {_named(base)} with pydantic's markers: "
+                "use annotated_types' (Gt, Le ...), or no default zone"
+            )
+        convert = in_zone(zone)
     if by_pydantic:
         if kind in ("datetime", "time") and convert is not None:
             # pydantic takes a naive date-time; mcp_ref's converter refuses it first, so the
@@ -170,6 +183,18 @@ def _kind(cls: Any) -> str | None:
     if issubclass(cls, cabc.Sized) and not dataclasses.is_dataclass(cls):
         return "collection"
     return None
+
+
+def _default_zone(zone: dt.tzinfo, kind: str | None, base: Any) -> dt.tzinfo:
+    """``zone``, declared as the default zone of a ``datetime`` parameter; TypeError on anything
+    else (a ``time`` has no date to find the zone's offset on; ``datetime | None``: put the zone
+    inside, ``Annotated[datetime, zone] | None``)."""
+    if kind != "datetime" or not (isinstance(base, type) and issubclass(base, dt.datetime)):
+        raise TypeError(
+            f"cannot enforce a default zone ({zone}) on {_named(base)}: it applies to a datetime "
+            "(write Annotated[datetime, zone] | None for an optional one)"
+        )
+    return zone
 
 
 def _parts(marker: Any) -> Iterable[Any]:

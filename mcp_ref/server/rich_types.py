@@ -7,7 +7,8 @@ Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types
   them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``).  Dates and times are RFC 3339, as
   those formats say: a ``datetime`` or a ``time`` argument needs its UTC offset
   (``2027-01-01T09:00:00Z``, ``09:00:00+01:00``) and arrives aware, that offset kept; a date alone
-  or a value without an offset is refused, naming the format.  Out, an aware value is written with
+  or a value without an offset is refused, naming the format, unless the parameter declares a
+  default zone, ``Annotated[datetime, ZoneInfo("Europe/Paris")]`` (:func:`in_zone`).  Out, an aware value is written with
   its offset, a naive ``datetime`` as the local time Python takes it for (``astimezone()``: so
   ``datetime.now()`` comes out right), a naive ``time`` as it is (no date to give it an offset).
   (In a pydantic model, or under pydantic's markers, pydantic's rules apply to its fields: it
@@ -43,6 +44,7 @@ __all__ = [
     "analyse",
     "constrained",
     "field_default",
+    "in_zone",
     "jsonable",
     "template_arguments",
     "text_to_json",
@@ -105,24 +107,40 @@ def _clock(
     return dt.time(int(hour), int(minute), int(second or 0), micro, tzinfo=_offset(offset))
 
 
-def _rfc3339_datetime(value: Any) -> dt.datetime:
+def _rfc3339_datetime(value: Any, zone: dt.tzinfo | None = None) -> dt.datetime:
     """An aware datetime from an RFC 3339 date-time (its offset kept); ValueError saying what is
-    missing (a date alone, no offset) and what to send."""
+    missing (a date alone, no offset) and what to send.  With a default ``zone`` (see
+    :func:`in_zone`), a value without an offset is taken in it."""
+    expected = (
+        _DATE_TIME_EXAMPLE
+        if zone is None
+        else f"a date and time, e.g. '2027-01-01T09:00:00' ({zone} time) or '2027-01-01T09:00:00Z'"
+    )
     match = _DATE_TIME.fullmatch(value) if isinstance(value, str) else None
     if match is None:
-        raise ValueError(f"{value!r} is not a valid date-time: expected {_DATE_TIME_EXAMPLE}")
+        raise ValueError(f"{value!r} is not a valid date-time: expected {expected}")
     year, month, day, hour, minute, second, fraction, offset = match.groups()
     if hour is None:
-        raise ValueError(f"{value!r} is a date without a time: expected {_DATE_TIME_EXAMPLE}")
-    if offset is None:
-        raise ValueError(f"{value!r} has no UTC offset: expected {_DATE_TIME_EXAMPLE}")
+        raise ValueError(f"{value!r} is a date without a time: expected {expected}")
+    if offset is None and zone is None:
+        raise ValueError(f"{value!r} has no UTC offset: expected {expected}")
     try:
         day_of = dt.date(int(year), int(month), int(day))
-        return dt.datetime.combine(day_of, _clock(hour, minute, second, fraction, offset))
+        clock = _clock(hour, minute, second, fraction, offset or "Z")
+        if offset is None:  # the declared zone's offset on that day (DST included)
+            return dt.datetime.combine(day_of, clock.replace(tzinfo=zone))
+        return dt.datetime.combine(day_of, clock)
     except ValueError:  # 2025-02-30, 24:00, a leap second (Python has none), +24:00
-        raise ValueError(
-            f"{value!r} is not a valid date-time: expected {_DATE_TIME_EXAMPLE}"
-        ) from None
+        raise ValueError(f"{value!r} is not a valid date-time: expected {expected}") from None
+
+
+def in_zone(zone: dt.tzinfo) -> _Converter:
+    """The converter of a ``datetime`` parameter that declares a default zone,
+    ``Annotated[datetime, ZoneInfo("Europe/Paris")]``: a value with an offset keeps it, one without
+    is taken in ``zone`` (its offset on that date: ``2027-07-01T09:00`` is +02:00 in Paris); a date
+    alone is still refused.  Its schema (:func:`constrained`) says so instead of claiming the
+    ``date-time`` format, which needs the offset."""
+    return lambda value: _rfc3339_datetime(value, zone)
 
 
 def _rfc3339_time(value: Any) -> dt.time:
@@ -346,6 +364,17 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
     and refuses metadata it cannot enforce."""
     schema = dict(schema)
     kind = schema.get("type") if isinstance(schema.get("type"), str) else None
+    zone = next((m for m in metadata if isinstance(m, dt.tzinfo)), None)
+    if zone is not None and schema.get("format") == "date-time":
+        # a default zone (in_zone): a value without an offset is accepted, which "date-time"
+        # (RFC 3339, an offset required) would refuse; the description says what is taken
+        del schema["format"]
+        said = f"an RFC 3339 date-time; without an offset, {zone} time"
+        schema["description"] = (
+            f"{schema['description']} ({said})"
+            if "description" in schema
+            else said[0].upper() + said[1:]
+        )
     for marker in _markers(metadata):
         for keyword in ("description", "title", "examples"):
             value = getattr(marker, keyword, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import re
 import subprocess
 import sys
 import textwrap
@@ -624,6 +625,104 @@ def test_a_bound_without_a_time_zone_is_refused_at_registration():
     for tool in (after, morning):
         with pytest.raises(TypeError, match="the bound has no time zone"):
             server.add_tool(tool)
+
+
+#: A zone a parameter declares for values without an offset (fixed: no tz database needed).
+CET = dt.timezone(dt.timedelta(hours=1), "CET")
+
+
+def zone_server() -> Server:
+    server = Server("zones")
+
+    @server.tool
+    def meet(when: Annotated[dt.datetime, CET, "When to meet"]) -> str:
+        """A datetime whose naive values are taken in CET."""
+        return f"{when.utcoffset()} {when.isoformat()}"
+
+    return server
+
+
+@pytest.fixture(params=[MODERN, LATEST, BEFORE])
+def zones(request):
+    with Client.in_memory(zone_server(), protocol_version=request.param) as client:
+        yield client
+
+
+def test_a_declared_default_zone_takes_a_value_without_an_offset_in_it(zones):
+    """``Annotated[datetime, zone]``: a value without an offset is taken in ``zone``; one with an
+    offset keeps it; a date alone is still refused.  The schema does not claim ``date-time``
+    (which needs the offset) and says what is taken instead."""
+    schema = tool_named(zones, "meet").input_schema["properties"]["when"]
+    assert schema == {
+        "type": "string",
+        "description": "When to meet (an RFC 3339 date-time; without an offset, CET time)",
+    }
+    assert zones.call_tool("meet", {"when": "2027-01-01T09:00"}).text == (
+        "1:00:00 2027-01-01T09:00:00+01:00"
+    )
+    assert zones.call_tool("meet", {"when": "2027-01-01T09:00:00-05:00"}).text == (
+        "-1 day, 19:00:00 2027-01-01T09:00:00-05:00"
+    )
+    message = refused(zones, "meet", {"when": "2027-01-01"})
+    assert "when: '2027-01-01' is a date without a time: expected a date and time, e.g. " in message
+    assert "'2027-01-01T09:00:00' (CET time) or '2027-01-01T09:00:00Z'" in message
+
+
+def test_a_default_zone_from_the_tz_database_follows_its_offset_on_that_date():
+    zoneinfo = pytest.importorskip("zoneinfo")
+    try:
+        paris = zoneinfo.ZoneInfo("Europe/Paris")
+    except zoneinfo.ZoneInfoNotFoundError:
+        pytest.skip("no time zone database on this system")
+    server = Server("paris")
+
+    def meet(when: dt.datetime) -> str:
+        """A datetime whose naive values are Paris time."""
+        return when.isoformat()
+
+    # (the module's annotations are strings, and ``paris`` is local: the hint is given as an object)
+    meet.__annotations__["when"] = Annotated[dt.datetime, paris]
+    server.add_tool(meet)
+    with Client.in_memory(server) as client:
+        assert client.call_tool("meet", {"when": "2027-01-01T09:00"}).text == (
+            "2027-01-01T09:00:00+01:00"
+        )
+        assert client.call_tool("meet", {"when": "2027-07-01T09:00"}).text == (
+            "2027-07-01T09:00:00+02:00"
+        )
+
+
+def test_a_default_zone_applies_to_a_datetime_only():
+    """A time has no date to find a zone's offset on; an optional datetime takes the zone inside;
+    pydantic's markers would validate the naive value again, without it."""
+    server = Server("bad zones")
+
+    def at_time(t: Annotated[dt.time, CET]) -> str:
+        return "x"
+
+    def optional(t: Annotated[dt.datetime | None, CET] = None) -> str:
+        return "x"
+
+    def with_pydantic(t: Annotated[dt.datetime, CET, Field(gt=DEADLINE)]) -> str:
+        return "x"
+
+    for tool, words in (
+        (at_time, "cannot enforce a default zone (CET) on time: it applies to a datetime"),
+        (optional, "write Annotated[datetime, zone] | None for an optional one"),
+        (with_pydantic, "with pydantic's markers: use annotated_types'"),
+    ):
+        with pytest.raises(TypeError, match=re.escape(words)):
+            server.add_tool(tool)
+
+    def fine(t: Annotated[dt.datetime, CET] | None = None) -> str:
+        return "none" if t is None else t.isoformat()
+
+    server.add_tool(fine)
+    with Client.in_memory(server) as client:
+        assert client.call_tool("fine", {}).text == "none"
+        assert (
+            client.call_tool("fine", {"t": "2027-01-01T09:00"}).text == "2027-01-01T09:00:00+01:00"
+        )
 
 
 @pytest.mark.slow
