@@ -4,7 +4,9 @@
 :func:`stream_chunks` hands over an SSE body as it arrives (never more than :data:`READ_SIZE` at a
 time, each line under it bounded), :class:`Cursor` keeps where an SSE stream stands for resuming
 it, :func:`abort` closes a response under a blocked reader, :class:`Underway` is the socket a
-request of ours waits on (what giving up on it shuts down), and :class:`Inbox` holds what the streams bring until the session's reader takes it.
+request of ours waits on (what giving up on it shuts down), and :class:`Inbox` holds what the
+streams bring until the session's reader takes it.  (Why a server was not reached, in words:
+:mod:`mcp_ref.http.not_reached`.)
 :mod:`mcp_ref.http.client` (and its HTTP+SSE part, :mod:`~mcp_ref.http.legacy_client`) use them.
 """
 

@@ -31,6 +31,7 @@ __all__ = [
     "no_answer_within",
     "not_mcp",
     "refusal_of_mcp",
+    "shown",
     "unreachable",
 ]
 
@@ -38,6 +39,22 @@ __all__ = [
 #: basic/authorization) and a rate limit (429).  Any other error status to a first request, without
 #: a JSON-RPC error in its body, is no MCP answer.
 _MCP_STATUSES = frozenset({401, 403, 429})
+
+
+def shown(url: str) -> str:
+    """``url`` as a message shows it: without its userinfo (``***@``) or its query's contents
+    (``?...``), either of which may hold a credential; a message may reach a log."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not a URL urllib reads (an unclosed "["): the same, by its text
+        scheme, sep, rest = url.rpartition("://")
+        rest = f"***@{rest.rpartition('@')[2]}" if "@" in rest else rest
+        return f"{scheme}{sep}{rest.split('?')[0]}{'?...' if '?' in rest else ''}"
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    return urlunsplit(parts._replace(netloc=netloc, query="..." if parts.query else ""))
 
 
 def checked_url(url: str) -> str:
@@ -53,11 +70,15 @@ def checked_url(url: str) -> str:
     except (ValueError, TypeError, AttributeError):  # not a str, an unclosed [, a bad port
         good = False
     if not good:
-        better = f"http://{url}" if isinstance(url, str) and "://" not in url else None
+        schemeless = isinstance(url, str) and "://" not in url
+        better = shown(f"http://{url}") if schemeless else None
+        written = (
+            better[len("http://") :] if better else shown(url) if isinstance(url, str) else url
+        )
         hint = f": try {better}" if better else ""
         raise ValueError(
             "the server URL must be http:// or https://, with a host (and a port from 1 to 65535), "
-            f"not {url!r}{hint}"
+            f"not {written!r}{hint}"
         )
     return url
 
@@ -88,6 +109,7 @@ def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/
     from urllib.parse import urlsplit, urlunsplit
 
     if status in (404, 405):
+        url = shown(url)
         parts = urlsplit(url)
         path = parts.path or "/"
         if path != "/" and path.endswith("/"):
@@ -115,7 +137,7 @@ def elsewhere(url: str, usual: str = "/mcp") -> str:
     appended, unless ``url`` already ends with it."""
     from urllib.parse import urlsplit, urlunsplit
 
-    parts = urlsplit(url)
+    parts = urlsplit(shown(url))
     path = parts.path or "/"
     if path.rstrip("/").endswith(usual):
         return "check the URL the server says it serves MCP at"
@@ -141,7 +163,7 @@ def not_mcp(url: str, status: int, answer: str, tried: str, hint: str = "") -> S
         hint = "the server (or a proxy in front of it) failed: check that the MCP server runs"
     hint = hint or "check the URL the server says it serves MCP at"
     error = ServerUnreachable(
-        f"nothing answers MCP at {url} ({answer} to {tried}). {_sentence(hint)}"
+        f"nothing answers MCP at {shown(url)} ({answer} to {tried}). {_sentence(hint)}"
     )
     error.status = status
     return error
@@ -184,21 +206,23 @@ def unreachable(
             if "refused" in reason
             else "check the URL and that the server is running"
         )
-    else:
-        reason, hint = text, "check the URL and that the server is running"
-    return ServerUnreachable(f"cannot reach {url}: {reason}. {_sentence(hint)}")
+    else:  # urllib3's words, a query in them elided as in shown()
+        reason = re.sub(r"\?[^\s'\")]*", "?...", text)
+        hint = "check the URL and that the server is running"
+    return ServerUnreachable(f"cannot reach {shown(url)}: {reason}. {_sentence(hint)}")
 
 
 def no_answer_within(url: str, seconds: float | None) -> ServerUnreachable:
     """The :class:`ServerUnreachable` of a connection to ``url`` not made within ``seconds``."""
     waited = f" within {seconds:g} s" if seconds is not None else ""
     return ServerUnreachable(
-        f"cannot reach {url}: no answer to connect{waited}. Check the host and port, and any "
-        "firewall between; connect_timeout= waits longer"
+        f"cannot reach {shown(url)}: no answer to connect{waited}. Check the host and port, and "
+        "any firewall between; connect_timeout= waits longer"
     )
 
 
 def _sentence(hint: str) -> str:
     """``hint`` as a sentence: its first letter upper case, no full stop added."""
-    hint = hint.rstrip(".")
+    if hint.endswith(".") and not hint.endswith("..."):  # (a URL shown ends with "?...")
+        hint = hint[:-1]
     return hint[:1].upper() + hint[1:]

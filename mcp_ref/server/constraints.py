@@ -99,14 +99,14 @@ def enforced(
     if zone is not None:
         if by_pydantic:
             raise TypeError(
-                f"cannot enforce a default zone ({zone}) on {_named(base)} with pydantic's markers: "
-                "use annotated_types' (Gt, Le ...), or no default zone"
+                f"cannot enforce a default zone ({zone}) on {_named(base)} with pydantic's "
+                "markers: use annotated_types' (Gt, Le ...), or no default zone"
             )
         convert = in_zone(zone)
     if by_pydantic:
         if kind in ("datetime", "time") and convert is not None:
             # pydantic takes a naive date-time; mcp_ref's converter refuses it first, so the
-            # parameter's rule (an RFC 3339 value with its offset) is the same with or without markers
+            # parameter's rule (an RFC 3339 value with its offset) holds with or without markers
             return _checked_first(convert, _by_pydantic(annotation))
         return _by_pydantic(annotation)
     if not checks:

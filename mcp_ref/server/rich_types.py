@@ -8,9 +8,10 @@ Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types
   those formats say: a ``datetime`` or a ``time`` argument needs its UTC offset
   (``2027-01-01T09:00:00Z``, ``09:00:00+01:00``) and arrives aware, that offset kept; a date alone
   or a value without an offset is refused, naming the format, unless the parameter declares a
-  default zone, ``Annotated[datetime, ZoneInfo("Europe/Paris")]`` (:func:`in_zone`).  Out, an aware value is written with
-  its offset, a naive ``datetime`` as the local time Python takes it for (``astimezone()``: so
-  ``datetime.now()`` comes out right), a naive ``time`` as it is (no date to give it an offset).
+  default zone, ``Annotated[datetime, ZoneInfo("Europe/Paris")]`` (:func:`in_zone`).  Out, an
+  aware value is written with its offset, a naive ``datetime`` as the local time Python takes it
+  for (``astimezone()``: so ``datetime.now()`` comes out right), a naive ``time`` as it is (no
+  date to give it an offset).
   (In a pydantic model, or under pydantic's markers, pydantic's rules apply to its fields: it
   accepts naive values; ``pydantic.AwareDatetime`` refuses them.)
 * ``Decimal``: a JSON number or a string (returned as a string, so no digit is lost);

@@ -651,3 +651,25 @@ def test_the_command_line_says_the_same_in_one_line(not_mcp):
         assert proc.returncode == status, proc.stderr
         assert words in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_credential_in_the_url_never_reaches_the_message(not_mcp):
+    """A message may reach a log: the URL it names has no userinfo (``***@``) and no query
+    contents (``?...``), either of which may hold a credential."""
+    secrets = ("ada", "s3cret", "k3y")
+    port = closed_port()
+    exc = unreachable(f"http://ada:s3cret@127.0.0.1:{port}/mcp?key=k3y", "auto", "auto")
+    assert str(exc).startswith(
+        f"cannot reach http://***@127.0.0.1:{port}/mcp?...: connection refused"
+    )
+    web = not_mcp.url.replace("http://", "http://ada:s3cret@")
+    exc = unreachable(f"{web}/404?key=k3y", "handshake", "streamable")
+    assert str(exc).startswith(
+        f"nothing answers MCP at http://***@127.0.0.1:{not_mcp.httpd.server_port}/404?... (HTTP 404"
+    ), str(exc)
+    assert f"try http://***@127.0.0.1:{not_mcp.httpd.server_port}/404/mcp?..." in str(exc)
+    with pytest.raises(ValueError) as bad:
+        Client.http("ada:s3cret@example.com:8000/mcp?key=k3y")
+    assert "try http://***@example.com:8000/mcp?..." in str(bad.value)
+    for message in (str(exc), str(bad.value)):
+        assert not any(secret in message for secret in secrets), message
