@@ -263,11 +263,19 @@ class ConnectionClosed(MCPRefError, ConnectionError):
 
 
 class ServerUnreachable(ConnectionClosed):
-    """The server could not be reached at all (refused, unknown host, TLS failure, no answer to connect).
+    """No MCP server was reached at the URL: nothing answered (refused, unknown host, TLS failure, no
+    answer to connect), or what answered the first request was not MCP (HTTP 404 or 405, an HTML
+    page, a body that is no JSON-RPC answer).
 
-    A ``ConnectionError``, as ``except ConnectionError`` expects; the message names the URL and
-    the reason, e.g. ``cannot reach http://127.0.0.1:8000/mcp: connection refused``.
+    A ``ConnectionError``, as ``except ConnectionError`` expects; the message names the URL, what
+    was tried and what to do, e.g. ``cannot reach http://127.0.0.1:8000/mcp: connection refused.
+    Is the server running ...`` or ``nothing answers MCP at http://127.0.0.1:8000 (HTTP 404 Not
+    Found to ...). Nothing is served at /: MCP servers are usually at /mcp — try
+    http://127.0.0.1:8000/mcp``.
     """
+
+    #: The HTTP status of the answer that was not MCP's (404 ...); None when nothing answered.
+    status: int | None = None
 
 
 class ResponseStreamLost(MCPRefError, ConnectionError):

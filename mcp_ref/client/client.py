@@ -277,14 +277,21 @@ class Client:
         0.1 and 30) clamp the server's SSE ``retry`` before a stream is re-opened (see
         :class:`~mcp_ref.http.client.HttpClientTransport`).  Other keywords are
         :class:`Client`'s.
+
+        No MCP server at ``url`` raises :class:`~mcp_ref.errors.ServerUnreachable` (a
+        ``ConnectionError``) whose message names the URL, what was tried and what to do: nothing
+        answered (refused, unknown host, TLS, ``connect_timeout`` passed: ``status`` None), or
+        what answered was not MCP (a 404 or 405, an HTML page: ``status`` is its HTTP status;
+        ``Client.http("http://host:8000")`` says to try ``http://host:8000/mcp``).  The server's
+        own refusals are :class:`~mcp_ref.errors.McpError` (a JSON-RPC error, a 401 asking for
+        ``auth=``).
         """
         from ..http.client import open_transport
 
-        if transport == "sse" and options.get("era", AUTO) == AUTO:
-            options["era"] = HANDSHAKE  # the 2024-11-05 transport carries the handshake era only
         return cls(
-            open_transport(
+            open_transport(  # may set options["era"] (to "handshake" for the 2024-11-05 transport)
                 url,
+                client_options=options,
                 headers=headers,
                 auth=auth,
                 mode=transport,

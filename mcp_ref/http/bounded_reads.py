@@ -4,8 +4,9 @@
 :func:`stream_chunks` hands over an SSE body as it arrives (never more than :data:`READ_SIZE` at a
 time, each line under it bounded), :class:`Cursor` keeps where an SSE stream stands for resuming
 it, :func:`abort` closes a response under a blocked reader, :class:`Underway` is the socket a
-request of ours waits on (what giving up on it shuts down), :func:`unreachable` words a failed
-connection, and :class:`Inbox` holds what the streams bring until the session's reader takes it.
+request of ours waits on (what giving up on it shuts down), and :class:`Inbox` holds what the
+streams bring until the session's reader takes it.  (Why a server was not reached, in words:
+:mod:`mcp_ref.http.not_reached`.)
 :mod:`mcp_ref.http.client` (and its HTTP+SSE part, :mod:`~mcp_ref.http.legacy_client`) use them.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..errors import InvalidRequest, MCPRefError, RequestTimeout, ServerUnreachable
+from ..errors import InvalidRequest, MCPRefError, RequestTimeout
 from ..jsonrpc import RequestId
 from ..session import OutgoingRequests
 from .connection_limits import shut_down
@@ -182,47 +183,6 @@ class HttpTransportError(MCPRefError, ConnectionError):
     status: int | None = None
 
 
-def advice(status: int, url: str, headers, *, credentials: bool, usual: str = "/mcp") -> str:
-    """What to do about an HTTP ``status`` answered at ``url``, a sentence ("" when there is nothing
-    to say)."
-
-    404 at the first request: nothing is served there; the message names the URL to try (the same
-    one without its trailing slash, or with ``usual`` — ``/mcp``, ``/sse`` for the HTTP+SSE
-    transport — appended).  401: the server wants authorization (2025-11-25 basic/authorization:
-    a 401 carries ``WWW-Authenticate`` with the ``resource_metadata`` URL, named here when present);
-    pass ``auth=OAuth()``, or, when credentials were sent (``credentials``), they were refused.
-    """
-    from urllib.parse import urlsplit, urlunsplit
-
-    if status == 404:
-        parts = urlsplit(url)
-        path = parts.path or "/"
-        if path != "/" and path.endswith("/"):
-            better = urlunsplit(parts._replace(path=path.rstrip("/") or "/"))
-            return f"Nothing is served at {path}: try {better} (without the trailing slash)"
-        if path.endswith(usual):
-            return f"Nothing is served at {path}: check the URL the server says it serves MCP at"
-        better = urlunsplit(parts._replace(path=path.rstrip("/") + usual))
-        servers = "HTTP+SSE servers" if usual == "/sse" else "MCP servers"
-        return f"Nothing is served at {path}: {servers} are usually at {usual} — try {better}"
-    if status == 401:
-        import re
-
-        found = re.search(
-            r'resource_metadata="?([^",\s]+)', headers.get("WWW-Authenticate", "") or ""
-        )
-        where = f" (its resource metadata: {found.group(1)})" if found else ""
-        if credentials:
-            return (
-                f"The server refused the credentials sent (auth= or an Authorization header){where}"
-            )
-        return (
-            "This server needs authorization: pass auth=OAuth() to Client.http (from mcp_ref.oauth import "
-            f"OAuth), or a token in headers={{'Authorization': 'Bearer ...'}}{where}"
-        )
-    return ""
-
-
 def read_bound(requests: OutgoingRequests | None, request_id) -> float | None:
     """The bound (seconds) on each read of the answer to our request ``request_id`` (``requests``:
     the session's, given by :meth:`~mcp_ref.session.Transport.attach`): until the session
@@ -259,19 +219,6 @@ def timed_out(exc: Exception) -> bool:
     if isinstance(exc, (requests.exceptions.ReadTimeout, ReadTimeoutError, TimeoutError)):
         return True
     return any(isinstance(arg, (ReadTimeoutError, TimeoutError)) for arg in exc.args)
-
-
-def unreachable(url: str, exc: Exception) -> ServerUnreachable:
-    """A :class:`ServerUnreachable` naming ``url`` and the reason in a few words, not urllib3's nest."""
-    import re
-
-    text = str(exc)
-    reason = re.findall(r"\[Errno -?\d+\] ([^'\"\)\]]+)", text)
-    if reason:
-        text = reason[-1].strip().lower()
-    elif "timed out" in text.lower():
-        text = "timed out while connecting"
-    return ServerUnreachable(f"cannot reach {url}: {text}")
 
 
 @dataclass(slots=True)

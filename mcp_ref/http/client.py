@@ -52,7 +52,7 @@ from typing import Any, cast
 from urllib.parse import urljoin
 
 from .. import lifecycle
-from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost
+from ..errors import AuthorizationError, LimitExceeded, ResponseStreamLost, ServerUnreachable
 from ..jsonrpc import Notification, Request
 from ..session import OutgoingRequests, Transport
 from ..stdio import DEFAULT_MAX_MESSAGE_SIZE
@@ -73,7 +73,6 @@ from .bounded_reads import (
     RequestHeld,
     Underway,
     abort,
-    advice,
     discard_body,
     no_answer,
     note_answers,
@@ -85,10 +84,18 @@ from .bounded_reads import (
     stream_chunks,
     timed_out,
     unanswered,
-    unreachable,
     wake,
 )
 from .legacy_client import LegacySseClient
+from .not_reached import (
+    advice,
+    checked_url,
+    content_kind,
+    elsewhere,
+    not_mcp,
+    refusal_of_mcp,
+    unreachable,
+)
 from .origins import CrossOriginRefused, same_origin
 from .sse import SseParser
 
@@ -137,10 +144,23 @@ def open_transport(
     max_message_size: int | None,
     min_retry_delay: float | None,
     max_retry_delay: float | None,
+    client_options: dict | None = None,
     **options: Any,
 ) -> HttpClientTransport:
     """The transport :meth:`mcp_ref.Client.http` connects with (defaults filled in; the 2024-11-05
-    SSE stream opened first when ``mode`` is ``"sse"``)."""
+    SSE stream opened first when ``mode`` is ``"sse"``).
+
+    ``client_options`` are the keywords the :class:`~mcp_ref.Client` will be made with: their
+    ``era`` (with ``protocol_version``) tells the transport whether the client falls back to the
+    handshake when ``server/discover`` finds no modern server (see
+    :attr:`HttpClientTransport.modern_only`); and the 2024-11-05 transport (``mode="sse"``), which
+    carries the handshake era only, sets their ``era`` to ``"handshake"`` when it is ``"auto"``."""
+    from ..client.connection import AUTO, HANDSHAKE, MODERN, resolve_era
+
+    client_options = {} if client_options is None else client_options
+    if mode == "sse" and client_options.get("era", AUTO) == AUTO:
+        client_options["era"] = HANDSHAKE
+    era, _ = resolve_era(client_options.get("era", AUTO), client_options.get("protocol_version"))
     http = HttpClientTransport(
         url,
         mode=mode,
@@ -149,8 +169,13 @@ def open_transport(
         max_retry_delay=MAX_RETRY_DELAY if max_retry_delay is None else max_retry_delay,
         **options,
     )
+    http.modern_only = era == MODERN
     if mode == "sse":
-        http.start_legacy()
+        try:
+            http.start_legacy()
+        except BaseException:
+            http.close()  # no client owns it yet: its stream and pool end here
+            raise
     return http
 
 
@@ -182,11 +207,17 @@ class HttpClientTransport(LegacySseClient, Transport):
     _reinitialize: Callable[[], None] | None = None  # see set_reinitialize
     _generation = 0
     _renewer: int | None = None  # the thread starting a new session (see _renew_session)
+    _renewal_failed: Exception | None = None  # why the last new session could not be started
     _listener: threading.Thread | None = None
     #: 2026-07-28: no session (see the 2026-07-28 section below).
     _stateless = False
     _input_schema: Callable[[str], dict[str, Any] | None] | None = None
     _requests: OutgoingRequests | None = None  # the session's (attach)
+    #: True when the client speaks 2026-07-28 only (``Client(era="modern")``): then an answer to
+    #: ``server/discover`` that is no MCP answer (a 404, an HTML page) ends the connection with
+    #: :class:`~mcp_ref.errors.ServerUnreachable`; otherwise it is an error the client takes for a
+    #: handshake-era server's, falling back to ``initialize`` (whose answer then says).
+    modern_only = False
 
     def __init__(
         self,
@@ -208,6 +239,7 @@ class HttpClientTransport(LegacySseClient, Transport):
 
         if mode not in ("auto", "streamable", "sse"):
             raise ValueError(f"mode must be 'auto', 'streamable' or 'sse', not {mode!r}")
+        checked_url(url)
         if (
             isinstance(max_message_size, bool)
             or not isinstance(max_message_size, int)
@@ -415,7 +447,11 @@ class HttpClientTransport(LegacySseClient, Transport):
         try:
             send(data, request, *args)
         except (requests.ConnectionError, requests.Timeout) as exc:
-            failure = no_answer(request) if timed_out(exc) else unreachable(self.url, exc)
+            failure = (
+                no_answer(request)
+                if timed_out(exc)
+                else unreachable(self.url, exc, self.connect_timeout)
+            )
             self._incoming.put(RequestFailed(request.id, failure))
         except requests.RequestException as exc:
             if not self._abandoned_now(request.id):  # else: shut down under its reader
@@ -423,8 +459,9 @@ class HttpClientTransport(LegacySseClient, Transport):
         except HttpTransportError as exc:
             self._fail(request.id, str(exc), exc.status)
         # AuthorizationError: the auth hook (mcp_ref.oauth.OAuth) could not authorize;
-        # CrossOriginRefused: a redirect to another origin, not followed
-        except (AuthorizationError, CrossOriginRefused) as exc:
+        # CrossOriginRefused: a redirect to another origin, not followed; ServerUnreachable: the
+        # HTTP+SSE fallback found no server either, or a new session's initialize found none
+        except (AuthorizationError, CrossOriginRefused, ServerUnreachable) as exc:
             self._incoming.put(RequestFailed(request.id, exc))
         except Exception as exc:  # a worker must never die silently
             if self._abandoned_now(request.id):  # its socket was shut down under the reader
@@ -444,6 +481,8 @@ class HttpClientTransport(LegacySseClient, Transport):
             and not self._session_ready.wait(self.connect_timeout * 3)
         ):
             raise HttpTransportError("timed out waiting for a new session")
+        if self._renewal_failed is not None and request.method != "initialize" and not renewing:
+            self._renew_session(self._generation)  # the last attempt found no server: try again
         generation, sent_with = self._generation, self.session_id
         response = self._post(data, read_timeout=read_bound(self._requests, request.id))
         if request.method == "initialize":
@@ -525,21 +564,51 @@ class HttpClientTransport(LegacySseClient, Transport):
             self._fail_http(request.id, response, request.method)
             return
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        first = self._first(request.method)
         if content_type == "application/json":
             body = read_body(response, self.max_message_size)
             if body is None:
                 self._incoming.put(self._too_large(request, "answer"))
             else:
                 self._incoming.put(body)
-                self._incoming.put(unanswered(request))  # nothing once the body answered it
+                # nothing once the body answered it; to a first request, a body that did not
+                # answer it says no MCP server is there
+                self._incoming.put(
+                    RequestFailed(
+                        request.id,
+                        self._not_mcp(request.method, "a JSON body that is no JSON-RPC answer"),
+                    )
+                    if first
+                    else unanswered(request)
+                )
         elif content_type == "text/event-stream":
             self._read_stream(response, request, resumable=resumable)
         else:
             response.close()
+            if first:
+                answer = content_kind(content_type)
+                self._incoming.put(RequestFailed(request.id, self._not_mcp(request.method, answer)))
+                return
             self._fail(
                 request.id,
                 f"unexpected Content-Type {content_type!r} in the answer to {request.method}",
             )
+
+    def _first(self, method: str | None) -> bool:
+        """Whether an answer to ``method`` that is no MCP answer means no MCP server is at ``url``:
+        the first request's, ``initialize``, or ``server/discover`` when the client will not fall
+        back to the handshake (:attr:`modern_only`)."""
+        return method == "initialize" or (method == "server/discover" and self.modern_only)
+
+    def _not_mcp(self, method: str, answer: str, status: int = 200) -> ServerUnreachable:
+        """The failure of a first request (``initialize``, ``server/discover``) whose ``answer``
+        shows no MCP server is at the URL (:func:`~mcp_ref.http.not_reached.not_mcp`)."""
+        if status >= 500:
+            hint = ""  # not_mcp says the server, or a proxy in front of it, failed
+        else:
+            hint = advice(status, self.url, {}, credentials=False) or elsewhere(self.url)
+        tried = f"{'an' if method[0] in 'aeiou' else 'a'} {method} POST"
+        return not_mcp(self.url, status, answer, tried, hint)
 
     def _too_large(self, request: Request, what: str) -> RequestFailed:
         """The failure of ``request`` whose ``what`` (answer, SSE event) went past ``max_message_size``."""
@@ -586,6 +655,8 @@ class HttpClientTransport(LegacySseClient, Transport):
         with self._renew_lock:
             if generation != self._generation:
                 self._session_ready.wait(self.connect_timeout * 3)
+                if self._renewal_failed is not None:
+                    raise self._renewal_failed  # another request tried, and found no server
                 return  # another request already renewed it
             self._generation += 1
             self._session_ready.clear()  # requests wait for the new session instead of failing
@@ -595,6 +666,11 @@ class HttpClientTransport(LegacySseClient, Transport):
                 log.info("the server forgot our session; starting a new one")
                 # Only called when a reinitialize callable is set (_send_request checks).
                 cast(Callable[[], None], self._reinitialize)()
+                self._renewal_failed = None
+            except Exception as exc:
+                # No session now: the next request tries again (the server may be back by then).
+                self._renewal_failed = exc
+                raise
             finally:
                 self._renewer = None
                 self._session_ready.set()
@@ -787,8 +863,9 @@ class HttpClientTransport(LegacySseClient, Transport):
 
     def _fail_http(self, request_id, response, method: str | None = None) -> None:
         """Fail a request the server answered with an HTTP error: its JSON-RPC error if the body
-        holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401,
-        or a 404 to the first request (:func:`~mcp_ref.http.bounded_reads.advice`)."""
+        holds one, with the status in front (and ``data.httpStatus``), and what to do about a 401
+        (:func:`~mcp_ref.http.not_reached.advice`).  An answer to the first request that is not
+        MCP's own refusal fails it with :class:`~mcp_ref.errors.ServerUnreachable` instead."""
         body = read_body(response, MAX_ERROR_BODY)  # None: too long to be an error's; not read
         try:
             parsed = json.loads(body) if body else None
@@ -796,7 +873,13 @@ class HttpClientTransport(LegacySseClient, Transport):
         except (ValueError, RecursionError):
             error = None
         status = f"HTTP {response.status_code} {response.reason}"
-        if isinstance(error, dict) and isinstance(error.get("code"), int):
+        answered = isinstance(error, dict) and isinstance(error.get("code"), int)
+        if self._first(method) and not refusal_of_mcp(response.status_code, answered):
+            # a 404 to the first request, an HTML 502 from a proxy ...: no MCP server answered
+            failure = self._not_mcp(cast(str, method), status, response.status_code)
+            self._incoming.put(RequestFailed(request_id, failure))
+            return
+        if isinstance(error, dict) and answered:
             error = dict(error, message=f"{status}: {error.get('message', '')}")
         else:
             error = {"code": -32603, "message": status}

@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from ..errors import AuthorizationError
-from .bounded_reads import Cursor, HttpTransportError, Inbox, abort, advice
+from .bounded_reads import Cursor, HttpTransportError, Inbox, abort
+from .not_reached import (
+    advice,
+    content_kind,
+    elsewhere,
+    no_answer_within,
+    not_mcp,
+    refusal_of_mcp,
+    unreachable,
+)
 from .origins import CrossOriginRefused, same_origin
 
 log = logging.getLogger(__name__)
@@ -38,13 +47,22 @@ class LegacySseClient:
             self, response, cursor: Cursor | None = None, *, strict: bool = False
         ) -> Iterator[Any]: ...
 
-    def start_legacy(self, timeout: float = 10.0) -> None:
-        """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait for
-        its ``endpoint`` event (the URL to POST to).  Done by itself in ``"auto"`` mode on fallback;
-        call it before the first message in ``"sse"`` mode."""
+    def start_legacy(self, timeout: float | None = None) -> None:
+        """Connect with the 2024-11-05 HTTP+SSE transport: GET the SSE stream at ``url`` and wait
+        (``timeout`` seconds, default ``connect_timeout``) for its ``endpoint`` event (the URL to
+        POST to).  Done by itself in ``"auto"`` mode on fallback; call it before the first message
+        in ``"sse"`` mode.
+
+        No server there raises :class:`~mcp_ref.errors.ServerUnreachable`, naming what was tried:
+        nothing answered, or the GET was answered with an HTTP error (but a 401, 403 or 429:
+        :class:`HttpTransportError`), with something else than an SSE stream, or with a stream
+        that named no endpoint in time."""
+        timeout = self.connect_timeout if timeout is None else timeout
         ready = threading.Event()
         failure: list = []
+        answered: list[int] = []  # the GET's HTTP status, once it has one
         fallback = self.mode == "auto"  # the initialize POST was answered 400, 404 or 405
+        tried = "a Streamable HTTP POST and an HTTP+SSE GET" if fallback else "an HTTP+SSE GET"
 
         def run() -> None:
             import requests
@@ -57,8 +75,16 @@ class LegacySseClient:
                     stream=True,
                     timeout=(self.connect_timeout, None),
                 )
+                answered.append(response.status_code)
                 if not response.ok:
                     failure.append(self._refused(response, fallback))
+                    response.close()
+                    return
+                content_type = response.headers.get("Content-Type", "").split(";")[0].strip()
+                if content_type.lower() != "text/event-stream":
+                    answer = content_kind(content_type)
+                    hint = elsewhere(self.url, "/mcp" if fallback else "/sse")
+                    failure.append(not_mcp(self.url, response.status_code, answer, tried, hint))
                     response.close()
                     return
                 for event in self._events(response):
@@ -69,7 +95,7 @@ class LegacySseClient:
                         if not self._incoming.put_streamed(event.data.encode("utf-8")):
                             return  # closed while it waited for room
             except requests.RequestException as exc:
-                failure.append(HttpTransportError(f"no endpoint event from {self.url}: {exc}"))
+                failure.append(unreachable(self.url, exc, self.connect_timeout))
             except (AuthorizationError, HttpTransportError, CrossOriginRefused) as exc:
                 if self.legacy_endpoint is not None:
                     log.warning("the HTTP+SSE connection to %s ends: %s", self.url, exc)
@@ -87,20 +113,32 @@ class LegacySseClient:
         ready.wait(timeout)
         if failure:
             raise failure[0]
+        if self.legacy_endpoint is None and not answered:
+            raise no_answer_within(self.url, timeout)  # still connecting, or no headers yet
         if self.legacy_endpoint is None:
-            raise HttpTransportError(f"no endpoint event from {self.url}: timed out")
+            raise not_mcp(
+                self.url,
+                answered[0],
+                f"an SSE stream that named no endpoint within {timeout:g} s",
+                tried,
+                "an HTTP+SSE server names the URL to POST to at once: check the URL",
+            )
 
-    def _refused(self, response, fallback: bool) -> HttpTransportError:
+    def _refused(self, response, fallback: bool) -> Exception:
         """The error of a GET for the SSE stream answered with an HTTP error, saying what to do
-        about a 404 or a 401 (:func:`~mcp_ref.http.bounded_reads.advice`)."""
+        about a 404 or a 401 (:func:`~mcp_ref.http.not_reached.advice`): ServerUnreachable but
+        for MCP's own refusals (401, 403, 429: :class:`HttpTransportError`)."""
         tried = "a Streamable HTTP POST and an HTTP+SSE GET" if fallback else "an HTTP+SSE GET"
+        status = response.status_code
         hint = advice(
-            response.status_code,
+            status,
             self.url,
             response.headers,
             usual="/mcp" if fallback else "/sse",
             credentials=self._credentials(),
         )
+        if not refusal_of_mcp(status, False):
+            return not_mcp(self.url, status, f"HTTP {status} {response.reason}", tried, hint)
         error = HttpTransportError(
             f"HTTP {response.status_code} {response.reason} from {self.url} "
             f"(to {tried}){'. ' + hint if hint else ''}"

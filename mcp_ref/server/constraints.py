@@ -12,6 +12,8 @@ validator function is out of its reach.  So every marker in ``Annotated[T, ...]`
 * annotated_types' ``Gt``, ``Ge``, ``Lt``, ``Le``, ``Interval``, ``MultipleOf``, ``MinLen``,
   ``MaxLen``, ``Len``, ``Predicate``, ``Not``: checked here, on the converted value (a Decimal, a
   datetime, a timedelta ...), without pydantic;
+* a ``tzinfo`` on a ``datetime`` (``Annotated[datetime, ZoneInfo("Europe/Paris")]``): the zone a
+  value sent without an offset is taken in (:func:`mcp_ref.server.rich_types.in_zone`);
 * anything else (``annotated_types.Unit``, ``Timezone``, an object of another library): refused
   at registration (TypeError naming it), as is a bound that cannot apply to ``T`` (``Ge(0)`` on a
   list, a datetime bound on a date).
@@ -35,7 +37,7 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any, Union, get_args, get_origin
 
-from .rich_types import jsonable
+from .rich_types import in_zone, jsonable
 
 __all__ = ["enforced"]
 
@@ -69,8 +71,12 @@ def enforced(
     kind = _kind(cls)
     checks: list[_Check] = []
     by_pydantic = False
+    zone = None
     for marker in _flattened(metadata):
         if _is_documentation(marker):
+            continue
+        if isinstance(marker, dt.tzinfo):
+            zone = _default_zone(marker, kind, base)
             continue
         family = _family(marker)
         if family == "pydantic":
@@ -90,7 +96,18 @@ def enforced(
                 "remove it or check the value in the function"
             )
         checks.append(_native_check(marker, kind, base))
+    if zone is not None:
+        if by_pydantic:
+            raise TypeError(
+                f"cannot enforce a default zone ({zone}) on {_named(base)} with pydantic's "
+                "markers: use annotated_types' (Gt, Le ...), or no default zone"
+            )
+        convert = in_zone(zone)
     if by_pydantic:
+        if kind in ("datetime", "time") and convert is not None:
+            # pydantic takes a naive date-time; mcp_ref's converter refuses it first, so the
+            # parameter's rule (an RFC 3339 value with its offset) holds with or without markers
+            return _checked_first(convert, _by_pydantic(annotation))
         return _by_pydantic(annotation)
     if not checks:
         return convert
@@ -168,6 +185,18 @@ def _kind(cls: Any) -> str | None:
     return None
 
 
+def _default_zone(zone: dt.tzinfo, kind: str | None, base: Any) -> dt.tzinfo:
+    """``zone``, declared as the default zone of a ``datetime`` parameter; TypeError on anything
+    else (a ``time`` has no date to find the zone's offset on; ``datetime | None``: put the zone
+    inside, ``Annotated[datetime, zone] | None``)."""
+    if kind != "datetime" or not (isinstance(base, type) and issubclass(base, dt.datetime)):
+        raise TypeError(
+            f"cannot enforce a default zone ({zone}) on {_named(base)}: it applies to a datetime "
+            "(write Annotated[datetime, zone] | None for an optional one)"
+        )
+    return zone
+
+
 def _parts(marker: Any) -> Iterable[Any]:
     """The constraints inside a pydantic marker: a Field's ``metadata``, a ``StringConstraints``' parts."""
     if type(marker).__name__ == "FieldInfo":
@@ -229,6 +258,14 @@ def _bound(attribute: str, value: Any, kind: str | None, base: Any) -> Any:
     if not fits[kind]:
         raise TypeError(
             f"cannot enforce {attribute}={value!r} on {_named(base)}: the bound is not a {kind}"
+        )
+    if kind in ("datetime", "time") and value.utcoffset() is None:
+        # every datetime and time argument arrives aware (rich_types: RFC 3339 needs the offset),
+        # and an aware value does not compare with a naive one
+        raise TypeError(
+            f"cannot enforce {attribute}={value!r} on {_named(base)}: the bound has no time zone, "
+            "and every argument arrives with its offset: give the bound a tzinfo "
+            "(e.g. tzinfo=datetime.timezone.utc)"
         )
     if kind == "timedelta" and not isinstance(value, dt.timedelta):
         try:
@@ -357,6 +394,16 @@ def _checking(convert: _Converter | None, checks: list[_Check]) -> _Converter:
         return converted
 
     return convert_and_check
+
+
+def _checked_first(convert: _Converter, validate: _Converter) -> _Converter:
+    """``validate`` (pydantic's) on the JSON value, once ``convert`` (mcp_ref's) has accepted it."""
+
+    def convert_then_validate(value: Any) -> Any:
+        convert(value)
+        return validate(value)
+
+    return convert_then_validate
 
 
 # -- pydantic's markers: pydantic's own validation --------------------------------------------------

@@ -3,8 +3,17 @@
 :mod:`mcp_ref.server.signatures` describes the JSON types (``int``, ``str``, lists, dicts; dataclasses,
 Enums, Literals, unions, TypedDicts through :mod:`~mcp_ref.server.compound_types`); this module, loaded only when a signature holds something else, adds:
 
-* ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (ISO 8601; the ``format``
-  pydantic gives them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``);
+* ``datetime``, ``date``, ``time``, ``UUID``, ``Path``: JSON strings (the ``format`` pydantic gives
+  them: ``date-time``, ``date``, ``time``, ``uuid``, ``path``).  Dates and times are RFC 3339, as
+  those formats say: a ``datetime`` or a ``time`` argument needs its UTC offset
+  (``2027-01-01T09:00:00Z``, ``09:00:00+01:00``) and arrives aware, that offset kept; a date alone
+  or a value without an offset is refused, naming the format, unless the parameter declares a
+  default zone, ``Annotated[datetime, ZoneInfo("Europe/Paris")]`` (:func:`in_zone`).  Out, an
+  aware value is written with its offset, a naive ``datetime`` as the local time Python takes it
+  for (``astimezone()``: so ``datetime.now()`` comes out right), a naive ``time`` as it is (no
+  date to give it an offset).
+  (In a pydantic model, or under pydantic's markers, pydantic's rules apply to its fields: it
+  accepts naive values; ``pydantic.AwareDatetime`` refuses them.)
 * ``Decimal``: a JSON number or a string (returned as a string, so no digit is lost);
 * ``timedelta``: seconds (a number) or an ISO 8601 duration (``PT1H30M``); returned as ISO 8601;
 * a pydantic model: pydantic's own ``model_json_schema()``, arguments through ``model_validate``,
@@ -36,6 +45,7 @@ __all__ = [
     "analyse",
     "constrained",
     "field_default",
+    "in_zone",
     "jsonable",
     "template_arguments",
     "text_to_json",
@@ -58,9 +68,105 @@ def _parser(kind: str, parse: Callable[[str], Any]) -> _Converter:
     return convert
 
 
-def _iso_datetime(text: str) -> dt.datetime:
-    # RFC 3339 allows a trailing "Z", which fromisoformat reads only from Python 3.11 on.
-    return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "Zz" and text else text)
+#: RFC 3339 §5.6, which JSON Schema's ``date-time``, ``date`` and ``time`` formats name (2020-12
+#: validation §7.3.1): ``date-time = full-date "T" full-time``, ``full-time = partial-time
+#: time-offset``, ``time-offset = "Z" / ("+" / "-") time-hour ":" time-minute``.  A time and an
+#: offset are required, so a value never arrives naive (a naive and an aware datetime do not even
+#: compare).  Leniencies that lose nothing: "T" or a space (§5.6 NOTE) or lower case, seconds left
+#: out, digits past microseconds dropped.
+_FULL_DATE = r"(\d{4})-(\d{2})-(\d{2})"
+_PARTIAL_TIME = r"(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
+_OFFSET = r"([Zz]|[+-]\d{2}:\d{2})"
+_DATE = re.compile(_FULL_DATE, re.ASCII)
+_TIME = re.compile(_PARTIAL_TIME + _OFFSET + "?", re.ASCII)
+_DATE_TIME = re.compile(_FULL_DATE + r"(?:[Tt ]" + _PARTIAL_TIME + _OFFSET + "?)?", re.ASCII)
+#: What a refusal shows the caller to send instead.
+_DATE_TIME_EXAMPLE = (
+    "an RFC 3339 date-time with an offset, e.g. '2027-01-01T09:00:00Z' or "
+    "'2027-01-01T09:00:00+01:00'"
+)
+_TIME_EXAMPLE = "an RFC 3339 time with an offset, e.g. '09:00:00Z' or '09:00:00+01:00'"
+_DATE_EXAMPLE = "an RFC 3339 date, e.g. '2027-01-01'"
+
+
+def _offset(text: str) -> dt.timezone:
+    """The fixed offset of an RFC 3339 ``time-offset`` (``-00:00``, "unknown local offset", is UTC)."""
+    if text in "Zz":
+        return dt.timezone.utc
+    hours, minutes = int(text[1:3]), int(text[4:6])
+    if minutes > 59:
+        raise ValueError(text)
+    delta = dt.timedelta(hours=hours, minutes=minutes)  # a ValueError past 23:59
+    return dt.timezone(-delta if text[0] == "-" else delta)
+
+
+def _clock(
+    hour: str, minute: str, second: str | None, fraction: str | None, offset: str
+) -> dt.time:
+    """The aware time of a ``partial-time``'s parts and a ``time-offset``; ValueError out of range."""
+    micro = int((fraction or "0")[:6].ljust(6, "0"))
+    return dt.time(int(hour), int(minute), int(second or 0), micro, tzinfo=_offset(offset))
+
+
+def _rfc3339_datetime(value: Any, zone: dt.tzinfo | None = None) -> dt.datetime:
+    """An aware datetime from an RFC 3339 date-time (its offset kept); ValueError saying what is
+    missing (a date alone, no offset) and what to send.  With a default ``zone`` (see
+    :func:`in_zone`), a value without an offset is taken in it."""
+    expected = (
+        _DATE_TIME_EXAMPLE
+        if zone is None
+        else f"a date and time, e.g. '2027-01-01T09:00:00' ({zone} time) or '2027-01-01T09:00:00Z'"
+    )
+    match = _DATE_TIME.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"{value!r} is not a valid date-time: expected {expected}")
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    if hour is None:
+        raise ValueError(f"{value!r} is a date without a time: expected {expected}")
+    if offset is None and zone is None:
+        raise ValueError(f"{value!r} has no UTC offset: expected {expected}")
+    try:
+        day_of = dt.date(int(year), int(month), int(day))
+        clock = _clock(hour, minute, second, fraction, offset or "Z")
+        if offset is None:  # the declared zone's offset on that day (DST included)
+            return dt.datetime.combine(day_of, clock.replace(tzinfo=zone))
+        return dt.datetime.combine(day_of, clock)
+    except ValueError:  # 2025-02-30, 24:00, a leap second (Python has none), +24:00
+        raise ValueError(f"{value!r} is not a valid date-time: expected {expected}") from None
+
+
+def in_zone(zone: dt.tzinfo) -> _Converter:
+    """The converter of a ``datetime`` parameter that declares a default zone,
+    ``Annotated[datetime, ZoneInfo("Europe/Paris")]``: a value with an offset keeps it, one without
+    is taken in ``zone`` (its offset on that date: ``2027-07-01T09:00`` is +02:00 in Paris); a date
+    alone is still refused.  Its schema (:func:`constrained`) says so instead of claiming the
+    ``date-time`` format, which needs the offset."""
+    return lambda value: _rfc3339_datetime(value, zone)
+
+
+def _rfc3339_time(value: Any) -> dt.time:
+    """An aware time from an RFC 3339 full-time (its offset kept); ValueError otherwise."""
+    match = _TIME.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"{value!r} is not a valid time: expected {_TIME_EXAMPLE}")
+    hour, minute, second, fraction, offset = match.groups()
+    if offset is None:
+        raise ValueError(f"{value!r} has no UTC offset: expected {_TIME_EXAMPLE}")
+    try:
+        return _clock(hour, minute, second, fraction, offset)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a valid time: expected {_TIME_EXAMPLE}") from None
+
+
+def _rfc3339_date(value: Any) -> dt.date:
+    """A date from an RFC 3339 full-date (``2027-01-01``); ValueError otherwise."""
+    match = _DATE.fullmatch(value) if isinstance(value, str) else None
+    try:
+        if match is not None:
+            return dt.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        pass
+    raise ValueError(f"{value!r} is not a valid date: expected {_DATE_EXAMPLE}")
 
 
 def _decimal(value: Any) -> decimal.Decimal:
@@ -119,18 +225,9 @@ def _duration_text(delta: dt.timedelta) -> str:
 
 #: The standard library's rich scalars: their JSON Schema and their converter from JSON.
 _SCALARS: dict[type, tuple[dict, _Converter]] = {
-    dt.datetime: (
-        {"type": "string", "format": "date-time"},
-        _parser("ISO 8601 date-time", _iso_datetime),
-    ),
-    dt.date: (
-        {"type": "string", "format": "date"},
-        _parser("ISO 8601 date", dt.date.fromisoformat),
-    ),
-    dt.time: (
-        {"type": "string", "format": "time"},
-        _parser("ISO 8601 time", dt.time.fromisoformat),
-    ),
+    dt.datetime: ({"type": "string", "format": "date-time"}, _rfc3339_datetime),
+    dt.date: ({"type": "string", "format": "date"}, _rfc3339_date),
+    dt.time: ({"type": "string", "format": "time"}, _rfc3339_time),
     uuid.UUID: ({"type": "string", "format": "uuid"}, _parser("UUID", uuid.UUID)),
     decimal.Decimal: ({"type": ["number", "string"]}, _decimal),
     dt.timedelta: ({"type": ["string", "number"], "format": "duration"}, _timedelta),
@@ -268,6 +365,17 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
     and refuses metadata it cannot enforce."""
     schema = dict(schema)
     kind = schema.get("type") if isinstance(schema.get("type"), str) else None
+    zone = next((m for m in metadata if isinstance(m, dt.tzinfo)), None)
+    if zone is not None and schema.get("format") == "date-time":
+        # a default zone (in_zone): a value without an offset is accepted, which "date-time"
+        # (RFC 3339, an offset required) would refuse; the description says what is taken
+        del schema["format"]
+        said = f"an RFC 3339 date-time; without an offset, {zone} time"
+        schema["description"] = (
+            f"{schema['description']} ({said})"
+            if "description" in schema
+            else said[0].upper() + said[1:]
+        )
     for marker in _markers(metadata):
         for keyword in ("description", "title", "examples"):
             value = getattr(marker, keyword, None)
@@ -296,8 +404,16 @@ def constrained(schema: dict, metadata: Iterable[Any]) -> dict:
 
 
 def jsonable(value: Any) -> Any:
-    """The JSON form of a rich value (ISO 8601 for dates and times, a string for a UUID, a path
-    or a Decimal, ``model_dump(mode="json")`` for a pydantic model); anything else unchanged."""
+    """The JSON form of a rich value (RFC 3339 for dates and times, a string for a UUID, a path
+    or a Decimal, ``model_dump(mode="json")`` for a pydantic model); anything else unchanged.
+
+    A naive datetime is written as the local time Python takes it for (``astimezone()``), with its
+    offset, as the ``date-time`` format requires; a naive time as it is."""
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        try:
+            return value.astimezone().isoformat()
+        except (OverflowError, ValueError, OSError):  # near datetime.min or max: no local offset
+            return value.isoformat()
     if isinstance(value, (dt.date, dt.time)):  # datetime is a date
         return value.isoformat()
     if isinstance(value, dt.timedelta):

@@ -210,6 +210,8 @@ def connect(args, trace):
             raise CliError(f"authorization failed: {exc}", EXIT_AUTH) from None
         except ServerUnreachable as exc:
             raise CliError(str(exc), EXIT_UNREACHABLE) from None
+        except ValueError as exc:  # a URL that names no server (no host, a port past 65535)
+            raise CliError(str(exc), EXIT_USAGE) from None
         except McpError as exc:
             refused = _http_refusal(exc)
             if refused is not None:

@@ -1144,12 +1144,24 @@ def test_calls_over_https_with_the_ca_given(tls, pki, era):
         assert logs.wait_until(lambda items: len(items) >= 1)
 
 
-def test_the_ca_requests_uses_by_default_does_not_know_the_server(tls):
+@pytest.mark.parametrize(
+    "era, transport",
+    [("auto", "auto"), ("modern", "auto"), ("handshake", "streamable"), ("handshake", "sse")],
+)
+def test_the_ca_requests_uses_by_default_does_not_know_the_server(tls, era, transport):
     """verify=True trusts requests' own bundle (certifi), not this test's CA: the server is
-    unreachable."""
+    unreachable, in every era and transport, and the message says what to pass."""
     srv = tls()
-    with pytest.raises(ServerUnreachable, match="CERTIFICATE_VERIFY_FAILED"):
-        Client.http(srv.mcp, era="modern", timeout=WAIT)
+    url = srv.sse if transport == "sse" else srv.mcp
+    with pytest.raises(ServerUnreachable) as refused:
+        Client.http(url, era=era, transport=transport, timeout=WAIT, connect_timeout=WAIT)
+    message = str(refused.value)
+    assert message.startswith(f"cannot reach {url}: TLS failed: [CERTIFICATE_VERIFY_FAILED]")
+    assert message.endswith(
+        "Pass verify= the path of the CA bundle that signed the server's certificate "
+        "(or set REQUESTS_CA_BUNDLE)"
+    )
+    assert refused.value.status is None
 
 
 @pytest.mark.parametrize("who", ["another CA", "another host"])

@@ -32,9 +32,9 @@ from mcp_ref import (
     ResourceError,
     ResourceNotFound,
     Server,
+    ServerUnreachable,
     ToolError,
 )
-from mcp_ref.http.bounded_reads import HttpTransportError
 
 ERAS = ["handshake", "modern"]
 
@@ -254,19 +254,18 @@ def works(url: str, **options) -> None:
 def test_a_url_without_mcp_or_with_a_trailing_slash_says_which_url_to_try(
     serve, era, path, suggested, why
 ):
+    """Issue 34 item 8: no MCP server at the URL is ServerUnreachable (a ConnectionError), not an
+    McpError -32603 (an internal error of the protocol), in every era; its ``status`` is the 404."""
     served = serve(small_server())
     exc = connect_error(served.url + path, era=era)
-    assert isinstance(exc, McpError), repr(exc)
-    assert "HTTP 404" in exc.message  # (the CLI keys its own advice on it)
-    assert f"Nothing is served at {path or '/'}: {why}{served.url}{suggested}" in exc.message, (
-        exc.message
-    )
+    assert isinstance(exc, ServerUnreachable) and isinstance(exc, ConnectionError), repr(exc)
+    assert not isinstance(exc, McpError)
+    assert exc.status == 404
+    message = str(exc)
+    assert message.startswith(f"nothing answers MCP at {served.url + path} (HTTP 404 Not Found to ")
+    assert f"Nothing is served at {path or '/'}: {why}{served.url}{suggested}" in message, message
     if path.endswith("/mcp/"):
-        assert "(without the trailing slash)" in exc.message
-    if (
-        era != "modern"
-    ):  # (2026-07-28 only: "does not speak a modern revision", the HTTP error named in it)
-        assert isinstance(exc, InternalError) and exc.data == {"httpStatus": 404}
+        assert "(without the trailing slash)" in message
     works(served.url + suggested, era=era)
 
 
@@ -281,15 +280,16 @@ def test_another_path_suggests_mcp_under_it(serve):
 
 def test_each_transport_names_its_usual_path(serve):
     served = serve(small_server())
-    exc = connect_error(
-        served.url, transport="streamable"
-    )  # the server's own JSON-RPC error, the advice after it
-    assert isinstance(exc, McpError) and exc.data["httpStatus"] == 404
-    assert f"try {served.url}/mcp" in exc.message
+    exc = connect_error(served.url, transport="streamable")
+    assert isinstance(exc, ServerUnreachable) and exc.status == 404
+    assert "(HTTP 404 Not Found to a server/discover POST)" not in str(exc)  # it fell back
+    assert "(HTTP 404 Not Found to an initialize POST). Nothing is served at /" in str(exc)
+    assert f"try {served.url}/mcp" in str(exc)
     exc = connect_error(
         served.url, transport="sse"
     )  # the HTTP+SSE transport: its stream is at /sse
-    assert isinstance(exc, HttpTransportError) and exc.status == 404
+    assert isinstance(exc, ServerUnreachable) and exc.status == 404
+    assert "(HTTP 404 Not Found to an HTTP+SSE GET)" in str(exc)
     assert f"HTTP+SSE servers are usually at /sse — try {served.sse}" in str(exc)
     exc = connect_error(served.sse + "/", transport="sse")
     assert f"try {served.sse} (without the trailing slash)" in str(exc)
@@ -333,3 +333,343 @@ def test_credentials_the_server_refuses_are_named_as_refused(protected):
         "The server refused the credentials sent" in exc.message
         and "auth=OAuth()" not in exc.message
     )
+
+
+# -- issue 34 item 8: no MCP server at the URL is ServerUnreachable, in every era and transport -------
+
+#: Every way of connecting: (era, transport).  The 2024-11-05 transport carries the handshake only.
+CONNECTIONS = [
+    ("auto", "auto"),
+    ("modern", "auto"),
+    ("handshake", "auto"),
+    ("handshake", "streamable"),
+    ("handshake", "sse"),
+]
+
+
+class NotMcp:
+    """A real web server on 127.0.0.1 (port 0) that is no MCP server: each path answers one way
+    to every method (``/404`` an HTML 404, ``/405``, ``/html`` a 200 page, ``/json`` a JSON body
+    that is no JSON-RPC, ``/502`` a proxy's HTML error, ``/silent-sse`` an SSE stream that never
+    names its endpoint, ``/jsonrpc-400`` a 400 holding a JSON-RPC error).  Every request is kept."""
+
+    def __init__(self):
+        import http.server
+
+        self.seen: list[tuple[str, str]] = []
+        self.released = threading.Event()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def answer(self):
+                owner.seen.append((self.command, self.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/silent-sse"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    self.wfile.write(b": nothing to say\n\n")
+                    self.wfile.flush()
+                    owner.released.wait(WAIT)  # held open until the test ends
+                    return
+                status, kind, body = {
+                    "/405": (405, "text/html", b"<h1>Method Not Allowed</h1>"),
+                    "/html": (200, "text/html", b"<html><body>A web site</body></html>"),
+                    "/json": (200, "application/json", b'{"hello": "world"}'),
+                    "/502": (502, "text/html", b"<h1>502 Bad Gateway</h1>"),
+                    "/jsonrpc-400": (
+                        400,
+                        "application/json",
+                        b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, '
+                        b'"message": "Unsupported protocol version"}}',
+                    ),
+                }.get(path, (404, "text/html", b"<h1>Not Found</h1>"))
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_DELETE = answer
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.released.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(WAIT)
+
+
+@pytest.fixture
+def not_mcp():
+    web = NotMcp()
+    yield web
+    web.stop()
+
+
+def unreachable(url: str, era: str, transport: str, **options) -> ServerUnreachable:
+    """What ``Client.http(url)`` raised: it must be ServerUnreachable, a ConnectionError, no McpError."""
+    exc = connect_error(url, era=era, transport=transport, **options)
+    assert isinstance(exc, ServerUnreachable) and isinstance(exc, ConnectionError), repr(exc)
+    assert not isinstance(exc, McpError), repr(exc)
+    return exc
+
+
+@pytest.mark.parametrize("era, transport", CONNECTIONS)
+@pytest.mark.parametrize(
+    "path, status, answer",
+    [
+        ("/404", 404, "HTTP 404 Not Found"),
+        ("/405", 405, "HTTP 405 Method Not Allowed"),
+        ("/html", 200, "a text/html page"),
+        ("/502", 502, "HTTP 502 Bad Gateway"),
+    ],
+)
+def test_a_web_server_that_is_no_mcp_server_is_unreachable_saying_what_answered(
+    not_mcp, era, transport, path, status, answer
+):
+    exc = unreachable(not_mcp.url + path, era, transport)
+    message = str(exc)
+    assert exc.status == status
+    assert message.startswith(f"nothing answers MCP at {not_mcp.url}{path} ({answer} to "), message
+    tried = {
+        "sse": "an HTTP+SSE GET",
+        "streamable": "an initialize POST",
+    }.get(transport, "a server/discover POST" if era == "modern" else "")
+    if status in (404, 405) and transport == "auto" and era != "modern":
+        tried = "a Streamable HTTP POST and an HTTP+SSE GET"  # it fell back to HTTP+SSE
+    elif transport == "auto" and era != "modern":
+        tried = "an initialize POST"
+    assert f"{answer} to {tried})" in message, message
+    if status == 502:
+        assert (
+            "The server (or a proxy in front of it) failed: check that the MCP server runs"
+            in message
+        )
+    else:
+        usual = "/sse" if transport == "sse" else "/mcp"
+        assert f"try {not_mcp.url}{path}{usual}" in message, message
+    assert "code -32603" not in message and "Internal error" not in message
+
+
+@pytest.mark.parametrize("era, transport", [c for c in CONNECTIONS if c[1] != "sse"])
+def test_a_json_answer_that_is_no_json_rpc_is_unreachable(not_mcp, era, transport):
+    exc = unreachable(not_mcp.url + "/json", era, transport)
+    assert exc.status == 200
+    assert f"nothing answers MCP at {not_mcp.url}/json (a JSON body that is no JSON-RPC answer" in (
+        str(exc)
+    )
+
+
+def test_an_sse_stream_that_names_no_endpoint_is_unreachable_after_connect_timeout(not_mcp):
+    """The 2024-11-05 transport waits ``connect_timeout`` (not a fixed 10 s) for the endpoint event."""
+    with pytest.raises(ServerUnreachable) as caught:
+        Client.http(not_mcp.url + "/silent-sse", transport="sse", connect_timeout=0.5).close()
+    assert caught.value.status == 200
+    assert "an SSE stream that named no endpoint within 0.5 s to an HTTP+SSE GET" in str(
+        caught.value
+    )
+    exc = unreachable(not_mcp.url + "/json", "handshake", "sse")
+    assert "(an answer of type application/json to an HTTP+SSE GET)" in str(exc)
+
+
+def test_a_json_rpc_error_the_server_answers_stays_an_mcp_error(not_mcp):
+    """A 400 holding a JSON-RPC error is MCP's own refusal: McpError with the server's message."""
+    exc = connect_error(not_mcp.url + "/jsonrpc-400", era="handshake", transport="streamable")
+    assert isinstance(exc, McpError) and not isinstance(exc, ServerUnreachable), repr(exc)
+    assert exc.code == -32602 and "Unsupported protocol version" in exc.message
+    assert exc.data == {"httpStatus": 400}
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then closed)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("era, transport", CONNECTIONS)
+def test_a_refused_connection_says_so_and_what_to_check(era, transport):
+    url = f"http://127.0.0.1:{closed_port()}/mcp"
+    exc = unreachable(url, era, transport)
+    assert exc.status is None
+    assert str(exc) == (
+        f"cannot reach {url}: connection refused. "
+        "Is the server running, and listening on that host and port?"
+    )
+
+
+@pytest.mark.parametrize("era, transport", CONNECTIONS)
+def test_an_unknown_host_says_to_check_the_host_name(era, transport):
+    url = "http://mcp-ref-test.invalid/mcp"  # RFC 6761: .invalid never resolves
+    exc = unreachable(url, era, transport)
+    assert exc.status is None
+    assert str(exc).startswith(f"cannot reach {url}: unknown host"), str(exc)
+    assert str(exc).endswith("Check the host name in the URL")
+
+
+@pytest.fixture
+def full_backlog():
+    """A port on 127.0.0.1 whose listen queue is full: a new connection is never accepted (its
+    SYN is dropped), so connecting times out."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = []
+    for _ in range(8):  # until one connection is left waiting
+        sock = socket.socket()
+        sock.settimeout(0.5)
+        try:
+            sock.connect(("127.0.0.1", port))
+        except OSError:
+            sock.close()
+            break
+        queued.append(sock)
+    else:
+        pytest.skip("this system accepts every connection into the listen queue")
+    yield port
+    for sock in queued:
+        sock.close()
+    listener.close()
+
+
+@pytest.mark.parametrize("era, transport", CONNECTIONS)
+def test_a_connection_that_times_out_says_how_long_it_waited(full_backlog, era, transport):
+    url = f"http://127.0.0.1:{full_backlog}/mcp"
+    with pytest.raises(ServerUnreachable) as caught:
+        Client.http(url, era=era, transport=transport, connect_timeout=0.5).close()
+    assert caught.value.status is None
+    assert str(caught.value) == (
+        f"cannot reach {url}: no answer to connect within 0.5 s. Check the host and port, and any "
+        "firewall between; connect_timeout= waits longer"
+    )
+
+
+def test_https_to_a_plain_http_server_says_to_try_http(serve):
+    served = serve(small_server())
+    url = served.mcp.replace("http://", "https://")
+    exc = unreachable(url, "auto", "auto")
+    assert "TLS failed: [WRONG_VERSION_NUMBER]" in str(exc), str(exc)
+    assert str(exc).endswith("The server may not speak TLS: try the URL with http://")
+
+
+class Vanishing:
+    """WSGI middleware: passes every request on until ``gone`` is set, then answers 404 to all
+    (the MCP server was taken down, and the host now serves nothing at the URL)."""
+
+    def __init__(self, app):
+        self.app = app
+        self.gone = threading.Event()
+
+    def __call__(self, environ, start_response):
+        if self.gone.is_set():
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found"]
+        return self.app(environ, start_response)
+
+
+def test_a_404_after_the_session_starts_a_new_one_and_no_server_then_is_unreachable(serve):
+    """A 404 once the session is established means it expired: the client starts a new one
+    (2025-11-25 basic/transports §Session Management: it "MUST start a new session"), kept; when
+    that initialize finds no MCP server either, the request fails with ServerUnreachable."""
+    wrapped = []
+    served = serve(small_server(), wrap=lambda app: wrapped.append(Vanishing(app)) or wrapped[0])
+    with Client.http(served.mcp, era="handshake", connect_timeout=WAIT, timeout=WAIT) as client:
+        first = client.session.transport.session_id
+        assert first and client.call_tool("echo", {"text": "one"}).text == "one"
+        wrapped[0].gone.set()
+        with pytest.raises(ServerUnreachable) as caught:
+            client.call_tool("echo", {"text": "two"})
+        assert caught.value.status == 404
+        assert (
+            f"nothing answers MCP at {served.mcp} (HTTP 404 Not Found to an initialize POST)"
+            in (str(caught.value))
+        )
+        assert client.session.transport.session_id is None  # none now: the next request asks
+        wrapped[0].gone.clear()
+        assert client.call_tool("echo", {"text": "three"}).text == "three"
+        assert client.session.transport.session_id not in (None, first)  # a new session
+
+
+@pytest.mark.parametrize(
+    "url, hint",
+    [
+        ("localhost:8000/mcp", ": try http://localhost:8000/mcp"),
+        ("127.0.0.1:8000", ": try http://127.0.0.1:8000"),
+        ("ftp://example.com/mcp", ""),
+        ("http://", ""),
+        ("http://example.com:99999/mcp", ""),
+        ("http://[::1/mcp", ""),
+    ],
+)
+def test_a_url_that_names_no_http_server_is_refused_before_anything_is_sent(url, hint):
+    """Before, these reached requests and came back as McpError -32603 ("No connection adapters
+    were found"); a URL is the caller's to fix, so it is a ValueError that says how."""
+    with pytest.raises(ValueError) as caught:
+        Client.http(url, connect_timeout=WAIT)
+    assert not isinstance(caught.value, McpError)
+    assert str(caught.value) == (
+        "the server URL must be http:// or https://, with a host (and a port from 1 to 65535), "
+        f"not {url!r}{hint}"
+    )
+
+
+def test_the_command_line_says_the_same_in_one_line(not_mcp):
+    """The CLI keeps its handling: ServerUnreachable is exit status 4 with its message on one
+    line, a URL that names no server a usage error (1); never a traceback (run_cli checks)."""
+    from conftest import run_cli
+
+    refused = f"http://127.0.0.1:{closed_port()}/mcp"
+    cases = [
+        (refused, 4, f"mcp-ref: cannot reach {refused}: connection refused. Is the server running"),
+        (not_mcp.url + "/html", 4, f"mcp-ref: nothing answers MCP at {not_mcp.url}/html (a text"),
+        (
+            not_mcp.url,
+            4,
+            f"Nothing is served at /: MCP servers are usually at /mcp — try {not_mcp.url}/mcp",
+        ),
+        ("http://", 1, "mcp-ref: the server URL must be http:// or https://, with a host"),
+    ]
+    for url, status, words in cases:
+        proc = run_cli("--connect-timeout", str(WAIT), "tools", url)
+        assert proc.returncode == status, proc.stderr
+        assert words in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_credential_in_the_url_never_reaches_the_message(not_mcp):
+    """A message may reach a log: the URL it names has no userinfo (``***@``) and no query
+    contents (``?...``), either of which may hold a credential."""
+    secrets = ("ada", "s3cret", "k3y")
+    port = closed_port()
+    exc = unreachable(f"http://ada:s3cret@127.0.0.1:{port}/mcp?key=k3y", "auto", "auto")
+    assert str(exc).startswith(
+        f"cannot reach http://***@127.0.0.1:{port}/mcp?...: connection refused"
+    )
+    web = not_mcp.url.replace("http://", "http://ada:s3cret@")
+    exc = unreachable(f"{web}/404?key=k3y", "handshake", "streamable")
+    assert str(exc).startswith(
+        f"nothing answers MCP at http://***@127.0.0.1:{not_mcp.httpd.server_port}/404?... (HTTP 404"
+    ), str(exc)
+    assert f"try http://***@127.0.0.1:{not_mcp.httpd.server_port}/404/mcp?..." in str(exc)
+    with pytest.raises(ValueError) as bad:
+        Client.http("ada:s3cret@example.com:8000/mcp?key=k3y")
+    assert "try http://***@example.com:8000/mcp?..." in str(bad.value)
+    for message in (str(exc), str(bad.value)):
+        assert not any(secret in message for secret in secrets), message

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,12 +22,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Annotated
 
+import annotated_types as at
 import pytest
 from pydantic import AnyUrl, BaseModel, Field
 
 from mcp_ref import Client, InvalidParams, McpError, Server
 
 LATEST = "2025-11-25"
+MODERN = "2026-07-28"  # an isError result too (server/tools §Error Handling)
 BEFORE = "2025-06-18"  # bad arguments are -32602 before 2025-11-25, an isError result from it on
 
 ID = uuid.UUID("12345678-1234-5678-1234-567812345678")
@@ -196,7 +199,7 @@ def test_rich_arguments_arrive_as_their_python_types(client):
         "kinds",
         {
             "day": "2025-03-04",
-            "at": "05:06:07",
+            "at": "05:06:07Z",
             "ident": str(ID),
             "amount": "1.10",
             "where": "/tmp/x",
@@ -217,7 +220,7 @@ def test_rich_arguments_arrive_as_their_python_types(client):
             "kinds",
             {
                 "day": "2025-03-04",
-                "at": "05:06",
+                "at": "05:06+01:00",
                 "ident": str(ID),
                 "amount": 2.5,
                 "where": "p",
@@ -241,11 +244,12 @@ def test_a_datetime_goes_in_and_comes_out_as_iso_8601(client):
     [
         (
             {"when": "the day after tomorrow"},
-            "when: 'the day after tomorrow' is not a valid ISO 8601 date-time",
+            "when: 'the day after tomorrow' is not a valid date-time: expected an RFC 3339 "
+            "date-time with an offset, e.g. '2027-01-01T09:00:00Z'",
         ),
         (
-            {"when": "2025-02-30T00:00:00"},
-            "when: '2025-02-30T00:00:00' is not a valid ISO 8601 date-time",
+            {"when": "2025-02-30T00:00:00Z"},
+            "when: '2025-02-30T00:00:00Z' is not a valid date-time",
         ),
     ],
 )
@@ -256,7 +260,7 @@ def test_a_bad_rich_value_is_refused_as_bad_arguments_naming_it(client, argument
 def test_bad_uuid_decimal_and_enum_values_are_refused(client):
     good = {
         "day": "2025-03-04",
-        "at": "05:06",
+        "at": "05:06+01:00",
         "ident": str(ID),
         "amount": "1",
         "where": "p",
@@ -456,7 +460,8 @@ def test_a_template_variable_that_is_not_its_type_is_invalid_params(client):
     with pytest.raises(InvalidParams, match="template variable user_id: 'abc' is not a integer"):
         client.read_resource("users://abc/profile")
     with pytest.raises(
-        InvalidParams, match="template variable day: '2025-13-01' is not a valid ISO 8601 date"
+        InvalidParams,
+        match="template variable day: '2025-13-01' is not a valid date: expected an RFC 3339 date",
     ):
         client.read_resource("days://2025-13-01/red")
     with pytest.raises(McpError, match="template variable colour: 'blue' is not one of"):
@@ -501,6 +506,266 @@ def test_registering_a_name_twice_warns_and_the_later_one_wins():
         assert client.read_resource("r://x").contents[0].text == "two"
         assert client.read_resource("r://z").contents[0].text == "two z"
         assert len(client.list_resource_templates()) == 1
+
+
+# -- dates and times are RFC 3339: a datetime or a time carries its offset (issue 34, item 6) ------------
+
+#: A value the server holds, aware (as ``datetime.now(timezone.utc)`` gives).
+DEADLINE = dt.datetime(2027, 1, 1, 12, tzinfo=dt.timezone.utc)
+
+
+def clock_server() -> Server:
+    server = Server("clock")
+
+    @server.tool
+    def before_deadline(when: dt.datetime) -> bool:
+        """Compares the argument with an aware value the server holds."""
+        return when < DEADLINE
+
+    @server.tool
+    def offset_of(when: dt.datetime) -> str:
+        """The offset the argument arrived with, and the value back."""
+        return f"{when.utcoffset()} {when.isoformat()}"
+
+    @server.tool
+    def opens(at: dt.time) -> str:
+        """A time of day, with its offset."""
+        return f"{at.utcoffset()} {at.isoformat()}"
+
+    @server.tool
+    def on(day: dt.date) -> str:
+        """A date."""
+        return day.isoformat()
+
+    @server.tool
+    def local_nine() -> dt.datetime:
+        """A naive datetime out: the local time Python takes it for."""
+        return dt.datetime(2027, 1, 1, 9)
+
+    return server
+
+
+@pytest.fixture(params=[MODERN, LATEST, BEFORE])
+def clock(request):
+    with Client.in_memory(clock_server(), protocol_version=request.param) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    "when, why",
+    [
+        ("2027-01-01", "'2027-01-01' is a date without a time"),
+        ("2027-01-01T09:00:00", "'2027-01-01T09:00:00' has no UTC offset"),
+        ("2027-01-01T09:00", "'2027-01-01T09:00' has no UTC offset"),
+        ("2027-01-01T09:00:00.5", "'2027-01-01T09:00:00.5' has no UTC offset"),
+        ("20270101T090000Z", "'20270101T090000Z' is not a valid date-time"),
+        ("２０２７-01-01T09:00:00Z", "'２０２７-01-01T09:00:00Z' is not a valid date-time"),
+        ("2027-01-01T09:00:00+24:00", "'2027-01-01T09:00:00+24:00' is not a valid date-time"),
+        ("2027-01-01T23:59:60Z", "'2027-01-01T23:59:60Z' is not a valid date-time"),
+    ],
+)
+def test_a_datetime_without_a_time_or_an_offset_is_refused_naming_the_format(clock, when, why):
+    """The issue's case: before, '2027-01-01' arrived naive and the comparison with an aware value
+    raised TypeError, which the client saw as an internal error.  Now the call is refused as bad
+    arguments (-32602 before 2025-11-25, an isError result from it on: server/tools §Error Handling),
+    naming the parameter, what is wrong and the format to send."""
+    message = refused(clock, "before_deadline", {"when": when})
+    assert f"when: {why}" in message, message
+    assert "expected an RFC 3339 date-time with an offset, e.g. '2027-01-01T09:00:00Z'" in message
+    assert "internal error" not in message.lower()
+    assert clock.call_tool(
+        "before_deadline", {"when": "2026-12-31T23:00:00Z"}
+    ).structured_content == {"result": True}  # the session serves on
+
+
+@pytest.mark.parametrize(
+    "when, offset, back",
+    [
+        ("2027-01-01T09:00:00Z", "0:00:00", "2027-01-01T09:00:00+00:00"),
+        ("2027-01-01t09:00:00z", "0:00:00", "2027-01-01T09:00:00+00:00"),
+        ("2027-01-01T09:00:00+05:30", "5:30:00", "2027-01-01T09:00:00+05:30"),
+        ("2027-01-01 09:00-08:00", "-1 day, 16:00:00", "2027-01-01T09:00:00-08:00"),
+        ("2027-01-01T09:00:00.1234567-00:00", "0:00:00", "2027-01-01T09:00:00.123456+00:00"),
+    ],
+)
+def test_a_datetime_arrives_aware_with_the_offset_it_was_sent_with(clock, when, offset, back):
+    result = clock.call_tool("offset_of", {"when": when})
+    assert not result.is_error, result
+    assert result.text == f"{offset} {back}"
+
+
+def test_a_time_needs_its_offset_too_and_a_date_is_a_full_date(clock):
+    """RFC 3339 full-time (JSON Schema's "time") has an offset; full-date is YYYY-MM-DD."""
+    assert (
+        "at: '09:00' has no UTC offset: expected an RFC 3339 time with an offset, e.g. '09:00:00Z'"
+        in (refused(clock, "opens", {"at": "09:00"}))
+    )
+    assert "at: '9:00Z' is not a valid time" in refused(clock, "opens", {"at": "9:00Z"})
+    assert clock.call_tool("opens", {"at": "09:00:00+01:00"}).text == "1:00:00 09:00:00+01:00"
+    assert clock.call_tool("opens", {"at": "09:30Z"}).text == "0:00:00 09:30:00+00:00"
+    assert clock.call_tool("on", {"day": "2027-01-01"}).text == "2027-01-01"
+    for bad in ("20270101", "2027-01-01T00:00:00Z", "2027-W01-1"):
+        assert (
+            f"day: {bad!r} is not a valid date: expected an RFC 3339 date, e.g. '2027-01-01'"
+            in (refused(clock, "on", {"day": bad}))
+        )
+
+
+def test_a_bound_without_a_time_zone_is_refused_at_registration():
+    """Every datetime argument arrives aware, and an aware value does not compare with a naive one:
+    a naive bound is refused when the tool is registered, not at each call."""
+    server = Server("bounds")
+
+    def after(when: Annotated[dt.datetime, at.Gt(dt.datetime(2027, 1, 1))]) -> str:
+        return "x"
+
+    def morning(t: Annotated[dt.time, Field(lt=dt.time(12))]) -> str:
+        return "x"
+
+    for tool in (after, morning):
+        with pytest.raises(TypeError, match="the bound has no time zone"):
+            server.add_tool(tool)
+
+
+#: A zone a parameter declares for values without an offset (fixed: no tz database needed).
+CET = dt.timezone(dt.timedelta(hours=1), "CET")
+
+
+def zone_server() -> Server:
+    server = Server("zones")
+
+    @server.tool
+    def meet(when: Annotated[dt.datetime, CET, "When to meet"]) -> str:
+        """A datetime whose naive values are taken in CET."""
+        return f"{when.utcoffset()} {when.isoformat()}"
+
+    return server
+
+
+@pytest.fixture(params=[MODERN, LATEST, BEFORE])
+def zones(request):
+    with Client.in_memory(zone_server(), protocol_version=request.param) as client:
+        yield client
+
+
+def test_a_declared_default_zone_takes_a_value_without_an_offset_in_it(zones):
+    """``Annotated[datetime, zone]``: a value without an offset is taken in ``zone``; one with an
+    offset keeps it; a date alone is still refused.  The schema does not claim ``date-time``
+    (which needs the offset) and says what is taken instead."""
+    schema = tool_named(zones, "meet").input_schema["properties"]["when"]
+    assert schema == {
+        "type": "string",
+        "description": "When to meet (an RFC 3339 date-time; without an offset, CET time)",
+    }
+    assert zones.call_tool("meet", {"when": "2027-01-01T09:00"}).text == (
+        "1:00:00 2027-01-01T09:00:00+01:00"
+    )
+    assert zones.call_tool("meet", {"when": "2027-01-01T09:00:00-05:00"}).text == (
+        "-1 day, 19:00:00 2027-01-01T09:00:00-05:00"
+    )
+    message = refused(zones, "meet", {"when": "2027-01-01"})
+    assert "when: '2027-01-01' is a date without a time: expected a date and time, e.g. " in message
+    assert "'2027-01-01T09:00:00' (CET time) or '2027-01-01T09:00:00Z'" in message
+
+
+def test_a_default_zone_from_the_tz_database_follows_its_offset_on_that_date():
+    zoneinfo = pytest.importorskip("zoneinfo")
+    try:
+        paris = zoneinfo.ZoneInfo("Europe/Paris")
+    except zoneinfo.ZoneInfoNotFoundError:
+        pytest.skip("no time zone database on this system")
+    server = Server("paris")
+
+    def meet(when: dt.datetime) -> str:
+        """A datetime whose naive values are Paris time."""
+        return when.isoformat()
+
+    # (the module's annotations are strings, and ``paris`` is local: the hint is given as an object)
+    meet.__annotations__["when"] = Annotated[dt.datetime, paris]
+    server.add_tool(meet)
+    with Client.in_memory(server) as client:
+        assert client.call_tool("meet", {"when": "2027-01-01T09:00"}).text == (
+            "2027-01-01T09:00:00+01:00"
+        )
+        assert client.call_tool("meet", {"when": "2027-07-01T09:00"}).text == (
+            "2027-07-01T09:00:00+02:00"
+        )
+
+
+def test_a_default_zone_applies_to_a_datetime_only():
+    """A time has no date to find a zone's offset on; an optional datetime takes the zone inside;
+    pydantic's markers would validate the naive value again, without it."""
+    server = Server("bad zones")
+
+    def at_time(t: Annotated[dt.time, CET]) -> str:
+        return "x"
+
+    def optional(t: Annotated[dt.datetime | None, CET] = None) -> str:
+        return "x"
+
+    def with_pydantic(t: Annotated[dt.datetime, CET, Field(gt=DEADLINE)]) -> str:
+        return "x"
+
+    for tool, words in (
+        (at_time, "cannot enforce a default zone (CET) on time: it applies to a datetime"),
+        (optional, "write Annotated[datetime, zone] | None for an optional one"),
+        (with_pydantic, "with pydantic's markers: use annotated_types'"),
+    ):
+        with pytest.raises(TypeError, match=re.escape(words)):
+            server.add_tool(tool)
+
+    def fine(t: Annotated[dt.datetime, CET] | None = None) -> str:
+        return "none" if t is None else t.isoformat()
+
+    server.add_tool(fine)
+    with Client.in_memory(server) as client:
+        assert client.call_tool("fine", {}).text == "none"
+        assert (
+            client.call_tool("fine", {"t": "2027-01-01T09:00"}).text == "2027-01-01T09:00:00+01:00"
+        )
+
+
+@pytest.mark.slow
+def test_over_stdio_a_naive_argument_is_refused_and_a_naive_result_gets_the_local_offset(tmp_path):
+    """A real transport: the server in a subprocess whose local zone is Europe/Paris (TZ).  A naive
+    argument is refused as bad arguments; a naive datetime returned is the local time Python takes
+    it for, written with that zone's offset (RFC 3339 needs one)."""
+    import os
+
+    script = tmp_path / "clock.py"
+    script.write_text(
+        textwrap.dedent("""
+        import datetime as dt
+        from mcp_ref import Server
+
+        server = Server("clock")
+
+        @server.tool
+        def before_deadline(when: dt.datetime) -> bool:
+            "Compares with an aware value."
+            return when < dt.datetime(2027, 1, 1, 12, tzinfo=dt.timezone.utc)
+
+        @server.tool
+        def local_nine() -> dt.datetime:
+            "A naive datetime out."
+            return dt.datetime(2027, 1, 1, 9)
+
+        server.run_stdio()
+    """)
+    )
+    env = {**os.environ, "TZ": "Europe/Paris"}
+    for version in (LATEST, BEFORE):
+        with Client.stdio(
+            [sys.executable, str(script)], env=env, protocol_version=version
+        ) as client:
+            message = refused(client, "before_deadline", {"when": "2027-01-01"})
+            assert "when: '2027-01-01' is a date without a time" in message, message
+            assert "e.g. '2027-01-01T09:00:00Z'" in message
+            assert client.call_tool(
+                "before_deadline", {"when": "2027-01-01T12:30:00+01:00"}
+            ).structured_content == {"result": True}
+            result = client.call_tool("local_nine")
+            assert result.structured_content == {"result": "2027-01-01T09:00:00+01:00"}, result
 
 
 # -- pydantic stays optional -----------------------------------------------------------------------------

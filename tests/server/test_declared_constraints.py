@@ -124,7 +124,7 @@ def constrained_server(ran: list) -> Server:
         return d
 
     @tool
-    def morning(t: Annotated[dt.time, Field(lt=dt.time(12))]) -> Any:
+    def morning(t: Annotated[dt.time, Field(lt=dt.time(12, tzinfo=UTC))]) -> Any:
         return t
 
     @tool(loose=True)
@@ -250,7 +250,8 @@ REFUSED = [
         "when: Input should be greater than 2025-01-01T00:00:00Z",
     ),
     ("day", {"d": "2024-12-31"}, "d: Input should be greater than or equal to 2025-01-01"),
-    ("morning", {"t": "12:00:00"}, "t: Input should be less than 12:00:00"),
+    ("morning", {"t": "12:00:00Z"}, "t: Input should be less than 12:00:00Z"),
+    ("morning", {"t": "11:00:00"}, "t: '11:00:00' has no UTC offset: expected an RFC 3339 time"),
     ("wait", {"w": "P9999D"}, "w: Input should be less than or equal to 1 hour"),
     ("wait", {"w": 3601}, "w: Input should be less than or equal to 1 hour"),
     ("code", {"s": "a"}, "s: String should have at least 2 characters"),
@@ -285,7 +286,7 @@ REFUSED = [
     (
         "n_after",
         {"when": "2026-01-01T00:00:00"},
-        "when: 2026-01-01T00:00:00 cannot be compared with gt=",
+        "when: '2026-01-01T00:00:00' has no UTC offset: expected an RFC 3339 date-time",
     ),
     ("n_day", {"d": "2030-01-01"}, "d: 2030-01-01 is not < 2030-01-01 (lt=2030-01-01)"),
     ("n_wait", {"w": "P9999D"}, "w: P9999D is not <= PT1H (le=PT1H)"),
@@ -319,7 +320,7 @@ ACCEPTED = {
         "datetime.datetime(2025, 1, 1, 0, 0, 1, tzinfo=TzInfo(0))",
     ),
     "day": ({"d": "2025-01-01"}, "datetime.date(2025, 1, 1)"),
-    "morning": ({"t": "11:59"}, "datetime.time(11, 59)"),
+    "morning": ({"t": "11:59Z"}, "datetime.time(11, 59, tzinfo=TzInfo(0))"),
     "wait": ({"w": "PT1H"}, "datetime.timedelta(seconds=3600)"),
     "code": ({"s": "abc"}, "'abc'"),
     "maybe": ({}, "None"),
