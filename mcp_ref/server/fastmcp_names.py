@@ -164,8 +164,8 @@ EQUIVALENTS = {
     "request_context": "mcp_ref puts its parts on ctx: ctx.request_id, ctx.lifespan_context, "
     "ctx.client_info, ctx.client_capabilities, ctx.principal, ctx.http",
     "client_id": "ctx.client_info (the client's name and version), ctx.principal.id (who calls)",
-    "session_id": "ctx.principal.id names the caller; mcp_ref does not show handlers the HTTP "
-    "session id",
+    "session_id": "ctx.principal.id names the caller; over Streamable HTTP the session's id is "
+    "the Mcp-Session-Id header of the request (ctx.http.headers)",
     "get_state": "keep what a request needs in local variables, and what outlives it in the "
     "lifespan's context (ctx.lifespan_context)",
     "set_state": "keep what a request needs in local variables, and what outlives it in the "

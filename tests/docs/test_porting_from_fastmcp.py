@@ -105,9 +105,12 @@ def test_the_worked_port_answers_the_pages_client(tmp_path):
 @pytest.mark.slow
 def test_the_pages_commands_use_the_port(tmp_path):
     (tmp_path / "server.py").write_text(ported_server())
-    bin_dir = tmp_path / "bin"  # `python` in the commands: this interpreter
+    bin_dir = tmp_path / "bin"  # `python` and `mcp-ref` in the commands: this interpreter's
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
+    mcp_ref_command = bin_dir / "mcp-ref"
+    mcp_ref_command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m mcp_ref "$@"\n')
+    mcp_ref_command.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     outputs = []
     for command in block('mcp-ref call "python server.py"').splitlines():
