@@ -42,6 +42,10 @@ class Context:
     FastMCP writes it): see :mod:`mcp_ref.server.asking`.
     """
 
+    def __class_getitem__(cls, parameters: Any) -> type[Context]:
+        """``Context[ServerSession, None]``, as the official SDK's examples annotate it: the class."""
+        return cls
+
     def __init__(self, connection: Caller, request: RequestContext):
         self.connection = connection
         self.request = request
@@ -169,16 +173,32 @@ class Context:
         return done(hooks is not None and hooks.close_stream(self.request_id))
 
     def log(
-        self, level: str, data: Any, logger: str | None = None, *, logger_name: str | None = None
+        self,
+        first: Any = None,
+        /,
+        data: Any = None,
+        logger: str | None = None,
+        *,
+        level: str | None = None,
+        message: Any = None,
+        logger_name: str | None = None,
     ) -> Done[bool]:
-        """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its
+        """Send a ``notifications/message`` if its level passes the client's chosen level: its
         ``logging/setLevel`` (handshake era) or this request's ``io.modelcontextprotocol/logLevel``
-        (2026-07-28, where a request without one gets no log messages at all).  ``logger_name``:
-        FastMCP's name for ``logger``."""
+        (2026-07-28, where a request without one gets no log messages at all).
+
+        ``ctx.log("warning", data)`` (the official SDK's order, and ``level=``, ``data=`` or
+        ``message=``, ``logger=`` or ``logger_name=`` by name); FastMCP 2.x's order,
+        ``ctx.log(message, level="warning")``, is taken too (its default level: ``"info"``)."""
+        if level is None and (data is not None or message is not None):  # log(level, data)
+            level, text = first, (data if data is not None else message)
+        else:  # FastMCP 2.x: log(message, level=...)
+            level = level or "info"
+            text = first if first is not None else (data if data is not None else message)
         return done(
             self.connection.log(
                 level,
-                data,
+                text,
                 logger or logger_name,
                 related_request_id=self.request_id,
                 envelope=self.request.envelope,

@@ -241,16 +241,19 @@ def test_a_missing_member_of_no_one_is_python_s_attribute_error():
 def test_context_members_fastmcp_names_differently():
     server = Server("x")
     logs: list = []
-    logged = threading.Event()
+    logged = threading.Condition()
 
     @server.resource("notes://today")
     def today() -> str:
         return "buy milk"
 
     @server.tool
-    async def inspect(ctx: Context) -> dict:
+    async def inspect(ctx: Context[object, None]) -> dict:  # the official SDK's Context[...]
         """What FastMCP's context members are here."""
         await ctx.info("looking", logger_name="inspector")  # FastMCP's keyword for the logger
+        await ctx.log("fastmcp order", level="warning")  # FastMCP 2.x: log(message, level=)
+        await ctx.log(level="error", message="sdk keywords", logger_name="kw")  # the SDK's names
+        await ctx.log("notice", "mcp_ref order", "plain")  # mcp_ref's and the SDK's order
         contents = await ctx.read_resource("notes://today")
         answers = {"content": contents[0].content}
         for name in ("session", "fastmcp", "get_state", "request_context"):
@@ -261,8 +264,9 @@ def test_context_members_fastmcp_names_differently():
         return answers
 
     def on_log(message):
-        logs.append(message)
-        logged.set()
+        with logged:
+            logs.append(message)
+            logged.notify_all()
 
     with Client.in_memory(server, timeout=WAIT, on_log=on_log) as client:
         client.set_logging_level("debug")
@@ -272,8 +276,14 @@ def test_context_members_fastmcp_names_differently():
     assert "ctx.connection.server" in answers["fastmcp"]
     assert "ctx.lifespan_context" in answers["get_state"]
     assert "ctx.request_id" in answers["request_context"]
-    assert logged.wait(WAIT)
-    assert (logs[0].logger, logs[0].data) == ("inspector", "looking")
+    with logged:
+        assert logged.wait_for(lambda: len(logs) == 4, WAIT), logs
+    assert [(log.level, log.logger, log.data) for log in logs] == [
+        ("info", "inspector", "looking"),
+        ("warning", None, "fastmcp order"),
+        ("error", "kw", "sdk keywords"),
+        ("notice", "plain", "mcp_ref order"),
+    ]
 
 
 # -- run() ------------------------------------------------------------------------------------------
