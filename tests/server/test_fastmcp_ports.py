@@ -282,6 +282,14 @@ except ImportError:
     HAVE_SDK = False
 
 
+def sdk(value, name: str):
+    """``value.name`` of an official SDK object: snake_case in mcp 2.x, camelCase in 1.x."""
+    if hasattr(value, name):
+        return getattr(value, name)
+    first, *rest = name.split("_")
+    return getattr(value, first + "".join(part.title() for part in rest))
+
+
 @pytest.mark.skipif(not HAVE_SDK, reason="the official MCP Python SDK (`pip install mcp`)")
 def test_the_official_sdks_client_uses_the_ported_weather_stations(tmp_path):
     import anyio
@@ -301,20 +309,20 @@ def test_the_official_sdks_client_uses_the_ported_weather_stations(tmp_path):
             async with ClientSession(read, write) as session:
                 with anyio.fail_after(WAIT):
                     init = await session.initialize()
-                    assert init.server_info.name == "Weather Stations"
+                    assert sdk(init, "server_info").name == "Weather Stations"
                     tools = await session.list_tools()
                     assert len(tools.tools) == 6
                     reading = await session.call_tool("latest_reading", {"station": "KSEA"})
-                    assert reading.structured_content["temperature_c"] == 11.5
+                    assert sdk(reading, "structured_content")["temperature_c"] == 11.5
                     forecast = await session.call_tool("forecast", {"station": "RJTT", "days": 3})
-                    assert len(forecast.structured_content["days"]) == 3
+                    assert len(sdk(forecast, "structured_content")["days"]) == 3
                     swept = await session.call_tool(
                         "sweep", {"stations": ["EGLL"]}, progress_callback=on_progress
                     )
-                    assert swept.structured_content == {"EGLL": 9.0}
+                    assert sdk(swept, "structured_content") == {"EGLL": 9.0}
                     badge = await session.call_tool("station_badge", {"station": "EGLL"})
                     assert badge.content[0].type == "image"
-                    assert badge.content[0].mime_type == "image/png"
+                    assert sdk(badge.content[0], "mime_type") == "image/png"
                     stations = await session.read_resource("weather://stations")
                     assert json.loads(stations.contents[0].text)["KSEA"] == "Seattle"
                     latest = await session.read_resource("weather://stations/EGLL/latest")
