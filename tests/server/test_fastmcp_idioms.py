@@ -375,3 +375,41 @@ def test_run_on_stdio_with_fastmcps_keywords_serves(tmp_path):
     )
     with Client.stdio([sys.executable, str(script)], timeout=WAIT) as client:
         assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
+
+
+@pytest.mark.slow
+def test_a_server_using_mcp_refs_own_names_never_loads_the_fastmcp_table(tmp_path):
+    script = tmp_path / "own_names.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+
+            from mcp_ref import Client, Context, Server
+
+            server = Server("own", instructions="mcp_ref's names only")
+
+
+            @server.tool(description="Add.", annotations={"readOnlyHint": True})
+            def add(a: int, b: int, ctx: Context) -> int:
+                ctx.info("adding")
+                return a + b
+
+
+            server.add_tool(lambda: "hi", name="hello")
+            server.resource("data://{key}")(lambda key: key)
+            server.prompt(name="ask")(lambda topic: topic)
+            with Client.in_memory(server) as client:
+                assert client.call_tool("add", {"a": 1, "b": 2}).structured_content == {"result": 3}
+                assert client.read_resource("data://k").contents[0].text == "k"
+            loaded = [name for name in sys.modules if name.startswith("mcp_ref.server.")]
+            print(sorted(loaded))
+            assert "mcp_ref.server.fastmcp_names" not in loaded
+            assert "mcp_ref.server.running" not in loaded
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
