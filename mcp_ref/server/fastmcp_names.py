@@ -197,8 +197,9 @@ def _same_as_ours(where: str, name: str, value: Any) -> None:
 def take_constructor_keywords(server: Any, keywords: dict[str, Any]) -> None:
     """Take ``Server(...)``'s keywords that are FastMCP's (``log_level``, ``host``, ``port``,
     ``stateless_http`` and the other :data:`APP_OPTIONS`, ``tools``, :data:`NOT_USED`,
-    :data:`SAME_AS_OURS`), or raise the TypeError naming mcp_ref's equivalent.  Checked all
-    before any is applied: a refused keyword leaves nothing half done."""
+    :data:`SAME_AS_OURS`, and any of :data:`EQUIVALENTS` given None, FastMCP's default: nothing
+    asked for), or raise the TypeError naming mcp_ref's equivalent.  Checked all before any is
+    applied: a refused keyword leaves nothing half done."""
     where = "Server()"
     http_defaults = dict(server.http_defaults)
     for name, value in sorted(keywords.items()):
@@ -208,6 +209,8 @@ def take_constructor_keywords(server: Any, keywords: dict[str, Any]) -> None:
             http_defaults[APP_OPTIONS[name]] = value
         elif name in SAME_AS_OURS:
             _same_as_ours(where, name, value)
+        elif value is None and name in EQUIVALENTS:
+            continue  # FastMCP's default (auth=None ...): it asks for nothing
         elif name not in NOT_USED and name not in ("log_level", "tools"):
             raise refusal(where, name)
     level = keywords.get("log_level")
@@ -245,7 +248,10 @@ def take_item_options(where: str, options: dict[str, Any]) -> dict[str, Any]:
         elif name in SAME_AS_OURS:
             _same_as_ours(where, name, value)
         elif name in EQUIVALENTS:
-            raise refusal(where, name)
+            if (
+                value is not None
+            ):  # None: FastMCP's default (exclude_args=None ...), asks for nothing
+                raise refusal(where, name)
         else:
             rest[name] = value
     return rest
@@ -262,8 +268,8 @@ def take_run_options(options: dict[str, Any]) -> dict[str, Any]:
         elif name == "log_level":
             if value is not None:
                 log_at(value, "run()")
-        elif name in NOT_USED:
-            continue
+        elif name in NOT_USED or (value is None and name in EQUIVALENTS):
+            continue  # nothing to do, or FastMCP's default (uvicorn_config=None ...)
         elif name in EQUIVALENTS or name in SAME_AS_OURS:
             raise refusal("run()", name, value)
         else:

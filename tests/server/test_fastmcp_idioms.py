@@ -110,6 +110,13 @@ def test_a_fastmcp_keyword_mcp_ref_cannot_take_is_refused_naming_the_equivalent(
     assert "mcp_ref's equivalent: " in message and equivalent in message, message
 
 
+def test_a_fastmcp_keyword_given_its_default_none_asks_for_nothing_and_is_taken():
+    server = Server("x", auth=None, token_verifier=None, middleware=None, include_tags=None)
+    server.tool(exclude_args=None, serializer=None)(add)
+    assert server.get_tool("add") is not None
+    assert server.http_defaults == {}
+
+
 def test_a_refused_keyword_leaves_nothing_half_done(mcp_ref_logger):
     level = mcp_ref_logger.level
     with pytest.raises(TypeError, match="FastMCP's debug=True"):
