@@ -346,10 +346,15 @@ def serve_in_a_subprocess(tmp_path, run_arguments: str):
             lines.put(line)
 
     threading.Thread(target=pump, daemon=True).start()
-    line = lines.get(timeout=WAIT)
-    while not line.startswith("serving "):  # a warning first (log_level="WARNING" shows them)
+    try:
         line = lines.get(timeout=WAIT)
-    assert line.startswith("serving adder at http://127.0.0.1:"), line
+        while not line.startswith("serving "):  # a warning first (log_level="WARNING" shows them)
+            line = lines.get(timeout=WAIT)
+        assert line.startswith("serving adder at http://127.0.0.1:"), line
+    except BaseException:  # no address: the process is stopped here, not left behind
+        process.terminate()
+        process.wait(WAIT)
+        raise
     return process, line.split()[3]
 
 
