@@ -248,9 +248,8 @@ def take_item_options(where: str, options: dict[str, Any]) -> dict[str, Any]:
         elif name in SAME_AS_OURS:
             _same_as_ours(where, name, value)
         elif name in EQUIVALENTS:
-            if (
-                value is not None
-            ):  # None: FastMCP's default (exclude_args=None ...), asks for nothing
+            # None, FastMCP's default (exclude_args=None ...), asks for nothing
+            if value is not None:
                 raise refusal(where, name)
         else:
             rest[name] = value
