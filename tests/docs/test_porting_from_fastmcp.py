@@ -7,20 +7,18 @@ must be the page's), to the page's ``mcp-ref`` commands, and over HTTP with the 
 
 from __future__ import annotations
 
-import os
 import queue
-import re
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 from conftest import WAIT
+from doc_blocks import ROOT, block as page_block, commands, environment, run_python
 
 from mcp_ref import Client
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "porting-from-fastmcp.md"
+PAGE = ROOT / "docs" / "porting-from-fastmcp.md"
 
 #: Each fenced block of the page, by a text found in it alone: the test that runs it.
 BLOCKS = {
@@ -38,29 +36,14 @@ BLOCKS = {
     ),
 }
 
-FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)
 #: The FastMCP 2.x import line the worked port replaces.
 FASTMCP_IMPORT = "from fastmcp import FastMCP, Context\n"
 
 
-def blocks() -> list[str]:
-    """The text of every fenced block of the page, in order."""
-    return [match.group(2) for match in FENCE.finditer(PAGE.read_text())]
-
-
 def block(marker: str) -> str:
-    """The one block holding ``marker``."""
-    found = [text for text in blocks() if marker in text]
-    assert len(found) == 1, (marker, len(found))
-    return found[0]
-
-
-def test_every_block_is_accounted_for_once():
-    for text in blocks():
-        markers = [marker for marker in BLOCKS if marker in text]
-        assert len(markers) >= 1, text
-    for marker in BLOCKS:
-        block(marker)
+    """The one block of the page holding ``marker`` (tests/docs/test_docs_blocks.py checks that
+    every block is accounted for)."""
+    return page_block(PAGE, marker)
 
 
 def ported_server() -> str:
@@ -76,28 +59,17 @@ def ported_server() -> str:
     return ported
 
 
-def run_python(tmp_path: Path, name: str, text: str) -> subprocess.CompletedProcess:
-    path = tmp_path / name
-    path.write_text(text)
-    return subprocess.run(
-        [sys.executable, name],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=WAIT * 3,
-    )
-
-
 @pytest.mark.slow
 def test_the_import_lines_run(tmp_path):
-    done = run_python(tmp_path, "imports.py", block("# was: from fastmcp.exceptions import"))
+    source = block("# was: from fastmcp.exceptions import")
+    done = run_python(source, tmp_path, "imports.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.slow
 def test_the_worked_port_answers_the_pages_client(tmp_path):
     (tmp_path / "server.py").write_text(ported_server())
-    done = run_python(tmp_path, "client.py", block("# client.py"))
+    done = run_python(block("# client.py"), tmp_path, "client.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     assert done.stdout == block("{'result': 2}")
 
@@ -105,20 +77,12 @@ def test_the_worked_port_answers_the_pages_client(tmp_path):
 @pytest.mark.slow
 def test_the_pages_commands_use_the_port(tmp_path):
     (tmp_path / "server.py").write_text(ported_server())
-    bin_dir = tmp_path / "bin"  # `python` and `mcp-ref` in the commands: this interpreter's
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
-    mcp_ref_command = bin_dir / "mcp-ref"
-    mcp_ref_command.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m mcp_ref "$@"\n')
-    mcp_ref_command.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     outputs = []
-    for command in block('mcp-ref call "python server.py"').splitlines():
+    for command in commands(block('mcp-ref call "python server.py"')):
         done = subprocess.run(
-            command,
-            shell=True,
+            ["bash", "-c", command],
             cwd=tmp_path,
-            env=env,
+            env=environment(tmp_path),  # `python` and `mcp-ref`: this interpreter's
             capture_output=True,
             text=True,
             timeout=WAIT * 3,
@@ -153,7 +117,7 @@ def test_the_port_serves_over_http(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "server.py"],
         cwd=tmp_path,
-        env={**os.environ, "MCP_REF_PORT": "0"},  # a free port: the page's default is 8000
+        env=environment(tmp_path, MCP_REF_PORT="0"),  # a free port: the page's default is 8000
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -186,6 +150,7 @@ def test_the_port_serves_over_http(tmp_path):
 
 @pytest.mark.slow
 def test_a_refusal_reads_as_the_page_shows(tmp_path):
-    done = run_python(tmp_path, "refusal.py", block('FastMCP("Notes", mask_error_details=False)'))
+    source = block('FastMCP("Notes", mask_error_details=False)')
+    done = run_python(source, tmp_path, "refusal.py", timeout=WAIT * 3)
     assert done.returncode == 0, done.stderr
     assert done.stdout == block("Server() does not take FastMCP's mask_error_details=False")
