@@ -146,6 +146,11 @@ class TextResourceContents(WireModel):
     mime_type: str | None = None
     meta: dict[str, Any] | None = None
 
+    @property
+    def content(self) -> str:
+        """The text: FastMCP's and the official SDK's name (``ctx.read_resource(uri)[0].content``)."""
+        return self.text
+
 
 @dataclass(kw_only=True)
 class BlobResourceContents(WireModel):
@@ -155,6 +160,13 @@ class BlobResourceContents(WireModel):
     blob: str
     mime_type: str | None = None
     meta: dict[str, Any] | None = None
+
+    @property
+    def content(self) -> bytes:
+        """The bytes, decoded: FastMCP's and the official SDK's name for them (``.content``)."""
+        from base64 import b64decode
+
+        return b64decode(self.blob)
 
 
 def resource_contents_from_wire(

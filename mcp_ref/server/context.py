@@ -42,6 +42,10 @@ class Context:
     FastMCP writes it): see :mod:`mcp_ref.server.asking`.
     """
 
+    def __class_getitem__(cls, parameters: Any) -> type[Context]:
+        """``Context[ServerSession, None]``, as the official SDK's examples annotate it: the class."""
+        return cls
+
     def __init__(self, connection: Caller, request: RequestContext):
         self.connection = connection
         self.request = request
@@ -139,8 +143,10 @@ class Context:
         if name.startswith("_"):
             raise AttributeError(name)
         attribute = self.connection.server.context_attribute(name)
-        if attribute is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if attribute is None:  # naming mcp_ref's equivalent of FastMCP's (ctx.session ...)
+            from .fastmcp_names import missing_attribute
+
+            raise missing_attribute(self, name)
         return attribute(self)
 
     def _runner(self) -> Any:
@@ -166,35 +172,62 @@ class Context:
         hooks = self._http_hooks
         return done(hooks is not None and hooks.close_stream(self.request_id))
 
-    def log(self, level: str, data: Any, logger: str | None = None) -> Done[bool]:
-        """Send a ``notifications/message`` if ``level`` passes the client's chosen level: its
+    def log(
+        self,
+        first: Any = None,
+        /,
+        data: Any = None,
+        logger: str | None = None,
+        *,
+        level: str | None = None,
+        message: Any = None,
+        logger_name: str | None = None,
+    ) -> Done[bool]:
+        """Send a ``notifications/message`` if its level passes the client's chosen level: its
         ``logging/setLevel`` (handshake era) or this request's ``io.modelcontextprotocol/logLevel``
-        (2026-07-28, where a request without one gets no log messages at all)."""
+        (2026-07-28, where a request without one gets no log messages at all).
+
+        ``ctx.log("warning", data)`` (the official SDK's order, and ``level=``, ``data=`` or
+        ``message=``, ``logger=`` or ``logger_name=`` by name); FastMCP 2.x's order,
+        ``ctx.log(message, level="warning")``, is taken too (its default level: ``"info"``)."""
+        if level is None and (data is not None or message is not None):  # log(level, data)
+            level, text = first, (data if data is not None else message)
+        else:  # FastMCP 2.x: log(message, level=...)
+            level = level or "info"
+            text = first if first is not None else (data if data is not None else message)
         return done(
             self.connection.log(
                 level,
-                data,
-                logger,
+                text,
+                logger or logger_name,
                 related_request_id=self.request_id,
                 envelope=self.request.envelope,
             )
         )
 
-    def debug(self, data: Any, logger: str | None = None) -> Done[bool]:
+    def debug(
+        self, data: Any, logger: str | None = None, *, logger_name: str | None = None
+    ) -> Done[bool]:
         """``log("debug", ...)``."""
-        return self.log("debug", data, logger)
+        return self.log("debug", data, logger or logger_name)
 
-    def info(self, data: Any, logger: str | None = None) -> Done[bool]:
+    def info(
+        self, data: Any, logger: str | None = None, *, logger_name: str | None = None
+    ) -> Done[bool]:
         """``log("info", ...)``."""
-        return self.log("info", data, logger)
+        return self.log("info", data, logger or logger_name)
 
-    def warning(self, data: Any, logger: str | None = None) -> Done[bool]:
+    def warning(
+        self, data: Any, logger: str | None = None, *, logger_name: str | None = None
+    ) -> Done[bool]:
         """``log("warning", ...)``."""
-        return self.log("warning", data, logger)
+        return self.log("warning", data, logger or logger_name)
 
-    def error(self, data: Any, logger: str | None = None) -> Done[bool]:
+    def error(
+        self, data: Any, logger: str | None = None, *, logger_name: str | None = None
+    ) -> Done[bool]:
         """``log("error", ...)``."""
-        return self.log("error", data, logger)
+        return self.log("error", data, logger or logger_name)
 
     def sample(
         self,
@@ -242,20 +275,25 @@ class Context:
     def elicit(
         self,
         message: str,
-        schema: dict | type,
+        schema: dict | type | None = None,
         *,
         key: str | None = None,
         timeout: float | None | Default = DEFAULT,
+        response_type: dict | type | None = None,
     ) -> ElicitResult:
         """Ask the user for structured input (form-mode ``elicitation/create``, 2025-06-18 and later).
 
         ``schema`` is a flat object schema of primitive properties, or a dataclass (or
         TypedDict) of such fields, whose schema is sent: an accepted answer is then also
         in ``result.data`` as an instance of it.  Accepted content is validated against
-        the schema; a reply that does not match raises InvalidParams.
+        the schema; a reply that does not match raises InvalidParams.  ``response_type``:
+        FastMCP's name for ``schema``.
         """
         from .input_required import Elicit
 
+        schema = schema if schema is not None else response_type
+        if schema is None:
+            raise TypeError("ctx.elicit() needs schema= (FastMCP's response_type=)")
         return self.gather(Elicit(message, schema, key=key), timeout=timeout)[0]
 
     def elicit_url(

@@ -96,6 +96,10 @@ class Server:
     _served = False
     _changes: Changes | None = None  # where changes go (made at the first: _changes_of)
     _shorthand: Shorthand | None = None
+    #: Serving over HTTP: what the constructor was given in FastMCP's names (``host=``, ``port=``,
+    #: ``stateless_http=`` ...: :mod:`mcp_ref.server.fastmcp_names`), the defaults of :meth:`run`
+    #: and :meth:`wsgi_app`.  Replaced, never changed in place.
+    http_defaults: dict[str, Any] = {}
 
     def __init__(
         self,
@@ -145,6 +149,15 @@ class Server:
             self._shorthand_of().take(**shorthand)
         for extension in extensions:
             self.add_extension(extension)
+
+    if not TYPE_CHECKING:  # a type checker still reports a name that does not exist
+
+        def __getattr__(self, name):
+            """A missing attribute: AttributeError, naming mcp_ref's equivalent of FastMCP's
+            (``mcp.settings``, ``mcp.custom_route`` ...) when it is one of those."""
+            from .fastmcp_names import missing_attribute
+
+            raise missing_attribute(self, name)
 
     # -- what is loaded when first used ------------------------------------------------------------
 
@@ -200,21 +213,7 @@ class Server:
         **options: Any,
     ) -> Callable[[_F], _F]: ...
 
-    def tool(
-        self,
-        name: str | Callable | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict | None = None,
-        output_schema: dict | None = None,
-        annotations: dict | None = None,
-        icons: list | None = None,
-        meta: dict | None = None,
-        scopes: Iterable[str] = (),
-        headers: dict[str, str] | None = None,
-        **options: Any,
-    ) -> Any:
+    def tool(self, name: str | Callable | None = None, **keywords: Any) -> Any:
         """Decorator: register a function as a tool.
 
         The input schema comes from the type hints (or ``input_schema``), the description from the docstring
@@ -235,28 +234,15 @@ class Server:
             self.add_tool(name)
             return name
 
-        def register(func: _F) -> _F:
-            self.add_tool(
-                func,
-                name=name,
-                title=title,
-                description=description,
-                input_schema=input_schema,
-                output_schema=output_schema,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-                scopes=scopes,
-                headers=headers,
-                **options,
-            )
+        def register(func: _F) -> _F:  # the keywords are add_tool's (typed in the overload above)
+            self.add_tool(func, name=name, **keywords)
             return func
 
         return register
 
     def add_tool(
         self,
-        func: Callable,
+        fn: Callable,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -270,7 +256,7 @@ class Server:
         headers: dict[str, str] | None = None,
         **options: Any,
     ) -> None:
-        """Register ``func`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
+        """Register ``fn`` as a tool (see :meth:`tool`); announces ``tools/list_changed``."""
         given = {
             "name": name,
             "title": title,
@@ -281,7 +267,7 @@ class Server:
             "icons": icons,
             "_meta": meta,
         }
-        tool = build_tool(func, given, scopes, headers, self._item_options(options))
+        tool = build_tool(fn, given, scopes, headers, self._item_options(options))
         with self._registry_lock:
             self._tools[tool.name] = replacing(tool.name in self._tools, "tool", tool.name, tool)
         self._announce("tools", self._listeners("tools", tool.name))
@@ -833,20 +819,18 @@ class Server:
 
         Any other name is a ValueError.  ``mcp-ref run server.py [--http HOST:PORT]`` serves a
         file's server without this call (``docs/command-line.md``).
-        ``options`` go to :meth:`run_stdio` or :meth:`run_http`.  From the environment
+        ``options`` go to :meth:`run_stdio` or :meth:`run_http`; FastMCP's names for them
+        (``stateless_http=``, ``log_level=``, ``path=`` ...) are taken too, or refused with a
+        TypeError naming mcp_ref's (:mod:`mcp_ref.server.fastmcp_names`).  From the environment
         (:mod:`mcp_ref.server.settings`): ``MCP_REF_HOST`` / ``MCP_REF_PORT`` (default 127.0.0.1:8000),
         and ``MCP_REF_LOG_LEVEL``, mcp_ref's own log records on stderr from that level.
         """
-        if os.environ.get("MCP_REF_LOG_LEVEL"):  # settings.LOG_LEVEL_ENV
-            from .settings import log_level_from_environment, log_to_stderr
+        if transport == "stdio" and not options and not os.environ.get("MCP_REF_LOG_LEVEL"):
+            self.run_stdio()
+        else:  # settings.LOG_LEVEL_ENV, options, HTTP: loaded only then
+            from .running import run_configured
 
-            log_to_stderr(log_level_from_environment() or 0)
-        if transport == "stdio":
-            self.run_stdio(**options)
-        else:  # over HTTP, loaded only then (a name that is not a transport: ValueError there)
-            from ..http.server.serving import run_named
-
-            run_named(self, transport, host, port, **options)
+            run_configured(self, transport, host, port, options)
 
     def run_stdio(self, *, max_message_size: int | None = None) -> None:
         """Serve one client on this process's stdin/stdout until stdin ends.

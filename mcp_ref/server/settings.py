@@ -5,7 +5,7 @@
 ``run()`` sends mcp_ref's own log records (the ``mcp_ref`` logger and its children) at that level
 and above to stderr, as ``mcp-ref serve-demo --log-level`` does.  An explicit argument wins over
 the environment; a value that cannot be used raises ValueError naming the variable.  Loaded only
-when ``run()`` needs it (an HTTP run, or ``MCP_REF_LOG_LEVEL`` set).
+when ``run()`` needs it (:mod:`mcp_ref.server.running`: an HTTP run, options, or ``MCP_REF_LOG_LEVEL`` set).
 """
 
 from __future__ import annotations

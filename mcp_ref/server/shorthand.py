@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 STATE_ENV = "MCP_REF_STATE"
 #: ``max_subscribed_resources`` not given: the policy extension's default (a cap of 1,000).
 _DEFAULT: Any = object()
-#: The options of a registered item the shorthand knows (``@server.tool(task=..., rate_limit=...)``).
+#: The options of a registered item the shorthand knows (``@server.tool(task=..., rate_limit=...)``;
+#: FastMCP's ``tags=`` too, kept for the server's own code: :mod:`mcp_ref.server.fastmcp_names`).
 ITEM_OPTIONS = ("task", "rate_limit")
 
 
@@ -77,10 +78,10 @@ class Shorthand:
     ) -> None:
         """Take ``Server(...)``'s shorthand keywords: the state first (an extension's setup may ask
         for it), then the policy extension if any of its settings is given."""
-        if unknown:
-            raise TypeError(
-                f"Server() got unexpected keyword argument(s): {', '.join(sorted(unknown))}"
-            )
+        if unknown:  # FastMCP's (log_level=, stateless_http= ...): taken, or refused naming ours
+            from .fastmcp_names import take_constructor_keywords
+
+            take_constructor_keywords(self.server, unknown)
         if state is not None:
             self.state_choice = state
         self.subscribed_cap = max_subscribed_resources
@@ -136,7 +137,13 @@ class Shorthand:
     def take_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """An item's options for extensions (``@server.tool(task=..., rate_limit=...)``), checked,
         with the extensions they need added."""
-        unknown = sorted(options.keys() - set(ITEM_OPTIONS))
+        if options.keys() - set(
+            ITEM_OPTIONS
+        ):  # FastMCP's (tags= ...): taken, or refused naming ours
+            from .fastmcp_names import take_item_options
+
+            options = take_item_options("a tool, resource or prompt", options)
+        unknown = sorted(options.keys() - set(ITEM_OPTIONS) - {"tags"})
         if unknown:
             raise TypeError(
                 f"unexpected option(s): {', '.join(unknown)} (known: {', '.join(ITEM_OPTIONS)})"

@@ -144,8 +144,12 @@ def imported_modules(path: Path) -> list[str]:
 
 
 #: What a server module may import of those packages beyond the shorthand: serving over HTTP
-#: (``Server.run_http``, ``wsgi_app``, ``http_server``), a transport, loaded when asked for.
-HTTP_SERVING = {"server.py": {"mcp_ref.http.server.serving"}}
+#: (``Server.run_http``, ``wsgi_app``, ``http_server``; ``run(transport="http")`` through
+#: running.py), a transport, loaded when asked for.
+HTTP_SERVING = {
+    "server.py": {"mcp_ref.http.server.serving"},
+    "running.py": {"mcp_ref.http.server.serving"},
+}
 
 
 def test_the_servers_modules_import_no_extension_but_in_the_shorthand():

@@ -18,7 +18,11 @@ from .app import McpWsgiApp
 
 def wsgi_app(server: Any, **options: Any) -> McpWsgiApp:
     """``server`` as a WSGI application (``Server.wsgi_app``; options are :class:`McpWsgiApp`'s)."""
-    return McpWsgiApp(server, **options)
+    defaults = getattr(
+        server, "http_defaults", {}
+    )  # Server(stateless_http=True ...): FastMCP's names
+    app_defaults = {name: value for name, value in defaults.items() if name not in ("host", "port")}
+    return McpWsgiApp(server, **{**app_defaults, **options})
 
 
 def http_server(
@@ -75,10 +79,14 @@ def run_named(
         raise ValueError(
             f"transport must be 'stdio', 'http' (or 'streamable-http') or 'sse', not {transport!r}"
         )
-    path = options.get("sse_path", "/sse") if transport == "sse" else options.get("path", "/mcp")
+    defaults = getattr(server, "http_defaults", {})  # Server(host=, port= ...): FastMCP's names
+    given = {**defaults, **options}
+    path = given.get("sse_path", "/sse") if transport == "sse" else given.get("path", "/mcp")
     kind = "HTTP+SSE" if transport == "sse" else "Streamable HTTP"
     if "on_ready" not in options:
         options["on_ready"] = lambda httpd: print(
             f"serving {server.name} at {httpd.url}{path} ({kind})", file=sys.stderr, flush=True
         )
+    host = host or defaults.get("host")
+    port = defaults.get("port") if port is None else port
     server.run_http(*address(host, port), **options)
