@@ -52,6 +52,7 @@ from .errors import (
     InvalidParams,
     McpError,
     MethodNotFound,
+    MissingRequiredClientCapabilityError,
     RequestCancelled,
     ResourceNotFound,
     ServerBusy,
@@ -178,6 +179,10 @@ class Question:
     answer: dict | None = None
 
 
+#: The forward whose back call this thread runs (a 2026 target's questions come on that thread).
+_current = threading.local()
+
+
 class _Signal(threading.Event):
     """A front request's ``cancelled`` Event that also wakes the forward waiting on it."""
 
@@ -212,6 +217,10 @@ class Forward:
         self.token: str | None = None
         self.finished = False
         self.call: Any = None
+        #: How it holds its back connection: "session", "leased" (a pool's) or "turn" (the watcher's).
+        self.hold = "session"
+        #: The -32021 error a 2026 front gets for a question it cannot answer, once asked.
+        self.refusal: McpError | None = None
 
     # -- on the back's threads -------------------------------------------------------------------
 
@@ -220,15 +229,26 @@ class Forward:
         front = self.front
         if front is not None and front.envelope is None:
             # handshake-era front: a request of our own to the client that made this request
-            self._check_capability(front.capabilities, method)
+            if ASK_CAPABILITY[method] not in front.capabilities:
+                # the target asked what the front client cannot answer: not found, as a client says
+                raise MethodNotFound(
+                    f"Method not found: the client in front of this proxy does not offer "
+                    f"{ASK_CAPABILITY[method]}"
+                )
             return front.connection.request(
                 method,
                 params,
                 timeout=self.proxy.ask_timeout,
                 related_request_id=front.context.request_id,
             )
-        # mrtr: "Servers MUST NOT send an inputRequests that the client has not declared support for"
-        self._check_capability(self.capabilities, method)
+        needed = ASK_CAPABILITY[method]
+        if needed not in self.capabilities:
+            # 2026-07-28 mrtr: "Servers MUST NOT send an inputRequests that the client has not
+            # declared support for"; the front request ends with -32021 naming it instead.
+            self.refusal = MissingRequiredClientCapabilityError.needing(
+                {needed: {}}, f"the server behind this proxy asks for {needed}"
+            )
+            raise self.refusal
         number = next(self.numbers)
         question = Question(f"{method.partition('/')[0]}-{number}", method, params)
         with self.lock:
@@ -241,15 +261,6 @@ class Forward:
         if question.answer is None:
             raise RequestCancelled(f"{method}: the request it belonged to has ended")
         return question.answer
-
-    @staticmethod
-    def _check_capability(capabilities: dict, method: str) -> None:
-        if ASK_CAPABILITY[method] not in capabilities:
-            # the target asked what the front client cannot answer: not found, as a client says it
-            raise MethodNotFound(
-                f"Method not found: the client in front of this proxy does not offer "
-                f"{ASK_CAPABILITY[method]}"
-            )
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """The target's progress on this request, to the front request now waiting for it."""
@@ -267,6 +278,8 @@ class Forward:
             outcome: tuple[str, Any] = ("result", self.call.result())
         except BaseException as exc:  # every failure is the front's to see
             outcome = ("error", exc)
+        finally:
+            _current.forward = None
         with self.lock:
             self.outcome = outcome
             attached = self.front is not None
@@ -311,7 +324,7 @@ class Forward:
         self.finish()
         kind, value = outcome
         if kind == "error":
-            raise value
+            raise self.refusal or value
         return value
 
     def answer(self, responses: Any) -> None:
@@ -371,13 +384,8 @@ class _Router(Extension):
         self.declared = declared
 
     def capabilities(self, version: str | None, peer: Any = None) -> dict[str, Any] | None:
-        forward = self.link.forward
-        front_caps = (
-            forward.front.capabilities
-            if forward is not None and forward.front is not None
-            else self.declared
-        )
-        if front_caps is None:  # a pool connection: whatever a front client may offer
+        front_caps = self.declared
+        if front_caps is None:  # shared: whatever a front client may offer (checked when asked)
             front_caps = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}}
         return client_capabilities(front_caps, version)
 
@@ -385,7 +393,8 @@ class _Router(Extension):
         return dict.fromkeys(ASK_METHODS, self._answer)
 
     def _answer(self, connection: Any, context: Any, params: dict) -> dict:
-        forward = self.link.forward
+        # a 2026 target's questions are answered on the thread waiting for the call's result
+        forward = getattr(_current, "forward", None) or self.link.forward
         if forward is None:
             raise MethodNotFound(
                 f"Method not found: {context.method} outside a request forwarded by the proxy"
@@ -512,7 +521,9 @@ class ProxyServer(Server):
         #: Seconds a question of the target waits for the front client (and a parked request for its retry).
         self.ask_timeout = ask_timeout
         self._lock = threading.Lock()
-        self._sessions: weakref.WeakKeyDictionary[Any, BackLink] = weakref.WeakKeyDictionary()
+        self._sessions: dict[Any, BackLink] = {}  # handshake-era front connection -> its link
+        self._greeted: weakref.WeakSet[Any] = weakref.WeakSet()  # front connections initialized
+        self._opening = threading.Lock()
         self._idle: list[BackLink] = []  # the pool's connections not leased now
         self._leased = 0
         self._parked: dict[str, Forward] = {}
@@ -522,12 +533,18 @@ class ProxyServer(Server):
         #: The shared back connection: capabilities, 2026 listings, listen streams.
         self.watcher = BackLink(
             self,
-            {},
+            None,
             on_list_changed=self._publish_list_changed,
             on_resource_updated=self._publish_updated,
-            on_log=lambda message: None,
         )
         back = self.watcher.client
+        # basic/versioning: a 2026 front request's log level is its own, so a shared connection
+        # asks for every message and the front keeps those at the request's level (Front.log).
+        self.watcher.set_log_level("debug")
+        #: An HTTP target is one server behind every connection; any other (a command) is one
+        #: process per connection, so 2026 requests that may ask go through the watcher, in turn.
+        self.http_target = type(back.session.transport).__module__.startswith("mcp_ref.http")
+        self._turn = threading.Lock()
         info = back.server_info
         super().__init__(
             name or (info.name if info is not None else "proxy"),
@@ -556,23 +573,17 @@ class ProxyServer(Server):
         """A handshake-era front request: on its session's own back connection."""
         method, params, connection = call.method, call.params, call.caller
         if method == "initialize":
-            declared = params.get("capabilities")
-            link = self._open_session(connection, declared if isinstance(declared, dict) else {})
-            try:
-                result = proceed()
-            except BaseException:
-                self._release_link(link)
-                raise
-            with self._lock:
-                self._sessions[connection] = link
+            result = proceed()
+            self._greeted.add(connection)  # its back connection is opened at its first request
             return result
         if method not in PASSED and method not in MRTR_METHODS and method not in SESSION_METHODS:
             return proceed()
         connection.lifecycle.check_receive(method)  # before initialized: refused as usual
-        session_link = self._sessions.get(connection)
-        if session_link is None:
-            raise InvalidParams("Invalid params: this session has no connection to the target")
-        link = session_link
+        if connection not in self._greeted:
+            # a stateless HTTP request (no initialize on its connection): served as a 2026 one is
+            return self._serve_sessionless(call, proceed)
+        with _errors_of(method, None):
+            link = self._session_link(connection)
         if method == "logging/setLevel":
             result = proceed()  # the front session's own level, checked and kept
             link.set_log_level(params.get("level"))
@@ -589,16 +600,40 @@ class ProxyServer(Server):
             return {}
         front = Front(connection, call.context, None)
         if method in MRTR_METHODS:
-            forward = self._start(link, method, params, front, connection.owner, leased=False)
+            forward = self._start(link, method, params, front, connection.owner, hold="session")
             with _errors_of(method, None):
                 return _plain(forward.serve(front))
         with _errors_of(method, None):
             return _plain(link.client.request(method, _back_params(params)))
 
-    def _open_session(self, connection: Any, declared: dict) -> BackLink:
+    def _session_link(self, connection: Any) -> BackLink:
+        """The back connection of a handshake-era front session, opened at its first request."""
+        link = self._sessions.get(connection)
+        if link is not None:
+            return link
+        with self._opening:  # one opening at a time: a session's concurrent first requests share it
+            link = self._sessions.get(connection)
+            if link is None:
+                link = self._open_session(connection)
+                with self._lock:
+                    self._sessions[connection] = link
+                # closed with the session: one thread per session link (at most max_back_connections)
+                threading.Thread(
+                    target=self._end_with,
+                    args=(connection,),
+                    name="mcp-proxy-session",
+                    daemon=True,
+                ).start()
+        return link
+
+    def _end_with(self, connection: Any) -> None:
+        connection.session.wait_closed()
+        self.end_session(connection)
+
+    def _open_session(self, connection: Any) -> BackLink:
         with self._lock:
             self._count_link()
-        front = weakref.ref(connection)  # the table's key: the link must not keep it alive
+        front = weakref.ref(connection)  # the link must not keep the front connection alive
 
         def list_changed(kind: str) -> None:
             session = front()
@@ -622,7 +657,7 @@ class ProxyServer(Server):
         try:
             link = BackLink(
                 self,
-                declared,
+                dict(connection.client_capabilities),
                 on_list_changed=list_changed,
                 on_resource_updated=updated,
                 on_log=logged,
@@ -632,6 +667,25 @@ class ProxyServer(Server):
             with self._lock:
                 self._links_open -= 1
             raise
+
+    def _serve_sessionless(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        """A handshake-era request with no session behind it (stateless HTTP)."""
+        method, params = call.method, call.params
+        if method == "logging/setLevel":
+            return proceed()
+        if method in SESSION_METHODS:
+            raise InvalidParams(
+                f"Invalid params: {method} needs a session; this proxy is stateless"
+            )
+        if method in MRTR_METHODS:
+            front = Front(call.caller, call.context, None)
+            with _errors_of(method, None):
+                link, hold = self._link_for_2026()
+            forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
+            with _errors_of(method, None):
+                return _plain(forward.serve(front))
+        with _errors_of(method, None):
+            return _plain(self.watcher.client.request(method, _back_params(params)))
 
     # -- serving 2026-07-28 ----------------------------------------------------------------------
 
@@ -651,9 +705,9 @@ class ProxyServer(Server):
                 forward = self._unpark(state, call.caller.owner)
                 forward.answer(params.get("inputResponses"))
             else:
-                link = self._lease()
-                link.set_log_level(envelope.log_level)
-                forward = self._start(link, method, params, front, call.caller.owner, leased=True)
+                with _errors_of(method, envelope):
+                    link, hold = self._link_for_2026()
+                forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
             with _errors_of(method, envelope):
                 result = forward.serve(front)
             if result.get("resultType") == lifecycle.INPUT_REQUIRED:
@@ -704,7 +758,7 @@ class ProxyServer(Server):
     # -- forwards, leases, parking ---------------------------------------------------------------
 
     def _start(
-        self, link: BackLink, method: str, params: dict, front: Front, owner: Any, *, leased: bool
+        self, link: BackLink, method: str, params: dict, front: Front, owner: Any, *, hold: str
     ) -> Forward:
         with self._lock:
             if self._forwards >= self.max_forwarded:
@@ -713,15 +767,15 @@ class ProxyServer(Server):
                 busy = False
                 self._forwards += 1
         if busy:
-            if leased:
-                self._return(link)
+            self._let_go(link, hold)
             raise ServerBusy(
                 f"Server busy: this proxy has {self.max_forwarded} requests in flight; retry later",
                 data={"limit": self.max_forwarded},
             )
         forward = Forward(self, link, front, owner)
-        forward.leased = leased  # type: ignore[attr-defined]
+        forward.hold = hold
         link.forward = forward
+        _current.forward = forward
         try:
             forward.call = link.client.connection.start(
                 method, _back_params(params), on_progress=forward.progress
@@ -729,6 +783,8 @@ class ProxyServer(Server):
         except BaseException:
             forward.finish()
             raise
+        finally:
+            _current.forward = None
         self._pool.submit(forward.run)
         return forward
 
@@ -741,8 +797,25 @@ class ProxyServer(Server):
         link = forward.link
         if link.forward is forward:
             link.forward = None
-        if getattr(forward, "leased", False):
+        self._let_go(link, forward.hold)
+
+    def _let_go(self, link: BackLink, hold: str) -> None:
+        if hold == "leased":
             self._return(link)
+        elif hold == "turn":
+            self._turn.release()
+
+    def _link_for_2026(self) -> tuple[BackLink, str]:
+        """The back connection of a 2026 front request that may ask, and how it is held."""
+        if self.http_target:
+            return self._lease(), "leased"
+        # One process behind one connection: a handshake-era target's questions name no request,
+        # and its state is the process's, so these requests take turns on the watcher.
+        if not self._turn.acquire(timeout=self.ask_timeout):
+            raise ServerBusy(
+                "Server busy: the server behind this proxy is answering another request; retry later"
+            )
+        return self.watcher, "turn"
 
     def park(self, forward: Forward) -> None:
         """Keep a 2026 front's forward until its retry names its ``requestState``."""
@@ -780,7 +853,9 @@ class ProxyServer(Server):
             self._count_link()
             self._leased += 1
         try:
-            return BackLink(self, None)
+            link = BackLink(self, None)
+            link.set_log_level("debug")  # kept at each request's own level by the front
+            return link
         except BaseException:
             with self._lock:
                 self._links_open -= 1

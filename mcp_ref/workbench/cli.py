@@ -15,6 +15,8 @@
     mcp-ref demo                               walk through every MCP feature against the demo server
     mcp-ref serve-demo [--http HOST:PORT [--stateless]]
                                                run the demo server on stdio, or over HTTP
+    mcp-ref proxy TARGET (--http HOST:PORT [--stateless] | --stdio)
+                                               serve TARGET to any client, in every era
 
 TARGET is a server command line in one string, e.g. ``"python server.py"``, or
 the URL of an HTTP server (``http://127.0.0.1:8000/mcp``; Streamable HTTP,
@@ -285,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --http: an OAuth protected resource, with the demo authorization server on the same port",
     )
+    from .cli_proxy import add_verb as add_proxy_verb
+
+    add_proxy_verb(verb)
     return parser
 
 
@@ -325,6 +330,10 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     try:
         if args.verb == "serve-demo":
             return _serve_demo(args, tracer)
+        if args.verb == "proxy":
+            from .cli_proxy import run as run_proxy
+
+            return run_proxy(args)
         if args.verb == "demo":
             return _demo(args, trace, recorder)
         if args.verb == "logout":
