@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 
-from mcp_ref import Context, Elicit, ListRoots, Sample, Server
+from mcp_ref import Context, Server
 from mcp_ref.errors import MethodNotFound, UnsupportedProtocolVersionError
 from mcp_ref.extension import Extension
 from mcp_ref.lifecycle import is_modern
-
-CANCELLED = []  # one entry per slow call its client cancelled
-STARTED = threading.Event()
 
 
 class OneEra(Extension):
@@ -77,17 +73,13 @@ def build(era: str) -> Server:
 
     @server.tool()
     def slow(ctx: Context) -> str:
-        """Wait until cancelled (at most 30 s), and count the cancellation."""
+        """Wait until cancelled (at most 30 s); then add the tool slow_was_cancelled (so clients
+        are told the tools changed)."""
         ctx.report_progress(1, None, "started")
         if ctx.request.cancelled.wait(30):
-            CANCELLED.append(1)
+            server.add_tool(lambda: "yes", name="slow_was_cancelled", description="a witness")
             return "cancelled"
         return "not cancelled"
-
-    @server.tool()
-    def cancelled_count() -> int:
-        """How many slow calls were cancelled."""
-        return len(CANCELLED)
 
     @server.tool()
     def touch() -> str:
