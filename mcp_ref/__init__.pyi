@@ -41,6 +41,7 @@ from .lifecycle import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __ve
 from .media import Audio, Image
 from .oauth.client import OAuth
 from .oauth.errors import AuthorizationError
+from .proxy.server import ProxyServer, proxy_server
 from .request import DEFAULT, Default
 from .sampling_and_elicitation import (
     CreateMessageParams,
@@ -99,6 +100,8 @@ __all__ = [
     "RequestTimeout",
     "ResourceNotFound",
     "ServerBusy",
+    "ProxyServer",
+    "proxy_server",
     "ServerUnreachable",
     "UnsupportedProtocolVersionError",
     "UrlElicitationRequired",
