@@ -1,0 +1,129 @@
+"""The proxy's rules beyond the matrix: schemas as they are, questions a client cannot answer,
+requestState, the bound on back connections, a stateless front, the command's refusals.
+
+The library form (``proxy_server``) served over HTTP on 127.0.0.1 port 0, in front of
+tests/servers/proxy_target.py launched on stdio (a real subprocess).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import pytest
+from conftest import WAIT, run_cli
+from proxy_peers import as_target, start_proxy_http, target_command
+
+from mcp_ref import Client, McpError, proxy_server
+from mcp_ref.errors import MissingRequiredClientCapabilityError, ServerBusy
+
+pytestmark = pytest.mark.slow
+
+
+@contextlib.contextmanager
+def served(back_era: str, **options):
+    """A proxy of the target (``back_era``) served over HTTP; yields ``(proxy, url)``."""
+    proxy = proxy_server(target_command(back_era), client_options={"timeout": WAIT}, **options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy, f"{httpd.url}/mcp"
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_the_tools_are_listed_as_the_target_lists_them(front_era):
+    with Client.stdio(target_command("both"), era="handshake", timeout=WAIT) as direct:
+        own = direct.request("tools/list")["tools"]
+    with served("handshake") as (_, url), Client.http(url, era=front_era, timeout=WAIT) as client:
+        proxied = client.request("tools/list")["tools"]
+    assert proxied == own  # schemas, descriptions, annotations: as they are
+
+
+def test_a_2026_client_that_cannot_answer_the_targets_question_gets_missing_capability():
+    # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that the client has
+    # not declared support for"; the proxy answers -32021 naming what the target asked for.
+    with served("handshake") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        with pytest.raises(MissingRequiredClientCapabilityError) as caught:
+            client.call_tool("work", {"steps": 1})
+        assert caught.value.data["requiredCapabilities"] == {"elicitation": {}}
+        assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+
+
+def test_a_request_state_the_proxy_did_not_issue_is_refused():
+    with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        with pytest.raises(McpError) as caught:
+            client.request(
+                "tools/call",
+                {"name": "echo", "arguments": {"text": "x"}, "requestState": "forged"},
+            )
+        assert caught.value.code == -32602 and "requestState" in caught.value.message
+
+
+def test_a_question_answered_over_two_rounds_reaches_the_target():
+    # The target asks three things one after the other: a 2026 client answers three rounds, each
+    # retry carrying the proxy's requestState and the answer to the question of the round before.
+    rounds = []
+
+    def elicitation(params):
+        rounds.append("elicitation")
+        return {"action": "accept", "content": {"name": "Lin"}}
+
+    def sampling(params):
+        rounds.append("sampling")
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    with (
+        served("handshake") as (_, url),
+        Client.http(
+            url,
+            era="modern",
+            timeout=WAIT,
+            elicitation_handler=elicitation,
+            sampling_handler=sampling,
+            roots=["file:///srv"],
+        ) as client,
+    ):
+        result = client.call_tool("work", {"steps": 1})
+    assert result.text == "Lin|ok|1 roots|file:///srv"
+    assert rounds == ["elicitation", "sampling"]  # each asked once: the target's call was kept
+
+
+def test_back_connections_are_bounded_and_a_closed_session_gives_its_own_back():
+    # max_back_connections=2: the watcher and one handshake-era session.
+    with served("handshake", max_back_connections=2) as (proxy, url):
+        first = Client.http(url, era="handshake", timeout=WAIT)
+        try:
+            assert first.call_tool("echo", {"text": "one"}).text == "one"
+            with Client.http(url, era="handshake", timeout=WAIT) as second:
+                with pytest.raises(ServerBusy) as caught:
+                    second.call_tool("echo", {"text": "two"})
+                assert caught.value.data == {"limit": 2}
+        finally:
+            first.close()  # its HTTP session ends: its back connection is closed
+        with Client.http(url, era="handshake", timeout=WAIT) as third:
+            assert third.call_tool("echo", {"text": "three"}).text == "three"
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_stateless_http_front_serves_both_eras(era):
+    proxy = start_proxy_http(as_target(target_command("both")), "--stateless")
+    try:
+        with Client.http(proxy.url, era=era, timeout=WAIT) as client:
+            assert client.call_tool("echo", {"text": "no session"}).text == "no session"
+            assert client.read_resource("note://1").contents[0].text == "note one"
+    finally:
+        proxy.stop()
+
+
+def test_the_command_says_what_is_wrong():
+    misuse = run_cli("proxy", "python server.py", "--stdio", "--stateless")
+    assert misuse.returncode == 1 and "--stateless goes with --http" in misuse.stderr
+    neither = run_cli("proxy", "python server.py")
+    assert neither.returncode == 1 and "--http" in neither.stderr
+    missing = run_cli("proxy", "no-such-command-for-the-proxy", "--stdio")
+    assert missing.returncode == 4 and "cannot launch" in missing.stderr
