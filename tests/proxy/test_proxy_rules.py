@@ -11,8 +11,8 @@ import contextlib
 import threading
 
 import pytest
-from conftest import WAIT, run_cli
-from proxy_peers import as_target, start_proxy_http, target_command
+from conftest import WAIT, run_cli, run_threads
+from proxy_peers import as_target, start_proxy_http, start_target_http, target_command
 
 from mcp_ref import Client, McpError, proxy_server
 from mcp_ref.errors import MissingRequiredClientCapabilityError, ServerBusy
@@ -127,3 +127,48 @@ def test_the_command_says_what_is_wrong():
     assert neither.returncode == 1 and "--http" in neither.stderr
     missing = run_cli("proxy", "no-such-command-for-the-proxy", "--stdio")
     assert missing.returncode == 4 and "cannot launch" in missing.stderr
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+@pytest.mark.parametrize("back_transport", ["stdio", "http"])
+def test_each_clients_questions_reach_that_client_alone(front_era, back_transport):
+    # Four clients at once, each answering with its own name: each result carries its own.
+    # (A 2026 request that may ask takes a leased connection to an HTTP target, its turn on the
+    # watcher for a command target; a handshake-era session has a connection of its own.)
+    target_process = start_target_http("handshake") if back_transport == "http" else None
+    target = target_process.url if target_process else target_command("handshake")
+    proxy = proxy_server(target, client_options={"timeout": WAIT})
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+
+        def one(i: int) -> str:
+            def named(params):
+                return {"action": "accept", "content": {"name": f"client-{i}"}}
+
+            def model(params):
+                return {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": f"m{i}"},
+                    "model": "m",
+                }
+
+            with Client.http(
+                f"{httpd.url}/mcp",
+                era=front_era,
+                timeout=WAIT,
+                elicitation_handler=named,
+                sampling_handler=model,
+                roots=[f"file:///client-{i}"],
+            ) as client:
+                return client.call_tool("work", {"steps": 1}).text
+
+        results = run_threads(one, 4)
+        assert results == [f"client-{i}|m{i}|1 roots|file:///client-{i}" for i in range(4)]
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+        if target_process is not None:
+            target_process.stop()
