@@ -118,6 +118,8 @@ class Forward:
         self.call: Any = None
         #: How it holds its back connection: "session", "leased" (a pool's) or "turn" (the watcher's).
         self.hold = "session"
+        #: The method and salient params of the 2026 request it serves (its retries must match).
+        self.origin = ""
         #: The -32021 error a 2026 front gets for a question it cannot answer, once asked.
         self.refusal: McpError | None = None
 

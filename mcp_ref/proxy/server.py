@@ -14,6 +14,7 @@ from ..client import Client
 from ..errors import InvalidParams, McpError, ServerBusy
 from ..extension import Extension
 from ..server import Server
+from ..server.input_required import digest
 from ..server.seams import MRTR_METHODS
 from .back import BackLink, connector
 from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
@@ -300,12 +301,14 @@ class ProxyServer(Server):
         if method in MRTR_METHODS:
             state = params.get("requestState")
             if state is not None:
-                forward = self._unpark(state, call.caller.owner)
+                origin = digest(method, params)
+                forward = self._unpark(state, call.caller.owner, origin)
                 forward.answer(params.get("inputResponses"))
             else:
                 with errors_of(method, envelope):
                     link, hold = self._link_for_2026()
                 forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
+                forward.origin = digest(method, params)
             with errors_of(method, envelope):
                 result = forward.serve(front)
             if result.get("resultType") == lifecycle.INPUT_REQUIRED:
@@ -420,19 +423,22 @@ class ProxyServer(Server):
         with self._lock:
             self._parked[forward.token] = forward  # type: ignore[index]
 
-    def _unpark(self, state: Any, owner: Any) -> Forward:
+    def _unpark(self, state: Any, owner: Any, origin: str) -> Forward:
+        """The parked forward a retry's ``requestState`` names, if it is this caller's and this
+        request's (mrtr §Server Requirements: state "MUST" be rejected when it fails verification;
+        it "SHOULD" be bound to the principal and the originating request)."""
         with self._lock:
-            forward = self._parked.pop(state, None) if isinstance(state, str) else None
-        if forward is None:
-            # basic/patterns/mrtr §Server Requirements: "MUST reject state that fails verification"
-            raise InvalidParams(
-                "Invalid params: requestState is unknown or has expired; send the request again "
-                "without it"
-            )
-        if forward.owner != owner:
-            self.park(forward)  # not the caller's: left for its owner
-            raise InvalidParams("Invalid params: requestState belongs to another caller")
-        return forward
+            forward = self._parked.get(state) if isinstance(state, str) else None
+            if forward is None:
+                refusal = "is unknown or has expired; send the request again without it"
+            elif forward.owner != owner:
+                refusal = "belongs to another caller"
+            elif forward.origin != origin:
+                refusal = "belongs to another request"
+            else:
+                del self._parked[state]
+                return forward
+        raise InvalidParams(f"Invalid params: requestState {refusal}")
 
     def _count_link(self) -> None:
         if self._links_open >= self.max_back_connections:

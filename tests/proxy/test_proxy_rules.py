@@ -172,3 +172,41 @@ def test_each_clients_questions_reach_that_client_alone(front_era, back_transpor
         proxy.close()
         if target_process is not None:
             target_process.stop()
+
+
+def test_a_request_state_is_the_callers_and_its_requests_only():
+    # The state of a parked call answers only a retry of the same request (mrtr: state SHOULD be
+    # bound to "an identifier for the originating request").
+    with served("handshake") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        }
+        first = client.connection.session.request(
+            "tools/call", {"name": "work", "arguments": {"steps": 1}, "_meta": meta}, timeout=WAIT
+        )
+        assert first["resultType"] == "input_required" and "who" not in first["inputRequests"]
+        state = first["requestState"]
+        with pytest.raises(McpError) as caught:
+            client.connection.session.request(
+                "tools/call",
+                {"name": "work", "arguments": {"steps": 2}, "_meta": meta, "requestState": state},
+                timeout=WAIT,
+            )
+        assert caught.value.code == -32602 and "another request" in caught.value.message
+        (key,) = first["inputRequests"]
+        # answered: the target goes on to its next question, sampling, which this client did not
+        # declare: the request ends with -32021 naming it
+        with pytest.raises(MissingRequiredClientCapabilityError) as missing:
+            client.connection.session.request(
+                "tools/call",
+                {
+                    "name": "work",
+                    "arguments": {"steps": 1},
+                    "_meta": meta,
+                    "requestState": state,
+                    "inputResponses": {key: {"action": "decline"}},
+                },
+                timeout=WAIT,
+            )
+        assert missing.value.data["requiredCapabilities"] == {"sampling": {}}
