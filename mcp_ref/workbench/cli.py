@@ -333,7 +333,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         if args.verb == "proxy":
             from .cli_proxy import run as run_proxy
 
-            return run_proxy(args)
+            return run_proxy(args, trace)
         if args.verb == "demo":
             return _demo(args, trace, recorder)
         if args.verb == "logout":

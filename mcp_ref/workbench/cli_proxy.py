@@ -6,7 +6,9 @@ eras whatever TARGET speaks.  Over HTTP the line ``mcp-ref: proxying TARGET at U
 stderr says where (with port 0, the port chosen).  The global ``--timeout`` bounds each forwarded
 request, ``--connect-timeout`` each connection to TARGET, ``--era`` the era spoken to TARGET,
 ``--header`` and ``--transport`` an HTTP TARGET; ``--quiet-server`` hides a launched TARGET's
-stderr.
+stderr; ``--trace`` shows the messages to and from TARGET on stderr.  The options that make the
+command a client of its own (``--root``, ``--sampling-command``, ``--yes``, ``--json``,
+``--log-level``) are refused: the proxy's clients answer the target.
 """
 
 from __future__ import annotations
@@ -41,16 +43,37 @@ def add_verb(verb: Any) -> None:
     )
 
 
-def run(args: Any) -> int:
-    """Run ``mcp-ref proxy``: connect to TARGET, then serve until stopped (or stdin ends)."""
+#: Global options a proxy has no use for (it passes the target's questions to its own clients,
+#: and prints nothing on stdout): each refused by name, with its test for "given".
+_NOT_FOR_PROXY = {
+    "--root": lambda args: bool(args.root),
+    "--sampling-command": lambda args: args.sampling_command is not None,
+    "--yes": lambda args: args.yes,
+    "--json": lambda args: args.json,
+    "--log-level": lambda args: args.log_level is not None,
+}
+
+
+def run(args: Any, trace: Any = None) -> int:
+    """Run ``mcp-ref proxy``: connect to TARGET, then serve until stopped (or stdin ends).
+    ``trace(direction, data)`` sees every message to and from TARGET (``--trace``, ``--diagram``)."""
     from ..proxy import proxy_server
 
+    for option, given in _NOT_FOR_PROXY.items():
+        if given(args):
+            raise CliError(
+                f"{option} does not apply to proxy: the target's questions go to the proxy's "
+                "own clients",
+                EXIT_USAGE,
+            )
     if args.stateless and not args.http:
         raise CliError("--stateless goes with --http", EXIT_USAGE)
     if args.max_back_connections < 2:
         raise CliError("--max-back-connections must be at least 2", EXIT_USAGE)
     address = _address(args.http) if args.http else None
     target, options = _target(args)
+    if trace is not None:
+        options["trace"] = trace
     try:
         proxy = proxy_server(
             target, max_back_connections=args.max_back_connections, client_options=options

@@ -11,8 +11,14 @@ import contextlib
 import threading
 
 import pytest
-from conftest import WAIT, run_cli, run_threads
-from proxy_peers import as_target, start_proxy_http, start_target_http, target_command
+from conftest import WAIT, Collector, run_cli, run_threads
+from proxy_peers import (
+    as_target,
+    proxy_command,
+    start_proxy_http,
+    start_target_http,
+    target_command,
+)
 
 from mcp_ref import Client, McpError, proxy_server
 from mcp_ref.errors import MissingRequiredClientCapabilityError, ServerBusy
@@ -210,3 +216,22 @@ def test_a_request_state_is_the_callers_and_its_requests_only():
                 timeout=WAIT,
             )
         assert missing.value.data["requiredCapabilities"] == {"sampling": {}}
+
+
+def test_the_command_traces_what_it_says_to_the_target():
+    stderr = Collector()
+    command = proxy_command(as_target(target_command("both")), "--stdio", "--trace")
+    with Client.stdio(command, stderr=stderr, timeout=WAIT) as client:
+        assert client.call_tool("echo", {"text": "traced"}).text == "traced"
+        stderr.wait_until(
+            lambda lines: any(line.startswith("-->") and "traced" in line for line in lines)
+        )
+        stderr.wait_until(
+            lambda lines: any(line.startswith("<--") and "traced" in line for line in lines)
+        )
+
+
+def test_the_options_of_a_client_of_its_own_are_refused():
+    refused = run_cli("--root", ".", "proxy", "python server.py", "--stdio")
+    assert refused.returncode == 1
+    assert "--root does not apply to proxy" in refused.stderr
