@@ -151,6 +151,19 @@ class ProxyServer(Server):
             instructions=back.instructions,
             extensions=[_FrontDoor(self)],
         )
+        self.on_roots_list_changed = self.pass_roots_changed
+
+    def pass_roots_changed(self, connection: Any) -> None:
+        """A handshake-era front client's roots changed: its back connection tells the target
+        (client/roots: "Clients that support roots MUST" send the notification when they change;
+        a 2026 target has no such notification, and asks for the roots each time)."""
+        link = self._sessions.get(connection)
+        if link is None or link.client.connection.modern:
+            return
+        try:
+            link.client.connection.notify("notifications/roots/list_changed")
+        except Exception:  # the target has gone: nothing to tell
+            log.debug("proxy: roots/list_changed not passed on", exc_info=True)
 
     # -- what the front declares ---------------------------------------------------------------
 

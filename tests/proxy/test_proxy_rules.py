@@ -235,3 +235,17 @@ def test_the_options_of_a_client_of_its_own_are_refused():
     refused = run_cli("--root", ".", "proxy", "python server.py", "--stdio")
     assert refused.returncode == 1
     assert "--root does not apply to proxy" in refused.stderr
+
+
+def test_a_handshake_era_clients_roots_change_reaches_a_handshake_era_target():
+    changed = Collector()
+    with (
+        served("handshake") as (_, url),
+        Client.http(
+            url, era="handshake", timeout=WAIT, roots=["file:///a"], on_list_changed=changed
+        ) as client,
+    ):
+        assert client.call_tool("echo", {"text": "session open"}).text == "session open"
+        client.set_roots(["file:///a", "file:///b"])  # notifications/roots/list_changed
+        changed.wait_until(lambda kinds: "tools" in kinds)
+        assert "roots_changed" in [tool.name for tool in client.list_tools()]

@@ -112,6 +112,10 @@ def build(era: str) -> Server:
     def complete_name(argument: str, value: str, context_arguments: dict) -> list[str]:
         return [n for n in ("Ada", "Alan", "Grace") if n.startswith(value)]
 
+    def roots_changed(connection) -> None:
+        server.add_tool(lambda: "yes", name="roots_changed", description="a witness")
+
+    server.on_roots_list_changed = roots_changed  # the client's roots changed: clients are told
     return server
 
 
