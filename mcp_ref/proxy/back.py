@@ -116,6 +116,11 @@ class BackLink:
         if front is not None:
             front.log(message.level, message.data, message.logger)
 
+    @property
+    def alive(self) -> bool:
+        """False once the connection to the target has ended (closed, or the target went away)."""
+        return not self.client.session.is_closed
+
     def set_log_level(self, level: str | None) -> None:
         """Ask the target for log messages at ``level`` (None: none), if that is not asked already."""
         if level == self.log_level or "logging" not in self.client.server_capabilities:

@@ -130,16 +130,9 @@ class ProxyServer(Server):
         self._links_open = 1  # the watcher
         self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
         #: The shared back connection: capabilities, 2026 listings, listen streams.
-        self.watcher = BackLink(
-            self,
-            None,
-            on_list_changed=self._publish_list_changed,
-            on_resource_updated=self._publish_updated,
-        )
+        self._watching: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions with an _end_with
+        self.watcher = self._open_watcher()
         back = self.watcher.client
-        # basic/versioning: a 2026 front request's log level is its own, so a shared connection
-        # asks for every message and the front keeps those at the request's level (Front.log).
-        self.watcher.set_log_level("debug")
         #: An HTTP target is one server behind every connection; any other (a command) is one
         #: process per connection, so 2026 requests that may ask go through the watcher, in turn.
         self.http_target = type(back.session.transport).__module__.startswith("mcp_ref.http")
@@ -221,21 +214,27 @@ class ProxyServer(Server):
     def _session_link(self, connection: Any) -> BackLink:
         """The back connection of a handshake-era front session, opened at its first request."""
         link = self._sessions.get(connection)
-        if link is not None:
+        if link is not None and link.alive:
             return link
         with self._opening:  # one opening at a time: a session's concurrent first requests share it
             link = self._sessions.get(connection)
+            if link is not None and not link.alive:  # the target exited or went away: again
+                log.warning("proxy: a session's connection to the target ended; connecting again")
+                self.end_session(connection)
+                link = None
             if link is None:
                 link = self._open_session(connection)
                 with self._lock:
                     self._sessions[connection] = link
-                # closed with the session: one thread per session link (at most max_back_connections)
-                threading.Thread(
-                    target=self._end_with,
-                    args=(connection,),
-                    name="mcp-proxy-session",
-                    daemon=True,
-                ).start()
+                if connection not in self._watching:
+                    # closed with the session: one thread per session (at most max_back_connections)
+                    self._watching.add(connection)
+                    threading.Thread(
+                        target=self._end_with,
+                        args=(connection,),
+                        name="mcp-proxy-session",
+                        daemon=True,
+                    ).start()
         return link
 
     def _end_with(self, connection: Any) -> None:
@@ -297,7 +296,7 @@ class ProxyServer(Server):
             with errors_of(method, None):
                 return plain_result(forward.serve(front))
         with errors_of(method, None):
-            return plain_result(self.watcher.client.request(method, back_params(params)))
+            return plain_result(self.live_watcher().client.request(method, back_params(params)))
 
     # -- serving 2026-07-28 ----------------------------------------------------------------------
 
@@ -330,7 +329,7 @@ class ProxyServer(Server):
                 )
         else:
             with errors_of(method, envelope):
-                result = self.watcher.client.request(method, back_params(params))
+                result = self.live_watcher().client.request(method, back_params(params))
         result = plain_result(result, keep_hints=True)
         if method != "tools/call":
             # 2026-07-28 server/utilities/caching: "Servers MUST include caching hints" on these
@@ -347,7 +346,7 @@ class ProxyServer(Server):
         )
         if not isinstance(uris, list):
             return
-        watcher = self.watcher
+        watcher = self.live_watcher()
         if not watcher.client.server_capabilities.get("resources", {}).get("subscribe"):
             return
         for uri in uris:
@@ -362,6 +361,38 @@ class ProxyServer(Server):
                 log.info("proxy: the target refused a subscription to %s: %s", uri, exc)
                 continue
             watcher.subscribed.add(uri)
+
+    def _open_watcher(self) -> BackLink:
+        watcher = BackLink(
+            self,
+            None,
+            on_list_changed=self._publish_list_changed,
+            on_resource_updated=self._publish_updated,
+        )
+        # basic/versioning: a 2026 front request's log level is its own, so a shared connection
+        # asks for every message and the front keeps those at the request's level (Front.log).
+        watcher.set_log_level("debug")
+        return watcher
+
+    def live_watcher(self) -> BackLink:
+        """The watcher, opened again if its connection ended (the target exited or went away):
+        the resources it watched are subscribed again."""
+        watcher = self.watcher
+        if watcher.alive:
+            return watcher
+        with self._opening:
+            if self.watcher is watcher:
+                log.warning("proxy: the connection to the target ended; connecting again")
+                fresh = self._open_watcher()
+                for uri in sorted(watcher.subscribed):
+                    try:
+                        fresh.client.subscribe(uri)
+                    except McpError:
+                        continue
+                    fresh.subscribed.add(uri)
+                self.watcher = fresh
+                watcher.close()
+        return self.watcher
 
     def _publish_list_changed(self, kind: str) -> None:
         self.subscriptions.publish(f"notifications/{kind}/list_changed")
@@ -429,7 +460,11 @@ class ProxyServer(Server):
             raise ServerBusy(
                 "Server busy: the server behind this proxy is answering another request; retry later"
             )
-        return self.watcher, "turn"
+        try:
+            return self.live_watcher(), "turn"
+        except BaseException:
+            self._turn.release()
+            raise
 
     def park(self, forward: Forward) -> None:
         """Keep a 2026 front's forward until its retry names its ``requestState``."""
@@ -464,9 +499,13 @@ class ProxyServer(Server):
 
     def _lease(self) -> BackLink:
         with self._lock:
-            if self._idle:
+            idle = self._idle
+            while idle and not idle[-1].alive:  # ended while idle: forgotten
+                self._links_open -= 1
+                idle.pop().close()
+            if idle:
                 self._leased += 1
-                return self._idle.pop()
+                return idle.pop()
             self._count_link()
             self._leased += 1
         try:
@@ -482,7 +521,11 @@ class ProxyServer(Server):
     def _return(self, link: BackLink) -> None:
         with self._lock:
             self._leased -= 1
-            self._idle.append(link)
+            if link.alive:
+                self._idle.append(link)
+                return
+            self._links_open -= 1
+        link.close()
 
     def _release_link(self, link: BackLink) -> None:
         with self._lock:

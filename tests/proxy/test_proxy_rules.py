@@ -249,3 +249,12 @@ def test_a_handshake_era_clients_roots_change_reaches_a_handshake_era_target():
         client.set_roots(["file:///a", "file:///b"])  # notifications/roots/list_changed
         changed.wait_until(lambda kinds: "tools" in kinds)
         assert "roots_changed" in [tool.name for tool in client.list_tools()]
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_a_target_that_exits_is_launched_again_and_the_client_goes_on(front_era):
+    with served("both") as (_, url), Client.http(url, era=front_era, timeout=WAIT) as client:
+        with pytest.raises(McpError) as caught:
+            client.call_tool("die")
+        assert caught.value.code == -32603 and "did not answer" in caught.value.message
+        assert client.call_tool("echo", {"text": "again"}).text == "again"

@@ -9,6 +9,7 @@ found", as a server of 2025 answers them); ``--era modern`` refuses ``initialize
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from mcp_ref import Context, Server
@@ -92,6 +93,11 @@ def build(era: str) -> Server:
         """Add a tool (clients are told the list changed)."""
         server.add_tool(lambda: name, name=name, description="added")
         return name
+
+    @server.tool()
+    def die() -> str:
+        """Exit at once, answering nothing (a server that crashes)."""
+        os._exit(3)
 
     @server.resource("note://1", mime_type="text/plain")
     def note() -> str:
