@@ -33,6 +33,8 @@ ASK_CAPABILITY = {
 }
 #: How long a question of the target waits for the front client's answer (seconds).
 DEFAULT_ASK_TIMEOUT = 300.0
+#: How long an answer waits for the callbacks of what came before it (seconds; see Forward.run).
+CALLBACKS_WAIT = 10.0
 #: The prefix of a ``requestState`` the proxy issues (the rest: a random key of a parked request).
 STATE_PREFIX = "mcp-ref-proxy."
 
@@ -181,12 +183,24 @@ class Forward:
             outcome = ("error", exc)
         finally:
             current.forward = None
+        self._callbacks_run()
         with self.lock:
             self.outcome = outcome
             attached = self.front is not None
             self.lock.notify_all()
         if not attached:  # parked, and its question expired or failed: nobody will come for it
             self.finish()
+
+    def _callbacks_run(self) -> None:
+        """Wait until the back client's callbacks of what came before the answer have run: the
+        target's log messages and progress for this request reach the front before its answer
+        (they are handed to the callback thread in arrival order; a marker queued now runs last)."""
+        marker = threading.Event()
+        try:
+            if self.link.client.session.call_soon(marker.set, keep=True):
+                marker.wait(CALLBACKS_WAIT)
+        except Exception:  # the connection has ended: no callback will run
+            return
 
     # -- on the front request's thread -----------------------------------------------------------
 

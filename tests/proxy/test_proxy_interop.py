@@ -15,6 +15,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import threading
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -198,3 +200,48 @@ def test_the_typescript_sdk_client_in_front_of_the_proxy(ts_sdk, front, back_era
     assert seen["progress"] and seen["progress"][-1] == 2
     assert seen["note"] == "note one" and seen["prompt"] == "Hello, Bob!"
     assert seen["completion"] == ["Ada", "Alan"]
+
+
+@needs_sdk
+@pytest.mark.parametrize("back_era", ["auto", "handshake"])
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_an_official_sdk_server_behind_the_proxy(front_era, back_era):
+    # Any server: the target is the official SDK's (tests/servers/interop_sdk_server.py, on stdio),
+    # served over HTTP to mcp_ref clients of each era, spoken to in the era it prefers (2026-07-28)
+    # or in the handshake era.
+    from conftest import Collector
+
+    from mcp_ref import Client, proxy_server
+
+    target = [sys.executable, str(SERVERS / "interop_sdk_server.py")]
+    options = {"timeout": WAIT, "stderr": "capture", "era": back_era}
+    proxy = proxy_server(target, client_options=options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    logs, progress = Collector(), Collector()
+    try:
+        with Client.http(f"{httpd.url}/mcp", era=front_era, timeout=WAIT, on_log=logs) as client:
+            assert client.server_info.name == "interop-sdk-server"
+            assert {"echo", "add", "count"} <= {tool.name for tool in client.list_tools()}
+            assert client.call_tool("add", {"a": 2, "b": 3}).structured_content == {
+                "a": 2,
+                "b": 3,
+                "total": 5,
+            }
+            counted = client.call_tool("count", {"steps": 2}, on_progress=progress)
+            assert counted.text == "counted to 2" and progress[-1][0] == 2
+            # The SDK server declares no logging capability, yet logs in the handshake era: a
+            # handshake-era client gets those messages as the target sends them; a 2026 client
+            # asks for none from a server without logging, so none is sent (basic/index §_meta).
+            assert "logging" not in client.server_capabilities
+            if (front_era, back_era) == ("handshake", "handshake"):
+                logs.wait_until(lambda items: any("step 2 of 2" in str(m.data) for m in items))
+            assert client.read_resource("sdk://square/7").contents[0].text == "49"
+            assert client.get_prompt("greet", {"name": "Bo"}).messages[0].content.text == (
+                "Hello, Bo!"
+            )
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
