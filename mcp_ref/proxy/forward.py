@@ -152,6 +152,9 @@ class Forward:
                 {needed: {}}, f"the server behind this proxy asks for {needed}"
             )
             raise self.refusal
+        # what the target said before asking (its log messages, its progress) reaches the front
+        # request now waiting, before the question parks it
+        self._callbacks_run()
         number = next(self.numbers)
         question = Question(f"{method.partition('/')[0]}-{number}", method, params)
         with self.lock:
