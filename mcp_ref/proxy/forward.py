@@ -240,9 +240,11 @@ class Forward:
             self.finish()
             raise RequestCancelled("cancelled by the client")
         self.finish()
+        if self.refusal is not None:  # the target went on without what it asked for: moot
+            raise self.refusal
         kind, value = outcome
         if kind == "error":
-            raise self.refusal or value
+            raise value
         return value
 
     def answer(self, responses: Any) -> None:

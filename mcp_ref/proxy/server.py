@@ -315,7 +315,11 @@ class ProxyServer(Server):
             if state is not None:
                 origin = digest(method, params)
                 forward = self._unpark(state, call.caller.owner, origin)
-                forward.answer(params.get("inputResponses"))
+                try:
+                    forward.answer(params.get("inputResponses"))
+                except InvalidParams:
+                    self.park(forward)  # still the caller's to retry, with valid answers
+                    raise
             else:
                 with errors_of(method, envelope):
                     link, hold = self._link_for_2026()
@@ -469,7 +473,8 @@ class ProxyServer(Server):
     def park(self, forward: Forward) -> None:
         """Keep a 2026 front's forward until its retry names its ``requestState``."""
         with self._lock:
-            self._parked[forward.token] = forward  # type: ignore[index]
+            if not forward.finished:  # a finished one is never retried: it would stay forever
+                self._parked[forward.token] = forward  # type: ignore[index]
 
     def _unpark(self, state: Any, owner: Any, origin: str) -> Forward:
         """The parked forward a retry's ``requestState`` names, if it is this caller's and this

@@ -258,3 +258,26 @@ def test_a_target_that_exits_is_launched_again_and_the_client_goes_on(front_era)
             client.call_tool("die")
         assert caught.value.code == -32603 and "did not answer" in caught.value.message
         assert client.call_tool("echo", {"text": "again"}).text == "again"
+
+
+def test_a_retry_with_a_malformed_answer_is_refused_and_can_be_sent_again():
+    with served("handshake") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        }
+        call = {"name": "work", "arguments": {"steps": 1}, "_meta": meta}
+        first = client.connection.session.request("tools/call", call, timeout=WAIT)
+        (key,) = first["inputRequests"]
+        retry = dict(call, requestState=first["requestState"])
+        with pytest.raises(McpError) as caught:
+            client.connection.session.request(
+                "tools/call", dict(retry, inputResponses={key: "yes"}), timeout=WAIT
+            )
+        assert caught.value.code == -32602 and key in caught.value.message
+        with pytest.raises(MissingRequiredClientCapabilityError):  # then sampling, undeclared
+            client.connection.session.request(
+                "tools/call",
+                dict(retry, inputResponses={key: {"action": "decline"}}),
+                timeout=WAIT,
+            )
