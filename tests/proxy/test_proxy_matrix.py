@@ -67,6 +67,8 @@ def exercise(client: Client, back_era: str, front_era: str, events: dict) -> Non
     assert client.era == front_era
     assert client.server_info.name == f"target-{back_era}"
     assert client.instructions == "The server behind the proxy."
+    first_page = client.list_tools_page()
+    assert len(first_page.items) == 3 and first_page.next_cursor  # the target's pages and cursors
     tools = {tool.name: tool for tool in client.list_tools()}
     assert {"echo", "add", "work", "slow", "touch", "add_tool"} <= set(tools)
     assert tools["add"].input_schema["required"] == ["a", "b"]

@@ -43,6 +43,7 @@ def build(era: str) -> Server:
         f"target-{era}",
         "1.2.3",
         instructions="The server behind the proxy.",
+        page_size=3,  # listings in pages: their cursors cross the proxy too
         extensions=[] if era == "both" else [OneEra(era)],
     )
 
