@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import lifecycle
 from ..client import Client
-from ..errors import InvalidParams, McpError, ServerBusy
+from ..errors import InvalidParams, McpError, MissingRequiredClientCapabilityError, ServerBusy
 from ..extension import Extension
 from ..server import Server
 from ..server.input_required import digest
@@ -206,8 +206,7 @@ class ProxyServer(Server):
         front = Front(connection, call.context, None)
         if method in MRTR_METHODS:
             forward = self._start(link, method, params, front, connection.owner, hold="session")
-            with errors_of(method, None):
-                return plain_result(forward.serve(front))
+            return self._serve_for_handshake(forward, front, method)
         with errors_of(method, None):
             return plain_result(link.client.request(method, back_params(params)))
 
@@ -279,6 +278,19 @@ class ProxyServer(Server):
                 self._links_open -= 1
             raise
 
+    @staticmethod
+    def _serve_for_handshake(forward: Forward, front: Front, method: str) -> dict:
+        """A forwarded request's result for a handshake-era client.  A 2026 target's -32021 (it
+        needed a capability this client did not declare) is a tool's error result for
+        ``tools/call``, as a handshake-era server answers it: the handshake era has no such code."""
+        try:
+            with errors_of(method, None):
+                return plain_result(forward.serve(front))
+        except McpError as exc:
+            if method != "tools/call" or exc.code != MissingRequiredClientCapabilityError.code:
+                raise
+            return {"content": [{"type": "text", "text": exc.message}], "isError": True}
+
     def _serve_sessionless(self, call: Any, proceed: Callable[[], Any]) -> Any:
         """A handshake-era request with no session behind it (stateless HTTP)."""
         method, params = call.method, call.params
@@ -293,8 +305,7 @@ class ProxyServer(Server):
             with errors_of(method, None):
                 link, hold = self._link_for_2026()
             forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
-            with errors_of(method, None):
-                return plain_result(forward.serve(front))
+            return self._serve_for_handshake(forward, front, method)
         with errors_of(method, None):
             return plain_result(self.live_watcher().client.request(method, back_params(params)))
 

@@ -281,3 +281,11 @@ def test_a_retry_with_a_malformed_answer_is_refused_and_can_be_sent_again():
                 dict(retry, inputResponses={key: {"action": "decline"}}),
                 timeout=WAIT,
             )
+
+
+def test_a_handshake_era_client_that_cannot_answer_a_2026_target_gets_a_tool_error():
+    # The 2026 target answers -32021; the handshake era has no such code, and a handshake-era
+    # server answers a tool that cannot run for this client with a tool error result.
+    with served("modern") as (_, url), Client.http(url, era="handshake", timeout=WAIT) as client:
+        result = client.call_tool("work", {"steps": 1})
+        assert result.is_error and "elicitation" in result.text
