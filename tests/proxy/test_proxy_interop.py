@@ -2,10 +2,12 @@
 and the official TypeScript SDK's ``Client``, on stdio and over Streamable HTTP, each in front of a
 2026-only target and a handshake-only one (tests/servers/proxy_target.py, on stdio).
 
-Both SDK clients speak the handshake era: in front of the 2026-only target they are 2025-era
-clients using a 2026-only server through the proxy, with the target's elicitation, sampling and
-roots asked of them as requests.  Skipped, saying why, when the SDK (or node, or the TypeScript
-SDK in the npx cache) is missing.
+The SDKs' ``ClientSession`` / ``Client`` of the handshake era, in front of the 2026-only target,
+are 2025-era clients using a 2026-only server through the proxy, with the target's elicitation,
+sampling and roots asked of them as requests; the Python SDK's 2026-07-28 ``Client`` in front of
+the handshake-only target is a 2026 client using a handshake-only server, the target's questions
+coming back to it as ``input_required``.  And an official SDK server behind the proxy.  Skipped,
+saying why, when the SDK (or node, or the TypeScript SDK in the npx cache) is missing.
 """
 
 from __future__ import annotations
@@ -245,3 +247,71 @@ def test_an_official_sdk_server_behind_the_proxy(front_era, back_era):
         httpd.shutdown()
         thread.join(WAIT)
         proxy.close()
+
+
+def _sdk_speaks_2026() -> bool:
+    try:
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+    except ImportError:
+        return False
+    return "2026-07-28" in MODERN_PROTOCOL_VERSIONS
+
+
+@pytest.mark.skipif(
+    not HAVE_SDK or not _sdk_speaks_2026(), reason="this mcp does not speak the 2026-07-28 revision"
+)
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+def test_the_python_sdk_client_in_2026_in_front_of_the_proxy(front, back_era):
+    # The SDK's high-level Client settles on 2026-07-28 (server/discover) with the proxy, in front
+    # of a handshake-only target too: the target's questions come back to it as input_required.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    transport, address = front
+    where = address(back_era)
+    seen: dict = {}
+
+    async def sampling(context, params):
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sdk model"), model="sdk"
+        )
+
+    async def elicitation(context, params):
+        return types.ElicitResult(action="accept", content={"name": "Sdk"})
+
+    async def roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///sdk")])
+
+    async def main():
+        with anyio.fail_after(3 * WAIT):
+            async with AsyncExitStack() as stack:
+                if transport == "stdio":
+                    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+                    server = stdio_client(StdioServerParameters(command=where[0], args=where[1:]))
+                else:
+                    import httpx2
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    http = await stack.enter_async_context(httpx2.AsyncClient(timeout=WAIT))
+                    server = streamable_http_client(where, http_client=http)
+                client = Client(
+                    server,
+                    read_timeout_seconds=WAIT,
+                    sampling_callback=sampling,
+                    elicitation_callback=elicitation,
+                    list_roots_callback=roots,
+                )
+                await stack.enter_async_context(client)
+                seen["version"] = client.protocol_version
+                seen["server"] = client.server_info.name
+                seen["echo"] = (await client.call_tool("echo", {"text": "sdk"})).content[0].text
+                work = await client.call_tool("work", {"steps": 1})
+                seen["work"] = work.content[0].text
+                seen["note"] = (await client.read_resource("note://1")).contents[0].text
+
+    anyio.run(main)
+    assert seen["version"] == "2026-07-28" and seen["server"] == f"target-{back_era}"
+    assert seen["echo"] == "sdk" and seen["note"] == "note one"
+    assert seen["work"] == "Sdk|sdk model|1 roots|file:///sdk"
