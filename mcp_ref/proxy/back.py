@@ -95,6 +95,7 @@ class BackLink:
         on_list_changed: Callable[[str], None] | None = None,
         on_resource_updated: Callable[[str], None] | None = None,
         on_log: Callable[[Any], None] | None = None,
+        on_elicitation_complete: Callable[[Any], None] | None = None,
     ):
         self.proxy = proxy
         self.forward: Forward | None = None
@@ -106,6 +107,7 @@ class BackLink:
             on_list_changed=on_list_changed,
             on_resource_updated=on_resource_updated,
             on_log=on_log or self._log,
+            on_elicitation_complete=on_elicitation_complete,
             log_level=None,
         )
         self.client: Client = proxy.open_back(**options)

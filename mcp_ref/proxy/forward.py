@@ -140,7 +140,7 @@ class Forward:
                 )
             return front.connection.request(
                 method,
-                params,
+                _for_handshake(method, params),
                 timeout=self.proxy.ask_timeout,
                 related_request_id=front.context.request_id,
             )
@@ -156,7 +156,9 @@ class Forward:
         # request now waiting, before the question parks it
         self._callbacks_run()
         number = next(self.numbers)
-        question = Question(f"{method.partition('/')[0]}-{number}", method, params)
+        question = Question(
+            f"{method.partition('/')[0]}-{number}", method, _for_2026(method, params)
+        )
         with self.lock:
             if self.finished or self.outcome is not None:
                 raise RequestCancelled(f"{method}: the request it belonged to has ended")
@@ -281,6 +283,28 @@ class Forward:
         for question in open_questions:
             question.answered.set()  # answer None: the question's request ends
         self.proxy.release(self)
+
+
+def _for_2026(method: str, params: dict | None) -> dict | None:
+    """A handshake-era target's question as a 2026 input request: URL-mode elicitation without
+    its ``elicitationId`` (2026-07-28 changelog 11: "elicitationId ... removed")."""
+    if method == "elicitation/create" and isinstance(params, dict) and "elicitationId" in params:
+        return {k: v for k, v in params.items() if k != "elicitationId"}
+    return params
+
+
+def _for_handshake(method: str, params: dict | None) -> dict | None:
+    """A 2026 target's question as a handshake-era request: URL-mode elicitation given the
+    ``elicitationId`` 2025-11-25 requires (client/elicitation: "elicitationId ... MUST" be in a
+    URL-mode request); a 2026 target sends no completion notification to correlate with it."""
+    if (
+        method == "elicitation/create"
+        and isinstance(params, dict)
+        and params.get("mode") == "url"
+        and "elicitationId" not in params
+    ):
+        return {**params, "elicitationId": "proxy-" + secrets.token_urlsafe(12)}
+    return params
 
 
 def _input_request(method: str, params: dict | None) -> dict:

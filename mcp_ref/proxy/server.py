@@ -255,6 +255,13 @@ class ProxyServer(Server):
             if session is not None:
                 session.notify("notifications/resources/updated", {"uri": uri})
 
+        def completed(elicitation_id: Any) -> None:
+            session = front()
+            if session is not None and isinstance(elicitation_id, str):
+                session.notify(
+                    "notifications/elicitation/complete", {"elicitationId": elicitation_id}
+                )
+
         def logged(message: Any) -> None:
             forward = link.forward
             now = None if forward is None else forward.front
@@ -271,6 +278,7 @@ class ProxyServer(Server):
                 on_list_changed=list_changed,
                 on_resource_updated=updated,
                 on_log=logged,
+                on_elicitation_complete=completed,
             )
             return link
         except BaseException:

@@ -289,3 +289,37 @@ def test_a_handshake_era_client_that_cannot_answer_a_2026_target_gets_a_tool_err
     with served("modern") as (_, url), Client.http(url, era="handshake", timeout=WAIT) as client:
         result = client.call_tool("work", {"steps": 1})
         assert result.is_error and "elicitation" in result.text
+
+
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_url_mode_elicitation_crosses_the_eras(front_era, back_era):
+    # 2025-11-25 client/elicitation: a URL-mode request carries an elicitationId; 2026-07-28
+    # (changelog 11) removes it and notifications/elicitation/complete.
+    asked, completed = Collector(), Collector()
+
+    def visit(params):
+        asked(params)
+        return {"action": "accept"}
+
+    with (
+        served(back_era) as (_, url),
+        Client.http(
+            url,
+            era=front_era,
+            timeout=WAIT,
+            elicitation_handler=visit,
+            elicitation_modes=("form", "url"),
+            on_elicitation_complete=completed,
+        ) as client,
+    ):
+        assert client.call_tool("visit").text == "accept"
+        (params,) = asked.items
+        assert (params.mode, params.url) == ("url", "https://example.com/sign-in")
+        if front_era == "handshake":
+            assert params.elicitation_id  # the target's, or one the proxy made for a 2026 target
+            if back_era == "handshake":
+                assert params.elicitation_id == "e-1"
+                completed.wait_until(lambda ids: "e-1" in ids)
+        else:
+            assert params.elicitation_id is None

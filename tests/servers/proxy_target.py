@@ -96,6 +96,17 @@ def build(era: str) -> Server:
         return name
 
     @server.tool()
+    def visit(ctx: Context) -> str:
+        """Send the user to a page (URL-mode elicitation); in the handshake era, say it is done."""
+        handshake = ctx.era == "handshake"
+        result = ctx.elicit_url(
+            "Sign in", "https://example.com/sign-in", "e-1" if handshake else None, key="visit"
+        )
+        if handshake:
+            ctx.complete_url_elicitation("e-1")
+        return result.action
+
+    @server.tool()
     def die() -> str:
         """Exit at once, answering nothing (a server that crashes)."""
         os._exit(3)
