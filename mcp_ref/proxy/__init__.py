@@ -27,7 +27,9 @@ another), and one shared *watcher* (the target's capabilities, every 2026 front 
 2026 listen streams).  A 2026 request that may ask (``tools/call``, ``prompts/get``,
 ``resources/read``) must be told the target's questions for it alone: an HTTP target gets a
 connection leased from a pool for the request's life; a command target is one process per
-connection (its state is the process's), so those requests take turns on the watcher.  At most
+connection (its state is the process's), so those requests go to the watcher, side by side when
+the target speaks 2026 (its questions come in the answers of their own request), taking turns
+when it speaks the handshake era (its requests name no request of the client's).  At most
 ``max_back_connections`` in all and ``max_forwarded`` forwarded requests in flight (parked ones
 included): past either, the request is refused with -32000 ("server busy").
 

@@ -99,6 +99,8 @@ class BackLink:
     ):
         self.proxy = proxy
         self.forward: Forward | None = None
+        #: Forwards running on it now (the proxy's lock guards it).
+        self.in_flight = 0
         self.log_level: str | None = None
         self.subscribed: set[str] = set()
         options = dict(proxy.client_options)
@@ -113,7 +115,9 @@ class BackLink:
         self.client: Client = proxy.open_back(**options)
 
     def _log(self, message: Any) -> None:
-        forward = self.forward
+        # A log message names no request: it is the forward's when it is the only one in flight
+        # here, else nobody's (dropped: another client's message must not reach this one).
+        forward = self.forward if self.in_flight <= 1 else None
         front = None if forward is None else forward.front
         if front is not None:
             front.log(message.level, message.data, message.logger)

@@ -182,6 +182,7 @@ class Forward:
 
     def run(self) -> None:
         """Wait for the back call's outcome (on a pool thread), and hand it to the front."""
+        current.forward = self  # a 2026 target's questions are answered on this thread
         try:
             outcome: tuple[str, Any] = ("result", self.call.result())
         except BaseException as exc:  # every failure is the front's to see

@@ -442,6 +442,8 @@ class ProxyServer(Server):
             )
         forward = Forward(self, link, front, owner)
         forward.hold = hold
+        with self._lock:
+            link.in_flight += 1
         link.forward = forward
         current.forward = forward
         try:
@@ -463,6 +465,8 @@ class ProxyServer(Server):
             if forward.token is not None:
                 self._parked.pop(forward.token, None)
         link = forward.link
+        with self._lock:
+            link.in_flight -= 1
         if link.forward is forward:
             link.forward = None
         self._let_go(link, forward.hold)
@@ -477,8 +481,12 @@ class ProxyServer(Server):
         """The back connection of a 2026 front request that may ask, and how it is held."""
         if self.http_target:
             return self._lease(), "leased"
-        # One process behind one connection: a handshake-era target's questions name no request,
-        # and its state is the process's, so these requests take turns on the watcher.
+        # One process behind one connection, whose state is the process's: the watcher's.  A 2026
+        # target's questions come in the answers of the request they are for, so requests share
+        # it; a handshake-era target's questions name no request, so these requests take turns.
+        watcher = self.live_watcher()
+        if watcher.client.connection.modern:
+            return watcher, "shared"
         if not self._turn.acquire(timeout=self.ask_timeout):
             raise ServerBusy(
                 "Server busy: the server behind this proxy is answering another request; retry later"

@@ -135,14 +135,16 @@ def test_the_command_says_what_is_wrong():
     assert missing.returncode == 4 and "cannot launch" in missing.stderr
 
 
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
 @pytest.mark.parametrize("front_era", ["handshake", "modern"])
 @pytest.mark.parametrize("back_transport", ["stdio", "http"])
-def test_each_clients_questions_reach_that_client_alone(front_era, back_transport):
+def test_each_clients_questions_reach_that_client_alone(front_era, back_transport, back_era):
     # Four clients at once, each answering with its own name: each result carries its own.
-    # (A 2026 request that may ask takes a leased connection to an HTTP target, its turn on the
-    # watcher for a command target; a handshake-era session has a connection of its own.)
-    target_process = start_target_http("handshake") if back_transport == "http" else None
-    target = target_process.url if target_process else target_command("handshake")
+    # (A 2026 request that may ask takes a leased connection to an HTTP target; on a command
+    # target it shares the watcher with the others (a 2026 target) or takes its turn (a
+    # handshake-era one); a handshake-era session has a connection of its own.)
+    target_process = start_target_http(back_era) if back_transport == "http" else None
+    target = target_process.url if target_process else target_command(back_era)
     proxy = proxy_server(target, client_options={"timeout": WAIT})
     httpd = proxy.http_server("127.0.0.1", 0)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -323,3 +325,14 @@ def test_url_mode_elicitation_crosses_the_eras(front_era, back_era):
                 completed.wait_until(lambda ids: "e-1" in ids)
         else:
             assert params.elicitation_id is None
+
+
+def test_a_2026_command_target_serves_2026_requests_side_by_side():
+    # The target's questions come in the answers of the request they are for, so 2026 requests
+    # share the one process (no turns): a call goes on while another is still running.
+    with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        started = threading.Event()
+        slow = client.start_tool_call("slow", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        assert client.call_tool("echo", {"text": "beside"}).text == "beside"
+        slow.cancel()
