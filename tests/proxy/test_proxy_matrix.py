@@ -3,7 +3,7 @@
 Each cell runs ``mcp-ref proxy`` as a subprocess (on stdio, or over HTTP on 127.0.0.1) in front of
 tests/servers/proxy_target.py (a subprocess on stdio, or over HTTP) that speaks the handshake era
 only, 2026-07-28 only, or both; an mcp_ref Client in the front era then checks every feature the
-proxy carries across, in one scenario: tools (schemas, structured output), progress, logging,
+proxy carries across, in one scenario: tools (pages, schemas, structured output), progress, logging,
 elicitation, sampling and roots asked by the target, resources and templates (and not found),
 prompts, completion, a subscription and its update, a list change, and cancellation.
 """
