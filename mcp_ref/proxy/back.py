@@ -1,4 +1,5 @@
-"""A connection to the proxy's target (:class:`BackLink`): a Client whose questions go to the front."""
+"""A connection to the proxy's target (:class:`BackLink`): a Client whose questions go to the
+front."""
 
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ class BackLink:
         return not self.client.session.is_closed
 
     def set_log_level(self, level: str | None) -> None:
-        """Ask the target for log messages at ``level`` (None: none), if that is not asked already."""
+        """Ask the target for log messages at ``level`` (None: none), unless asked already."""
         if level == self.log_level or "logging" not in self.client.server_capabilities:
             return
         if level is None and not self.client.connection.modern:

@@ -1,4 +1,5 @@
-"""One front request forwarded to the target (:class:`Forward`), and the target's questions on the way.
+"""One front request forwarded to the target (:class:`Forward`), and the target's questions on
+the way.
 
 The back call's ``result()`` runs on a thread of the proxy's pool while the front request's thread
 waits for its outcome, a question (2026-07-28 front: answered ``input_required``, the back call
@@ -118,7 +119,8 @@ class Forward:
         self.token: str | None = None
         self.finished = False
         self.call: Any = None
-        #: How it holds its back connection: "session", "leased" (a pool's) or "turn" (the watcher's).
+        #: How it holds its back connection: "session", "leased" (a pool's), "shared" or "turn"
+        #: (the watcher, with others or alone).
         self.hold = "session"
         #: The method and salient params of the 2026 request it serves (its retries must match).
         self.origin = ""

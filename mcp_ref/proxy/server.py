@@ -117,7 +117,8 @@ class ProxyServer(Server):
         self.max_back_connections = max_back_connections
         #: Forwarded requests that may ask, in flight or parked, at most.
         self.max_forwarded = max_forwarded
-        #: Seconds a question of the target waits for the front client (and a parked request for its retry).
+        #: Seconds a question of the target waits for the front client (and a parked request for
+        #: its retry).
         self.ask_timeout = ask_timeout
         self._lock = threading.Lock()
         self._sessions: dict[Any, BackLink] = {}  # handshake-era front connection -> its link
@@ -489,7 +490,8 @@ class ProxyServer(Server):
             return watcher, "shared"
         if not self._turn.acquire(timeout=self.ask_timeout):
             raise ServerBusy(
-                "Server busy: the server behind this proxy is answering another request; retry later"
+                "Server busy: the server behind this proxy is answering another request; "
+                "retry later"
             )
         try:
             return self.live_watcher(), "turn"

@@ -1,4 +1,4 @@
-"""``mcp-ref proxy TARGET (--http HOST:PORT [--stateless] | --stdio)``: serve a server to any client.
+"""``mcp-ref proxy TARGET (--http HOST:PORT [--stateless] | --stdio)``: any server, any client.
 
 TARGET is what the other verbs take (a URL, or a server command line in one string).  The proxy
 (:mod:`mcp_ref.proxy`) connects to it at once, then serves it on stdio or over HTTP, in both
@@ -56,7 +56,8 @@ _NOT_FOR_PROXY = {
 
 def run(args: Any, trace: Any = None) -> int:
     """Run ``mcp-ref proxy``: connect to TARGET, then serve until stopped (or stdin ends).
-    ``trace(direction, data)`` sees every message to and from TARGET (``--trace``, ``--diagram``)."""
+    ``trace(direction, data)`` sees every message to and from TARGET (``--trace``,
+    ``--diagram``)."""
     from ..proxy import proxy_server
 
     for option, given in _NOT_FOR_PROXY.items():

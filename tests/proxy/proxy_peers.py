@@ -1,4 +1,5 @@
-"""The processes of the proxy tests: the target (tests/servers/proxy_target.py) on stdio or HTTP, and
+"""The processes of the proxy tests: the target (tests/servers/proxy_target.py) on stdio or HTTP,
+and
 ``mcp-ref proxy`` in front of it on stdio or HTTP, each a real subprocess."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Other programs' clients in front of ``mcp-ref proxy``: the official Python SDK's ``ClientSession``
+"""Other programs' clients in front of ``mcp-ref proxy``: the official Python SDK's
+``ClientSession``
 and the official TypeScript SDK's ``Client``, on stdio and over Streamable HTTP, each in front of a
 2026-only target and a handshake-only one (tests/servers/proxy_target.py, on stdio).
 
@@ -59,7 +60,7 @@ def front(request):
 
 
 def run_python_sdk(transport: str, address, scenario) -> None:
-    """``await scenario(session)`` in the SDK's ClientSession over ``transport``, bounded in time."""
+    """``await scenario(session)`` in the SDK's ClientSession over ``transport``, bounded."""
     import anyio
     from mcp import ClientSession
 
