@@ -159,6 +159,28 @@ class ProxyServer(Server):
         except Exception:  # the target has gone: nothing to tell
             log.debug("proxy: roots/list_changed not passed on", exc_info=True)
 
+    # -- nothing of its own ----------------------------------------------------------------------
+
+    def add_tool(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's tools (see :meth:`_own_items`)."""
+        raise self._own_items("a tool")
+
+    def add_resource(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's resources."""
+        raise self._own_items("a resource")
+
+    def add_prompt(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's prompts."""
+        raise self._own_items("a prompt")
+
+    @staticmethod
+    def _own_items(what: str) -> TypeError:
+        # Its feature requests all go to the target, so an item registered here would never be
+        # listed or called: refused at once rather than ignored.
+        return TypeError(
+            f"a ProxyServer serves its target's items: register {what} on the target server"
+        )
+
     # -- what the front declares ---------------------------------------------------------------
 
     def capabilities(self, version: str | None = None, caller: Any = None) -> dict:

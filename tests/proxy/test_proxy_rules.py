@@ -336,3 +336,19 @@ def test_a_2026_command_target_serves_2026_requests_side_by_side():
         assert started.wait(WAIT)
         assert client.call_tool("echo", {"text": "beside"}).text == "beside"
         slow.cancel()
+
+
+def test_a_proxy_refuses_items_of_its_own():
+    # Its feature requests all go to the target: an item registered on it would never be served.
+    with served("both") as (proxy, _):
+        with pytest.raises(TypeError, match="register a tool on the target"):
+
+            @proxy.tool()
+            def mine() -> str:
+                """Never served."""
+                return "mine"
+
+        with pytest.raises(TypeError, match="register a resource"):
+            proxy.add_resource(lambda: "x", "mine://x")
+        with pytest.raises(TypeError, match="register a prompt"):
+            proxy.add_prompt(lambda: "x", name="mine")
