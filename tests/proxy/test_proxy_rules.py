@@ -352,3 +352,19 @@ def test_a_proxy_refuses_items_of_its_own():
             proxy.add_resource(lambda: "x", "mine://x")
         with pytest.raises(TypeError, match="register a prompt"):
             proxy.add_prompt(lambda: "x", name="mine")
+
+
+def test_forwarded_requests_are_bounded():
+    # max_forwarded=1: while one tools/call is in flight, the next is told to retry (-32000).
+    with (
+        served("modern", max_forwarded=1) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT) as client,
+    ):
+        started = threading.Event()
+        slow = client.start_tool_call("slow", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        with pytest.raises(ServerBusy) as caught:
+            client.call_tool("echo", {"text": "one too many"})
+        assert caught.value.data == {"limit": 1}
+        assert client.list_tools()  # what does not forward a call still goes on
+        slow.cancel()
