@@ -107,6 +107,14 @@ class ProxyServer(Server):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{setting} must be a positive int, not {value!r}")
+        if (
+            isinstance(ask_timeout, bool)
+            or not isinstance(ask_timeout, (int, float))
+            or not ask_timeout > 0
+        ):
+            raise ValueError(
+                f"ask_timeout must be a positive number of seconds, not {ask_timeout!r}"
+            )
         if max_back_connections < 2:
             raise ValueError("max_back_connections must be at least 2 (the watcher and one more)")
         #: Opens a back connection: ``connect(**client_options) -> Client``.

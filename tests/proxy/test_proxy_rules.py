@@ -368,3 +368,18 @@ def test_forwarded_requests_are_bounded():
         assert caught.value.data == {"limit": 1}
         assert client.list_tools()  # what does not forward a call still goes on
         slow.cancel()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"max_back_connections": 1},
+        {"max_back_connections": True},
+        {"max_forwarded": 0},
+        {"ask_timeout": 0},
+        {"ask_timeout": "5"},
+    ],
+)
+def test_the_bounds_are_checked_before_anything_is_launched(setting):
+    with pytest.raises(ValueError, match=next(iter(setting))):
+        proxy_server(["no-such-command-for-the-proxy"], **setting)
