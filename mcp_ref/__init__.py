@@ -11,6 +11,7 @@ A map of the package:
     Server            Server(name); @server.tool, @server.resource(uri), @server.prompt;
                       server.run() (stdio), server.run(transport="http"), server.wsgi_app()
     Context           a tool's view of its request: progress, logs, sampling, elicitation
+    PerThread         one object per handler thread, held by the lifespan (a sqlite3 connection)
     content           TextContent, ImageContent, Image(path=...), Audio(...), EmbeddedResource ...
     errors            McpError (with its JSON-RPC code), ToolError, ResourceError, PromptError,
                       ConnectionClosed, ServerUnreachable, RequestTimeout, CapabilityError
@@ -54,6 +55,7 @@ _HOMES = {
     "types": "TextContent ImageContent AudioContent ResourceLink EmbeddedResource "
     "TextResourceContents BlobResourceContents CallToolResult Tool",
     "media": "Image Audio",
+    "per_thread": "PerThread",
     "sampling_and_elicitation": "CreateMessageParams CreateMessageResult ElicitParams ElicitResult",
     "feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }

@@ -41,6 +41,7 @@ from .lifecycle import LATEST_VERSION, MODERN_VERSIONS, SUPPORTED_VERSIONS, __ve
 from .media import Audio, Image
 from .oauth.client import OAuth
 from .oauth.errors import AuthorizationError
+from .per_thread import PerThread
 from .proxy.server import ProxyServer, proxy_server
 from .request import DEFAULT, Default
 from .sampling_and_elicitation import (
@@ -114,6 +115,7 @@ __all__ = [
     "Root",
     "Audio",
     "Image",
+    "PerThread",
     "DEFAULT",
     "Default",
     "CreateMessageParams",

@@ -11,17 +11,29 @@ dropped).  Closing an end is closing both halves of a pipe: the peer reads end
 of input once it has read what was already sent, and writing towards an end
 that has closed raises ``OSError``, as writing to a pipe whose reader has gone
 does.
+
+:func:`open_client` is ``Client.in_memory`` itself: the server's side of the connection, and the
+server's lifespan, which the client holds from its start to its ``close()``
+(:mod:`mcp_ref.server.lifespan`).
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
+from typing import Any
 
 from .session import Transport
 
+log = logging.getLogger(__name__)
+
 #: Messages one direction holds before its writer waits.
 DEFAULT_LIMIT = 1024
+
+#: Seconds ``client.close()`` waits for the server's side to finish its handlers before it leaves
+#: the lifespan (a handler that ignores its cancellation: the lifespan is left when it ends).
+SERVER_END_WAIT = 5.0
 
 
 class Channel:
@@ -100,3 +112,73 @@ def memory_pair(limit: int = DEFAULT_LIMIT) -> tuple[MemoryTransport, MemoryTran
     """Two connected ends ``(a, b)``: what ``a`` writes, ``b`` reads, and the other way round."""
     a_to_b, b_to_a = Channel(limit), Channel(limit)
     return MemoryTransport(b_to_a, a_to_b), MemoryTransport(a_to_b, b_to_a)
+
+
+def open_client(client_class: Any, server: Any, options: dict) -> Any:
+    """``Client.in_memory(server, **options)``: a ``client_class`` connected to ``server`` in this
+    process.
+
+    The server's side is ``server.connect()``'s, but for the lifespan: instead of holding it as
+    serving does (until ``server.exit_lifespan()``), the client holds it until it closes
+    (:meth:`Lifespan.hold <mcp_ref.server.lifespan.Lifespan.hold>`), so that the last in-memory
+    client to close exits it.  It is entered here, before the client's first request (a failure
+    comes out here, and no server side is left behind).
+    """
+    lifespan = server.lifespan_state  # None: the server has no lifespan
+    hold = None if lifespan is None else lifespan.hold()
+    client_end, server_end = memory_pair()
+    try:
+        connection = server.new_connection(server_end, name=f"{server.name}-memory")
+        server.add_connection(connection)
+        connection.session.start()
+    except BaseException:
+        if hold is not None:
+            hold.release()
+        raise
+    server_side = ServerSide(connection, hold)
+    try:
+        client = client_class(client_end, **options)
+    except BaseException:
+        client_end.close()  # the server's side sees end of input
+        server_side.finish()
+        raise
+    client._after_close = server_side.finish  # Client.close() runs it last
+    return client
+
+
+class ServerSide:
+    """The server's side of an in-memory connection, as its client's ``close()`` ends it."""
+
+    def __init__(self, connection: Any, hold: Any):
+        self.connection = connection
+        #: The client's :class:`~mcp_ref.server.lifespan.LifespanHold`; None without a lifespan.
+        self.hold = hold
+
+    def finish(self) -> None:
+        """After the client's end has closed: let go of the lifespan once the server's side has
+        finished its handlers (up to :data:`SERVER_END_WAIT` seconds; past that, when they end,
+        on a thread of its own that logs what the exit raised).  The last holder's exit raises
+        here, so out of ``client.close()``."""
+        hold = self.hold
+        if hold is None:
+            return
+        session = self.connection.session
+        if session.wait_closed(SERVER_END_WAIT):
+            hold.release()
+            return
+        log.warning(
+            "%s: handlers still run %s s after the in-memory client closed; the lifespan is left "
+            "when they end",
+            session.name,
+            SERVER_END_WAIT,
+        )
+        threading.Thread(
+            target=self._release_when_ended, name=f"{session.name}-lifespan", daemon=True
+        ).start()
+
+    def _release_when_ended(self) -> None:
+        self.connection.session.wait_closed()
+        try:
+            self.hold.release()
+        except Exception:
+            log.exception("%s: the lifespan's exit failed", self.connection.session.name)

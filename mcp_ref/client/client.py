@@ -306,16 +306,16 @@ class Client:
         stdio, with no subprocess — for tests and for embedding.  The server's
         side of the connection ends when the client closes.  Keywords are
         :class:`Client`'s.
-        """
-        from ..memory import memory_pair
 
-        client_end, server_end = memory_pair()
-        server.connect(server_end, name=f"{server.name}-memory")
-        try:
-            return cls(client_end, **options)
-        except BaseException:
-            client_end.close()  # the server's side sees end of input
-            raise
+        The server's lifespan (``Server(lifespan=...)``) is entered as it connects, unless it is,
+        and held until :meth:`close`: the last in-memory client open on the server to close exits
+        it (unless the server is also being served: ``run()``, a WSGI app), and what that exit
+        raises comes out of its ``close()``.  So each test with its own client gets a freshly
+        entered lifespan (:mod:`mcp_ref.server.lifespan`, ``docs/lifespan.md``).
+        """
+        from ..memory import open_client
+
+        return open_client(cls, server, options)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -406,6 +406,12 @@ class Client:
         self.connection.stop_feed()
         self.session.close()
         self.session.wait_closed(5.0)
+        self._after_close()
+
+    def _after_close(self):  # type: () -> None
+        """What :meth:`close` runs last, once the connection has ended: nothing.  A client of
+        ``Client.in_memory`` lets go of the server's lifespan here (its exit's exception comes out
+        of ``close()``): :func:`mcp_ref.memory.open_client` sets it on the instance."""
 
     def __enter__(self) -> Client:
         return self

@@ -77,7 +77,9 @@ class Server:
     ``resource_update_interval`` (seconds: updates of a resource coalesced) make the
     :class:`~mcp_ref.extensions.policy.Policy`; ``state`` (a ``redis://`` URL, a ``State``; default
     ``MCP_REF_STATE``, else memory) is where processes share what extensions keep.
-    ``lifespan(server)``: a context manager entered as serving starts, exited as it ends (``ctx.lifespan_context``).
+    ``lifespan(server)``: a context manager entered as serving starts, exited as it ends
+    (``ctx.lifespan_context``); an in-memory client holds it from its start to its close
+    (:mod:`mcp_ref.server.lifespan`).
     """
 
     # Starting values, replaced on the instance when they change.
@@ -86,7 +88,9 @@ class Server:
     _resource_table: ResourceTable | None = None  # made at the first resource
     _subscriptions: Any = None
     _server_info: tuple[Any, dict[str, Any]] | None = None
-    _lifespan: Any = None
+    #: ``Server(lifespan=...)`` and who holds it now (:class:`~mcp_ref.server.lifespan.Lifespan`:
+    #: entered or not, serving, the in-memory clients); None without a lifespan.
+    lifespan_state: Any = None
     #: True once this process serves (:meth:`serves`): what it registered before is its start, the
     #: same on every worker of a deployment, and not announced to the others' clients.
     _served = False
@@ -700,29 +704,29 @@ class Server:
     @property
     def lifespan(self) -> Callable[[Any], Any] | None:
         """``Server(lifespan=fn)``: ``fn(server)`` gives a (sync or async) context manager; None: none."""
-        return None if self._lifespan is None else self._lifespan.fn
+        return None if self.lifespan_state is None else self.lifespan_state.fn
 
     @lifespan.setter
     def lifespan(self, fn: Callable[[Any], Any] | None) -> None:
-        self._lifespan = None
+        self.lifespan_state = None
         if fn is not None:  # a server without one never loads mcp_ref.server.lifespan
             from .lifespan import Lifespan
 
-            self._lifespan = Lifespan(self, fn)
+            self.lifespan_state = Lifespan(self, fn)
 
     @property
     def lifespan_context(self) -> Any:
         """What ``Server(lifespan=fn)``'s context manager gave, while it is entered; else None."""
-        return None if self._lifespan is None else self._lifespan.value
+        return None if self.lifespan_state is None else self.lifespan_state.value
 
     def enter_lifespan(self) -> Any:
         """Enter ``Server(lifespan=...)`` unless entered (serving does, at its start); its value, or None."""
-        return None if self._lifespan is None else self._lifespan.enter()
+        return None if self.lifespan_state is None else self.lifespan_state.enter()
 
     def exit_lifespan(self) -> None:
         """Exit ``Server(lifespan=...)`` if it is entered (the end of ``run()``, ``app.close()``)."""
-        if self._lifespan is not None:
-            self._lifespan.exit()
+        if self.lifespan_state is not None:
+            self.lifespan_state.exit()
 
     # -- connections ------------------------------------------------------------------------------
 
@@ -731,9 +735,9 @@ class Server:
 
         For transports that feed the session themselves (HTTP); see :meth:`connect`
         for the usual path.  ``session_options`` are :class:`~mcp_ref.session.Session`'s.
-        The server's lifespan is entered first, if it is not (a WSGI app has no start).
+        It does not enter the server's lifespan: the caller holds it (:meth:`connect` and a WSGI app
+        as serving, ``Client.in_memory`` as a client; :mod:`mcp_ref.server.lifespan`).
         """
-        self.enter_lifespan()
         self._served = True
         return ServerConnection(self, transport, **session_options)
 
@@ -765,7 +769,11 @@ class Server:
         """Serve one connection on ``transport``; returns it (its reader thread is running).
 
         ``peer`` names the caller when no token does (``ctx.principal.id``; default ``connection-<n>``).
+        The lower-level call to build your own serving from: it enters the server's lifespan unless
+        it is entered, and holds it as serving does, until :meth:`exit_lifespan` (``run_stdio()``
+        calls that as it returns); a connection's end does not exit it.
         """
+        self.enter_lifespan()
         connection = self.new_connection(transport, **session_options)
         connection.peer = peer
         self.add_connection(connection)

@@ -281,7 +281,9 @@ def run_tool(
         log.info("tool %s cannot run for this client: %s", name, exc)
         return error_result(f"Tool {name} cannot run for this client: {exc}")
     except Exception:  # the client sees a generic error, stderr the traceback
-        log.exception("tool %s failed", name)
+        from ..per_thread import log_failure  # with the cause, when it is a thread's (sqlite3)
+
+        log_failure(log, "tool %s failed", name)
         return error_result(f"Tool {name} failed with an internal error")
     return tool_result(tool, value, connection.version_for(context))
 

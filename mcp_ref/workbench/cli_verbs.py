@@ -149,7 +149,7 @@ def combine_hooks(*hooks: Callable | None) -> Callable | None:
 
 
 def client_options(args, trace) -> dict:
-    """What the CLI declares and answers as a client: roots, sampling, elicitation (see the README)."""
+    """What the CLI declares and answers as a client: roots, sampling, elicitation (see docs/command-line.md)."""
     from pathlib import Path
 
     from .cli_answers import Approval, AskTheUser, SamplingCommand, User

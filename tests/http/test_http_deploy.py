@@ -175,7 +175,7 @@ def test_demo_under_gunicorn_two_workers_stateless(era):
         "%(p)s %(m)s %(U)s %(s)s",
         "mcp_ref.workbench.demo:wsgi_app",
     ]
-    # README "Every worker of a stateless deployment must share one secret": the cursors of tools/list
+    # docs/deploying.md "Every worker of a stateless deployment must share one secret": the cursors of tools/list
     # (which a 2025-11-25 client sends to learn each tool's taskSupport) verify on either worker.
     env = {**os.environ, "MCP_REF_SECRET": "two-workers-" + "0" * 32}
     proc = subprocess.Popen(

@@ -133,6 +133,25 @@ def test_a_client_that_fails_to_start_leaves_no_server_connection_running():
     assert connection.session.wait_closed(WAIT)
 
 
+def test_a_client_that_fails_to_start_lets_go_of_the_servers_lifespan():
+    import contextlib
+
+    events: list = []
+
+    @contextlib.contextmanager
+    def lifespan(server):
+        events.append("enter")
+        yield "db"
+        events.append("exit")
+
+    server = Server("memory-lifespan", lifespan=lifespan)
+    with pytest.raises(ValueError):
+        Client.in_memory(server, protocol_version="1999-01-01")
+    assert events == ["enter", "exit"] and server.lifespan_context is None
+    [connection] = server.connections()
+    assert connection.session.wait_closed(WAIT)
+
+
 def test_many_threads_share_one_in_memory_client():
     server, _ = build_server()
     results, errors = [], []

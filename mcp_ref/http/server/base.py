@@ -385,6 +385,9 @@ class HttpAppBase:
         sessions: its requests to the client numbered ``<worker>-<n>``, unique across workers)."""
         shared = isinstance(transport, HttpSession) and transport.shared
         options = {"ids": self.shared_sessions.request_ids()} if shared else {}
+        # a WSGI app has no start: its first connection enters the lifespan, which the app holds as
+        # serving does until close() (mcp_ref.server.lifespan)
+        self.server.enter_lifespan()
         connection = self.server.new_connection(
             transport, executor=self.handler_pool(), name=name, **options
         )

@@ -126,8 +126,11 @@ class Host(Protocol):
     def remove_connection(self, connection: Any) -> None:
         """Send a connection no more change notifications (another process sends them now)."""
 
+    def enter_lifespan(self) -> Any:
+        """Enter the server's lifespan unless it is entered, held as serving holds it; its value."""
+
     def exit_lifespan(self) -> None:
-        """Exit the server's lifespan (``Server(lifespan=...)``) if it is entered."""
+        """Serving lets go of the server's lifespan: exited unless an in-memory client holds it."""
 
     def visible_tool(self, principal: Any, name: str, params: Any = None) -> Any:
         """The registered tool ``name`` if ``principal`` may see it, else None (hidden and missing
