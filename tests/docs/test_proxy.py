@@ -7,22 +7,20 @@ server on HTTP, then that URL on stdio) and a client of each era calls through b
 
 from __future__ import annotations
 
-import os
 import queue
-import re
 import shlex
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 from conftest import WAIT
+from doc_blocks import ROOT, block, commands, environment
 from http_fixtures import free_port
 
 from mcp_ref import Client
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "proxy.md"
+PAGE = ROOT / "docs" / "proxy.md"
 
 #: marker -> the test that runs the block holding it, or "SKIP: why it is not run".
 BLOCKS = {
@@ -35,28 +33,9 @@ BLOCKS = {
 pytestmark = pytest.mark.slow
 
 
-def _blocks() -> list[str]:
-    return re.findall(r"```[a-z]*\n(.*?)```", PAGE.read_text(), re.S)
-
-
 def _block(marker: str) -> str:
     assert marker in BLOCKS, f"{marker!r}: add it to BLOCKS"
-    found = [block for block in _blocks() if marker in block]
-    assert len(found) == 1, f"{marker!r} is in {len(found)} blocks"
-    return found[0]
-
-
-def test_every_block_is_run_or_skipped_with_a_reason():
-    for block in _blocks():
-        markers = [marker for marker in BLOCKS if marker in block]
-        assert len(markers) >= 1, f"a block of docs/proxy.md no test runs:\n{block}"
-    for how in BLOCKS.values():
-        assert how.startswith("SKIP: ") or callable(globals().get(how)), how
-
-
-def _env() -> dict:
-    """This interpreter's bin first on PATH (``python``, ``mcp-ref``)."""
-    return dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    return block(PAGE, marker)
 
 
 def _start(command, cwd, announcing: str) -> subprocess.Popen:
@@ -64,7 +43,7 @@ def _start(command, cwd, announcing: str) -> subprocess.Popen:
     proc = subprocess.Popen(
         command,
         cwd=cwd,
-        env=_env(),
+        env=environment(cwd),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -125,9 +104,8 @@ def test_the_commands_run_as_pasted(tmp_path):
     (tmp_path / "hello_server.py").write_text(_block("# hello_server.py"))
     port = free_port()
     lines = [
-        re.sub(r"\s+#\s.*$", "", line).strip().replace(":8000", f":{port}")
-        for line in _block('mcp-ref proxy "python hello_server.py"').splitlines()
-        if line.strip()
+        line.replace(":8000", f":{port}")
+        for line in commands(_block('mcp-ref proxy "python hello_server.py"'))
     ]
     assert len(lines) == 2
     over_http = _start(shlex.split(lines[0]), tmp_path, f"at http://127.0.0.1:{port}/mcp")
@@ -135,7 +113,11 @@ def test_the_commands_run_as_pasted(tmp_path):
         on_stdio = shlex.split(lines[1])  # the second proxy: a client launches it
         for era in ("handshake", "modern"):
             with Client.stdio(
-                on_stdio, env=_env(), era=era, timeout=WAIT, elicitation_handler=_name
+                on_stdio,
+                env=environment(tmp_path),
+                era=era,
+                timeout=WAIT,
+                elicitation_handler=_name,
             ) as client:
                 assert client.call_tool("hello").text == "Hello, Ada!"
                 assert client.server_info.name == "hello"
