@@ -20,6 +20,8 @@ A map of the package:
     ServerRequest     what Client(approve=hook) is shown before it answers a server's request
     ConnectionLimits  the bounds of the standard-library HTTP server
     OAuth             Client.http(url, auth=OAuth()): OAuth 2.1 authorization (mcp_ref.oauth)
+    proxy_server      proxy_server(target): any server to any client, across transports and eras
+                      (mcp_ref.proxy; docs/proxy.md)
     modules           the protocol at the top: jsonrpc, errors, lifecycle, types, session,
                       transport, stdio, extension; the roles: server/ and client/ (a module
                       per spec area); then http/, extensions/, state/, oauth/, workbench/
@@ -58,9 +60,9 @@ _HOMES = {
     "feature_types": "GetPromptResult PromptMessage Root Resource ResourceTemplate Prompt LogMessage",
 }
 _EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
-#: The names exported from the extras (OAuth, the extensions): their modules are in the extras' own
+#: The names exported from the extras (OAuth, the extensions, the proxy): their modules are in the extras' own
 #: table (:data:`mcp_ref.extensions.EXPORTS`), read when one of them is first asked for.
-_FROM_EXTRAS = "OAuth AuthorizationError RateLimit ServerRequest".split()
+_FROM_EXTRAS = "OAuth AuthorizationError RateLimit ServerRequest ProxyServer proxy_server".split()
 
 __all__ = [*_EXPORTS, *_FROM_EXTRAS]
 

@@ -42,6 +42,7 @@ from .media import Audio, Image
 from .oauth.client import OAuth
 from .oauth.errors import AuthorizationError
 from .per_thread import PerThread
+from .proxy.server import ProxyServer, proxy_server
 from .request import DEFAULT, Default
 from .sampling_and_elicitation import (
     CreateMessageParams,
@@ -100,6 +101,8 @@ __all__ = [
     "RequestTimeout",
     "ResourceNotFound",
     "ServerBusy",
+    "ProxyServer",
+    "proxy_server",
     "ServerUnreachable",
     "UnsupportedProtocolVersionError",
     "UrlElicitationRequired",

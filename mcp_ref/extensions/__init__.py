@@ -10,4 +10,6 @@ EXPORTS = {
     "AuthorizationError": "oauth.errors",
     "RateLimit": "extensions.ratelimit",
     "ServerRequest": "extensions.approval",
+    "ProxyServer": "proxy.server",
+    "proxy_server": "proxy.server",
 }

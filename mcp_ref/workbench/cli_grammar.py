@@ -161,6 +161,29 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _proxy_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP at /mcp (and HTTP+SSE at /sse); port 0: a free one, the "
+        "address printed on stderr",
+    )
+    where.add_argument("--stdio", action="store_true", help="serve one client on stdin/stdout")
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="with --http: no sessions (any worker answers any request)",
+    )
+    parser.add_argument(
+        "--max-back-connections",
+        type=int,
+        default=16,
+        metavar="N",
+        help="connections to TARGET at most (default 16); past it, clients are told to retry",
+    )
+
+
 # -- the table --------------------------------------------------------------------------------------
 
 CLIENT = "mcp_ref.workbench.cli_verbs:run_verb"
@@ -318,6 +341,23 @@ VERBS: tuple[Verb, ...] = (
         "mcp_ref.workbench.cli_serve:run_user_server",
         shape="server",
         options=_run_options,
+    ),
+    Verb(
+        "proxy",
+        "serve TARGET to any client on stdio or over HTTP, in every protocol era",
+        "mcp-ref proxy TARGET (--http HOST:PORT [--stateless] | --stdio) [--max-back-connections N]",
+        "Connect to TARGET (a URL, or a server command line) and serve it again: on stdio, or "
+        "with --http over Streamable HTTP and HTTP+SSE, in both eras whatever TARGET speaks "
+        "(a 2025 client may use a 2026-only server, and the reverse).  --timeout bounds each "
+        "forwarded request, --connect-timeout each connection to TARGET; --trace shows the "
+        "messages to and from TARGET.",
+        (
+            'mcp-ref proxy "python server.py" --http 127.0.0.1:8000',
+            "mcp-ref proxy http://127.0.0.1:8000/mcp --stdio",
+            "mcp-ref proxy --http 127.0.0.1:0 --stateless -- python server.py --db data.sqlite",
+        ),
+        "mcp_ref.workbench.cli_proxy:run",
+        options=_proxy_options,
     ),
     Verb(
         "serve-demo",

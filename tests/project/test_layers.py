@@ -38,6 +38,7 @@ LAYERS = {
     "extensions": 3,
     "state.redis": 3,
     "oauth": 3,
+    "proxy": 3,
     "workbench": 4,
 }
 PROTOCOL = "protocol"

@@ -1,0 +1,145 @@
+"""A connection to the proxy's target (:class:`BackLink`): a Client whose questions go to the
+front."""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import lifecycle
+from ..client import Client
+from ..errors import MethodNotFound
+from ..extension import Extension
+from .forward import ASK_METHODS, Forward, current
+
+log = logging.getLogger(__name__)
+
+
+def connector(target: str | Sequence[str] | Callable[..., Client]) -> Callable[..., Client]:
+    """``connect(**client_options) -> Client`` for ``target``: an ``http(s)://`` URL, a command
+    (a list, or a string split as a shell would), or such a function already (returned as is).
+
+    The proxy passes options of its own (``extensions``, ``on_log`` ...): a function of the
+    caller's must pass them on to ``Client.stdio`` / ``Client.http``."""
+    if callable(target):
+        return target
+    if isinstance(target, str) and target.startswith(("http://", "https://")):
+        url = target
+        return lambda **options: Client.http(url, **options)
+    command = shlex.split(target) if isinstance(target, str) else list(target)
+    if not command:
+        raise ValueError("the proxy's target is an empty command")
+    return lambda **options: Client.stdio(command, **options)
+
+
+# -- the back: one connection to the target --------------------------------------------------------
+
+
+class _Router(Extension):
+    """The back client's extension: the target's questions go to the front request of the moment,
+    and the client declares what the front client does."""
+
+    name = "mcp-ref/proxy"
+
+    def __init__(self, link: BackLink, declared: dict | None):
+        self.link = link
+        self.declared = declared
+
+    def capabilities(self, version: str | None, peer: Any = None) -> dict[str, Any] | None:
+        front_caps = self.declared
+        if front_caps is None:  # shared: whatever a front client may offer (checked when asked)
+            front_caps = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}}
+        return client_capabilities(front_caps, version)
+
+    def methods(self, version: str | None) -> dict[str, Callable[..., Any]]:
+        return dict.fromkeys(ASK_METHODS, self._answer)
+
+    def _answer(self, connection: Any, context: Any, params: dict) -> dict:
+        # a 2026 target's questions are answered on the thread waiting for the call's result
+        forward = getattr(current, "forward", None) or self.link.forward
+        if forward is None:
+            raise MethodNotFound(
+                f"Method not found: {context.method} outside a request forwarded by the proxy"
+            )
+        return forward.ask(context.method, params)
+
+
+def client_capabilities(front: dict, version: str | None) -> dict:
+    """What a back client declares at ``version`` for a front client that declared ``front``."""
+    caps: dict[str, Any] = {}
+    if "sampling" in front:
+        sampling = front["sampling"] if isinstance(front["sampling"], dict) else {}
+        caps["sampling"] = {"tools": {}} if "tools" in sampling else {}
+    if "elicitation" in front and lifecycle.at_least(version, lifecycle.ELICITATION):
+        elicitation = front["elicitation"] if isinstance(front["elicitation"], dict) else {}
+        if lifecycle.at_least(version, lifecycle.ELICITATION_URL_MODE):
+            # 2025-11-25 client/elicitation: an empty object means form mode
+            modes: dict[str, dict] = {m: {} for m in ("form", "url") if m in elicitation}
+            caps["elicitation"] = modes or {"form": {}}
+        else:
+            caps["elicitation"] = {}
+    if "roots" in front:
+        caps["roots"] = {} if version in lifecycle.MODERN_VERSIONS else {"listChanged": True}
+    return caps
+
+
+class BackLink:
+    """One connection to the target, and the forward its questions go to now."""
+
+    def __init__(
+        self,
+        proxy: Any,  # the ProxyServer: its client_options and open_back
+        declared: dict | None,
+        *,
+        on_list_changed: Callable[[str], None] | None = None,
+        on_resource_updated: Callable[[str], None] | None = None,
+        on_log: Callable[[Any], None] | None = None,
+        on_elicitation_complete: Callable[[Any], None] | None = None,
+    ):
+        self.proxy = proxy
+        self.forward: Forward | None = None
+        #: Forwards running on it now (the proxy's lock guards it).
+        self.in_flight = 0
+        self.log_level: str | None = None
+        self.subscribed: set[str] = set()
+        options = dict(proxy.client_options)
+        options.update(
+            extensions=[*options.get("extensions", ()), _Router(self, declared)],
+            on_list_changed=on_list_changed,
+            on_resource_updated=on_resource_updated,
+            on_log=on_log or self._log,
+            on_elicitation_complete=on_elicitation_complete,
+            log_level=None,
+        )
+        self.client: Client = proxy.open_back(**options)
+
+    def _log(self, message: Any) -> None:
+        # A log message names no request: it is the forward's when it is the only one in flight
+        # here, else nobody's (dropped: another client's message must not reach this one).
+        forward = self.forward if self.in_flight <= 1 else None
+        front = None if forward is None else forward.front
+        if front is not None:
+            front.log(message.level, message.data, message.logger)
+
+    @property
+    def alive(self) -> bool:
+        """False once the connection to the target has ended (closed, or the target went away)."""
+        return not self.client.session.is_closed
+
+    def set_log_level(self, level: str | None) -> None:
+        """Ask the target for log messages at ``level`` (None: none), unless asked already."""
+        if level == self.log_level or "logging" not in self.client.server_capabilities:
+            return
+        if level is None and not self.client.connection.modern:
+            return  # the handshake era cannot take it back: messages are then not forwarded
+        self.client.set_logging_level(level)
+        self.log_level = level
+
+    def close(self) -> None:
+        """End the connection to the target."""
+        try:
+            self.client.close()
+        except Exception:  # closing a connection that already broke
+            log.debug("closing a back connection failed", exc_info=True)

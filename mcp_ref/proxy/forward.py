@@ -1,0 +1,317 @@
+"""One front request forwarded to the target (:class:`Forward`), and the target's questions on
+the way.
+
+The back call's ``result()`` runs on a thread of the proxy's pool while the front request's thread
+waits for its outcome, a question (2026-07-28 front: answered ``input_required``, the back call
+parked until the retry) or the front request's cancellation (passed on to the target).
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import lifecycle
+from ..errors import (
+    InvalidParams,
+    McpError,
+    MethodNotFound,
+    MissingRequiredClientCapabilityError,
+    RequestCancelled,
+)
+
+#: The requests a target may send its client (each one a question for the front client).
+ASK_METHODS = ("sampling/createMessage", "elicitation/create", "roots/list")
+#: The capability each question needs of the front client.
+ASK_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+#: How long a question of the target waits for the front client's answer (seconds).
+DEFAULT_ASK_TIMEOUT = 300.0
+#: How long an answer waits for the callbacks of what came before it (seconds; see Forward.run).
+CALLBACKS_WAIT = 10.0
+#: The prefix of a ``requestState`` the proxy issues (the rest: a random key of a parked request).
+STATE_PREFIX = "mcp-ref-proxy."
+
+
+# -- the front: which request a question of the target belongs to ---------------------------------
+
+
+@dataclass
+class Front:
+    """One request of a front client: its connection, its context and (2026-07-28) its envelope."""
+
+    connection: Any
+    context: Any
+    envelope: lifecycle.Envelope | None
+
+    @property
+    def capabilities(self) -> dict:
+        """What the front client declared (for this request, in 2026-07-28)."""
+        if self.envelope is not None:
+            return self.envelope.client_capabilities
+        return self.connection.client_capabilities
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        """A log message of the target's for this request, if its client asked for that level."""
+        self.connection.log(
+            level,
+            data,
+            logger,
+            related_request_id=self.context.request_id,
+            envelope=self.envelope,
+        )
+
+
+@dataclass
+class Question:
+    """One question of the target (a sampling, elicitation or roots request) for a 2026 front."""
+
+    key: str
+    method: str
+    params: dict[str, Any] | None
+    answered: threading.Event = field(default_factory=threading.Event)
+    answer: dict[str, Any] | None = None
+
+
+#: The forward whose back call this thread runs (a 2026 target's questions come on that thread).
+current = threading.local()
+
+
+class _Signal(threading.Event):
+    """A front request's ``cancelled`` Event that also wakes the forward waiting on it."""
+
+    def __init__(self, wake: Callable[[], None]):
+        super().__init__()
+        self._wake = wake
+
+    def set(self) -> None:
+        super().set()
+        self._wake()
+
+
+class Forward:
+    """One front request forwarded to the target: the back call, and its questions.
+
+    The back call's ``result()`` runs on a thread of the proxy's pool; the front request's thread
+    waits for its outcome, a question (2026-07-28 front), or its own cancellation.
+    """
+
+    def __init__(self, proxy: Any, link: Any, front: Front, owner: str | None):
+        # proxy: the ProxyServer (its ask_timeout, park, release); link: the BackLink it runs on
+        self.proxy = proxy
+        self.link = link
+        self.front: Front | None = front
+        #: What the front client declared (for the first request, in 2026-07-28).
+        self.capabilities = front.capabilities
+        self.owner = owner
+        self.lock = threading.Condition()
+        self.outcome: tuple[str, Any] | None = None
+        self.waiting: dict[str, Question] = {}  # not yet shown to the front client
+        self.shown: dict[str, Question] = {}  # shown, not yet answered
+        self.numbers = itertools.count(1)
+        self.token: str | None = None
+        self.finished = False
+        self.call: Any = None
+        #: How it holds its back connection: "session", "leased" (a pool's), "shared" or "turn"
+        #: (the watcher, with others or alone).
+        self.hold = "session"
+        #: The method and salient params of the 2026 request it serves (its retries must match).
+        self.origin = ""
+        #: The -32021 error a 2026 front gets for a question it cannot answer, once asked.
+        self.refusal: McpError | None = None
+
+    # -- on the back's threads -------------------------------------------------------------------
+
+    def ask(self, method: str, params: dict | None) -> dict:
+        """The front client's answer to a question of the target's (blocks until it comes)."""
+        front = self.front
+        if front is not None and front.envelope is None:
+            # handshake-era front: a request of our own to the client that made this request
+            if ASK_CAPABILITY[method] not in front.capabilities:
+                # the target asked what the front client cannot answer: not found, as a client says
+                raise MethodNotFound(
+                    f"Method not found: the client in front of this proxy does not offer "
+                    f"{ASK_CAPABILITY[method]}"
+                )
+            return front.connection.request(
+                method,
+                _for_handshake(method, params),
+                timeout=self.proxy.ask_timeout,
+                related_request_id=front.context.request_id,
+            )
+        needed = ASK_CAPABILITY[method]
+        if needed not in self.capabilities:
+            # 2026-07-28 mrtr: "Servers MUST NOT send an inputRequests that the client has not
+            # declared support for"; the front request ends with -32021 naming it instead.
+            self.refusal = MissingRequiredClientCapabilityError.needing(
+                {needed: {}}, f"the server behind this proxy asks for {needed}"
+            )
+            raise self.refusal
+        # what the target said before asking (its log messages, its progress) reaches the front
+        # request now waiting, before the question parks it
+        self._callbacks_run()
+        number = next(self.numbers)
+        question = Question(
+            f"{method.partition('/')[0]}-{number}", method, _for_2026(method, params)
+        )
+        with self.lock:
+            if self.finished or self.outcome is not None:
+                raise RequestCancelled(f"{method}: the request it belonged to has ended")
+            self.waiting[question.key] = question
+            self.lock.notify_all()
+        if not question.answered.wait(self.proxy.ask_timeout):
+            raise McpError(f"{method}: the client in front of the proxy did not answer in time")
+        if question.answer is None:
+            raise RequestCancelled(f"{method}: the request it belonged to has ended")
+        return question.answer
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """The target's progress on this request, to the front request now waiting for it."""
+        front = self.front
+        if front is None:
+            return  # parked: nobody waits for progress now (the retry gets what comes after)
+        try:
+            front.context.report_progress(progress, total, message)
+        except ValueError:
+            pass  # not above what this front request was told already (a new round's repeat)
+
+    def run(self) -> None:
+        """Wait for the back call's outcome (on a pool thread), and hand it to the front."""
+        current.forward = self  # a 2026 target's questions are answered on this thread
+        try:
+            outcome: tuple[str, Any] = ("result", self.call.result())
+        except BaseException as exc:  # every failure is the front's to see
+            outcome = ("error", exc)
+        finally:
+            current.forward = None
+        self._callbacks_run()
+        with self.lock:
+            self.outcome = outcome
+            attached = self.front is not None
+            self.lock.notify_all()
+        if not attached:  # parked, and its question expired or failed: nobody will come for it
+            self.finish()
+
+    def _callbacks_run(self) -> None:
+        """Wait until the back client's callbacks of what came before the answer have run: the
+        target's log messages and progress for this request reach the front before its answer
+        (they are handed to the callback thread in arrival order; a marker queued now runs last)."""
+        marker = threading.Event()
+        try:
+            if self.link.client.session.call_soon(marker.set, keep=True):
+                marker.wait(CALLBACKS_WAIT)
+        except Exception:  # the connection has ended: no callback will run
+            return
+
+    # -- on the front request's thread -----------------------------------------------------------
+
+    def serve(self, front: Front) -> dict:
+        """Wait for the outcome, a question or a cancellation; the front's raw result."""
+        context = front.context
+        with self.lock:
+            self.front = front
+        signal = _Signal(self._wake)
+        if context.is_cancelled:
+            signal.set()
+        context.cancelled = signal
+        with self.lock:
+            while self.outcome is None and not signal.is_set():
+                if front.envelope is not None and self.waiting:
+                    break
+                self.lock.wait()
+            if self.outcome is None and not signal.is_set():
+                # a 2026 front: the questions go out as input_required, the back call is parked
+                self.shown.update(self.waiting)
+                self.waiting.clear()
+                self.front = None
+                questions = {q.key: _input_request(q.method, q.params) for q in self.shown.values()}
+                token = self.token = self.token or STATE_PREFIX + secrets.token_urlsafe(24)
+                self.proxy.park(self)
+                return {
+                    "resultType": lifecycle.INPUT_REQUIRED,
+                    "inputRequests": questions,
+                    "requestState": token,
+                }
+            outcome = self.outcome
+        if outcome is None:  # cancelled by the front client: the target is told too
+            self.call.cancel("cancelled by the client in front of the proxy")
+            self.finish()
+            raise RequestCancelled("cancelled by the client")
+        self.finish()
+        if self.refusal is not None:  # the target went on without what it asked for: moot
+            raise self.refusal
+        kind, value = outcome
+        if kind == "error":
+            raise value
+        return value
+
+    def answer(self, responses: Any) -> None:
+        """A 2026 front's retry: its ``inputResponses`` answer the questions shown to it."""
+        if responses is not None and not isinstance(responses, dict):
+            raise InvalidParams("Invalid params: inputResponses must be an object")
+        with self.lock:
+            for key, question in list(self.shown.items()):
+                answer = (responses or {}).get(key)
+                if answer is None:
+                    continue  # unanswered: asked again (mrtr §Error Handling)
+                if not isinstance(answer, dict):
+                    raise InvalidParams(
+                        f"Invalid params: inputResponses[{key!r}] must be a "
+                        f"{question.method} result object"
+                    )
+                del self.shown[key]
+                question.answer = answer
+                question.answered.set()
+            self.waiting.update(self.shown)
+            self.shown.clear()
+
+    def _wake(self) -> None:
+        with self.lock:
+            self.lock.notify_all()
+
+    def finish(self) -> None:
+        """The forward has ended: its open questions are dropped, its back connection released."""
+        with self.lock:
+            if self.finished:
+                return
+            self.finished = True
+            open_questions = [*self.waiting.values(), *self.shown.values()]
+        for question in open_questions:
+            question.answered.set()  # answer None: the question's request ends
+        self.proxy.release(self)
+
+
+def _for_2026(method: str, params: dict | None) -> dict | None:
+    """A handshake-era target's question as a 2026 input request: URL-mode elicitation without
+    its ``elicitationId`` (2026-07-28 changelog 11: "elicitationId ... removed")."""
+    if method == "elicitation/create" and isinstance(params, dict) and "elicitationId" in params:
+        return {k: v for k, v in params.items() if k != "elicitationId"}
+    return params
+
+
+def _for_handshake(method: str, params: dict | None) -> dict | None:
+    """A 2026 target's question as a handshake-era request: URL-mode elicitation given the
+    ``elicitationId`` 2025-11-25 requires (client/elicitation: "elicitationId ... MUST" be in a
+    URL-mode request); a 2026 target sends no completion notification to correlate with it."""
+    if (
+        method == "elicitation/create"
+        and isinstance(params, dict)
+        and params.get("mode") == "url"
+        and "elicitationId" not in params
+    ):
+        return {**params, "elicitationId": "proxy-" + secrets.token_urlsafe(12)}
+    return params
+
+
+def _input_request(method: str, params: dict | None) -> dict:
+    request: dict[str, Any] = {"method": method}
+    if params is not None:
+        request["params"] = params
+    return request

@@ -1,0 +1,619 @@
+"""The proxy's front: :class:`ProxyServer`, a Server whose feature requests go to the target."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .. import lifecycle
+from ..client import Client
+from ..errors import InvalidParams, McpError, MissingRequiredClientCapabilityError, ServerBusy
+from ..extension import Extension
+from ..server import Server
+from ..server.input_required import digest
+from ..server.seams import MRTR_METHODS
+from .back import BackLink, connector
+from .forward import DEFAULT_ASK_TIMEOUT, Forward, Front, current
+from .translate import back_params, errors_of, plain_result
+
+__all__ = ["ProxyServer", "proxy_server"]
+
+log = logging.getLogger(__name__)
+
+#: Requests forwarded as they are (listings, completion), beside MRTR_METHODS.
+PASSED = frozenset(
+    {
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "completion/complete",
+    }
+)
+#: What a handshake-era front session may ask besides: forwarded on its own back connection.
+SESSION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe", "logging/setLevel"})
+#: The capabilities mirrored from the target.
+MIRRORED = ("tools", "resources", "prompts", "logging")
+#: Back connections a proxy holds at most by default (``max_back_connections``).
+DEFAULT_MAX_BACK_CONNECTIONS = 16
+#: Forwarded requests that may ask (in flight or parked) at most by default (``max_forwarded``).
+DEFAULT_MAX_FORWARDED = 64
+#: Resources the watcher subscribes to for 2026 listen streams, at most.
+MAX_WATCHED_URIS = 1024
+
+
+def proxy_server(
+    target: str | Sequence[str] | Callable[..., Client],
+    *,
+    name: str | None = None,
+    max_back_connections: int = DEFAULT_MAX_BACK_CONNECTIONS,
+    max_forwarded: int = DEFAULT_MAX_FORWARDED,
+    ask_timeout: float = DEFAULT_ASK_TIMEOUT,
+    client_options: dict[str, Any] | None = None,
+) -> ProxyServer:
+    """A :class:`ProxyServer` for ``target`` (see :func:`connector`), connected to it now.
+
+    ``name``: the front's server name (default: the target's).  ``client_options``: keywords for
+    every back ``Client`` (``timeout``, ``era``, ``headers``, ``stderr`` ...)."""
+    return ProxyServer(
+        connector(target),
+        name=name,
+        max_back_connections=max_back_connections,
+        max_forwarded=max_forwarded,
+        ask_timeout=ask_timeout,
+        client_options=client_options,
+    )
+
+
+# -- the front server ------------------------------------------------------------------------------
+
+
+class _FrontDoor(Extension):
+    """The front server's extension: every feature request goes to the target."""
+
+    name = "mcp-ref/proxy"
+
+    def __init__(self, proxy: ProxyServer):
+        self.proxy = proxy
+
+    def intercept_request(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        # basic/versioning §Backward Compatibility: a request with the modern _meta is 2026-07-28's
+        envelope = lifecycle.read_envelope(call.params)
+        if envelope is None:
+            return self.proxy.serve_handshake(call, proceed)
+        return self.proxy.serve_modern(call, proceed, envelope)
+
+
+class ProxyServer(Server):
+    """A server that serves what another server serves (see the module docstring)."""
+
+    def __init__(
+        self,
+        connect: Callable[..., Client],
+        *,
+        name: str | None = None,
+        max_back_connections: int = DEFAULT_MAX_BACK_CONNECTIONS,
+        max_forwarded: int = DEFAULT_MAX_FORWARDED,
+        ask_timeout: float = DEFAULT_ASK_TIMEOUT,
+        client_options: dict[str, Any] | None = None,
+    ):
+        for setting, value in (
+            ("max_back_connections", max_back_connections),
+            ("max_forwarded", max_forwarded),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{setting} must be a positive int, not {value!r}")
+        if (
+            isinstance(ask_timeout, bool)
+            or not isinstance(ask_timeout, (int, float))
+            or not ask_timeout > 0
+        ):
+            raise ValueError(
+                f"ask_timeout must be a positive number of seconds, not {ask_timeout!r}"
+            )
+        if max_back_connections < 2:
+            raise ValueError("max_back_connections must be at least 2 (the watcher and one more)")
+        #: Opens a back connection: ``connect(**client_options) -> Client``.
+        self.open_back = connect
+        #: Keywords for every back Client.
+        self.client_options = dict(client_options or {})
+        #: Back connections held at most (the watcher, sessions and the pool).
+        self.max_back_connections = max_back_connections
+        #: Forwarded requests that may ask, in flight or parked, at most.
+        self.max_forwarded = max_forwarded
+        #: Seconds a question of the target waits for the front client (and a parked request for
+        #: its retry).
+        self.ask_timeout = ask_timeout
+        self._lock = threading.Lock()
+        self._sessions: dict[Any, BackLink] = {}  # handshake-era front connection -> its link
+        self._greeted: weakref.WeakSet[Any] = weakref.WeakSet()  # front connections initialized
+        self._opening = threading.Lock()
+        self._idle: list[BackLink] = []  # the pool's connections not leased now
+        self._leased = 0
+        self._parked: dict[str, Forward] = {}
+        self._forwards = 0
+        self._links_open = 1  # the watcher
+        self._pool = ThreadPoolExecutor(max_forwarded, thread_name_prefix="mcp-proxy")
+        #: The shared back connection: capabilities, 2026 listings, listen streams.
+        self._watching: weakref.WeakSet[Any] = weakref.WeakSet()  # sessions with an _end_with
+        self.watcher = self._open_watcher()
+        back = self.watcher.client
+        #: An HTTP target is one server behind every connection; any other (a command) is one
+        #: process per connection, so 2026 requests that may ask go through the watcher, in turn.
+        self.http_target = type(back.session.transport).__module__.startswith("mcp_ref.http")
+        self._turn = threading.Lock()
+        info = back.server_info
+        super().__init__(
+            name or (info.name if info is not None else "proxy"),
+            info.version if info is not None and info.version else "0.1.0",
+            instructions=back.instructions,
+            extensions=[_FrontDoor(self)],
+        )
+        self.on_roots_list_changed = self.pass_roots_changed
+
+    def pass_roots_changed(self, connection: Any) -> None:
+        """A handshake-era front client's roots changed: its back connection tells the target
+        (client/roots: "Clients that support roots MUST" send the notification when they change;
+        a 2026 target has no such notification, and asks for the roots each time)."""
+        link = self._sessions.get(connection)
+        if link is None or link.client.connection.modern:
+            return
+        try:
+            link.client.connection.notify("notifications/roots/list_changed")
+        except Exception:  # the target has gone: nothing to tell
+            log.debug("proxy: roots/list_changed not passed on", exc_info=True)
+
+    # -- nothing of its own ----------------------------------------------------------------------
+
+    def add_tool(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's tools (see :meth:`_own_items`)."""
+        raise self._own_items("a tool")
+
+    def add_resource(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's resources."""
+        raise self._own_items("a resource")
+
+    def add_prompt(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: a proxy serves its target's prompts."""
+        raise self._own_items("a prompt")
+
+    @staticmethod
+    def _own_items(what: str) -> TypeError:
+        # Its feature requests all go to the target, so an item registered here would never be
+        # listed or called: refused at once rather than ignored.
+        return TypeError(
+            f"a ProxyServer serves its target's items: register {what} on the target server"
+        )
+
+    # -- what the front declares ---------------------------------------------------------------
+
+    def capabilities(self, version: str | None = None, caller: Any = None) -> dict:
+        """The target's capabilities, as the front's at ``version``."""
+        back = self.watcher.client.server_capabilities
+        caps = {key: dict(back[key]) for key in MIRRORED if isinstance(back.get(key), dict)}
+        if "completions" in back and lifecycle.at_least(version, lifecycle.COMPLETIONS_CAPABILITY):
+            caps["completions"] = {}
+        return caps
+
+    def offers(self, capability: str, version: str | None = None) -> bool:
+        """True when the target offers ``capability``."""
+        return capability in self.capabilities(version)
+
+    # -- serving the handshake era ---------------------------------------------------------------
+
+    def serve_handshake(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        """A handshake-era front request: on its session's own back connection."""
+        method, params, connection = call.method, call.params, call.caller
+        if method == "initialize":
+            result = proceed()
+            self._greeted.add(connection)  # its back connection is opened at its first request
+            return result
+        if method not in PASSED and method not in MRTR_METHODS and method not in SESSION_METHODS:
+            return proceed()
+        connection.lifecycle.check_receive(method)  # before initialized: refused as usual
+        if connection not in self._greeted:
+            # a stateless HTTP request (no initialize on its connection): served as a 2026 one is
+            return self._serve_sessionless(call, proceed)
+        with errors_of(method, None):
+            link = self._session_link(connection)
+        if method == "logging/setLevel":
+            result = proceed()  # the front session's own level, checked and kept
+            link.set_log_level(params.get("level"))
+            return result
+        uri = params.get("uri")
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            if not isinstance(uri, str):
+                raise InvalidParams("Invalid params: uri must be a string")
+            with errors_of(method, None):
+                if method == "resources/subscribe":
+                    link.client.subscribe(uri)
+                else:
+                    link.client.unsubscribe(uri)
+            return {}
+        front = Front(connection, call.context, None)
+        if method in MRTR_METHODS:
+            forward = self._start(link, method, params, front, connection.owner, hold="session")
+            return self._serve_for_handshake(forward, front, method)
+        with errors_of(method, None):
+            return plain_result(link.client.request(method, back_params(params)))
+
+    def _session_link(self, connection: Any) -> BackLink:
+        """The back connection of a handshake-era front session, opened at its first request."""
+        link = self._sessions.get(connection)
+        if link is not None and link.alive:
+            return link
+        with self._opening:  # one opening at a time: a session's concurrent first requests share it
+            link = self._sessions.get(connection)
+            if link is not None and not link.alive:  # the target exited or went away: again
+                log.warning("proxy: a session's connection to the target ended; connecting again")
+                self.end_session(connection)
+                link = None
+            if link is None:
+                link = self._open_session(connection)
+                with self._lock:
+                    self._sessions[connection] = link
+                if connection not in self._watching:
+                    # closed with the session: one thread per session (at most max_back_connections)
+                    self._watching.add(connection)
+                    threading.Thread(
+                        target=self._end_with,
+                        args=(connection,),
+                        name="mcp-proxy-session",
+                        daemon=True,
+                    ).start()
+        return link
+
+    def _end_with(self, connection: Any) -> None:
+        connection.session.wait_closed()
+        self.end_session(connection)
+
+    def _open_session(self, connection: Any) -> BackLink:
+        with self._lock:
+            self._count_link()
+        front = weakref.ref(connection)  # the link must not keep the front connection alive
+
+        def list_changed(kind: str) -> None:
+            session = front()
+            if session is not None:
+                session.list_changed(kind)
+
+        def updated(uri: str) -> None:
+            session = front()
+            if session is not None:
+                session.notify("notifications/resources/updated", {"uri": uri})
+
+        def completed(elicitation_id: Any) -> None:
+            session = front()
+            if session is not None and isinstance(elicitation_id, str):
+                session.notify(
+                    "notifications/elicitation/complete", {"elicitationId": elicitation_id}
+                )
+
+        def logged(message: Any) -> None:
+            forward = link.forward
+            now = None if forward is None else forward.front
+            session = front()
+            if now is not None:
+                now.log(message.level, message.data, message.logger)
+            elif session is not None:
+                session.log(message.level, message.data, message.logger)
+
+        try:
+            link = BackLink(
+                self,
+                dict(connection.client_capabilities),
+                on_list_changed=list_changed,
+                on_resource_updated=updated,
+                on_log=logged,
+                on_elicitation_complete=completed,
+            )
+            return link
+        except BaseException:
+            with self._lock:
+                self._links_open -= 1
+            raise
+
+    @staticmethod
+    def _serve_for_handshake(forward: Forward, front: Front, method: str) -> dict:
+        """A forwarded request's result for a handshake-era client.  A 2026 target's -32021 (it
+        needed a capability this client did not declare) is a tool's error result for
+        ``tools/call``, as a handshake-era server answers it: the handshake era has no such code."""
+        try:
+            with errors_of(method, None):
+                return plain_result(forward.serve(front))
+        except McpError as exc:
+            if method != "tools/call" or exc.code != MissingRequiredClientCapabilityError.code:
+                raise
+            return {"content": [{"type": "text", "text": exc.message}], "isError": True}
+
+    def _serve_sessionless(self, call: Any, proceed: Callable[[], Any]) -> Any:
+        """A handshake-era request with no session behind it (stateless HTTP)."""
+        method, params = call.method, call.params
+        if method == "logging/setLevel":
+            return proceed()
+        if method in SESSION_METHODS:
+            raise InvalidParams(
+                f"Invalid params: {method} needs a session; this proxy is stateless"
+            )
+        if method in MRTR_METHODS:
+            front = Front(call.caller, call.context, None)
+            with errors_of(method, None):
+                link, hold = self._link_for_2026()
+            forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
+            return self._serve_for_handshake(forward, front, method)
+        with errors_of(method, None):
+            return plain_result(self.live_watcher().client.request(method, back_params(params)))
+
+    # -- serving 2026-07-28 ----------------------------------------------------------------------
+
+    def serve_modern(self, call: Any, proceed: Callable[[], Any], envelope: Any) -> Any:
+        """A 2026-07-28 front request: stateless, so on the watcher or a leased connection."""
+        method, params = call.method, call.params
+        call.context.envelope = envelope
+        if method == "subscriptions/listen":
+            self._watch(params)
+            return proceed()
+        if method not in PASSED and method not in MRTR_METHODS:
+            return proceed()
+        front = Front(call.caller, call.context, envelope)
+        if method in MRTR_METHODS:
+            state = params.get("requestState")
+            if state is not None:
+                origin = digest(method, params)
+                forward = self._unpark(state, call.caller.owner, origin)
+                try:
+                    forward.answer(params.get("inputResponses"))
+                except InvalidParams:
+                    self.park(forward)  # still the caller's to retry, with valid answers
+                    raise
+            else:
+                with errors_of(method, envelope):
+                    link, hold = self._link_for_2026()
+                forward = self._start(link, method, params, front, call.caller.owner, hold=hold)
+                forward.origin = digest(method, params)
+            with errors_of(method, envelope):
+                result = forward.serve(front)
+            if result.get("resultType") == lifecycle.INPUT_REQUIRED:
+                return lifecycle.complete_result(
+                    result, self.server_info(envelope.version), lifecycle.INPUT_REQUIRED
+                )
+        else:
+            with errors_of(method, envelope):
+                result = self.live_watcher().client.request(method, back_params(params))
+        result = plain_result(result, keep_hints=True)
+        if method != "tools/call":
+            # 2026-07-28 server/utilities/caching: "Servers MUST include caching hints" on these
+            from ..server.connection import add_hints
+
+            add_hints(self, method, params, result)
+        return lifecycle.complete_result(result, self.server_info(envelope.version))
+
+    def _watch(self, params: dict) -> None:
+        """A 2026 listen stream names resources: the watcher subscribes to them at the target."""
+        notifications = params.get("notifications")
+        uris = (
+            notifications.get("resourceSubscriptions") if isinstance(notifications, dict) else None
+        )
+        if not isinstance(uris, list):
+            return
+        watcher = self.live_watcher()
+        if not watcher.client.server_capabilities.get("resources", {}).get("subscribe"):
+            return
+        for uri in uris:
+            if not isinstance(uri, str) or uri in watcher.subscribed:
+                continue
+            if len(watcher.subscribed) >= MAX_WATCHED_URIS:
+                log.warning("proxy: %d resources watched already; %s is not", MAX_WATCHED_URIS, uri)
+                return
+            try:
+                watcher.client.subscribe(uri)
+            except McpError as exc:
+                log.info("proxy: the target refused a subscription to %s: %s", uri, exc)
+                continue
+            watcher.subscribed.add(uri)
+
+    def _open_watcher(self) -> BackLink:
+        watcher = BackLink(
+            self,
+            None,
+            on_list_changed=self._publish_list_changed,
+            on_resource_updated=self._publish_updated,
+        )
+        # basic/versioning: a 2026 front request's log level is its own, so a shared connection
+        # asks for every message and the front keeps those at the request's level (Front.log).
+        watcher.set_log_level("debug")
+        return watcher
+
+    def live_watcher(self) -> BackLink:
+        """The watcher, opened again if its connection ended (the target exited or went away):
+        the resources it watched are subscribed again."""
+        watcher = self.watcher
+        if watcher.alive:
+            return watcher
+        with self._opening:
+            if self.watcher is watcher:
+                log.warning("proxy: the connection to the target ended; connecting again")
+                fresh = self._open_watcher()
+                for uri in sorted(watcher.subscribed):
+                    try:
+                        fresh.client.subscribe(uri)
+                    except McpError:
+                        continue
+                    fresh.subscribed.add(uri)
+                self.watcher = fresh
+                watcher.close()
+        return self.watcher
+
+    def _publish_list_changed(self, kind: str) -> None:
+        self.subscriptions.publish(f"notifications/{kind}/list_changed")
+
+    def _publish_updated(self, uri: str) -> None:
+        self.subscriptions.publish("notifications/resources/updated", {"uri": uri})
+
+    # -- forwards, leases, parking ---------------------------------------------------------------
+
+    def _start(
+        self, link: BackLink, method: str, params: dict, front: Front, owner: Any, *, hold: str
+    ) -> Forward:
+        with self._lock:
+            if self._forwards >= self.max_forwarded:
+                busy = True
+            else:
+                busy = False
+                self._forwards += 1
+        if busy:
+            self._let_go(link, hold)
+            raise ServerBusy(
+                f"Server busy: this proxy has {self.max_forwarded} requests in flight; retry later",
+                data={"limit": self.max_forwarded},
+            )
+        forward = Forward(self, link, front, owner)
+        forward.hold = hold
+        with self._lock:
+            link.in_flight += 1
+        link.forward = forward
+        current.forward = forward
+        try:
+            forward.call = link.client.connection.start(
+                method, back_params(params), on_progress=forward.progress
+            )
+        except BaseException:
+            forward.finish()
+            raise
+        finally:
+            current.forward = None
+        self._pool.submit(forward.run)
+        return forward
+
+    def release(self, forward: Forward) -> None:
+        """A forward has ended: forget it, and give its leased connection back."""
+        with self._lock:
+            self._forwards -= 1
+            if forward.token is not None:
+                self._parked.pop(forward.token, None)
+        link = forward.link
+        with self._lock:
+            link.in_flight -= 1
+        if link.forward is forward:
+            link.forward = None
+        self._let_go(link, forward.hold)
+
+    def _let_go(self, link: BackLink, hold: str) -> None:
+        if hold == "leased":
+            self._return(link)
+        elif hold == "turn":
+            self._turn.release()
+
+    def _link_for_2026(self) -> tuple[BackLink, str]:
+        """The back connection of a 2026 front request that may ask, and how it is held."""
+        if self.http_target:
+            return self._lease(), "leased"
+        # One process behind one connection, whose state is the process's: the watcher's.  A 2026
+        # target's questions come in the answers of the request they are for, so requests share
+        # it; a handshake-era target's questions name no request, so these requests take turns.
+        watcher = self.live_watcher()
+        if watcher.client.connection.modern:
+            return watcher, "shared"
+        if not self._turn.acquire(timeout=self.ask_timeout):
+            raise ServerBusy(
+                "Server busy: the server behind this proxy is answering another request; "
+                "retry later"
+            )
+        try:
+            return self.live_watcher(), "turn"
+        except BaseException:
+            self._turn.release()
+            raise
+
+    def park(self, forward: Forward) -> None:
+        """Keep a 2026 front's forward until its retry names its ``requestState``."""
+        with self._lock:
+            if not forward.finished:  # a finished one is never retried: it would stay forever
+                self._parked[forward.token] = forward  # type: ignore[index]
+
+    def _unpark(self, state: Any, owner: Any, origin: str) -> Forward:
+        """The parked forward a retry's ``requestState`` names, if it is this caller's and this
+        request's (mrtr §Server Requirements: state "MUST" be rejected when it fails verification;
+        it "SHOULD" be bound to the principal and the originating request)."""
+        with self._lock:
+            forward = self._parked.get(state) if isinstance(state, str) else None
+            if forward is None:
+                refusal = "is unknown or has expired; send the request again without it"
+            elif forward.owner != owner:
+                refusal = "belongs to another caller"
+            elif forward.origin != origin:
+                refusal = "belongs to another request"
+            else:
+                del self._parked[state]
+                return forward
+        raise InvalidParams(f"Invalid params: requestState {refusal}")
+
+    def _count_link(self) -> None:
+        if self._links_open >= self.max_back_connections:
+            raise ServerBusy(
+                f"Server busy: this proxy holds {self.max_back_connections} connections to its "
+                "target; retry later",
+                data={"limit": self.max_back_connections},
+            )
+        self._links_open += 1
+
+    def _lease(self) -> BackLink:
+        with self._lock:
+            idle = self._idle
+            while idle and not idle[-1].alive:  # ended while idle: forgotten
+                self._links_open -= 1
+                idle.pop().close()
+            if idle:
+                self._leased += 1
+                return idle.pop()
+            self._count_link()
+            self._leased += 1
+        try:
+            link = BackLink(self, None)
+            link.set_log_level("debug")  # kept at each request's own level by the front
+            return link
+        except BaseException:
+            with self._lock:
+                self._links_open -= 1
+                self._leased -= 1
+            raise
+
+    def _return(self, link: BackLink) -> None:
+        with self._lock:
+            self._leased -= 1
+            if link.alive:
+                self._idle.append(link)
+                return
+            self._links_open -= 1
+        link.close()
+
+    def _release_link(self, link: BackLink) -> None:
+        with self._lock:
+            self._links_open -= 1
+        link.close()
+
+    def remove_connection(self, connection: Any) -> None:
+        """A front session ended (HTTP): its back connection is closed too."""
+        super().remove_connection(connection)
+        self.end_session(connection)
+
+    def end_session(self, connection: Any) -> None:
+        """Close the back connection of a handshake-era front ``connection``, if it has one."""
+        with self._lock:
+            link = self._sessions.pop(connection, None)
+        if link is not None:
+            self._release_link(link)
+
+    def close(self) -> None:
+        """Close every back connection (the proxy serves nothing more)."""
+        with self._lock:
+            links = [*self._sessions.values(), *self._idle, self.watcher]
+            self._sessions.clear()
+            self._idle.clear()
+        for link in links:
+            link.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,385 @@
+"""The proxy's rules beyond the matrix: schemas as they are, questions a client cannot answer,
+requestState, the bound on back connections, a stateless front, the command's refusals.
+
+The library form (``proxy_server``) served over HTTP on 127.0.0.1 port 0, in front of
+tests/servers/proxy_target.py launched on stdio (a real subprocess).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import pytest
+from conftest import WAIT, Collector, run_cli, run_threads
+from proxy_peers import (
+    as_target,
+    proxy_command,
+    start_proxy_http,
+    start_target_http,
+    target_command,
+)
+
+from mcp_ref import Client, McpError, proxy_server
+from mcp_ref.errors import MissingRequiredClientCapabilityError, ServerBusy
+
+pytestmark = pytest.mark.slow
+
+
+@contextlib.contextmanager
+def served(back_era: str, **options):
+    """A proxy of the target (``back_era``) served over HTTP; yields ``(proxy, url)``."""
+    proxy = proxy_server(target_command(back_era), client_options={"timeout": WAIT}, **options)
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy, f"{httpd.url}/mcp"
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_the_tools_are_listed_as_the_target_lists_them(front_era):
+    with Client.stdio(target_command("both"), era="handshake", timeout=WAIT) as direct:
+        own = direct.request("tools/list")["tools"]
+    with served("handshake") as (_, url), Client.http(url, era=front_era, timeout=WAIT) as client:
+        proxied = client.request("tools/list")["tools"]
+    assert proxied == own  # schemas, descriptions, annotations: as they are
+
+
+def test_a_2026_client_that_cannot_answer_the_targets_question_gets_missing_capability():
+    # 2026-07-28 basic/patterns/mrtr: "Servers MUST NOT send an inputRequests that the client has
+    # not declared support for"; the proxy answers -32021 naming what the target asked for.
+    with served("handshake") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        with pytest.raises(MissingRequiredClientCapabilityError) as caught:
+            client.call_tool("work", {"steps": 1})
+        assert caught.value.data["requiredCapabilities"] == {"elicitation": {}}
+        assert client.call_tool("echo", {"text": "still here"}).text == "still here"
+
+
+def test_a_request_state_the_proxy_did_not_issue_is_refused():
+    with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        with pytest.raises(McpError) as caught:
+            client.request(
+                "tools/call",
+                {"name": "echo", "arguments": {"text": "x"}, "requestState": "forged"},
+            )
+        assert caught.value.code == -32602 and "requestState" in caught.value.message
+
+
+def test_a_question_answered_over_two_rounds_reaches_the_target():
+    # The target asks three things one after the other: a 2026 client answers three rounds, each
+    # retry carrying the proxy's requestState and the answer to the question of the round before.
+    rounds = []
+
+    def elicitation(params):
+        rounds.append("elicitation")
+        return {"action": "accept", "content": {"name": "Lin"}}
+
+    def sampling(params):
+        rounds.append("sampling")
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    with (
+        served("handshake") as (_, url),
+        Client.http(
+            url,
+            era="modern",
+            timeout=WAIT,
+            elicitation_handler=elicitation,
+            sampling_handler=sampling,
+            roots=["file:///srv"],
+        ) as client,
+    ):
+        result = client.call_tool("work", {"steps": 1})
+    assert result.text == "Lin|ok|1 roots|file:///srv"
+    assert rounds == ["elicitation", "sampling"]  # each asked once: the target's call was kept
+
+
+def test_back_connections_are_bounded_and_a_closed_session_gives_its_own_back():
+    # max_back_connections=2: the watcher and one handshake-era session.
+    with served("handshake", max_back_connections=2) as (proxy, url):
+        first = Client.http(url, era="handshake", timeout=WAIT)
+        try:
+            assert first.call_tool("echo", {"text": "one"}).text == "one"
+            with Client.http(url, era="handshake", timeout=WAIT) as second:
+                with pytest.raises(ServerBusy) as caught:
+                    second.call_tool("echo", {"text": "two"})
+                assert caught.value.data == {"limit": 2}
+        finally:
+            first.close()  # its HTTP session ends: its back connection is closed
+        with Client.http(url, era="handshake", timeout=WAIT) as third:
+            assert third.call_tool("echo", {"text": "three"}).text == "three"
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_a_stateless_http_front_serves_both_eras(era):
+    proxy = start_proxy_http(as_target(target_command("both")), "--stateless")
+    try:
+        with Client.http(proxy.url, era=era, timeout=WAIT) as client:
+            assert client.call_tool("echo", {"text": "no session"}).text == "no session"
+            assert client.read_resource("note://1").contents[0].text == "note one"
+    finally:
+        proxy.stop()
+
+
+def test_the_command_says_what_is_wrong():
+    misuse = run_cli("proxy", "python server.py", "--stdio", "--stateless")
+    assert misuse.returncode == 1 and "--stateless goes with --http" in misuse.stderr
+    neither = run_cli("proxy", "python server.py")
+    assert neither.returncode == 1 and "--http" in neither.stderr
+    missing = run_cli("proxy", "no-such-command-for-the-proxy", "--stdio")
+    assert missing.returncode == 4 and "cannot launch" in missing.stderr
+
+
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+@pytest.mark.parametrize("back_transport", ["stdio", "http"])
+def test_each_clients_questions_reach_that_client_alone(front_era, back_transport, back_era):
+    # Four clients at once, each answering with its own name: each result carries its own.
+    # (A 2026 request that may ask takes a leased connection to an HTTP target; on a command
+    # target it shares the watcher with the others (a 2026 target) or takes its turn (a
+    # handshake-era one); a handshake-era session has a connection of its own.)
+    target_process = start_target_http(back_era) if back_transport == "http" else None
+    target = target_process.url if target_process else target_command(back_era)
+    proxy = proxy_server(target, client_options={"timeout": WAIT})
+    httpd = proxy.http_server("127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+
+        def one(i: int) -> str:
+            def named(params):
+                return {"action": "accept", "content": {"name": f"client-{i}"}}
+
+            def model(params):
+                return {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": f"m{i}"},
+                    "model": "m",
+                }
+
+            with Client.http(
+                f"{httpd.url}/mcp",
+                era=front_era,
+                timeout=WAIT,
+                elicitation_handler=named,
+                sampling_handler=model,
+                roots=[f"file:///client-{i}"],
+            ) as client:
+                return client.call_tool("work", {"steps": 1}).text
+
+        results = run_threads(one, 4)
+        assert results == [f"client-{i}|m{i}|1 roots|file:///client-{i}" for i in range(4)]
+    finally:
+        httpd.shutdown()
+        thread.join(WAIT)
+        proxy.close()
+        if target_process is not None:
+            target_process.stop()
+
+
+def test_a_request_state_is_the_callers_and_its_requests_only():
+    # The state of a parked call answers only a retry of the same request (mrtr: state SHOULD be
+    # bound to "an identifier for the originating request").
+    with served("handshake") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        }
+        first = client.connection.session.request(
+            "tools/call", {"name": "work", "arguments": {"steps": 1}, "_meta": meta}, timeout=WAIT
+        )
+        assert first["resultType"] == "input_required" and "who" not in first["inputRequests"]
+        state = first["requestState"]
+        with pytest.raises(McpError) as caught:
+            client.connection.session.request(
+                "tools/call",
+                {"name": "work", "arguments": {"steps": 2}, "_meta": meta, "requestState": state},
+                timeout=WAIT,
+            )
+        assert caught.value.code == -32602 and "another request" in caught.value.message
+        (key,) = first["inputRequests"]
+        # answered: the target goes on to its next question, sampling, which this client did not
+        # declare: the request ends with -32021 naming it
+        with pytest.raises(MissingRequiredClientCapabilityError) as missing:
+            client.connection.session.request(
+                "tools/call",
+                {
+                    "name": "work",
+                    "arguments": {"steps": 1},
+                    "_meta": meta,
+                    "requestState": state,
+                    "inputResponses": {key: {"action": "decline"}},
+                },
+                timeout=WAIT,
+            )
+        assert missing.value.data["requiredCapabilities"] == {"sampling": {}}
+
+
+def test_the_command_traces_what_it_says_to_the_target():
+    stderr = Collector()
+    command = proxy_command(as_target(target_command("both")), "--stdio", "--trace")
+    with Client.stdio(command, stderr=stderr, timeout=WAIT) as client:
+        assert client.call_tool("echo", {"text": "traced"}).text == "traced"
+        stderr.wait_until(
+            lambda lines: any(line.startswith("-->") and "traced" in line for line in lines)
+        )
+        stderr.wait_until(
+            lambda lines: any(line.startswith("<--") and "traced" in line for line in lines)
+        )
+
+
+def test_the_options_of_a_client_of_its_own_are_refused():
+    refused = run_cli("--root", ".", "proxy", "python server.py", "--stdio")
+    assert refused.returncode == 1
+    assert "--root does not apply to proxy" in refused.stderr
+
+
+def test_a_handshake_era_clients_roots_change_reaches_a_handshake_era_target():
+    changed = Collector()
+    with (
+        served("handshake") as (_, url),
+        Client.http(
+            url, era="handshake", timeout=WAIT, roots=["file:///a"], on_list_changed=changed
+        ) as client,
+    ):
+        assert client.call_tool("echo", {"text": "session open"}).text == "session open"
+        client.set_roots(["file:///a", "file:///b"])  # notifications/roots/list_changed
+        changed.wait_until(lambda kinds: "tools" in kinds)
+        assert "roots_changed" in [tool.name for tool in client.list_tools()]
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_a_target_that_exits_is_launched_again_and_the_client_goes_on(front_era):
+    with served("both") as (_, url), Client.http(url, era=front_era, timeout=WAIT) as client:
+        with pytest.raises(McpError) as caught:
+            client.call_tool("die")
+        assert caught.value.code == -32603 and "did not answer" in caught.value.message
+        assert client.call_tool("echo", {"text": "again"}).text == "again"
+
+
+def test_a_retry_with_a_malformed_answer_is_refused_and_can_be_sent_again():
+    with served("handshake") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        }
+        call = {"name": "work", "arguments": {"steps": 1}, "_meta": meta}
+        first = client.connection.session.request("tools/call", call, timeout=WAIT)
+        (key,) = first["inputRequests"]
+        retry = dict(call, requestState=first["requestState"])
+        with pytest.raises(McpError) as caught:
+            client.connection.session.request(
+                "tools/call", dict(retry, inputResponses={key: "yes"}), timeout=WAIT
+            )
+        assert caught.value.code == -32602 and key in caught.value.message
+        with pytest.raises(MissingRequiredClientCapabilityError):  # then sampling, undeclared
+            client.connection.session.request(
+                "tools/call",
+                dict(retry, inputResponses={key: {"action": "decline"}}),
+                timeout=WAIT,
+            )
+
+
+def test_a_handshake_era_client_that_cannot_answer_a_2026_target_gets_a_tool_error():
+    # The 2026 target answers -32021; the handshake era has no such code, and a handshake-era
+    # server answers a tool that cannot run for this client with a tool error result.
+    with served("modern") as (_, url), Client.http(url, era="handshake", timeout=WAIT) as client:
+        result = client.call_tool("work", {"steps": 1})
+        assert result.is_error and "elicitation" in result.text
+
+
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_url_mode_elicitation_crosses_the_eras(front_era, back_era):
+    # 2025-11-25 client/elicitation: a URL-mode request carries an elicitationId; 2026-07-28
+    # (changelog 11) removes it and notifications/elicitation/complete.
+    asked, completed = Collector(), Collector()
+
+    def visit(params):
+        asked(params)
+        return {"action": "accept"}
+
+    with (
+        served(back_era) as (_, url),
+        Client.http(
+            url,
+            era=front_era,
+            timeout=WAIT,
+            elicitation_handler=visit,
+            elicitation_modes=("form", "url"),
+            on_elicitation_complete=completed,
+        ) as client,
+    ):
+        assert client.call_tool("visit").text == "accept"
+        (params,) = asked.items
+        assert (params.mode, params.url) == ("url", "https://example.com/sign-in")
+        if front_era == "handshake":
+            assert params.elicitation_id  # the target's, or one the proxy made for a 2026 target
+            if back_era == "handshake":
+                assert params.elicitation_id == "e-1"
+                completed.wait_until(lambda ids: "e-1" in ids)
+        else:
+            assert params.elicitation_id is None
+
+
+def test_a_2026_command_target_serves_2026_requests_side_by_side():
+    # The target's questions come in the answers of the request they are for, so 2026 requests
+    # share the one process (no turns): a call goes on while another is still running.
+    with served("modern") as (_, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        started = threading.Event()
+        slow = client.start_tool_call("slow", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        assert client.call_tool("echo", {"text": "beside"}).text == "beside"
+        slow.cancel()
+
+
+def test_a_proxy_refuses_items_of_its_own():
+    # Its feature requests all go to the target: an item registered on it would never be served.
+    with served("both") as (proxy, _):
+        with pytest.raises(TypeError, match="register a tool on the target"):
+
+            @proxy.tool()
+            def mine() -> str:
+                """Never served."""
+                return "mine"
+
+        with pytest.raises(TypeError, match="register a resource"):
+            proxy.add_resource(lambda: "x", "mine://x")
+        with pytest.raises(TypeError, match="register a prompt"):
+            proxy.add_prompt(lambda: "x", name="mine")
+
+
+def test_forwarded_requests_are_bounded():
+    # max_forwarded=1: while one tools/call is in flight, the next is told to retry (-32000).
+    with (
+        served("modern", max_forwarded=1) as (_, url),
+        Client.http(url, era="modern", timeout=WAIT) as client,
+    ):
+        started = threading.Event()
+        slow = client.start_tool_call("slow", on_progress=lambda *report: started.set())
+        assert started.wait(WAIT)
+        with pytest.raises(ServerBusy) as caught:
+            client.call_tool("echo", {"text": "one too many"})
+        assert caught.value.data == {"limit": 1}
+        assert client.list_tools()  # what does not forward a call still goes on
+        slow.cancel()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"max_back_connections": 1},
+        {"max_back_connections": True},
+        {"max_forwarded": 0},
+        {"ask_timeout": 0},
+        {"ask_timeout": "5"},
+    ],
+)
+def test_the_bounds_are_checked_before_anything_is_launched(setting):
+    with pytest.raises(ValueError, match=next(iter(setting))):
+        proxy_server(["no-such-command-for-the-proxy"], **setting)
