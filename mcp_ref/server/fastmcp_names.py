@@ -138,7 +138,8 @@ EQUIVALENTS = {
     "prompt on one Server",
     "import_server": "mcp_ref does not import one server into another: register every tool, "
     "resource and prompt on one Server",
-    "as_proxy": "mcp_ref's proxy (docs/proxy.md)",
+    "as_proxy": "mcp_ref.proxy_server(target): a Server in front of any server, of any era "
+    "(docs/proxy.md; on the command line, mcp-ref proxy)",
     "add_middleware": "server.add_extension(Extension) (mcp_ref.extension.Extension: "
     "intercept_request, intercept_tool_call; docs/extensions.md)",
     "run_async": _ASYNC,

@@ -28,6 +28,7 @@ BLOCKS = {
     "# client.py": "test_the_worked_port_answers_the_pages_client",
     "{'result': 2}": "test_the_worked_port_answers_the_pages_client",
     'mcp-ref call "python server.py" add_note': "test_the_pages_commands_use_the_port",
+    "mcp-ref run server.py    #": "test_mcp_ref_run_serves_the_port",
     "def delete_note": "test_a_tool_error_reaches_the_client",
     'mcp.run(transport="streamable-http", stateless_http=True)': "test_the_port_serves_over_http",
     'FastMCP("Notes", mask_error_details=False)': "test_a_refusal_reads_as_the_page_shows",
@@ -91,6 +92,23 @@ def test_the_pages_commands_use_the_port(tmp_path):
         outputs.append(done.stdout)
     assert "add_note" in outputs[0] and "add_many" in outputs[0]
     assert "buy milk" in outputs[1]
+
+
+@pytest.mark.slow
+def test_mcp_ref_run_serves_the_port(tmp_path):
+    server = ported_server()
+    stdio_run = 'if __name__ == "__main__":\n    mcp.run()\n'
+    # its last lines serve over HTTP: mcp-ref run does not run them, and serves on stdio
+    assert server.endswith(stdio_run)
+    server = server.replace(stdio_run, block('mcp.run(transport="streamable-http"'))
+    (tmp_path / "server.py").write_text(server)
+    [command] = commands(block("mcp-ref run server.py    #"))
+    with Client.stdio(
+        ["bash", "-c", command], cwd=str(tmp_path), env=environment(tmp_path), timeout=WAIT
+    ) as client:
+        assert client.server_info.name == "Notes"
+        note = client.call_tool("add_note", {"text": "from mcp-ref run"}).structured_content
+        assert note["text"] == "from mcp-ref run"
 
 
 @pytest.mark.slow
