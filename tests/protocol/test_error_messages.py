@@ -632,7 +632,7 @@ def test_a_url_that_names_no_http_server_is_refused_before_anything_is_sent(url,
 
 def test_the_command_line_says_the_same_in_one_line(not_mcp):
     """The CLI keeps its handling: ServerUnreachable is exit status 4 with its message on one
-    line, a URL that names no server a usage error; never a traceback (run_cli checks)."""
+    line, a URL that names no server a usage error (2); never a traceback (run_cli checks)."""
     from conftest import run_cli
 
     from mcp_ref.workbench.cli_verbs import EXIT_UNREACHABLE, EXIT_USAGE
