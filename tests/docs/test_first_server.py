@@ -13,6 +13,7 @@ PAGE = ROOT / "docs" / "first-server.md"
 BLOCKS = {
     "# server.py": "test_server_example_serves",
     "# shop.py": "test_shop_example_runs",
+    "# dates.py": "test_dates_example_compares_refuses_and_takes_the_named_zone",
     "# files_server.py": "test_the_elicitation_example_asks_before_it_deletes",
     "# ask_server.py": "test_two_eras_example_asks_in_one_round_and_completes_on_the_retry",
 }
@@ -84,6 +85,31 @@ def test_shop_example_runs(tmp_path):
         "-32603 no order 00000000-0000-0000-0000-000000000000",
     ):
         assert text in done.stdout, (text, done.stdout)
+
+
+@pytest.mark.slow
+def test_dates_example_compares_refuses_and_takes_the_named_zone(tmp_path):
+    """An aware argument compares with the server's aware value; a date alone is refused naming
+    the format; a value without an offset is taken in the zone the parameter names."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo("Europe/Paris")
+    except zoneinfo.ZoneInfoNotFoundError:
+        pytest.skip("no time zone database on this system")
+    script = tmp_path / "dates.py"
+    script.write_text(_block("# dates.py"))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT * 3
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "true",
+        "Invalid arguments for tool in_time: when: '2027-01-01' is a date without a time: "
+        "expected an RFC 3339 date-time with an offset, e.g. '2027-01-01T09:00:00Z' or "
+        "'2027-01-01T09:00:00+01:00'",
+        "2027-07-01T09:00:00+02:00",
+    ]
 
 
 @pytest.mark.slow

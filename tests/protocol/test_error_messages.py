@@ -635,16 +635,26 @@ def test_the_command_line_says_the_same_in_one_line(not_mcp):
     line, a URL that names no server a usage error (2); never a traceback (run_cli checks)."""
     from conftest import run_cli
 
+    from mcp_ref.workbench.cli_verbs import EXIT_UNREACHABLE, EXIT_USAGE
+
     refused = f"http://127.0.0.1:{closed_port()}/mcp"
     cases = [
-        (refused, 4, f"mcp-ref: cannot reach {refused}: connection refused. Is the server running"),
-        (not_mcp.url + "/html", 4, f"mcp-ref: nothing answers MCP at {not_mcp.url}/html (a text"),
+        (
+            refused,
+            EXIT_UNREACHABLE,
+            f"mcp-ref: cannot reach {refused}: connection refused. Is the server running",
+        ),
+        (
+            not_mcp.url + "/html",
+            EXIT_UNREACHABLE,
+            f"mcp-ref: nothing answers MCP at {not_mcp.url}/html (a text",
+        ),
         (
             not_mcp.url,
-            4,
+            EXIT_UNREACHABLE,
             f"Nothing is served at /: MCP servers are usually at /mcp — try {not_mcp.url}/mcp",
         ),
-        ("http://", 2, "mcp-ref: the server URL must be http:// or https://, with a host"),
+        ("http://", EXIT_USAGE, "mcp-ref: the server URL must be http:// or https://, with a host"),
     ]
     for url, status, words in cases:
         proc = run_cli("--connect-timeout", str(WAIT), "tools", url)
