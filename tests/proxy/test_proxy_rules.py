@@ -128,9 +128,9 @@ def test_a_stateless_http_front_serves_both_eras(era):
 
 def test_the_command_says_what_is_wrong():
     misuse = run_cli("proxy", "python server.py", "--stdio", "--stateless")
-    assert misuse.returncode == 1 and "--stateless goes with --http" in misuse.stderr
+    assert misuse.returncode == 2 and "--stateless goes with --http" in misuse.stderr
     neither = run_cli("proxy", "python server.py")
-    assert neither.returncode == 1 and "--http" in neither.stderr
+    assert neither.returncode == 2 and "--http" in neither.stderr
     missing = run_cli("proxy", "no-such-command-for-the-proxy", "--stdio")
     assert missing.returncode == 4 and "cannot launch" in missing.stderr
 
@@ -235,7 +235,7 @@ def test_the_command_traces_what_it_says_to_the_target():
 
 def test_the_options_of_a_client_of_its_own_are_refused():
     refused = run_cli("--root", ".", "proxy", "python server.py", "--stdio")
-    assert refused.returncode == 1
+    assert refused.returncode == 2
     assert "--root does not apply to proxy" in refused.stderr
 
 
