@@ -609,7 +609,14 @@ class ProxyServer(Server):
             self._release_link(link)
 
     def close(self) -> None:
-        """Close every back connection (the proxy serves nothing more)."""
+        """End every parked request (its question of the target is refused, so no thread waits
+        ``ask_timeout`` for a retry that cannot come) and close every back connection (the proxy
+        serves nothing more)."""
+        with self._lock:
+            parked = list(self._parked.values())
+            self._parked.clear()
+        for forward in parked:
+            forward.finish()
         with self._lock:
             links = [*self._sessions.values(), *self._idle, self.watcher]
             self._sessions.clear()

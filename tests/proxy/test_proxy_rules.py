@@ -383,3 +383,25 @@ def test_forwarded_requests_are_bounded():
 def test_the_bounds_are_checked_before_anything_is_launched(setting):
     with pytest.raises(ValueError, match=next(iter(setting))):
         proxy_server(["no-such-command-for-the-proxy"], **setting)
+
+
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+def test_closing_the_proxy_ends_a_parked_request_and_its_threads(back_era):
+    # A 2026 client shown the target's question that never retries: its call stays parked (up to
+    # ask_timeout, 300 s by default).  proxy.close() ends it at once, so no thread of the proxy's
+    # is left waiting for an answer (its pool's threads would hold the process's exit).
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }
+    before = set(threading.enumerate())
+    with served(back_era) as (proxy, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        first = client.connection.session.request(
+            "tools/call", {"name": "work", "arguments": {"steps": 1}, "_meta": meta}, timeout=WAIT
+        )
+        assert first["resultType"] == "input_required"
+        proxy.close()
+    left = [t for t in set(threading.enumerate()) - before if t.name.startswith("mcp-proxy")]
+    for thread in left:
+        thread.join(WAIT)
+    assert [t.name for t in left if t.is_alive()] == []
