@@ -425,7 +425,11 @@ class ProxyServer(Server):
         )
         # basic/versioning: a 2026 front request's log level is its own, so a shared connection
         # asks for every message and the front keeps those at the request's level (Front.log).
-        watcher.set_log_level("debug")
+        try:
+            watcher.set_log_level("debug")
+        except BaseException:
+            watcher.close()  # refused: the connection (a process) is not left behind
+            raise
         return watcher
 
     def live_watcher(self) -> BackLink:
@@ -574,9 +578,16 @@ class ProxyServer(Server):
             self._leased += 1
         try:
             link = BackLink(self, None)
+        except BaseException:
+            with self._lock:
+                self._links_open -= 1
+                self._leased -= 1
+            raise
+        try:
             link.set_log_level("debug")  # kept at each request's own level by the front
             return link
         except BaseException:
+            link.close()  # refused: the connection is not left behind
             with self._lock:
                 self._links_open -= 1
                 self._leased -= 1

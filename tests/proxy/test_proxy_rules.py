@@ -8,6 +8,7 @@ tests/servers/proxy_target.py launched on stdio (a real subprocess).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 import pytest
@@ -405,3 +406,45 @@ def test_closing_the_proxy_ends_a_parked_request_and_its_threads(back_era):
     for thread in left:
         thread.join(WAIT)
     assert [t.name for t in left if t.is_alive()] == []
+
+
+#: A handshake-era target that declares logging but refuses every ``logging/setLevel``.
+REFUSES_LOG_LEVELS = """
+from mcp_ref import Server
+from mcp_ref.errors import McpError
+from mcp_ref.extension import Extension
+
+
+class NoLevels(Extension):
+    name = "test/no-levels"
+
+    def intercept_request(self, call, proceed):
+        if call.method == "logging/setLevel":
+            raise McpError("no levels here", code=-32603)
+        return proceed()
+
+
+Server("no-levels", extensions=[NoLevels()]).run_stdio()
+"""
+
+
+def test_a_target_that_refuses_the_log_level_is_not_left_running(tmp_path):
+    # The watcher asks the target for every log message as it connects: when that fails, the
+    # proxy is not made, and the connection it opened (here a process) is closed, not leaked.
+    script = tmp_path / "no_levels.py"
+    script.write_text(REFUSES_LOG_LEVELS)
+    opened = []
+
+    def connect(**options):
+        client = Client.stdio([sys.executable, str(script)], era="handshake", **options)
+        opened.append(client)
+        return client
+
+    try:
+        with pytest.raises(McpError, match="no levels here"):
+            proxy_server(connect, client_options={"timeout": WAIT})
+        assert len(opened) == 1
+        assert opened[0].session.is_closed
+    finally:
+        for client in opened:
+            client.close()
