@@ -448,3 +448,36 @@ def test_a_target_that_refuses_the_log_level_is_not_left_running(tmp_path):
     finally:
         for client in opened:
             client.close()
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_a_front_clients_credentials_never_reach_the_target(front_era):
+    # The proxy is the target's client: it sends the headers its user gave (client_options),
+    # never what a front client sent it (common rules: credentials go only to the origin the user
+    # named; a front client's token is for the proxy).
+    from http_fixtures import HeaderRecorder, serving
+
+    box: list[HeaderRecorder] = []
+    with serving(wrap=lambda app: box.append(HeaderRecorder(app)) or box[0]) as target:
+        proxy = proxy_server(
+            target.mcp, client_options={"timeout": WAIT, "headers": {"X-Proxy": "own"}}
+        )
+        httpd = proxy.http_server("127.0.0.1", 0)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with Client.http(
+                f"{httpd.url}/mcp",
+                era=front_era,
+                timeout=WAIT,
+                headers={"Authorization": "Bearer front-secret", "X-Front": "mine"},
+            ) as client:
+                assert client.call_tool("echo", {"text": "hi"}).text
+                assert client.list_tools()
+        finally:
+            httpd.shutdown()
+            thread.join(WAIT)
+            proxy.close()
+    seen = box[0].seen()
+    assert seen and all(headers.get("x-proxy") == "own" for headers in seen)
+    assert not [h for h in seen if "front-secret" in str(h) or "x-front" in h]
