@@ -632,7 +632,7 @@ def test_a_url_that_names_no_http_server_is_refused_before_anything_is_sent(url,
 
 def test_the_command_line_says_the_same_in_one_line(not_mcp):
     """The CLI keeps its handling: ServerUnreachable is exit status 4 with its message on one
-    line, a URL that names no server a usage error (1); never a traceback (run_cli checks)."""
+    line, a URL that names no server a usage error (2); never a traceback (run_cli checks)."""
     from conftest import run_cli
 
     refused = f"http://127.0.0.1:{closed_port()}/mcp"
@@ -644,7 +644,7 @@ def test_the_command_line_says_the_same_in_one_line(not_mcp):
             4,
             f"Nothing is served at /: MCP servers are usually at /mcp — try {not_mcp.url}/mcp",
         ),
-        ("http://", 1, "mcp-ref: the server URL must be http:// or https://, with a host"),
+        ("http://", 2, "mcp-ref: the server URL must be http:// or https://, with a host"),
     ]
     for url, status, words in cases:
         proc = run_cli("--connect-timeout", str(WAIT), "tools", url)
