@@ -478,8 +478,8 @@ class ProxyServer(Server):
         forward = Forward(self, link, front, owner)
         forward.hold = hold
         with self._lock:
-            link.in_flight += 1
-        link.forward = forward
+            link.running.append(forward)
+            link.forward = forward
         current.forward = forward
         try:
             forward.call = link.client.connection.start(
@@ -501,9 +501,11 @@ class ProxyServer(Server):
                 self._parked.pop(forward.token, None)
         link = forward.link
         with self._lock:
-            link.in_flight -= 1
-        if link.forward is forward:
-            link.forward = None
+            if forward in link.running:
+                link.running.remove(forward)
+            # a handshake-era target's questions name no request: those that come now are for
+            # a request still running here (its session's), not for nobody
+            link.forward = link.running[-1] if link.running else None
         self._let_go(link, forward.hold)
 
     def _let_go(self, link: BackLink, hold: str) -> None:

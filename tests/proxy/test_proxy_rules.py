@@ -481,3 +481,36 @@ def test_a_front_clients_credentials_never_reach_the_target(front_era):
     seen = box[0].seen()
     assert seen and all(headers.get("x-proxy") == "own" for headers in seen)
     assert not [h for h in seen if "front-secret" in str(h) or "x-front" in h]
+
+
+def test_a_sessions_question_reaches_it_after_another_of_its_requests_ended():
+    # One handshake-era session, two requests at once on its back connection: ``work`` asks the
+    # user, and while it waits, ``echo`` starts and ends.  The target's next question (sampling)
+    # still belongs to ``work`` and reaches the session (it once found no request to go to).
+    asked = threading.Event()
+    go = threading.Event()
+
+    def elicitation(params):
+        asked.set()
+        assert go.wait(WAIT)
+        return {"action": "accept", "content": {"name": "Lin"}}
+
+    def sampling(params):
+        return {"role": "assistant", "content": {"type": "text", "text": "idea"}, "model": "m"}
+
+    with (
+        served("handshake") as (_, url),
+        Client.http(
+            url,
+            era="handshake",
+            timeout=WAIT,
+            elicitation_handler=elicitation,
+            sampling_handler=sampling,
+            roots=["file:///here"],
+        ) as client,
+    ):
+        work = client.start_tool_call("work", {"steps": 1})
+        assert asked.wait(WAIT)
+        assert client.call_tool("echo", {"text": "meanwhile"}).text == "meanwhile"
+        go.set()
+        assert work.result().text == "Lin|idea|1 roots|file:///here"
