@@ -609,11 +609,6 @@ class ProxyServer(Server):
             self._links_open -= 1
         link.close()
 
-    def remove_connection(self, connection: Any) -> None:
-        """A front session ended (HTTP): its back connection is closed too."""
-        super().remove_connection(connection)
-        self.end_session(connection)
-
     def end_session(self, connection: Any) -> None:
         """Close the back connection of a handshake-era front ``connection``, if it has one."""
         with self._lock:
