@@ -12,7 +12,7 @@ of input once it has read what was already sent, and writing towards an end
 that has closed raises ``OSError``, as writing to a pipe whose reader has gone
 does.
 
-:func:`open_client` is ``Client.in_memory`` itself: the server's side of the connection, and the
+:func:`open_client` is ``Client.in_memory``'s work: the server's side of the connection, and the
 server's lifespan, which the client holds from its start to its ``close()``
 (:mod:`mcp_ref.server.lifespan`).
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from .session import Transport
@@ -114,9 +115,9 @@ def memory_pair(limit: int = DEFAULT_LIMIT) -> tuple[MemoryTransport, MemoryTran
     return MemoryTransport(b_to_a, a_to_b), MemoryTransport(a_to_b, b_to_a)
 
 
-def open_client(client_class: Any, server: Any, options: dict) -> Any:
+def open_client(client_class: Any, server: Any, options: dict) -> tuple[Any, Callable[[], None]]:
     """``Client.in_memory(server, **options)``: a ``client_class`` connected to ``server`` in this
-    process.
+    process, and what its ``close()`` runs last (:meth:`ServerSide.finish`).
 
     The server's side is ``server.connect()``'s, but for the lifespan: instead of holding it as
     serving does (until ``server.exit_lifespan()``), the client holds it until it closes
@@ -142,8 +143,7 @@ def open_client(client_class: Any, server: Any, options: dict) -> Any:
         client_end.close()  # the server's side sees end of input
         server_side.finish()
         raise
-    client._after_close = server_side.finish  # Client.close() runs it last
-    return client
+    return client, server_side.finish
 
 
 class ServerSide:

@@ -15,14 +15,13 @@ lifespan holds a ``PerThread(factory)``, and each handler asks it for its thread
 It holds at most one object per live thread that asked for one: an object is closed when its thread
 ends (on that thread, as ``threading.local`` releases what the thread held), and the rest when the
 ``with`` block ends (:meth:`PerThread.close`).  When a handler fails on such an object anyway, the
-server's log line says why and what to do (:func:`log_failure`, :func:`thread_hint`).
+server's log line says why and what to do (:mod:`mcp_ref.handler_failures`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -154,40 +153,3 @@ class PerThread(Generic[T]):
         with self._lock:
             self._made.pop(key, None)
         self._close_value(value)
-
-
-#: Words of the message ``sqlite3`` raises for an object used on another thread than its own.
-_SQLITE_THREAD = "can only be used in that same thread"
-
-#: What :func:`thread_hint` adds to the log line.
-_HINT = (
-    ": a sqlite3 connection made on another thread (in the lifespan?) was used on a handler"
-    " thread; handlers run on the connection's handler threads, not the lifespan's: make one per"
-    " thread with mcp_ref.PerThread, or connect with check_same_thread=False and a lock"
-    " (docs/lifespan.md)"
-)
-
-
-def thread_hint(exc: BaseException) -> str:
-    """What a server's log line adds after a handler raised ``exc``: for ``sqlite3``'s
-    ``ProgrammingError`` about threads (``exc``, or what it was raised from or during: the first
-    few of its chain), the cause and the way out; else "".  For the log only: the client is told no
-    more than before."""
-    link: BaseException | None = exc
-    for _ in range(8):  # a chain is short, and may loop (an exception raised from itself)
-        if link is None:
-            break
-        if type(link).__module__ == "sqlite3" and _SQLITE_THREAD in str(link):
-            return _HINT
-        link = link.__cause__ or link.__context__
-    return ""
-
-
-def log_failure(logger: logging.Logger, message: str, *args: Any) -> None:
-    """Log the exception being handled, a handler's failure, as ``logger.exception(message, *args)``
-    does (the traceback; the record names the caller's line), with :func:`thread_hint`'s cause
-    after ``message``.  The server's tools and its session call it; what the client is told is
-    theirs (a generic error, never these details)."""
-    exc = sys.exc_info()[1]
-    hint = "" if exc is None else thread_hint(exc)
-    logger.error(message + hint.replace("%", "%%"), *args, exc_info=True, stacklevel=2)

@@ -733,7 +733,7 @@ class Session:
             reply = None
         # never leak internals to the peer (nor leave the request unanswered)
         except BaseException as exc:
-            from .per_thread import log_failure  # with the cause, when it is a thread's (sqlite3)
+            from .handler_failures import log_failure  # with a known cause (sqlite3 threads)
 
             log_failure(log, "%s: handler for %s failed", self.name, request.method)
             reply = ErrorResponse(request.id, {"code": INTERNAL_ERROR, "message": "Internal error"})

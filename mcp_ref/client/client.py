@@ -322,7 +322,9 @@ class Client:
         """
         from ..memory import open_client
 
-        return open_client(cls, server, options)
+        client, finish = open_client(cls, server, options)
+        client._after_close = finish  # its close() lets go of the server's side and lifespan
+        return client
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -418,7 +420,7 @@ class Client:
     def _after_close(self):  # type: () -> None
         """What :meth:`close` runs last, once the connection has ended: nothing.  A client of
         ``Client.in_memory`` lets go of the server's lifespan here (its exit's exception comes out
-        of ``close()``): :func:`mcp_ref.memory.open_client` sets it on the instance."""
+        of ``close()``): :meth:`in_memory` sets it on the instance."""
 
     def __enter__(self) -> Client:
         return self

@@ -99,9 +99,10 @@ class BackLink:
         on_elicitation_complete: Callable[[Any], None] | None = None,
     ):
         self.proxy = proxy
+        #: The forward its questions go to now: the latest of :attr:`running`, or None.
         self.forward: Forward | None = None
-        #: Forwards running on it now (the proxy's lock guards it).
-        self.in_flight = 0
+        #: The forwards running on it now, oldest first (the proxy's lock guards it).
+        self.running: list[Forward] = []
         self.log_level: str | None = None
         self.subscribed: set[str] = set()
         options = dict(proxy.client_options)
@@ -118,7 +119,7 @@ class BackLink:
     def _log(self, message: Any) -> None:
         # A log message names no request: it is the forward's when it is the only one in flight
         # here, else nobody's (dropped: another client's message must not reach this one).
-        forward = self.forward if self.in_flight <= 1 else None
+        forward = self.forward if len(self.running) <= 1 else None
         front = None if forward is None else forward.front
         if front is not None:
             front.log(message.level, message.data, message.logger)

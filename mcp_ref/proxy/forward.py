@@ -36,6 +36,9 @@ ASK_CAPABILITY = {
 DEFAULT_ASK_TIMEOUT = 300.0
 #: How long an answer waits for the callbacks of what came before it (seconds; see Forward.run).
 CALLBACKS_WAIT = 10.0
+#: How often a front request's wait looks again at the cancellation Event it replaced (seconds): a
+#: cancellation that reached that Event during the swap is seen within this time.
+CANCEL_RECHECK = 0.5
 #: The prefix of a ``requestState`` the proxy issues (the rest: a random key of a parked request).
 STATE_PREFIX = "mcp-ref-proxy."
 
@@ -218,14 +221,18 @@ class Forward:
         with self.lock:
             self.front = front
         signal = _Signal(self._wake)
-        if context.is_cancelled:
-            signal.set()
+        # The session sets whichever Event the request held when the cancellation came: the one
+        # replaced here may be set after this swap, so the wait below looks at it too.
+        replaced = context.cancelled
         context.cancelled = signal
         with self.lock:
             while self.outcome is None and not signal.is_set():
+                if replaced.is_set():
+                    signal.set()
+                    break
                 if front.envelope is not None and self.waiting:
                     break
-                self.lock.wait()
+                self.lock.wait(CANCEL_RECHECK)
             if self.outcome is None and not signal.is_set():
                 # a 2026 front: the questions go out as input_required, the back call is parked
                 self.shown.update(self.waiting)

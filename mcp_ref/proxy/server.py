@@ -425,7 +425,11 @@ class ProxyServer(Server):
         )
         # basic/versioning: a 2026 front request's log level is its own, so a shared connection
         # asks for every message and the front keeps those at the request's level (Front.log).
-        watcher.set_log_level("debug")
+        try:
+            watcher.set_log_level("debug")
+        except BaseException:
+            watcher.close()  # refused: the connection (a process) is not left behind
+            raise
         return watcher
 
     def live_watcher(self) -> BackLink:
@@ -474,8 +478,8 @@ class ProxyServer(Server):
         forward = Forward(self, link, front, owner)
         forward.hold = hold
         with self._lock:
-            link.in_flight += 1
-        link.forward = forward
+            link.running.append(forward)
+            link.forward = forward
         current.forward = forward
         try:
             forward.call = link.client.connection.start(
@@ -497,9 +501,11 @@ class ProxyServer(Server):
                 self._parked.pop(forward.token, None)
         link = forward.link
         with self._lock:
-            link.in_flight -= 1
-        if link.forward is forward:
-            link.forward = None
+            if forward in link.running:
+                link.running.remove(forward)
+            # a handshake-era target's questions name no request: those that come now are for
+            # a request still running here (its session's), not for nobody
+            link.forward = link.running[-1] if link.running else None
         self._let_go(link, forward.hold)
 
     def _let_go(self, link: BackLink, hold: str) -> None:
@@ -574,9 +580,16 @@ class ProxyServer(Server):
             self._leased += 1
         try:
             link = BackLink(self, None)
+        except BaseException:
+            with self._lock:
+                self._links_open -= 1
+                self._leased -= 1
+            raise
+        try:
             link.set_log_level("debug")  # kept at each request's own level by the front
             return link
         except BaseException:
+            link.close()  # refused: the connection is not left behind
             with self._lock:
                 self._links_open -= 1
                 self._leased -= 1
@@ -596,11 +609,6 @@ class ProxyServer(Server):
             self._links_open -= 1
         link.close()
 
-    def remove_connection(self, connection: Any) -> None:
-        """A front session ended (HTTP): its back connection is closed too."""
-        super().remove_connection(connection)
-        self.end_session(connection)
-
     def end_session(self, connection: Any) -> None:
         """Close the back connection of a handshake-era front ``connection``, if it has one."""
         with self._lock:
@@ -609,7 +617,14 @@ class ProxyServer(Server):
             self._release_link(link)
 
     def close(self) -> None:
-        """Close every back connection (the proxy serves nothing more)."""
+        """End every parked request (its question of the target is refused, so no thread waits
+        ``ask_timeout`` for a retry that cannot come) and close every back connection (the proxy
+        serves nothing more)."""
+        with self._lock:
+            parked = list(self._parked.values())
+            self._parked.clear()
+        for forward in parked:
+            forward.finish()
         with self._lock:
             links = [*self._sessions.values(), *self._idle, self.watcher]
             self._sessions.clear()

@@ -281,7 +281,7 @@ def run_tool(
         log.info("tool %s cannot run for this client: %s", name, exc)
         return error_result(f"Tool {name} cannot run for this client: {exc}")
     except Exception:  # the client sees a generic error, stderr the traceback
-        from ..per_thread import log_failure  # with the cause, when it is a thread's (sqlite3)
+        from ..handler_failures import log_failure  # with a known cause (sqlite3 threads)
 
         log_failure(log, "tool %s failed", name)
         return error_result(f"Tool {name} failed with an internal error")

@@ -456,3 +456,27 @@ def test_a_sub_package_in_no_layer_is_found(tmp_path):
         },
     )
     assert layer_violations(root) == ["pkg.gadgets.x: its sub-package has no layer (LAYERS)"]
+
+
+#: Modules the protocol and the roles never import, even lazily: what a user's code holds
+#: (PerThread, in a lifespan) and what is built on a Server and a Client (the proxy).
+NOT_FOR_THE_PROTOCOL = ("mcp_ref.per_thread", "mcp_ref.proxy")
+
+
+def protocol_mentions(edges: list[tuple[str, str, bool]]) -> list[str]:
+    """The imports of ``NOT_FOR_THE_PROTOCOL`` by the protocol modules and the roles."""
+    problems = []
+    for importer, imported, _lazy in edges:
+        mine = layer_of(importer)[0]
+        if mine != PROTOCOL and mine not in ROLES:
+            continue
+        if imported.startswith(NOT_FOR_THE_PROTOCOL):
+            problems.append(f"{importer} imports {imported}")
+    return problems
+
+
+@pytest.mark.slow
+def test_the_protocol_and_the_roles_import_neither_per_thread_nor_the_proxy():
+    assert protocol_mentions(imports_of(PACKAGE)) == []
+    # the check can fail: a session that imports PerThread's module lazily is caught
+    assert protocol_mentions([("mcp_ref.session", "mcp_ref.per_thread", True)]) != []

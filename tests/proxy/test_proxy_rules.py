@@ -8,6 +8,7 @@ tests/servers/proxy_target.py launched on stdio (a real subprocess).
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 import pytest
@@ -383,3 +384,133 @@ def test_forwarded_requests_are_bounded():
 def test_the_bounds_are_checked_before_anything_is_launched(setting):
     with pytest.raises(ValueError, match=next(iter(setting))):
         proxy_server(["no-such-command-for-the-proxy"], **setting)
+
+
+@pytest.mark.parametrize("back_era", ["handshake", "modern"])
+def test_closing_the_proxy_ends_a_parked_request_and_its_threads(back_era):
+    # A 2026 client shown the target's question that never retries: its call stays parked (up to
+    # ask_timeout, 300 s by default).  proxy.close() ends it at once, so no thread of the proxy's
+    # is left waiting for an answer (its pool's threads would hold the process's exit).
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }
+    before = set(threading.enumerate())
+    with served(back_era) as (proxy, url), Client.http(url, era="modern", timeout=WAIT) as client:
+        first = client.connection.session.request(
+            "tools/call", {"name": "work", "arguments": {"steps": 1}, "_meta": meta}, timeout=WAIT
+        )
+        assert first["resultType"] == "input_required"
+        proxy.close()
+    left = [t for t in set(threading.enumerate()) - before if t.name.startswith("mcp-proxy")]
+    for thread in left:
+        thread.join(WAIT)
+    assert [t.name for t in left if t.is_alive()] == []
+
+
+#: A handshake-era target that declares logging but refuses every ``logging/setLevel``.
+REFUSES_LOG_LEVELS = """
+from mcp_ref import Server
+from mcp_ref.errors import McpError
+from mcp_ref.extension import Extension
+
+
+class NoLevels(Extension):
+    name = "test/no-levels"
+
+    def intercept_request(self, call, proceed):
+        if call.method == "logging/setLevel":
+            raise McpError("no levels here", code=-32603)
+        return proceed()
+
+
+Server("no-levels", extensions=[NoLevels()]).run_stdio()
+"""
+
+
+def test_a_target_that_refuses_the_log_level_is_not_left_running(tmp_path):
+    # The watcher asks the target for every log message as it connects: when that fails, the
+    # proxy is not made, and the connection it opened (here a process) is closed, not leaked.
+    script = tmp_path / "no_levels.py"
+    script.write_text(REFUSES_LOG_LEVELS)
+    opened = []
+
+    def connect(**options):
+        client = Client.stdio([sys.executable, str(script)], era="handshake", **options)
+        opened.append(client)
+        return client
+
+    try:
+        with pytest.raises(McpError, match="no levels here"):
+            proxy_server(connect, client_options={"timeout": WAIT})
+        assert len(opened) == 1
+        assert opened[0].session.is_closed
+    finally:
+        for client in opened:
+            client.close()
+
+
+@pytest.mark.parametrize("front_era", ["handshake", "modern"])
+def test_a_front_clients_credentials_never_reach_the_target(front_era):
+    # The proxy is the target's client: it sends the headers its user gave (client_options),
+    # never what a front client sent it (common rules: credentials go only to the origin the user
+    # named; a front client's token is for the proxy).
+    from http_fixtures import HeaderRecorder, serving
+
+    box: list[HeaderRecorder] = []
+    with serving(wrap=lambda app: box.append(HeaderRecorder(app)) or box[0]) as target:
+        proxy = proxy_server(
+            target.mcp, client_options={"timeout": WAIT, "headers": {"X-Proxy": "own"}}
+        )
+        httpd = proxy.http_server("127.0.0.1", 0)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            with Client.http(
+                f"{httpd.url}/mcp",
+                era=front_era,
+                timeout=WAIT,
+                headers={"Authorization": "Bearer front-secret", "X-Front": "mine"},
+            ) as client:
+                assert client.call_tool("echo", {"text": "hi"}).text
+                assert client.list_tools()
+        finally:
+            httpd.shutdown()
+            thread.join(WAIT)
+            proxy.close()
+    seen = box[0].seen()
+    assert seen and all(headers.get("x-proxy") == "own" for headers in seen)
+    assert not [h for h in seen if "front-secret" in str(h) or "x-front" in h]
+
+
+def test_a_sessions_question_reaches_it_after_another_of_its_requests_ended():
+    # One handshake-era session, two requests at once on its back connection: ``work`` asks the
+    # user, and while it waits, ``echo`` starts and ends.  The target's next question (sampling)
+    # still belongs to ``work`` and reaches the session (it once found no request to go to).
+    asked = threading.Event()
+    go = threading.Event()
+
+    def elicitation(params):
+        asked.set()
+        assert go.wait(WAIT)
+        return {"action": "accept", "content": {"name": "Lin"}}
+
+    def sampling(params):
+        return {"role": "assistant", "content": {"type": "text", "text": "idea"}, "model": "m"}
+
+    with (
+        served("handshake") as (_, url),
+        Client.http(
+            url,
+            era="handshake",
+            timeout=WAIT,
+            elicitation_handler=elicitation,
+            sampling_handler=sampling,
+            roots=["file:///here"],
+        ) as client,
+    ):
+        work = client.start_tool_call("work", {"steps": 1})
+        assert asked.wait(WAIT)
+        assert client.call_tool("echo", {"text": "meanwhile"}).text == "meanwhile"
+        go.set()
+        assert work.result().text == "Lin|idea|1 roots|file:///here"

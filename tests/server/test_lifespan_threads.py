@@ -490,7 +490,7 @@ def test_an_interpreter_that_exits_without_close_does_not_close_from_the_wrong_t
 
 
 def test_the_hint_finds_the_sqlite_error_a_handler_raised_from_and_nothing_else():
-    from mcp_ref.per_thread import thread_hint
+    from mcp_ref.handler_failures import thread_hint
 
     def used_on_another_thread() -> BaseException:
         connection: list = []
