@@ -10,6 +10,7 @@ returned ``isError`` or the server answered with a JSON-RPC error, 6 a request t
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -253,7 +254,8 @@ def connect(args, trace):
     except (FileNotFoundError, PermissionError) as exc:
         why = "command not found" if isinstance(exc, FileNotFoundError) else "permission denied"
         raise CliError(
-            f"cannot launch {command[0]!r}: {why}{_read_as(args)}", EXIT_UNREACHABLE
+            f"cannot launch {command[0]!r}: {why}{_read_as(args)}{_url_meant(command)}",
+            EXIT_UNREACHABLE,
         ) from None
     except (ConnectionClosed, RequestTimeout, OSError) as exc:
         raise CliError(
@@ -263,6 +265,15 @@ def connect(args, trace):
         ) from None
     except McpError as exc:  # UnsupportedProtocolVersionError too
         raise CliError(f"the server refused to initialize: {exc}", EXIT_UNREACHABLE) from None
+
+
+def _url_meant(command: list[str]) -> str:
+    """A hint when a command that was not found looks like a URL without its scheme
+    (``localhost:8000/mcp``, ``127.0.0.1:8000``): a TARGET is a URL only with ``http(s)://``."""
+    word = command[0]
+    if len(command) == 1 and re.fullmatch(r"[\w.-]+:\d{1,5}(/\S*)?", word):
+        return f" (a URL starts with http:// or https://: did you mean http://{word}?)"
+    return ""
 
 
 def _read_as(args) -> str:

@@ -401,6 +401,18 @@ def test_command_that_does_not_exist_exits_4():
     proc = cli("call", "no-such-command-for-mcp-ref-tests", "echo", "text=x")
     assert proc.returncode == 4
     assert "command not found" in one_error_line(proc)
+    assert "did you mean" not in proc.stderr
+
+
+@pytest.mark.parametrize("target", ["localhost:8000/mcp", "127.0.0.1:8000"])
+def test_a_url_without_its_scheme_is_named_as_one(target):
+    """A TARGET is a URL only with http(s)://: one that looks like host:port says so."""
+    proc = cli("tools", target)
+    assert proc.returncode == 4
+    assert one_error_line(proc) == (
+        f"mcp-ref: cannot launch {target!r}: command not found (a URL starts with http:// or "
+        f"https://: did you mean http://{target}?)"
+    )
 
 
 @pytest.mark.parametrize("code", ["pass", "import sys; sys.exit(3)"])
