@@ -18,7 +18,15 @@ from typing import Any
 
 from ..errors import ConnectionClosed, McpError, RequestTimeout
 from .cli_output import to_stderr
-from .cli_verbs import EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, CliError, ServerStderr
+from .cli_serve import http_address
+from .cli_verbs import (
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    CliError,
+    ServerStderr,
+    header_options,
+)
 
 #: Global options a proxy has no use for (it passes the target's questions to its own clients,
 #: and prints nothing on stdout): each refused by name, with its test for "given".
@@ -49,7 +57,7 @@ def run(args: Any, hooks: Any) -> int:
         raise CliError("--stateless goes with --http", EXIT_USAGE)
     if args.max_back_connections < 2:
         raise CliError("--max-back-connections must be at least 2", EXIT_USAGE)
-    address = _address(args.http) if args.http else None
+    address = http_address(args.http) if args.http else None
     target, options = _target(args)
     if trace is not None:
         options["trace"] = trace
@@ -86,15 +94,6 @@ def run(args: Any, hooks: Any) -> int:
         proxy.close()
 
 
-def _address(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise CliError(
-            f"--http takes HOST:PORT with a port from 0 to 65535, not {text!r}", EXIT_USAGE
-        )
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 def _target(args: Any) -> tuple[Any, dict[str, Any]]:
     """What :func:`~mcp_ref.proxy.proxy_server` connects to, and the back clients' options."""
     options: dict[str, Any] = {
@@ -103,14 +102,10 @@ def _target(args: Any) -> tuple[Any, dict[str, Any]]:
         "era": args.era,
     }
     if args.target.startswith(("http://", "https://")):
-        headers = {}
-        for header in args.header:
-            name, sep, value = header.partition(":")
-            if not sep or not name.strip():
-                raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
-            headers[name.strip()] = value.strip()
         options.update(
-            headers=headers, transport=args.transport, connect_timeout=args.connect_timeout
+            headers=header_options(args.header),
+            transport=args.transport,
+            connect_timeout=args.connect_timeout,
         )
         return args.target, options
     command = shlex.split(args.target)

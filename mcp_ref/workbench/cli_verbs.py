@@ -177,17 +177,23 @@ def client_options(args, trace) -> dict:
     }
 
 
+def header_options(given: list[str]) -> dict[str, str]:
+    """``--header 'NAME: VALUE'`` options as a dict of headers, or a usage :class:`CliError`."""
+    headers = {}
+    for header in given:
+        name, sep, value = header.partition(":")
+        if not sep or not name.strip():
+            raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
+        headers[name.strip()] = value.strip()
+    return headers
+
+
 def connect(args, trace):
     """An initialized Client of ``args.target`` (a URL, or a command line to launch), or a :class:`CliError`."""
     from ..client import Client
 
     if args.target.startswith(("http://", "https://")):
-        headers = {}
-        for header in args.header:
-            name, sep, value = header.partition(":")
-            if not sep or not name.strip():
-                raise CliError(f"--header must be 'NAME: VALUE', not {header!r}", EXIT_USAGE)
-            headers[name.strip()] = value.strip()
+        headers = header_options(args.header)
         auth = None
         # an explicit token is the user's choice
         if not any(name.lower() == "authorization" for name in headers):
