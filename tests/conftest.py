@@ -27,6 +27,7 @@ import inspect
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -44,6 +45,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(__file__).resolve().parent / "servers"
 DEMO = [sys.executable, "-m", "mcp_ref", "serve-demo"]
 WAIT = 10.0  # seconds: the bound of every blocking wait in the tests
+
+# Ctrl-C stops the servers the tests start (they are stopped with SIGINT, as a user stops them).  A
+# suite started in the background by a shell without job control (`cmd &` in a script) inherits
+# SIGINT ignored, and so would every server it starts: an ignored signal stays ignored across exec.
+# Each test process (xdist's workers too) takes SIGINT back, so its children start with it.
+if (
+    signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    and threading.current_thread() is threading.main_thread()
+):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class InMemory:
